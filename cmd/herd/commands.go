@@ -1,0 +1,23 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// benchCommands lists `herd bench` subcommands; each lives in its own file
+// (bench_<area>.go) beside the package it measures.
+func benchCommands() []*cobra.Command {
+	return []*cobra.Command{
+		newBenchReplayCmd(),
+		newBenchNNCmd(),
+		newBenchEnvCmd(),
+		newBenchPersistCmd(),
+		newBenchLearnCmd(),
+	}
+}
+
+// extraCommands lists the top-level commands besides bench.
+func extraCommands() []*cobra.Command {
+	return []*cobra.Command{
+		newTrainCmd(),
+		newEvalCmd(),
+	}
+}
