@@ -1,16 +1,60 @@
 package main
 
 import (
-	"errors"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"herd/env"
 )
 
-// Placeholder until the env work lands.
+// newBenchEnvCmd is `herd bench env`: env steps per second for a single
+// env, a SyncVector and an AsyncVector (logic in env.Bench).
 func newBenchEnvCmd() *cobra.Command {
-	return &cobra.Command{
+	var (
+		cfg    env.BenchConfig
+		ids    string
+		asJSON bool
+		// --scaling: AsyncVector with 1, 2, 4 … --workers workers instead.
+		scaling bool
+		rounds  int
+	)
+	cmd := &cobra.Command{
 		Use:   "env",
-		Short: "benchmark env (not built yet)",
-		RunE:  func(*cobra.Command, []string) error { return errors.New("bench env: not built yet") },
+		Short: "env steps/s: single env, SyncVector, AsyncVector",
+		Long: `Measures env steps per second (summed over a vector's envs) for each env id:
+a single env from env.Make (TimeLimit included), a SyncVector and an AsyncVector
+of --num-envs envs, with random actions drawn in advance. Run with GOMAXPROCS=1
+for the one-core figures; AsyncVector uses GOMAXPROCS workers unless --workers.
+With --scaling it reports instead AsyncVector's speedup over 1 worker
+(default envs CartPole-v1 and LunarLander-v3, 200ms runs).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if ids != "" {
+				cfg.IDs = strings.Split(ids, ",")
+			}
+			if scaling {
+				rows, err := env.BenchScaling(cmd.Context(), cfg, cfg.Workers, rounds)
+				if err != nil {
+					return err
+				}
+				return writeRows(cmd.OutOrStdout(), asJSON, rows)
+			}
+			rows, err := env.Bench(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return writeRows(cmd.OutOrStdout(), asJSON, rows)
+		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&ids, "envs", "", "comma-separated env ids (default: all registered)")
+	f.IntVar(&cfg.NumEnvs, "num-envs", 16, "envs per vector")
+	f.IntVar(&cfg.Workers, "workers", 0, "AsyncVector workers (0: GOMAXPROCS)")
+	f.DurationVar(&cfg.Duration, "duration", 0, "time per measurement (0: 1s)")
+	f.Uint64Var(&cfg.Seed, "seed", 1, "seed for envs and random actions")
+	f.BoolVar(&asJSON, "json", false, "one JSON object per line")
+	f.BoolVar(&scaling, "scaling", false, "AsyncVector speedup with 1, 2, 4, … --workers workers (default GOMAXPROCS), interleaved runs, medians")
+	f.IntVar(&rounds, "rounds", 5, "rounds of interleaved runs for --scaling")
+	return cmd
 }

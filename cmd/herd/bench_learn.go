@@ -1,16 +1,99 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"herd/algo/all"
 )
 
-// Placeholder until the learn work lands.
 func newBenchLearnCmd() *cobra.Command {
-	return &cobra.Command{
+	var (
+		configs  []string
+		seedList string
+		steps    int64
+		out, md  string
+		set      []string
+		target   float64
+		asJSON   bool
+		evalEps  int
+	)
+	cmd := &cobra.Command{
 		Use:   "learn",
-		Short: "benchmark learn (not built yet)",
-		RunE:  func(*cobra.Command, []string) error { return errors.New("bench learn: not built yet") },
+		Short: "train (config, seed) pairs and tabulate final return, wall seconds and steps/s",
+		Long: `learn trains every --config with every seed, one run at a time, and prints one row
+per run; --md writes the markdown tables of docs/parts/train.bench.md (final
+return = mean of the last 100 episodes; target = the env's reward threshold
+unless --target is given).`,
+		Example: `  herd bench learn --config configs/ppo-cartpole.yaml --seeds 1-5 --md /tmp/ppo.md
+  herd bench learn --config configs/ppo-cartpole.yaml --config configs/a2c-cartpole.yaml --seeds 1,2`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			seeds, err := parseSeeds(seedList)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			rows, err := all.BenchLearn(cmd.Context(), configs, seeds, all.LearnOptions{
+				Steps: steps, Out: out, Set: set, Progress: cmd.ErrOrStderr(), EvalEpisodes: evalEps})
+			if len(rows) > 0 {
+				if werr := writeRows(w, asJSON, rows); werr != nil {
+					return werr
+				}
+				if md != "" {
+					f, ferr := os.Create(md)
+					if ferr != nil {
+						return fmt.Errorf("bench learn: %w", ferr)
+					}
+					if werr := all.WriteLearnMarkdown(f, rows, target); werr != nil {
+						f.Close()
+						return fmt.Errorf("bench learn: %w", werr)
+					}
+					if cerr := f.Close(); cerr != nil {
+						return fmt.Errorf("bench learn: %w", cerr)
+					}
+				}
+			}
+			return err
+		},
 	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&configs, "config", nil, "config file (repeatable)")
+	fl.StringVar(&seedList, "seeds", "1-5", "seeds: a list (1,2,3) or a range (1-5)")
+	fl.Int64Var(&steps, "steps", 0, "override every config's steps")
+	fl.StringVar(&out, "out", "", "write each run's directory under this folder (default: no files)")
+	fl.StringVar(&md, "md", "", "write markdown tables to this file")
+	fl.StringArrayVar(&set, "set", nil, "algorithm override key=value applied to every config (repeatable)")
+	fl.Float64Var(&target, "target", math.NaN(), "return target (default: the env's reward threshold)")
+	fl.BoolVar(&asJSON, "json", false, "one JSON object per line instead of a table")
+	fl.IntVar(&evalEps, "eval-episodes", 0, "also evaluate each trained policy greedily for this many episodes")
+	return cmd
+}
+
+// parseSeeds reads "1,2,3", "1-5" or a mix ("1-3,7").
+func parseSeeds(s string) ([]uint64, error) {
+	var seeds []uint64
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.ParseUint(lo, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("bench learn: --seeds %q: %w", s, err)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.ParseUint(hi, 10, 64); err != nil || b < a || b-a > 1000 {
+				return nil, fmt.Errorf("bench learn: --seeds %q: bad range %q", s, part)
+			}
+		}
+		for x := a; x <= b; x++ {
+			seeds = append(seeds, x)
+		}
+	}
+	return seeds, nil
 }

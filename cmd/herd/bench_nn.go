@@ -1,16 +1,70 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"herd/nn"
 )
 
-// Placeholder until the nn work lands.
+// newBenchNNCmd measures MLP forward, forward+backward and
+// forward+backward+Adam per GEMM backend (logic in nn.BenchMLP).
 func newBenchNNCmd() *cobra.Command {
-	return &cobra.Command{
+	var (
+		asJSON   bool
+		nets     []string
+		batches  string
+		ops      []string
+		backends []string
+		in, out  int
+		act      string
+		minTime  time.Duration
+		repeats  int
+	)
+	cmd := &cobra.Command{
 		Use:   "nn",
-		Short: "benchmark nn (not built yet)",
-		RunE:  func(*cobra.Command, []string) error { return errors.New("bench nn: not built yet") },
+		Short: "benchmark nn MLPs: forward, fwd+bwd, fwd+bwd+Adam per GEMM backend",
+		Long: `Times MLP forward ("forward"), forward+backward ("fwd_bwd") and
+forward+backward+Adam ("fwd_bwd_adam") for each net, batch and GEMM backend.
+Backends are timed round robin and the median of --repeats runs is reported,
+so ratios between backends are fair on a busy machine. For the one-core
+figures in docs/BENCHMARKS.md run with GOMAXPROCS=1.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var bs []int
+			for _, f := range strings.Split(batches, ",") {
+				b, err := strconv.Atoi(strings.TrimSpace(f))
+				if err != nil || b <= 0 {
+					return fmt.Errorf("bench nn: --batches %q: want positive integers like 1,256", batches)
+				}
+				bs = append(bs, b)
+			}
+			a, err := nn.ParseActivation(act)
+			if err != nil {
+				return fmt.Errorf("bench nn: --act: %w", err)
+			}
+			rows, err := nn.BenchMLP(nn.BenchOptions{Nets: nets, In: in, Out: out, Act: a, Batches: bs, Ops: ops,
+				Backends: backends, MinTime: minTime, Repeats: repeats})
+			if err != nil {
+				return fmt.Errorf("bench nn: %w", err)
+			}
+			return writeRows(cmd.OutOrStdout(), asJSON, rows)
+		},
 	}
+	f := cmd.Flags()
+	f.BoolVar(&asJSON, "json", false, "one JSON object per line")
+	f.StringSliceVar(&nets, "nets", []string{"64-64", "256-256"}, "hidden layer specs")
+	f.StringVar(&batches, "batches", "1,32,256,1024", "batch sizes (training ops run at batches ≥ 32)")
+	f.StringSliceVar(&ops, "ops", []string{nn.OpForward, nn.OpFwdBwd, nn.OpFwdBwdAdam}, "ops to time")
+	f.StringSliceVar(&backends, "backends", nil, "GEMM backends (default: all in this build: "+strings.Join(nn.GemmBackends(), ",")+")")
+	f.IntVar(&in, "in", 4, "input width")
+	f.IntVar(&out, "out", 2, "output width")
+	f.StringVar(&act, "act", "relu", "hidden activation: relu, tanh, sigmoid, identity")
+	f.DurationVar(&minTime, "min-time", 30*time.Millisecond, "duration of each timing run")
+	f.IntVar(&repeats, "repeats", 15, "timing runs per case, interleaved across backends (median reported)")
+	return cmd
 }

@@ -1,16 +1,150 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
+
+	"herd/replay"
+	"herd/replay/bench"
 )
 
-// Placeholder until the replay work lands.
+// newBenchReplayCmd is `herd bench replay` (issue 6): the sum tree alone
+// (tree_set, tree_sample), the Prioritized buffer (insert, sample, update,
+// mixed), and with --safety the numerical-safety run. The logic lives in
+// herd/replay/bench; this file only parses flags and prints rows.
 func newBenchReplayCmd() *cobra.Command {
-	return &cobra.Command{
+	var (
+		capacities []int
+		fanouts    []int
+		variants   []string
+		threads    []int
+		ops        []string
+		batch      int
+		actorBatch int
+		seconds    float64
+		stat       string
+		asJSON     bool
+		seed       uint64
+		plotDir    string
+		safety     bool
+		draws      int64
+		filled     float64
+	)
+	cmd := &cobra.Command{
 		Use:   "replay",
-		Short: "benchmark replay (not built yet)",
-		RunE:  func(*cobra.Command, []string) error { return errors.New("bench replay: not built yet") },
+		Short: "benchmark the K-ary sum tree and the replay buffers",
+		Long: `Benchmark the K-ary sum tree (ops tree_set, tree_sample: B priorities set /
+B prefix-sum draws per op, one thread) and the Prioritized buffer with
+CartPole-sized transitions (insert, sample, update: one batch per op, one
+thread; mixed: --threads goroutines, T/2 learners sampling and updating
+--batch, the rest actors inserting --actor-batch). ns_per_op is per batch
+(per learner batch for mixed); items_per_s counts inserted plus sampled items.
+
+Timings are taken in short windows, interleaved across fanouts, and reduced by
+--stat (median, or min: the least disturbed window on a shared machine).
+
+With --safety: draws on a tree of the first --capacity slots, --filled of them
+holding priorities, under continuous random updates, counting draws outside
+the filled range or on a zero priority (--draws, e.g. 1e8 on 1e7 slots).`,
+		Example: `  herd bench replay --ops tree_set,tree_sample --capacity 1048576 --fanout 2,4,8,16,32,64
+  herd bench replay --ops mixed --threads 3,4 --variant two-lock,global --fanout 16
+  herd bench replay --safety --capacity 10000000 --draws 100000000`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			st := bench.Stat(stat)
+			if st != bench.Median && st != bench.Min {
+				return fmt.Errorf("bench replay: --stat %q: want median or min", stat)
+			}
+			if safety {
+				if len(capacities) != 1 || len(fanouts) != 1 {
+					return fmt.Errorf("bench replay --safety: give one --capacity and one --fanout")
+				}
+				row, err := bench.Safety(ctx, bench.SafetyConfig{Capacity: capacities[0], Fanout: fanouts[0],
+					Filled: int(filled * float64(capacities[0])), Draws: draws, Batch: batch, Seed: seed, Seconds: seconds})
+				if err != nil {
+					return err
+				}
+				return writeRows(cmd.OutOrStdout(), asJSON, []bench.SafetyRow{row})
+			}
+			var locks []replay.Locking
+			for _, v := range variants {
+				l, err := replay.ParseLocking(v)
+				if err != nil {
+					return fmt.Errorf("bench replay: --variant: %w", err)
+				}
+				locks = append(locks, l)
+			}
+			var treeOps, bufOps []string
+			for _, op := range ops {
+				switch op {
+				case "tree_set", "tree_sample", "tree":
+					treeOps = append(treeOps, op)
+				case "insert", "sample", "update", "mixed":
+					bufOps = append(bufOps, op)
+				default:
+					return fmt.Errorf("bench replay: --ops: unknown op %q", op)
+				}
+			}
+			var rows []bench.Row
+			if len(treeOps) > 0 {
+				tr, err := bench.TreeRows(bench.TreeConfig{Capacities: capacities, Fanouts: fanouts, Batch: batch,
+					Seconds: seconds, Stat: st, Seed: seed})
+				if err != nil {
+					return err
+				}
+				for _, r := range tr {
+					for _, op := range treeOps {
+						if op == "tree" || op == r.Op {
+							rows = append(rows, r)
+							break
+						}
+					}
+				}
+			}
+			if len(bufOps) > 0 {
+				br, err := bench.BufferRows(ctx, bench.BufferConfig{Capacities: capacities, Fanouts: fanouts,
+					Variants: locks, Batch: batch, ActorBatch: actorBatch, Threads: threads, Ops: bufOps,
+					Seconds: seconds, Stat: st, Seed: seed})
+				if err != nil {
+					return err
+				}
+				rows = append(rows, br...)
+			}
+			if err := writeRows(cmd.OutOrStdout(), asJSON, rows); err != nil {
+				return err
+			}
+			if plotDir != "" {
+				if err := os.MkdirAll(plotDir, 0o755); err != nil {
+					return err
+				}
+				files, err := bench.Plot(plotDir, rows)
+				if err != nil {
+					return err
+				}
+				for _, f := range files {
+					fmt.Fprintln(cmd.ErrOrStderr(), "wrote", f)
+				}
+			}
+			return nil
+		},
 	}
+	f := cmd.Flags()
+	f.IntSliceVar(&capacities, "capacity", []int{1 << 20}, "capacities N (list)")
+	f.IntSliceVar(&fanouts, "fanout", []int{16}, "sum tree fanouts K (list)")
+	f.StringSliceVar(&variants, "variant", []string{"two-lock", "global"}, "buffer locking: two-lock, global (list)")
+	f.IntSliceVar(&threads, "threads", []int{3}, "goroutines in the mixed workload (list)")
+	f.StringSliceVar(&ops, "ops", []string{"tree_set", "tree_sample", "insert", "sample", "update", "mixed"}, "ops to run (list)")
+	f.IntVar(&batch, "batch", 128, "batch size B")
+	f.IntVar(&actorBatch, "actor-batch", 32, "insert batch of the actors in the mixed workload")
+	f.Float64Var(&seconds, "seconds", 2, "measuring time per configuration (safety: time limit, 0 none)")
+	f.StringVar(&stat, "stat", "median", "reduce per-window timings by median or min")
+	f.BoolVar(&asJSON, "json", false, "one JSON object per line")
+	f.Uint64Var(&seed, "seed", 1, "random seed")
+	f.StringVar(&plotDir, "plot", "", "write PNG figures (Fig. 9, Fig. 10, growth) into this directory")
+	f.BoolVar(&safety, "safety", false, "run the numerical-safety check instead")
+	f.Int64Var(&draws, "draws", 100_000_000, "safety: number of draws")
+	f.Float64Var(&filled, "filled", 0.95, "safety: fraction of the capacity holding priorities")
+	return cmd
 }

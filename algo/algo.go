@@ -1,0 +1,349 @@
+package algo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v4"
+)
+
+// Errors returned by this package. Every configuration problem wraps
+// ErrConfig, so callers can tell bad input from a failed run with errors.Is.
+var (
+	// ErrConfig marks an invalid configuration: an unknown key, a value of
+	// the wrong type, or a value a Validate method rejects.
+	ErrConfig = errors.New("algo: invalid config")
+	// ErrUnknownAlgo is returned when the run names an algorithm that the
+	// list passed to Resolve does not contain.
+	ErrUnknownAlgo = errors.New("algo: unknown algorithm")
+)
+
+// Header is the part of a run configuration that every algorithm shares: the
+// top-level keys of a config file and the flags of `herd train`.
+//
+//	algo: ppo            # which Spec trains (Header.Algo == Spec.Name)
+//	env: CartPole-v1     # environment id from the env registry
+//	seed: 1              # run seed; every random stream derives from it (internal/rng)
+//	steps: 500000        # total environment steps, summed over vector envs
+//	out: runs/ppo-CartPole-v1-1   # output directory ("" = default below)
+//	log_every: 1000      # one metrics.csv row each time this many steps have passed
+//	ppo:                 # the algorithm's own section, keyed by Header.Algo
+//	  num_envs: 4
+//	  …
+type Header struct {
+	// Algo names the algorithm (a Spec.Name such as "ppo"). Required.
+	Algo string `yaml:"algo"`
+	// Env is the environment id, e.g. "CartPole-v1". Required.
+	Env string `yaml:"env"`
+	// Seed is the run seed. Default 1 (only when absent from the file).
+	Seed uint64 `yaml:"seed"`
+	// Steps is the total number of environment steps to train for, summed
+	// over all vector environments. Required (> 0).
+	Steps int64 `yaml:"steps"`
+	// Out is the run directory. Default runs/<algo>-<env>-<seed>.
+	Out string `yaml:"out,omitempty"`
+	// LogEvery is the row interval of metrics.csv in environment steps: the
+	// logger writes a row at the first Logger.Step call at or past each
+	// multiple of LogEvery. Default 1000. Rows depend only on steps, never
+	// on time, so that the same seed gives the same file.
+	LogEvery int64 `yaml:"log_every,omitempty"`
+}
+
+// DefaultHeader returns the defaults used for keys a file leaves out.
+func DefaultHeader() Header { return Header{Seed: 1, LogEvery: 1000} }
+
+// EnsureDefaults fills the derived defaults (Out, LogEvery) that depend on
+// other fields. It changes nothing that is already set.
+func (h *Header) EnsureDefaults() {
+	if h.LogEvery == 0 {
+		h.LogEvery = 1000
+	}
+	if h.Out == "" && h.Algo != "" && h.Env != "" {
+		h.Out = filepath.Join("runs", fmt.Sprintf("%s-%s-%d", h.Algo, h.Env, h.Seed))
+	}
+}
+
+// Validate reports every problem with the header, each wrapping ErrConfig.
+func (h Header) Validate() error {
+	var errs []error
+	if h.Algo == "" {
+		errs = append(errs, fmt.Errorf("%w: algo is required", ErrConfig))
+	}
+	if h.Env == "" {
+		errs = append(errs, fmt.Errorf("%w: env is required", ErrConfig))
+	}
+	if h.Steps <= 0 {
+		errs = append(errs, fmt.Errorf("%w: steps must be > 0, got %d", ErrConfig, h.Steps))
+	}
+	if h.LogEvery < 0 {
+		errs = append(errs, fmt.Errorf("%w: log_every must be >= 0, got %d", ErrConfig, h.LogEvery))
+	}
+	return errors.Join(errs...)
+}
+
+// Config is an algorithm's own configuration: a pointer to a struct whose
+// fields carry `yaml:"snake_case"` tags (those tags are also the --set keys
+// of `herd train`). Spec.NewConfig returns it with every default filled in;
+// the file and the flags then overwrite only the keys they name, so a zero
+// written on purpose (ent_coef: 0) stays zero.
+type Config interface {
+	// Validate reports every problem (errors.Join), each wrapping
+	// ErrConfig, given the resolved header (e.g. a batch size that does
+	// not divide the step budget). It must not modify the config.
+	Validate(h Header) error
+}
+
+// Spec describes one algorithm to the CLI: how to configure it, train it and
+// load what it trained. algo/all lists the Specs that herd knows.
+type Spec struct {
+	// Name is the value of Header.Algo and the key of the config section,
+	// lower case ("ppo", "dqn").
+	Name string
+	// Doc is a one-line description for `herd train --help`.
+	Doc string
+	// Scalars lists, in order, the names the algorithm passes to
+	// Logger.Scalar, e.g. "losses/value_loss", "charts/learning_rate".
+	// They become the extra columns of metrics.csv; a name not listed here
+	// is an error reported when the logger is closed.
+	Scalars []string
+	// NewConfig returns a fresh config holding the defaults (CleanRL's for
+	// the algorithm). Required.
+	NewConfig func() Config
+	// Train trains from scratch on rt.Header.Env for rt.Header.Steps steps
+	// and returns the trained model. Required. See Runtime for the rules.
+	//
+	// On cancellation of ctx, Train stops at the next step boundary and
+	// returns the model as trained so far together with ctx.Err(); the
+	// caller saves that checkpoint and exits. Any other error may come with
+	// a nil Model. Train runs on the caller's goroutine and starts no
+	// goroutines that outlive it.
+	Train func(ctx context.Context, rt *Runtime, cfg Config) (Model, error)
+	// LoadPolicy rebuilds the deterministic policy from a checkpoint written
+	// by Model.Save, given the header and config the run was trained with
+	// (read back from the run's config.yaml). Required.
+	LoadPolicy func(path string, h Header, cfg Config) (Policy, error)
+}
+
+// Runtime is what Train reports to. It is built by the caller (the CLI, a
+// test, an example) and used only by the goroutine running Train.
+//
+// Reporting rules, so that every algorithm's metrics.csv has the same shape:
+//   - Log.Episode once per finished episode (of any vector env) with its
+//     undiscounted return and length, at the global step it ended;
+//   - Log.Scalar for each name in Spec.Scalars after each update (the last
+//     value before a row is the one written);
+//   - Log.Step(globalStep) at least once per iteration or every few hundred
+//     env steps; it is cheap and decides when rows are written.
+//
+// Global step = environment steps summed over all vector envs.
+type Runtime struct {
+	// Header is the resolved run header (defaults filled in).
+	Header Header
+	// Log receives metrics. Never nil: use Discard() when nothing is wanted.
+	Log Logger
+}
+
+// Logger receives an algorithm's metrics. Implementations (metrics.Recorder)
+// write metrics.csv rows, drive the progress bar and keep the learning curve.
+// Calls come from the one goroutine running Train; a Logger need not be safe
+// for concurrent use. Methods do not return errors so that the training loop
+// stays clean: a Logger keeps its first I/O error and reports it from its own
+// Close.
+type Logger interface {
+	// Episode records one finished episode: its undiscounted return and
+	// length, at global step `step`.
+	Episode(step int64, ret float64, length int)
+	// Scalar sets the current value of a named scalar, such as
+	// "losses/value_loss"; the value is written with the next row.
+	Scalar(name string, value float64)
+	// Step reports that `step` global steps have been taken. It writes a
+	// metrics row when step has reached the next multiple of Header.LogEvery.
+	Step(step int64)
+}
+
+// Discard returns a Logger that drops everything.
+func Discard() Logger { return discard{} }
+
+type discard struct{}
+
+func (discard) Episode(int64, float64, int) {}
+func (discard) Scalar(string, float64)      {}
+func (discard) Step(int64)                  {}
+
+// Policy maps one observation to a deterministic action (the greedy action,
+// or the mean of a Gaussian squashed and scaled as in training), for
+// `herd eval`. A Policy is not safe for concurrent use.
+type Policy interface {
+	// Act writes the action for obs into dst and returns dst. For a Discrete
+	// action space len(dst) is 1 and dst[0] holds the index as a float32
+	// (0, 1, …); for a Box space len(dst) is the action dimension and dst
+	// holds the action in the environment's units (within its bounds).
+	Act(dst, obs []float32) []float32
+}
+
+// Model is what Train returns: a policy whose parameters can be saved.
+type Model interface {
+	Policy
+	// Save writes every parameter needed by Spec.LoadPolicy to path as a
+	// safetensors file (nn's safetensors writer), replacing any file there.
+	Save(path string) error
+}
+
+// Resolved is a fully resolved run: header, algorithm and its config.
+type Resolved struct {
+	Header Header
+	Spec   Spec
+	Config Config
+}
+
+// Overrides are command-line values that replace file values. A nil pointer
+// leaves the file's value. Set holds "key=value" pairs for the algorithm's
+// section; each value is parsed as YAML, so "lr=3e-4" and
+// "net_arch=[64,64]" work and an unknown key is an error naming it.
+type Overrides struct {
+	Algo, Env, Out  *string
+	Seed            *uint64
+	Steps, LogEvery *int64
+	Set             []string
+}
+
+// Resolve decodes a run configuration file (data may be empty: flags only),
+// applies the overrides, picks the Spec named by the header, decodes the
+// algorithm's section strictly on top of Spec.NewConfig, and validates both.
+// An unknown key anywhere is an error that names it.
+func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
+	h := DefaultHeader()
+	sections := map[string]*yaml.Node{}
+	if len(strings.TrimSpace(string(data))) > 0 {
+		var root yaml.Node
+		if err := yaml.Load(data, &root); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		doc := &root
+		if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+			doc = doc.Content[0]
+		}
+		if doc.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("%w: the file must be a mapping of keys to values", ErrConfig)
+		}
+		// Split the top level: header keys go to Header, every other key
+		// must be the section of a known algorithm.
+		header := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		for i := 0; i+1 < len(doc.Content); i += 2 {
+			k, v := doc.Content[i], doc.Content[i+1]
+			if slices.Contains(headerKeys(), k.Value) {
+				header.Content = append(header.Content, k, v)
+				continue
+			}
+			sections[k.Value] = v
+			if _, ok := lookup(specs, k.Value); !ok {
+				return nil, fmt.Errorf("%w: line %d: unknown key %q (not a header key %v nor an algorithm %v)",
+					ErrConfig, k.Line, k.Value, headerKeys(), names(specs))
+			}
+		}
+		if err := header.Load(&h, yaml.WithKnownFields()); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
+	if ov.Algo != nil {
+		h.Algo = *ov.Algo
+	}
+	if ov.Env != nil {
+		h.Env = *ov.Env
+	}
+	if ov.Out != nil {
+		h.Out = *ov.Out
+	}
+	if ov.Seed != nil {
+		h.Seed = *ov.Seed
+	}
+	if ov.Steps != nil {
+		h.Steps = *ov.Steps
+	}
+	if ov.LogEvery != nil {
+		h.LogEvery = *ov.LogEvery
+	}
+	h.EnsureDefaults()
+	if err := h.Validate(); err != nil {
+		return nil, err
+	}
+	spec, ok := lookup(specs, h.Algo)
+	if !ok {
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownAlgo, h.Algo, strings.Join(names(specs), ", "))
+	}
+	for name := range sections {
+		if name != spec.Name {
+			return nil, fmt.Errorf("%w: section %q does not match algo %q", ErrConfig, name, spec.Name)
+		}
+	}
+	cfg := spec.NewConfig()
+	if sec := sections[spec.Name]; sec != nil {
+		if err := sec.Load(cfg, yaml.WithKnownFields()); err != nil {
+			return nil, fmt.Errorf("%w: section %s: %w", ErrConfig, spec.Name, err)
+		}
+	}
+	for _, kv := range ov.Set {
+		if err := Set(cfg, kv); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.Validate(h); err != nil {
+		return nil, err
+	}
+	return &Resolved{Header: h, Spec: spec, Config: cfg}, nil
+}
+
+// Set applies one "key=value" override to cfg (value parsed as YAML),
+// strictly: an unknown key is an error naming it.
+func Set(cfg Config, kv string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	k = strings.TrimSpace(k)
+	if !ok || k == "" {
+		return fmt.Errorf("%w: --set %q: want key=value", ErrConfig, kv)
+	}
+	if strings.ContainsAny(kv, "\n\r") {
+		return fmt.Errorf("%w: --set %s: the value must be on one line", ErrConfig, k)
+	}
+	if err := yaml.Load([]byte(k+": "+v), cfg, yaml.WithKnownFields()); err != nil {
+		return fmt.Errorf("%w: --set %s: %w", ErrConfig, k, err)
+	}
+	return nil
+}
+
+// Marshal writes the resolved configuration in the same layout Resolve reads
+// (header keys, then the algorithm's section), for DIR/config.yaml.
+func (r *Resolved) Marshal() ([]byte, error) {
+	hb, err := yaml.Dump(r.Header)
+	if err != nil {
+		return nil, err
+	}
+	cb, err := yaml.Dump(map[string]any{r.Spec.Name: r.Config})
+	if err != nil {
+		return nil, err
+	}
+	return append(hb, cb...), nil
+}
+
+// headerKeys returns the yaml keys of Header.
+func headerKeys() []string { return []string{"algo", "env", "seed", "steps", "out", "log_every"} }
+
+func lookup(specs []Spec, name string) (Spec, bool) {
+	for _, s := range specs {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
+func names(specs []Spec) []string {
+	out := make([]string, len(specs))
+	for i, s := range specs {
+		out[i] = s.Name
+	}
+	return out
+}

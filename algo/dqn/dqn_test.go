@@ -1,0 +1,164 @@
+package dqn
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"herd/algo"
+	"herd/algo/internal/learntest"
+	"herd/metrics"
+)
+
+// run trains DQN through learntest with the header's algo filled in.
+func run(t testing.TB, h algo.Header, cfg *Config, dir string) (*metrics.Recorder, algo.Model) {
+	t.Helper()
+	return learntest.Run(t, Spec(), h, cfg, dir)
+}
+
+// smokeConfig learns CartPole in a few thousand steps: frequent small
+// updates, a fast ε decay and a short warm-up (Stable-Baselines3 zoo style,
+// scaled down).
+func smokeConfig() *Config {
+	c := NewConfig()
+	c.LearningRate = 1e-3
+	c.BufferSize = 10000
+	c.BatchSize = 64
+	c.LearningStarts = 500
+	c.TrainFrequency = 1
+	c.TargetNetworkFrequency = 100
+	c.ExplorationFraction = 0.3
+	c.NetArch = []int{64, 64}
+	return c
+}
+
+// TestSmokeLearnsCartPole checks learning progress on a tiny budget: the
+// last episodes of a 6k-step run must be far longer than a random policy's
+// (≈ 22 steps on CartPole-v1). cleanrl tests/test_classic_control.py runs
+// each script for a few steps; here the budget is enough to see learning.
+func TestSmokeLearnsCartPole(t *testing.T) {
+	for _, variant := range []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"dqn", func(*Config) {}},
+		{"double-prioritized-3step-huber", func(c *Config) {
+			c.DoubleQ, c.Prioritized, c.NSteps, c.Loss = true, true, 3, "huber"
+		}},
+	} {
+		t.Run(variant.name, func(t *testing.T) {
+			cfg := smokeConfig()
+			variant.mod(cfg)
+			rec, _ := run(t, algo.Header{Algo: "dqn", Env: "CartPole-v1", Seed: 1, Steps: 6000}, cfg, "")
+			mean, _, n := rec.ReturnStats()
+			t.Logf("%s: mean return of the last %d episodes: %.1f", variant.name, n, mean)
+			if !(mean > 60) {
+				t.Errorf("mean return of the last episodes = %.1f after 6k steps, want > 60 (random ≈ 22)", mean)
+			}
+		})
+	}
+}
+
+// TestDeterministic runs the same seed twice and compares metrics.csv with
+// the wall-clock columns removed: every other byte must match. A third run
+// with another seed must differ, so the comparison can fail.
+func TestDeterministic(t *testing.T) {
+	cfg := smokeConfig()
+	cfg.DoubleQ, cfg.Prioritized, cfg.NSteps = true, true, 2
+	h := algo.Header{Env: "CartPole-v1", Seed: 7, Steps: 1500, LogEvery: 100}
+	a := learntest.MetricsCSV(t, Spec(), h, cfg)
+	b := learntest.MetricsCSV(t, Spec(), h, cfg)
+	h.Seed = 8
+	c := learntest.MetricsCSV(t, Spec(), h, cfg)
+	if a != b {
+		t.Errorf("same seed, different metrics.csv:\n%s\n---\n%s", a, b)
+	}
+	if a == c {
+		t.Error("seeds 7 and 8 gave identical metrics.csv; the comparison cannot detect anything")
+	}
+	if strings.Count(a, "\n") < 10 {
+		t.Errorf("metrics.csv has too few rows:\n%s", a)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	c := NewConfig()
+	c.BatchSize = 0
+	c.Loss = "l1"
+	c.Tau = 2
+	c.NetArch = nil
+	err := c.Validate(algo.Header{Env: "Pendulum-v1"})
+	if !errors.Is(err, algo.ErrConfig) {
+		t.Fatalf("Validate = %v, want ErrConfig", err)
+	}
+	for _, want := range []string{"batch_size", "loss", "tau", "net_arch", "Discrete"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate error does not mention %s: %v", want, err)
+		}
+	}
+	if err := NewConfig().Validate(algo.Header{Env: "CartPole-v1"}); err != nil {
+		t.Errorf("defaults rejected: %v", err)
+	}
+}
+
+// TestSaveLoadPolicy saves a trained agent and checks the reloaded policy
+// acts identically.
+func TestSaveLoadPolicy(t *testing.T) {
+	cfg := smokeConfig()
+	h := algo.Header{Algo: "dqn", Env: "CartPole-v1", Seed: 3, Steps: 1000}
+	_, model := run(t, h, cfg, "")
+	path := filepath.Join(t.TempDir(), "model.safetensors")
+	if err := model.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := LoadPolicy(path, h, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := make([]float32, 1), make([]float32, 1)
+	for i := range 50 {
+		obs := []float32{float32(i%7) * 0.01, -0.2 + float32(i)*0.01, 0.05 - float32(i%5)*0.02, float32(i%3) - 1}
+		if model.Act(a, obs)[0] != pol.Act(b, obs)[0] {
+			t.Fatalf("obs %v: trained agent acts %v, reloaded %v", obs, a[0], b[0])
+		}
+	}
+}
+
+// TestCancel checks that Train stops promptly on cancellation and returns
+// the model with ctx.Err().
+func TestCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h := algo.Header{Algo: "dqn", Env: "CartPole-v1", Seed: 1, Steps: 1e9}
+	h.EnsureDefaults()
+	start := time.Now()
+	model, err := Train(ctx, &algo.Runtime{Header: h, Log: algo.Discard()}, NewConfig())
+	if !errors.Is(err, context.Canceled) || model == nil {
+		t.Fatalf("Train on a cancelled context = %v, %v; want a model and context.Canceled", model, err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("cancellation took %v", time.Since(start))
+	}
+}
+
+// BenchmarkTrainCleanRL runs CleanRL's full CartPole configuration (500k
+// steps): `go test -run - -bench TrainCleanRL -benchtime 1x ./algo/dqn`.
+// It reports env steps per second and the final mean return.
+func BenchmarkTrainCleanRL(b *testing.B) {
+	for b.Loop() {
+		start := time.Now()
+		rec, _ := run(b, algo.Header{Algo: "dqn", Env: "CartPole-v1", Seed: 1, Steps: 500000}, NewConfig(), "")
+		mean, _, _ := rec.ReturnStats()
+		b.ReportMetric(500000/time.Since(start).Seconds(), "steps/s")
+		b.ReportMetric(mean, "return")
+	}
+}
+
+// BenchmarkSeeds is the multi-seed learning check used while tuning
+// (HERD_SET, HERD_STEPS, HERD_SEEDS, HERD_BENCH_OUT; see learntest.Seeds).
+func BenchmarkSeeds(b *testing.B) {
+	learntest.Seeds(b, Spec(), "CartPole-v1", 500000, func() algo.Config { return NewConfig() })
+}

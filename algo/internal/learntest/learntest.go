@@ -1,0 +1,183 @@
+// Package learntest holds the test plumbing shared by the off-policy
+// algorithms' tests: train with an in-memory or on-disk metrics.Recorder,
+// compare metrics.csv files without their wall-clock columns, and run a
+// multi-seed learning check from a benchmark.
+package learntest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"herd/algo"
+	"herd/metrics"
+)
+
+// Tee is an algo.Logger that keeps every episode return and forwards all
+// calls to Next.
+type Tee struct {
+	Next    algo.Logger
+	Returns []float64
+}
+
+func (t *Tee) Episode(step int64, ret float64, length int) {
+	t.Returns = append(t.Returns, ret)
+	t.Next.Episode(step, ret, length)
+}
+func (t *Tee) Scalar(name string, v float64) { t.Next.Scalar(name, v) }
+func (t *Tee) Step(step int64)               { t.Next.Step(step) }
+
+// LastMean is the mean return of the last k episodes (fewer if fewer ended;
+// NaN if none).
+func (t *Tee) LastMean(k int) float64 {
+	r := t.Returns[max(0, len(t.Returns)-k):]
+	var s float64
+	for _, x := range r {
+		s += x
+	}
+	return s / float64(len(r))
+}
+
+// Eval runs policy deterministically for episodes episodes of envID with
+// algo.Evaluate and returns the mean return.
+func Eval(tb testing.TB, policy algo.Policy, envID string, seed uint64, episodes int) float64 {
+	tb.Helper()
+	rets, err := algo.Evaluate(context.Background(), policy, envID, episodes, seed)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var s float64
+	for _, r := range rets {
+		s += r
+	}
+	return s / float64(len(rets))
+}
+
+// Run trains spec on h with cfg, recording into dir ("" keeps everything in
+// memory), and returns the closed recorder and the model.
+func Run(tb testing.TB, spec algo.Spec, h algo.Header, cfg algo.Config, dir string) (*metrics.Recorder, algo.Model) {
+	rec, model, _ := RunTee(tb, spec, h, cfg, dir)
+	return rec, model
+}
+
+// RunTee is Run that also returns every episode's return.
+func RunTee(tb testing.TB, spec algo.Spec, h algo.Header, cfg algo.Config, dir string) (*metrics.Recorder, algo.Model, *Tee) {
+	tb.Helper()
+	h.Algo = spec.Name
+	h.EnsureDefaults()
+	rec, err := metrics.NewRecorder(metrics.Options{Dir: dir, Algo: spec.Name, Env: h.Env, Seed: h.Seed,
+		TotalSteps: h.Steps, LogEvery: h.LogEvery, Scalars: spec.Scalars})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tee := &Tee{Next: rec}
+	model, err := spec.Train(context.Background(), &algo.Runtime{Header: h, Log: tee}, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := rec.Close(false); err != nil {
+		tb.Fatal(err)
+	}
+	return rec, model, tee
+}
+
+// MetricsCSV trains like Run into a fresh directory and returns metrics.csv
+// without the wall-clock columns.
+func MetricsCSV(tb testing.TB, spec algo.Spec, h algo.Header, cfg algo.Config) string {
+	tb.Helper()
+	dir := filepath.Join(tb.TempDir(), "run")
+	Run(tb, spec, h, cfg, dir)
+	data, err := os.ReadFile(filepath.Join(dir, "metrics.csv"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return StripWall(string(data))
+}
+
+// StripWall removes the columns of a metrics.csv that depend on the clock
+// (metrics.WallColumns).
+func StripWall(csv string) string {
+	lines := strings.Split(strings.TrimSpace(csv), "\n")
+	drop := map[int]bool{}
+	for i, name := range strings.Split(lines[0], ",") {
+		if slices.Contains(metrics.WallColumns(), name) {
+			drop[i] = true
+		}
+	}
+	out := make([]string, 0, len(lines))
+	for _, l := range lines {
+		var keep []string
+		for i, f := range strings.Split(l, ",") {
+			if !drop[i] {
+				keep = append(keep, f)
+			}
+		}
+		out = append(out, strings.Join(keep, ","))
+	}
+	return strings.Join(out, "\n")
+}
+
+// Seeds is a learning check for tuning, run from a benchmark: it trains
+// seeds 1…HERD_SEEDS (default 5) for HERD_STEPS steps (default steps) on
+// envID, applying the ";"-separated key=value overrides in HERD_SET to
+// cfg(), writing runs under HERD_BENCH_OUT when set, and logs each seed's
+// final mean return (last 100 episodes) and wall time.
+func Seeds(b *testing.B, spec algo.Spec, envID string, steps int64, cfg func() algo.Config) {
+	nSeeds := uint64(5)
+	if v := os.Getenv("HERD_SEEDS"); v != "" {
+		fmt.Sscan(v, &nSeeds)
+	}
+	if v := os.Getenv("HERD_STEPS"); v != "" {
+		fmt.Sscan(v, &steps)
+	}
+	out := os.Getenv("HERD_BENCH_OUT")
+	for b.Loop() {
+		for seed := uint64(1); seed <= nSeeds; seed++ {
+			c := cfg()
+			if v := os.Getenv("HERD_SET"); v != "" {
+				for _, kv := range strings.Split(v, ";") {
+					if err := algo.Set(c, kv); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			dir := ""
+			if out != "" {
+				dir = filepath.Join(out, fmt.Sprint(seed))
+			}
+			start := time.Now()
+			rec, model, tee := RunTee(b, spec, algo.Header{Env: envID, Seed: seed, Steps: steps}, c, dir)
+			wall := time.Since(start).Seconds()
+			mean, _, _ := rec.ReturnStats()
+			b.Logf("%s %s seed %d: return_mean_100 %.1f, last10 %.1f, eval10 %.1f (%d episodes), %.1f s, %.0f steps/s",
+				spec.Name, envID, seed, mean, tee.LastMean(10), Eval(b, model, envID, 1000+seed, 10),
+				len(tee.Returns), wall, float64(steps)/wall)
+		}
+	}
+}
+
+// Smoke is the shared smoke test of the continuous-control algorithms: it
+// evaluates the untrained policy (Steps = 0 trains nothing), trains for
+// h.Steps, and requires the deterministic return on Pendulum-style tasks
+// to improve by at least margin. It returns both evaluations.
+func Smoke(t *testing.T, spec algo.Spec, h algo.Header, cfg algo.Config, margin float64) (before, after float64) {
+	t.Helper()
+	steps := h.Steps
+	h.Steps = 1
+	_, untrained := Run(t, spec, h, cfg, "")
+	before = Eval(t, untrained, h.Env, 99, 5)
+	h.Steps = steps
+	_, model := Run(t, spec, h, cfg, "")
+	after = Eval(t, model, h.Env, 99, 5)
+	t.Logf("%s on %s: deterministic return %.1f untrained, %.1f after %d steps", spec.Name, h.Env, before, after, steps)
+	if !(after >= before+margin) {
+		t.Errorf("%s did not learn: return %.1f after %d steps, %.1f untrained; want an improvement ≥ %.0f",
+			spec.Name, after, steps, before, margin)
+	}
+	return before, after
+}

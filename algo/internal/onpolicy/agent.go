@@ -1,0 +1,314 @@
+package onpolicy
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"herd/env"
+	"herd/nn"
+)
+
+// ErrSpace is returned for an observation or action space the on-policy
+// agents do not support (they take a flat Box of observations and a
+// Discrete or flat Box action space).
+var ErrSpace = errors.New("onpolicy: unsupported space")
+
+// AgentConfig describes the networks of an actor-critic agent.
+type AgentConfig struct {
+	// Hidden are the hidden widths of both the actor and the critic
+	// (separate networks, as in CleanRL's PPO and SB3's MlpPolicy).
+	Hidden []int
+	// Act is the hidden activation (CleanRL and SB3: tanh).
+	Act nn.Activation
+	// OrthoInit selects orthogonal init with gains √2 (hidden), 0.01
+	// (policy output) and 1 (value output); otherwise PyTorch's default.
+	OrthoInit bool
+	// InitLogStd is the initial state-independent log-std of a Gaussian
+	// policy (Box actions). CleanRL: 0.
+	InitLogStd float32
+	// Gemm is the matrix-multiply backend; nil = nn.DefaultGemm().
+	Gemm nn.Gemm
+	// Parallel computes the actor's and the critic's minibatch passes on
+	// two goroutines (the Agent owns the second; Close stops it). Results
+	// are identical either way.
+	Parallel bool
+}
+
+// Agent is the actor-critic of CleanRL's ppo.py / ppo_continuous_action.py
+// and SB3's A2C MlpPolicy: an actor MLP whose output parameterises a
+// Categorical (Discrete actions: logits) or a diagonal Gaussian with a
+// state-independent log-std (Box actions: means), and a separate critic MLP
+// with one output, V(s).
+//
+// Actions are flat float32 rows of ActDim values: a Discrete action is one
+// value holding the index, a Box action the raw (unclipped) Gaussian
+// sample; the env receives it clipped to the bounds (EnvActionsTo).
+//
+// Parameters are named as PyTorch names CleanRL's Agent
+// ("actor.0.weight", "critic.4.bias", "actor_logstd"), so a checkpoint
+// loads into it.
+//
+// The learner's protocol is Evaluate (forward both networks on a minibatch,
+// keeping the outputs) then Backward (accumulate dL/dθ from dL/dlog π,
+// dL/dH and dL/dV). An Agent is not safe for concurrent use.
+type Agent struct {
+	actor, critic  *net
+	ObsDim, ActDim int
+	// NActions is the number of discrete actions; 0 for Box actions.
+	NActions int
+	Cat      nn.Categorical
+	Gauss    *nn.DiagGaussian
+	// Low and High are the Box action bounds (nil for Discrete).
+	Low, High []float32
+
+	params []*nn.Param
+
+	// workspaces, sized on first use
+	idx   []int     // discrete actions as ints
+	out   []float32 // actor output kept from Evaluate (a view into Actor's workspace)
+	acts  []float32 // actions of the last Evaluate (the caller's minibatch)
+	dOut  []float32
+	batch int
+
+	// The two halves of Evaluate and Backward, built once so that running
+	// them (in parallel through par) does not allocate.
+	par                        *twin
+	obs, logProbs, entropy     []float32
+	values, dLogProb, dEntropy []float32
+	dValue                     []float32
+	actorEval, criticEval      func()
+	actorBack, criticBack      func()
+}
+
+// NewAgent builds the agent for the given spaces, drawing initial weights
+// from r (critic first, then actor, as CleanRL's Agent.__init__ does).
+func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Agent, error) {
+	obsBox, ok := obsSpace.(env.Box)
+	if !ok || len(obsBox.Shape()) != 1 {
+		return nil, fmt.Errorf("%w: observations %v: want a flat Box", ErrSpace, obsSpace)
+	}
+	a := &Agent{ObsDim: obsBox.Dim()}
+	switch s := actSpace.(type) {
+	case env.Discrete:
+		a.NActions, a.ActDim = s.N, 1
+		a.Cat = nn.Categorical{N: s.N}
+	case env.Box:
+		if len(s.Shape()) != 1 {
+			return nil, fmt.Errorf("%w: actions %v: want a flat Box", ErrSpace, actSpace)
+		}
+		a.ActDim = s.Dim()
+		a.Low, a.High = s.Low, s.High
+		g, err := nn.NewDiagGaussian(a.ActDim, false, cfg.InitLogStd)
+		if err != nil {
+			return nil, err
+		}
+		a.Gauss = g
+	default:
+		return nil, fmt.Errorf("%w: actions %v: want Discrete or a flat Box", ErrSpace, actSpace)
+	}
+	critic, err := newNet(a.ObsDim, cfg.Hidden, 1, cfg.Act, cfg.OrthoInit, 1, cfg.Gemm, r)
+	if err != nil {
+		return nil, fmt.Errorf("onpolicy: critic: %w", err)
+	}
+	outDim := a.NActions
+	if a.Gauss != nil {
+		outDim = a.Gauss.OutDim()
+	}
+	actor, err := newNet(a.ObsDim, cfg.Hidden, outDim, cfg.Act, cfg.OrthoInit, 0.01, cfg.Gemm, r)
+	if err != nil {
+		return nil, fmt.Errorf("onpolicy: actor: %w", err)
+	}
+	a.actor, a.critic = actor, critic
+	for _, p := range actor.Params() {
+		p.Name = "actor." + p.Name
+		a.params = append(a.params, p)
+	}
+	for _, p := range critic.Params() {
+		p.Name = "critic." + p.Name
+		a.params = append(a.params, p)
+	}
+	if a.Gauss != nil {
+		for _, p := range a.Gauss.Params() {
+			p.Name = "actor_logstd"
+			a.params = append(a.params, p)
+		}
+	}
+	a.actorEval, a.criticEval = a.evaluateActor, a.evaluateCritic
+	a.actorBack, a.criticBack = a.backwardActor, a.backwardCritic
+	if cfg.Parallel {
+		a.par = newTwin()
+	}
+	return a, nil
+}
+
+// Close stops the agent's worker goroutine (AgentConfig.Parallel) and waits
+// for it. The agent stays usable, computing on the caller's goroutine.
+func (a *Agent) Close() { a.par.Close() }
+
+// Reserve sizes the networks' buffers for batches up to b.
+func (a *Agent) Reserve(b int) {
+	a.actor.Reserve(b)
+	a.critic.Reserve(b)
+}
+
+// Params returns every trainable parameter (actor, critic, log-std), the
+// list one optimizer steps and one ClipGradNorm covers, as CleanRL's
+// agent.parameters().
+func (a *Agent) Params() []*nn.Param { return a.params }
+
+// ZeroGrad zeroes every gradient.
+func (a *Agent) ZeroGrad() { nn.ZeroGrads(a.params) }
+
+// Value writes V(obs_r) for batch rows into dst and returns it.
+func (a *Agent) Value(dst, obs []float32, batch int) []float32 {
+	return a.critic.ForwardTo(dst[:batch], obs, batch)
+}
+
+// ActionAndValue samples an action for each of batch rows of obs from the
+// current policy, writing the actions (batch×ActDim), their log-probabilities
+// and the values V(obs) into the destinations (CleanRL's
+// get_action_and_value with action=None).
+func (a *Agent) ActionAndValue(actions, logProbs, values, obs []float32, batch int, r *rand.Rand) {
+	out := a.actor.Forward(obs, batch)
+	if a.Gauss != nil {
+		a.Gauss.SampleTo(actions[:batch*a.ActDim], nil, out, r)
+		a.Gauss.LogProbTo(logProbs[:batch], out, actions[:batch*a.ActDim])
+	} else {
+		idx := a.ints(batch)
+		a.Cat.SampleTo(idx, out, r)
+		for k, v := range idx {
+			actions[k] = float32(v)
+		}
+		a.Cat.LogProbTo(logProbs[:batch], out, idx)
+	}
+	a.Value(values, obs, batch)
+}
+
+// Evaluate runs both networks on a minibatch of batch rows and writes
+// log π(actions|obs), the policy entropy and V(obs) (CleanRL's
+// get_action_and_value with the stored actions). The outputs are kept for
+// Backward.
+func (a *Agent) Evaluate(logProbs, entropy, values, obs, actions []float32, batch int) {
+	a.batch = batch
+	a.acts = actions[:batch*a.ActDim]
+	a.obs, a.logProbs, a.entropy, a.values = obs, logProbs[:batch], entropy[:batch], values[:batch]
+	a.par.Do(a.actorEval, a.criticEval)
+}
+
+func (a *Agent) evaluateActor() {
+	a.out = a.actor.Forward(a.obs, a.batch)
+	if a.Gauss != nil {
+		a.Gauss.LogProbTo(a.logProbs, a.out, a.acts)
+		a.Gauss.EntropyTo(a.entropy, a.out)
+		return
+	}
+	idx := a.ints(a.batch)
+	for k := range idx {
+		idx[k] = int(a.acts[k])
+	}
+	a.Cat.LogProbTo(a.logProbs, a.out, idx)
+	a.Cat.EntropyTo(a.entropy, a.out)
+}
+
+func (a *Agent) evaluateCritic() { a.critic.ForwardTo(a.values, a.obs, a.batch) }
+
+// Backward accumulates the gradients of a loss that depends on the last
+// Evaluate's log-probabilities, entropies and values through dLogProb,
+// dEntropy and dValue (one per row; each may be nil for zero).
+func (a *Agent) Backward(dLogProb, dEntropy, dValue []float32) {
+	a.dLogProb, a.dEntropy, a.dValue = dLogProb, dEntropy, dValue
+	a.par.Do(a.actorBack, a.criticBack)
+}
+
+func (a *Agent) backwardActor() {
+	a.dOut = grow(a.dOut, len(a.out))
+	if a.Gauss != nil {
+		a.Gauss.Backward(a.dOut, a.out, a.acts, a.dLogProb, a.dEntropy)
+	} else {
+		a.Cat.Backward(a.dOut, a.out, a.idx[:a.batch], a.dLogProb, a.dEntropy)
+	}
+	a.actor.Backward(a.dOut)
+}
+
+func (a *Agent) backwardCritic() {
+	if a.dValue != nil {
+		a.critic.Backward(a.dValue[:a.batch])
+	}
+}
+
+// Act writes the deterministic action for one observation into dst: the
+// most likely discrete action, or the Gaussian mean clipped to the bounds.
+// It implements algo.Policy.
+func (a *Agent) Act(dst, obs []float32) []float32 {
+	out := a.actor.Forward(obs, 1)
+	if a.Gauss != nil {
+		a.Gauss.ModeTo(dst[:a.ActDim], out)
+		return a.EnvActionsTo(dst, dst)
+	}
+	idx := a.ints(1)
+	a.Cat.ArgmaxTo(idx, out)
+	dst[0] = float32(idx[0])
+	return dst[:1]
+}
+
+// EnvActionsTo writes the actions the env receives into dst: Box actions
+// clipped to [Low, High] (Gymnasium's ClipAction, which CleanRL's continuous
+// PPO applies), discrete actions unchanged. dst may alias actions.
+func (a *Agent) EnvActionsTo(dst, actions []float32) []float32 {
+	copy(dst, actions)
+	if a.Gauss == nil {
+		return dst
+	}
+	for k := range actions {
+		j := k % a.ActDim
+		dst[k] = min(max(dst[k], a.Low[j]), a.High[j])
+	}
+	return dst
+}
+
+// Save writes every parameter to path as safetensors (atomically, through
+// nn.SaveFile), with metadata naming the format. It implements algo.Model.
+func (a *Agent) Save(path string) error {
+	return nn.SaveFile(path, a.params, map[string]string{"format": "herd-actor-critic"})
+}
+
+// Load reads parameters written by Save into the agent.
+func (a *Agent) Load(path string) error {
+	_, err := nn.LoadFile(path, a.params)
+	return err
+}
+
+func (a *Agent) ints(n int) []int {
+	if cap(a.idx) < n {
+		a.idx = make([]int, n)
+	}
+	a.idx = a.idx[:n]
+	return a.idx
+}
+
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}
+
+// LoadAgent rebuilds the agent for env id from a checkpoint written by Save
+// (for `herd eval`): the spaces come from a fresh env, the weights from the
+// file, so the initial draw from r does not matter.
+func LoadAgent(path, id string, cfg AgentConfig, r *rand.Rand) (*Agent, error) {
+	e, err := env.Make(id)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	a, err := NewAgent(e.ObservationSpace(), e.ActionSpace(), cfg, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Load(path); err != nil {
+		return nil, err
+	}
+	return a, nil
+}

@@ -1,0 +1,74 @@
+// Package ppo is Proximal Policy Optimization (Schulman et al. 2017) with
+// the clipped surrogate objective, in the shape of CleanRL's ppo.py and
+// ppo_continuous_action.py: one file, ppo.go, read top to bottom — Config,
+// Agent, Train.
+//
+// # Running it
+//
+//	herd train --config configs/ppo-cartpole.yaml          # CleanRL defaults
+//	herd train --algo ppo --env Acrobot-v1 --steps 500000
+//
+// or from Go (examples/train):
+//
+//	cfg := ppo.DefaultConfig()
+//	agent, err := ppo.Train(ctx, &algo.Runtime{Header: h, Log: rec}, &cfg)
+//
+// # The loop (Train)
+//
+// Sizes (batch = num_envs × num_steps, minibatch = batch / num_minibatches,
+// iterations = steps / batch), seeds (one internal/rng stream per role:
+// ppo/init, ppo/actor, ppo/minibatch, ppo/env), envs (env.MakeVector with
+// episode statistics), agent and Adam (ε 1e-5), then per iteration:
+//
+//  1. anneal the learning rate: lr·(1 − (iteration−1)/iterations)
+//     (nn.LinearSchedule);
+//  2. roll out num_steps steps of every env (onpolicy.Rollout.Collect);
+//  3. bootstrap and compute advantages with GAE(γ, λ) (onpolicy.GAE);
+//  4. for update_epochs epochs, shuffle the batch and for each minibatch
+//     compute the loss and its gradient (update), clip the global gradient
+//     norm to max_grad_norm (nn.ClipGradNorm) and step Adam;
+//  5. stop the epochs early if target_kl > 0 and the approximate KL of the
+//     last minibatch exceeds it;
+//  6. log.
+//
+// # Implementation details (numbered as in CleanRL's PPO write-up)
+//
+//  1. Vectorised envs, autoreset in the same step (env.Vector).
+//  2. Orthogonal init, gains √2 hidden, 0.01 policy head, 1 value head,
+//     biases 0 (onpolicy.AgentConfig.OrthoInit).
+//  3. Adam ε = 1e-5 (Config.AdamEps).
+//  4. Learning-rate annealing (Config.AnnealLR).
+//  5. GAE with λ (onpolicy.GAE).
+//  6. Minibatch updates over shuffled indices (Train, minibatch.gather).
+//  7. Advantage normalisation per minibatch, unbiased std
+//     (onpolicy.NormalizeTo).
+//  8. Clipped surrogate objective (update).
+//  9. Value-loss clipping (update, Config.ClipVLoss).
+//  10. Entropy bonus (update, Config.EntCoef).
+//  11. Global gradient clipping (nn.ClipGradNorm).
+//  12. Truncation is not termination: a time-limited episode's last reward
+//     gets γ·V(true final observation) (onpolicy.Rollout.Collect) — an
+//     improvement over ppo.py, which treats both the same.
+//  13. Continuous actions: a diagonal Gaussian with a state-independent
+//     log-std ("actor_logstd"); the env receives the sample clipped to the
+//     bounds, the buffer keeps the raw sample (ppo_continuous_action.py).
+//     CleanRL's observation and reward normalisation wrappers are not
+//     applied.
+//
+// # Metrics
+//
+// charts/learning_rate; losses/value_loss, losses/policy_loss,
+// losses/entropy, losses/old_approx_kl, losses/approx_kl (the last
+// minibatch's, as CleanRL logs them); losses/clipfrac (the fraction of
+// samples whose ratio left [1−ε, 1+ε], averaged over all minibatches);
+// losses/explained_variance of the rollout's values against its returns.
+//
+// # Costs and concurrency
+//
+// Each step costs one actor and one critic forward at batch num_envs; each
+// iteration update_epochs × batch rows of forward and backward through both.
+// With parallel: true (the default) the actor's and the critic's passes run
+// on two goroutines owned by the agent; the results are bit-identical to
+// parallel: false. Nothing allocates in steady state. The same seed gives
+// the same metrics.csv and weights (TestPPODeterministic).
+package ppo

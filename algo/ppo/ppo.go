@@ -1,0 +1,411 @@
+package ppo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"herd/algo"
+	"herd/algo/internal/onpolicy"
+	"herd/env"
+	"herd/internal/rng"
+	"herd/nn"
+)
+
+// ---------------------------------------------------------------------------
+// 1. Config (CleanRL ppo.py Args; defaults are CleanRL's)
+// ---------------------------------------------------------------------------
+
+// Config holds PPO's settings. The yaml keys are CleanRL's argument names.
+type Config struct {
+	// Rollout.
+	NumEnvs  int `yaml:"num_envs"`  // parallel envs; default 4
+	NumSteps int `yaml:"num_steps"` // steps per env per rollout; default 128
+
+	// Optimisation.
+	LearningRate   float32 `yaml:"learning_rate"`   // Adam step size; default 2.5e-4
+	AnnealLR       bool    `yaml:"anneal_lr"`       // anneal the LR linearly to 0; default true
+	AdamEps        float32 `yaml:"adam_eps"`        // Adam ε; default 1e-5
+	NumMinibatches int     `yaml:"num_minibatches"` // minibatches per epoch; default 4
+	UpdateEpochs   int     `yaml:"update_epochs"`   // epochs per rollout (K); default 4
+	MaxGradNorm    float32 `yaml:"max_grad_norm"`   // global grad-norm clip, 0 = off; default 0.5
+	TargetKL       float64 `yaml:"target_kl"`       // stop the epochs above this approx KL, 0 = off; default 0
+
+	// Objective.
+	Gamma     float32 `yaml:"gamma"`      // discount γ; default 0.99
+	GAELambda float32 `yaml:"gae_lambda"` // GAE λ; default 0.95
+	NormAdv   bool    `yaml:"norm_adv"`   // normalise advantages per minibatch; default true
+	ClipCoef  float32 `yaml:"clip_coef"`  // surrogate clip ε; default 0.2
+	ClipVLoss bool    `yaml:"clip_vloss"` // clip the value loss too; default true
+	EntCoef   float32 `yaml:"ent_coef"`   // entropy bonus coefficient; default 0.01
+	VFCoef    float32 `yaml:"vf_coef"`    // value loss coefficient; default 0.5
+
+	// Networks.
+	Hidden     []int   `yaml:"hidden"`       // hidden widths of actor and critic; default [64, 64]
+	Activation string  `yaml:"activation"`   // hidden activation; default tanh
+	OrthoInit  bool    `yaml:"ortho_init"`   // orthogonal init (gains √2, 0.01, 1); default true
+	InitLogStd float32 `yaml:"init_log_std"` // Gaussian log-std at start (Box actions); default 0
+
+	// Execution.
+	Parallel bool `yaml:"parallel"` // actor and critic passes on two goroutines (same results); default true
+}
+
+// DefaultConfig returns CleanRL's ppo.py defaults.
+func DefaultConfig() Config {
+	return Config{
+		NumEnvs: 4, NumSteps: 128,
+		LearningRate: 2.5e-4, AnnealLR: true, AdamEps: 1e-5,
+		NumMinibatches: 4, UpdateEpochs: 4, MaxGradNorm: 0.5,
+		Gamma: 0.99, GAELambda: 0.95, NormAdv: true,
+		ClipCoef: 0.2, ClipVLoss: true, EntCoef: 0.01, VFCoef: 0.5,
+		Hidden: []int{64, 64}, Activation: "tanh", OrthoInit: true,
+		Parallel: true,
+	}
+}
+
+// Validate reports every problem with the config, given the run header.
+func (c *Config) Validate(h algo.Header) error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: ppo: "+format, append([]any{algo.ErrConfig}, args...)...))
+	}
+	if c.NumEnvs < 1 {
+		bad("num_envs must be >= 1, got %d", c.NumEnvs)
+	}
+	if c.NumSteps < 1 {
+		bad("num_steps must be >= 1, got %d", c.NumSteps)
+	}
+	if c.NumMinibatches < 1 {
+		bad("num_minibatches must be >= 1, got %d", c.NumMinibatches)
+	} else if c.NumEnvs >= 1 && c.NumSteps >= 1 && (c.NumEnvs*c.NumSteps)%c.NumMinibatches != 0 {
+		bad("num_minibatches (%d) must divide num_envs × num_steps (%d)", c.NumMinibatches, c.NumEnvs*c.NumSteps)
+	}
+	if c.UpdateEpochs < 1 {
+		bad("update_epochs must be >= 1, got %d", c.UpdateEpochs)
+	}
+	if !(c.LearningRate > 0) {
+		bad("learning_rate must be > 0, got %v", c.LearningRate)
+	}
+	if !(c.AdamEps > 0) {
+		bad("adam_eps must be > 0, got %v", c.AdamEps)
+	}
+	if c.MaxGradNorm < 0 {
+		bad("max_grad_norm must be >= 0, got %v", c.MaxGradNorm)
+	}
+	if c.TargetKL < 0 {
+		bad("target_kl must be >= 0, got %v", c.TargetKL)
+	}
+	if !(c.Gamma > 0 && c.Gamma <= 1) {
+		bad("gamma must be in (0, 1], got %v", c.Gamma)
+	}
+	if !(c.GAELambda >= 0 && c.GAELambda <= 1) {
+		bad("gae_lambda must be in [0, 1], got %v", c.GAELambda)
+	}
+	if !(c.ClipCoef > 0) {
+		bad("clip_coef must be > 0, got %v", c.ClipCoef)
+	}
+	if c.EntCoef < 0 || c.VFCoef < 0 {
+		bad("ent_coef and vf_coef must be >= 0, got %v and %v", c.EntCoef, c.VFCoef)
+	}
+	if len(c.Hidden) == 0 {
+		bad("hidden must list at least one width")
+	}
+	for _, w := range c.Hidden {
+		if w < 1 {
+			bad("hidden widths must be >= 1, got %v", c.Hidden)
+			break
+		}
+	}
+	if _, err := nn.ParseActivation(c.Activation); err != nil {
+		bad("activation %q: want tanh, relu, sigmoid or identity", c.Activation)
+	}
+	if batch := int64(c.NumEnvs) * int64(c.NumSteps); batch > 0 && h.Steps < batch {
+		bad("steps (%d) must be at least one rollout, num_envs × num_steps = %d", h.Steps, batch)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) agentConfig() onpolicy.AgentConfig {
+	act, _ := nn.ParseActivation(c.Activation)
+	return onpolicy.AgentConfig{Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
+		Parallel: c.Parallel}
+}
+
+// Scalars are the metrics PPO reports (CleanRL's names).
+func Scalars() []string {
+	return []string{"charts/learning_rate", "losses/value_loss", "losses/policy_loss", "losses/entropy",
+		"losses/old_approx_kl", "losses/approx_kl", "losses/clipfrac", "losses/explained_variance"}
+}
+
+// Spec describes PPO to the CLI (algo/all).
+func Spec() algo.Spec {
+	return algo.Spec{
+		Name:       "ppo",
+		Doc:        "Proximal Policy Optimization (clipped surrogate, GAE), discrete and continuous actions",
+		Scalars:    Scalars(),
+		NewConfig:  func() algo.Config { c := DefaultConfig(); return &c },
+		Train:      train,
+		LoadPolicy: LoadPolicy,
+	}
+}
+
+// ---------------------------------------------------------------------------
+// 2. Agent: onpolicy.Agent — separate actor and critic MLPs (64-64 tanh,
+// orthogonal init), Categorical or diagonal-Gaussian head. Value(s) and
+// ActionAndValue(s) are its intent-named methods; Evaluate + Backward give
+// the minibatch log π, entropy, V and their gradients.
+// ---------------------------------------------------------------------------
+
+// LoadPolicy rebuilds the deterministic policy from a checkpoint.
+func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) {
+	cfg, ok := c.(*Config)
+	if !ok {
+		return nil, fmt.Errorf("%w: ppo: config is %T, want *ppo.Config", algo.ErrConfig, c)
+	}
+	return onpolicy.LoadAgent(path, h.Env, cfg.agentConfig(), rng.New(h.Seed, "ppo/init", 0))
+}
+
+func train(ctx context.Context, rt *algo.Runtime, c algo.Config) (algo.Model, error) {
+	cfg, ok := c.(*Config)
+	if !ok {
+		return nil, fmt.Errorf("%w: ppo: config is %T, want *ppo.Config", algo.ErrConfig, c)
+	}
+	agent, err := Train(ctx, rt, cfg)
+	if agent == nil {
+		return nil, err // a nil *Agent must not become a non-nil algo.Model
+	}
+	return agent, err
+}
+
+// ---------------------------------------------------------------------------
+// 3. Train
+// ---------------------------------------------------------------------------
+
+// Train runs PPO (Schulman et al. 2017) on rt.Header.Env for rt.Header.Steps
+// environment steps, following CleanRL's ppo.py line by line. It returns
+// the agent; on cancellation of ctx it stops between iterations and
+// returns the agent trained so far with ctx.Err().
+func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (*onpolicy.Agent, error) {
+	h := rt.Header
+	if err := errors.Join(h.Validate(), cfg.Validate(h)); err != nil {
+		return nil, err
+	}
+	// Sizes.
+	batchSize := cfg.NumEnvs * cfg.NumSteps
+	mbSize := batchSize / cfg.NumMinibatches
+	numIterations := int(h.Steps / int64(batchSize))
+
+	// Seeds: one stream per role (internal/rng).
+	rInit := rng.New(h.Seed, "ppo/init", 0)
+	rAct := rng.New(h.Seed, "ppo/actor", 0)
+	rMB := rng.New(h.Seed, "ppo/minibatch", 0)
+	envSeed := int64(rng.Derive(h.Seed, "ppo/env", 0) >> 1)
+
+	// Envs.
+	envs, err := env.MakeVector(h.Env, cfg.NumEnvs, env.Sync, env.WithEpisodeStatistics())
+	if err != nil {
+		return nil, fmt.Errorf("ppo: %w", err)
+	}
+	defer envs.Close()
+
+	// Agent and optimizer.
+	agent, err := onpolicy.NewAgent(envs.ObservationSpace(), envs.ActionSpace(), cfg.agentConfig(), rInit)
+	if err != nil {
+		return nil, fmt.Errorf("ppo: %w", err)
+	}
+	defer agent.Close() // stops the parallel worker; the agent stays usable
+	agent.Reserve(max(mbSize, cfg.NumEnvs))
+	opt, err := nn.NewAdam(nn.AdamConfig{LR: cfg.LearningRate, Eps: cfg.AdamEps})
+	if err != nil {
+		return nil, fmt.Errorf("ppo: %w", err)
+	}
+	params := agent.Params()
+
+	// Storage.
+	ro := onpolicy.NewRollout(cfg.NumSteps, cfg.NumEnvs, agent.ObsDim, agent.ActDim)
+	mb := newMinibatch(mbSize, agent.ObsDim, agent.ActDim)
+	bInds := make([]int, batchSize)
+	for i := range bInds {
+		bInds[i] = i
+	}
+	swap := func(i, j int) { bInds[i], bInds[j] = bInds[j], bInds[i] }
+
+	var globalStep int64
+	if err := ro.Reset(envs, envSeed); err != nil {
+		return nil, fmt.Errorf("ppo: %w", err)
+	}
+	for iteration := 1; iteration <= numIterations; iteration++ {
+		if err := ctx.Err(); err != nil {
+			return agent, err
+		}
+		// Annealing the learning rate: frac = 1 − (iteration−1)/numIterations.
+		if cfg.AnnealLR {
+			opt.SetLR(nn.LinearSchedule(cfg.LearningRate, 0, iteration-1, numIterations))
+		}
+
+		// Rollout: numSteps steps of every env with the current policy.
+		if err := ro.Collect(envs, agent, rAct, rt.Log, &globalStep, cfg.Gamma); err != nil {
+			return agent, fmt.Errorf("ppo: %w", err)
+		}
+
+		// Bootstrap value and GAE (truncations were bootstrapped in Collect).
+		ro.Advantages(cfg.Gamma, cfg.GAELambda)
+
+		// Optimizing the policy and value network: K epochs of minibatches.
+		var st updateStats
+		for epoch := 0; epoch < cfg.UpdateEpochs; epoch++ {
+			rMB.Shuffle(len(bInds), swap)
+			for start := 0; start < batchSize; start += mbSize {
+				mb.gather(ro, bInds[start:start+mbSize])
+				update(agent, cfg, mb, &st)
+				if cfg.MaxGradNorm > 0 {
+					nn.ClipGradNorm(params, cfg.MaxGradNorm)
+				}
+				opt.Step(params)
+			}
+			// Early stop on the last minibatch's approx KL (CleanRL).
+			if cfg.TargetKL > 0 && st.approxKL > cfg.TargetKL {
+				break
+			}
+		}
+
+		// Log.
+		rt.Log.Scalar("charts/learning_rate", float64(opt.LR()))
+		rt.Log.Scalar("losses/value_loss", st.vLoss)
+		rt.Log.Scalar("losses/policy_loss", st.pgLoss)
+		rt.Log.Scalar("losses/entropy", st.entropy)
+		rt.Log.Scalar("losses/old_approx_kl", st.oldApproxKL)
+		rt.Log.Scalar("losses/approx_kl", st.approxKL)
+		rt.Log.Scalar("losses/clipfrac", st.clipFracSum/float64(st.minibatches))
+		rt.Log.Scalar("losses/explained_variance", onpolicy.ExplainedVariance(ro.Values, ro.Returns))
+		rt.Log.Step(globalStep)
+	}
+	return agent, nil
+}
+
+// updateStats carries what CleanRL logs: the last minibatch's losses and KL
+// estimates, and the clip fraction over all minibatches.
+type updateStats struct {
+	pgLoss, vLoss, entropy, oldApproxKL, approxKL float64
+	clipFracSum                                   float64
+	minibatches                                   int
+}
+
+// update computes PPO's loss on one minibatch and accumulates its gradient
+// into the agent's parameters (CleanRL ppo.py, "Optimizing the policy and
+// value network"):
+//
+//	ratio   = exp(log π(a|s) − log π_old(a|s))
+//	L_pg    = mean(max(−Â·ratio, −Â·clip(ratio, 1−ε, 1+ε)))
+//	L_v     = ½·mean(max((V−R)², (V_old + clip(V−V_old, −ε, ε) − R)²))   (clip_vloss)
+//	L       = L_pg − c_ent·mean(H) + c_vf·L_v
+//
+// The gradients are written per row (each carries the 1/B of the mean):
+// dL/dlog π = −Â·ratio/B where the unclipped term is the max (else 0),
+// dL/dH = −c_ent/B, dL/dV = c_vf·(V−R)/B or c_vf·(V_clipped−R)/B when the
+// clipped term is the max and V−V_old is inside the clip range.
+func update(agent *onpolicy.Agent, cfg *Config, mb *minibatch, st *updateStats) {
+	B := mb.size
+	agent.Evaluate(mb.newLogProb, mb.entropy, mb.newValue, mb.obs, mb.actions, B)
+
+	adv := mb.adv
+	if cfg.NormAdv {
+		adv = onpolicy.NormalizeTo(mb.normAdv, mb.adv)
+	}
+	invB := 1 / float32(B)
+	eps := cfg.ClipCoef
+	var pgLoss, vLoss, entSum, oldKL, kl float64
+	clipped := 0
+	for r := range B {
+		logRatio := mb.newLogProb[r] - mb.logProb[r]
+		ratio := float32(math.Exp(float64(logRatio)))
+		oldKL += float64(-logRatio)
+		kl += float64((ratio - 1) - logRatio)
+		if ratio-1 > eps || 1-ratio > eps {
+			clipped++
+		}
+
+		// Policy loss: the pessimistic (max) of the two surrogate losses.
+		pg1 := -adv[r] * ratio
+		pg2 := -adv[r] * min(max(ratio, 1-eps), 1+eps)
+		if pg1 >= pg2 {
+			pgLoss += float64(pg1)
+			mb.dLogProb[r] = -adv[r] * ratio * invB // d ratio / d log π = ratio
+		} else {
+			pgLoss += float64(pg2)
+			mb.dLogProb[r] = 0 // the clipped term is flat in π
+		}
+
+		// Value loss.
+		v, ret := mb.newValue[r], mb.returns[r]
+		vUnclipped := (v - ret) * (v - ret)
+		if cfg.ClipVLoss {
+			dv := v - mb.values[r]
+			vClip := mb.values[r] + min(max(dv, -eps), eps)
+			vClipped := (vClip - ret) * (vClip - ret)
+			if vUnclipped >= vClipped {
+				vLoss += float64(vUnclipped)
+				mb.dValue[r] = cfg.VFCoef * (v - ret) * invB
+			} else {
+				vLoss += float64(vClipped)
+				if dv > -eps && dv < eps {
+					mb.dValue[r] = cfg.VFCoef * (vClip - ret) * invB
+				} else {
+					mb.dValue[r] = 0
+				}
+			}
+		} else {
+			vLoss += float64(vUnclipped)
+			mb.dValue[r] = cfg.VFCoef * (v - ret) * invB
+		}
+
+		// Entropy bonus.
+		entSum += float64(mb.entropy[r])
+		mb.dEntropy[r] = -cfg.EntCoef * invB
+	}
+	agent.ZeroGrad()
+	agent.Backward(mb.dLogProb, mb.dEntropy, mb.dValue)
+
+	n := float64(B)
+	st.pgLoss = pgLoss / n
+	st.vLoss = 0.5 * vLoss / n
+	st.entropy = entSum / n
+	st.oldApproxKL = oldKL / n
+	st.approxKL = kl / n
+	st.clipFracSum += float64(clipped) / n
+	st.minibatches++
+}
+
+// minibatch holds one minibatch gathered from the flattened rollout (CleanRL
+// b_obs[mb_inds] …) and the per-row loss gradients.
+type minibatch struct {
+	size                                   int
+	obsDim, actDim                         int
+	obs, actions                           []float32
+	logProb, adv, normAdv, returns, values []float32
+	newLogProb, entropy, newValue          []float32
+	dLogProb, dEntropy, dValue             []float32
+}
+
+func newMinibatch(size, obsDim, actDim int) *minibatch {
+	f := func(n int) []float32 { return make([]float32, n) }
+	return &minibatch{size: size, obsDim: obsDim, actDim: actDim,
+		obs: f(size * obsDim), actions: f(size * actDim),
+		logProb: f(size), adv: f(size), normAdv: f(size), returns: f(size), values: f(size),
+		newLogProb: f(size), entropy: f(size), newValue: f(size),
+		dLogProb: f(size), dEntropy: f(size), dValue: f(size)}
+}
+
+// gather copies the rows inds of the rollout into the minibatch.
+func (mb *minibatch) gather(ro *onpolicy.Rollout, inds []int) {
+	od, ad := mb.obsDim, mb.actDim
+	for r, k := range inds {
+		copy(mb.obs[r*od:(r+1)*od], ro.Obs[k*od:(k+1)*od])
+		copy(mb.actions[r*ad:(r+1)*ad], ro.Actions[k*ad:(k+1)*ad])
+		mb.logProb[r] = ro.LogProbs[k]
+		mb.adv[r] = ro.Adv[k]
+		mb.returns[r] = ro.Returns[k]
+		mb.values[r] = ro.Values[k]
+	}
+}

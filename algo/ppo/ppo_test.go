@@ -1,0 +1,225 @@
+package ppo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"herd/algo"
+	"herd/metrics"
+)
+
+// resolve builds a run from a config file body, as `herd train` does.
+func resolve(t *testing.T, file string, set ...string) *algo.Resolved {
+	t.Helper()
+	res, err := algo.Resolve([]byte(file), []algo.Spec{Spec()}, algo.Overrides{Set: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestPPOLearnsCartPole is the smoke test (cleanrl
+// tests/test_classic_control.py in spirit, but asserting progress): 16k
+// steps, the learning rate annealed over them, at least double CartPole's
+// mean return, which is ≈22 for a random policy. The full 500k-step target
+// is `herd bench learn` (docs/parts/train.bench.md).
+func TestPPOLearnsCartPole(t *testing.T) {
+	for _, seed := range []string{"1"} {
+		res := resolve(t, "algo: ppo\nenv: CartPole-v1\nsteps: 16384\nseed: "+seed+"\n")
+		sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{NoFiles: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("seed %s: return_mean_100 %.1f after %d steps, %d episodes", seed, sum.FinalReturnMean100, sum.Steps, sum.Episodes)
+		if !(sum.FinalReturnMean100 > 40) {
+			t.Errorf("seed %s: mean return %.1f after %d steps, want > 40 (random ≈ 22)", seed, sum.FinalReturnMean100, sum.Steps)
+		}
+	}
+}
+
+// TestPPOContinuousSmoke runs the Gaussian head on Pendulum: it must train
+// without error and act within the bounds.
+func TestPPOContinuousSmoke(t *testing.T) {
+	res := resolve(t, "algo: ppo\nenv: Pendulum-v1\nsteps: 2048\nppo:\n  num_envs: 2\n  num_steps: 256\n  num_minibatches: 8\n")
+	agent, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Config.(*Config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if agent.NActions != 0 || agent.ActDim != 1 {
+		t.Fatalf("agent for Pendulum: %d actions, dim %d", agent.NActions, agent.ActDim)
+	}
+	act := make([]float32, 1)
+	for _, th := range []float32{-1, 0, 1} {
+		a := agent.Act(act, []float32{th, 1 - th*th, 8 * th})
+		if a[0] < -2 || a[0] > 2 {
+			t.Fatalf("action %v out of Pendulum's [-2, 2]", a)
+		}
+	}
+}
+
+// TestPPODeterministic: the same seed gives an identical metrics.csv (wall
+// columns aside) and identical weights; another seed does not.
+func TestPPODeterministic(t *testing.T) {
+	run := func(seed string) (string, []byte) {
+		dir := t.TempDir()
+		res := resolve(t, "algo: ppo\nenv: CartPole-v1\nsteps: 4096\nlog_every: 512\nseed: "+seed+"\nout: "+dir+"\n")
+		if _, err := algo.TrainRun(context.Background(), res, algo.RunOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		csv, err := os.ReadFile(filepath.Join(dir, "metrics.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		stripped, err := metrics.DropWallColumns(csv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		model, err := os.ReadFile(filepath.Join(dir, algo.ModelFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stripped, model
+	}
+	a, ma := run("3")
+	b, mb := run("3")
+	c, _ := run("4")
+	if strings.Count(a, "\n") != 9 { // header + 8 rows of 512 steps
+		t.Fatalf("metrics.csv has %d lines:\n%s", strings.Count(a, "\n"), a)
+	}
+	if a != b {
+		t.Fatalf("same seed, different metrics:\n%s\n---\n%s", a, b)
+	}
+	if !bytes.Equal(ma, mb) {
+		t.Fatal("same seed, different model.safetensors")
+	}
+	if a == c {
+		t.Fatal("different seeds gave identical metrics")
+	}
+}
+
+// cancelAfter cancels its context at the n-th Step, as Ctrl-C would.
+type cancelAfter struct {
+	algo.Logger
+	n      int
+	cancel context.CancelFunc
+	steps  int
+}
+
+func (c *cancelAfter) Step(step int64) {
+	c.steps++
+	if c.steps == c.n {
+		c.cancel()
+	}
+}
+
+// TestPPOCancelReturnsModel: cancellation stops training at the next
+// iteration and hands back the model so the caller can save it.
+func TestPPOCancelReturnsModel(t *testing.T) {
+	res := resolve(t, "algo: ppo\nenv: CartPole-v1\nsteps: 1000000\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := &cancelAfter{Logger: algo.Discard(), n: 3, cancel: cancel}
+	model, err := res.Spec.Train(ctx, &algo.Runtime{Header: res.Header, Log: log}, res.Config)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if model == nil || log.steps != 3 {
+		t.Fatalf("model %v after %d iterations; want the model after 3", model, log.steps)
+	}
+	// TrainRun saves the checkpoint of an interrupted run.
+	dir := t.TempDir()
+	res.Header.Out = dir
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	sum, err := algo.TrainRun(ctx2, res, algo.RunOptions{})
+	if !errors.Is(err, context.Canceled) || !sum.Interrupted {
+		t.Fatalf("TrainRun: %v, interrupted=%v", err, sum.Interrupted)
+	}
+	for _, f := range []string{"config.yaml", "metrics.csv", "summary.json", "curve.png", "model.safetensors"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("interrupted run lacks %s: %v", f, err)
+		}
+	}
+}
+
+// TestPPOEvalRoundTrip: the saved checkpoint reloads into a policy that acts
+// exactly as the trained agent does.
+func TestPPOEvalRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	res := resolve(t, "algo: ppo\nenv: CartPole-v1\nsteps: 2048\nout: "+dir+"\n")
+	rt := &algo.Runtime{Header: res.Header, Log: algo.Discard()}
+	agent, err := Train(context.Background(), rt, res.Config.(*Config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, algo.ModelFile)
+	if err := agent.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadPolicy(path, res.Header, res.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := algo.Evaluate(context.Background(), agent, "CartPole-v1", 3, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := algo.Evaluate(context.Background(), p, "CartPole-v1", 3, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("episode %d: reloaded policy %v, trained agent %v", i, got, want)
+		}
+	}
+	// A corrupt checkpoint is an error, not a panic.
+	if err := os.WriteFile(path, []byte("not safetensors"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadPolicy(path, res.Header, res.Config); err == nil {
+		t.Fatal("want an error for a corrupt checkpoint")
+	}
+}
+
+func TestPPOValidate(t *testing.T) {
+	_, err := algo.Resolve([]byte("algo: ppo\nenv: CartPole-v1\nsteps: 100\nppo:\n  num_minibatches: 3\n  gamma: 2\n  activation: swish\n  hidden: []\n"),
+		[]algo.Spec{Spec()}, algo.Overrides{})
+	if !errors.Is(err, algo.ErrConfig) {
+		t.Fatalf("want ErrConfig, got %v", err)
+	}
+	for _, want := range []string{"num_minibatches (3)", "gamma", "swish", "hidden", "steps (100)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %q:\n%v", want, err)
+		}
+	}
+	res := resolve(t, "algo: ppo\nenv: NoSuchEnv-v0\nsteps: 1000\n")
+	if _, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Config.(*Config)); err == nil {
+		t.Fatal("want an error for an unknown env")
+	}
+}
+
+// TestPPOParallelSameResults: computing the actor's and the critic's passes
+// on two goroutines changes nothing in the results.
+func TestPPOParallelSameResults(t *testing.T) {
+	run := func(parallel string) []byte {
+		dir := t.TempDir()
+		res := resolve(t, "algo: ppo\nenv: CartPole-v1\nsteps: 2048\nout: "+dir+"\n", "parallel="+parallel)
+		if _, err := algo.TrainRun(context.Background(), res, algo.RunOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, algo.ModelFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if !bytes.Equal(run("true"), run("false")) {
+		t.Fatal("parallel and sequential training gave different weights")
+	}
+}

@@ -1,0 +1,57 @@
+// Package td3 is Twin Delayed DDPG (Fujimoto, van Hoof and Meger 2018,
+// "Addressing Function Approximation Error in Actor-Critic Methods") for
+// continuous (Box) action spaces, written to read top to bottom like
+// CleanRL's td3_continuous_action.py.
+//
+// # How it fits
+//
+// Spec() registers TD3 with the CLI (algo/all); `herd train --config
+// configs/td3-pendulum.yaml` trains it. Train returns an Agent (actor and
+// both critics, saved as actor.*, qf1.*, qf2.*); LoadPolicy rebuilds the
+// deterministic actor μ(s) for `herd eval`. TD3 builds on env, replay
+// (Uniform) and nn (MLP, Critic, TanhActor, Adam, MSE, PolyakUpdate)
+// through algo/internal/offpolicy.
+//
+// # The loop (Train)
+//
+//	for each step:
+//		a ← uniform random before learning_starts,
+//		    else clip(μ(s) + N(0, (exploration_noise·scale)²), low, high)
+//		store (s, a, r, s'_true, terminated); s ← s'
+//		if step > learning_starts:
+//			ã' ← clip(μ'(s') + clip(N(0, policy_noise²), ±noise_clip)·scale, low, high)
+//			y ← r + γ(1 − terminated) min(Q'_1(s', ã'), Q'_2(s', ã'))
+//			critics: Adam step on MSE(Q1(s, a), y) + MSE(Q2(s, a), y)
+//			every policy_frequency critic updates:
+//				actor: Adam step on −E[Q1(s, μ(s))]
+//				targets (actor and both critics): θ' ← τθ + (1 − τ)θ'
+//
+// # Implementation details
+//
+//  1. Clipped double-Q learning: the target takes the minimum of the two
+//     target critics (eq. 10 of the paper).
+//  2. Target policy smoothing: clipped Gaussian noise on the target action,
+//     in units of the action scale, then clipped to the bounds (eq. 14).
+//  3. Delayed policy updates: the actor and all three targets move once per
+//     policy_frequency critic updates (§5.2).
+//  4. The deterministic policy gradient flows through Q1 only
+//     (nn.Critic.Backward returns dQ/da, TanhActor.Backward carries it into
+//     the actor); the critic gradients this adds are zeroed before the
+//     critics' next step.
+//  5. Termination vs truncation as in every herd algorithm: s' is the true
+//     final observation; only termination drops the bootstrap.
+//  6. Randomness: "td3/init", "td3/explore" (exploration noise and warm-up
+//     actions), "td3/learner" (smoothing noise), "td3/replay".
+//
+// # Metrics
+//
+// losses/qf1_values, losses/qf2_values, losses/qf_loss (mean of the two
+// critics' MSE) and losses/actor_loss (−mean Q1(s, μ(s))), as in CleanRL.
+//
+// # Costs and concurrency
+//
+// One update costs a target-actor forward, two target-critic forwards and
+// two critic forward+backward passes at batch B, plus every other update an
+// actor forward+backward and a Q1 forward+backward. Train allocates its
+// workspaces once, runs on the caller's goroutine and starts none.
+package td3

@@ -1,0 +1,407 @@
+package td3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"herd/algo"
+	"herd/algo/internal/offpolicy"
+	"herd/env"
+	"herd/internal/rng"
+	"herd/nn"
+)
+
+// Config is TD3's section of a run configuration. Defaults are CleanRL's
+// td3_continuous_action.py; a zero written in the file stays zero.
+type Config struct {
+	// --- run ---
+
+	// NumEnvs is the number of environments stepped together. Default 1.
+	NumEnvs int `yaml:"num_envs"`
+
+	// --- algorithm ---
+
+	// LearningRate of both Adam optimizers (actor and critics). Default 3e-4.
+	LearningRate float64 `yaml:"learning_rate"`
+	// BufferSize is the replay memory size. Default 1000000.
+	BufferSize int `yaml:"buffer_size"`
+	// Gamma is the discount γ. Default 0.99.
+	Gamma float64 `yaml:"gamma"`
+	// Tau is the Polyak rate τ of the target networks. Default 0.005.
+	Tau float64 `yaml:"tau"`
+	// BatchSize is the minibatch size sampled from replay. Default 256.
+	BatchSize int `yaml:"batch_size"`
+	// PolicyNoise is the std of the target policy smoothing noise, in units
+	// of the action scale. Default 0.2.
+	PolicyNoise float64 `yaml:"policy_noise"`
+	// NoiseClip clips the smoothing noise to ±NoiseClip (action-scale
+	// units). Default 0.5.
+	NoiseClip float64 `yaml:"noise_clip"`
+	// ExplorationNoise is the std of the Gaussian exploration noise, in
+	// units of the action scale. Default 0.1.
+	ExplorationNoise float64 `yaml:"exploration_noise"`
+	// LearningStarts is the number of steps of uniformly random actions
+	// before learning starts. Default 25000.
+	LearningStarts int `yaml:"learning_starts"`
+	// PolicyFrequency is the delay d: the actor and the targets update every
+	// d critic updates. Default 2.
+	PolicyFrequency int `yaml:"policy_frequency"`
+	// NetArch lists the hidden widths of the actor and the critics (ReLU).
+	// Default [256, 256].
+	NetArch []int `yaml:"net_arch"`
+}
+
+// NewConfig returns CleanRL's td3_continuous_action.py defaults.
+func NewConfig() *Config {
+	return &Config{
+		NumEnvs:          1,
+		LearningRate:     3e-4,
+		BufferSize:       1000000,
+		Gamma:            0.99,
+		Tau:              0.005,
+		BatchSize:        256,
+		PolicyNoise:      0.2,
+		NoiseClip:        0.5,
+		ExplorationNoise: 0.1,
+		LearningStarts:   25000,
+		PolicyFrequency:  2,
+		NetArch:          []int{256, 256},
+	}
+}
+
+// Validate reports every problem with the configuration.
+func (c *Config) Validate(h algo.Header) error {
+	var errs []error
+	bad := func(format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%w: td3: "+format, append([]any{algo.ErrConfig}, a...)...))
+	}
+	if c.NumEnvs < 1 {
+		bad("num_envs must be ≥ 1, got %d", c.NumEnvs)
+	}
+	if !(c.LearningRate > 0) {
+		bad("learning_rate must be > 0, got %v", c.LearningRate)
+	}
+	if c.BatchSize < 1 {
+		bad("batch_size must be ≥ 1, got %d", c.BatchSize)
+	}
+	if c.BufferSize < c.BatchSize {
+		bad("buffer_size (%d) must be ≥ batch_size (%d)", c.BufferSize, c.BatchSize)
+	}
+	if !(c.Gamma >= 0 && c.Gamma <= 1) {
+		bad("gamma must be in [0, 1], got %v", c.Gamma)
+	}
+	if !(c.Tau > 0 && c.Tau <= 1) {
+		bad("tau must be in (0, 1], got %v", c.Tau)
+	}
+	if !(c.PolicyNoise >= 0) || !(c.NoiseClip >= 0) || !(c.ExplorationNoise >= 0) {
+		bad("policy_noise, noise_clip and exploration_noise must be ≥ 0, got %v, %v, %v",
+			c.PolicyNoise, c.NoiseClip, c.ExplorationNoise)
+	}
+	if c.LearningStarts < 0 {
+		bad("learning_starts must be ≥ 0, got %d", c.LearningStarts)
+	}
+	if c.PolicyFrequency < 1 {
+		bad("policy_frequency must be ≥ 1, got %d", c.PolicyFrequency)
+	}
+	if len(c.NetArch) == 0 || slices.ContainsFunc(c.NetArch, func(w int) bool { return w < 1 }) {
+		bad("net_arch must list hidden widths ≥ 1, got %v", c.NetArch)
+	}
+	if h.Env != "" {
+		if e, err := env.Make(h.Env); err != nil {
+			bad("env %q: %v", h.Env, err)
+		} else {
+			if _, _, err := offpolicy.BoxBounds(h.Env, e.ActionSpace()); err != nil {
+				bad("%v", err)
+			}
+			e.Close()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Scalars are the metrics.csv columns TD3 writes.
+var Scalars = []string{"losses/qf1_values", "losses/qf2_values", "losses/qf_loss", "losses/actor_loss"}
+
+// Spec describes TD3 to the CLI.
+func Spec() algo.Spec {
+	return algo.Spec{
+		Name:      "td3",
+		Doc:       "Twin Delayed DDPG (Fujimoto et al. 2018): twin Q, target policy smoothing, delayed policy updates",
+		Scalars:   Scalars,
+		NewConfig: func() algo.Config { return NewConfig() },
+		Train: func(ctx context.Context, rt *algo.Runtime, c algo.Config) (algo.Model, error) {
+			return Train(ctx, rt, c.(*Config))
+		},
+		LoadPolicy: LoadPolicy,
+	}
+}
+
+// Agent holds TD3's networks: the deterministic actor μ(s) = tanh(f(s))·
+// scale + bias and the twin critics Q1, Q2. As a policy it acts with μ.
+type Agent struct {
+	Actor    *nn.MLP
+	Head     *nn.TanhActor
+	QF1, QF2 *nn.Critic
+}
+
+func newAgent(obsDim int, low, high []float32, arch []int, r *rand.Rand) (*Agent, error) {
+	head, err := nn.NewTanhActor(low, high)
+	if err != nil {
+		return nil, err
+	}
+	actDim := len(low)
+	actor, err := nn.NewMLP(nn.MLPConfig{In: obsDim, Hidden: arch, Out: actDim, Act: nn.ReLU}, r)
+	if err != nil {
+		return nil, err
+	}
+	qf1, err := nn.NewCritic(obsDim, actDim, nn.MLPConfig{Hidden: arch, Act: nn.ReLU}, r)
+	if err != nil {
+		return nil, err
+	}
+	qf2, err := nn.NewCritic(obsDim, actDim, nn.MLPConfig{Hidden: arch, Act: nn.ReLU}, r)
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{Actor: actor, Head: head, QF1: qf1, QF2: qf2}, nil
+}
+
+// Act writes μ(s) into dst.
+func (a *Agent) Act(dst, obs []float32) []float32 {
+	return a.Head.ActionTo(dst, a.Actor.Forward(obs, 1))
+}
+
+func (a *Agent) nets() []offpolicy.Named {
+	return []offpolicy.Named{{Prefix: "actor", Params: a.Actor.Params()},
+		{Prefix: "qf1", Params: a.QF1.Params()}, {Prefix: "qf2", Params: a.QF2.Params()}}
+}
+
+// Save writes the actor and both critics to path (safetensors, prefixed
+// actor., qf1., qf2.).
+func (a *Agent) Save(path string) error {
+	return offpolicy.Save(path, a.nets(), map[string]string{"algo": "td3"})
+}
+
+// LoadPolicy rebuilds the deterministic policy saved by Agent.Save.
+func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) {
+	cfg, ok := c.(*Config)
+	if !ok {
+		return nil, fmt.Errorf("%w: td3: config is %T", algo.ErrConfig, c)
+	}
+	e, err := env.Make(h.Env)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	low, high, err := offpolicy.BoxBounds(h.Env, e.ActionSpace())
+	if err != nil {
+		return nil, fmt.Errorf("%w: td3: %w", algo.ErrConfig, err)
+	}
+	agent, err := newAgent(e.ObservationSpace().Dim(), low, high, cfg.NetArch, rng.New(h.Seed, "td3/init", 0))
+	if err != nil {
+		return nil, err
+	}
+	if err := offpolicy.Load(path, agent.nets()); err != nil {
+		return nil, fmt.Errorf("td3: load %s: %w", path, err)
+	}
+	return agent, nil
+}
+
+// Train runs TD3 for rt.Header.Steps environment steps.
+func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, error) {
+	if err := cfg.Validate(rt.Header); err != nil {
+		return nil, err
+	}
+	h := rt.Header
+	seed := h.Seed
+
+	envs, err := env.MakeVector(h.Env, cfg.NumEnvs, env.Sync, env.WithEpisodeStatistics())
+	if err != nil {
+		return nil, err
+	}
+	defer envs.Close()
+	obsDim := envs.ObservationSpace().Dim()
+	low, high, err := offpolicy.BoxBounds(h.Env, envs.ActionSpace())
+	if err != nil {
+		return nil, err
+	}
+	actDim := len(low)
+	N := cfg.NumEnvs
+
+	// Agent, target networks, optimizers.
+	agent, err := newAgent(obsDim, low, high, cfg.NetArch, rng.New(seed, "td3/init", 0))
+	if err != nil {
+		return nil, err
+	}
+	actor, head, qf1, qf2 := agent.Actor, agent.Head, agent.QF1, agent.QF2
+	targetActor, qf1Target, qf2Target := actor.Clone(), qf1.Clone(), qf2.Clone()
+	qParams := append(slices.Clone(qf1.Params()), qf2.Params()...)
+	qOpt, err := nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)})
+	if err != nil {
+		return nil, err
+	}
+	actorOpt, err := nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)})
+	if err != nil {
+		return nil, err
+	}
+	rb, err := offpolicy.NewReplay(offpolicy.ReplayConfig{Capacity: cfg.BufferSize, ObsDim: obsDim, ActDim: actDim,
+		NumEnvs: N, NSteps: 1, Gamma: cfg.Gamma})
+	if err != nil {
+		return nil, fmt.Errorf("td3: replay: %w", err)
+	}
+	exploreRNG := rng.New(seed, "td3/explore", 0)
+	learnRNG := rng.New(seed, "td3/learner", 0)
+	sampleRNG := rng.New(seed, "td3/replay", 0)
+
+	// Learner workspaces.
+	B := cfg.BatchSize
+	var (
+		nextAct   = make([]float32, B*actDim)
+		nextQ     = make([]float32, B) // y = r + γ(1 − d) min_i Q'_i(s', μ'(s') + clip(ε))
+		dQ        = make([]float32, B)
+		qf1Val    = make([]float32, B)
+		pi        = make([]float32, B*actDim)
+		dOut      = make([]float32, B*actDim)
+		actions   = make([]float32, N*actDim)
+		actorLoss float64
+		updates   int64
+	)
+	for _, net := range []*nn.Critic{qf1, qf2, qf1Target, qf2Target} {
+		net.Net.Reserve(B)
+	}
+	actor.Reserve(B)
+	targetActor.Reserve(B)
+
+	// updateCritics takes one step on the clipped double-Q loss.
+	updateCritics := func() (qfLoss, q1Mean, q2Mean float64) {
+		// Target policy smoothing (Fujimoto et al. 2018, eq. 14):
+		// ã = clip(μ'(s') + clip(ε, −c, c)·scale, low, high), ε ~ N(0, σ²).
+		head.ActionTo(nextAct, targetActor.Forward(rb.NextObs, B))
+		for i := range nextAct {
+			j := i % actDim
+			eps := clamp(learnRNG.NormFloat64()*cfg.PolicyNoise, -cfg.NoiseClip, cfg.NoiseClip)
+			nextAct[i] = clamp32(nextAct[i]+float32(eps)*head.Scale[j], low[j], high[j])
+		}
+		q1n := qf1Target.Forward(rb.NextObs, nextAct, B)
+		q2n := qf2Target.Forward(rb.NextObs, nextAct, B)
+		for i := range B {
+			nextQ[i] = rb.Reward[i] + rb.Discount[i]*rb.NotDone[i]*min(q1n[i], q2n[i])
+		}
+		qf1.ZeroGrad()
+		qf2.ZeroGrad()
+		q1 := qf1.Forward(rb.Obs, rb.Action, B)
+		l1 := nn.MSE(dQ, q1, nextQ)
+		copy(qf1Val, q1)
+		qf1.Backward(dQ)
+		q2 := qf2.Forward(rb.Obs, rb.Action, B)
+		l2 := nn.MSE(dQ, q2, nextQ)
+		qf2.Backward(dQ)
+		qOpt.Step(qParams)
+		return float64(l1 + l2), mean(qf1Val), mean(q2)
+	}
+
+	// updateActor takes one deterministic policy gradient step on
+	// −E[Q1(s, μ(s))] (Silver et al. 2014), through the critic's dQ/da.
+	updateActor := func() {
+		out := actor.Forward(rb.Obs, B)
+		head.ActionTo(pi, out)
+		q := qf1.Forward(rb.Obs, pi, B)
+		actorLoss = -mean(q)
+		for i := range B {
+			dQ[i] = -1 / float32(B)
+		}
+		// Adds into qf1's gradients too; they are zeroed before its next step.
+		dAct := qf1.Backward(dQ)
+		head.Backward(dOut, out, dAct)
+		actor.ZeroGrad()
+		actor.Backward(dOut)
+		actorOpt.Step(actor.Params())
+	}
+
+	batch, err := envs.Reset(int64(seed))
+	if err != nil {
+		return nil, err
+	}
+	obs := make([]float32, N*obsDim)
+	copy(obs, batch.Obs)
+	var globalStep int64
+	for globalStep < h.Steps {
+		if ctx.Err() != nil {
+			return agent, ctx.Err()
+		}
+		// Act: uniformly random until learning starts, then
+		// clip(μ(s) + N(0, (σ·scale)²), low, high).
+		if globalStep < int64(cfg.LearningStarts) {
+			for i := range N {
+				envs.ActionSpace().SampleTo(actions[i*actDim:(i+1)*actDim], exploreRNG)
+			}
+		} else {
+			head.ActionTo(actions, actor.Forward(obs, N))
+			for i := range actions {
+				j := i % actDim
+				noise := float32(exploreRNG.NormFloat64()*cfg.ExplorationNoise) * head.Scale[j]
+				actions[i] = clamp32(actions[i]+noise, low[j], high[j])
+			}
+		}
+		batch, err = envs.Step(actions)
+		if err != nil {
+			return agent, err
+		}
+		globalStep += int64(N)
+
+		// Store (s, a, r, s', terminated): s' is the true final
+		// observation on truncation, so the critics bootstrap from it.
+		for i := range N {
+			if err := rb.Store(i, obs[i*obsDim:(i+1)*obsDim], actions[i*actDim:(i+1)*actDim], batch.Rewards[i],
+				batch.NextObsRow(i), batch.Terminated[i], batch.Truncated[i]); err != nil {
+				return agent, fmt.Errorf("td3: store: %w", err)
+			}
+			if batch.Infos[i].HasEpisode {
+				rt.Log.Episode(globalStep, batch.Infos[i].Episode.Return, batch.Infos[i].Episode.Length)
+			}
+		}
+		copy(obs, batch.Obs) // the hand-off: next episode's first obs where one ended
+
+		if globalStep > int64(cfg.LearningStarts) && rb.Len() >= B {
+			if err := rb.Sample(B, sampleRNG); err != nil {
+				return agent, fmt.Errorf("td3: sample: %w", err)
+			}
+			qfLoss, q1Mean, q2Mean := updateCritics()
+			updates++
+			// Delayed policy updates: the actor and all targets move once
+			// every policy_frequency critic updates.
+			if updates%int64(cfg.PolicyFrequency) == 0 {
+				updateActor()
+				for _, p := range [][2][]*nn.Param{
+					{targetActor.Params(), actor.Params()},
+					{qf1Target.Params(), qf1.Params()},
+					{qf2Target.Params(), qf2.Params()},
+				} {
+					if err := nn.PolyakUpdate(p[0], p[1], float32(cfg.Tau)); err != nil {
+						return agent, err
+					}
+				}
+				rt.Log.Scalar("losses/actor_loss", actorLoss)
+			}
+			rt.Log.Scalar("losses/qf1_values", q1Mean)
+			rt.Log.Scalar("losses/qf2_values", q2Mean)
+			rt.Log.Scalar("losses/qf_loss", qfLoss/2)
+		}
+		rt.Log.Step(globalStep)
+	}
+	return agent, nil
+}
+
+func clamp(x, lo, hi float64) float64 { return max(lo, min(hi, x)) }
+
+func clamp32(x, lo, hi float32) float32 { return max(lo, min(hi, x)) }
+
+func mean(xs []float32) float64 {
+	var s float64
+	for _, x := range xs {
+		s += float64(x)
+	}
+	return s / float64(len(xs))
+}

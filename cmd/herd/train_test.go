@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runHerd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+// TestTrainAndEval drives the CLI end to end on a tiny budget: train writes
+// the five run files, eval reads them back and prints mean ± std.
+func TestTrainAndEval(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "ppo.yaml")
+	if err := os.WriteFile(cfg, []byte("algo: ppo\nenv: CartPole-v1\nsteps: 100000\nppo:\n  num_envs: 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run")
+	out, err := runHerd(t, "train", "--config", cfg, "--steps", "1024", "--seed", "3", "--out", run,
+		"--set", "num_steps=64", "--set", "update_epochs=2")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "done: 1024 steps") {
+		t.Fatalf("output:\n%s", out)
+	}
+	for _, f := range []string{"config.yaml", "metrics.csv", "summary.json", "curve.png", "model.safetensors"} {
+		if _, err := os.Stat(filepath.Join(run, f)); err != nil {
+			t.Errorf("missing %s", f)
+		}
+	}
+	resolved, _ := os.ReadFile(filepath.Join(run, "config.yaml"))
+	for _, want := range []string{"seed: 3", "steps: 1024", "num_steps: 64", "update_epochs: 2", "num_envs: 2"} {
+		if !strings.Contains(string(resolved), want) {
+			t.Errorf("config.yaml lacks %q:\n%s", want, resolved)
+		}
+	}
+	out, err = runHerd(t, "eval", "--run", run, "--episodes", "3")
+	if err != nil || !strings.Contains(out, "ppo CartPole-v1: 3 episodes, return ") || !strings.Contains(out, " ± ") {
+		t.Fatalf("eval: %v\n%s", err, out)
+	}
+}
+
+func TestTrainRejectsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(cfg, []byte("algo: ppo\nenv: CartPole-v1\nsteps: 1000\nppo:\n  learning_rat: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--config", cfg}, "learning_rat"},
+		{[]string{"train", "--algo", "ppo", "--env", "CartPole-v1", "--steps", "1000", "--set", "nope=1"}, "nope"},
+		{[]string{"train", "--algo", "xyz", "--env", "CartPole-v1", "--steps", "1000"}, "xyz"},
+		{[]string{"train", "--config", filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
+		{[]string{"eval"}, "--run"},
+		{[]string{"eval", "--run", dir}, "config.yaml"},
+		{[]string{"bench", "learn", "--seeds", "x"}, "--seeds"},
+	} {
+		out, err := runHerd(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want one mentioning %q\n%s", tc.args, err, tc.want, out)
+		}
+	}
+}
+
+func TestParseSeeds(t *testing.T) {
+	got, err := parseSeeds("1-3,7")
+	if err != nil || len(got) != 4 || got[0] != 1 || got[2] != 3 || got[3] != 7 {
+		t.Fatalf("%v %v", got, err)
+	}
+	for _, bad := range []string{"", "a", "3-1", "1-", "1-100000"} {
+		if _, err := parseSeeds(bad); err == nil {
+			t.Errorf("parseSeeds(%q): want an error", bad)
+		}
+	}
+}

@@ -1,0 +1,238 @@
+package env
+
+import (
+	"fmt"
+	"strings"
+
+	"herd/env/box2d"
+	"herd/env/classic"
+)
+
+// Spec is a registered environment: Gymnasium's EnvSpec fields that matter
+// here.
+type Spec struct {
+	// ID is Gymnasium's id, e.g. "CartPole-v1".
+	ID string
+	// MaxEpisodeSteps is the TimeLimit Make applies (0: none).
+	MaxEpisodeSteps int
+	// RewardThreshold is the return at which the task counts as solved;
+	// valid only if HasRewardThreshold (Pendulum has none).
+	RewardThreshold    float64
+	HasRewardThreshold bool
+	// Kwargs are the keywords this id fixes (LunarLanderContinuous-v3 is
+	// LunarLander with continuous=true).
+	Kwargs Kwargs
+
+	build func(kw Kwargs) (Env, error)
+}
+
+// specs is the registry: a function rather than a package variable, so there
+// is no global mutable state; callers get fresh values.
+func specs() []Spec {
+	return []Spec{
+		{ID: "CartPole-v0", MaxEpisodeSteps: 200, RewardThreshold: 195, HasRewardThreshold: true, build: buildCartPole},
+		{ID: "CartPole-v1", MaxEpisodeSteps: 500, RewardThreshold: 475, HasRewardThreshold: true, build: buildCartPole},
+		{ID: "Pendulum-v1", MaxEpisodeSteps: 200, build: buildPendulum},
+		{ID: "MountainCar-v0", MaxEpisodeSteps: 200, RewardThreshold: -110, HasRewardThreshold: true, build: buildMountainCar},
+		{ID: "MountainCarContinuous-v0", MaxEpisodeSteps: 999, RewardThreshold: 90, HasRewardThreshold: true, build: buildMountainCarContinuous},
+		{ID: "Acrobot-v1", MaxEpisodeSteps: 500, RewardThreshold: -100, HasRewardThreshold: true, build: buildAcrobot},
+		{ID: "LunarLander-v3", MaxEpisodeSteps: 1000, RewardThreshold: 200, HasRewardThreshold: true, build: buildLunarLander},
+		{ID: "LunarLanderContinuous-v3", MaxEpisodeSteps: 1000, RewardThreshold: 200, HasRewardThreshold: true,
+			Kwargs: Kwargs{"continuous": true}, build: buildLunarLander},
+	}
+}
+
+// IDs lists the registered ids in registration order.
+func IDs() []string {
+	var ids []string
+	for _, s := range specs() {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+// SpecOf returns the spec of id, or an error wrapping ErrUnknownID that
+// lists the known ids.
+func SpecOf(id string) (Spec, error) {
+	for _, s := range specs() {
+		if s.ID == id {
+			return s, nil
+		}
+	}
+	return Spec{}, fmt.Errorf("%w %q; known ids: %s", ErrUnknownID, id, strings.Join(IDs(), ", "))
+}
+
+// Option configures Make.
+type Option func(*makeOptions)
+
+type makeOptions struct {
+	maxSteps    int
+	noTimeLimit bool
+	stats       bool
+	strict      bool
+	kwargs      Kwargs
+}
+
+// WithMaxEpisodeSteps overrides the spec's time limit (n > 0).
+func WithMaxEpisodeSteps(n int) Option { return func(o *makeOptions) { o.maxSteps = n } }
+
+// WithoutTimeLimit leaves out the TimeLimit wrapper.
+func WithoutTimeLimit() Option { return func(o *makeOptions) { o.noTimeLimit = true } }
+
+// WithEpisodeStatistics adds RecordEpisodeStatistics outside the TimeLimit,
+// so Info.Episode reports every finished episode.
+func WithEpisodeStatistics() Option { return func(o *makeOptions) { o.stats = true } }
+
+// WithStrictActions rejects out-of-bounds Box actions (StrictActions)
+// instead of letting the env clip them.
+func WithStrictActions() Option { return func(o *makeOptions) { o.strict = true } }
+
+// WithKwargs passes constructor keywords, as gym.make(id, **kwargs):
+// CartPole sutton_barto_reward (bool); Pendulum g (float); MountainCar and
+// MountainCarContinuous goal_velocity (float); Acrobot book_or_nips
+// ("book"/"nips"); LunarLander continuous (bool), gravity (float),
+// enable_wind (bool), wind_power (float), turbulence_power (float). Unknown
+// keywords are an error. Several WithKwargs merge, later ones winning.
+func WithKwargs(kw Kwargs) Option {
+	return func(o *makeOptions) {
+		if o.kwargs == nil {
+			o.kwargs = Kwargs{}
+		}
+		for k, v := range kw {
+			o.kwargs[k] = v
+		}
+	}
+}
+
+// Make builds the env registered as id, as gym.make does: the env, then
+// StrictActions if asked, then TimeLimit(spec.MaxEpisodeSteps unless
+// overridden or disabled), then RecordEpisodeStatistics if asked.
+func Make(id string, opts ...Option) (Env, error) {
+	spec, err := SpecOf(id)
+	if err != nil {
+		return nil, err
+	}
+	var o makeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	kw := Kwargs{}
+	for k, v := range spec.Kwargs {
+		kw[k] = v
+	}
+	for k, v := range o.kwargs {
+		kw[k] = v
+	}
+	e, err := spec.build(kw)
+	if err != nil {
+		return nil, fmt.Errorf("env: make %s: %w", id, err)
+	}
+	if o.strict {
+		e = NewStrictActions(e)
+	}
+	steps := spec.MaxEpisodeSteps
+	if o.maxSteps != 0 {
+		steps = o.maxSteps
+	}
+	if !o.noTimeLimit && steps != 0 {
+		tl, err := NewTimeLimit(e, steps)
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("env: make %s: %w", id, err)
+		}
+		e = tl
+	}
+	if o.stats {
+		e = NewRecordEpisodeStatistics(e)
+	}
+	return e, nil
+}
+
+func buildCartPole(kw Kwargs) (Env, error) {
+	used := map[string]bool{}
+	sb, err := kw.Bool("sutton_barto_reward", false, used)
+	if err != nil {
+		return nil, err
+	}
+	if err := kw.Unused("CartPole", used); err != nil {
+		return nil, err
+	}
+	return classic.NewCartPole(classic.CartPoleConfig{SuttonBartoReward: sb}), nil
+}
+
+func buildPendulum(kw Kwargs) (Env, error) {
+	used := map[string]bool{}
+	g, err := kw.Float("g", 10.0, used)
+	if err != nil {
+		return nil, err
+	}
+	if err := kw.Unused("Pendulum", used); err != nil {
+		return nil, err
+	}
+	if g == 0 {
+		return nil, fmt.Errorf("%w: Pendulum g = 0 is not supported", ErrInvalidOption)
+	}
+	return classic.NewPendulum(classic.PendulumConfig{G: g}), nil
+}
+
+func mountainCarConfig(kw Kwargs, name string) (classic.MountainCarConfig, error) {
+	used := map[string]bool{}
+	gv, err := kw.Float("goal_velocity", 0, used)
+	if err != nil {
+		return classic.MountainCarConfig{}, err
+	}
+	return classic.MountainCarConfig{GoalVelocity: gv}, kw.Unused(name, used)
+}
+
+func buildMountainCar(kw Kwargs) (Env, error) {
+	cfg, err := mountainCarConfig(kw, "MountainCar")
+	if err != nil {
+		return nil, err
+	}
+	return classic.NewMountainCar(cfg), nil
+}
+
+func buildMountainCarContinuous(kw Kwargs) (Env, error) {
+	cfg, err := mountainCarConfig(kw, "MountainCarContinuous")
+	if err != nil {
+		return nil, err
+	}
+	return classic.NewMountainCarContinuous(cfg), nil
+}
+
+func buildAcrobot(kw Kwargs) (Env, error) {
+	used := map[string]bool{}
+	bn, err := kw.String("book_or_nips", "book", used)
+	if err != nil {
+		return nil, err
+	}
+	if err := kw.Unused("Acrobot", used); err != nil {
+		return nil, err
+	}
+	return classic.NewAcrobot(classic.AcrobotConfig{BookOrNips: bn})
+}
+
+func buildLunarLander(kw Kwargs) (Env, error) {
+	used := map[string]bool{}
+	var cfg box2d.LunarLanderConfig
+	var err error
+	get := func(f func() error) {
+		if err == nil {
+			err = f()
+		}
+	}
+	get(func() (e error) { cfg.Continuous, e = kw.Bool("continuous", false, used); return })
+	get(func() (e error) { cfg.Gravity, e = kw.Float("gravity", -10.0, used); return })
+	get(func() (e error) { cfg.EnableWind, e = kw.Bool("enable_wind", false, used); return })
+	get(func() (e error) { cfg.WindPower, e = kw.Float("wind_power", 15.0, used); return })
+	get(func() (e error) { cfg.TurbulencePower, e = kw.Float("turbulence_power", 1.5, used); return })
+	get(func() error { return kw.Unused("LunarLander", used) })
+	if err != nil {
+		return nil, err
+	}
+	l, err := box2d.NewLunarLander(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}

@@ -1,0 +1,162 @@
+package env_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"herd/env"
+)
+
+func TestMakeUnknownIDListsKnown(t *testing.T) {
+	_, err := env.Make("CartPole-v9")
+	if !errors.Is(err, env.ErrUnknownID) {
+		t.Fatalf("Make(CartPole-v9): %v, want ErrUnknownID", err)
+	}
+	for _, id := range env.IDs() {
+		if !strings.Contains(err.Error(), id) {
+			t.Fatalf("error %q does not list %s", err, id)
+		}
+	}
+}
+
+func TestSpecs(t *testing.T) {
+	want := map[string]struct {
+		steps     int
+		threshold float64
+		has       bool
+	}{
+		"CartPole-v0":              {200, 195, true},
+		"CartPole-v1":              {500, 475, true},
+		"Pendulum-v1":              {200, 0, false},
+		"MountainCar-v0":           {200, -110, true},
+		"MountainCarContinuous-v0": {999, 90, true},
+		"Acrobot-v1":               {500, -100, true},
+		"LunarLander-v3":           {1000, 200, true},
+		"LunarLanderContinuous-v3": {1000, 200, true},
+	}
+	if len(env.IDs()) != len(want) {
+		t.Fatalf("IDs() = %v", env.IDs())
+	}
+	for id, w := range want {
+		s, err := env.SpecOf(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.MaxEpisodeSteps != w.steps || s.HasRewardThreshold != w.has || s.RewardThreshold != w.threshold {
+			t.Errorf("%s: spec %+v, want %+v", id, s, w)
+		}
+	}
+}
+
+// TestMakeTimeLimit runs each classic env with a random policy until the
+// TimeLimit truncates (or it terminates) and checks the episode length.
+func TestMakeTimeLimit(t *testing.T) {
+	for _, id := range []string{"CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1"} {
+		e, err := env.Make(id, env.WithMaxEpisodeSteps(37))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := testRand(id)
+		e.Reset(1)
+		var a []float32
+		n := 0
+		for {
+			a = e.ActionSpace().SampleTo(a, r)
+			_, _, term, trunc, _, err := e.Step(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+			if term || trunc {
+				if trunc != (n == 37) || n > 37 {
+					t.Fatalf("%s: episode ended at step %d with truncated=%v, limit 37", id, n, trunc)
+				}
+				break
+			}
+		}
+		if _, _, _, _, _, err := e.Step(a); !errors.Is(err, env.ErrNeedsReset) {
+			t.Fatalf("%s: Step after the end: %v, want ErrNeedsReset", id, err)
+		}
+	}
+	// Pendulum never terminates: Make's default limit truncates at 200.
+	e, _ := env.Make("Pendulum-v1")
+	e.Reset(0)
+	for i := 1; i <= 200; i++ {
+		_, _, term, trunc, _, err := e.Step([]float32{0})
+		if err != nil || term || trunc != (i == 200) {
+			t.Fatalf("Pendulum step %d: terminated %v truncated %v err %v", i, term, trunc, err)
+		}
+	}
+	// WithoutTimeLimit: no truncation.
+	e, _ = env.Make("Pendulum-v1", env.WithoutTimeLimit())
+	e.Reset(0)
+	for i := 0; i < 300; i++ {
+		if _, _, _, trunc, _, _ := e.Step([]float32{0}); trunc {
+			t.Fatal("truncated without a TimeLimit")
+		}
+	}
+}
+
+func TestMakeKwargs(t *testing.T) {
+	if _, err := env.Make("CartPole-v1", env.WithKwargs(env.Kwargs{"gravity": 1.0})); !errors.Is(err, env.ErrInvalidOption) {
+		t.Fatalf("unknown kwarg: %v, want ErrInvalidOption", err)
+	}
+	if _, err := env.Make("Pendulum-v1", env.WithKwargs(env.Kwargs{"g": "high"})); !errors.Is(err, env.ErrInvalidOption) {
+		t.Fatalf("g = \"high\": %v, want ErrInvalidOption", err)
+	}
+	if _, err := env.Make("Acrobot-v1", env.WithKwargs(env.Kwargs{"book_or_nips": "paper"})); !errors.Is(err, env.ErrInvalidOption) {
+		t.Fatalf("book_or_nips paper: %v", err)
+	}
+	// g changes the dynamics.
+	obsAfter := func(kw env.Kwargs) float32 {
+		e, err := env.Make("Pendulum-v1", env.WithKwargs(kw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		env.Unwrapped(e).(env.Stater).SetState([]float64{1, 0})
+		obs, _, _, _, _, _ := e.Step([]float32{0})
+		return obs[2]
+	}
+	if a, b := obsAfter(nil), obsAfter(env.Kwargs{"g": 9.81}); a == b {
+		t.Fatalf("g = 9.81 gives the same θ̇ %v as g = 10", a)
+	}
+	if _, err := env.Make("Acrobot-v1", env.WithKwargs(env.Kwargs{"book_or_nips": "nips"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Make("CartPole-v1", env.WithMaxEpisodeSteps(-3)); !errors.Is(err, env.ErrInvalidOption) {
+		t.Fatalf("negative max steps: %v", err)
+	}
+}
+
+func TestMakeLunarLander(t *testing.T) {
+	d, err := env.Make("LunarLander-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp, ok := d.ActionSpace().(env.Discrete); !ok || sp.N != 4 {
+		t.Fatalf("LunarLander-v3 action space %v, want Discrete(4)", d.ActionSpace())
+	}
+	c, err := env.Make("LunarLanderContinuous-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp, ok := c.ActionSpace().(env.Box); !ok || sp.Dim() != 2 {
+		t.Fatalf("LunarLanderContinuous-v3 action space %v, want Box(2)", c.ActionSpace())
+	}
+	if c.(*env.TimeLimit).MaxSteps() != 1000 {
+		t.Fatal("LunarLander time limit is not 1000")
+	}
+	w, err := env.Make("LunarLander-v3", env.WithKwargs(env.Kwargs{"enable_wind": true, "wind_power": 10.0, "gravity": -5}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.Reset(3); err != nil {
+		t.Fatal(err)
+	}
+	for _, kw := range []env.Kwargs{{"gravity": 0.0}, {"gravity": -12.5}, {"enable_wind": 1}, {"wind": true}} {
+		if _, err := env.Make("LunarLander-v3", env.WithKwargs(kw)); !errors.Is(err, env.ErrInvalidOption) {
+			t.Fatalf("kwargs %v: %v, want ErrInvalidOption", kw, err)
+		}
+	}
+}

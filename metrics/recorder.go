@@ -1,0 +1,454 @@
+package metrics
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+)
+
+// Errors returned by a Recorder.
+var (
+	// ErrOptions marks invalid Options.
+	ErrOptions = errors.New("metrics: invalid options")
+	// ErrUndeclared is reported by Close when the algorithm passed a scalar
+	// name that was not in Options.Scalars (it has no metrics.csv column).
+	ErrUndeclared = errors.New("metrics: undeclared scalar")
+)
+
+// Window is the number of most recent episodes the return statistics cover
+// (return_mean_100 and summary.json's final_return_mean_100).
+const Window = 100
+
+// Fixed leading columns of metrics.csv. wall_seconds and sps are the only
+// columns that depend on the clock: everything else is a function of the run
+// seed, which the determinism tests rely on.
+func baseColumns() []string {
+	return []string{"step", "wall_seconds", "sps", "episodes",
+		"return_mean_100", "return_std_100", "length_mean_100", "return_recent"}
+}
+
+// WallColumns names the metrics.csv columns that depend on the wall clock.
+func WallColumns() []string { return []string{"wall_seconds", "sps"} }
+
+// Options configures a Recorder. The zero value records in memory only.
+type Options struct {
+	// Dir is the run directory for metrics.csv, summary.json and curve.png;
+	// "" writes no files. Created if missing.
+	Dir string
+	// Algo, Env and Seed are copied into summary.json.
+	Algo, Env string
+	Seed      uint64
+	// TotalSteps is the planned number of steps (progress bar length, and
+	// summary.json's planned_steps).
+	TotalSteps int64
+	// LogEvery is the metrics.csv row interval in steps. Default 1000.
+	LogEvery int64
+	// Scalars are the names of the extra columns, in order.
+	Scalars []string
+	// Progress receives progress output; nil prints nothing.
+	Progress io.Writer
+	// Bar draws a progress bar (for a terminal) instead of plain log lines.
+	Bar bool
+	// LineEvery is the minimum time between plain progress lines.
+	// Default 5 s.
+	LineEvery time.Duration
+}
+
+// Summary is the content of summary.json.
+type Summary struct {
+	Algo               string  `json:"algo"`
+	Env                string  `json:"env"`
+	Seed               uint64  `json:"seed"`
+	Steps              int64   `json:"steps"`
+	PlannedSteps       int64   `json:"planned_steps"`
+	WallSeconds        float64 `json:"wall_seconds"`
+	SPS                float64 `json:"sps"`
+	Episodes           int64   `json:"episodes"`
+	FinalReturnMean100 float64 `json:"final_return_mean_100"`
+	FinalReturnStd100  float64 `json:"final_return_std_100"`
+	FinalLengthMean100 float64 `json:"final_length_mean_100"`
+	Interrupted        bool    `json:"interrupted"`
+	// Deterministic evaluation after training (SetEval); EvalEpisodes is 0
+	// when none ran, and the two return fields are then left out of the
+	// JSON.
+	EvalEpisodes   int     `json:"eval_episodes"`
+	EvalReturnMean float64 `json:"eval_return_mean"`
+	EvalReturnStd  float64 `json:"eval_return_std"`
+}
+
+// Point is one metrics row as kept for the learning curve.
+type Point struct {
+	Step       int64
+	ReturnMean float64 // mean return of the last Window episodes (NaN before any)
+}
+
+// Recorder is the Logger of a training run (it implements algo.Logger): it
+// keeps rolling episode statistics over the last Window episodes, writes a
+// metrics.csv row every LogEvery steps, draws progress, and on Close writes
+// summary.json and curve.png.
+//
+// Cost: Episode, Scalar and Step are O(1) and allocation-free; a row is a
+// few hundred bytes into a buffered writer.
+//
+// Concurrency: a Recorder is used by the one goroutine running Train. It
+// starts no goroutines. I/O errors are kept and returned by Close.
+type Recorder struct {
+	opt   Options
+	start time.Time
+
+	// rolling window of the last Window episodes
+	rets, lens []float64
+	head, n    int
+	episodes   int64
+	recentSum  float64 // returns of episodes since the last row
+	recentN    int
+
+	scalars   []float64 // current value per declared scalar, NaN = none yet
+	index     map[string]int
+	undecl    string
+	step      int64
+	nextRow   int64
+	lastRow   int64
+	curve     []Point
+	csvFile   *os.File
+	csv       *bufio.Writer
+	line      []byte
+	err       error
+	bar       *progressbar.ProgressBar
+	lastDraw  time.Time
+	closed    bool
+	finalized Summary
+	evalRets  []float64
+}
+
+// NewRecorder opens the run's metrics.csv (when opt.Dir is set) and writes
+// its header.
+func NewRecorder(opt Options) (*Recorder, error) {
+	if opt.LogEvery == 0 {
+		opt.LogEvery = 1000
+	}
+	if opt.LineEvery == 0 {
+		opt.LineEvery = 5 * time.Second
+	}
+	var errs []error
+	if opt.LogEvery < 0 {
+		errs = append(errs, fmt.Errorf("%w: LogEvery %d < 0", ErrOptions, opt.LogEvery))
+	}
+	if opt.TotalSteps < 0 {
+		errs = append(errs, fmt.Errorf("%w: TotalSteps %d < 0", ErrOptions, opt.TotalSteps))
+	}
+	r := &Recorder{
+		opt:     opt,
+		rets:    make([]float64, Window),
+		lens:    make([]float64, Window),
+		scalars: make([]float64, len(opt.Scalars)),
+		index:   make(map[string]int, len(opt.Scalars)),
+		nextRow: opt.LogEvery,
+		lastRow: -1,
+	}
+	for i, s := range opt.Scalars {
+		if _, dup := r.index[s]; dup {
+			errs = append(errs, fmt.Errorf("%w: scalar %q declared twice", ErrOptions, s))
+		}
+		r.index[s] = i
+		r.scalars[i] = math.NaN()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if opt.Dir != "" {
+		if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+		f, err := os.Create(filepath.Join(opt.Dir, "metrics.csv"))
+		if err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+		r.csvFile, r.csv = f, bufio.NewWriterSize(f, 64<<10)
+		for i, c := range baseColumns() {
+			if i > 0 {
+				r.line = append(r.line, ',')
+			}
+			r.line = append(r.line, c...)
+		}
+		for _, c := range opt.Scalars {
+			r.line = append(r.line, ',')
+			r.line = append(r.line, c...)
+		}
+		r.line = append(r.line, '\n')
+		_, r.err = r.csv.Write(r.line)
+	}
+	if opt.Progress != nil && opt.Bar && opt.TotalSteps > 0 {
+		r.bar = progressbar.NewOptions64(opt.TotalSteps,
+			progressbar.OptionSetWriter(opt.Progress),
+			progressbar.OptionSetDescription(opt.Algo+" "+opt.Env),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("steps"),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionSetWidth(30),
+		)
+	}
+	r.start = time.Now()
+	return r, nil
+}
+
+// Episode records one finished episode's return and length at step.
+func (r *Recorder) Episode(step int64, ret float64, length int) {
+	r.rets[r.head] = ret
+	r.lens[r.head] = float64(length)
+	r.head = (r.head + 1) % Window
+	if r.n < Window {
+		r.n++
+	}
+	r.episodes++
+	r.recentSum += ret
+	r.recentN++
+}
+
+// Scalar sets the current value of a declared scalar.
+func (r *Recorder) Scalar(name string, value float64) {
+	i, ok := r.index[name]
+	if !ok {
+		if r.undecl == "" {
+			r.undecl = name
+		}
+		return
+	}
+	r.scalars[i] = value
+}
+
+// Step records progress and writes a row when step reaches the next multiple
+// of LogEvery.
+func (r *Recorder) Step(step int64) {
+	r.step = step
+	if step >= r.nextRow {
+		r.writeRow()
+		r.nextRow = (step/r.opt.LogEvery + 1) * r.opt.LogEvery
+	}
+	if r.opt.Progress != nil {
+		r.progress(false)
+	}
+}
+
+// ReturnStats returns the mean and (population) standard deviation of the
+// returns of the last Window episodes, and how many there were. Both are NaN
+// before the first episode.
+func (r *Recorder) ReturnStats() (mean, std float64, n int) {
+	mean, std = meanStd(r.rets[:r.n])
+	return mean, std, r.n
+}
+
+// Curve returns the learning curve so far: one Point per metrics row.
+func (r *Recorder) Curve() []Point { return r.curve }
+
+// Episodes returns the number of finished episodes so far.
+func (r *Recorder) Episodes() int64 { return r.episodes }
+
+func meanStd(xs []float64) (mean, std float64) {
+	if len(xs) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	for _, x := range xs {
+		std += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(std / float64(len(xs)))
+}
+
+// writeRow appends one metrics.csv row and one curve point. Numbers are
+// written with strconv's shortest round-trip form, so equal values give equal
+// bytes.
+func (r *Recorder) writeRow() {
+	if r.step == r.lastRow {
+		return
+	}
+	r.lastRow = r.step
+	retMean, retStd := meanStd(r.rets[:r.n])
+	lenMean, _ := meanStd(r.lens[:r.n])
+	recent := math.NaN()
+	if r.recentN > 0 {
+		recent = r.recentSum / float64(r.recentN)
+	}
+	r.recentSum, r.recentN = 0, 0
+	r.curve = append(r.curve, Point{Step: r.step, ReturnMean: retMean})
+	if r.csv == nil || r.err != nil {
+		return
+	}
+	wall := time.Since(r.start).Seconds()
+	b := r.line[:0]
+	b = strconv.AppendInt(b, r.step, 10)
+	b = appendFloat(append(b, ','), wall)
+	b = appendFloat(append(b, ','), float64(r.step)/max(wall, 1e-9))
+	b = strconv.AppendInt(append(b, ','), r.episodes, 10)
+	b = appendFloat(append(b, ','), retMean)
+	b = appendFloat(append(b, ','), retStd)
+	b = appendFloat(append(b, ','), lenMean)
+	b = appendFloat(append(b, ','), recent)
+	for _, v := range r.scalars {
+		b = appendFloat(append(b, ','), v)
+	}
+	b = append(b, '\n')
+	r.line = b
+	_, r.err = r.csv.Write(b)
+}
+
+// appendFloat writes NaN as an empty cell (no value yet).
+func appendFloat(b []byte, v float64) []byte {
+	if math.IsNaN(v) {
+		return b
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}
+
+// progress draws the bar or a plain line, at most every 100 ms (bar) or
+// LineEvery (lines), and always when final.
+func (r *Recorder) progress(final bool) {
+	now := time.Now()
+	if r.bar != nil {
+		if !final && now.Sub(r.lastDraw) < 100*time.Millisecond {
+			return
+		}
+		r.lastDraw = now
+		mean, _, n := r.ReturnStats()
+		if n > 0 {
+			r.bar.Describe(fmt.Sprintf("%s %s return %.1f", r.opt.Algo, r.opt.Env, mean))
+		}
+		_ = r.bar.Set64(min(r.step, r.opt.TotalSteps))
+		return
+	}
+	if !final && now.Sub(r.lastDraw) < r.opt.LineEvery {
+		return
+	}
+	if r.lastDraw.IsZero() && !final {
+		r.lastDraw = now // first call: start the interval, print nothing yet
+		return
+	}
+	r.lastDraw = now
+	wall := now.Sub(r.start).Seconds()
+	mean, _, n := r.ReturnStats()
+	pct := 0.0
+	if r.opt.TotalSteps > 0 {
+		pct = 100 * float64(r.step) / float64(r.opt.TotalSteps)
+	}
+	if n > 0 {
+		fmt.Fprintf(r.opt.Progress, "%s %s step %d (%.0f%%) %.0f steps/s episodes %d return_mean_100 %.2f\n",
+			r.opt.Algo, r.opt.Env, r.step, pct, float64(r.step)/max(wall, 1e-9), r.episodes, mean)
+	} else {
+		fmt.Fprintf(r.opt.Progress, "%s %s step %d (%.0f%%) %.0f steps/s\n",
+			r.opt.Algo, r.opt.Env, r.step, pct, float64(r.step)/max(wall, 1e-9))
+	}
+}
+
+// SetEval records the returns of a deterministic evaluation run after
+// training, for summary.json (eval_episodes, eval_return_mean,
+// eval_return_std). Call it before Close.
+func (r *Recorder) SetEval(returns []float64) {
+	r.evalRets = append(r.evalRets[:0], returns...)
+}
+
+// Close writes the last row, flushes metrics.csv, writes summary.json and
+// curve.png (when Dir is set), and returns the summary. interrupted marks a
+// run stopped early (Ctrl-C). It returns the first error met while
+// recording, including ErrUndeclared. Calling Close again returns the same
+// summary and nil.
+func (r *Recorder) Close(interrupted bool) (Summary, error) {
+	if r.closed {
+		return r.finalized, nil
+	}
+	r.closed = true
+	wall := time.Since(r.start).Seconds()
+	r.writeRow()
+	mean, std := meanStd(r.rets[:r.n])
+	lenMean, _ := meanStd(r.lens[:r.n])
+	s := Summary{
+		Algo: r.opt.Algo, Env: r.opt.Env, Seed: r.opt.Seed,
+		Steps: r.step, PlannedSteps: r.opt.TotalSteps,
+		WallSeconds: wall, SPS: float64(r.step) / max(wall, 1e-9),
+		Episodes:           r.episodes,
+		FinalReturnMean100: mean, FinalReturnStd100: std, FinalLengthMean100: lenMean,
+		Interrupted: interrupted,
+	}
+	if len(r.evalRets) > 0 {
+		s.EvalEpisodes = len(r.evalRets)
+		s.EvalReturnMean, s.EvalReturnStd = meanStd(r.evalRets)
+	}
+	r.finalized = s
+	errs := []error{r.err}
+	if r.undecl != "" {
+		errs = append(errs, fmt.Errorf("%w %q (add it to the algorithm's Spec.Scalars)", ErrUndeclared, r.undecl))
+	}
+	if r.opt.Progress != nil {
+		r.progress(true)
+		if r.bar != nil {
+			_ = r.bar.Close()
+			fmt.Fprintln(r.opt.Progress)
+		}
+	}
+	if r.csv != nil {
+		errs = append(errs, r.csv.Flush(), r.csvFile.Close())
+		errs = append(errs, writeSummary(filepath.Join(r.opt.Dir, "summary.json"), s))
+		title := fmt.Sprintf("%s %s seed %d", r.opt.Algo, r.opt.Env, r.opt.Seed)
+		errs = append(errs, SaveCurve(filepath.Join(r.opt.Dir, "curve.png"), title, r.curve))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return s, fmt.Errorf("metrics: %w", err)
+	}
+	return s, nil
+}
+
+// writeSummary writes s as indented JSON; NaN (no episode finished) becomes
+// null because JSON has no NaN.
+func writeSummary(path string, s Summary) error {
+	type nullable struct {
+		Summary
+		FinalReturnMean100 *float64 `json:"final_return_mean_100"`
+		FinalReturnStd100  *float64 `json:"final_return_std_100"`
+		FinalLengthMean100 *float64 `json:"final_length_mean_100"`
+		EvalReturnMean     *float64 `json:"eval_return_mean,omitempty"`
+		EvalReturnStd      *float64 `json:"eval_return_std,omitempty"`
+	}
+	ptr := func(v float64) *float64 {
+		if math.IsNaN(v) {
+			return nil
+		}
+		return &v
+	}
+	n := nullable{Summary: s, FinalReturnMean100: ptr(s.FinalReturnMean100),
+		FinalReturnStd100: ptr(s.FinalReturnStd100), FinalLengthMean100: ptr(s.FinalLengthMean100)}
+	if s.EvalEpisodes > 0 {
+		n.EvalReturnMean, n.EvalReturnStd = ptr(s.EvalReturnMean), ptr(s.EvalReturnStd)
+	}
+	b, err := json.MarshalIndent(n, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// ReadSummary reads a summary.json written by Close.
+func ReadSummary(path string) (Summary, error) {
+	var s Summary
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return s, fmt.Errorf("metrics: %w", err)
+	}
+	s.FinalReturnMean100, s.FinalReturnStd100, s.FinalLengthMean100 = math.NaN(), math.NaN(), math.NaN()
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("metrics: %s: %w", path, err)
+	}
+	return s, nil
+}

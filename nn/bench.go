@@ -1,0 +1,216 @@
+package nn
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"herd/internal/rng"
+)
+
+// BenchRow is one measurement of `herd bench nn`: the JSON form is
+// {"net","batch","op","backend","ns_per_op"}.
+type BenchRow struct {
+	Net     string  `json:"net"`
+	Batch   int     `json:"batch"`
+	Op      string  `json:"op"`
+	Backend string  `json:"backend"`
+	NsPerOp float64 `json:"ns_per_op"`
+}
+
+// Benchmark operations.
+const (
+	OpForward    = "forward"      // MLP.Forward
+	OpFwdBwd     = "fwd_bwd"      // Forward, ZeroGrad, Backward
+	OpFwdBwdAdam = "fwd_bwd_adam" // Forward, ZeroGrad, Backward, Adam.Step
+)
+
+// BenchOptions selects what BenchMLP measures. Zero fields take defaults.
+type BenchOptions struct {
+	// Nets are hidden-layer specs like "64-64"; default {"64-64", "256-256"}.
+	Nets []string
+	// In and Out are the input and output widths; default 4 and 2
+	// (CartPole-sized).
+	In, Out int
+	// Batches; default {1, 32, 256, 1024}.
+	Batches []int
+	// Ops; default all three.
+	Ops []string
+	// Backends by GemmByName name; default all available in this build.
+	Backends []string
+	// Act is the hidden activation; default ReLU.
+	Act Activation
+	// MinTime is the time each timing run lasts; default 30 ms.
+	MinTime time.Duration
+	// Repeats is the number of timing runs whose median is reported; default 15.
+	Repeats int
+}
+
+// ParseNet parses a hidden-layer spec such as "64-64" or "256-256-256".
+func ParseNet(spec string) ([]int, error) {
+	var hidden []int
+	for _, f := range strings.Split(spec, "-") {
+		h, err := strconv.Atoi(f)
+		if err != nil || h <= 0 {
+			return nil, fmt.Errorf("%w: net spec %q: want sizes like 64-64", ErrConfig, spec)
+		}
+		hidden = append(hidden, h)
+	}
+	return hidden, nil
+}
+
+// NewBenchOp builds a network and returns a closure performing op once on
+// a fixed random batch; the closure does not allocate after its first call.
+func NewBenchOp(g Gemm, hidden []int, in, out, batch int, op string) (func(), error) {
+	return NewBenchOpAct(g, hidden, in, out, batch, op, ReLU)
+}
+
+// NewBenchOpAct is NewBenchOp with a chosen hidden activation.
+func NewBenchOpAct(g Gemm, hidden []int, in, out, batch int, op string, act Activation) (func(), error) {
+	if batch <= 0 {
+		return nil, fmt.Errorf("%w: batch %d", ErrConfig, batch)
+	}
+	r := rng.New(1, "nn/bench", 0)
+	m, err := NewMLP(MLPConfig{In: in, Hidden: hidden, Out: out, Act: act, Gemm: g}, r)
+	if err != nil {
+		return nil, err
+	}
+	m.Reserve(batch)
+	x := make([]float32, batch*in)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	dOut := make([]float32, batch*out)
+	for i := range dOut {
+		dOut[i] = float32(r.NormFloat64()) / float32(batch)
+	}
+	opt, err := NewAdam(AdamConfig{LR: 1e-4})
+	if err != nil {
+		return nil, err
+	}
+	switch op {
+	case OpForward:
+		return func() { m.Forward(x, batch) }, nil
+	case OpFwdBwd:
+		return func() {
+			m.Forward(x, batch)
+			m.ZeroGrad()
+			m.Backward(dOut)
+		}, nil
+	case OpFwdBwdAdam:
+		return func() {
+			m.Forward(x, batch)
+			m.ZeroGrad()
+			m.Backward(dOut)
+			opt.Step(m.Params())
+		}, nil
+	}
+	return nil, fmt.Errorf("%w: unknown op %q (want %s, %s or %s)", ErrConfig, op, OpForward, OpFwdBwd, OpFwdBwdAdam)
+}
+
+// TimeOps times every closure in fs and returns, for each, the median
+// over repeats of its mean time per call. The closures are timed in turn
+// within each repeat (round robin), so on a shared, noisy machine they see
+// the same conditions and their ratios are meaningful.
+func TimeOps(fs []func(), minTime time.Duration, repeats int) []float64 {
+	iters := make([]int, len(fs))
+	for i, f := range fs {
+		f() // warm-up: sizes workspaces and caches
+		n := 1
+		for {
+			start := time.Now()
+			for k := 0; k < n; k++ {
+				f()
+			}
+			el := time.Since(start)
+			if el >= minTime/8 || n >= 1<<30 {
+				n = max(1, int(float64(n)*float64(minTime)/float64(max(el, time.Microsecond))))
+				break
+			}
+			n *= 4
+		}
+		iters[i] = n
+	}
+	res := make([][]float64, len(fs))
+	for rep := 0; rep < repeats; rep++ {
+		for i, f := range fs {
+			start := time.Now()
+			for k := 0; k < iters[i]; k++ {
+				f()
+			}
+			res[i] = append(res[i], float64(time.Since(start).Nanoseconds())/float64(iters[i]))
+		}
+	}
+	med := make([]float64, len(fs))
+	for i := range res {
+		sort.Float64s(res[i])
+		med[i] = res[i][len(res[i])/2]
+	}
+	return med
+}
+
+// BenchMLP runs the benchmark grid and returns one row per (net, batch,
+// op, backend). Forward is measured at every batch; the training ops only
+// at batches ≥ 32 (learners do not train at batch 1) unless a single batch
+// is requested. Backends are timed round robin (see TimeOps).
+func BenchMLP(o BenchOptions) ([]BenchRow, error) {
+	if len(o.Nets) == 0 {
+		o.Nets = []string{"64-64", "256-256"}
+	}
+	if o.In == 0 {
+		o.In = 4
+	}
+	if o.Out == 0 {
+		o.Out = 2
+	}
+	if len(o.Batches) == 0 {
+		o.Batches = []int{1, 32, 256, 1024}
+	}
+	if len(o.Ops) == 0 {
+		o.Ops = []string{OpForward, OpFwdBwd, OpFwdBwdAdam}
+	}
+	if len(o.Backends) == 0 {
+		o.Backends = GemmBackends()
+	}
+	if o.MinTime <= 0 {
+		o.MinTime = 30 * time.Millisecond
+	}
+	if o.Repeats <= 0 {
+		o.Repeats = 15
+	}
+	gemms := make([]Gemm, len(o.Backends))
+	for i, be := range o.Backends {
+		g, err := GemmByName(be)
+		if err != nil {
+			return nil, err
+		}
+		gemms[i] = g
+	}
+	var rows []BenchRow
+	for _, spec := range o.Nets {
+		hidden, err := ParseNet(spec)
+		if err != nil {
+			return nil, err
+		}
+		for _, batch := range o.Batches {
+			for _, op := range o.Ops {
+				if op != OpForward && batch < 32 && len(o.Batches) > 1 {
+					continue
+				}
+				fs := make([]func(), len(gemms))
+				for i, g := range gemms {
+					if fs[i], err = NewBenchOpAct(g, hidden, o.In, o.Out, batch, op, o.Act); err != nil {
+						return nil, err
+					}
+				}
+				ns := TimeOps(fs, o.MinTime, o.Repeats)
+				for i, be := range o.Backends {
+					rows = append(rows, BenchRow{Net: spec, Batch: batch, Op: op, Backend: be, NsPerOp: ns[i]})
+				}
+			}
+		}
+	}
+	return rows, nil
+}

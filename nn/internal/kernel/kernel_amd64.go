@@ -1,0 +1,121 @@
+package kernel
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
+
+// HasAVX2FMA reports whether this CPU runs the assembly micro-kernels. It
+// is set once at start-up from CPUID and never changes.
+var HasAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+//go:noescape
+func kern4x16(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int)
+
+//go:noescape
+func kern1x64(k int, a *float32, csa int, b *float32, ldb int, c *float32, bias *float32, flags int)
+
+//go:noescape
+func kern2x8n(k int, a0, a1 *float32, csa int, b *float32, ldb int, c0, c1 *float32, bias *float32, flags int, ncols int)
+
+//go:noescape
+func kern4x16m(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int, ncols int)
+
+// gemmAsm tiles C into 4×16 blocks. Rows past m are duplicates of the last
+// row (same inputs, same result written twice), so m need not be a multiple
+// of 4; the last n % 16 columns go through the masked kernel.
+func gemmAsm(transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool, bias []float32, relu bool) {
+	if k == 0 {
+		GemmGo(transA, m, n, k, a, lda, b, ldb, c, ldc, acc, bias, relu)
+		return
+	}
+	rsa, csa := lda, 1
+	if transA {
+		rsa, csa = 1, lda
+	}
+	// The kernels trust their pointers; check the extents once here so a
+	// sizing bug panics in Go instead of corrupting memory.
+	_ = a[(m-1)*rsa+(k-1)*csa]
+	_ = b[(k-1)*ldb+n-1]
+	_ = c[(m-1)*ldc+n-1]
+	if bias != nil {
+		_ = bias[n-1]
+	}
+	flags := 0
+	if acc {
+		flags |= 1
+	}
+	if relu {
+		flags |= 2
+	}
+	base := unsafe.Pointer(unsafe.SliceData(a))
+	if n <= 8 {
+		// Narrow matrix: one column tile, four interleaved chains per
+		// element (see kern2x8n); the order depends only on k.
+		var bp *float32
+		if bias != nil {
+			bp = &bias[0]
+		}
+		for i := 0; i < m; i += 2 {
+			i1 := min(i+1, m-1)
+			kern2x8n(k, (*float32)(unsafe.Add(base, 4*i*rsa)), (*float32)(unsafe.Add(base, 4*i1*rsa)), 4*csa,
+				&b[0], 4*ldb, &c[i*ldc], &c[i1*ldc], bp, flags, n)
+		}
+		return
+	}
+	j0 := 0
+	if m == 1 {
+		for ; j0+64 <= n; j0 += 64 {
+			var bp *float32
+			if bias != nil {
+				bp = &bias[j0]
+			}
+			kern1x64(k, &a[0], 4*csa, &b[j0], 4*ldb, &c[j0], bp, flags)
+		}
+	}
+	nfull := n &^ 15
+	for i := 0; i < m; i += 4 {
+		i1, i2, i3 := min(i+1, m-1), min(i+2, m-1), min(i+3, m-1)
+		a0 := (*float32)(unsafe.Add(base, 4*i*rsa))
+		a1 := (*float32)(unsafe.Add(base, 4*i1*rsa))
+		a2 := (*float32)(unsafe.Add(base, 4*i2*rsa))
+		a3 := (*float32)(unsafe.Add(base, 4*i3*rsa))
+		for j := j0; j < nfull; j += 16 {
+			var bp *float32
+			if bias != nil {
+				bp = &bias[j]
+			}
+			kern4x16(k, a0, a1, a2, a3, 4*csa, &b[j], 4*ldb,
+				&c[i*ldc+j], &c[i1*ldc+j], &c[i2*ldc+j], &c[i3*ldc+j], bp, flags)
+		}
+		if nfull < n && nfull >= j0 {
+			j := nfull
+			var bp *float32
+			if bias != nil {
+				bp = &bias[j]
+			}
+			kern4x16m(k, a0, a1, a2, a3, 4*csa, &b[j], 4*ldb,
+				&c[i*ldc+j], &c[i1*ldc+j], &c[i2*ldc+j], &c[i3*ldc+j], bp, flags, n-nfull)
+		}
+	}
+}
+
+//go:noescape
+func reluBackAVX(dx, dy, y *float32, n int)
+
+func reluBackAsm(dx, dy, y []float32, n int) { reluBackAVX(&dx[0], &dy[0], &y[0], n) }
+
+//go:noescape
+func tanhAVX(dst, src *float32, n int)
+
+//go:noescape
+func tanhBackAVX(dx, dy, y *float32, n int)
+
+func tanhAsm(dst, src []float32, n int)      { tanhAVX(&dst[0], &src[0], n) }
+func tanhBackAsm(dx, dy, y []float32, n int) { tanhBackAVX(&dx[0], &dy[0], &y[0], n) }
+
+//go:noescape
+func adamAVX(w, grad, m, v *float32, n int, c *[7]float32)
+
+func adamAsm(w, g, m, v []float32, n int, c *[7]float32) { adamAVX(&w[0], &g[0], &m[0], &v[0], n, c) }

@@ -1,0 +1,520 @@
+//go:build amd64
+
+#include "textflag.h"
+
+// Micro-kernels for C(4×16) = op(A)(4×k)·B(k×16), AVX2 + FMA.
+//
+// Accumulators: Y0..Y7 hold the 4×16 tile of C (row r in Y(2r), Y(2r+1)).
+// Per step p: two 8-wide loads of B's row p, four broadcasts of A(r, p),
+// eight FMAs. A rows are given as four base pointers with a common byte
+// stride csa between consecutive p, which covers both A (csa = 4) and Aᵀ
+// (csa = 4·lda); duplicated row pointers handle m % 4 without a second
+// kernel. B advances by ldb bytes per p.
+//
+// flags: bit 0 = accumulate into C (load C first), bit 1 = ReLU at the end.
+// Without bit 0 the tile starts from bias (16 floats) or, if bias is nil,
+// from zero.
+
+// func kern4x16(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int)
+TEXT ·kern4x16(SB), NOSPLIT, $0-112
+	MOVQ k+0(FP), CX
+	MOVQ a0+8(FP), SI
+	MOVQ a1+16(FP), DI
+	MOVQ a2+24(FP), R8
+	MOVQ a3+32(FP), R9
+	MOVQ csa+40(FP), R10
+	MOVQ b+48(FP), DX
+	MOVQ ldb+56(FP), R11
+	MOVQ bias+96(FP), AX
+	MOVQ flags+104(FP), R12
+
+	TESTQ $1, R12
+	JNZ  loadc
+	TESTQ AX, AX
+	JZ   zero
+	VMOVUPS (AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVAPS Y0, Y2
+	VMOVAPS Y1, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y1, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y1, Y7
+	JMP  start
+
+zero:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP  start
+
+loadc:
+	MOVQ c0+64(FP), AX
+	VMOVUPS (AX), Y0
+	VMOVUPS 32(AX), Y1
+	MOVQ c1+72(FP), AX
+	VMOVUPS (AX), Y2
+	VMOVUPS 32(AX), Y3
+	MOVQ c2+80(FP), AX
+	VMOVUPS (AX), Y4
+	VMOVUPS 32(AX), Y5
+	MOVQ c3+88(FP), AX
+	VMOVUPS (AX), Y6
+	VMOVUPS 32(AX), Y7
+
+start:
+	XORQ BX, BX
+	TESTQ CX, CX
+	JZ   done
+
+loop:
+	VMOVUPS (DX), Y8
+	VMOVUPS 32(DX), Y9
+	VBROADCASTSS (SI)(BX*1), Y10
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y9, Y10, Y1
+	VBROADCASTSS (DI)(BX*1), Y11
+	VFMADD231PS Y8, Y11, Y2
+	VFMADD231PS Y9, Y11, Y3
+	VBROADCASTSS (R8)(BX*1), Y12
+	VFMADD231PS Y8, Y12, Y4
+	VFMADD231PS Y9, Y12, Y5
+	VBROADCASTSS (R9)(BX*1), Y13
+	VFMADD231PS Y8, Y13, Y6
+	VFMADD231PS Y9, Y13, Y7
+	ADDQ R10, BX
+	ADDQ R11, DX
+	DECQ CX
+	JNZ  loop
+
+done:
+	TESTQ $2, R12
+	JZ   store
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y8, Y0, Y0
+	VMAXPS Y8, Y1, Y1
+	VMAXPS Y8, Y2, Y2
+	VMAXPS Y8, Y3, Y3
+	VMAXPS Y8, Y4, Y4
+	VMAXPS Y8, Y5, Y5
+	VMAXPS Y8, Y6, Y6
+	VMAXPS Y8, Y7, Y7
+
+store:
+	MOVQ c0+64(FP), AX
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, 32(AX)
+	MOVQ c1+72(FP), AX
+	VMOVUPS Y2, (AX)
+	VMOVUPS Y3, 32(AX)
+	MOVQ c2+80(FP), AX
+	VMOVUPS Y4, (AX)
+	VMOVUPS Y5, 32(AX)
+	MOVQ c3+88(FP), AX
+	VMOVUPS Y6, (AX)
+	VMOVUPS Y7, 32(AX)
+	VZEROUPPER
+	RET
+
+// kern4x16m is kern4x16 for the last n % 16 columns: every access to B,
+// C and bias is masked to the first ncols lanes (VMASKMOVPS never touches
+// masked-out memory, so nothing past the slices is read or written).
+//
+// func kern4x16m(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int, ncols int)
+TEXT ·kern4x16m(SB), NOSPLIT, $0-120
+	MOVQ k+0(FP), CX
+	MOVQ a0+8(FP), SI
+	MOVQ a1+16(FP), DI
+	MOVQ a2+24(FP), R8
+	MOVQ a3+32(FP), R9
+	MOVQ csa+40(FP), R10
+	MOVQ b+48(FP), DX
+	MOVQ ldb+56(FP), R11
+	MOVQ bias+96(FP), AX
+	MOVQ flags+104(FP), R12
+	MOVQ ncols+112(FP), R13
+
+	// masks: lane i of Y14 set iff i < ncols, of Y15 iff i+8 < ncols.
+	LEAQ masktab<>(SB), R14
+	MOVQ $16, R15
+	SUBQ R13, R15
+	VMOVDQU (R14)(R15*4), Y14
+	VMOVDQU 32(R14)(R15*4), Y15
+
+	TESTQ $1, R12
+	JNZ  mloadc
+	TESTQ AX, AX
+	JZ   mzero
+	VMASKMOVPS (AX), Y14, Y0
+	VMASKMOVPS 32(AX), Y15, Y1
+	VMOVAPS Y0, Y2
+	VMOVAPS Y1, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y1, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y1, Y7
+	JMP  mstart
+
+mzero:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP  mstart
+
+mloadc:
+	MOVQ c0+64(FP), AX
+	VMASKMOVPS (AX), Y14, Y0
+	VMASKMOVPS 32(AX), Y15, Y1
+	MOVQ c1+72(FP), AX
+	VMASKMOVPS (AX), Y14, Y2
+	VMASKMOVPS 32(AX), Y15, Y3
+	MOVQ c2+80(FP), AX
+	VMASKMOVPS (AX), Y14, Y4
+	VMASKMOVPS 32(AX), Y15, Y5
+	MOVQ c3+88(FP), AX
+	VMASKMOVPS (AX), Y14, Y6
+	VMASKMOVPS 32(AX), Y15, Y7
+
+mstart:
+	XORQ BX, BX
+	TESTQ CX, CX
+	JZ   mdone
+
+mloop:
+	VMASKMOVPS (DX), Y14, Y8
+	VMASKMOVPS 32(DX), Y15, Y9
+	VBROADCASTSS (SI)(BX*1), Y10
+	VFMADD231PS Y8, Y10, Y0
+	VFMADD231PS Y9, Y10, Y1
+	VBROADCASTSS (DI)(BX*1), Y11
+	VFMADD231PS Y8, Y11, Y2
+	VFMADD231PS Y9, Y11, Y3
+	VBROADCASTSS (R8)(BX*1), Y12
+	VFMADD231PS Y8, Y12, Y4
+	VFMADD231PS Y9, Y12, Y5
+	VBROADCASTSS (R9)(BX*1), Y13
+	VFMADD231PS Y8, Y13, Y6
+	VFMADD231PS Y9, Y13, Y7
+	ADDQ R10, BX
+	ADDQ R11, DX
+	DECQ CX
+	JNZ  mloop
+
+mdone:
+	TESTQ $2, R12
+	JZ   mstore
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y8, Y0, Y0
+	VMAXPS Y8, Y1, Y1
+	VMAXPS Y8, Y2, Y2
+	VMAXPS Y8, Y3, Y3
+	VMAXPS Y8, Y4, Y4
+	VMAXPS Y8, Y5, Y5
+	VMAXPS Y8, Y6, Y6
+	VMAXPS Y8, Y7, Y7
+
+mstore:
+	MOVQ c0+64(FP), AX
+	VMASKMOVPS Y0, Y14, (AX)
+	VMASKMOVPS Y1, Y15, 32(AX)
+	MOVQ c1+72(FP), AX
+	VMASKMOVPS Y2, Y14, (AX)
+	VMASKMOVPS Y3, Y15, 32(AX)
+	MOVQ c2+80(FP), AX
+	VMASKMOVPS Y4, Y14, (AX)
+	VMASKMOVPS Y5, Y15, 32(AX)
+	MOVQ c3+88(FP), AX
+	VMASKMOVPS Y6, Y14, (AX)
+	VMASKMOVPS Y7, Y15, 32(AX)
+	VZEROUPPER
+	RET
+
+
+// kern1x64 computes one row of C over 64 columns: eight accumulators
+// Y0..Y7, per p one broadcast of A(0, p) and eight loads of B's row p. It
+// is the batch-1 (actor inference) path: the 4×16 kernel with duplicated
+// rows would be latency-bound there. The summation order per element is
+// the same as kern4x16's (bias, then p = 0, 1, … with FMA), so a row gets
+// the same bits whichever kernel computes it.
+//
+// func kern1x64(k int, a *float32, csa int, b *float32, ldb int, c *float32, bias *float32, flags int)
+TEXT ·kern1x64(SB), NOSPLIT, $0-64
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ csa+16(FP), R10
+	MOVQ b+24(FP), DX
+	MOVQ ldb+32(FP), R11
+	MOVQ c+40(FP), DI
+	MOVQ bias+48(FP), AX
+	MOVQ flags+56(FP), R12
+
+	TESTQ $1, R12
+	JNZ  k1loadc
+	TESTQ AX, AX
+	JZ   k1zero
+	VMOVUPS 0(AX), Y0
+	VMOVUPS 32(AX), Y1
+	VMOVUPS 64(AX), Y2
+	VMOVUPS 96(AX), Y3
+	VMOVUPS 128(AX), Y4
+	VMOVUPS 160(AX), Y5
+	VMOVUPS 192(AX), Y6
+	VMOVUPS 224(AX), Y7
+	JMP  k1start
+
+k1zero:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP  k1start
+
+k1loadc:
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+
+k1start:
+	TESTQ CX, CX
+	JZ   k1done
+
+k1loop:
+	VBROADCASTSS (SI), Y15
+	VFMADD231PS 0(DX), Y15, Y0
+	VFMADD231PS 32(DX), Y15, Y1
+	VFMADD231PS 64(DX), Y15, Y2
+	VFMADD231PS 96(DX), Y15, Y3
+	VFMADD231PS 128(DX), Y15, Y4
+	VFMADD231PS 160(DX), Y15, Y5
+	VFMADD231PS 192(DX), Y15, Y6
+	VFMADD231PS 224(DX), Y15, Y7
+	ADDQ R10, SI
+	ADDQ R11, DX
+	DECQ CX
+	JNZ  k1loop
+
+k1done:
+	TESTQ $2, R12
+	JZ   k1store
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y8, Y0, Y0
+	VMAXPS Y8, Y1, Y1
+	VMAXPS Y8, Y2, Y2
+	VMAXPS Y8, Y3, Y3
+	VMAXPS Y8, Y4, Y4
+	VMAXPS Y8, Y5, Y5
+	VMAXPS Y8, Y6, Y6
+	VMAXPS Y8, Y7, Y7
+
+k1store:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	VZEROUPPER
+	RET
+
+
+// kern2x8n computes a 2×ncols tile (ncols ≤ 8) for narrow matrices (n ≤ 8:
+// output layers with a few actions or one value). A 1-row, 1-vector tile
+// would be one FMA dependency chain of length k, latency-bound at batch 1,
+// so each element is accumulated in four interleaved chains (p mod 4)
+// that are summed at the end as (s0 + s1) + (s2 + s3), s0 starting from
+// bias, C or zero. The order depends only on k, never on m, so a row's bits
+// do not depend on the batch it is in. Accumulators: Y(4r+c) for row r,
+// chain c. B, C and bias are accessed through the lane mask in Y14.
+//
+// func kern2x8n(k int, a0, a1 *float32, csa int, b *float32, ldb int, c0, c1 *float32, bias *float32, flags int, ncols int)
+TEXT ·kern2x8n(SB), NOSPLIT, $0-88
+	MOVQ k+0(FP), CX
+	MOVQ a0+8(FP), SI
+	MOVQ a1+16(FP), DI
+	MOVQ csa+24(FP), R10
+	MOVQ b+32(FP), DX
+	MOVQ ldb+40(FP), R11
+	MOVQ bias+64(FP), AX
+	MOVQ flags+72(FP), R12
+	MOVQ ncols+80(FP), R13
+
+	LEAQ masktab<>(SB), R14
+	MOVQ $16, R15
+	SUBQ R13, R15
+	VMOVDQU (R14)(R15*4), Y14
+
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ $1, R12
+	JNZ  nloadc
+	TESTQ AX, AX
+	JZ   nzero
+	VMASKMOVPS (AX), Y14, Y0
+	VMOVAPS Y0, Y4
+	JMP  nstart
+
+nzero:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y4, Y4, Y4
+	JMP  nstart
+
+nloadc:
+	MOVQ c0+48(FP), AX
+	VMASKMOVPS (AX), Y14, Y0
+	MOVQ c1+56(FP), AX
+	VMASKMOVPS (AX), Y14, Y4
+
+nstart:
+	// BX walks A (bytes), R13 = k/4 groups, CX = k%4 leftovers.
+	XORQ BX, BX
+	MOVQ CX, R13
+	SHRQ $2, R13
+	ANDQ $3, CX
+	TESTQ R13, R13
+	JZ   nrest
+
+nloop:
+	VMASKMOVPS (DX), Y14, Y8
+	VBROADCASTSS (SI)(BX*1), Y10
+	VFMADD231PS Y8, Y10, Y0
+	VBROADCASTSS (DI)(BX*1), Y11
+	VFMADD231PS Y8, Y11, Y4
+	ADDQ R10, BX
+	ADDQ R11, DX
+	VMASKMOVPS (DX), Y14, Y8
+	VBROADCASTSS (SI)(BX*1), Y10
+	VFMADD231PS Y8, Y10, Y1
+	VBROADCASTSS (DI)(BX*1), Y11
+	VFMADD231PS Y8, Y11, Y5
+	ADDQ R10, BX
+	ADDQ R11, DX
+	VMASKMOVPS (DX), Y14, Y8
+	VBROADCASTSS (SI)(BX*1), Y10
+	VFMADD231PS Y8, Y10, Y2
+	VBROADCASTSS (DI)(BX*1), Y11
+	VFMADD231PS Y8, Y11, Y6
+	ADDQ R10, BX
+	ADDQ R11, DX
+	VMASKMOVPS (DX), Y14, Y8
+	VBROADCASTSS (SI)(BX*1), Y10
+	VFMADD231PS Y8, Y10, Y3
+	VBROADCASTSS (DI)(BX*1), Y11
+	VFMADD231PS Y8, Y11, Y7
+	ADDQ R10, BX
+	ADDQ R11, DX
+	DECQ R13
+	JNZ  nloop
+
+nrest:
+	TESTQ CX, CX
+	JZ   nsum
+	VMASKMOVPS (DX), Y14, Y8
+	VBROADCASTSS (SI)(BX*1), Y10
+	VFMADD231PS Y8, Y10, Y0
+	VBROADCASTSS (DI)(BX*1), Y11
+	VFMADD231PS Y8, Y11, Y4
+	ADDQ R10, BX
+	ADDQ R11, DX
+	DECQ CX
+	TESTQ CX, CX
+	JZ   nsum
+	VMASKMOVPS (DX), Y14, Y8
+	VBROADCASTSS (SI)(BX*1), Y10
+	VFMADD231PS Y8, Y10, Y1
+	VBROADCASTSS (DI)(BX*1), Y11
+	VFMADD231PS Y8, Y11, Y5
+	ADDQ R10, BX
+	ADDQ R11, DX
+	DECQ CX
+	TESTQ CX, CX
+	JZ   nsum
+	VMASKMOVPS (DX), Y14, Y8
+	VBROADCASTSS (SI)(BX*1), Y10
+	VFMADD231PS Y8, Y10, Y2
+	VBROADCASTSS (DI)(BX*1), Y11
+	VFMADD231PS Y8, Y11, Y6
+	ADDQ R10, BX
+	ADDQ R11, DX
+	DECQ CX
+
+nsum:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VADDPS Y5, Y4, Y4
+	VADDPS Y7, Y6, Y6
+	VADDPS Y6, Y4, Y4
+	TESTQ $2, R12
+	JZ   nstore
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y8, Y0, Y0
+	VMAXPS Y8, Y4, Y4
+
+nstore:
+	MOVQ c0+48(FP), AX
+	VMASKMOVPS Y0, Y14, (AX)
+	MOVQ c1+56(FP), AX
+	VMASKMOVPS Y4, Y14, (AX)
+	VZEROUPPER
+	RET
+
+// masktab: 16 all-ones lanes then 16 zero lanes; loading 8 lanes at
+// index 16−ncols gives the first-ncols mask.
+DATA masktab<>+0(SB)/4, $0xffffffff
+DATA masktab<>+4(SB)/4, $0xffffffff
+DATA masktab<>+8(SB)/4, $0xffffffff
+DATA masktab<>+12(SB)/4, $0xffffffff
+DATA masktab<>+16(SB)/4, $0xffffffff
+DATA masktab<>+20(SB)/4, $0xffffffff
+DATA masktab<>+24(SB)/4, $0xffffffff
+DATA masktab<>+28(SB)/4, $0xffffffff
+DATA masktab<>+32(SB)/4, $0xffffffff
+DATA masktab<>+36(SB)/4, $0xffffffff
+DATA masktab<>+40(SB)/4, $0xffffffff
+DATA masktab<>+44(SB)/4, $0xffffffff
+DATA masktab<>+48(SB)/4, $0xffffffff
+DATA masktab<>+52(SB)/4, $0xffffffff
+DATA masktab<>+56(SB)/4, $0xffffffff
+DATA masktab<>+60(SB)/4, $0xffffffff
+DATA masktab<>+64(SB)/4, $0x00000000
+DATA masktab<>+68(SB)/4, $0x00000000
+DATA masktab<>+72(SB)/4, $0x00000000
+DATA masktab<>+76(SB)/4, $0x00000000
+DATA masktab<>+80(SB)/4, $0x00000000
+DATA masktab<>+84(SB)/4, $0x00000000
+DATA masktab<>+88(SB)/4, $0x00000000
+DATA masktab<>+92(SB)/4, $0x00000000
+DATA masktab<>+96(SB)/4, $0x00000000
+DATA masktab<>+100(SB)/4, $0x00000000
+DATA masktab<>+104(SB)/4, $0x00000000
+DATA masktab<>+108(SB)/4, $0x00000000
+DATA masktab<>+112(SB)/4, $0x00000000
+DATA masktab<>+116(SB)/4, $0x00000000
+DATA masktab<>+120(SB)/4, $0x00000000
+DATA masktab<>+124(SB)/4, $0x00000000
+GLOBL masktab<>(SB), RODATA|NOPTR, $128

@@ -1,0 +1,17 @@
+//go:build !amd64
+
+package kernel
+
+// HasAVX2FMA is false off amd64: the portable loop runs.
+const HasAVX2FMA = false
+
+func gemmAsm(transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool, bias []float32, relu bool) {
+	GemmGo(transA, m, n, k, a, lda, b, ldb, c, ldc, acc, bias, relu)
+}
+
+func reluBackAsm(dx, dy, y []float32, n int) {}
+
+func tanhAsm(dst, src []float32, n int)      {}
+func tanhBackAsm(dx, dy, y []float32, n int) {}
+
+func adamAsm(w, g, m, v []float32, n int, c *[7]float32) {}

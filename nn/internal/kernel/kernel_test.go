@@ -1,0 +1,266 @@
+package kernel
+
+import (
+	"math"
+	"testing"
+
+	"herd/internal/rng"
+)
+
+// ref is the float64 triple loop the kernels are checked against.
+func ref(transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool, bias []float32, relu bool) []float64 {
+	out := make([]float64, m*n)
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var s float64
+			switch {
+			case acc:
+				s = float64(c[i*ldc+j])
+			case bias != nil:
+				s = float64(bias[j])
+			}
+			for p := 0; p < k; p++ {
+				var av float32
+				if transA {
+					av = a[p*lda+i]
+				} else {
+					av = a[i*lda+p]
+				}
+				s += float64(av) * float64(b[p*ldb+j])
+			}
+			if relu && s < 0 {
+				s = 0
+			}
+			out[i*n+j] = s
+		}
+	}
+	return out
+}
+
+// TestGemmMatchesReference runs both kernels over shapes that hit every
+// edge (m % 4, n % 16, k = 0, 1, strided leading dimensions, both A
+// layouts, all flag combinations) and checks every element, plus a guard
+// band around C that must stay untouched.
+func TestGemmMatchesReference(t *testing.T) {
+	r := rng.New(1, "kernel/test", 0)
+	dims := []int{1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 33, 64}
+	ks := []int{0, 1, 3, 16, 65}
+	for _, useAsm := range []bool{false, true} {
+		if useAsm && !HasAVX2FMA {
+			continue
+		}
+		for _, m := range dims {
+			for _, n := range dims {
+				for _, k := range ks {
+					for mode := 0; mode < 16; mode++ {
+						transA, acc, relu, withBias := mode&1 != 0, mode&2 != 0, mode&4 != 0, mode&8 != 0
+						if acc && withBias {
+							continue
+						}
+						lda := k + 2
+						if transA {
+							lda = m + 3
+						}
+						ldb, ldc := n+1, n+5
+						arows := m
+						if transA {
+							arows = k
+						}
+						a := randSlice(r, max(arows*lda, 1))
+						b := randSlice(r, max(k*ldb, 1))
+						const guard = 19
+						cfull := randSlice(r, m*ldc+2*guard)
+						c := cfull[guard : guard+m*ldc]
+						orig := append([]float32(nil), cfull...)
+						var bias []float32
+						if withBias {
+							bias = randSlice(r, n)
+						}
+						want := ref(transA, m, n, k, a, lda, b, ldb, c, ldc, acc, bias, relu)
+						Gemm(useAsm, transA, m, n, k, a, lda, b, ldb, c, ldc, acc, bias, relu)
+						for i := 0; i < m; i++ {
+							for j := 0; j < ldc; j++ {
+								got := c[i*ldc+j]
+								if j >= n {
+									if got != orig[guard+i*ldc+j] {
+										t.Fatalf("asm=%v m=%d n=%d k=%d mode=%d: padding (%d,%d) changed", useAsm, m, n, k, mode, i, j)
+									}
+									continue
+								}
+								w := want[i*n+j]
+								if math.Abs(float64(got)-w) > 1e-4*(1+math.Abs(w)) {
+									t.Fatalf("asm=%v m=%d n=%d k=%d mode=%d: C[%d,%d]=%v want %v", useAsm, m, n, k, mode, i, j, got, w)
+								}
+							}
+						}
+						for g := 0; g < guard; g++ {
+							if cfull[g] != orig[g] || cfull[len(cfull)-1-g] != orig[len(cfull)-1-g] {
+								t.Fatalf("asm=%v m=%d n=%d k=%d mode=%d: guard band written", useAsm, m, n, k, mode)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestRowIndependence checks that a row's result does not depend on the
+// batch it sits in (the duplicated-row tail trick must not change bits).
+func TestRowIndependence(t *testing.T) {
+	if !HasAVX2FMA {
+		t.Skip("no AVX2/FMA")
+	}
+	for _, n := range []int{37, 2, 8, 64, 70} {
+		testRowIndependence(t, n)
+	}
+}
+
+func testRowIndependence(t *testing.T, n int) {
+	r := rng.New(2, "kernel/test", n)
+	const k = 29
+	a := randSlice(r, 7*k)
+	b := randSlice(r, k*n)
+	bias := randSlice(r, n)
+	all := make([]float32, 7*n)
+	Gemm(true, false, 7, n, k, a, k, b, n, all, n, false, bias, true)
+	for i := 0; i < 7; i++ {
+		one := make([]float32, n)
+		Gemm(true, false, 1, n, k, a[i*k:], k, b, n, one, n, false, bias, true)
+		for j := range one {
+			if one[j] != all[i*n+j] {
+				t.Fatalf("n=%d row %d col %d: %v alone vs %v in batch", n, i, j, one[j], all[i*n+j])
+			}
+		}
+	}
+}
+
+func randSlice(r interface{ NormFloat64() float64 }, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(r.NormFloat64())
+	}
+	return s
+}
+
+func BenchmarkGemm(b *testing.B) {
+	r := rng.New(3, "kernel/bench", 0)
+	for _, sz := range []struct{ m, n, k int }{{256, 64, 64}, {256, 256, 256}, {1, 64, 64}} {
+		for _, useAsm := range []bool{false, true} {
+			name := "go"
+			if useAsm {
+				name = "asm"
+			}
+			a := randSlice(r, sz.m*sz.k)
+			bb := randSlice(r, sz.k*sz.n)
+			c := make([]float32, sz.m*sz.n)
+			b.Run(name+"/"+itoa(sz.m)+"x"+itoa(sz.n)+"x"+itoa(sz.k), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					Gemm(useAsm, false, sz.m, sz.n, sz.k, a, sz.k, bb, sz.n, c, sz.n, false, nil, false)
+				}
+				b.ReportMetric(2*float64(sz.m*sz.n*sz.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	s := ""
+	for ; i > 0; i /= 10 {
+		s = string(rune('0'+i%10)) + s
+	}
+	return s
+}
+
+func TestReluBackwardAndTranspose(t *testing.T) {
+	r := rng.New(4, "kernel/test", 0)
+	for _, n := range []int{0, 1, 7, 8, 9, 33} {
+		dy, y := randSlice(r, n), randSlice(r, n)
+		for _, useAsm := range []bool{false, true} {
+			dx := randSlice(r, n)
+			ReluBackward(useAsm, dx, dy, y)
+			for i := range dx {
+				want := float32(0)
+				if y[i] > 0 {
+					want = dy[i]
+				}
+				if dx[i] != want {
+					t.Fatalf("n=%d asm=%v: dx[%d]=%v want %v", n, useAsm, i, dx[i], want)
+				}
+			}
+		}
+	}
+	for _, sz := range [][2]int{{1, 1}, {3, 40}, {17, 16}, {64, 64}} {
+		src := randSlice(r, sz[0]*sz[1])
+		dst := make([]float32, len(src))
+		Transpose(dst, src, sz[0], sz[1])
+		for i := 0; i < sz[0]; i++ {
+			for j := 0; j < sz[1]; j++ {
+				if dst[j*sz[0]+i] != src[i*sz[1]+j] {
+					t.Fatalf("%v: transpose wrong at (%d,%d)", sz, i, j)
+				}
+			}
+		}
+	}
+}
+
+// TestTanh checks both implementations against math.Tanh over [−12, 12]
+// (relative error ≤ 2e-6) and the backward formula.
+func TestTanh(t *testing.T) {
+	const n = 24001
+	src := make([]float32, n)
+	for i := range src {
+		src[i] = float32(-12 + 24*float64(i)/(n-1))
+	}
+	for _, useAsm := range []bool{false, true} {
+		dst := make([]float32, n)
+		Tanh(useAsm, dst, src)
+		for i, x := range src {
+			want := math.Tanh(float64(x))
+			if math.Abs(float64(dst[i])-want) > 2e-6*math.Abs(want)+1e-30 || math.Abs(float64(dst[i])) > 1 {
+				t.Fatalf("asm=%v tanh(%v) = %v, want %v", useAsm, x, dst[i], want)
+			}
+		}
+		dy := make([]float32, n)
+		for i := range dy {
+			dy[i] = float32(i%7) - 3
+		}
+		dx := make([]float32, n)
+		TanhBackward(useAsm, dx, dy, dst)
+		for i := range dx {
+			want := float64(dy[i]) * (1 - float64(dst[i])*float64(dst[i]))
+			if math.Abs(float64(dx[i])-want) > 1e-6*(1+math.Abs(want)) {
+				t.Fatalf("asm=%v tanh backward %d: %v want %v", useAsm, i, dx[i], want)
+			}
+		}
+	}
+}
+
+func TestAdam(t *testing.T) {
+	r := rng.New(5, "kernel/test", 0)
+	for _, n := range []int{1, 8, 13, 64} {
+		w0, g := randSlice(r, n), randSlice(r, n)
+		m0, v0 := randSlice(r, n), randSlice(r, n)
+		for i := range v0 {
+			v0[i] *= v0[i]
+		}
+		for _, useAsm := range []bool{false, true} {
+			w := append([]float32(nil), w0...)
+			m := append([]float32(nil), m0...)
+			v := append([]float32(nil), v0...)
+			Adam(useAsm, w, g, m, v, 0.9, 0.999, 1e-8, 0.01, 1.2)
+			for i := range w {
+				mi := 0.9*float64(m0[i]) + 0.1*float64(g[i])
+				vi := 0.999*float64(v0[i]) + 0.001*float64(g[i])*float64(g[i])
+				wi := float64(w0[i]) - 0.01*mi/(math.Sqrt(vi)*1.2+1e-8)
+				if math.Abs(float64(w[i])-wi) > 1e-6*(1+math.Abs(wi)) || math.Abs(float64(m[i])-mi) > 1e-6 || math.Abs(float64(v[i])-vi) > 1e-6 {
+					t.Fatalf("n=%d asm=%v i=%d: w=%v m=%v v=%v, want %v %v %v", n, useAsm, i, w[i], m[i], v[i], wi, mi, vi)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,282 @@
+package nn
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+)
+
+// MLPConfig describes a multi-layer perceptron: In inputs, one Linear +
+// activation per entry of Hidden, then a Linear to Out outputs.
+type MLPConfig struct {
+	// In is the input width (observation size, or obs+action for a critic).
+	In int
+	// Hidden lists the hidden layer widths, e.g. {64, 64}. May be empty.
+	Hidden []int
+	// Out is the output width (logits, action mean, Q-values, 1 for a value).
+	Out int
+	// Act is the hidden activation; ActDefault means ReLU.
+	Act Activation
+	// OutAct is the output activation; ActDefault means Identity.
+	OutAct Activation
+	// Init selects weight initialisation; the zero value is PyTorch's
+	// nn.Linear default.
+	Init Init
+	// Gemm is the matrix-multiply backend; nil means DefaultGemm().
+	Gemm Gemm
+}
+
+// Validate reports every problem with the config at once.
+func (c MLPConfig) Validate() error {
+	var errs []error
+	if c.In <= 0 {
+		errs = append(errs, fmt.Errorf("%w: MLP In = %d, want > 0", ErrConfig, c.In))
+	}
+	if c.Out <= 0 {
+		errs = append(errs, fmt.Errorf("%w: MLP Out = %d, want > 0", ErrConfig, c.Out))
+	}
+	for i, h := range c.Hidden {
+		if h <= 0 {
+			errs = append(errs, fmt.Errorf("%w: MLP Hidden[%d] = %d, want > 0", ErrConfig, i, h))
+		}
+	}
+	if !c.Act.valid() {
+		errs = append(errs, fmt.Errorf("%w: MLP Act = %v", ErrConfig, c.Act))
+	}
+	if !c.OutAct.valid() {
+		errs = append(errs, fmt.Errorf("%w: MLP OutAct = %v", ErrConfig, c.OutAct))
+	}
+	if c.Init.Kind < InitTorchDefault || c.Init.Kind > InitKaimingUniform {
+		errs = append(errs, fmt.Errorf("%w: MLP Init.Kind = %d", ErrConfig, c.Init.Kind))
+	}
+	return errors.Join(errs...)
+}
+
+// linear is one fully connected layer with its activation and workspaces.
+type linear struct {
+	in, out int
+	act     Activation // resolved: never ActDefault
+	w, b    *Param     // w.Value is [in][out]
+	y       []float32  // post-activation output, batch×out
+	dz      []float32  // gradient w.r.t. the pre-activation, batch×out
+	dx      []float32  // gradient w.r.t. the layer input, batch×in
+	wT      []float32  // Wᵀ ([out][in]) scratch for dX = dZ·Wᵀ on the native backend
+}
+
+// MLP is a multi-layer perceptron with a forward pass into preallocated
+// workspaces and an explicit per-layer backward pass.
+//
+// Forward keeps each layer's output; Backward uses the outputs of the most
+// recent Forward and accumulates into the parameters' Grad. Workspaces size
+// themselves to the largest batch seen, so after one call at the largest
+// batch neither Forward nor Backward allocates.
+//
+// Cost: one GEMM per layer forward (fused bias and ReLU on the native
+// backend), two per layer backward (dW = Xᵀ·dZ, dX = dZ·Wᵀ) plus a bias
+// column sum. Everything runs on the calling goroutine, in a fixed order,
+// so results do not depend on GOMAXPROCS.
+//
+// An MLP is not safe for concurrent use. Give every actor goroutine its own
+// Clone and refresh it with CopyFrom.
+type MLP struct {
+	cfg    MLPConfig
+	layers []linear
+	params []*Param
+	gemm   Gemm
+	fused  fusedGemm // non-nil when gemm offers the fused kernels
+	x      []float32 // copy of the last Forward input
+	batch  int
+}
+
+// NewMLP builds an MLP and initialises its weights from r.
+// Parameters are named as PyTorch names an nn.Sequential of alternating
+// Linear and activation modules: "0.weight", "0.bias", "2.weight", …
+func NewMLP(cfg MLPConfig, r *rand.Rand) (*MLP, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if r == nil {
+		return nil, fmt.Errorf("%w: NewMLP needs a *rand.Rand (see internal/rng)", ErrConfig)
+	}
+	cfg.Hidden = append([]int(nil), cfg.Hidden...)
+	if cfg.Gemm == nil {
+		cfg.Gemm = DefaultGemm()
+	}
+	m := &MLP{cfg: cfg, gemm: cfg.Gemm}
+	m.fused, _ = cfg.Gemm.(fusedGemm)
+	sizes := append(append([]int{cfg.In}, cfg.Hidden...), cfg.Out)
+	m.layers = make([]linear, len(sizes)-1)
+	for i := range m.layers {
+		l := &m.layers[i]
+		l.in, l.out = sizes[i], sizes[i+1]
+		last := i == len(m.layers)-1
+		l.act = cfg.Act
+		if l.act == ActDefault {
+			l.act = ReLU
+		}
+		if last {
+			l.act = cfg.OutAct
+			if l.act == ActDefault {
+				l.act = Identity
+			}
+		}
+		idx := strconv.Itoa(2 * i)
+		l.w = NewParam(idx+".weight", l.out, l.in)
+		l.w.Transposed = true
+		l.b = NewParam(idx+".bias", l.out)
+		if err := initLinear(l, cfg.Init, last, r); err != nil {
+			return nil, err
+		}
+		m.params = append(m.params, l.w, l.b)
+	}
+	return m, nil
+}
+
+// Config returns the network's configuration (Gemm resolved).
+func (m *MLP) Config() MLPConfig {
+	c := m.cfg
+	c.Hidden = append([]int(nil), c.Hidden...)
+	return c
+}
+
+// In returns the input width.
+func (m *MLP) In() int { return m.cfg.In }
+
+// Out returns the output width.
+func (m *MLP) Out() int { return m.cfg.Out }
+
+// Params returns the trainable parameters in layer order (weight, bias per
+// layer). The slice and the Params are the network's own: optimizers update
+// them in place.
+func (m *MLP) Params() []*Param { return m.params }
+
+// ZeroGrad zeroes every parameter gradient.
+func (m *MLP) ZeroGrad() { ZeroGrads(m.params) }
+
+// Reserve sizes the workspaces for batches up to maxBatch, so that the
+// first Forward/Backward at that size does not allocate either.
+func (m *MLP) Reserve(maxBatch int) {
+	m.x = grow(m.x, maxBatch*m.cfg.In)[:0]
+	for i := range m.layers {
+		l := &m.layers[i]
+		l.y = grow(l.y, maxBatch*l.out)[:0]
+		l.dz = grow(l.dz, maxBatch*l.out)[:0]
+		l.dx = grow(l.dx, maxBatch*l.in)[:0]
+		if m.fused != nil {
+			l.wT = grow(l.wT, l.in*l.out)
+		}
+	}
+}
+
+// Forward runs the network on x, batch rows of In values, and returns the
+// batch×Out output. The returned slice is the network's workspace: it is
+// valid until the next Forward and must not be modified before Backward.
+// x is copied, so the caller may reuse it at once.
+func (m *MLP) Forward(x []float32, batch int) []float32 {
+	if batch < 0 || len(x) != batch*m.cfg.In {
+		shapePanic("MLP.Forward: len(x)=%d, want batch %d × In %d", len(x), batch, m.cfg.In)
+	}
+	m.batch = batch
+	m.x = grow(m.x, len(x))
+	copy(m.x, x)
+	in := m.x
+	for i := range m.layers {
+		l := &m.layers[i]
+		l.y = grow(l.y, batch*l.out)
+		if m.fused != nil {
+			relu := l.act == ReLU
+			m.fused.gemmFused(false, batch, l.out, l.in, in, l.in, l.w.Value, l.out, l.y, l.out, false, l.b.Value, relu)
+			if !relu {
+				l.act.applyInPlace(l.y)
+			}
+		} else {
+			for r := 0; r < batch; r++ {
+				copy(l.y[r*l.out:(r+1)*l.out], l.b.Value)
+			}
+			m.gemm.Sgemm(false, false, batch, l.out, l.in, 1, in, l.in, l.w.Value, l.out, 1, l.y, l.out)
+			l.act.applyInPlace(l.y)
+		}
+		in = l.y
+	}
+	return in
+}
+
+// ForwardTo runs Forward and copies the output into dst (batch×Out),
+// returning dst. Use it for inference into a caller-owned buffer.
+func (m *MLP) ForwardTo(dst, x []float32, batch int) []float32 {
+	if len(dst) != batch*m.cfg.Out {
+		shapePanic("MLP.ForwardTo: len(dst)=%d, want %d×%d", len(dst), batch, m.cfg.Out)
+	}
+	copy(dst, m.Forward(x, batch))
+	return dst
+}
+
+// Backward takes dOut = dL/d(output) (batch×Out, for the batch of the last
+// Forward), adds dL/dθ to every parameter's Grad, and returns dL/dx
+// (batch×In, a workspace valid until the next Backward). dOut is not
+// modified. Losses are usually means over the batch, so dOut usually
+// carries the 1/batch factor (the loss and head functions here include it
+// where they compute a mean).
+func (m *MLP) Backward(dOut []float32) []float32 {
+	batch := m.batch
+	if len(dOut) != batch*m.cfg.Out {
+		shapePanic("MLP.Backward: len(dOut)=%d, want batch %d × Out %d", len(dOut), batch, m.cfg.Out)
+	}
+	g := dOut
+	for i := len(m.layers) - 1; i >= 0; i-- {
+		l := &m.layers[i]
+		in := m.x
+		if i > 0 {
+			in = m.layers[i-1].y
+		}
+		dz := g
+		if l.act != Identity {
+			l.dz = grow(l.dz, batch*l.out)
+			l.act.backward(l.dz, g, l.y)
+			dz = l.dz
+		}
+		// db += Σ_rows dz
+		db := l.b.Grad
+		for r := 0; r < batch; r++ {
+			row := dz[r*l.out : (r+1)*l.out]
+			for j, v := range row {
+				db[j] += v
+			}
+		}
+		l.dx = grow(l.dx, batch*l.in)
+		if m.fused != nil {
+			// dW += inᵀ·dz: A = in stored batch×In, read transposed.
+			m.fused.gemmFused(true, l.in, l.out, batch, in, l.in, dz, l.out, l.w.Grad, l.out, true, nil, false)
+			// dX = dz·Wᵀ through a transposed copy of W, so the kernel
+			// streams contiguous rows.
+			l.wT = grow(l.wT, l.in*l.out)
+			transposeTo(l.wT, l.w.Value, l.in, l.out)
+			m.fused.gemmFused(false, batch, l.in, l.out, dz, l.out, l.wT, l.in, l.dx, l.in, false, nil, false)
+		} else {
+			m.gemm.Sgemm(true, false, l.in, l.out, batch, 1, in, l.in, dz, l.out, 1, l.w.Grad, l.out)
+			m.gemm.Sgemm(false, true, batch, l.in, l.out, 1, dz, l.out, l.w.Value, l.out, 0, l.dx, l.in)
+		}
+		g = l.dx
+	}
+	return g
+}
+
+// Clone returns an independent copy of the network (weights and gradients
+// copied, fresh workspaces, same backend).
+func (m *MLP) Clone() *MLP {
+	c := &MLP{cfg: m.Config(), gemm: m.gemm, fused: m.fused}
+	c.layers = make([]linear, len(m.layers))
+	for i, l := range m.layers {
+		nl := linear{in: l.in, out: l.out, act: l.act}
+		ps := CloneParams([]*Param{l.w, l.b})
+		nl.w, nl.b = ps[0], ps[1]
+		c.layers[i] = nl
+		c.params = append(c.params, nl.w, nl.b)
+	}
+	return c
+}
+
+// CopyFrom copies src's weights into m (a hard target update, or an actor
+// picking up new weights). The architectures must match.
+func (m *MLP) CopyFrom(src *MLP) error { return HardUpdate(m.params, src.params) }

@@ -1,0 +1,252 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"herd/internal/rng"
+	"herd/replay"
+)
+
+// CartPole-sized transitions: 4 float32 observations, one discrete action.
+const (
+	obsSize = 4
+	actSize = 1
+)
+
+// BufferConfig drives BufferRows.
+type BufferConfig struct {
+	Capacities []int
+	Fanouts    []int
+	Variants   []replay.Locking
+	// Batch is the learner batch (sample, update) and the single-thread
+	// insert batch; in the mixed workload actors insert ActorBatch.
+	Batch      int
+	ActorBatch int
+	// Threads lists the goroutine counts of the mixed workload: T
+	// goroutines are T/2 learners (at least 1) and T − T/2 actors; T = 1
+	// alternates both roles in one goroutine.
+	Threads []int
+	// Ops selects among insert, sample, update (one goroutine) and mixed.
+	Ops     []string
+	Seconds float64 // per (configuration, op)
+	Stat    Stat
+	Seed    uint64
+}
+
+// BufferRows measures the whole Prioritized buffer.
+func BufferRows(ctx context.Context, cfg BufferConfig) ([]Row, error) {
+	if cfg.Batch < 1 || cfg.ActorBatch < 1 {
+		return nil, fmt.Errorf("bench: batch %d / actor batch %d < 1", cfg.Batch, cfg.ActorBatch)
+	}
+	var rows []Row
+	want := map[string]bool{}
+	for _, op := range cfg.Ops {
+		switch op {
+		case "insert", "sample", "update", "mixed":
+			want[op] = true
+		default:
+			return nil, fmt.Errorf("bench: unknown buffer op %q (want insert, sample, update, mixed)", op)
+		}
+	}
+	for _, n := range cfg.Capacities {
+		for _, k := range cfg.Fanouts {
+			for _, v := range cfg.Variants {
+				if ctx.Err() != nil {
+					return rows, ctx.Err()
+				}
+				buf, err := filledBuffer(n, k, v, cfg.Seed)
+				if err != nil {
+					return nil, err
+				}
+				row := func(op string, threads int, ns, items float64) Row {
+					return Row{Variant: v.String(), Fanout: k, Capacity: n, Batch: cfg.Batch, Threads: threads,
+						Op: op, NsPerOp: ns, ItemsPerS: items}
+				}
+				for _, op := range []string{"insert", "sample", "update"} {
+					if !want[op] {
+						continue
+					}
+					ns := singleOp(buf, op, cfg)
+					rows = append(rows, row(op, 1, ns, float64(cfg.Batch)*1e9/ns))
+				}
+				if want["mixed"] {
+					for _, th := range cfg.Threads {
+						ns, items, err := mixed(ctx, buf, th, cfg)
+						if err != nil {
+							return nil, err
+						}
+						rows = append(rows, row("mixed", th, ns, items))
+					}
+				}
+			}
+		}
+	}
+	return rows, nil
+}
+
+// filledBuffer returns a Prioritized buffer filled to capacity with
+// random priorities.
+func filledBuffer(n, k int, v replay.Locking, seed uint64) (*replay.Prioritized, error) {
+	buf, err := replay.NewPrioritized(replay.Config{Capacity: n, ObsSize: obsSize, ActSize: actSize, Fanout: k, Locking: v})
+	if err != nil {
+		return nil, err
+	}
+	r := rng.New(seed, "bench/fill", 0)
+	b := cartPoleBatch(min(n, 4096), r)
+	idx := make([]int, b.Len())
+	gen := make([]uint64, b.Len())
+	pr := make([]float64, b.Len())
+	for pos := 0; pos < n; pos += b.Len() {
+		m := min(b.Len(), n-pos)
+		part := b
+		if m < b.Len() {
+			part = cartPoleBatch(m, r)
+		}
+		if err := buf.Add(part); err != nil {
+			return nil, err
+		}
+		for i := 0; i < m; i++ {
+			idx[i], gen[i], pr[i] = pos+i, 1, r.Float64()+1e-3
+		}
+		if _, err := buf.UpdatePriorities(idx[:m], gen[:m], pr[:m]); err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
+}
+
+type randT = rand.Rand
+
+type uniformSource interface{ Float32() float32 }
+
+func cartPoleBatch(n int, r uniformSource) *replay.Batch {
+	b := &replay.Batch{}
+	b.Resize(n, obsSize, actSize)
+	for i := range b.Obs {
+		b.Obs[i] = r.Float32()
+		b.NextObs[i] = r.Float32()
+	}
+	for i := range b.Reward {
+		b.Reward[i] = 1
+		b.Action[i] = float32(i % 2)
+	}
+	return b
+}
+
+// singleOp times one op on one goroutine in windows and reduces them.
+func singleOp(buf *replay.Prioritized, op string, cfg BufferConfig) float64 {
+	r := rng.New(cfg.Seed, "bench/buffer/"+op, 0)
+	b := cartPoleBatch(cfg.Batch, r)
+	var s replay.Sample
+	pr := make([]float64, cfg.Batch)
+	for i := range pr {
+		pr[i] = r.Float64() + 1e-3
+	}
+	if err := buf.Sample(&s, cfg.Batch, r); err != nil {
+		panic(err) // the buffer is full: cannot fail
+	}
+	var f func()
+	switch op {
+	case "insert":
+		f = func() { _ = buf.Add(b) }
+	case "sample":
+		f = func() { _ = buf.Sample(&s, cfg.Batch, r) }
+	case "update":
+		f = func() { _, _ = buf.UpdatePriorities(s.Index, s.Gen, pr) }
+	}
+	reps := calibrate(f)
+	var xs []float64
+	deadline := time.Now().Add(time.Duration(cfg.Seconds * float64(time.Second)))
+	for w := 0; w < 3 || time.Now().Before(deadline); w++ {
+		if op == "update" {
+			_ = buf.Sample(&s, cfg.Batch, r) // fresh generations
+		}
+		start := time.Now()
+		for i := 0; i < reps; i++ {
+			f()
+		}
+		xs = append(xs, float64(time.Since(start).Nanoseconds())/float64(reps))
+	}
+	return reduce(xs, cfg.Stat)
+}
+
+// mixed runs T goroutines (T/2 learners sampling and updating Batch, the
+// rest actors inserting ActorBatch) for Seconds, in windows of 100 ms, and
+// returns the reduced wall time per learner batch and the reduced
+// throughput in items (inserted + sampled) per second.
+func mixed(ctx context.Context, buf *replay.Prioritized, threads int, cfg BufferConfig) (nsPerOp, itemsPerS float64, err error) {
+	if threads < 1 {
+		return 0, 0, fmt.Errorf("bench: threads %d < 1", threads)
+	}
+	learners := max(1, threads/2)
+	actors := threads - learners
+	var learned, inserted atomic.Int64
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	learn := func(r interface{ Float64() float64 }, s *replay.Sample, pr []float64, rr *randT) {
+		if err := buf.Sample(s, cfg.Batch, rr); err != nil {
+			panic(err)
+		}
+		for i := range pr {
+			pr[i] = r.Float64() + 1e-3
+		}
+		_, _ = buf.UpdatePriorities(s.Index, s.Gen, pr)
+		learned.Add(1)
+	}
+	for g := 0; g < max(threads, 1); g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rng.New(cfg.Seed, "bench/mixed", g)
+			b := cartPoleBatch(cfg.ActorBatch, r)
+			var s replay.Sample
+			pr := make([]float64, cfg.Batch)
+			for !stop.Load() {
+				switch {
+				case actors == 0: // one goroutine, both roles
+					_ = buf.Add(b)
+					inserted.Add(int64(cfg.ActorBatch))
+					learn(r, &s, pr, r)
+				case g < learners:
+					learn(r, &s, pr, r)
+				default:
+					_ = buf.Add(b)
+					inserted.Add(int64(cfg.ActorBatch))
+				}
+			}
+		}()
+	}
+	var nsXs, itXs []float64
+	deadline := time.Now().Add(time.Duration(cfg.Seconds * float64(time.Second)))
+	time.Sleep(20 * time.Millisecond) // let every goroutine start
+	for w := 0; w < 3 || time.Now().Before(deadline); w++ {
+		if ctx.Err() != nil {
+			break
+		}
+		l0, i0 := learned.Load(), inserted.Load()
+		start := time.Now()
+		time.Sleep(100 * time.Millisecond)
+		el := time.Since(start)
+		dl, di := learned.Load()-l0, inserted.Load()-i0
+		if dl > 0 {
+			nsXs = append(nsXs, float64(el.Nanoseconds())/float64(dl))
+		}
+		itXs = append(itXs, float64(dl*int64(cfg.Batch)+di)/el.Seconds())
+	}
+	stop.Store(true)
+	wg.Wait()
+	if len(nsXs) == 0 {
+		return 0, 0, fmt.Errorf("bench: learners made no progress")
+	}
+	ns := reduce(nsXs, cfg.Stat)
+	// For throughput the best window is the max, so reduce −x.
+	for i := range itXs {
+		itXs[i] = -itXs[i]
+	}
+	return ns, -reduce(itXs, cfg.Stat), nil
+}

@@ -1,0 +1,155 @@
+package replay
+
+import (
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+)
+
+// storage is the preallocated flat transition store shared by Uniform and
+// Prioritized, allocated once. Each slot is one record of float32 words,
+// [obs | next_obs | action | reward | flags], so a random read touches one
+// or two cache lines instead of one per field (the layout that matters
+// when learners sample at random from a buffer larger than the cache).
+//
+// Slots are reserved by an atomic fetch-add on a position counter (seed
+// 000 §IV-D); position p lives in slot p mod capacity and is that slot's
+// generation p/capacity + 1, so eviction is FIFO by construction.
+//
+// Copies in and out take the RWMutex of the slot's stripe (a run of
+// consecutive slots), never a buffer-wide lock: a writer holds the stripe
+// while it copies one batch's slots, a reader holds it while it copies one
+// transition, so a reader never sees half-written data, and data and
+// generation are always read together.
+type storage struct {
+	capacity int
+	obsSize  int
+	actSize  int
+
+	next    atomic.Uint64 // next position to reserve
+	written atomic.Int64  // transitions whose copy has finished
+
+	// Guarded by the slot's stripe.
+	rec    []float32 // capacity·stride words
+	gen    []uint64  // 0: never written
+	stride int       // 2·obsSize + actSize + 2
+
+	stripeShift uint
+	stripes     []paddedRW
+}
+
+// paddedRW keeps neighbouring stripe locks on different cache lines.
+type paddedRW struct {
+	sync.RWMutex
+	_ [64 - 24]byte
+}
+
+func newStorage(capacity, obsSize, actSize int) *storage {
+	s := &storage{
+		capacity: capacity,
+		obsSize:  obsSize,
+		actSize:  actSize,
+		stride:   2*obsSize + actSize + 2,
+		gen:      make([]uint64, capacity),
+	}
+	s.rec = make([]float32, capacity*s.stride)
+	// About 1024 stripes of at least 64 slots: few enough to stay in
+	// cache, many enough that an actor's batch and a learner's reads
+	// rarely meet on one.
+	per := max(64, capacity/1024)
+	s.stripeShift = uint(bits.Len(uint(per - 1)))
+	s.stripes = make([]paddedRW, (capacity>>s.stripeShift)+1)
+	return s
+}
+
+// Len returns the number of slots holding a transition.
+func (s *storage) Len() int { return int(min(s.written.Load(), int64(s.capacity))) }
+
+// reserve claims n consecutive positions and returns the first.
+func (s *storage) reserve(n int) uint64 { return s.next.Add(uint64(n)) - uint64(n) }
+
+// slotGen maps a position to its slot and generation.
+func (s *storage) slotGen(pos uint64) (int, uint64) {
+	c := uint64(s.capacity)
+	return int(pos % c), pos/c + 1
+}
+
+// write copies b into positions start … start+n-1, one stripe lock at a
+// time.
+func (s *storage) write(b *Batch, start uint64) {
+	n := b.Len()
+	for i := 0; i < n; {
+		slot, _ := s.slotGen(start + uint64(i))
+		st := slot >> s.stripeShift
+		// Slots i … j-1 share a stripe and do not wrap.
+		end := min(n-i, (st+1)<<s.stripeShift-slot, s.capacity-slot)
+		mu := &s.stripes[st]
+		mu.Lock()
+		for k := 0; k < end; k++ {
+			_, g := s.slotGen(start + uint64(i+k))
+			s.gen[slot+k] = g
+			s.put(slot+k, b, i+k)
+		}
+		mu.Unlock()
+		i += end
+	}
+	s.written.Add(int64(n))
+}
+
+// Flags word values.
+const (
+	flagTerminated = 1
+	flagTruncated  = 2
+)
+
+// put copies row i of b into slot's record.
+func (s *storage) put(slot int, b *Batch, i int) {
+	o, a := s.obsSize, s.actSize
+	r := s.rec[slot*s.stride : (slot+1)*s.stride]
+	copy(r[:o], b.Obs[i*o:(i+1)*o])
+	copy(r[o:2*o], b.NextObs[i*o:(i+1)*o])
+	copy(r[2*o:2*o+a], b.Action[i*a:(i+1)*a])
+	r[2*o+a] = b.Reward[i]
+	f := float32(0)
+	if b.Terminated[i] {
+		f += flagTerminated
+	}
+	if b.Truncated[i] {
+		f += flagTruncated
+	}
+	r[2*o+a+1] = f
+}
+
+// read copies slot into row i of dst and returns the slot's generation (0
+// if never written).
+func (s *storage) read(dst *Sample, i, slot int) uint64 {
+	o, a := s.obsSize, s.actSize
+	mu := &s.stripes[slot>>s.stripeShift]
+	mu.RLock()
+	g := s.gen[slot]
+	r := s.rec[slot*s.stride : (slot+1)*s.stride]
+	copy(dst.Obs[i*o:(i+1)*o], r[:o])
+	copy(dst.NextObs[i*o:(i+1)*o], r[o:2*o])
+	copy(dst.Action[i*a:(i+1)*a], r[2*o:2*o+a])
+	dst.Reward[i] = r[2*o+a]
+	f := int(r[2*o+a+1])
+	mu.RUnlock()
+	dst.Terminated[i] = f&flagTerminated != 0
+	dst.Truncated[i] = f&flagTruncated != 0
+	return g
+}
+
+// checkAdd validates a batch for insertion.
+func (s *storage) checkAdd(b *Batch) error {
+	if b == nil {
+		return fmt.Errorf("%w: nil batch", ErrShape)
+	}
+	if err := b.check(s.obsSize, s.actSize); err != nil {
+		return err
+	}
+	if b.Len() > s.capacity {
+		return fmt.Errorf("%w: inserting %d transitions into capacity %d", ErrTooMany, b.Len(), s.capacity)
+	}
+	return nil
+}

@@ -1,0 +1,121 @@
+package replay
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"herd/internal/rng"
+)
+
+// TestConcurrentStress runs 8 goroutines (3 inserting batches, 3 sampling
+// and updating, 2 doing both) against one buffer for 2 s (0.5 s for the
+// GlobalLock baseline) and checks, on every sampled row, that its fields
+// agree (no torn read), that slot and generation are consistent, and that
+// weights and probabilities are in range; at the end, the tree's inner
+// nodes match their leaves and every positive priority belongs to the
+// generation its slot holds. Run it with -race.
+func TestConcurrentStress(t *testing.T) {
+	for _, tc := range []struct {
+		lock Locking
+		dur  time.Duration
+	}{{TwoLock, 2 * time.Second}, {GlobalLock, 500 * time.Millisecond}} {
+		t.Run(tc.lock.String(), func(t *testing.T) {
+			const capacity, obs, act = 4096, 4, 2
+			p := mustPrioritized(t, Config{Capacity: capacity, ObsSize: obs, ActSize: act, Fanout: 8,
+				Locking: tc.lock, Stratified: true, RebuildEvery: 5000})
+			var ids atomic.Int64
+			if err := p.Add(makeBatch(256, obs, act, int(ids.Add(256)-256))); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), tc.dur)
+			defer cancel()
+			var wg sync.WaitGroup
+			var samples, updates, inserts atomic.Int64
+			errc := make(chan error, 8)
+			fail := func(format string, a ...any) {
+				select {
+				case errc <- errorf(format, a...):
+				default:
+				}
+				cancel()
+			}
+			insert := func(r interface{ IntN(int) int }) {
+				n := 1 + r.IntN(48)
+				first := int(ids.Add(int64(n))) - n
+				if err := p.Add(makeBatch(n, obs, act, first)); err != nil {
+					fail("add: %v", err)
+				}
+				inserts.Add(int64(n))
+			}
+			learn := func(s *Sample, r interface {
+				IntN(int) int
+				Float64() float64
+			}, sr *rngT) {
+				if err := p.Sample(s, 128, sr); err != nil {
+					fail("sample: %v", err)
+					return
+				}
+				pr := make([]float64, s.Len())
+				for i := range s.Index {
+					id := checkRow(s, i, obs, act)
+					if id < 0 {
+						fail("torn read in slot %d", s.Index[i])
+						return
+					}
+					if s.Index[i] < 0 || s.Index[i] >= capacity || s.Gen[i] == 0 {
+						fail("slot %d gen %d", s.Index[i], s.Gen[i])
+						return
+					}
+					if !(s.Weight[i] > 0 && s.Weight[i] <= 1) || !(s.Prob[i] > 0 && s.Prob[i] <= 1) {
+						fail("weight %v prob %v", s.Weight[i], s.Prob[i])
+						return
+					}
+					pr[i] = r.Float64() * 2
+				}
+				if _, err := p.UpdatePriorities(s.Index, s.Gen, pr); err != nil {
+					fail("update: %v", err)
+				}
+				samples.Add(int64(s.Len()))
+				updates.Add(1)
+			}
+			for g := 0; g < 8; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := rng.New(99, "replay/test/stress", g)
+					var s Sample
+					for ctx.Err() == nil {
+						switch {
+						case g < 3:
+							insert(r)
+						case g < 6:
+							learn(&s, r, r)
+						default:
+							if r.IntN(2) == 0 {
+								insert(r)
+							} else {
+								learn(&s, r, r)
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			select {
+			case err := <-errc:
+				t.Fatal(err)
+			default:
+			}
+			if err := p.Verify(1e-9); err != nil {
+				t.Fatal(err)
+			}
+			if inserts.Load() < capacity || updates.Load() < 10 {
+				t.Errorf("too little work to mean anything: %d inserts, %d updates", inserts.Load(), updates.Load())
+			}
+			t.Logf("%s: %d inserts, %d sampled, %d updates", tc.lock, inserts.Load(), samples.Load(), updates.Load())
+		})
+	}
+}
