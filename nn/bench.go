@@ -38,13 +38,18 @@ type BenchOptions struct {
 	Batches []int
 	// Ops; default all three.
 	Ops []string
-	// Backends by GemmByName name; default all available in this build.
+	// Backends by GemmByName name; default all available in this build
+	// except the slow portable "go" one.
 	Backends []string
+	// Stat picks the statistic over the repeats: "min" (default) or
+	// "median". On a shared machine the minimum of many short interleaved
+	// runs is the best estimate of the uncontended time.
+	Stat string
 	// Act is the hidden activation; default ReLU.
 	Act Activation
 	// MinTime is the time each timing run lasts; default 30 ms.
 	MinTime time.Duration
-	// Repeats is the number of timing runs whose median is reported; default 15.
+	// Repeats is the number of timing runs per case; default 15.
 	Repeats int
 }
 
@@ -110,11 +115,11 @@ func NewBenchOpAct(g Gemm, hidden []int, in, out, batch int, op string, act Acti
 	return nil, fmt.Errorf("%w: unknown op %q (want %s, %s or %s)", ErrConfig, op, OpForward, OpFwdBwd, OpFwdBwdAdam)
 }
 
-// TimeOps times every closure in fs and returns, for each, the median
-// over repeats of its mean time per call. The closures are timed in turn
+// TimeOps times every closure in fs and returns, for each, the minimum
+// (useMin) or the median over repeats of its mean time per call. The closures are timed in turn
 // within each repeat (round robin), so on a shared, noisy machine they see
 // the same conditions and their ratios are meaningful.
-func TimeOps(fs []func(), minTime time.Duration, repeats int) []float64 {
+func TimeOps(fs []func(), minTime time.Duration, repeats int, useMin bool) []float64 {
 	iters := make([]int, len(fs))
 	for i, f := range fs {
 		f() // warm-up: sizes workspaces and caches
@@ -147,6 +152,9 @@ func TimeOps(fs []func(), minTime time.Duration, repeats int) []float64 {
 	for i := range res {
 		sort.Float64s(res[i])
 		med[i] = res[i][len(res[i])/2]
+		if useMin {
+			med[i] = res[i][0]
+		}
 	}
 	return med
 }
@@ -172,10 +180,21 @@ func BenchMLP(o BenchOptions) ([]BenchRow, error) {
 		o.Ops = []string{OpForward, OpFwdBwd, OpFwdBwdAdam}
 	}
 	if len(o.Backends) == 0 {
-		o.Backends = GemmBackends()
+		for _, be := range GemmBackends() {
+			if be != "go" {
+				o.Backends = append(o.Backends, be)
+			}
+		}
 	}
 	if o.MinTime <= 0 {
 		o.MinTime = 30 * time.Millisecond
+	}
+	switch o.Stat {
+	case "", "min":
+		o.Stat = "min"
+	case "median":
+	default:
+		return nil, fmt.Errorf("%w: bench stat %q (want min or median)", ErrConfig, o.Stat)
 	}
 	if o.Repeats <= 0 {
 		o.Repeats = 15
@@ -205,7 +224,7 @@ func BenchMLP(o BenchOptions) ([]BenchRow, error) {
 						return nil, err
 					}
 				}
-				ns := TimeOps(fs, o.MinTime, o.Repeats)
+				ns := TimeOps(fs, o.MinTime, o.Repeats, o.Stat == "min")
 				for i, be := range o.Backends {
 					rows = append(rows, BenchRow{Net: spec, Batch: batch, Op: op, Backend: be, NsPerOp: ns[i]})
 				}

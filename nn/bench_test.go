@@ -43,7 +43,7 @@ func BenchmarkMLP(b *testing.B) {
 // largest batch, Forward allocates nothing at any batch 1…1024, and a
 // training step (fwd, bwd, Adam) allocates nothing either.
 func TestForwardZeroAllocs(t *testing.T) {
-	for _, be := range []string{"native", "go"} { // gonum allocates inside Sgemm
+	for _, be := range orderedBackends() { // gonum allocates inside Sgemm
 		g, _ := GemmByName(be)
 		for _, batch := range []int{1, 7, 64, 1024} {
 			f, err := NewBenchOp(g, []int{64, 64}, 4, 2, batch, OpForward)

@@ -87,6 +87,7 @@ type MLP struct {
 	fused  fusedGemm // non-nil when gemm offers the fused kernels
 	x      []float32 // copy of the last Forward input
 	batch  int
+	one    [1]float32 // the constant 1 read with stride 0 for bias gradients
 }
 
 // NewMLP builds an MLP and initialises its weights from r.
@@ -103,7 +104,7 @@ func NewMLP(cfg MLPConfig, r *rand.Rand) (*MLP, error) {
 	if cfg.Gemm == nil {
 		cfg.Gemm = DefaultGemm()
 	}
-	m := &MLP{cfg: cfg, gemm: cfg.Gemm}
+	m := &MLP{cfg: cfg, gemm: cfg.Gemm, one: [1]float32{1}}
 	m.fused, _ = cfg.Gemm.(fusedGemm)
 	sizes := append(append([]int{cfg.In}, cfg.Hidden...), cfg.Out)
 	m.layers = make([]linear, len(sizes)-1)
@@ -236,16 +237,12 @@ func (m *MLP) Backward(dOut []float32) []float32 {
 			l.act.backward(l.dz, g, l.y)
 			dz = l.dz
 		}
-		// db += Σ_rows dz
-		db := l.b.Grad
-		for r := 0; r < batch; r++ {
-			row := dz[r*l.out : (r+1)*l.out]
-			for j, v := range row {
-				db[j] += v
-			}
-		}
 		l.dx = grow(l.dx, batch*l.in)
 		if m.fused != nil {
+			// db += 1ᵀ·dz: a 1×batch "matrix" of ones read with stride 0,
+			// so the column sum runs in the SIMD kernel (adds by FMA
+			// with 1, exact as plain adds).
+			m.fused.gemmFused(true, 1, l.out, batch, m.one[:], 0, dz, l.out, l.b.Grad, l.out, true, nil, false)
 			// dW += inᵀ·dz: A = in stored batch×In, read transposed.
 			m.fused.gemmFused(true, l.in, l.out, batch, in, l.in, dz, l.out, l.w.Grad, l.out, true, nil, false)
 			// dX = dz·Wᵀ through a transposed copy of W, so the kernel
@@ -254,6 +251,13 @@ func (m *MLP) Backward(dOut []float32) []float32 {
 			transposeTo(l.wT, l.w.Value, l.in, l.out)
 			m.fused.gemmFused(false, batch, l.in, l.out, dz, l.out, l.wT, l.in, l.dx, l.in, false, nil, false)
 		} else {
+			db := l.b.Grad
+			for r := 0; r < batch; r++ {
+				row := dz[r*l.out : (r+1)*l.out]
+				for j, v := range row {
+					db[j] += v
+				}
+			}
 			m.gemm.Sgemm(true, false, l.in, l.out, batch, 1, in, l.in, dz, l.out, 1, l.w.Grad, l.out)
 			m.gemm.Sgemm(false, true, batch, l.in, l.out, 1, dz, l.out, l.w.Value, l.out, 0, l.dx, l.in)
 		}
@@ -265,7 +269,7 @@ func (m *MLP) Backward(dOut []float32) []float32 {
 // Clone returns an independent copy of the network (weights and gradients
 // copied, fresh workspaces, same backend).
 func (m *MLP) Clone() *MLP {
-	c := &MLP{cfg: m.Config(), gemm: m.gemm, fused: m.fused}
+	c := &MLP{cfg: m.Config(), gemm: m.gemm, fused: m.fused, one: m.one}
 	c.layers = make([]linear, len(m.layers))
 	for i, l := range m.layers {
 		nl := linear{in: l.in, out: l.out, act: l.act}

@@ -107,9 +107,9 @@ const (
 func (s *storage) put(slot int, b *Batch, i int) {
 	o, a := s.obsSize, s.actSize
 	r := s.rec[slot*s.stride : (slot+1)*s.stride]
-	copy(r[:o], b.Obs[i*o:(i+1)*o])
-	copy(r[o:2*o], b.NextObs[i*o:(i+1)*o])
-	copy(r[2*o:2*o+a], b.Action[i*a:(i+1)*a])
+	copySmall(r[:o], b.Obs[i*o:(i+1)*o])
+	copySmall(r[o:2*o], b.NextObs[i*o:(i+1)*o])
+	copySmall(r[2*o:2*o+a], b.Action[i*a:(i+1)*a])
 	r[2*o+a] = b.Reward[i]
 	f := float32(0)
 	if b.Terminated[i] {
@@ -129,9 +129,9 @@ func (s *storage) read(dst *Sample, i, slot int) uint64 {
 	mu.RLock()
 	g := s.gen[slot]
 	r := s.rec[slot*s.stride : (slot+1)*s.stride]
-	copy(dst.Obs[i*o:(i+1)*o], r[:o])
-	copy(dst.NextObs[i*o:(i+1)*o], r[o:2*o])
-	copy(dst.Action[i*a:(i+1)*a], r[2*o:2*o+a])
+	copySmall(dst.Obs[i*o:(i+1)*o], r[:o])
+	copySmall(dst.NextObs[i*o:(i+1)*o], r[o:2*o])
+	copySmall(dst.Action[i*a:(i+1)*a], r[2*o:2*o+a])
 	dst.Reward[i] = r[2*o+a]
 	f := int(r[2*o+a+1])
 	mu.RUnlock()
@@ -152,4 +152,18 @@ func (s *storage) checkAdd(b *Batch) error {
 		return fmt.Errorf("%w: inserting %d transitions into capacity %d", ErrTooMany, b.Len(), s.capacity)
 	}
 	return nil
+}
+
+// copySmall is copy for rows of a few words, where the call into
+// runtime.memmove costs more than the copy (it was a fifth of the mixed
+// workload's CPU profile with CartPole-sized rows).
+func copySmall(dst, src []float32) {
+	if len(src) > 16 {
+		copy(dst, src)
+		return
+	}
+	dst = dst[:len(src)]
+	for j, v := range src {
+		dst[j] = v
+	}
 }

@@ -162,3 +162,34 @@ func BenchmarkTrainCleanRL(b *testing.B) {
 func BenchmarkSeeds(b *testing.B) {
 	learntest.Seeds(b, Spec(), "CartPole-v1", 500000, func() algo.Config { return NewConfig() })
 }
+
+// TestNoAllocsPerStep: after setup, acting, storing and training allocate
+// nothing (STYLE: no allocation on hot paths).
+func TestNoAllocsPerStep(t *testing.T) {
+	cfg := smokeConfig()
+	cfg.LearningStarts = 200
+	cfg.Prioritized, cfg.DoubleQ, cfg.NSteps = true, true, 3
+	a := learntest.AllocsPerStep(t, Spec(), algo.Header{Env: "CartPole-v1", Seed: 1, Steps: 600}, cfg)
+	t.Logf("%.4f allocations per step", a)
+	if a > 0.01 {
+		t.Errorf("%.3f allocations per step, want 0", a)
+	}
+}
+
+// BenchmarkStep measures one DQN step in steady state with CleanRL's
+// network and batch: one env step plus, every step here (train_frequency
+// 1, to isolate the update cost), one gradient step at batch 128.
+func BenchmarkStep(b *testing.B) {
+	cfg := NewConfig()
+	cfg.LearningStarts, cfg.TrainFrequency = 1000, 1
+	h := algo.Header{Algo: "dqn", Env: "CartPole-v1", Seed: 1}
+	b.ReportAllocs()
+	for b.Loop() {
+		h.Steps = 1000 + 2000
+		h.EnsureDefaults()
+		if _, err := Train(context.Background(), &algo.Runtime{Header: h, Log: algo.Discard()}, cfg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*2000), "ns/update")
+}

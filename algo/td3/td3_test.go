@@ -87,3 +87,15 @@ func TestSaveLoadPolicy(t *testing.T) {
 func BenchmarkSeeds(b *testing.B) {
 	learntest.Seeds(b, Spec(), "Pendulum-v1", 20000, func() algo.Config { return NewConfig() })
 }
+
+// TestNoAllocsPerStep: after setup, acting, storing and updating allocate
+// nothing (STYLE: no allocation on hot paths).
+func TestNoAllocsPerStep(t *testing.T) {
+	cfg := smokeConfig()
+	cfg.LearningStarts = 100
+	a := learntest.AllocsPerStep(t, Spec(), algo.Header{Env: "Pendulum-v1", Seed: 1, Steps: 300}, cfg)
+	t.Logf("%.4f allocations per step", a)
+	if a > 0.01 {
+		t.Errorf("%.3f allocations per step, want 0", a)
+	}
+}

@@ -24,14 +24,16 @@ func newBenchNNCmd() *cobra.Command {
 		act      string
 		minTime  time.Duration
 		repeats  int
+		stat     string
 	)
 	cmd := &cobra.Command{
 		Use:   "nn",
 		Short: "benchmark nn MLPs: forward, fwd+bwd, fwd+bwd+Adam per GEMM backend",
 		Long: `Times MLP forward ("forward"), forward+backward ("fwd_bwd") and
 forward+backward+Adam ("fwd_bwd_adam") for each net, batch and GEMM backend.
-Backends are timed round robin and the median of --repeats runs is reported,
-so ratios between backends are fair on a busy machine. For the one-core
+Backends are timed round robin, --repeats runs each, and the minimum (or
+--stat median) is reported, so ratios between backends are fair on a busy
+machine. For the one-core
 figures in docs/BENCHMARKS.md run with GOMAXPROCS=1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -48,7 +50,7 @@ figures in docs/BENCHMARKS.md run with GOMAXPROCS=1.`,
 				return fmt.Errorf("bench nn: --act: %w", err)
 			}
 			rows, err := nn.BenchMLP(nn.BenchOptions{Nets: nets, In: in, Out: out, Act: a, Batches: bs, Ops: ops,
-				Backends: backends, MinTime: minTime, Repeats: repeats})
+				Backends: backends, MinTime: minTime, Repeats: repeats, Stat: stat})
 			if err != nil {
 				return fmt.Errorf("bench nn: %w", err)
 			}
@@ -60,11 +62,12 @@ figures in docs/BENCHMARKS.md run with GOMAXPROCS=1.`,
 	f.StringSliceVar(&nets, "nets", []string{"64-64", "256-256"}, "hidden layer specs")
 	f.StringVar(&batches, "batches", "1,32,256,1024", "batch sizes (training ops run at batches ≥ 32)")
 	f.StringSliceVar(&ops, "ops", []string{nn.OpForward, nn.OpFwdBwd, nn.OpFwdBwdAdam}, "ops to time")
-	f.StringSliceVar(&backends, "backends", nil, "GEMM backends (default: all in this build: "+strings.Join(nn.GemmBackends(), ",")+")")
+	f.StringSliceVar(&backends, "backends", nil, "GEMM backends (default: all in this build but the slow portable \"go\"; available: "+strings.Join(nn.GemmBackends(), ",")+")")
 	f.IntVar(&in, "in", 4, "input width")
 	f.IntVar(&out, "out", 2, "output width")
 	f.StringVar(&act, "act", "relu", "hidden activation: relu, tanh, sigmoid, identity")
 	f.DurationVar(&minTime, "min-time", 30*time.Millisecond, "duration of each timing run")
-	f.IntVar(&repeats, "repeats", 15, "timing runs per case, interleaved across backends (median reported)")
+	f.IntVar(&repeats, "repeats", 15, "timing runs per case, interleaved across backends")
+	f.StringVar(&stat, "stat", "min", "statistic over the repeats: min (best on a shared machine) or median")
 	return cmd
 }

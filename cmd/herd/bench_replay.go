@@ -8,6 +8,7 @@ import (
 
 	"herd/replay"
 	"herd/replay/bench"
+	"herd/replay/sumtree"
 )
 
 // newBenchReplayCmd is `herd bench replay` (issue 6): the sum tree alone
@@ -31,6 +32,7 @@ func newBenchReplayCmd() *cobra.Command {
 		safety     bool
 		draws      int64
 		filled     float64
+		ratio      float64
 	)
 	cmd := &cobra.Command{
 		Use:   "replay",
@@ -39,8 +41,10 @@ func newBenchReplayCmd() *cobra.Command {
 B prefix-sum draws per op, one thread) and the Prioritized buffer with
 CartPole-sized transitions (insert, sample, update: one batch per op, one
 thread; mixed: --threads goroutines, T/2 learners sampling and updating
---batch, the rest actors inserting --actor-batch). ns_per_op is per batch
-(per learner batch for mixed); items_per_s counts inserted plus sampled items.
+--batch, the rest actors inserting --actor-batch, with --ratio sampled items per
+inserted item held by a replay.RateLimiter so every variant does the same mix of
+work). ns_per_op is per batch (per learner batch for mixed); items_per_s counts
+inserted plus sampled items.
 
 Timings are taken in short windows, interleaved across fanouts, and reduced by
 --stat (median, or min: the least disturbed window on a shared machine).
@@ -49,7 +53,7 @@ With --safety: draws on a tree of the first --capacity slots, --filled of them
 holding priorities, under continuous random updates, counting draws outside
 the filled range or on a zero priority (--draws, e.g. 1e8 on 1e7 slots).`,
 		Example: `  herd bench replay --ops tree_set,tree_sample --capacity 1048576 --fanout 2,4,8,16,32,64
-  herd bench replay --ops mixed --threads 3,4 --variant two-lock,global --fanout 16
+  herd bench replay --ops mixed --threads 3,4 --variant two-lock,global
   herd bench replay --safety --capacity 10000000 --draws 100000000`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -105,7 +109,7 @@ the filled range or on a zero priority (--draws, e.g. 1e8 on 1e7 slots).`,
 			}
 			if len(bufOps) > 0 {
 				br, err := bench.BufferRows(ctx, bench.BufferConfig{Capacities: capacities, Fanouts: fanouts,
-					Variants: locks, Batch: batch, ActorBatch: actorBatch, Threads: threads, Ops: bufOps,
+					Variants: locks, Batch: batch, ActorBatch: actorBatch, Threads: threads, Ops: bufOps, Ratio: ratio,
 					Seconds: seconds, Stat: st, Seed: seed})
 				if err != nil {
 					return err
@@ -132,12 +136,13 @@ the filled range or on a zero priority (--draws, e.g. 1e8 on 1e7 slots).`,
 	}
 	f := cmd.Flags()
 	f.IntSliceVar(&capacities, "capacity", []int{1 << 20}, "capacities N (list)")
-	f.IntSliceVar(&fanouts, "fanout", []int{16}, "sum tree fanouts K (list)")
+	f.IntSliceVar(&fanouts, "fanout", []int{sumtree.DefaultFanout}, "sum tree fanouts K (list)")
 	f.StringSliceVar(&variants, "variant", []string{"two-lock", "global"}, "buffer locking: two-lock, global (list)")
 	f.IntSliceVar(&threads, "threads", []int{3}, "goroutines in the mixed workload (list)")
 	f.StringSliceVar(&ops, "ops", []string{"tree_set", "tree_sample", "insert", "sample", "update", "mixed"}, "ops to run (list)")
 	f.IntVar(&batch, "batch", 128, "batch size B")
 	f.IntVar(&actorBatch, "actor-batch", 32, "insert batch of the actors in the mixed workload")
+	f.Float64Var(&ratio, "ratio", 1, "mixed: samples per insert held by a rate limiter (0: unlimited)")
 	f.Float64Var(&seconds, "seconds", 2, "measuring time per configuration (safety: time limit, 0 none)")
 	f.StringVar(&stat, "stat", "median", "reduce per-window timings by median or min")
 	f.BoolVar(&asJSON, "json", false, "one JSON object per line")

@@ -11,7 +11,7 @@ import (
 // lines, and the greedy policy must beat a random one (≈22) clearly.
 func TestExample(t *testing.T) {
 	var out bytes.Buffer
-	mean, err := run(context.Background(), &out, 1, 16384)
+	mean, err := run(context.Background(), &out, 1, 12288)
 	if err != nil {
 		t.Fatal(err)
 	}

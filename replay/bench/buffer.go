@@ -31,6 +31,10 @@ type BufferConfig struct {
 	// goroutines are T/2 learners (at least 1) and T − T/2 actors; T = 1
 	// alternates both roles in one goroutine.
 	Threads []int
+	// Ratio is the samples-per-insert ratio held by a replay.RateLimiter
+	// in the mixed workload (so both variants do the same mix of work);
+	// 0 runs actors and learners free.
+	Ratio float64
 	// Ops selects among insert, sample, update (one goroutine) and mixed.
 	Ops     []string
 	Seconds float64 // per (configuration, op)
@@ -55,7 +59,12 @@ func BufferRows(ctx context.Context, cfg BufferConfig) ([]Row, error) {
 	}
 	for _, n := range cfg.Capacities {
 		for _, k := range cfg.Fanouts {
-			for _, v := range cfg.Variants {
+			bufs := make([]*replay.Prioritized, len(cfg.Variants))
+			row := func(v replay.Locking, op string, threads int, ns, items float64) Row {
+				return Row{Variant: v.String(), Fanout: k, Capacity: n, Batch: cfg.Batch, Threads: threads,
+					Op: op, NsPerOp: ns, ItemsPerS: items}
+			}
+			for vi, v := range cfg.Variants {
 				if ctx.Err() != nil {
 					return rows, ctx.Err()
 				}
@@ -63,25 +72,39 @@ func BufferRows(ctx context.Context, cfg BufferConfig) ([]Row, error) {
 				if err != nil {
 					return nil, err
 				}
-				row := func(op string, threads int, ns, items float64) Row {
-					return Row{Variant: v.String(), Fanout: k, Capacity: n, Batch: cfg.Batch, Threads: threads,
-						Op: op, NsPerOp: ns, ItemsPerS: items}
-				}
+				bufs[vi] = buf
 				for _, op := range []string{"insert", "sample", "update"} {
 					if !want[op] {
 						continue
 					}
 					ns := singleOp(buf, op, cfg)
-					rows = append(rows, row(op, 1, ns, float64(cfg.Batch)*1e9/ns))
+					rows = append(rows, row(v, op, 1, ns, float64(cfg.Batch)*1e9/ns))
 				}
-				if want["mixed"] {
-					for _, th := range cfg.Threads {
-						ns, items, err := mixed(ctx, buf, th, cfg)
+			}
+			if !want["mixed"] {
+				continue
+			}
+			// The variants run in alternating windows so that load from
+			// other processes falls on all of them alike.
+			for _, th := range cfg.Threads {
+				nsXs := make([][]float64, len(bufs))
+				itXs := make([][]float64, len(bufs))
+				deadline := time.Now().Add(time.Duration(cfg.Seconds * float64(len(bufs)) * float64(time.Second)))
+				for round := 0; round < 3 || time.Now().Before(deadline); round++ {
+					if ctx.Err() != nil {
+						return rows, ctx.Err()
+					}
+					for vi, buf := range bufs {
+						ns, items, err := mixedWindow(buf, th, cfg, round)
 						if err != nil {
 							return nil, err
 						}
-						rows = append(rows, row("mixed", th, ns, items))
+						nsXs[vi] = append(nsXs[vi], ns)
+						itXs[vi] = append(itXs[vi], -items) // reduce(−x): min → best throughput
 					}
+				}
+				for vi, v := range cfg.Variants {
+					rows = append(rows, row(v, "mixed", th, reduce(nsXs[vi], cfg.Stat), -reduce(itXs[vi], cfg.Stat)))
 				}
 			}
 		}
@@ -175,11 +198,12 @@ func singleOp(buf *replay.Prioritized, op string, cfg BufferConfig) float64 {
 	return reduce(xs, cfg.Stat)
 }
 
-// mixed runs T goroutines (T/2 learners sampling and updating Batch, the
-// rest actors inserting ActorBatch) for Seconds, in windows of 100 ms, and
-// returns the reduced wall time per learner batch and the reduced
-// throughput in items (inserted + sampled) per second.
-func mixed(ctx context.Context, buf *replay.Prioritized, threads int, cfg BufferConfig) (nsPerOp, itemsPerS float64, err error) {
+// mixedWindow runs T goroutines (T/2 learners sampling and updating
+// Batch, the rest actors inserting ActorBatch; T = 1 alternates both) on
+// buf for one 250 ms window, with the samples-per-insert ratio held by a
+// rate limiter when cfg.Ratio > 0, and returns the wall time per learner
+// batch and the throughput in items (inserted + sampled) per second.
+func mixedWindow(buf *replay.Prioritized, threads int, cfg BufferConfig, round int) (nsPerOp, itemsPerS float64, err error) {
 	if threads < 1 {
 		return 0, 0, fmt.Errorf("bench: threads %d < 1", threads)
 	}
@@ -188,9 +212,11 @@ func mixed(ctx context.Context, buf *replay.Prioritized, threads int, cfg Buffer
 	var learned, inserted atomic.Int64
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	learn := func(r interface{ Float64() float64 }, s *replay.Sample, pr []float64, rr *randT) {
-		if err := buf.Sample(s, cfg.Batch, rr); err != nil {
-			panic(err)
+	var failed atomic.Value
+	learn := func(s *replay.Sample, pr []float64, r *randT) {
+		if err := buf.Sample(s, cfg.Batch, r); err != nil {
+			failed.Store(err)
+			return
 		}
 		for i := range pr {
 			pr[i] = r.Float64() + 1e-3
@@ -198,11 +224,31 @@ func mixed(ctx context.Context, buf *replay.Prioritized, threads int, cfg Buffer
 		_, _ = buf.UpdatePriorities(s.Index, s.Gen, pr)
 		learned.Add(1)
 	}
-	for g := 0; g < max(threads, 1); g++ {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var lim *replay.RateLimiter
+	if cfg.Ratio > 0 && actors > 0 {
+		lim, err = replay.NewRateLimiter(replay.RateLimiterConfig{SamplesPerInsert: cfg.Ratio, MinSizeToSample: 1,
+			ErrorBuffer: 4 * max(float64(cfg.Batch), cfg.Ratio*float64(cfg.ActorBatch))})
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	await := func(insert bool) bool {
+		if lim == nil {
+			return true
+		}
+		if insert {
+			return lim.AwaitInsert(ctx, cfg.ActorBatch) == nil
+		}
+		return lim.AwaitSample(ctx, cfg.Batch) == nil
+	}
+	start := time.Now()
+	for g := 0; g < threads; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := rng.New(cfg.Seed, "bench/mixed", g)
+			r := rng.New(cfg.Seed, "bench/mixed", round*1000+g)
 			b := cartPoleBatch(cfg.ActorBatch, r)
 			var s replay.Sample
 			pr := make([]float64, cfg.Batch)
@@ -211,42 +257,31 @@ func mixed(ctx context.Context, buf *replay.Prioritized, threads int, cfg Buffer
 				case actors == 0: // one goroutine, both roles
 					_ = buf.Add(b)
 					inserted.Add(int64(cfg.ActorBatch))
-					learn(r, &s, pr, r)
+					learn(&s, pr, r)
 				case g < learners:
-					learn(r, &s, pr, r)
+					if await(false) {
+						learn(&s, pr, r)
+					}
 				default:
-					_ = buf.Add(b)
-					inserted.Add(int64(cfg.ActorBatch))
+					if await(true) {
+						_ = buf.Add(b)
+						inserted.Add(int64(cfg.ActorBatch))
+					}
 				}
 			}
 		}()
 	}
-	var nsXs, itXs []float64
-	deadline := time.Now().Add(time.Duration(cfg.Seconds * float64(time.Second)))
-	time.Sleep(20 * time.Millisecond) // let every goroutine start
-	for w := 0; w < 3 || time.Now().Before(deadline); w++ {
-		if ctx.Err() != nil {
-			break
-		}
-		l0, i0 := learned.Load(), inserted.Load()
-		start := time.Now()
-		time.Sleep(100 * time.Millisecond)
-		el := time.Since(start)
-		dl, di := learned.Load()-l0, inserted.Load()-i0
-		if dl > 0 {
-			nsXs = append(nsXs, float64(el.Nanoseconds())/float64(dl))
-		}
-		itXs = append(itXs, float64(dl*int64(cfg.Batch)+di)/el.Seconds())
-	}
+	time.Sleep(250 * time.Millisecond)
 	stop.Store(true)
+	cancel() // wakes goroutines blocked in the rate limiter
 	wg.Wait()
-	if len(nsXs) == 0 {
+	el := time.Since(start)
+	if e, ok := failed.Load().(error); ok {
+		return 0, 0, e
+	}
+	dl, di := learned.Load(), inserted.Load()
+	if dl == 0 {
 		return 0, 0, fmt.Errorf("bench: learners made no progress")
 	}
-	ns := reduce(nsXs, cfg.Stat)
-	// For throughput the best window is the max, so reduce −x.
-	for i := range itXs {
-		itXs[i] = -itXs[i]
-	}
-	return ns, -reduce(itXs, cfg.Stat), nil
+	return float64(el.Nanoseconds()) / float64(dl), float64(dl*int64(cfg.Batch)+di) / el.Seconds(), nil
 }

@@ -82,8 +82,8 @@ type SnapshotInfo struct {
 	Len           int
 	Manifest      string // object key of the manifest
 	Files         int
-	UploadedBytes int64 // bytes sent
-	SkippedBytes  int64 // bytes already in the bucket, not sent again
+	UploadedBytes int64         // bytes sent
+	SkippedBytes  int64         // bytes already in the bucket, not sent again
 	Pause         time.Duration // time the worker spent on the snapshot (checkpoint + cache capture)
 	Total         time.Duration
 }

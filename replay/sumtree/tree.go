@@ -22,9 +22,10 @@ var (
 )
 
 // DefaultFanout is the fanout K chosen by measurement on the project's
-// reference machine (2-core AMD EPYC, 1M slots, batch 128): see
-// docs/parts/replay.bench.md for the K sweep that picked it.
-const DefaultFanout = 16
+// reference machine (2-core AMD EPYC, 1M slots, batch 128): K = 8 had the
+// lowest tree_set + tree_sample time in every sweep (K = 16 sets faster
+// but samples slower; see docs/parts/replay.bench.md).
+const DefaultFanout = 8
 
 // cacheLine is the alignment of every level, so that each group of K
 // siblings (K·8 bytes) starts on a 64-byte boundary: one line for K ≤ 8,

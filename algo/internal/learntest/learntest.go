@@ -181,3 +181,27 @@ func Smoke(t *testing.T, spec algo.Spec, h algo.Header, cfg algo.Config, margin 
 	}
 	return before, after
 }
+
+// AllocsPerStep trains twice, for steps and for 2·steps, with a Discard
+// logger and returns the extra allocations per extra step: zero when the
+// training loop allocates nothing in steady state (setup costs cancel). It
+// skips the test under -race.
+func AllocsPerStep(tb testing.TB, spec algo.Spec, h algo.Header, cfg algo.Config) float64 {
+	tb.Helper()
+	if RaceEnabled {
+		tb.Skip("allocation counts are meaningless under -race (sync.Pool drops items)")
+	}
+	h.Algo = spec.Name
+	h.EnsureDefaults()
+	count := func(steps int64) float64 {
+		hh := h
+		hh.Steps = steps
+		return testing.AllocsPerRun(1, func() {
+			if _, err := spec.Train(context.Background(), &algo.Runtime{Header: hh, Log: algo.Discard()}, cfg); err != nil {
+				tb.Fatal(err)
+			}
+		})
+	}
+	a, b := count(h.Steps), count(2*h.Steps)
+	return (b - a) / float64(h.Steps)
+}

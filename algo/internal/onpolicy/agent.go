@@ -61,6 +61,9 @@ type Agent struct {
 	Gauss    *nn.DiagGaussian
 	// Low and High are the Box action bounds (nil for Discrete).
 	Low, High []float32
+	// start is a Discrete space's first value: actions are stored as
+	// indices 0…N−1 and the env receives index + start.
+	start float32
 
 	params []*nn.Param
 
@@ -91,7 +94,7 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 	a := &Agent{ObsDim: obsBox.Dim()}
 	switch s := actSpace.(type) {
 	case env.Discrete:
-		a.NActions, a.ActDim = s.N, 1
+		a.NActions, a.ActDim, a.start = s.N, 1, float32(s.Start)
 		a.Cat = nn.Categorical{N: s.N}
 	case env.Box:
 		if len(s.Shape()) != 1 {
@@ -248,16 +251,20 @@ func (a *Agent) Act(dst, obs []float32) []float32 {
 	}
 	idx := a.ints(1)
 	a.Cat.ArgmaxTo(idx, out)
-	dst[0] = float32(idx[0])
+	dst[0] = float32(idx[0]) + a.start
 	return dst[:1]
 }
 
 // EnvActionsTo writes the actions the env receives into dst: Box actions
 // clipped to [Low, High] (Gymnasium's ClipAction, which CleanRL's continuous
-// PPO applies), discrete actions unchanged. dst may alias actions.
+// PPO applies), discrete indices shifted by the space's Start. dst may alias
+// actions.
 func (a *Agent) EnvActionsTo(dst, actions []float32) []float32 {
 	copy(dst, actions)
 	if a.Gauss == nil {
+		for k := range dst {
+			dst[k] += a.start
+		}
 		return dst
 	}
 	for k := range actions {

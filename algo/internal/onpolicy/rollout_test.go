@@ -132,6 +132,17 @@ func TestAgentNamesAndSpaces(t *testing.T) {
 			t.Fatalf("action %v out of bounds", act)
 		}
 	}
+	// A Discrete space that starts at −1: indices are stored, values sent.
+	d, err := NewAgent(env.UniformBox(-1, 1, 3), env.Discrete{N: 3, Start: -1}, AgentConfig{Hidden: []int{4}, Act: nn.Tanh}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.EnvActionsTo(make([]float32, 3), []float32{0, 1, 2}); got[0] != -1 || got[1] != 0 || got[2] != 1 {
+		t.Fatalf("env actions %v, want [-1 0 1]", got)
+	}
+	if v := d.Act(make([]float32, 1), []float32{0, 0, 0})[0]; v < -1 || v > 1 {
+		t.Fatalf("greedy action %v outside {-1, 0, 1}", v)
+	}
 	if _, err := NewAgent(env.UniformBox(-1, 1, 3), env.MultiDiscrete{Nvec: []int{2, 2}}, AgentConfig{Hidden: []int{4}, Act: nn.Tanh}, r); err == nil {
 		t.Fatal("want an error for MultiDiscrete actions")
 	}

@@ -107,3 +107,16 @@ func (q *Queue[T]) take(p Priority) T {
 
 // Release gives back a reservation that will not be used.
 func (q *Queue[T]) Release(p Priority) { <-q.slots[p] }
+
+// TryNext takes the next task of queue p without waiting; ok is false if
+// the queue is empty. Only the consumer may call it. The consumer uses it
+// to group consecutive writes into one batch.
+func (q *Queue[T]) TryNext(p Priority) (t T, ok bool) {
+	select {
+	case t = <-q.q[p]:
+		<-q.slots[p]
+		return t, true
+	default:
+		return t, false
+	}
+}

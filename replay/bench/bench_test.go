@@ -1,0 +1,54 @@
+package bench
+
+import (
+	"testing"
+
+	"herd/replay"
+)
+
+// BenchmarkMixed runs the mixed workload (2 actors, 1 learner) for one
+// window per iteration; for profiling with -cpuprofile.
+func BenchmarkMixed(b *testing.B) {
+	for _, v := range []replay.Locking{replay.TwoLock, replay.GlobalLock} {
+		buf, err := filledBuffer(1<<20, 8, v, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(v.String(), func(b *testing.B) {
+			cfg := BufferConfig{Batch: 128, ActorBatch: 32, Seed: 1}
+			for i := 0; i < b.N; i++ {
+				ns, items, err := mixedWindow(buf, 3, cfg, i)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(ns, "ns/learner-batch")
+				b.ReportMetric(items, "items/s")
+			}
+		})
+	}
+}
+
+// TestSmoke runs every measurement path once at a tiny size.
+func TestSmoke(t *testing.T) {
+	rows, err := TreeRows(TreeConfig{Capacities: []int{1000}, Fanouts: []int{2, 8}, Batch: 16, Seconds: 0.01, Stat: Min, Seed: 1})
+	if err != nil || len(rows) != 4 {
+		t.Fatalf("TreeRows: %d rows, %v", len(rows), err)
+	}
+	br, err := BufferRows(t.Context(), BufferConfig{Capacities: []int{2048}, Fanouts: []int{8}, Variants: []replay.Locking{replay.TwoLock, replay.GlobalLock},
+		Batch: 32, ActorBatch: 8, Threads: []int{1, 3}, Ops: []string{"insert", "sample", "update", "mixed"}, Seconds: 0.01, Stat: Median, Seed: 1})
+	if err != nil || len(br) != 10 {
+		t.Fatalf("BufferRows: %d rows, %v", len(br), err)
+	}
+	for _, r := range append(rows, br...) {
+		if !(r.NsPerOp > 0) || !(r.ItemsPerS > 0) {
+			t.Errorf("row %+v", r)
+		}
+	}
+	s, err := Safety(t.Context(), SafetyConfig{Capacity: 5000, Filled: 4000, Draws: 100_000, Batch: 128, Fanout: 8, Seed: 1})
+	if err != nil || s.Outside != 0 || s.ZeroPrio != 0 || s.Draws < 100_000 {
+		t.Fatalf("Safety: %+v, %v", s, err)
+	}
+	if _, err := Plot(t.TempDir(), append(rows, br...)); err != nil {
+		t.Fatal(err)
+	}
+}
