@@ -39,9 +39,11 @@ import (
 // # Concurrency (seed 000 §IV-D, Algorithm 3)
 //
 // Add reserves slots with an atomic fetch-add, then writes lazily: (1) set
-// the slots' priorities to 0 so no learner draws them, (2) copy the data
-// under the slots' stripe locks only, (3) set the priorities to the
-// running maximum. Priorities are guarded by two locks: leafMu for the
+// the slots' leaves to 0 so no learner draws them (a draw landing on their
+// not-yet-removed inner mass is rejected and drawn again, which keeps the
+// accepted draws exactly proportional to the leaves), (2) copy the data
+// under the slots' stripe locks only, (3) set the leaves to the running
+// maximum and propagate both changes to the inner levels at once. Priorities are guarded by two locks: leafMu for the
 // leaf level (priorities and slot generations) and treeMu for the inner
 // levels; a priority write holds leafMu while writing leaves, then treeMu
 // while propagating the deltas, and a search holds treeMu for the inner
@@ -143,7 +145,7 @@ func (p *Prioritized) getScratch(n int) *scratch {
 	return sc
 }
 
-// pow returns x^α, with the common exponents special-cased.
+// pow returns x^α (x ≥ 0), with the common exponents special-cased.
 func (p *Prioritized) pow(x float64) float64 {
 	switch p.cfg.Alpha {
 	case 1:
@@ -151,8 +153,13 @@ func (p *Prioritized) pow(x float64) float64 {
 	case 0.5:
 		return math.Sqrt(x)
 	}
-	return math.Pow(x, p.cfg.Alpha)
+	return powPos(x, p.cfg.Alpha)
 }
+
+// powPos is x^y for x ≥ 0 and finite y as exp(y·ln x): about twice as fast
+// as math.Pow, which handles every special case, and within a few ulps
+// (math.Pow took a quarter of a 128-row Sample in the profile).
+func powPos(x, y float64) float64 { return math.Exp(y * math.Log(x)) }
 
 func checkPriorities(prio []float64) error {
 	for i, x := range prio {
@@ -204,6 +211,12 @@ func (p *Prioritized) add(b *Batch, prio []float64) error {
 	// mass is rejected by DescendLeaves and drawn again.
 	p.lockLeaf()
 	for k, i := range sc.idx {
+		if p.pgen[i] > sc.gen[k] {
+			// A writer a lap ahead owns the slot (see storage.write):
+			// leave it alone.
+			sc.prio[k] = p.tree.Get(i)
+			continue
+		}
 		p.pgen[i] = sc.gen[k]
 	}
 	sc.delta1 = p.tree.SetLeaves(sc.delta1, sc.idx, sc.prio)
@@ -367,7 +380,14 @@ func (p *Prioritized) Sample(dst *Sample, n int, r *rand.Rand) error {
 	}
 	beta := p.Beta()
 	for b, pr := range dst.Prob {
-		dst.Weight[b] = float32(math.Pow(minP/pr, beta))
+		switch beta {
+		case 0:
+			dst.Weight[b] = 1
+		case 1:
+			dst.Weight[b] = float32(minP / pr)
+		default:
+			dst.Weight[b] = float32(powPos(minP/pr, beta))
+		}
 	}
 	return nil
 }
@@ -490,7 +510,7 @@ func (p *Prioritized) Verify(tol float64) error {
 		if p.tree.Get(i) <= 0 {
 			continue
 		}
-		mu := &p.st.stripes[i>>p.st.stripeShift]
+		mu := p.st.stripe(i)
 		mu.RLock()
 		g := p.st.gen[i]
 		mu.RUnlock()

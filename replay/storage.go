@@ -2,7 +2,6 @@ package replay
 
 import (
 	"fmt"
-	"math/bits"
 	"sync"
 	"sync/atomic"
 )
@@ -35,8 +34,16 @@ type storage struct {
 	gen    []uint64  // 0: never written
 	stride int       // 2·obsSize + actSize + 2
 
-	stripeShift uint
-	stripes     []paddedRW
+	stripeMask int // len(stripes) − 1
+	stripes    []paddedRW
+}
+
+// stripeBlock is the number of consecutive slots that share a stripe lock.
+const stripeBlock = 16
+
+// stripe returns the lock guarding slot's data.
+func (s *storage) stripe(slot int) *paddedRW {
+	return &s.stripes[(slot/stripeBlock)&s.stripeMask]
 }
 
 // paddedRW keeps neighbouring stripe locks on different cache lines.
@@ -54,12 +61,16 @@ func newStorage(capacity, obsSize, actSize int) *storage {
 		gen:      make([]uint64, capacity),
 	}
 	s.rec = make([]float32, capacity*s.stride)
-	// About 1024 stripes of at least 64 slots: few enough to stay in
-	// cache, many enough that an actor's batch and a learner's reads
-	// rarely meet on one.
-	per := max(64, capacity/1024)
-	s.stripeShift = uint(bits.Len(uint(per - 1)))
-	s.stripes = make([]paddedRW, (capacity>>s.stripeShift)+1)
+	// Slots are grouped in blocks of 16 and blocks are dealt round-robin
+	// to at most 1024 stripes: consecutive batches of concurrent actors
+	// (adjacent reservations) land on different stripes, and the lock
+	// array (64 KiB) stays in cache for the learners' random reads.
+	n := 1
+	for n < 1024 && n*stripeBlock < capacity {
+		n *= 2
+	}
+	s.stripeMask = n - 1
+	s.stripes = make([]paddedRW, n)
 	return s
 }
 
@@ -81,13 +92,19 @@ func (s *storage) write(b *Batch, start uint64) {
 	n := b.Len()
 	for i := 0; i < n; {
 		slot, _ := s.slotGen(start + uint64(i))
-		st := slot >> s.stripeShift
-		// Slots i … j-1 share a stripe and do not wrap.
-		end := min(n-i, (st+1)<<s.stripeShift-slot, s.capacity-slot)
-		mu := &s.stripes[st]
+		// Slots i … i+end-1 share a block (so a stripe) and do not wrap.
+		blk := slot / stripeBlock
+		end := min(n-i, (blk+1)*stripeBlock-slot, s.capacity-slot)
+		mu := s.stripe(slot)
 		mu.Lock()
 		for k := 0; k < end; k++ {
 			_, g := s.slotGen(start + uint64(i+k))
+			if s.gen[slot+k] > g {
+				// A writer a whole lap ahead already filled this slot
+				// (this one was descheduled that long): the newer
+				// transition wins, as FIFO eviction says it should.
+				continue
+			}
 			s.gen[slot+k] = g
 			s.put(slot+k, b, i+k)
 		}
@@ -125,7 +142,7 @@ func (s *storage) put(slot int, b *Batch, i int) {
 // if never written).
 func (s *storage) read(dst *Sample, i, slot int) uint64 {
 	o, a := s.obsSize, s.actSize
-	mu := &s.stripes[slot>>s.stripeShift]
+	mu := s.stripe(slot)
 	mu.RLock()
 	g := s.gen[slot]
 	r := s.rec[slot*s.stride : (slot+1)*s.stride]

@@ -212,11 +212,10 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (*onpolicy.Agent,
 	}
 	params := agent.Params()
 
-	// Storage and per-row loss buffers.
+	// Storage and the two halves of the loss.
 	ro := onpolicy.NewRollout(cfg.NumSteps, cfg.NumEnvs, agent.ObsDim, agent.ActDim)
-	f := func() []float32 { return make([]float32, batchSize) }
-	adv, newLogProb, entropy, newValue := f(), f(), f(), f()
-	dLogProb, dEntropy, dValue := f(), f(), f()
+	loss := &losses{cfg: cfg, ro: ro, adv: make([]float32, batchSize)}
+	policyLoss, valueLoss := loss.policyLoss, loss.valueLoss // bound once: no allocation per update
 
 	var globalStep int64
 	if err := ro.Reset(envs, envSeed); err != nil {
@@ -237,39 +236,62 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (*onpolicy.Agent,
 
 		// Advantages and returns.
 		ro.Advantages(cfg.Gamma, cfg.GAELambda)
-		copy(adv, ro.Adv)
+		copy(loss.adv, ro.Adv)
 		if cfg.NormAdv {
-			onpolicy.NormalizeTo(adv, ro.Adv)
+			onpolicy.NormalizeTo(loss.adv, ro.Adv)
 		}
 
-		// One gradient step on the whole rollout.
-		agent.Evaluate(newLogProb, entropy, newValue, ro.Obs, ro.Actions, batchSize)
-		invB := 1 / float32(batchSize)
-		var pgLoss, vLoss, entSum float64
-		for r := range batchSize {
-			pgLoss += float64(-adv[r] * newLogProb[r])
-			dLogProb[r] = -adv[r] * invB
-			d := newValue[r] - ro.Returns[r]
-			vLoss += float64(d * d)
-			dValue[r] = cfg.VFCoef * 2 * d * invB
-			entSum += float64(entropy[r])
-			dEntropy[r] = -cfg.EntCoef * invB
-		}
-		agent.ZeroGrad()
-		agent.Backward(dLogProb, dEntropy, dValue)
+		// One gradient step on the whole rollout: the policy and value
+		// halves of the loss run side by side (Agent.Learn).
+		agent.Learn(ro.Obs, ro.Actions, batchSize, policyLoss, valueLoss)
 		if cfg.MaxGradNorm > 0 {
 			nn.ClipGradNorm(params, cfg.MaxGradNorm)
 		}
 		opt.Step(params)
 
 		// Log.
-		n := float64(batchSize)
 		rt.Log.Scalar("charts/learning_rate", float64(opt.LR()))
-		rt.Log.Scalar("losses/value_loss", vLoss/n)
-		rt.Log.Scalar("losses/policy_loss", pgLoss/n)
-		rt.Log.Scalar("losses/entropy", entSum/n)
+		rt.Log.Scalar("losses/value_loss", loss.vLoss)
+		rt.Log.Scalar("losses/policy_loss", loss.pgLoss)
+		rt.Log.Scalar("losses/entropy", loss.entropy)
 		rt.Log.Scalar("losses/explained_variance", onpolicy.ExplainedVariance(ro.Values, ro.Returns))
 		rt.Log.Step(globalStep)
 	}
 	return agent, nil
+}
+
+// losses holds A2C's loss halves (passed to Agent.Learn) and the
+// statistics of the last update.
+type losses struct {
+	cfg                    *Config
+	ro                     *onpolicy.Rollout
+	adv                    []float32 // advantages, normalised if norm_adv
+	pgLoss, vLoss, entropy float64
+}
+
+// policyLoss: L_pg − c_ent·mean(H), so dL/dlog π = −Â/B and dL/dH = −c_ent/B.
+func (l *losses) policyLoss(dLogProb, dEntropy, logProb, entropy []float32) {
+	B := len(logProb)
+	invB := 1 / float32(B)
+	var pgLoss, entSum float64
+	for r := range B {
+		pgLoss += float64(-l.adv[r] * logProb[r])
+		dLogProb[r] = -l.adv[r] * invB
+		entSum += float64(entropy[r])
+		dEntropy[r] = -l.cfg.EntCoef * invB
+	}
+	l.pgLoss, l.entropy = pgLoss/float64(B), entSum/float64(B)
+}
+
+// valueLoss: c_vf·mean((V − R)²), so dL/dV = 2·c_vf·(V − R)/B.
+func (l *losses) valueLoss(dValue, value []float32) {
+	B := len(value)
+	invB := 1 / float32(B)
+	var vLoss float64
+	for r := range B {
+		d := value[r] - l.ro.Returns[r]
+		vLoss += float64(d * d)
+		dValue[r] = l.cfg.VFCoef * 2 * d * invB
+	}
+	l.vLoss = vLoss / float64(B)
 }

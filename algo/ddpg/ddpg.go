@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -293,7 +294,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		actorOpt.Step(actor.Params())
 	}
 
-	batch, err := envs.Reset(int64(seed))
+	batch, err := envs.Reset(int64(seed & math.MaxInt64)) // a negative seed would mean NoSeed
 	if err != nil {
 		return nil, err
 	}

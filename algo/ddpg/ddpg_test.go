@@ -99,3 +99,12 @@ func TestNoAllocsPerStep(t *testing.T) {
 		t.Errorf("%.3f allocations per step, want 0", a)
 	}
 }
+
+func TestCancel(t *testing.T) {
+	learntest.Cancel(t, Spec(), algo.Header{Env: "Pendulum-v1", Seed: 1}, smokeConfig())
+}
+
+// TestConfigsResolve: every configs/ddpg-*.yaml file resolves strictly.
+func TestConfigsResolve(t *testing.T) {
+	learntest.ResolveConfigs(t, Spec(), "../../configs/ddpg-*.yaml")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -378,7 +379,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		return float64(l), sumQ / float64(B), nil
 	}
 
-	batch, err := envs.Reset(int64(seed))
+	batch, err := envs.Reset(int64(seed & math.MaxInt64)) // a negative seed would mean NoSeed
 	if err != nil {
 		return nil, err
 	}
@@ -446,4 +447,3 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	}
 	return agent, nil
 }
-

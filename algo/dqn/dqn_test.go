@@ -193,3 +193,8 @@ func BenchmarkStep(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*2000), "ns/update")
 }
+
+// TestConfigsResolve: every configs/dqn-*.yaml file resolves strictly.
+func TestConfigsResolve(t *testing.T) {
+	learntest.ResolveConfigs(t, Spec(), "../../configs/dqn-*.yaml")
+}

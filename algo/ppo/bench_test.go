@@ -46,11 +46,11 @@ func BenchmarkPPOMinibatch(b *testing.B) {
 			}
 			mb := newMinibatch(B, 4, 1)
 			opt, _ := nn.NewAdam(nn.AdamConfig{LR: 2.5e-4, Eps: 1e-5})
-			var st updateStats
+			loss := newLosses(&cfg, mb)
 			b.ReportAllocs()
 			for b.Loop() {
 				mb.gather(ro, inds)
-				update(agent, &cfg, mb, &st)
+				update(agent, loss, mb)
 				nn.ClipGradNorm(agent.Params(), 0.5)
 				opt.Step(agent.Params())
 			}

@@ -25,8 +25,10 @@
 //  2. roll out num_steps steps of every env (onpolicy.Rollout.Collect);
 //  3. bootstrap and compute advantages with GAE(γ, λ) (onpolicy.GAE);
 //  4. for update_epochs epochs, shuffle the batch and for each minibatch
-//     compute the loss and its gradient (update), clip the global gradient
-//     norm to max_grad_norm (nn.ClipGradNorm) and step Adam;
+//     compute the loss and its gradient (update: the policy half,
+//     losses.policyLoss, and the value half, losses.valueLoss, through
+//     Agent.Learn), clip the global gradient norm to max_grad_norm
+//     (nn.ClipGradNorm) and step Adam;
 //  5. stop the epochs early if target_kl > 0 and the approximate KL of the
 //     last minibatch exceeds it;
 //  6. log.
@@ -42,9 +44,9 @@
 //  6. Minibatch updates over shuffled indices (Train, minibatch.gather).
 //  7. Advantage normalisation per minibatch, unbiased std
 //     (onpolicy.NormalizeTo).
-//  8. Clipped surrogate objective (update).
-//  9. Value-loss clipping (update, Config.ClipVLoss).
-//  10. Entropy bonus (update, Config.EntCoef).
+//  8. Clipped surrogate objective (losses.policyLoss).
+//  9. Value-loss clipping (losses.valueLoss, Config.ClipVLoss).
+//  10. Entropy bonus (losses.policyLoss, Config.EntCoef).
 //  11. Global gradient clipping (nn.ClipGradNorm).
 //  12. Truncation is not termination: a time-limited episode's last reward
 //     gets γ·V(true final observation) (onpolicy.Rollout.Collect) — an
@@ -67,8 +69,9 @@
 //
 // Each step costs one actor and one critic forward at batch num_envs; each
 // iteration update_epochs × batch rows of forward and backward through both.
-// With parallel: true (the default) the actor's and the critic's passes run
-// on two goroutines owned by the agent; the results are bit-identical to
+// With parallel: true (the default) the actor's and the critic's halves of
+// each minibatch run on two goroutines (one hand-off per minibatch, the
+// agent owns the second goroutine); the results are bit-identical to
 // parallel: false. Nothing allocates in steady state. The same seed gives
 // the same metrics.csv and weights (TestPPODeterministic).
 package ppo

@@ -225,6 +225,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (*onpolicy.Agent,
 	// Storage.
 	ro := onpolicy.NewRollout(cfg.NumSteps, cfg.NumEnvs, agent.ObsDim, agent.ActDim)
 	mb := newMinibatch(mbSize, agent.ObsDim, agent.ActDim)
+	loss := newLosses(cfg, mb)
 	bInds := make([]int, batchSize)
 	for i := range bInds {
 		bInds[i] = i
@@ -253,43 +254,35 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (*onpolicy.Agent,
 		ro.Advantages(cfg.Gamma, cfg.GAELambda)
 
 		// Optimizing the policy and value network: K epochs of minibatches.
-		var st updateStats
+		loss.reset()
 		for epoch := 0; epoch < cfg.UpdateEpochs; epoch++ {
 			rMB.Shuffle(len(bInds), swap)
 			for start := 0; start < batchSize; start += mbSize {
 				mb.gather(ro, bInds[start:start+mbSize])
-				update(agent, cfg, mb, &st)
+				update(agent, loss, mb)
 				if cfg.MaxGradNorm > 0 {
 					nn.ClipGradNorm(params, cfg.MaxGradNorm)
 				}
 				opt.Step(params)
 			}
 			// Early stop on the last minibatch's approx KL (CleanRL).
-			if cfg.TargetKL > 0 && st.approxKL > cfg.TargetKL {
+			if cfg.TargetKL > 0 && loss.approxKL > cfg.TargetKL {
 				break
 			}
 		}
 
 		// Log.
 		rt.Log.Scalar("charts/learning_rate", float64(opt.LR()))
-		rt.Log.Scalar("losses/value_loss", st.vLoss)
-		rt.Log.Scalar("losses/policy_loss", st.pgLoss)
-		rt.Log.Scalar("losses/entropy", st.entropy)
-		rt.Log.Scalar("losses/old_approx_kl", st.oldApproxKL)
-		rt.Log.Scalar("losses/approx_kl", st.approxKL)
-		rt.Log.Scalar("losses/clipfrac", st.clipFracSum/float64(st.minibatches))
+		rt.Log.Scalar("losses/value_loss", loss.vLoss)
+		rt.Log.Scalar("losses/policy_loss", loss.pgLoss)
+		rt.Log.Scalar("losses/entropy", loss.entropy)
+		rt.Log.Scalar("losses/old_approx_kl", loss.oldApproxKL)
+		rt.Log.Scalar("losses/approx_kl", loss.approxKL)
+		rt.Log.Scalar("losses/clipfrac", loss.clipFracSum/float64(loss.minibatches))
 		rt.Log.Scalar("losses/explained_variance", onpolicy.ExplainedVariance(ro.Values, ro.Returns))
 		rt.Log.Step(globalStep)
 	}
 	return agent, nil
-}
-
-// updateStats carries what CleanRL logs: the last minibatch's losses and KL
-// estimates, and the clip fraction over all minibatches.
-type updateStats struct {
-	pgLoss, vLoss, entropy, oldApproxKL, approxKL float64
-	clipFracSum                                   float64
-	minibatches                                   int
 }
 
 // update computes PPO's loss on one minibatch and accumulates its gradient
@@ -301,84 +294,119 @@ type updateStats struct {
 //	L_v     = ½·mean(max((V−R)², (V_old + clip(V−V_old, −ε, ε) − R)²))   (clip_vloss)
 //	L       = L_pg − c_ent·mean(H) + c_vf·L_v
 //
-// The gradients are written per row (each carries the 1/B of the mean):
-// dL/dlog π = −Â·ratio/B where the unclipped term is the max (else 0),
-// dL/dH = −c_ent/B, dL/dV = c_vf·(V−R)/B or c_vf·(V_clipped−R)/B when the
-// clipped term is the max and V−V_old is inside the clip range.
-func update(agent *onpolicy.Agent, cfg *Config, mb *minibatch, st *updateStats) {
-	B := mb.size
-	agent.Evaluate(mb.newLogProb, mb.entropy, mb.newValue, mb.obs, mb.actions, B)
+// The policy terms depend only on the actor and the value term only on the
+// critic, so Agent.Learn computes the two halves side by side (policyLoss,
+// valueLoss), each writing its gradient per row with the 1/B of the mean.
+func update(agent *onpolicy.Agent, l *losses, mb *minibatch) {
+	agent.Learn(mb.obs, mb.actions, mb.size, l.policy, l.value)
+}
 
+// losses holds the two halves of PPO's loss as method values bound once
+// (so that update does not allocate) and the statistics CleanRL logs: the
+// last minibatch's losses and KL estimates, and the clip fraction over all
+// minibatches.
+type losses struct {
+	cfg           *Config
+	mb            *minibatch
+	policy        onpolicy.PolicyLoss
+	value         onpolicy.ValueLoss
+	pgLoss, vLoss float64
+	entropy       float64
+	oldApproxKL   float64
+	approxKL      float64
+	clipFracSum   float64
+	minibatches   int
+}
+
+func newLosses(cfg *Config, mb *minibatch) *losses {
+	l := &losses{cfg: cfg, mb: mb}
+	l.policy, l.value = l.policyLoss, l.valueLoss
+	return l
+}
+
+// reset clears the per-iteration statistics.
+func (l *losses) reset() { l.clipFracSum, l.minibatches = 0, 0 }
+
+// policyLoss: the clipped surrogate and the entropy bonus.
+// dL/dlog π = −Â·ratio/B where the unclipped term is the max (the clipped
+// one is flat in π), dL/dH = −c_ent/B.
+func (l *losses) policyLoss(dLogProb, dEntropy, newLogProb, entropy []float32) {
+	mb, cfg := l.mb, l.cfg
+	B := len(newLogProb)
 	adv := mb.adv
 	if cfg.NormAdv {
 		adv = onpolicy.NormalizeTo(mb.normAdv, mb.adv)
 	}
 	invB := 1 / float32(B)
 	eps := cfg.ClipCoef
-	var pgLoss, vLoss, entSum, oldKL, kl float64
+	var pgLoss, entSum, oldKL, kl float64
 	clipped := 0
 	for r := range B {
-		logRatio := mb.newLogProb[r] - mb.logProb[r]
+		logRatio := newLogProb[r] - mb.logProb[r]
 		ratio := float32(math.Exp(float64(logRatio)))
 		oldKL += float64(-logRatio)
 		kl += float64((ratio - 1) - logRatio)
 		if ratio-1 > eps || 1-ratio > eps {
 			clipped++
 		}
-
-		// Policy loss: the pessimistic (max) of the two surrogate losses.
+		// The pessimistic (max) of the two surrogate losses.
 		pg1 := -adv[r] * ratio
 		pg2 := -adv[r] * min(max(ratio, 1-eps), 1+eps)
 		if pg1 >= pg2 {
 			pgLoss += float64(pg1)
-			mb.dLogProb[r] = -adv[r] * ratio * invB // d ratio / d log π = ratio
+			dLogProb[r] = -adv[r] * ratio * invB // d ratio / d log π = ratio
 		} else {
 			pgLoss += float64(pg2)
-			mb.dLogProb[r] = 0 // the clipped term is flat in π
+			dLogProb[r] = 0
 		}
-
-		// Value loss.
-		v, ret := mb.newValue[r], mb.returns[r]
-		vUnclipped := (v - ret) * (v - ret)
-		if cfg.ClipVLoss {
-			dv := v - mb.values[r]
-			vClip := mb.values[r] + min(max(dv, -eps), eps)
-			vClipped := (vClip - ret) * (vClip - ret)
-			if vUnclipped >= vClipped {
-				vLoss += float64(vUnclipped)
-				mb.dValue[r] = cfg.VFCoef * (v - ret) * invB
-			} else {
-				vLoss += float64(vClipped)
-				if dv > -eps && dv < eps {
-					mb.dValue[r] = cfg.VFCoef * (vClip - ret) * invB
-				} else {
-					mb.dValue[r] = 0
-				}
-			}
-		} else {
-			vLoss += float64(vUnclipped)
-			mb.dValue[r] = cfg.VFCoef * (v - ret) * invB
-		}
-
 		// Entropy bonus.
-		entSum += float64(mb.entropy[r])
-		mb.dEntropy[r] = -cfg.EntCoef * invB
+		entSum += float64(entropy[r])
+		dEntropy[r] = -cfg.EntCoef * invB
 	}
-	agent.ZeroGrad()
-	agent.Backward(mb.dLogProb, mb.dEntropy, mb.dValue)
-
 	n := float64(B)
-	st.pgLoss = pgLoss / n
-	st.vLoss = 0.5 * vLoss / n
-	st.entropy = entSum / n
-	st.oldApproxKL = oldKL / n
-	st.approxKL = kl / n
-	st.clipFracSum += float64(clipped) / n
-	st.minibatches++
+	l.pgLoss, l.entropy = pgLoss/n, entSum/n
+	l.oldApproxKL, l.approxKL = oldKL/n, kl/n
+	l.clipFracSum += float64(clipped) / n
+	l.minibatches++
+}
+
+// valueLoss: ½·(V−R)², or with clip_vloss the max of that and the clipped
+// version. dL/dV = c_vf·(V−R)/B, or c_vf·(V_clipped−R)/B when the clipped
+// term is the max and V−V_old is inside the clip range (else 0).
+func (l *losses) valueLoss(dValue, newValue []float32) {
+	mb, cfg := l.mb, l.cfg
+	B := len(newValue)
+	invB := 1 / float32(B)
+	eps := cfg.ClipCoef
+	var vLoss float64
+	for r := range B {
+		v, ret := newValue[r], mb.returns[r]
+		vUnclipped := (v - ret) * (v - ret)
+		if !cfg.ClipVLoss {
+			vLoss += float64(vUnclipped)
+			dValue[r] = cfg.VFCoef * (v - ret) * invB
+			continue
+		}
+		dv := v - mb.values[r]
+		vClip := mb.values[r] + min(max(dv, -eps), eps)
+		vClipped := (vClip - ret) * (vClip - ret)
+		switch {
+		case vUnclipped >= vClipped:
+			vLoss += float64(vUnclipped)
+			dValue[r] = cfg.VFCoef * (v - ret) * invB
+		case dv > -eps && dv < eps:
+			vLoss += float64(vClipped)
+			dValue[r] = cfg.VFCoef * (vClip - ret) * invB
+		default:
+			vLoss += float64(vClipped)
+			dValue[r] = 0 // the clipped value is flat in V
+		}
+	}
+	l.vLoss = 0.5 * vLoss / float64(B)
 }
 
 // minibatch holds one minibatch gathered from the flattened rollout (CleanRL
-// b_obs[mb_inds] …) and the per-row loss gradients.
+// b_obs[mb_inds] …).
 type minibatch struct {
 	size                                   int
 	obsDim, actDim                         int
@@ -392,9 +420,7 @@ func newMinibatch(size, obsDim, actDim int) *minibatch {
 	f := func(n int) []float32 { return make([]float32, n) }
 	return &minibatch{size: size, obsDim: obsDim, actDim: actDim,
 		obs: f(size * obsDim), actions: f(size * actDim),
-		logProb: f(size), adv: f(size), normAdv: f(size), returns: f(size), values: f(size),
-		newLogProb: f(size), entropy: f(size), newValue: f(size),
-		dLogProb: f(size), dEntropy: f(size), dValue: f(size)}
+		logProb: f(size), adv: f(size), normAdv: f(size), returns: f(size), values: f(size)}
 }
 
 // gather copies the rows inds of the rollout into the minibatch.

@@ -371,7 +371,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		}
 	}
 
-	batch, err := envs.Reset(int64(seed))
+	batch, err := envs.Reset(int64(seed & math.MaxInt64)) // a negative seed would mean NoSeed
 	if err != nil {
 		return nil, err
 	}
@@ -445,7 +445,6 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	}
 	return agent, nil
 }
-
 
 func mean(xs []float32) float64 {
 	var s float64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -40,9 +41,15 @@ type Config struct {
 	// NoiseClip clips the smoothing noise to ±NoiseClip (action-scale
 	// units). Default 0.5.
 	NoiseClip float64 `yaml:"noise_clip"`
-	// ExplorationNoise is the std of the Gaussian exploration noise, in
-	// units of the action scale. Default 0.1.
+	// ExplorationNoise is the std σ of the exploration noise, in units of
+	// the action scale. Default 0.1.
 	ExplorationNoise float64 `yaml:"exploration_noise"`
+	// NoiseType is "normal" (independent Gaussian noise each step, CleanRL)
+	// or "ou" (Ornstein–Uhlenbeck noise, temporally correlated, reset at
+	// each episode start: Stable-Baselines3's OrnsteinUhlenbeckActionNoise
+	// with θ = 0.15, dt = 0.01), which explores sparse-reward tasks such as
+	// MountainCarContinuous. Default "normal".
+	NoiseType string `yaml:"noise_type"`
 	// LearningStarts is the number of steps of uniformly random actions
 	// before learning starts. Default 25000.
 	LearningStarts int `yaml:"learning_starts"`
@@ -66,6 +73,7 @@ func NewConfig() *Config {
 		PolicyNoise:      0.2,
 		NoiseClip:        0.5,
 		ExplorationNoise: 0.1,
+		NoiseType:        "normal",
 		LearningStarts:   25000,
 		PolicyFrequency:  2,
 		NetArch:          []int{256, 256},
@@ -99,6 +107,9 @@ func (c *Config) Validate(h algo.Header) error {
 	if !(c.PolicyNoise >= 0) || !(c.NoiseClip >= 0) || !(c.ExplorationNoise >= 0) {
 		bad("policy_noise, noise_clip and exploration_noise must be ≥ 0, got %v, %v, %v",
 			c.PolicyNoise, c.NoiseClip, c.ExplorationNoise)
+	}
+	if c.NoiseType != "normal" && c.NoiseType != "ou" {
+		bad("noise_type must be normal or ou, got %q", c.NoiseType)
 	}
 	if c.LearningStarts < 0 {
 		bad("learning_starts must be ≥ 0, got %d", c.LearningStarts)
@@ -265,6 +276,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		pi        = make([]float32, B*actDim)
 		dOut      = make([]float32, B*actDim)
 		actions   = make([]float32, N*actDim)
+		ou        = offpolicy.NewOU(N*actDim, cfg.ExplorationNoise)
 		actorLoss float64
 		updates   int64
 	)
@@ -320,7 +332,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		actorOpt.Step(actor.Params())
 	}
 
-	batch, err := envs.Reset(int64(seed))
+	batch, err := envs.Reset(int64(seed & math.MaxInt64)) // a negative seed would mean NoSeed
 	if err != nil {
 		return nil, err
 	}
@@ -332,17 +344,23 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 			return agent, ctx.Err()
 		}
 		// Act: uniformly random until learning starts, then
-		// clip(μ(s) + N(0, (σ·scale)²), low, high).
+		// clip(μ(s) + noise·scale, low, high), noise ~ N(0, σ²) or OU.
 		if globalStep < int64(cfg.LearningStarts) {
 			for i := range N {
 				envs.ActionSpace().SampleTo(actions[i*actDim:(i+1)*actDim], exploreRNG)
 			}
 		} else {
 			head.ActionTo(actions, actor.Forward(obs, N))
+			if cfg.NoiseType == "ou" {
+				ou.Sample(exploreRNG)
+			}
 			for i := range actions {
 				j := i % actDim
-				noise := float32(exploreRNG.NormFloat64()*cfg.ExplorationNoise) * head.Scale[j]
-				actions[i] = clamp32(actions[i]+noise, low[j], high[j])
+				noise := exploreRNG.NormFloat64() * cfg.ExplorationNoise
+				if cfg.NoiseType == "ou" {
+					noise = ou.X[i]
+				}
+				actions[i] = clamp32(actions[i]+float32(noise)*head.Scale[j], low[j], high[j])
 			}
 		}
 		batch, err = envs.Step(actions)
@@ -360,6 +378,9 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 			}
 			if batch.Infos[i].HasEpisode {
 				rt.Log.Episode(globalStep, batch.Infos[i].Episode.Return, batch.Infos[i].Episode.Length)
+			}
+			if batch.Done(i) {
+				ou.Reset(i*actDim, (i+1)*actDim)
 			}
 		}
 		copy(obs, batch.Obs) // the hand-off: next episode's first obs where one ended

@@ -28,13 +28,16 @@ func TestSmokeLearnsPendulum(t *testing.T) {
 }
 
 // TestDeterministic: the same seed gives the same metrics.csv (wall-clock
-// columns aside); another seed does not.
+// columns aside); another seed does not. It runs with OU noise so that the
+// noise process (and its reset at episode ends) is covered too.
 func TestDeterministic(t *testing.T) {
+	cfg := smokeConfig()
+	cfg.NoiseType, cfg.ExplorationNoise = "ou", 0.5
 	h := algo.Header{Env: "Pendulum-v1", Seed: 5, Steps: 1200, LogEvery: 100}
-	a := learntest.MetricsCSV(t, Spec(), h, smokeConfig())
-	b := learntest.MetricsCSV(t, Spec(), h, smokeConfig())
+	a := learntest.MetricsCSV(t, Spec(), h, cfg)
+	b := learntest.MetricsCSV(t, Spec(), h, cfg)
 	h.Seed = 6
-	c := learntest.MetricsCSV(t, Spec(), h, smokeConfig())
+	c := learntest.MetricsCSV(t, Spec(), h, cfg)
 	if a != b {
 		t.Errorf("same seed, different metrics.csv:\n%s\n---\n%s", a, b)
 	}
@@ -45,12 +48,12 @@ func TestDeterministic(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	c := NewConfig()
-	c.BatchSize, c.Tau, c.PolicyFrequency = 0, 0, 0
+	c.BatchSize, c.Tau, c.PolicyFrequency, c.NoiseType = 0, 0, 0, "pink"
 	err := c.Validate(algo.Header{Env: "CartPole-v1"})
 	if !errors.Is(err, algo.ErrConfig) {
 		t.Fatalf("Validate = %v, want ErrConfig", err)
 	}
-	for _, want := range []string{"batch_size", "tau", "policy_frequency", "Box"} {
+	for _, want := range []string{"batch_size", "tau", "policy_frequency", "noise_type", "Box"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate error does not mention %s: %v", want, err)
 		}
@@ -98,4 +101,19 @@ func TestNoAllocsPerStep(t *testing.T) {
 	if a > 0.01 {
 		t.Errorf("%.3f allocations per step, want 0", a)
 	}
+}
+
+// BenchmarkSeedsMCC is the MountainCarContinuous learning check used for
+// configs/td3-mountaincarcontinuous.yaml.
+func BenchmarkSeedsMCC(b *testing.B) {
+	learntest.Seeds(b, Spec(), "MountainCarContinuous-v0", 50000, func() algo.Config { return NewConfig() })
+}
+
+func TestCancel(t *testing.T) {
+	learntest.Cancel(t, Spec(), algo.Header{Env: "Pendulum-v1", Seed: 1}, smokeConfig())
+}
+
+// TestConfigsResolve: every configs/td3-*.yaml file resolves strictly.
+func TestConfigsResolve(t *testing.T) {
+	learntest.ResolveConfigs(t, Spec(), "../../configs/td3-*.yaml")
 }

@@ -142,7 +142,7 @@ the filled range or on a zero priority (--draws, e.g. 1e8 on 1e7 slots).`,
 	f.StringSliceVar(&ops, "ops", []string{"tree_set", "tree_sample", "insert", "sample", "update", "mixed"}, "ops to run (list)")
 	f.IntVar(&batch, "batch", 128, "batch size B")
 	f.IntVar(&actorBatch, "actor-batch", 32, "insert batch of the actors in the mixed workload")
-	f.Float64Var(&ratio, "ratio", 1, "mixed: samples per insert held by a rate limiter (0: unlimited)")
+	f.Float64Var(&ratio, "ratio", 0, "mixed: samples per insert held by a rate limiter (0: actors and learners run free)")
 	f.Float64Var(&seconds, "seconds", 2, "measuring time per configuration (safety: time limit, 0 none)")
 	f.StringVar(&stat, "stat", "median", "reduce per-window timings by median or min")
 	f.BoolVar(&asJSON, "json", false, "one JSON object per line")

@@ -58,6 +58,9 @@ func BufferRows(ctx context.Context, cfg BufferConfig) ([]Row, error) {
 		}
 	}
 	for _, n := range cfg.Capacities {
+		if cfg.Batch > n || cfg.ActorBatch > n {
+			return nil, fmt.Errorf("bench: batch %d / actor batch %d larger than capacity %d", cfg.Batch, cfg.ActorBatch, n)
+		}
 		for _, k := range cfg.Fanouts {
 			bufs := make([]*replay.Prioritized, len(cfg.Variants))
 			row := func(v replay.Locking, op string, threads int, ns, items float64) Row {
@@ -77,7 +80,10 @@ func BufferRows(ctx context.Context, cfg BufferConfig) ([]Row, error) {
 					if !want[op] {
 						continue
 					}
-					ns := singleOp(buf, op, cfg)
+					ns, err := singleOp(buf, op, cfg)
+					if err != nil {
+						return nil, err
+					}
 					rows = append(rows, row(v, op, 1, ns, float64(cfg.Batch)*1e9/ns))
 				}
 			}
@@ -162,7 +168,7 @@ func cartPoleBatch(n int, r uniformSource) *replay.Batch {
 }
 
 // singleOp times one op on one goroutine in windows and reduces them.
-func singleOp(buf *replay.Prioritized, op string, cfg BufferConfig) float64 {
+func singleOp(buf *replay.Prioritized, op string, cfg BufferConfig) (float64, error) {
 	r := rng.New(cfg.Seed, "bench/buffer/"+op, 0)
 	b := cartPoleBatch(cfg.Batch, r)
 	var s replay.Sample
@@ -171,7 +177,7 @@ func singleOp(buf *replay.Prioritized, op string, cfg BufferConfig) float64 {
 		pr[i] = r.Float64() + 1e-3
 	}
 	if err := buf.Sample(&s, cfg.Batch, r); err != nil {
-		panic(err) // the buffer is full: cannot fail
+		return 0, err
 	}
 	var f func()
 	switch op {
@@ -195,7 +201,7 @@ func singleOp(buf *replay.Prioritized, op string, cfg BufferConfig) float64 {
 		}
 		xs = append(xs, float64(time.Since(start).Nanoseconds())/float64(reps))
 	}
-	return reduce(xs, cfg.Stat)
+	return reduce(xs, cfg.Stat), nil
 }
 
 // mixedWindow runs T goroutines (T/2 learners sampling and updating

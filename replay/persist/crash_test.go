@@ -94,7 +94,7 @@ func TestCrash(t *testing.T) {
 	r := rng.New(2026, "persist/test/crash", 0)
 	for trial := 0; trial < trials; trial++ {
 		sync := trial%2 == 0
-		delay := time.Duration(100+r.IntN(500)) * time.Millisecond
+		delay := time.Duration(60+r.IntN(300)) * time.Millisecond
 		dir := t.TempDir()
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
 		cmd.Env = append(os.Environ(), crashEnvDir+"="+dir, crashEnvSync+"="+map[bool]string{true: "1", false: "0"}[sync])

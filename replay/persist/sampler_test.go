@@ -189,7 +189,7 @@ func TestPrioritizedAcrossTiers(t *testing.T) {
 	}
 	counts := map[string]int{}
 	var items []Item
-	const n = 40000
+	const n = 20000
 	for i := 0; i < n/64; i++ {
 		var err error
 		items, err = s.Sample(items, 64, "per")

@@ -143,6 +143,12 @@ func (s *Store) Snapshot(ctx context.Context) (SnapshotInfo, error) {
 
 func (s *Store) snapshotLocked(ctx context.Context) (SnapshotInfo, error) {
 	start := time.Now()
+	s.mu.Lock()
+	closed := s.mu.closed
+	s.mu.Unlock()
+	if closed {
+		return SnapshotInfo{}, ErrClosed
+	}
 	if s.bucket == nil {
 		return SnapshotInfo{}, ErrNoSnapshotURL
 	}

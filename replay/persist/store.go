@@ -298,8 +298,20 @@ func (s *Store) load(ctx context.Context, from blobstore.Bucket, m *manifest) er
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	// Samplers that declare no fields (Uniform) need only the keys; skip
+	// reading the values then.
+	needFields := false
+	for _, sl := range need {
+		needFields = needFields || len(sl.s.Fields()) > 0
+	}
 	fields := map[string]float64{}
 	for _, k := range keys {
+		if !needFields {
+			for _, sl := range need {
+				sl.s.BuildIndex(k, nil)
+			}
+			continue
+		}
 		enc, _, err := s.lookupCold(k)
 		if err != nil {
 			return fmt.Errorf("persist: rebuild index at %q: %w", k, err)
@@ -494,6 +506,7 @@ func (s *Store) lookup(key string) ([]byte, int, error) {
 	} else {
 		e = s.mu.cache.m[key] // Memory mode never evicts: skip recency upkeep
 	}
+	seq := s.mu.seq
 	s.mu.Unlock()
 	if e != nil {
 		return e.enc, e.voff, nil
@@ -505,14 +518,19 @@ func (s *Store) lookup(key string) ([]byte, int, error) {
 		return nil, 0, fmt.Errorf("%w: %q", ErrNotFound, key)
 	}
 	if err == nil {
-		s.schedulePopulate(key)
+		s.schedulePopulate(key, enc, voff, seq)
 	}
 	return enc, voff, err
 }
 
 // schedulePopulate queues a p1 task to copy key into the cache; if p1 is
 // full the populate is dropped: it only warms the cache.
-func (s *Store) schedulePopulate(key string) {
+//
+// enc is the record just read and seq the write number observed before the
+// read: if no write at all was accepted since, enc is still current and the
+// worker caches it without reading Pebble again. The cached record is
+// shared with the caller, which must treat values as read-only anyway.
+func (s *Store) schedulePopulate(key string, enc []byte, voff int, seq uint64) {
 	if s.opts.Mode != Hybrid {
 		return
 	}
@@ -523,7 +541,7 @@ func (s *Store) schedulePopulate(key string) {
 	if s.metrics != nil {
 		enq = time.Now()
 	}
-	s.q.Put(taskq.P1, task{kind: taskPopulate, key: key, enq: enq})
+	s.q.Put(taskq.P1, task{kind: taskPopulate, key: key, enc: enc, voff: voff, seq: seq, enq: enq})
 }
 
 // Sample draws n keys with the named sampler and returns their records,
@@ -545,6 +563,7 @@ func (s *Store) Sample(dst []Item, n int, sampler string) ([]Item, error) {
 		s.mu.Unlock()
 		return dst, ErrClosed
 	}
+	seq := s.mu.seq
 	sl := s.mu.samplers[i]
 	sl.keys = sl.s.Sample(sl.keys, n, sl.r)
 	for _, k := range sl.keys {
@@ -582,7 +601,7 @@ func (s *Store) Sample(dst []Item, n int, sampler string) ([]Item, error) {
 				return out, err
 			}
 			it.Value = enc[voff:]
-			s.schedulePopulate(it.Key)
+			s.schedulePopulate(it.Key, enc, voff, seq)
 		}
 		out = append(out, it)
 	}
@@ -680,10 +699,12 @@ func (s *Store) closeResources() error {
 		errs = append(errs, s.db.Close())
 		s.db = nil
 	}
+	s.snapMu.Lock()
 	if s.bucket != nil {
 		errs = append(errs, s.bucket.Close())
 		s.bucket = nil
 	}
+	s.snapMu.Unlock()
 	s.metrics.unregister()
 	return errors.Join(errs...)
 }

@@ -49,7 +49,7 @@ func (s *Store) handle(t task) bool {
 		s.mu.evictQd = false
 		s.mu.Unlock()
 	case taskPopulate:
-		terr = s.populate(t.key)
+		terr = s.populate(t)
 	}
 	s.finish(t, terr)
 	return t.kind == taskStop
@@ -287,17 +287,24 @@ func (s *Store) abortEvict(err error) error {
 
 // populate copies a cold key back into the cache (Hybrid) unless a newer
 // write is pending or it is already cached.
-func (s *Store) populate(key string) error {
+func (s *Store) populate(t task) error {
+	key := t.key
 	s.mu.Lock()
 	_, pending := s.mu.pending[key]
 	cached := s.mu.cache.m[key] != nil
+	fresh := s.mu.seq == t.seq
 	s.mu.Unlock()
 	if pending || cached {
 		return nil
 	}
-	enc, voff, err := s.readDB(key)
-	if err != nil {
-		return nil // gone, or unreadable: populating is only an optimisation
+	enc, voff := t.enc, t.voff
+	if !fresh {
+		// Some write was accepted after the reader's read: the copy it
+		// carries may be stale, so read the current record.
+		var err error
+		if enc, voff, err = s.readDB(key); err != nil {
+			return nil // gone, or unreadable: populating is only an optimisation
+		}
 	}
 	e := &centry{key: key, enc: enc, voff: voff}
 	if e.size() > s.limit {

@@ -74,11 +74,12 @@ const chunk = 256
 // children (Reverb rebuilds when the error passes 1e-4; callers that apply
 // very many updates should call Rebuild every few capacity's worth of
 // updates — the replay buffers do). Whatever the drift, a search never
-// returns a leaf outside [0, Cap()) or a leaf whose priority is zero: the
-// in-group scan clamps to the last positive child, and a descent that still
-// ends on a zero leaf (an inner node that holds only rounding residue)
-// falls back to the nearest positive leaf. Only a tree with no positive
-// leaf gives -1.
+// returns a leaf outside [0, Cap()) or a leaf whose priority is zero: a
+// rarely taken branch replaces a zero child picked by a rounding overshoot
+// with the group's last positive child, and a descent that still ends on a
+// zero leaf (an inner node that holds only rounding residue) falls back to
+// the nearest positive leaf, found by scanning outward from it. Only a tree
+// with no positive leaf gives -1.
 //
 // # Concurrency
 //

@@ -6,6 +6,7 @@ package learntest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -204,4 +205,48 @@ func AllocsPerStep(tb testing.TB, spec algo.Spec, h algo.Header, cfg algo.Config
 	}
 	a, b := count(h.Steps), count(2*h.Steps)
 	return (b - a) / float64(h.Steps)
+}
+
+// Cancel checks that Train on a cancelled context returns at once with a
+// model and an error wrapping context.Canceled (algo.Spec's contract).
+func Cancel(t *testing.T, spec algo.Spec, h algo.Header, cfg algo.Config) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h.Algo = spec.Name
+	h.Steps = 1 << 40
+	h.EnsureDefaults()
+	start := time.Now()
+	model, err := spec.Train(ctx, &algo.Runtime{Header: h, Log: algo.Discard()}, cfg)
+	if !errors.Is(err, context.Canceled) || model == nil {
+		t.Fatalf("Train on a cancelled context = %v, %v; want a model and context.Canceled", model, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("cancellation took %v", d)
+	}
+}
+
+// ResolveConfigs checks that every file matching pattern (e.g.
+// "../../configs/dqn-*.yaml") resolves strictly against spec: no unknown
+// key, every value valid. It fails if nothing matches.
+func ResolveConfigs(t *testing.T, spec algo.Spec, pattern string) {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no config matches %s (%v)", pattern, err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := algo.Resolve(data, []algo.Spec{spec}, algo.Overrides{})
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if res.Spec.Name != spec.Name {
+			t.Errorf("%s: algo %s, want %s", f, res.Spec.Name, spec.Name)
+		}
+	}
 }

@@ -182,7 +182,6 @@ func (r *Replay) UpdatePriorities(tdErr []float32) error {
 	return err
 }
 
-
 func grow[T any](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)

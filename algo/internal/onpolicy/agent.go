@@ -65,7 +65,8 @@ type Agent struct {
 	// indices 0…N−1 and the env receives index + start.
 	start float32
 
-	params []*nn.Param
+	params      []*nn.Param // actor, critic, log-std: checkpoint and optimizer order
+	actorParams []*nn.Param // actor and log-std: the actor's half of Learn
 
 	// workspaces, sized on first use
 	idx   []int     // discrete actions as ints
@@ -82,7 +83,20 @@ type Agent struct {
 	dValue                     []float32
 	actorEval, criticEval      func()
 	actorBack, criticBack      func()
+	actorLearn, criticLearn    func()
+	policyLoss                 PolicyLoss
+	valueLoss                  ValueLoss
+	own                        [6][]float32
 }
+
+// PolicyLoss writes, for each row of a minibatch, the gradient of the loss
+// with respect to log π(a|s) and to the entropy H, given their current
+// values (see Agent.Learn).
+type PolicyLoss func(dLogProb, dEntropy, logProb, entropy []float32)
+
+// ValueLoss writes, for each row of a minibatch, the gradient of the loss
+// with respect to V(s), given the current values (see Agent.Learn).
+type ValueLoss func(dValue, value []float32)
 
 // NewAgent builds the agent for the given spaces, drawing initial weights
 // from r (critic first, then actor, as CleanRL's Agent.__init__ does).
@@ -137,8 +151,10 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 			a.params = append(a.params, p)
 		}
 	}
+	a.actorParams = append(append([]*nn.Param{}, actor.Params()...), a.params[len(actor.Params())+len(critic.Params()):]...)
 	a.actorEval, a.criticEval = a.evaluateActor, a.evaluateCritic
 	a.actorBack, a.criticBack = a.backwardActor, a.backwardCritic
+	a.actorLearn, a.criticLearn = a.learnActor, a.learnCritic
 	if cfg.Parallel {
 		a.par = newTwin()
 	}
@@ -238,6 +254,41 @@ func (a *Agent) backwardCritic() {
 	if a.dValue != nil {
 		a.critic.Backward(a.dValue[:a.batch])
 	}
+}
+
+// Learn is Evaluate, the loss gradients and Backward in one pass, after
+// zeroing the gradients: the actor's half (forward, log π and H,
+// policyLoss, head and actor backward) and the critic's half (forward,
+// valueLoss, critic backward) share nothing, so with AgentConfig.Parallel
+// they run on two goroutines with one hand-off per minibatch instead of
+// two. policyLoss runs on the caller's goroutine, valueLoss on the
+// worker's; each may keep statistics of its own, read after Learn returns.
+// The per-row buffers are the agent's, valid until the next call.
+func (a *Agent) Learn(obs, actions []float32, batch int, policyLoss PolicyLoss, valueLoss ValueLoss) {
+	a.batch = batch
+	a.obs, a.acts = obs, actions[:batch*a.ActDim]
+	// Learn's own buffers: Evaluate and Backward alias the caller's.
+	for i, b := range a.own {
+		a.own[i] = grow(b, batch)
+	}
+	a.logProbs, a.entropy, a.values = a.own[0], a.own[1], a.own[2]
+	a.dLogProb, a.dEntropy, a.dValue = a.own[3], a.own[4], a.own[5]
+	a.policyLoss, a.valueLoss = policyLoss, valueLoss
+	a.par.Do(a.actorLearn, a.criticLearn)
+}
+
+func (a *Agent) learnActor() {
+	a.evaluateActor()
+	a.policyLoss(a.dLogProb, a.dEntropy, a.logProbs, a.entropy)
+	nn.ZeroGrads(a.actorParams)
+	a.backwardActor()
+}
+
+func (a *Agent) learnCritic() {
+	a.evaluateCritic()
+	a.valueLoss(a.dValue, a.values)
+	nn.ZeroGrads(a.critic.Params())
+	a.backwardCritic()
 }
 
 // Act writes the deterministic action for one observation into dst: the

@@ -12,13 +12,15 @@
 //	for … {
 //		ro.Collect(envs, agent, rAct, log, &globalStep, γ) // T steps, truncation bootstrapped
 //		ro.Advantages(γ, λ)                              // GAE → ro.Adv, ro.Returns
-//		agent.Evaluate(logProb, entropy, value, obs, actions, B)
-//		// … the algorithm's loss → dLogProb, dEntropy, dValue …
-//		agent.ZeroGrad()
-//		agent.Backward(dLogProb, dEntropy, dValue)
+//		// forward, the algorithm's loss halves, backward (grads zeroed first):
+//		agent.Learn(obs, actions, B, policyLoss, valueLoss)
 //		nn.ClipGradNorm(agent.Params(), maxNorm)
 //		opt.Step(agent.Params())
 //	}
+//
+// policyLoss gets log π(a|s) and H per row and writes dL/dlog π and dL/dH;
+// valueLoss gets V(s) and writes dL/dV. (Evaluate + Backward do the same in
+// two calls, for code that needs the outputs of both networks at once.)
 //
 // # Departures from nn, and why
 //
@@ -32,8 +34,9 @@
 // # Concurrency
 //
 // With AgentConfig.Parallel the agent owns one worker goroutine (twin) that
-// computes the critic's pass while the caller computes the actor's; Close
-// stops it and waits. Results are identical with and without it, because
+// computes the critic's half of Learn (forward, valueLoss, backward) while
+// the caller computes the actor's — one hand-off per minibatch; Close stops
+// it and waits. Results are identical with and without it, because
 // each network is computed by exactly one goroutine in a fixed order and the
 // two meet only at gradient clipping, after both are done. Otherwise an
 // Agent and a Rollout are used by one goroutine.

@@ -83,3 +83,59 @@ func TestParallelAgentMatchesSequential(t *testing.T) {
 		}
 	}
 }
+
+// TestLearnMatchesEvaluateBackward: Learn zeroes the gradients (log-std
+// included) and computes what Evaluate + ZeroGrad + Backward compute.
+func TestLearnMatchesEvaluateBackward(t *testing.T) {
+	newAgent := func(parallel bool) *Agent {
+		a, err := NewAgent(env.UniformBox(-1, 1, 3), env.UniformBox(-2, 2, 2),
+			AgentConfig{Hidden: []int{8}, Act: nn.Tanh, OrthoInit: true, Parallel: parallel}, rng.New(1, "test/learn", 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	const B = 5
+	r := rng.New(3, "test/data", 0)
+	obs, acts := make([]float32, B*3), make([]float32, B*2)
+	for i := range obs {
+		obs[i] = float32(r.NormFloat64())
+	}
+	for i := range acts {
+		acts[i] = float32(r.NormFloat64())
+	}
+	// The loss: L = mean(log π) + 0.1·mean(H) + mean(V²)/2.
+	policy := func(dLogProb, dEntropy, _, _ []float32) {
+		for i := range dLogProb {
+			dLogProb[i], dEntropy[i] = 1.0/B, 0.1/B
+		}
+	}
+	value := func(dValue, v []float32) {
+		for i := range dValue {
+			dValue[i] = v[i] / B
+		}
+	}
+
+	ref := newAgent(false)
+	lp, ent, v := make([]float32, B), make([]float32, B), make([]float32, B)
+	ref.Evaluate(lp, ent, v, obs, acts, B)
+	dl, de, dv := make([]float32, B), make([]float32, B), make([]float32, B)
+	policy(dl, de, lp, ent)
+	value(dv, v)
+	ref.ZeroGrad()
+	ref.Backward(dl, de, dv)
+
+	for _, parallel := range []bool{false, true} {
+		a := newAgent(parallel)
+		a.Learn(obs, acts, B, policy, value)
+		a.Learn(obs, acts, B, policy, value) // twice: gradients must not accumulate
+		a.Close()
+		for i, p := range a.Params() {
+			for j := range p.Grad {
+				if p.Grad[j] != ref.Params()[i].Grad[j] {
+					t.Fatalf("parallel=%v %s grad %d: %v, want %v", parallel, p.Name, j, p.Grad[j], ref.Params()[i].Grad[j])
+				}
+			}
+		}
+	}
+}
