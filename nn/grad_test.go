@@ -112,48 +112,54 @@ func TestGradMLP(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				r := rng.New(7, "nn/gradtest", int(act))
-				const batch = 5
-				sizes := []int{3, 17, 9, 4}
-				m, err := NewMLP(MLPConfig{In: 3, Hidden: []int{17, 9}, Out: 4, Act: act, OutAct: Tanh, Gemm: g}, r)
-				if err != nil {
-					t.Fatal(err)
+				for _, batch := range []int{3, 9} { // both sides of smallBatch
+					gradMLP(t, g, act, batch)
 				}
-				x := randn(r, batch*3, 1)
-				c := randn(r, batch*4, 1)
-				m.Forward(x, batch)
-				m.ZeroGrad()
-				dx := m.Backward(c)
-
-				acts := []Activation{act, act, Tanh}
-				ws := make([][]float64, 3)
-				bs := make([][]float64, 3)
-				for l := range ws {
-					w := m.params[2*l]
-					tmp := make([]float32, len(w.Value))
-					transposeTo(tmp, w.Value, sizes[l], sizes[l+1]) // → [out][in]
-					ws[l] = to64(tmp)
-					bs[l] = to64(m.params[2*l+1].Value)
-				}
-				x64 := to64(x)
-				loss := func() float64 {
-					out := mlp64(x64, batch, sizes, ws, bs, acts)
-					var s float64
-					for i, v := range out {
-						s += float64(c[i]) * v
-					}
-					return s
-				}
-				for l := range ws {
-					gw := make([]float32, len(ws[l]))
-					transposeTo(gw, m.params[2*l].Grad, sizes[l], sizes[l+1])
-					checkGrad(t, fmt.Sprintf("layer %d weight", l), gw, numGrad(ws[l], loss))
-					checkGrad(t, fmt.Sprintf("layer %d bias", l), m.params[2*l+1].Grad, numGrad(bs[l], loss))
-				}
-				checkGrad(t, "input", dx, numGrad(x64, loss))
 			})
 		}
 	}
+}
+
+func gradMLP(t *testing.T, g Gemm, act Activation, batch int) {
+	t.Helper()
+	r := rng.New(7, "nn/gradtest", int(act))
+	sizes := []int{3, 17, 9, 4}
+	m, err := NewMLP(MLPConfig{In: 3, Hidden: []int{17, 9}, Out: 4, Act: act, OutAct: Tanh, Gemm: g}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := randn(r, batch*3, 1)
+	c := randn(r, batch*4, 1)
+	m.Forward(x, batch)
+	m.ZeroGrad()
+	dx := m.Backward(c)
+
+	acts := []Activation{act, act, Tanh}
+	ws := make([][]float64, 3)
+	bs := make([][]float64, 3)
+	for l := range ws {
+		w := m.params[2*l]
+		tmp := make([]float32, len(w.Value))
+		transposeTo(tmp, w.Value, sizes[l], sizes[l+1]) // → [out][in]
+		ws[l] = to64(tmp)
+		bs[l] = to64(m.params[2*l+1].Value)
+	}
+	x64 := to64(x)
+	loss := func() float64 {
+		out := mlp64(x64, batch, sizes, ws, bs, acts)
+		var s float64
+		for i, v := range out {
+			s += float64(c[i]) * v
+		}
+		return s
+	}
+	for l := range ws {
+		gw := make([]float32, len(ws[l]))
+		transposeTo(gw, m.params[2*l].Grad, sizes[l], sizes[l+1])
+		checkGrad(t, fmt.Sprintf("layer %d weight", l), gw, numGrad(ws[l], loss))
+		checkGrad(t, fmt.Sprintf("layer %d bias", l), m.params[2*l+1].Grad, numGrad(bs[l], loss))
+	}
+	checkGrad(t, "input", dx, numGrad(x64, loss))
 }
 
 // TestGradAccumulates checks that Backward adds to Grad (two backward

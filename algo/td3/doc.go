@@ -16,7 +16,7 @@
 //
 //	for each step:
 //		a ← uniform random before learning_starts,
-//		    else clip(μ(s) + N(0, (exploration_noise·scale)²), low, high)
+//		    else clip(μ(s) + noise·scale, low, high),  noise ~ N(0, σ²) or OU(σ)
 //		store (s, a, r, s'_true, terminated); s ← s'
 //		if step > learning_starts:
 //			ã' ← clip(μ'(s') + clip(N(0, policy_noise²), ±noise_clip)·scale, low, high)
@@ -40,7 +40,11 @@
 //     critics' next step.
 //  5. Termination vs truncation as in every herd algorithm: s' is the true
 //     final observation; only termination drops the bootstrap.
-//  6. Randomness: "td3/init", "td3/explore" (exploration noise and warm-up
+//  6. Exploration noise is Gaussian by default (CleanRL); noise_type: ou
+//     switches to Ornstein–Uhlenbeck noise (offpolicy.OU, reset at each
+//     episode end), whose correlated pushes explore sparse-reward tasks
+//     such as MountainCarContinuous (configs/td3-mountaincarcontinuous.yaml).
+//  7. Randomness: "td3/init", "td3/explore" (exploration noise and warm-up
 //     actions), "td3/learner" (smoothing noise), "td3/replay".
 //
 // # Metrics

@@ -33,7 +33,7 @@ func TestSmokeLearnsPendulum(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	cfg := smokeConfig()
 	cfg.NoiseType, cfg.ExplorationNoise = "ou", 0.5
-	h := algo.Header{Env: "Pendulum-v1", Seed: 5, Steps: 1200, LogEvery: 100}
+	h := algo.Header{Env: "Pendulum-v1", Seed: 5, Steps: 900, LogEvery: 100}
 	a := learntest.MetricsCSV(t, Spec(), h, cfg)
 	b := learntest.MetricsCSV(t, Spec(), h, cfg)
 	h.Seed = 6
@@ -106,7 +106,7 @@ func TestNoAllocsPerStep(t *testing.T) {
 // BenchmarkSeedsMCC is the MountainCarContinuous learning check used for
 // configs/td3-mountaincarcontinuous.yaml.
 func BenchmarkSeedsMCC(b *testing.B) {
-	learntest.Seeds(b, Spec(), "MountainCarContinuous-v0", 50000, func() algo.Config { return NewConfig() })
+	learntest.Seeds(b, Spec(), "MountainCarContinuous-v0", 100000, func() algo.Config { return NewConfig() })
 }
 
 func TestCancel(t *testing.T) {

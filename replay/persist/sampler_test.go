@@ -4,14 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sort"
 	"testing"
 
 	"herd/internal/rng"
 )
 
-// naiveWeights is the reference model for index correctness: the expected
-// draw probability of each live key, computed by a linear scan.
+// draw takes n keys from s in batches of 256 and counts them.
 func draw(t *testing.T, s Sampler, n int, r *rand.Rand) map[string]int {
 	t.Helper()
 	counts := map[string]int{}
@@ -204,13 +202,4 @@ func TestPrioritizedAcrossTiers(t *testing.T) {
 		}
 	}
 	checkFreq(t, counts, want, n/64*64)
-}
-
-func sortedKeys(m map[string]int) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

@@ -293,8 +293,9 @@ func (p *PriorityTime) Sample(dst []string, n int, r *rand.Rand) []string {
 	return p.t.sample(dst, n, r)
 }
 
-// MarshalBinary: ref, clock, then the slot tree; times are recomputed from
-// the weights on restore would lose precision, so they follow per slot.
+// MarshalBinary writes ref, clock and the has-ref flag, then the slot tree,
+// then t_i per slot (kept exactly rather than recovered from the weights,
+// which would lose precision).
 func (p *PriorityTime) MarshalBinary() ([]byte, error) {
 	buf := binary.LittleEndian.AppendUint64(nil, math.Float64bits(p.ref))
 	buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(p.clock))

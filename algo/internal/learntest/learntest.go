@@ -155,8 +155,8 @@ func Seeds(b *testing.B, spec algo.Spec, envID string, steps int64, cfg func() a
 			rec, model, tee := RunTee(b, spec, algo.Header{Env: envID, Seed: seed, Steps: steps}, c, dir)
 			wall := time.Since(start).Seconds()
 			mean, _, _ := rec.ReturnStats()
-			b.Logf("%s %s seed %d: return_mean_100 %.1f, last10 %.1f, eval10 %.1f (%d episodes), %.1f s, %.0f steps/s",
-				spec.Name, envID, seed, mean, tee.LastMean(10), Eval(b, model, envID, 1000+seed, 10),
+			b.Logf("%s %s seed %d: return_mean_100 %.1f, last10 %.1f, eval100 %.1f (%d episodes), %.1f s, %.0f steps/s",
+				spec.Name, envID, seed, mean, tee.LastMean(10), Eval(b, model, envID, 1000+seed, 100),
 				len(tee.Returns), wall, float64(steps)/wall)
 		}
 	}
