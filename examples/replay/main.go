@@ -7,8 +7,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,17 +21,32 @@ import (
 )
 
 func main() {
-	const seed = 1
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := run(ctx, os.Stdout, 1); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// stats is what one run did, for the example's test.
+type stats struct {
+	Inserted, Sampled, Updated int64
+	Held                       int
+}
+
+// run drives the actors and the learner until ctx ends, then prints one
+// summary line. The first error from any goroutine stops them all.
+func run(ctx context.Context, w io.Writer, seed uint64) (stats, error) {
 	buf, err := replay.NewPrioritized(replay.Config{Capacity: 100_000, ObsSize: 4})
 	if err != nil {
-		log.Fatal(err)
+		return stats{}, err
 	}
 	lim, err := replay.NewRateLimiter(replay.RateLimiterConfig{SamplesPerInsert: 4, MinSizeToSample: 1000, ErrorBuffer: 2000})
 	if err != nil {
-		log.Fatal(err)
+		return stats{}, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 
 	var inserted, updated atomic.Int64
 	var wg sync.WaitGroup
@@ -50,7 +68,8 @@ func main() {
 					return // deadline: stop
 				}
 				if err := buf.Add(&b); err != nil {
-					log.Fatal(err)
+					cancel(err)
+					return
 				}
 				inserted.Add(int64(b.Len()))
 			}
@@ -67,7 +86,8 @@ func main() {
 				return
 			}
 			if err := buf.Sample(&s, 128, r); err != nil {
-				log.Fatal(err)
+				cancel(err)
+				return
 			}
 			// A real learner computes TD errors here, weighting the loss
 			// by s.Weight; we stand in with random magnitudes.
@@ -76,7 +96,8 @@ func main() {
 			}
 			n, err := buf.UpdatePriorities(s.Index, s.Gen, prio)
 			if err != nil {
-				log.Fatal(err)
+				cancel(err)
+				return
 			}
 			updated.Add(int64(n))
 			_ = buf.SetBeta(min(1, 0.4+float64(step)*1e-4)) // anneal β
@@ -84,7 +105,12 @@ func main() {
 	}()
 	wg.Wait()
 	lim.Close()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+		return stats{}, err
+	}
 	ins, smp := lim.Counts()
-	fmt.Printf("inserted %d, sampled %d (%.2f per insert), priorities updated %d, buffer holds %d\n",
-		inserted.Load(), smp, float64(smp)/float64(ins), updated.Load(), buf.Len())
+	st := stats{Inserted: inserted.Load(), Sampled: smp, Updated: updated.Load(), Held: buf.Len()}
+	fmt.Fprintf(w, "inserted %d, sampled %d (%.2f per insert), priorities updated %d, buffer holds %d\n",
+		st.Inserted, st.Sampled, float64(smp)/float64(ins), st.Updated, st.Held)
+	return st, nil
 }
