@@ -7,7 +7,6 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/onpolicy"
-	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
 )
@@ -65,44 +64,11 @@ func (c *Config) Validate(h algo.Header) error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: a2c: "+format, append([]any{algo.ErrConfig}, args...)...))
 	}
-	if c.NumEnvs < 1 {
-		bad("num_envs must be >= 1, got %d", c.NumEnvs)
-	}
-	if c.NumSteps < 1 {
-		bad("num_steps must be >= 1, got %d", c.NumSteps)
-	}
-	if !(c.LearningRate > 0) {
-		bad("learning_rate must be > 0, got %v", c.LearningRate)
-	}
+	onpolicy.Common{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, LearningRate: c.LearningRate,
+		MaxGradNorm: c.MaxGradNorm, Gamma: c.Gamma, GAELambda: c.GAELambda, EntCoef: c.EntCoef, VFCoef: c.VFCoef,
+		Hidden: c.Hidden, Activation: c.Activation}.Check(bad, h)
 	if !(c.RMSPropEps > 0) {
 		bad("rms_prop_eps must be > 0, got %v", c.RMSPropEps)
-	}
-	if c.MaxGradNorm < 0 {
-		bad("max_grad_norm must be >= 0, got %v", c.MaxGradNorm)
-	}
-	if !(c.Gamma > 0 && c.Gamma <= 1) {
-		bad("gamma must be in (0, 1], got %v", c.Gamma)
-	}
-	if !(c.GAELambda >= 0 && c.GAELambda <= 1) {
-		bad("gae_lambda must be in [0, 1], got %v", c.GAELambda)
-	}
-	if c.EntCoef < 0 || c.VFCoef < 0 {
-		bad("ent_coef and vf_coef must be >= 0, got %v and %v", c.EntCoef, c.VFCoef)
-	}
-	if len(c.Hidden) == 0 {
-		bad("hidden must list at least one width")
-	}
-	for _, w := range c.Hidden {
-		if w < 1 {
-			bad("hidden widths must be >= 1, got %v", c.Hidden)
-			break
-		}
-	}
-	if _, err := nn.ParseActivation(c.Activation); err != nil {
-		bad("activation %q: want tanh, relu, sigmoid or identity", c.Activation)
-	}
-	if batch := int64(c.NumEnvs) * int64(c.NumSteps); batch > 0 && h.Steps < batch {
-		bad("steps (%d) must be at least one rollout, num_envs × num_steps = %d", h.Steps, batch)
 	}
 	return errors.Join(errs...)
 }
@@ -126,7 +92,7 @@ func Spec() algo.Spec {
 		Doc:        "Advantage Actor-Critic (synchronous, n-step returns), discrete and continuous actions",
 		Scalars:    Scalars(),
 		NewConfig:  func() algo.Config { c := DefaultConfig(); return &c },
-		Train:      train,
+		Train:      onpolicy.TrainFunc("a2c", Train),
 		LoadPolicy: LoadPolicy,
 	}
 }
@@ -138,23 +104,7 @@ func Spec() algo.Spec {
 
 // LoadPolicy rebuilds the deterministic policy from a checkpoint.
 func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) {
-	cfg, ok := c.(*Config)
-	if !ok {
-		return nil, fmt.Errorf("%w: a2c: config is %T, want *a2c.Config", algo.ErrConfig, c)
-	}
-	return onpolicy.LoadAgent(path, h.Env, cfg.agentConfig(), rng.New(h.Seed, "a2c/init", 0))
-}
-
-func train(ctx context.Context, rt *algo.Runtime, c algo.Config) (algo.Model, error) {
-	cfg, ok := c.(*Config)
-	if !ok {
-		return nil, fmt.Errorf("%w: a2c: config is %T, want *a2c.Config", algo.ErrConfig, c)
-	}
-	agent, err := Train(ctx, rt, cfg)
-	if agent == nil {
-		return nil, err // a nil *Agent must not become a non-nil algo.Model
-	}
-	return agent, err
+	return onpolicy.LoadPolicy("a2c", path, h, c, (*Config).agentConfig)
 }
 
 // ---------------------------------------------------------------------------
@@ -187,19 +137,15 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (*onpolicy.Agent,
 	rAct := rng.New(h.Seed, "a2c/actor", 0)
 	envSeed := int64(rng.Derive(h.Seed, "a2c/env", 0) >> 1)
 
-	// Envs.
-	envs, err := env.MakeVector(h.Env, cfg.NumEnvs, env.Sync, env.WithEpisodeStatistics())
+	// Envs and agent.
+	envs, agent, err := onpolicy.Start("a2c", h.Env, cfg.NumEnvs, cfg.agentConfig(), rInit)
 	if err != nil {
-		return nil, fmt.Errorf("a2c: %w", err)
+		return nil, err
 	}
 	defer envs.Close()
-
-	// Agent and optimizer.
-	agent, err := onpolicy.NewAgent(envs.ObservationSpace(), envs.ActionSpace(), cfg.agentConfig(), rInit)
-	if err != nil {
-		return nil, fmt.Errorf("a2c: %w", err)
-	}
 	defer agent.Close() // stops the parallel worker; the agent stays usable
+
+	// Optimizer.
 	agent.Reserve(batchSize)
 	var opt nn.Optimizer
 	if cfg.UseRMSProp {

@@ -3,29 +3,18 @@ package a2c
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"herd/algo"
-	"herd/metrics"
+	"herd/algo/internal/learntest"
 )
-
-func resolve(t *testing.T, file string) *algo.Resolved {
-	t.Helper()
-	res, err := algo.Resolve([]byte(file), []algo.Spec{Spec()}, algo.Overrides{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
 
 // TestA2CLearnsCartPole is the smoke test: with the zoo setting (8 envs,
 // ent_coef 0) 20k steps lift CartPole's mean return far above a random
 // policy's ≈22.
 func TestA2CLearnsCartPole(t *testing.T) {
-	res := resolve(t, "algo: a2c\nenv: CartPole-v1\nsteps: 20000\na2c:\n  num_envs: 8\n")
+	res := learntest.Resolve(t, Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 20000\na2c:\n  num_envs: 8\n")
 	sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{NoFiles: true})
 	if err != nil {
 		t.Fatal(err)
@@ -39,20 +28,8 @@ func TestA2CLearnsCartPole(t *testing.T) {
 // TestA2CDeterministic: same seed, same metrics.csv (wall columns aside).
 func TestA2CDeterministic(t *testing.T) {
 	run := func() string {
-		dir := t.TempDir()
-		res := resolve(t, "algo: a2c\nenv: CartPole-v1\nsteps: 2000\nlog_every: 200\nout: "+dir+"\na2c:\n  num_envs: 4\n")
-		if _, err := algo.TrainRun(context.Background(), res, algo.RunOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "metrics.csv"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := metrics.DropWallColumns(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
+		csv, _ := learntest.TrainFiles(t, learntest.Resolve(t, Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 2000\nlog_every: 200\na2c:\n  num_envs: 4\n"))
+		return csv
 	}
 	a, b := run(), run()
 	if a != b || strings.Count(a, "\n") != 11 {
@@ -63,20 +40,12 @@ func TestA2CDeterministic(t *testing.T) {
 // TestA2CContinuousAndAdam: Box actions with the Adam option train without
 // error, and the reloaded policy acts like the trained one.
 func TestA2CContinuousAndAdam(t *testing.T) {
-	dir := t.TempDir()
-	res := resolve(t, "algo: a2c\nenv: Pendulum-v1\nsteps: 400\na2c:\n  use_rms_prop: false\n  norm_adv: true\n  anneal_lr: true\n")
+	res := learntest.Resolve(t, Spec(), "algo: a2c\nenv: Pendulum-v1\nsteps: 400\na2c:\n  use_rms_prop: false\n  norm_adv: true\n  anneal_lr: true\n")
 	agent, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Config.(*Config))
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, algo.ModelFile)
-	if err := agent.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	p, err := LoadPolicy(path, res.Header, res.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := learntest.Reload(t, Spec(), agent, res.Header, res.Config)
 	obs := []float32{0.5, 0.5, 1}
 	a1 := agent.Act(make([]float32, 1), obs)
 	a2 := p.Act(make([]float32, 1), obs)
@@ -88,14 +57,7 @@ func TestA2CContinuousAndAdam(t *testing.T) {
 func TestA2CValidate(t *testing.T) {
 	_, err := algo.Resolve([]byte("algo: a2c\nenv: CartPole-v1\nsteps: 3\na2c:\n  num_envs: 0\n  learning_rate: 0\n  gae_lambda: 2\n"),
 		[]algo.Spec{Spec()}, algo.Overrides{})
-	if !errors.Is(err, algo.ErrConfig) {
-		t.Fatalf("want ErrConfig, got %v", err)
-	}
-	for _, want := range []string{"num_envs", "learning_rate", "gae_lambda"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error does not mention %q: %v", want, err)
-		}
-	}
+	learntest.ConfigError(t, err, "num_envs", "learning_rate", "gae_lambda")
 	if _, err := Spec().Train(context.Background(), &algo.Runtime{Log: algo.Discard()}, nil); !errors.Is(err, algo.ErrConfig) {
 		t.Fatalf("nil config: %v", err)
 	}

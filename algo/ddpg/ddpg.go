@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"slices"
 
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
-	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
 )
@@ -72,45 +69,19 @@ func (c *Config) Validate(h algo.Header) error {
 	bad := func(format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%w: ddpg: "+format, append([]any{algo.ErrConfig}, a...)...))
 	}
-	if c.NumEnvs < 1 {
-		bad("num_envs must be ≥ 1, got %d", c.NumEnvs)
-	}
+	offpolicy.Common{NumEnvs: c.NumEnvs, BatchSize: c.BatchSize, BufferSize: c.BufferSize,
+		LearningStarts: c.LearningStarts, Gamma: c.Gamma, Tau: c.Tau, NetArch: c.NetArch}.Check(bad)
 	if !(c.LearningRate > 0) {
 		bad("learning_rate must be > 0, got %v", c.LearningRate)
-	}
-	if c.BatchSize < 1 {
-		bad("batch_size must be ≥ 1, got %d", c.BatchSize)
-	}
-	if c.BufferSize < c.BatchSize {
-		bad("buffer_size (%d) must be ≥ batch_size (%d)", c.BufferSize, c.BatchSize)
-	}
-	if !(c.Gamma >= 0 && c.Gamma <= 1) {
-		bad("gamma must be in [0, 1], got %v", c.Gamma)
-	}
-	if !(c.Tau > 0 && c.Tau <= 1) {
-		bad("tau must be in (0, 1], got %v", c.Tau)
 	}
 	if !(c.ExplorationNoise >= 0) {
 		bad("exploration_noise must be ≥ 0, got %v", c.ExplorationNoise)
 	}
-	if c.LearningStarts < 0 {
-		bad("learning_starts must be ≥ 0, got %d", c.LearningStarts)
-	}
 	if c.PolicyFrequency < 1 {
 		bad("policy_frequency must be ≥ 1, got %d", c.PolicyFrequency)
 	}
-	if len(c.NetArch) == 0 || slices.ContainsFunc(c.NetArch, func(w int) bool { return w < 1 }) {
-		bad("net_arch must list hidden widths ≥ 1, got %v", c.NetArch)
-	}
-	if h.Env != "" {
-		if e, err := env.Make(h.Env); err != nil {
-			bad("env %q: %v", h.Env, err)
-		} else {
-			if _, _, err := offpolicy.BoxBounds(h.Env, e.ActionSpace()); err != nil {
-				bad("%v", err)
-			}
-			e.Close()
-		}
+	if err := offpolicy.CheckEnv(h.Env); err != nil {
+		bad("%v", err)
 	}
 	return errors.Join(errs...)
 }
@@ -121,13 +92,11 @@ var Scalars = []string{"losses/qf1_values", "losses/qf1_loss", "losses/actor_los
 // Spec describes DDPG to the CLI.
 func Spec() algo.Spec {
 	return algo.Spec{
-		Name:      "ddpg",
-		Doc:       "Deep Deterministic Policy Gradient (Lillicrap et al. 2016): deterministic actor, one Q critic, Gaussian exploration",
-		Scalars:   Scalars,
-		NewConfig: func() algo.Config { return NewConfig() },
-		Train: func(ctx context.Context, rt *algo.Runtime, c algo.Config) (algo.Model, error) {
-			return Train(ctx, rt, c.(*Config))
-		},
+		Name:       "ddpg",
+		Doc:        "Deep Deterministic Policy Gradient (Lillicrap et al. 2016): deterministic actor, one Q critic, Gaussian exploration",
+		Scalars:    Scalars,
+		NewConfig:  func() algo.Config { return NewConfig() },
+		Train:      offpolicy.TrainFunc("ddpg", Train),
 		LoadPolicy: LoadPolicy,
 	}
 }
@@ -150,11 +119,11 @@ func newAgent(obsDim int, low, high []float32, arch []int, r *rand.Rand) (*Agent
 	if err != nil {
 		return nil, err
 	}
-	qf1, err := nn.NewCritic(obsDim, actDim, nn.MLPConfig{Hidden: arch, Act: nn.ReLU}, r)
+	qf, err := offpolicy.NewCritics(1, obsDim, actDim, arch, r)
 	if err != nil {
 		return nil, err
 	}
-	return &Agent{Actor: actor, Head: head, QF1: qf1}, nil
+	return &Agent{Actor: actor, Head: head, QF1: qf[0]}, nil
 }
 
 // Act writes μ(s) into dst.
@@ -174,27 +143,7 @@ func (a *Agent) Save(path string) error {
 
 // LoadPolicy rebuilds the deterministic policy saved by Agent.Save.
 func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) {
-	cfg, ok := c.(*Config)
-	if !ok {
-		return nil, fmt.Errorf("%w: ddpg: config is %T", algo.ErrConfig, c)
-	}
-	e, err := env.Make(h.Env)
-	if err != nil {
-		return nil, err
-	}
-	defer e.Close()
-	low, high, err := offpolicy.BoxBounds(h.Env, e.ActionSpace())
-	if err != nil {
-		return nil, fmt.Errorf("%w: ddpg: %w", algo.ErrConfig, err)
-	}
-	agent, err := newAgent(e.ObservationSpace().Dim(), low, high, cfg.NetArch, rng.New(h.Seed, "ddpg/init", 0))
-	if err != nil {
-		return nil, err
-	}
-	if err := offpolicy.Load(path, agent.nets()); err != nil {
-		return nil, fmt.Errorf("ddpg: load %s: %w", path, err)
-	}
-	return agent, nil
+	return offpolicy.LoadPolicy("ddpg", path, h, c, func(c *Config) []int { return c.NetArch }, newAgent, (*Agent).nets)
 }
 
 // Train runs DDPG for rt.Header.Steps environment steps.
@@ -205,17 +154,13 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	h := rt.Header
 	seed := h.Seed
 
-	envs, err := env.MakeVector(h.Env, cfg.NumEnvs, env.Sync, env.WithEpisodeStatistics())
+	// Envs and replay: N synchronous copies, driven by the shared collector.
+	col, err := offpolicy.NewCollector(h.Env, cfg.NumEnvs, cfg.BufferSize, cfg.Gamma)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("ddpg: %w", err)
 	}
-	defer envs.Close()
-	obsDim := envs.ObservationSpace().Dim()
-	low, high, err := offpolicy.BoxBounds(h.Env, envs.ActionSpace())
-	if err != nil {
-		return nil, err
-	}
-	actDim := len(low)
+	defer col.Close()
+	obsDim, actDim, low, high, rb := col.ObsDim, col.ActDim, col.Low, col.High, col.Replay
 	N := cfg.NumEnvs
 
 	// Agent, target networks, optimizers.
@@ -233,11 +178,6 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	if err != nil {
 		return nil, err
 	}
-	rb, err := offpolicy.NewReplay(offpolicy.ReplayConfig{Capacity: cfg.BufferSize, ObsDim: obsDim, ActDim: actDim,
-		NumEnvs: N, NSteps: 1, Gamma: cfg.Gamma})
-	if err != nil {
-		return nil, fmt.Errorf("ddpg: replay: %w", err)
-	}
 	exploreRNG := rng.New(seed, "ddpg/explore", 0)
 	sampleRNG := rng.New(seed, "ddpg/replay", 0)
 
@@ -249,7 +189,6 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		dQ        = make([]float32, B)
 		pi        = make([]float32, B*actDim)
 		dOut      = make([]float32, B*actDim)
-		actions   = make([]float32, N*actDim)
 		actorLoss float64
 		updates   int64
 	)
@@ -270,7 +209,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		qf1.ZeroGrad()
 		q := qf1.Forward(rb.Obs, rb.Action, B)
 		l := nn.MSE(dQ, q, nextQ)
-		qMean = mean(q)
+		qMean = offpolicy.Mean(q)
 		qf1.Backward(dQ)
 		qOpt.Step(qf1.Params())
 		return float64(l), qMean
@@ -279,64 +218,30 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	// updateActor takes one deterministic policy gradient step on
 	// −E[Q1(s, μ(s))] (Silver et al. 2014), through the critic's dQ/da.
 	updateActor := func() {
-		out := actor.Forward(rb.Obs, B)
-		head.ActionTo(pi, out)
-		q := qf1.Forward(rb.Obs, pi, B)
-		actorLoss = -mean(q)
-		for i := range B {
-			dQ[i] = -1 / float32(B)
-		}
-		// Adds into qf1's gradients too; they are zeroed before its next step.
-		dAct := qf1.Backward(dQ)
-		head.Backward(dOut, out, dAct)
-		actor.ZeroGrad()
-		actor.Backward(dOut)
-		actorOpt.Step(actor.Params())
+		actorLoss = offpolicy.DPGStep(actor, head, qf1, actorOpt, rb.Obs, B, pi, dOut, dQ)
 	}
 
-	batch, err := envs.Reset(int64(seed & math.MaxInt64)) // a negative seed would mean NoSeed
-	if err != nil {
+	if err := col.Reset(seed); err != nil {
 		return nil, err
 	}
-	obs := make([]float32, N*obsDim)
-	copy(obs, batch.Obs)
-	var globalStep int64
-	for globalStep < h.Steps {
+	for col.Steps < h.Steps {
 		if ctx.Err() != nil {
 			return agent, ctx.Err()
 		}
 		// Act: uniformly random until learning starts, then
 		// clip(μ(s) + N(0, (σ·scale)²), low, high).
-		if globalStep < int64(cfg.LearningStarts) {
-			for i := range N {
-				envs.ActionSpace().SampleTo(actions[i*actDim:(i+1)*actDim], exploreRNG)
-			}
+		if col.Steps < int64(cfg.LearningStarts) {
+			col.RandomActions(exploreRNG)
 		} else {
-			head.ActionTo(actions, actor.Forward(obs, N))
-			for i := range actions {
-				j := i % actDim
-				noise := float32(exploreRNG.NormFloat64()*cfg.ExplorationNoise) * head.Scale[j]
-				actions[i] = clamp32(actions[i]+noise, low[j], high[j])
-			}
+			head.ActionTo(col.Actions, actor.Forward(col.Obs, N))
+			offpolicy.AddGaussianNoise(col.Actions, head.Scale, low, high, cfg.ExplorationNoise, exploreRNG)
 		}
-		batch, err = envs.Step(actions)
-		if err != nil {
-			return agent, err
+		// Step, store (s, a, r, s', terminated) with s' the true final
+		// observation on truncation, log, hand obs over.
+		if err := col.Step(rt.Log); err != nil {
+			return agent, fmt.Errorf("ddpg: %w", err)
 		}
-		globalStep += int64(N)
-
-		// Store (s, a, r, s', terminated): s' is the true final
-		// observation on truncation, so the critic bootstraps from it.
-		for i := range N {
-			if err := rb.Store(i, obs[i*obsDim:(i+1)*obsDim], actions[i*actDim:(i+1)*actDim], batch.Rewards[i],
-				batch.NextObsRow(i), batch.Terminated[i], batch.Truncated[i]); err != nil {
-				return agent, fmt.Errorf("ddpg: store: %w", err)
-			}
-			if batch.Infos[i].HasEpisode {
-				rt.Log.Episode(globalStep, batch.Infos[i].Episode.Return, batch.Infos[i].Episode.Length)
-			}
-		}
-		copy(obs, batch.Obs) // the hand-off: next episode's first obs where one ended
+		globalStep := col.Steps
 
 		if globalStep > int64(cfg.LearningStarts) && rb.Len() >= B {
 			if err := rb.Sample(B, sampleRNG); err != nil {
@@ -348,13 +253,10 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 			// critic updates.
 			if updates%int64(cfg.PolicyFrequency) == 0 {
 				updateActor()
-				for _, p := range [][2][]*nn.Param{
-					{targetActor.Params(), actor.Params()},
-					{qf1Target.Params(), qf1.Params()},
-				} {
-					if err := nn.PolyakUpdate(p[0], p[1], float32(cfg.Tau)); err != nil {
-						return agent, err
-					}
+				if err := offpolicy.PolyakAll(cfg.Tau,
+					[2][]*nn.Param{targetActor.Params(), actor.Params()},
+					[2][]*nn.Param{qf1Target.Params(), qf1.Params()}); err != nil {
+					return agent, err
 				}
 				rt.Log.Scalar("losses/actor_loss", actorLoss)
 			}
@@ -364,14 +266,4 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		rt.Log.Step(globalStep)
 	}
 	return agent, nil
-}
-
-func clamp32(x, lo, hi float32) float32 { return max(lo, min(hi, x)) }
-
-func mean(xs []float32) float64 {
-	var s float64
-	for _, x := range xs {
-		s += float64(x)
-	}
-	return s / float64(len(xs))
 }

@@ -3,8 +3,6 @@ package dqn
 import (
 	"context"
 	"errors"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -69,19 +67,7 @@ func TestDeterministic(t *testing.T) {
 	cfg := smokeConfig()
 	cfg.DoubleQ, cfg.Prioritized, cfg.NSteps = true, true, 2
 	h := algo.Header{Env: "CartPole-v1", Seed: 7, Steps: 1500, LogEvery: 100}
-	a := learntest.MetricsCSV(t, Spec(), h, cfg)
-	b := learntest.MetricsCSV(t, Spec(), h, cfg)
-	h.Seed = 8
-	c := learntest.MetricsCSV(t, Spec(), h, cfg)
-	if a != b {
-		t.Errorf("same seed, different metrics.csv:\n%s\n---\n%s", a, b)
-	}
-	if a == c {
-		t.Error("seeds 7 and 8 gave identical metrics.csv; the comparison cannot detect anything")
-	}
-	if strings.Count(a, "\n") < 10 {
-		t.Errorf("metrics.csv has too few rows:\n%s", a)
-	}
+	learntest.Deterministic(t, Spec(), h, cfg, 11)
 }
 
 func TestValidate(t *testing.T) {
@@ -90,15 +76,7 @@ func TestValidate(t *testing.T) {
 	c.Loss = "l1"
 	c.Tau = 2
 	c.NetArch = nil
-	err := c.Validate(algo.Header{Env: "Pendulum-v1"})
-	if !errors.Is(err, algo.ErrConfig) {
-		t.Fatalf("Validate = %v, want ErrConfig", err)
-	}
-	for _, want := range []string{"batch_size", "loss", "tau", "net_arch", "Discrete"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("Validate error does not mention %s: %v", want, err)
-		}
-	}
+	learntest.ConfigError(t, c.Validate(algo.Header{Env: "Pendulum-v1"}), "batch_size", "loss", "tau", "net_arch", "Discrete")
 	if err := NewConfig().Validate(algo.Header{Env: "CartPole-v1"}); err != nil {
 		t.Errorf("defaults rejected: %v", err)
 	}
@@ -107,24 +85,10 @@ func TestValidate(t *testing.T) {
 // TestSaveLoadPolicy saves a trained agent and checks the reloaded policy
 // acts identically.
 func TestSaveLoadPolicy(t *testing.T) {
-	cfg := smokeConfig()
-	h := algo.Header{Algo: "dqn", Env: "CartPole-v1", Seed: 3, Steps: 1000}
-	_, model := run(t, h, cfg, "")
-	path := filepath.Join(t.TempDir(), "model.safetensors")
-	if err := model.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	pol, err := LoadPolicy(path, h, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, b := make([]float32, 1), make([]float32, 1)
-	for i := range 50 {
-		obs := []float32{float32(i%7) * 0.01, -0.2 + float32(i)*0.01, 0.05 - float32(i%5)*0.02, float32(i%3) - 1}
-		if model.Act(a, obs)[0] != pol.Act(b, obs)[0] {
-			t.Fatalf("obs %v: trained agent acts %v, reloaded %v", obs, a[0], b[0])
-		}
-	}
+	learntest.SaveLoad(t, Spec(), algo.Header{Algo: "dqn", Env: "CartPole-v1", Seed: 3, Steps: 1000}, smokeConfig(), 1, 50,
+		func(i int) []float32 {
+			return []float32{float32(i%7) * 0.01, -0.2 + float32(i)*0.01, 0.05 - float32(i%5)*0.02, float32(i%3) - 1}
+		}, 0, 1)
 }
 
 // TestCancel checks that Train stops promptly on cancellation and returns
@@ -169,11 +133,7 @@ func TestNoAllocsPerStep(t *testing.T) {
 	cfg := smokeConfig()
 	cfg.LearningStarts = 200
 	cfg.Prioritized, cfg.DoubleQ, cfg.NSteps = true, true, 3
-	a := learntest.AllocsPerStep(t, Spec(), algo.Header{Env: "CartPole-v1", Seed: 1, Steps: 600}, cfg)
-	t.Logf("%.4f allocations per step", a)
-	if a > 0.01 {
-		t.Errorf("%.3f allocations per step, want 0", a)
-	}
+	learntest.NoAllocs(t, Spec(), algo.Header{Env: "CartPole-v1", Seed: 1, Steps: 600}, cfg)
 }
 
 // BenchmarkStep measures one DQN step in steady state with CleanRL's

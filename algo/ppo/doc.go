@@ -17,8 +17,9 @@
 //
 // Sizes (batch = num_envs × num_steps, minibatch = batch / num_minibatches,
 // iterations = steps / batch), seeds (one internal/rng stream per role:
-// ppo/init, ppo/actor, ppo/minibatch, ppo/env), envs (env.MakeVector with
-// episode statistics), agent and Adam (ε 1e-5), then per iteration:
+// ppo/init, ppo/actor, ppo/minibatch, ppo/env), envs and agent
+// (onpolicy.Start: env.MakeVector with episode statistics), Adam (ε 1e-5),
+// then per iteration:
 //
 //  1. anneal the learning rate: lr·(1 − (iteration−1)/iterations)
 //     (nn.LinearSchedule);

@@ -8,7 +8,6 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/onpolicy"
-	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
 )
@@ -70,12 +69,9 @@ func (c *Config) Validate(h algo.Header) error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: ppo: "+format, append([]any{algo.ErrConfig}, args...)...))
 	}
-	if c.NumEnvs < 1 {
-		bad("num_envs must be >= 1, got %d", c.NumEnvs)
-	}
-	if c.NumSteps < 1 {
-		bad("num_steps must be >= 1, got %d", c.NumSteps)
-	}
+	onpolicy.Common{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, LearningRate: c.LearningRate,
+		MaxGradNorm: c.MaxGradNorm, Gamma: c.Gamma, GAELambda: c.GAELambda, EntCoef: c.EntCoef, VFCoef: c.VFCoef,
+		Hidden: c.Hidden, Activation: c.Activation}.Check(bad, h)
 	if c.NumMinibatches < 1 {
 		bad("num_minibatches must be >= 1, got %d", c.NumMinibatches)
 	} else if c.NumEnvs >= 1 && c.NumSteps >= 1 && (c.NumEnvs*c.NumSteps)%c.NumMinibatches != 0 {
@@ -84,44 +80,14 @@ func (c *Config) Validate(h algo.Header) error {
 	if c.UpdateEpochs < 1 {
 		bad("update_epochs must be >= 1, got %d", c.UpdateEpochs)
 	}
-	if !(c.LearningRate > 0) {
-		bad("learning_rate must be > 0, got %v", c.LearningRate)
-	}
 	if !(c.AdamEps > 0) {
 		bad("adam_eps must be > 0, got %v", c.AdamEps)
-	}
-	if c.MaxGradNorm < 0 {
-		bad("max_grad_norm must be >= 0, got %v", c.MaxGradNorm)
 	}
 	if c.TargetKL < 0 {
 		bad("target_kl must be >= 0, got %v", c.TargetKL)
 	}
-	if !(c.Gamma > 0 && c.Gamma <= 1) {
-		bad("gamma must be in (0, 1], got %v", c.Gamma)
-	}
-	if !(c.GAELambda >= 0 && c.GAELambda <= 1) {
-		bad("gae_lambda must be in [0, 1], got %v", c.GAELambda)
-	}
 	if !(c.ClipCoef > 0) {
 		bad("clip_coef must be > 0, got %v", c.ClipCoef)
-	}
-	if c.EntCoef < 0 || c.VFCoef < 0 {
-		bad("ent_coef and vf_coef must be >= 0, got %v and %v", c.EntCoef, c.VFCoef)
-	}
-	if len(c.Hidden) == 0 {
-		bad("hidden must list at least one width")
-	}
-	for _, w := range c.Hidden {
-		if w < 1 {
-			bad("hidden widths must be >= 1, got %v", c.Hidden)
-			break
-		}
-	}
-	if _, err := nn.ParseActivation(c.Activation); err != nil {
-		bad("activation %q: want tanh, relu, sigmoid or identity", c.Activation)
-	}
-	if batch := int64(c.NumEnvs) * int64(c.NumSteps); batch > 0 && h.Steps < batch {
-		bad("steps (%d) must be at least one rollout, num_envs × num_steps = %d", h.Steps, batch)
 	}
 	return errors.Join(errs...)
 }
@@ -145,7 +111,7 @@ func Spec() algo.Spec {
 		Doc:        "Proximal Policy Optimization (clipped surrogate, GAE), discrete and continuous actions",
 		Scalars:    Scalars(),
 		NewConfig:  func() algo.Config { c := DefaultConfig(); return &c },
-		Train:      train,
+		Train:      onpolicy.TrainFunc("ppo", Train),
 		LoadPolicy: LoadPolicy,
 	}
 }
@@ -159,23 +125,7 @@ func Spec() algo.Spec {
 
 // LoadPolicy rebuilds the deterministic policy from a checkpoint.
 func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) {
-	cfg, ok := c.(*Config)
-	if !ok {
-		return nil, fmt.Errorf("%w: ppo: config is %T, want *ppo.Config", algo.ErrConfig, c)
-	}
-	return onpolicy.LoadAgent(path, h.Env, cfg.agentConfig(), rng.New(h.Seed, "ppo/init", 0))
-}
-
-func train(ctx context.Context, rt *algo.Runtime, c algo.Config) (algo.Model, error) {
-	cfg, ok := c.(*Config)
-	if !ok {
-		return nil, fmt.Errorf("%w: ppo: config is %T, want *ppo.Config", algo.ErrConfig, c)
-	}
-	agent, err := Train(ctx, rt, cfg)
-	if agent == nil {
-		return nil, err // a nil *Agent must not become a non-nil algo.Model
-	}
-	return agent, err
+	return onpolicy.LoadPolicy("ppo", path, h, c, (*Config).agentConfig)
 }
 
 // ---------------------------------------------------------------------------
@@ -202,19 +152,15 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (*onpolicy.Agent,
 	rMB := rng.New(h.Seed, "ppo/minibatch", 0)
 	envSeed := int64(rng.Derive(h.Seed, "ppo/env", 0) >> 1)
 
-	// Envs.
-	envs, err := env.MakeVector(h.Env, cfg.NumEnvs, env.Sync, env.WithEpisodeStatistics())
+	// Envs and agent.
+	envs, agent, err := onpolicy.Start("ppo", h.Env, cfg.NumEnvs, cfg.agentConfig(), rInit)
 	if err != nil {
-		return nil, fmt.Errorf("ppo: %w", err)
+		return nil, err
 	}
 	defer envs.Close()
-
-	// Agent and optimizer.
-	agent, err := onpolicy.NewAgent(envs.ObservationSpace(), envs.ActionSpace(), cfg.agentConfig(), rInit)
-	if err != nil {
-		return nil, fmt.Errorf("ppo: %w", err)
-	}
 	defer agent.Close() // stops the parallel worker; the agent stays usable
+
+	// Optimizer.
 	agent.Reserve(max(mbSize, cfg.NumEnvs))
 	opt, err := nn.NewAdam(nn.AdamConfig{LR: cfg.LearningRate, Eps: cfg.AdamEps})
 	if err != nil {

@@ -10,18 +10,8 @@ import (
 	"testing"
 
 	"herd/algo"
-	"herd/metrics"
+	"herd/algo/internal/learntest"
 )
-
-// resolve builds a run from a config file body, as `herd train` does.
-func resolve(t *testing.T, file string, set ...string) *algo.Resolved {
-	t.Helper()
-	res, err := algo.Resolve([]byte(file), []algo.Spec{Spec()}, algo.Overrides{Set: set})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
-}
 
 // TestPPOLearnsCartPole is the smoke test (cleanrl
 // tests/test_classic_control.py in spirit, but asserting progress): 16k
@@ -30,7 +20,7 @@ func resolve(t *testing.T, file string, set ...string) *algo.Resolved {
 // is `herd bench learn` (docs/parts/train.bench.md).
 func TestPPOLearnsCartPole(t *testing.T) {
 	for _, seed := range []string{"1"} {
-		res := resolve(t, "algo: ppo\nenv: CartPole-v1\nsteps: 16384\nseed: "+seed+"\n")
+		res := learntest.Resolve(t, Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 16384\nseed: "+seed+"\n")
 		sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{NoFiles: true})
 		if err != nil {
 			t.Fatal(err)
@@ -45,7 +35,7 @@ func TestPPOLearnsCartPole(t *testing.T) {
 // TestPPOContinuousSmoke runs the Gaussian head on Pendulum: it must train
 // without error and act within the bounds.
 func TestPPOContinuousSmoke(t *testing.T) {
-	res := resolve(t, "algo: ppo\nenv: Pendulum-v1\nsteps: 2048\nppo:\n  num_envs: 2\n  num_steps: 256\n  num_minibatches: 8\n")
+	res := learntest.Resolve(t, Spec(), "algo: ppo\nenv: Pendulum-v1\nsteps: 2048\nppo:\n  num_envs: 2\n  num_steps: 256\n  num_minibatches: 8\n")
 	agent, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Config.(*Config))
 	if err != nil {
 		t.Fatal(err)
@@ -66,24 +56,7 @@ func TestPPOContinuousSmoke(t *testing.T) {
 // columns aside) and identical weights; another seed does not.
 func TestPPODeterministic(t *testing.T) {
 	run := func(seed string) (string, []byte) {
-		dir := t.TempDir()
-		res := resolve(t, "algo: ppo\nenv: CartPole-v1\nsteps: 2048\nlog_every: 256\nseed: "+seed+"\nout: "+dir+"\n")
-		if _, err := algo.TrainRun(context.Background(), res, algo.RunOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		csv, err := os.ReadFile(filepath.Join(dir, "metrics.csv"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		stripped, err := metrics.DropWallColumns(csv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		model, err := os.ReadFile(filepath.Join(dir, algo.ModelFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return stripped, model
+		return learntest.TrainFiles(t, learntest.Resolve(t, Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 2048\nlog_every: 256\nseed: "+seed+"\n"))
 	}
 	a, ma := run("3")
 	b, mb := run("3")
@@ -120,7 +93,7 @@ func (c *cancelAfter) Step(step int64) {
 // TestPPOCancelReturnsModel: cancellation stops training at the next
 // iteration and hands back the model so the caller can save it.
 func TestPPOCancelReturnsModel(t *testing.T) {
-	res := resolve(t, "algo: ppo\nenv: CartPole-v1\nsteps: 1000000\n")
+	res := learntest.Resolve(t, Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 1000000\n")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	log := &cancelAfter{Logger: algo.Discard(), n: 3, cancel: cancel}
@@ -151,20 +124,13 @@ func TestPPOCancelReturnsModel(t *testing.T) {
 // exactly as the trained agent does.
 func TestPPOEvalRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	res := resolve(t, "algo: ppo\nenv: CartPole-v1\nsteps: 2048\nout: "+dir+"\n")
+	res := learntest.Resolve(t, Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 2048\nout: "+dir+"\n")
 	rt := &algo.Runtime{Header: res.Header, Log: algo.Discard()}
 	agent, err := Train(context.Background(), rt, res.Config.(*Config))
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, algo.ModelFile)
-	if err := agent.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	p, err := LoadPolicy(path, res.Header, res.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, path := learntest.Reload(t, Spec(), agent, res.Header, res.Config)
 	want, err := algo.Evaluate(context.Background(), agent, "CartPole-v1", 3, 9)
 	if err != nil {
 		t.Fatal(err)
@@ -190,15 +156,8 @@ func TestPPOEvalRoundTrip(t *testing.T) {
 func TestPPOValidate(t *testing.T) {
 	_, err := algo.Resolve([]byte("algo: ppo\nenv: CartPole-v1\nsteps: 100\nppo:\n  num_minibatches: 3\n  gamma: 2\n  activation: swish\n  hidden: []\n"),
 		[]algo.Spec{Spec()}, algo.Overrides{})
-	if !errors.Is(err, algo.ErrConfig) {
-		t.Fatalf("want ErrConfig, got %v", err)
-	}
-	for _, want := range []string{"num_minibatches (3)", "gamma", "swish", "hidden", "steps (100)"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error does not mention %q:\n%v", want, err)
-		}
-	}
-	res := resolve(t, "algo: ppo\nenv: NoSuchEnv-v0\nsteps: 1000\n")
+	learntest.ConfigError(t, err, "num_minibatches (3)", "gamma", "swish", "hidden", "steps (100)")
+	res := learntest.Resolve(t, Spec(), "algo: ppo\nenv: NoSuchEnv-v0\nsteps: 1000\n")
 	if _, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Config.(*Config)); err == nil {
 		t.Fatal("want an error for an unknown env")
 	}
@@ -208,16 +167,8 @@ func TestPPOValidate(t *testing.T) {
 // on two goroutines changes nothing in the results.
 func TestPPOParallelSameResults(t *testing.T) {
 	run := func(parallel string) []byte {
-		dir := t.TempDir()
-		res := resolve(t, "algo: ppo\nenv: CartPole-v1\nsteps: 2048\nout: "+dir+"\n", "parallel="+parallel)
-		if _, err := algo.TrainRun(context.Background(), res, algo.RunOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, algo.ModelFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		_, model := learntest.TrainFiles(t, learntest.Resolve(t, Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 2048\n", "parallel="+parallel))
+		return model
 	}
 	if !bytes.Equal(run("true"), run("false")) {
 		t.Fatal("parallel and sequential training gave different weights")

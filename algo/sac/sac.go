@@ -10,7 +10,6 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
-	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
 )
@@ -81,24 +80,8 @@ func (c *Config) Validate(h algo.Header) error {
 	bad := func(format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%w: sac: "+format, append([]any{algo.ErrConfig}, a...)...))
 	}
-	if c.NumEnvs < 1 {
-		bad("num_envs must be ≥ 1, got %d", c.NumEnvs)
-	}
-	if c.BatchSize < 1 {
-		bad("batch_size must be ≥ 1, got %d", c.BatchSize)
-	}
-	if c.BufferSize < c.BatchSize {
-		bad("buffer_size (%d) must be ≥ batch_size (%d)", c.BufferSize, c.BatchSize)
-	}
-	if !(c.Gamma >= 0 && c.Gamma <= 1) {
-		bad("gamma must be in [0, 1], got %v", c.Gamma)
-	}
-	if !(c.Tau > 0 && c.Tau <= 1) {
-		bad("tau must be in (0, 1], got %v", c.Tau)
-	}
-	if c.LearningStarts < 0 {
-		bad("learning_starts must be ≥ 0, got %d", c.LearningStarts)
-	}
+	offpolicy.Common{NumEnvs: c.NumEnvs, BatchSize: c.BatchSize, BufferSize: c.BufferSize,
+		LearningStarts: c.LearningStarts, Gamma: c.Gamma, Tau: c.Tau, NetArch: c.NetArch}.Check(bad)
 	if !(c.PolicyLR > 0) || !(c.QLR > 0) {
 		bad("policy_lr and q_lr must be > 0, got %v and %v", c.PolicyLR, c.QLR)
 	}
@@ -108,18 +91,8 @@ func (c *Config) Validate(h algo.Header) error {
 	if !(c.Alpha >= 0) {
 		bad("alpha must be ≥ 0, got %v", c.Alpha)
 	}
-	if len(c.NetArch) == 0 || slices.ContainsFunc(c.NetArch, func(w int) bool { return w < 1 }) {
-		bad("net_arch must list hidden widths ≥ 1, got %v", c.NetArch)
-	}
-	if h.Env != "" {
-		if e, err := env.Make(h.Env); err != nil {
-			bad("env %q: %v", h.Env, err)
-		} else {
-			if _, _, err := offpolicy.BoxBounds(h.Env, e.ActionSpace()); err != nil {
-				bad("%v", err)
-			}
-			e.Close()
-		}
+	if err := offpolicy.CheckEnv(h.Env); err != nil {
+		bad("%v", err)
 	}
 	return errors.Join(errs...)
 }
@@ -131,13 +104,11 @@ var Scalars = []string{"losses/qf1_values", "losses/qf2_values", "losses/qf_loss
 // Spec describes SAC to the CLI.
 func Spec() algo.Spec {
 	return algo.Spec{
-		Name:      "sac",
-		Doc:       "Soft Actor-Critic (Haarnoja et al. 2018): twin Q, tanh-Gaussian policy, automatic entropy tuning",
-		Scalars:   Scalars,
-		NewConfig: func() algo.Config { return NewConfig() },
-		Train: func(ctx context.Context, rt *algo.Runtime, c algo.Config) (algo.Model, error) {
-			return Train(ctx, rt, c.(*Config))
-		},
+		Name:       "sac",
+		Doc:        "Soft Actor-Critic (Haarnoja et al. 2018): twin Q, tanh-Gaussian policy, automatic entropy tuning",
+		Scalars:    Scalars,
+		NewConfig:  func() algo.Config { return NewConfig() },
+		Train:      offpolicy.TrainFunc("sac", Train),
 		LoadPolicy: LoadPolicy,
 	}
 }
@@ -161,15 +132,11 @@ func newAgent(obsDim int, low, high []float32, arch []int, r *rand.Rand) (*Agent
 	if err != nil {
 		return nil, err
 	}
-	qf1, err := nn.NewCritic(obsDim, actDim, nn.MLPConfig{Hidden: arch, Act: nn.ReLU}, r)
+	qf, err := offpolicy.NewCritics(2, obsDim, actDim, arch, r)
 	if err != nil {
 		return nil, err
 	}
-	qf2, err := nn.NewCritic(obsDim, actDim, nn.MLPConfig{Hidden: arch, Act: nn.ReLU}, r)
-	if err != nil {
-		return nil, err
-	}
-	return &Agent{Actor: actor, Head: head, QF1: qf1, QF2: qf2}, nil
+	return &Agent{Actor: actor, Head: head, QF1: qf[0], QF2: qf[1]}, nil
 }
 
 // Act writes the deterministic action tanh(μ(s))·scale + bias into dst.
@@ -190,27 +157,7 @@ func (a *Agent) Save(path string) error {
 
 // LoadPolicy rebuilds the deterministic policy saved by Agent.Save.
 func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) {
-	cfg, ok := c.(*Config)
-	if !ok {
-		return nil, fmt.Errorf("%w: sac: config is %T", algo.ErrConfig, c)
-	}
-	e, err := env.Make(h.Env)
-	if err != nil {
-		return nil, err
-	}
-	defer e.Close()
-	low, high, err := offpolicy.BoxBounds(h.Env, e.ActionSpace())
-	if err != nil {
-		return nil, fmt.Errorf("%w: sac: %w", algo.ErrConfig, err)
-	}
-	agent, err := newAgent(e.ObservationSpace().Dim(), low, high, cfg.NetArch, rng.New(h.Seed, "sac/init", 0))
-	if err != nil {
-		return nil, err
-	}
-	if err := offpolicy.Load(path, agent.nets()); err != nil {
-		return nil, fmt.Errorf("sac: load %s: %w", path, err)
-	}
-	return agent, nil
+	return offpolicy.LoadPolicy("sac", path, h, c, func(c *Config) []int { return c.NetArch }, newAgent, (*Agent).nets)
 }
 
 // Train runs SAC for rt.Header.Steps environment steps.
@@ -221,17 +168,13 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	h := rt.Header
 	seed := h.Seed
 
-	envs, err := env.MakeVector(h.Env, cfg.NumEnvs, env.Sync, env.WithEpisodeStatistics())
+	// Envs and replay: N synchronous copies, driven by the shared collector.
+	col, err := offpolicy.NewCollector(h.Env, cfg.NumEnvs, cfg.BufferSize, cfg.Gamma)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sac: %w", err)
 	}
-	defer envs.Close()
-	obsDim := envs.ObservationSpace().Dim()
-	low, high, err := offpolicy.BoxBounds(h.Env, envs.ActionSpace())
-	if err != nil {
-		return nil, err
-	}
-	actDim := len(low)
+	defer col.Close()
+	obsDim, actDim, low, high, rb := col.ObsDim, col.ActDim, col.Low, col.High, col.Replay
 	N := cfg.NumEnvs
 
 	// Agent, target critics, optimizers.
@@ -261,11 +204,6 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 			return nil, err
 		}
 	}
-	rb, err := offpolicy.NewReplay(offpolicy.ReplayConfig{Capacity: cfg.BufferSize, ObsDim: obsDim, ActDim: actDim,
-		NumEnvs: N, NSteps: 1, Gamma: cfg.Gamma})
-	if err != nil {
-		return nil, fmt.Errorf("sac: replay: %w", err)
-	}
 	exploreRNG := rng.New(seed, "sac/explore", 0)
 	learnRNG := rng.New(seed, "sac/learner", 0)
 	sampleRNG := rng.New(seed, "sac/replay", 0)
@@ -285,7 +223,6 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		dAct       = make([]float32, B*actDim)
 		dLogPi     = make([]float32, B)
 		dOut       = make([]float32, B*head.OutDim())
-		actions    = make([]float32, N*actDim)
 		qf1Val     = make([]float32, B)
 		actorLoss  float64
 		alphaLoss  float64
@@ -306,18 +243,8 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 			minQ := min(q1n[i], q2n[i]) - float32(alpha)*nextLogPi[i]
 			nextQ[i] = rb.Reward[i] + rb.Discount[i]*rb.NotDone[i]*minQ
 		}
-		qf1.ZeroGrad()
-		qf2.ZeroGrad()
-		// qf_loss = MSE(Q1(s, a), y) + MSE(Q2(s, a), y)
-		q1 := qf1.Forward(rb.Obs, rb.Action, B)
-		l1 := nn.MSE(dQ, q1, nextQ)
-		copy(qf1Val, q1)
-		qf1.Backward(dQ)
-		q2 := qf2.Forward(rb.Obs, rb.Action, B)
-		l2 := nn.MSE(dQ, q2, nextQ)
-		qf2.Backward(dQ)
-		qOpt.Step(qParams)
-		return float64(l1 + l2), mean(qf1Val), mean(q2)
+		// Both critics regress onto y: MSE(Q1(s, a), y) + MSE(Q2(s, a), y).
+		return offpolicy.TwinQFit(qf1, qf2, qOpt, qParams, rb.Obs, rb.Action, nextQ, B, dQ, qf1Val)
 	}
 
 	// updateActor takes one step on E[α log π(ã|s) − min_i Q_i(s, ã)] with
@@ -371,44 +298,26 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		}
 	}
 
-	batch, err := envs.Reset(int64(seed & math.MaxInt64)) // a negative seed would mean NoSeed
-	if err != nil {
+	if err := col.Reset(seed); err != nil {
 		return nil, err
 	}
-	obs := make([]float32, N*obsDim)
-	copy(obs, batch.Obs)
-	var globalStep int64
-	for globalStep < h.Steps {
+	for col.Steps < h.Steps {
 		if ctx.Err() != nil {
 			return agent, ctx.Err()
 		}
 		// Act: uniformly random until learning starts, then a sample of π.
-		if globalStep < int64(cfg.LearningStarts) {
-			for i := range N {
-				envs.ActionSpace().SampleTo(actions[i*actDim:(i+1)*actDim], exploreRNG)
-			}
+		if col.Steps < int64(cfg.LearningStarts) {
+			col.RandomActions(exploreRNG)
 		} else {
-			head.SampleTo(actions, nil, nil, actor.Forward(obs, N), exploreRNG)
+			head.SampleTo(col.Actions, nil, nil, actor.Forward(col.Obs, N), exploreRNG)
 		}
-		batch, err = envs.Step(actions)
-		if err != nil {
-			return agent, err
+		// Step, store (s, a, r, s', terminated) with s' the true final
+		// observation on truncation, log, hand obs over.
+		prevStep := col.Steps
+		if err := col.Step(rt.Log); err != nil {
+			return agent, fmt.Errorf("sac: %w", err)
 		}
-		prevStep := globalStep
-		globalStep += int64(N)
-
-		// Store (s, a, r, s', terminated): s' is the true final
-		// observation on truncation, so the critic bootstraps from it.
-		for i := range N {
-			if err := rb.Store(i, obs[i*obsDim:(i+1)*obsDim], actions[i*actDim:(i+1)*actDim], batch.Rewards[i],
-				batch.NextObsRow(i), batch.Terminated[i], batch.Truncated[i]); err != nil {
-				return agent, fmt.Errorf("sac: store: %w", err)
-			}
-			if batch.Infos[i].HasEpisode {
-				rt.Log.Episode(globalStep, batch.Infos[i].Episode.Return, batch.Infos[i].Episode.Length)
-			}
-		}
-		copy(obs, batch.Obs) // the hand-off: next episode's first obs where one ended
+		globalStep := col.Steps
 
 		if globalStep > int64(cfg.LearningStarts) && rb.Len() >= B {
 			if err := rb.Sample(B, sampleRNG); err != nil {
@@ -423,10 +332,9 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 				}
 			}
 			if offpolicy.Crossed(prevStep, globalStep, int64(cfg.TargetNetworkFrequency)) {
-				if err := nn.PolyakUpdate(qf1Target.Params(), qf1.Params(), float32(cfg.Tau)); err != nil {
-					return agent, err
-				}
-				if err := nn.PolyakUpdate(qf2Target.Params(), qf2.Params(), float32(cfg.Tau)); err != nil {
+				if err := offpolicy.PolyakAll(cfg.Tau,
+					[2][]*nn.Param{qf1Target.Params(), qf1.Params()},
+					[2][]*nn.Param{qf2Target.Params(), qf2.Params()}); err != nil {
 					return agent, err
 				}
 			}
@@ -444,12 +352,4 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		rt.Log.Step(globalStep)
 	}
 	return agent, nil
-}
-
-func mean(xs []float32) float64 {
-	var s float64
-	for _, x := range xs {
-		s += float64(x)
-	}
-	return s / float64(len(xs))
 }

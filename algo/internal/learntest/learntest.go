@@ -1,7 +1,10 @@
-// Package learntest holds the test plumbing shared by the off-policy
-// algorithms' tests: train with an in-memory or on-disk metrics.Recorder,
-// compare metrics.csv files without their wall-clock columns, and run a
-// multi-seed learning check from a benchmark.
+// Package learntest holds the test plumbing shared by herd's algorithms'
+// tests: train with an in-memory or on-disk metrics.Recorder, compare
+// metrics.csv files without their wall-clock columns, check determinism,
+// config errors, checkpoint round trips and allocations per step, run the
+// continuous-control suite (Pendulum) of SAC, TD3 and DDPG, and run a
+// multi-seed learning check from a benchmark. The checks keep the
+// assertions the algorithms' tests used to copy, so each can still fail.
 package learntest
 
 import (

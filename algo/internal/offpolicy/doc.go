@@ -18,6 +18,20 @@
 //   - OU: Ornstein–Uhlenbeck exploration noise.
 //   - Save, Load and Named: several networks in one safetensors file under
 //     prefixes; BoxBounds: the finite bounds a tanh actor needs.
+//   - Collector: the continuous-action env loop of SAC, TD3 and DDPG (N
+//     synchronous envs, uniform actions before learning starts, step,
+//     replay store with the true final observation on truncation, episode
+//     logging, the obs hand-off) and its one-step Replay.
+//   - AddGaussianNoise, AddOUNoise: exploration around a deterministic
+//     action, scaled to the action range and clipped to its bounds.
+//   - NewCritics, PolyakAll, Mean: critic construction, target updates and
+//     the logged Q means.
+//   - LoadPolicy, LoadAgent, TrainFunc: the checkpoint and algo.Spec
+//     plumbing; CheckEnv and Common: the Validate checks they share.
+//
+// Each algorithm keeps its own losses and updates (targets, critic and
+// actor steps, entropy tuning) in its file, in paper order; what lives here
+// is plumbing, or an equation used unchanged by several algorithms.
 //
 // # How an algorithm drives NStep
 //
@@ -37,6 +51,23 @@
 // Replay does exactly this for every env (Replay.Store), and keeps γ^m in
 // an extra column of the stored next observation, because replay.Batch has
 // no per-row discount.
+//
+// # How an algorithm drives Collector
+//
+//	col, _ := offpolicy.NewCollector(env, N, bufferSize, gamma)
+//	col.Reset(seed)
+//	for col.Steps < steps {
+//		if col.Steps < learningStarts {
+//			col.RandomActions(exploreRNG)
+//		} else {
+//			… write the policy's actions into col.Actions …
+//		}
+//		col.Step(log) // store, log episodes, obs hand-off
+//		if col.Steps > learningStarts && col.Replay.Len() >= B {
+//			col.Replay.Sample(B, sampleRNG)
+//			… the algorithm's updates …
+//		}
+//	}
 //
 // # Costs and concurrency
 //

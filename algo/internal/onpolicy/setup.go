@@ -1,0 +1,112 @@
+package onpolicy
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"herd/algo"
+	"herd/env"
+	"herd/internal/rng"
+	"herd/nn"
+)
+
+// Common holds the settings PPO and A2C share, for Check.
+type Common struct {
+	NumEnvs, NumSteps         int
+	LearningRate, MaxGradNorm float32
+	Gamma, GAELambda          float32
+	EntCoef, VFCoef           float32
+	Hidden                    []int
+	Activation                string
+}
+
+// Check reports each problem with the shared settings through bad (the
+// algorithm's Validate collector, which adds ErrConfig and its name),
+// including a run too short for one rollout of NumEnvs × NumSteps.
+func (c Common) Check(bad func(format string, a ...any), h algo.Header) {
+	if c.NumEnvs < 1 {
+		bad("num_envs must be >= 1, got %d", c.NumEnvs)
+	}
+	if c.NumSteps < 1 {
+		bad("num_steps must be >= 1, got %d", c.NumSteps)
+	}
+	if !(c.LearningRate > 0) {
+		bad("learning_rate must be > 0, got %v", c.LearningRate)
+	}
+	if c.MaxGradNorm < 0 {
+		bad("max_grad_norm must be >= 0, got %v", c.MaxGradNorm)
+	}
+	if !(c.Gamma > 0 && c.Gamma <= 1) {
+		bad("gamma must be in (0, 1], got %v", c.Gamma)
+	}
+	if !(c.GAELambda >= 0 && c.GAELambda <= 1) {
+		bad("gae_lambda must be in [0, 1], got %v", c.GAELambda)
+	}
+	if c.EntCoef < 0 || c.VFCoef < 0 {
+		bad("ent_coef and vf_coef must be >= 0, got %v and %v", c.EntCoef, c.VFCoef)
+	}
+	if len(c.Hidden) == 0 {
+		bad("hidden must list at least one width")
+	}
+	for _, w := range c.Hidden {
+		if w < 1 {
+			bad("hidden widths must be >= 1, got %v", c.Hidden)
+			break
+		}
+	}
+	if _, err := nn.ParseActivation(c.Activation); err != nil {
+		bad("activation %q: want tanh, relu, sigmoid or identity", c.Activation)
+	}
+	if batch := int64(c.NumEnvs) * int64(c.NumSteps); batch > 0 && h.Steps < batch {
+		bad("steps (%d) must be at least one rollout, num_envs × num_steps = %d", h.Steps, batch)
+	}
+}
+
+// Start opens n synchronous envs of id with episode statistics and builds
+// the agent on their spaces from r. The caller closes both (the agent's
+// Close stops its parallel worker). Errors carry the algorithm's name.
+func Start(name, id string, n int, cfg AgentConfig, r *rand.Rand) (env.Vector, *Agent, error) {
+	envs, err := env.MakeVector(id, n, env.Sync, env.WithEpisodeStatistics())
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	agent, err := NewAgent(envs.ObservationSpace(), envs.ActionSpace(), cfg, r)
+	if err != nil {
+		envs.Close()
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return envs, agent, nil
+}
+
+// LoadPolicy rebuilds the deterministic policy of algorithm name from a
+// checkpoint: c must be a *C, agentConfig maps it to the network shape, and
+// the init stream is (h.Seed, name+"/init", 0) as in Train.
+func LoadPolicy[C any](name, path string, h algo.Header, c algo.Config, agentConfig func(*C) AgentConfig) (algo.Policy, error) {
+	cfg, ok := any(c).(*C)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s: config is %T, want *%s.Config", algo.ErrConfig, name, c, name)
+	}
+	agent, err := LoadAgent(path, h.Env, agentConfig(cfg), rng.New(h.Seed, name+"/init", 0))
+	if err != nil {
+		return nil, err // a nil *Agent must not become a non-nil algo.Policy
+	}
+	return agent, nil
+}
+
+// TrainFunc adapts an algorithm's typed Train to algo.Spec.Train: it checks
+// that the config is a *C and never turns a nil *Agent into a non-nil
+// algo.Model.
+func TrainFunc[C any](name string, train func(context.Context, *algo.Runtime, *C) (*Agent, error)) func(context.Context, *algo.Runtime, algo.Config) (algo.Model, error) {
+	return func(ctx context.Context, rt *algo.Runtime, c algo.Config) (algo.Model, error) {
+		cfg, ok := any(c).(*C)
+		if !ok || cfg == nil {
+			return nil, fmt.Errorf("%w: %s: config is %T, want *%s.Config", algo.ErrConfig, name, c, name)
+		}
+		agent, err := train(ctx, rt, cfg)
+		if agent == nil {
+			return nil, err
+		}
+		return agent, err
+	}
+}
