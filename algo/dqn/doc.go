@@ -71,6 +71,6 @@
 // (≈ 1 µs for 120-84); a training round costs one or two target/online
 // forwards at batch B, one backward and an Adam step over every parameter
 // (≈ 0.2 ms for CleanRL's CartPole net at B = 128 on this machine: see
-// docs/parts/offpolicy.bench.md). Train allocates its workspaces once and
+// docs/BENCHMARKS.md). Train allocates its workspaces once and
 // then nothing per step. It runs on the caller's goroutine and starts none.
 package dqn

@@ -17,7 +17,7 @@ import (
 // tests/test_classic_control.py in spirit, but asserting progress): 16k
 // steps, the learning rate annealed over them, at least double CartPole's
 // mean return, which is ≈22 for a random policy. The full 500k-step target
-// is `herd bench learn` (docs/parts/train.bench.md).
+// is `herd bench learn` (docs/BENCHMARKS.md).
 func TestPPOLearnsCartPole(t *testing.T) {
 	for _, seed := range []string{"1"} {
 		res := learntest.Resolve(t, Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 16384\nseed: "+seed+"\n")

@@ -47,7 +47,7 @@ func TestValidate(t *testing.T) {
 }
 
 // BenchmarkSeeds is the 5-seed Pendulum learning check used while tuning
-// configs/td3-pendulum.yaml (see docs/parts/offpolicy.bench.md).
+// configs/td3-pendulum.yaml (see docs/BENCHMARKS.md).
 func BenchmarkSeeds(b *testing.B) {
 	learntest.Seeds(b, Spec(), "Pendulum-v1", 20000, func() algo.Config { return NewConfig() })
 }

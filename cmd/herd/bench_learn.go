@@ -27,7 +27,7 @@ func newBenchLearnCmd() *cobra.Command {
 		Use:   "learn",
 		Short: "train (config, seed) pairs and tabulate final return, wall seconds and steps/s",
 		Long: `learn trains every --config with every seed, one run at a time, and prints one row
-per run; --md writes the markdown tables of docs/parts/train.bench.md (final
+per run; --md writes the markdown tables of docs/BENCHMARKS.md (final
 return = mean of the last 100 episodes; target = the env's reward threshold
 unless --target is given).`,
 		Example: `  herd bench learn --config configs/ppo-cartpole.yaml --seeds 1-5 --md /tmp/ppo.md

@@ -10,7 +10,7 @@ import (
 )
 
 // newBenchPersistCmd measures replay/persist: push (counted when applied),
-// get and sample in each mode; see docs/parts/persist.bench.md.
+// get and sample in each mode; see docs/BENCHMARKS.md.
 func newBenchPersistCmd() *cobra.Command {
 	var (
 		asJSON, sync, snapshot, verbose bool

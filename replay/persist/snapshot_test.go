@@ -23,7 +23,7 @@ import (
 
 // fakeS3 starts an in-process S3 server (gofakes3, memory backend) with one
 // bucket and returns an s3:// URL for it. The same URL shape works against
-// Versity S3 Gateway or any S3 API: see docs/parts/persist.arch.md.
+// Versity S3 Gateway or any S3 API: see docs/ARCHITECTURE.md.
 func fakeS3(t *testing.T) string {
 	t.Helper()
 	backend := s3mem.New()

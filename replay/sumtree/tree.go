@@ -24,7 +24,7 @@ var (
 // DefaultFanout is the fanout K chosen by measurement on the project's
 // reference machine (2-core AMD EPYC, 1M slots, batch 128): K = 8 had the
 // lowest tree_set + tree_sample time in every sweep (K = 16 sets faster
-// but samples slower; see docs/parts/replay.bench.md).
+// but samples slower; see docs/BENCHMARKS.md).
 const DefaultFanout = 8
 
 // cacheLine is the alignment of every level, so that each group of K

@@ -9,7 +9,7 @@ import (
 //
 // Why not math.Tanh: nn's Tanh layer calls float64 math.Tanh per element,
 // which the PPO profile showed at 60% of CartPole training time
-// (docs/parts/train.arch.md). This version is a piecewise cubic Hermite
+// (docs/ARCHITECTURE.md). This version is a piecewise cubic Hermite
 // interpolant of tanh on [0, 10] with 32 pieces per unit: on each piece
 // [x₀, x₀+h] it matches tanh and its derivative 1 − tanh² at both ends, so
 // the interpolation error is at most h⁴/384·max|tanh⁗| ≈ 1e-8 (h = 1/32);
