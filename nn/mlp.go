@@ -62,6 +62,10 @@ type linear struct {
 	dz      []float32  // gradient w.r.t. the pre-activation, batch×out
 	dx      []float32  // gradient w.r.t. the layer input, batch×in
 	wT      []float32  // Wᵀ ([out][in]) scratch for dX = dZ·Wᵀ on the native backend
+
+	// The operands of this layer's parameter-gradient job (BackwardSplit).
+	gIn, gDz []float32
+	gJob     func()
 }
 
 // MLP is a multi-layer perceptron with a forward pass into preallocated
@@ -88,6 +92,14 @@ type MLP struct {
 	x      []float32 // copy of the last Forward input
 	batch  int
 	one    [1]float32 // the constant 1 read with stride 0 for bias gradients
+}
+
+// Splitter runs a function beside the caller: Go starts f and returns, Wait
+// returns when f is done; one function at a time. algo/internal/twin's Pair
+// is one; a nil Splitter means "run it on the caller".
+type Splitter interface {
+	Go(f func())
+	Wait()
 }
 
 // NewMLP builds an MLP and initialises its weights from r.
@@ -219,7 +231,22 @@ func (m *MLP) ForwardTo(dst, x []float32, batch int) []float32 {
 // modified. Losses are usually means over the batch, so dOut usually
 // carries the 1/batch factor (the loss and head functions here include it
 // where they compute a mean).
-func (m *MLP) Backward(dOut []float32) []float32 {
+func (m *MLP) Backward(dOut []float32) []float32 { return m.backward(dOut, nil, true) }
+
+// BackwardSplit is Backward with each layer's parameter gradients
+// (dW = Xᵀ·dZ and db) computed by s beside the caller, which meanwhile
+// computes the layer's input gradient dX = dZ·Wᵀ and goes on to the layer
+// below: the two GEMMs of a layer are independent, so a backward pass can
+// use two cores. When input is false the network's own input gradient is
+// not computed (the network reads data, not another network's output) and
+// nil is returned. The parameter gradients are bit-identical to Backward's:
+// the same kernels run on the same operands, only on another goroutine.
+// s may be nil.
+func (m *MLP) BackwardSplit(dOut []float32, s Splitter, input bool) []float32 {
+	return m.backward(dOut, s, input)
+}
+
+func (m *MLP) backward(dOut []float32, s Splitter, input bool) []float32 {
 	batch := m.batch
 	if len(dOut) != batch*m.cfg.Out {
 		shapePanic("MLP.Backward: len(dOut)=%d, want batch %d × Out %d", len(dOut), batch, m.cfg.Out)
@@ -237,14 +264,22 @@ func (m *MLP) Backward(dOut []float32) []float32 {
 			l.act.backward(l.dz, g, l.y)
 			dz = l.dz
 		}
+		if s == nil {
+			m.paramGrads(l, in, dz)
+		} else {
+			s.Wait() // the worker is free again: the layer above is done
+			if l.gJob == nil {
+				l.gJob = func() { m.paramGrads(l, l.gIn, l.gDz) }
+			}
+			l.gIn, l.gDz = in, dz
+			s.Go(l.gJob)
+		}
+		if i == 0 && !input {
+			g = nil
+			break
+		}
 		l.dx = grow(l.dx, batch*l.in)
 		if m.fused != nil {
-			// db += 1ᵀ·dz: a 1×batch "matrix" of ones read with stride 0,
-			// so the column sum runs in the SIMD kernel (adds by FMA
-			// with 1, exact as plain adds).
-			m.fused.gemmFused(true, 1, l.out, batch, m.one[:], 0, dz, l.out, l.b.Grad, l.out, true, nil, false)
-			// dW += inᵀ·dz: A = in stored batch×In, read transposed.
-			m.fused.gemmFused(true, l.in, l.out, batch, in, l.in, dz, l.out, l.w.Grad, l.out, true, nil, false)
 			if batch < smallBatch {
 				// Few rows: transposing W would cost more than the
 				// product, so take dot products with W's rows directly.
@@ -257,19 +292,37 @@ func (m *MLP) Backward(dOut []float32) []float32 {
 				m.fused.gemmFused(false, batch, l.in, l.out, dz, l.out, l.wT, l.in, l.dx, l.in, false, nil, false)
 			}
 		} else {
-			db := l.b.Grad
-			for r := 0; r < batch; r++ {
-				row := dz[r*l.out : (r+1)*l.out]
-				for j, v := range row {
-					db[j] += v
-				}
-			}
-			m.gemm.Sgemm(true, false, l.in, l.out, batch, 1, in, l.in, dz, l.out, 1, l.w.Grad, l.out)
 			m.gemm.Sgemm(false, true, batch, l.in, l.out, 1, dz, l.out, l.w.Value, l.out, 0, l.dx, l.in)
 		}
 		g = l.dx
 	}
+	if s != nil {
+		s.Wait()
+	}
 	return g
+}
+
+// paramGrads adds this batch's dW = inᵀ·dz and db = 1ᵀ·dz into l's
+// parameter gradients.
+func (m *MLP) paramGrads(l *linear, in, dz []float32) {
+	batch := m.batch
+	if m.fused != nil {
+		// db += 1ᵀ·dz: a 1×batch "matrix" of ones read with stride 0,
+		// so the column sum runs in the SIMD kernel (adds by FMA
+		// with 1, exact as plain adds).
+		m.fused.gemmFused(true, 1, l.out, batch, m.one[:], 0, dz, l.out, l.b.Grad, l.out, true, nil, false)
+		// dW += inᵀ·dz: A = in stored batch×In, read transposed.
+		m.fused.gemmFused(true, l.in, l.out, batch, in, l.in, dz, l.out, l.w.Grad, l.out, true, nil, false)
+		return
+	}
+	db := l.b.Grad
+	for r := 0; r < batch; r++ {
+		row := dz[r*l.out : (r+1)*l.out]
+		for j, v := range row {
+			db[j] += v
+		}
+	}
+	m.gemm.Sgemm(true, false, l.in, l.out, batch, 1, in, l.in, dz, l.out, 1, l.w.Grad, l.out)
 }
 
 // Clone returns an independent copy of the network (weights and gradients

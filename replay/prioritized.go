@@ -38,19 +38,24 @@ import (
 //
 // # Concurrency (seed 000 §IV-D, Algorithm 3)
 //
-// Add reserves slots with an atomic fetch-add, then writes lazily: (1) set
-// the slots' leaves to 0 so no learner draws them (a draw landing on their
-// not-yet-removed inner mass is rejected and drawn again, which keeps the
-// accepted draws exactly proportional to the leaves), (2) copy the data
-// under the slots' stripe locks only, (3) set the leaves to the running
-// maximum and propagate both changes to the inner levels at once. Priorities are guarded by two locks: leafMu for the
-// leaf level (priorities and slot generations) and treeMu for the inner
-// levels; a priority write holds leafMu while writing leaves, then treeMu
-// while propagating the deltas, and a search holds treeMu for the inner
-// descent, then leafMu for the last level, so leaf reads and inner-level
-// updates overlap. Lock order when both are held (only during Rebuild):
-// treeMu, then leafMu. With Locking GlobalLock, one mutex is held across
-// each whole operation instead (the baseline).
+// Add reserves slots with an atomic fetch-add, then writes lazily: (1)
+// copy the data under the slots' stripe locks only, (2) set the leaves to
+// the running maximum and propagate the change to the inner levels. Until
+// step 2 the leaves still hold the evicted transitions' priorities; a
+// learner that draws such a slot reads data of a newer generation than the
+// priority it drew and rejects the draw, drawing again, so accepted draws
+// always pair a priority with the data it was set for (the seed hides the
+// slots first by zeroing their priorities; the generation check does the
+// same job with one lock round trip fewer per insert). Priorities are
+// guarded by two locks: leafMu for the leaf level (priorities and slot
+// generations) and treeMu for the inner levels; a priority write holds
+// leafMu while writing leaves, then treeMu while propagating the deltas,
+// and a search holds treeMu for the inner descent, then leafMu for the
+// last level, so leaf reads and inner-level updates overlap. A draw that
+// lands on inner mass whose leaves were lowered but not yet propagated is
+// rejected and drawn again too. Lock order when both are held (only during
+// Rebuild): treeMu, then leafMu. With Locking GlobalLock, one mutex is
+// held across each whole operation instead (the baseline).
 //
 // Cost per batch of n: Add O(n·(transition + log_K N)), Sample
 // O(n·(K·log_K N + transition)), UpdatePriorities O(n·log_K N), plus one
@@ -86,7 +91,6 @@ type scratch struct {
 	gen    []uint64
 	prio   []float64
 	delta  []float64
-	delta1 []float64
 	groups []int
 	u      []float64
 	leaf   []int
@@ -203,30 +207,15 @@ func (p *Prioritized) add(b *Batch, prio []float64) error {
 	start := p.st.reserve(n)
 	for k := range sc.idx {
 		sc.idx[k], sc.gen[k] = p.st.slotGen(start + uint64(k))
-		sc.prio[k] = 0
 	}
-	// (1) Hide the slots from samplers before their data changes: zero
-	// the leaves only. The inner levels keep the old mass until step 3
-	// propagates both changes at once; a draw that lands on the hidden
-	// mass is rejected by DescendLeaves and drawn again.
-	p.lockLeaf()
-	for k, i := range sc.idx {
-		if p.pgen[i] > sc.gen[k] {
-			// A writer a lap ahead owns the slot (see storage.write):
-			// leave it alone.
-			sc.prio[k] = p.tree.Get(i)
-			continue
-		}
-		p.pgen[i] = sc.gen[k]
-	}
-	sc.delta1 = p.tree.SetLeaves(sc.delta1, sc.idx, sc.prio)
-	p.pending.Add(1)
-	p.unlockLeaf()
-
-	// (2) Copy outside the priority locks.
+	// (1) Copy under the slots' stripe locks only. The leaves still hold
+	// the evicted transitions' priorities meanwhile; a learner that draws
+	// such a slot finds data of a newer generation than the priority it
+	// drew and draws again (see Sample), so the slots need not be hidden
+	// first — which saves a leaf-lock round trip per insert.
 	p.st.write(b, start)
 
-	// (3) Publish at the running maximum (or the given priorities).
+	// (2) Publish at the running maximum (or the given priorities).
 	p.lockLeaf()
 	for _, x := range prio {
 		p.maxP = max(p.maxP, x)
@@ -234,20 +223,21 @@ func (p *Prioritized) add(b *Batch, prio []float64) error {
 	pm := p.pow(p.maxP)
 	for k, i := range sc.idx {
 		switch {
-		case p.pgen[i] != sc.gen[k]:
-			// A later write of this slot already took it over.
+		case p.pgen[i] > sc.gen[k]:
+			// A writer a lap ahead owns the slot (see storage.write):
+			// leave it alone.
 			sc.prio[k] = p.tree.Get(i)
+			continue
 		case prio != nil:
 			sc.prio[k] = p.pow(prio[k])
 		default:
 			sc.prio[k] = pm
 		}
+		p.pgen[i] = sc.gen[k]
 	}
 	sc.delta = p.tree.SetLeaves(sc.delta, sc.idx, sc.prio)
+	p.pending.Add(1)
 	p.unlockLeaf()
-	for k, d := range sc.delta1 {
-		sc.delta[k] += d
-	}
 	p.propagate(sc.idx, sc.delta)
 	return nil
 }
@@ -350,30 +340,36 @@ func (p *Prioritized) Sample(dst *Sample, n int, r *rand.Rand) error {
 	sc.leaf = p.tree.DescendLeaves(sc.leaf, sc.groups, sc.u)
 	for b, i := range sc.leaf {
 		if i >= 0 {
-			sc.prio[b] = p.tree.Get(i)
+			sc.prio[b], sc.gen[b] = p.tree.Get(i), p.pgen[i]
 		}
 	}
 	if p.twoLock {
 		p.leafMu.RUnlock()
 	}
 
-	// A draw that landed in a group being rewritten (between SetLeaves
-	// and Propagate of another goroutine) is drawn again.
+	// Copy the data, and draw again where the draw is void: it landed in
+	// a group whose leaves another goroutine has changed but not yet
+	// propagated (i < 0), or on a slot an actor is overwriting, whose data
+	// is already newer than the priority drawn. Each redraw is
+	// independent, so accepted draws stay exactly proportional to the
+	// priorities of the slots whose data matches them.
+	dst.resize(n, p.cfg.ObsSize, p.cfg.ActSize)
 	for b, i := range sc.leaf {
-		for try := 0; i < 0; try++ {
+		for try := 0; ; try++ {
+			if i >= 0 {
+				if g := p.st.read(dst, b, i); g == sc.gen[b] {
+					dst.Index[b], dst.Gen[b] = i, g
+					break
+				}
+			}
 			if try == 100 {
 				return fmt.Errorf("%w: no positive priority found", ErrEmpty)
 			}
-			i, sc.prio[b], total = p.drawOne(r)
+			i, sc.prio[b], sc.gen[b], total = p.drawOne(r)
 		}
-		sc.leaf[b] = i
 	}
-
-	dst.resize(n, p.cfg.ObsSize, p.cfg.ActSize)
 	minP := math.Inf(1)
-	for b, i := range sc.leaf {
-		dst.Index[b] = i
-		dst.Gen[b] = p.st.read(dst, b, i)
+	for b := range sc.leaf {
 		pr := sc.prio[b] / total
 		dst.Prob[b] = pr
 		minP = min(minP, pr)
@@ -392,8 +388,9 @@ func (p *Prioritized) Sample(dst *Sample, n int, r *rand.Rand) error {
 	return nil
 }
 
-// drawOne is the slow path of Sample: one independent draw, or -1.
-func (p *Prioritized) drawOne(r *rand.Rand) (int, float64, float64) {
+// drawOne is the slow path of Sample: one independent draw (slot, its
+// priority and generation, and the total), or slot -1.
+func (p *Prioritized) drawOne(r *rand.Rand) (int, float64, uint64, float64) {
 	var u [1]float64
 	var g, leaf [1]int
 	if p.twoLock {
@@ -409,9 +406,9 @@ func (p *Prioritized) drawOne(r *rand.Rand) (int, float64, float64) {
 	}
 	p.tree.DescendLeaves(leaf[:], g[:], u[:])
 	if leaf[0] < 0 {
-		return -1, 0, total
+		return -1, 0, 0, total
 	}
-	return leaf[0], p.tree.Get(leaf[0]), total
+	return leaf[0], p.tree.Get(leaf[0]), p.pgen[leaf[0]], total
 }
 
 // UpdatePriorities sets the priority of slot idx[k] to priorities[k] (the

@@ -166,3 +166,70 @@ func TestUniformConcurrent(t *testing.T) {
 		t.Fatalf("%d torn rows or failed samples", bad.Load())
 	}
 }
+
+// TestPriorityMatchesData: while actors overwrite a small ring, every
+// sampled row's probability must come from the priority set for the data
+// returned, never from the evicted transition's (lazy writing publishes a
+// slot's new priority after its new data; Sample must reject the gap).
+// Each transition's priority is a function of its id, so within one batch
+// Prob[i]/Prob[0] must equal prio(id_i)/prio(id_0).
+func TestPriorityMatchesData(t *testing.T) {
+	for _, lock := range []Locking{TwoLock, GlobalLock} {
+		t.Run(lock.String(), func(t *testing.T) {
+			const capacity, obs, act = 512, 3, 2
+			p := mustPrioritized(t, Config{Capacity: capacity, ObsSize: obs, ActSize: act, Fanout: 4, Alpha: 1, Locking: lock})
+			prio := func(id int) float64 { return float64(1 + id%7) }
+			var ids atomic.Int64
+			add := func(n int) error {
+				first := int(ids.Add(int64(n))) - n
+				pr := make([]float64, n)
+				for k := range pr {
+					pr[k] = prio(first + k)
+				}
+				return p.AddWithPriorities(makeBatch(n, obs, act, first), pr)
+			}
+			if err := add(capacity); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			var wg sync.WaitGroup
+			var bad, rows atomic.Int64
+			for g := 0; g < 4; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := rng.New(7, "replay/test/pairing", g)
+					var s Sample
+					for ctx.Err() == nil {
+						if g < 2 {
+							if err := add(1 + r.IntN(32)); err != nil {
+								bad.Add(1)
+							}
+							continue
+						}
+						if err := p.Sample(&s, 64, r); err != nil {
+							bad.Add(1)
+							continue
+						}
+						id0 := checkRow(&s, 0, obs, act)
+						for i := range s.Index {
+							id := checkRow(&s, i, obs, act)
+							if id < 0 || id0 < 0 || !near(s.Prob[i]/s.Prob[0], prio(id)/prio(id0), 1e-9) {
+								bad.Add(1)
+							}
+						}
+						rows.Add(int64(s.Len()))
+					}
+				}()
+			}
+			wg.Wait()
+			if bad.Load() != 0 {
+				t.Fatalf("%d of %d rows with a priority that is not their data's", bad.Load(), rows.Load())
+			}
+			if rows.Load() < 10*64 {
+				t.Fatalf("only %d rows sampled", rows.Load())
+			}
+		})
+	}
+}

@@ -72,5 +72,8 @@
 // forwards at batch B, one backward and an Adam step over every parameter
 // (≈ 0.2 ms for CleanRL's CartPole net at B = 128 on this machine: see
 // docs/BENCHMARKS.md). Train allocates its workspaces once and
-// then nothing per step. It runs on the caller's goroutine and starts none.
+// then nothing per step. It runs on the caller's goroutine, plus one
+// worker goroutine (package twin) that computes the target network's
+// forward pass beside the online network's; Train stops it before it
+// returns.
 package dqn

@@ -10,6 +10,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
+	"herd/algo/internal/twin"
 	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
@@ -317,6 +318,13 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	q.Reserve(B)
 	target.Reserve(B)
 	explorationSteps := int(cfg.ExplorationFraction * float64(h.Steps))
+	// par runs the target network's forward pass beside the online one's,
+	// so a training step uses both cores (results are identical without
+	// it: see package twin).
+	par := twin.New()
+	defer par.Close()
+	var qNext []float32 // Q(s', ·; θ⁻), written by targetForward
+	targetForward := func() { qNext = target.Forward(rb.NextObs, B) }
 
 	// train runs one gradient step on a sampled minibatch and returns the
 	// loss and the mean Q(s, a) of the batch.
@@ -338,19 +346,25 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		for i := range B {
 			bActions[i] = int(rb.Action[i])
 		}
-		// The TD target, without gradient through θ⁻.
+		// The TD target, without gradient through θ⁻: the target network's
+		// forward runs on the worker while this goroutine runs the online
+		// network's (they share only the read-only batch).
+		par.Go(targetForward)
 		if cfg.DoubleQ {
 			nn.ArgmaxTo(nextAct, q.Forward(rb.NextObs, B), nActions)
-			nn.GatherTo(targetMax, target.Forward(rb.NextObs, B), nActions, nextAct)
+		}
+		qAll := q.Forward(rb.Obs, B)
+		nn.GatherTo(qPred, qAll, nActions, bActions)
+		par.Wait()
+		if cfg.DoubleQ {
+			nn.GatherTo(targetMax, qNext, nActions, nextAct)
 		} else {
-			nn.MaxTo(targetMax, target.Forward(rb.NextObs, B), nActions)
+			nn.MaxTo(targetMax, qNext, nActions)
 		}
 		// y = r + γ^m (1 − terminated) max_a' Q(s', a'; θ⁻)
 		for i := range B {
 			tdTarget[i] = rb.Reward[i] + rb.Discount[i]*rb.NotDone[i]*targetMax[i]
 		}
-		qAll := q.Forward(rb.Obs, B)
-		nn.GatherTo(qPred, qAll, nActions, bActions)
 		var l float32
 		w := rb.Weight
 		if !cfg.Prioritized {
@@ -363,7 +377,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		}
 		nn.ScatterTo(dQ, nActions, bActions, dPred)
 		q.ZeroGrad()
-		q.Backward(dQ)
+		q.BackwardSplit(dQ, par, false) // dW on the worker beside dX; no dL/d(obs)
 		if cfg.MaxGradNorm > 0 {
 			nn.ClipGradNorm(q.Params(), float32(cfg.MaxGradNorm))
 		}

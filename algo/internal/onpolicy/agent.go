@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"herd/algo/internal/twin"
 	"herd/env"
 	"herd/nn"
 )
@@ -77,7 +78,7 @@ type Agent struct {
 
 	// The two halves of Evaluate and Backward, built once so that running
 	// them (in parallel through par) does not allocate.
-	par                        *twin
+	par                        *twin.Pair
 	obs, logProbs, entropy     []float32
 	values, dLogProb, dEntropy []float32
 	dValue                     []float32
@@ -156,7 +157,7 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 	a.actorBack, a.criticBack = a.backwardActor, a.backwardCritic
 	a.actorLearn, a.criticLearn = a.learnActor, a.learnCritic
 	if cfg.Parallel {
-		a.par = newTwin()
+		a.par = twin.New()
 	}
 	return a, nil
 }

@@ -33,7 +33,8 @@
 //
 // # Concurrency
 //
-// With AgentConfig.Parallel the agent owns one worker goroutine (twin) that
+// With AgentConfig.Parallel the agent owns one worker goroutine (a
+// twin.Pair, which hands off by polling rather than parking) that
 // computes the critic's half of Learn (forward, valueLoss, backward) while
 // the caller computes the actor's — one hand-off per minibatch; Close stops
 // it and waits. Results are identical with and without it, because

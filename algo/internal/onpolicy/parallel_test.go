@@ -1,45 +1,12 @@
 package onpolicy
 
 import (
-	"runtime"
 	"testing"
-	"time"
 
 	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
 )
-
-// TestTwinRunsBothAndStops: Do runs both halves before returning, and Close
-// stops the worker goroutine (no leak), after which Do still works.
-func TestTwinRunsBothAndStops(t *testing.T) {
-	before := runtime.NumGoroutine()
-	tw := newTwin()
-	var a, b int
-	fa, fb := func() { a++ }, func() { b++ }
-	for range 100 {
-		tw.Do(fa, fb)
-	}
-	if a != 100 || b != 100 {
-		t.Fatalf("a=%d b=%d", a, b)
-	}
-	tw.Close()
-	tw.Close() // idempotent
-	tw.Do(fa, fb)
-	if a != 101 || b != 101 {
-		t.Fatal("Do after Close")
-	}
-	var nilTwin *twin
-	nilTwin.Do(fa, fb)
-	nilTwin.Close()
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Fatalf("%d goroutines after Close, %d before", n, before)
-	}
-}
 
 // TestParallelAgentMatchesSequential: the same minibatch pass with and
 // without the worker gives bit-identical gradients.
