@@ -62,27 +62,35 @@ import (
 // O(N) tree rebuild every RebuildEvery priority writes. Nothing is
 // allocated in steady state.
 type Prioritized struct {
+	// Read-mostly, read by every operation: kept off the cache lines of
+	// the locks and counters below, which other cores write all the time
+	// (on this 2-core machine a shared line cost more than the work).
 	cfg     Config
 	st      *storage
 	twoLock bool
+	tree    *sumtree.Tree // leaves guarded by leafMu, inner levels by treeMu
+	pgen    []uint64      // elements guarded by leafMu: generation whose priority the leaf holds
 	beta    atomic.Uint64 // math.Float64bits(β)
+	pool    sync.Pool     // *scratch
 
+	_      cacheLinePad
 	global sync.Mutex // GlobalLock only: held across each operation
 
+	_      cacheLinePad
 	leafMu sync.RWMutex
-	pgen   []uint64 // guarded by leafMu: generation whose priority the leaf holds
-	maxP   float64  // guarded by leafMu: running max of raw priorities
+	maxP   float64 // guarded by leafMu: running max of raw priorities
 
+	_            cacheLinePad
 	treeMu       sync.RWMutex
-	tree         *sumtree.Tree // leaves guarded by leafMu, inner levels by treeMu
-	sinceRebuild int           // guarded by treeMu
+	sinceRebuild int // guarded by treeMu
+
+	_ cacheLinePad
 	// pending counts writes between SetLeaves and Propagate. It rises
 	// under leafMu and falls under treeMu, so it is stable while both are
 	// held; Rebuild runs only when it is 0, or it would count those
 	// writes' deltas twice (once from the leaves, once when propagated).
 	pending atomic.Int64
-
-	pool sync.Pool // *scratch
+	_       cacheLinePad
 }
 
 // scratch holds one call's temporaries, pooled so calls do not allocate.

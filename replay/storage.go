@@ -22,12 +22,12 @@ import (
 // transition, so a reader never sees half-written data, and data and
 // generation are always read together.
 type storage struct {
+	// Read-only after newStorage, read by every copy in and out: kept
+	// off the cache lines of the counters below, which every Add writes
+	// (sharing a line with them made each learner read miss).
 	capacity int
 	obsSize  int
 	actSize  int
-
-	next    atomic.Uint64 // next position to reserve
-	written atomic.Int64  // transitions whose copy has finished
 
 	// Guarded by the slot's stripe.
 	rec    []float32 // capacity·stride words
@@ -36,7 +36,17 @@ type storage struct {
 
 	stripeMask int // len(stripes) − 1
 	stripes    []paddedRW
+
+	_       cacheLinePad
+	next    atomic.Uint64 // next position to reserve
+	_       cacheLinePad
+	written atomic.Int64 // transitions whose copy has finished
+	_       cacheLinePad
 }
+
+// cacheLinePad keeps fields that different cores write on different cache
+// lines (two lines: adjacent-line prefetch pairs them on x86).
+type cacheLinePad [128]byte
 
 // stripeBlock is the number of consecutive slots that share a stripe lock.
 const stripeBlock = 16
