@@ -36,26 +36,30 @@ import (
 // generation, so a priority computed for an evicted transition never lands
 // on its replacement.
 //
-// # Concurrency (seed 000 §IV-D, Algorithm 3)
+// # Concurrency (seed 000 §IV-D, Algorithm 3, with finer locks)
 //
-// Add reserves slots with an atomic fetch-add, then writes lazily: (1)
-// copy the data under the slots' stripe locks only, (2) set the leaves to
-// the running maximum and propagate the change to the inner levels. Until
-// step 2 the leaves still hold the evicted transitions' priorities; a
-// learner that draws such a slot reads data of a newer generation than the
-// priority it drew and rejects the draw, drawing again, so accepted draws
-// always pair a priority with the data it was set for (the seed hides the
-// slots first by zeroing their priorities; the generation check does the
-// same job with one lock round trip fewer per insert). Priorities are
-// guarded by two locks: leafMu for the leaf level (priorities and slot
-// generations) and treeMu for the inner levels; a priority write holds
-// leafMu while writing leaves, then treeMu while propagating the deltas,
-// and a search holds treeMu for the inner descent, then leafMu for the
-// last level, so leaf reads and inner-level updates overlap. A draw that
-// lands on inner mass whose leaves were lowered but not yet propagated is
-// rejected and drawn again too. Lock order when both are held (only during
-// Rebuild): treeMu, then leafMu. With Locking GlobalLock, one mutex is
-// held across each whole operation instead (the baseline).
+// Add reserves slots with an atomic fetch-add, then copies each slot's
+// data and sets its leaf (the running maximum) together under the slot's
+// stripe lock, a lock of a run of 16 slots that guards their data,
+// generations and leaves; a learner reads a drawn slot's data, generation
+// and priority under the same lock, so a priority is never paired with
+// another transition's data. (The seed hides a slot by zeroing its
+// priority while the data changes; holding the stripe lock does that job
+// without the extra tree write.) The leaves' changes then go up the inner
+// levels by atomic adds. Searches take no lock at all: they read the inner
+// levels and leaves with atomic loads, and a draw that a concurrent change
+// makes land outside any leaf's range is rejected and drawn again, so the
+// accepted draws follow the leaves. UpdatePriorities takes each slot's
+// stripe lock to check the generation and set the leaf, then propagates
+// the same way.
+//
+// The two locks of the TwoLock variant are thus the stripe locks (leaves
+// and data) and treeMu (the inner levels): writers hold treeMu shared from
+// their first leaf write to the end of their propagation, so they never
+// wait for each other, and Rebuild and Verify hold it exclusively, so they
+// never see a leaf whose change is still on its way up. With Locking
+// GlobalLock, one mutex is held across each whole operation instead (the
+// baseline), with plain tree operations.
 //
 // Cost per batch of n: Add O(n·(transition + log_K N)), Sample
 // O(n·(K·log_K N + transition)), UpdatePriorities O(n·log_K N), plus one
@@ -68,8 +72,7 @@ type Prioritized struct {
 	cfg     Config
 	st      *storage
 	twoLock bool
-	tree    *sumtree.Tree // leaves guarded by leafMu, inner levels by treeMu
-	pgen    []uint64      // elements guarded by leafMu: generation whose priority the leaf holds
+	tree    *sumtree.Tree // leaves guarded by the storage stripes
 	beta    atomic.Uint64 // math.Float64bits(β)
 	pool    sync.Pool     // *scratch
 
@@ -77,20 +80,17 @@ type Prioritized struct {
 	global sync.Mutex // GlobalLock only: held across each operation
 
 	_      cacheLinePad
-	leafMu sync.RWMutex
-	maxP   float64 // guarded by leafMu: running max of raw priorities
-
-	_            cacheLinePad
-	treeMu       sync.RWMutex
-	sinceRebuild int // guarded by treeMu
+	treeMu sync.RWMutex // TwoLock only: shared by writers, exclusive for Rebuild and Verify
 
 	_ cacheLinePad
-	// pending counts writes between SetLeaves and Propagate. It rises
-	// under leafMu and falls under treeMu, so it is stable while both are
-	// held; Rebuild runs only when it is 0, or it would count those
-	// writes' deltas twice (once from the leaves, once when propagated).
-	pending atomic.Int64
-	_       cacheLinePad
+	// maxP is the running maximum of raw priorities, as float64 bits
+	// (non-negative floats order like their bits, so a CAS loop on the
+	// bits keeps the maximum).
+	maxP atomic.Uint64
+
+	_            cacheLinePad
+	sinceRebuild atomic.Int64 // priority writes since the last Rebuild
+	_            cacheLinePad
 }
 
 // scratch holds one call's temporaries, pooled so calls do not allocate.
@@ -101,7 +101,6 @@ type scratch struct {
 	delta  []float64
 	groups []int
 	u      []float64
-	leaf   []int
 }
 
 // NewPrioritized returns an empty prioritized buffer.
@@ -116,12 +115,11 @@ func NewPrioritized(cfg Config) (*Prioritized, error) {
 	}
 	p := &Prioritized{
 		cfg:     cfg,
-		st:      newStorage(cfg.Capacity, cfg.ObsSize, cfg.ActSize),
+		st:      newStorage(cfg.Capacity, cfg.ObsSize, cfg.ActSize, t.Fanout()),
 		twoLock: cfg.Locking == TwoLock,
-		pgen:    make([]uint64, cfg.Capacity),
-		maxP:    1,
 		tree:    t,
 	}
+	p.maxP.Store(math.Float64bits(1))
 	p.beta.Store(math.Float64bits(cfg.Beta))
 	p.pool.New = func() any { return new(scratch) }
 	return p, nil
@@ -206,95 +204,88 @@ func (p *Prioritized) add(b *Batch, prio []float64) error {
 	if n == 0 {
 		return nil
 	}
-	if !p.twoLock {
+	if p.twoLock {
+		p.treeMu.RLock()
+		defer p.treeMu.RUnlock()
+	} else {
 		p.global.Lock()
 		defer p.global.Unlock()
 	}
 	sc := p.getScratch(n)
 	defer p.pool.Put(sc)
-	start := p.st.reserve(n)
-	for k := range sc.idx {
-		sc.idx[k], sc.gen[k] = p.st.slotGen(start + uint64(k))
-	}
-	// (1) Copy under the slots' stripe locks only. The leaves still hold
-	// the evicted transitions' priorities meanwhile; a learner that draws
-	// such a slot finds data of a newer generation than the priority it
-	// drew and draws again (see Sample), so the slots need not be hidden
-	// first — which saves a leaf-lock round trip per insert.
-	p.st.write(b, start)
-
-	// (2) Publish at the running maximum (or the given priorities).
-	p.lockLeaf()
 	for _, x := range prio {
-		p.maxP = max(p.maxP, x)
+		p.raiseMax(x)
 	}
-	pm := p.pow(p.maxP)
-	for k, i := range sc.idx {
-		switch {
-		case p.pgen[i] > sc.gen[k]:
-			// A writer a lap ahead owns the slot (see storage.write):
-			// leave it alone.
-			sc.prio[k] = p.tree.Get(i)
-			continue
-		case prio != nil:
+	pm := p.pow(p.maxPriority())
+	for k := range sc.prio {
+		if prio != nil {
 			sc.prio[k] = p.pow(prio[k])
-		default:
+		} else {
 			sc.prio[k] = pm
 		}
-		p.pgen[i] = sc.gen[k]
 	}
-	sc.delta = p.tree.SetLeaves(sc.delta, sc.idx, sc.prio)
-	p.pending.Add(1)
-	p.unlockLeaf()
-	p.propagate(sc.idx, sc.delta)
+	// Copy and set the leaves slot by slot under the stripe locks (see
+	// the type's doc); a slot that a writer a lap ahead already took is
+	// skipped by write and left alone.
+	sc.delta = resize(sc.delta, n)
+	m := 0
+	p.st.write(b, p.st.reserve(n), func(k, slot int) {
+		sc.idx[m] = slot
+		if p.twoLock {
+			sc.delta[m] = p.tree.SetLeaf(slot, sc.prio[k])
+		} else {
+			sc.prio[m] = sc.prio[k] // m ≤ k: compacts in place
+		}
+		m++
+	})
+	if p.twoLock {
+		p.tree.PropagateShared(sc.idx[:m], sc.delta[:m])
+	} else {
+		sc.delta = p.tree.SetLeaves(sc.delta, sc.idx[:m], sc.prio[:m])
+		p.tree.Propagate(sc.idx[:m], sc.delta)
+	}
+	p.wrote(m)
 	return nil
 }
 
-func (p *Prioritized) lockLeaf() {
-	if p.twoLock {
-		p.leafMu.Lock()
-	}
-}
-
-func (p *Prioritized) unlockLeaf() {
-	if p.twoLock {
-		p.leafMu.Unlock()
-	}
-}
-
-// propagate applies leaf deltas written by the caller's SetLeaves to the
-// inner levels under treeMu, and rebuilds the tree when RebuildEvery writes
-// have accumulated and no other write is half done.
-func (p *Prioritized) propagate(idx []int, delta []float64) {
-	nonzero := false
-	for _, d := range delta {
-		if d != 0 {
-			nonzero = true
-			break
-		}
-	}
-	if !nonzero {
-		p.pending.Add(-1)
+// wrote counts m priority writes and rebuilds the tree when RebuildEvery
+// have accumulated. The caller holds treeMu shared (TwoLock) or the global
+// lock.
+func (p *Prioritized) wrote(m int) {
+	every := int64(p.cfg.RebuildEvery)
+	if every <= 0 || p.sinceRebuild.Add(int64(m)) < every {
 		return
 	}
-	if p.twoLock {
-		p.treeMu.Lock()
-		defer p.treeMu.Unlock()
+	if !p.twoLock {
+		p.tree.Rebuild()
+		p.sinceRebuild.Store(0)
+		return
 	}
-	p.tree.Propagate(idx, delta)
-	p.pending.Add(-1)
-	p.sinceRebuild += len(idx)
-	if p.cfg.RebuildEvery > 0 && p.sinceRebuild >= p.cfg.RebuildEvery {
-		if p.twoLock {
-			p.leafMu.RLock()
-			defer p.leafMu.RUnlock()
-		}
-		if p.pending.Load() == 0 {
-			p.tree.Rebuild()
-			p.sinceRebuild = 0
+	// Swap the count so that one writer rebuilds; it trades its shared
+	// hold for an exclusive one, which waits for every writer whose leaf
+	// changes are still on their way up.
+	if p.sinceRebuild.Swap(0) < every {
+		return
+	}
+	p.treeMu.RUnlock()
+	p.treeMu.Lock()
+	p.tree.RebuildShared()
+	p.treeMu.Unlock()
+	p.treeMu.RLock()
+}
+
+// raiseMax raises the running maximum raw priority to x.
+func (p *Prioritized) raiseMax(x float64) {
+	nb := math.Float64bits(x)
+	for {
+		old := p.maxP.Load()
+		if nb <= old || p.maxP.CompareAndSwap(old, nb) {
+			return
 		}
 	}
 }
+
+func (p *Prioritized) maxPriority() float64 { return math.Float64frombits(p.maxP.Load()) }
 
 // Sample draws n transitions in proportion to priority^α into dst, with
 // slots, generations, probabilities and importance weights (see the type's
@@ -315,15 +306,8 @@ func (p *Prioritized) Sample(dst *Sample, n int, r *rand.Rand) error {
 	defer p.pool.Put(sc)
 	sc.u = resize(sc.u, n)
 
-	// Inner levels under treeMu.
-	if p.twoLock {
-		p.treeMu.RLock()
-	}
-	total := p.tree.Total()
+	total := p.total()
 	if !(total > 0) {
-		if p.twoLock {
-			p.treeMu.RUnlock()
-		}
 		return fmt.Errorf("%w: total priority is %v", ErrEmpty, total)
 	}
 	if p.cfg.Stratified {
@@ -336,48 +320,42 @@ func (p *Prioritized) Sample(dst *Sample, n int, r *rand.Rand) error {
 			sc.u[b] = r.Float64() * total
 		}
 	}
-	sc.groups = p.tree.DescendInner(sc.groups, sc.u)
 	if p.twoLock {
-		p.treeMu.RUnlock()
+		sc.groups = p.tree.DescendInnerShared(sc.groups, sc.u)
+	} else {
+		sc.groups = p.tree.DescendInner(sc.groups, sc.u)
 	}
 
-	// Leaf level under leafMu.
-	if p.twoLock {
-		p.leafMu.RLock()
-	}
-	sc.leaf = p.tree.DescendLeaves(sc.leaf, sc.groups, sc.u)
-	for b, i := range sc.leaf {
-		if i >= 0 {
-			sc.prio[b], sc.gen[b] = p.tree.Get(i), p.pgen[i]
-		}
-	}
-	if p.twoLock {
-		p.leafMu.RUnlock()
-	}
-
-	// Copy the data, and draw again where the draw is void: it landed in
-	// a group whose leaves another goroutine has changed but not yet
-	// propagated (i < 0), or on a slot an actor is overwriting, whose data
-	// is already newer than the priority drawn. Each redraw is
-	// independent, so accepted draws stay exactly proportional to the
-	// priorities of the slots whose data matches them.
+	// Finish each descent in its group of leaves and copy the slot's data,
+	// generation and priority, all under the group's stripe lock, so they
+	// belong to one transition. A draw is drawn again, independently, when
+	// it lands outside every leaf of its group (a concurrent change not
+	// yet propagated, or rounding), or in a group an actor is writing
+	// (the seed hides slots in flight by zeroing their priorities; here
+	// the stripe lock shows them), so the accepted draws follow the
+	// priorities of the slots at rest. A learner never waits for an
+	// actor, which matters when there are more goroutines than cores: an
+	// actor preempted inside a stripe keeps it for a whole scheduling
+	// slice.
 	dst.resize(n, p.cfg.ObsSize, p.cfg.ActSize)
-	for b, i := range sc.leaf {
-		for try := 0; ; try++ {
+	for b := range sc.groups {
+		g, u := sc.groups[b], sc.u[b]
+		for try, busy := 0, 0; ; {
+			i, gen, pr := p.st.readLeaf(dst, b, g, u, p.tree, busy >= maxBusy)
 			if i >= 0 {
-				if g := p.st.read(dst, b, i); g == sc.gen[b] {
-					dst.Index[b], dst.Gen[b] = i, g
-					break
-				}
+				dst.Index[b], dst.Gen[b], sc.prio[b] = i, gen, pr
+				break
 			}
-			if try == 100 {
+			if i == -2 {
+				busy++ // after maxBusy, wait (a tiny buffer may be all in flight)
+			} else if try++; try == 100 {
 				return fmt.Errorf("%w: no positive priority found", ErrEmpty)
 			}
-			i, sc.prio[b], sc.gen[b], total = p.drawOne(r)
+			g, u, total = p.drawOne(r)
 		}
 	}
 	minP := math.Inf(1)
-	for b := range sc.leaf {
+	for b := range n {
 		pr := sc.prio[b] / total
 		dst.Prob[b] = pr
 		minP = min(minP, pr)
@@ -396,27 +374,30 @@ func (p *Prioritized) Sample(dst *Sample, n int, r *rand.Rand) error {
 	return nil
 }
 
-// drawOne is the slow path of Sample: one independent draw (slot, its
-// priority and generation, and the total), or slot -1.
-func (p *Prioritized) drawOne(r *rand.Rand) (int, float64, uint64, float64) {
+// maxBusy is how many draws in a row Sample rejects because they landed
+// in a stripe being written before it waits for the stripe instead.
+const maxBusy = 8
+
+func (p *Prioritized) total() float64 {
+	if p.twoLock {
+		return p.tree.LoadTotal()
+	}
+	return p.tree.Total()
+}
+
+// drawOne is the slow path of Sample: one independent descent of the inner
+// levels (the group and the mass left in it) and the total it started from.
+func (p *Prioritized) drawOne(r *rand.Rand) (int, float64, float64) {
 	var u [1]float64
-	var g, leaf [1]int
-	if p.twoLock {
-		p.treeMu.RLock()
-	}
-	total := p.tree.Total()
+	var g [1]int
+	total := p.total()
 	u[0] = r.Float64() * total
-	p.tree.DescendInner(g[:], u[:])
 	if p.twoLock {
-		p.treeMu.RUnlock()
-		p.leafMu.RLock()
-		defer p.leafMu.RUnlock()
+		p.tree.DescendInnerShared(g[:], u[:])
+	} else {
+		p.tree.DescendInner(g[:], u[:])
 	}
-	p.tree.DescendLeaves(leaf[:], g[:], u[:])
-	if leaf[0] < 0 {
-		return -1, 0, 0, total
-	}
-	return leaf[0], p.tree.Get(leaf[0]), p.pgen[leaf[0]], total
+	return g[0], u[0], total
 }
 
 // UpdatePriorities sets the priority of slot idx[k] to priorities[k] (the
@@ -439,36 +420,70 @@ func (p *Prioritized) UpdatePriorities(idx []int, gen []uint64, priorities []flo
 	if len(idx) == 0 {
 		return 0, nil
 	}
-	if !p.twoLock {
-		p.global.Lock()
-		defer p.global.Unlock()
-	}
 	sc := p.getScratch(len(idx))
 	defer p.pool.Put(sc)
-	// Powers outside the lock.
+	// Powers outside any lock.
 	for k, x := range priorities {
 		sc.prio[k] = p.pow(x)
 	}
-	p.lockLeaf()
-	m := 0
+	sc.delta = resize(sc.delta, len(idx))
+	if !p.twoLock {
+		p.global.Lock()
+		defer p.global.Unlock()
+		m := 0
+		for k, i := range idx {
+			if gen[k] == 0 || p.st.gen[i] != gen[k] {
+				continue
+			}
+			sc.idx[m], sc.prio[m] = i, sc.prio[k]
+			p.raiseMax(priorities[k])
+			m++
+		}
+		sc.delta = p.tree.SetLeaves(sc.delta, sc.idx[:m], sc.prio[:m])
+		p.tree.Propagate(sc.idx[:m], sc.delta)
+		p.wrote(m)
+		return m, nil
+	}
+	p.treeMu.RLock()
+	defer p.treeMu.RUnlock()
+	// Slots whose stripe an actor holds are left for a second pass, so
+	// that the learner waits only at the end, if at all.
+	m, later := 0, 0
+	apply := func(k int) {
+		i := idx[k]
+		if p.st.gen[i] == gen[k] {
+			sc.idx[m] = i
+			sc.delta[m] = p.tree.SetLeaf(i, sc.prio[k])
+			m++
+			p.raiseMax(priorities[k])
+		}
+	}
 	for k, i := range idx {
-		if gen[k] == 0 || p.pgen[i] != gen[k] {
+		if gen[k] == 0 {
 			continue
 		}
-		sc.idx[m] = i
-		sc.prio[m] = sc.prio[k]
-		p.maxP = max(p.maxP, priorities[k])
-		m++
+		mu := p.st.stripe(i)
+		if !mu.TryLock() {
+			sc.gen[later] = uint64(k) // scratch: the rows left for later
+			later++
+			continue
+		}
+		apply(k)
+		mu.Unlock()
 	}
-	sc.delta = p.tree.SetLeaves(sc.delta, sc.idx[:m], sc.prio[:m])
-	p.pending.Add(1)
-	p.unlockLeaf()
-	p.propagate(sc.idx[:m], sc.delta)
+	for _, k := range sc.gen[:later] {
+		mu := p.st.stripe(idx[k])
+		mu.lockSpin()
+		apply(int(k))
+		mu.Unlock()
+	}
+	p.tree.PropagateShared(sc.idx[:m], sc.delta[:m])
+	p.wrote(m)
 	return m, nil
 }
 
-// Priority returns the stored value p_i^α of slot i and the generation it
-// belongs to (for tests and diagnostics).
+// Priority returns the stored value p_i^α of slot i and the generation of
+// the transition it holds (for tests and diagnostics).
 func (p *Prioritized) Priority(i int) (float64, uint64, error) {
 	if i < 0 || i >= p.cfg.Capacity {
 		return 0, 0, fmt.Errorf("%w: %d not in [0, %d)", ErrIndex, i, p.cfg.Capacity)
@@ -477,36 +492,23 @@ func (p *Prioritized) Priority(i int) (float64, uint64, error) {
 		p.global.Lock()
 		defer p.global.Unlock()
 	}
-	p.lockLeafR()
-	defer p.unlockLeafR()
-	return p.tree.Get(i), p.pgen[i], nil
-}
-
-func (p *Prioritized) lockLeafR() {
-	if p.twoLock {
-		p.leafMu.RLock()
-	}
-}
-
-func (p *Prioritized) unlockLeafR() {
-	if p.twoLock {
-		p.leafMu.RUnlock()
-	}
+	mu := p.st.stripe(i)
+	mu.RLock()
+	defer mu.RUnlock()
+	return p.tree.Get(i), p.st.gen[i], nil
 }
 
 // Verify checks the buffer's invariants and returns the first violation:
 // the tree's inner nodes match their children within tol (relative), and
-// every slot with a positive priority holds the generation its priority
-// was set for. Meant for tests; it holds both locks for O(N).
+// every slot with a positive priority holds a transition. Meant for tests;
+// it excludes every writer for O(N).
 func (p *Prioritized) Verify(tol float64) error {
-	if !p.twoLock {
-		p.global.Lock()
-		defer p.global.Unlock()
-	} else {
+	if p.twoLock {
 		p.treeMu.Lock()
 		defer p.treeMu.Unlock()
-		p.leafMu.Lock()
-		defer p.leafMu.Unlock()
+	} else {
+		p.global.Lock()
+		defer p.global.Unlock()
 	}
 	if err := p.tree.Verify(tol); err != nil {
 		return fmt.Errorf("replay: %w", err)
@@ -519,8 +521,8 @@ func (p *Prioritized) Verify(tol float64) error {
 		mu.RLock()
 		g := p.st.gen[i]
 		mu.RUnlock()
-		if g != p.pgen[i] {
-			return fmt.Errorf("replay: slot %d has priority for generation %d but holds %d", i, p.pgen[i], g)
+		if g == 0 {
+			return fmt.Errorf("replay: slot %d has priority %v but holds no transition", i, p.tree.Get(i))
 		}
 	}
 	return nil

@@ -2,8 +2,12 @@ package replay
 
 import (
 	"fmt"
+	"math/bits"
+	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"herd/replay/sumtree"
 )
 
 // storage is the preallocated flat transition store shared by Uniform and
@@ -34,7 +38,8 @@ type storage struct {
 	gen    []uint64  // 0: never written
 	stride int       // 2·obsSize + actSize + 2
 
-	stripeMask int // len(stripes) − 1
+	blockShift uint // log2 of the slots per stripe block
+	stripeMask int  // len(stripes) − 1
 	stripes    []paddedRW
 
 	_       cacheLinePad
@@ -48,12 +53,13 @@ type storage struct {
 // lines (two lines: adjacent-line prefetch pairs them on x86).
 type cacheLinePad [128]byte
 
-// stripeBlock is the number of consecutive slots that share a stripe lock.
-const stripeBlock = 16
+// minStripeBlock is the least number of consecutive slots that share a
+// stripe lock.
+const minStripeBlock = 16
 
 // stripe returns the lock guarding slot's data.
 func (s *storage) stripe(slot int) *paddedRW {
-	return &s.stripes[(slot/stripeBlock)&s.stripeMask]
+	return &s.stripes[(slot>>s.blockShift)&s.stripeMask]
 }
 
 // paddedRW keeps neighbouring stripe locks on different cache lines.
@@ -62,7 +68,30 @@ type paddedRW struct {
 	_ [64 - 24]byte
 }
 
-func newStorage(capacity, obsSize, actSize int) *storage {
+// spinTries bounds how long a stripe lock is polled before its caller
+// yields. Stripe critical sections last well under a microsecond, while a
+// goroutine that parks on one, once woken, waits for a processor, which a
+// busy goroutine may hold for a whole scheduling slice (about 10 ms):
+// sync.RWMutex spins only while its processor has nothing else to run, so
+// with more goroutines than cores it parks at once.
+const spinTries = 64
+
+// lockSpin is Lock, polling TryLock first and then yielding between polls
+// (see spinTries).
+func (l *paddedRW) lockSpin() {
+	for i := 0; !l.TryLock(); i++ {
+		if i >= spinTries {
+			runtime.Gosched()
+		}
+	}
+}
+
+// newStorage allocates the store; block (a power of two, at least
+// minStripeBlock) is the number of consecutive slots that share a stripe,
+// so that any aligned run of block slots — a sum tree's group of sibling
+// leaves — is under one lock.
+func newStorage(capacity, obsSize, actSize, block int) *storage {
+	block = max(block, minStripeBlock)
 	s := &storage{
 		capacity: capacity,
 		obsSize:  obsSize,
@@ -70,13 +99,14 @@ func newStorage(capacity, obsSize, actSize int) *storage {
 		stride:   2*obsSize + actSize + 2,
 		gen:      make([]uint64, capacity),
 	}
+	s.blockShift = uint(bits.TrailingZeros(uint(block)))
 	s.rec = make([]float32, capacity*s.stride)
 	// Slots are grouped in blocks of 16 and blocks are dealt round-robin
 	// to at most 1024 stripes: consecutive batches of concurrent actors
 	// (adjacent reservations) land on different stripes, and the lock
 	// array (64 KiB) stays in cache for the learners' random reads.
 	n := 1
-	for n < 1024 && n*stripeBlock < capacity {
+	for n < 1024 && n*block < capacity {
 		n *= 2
 	}
 	s.stripeMask = n - 1
@@ -97,16 +127,18 @@ func (s *storage) slotGen(pos uint64) (int, uint64) {
 }
 
 // write copies b into positions start … start+n-1, one stripe lock at a
-// time.
-func (s *storage) write(b *Batch, start uint64) {
+// time, and calls set(k, slot) for each row k it writes while still
+// holding the slot's stripe (nil: no call), so that what set changes is
+// published together with the data.
+func (s *storage) write(b *Batch, start uint64, set func(k, slot int)) {
 	n := b.Len()
 	for i := 0; i < n; {
 		slot, _ := s.slotGen(start + uint64(i))
 		// Slots i … i+end-1 share a block (so a stripe) and do not wrap.
-		blk := slot / stripeBlock
-		end := min(n-i, (blk+1)*stripeBlock-slot, s.capacity-slot)
+		blk := slot >> s.blockShift
+		end := min(n-i, (blk+1)<<s.blockShift-slot, s.capacity-slot)
 		mu := s.stripe(slot)
-		mu.Lock()
+		mu.lockSpin()
 		for k := 0; k < end; k++ {
 			_, g := s.slotGen(start + uint64(i+k))
 			if s.gen[slot+k] > g {
@@ -117,6 +149,9 @@ func (s *storage) write(b *Batch, start uint64) {
 			}
 			s.gen[slot+k] = g
 			s.put(slot+k, b, i+k)
+			if set != nil {
+				set(i+k, slot+k)
+			}
 		}
 		mu.Unlock()
 		i += end
@@ -151,20 +186,47 @@ func (s *storage) put(slot int, b *Batch, i int) {
 // read copies slot into row i of dst and returns the slot's generation (0
 // if never written).
 func (s *storage) read(dst *Sample, i, slot int) uint64 {
-	o, a := s.obsSize, s.actSize
 	mu := s.stripe(slot)
 	mu.RLock()
-	g := s.gen[slot]
+	g := s.copyOut(dst, i, slot)
+	mu.RUnlock()
+	return g
+}
+
+// readLeaf finishes a sum-tree search in group g of t (mass u left) and
+// copies the leaf's transition into row i of dst, holding the group's
+// stripe throughout, so the leaf's priority and the data belong to the
+// same transition. It returns the slot, its generation and its priority;
+// slot -1 if no leaf of the group holds u or the slot holds no
+// transition; slot -2, without waiting, if wait is false and a writer
+// holds the stripe (an actor copying into it: its slots are in flight).
+func (s *storage) readLeaf(dst *Sample, i, g int, u float64, t *sumtree.Tree, wait bool) (int, uint64, float64) {
+	mu := s.stripe(t.GroupStart(g))
+	if wait {
+		mu.RLock()
+	} else if !mu.TryRLock() {
+		return -2, 0, 0
+	}
+	defer mu.RUnlock()
+	slot := t.LeafInGroup(g, u)
+	if slot < 0 || s.gen[slot] == 0 {
+		return -1, 0, 0
+	}
+	return slot, s.copyOut(dst, i, slot), t.Get(slot)
+}
+
+// copyOut copies slot into row i of dst; the caller holds the stripe.
+func (s *storage) copyOut(dst *Sample, i, slot int) uint64 {
+	o, a := s.obsSize, s.actSize
 	r := s.rec[slot*s.stride : (slot+1)*s.stride]
 	copySmall(dst.Obs[i*o:(i+1)*o], r[:o])
 	copySmall(dst.NextObs[i*o:(i+1)*o], r[o:2*o])
 	copySmall(dst.Action[i*a:(i+1)*a], r[2*o:2*o+a])
 	dst.Reward[i] = r[2*o+a]
 	f := int(r[2*o+a+1])
-	mu.RUnlock()
 	dst.Terminated[i] = f&flagTerminated != 0
 	dst.Truncated[i] = f&flagTruncated != 0
-	return g
+	return s.gen[slot]
 }
 
 // checkAdd validates a batch for insertion.

@@ -28,7 +28,7 @@ func NewUniform(cfg Config) (*Uniform, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Uniform{cfg: cfg, st: newStorage(cfg.Capacity, cfg.ObsSize, cfg.ActSize)}, nil
+	return &Uniform{cfg: cfg, st: newStorage(cfg.Capacity, cfg.ObsSize, cfg.ActSize, minStripeBlock)}, nil
 }
 
 // Config returns the resolved configuration.
@@ -49,7 +49,7 @@ func (u *Uniform) Add(b *Batch) error {
 		u.global.Lock()
 		defer u.global.Unlock()
 	}
-	u.st.write(b, u.st.reserve(b.Len()))
+	u.st.write(b, u.st.reserve(b.Len()), nil)
 	return nil
 }
 
