@@ -96,7 +96,8 @@
 // Nothing in nn starts goroutines. An MLP, Critic or optimizer is used by
 // one goroutine at a time; actors take a Clone and refresh it with
 // CopyFrom. Gemm backends are stateless and shared freely. Every reduction
-// runs in a fixed order on the calling goroutine, so the same seed gives
+// runs in a fixed order (MLP.BackwardSplit runs a layer's dW GEMM on the
+// caller's Splitter beside its dX GEMM, each whole), so the same seed gives
 // bit-identical weights after any number of updates, whatever GOMAXPROCS
 // is. (The assembly and portable kernels round differently — FMA — so bits
 // match per backend and CPU feature set, not across them.)

@@ -79,7 +79,8 @@ type linear struct {
 // Cost: one GEMM per layer forward (fused bias and ReLU on the native
 // backend), two per layer backward (dW = Xᵀ·dZ, dX = dZ·Wᵀ) plus a bias
 // column sum. Everything runs on the calling goroutine, in a fixed order,
-// so results do not depend on GOMAXPROCS.
+// so results do not depend on GOMAXPROCS; BackwardSplit hands each layer's
+// dW to a caller-supplied Splitter, with the same bits.
 //
 // An MLP is not safe for concurrent use. Give every actor goroutine its own
 // Clone and refresh it with CopyFrom.

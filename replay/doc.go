@@ -44,12 +44,14 @@
 //
 // All buffer methods are safe for concurrent use. Slots are reserved with
 // an atomic fetch-add and transition data are copied outside any
-// buffer-wide lock, under the lock of a small stripe of slots; Prioritized
-// guards its tree's leaf level and inner levels with two separate locks
-// (seed 000 §IV-D, Algorithm 3), see Prioritized. Config.Locking =
-// GlobalLock replaces all this with one mutex, the benchmark baseline. No
-// method starts a goroutine. Per batch of n: Add and Sample cost
-// O(n·(transition size + K·log_K N)); nothing is allocated in steady state.
+// buffer-wide lock, under the lock of a small stripe of slots. Prioritized
+// (Locking TwoLock, the default) sets a slot's priority in the same stripe
+// critical section as its data, propagates by atomic adds under a tree
+// lock that writers share, and searches with no lock; learners never wait
+// for actors (see Prioritized). Config.Locking = GlobalLock replaces all
+// this with one mutex, the benchmark baseline. No method starts a
+// goroutine. Per batch of n: Add and Sample cost O(n·(transition size +
+// K·log_K N)); nothing is allocated in steady state.
 //
 // # Rate limiting
 //

@@ -32,7 +32,11 @@
 // # Concurrency
 //
 // A Tree has no lock. Readers may run together; a writer needs exclusive
-// access, or the split protocol of seed 000 Algorithm 3: SetLeaves under a
-// leaf-level lock, Propagate under an inner-level lock, and searches done
-// as DescendInner (inner lock) then DescendLeaves (leaf lock).
+// access, or one of two protocols. The split protocol of seed 000
+// Algorithm 3: SetLeaves under a leaf-level lock, Propagate under an
+// inner-level lock, and searches done as DescendInner (inner lock) then
+// DescendLeaves (leaf lock). Or shared mode (SetLeaf, PropagateShared,
+// DescendInnerShared, LeafInGroup, RebuildShared): inner levels read and
+// changed atomically so writers and searchers need no lock around them,
+// leaves guarded per group by the caller; see shared.go.
 package sumtree
