@@ -93,6 +93,32 @@ func descend8(t *Tree, node []int, u []float64, from, to int) {
 	}
 }
 
+// scan8 picks the child of a group of 8 whose prefix range holds x and
+// returns it with the mass of the children before it: descend8's scan, for
+// descendShared8. descend8 keeps its own inline copy because the compiler
+// does not inline scan8 and the call cost tree_sample 12% (6.0 → 6.8 µs
+// at 1M slots, measured back to back).
+func scan8(g *[8]float64, x float64) (int, float64) {
+	h0 := (g[0] + g[1]) + (g[2] + g[3])
+	jh := b2i(h0 <= x) & 1
+	preh := [2]float64{0, h0}
+	xh := x - preh[jh]
+	d0 := g[jh*4]
+	d1 := d0 + g[jh*4+1]
+	d2 := d1 + g[jh*4+2]
+	j4 := b2i(d0 <= xh) + b2i(d1 <= xh) + b2i(d2 <= xh)
+	pre4 := [4]float64{0, d0, d1, d2}
+	j4 &= 3
+	j := jh*4 + j4
+	before := preh[jh] + pre4[j4]
+	if g[j&7] <= 0 {
+		// Rare: a target at or past the group's sum (rounding) picked a
+		// zero child, maybe padding; take the last positive one.
+		return lastPositive(g[:])
+	}
+	return j, before
+}
+
 func descend16(t *Tree, node []int, u []float64, from, to int) {
 	u = u[:len(node)]
 	for l := from; l <= to; l++ {

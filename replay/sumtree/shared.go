@@ -146,13 +146,7 @@ func (t *Tree) propagateShared(node []int, d []float64) {
 
 // DescendInnerShared is DescendInner for shared mode.
 func (t *Tree) DescendInnerShared(groups []int, u []float64) []int {
-	if cap(groups) < len(u) {
-		groups = make([]int, len(u))
-	}
-	groups = groups[:len(u)]
-	for b := range groups {
-		groups[b] = 0
-	}
+	groups = roots(groups, len(u))
 	t.descendShared(groups, u, 1, t.depth-1)
 	return groups
 }
@@ -203,24 +197,9 @@ func descendShared8(t *Tree, node []int, u []float64, from, to int) {
 			for c := range g {
 				g[c] = loadF(&p[c])
 			}
-			x := u[b]
-			h0 := (g[0] + g[1]) + (g[2] + g[3])
-			jh := b2i(h0 <= x) & 1
-			preh := [2]float64{0, h0}
-			xh := x - preh[jh]
-			d0 := g[jh*4]
-			d1 := d0 + g[jh*4+1]
-			d2 := d1 + g[jh*4+2]
-			j4 := b2i(d0 <= xh) + b2i(d1 <= xh) + b2i(d2 <= xh)
-			pre4 := [4]float64{0, d0, d1, d2}
-			j4 &= 3
-			j := jh*4 + j4
-			before := preh[jh] + pre4[j4]
-			if g[j&7] <= 0 {
-				j, before = lastPositive(g[:])
-			}
+			j, before := scan8(&g, u[b])
 			node[b] = base + j
-			u[b] = x - before
+			u[b] -= before
 		}
 	}
 }

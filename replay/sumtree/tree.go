@@ -364,14 +364,19 @@ func (t *Tree) find(dst []int, u []float64) {
 // FindTo split at the leaf level, for the two-lock replay buffer. It
 // returns groups, resized to len(u).
 func (t *Tree) DescendInner(groups []int, u []float64) []int {
-	if cap(groups) < len(u) {
-		groups = make([]int, len(u))
-	}
-	groups = groups[:len(u)]
-	for b := range groups {
-		groups[b] = 0
-	}
+	groups = roots(groups, len(u))
 	t.descend(groups, u, 1, t.depth-1)
+	return groups
+}
+
+// roots returns groups resized to n (reallocated if needed) and set to the
+// root, where every descent starts.
+func roots(groups []int, n int) []int {
+	if cap(groups) < n {
+		groups = make([]int, n)
+	}
+	groups = groups[:n]
+	clear(groups)
 	return groups
 }
 
