@@ -75,9 +75,10 @@ func (t *Tree) LeafInGroup(g int, u float64) int {
 }
 
 // PropagateShared adds deltas[b] to every inner ancestor of leaf idx[b],
-// atomically, so that several goroutines may propagate at once. Runs of
-// consecutive entries with the same ancestor are summed first (in order),
-// so a batch of adjacent leaves costs one add per ancestor.
+// atomically, so that several goroutines may propagate at once. Deltas
+// that reach the same ancestor are summed first (runs of adjacent entries
+// at the deep levels, all of them at levels of at most denseLevel nodes),
+// so each distinct ancestor costs one compare-and-swap.
 func (t *Tree) PropagateShared(idx []int, deltas []float64) {
 	if len(idx) != len(deltas) {
 		panic("sumtree: PropagateShared: len(idx) != len(deltas)")
