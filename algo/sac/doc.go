@@ -61,6 +61,8 @@
 // forwards, two critic forward+backward passes, and (for the actor) an
 // actor forward+backward plus two critic forward+backward passes; the
 // Pendulum config's 64-64 networks keep it well under a millisecond. Train
-// allocates its workspaces once, runs on the caller's goroutine and starts
-// none.
+// allocates its workspaces once and runs on the caller's goroutine, plus
+// one worker goroutine (offpolicy.Twin over package twin) that computes Q2
+// beside Q1 in every critic pass, with the same bits; Train stops it
+// before it returns.
 package sac

@@ -10,6 +10,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
+	"herd/algo/internal/twin"
 	"herd/internal/rng"
 	"herd/nn"
 )
@@ -214,7 +215,6 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		nextAct    = make([]float32, B*actDim)
 		nextLogPi  = make([]float32, B)
 		nextQ      = make([]float32, B) // y = r + γ(1 − d)(min Q'(s', a') − α log π(a'|s'))
-		dQ         = make([]float32, B)
 		pi         = make([]float32, B*actDim)
 		logPi      = make([]float32, B)
 		noise      = make([]float32, B*actDim)
@@ -223,7 +223,6 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		dAct       = make([]float32, B*actDim)
 		dLogPi     = make([]float32, B)
 		dOut       = make([]float32, B*head.OutDim())
-		qf1Val     = make([]float32, B)
 		actorLoss  float64
 		alphaLoss  float64
 		actorSteps int
@@ -232,19 +231,24 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		net.Net.Reserve(B)
 	}
 	actor.Reserve(B)
+	// The twin critics run side by side on two goroutines (bit-identical
+	// to one after the other: see offpolicy.Twin).
+	par := twin.New()
+	defer par.Close()
+	critics := offpolicy.NewTwin(qf1, qf2, par, B)
+	targets := offpolicy.NewTwin(qf1Target, qf2Target, par, B)
 
 	// updateCritics takes one gradient step on the twin soft Q loss.
 	updateCritics := func() (qfLoss, q1Mean, q2Mean float64) {
 		// Soft target, without gradient (Haarnoja et al. 2018, eq. 3).
 		head.SampleTo(nextAct, nextLogPi, nil, actor.Forward(rb.NextObs, B), learnRNG)
-		q1n := qf1Target.Forward(rb.NextObs, nextAct, B)
-		q2n := qf2Target.Forward(rb.NextObs, nextAct, B)
+		q1n, q2n := targets.Forward(rb.NextObs, nextAct, B)
 		for i := range B {
 			minQ := min(q1n[i], q2n[i]) - float32(alpha)*nextLogPi[i]
 			nextQ[i] = rb.Reward[i] + rb.Discount[i]*rb.NotDone[i]*minQ
 		}
 		// Both critics regress onto y: MSE(Q1(s, a), y) + MSE(Q2(s, a), y).
-		return offpolicy.TwinQFit(qf1, qf2, qOpt, qParams, rb.Obs, rb.Action, nextQ, B, dQ, qf1Val)
+		return critics.Fit(qOpt, qParams, rb.Obs, rb.Action, nextQ, B)
 	}
 
 	// updateActor takes one step on E[α log π(ã|s) − min_i Q_i(s, ã)] with
@@ -253,8 +257,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	updateActor := func() {
 		out := actor.Forward(rb.Obs, B)
 		head.SampleTo(pi, logPi, noise, out, learnRNG)
-		q1 := qf1.Forward(rb.Obs, pi, B)
-		q2 := qf2.Forward(rb.Obs, pi, B)
+		q1, q2 := critics.Forward(rb.Obs, pi, B)
 		// dL/dQ_i = −1/B on the rows where critic i gives the minimum.
 		var loss float64
 		for i := range B {
@@ -272,8 +275,9 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		actorLoss = loss / float64(B)
 		// dL/dã through both critics. This also adds into the critics'
 		// gradients, which are zeroed before their next step.
-		copy(dAct, qf1.Backward(dQ1))
-		for i, g := range qf2.Backward(dQ2) {
+		g1, g2 := critics.Backward(dQ1, dQ2)
+		copy(dAct, g1)
+		for i, g := range g2 {
 			dAct[i] += g
 		}
 		head.BackwardSample(dOut, out, noise, dAct, dLogPi)

@@ -57,5 +57,8 @@
 // One update costs a target-actor forward, two target-critic forwards and
 // two critic forward+backward passes at batch B, plus every other update an
 // actor forward+backward and a Q1 forward+backward. Train allocates its
-// workspaces once, runs on the caller's goroutine and starts none.
+// workspaces once and runs on the caller's goroutine, plus one worker
+// goroutine (offpolicy.Twin over package twin) that computes Q2 beside Q1
+// in the critic passes, with the same bits; Train stops it before it
+// returns.
 package td3

@@ -9,6 +9,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
+	"herd/algo/internal/twin"
 	"herd/internal/rng"
 	"herd/nn"
 )
@@ -209,7 +210,6 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		nextAct   = make([]float32, B*actDim)
 		nextQ     = make([]float32, B) // y = r + γ(1 − d) min_i Q'_i(s', μ'(s') + clip(ε))
 		dQ        = make([]float32, B)
-		qf1Val    = make([]float32, B)
 		pi        = make([]float32, B*actDim)
 		dOut      = make([]float32, B*actDim)
 		ou        = offpolicy.NewOU(N*actDim, cfg.ExplorationNoise)
@@ -221,6 +221,12 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	}
 	actor.Reserve(B)
 	targetActor.Reserve(B)
+	// The twin critics run side by side on two goroutines (bit-identical
+	// to one after the other: see offpolicy.Twin).
+	par := twin.New()
+	defer par.Close()
+	critics := offpolicy.NewTwin(qf1, qf2, par, B)
+	targets := offpolicy.NewTwin(qf1Target, qf2Target, par, B)
 
 	// updateCritics takes one step on the clipped double-Q loss.
 	updateCritics := func() (qfLoss, q1Mean, q2Mean float64) {
@@ -232,13 +238,12 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 			eps := clamp(learnRNG.NormFloat64()*cfg.PolicyNoise, -cfg.NoiseClip, cfg.NoiseClip)
 			nextAct[i] = clamp32(nextAct[i]+float32(eps)*head.Scale[j], low[j], high[j])
 		}
-		q1n := qf1Target.Forward(rb.NextObs, nextAct, B)
-		q2n := qf2Target.Forward(rb.NextObs, nextAct, B)
+		q1n, q2n := targets.Forward(rb.NextObs, nextAct, B)
 		for i := range B {
 			nextQ[i] = rb.Reward[i] + rb.Discount[i]*rb.NotDone[i]*min(q1n[i], q2n[i])
 		}
 		// Both critics regress onto y: MSE(Q1(s, a), y) + MSE(Q2(s, a), y).
-		return offpolicy.TwinQFit(qf1, qf2, qOpt, qParams, rb.Obs, rb.Action, nextQ, B, dQ, qf1Val)
+		return critics.Fit(qOpt, qParams, rb.Obs, rb.Action, nextQ, B)
 	}
 
 	// updateActor takes one deterministic policy gradient step on
