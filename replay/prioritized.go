@@ -238,22 +238,35 @@ func (p *Prioritized) add(b *Batch, prio []float64) error {
 		}
 		m++
 	})
-	if p.twoLock {
-		p.tree.PropagateShared(sc.idx[:m], sc.delta[:m])
-	} else {
+	if !p.twoLock {
 		sc.delta = p.tree.SetLeaves(sc.delta, sc.idx[:m], sc.prio[:m])
-		p.tree.Propagate(sc.idx[:m], sc.delta)
 	}
-	p.wrote(m)
+	p.propagate(sc.idx[:m], sc.delta[:m])
 	return nil
 }
 
-// wrote counts m priority writes and rebuilds the tree when RebuildEvery
-// have accumulated. The caller holds treeMu shared (TwoLock) or the global
-// lock.
-func (p *Prioritized) wrote(m int) {
+// propagate applies leaf deltas to the inner levels, skipping the work
+// (and the rebuild count) when no leaf changed — common when a full
+// buffer is refilled at an unchanged maximum — and rebuilds the tree when
+// RebuildEvery changed leaves have accumulated. The caller holds treeMu
+// shared (TwoLock) or the global lock.
+func (p *Prioritized) propagate(idx []int, delta []float64) {
+	changed := 0
+	for _, d := range delta {
+		if d != 0 {
+			changed++
+		}
+	}
+	if changed == 0 {
+		return
+	}
+	if p.twoLock {
+		p.tree.PropagateShared(idx, delta)
+	} else {
+		p.tree.Propagate(idx, delta)
+	}
 	every := int64(p.cfg.RebuildEvery)
-	if every <= 0 || p.sinceRebuild.Add(int64(m)) < every {
+	if every <= 0 || p.sinceRebuild.Add(int64(changed)) < every {
 		return
 	}
 	if !p.twoLock {
@@ -440,8 +453,7 @@ func (p *Prioritized) UpdatePriorities(idx []int, gen []uint64, priorities []flo
 			m++
 		}
 		sc.delta = p.tree.SetLeaves(sc.delta, sc.idx[:m], sc.prio[:m])
-		p.tree.Propagate(sc.idx[:m], sc.delta)
-		p.wrote(m)
+		p.propagate(sc.idx[:m], sc.delta)
 		return m, nil
 	}
 	p.treeMu.RLock()
@@ -477,8 +489,7 @@ func (p *Prioritized) UpdatePriorities(idx []int, gen []uint64, priorities []flo
 		apply(int(k))
 		mu.Unlock()
 	}
-	p.tree.PropagateShared(sc.idx[:m], sc.delta[:m])
-	p.wrote(m)
+	p.propagate(sc.idx[:m], sc.delta[:m])
 	return m, nil
 }
 
