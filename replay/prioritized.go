@@ -79,8 +79,12 @@ type Prioritized struct {
 	_      cacheLinePad
 	global sync.Mutex // GlobalLock only: held across each operation
 
-	_      cacheLinePad
-	treeMu sync.RWMutex // TwoLock only: shared by writers, exclusive for Rebuild and Verify
+	// treeMu (TwoLock only) is shared by writers and exclusive for Rebuild
+	// and Verify. It is sharded: a writer read-locks the shard its pooled
+	// scratch names, and scratches live in per-processor pools, so writers
+	// on different cores rarely touch the same lock word; the exclusive
+	// side locks every shard.
+	treeMu [treeShards]paddedRW
 
 	_ cacheLinePad
 	// maxP is the running maximum of raw priorities, as float64 bits
@@ -93,8 +97,12 @@ type Prioritized struct {
 	_            cacheLinePad
 }
 
+// treeShards is the number of treeMu shards.
+const treeShards = 8
+
 // scratch holds one call's temporaries, pooled so calls do not allocate.
 type scratch struct {
+	shard  int // the treeMu shard this scratch's writer read-locks
 	idx    []int
 	gen    []uint64
 	prio   []float64
@@ -121,7 +129,8 @@ func NewPrioritized(cfg Config) (*Prioritized, error) {
 	}
 	p.maxP.Store(math.Float64bits(1))
 	p.beta.Store(math.Float64bits(cfg.Beta))
-	p.pool.New = func() any { return new(scratch) }
+	var shards atomic.Int64
+	p.pool.New = func() any { return &scratch{shard: int(shards.Add(1)) % treeShards} }
 	return p, nil
 }
 
@@ -204,15 +213,15 @@ func (p *Prioritized) add(b *Batch, prio []float64) error {
 	if n == 0 {
 		return nil
 	}
+	sc := p.getScratch(n)
+	defer p.pool.Put(sc)
 	if p.twoLock {
-		p.treeMu.RLock()
-		defer p.treeMu.RUnlock()
+		p.treeMu[sc.shard].RLock()
+		defer p.treeMu[sc.shard].RUnlock()
 	} else {
 		p.global.Lock()
 		defer p.global.Unlock()
 	}
-	sc := p.getScratch(n)
-	defer p.pool.Put(sc)
 	for _, x := range prio {
 		p.raiseMax(x)
 	}
@@ -241,7 +250,7 @@ func (p *Prioritized) add(b *Batch, prio []float64) error {
 	if !p.twoLock {
 		sc.delta = p.tree.SetLeaves(sc.delta, sc.idx[:m], sc.prio[:m])
 	}
-	p.propagate(sc.idx[:m], sc.delta[:m])
+	p.propagate(sc.idx[:m], sc.delta[:m], sc.shard)
 	return nil
 }
 
@@ -249,8 +258,8 @@ func (p *Prioritized) add(b *Batch, prio []float64) error {
 // (and the rebuild count) when no leaf changed — common when a full
 // buffer is refilled at an unchanged maximum — and rebuilds the tree when
 // RebuildEvery changed leaves have accumulated. The caller holds treeMu
-// shared (TwoLock) or the global lock.
-func (p *Prioritized) propagate(idx []int, delta []float64) {
+// shard shard shared (TwoLock) or the global lock.
+func (p *Prioritized) propagate(idx []int, delta []float64, shard int) {
 	changed := 0
 	for _, d := range delta {
 		if d != 0 {
@@ -280,11 +289,24 @@ func (p *Prioritized) propagate(idx []int, delta []float64) {
 	if p.sinceRebuild.Swap(0) < every {
 		return
 	}
-	p.treeMu.RUnlock()
-	p.treeMu.Lock()
+	p.treeMu[shard].RUnlock()
+	p.lockTree()
 	p.tree.RebuildShared()
-	p.treeMu.Unlock()
-	p.treeMu.RLock()
+	p.unlockTree()
+	p.treeMu[shard].RLock()
+}
+
+// lockTree takes every treeMu shard exclusively, in order (TwoLock).
+func (p *Prioritized) lockTree() {
+	for i := range p.treeMu {
+		p.treeMu[i].Lock()
+	}
+}
+
+func (p *Prioritized) unlockTree() {
+	for i := range p.treeMu {
+		p.treeMu[i].Unlock()
+	}
 }
 
 // raiseMax raises the running maximum raw priority to x.
@@ -453,11 +475,11 @@ func (p *Prioritized) UpdatePriorities(idx []int, gen []uint64, priorities []flo
 			m++
 		}
 		sc.delta = p.tree.SetLeaves(sc.delta, sc.idx[:m], sc.prio[:m])
-		p.propagate(sc.idx[:m], sc.delta)
+		p.propagate(sc.idx[:m], sc.delta, 0)
 		return m, nil
 	}
-	p.treeMu.RLock()
-	defer p.treeMu.RUnlock()
+	p.treeMu[sc.shard].RLock()
+	defer p.treeMu[sc.shard].RUnlock()
 	// Slots whose stripe an actor holds are left for a second pass, so
 	// that the learner waits only at the end, if at all.
 	m, later := 0, 0
@@ -489,7 +511,7 @@ func (p *Prioritized) UpdatePriorities(idx []int, gen []uint64, priorities []flo
 		apply(int(k))
 		mu.Unlock()
 	}
-	p.propagate(sc.idx[:m], sc.delta[:m])
+	p.propagate(sc.idx[:m], sc.delta[:m], sc.shard)
 	return m, nil
 }
 
@@ -515,8 +537,8 @@ func (p *Prioritized) Priority(i int) (float64, uint64, error) {
 // it excludes every writer for O(N).
 func (p *Prioritized) Verify(tol float64) error {
 	if p.twoLock {
-		p.treeMu.Lock()
-		defer p.treeMu.Unlock()
+		p.lockTree()
+		defer p.unlockTree()
 	} else {
 		p.global.Lock()
 		defer p.global.Unlock()
