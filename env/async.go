@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
+
+	"herd/internal/twin"
 )
 
 // AsyncOptions configures an AsyncVector.
@@ -20,9 +21,10 @@ type AsyncOptions struct {
 // contiguous blocks; the calling goroutine steps block 0 and one worker
 // goroutine per other block steps the rest, each writing its rows of the
 // shared Batch directly. Rows are disjoint, and the caller reads the Batch
-// only after every worker has signalled, so no lock is needed. One Step
-// costs two channel operations per worker goroutine plus the env steps; it
-// pays off when a block's env steps outweigh ≈1–2 µs of hand-off.
+// only after every worker has signalled, so no lock is needed. Each worker
+// is a twin.Pair, which hands off by polling (a worker polls for its next
+// block for up to twin.SpinFor before it parks): a channel hand-off, which
+// parks and wakes goroutines, cost more than a block of cheap env steps.
 //
 // Results are identical to SyncVector's for the same seed: each env's
 // stream depends only on its slot. Close stops the workers and waits for
@@ -33,11 +35,9 @@ type AsyncVector struct {
 	act    Space
 	batch  Batch
 	blocks [][2]int
-	start  []chan struct{}
-	done   chan struct{}
-	errs   []error // errs[w] is worker w's result for the current call
-	quit   chan struct{}
-	wg     sync.WaitGroup
+	pairs  []*twin.Pair // pairs[k] runs block k (k ≥ 1); nil with one processor
+	jobs   []func()     // jobs[k] runs block k into errs[k]
+	errs   []error      // errs[w] is worker w's result for the current call
 	closed bool
 
 	// The current job, written by the caller before signalling workers.
@@ -69,32 +69,19 @@ func NewAsyncVector(n int, factory Factory, opts AsyncOptions) (*AsyncVector, er
 	o, a := envs[0].ObservationSpace(), envs[0].ActionSpace()
 	v := &AsyncVector{
 		envs: envs, obs: o, act: a, batch: newBatch(n, o.Dim()),
-		done: make(chan struct{}, w), errs: make([]error, w), quit: make(chan struct{}),
+		errs: make([]error, w),
 	}
 	for k := 0; k < w; k++ {
 		v.blocks = append(v.blocks, [2]int{k * n / w, (k + 1) * n / w})
-		v.start = append(v.start, make(chan struct{}, 1))
+		v.jobs = append(v.jobs, func() { v.errs[k] = v.doBlock(k) })
 	}
 	// Block 0 runs in the caller's goroutine (see run), so w blocks need
-	// only w−1 goroutines and one worker means none.
+	// only w−1 workers and one worker means none.
+	v.pairs = make([]*twin.Pair, w)
 	for k := 1; k < w; k++ {
-		v.wg.Add(1)
-		go v.worker(k)
+		v.pairs[k] = twin.New()
 	}
 	return v, nil
-}
-
-func (v *AsyncVector) worker(k int) {
-	defer v.wg.Done()
-	for {
-		select {
-		case <-v.quit:
-			return
-		case <-v.start[k]:
-		}
-		v.errs[k] = v.doBlock(k)
-		v.done <- struct{}{}
-	}
 }
 
 // doBlock runs the current job on block k's envs.
@@ -121,11 +108,11 @@ func (v *AsyncVector) doBlock(k int) error {
 // whatever the scheduling.
 func (v *AsyncVector) run() error {
 	for k := 1; k < len(v.blocks); k++ {
-		v.start[k] <- struct{}{}
+		v.pairs[k].Go(v.jobs[k])
 	}
-	v.errs[0] = v.doBlock(0)
+	v.jobs[0]()
 	for k := 1; k < len(v.blocks); k++ {
-		<-v.done
+		v.pairs[k].Wait()
 	}
 	for _, err := range v.errs {
 		if err != nil {
@@ -176,8 +163,9 @@ func (v *AsyncVector) Close() error {
 		return nil
 	}
 	v.closed = true
-	close(v.quit)
-	v.wg.Wait()
+	for _, p := range v.pairs {
+		p.Close()
+	}
 	var errs []error
 	for _, e := range v.envs {
 		errs = append(errs, e.Close())

@@ -96,7 +96,7 @@ type MLP struct {
 }
 
 // Splitter runs a function beside the caller: Go starts f and returns, Wait
-// returns when f is done; one function at a time. algo/internal/twin's Pair
+// returns when f is done; one function at a time. internal/twin's Pair
 // is one; a nil Splitter means "run it on the caller".
 type Splitter interface {
 	Go(f func())

@@ -9,7 +9,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
-	"herd/algo/internal/twin"
+	"herd/internal/twin"
 	"herd/internal/rng"
 	"herd/nn"
 )

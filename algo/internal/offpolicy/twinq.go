@@ -1,7 +1,7 @@
 package offpolicy
 
 import (
-	"herd/algo/internal/twin"
+	"herd/internal/twin"
 	"herd/nn"
 )
 

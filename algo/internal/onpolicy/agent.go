@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"herd/algo/internal/twin"
+	"herd/internal/twin"
 	"herd/env"
 	"herd/nn"
 )
