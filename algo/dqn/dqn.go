@@ -10,9 +10,9 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
-	"herd/internal/twin"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/internal/twin"
 	"herd/nn"
 )
 

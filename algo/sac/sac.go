@@ -10,8 +10,8 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
-	"herd/internal/twin"
 	"herd/internal/rng"
+	"herd/internal/twin"
 	"herd/nn"
 )
 

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"herd/internal/twin"
 	"herd/env"
+	"herd/internal/twin"
 	"herd/nn"
 )
 
