@@ -37,9 +37,11 @@ var (
 type Locking int
 
 const (
-	// TwoLock is seed 000's scheme (§IV-D, Algorithm 3): slots reserved
-	// by an atomic fetch-add, data copied outside the tree locks (lazy
-	// writing), one lock for the leaf level and one for the inner levels.
+	// TwoLock is seed 000's scheme (§IV-D, Algorithm 3) with finer
+	// locks: slots reserved by an atomic fetch-add, data and leaves
+	// written under per-stripe locks, inner levels updated by atomic adds
+	// under a tree lock that writers share, searches without a lock (see
+	// Prioritized).
 	TwoLock Locking = iota
 	// GlobalLock puts one mutex around every operation: the baseline.
 	GlobalLock

@@ -40,21 +40,25 @@ import (
 //
 // Add reserves slots with an atomic fetch-add, then copies each slot's
 // data and sets its leaf (the running maximum) together under the slot's
-// stripe lock, a lock of a run of 16 slots that guards their data,
-// generations and leaves; a learner reads a drawn slot's data, generation
-// and priority under the same lock, so a priority is never paired with
-// another transition's data. (The seed hides a slot by zeroing its
-// priority while the data changes; holding the stripe lock does that job
-// without the extra tree write.) The leaves' changes then go up the inner
-// levels by atomic adds. Searches take no lock at all: they read the inner
-// levels and leaves with atomic loads, and a draw that a concurrent change
-// makes land outside any leaf's range is rejected and drawn again, so the
-// accepted draws follow the leaves. UpdatePriorities takes each slot's
-// stripe lock to check the generation and set the leaf, then propagates
-// the same way.
+// stripe lock, the lock of a block of max(16, K) slots that guards their
+// data, generations and leaves. The leaves' changes then go up the inner
+// levels by atomic adds. Sample descends the inner levels with no lock
+// (atomic loads), then finishes each draw in its group of leaves and
+// copies the slot's data, generation and priority under the group's
+// stripe lock, so a priority is never paired with another transition's
+// data. (The seed hides a slot by zeroing its priority while the data
+// changes; holding the stripe lock does that job without the extra tree
+// writes.) A draw is rejected and drawn again when a concurrent change
+// makes it land outside every leaf of its group, or when an actor holds
+// the group's stripe (its slots are in flight; a learner never waits for
+// an actor, which may have been preempted inside the stripe), so the
+// accepted draws follow the priorities of the slots at rest.
+// UpdatePriorities takes each slot's stripe lock to check the generation
+// and set the leaf (rows whose stripe is busy last), then propagates the
+// same way.
 //
 // The two locks of the TwoLock variant are thus the stripe locks (leaves
-// and data) and treeMu (the inner levels): writers hold treeMu shared from
+// and data) and treeMu (the inner levels, sharded): writers hold treeMu shared from
 // their first leaf write to the end of their propagation, so they never
 // wait for each other, and Rebuild and Verify hold it exclusively, so they
 // never see a leaf whose change is still on its way up. With Locking
@@ -63,7 +67,7 @@ import (
 //
 // Cost per batch of n: Add O(n·(transition + log_K N)), Sample
 // O(n·(K·log_K N + transition)), UpdatePriorities O(n·log_K N), plus one
-// O(N) tree rebuild every RebuildEvery priority writes. Nothing is
+// O(N) tree rebuild every RebuildEvery priority changes. Nothing is
 // allocated in steady state.
 type Prioritized struct {
 	// Read-mostly, read by every operation: kept off the cache lines of
