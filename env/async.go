@@ -79,7 +79,7 @@ func NewAsyncVector(n int, factory Factory, opts AsyncOptions) (*AsyncVector, er
 	// only w−1 workers and one worker means none.
 	v.pairs = make([]*twin.Pair, w)
 	for k := 1; k < w; k++ {
-		v.pairs[k] = twin.New()
+		v.pairs[k] = twin.NewWorker()
 	}
 	return v, nil
 }

@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// SpinFor is how long the idle worker polls for the next job before it
-// parks: longer than the gap between two training steps of an off-policy
-// loop (a few env steps), short enough that an idle Pair costs nothing.
+// SpinFor is how long the idle worker polls for the next job, and the
+// caller for the job's end, before parking: longer than the gap between
+// two training steps of an off-policy loop (a few env steps), short enough
+// that an idle Pair costs nothing.
 const SpinFor = 200 * time.Microsecond
 
 // Job states.
@@ -22,24 +23,43 @@ const (
 // Pair is a caller goroutine and one worker. Not safe for concurrent use:
 // one goroutine calls its methods.
 type Pair struct {
-	state  atomic.Int32
-	job    func() // written by the caller before state becomes posted
-	parked atomic.Bool
-	wake   chan struct{} // capacity 1: a token for a parked worker
-	stop   atomic.Bool
+	spin  time.Duration // how long each side polls before it parks
+	state atomic.Int32
+	job   func() // written by the caller before state becomes posted
 
+	// Parking, each side's flag and token channel (capacity 1).
+	workerParked, callerParked atomic.Bool
+	wake, finished             chan struct{}
+
+	stop    atomic.Bool
 	stopped sync.WaitGroup
 	closed  bool
 	running bool // a job was started and not yet waited for
 }
 
-// New starts the worker, or returns nil (run everything on the caller)
-// when only one processor is available.
+// New starts a polling worker, or returns nil (run everything on the
+// caller) when only one processor is available: for work that is
+// CPU-bound on both sides, where a second goroutine cannot help.
 func New() *Pair {
 	if runtime.GOMAXPROCS(0) < 2 {
 		return nil
 	}
-	p := &Pair{wake: make(chan struct{}, 1)}
+	return start(SpinFor)
+}
+
+// NewWorker always starts a worker, for jobs that may block (an env
+// behind a network call, say), which overlap even on one processor. It
+// polls like New's with two or more processors and parks at once with
+// one, where polling would only take the processor from the other side.
+func NewWorker() *Pair {
+	if runtime.GOMAXPROCS(0) < 2 {
+		return start(0)
+	}
+	return start(SpinFor)
+}
+
+func start(spin time.Duration) *Pair {
+	p := &Pair{spin: spin, wake: make(chan struct{}, 1), finished: make(chan struct{}, 1)}
 	p.stopped.Add(1)
 	go p.loop()
 	return p
@@ -48,37 +68,52 @@ func New() *Pair {
 func (p *Pair) loop() {
 	defer p.stopped.Done()
 	for {
-		if !p.await() {
+		if !p.await(posted, &p.workerParked, p.wake) {
 			return
 		}
 		p.job()
 		p.state.Store(done)
+		if p.callerParked.Load() {
+			token(p.finished)
+		}
 	}
 }
 
-// await polls for a posted job for up to SpinFor, then parks until the
-// caller wakes it. It reports false when the Pair is closing.
-func (p *Pair) await() bool {
+// await polls until state is want, for up to p.spin, then parks on ch
+// until the other side sends a token. It reports false when the Pair is
+// closing. The other side stores the state, then reads the parked flag;
+// this side stores the flag, then reads the state: one of them sees the
+// other's write, so a wake-up is never lost (at worst a stale token wakes
+// this side once more).
+func (p *Pair) await(want int32, parked *atomic.Bool, ch chan struct{}) bool {
 	start := time.Now()
 	for n := 0; ; n++ {
 		if p.stop.Load() {
 			return false
 		}
-		if p.state.Load() == posted {
+		if p.state.Load() == want {
 			return true
 		}
-		if n&255 != 255 || time.Since(start) < SpinFor {
+		if n&255 != 255 || time.Since(start) < p.spin {
+			if n&1023 == 1023 {
+				runtime.Gosched() // the other side may have been descheduled
+			}
 			continue
 		}
-		// Park. The caller stores posted, then reads parked; we store
-		// parked, then read state: one of us sees the other's write, so
-		// a job is never missed (at worst a stale token wakes us once).
-		p.parked.Store(true)
-		if p.state.Load() != posted && !p.stop.Load() {
-			<-p.wake
+		parked.Store(true)
+		if p.state.Load() != want && !p.stop.Load() {
+			<-ch
 		}
-		p.parked.Store(false)
+		parked.Store(false)
 		start, n = time.Now(), 0
+	}
+}
+
+// token sends a wake-up token without blocking (one pending is enough).
+func token(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 
@@ -95,11 +130,8 @@ func (p *Pair) Go(b func()) {
 	p.running = true
 	p.job = b
 	p.state.Store(posted)
-	if p.parked.Load() {
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
+	if p.workerParked.Load() {
+		token(p.wake)
 	}
 }
 
@@ -108,11 +140,7 @@ func (p *Pair) Wait() {
 	if p == nil || !p.running {
 		return
 	}
-	for n := 0; p.state.Load() != done; n++ {
-		if n&1023 == 1023 {
-			runtime.Gosched() // the worker may have been descheduled
-		}
-	}
+	p.await(done, &p.callerParked, p.finished)
 	p.state.Store(idle)
 	p.job = nil
 	p.running = false
@@ -135,9 +163,6 @@ func (p *Pair) Close() {
 	p.Wait()
 	p.closed = true
 	p.stop.Store(true)
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	token(p.wake)
 	p.stopped.Wait()
 }

@@ -75,3 +75,22 @@ func BenchmarkHandOff(b *testing.B) {
 		p.Do(f, f)
 	}
 }
+
+// TestNewWorkerOneProcessor: NewWorker starts a worker even with one
+// processor (it parks instead of polling there), and jobs that block —
+// here on each other — still complete, which they could not on one
+// goroutine.
+func TestNewWorkerOneProcessor(t *testing.T) {
+	old := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(old)
+	p := NewWorker()
+	if p == nil {
+		t.Fatal("NewWorker returned nil")
+	}
+	defer p.Close()
+	for range 100 {
+		ping, pong := make(chan int), make(chan int)
+		// Each half waits for the other: only two goroutines can do it.
+		p.Do(func() { ping <- 1; <-pong }, func() { <-ping; pong <- 2 })
+	}
+}
