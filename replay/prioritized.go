@@ -243,17 +243,9 @@ func (p *Prioritized) add(b *Batch, prio []float64) error {
 	sc.delta = resize(sc.delta, n)
 	m := 0
 	p.st.write(b, p.st.reserve(n), func(k, slot int) {
-		sc.idx[m] = slot
-		if p.twoLock {
-			sc.delta[m] = p.tree.SetLeaf(slot, sc.prio[k])
-		} else {
-			sc.prio[m] = sc.prio[k] // m ≤ k: compacts in place
-		}
+		sc.idx[m], sc.delta[m] = slot, p.tree.SetLeaf(slot, sc.prio[k])
 		m++
 	})
-	if !p.twoLock {
-		sc.delta = p.tree.SetLeaves(sc.delta, sc.idx[:m], sc.prio[:m])
-	}
 	p.propagate(sc.idx[:m], sc.delta[:m], sc.shard)
 	return nil
 }
@@ -261,8 +253,8 @@ func (p *Prioritized) add(b *Batch, prio []float64) error {
 // propagate applies leaf deltas to the inner levels, skipping the work
 // (and the rebuild count) when no leaf changed — common when a full
 // buffer is refilled at an unchanged maximum — and rebuilds the tree when
-// RebuildEvery changed leaves have accumulated. The caller holds treeMu
-// shard shard shared (TwoLock) or the global lock.
+// RebuildEvery changed leaves have accumulated. The caller holds
+// treeMu[shard] shared (TwoLock) or the global lock.
 func (p *Prioritized) propagate(idx []int, delta []float64, shard int) {
 	changed := 0
 	for _, d := range delta {
@@ -359,11 +351,7 @@ func (p *Prioritized) Sample(dst *Sample, n int, r *rand.Rand) error {
 			sc.u[b] = r.Float64() * total
 		}
 	}
-	if p.twoLock {
-		sc.groups = p.tree.DescendInnerShared(sc.groups, sc.u)
-	} else {
-		sc.groups = p.tree.DescendInner(sc.groups, sc.u)
-	}
+	sc.groups = p.descendInner(sc.groups, sc.u)
 
 	// Finish each descent in its group of leaves and copy the slot's data,
 	// generation and priority, all under the group's stripe lock, so they
@@ -417,11 +405,20 @@ func (p *Prioritized) Sample(dst *Sample, n int, r *rand.Rand) error {
 // in a stripe being written before it waits for the stripe instead.
 const maxBusy = 8
 
+// total and descendInner read the tree in the variant's mode: atomic
+// (TwoLock, no lock held) or plain (under the global lock).
 func (p *Prioritized) total() float64 {
 	if p.twoLock {
 		return p.tree.LoadTotal()
 	}
 	return p.tree.Total()
+}
+
+func (p *Prioritized) descendInner(groups []int, u []float64) []int {
+	if p.twoLock {
+		return p.tree.DescendInnerShared(groups, u)
+	}
+	return p.tree.DescendInner(groups, u)
 }
 
 // drawOne is the slow path of Sample: one independent descent of the inner
@@ -431,11 +428,7 @@ func (p *Prioritized) drawOne(r *rand.Rand) (int, float64, float64) {
 	var g [1]int
 	total := p.total()
 	u[0] = r.Float64() * total
-	if p.twoLock {
-		p.tree.DescendInnerShared(g[:], u[:])
-	} else {
-		p.tree.DescendInner(g[:], u[:])
-	}
+	p.descendInner(g[:], u[:])
 	return g[0], u[0], total
 }
 
@@ -466,27 +459,7 @@ func (p *Prioritized) UpdatePriorities(idx []int, gen []uint64, priorities []flo
 		sc.prio[k] = p.pow(x)
 	}
 	sc.delta = resize(sc.delta, len(idx))
-	if !p.twoLock {
-		p.global.Lock()
-		defer p.global.Unlock()
-		m := 0
-		for k, i := range idx {
-			if gen[k] == 0 || p.st.gen[i] != gen[k] {
-				continue
-			}
-			sc.idx[m], sc.prio[m] = i, sc.prio[k]
-			p.raiseMax(priorities[k])
-			m++
-		}
-		sc.delta = p.tree.SetLeaves(sc.delta, sc.idx[:m], sc.prio[:m])
-		p.propagate(sc.idx[:m], sc.delta, 0)
-		return m, nil
-	}
-	p.treeMu[sc.shard].RLock()
-	defer p.treeMu[sc.shard].RUnlock()
-	// Slots whose stripe an actor holds are left for a second pass, so
-	// that the learner waits only at the end, if at all.
-	m, later := 0, 0
+	m := 0
 	apply := func(k int) {
 		i := idx[k]
 		if p.st.gen[i] == gen[k] {
@@ -496,6 +469,22 @@ func (p *Prioritized) UpdatePriorities(idx []int, gen []uint64, priorities []flo
 			p.raiseMax(priorities[k])
 		}
 	}
+	if !p.twoLock {
+		p.global.Lock()
+		defer p.global.Unlock()
+		for k := range idx {
+			if gen[k] != 0 {
+				apply(k)
+			}
+		}
+		p.propagate(sc.idx[:m], sc.delta[:m], 0)
+		return m, nil
+	}
+	p.treeMu[sc.shard].RLock()
+	defer p.treeMu[sc.shard].RUnlock()
+	// Slots whose stripe an actor holds are left for a second pass, so
+	// that the learner waits only at the end, if at all.
+	later := 0
 	for k, i := range idx {
 		if gen[k] == 0 {
 			continue

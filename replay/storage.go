@@ -101,8 +101,8 @@ func newStorage(capacity, obsSize, actSize, block int) *storage {
 	}
 	s.blockShift = uint(bits.TrailingZeros(uint(block)))
 	s.rec = make([]float32, capacity*s.stride)
-	// Slots are grouped in blocks of 16 and blocks are dealt round-robin
-	// to at most 1024 stripes: consecutive batches of concurrent actors
+	// Slots are grouped in blocks and blocks are dealt round-robin to at
+	// most 1024 stripes: consecutive batches of concurrent actors
 	// (adjacent reservations) land on different stripes, and the lock
 	// array (64 KiB) stays in cache for the learners' random reads.
 	n := 1

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
@@ -115,23 +114,10 @@ func (c *Config) Validate(h algo.Header) error {
 	bad := func(format string, a ...any) {
 		errs = append(errs, fmt.Errorf("%w: dqn: "+format, append([]any{algo.ErrConfig}, a...)...))
 	}
-	if c.NumEnvs < 1 {
-		bad("num_envs must be ≥ 1, got %d", c.NumEnvs)
-	}
+	offpolicy.Common{NumEnvs: c.NumEnvs, BatchSize: c.BatchSize, BufferSize: c.BufferSize,
+		LearningStarts: c.LearningStarts, Gamma: c.Gamma, Tau: c.Tau, NetArch: c.NetArch}.Check(bad)
 	if !(c.LearningRate > 0) {
 		bad("learning_rate must be > 0, got %v", c.LearningRate)
-	}
-	if c.BatchSize < 1 {
-		bad("batch_size must be ≥ 1, got %d", c.BatchSize)
-	}
-	if c.BufferSize < c.BatchSize {
-		bad("buffer_size (%d) must be ≥ batch_size (%d)", c.BufferSize, c.BatchSize)
-	}
-	if !(c.Gamma >= 0 && c.Gamma <= 1) {
-		bad("gamma must be in [0, 1], got %v", c.Gamma)
-	}
-	if !(c.Tau > 0 && c.Tau <= 1) {
-		bad("tau must be in (0, 1], got %v", c.Tau)
 	}
 	if c.TargetNetworkFrequency < 1 {
 		bad("target_network_frequency must be ≥ 1, got %d", c.TargetNetworkFrequency)
@@ -144,17 +130,11 @@ func (c *Config) Validate(h algo.Header) error {
 			bad("%s must be in [0, 1], got %v", e.name, e.v)
 		}
 	}
-	if c.LearningStarts < 0 {
-		bad("learning_starts must be ≥ 0, got %d", c.LearningStarts)
-	}
 	if c.TrainFrequency < 1 {
 		bad("train_frequency must be ≥ 1, got %d", c.TrainFrequency)
 	}
 	if c.GradientSteps < 1 {
 		bad("gradient_steps must be ≥ 1, got %d", c.GradientSteps)
-	}
-	if len(c.NetArch) == 0 || slices.ContainsFunc(c.NetArch, func(w int) bool { return w < 1 }) {
-		bad("net_arch must list hidden widths ≥ 1, got %v", c.NetArch)
 	}
 	if c.Loss != "mse" && c.Loss != "huber" {
 		bad("loss must be mse or huber, got %q", c.Loss)

@@ -128,8 +128,8 @@ func CheckEnv(id string) error {
 	return err
 }
 
-// Common holds the settings every continuous-action off-policy algorithm
-// has, for Check.
+// Common holds the settings every off-policy algorithm has (DQN's too),
+// for Check.
 type Common struct {
 	NumEnvs, BatchSize, BufferSize, LearningStarts int
 	Gamma, Tau                                     float64

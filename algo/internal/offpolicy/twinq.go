@@ -21,9 +21,9 @@ type Twin struct {
 	// Operands and results of the current call.
 	obs, act, y []float32
 	b           int
-	out1, out2  []float32 // Forward results
-	d1, d2      []float32 // Backward inputs
-	g1, g2      []float32 // Backward results (dL/da)
+	out2        []float32 // Forward's Q2 result
+	d2          []float32 // Backward's Q2 input
+	g2          []float32 // Backward's Q2 result (dL/da)
 	l1, l2      float32   // Fit losses
 	dQ1, dQ2    []float32 // Fit workspaces
 	q1, q2      []float32 // Fit: Q1(s, a) and Q2(s, a), kept for the log
@@ -48,9 +48,9 @@ func NewTwin(q1, q2 *nn.Critic, par *twin.Pair, maxBatch int) *Twin {
 func (t *Twin) Forward(obs, act []float32, b int) (q1, q2 []float32) {
 	t.obs, t.act, t.b = obs, act, b
 	t.par.Go(t.fwd2)
-	t.out1 = t.Q1.Forward(obs, act, b)
+	q1 = t.Q1.Forward(obs, act, b)
 	t.par.Wait()
-	return t.out1, t.out2
+	return q1, t.out2
 }
 
 // Backward back-propagates d1 through Q1 and d2 through Q2 (after their
@@ -58,9 +58,9 @@ func (t *Twin) Forward(obs, act []float32, b int) (q1, q2 []float32) {
 func (t *Twin) Backward(d1, d2 []float32) (g1, g2 []float32) {
 	t.d2 = d2
 	t.par.Go(t.bwd2)
-	t.g1 = t.Q1.Backward(d1)
+	g1 = t.Q1.Backward(d1)
 	t.par.Wait()
-	return t.g1, t.g2
+	return g1, t.g2
 }
 
 // Fit takes one optimizer step on both critics' regression onto a shared
