@@ -51,16 +51,24 @@ type Header struct {
 	// multiple of LogEvery. Default 1000. Rows depend only on steps, never
 	// on time, so that the same seed gives the same file.
 	LogEvery int64 `yaml:"log_every,omitempty"`
+	// Runtime chooses the executor and its counts (see RuntimeConfig).
+	// Default: executor local.
+	Runtime RuntimeConfig `yaml:"runtime,omitempty"`
 }
 
 // DefaultHeader returns the defaults used for keys a file leaves out.
-func DefaultHeader() Header { return Header{Seed: 1, LogEvery: 1000} }
+func DefaultHeader() Header {
+	return Header{Seed: 1, LogEvery: 1000, Runtime: RuntimeConfig{Executor: "local"}}
+}
 
 // EnsureDefaults fills the derived defaults (Out, LogEvery) that depend on
 // other fields. It changes nothing that is already set.
 func (h *Header) EnsureDefaults() {
 	if h.LogEvery == 0 {
 		h.LogEvery = 1000
+	}
+	if h.Runtime.Executor == "" {
+		h.Runtime.Executor = "local"
 	}
 	if h.Out == "" && h.Algo != "" && h.Env != "" {
 		h.Out = filepath.Join("runs", fmt.Sprintf("%s-%s-%d", h.Algo, h.Env, h.Seed))
@@ -81,6 +89,9 @@ func (h Header) Validate() error {
 	}
 	if h.LogEvery < 0 {
 		errs = append(errs, fmt.Errorf("%w: log_every must be >= 0, got %d", ErrConfig, h.LogEvery))
+	}
+	if h.Runtime.Executor != "" && !slices.Contains(Executors(), h.Runtime.Executor) {
+		errs = append(errs, fmt.Errorf("%w: runtime.executor %q is not one of %v", ErrConfig, h.Runtime.Executor, Executors()))
 	}
 	return errors.Join(errs...)
 }
@@ -329,7 +340,9 @@ func (r *Resolved) Marshal() ([]byte, error) {
 }
 
 // headerKeys returns the yaml keys of Header.
-func headerKeys() []string { return []string{"algo", "env", "seed", "steps", "out", "log_every"} }
+func headerKeys() []string {
+	return []string{"algo", "env", "seed", "steps", "out", "log_every", "runtime"}
+}
 
 func lookup(specs []Spec, name string) (Spec, bool) {
 	for _, s := range specs {

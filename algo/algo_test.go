@@ -53,7 +53,8 @@ fake:
 	if c.NumEnvs != 8 || c.LR != 2.5e-4 || c.EntCoef != 0 || len(c.Arch) != 2 {
 		t.Fatalf("config %+v: want num_envs 8 from the file, defaults elsewhere, ent_coef 0 kept", c)
 	}
-	want := Header{Algo: "fake", Env: "CartPole-v1", Seed: 1, Steps: 1000, Out: "runs/fake-CartPole-v1-1", LogEvery: 1000}
+	want := Header{Algo: "fake", Env: "CartPole-v1", Seed: 1, Steps: 1000, Out: "runs/fake-CartPole-v1-1", LogEvery: 1000,
+		Runtime: RuntimeConfig{Executor: "local"}}
 	if r.Header != want {
 		t.Fatalf("header %+v, want %+v", r.Header, want)
 	}
@@ -135,5 +136,29 @@ func TestResolveFlagsOnly(t *testing.T) {
 	}
 	if r.Header.Env != e || r.Spec.Name != "fake" || r.Config.(*fakeConfig).NumEnvs != 4 {
 		t.Fatalf("got %+v %+v", r.Header, r.Config)
+	}
+}
+
+func TestRuntimeSection(t *testing.T) {
+	file := "algo: fake\nenv: CartPole-v1\nsteps: 1000\nruntime:\n  executor: local\n"
+	r, err := Resolve([]byte(file), fakeSpecs(), Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Header.Runtime.Executor != "local" {
+		t.Fatalf("executor %q", r.Header.Runtime.Executor)
+	}
+	b, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := Resolve(b, fakeSpecs(), Overrides{}); err != nil || again.Header != r.Header {
+		t.Fatalf("config.yaml does not read back: %v, %+v", err, again)
+	}
+	for _, bad := range []string{"runtime:\n  executor: warp\n", "runtime:\n  actors: 2\n"} {
+		_, err := Resolve([]byte("algo: fake\nenv: CartPole-v1\nsteps: 1000\n"+bad), fakeSpecs(), Overrides{})
+		if !errors.Is(err, ErrConfig) {
+			t.Fatalf("%q: %v, want ErrConfig", bad, err)
+		}
 	}
 }

@@ -1,0 +1,116 @@
+package algo
+
+import (
+	"context"
+	"math/rand/v2"
+
+	"herd/env"
+	"herd/sample"
+	"herd/weights"
+)
+
+// Spaces are what the pieces need to know of an environment.
+type Spaces struct {
+	Obs, Act env.Space
+}
+
+// SpacesOf returns e's spaces.
+func SpacesOf(e interface {
+	ObservationSpace() env.Space
+	ActionSpace() env.Space
+}) Spaces {
+	return Spaces{Obs: e.ObservationSpace(), Act: e.ActionSpace()}
+}
+
+// PolicyNet is an algorithm's policy as a policy worker runs it: a
+// deterministic batched forward pass from observations to outputs (logits
+// and state values, Gaussian parameters, Q-values, actor means). It has no
+// randomness and no state beyond its weights, and row i of the outputs
+// depends only on row i of the observations (nn keeps rows bit-independent
+// of the batch), so a policy worker may batch requests from any env workers
+// in any composition. Not safe for concurrent use: one per policy worker.
+type PolicyNet interface {
+	// OutDim is the width of one row of outputs.
+	OutDim() int
+	// SetWeights makes the policy act with v (copying what it needs).
+	SetWeights(v *weights.Version) error
+	// Version is the number of the weights in use.
+	Version() uint64
+	// ForwardTo writes the outputs for n observations (n × obs dim,
+	// row-major) into dst[:n·OutDim()] and returns that slice.
+	ForwardTo(dst, obs []float32, n int) []float32
+}
+
+// Acts is what a Sampler produced for n envs. Slices are sized by the
+// sampler on first use and reused.
+type Acts struct {
+	// Actions are what the learner trains on: the unclipped Gaussian
+	// sample, or a Discrete index (from 0) as a float32. n × action dim.
+	Actions []float32
+	// EnvActions are what the envs receive: clipped or scaled into the
+	// action space, a Discrete index plus the space's start. n × action dim.
+	EnvActions []float32
+	// LogProbs are log π(a|s) of the sampled actions (on-policy only). n.
+	LogProbs []float32
+	// Values are V(s) read off the outputs (on-policy only). n.
+	Values []float32
+}
+
+// Sampler runs on an env worker and turns policy outputs into actions with
+// the env worker's own random stream (rng.New(seed, "env-worker", id) in
+// the parallel executors; the local executor passes the algorithm's
+// historical stream so its bits do not change). Because the draws happen
+// here, in row order, the actions do not depend on which policy worker,
+// batch or thread produced the outputs. A sampler may keep per-env state
+// (Ornstein–Uhlenbeck noise); it is not safe for concurrent use.
+type Sampler interface {
+	// SampleTo fills dst for the n rows of out (n × PolicyNet.OutDim()) at
+	// global step `step` (for exploration schedules).
+	SampleTo(dst *Acts, out []float32, n int, step int64)
+}
+
+// Stat is one named scalar a learner reports (a name from Spec.Scalars).
+type Stat struct {
+	Name  string
+	Value float64
+}
+
+// SegmentLearner learns from on-policy segments (PPO, A2C): one call is one
+// iteration (advantages, then the epochs of minibatch updates).
+type SegmentLearner interface {
+	// Learn updates on seg and returns the iteration's scalars.
+	Learn(ctx context.Context, seg *sample.Segment) ([]Stat, error)
+	// Weights returns the current weights as a new version (its number
+	// grows by one per Learn call; 0 before the first).
+	Weights() *weights.Version
+}
+
+// Pieces are an algorithm cut into the parts that executors place on
+// different goroutines, processes or machines. Spec.Pieces builds them for
+// one run; each constructor may be called any number of times (one policy
+// per policy worker, one sampler per env worker).
+type Pieces struct {
+	// NewPolicy builds a policy holding the run's initial weights
+	// (version 0).
+	NewPolicy func() (PolicyNet, error)
+	// NewSampler builds the sampler of an env worker stepping numEnvs envs,
+	// drawing from r.
+	NewSampler func(numEnvs int, r *rand.Rand) (Sampler, error)
+	// NewSegmentLearner builds the learner of an on-policy algorithm (nil
+	// for off-policy ones).
+	NewSegmentLearner func() (SegmentLearner, error)
+}
+
+// RuntimeConfig is the `runtime:` section of a run config: which executor
+// runs the pieces, and its counts. The executors extend it; unknown keys
+// are errors as everywhere.
+//
+//	runtime:
+//	  executor: local   # the single-process loop (the default)
+type RuntimeConfig struct {
+	// Executor names the executor: "local" (default).
+	Executor string `yaml:"executor"`
+}
+
+// Executors lists the executors this build knows.
+func Executors() []string { return []string{"local"} }

@@ -1,0 +1,345 @@
+package sample
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// FormatVersion is the encoding's version; Decode refuses any other.
+const FormatVersion = 1
+
+// Errors of this package.
+var (
+	// ErrCorrupt wraps every decoding failure.
+	ErrCorrupt = errors.New("sample: corrupt encoding")
+	// ErrVersion is returned for bytes of another FormatVersion.
+	ErrVersion = errors.New("sample: unsupported format version")
+	// ErrShape is returned when a value's slices do not match its dims.
+	ErrShape = errors.New("sample: slice lengths do not match the dimensions")
+)
+
+// Episode is an episode that ended inside a sample.
+type Episode struct {
+	Return float64 // undiscounted return
+	Length int     // steps
+	At     int     // step index inside the sample at which it ended (t for a Segment, row for Transitions)
+}
+
+// Segment is on-policy experience: T steps × N envs, time-major.
+type Segment struct {
+	T, N, ObsDim, ActDim int
+	// Version is the weight version that acted; Worker the env worker id.
+	Version uint64
+	Worker  int
+
+	Obs      []float32 // T·N × ObsDim: the observation each action was taken on
+	Actions  []float32 // T·N × ActDim: the sampled actions (unclipped; Discrete: the index)
+	LogProbs []float32 // T·N: log π(a|s) of the behaviour policy
+	Values   []float32 // T·N: V(s) of the behaviour policy
+	Rewards  []float32 // T·N: r, plus γ·V(final obs) where a time limit cut the episode
+	Dones    []float32 // T·N: 1 where the episode ended at this step
+
+	NextObs    []float32 // N × ObsDim: the observations after the last step
+	LastValues []float32 // N: V(NextObs)
+
+	Episodes []Episode
+}
+
+// NewSegment allocates a segment of the given shape.
+func NewSegment(T, n, obsDim, actDim int) *Segment {
+	tn := T * n
+	return &Segment{T: T, N: n, ObsDim: obsDim, ActDim: actDim,
+		Obs: make([]float32, tn*obsDim), Actions: make([]float32, tn*actDim),
+		LogProbs: make([]float32, tn), Values: make([]float32, tn), Rewards: make([]float32, tn),
+		Dones: make([]float32, tn), NextObs: make([]float32, n*obsDim), LastValues: make([]float32, n)}
+}
+
+func (s *Segment) arrays() [][]float32 {
+	return [][]float32{s.Obs, s.Actions, s.LogProbs, s.Values, s.Rewards, s.Dones, s.NextObs, s.LastValues}
+}
+
+func (s *Segment) lengths() ([]int, bool) {
+	tn, ok := mul(s.T, s.N)
+	o, ok2 := mul(tn, s.ObsDim)
+	a, ok3 := mul(tn, s.ActDim)
+	no, ok4 := mul(s.N, s.ObsDim)
+	return []int{o, a, tn, tn, tn, tn, no, s.N}, ok && ok2 && ok3 && ok4
+}
+
+// Check reports whether every slice matches the dimensions.
+func (s *Segment) Check() error {
+	return checkArrays("segment", s.arrays, s.lengths, s.T, s.N, s.ObsDim, s.ActDim)
+}
+
+// Transitions is off-policy experience: N n-step transitions.
+type Transitions struct {
+	N, ObsDim, ActDim int
+	// Version is the weight version that acted; Worker the env worker id.
+	Version uint64
+	Worker  int
+
+	Obs       []float32 // N × ObsDim: s_t
+	Actions   []float32 // N × ActDim: a_t as stored for learning (Discrete: the index)
+	Rewards   []float32 // N: Σ_{k<m} γ^k r_{t+k}
+	NextObs   []float32 // N × ObsDim: s_{t+m}, the true final observation where an episode ended
+	Discounts []float32 // N: γ^m, the discount of the bootstrap from NextObs
+	Dones     []float32 // N: 1 where the episode terminated (not truncated) within the m steps
+	// Priorities are optional initial priorities (Ape-X): empty or N long.
+	Priorities []float32
+
+	Episodes []Episode
+}
+
+// NewTransitions allocates n transitions of the given shape, without
+// priorities.
+func NewTransitions(n, obsDim, actDim int) *Transitions {
+	return &Transitions{N: n, ObsDim: obsDim, ActDim: actDim,
+		Obs: make([]float32, n*obsDim), Actions: make([]float32, n*actDim), Rewards: make([]float32, n),
+		NextObs: make([]float32, n*obsDim), Discounts: make([]float32, n), Dones: make([]float32, n)}
+}
+
+func (s *Transitions) arrays() [][]float32 {
+	a := [][]float32{s.Obs, s.Actions, s.Rewards, s.NextObs, s.Discounts, s.Dones}
+	if len(s.Priorities) > 0 {
+		a = append(a, s.Priorities)
+	}
+	return a
+}
+
+func (s *Transitions) lengths() ([]int, bool) {
+	o, ok := mul(s.N, s.ObsDim)
+	a, ok2 := mul(s.N, s.ActDim)
+	l := []int{o, a, s.N, o, s.N, s.N}
+	if len(s.Priorities) > 0 {
+		l = append(l, s.N)
+	}
+	return l, ok && ok2
+}
+
+// Check reports whether every slice matches the dimensions.
+func (s *Transitions) Check() error {
+	return checkArrays("transitions", s.arrays, s.lengths, s.N, s.ObsDim, s.ActDim)
+}
+
+func checkArrays(what string, arrays func() [][]float32, lengths func() ([]int, bool), dims ...int) error {
+	for _, d := range dims {
+		if d < 0 || d > math.MaxInt32 {
+			return fmt.Errorf("%w: %s dims %v", ErrShape, what, dims)
+		}
+	}
+	want, ok := lengths()
+	if !ok {
+		return fmt.Errorf("%w: %s dims %v overflow", ErrShape, what, dims)
+	}
+	for i, a := range arrays() {
+		if len(a) != want[i] {
+			return fmt.Errorf("%w: %s dims %v: array %d has %d values, want %d", ErrShape, what, dims, i, len(a), want[i])
+		}
+	}
+	return nil
+}
+
+func mul(a, b int) (int, bool) {
+	if a < 0 || b < 0 {
+		return 0, false
+	}
+	if a != 0 && b > math.MaxInt32/a {
+		return 0, false
+	}
+	return a * b, true
+}
+
+const (
+	kindSegment     = 1
+	kindTransitions = 2
+	headerSize      = 4 + 2 + 1 + 1 + 8 + 4 + 16
+	episodeSize     = 16
+)
+
+var magic = [4]byte{'H', 'R', 'D', 'S'}
+
+// AppendEncode appends the segment's encoding to dst.
+func (s *Segment) AppendEncode(dst []byte) ([]byte, error) {
+	if err := s.Check(); err != nil {
+		return dst, err
+	}
+	return appendEncode(dst, kindSegment, 0, s.Version, s.Worker, [4]int{s.T, s.N, s.ObsDim, s.ActDim}, s.arrays(), s.Episodes), nil
+}
+
+// AppendEncode appends the transitions' encoding to dst.
+func (s *Transitions) AppendEncode(dst []byte) ([]byte, error) {
+	if err := s.Check(); err != nil {
+		return dst, err
+	}
+	var flags uint8
+	if len(s.Priorities) > 0 {
+		flags = 1
+	}
+	return appendEncode(dst, kindTransitions, flags, s.Version, s.Worker, [4]int{s.N, s.ObsDim, s.ActDim, 0}, s.arrays(), s.Episodes), nil
+}
+
+func appendEncode(dst []byte, kind, flags uint8, version uint64, worker int, dims [4]int, arrays [][]float32, eps []Episode) []byte {
+	dst = append(dst, magic[:]...)
+	dst = binary.LittleEndian.AppendUint16(dst, FormatVersion)
+	dst = append(dst, kind, flags)
+	dst = binary.LittleEndian.AppendUint64(dst, version)
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(worker))
+	for _, d := range dims {
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(d))
+	}
+	for _, a := range arrays {
+		for _, v := range a {
+			dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
+		}
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(eps)))
+	for _, e := range eps {
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(e.Return))
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(e.Length))
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(e.At))
+	}
+	return dst
+}
+
+// header is a decoded header.
+type header struct {
+	kind, flags uint8
+	version     uint64
+	worker      int
+	dims        [4]int
+}
+
+func readHeader(b []byte) (header, []byte, error) {
+	var h header
+	if len(b) < headerSize {
+		return h, nil, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrCorrupt, len(b), headerSize)
+	}
+	if [4]byte(b[:4]) != magic {
+		return h, nil, fmt.Errorf("%w: bad magic %q", ErrCorrupt, b[:4])
+	}
+	if v := binary.LittleEndian.Uint16(b[4:]); v != FormatVersion {
+		return h, nil, fmt.Errorf("%w: format %d (this build reads %d)", ErrVersion, v, FormatVersion)
+	}
+	h.kind, h.flags = b[6], b[7]
+	h.version = binary.LittleEndian.Uint64(b[8:])
+	h.worker = int(binary.LittleEndian.Uint32(b[16:]))
+	for i := range h.dims {
+		h.dims[i] = int(binary.LittleEndian.Uint32(b[20+4*i:]))
+		if h.dims[i] > math.MaxInt32 {
+			return h, nil, fmt.Errorf("%w: dimension %d out of range", ErrCorrupt, h.dims[i])
+		}
+	}
+	return h, b[headerSize:], nil
+}
+
+// readBody fills arrays of the given lengths and the episodes from b, which
+// must hold exactly that much.
+func readBody(b []byte, lengths []int) ([][]float32, []Episode, error) {
+	total := 0
+	for _, n := range lengths {
+		if n > (math.MaxInt32-total)/4 {
+			return nil, nil, fmt.Errorf("%w: arrays too large", ErrCorrupt)
+		}
+		total += n
+	}
+	if len(b) < 4*total+4 {
+		return nil, nil, fmt.Errorf("%w: %d payload bytes, the header needs %d", ErrCorrupt, len(b), 4*total+4)
+	}
+	arrays := make([][]float32, len(lengths))
+	for i, n := range lengths {
+		a := make([]float32, n)
+		for j := range a {
+			a[j] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*j:]))
+		}
+		b = b[4*n:]
+		arrays[i] = a
+	}
+	nEp := int(binary.LittleEndian.Uint32(b))
+	b = b[4:]
+	if nEp < 0 || len(b) != nEp*episodeSize {
+		return nil, nil, fmt.Errorf("%w: %d episode bytes for %d episodes", ErrCorrupt, len(b), nEp)
+	}
+	var eps []Episode
+	for k := range nEp {
+		e := b[k*episodeSize:]
+		eps = append(eps, Episode{Return: math.Float64frombits(binary.LittleEndian.Uint64(e)),
+			Length: int(binary.LittleEndian.Uint32(e[8:])), At: int(binary.LittleEndian.Uint32(e[12:]))})
+	}
+	return arrays, eps, nil
+}
+
+// Kind reports what b holds: "segment", "transitions", or an error.
+func Kind(b []byte) (string, error) {
+	h, _, err := readHeader(b)
+	if err != nil {
+		return "", err
+	}
+	switch h.kind {
+	case kindSegment:
+		return "segment", nil
+	case kindTransitions:
+		return "transitions", nil
+	}
+	return "", fmt.Errorf("%w: unknown kind %d", ErrCorrupt, h.kind)
+}
+
+// DecodeSegment decodes bytes written by Segment.AppendEncode.
+func DecodeSegment(b []byte) (*Segment, error) {
+	h, body, err := readHeader(b)
+	if err != nil {
+		return nil, err
+	}
+	if h.kind != kindSegment {
+		return nil, fmt.Errorf("%w: kind %d is not a segment", ErrCorrupt, h.kind)
+	}
+	if h.flags != 0 {
+		return nil, fmt.Errorf("%w: segment flags %#x", ErrCorrupt, h.flags)
+	}
+	s := &Segment{T: h.dims[0], N: h.dims[1], ObsDim: h.dims[2], ActDim: h.dims[3], Version: h.version, Worker: h.worker}
+	lengths, ok := s.lengths()
+	if !ok {
+		return nil, fmt.Errorf("%w: segment dims %v overflow", ErrCorrupt, h.dims)
+	}
+	a, eps, err := readBody(body, lengths)
+	if err != nil {
+		return nil, err
+	}
+	s.Obs, s.Actions, s.LogProbs, s.Values, s.Rewards, s.Dones, s.NextObs, s.LastValues = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
+	s.Episodes = eps
+	return s, nil
+}
+
+// DecodeTransitions decodes bytes written by Transitions.AppendEncode.
+func DecodeTransitions(b []byte) (*Transitions, error) {
+	h, body, err := readHeader(b)
+	if err != nil {
+		return nil, err
+	}
+	if h.kind != kindTransitions {
+		return nil, fmt.Errorf("%w: kind %d is not transitions", ErrCorrupt, h.kind)
+	}
+	if h.flags&^1 != 0 || h.dims[3] != 0 || (h.flags == 1 && h.dims[0] == 0) {
+		return nil, fmt.Errorf("%w: transitions flags %#x, dims %v", ErrCorrupt, h.flags, h.dims)
+	}
+	s := &Transitions{N: h.dims[0], ObsDim: h.dims[1], ActDim: h.dims[2], Version: h.version, Worker: h.worker}
+	if h.flags&1 != 0 {
+		s.Priorities = []float32{0} // marks presence for lengths; replaced below
+	}
+	lengths, ok := s.lengths()
+	if !ok {
+		return nil, fmt.Errorf("%w: transitions dims %v overflow", ErrCorrupt, h.dims)
+	}
+	a, eps, err := readBody(body, lengths)
+	if err != nil {
+		return nil, err
+	}
+	s.Obs, s.Actions, s.Rewards, s.NextObs, s.Discounts, s.Dones = a[0], a[1], a[2], a[3], a[4], a[5]
+	s.Priorities = nil
+	if len(a) > 6 {
+		s.Priorities = a[6]
+	}
+	s.Episodes = eps
+	return s, nil
+}
