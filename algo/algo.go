@@ -90,8 +90,8 @@ func (h Header) Validate() error {
 	if h.LogEvery < 0 {
 		errs = append(errs, fmt.Errorf("%w: log_every must be >= 0, got %d", ErrConfig, h.LogEvery))
 	}
-	if h.Runtime.Executor != "" && !slices.Contains(Executors(), h.Runtime.Executor) {
-		errs = append(errs, fmt.Errorf("%w: runtime.executor %q is not one of %v", ErrConfig, h.Runtime.Executor, Executors()))
+	if err := h.Runtime.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -137,6 +137,10 @@ type Spec struct {
 	// by Model.Save, given the header and config the run was trained with
 	// (read back from the run's config.yaml). Required.
 	LoadPolicy func(path string, h Header, cfg Config) (Policy, error)
+	// Pieces cuts the algorithm into policy, sampler and learner for the
+	// executors other than local (see Pieces). Nil for an algorithm that
+	// runs only under its own Train.
+	Pieces func(h Header, cfg Config, sp Spaces) (*Pieces, error)
 }
 
 // Runtime is what Train reports to. It is built by the caller (the CLI, a

@@ -2,7 +2,10 @@ package algo
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"herd/env"
 	"herd/sample"
@@ -107,10 +110,54 @@ type Pieces struct {
 //
 //	runtime:
 //	  executor: local   # the single-process loop (the default)
+//
+//	runtime:            # synchronous high-throughput mode (run/hts)
+//	  executor: hts
+//	  env_workers: 4    # E (default: one per env)
+//	  policy_workers: 2 # P (default 1)
+//	  alpha: 128        # α, steps between batch synchronizations (default: num_steps)
+//	  step_time: {mean: 1ms, cv: 2}   # optional: envs with variable step times
 type RuntimeConfig struct {
-	// Executor names the executor: "local" (default).
+	// Executor names the executor: "local" (default) or "hts".
 	Executor string `yaml:"executor"`
+
+	// EnvWorkers, PolicyWorkers and Alpha are HTS's E, P and α (see
+	// run/hts); 0 means the default.
+	EnvWorkers    int `yaml:"env_workers,omitempty"`
+	PolicyWorkers int `yaml:"policy_workers,omitempty"`
+	Alpha         int `yaml:"alpha,omitempty"`
+	// StepTime makes every env step take a drawn duration (env.StepTime);
+	// results do not change, only the time they take.
+	StepTime *env.StepTime `yaml:"step_time,omitempty"`
 }
 
 // Executors lists the executors this build knows.
-func Executors() []string { return []string{"local"} }
+func Executors() []string { return []string{"local", "hts"} }
+
+// Validate reports every problem with the runtime section.
+func (rc RuntimeConfig) Validate() error {
+	var errs []error
+	if rc.Executor != "" && !slices.Contains(Executors(), rc.Executor) {
+		errs = append(errs, fmt.Errorf("%w: runtime.executor %q is not one of %v", ErrConfig, rc.Executor, Executors()))
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"env_workers", rc.EnvWorkers}, {"policy_workers", rc.PolicyWorkers}, {"alpha", rc.Alpha}} {
+		if c.v < 0 {
+			errs = append(errs, fmt.Errorf("%w: runtime.%s must be ≥ 0, got %d", ErrConfig, c.name, c.v))
+		}
+		if c.v != 0 && rc.Executor != "hts" {
+			errs = append(errs, fmt.Errorf("%w: runtime.%s is an hts setting; executor is %q", ErrConfig, c.name, rc.Executor))
+		}
+	}
+	if rc.StepTime != nil {
+		if err := rc.StepTime.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: runtime.step_time: %w", ErrConfig, err))
+		}
+		if rc.Executor != "hts" {
+			errs = append(errs, fmt.Errorf("%w: runtime.step_time needs executor hts (the local executor's envs are built by the algorithm)", ErrConfig))
+		}
+	}
+	return errors.Join(errs...)
+}

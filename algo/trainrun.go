@@ -17,9 +17,16 @@ const (
 	ModelFile  = "model.safetensors"
 )
 
+// Executor runs an algorithm's pieces under an executor other than the
+// local loop (run/hts, …), with Spec.Train's contract.
+type Executor func(ctx context.Context, rt *Runtime, spec Spec, cfg Config) (Model, error)
+
 // RunOptions are the per-invocation choices of TrainRun that are not part
 // of the run's configuration.
 type RunOptions struct {
+	// Executors maps runtime.executor names to their implementations;
+	// "local" (Spec.Train) needs no entry.
+	Executors map[string]Executor
 	// Progress receives progress output (nil: none); Bar draws a progress
 	// bar instead of plain lines.
 	Progress io.Writer
@@ -68,7 +75,14 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	if err != nil {
 		return metrics.Summary{}, err
 	}
-	model, trainErr := res.Spec.Train(ctx, &Runtime{Header: h, Log: rec}, res.Config)
+	train := func(ctx context.Context, rt *Runtime, spec Spec, cfg Config) (Model, error) { return spec.Train(ctx, rt, cfg) }
+	if ex := h.Runtime.Executor; ex != "" && ex != "local" {
+		if train = opt.Executors[ex]; train == nil {
+			rec.Close(false)
+			return metrics.Summary{}, fmt.Errorf("%w: executor %q is not available here", ErrConfig, ex)
+		}
+	}
+	model, trainErr := train(ctx, &Runtime{Header: h, Log: rec}, res.Spec, res.Config)
 	interrupted := trainErr != nil && ctx.Err() != nil && errors.Is(trainErr, ctx.Err())
 	var evalErr error
 	if opt.EvalEpisodes > 0 && trainErr == nil && model != nil {

@@ -71,6 +71,7 @@ type makeOptions struct {
 	stats       bool
 	strict      bool
 	kwargs      Kwargs
+	stepTime    *StepTime
 }
 
 // WithMaxEpisodeSteps overrides the spec's time limit (n > 0).
@@ -86,6 +87,10 @@ func WithEpisodeStatistics() Option { return func(o *makeOptions) { o.stats = tr
 // WithStrictActions rejects out-of-bounds Box actions (StrictActions)
 // instead of letting the env clip them.
 func WithStrictActions() Option { return func(o *makeOptions) { o.strict = true } }
+
+// WithStepTime makes every Step take a duration drawn from st (see
+// StepTimer), innermost, so the dynamics are exactly those of the env.
+func WithStepTime(st StepTime) Option { return func(o *makeOptions) { o.stepTime = &st } }
 
 // WithKwargs passes constructor keywords, as gym.make(id, **kwargs):
 // CartPole sutton_barto_reward (bool); Pendulum g (float); MountainCar and
@@ -126,6 +131,14 @@ func Make(id string, opts ...Option) (Env, error) {
 	e, err := spec.build(kw)
 	if err != nil {
 		return nil, fmt.Errorf("env: make %s: %w", id, err)
+	}
+	if o.stepTime != nil {
+		st, err := NewStepTimer(e, *o.stepTime)
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("env: make %s: %w", id, err)
+		}
+		e = st
 	}
 	if o.strict {
 		e = NewStrictActions(e)

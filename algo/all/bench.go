@@ -12,6 +12,7 @@ import (
 
 	"herd/algo"
 	"herd/env"
+	"herd/run"
 )
 
 // LearnRow is one training run of `herd bench learn`.
@@ -69,7 +70,7 @@ func BenchLearn(ctx context.Context, configs []string, seeds []uint64, opt Learn
 			if err != nil {
 				return rows, fmt.Errorf("bench learn: %s: %w", cfgPath, err)
 			}
-			ro := algo.RunOptions{NoFiles: opt.Out == "", EvalEpisodes: opt.EvalEpisodes}
+			ro := algo.RunOptions{NoFiles: opt.Out == "", EvalEpisodes: opt.EvalEpisodes, Executors: run.Executors()}
 			if opt.Out != "" {
 				res.Header.Out = filepath.Join(opt.Out, fmt.Sprintf("%s-%s-%d", res.Header.Algo, res.Header.Env, seed))
 			}

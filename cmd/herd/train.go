@@ -13,6 +13,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/all"
+	"herd/run"
 )
 
 // trainFlags are the flags of `herd train`; a flag that is set overrides the
@@ -125,7 +126,7 @@ func resolveTrain(cmd *cobra.Command, f *trainFlags) (*algo.Resolved, error) {
 }
 
 func runTrain(ctx context.Context, w io.Writer, res *algo.Resolved, quiet bool, evalEpisodes int) error {
-	opt := algo.RunOptions{EvalEpisodes: evalEpisodes}
+	opt := algo.RunOptions{EvalEpisodes: evalEpisodes, Executors: run.Executors()}
 	if !quiet {
 		opt.Progress, opt.Bar = w, isTerminal(w)
 	}

@@ -1,0 +1,22 @@
+// Package run lists herd's executors: the ways an algorithm's pieces
+// (algo.Pieces: policy, sampler, learner) are placed on goroutines. The
+// local executor is each algorithm's own Train; the others live in
+// sub-packages (run/hts) and are handed to algo.TrainRun through Executors.
+package run
+
+import (
+	"context"
+
+	"herd/algo"
+	"herd/run/hts"
+)
+
+// Executors returns every executor other than local, by runtime.executor
+// name, for algo.RunOptions.Executors.
+func Executors() map[string]algo.Executor {
+	return map[string]algo.Executor{
+		"hts": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+			return hts.Train(ctx, rt, spec, cfg, hts.OptionsOf(rt.Header))
+		},
+	}
+}

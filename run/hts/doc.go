@@ -1,0 +1,60 @@
+// Package hts is herd's synchronous high-throughput executor (HTS-RL, Liu,
+// Yeh and Schwing, NeurIPS 2020) for on-policy algorithms (PPO, A2C): the
+// results of synchronous training, bit for bit for a seed whatever the
+// number of workers, at the throughput of an asynchronous system when env
+// step times vary.
+//
+// # Roles
+//
+//   - Env workers (HTS-RL's executors) own contiguous blocks of envs. Each
+//     env steps on its own between barriers: it asks the policy workers for
+//     outputs, samples its action with its own sampler, steps, and goes on,
+//     never waiting for the other envs until the segment's α steps are done.
+//   - Policy workers (HTS-RL's actors) take every inference request pending
+//     when they wake and answer it as one batch (the state buffer).
+//   - The learner updates from the segment gathered in the previous
+//     interval while the env workers fill the other storage.
+//
+// # The barrier protocol
+//
+// Segment k (α steps of every env) is written into storage k mod 2. When
+// every env worker has finished it (the barrier):
+//
+//  1. the learner's update from segment k−1 is collected and published as
+//     weights version k (the store changes only here, while no inference
+//     request is in flight);
+//  2. the learner starts on segment k, from weights k, concurrently with
+//  3. the env workers gathering segment k+1 into the other storage, acting
+//     with version k.
+//
+// So segment k is gathered with weights k−1 (segments 0 and 1 with the
+// initial weights), and θ_{k+1} = learn(θ_k, segment k): the policy lags by
+// exactly one update, which PPO's and A2C's losses see through the
+// behaviour log-probabilities recorded with each action (HTS-RL's
+// "one-step delayed gradient").
+//
+// # Why results do not depend on worker counts
+//
+//   - Randomness belongs to env slots, not workers: env i is reset with a
+//     seed from (seed, "hts/env", i) and samples with its own stream
+//     (seed, "env-worker", i), so how envs are spread over E workers
+//     changes no draw.
+//   - A policy's row outputs do not depend on the batch they were computed
+//     in (nn keeps rows bit-independent), and the weights are fixed between
+//     barriers, so which of the P policy workers answers, and with whom,
+//     changes no output.
+//   - Every env writes its own rows of the segment (row t·N+i), episodes
+//     are merged in (step, env) order, and the learner is one goroutine
+//     that runs the algorithm's own deterministic update.
+//   - Step-time draws (env.WithStepTime) use the env's own stream and only
+//     sleep.
+//
+// Timing decides nothing but when things happen, so GOMAXPROCS, load and
+// step times change the wall clock and never the bits.
+//
+// # Synchronous baseline
+//
+// Options.Sync runs the same pieces the synchronous way (a barrier after
+// every step, the learner between segments with no lag), which is what
+// `herd bench hts` compares against.
+package hts
