@@ -226,3 +226,18 @@ func TestSummaryEval(t *testing.T) {
 		t.Fatalf("summary.json without eval:\n%s", b)
 	}
 }
+
+func TestSaveLines(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lines.png")
+	err := SaveLines(path, "t", "x", "y", []Series{{Name: "a", X: []float64{1, 2}, Y: []float64{3, 4}},
+		{Name: "p", X: []float64{1.5}, Y: []float64{3.5}, Points: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() < 1000 {
+		t.Fatalf("png: %v, %v", st, err)
+	}
+	if err := SaveLines(path, "t", "x", "y", []Series{{Name: "bad", X: []float64{1}}}); err == nil {
+		t.Fatal("mismatched series accepted")
+	}
+}
