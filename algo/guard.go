@@ -66,6 +66,9 @@ type guard struct {
 	kept     [][]float32
 	keptStep int64
 	err      *DivergedError
+	// pending: err came from a Scalar, which algorithms log before the
+	// Step call of the same update; that Step gives err its step.
+	pending bool
 }
 
 func newGuard(l Logger, cancel context.CancelCauseFunc, logEvery int64) *guard {
@@ -108,13 +111,17 @@ func (g *guard) Episode(step int64, ret float64, length int) {
 
 func (g *guard) Scalar(name string, v float64) {
 	g.Logger.Scalar(name, v)
-	if math.IsInf(v, 0) || math.IsNaN(v) && !undefinedOK[name] {
+	if g.err == nil && (math.IsInf(v, 0) || math.IsNaN(v) && !undefinedOK[name]) {
 		g.diverge(name, v)
+		g.pending = true
 	}
 }
 
 func (g *guard) Step(step int64) {
 	g.step = step
+	if g.pending {
+		g.err.Step, g.pending = step, false
+	}
 	g.Logger.Step(step)
 	if step >= g.next {
 		g.next = (step/g.every + 1) * g.every

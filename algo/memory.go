@@ -53,15 +53,27 @@ func EstimateMemory(h Header, cfg Config, obs, act env.Space, envBytes float64) 
 		}
 		add("buffer_size", n, "replay buffer", float64(n)*row)
 	}
-	if n, ok := intKey(cfg, "batch_size"); ok {
+	// The learner's minibatch: batch_size (off-policy), or the rollout
+	// split into num_minibatches (PPO) or whole (A2C).
+	batchKey, batch, hasBatch := "batch_size", int64(0), false
+	if batch, hasBatch = intKey(cfg, "batch_size"); !hasBatch {
+		if t, ok := intKey(cfg, "num_steps"); ok {
+			batchKey, batch, hasBatch = "num_envs×num_steps", numEnvs*t, true
+			if m, ok := intKey(cfg, "num_minibatches"); ok && m > 0 {
+				batchKey, batch = "num_envs×num_steps/num_minibatches", batch/m
+			}
+		}
+	}
+	if hasBatch {
 		width := obsDim + actDim
 		for _, k := range []string{"hidden", "net_arch"} {
 			for _, w := range intsKey(cfg, k) {
 				width += float64(w)
 			}
 		}
-		// activations and their gradients for a few networks (actor, critics, targets)
-		add("batch_size", n, "minibatch workspaces", float64(n)*width*4*2*4)
+		// activations and their gradients (float32) for about three
+		// networks (actor, critic or twin critics, targets)
+		add(batchKey, batch, "minibatch workspaces", float64(batch)*width*4*2*3)
 	}
 	if h.LogEvery > 0 {
 		rows := float64(h.Steps) / float64(h.LogEvery)
@@ -78,11 +90,12 @@ func checkMemory(uses []MemoryUse) error {
 		total += u.Bytes
 	}
 	big := slices.MaxFunc(uses, func(a, b MemoryUse) int { return cmp.Compare(a.Bytes, b.Bytes) })
-	what := fmt.Sprintf("%s (%s, about %s; about %s in all)", big.Key, big.What, sysmem.Format(big.Bytes), sysmem.Format(total))
-	if err := sysmem.Check(total, what); err != nil {
-		return fmt.Errorf("%w: %w", ErrMemory, err)
+	avail, src := sysmem.Available()
+	if avail <= 0 || total <= float64(avail) {
+		return nil // fits, or unknown: nothing to compare with
 	}
-	return nil
+	return fmt.Errorf("%w: the config needs about %s, more than the %s available (%s); %s alone needs %s for the %s",
+		ErrMemory, sysmem.Format(total), sysmem.Format(float64(avail)), src, big.Key, sysmem.Format(big.Bytes), big.What)
 }
 
 // envFootprint makes one env of id and returns it (the caller closes it)

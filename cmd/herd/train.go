@@ -195,11 +195,11 @@ func newEvalCmd() *cobra.Command {
 		envID    string
 	)
 	cmd := &cobra.Command{
-		Use:     "eval",
-		Short:   "evaluate a trained agent deterministically and print mean ± std return",
+		Use:   "eval",
+		Short: "evaluate a trained agent deterministically and print mean ± std return",
 		Example: `  herd eval --run runs/ppo-CartPole-v1-1 --episodes 20
   herd eval --run runs/ppo-CartPole-v1-1 --env CartPole-v0`,
-		Args:    cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
 				return errors.New("eval: --run DIR is required")
