@@ -55,12 +55,31 @@ type result struct {
 	stdout, stderr string
 }
 
+// lockedBuffer is an output buffer the test may read while the process
+// still writes to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // start runs herd with args in dir without waiting.
-func start(t *testing.T, dir string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+func start(t *testing.T, dir string, args ...string) (*exec.Cmd, *lockedBuffer, *lockedBuffer) {
 	t.Helper()
 	cmd := exec.Command(herdBin(t), args...)
 	cmd.Dir = dir
-	var so, se bytes.Buffer
+	var so, se lockedBuffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -69,7 +88,7 @@ func start(t *testing.T, dir string, args ...string) (*exec.Cmd, *bytes.Buffer, 
 }
 
 // finish waits for cmd, killing it after limit.
-func finish(t *testing.T, cmd *exec.Cmd, so, se *bytes.Buffer, limit time.Duration) result {
+func finish(t *testing.T, cmd *exec.Cmd, so, se *lockedBuffer, limit time.Duration) result {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
