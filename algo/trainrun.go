@@ -36,6 +36,10 @@ type RunOptions struct {
 	// seed) and records the result in summary.json. Skipped when the run
 	// did not complete.
 	EvalEpisodes int
+	// Started, when not nil, is called once every check has passed, just
+	// before training starts (the CLI announces the run there, so a refused
+	// run prints only its error).
+	Started func()
 }
 
 // TrainRun is what `herd train` does with a resolved configuration.
@@ -97,6 +101,9 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 			rd.abort()
 		}
 		return metrics.Summary{}, err
+	}
+	if opt.Started != nil {
+		opt.Started()
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

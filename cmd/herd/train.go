@@ -156,8 +156,10 @@ func runTrain(ctx context.Context, w io.Writer, res *algo.Resolved, mode algo.Di
 	if !quiet {
 		opt.Progress, opt.Bar = w, isTerminal(w)
 	}
-	fmt.Fprintf(w, "training %s on %s, seed %d, %d steps → %s\n",
-		res.Header.Algo, res.Header.Env, res.Header.Seed, res.Header.Steps, res.Header.Out)
+	opt.Started = func() {
+		fmt.Fprintf(w, "training %s on %s, seed %d, %d steps → %s\n",
+			res.Header.Algo, res.Header.Env, res.Header.Seed, res.Header.Steps, res.Header.Out)
+	}
 	sum, err := algo.TrainRun(ctx, res, opt)
 	if errors.Is(err, context.Canceled) {
 		// TrainRun wraps Canceled only when everything was saved.
