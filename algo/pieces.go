@@ -24,7 +24,9 @@ func SpacesOf(e interface {
 
 // PolicyNet is an algorithm's policy as a policy worker runs it: a
 // deterministic batched forward pass from observations to outputs (logits
-// and state values, Gaussian parameters, Q-values, actor means). It has no
+// and state values, Gaussian parameters, Q-values, actor means). The
+// on-policy algorithms end every row with V(s) (SegmentWorker reads it
+// there for the bootstrap values). It has no
 // randomness and no state beyond its weights, and row i of the outputs
 // depends only on row i of the observations (nn keeps rows bit-independent
 // of the batch), so a policy worker may batch requests from any env workers
@@ -97,8 +99,13 @@ type Pieces struct {
 	// drawing from r.
 	NewSampler func(numEnvs int, r *rand.Rand) (Sampler, error)
 	// NewSegmentLearner builds the learner of an on-policy algorithm (nil
-	// for off-policy ones).
+	// for off-policy ones). A learner that owns a goroutine (the parallel
+	// actor and critic passes) implements io.Closer; its builder closes it.
 	NewSegmentLearner func() (SegmentLearner, error)
+	// DecodeWeights rebuilds a version from weights.Version.Encode's bytes,
+	// checked against the run's model (names, shapes): how a process that
+	// receives weights over the network gets a version to SetWeights.
+	DecodeWeights func(b []byte) (*weights.Version, error)
 }
 
 // RuntimeConfig is the `runtime:` section of a run config: which executor

@@ -1,0 +1,108 @@
+package onpolicy
+
+import (
+	"context"
+	"fmt"
+
+	"herd/algo"
+	"herd/env"
+	"herd/internal/rng"
+	"herd/sample"
+)
+
+// Local sizes the local executor's loop.
+type Local struct {
+	NumEnvs, NumSteps int
+	// Gamma is the discount of the truncation bootstrap.
+	Gamma float32
+}
+
+// TrainLocal is the local executor of PPO and A2C: one env worker and one
+// learner taking turns on the caller's goroutine. It is the shortest
+// composition of the pieces (NewPieces): each iteration collects one
+// segment of NumSteps × NumEnvs steps with the policy and the sampler,
+// learns on it, and hands the new weight version to the policy. The
+// random streams are the algorithm's historical ones (name+"/actor" for
+// the sampler, name+"/env" for the resets, name+"/init" inside the
+// pieces), so a seed trains the same weights as before the pieces existed.
+//
+// It returns the trained agent; on cancellation of ctx it stops between
+// iterations and returns the agent trained so far with ctx.Err().
+func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, lc Local, pieces func(algo.Spaces) (*algo.Pieces, error)) (*Agent, error) {
+	h := rt.Header
+	numIterations := int(h.Steps / int64(lc.NumEnvs*lc.NumSteps))
+
+	// Seeds: one stream per role (internal/rng).
+	rAct := rng.New(h.Seed, name+"/actor", 0)
+	envSeed := int64(rng.Derive(h.Seed, name+"/env", 0) >> 1)
+
+	// Envs, and the pieces for their spaces.
+	envs, err := env.MakeVector(h.Env, lc.NumEnvs, env.Sync, env.WithEpisodeStatistics())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	defer envs.Close()
+	sp := algo.SpacesOf(envs)
+	pc, err := pieces(sp)
+	if err != nil {
+		return nil, err
+	}
+	policy, err := pc.NewPolicy()
+	if err != nil {
+		return nil, err
+	}
+	sampler, err := pc.NewSampler(lc.NumEnvs, rAct)
+	if err != nil {
+		return nil, err
+	}
+	sl, err := pc.NewSegmentLearner()
+	if err != nil {
+		return nil, err
+	}
+	learner, ok := sl.(interface {
+		Model() *Agent
+		Close() error
+	})
+	if !ok {
+		return nil, fmt.Errorf("%s: learner %T does not embed onpolicy.Learner", name, sl)
+	}
+	defer learner.Close() // stops the parallel worker; the agent stays usable
+	agent := learner.Model()
+
+	// The env worker and its segment (storage).
+	worker := algo.NewSegmentWorker(0, envs, policy, sampler, lc.Gamma)
+	seg := sample.NewSegment(lc.NumSteps, lc.NumEnvs, agent.ObsDim, agent.ActDim)
+	if err := worker.Reset(envSeed); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+
+	var globalStep int64
+	for iteration := 1; iteration <= numIterations; iteration++ {
+		if err := ctx.Err(); err != nil {
+			return agent, err
+		}
+		// Rollout: NumSteps steps of every env with the current policy
+		// (truncations bootstrapped from the final observation).
+		if err := worker.Collect(seg); err != nil {
+			return agent, fmt.Errorf("%s: %w", name, err)
+		}
+		globalStep = algo.LogEpisodes(rt.Log, seg, globalStep)
+
+		// Learn: advantages, then the algorithm's update.
+		stats, err := sl.Learn(ctx, seg)
+		if err != nil {
+			return agent, fmt.Errorf("%s: %w", name, err)
+		}
+		// The next rollout acts with the new weights.
+		if err := policy.SetWeights(sl.Weights()); err != nil {
+			return agent, fmt.Errorf("%s: %w", name, err)
+		}
+
+		// Log.
+		for _, s := range stats {
+			rt.Log.Scalar(s.Name, s.Value)
+		}
+		rt.Log.Step(globalStep)
+	}
+	return agent, nil
+}
