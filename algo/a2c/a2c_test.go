@@ -62,3 +62,10 @@ func TestA2CValidate(t *testing.T) {
 		t.Fatalf("nil config: %v", err)
 	}
 }
+
+// TestA2CSameBitsAsBefore: the local executor over the pieces trains
+// bit-identical weights and metrics to the loop before the pieces
+// (testdata/bits.txt: RMSprop and Adam, Categorical and Gaussian heads).
+func TestA2CSameBitsAsBefore(t *testing.T) {
+	learntest.Bits(t, Spec(), "testdata/bits.txt", "native-avx2")
+}

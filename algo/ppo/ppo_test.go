@@ -174,3 +174,11 @@ func TestPPOParallelSameResults(t *testing.T) {
 		t.Fatal("parallel and sequential training gave different weights")
 	}
 }
+
+// TestPPOSameBitsAsBefore: the local executor over the pieces trains
+// bit-identical weights and metrics to the loop before the pieces
+// (testdata/bits.txt: Categorical and Gaussian heads, parallel and not,
+// KL early stop, truncations, ReLU).
+func TestPPOSameBitsAsBefore(t *testing.T) {
+	learntest.Bits(t, Spec(), "testdata/bits.txt", "native-avx2")
+}
