@@ -78,6 +78,9 @@ func (l *Learner) Weights() *weights.Version { return weights.New(l.n, l.Agent.P
 // Model is the trained agent (algo.Model: Act and Save).
 func (l *Learner) Model() *Agent { return l.Agent }
 
+// base lets TrainLocal find the Learner inside an algorithm's learner.
+func (l *Learner) base() *Learner { return l }
+
 // Close stops the agent's parallel worker (AgentConfig.Parallel); the
 // learner stays usable on the caller's goroutine.
 func (l *Learner) Close() error {

@@ -20,8 +20,8 @@ type Local struct {
 // TrainLocal is the local executor of PPO and A2C: one env worker and one
 // learner taking turns on the caller's goroutine. It is the shortest
 // composition of the pieces (NewPieces): each iteration collects one
-// segment of NumSteps × NumEnvs steps with the policy and the sampler,
-// learns on it, and hands the new weight version to the policy. The
+// segment of NumSteps × NumEnvs steps with the policy and the sampler and
+// learns on it; the policy follows the learner's parameters. The
 // random streams are the algorithm's historical ones (name+"/actor" for
 // the sampler, name+"/env" for the resets, name+"/init" inside the
 // pieces), so a seed trains the same weights as before the pieces existed.
@@ -59,15 +59,21 @@ func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, lc Local, pi
 	if err != nil {
 		return nil, err
 	}
-	learner, ok := sl.(interface {
-		Model() *Agent
-		Close() error
-	})
-	if !ok {
-		return nil, fmt.Errorf("%s: learner %T does not embed onpolicy.Learner", name, sl)
+	base, ok := sl.(interface{ base() *Learner })
+	p, ok2 := policy.(*Policy)
+	if !ok || !ok2 {
+		return nil, fmt.Errorf("%s: pieces %T and %T are not onpolicy's", name, sl, policy)
 	}
+	learner := base.base()
 	defer learner.Close() // stops the parallel worker; the agent stays usable
-	agent := learner.Model()
+	agent := learner.Agent
+	// Acting and learning take turns on this goroutine, so the policy
+	// reads the learner's parameters in place instead of a snapshot per
+	// iteration; executors that act while the learner learns hand
+	// versions over (learner.Weights, policy.SetWeights).
+	if err := p.Follow(learner); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 
 	// The env worker and its segment (storage).
 	worker := algo.NewSegmentWorker(0, envs, policy, sampler, lc.Gamma)
@@ -88,13 +94,10 @@ func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, lc Local, pi
 		}
 		globalStep = algo.LogEpisodes(rt.Log, seg, globalStep)
 
-		// Learn: advantages, then the algorithm's update.
+		// Learn: advantages, then the algorithm's update (the next
+		// rollout acts with the new weights).
 		stats, err := sl.Learn(ctx, seg)
 		if err != nil {
-			return agent, fmt.Errorf("%s: %w", name, err)
-		}
-		// The next rollout acts with the new weights.
-		if err := policy.SetWeights(sl.Weights()); err != nil {
 			return agent, fmt.Errorf("%s: %w", name, err)
 		}
 
