@@ -61,6 +61,9 @@ func TestA2CValidate(t *testing.T) {
 	if _, err := Spec().Train(context.Background(), &algo.Runtime{Log: algo.Discard()}, nil); !errors.Is(err, algo.ErrConfig) {
 		t.Fatalf("nil config: %v", err)
 	}
+	if _, err := Spec().Pieces(algo.Header{}, nil, algo.Spaces{}); !errors.Is(err, algo.ErrConfig) {
+		t.Fatalf("pieces, nil config: %v", err)
+	}
 }
 
 // TestA2CSameBitsAsBefore: the local executor over the pieces trains

@@ -167,6 +167,14 @@ func TestPPOValidate(t *testing.T) {
 	if _, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Config.(*Config)); err == nil {
 		t.Fatal("want an error for an unknown env")
 	}
+	// The pieces refuse a config of another type and spaces they cannot serve.
+	cartPole := algo.Spaces{Obs: env.UniformBox(-1, 1, 4), Act: env.Discrete{N: 2}}
+	if _, err := Spec().Pieces(res.Header, nil, cartPole); !errors.Is(err, algo.ErrConfig) {
+		t.Fatalf("nil config: %v", err)
+	}
+	if _, err := Spec().Pieces(res.Header, res.Config, algo.Spaces{Obs: env.Discrete{N: 3}, Act: env.Discrete{N: 2}}); !errors.Is(err, onpolicy.ErrSpace) {
+		t.Fatalf("Discrete observations: %v", err)
+	}
 }
 
 // TestPPOParallelSameResults: computing the actor's and the critic's passes
