@@ -77,7 +77,7 @@ func (w *SegmentWorker) Collect(seg *sample.Segment) error {
 	for t := range seg.T {
 		row := t * n
 		copy(seg.Obs[row*od:(row+n)*od], w.obs)
-		w.out = w.policy.ForwardTo(grow(w.out, n*width), w.obs, n)
+		w.out = w.policy.ForwardTo(ensureLen(w.out, n*width), w.obs, n)
 		w.sampler.SampleTo(&w.acts, w.out, n, w.steps)
 		if len(w.acts.Actions) != n*ad {
 			return fmt.Errorf("algo: collect: the sampler gave %d action values for %d envs × %d", len(w.acts.Actions), n, ad)
@@ -99,7 +99,7 @@ func (w *SegmentWorker) Collect(seg *sample.Segment) error {
 			}
 			seg.Dones[k] = 1
 			if b.Truncated[i] && !b.Terminated[i] {
-				w.final = w.policy.ForwardTo(grow(w.final, width), b.FinalObsRow(i), 1)
+				w.final = w.policy.ForwardTo(ensureLen(w.final, width), b.FinalObsRow(i), 1)
 				seg.Rewards[k] += w.gamma * w.final[width-1]
 			}
 			if b.Infos[i].HasEpisode {
@@ -110,7 +110,7 @@ func (w *SegmentWorker) Collect(seg *sample.Segment) error {
 		copy(w.obs, b.Obs)
 	}
 	copy(seg.NextObs, w.obs)
-	w.out = w.policy.ForwardTo(grow(w.out, n*width), w.obs, n)
+	w.out = w.policy.ForwardTo(ensureLen(w.out, n*width), w.obs, n)
 	for i := range n {
 		seg.LastValues[i] = w.out[(i+1)*width-1]
 	}
@@ -127,7 +127,7 @@ func LogEpisodes(log Logger, seg *sample.Segment, globalStep int64) int64 {
 	return globalStep + int64(seg.T)*int64(seg.N)
 }
 
-func grow(b []float32, n int) []float32 {
+func ensureLen(b []float32, n int) []float32 {
 	if cap(b) < n {
 		return make([]float32, n)
 	}
