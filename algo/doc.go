@@ -83,7 +83,7 @@
 //	pc, _ := spec.Pieces(h, cfg, algo.SpacesOf(envs))
 //	policy, _ := pc.NewPolicy()                     // version 0: the run's initial weights
 //	sampler, _ := pc.NewSampler(n, rng.New(seed, "env-worker", id))
-//	learner, _ := pc.NewSegmentLearner()            // close it if it is an io.Closer
+//	learner, _ := pc.NewSegmentLearner()            // defer learner.Close()
 //	worker := algo.NewSegmentWorker(id, envs, policy, sampler, γ)
 //	worker.Reset(envSeed)
 //	for {

@@ -85,6 +85,9 @@ type SegmentLearner interface {
 	// Weights returns the current weights as a new version (its number
 	// grows by one per Learn call; 0 before the first).
 	Weights() *weights.Version
+	// Close stops the learner's helper goroutine (the parallel actor and
+	// critic passes), if any; the learner stays usable.
+	Close() error
 }
 
 // Pieces are an algorithm cut into the parts that executors place on
@@ -99,8 +102,7 @@ type Pieces struct {
 	// drawing from r.
 	NewSampler func(numEnvs int, r *rand.Rand) (Sampler, error)
 	// NewSegmentLearner builds the learner of an on-policy algorithm (nil
-	// for off-policy ones). A learner that owns a goroutine (the parallel
-	// actor and critic passes) implements io.Closer; its builder closes it.
+	// for off-policy ones).
 	NewSegmentLearner func() (SegmentLearner, error)
 	// DecodeWeights rebuilds a version from weights.Version.Encode's bytes,
 	// checked against the run's model (names, shapes): how a process that

@@ -64,9 +64,7 @@ func run(ctx context.Context, w io.Writer, seed uint64, steps int64, k int) (flo
 	if err != nil {
 		return 0, err
 	}
-	if c, ok := learner.(io.Closer); ok {
-		defer c.Close()
-	}
+	defer learner.Close()
 	store := weights.NewStore(learner.Weights()) // version 0
 	iterations := int(steps / int64(cfg.NumEnvs*cfg.NumSteps))
 	obsDim := sp.Obs.(env.Box).Dim()
