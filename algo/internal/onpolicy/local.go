@@ -59,13 +59,13 @@ func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, lc Local, pi
 	if err != nil {
 		return nil, err
 	}
+	defer sl.Close() // stops the parallel worker; the agent stays usable
 	base, ok := sl.(interface{ base() *Learner })
 	p, ok2 := policy.(*Policy)
 	if !ok || !ok2 {
 		return nil, fmt.Errorf("%s: pieces %T and %T are not onpolicy's", name, sl, policy)
 	}
 	learner := base.base()
-	defer learner.Close() // stops the parallel worker; the agent stays usable
 	agent := learner.Agent
 	// Acting and learning take turns on this goroutine, so the policy
 	// reads the learner's parameters in place instead of a snapshot per
