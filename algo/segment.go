@@ -27,6 +27,10 @@ import (
 //   - the segment's end: NextObs holds the observations after the last
 //     step and LastValues = V(NextObs).
 //
+// A policy that can compute V(s) alone, cheaper than whole rows, has a
+// method ValuesTo(dst, obs []float32, n int) []float32 (onpolicy's: the
+// critic only); the worker then uses it for the bootstraps.
+//
 // Collect does not allocate once its buffers have grown, except to record
 // the episodes that ended (Segment.Episodes, At = the step index).
 type SegmentWorker struct {
@@ -39,7 +43,8 @@ type SegmentWorker struct {
 	obs   []float32 // the observations the policy acts on next
 	out   []float32 // policy outputs, n × OutDim
 	acts  Acts
-	final []float32 // outputs for one final observation
+	final []float32 // bootstrap values
+	rows  []float32 // policy rows for them (a policy without ValuesTo)
 	steps int64     // env steps taken, for the sampler's schedules
 }
 
@@ -99,8 +104,8 @@ func (w *SegmentWorker) Collect(seg *sample.Segment) error {
 			}
 			seg.Dones[k] = 1
 			if b.Truncated[i] && !b.Terminated[i] {
-				w.final = w.policy.ForwardTo(ensureLen(w.final, width), b.FinalObsRow(i), 1)
-				seg.Rewards[k] += w.gamma * w.final[width-1]
+				w.final = w.valuesTo(w.final, b.FinalObsRow(i), 1)
+				seg.Rewards[k] += w.gamma * w.final[0]
 			}
 			if b.Infos[i].HasEpisode {
 				ep := b.Infos[i].Episode
@@ -110,11 +115,28 @@ func (w *SegmentWorker) Collect(seg *sample.Segment) error {
 		copy(w.obs, b.Obs)
 	}
 	copy(seg.NextObs, w.obs)
-	w.out = w.policy.ForwardTo(ensureLen(w.out, n*width), w.obs, n)
-	for i := range n {
-		seg.LastValues[i] = w.out[(i+1)*width-1]
-	}
+	copy(seg.LastValues, w.valuesTo(w.final, w.obs, n))
 	return nil
+}
+
+// valuer is the optional interface of policies that compute V(s) alone.
+type valuer interface {
+	ValuesTo(dst, obs []float32, n int) []float32
+}
+
+// valuesTo returns V(obs) for n observations in buf (grown as needed): from
+// the policy's ValuesTo if it has one, else the last column of its rows.
+func (w *SegmentWorker) valuesTo(buf, obs []float32, n int) []float32 {
+	if v, ok := w.policy.(valuer); ok {
+		return v.ValuesTo(ensureLen(buf, n), obs, n)
+	}
+	width := w.policy.OutDim()
+	w.rows = w.policy.ForwardTo(ensureLen(w.rows, n*width), obs, n)
+	buf = ensureLen(buf, n)
+	for i := range n {
+		buf[i] = w.rows[(i+1)*width-1]
+	}
+	return buf
 }
 
 // LogEpisodes reports seg's episodes to log at the global steps they ended,

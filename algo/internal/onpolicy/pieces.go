@@ -132,6 +132,13 @@ func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 	return dst
 }
 
+// ValuesTo writes V(s) for n observations into dst[:n] and returns it: the
+// last column of ForwardTo's rows, bit for bit, at the cost of the critic
+// alone (algo.SegmentWorker's bootstraps).
+func (p *Policy) ValuesTo(dst, obs []float32, n int) []float32 {
+	return p.agent.critic.ForwardTo(dst[:n], obs, n)
+}
+
 // Act writes the deterministic action for one observation (algo.Policy):
 // the most likely discrete action, or the Gaussian mean clipped to the
 // bounds.

@@ -290,6 +290,22 @@ func TestSegmentWorkerBootstrapsTruncation(t *testing.T) {
 	if err := w.Collect(sample.NewSegment(6, 2, 1, 1)); err == nil {
 		t.Fatal("a segment of 2 envs for 1 env: want an error")
 	}
+	// A policy without ValuesTo: the worker reads V(s) off the rows, with
+	// the same bits.
+	s2, _ := NewSampler(sp, rng.New(1, "test/act", 0))
+	w2 := algo.NewSegmentWorker(2, newChain(), struct{ algo.PolicyNet }{p}, s2, gamma)
+	seg2 := sample.NewSegment(6, 1, 1, 1)
+	if err := w2.Reset(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Collect(seg2); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := seg.AppendEncode(nil)
+	b, _ := seg2.AppendEncode(nil)
+	if !slices.Equal(a, b) {
+		t.Fatal("the segment differs when the worker reads values off the rows")
+	}
 }
 
 // TestLearnerRejectsBadSegments: a segment that does not fit the agent is
