@@ -31,8 +31,9 @@ import (
 // method ValuesTo(dst, obs []float32, n int) []float32 (onpolicy's: the
 // critic only); the worker then uses it for the bootstraps.
 //
-// Collect does not allocate once its buffers have grown, except to record
-// the episodes that ended (Segment.Episodes, At = the step index).
+// Per step, Collect does not allocate once its buffers have grown; per
+// segment it allocates a little to check the segment (Segment.Check) and to
+// record the episodes that ended (Segment.Episodes, At = the step index).
 type SegmentWorker struct {
 	envs    env.Vector
 	policy  PolicyNet
