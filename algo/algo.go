@@ -137,6 +137,10 @@ type Spec struct {
 	// by Model.Save, given the header and config the run was trained with
 	// (read back from the run's config.yaml). Required.
 	LoadPolicy func(path string, h Header, cfg Config) (Policy, error)
+	// Pieces cuts the algorithm into the pieces executors place (policy,
+	// sampler, learner, …) for the run h with config cfg on an env with
+	// spaces sp.
+	Pieces func(h Header, cfg Config, sp Spaces) (*Pieces, error)
 }
 
 // Runtime is what Train reports to. It is built by the caller (the CLI, a

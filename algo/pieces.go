@@ -99,6 +99,8 @@ type Pieces struct {
 	// NewSegmentLearner builds the learner of an on-policy algorithm (nil
 	// for off-policy ones).
 	NewSegmentLearner func() (SegmentLearner, error)
+	// OffPolicy holds the off-policy pieces (zero for on-policy ones).
+	OffPolicy
 }
 
 // RuntimeConfig is the `runtime:` section of a run config: which executor
