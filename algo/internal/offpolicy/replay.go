@@ -55,9 +55,9 @@ type Replay struct {
 	buf    replay.Buffer
 	pri    *replay.Prioritized // nil for uniform replay
 
-	add  replay.Batch // one row, reused
-	s    replay.Sample
-	prio []float64
+	add                    replay.Batch // one row, reused
+	s                      replay.Sample
+	prio                   []float64
 	obs, next, disc, dones []float32
 }
 
