@@ -98,10 +98,13 @@ func (r *Replay) Add(tr *sample.Transitions) error {
 	if tr.ObsDim != d || tr.ActDim != r.cfg.ActDim {
 		return fmt.Errorf("offpolicy: transitions of obs %d, action %d for a replay of %d, %d", tr.ObsDim, tr.ActDim, d, r.cfg.ActDim)
 	}
-	if err := tr.Check(); err != nil {
-		return err
+	a, n := r.cfg.ActDim, tr.N
+	// The checks of tr.Check, without its allocations (Add is per step).
+	if n < 0 || len(tr.Obs) != n*d || len(tr.NextObs) != n*d || len(tr.Actions) != n*a ||
+		len(tr.Rewards) != n || len(tr.Discounts) != n || len(tr.Dones) != n {
+		return fmt.Errorf("%w: %d transitions with %d, %d, %d, %d, %d, %d values", sample.ErrShape,
+			n, len(tr.Obs), len(tr.Actions), len(tr.Rewards), len(tr.NextObs), len(tr.Discounts), len(tr.Dones))
 	}
-	a := r.cfg.ActDim
 	for i := range tr.N {
 		copy(r.add.Obs[:d], tr.Obs[i*d:(i+1)*d])
 		copy(r.add.NextObs[:d], tr.NextObs[i*d:(i+1)*d])
