@@ -83,17 +83,20 @@ type Replay interface {
 
 // TransitionLearner learns from a Replay (DQN, SAC, TD3, DDPG).
 type TransitionLearner interface {
-	// Learn runs the updates due for the global env steps (prev, step]:
-	// each algorithm's schedule is in env steps (DQN trains once per
-	// multiple of train_frequency passed; SAC, TD3 and DDPG once per env
-	// step), so the number of updates per env step — the replay ratio —
-	// does not depend on how the executor groups env steps. Each update
-	// draws its minibatch from rb with the learner's own stream and feeds
-	// TD errors back as priorities. It returns the last update's scalars
-	// (none when no update was due).
+	// Learn runs the updates due for the global env steps (prev, step]
+	// after learning starts (none while step ≤ learning_starts or rb holds
+	// less than a minibatch). Each algorithm's schedule is in env steps
+	// (DQN: gradient_steps per multiple of train_frequency passed; SAC,
+	// TD3, DDPG: one update per env step), so the number of updates per
+	// env step — the replay ratio — does not depend on how the executor
+	// groups env steps (num_envs, steps per call). Each update draws its
+	// minibatch from rb with the learner's own stream and feeds TD errors
+	// back as priorities. It returns the last update's scalars (none when
+	// no update was due); the slice is reused by the next call.
 	Learn(ctx context.Context, rb Replay, prev, step int64) ([]Stat, error)
-	// Weights returns the policy's current parameters as a new version
-	// (its number counts Learn calls; 0 before the first).
+	// Weights returns the policy's current parameters (DQN's Q-network,
+	// the actor of the others) as a new version; its number counts the
+	// updates so far (0: the initial weights, the same as NewPolicy's).
 	Weights() *weights.Version
 	// Close stops the learner's helper goroutine, if any.
 	Close() error

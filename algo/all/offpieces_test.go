@@ -313,3 +313,45 @@ func TestOffPolicySameBitsAsBeforeThePieces(t *testing.T) {
 		})
 	}
 }
+
+// TestOffPolicyReplayRatioIndependentOfNumEnvs: the number of updates a
+// learner makes over the same env steps does not depend on how many env
+// steps each call covers (num_envs): DQN trains gradient_steps times per
+// multiple of train_frequency passed (with 16 envs and train_frequency 4,
+// four rounds per vector step, as dqn/doc.go says), SAC, TD3 and DDPG once
+// per env step. The weight version counts the updates.
+func TestOffPolicyReplayRatioIndependentOfNumEnvs(t *testing.T) {
+	cases := []struct {
+		offCase
+		want uint64 // updates over the env steps (100, 192]
+	}{
+		{offCase{"dqn-tf4-gs2", "dqn", "CartPole-v1", []string{"learning_starts=100", "batch_size=32",
+			"train_frequency=4", "gradient_steps=2"}}, 23 * 2},
+		{offCases[2], 92}, {offCases[3], 92}, {offCases[5], 92},
+	}
+	for _, c := range cases {
+		p, sp := c.pieces(t, 1000)
+		rb, err := p.NewReplay()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fillReplay(t, p, sp, rb, 200)
+		for _, n := range []int64{1, 4, 16} {
+			l, err := p.NewTransitionLearner()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Steps up to learning_starts (100) train nothing, also when
+			// a call covers steps on both sides of it.
+			for prev := int64(0); prev < 192; prev += n {
+				if _, err := l.Learn(context.Background(), rb, prev, prev+n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := l.Weights().N; got != c.want {
+				t.Errorf("%s with %d envs: %d updates over the env steps (100, 192], want %d", c.name, n, got, c.want)
+			}
+			l.Close()
+		}
+	}
+}

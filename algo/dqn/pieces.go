@@ -185,6 +185,9 @@ func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) (
 	if step <= int64(cfg.LearningStarts) || rb.Len() < cfg.BatchSize {
 		return nil, nil
 	}
+	// Env steps up to learning_starts train nothing, also when this call
+	// covers steps on both sides of it.
+	prev = max(prev, int64(cfg.LearningStarts))
 	rounds := offpolicy.Crossings(prev, step, int64(cfg.TrainFrequency))
 	for range rounds * int64(cfg.GradientSteps) {
 		if err := ctx.Err(); err != nil {

@@ -136,7 +136,7 @@ func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) (
 	}
 	l.stats = l.stats[:0]
 	var qfLoss, q1Mean, q2Mean float64
-	for s := prev + 1; s <= step; s++ {
+	for s := max(prev, int64(cfg.LearningStarts)) + 1; s <= step; s++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
