@@ -58,6 +58,9 @@ func (c offCase) pieces(t testing.TB, steps int64) (*algo.Pieces, algo.Spaces) {
 	}
 	defer e.Close()
 	sp := algo.SpacesOf(e)
+	if res.Spec.Pieces == nil {
+		t.Fatalf("%s: Spec.Pieces is nil", c.algo)
+	}
 	p, err := res.Spec.Pieces(res.Header, res.Config, sp)
 	if err != nil {
 		t.Fatal(err)
