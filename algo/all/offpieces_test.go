@@ -358,3 +358,38 @@ func TestOffPolicyReplayRatioIndependentOfNumEnvs(t *testing.T) {
 		}
 	}
 }
+
+// TestOffPolicyPiecesRejectBadInput: wrong config types, invalid configs,
+// wrong spaces and a missing stream are errors, not panics.
+func TestOffPolicyPiecesRejectBadInput(t *testing.T) {
+	cart, _ := env.Make("CartPole-v1")
+	defer cart.Close()
+	pend, _ := env.Make("Pendulum-v1")
+	defer pend.Close()
+	for _, c := range offCases {
+		res := c.resolve(t, 1000)
+		own, other := algo.SpacesOf(pend), algo.SpacesOf(cart)
+		if c.env == "CartPole-v1" {
+			own, other = other, own
+		}
+		if _, err := res.Spec.Pieces(res.Header, res.Config, other); err == nil {
+			t.Errorf("%s: pieces built for the other kind of action space", c.name)
+		}
+		if _, err := res.Spec.Pieces(res.Header, res.Config, algo.Spaces{}); err == nil {
+			t.Errorf("%s: pieces built for empty spaces", c.name)
+		}
+		if _, err := res.Spec.Pieces(res.Header, nil, other); err == nil {
+			t.Errorf("%s: pieces built from a nil config", c.name)
+		}
+		if err := algo.Set(res.Config, "batch_size=0"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := res.Spec.Pieces(res.Header, res.Config, own); err == nil {
+			t.Errorf("%s: pieces built with batch_size 0", c.name)
+		}
+		p, _ := c.pieces(t, 1000)
+		if _, err := p.NewSampler(4, nil); err == nil {
+			t.Errorf("%s: a sampler without a stream", c.name)
+		}
+	}
+}

@@ -25,6 +25,9 @@ func Pieces(h algo.Header, c algo.Config, sp algo.Spaces) (*algo.Pieces, error) 
 	if !ok || cfg == nil {
 		return nil, fmt.Errorf("%w: dqn: config is %T", algo.ErrConfig, c)
 	}
+	if err := cfg.Validate(h); err != nil {
+		return nil, err
+	}
 	p, err := newPieces(h, cfg, sp)
 	if err != nil {
 		return nil, err
@@ -43,7 +46,7 @@ type pieces struct {
 
 func newPieces(h algo.Header, cfg *Config, sp algo.Spaces) (*pieces, error) {
 	d, ok := sp.Act.(env.Discrete)
-	if !ok || sp.Obs == nil {
+	if !ok || sp.Obs == nil || sp.Obs.Dim() < 1 {
 		return nil, fmt.Errorf("%w: dqn: action space %v; DQN needs a Discrete one", algo.ErrConfig, sp.Act)
 	}
 	return &pieces{h: h, cfg: cfg, obsDim: sp.Obs.Dim(), actions: d,

@@ -29,6 +29,9 @@ func Pieces(h algo.Header, c algo.Config, sp algo.Spaces) (*algo.Pieces, error) 
 	if !ok || cfg == nil {
 		return nil, fmt.Errorf("%w: sac: config is %T", algo.ErrConfig, c)
 	}
+	if err := cfg.Validate(h); err != nil {
+		return nil, err
+	}
 	p, err := newPieces(h, cfg, sp)
 	if err != nil {
 		return nil, fmt.Errorf("%w: sac: %w", algo.ErrConfig, err)
@@ -49,6 +52,9 @@ func newPieces(h algo.Header, cfg *Config, sp algo.Spaces) (*pieces, error) {
 	low, high, err := offpolicy.BoxBounds(h.Env, sp.Act)
 	if err != nil {
 		return nil, err
+	}
+	if sp.Obs == nil || sp.Obs.Dim() < 1 {
+		return nil, fmt.Errorf("observation space %v", sp.Obs)
 	}
 	return &pieces{h: h, cfg: cfg, sp: sp, obsDim: sp.Obs.Dim(), low: low, high: high}, nil
 }

@@ -28,6 +28,9 @@ func Pieces(h algo.Header, c algo.Config, sp algo.Spaces) (*algo.Pieces, error) 
 	if !ok || cfg == nil {
 		return nil, fmt.Errorf("%w: td3: config is %T", algo.ErrConfig, c)
 	}
+	if err := cfg.Validate(h); err != nil {
+		return nil, err
+	}
 	p, err := newPieces(h, cfg, sp)
 	if err != nil {
 		return nil, fmt.Errorf("%w: td3: %w", algo.ErrConfig, err)

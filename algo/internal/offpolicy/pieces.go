@@ -1,6 +1,7 @@
 package offpolicy
 
 import (
+	"fmt"
 	"math/rand/v2"
 
 	"herd/algo"
@@ -17,8 +18,13 @@ func NewPieces[S algo.Sampler, L algo.TransitionLearner](
 	replay func() (*Replay, error),
 	learner func() (L, error)) *algo.Pieces {
 	return &algo.Pieces{
-		NewPolicy:  func() (algo.PolicyNet, error) { return nilOr[algo.PolicyNet](policy()) },
-		NewSampler: func(n int, r *rand.Rand) (algo.Sampler, error) { return nilOr[algo.Sampler](sampler(n, r)) },
+		NewPolicy: func() (algo.PolicyNet, error) { return nilOr[algo.PolicyNet](policy()) },
+		NewSampler: func(n int, r *rand.Rand) (algo.Sampler, error) {
+			if n < 1 || r == nil {
+				return nil, fmt.Errorf("offpolicy: a sampler needs num_envs ≥ 1 and a random stream, got %d, %v", n, r)
+			}
+			return nilOr[algo.Sampler](sampler(n, r))
+		},
 		OffPolicy: algo.OffPolicy{
 			NewAssembler:         func(n int) (algo.Assembler, error) { return nilOr[algo.Assembler](assembler(n)) },
 			NewReplay:            func() (algo.Replay, error) { return nilOr[algo.Replay](replay()) },
@@ -71,6 +77,9 @@ func NewActorPieces(h algo.Header, sp algo.Spaces) (*ActorPieces, error) {
 	low, high, err := BoxBounds(h.Env, sp.Act)
 	if err != nil {
 		return nil, err
+	}
+	if sp.Obs == nil || sp.Obs.Dim() < 1 {
+		return nil, fmt.Errorf("observation space %v", sp.Obs)
 	}
 	return &ActorPieces{H: h, Space: sp.Act, ObsDim: sp.Obs.Dim(), Low: low, High: high}, nil
 }
