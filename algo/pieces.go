@@ -111,6 +111,8 @@ type Pieces struct {
 	// checked against the run's model (names, shapes): how a process that
 	// receives weights over the network gets a version to SetWeights.
 	DecodeWeights func(b []byte) (*weights.Version, error)
+	// OffPolicy holds the off-policy pieces (zero for on-policy ones).
+	OffPolicy
 }
 
 // RuntimeConfig is the `runtime:` section of a run config: which executor
