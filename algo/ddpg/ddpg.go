@@ -9,6 +9,7 @@ import (
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
 	"herd/internal/rng"
+	"herd/internal/twin"
 	"herd/nn"
 )
 
@@ -19,6 +20,10 @@ type Config struct {
 
 	// NumEnvs is the number of environments stepped together. Default 1.
 	NumEnvs int `yaml:"num_envs"`
+	// Parallel runs the target networks' forward pass on a second goroutine beside the caller's
+	// work (internal/twin), with results identical to one goroutine's;
+	// false keeps everything on the calling goroutine. Default true.
+	Parallel bool `yaml:"parallel"`
 
 	// --- algorithm ---
 
@@ -51,6 +56,7 @@ type Config struct {
 func NewConfig() *Config {
 	return &Config{
 		NumEnvs:          1,
+		Parallel:         true,
 		LearningRate:     3e-4,
 		BufferSize:       1000000,
 		Gamma:            0.99,
@@ -198,16 +204,26 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	actor.Reserve(B)
 	targetActor.Reserve(B)
 
+	// par runs the target networks' forward pass beside the critic's
+	// (bit-identical to one after the other: they share only the batch).
+	par := twin.NewIf(cfg.Parallel)
+	defer par.Close()
+	var qn []float32 // Q'(s', μ'(s')), written by targetQ
+	targetQ := func() {
+		head.ActionTo(nextAct, targetActor.Forward(rb.NextObs, B))
+		qn = qf1Target.Forward(rb.NextObs, nextAct, B)
+	}
+
 	// updateCritic takes one step on the TD loss (Lillicrap et al. 2016,
 	// Algorithm 1): MSE(Q(s, a), r + γ(1 − d)·Q'(s', μ'(s'))).
 	updateCritic := func() (qfLoss, qMean float64) {
-		head.ActionTo(nextAct, targetActor.Forward(rb.NextObs, B))
-		qn := qf1Target.Forward(rb.NextObs, nextAct, B)
+		par.Go(targetQ)
+		qf1.ZeroGrad()
+		q := qf1.Forward(rb.Obs, rb.Action, B)
+		par.Wait()
 		for i := range B {
 			nextQ[i] = rb.Reward[i] + rb.Discount[i]*rb.NotDone[i]*qn[i]
 		}
-		qf1.ZeroGrad()
-		q := qf1.Forward(rb.Obs, rb.Action, B)
 		l := nn.MSE(dQ, q, nextQ)
 		qMean = offpolicy.Mean(q)
 		qf1.Backward(dQ)

@@ -22,6 +22,10 @@ type Config struct {
 
 	// NumEnvs is the number of environments stepped together. Default 1.
 	NumEnvs int `yaml:"num_envs"`
+	// Parallel runs the target network's forward pass and the weight gradients on a second goroutine beside the caller's
+	// work (internal/twin), with results identical to one goroutine's;
+	// false keeps everything on the calling goroutine. Default true.
+	Parallel bool `yaml:"parallel"`
 
 	// --- algorithm ---
 
@@ -87,6 +91,7 @@ type Config struct {
 func NewConfig() *Config {
 	return &Config{
 		NumEnvs:                1,
+		Parallel:               true,
 		LearningRate:           2.5e-4,
 		BufferSize:             10000,
 		Gamma:                  0.99,
@@ -301,7 +306,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	// par runs the target network's forward pass beside the online one's,
 	// so a training step uses both cores (results are identical without
 	// it: see package twin).
-	par := twin.New()
+	par := twin.NewIf(cfg.Parallel)
 	defer par.Close()
 	var qNext []float32 // Q(s', ·; θ⁻), written by targetForward
 	targetForward := func() { qNext = target.Forward(rb.NextObs, B) }

@@ -22,6 +22,10 @@ type Config struct {
 
 	// NumEnvs is the number of environments stepped together. Default 1.
 	NumEnvs int `yaml:"num_envs"`
+	// Parallel runs the second critic on a second goroutine beside the caller's
+	// work (internal/twin), with results identical to one goroutine's;
+	// false keeps everything on the calling goroutine. Default true.
+	Parallel bool `yaml:"parallel"`
 
 	// --- algorithm ---
 
@@ -60,6 +64,7 @@ type Config struct {
 func NewConfig() *Config {
 	return &Config{
 		NumEnvs:                1,
+		Parallel:               true,
 		BufferSize:             1000000,
 		Gamma:                  0.99,
 		Tau:                    0.005,
@@ -233,7 +238,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	actor.Reserve(B)
 	// The twin critics run side by side on two goroutines (bit-identical
 	// to one after the other: see offpolicy.Twin).
-	par := twin.New()
+	par := twin.NewIf(cfg.Parallel)
 	defer par.Close()
 	critics := offpolicy.NewTwin(qf1, qf2, par, B)
 	targets := offpolicy.NewTwin(qf1Target, qf2Target, par, B)

@@ -11,6 +11,7 @@ func benchCommands() []*cobra.Command {
 		newBenchEnvCmd(),
 		newBenchPersistCmd(),
 		newBenchLearnCmd(),
+		newBenchSpinCmd(), // hidden: the busy loops of bench learn --load
 	}
 }
 
