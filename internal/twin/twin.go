@@ -14,7 +14,7 @@ import (
 // MinSpin is the budget once it has seen one: a few microseconds, less
 // than a job, so that waiting never holds a core another thread could use.
 const (
-	MaxSpin = 50 * time.Microsecond
+	MaxSpin = 100 * time.Microsecond
 	MinSpin = 2 * time.Microsecond
 )
 
