@@ -21,7 +21,8 @@ REPS=${REPS:-3}
 T=$(mktemp -d)
 LOOPS=()
 cleanup() {
-  for p in "${LOOPS[@]}"; do kill "$p" 2>/dev/null || true; done
+  local q
+  for q in "${LOOPS[@]}"; do kill "$q" 2>/dev/null || true; done
   git worktree remove --force "$T/base" >/dev/null 2>&1 || true
   rm -rf "$T"
 }
@@ -51,8 +52,9 @@ busy() { # start N shell busy loops (not pinned)
   sleep 0.2
 }
 unbusy() {
-  for p in "${LOOPS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${LOOPS[@]}"; do wait "$p" 2>/dev/null || true; done
+  local q
+  for q in "${LOOPS[@]}"; do kill "$q" 2>/dev/null || true; done
+  for q in "${LOOPS[@]}"; do wait "$q" 2>/dev/null || true; done
   LOOPS=()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"slices"
@@ -222,34 +223,47 @@ func pinLabel(p string) string {
 	return p
 }
 
-// writePinRatios prints, per config, the mean wall time under each pin
-// setting and its ratio to the last one's.
+// writePinRatios prints, per config, the median wall time under each pin
+// setting and its ratio to the last one's (medians: a loaded machine has
+// outliers).
 func writePinRatios(w io.Writer, rows []loadRow, pins []string) error {
 	type key struct{ config, pin string }
-	sum, n := map[key]float64{}, map[key]int{}
+	walls := map[key][]float64{}
 	var order []string
 	for _, r := range rows {
 		if !slices.Contains(order, r.Config) {
 			order = append(order, r.Config)
 		}
-		sum[key{r.Config, r.Pin}] += r.WallSeconds
-		n[key{r.Config, r.Pin}]++
+		k := key{r.Config, r.Pin}
+		walls[k] = append(walls[k], r.WallSeconds)
 	}
 	last := pinLabel(pins[len(pins)-1])
 	for _, c := range order {
-		ref := sum[key{c, last}] / float64(max(1, n[key{c, last}]))
+		ref := median(walls[key{c, last}])
 		var parts []string
 		for _, p := range pins {
 			k := key{c, pinLabel(p)}
-			if n[k] == 0 {
+			if len(walls[k]) == 0 {
 				continue
 			}
-			m := sum[k] / float64(n[k])
+			m := median(walls[k])
 			parts = append(parts, fmt.Sprintf("pin %s %.2f s (%.2fx)", k.pin, m, m/ref))
 		}
-		if _, err := fmt.Fprintf(w, "%s, mean wall over %d runs: %s\n", c, n[key{c, last}], strings.Join(parts, ", ")); err != nil {
+		if _, err := fmt.Fprintf(w, "%s, median wall over %d runs: %s\n", c, len(walls[key{c, last}]), strings.Join(parts, ", ")); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// median of xs (NaN when empty).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Sorted(slices.Values(xs))
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
 }

@@ -63,7 +63,7 @@ func TestBenchLearnLoadPin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"pin", "load", "final_return_mean_100", "mean wall over 1 runs: pin all", "pin 0 "} {
+	for _, want := range []string{"pin", "load", "final_return_mean_100", "median wall over 1 runs: pin all", "pin 0 "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -101,6 +101,15 @@ func TestBenchLearnLoadFlagErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "--") {
 			t.Errorf("%v: err %v, want a flag error\n%s", args, err, out)
 		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	if m := median([]float64{3, 1, 50}); m != 3 {
+		t.Errorf("median odd = %v", m)
+	}
+	if m := median([]float64{4, 1, 2, 50}); m != 3 {
+		t.Errorf("median even = %v", m)
 	}
 }
 
