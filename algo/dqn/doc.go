@@ -74,6 +74,7 @@
 // docs/BENCHMARKS.md). Train allocates its workspaces once and
 // then nothing per step. It runs on the caller's goroutine, plus one
 // worker goroutine (package twin) that computes the target network's
-// forward pass beside the online network's; Train stops it before it
+// forward pass beside the online network's (parallel: false keeps
+// everything on the caller, with the same bits); Train stops it before it
 // returns.
 package dqn
