@@ -26,7 +26,8 @@ cleanup() {
   git worktree remove --force "$T/base" >/dev/null 2>&1 || true
   rm -rf "$T"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT TERM # through the EXIT trap
 
 echo "== building current ($(git rev-parse --short HEAD)) and base ($BASE)"
 go build -o "$T/herd-new" ./cmd/herd
