@@ -71,5 +71,8 @@
 // One update costs a target-actor and a target-critic forward and a critic
 // forward+backward at batch B, plus every policy_frequency updates an actor
 // forward+backward and a critic forward+backward. Train allocates its
-// workspaces once, runs on the caller's goroutine and starts none.
+// workspaces once and runs on the caller's goroutine, plus (parallel:
+// true, the default) one worker goroutine (package twin) that computes the
+// target networks' forward pass beside the critic's, with the same bits;
+// Train stops it before it returns.
 package ddpg

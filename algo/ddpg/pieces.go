@@ -8,6 +8,7 @@ import (
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
 	"herd/internal/rng"
+	"herd/internal/twin"
 	"herd/nn"
 	"herd/weights"
 )
@@ -81,6 +82,12 @@ type Learner struct {
 	dOut                   []float32
 	actorLoss              float64
 	stats                  []algo.Stat
+	// par runs the target networks' forward pass beside the critic's
+	// (bit-identical to one after the other: they share only the batch);
+	// nil with parallel: false.
+	par     *twin.Pair
+	qn      []float32 // Q'(s', μ'(s')), written by targetQ
+	targetQ func()
 }
 
 func (p *pieces) newLearner() (*Learner, error) {
@@ -105,11 +112,21 @@ func (p *pieces) newLearner() (*Learner, error) {
 	}
 	l.actor.Reserve(B)
 	l.targetActor.Reserve(B)
+	l.par = twin.NewIf(cfg.Parallel)
+	l.targetQ = func() {
+		mb, B := &l.mb, l.p.cfg.BatchSize
+		l.head.ActionTo(l.nextAct, l.targetActor.Forward(mb.NextObs, B))
+		l.qn = l.qf1Target.Forward(mb.NextObs, l.nextAct, B)
+	}
 	return l, nil
 }
 
-// Close does nothing: DDPG's learner has no helper goroutine.
-func (l *Learner) Close() error { return nil }
+// Close stops the helper goroutine (parallel: true); the learner stays
+// usable on the caller's goroutine.
+func (l *Learner) Close() error {
+	l.par.Close()
+	return nil
+}
 
 // Weights returns the actor's parameters as version = critic updates so
 // far.
@@ -157,13 +174,14 @@ func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) (
 // Algorithm 1): MSE(Q(s, a), r + γ^m (1 − d)·Q'(s', μ'(s'))).
 func (l *Learner) updateCritic() (qfLoss, qMean float64) {
 	mb, B := &l.mb, l.p.cfg.BatchSize
-	l.head.ActionTo(l.nextAct, l.targetActor.Forward(mb.NextObs, B))
-	qn := l.qf1Target.Forward(mb.NextObs, l.nextAct, B)
+	l.par.Go(l.targetQ)
+	l.qf1.ZeroGrad()
+	q := l.qf1.Forward(mb.Obs, mb.Actions, B)
+	l.par.Wait()
+	qn := l.qn
 	for i := range B {
 		l.nextQ[i] = mb.Rewards[i] + mb.Discounts[i]*(1-mb.Dones[i])*qn[i]
 	}
-	l.qf1.ZeroGrad()
-	q := l.qf1.Forward(mb.Obs, mb.Actions, B)
 	loss := nn.MSE(l.dQ, q, l.nextQ)
 	qMean = offpolicy.Mean(q)
 	l.qf1.Backward(l.dQ)

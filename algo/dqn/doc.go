@@ -106,6 +106,7 @@
 // docs/BENCHMARKS.md). Train allocates its workspaces once and
 // then nothing per step. It runs on the caller's goroutine, plus one
 // worker goroutine (package twin, owned by the Learner) that computes the
-// target network's forward pass beside the online network's; Train stops
-// it (Learner.Close) before it returns.
+// target network's forward pass beside the online network's (parallel:
+// false keeps everything on the caller, with the same bits); Train stops it
+// (Learner.Close) before it returns.
 package dqn

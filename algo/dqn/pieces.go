@@ -159,7 +159,7 @@ func (p *pieces) newLearner() (*Learner, error) {
 		// par runs the target network's forward pass beside the online
 		// one's, so a training step uses both cores (results are identical
 		// without it: see package twin).
-		par:      twin.New(),
+		par:      twin.NewIf(cfg.Parallel),
 		bActions: make([]int, B), qPred: make([]float32, B), targetMax: make([]float32, B),
 		nextAct: make([]int, B), tdTarget: make([]float32, B), tdErr: make([]float32, B),
 		dPred: make([]float32, B), dQ: make([]float32, B*k)}

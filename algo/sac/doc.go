@@ -88,6 +88,6 @@
 // Pendulum config's 64-64 networks keep it well under a millisecond. Train
 // allocates its workspaces once and runs on the caller's goroutine, plus
 // one worker goroutine (offpolicy.Twin over package twin) that computes Q2
-// beside Q1 in every critic pass, with the same bits; Train stops it
-// before it returns.
+// beside Q1 in every critic pass, with the same bits (parallel: false
+// keeps everything on the caller); Train stops it before it returns.
 package sac

@@ -191,7 +191,7 @@ func (p *pieces) newLearner() (*Learner, error) {
 	l.actor.Reserve(B)
 	// The twin critics run side by side on two goroutines (bit-identical
 	// to one after the other: see offpolicy.Twin).
-	l.par = twin.New()
+	l.par = twin.NewIf(cfg.Parallel)
 	l.critics = offpolicy.NewTwin(agent.QF1, agent.QF2, l.par, B)
 	l.targets = offpolicy.NewTwin(l.qf1Target, l.qf2Target, l.par, B)
 	return l, nil

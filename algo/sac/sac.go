@@ -19,6 +19,10 @@ type Config struct {
 
 	// NumEnvs is the number of environments stepped together. Default 1.
 	NumEnvs int `yaml:"num_envs"`
+	// Parallel runs the second critic on a second goroutine beside the caller's
+	// work (internal/twin), with results identical to one goroutine's;
+	// false keeps everything on the calling goroutine. Default true.
+	Parallel bool `yaml:"parallel"`
 
 	// --- algorithm ---
 
@@ -57,6 +61,7 @@ type Config struct {
 func NewConfig() *Config {
 	return &Config{
 		NumEnvs:                1,
+		Parallel:               true,
 		BufferSize:             1000000,
 		Gamma:                  0.99,
 		Tau:                    0.005,

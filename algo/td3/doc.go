@@ -84,6 +84,6 @@
 // actor forward+backward and a Q1 forward+backward. Train allocates its
 // workspaces once and runs on the caller's goroutine, plus one worker
 // goroutine (offpolicy.Twin over package twin) that computes Q2 beside Q1
-// in the critic passes, with the same bits; Train stops it before it
-// returns.
+// in the critic passes, with the same bits (parallel: false keeps
+// everything on the caller); Train stops it before it returns.
 package td3

@@ -12,6 +12,7 @@ func benchCommands() []*cobra.Command {
 		newBenchPersistCmd(),
 		newBenchLearnCmd(),
 		newBenchHTSCmd(),
+		newBenchSpinCmd(), // hidden: the busy loops of bench learn --load
 	}
 }
 
