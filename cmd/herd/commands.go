@@ -19,5 +19,6 @@ func extraCommands() []*cobra.Command {
 	return []*cobra.Command{
 		newTrainCmd(),
 		newEvalCmd(),
+		newServeCmd(), // serve.go (#16)
 	}
 }

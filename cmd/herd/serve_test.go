@@ -1,0 +1,59 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// startServe runs `herd serve ARGS --addr 127.0.0.1:0` until the test ends
+// and returns the address it printed.
+func startServe(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	root := newRootCmd()
+	root.SetOut(pw)
+	root.SetErr(pw)
+	root.SetArgs(append(append([]string{"serve"}, args...), "--addr", "127.0.0.1:0"))
+	done := make(chan error, 1)
+	go func() {
+		err := root.ExecuteContext(ctx)
+		pw.CloseWithError(io.EOF)
+		done <- err
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		cancel()
+		t.Fatalf("serve %v: %v (%v)", args, err, <-done)
+	}
+	go io.Copy(io.Discard, pr)
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve %v: %v", args, err)
+		}
+	})
+	// "herd: serving WHAT on ADDR (MODE)"
+	f := strings.Fields(line[strings.Index(line, " on ")+4:])
+	return f[0]
+}
+
+// TestTrainRemoteEnv: every algorithm trains, for a tiny budget, against
+// `herd serve env` through a grpc:// env id.
+func TestTrainRemoteEnv(t *testing.T) {
+	addr := startServe(t, "env")
+	for _, c := range []struct{ algo, env string }{
+		{"ppo", "CartPole-v1"}, {"a2c", "CartPole-v1"}, {"dqn", "CartPole-v1"},
+		{"ddpg", "Pendulum-v1"}, {"td3", "Pendulum-v1"}, {"sac", "Pendulum-v1"},
+	} {
+		out, err := runHerd(t, "train", "--algo", c.algo, "--env", "grpc://"+addr+"/"+c.env, "--steps", "1024",
+			"--quiet", "--out", filepath.Join(t.TempDir(), c.algo))
+		if err != nil || !strings.Contains(out, "done: ") {
+			t.Errorf("%s on %s: %v\n%s", c.algo, c.env, err, out)
+		}
+	}
+}
