@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"herd/internal/pyproc"
 )
 
 // startServe runs `herd serve ARGS --addr 127.0.0.1:0` until the test ends
@@ -55,5 +57,17 @@ func TestTrainRemoteEnv(t *testing.T) {
 		if err != nil || !strings.Contains(out, "done: ") {
 			t.Errorf("%s on %s: %v\n%s", c.algo, c.env, err, out)
 		}
+	}
+}
+
+// TestTrainOnPythonEnv: PPO trains through the service on a pure-Python
+// CartPole served by a real `python3 -m herd_env.serve` process (a smoke
+// run: it finishes and records episodes).
+func TestTrainOnPythonEnv(t *testing.T) {
+	p := pyproc.Start(t, "herd_env.serve", "--env", "pycartpole:CartPole")
+	out, err := runHerd(t, "train", "--algo", "ppo", "--env", "grpc://"+p.Addr()+"/CartPole", "--steps", "2048",
+		"--quiet", "--set", "num_envs=4", "--set", "num_steps=128", "--out", filepath.Join(t.TempDir(), "run"))
+	if err != nil || !strings.Contains(out, "done: 2048 steps") || strings.Contains(out, " 0 episodes") {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }

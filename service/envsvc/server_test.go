@@ -14,9 +14,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"herd/env"
+	"herd/internal/rng"
 	herdv1 "herd/proto/herd/v1"
 	"herd/service"
-	"herd/internal/rng"
 )
 
 // startServer serves herd's envs on a loopback port until the test ends.
