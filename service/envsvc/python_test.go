@@ -11,9 +11,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"herd/env"
+	"herd/internal/pyproc"
 	"herd/internal/rng"
 	herdv1 "herd/proto/herd/v1"
-	"herd/internal/pyproc"
 )
 
 // TestPythonCartPoleMatchesGo steps a pure-Python CartPole (Gymnasium's
