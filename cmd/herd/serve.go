@@ -1,14 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 
+	"herd/replay/persist"
 	"herd/service"
 	"herd/service/envsvc"
+	"herd/service/replaysvc"
 )
 
 // serveFlags are the flags every `herd serve` command shares.
@@ -58,7 +61,7 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "serve environments or a replay store over gRPC (protocol herd.v1)",
 	}
-	serve.AddCommand(newServeEnvCmd())
+	serve.AddCommand(newServeEnvCmd(), newServeReplayCmd())
 	return serve
 }
 
@@ -85,5 +88,75 @@ With --tls-cert/--tls-key clients connect with grpcs://...?ca=CA.pem; with
 	}
 	f.register(cmd, "127.0.0.1:7000")
 	cmd.Flags().IntVar(&maxEnvs, "max-envs", envsvc.DefaultMaxEnvs, "most envs one session may open")
+	return cmd
+}
+
+func newServeReplayCmd() *cobra.Command {
+	var f serveFlags
+	var opts persist.Options
+	var mode, durability string
+	var samplers []string
+	var maxBatch int
+	cmd := &cobra.Command{
+		Use:   "replay",
+		Short: "serve a persistent replay store (Push, Get, Sample, UpdatePriorities, Snapshot)",
+		Long: `replay opens a persistent replay store (herd/replay/persist) in --dir and serves it
+with the herd.v1 ReplayService protocol (proto/herd/v1/replay.proto) to any number
+of clients: Go (herd/service/replaysvc.Client) or Python (herd_env.replay).
+
+Samplers are NAME=uniform, NAME=prioritized:FIELD:ALPHA or
+NAME=prioritytime:FIELD:DECAY; the first is the default of Sample. Records pushed
+must carry every field a prioritized sampler reads.`,
+		Example: `  herd serve replay --dir /data/replay --mode hybrid --addr 127.0.0.1:7100
+  herd serve replay --dir /data/replay --sampler per=prioritized:priority:0.6 --sampler uniform=uniform \
+      --snapshot-url file:///backups/replay`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if opts.Mode, err = persist.ParseMode(mode); err != nil {
+				return fmt.Errorf("serve replay: %w", err)
+			}
+			switch durability {
+			case "writeback":
+				opts.Durability = persist.WriteBack
+			case "sync":
+				opts.Durability = persist.Sync
+			default:
+				return fmt.Errorf("serve replay: --durability %q, want writeback or sync", durability)
+			}
+			for _, spec := range samplers {
+				sp, err := replaysvc.ParseSampler(spec)
+				if err != nil {
+					return fmt.Errorf("serve replay: %w", err)
+				}
+				opts.Samplers = append(opts.Samplers, sp)
+			}
+			opts.EnsureDefaults()
+			store, err := persist.Open(cmd.Context(), opts)
+			if err != nil {
+				return fmt.Errorf("serve replay: %w", err)
+			}
+			srv, err := replaysvc.New(replaysvc.Config{Store: store, Samplers: opts.Samplers, Mode: opts.Mode,
+				MaxValueBytes: opts.MaxValueBytes, MaxBatch: maxBatch})
+			if err != nil {
+				store.Close()
+				return fmt.Errorf("serve replay: %w", err)
+			}
+			serveErr := f.run(cmd, fmt.Sprintf("replay store %s (%v)", opts.Dir, opts.Mode), srv.Register)
+			return errors.Join(serveErr, store.Close())
+		},
+	}
+	f.register(cmd, "127.0.0.1:7100")
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Dir, "dir", "", "store directory (required unless --mode memory)")
+	fl.StringVar(&mode, "mode", "hybrid", "hybrid, memory or disk")
+	fl.IntVar(&opts.CacheMB, "cache-mb", 0, "hybrid cache size, MiB (default 256)")
+	fl.StringVar(&durability, "durability", "writeback", "writeback (Push returns once queued) or sync (once durable)")
+	fl.StringArrayVar(&samplers, "sampler", nil, "sampler NAME=KIND[:FIELD:PARAM], repeatable (default uniform=uniform)")
+	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the samplers' random streams")
+	fl.StringVar(&opts.SnapshotURL, "snapshot-url", "", "where Snapshot uploads (file://, s3://, gs://, azblob://, hdfs://)")
+	fl.DurationVar(&opts.SnapshotEvery, "snapshot-every", 0, "automatic snapshot period with --snapshot-url (default 3m; negative: none)")
+	fl.StringVar(&opts.RestoreFrom, "restore-from", "", "restore the newest snapshot at this URL into an empty --dir")
+	fl.IntVar(&maxBatch, "max-batch", replaysvc.DefaultMaxBatch, "most records in one Push, Get, UpdatePriorities or Sample")
 	return cmd
 }

@@ -94,3 +94,15 @@ func Start(t testing.TB, module string, args ...string) *Proc {
 
 // Addr is the server's loopback address.
 func (p *Proc) Addr() string { return "127.0.0.1:" + p.Port }
+
+// Command returns a command running python/tests/SCRIPT (or any path
+// relative to the repository root's python/ directory) with Python, with
+// python/ on PYTHONPATH.
+func Command(t testing.TB, ctx context.Context, script string, args ...string) *exec.Cmd {
+	t.Helper()
+	py := Python(t)
+	root := Root()
+	cmd := exec.CommandContext(ctx, py, append([]string{filepath.Join(root, "python", script)}, args...)...)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "python"))
+	return cmd
+}
