@@ -11,6 +11,7 @@ func benchCommands() []*cobra.Command {
 		newBenchEnvCmd(),
 		newBenchPersistCmd(),
 		newBenchLearnCmd(),
+		newBenchRemoteCmd(), // bench_remote.go (#16)
 	}
 }
 

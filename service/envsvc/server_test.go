@@ -20,7 +20,7 @@ import (
 )
 
 // startServer serves herd's envs on a loopback port until the test ends.
-func startServer(t *testing.T, tlsConf *tls.Config, maxMsg int) (addr string, g *grpc.Server) {
+func startServer(t testing.TB, tlsConf *tls.Config, maxMsg int) (addr string, g *grpc.Server) {
 	t.Helper()
 	lis, err := service.Listen("127.0.0.1:0")
 	if err != nil {
