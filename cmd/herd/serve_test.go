@@ -7,8 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"herd/internal/pyproc"
+	"herd/service/replaysvc"
 )
 
 // startServe runs `herd serve ARGS --addr 127.0.0.1:0` until the test ends
@@ -69,5 +71,39 @@ func TestTrainOnPythonEnv(t *testing.T) {
 		"--quiet", "--set", "num_envs=4", "--set", "num_steps=128", "--out", filepath.Join(t.TempDir(), "run"))
 	if err != nil || !strings.Contains(out, "done: 2048 steps") || strings.Contains(out, " 0 episodes") {
 		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// TestServeReplay: `herd serve replay` serves a store that the Go client
+// pushes to and samples from with the samplers named on the command line;
+// bad flags are errors.
+func TestServeReplay(t *testing.T) {
+	addr := startServe(t, "replay", "--dir", filepath.Join(t.TempDir(), "store"), "--mode", "hybrid",
+		"--sampler", "per=prioritized:priority:0.6", "--sampler", "recent=prioritytime:time:0.99")
+	c, err := replaysvc.Dial(addr, replaysvc.ClientOptions{Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if err := c.Push(ctx, []replaysvc.Record{{Key: "a", Value: []byte("va"), Fields: map[string]float64{"priority": 1, "time": 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sampler := range []string{"", "per", "recent"} {
+		got, err := c.Sample(ctx, 3, sampler)
+		if err != nil || len(got) != 3 || string(got[2].Value) != "va" {
+			t.Fatalf("sample %q: %v %v", sampler, got, err)
+		}
+	}
+	for _, args := range [][]string{
+		{"serve", "replay", "--mode", "hybrid"}, // no --dir
+		{"serve", "replay", "--mode", "nope", "--dir", t.TempDir()},
+		{"serve", "replay", "--dir", t.TempDir(), "--sampler", "x=prioritized:p"},
+		{"serve", "replay", "--dir", t.TempDir(), "--durability", "maybe"},
+		{"serve", "env", "--addr", "127.0.0.1:0", "--tls-cert", "missing.pem"},
+	} {
+		if out, err := runHerd(t, args...); err == nil {
+			t.Errorf("%v: no error\n%s", args, out)
+		}
 	}
 }

@@ -162,7 +162,12 @@ class _Session:
             if (cur and len(req.state) != len(cur)) or any(math.isnan(v) or math.isinf(v) for v in req.state):
                 return _status(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_STATE",
                                "state of %d values, want %d finite values" % (len(req.state), len(cur))), None
-            u.state = type(u.state)(req.state) if isinstance(u.state, (list, tuple)) else list(req.state)
+            if isinstance(u.state, (list, tuple)):
+                u.state = type(u.state)(req.state)
+            elif hasattr(u.state, "dtype"):  # a NumPy array, as Gymnasium's envs keep it
+                u.state = __import__("numpy").asarray(list(req.state), dtype=u.state.dtype).reshape(u.state.shape)
+            else:
+                u.state = list(req.state)
             get_obs = getattr(u, "_get_obs", None)
             resp.obs.extend(self._obs(get_obs() if get_obs is not None else u.state))
             self.running[req.index] = True

@@ -2,6 +2,7 @@ package envsvc
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"syscall"
 	"testing"
@@ -191,5 +192,57 @@ func TestPythonVectorAndErrors(t *testing.T) {
 		t.Fatalf("error after %v, beyond the 5 s deadline: %v", d, err)
 	} else {
 		t.Logf("after SIGKILL: %v (in %v)", err, d)
+	}
+}
+
+// TestPythonSpaces: the Python server describes Box (with a shape and
+// scalar bounds) and MultiDiscrete spaces fully and hands actions to the
+// env in their order (python/tests/pyspaces.py).
+func TestPythonSpaces(t *testing.T) {
+	p := pyproc.Start(t, "herd_env.serve", "--env", "pyspaces:BoxEcho")
+	e, err := env.Make("grpc://" + p.Addr() + "/BoxEcho?timeout=10s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	obs, ok := e.ObservationSpace().(env.Box)
+	if !ok || fmt.Sprint(obs.Shape()) != "[2 2]" || obs.Low[3] != -10 || obs.High[0] != 10 {
+		t.Fatalf("observation space %v", e.ObservationSpace())
+	}
+	if act, ok := e.ActionSpace().(env.Box); !ok || act.Dim() != 3 || act.High[2] != 2 {
+		t.Fatalf("action space %v", e.ActionSpace())
+	}
+	if _, _, err := e.Reset(0); err != nil {
+		t.Fatal(err)
+	}
+	o, r, term, _, _, err := e.Step([]float32{0.5, -1, 0.25})
+	if err != nil || r != -0.25 || term || fmt.Sprint(o) != "[0.5 -1 0.25 -0.25]" {
+		t.Fatalf("step: %v %v %v %v", o, r, term, err)
+	}
+	if _, _, _, _, _, err := e.Step([]float32{float32(math.NaN()), 0, 0}); !errors.Is(err, env.ErrInvalidAction) {
+		t.Fatalf("NaN action: %v", err)
+	}
+
+	p2 := pyproc.Start(t, "herd_env.serve", "--env", "pyspaces:MultiEcho")
+	v, err := env.MakeVector("grpc://"+p2.Addr()+"/MultiEcho?timeout=10s", 2, env.Sync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if md, ok := v.ActionSpace().(env.MultiDiscrete); !ok || fmt.Sprint(md.Nvec) != "[3 4]" {
+		t.Fatalf("action space %v", v.ActionSpace())
+	}
+	if o, ok := v.ObservationSpace().(env.Box); !ok || o.Dim() != 2 || o.High[1] != 10 {
+		t.Fatalf("observation space %v", v.ObservationSpace())
+	}
+	if _, err := v.Reset(1); err != nil {
+		t.Fatal(err)
+	}
+	b, err := v.Step([]float32{2, 3, 1, 0})
+	if err != nil || b.Rewards[0] != 23 || b.Rewards[1] != 10 || fmt.Sprint(b.Obs) != "[2 3 1 0]" {
+		t.Fatalf("step: %+v %v", b, err)
+	}
+	if _, err := v.Step([]float32{3, 0, 0, 0}); !errors.Is(err, env.ErrInvalidAction) {
+		t.Fatalf("out-of-range MultiDiscrete: %v", err)
 	}
 }
