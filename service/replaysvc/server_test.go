@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"herd/internal/pyproc"
+	"herd/internal/testcert"
 	herdv1 "herd/proto/herd/v1"
 	"herd/replay/persist"
 	"herd/service"
@@ -300,5 +301,50 @@ func TestPythonClient(t *testing.T) {
 	}
 	if !bytes.Equal(got[0].Value, value(10, 110)) || got[1].Fields["priority"] != 1e9 {
 		t.Fatalf("records written by Python: %q %v", got[0].Value[:4], got[1].Fields)
+	}
+}
+
+// TestMutualTLS: a replay server that requires client certificates serves
+// a client with one and refuses a client without.
+func TestMutualTLS(t *testing.T) {
+	ca := testcert.NewCA(t, "herd-test")
+	scert, skey := ca.Leaf("server", true)
+	ccert, ckey := ca.Leaf("client", false)
+	conf, err := service.TLSFiles{Cert: scert, Key: skey, CA: ca.File}.ServerConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := persist.Open(context.Background(), persist.Options{Mode: persist.Memory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	srv, err := New(Config{Store: store, Samplers: []persist.Sampler{persist.NewUniform("uniform")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := service.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer(service.ServerOptions(conf, 0)...)
+	srv.Register(g)
+	go g.Serve(lis)
+	defer g.Stop()
+	good, err := Dial(lis.Addr().String(), ClientOptions{TLS: &service.TLSFiles{CA: ca.File, Cert: ccert, Key: ckey}, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close()
+	if err := good.Push(context.Background(), []Record{{Key: "a"}}); err != nil {
+		t.Fatalf("client with a certificate: %v", err)
+	}
+	bad, err := Dial(lis.Addr().String(), ClientOptions{TLS: &service.TLSFiles{CA: ca.File}, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close()
+	if err := bad.Push(context.Background(), []Record{{Key: "b"}}); err == nil {
+		t.Fatal("client without a certificate was served")
 	}
 }
