@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
 	"herd/env"
@@ -364,5 +365,55 @@ func TestParseRemoteErrors(t *testing.T) {
 	}
 	if _, err := env.Make("grpc://127.0.0.1:1/CartPole-v1", env.WithKwargs(env.Kwargs{"g": 1.0})); !errors.Is(err, env.ErrInvalidOption) {
 		t.Errorf("kwargs: %v", err)
+	}
+}
+
+// rawCodec sends bytes as they are, to put unparseable messages on the wire.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(v.([]byte))}, nil
+}
+func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	*(v.(*[]byte)) = data.Materialize()
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
+
+// TestGarbageBytes: bytes that do not parse as the protocol's message end
+// that stream (gRPC itself answers INTERNAL, before the handler sees the
+// message) and the server keeps serving other sessions.
+func TestGarbageBytes(t *testing.T) {
+	addr, _ := startServer(t, nil, 0)
+	good, err := env.MakeVector("grpc://"+addr+"/CartPole-v1", 2, env.Sync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close()
+	if _, err := good.Reset(1); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := service.Dial(addr, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := conn.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}, "/herd.v1.EnvService/Session", grpc.ForceCodecV2(rawCodec{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SendMsg([]byte{0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f}); err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	err = s.RecvMsg(&out)
+	t.Logf("garbage: %v", err)
+	if status.Code(err) != codes.Internal {
+		t.Fatalf("garbage: %v", err)
+	}
+	if _, err := good.Step([]float32{0, 1}); err != nil {
+		t.Fatalf("the other session fails after garbage: %v", err)
 	}
 }
