@@ -67,7 +67,7 @@ func newServeCmd() *cobra.Command {
 
 func newServeEnvCmd() *cobra.Command {
 	var f serveFlags
-	var maxEnvs int
+	var maxEnvs, maxSessions int
 	cmd := &cobra.Command{
 		Use:   "env",
 		Short: "serve herd's environments; train against them with --env grpc://HOST:PORT/ID",
@@ -83,11 +83,12 @@ With --tls-cert/--tls-key clients connect with grpcs://...?ca=CA.pem; with
   herd serve env --addr 0.0.0.0:7000 --tls-cert srv.pem --tls-key srv.key --tls-client-ca ca.pem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return f.run(cmd, "herd envs", envsvc.New(envsvc.Config{MaxEnvs: maxEnvs}).Register)
+			return f.run(cmd, "herd envs", envsvc.New(envsvc.Config{MaxEnvs: maxEnvs, MaxSessions: maxSessions}).Register)
 		},
 	}
 	f.register(cmd, "127.0.0.1:7000")
 	cmd.Flags().IntVar(&maxEnvs, "max-envs", envsvc.DefaultMaxEnvs, "most envs one session may open")
+	cmd.Flags().IntVar(&maxSessions, "max-sessions", envsvc.DefaultMaxSessions, "most live sessions; more are refused with RESOURCE_EXHAUSTED")
 	return cmd
 }
 

@@ -1,7 +1,7 @@
 """Serves a Gymnasium-style env to herd over gRPC (herd.v1 EnvService).
 
     python3 -m herd_env.serve --env module:Class [--kwargs JSON] [--id NAME]
-        [--host 127.0.0.1] --port P [--max-envs 4096]
+        [--host 127.0.0.1] --port P [--max-envs 4096] [--max-sessions 64]
         [--tls-cert F --tls-key F [--tls-client-ca F]]
 
 --env names a class or function that returns an env: an object with
@@ -243,7 +243,11 @@ def make_server(add, host, port, max_message_bytes=MAX_MESSAGE_BYTES, tls_cert=N
             ("grpc.max_send_message_length", max_message_bytes),
             ("grpc.keepalive_permit_without_calls", 1),
             ("grpc.http2.min_ping_interval_without_data_ms", 5000)]
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=opts)
+    # Each live session holds a worker thread; past `workers` calls, gRPC
+    # answers RESOURCE_EXHAUSTED at once rather than queueing a client that
+    # would then wait until its deadline.
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=opts,
+                         maximum_concurrent_rpcs=workers)
     add(server)
     return server, _bind(server, host, port, tls_cert, tls_key, tls_client_ca)
 
@@ -290,6 +294,8 @@ def main(argv=None):
     p.add_argument("--kwargs", default="{}", help="JSON object of keyword arguments for --env")
     p.add_argument("--id", help="env id clients open (default: kwargs['id'] or the class name)")
     p.add_argument("--max-envs", type=int, default=4096, help="most envs one session may open")
+    p.add_argument("--max-sessions", type=int, default=64,
+                   help="most concurrent calls (sessions); more are refused with RESOURCE_EXHAUSTED")
     add_common_flags(p)
     args = p.parse_args(argv)
     try:
@@ -301,7 +307,8 @@ def main(argv=None):
         server, port = make_server(
             lambda s: env_pb2_grpc.add_EnvServiceServicer_to_server(EnvServicer(factory, env_id, args.max_envs), s),
             args.host, args.port,
-                                   args.max_message_mb << 20, args.tls_cert, args.tls_key, args.tls_client_ca)
+                                   args.max_message_mb << 20, args.tls_cert, args.tls_key, args.tls_client_ca,
+                                   workers=args.max_sessions)
     except Exception as ex:
         print("herd_env.serve: %s" % (ex,), file=sys.stderr)
         return 2

@@ -246,3 +246,36 @@ func TestPythonSpaces(t *testing.T) {
 		t.Fatalf("out-of-range MultiDiscrete: %v", err)
 	}
 }
+
+// TestPythonMaxSessions: past --max-sessions live sessions the Python
+// server refuses a new one at once (RESOURCE_EXHAUSTED) instead of leaving
+// it waiting, and accepts it again once a session ends.
+func TestPythonMaxSessions(t *testing.T) {
+	p := pyproc.Start(t, "herd_env.serve", "--env", "pycartpole:CartPole", "--max-sessions", "2")
+	id := "grpc://" + p.Addr() + "/CartPole?timeout=10s"
+	a, err := env.Make(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := env.Make(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	start := time.Now()
+	if _, err := env.Make(id); status.Code(errors.Unwrap(err)) != codes.ResourceExhausted || time.Since(start) > 5*time.Second {
+		t.Fatalf("third session: %v after %v", err, time.Since(start))
+	}
+	a.Close()
+	var c env.Env
+	for try := 0; try < 50; try++ { // the server notices the end of a's stream asynchronously
+		if c, err = env.Make(id); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("after a session ended: %v", err)
+	}
+	c.Close()
+}

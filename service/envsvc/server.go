@@ -18,16 +18,24 @@ import (
 // DefaultMaxEnvs bounds num_envs of one session unless Config says otherwise.
 const DefaultMaxEnvs = 4096
 
+// DefaultMaxSessions bounds the live sessions of a server unless Config
+// says otherwise.
+const DefaultMaxSessions = 256
+
 // Config configures a Server.
 type Config struct {
 	// MaxEnvs bounds the envs of one session (default DefaultMaxEnvs).
 	MaxEnvs int
+	// MaxSessions bounds the live sessions; a session past it is refused at
+	// once with RESOURCE_EXHAUSTED (default DefaultMaxSessions).
+	MaxSessions int
 }
 
 // Server implements herdv1.EnvServiceServer over env.Make.
 type Server struct {
 	herdv1.UnimplementedEnvServiceServer
-	maxEnvs int
+	maxEnvs  int
+	sessions chan struct{} // one token per live session
 }
 
 // New returns a Server.
@@ -35,7 +43,10 @@ func New(cfg Config) *Server {
 	if cfg.MaxEnvs <= 0 {
 		cfg.MaxEnvs = DefaultMaxEnvs
 	}
-	return &Server{maxEnvs: cfg.MaxEnvs}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	return &Server{maxEnvs: cfg.MaxEnvs, sessions: make(chan struct{}, cfg.MaxSessions)}
 }
 
 // Register adds the service to g.
@@ -48,6 +59,12 @@ func (s *Server) Describe(context.Context, *herdv1.DescribeRequest) (*herdv1.Des
 
 // Session runs one client's envs until the client closes the stream.
 func (s *Server) Session(stream grpc.BidiStreamingServer[herdv1.EnvRequest, herdv1.EnvResponse]) error {
+	select {
+	case s.sessions <- struct{}{}:
+		defer func() { <-s.sessions }()
+	default:
+		return status.Errorf(codes.ResourceExhausted, "server has %d live sessions, its limit", cap(s.sessions))
+	}
 	first, err := stream.Recv()
 	if err != nil {
 		return err

@@ -28,7 +28,7 @@ func startServer(t testing.TB, tlsConf *tls.Config, maxMsg int) (addr string, g 
 		t.Fatal(err)
 	}
 	g = grpc.NewServer(service.ServerOptions(tlsConf, maxMsg)...)
-	New(Config{MaxEnvs: 64}).Register(g)
+	New(Config{MaxEnvs: 64, MaxSessions: 8}).Register(g)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- service.Serve(ctx, g, lis, time.Second) }()
@@ -415,5 +415,38 @@ func TestGarbageBytes(t *testing.T) {
 	}
 	if _, err := good.Step([]float32{0, 1}); err != nil {
 		t.Fatalf("the other session fails after garbage: %v", err)
+	}
+}
+
+// TestMaxSessions: past MaxSessions live sessions a new one is refused at
+// once, and accepted again after one ends.
+func TestMaxSessions(t *testing.T) {
+	addr, _ := startServer(t, nil, 0)
+	var open []env.Env
+	for range 8 {
+		e, err := env.Make("grpc://" + addr + "/CartPole-v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		open = append(open, e)
+	}
+	if _, err := env.Make("grpc://" + addr + "/CartPole-v1"); status.Code(errors.Unwrap(err)) != codes.ResourceExhausted {
+		t.Fatalf("ninth session: %v", err)
+	}
+	open[0].Close()
+	var err error
+	for try := 0; try < 50; try++ { // the server sees the end of the stream asynchronously
+		var e env.Env
+		if e, err = env.Make("grpc://" + addr + "/CartPole-v1"); err == nil {
+			open[0] = e
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("after a session ended: %v", err)
+	}
+	for _, e := range open {
+		e.Close()
 	}
 }
