@@ -73,7 +73,9 @@ func (h *Header) EnsureDefaults() {
 		h.Runtime.Executor = "local"
 	}
 	if h.Out == "" && h.Algo != "" && h.Env != "" {
-		h.Out = filepath.Join("runs", fmt.Sprintf("%s-%s-%d", h.Algo, h.Env, h.Seed))
+		// A remote id (grpc://host:port/ID) becomes one flat name.
+		envName := strings.NewReplacer("://", "-", "/", "-", ":", "-", "?", "-", "&", "-").Replace(h.Env)
+		h.Out = filepath.Join("runs", fmt.Sprintf("%s-%s-%d", h.Algo, envName, h.Seed))
 	}
 }
 

@@ -13,6 +13,7 @@ func benchCommands() []*cobra.Command {
 		newBenchLearnCmd(),
 		newBenchHTSCmd(),
 		newBenchSpinCmd(), // hidden: the busy loops of bench learn --load
+		newBenchRemoteCmd(), // bench_remote.go (#16)
 	}
 }
 
@@ -21,5 +22,6 @@ func extraCommands() []*cobra.Command {
 	return []*cobra.Command{
 		newTrainCmd(),
 		newEvalCmd(),
+		newServeCmd(), // serve.go (#16)
 	}
 }
