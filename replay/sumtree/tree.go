@@ -89,14 +89,38 @@ const chunk = 256
 // levels (seed 000, Algorithm 3), through SetLeaves/Propagate and
 // DescendInner/DescendLeaves.
 type Tree struct {
-	k      int
+	k int
+	// shift is log2 K. Every use masks it with &63: a Go shift by a
+	// variable must give 0 for counts ≥ 64, which costs six instructions
+	// more than the one shift a bounded count compiles to (a third of
+	// propagate's inner loop).
 	shift  uint
 	n      int
 	depth  int
-	levels [][]float64 // levels[0] is the root (length 1), levels[depth] the leaves
-	counts []int       // nodes in use per level
-	leaves []float64   // levels[depth][:n]
+	levels [][]float64 // inner levels: levels[0] is the root (length 1), levels[depth-1] the leaves' parents
+	counts []int       // nodes in use per level, leaves (counts[depth]) included
+	lv     []float32   // the leaf level, padded with zeros to a multiple of K
+	leaves []float32   // lv[:n]
+	w      *writeScratch
 }
+
+// writeScratch is the scratch of SetBatch and Propagate, kept with the tree
+// because they are writers (exclusive access): a stack array would be
+// zeroed on every call, 4 KiB for a batch of 128, a twentieth of
+// tree_set's instructions.
+type writeScratch struct {
+	d    [chunk]float64
+	node [chunk]int
+}
+
+// leaf is the type of a level's entries: float32 leaves, float64 inner
+// nodes. The descents are written once for both.
+type leaf interface{ ~float32 | ~float64 }
+
+// MaxPriority is the largest priority a leaf holds (math.MaxFloat32):
+// leaves are float32. Callers reject larger ones (replay does, with
+// ErrPriority).
+const MaxPriority = math.MaxFloat32
 
 // New returns a tree of capacity leaves, all zero, with fanout k (0 means
 // DefaultFanout).
@@ -110,7 +134,7 @@ func New(capacity, k int) (*Tree, error) {
 	if capacity < 1 || capacity > 1<<40 {
 		return nil, fmt.Errorf("%w: got %d", ErrCapacity, capacity)
 	}
-	t := &Tree{k: k, shift: uint(bits.TrailingZeros(uint(k))), n: capacity}
+	t := &Tree{k: k, shift: uint(bits.TrailingZeros(uint(k))), n: capacity, w: new(writeScratch)}
 	// Count nodes per level from the leaves up.
 	counts := []int{capacity}
 	for c := capacity; ; {
@@ -126,10 +150,11 @@ func New(capacity, k int) (*Tree, error) {
 	}
 	t.counts = counts
 	t.depth = len(counts) - 1
+	inner := counts[:t.depth]
 	const perLine = cacheLine / 8
-	sizes := make([]int, len(counts))
+	sizes := make([]int, len(inner))
 	total := 0
-	for l, c := range counts {
+	for l, c := range inner {
 		s := c
 		if l > 0 {
 			s = roundUp(c, k)
@@ -138,22 +163,33 @@ func New(capacity, k int) (*Tree, error) {
 		sizes[l] = s
 		total += s
 	}
-	buf := make([]float64, total+perLine)
+	buf := aligned[float64](total)
 	off := 0
-	for uintptr(unsafe.Pointer(&buf[off]))%cacheLine != 0 {
-		off++
-	}
-	t.levels = make([][]float64, len(counts))
-	for l := range counts {
-		n := roundUp(counts[l], k)
+	t.levels = make([][]float64, len(inner))
+	for l := range inner {
+		n := roundUp(inner[l], k)
 		if l == 0 {
 			n = 1
 		}
 		t.levels[l] = buf[off : off+n : off+n]
 		off += sizes[l]
 	}
-	t.leaves = t.levels[t.depth][:capacity:capacity]
+	n := roundUp(capacity, k)
+	t.lv = aligned[float32](n)[:n:n]
+	t.leaves = t.lv[:capacity:capacity]
 	return t, nil
+}
+
+// aligned returns n zeros starting on a cache-line boundary.
+func aligned[F leaf](n int) []F {
+	var z F
+	size := int(unsafe.Sizeof(z))
+	buf := make([]F, n+cacheLine/size)
+	off := 0
+	for uintptr(unsafe.Pointer(&buf[off]))%cacheLine != 0 {
+		off++
+	}
+	return buf[off : off+n : off+n]
 }
 
 func roundUp(x, m int) int { return (x + m - 1) / m * m }
@@ -171,17 +207,20 @@ func (t *Tree) Depth() int { return t.depth }
 // Total returns the sum of all priorities (the root).
 func (t *Tree) Total() float64 { return t.levels[0][0] }
 
-// Get returns the priority of leaf i. It panics if i is outside [0, Cap()).
-func (t *Tree) Get(i int) float64 { return t.leaves[i] }
+// Get returns the priority of leaf i, as stored (see Set). It panics if i
+// is outside [0, Cap()).
+func (t *Tree) Get(i int) float64 { return float64(t.leaves[i]) }
 
 // Set sets leaf i to priority p and updates its ancestors. The caller
-// guarantees 0 ≤ i < Cap() and that p is finite and non-negative (the
-// replay package checks user input).
+// guarantees 0 ≤ i < Cap() and 0 ≤ p ≤ MaxPriority (the replay package
+// checks user input). The leaf stores p rounded to float32 (relative error
+// at most 2^-24; below 2^-126 fewer digits are kept, below 2^-150 it is
+// zero); Get, Total and the searches all use the stored value, so draws
+// are exactly proportional to what Get returns.
 func (t *Tree) Set(i int, p float64) {
-	d := p - t.leaves[i]
-	t.leaves[i] = p
+	d := t.setLeaf(i, p)
 	for l := t.depth - 1; l >= 0; l-- {
-		i >>= t.shift
+		i >>= t.shift & 63
 		t.levels[l][i] += d
 	}
 }
@@ -198,16 +237,24 @@ func (t *Tree) SetBatch(idx []int, p []float64) {
 	if len(idx) != len(p) {
 		panic("sumtree: SetBatch: len(idx) != len(p)")
 	}
-	var d [chunk]float64
-	var node [chunk]int
+	w := t.w
 	for len(idx) > 0 {
 		n := min(len(idx), chunk)
 		ci, cp := idx[:n], p[:n]
-		dd, nn := d[:n], node[:n]
+		dd, nn := w.d[:n], w.node[:n]
 		t.setLeaves(dd, nn, ci, cp)
 		t.propagate(dd, nn)
 		idx, p = idx[n:], p[n:]
 	}
+}
+
+// setLeaf stores p (rounded to float32) in leaf i and returns the change
+// of the leaf, exactly as the inner levels must see it.
+func (t *Tree) setLeaf(i int, p float64) float64 {
+	v := float32(p)
+	d := float64(v) - float64(t.leaves[i])
+	t.leaves[i] = v
+	return d
 }
 
 // setLeaves writes the leaves and records each delta and leaf index.
@@ -217,9 +264,10 @@ func (t *Tree) setLeaves(d []float64, node []int, idx []int, p []float64) {
 	node = node[:len(idx)]
 	p = p[:len(idx)]
 	for b, i := range idx {
+		v := float32(p[b])
 		old := leaves[i]
-		leaves[i] = p[b]
-		d[b] = p[b] - old
+		leaves[i] = v
+		d[b] = float64(v) - float64(old)
 		node[b] = i
 	}
 }
@@ -227,7 +275,7 @@ func (t *Tree) setLeaves(d []float64, node []int, idx []int, p []float64) {
 // propagate adds d[b] to every inner ancestor of leaf node[b]; node is
 // used as scratch.
 func (t *Tree) propagate(d []float64, node []int) {
-	shift := t.shift
+	shift := t.shift & 63
 	node = node[:len(d)]
 	for l := t.depth - 1; l >= 1; l-- {
 		lv := t.levels[l]
@@ -266,11 +314,8 @@ func (t *Tree) SetLeaves(deltas []float64, idx []int, p []float64) []float64 {
 		deltas = make([]float64, len(idx))
 	}
 	deltas = deltas[:len(idx)]
-	leaves := t.leaves
 	for b, i := range idx {
-		old := leaves[i]
-		leaves[i] = p[b]
-		deltas[b] = p[b] - old
+		deltas[b] = t.setLeaf(i, p[b])
 	}
 	return deltas
 }
@@ -281,7 +326,7 @@ func (t *Tree) Propagate(idx []int, deltas []float64) {
 	if len(idx) != len(deltas) {
 		panic("sumtree: Propagate: len(idx) != len(deltas)")
 	}
-	var node [chunk]int
+	node := t.w.node[:]
 	for len(idx) > 0 {
 		n := min(len(idx), chunk)
 		copy(node[:n], idx[:n])
@@ -348,7 +393,8 @@ func (t *Tree) find(dst []int, u []float64) {
 	for b := range dst {
 		dst[b] = 0
 	}
-	t.descend(dst, u, 1, t.depth)
+	t.descend(dst, u, 1, t.depth-1)
+	t.descendLeaves(dst, u)
 	leaves := t.leaves
 	for b, i := range dst {
 		if i >= len(leaves) || leaves[i] <= 0 {
@@ -396,39 +442,52 @@ func (t *Tree) DescendLeaves(dst []int, groups []int, u []float64) []int {
 	}
 	dst = dst[:len(groups)]
 	copy(dst, groups)
-	t.descend(dst, u, t.depth, t.depth)
+	t.descendLeaves(dst, u)
 	leaves := t.leaves
 	for b, i := range dst {
 		// Strict: a target that is not inside the chosen leaf's range
 		// (past the group's current sum, because leaves were lowered
 		// and not yet propagated) is rejected rather than moved, so the
 		// accepted draws stay exactly proportional to the leaves.
-		if i >= len(leaves) || leaves[i] <= 0 || u[b] >= leaves[i] {
+		if i >= len(leaves) || leaves[i] <= 0 || u[b] >= float64(leaves[i]) {
 			dst[b] = -1
 		}
 	}
 	return dst
 }
 
-// descend moves every node[b] from level from-1 down to level to, choosing
-// at each level the child whose prefix range contains u[b] and subtracting
-// the mass of the siblings before it. The loop over b is inside the loop
-// over levels so the B independent group loads of one level are in flight
-// together (the batch is the prefetcher).
+// descend moves every node[b] from inner level from-1 down to inner level
+// to, choosing at each level the child whose prefix range contains u[b]
+// and subtracting the mass of the siblings before it. The loop over b is
+// inside the loop over levels so the B independent group loads of one
+// level are in flight together (the batch is the prefetcher).
 func (t *Tree) descend(node []int, u []float64, from, to int) {
-	switch t.k {
+	for l := from; l <= to; l++ {
+		descendLevel(t.k, t.levels[l], node, u)
+	}
+}
+
+// descendLeaves is descend's last step, from level depth-1 into the
+// float32 leaves.
+func (t *Tree) descendLeaves(node []int, u []float64) {
+	descendLevel(t.k, t.lv, node, u)
+}
+
+// descendLevel is one level of descend on the entries lv, for fanout k.
+func descendLevel[F leaf](k int, lv []F, node []int, u []float64) {
+	switch k {
 	case 2:
-		descend2(t, node, u, from, to)
+		descend2(lv, node, u)
 	case 4:
-		descend4(t, node, u, from, to)
+		descend4(lv, node, u)
 	case 8:
-		descend8(t, node, u, from, to)
+		descend8(lv, node, u)
 	case 16:
-		descend16(t, node, u, from, to)
+		descend16(lv, node, u)
 	case 32:
-		descend32(t, node, u, from, to)
+		descend32(lv, node, u)
 	default:
-		descend64(t, node, u, from, to)
+		descend64(lv, node, u)
 	}
 }
 
@@ -443,12 +502,12 @@ func b2i(b bool) int {
 // lastPositive is the rare path of a scan whose target is at or past the
 // group's sum (rounding, or drift): the last child with positive mass and
 // the mass before it (0 and 0 if none is positive).
-func lastPositive(g []float64) (int, float64) {
+func lastPositive[F leaf](g []F) (int, float64) {
 	for j := len(g) - 1; j > 0; j-- {
 		if g[j] > 0 {
 			s := 0.0
 			for _, v := range g[:j] {
-				s += v
+				s += float64(v)
 			}
 			return j, s
 		}
@@ -481,15 +540,28 @@ func (t *Tree) nearestPositive(i int) int {
 // Rebuild recomputes every inner node exactly from its children, removing
 // the rounding drift accumulated by delta propagation. O(N).
 func (t *Tree) Rebuild() {
+	t.sums(func(p *float64, s float64) { *p = s })
+}
+
+// sums calls f with every inner node and the sum of its children,
+// recomputed from the leaves up (so each sum uses the children as f left
+// them).
+func (t *Tree) sums(f func(node *float64, sum float64)) {
+	k := t.k
 	for l := t.depth - 1; l >= 0; l-- {
-		child := t.levels[l+1]
 		lv := t.levels[l]
 		for i := 0; i < t.counts[l]; i++ {
 			s := 0.0
-			for _, v := range child[i*t.k : i*t.k+t.k] {
-				s += v
+			if l == t.depth-1 {
+				for _, v := range t.lv[i*k : i*k+k] {
+					s += float64(v)
+				}
+			} else {
+				for _, v := range t.levels[l+1][i*k : i*k+k] {
+					s += v
+				}
 			}
-			lv[i] = s
+			f(&lv[i], s)
 		}
 	}
 }
@@ -499,17 +571,7 @@ func (t *Tree) Rebuild() {
 // below 1). O(N).
 func (t *Tree) Drift() float64 {
 	worst := 0.0
-	for l := t.depth - 1; l >= 0; l-- {
-		child := t.levels[l+1]
-		lv := t.levels[l]
-		for i := 0; i < t.counts[l]; i++ {
-			s := 0.0
-			for _, v := range child[i*t.k : i*t.k+t.k] {
-				s += v
-			}
-			worst = math.Max(worst, math.Abs(lv[i]-s))
-		}
-	}
+	t.sums(func(p *float64, s float64) { worst = math.Max(worst, math.Abs(*p-s)) })
 	return worst / math.Max(1, math.Abs(t.Total()))
 }
 
@@ -526,4 +588,5 @@ func (t *Tree) Reset() {
 	for _, lv := range t.levels {
 		clear(lv)
 	}
+	clear(t.lv)
 }

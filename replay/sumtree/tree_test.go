@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"herd/internal/rng"
 	"herd/replay/internal/stattest"
@@ -49,15 +50,30 @@ func TestLayout(t *testing.T) {
 			if tr.Depth() != want {
 				t.Errorf("K=%d N=%d: depth %d, want %d", k, n, tr.Depth(), want)
 			}
-			for l, lv := range tr.levels {
-				if addr := uintptr(unsafePointer(lv)); addr%cacheLine != 0 {
-					t.Errorf("K=%d N=%d: level %d at %#x not 64-byte aligned", k, n, l, addr)
-				}
-				if l > 0 && len(lv)%k != 0 {
-					t.Errorf("K=%d N=%d: level %d length %d not a multiple of K", k, n, l, len(lv))
-				}
+			if len(tr.levels) != tr.Depth() {
+				t.Errorf("K=%d N=%d: %d inner levels, want %d", k, n, len(tr.levels), tr.Depth())
 			}
+			for l, lv := range tr.levels {
+				checkLevel(t, k, n, l, unsafePointer(lv), len(lv))
+			}
+			checkLevel(t, k, n, tr.Depth(), unsafePointer(tr.lv), len(tr.lv))
 		}
+	}
+}
+
+// stored is the value a leaf keeps of priority p (see Tree.Set): the
+// reference rounds as the tree is documented to.
+func stored(p float64) float64 { return float64(float32(p)) }
+
+// checkLevel checks that level l starts on a 64-byte boundary and, below
+// the root, holds whole groups of K.
+func checkLevel(t *testing.T, k, n, l int, p unsafe.Pointer, length int) {
+	t.Helper()
+	if addr := uintptr(p); addr%cacheLine != 0 {
+		t.Errorf("K=%d N=%d: level %d at %#x not 64-byte aligned", k, n, l, addr)
+	}
+	if l > 0 && length%k != 0 {
+		t.Errorf("K=%d N=%d: level %d length %d not a multiple of K", k, n, l, length)
 	}
 }
 
@@ -121,14 +137,14 @@ func randomOp(r *rand.Rand, tr *Tree, ref naive) {
 	case 0:
 		i, p := r.IntN(n), prio()
 		tr.Set(i, p)
-		ref[i] = p
+		ref[i] = stored(p)
 	case 1, 2:
 		m := 1 + r.IntN(300)
 		idx := make([]int, m)
 		p := make([]float64, m)
 		for b := range idx {
 			idx[b], p[b] = r.IntN(n), prio()
-			ref[idx[b]] = p[b]
+			ref[idx[b]] = stored(p[b])
 		}
 		tr.SetBatch(idx, p)
 	case 3:
@@ -137,7 +153,7 @@ func randomOp(r *rand.Rand, tr *Tree, ref naive) {
 		p := make([]float64, m)
 		for b := range idx {
 			idx[b], p[b] = r.IntN(n), prio()
-			ref[idx[b]] = p[b]
+			ref[idx[b]] = stored(p[b])
 		}
 		d := tr.SetLeaves(nil, idx, p)
 		tr.Propagate(idx, d)
