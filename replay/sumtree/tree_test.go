@@ -358,3 +358,107 @@ func TestZeroAllocs(t *testing.T) {
 		t.Errorf("%v allocations per run, want 0", allocs)
 	}
 }
+
+// TestNeverZeroOrOutsideWide is the adversarial property test of the
+// float32 leaves: priorities log-uniform over the whole float32 range
+// (subnormals included) and below it (they round to zero), zeros, and
+// huge leaves replaced by tiny ones without a rebuild, so inner nodes hold
+// rounding residue far larger than the leaves under them. Every search
+// path (SampleTo, SampleStratifiedTo, FindTo with targets at and past the
+// ends, the split descent, the shared descent) must give a leaf inside
+// [0, N) whose stored priority is positive, or -1 where the split and
+// shared paths reject. 2^20 draws here; `herd bench replay --safety
+// --decades 83` runs tens of millions (docs/BENCHMARKS.md).
+func TestNeverZeroOrOutsideWide(t *testing.T) {
+	r := rng.New(23, "sumtree/test/wide", 0)
+	const n = 4099 // not a multiple of any K: padding leaves exist
+	prio := func() float64 {
+		switch r.IntN(10) {
+		case 0, 1:
+			return 0
+		case 2:
+			return math.Ldexp(r.Float64(), -150-r.IntN(30)) // rounds to 0 or the smallest subnormal
+		case 3:
+			return MaxPriority * r.Float64()
+		default:
+			return math.Min(MaxPriority, math.Ldexp(1+r.Float64(), -149+r.IntN(277)))
+		}
+	}
+	draws := 0
+	for _, k := range fanouts {
+		tr, _ := New(n, k)
+		dst := make([]int, 128)
+		targets := make([]float64, 128)
+		for round := 0; round < 36; round++ {
+			for j := 0; j < 400; j++ {
+				tr.Set(r.IntN(n), prio())
+			}
+			// Lower every huge leaf to a tiny one or to zero, and zero
+			// its whole group now and then: residue of order 1e22 stays
+			// in the inner nodes above leaves that hold almost or exactly
+			// nothing.
+			for i := 0; i < n; i++ {
+				if tr.Get(i) > 1e30 {
+					switch r.IntN(3) {
+					case 0:
+						tr.Set(i, math.Ldexp(1, -140))
+					case 1:
+						tr.Set(i, 0)
+					default:
+						for j := i &^ (k - 1); j < min(n, i&^(k-1)+k); j++ {
+							tr.Set(j, 0)
+						}
+					}
+				}
+			}
+			check := func(what string, i int, reject bool) {
+				t.Helper()
+				draws++
+				if reject && i == -1 {
+					return
+				}
+				if i < 0 || i >= n || tr.Get(i) <= 0 {
+					t.Fatalf("K=%d round %d: %s gave %d: outside or zero priority (total %v)", k, round, what, i, tr.Total())
+				}
+			}
+			total := tr.Total()
+			for b := range targets {
+				switch b % 4 {
+				case 0:
+					targets[b] = total * r.Float64()
+				case 1:
+					targets[b] = math.Nextafter(total, 0)
+				case 2:
+					targets[b] = total * (1 + r.Float64()) // past the end: clamps
+				default:
+					targets[b] = 0
+				}
+			}
+			for rep := 0; rep < 8; rep++ {
+				for _, i := range tr.SampleTo(dst, r) {
+					check("SampleTo", i, false)
+				}
+				for _, i := range tr.SampleStratifiedTo(dst, r) {
+					check("SampleStratifiedTo", i, false)
+				}
+				for _, i := range tr.FindTo(dst, targets) {
+					check("FindTo", i, false)
+				}
+				u := make([]float64, len(targets))
+				for b := range u {
+					u[b] = total * r.Float64()
+				}
+				us := append([]float64(nil), u...)
+				for _, i := range tr.DescendLeaves(nil, tr.DescendInner(nil, u), u) {
+					check("DescendLeaves", i, true)
+				}
+				for b, g := range tr.DescendInnerShared(nil, us) {
+					check("LeafInGroup", tr.LeafInGroup(g, us[b]), true)
+				}
+			}
+		}
+	}
+	if draws < 1<<20 {
+		t.Errorf("%d draws, want at least 2^20", draws)
+	}
+}
