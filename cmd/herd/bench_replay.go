@@ -133,6 +133,7 @@ the filled range or on a zero priority (--draws, e.g. 1e8 on 1e7 slots).`,
 			if seed := bench.SeedRows(rows); len(seed) > 0 {
 				if !asJSON {
 					fmt.Fprintln(cmd.OutOrStdout())
+					fmt.Fprintln(cmd.OutOrStdout(), bench.SeedNote)
 				}
 				if err := writeRows(cmd.OutOrStdout(), asJSON, seed); err != nil {
 					return err
