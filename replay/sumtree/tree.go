@@ -24,7 +24,11 @@ var (
 // DefaultFanout is the fanout K chosen by measurement on the project's
 // reference machine (2-core AMD EPYC, 1M slots, batch 128): K = 8 had the
 // lowest tree_set + tree_sample time in every sweep (K = 16 sets faster
-// but samples slower; see docs/BENCHMARKS.md).
+// but samples slower; see docs/BENCHMARKS.md). Those sweeps predate the
+// float32 leaves, which made K = 16's leaf group one cache line and its
+// sample as fast as K = 8's in the tree benchmarks ("Sum tree layout
+// (#15)"); K stays 8 until the buffers, whose shared-mode descent is
+// specialised for K = 8, are swept again.
 const DefaultFanout = 8
 
 // cacheLine is the alignment of every level, so that each group of K
