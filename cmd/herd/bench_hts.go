@@ -35,6 +35,7 @@ func newBenchHTSCmd() *cobra.Command {
 	var (
 		config, dist, cvList, png string
 		mean                      time.Duration
+		tailProb, tailFactor      float64
 		segments, pw, ew          int
 		asJSON                    bool
 	)
@@ -61,7 +62,11 @@ the measured per-step overhead: sleep overshoot and inference round trip).`,
 			if err != nil {
 				return fmt.Errorf("bench hts: %w", err)
 			}
-			rows, err := benchHTS(cmd.Context(), data, cvs, env.StepTime{Mean: mean, Dist: dist}, segments, pw, ew)
+			st := env.StepTime{Mean: mean, Dist: dist, TailProb: tailProb, TailFactor: tailFactor}
+			if err := st.Validate(); err != nil {
+				return fmt.Errorf("bench hts: %w", err)
+			}
+			rows, err := benchHTS(cmd.Context(), data, cvs, st, segments, pw, ew)
 			if len(rows) > 0 {
 				if werr := writeRows(cmd.OutOrStdout(), asJSON, rows); werr != nil {
 					return werr
@@ -91,6 +96,8 @@ the measured per-step overhead: sleep overshoot and inference round trip).`,
 	fl.StringVar(&cvList, "cvs", "0.5,1,2,3", "coefficients of variation of the step time")
 	fl.DurationVar(&mean, "mean", time.Millisecond, "mean env step time")
 	fl.StringVar(&dist, "dist", "lognormal", "step-time distribution: lognormal or gamma")
+	fl.Float64Var(&tailProb, "tail-prob", 0, "probability that a step stalls (heavy tail)")
+	fl.Float64Var(&tailFactor, "tail-factor", 0, "how many times longer a stalled step takes")
 	fl.IntVar(&segments, "segments", 3, "segments (iterations) per run")
 	fl.IntVar(&pw, "policy-workers", 0, "policy workers (0: the config's, default 1)")
 	fl.IntVar(&ew, "env-workers", 0, "env workers (0: the config's, default one per env)")
