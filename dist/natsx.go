@@ -253,9 +253,9 @@ type natsSamples struct {
 	c      counters
 
 	mu    sync.Mutex
-	unsub func() // set by the first Pull; guarded by mu
-	q   chan []byte        // queued samples of this learner (opt.Capacity)
-	wg  sync.WaitGroup     // the learner's receiving goroutine
+	unsub func()         // set by the first Pull; guarded by mu
+	q     chan []byte    // queued samples of this learner (opt.Capacity)
+	wg    sync.WaitGroup // the learner's receiving goroutine
 }
 
 // Samples returns the run's sample stream over NATS. A learner's queue
