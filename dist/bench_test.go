@@ -192,4 +192,3 @@ func BenchmarkSamplePush(b *testing.B) {
 		})
 	}
 }
-
