@@ -43,7 +43,7 @@ func TestNATSMalformed(t *testing.T) {
 		serve(t, server, policyFn(3, nil, nil))
 		shortObs := mustMarshal(t, &herdv1.InferRequest{Protocol: Protocol, Rows: 2, ObsDim: obsDim, Obs: make([]float32, obsDim)})
 		for _, b := range [][]byte{garbage, wrongInfer, shortObs} {
-			m, err := nc.Request("herd."+run+".infer", b, 5*time.Second)
+			m, err := raw.request(ctx, "herd."+run+".infer", b) // waits for Serve to subscribe
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +147,7 @@ func TestNATSMalformed(t *testing.T) {
 			mustMarshal(t, &herdv1.Params{Protocol: Protocol, WeightsVersion: 5, Safetensors: good}),
 		}
 		for i, b := range bad {
-			if _, err := obs.PutBytes(ctx, paramsObject, b); err != nil {
+			if _, err := obs.PutBytes(ctx, paramsObject(4), b); err != nil {
 				t.Fatal(err)
 			}
 			eventually(t, 5*time.Second, "bad object "+strconv.Itoa(i)+" counted", func() bool {
@@ -158,7 +158,11 @@ func TestNATSMalformed(t *testing.T) {
 		if st := p.Stats(); st.WrongProtocol != 1 || p.Latest() != nil {
 			t.Errorf("stats %+v, latest %v", st, p.Latest())
 		}
-		if _, err := obs.PutBytes(ctx, paramsObject, mustMarshal(t, &herdv1.Params{Protocol: Protocol, WeightsVersion: 4, Safetensors: good})); err != nil {
+		if _, err := obs.PutBytes(ctx, "junk", good); err != nil { // not a version's name
+			t.Fatal(err)
+		}
+		eventually(t, 5*time.Second, "bad name counted", func() bool { return p.Stats().Malformed == 5 })
+		if _, err := obs.PutBytes(ctx, paramsObject(4), mustMarshal(t, &herdv1.Params{Protocol: Protocol, WeightsVersion: 4, Safetensors: good})); err != nil {
 			t.Fatal(err)
 		}
 		v, err := p.Wait(ctx, 4)

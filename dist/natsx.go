@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,6 +79,12 @@ func (n *NATS) subscribe(subj, queue string, ch chan *nats.Msg) (stop func(), er
 		return nil, fmt.Errorf("dist: subscribe %s: %w", subj, err)
 	}
 	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("dist: subscribe %s: %w", subj, err)
+	}
+	// Make the server know the subscription before callers act on it (a
+	// learner that has joined gets the next push).
+	if err := n.nc.Flush(); err != nil {
 		_ = sub.Unsubscribe()
 		return nil, fmt.Errorf("dist: subscribe %s: %w", subj, err)
 	}
@@ -382,8 +390,24 @@ func (s *natsSamples) Close() error {
 
 // ---- parameters ----
 
-// paramsObject is the object holding the latest version.
-const paramsObject = "weights"
+// paramsObject names the object holding version n. Each version is its own
+// object, and the publisher deletes all but the newest two, so a reader
+// fetching version n is not cut off by version n+1 replacing its chunks.
+func paramsObject(n uint64) string { return "v-" + strconv.FormatUint(n, 10) }
+
+// paramsVersion parses a name made by paramsObject.
+func paramsVersion(name string) (uint64, bool) {
+	s, ok := strings.CutPrefix(name, "v-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
+
+// fetchTimeout bounds one weights download (nats.go's object reader waits
+// for its deadline, not for a cancelled context).
+const fetchTimeout = 2 * time.Second
 
 type natsParams struct {
 	opt    Options
@@ -428,8 +452,16 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 				if !ok {
 					return
 				}
-				if info != nil && !info.Deleted && info.Name == paramsObject {
-					p.fetch(wctx)
+				if info == nil || info.Deleted {
+					continue
+				}
+				n, ok := paramsVersion(info.Name)
+				if !ok {
+					p.c.drop(p.opt.Logger, "params", fmt.Errorf("%w: object %q", ErrMalformed, info.Name))
+					continue
+				}
+				if cur := p.box.cur.Load(); cur == nil || n > cur.N {
+					p.fetch(wctx, info.Name, n)
 				}
 			case <-wctx.Done():
 				return
@@ -439,9 +471,11 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 	return p, nil
 }
 
-// fetch reads the stored version and keeps it if it is newer.
-func (p *natsParams) fetch(ctx context.Context) {
-	b, err := p.obs.GetBytes(ctx, paramsObject)
+// fetch reads version n from object name and keeps it if it is newer.
+func (p *natsParams) fetch(ctx context.Context, name string, n uint64) {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	b, err := p.obs.GetBytes(ctx, name)
 	if err != nil {
 		if ctx.Err() == nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
 			p.opt.Logger.Warn("dist: params fetch", "err", err)
@@ -454,8 +488,8 @@ func (p *natsParams) fetch(ctx context.Context) {
 		return
 	}
 	v, err := weights.Decode(m.Safetensors, p.opt.Like)
-	if err == nil && v.N != m.WeightsVersion {
-		err = fmt.Errorf("%w: envelope says version %d, safetensors %d", ErrMalformed, m.WeightsVersion, v.N)
+	if err == nil && (v.N != m.WeightsVersion || v.N != n) {
+		err = fmt.Errorf("%w: object %s, envelope version %d, safetensors version %d", ErrMalformed, name, m.WeightsVersion, v.N)
 	}
 	if err != nil {
 		p.c.drop(p.opt.Logger, "params", fmt.Errorf("%w: %w", ErrMalformed, err))
@@ -481,10 +515,19 @@ func (p *natsParams) Publish(ctx context.Context, v *weights.Version) error {
 	if err != nil {
 		return err
 	}
-	if _, err := p.obs.PutBytes(ctx, paramsObject, b); err != nil {
+	if _, err := p.obs.PutBytes(ctx, paramsObject(v.N), b); err != nil {
 		return fmt.Errorf("dist: publish version %d: %w", v.N, err)
 	}
 	p.box.offer(v)
+	// Keep the newest two versions: older ones are only ever fetched by a
+	// reader two versions behind, which then takes the newest instead.
+	if list, err := p.obs.List(ctx); err == nil {
+		for _, o := range list {
+			if n, ok := paramsVersion(o.Name); ok && n+1 < v.N {
+				_ = p.obs.Delete(ctx, o.Name)
+			}
+		}
+	}
 	return nil
 }
 
