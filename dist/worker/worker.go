@@ -14,10 +14,22 @@ import (
 )
 
 // Valuer reads state values off policy outputs without drawing random
-// numbers; on-policy samplers implement it (as run/hts needs too). The env
-// worker uses it for the truncation bootstrap and the segment's last values.
+// numbers (as run/hts needs too). The env worker uses it for the
+// truncation bootstrap and the segment's last values; a sampler that does
+// not implement it follows the on-policy convention that V(s) ends every
+// row of outputs.
 type Valuer interface {
 	ValuesTo(dst, out []float32, n int)
+}
+
+// lastColumn reads V(s) from the last column of each output row.
+type lastColumn struct{}
+
+func (lastColumn) ValuesTo(dst, out []float32, n int) {
+	w := len(out) / n
+	for i := range n {
+		dst[i] = out[(i+1)*w-1]
+	}
 }
 
 // Timeouts bound every wait on a peer; after one runs out the call is
@@ -89,7 +101,7 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf dist.In
 	}
 	val, ok := s.(Valuer)
 	if !ok {
-		return fmt.Errorf("worker: the sampler cannot read values off outputs (not on-policy)")
+		val = lastColumn{}
 	}
 	obsDim, actDim := cfg.Envs[0].ObservationSpace().Dim(), cfg.Envs[0].ActionSpace().Dim()
 	obs := make([]float32, m*obsDim)

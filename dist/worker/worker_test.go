@@ -2,8 +2,6 @@ package worker
 
 import (
 	"context"
-	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,98 +11,10 @@ import (
 
 	"herd/algo"
 	"herd/dist"
+	"herd/internal/fakealgo"
 	"herd/env"
-	"herd/nn"
 	"herd/sample"
-	"herd/weights"
 )
-
-// A small fake on-policy algorithm on CartPole: the policy is linear
-// (logit difference w·obs, value 0), the sampler draws Bernoulli actions
-// from it, and the learner nudges w against the pole angle (enough to
-// change the weights every iteration; the test checks plumbing, not
-// learning).
-
-type fakePolicy struct {
-	w []*nn.Param
-	n uint64
-}
-
-func newFakeParams() []*nn.Param {
-	return []*nn.Param{{Name: "w", Shape: []int{4}, Value: make([]float32, 4)}}
-}
-
-func (p *fakePolicy) OutDim() int     { return 2 }
-func (p *fakePolicy) Version() uint64 { return p.n }
-func (p *fakePolicy) SetWeights(v *weights.Version) error {
-	if err := v.CopyTo(p.w); err != nil {
-		return err
-	}
-	p.n = v.N
-	return nil
-}
-func (p *fakePolicy) ForwardTo(dst, obs []float32, n int) []float32 {
-	w := p.w[0].Value
-	for i := range n {
-		var s float32
-		for k := range 4 {
-			s += w[k] * obs[i*4+k]
-		}
-		dst[2*i], dst[2*i+1] = s, float32(p.n)
-	}
-	return dst[:2*n]
-}
-
-type fakeSampler struct{ r *rand.Rand }
-
-func (s *fakeSampler) SampleTo(dst *algo.Acts, out []float32, n int, _ int64) {
-	for _, b := range []*[]float32{&dst.Actions, &dst.EnvActions, &dst.LogProbs, &dst.Values} {
-		if cap(*b) < n {
-			*b = make([]float32, n)
-		}
-		*b = (*b)[:n]
-	}
-	for i := range n {
-		p1 := 1 / (1 + math.Exp(-float64(out[2*i])))
-		a := float32(0)
-		if s.r.Float64() < p1 {
-			a = 1
-		}
-		dst.Actions[i], dst.EnvActions[i] = a, a
-		dst.LogProbs[i] = float32(math.Log(max(1e-9, p1*float64(a)+(1-p1)*float64(1-a))))
-		dst.Values[i] = out[2*i+1]
-	}
-}
-func (s *fakeSampler) ValuesTo(dst, out []float32, n int) {
-	for i := range n {
-		dst[i] = out[2*i+1]
-	}
-}
-
-type fakeLearner struct {
-	w []*nn.Param
-	n uint64
-}
-
-func (l *fakeLearner) Learn(_ context.Context, seg *sample.Segment) ([]algo.Stat, error) {
-	if err := seg.Check(); err != nil {
-		return nil, err
-	}
-	for i := range seg.T * seg.N {
-		l.w[0].Value[2] -= 0.001 * seg.Obs[i*4+2] * (2*seg.Actions[i] - 1)
-	}
-	l.n++
-	return []algo.Stat{{Name: "n", Value: float64(l.n)}}, nil
-}
-func (l *fakeLearner) Weights() *weights.Version { return weights.New(l.n, l.w) }
-
-func fakePieces() *algo.Pieces {
-	return &algo.Pieces{
-		NewPolicy:         func() (algo.PolicyNet, error) { return &fakePolicy{w: newFakeParams()}, nil },
-		NewSampler:        func(_ int, r *rand.Rand) (algo.Sampler, error) { return &fakeSampler{r: r}, nil },
-		NewSegmentLearner: func() (algo.SegmentLearner, error) { return &fakeLearner{w: newFakeParams()}, nil },
-	}
-}
 
 // topology runs 2 env workers (4 CartPoles each), 2 policy workers and a
 // learner on tr for iters iterations and checks what the learner saw.
@@ -112,7 +22,7 @@ func topology(t *testing.T, mk func() dist.Transport) {
 	const iters, T = 12, 32
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	opt := dist.Options{ObsDim: 4, OutDim: 2, Like: newFakeParams(), Capacity: 2}
+	opt := dist.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
 	run := "topo"
 	open := func() (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
 		tr := mk()
@@ -131,7 +41,7 @@ func topology(t *testing.T, mk func() dist.Transport) {
 		t.Cleanup(func() { _ = inf.Close(); _ = s.Close(); _ = p.Close() })
 		return inf, s, p
 	}
-	pieces := fakePieces()
+	pieces := fakealgo.Pieces()
 	wctx, stopWorkers := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
