@@ -11,8 +11,8 @@ import (
 
 	"herd/algo"
 	"herd/dist"
-	"herd/internal/fakealgo"
 	"herd/env"
+	"herd/internal/fakealgo"
 	"herd/sample"
 )
 

@@ -18,7 +18,6 @@ import (
 	"herd/weights"
 )
 
-
 // Policy is the fake algo.PolicyNet.
 type Policy struct {
 	w []*nn.Param
@@ -104,7 +103,6 @@ func Pieces() *algo.Pieces {
 		NewSegmentLearner: func() (algo.SegmentLearner, error) { return &Learner{w: NewParams()}, nil },
 	}
 }
-
 
 // Model returns the learner's current policy as an algo.Model.
 func (l *Learner) Model() algo.Model { return &Model{p: &Policy{w: l.w, n: l.n}} }
