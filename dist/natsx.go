@@ -684,3 +684,56 @@ func (m *natsMembership) Close() error {
 	m.wg.Wait()
 	return nil
 }
+
+// ---- run config ----
+
+// PutRunConfig stores the run's resolved config (bytes of config.yaml) for
+// workers that join with only a NATS URL and a run ID.
+func (n *NATS) PutRunConfig(ctx context.Context, run string, cfg []byte) error {
+	kv, err := n.configBucket(ctx, run)
+	if err != nil {
+		return err
+	}
+	if _, err := kv.Put(ctx, "config", cfg); err != nil {
+		return fmt.Errorf("dist: put run config: %w", err)
+	}
+	return nil
+}
+
+// RunConfig returns the run's config, waiting (until ctx ends) for the
+// controller to store it.
+func (n *NATS) RunConfig(ctx context.Context, run string) ([]byte, error) {
+	kv, err := n.configBucket(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	w, err := kv.Watch(ctx, "config")
+	if err != nil {
+		return nil, fmt.Errorf("dist: watch run config: %w", err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("dist: run config watch ended")
+			}
+			if e != nil && e.Operation() == jetstream.KeyValuePut {
+				return e.Value(), nil
+			}
+		case <-ctx.Done():
+			return nil, fmt.Errorf("dist: waiting for run %s's config: %w", run, ctx.Err())
+		}
+	}
+}
+
+func (n *NATS) configBucket(ctx context.Context, run string) (jetstream.KeyValue, error) {
+	if err := checkName("run ID", run); err != nil {
+		return nil, err
+	}
+	kv, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "herd_" + run + "_config"})
+	if err != nil {
+		return nil, fmt.Errorf("dist: config bucket: %w", err)
+	}
+	return kv, nil
+}

@@ -28,6 +28,15 @@ type Options struct {
 	Transport string
 	// NATSURL is an external server's URL; empty starts an embedded one.
 	NATSURL string
+
+	// LearnerOnly runs only the learner here: env and policy workers are
+	// other processes (`herd worker`) on the same run. Set by the CLI.
+	LearnerOnly bool
+	// Run is the run ID naming the streams (default "herd").
+	Run string
+	// Dial, when set, makes each role's transport instead of Transport and
+	// NATSURL (the CLI dials with its credentials and TLS options).
+	Dial func() (dist.Transport, error)
 }
 
 // OptionsOf reads the executor's options from a run header.
@@ -36,47 +45,34 @@ func OptionsOf(h algo.Header) Options {
 	return Options{EnvWorkers: rc.EnvWorkers, PolicyWorkers: rc.PolicyWorkers, Transport: rc.Transport, NATSURL: rc.NATSURL}
 }
 
-// Train runs spec's pieces as a distributed topology for rt.Header.Steps
-// env steps and returns the learner's model.
-func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, opt Options) (algo.Model, error) {
-	h := rt.Header
+// Setup is what every role of a run needs, derived from its config once.
+type Setup struct {
+	Header  algo.Header
+	NumEnvs int // envs per env worker
+	T       int // steps per segment
+	Gamma   float32
+	Pieces  *algo.Pieces
+	// Stream are the streams' options (dimensions, the model's parameter
+	// list for decoding weights).
+	Stream dist.Options
+}
+
+// Prepare checks that spec can run distributed and builds its pieces.
+func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 	shape, ok := cfg.(hts.Shape)
 	if !ok || spec.Pieces == nil {
 		return nil, fmt.Errorf("%w: algorithm %s has no on-policy pieces (the dist executor runs PPO and A2C)", ErrConfig, spec.Name)
 	}
 	numEnvs, T, gamma := shape.RolloutShape()
-	if opt.EnvWorkers == 0 {
-		opt.EnvWorkers = 1
+	if numEnvs < 1 || T < 1 {
+		return nil, fmt.Errorf("%w: %d envs × %d steps per segment", ErrConfig, numEnvs, T)
 	}
-	if opt.PolicyWorkers == 0 {
-		opt.PolicyWorkers = 1
+	e, err := env.Make(h.Env)
+	if err != nil {
+		return nil, err
 	}
-	if opt.EnvWorkers < 1 || opt.PolicyWorkers < 1 || numEnvs < 1 || T < 1 {
-		return nil, fmt.Errorf("%w: env_workers %d and policy_workers %d must be ≥ 1", ErrConfig, opt.EnvWorkers, opt.PolicyWorkers)
-	}
-	iters := int(h.Steps / int64(numEnvs*T))
-	if iters < 1 {
-		return nil, fmt.Errorf("%w: steps %d is less than one segment (%d envs × %d steps)", ErrConfig, h.Steps, numEnvs, T)
-	}
-
-	envs := make([][]env.Env, opt.EnvWorkers)
-	defer func() {
-		for _, es := range envs {
-			for _, e := range es {
-				e.Close()
-			}
-		}
-	}()
-	for k := range envs {
-		for range numEnvs {
-			e, err := env.Make(h.Env, env.WithEpisodeStatistics())
-			if err != nil {
-				return nil, err
-			}
-			envs[k] = append(envs[k], e)
-		}
-	}
-	pieces, err := spec.Pieces(h, cfg, algo.SpacesOf(envs[0][0]))
+	defer e.Close()
+	pieces, err := spec.Pieces(h, cfg, algo.SpacesOf(e))
 	if err != nil {
 		return nil, err
 	}
@@ -91,42 +87,106 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	if err != nil {
 		return nil, err
 	}
-	obsDim := envs[0][0].ObservationSpace().Dim()
-	sopt := dist.Options{ObsDim: obsDim, OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs)}
+	return &Setup{Header: h, NumEnvs: numEnvs, T: T, Gamma: gamma, Pieces: pieces,
+		Stream: dist.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs)}}, nil
+}
 
-	newTransport, closeAll, err := transport(opt)
-	if err != nil {
-		return nil, err
-	}
-	defer closeAll()
-	const run = "herd"
+// roleStreams opens what a role uses on tr; close closes them all.
+func (s *Setup) roleStreams(ctx context.Context, tr dist.Transport, run string) (inf dist.InferenceStream, smp dist.SampleStream, par dist.ParamService, closeAll func(), err error) {
 	var closers []func() error
-	defer func() {
+	closeAll = func() {
 		for _, c := range closers {
 			_ = c()
 		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
 	}()
-	open := func() (dist.InferenceStream, dist.SampleStream, dist.ParamService, error) {
-		tr, err := newTransport()
-		if err != nil {
-			return nil, nil, nil, err
+	if inf, err = tr.Inference(ctx, run, s.Stream); err != nil {
+		return
+	}
+	closers = append(closers, inf.Close)
+	if smp, err = tr.Samples(ctx, run, s.Stream); err != nil {
+		return
+	}
+	closers = append(closers, smp.Close)
+	if par, err = tr.Params(ctx, run, s.Stream); err != nil {
+		return
+	}
+	closers = append(closers, par.Close)
+	return
+}
+
+// RunEnvWorker runs env worker slot on tr until ctx ends: it makes its
+// NumEnvs envs, steps them and pushes segments.
+func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr dist.Transport, run string) error {
+	envs := make([]env.Env, 0, s.NumEnvs)
+	defer func() {
+		for _, e := range envs {
+			e.Close()
 		}
-		inf, err := tr.Inference(ctx, run, sopt)
+	}()
+	for range s.NumEnvs {
+		e, err := env.Make(s.Header.Env, env.WithEpisodeStatistics())
 		if err != nil {
-			return nil, nil, nil, err
+			return err
 		}
-		closers = append(closers, inf.Close)
-		s, err := tr.Samples(ctx, run, sopt)
-		if err != nil {
-			return nil, nil, nil, err
+		envs = append(envs, e)
+	}
+	inf, smp, _, closeAll, err := s.roleStreams(ctx, tr, run)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	return worker.RunEnv(ctx, worker.EnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Steps: s.T, Gamma: s.Gamma}, s.Pieces, inf, smp)
+}
+
+// RunPolicyWorker runs a policy worker on tr until ctx ends.
+func (s *Setup) RunPolicyWorker(ctx context.Context, tr dist.Transport, run string) error {
+	inf, _, par, closeAll, err := s.roleStreams(ctx, tr, run)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	return worker.RunPolicy(ctx, s.Pieces, inf, par)
+}
+
+// Train runs spec's pieces as a distributed topology for rt.Header.Steps
+// env steps and returns the learner's model.
+func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, opt Options) (algo.Model, error) {
+	h := rt.Header
+	st, err := Prepare(h, spec, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if opt.EnvWorkers == 0 {
+		opt.EnvWorkers = 1
+	}
+	if opt.PolicyWorkers == 0 {
+		opt.PolicyWorkers = 1
+	}
+	if opt.LearnerOnly {
+		opt.EnvWorkers, opt.PolicyWorkers = 0, 0
+	}
+	if opt.EnvWorkers < 0 || opt.PolicyWorkers < 0 {
+		return nil, fmt.Errorf("%w: env_workers %d and policy_workers %d must be ≥ 1", ErrConfig, opt.EnvWorkers, opt.PolicyWorkers)
+	}
+	iters := int(h.Steps / int64(st.NumEnvs*st.T))
+	if iters < 1 {
+		return nil, fmt.Errorf("%w: steps %d is less than one segment (%d envs × %d steps)", ErrConfig, h.Steps, st.NumEnvs, st.T)
+	}
+	newTransport, closeConns := opt.Dial, func() {}
+	if newTransport == nil {
+		if newTransport, closeConns, err = transport(opt); err != nil {
+			return nil, err
 		}
-		closers = append(closers, s.Close)
-		p, err := tr.Params(ctx, run, sopt)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		closers = append(closers, p.Close)
-		return inf, s, p, nil
+	}
+	defer closeConns()
+	run := opt.Run
+	if run == "" {
+		run = "herd"
 	}
 
 	wctx, stop := context.WithCancel(ctx)
@@ -142,25 +202,33 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}
 	}
 	defer func() { stop(); wg.Wait() }()
-	for range opt.PolicyWorkers {
-		inf, _, p, err := open()
+	start := func(f func(tr dist.Transport) error) error {
+		tr, err := newTransport()
 		if err != nil {
+			return err
+		}
+		wg.Go(func() { fail(f(tr)) })
+		return nil
+	}
+	for range opt.PolicyWorkers {
+		if err := start(func(tr dist.Transport) error { return st.RunPolicyWorker(wctx, tr, run) }); err != nil {
 			return nil, err
 		}
-		wg.Go(func() { fail(worker.RunPolicy(wctx, pieces, inf, p)) })
 	}
 	for k := range opt.EnvWorkers {
-		inf, s, _, err := open()
-		if err != nil {
+		if err := start(func(tr dist.Transport) error { return st.RunEnvWorker(wctx, k, tr, run) }); err != nil {
 			return nil, err
 		}
-		cfg := worker.EnvConfig{Slot: k, Seed: h.Seed, Envs: envs[k], Steps: T, Gamma: gamma}
-		wg.Go(func() { fail(worker.RunEnv(wctx, cfg, pieces, inf, s)) })
 	}
-	_, s, p, err := open()
+	tr, err := newTransport()
 	if err != nil {
 		return nil, err
 	}
+	_, smp, par, closeAll, err := st.roleStreams(ctx, tr, run)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
 	var step int64
 	l, err := worker.RunLearner(wctx, worker.LearnerConfig{Iterations: iters,
 		OnIteration: func(_ int, seg *sample.Segment, stats []algo.Stat) {
@@ -172,7 +240,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 				rt.Log.Scalar(st.Name, st.Value)
 			}
 			rt.Log.Step(step)
-		}}, pieces, s, p)
+		}}, st.Pieces, smp, par)
 	stop()
 	wg.Wait()
 	var model algo.Model
