@@ -20,5 +20,7 @@ func extraCommands() []*cobra.Command {
 	return []*cobra.Command{
 		newTrainCmd(),
 		newEvalCmd(),
+		newWorkerCmd(), // distributed runs (#13)
+		newLaunchCmd(), // distributed runs (#13)
 	}
 }

@@ -133,3 +133,33 @@ func (m *Model) Save(path string) error {
 	}
 	return f.Close()
 }
+
+// Config is the fake algorithm's config section: NumEnvs × NumSteps per
+// segment (defaults 4 × 32).
+type Config struct {
+	NumEnvs  int `yaml:"num_envs"`
+	NumSteps int `yaml:"num_steps"`
+}
+
+// Validate accepts any positive shape.
+func (c *Config) Validate(algo.Header) error {
+	if c.NumEnvs < 1 || c.NumSteps < 1 {
+		return fmt.Errorf("%w: fake: num_envs %d and num_steps %d must be ≥ 1", algo.ErrConfig, c.NumEnvs, c.NumSteps)
+	}
+	return nil
+}
+
+// RolloutShape is what the on-policy executors read.
+func (c *Config) RolloutShape() (numEnvs, T int, gamma float32) { return c.NumEnvs, c.NumSteps, 0.99 }
+
+// Spec describes the fake algorithm ("fake") as algo/all describes real ones.
+func Spec() algo.Spec {
+	return algo.Spec{
+		Name:      "fake",
+		NewConfig: func() algo.Config { return &Config{NumEnvs: 4, NumSteps: 32} },
+		Scalars:   []string{"n"},
+		Pieces: func(algo.Header, algo.Config, algo.Spaces) (*algo.Pieces, error) {
+			return Pieces(), nil
+		},
+	}
+}

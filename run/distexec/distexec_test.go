@@ -12,23 +12,6 @@ import (
 	"herd/run"
 )
 
-// fakeConfig is the fake algorithm's config: 4 envs × 32 steps per segment.
-type fakeConfig struct{}
-
-func (fakeConfig) Validate(algo.Header) error                    { return nil }
-func (fakeConfig) RolloutShape() (numEnvs, T int, gamma float32) { return 4, 32, 0.99 }
-
-func fakeSpec() algo.Spec {
-	return algo.Spec{
-		Name:      "fake",
-		NewConfig: func() algo.Config { return fakeConfig{} },
-		Scalars:   []string{"n"},
-		Pieces: func(algo.Header, algo.Config, algo.Spaces) (*algo.Pieces, error) {
-			return fakealgo.Pieces(), nil
-		},
-	}
-}
-
 // The dist executor runs through algo.TrainRun like any other: the run
 // directory gets its files and the summary counts every step and episode,
 // on the in-process twin and on an embedded NATS server.
@@ -44,7 +27,8 @@ func TestTrainRun(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			res := &algo.Resolved{Header: h, Spec: fakeSpec(), Config: fakeConfig{}}
+			spec := fakealgo.Spec()
+			res := &algo.Resolved{Header: h, Spec: spec, Config: spec.NewConfig()}
 			sum, err := algo.TrainRun(ctx, res, algo.RunOptions{Executors: run.Executors()})
 			if err != nil {
 				t.Fatal(err)
