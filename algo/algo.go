@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -160,6 +162,19 @@ type Runtime struct {
 	Header Header
 	// Log receives metrics. Never nil: use Discard() when nothing is wanted.
 	Log Logger
+	// OnTrack, when not nil, is called by Track. TrainRun sets it to watch
+	// the parameters for divergence (see ParamModel).
+	OnTrack func(Model)
+}
+
+// Track tells the caller which model Train trains. Train calls it once,
+// right after building the model and before the first update, so that the
+// caller can check the parameters while it trains and keep the last finite
+// ones (TrainRun stops a diverged run and saves those).
+func (rt *Runtime) Track(m Model) {
+	if rt.OnTrack != nil {
+		rt.OnTrack(m)
+	}
 }
 
 // Logger receives an algorithm's metrics. Implementations (metrics.Recorder)
@@ -248,8 +263,13 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 		// Split the top level: header keys go to Header, every other key
 		// must be the section of a known algorithm.
 		header := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		seen := map[string]int{}
 		for i := 0; i+1 < len(doc.Content); i += 2 {
 			k, v := doc.Content[i], doc.Content[i+1]
+			if line, dup := seen[k.Value]; dup {
+				return nil, fmt.Errorf("%w: line %d: key %q is written twice (first on line %d)", ErrConfig, k.Line, k.Value, line)
+			}
+			seen[k.Value] = k.Line
 			if slices.Contains(headerKeys(), k.Value) {
 				header.Content = append(header.Content, k, v)
 				continue
@@ -306,6 +326,9 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 			return nil, err
 		}
 	}
+	if err := checkFinite(cfg); err != nil {
+		return nil, err
+	}
 	if err := cfg.Validate(h); err != nil {
 		return nil, err
 	}
@@ -341,6 +364,38 @@ func (r *Resolved) Marshal() ([]byte, error) {
 		return nil, err
 	}
 	return append(hb, cb...), nil
+}
+
+// checkFinite rejects a NaN or infinite number in any float setting (or
+// list of floats) of cfg, naming its key: no algorithm has a use for one,
+// and e.g. learning_rate=.inf would otherwise fail only once training runs.
+func checkFinite(cfg Config) error {
+	v := reflect.ValueOf(cfg)
+	for v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return nil
+	}
+	var errs []error
+	for i := 0; i < v.NumField(); i++ {
+		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+		f := v.Field(i)
+		vals := []reflect.Value{f}
+		if f.Kind() == reflect.Slice || f.Kind() == reflect.Array {
+			vals = vals[:0]
+			for j := 0; j < f.Len(); j++ {
+				vals = append(vals, f.Index(j))
+			}
+		}
+		for _, x := range vals {
+			if x.CanFloat() && (math.IsNaN(x.Float()) || math.IsInf(x.Float(), 0)) {
+				errs = append(errs, fmt.Errorf("%w: %s must be a finite number, got %v", ErrConfig, key, x.Float()))
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // headerKeys returns the yaml keys of Header.

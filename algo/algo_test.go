@@ -104,6 +104,10 @@ func TestResolveErrorsNameTheKey(t *testing.T) {
 		{"missing header", "fake:\n  num_envs: 3\n", nil, "steps must be > 0", false},
 		{"not a mapping", "- 1\n- 2\n", nil, "mapping", false},
 		{"unknown algo", "algo: nope\nenv: E\nsteps: 10\n", nil, `"nope"`, true},
+		{"section twice", "algo: fake\nenv: E\nsteps: 10\nfake:\n  num_envs: 3\nfake:\n  num_envs: 5\n", nil, `"fake" is written twice`, false},
+		{"header key twice", "algo: fake\nenv: E\nsteps: 10\nsteps: 20\n", nil, `"steps" is written twice`, false},
+		{"infinite value", "algo: fake\nenv: E\nsteps: 10\n", []string{"learning_rate=.inf"}, "learning_rate must be a finite number", false},
+		{"NaN value", "algo: fake\nenv: E\nsteps: 10\nfake:\n  ent_coef: .nan\n", nil, "ent_coef must be a finite number", false},
 	} {
 		_, err := Resolve([]byte(tc.file), fakeSpecs(), Overrides{Set: tc.set})
 		if err == nil {

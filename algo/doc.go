@@ -53,6 +53,7 @@
 //		cfg := c.(*Config)
 //		// seeds: every stream from rng.New(rt.Header.Seed, role, slot)
 //		// envs from rt.Header.Env, agent, optimizer
+//		rt.Track(agent) // lets TrainRun watch the parameters for divergence
 //		for globalStep < rt.Header.Steps {
 //			if ctx.Err() != nil {
 //				return agent, ctx.Err() // the caller saves agent
@@ -81,6 +82,10 @@
 //     and follow CleanRL: "losses/…" and "charts/…".
 //  6. Bad input is an error wrapping ErrConfig (Config.Validate reports every
 //     problem), never a panic.
+//  7. Train calls rt.Track(model) once the model exists, and the model
+//     implements ParamModel (Params), so that TrainRun can stop a diverging
+//     run (non-finite loss, gradient or parameter: ErrDiverged) and save
+//     the last finite parameters instead of NaNs.
 //
 // # Costs
 //

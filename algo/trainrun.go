@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
+	"herd/internal/atomicfile"
 	"herd/metrics"
 )
 
-// Files written into a run directory.
+// Files written into a run directory (see also RunFiles).
 const (
 	ConfigFile = "config.yaml"
 	ModelFile  = "model.safetensors"
@@ -34,37 +34,68 @@ type RunOptions struct {
 	// NoFiles trains without writing the run directory (tests, benchmarks
 	// that only want the summary).
 	NoFiles bool
+	// Dir says what to do when Header.Out already holds a run: refuse
+	// (DirNew, the default), replace it (DirForce) or resume it
+	// (DirResume, which fails today: ErrCannotResume).
+	Dir DirMode
 	// EvalEpisodes > 0 evaluates the trained policy deterministically for
 	// that many episodes after training (Evaluate, seeded from the run
-	// seed) and records the result in summary.json. Skipped when
-	// interrupted.
+	// seed) and records the result in summary.json. Skipped when the run
+	// did not complete.
 	EvalEpisodes int
+	// Started, when not nil, is called once every check has passed, just
+	// before training starts (the CLI announces the run there, so a refused
+	// run prints only its error).
+	Started func()
 }
 
-// TrainRun is what `herd train` does with a resolved configuration: it
-// creates the run directory, writes config.yaml, trains with a
-// metrics.Recorder as the Logger, saves model.safetensors (also when ctx is
-// cancelled: the checkpoint of an interrupted run), and closes the recorder,
-// which writes metrics.csv, summary.json and curve.png.
+// TrainRun is what `herd train` does with a resolved configuration.
 //
-// A cancelled run returns its summary (Interrupted set) and an error
-// wrapping ctx.Err(), after saving everything.
+// Before it writes anything it checks what can be checked: the env exists,
+// the estimated memory fits (EstimateMemory), and the output directory is
+// free (not locked by another process, holding no run unless opt.Dir says
+// otherwise). It then trains with a metrics.Recorder behind a divergence
+// guard, writing config.yaml, metrics.csv, summary.json, curve.png and
+// model.safetensors into a staging directory, and moves them into Header.Out
+// together at the end. A run whose Train fails before returning a model
+// leaves the directory as it was.
+//
+// The returned error is:
+//   - nil: the run completed and every file was written;
+//   - one wrapping context.Canceled: ctx was cancelled (Ctrl-C) and the
+//     checkpoint of the interrupted run and its metrics were all written;
+//   - one wrapping ErrDiverged (a *DivergedError): a loss, gradient or
+//     parameter became non-finite; the run was stopped there, the last
+//     finite parameters were saved and summary.json says "diverged";
+//   - any other error: something could not be done or saved. It never
+//     wraps context.Canceled, so a cancelled run whose save failed is not
+//     mistaken for a clean interruption.
 func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summary, error) {
 	h := res.Header
-	dir := h.Out
-	if opt.NoFiles {
-		dir = ""
+	e, envBytes, err := envFootprint(h.Env)
+	if err != nil {
+		return metrics.Summary{}, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return metrics.Summary{}, fmt.Errorf("algo: %w", err)
+	obs, act := e.ObservationSpace(), e.ActionSpace()
+	e.Close()
+	if err := checkMemory(EstimateMemory(h, res.Config, obs, act, envBytes)); err != nil {
+		return metrics.Summary{}, err
+	}
+	var rd *runDir
+	dir := ""
+	if !opt.NoFiles {
+		if rd, err = openRunDir(h.Out, opt.Dir); err != nil {
+			return metrics.Summary{}, err
 		}
+		defer rd.close()
+		dir = rd.stage
 		b, err := res.Marshal()
-		if err != nil {
-			return metrics.Summary{}, fmt.Errorf("algo: config: %w", err)
+		if err == nil {
+			err = atomicfile.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644)
 		}
-		if err := os.WriteFile(filepath.Join(dir, ConfigFile), b, 0o644); err != nil {
-			return metrics.Summary{}, fmt.Errorf("algo: %w", err)
+		if err != nil {
+			rd.abort()
+			return metrics.Summary{}, fmt.Errorf("algo: config: %w", err)
 		}
 	}
 	rec, err := metrics.NewRecorder(metrics.Options{
@@ -73,33 +104,95 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		Progress: opt.Progress, Bar: opt.Bar,
 	})
 	if err != nil {
+		if rd != nil {
+			rd.abort()
+		}
 		return metrics.Summary{}, err
 	}
 	train := func(ctx context.Context, rt *Runtime, spec Spec, cfg Config) (Model, error) { return spec.Train(ctx, rt, cfg) }
 	if ex := h.Runtime.Executor; ex != "" && ex != "local" {
 		if train = opt.Executors[ex]; train == nil {
 			rec.Close(false)
+			if rd != nil {
+				rd.abort()
+			}
 			return metrics.Summary{}, fmt.Errorf("%w: executor %q is not available here", ErrConfig, ex)
 		}
 	}
-	model, trainErr := train(ctx, &Runtime{Header: h, Log: rec}, res.Spec, res.Config)
-	interrupted := trainErr != nil && ctx.Err() != nil && errors.Is(trainErr, ctx.Err())
-	var evalErr error
-	if opt.EvalEpisodes > 0 && trainErr == nil && model != nil {
-		var rets []float64
-		rets, evalErr = Evaluate(ctx, model, h.Env, opt.EvalEpisodes, h.Seed)
-		rec.SetEval(rets)
+	if opt.Started != nil {
+		opt.Started()
 	}
-	var saveErr error
-	if model != nil && dir != "" {
-		saveErr = model.Save(filepath.Join(dir, ModelFile))
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	g := newGuard(rec, cancel, h.LogEvery)
+	model, trainErr := train(runCtx, &Runtime{Header: h, Log: g, OnTrack: g.track}, res.Spec, res.Config)
+	if model == nil {
+		// Failed before there was anything to save: leave the directory as
+		// it was (an earlier run stays untouched).
+		rec.Close(false)
+		if rd != nil {
+			rd.abort()
+		}
+		if trainErr == nil {
+			trainErr = errors.New("Train returned no model")
+		}
+		if ctx.Err() != nil && errors.Is(trainErr, context.Canceled) {
+			return metrics.Summary{}, fmt.Errorf("algo: %s: interrupted before training started; nothing saved: %v", h.Algo, trainErr)
+		}
+		return metrics.Summary{}, fmt.Errorf("algo: %s: %w", h.Algo, trainErr)
+	}
+
+	diverged := g.err
+	interrupted := diverged == nil && trainErr != nil && ctx.Err() != nil && errors.Is(trainErr, context.Canceled)
+	var failures []error // everything that was promised and not done
+	switch {
+	case diverged != nil:
+		if !g.restore() {
+			failures = append(failures, fmt.Errorf("%s does not expose its parameters (algo.ParamModel): no finite copy to save", h.Algo))
+		}
+	case trainErr != nil && !interrupted:
+		failures = append(failures, fmt.Errorf("%s: %w", h.Algo, trainErr))
+	}
+	if opt.EvalEpisodes > 0 && trainErr == nil {
+		rets, evalErr := Evaluate(ctx, model, h.Env, opt.EvalEpisodes, h.Seed)
+		rec.SetEval(rets)
+		if evalErr != nil {
+			failures = append(failures, fmt.Errorf("evaluation: %w", evalErr))
+		}
+	}
+	if dir != "" {
+		if err := saveCheckpoint(model, filepath.Join(dir, ModelFile), checkpointMeta(h, obs, act)); err != nil {
+			failures = append(failures, fmt.Errorf("checkpoint not saved: %w", err))
+		}
+	}
+	switch {
+	case diverged != nil:
+		rec.SetStatus(metrics.StatusDiverged, diverged.Error())
+	case len(failures) > 0:
+		rec.SetStatus(metrics.StatusFailed, errors.Join(failures...).Error())
 	}
 	sum, closeErr := rec.Close(interrupted)
-	if trainErr != nil {
-		return sum, errors.Join(fmt.Errorf("algo: %s: %w", h.Algo, trainErr), saveErr, closeErr)
+	if closeErr != nil {
+		failures = append(failures, closeErr)
 	}
-	if err := errors.Join(saveErr, evalErr, closeErr); err != nil {
-		return sum, fmt.Errorf("algo: %w", err)
+	if rd != nil {
+		if err := rd.commit(); err != nil {
+			failures = append(failures, err)
+		}
+	}
+	switch {
+	case diverged != nil && len(failures) > 0:
+		return sum, fmt.Errorf("algo: %s: %w; not everything was saved: %v", h.Algo, diverged, errors.Join(failures...))
+	case diverged != nil:
+		return sum, fmt.Errorf("algo: %s: %w; stopped there and saved the last finite parameters (step %d)", h.Algo, diverged, diverged.KeptStep)
+	case interrupted && len(failures) > 0:
+		// %v, not %w: a failure is never reported as a clean interruption.
+		return sum, fmt.Errorf("algo: %s: interrupted at step %d, but not everything was saved: %v", h.Algo, sum.Steps, errors.Join(failures...))
+	case len(failures) > 0:
+		return sum, fmt.Errorf("algo: %w", errors.Join(failures...))
+	}
+	if interrupted {
+		return sum, fmt.Errorf("algo: %s: interrupted at step %d, checkpoint and metrics saved: %w", h.Algo, sum.Steps, trainErr)
 	}
 	return sum, nil
 }

@@ -27,13 +27,15 @@
 //     return_std_100, length_mean_100 (over the last 100 episodes),
 //     return_recent (mean return of the episodes finished since the previous
 //     row), then one column per declared scalar ("losses/…", "charts/…").
-//     An empty cell means "no value yet". Only wall_seconds and sps depend
+//     An empty cell means "no value yet"; a scalar the algorithm set to NaN
+//     or ±Inf is written as NaN, +Inf or -Inf. Only wall_seconds and sps depend
 //     on the clock (WallColumns): every other byte is a function of the run
 //     seed, and floats use the shortest round-trip form, so two runs with the
 //     same seed can be compared with the wall columns dropped.
 //   - summary.json: algo, env, seed, steps, planned_steps, wall_seconds,
 //     sps, episodes, final_return_mean_100 (null if no episode finished),
-//     final_return_std_100, final_length_mean_100, interrupted.
+//     final_return_std_100, final_length_mean_100, interrupted, and status
+//     (completed, interrupted, diverged or failed) with its reason.
 //   - curve.png: return_mean_100 against steps (gonum.org/v1/plot).
 //
 // # Progress

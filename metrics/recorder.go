@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+
+	"herd/internal/atomicfile"
 )
 
 // Errors returned by a Recorder.
@@ -63,8 +65,25 @@ type Options struct {
 	LineEvery time.Duration
 }
 
+// Values of Summary.Status.
+const (
+	// StatusCompleted: the run trained for all its steps.
+	StatusCompleted = "completed"
+	// StatusInterrupted: the run was stopped early (Ctrl-C).
+	StatusInterrupted = "interrupted"
+	// StatusDiverged: a loss, gradient or parameter became NaN or ±Inf
+	// and the run was stopped there (Reason says which, and when).
+	StatusDiverged = "diverged"
+	// StatusFailed: something could not be done or saved (Reason).
+	StatusFailed = "failed"
+)
+
 // Summary is the content of summary.json.
 type Summary struct {
+	// Status is StatusCompleted, StatusInterrupted, StatusDiverged or
+	// StatusFailed; Reason explains the last two.
+	Status             string  `json:"status"`
+	Reason             string  `json:"reason,omitempty"`
 	Algo               string  `json:"algo"`
 	Env                string  `json:"env"`
 	Seed               uint64  `json:"seed"`
@@ -128,6 +147,9 @@ type Recorder struct {
 	closed    bool
 	finalized Summary
 	evalRets  []float64
+	set       []bool // scalar i has been given a value
+	status    string // SetStatus; "" = from Close's argument
+	reason    string
 }
 
 // NewRecorder opens the run's metrics.csv (when opt.Dir is set) and writes
@@ -151,6 +173,7 @@ func NewRecorder(opt Options) (*Recorder, error) {
 		rets:    make([]float64, Window),
 		lens:    make([]float64, Window),
 		scalars: make([]float64, len(opt.Scalars)),
+		set:     make([]bool, len(opt.Scalars)),
 		index:   make(map[string]int, len(opt.Scalars)),
 		nextRow: opt.LogEvery,
 		lastRow: -1,
@@ -226,6 +249,7 @@ func (r *Recorder) Scalar(name string, value float64) {
 		return
 	}
 	r.scalars[i] = value
+	r.set[i] = true
 }
 
 // Step records progress and writes a row when step reaches the next multiple
@@ -298,20 +322,38 @@ func (r *Recorder) writeRow() {
 	b = appendFloat(append(b, ','), retStd)
 	b = appendFloat(append(b, ','), lenMean)
 	b = appendFloat(append(b, ','), recent)
-	for _, v := range r.scalars {
-		b = appendFloat(append(b, ','), v)
+	for i, v := range r.scalars {
+		b = append(b, ',')
+		if r.set[i] {
+			b = appendValue(b, v)
+		}
 	}
 	b = append(b, '\n')
 	r.line = b
 	_, r.err = r.csv.Write(b)
 }
 
-// appendFloat writes NaN as an empty cell (no value yet).
+// appendFloat writes NaN as an empty cell: for the episode statistics NaN
+// only ever means "no episode yet".
 func appendFloat(b []byte, v float64) []byte {
 	if math.IsNaN(v) {
 		return b
 	}
 	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}
+
+// appendValue writes a scalar the algorithm set: a NaN or infinite loss is
+// written as NaN, +Inf or -Inf (strconv's and pandas' spelling), never as
+// the empty cell that means "not set yet".
+func appendValue(b []byte, v float64) []byte {
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
+}
+
+// SetStatus overrides the status that Close would record (completed or
+// interrupted) with status and its reason, e.g. StatusDiverged and the
+// error that stopped the run. Call it before Close.
+func (r *Recorder) SetStatus(status, reason string) {
+	r.status, r.reason = status, reason
 }
 
 // progress draws the bar or a plain line, at most every 100 ms (bar) or
@@ -381,6 +423,13 @@ func (r *Recorder) Close(interrupted bool) (Summary, error) {
 		Episodes:           r.episodes,
 		FinalReturnMean100: mean, FinalReturnStd100: std, FinalLengthMean100: lenMean,
 		Interrupted: interrupted,
+		Status:      StatusCompleted, Reason: r.reason,
+	}
+	switch {
+	case r.status != "":
+		s.Status = r.status
+	case interrupted:
+		s.Status = StatusInterrupted
 	}
 	if len(r.evalRets) > 0 {
 		s.EvalEpisodes = len(r.evalRets)
@@ -436,7 +485,7 @@ func writeSummary(path string, s Summary) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // ReadSummary reads a summary.json written by Close.

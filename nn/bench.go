@@ -1,10 +1,12 @@
 package nn
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"herd/internal/rng"
@@ -118,16 +120,24 @@ func NewBenchOpAct(g Gemm, hidden []int, in, out, batch int, op string, act Acti
 // TimeOps times every closure in fs and returns, for each, the minimum
 // (useMin) or the median over repeats of its mean time per call. The closures are timed in turn
 // within each repeat (round robin), so on a shared, noisy machine they see
-// the same conditions and their ratios are meaningful.
-func TimeOps(fs []func(), minTime time.Duration, repeats int, useMin bool) []float64 {
+// the same conditions and their ratios are meaningful. A cancelled ctx
+// stops it within one call of a closure, with ctx's error.
+func TimeOps(ctx context.Context, fs []func(), minTime time.Duration, repeats int, useMin bool) ([]float64, error) {
+	// The timed loops poll an atomic flag (a load per call) rather than
+	// ctx.Err(), whose lock would weigh on calls of a microsecond.
+	var stop atomic.Bool
+	defer context.AfterFunc(ctx, func() { stop.Store(true) })()
 	iters := make([]int, len(fs))
 	for i, f := range fs {
 		f() // warm-up: sizes workspaces and caches
 		n := 1
 		for {
 			start := time.Now()
-			for k := 0; k < n; k++ {
+			for k := 0; k < n && !stop.Load(); k++ {
 				f()
+			}
+			if stop.Load() {
+				return nil, ctx.Err()
 			}
 			el := time.Since(start)
 			if el >= minTime/8 || n >= 1<<30 {
@@ -142,8 +152,11 @@ func TimeOps(fs []func(), minTime time.Duration, repeats int, useMin bool) []flo
 	for rep := 0; rep < repeats; rep++ {
 		for i, f := range fs {
 			start := time.Now()
-			for k := 0; k < iters[i]; k++ {
+			for k := 0; k < iters[i] && !stop.Load(); k++ {
 				f()
+			}
+			if stop.Load() {
+				return nil, ctx.Err()
 			}
 			res[i] = append(res[i], float64(time.Since(start).Nanoseconds())/float64(iters[i]))
 		}
@@ -156,14 +169,14 @@ func TimeOps(fs []func(), minTime time.Duration, repeats int, useMin bool) []flo
 			med[i] = res[i][0]
 		}
 	}
-	return med
+	return med, nil
 }
 
 // BenchMLP runs the benchmark grid and returns one row per (net, batch,
 // op, backend). Forward is measured at every batch; the training ops only
 // at batches ≥ 32 (learners do not train at batch 1) unless a single batch
 // is requested. Backends are timed round robin (see TimeOps).
-func BenchMLP(o BenchOptions) ([]BenchRow, error) {
+func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 	if len(o.Nets) == 0 {
 		o.Nets = []string{"64-64", "256-256"}
 	}
@@ -224,7 +237,10 @@ func BenchMLP(o BenchOptions) ([]BenchRow, error) {
 						return nil, err
 					}
 				}
-				ns := TimeOps(fs, o.MinTime, o.Repeats, o.Stat == "min")
+				ns, err := TimeOps(ctx, fs, o.MinTime, o.Repeats, o.Stat == "min")
+				if err != nil {
+					return rows, err
+				}
 				for i, be := range o.Backends {
 					rows = append(rows, BenchRow{Net: spec, Batch: batch, Op: op, Backend: be, NsPerOp: ns[i]})
 				}

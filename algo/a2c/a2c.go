@@ -142,6 +142,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (*onpolicy.Agent,
 	if err != nil {
 		return nil, err
 	}
+	rt.Track(agent) // divergence guard (algo.TrainRun)
 	defer envs.Close()
 	defer agent.Close() // stops the parallel worker; the agent stays usable
 

@@ -38,6 +38,9 @@ type LearnOptions struct {
 	// Out is the parent directory of the run directories
 	// (<Out>/<algo>-<env>-<seed>); "" trains without writing files.
 	Out string
+	// Force replaces runs already in their directories (algo.DirForce);
+	// without it such a run is an error.
+	Force bool
 	// Set are --set overrides applied to every config.
 	Set []string
 	// Progress receives one line per finished run (nil: none).
@@ -71,6 +74,9 @@ func BenchLearn(ctx context.Context, configs []string, seeds []uint64, opt Learn
 				return rows, fmt.Errorf("bench learn: %s: %w", cfgPath, err)
 			}
 			ro := algo.RunOptions{NoFiles: opt.Out == "", EvalEpisodes: opt.EvalEpisodes, Executors: run.Executors()}
+			if opt.Force {
+				ro.Dir = algo.DirForce
+			}
 			if opt.Out != "" {
 				res.Header.Out = filepath.Join(opt.Out, fmt.Sprintf("%s-%s-%d", res.Header.Algo, res.Header.Env, seed))
 			}

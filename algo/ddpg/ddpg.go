@@ -135,6 +135,9 @@ func (a *Agent) nets() []offpolicy.Named {
 	return []offpolicy.Named{{Prefix: "actor", Params: a.Actor.Params()}, {Prefix: "qf1", Params: a.QF1.Params()}}
 }
 
+// Params returns the parameters Save writes (algo.ParamModel).
+func (a *Agent) Params() []*nn.Param { return offpolicy.Params(a.nets()) }
+
 // Save writes the actor and the critic to path (safetensors, prefixed
 // actor., qf1.).
 func (a *Agent) Save(path string) error {
@@ -168,6 +171,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	if err != nil {
 		return nil, err
 	}
+	rt.Track(agent) // divergence guard (algo.TrainRun)
 	actor, head, qf1 := agent.Actor, agent.Head, agent.QF1
 	targetActor, qf1Target := actor.Clone(), qf1.Clone()
 	qOpt, err := nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)})

@@ -210,6 +210,9 @@ func (a *Agent) Act(dst, obs []float32) []float32 {
 	return dst
 }
 
+// Params returns the parameters Save writes (algo.ParamModel).
+func (a *Agent) Params() []*nn.Param { return a.Q.Params() }
+
 // Save writes the Q-network to path (safetensors).
 func (a *Agent) Save(path string) error {
 	return nn.SaveFile(path, a.Q.Params(), map[string]string{"algo": "dqn"})
@@ -264,6 +267,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	if err != nil {
 		return nil, err
 	}
+	rt.Track(agent) // divergence guard (algo.TrainRun)
 	q := agent.Q
 	target := q.Clone()
 	opt, err := nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)})

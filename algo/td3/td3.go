@@ -156,6 +156,9 @@ func (a *Agent) nets() []offpolicy.Named {
 		{Prefix: "qf1", Params: a.QF1.Params()}, {Prefix: "qf2", Params: a.QF2.Params()}}
 }
 
+// Params returns the parameters Save writes (algo.ParamModel).
+func (a *Agent) Params() []*nn.Param { return offpolicy.Params(a.nets()) }
+
 // Save writes the actor and both critics to path (safetensors, prefixed
 // actor., qf1., qf2.).
 func (a *Agent) Save(path string) error {
@@ -189,6 +192,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	if err != nil {
 		return nil, err
 	}
+	rt.Track(agent) // divergence guard (algo.TrainRun)
 	actor, head, qf1, qf2 := agent.Actor, agent.Head, agent.QF1, agent.QF2
 	targetActor, qf1Target, qf2Target := actor.Clone(), qf1.Clone(), qf2.Clone()
 	qParams := append(slices.Clone(qf1.Params()), qf2.Params()...)

@@ -30,6 +30,14 @@ With --scaling it reports instead AsyncVector's speedup over 1 worker
 (default envs CartPole-v1 and LunarLander-v3, 200ms runs).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			c := flagCheck{cmd: "bench env"}
+			c.atLeast("num-envs", 1, int64(cfg.NumEnvs))
+			c.atLeast("workers", 0, int64(cfg.Workers))
+			c.atLeast("duration", 0, int64(cfg.Duration))
+			c.atLeast("rounds", 1, int64(rounds))
+			if err := c.err(); err != nil {
+				return err
+			}
 			if ids != "" {
 				cfg.IDs = strings.Split(ids, ",")
 			}

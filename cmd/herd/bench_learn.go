@@ -22,6 +22,7 @@ func newBenchLearnCmd() *cobra.Command {
 		target   float64
 		asJSON   bool
 		evalEps  int
+		force    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "learn",
@@ -38,9 +39,20 @@ unless --target is given).`,
 			if err != nil {
 				return err
 			}
+			c := flagCheck{cmd: "bench learn"}
+			if cmd.Flags().Changed("steps") {
+				c.atLeast("steps", 1, steps)
+			}
+			c.atLeast("eval-episodes", 0, int64(evalEps))
+			if cmd.Flags().Changed("target") {
+				c.finite("target", target, -math.MaxFloat64, math.MaxFloat64)
+			}
+			if err := c.err(); err != nil {
+				return err
+			}
 			w := cmd.OutOrStdout()
 			rows, err := all.BenchLearn(cmd.Context(), configs, seeds, all.LearnOptions{
-				Steps: steps, Out: out, Set: set, Progress: cmd.ErrOrStderr(), EvalEpisodes: evalEps})
+				Steps: steps, Out: out, Force: force, Set: set, Progress: cmd.ErrOrStderr(), EvalEpisodes: evalEps})
 			if len(rows) > 0 {
 				if werr := writeRows(w, asJSON, rows); werr != nil {
 					return werr
@@ -67,6 +79,7 @@ unless --target is given).`,
 	fl.StringVar(&seedList, "seeds", "1-5", "seeds: a list (1,2,3) or a range (1-5)")
 	fl.Int64Var(&steps, "steps", 0, "override every config's steps")
 	fl.StringVar(&out, "out", "", "write each run's directory under this folder (default: no files)")
+	fl.BoolVar(&force, "force", false, "replace runs already under --out")
 	fl.StringVar(&md, "md", "", "write markdown tables to this file")
 	fl.StringArrayVar(&set, "set", nil, "algorithm override key=value applied to every config (repeatable)")
 	fl.Float64Var(&target, "target", math.NaN(), "return target (default: the env's reward threshold)")

@@ -37,6 +37,14 @@ machine. For the one-core
 figures in docs/BENCHMARKS.md run with GOMAXPROCS=1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			c := flagCheck{cmd: "bench nn"}
+			c.atLeast("in", 1, int64(in))
+			c.atLeast("out", 1, int64(out))
+			c.atLeast("repeats", 1, int64(repeats))
+			c.atLeast("min-time", 1, int64(minTime))
+			if err := c.err(); err != nil {
+				return err
+			}
 			var bs []int
 			for _, f := range strings.Split(batches, ",") {
 				b, err := strconv.Atoi(strings.TrimSpace(f))
@@ -49,7 +57,7 @@ figures in docs/BENCHMARKS.md run with GOMAXPROCS=1.`,
 			if err != nil {
 				return fmt.Errorf("bench nn: --act: %w", err)
 			}
-			rows, err := nn.BenchMLP(nn.BenchOptions{Nets: nets, In: in, Out: out, Act: a, Batches: bs, Ops: ops,
+			rows, err := nn.BenchMLP(cmd.Context(), nn.BenchOptions{Nets: nets, In: in, Out: out, Act: a, Batches: bs, Ops: ops,
 				Backends: backends, MinTime: minTime, Repeats: repeats, Stat: stat})
 			if err != nil {
 				return fmt.Errorf("bench nn: %w", err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"herd/internal/sysmem"
 	"herd/replay/persist"
 )
 
@@ -21,6 +22,18 @@ func newBenchPersistCmd() *cobra.Command {
 		Use:   "persist",
 		Short: "benchmark the persistent replay store (push/get/sample per mode)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			c := flagCheck{cmd: "bench persist"}
+			c.atLeast("value-bytes", 1, int64(cfg.ValueBytes))
+			c.atLeast("keys", 1, int64(cfg.Keys))
+			c.atLeast("cache-mb", 1, int64(cfg.CacheMB))
+			c.atLeast("sample-n", 1, int64(cfg.SampleN))
+			c.atLeast("reads", 1, int64(cfg.Reads))
+			if err := c.err(); err != nil {
+				return err
+			}
+			if err := sysmem.Check(float64(cfg.Keys)*float64(cfg.ValueBytes), fmt.Sprintf("bench persist: --keys %d × --value-bytes %d", cfg.Keys, cfg.ValueBytes)); err != nil {
+				return err
+			}
 			for _, s := range modes {
 				m, err := persist.ParseMode(s)
 				if err != nil {

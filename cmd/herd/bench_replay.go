@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
+	"herd/internal/sysmem"
 	"herd/replay"
 	"herd/replay/bench"
 	"herd/replay/sumtree"
@@ -57,6 +60,27 @@ the filled range or on a zero priority (--draws, e.g. 1e8 on 1e7 slots).`,
   herd bench replay --safety --capacity 10000000 --draws 100000000`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			c := flagCheck{cmd: "bench replay"}
+			c.atLeast("capacity", 1, ints(capacities...)...)
+			c.atLeast("fanout", 2, ints(fanouts...)...)
+			c.atLeast("threads", 1, ints(threads...)...)
+			c.atLeast("batch", 1, int64(batch))
+			c.atLeast("actor-batch", 1, int64(actorBatch))
+			c.atLeast("draws", 1, draws)
+			c.finite("ratio", ratio, 0, math.MaxFloat64)
+			c.finite("seconds", seconds, 0, 1e9)
+			c.finite("filled", filled, math.SmallestNonzeroFloat64, 1)
+			if len(capacities) == 0 || len(fanouts) == 0 || len(threads) == 0 {
+				c.bad("capacity/fanout/threads", "give at least one value each")
+			}
+			if err := c.err(); err != nil {
+				return err
+			}
+			// a sum tree, its inputs and a buffer of CartPole rows: ~64 B a slot
+			if err := sysmem.Check(64*float64(slices.Max(capacities))*float64(len(fanouts)),
+				fmt.Sprintf("bench replay: --capacity %d × %d fanouts", slices.Max(capacities), len(fanouts))); err != nil {
+				return err
+			}
 			st := bench.Stat(stat)
 			if st != bench.Median && st != bench.Min {
 				return fmt.Errorf("bench replay: --stat %q: want median or min", stat)
@@ -93,7 +117,7 @@ the filled range or on a zero priority (--draws, e.g. 1e8 on 1e7 slots).`,
 			}
 			var rows []bench.Row
 			if len(treeOps) > 0 {
-				tr, err := bench.TreeRows(bench.TreeConfig{Capacities: capacities, Fanouts: fanouts, Batch: batch,
+				tr, err := bench.TreeRows(ctx, bench.TreeConfig{Capacities: capacities, Fanouts: fanouts, Batch: batch,
 					Seconds: seconds, Stat: st, Seed: seed})
 				if err != nil {
 					return err

@@ -1,9 +1,17 @@
 // Command herd trains reinforcement-learning agents and benchmarks the
 // machinery underneath them. Run `herd --help` for the commands.
+//
+// Exit status: 0 when the command did everything it promised (for train: a
+// completed run whose files were all written); 130 when it was stopped by
+// Ctrl-C or SIGTERM and everything it had to save was saved (train: the
+// checkpoint and metrics of the interrupted run); 1 for any other failure,
+// with the reason on stderr (bad input, a diverged run, a file that could
+// not be written, a second Ctrl-C).
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,14 +20,70 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// Exit statuses.
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitInterrupted = 130 // 128 + SIGINT, as shells report a Ctrl-C
+)
+
 func main() {
-	// The first Ctrl-C cancels the context so long jobs (train, bench) can
-	// save and exit cleanly; a second one kills the process as usual.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptContext(os.Stderr)
 	defer stop()
-	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+	err := newRootCmd().ExecuteContext(ctx)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "herd:", err)
-		os.Exit(1)
+	}
+	stop()
+	os.Exit(exitCode(err))
+}
+
+// exitCode maps a command's error to the exit status: a cancellation that
+// reached the top unmixed with any failure means a clean interruption.
+// Commands must not wrap context.Canceled into an error that also reports
+// something unsaved (algo.TrainRun guarantees this for train).
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
+	}
+	return exitFailed
+}
+
+// interruptContext returns a context cancelled by the first SIGINT or
+// SIGTERM, so long commands (train, bench, eval) stop at their next check,
+// save what they must and exit. A second signal exits at once with
+// exitFailed, saving nothing more. stop ends the signal handling.
+func interruptContext(stderr *os.File) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sigs:
+			fmt.Fprintf(stderr, "\nherd: %v: stopping (saving what must be saved); interrupt again to exit at once\n", s)
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case s := <-sigs:
+			fmt.Fprintf(stderr, "herd: %v again: exiting at once, nothing more saved\n", s)
+			os.Exit(exitFailed)
+		case <-done:
+		}
+	}()
+	var stopped bool
+	return ctx, func() {
+		if !stopped {
+			stopped = true
+			signal.Stop(sigs)
+			close(done)
+			cancel()
+		}
 	}
 }
 

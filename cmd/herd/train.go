@@ -14,6 +14,7 @@ import (
 	"herd/algo"
 	"herd/algo/all"
 	"herd/run"
+	"herd/metrics"
 )
 
 // trainFlags are the flags of `herd train`; a flag that is set overrides the
@@ -26,6 +27,7 @@ type trainFlags struct {
 	quiet                  bool
 	cpuProfile             string
 	evalEpisodes           int
+	force, resume          bool
 }
 
 func newTrainCmd() *cobra.Command {
@@ -37,7 +39,17 @@ func newTrainCmd() *cobra.Command {
 header keys algo, env, seed, steps, out, log_every and a section named after the
 algorithm) and the flags, which override the file. Algorithms: ` + algoNames() + `.
 
-Ctrl-C stops training, saves the checkpoint and the metrics, and exits.`,
+The run directory (--out) must not hold a run already: --force replaces it
+(only once the new run has trained), --resume would continue it but no
+algorithm can resume today (checkpoints hold the weights only), so it fails
+with the reason. Nothing is written before the configuration, the env and
+the memory estimate have been checked, and the files appear together at the
+end; a lock keeps a second process out of the directory.
+
+Ctrl-C stops training, saves the checkpoint and the metrics, and exits with
+status 130; a second Ctrl-C exits at once. A loss, gradient or parameter
+that becomes NaN or infinite stops the run: the last finite weights are
+saved, summary.json says "diverged", and the status is 1.`,
 		Example: `  herd train --config configs/ppo-cartpole.yaml
   herd train --config configs/ppo-cartpole.yaml --seed 2 --steps 100000 --set learning_rate=3e-4
   herd train --algo ppo --env Acrobot-v1 --steps 500000`,
@@ -58,7 +70,17 @@ Ctrl-C stops training, saves the checkpoint and the metrics, and exits.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			return runTrain(cmd.Context(), cmd.OutOrStdout(), res, f.quiet, f.evalEpisodes)
+			if f.force && f.resume {
+				return errors.New("train: --force and --resume exclude each other")
+			}
+			mode := algo.DirNew
+			switch {
+			case f.force:
+				mode = algo.DirForce
+			case f.resume:
+				mode = algo.DirResume
+			}
+			return runTrain(cmd.Context(), cmd.OutOrStdout(), res, mode, f.quiet, f.evalEpisodes)
 		},
 	}
 	fl := cmd.Flags()
@@ -72,6 +94,8 @@ Ctrl-C stops training, saves the checkpoint and the metrics, and exits.`,
 	fl.StringArrayVar(&f.set, "set", nil, "override an algorithm setting, key=value (repeatable)")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress output")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
+	fl.BoolVar(&f.force, "force", false, "replace a run already in --out")
+	fl.BoolVar(&f.resume, "resume", false, "continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
 	fl.IntVar(&f.evalEpisodes, "eval-episodes", 0, "after training, evaluate the greedy policy for this many episodes (into summary.json)")
 	return cmd
 }
@@ -130,17 +154,23 @@ func resolveWith(cmd *cobra.Command, f *trainFlags, specs []algo.Spec) (*algo.Re
 	return res, err
 }
 
-func runTrain(ctx context.Context, w io.Writer, res *algo.Resolved, quiet bool, evalEpisodes int) error {
-	opt := algo.RunOptions{EvalEpisodes: evalEpisodes, Executors: run.Executors()}
+func runTrain(ctx context.Context, w io.Writer, res *algo.Resolved, mode algo.DirMode, quiet bool, evalEpisodes int) error {
+	if evalEpisodes < 0 {
+		return fmt.Errorf("train: --eval-episodes must be >= 0, got %d", evalEpisodes)
+	}
+	opt := algo.RunOptions{EvalEpisodes: evalEpisodes, Dir: mode, Executors: run.Executors()}
 	if !quiet {
 		opt.Progress, opt.Bar = w, isTerminal(w)
 	}
-	fmt.Fprintf(w, "training %s on %s, seed %d, %d steps → %s\n",
-		res.Header.Algo, res.Header.Env, res.Header.Seed, res.Header.Steps, res.Header.Out)
+	opt.Started = func() {
+		fmt.Fprintf(w, "training %s on %s, seed %d, %d steps → %s\n",
+			res.Header.Algo, res.Header.Env, res.Header.Seed, res.Header.Steps, res.Header.Out)
+	}
 	sum, err := algo.TrainRun(ctx, res, opt)
-	if sum.Interrupted {
+	if errors.Is(err, context.Canceled) {
+		// TrainRun wraps Canceled only when everything was saved.
 		fmt.Fprintf(w, "interrupted at step %d: checkpoint and metrics saved in %s\n", sum.Steps, res.Header.Out)
-		return nil
+		return err
 	}
 	if err != nil {
 		return err
@@ -170,12 +200,14 @@ func newEvalCmd() *cobra.Command {
 		dir      string
 		episodes int
 		seed     uint64
+		envID    string
 	)
 	cmd := &cobra.Command{
-		Use:     "eval",
-		Short:   "evaluate a trained agent deterministically and print mean ± std return",
-		Example: `  herd eval --run runs/ppo-CartPole-v1-1 --episodes 20`,
-		Args:    cobra.NoArgs,
+		Use:   "eval",
+		Short: "evaluate a trained agent deterministically and print mean ± std return",
+		Example: `  herd eval --run runs/ppo-CartPole-v1-1 --episodes 20
+  herd eval --run runs/ppo-CartPole-v1-1 --env CartPole-v0`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" {
 				return errors.New("eval: --run DIR is required")
@@ -184,11 +216,26 @@ func newEvalCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("eval: %w", err)
 			}
-			res, err := algo.Resolve(data, all.Specs(), algo.Overrides{})
+			var ov algo.Overrides
+			if cmd.Flags().Changed("env") {
+				ov.Env = &envID
+			}
+			res, err := algo.Resolve(data, all.Specs(), ov)
 			if err != nil {
 				return fmt.Errorf("eval: %s: %w", filepath.Join(dir, algo.ConfigFile), err)
 			}
-			p, err := res.Spec.LoadPolicy(filepath.Join(dir, algo.ModelFile), res.Header, res.Config)
+			model := filepath.Join(dir, algo.ModelFile)
+			note, err := algo.CheckCheckpoint(model, res.Header, ov.Env != nil)
+			if err != nil {
+				return fmt.Errorf("eval: %w", err)
+			}
+			if note != "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "eval:", note)
+			}
+			if sum, err := metrics.ReadSummary(filepath.Join(dir, algo.SummaryFile)); err == nil && sum.Status == metrics.StatusDiverged {
+				fmt.Fprintf(cmd.ErrOrStderr(), "eval: note: this run diverged (%s); the checkpoint holds its last finite weights\n", sum.Reason)
+			}
+			p, err := res.Spec.LoadPolicy(model, res.Header, res.Config)
 			if err != nil {
 				return fmt.Errorf("eval: %w", err)
 			}
@@ -205,5 +252,6 @@ func newEvalCmd() *cobra.Command {
 	cmd.Flags().StringVar(&dir, "run", "", "run directory written by herd train")
 	cmd.Flags().IntVar(&episodes, "episodes", 10, "number of episodes")
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "evaluation seed (episode k is reset with a seed derived from it)")
+	cmd.Flags().StringVar(&envID, "env", "", "evaluate on this env instead of the run's (its spaces must match the checkpoint's)")
 	return cmd
 }

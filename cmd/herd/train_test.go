@@ -70,6 +70,19 @@ func TestTrainRejectsBadInput(t *testing.T) {
 		{[]string{"eval"}, "--run"},
 		{[]string{"eval", "--run", dir}, "config.yaml"},
 		{[]string{"bench", "learn", "--seeds", "x"}, "--seeds"},
+		{[]string{"bench", "learn", "--config", cfg, "--steps", "-1"}, "--steps"},
+		{[]string{"bench", "persist", "--keys", "0"}, "--keys"},
+		{[]string{"bench", "persist", "--value-bytes", "0"}, "--value-bytes"},
+		{[]string{"bench", "persist", "--reads", "-5"}, "--reads"},
+		{[]string{"bench", "replay", "--fanout", "0"}, "--fanout"},
+		{[]string{"bench", "replay", "--seconds", "-1"}, "--seconds"},
+		{[]string{"bench", "replay", "--ratio", "NaN"}, "--ratio"},
+		{[]string{"bench", "replay", "--capacity", "0"}, "--capacity"},
+		{[]string{"bench", "nn", "--repeats", "0"}, "--repeats"},
+		{[]string{"bench", "nn", "--min-time", "-1s"}, "--min-time"},
+		{[]string{"bench", "env", "--num-envs", "0"}, "--num-envs"},
+		{[]string{"train", "--algo", "ppo", "--env", "CartPole-v1", "--steps", "1000", "--force", "--resume"}, "exclude"},
+		{[]string{"eval", "--run", dir, "--episodes", "0"}, "config.yaml"},
 	} {
 		out, err := runHerd(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

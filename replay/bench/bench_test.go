@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"testing"
 
 	"herd/replay"
@@ -30,7 +31,7 @@ func BenchmarkMixed(b *testing.B) {
 
 // TestSmoke runs every measurement path once at a tiny size.
 func TestSmoke(t *testing.T) {
-	rows, err := TreeRows(TreeConfig{Capacities: []int{1000}, Fanouts: []int{2, 8}, Batch: 16, Seconds: 0.01, Stat: Min, Seed: 1})
+	rows, err := TreeRows(context.Background(), TreeConfig{Capacities: []int{1000}, Fanouts: []int{2, 8}, Batch: 16, Seconds: 0.01, Stat: Min, Seed: 1})
 	if err != nil || len(rows) != 4 {
 		t.Fatalf("TreeRows: %d rows, %v", len(rows), err)
 	}

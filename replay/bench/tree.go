@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -79,8 +80,9 @@ const treeRounds = 1024 // distinct pre-drawn batches for tree_set
 // TreeRows measures tree_set and tree_sample for every capacity and
 // fanout. For one capacity, the fanouts are measured in interleaved
 // windows (round robin, each window a few milliseconds), so load from
-// other processes spreads evenly over them and their ratios are fair.
-func TreeRows(cfg TreeConfig) ([]Row, error) {
+// other processes spreads evenly over them and their ratios are fair. A
+// cancelled ctx stops it between windows, with ctx's error.
+func TreeRows(ctx context.Context, cfg TreeConfig) ([]Row, error) {
 	if cfg.Batch < 1 {
 		return nil, fmt.Errorf("bench: batch %d < 1", cfg.Batch)
 	}
@@ -103,6 +105,9 @@ func TreeRows(cfg TreeConfig) ([]Row, error) {
 		}
 		deadline := time.Now().Add(time.Duration(cfg.Seconds * float64(time.Second)))
 		for round := 0; round < 3 || time.Now().Before(deadline); round++ {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			for i, c := range cases {
 				c.measure(setReps[i], sampReps[i], cfg.Batch)
 			}

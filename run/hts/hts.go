@@ -24,13 +24,6 @@ type Shape interface {
 	RolloutShape() (numEnvs, numSteps int, gamma float32)
 }
 
-// Valuer reads state values off policy outputs without drawing random
-// numbers; on-policy samplers implement it. The env worker needs it for
-// the truncation bootstrap and for the values after a segment's last step.
-type Valuer interface {
-	ValuesTo(dst, out []float32, n int)
-}
-
 // modeler is a learner that can hand out its model (to save and evaluate).
 type modeler interface{ Model() algo.Model }
 
@@ -144,17 +137,10 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	obsDim, actDim := envs[0].ObservationSpace().Dim(), envs[0].ActionSpace().Dim()
 	samplers := make([]algo.Sampler, numEnvs)
-	valuers := make([]Valuer, numEnvs)
 	for i := range samplers {
-		s, err := pieces.NewSampler(1, rng.New(h.Seed, "env-worker", i))
-		if err != nil {
+		if samplers[i], err = pieces.NewSampler(1, rng.New(h.Seed, "env-worker", i)); err != nil {
 			return nil, err
 		}
-		v, ok := s.(Valuer)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s's sampler cannot read values off outputs", ErrConfig, spec.Name)
-		}
-		samplers[i], valuers[i] = s, v
 	}
 
 	store := weights.NewStore(learner.Weights())
@@ -180,7 +166,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	ews := make([]*envWorker, len(workers))
 	for k, w := range workers {
 		ews[k] = &envWorker{lo: w[0], hi: w[1], n: numEnvs, T: T, obsDim: obsDim, actDim: actDim, outDim: outDim,
-			gamma: gamma, envs: envs[w[0]:w[1]], samplers: samplers[w[0]:w[1]], valuers: valuers[w[0]:w[1]], inf: inf}
+			gamma: gamma, envs: envs[w[0]:w[1]], samplers: samplers[w[0]:w[1]], inf: inf}
 		if err := ews[k].reset(h.Seed); err != nil {
 			stop()
 			return nil, err
@@ -337,7 +323,6 @@ type envWorker struct {
 	gamma                  float32
 	envs                   []env.Env
 	samplers               []algo.Sampler
-	valuers                []Valuer
 	inf                    *inference
 	obs                    []float32 // (hi−lo) × obsDim: what each env acts on next
 	acts                   []algo.Acts
@@ -400,8 +385,7 @@ func (w *envWorker) step(ctx context.Context, seg *sample.Segment, t int, step i
 				if err != nil {
 					return err
 				}
-				w.valuers[j].ValuesTo(w.v[:], out, 1)
-				seg.Rewards[k] += w.gamma * w.v[0]
+				seg.Rewards[k] += w.gamma * out[w.outDim-1]
 			}
 			if info.HasEpisode {
 				w.episodes = append(w.episodes, sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t})
@@ -424,7 +408,7 @@ func (w *envWorker) end(ctx context.Context, seg *sample.Segment) error {
 		return err
 	}
 	for j := range w.envs {
-		w.valuers[j].ValuesTo(seg.LastValues[w.lo+j:w.lo+j+1], out[j*w.outDim:(j+1)*w.outDim], 1)
+		seg.LastValues[w.lo+j] = out[(j+1)*w.outDim-1] // on-policy rows end with V(s)
 	}
 	return nil
 }

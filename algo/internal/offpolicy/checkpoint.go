@@ -35,6 +35,10 @@ func Save(path string, nets []Named, metadata map[string]string) error {
 	return nn.SaveFile(path, prefixed(nets), metadata)
 }
 
+// Params returns the parameters of nets as Save names them; they share
+// Value and Grad with the networks (for algo.ParamModel).
+func Params(nets []Named) []*nn.Param { return prefixed(nets) }
+
 // Load reads the networks written by Save back into nets' parameters.
 func Load(path string, nets []Named) error {
 	_, err := nn.LoadFile(path, prefixed(nets))

@@ -1,0 +1,320 @@
+package algo
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"herd/env"
+	"herd/metrics"
+	"herd/nn"
+)
+
+// scriptModel is a one-parameter model; its value is the step at which
+// Train last wrote it, so a checkpoint tells which step it holds.
+type scriptModel struct{ w *nn.Param }
+
+func (m *scriptModel) Act(dst, _ []float32) []float32 { dst[0] = 0; return dst[:1] }
+func (m *scriptModel) Save(path string) error {
+	return nn.SaveFile(path, []*nn.Param{m.w}, map[string]string{"format": "script"})
+}
+func (m *scriptModel) Params() []*nn.Param { return []*nn.Param{m.w} }
+
+type scriptConfig struct {
+	// BadAt is the step at which Train poisons the run; What says how:
+	// "loss" (NaN loss and NaN weight), "param" (NaN weight only), "grad".
+	BadAt int64  `yaml:"bad_at"`
+	What  string `yaml:"what"`
+	// NoParams hides Params (a model the guard cannot roll back).
+	NoParams bool `yaml:"no_params"`
+}
+
+func (c *scriptConfig) Validate(Header) error { return nil }
+
+type opaqueModel struct{ m *scriptModel }
+
+func (o opaqueModel) Act(dst, obs []float32) []float32 { return o.m.Act(dst, obs) }
+func (o opaqueModel) Save(path string) error           { return o.m.Save(path) }
+
+func scriptSpec() Spec {
+	return Spec{
+		Name:      "script",
+		Scalars:   []string{"losses/x", "losses/explained_variance"},
+		NewConfig: func() Config { return &scriptConfig{} },
+		Train: func(ctx context.Context, rt *Runtime, c Config) (Model, error) {
+			cfg := c.(*scriptConfig)
+			m := &scriptModel{w: nn.NewParam("w", 1)}
+			var model Model = m
+			if cfg.NoParams {
+				model = opaqueModel{m}
+			}
+			rt.Track(model)
+			for step := int64(100); step <= rt.Header.Steps; step += 100 {
+				if ctx.Err() != nil {
+					return model, ctx.Err()
+				}
+				m.w.Value[0] = float32(step)
+				loss := 1.0
+				if cfg.BadAt > 0 && step >= cfg.BadAt {
+					switch cfg.What {
+					case "loss":
+						m.w.Value[0], loss = float32(math.NaN()), math.NaN()
+					case "param":
+						m.w.Value[0] = float32(math.Inf(1))
+					case "grad":
+						m.w.Grad[0] = float32(math.NaN())
+					}
+				}
+				rt.Log.Scalar("losses/x", loss)
+				rt.Log.Scalar("losses/explained_variance", math.NaN()) // undefined, not divergence
+				rt.Log.Step(step)
+			}
+			return model, nil
+		},
+	}
+}
+
+func scriptRun(t *testing.T, out string, set ...string) *Resolved {
+	t.Helper()
+	a, e, steps := "script", "CartPole-v1", int64(5000)
+	res, err := Resolve(nil, []Spec{scriptSpec()}, Overrides{Algo: &a, Env: &e, Steps: &steps, Out: &out, Set: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func readWeights(t *testing.T, path string) (float32, map[string]string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ck, err := nn.ReadSafetensors(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ck.Tensors["w"].Data[0], ck.Metadata
+}
+
+func TestTrainRunCompletes(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	sum, err := TrainRun(context.Background(), scriptRun(t, out), RunOptions{})
+	if err != nil || sum.Status != metrics.StatusCompleted {
+		t.Fatalf("err %v, status %q", err, sum.Status)
+	}
+	for _, f := range RunFiles() {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("missing %s", f)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, stagingDir)); !os.IsNotExist(err) {
+		t.Errorf("staging directory left behind: %v", err)
+	}
+	w, md := readWeights(t, filepath.Join(out, ModelFile))
+	if w != 5000 || md[MetaAlgo] != "script" || md[MetaEnv] != "CartPole-v1" || md["format"] != "script" ||
+		!strings.HasPrefix(md[MetaObsSpace], "Box(") || md[MetaActSpace] != "Discrete(2, start=0)" {
+		t.Fatalf("weight %v, metadata %v", w, md)
+	}
+	csv, _ := os.ReadFile(filepath.Join(out, MetricsFile))
+	// A NaN that an algorithm logs is written as NaN (here: explained
+	// variance, undefined without variance, which does not stop the run).
+	if !strings.Contains(string(csv), ",1,NaN\n") {
+		t.Errorf("want the NaN explained variance written as NaN:\n%s", csv)
+	}
+}
+
+func TestTrainRunStopsAtDivergence(t *testing.T) {
+	for _, tc := range []struct {
+		what, quantity string
+		step, kept     int64
+		weight         float32
+	}{
+		{"loss", "losses/x", 2500, 2000, 2000},     // loss seen at once; weights of the last row
+		{"param", "parameter w", 3000, 2000, 2000}, // parameters checked at each row
+		{"grad", "gradient of w", 3000, 2000, 2000},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			sum, err := TrainRun(context.Background(), scriptRun(t, out, "bad_at=2500", "what="+tc.what), RunOptions{})
+			var de *DivergedError
+			if !errors.As(err, &de) || !errors.Is(err, ErrDiverged) || errors.Is(err, context.Canceled) {
+				t.Fatalf("err %v: want a *DivergedError, not a cancellation", err)
+			}
+			if de.Step != tc.step || de.Quantity != tc.quantity || de.KeptStep != tc.kept {
+				t.Fatalf("diverged at %d on %q keeping %d; want %d, %q, %d", de.Step, de.Quantity, de.KeptStep, tc.step, tc.quantity, tc.kept)
+			}
+			if !strings.Contains(err.Error(), tc.quantity) {
+				t.Errorf("error %q does not name %s", err, tc.quantity)
+			}
+			s, rerr := metrics.ReadSummary(filepath.Join(out, SummaryFile))
+			if rerr != nil || s.Status != metrics.StatusDiverged || sum.Status != metrics.StatusDiverged || !strings.Contains(s.Reason, tc.quantity) {
+				t.Fatalf("summary %+v (%v)", s, rerr)
+			}
+			if w, _ := readWeights(t, filepath.Join(out, ModelFile)); w != tc.weight {
+				t.Fatalf("saved weight %v, want the last finite one %v", w, tc.weight)
+			}
+			if tc.what == "loss" {
+				csv, _ := os.ReadFile(filepath.Join(out, MetricsFile))
+				if !strings.Contains(string(csv), ",NaN,") {
+					t.Errorf("the NaN loss is not written as NaN:\n%s", csv)
+				}
+			}
+		})
+	}
+}
+
+// A model that hides its parameters cannot be rolled back: its NaN weights
+// are refused, the run fails and says so.
+func TestTrainRunDivergedWithoutParams(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	_, err := TrainRun(context.Background(), scriptRun(t, out, "bad_at=2500", "what=loss", "no_params=true"), RunOptions{})
+	if !errors.Is(err, ErrDiverged) || !strings.Contains(err.Error(), "not everything was saved") {
+		t.Fatalf("err %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, ModelFile)); !os.IsNotExist(err) {
+		t.Fatalf("a non-finite model was written: %v", err)
+	}
+}
+
+func TestTrainRunInterrupted(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	sum, err := TrainRun(ctx, scriptRun(t, out), RunOptions{})
+	if !errors.Is(err, context.Canceled) || sum.Status != metrics.StatusInterrupted {
+		t.Fatalf("err %v, status %q", err, sum.Status)
+	}
+	// The same with a model path that cannot be written: a failure, not a
+	// clean interruption.
+	out2 := filepath.Join(t.TempDir(), "run")
+	if err := os.MkdirAll(filepath.Join(out2, ModelFile, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = TrainRun(ctx, scriptRun(t, out2), RunOptions{Dir: DirForce})
+	if err == nil || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "not everything was saved") {
+		t.Fatalf("err %v: want a failure that is not a cancellation", err)
+	}
+}
+
+func TestRunDirectoryRules(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	if _, err := TrainRun(context.Background(), scriptRun(t, out), RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(out, ModelFile))
+	if _, err := TrainRun(context.Background(), scriptRun(t, out), RunOptions{}); !errors.Is(err, ErrRunExists) {
+		t.Fatalf("second run into %s: %v, want ErrRunExists", out, err)
+	}
+	if _, err := TrainRun(context.Background(), scriptRun(t, out), RunOptions{Dir: DirResume}); !errors.Is(err, ErrCannotResume) {
+		t.Fatalf("resume: %v, want ErrCannotResume", err)
+	}
+	// A forced run that fails before training leaves the old run whole.
+	res := scriptRun(t, out)
+	res.Spec.Train = func(context.Context, *Runtime, Config) (Model, error) { return nil, errors.New("no such space") }
+	if _, err := TrainRun(context.Background(), res, RunOptions{Dir: DirForce}); err == nil {
+		t.Fatal("want the Train error")
+	}
+	after, _ := os.ReadFile(filepath.Join(out, ModelFile))
+	if string(after) != string(before) {
+		t.Fatal("a failed forced run changed the earlier run's model")
+	}
+	// A run into a fresh directory that fails leaves no directory.
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	res.Header.Out = fresh
+	if _, err := TrainRun(context.Background(), res, RunOptions{}); err == nil {
+		t.Fatal("want the Train error")
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Fatalf("failed run left %s behind: %v", fresh, err)
+	}
+	// One writer at a time.
+	d, err := openRunDir(out, DirForce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openRunDir(out, DirForce); !errors.Is(err, ErrRunLocked) {
+		t.Fatalf("second writer: %v, want ErrRunLocked", err)
+	}
+	d.abort()
+	d.close()
+	if d, err = openRunDir(out, DirForce); err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+	d.close()
+}
+
+func TestCheckCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, ModelFile)
+	m := &scriptModel{w: nn.NewParam("w", 1)}
+	e, _ := env.Make("CartPole-v1")
+	h := Header{Algo: "script", Env: "CartPole-v1"}
+	if err := saveCheckpoint(m, path, checkpointMeta(h, e.ObservationSpace(), e.ActionSpace())); err != nil {
+		t.Fatal(err)
+	}
+	if note, err := CheckCheckpoint(path, h, false); err != nil || note != "" {
+		t.Fatalf("same run: %q %v", note, err)
+	}
+	for _, tc := range []struct {
+		h        Header
+		override bool
+		want     string
+	}{
+		{Header{Algo: "ppo", Env: "CartPole-v1"}, false, "trained by script"},
+		{Header{Algo: "script", Env: "CartPole-v0"}, false, "trained on CartPole-v1, not CartPole-v0"},
+		{Header{Algo: "script", Env: "Acrobot-v1"}, true, "Acrobot-v1 has"},
+	} {
+		if _, err := CheckCheckpoint(path, tc.h, tc.override); !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v override %v: %v, want %q", tc.h, tc.override, err, tc.want)
+		}
+	}
+	if note, err := CheckCheckpoint(path, Header{Algo: "script", Env: "CartPole-v0"}, true); err != nil || !strings.Contains(note, "spaces match") {
+		t.Errorf("compatible override: %q %v", note, err)
+	}
+	m.w.Value[0] = float32(math.NaN())
+	if err := saveCheckpoint(m, path, nil); !errors.Is(err, ErrCheckpoint) {
+		t.Errorf("NaN weights saved: %v", err)
+	}
+}
+
+func TestMemoryEstimate(t *testing.T) {
+	e, _ := env.Make("CartPole-v1")
+	obs, act := e.ObservationSpace(), e.ActionSpace()
+	h := Header{Steps: 1000, LogEvery: 1000}
+	small := &testCfg{NumEnvs: 1, BufferSize: 10000, BatchSize: 128, NetArch: []int{120, 84}}
+	uses := EstimateMemory(h, small, obs, act, 1024)
+	var total float64
+	for _, u := range uses {
+		total += u.Bytes
+	}
+	// 10k rows of 2×4 obs + 1 action + 4 scalars, float32: 520 kB, plus little else.
+	if total < 520e3 || total > 2e6 {
+		t.Fatalf("estimate %v B for a CartPole DQN; uses %+v", total, uses)
+	}
+	if err := checkMemory(uses); err != nil {
+		t.Fatal(err)
+	}
+	big := &testCfg{NumEnvs: 1, BufferSize: 1e12, BatchSize: 128}
+	if err := checkMemory(EstimateMemory(h, big, obs, act, 1024)); !errors.Is(err, ErrMemory) || !strings.Contains(err.Error(), "buffer_size=1000000000000") {
+		t.Fatalf("buffer_size=1e12: %v", err)
+	}
+	many := &testCfg{NumEnvs: 1e9, BatchSize: 1}
+	if err := checkMemory(EstimateMemory(h, many, obs, act, 1024)); !errors.Is(err, ErrMemory) || !strings.Contains(err.Error(), "num_envs=1000000000") {
+		t.Fatalf("num_envs=1e9: %v", err)
+	}
+}
+
+type testCfg struct {
+	NumEnvs    int   `yaml:"num_envs"`
+	BufferSize int   `yaml:"buffer_size"`
+	BatchSize  int   `yaml:"batch_size"`
+	NetArch    []int `yaml:"net_arch"`
+}
+
+func (*testCfg) Validate(Header) error { return nil }

@@ -1,0 +1,125 @@
+package tune
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// ErrInput marks curves or counts that cannot be fitted or solved.
+var ErrInput = errors.New("tune: invalid input")
+
+// Point is one measurement: throughput Y (per second) with X workers.
+type Point struct {
+	X int
+	Y float64
+}
+
+// Amdahl is a fitted throughput curve f(x) = F1·x / (1 + S·(x−1)).
+type Amdahl struct {
+	F1 float64 // throughput of one worker
+	S  float64 // serial fraction in [0, 1]
+}
+
+// At returns f(x).
+func (a Amdahl) At(x float64) float64 { return a.F1 * x / (1 + a.S*(x-1)) }
+
+// Fit fits Amdahl's law to the points by least squares on relative error
+// (so a curve's small and large values weigh alike): S by golden-section
+// search on [0, 1], F1 in closed form for each S.
+func Fit(pts []Point) (Amdahl, error) {
+	if len(pts) == 0 {
+		return Amdahl{}, fmt.Errorf("%w: no points", ErrInput)
+	}
+	for _, p := range pts {
+		if p.X < 1 || !(p.Y > 0) || math.IsInf(p.Y, 0) {
+			return Amdahl{}, fmt.Errorf("%w: point (%d, %v): want x ≥ 1 and a finite throughput > 0", ErrInput, p.X, p.Y)
+		}
+	}
+	// For fixed S, f(x) = F1·g(x) with g(x) = x/(1+S(x−1)); minimising
+	// Σ((F1·g − y)/y)² gives F1 = Σ(g/y) / Σ(g²/y²).
+	fitF1 := func(s float64) (float64, float64) {
+		var num, den float64
+		for _, p := range pts {
+			g := float64(p.X) / (1 + s*float64(p.X-1))
+			num += g / p.Y
+			den += g * g / (p.Y * p.Y)
+		}
+		f1 := num / den
+		var loss float64
+		for _, p := range pts {
+			r := (f1*float64(p.X)/(1+s*float64(p.X-1)) - p.Y) / p.Y
+			loss += r * r
+		}
+		return f1, loss
+	}
+	lo, hi := 0.0, 1.0
+	phi := (math.Sqrt(5) - 1) / 2
+	for range 100 {
+		a, b := hi-phi*(hi-lo), lo+phi*(hi-lo)
+		_, la := fitF1(a)
+		_, lb := fitF1(b)
+		if la <= lb {
+			hi = b
+		} else {
+			lo = a
+		}
+	}
+	s := (lo + hi) / 2
+	f1, _ := fitF1(s)
+	return Amdahl{F1: f1, S: s}, nil
+}
+
+// Allocation is one choice of actor and learner counts and the rate the
+// model predicts for it.
+type Allocation struct {
+	Actors, Learners int
+	// ActorRate is f_a(Actors) in env steps/s, LearnerRate U·f_l(Learners)
+	// in env steps/s, Rate their minimum.
+	ActorRate, LearnerRate, Rate float64
+}
+
+// Choose returns every allocation with x_a, x_l ≥ 1 and x_a + x_l ≤ cores,
+// best first, for actors fa (env steps/s), learners fl (updates/s) and U env
+// steps per update. The first is the choice (see the package doc).
+func Choose(fa, fl Amdahl, u float64, cores int) ([]Allocation, error) {
+	if cores < 2 || !(u > 0) || math.IsInf(u, 0) {
+		return nil, fmt.Errorf("%w: cores %d (≥ 2), update interval %v (> 0)", ErrInput, cores, u)
+	}
+	var all []Allocation
+	for a := 1; a < cores; a++ {
+		for l := 1; a+l <= cores; l++ {
+			ar, lr := fa.At(float64(a)), u*fl.At(float64(l))
+			all = append(all, Allocation{Actors: a, Learners: l, ActorRate: ar, LearnerRate: lr, Rate: min(ar, lr)})
+		}
+	}
+	best := slices.MaxFunc(all, func(x, y Allocation) int { return cmpF(x.Rate, y.Rate) })
+	slices.SortStableFunc(all, func(x, y Allocation) int {
+		// Within 1% of the best, fewer workers first; otherwise by rate.
+		xn, yn := x.Rate >= 0.99*best.Rate, y.Rate >= 0.99*best.Rate
+		switch {
+		case xn && yn:
+			if c := (x.Actors + x.Learners) - (y.Actors + y.Learners); c != 0 {
+				return c
+			}
+			return cmpF(y.Rate, x.Rate)
+		case xn:
+			return -1
+		case yn:
+			return 1
+		}
+		return cmpF(y.Rate, x.Rate)
+	})
+	return all, nil
+}
+
+func cmpF(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
