@@ -251,6 +251,9 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 	if err != nil {
 		return nil, err
 	}
+	if c, ok := l.(interface{ Close() error }); ok {
+		defer c.Close() // stops helper goroutines; the learner stays usable
+	}
 	if err := params.Publish(ctx, l.Weights()); err != nil {
 		return l, err
 	}

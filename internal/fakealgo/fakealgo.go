@@ -104,6 +104,9 @@ func Pieces() *algo.Pieces {
 	}
 }
 
+// Close has nothing to stop (learners with helper goroutines do).
+func (l *Learner) Close() error { return nil }
+
 // Model returns the learner's current policy as an algo.Model.
 func (l *Learner) Model() algo.Model { return &Model{p: &Policy{w: l.w, n: l.n}} }
 

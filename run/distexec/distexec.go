@@ -268,6 +268,9 @@ func paramsOf(pieces *algo.Pieces) ([]*nn.Param, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c, ok := l.(interface{ Close() error }); ok {
+		defer c.Close()
+	}
 	v := l.Weights()
 	ps := make([]*nn.Param, v.Len())
 	for i := range ps {
