@@ -206,7 +206,9 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 		}
 	}
 	if c := context.Cause(ctx); errors.Is(c, errGone) {
-		return fmt.Errorf("worker %s: %w", name, errGone)
+		// The normal end of a run as a worker sees it.
+		fmt.Fprintf(w, "worker %s: %v; exiting\n", name, errGone)
+		return nil
 	}
 	if err != nil && ctx.Err() != nil && f.role != "learner" {
 		return nil // interrupted
@@ -268,7 +270,20 @@ learner writes the run directory.`,
 	return cmd
 }
 
+// lockedWriter serializes writes from the worker processes' copiers.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
 func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved, f *launchFlags) error {
+	stdout, stderr = &lockedWriter{w: stdout}, &lockedWriter{w: stderr}
 	h := res.Header
 	rc := h.Runtime
 	if rc.Executor != "dist" {
