@@ -13,8 +13,8 @@ import (
 
 	"herd/algo"
 	"herd/algo/all"
-	"herd/run"
 	"herd/metrics"
+	"herd/run"
 )
 
 // trainFlags are the flags of `herd train`; a flag that is set overrides the
