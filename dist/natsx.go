@@ -521,11 +521,11 @@ func (p *natsParams) Publish(ctx context.Context, v *weights.Version) error {
 	p.box.offer(v)
 	// Keep the newest two versions: older ones are only ever fetched by a
 	// reader two versions behind, which then takes the newest instead.
-	if list, err := p.obs.List(ctx); err == nil {
-		for _, o := range list {
-			if n, ok := paramsVersion(o.Name); ok && n+1 < v.N {
-				_ = p.obs.Delete(ctx, o.Name)
-			}
+	// Learners publish every version, so deleting n−2 suffices (a gap left
+	// by a learner restart stays until the bucket is removed).
+	if v.N >= 2 {
+		if err := p.obs.Delete(ctx, paramsObject(v.N-2)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			p.opt.Logger.Warn("dist: delete old weights", "version", v.N-2, "err", err)
 		}
 	}
 	return nil

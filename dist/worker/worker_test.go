@@ -134,3 +134,92 @@ func TestTopologyNATS(t *testing.T) {
 		return n
 	})
 }
+
+// BenchmarkTopology measures env steps/s of the whole topology (2 env
+// workers × 4 CartPoles, 2 policy workers running the fake linear policy,
+// the fake learner) on the in-process streams and on NATS loopback. The
+// policy and learner are near no-ops, so this is the framework's cost.
+func BenchmarkTopology(b *testing.B) {
+	for _, name := range []string{"inproc", "nats"} {
+		b.Run(name, func(b *testing.B) {
+			var mk func() dist.Transport
+			if name == "inproc" {
+				ip := dist.NewInproc()
+				mk = func() dist.Transport { return ip }
+			} else {
+				srv, err := dist.StartServer(dist.ServerOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer srv.Shutdown()
+				var conns []*nats.Conn
+				defer func() {
+					for _, c := range conns {
+						c.Close()
+					}
+				}()
+				mk = func() dist.Transport {
+					nc, err := nats.Connect(srv.URL())
+					if err != nil {
+						b.Fatal(err)
+					}
+					conns = append(conns, nc)
+					n, err := dist.NewNATS(nc)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return n
+				}
+			}
+			const T, perWorker = 32, 4
+			iters := max(1, b.N/(T*perWorker))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			opt := dist.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
+			var closers []func() error
+			defer func() {
+				for _, c := range closers {
+					_ = c()
+				}
+			}()
+			open := func() (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
+				tr := mk()
+				inf, _ := tr.Inference(ctx, "bench", opt)
+				s, _ := tr.Samples(ctx, "bench", opt)
+				p, _ := tr.Params(ctx, "bench", opt)
+				closers = append(closers, inf.Close, s.Close, p.Close)
+				return inf, s, p
+			}
+			pieces := fakealgo.Pieces()
+			var wg sync.WaitGroup
+			for range 2 {
+				inf, _, p := open()
+				wg.Go(func() { _ = RunPolicy(ctx, pieces, inf, p) })
+			}
+			for slot := range 2 {
+				inf, s, _ := open()
+				envs := make([]env.Env, perWorker)
+				for j := range envs {
+					e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics())
+					if err != nil {
+						b.Fatal(err)
+					}
+					envs[j] = e
+					defer e.Close()
+				}
+				wg.Go(func() {
+					_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99}, pieces, inf, s)
+				})
+			}
+			_, s, p := open()
+			b.ResetTimer()
+			if _, err := RunLearner(ctx, LearnerConfig{Iterations: iters}, pieces, s, p); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(iters*T*perWorker)/b.Elapsed().Seconds(), "env-steps/s")
+			cancel()
+			wg.Wait()
+		})
+	}
+}
