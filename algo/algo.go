@@ -73,7 +73,9 @@ func (h *Header) EnsureDefaults() {
 		h.Runtime.Executor = "local"
 	}
 	if h.Out == "" && h.Algo != "" && h.Env != "" {
-		h.Out = filepath.Join("runs", fmt.Sprintf("%s-%s-%d", h.Algo, h.Env, h.Seed))
+		// A remote id (grpc://host:port/ID) becomes one flat name.
+		envName := strings.NewReplacer("://", "-", "/", "-", ":", "-", "?", "-", "&", "-").Replace(h.Env)
+		h.Out = filepath.Join("runs", fmt.Sprintf("%s-%s-%d", h.Algo, envName, h.Seed))
 	}
 }
 
@@ -139,9 +141,9 @@ type Spec struct {
 	// by Model.Save, given the header and config the run was trained with
 	// (read back from the run's config.yaml). Required.
 	LoadPolicy func(path string, h Header, cfg Config) (Policy, error)
-	// Pieces cuts the algorithm into policy, sampler and learner for the
-	// executors other than local (see Pieces). Nil for an algorithm that
-	// runs only under its own Train.
+	// Pieces cuts the algorithm into its policy, sampler and learner for a
+	// run on spaces sp (see Pieces), for the executors; nil for an
+	// algorithm that only the local executor runs.
 	Pieces func(h Header, cfg Config, sp Spaces) (*Pieces, error)
 }
 

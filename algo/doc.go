@@ -6,16 +6,22 @@
 // # The pieces
 //
 //   - Header: the keys every run shares (algo, env, seed, steps, out,
-//     log_every).
+//     log_every, runtime).
 //   - Config: an algorithm's own typed settings, one struct with yaml tags,
 //     defaults from Spec.NewConfig, checked by Validate.
-//   - Spec: name, config constructor, Train and LoadPolicy. algo/all lists
-//     the Specs the CLI knows.
+//   - Spec: name, config constructor, Train, LoadPolicy and Pieces.
+//     algo/all lists the Specs the CLI knows.
 //   - Runtime and Logger: what Train reports to (per-episode return and
 //     length, named scalars, progress in steps). metrics.Recorder is the
 //     Logger that writes metrics.csv, summary.json and curve.png.
 //   - Model and Policy: what Train returns, saved as model.safetensors, and
 //     the deterministic policy that `herd eval` runs.
+//   - Pieces (pieces.go): an algorithm cut into the parts executors place
+//     on different goroutines, processes or machines — PolicyNet, Sampler,
+//     SegmentLearner — built by Spec.Pieces; SegmentWorker (segment.go),
+//     the on-policy env worker that composes a policy and a sampler into
+//     sample.Segments; RuntimeConfig, the `runtime:` header section that
+//     chooses the executor.
 //
 // # A config file
 //
@@ -66,6 +72,35 @@
 //		}
 //		return agent, nil
 //	}
+//
+// # The pieces, and how an executor uses them
+//
+// The vocabulary is DESIGN.md's: an env worker owns envs and a random
+// stream, a policy worker runs the batched forward pass on a weight
+// version, a learner turns samples into new versions, and a parameter
+// service (weights.Store in one process, weights.Version.Encode's bytes
+// across processes) hands versions out. For an on-policy algorithm:
+//
+//	pc, _ := spec.Pieces(h, cfg, algo.SpacesOf(envs))
+//	policy, _ := pc.NewPolicy()                     // version 0: the run's initial weights
+//	sampler, _ := pc.NewSampler(n, rng.New(seed, "env-worker", id))
+//	learner, _ := pc.NewSegmentLearner()            // defer learner.Close()
+//	worker := algo.NewSegmentWorker(id, envs, policy, sampler, γ)
+//	worker.Reset(envSeed)
+//	for {
+//		worker.Collect(seg)                     // T steps × n envs, truncations bootstrapped
+//		stats, _ := learner.Learn(ctx, seg)     // GAE, then the algorithm's update
+//		policy.SetWeights(learner.Weights())    // or: store.Publish(…); policy.SetWeights(store.Latest())
+//	}
+//
+// That loop, on one goroutine with the algorithm's historical random
+// streams (and the policy reading the learner's parameters in place
+// rather than a version per iteration), is the local executor (`runtime: {executor: local}`, PPO's and
+// A2C's Train), and it trains bit-identical weights to the loops it
+// replaced. examples/async runs the same pieces on two goroutines with a
+// weights.Store between them. A policy row depends only on its
+// observation and a sampler draws in row order from its own stream, so the
+// actions do not depend on how the rows were batched or who computed them.
 //
 // # Rules every algorithm follows
 //

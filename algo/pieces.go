@@ -27,7 +27,9 @@ func SpacesOf(e interface {
 
 // PolicyNet is an algorithm's policy as a policy worker runs it: a
 // deterministic batched forward pass from observations to outputs (logits
-// and state values, Gaussian parameters, Q-values, actor means). It has no
+// and state values, Gaussian parameters, Q-values, actor means). The
+// on-policy algorithms end every row with V(s) (SegmentWorker reads it
+// there for the bootstrap values). It has no
 // randomness and no state beyond its weights, and row i of the outputs
 // depends only on row i of the observations (nn keeps rows bit-independent
 // of the batch), so a policy worker may batch requests from any env workers
@@ -86,6 +88,9 @@ type SegmentLearner interface {
 	// Weights returns the current weights as a new version (its number
 	// grows by one per Learn call; 0 before the first).
 	Weights() *weights.Version
+	// Close stops the learner's helper goroutine (the parallel actor and
+	// critic passes), if any; the learner stays usable.
+	Close() error
 }
 
 // Pieces are an algorithm cut into the parts that executors place on
@@ -102,6 +107,12 @@ type Pieces struct {
 	// NewSegmentLearner builds the learner of an on-policy algorithm (nil
 	// for off-policy ones).
 	NewSegmentLearner func() (SegmentLearner, error)
+	// DecodeWeights rebuilds a version from weights.Version.Encode's bytes,
+	// checked against the run's model (names, shapes): how a process that
+	// receives weights over the network gets a version to SetWeights.
+	DecodeWeights func(b []byte) (*weights.Version, error)
+	// OffPolicy holds the off-policy pieces (zero for on-policy ones).
+	OffPolicy
 }
 
 // RuntimeConfig is the `runtime:` section of a run config: which executor

@@ -109,7 +109,9 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		}
 		return metrics.Summary{}, err
 	}
-	train := func(ctx context.Context, rt *Runtime, spec Spec, cfg Config) (Model, error) { return spec.Train(ctx, rt, cfg) }
+	train := func(ctx context.Context, rt *Runtime, spec Spec, cfg Config) (Model, error) {
+		return spec.Train(ctx, rt, cfg)
+	}
 	if ex := h.Runtime.Executor; ex != "" && ex != "local" {
 		if train = opt.Executors[ex]; train == nil {
 			rec.Close(false)

@@ -22,9 +22,12 @@ type AsyncOptions struct {
 // goroutine per other block steps the rest, each writing its rows of the
 // shared Batch directly. Rows are disjoint, and the caller reads the Batch
 // only after every worker has signalled, so no lock is needed. Each worker
-// is a twin.Pair, which hands off by polling (a worker polls for its next
-// block for up to twin.SpinFor before it parks): a channel hand-off, which
-// parks and wakes goroutines, cost more than a block of cheap env steps.
+// is a twin.Pair, which hands off by polling for a few tens of
+// microseconds while the machine is quiet (a channel hand-off, which parks
+// and wakes goroutines, cost more than a block of cheap env steps); when
+// the cores are shared the caller steps a block itself whenever its worker
+// is late, and stops handing blocks over for a while when that keeps
+// happening (see package twin).
 //
 // Results are identical to SyncVector's for the same seed: each env's
 // stream depends only on its slot. Close stops the workers and waits for

@@ -79,6 +79,17 @@
 //	s := st.StateTo(nil)
 //	obs, err := st.SetState([]float64{0, 0, 0.1, 0})
 //
+// # Remote envs
+//
+// An id of the form grpc://HOST:PORT/ID (grpcs:// for TLS) makes Make and
+// MakeVector open the env on a server speaking herd's protocol
+// (proto/herd/v1/env.proto): `herd serve env` for herd's own envs, or
+// `python3 -m herd_env.serve` for any Gymnasium-style Python env. A
+// RemoteVector steps all its envs with one message per batch; every call
+// has a deadline (?timeout=30s), so a dead server is an error, never a
+// hang. See remote.go for the id's parameters and how errors map back to
+// this package's sentinels.
+//
 // # Costs and concurrency
 //
 // A classic-control Step costs tens of nanoseconds and allocates nothing;

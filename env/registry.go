@@ -112,14 +112,20 @@ func WithKwargs(kw Kwargs) Option {
 // Make builds the env registered as id, as gym.make does: the env, then
 // StrictActions if asked, then TimeLimit(spec.MaxEpisodeSteps unless
 // overridden or disabled), then RecordEpisodeStatistics if asked.
+//
+// An id of the form grpc://HOST:PORT/ENV_ID opens the env on a herd env
+// server instead (see RemoteEnv).
 func Make(id string, opts ...Option) (Env, error) {
-	spec, err := SpecOf(id)
-	if err != nil {
-		return nil, err
-	}
 	var o makeOptions
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if IsRemote(id) {
+		return makeRemote(id, o)
+	}
+	spec, err := SpecOf(id)
+	if err != nil {
+		return nil, err
 	}
 	kw := Kwargs{}
 	for k, v := range spec.Kwargs {

@@ -220,8 +220,16 @@ func (m VectorMode) String() string {
 }
 
 // MakeVector builds n envs with Make(id, opts...) in a SyncVector or an
-// AsyncVector.
+// AsyncVector. For a grpc:// id it returns a RemoteVector (mode is then
+// irrelevant: the server steps the envs).
 func MakeVector(id string, n int, mode VectorMode, opts ...Option) (Vector, error) {
+	if IsRemote(id) {
+		var o makeOptions
+		for _, opt := range opts {
+			opt(&o)
+		}
+		return makeRemoteVector(id, n, o)
+	}
 	if _, err := SpecOf(id); err != nil {
 		return nil, err
 	}

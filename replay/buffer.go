@@ -16,7 +16,8 @@ var (
 	// ErrShape marks a batch whose slices do not match the configured
 	// transition shape or each other.
 	ErrShape = errors.New("replay: batch shape mismatch")
-	// ErrPriority marks a NaN, infinite or negative priority.
+	// ErrPriority marks a NaN, infinite or negative priority, or one whose
+	// power p^α exceeds sumtree.MaxPriority (about 3.4e38).
 	ErrPriority = errors.New("replay: invalid priority")
 	// ErrEmpty is returned when sampling a buffer that holds nothing
 	// (or, for Prioritized, only zero priorities).

@@ -16,8 +16,10 @@ import (
 //
 // # Sampling and weights
 //
-// Slot i holds p_i^α in the tree and is drawn with probability
-// P(i) = p_i^α / Σ_k p_k^α. New transitions enter at the running maximum
+// Slot i holds p_i^α in the tree (a float32 leaf: rounded to 24 bits, so
+// p^α may not exceed sumtree.MaxPriority) and is drawn with probability
+// P(i) = p_i^α / Σ_k p_k^α, exactly for the stored values, which Prob and
+// Priority report. New transitions enter at the running maximum
 // of all priorities seen (initially 1), so each is likely to be replayed
 // at least once. Each sampled transition carries the importance-sampling
 // weight
@@ -77,6 +79,7 @@ type Prioritized struct {
 	st      *storage
 	twoLock bool
 	tree    *sumtree.Tree // leaves guarded by the storage stripes
+	maxRaw  float64       // largest priority x with x^α ≤ sumtree.MaxPriority
 	beta    atomic.Uint64 // math.Float64bits(β)
 	pool    sync.Pool     // *scratch
 
@@ -130,6 +133,7 @@ func NewPrioritized(cfg Config) (*Prioritized, error) {
 		st:      newStorage(cfg.Capacity, cfg.ObsSize, cfg.ActSize, t.Fanout()),
 		twoLock: cfg.Locking == TwoLock,
 		tree:    t,
+		maxRaw:  math.Pow(sumtree.MaxPriority, 1/cfg.Alpha),
 	}
 	p.maxP.Store(math.Float64bits(1))
 	p.beta.Store(math.Float64bits(cfg.Beta))
@@ -184,10 +188,17 @@ func (p *Prioritized) pow(x float64) float64 {
 // (math.Pow took a quarter of a 128-row Sample in the profile).
 func powPos(x, y float64) float64 { return math.Exp(y * math.Log(x)) }
 
-func checkPriorities(prio []float64) error {
+// checkPriorities rejects a priority that is NaN, negative, infinite or
+// above maxRaw, whose power the sum tree could not hold (its leaves are
+// float32: p^α ≤ sumtree.MaxPriority).
+func (p *Prioritized) checkPriorities(prio []float64) error {
 	for i, x := range prio {
 		if !(x >= 0) || math.IsInf(x, 1) {
 			return fmt.Errorf("%w: priorities[%d] = %v", ErrPriority, i, x)
+		}
+		if x > p.maxRaw {
+			return fmt.Errorf("%w: priorities[%d] = %v: to the power α = %v it exceeds %g, the largest the sum tree holds",
+				ErrPriority, i, x, p.cfg.Alpha, float64(sumtree.MaxPriority))
 		}
 	}
 	return nil
@@ -203,7 +214,7 @@ func (p *Prioritized) AddWithPriorities(b *Batch, priorities []float64) error {
 	if b != nil && len(priorities) != b.Len() {
 		return fmt.Errorf("%w: %d priorities for %d transitions", ErrShape, len(priorities), b.Len())
 	}
-	if err := checkPriorities(priorities); err != nil {
+	if err := p.checkPriorities(priorities); err != nil {
 		return err
 	}
 	return p.add(b, priorities)
@@ -446,7 +457,7 @@ func (p *Prioritized) UpdatePriorities(idx []int, gen []uint64, priorities []flo
 			return 0, fmt.Errorf("%w: idx[%d] = %d not in [0, %d)", ErrIndex, k, i, p.cfg.Capacity)
 		}
 	}
-	if err := checkPriorities(priorities); err != nil {
+	if err := p.checkPriorities(priorities); err != nil {
 		return 0, err
 	}
 	if len(idx) == 0 {

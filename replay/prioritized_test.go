@@ -58,7 +58,8 @@ func TestInputErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		before, _, _ := p.Priority(s.Index[0])
-		for _, bad := range []float64{math.NaN(), math.Inf(1), -1} {
+		// 1e70^0.6 = 1e42 is past the float32 leaves' range.
+		for _, bad := range []float64{math.NaN(), math.Inf(1), -1, 1e70} {
 			if _, err := p.UpdatePriorities(s.Index, s.Gen, []float64{5, bad}); !errors.Is(err, ErrPriority) {
 				t.Errorf("priority %v: %v", bad, err)
 			}
@@ -74,6 +75,15 @@ func TestInputErrors(t *testing.T) {
 		}
 		if err := p.AddWithPriorities(makeBatch(1, 2, 1, 0), []float64{-2}); !errors.Is(err, ErrPriority) {
 			t.Errorf("negative initial priority: %v", err)
+		}
+		if err := p.AddWithPriorities(makeBatch(1, 2, 1, 0), []float64{1e300}); !errors.Is(err, ErrPriority) {
+			t.Errorf("initial priority past the tree's range: %v", err)
+		}
+		// The largest accepted priority is stored finite.
+		if _, err := p.UpdatePriorities(s.Index[:1], s.Gen[:1], []float64{math.Pow(math.MaxFloat32, 1/0.6)}); err != nil {
+			t.Errorf("largest storable priority: %v", err)
+		} else if pr, _, _ := p.Priority(s.Index[0]); math.IsInf(pr, 0) || pr < 3e38 {
+			t.Errorf("largest storable priority stored as %v", pr)
 		}
 		if err := p.SetBeta(1.5); !errors.Is(err, ErrBeta) {
 			t.Errorf("beta 1.5: %v", err)
@@ -128,9 +138,11 @@ func TestFIFOEviction(t *testing.T) {
 }
 
 // TestImportanceWeights checks Prob and Weight against the formulas of
-// the Prioritized doc: P(i) = p_i^α/Σp^α, w_i = (N·P(i))^−β / max_j w_j.
+// the Prioritized doc: P(i) = p_i^α/Σp^α, w_i = (N·P(i))^−β / max_j w_j,
+// with p_i^α as the sum tree stores it (rounded to float32).
 func TestImportanceWeights(t *testing.T) {
 	const n, alpha, beta = 6, 0.7, 0.5
+	pow := func(x float64) float64 { return float64(float32(math.Pow(x, alpha))) }
 	p := mustPrioritized(t, Config{Capacity: n, ObsSize: 1, Alpha: alpha, Beta: beta})
 	if err := p.Add(makeBatch(n, 1, 1, 0)); err != nil {
 		t.Fatal(err)
@@ -143,7 +155,7 @@ func TestImportanceWeights(t *testing.T) {
 	}
 	sum := 0.0
 	for _, x := range raw {
-		sum += math.Pow(x, alpha)
+		sum += pow(x)
 	}
 	var s Sample
 	if err := p.Sample(&s, n, rng.New(3, "test", 0)); err != nil {
@@ -151,10 +163,10 @@ func TestImportanceWeights(t *testing.T) {
 	}
 	maxW := 0.0
 	for _, i := range s.Index {
-		maxW = max(maxW, math.Pow(n*math.Pow(raw[i], alpha)/sum, -beta))
+		maxW = max(maxW, math.Pow(n*pow(raw[i])/sum, -beta))
 	}
 	for b, i := range s.Index {
-		prob := math.Pow(raw[i], alpha) / sum
+		prob := pow(raw[i]) / sum
 		if !near(s.Prob[b], prob, 1e-12) {
 			t.Errorf("Prob[%d] (slot %d) = %v, want %v", b, i, s.Prob[b], prob)
 		}

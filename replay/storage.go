@@ -69,19 +69,32 @@ type paddedRW struct {
 }
 
 // spinTries bounds how long a stripe lock is polled before its caller
-// yields. Stripe critical sections last well under a microsecond, while a
+// yields, and yieldTries how many times it yields before it parks in Lock.
+// Stripe critical sections last well under a microsecond, while a
 // goroutine that parks on one, once woken, waits for a processor, which a
 // busy goroutine may hold for a whole scheduling slice (about 10 ms):
 // sync.RWMutex spins only while its processor has nothing else to run, so
-// with more goroutines than cores it parks at once.
-const spinTries = 64
+// with more goroutines than cores it parks at once. But yielding with
+// nothing else to run returns at once, so unbounded yielding is polling:
+// when the holder's thread is descheduled (cores shared with other
+// processes) it would hold a core for nothing; after yieldTries (a few
+// microseconds) the caller parks.
+const (
+	spinTries  = 64
+	yieldTries = 16
+)
 
-// lockSpin is Lock, polling TryLock first and then yielding between polls
-// (see spinTries).
+// lockSpin is Lock, polling TryLock first, then yielding between polls,
+// then parking (see spinTries).
 func (l *paddedRW) lockSpin() {
 	for i := 0; !l.TryLock(); i++ {
-		if i >= spinTries {
+		switch {
+		case i < spinTries:
+		case i < spinTries+yieldTries:
 			runtime.Gosched()
+		default:
+			l.Lock()
+			return
 		}
 	}
 }

@@ -7,8 +7,8 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/onpolicy"
-	"herd/internal/rng"
 	"herd/nn"
+	"herd/sample"
 )
 
 // ---------------------------------------------------------------------------
@@ -73,6 +73,12 @@ func (c *Config) Validate(h algo.Header) error {
 	return errors.Join(errs...)
 }
 
+// RolloutShape is what the HTS executor needs of the config: the envs, the
+// segment length and the discount of the truncation bootstrap.
+func (c *Config) RolloutShape() (numEnvs, numSteps int, gamma float32) {
+	return c.NumEnvs, c.NumSteps, c.Gamma
+}
+
 func (c *Config) agentConfig() onpolicy.AgentConfig {
 	act, _ := nn.ParseActivation(c.Activation)
 	return onpolicy.AgentConfig{Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
@@ -94,13 +100,9 @@ func Spec() algo.Spec {
 		NewConfig:  func() algo.Config { c := DefaultConfig(); return &c },
 		Train:      onpolicy.TrainFunc("a2c", Train),
 		LoadPolicy: LoadPolicy,
+		Pieces:     onpolicy.PiecesFunc("a2c", Pieces),
 	}
 }
-
-// ---------------------------------------------------------------------------
-// 2. Agent: onpolicy.Agent, shared with PPO — separate actor and critic
-// MLPs, Categorical or diagonal-Gaussian head.
-// ---------------------------------------------------------------------------
 
 // LoadPolicy rebuilds the deterministic policy from a checkpoint.
 func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) {
@@ -108,47 +110,64 @@ func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) 
 }
 
 // ---------------------------------------------------------------------------
-// 3. Train
+// 2. Pieces: onpolicy's policy (separate actor and critic MLPs, rows
+// [logits or μ, log σ | V(s)]) and sampler, shared with PPO; A2C's learner
+// (below): one gradient step per segment.
+// ---------------------------------------------------------------------------
+
+// Pieces cuts A2C into the policy, sampler and learner of a run on spaces
+// sp, for any executor.
+func Pieces(h algo.Header, cfg *Config, sp algo.Spaces) (*algo.Pieces, error) {
+	if err := errors.Join(h.Validate(), cfg.Validate(h)); err != nil {
+		return nil, err
+	}
+	return onpolicy.NewPieces("a2c", h, sp, cfg.agentConfig(), func() (algo.SegmentLearner, error) {
+		return newLearner(h, cfg, sp)
+	})
+}
+
+// ---------------------------------------------------------------------------
+// 3. Train: the local executor (onpolicy.TrainLocal)
 // ---------------------------------------------------------------------------
 
 // Train runs synchronous A2C (Mnih et al. 2016, "Asynchronous Methods for
 // Deep Reinforcement Learning", in its synchronous form; SB3's A2C.train)
-// on rt.Header.Env for rt.Header.Steps environment steps. Each update uses
-// one rollout of NumSteps × NumEnvs transitions, once:
-//
-//	Â     = GAE(γ, λ)            (λ = 1: n-step returns minus V)
-//	L_pg  = −mean(Â · log π(a|s))
-//	L_v   = mean((R − V(s))²)     (SB3: F.mse_loss, no ½)
-//	L     = L_pg − c_ent·mean(H) + c_vf·L_v
-//
-// On cancellation of ctx it stops between updates and returns the agent
-// trained so far with ctx.Err().
+// on rt.Header.Env for rt.Header.Steps environment steps: per iteration
+// one rollout of NumSteps × NumEnvs transitions with the policy and the
+// sampler, then one update on it (learner.Learn). On cancellation of ctx
+// it stops between updates and returns the agent trained so far with
+// ctx.Err().
 func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (*onpolicy.Agent, error) {
 	h := rt.Header
 	if err := errors.Join(h.Validate(), cfg.Validate(h)); err != nil {
 		return nil, err
 	}
-	// Sizes.
-	batchSize := cfg.NumEnvs * cfg.NumSteps
-	numIterations := int(h.Steps / int64(batchSize))
+	return onpolicy.TrainLocal(ctx, rt, "a2c", onpolicy.Local{NumEnvs: cfg.NumEnvs, NumSteps: cfg.NumSteps, Gamma: cfg.Gamma},
+		func(sp algo.Spaces) (*algo.Pieces, error) { return Pieces(h, cfg, sp) })
+}
 
-	// Seeds.
-	rInit := rng.New(h.Seed, "a2c/init", 0)
-	rAct := rng.New(h.Seed, "a2c/actor", 0)
-	envSeed := int64(rng.Derive(h.Seed, "a2c/env", 0) >> 1)
+// ---------------------------------------------------------------------------
+// 4. Learn: one update on a segment
+// ---------------------------------------------------------------------------
 
-	// Envs and agent.
-	envs, agent, err := onpolicy.Start("a2c", h.Env, cfg.NumEnvs, cfg.agentConfig(), rInit)
-	if err != nil {
-		return nil, err
-	}
-	rt.Track(agent) // divergence guard (algo.TrainRun)
-	defer envs.Close()
-	defer agent.Close() // stops the parallel worker; the agent stays usable
+// learner is A2C's algo.SegmentLearner. Each Learn is one gradient step on
+// the whole segment:
+//
+//	Â     = GAE(γ, λ)            (λ = 1: n-step returns minus V)
+//	L_pg  = −mean(Â · log π(a|s))
+//	L_v   = mean((R − V(s))²)     (SB3: F.mse_loss, no ½)
+//	L     = L_pg − c_ent·mean(H) + c_vf·L_v
+type learner struct {
+	*onpolicy.Learner // agent, RMSprop or Adam, GAE buffers, versions
+	cfg               *Config
+	loss              *losses
+	policyLoss        onpolicy.PolicyLoss // the loss halves, bound once: no allocation per update
+	valueLoss         onpolicy.ValueLoss
+}
 
-	// Optimizer.
-	agent.Reserve(batchSize)
+func newLearner(h algo.Header, cfg *Config, sp algo.Spaces) (*learner, error) {
 	var opt nn.Optimizer
+	var err error
 	if cfg.UseRMSProp {
 		opt, err = nn.NewRMSProp(nn.RMSPropConfig{LR: cfg.LearningRate, Alpha: 0.99, Eps: cfg.RMSPropEps})
 	} else {
@@ -157,62 +176,59 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (*onpolicy.Agent,
 	if err != nil {
 		return nil, fmt.Errorf("a2c: %w", err)
 	}
-	params := agent.Params()
-
-	// Storage and the two halves of the loss.
-	ro := onpolicy.NewRollout(cfg.NumSteps, cfg.NumEnvs, agent.ObsDim, agent.ActDim)
-	loss := &losses{cfg: cfg, ro: ro, adv: make([]float32, batchSize)}
-	policyLoss, valueLoss := loss.policyLoss, loss.valueLoss // bound once: no allocation per update
-
-	var globalStep int64
-	if err := ro.Reset(envs, envSeed); err != nil {
-		return nil, fmt.Errorf("a2c: %w", err)
+	numIterations := int(h.Steps / int64(cfg.NumEnvs*cfg.NumSteps))
+	base, err := onpolicy.NewLearner("a2c", h, sp, cfg.agentConfig(), opt, numIterations, cfg.Gamma, cfg.GAELambda)
+	if err != nil {
+		return nil, err
 	}
-	for iteration := 1; iteration <= numIterations; iteration++ {
-		if err := ctx.Err(); err != nil {
-			return agent, err
-		}
-		if cfg.AnnealLR {
-			opt.SetLR(nn.LinearSchedule(cfg.LearningRate, 0, iteration-1, numIterations))
-		}
-
-		// Rollout (truncations bootstrapped from the final observation).
-		if err := ro.Collect(envs, agent, rAct, rt.Log, &globalStep, cfg.Gamma); err != nil {
-			return agent, fmt.Errorf("a2c: %w", err)
-		}
-
-		// Advantages and returns.
-		ro.Advantages(cfg.Gamma, cfg.GAELambda)
-		copy(loss.adv, ro.Adv)
-		if cfg.NormAdv {
-			onpolicy.NormalizeTo(loss.adv, ro.Adv)
-		}
-
-		// One gradient step on the whole rollout: the policy and value
-		// halves of the loss run side by side (Agent.Learn).
-		agent.Learn(ro.Obs, ro.Actions, batchSize, policyLoss, valueLoss)
-		if cfg.MaxGradNorm > 0 {
-			nn.ClipGradNorm(params, cfg.MaxGradNorm)
-		}
-		opt.Step(params)
-
-		// Log.
-		rt.Log.Scalar("charts/learning_rate", float64(opt.LR()))
-		rt.Log.Scalar("losses/value_loss", loss.vLoss)
-		rt.Log.Scalar("losses/policy_loss", loss.pgLoss)
-		rt.Log.Scalar("losses/entropy", loss.entropy)
-		rt.Log.Scalar("losses/explained_variance", onpolicy.ExplainedVariance(ro.Values, ro.Returns))
-		rt.Log.Step(globalStep)
-	}
-	return agent, nil
+	l := &learner{Learner: base, cfg: cfg, loss: &losses{cfg: cfg}}
+	l.policyLoss, l.valueLoss = l.loss.policyLoss, l.loss.valueLoss
+	return l, nil
 }
 
-// losses holds A2C's loss halves (passed to Agent.Learn) and the
-// statistics of the last update.
+// Learn runs one A2C update on seg and returns its scalars.
+func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, error) {
+	// Advantages and returns (truncations were bootstrapped by the env worker).
+	iteration, err := l.Begin(ctx, seg)
+	if err != nil {
+		return nil, err
+	}
+	cfg, agent, opt, loss := l.cfg, l.Agent, l.Opt, l.loss
+	params := agent.Params()
+	batchSize := seg.T * seg.N
+	if cfg.AnnealLR {
+		opt.SetLR(nn.LinearSchedule(cfg.LearningRate, 0, iteration-1, l.Iterations))
+	}
+	loss.returns = l.Returns
+	loss.adv = append(loss.adv[:0], l.Adv...)
+	if cfg.NormAdv {
+		onpolicy.NormalizeTo(loss.adv, l.Adv)
+	}
+
+	// One gradient step on the whole rollout: the policy and value halves
+	// of the loss run side by side (Agent.Learn).
+	agent.Reserve(batchSize)
+	agent.Learn(seg.Obs, seg.Actions, batchSize, l.policyLoss, l.valueLoss)
+	if cfg.MaxGradNorm > 0 {
+		nn.ClipGradNorm(params, cfg.MaxGradNorm)
+	}
+	opt.Step(params)
+
+	return []algo.Stat{
+		{Name: "charts/learning_rate", Value: float64(opt.LR())},
+		{Name: "losses/value_loss", Value: loss.vLoss},
+		{Name: "losses/policy_loss", Value: loss.pgLoss},
+		{Name: "losses/entropy", Value: loss.entropy},
+		{Name: "losses/explained_variance", Value: onpolicy.ExplainedVariance(seg.Values, l.Returns)},
+	}, nil
+}
+
+// losses holds A2C's loss halves (passed to Agent.Learn), their inputs and
+// the statistics of the last update.
 type losses struct {
 	cfg                    *Config
-	ro                     *onpolicy.Rollout
 	adv                    []float32 // advantages, normalised if norm_adv
+	returns                []float32 // the critic's targets
 	pgLoss, vLoss, entropy float64
 }
 
@@ -236,7 +252,7 @@ func (l *losses) valueLoss(dValue, value []float32) {
 	invB := 1 / float32(B)
 	var vLoss float64
 	for r := range B {
-		d := value[r] - l.ro.Returns[r]
+		d := value[r] - l.returns[r]
 		vLoss += float64(d * d)
 		dValue[r] = l.cfg.VFCoef * 2 * d * invB
 	}

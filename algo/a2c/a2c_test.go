@@ -61,4 +61,14 @@ func TestA2CValidate(t *testing.T) {
 	if _, err := Spec().Train(context.Background(), &algo.Runtime{Log: algo.Discard()}, nil); !errors.Is(err, algo.ErrConfig) {
 		t.Fatalf("nil config: %v", err)
 	}
+	if _, err := Spec().Pieces(algo.Header{}, nil, algo.Spaces{}); !errors.Is(err, algo.ErrConfig) {
+		t.Fatalf("pieces, nil config: %v", err)
+	}
+}
+
+// TestA2CSameBitsAsBefore: the local executor over the pieces trains
+// bit-identical weights and metrics to the loop before the pieces
+// (testdata/bits.txt: RMSprop and Adam, Categorical and Gaussian heads).
+func TestA2CSameBitsAsBefore(t *testing.T) {
+	learntest.Bits(t, Spec(), "testdata/bits.txt", "native-avx2")
 }

@@ -1,5 +1,7 @@
 // Package a2c is synchronous Advantage Actor-Critic (Mnih et al. 2016) in
-// Stable-Baselines3's form: one file, a2c.go — Config, Agent, Train.
+// Stable-Baselines3's form: one file, a2c.go — Config, Pieces (policy,
+// sampler, learner; the policy and sampler are onpolicy's, shared with
+// PPO), Train (the local executor, onpolicy.TrainLocal), Learn.
 //
 // # Running it
 //
@@ -7,8 +9,9 @@
 //
 // # The loop (Train)
 //
-// Per update: collect num_steps steps of num_envs envs (onpolicy.Rollout,
-// which bootstraps truncated episodes from their final observation),
+// Per update: collect num_steps steps of num_envs envs with the policy and
+// the sampler (algo.SegmentWorker, which bootstraps truncated episodes
+// from their final observation), then learner.Learn on the segment:
 // compute advantages with GAE(γ, λ) — λ = 1 by default, i.e. n-step returns
 // minus V — and take ONE gradient step on the whole rollout:
 //
@@ -28,6 +31,10 @@
 //
 // Per update: num_envs × num_steps env steps with a forward of actor and
 // critic each, and one forward + backward of both on the batch (run on two
-// goroutines with parallel: true, with identical results). No allocation
-// in steady state.
+// goroutines with parallel: true, with identical results). The policy
+// reads the learner's parameters in place (onpolicy.Policy.Follow): a
+// snapshot per update would cost A2C ~10% of its time. Acting and the
+// update allocate nothing in steady state (the scalars come in a new
+// slice per update). The same seed trains the same bits as the loop before the pieces
+// (TestA2CSameBitsAsBefore, testdata/bits.txt).
 package a2c

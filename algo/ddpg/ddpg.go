@@ -19,6 +19,10 @@ type Config struct {
 
 	// NumEnvs is the number of environments stepped together. Default 1.
 	NumEnvs int `yaml:"num_envs"`
+	// Parallel runs the target networks' forward pass on a second goroutine beside the caller's
+	// work (internal/twin), with results identical to one goroutine's;
+	// false keeps everything on the calling goroutine. Default true.
+	Parallel bool `yaml:"parallel"`
 
 	// --- algorithm ---
 
@@ -51,6 +55,7 @@ type Config struct {
 func NewConfig() *Config {
 	return &Config{
 		NumEnvs:          1,
+		Parallel:         true,
 		LearningRate:     3e-4,
 		BufferSize:       1000000,
 		Gamma:            0.99,
@@ -98,6 +103,7 @@ func Spec() algo.Spec {
 		NewConfig:  func() algo.Config { return NewConfig() },
 		Train:      offpolicy.TrainFunc("ddpg", Train),
 		LoadPolicy: LoadPolicy,
+		Pieces:     Pieces,
 	}
 }
 
@@ -149,125 +155,72 @@ func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) 
 	return offpolicy.LoadPolicy("ddpg", path, h, c, func(c *Config) []int { return c.NetArch }, newAgent, (*Agent).nets)
 }
 
-// Train runs DDPG for rt.Header.Steps environment steps.
+// Train runs DDPG for rt.Header.Steps environment steps: the local
+// executor, the shortest composition of the pieces (see Pieces). The env
+// worker acts with the learner's live actor (same goroutine, no copy of
+// the weights), as the loop before the pieces did.
 func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, error) {
 	if err := cfg.Validate(rt.Header); err != nil {
 		return nil, err
 	}
 	h := rt.Header
-	seed := h.Seed
-
-	// Envs and replay: N synchronous copies, driven by the shared collector.
-	col, err := offpolicy.NewCollector(h.Env, cfg.NumEnvs, cfg.BufferSize, cfg.Gamma)
+	envs, err := offpolicy.MakeEnvs(h.Env, cfg.NumEnvs)
+	if err != nil {
+		return nil, err
+	}
+	defer envs.Close()
+	p, err := newPieces(h, cfg, algo.SpacesOf(envs))
 	if err != nil {
 		return nil, fmt.Errorf("ddpg: %w", err)
 	}
-	defer col.Close()
-	obsDim, actDim, low, high, rb := col.ObsDim, col.ActDim, col.Low, col.High, col.Replay
-	N := cfg.NumEnvs
-
-	// Agent, target networks, optimizers.
-	agent, err := newAgent(obsDim, low, high, cfg.NetArch, rng.New(seed, "ddpg/init", 0))
+	learner, err := p.newLearner()
 	if err != nil {
 		return nil, err
 	}
+	defer learner.Close()
+	rb, err := p.Replay()
+	if err != nil {
+		return nil, err
+	}
+	sampler, err := p.Sampler(cfg.NumEnvs, rng.New(h.Seed, "ddpg/explore", 0))
+	if err != nil {
+		return nil, err
+	}
+	assembler, err := p.Assembler(cfg.NumEnvs)
+	if err != nil {
+		return nil, err
+	}
+	worker, err := offpolicy.NewEnvWorker(envs, offpolicy.ActorPolicy(learner.actor, learner.head), sampler, assembler)
+	if err != nil {
+		return nil, err
+	}
+	agent := learner.agent
 	rt.Track(agent) // divergence guard (algo.TrainRun)
-	actor, head, qf1 := agent.Actor, agent.Head, agent.QF1
-	targetActor, qf1Target := actor.Clone(), qf1.Clone()
-	qOpt, err := nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)})
-	if err != nil {
+
+	if err := worker.Reset(h.Seed); err != nil {
 		return nil, err
 	}
-	actorOpt, err := nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)})
-	if err != nil {
-		return nil, err
-	}
-	exploreRNG := rng.New(seed, "ddpg/explore", 0)
-	sampleRNG := rng.New(seed, "ddpg/replay", 0)
-
-	// Learner workspaces.
-	B := cfg.BatchSize
-	var (
-		nextAct   = make([]float32, B*actDim)
-		nextQ     = make([]float32, B) // y = r + γ(1 − d) Q'(s', μ'(s'))
-		dQ        = make([]float32, B)
-		pi        = make([]float32, B*actDim)
-		dOut      = make([]float32, B*actDim)
-		actorLoss float64
-		updates   int64
-	)
-	for _, net := range []*nn.Critic{qf1, qf1Target} {
-		net.Net.Reserve(B)
-	}
-	actor.Reserve(B)
-	targetActor.Reserve(B)
-
-	// updateCritic takes one step on the TD loss (Lillicrap et al. 2016,
-	// Algorithm 1): MSE(Q(s, a), r + γ(1 − d)·Q'(s', μ'(s'))).
-	updateCritic := func() (qfLoss, qMean float64) {
-		head.ActionTo(nextAct, targetActor.Forward(rb.NextObs, B))
-		qn := qf1Target.Forward(rb.NextObs, nextAct, B)
-		for i := range B {
-			nextQ[i] = rb.Reward[i] + rb.Discount[i]*rb.NotDone[i]*qn[i]
-		}
-		qf1.ZeroGrad()
-		q := qf1.Forward(rb.Obs, rb.Action, B)
-		l := nn.MSE(dQ, q, nextQ)
-		qMean = offpolicy.Mean(q)
-		qf1.Backward(dQ)
-		qOpt.Step(qf1.Params())
-		return float64(l), qMean
-	}
-
-	// updateActor takes one deterministic policy gradient step on
-	// −E[Q1(s, μ(s))] (Silver et al. 2014), through the critic's dQ/da.
-	updateActor := func() {
-		actorLoss = offpolicy.DPGStep(actor, head, qf1, actorOpt, rb.Obs, B, pi, dOut, dQ)
-	}
-
-	if err := col.Reset(seed); err != nil {
-		return nil, err
-	}
-	for col.Steps < h.Steps {
+	for worker.Steps < h.Steps {
 		if ctx.Err() != nil {
 			return agent, ctx.Err()
 		}
-		// Act: uniformly random until learning starts, then
-		// clip(μ(s) + N(0, (σ·scale)²), low, high).
-		if col.Steps < int64(cfg.LearningStarts) {
-			col.RandomActions(exploreRNG)
-		} else {
-			head.ActionTo(col.Actions, actor.Forward(col.Obs, N))
-			offpolicy.AddGaussianNoise(col.Actions, head.Scale, low, high, cfg.ExplorationNoise, exploreRNG)
-		}
-		// Step, store (s, a, r, s', terminated) with s' the true final
-		// observation on truncation, log, hand obs over.
-		if err := col.Step(rt.Log); err != nil {
+		// Act (uniformly random until learning starts, then
+		// clip(μ(s) + N(0, (σ·scale)²), low, high)), step, assemble
+		// (s, a, r, s', terminated), log, hand obs over.
+		prev := worker.Steps
+		if err := worker.Step(rt.Log); err != nil {
 			return agent, fmt.Errorf("ddpg: %w", err)
 		}
-		globalStep := col.Steps
-
-		if globalStep > int64(cfg.LearningStarts) && rb.Len() >= B {
-			if err := rb.Sample(B, sampleRNG); err != nil {
-				return agent, fmt.Errorf("ddpg: sample: %w", err)
-			}
-			qfLoss, qMean := updateCritic()
-			updates++
-			// The actor and both targets move once every policy_frequency
-			// critic updates.
-			if updates%int64(cfg.PolicyFrequency) == 0 {
-				updateActor()
-				if err := offpolicy.PolyakAll(cfg.Tau,
-					[2][]*nn.Param{targetActor.Params(), actor.Params()},
-					[2][]*nn.Param{qf1Target.Params(), qf1.Params()}); err != nil {
-					return agent, err
-				}
-				rt.Log.Scalar("losses/actor_loss", actorLoss)
-			}
-			rt.Log.Scalar("losses/qf1_values", qMean)
-			rt.Log.Scalar("losses/qf1_loss", qfLoss)
+		if err := rb.Add(&worker.Transitions); err != nil {
+			return agent, fmt.Errorf("ddpg: store: %w", err)
 		}
-		rt.Log.Step(globalStep)
+		// One critic update per env step once learning has started.
+		stats, err := learner.Learn(ctx, rb, prev, worker.Steps)
+		if err != nil {
+			return agent, err
+		}
+		offpolicy.LogStats(rt.Log, stats)
+		rt.Log.Step(worker.Steps)
 	}
 	return agent, nil
 }

@@ -24,6 +24,31 @@
 //				actor: Adam step on −E[Q(s, μ(s))]
 //				targets: θ' ← τθ + (1 − τ)θ'
 //
+// # Pieces and the local executor
+//
+// Pieces (also Spec().Pieces) cuts DDPG into the parts that executors place
+// on different goroutines, processes or machines (see algo.Pieces and
+// docs/ARCHITECTURE.md, "Off-policy pieces"): the policy (μ(s) in the env's units), the
+// sampler (μ(s) plus Gaussian noise, uniform actions before learning_starts), the assembler (n-step transitions per env, on the env
+// worker), the replay memory and the Learner. Train is the local
+// executor, their shortest composition:
+//
+//	for step < steps:
+//		worker.Step: out ← policy(obs); a ← sampler(out, step); envs.Step(a); assemble transitions
+//		replay.Add(transitions)
+//		learner.Learn(replay, prev step, step)    // the updates due, once learning has started
+//
+// The env worker acts with the learner's live network (same goroutine, no
+// copy): the loop before the pieces did the same, and it gives the same
+// bits (algo/all TestOffPolicySameBitsAsBeforeThePieces). Another executor
+// would publish learner.Weights() every k updates instead.
+//
+// One update per env step: with num_envs N a vector step takes N updates
+// (each on its own minibatch, with the delays counted in env steps as with
+// one env), so the replay ratio does not depend on num_envs. Before the
+// pieces (#12) it took one; runs with num_envs 1 (every config in
+// configs/) are unchanged bit for bit.
+//
 // # Implementation details
 //
 //  1. Gaussian exploration noise instead of the paper's Ornstein–Uhlenbeck
@@ -46,5 +71,8 @@
 // One update costs a target-actor and a target-critic forward and a critic
 // forward+backward at batch B, plus every policy_frequency updates an actor
 // forward+backward and a critic forward+backward. Train allocates its
-// workspaces once, runs on the caller's goroutine and starts none.
+// workspaces once and runs on the caller's goroutine, plus (parallel:
+// true, the default) one worker goroutine (package twin) that computes the
+// target networks' forward pass beside the critic's, with the same bits;
+// Train stops it before it returns.
 package ddpg

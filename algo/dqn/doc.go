@@ -23,20 +23,44 @@
 //		s', r, terminated, truncated ← env.Step(a)
 //		store (s, a, r, s'_true, terminated) through the n-step accumulator
 //		s ← s'                                 // the hand-off (new episode's first obs)
-//		if step > learning_starts and step % train_frequency == 0:
-//			y ← r + γ^m (1 − terminated) max_a' Q(s'_true, a'; θ⁻)
-//			θ ← Adam step on MSE or Huber(Q(s, a; θ), y), IS-weighted if prioritized
-//			update priorities to |δ| + ε
-//		if step % target_network_frequency == 0: θ⁻ ← τθ + (1 − τ)θ⁻
+//		if step > learning_starts:
+//			for each multiple of train_frequency passed, gradient_steps times:
+//				y ← r + γ^m (1 − terminated) max_a' Q(s'_true, a'; θ⁻)
+//				θ ← Adam step on MSE or Huber(Q(s, a; θ), y), IS-weighted if prioritized
+//				update priorities to |δ| + ε
+//			for each multiple of target_network_frequency passed: θ⁻ ← τθ + (1 − τ)θ⁻
 //
+// # Pieces and the local executor
+//
+// Pieces (also Spec().Pieces) cuts DQN into the parts that executors place
+// on different goroutines, processes or machines (see algo.Pieces and
+// docs/ARCHITECTURE.md, "Off-policy pieces"): the policy (Q(s, ·; θ), one output per action), the
+// sampler (ε-greedy at the step's ε), the assembler (n-step transitions per env, on the env
+// worker), the replay memory and the Learner. Train is the local
+// executor, their shortest composition:
+//
+//	for step < steps:
+//		worker.Step: out ← policy(obs); a ← sampler(out, step); envs.Step(a); assemble transitions
+//		replay.Add(transitions)
+//		learner.Learn(replay, prev step, step)    // the updates due, once learning has started
+//
+// The env worker acts with the learner's live network (same goroutine, no
+// copy): the loop before the pieces did the same, and it gives the same
+// bits (algo/all TestOffPolicySameBitsAsBeforeThePieces). Another executor
+// would publish learner.Weights() every k updates instead.
+//
+
 // # Implementation details
 //
 //  1. Termination vs truncation: the vector env resets an ended episode at
 //     once; Batch.NextObsRow gives the true final observation, stored as s'.
 //     Only terminated transitions drop the bootstrap (1 − terminated); a
 //     time-limit truncation bootstraps from the true final state.
-//  2. ε-greedy (offpolicy.LinearSchedule): the Q-network runs only for the
-//     envs that exploit, as in CleanRL.
+//  2. ε-greedy (offpolicy.LinearSchedule): per env, in row order, one
+//     uniform draw decides between a random action and the greedy one. The
+//     policy computes Q for every env (CleanRL runs it only for the envs
+//     that exploit); the draws and the bits are the same, since rows are
+//     independent of their batch.
 //  3. Double DQN (Config.DoubleQ, van Hasselt et al. 2016): the online
 //     network picks a* = argmax_a' Q(s', a'; θ), the target network values
 //     it, Q(s', a*; θ⁻).
@@ -50,9 +74,17 @@
 //     Σ_{k<m} γ^k r_{t+k} and the bootstrap discount γ^m, m = n except at
 //     episode ends, where the pending transitions are flushed with their
 //     own shorter m.
-//  6. Periods in global steps (offpolicy.Crossed): with N envs the step
-//     advances by N, and training / target updates fire once per multiple
-//     of their period that is passed.
+//  6. Periods in global steps (offpolicy.Crossings): with N envs the step
+//     advances by N per vector step, and training rounds and target
+//     updates fire once per multiple of their period passed, so with 16
+//     envs and train_frequency 4 a vector step trains 4 rounds: the replay
+//     ratio (gradient_steps / train_frequency updates per env step) does
+//     not depend on num_envs (TestOffPolicyReplayRatioIndependentOfNumEnvs).
+//     Before the pieces (#12) a vector step trained at most one round, so
+//     runs with num_envs > train_frequency trained less than documented
+//     and now give other bits; runs with num_envs ≤ train_frequency (every
+//     config in configs/) are unchanged. Env steps up to learning_starts
+//     never train, also when a vector step straddles it.
 //  7. Randomness: network init, exploration and replay sampling each have
 //     their own stream from internal/rng (roles "dqn/init", "dqn/explore",
 //     "dqn/replay"), and envs are seeded from the run seed, so the same seed
@@ -73,7 +105,8 @@
 // (≈ 0.2 ms for CleanRL's CartPole net at B = 128 on this machine: see
 // docs/BENCHMARKS.md). Train allocates its workspaces once and
 // then nothing per step. It runs on the caller's goroutine, plus one
-// worker goroutine (package twin) that computes the target network's
-// forward pass beside the online network's; Train stops it before it
-// returns.
+// worker goroutine (package twin, owned by the Learner) that computes the
+// target network's forward pass beside the online network's (parallel:
+// false keeps everything on the caller, with the same bits); Train stops it
+// (Learner.Close) before it returns.
 package dqn

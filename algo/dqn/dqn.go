@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
 	"herd/env"
 	"herd/internal/rng"
-	"herd/internal/twin"
 	"herd/nn"
 )
 
@@ -22,6 +20,10 @@ type Config struct {
 
 	// NumEnvs is the number of environments stepped together. Default 1.
 	NumEnvs int `yaml:"num_envs"`
+	// Parallel runs the target network's forward pass and the weight gradients on a second goroutine beside the caller's
+	// work (internal/twin), with results identical to one goroutine's;
+	// false keeps everything on the calling goroutine. Default true.
+	Parallel bool `yaml:"parallel"`
 
 	// --- algorithm ---
 
@@ -87,6 +89,7 @@ type Config struct {
 func NewConfig() *Config {
 	return &Config{
 		NumEnvs:                1,
+		Parallel:               true,
 		LearningRate:           2.5e-4,
 		BufferSize:             10000,
 		Gamma:                  0.99,
@@ -183,6 +186,7 @@ func Spec() algo.Spec {
 			return Train(ctx, rt, c.(*Config))
 		},
 		LoadPolicy: LoadPolicy,
+		Pieces:     Pieces,
 	}
 }
 
@@ -243,205 +247,71 @@ func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) 
 	return agent, nil
 }
 
-// Train runs DQN for rt.Header.Steps environment steps.
+// Train runs DQN for rt.Header.Steps environment steps: the local
+// executor, the shortest composition of the pieces (see Pieces). The env
+// worker acts with the learner's live Q-network — same goroutine, no copy —
+// rather than with a published weight version: the loop before the pieces
+// did the same, and copying the weights at every training round would cost
+// about 5% of a CartPole run.
 func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, error) {
 	if err := cfg.Validate(rt.Header); err != nil {
 		return nil, err
 	}
 	h := rt.Header
-	seed := h.Seed
-
-	// Environments: N copies stepped in this goroutine, episode statistics
-	// recorded outside the time limit so truncated episodes are reported.
-	envs, err := env.MakeVector(h.Env, cfg.NumEnvs, env.Sync, env.WithEpisodeStatistics())
+	envs, err := offpolicy.MakeEnvs(h.Env, cfg.NumEnvs)
 	if err != nil {
 		return nil, err
 	}
 	defer envs.Close()
-	obsDim := envs.ObservationSpace().Dim()
-	nActions := envs.ActionSpace().(env.Discrete).N
-	N := cfg.NumEnvs
-
-	// Agent, target network and optimizer.
-	agent, err := newAgent(obsDim, nActions, cfg.NetArch, rng.New(seed, "dqn/init", 0))
+	p, err := newPieces(h, cfg, algo.SpacesOf(envs))
 	if err != nil {
 		return nil, err
 	}
+	learner, err := p.newLearner()
+	if err != nil {
+		return nil, err
+	}
+	defer learner.Close()
+	rb, err := p.newReplay()
+	if err != nil {
+		return nil, err
+	}
+	sampler, _ := p.newSampler(cfg.NumEnvs, rng.New(h.Seed, "dqn/explore", 0))
+	assembler, err := p.newAssembler(cfg.NumEnvs)
+	if err != nil {
+		return nil, err
+	}
+	worker, err := offpolicy.NewEnvWorker(envs, &offpolicy.MLPPolicy{Net: learner.q}, sampler, assembler)
+	if err != nil {
+		return nil, err
+	}
+	agent := learner.Agent()
 	rt.Track(agent) // divergence guard (algo.TrainRun)
-	q := agent.Q
-	target := q.Clone()
-	opt, err := nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)})
-	if err != nil {
+
+	if err := worker.Reset(h.Seed); err != nil {
 		return nil, err
 	}
-	rb, err := offpolicy.NewReplay(offpolicy.ReplayConfig{
-		Capacity: cfg.BufferSize, ObsDim: obsDim, ActDim: 1, NumEnvs: N,
-		NSteps: cfg.NSteps, Gamma: cfg.Gamma,
-		Prioritized: cfg.Prioritized, Alpha: cfg.PriorityAlpha, Beta: cfg.PriorityBeta, Eps: cfg.PriorityEps,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("dqn: replay: %w", err)
-	}
-	exploreRNG := rng.New(seed, "dqn/explore", 0)
-	sampleRNG := rng.New(seed, "dqn/replay", 0)
-
-	// Learner workspaces, sized once.
-	B := cfg.BatchSize
-	var (
-		bActions  = make([]int, B)
-		qPred     = make([]float32, B) // Q(s, a; θ)
-		targetMax = make([]float32, B) // max_a' Q(s', a'; θ⁻), or Q(s', argmax_a' Q(s', a'; θ); θ⁻)
-		nextAct   = make([]int, B)
-		tdTarget  = make([]float32, B)
-		tdErr     = make([]float32, B)
-		dPred     = make([]float32, B)
-		dQ        = make([]float32, B*nActions)
-		actions   = make([]float32, N)
-		greedy    = make([]int, N)
-	)
-	q.Reserve(B)
-	target.Reserve(B)
-	explorationSteps := int(cfg.ExplorationFraction * float64(h.Steps))
-	// par runs the target network's forward pass beside the online one's,
-	// so a training step uses both cores (results are identical without
-	// it: see package twin).
-	par := twin.New()
-	defer par.Close()
-	var qNext []float32 // Q(s', ·; θ⁻), written by targetForward
-	targetForward := func() { qNext = target.Forward(rb.NextObs, B) }
-
-	// train runs one gradient step on a sampled minibatch and returns the
-	// loss and the mean Q(s, a) of the batch.
-	train := func(globalStep int64) (loss, meanQ float64, err error) {
-		if cfg.AnnealLR {
-			frac := 1 - float64(globalStep)/float64(h.Steps)
-			opt.SetLR(float32(frac * cfg.LearningRate))
-		}
-		if cfg.Prioritized {
-			// β anneals linearly to 1 over the run (Schaul et al. 2016, §3.4).
-			beta := offpolicy.LinearSchedule(cfg.PriorityBeta, 1, int(h.Steps), int(globalStep))
-			if err := rb.SetBeta(beta); err != nil {
-				return 0, 0, err
-			}
-		}
-		if err := rb.Sample(B, sampleRNG); err != nil {
-			return 0, 0, err
-		}
-		for i := range B {
-			bActions[i] = int(rb.Action[i])
-		}
-		// The TD target, without gradient through θ⁻: the target network's
-		// forward runs on the worker while this goroutine runs the online
-		// network's (they share only the read-only batch).
-		par.Go(targetForward)
-		if cfg.DoubleQ {
-			nn.ArgmaxTo(nextAct, q.Forward(rb.NextObs, B), nActions)
-		}
-		qAll := q.Forward(rb.Obs, B)
-		nn.GatherTo(qPred, qAll, nActions, bActions)
-		par.Wait()
-		if cfg.DoubleQ {
-			nn.GatherTo(targetMax, qNext, nActions, nextAct)
-		} else {
-			nn.MaxTo(targetMax, qNext, nActions)
-		}
-		// y = r + γ^m (1 − terminated) max_a' Q(s', a'; θ⁻)
-		for i := range B {
-			tdTarget[i] = rb.Reward[i] + rb.Discount[i]*rb.NotDone[i]*targetMax[i]
-		}
-		var l float32
-		w := rb.Weight
-		if !cfg.Prioritized {
-			w = nil // uniform replay: all weights are 1
-		}
-		if cfg.Loss == "huber" {
-			l = nn.WeightedHuber(dPred, qPred, tdTarget, w, 1)
-		} else {
-			l = nn.WeightedMSE(dPred, qPred, tdTarget, w)
-		}
-		nn.ScatterTo(dQ, nActions, bActions, dPred)
-		q.ZeroGrad()
-		q.BackwardSplit(dQ, par, false) // dW on the worker beside dX; no dL/d(obs)
-		if cfg.MaxGradNorm > 0 {
-			nn.ClipGradNorm(q.Params(), float32(cfg.MaxGradNorm))
-		}
-		opt.Step(q.Params())
-		var sumQ float64
-		for i := range B {
-			tdErr[i] = qPred[i] - tdTarget[i]
-			sumQ += float64(qPred[i])
-		}
-		if err := rb.UpdatePriorities(tdErr); err != nil {
-			return 0, 0, err
-		}
-		return float64(l), sumQ / float64(B), nil
-	}
-
-	batch, err := envs.Reset(int64(seed & math.MaxInt64)) // a negative seed would mean NoSeed
-	if err != nil {
-		return nil, err
-	}
-	obs := make([]float32, N*obsDim) // s_t, kept because batch.Obs is overwritten by Step
-	copy(obs, batch.Obs)
-	var globalStep int64
-	for globalStep < h.Steps {
+	for worker.Steps < h.Steps {
 		if ctx.Err() != nil {
 			return agent, ctx.Err()
 		}
-		// ε-greedy action selection. The Q-network runs only for the envs
-		// that exploit, as CleanRL's does.
-		eps := offpolicy.LinearSchedule(cfg.StartE, cfg.EndE, explorationSteps, int(globalStep))
-		for i := range N {
-			if exploreRNG.Float64() < eps {
-				actions[i] = float32(exploreRNG.IntN(nActions))
-			} else {
-				nn.ArgmaxTo(greedy[i:i+1], q.Forward(obs[i*obsDim:(i+1)*obsDim], 1), nActions)
-				actions[i] = float32(greedy[i])
-			}
+		// ε-greedy on Q(s, ·; θ), step the envs, assemble n-step
+		// transitions (s' the true final observation where an episode
+		// ended), log finished episodes, hand the next observations over.
+		prev := worker.Steps
+		if err := worker.Step(rt.Log); err != nil {
+			return agent, fmt.Errorf("dqn: %w", err)
 		}
-		batch, err = envs.Step(actions)
+		if err := rb.Add(&worker.Transitions); err != nil {
+			return agent, fmt.Errorf("dqn: store: %w", err)
+		}
+		// The training rounds and target updates due at this step.
+		stats, err := learner.Learn(ctx, rb, prev, worker.Steps)
 		if err != nil {
 			return agent, err
 		}
-		prevStep := globalStep
-		globalStep += int64(N)
-
-		// Store transitions. NextObsRow is the true final observation when
-		// an episode ended: on truncation the target bootstraps from it.
-		for i := range N {
-			if err := rb.Store(i, obs[i*obsDim:(i+1)*obsDim], actions[i:i+1], batch.Rewards[i],
-				batch.NextObsRow(i), batch.Terminated[i], batch.Truncated[i]); err != nil {
-				return agent, fmt.Errorf("dqn: store: %w", err)
-			}
-			if batch.Infos[i].HasEpisode {
-				rt.Log.Episode(globalStep, batch.Infos[i].Episode.Return, batch.Infos[i].Episode.Length)
-			}
-		}
-		// The easy-to-miss hand-off: act next on the new observations
-		// (the first of a new episode where one ended).
-		copy(obs, batch.Obs)
-
-		// Training.
-		if globalStep > int64(cfg.LearningStarts) && rb.Len() >= B {
-			if offpolicy.Crossed(prevStep, globalStep, int64(cfg.TrainFrequency)) {
-				for range cfg.GradientSteps {
-					loss, meanQ, err := train(globalStep)
-					if err != nil {
-						return agent, fmt.Errorf("dqn: train: %w", err)
-					}
-					rt.Log.Scalar("losses/td_loss", loss)
-					rt.Log.Scalar("losses/q_values", meanQ)
-				}
-				rt.Log.Scalar("charts/epsilon", eps)
-			}
-			// Target update: θ⁻ ← τθ + (1 − τ)θ⁻ every target_network_frequency steps.
-			if offpolicy.Crossed(prevStep, globalStep, int64(cfg.TargetNetworkFrequency)) {
-				if err := nn.PolyakUpdate(target.Params(), q.Params(), float32(cfg.Tau)); err != nil {
-					return agent, err
-				}
-			}
-		}
-		rt.Log.Step(globalStep)
+		offpolicy.LogStats(rt.Log, stats)
+		rt.Log.Step(worker.Steps)
 	}
 	return agent, nil
 }

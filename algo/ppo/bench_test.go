@@ -8,6 +8,7 @@ import (
 	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
+	"herd/sample"
 )
 
 // BenchmarkPPOMinibatch measures one CleanRL-sized minibatch step (128 rows,
@@ -29,27 +30,29 @@ func BenchmarkPPOMinibatch(b *testing.B) {
 			defer agent.Close()
 			const B = 128
 			agent.Reserve(B)
-			ro := onpolicy.NewRollout(B, 1, 4, 1)
+			seg := sample.NewSegment(B, 1, 4, 1)
+			adv, returns := make([]float32, B), make([]float32, B)
 			r := rng.New(1, "bench/data", 0)
-			for k := range ro.Obs {
-				ro.Obs[k] = float32(r.NormFloat64())
+			for k := range seg.Obs {
+				seg.Obs[k] = float32(r.NormFloat64())
 			}
-			for k := range ro.Actions {
-				ro.Actions[k] = float32(r.IntN(2))
-				ro.Adv[k] = float32(r.NormFloat64())
-				ro.Returns[k] = float32(r.NormFloat64())
-				ro.LogProbs[k] = -0.7
+			for k := range seg.Actions {
+				seg.Actions[k] = float32(r.IntN(2))
+				adv[k] = float32(r.NormFloat64())
+				returns[k] = float32(r.NormFloat64())
+				seg.LogProbs[k] = -0.7
 			}
 			inds := make([]int, B)
 			for i := range inds {
 				inds[i] = i
 			}
-			mb := newMinibatch(B, 4, 1)
+			mb := newMinibatch(4, 1)
+			mb.resize(B)
 			opt, _ := nn.NewAdam(nn.AdamConfig{LR: 2.5e-4, Eps: 1e-5})
 			loss := newLosses(&cfg, mb)
 			b.ReportAllocs()
 			for b.Loop() {
-				mb.gather(ro, inds)
+				mb.gather(seg, adv, returns, inds)
 				update(agent, loss, mb)
 				nn.ClipGradNorm(agent.Params(), 0.5)
 				opt.Step(agent.Params())
@@ -58,8 +61,9 @@ func BenchmarkPPOMinibatch(b *testing.B) {
 	}
 }
 
-// BenchmarkPPOCollect measures a 4-env × 128-step CartPole rollout (actor
-// and critic forward at batch 4, sampling, env steps); no allocation.
+// BenchmarkPPOCollect measures a 4-env × 128-step CartPole rollout by the
+// env worker (policy forward at batch 4, sampling, env steps); no
+// allocation.
 func BenchmarkPPOCollect(b *testing.B) {
 	cfg := DefaultConfig()
 	envs, err := env.MakeVector("CartPole-v1", 4, env.Sync, env.WithEpisodeStatistics())
@@ -67,21 +71,23 @@ func BenchmarkPPOCollect(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer envs.Close()
-	agent, err := onpolicy.NewAgent(envs.ObservationSpace(), envs.ActionSpace(), cfg.agentConfig(), rng.New(1, "bench/init", 0))
+	sp := algo.SpacesOf(envs)
+	policy, err := onpolicy.NewPolicy(sp, cfg.agentConfig(), rng.New(1, "bench/init", 0))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer agent.Close()
-	ro := onpolicy.NewRollout(128, 4, agent.ObsDim, agent.ActDim)
-	if err := ro.Reset(envs, 1); err != nil {
+	sampler, err := onpolicy.NewSampler(sp, rng.New(1, "bench/act", 0))
+	if err != nil {
 		b.Fatal(err)
 	}
-	r := rng.New(1, "bench/act", 0)
-	var step int64
-	log := algo.Discard()
+	w := algo.NewSegmentWorker(0, envs, policy, sampler, 0.99)
+	if err := w.Reset(1); err != nil {
+		b.Fatal(err)
+	}
+	seg := sample.NewSegment(128, 4, 4, 1)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := ro.Collect(envs, agent, r, log, &step, 0.99); err != nil {
+		if err := w.Collect(seg); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,7 +1,7 @@
 // Package ppo is Proximal Policy Optimization (Schulman et al. 2017) with
 // the clipped surrogate objective, in the shape of CleanRL's ppo.py and
 // ppo_continuous_action.py: one file, ppo.go, read top to bottom — Config,
-// Agent, Train.
+// Pieces (policy, sampler, learner), Train, Learn.
 //
 // # Running it
 //
@@ -13,17 +13,27 @@
 //	cfg := ppo.DefaultConfig()
 //	agent, err := ppo.Train(ctx, &algo.Runtime{Header: h, Log: rec}, &cfg)
 //
-// # The loop (Train)
+// # The pieces
+//
+// Pieces (Spec.Pieces) cuts PPO into what the executors place apart: the
+// policy (actor and critic forward, rows [logits or μ, log σ | V(s)]) and
+// the sampler (actions, log-probs, values from a row with the env worker's
+// stream) are onpolicy's, shared with A2C; the learner is this package's
+// (learner.Learn: steps 1 and 3–5 below on one sample.Segment, then a new
+// weight version).
+//
+// # The loop (Train, the local executor)
 //
 // Sizes (batch = num_envs × num_steps, minibatch = batch / num_minibatches,
 // iterations = steps / batch), seeds (one internal/rng stream per role:
-// ppo/init, ppo/actor, ppo/minibatch, ppo/env), envs and agent
-// (onpolicy.Start: env.MakeVector with episode statistics), Adam (ε 1e-5),
-// then per iteration:
+// ppo/init, ppo/actor, ppo/minibatch, ppo/env), envs (env.MakeVector with
+// episode statistics), the pieces, Adam (ε 1e-5), then per iteration
+// (onpolicy.TrainLocal):
 //
 //  1. anneal the learning rate: lr·(1 − (iteration−1)/iterations)
 //     (nn.LinearSchedule);
-//  2. roll out num_steps steps of every env (onpolicy.Rollout.Collect);
+//  2. roll out num_steps steps of every env with the policy and the
+//     sampler (algo.SegmentWorker.Collect);
 //  3. bootstrap and compute advantages with GAE(γ, λ) (onpolicy.GAE);
 //  4. for update_epochs epochs, shuffle the batch and for each minibatch
 //     compute the loss and its gradient (update: the policy half,
@@ -32,7 +42,8 @@
 //     (nn.ClipGradNorm) and step Adam;
 //  5. stop the epochs early if target_kl > 0 and the approximate KL of the
 //     last minibatch exceeds it;
-//  6. log.
+//  6. log (the policy follows the learner's parameters, so the next
+//     rollout acts with the new weights).
 //
 // # Implementation details (numbered as in CleanRL's PPO write-up)
 //
@@ -42,7 +53,8 @@
 //  3. Adam ε = 1e-5 (Config.AdamEps).
 //  4. Learning-rate annealing (Config.AnnealLR).
 //  5. GAE with λ (onpolicy.GAE).
-//  6. Minibatch updates over shuffled indices (Train, minibatch.gather).
+//  6. Minibatch updates over shuffled indices (learner.Learn,
+//     minibatch.gather).
 //  7. Advantage normalisation per minibatch, unbiased std
 //     (onpolicy.NormalizeTo).
 //  8. Clipped surrogate objective (losses.policyLoss).
@@ -50,7 +62,7 @@
 //  10. Entropy bonus (losses.policyLoss, Config.EntCoef).
 //  11. Global gradient clipping (nn.ClipGradNorm).
 //  12. Truncation is not termination: a time-limited episode's last reward
-//     gets γ·V(true final observation) (onpolicy.Rollout.Collect) — an
+//     gets γ·V(true final observation) (algo.SegmentWorker.Collect) — an
 //     improvement over ppo.py, which treats both the same.
 //  13. Continuous actions: a diagonal Gaussian with a state-independent
 //     log-std ("actor_logstd"); the env receives the sample clipped to the
@@ -73,6 +85,11 @@
 // With parallel: true (the default) the actor's and the critic's halves of
 // each minibatch run on two goroutines (one hand-off per minibatch, the
 // agent owns the second goroutine); the results are bit-identical to
-// parallel: false. Nothing allocates in steady state. The same seed gives
-// the same metrics.csv and weights (TestPPODeterministic).
+// parallel: false. In the local executor the policy reads the learner's
+// parameters in place (onpolicy.Policy.Follow), so no weights are copied
+// per iteration; acting and the minibatch updates allocate nothing in
+// steady state (the learner returns its scalars in a new slice per
+// iteration). The same seed gives the
+// same metrics.csv and weights (TestPPODeterministic), and the same as the
+// loop before the pieces (TestPPOSameBitsAsBefore, testdata/bits.txt).
 package ppo

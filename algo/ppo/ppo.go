@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 
 	"herd/algo"
 	"herd/algo/internal/onpolicy"
 	"herd/internal/rng"
 	"herd/nn"
+	"herd/sample"
 )
 
 // ---------------------------------------------------------------------------
@@ -92,6 +94,12 @@ func (c *Config) Validate(h algo.Header) error {
 	return errors.Join(errs...)
 }
 
+// RolloutShape is what the HTS executor needs of the config: the envs, the
+// segment length and the discount of the truncation bootstrap.
+func (c *Config) RolloutShape() (numEnvs, numSteps int, gamma float32) {
+	return c.NumEnvs, c.NumSteps, c.Gamma
+}
+
 func (c *Config) agentConfig() onpolicy.AgentConfig {
 	act, _ := nn.ParseActivation(c.Activation)
 	return onpolicy.AgentConfig{Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
@@ -113,15 +121,9 @@ func Spec() algo.Spec {
 		NewConfig:  func() algo.Config { c := DefaultConfig(); return &c },
 		Train:      onpolicy.TrainFunc("ppo", Train),
 		LoadPolicy: LoadPolicy,
+		Pieces:     onpolicy.PiecesFunc("ppo", Pieces),
 	}
 }
-
-// ---------------------------------------------------------------------------
-// 2. Agent: onpolicy.Agent — separate actor and critic MLPs (64-64 tanh,
-// orthogonal init), Categorical or diagonal-Gaussian head. Value(s) and
-// ActionAndValue(s) are its intent-named methods; Evaluate + Backward give
-// the minibatch log π, entropy, V and their gradients.
-// ---------------------------------------------------------------------------
 
 // LoadPolicy rebuilds the deterministic policy from a checkpoint.
 func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) {
@@ -129,7 +131,26 @@ func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) 
 }
 
 // ---------------------------------------------------------------------------
-// 3. Train
+// 2. Pieces: the policy (actor and critic forward: rows [logits or μ, log σ
+// | V(s)]) and the sampler are onpolicy's, shared with A2C; the learner
+// (below) is PPO's own: GAE, then K epochs of clipped-surrogate minibatches.
+// ---------------------------------------------------------------------------
+
+// Pieces cuts PPO into the policy, sampler and learner of a run on spaces
+// sp, for any executor.
+func Pieces(h algo.Header, cfg *Config, sp algo.Spaces) (*algo.Pieces, error) {
+	if err := errors.Join(h.Validate(), cfg.Validate(h)); err != nil {
+		return nil, err
+	}
+	return onpolicy.NewPieces("ppo", h, sp, cfg.agentConfig(), func() (algo.SegmentLearner, error) {
+		return newLearner(h, cfg, sp)
+	})
+}
+
+// ---------------------------------------------------------------------------
+// 3. Train: the local executor (onpolicy.TrainLocal) — per iteration, one
+// rollout of num_steps × num_envs with the policy and sampler, then
+// learner.Learn, then the new weights to the policy.
 // ---------------------------------------------------------------------------
 
 // Train runs PPO (Schulman et al. 2017) on rt.Header.Env for rt.Header.Steps
@@ -141,95 +162,99 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (*onpolicy.Agent,
 	if err := errors.Join(h.Validate(), cfg.Validate(h)); err != nil {
 		return nil, err
 	}
-	// Sizes.
-	batchSize := cfg.NumEnvs * cfg.NumSteps
-	mbSize := batchSize / cfg.NumMinibatches
-	numIterations := int(h.Steps / int64(batchSize))
+	return onpolicy.TrainLocal(ctx, rt, "ppo", onpolicy.Local{NumEnvs: cfg.NumEnvs, NumSteps: cfg.NumSteps, Gamma: cfg.Gamma},
+		func(sp algo.Spaces) (*algo.Pieces, error) { return Pieces(h, cfg, sp) })
+}
 
-	// Seeds: one stream per role (internal/rng).
-	rInit := rng.New(h.Seed, "ppo/init", 0)
-	rAct := rng.New(h.Seed, "ppo/actor", 0)
-	rMB := rng.New(h.Seed, "ppo/minibatch", 0)
-	envSeed := int64(rng.Derive(h.Seed, "ppo/env", 0) >> 1)
+// ---------------------------------------------------------------------------
+// 4. Learn: one iteration of CleanRL's update on a segment
+// ---------------------------------------------------------------------------
 
-	// Envs and agent.
-	envs, agent, err := onpolicy.Start("ppo", h.Env, cfg.NumEnvs, cfg.agentConfig(), rInit)
-	if err != nil {
-		return nil, err
-	}
-	rt.Track(agent) // divergence guard (algo.TrainRun)
-	defer envs.Close()
-	defer agent.Close() // stops the parallel worker; the agent stays usable
+// learner is PPO's algo.SegmentLearner.
+type learner struct {
+	*onpolicy.Learner // agent, Adam, GAE buffers, versions
+	cfg               *Config
+	rMB               *rand.Rand
+	mb                *minibatch
+	loss              *losses
+	bInds             []int
+}
 
-	// Optimizer.
-	agent.Reserve(max(mbSize, cfg.NumEnvs))
+func newLearner(h algo.Header, cfg *Config, sp algo.Spaces) (*learner, error) {
 	opt, err := nn.NewAdam(nn.AdamConfig{LR: cfg.LearningRate, Eps: cfg.AdamEps})
 	if err != nil {
 		return nil, fmt.Errorf("ppo: %w", err)
 	}
-	params := agent.Params()
-
-	// Storage.
-	ro := onpolicy.NewRollout(cfg.NumSteps, cfg.NumEnvs, agent.ObsDim, agent.ActDim)
-	mb := newMinibatch(mbSize, agent.ObsDim, agent.ActDim)
-	loss := newLosses(cfg, mb)
-	bInds := make([]int, batchSize)
-	for i := range bInds {
-		bInds[i] = i
+	numIterations := int(h.Steps / int64(cfg.NumEnvs*cfg.NumSteps))
+	base, err := onpolicy.NewLearner("ppo", h, sp, cfg.agentConfig(), opt, numIterations, cfg.Gamma, cfg.GAELambda)
+	if err != nil {
+		return nil, err
 	}
+	l := &learner{Learner: base, cfg: cfg, rMB: rng.New(h.Seed, "ppo/minibatch", 0)}
+	l.mb = newMinibatch(base.Agent.ObsDim, base.Agent.ActDim)
+	l.loss = newLosses(cfg, l.mb)
+	return l, nil
+}
+
+// Learn runs one PPO iteration on seg: GAE, then K epochs of shuffled
+// minibatches, and returns CleanRL's scalars.
+func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, error) {
+	// Bootstrap value and GAE (truncations were bootstrapped by the env worker).
+	iteration, err := l.Begin(ctx, seg)
+	if err != nil {
+		return nil, err
+	}
+	cfg, agent, opt := l.cfg, l.Agent, l.Opt
+	params := agent.Params()
+	batchSize := seg.T * seg.N
+	if batchSize%cfg.NumMinibatches != 0 {
+		return nil, fmt.Errorf("%w: ppo: num_minibatches (%d) must divide the segment's %d steps", sample.ErrShape, cfg.NumMinibatches, batchSize)
+	}
+	mbSize := batchSize / cfg.NumMinibatches
+	l.mb.resize(mbSize)
+	agent.Reserve(mbSize)
+	if len(l.bInds) != batchSize {
+		l.bInds = make([]int, batchSize)
+		for i := range l.bInds {
+			l.bInds[i] = i
+		}
+	}
+	bInds := l.bInds
 	swap := func(i, j int) { bInds[i], bInds[j] = bInds[j], bInds[i] }
 
-	var globalStep int64
-	if err := ro.Reset(envs, envSeed); err != nil {
-		return nil, fmt.Errorf("ppo: %w", err)
+	// Annealing the learning rate: frac = 1 − (iteration−1)/numIterations.
+	if cfg.AnnealLR {
+		opt.SetLR(nn.LinearSchedule(cfg.LearningRate, 0, iteration-1, l.Iterations))
 	}
-	for iteration := 1; iteration <= numIterations; iteration++ {
-		if err := ctx.Err(); err != nil {
-			return agent, err
-		}
-		// Annealing the learning rate: frac = 1 − (iteration−1)/numIterations.
-		if cfg.AnnealLR {
-			opt.SetLR(nn.LinearSchedule(cfg.LearningRate, 0, iteration-1, numIterations))
-		}
 
-		// Rollout: numSteps steps of every env with the current policy.
-		if err := ro.Collect(envs, agent, rAct, rt.Log, &globalStep, cfg.Gamma); err != nil {
-			return agent, fmt.Errorf("ppo: %w", err)
-		}
-
-		// Bootstrap value and GAE (truncations were bootstrapped in Collect).
-		ro.Advantages(cfg.Gamma, cfg.GAELambda)
-
-		// Optimizing the policy and value network: K epochs of minibatches.
-		loss.reset()
-		for epoch := 0; epoch < cfg.UpdateEpochs; epoch++ {
-			rMB.Shuffle(len(bInds), swap)
-			for start := 0; start < batchSize; start += mbSize {
-				mb.gather(ro, bInds[start:start+mbSize])
-				update(agent, loss, mb)
-				if cfg.MaxGradNorm > 0 {
-					nn.ClipGradNorm(params, cfg.MaxGradNorm)
-				}
-				opt.Step(params)
+	// Optimizing the policy and value network: K epochs of minibatches.
+	loss := l.loss
+	loss.reset()
+	for epoch := 0; epoch < cfg.UpdateEpochs; epoch++ {
+		l.rMB.Shuffle(len(bInds), swap)
+		for start := 0; start < batchSize; start += mbSize {
+			l.mb.gather(seg, l.Adv, l.Returns, bInds[start:start+mbSize])
+			update(agent, loss, l.mb)
+			if cfg.MaxGradNorm > 0 {
+				nn.ClipGradNorm(params, cfg.MaxGradNorm)
 			}
-			// Early stop on the last minibatch's approx KL (CleanRL).
-			if cfg.TargetKL > 0 && loss.approxKL > cfg.TargetKL {
-				break
-			}
+			opt.Step(params)
 		}
-
-		// Log.
-		rt.Log.Scalar("charts/learning_rate", float64(opt.LR()))
-		rt.Log.Scalar("losses/value_loss", loss.vLoss)
-		rt.Log.Scalar("losses/policy_loss", loss.pgLoss)
-		rt.Log.Scalar("losses/entropy", loss.entropy)
-		rt.Log.Scalar("losses/old_approx_kl", loss.oldApproxKL)
-		rt.Log.Scalar("losses/approx_kl", loss.approxKL)
-		rt.Log.Scalar("losses/clipfrac", loss.clipFracSum/float64(loss.minibatches))
-		rt.Log.Scalar("losses/explained_variance", onpolicy.ExplainedVariance(ro.Values, ro.Returns))
-		rt.Log.Step(globalStep)
+		// Early stop on the last minibatch's approx KL (CleanRL).
+		if cfg.TargetKL > 0 && loss.approxKL > cfg.TargetKL {
+			break
+		}
 	}
-	return agent, nil
+	return []algo.Stat{
+		{Name: "charts/learning_rate", Value: float64(opt.LR())},
+		{Name: "losses/value_loss", Value: loss.vLoss},
+		{Name: "losses/policy_loss", Value: loss.pgLoss},
+		{Name: "losses/entropy", Value: loss.entropy},
+		{Name: "losses/old_approx_kl", Value: loss.oldApproxKL},
+		{Name: "losses/approx_kl", Value: loss.approxKL},
+		{Name: "losses/clipfrac", Value: loss.clipFracSum / float64(loss.minibatches)},
+		{Name: "losses/explained_variance", Value: onpolicy.ExplainedVariance(seg.Values, l.Returns)},
+	}, nil
 }
 
 // update computes PPO's loss on one minibatch and accumulates its gradient
@@ -352,33 +377,40 @@ func (l *losses) valueLoss(dValue, newValue []float32) {
 	l.vLoss = 0.5 * vLoss / float64(B)
 }
 
-// minibatch holds one minibatch gathered from the flattened rollout (CleanRL
-// b_obs[mb_inds] …).
+// minibatch holds one minibatch gathered from the flattened segment
+// (CleanRL b_obs[mb_inds] …).
 type minibatch struct {
 	size                                   int
 	obsDim, actDim                         int
 	obs, actions                           []float32
 	logProb, adv, normAdv, returns, values []float32
-	newLogProb, entropy, newValue          []float32
-	dLogProb, dEntropy, dValue             []float32
 }
 
-func newMinibatch(size, obsDim, actDim int) *minibatch {
+func newMinibatch(obsDim, actDim int) *minibatch {
+	return &minibatch{obsDim: obsDim, actDim: actDim}
+}
+
+// resize sizes the minibatch for size rows (allocating only when it grows).
+func (mb *minibatch) resize(size int) {
+	if size == mb.size {
+		return
+	}
 	f := func(n int) []float32 { return make([]float32, n) }
-	return &minibatch{size: size, obsDim: obsDim, actDim: actDim,
-		obs: f(size * obsDim), actions: f(size * actDim),
-		logProb: f(size), adv: f(size), normAdv: f(size), returns: f(size), values: f(size)}
+	mb.size = size
+	mb.obs, mb.actions = f(size*mb.obsDim), f(size*mb.actDim)
+	mb.logProb, mb.adv, mb.normAdv, mb.returns, mb.values = f(size), f(size), f(size), f(size), f(size)
 }
 
-// gather copies the rows inds of the rollout into the minibatch.
-func (mb *minibatch) gather(ro *onpolicy.Rollout, inds []int) {
+// gather copies the rows inds of the segment, its advantages and returns
+// into the minibatch.
+func (mb *minibatch) gather(seg *sample.Segment, adv, returns []float32, inds []int) {
 	od, ad := mb.obsDim, mb.actDim
 	for r, k := range inds {
-		copy(mb.obs[r*od:(r+1)*od], ro.Obs[k*od:(k+1)*od])
-		copy(mb.actions[r*ad:(r+1)*ad], ro.Actions[k*ad:(k+1)*ad])
-		mb.logProb[r] = ro.LogProbs[k]
-		mb.adv[r] = ro.Adv[k]
-		mb.returns[r] = ro.Returns[k]
-		mb.values[r] = ro.Values[k]
+		copy(mb.obs[r*od:(r+1)*od], seg.Obs[k*od:(k+1)*od])
+		copy(mb.actions[r*ad:(r+1)*ad], seg.Actions[k*ad:(k+1)*ad])
+		mb.logProb[r] = seg.LogProbs[k]
+		mb.adv[r] = adv[k]
+		mb.returns[r] = returns[k]
+		mb.values[r] = seg.Values[k]
 	}
 }

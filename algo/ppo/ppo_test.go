@@ -6,11 +6,17 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"herd/algo"
 	"herd/algo/internal/learntest"
+	"herd/algo/internal/onpolicy"
+	"herd/env"
+	"herd/internal/rng"
+	"herd/nn"
+	"herd/sample"
 )
 
 // TestPPOLearnsCartPole is the smoke test (cleanrl
@@ -161,6 +167,14 @@ func TestPPOValidate(t *testing.T) {
 	if _, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Config.(*Config)); err == nil {
 		t.Fatal("want an error for an unknown env")
 	}
+	// The pieces refuse a config of another type and spaces they cannot serve.
+	cartPole := algo.Spaces{Obs: env.UniformBox(-1, 1, 4), Act: env.Discrete{N: 2}}
+	if _, err := Spec().Pieces(res.Header, nil, cartPole); !errors.Is(err, algo.ErrConfig) {
+		t.Fatalf("nil config: %v", err)
+	}
+	if _, err := Spec().Pieces(res.Header, res.Config, algo.Spaces{Obs: env.Discrete{N: 3}, Act: env.Discrete{N: 2}}); !errors.Is(err, onpolicy.ErrSpace) {
+		t.Fatalf("Discrete observations: %v", err)
+	}
 }
 
 // TestPPOParallelSameResults: computing the actor's and the critic's passes
@@ -172,5 +186,81 @@ func TestPPOParallelSameResults(t *testing.T) {
 	}
 	if !bytes.Equal(run("true"), run("false")) {
 		t.Fatal("parallel and sequential training gave different weights")
+	}
+}
+
+// TestPPOSameBitsAsBefore: the local executor over the pieces trains
+// bit-identical weights and metrics to the loop before the pieces
+// (testdata/bits.txt: Categorical and Gaussian heads, parallel and not,
+// KL early stop, truncations, ReLU).
+func TestPPOSameBitsAsBefore(t *testing.T) {
+	learntest.Bits(t, Spec(), "testdata/bits.txt", "native-avx2")
+}
+
+// TestFollowMatchesVersions: the local executor's hand-off (the policy
+// reads the learner's live parameters, Policy.Follow) acts exactly as
+// handing a weight version over after every Learn (what the other
+// executors do): the same segments, versions and final weights.
+func TestFollowMatchesVersions(t *testing.T) {
+	res := learntest.Resolve(t, Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 1024\nppo:\n  num_steps: 64\n")
+	h, cfg := res.Header, res.Config.(*Config)
+	run := func(follow bool) ([]*sample.Segment, []*nn.Param) {
+		envs, err := env.MakeVector(h.Env, cfg.NumEnvs, env.Sync, env.WithEpisodeStatistics())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer envs.Close()
+		pc, err := Pieces(h, cfg, algo.SpacesOf(envs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pn, _ := pc.NewPolicy()
+		s, _ := pc.NewSampler(cfg.NumEnvs, rng.New(h.Seed, "env-worker", 0))
+		l, err := newLearner(h, cfg, algo.SpacesOf(envs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		policy := pn.(*onpolicy.Policy)
+		if follow {
+			if err := policy.Follow(l.Learner); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w := algo.NewSegmentWorker(0, envs, policy, s, cfg.Gamma)
+		if err := w.Reset(1); err != nil {
+			t.Fatal(err)
+		}
+		var segs []*sample.Segment
+		for range 3 {
+			seg := sample.NewSegment(cfg.NumSteps, cfg.NumEnvs, 4, 1)
+			if err := w.Collect(seg); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Learn(context.Background(), seg); err != nil {
+				t.Fatal(err)
+			}
+			if !follow {
+				if err := policy.SetWeights(l.Weights()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			segs = append(segs, seg)
+		}
+		return segs, l.Agent.Params()
+	}
+	fa, pa := run(true)
+	va, pb := run(false)
+	for i := range fa {
+		a, _ := fa[i].AppendEncode(nil)
+		b, _ := va[i].AppendEncode(nil)
+		if !bytes.Equal(a, b) || fa[i].Version != uint64(i) {
+			t.Fatalf("segment %d (version %d, %d) differs between Follow and versions", i, fa[i].Version, va[i].Version)
+		}
+	}
+	for i := range pa {
+		if !slices.Equal(pa[i].Value, pb[i].Value) {
+			t.Fatalf("%s differs after 3 iterations", pa[i].Name)
+		}
 	}
 }

@@ -27,6 +27,31 @@
 //				α: Adam step on −log α · E[log π(ã|s) + H̄],  H̄ = −dim(A)
 //			every target_network_frequency steps: θ'_i ← τθ_i + (1 − τ)θ'_i
 //
+// # Pieces and the local executor
+//
+// Pieces (also Spec().Pieces) cuts SAC into the parts that executors place
+// on different goroutines, processes or machines (see algo.Pieces and
+// docs/ARCHITECTURE.md, "Off-policy pieces"): the policy (the actor's tanh-Gaussian parameters), the
+// sampler (a tanh-Gaussian sample, uniform actions before learning_starts), the assembler (n-step transitions per env, on the env
+// worker), the replay memory and the Learner. Train is the local
+// executor, their shortest composition:
+//
+//	for step < steps:
+//		worker.Step: out ← policy(obs); a ← sampler(out, step); envs.Step(a); assemble transitions
+//		replay.Add(transitions)
+//		learner.Learn(replay, prev step, step)    // the updates due, once learning has started
+//
+// The env worker acts with the learner's live network (same goroutine, no
+// copy): the loop before the pieces did the same, and it gives the same
+// bits (algo/all TestOffPolicySameBitsAsBeforeThePieces). Another executor
+// would publish learner.Weights() every k updates instead.
+//
+// One update per env step: with num_envs N a vector step takes N updates
+// (each on its own minibatch, with the delays counted in env steps as with
+// one env), so the replay ratio does not depend on num_envs. Before the
+// pieces (#12) it took one; runs with num_envs 1 (every config in
+// configs/) are unchanged bit for bit.
+//
 // # Implementation details
 //
 //  1. Termination vs truncation: s' is Batch.NextObsRow, the true final
@@ -63,6 +88,6 @@
 // Pendulum config's 64-64 networks keep it well under a millisecond. Train
 // allocates its workspaces once and runs on the caller's goroutine, plus
 // one worker goroutine (offpolicy.Twin over package twin) that computes Q2
-// beside Q1 in every critic pass, with the same bits; Train stops it
-// before it returns.
+// beside Q1 in every critic pass, with the same bits (parallel: false
+// keeps everything on the caller); Train stops it before it returns.
 package sac

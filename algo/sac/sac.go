@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"slices"
 
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
 	"herd/internal/rng"
-	"herd/internal/twin"
 	"herd/nn"
 )
 
@@ -22,6 +19,10 @@ type Config struct {
 
 	// NumEnvs is the number of environments stepped together. Default 1.
 	NumEnvs int `yaml:"num_envs"`
+	// Parallel runs the second critic on a second goroutine beside the caller's
+	// work (internal/twin), with results identical to one goroutine's;
+	// false keeps everything on the calling goroutine. Default true.
+	Parallel bool `yaml:"parallel"`
 
 	// --- algorithm ---
 
@@ -60,6 +61,7 @@ type Config struct {
 func NewConfig() *Config {
 	return &Config{
 		NumEnvs:                1,
+		Parallel:               true,
 		BufferSize:             1000000,
 		Gamma:                  0.99,
 		Tau:                    0.005,
@@ -111,6 +113,7 @@ func Spec() algo.Spec {
 		NewConfig:  func() algo.Config { return NewConfig() },
 		Train:      offpolicy.TrainFunc("sac", Train),
 		LoadPolicy: LoadPolicy,
+		Pieces:     Pieces,
 	}
 }
 
@@ -164,200 +167,69 @@ func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) 
 	return offpolicy.LoadPolicy("sac", path, h, c, func(c *Config) []int { return c.NetArch }, newAgent, (*Agent).nets)
 }
 
-// Train runs SAC for rt.Header.Steps environment steps.
+// Train runs SAC for rt.Header.Steps environment steps: the local
+// executor, the shortest composition of the pieces (see Pieces). The env
+// worker acts with the learner's live actor (same goroutine, no copy of
+// the weights), as the loop before the pieces did.
 func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, error) {
 	if err := cfg.Validate(rt.Header); err != nil {
 		return nil, err
 	}
 	h := rt.Header
-	seed := h.Seed
-
-	// Envs and replay: N synchronous copies, driven by the shared collector.
-	col, err := offpolicy.NewCollector(h.Env, cfg.NumEnvs, cfg.BufferSize, cfg.Gamma)
+	envs, err := offpolicy.MakeEnvs(h.Env, cfg.NumEnvs)
+	if err != nil {
+		return nil, err
+	}
+	defer envs.Close()
+	p, err := newPieces(h, cfg, algo.SpacesOf(envs))
 	if err != nil {
 		return nil, fmt.Errorf("sac: %w", err)
 	}
-	defer col.Close()
-	obsDim, actDim, low, high, rb := col.ObsDim, col.ActDim, col.Low, col.High, col.Replay
-	N := cfg.NumEnvs
-
-	// Agent, target critics, optimizers.
-	agent, err := newAgent(obsDim, low, high, cfg.NetArch, rng.New(seed, "sac/init", 0))
+	learner, err := p.newLearner()
 	if err != nil {
 		return nil, err
 	}
+	defer learner.Close()
+	rb, err := p.newReplay()
+	if err != nil {
+		return nil, err
+	}
+	sampler, _ := p.newSampler(cfg.NumEnvs, rng.New(h.Seed, "sac/explore", 0))
+	assembler, err := p.newAssembler(cfg.NumEnvs)
+	if err != nil {
+		return nil, err
+	}
+	worker, err := offpolicy.NewEnvWorker(envs, &offpolicy.MLPPolicy{Net: learner.actor}, sampler, assembler)
+	if err != nil {
+		return nil, err
+	}
+	agent := learner.agent
 	rt.Track(agent) // divergence guard (algo.TrainRun)
-	actor, head, qf1, qf2 := agent.Actor, agent.Head, agent.QF1, agent.QF2
-	qf1Target, qf2Target := qf1.Clone(), qf2.Clone()
-	qParams := append(slices.Clone(qf1.Params()), qf2.Params()...)
-	qOpt, err := nn.NewAdam(nn.AdamConfig{LR: float32(cfg.QLR)})
-	if err != nil {
+
+	if err := worker.Reset(h.Seed); err != nil {
 		return nil, err
 	}
-	actorOpt, err := nn.NewAdam(nn.AdamConfig{LR: float32(cfg.PolicyLR)})
-	if err != nil {
-		return nil, err
-	}
-	// Automatic entropy tuning: learn log α towards H̄ = −dim(A).
-	targetEntropy := -float64(actDim)
-	logAlpha := nn.NewParam("log_alpha", 1) // α starts at 1, as in CleanRL
-	alpha := cfg.Alpha
-	var aOpt *nn.Adam
-	if cfg.Autotune {
-		alpha = 1
-		if aOpt, err = nn.NewAdam(nn.AdamConfig{LR: float32(cfg.QLR)}); err != nil {
-			return nil, err
-		}
-	}
-	exploreRNG := rng.New(seed, "sac/explore", 0)
-	learnRNG := rng.New(seed, "sac/learner", 0)
-	sampleRNG := rng.New(seed, "sac/replay", 0)
-
-	// Learner workspaces.
-	B := cfg.BatchSize
-	var (
-		nextAct    = make([]float32, B*actDim)
-		nextLogPi  = make([]float32, B)
-		nextQ      = make([]float32, B) // y = r + γ(1 − d)(min Q'(s', a') − α log π(a'|s'))
-		pi         = make([]float32, B*actDim)
-		logPi      = make([]float32, B)
-		noise      = make([]float32, B*actDim)
-		dQ1        = make([]float32, B)
-		dQ2        = make([]float32, B)
-		dAct       = make([]float32, B*actDim)
-		dLogPi     = make([]float32, B)
-		dOut       = make([]float32, B*head.OutDim())
-		actorLoss  float64
-		alphaLoss  float64
-		actorSteps int
-	)
-	for _, net := range []*nn.Critic{qf1, qf2, qf1Target, qf2Target} {
-		net.Net.Reserve(B)
-	}
-	actor.Reserve(B)
-	// The twin critics run side by side on two goroutines (bit-identical
-	// to one after the other: see offpolicy.Twin).
-	par := twin.New()
-	defer par.Close()
-	critics := offpolicy.NewTwin(qf1, qf2, par, B)
-	targets := offpolicy.NewTwin(qf1Target, qf2Target, par, B)
-
-	// updateCritics takes one gradient step on the twin soft Q loss.
-	updateCritics := func() (qfLoss, q1Mean, q2Mean float64) {
-		// Soft target, without gradient (Haarnoja et al. 2018, eq. 3).
-		head.SampleTo(nextAct, nextLogPi, nil, actor.Forward(rb.NextObs, B), learnRNG)
-		q1n, q2n := targets.Forward(rb.NextObs, nextAct, B)
-		for i := range B {
-			minQ := min(q1n[i], q2n[i]) - float32(alpha)*nextLogPi[i]
-			nextQ[i] = rb.Reward[i] + rb.Discount[i]*rb.NotDone[i]*minQ
-		}
-		// Both critics regress onto y: MSE(Q1(s, a), y) + MSE(Q2(s, a), y).
-		return critics.Fit(qOpt, qParams, rb.Obs, rb.Action, nextQ, B)
-	}
-
-	// updateActor takes one step on E[α log π(ã|s) − min_i Q_i(s, ã)] with
-	// the reparameterised ã = tanh(μ + σε)·scale + bias, then (autotune)
-	// one step on α.
-	updateActor := func() {
-		out := actor.Forward(rb.Obs, B)
-		head.SampleTo(pi, logPi, noise, out, learnRNG)
-		q1, q2 := critics.Forward(rb.Obs, pi, B)
-		// dL/dQ_i = −1/B on the rows where critic i gives the minimum.
-		var loss float64
-		for i := range B {
-			dQ1[i], dQ2[i] = 0, 0
-			m := q1[i]
-			if q2[i] < q1[i] {
-				m = q2[i]
-				dQ2[i] = -1 / float32(B)
-			} else {
-				dQ1[i] = -1 / float32(B)
-			}
-			loss += alpha*float64(logPi[i]) - float64(m)
-			dLogPi[i] = float32(alpha) / float32(B)
-		}
-		actorLoss = loss / float64(B)
-		// dL/dã through both critics. This also adds into the critics'
-		// gradients, which are zeroed before their next step.
-		g1, g2 := critics.Backward(dQ1, dQ2)
-		copy(dAct, g1)
-		for i, g := range g2 {
-			dAct[i] += g
-		}
-		head.BackwardSample(dOut, out, noise, dAct, dLogPi)
-		actor.ZeroGrad()
-		actor.Backward(dOut)
-		actorOpt.Step(actor.Params())
-		actorSteps++
-
-		if cfg.Autotune {
-			// L(log α) = −α·E[log π + H̄], with log π from the sample above
-			// (taken before the actor step; Stable-Baselines3's order).
-			var s float64
-			for i := range B {
-				s += float64(logPi[i]) + targetEntropy
-			}
-			s /= float64(B)
-			a := math.Exp(float64(logAlpha.Value[0]))
-			alphaLoss = -a * s
-			logAlpha.Grad[0] = float32(-a * s)
-			aOpt.Step([]*nn.Param{logAlpha})
-			alpha = math.Exp(float64(logAlpha.Value[0]))
-		}
-	}
-
-	if err := col.Reset(seed); err != nil {
-		return nil, err
-	}
-	for col.Steps < h.Steps {
+	for worker.Steps < h.Steps {
 		if ctx.Err() != nil {
 			return agent, ctx.Err()
 		}
-		// Act: uniformly random until learning starts, then a sample of π.
-		if col.Steps < int64(cfg.LearningStarts) {
-			col.RandomActions(exploreRNG)
-		} else {
-			head.SampleTo(col.Actions, nil, nil, actor.Forward(col.Obs, N), exploreRNG)
-		}
-		// Step, store (s, a, r, s', terminated) with s' the true final
+		// Act (uniformly random until learning starts, then ã ~ π(·|s)),
+		// step, assemble (s, a, r, s', terminated) with s' the true final
 		// observation on truncation, log, hand obs over.
-		prevStep := col.Steps
-		if err := col.Step(rt.Log); err != nil {
+		prev := worker.Steps
+		if err := worker.Step(rt.Log); err != nil {
 			return agent, fmt.Errorf("sac: %w", err)
 		}
-		globalStep := col.Steps
-
-		if globalStep > int64(cfg.LearningStarts) && rb.Len() >= B {
-			if err := rb.Sample(B, sampleRNG); err != nil {
-				return agent, fmt.Errorf("sac: sample: %w", err)
-			}
-			qfLoss, q1Mean, q2Mean := updateCritics()
-			// Delayed actor: every policy_frequency steps, as many actor
-			// steps, all on this minibatch (CleanRL's TD3-style delay).
-			if offpolicy.Crossed(prevStep, globalStep, int64(cfg.PolicyFrequency)) {
-				for range cfg.PolicyFrequency {
-					updateActor()
-				}
-			}
-			if offpolicy.Crossed(prevStep, globalStep, int64(cfg.TargetNetworkFrequency)) {
-				if err := offpolicy.PolyakAll(cfg.Tau,
-					[2][]*nn.Param{qf1Target.Params(), qf1.Params()},
-					[2][]*nn.Param{qf2Target.Params(), qf2.Params()}); err != nil {
-					return agent, err
-				}
-			}
-			rt.Log.Scalar("losses/qf1_values", q1Mean)
-			rt.Log.Scalar("losses/qf2_values", q2Mean)
-			rt.Log.Scalar("losses/qf_loss", qfLoss/2)
-			if actorSteps > 0 {
-				rt.Log.Scalar("losses/actor_loss", actorLoss)
-				rt.Log.Scalar("losses/alpha", alpha)
-				if cfg.Autotune {
-					rt.Log.Scalar("losses/alpha_loss", alphaLoss)
-				}
-			}
+		if err := rb.Add(&worker.Transitions); err != nil {
+			return agent, fmt.Errorf("sac: store: %w", err)
 		}
-		rt.Log.Step(globalStep)
+		// One update per env step once learning has started.
+		stats, err := learner.Learn(ctx, rb, prev, worker.Steps)
+		if err != nil {
+			return agent, err
+		}
+		offpolicy.LogStats(rt.Log, stats)
+		rt.Log.Step(worker.Steps)
 	}
 	return agent, nil
 }

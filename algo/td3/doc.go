@@ -26,6 +26,31 @@
 //				actor: Adam step on −E[Q1(s, μ(s))]
 //				targets (actor and both critics): θ' ← τθ + (1 − τ)θ'
 //
+// # Pieces and the local executor
+//
+// Pieces (also Spec().Pieces) cuts TD3 into the parts that executors place
+// on different goroutines, processes or machines (see algo.Pieces and
+// docs/ARCHITECTURE.md, "Off-policy pieces"): the policy (μ(s) in the env's units), the
+// sampler (μ(s) plus Gaussian or OU noise with per-env OU state, uniform actions before learning_starts), the assembler (n-step transitions per env, on the env
+// worker), the replay memory and the Learner. Train is the local
+// executor, their shortest composition:
+//
+//	for step < steps:
+//		worker.Step: out ← policy(obs); a ← sampler(out, step); envs.Step(a); assemble transitions
+//		replay.Add(transitions)
+//		learner.Learn(replay, prev step, step)    // the updates due, once learning has started
+//
+// The env worker acts with the learner's live network (same goroutine, no
+// copy): the loop before the pieces did the same, and it gives the same
+// bits (algo/all TestOffPolicySameBitsAsBeforeThePieces). Another executor
+// would publish learner.Weights() every k updates instead.
+//
+// One update per env step: with num_envs N a vector step takes N updates
+// (each on its own minibatch, with the delays counted in env steps as with
+// one env), so the replay ratio does not depend on num_envs. Before the
+// pieces (#12) it took one; runs with num_envs 1 (every config in
+// configs/) are unchanged bit for bit.
+//
 // # Implementation details
 //
 //  1. Clipped double-Q learning: the target takes the minimum of the two
@@ -59,6 +84,6 @@
 // actor forward+backward and a Q1 forward+backward. Train allocates its
 // workspaces once and runs on the caller's goroutine, plus one worker
 // goroutine (offpolicy.Twin over package twin) that computes Q2 beside Q1
-// in the critic passes, with the same bits; Train stops it before it
-// returns.
+// in the critic passes, with the same bits (parallel: false keeps
+// everything on the caller); Train stops it before it returns.
 package td3

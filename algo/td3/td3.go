@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
 	"herd/internal/rng"
-	"herd/internal/twin"
 	"herd/nn"
 )
 
@@ -21,6 +19,10 @@ type Config struct {
 
 	// NumEnvs is the number of environments stepped together. Default 1.
 	NumEnvs int `yaml:"num_envs"`
+	// Parallel runs the second critic on a second goroutine beside the caller's
+	// work (internal/twin), with results identical to one goroutine's;
+	// false keeps everything on the calling goroutine. Default true.
+	Parallel bool `yaml:"parallel"`
 
 	// --- algorithm ---
 
@@ -64,6 +66,7 @@ type Config struct {
 func NewConfig() *Config {
 	return &Config{
 		NumEnvs:          1,
+		Parallel:         true,
 		LearningRate:     3e-4,
 		BufferSize:       1000000,
 		Gamma:            0.99,
@@ -118,6 +121,7 @@ func Spec() algo.Spec {
 		NewConfig:  func() algo.Config { return NewConfig() },
 		Train:      offpolicy.TrainFunc("td3", Train),
 		LoadPolicy: LoadPolicy,
+		Pieces:     Pieces,
 	}
 }
 
@@ -170,145 +174,72 @@ func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) 
 	return offpolicy.LoadPolicy("td3", path, h, c, func(c *Config) []int { return c.NetArch }, newAgent, (*Agent).nets)
 }
 
-// Train runs TD3 for rt.Header.Steps environment steps.
+// Train runs TD3 for rt.Header.Steps environment steps: the local
+// executor, the shortest composition of the pieces (see Pieces). The env
+// worker acts with the learner's live actor (same goroutine, no copy of
+// the weights), as the loop before the pieces did.
 func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, error) {
 	if err := cfg.Validate(rt.Header); err != nil {
 		return nil, err
 	}
 	h := rt.Header
-	seed := h.Seed
-
-	// Envs and replay: N synchronous copies, driven by the shared collector.
-	col, err := offpolicy.NewCollector(h.Env, cfg.NumEnvs, cfg.BufferSize, cfg.Gamma)
+	envs, err := offpolicy.MakeEnvs(h.Env, cfg.NumEnvs)
+	if err != nil {
+		return nil, err
+	}
+	defer envs.Close()
+	p, err := newPieces(h, cfg, algo.SpacesOf(envs))
 	if err != nil {
 		return nil, fmt.Errorf("td3: %w", err)
 	}
-	defer col.Close()
-	obsDim, actDim, low, high, rb := col.ObsDim, col.ActDim, col.Low, col.High, col.Replay
-	N := cfg.NumEnvs
-
-	// Agent, target networks, optimizers.
-	agent, err := newAgent(obsDim, low, high, cfg.NetArch, rng.New(seed, "td3/init", 0))
+	learner, err := p.newLearner()
 	if err != nil {
 		return nil, err
 	}
+	defer learner.Close()
+	rb, err := p.Replay()
+	if err != nil {
+		return nil, err
+	}
+	sampler, err := p.Sampler(cfg.NumEnvs, rng.New(h.Seed, "td3/explore", 0))
+	if err != nil {
+		return nil, err
+	}
+	assembler, err := p.Assembler(cfg.NumEnvs)
+	if err != nil {
+		return nil, err
+	}
+	worker, err := offpolicy.NewEnvWorker(envs, offpolicy.ActorPolicy(learner.actor, learner.head), sampler, assembler)
+	if err != nil {
+		return nil, err
+	}
+	agent := learner.agent
 	rt.Track(agent) // divergence guard (algo.TrainRun)
-	actor, head, qf1, qf2 := agent.Actor, agent.Head, agent.QF1, agent.QF2
-	targetActor, qf1Target, qf2Target := actor.Clone(), qf1.Clone(), qf2.Clone()
-	qParams := append(slices.Clone(qf1.Params()), qf2.Params()...)
-	qOpt, err := nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)})
-	if err != nil {
+
+	if err := worker.Reset(h.Seed); err != nil {
 		return nil, err
 	}
-	actorOpt, err := nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)})
-	if err != nil {
-		return nil, err
-	}
-	exploreRNG := rng.New(seed, "td3/explore", 0)
-	learnRNG := rng.New(seed, "td3/learner", 0)
-	sampleRNG := rng.New(seed, "td3/replay", 0)
-
-	// Learner workspaces.
-	B := cfg.BatchSize
-	var (
-		nextAct   = make([]float32, B*actDim)
-		nextQ     = make([]float32, B) // y = r + γ(1 − d) min_i Q'_i(s', μ'(s') + clip(ε))
-		dQ        = make([]float32, B)
-		pi        = make([]float32, B*actDim)
-		dOut      = make([]float32, B*actDim)
-		ou        = offpolicy.NewOU(N*actDim, cfg.ExplorationNoise)
-		actorLoss float64
-		updates   int64
-	)
-	for _, net := range []*nn.Critic{qf1, qf2, qf1Target, qf2Target} {
-		net.Net.Reserve(B)
-	}
-	actor.Reserve(B)
-	targetActor.Reserve(B)
-	// The twin critics run side by side on two goroutines (bit-identical
-	// to one after the other: see offpolicy.Twin).
-	par := twin.New()
-	defer par.Close()
-	critics := offpolicy.NewTwin(qf1, qf2, par, B)
-	targets := offpolicy.NewTwin(qf1Target, qf2Target, par, B)
-
-	// updateCritics takes one step on the clipped double-Q loss.
-	updateCritics := func() (qfLoss, q1Mean, q2Mean float64) {
-		// Target policy smoothing (Fujimoto et al. 2018, eq. 14):
-		// ã = clip(μ'(s') + clip(ε, −c, c)·scale, low, high), ε ~ N(0, σ²).
-		head.ActionTo(nextAct, targetActor.Forward(rb.NextObs, B))
-		for i := range nextAct {
-			j := i % actDim
-			eps := clamp(learnRNG.NormFloat64()*cfg.PolicyNoise, -cfg.NoiseClip, cfg.NoiseClip)
-			nextAct[i] = clamp32(nextAct[i]+float32(eps)*head.Scale[j], low[j], high[j])
-		}
-		q1n, q2n := targets.Forward(rb.NextObs, nextAct, B)
-		for i := range B {
-			nextQ[i] = rb.Reward[i] + rb.Discount[i]*rb.NotDone[i]*min(q1n[i], q2n[i])
-		}
-		// Both critics regress onto y: MSE(Q1(s, a), y) + MSE(Q2(s, a), y).
-		return critics.Fit(qOpt, qParams, rb.Obs, rb.Action, nextQ, B)
-	}
-
-	// updateActor takes one deterministic policy gradient step on
-	// −E[Q1(s, μ(s))] (Silver et al. 2014), through the critic's dQ/da.
-	updateActor := func() {
-		actorLoss = offpolicy.DPGStep(actor, head, qf1, actorOpt, rb.Obs, B, pi, dOut, dQ)
-	}
-
-	if err := col.Reset(seed); err != nil {
-		return nil, err
-	}
-	for col.Steps < h.Steps {
+	for worker.Steps < h.Steps {
 		if ctx.Err() != nil {
 			return agent, ctx.Err()
 		}
-		// Act: uniformly random until learning starts, then
-		// clip(μ(s) + noise·scale, low, high), noise ~ N(0, σ²) or OU.
-		if col.Steps < int64(cfg.LearningStarts) {
-			col.RandomActions(exploreRNG)
-		} else {
-			head.ActionTo(col.Actions, actor.Forward(col.Obs, N))
-			if cfg.NoiseType == "ou" {
-				offpolicy.AddOUNoise(col.Actions, head.Scale, low, high, ou, exploreRNG)
-			} else {
-				offpolicy.AddGaussianNoise(col.Actions, head.Scale, low, high, cfg.ExplorationNoise, exploreRNG)
-			}
-		}
-		// Step, store (s, a, r, s', terminated), log, hand obs over.
-		if err := col.Step(rt.Log); err != nil {
+		// Act (uniformly random until learning starts, then
+		// clip(μ(s) + noise·scale, low, high), noise ~ N(0, σ²) or OU),
+		// step, assemble (s, a, r, s', terminated), log, hand obs over.
+		prev := worker.Steps
+		if err := worker.Step(rt.Log); err != nil {
 			return agent, fmt.Errorf("td3: %w", err)
 		}
-		globalStep := col.Steps
-		for i := range N {
-			if col.Batch.Done(i) {
-				ou.Reset(i*actDim, (i+1)*actDim) // OU restarts with each episode
-			}
+		if err := rb.Add(&worker.Transitions); err != nil {
+			return agent, fmt.Errorf("td3: store: %w", err)
 		}
-
-		if globalStep > int64(cfg.LearningStarts) && rb.Len() >= B {
-			if err := rb.Sample(B, sampleRNG); err != nil {
-				return agent, fmt.Errorf("td3: sample: %w", err)
-			}
-			qfLoss, q1Mean, q2Mean := updateCritics()
-			updates++
-			// Delayed policy updates: the actor and all targets move once
-			// every policy_frequency critic updates.
-			if updates%int64(cfg.PolicyFrequency) == 0 {
-				updateActor()
-				if err := offpolicy.PolyakAll(cfg.Tau,
-					[2][]*nn.Param{targetActor.Params(), actor.Params()},
-					[2][]*nn.Param{qf1Target.Params(), qf1.Params()},
-					[2][]*nn.Param{qf2Target.Params(), qf2.Params()}); err != nil {
-					return agent, err
-				}
-				rt.Log.Scalar("losses/actor_loss", actorLoss)
-			}
-			rt.Log.Scalar("losses/qf1_values", q1Mean)
-			rt.Log.Scalar("losses/qf2_values", q2Mean)
-			rt.Log.Scalar("losses/qf_loss", qfLoss/2)
+		// One critic update per env step once learning has started.
+		stats, err := learner.Learn(ctx, rb, prev, worker.Steps)
+		if err != nil {
+			return agent, err
 		}
-		rt.Log.Step(globalStep)
+		offpolicy.LogStats(rt.Log, stats)
+		rt.Log.Step(worker.Steps)
 	}
 	return agent, nil
 }

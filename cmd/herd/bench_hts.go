@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -182,18 +183,20 @@ func benchHTS(ctx context.Context, data []byte, cvs []float64, st env.StepTime, 
 }
 
 // sleepOvershoot measures how much longer than asked time.Sleep takes for
-// step times drawn from st (the timer's slack and wake-up latency).
+// step times drawn from st (the timer's slack and wake-up latency): the
+// median of 300 sleeps, so that one descheduling on a busy machine does
+// not stand for all of them.
 func sleepOvershoot(st env.StepTime) time.Duration {
 	r := rng.New(1, "bench/hts-sleep", 0)
-	var over time.Duration
-	const n = 200
-	for range n {
+	over := make([]time.Duration, 300)
+	for i := range over {
 		d := st.Draw(r)
 		t0 := time.Now()
 		time.Sleep(d)
-		over += time.Since(t0) - d
+		over[i] = time.Since(t0) - d
 	}
-	return over / n
+	slices.Sort(over)
+	return over[len(over)/2]
 }
 
 // parseFloats reads "0.5,1,2".

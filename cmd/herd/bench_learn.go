@@ -23,6 +23,8 @@ func newBenchLearnCmd() *cobra.Command {
 		asJSON   bool
 		evalEps  int
 		force    bool
+		load     int
+		pins     []string
 	)
 	cmd := &cobra.Command{
 		Use:   "learn",
@@ -30,9 +32,16 @@ func newBenchLearnCmd() *cobra.Command {
 		Long: `learn trains every --config with every seed, one run at a time, and prints one row
 per run; --md writes the markdown tables of docs/BENCHMARKS.md (final
 return = mean of the last 100 episodes; target = the env's reward threshold
-unless --target is given).`,
+unless --target is given).
+
+--load N starts N busy-loop processes for the duration of each run (the
+cores shared with other work); --pin runs each (config, seed) once per
+CPU list given, in turn, with the training process restricted to those CPUs
+as taskset -c would (GOMAXPROCS included) while the busy loops keep every
+CPU, and ends with the mean wall time per list and its ratio to the last.`,
 		Example: `  herd bench learn --config configs/ppo-cartpole.yaml --seeds 1-5 --md /tmp/ppo.md
-  herd bench learn --config configs/ppo-cartpole.yaml --config configs/a2c-cartpole.yaml --seeds 1,2`,
+  herd bench learn --config configs/ppo-cartpole.yaml --config configs/a2c-cartpole.yaml --seeds 1,2
+  herd bench learn --config configs/dqn-cartpole.yaml --steps 100000 --seeds 1,1,1 --load 2 --pin all --pin 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			seeds, err := parseSeeds(seedList)
@@ -50,11 +59,27 @@ unless --target is given).`,
 			if err := c.err(); err != nil {
 				return err
 			}
+			sched, err := newLoadSchedule(load, pins)
+			if err != nil {
+				return err
+			}
+			if md != "" && len(sched.pins) > 1 {
+				return fmt.Errorf("bench learn: --md takes one --pin setting, got %d", len(sched.pins))
+			}
 			w := cmd.OutOrStdout()
-			rows, err := all.BenchLearn(cmd.Context(), configs, seeds, all.LearnOptions{
+			rows, lrows, err := sched.run(cmd.Context(), configs, seeds, all.LearnOptions{
 				Steps: steps, Out: out, Force: force, Set: set, Progress: cmd.ErrOrStderr(), EvalEpisodes: evalEps})
 			if len(rows) > 0 {
-				if werr := writeRows(w, asJSON, rows); werr != nil {
+				var werr error
+				if sched.active() {
+					werr = writeRows(w, asJSON, lrows)
+					if werr == nil && len(sched.pins) > 1 {
+						werr = writePinRatios(cmd.ErrOrStderr(), lrows, sched.pins)
+					}
+				} else {
+					werr = writeRows(w, asJSON, rows)
+				}
+				if werr != nil {
 					return werr
 				}
 				if md != "" {
@@ -85,6 +110,8 @@ unless --target is given).`,
 	fl.Float64Var(&target, "target", math.NaN(), "return target (default: the env's reward threshold)")
 	fl.BoolVar(&asJSON, "json", false, "one JSON object per line instead of a table")
 	fl.IntVar(&evalEps, "eval-episodes", 0, "also evaluate each trained policy greedily for this many episodes")
+	fl.IntVar(&load, "load", 0, "run this many busy-loop processes during each run")
+	fl.StringArrayVar(&pins, "pin", nil, "run each (config, seed) with the training process on these CPUs (taskset -c list, or all); repeatable: once per list, in turn")
 	return cmd
 }
 

@@ -33,19 +33,24 @@ func writeRows(w io.Writer, asJSON bool, rows any) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	var hdr []string
-	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+	for _, f := range reflect.VisibleFields(t) {
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			continue // its fields follow, as JSON flattens them
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "" {
-			name = t.Field(i).Name
+			name = f.Name
 		}
 		hdr = append(hdr, name)
 	}
 	fmt.Fprintln(tw, strings.Join(hdr, "\t")+"\t")
 	for i := 0; i < v.Len(); i++ {
 		row := v.Index(i)
-		cells := make([]string, row.NumField())
-		for j := range cells {
-			cells[j] = formatCell(row.Field(j))
+		var cells []string
+		for _, f := range reflect.VisibleFields(t) {
+			if !(f.Anonymous && f.Type.Kind() == reflect.Struct) {
+				cells = append(cells, formatCell(row.FieldByIndex(f.Index)))
+			}
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}

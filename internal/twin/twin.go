@@ -7,23 +7,72 @@ import (
 	"time"
 )
 
-// SpinFor is how long the idle worker polls for the next job, and the
-// caller for the job's end, before parking: longer than the gap between
-// two training steps of an off-policy loop (a few env steps), short enough
-// that an idle Pair costs nothing.
-const SpinFor = 200 * time.Microsecond
+// Spin budgets. A side that waits polls for at most its budget, then
+// parks. MaxSpin is the budget while the Pair sees no sign of contention:
+// long enough to cover the gap between two training steps of an
+// off-policy loop, so that on an idle machine a training loop never parks.
+// MinSpin is the budget once it has seen one: a few microseconds, less
+// than a job, so that waiting never holds a core another thread could use.
+const (
+	MaxSpin = 100 * time.Microsecond
+	MinSpin = 2 * time.Microsecond
+)
 
-// Job states.
+// Signs of contention (see Pair.judge).
+const (
+	// deschedGap: two polls of a spin loop this far apart mean the
+	// poller's thread was descheduled (a poll takes nanoseconds).
+	deschedGap = 50 * time.Microsecond
+	// missAfter: a job still unclaimed this long after Go, although the
+	// worker had been told of it, is a missed hand-off.
+	missAfter = 5 * time.Microsecond
+	// lateAfter (plus four times the usual job duration): the caller
+	// waited this long for a claimed job, so the worker was descheduled
+	// while running it.
+	lateAfter = 50 * time.Microsecond
+)
+
+// The contention score is a moving average of bad hand-offs in fixed point
+// (scoreOne = every recent hand-off bad), updated by 1/8 of the difference
+// per hand-off: three bad ones in a row reach soloScore, isolated ones
+// (a VM's timer interrupt) do not.
+const (
+	scoreOne   = 1024
+	soloScore  = 300 // go solo above this
+	quietScore = 32  // spin MaxSpin only below this (no bad one in ~10 hand-offs)
+)
+
+// Solo backoff: how long the caller runs everything itself before it
+// probes the worker again, doubling while probes fail.
+const (
+	minBackoff  = time.Millisecond
+	maxBackoff  = 128 * time.Millisecond
+	probeLength = 64 // hand-offs without going solo that halve the backoff
+)
+
+// Job states: the caller posts a job; the worker claims it, runs it and
+// marks it done; or the caller, finding it still posted in Wait, takes it
+// back (to idle) and runs it itself.
 const (
 	idle int32 = iota
 	posted
+	claimed
 	done
 )
+
+// Stats counts what happened to a Pair's jobs, for tests, benchmarks and
+// profiles.
+type Stats struct {
+	Worker int64 // jobs run by the worker
+	Stolen int64 // jobs posted but run by the caller (the worker was late)
+	Solo   int64 // jobs run by the caller without posting (solo mode)
+	Bad    int64 // hand-offs judged bad (missed, late or descheduled)
+	Solos  int64 // times the Pair went solo
+}
 
 // Pair is a caller goroutine and one worker. Not safe for concurrent use:
 // one goroutine calls its methods.
 type Pair struct {
-	spin  time.Duration // how long each side polls before it parks
 	state atomic.Int32
 	job   func() // written by the caller before state becomes posted
 
@@ -31,35 +80,70 @@ type Pair struct {
 	workerParked, callerParked atomic.Bool
 	wake, finished             chan struct{}
 
+	// Written by one side, read by the other.
+	idleSpin atomic.Int64 // the worker's budget (ns), set by the caller
+	jobNs    atomic.Int64 // moving average of job durations on the worker
+	desched  atomic.Int64 // descheduled polls seen by the worker
+
 	stop    atomic.Bool
 	stopped sync.WaitGroup
-	closed  bool
-	running bool // a job was started and not yet waited for
+
+	// beforeClaim, set by tests, runs on the worker before it claims a
+	// job: a stand-in for a descheduled thread.
+	beforeClaim func()
+
+	// The caller's own state, on other cache lines than the polled state,
+	// which it writes at every hand-off.
+	_           [64]byte
+	maxSpin     time.Duration // MaxSpin, or 0 with one processor (NewWorker)
+	closed      bool
+	running     bool      // a job was started and not yet waited for
+	solo        bool      // the current job runs on the caller, in Wait
+	soloUntil   time.Time // solo mode lasts until then (zero: not solo)
+	backoff     time.Duration
+	probe       int // hand-offs left in the probe after solo mode
+	score       int32
+	postedAt    time.Time // when the current job was posted
+	woken       bool      // the worker was parked then (and was sent a token)
+	lastEnd     time.Time // when the last hand-off ended
+	seenDesched int64     // p.desched at the last judgement
+	stats       Stats
 }
 
-// New starts a polling worker, or returns nil (run everything on the
-// caller) when only one processor is available: for work that is
-// CPU-bound on both sides, where a second goroutine cannot help.
+// New starts a worker, or returns nil (run everything on the caller) when
+// only one processor is available: for work that is CPU-bound on both
+// sides, where a second goroutine cannot help.
 func New() *Pair {
 	if runtime.GOMAXPROCS(0) < 2 {
 		return nil
 	}
-	return start(SpinFor)
+	return start(MaxSpin, nil)
+}
+
+// NewIf is New when on is true and nil (everything on the caller)
+// otherwise: an algorithm's parallel setting.
+func NewIf(on bool) *Pair {
+	if !on {
+		return nil
+	}
+	return New()
 }
 
 // NewWorker always starts a worker, for jobs that may block (an env
-// behind a network call, say), which overlap even on one processor. It
-// polls like New's with two or more processors and parks at once with
-// one, where polling would only take the processor from the other side.
+// behind a network call, say), which overlap even on one processor. With
+// one processor neither side polls: it could only take the processor from
+// the other side.
 func NewWorker() *Pair {
 	if runtime.GOMAXPROCS(0) < 2 {
-		return start(0)
+		return start(0, nil)
 	}
-	return start(SpinFor)
+	return start(MaxSpin, nil)
 }
 
-func start(spin time.Duration) *Pair {
-	p := &Pair{spin: spin, wake: make(chan struct{}, 1), finished: make(chan struct{}, 1)}
+func start(spin time.Duration, beforeClaim func()) *Pair {
+	p := &Pair{maxSpin: spin, backoff: minBackoff, beforeClaim: beforeClaim,
+		wake: make(chan struct{}, 1), finished: make(chan struct{}, 1)}
+	p.idleSpin.Store(int64(spin))
 	p.stopped.Add(1)
 	go p.loop()
 	return p
@@ -67,11 +151,25 @@ func start(spin time.Duration) *Pair {
 
 func (p *Pair) loop() {
 	defer p.stopped.Done()
+	var avg int64
 	for {
-		if !p.await(posted, &p.workerParked, p.wake) {
+		ok, slept := p.await(posted, &p.workerParked, p.wake, time.Duration(p.idleSpin.Load()))
+		if !ok {
 			return
 		}
+		if slept {
+			p.desched.Add(1)
+		}
+		if p.beforeClaim != nil {
+			p.beforeClaim()
+		}
+		if !p.state.CompareAndSwap(posted, claimed) {
+			continue // the caller took it back
+		}
+		t := time.Now()
 		p.job()
+		avg += (int64(time.Since(t)) - avg) / 8
+		p.jobNs.Store(avg)
 		p.state.Store(done)
 		if p.callerParked.Load() {
 			token(p.finished)
@@ -79,25 +177,34 @@ func (p *Pair) loop() {
 	}
 }
 
-// await polls until state is want, for up to p.spin, then parks on ch
-// until the other side sends a token. It reports false when the Pair is
-// closing. The other side stores the state, then reads the parked flag;
-// this side stores the flag, then reads the state: one of them sees the
-// other's write, so a wake-up is never lost (at worst a stale token wakes
-// this side once more).
-func (p *Pair) await(want int32, parked *atomic.Bool, ch chan struct{}) bool {
+// await polls until state is want, for up to spin, then parks on ch until
+// the other side sends a token. ok is false when the Pair is closing;
+// slept reports that the poller's thread was descheduled while it polled.
+// The other side stores the state, then reads the parked flag; this side
+// stores the flag, then reads the state: one of them sees the other's
+// write, so a wake-up is never lost (at worst a stale token wakes this
+// side once more).
+func (p *Pair) await(want int32, parked *atomic.Bool, ch chan struct{}, spin time.Duration) (ok, slept bool) {
 	start := time.Now()
+	last := start
 	for n := 0; ; n++ {
 		if p.stop.Load() {
-			return false
+			return false, slept
 		}
 		if p.state.Load() == want {
-			return true
+			return true, slept
 		}
 		// No Gosched while polling: a trip through the scheduler costs
-		// more than a job's hand-off (it made DQN's step 40% slower);
-		// parking after p.spin covers a descheduled other side.
-		if n&255 != 255 || time.Since(start) < p.spin {
+		// more than a job's hand-off; the short budget bounds the poll.
+		if n&63 != 63 {
+			continue
+		}
+		now := time.Now()
+		if now.Sub(last) > deschedGap {
+			slept = true
+		}
+		last = now
+		if now.Sub(start) < spin {
 			continue
 		}
 		parked.Store(true)
@@ -106,6 +213,7 @@ func (p *Pair) await(want int32, parked *atomic.Bool, ch chan struct{}) bool {
 		}
 		parked.Store(false)
 		start, n = time.Now(), 0
+		last = start
 	}
 }
 
@@ -118,7 +226,9 @@ func token(ch chan struct{}) {
 }
 
 // Go starts b on the worker and returns at once; Wait waits for it. With a
-// nil or closed Pair, b runs now, on the caller.
+// nil or closed Pair, b runs now, on the caller; in solo mode (see the
+// package doc) it runs on the caller in Wait. The two halves must not wait
+// on each other: either may run after the other.
 func (p *Pair) Go(b func()) {
 	if p == nil || p.closed {
 		b()
@@ -129,21 +239,100 @@ func (p *Pair) Go(b func()) {
 	}
 	p.running = true
 	p.job = b
+	now := time.Now()
+	if !p.soloUntil.IsZero() {
+		if now.Before(p.soloUntil) {
+			p.solo = true
+			return
+		}
+		// Solo mode is over: probe the worker again.
+		p.soloUntil, p.probe, p.score = time.Time{}, probeLength, 0
+	}
+	p.postedAt = now
 	p.state.Store(posted)
-	if p.workerParked.Load() {
+	p.woken = p.workerParked.Load()
+	if p.woken {
 		token(p.wake)
 	}
 }
 
-// Wait returns when the job started by Go is done.
+// Wait returns when the job started by Go is done: run by the worker, or
+// by the caller if the worker has not claimed it yet.
 func (p *Pair) Wait() {
 	if p == nil || !p.running {
 		return
 	}
-	p.await(done, &p.callerParked, p.finished)
-	p.state.Store(idle)
-	p.job = nil
+	b := p.job
 	p.running = false
+	switch {
+	case p.solo:
+		p.solo = false
+		p.job = nil
+		b()
+		p.stats.Solo++
+	case p.state.CompareAndSwap(posted, idle):
+		// The worker has not claimed it: run it here rather than wait
+		// for a worker that may be descheduled.
+		// It is a miss if the worker should have claimed it by now: it
+		// was polling, or would have been on an idle machine (the gap
+		// since the last hand-off was within its budget).
+		missed := time.Since(p.postedAt) > missAfter &&
+			(!p.woken || p.postedAt.Sub(p.lastEnd) < p.maxSpin)
+		p.job = nil
+		b()
+		p.stats.Stolen++
+		p.judge(missed)
+	default:
+		spin := MinSpin
+		if p.score < quietScore {
+			spin = p.maxSpin
+		}
+		t := time.Now()
+		_, slept := p.await(done, &p.callerParked, p.finished, spin)
+		waited := time.Since(t)
+		p.state.Store(idle)
+		p.job = nil
+		p.stats.Worker++
+		late := waited > lateAfter+4*time.Duration(p.jobNs.Load())
+		p.judge(slept || late)
+	}
+}
+
+// judge folds one hand-off's outcome (and any descheduling the worker saw)
+// into the contention score, and picks the spin budgets and the mode for
+// the next ones.
+func (p *Pair) judge(bad bool) {
+	p.lastEnd = time.Now()
+	if d := p.desched.Load(); d != p.seenDesched {
+		p.seenDesched, bad = d, true
+	}
+	x := int32(0)
+	if bad {
+		x = scoreOne
+		p.stats.Bad++
+	}
+	p.score += (x - p.score) / 8
+	if p.probe > 0 {
+		p.probe--
+		if p.probe == 0 {
+			p.backoff = max(p.backoff/2, minBackoff) // the probe passed
+		}
+	}
+	if p.score > soloScore {
+		// Losing: run both halves on the caller for a while.
+		if p.probe > 0 {
+			p.backoff = min(2*p.backoff, maxBackoff)
+		}
+		p.soloUntil, p.probe = p.lastEnd.Add(p.backoff), 0
+		p.stats.Solos++
+	}
+	spin := p.maxSpin
+	if p.score >= quietScore {
+		spin = min(spin, MinSpin)
+	}
+	if int64(spin) != p.idleSpin.Load() {
+		p.idleSpin.Store(int64(spin))
+	}
 }
 
 // Do runs a on the caller and b on the worker, and returns when both are
@@ -152,6 +341,15 @@ func (p *Pair) Do(a, b func()) {
 	p.Go(b)
 	a()
 	p.Wait()
+}
+
+// Stats returns the counts of the Pair's jobs so far (zero for a nil
+// Pair).
+func (p *Pair) Stats() Stats {
+	if p == nil {
+		return Stats{}
+	}
+	return p.stats
 }
 
 // Close stops the worker and waits for it; the Pair then runs everything

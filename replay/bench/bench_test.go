@@ -49,7 +49,34 @@ func TestSmoke(t *testing.T) {
 	if err != nil || s.Outside != 0 || s.ZeroPrio != 0 || s.Draws < 100_000 {
 		t.Fatalf("Safety: %+v, %v", s, err)
 	}
+	// Priorities over the float32 leaves' whole range and below it.
+	s, err = Safety(t.Context(), SafetyConfig{Capacity: 5000, Filled: 4000, Draws: 100_000, Batch: 128, Fanout: 16, Seed: 2, Decades: 83})
+	if err != nil || s.Outside != 0 || s.ZeroPrio != 0 || s.Draws < 100_000 || s.Decades != 83 {
+		t.Fatalf("Safety, 83 decades: %+v, %v", s, err)
+	}
 	if _, err := Plot(t.TempDir(), append(rows, br...)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSeedRows: only 1M-slot, batch-128 tree rows get a seed comparison,
+// with the recorded figure and the ratio herd/seed.
+func TestSeedRows(t *testing.T) {
+	rows := []Row{
+		{Variant: "tree", Fanout: 16, Capacity: SeedCapacity, Batch: SeedBatch, Op: "tree_set", NsPerOp: 355},
+		{Variant: "tree", Fanout: 8, Capacity: SeedCapacity, Batch: SeedBatch, Op: "tree_sample", NsPerOp: 9300},
+		{Variant: "tree", Fanout: 16, Capacity: 1000, Batch: SeedBatch, Op: "tree_set", NsPerOp: 100},
+		{Variant: "tree", Fanout: 16, Capacity: SeedCapacity, Batch: 32, Op: "tree_set", NsPerOp: 100},
+		{Variant: "two-lock", Fanout: 8, Capacity: SeedCapacity, Batch: SeedBatch, Op: "sample", NsPerOp: 100},
+	}
+	got := SeedRows(rows)
+	if len(got) != 2 {
+		t.Fatalf("%d seed rows, want 2: %+v", len(got), got)
+	}
+	if got[0].Op != "tree_set" || got[0].SeedNs != 710 || got[0].Ratio != 0.5 || got[0].SeedFanout != 16 {
+		t.Errorf("tree_set row %+v", got[0])
+	}
+	if got[1].Op != "tree_sample" || got[1].SeedNs != 18600 || got[1].Ratio != 0.5 || got[1].Fanout != 8 {
+		t.Errorf("tree_sample row %+v", got[1])
 	}
 }

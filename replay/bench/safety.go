@@ -19,11 +19,17 @@ type SafetyConfig struct {
 	Fanout   int     // K
 	Seed     uint64  //
 	Seconds  float64 // stop early after this long (0: no limit)
+	// Decades is the spread of the log-uniform priorities: 10^x for x
+	// uniform in [hi-Decades, hi], hi = min(Decades/2, 38) so none
+	// passes sumtree.MaxPriority (0 means 12: 1e-6 … 1e6). 83 spans
+	// 1e-45 … 1e38, the float32 leaves' whole range and below it.
+	Decades float64
 }
 
 // SafetyRow is the result of Safety.
 type SafetyRow struct {
 	Fanout   int     `json:"fanout"`
+	Decades  float64 `json:"decades"`
 	Capacity int     `json:"capacity"`
 	Filled   int     `json:"filled"`
 	Draws    int64   `json:"draws"`
@@ -35,8 +41,9 @@ type SafetyRow struct {
 }
 
 // Safety is the numerical-safety run of issue 6: draws on a large tree
-// under continuous random updates (log-uniform priorities over 12 decades
-// and 10% zeros, which is what makes float sums drift), with no rebuild,
+// under continuous random updates (log-uniform priorities over
+// cfg.Decades decades and 10% zeros, which is what makes float sums
+// drift), with no rebuild,
 // counting draws that land outside [0, Filled) or on a zero priority.
 // Seed 000's float32 C++ tree returned 206 such indices in 576M draws on
 // a 1e7 tree.
@@ -49,11 +56,19 @@ func Safety(ctx context.Context, cfg SafetyConfig) (SafetyRow, error) {
 		return SafetyRow{}, err
 	}
 	r := rng.New(cfg.Seed, "bench/safety", 0)
+	dec := cfg.Decades
+	if dec == 0 {
+		dec = 12
+	}
+	if !(dec > 0 && dec <= 400) {
+		return SafetyRow{}, fmt.Errorf("bench: safety: decades %v not in (0, 400]", cfg.Decades)
+	}
+	hi := min(dec/2, 38)
 	prio := func() float64 {
 		if r.IntN(10) == 0 {
 			return 0
 		}
-		return math.Pow(10, -6+12*r.Float64())
+		return math.Pow(10, hi-dec+dec*r.Float64())
 	}
 	idx := make([]int, 4096)
 	p := make([]float64, 4096)
@@ -64,7 +79,7 @@ func Safety(ctx context.Context, cfg SafetyConfig) (SafetyRow, error) {
 		}
 		t.SetBatch(idx[:m], p[:m])
 	}
-	row := SafetyRow{Fanout: t.Fanout(), Capacity: cfg.Capacity, Filled: cfg.Filled}
+	row := SafetyRow{Fanout: t.Fanout(), Decades: dec, Capacity: cfg.Capacity, Filled: cfg.Filled}
 	dst := make([]int, cfg.Batch)
 	idx, p = idx[:cfg.Batch], p[:cfg.Batch]
 	start := time.Now()

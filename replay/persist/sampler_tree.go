@@ -135,7 +135,7 @@ func (s *slotTree) unmarshal(d *decoder) {
 	for i := 0; i < int(n) && d.err == nil; i++ {
 		k := d.string()
 		w := math.Float64frombits(d.u64())
-		if !(w >= 0) || math.IsInf(w, 0) {
+		if !(w >= 0 && w <= sumtree.MaxPriority) {
 			d.fail("weight")
 			return
 		}
@@ -182,6 +182,10 @@ func (p *Prioritized) Check(f map[string]float64) error {
 	if !(v >= 0) || math.IsInf(v, 0) {
 		return fmt.Errorf("persist: sampler %q: priority %v must be finite and >= 0", p.name, v)
 	}
+	if w := math.Pow(v, p.alpha); w > sumtree.MaxPriority {
+		return fmt.Errorf("persist: sampler %q: priority %v to the power %v exceeds %g, the largest the sum tree holds",
+			p.name, v, p.alpha, float64(sumtree.MaxPriority))
+	}
 	return nil
 }
 
@@ -222,9 +226,11 @@ func (p *Prioritized) UnmarshalBinary(b []byte) error {
 // 693 time units.
 //
 // Weights are stored as decay^(ref - t_i) against a reference time ref, so
-// an insert touches one leaf; when new weights would exceed e^600 the
-// sampler moves ref forward and recomputes all weights (O(N), once every
-// 600/|ln decay| time units). Weights that underflow to 0 are never drawn.
+// an insert touches one leaf; when new weights would exceed e^maxLogWeight
+// the sampler moves ref forward and recomputes all weights (O(N), once
+// every maxLogWeight/|ln decay| time units). Weights that underflow to 0
+// (below about e^-103: the sum tree's leaves are float32) are never drawn:
+// records that much less likely than the newest ones.
 type PriorityTime struct {
 	name  string
 	field string
@@ -267,12 +273,16 @@ func (p *PriorityTime) BuildIndex(key string, f map[string]float64) {
 	if !p.has {
 		p.ref, p.has = t, true
 	}
-	if (t-p.ref)*-p.lnD > 600 {
+	if (t-p.ref)*-p.lnD > maxLogWeight {
 		p.rebase(t)
 	}
 	p.times[key] = t
 	p.t.set(key, p.weight(t))
 }
+
+// maxLogWeight bounds the weights at e^80, below the float32 leaves'
+// largest value e^88.7 (sumtree.MaxPriority).
+const maxLogWeight = 80
 
 func (p *PriorityTime) weight(t float64) float64 { return math.Exp((p.ref - t) * p.lnD) }
 

@@ -115,6 +115,10 @@ func TestBadInput(t *testing.T) {
 	if err := s.Push(ctx, "a", Record{Value: []byte("x"), Fields: map[string]float64{"priority": -1}}); err == nil {
 		t.Errorf("negative priority accepted")
 	}
+	// 1e70^0.6 = 1e42 is past the sum tree's float32 leaves.
+	if err := s.Push(ctx, "a", Record{Value: []byte("x"), Fields: map[string]float64{"priority": 1e70}}); err == nil {
+		t.Errorf("priority past the sum tree's range accepted")
+	}
 	if _, err := s.Get(""); !errors.Is(err, ErrEmptyKey) {
 		t.Errorf("get empty key: %v", err)
 	}

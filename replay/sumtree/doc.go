@@ -22,10 +22,13 @@
 // # Costs
 //
 // Set is one add per level (log_K N levels). A search reads one group of K
-// siblings per level; groups are contiguous and cache-line aligned, so a
-// level costs K/8 cache lines. Larger K means fewer levels (fewer cache
-// misses) but more work per level; DefaultFanout is the measured optimum
-// on the reference machine. Batched calls (SetBatch, SampleTo, FindTo)
+// siblings per level; groups are contiguous and cache-line aligned, so an
+// inner level costs K/8 cache lines and the leaf level K/16 (leaves are
+// float32, inner sums float64: half the memory and the leaf-level misses
+// of an all-float64 tree, with the float64 tree's rounding; priorities are
+// stored rounded to float32, at most MaxPriority). Larger K means fewer
+// levels (fewer cache misses) but more work per level; DefaultFanout is
+// the measured optimum on the reference machine. Batched calls (SetBatch, SampleTo, FindTo)
 // interleave the B operations level by level so their cache misses
 // overlap; they allocate nothing.
 //

@@ -2,4 +2,4 @@ package sumtree
 
 import "unsafe"
 
-func unsafePointer(s []float64) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
+func unsafePointer[F leaf](s []F) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }

@@ -53,7 +53,7 @@ func FuzzOps(f *testing.F) {
 				i, _ := next()
 				p := prio()
 				tr.Set(int(i)%n, p)
-				ref[int(i)%n] = p
+				ref[int(i)%n] = stored(p)
 			case 1, 2:
 				m, _ := next()
 				idx := make([]int, int(m%8)+1)
@@ -61,7 +61,7 @@ func FuzzOps(f *testing.F) {
 				for b := range idx {
 					i, _ := next()
 					idx[b], ps[b] = int(i)%n, prio()
-					ref[idx[b]] = ps[b]
+					ref[idx[b]] = stored(ps[b])
 				}
 				if op%5 == 1 {
 					tr.SetBatch(idx, ps)

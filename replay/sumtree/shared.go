@@ -48,24 +48,20 @@ func (t *Tree) LoadTotal() float64 { return loadF(&t.levels[0][0]) }
 
 // SetLeaf sets leaf i to p and returns the change, to be passed to
 // PropagateShared. The caller holds the lock of i's group.
-func (t *Tree) SetLeaf(i int, p float64) float64 {
-	d := p - t.leaves[i]
-	t.leaves[i] = p
-	return d
-}
+func (t *Tree) SetLeaf(i int, p float64) float64 { return t.setLeaf(i, p) }
 
 // GroupStart is the first leaf of group g (a node of level Depth()-1, as
 // DescendInnerShared returns); its K leaves are GroupStart(g) … +K-1.
-func (t *Tree) GroupStart(g int) int { return g << t.shift }
+func (t *Tree) GroupStart(g int) int { return g << (t.shift & 63) }
 
 // LeafInGroup finishes a search in group g: the leaf whose range holds
 // mass u, or -1 when none does (u at or past the group's sum, or inside a
 // zero leaf). The caller holds the lock of the group.
 func (t *Tree) LeafInGroup(g int, u float64) int {
-	base := g << t.shift
+	base := g << (t.shift & 63)
 	end := min(base+t.k, len(t.leaves))
 	for i := base; i < end; i++ {
-		v := t.leaves[i]
+		v := float64(t.leaves[i])
 		if u < v {
 			return i
 		}
@@ -111,7 +107,7 @@ func (t *Tree) propagateShared(node []int, d []float64) {
 		if t.counts[l] <= denseLevel {
 			// Sum per parent; the parents keep their first-seen order.
 			for b := 0; b < m; b++ {
-				j := node[b] >> t.shift
+				j := node[b] >> (t.shift & 63)
 				if !seen[j] {
 					seen[j] = true
 					node[w] = j
@@ -127,7 +123,7 @@ func (t *Tree) propagateShared(node []int, d []float64) {
 		} else {
 			// Merge runs of equal parents in place (adjacent leaves).
 			for b := 0; b < m; b++ {
-				j := node[b] >> t.shift
+				j := node[b] >> (t.shift & 63)
 				if w > 0 && node[w-1] == j {
 					d[w-1] += d[b]
 					continue
@@ -166,7 +162,7 @@ func (t *Tree) descendShared(node []int, u []float64, from, to int) {
 	for l := from; l <= to; l++ {
 		lv := t.levels[l]
 		for b, i := range node {
-			base := i << t.shift
+			base := i << (t.shift & 63)
 			grp := lv[base : base+k]
 			for c := range grp {
 				g[c] = loadF(&grp[c])
@@ -207,16 +203,4 @@ func descendShared8(t *Tree, node []int, u []float64, from, to int) {
 
 // RebuildShared is Rebuild for shared mode: searches may run meanwhile
 // (each node changes by one atomic store), writers may not.
-func (t *Tree) RebuildShared() {
-	for l := t.depth - 1; l >= 0; l-- {
-		child := t.levels[l+1]
-		lv := t.levels[l]
-		for i := 0; i < t.counts[l]; i++ {
-			s := 0.0
-			for _, v := range child[i*t.k : i*t.k+t.k] {
-				s += v
-			}
-			storeF(&lv[i], s)
-		}
-	}
-}
+func (t *Tree) RebuildShared() { t.sums(storeF) }

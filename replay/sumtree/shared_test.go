@@ -119,7 +119,7 @@ func TestSharedConcurrent(t *testing.T) {
 					u[b] = r.Float64() * total
 				}
 				for _, grp := range tr.DescendInnerShared(nil, u) {
-					if grp < 0 || grp<<tr.shift >= len(tr.levels[tr.depth]) {
+					if grp < 0 || grp<<tr.shift >= len(tr.lv) {
 						t.Errorf("group %d out of range", grp)
 						return
 					}

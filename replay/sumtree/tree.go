@@ -24,7 +24,11 @@ var (
 // DefaultFanout is the fanout K chosen by measurement on the project's
 // reference machine (2-core AMD EPYC, 1M slots, batch 128): K = 8 had the
 // lowest tree_set + tree_sample time in every sweep (K = 16 sets faster
-// but samples slower; see docs/BENCHMARKS.md).
+// but samples slower; see docs/BENCHMARKS.md). Those sweeps predate the
+// float32 leaves, which made K = 16's leaf group one cache line and its
+// sample as fast as K = 8's in the tree benchmarks ("Sum tree layout
+// (#15)"); K stays 8 until the buffers, whose shared-mode descent is
+// specialised for K = 8, are swept again.
 const DefaultFanout = 8
 
 // cacheLine is the alignment of every level, so that each group of K
@@ -46,11 +50,19 @@ const chunk = 256
 // The tree is an implicit array. Level 0 is the root; level D (the depth)
 // holds the leaves, with D the smallest integer such that K^D ≥ capacity.
 // Node i of level l has its children at positions i·K … i·K+K-1 of level
-// l+1 and its parent at i/K of level l-1. All levels live in one float64
-// slice; each level starts on a 64-byte boundary and is padded with zeros
-// to a multiple of K, so every sibling group is contiguous and
-// cache-line aligned (the root is padded to a full line). Leaves are
-// therefore one contiguous slice, indexed by slot.
+// l+1 and its parent at i/K of level l-1. The inner levels live in one
+// float64 slice, the leaves in a float32 slice of their own; each level
+// starts on a 64-byte boundary and is padded with zeros to a multiple of
+// K, so every sibling group is contiguous and cache-line aligned (the root
+// is padded to a full line). Leaves are one contiguous slice, indexed by
+// slot.
+//
+// Leaves are float32 and inner nodes float64 (issue 15): the leaves are
+// most of the memory and most of the cache misses, and halving them makes
+// a K=16 leaf group one cache line instead of two. Every sum, at every
+// level, is still float64 arithmetic on exactly widened leaf values, so the
+// searches' rounding is what it was with float64 leaves; what changes is
+// that Set rounds the priority it stores (see Set).
 //
 // # Costs
 //
@@ -64,12 +76,13 @@ const chunk = 256
 //	                  the in-group scan is branch-free
 //	Rebuild           O(N)
 //
-// Memory is about N·8·K/(K-1) bytes.
+// Memory is about N·(4 + 8/(K-1)) bytes.
 //
 // # Numerical safety
 //
-// Sums are float64. Set propagates the difference between the new and the
-// old priority, which accumulates rounding error in inner nodes; Drift and
+// Sums are float64 (leaves float32, widened exactly before any
+// arithmetic). Set propagates the difference between the new and the old
+// stored priority, which accumulates rounding error in inner nodes; Drift and
 // Verify measure it and Rebuild recomputes every inner node exactly from its
 // children (Reverb rebuilds when the error passes 1e-4; callers that apply
 // very many updates should call Rebuild every few capacity's worth of
@@ -89,14 +102,38 @@ const chunk = 256
 // levels (seed 000, Algorithm 3), through SetLeaves/Propagate and
 // DescendInner/DescendLeaves.
 type Tree struct {
-	k      int
+	k int
+	// shift is log2 K. Every use masks it with &63: a Go shift by a
+	// variable must give 0 for counts ≥ 64, which costs six instructions
+	// more than the one shift a bounded count compiles to (a third of
+	// propagate's inner loop).
 	shift  uint
 	n      int
 	depth  int
-	levels [][]float64 // levels[0] is the root (length 1), levels[depth] the leaves
-	counts []int       // nodes in use per level
-	leaves []float64   // levels[depth][:n]
+	levels [][]float64 // inner levels: levels[0] is the root (length 1), levels[depth-1] the leaves' parents
+	counts []int       // nodes in use per level, leaves (counts[depth]) included
+	lv     []float32   // the leaf level, padded with zeros to a multiple of K
+	leaves []float32   // lv[:n]
+	w      *writeScratch
 }
+
+// writeScratch is the scratch of SetBatch and Propagate, kept with the tree
+// because they are writers (exclusive access): a stack array would be
+// zeroed on every call, 4 KiB for a batch of 128, a twentieth of
+// tree_set's instructions.
+type writeScratch struct {
+	d    [chunk]float64
+	node [chunk]int
+}
+
+// leaf is the type of a level's entries: float32 leaves, float64 inner
+// nodes. The descents are written once for both.
+type leaf interface{ ~float32 | ~float64 }
+
+// MaxPriority is the largest priority a leaf holds (math.MaxFloat32):
+// leaves are float32. Callers reject larger ones (replay does, with
+// ErrPriority).
+const MaxPriority = math.MaxFloat32
 
 // New returns a tree of capacity leaves, all zero, with fanout k (0 means
 // DefaultFanout).
@@ -110,7 +147,7 @@ func New(capacity, k int) (*Tree, error) {
 	if capacity < 1 || capacity > 1<<40 {
 		return nil, fmt.Errorf("%w: got %d", ErrCapacity, capacity)
 	}
-	t := &Tree{k: k, shift: uint(bits.TrailingZeros(uint(k))), n: capacity}
+	t := &Tree{k: k, shift: uint(bits.TrailingZeros(uint(k))), n: capacity, w: new(writeScratch)}
 	// Count nodes per level from the leaves up.
 	counts := []int{capacity}
 	for c := capacity; ; {
@@ -126,10 +163,11 @@ func New(capacity, k int) (*Tree, error) {
 	}
 	t.counts = counts
 	t.depth = len(counts) - 1
+	inner := counts[:t.depth]
 	const perLine = cacheLine / 8
-	sizes := make([]int, len(counts))
+	sizes := make([]int, len(inner))
 	total := 0
-	for l, c := range counts {
+	for l, c := range inner {
 		s := c
 		if l > 0 {
 			s = roundUp(c, k)
@@ -138,22 +176,33 @@ func New(capacity, k int) (*Tree, error) {
 		sizes[l] = s
 		total += s
 	}
-	buf := make([]float64, total+perLine)
+	buf := aligned[float64](total)
 	off := 0
-	for uintptr(unsafe.Pointer(&buf[off]))%cacheLine != 0 {
-		off++
-	}
-	t.levels = make([][]float64, len(counts))
-	for l := range counts {
-		n := roundUp(counts[l], k)
+	t.levels = make([][]float64, len(inner))
+	for l := range inner {
+		n := roundUp(inner[l], k)
 		if l == 0 {
 			n = 1
 		}
 		t.levels[l] = buf[off : off+n : off+n]
 		off += sizes[l]
 	}
-	t.leaves = t.levels[t.depth][:capacity:capacity]
+	n := roundUp(capacity, k)
+	t.lv = aligned[float32](n)[:n:n]
+	t.leaves = t.lv[:capacity:capacity]
 	return t, nil
+}
+
+// aligned returns n zeros starting on a cache-line boundary.
+func aligned[F leaf](n int) []F {
+	var z F
+	size := int(unsafe.Sizeof(z))
+	buf := make([]F, n+cacheLine/size)
+	off := 0
+	for uintptr(unsafe.Pointer(&buf[off]))%cacheLine != 0 {
+		off++
+	}
+	return buf[off : off+n : off+n]
 }
 
 func roundUp(x, m int) int { return (x + m - 1) / m * m }
@@ -171,17 +220,20 @@ func (t *Tree) Depth() int { return t.depth }
 // Total returns the sum of all priorities (the root).
 func (t *Tree) Total() float64 { return t.levels[0][0] }
 
-// Get returns the priority of leaf i. It panics if i is outside [0, Cap()).
-func (t *Tree) Get(i int) float64 { return t.leaves[i] }
+// Get returns the priority of leaf i, as stored (see Set). It panics if i
+// is outside [0, Cap()).
+func (t *Tree) Get(i int) float64 { return float64(t.leaves[i]) }
 
 // Set sets leaf i to priority p and updates its ancestors. The caller
-// guarantees 0 ≤ i < Cap() and that p is finite and non-negative (the
-// replay package checks user input).
+// guarantees 0 ≤ i < Cap() and 0 ≤ p ≤ MaxPriority (the replay package
+// checks user input). The leaf stores p rounded to float32 (relative error
+// at most 2^-24; below 2^-126 fewer digits are kept, below 2^-150 it is
+// zero); Get, Total and the searches all use the stored value, so draws
+// are exactly proportional to what Get returns.
 func (t *Tree) Set(i int, p float64) {
-	d := p - t.leaves[i]
-	t.leaves[i] = p
+	d := t.setLeaf(i, p)
 	for l := t.depth - 1; l >= 0; l-- {
-		i >>= t.shift
+		i >>= t.shift & 63
 		t.levels[l][i] += d
 	}
 }
@@ -198,16 +250,24 @@ func (t *Tree) SetBatch(idx []int, p []float64) {
 	if len(idx) != len(p) {
 		panic("sumtree: SetBatch: len(idx) != len(p)")
 	}
-	var d [chunk]float64
-	var node [chunk]int
+	w := t.w
 	for len(idx) > 0 {
 		n := min(len(idx), chunk)
 		ci, cp := idx[:n], p[:n]
-		dd, nn := d[:n], node[:n]
+		dd, nn := w.d[:n], w.node[:n]
 		t.setLeaves(dd, nn, ci, cp)
 		t.propagate(dd, nn)
 		idx, p = idx[n:], p[n:]
 	}
+}
+
+// setLeaf stores p (rounded to float32) in leaf i and returns the change
+// of the leaf, exactly as the inner levels must see it.
+func (t *Tree) setLeaf(i int, p float64) float64 {
+	v := float32(p)
+	d := float64(v) - float64(t.leaves[i])
+	t.leaves[i] = v
+	return d
 }
 
 // setLeaves writes the leaves and records each delta and leaf index.
@@ -217,9 +277,10 @@ func (t *Tree) setLeaves(d []float64, node []int, idx []int, p []float64) {
 	node = node[:len(idx)]
 	p = p[:len(idx)]
 	for b, i := range idx {
+		v := float32(p[b])
 		old := leaves[i]
-		leaves[i] = p[b]
-		d[b] = p[b] - old
+		leaves[i] = v
+		d[b] = float64(v) - float64(old)
 		node[b] = i
 	}
 }
@@ -227,14 +288,21 @@ func (t *Tree) setLeaves(d []float64, node []int, idx []int, p []float64) {
 // propagate adds d[b] to every inner ancestor of leaf node[b]; node is
 // used as scratch.
 func (t *Tree) propagate(d []float64, node []int) {
-	shift := t.shift
 	node = node[:len(d)]
 	for l := t.depth - 1; l >= 1; l-- {
-		lv := t.levels[l]
-		for b := range node {
-			j := node[b] >> shift
-			node[b] = j
-			lv[j] += d[b]
+		switch lv := t.levels[l]; t.k {
+		case 2:
+			up(lv, node, d, 1)
+		case 4:
+			up(lv, node, d, 2)
+		case 8:
+			up(lv, node, d, 3)
+		case 16:
+			up(lv, node, d, 4)
+		case 32:
+			up(lv, node, d, 5)
+		default:
+			up(lv, node, d, 6)
 		}
 	}
 	// The root: four independent accumulators so the adds pipeline.
@@ -252,6 +320,19 @@ func (t *Tree) propagate(d []float64, node []int) {
 	t.levels[0][0] += (s0 + s1) + (s2 + s3)
 }
 
+// up moves every node[b] to its parent (node[b] >> shift) in lv and adds
+// d[b] there. Called with a constant shift it is inlined with the shift as
+// an immediate: a variable count must sit in CX, which cost three
+// register moves per entry (a sixth of tree_set's instructions).
+func up(lv []float64, node []int, d []float64, shift uint) {
+	d = d[:len(node)]
+	for b, i := range node {
+		j := i >> (shift & 63)
+		node[b] = j
+		lv[j] += d[b]
+	}
+}
+
 // SetLeaves is the first half of SetBatch, for callers that guard the leaf
 // level and the inner levels with different locks (seed 000, Algorithm 3):
 // it writes the leaves only and returns, in deltas (resized as needed), the
@@ -266,11 +347,8 @@ func (t *Tree) SetLeaves(deltas []float64, idx []int, p []float64) []float64 {
 		deltas = make([]float64, len(idx))
 	}
 	deltas = deltas[:len(idx)]
-	leaves := t.leaves
 	for b, i := range idx {
-		old := leaves[i]
-		leaves[i] = p[b]
-		deltas[b] = p[b] - old
+		deltas[b] = t.setLeaf(i, p[b])
 	}
 	return deltas
 }
@@ -281,7 +359,7 @@ func (t *Tree) Propagate(idx []int, deltas []float64) {
 	if len(idx) != len(deltas) {
 		panic("sumtree: Propagate: len(idx) != len(deltas)")
 	}
-	var node [chunk]int
+	node := t.w.node[:]
 	for len(idx) > 0 {
 		n := min(len(idx), chunk)
 		copy(node[:n], idx[:n])
@@ -348,7 +426,8 @@ func (t *Tree) find(dst []int, u []float64) {
 	for b := range dst {
 		dst[b] = 0
 	}
-	t.descend(dst, u, 1, t.depth)
+	t.descend(dst, u, 1, t.depth-1)
+	t.descendLeaves(dst, u)
 	leaves := t.leaves
 	for b, i := range dst {
 		if i >= len(leaves) || leaves[i] <= 0 {
@@ -396,39 +475,52 @@ func (t *Tree) DescendLeaves(dst []int, groups []int, u []float64) []int {
 	}
 	dst = dst[:len(groups)]
 	copy(dst, groups)
-	t.descend(dst, u, t.depth, t.depth)
+	t.descendLeaves(dst, u)
 	leaves := t.leaves
 	for b, i := range dst {
 		// Strict: a target that is not inside the chosen leaf's range
 		// (past the group's current sum, because leaves were lowered
 		// and not yet propagated) is rejected rather than moved, so the
 		// accepted draws stay exactly proportional to the leaves.
-		if i >= len(leaves) || leaves[i] <= 0 || u[b] >= leaves[i] {
+		if i >= len(leaves) || leaves[i] <= 0 || u[b] >= float64(leaves[i]) {
 			dst[b] = -1
 		}
 	}
 	return dst
 }
 
-// descend moves every node[b] from level from-1 down to level to, choosing
-// at each level the child whose prefix range contains u[b] and subtracting
-// the mass of the siblings before it. The loop over b is inside the loop
-// over levels so the B independent group loads of one level are in flight
-// together (the batch is the prefetcher).
+// descend moves every node[b] from inner level from-1 down to inner level
+// to, choosing at each level the child whose prefix range contains u[b]
+// and subtracting the mass of the siblings before it. The loop over b is
+// inside the loop over levels so the B independent group loads of one
+// level are in flight together (the batch is the prefetcher).
 func (t *Tree) descend(node []int, u []float64, from, to int) {
-	switch t.k {
+	for l := from; l <= to; l++ {
+		descendLevel(t.k, t.levels[l], node, u)
+	}
+}
+
+// descendLeaves is descend's last step, from level depth-1 into the
+// float32 leaves.
+func (t *Tree) descendLeaves(node []int, u []float64) {
+	descendLevel(t.k, t.lv, node, u)
+}
+
+// descendLevel is one level of descend on the entries lv, for fanout k.
+func descendLevel[F leaf](k int, lv []F, node []int, u []float64) {
+	switch k {
 	case 2:
-		descend2(t, node, u, from, to)
+		descend2(lv, node, u)
 	case 4:
-		descend4(t, node, u, from, to)
+		descend4(lv, node, u)
 	case 8:
-		descend8(t, node, u, from, to)
+		descend8(lv, node, u)
 	case 16:
-		descend16(t, node, u, from, to)
+		descend16(lv, node, u)
 	case 32:
-		descend32(t, node, u, from, to)
+		descend32(lv, node, u)
 	default:
-		descend64(t, node, u, from, to)
+		descend64(lv, node, u)
 	}
 }
 
@@ -443,12 +535,12 @@ func b2i(b bool) int {
 // lastPositive is the rare path of a scan whose target is at or past the
 // group's sum (rounding, or drift): the last child with positive mass and
 // the mass before it (0 and 0 if none is positive).
-func lastPositive(g []float64) (int, float64) {
+func lastPositive[F leaf](g []F) (int, float64) {
 	for j := len(g) - 1; j > 0; j-- {
 		if g[j] > 0 {
 			s := 0.0
 			for _, v := range g[:j] {
-				s += v
+				s += float64(v)
 			}
 			return j, s
 		}
@@ -481,15 +573,28 @@ func (t *Tree) nearestPositive(i int) int {
 // Rebuild recomputes every inner node exactly from its children, removing
 // the rounding drift accumulated by delta propagation. O(N).
 func (t *Tree) Rebuild() {
+	t.sums(func(p *float64, s float64) { *p = s })
+}
+
+// sums calls f with every inner node and the sum of its children,
+// recomputed from the leaves up (so each sum uses the children as f left
+// them).
+func (t *Tree) sums(f func(node *float64, sum float64)) {
+	k := t.k
 	for l := t.depth - 1; l >= 0; l-- {
-		child := t.levels[l+1]
 		lv := t.levels[l]
 		for i := 0; i < t.counts[l]; i++ {
 			s := 0.0
-			for _, v := range child[i*t.k : i*t.k+t.k] {
-				s += v
+			if l == t.depth-1 {
+				for _, v := range t.lv[i*k : i*k+k] {
+					s += float64(v)
+				}
+			} else {
+				for _, v := range t.levels[l+1][i*k : i*k+k] {
+					s += v
+				}
 			}
-			lv[i] = s
+			f(&lv[i], s)
 		}
 	}
 }
@@ -499,17 +604,7 @@ func (t *Tree) Rebuild() {
 // below 1). O(N).
 func (t *Tree) Drift() float64 {
 	worst := 0.0
-	for l := t.depth - 1; l >= 0; l-- {
-		child := t.levels[l+1]
-		lv := t.levels[l]
-		for i := 0; i < t.counts[l]; i++ {
-			s := 0.0
-			for _, v := range child[i*t.k : i*t.k+t.k] {
-				s += v
-			}
-			worst = math.Max(worst, math.Abs(lv[i]-s))
-		}
-	}
+	t.sums(func(p *float64, s float64) { worst = math.Max(worst, math.Abs(*p-s)) })
 	return worst / math.Max(1, math.Abs(t.Total()))
 }
 
@@ -526,4 +621,5 @@ func (t *Tree) Reset() {
 	for _, lv := range t.levels {
 		clear(lv)
 	}
+	clear(t.lv)
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"herd/internal/rng"
 	"herd/replay/internal/stattest"
@@ -49,15 +50,30 @@ func TestLayout(t *testing.T) {
 			if tr.Depth() != want {
 				t.Errorf("K=%d N=%d: depth %d, want %d", k, n, tr.Depth(), want)
 			}
-			for l, lv := range tr.levels {
-				if addr := uintptr(unsafePointer(lv)); addr%cacheLine != 0 {
-					t.Errorf("K=%d N=%d: level %d at %#x not 64-byte aligned", k, n, l, addr)
-				}
-				if l > 0 && len(lv)%k != 0 {
-					t.Errorf("K=%d N=%d: level %d length %d not a multiple of K", k, n, l, len(lv))
-				}
+			if len(tr.levels) != tr.Depth() {
+				t.Errorf("K=%d N=%d: %d inner levels, want %d", k, n, len(tr.levels), tr.Depth())
 			}
+			for l, lv := range tr.levels {
+				checkLevel(t, k, n, l, unsafePointer(lv), len(lv))
+			}
+			checkLevel(t, k, n, tr.Depth(), unsafePointer(tr.lv), len(tr.lv))
 		}
+	}
+}
+
+// stored is the value a leaf keeps of priority p (see Tree.Set): the
+// reference rounds as the tree is documented to.
+func stored(p float64) float64 { return float64(float32(p)) }
+
+// checkLevel checks that level l starts on a 64-byte boundary and, below
+// the root, holds whole groups of K.
+func checkLevel(t *testing.T, k, n, l int, p unsafe.Pointer, length int) {
+	t.Helper()
+	if addr := uintptr(p); addr%cacheLine != 0 {
+		t.Errorf("K=%d N=%d: level %d at %#x not 64-byte aligned", k, n, l, addr)
+	}
+	if l > 0 && length%k != 0 {
+		t.Errorf("K=%d N=%d: level %d length %d not a multiple of K", k, n, l, length)
 	}
 }
 
@@ -121,14 +137,14 @@ func randomOp(r *rand.Rand, tr *Tree, ref naive) {
 	case 0:
 		i, p := r.IntN(n), prio()
 		tr.Set(i, p)
-		ref[i] = p
+		ref[i] = stored(p)
 	case 1, 2:
 		m := 1 + r.IntN(300)
 		idx := make([]int, m)
 		p := make([]float64, m)
 		for b := range idx {
 			idx[b], p[b] = r.IntN(n), prio()
-			ref[idx[b]] = p[b]
+			ref[idx[b]] = stored(p[b])
 		}
 		tr.SetBatch(idx, p)
 	case 3:
@@ -137,7 +153,7 @@ func randomOp(r *rand.Rand, tr *Tree, ref naive) {
 		p := make([]float64, m)
 		for b := range idx {
 			idx[b], p[b] = r.IntN(n), prio()
-			ref[idx[b]] = p[b]
+			ref[idx[b]] = stored(p[b])
 		}
 		d := tr.SetLeaves(nil, idx, p)
 		tr.Propagate(idx, d)
@@ -340,5 +356,109 @@ func TestZeroAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations per run, want 0", allocs)
+	}
+}
+
+// TestNeverZeroOrOutsideWide is the adversarial property test of the
+// float32 leaves: priorities log-uniform over the whole float32 range
+// (subnormals included) and below it (they round to zero), zeros, and
+// huge leaves replaced by tiny ones without a rebuild, so inner nodes hold
+// rounding residue far larger than the leaves under them. Every search
+// path (SampleTo, SampleStratifiedTo, FindTo with targets at and past the
+// ends, the split descent, the shared descent) must give a leaf inside
+// [0, N) whose stored priority is positive, or -1 where the split and
+// shared paths reject. 2^20 draws here; `herd bench replay --safety
+// --decades 83` runs tens of millions (docs/BENCHMARKS.md).
+func TestNeverZeroOrOutsideWide(t *testing.T) {
+	r := rng.New(23, "sumtree/test/wide", 0)
+	const n = 4099 // not a multiple of any K: padding leaves exist
+	prio := func() float64 {
+		switch r.IntN(10) {
+		case 0, 1:
+			return 0
+		case 2:
+			return math.Ldexp(r.Float64(), -150-r.IntN(30)) // rounds to 0 or the smallest subnormal
+		case 3:
+			return MaxPriority * r.Float64()
+		default:
+			return math.Min(MaxPriority, math.Ldexp(1+r.Float64(), -149+r.IntN(277)))
+		}
+	}
+	draws := 0
+	for _, k := range fanouts {
+		tr, _ := New(n, k)
+		dst := make([]int, 128)
+		targets := make([]float64, 128)
+		for round := 0; round < 36; round++ {
+			for j := 0; j < 400; j++ {
+				tr.Set(r.IntN(n), prio())
+			}
+			// Lower every huge leaf to a tiny one or to zero, and zero
+			// its whole group now and then: residue of order 1e22 stays
+			// in the inner nodes above leaves that hold almost or exactly
+			// nothing.
+			for i := 0; i < n; i++ {
+				if tr.Get(i) > 1e30 {
+					switch r.IntN(3) {
+					case 0:
+						tr.Set(i, math.Ldexp(1, -140))
+					case 1:
+						tr.Set(i, 0)
+					default:
+						for j := i &^ (k - 1); j < min(n, i&^(k-1)+k); j++ {
+							tr.Set(j, 0)
+						}
+					}
+				}
+			}
+			check := func(what string, i int, reject bool) {
+				t.Helper()
+				draws++
+				if reject && i == -1 {
+					return
+				}
+				if i < 0 || i >= n || tr.Get(i) <= 0 {
+					t.Fatalf("K=%d round %d: %s gave %d: outside or zero priority (total %v)", k, round, what, i, tr.Total())
+				}
+			}
+			total := tr.Total()
+			for b := range targets {
+				switch b % 4 {
+				case 0:
+					targets[b] = total * r.Float64()
+				case 1:
+					targets[b] = math.Nextafter(total, 0)
+				case 2:
+					targets[b] = total * (1 + r.Float64()) // past the end: clamps
+				default:
+					targets[b] = 0
+				}
+			}
+			for rep := 0; rep < 8; rep++ {
+				for _, i := range tr.SampleTo(dst, r) {
+					check("SampleTo", i, false)
+				}
+				for _, i := range tr.SampleStratifiedTo(dst, r) {
+					check("SampleStratifiedTo", i, false)
+				}
+				for _, i := range tr.FindTo(dst, targets) {
+					check("FindTo", i, false)
+				}
+				u := make([]float64, len(targets))
+				for b := range u {
+					u[b] = total * r.Float64()
+				}
+				us := append([]float64(nil), u...)
+				for _, i := range tr.DescendLeaves(nil, tr.DescendInner(nil, u), u) {
+					check("DescendLeaves", i, true)
+				}
+				for b, g := range tr.DescendInnerShared(nil, us) {
+					check("LeafInGroup", tr.LeafInGroup(g, us[b]), true)
+				}
+			}
+		}
+	}
+	if draws < 1<<20 {
+		t.Errorf("%d draws, want at least 2^20", draws)
 	}
 }

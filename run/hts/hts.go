@@ -80,8 +80,10 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		return nil, fmt.Errorf("%w: algorithm %s has no on-policy pieces (HTS runs PPO and A2C)", ErrConfig, spec.Name)
 	}
 	numEnvs, T, gamma := shape.RolloutShape()
-	if opt.Alpha > 0 {
-		T = opt.Alpha
+	if opt.Alpha > 0 && opt.Alpha != T {
+		// The learner plans its learning-rate schedule and batch shapes
+		// on num_steps, so α is num_steps, written once.
+		return nil, fmt.Errorf("%w: alpha %d differs from the algorithm's num_steps %d: α is the segment length; set num_steps", ErrConfig, opt.Alpha, T)
 	}
 	if opt.EnvWorkers == 0 {
 		opt.EnvWorkers = numEnvs
@@ -131,10 +133,12 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	if err != nil {
 		return nil, err
 	}
+	defer learner.Close()
 	mod, ok := learner.(modeler)
 	if !ok {
 		return nil, fmt.Errorf("%w: %s's learner cannot hand out its model", ErrConfig, spec.Name)
 	}
+	rt.Track(mod.Model()) // divergence guard (algo.TrainRun)
 	obsDim, actDim := envs[0].ObservationSpace().Dim(), envs[0].ActionSpace().Dim()
 	samplers := make([]algo.Sampler, numEnvs)
 	for i := range samplers {

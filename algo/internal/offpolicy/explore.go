@@ -1,6 +1,11 @@
 package offpolicy
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+
+	"herd/algo"
+	"herd/env"
+)
 
 // AddGaussianNoise perturbs deterministic actions for exploration (TD3 and
 // DDPG, CleanRL's td3/ddpg_continuous_action.py):
@@ -44,4 +49,66 @@ func Mean(xs []float32) float64 {
 		s += float64(x)
 	}
 	return s / float64(len(xs))
+}
+
+// SizeActs sizes dst's Actions and EnvActions for n rows of d values.
+func SizeActs(dst *algo.Acts, n, d int) {
+	dst.Actions = grow(dst.Actions, n*d)
+	dst.EnvActions = grow(dst.EnvActions, n*d)
+}
+
+// RandomActionsTo fills the n rows of dst (d values each) with uniformly
+// random actions of space drawn from r, env by env: the exploration before
+// learning starts.
+func RandomActionsTo(dst []float32, space env.Space, n, d int, r *rand.Rand) {
+	for i := range n {
+		space.SampleTo(dst[i*d:(i+1)*d], r)
+	}
+}
+
+// NoisySampler is the sampler (algo.Sampler) of TD3 and DDPG: uniformly
+// random actions before learning starts, then the policy's deterministic
+// action μ(s) (its outputs) plus exploration noise scaled to the action
+// range and clipped to its bounds (AddGaussianNoise, or AddOUNoise when OU
+// is set). OU holds one process per action value of every env, so with OU
+// every call must cover all the worker's envs; ResetEnv restarts env i's.
+type NoisySampler struct {
+	Space          env.Space
+	Scale          []float32
+	Low, High      []float32
+	LearningStarts int64
+	Sigma          float64
+	OU             *OU
+	R              *rand.Rand
+}
+
+var (
+	_ algo.Sampler     = (*NoisySampler)(nil)
+	_ algo.EnvResetter = (*NoisySampler)(nil)
+)
+
+// SampleTo fills dst for the n rows of out (n × dim(A), actions in the
+// env's units) at global step `step`.
+func (s *NoisySampler) SampleTo(dst *algo.Acts, out []float32, n int, step int64) {
+	d := len(s.Scale)
+	SizeActs(dst, n, d)
+	if step < s.LearningStarts {
+		RandomActionsTo(dst.Actions, s.Space, n, d, s.R)
+	} else {
+		copy(dst.Actions, out[:n*d])
+		if s.OU != nil {
+			AddOUNoise(dst.Actions, s.Scale, s.Low, s.High, s.OU, s.R)
+		} else {
+			AddGaussianNoise(dst.Actions, s.Scale, s.Low, s.High, s.Sigma, s.R)
+		}
+	}
+	copy(dst.EnvActions, dst.Actions)
+}
+
+// ResetEnv restarts env i's OU noise at an episode start.
+func (s *NoisySampler) ResetEnv(i int) {
+	if s.OU != nil {
+		d := len(s.Scale)
+		s.OU.Reset(i*d, (i+1)*d)
+	}
 }

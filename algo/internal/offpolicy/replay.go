@@ -5,7 +5,9 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"herd/algo"
 	"herd/replay"
+	"herd/sample"
 )
 
 // ReplayConfig configures a Replay.
@@ -15,61 +17,57 @@ type ReplayConfig struct {
 	// ObsDim and ActDim are the float32 widths of one observation and one
 	// action (1 for a discrete action index).
 	ObsDim, ActDim int
-	// NumEnvs is the number of environments feeding the buffer; each gets
-	// its own n-step accumulator.
-	NumEnvs int
-	// NSteps is n of the n-step return (1 = one-step TD).
+	// NSteps is n of the n-step return the env workers assemble (1 =
+	// one-step TD): with n = 1 every discount is Gamma and none is stored.
 	NSteps int
 	// Gamma is the discount γ.
 	Gamma float64
 	// Prioritized selects replay.Prioritized (Schaul et al. 2016) instead of
 	// replay.Uniform; Alpha and Beta are its exponents α and initial β, Eps
-	// the constant added to |δ| to form a priority.
+	// the constant added to |δ| to form a priority. β anneals linearly from
+	// Beta to 1 over BetaSteps global steps (0: it stays at Beta).
 	Prioritized bool
 	Alpha, Beta float64
 	Eps         float64
+	BetaSteps   int64
 }
 
-// Replay joins what every off-policy learner does around a replay buffer:
-// n-step accumulation per environment, storage, sampling into flat
-// minibatches, and (for prioritized replay) priority updates.
+// Replay is the replay memory of the off-policy algorithms (algo.Replay):
+// a replay.Uniform or replay.Prioritized buffer holding the n-step
+// transitions env workers assembled, flat minibatches with per-row
+// discount, and priority updates from TD errors.
 //
 // The replay package stores (s, a, r, s', terminated, truncated) rows with
 // no per-row discount, but an n-step transition cut short by a time limit
 // bootstraps with γ^m, m < n. When n > 1 Replay therefore stores one extra
 // float per observation row and keeps γ^m in the last column of the next
 // observation; Sample strips it again. With n = 1 the discount is always γ
-// and rows are stored as they are.
+// (Add refuses any other) and rows are stored as they are.
 //
-// After Sample the exported slices hold the minibatch: Obs and NextObs
-// (B×ObsDim), Action (B×ActDim), Reward, Discount (γ^m), NotDone (1 − done),
-// Weight (importance weights, 1 for uniform replay). They are reused by the
-// next Sample. The bootstrapped target is
+// The bootstrapped target of a sampled row is
 //
-//	y = Reward + Discount · NotDone · V(NextObs).
+//	y = Reward + Discount · (1 − Done) · V(NextObs).
 //
-// A Replay belongs to the learner's goroutine. No allocation after the first
-// Sample.
+// A Replay belongs to one goroutine. No allocation after the first Sample.
 type Replay struct {
 	cfg    ReplayConfig
 	rowDim int // stored observation width: ObsDim, or ObsDim+1 for n > 1
 	buf    replay.Buffer
 	pri    *replay.Prioritized // nil for uniform replay
 
-	nstep []*NStep
-	tr    Transition
-	add   replay.Batch // one row, reused
-	s     replay.Sample
-	prio  []float64
-
-	Obs, Action, Reward, NextObs, Discount, NotDone, Weight []float32
+	add                    replay.Batch // one row, reused
+	s                      replay.Sample
+	prio                   []float64
+	obs, next, disc, dones []float32
 }
 
-// NewReplay builds the buffer and the n-step accumulators.
+var _ algo.Replay = (*Replay)(nil)
+
+// NewReplay builds the buffer.
 func NewReplay(cfg ReplayConfig) (*Replay, error) {
-	if cfg.NSteps < 1 || cfg.NumEnvs < 1 || cfg.ObsDim < 1 || cfg.ActDim < 1 {
-		return nil, fmt.Errorf("offpolicy: replay needs n_steps, num_envs, obs and action widths ≥ 1, got %d, %d, %d, %d",
-			cfg.NSteps, cfg.NumEnvs, cfg.ObsDim, cfg.ActDim)
+	if cfg.NSteps < 1 || cfg.ObsDim < 1 || cfg.ActDim < 1 {
+		return nil, fmt.Errorf("offpolicy: replay needs n_steps, obs and action widths ≥ 1, got %d, %d, %d",
+			cfg.NSteps, cfg.ObsDim, cfg.ActDim)
 	}
 	r := &Replay{cfg: cfg, rowDim: cfg.ObsDim}
 	if cfg.NSteps > 1 {
@@ -87,9 +85,6 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 	if err != nil {
 		return nil, err
 	}
-	for range cfg.NumEnvs {
-		r.nstep = append(r.nstep, NewNStep(cfg.NSteps, float32(cfg.Gamma), cfg.ObsDim, cfg.ActDim))
-	}
 	r.add.Resize(1, r.rowDim, cfg.ActDim)
 	return r, nil
 }
@@ -97,24 +92,31 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 // Len is the number of stored transitions.
 func (r *Replay) Len() int { return r.buf.Len() }
 
-// Store records env i's step (obs, action) → (reward, nextObs, terminated,
-// truncated); nextObs must be the true next observation (the final one when
-// the episode ended). Completed n-step transitions go into the buffer.
-func (r *Replay) Store(i int, obs, action []float32, reward float32, nextObs []float32, terminated, truncated bool) error {
-	ns := r.nstep[i]
-	ns.Push(obs, action, reward, nextObs, terminated, truncated)
+// Add stores tr's rows one by one, in order.
+func (r *Replay) Add(tr *sample.Transitions) error {
 	d := r.cfg.ObsDim
-	for ns.Pop(&r.tr) {
-		copy(r.add.Obs[:d], r.tr.Obs)
-		copy(r.add.NextObs[:d], r.tr.NextObs)
+	if tr.ObsDim != d || tr.ActDim != r.cfg.ActDim {
+		return fmt.Errorf("offpolicy: transitions of obs %d, action %d for a replay of %d, %d", tr.ObsDim, tr.ActDim, d, r.cfg.ActDim)
+	}
+	a, n := r.cfg.ActDim, tr.N
+	// The checks of tr.Check, without its allocations (Add is per step).
+	if n < 0 || len(tr.Obs) != n*d || len(tr.NextObs) != n*d || len(tr.Actions) != n*a ||
+		len(tr.Rewards) != n || len(tr.Discounts) != n || len(tr.Dones) != n {
+		return fmt.Errorf("%w: %d transitions with %d, %d, %d, %d, %d, %d values", sample.ErrShape,
+			n, len(tr.Obs), len(tr.Actions), len(tr.Rewards), len(tr.NextObs), len(tr.Discounts), len(tr.Dones))
+	}
+	for i := range tr.N {
+		copy(r.add.Obs[:d], tr.Obs[i*d:(i+1)*d])
+		copy(r.add.NextObs[:d], tr.NextObs[i*d:(i+1)*d])
 		if r.rowDim > d {
 			r.add.Obs[d] = 0
-			r.add.NextObs[d] = r.tr.Discount
+			r.add.NextObs[d] = tr.Discounts[i]
+		} else if tr.Discounts[i] != float32(r.cfg.Gamma) {
+			return fmt.Errorf("offpolicy: a one-step replay got discount %v, want γ = %v", tr.Discounts[i], float32(r.cfg.Gamma))
 		}
-		copy(r.add.Action, r.tr.Action)
-		r.add.Reward[0] = r.tr.Reward
-		r.add.Terminated[0] = r.tr.Done
-		r.add.Truncated[0] = truncated && !r.tr.Done
+		copy(r.add.Action, tr.Actions[i*a:(i+1)*a])
+		r.add.Reward[0] = tr.Rewards[i]
+		r.add.Terminated[0] = tr.Dones[i] != 0
 		if err := r.buf.Add(&r.add); err != nil {
 			return err
 		}
@@ -122,63 +124,66 @@ func (r *Replay) Store(i int, obs, action []float32, reward float32, nextObs []f
 	return nil
 }
 
-// SetBeta sets the importance-sampling exponent β of prioritized replay (a
-// no-op for uniform replay).
-func (r *Replay) SetBeta(beta float64) error {
-	if r.pri == nil {
-		return nil
+// Sample draws n transitions with rng into dst, whose slices then alias
+// the Replay's workspace. For prioritized replay β is first set for
+// global step `step`.
+func (r *Replay) Sample(dst *algo.Minibatch, n int, step int64, rng *rand.Rand) error {
+	if r.pri != nil && r.cfg.BetaSteps > 0 {
+		// β anneals linearly to 1 over the run (Schaul et al. 2016, §3.4).
+		if err := r.pri.SetBeta(LinearSchedule(r.cfg.Beta, 1, int(r.cfg.BetaSteps), int(step))); err != nil {
+			return err
+		}
 	}
-	return r.pri.SetBeta(beta)
-}
-
-// Sample draws n transitions with rng into the exported slices.
-func (r *Replay) Sample(n int, rng *rand.Rand) error {
 	if err := r.buf.Sample(&r.s, n, rng); err != nil {
 		return err
 	}
 	d := r.cfg.ObsDim
-	r.Reward, r.Action, r.Weight = r.s.Reward, r.s.Action, r.s.Weight
-	r.Discount = grow(r.Discount, n)
-	r.NotDone = grow(r.NotDone, n)
+	r.disc = grow(r.disc, n)
+	r.dones = grow(r.dones, n)
 	if r.rowDim == d {
-		r.Obs, r.NextObs = r.s.Obs, r.s.NextObs
+		r.obs, r.next = r.s.Obs, r.s.NextObs
 		for i := range n {
-			r.Discount[i] = float32(r.cfg.Gamma)
+			r.disc[i] = float32(r.cfg.Gamma)
 		}
 	} else {
 		// Strip the discount column (see the type's doc).
-		r.Obs, r.NextObs = grow(r.Obs, n*d), grow(r.NextObs, n*d)
+		r.obs, r.next = grow(r.obs, n*d), grow(r.next, n*d)
 		w := r.rowDim
 		for i := range n {
-			copy(r.Obs[i*d:(i+1)*d], r.s.Obs[i*w:i*w+d])
-			copy(r.NextObs[i*d:(i+1)*d], r.s.NextObs[i*w:i*w+d])
-			r.Discount[i] = r.s.NextObs[i*w+d]
+			copy(r.obs[i*d:(i+1)*d], r.s.Obs[i*w:i*w+d])
+			copy(r.next[i*d:(i+1)*d], r.s.NextObs[i*w:i*w+d])
+			r.disc[i] = r.s.NextObs[i*w+d]
 		}
 	}
 	for i := range n {
-		r.NotDone[i] = 1
+		r.dones[i] = 0
 		if r.s.Terminated[i] {
-			r.NotDone[i] = 0
+			r.dones[i] = 1
 		}
+	}
+	*dst = algo.Minibatch{
+		Transitions: sample.Transitions{N: n, ObsDim: d, ActDim: r.cfg.ActDim,
+			Obs: r.obs, Actions: r.s.Action, Rewards: r.s.Reward, NextObs: r.next, Discounts: r.disc, Dones: r.dones},
+		Weights: r.s.Weight, Index: r.s.Index, Gen: r.s.Gen,
 	}
 	return nil
 }
 
-// UpdatePriorities sets the priority of each transition of the last Sample
-// to |tdErr[i]| + Eps (prioritized replay only; a no-op otherwise). Slots
-// overwritten since the Sample are skipped by the buffer (generations).
-func (r *Replay) UpdatePriorities(tdErr []float32) error {
+// UpdatePriorities sets the priority of each row of mb to |tdErr[i]| + Eps
+// (prioritized replay only; a no-op otherwise). Slots overwritten since the
+// Sample are skipped by the buffer (generations).
+func (r *Replay) UpdatePriorities(mb *algo.Minibatch, tdErr []float32) error {
 	if r.pri == nil {
 		return nil
 	}
-	if len(tdErr) != r.s.Len() {
-		return fmt.Errorf("offpolicy: %d TD errors for a sample of %d", len(tdErr), r.s.Len())
+	if len(tdErr) != len(mb.Index) || len(mb.Gen) != len(mb.Index) {
+		return fmt.Errorf("offpolicy: %d TD errors for a sample of %d", len(tdErr), len(mb.Index))
 	}
 	r.prio = grow(r.prio, len(tdErr))
 	for i, e := range tdErr {
 		r.prio[i] = math.Abs(float64(e)) + r.cfg.Eps
 	}
-	_, err := r.pri.UpdatePriorities(r.s.Index, r.s.Gen, r.prio)
+	_, err := r.pri.UpdatePriorities(mb.Index, mb.Gen, r.prio)
 	return err
 }
 

@@ -5,27 +5,49 @@ import (
 	"math"
 	"testing"
 
+	"herd/algo"
+	"herd/env"
 	"herd/internal/rng"
 	"herd/replay"
+	"herd/sample"
 )
 
-// TestReplayNStepDiscountRoundTrip stores one truncated 2-step episode with
-// n = 3 and checks that Sample returns the stripped observations, the
+// oneEnvBatch is a one-env step result with reward r ending (or not) the
+// episode, next observation next.
+func oneEnvBatch(next []float32, r float32, term, trunc bool) *env.Batch {
+	b := &env.Batch{ObsDim: len(next), Obs: make([]float32, len(next)), Rewards: []float32{r},
+		Terminated: []bool{term}, Truncated: []bool{trunc}, Infos: make([]env.Info, 1), FinalObs: append([]float32(nil), next...)}
+	if !term && !trunc {
+		copy(b.Obs, next)
+	}
+	return b
+}
+
+// TestReplayNStepDiscountRoundTrip assembles one truncated 2-step episode
+// with n = 3 and checks that Sample returns the stripped observations, the
 // n-step rewards and the per-transition discounts γ^m.
 func TestReplayNStepDiscountRoundTrip(t *testing.T) {
 	const gamma = 0.5
-	r, err := NewReplay(ReplayConfig{Capacity: 8, ObsDim: 2, ActDim: 1, NumEnvs: 1, NSteps: 3, Gamma: gamma})
+	r, err := NewReplay(ReplayConfig{Capacity: 8, ObsDim: 2, ActDim: 1, NSteps: 3, Gamma: gamma})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Episode: s0 -a0,r=1-> s1 -a1,r=2-> s2 (truncated).
-	if err := r.Store(0, []float32{0, 0}, []float32{0}, 1, []float32{1, 1}, false, false); err != nil {
+	asm, err := NewAssembler(1, 3, gamma, 2, 1)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Len() != 0 {
-		t.Fatalf("Len = %d after one step of a 3-step return, want 0", r.Len())
+	var tr sample.Transitions
+	// Episode: s0 -a0,r=1-> s1 -a1,r=2-> s2 (truncated).
+	if err := asm.Add(&tr, []float32{0, 0}, []float32{0}, oneEnvBatch([]float32{1, 1}, 1, false, false)); err != nil {
+		t.Fatal(err)
 	}
-	if err := r.Store(0, []float32{1, 1}, []float32{1}, 2, []float32{2, 2}, false, true); err != nil {
+	if tr.N != 0 {
+		t.Fatalf("%d transitions after one step of a 3-step return, want 0", tr.N)
+	}
+	if err := asm.Add(&tr, []float32{1, 1}, []float32{1}, oneEnvBatch([]float32{2, 2}, 2, false, true)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Add(&tr); err != nil {
 		t.Fatal(err)
 	}
 	if r.Len() != 2 {
@@ -34,12 +56,13 @@ func TestReplayNStepDiscountRoundTrip(t *testing.T) {
 	// Sample many times; every draw must be one of the two transitions.
 	g := rng.New(1, "test", 0)
 	seen := map[float32]bool{}
+	var mb algo.Minibatch
 	for range 20 {
-		if err := r.Sample(2, g); err != nil {
+		if err := r.Sample(&mb, 2, 0, g); err != nil {
 			t.Fatal(err)
 		}
 		for i := range 2 {
-			s0 := r.Obs[2*i]
+			s0 := mb.Obs[2*i]
 			var wantR, wantD float32
 			switch s0 {
 			case 0:
@@ -47,53 +70,64 @@ func TestReplayNStepDiscountRoundTrip(t *testing.T) {
 			case 1:
 				wantR, wantD = 2, gamma
 			default:
-				t.Fatalf("sampled obs %v", r.Obs[2*i:2*i+2])
+				t.Fatalf("sampled obs %v", mb.Obs[2*i:2*i+2])
 			}
 			seen[s0] = true
-			if r.Reward[i] != wantR || math.Abs(float64(r.Discount[i]-wantD)) > 1e-7 ||
-				r.NextObs[2*i] != 2 || r.NextObs[2*i+1] != 2 || r.NotDone[i] != 1 || r.Weight[i] != 1 {
-				t.Errorf("transition from %v: reward %v discount %v next %v notDone %v weight %v; want %v %v [2 2] 1 1",
-					s0, r.Reward[i], r.Discount[i], r.NextObs[2*i:2*i+2], r.NotDone[i], r.Weight[i], wantR, wantD)
+			if mb.Rewards[i] != wantR || math.Abs(float64(mb.Discounts[i]-wantD)) > 1e-7 ||
+				mb.NextObs[2*i] != 2 || mb.NextObs[2*i+1] != 2 || mb.Dones[i] != 0 || mb.Weights[i] != 1 {
+				t.Errorf("transition from %v: reward %v discount %v next %v done %v weight %v; want %v %v [2 2] 0 1",
+					s0, mb.Rewards[i], mb.Discounts[i], mb.NextObs[2*i:2*i+2], mb.Dones[i], mb.Weights[i], wantR, wantD)
 			}
 		}
 	}
 	if len(seen) != 2 {
 		t.Errorf("sampled only %v in 40 draws", seen)
 	}
+	if err := mb.Check(); err != nil {
+		t.Errorf("minibatch shape: %v", err)
+	}
 }
 
 // TestReplayPrioritizedUpdates checks that TD errors become priorities: a
-// transition given a huge |δ| dominates the next samples.
+// transition given a huge |δ| dominates the next samples; and that β
+// anneals with the step passed to Sample.
 func TestReplayPrioritizedUpdates(t *testing.T) {
-	r, err := NewReplay(ReplayConfig{Capacity: 16, ObsDim: 1, ActDim: 1, NumEnvs: 1, NSteps: 1, Gamma: 0.9,
-		Prioritized: true, Alpha: 1, Beta: 0.4, Eps: 1e-6})
+	r, err := NewReplay(ReplayConfig{Capacity: 16, ObsDim: 1, ActDim: 1, NSteps: 1, Gamma: 0.9,
+		Prioritized: true, Alpha: 1, Beta: 0.4, Eps: 1e-6, BetaSteps: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
+	tr := sample.NewTransitions(16, 1, 1)
 	for i := range 16 {
-		if err := r.Store(0, []float32{float32(i)}, []float32{0}, 0, []float32{float32(i + 1)}, i == 15, false); err != nil {
-			t.Fatal(err)
-		}
+		tr.Obs[i], tr.NextObs[i], tr.Discounts[i] = float32(i), float32(i+1), 0.9
+	}
+	tr.Dones[15] = 1
+	if err := r.Add(tr); err != nil {
+		t.Fatal(err)
 	}
 	g := rng.New(2, "test", 0)
-	if err := r.Sample(16, g); err != nil {
+	var mb algo.Minibatch
+	if err := r.Sample(&mb, 16, 50, g); err != nil {
 		t.Fatal(err)
+	}
+	if b := r.pri.Beta(); math.Abs(b-0.7) > 1e-12 {
+		t.Errorf("β at step 50 of 100 = %v, want 0.7", b)
 	}
 	td := make([]float32, 16)
 	for i := range td {
-		if r.Obs[i] == 7 {
+		if mb.Obs[i] == 7 {
 			td[i] = 1000
 		}
 	}
-	if err := r.UpdatePriorities(td); err != nil {
+	if err := r.UpdatePriorities(&mb, td); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Sample(16, g); err != nil {
+	if err := r.Sample(&mb, 16, 0, g); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for i := range 16 {
-		if r.Obs[i] == 7 {
+		if mb.Obs[i] == 7 {
 			n++
 		}
 	}
@@ -102,19 +136,51 @@ func TestReplayPrioritizedUpdates(t *testing.T) {
 	if n < 12 {
 		t.Errorf("after giving obs 7 priority 1000, it was drawn %d of 16 times", n)
 	}
-	if err := r.UpdatePriorities(td[:3]); err == nil {
+	if err := r.UpdatePriorities(&mb, td[:3]); err == nil {
 		t.Error("UpdatePriorities with the wrong length succeeded")
 	}
-	if err := r.SetBeta(2); !errors.Is(err, replay.ErrBeta) {
-		t.Errorf("SetBeta(2) = %v, want replay.ErrBeta", err)
+	bad := ReplayConfig{Capacity: 16, ObsDim: 1, ActDim: 1, NSteps: 1, Gamma: 0.9, Prioritized: true, Alpha: 1, Beta: 0.4, BetaSteps: 10}
+	rb, _ := NewReplay(bad)
+	rb.cfg.Beta = 2 // an annealed β outside [0, 1] is the buffer's error
+	_ = rb.Add(tr)
+	if err := rb.Sample(&mb, 4, 0, g); !errors.Is(err, replay.ErrBeta) {
+		t.Errorf("β = 2: %v, want replay.ErrBeta", err)
+	}
+}
+
+// TestReplayAddRejectsBadTransitions: wrong widths, broken shapes and a
+// discount other than γ in a one-step replay are errors, not corruption.
+func TestReplayAddRejectsBadTransitions(t *testing.T) {
+	r, err := NewReplay(ReplayConfig{Capacity: 8, ObsDim: 2, ActDim: 1, NSteps: 1, Gamma: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Add(sample.NewTransitions(1, 3, 1)); err == nil {
+		t.Error("obs width 3 accepted by a width-2 replay")
+	}
+	tr := sample.NewTransitions(2, 2, 1)
+	tr.Rewards = tr.Rewards[:1]
+	if err := r.Add(tr); err == nil {
+		t.Error("a short Rewards slice accepted")
+	}
+	tr = sample.NewTransitions(1, 2, 1)
+	tr.Discounts[0] = 0.25
+	if err := r.Add(tr); err == nil {
+		t.Error("discount 0.25 accepted by a one-step replay with γ = 0.5")
+	}
+	if r.Len() != 0 {
+		t.Errorf("rejected rows were stored: Len %d", r.Len())
 	}
 }
 
 func TestNewReplayRejectsBadConfig(t *testing.T) {
-	if _, err := NewReplay(ReplayConfig{Capacity: 8, ObsDim: 0, ActDim: 1, NumEnvs: 1, NSteps: 1}); err == nil {
+	if _, err := NewReplay(ReplayConfig{Capacity: 8, ObsDim: 0, ActDim: 1, NSteps: 1}); err == nil {
 		t.Error("ObsDim 0 accepted")
 	}
-	if _, err := NewReplay(ReplayConfig{Capacity: 0, ObsDim: 1, ActDim: 1, NumEnvs: 1, NSteps: 1}); !errors.Is(err, replay.ErrConfig) {
+	if _, err := NewReplay(ReplayConfig{Capacity: 0, ObsDim: 1, ActDim: 1, NSteps: 1}); !errors.Is(err, replay.ErrConfig) {
 		t.Errorf("Capacity 0: %v, want replay.ErrConfig", err)
+	}
+	if _, err := NewAssembler(0, 1, 0.9, 1, 1); err == nil {
+		t.Error("an assembler for 0 envs")
 	}
 }

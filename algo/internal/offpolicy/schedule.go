@@ -23,3 +23,13 @@ func LinearSchedule(start, end float64, duration, t int) float64 {
 // counted in global steps (train every 10 steps, update the target every
 // 500) must fire once for each multiple it passes, whatever N is.
 func Crossed(prev, cur, every int64) bool { return every > 0 && cur/every > prev/every }
+
+// Crossings counts the multiples of every in (prev, cur]: how many times a
+// period counted in global steps fires when the step moves from prev to
+// cur (several times when N envs step past several multiples at once).
+func Crossings(prev, cur, every int64) int64 {
+	if every <= 0 || cur <= prev {
+		return 0
+	}
+	return cur/every - prev/every
+}

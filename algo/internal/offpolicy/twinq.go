@@ -65,18 +65,25 @@ func (t *Twin) Backward(d1, d2 []float32) (g1, g2 []float32) {
 
 // Fit takes one optimizer step on both critics' regression onto a shared
 // target y (clipped double-Q learning, Fujimoto et al. 2018; SAC, Haarnoja
-// et al. 2018):
+// et al. 2018): FitGrad, then opt's step over params, Q1's parameters then
+// Q2's (one Adam over both, as CleanRL). It returns the loss and the batch
+// means of Q1 and Q2, which the algorithms log.
+func (t *Twin) Fit(opt *nn.Adam, params []*nn.Param, obs, act, y []float32, b int) (loss, q1Mean, q2Mean float64) {
+	loss, q1Mean, q2Mean = t.FitGrad(obs, act, y, b)
+	opt.Step(params)
+	return loss, q1Mean, q2Mean
+}
+
+// FitGrad sets both critics' gradients for
 //
 //	L = MSE(Q1(s, a), y) + MSE(Q2(s, a), y)
 //
-// params is Q1's parameters then Q2's (one Adam over both, as CleanRL). It
-// returns L and the batch means of Q1 and Q2, which the algorithms log.
-func (t *Twin) Fit(opt *nn.Adam, params []*nn.Param, obs, act, y []float32, b int) (loss, q1Mean, q2Mean float64) {
+// and returns L and the batch means of Q1 and Q2.
+func (t *Twin) FitGrad(obs, act, y []float32, b int) (loss, q1Mean, q2Mean float64) {
 	t.obs, t.act, t.y, t.b = obs, act, y, b
 	t.par.Go(t.fit2)
 	t.l1 = fitOne(t.Q1, obs, act, y, b, t.dQ1[:b], t.q1[:b])
 	t.par.Wait()
-	opt.Step(params)
 	return float64(t.l1 + t.l2), Mean(t.q1[:b]), Mean(t.q2[:b])
 }
 

@@ -102,28 +102,15 @@ type ValueLoss func(dValue, value []float32)
 // NewAgent builds the agent for the given spaces, drawing initial weights
 // from r (critic first, then actor, as CleanRL's Agent.__init__ does).
 func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Agent, error) {
-	obsBox, ok := obsSpace.(env.Box)
-	if !ok || len(obsBox.Shape()) != 1 {
-		return nil, fmt.Errorf("%w: observations %v: want a flat Box", ErrSpace, obsSpace)
+	sp, err := parseSpaces(obsSpace, actSpace)
+	if err != nil {
+		return nil, err
 	}
-	a := &Agent{ObsDim: obsBox.Dim()}
-	switch s := actSpace.(type) {
-	case env.Discrete:
-		a.NActions, a.ActDim, a.start = s.N, 1, float32(s.Start)
-		a.Cat = nn.Categorical{N: s.N}
-	case env.Box:
-		if len(s.Shape()) != 1 {
-			return nil, fmt.Errorf("%w: actions %v: want a flat Box", ErrSpace, actSpace)
-		}
-		a.ActDim = s.Dim()
-		a.Low, a.High = s.Low, s.High
-		g, err := nn.NewDiagGaussian(a.ActDim, false, cfg.InitLogStd)
-		if err != nil {
-			return nil, err
-		}
-		a.Gauss = g
-	default:
-		return nil, fmt.Errorf("%w: actions %v: want Discrete or a flat Box", ErrSpace, actSpace)
+	a := &Agent{ObsDim: sp.obsDim, ActDim: sp.actDim, NActions: sp.nActions, start: sp.start, Low: sp.low, High: sp.high}
+	if a.NActions > 0 {
+		a.Cat = nn.Categorical{N: a.NActions}
+	} else if a.Gauss, err = nn.NewDiagGaussian(a.ActDim, false, cfg.InitLogStd); err != nil {
+		return nil, err
 	}
 	critic, err := newNet(a.ObsDim, cfg.Hidden, 1, cfg.Act, cfg.OrthoInit, 1, cfg.Gemm, r)
 	if err != nil {
@@ -183,26 +170,6 @@ func (a *Agent) ZeroGrad() { nn.ZeroGrads(a.params) }
 // Value writes V(obs_r) for batch rows into dst and returns it.
 func (a *Agent) Value(dst, obs []float32, batch int) []float32 {
 	return a.critic.ForwardTo(dst[:batch], obs, batch)
-}
-
-// ActionAndValue samples an action for each of batch rows of obs from the
-// current policy, writing the actions (batch×ActDim), their log-probabilities
-// and the values V(obs) into the destinations (CleanRL's
-// get_action_and_value with action=None).
-func (a *Agent) ActionAndValue(actions, logProbs, values, obs []float32, batch int, r *rand.Rand) {
-	out := a.actor.Forward(obs, batch)
-	if a.Gauss != nil {
-		a.Gauss.SampleTo(actions[:batch*a.ActDim], nil, out, r)
-		a.Gauss.LogProbTo(logProbs[:batch], out, actions[:batch*a.ActDim])
-	} else {
-		idx := a.ints(batch)
-		a.Cat.SampleTo(idx, out, r)
-		for k, v := range idx {
-			actions[k] = float32(v)
-		}
-		a.Cat.LogProbTo(logProbs[:batch], out, idx)
-	}
-	a.Value(values, obs, batch)
 }
 
 // Evaluate runs both networks on a minibatch of batch rows and writes
@@ -299,31 +266,15 @@ func (a *Agent) Act(dst, obs []float32) []float32 {
 	out := a.actor.Forward(obs, 1)
 	if a.Gauss != nil {
 		a.Gauss.ModeTo(dst[:a.ActDim], out)
-		return a.EnvActionsTo(dst, dst)
+		for j, v := range dst[:a.ActDim] {
+			dst[j] = min(max(v, a.Low[j]), a.High[j])
+		}
+		return dst[:a.ActDim]
 	}
 	idx := a.ints(1)
 	a.Cat.ArgmaxTo(idx, out)
 	dst[0] = float32(idx[0]) + a.start
 	return dst[:1]
-}
-
-// EnvActionsTo writes the actions the env receives into dst: Box actions
-// clipped to [Low, High] (Gymnasium's ClipAction, which CleanRL's continuous
-// PPO applies), discrete indices shifted by the space's Start. dst may alias
-// actions.
-func (a *Agent) EnvActionsTo(dst, actions []float32) []float32 {
-	copy(dst, actions)
-	if a.Gauss == nil {
-		for k := range dst {
-			dst[k] += a.start
-		}
-		return dst
-	}
-	for k := range actions {
-		j := k % a.ActDim
-		dst[k] = min(max(dst[k], a.Low[j]), a.High[j])
-	}
-	return dst
 }
 
 // Save writes every parameter to path as safetensors (atomically, through

@@ -1,22 +1,40 @@
 // Package onpolicy holds what PPO and A2C share, so that each algorithm's
-// file keeps only its loss: the actor-critic Agent, the Rollout storage and
-// collection loop, and the advantage math (GAE, returns, normalisation,
+// file keeps only its learner and loss: the pieces (Policy, Sampler, the
+// Learner base), the local executor (TrainLocal), the actor-critic Agent the
+// learner trains, and the advantage math (GAE, returns, normalisation,
 // explained variance).
 //
-// # The driving loop
+// # The pieces
 //
-//	agent, _ := onpolicy.NewAgent(envs.ObservationSpace(), envs.ActionSpace(), cfg, rInit)
-//	defer agent.Close()
-//	ro := onpolicy.NewRollout(numSteps, numEnvs, agent.ObsDim, agent.ActDim)
-//	ro.Reset(envs, seed)
-//	for … {
-//		ro.Collect(envs, agent, rAct, log, &globalStep, γ) // T steps, truncation bootstrapped
-//		ro.Advantages(γ, λ)                              // GAE → ro.Adv, ro.Returns
-//		// forward, the algorithm's loss halves, backward (grads zeroed first):
-//		agent.Learn(obs, actions, B, policyLoss, valueLoss)
-//		nn.ClipGradNorm(agent.Params(), maxNorm)
-//		opt.Step(agent.Params())
+//   - Policy (algo.PolicyNet): actor and critic forward, rows
+//     [logits | V(s)] or [μ | log σ | V(s)]; SetWeights points its
+//     parameters at an immutable weights.Version (no copy).
+//   - Sampler (algo.Sampler): draws the actions from a row with the env
+//     worker's stream (one uniform per row, or d normals), log π and V(s),
+//     and the env actions (Discrete start added, Box clipped).
+//   - Learner: the trained Agent, its optimizer, the GAE buffers and the
+//     version count. PPO and A2C embed it; their Learn calls Begin (checks
+//     the segment, GAE) and then runs their own update.
+//   - NewPieces assembles these into algo.Pieces; Spec.Pieces of ppo and
+//     a2c call it.
+//
+// # The driving loop (TrainLocal, the local executor)
+//
+//	worker := algo.NewSegmentWorker(0, envs, policy, sampler, γ)
+//	worker.Reset(envSeed)
+//	for iteration := 1; iteration <= numIterations; iteration++ {
+//		worker.Collect(seg)                   // T steps, truncation bootstrapped
+//		globalStep = algo.LogEpisodes(rt.Log, seg, globalStep)
+//		stats, _ := learner.Learn(ctx, seg)   // Begin (GAE), the algorithm's update
+//		policy.SetWeights(learner.Weights())  // the next rollout acts with them
+//		// log stats, rt.Log.Step(globalStep)
 //	}
+//
+// Inside a learner's update, per minibatch:
+//
+//	agent.Learn(obs, actions, B, policyLoss, valueLoss) // forward, loss halves, backward (grads zeroed first)
+//	nn.ClipGradNorm(agent.Params(), maxNorm)
+//	opt.Step(agent.Params())
 //
 // policyLoss gets log π(a|s) and H per row and writes dL/dlog π and dL/dH;
 // valueLoss gets V(s) and writes dL/dV. (Evaluate + Backward do the same in
@@ -40,5 +58,6 @@
 // it and waits. Results are identical with and without it, because
 // each network is computed by exactly one goroutine in a fixed order and the
 // two meet only at gradient clipping, after both are done. Otherwise an
-// Agent and a Rollout are used by one goroutine.
+// Agent is used by one goroutine; so are a Policy and a Sampler (one per
+// policy worker and env worker). The learner's Close stops the worker.
 package onpolicy

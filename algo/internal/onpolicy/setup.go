@@ -3,10 +3,8 @@ package onpolicy
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 
 	"herd/algo"
-	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
 )
@@ -63,22 +61,6 @@ func (c Common) Check(bad func(format string, a ...any), h algo.Header) {
 	}
 }
 
-// Start opens n synchronous envs of id with episode statistics and builds
-// the agent on their spaces from r. The caller closes both (the agent's
-// Close stops its parallel worker). Errors carry the algorithm's name.
-func Start(name, id string, n int, cfg AgentConfig, r *rand.Rand) (env.Vector, *Agent, error) {
-	envs, err := env.MakeVector(id, n, env.Sync, env.WithEpisodeStatistics())
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
-	}
-	agent, err := NewAgent(envs.ObservationSpace(), envs.ActionSpace(), cfg, r)
-	if err != nil {
-		envs.Close()
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return envs, agent, nil
-}
-
 // LoadPolicy rebuilds the deterministic policy of algorithm name from a
 // checkpoint: c must be a *C, agentConfig maps it to the network shape, and
 // the init stream is (h.Seed, name+"/init", 0) as in Train.
@@ -108,5 +90,17 @@ func TrainFunc[C any](name string, train func(context.Context, *algo.Runtime, *C
 			return nil, err
 		}
 		return agent, err
+	}
+}
+
+// PiecesFunc adapts an algorithm's typed Pieces to algo.Spec.Pieces: it
+// checks that the config is a *C.
+func PiecesFunc[C any](name string, pieces func(algo.Header, *C, algo.Spaces) (*algo.Pieces, error)) func(algo.Header, algo.Config, algo.Spaces) (*algo.Pieces, error) {
+	return func(h algo.Header, c algo.Config, sp algo.Spaces) (*algo.Pieces, error) {
+		cfg, ok := any(c).(*C)
+		if !ok || cfg == nil {
+			return nil, fmt.Errorf("%w: %s: config is %T, want *%s.Config", algo.ErrConfig, name, c, name)
+		}
+		return pieces(h, cfg, sp)
 	}
 }

@@ -1,0 +1,190 @@
+package ddpg
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"herd/algo"
+	"herd/algo/internal/offpolicy"
+	"herd/internal/rng"
+	"herd/internal/twin"
+	"herd/nn"
+	"herd/weights"
+)
+
+// Pieces cuts DDPG into the pieces executors place (algo.Pieces):
+//   - policy: μ(s) = tanh(f(s))·scale + bias, actions in the env's units
+//     (offpolicy.MLPPolicy with the tanh head);
+//   - sampler: uniformly random actions before learning starts, then μ(s)
+//     plus Gaussian noise (offpolicy.NoisySampler);
+//   - assembler and replay: one-step transitions, uniform replay;
+//   - learner: TD critic, deterministic policy gradient, Polyak targets
+//     (Learner).
+func Pieces(h algo.Header, c algo.Config, sp algo.Spaces) (*algo.Pieces, error) {
+	cfg, ok := c.(*Config)
+	if !ok || cfg == nil {
+		return nil, fmt.Errorf("%w: ddpg: config is %T", algo.ErrConfig, c)
+	}
+	if err := cfg.Validate(h); err != nil {
+		return nil, err
+	}
+	p, err := newPieces(h, cfg, sp)
+	if err != nil {
+		return nil, fmt.Errorf("%w: ddpg: %w", algo.ErrConfig, err)
+	}
+	return offpolicy.NewPieces(p.Policy, p.Sampler, p.Assembler, p.Replay, p.newLearner), nil
+}
+
+// pieces are the shared actor pieces plus DDPG's config.
+type pieces struct {
+	*offpolicy.ActorPieces
+	cfg *Config
+}
+
+func newPieces(h algo.Header, cfg *Config, sp algo.Spaces) (*pieces, error) {
+	ap, err := offpolicy.NewActorPieces(h, sp)
+	if err != nil {
+		return nil, err
+	}
+	ap.LearningStarts, ap.BufferSize, ap.Gamma, ap.Sigma = cfg.LearningStarts, cfg.BufferSize, cfg.Gamma, cfg.ExplorationNoise
+	p := &pieces{ActorPieces: ap, cfg: cfg}
+	ap.NewActor = func() (*nn.MLP, *nn.TanhActor, error) {
+		a, err := p.newAgent()
+		if err != nil {
+			return nil, nil, err
+		}
+		return a.Actor, a.Head, nil
+	}
+	return p, nil
+}
+
+// newAgent builds the networks with the run's initial weights (stream
+// "ddpg/init"), as every piece that holds one does.
+func (p *pieces) newAgent() (*Agent, error) {
+	return newAgent(p.ObsDim, p.Low, p.High, p.cfg.NetArch, rng.New(p.H.Seed, "ddpg/init", 0))
+}
+
+// Learner is DDPG's learner (algo.TransitionLearner): actor, critic,
+// their targets and two Adams, drawing minibatches with the stream
+// "ddpg/replay".
+type Learner struct {
+	p                      *pieces
+	agent                  *Agent
+	actor, targetActor     *nn.MLP
+	head                   *nn.TanhActor
+	qf1, qf1Target         *nn.Critic
+	qOpt, actorOpt         *nn.Adam
+	sampleRNG              *rand.Rand
+	updates                int64
+	mb                     algo.Minibatch
+	nextAct, nextQ, dQ, pi []float32
+	dOut                   []float32
+	actorLoss              float64
+	stats                  []algo.Stat
+	// par runs the target networks' forward pass beside the critic's
+	// (bit-identical to one after the other: they share only the batch);
+	// nil with parallel: false.
+	par     *twin.Pair
+	qn      []float32 // Q'(s', μ'(s')), written by targetQ
+	targetQ func()
+}
+
+func (p *pieces) newLearner() (*Learner, error) {
+	cfg, B, actDim := p.cfg, p.cfg.BatchSize, len(p.Low)
+	agent, err := p.newAgent()
+	if err != nil {
+		return nil, err
+	}
+	l := &Learner{p: p, agent: agent, actor: agent.Actor, targetActor: agent.Actor.Clone(), head: agent.Head,
+		qf1: agent.QF1, qf1Target: agent.QF1.Clone(), sampleRNG: rng.New(p.H.Seed, "ddpg/replay", 0),
+		nextAct: make([]float32, B*actDim),
+		nextQ:   make([]float32, B), // y = r + γ(1 − d) Q'(s', μ'(s'))
+		dQ:      make([]float32, B), pi: make([]float32, B*actDim), dOut: make([]float32, B*actDim)}
+	if l.qOpt, err = nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)}); err != nil {
+		return nil, err
+	}
+	if l.actorOpt, err = nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)}); err != nil {
+		return nil, err
+	}
+	for _, net := range []*nn.Critic{l.qf1, l.qf1Target} {
+		net.Net.Reserve(B)
+	}
+	l.actor.Reserve(B)
+	l.targetActor.Reserve(B)
+	l.par = twin.NewIf(cfg.Parallel)
+	l.targetQ = func() {
+		mb, B := &l.mb, l.p.cfg.BatchSize
+		l.head.ActionTo(l.nextAct, l.targetActor.Forward(mb.NextObs, B))
+		l.qn = l.qf1Target.Forward(mb.NextObs, l.nextAct, B)
+	}
+	return l, nil
+}
+
+// Close stops the helper goroutine (parallel: true); the learner stays
+// usable on the caller's goroutine.
+func (l *Learner) Close() error {
+	l.par.Close()
+	return nil
+}
+
+// Weights returns the actor's parameters as version = critic updates so
+// far.
+func (l *Learner) Weights() *weights.Version { return weights.New(uint64(l.updates), l.actor.Params()) }
+
+// Learn takes one critic update for each env step in (prev, step] once
+// learning has started (step > learning_starts and rb holds a batch), and
+// every policy_frequency critic updates one actor update and one Polyak
+// update of both targets.
+func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) ([]algo.Stat, error) {
+	cfg, B := l.p.cfg, l.p.cfg.BatchSize
+	if step <= int64(cfg.LearningStarts) || rb.Len() < B {
+		return nil, nil
+	}
+	l.stats = l.stats[:0]
+	var qfLoss, qMean float64
+	for s := max(prev, int64(cfg.LearningStarts)) + 1; s <= step; s++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := rb.Sample(&l.mb, B, s, l.sampleRNG); err != nil {
+			return nil, fmt.Errorf("ddpg: sample: %w", err)
+		}
+		qfLoss, qMean = l.updateCritic()
+		l.updates++
+		// The actor and both targets move once every policy_frequency
+		// critic updates.
+		if l.updates%int64(cfg.PolicyFrequency) == 0 {
+			// −E[Q(s, μ(s))] (Silver et al. 2014), through the critic's dQ/da.
+			l.actorLoss = offpolicy.DPGStep(l.actor, l.head, l.qf1, l.actorOpt, l.mb.Obs, B, l.pi, l.dOut, l.dQ)
+			if err := offpolicy.PolyakAll(cfg.Tau,
+				[2][]*nn.Param{l.targetActor.Params(), l.actor.Params()},
+				[2][]*nn.Param{l.qf1Target.Params(), l.qf1.Params()}); err != nil {
+				return nil, err
+			}
+			l.stats = append(l.stats[:0], algo.Stat{Name: "losses/actor_loss", Value: l.actorLoss})
+		}
+	}
+	l.stats = append(l.stats, algo.Stat{Name: "losses/qf1_values", Value: qMean},
+		algo.Stat{Name: "losses/qf1_loss", Value: qfLoss})
+	return l.stats, nil
+}
+
+// updateCritic takes one step on the TD loss (Lillicrap et al. 2016,
+// Algorithm 1): MSE(Q(s, a), r + γ^m (1 − d)·Q'(s', μ'(s'))).
+func (l *Learner) updateCritic() (qfLoss, qMean float64) {
+	mb, B := &l.mb, l.p.cfg.BatchSize
+	l.par.Go(l.targetQ)
+	l.qf1.ZeroGrad()
+	q := l.qf1.Forward(mb.Obs, mb.Actions, B)
+	l.par.Wait()
+	qn := l.qn
+	for i := range B {
+		l.nextQ[i] = mb.Rewards[i] + mb.Discounts[i]*(1-mb.Dones[i])*qn[i]
+	}
+	loss := nn.MSE(l.dQ, q, l.nextQ)
+	qMean = offpolicy.Mean(q)
+	l.qf1.Backward(l.dQ)
+	l.qOpt.Step(l.qf1.Params())
+	return float64(loss), qMean
+}

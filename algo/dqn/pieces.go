@@ -1,0 +1,288 @@
+package dqn
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"herd/algo"
+	"herd/algo/internal/offpolicy"
+	"herd/env"
+	"herd/internal/rng"
+	"herd/internal/twin"
+	"herd/nn"
+	"herd/weights"
+)
+
+// Pieces cuts DQN into the pieces executors place (algo.Pieces):
+//   - policy: Q(s, ·; θ), one output per action (offpolicy.MLPPolicy);
+//   - sampler: ε-greedy on those outputs with ε at the current step;
+//   - assembler: n-step transitions per env (offpolicy.Assembler);
+//   - replay: uniform or prioritized (offpolicy.Replay);
+//   - learner: TD updates, target network, priorities (Learner).
+func Pieces(h algo.Header, c algo.Config, sp algo.Spaces) (*algo.Pieces, error) {
+	cfg, ok := c.(*Config)
+	if !ok || cfg == nil {
+		return nil, fmt.Errorf("%w: dqn: config is %T", algo.ErrConfig, c)
+	}
+	if err := cfg.Validate(h); err != nil {
+		return nil, err
+	}
+	p, err := newPieces(h, cfg, sp)
+	if err != nil {
+		return nil, err
+	}
+	return offpolicy.NewPieces(p.newPolicy, p.newSampler, p.newAssembler, p.newReplay, p.newLearner), nil
+}
+
+// pieces holds what every piece of one run needs to know.
+type pieces struct {
+	h                algo.Header
+	cfg              *Config
+	obsDim           int
+	actions          env.Discrete
+	explorationSteps int
+}
+
+func newPieces(h algo.Header, cfg *Config, sp algo.Spaces) (*pieces, error) {
+	d, ok := sp.Act.(env.Discrete)
+	if !ok || sp.Obs == nil || sp.Obs.Dim() < 1 {
+		return nil, fmt.Errorf("%w: dqn: action space %v; DQN needs a Discrete one", algo.ErrConfig, sp.Act)
+	}
+	return &pieces{h: h, cfg: cfg, obsDim: sp.Obs.Dim(), actions: d,
+		explorationSteps: int(cfg.ExplorationFraction * float64(h.Steps))}, nil
+}
+
+// newAgent builds the Q-network with the run's initial weights (stream
+// "dqn/init"), as every piece that holds one does.
+func (p *pieces) newAgent() (*Agent, error) {
+	return newAgent(p.obsDim, p.actions.N, p.cfg.NetArch, rng.New(p.h.Seed, "dqn/init", 0))
+}
+
+func (p *pieces) newPolicy() (*offpolicy.MLPPolicy, error) {
+	a, err := p.newAgent()
+	if err != nil {
+		return nil, err
+	}
+	return &offpolicy.MLPPolicy{Net: a.Q}, nil
+}
+
+func (p *pieces) newSampler(_ int, r *rand.Rand) (*sampler, error) {
+	return &sampler{p: p, r: r}, nil
+}
+
+func (p *pieces) newAssembler(numEnvs int) (*offpolicy.Assembler, error) {
+	return offpolicy.NewAssembler(numEnvs, p.cfg.NSteps, p.cfg.Gamma, p.obsDim, 1)
+}
+
+func (p *pieces) newReplay() (*offpolicy.Replay, error) {
+	cfg := p.cfg
+	rb, err := offpolicy.NewReplay(offpolicy.ReplayConfig{
+		Capacity: cfg.BufferSize, ObsDim: p.obsDim, ActDim: 1, NSteps: cfg.NSteps, Gamma: cfg.Gamma,
+		Prioritized: cfg.Prioritized, Alpha: cfg.PriorityAlpha, Beta: cfg.PriorityBeta, Eps: cfg.PriorityEps,
+		BetaSteps: p.h.Steps,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dqn: replay: %w", err)
+	}
+	return rb, nil
+}
+
+// sampler is ε-greedy exploration (CleanRL dqn.py): per env, in row order,
+// one uniform draw decides; below ε a uniformly random action, otherwise
+// argmax_a Q(s, a). Computing Q for every row (rather than only for the
+// exploiting ones, as the loop before the pieces did) changes no bits:
+// rows are independent of their batch, and the draws are the same.
+type sampler struct {
+	p      *pieces
+	r      *rand.Rand
+	greedy [1]int
+}
+
+// SampleTo writes the actions for the n rows of Q-values out at step.
+func (s *sampler) SampleTo(dst *algo.Acts, out []float32, n int, step int64) {
+	cfg, k := s.p.cfg, s.p.actions.N
+	offpolicy.SizeActs(dst, n, 1)
+	eps := offpolicy.LinearSchedule(cfg.StartE, cfg.EndE, s.p.explorationSteps, int(step))
+	for i := range n {
+		if s.r.Float64() < eps {
+			s.greedy[0] = s.r.IntN(k)
+		} else {
+			nn.ArgmaxTo(s.greedy[:], out[i*k:(i+1)*k], k)
+		}
+		dst.Actions[i] = float32(s.greedy[0])
+		dst.EnvActions[i] = float32(s.greedy[0] + s.p.actions.Start)
+	}
+}
+
+// Learner is DQN's learner (algo.TransitionLearner): the Q-network, its
+// target network and Adam, drawing minibatches with the stream
+// "dqn/replay".
+type Learner struct {
+	p       *pieces
+	agent   *Agent
+	q       *nn.MLP
+	target  *nn.MLP
+	opt     *nn.Adam
+	rng     *rand.Rand
+	par     *twin.Pair
+	updates uint64
+
+	// Workspaces, sized once.
+	mb        algo.Minibatch
+	bActions  []int
+	qPred     []float32 // Q(s, a; θ)
+	targetMax []float32 // max_a' Q(s', a'; θ⁻), or Q(s', argmax_a' Q(s', a'; θ); θ⁻)
+	nextAct   []int
+	tdTarget  []float32
+	tdErr     []float32
+	dPred     []float32
+	dQ        []float32
+	qNext     []float32 // Q(s', ·; θ⁻), written by targetForward
+	stats     [3]algo.Stat
+
+	targetForward func()
+}
+
+func (p *pieces) newLearner() (*Learner, error) {
+	cfg, B, k := p.cfg, p.cfg.BatchSize, p.actions.N
+	agent, err := p.newAgent()
+	if err != nil {
+		return nil, err
+	}
+	opt, err := nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)})
+	if err != nil {
+		return nil, err
+	}
+	l := &Learner{p: p, agent: agent, q: agent.Q, target: agent.Q.Clone(), opt: opt,
+		rng: rng.New(p.h.Seed, "dqn/replay", 0),
+		// par runs the target network's forward pass beside the online
+		// one's, so a training step uses both cores (results are identical
+		// without it: see package twin).
+		par:      twin.NewIf(cfg.Parallel),
+		bActions: make([]int, B), qPred: make([]float32, B), targetMax: make([]float32, B),
+		nextAct: make([]int, B), tdTarget: make([]float32, B), tdErr: make([]float32, B),
+		dPred: make([]float32, B), dQ: make([]float32, B*k)}
+	l.q.Reserve(B)
+	l.target.Reserve(B)
+	l.targetForward = func() { l.qNext = l.target.Forward(l.mb.NextObs, B) }
+	l.stats = [3]algo.Stat{{Name: "losses/td_loss"}, {Name: "losses/q_values"}, {Name: "charts/epsilon"}}
+	return l, nil
+}
+
+// Agent is the learner's live Q-network as a greedy policy.
+func (l *Learner) Agent() *Agent { return l.agent }
+
+// Close stops the helper goroutine.
+func (l *Learner) Close() error { l.par.Close(); return nil }
+
+// Weights returns the Q-network's parameters as version = updates so far.
+func (l *Learner) Weights() *weights.Version { return weights.New(l.updates, l.q.Params()) }
+
+// Learn trains once learning has started (step > learning_starts and rb
+// holds a batch): gradient_steps gradient steps for each multiple of
+// train_frequency in (prev, step], then one target update θ⁻ ← τθ + (1 −
+// τ)θ⁻ for each multiple of target_network_frequency.
+func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) ([]algo.Stat, error) {
+	cfg := l.p.cfg
+	if step <= int64(cfg.LearningStarts) || rb.Len() < cfg.BatchSize {
+		return nil, nil
+	}
+	// Env steps up to learning_starts train nothing, also when this call
+	// covers steps on both sides of it.
+	prev = max(prev, int64(cfg.LearningStarts))
+	rounds := offpolicy.Crossings(prev, step, int64(cfg.TrainFrequency))
+	for range rounds * int64(cfg.GradientSteps) {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		loss, meanQ, err := l.train(rb, step)
+		if err != nil {
+			return nil, fmt.Errorf("dqn: train: %w", err)
+		}
+		l.stats[0].Value, l.stats[1].Value = loss, meanQ
+	}
+	for range offpolicy.Crossings(prev, step, int64(cfg.TargetNetworkFrequency)) {
+		if err := nn.PolyakUpdate(l.target.Params(), l.q.Params(), float32(cfg.Tau)); err != nil {
+			return nil, err
+		}
+	}
+	if rounds == 0 {
+		return nil, nil
+	}
+	// ε of the step the last actions were chosen at.
+	l.stats[2].Value = offpolicy.LinearSchedule(cfg.StartE, cfg.EndE, l.p.explorationSteps, int(prev))
+	return l.stats[:], nil
+}
+
+// train runs one gradient step on a sampled minibatch and returns the
+// loss and the mean Q(s, a) of the batch.
+func (l *Learner) train(rb algo.Replay, step int64) (loss, meanQ float64, err error) {
+	cfg, h, B, k := l.p.cfg, l.p.h, l.p.cfg.BatchSize, l.p.actions.N
+	q, mb := l.q, &l.mb
+	if cfg.AnnealLR {
+		frac := 1 - float64(step)/float64(h.Steps)
+		l.opt.SetLR(float32(frac * cfg.LearningRate))
+	}
+	if err := rb.Sample(mb, B, step, l.rng); err != nil {
+		return 0, 0, err
+	}
+	for i := range B {
+		l.bActions[i] = int(mb.Actions[i])
+	}
+	// The TD target, without gradient through θ⁻: the target network's
+	// forward runs on the worker while this goroutine runs the online
+	// network's (they share only the read-only batch).
+	l.par.Go(l.targetForward)
+	if cfg.DoubleQ {
+		nn.ArgmaxTo(l.nextAct, q.Forward(mb.NextObs, B), k)
+	}
+	l.par.Wait()
+	if cfg.DoubleQ {
+		nn.GatherTo(l.targetMax, l.qNext, k, l.nextAct)
+	} else {
+		nn.MaxTo(l.targetMax, l.qNext, k)
+	}
+	// y = r + γ^m (1 − terminated) max_a' Q(s', a'; θ⁻)
+	for i := range B {
+		l.tdTarget[i] = mb.Rewards[i] + mb.Discounts[i]*(1-mb.Dones[i])*l.targetMax[i]
+	}
+	lv := l.tdGrad(mb, l.tdTarget)
+	if cfg.MaxGradNorm > 0 {
+		nn.ClipGradNorm(q.Params(), float32(cfg.MaxGradNorm))
+	}
+	l.opt.Step(q.Params())
+	l.updates++
+	var sumQ float64
+	for i := range B {
+		l.tdErr[i] = l.qPred[i] - l.tdTarget[i]
+		sumQ += float64(l.qPred[i])
+	}
+	if err := rb.UpdatePriorities(mb, l.tdErr); err != nil {
+		return 0, 0, err
+	}
+	return float64(lv), sumQ / float64(B), nil
+}
+
+// tdGrad computes the TD loss of Q(s, a; θ) against the fixed targets y on
+// mb — MSE or Huber, weighted by the importance weights under prioritized
+// replay — and sets q's gradients to dL/dθ. It leaves Q(s, a; θ) in qPred.
+func (l *Learner) tdGrad(mb *algo.Minibatch, y []float32) float32 {
+	cfg, B, k := l.p.cfg, l.p.cfg.BatchSize, l.p.actions.N
+	q := l.q
+	nn.GatherTo(l.qPred, q.Forward(mb.Obs, B), k, l.bActions)
+	w := mb.Weights
+	if !cfg.Prioritized {
+		w = nil // uniform replay: all weights are 1
+	}
+	var lv float32
+	if cfg.Loss == "huber" {
+		lv = nn.WeightedHuber(l.dPred, l.qPred, y, w, 1)
+	} else {
+		lv = nn.WeightedMSE(l.dPred, l.qPred, y, w)
+	}
+	nn.ScatterTo(l.dQ, k, l.bActions, l.dPred)
+	q.ZeroGrad()
+	q.BackwardSplit(l.dQ, l.par, false) // dW on the worker beside dX; no dL/d(obs)
+	return lv
+}

@@ -1,0 +1,112 @@
+package onpolicy
+
+import (
+	"context"
+	"fmt"
+
+	"herd/algo"
+	"herd/env"
+	"herd/internal/rng"
+	"herd/sample"
+)
+
+// Local sizes the local executor's loop.
+type Local struct {
+	NumEnvs, NumSteps int
+	// Gamma is the discount of the truncation bootstrap.
+	Gamma float32
+}
+
+// TrainLocal is the local executor of PPO and A2C: one env worker and one
+// learner taking turns on the caller's goroutine. It is the shortest
+// composition of the pieces (NewPieces): each iteration collects one
+// segment of NumSteps × NumEnvs steps with the policy and the sampler and
+// learns on it; the policy follows the learner's parameters. The
+// random streams are the algorithm's historical ones (name+"/actor" for
+// the sampler, name+"/env" for the resets, name+"/init" inside the
+// pieces), so a seed trains the same weights as before the pieces existed.
+//
+// It returns the trained agent; on cancellation of ctx it stops between
+// iterations and returns the agent trained so far with ctx.Err().
+func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, lc Local, pieces func(algo.Spaces) (*algo.Pieces, error)) (*Agent, error) {
+	h := rt.Header
+	numIterations := int(h.Steps / int64(lc.NumEnvs*lc.NumSteps))
+
+	// Seeds: one stream per role (internal/rng).
+	rAct := rng.New(h.Seed, name+"/actor", 0)
+	envSeed := int64(rng.Derive(h.Seed, name+"/env", 0) >> 1)
+
+	// Envs, and the pieces for their spaces.
+	envs, err := env.MakeVector(h.Env, lc.NumEnvs, env.Sync, env.WithEpisodeStatistics())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	defer envs.Close()
+	sp := algo.SpacesOf(envs)
+	pc, err := pieces(sp)
+	if err != nil {
+		return nil, err
+	}
+	policy, err := pc.NewPolicy()
+	if err != nil {
+		return nil, err
+	}
+	sampler, err := pc.NewSampler(lc.NumEnvs, rAct)
+	if err != nil {
+		return nil, err
+	}
+	sl, err := pc.NewSegmentLearner()
+	if err != nil {
+		return nil, err
+	}
+	defer sl.Close() // stops the parallel worker; the agent stays usable
+	base, ok := sl.(interface{ base() *Learner })
+	p, ok2 := policy.(*Policy)
+	if !ok || !ok2 {
+		return nil, fmt.Errorf("%s: pieces %T and %T are not onpolicy's", name, sl, policy)
+	}
+	learner := base.base()
+	agent := learner.Agent
+	rt.Track(agent) // divergence guard (algo.TrainRun)
+	// Acting and learning take turns on this goroutine, so the policy
+	// reads the learner's parameters in place instead of a snapshot per
+	// iteration; executors that act while the learner learns hand
+	// versions over (learner.Weights, policy.SetWeights).
+	if err := p.Follow(learner); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+
+	// The env worker and its segment (storage).
+	worker := algo.NewSegmentWorker(0, envs, policy, sampler, lc.Gamma)
+	seg := sample.NewSegment(lc.NumSteps, lc.NumEnvs, agent.ObsDim, agent.ActDim)
+	if err := worker.Reset(envSeed); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+
+	var globalStep int64
+	for iteration := 1; iteration <= numIterations; iteration++ {
+		if err := ctx.Err(); err != nil {
+			return agent, err
+		}
+		// Rollout: NumSteps steps of every env with the current policy
+		// (truncations bootstrapped from the final observation).
+		if err := worker.Collect(seg); err != nil {
+			return agent, fmt.Errorf("%s: %w", name, err)
+		}
+		globalStep = algo.LogEpisodes(rt.Log, seg, globalStep)
+
+		// Learn: advantages, then the algorithm's update (the next
+		// rollout acts with the new weights).
+		stats, err := sl.Learn(ctx, seg)
+		if err != nil {
+			return agent, fmt.Errorf("%s: %w", name, err)
+		}
+
+		// Log.
+		for _, s := range stats {
+			rt.Log.Scalar(s.Name, s.Value)
+		}
+		rt.Log.Step(globalStep)
+	}
+	return agent, nil
+}

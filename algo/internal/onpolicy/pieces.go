@@ -1,0 +1,273 @@
+package onpolicy
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"herd/algo"
+	"herd/env"
+	"herd/internal/rng"
+	"herd/nn"
+	"herd/weights"
+)
+
+// Policy is the policy piece of PPO and A2C (algo.PolicyNet): the actor and
+// the critic forward, one output row per observation,
+//
+//	Discrete n actions:  [logit_1 … logit_n | V(s)]
+//	Box of d dimensions: [μ_1 … μ_d | log σ_1 … log σ_d | V(s)]
+//
+// The Gaussian's state-independent log-std is repeated in every row, so
+// that a Sampler needs nothing but the row. It holds an Agent built on the
+// run's init stream, so version 0 equals the learner's initial weights.
+type Policy struct {
+	agent   *Agent
+	version uint64
+	live    *Learner // set by Follow: the parameters are the learner's own
+	head    int      // width of the actor part of a row
+	values  []float32
+}
+
+// NewPolicy builds the policy for spaces sp with cfg's networks, its
+// initial weights drawn from r as NewAgent draws them. It never starts a
+// goroutine (cfg.Parallel is ignored).
+func NewPolicy(sp algo.Spaces, cfg AgentConfig, r *rand.Rand) (*Policy, error) {
+	cfg.Parallel = false
+	a, err := NewAgent(sp.Obs, sp.Act, cfg, r)
+	if err != nil {
+		return nil, err
+	}
+	head := a.NActions
+	if a.Gauss != nil {
+		head = 2 * a.ActDim
+	}
+	return &Policy{agent: a, head: head}, nil
+}
+
+// OutDim is the width of a row: the actor's part and the value.
+func (p *Policy) OutDim() int { return p.head + 1 }
+
+// Version is the number of the weights in use (0: the initial ones).
+func (p *Policy) Version() uint64 {
+	if p.live != nil {
+		return p.live.n
+	}
+	return p.version
+}
+
+// Params lists the parameters a version must match (names, shapes), for
+// weights.Decode.
+func (p *Policy) Params() []*nn.Param { return p.agent.Params() }
+
+// SetWeights makes the policy act with v. It does not copy: the policy's
+// parameters point at v's values, which nothing writes (a version is
+// immutable and a policy only reads its weights), so switching versions
+// costs nothing per parameter.
+func (p *Policy) SetWeights(v *weights.Version) error {
+	src := make([]*nn.Param, v.Len())
+	for i := range src {
+		src[i] = v.Param(i)
+	}
+	if err := p.point(src, v.N); err != nil {
+		return err
+	}
+	p.version, p.live = v.N, nil
+	return nil
+}
+
+// Follow makes the policy read l's live parameters, which change only
+// inside l.Learn: the local executor's hand-off, where acting and learning
+// take turns on one goroutine, so the next rollout acts with the newest
+// weights without a snapshot per iteration (the copy cost A2C ~10% of its
+// time). Version then reports l's number. SetWeights ends it.
+func (p *Policy) Follow(l *Learner) error {
+	if err := p.point(l.Agent.Params(), l.n); err != nil {
+		return err
+	}
+	p.live = l
+	return nil
+}
+
+// point makes the policy's parameters use the values of src (version n),
+// after checking that they match.
+func (p *Policy) point(src []*nn.Param, n uint64) error {
+	ps := p.agent.Params()
+	if len(src) != len(ps) {
+		return fmt.Errorf("%w: version %d has %d tensors, the policy %d", weights.ErrMismatch, n, len(src), len(ps))
+	}
+	for i, q := range ps {
+		s := src[i]
+		if s.Name != q.Name || len(s.Value) != len(q.Value) || s.Transposed != q.Transposed {
+			return fmt.Errorf("%w: version %d tensor %d is %q (%d values), the policy wants %q (%d values)",
+				weights.ErrMismatch, n, i, s.Name, len(s.Value), q.Name, len(q.Value))
+		}
+	}
+	for i, q := range ps {
+		q.Value = src[i].Value
+	}
+	return nil
+}
+
+// ForwardTo writes the rows for n observations into dst[:n·OutDim()] and
+// returns that slice. Row r depends only on observation r.
+func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
+	a, w := p.agent, p.OutDim()
+	dst = dst[:n*w]
+	out := a.actor.Forward(obs, n)
+	if a.Gauss == nil {
+		for r := range n {
+			copy(dst[r*w:r*w+p.head], out[r*p.head:(r+1)*p.head])
+		}
+	} else {
+		d, logStd := a.ActDim, a.Gauss.LogStd.Value
+		for r := range n {
+			copy(dst[r*w:r*w+d], out[r*d:(r+1)*d])
+			copy(dst[r*w+d:r*w+2*d], logStd)
+		}
+	}
+	p.values = a.critic.ForwardTo(grow(p.values, n), obs, n)
+	for r, v := range p.values {
+		dst[r*w+p.head] = v
+	}
+	return dst
+}
+
+// ValuesTo writes V(s) for n observations into dst[:n] and returns it: the
+// last column of ForwardTo's rows, bit for bit, at the cost of the critic
+// alone (algo.SegmentWorker's bootstraps).
+func (p *Policy) ValuesTo(dst, obs []float32, n int) []float32 {
+	return p.agent.critic.ForwardTo(dst[:n], obs, n)
+}
+
+// Act writes the deterministic action for one observation (algo.Policy):
+// the most likely discrete action, or the Gaussian mean clipped to the
+// bounds.
+func (p *Policy) Act(dst, obs []float32) []float32 { return p.agent.Act(dst, obs) }
+
+// Sampler is the sampler piece of PPO and A2C (algo.Sampler): from a
+// Policy's rows it draws the actions with its own stream, in row order —
+// one uniform per row (Categorical, inverse CDF) or d normals per row
+// (Gaussian) — and reads their log-probabilities and V(s). A row's draw
+// therefore depends only on the row and on how many rows the stream has
+// served, not on how the rows were batched.
+type Sampler struct {
+	r     *rand.Rand
+	cat   nn.Categorical
+	gauss *nn.DiagGaussian // state-dependent: reads log σ from the row
+	sp    spaces
+	head  []float32 // the actor part of the rows, n × head width
+	idx   []int
+}
+
+// NewSampler returns the sampler for spaces sp drawing from r.
+func NewSampler(sp algo.Spaces, r *rand.Rand) (*Sampler, error) {
+	s, err := parseSpaces(sp.Obs, sp.Act)
+	if err != nil {
+		return nil, err
+	}
+	out := &Sampler{r: r, sp: s, cat: nn.Categorical{N: s.nActions}}
+	if s.nActions == 0 {
+		if out.gauss, err = nn.NewDiagGaussian(s.actDim, true, 0); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// SampleTo fills dst for the n rows of out (the step is not used: PPO and
+// A2C have no exploration schedule).
+func (s *Sampler) SampleTo(dst *algo.Acts, out []float32, n int, _ int64) {
+	ad := s.sp.actDim
+	hw := s.sp.nActions
+	if s.gauss != nil {
+		hw = 2 * ad
+	}
+	w := hw + 1
+	dst.Actions, dst.EnvActions = grow(dst.Actions, n*ad), grow(dst.EnvActions, n*ad)
+	dst.LogProbs, dst.Values = grow(dst.LogProbs, n), grow(dst.Values, n)
+	s.head = grow(s.head, n*hw)
+	for r := range n {
+		copy(s.head[r*hw:(r+1)*hw], out[r*w:r*w+hw])
+		dst.Values[r] = out[r*w+hw]
+	}
+	if s.gauss != nil {
+		s.gauss.SampleTo(dst.Actions, nil, s.head, s.r)
+		s.gauss.LogProbTo(dst.LogProbs, s.head, dst.Actions)
+		// Gymnasium's ClipAction, which CleanRL's continuous PPO applies:
+		// the env gets the clipped action, the learner the raw sample.
+		for k, v := range dst.Actions {
+			j := k % ad
+			dst.EnvActions[k] = min(max(v, s.sp.low[j]), s.sp.high[j])
+		}
+		return
+	}
+	if cap(s.idx) < n {
+		s.idx = make([]int, n)
+	}
+	idx := s.idx[:n]
+	s.cat.SampleTo(idx, s.head, s.r)
+	s.cat.LogProbTo(dst.LogProbs, s.head, idx)
+	for k, v := range idx {
+		dst.Actions[k] = float32(v)
+		dst.EnvActions[k] = float32(v) + s.sp.start // indices are stored, values sent
+	}
+}
+
+// spaces is what the pieces read off an env's spaces.
+type spaces struct {
+	obsDim, actDim int
+	nActions       int       // Discrete: the number of actions; 0 for a Box
+	start          float32   // Discrete: the first action's value
+	low, high      []float32 // Box bounds
+}
+
+// parseSpaces accepts a flat Box of observations and a Discrete or flat Box
+// action space.
+func parseSpaces(obsSpace, actSpace env.Space) (spaces, error) {
+	var s spaces
+	obsBox, ok := obsSpace.(env.Box)
+	if !ok || len(obsBox.Shape()) != 1 {
+		return s, fmt.Errorf("%w: observations %v: want a flat Box", ErrSpace, obsSpace)
+	}
+	s.obsDim = obsBox.Dim()
+	switch a := actSpace.(type) {
+	case env.Discrete:
+		s.nActions, s.actDim, s.start = a.N, 1, float32(a.Start)
+	case env.Box:
+		if len(a.Shape()) != 1 {
+			return s, fmt.Errorf("%w: actions %v: want a flat Box", ErrSpace, actSpace)
+		}
+		s.actDim, s.low, s.high = a.Dim(), a.Low, a.High
+	default:
+		return s, fmt.Errorf("%w: actions %v: want Discrete or a flat Box", ErrSpace, actSpace)
+	}
+	return s, nil
+}
+
+// NewPieces cuts an on-policy algorithm into its pieces for a run on spaces
+// sp: the Policy (initial weights from the stream (seed, name+"/init", 0),
+// as the learner draws them), the Sampler, and the algorithm's learner.
+func NewPieces(name string, h algo.Header, sp algo.Spaces, cfg AgentConfig, newLearner func() (algo.SegmentLearner, error)) (*algo.Pieces, error) {
+	newPolicy := func() (*Policy, error) { return NewPolicy(sp, cfg, rng.New(h.Seed, name+"/init", 0)) }
+	if _, err := parseSpaces(sp.Obs, sp.Act); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &algo.Pieces{
+		NewPolicy: func() (algo.PolicyNet, error) {
+			p, err := newPolicy()
+			if err != nil {
+				return nil, err
+			}
+			return p, nil
+		},
+		NewSampler:        func(_ int, r *rand.Rand) (algo.Sampler, error) { return NewSampler(sp, r) },
+		NewSegmentLearner: newLearner,
+		DecodeWeights: func(b []byte) (*weights.Version, error) {
+			p, err := newPolicy()
+			if err != nil {
+				return nil, err
+			}
+			return weights.Decode(b, p.Params())
+		},
+	}, nil
+}

@@ -1,0 +1,187 @@
+package td3
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"herd/algo"
+	"herd/algo/internal/offpolicy"
+	"herd/internal/rng"
+	"herd/internal/twin"
+	"herd/nn"
+	"herd/weights"
+)
+
+// Pieces cuts TD3 into the pieces executors place (algo.Pieces):
+//   - policy: μ(s) = tanh(f(s))·scale + bias, actions in the env's units
+//     (offpolicy.MLPPolicy with the tanh head);
+//   - sampler: uniformly random actions before learning starts, then μ(s)
+//     plus Gaussian or Ornstein–Uhlenbeck noise (offpolicy.NoisySampler,
+//     with per-env OU state);
+//   - assembler and replay: one-step transitions, uniform replay;
+//   - learner: clipped double-Q critics with target policy smoothing,
+//     delayed actor and target updates (Learner).
+func Pieces(h algo.Header, c algo.Config, sp algo.Spaces) (*algo.Pieces, error) {
+	cfg, ok := c.(*Config)
+	if !ok || cfg == nil {
+		return nil, fmt.Errorf("%w: td3: config is %T", algo.ErrConfig, c)
+	}
+	if err := cfg.Validate(h); err != nil {
+		return nil, err
+	}
+	p, err := newPieces(h, cfg, sp)
+	if err != nil {
+		return nil, fmt.Errorf("%w: td3: %w", algo.ErrConfig, err)
+	}
+	return offpolicy.NewPieces(p.Policy, p.Sampler, p.Assembler, p.Replay, p.newLearner), nil
+}
+
+// pieces are the shared actor pieces plus TD3's config.
+type pieces struct {
+	*offpolicy.ActorPieces
+	cfg *Config
+}
+
+func newPieces(h algo.Header, cfg *Config, sp algo.Spaces) (*pieces, error) {
+	ap, err := offpolicy.NewActorPieces(h, sp)
+	if err != nil {
+		return nil, err
+	}
+	ap.LearningStarts, ap.BufferSize, ap.Gamma = cfg.LearningStarts, cfg.BufferSize, cfg.Gamma
+	ap.Sigma, ap.OU = cfg.ExplorationNoise, cfg.NoiseType == "ou"
+	p := &pieces{ActorPieces: ap, cfg: cfg}
+	ap.NewActor = func() (*nn.MLP, *nn.TanhActor, error) {
+		a, err := p.newAgent()
+		if err != nil {
+			return nil, nil, err
+		}
+		return a.Actor, a.Head, nil
+	}
+	return p, nil
+}
+
+// newAgent builds the networks with the run's initial weights (stream
+// "td3/init"), as every piece that holds one does.
+func (p *pieces) newAgent() (*Agent, error) {
+	return newAgent(p.ObsDim, p.Low, p.High, p.cfg.NetArch, rng.New(p.H.Seed, "td3/init", 0))
+}
+
+// Learner is TD3's learner (algo.TransitionLearner): actor, twin critics,
+// their targets and two Adams, with the streams "td3/learner" (smoothing
+// noise) and "td3/replay" (minibatches).
+type Learner struct {
+	p                            *pieces
+	agent                        *Agent
+	actor, targetActor           *nn.MLP
+	head                         *nn.TanhActor
+	qf1Target, qf2Target         *nn.Critic
+	qParams                      []*nn.Param
+	qOpt, actorOpt               *nn.Adam
+	learnRNG, sampleRNG          *rand.Rand
+	par                          *twin.Pair
+	critics, targets             *offpolicy.Twin
+	updates                      int64
+	mb                           algo.Minibatch
+	nextAct, nextQ, dQ, pi, dOut []float32
+	actorLoss                    float64
+	stats                        []algo.Stat
+}
+
+func (p *pieces) newLearner() (*Learner, error) {
+	cfg, B, actDim := p.cfg, p.cfg.BatchSize, len(p.Low)
+	agent, err := p.newAgent()
+	if err != nil {
+		return nil, err
+	}
+	l := &Learner{p: p, agent: agent, actor: agent.Actor, targetActor: agent.Actor.Clone(), head: agent.Head,
+		qf1Target: agent.QF1.Clone(), qf2Target: agent.QF2.Clone(),
+		qParams:  append(slices.Clone(agent.QF1.Params()), agent.QF2.Params()...),
+		learnRNG: rng.New(p.H.Seed, "td3/learner", 0), sampleRNG: rng.New(p.H.Seed, "td3/replay", 0),
+		nextAct: make([]float32, B*actDim),
+		nextQ:   make([]float32, B), // y = r + γ(1 − d) min_i Q'_i(s', μ'(s') + clip(ε))
+		dQ:      make([]float32, B), pi: make([]float32, B*actDim), dOut: make([]float32, B*actDim)}
+	if l.qOpt, err = nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)}); err != nil {
+		return nil, err
+	}
+	if l.actorOpt, err = nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)}); err != nil {
+		return nil, err
+	}
+	for _, net := range []*nn.Critic{agent.QF1, agent.QF2, l.qf1Target, l.qf2Target} {
+		net.Net.Reserve(B)
+	}
+	l.actor.Reserve(B)
+	l.targetActor.Reserve(B)
+	// The twin critics run side by side on two goroutines (bit-identical
+	// to one after the other: see offpolicy.Twin).
+	l.par = twin.NewIf(cfg.Parallel)
+	l.critics = offpolicy.NewTwin(agent.QF1, agent.QF2, l.par, B)
+	l.targets = offpolicy.NewTwin(l.qf1Target, l.qf2Target, l.par, B)
+	return l, nil
+}
+
+// Close stops the helper goroutine.
+func (l *Learner) Close() error { l.par.Close(); return nil }
+
+// Weights returns the actor's parameters as version = critic updates so
+// far.
+func (l *Learner) Weights() *weights.Version { return weights.New(uint64(l.updates), l.actor.Params()) }
+
+// Learn takes one critic update for each env step in (prev, step] once
+// learning has started (step > learning_starts and rb holds a batch), and
+// every policy_frequency critic updates one actor update and one Polyak
+// update of all targets.
+func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) ([]algo.Stat, error) {
+	cfg, B := l.p.cfg, l.p.cfg.BatchSize
+	if step <= int64(cfg.LearningStarts) || rb.Len() < B {
+		return nil, nil
+	}
+	l.stats = l.stats[:0]
+	var qfLoss, q1Mean, q2Mean float64
+	for s := max(prev, int64(cfg.LearningStarts)) + 1; s <= step; s++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := rb.Sample(&l.mb, B, s, l.sampleRNG); err != nil {
+			return nil, fmt.Errorf("td3: sample: %w", err)
+		}
+		qfLoss, q1Mean, q2Mean = l.updateCritics()
+		l.updates++
+		// Delayed policy updates: the actor and all targets move once
+		// every policy_frequency critic updates.
+		if l.updates%int64(cfg.PolicyFrequency) == 0 {
+			l.actorLoss = offpolicy.DPGStep(l.actor, l.head, l.agent.QF1, l.actorOpt, l.mb.Obs, B, l.pi, l.dOut, l.dQ)
+			if err := offpolicy.PolyakAll(cfg.Tau,
+				[2][]*nn.Param{l.targetActor.Params(), l.actor.Params()},
+				[2][]*nn.Param{l.qf1Target.Params(), l.agent.QF1.Params()},
+				[2][]*nn.Param{l.qf2Target.Params(), l.agent.QF2.Params()}); err != nil {
+				return nil, err
+			}
+			l.stats = append(l.stats[:0], algo.Stat{Name: "losses/actor_loss", Value: l.actorLoss})
+		}
+	}
+	l.stats = append(l.stats, algo.Stat{Name: "losses/qf1_values", Value: q1Mean},
+		algo.Stat{Name: "losses/qf2_values", Value: q2Mean}, algo.Stat{Name: "losses/qf_loss", Value: qfLoss / 2})
+	return l.stats, nil
+}
+
+// updateCritics takes one step on the clipped double-Q loss.
+func (l *Learner) updateCritics() (qfLoss, q1Mean, q2Mean float64) {
+	cfg, mb, B, actDim := l.p.cfg, &l.mb, l.p.cfg.BatchSize, len(l.p.Low)
+	low, high := l.p.Low, l.p.High
+	// Target policy smoothing (Fujimoto et al. 2018, eq. 14):
+	// ã = clip(μ'(s') + clip(ε, −c, c)·scale, low, high), ε ~ N(0, σ²).
+	l.head.ActionTo(l.nextAct, l.targetActor.Forward(mb.NextObs, B))
+	for i := range l.nextAct {
+		j := i % actDim
+		eps := clamp(l.learnRNG.NormFloat64()*cfg.PolicyNoise, -cfg.NoiseClip, cfg.NoiseClip)
+		l.nextAct[i] = clamp32(l.nextAct[i]+float32(eps)*l.head.Scale[j], low[j], high[j])
+	}
+	q1n, q2n := l.targets.Forward(mb.NextObs, l.nextAct, B)
+	for i := range B {
+		l.nextQ[i] = mb.Rewards[i] + mb.Discounts[i]*(1-mb.Dones[i])*min(q1n[i], q2n[i])
+	}
+	// Both critics regress onto y: MSE(Q1(s, a), y) + MSE(Q2(s, a), y).
+	return l.critics.Fit(l.qOpt, l.qParams, mb.Obs, mb.Actions, l.nextQ, B)
+}

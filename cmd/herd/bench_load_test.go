@@ -1,0 +1,128 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestMain lets the test binary stand in for herd when --load re-executes
+// it as a busy loop (os.Executable is the test binary here).
+func TestMain(m *testing.M) {
+	if len(os.Args) == 3 && os.Args[1] == "bench" && os.Args[2] == spinCmdName {
+		main()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// TestLoadStartsAndStops: startLoad's processes are running until stop,
+// and gone (reaped) after it.
+func TestLoadStartsAndStops(t *testing.T) {
+	l, err := startLoad(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.procs) != 2 {
+		t.Fatalf("%d processes, want 2", len(l.procs))
+	}
+	var pids []int
+	for _, c := range l.procs {
+		pids = append(pids, c.Process.Pid)
+		if err := syscall.Kill(c.Process.Pid, 0); err != nil {
+			t.Errorf("busy loop %d not running: %v", c.Process.Pid, err)
+		}
+	}
+	if err := l.stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); err == nil {
+			t.Errorf("busy loop %d still exists after stop", pid)
+		}
+	}
+	if err := l.stop(); err != nil { // idempotent
+		t.Fatal(err)
+	}
+}
+
+// TestBenchLearnLoadPin drives bench learn with --load and two --pin
+// settings: one row per setting, the ratio summary, and no busy loop left
+// behind.
+func TestBenchLearnLoadPin(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "a2c.yaml")
+	if err := os.WriteFile(cfg, []byte("algo: a2c\nenv: CartPole-v1\nsteps: 100000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runHerd(t, "bench", "learn", "--config", cfg, "--steps", "200", "--seeds", "1",
+		"--load", "1", "--pin", "all", "--pin", "0")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"pin", "load", "final_return_mean_100", "median wall over 1 runs: pin all", "pin 0 "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if kids := children(t); len(kids) != 0 {
+		t.Errorf("child processes left: %v", kids)
+	}
+}
+
+// children lists this process's child processes.
+func children(t *testing.T) []string {
+	t.Helper()
+	tasks, err := filepath.Glob("/proc/self/task/*/children")
+	if err != nil || len(tasks) == 0 {
+		t.Skip("no /proc/self/task/*/children here")
+	}
+	var kids []string
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		kids = append(kids, strings.Fields(string(b))...)
+	}
+	return kids
+}
+
+func TestBenchLearnLoadFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--load", "-1"},
+		{"--load", "100000"},
+		{"--pin", "x"},
+		{"--pin", "3-1"},
+		{"--pin", "-1"},
+		{"--pin", "all", "--pin", "0", "--md", "/dev/null"},
+	} {
+		out, err := runHerd(t, append([]string{"bench", "learn", "--config", "none.yaml"}, args...)...)
+		if err == nil || !strings.Contains(err.Error(), "--") {
+			t.Errorf("%v: err %v, want a flag error\n%s", args, err, out)
+		}
+	}
+}
+
+func TestMedian(t *testing.T) {
+	if m := median([]float64{3, 1, 50}); m != 3 {
+		t.Errorf("median odd = %v", m)
+	}
+	if m := median([]float64{4, 1, 2, 50}); m != 3 {
+		t.Errorf("median even = %v", m)
+	}
+}
+
+func TestParseCPUList(t *testing.T) {
+	for in, want := range map[string][]int{"0": {0}, "0,2": {0, 2}, "0-3": {0, 1, 2, 3}, "1-2,1,5": {1, 2, 5}, "all": nil} {
+		got, err := parseCPUList(in)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("parseCPUList(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "a", "1-", "2-1", "-3", "5000"} {
+		if _, err := parseCPUList(in); err == nil {
+			t.Errorf("parseCPUList(%q): want an error", in)
+		}
+	}
+}

@@ -1,0 +1,3 @@
+from .serve import main
+
+raise SystemExit(main())

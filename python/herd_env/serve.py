@@ -1,0 +1,320 @@
+"""Serves a Gymnasium-style env to herd over gRPC (herd.v1 EnvService).
+
+    python3 -m herd_env.serve --env module:Class [--kwargs JSON] [--id NAME]
+        [--host 127.0.0.1] --port P [--max-envs 4096] [--max-sessions 64]
+        [--tls-cert F --tls-key F [--tls-client-ca F]]
+
+--env names a class or function that returns an env: an object with
+observation_space, action_space, reset(seed=None) -> (obs, info) and
+step(action) -> (obs, reward, terminated, truncated, info). For Gymnasium's
+own envs: --env gymnasium:make --kwargs '{"id": "CartPole-v1"}'. Each session
+builds num_envs envs with it and steps them in one message; herd connects
+with --env grpc://HOST:PORT/NAME, NAME being --id (default: the class or
+function name, or kwargs["id"] when given).
+
+Errors the session survives (an action outside the space, a step that needs
+a reset, an exception from the env) are answered in-band with a Status; a
+malformed session (no open first, a wrong protocol version, too many envs)
+is ended with INVALID_ARGUMENT or FAILED_PRECONDITION. Other sessions are
+not affected.
+"""
+
+import argparse
+import importlib
+import json
+import math
+import signal
+import sys
+import threading
+from concurrent import futures
+
+import grpc
+
+from . import PROTOCOL_VERSION
+from ._proto.herd.v1 import env_pb2, env_pb2_grpc
+from .spaces import Codec, flatten
+
+MAX_MESSAGE_BYTES = 64 << 20
+
+
+def load_factory(spec, kwargs):
+    """Returns a function making one env from "module:attr" and kwargs."""
+    mod, sep, attr = spec.partition(":")
+    if not sep or not mod or not attr:
+        raise ValueError("--env %r: want module:Class" % spec)
+    obj = importlib.import_module(mod)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return lambda: obj(**kwargs)
+
+
+def _status(code, reason, message):
+    return env_pb2.EnvResponse(error=env_pb2.Status(code=code.value[0], reason=reason, message=message))
+
+
+def _unwrapped(e):
+    return getattr(e, "unwrapped", e)
+
+
+class _Session:
+    """One stream's envs, stepped in the stream's thread."""
+
+    def __init__(self, factory, open_req):
+        n = open_req.num_envs
+        self.envs = []
+        try:
+            for _ in range(n):
+                self.envs.append(factory())
+        except Exception:
+            self.close()
+            raise
+        self.obs_codec = Codec(self.envs[0].observation_space)
+        self.act_codec = Codec(self.envs[0].action_space)
+        self.autoreset = open_req.autoreset
+        self.max_steps = open_req.max_episode_steps  # > 0: ours; 0 or < 0: the env's own
+        self.elapsed = [0] * n
+        self.running = [False] * n
+
+    def close(self):
+        for e in self.envs:
+            close = getattr(e, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:
+                    pass
+
+    def open_response(self):
+        has_state = hasattr(_unwrapped(self.envs[0]), "state")
+        return env_pb2.EnvResponse(open=env_pb2.OpenResponse(
+            observation_space=self.obs_codec.to_proto(), action_space=self.act_codec.to_proto(),
+            num_envs=len(self.envs), has_state=has_state))
+
+    def _obs(self, obs):
+        flat = flatten(obs)
+        if len(flat) != self.obs_codec.dim:
+            raise ValueError("observation has %d values, the space %d" % (len(flat), self.obs_codec.dim))
+        return flat
+
+    def reset(self, seeds):
+        n = len(self.envs)
+        if seeds and len(seeds) != n:
+            return None, "reset with %d seeds for %d envs" % (len(seeds), n)
+        obs = []
+        try:
+            for i, e in enumerate(self.envs):
+                seed = seeds[i] if seeds and seeds[i] >= 0 else None
+                o, _ = e.reset(seed=seed)
+                obs.extend(self._obs(o))
+                self.elapsed[i], self.running[i] = 0, True
+        except Exception as ex:  # the env's own failure
+            return _status(grpc.StatusCode.INTERNAL, "ENV_ERROR", "reset: %r" % (ex,)), None
+        return env_pb2.EnvResponse(batch=env_pb2.Batch(obs=obs)), None
+
+    def step(self, actions):
+        n, ad = len(self.envs), self.act_codec.dim
+        if len(actions) != n * ad:
+            return _status(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ACTION",
+                           "%d envs want %dx%d action values, got %d" % (n, n, ad, len(actions)))
+        rows = [actions[i * ad:(i + 1) * ad] for i in range(n)]
+        for i, a in enumerate(rows):  # check all before stepping any
+            why = self.act_codec.check(a)
+            if why is not None:
+                return _status(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ACTION", "env %d: %s" % (i, why))
+        for i in range(n):
+            if not self.running[i]:
+                return _status(grpc.StatusCode.FAILED_PRECONDITION, "NEEDS_RESET",
+                               "env %d: step before reset or after the episode ended" % i)
+        b = env_pb2.Batch()
+        obs, final = [], []
+        try:
+            for i, e in enumerate(self.envs):
+                o, r, term, trunc, _ = e.step(self.act_codec.to_env(rows[i]))
+                self.elapsed[i] += 1
+                if self.max_steps > 0 and self.elapsed[i] >= self.max_steps:
+                    trunc = True
+                term, trunc = bool(term), bool(trunc)
+                b.rewards.append(float(r))
+                b.terminated.append(term)
+                b.truncated.append(trunc)
+                if term or trunc:
+                    self.running[i] = False
+                    if self.autoreset:
+                        final.extend(self._obs(o))
+                        o, _ = e.reset(seed=None)
+                        self.elapsed[i], self.running[i] = 0, True
+                obs.extend(self._obs(o))
+        except Exception as ex:
+            return _status(grpc.StatusCode.INTERNAL, "ENV_ERROR", "step: %r" % (ex,))
+        b.obs.extend(obs)
+        b.final_obs.extend(final)
+        return env_pb2.EnvResponse(batch=b)
+
+    def state(self, req):
+        if req.index >= len(self.envs):
+            return None, "state of env %d of %d" % (req.index, len(self.envs))
+        u = _unwrapped(self.envs[req.index])
+        if not hasattr(u, "state"):
+            return _status(grpc.StatusCode.UNIMPLEMENTED, "UNSUPPORTED", "env has no state attribute"), None
+        resp = env_pb2.StateResponse()
+        if req.set:
+            cur = flatten(u.state) if u.state is not None else []
+            if (cur and len(req.state) != len(cur)) or any(math.isnan(v) or math.isinf(v) for v in req.state):
+                return _status(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_STATE",
+                               "state of %d values, want %d finite values" % (len(req.state), len(cur))), None
+            if isinstance(u.state, (list, tuple)):
+                u.state = type(u.state)(req.state)
+            elif hasattr(u.state, "dtype"):  # a NumPy array, as Gymnasium's envs keep it
+                u.state = __import__("numpy").asarray(list(req.state), dtype=u.state.dtype).reshape(u.state.shape)
+            else:
+                u.state = list(req.state)
+            get_obs = getattr(u, "_get_obs", None)
+            resp.obs.extend(self._obs(get_obs() if get_obs is not None else u.state))
+            self.running[req.index] = True
+            self.elapsed[req.index] = 0
+        resp.state.extend(flatten(u.state))
+        return env_pb2.EnvResponse(state=resp), None
+
+
+class EnvServicer(env_pb2_grpc.EnvServiceServicer):
+    """herd.v1 EnvService over a factory of Gymnasium-style envs."""
+
+    def __init__(self, factory, env_id, max_envs=4096):
+        self.factory = factory
+        self.env_id = env_id
+        self.max_envs = max_envs
+
+    def Describe(self, request, context):
+        return env_pb2.DescribeResponse(protocol_versions=[PROTOCOL_VERSION], env_ids=[self.env_id],
+                                        server="herd_env (python)")
+
+    def Session(self, request_iterator, context):
+        first = next(request_iterator, None)
+        if first is None:
+            return
+        if first.WhichOneof("msg") != "open":
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message of a session must be open")
+        op = first.open
+        if op.protocol_version != PROTOCOL_VERSION:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION,
+                          "protocol version %d; this server speaks %d" % (op.protocol_version, PROTOCOL_VERSION))
+        if op.env_id != self.env_id:
+            context.abort(grpc.StatusCode.NOT_FOUND, "env id %r; this server serves %r" % (op.env_id, self.env_id))
+        if not 0 < op.num_envs <= self.max_envs:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "num_envs %d, want 1..%d" % (op.num_envs, self.max_envs))
+        try:
+            sess = _Session(self.factory, op)
+        except Exception as ex:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "making the env: %r" % (ex,))
+        try:
+            yield sess.open_response()
+            for req in request_iterator:
+                kind = req.WhichOneof("msg")
+                bad = None
+                if kind == "reset":
+                    resp, bad = sess.reset(list(req.reset.seeds))
+                elif kind == "step":
+                    resp = sess.step(list(req.step.actions))
+                elif kind == "state":
+                    resp, bad = sess.state(req.state)
+                elif kind == "open":
+                    bad = "open sent twice in one session"
+                else:
+                    bad = "empty request"
+                if bad is not None:
+                    context.abort(grpc.StatusCode.INVALID_ARGUMENT, bad)
+                yield resp
+        finally:
+            sess.close()
+
+
+def _read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def make_server(add, host, port, max_message_bytes=MAX_MESSAGE_BYTES, tls_cert=None, tls_key=None,
+                tls_client_ca=None, workers=32):
+    """Returns (server, bound port), not yet started; add(server) registers
+    the servicers."""
+    # so_reuseport off: a port already in use is an error, not a shared port.
+    opts = [("grpc.so_reuseport", 0),
+            ("grpc.max_receive_message_length", max_message_bytes),
+            ("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.min_ping_interval_without_data_ms", 5000)]
+    # Each live session holds a worker thread; past `workers` calls, gRPC
+    # answers RESOURCE_EXHAUSTED at once rather than queueing a client that
+    # would then wait until its deadline.
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=opts,
+                         maximum_concurrent_rpcs=workers)
+    add(server)
+    return server, _bind(server, host, port, tls_cert, tls_key, tls_client_ca)
+
+
+def _bind(server, host, port, tls_cert, tls_key, tls_client_ca):
+    addr = "%s:%d" % (host, port)
+    if tls_cert or tls_key or tls_client_ca:
+        if not (tls_cert and tls_key):
+            raise ValueError("TLS needs both --tls-cert and --tls-key")
+        ca = _read(tls_client_ca) if tls_client_ca else None
+        creds = grpc.ssl_server_credentials([(_read(tls_key), _read(tls_cert))], root_certificates=ca,
+                                            require_client_auth=ca is not None)
+        bound = server.add_secure_port(addr, creds)
+    else:
+        bound = server.add_insecure_port(addr)
+    if bound == 0:
+        raise OSError("cannot listen on %s" % addr)
+    return bound
+
+
+def add_common_flags(p):
+    p.add_argument("--host", default="127.0.0.1", help="listen host (default 127.0.0.1; 0.0.0.0 serves other machines)")
+    p.add_argument("--port", type=int, required=True, help="listen port (0: any free port, printed)")
+    p.add_argument("--tls-cert", help="server certificate (PEM); enables TLS")
+    p.add_argument("--tls-key", help="server private key (PEM)")
+    p.add_argument("--tls-client-ca", help="CA (PEM) client certificates must chain to; enables mutual TLS")
+    p.add_argument("--max-message-mb", type=int, default=MAX_MESSAGE_BYTES >> 20)
+
+
+def run_until_signal(server, what, port):
+    """Starts server, prints where it listens, and serves until SIGINT/SIGTERM."""
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    server.start()
+    print("herd_env: serving %s on port %d" % (what, port), flush=True)
+    stop.wait()
+    server.stop(grace=2).wait()
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python3 -m herd_env.serve", description=__doc__.split("\n\n")[0])
+    p.add_argument("--env", required=True, help="module:Class (or module:function) making one env")
+    p.add_argument("--kwargs", default="{}", help="JSON object of keyword arguments for --env")
+    p.add_argument("--id", help="env id clients open (default: kwargs['id'] or the class name)")
+    p.add_argument("--max-envs", type=int, default=4096, help="most envs one session may open")
+    p.add_argument("--max-sessions", type=int, default=64,
+                   help="most concurrent calls (sessions); more are refused with RESOURCE_EXHAUSTED")
+    add_common_flags(p)
+    args = p.parse_args(argv)
+    try:
+        kwargs = json.loads(args.kwargs)
+        if not isinstance(kwargs, dict):
+            raise ValueError("--kwargs must be a JSON object")
+        factory = load_factory(args.env, kwargs)
+        env_id = args.id or kwargs.get("id") or args.env.partition(":")[2].split(".")[-1]
+        server, port = make_server(
+            lambda s: env_pb2_grpc.add_EnvServiceServicer_to_server(EnvServicer(factory, env_id, args.max_envs), s),
+            args.host, args.port,
+                                   args.max_message_mb << 20, args.tls_cert, args.tls_key, args.tls_client_ca,
+                                   workers=args.max_sessions)
+    except Exception as ex:
+        print("herd_env.serve: %s" % (ex,), file=sys.stderr)
+        return 2
+    run_until_signal(server, "env %s" % env_id, port)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

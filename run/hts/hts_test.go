@@ -1,0 +1,222 @@
+package hts
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"herd/algo"
+	"herd/algo/a2c"
+	"herd/algo/dqn"
+	"herd/algo/ppo"
+	"herd/env"
+	"herd/sample"
+)
+
+// resolve reads a small PPO or A2C run under HTS.
+func resolve(t *testing.T, spec algo.Spec, file string) *algo.Resolved {
+	t.Helper()
+	res, err := algo.Resolve([]byte(file), []algo.Spec{spec}, algo.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+const ppoFile = `algo: ppo
+env: CartPole-v1
+seed: 3
+steps: 640
+runtime: {executor: hts}
+ppo: {num_envs: 4, num_steps: 32, num_minibatches: 2, update_epochs: 2}
+`
+
+// train runs HTS and returns the sha256 of the final parameters.
+func train(t *testing.T, res *algo.Resolved, opt Options) string {
+	t.Helper()
+	m, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "model.safetensors")
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// TestSameBitsForAnyWorkers is the HTS promise: the final parameters do not
+// depend on the numbers of env and policy workers, on GOMAXPROCS or on env
+// step times.
+func TestSameBitsForAnyWorkers(t *testing.T) {
+	for _, spec := range []algo.Spec{ppo.Spec(), a2c.Spec()} {
+		t.Run(spec.Name, func(t *testing.T) {
+			file := ppoFile
+			if spec.Name == "a2c" {
+				file = "algo: a2c\nenv: CartPole-v1\nseed: 3\nsteps: 640\nruntime: {executor: hts}\na2c: {num_envs: 4, num_steps: 8}\n"
+			}
+			res := resolve(t, spec, file)
+			want := train(t, res, Options{EnvWorkers: 1, PolicyWorkers: 1})
+			slow := &env.StepTime{Mean: 30 * time.Microsecond, CV: 2, TailProb: 0.05, TailFactor: 10}
+			for _, c := range []struct {
+				e, p, procs int
+				st          *env.StepTime
+			}{{4, 1, 2, nil}, {2, 2, 2, nil}, {4, 4, 1, nil}, {2, 8, 2, nil}, {4, 2, 2, slow}, {1, 4, 1, slow}} {
+				prev := runtime.GOMAXPROCS(c.procs)
+				got := train(t, res, Options{EnvWorkers: c.e, PolicyWorkers: c.p, StepTime: c.st})
+				runtime.GOMAXPROCS(prev)
+				if got != want {
+					t.Errorf("E=%d P=%d GOMAXPROCS=%d step time %v: parameters %s, with E=1 P=1 %s", c.e, c.p, c.procs, c.st != nil, got, want)
+				}
+			}
+		})
+	}
+}
+
+// versions wraps a spec so that its learner records the weight version
+// that gathered each segment it learns from.
+func versions(spec algo.Spec, seen *[]uint64) algo.Spec {
+	inner := spec.Pieces
+	spec.Pieces = func(h algo.Header, cfg algo.Config, sp algo.Spaces) (*algo.Pieces, error) {
+		p, err := inner(h, cfg, sp)
+		if err != nil {
+			return nil, err
+		}
+		newLearner := p.NewSegmentLearner
+		p.NewSegmentLearner = func() (algo.SegmentLearner, error) {
+			l, err := newLearner()
+			return &recorder{SegmentLearner: l, seen: seen}, err
+		}
+		return p, nil
+	}
+	return spec
+}
+
+type recorder struct {
+	algo.SegmentLearner
+	mu   sync.Mutex
+	seen *[]uint64
+}
+
+func (r *recorder) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, error) {
+	r.mu.Lock()
+	*r.seen = append(*r.seen, seg.Version)
+	r.mu.Unlock()
+	return r.SegmentLearner.Learn(ctx, seg)
+}
+
+func (r *recorder) Model() algo.Model { return r.SegmentLearner.(modeler).Model() }
+
+// TestOneUpdateLag checks the barrier protocol: segment k is gathered with
+// weights k−1 (segments 0 and 1 with the initial ones), while the
+// synchronous baseline gathers segment k with weights k.
+func TestOneUpdateLag(t *testing.T) {
+	res := resolve(t, ppo.Spec(), ppoFile) // 640 steps = 5 segments of 4 × 32
+	for _, sync := range []bool{false, true} {
+		var seen []uint64
+		spec := versions(res.Spec, &seen)
+		if _, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, spec, res.Config,
+			Options{EnvWorkers: 2, PolicyWorkers: 2, Sync: sync}); err != nil {
+			t.Fatal(err)
+		}
+		want := []uint64{0, 0, 1, 2, 3}
+		if sync {
+			want = []uint64{0, 1, 2, 3, 4}
+		}
+		if !slices.Equal(seen, want) {
+			t.Errorf("sync=%v: segments gathered with versions %v, want %v", sync, seen, want)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	res := resolve(t, ppo.Spec(), ppoFile)
+	rt := &algo.Runtime{Header: res.Header, Log: algo.Discard()}
+	for _, opt := range []Options{{EnvWorkers: 5}, {Alpha: 16}, {PolicyWorkers: -1}} {
+		if _, err := Train(context.Background(), rt, res.Spec, res.Config, opt); !errors.Is(err, algo.ErrConfig) {
+			t.Errorf("%+v: %v, want ErrConfig", opt, err)
+		}
+	}
+	d, err := algo.Resolve([]byte("algo: dqn\nenv: CartPole-v1\nsteps: 1000\n"), []algo.Spec{dqn.Spec()}, algo.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Train(context.Background(), &algo.Runtime{Header: d.Header, Log: algo.Discard()}, d.Spec, d.Config, Options{}); !errors.Is(err, algo.ErrConfig) {
+		t.Errorf("DQN under HTS: %v, want ErrConfig", err)
+	}
+}
+
+// TestCancelStopsEverything cancels a run whose envs are slow and checks it
+// returns the model promptly with the context's error and leaves no
+// goroutine behind.
+func TestCancelStopsEverything(t *testing.T) {
+	res := resolve(t, ppo.Spec(), ppoFile)
+	res.Header.Steps = 1 << 20
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	m, err := Train(ctx, &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config,
+		Options{EnvWorkers: 4, PolicyWorkers: 2, StepTime: &env.StepTime{Mean: 200 * time.Microsecond, CV: 1}})
+	if !errors.Is(err, context.DeadlineExceeded) || m == nil {
+		t.Fatalf("cancelled run: model %v, error %v", m, err)
+	}
+	if d := time.Since(t0); d > 5*time.Second {
+		t.Fatalf("took %v to stop", d)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("%d goroutines after the run, %d before", n, before)
+	}
+}
+
+// TestTrainRunDispatches runs a config with runtime.executor hts through
+// algo.TrainRun and the executors list, as `herd train` does.
+func TestTrainRunDispatches(t *testing.T) {
+	res := resolve(t, ppo.Spec(), ppoFile)
+	res.Header.Out = t.TempDir()
+	exec := map[string]algo.Executor{"hts": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+		return Train(ctx, rt, spec, cfg, OptionsOf(rt.Header))
+	}}
+	sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: exec, Dir: algo.DirForce})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Steps != 640 {
+		t.Fatalf("summary steps %d, want 640", sum.Steps)
+	}
+	if _, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Dir: algo.DirForce}); !errors.Is(err, algo.ErrConfig) {
+		t.Fatalf("hts without an executor: %v, want ErrConfig", err)
+	}
+}
+
+func BenchmarkHTSCollect(b *testing.B) {
+	res, err := algo.Resolve([]byte(ppoFile), []algo.Spec{ppo.Spec()}, algo.Overrides{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	res.Header.Steps = 4 * 32 * 8
+	for b.Loop() {
+		if _, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config,
+			Options{EnvWorkers: 4, PolicyWorkers: 2}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(res.Header.Steps)*float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+}

@@ -1,0 +1,19 @@
+// Package envsvc serves herd's own environments (env.Make ids) over gRPC with
+// the herd.v1 EnvService protocol (proto/herd/v1/env.proto), so that a
+// trainer on another process or machine can step them: `herd serve env`
+// runs it, and env.Make("grpc://HOST:PORT/CartPole-v1") is its client.
+//
+// # Sessions
+//
+// Each Session stream owns num_envs envs built with env.Make for its whole
+// life and steps them in the stream's goroutine; sessions share nothing, so
+// a client that misbehaves (a malformed message, a wrong protocol version,
+// too many envs) has its own stream ended with INVALID_ARGUMENT or
+// FAILED_PRECONDITION (a message over the size limit: RESOURCE_EXHAUSTED,
+// from gRPC itself) while every other session goes on. Errors an env
+// returns (an invalid action, a step that needs a reset) are answered
+// in-band as a Status and the session continues, as a local env would.
+//
+// The Python server (python/herd_env) speaks the same protocol for
+// Gymnasium envs.
+package envsvc
