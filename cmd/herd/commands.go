@@ -12,7 +12,7 @@ func benchCommands() []*cobra.Command {
 		newBenchPersistCmd(),
 		newBenchLearnCmd(),
 		newBenchHTSCmd(),
-		newBenchSpinCmd(), // hidden: the busy loops of bench learn --load
+		newBenchSpinCmd(),   // hidden: the busy loops of bench learn --load
 		newBenchRemoteCmd(), // bench_remote.go (#16)
 	}
 }
@@ -22,7 +22,7 @@ func extraCommands() []*cobra.Command {
 	return []*cobra.Command{
 		newTrainCmd(),
 		newEvalCmd(),
-		newServeCmd(), // serve.go (#16)
+		newServeCmd(),  // serve.go (#16)
 		newWorkerCmd(), // distributed runs (#13)
 		newLaunchCmd(), // distributed runs (#13)
 	}
