@@ -24,8 +24,8 @@ import (
 
 // The test binary doubles as herd for the worker processes that launch
 // starts: with HERD_TEST_AS_HERD=1 it runs `herd worker` over the fake
-// algorithm instead of the tests.
-func TestMain(m *testing.M) {
+// algorithm instead of the tests (in init, before any TestMain).
+func init() {
 	if os.Getenv("HERD_TEST_AS_HERD") == "1" {
 		root := &cobra.Command{Use: "herd", SilenceUsage: true, SilenceErrors: true}
 		root.AddCommand(newWorkerCmdWith(testSpecs))
@@ -36,7 +36,6 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
 }
 
 func testSpecs() []algo.Spec { return []algo.Spec{fakealgo.Spec()} }
