@@ -128,6 +128,13 @@ type Pieces struct {
 //	  policy_workers: 2 # P (default 1)
 //	  alpha: 128        # α, steps between batch synchronizations (default: num_steps)
 //	  step_time: {mean: 1ms, cv: 2}   # optional: envs with variable step times
+//
+//	runtime:            # distributed workers over dist's streams (run/distexec)
+//	  executor: dist
+//	  env_workers: 2    # E env workers of num_envs envs each (default 1)
+//	  policy_workers: 1 # P (default 1)
+//	  transport: nats   # inproc (default) or nats
+//	  nats_url: ""      # external NATS; empty starts an embedded server on 127.0.0.1
 type RuntimeConfig struct {
 	// Executor names the executor: "local" (default) or "hts".
 	Executor string `yaml:"executor"`
@@ -140,10 +147,16 @@ type RuntimeConfig struct {
 	// StepTime makes every env step take a drawn duration (env.StepTime);
 	// results do not change, only the time they take.
 	StepTime *env.StepTime `yaml:"step_time,omitempty"`
+
+	// Transport and NATSURL choose the dist executor's carrier (see
+	// run/distexec): "inproc" (default) or "nats", and an external NATS
+	// URL (empty: an embedded server on loopback).
+	Transport string `yaml:"transport,omitempty"`
+	NATSURL   string `yaml:"nats_url,omitempty"`
 }
 
 // Executors lists the executors this build knows.
-func Executors() []string { return []string{"local", "hts"} }
+func Executors() []string { return []string{"local", "hts", "dist"} }
 
 // Validate reports every problem with the runtime section.
 func (rc RuntimeConfig) Validate() error {
@@ -158,9 +171,18 @@ func (rc RuntimeConfig) Validate() error {
 		if c.v < 0 {
 			errs = append(errs, fmt.Errorf("%w: runtime.%s must be ≥ 0, got %d", ErrConfig, c.name, c.v))
 		}
-		if c.v != 0 && rc.Executor != "hts" {
+		if c.v != 0 && rc.Executor != "hts" && (rc.Executor != "dist" || c.name == "alpha") {
 			errs = append(errs, fmt.Errorf("%w: runtime.%s is an hts setting; executor is %q", ErrConfig, c.name, rc.Executor))
 		}
+	}
+	if rc.Transport != "" && rc.Transport != "inproc" && rc.Transport != "nats" {
+		errs = append(errs, fmt.Errorf("%w: runtime.transport %q is not inproc or nats", ErrConfig, rc.Transport))
+	}
+	if (rc.Transport != "" || rc.NATSURL != "") && rc.Executor != "dist" {
+		errs = append(errs, fmt.Errorf("%w: runtime.transport and nats_url are dist settings; executor is %q", ErrConfig, rc.Executor))
+	}
+	if rc.NATSURL != "" && rc.Transport != "nats" {
+		errs = append(errs, fmt.Errorf("%w: runtime.nats_url needs transport nats", ErrConfig))
 	}
 	if rc.StepTime != nil {
 		if err := rc.StepTime.Validate(); err != nil {

@@ -17,7 +17,10 @@ mkdir -p "$bin"
 GOBIN="$bin" go install "$PROTOC_GEN_GO"
 GOBIN="$bin" go install "$PROTOC_GEN_GO_GRPC"
 
-protos=(proto/herd/v1/env.proto proto/herd/v1/replay.proto)
+# Go: every .proto in proto/herd/v1 (env, replay, dist). Python: only the
+# protocols a Python peer speaks (env, replay).
+protos=(proto/herd/v1/*.proto)
+py_protos=(proto/herd/v1/env.proto proto/herd/v1/replay.proto)
 
 # Go: messages and services into proto/herd/v1 (package herdv1).
 PATH="$bin:$PATH" protoc -I proto \
@@ -29,8 +32,8 @@ PATH="$bin:$PATH" protoc -I proto \
 # python3-protobuf runtime), services with grpc_tools' plugin.
 out=python/herd_env/_proto
 mkdir -p "$out"
-protoc -I proto --python_out="$out" "${protos[@]}"
-"$PY" -m grpc_tools.protoc -I proto --grpc_python_out="$out" "${protos[@]}"
+protoc -I proto --python_out="$out" "${py_protos[@]}"
+"$PY" -m grpc_tools.protoc -I proto --grpc_python_out="$out" "${py_protos[@]}"
 # grpc_tools writes absolute imports (from herd.v1 import env_pb2); make
 # them relative to the package the files live in.
 find "$out/herd/v1" -name '*_pb2*.py' -exec sed -i -E 's/^from herd\.v1 import/from . import/' {} +

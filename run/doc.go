@@ -1,13 +1,14 @@
 // Package run lists herd's executors: the ways an algorithm's pieces
 // (algo.Pieces: policy, sampler, learner) are placed on goroutines. The
 // local executor is each algorithm's own Train; the others live in
-// sub-packages (run/hts) and are handed to algo.TrainRun through Executors.
+// sub-packages (run/hts, run/distexec) and are handed to algo.TrainRun through Executors.
 package run
 
 import (
 	"context"
 
 	"herd/algo"
+	"herd/run/distexec"
 	"herd/run/hts"
 )
 
@@ -17,6 +18,9 @@ func Executors() map[string]algo.Executor {
 	return map[string]algo.Executor{
 		"hts": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 			return hts.Train(ctx, rt, spec, cfg, hts.OptionsOf(rt.Header))
+		},
+		"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+			return distexec.Train(ctx, rt, spec, cfg, distexec.OptionsOf(rt.Header))
 		},
 	}
 }

@@ -22,6 +22,8 @@ func extraCommands() []*cobra.Command {
 	return []*cobra.Command{
 		newTrainCmd(),
 		newEvalCmd(),
-		newServeCmd(), // serve.go (#16)
+		newServeCmd(),  // serve.go (#16)
+		newWorkerCmd(), // distributed runs (#13)
+		newLaunchCmd(), // distributed runs (#13)
 	}
 }

@@ -113,6 +113,11 @@ func algoNames() string {
 
 // resolveTrain reads the config file and applies the flags that were set.
 func resolveTrain(cmd *cobra.Command, f *trainFlags) (*algo.Resolved, error) {
+	return resolveWith(cmd, f, all.Specs())
+}
+
+// resolveWith resolves the config file and the flags set on cmd over specs.
+func resolveWith(cmd *cobra.Command, f *trainFlags, specs []algo.Spec) (*algo.Resolved, error) {
 	var data []byte
 	if f.config != "" {
 		b, err := os.ReadFile(f.config)
@@ -142,7 +147,7 @@ func resolveTrain(cmd *cobra.Command, f *trainFlags) (*algo.Resolved, error) {
 		ov.LogEvery = &f.logEvery
 	}
 	ov.Set = f.set
-	res, err := algo.Resolve(data, all.Specs(), ov)
+	res, err := algo.Resolve(data, specs, ov)
 	if err != nil && f.config != "" {
 		return nil, fmt.Errorf("%s: %w", f.config, err)
 	}

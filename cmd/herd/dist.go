@@ -1,0 +1,431 @@
+package main
+
+// Distributed runs (#13): `herd worker` joins a run's topology over NATS;
+// `herd launch` starts an embedded NATS server and the worker processes,
+// supervises them and writes the run directory.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/spf13/cobra"
+
+	"herd/algo"
+	"herd/algo/all"
+	"herd/dist"
+	"herd/run/distexec"
+)
+
+// natsFlags are the connection options of `herd worker` and `herd launch`.
+// Secrets come from files, never from the command line or the logs.
+type natsFlags struct {
+	url, creds, tlsCA, tlsCert, tlsKey string
+}
+
+func (f *natsFlags) add(cmd *cobra.Command, urlHelp string) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.url, "nats", "", urlHelp)
+	fl.StringVar(&f.creds, "nats-creds", "", "NATS credentials file (JWT + NKey seed)")
+	fl.StringVar(&f.tlsCA, "nats-tls-ca", "", "CA certificate file to verify the NATS server")
+	fl.StringVar(&f.tlsCert, "nats-tls-cert", "", "client certificate file (mutual TLS)")
+	fl.StringVar(&f.tlsKey, "nats-tls-key", "", "client key file (mutual TLS)")
+}
+
+// args returns the flags to hand on to a worker process.
+func (f *natsFlags) args() []string {
+	var a []string
+	for _, kv := range [][2]string{{"--nats-creds", f.creds}, {"--nats-tls-ca", f.tlsCA}, {"--nats-tls-cert", f.tlsCert}, {"--nats-tls-key", f.tlsKey}} {
+		if kv[1] != "" {
+			a = append(a, kv[0], kv[1])
+		}
+	}
+	return a
+}
+
+// dial connects to the servers in f.url (comma-separated for a cluster).
+func (f *natsFlags) dial(name string) (*nats.Conn, error) {
+	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond)}
+	if f.creds != "" {
+		opts = append(opts, nats.UserCredentials(f.creds))
+	}
+	if f.tlsCA != "" {
+		opts = append(opts, nats.RootCAs(f.tlsCA))
+	}
+	if f.tlsCert != "" || f.tlsKey != "" {
+		opts = append(opts, nats.ClientCert(f.tlsCert, f.tlsKey))
+	}
+	nc, err := nats.Connect(f.url, opts...)
+	if err != nil {
+		// The URL may carry a user and password: do not repeat it.
+		return nil, fmt.Errorf("connect to NATS: %w", err)
+	}
+	return nc, nil
+}
+
+// controllerName is the launcher's registration; workers exit when it is
+// gone.
+const controllerName = "controller"
+
+type workerFlags struct {
+	nats      natsFlags
+	role, run string
+	slot      int
+	out       string
+	quiet     bool
+	ttl       time.Duration
+	wait      time.Duration
+}
+
+func newWorkerCmd() *cobra.Command { return newWorkerCmdWith(all.Specs) }
+
+func newWorkerCmdWith(specs func() []algo.Spec) *cobra.Command {
+	var f workerFlags
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "join a distributed run as an env worker, policy worker or learner",
+		Long: `worker joins the run --run on the NATS servers --nats (comma-separated for a
+cluster) in one role. It reads the run's config from the run (stored by
+herd launch), registers itself with a keep-alive, and exits by itself when
+the run's controller is gone. The learner writes the run directory (--out,
+default the config's out).`,
+		Example: `  herd worker --role env --slot 0 --nats nats://10.0.0.5:4222 --run ppo-1
+  herd worker --role policy --nats nats://a:4222,nats://b:4222 --run ppo-1 --nats-creds run.creds`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWorker(cmd.Context(), cmd.OutOrStdout(), specs(), &f, cmd.Flags().Changed("out"))
+		},
+	}
+	f.nats.add(cmd, "NATS server URL(s), comma-separated (required)")
+	fl := cmd.Flags()
+	fl.StringVar(&f.role, "role", "", "env, policy or learner (required)")
+	fl.StringVar(&f.run, "run", "", "run ID (required)")
+	fl.IntVar(&f.slot, "slot", 0, "worker slot: env workers' randomness derives from (seed, slot)")
+	fl.StringVar(&f.out, "out", "", "learner: run directory (default: the config's out)")
+	fl.BoolVar(&f.quiet, "quiet", false, "learner: no progress output")
+	fl.DurationVar(&f.ttl, "ttl", 3*time.Second, "registration TTL (whole seconds)")
+	fl.DurationVar(&f.wait, "wait", 60*time.Second, "how long to wait for the run's config")
+	return cmd
+}
+
+func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFlags, outSet bool) error {
+	switch {
+	case f.role != "env" && f.role != "policy" && f.role != "learner":
+		return fmt.Errorf("worker: --role must be env, policy or learner, got %q", f.role)
+	case f.nats.url == "":
+		return errors.New("worker: --nats is required")
+	case f.run == "":
+		return errors.New("worker: --run is required")
+	case f.slot < 0:
+		return fmt.Errorf("worker: --slot must be ≥ 0, got %d", f.slot)
+	}
+	name := f.role + "-" + strconv.Itoa(f.slot)
+	nc, err := f.nats.dial("herd " + name)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	defer nc.Close()
+	n, err := dist.NewNATS(nc)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, f.wait)
+	data, err := n.RunConfig(wctx, f.run)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	var ov algo.Overrides
+	if outSet {
+		ov.Out = &f.out
+	}
+	res, err := algo.Resolve(data, specs, ov)
+	if err != nil {
+		return fmt.Errorf("worker: run %s's config: %w", f.run, err)
+	}
+
+	mem, err := n.Membership(ctx, f.run, dist.Options{TTL: f.ttl})
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	gone, err := mem.Gone(ctx, controllerName)
+	if err != nil {
+		return err
+	}
+	errGone := errors.New("the run's controller is gone")
+	go func() {
+		select {
+		case <-gone:
+			cancelRun(errGone)
+		case <-ctx.Done():
+		}
+	}()
+	// The info is the process id, so an operator (or a fault test) can
+	// find the process of a registration.
+	lease, err := mem.Register(ctx, name, []byte(strconv.Itoa(os.Getpid())))
+	if err != nil {
+		return err
+	}
+	defer lease.Close()
+
+	st, err := distexec.Prepare(res.Header, res.Spec, res.Config)
+	if err != nil {
+		return err
+	}
+	switch f.role {
+	case "env":
+		err = st.RunEnvWorker(ctx, f.slot, n, f.run)
+	case "policy":
+		err = st.RunPolicyWorker(ctx, n, f.run)
+	case "learner":
+		res.Header.Runtime.Executor = "dist"
+		opt := algo.RunOptions{Executors: map[string]algo.Executor{
+			"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+				return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: f.run,
+					Dial: func() (dist.Transport, error) { return n, nil }})
+			}}}
+		if !f.quiet {
+			opt.Progress, opt.Bar = w, isTerminal(w)
+		}
+		s, terr := algo.TrainRun(ctx, res, opt)
+		err = terr
+		if err == nil && !s.Interrupted {
+			fmt.Fprintf(w, "done: %d steps in %.1f s (%.0f steps/s), %d episodes, return (last 100) %.2f ± %.2f\n",
+				s.Steps, s.WallSeconds, s.SPS, s.Episodes, s.FinalReturnMean100, s.FinalReturnStd100)
+		}
+	}
+	if c := context.Cause(ctx); errors.Is(c, errGone) {
+		// The normal end of a run as a worker sees it.
+		fmt.Fprintf(w, "worker %s: %v; exiting\n", name, errGone)
+		return nil
+	}
+	if err != nil && ctx.Err() != nil && f.role != "learner" {
+		return nil // interrupted
+	}
+	return err
+}
+
+// ---- launch ----
+
+type launchFlags struct {
+	train         trainFlags
+	nats          natsFlags
+	run           string
+	restarts      int
+	ttl           time.Duration
+	workerCommand []string // the command that runs `herd`; default this executable
+}
+
+func newLaunchCmd() *cobra.Command { return newLaunchCmdWith(all.Specs, nil) }
+
+// newLaunchCmdWith builds `herd launch` over specs; self is the command line
+// that runs herd in a worker process (nil: this executable).
+func newLaunchCmdWith(specs func() []algo.Spec, self []string) *cobra.Command {
+	var f launchFlags
+	f.workerCommand = self
+	cmd := &cobra.Command{
+		Use:   "launch",
+		Short: "run a distributed topology on this machine: embedded NATS plus worker processes",
+		Long: `launch resolves the config as herd train does (same flags), starts an embedded
+NATS server on 127.0.0.1 (or uses --nats), stores the config in the run, and
+starts the worker processes: runtime.env_workers env workers, policy_workers
+policy workers and one learner, each a 'herd worker' process. It restarts a
+crashed env or policy worker with back-off, ends when the learner has
+finished, and leaves no process behind (workers exit by themselves when the
+launcher's registration is gone, and are killed if they linger). The
+learner writes the run directory.`,
+		Example: `  herd launch --config configs/ppo-cartpole-dist.yaml
+  herd launch --config configs/ppo-cartpole-dist.yaml --seed 2 --steps 100000 --quiet`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := resolveWith(cmd, &f.train, specs())
+			if err != nil {
+				return err
+			}
+			return runLaunch(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), res, &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.train.config, "config", "", "config file (YAML)")
+	fl.Uint64Var(&f.train.seed, "seed", 1, "run seed")
+	fl.Int64Var(&f.train.steps, "steps", 0, "total environment steps")
+	fl.StringVar(&f.train.out, "out", "", "run directory (default runs/<algo>-<env>-<seed>)")
+	fl.StringArrayVar(&f.train.set, "set", nil, "override an algorithm setting, key=value (repeatable)")
+	fl.BoolVar(&f.train.quiet, "quiet", false, "no progress output")
+	f.nats.add(cmd, "external NATS server URL(s) (default: an embedded server on 127.0.0.1)")
+	fl.StringVar(&f.run, "run", "", "run ID (default herd-<seed>)")
+	fl.IntVar(&f.restarts, "max-restarts", 10, "restarts of one worker before the run fails")
+	fl.DurationVar(&f.ttl, "ttl", 3*time.Second, "registration TTL (whole seconds)")
+	return cmd
+}
+
+// lockedWriter serializes writes from the worker processes' copiers.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved, f *launchFlags) error {
+	stdout, stderr = &lockedWriter{w: stdout}, &lockedWriter{w: stderr}
+	h := res.Header
+	rc := h.Runtime
+	if rc.Executor != "dist" {
+		return fmt.Errorf("launch: the config's runtime.executor must be dist, got %q", rc.Executor)
+	}
+	st, err := distexec.Prepare(h, res.Spec, res.Config)
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	run := f.run
+	if run == "" {
+		run = "herd-" + strconv.FormatUint(h.Seed, 10)
+	}
+	url := f.nats.url
+	if url == "" {
+		srv, err := dist.StartServer(dist.ServerOptions{})
+		if err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		defer srv.Shutdown()
+		url = srv.URL()
+		f.nats.url = url
+	}
+	nc, err := f.nats.dial("herd launch")
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	defer nc.Close()
+	n, err := dist.NewNATS(nc)
+	if err != nil {
+		return err
+	}
+	res.Header.Runtime.Transport, res.Header.Runtime.NATSURL = "", "" // workers get --nats
+	data, err := res.Marshal()
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	if err := n.PutRunConfig(ctx, run, data); err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	mem, err := n.Membership(ctx, run, dist.Options{TTL: f.ttl})
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	lease, err := mem.Register(ctx, controllerName, nil)
+	if err != nil {
+		return err
+	}
+	// Closing the lease removes the registration at once, which tells every
+	// worker to exit; it runs before the children are reaped below.
+	var closeLease sync.Once
+	endRun := func() { closeLease.Do(func() { _ = lease.Close() }) }
+	defer endRun()
+
+	self := f.workerCommand
+	if self == nil {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		self = []string{exe}
+	}
+	base := append([]string{"worker", "--nats", url, "--run", run, "--ttl", f.ttl.String()}, f.nats.args()...)
+	fmt.Fprintf(stdout, "launching run %s: %s on %s, %d env workers × %d envs, %d policy workers, 1 learner → %s\n",
+		run, h.Algo, h.Env, max(rc.EnvWorkers, 1), st.NumEnvs, max(rc.PolicyWorkers, 1), h.Out)
+
+	sctx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	supervise := func(name string, args []string, restart bool, out io.Writer) {
+		wg.Go(func() {
+			for attempt := 0; ; attempt++ {
+				cmd := exec.Command(self[0], append(append(append([]string(nil), self[1:]...), base...), args...)...)
+				cmd.Stdout, cmd.Stderr = out, stderr
+				setChildAttrs(cmd)
+				if err := cmd.Start(); err != nil {
+					errs <- fmt.Errorf("launch: start %s: %w", name, err)
+					stopAll()
+					return
+				}
+				done := make(chan error, 1)
+				go func() { done <- cmd.Wait() }()
+				var err error
+				select {
+				case err = <-done:
+				case <-sctx.Done():
+					endRun()
+					select { // workers exit when the controller is gone; kill stragglers
+					case <-done:
+					case <-time.After(2*f.ttl + 2*time.Second):
+						_ = cmd.Process.Kill()
+						<-done
+					}
+					return
+				}
+				if !restart {
+					if err != nil {
+						errs <- fmt.Errorf("launch: %s: %w", name, err)
+					}
+					stopAll()
+					return
+				}
+				if sctx.Err() != nil {
+					return
+				}
+				if attempt >= f.restarts {
+					errs <- fmt.Errorf("launch: %s failed %d times, last: %v", name, attempt+1, err)
+					stopAll()
+					return
+				}
+				d := min(100*time.Millisecond<<attempt, 5*time.Second)
+				fmt.Fprintf(stderr, "launch: %s exited (%v); restarting in %v\n", name, err, d)
+				select {
+				case <-time.After(d):
+				case <-sctx.Done():
+					return
+				}
+			}
+		})
+	}
+	for k := range max(rc.PolicyWorkers, 1) {
+		supervise("policy worker "+strconv.Itoa(k), []string{"--role", "policy", "--slot", strconv.Itoa(k)}, true, io.Discard)
+	}
+	for k := range max(rc.EnvWorkers, 1) {
+		supervise("env worker "+strconv.Itoa(k), []string{"--role", "env", "--slot", strconv.Itoa(k)}, true, io.Discard)
+	}
+	largs := []string{"--role", "learner", "--out", h.Out}
+	if f.train.quiet {
+		largs = append(largs, "--quiet")
+	}
+	supervise("learner", largs, false, stdout)
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	if ctx.Err() != nil && len(all) > 0 {
+		fmt.Fprintf(stdout, "interrupted: %s\n", strings.TrimSpace(errors.Join(all...).Error()))
+		return nil
+	}
+	return errors.Join(all...)
+}

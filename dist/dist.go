@@ -1,0 +1,281 @@
+package dist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"sync/atomic"
+	"time"
+
+	"herd/nn"
+	"herd/weights"
+)
+
+// Errors of this package. Each implementation wraps them with %w, so check
+// with errors.Is.
+var (
+	// ErrClosed is returned by every call on a closed stream or service.
+	ErrClosed = errors.New("dist: closed")
+	// ErrBadRequest is returned for a call whose arguments are inconsistent
+	// (rows and slice lengths that do not match the configured dimensions).
+	// Retrying the same call cannot succeed.
+	ErrBadRequest = errors.New("dist: bad request")
+	// ErrMalformed marks a message that could not be decoded or that speaks
+	// another protocol version. The receiver counts it, logs it and drops
+	// it; a caller that gets it for its request may retry.
+	ErrMalformed = errors.New("dist: malformed message")
+	// ErrRejected is returned when the far side refused a request (its
+	// reason follows in the message).
+	ErrRejected = errors.New("dist: rejected by peer")
+	// ErrName is returned for a run ID or member name outside the allowed
+	// alphabet.
+	ErrName = errors.New("dist: invalid name")
+)
+
+// InferRequest is one env worker's request for policy outputs. The env
+// worker owns it and may reuse it after Infer returns.
+type InferRequest struct {
+	// Worker is the asking env worker's slot (logs and metrics only).
+	Worker int
+	// Rows is the number of observations.
+	Rows int
+	// Obs holds Rows × obs dim floats. The in-process stream hands this
+	// very slice to the policy worker, so it must not change until Infer
+	// returns.
+	Obs []float32
+	// Out receives Rows × out dim floats; Infer grows it when it is short
+	// and reslices it to the exact length.
+	Out []float32
+	// WeightsVersion is set by the reply: the number of the weights that
+	// produced Out.
+	WeightsVersion uint64
+}
+
+// BatchHandler is a policy worker's forward pass: it fills Out (already
+// sized Rows × out dim) and WeightsVersion of every request in batch. An
+// error fails every request of the batch. The requests are valid only during
+// the call.
+type BatchHandler func(ctx context.Context, batch []*InferRequest) error
+
+// InferenceStream carries observations from env workers to policy workers
+// and outputs back (request-reply). Any number of goroutines, in any
+// processes, call Infer and Serve on streams of the same run; each request
+// is answered by exactly one server.
+type InferenceStream interface {
+	// Infer sends r and waits for its outputs. It is called by env
+	// workers, each with its own request. ctx bounds the wait; on the NATS
+	// stream it also bounds how long Infer waits for a first policy
+	// worker to appear. ErrBadRequest means r itself is wrong;
+	// ErrMalformed, ErrRejected and ctx errors may be retried.
+	Infer(ctx context.Context, r *InferRequest) error
+	// Serve runs one policy worker's loop until ctx ends (it then returns
+	// nil) or the stream closes (ErrClosed): it waits for a request, takes
+	// every other request already waiting (up to the configured batch
+	// rows), calls h once for all of them, and answers them. So requests
+	// that arrive while a batch runs form the next batch. Several Serve
+	// calls share the load.
+	Serve(ctx context.Context, h BatchHandler) error
+	// Stats returns the stream's counters.
+	Stats() Stats
+	// Close stops the stream; blocked calls return ErrClosed.
+	Close() error
+}
+
+// SampleStream carries finished samples (package sample's encoding) from
+// env workers to learners, with back-pressure: a pusher blocks while the
+// learners' queues are full, so memory stays bounded however far the env
+// workers run ahead.
+type SampleStream interface {
+	// Push hands b to a learner; ownership of b passes to the stream (the
+	// in-process stream delivers this very slice). It returns nil once
+	// the sample is queued at a learner and blocks while none has room.
+	// With no learner yet, the NATS stream waits for one until ctx ends.
+	// An error leaves it unknown whether the sample was queued, except
+	// ErrBadRequest (never sent).
+	Push(ctx context.Context, worker int, b []byte) error
+	// Pull returns the next sample for this learner, blocking until there
+	// is one. The first Pull makes the caller a learner (NATS: it joins
+	// the learners' queue group).
+	Pull(ctx context.Context) ([]byte, error)
+	// Stats returns the stream's counters.
+	Stats() Stats
+	// Close stops the stream. Samples queued at this learner and not yet
+	// pulled are dropped: they were acknowledged, so this is the loss a
+	// learner crash causes (see the package doc).
+	Close() error
+}
+
+// ParamService publishes versioned weights. Versions only move forward: a
+// reader never sees a version older than one it saw.
+type ParamService interface {
+	// Publish makes v the latest version; v.N must exceed the latest
+	// known number (weights.ErrStale otherwise). Called by the learner.
+	Publish(ctx context.Context, v *weights.Version) error
+	// Latest returns the newest version known here without blocking, or
+	// nil before any version is known.
+	Latest() *weights.Version
+	// Wait returns the latest version once its number is at least n,
+	// parking until then or until ctx ends.
+	Wait(ctx context.Context, n uint64) (*weights.Version, error)
+	// Stats returns the service's counters.
+	Stats() Stats
+	// Close stops the service.
+	Close() error
+}
+
+// Member is one live registration.
+type Member struct {
+	Name string
+	Info []byte
+}
+
+// Lease keeps a registration alive. Close removes it at once (a clean
+// exit); ending the context given to Register instead stops the
+// keep-alives and lets the registration expire after the TTL, exactly as a
+// crashed process's does.
+type Lease interface {
+	Close() error
+}
+
+// Membership is the name service: workers register under unique names
+// with keep-alives, the controller lists who is alive, and workers learn
+// when the controller's registration is gone.
+type Membership interface {
+	// Register announces name with info and keeps it alive until ctx ends
+	// or the lease is closed. Registering a live name replaces its info.
+	Register(ctx context.Context, name string, info []byte) (Lease, error)
+	// Members lists the live registrations, sorted by name.
+	Members(ctx context.Context) ([]Member, error)
+	// Gone returns a channel that is closed once name is not registered
+	// (at once if it is not registered now). Watching stops when ctx ends.
+	Gone(ctx context.Context, name string) (<-chan struct{}, error)
+	// Stats returns the service's counters.
+	Stats() Stats
+	// Close stops the service's own goroutines.
+	Close() error
+}
+
+// Transport makes the streams and services of runs. Streams of the same run
+// made by transports on the same carrier (one Inproc, or NATS connections to
+// the same server or cluster) are connected. ctx bounds only the setup
+// (creating buckets, subscribing), not the life of what is returned.
+type Transport interface {
+	Inference(ctx context.Context, run string, opt Options) (InferenceStream, error)
+	Samples(ctx context.Context, run string, opt Options) (SampleStream, error)
+	Params(ctx context.Context, run string, opt Options) (ParamService, error)
+	Membership(ctx context.Context, run string, opt Options) (Membership, error)
+}
+
+// Stats are a stream's or service's counters since it was made.
+type Stats struct {
+	// Malformed counts messages dropped because they did not decode or
+	// were inconsistent.
+	Malformed uint64
+	// WrongProtocol counts messages dropped because they speak another
+	// protocol version.
+	WrongProtocol uint64
+}
+
+// counters is the live form of Stats, shared by a stream's goroutines.
+type counters struct {
+	malformed, wrongProtocol atomic.Uint64
+}
+
+func (c *counters) stats() Stats {
+	return Stats{Malformed: c.malformed.Load(), WrongProtocol: c.wrongProtocol.Load()}
+}
+
+// drop counts and logs a message that could not be used. err wraps
+// errWrongProtocol or not.
+func (c *counters) drop(log *slog.Logger, where string, err error) {
+	if errors.Is(err, errWrongProtocol) {
+		c.wrongProtocol.Add(1)
+	} else {
+		c.malformed.Add(1)
+	}
+	log.Warn("dist: dropped message", "where", where, "err", err)
+}
+
+// Options configure the streams and services; the zero value means every
+// default. Fields not used by a stream are ignored by it.
+type Options struct {
+	// ObsDim and OutDim are the widths of one observation and one row of
+	// policy outputs (required by the inference stream).
+	ObsDim, OutDim int
+	// MaxBatchRows caps the rows a policy worker answers at once (default
+	// 4096; a single larger request is still served alone).
+	MaxBatchRows int
+	// Capacity is the number of samples a learner queues before pushers
+	// block (default 4).
+	Capacity int
+	// TTL is how long a registration lives without a keep-alive (default
+	// 3 s; NATS counts TTLs in whole seconds, so it rounds up there).
+	TTL time.Duration
+	// Logger receives dropped-message warnings (default: discarded).
+	Logger *slog.Logger
+	// Like lists the parameters of a model built from the run config
+	// (names, shapes, layouts). The NATS parameter service needs it to
+	// decode weights (weights.Decode); the in-process one passes versions
+	// by pointer and ignores it.
+	Like []*nn.Param
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxBatchRows <= 0 {
+		o.MaxBatchRows = 4096
+	}
+	if o.Capacity <= 0 {
+		o.Capacity = 4
+	}
+	if o.TTL <= 0 {
+		o.TTL = 3 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return o
+}
+
+// checkDims validates the inference dimensions.
+func (o Options) checkDims() error {
+	if o.ObsDim <= 0 || o.OutDim <= 0 {
+		return fmt.Errorf("%w: inference stream needs ObsDim and OutDim > 0, got %d and %d", ErrBadRequest, o.ObsDim, o.OutDim)
+	}
+	return nil
+}
+
+// checkRequest validates r against the dimensions and sizes r.Out.
+func (o Options) checkRequest(r *InferRequest) error {
+	if r.Rows <= 0 || len(r.Obs) != r.Rows*o.ObsDim {
+		return fmt.Errorf("%w: %d rows need %d observation floats, got %d", ErrBadRequest, r.Rows, max(r.Rows, 0)*o.ObsDim, len(r.Obs))
+	}
+	r.Out = grow(r.Out, r.Rows*o.OutDim)
+	return nil
+}
+
+// grow returns b resliced to n, reallocating when its capacity is short.
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// checkName validates a run ID or member name: it becomes part of NATS
+// subjects, stream and key names, so it is kept to a safe alphabet.
+func checkName(what, s string) error {
+	if !nameRE.MatchString(s) {
+		return fmt.Errorf("%w: %s %q must be 1–64 of A–Z a–z 0–9 _ -", ErrName, what, s)
+	}
+	return nil
+}
+
+// backoff returns the wait before retry i (0, 1, …): 5 ms doubling to 500 ms.
+func backoff(i int) time.Duration {
+	return min(5*time.Millisecond<<min(i, 7), 500*time.Millisecond)
+}

@@ -1,0 +1,268 @@
+package dist
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	herdv1 "herd/proto/herd/v1"
+)
+
+func mustMarshal(t *testing.T, m proto.Message) []byte {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Malformed and wrong-version messages on every subject are counted,
+// logged and dropped; the services go on working.
+func TestNATSMalformed(t *testing.T) {
+	srv := startServer(t)
+	ctx := ctxT(t, 30*time.Second)
+	raw := natsTransport(t, srv.URL())
+	nc := raw.Conn()
+	garbage := []byte{0xff, 0xff, 0xff}
+	wrongInfer := mustMarshal(t, &herdv1.InferRequest{Protocol: 99, Rows: 1, ObsDim: obsDim, Obs: make([]float32, obsDim)})
+
+	t.Run("inference", func(t *testing.T) {
+		run := runID(t)
+		server, err := natsTransport(t, srv.URL()).Inference(ctx, run, inferOpt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		serve(t, server, policyFn(3, nil, nil))
+		shortObs := mustMarshal(t, &herdv1.InferRequest{Protocol: Protocol, Rows: 2, ObsDim: obsDim, Obs: make([]float32, obsDim)})
+		for _, b := range [][]byte{garbage, wrongInfer, shortObs} {
+			m, err := raw.request(ctx, "herd."+run+".infer", b) // waits for Serve to subscribe
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rep herdv1.InferReply
+			if err := decode(m.Data, &rep); err != nil || rep.Error == "" {
+				t.Errorf("reply to a bad request: %v %q", err, rep.Error)
+			}
+		}
+		if st := server.Stats(); st.Malformed != 2 || st.WrongProtocol != 1 {
+			t.Errorf("server stats %+v, want 2 malformed, 1 wrong protocol", st)
+		}
+		client, err := natsTransport(t, srv.URL()).Inference(ctx, run, inferOpt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := infer(ctx, client, &InferRequest{}, 0, 2, 1); err != nil {
+			t.Fatalf("a good request after bad ones: %v", err)
+		}
+
+		// A reply that does not decode fails that request only.
+		fake := run + "_fake"
+		sub, err := nc.Subscribe("herd."+fake+".infer", func(m *nats.Msg) { _ = m.Respond(garbage) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+		c2, err := natsTransport(t, srv.URL()).Inference(ctx, fake, inferOpt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c2.Infer(ctx, &InferRequest{Rows: 1, Obs: make([]float32, obsDim)}); !errors.Is(err, ErrMalformed) {
+			t.Errorf("garbage reply: %v, want ErrMalformed", err)
+		}
+		if st := c2.Stats(); st.Malformed != 1 {
+			t.Errorf("client stats %+v", st)
+		}
+	})
+
+	t.Run("samples", func(t *testing.T) {
+		run := runID(t)
+		learner, err := natsTransport(t, srv.URL()).Samples(ctx, run, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer learner.Close()
+		c0, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		_, _ = learner.Pull(c0) // join the learners
+		cancel()
+		wrong := mustMarshal(t, &herdv1.SamplePush{Protocol: 0, Sample: []byte{1}})
+		empty := mustMarshal(t, &herdv1.SamplePush{Protocol: Protocol})
+		for _, b := range [][]byte{garbage, wrong, empty} {
+			m, err := nc.Request("herd."+run+".samples", b, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ack herdv1.SampleAck
+			if err := decode(m.Data, &ack); err != nil || ack.Error == "" {
+				t.Errorf("ack of a bad push: %v %q", err, ack.Error)
+			}
+		}
+		if st := learner.Stats(); st.Malformed != 2 || st.WrongProtocol != 1 {
+			t.Errorf("learner stats %+v, want 2 malformed, 1 wrong protocol", st)
+		}
+		pusher, err := natsTransport(t, srv.URL()).Samples(ctx, run, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pusher.Push(ctx, 0, []byte("ok")); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := learner.Pull(ctx); err != nil || string(b) != "ok" {
+			t.Fatalf("pull after bad pushes: %q %v", b, err)
+		}
+	})
+
+	t.Run("params", func(t *testing.T) {
+		run := runID(t)
+		like := testParams(8)
+		p, err := natsTransport(t, srv.URL()).Params(ctx, run, Options{Like: like})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		obs, err := raw.js.ObjectStore(ctx, "herd_"+run+"_params")
+		if err != nil {
+			t.Fatal(err)
+		}
+		good, err := version(4, like).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := version(4, testParams(10)).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := [][]byte{
+			garbage,
+			mustMarshal(t, &herdv1.Params{Protocol: 2, WeightsVersion: 4, Safetensors: good}),
+			mustMarshal(t, &herdv1.Params{Protocol: Protocol, WeightsVersion: 4, Safetensors: garbage}),
+			mustMarshal(t, &herdv1.Params{Protocol: Protocol, WeightsVersion: 4, Safetensors: other}),
+			mustMarshal(t, &herdv1.Params{Protocol: Protocol, WeightsVersion: 5, Safetensors: good}),
+		}
+		for i, b := range bad {
+			if _, err := obs.PutBytes(ctx, paramsObject(4), b); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 5*time.Second, "bad object "+strconv.Itoa(i)+" counted", func() bool {
+				st := p.Stats()
+				return st.Malformed+st.WrongProtocol == uint64(i+1)
+			})
+		}
+		if st := p.Stats(); st.WrongProtocol != 1 || p.Latest() != nil {
+			t.Errorf("stats %+v, latest %v", st, p.Latest())
+		}
+		if _, err := obs.PutBytes(ctx, "junk", good); err != nil { // not a version's name
+			t.Fatal(err)
+		}
+		eventually(t, 5*time.Second, "bad name counted", func() bool { return p.Stats().Malformed == 5 })
+		if _, err := obs.PutBytes(ctx, paramsObject(4), mustMarshal(t, &herdv1.Params{Protocol: Protocol, WeightsVersion: 4, Safetensors: good})); err != nil {
+			t.Fatal(err)
+		}
+		v, err := p.Wait(ctx, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameVersion(t, v, version(4, like))
+	})
+
+	t.Run("membership", func(t *testing.T) {
+		run := runID(t)
+		m, err := natsTransport(t, srv.URL()).Membership(ctx, run, Options{TTL: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		if _, err := raw.js.Publish(ctx, "$KV.herd_"+run+"_members.junk", garbage, jetstream.WithMsgTTL(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		l, err := m.Register(ctx, "w", []byte("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		if got := names(t, m); len(got) != 1 || got[0] != "w=x" {
+			t.Errorf("members %v", got)
+		}
+		if st := m.Stats(); st.Malformed != 1 {
+			t.Errorf("stats %+v", st)
+		}
+	})
+}
+
+// A NATS server restart (same port and store) interrupts nothing for good:
+// clients reconnect, policy workers resubscribe and the weights survive in
+// JetStream.
+func TestNATSServerRestart(t *testing.T) {
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	srv, err := StartServer(ServerOptions{Port: port, StoreDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Shutdown() }()
+	ctx := ctxT(t, 40*time.Second)
+	like := testParams(8)
+	run := runID(t)
+	a, b := natsTransport(t, srv.URL()), natsTransport(t, srv.URL())
+	pa, err := a.Params(ctx, run, Options{Like: like})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pa.Close()
+	if err := pa.Publish(ctx, version(1, like)); err != nil {
+		t.Fatal(err)
+	}
+	server, err := a.Inference(ctx, run, inferOpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve(t, server, policyFn(1, nil, nil))
+	client, err := b.Inference(ctx, run, inferOpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := infer(ctx, client, &InferRequest{}, 0, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	srv.Shutdown()
+	srv, err = StartServer(ServerOptions{Port: port, StoreDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	for { // a role retries a bounded wait
+		c, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		err := infer(c, client, &InferRequest{}, 0, 1, 0)
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no answer after the restart: %v", err)
+		}
+	}
+	t.Logf("inference answered again %v after the restart", time.Since(t0))
+	pb, err := b.Params(ctx, run, Options{Like: like})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pb.Close()
+	v, err := pb.Wait(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameVersion(t, v, version(1, like))
+}

@@ -1,0 +1,739 @@
+package dist
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	herdv1 "herd/proto/herd/v1"
+	"herd/weights"
+)
+
+// NATS makes streams and services over one NATS connection. Subjects and
+// buckets are named after the run, so runs sharing a server are separate:
+//
+//	herd.<run>.infer     inference requests (queue group "policy")
+//	herd.<run>.samples   sample pushes (queue group "learners")
+//	herd_<run>_params    object store: the latest weights version
+//	herd_<run>_members   key-value bucket: registrations with per-key TTLs
+type NATS struct {
+	nc *nats.Conn
+	js jetstream.JetStream
+}
+
+// NewNATS wraps a connection; the caller keeps owning it and closes it
+// after closing everything made here.
+func NewNATS(nc *nats.Conn) (*NATS, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("dist: jetstream: %w", err)
+	}
+	return &NATS{nc: nc, js: js}, nil
+}
+
+// Conn returns the connection.
+func (n *NATS) Conn() *nats.Conn { return n.nc }
+
+// request sends data to subj and returns the reply, retrying with back-off
+// while no subscriber is there (a policy worker or learner not started yet,
+// or restarting) until ctx ends.
+func (n *NATS) request(ctx context.Context, subj string, data []byte) (*nats.Msg, error) {
+	for i := 0; ; i++ {
+		m, err := n.nc.RequestWithContext(ctx, subj, data)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return m, err
+		}
+		t := time.NewTimer(backoff(i))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// subscribe joins queue on subj and feeds messages to ch until the returned
+// stop is called. The callback blocks while ch is full, so messages wait in
+// the client with pending limits off: what waits is bounded by the number
+// of callers, each with one request in flight.
+func (n *NATS) subscribe(subj, queue string, ch chan *nats.Msg) (stop func(), err error) {
+	done := make(chan struct{})
+	sub, err := n.nc.QueueSubscribe(subj, queue, func(m *nats.Msg) {
+		select {
+		case ch <- m:
+		case <-done:
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dist: subscribe %s: %w", subj, err)
+	}
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("dist: subscribe %s: %w", subj, err)
+	}
+	// Make the server know the subscription before callers act on it (a
+	// learner that has joined gets the next push).
+	if err := n.nc.Flush(); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("dist: subscribe %s: %w", subj, err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			_ = sub.Unsubscribe()
+			close(done)
+		})
+	}, nil
+}
+
+// respond sends a reply, ignoring a requester that left.
+func respond(m *nats.Msg, reply []byte) {
+	if m.Reply != "" {
+		_ = m.Respond(reply)
+	}
+}
+
+// ---- inference ----
+
+type natsInference struct {
+	n      *NATS
+	opt    Options
+	subj   string
+	closed chan struct{}
+	once   sync.Once
+	c      counters
+}
+
+// Inference returns the run's inference stream over NATS.
+func (n *NATS) Inference(ctx context.Context, run string, opt Options) (InferenceStream, error) {
+	opt = opt.withDefaults()
+	if err := opt.checkDims(); err != nil {
+		return nil, err
+	}
+	if err := checkName("run ID", run); err != nil {
+		return nil, err
+	}
+	return &natsInference{n: n, opt: opt, subj: "herd." + run + ".infer", closed: make(chan struct{})}, nil
+}
+
+func (s *natsInference) Infer(ctx context.Context, r *InferRequest) error {
+	if err := s.opt.checkRequest(r); err != nil {
+		return err
+	}
+	select {
+	case <-s.closed:
+		return ErrClosed
+	default:
+	}
+	b, err := encode(&herdv1.InferRequest{Protocol: Protocol, Worker: int32(r.Worker),
+		Rows: uint32(r.Rows), ObsDim: uint32(s.opt.ObsDim), Obs: r.Obs})
+	if err != nil {
+		return err
+	}
+	m, err := s.n.request(ctx, s.subj, b)
+	if err != nil {
+		return fmt.Errorf("dist: infer: %w", err)
+	}
+	var rep herdv1.InferReply
+	if err := decode(m.Data, &rep); err != nil {
+		s.c.drop(s.opt.Logger, "infer reply", err)
+		return err
+	}
+	if err := remoteError(rep.Error); err != nil {
+		return err
+	}
+	if int(rep.Rows) != r.Rows || int(rep.OutDim) != s.opt.OutDim || len(rep.Out) != len(r.Out) {
+		err := fmt.Errorf("%w: reply has %d rows × %d (%d floats), want %d × %d",
+			ErrMalformed, rep.Rows, rep.OutDim, len(rep.Out), r.Rows, s.opt.OutDim)
+		s.c.drop(s.opt.Logger, "infer reply", err)
+		return err
+	}
+	copy(r.Out, rep.Out)
+	r.WeightsVersion = rep.WeightsVersion
+	return nil
+}
+
+func (s *natsInference) Serve(ctx context.Context, h BatchHandler) error {
+	ch := make(chan *nats.Msg, 1024)
+	unsub, err := s.n.subscribe(s.subj, "policy", ch)
+	if err != nil {
+		return err
+	}
+	defer unsub()
+	var (
+		msgs  []*nats.Msg
+		batch []*InferRequest
+		pool  []*InferRequest
+	)
+	for {
+		msgs, batch = msgs[:0], batch[:0]
+		select {
+		case m := <-ch:
+			msgs = append(msgs, m)
+		case <-ctx.Done():
+			return nil
+		case <-s.closed:
+			return ErrClosed
+		}
+		rows := 0
+		for i := 0; i < len(msgs); i++ {
+			var req herdv1.InferRequest
+			err := decode(msgs[i].Data, &req)
+			if err == nil && (req.Rows == 0 || int(req.ObsDim) != s.opt.ObsDim || uint64(len(req.Obs)) != uint64(req.Rows)*uint64(req.ObsDim)) {
+				err = fmt.Errorf("%w: request has %d rows × %d (%d floats), serving obs dim %d",
+					ErrMalformed, req.Rows, req.ObsDim, len(req.Obs), s.opt.ObsDim)
+			}
+			if err != nil {
+				s.c.drop(s.opt.Logger, "infer request", err)
+				s.reply(msgs[i], &herdv1.InferReply{Protocol: Protocol, Error: err.Error()})
+				msgs = slices.Delete(msgs, i, i+1)
+				i--
+			} else {
+				if len(batch) == len(pool) {
+					pool = append(pool, &InferRequest{})
+				}
+				r := pool[len(batch)]
+				r.Worker, r.Rows, r.Obs = int(req.Worker), int(req.Rows), req.Obs
+				r.Out, r.WeightsVersion = grow(r.Out, r.Rows*s.opt.OutDim), 0
+				batch = append(batch, r)
+				rows += r.Rows
+			}
+			if i == len(msgs)-1 && rows < s.opt.MaxBatchRows {
+				select { // take what else arrived while the last batch ran
+				case m := <-ch:
+					msgs = append(msgs, m)
+				default:
+				}
+			}
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		herr := h(ctx, batch)
+		for i, r := range batch {
+			rep := &herdv1.InferReply{Protocol: Protocol}
+			if herr != nil {
+				rep.Error = "policy worker: " + herr.Error()
+			} else {
+				rep.WeightsVersion, rep.Rows, rep.OutDim, rep.Out = r.WeightsVersion, uint32(r.Rows), uint32(s.opt.OutDim), r.Out
+			}
+			s.reply(msgs[i], rep)
+			r.Obs = nil
+		}
+	}
+}
+
+func (s *natsInference) reply(m *nats.Msg, rep *herdv1.InferReply) {
+	b, err := encode(rep)
+	if err != nil {
+		s.opt.Logger.Error("dist: infer reply", "err", err)
+		return
+	}
+	respond(m, b)
+}
+
+func (s *natsInference) Stats() Stats { return s.c.stats() }
+
+func (s *natsInference) Close() error {
+	s.once.Do(func() { close(s.closed) })
+	return nil
+}
+
+// ---- samples ----
+
+type natsSamples struct {
+	n      *NATS
+	opt    Options
+	subj   string
+	closed chan struct{}
+	once   sync.Once
+	c      counters
+
+	mu    sync.Mutex
+	unsub func()         // set by the first Pull; guarded by mu
+	q     chan []byte    // queued samples of this learner (opt.Capacity)
+	wg    sync.WaitGroup // the learner's receiving goroutine
+}
+
+// Samples returns the run's sample stream over NATS. A learner's queue
+// holds opt.Capacity samples; pushers to it block beyond that.
+func (n *NATS) Samples(ctx context.Context, run string, opt Options) (SampleStream, error) {
+	opt = opt.withDefaults()
+	if err := checkName("run ID", run); err != nil {
+		return nil, err
+	}
+	return &natsSamples{n: n, opt: opt, subj: "herd." + run + ".samples", closed: make(chan struct{}),
+		q: make(chan []byte, opt.Capacity)}, nil
+}
+
+func (s *natsSamples) Push(ctx context.Context, worker int, b []byte) error {
+	if len(b) == 0 {
+		return fmt.Errorf("%w: empty sample", ErrBadRequest)
+	}
+	select {
+	case <-s.closed:
+		return ErrClosed
+	default:
+	}
+	data, err := encode(&herdv1.SamplePush{Protocol: Protocol, Worker: int32(worker), Sample: b})
+	if err != nil {
+		return err
+	}
+	m, err := s.n.request(ctx, s.subj, data)
+	if err != nil {
+		return fmt.Errorf("dist: push: %w", err)
+	}
+	var ack herdv1.SampleAck
+	if err := decode(m.Data, &ack); err != nil {
+		s.c.drop(s.opt.Logger, "sample ack", err)
+		return err
+	}
+	return remoteError(ack.Error)
+}
+
+// join subscribes this learner once: a goroutine takes pushes, queues them
+// (blocking while the queue is full, which holds back the pushers' acks)
+// and acknowledges each once queued.
+func (s *natsSamples) join() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unsub != nil {
+		return nil
+	}
+	ch := make(chan *nats.Msg, 64)
+	unsub, err := s.n.subscribe(s.subj, "learners", ch)
+	if err != nil {
+		return err
+	}
+	s.unsub = unsub
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			var m *nats.Msg
+			select {
+			case m = <-ch:
+			case <-s.closed:
+				return
+			}
+			var p herdv1.SamplePush
+			err := decode(m.Data, &p)
+			if err == nil && len(p.Sample) == 0 {
+				err = fmt.Errorf("%w: empty sample", ErrMalformed)
+			}
+			if err != nil {
+				s.c.drop(s.opt.Logger, "sample push", err)
+				s.ack(m, err.Error())
+				continue
+			}
+			select {
+			case s.q <- p.Sample:
+				s.ack(m, "")
+			case <-s.closed:
+				return
+			}
+		}
+	}()
+	return nil
+}
+
+func (s *natsSamples) ack(m *nats.Msg, reason string) {
+	if b, err := encode(&herdv1.SampleAck{Protocol: Protocol, Error: reason}); err == nil {
+		respond(m, b)
+	}
+}
+
+func (s *natsSamples) Pull(ctx context.Context) ([]byte, error) {
+	select {
+	case <-s.closed:
+		return nil, ErrClosed
+	default:
+	}
+	if err := s.join(); err != nil {
+		return nil, err
+	}
+	select {
+	case b := <-s.q:
+		return b, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.closed:
+		return nil, ErrClosed
+	}
+}
+
+func (s *natsSamples) Stats() Stats { return s.c.stats() }
+
+func (s *natsSamples) Close() error {
+	s.once.Do(func() {
+		close(s.closed)
+		s.mu.Lock()
+		if s.unsub != nil {
+			s.unsub()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
+	})
+	return nil
+}
+
+// ---- parameters ----
+
+// paramsObject names the object holding version n. Each version is its own
+// object, and the publisher deletes all but the newest two, so a reader
+// fetching version n is not cut off by version n+1 replacing its chunks.
+func paramsObject(n uint64) string { return "v-" + strconv.FormatUint(n, 10) }
+
+// paramsVersion parses a name made by paramsObject.
+func paramsVersion(name string) (uint64, bool) {
+	s, ok := strings.CutPrefix(name, "v-")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
+
+// fetchTimeout bounds one weights download (nats.go's object reader waits
+// for its deadline, not for a cancelled context).
+const fetchTimeout = 2 * time.Second
+
+type natsParams struct {
+	opt    Options
+	obs    jetstream.ObjectStore
+	box    *versionBox
+	closed chan struct{}
+	cancel context.CancelFunc
+	once   sync.Once
+	wg     sync.WaitGroup
+	c      counters
+}
+
+// Params returns the run's parameter service over JetStream's object store
+// (which chunks large weights). Every instance watches the store and
+// decodes each new version with opt.Like; Latest is nil until one arrives.
+func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamService, error) {
+	opt = opt.withDefaults()
+	if err := checkName("run ID", run); err != nil {
+		return nil, err
+	}
+	if len(opt.Like) == 0 {
+		return nil, fmt.Errorf("%w: the NATS parameter service needs Options.Like", ErrBadRequest)
+	}
+	obs, err := n.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: "herd_" + run + "_params"})
+	if err != nil {
+		return nil, fmt.Errorf("dist: params bucket: %w", err)
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	w, err := obs.Watch(wctx)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("dist: params watch: %w", err)
+	}
+	p := &natsParams{opt: opt, obs: obs, box: newVersionBox(), closed: make(chan struct{}), cancel: cancel}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer func() { _ = w.Stop() }()
+		for {
+			select {
+			case info, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if info == nil || info.Deleted {
+					continue
+				}
+				n, ok := paramsVersion(info.Name)
+				if !ok {
+					p.c.drop(p.opt.Logger, "params", fmt.Errorf("%w: object %q", ErrMalformed, info.Name))
+					continue
+				}
+				if cur := p.box.cur.Load(); cur == nil || n > cur.N {
+					p.fetch(wctx, info.Name, n)
+				}
+			case <-wctx.Done():
+				return
+			}
+		}
+	}()
+	return p, nil
+}
+
+// fetch reads version n from object name and keeps it if it is newer.
+func (p *natsParams) fetch(ctx context.Context, name string, n uint64) {
+	ctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	defer cancel()
+	b, err := p.obs.GetBytes(ctx, name)
+	if err != nil {
+		if ctx.Err() == nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			p.opt.Logger.Warn("dist: params fetch", "err", err)
+		}
+		return
+	}
+	var m herdv1.Params
+	if err := decode(b, &m); err != nil {
+		p.c.drop(p.opt.Logger, "params", err)
+		return
+	}
+	v, err := weights.Decode(m.Safetensors, p.opt.Like)
+	if err == nil && (v.N != m.WeightsVersion || v.N != n) {
+		err = fmt.Errorf("%w: object %s, envelope version %d, safetensors version %d", ErrMalformed, name, m.WeightsVersion, v.N)
+	}
+	if err != nil {
+		p.c.drop(p.opt.Logger, "params", fmt.Errorf("%w: %w", ErrMalformed, err))
+		return
+	}
+	p.box.offer(v)
+}
+
+func (p *natsParams) Publish(ctx context.Context, v *weights.Version) error {
+	select {
+	case <-p.closed:
+		return ErrClosed
+	default:
+	}
+	if err := p.box.check(v); err != nil {
+		return err
+	}
+	st, err := v.Encode()
+	if err != nil {
+		return err
+	}
+	b, err := encode(&herdv1.Params{Protocol: Protocol, WeightsVersion: v.N, Safetensors: st})
+	if err != nil {
+		return err
+	}
+	if _, err := p.obs.PutBytes(ctx, paramsObject(v.N), b); err != nil {
+		return fmt.Errorf("dist: publish version %d: %w", v.N, err)
+	}
+	p.box.offer(v)
+	// Keep the newest two versions: older ones are only ever fetched by a
+	// reader two versions behind, which then takes the newest instead.
+	// Learners publish every version, so deleting n−2 suffices (a gap left
+	// by a learner restart stays until the bucket is removed).
+	if v.N >= 2 {
+		if err := p.obs.Delete(ctx, paramsObject(v.N-2)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			p.opt.Logger.Warn("dist: delete old weights", "version", v.N-2, "err", err)
+		}
+	}
+	return nil
+}
+
+func (p *natsParams) Latest() *weights.Version { return p.box.cur.Load() }
+
+func (p *natsParams) Wait(ctx context.Context, n uint64) (*weights.Version, error) {
+	return p.box.wait(ctx, n, p.closed)
+}
+
+func (p *natsParams) Stats() Stats { return p.c.stats() }
+
+func (p *natsParams) Close() error {
+	p.once.Do(func() {
+		close(p.closed)
+		p.cancel()
+		p.wg.Wait()
+	})
+	return nil
+}
+
+// ---- membership ----
+
+type natsMembership struct {
+	n      *NATS
+	opt    Options
+	kv     jetstream.KeyValue
+	subj   string // the bucket's subject prefix, "$KV.<bucket>."
+	ttl    time.Duration
+	closed chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+	c      counters
+}
+
+// Membership returns the run's name service over a JetStream key-value
+// bucket whose entries carry per-message TTLs: each keep-alive re-puts the
+// key with the TTL, and when one is missed for a TTL the server removes
+// the key and leaves a delete marker that watchers see.
+func (n *NATS) Membership(ctx context.Context, run string, opt Options) (Membership, error) {
+	opt = opt.withDefaults()
+	if err := checkName("run ID", run); err != nil {
+		return nil, err
+	}
+	ttl := time.Duration(math.Ceil(opt.TTL.Seconds())) * time.Second
+	bucket := "herd_" + run + "_members"
+	kv, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, LimitMarkerTTL: ttl})
+	if err != nil {
+		return nil, fmt.Errorf("dist: members bucket: %w", err)
+	}
+	return &natsMembership{n: n, opt: opt, kv: kv, subj: "$KV." + bucket + ".", ttl: ttl, closed: make(chan struct{})}, nil
+}
+
+func (m *natsMembership) put(ctx context.Context, name string, rec []byte) error {
+	_, err := m.n.js.Publish(ctx, m.subj+name, rec, jetstream.WithMsgTTL(m.ttl))
+	return err
+}
+
+func (m *natsMembership) Register(ctx context.Context, name string, info []byte) (Lease, error) {
+	if err := checkName("member name", name); err != nil {
+		return nil, err
+	}
+	select {
+	case <-m.closed:
+		return nil, ErrClosed
+	default:
+	}
+	rec, err := encode(&herdv1.MemberRecord{Protocol: Protocol, Name: name, Info: info})
+	if err != nil {
+		return nil, err
+	}
+	if err := m.put(ctx, name, rec); err != nil {
+		return nil, fmt.Errorf("dist: register %s: %w", name, err)
+	}
+	op := func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), m.ttl) }
+	return startKeepAlive(ctx, m.closed, &m.wg, m.ttl,
+		func() error { c, cancel := op(); defer cancel(); return m.put(c, name, rec) },
+		func() error { c, cancel := op(); defer cancel(); return m.kv.Delete(c, name) }), nil
+}
+
+func (m *natsMembership) Members(ctx context.Context) ([]Member, error) {
+	keys, err := m.kv.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dist: members: %w", err)
+	}
+	out := make([]Member, 0, len(keys))
+	for _, k := range keys {
+		e, err := m.kv.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // expired between the listing and now
+		}
+		if err != nil {
+			return nil, fmt.Errorf("dist: member %s: %w", k, err)
+		}
+		var rec herdv1.MemberRecord
+		if err := decode(e.Value(), &rec); err != nil {
+			m.c.drop(m.opt.Logger, "member "+k, err)
+			continue
+		}
+		out = append(out, Member{Name: k, Info: rec.Info})
+	}
+	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func (m *natsMembership) Gone(ctx context.Context, name string) (<-chan struct{}, error) {
+	if err := checkName("member name", name); err != nil {
+		return nil, err
+	}
+	w, err := m.kv.Watch(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("dist: watch %s: %w", name, err)
+	}
+	ch := make(chan struct{})
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer func() { _ = w.Stop() }()
+		alive := false
+		for {
+			select {
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				switch {
+				case e == nil: // the initial values are done
+					if !alive {
+						close(ch)
+						return
+					}
+				case e.Operation() == jetstream.KeyValuePut:
+					alive = true
+				default: // delete, purge, or a TTL's delete marker
+					close(ch)
+					return
+				}
+			case <-ctx.Done():
+				return
+			case <-m.closed:
+				return
+			}
+		}
+	}()
+	return ch, nil
+}
+
+func (m *natsMembership) Stats() Stats { return m.c.stats() }
+
+func (m *natsMembership) Close() error {
+	m.once.Do(func() { close(m.closed) })
+	m.wg.Wait()
+	return nil
+}
+
+// ---- run config ----
+
+// PutRunConfig stores the run's resolved config (bytes of config.yaml) for
+// workers that join with only a NATS URL and a run ID.
+func (n *NATS) PutRunConfig(ctx context.Context, run string, cfg []byte) error {
+	kv, err := n.configBucket(ctx, run)
+	if err != nil {
+		return err
+	}
+	if _, err := kv.Put(ctx, "config", cfg); err != nil {
+		return fmt.Errorf("dist: put run config: %w", err)
+	}
+	return nil
+}
+
+// RunConfig returns the run's config, waiting (until ctx ends) for the
+// controller to store it.
+func (n *NATS) RunConfig(ctx context.Context, run string) ([]byte, error) {
+	kv, err := n.configBucket(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	w, err := kv.Watch(ctx, "config")
+	if err != nil {
+		return nil, fmt.Errorf("dist: watch run config: %w", err)
+	}
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("dist: run config watch ended")
+			}
+			if e != nil && e.Operation() == jetstream.KeyValuePut {
+				return e.Value(), nil
+			}
+		case <-ctx.Done():
+			return nil, fmt.Errorf("dist: waiting for run %s's config: %w", run, ctx.Err())
+		}
+	}
+}
+
+func (n *NATS) configBucket(ctx context.Context, run string) (jetstream.KeyValue, error) {
+	if err := checkName("run ID", run); err != nil {
+		return nil, err
+	}
+	kv, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "herd_" + run + "_config"})
+	if err != nil {
+		return nil, fmt.Errorf("dist: config bucket: %w", err)
+	}
+	return kv, nil
+}

@@ -1,0 +1,79 @@
+package dist
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// ServerOptions configure an embedded NATS server.
+type ServerOptions struct {
+	// Host is the listen address (default 127.0.0.1: loopback only).
+	Host string
+	// Port is the client port (default: a free port chosen by the OS).
+	Port int
+	// StoreDir is JetStream's directory (default: a new temporary
+	// directory, removed by Shutdown).
+	StoreDir string
+	// MaxPayload is the largest message in bytes (default 8 MiB; samples
+	// and inference batches must fit, weights are chunked).
+	MaxPayload int32
+}
+
+// Server is an embedded NATS server with JetStream, run inside this
+// process: what `herd launch` starts by default, and what the tests use.
+type Server struct {
+	s       *server.Server
+	tempDir string
+}
+
+// StartServer starts an embedded server and waits until it accepts
+// clients.
+func StartServer(o ServerOptions) (*Server, error) {
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	if o.Port == 0 {
+		o.Port = server.RANDOM_PORT
+	}
+	if o.MaxPayload == 0 {
+		o.MaxPayload = 8 << 20
+	}
+	var tmp string
+	if o.StoreDir == "" {
+		d, err := os.MkdirTemp("", "herd-nats-")
+		if err != nil {
+			return nil, fmt.Errorf("dist: server store: %w", err)
+		}
+		tmp, o.StoreDir = d, d
+	}
+	s, err := server.NewServer(&server.Options{
+		Host: o.Host, Port: o.Port, JetStream: true, StoreDir: o.StoreDir,
+		MaxPayload: o.MaxPayload, NoSigs: true, NoLog: true,
+	})
+	if err != nil {
+		_ = os.RemoveAll(tmp)
+		return nil, fmt.Errorf("dist: nats server: %w", err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		_ = os.RemoveAll(tmp)
+		return nil, fmt.Errorf("dist: nats server on %s:%d did not start within 10 s", o.Host, o.Port)
+	}
+	return &Server{s: s, tempDir: tmp}, nil
+}
+
+// URL is the client URL (nats://host:port).
+func (s *Server) URL() string { return s.s.ClientURL() }
+
+// Shutdown stops the server, waits for it and removes a temporary store.
+func (s *Server) Shutdown() {
+	s.s.Shutdown()
+	s.s.WaitForShutdown()
+	if s.tempDir != "" {
+		_ = os.RemoveAll(s.tempDir)
+	}
+}

@@ -1,0 +1,225 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"herd/algo"
+	"herd/dist"
+	"herd/env"
+	"herd/internal/fakealgo"
+	"herd/sample"
+)
+
+// topology runs 2 env workers (4 CartPoles each), 2 policy workers and a
+// learner on tr for iters iterations and checks what the learner saw.
+func topology(t *testing.T, mk func() dist.Transport) {
+	const iters, T = 12, 32
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	opt := dist.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
+	run := "topo"
+	open := func() (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
+		tr := mk()
+		inf, err := tr.Inference(ctx, run, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := tr.Samples(ctx, run, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := tr.Params(ctx, run, opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = inf.Close(); _ = s.Close(); _ = p.Close() })
+		return inf, s, p
+	}
+	pieces := fakealgo.Pieces()
+	wctx, stopWorkers := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 2 {
+		inf, _, p := open()
+		wg.Go(func() {
+			if err := RunPolicy(wctx, pieces, inf, p); err != nil {
+				errs <- err
+			}
+		})
+	}
+	var envsPushed atomic.Int64
+	for slot := range 2 {
+		inf, s, _ := open()
+		envs := make([]env.Env, 4)
+		for j := range envs {
+			e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics())
+			if err != nil {
+				t.Fatal(err)
+			}
+			envs[j] = e
+			defer e.Close()
+		}
+		wg.Go(func() {
+			err := RunEnv(wctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99}, pieces, inf, s)
+			if err != nil && wctx.Err() == nil {
+				errs <- err
+			}
+			envsPushed.Add(1)
+		})
+	}
+	_, s, p := open()
+	t0 := time.Now()
+	var versions []uint64
+	episodes := 0
+	l, err := RunLearner(ctx, LearnerConfig{Iterations: iters, OnIteration: func(it int, seg *sample.Segment, stats []algo.Stat) {
+		if seg.T != T || seg.N != 4 {
+			t.Errorf("segment %d is %d × %d", it, seg.T, seg.N)
+		}
+		versions = append(versions, seg.Version)
+		episodes += len(seg.Episodes)
+	}}, pieces, s, p)
+	t.Logf("learner done after %v", time.Since(t0))
+	stopWorkers()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Weights().N; got != iters {
+		t.Errorf("learner at version %d, want %d", got, iters)
+	}
+	if v := p.Latest(); v == nil || v.N != iters {
+		t.Errorf("parameter service latest %v, want %d", v, iters)
+	}
+	// Env workers act with newer weights as the learner publishes them.
+	if versions[len(versions)-1] == 0 {
+		t.Errorf("segment weight versions %v never moved past 0", versions)
+	}
+	if episodes == 0 {
+		t.Errorf("no episode ended in %d segments", iters)
+	}
+	t.Logf("segment weight versions %v, %d episodes", versions, episodes)
+}
+
+func TestTopologyInproc(t *testing.T) {
+	ip := dist.NewInproc()
+	topology(t, func() dist.Transport { return ip })
+}
+
+func TestTopologyNATS(t *testing.T) {
+	srv, err := dist.StartServer(dist.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown) // after the connections close
+	topology(t, func() dist.Transport {
+		nc, err := nats.Connect(srv.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		n, err := dist.NewNATS(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	})
+}
+
+// BenchmarkTopology measures env steps/s of the whole topology (2 env
+// workers × 4 CartPoles, 2 policy workers running the fake linear policy,
+// the fake learner) on the in-process streams and on NATS loopback. The
+// policy and learner are near no-ops, so this is the framework's cost.
+func BenchmarkTopology(b *testing.B) {
+	for _, name := range []string{"inproc", "nats"} {
+		b.Run(name, func(b *testing.B) {
+			var mk func() dist.Transport
+			if name == "inproc" {
+				ip := dist.NewInproc()
+				mk = func() dist.Transport { return ip }
+			} else {
+				srv, err := dist.StartServer(dist.ServerOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer srv.Shutdown()
+				var conns []*nats.Conn
+				defer func() {
+					for _, c := range conns {
+						c.Close()
+					}
+				}()
+				mk = func() dist.Transport {
+					nc, err := nats.Connect(srv.URL())
+					if err != nil {
+						b.Fatal(err)
+					}
+					conns = append(conns, nc)
+					n, err := dist.NewNATS(nc)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return n
+				}
+			}
+			const T, perWorker = 32, 4
+			iters := max(1, b.N/(T*perWorker))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			opt := dist.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
+			var closers []func() error
+			defer func() {
+				for _, c := range closers {
+					_ = c()
+				}
+			}()
+			open := func() (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
+				tr := mk()
+				inf, _ := tr.Inference(ctx, "bench", opt)
+				s, _ := tr.Samples(ctx, "bench", opt)
+				p, _ := tr.Params(ctx, "bench", opt)
+				closers = append(closers, inf.Close, s.Close, p.Close)
+				return inf, s, p
+			}
+			pieces := fakealgo.Pieces()
+			var wg sync.WaitGroup
+			for range 2 {
+				inf, _, p := open()
+				wg.Go(func() { _ = RunPolicy(ctx, pieces, inf, p) })
+			}
+			for slot := range 2 {
+				inf, s, _ := open()
+				envs := make([]env.Env, perWorker)
+				for j := range envs {
+					e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics())
+					if err != nil {
+						b.Fatal(err)
+					}
+					envs[j] = e
+					defer e.Close()
+				}
+				wg.Go(func() {
+					_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99}, pieces, inf, s)
+				})
+			}
+			_, s, p := open()
+			b.ResetTimer()
+			if _, err := RunLearner(ctx, LearnerConfig{Iterations: iters}, pieces, s, p); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(iters*T*perWorker)/b.Elapsed().Seconds(), "env-steps/s")
+			cancel()
+			wg.Wait()
+		})
+	}
+}

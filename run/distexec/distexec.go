@@ -1,0 +1,320 @@
+package distexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"herd/algo"
+	"herd/dist"
+	"herd/dist/worker"
+	"herd/env"
+	"herd/nn"
+	"herd/run/hts"
+	"herd/sample"
+)
+
+// ErrConfig marks a run config this executor cannot run.
+var ErrConfig = algo.ErrConfig
+
+// Options are the executor's settings (the runtime: section).
+type Options struct {
+	// EnvWorkers is E (default 1); PolicyWorkers is P (default 1).
+	EnvWorkers, PolicyWorkers int
+	// Transport is "inproc" (default) or "nats".
+	Transport string
+	// NATSURL is an external server's URL; empty starts an embedded one.
+	NATSURL string
+
+	// LearnerOnly runs only the learner here: env and policy workers are
+	// other processes (`herd worker`) on the same run. Set by the CLI.
+	LearnerOnly bool
+	// Run is the run ID naming the streams (default "herd").
+	Run string
+	// Dial, when set, makes each role's transport instead of Transport and
+	// NATSURL (the CLI dials with its credentials and TLS options).
+	Dial func() (dist.Transport, error)
+}
+
+// OptionsOf reads the executor's options from a run header.
+func OptionsOf(h algo.Header) Options {
+	rc := h.Runtime
+	return Options{EnvWorkers: rc.EnvWorkers, PolicyWorkers: rc.PolicyWorkers, Transport: rc.Transport, NATSURL: rc.NATSURL}
+}
+
+// Setup is what every role of a run needs, derived from its config once.
+type Setup struct {
+	Header  algo.Header
+	NumEnvs int // envs per env worker
+	T       int // steps per segment
+	Gamma   float32
+	Pieces  *algo.Pieces
+	// Stream are the streams' options (dimensions, the model's parameter
+	// list for decoding weights).
+	Stream dist.Options
+}
+
+// Prepare checks that spec can run distributed and builds its pieces.
+func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
+	shape, ok := cfg.(hts.Shape)
+	if !ok || spec.Pieces == nil {
+		return nil, fmt.Errorf("%w: algorithm %s has no on-policy pieces (the dist executor runs PPO and A2C)", ErrConfig, spec.Name)
+	}
+	numEnvs, T, gamma := shape.RolloutShape()
+	if numEnvs < 1 || T < 1 {
+		return nil, fmt.Errorf("%w: %d envs × %d steps per segment", ErrConfig, numEnvs, T)
+	}
+	e, err := env.Make(h.Env)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	pieces, err := spec.Pieces(h, cfg, algo.SpacesOf(e))
+	if err != nil {
+		return nil, err
+	}
+	if pieces.NewSegmentLearner == nil {
+		return nil, fmt.Errorf("%w: algorithm %s is not on-policy", ErrConfig, spec.Name)
+	}
+	p0, err := pieces.NewPolicy()
+	if err != nil {
+		return nil, err
+	}
+	like, err := paramsOf(pieces)
+	if err != nil {
+		return nil, err
+	}
+	return &Setup{Header: h, NumEnvs: numEnvs, T: T, Gamma: gamma, Pieces: pieces,
+		Stream: dist.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs)}}, nil
+}
+
+// roleStreams opens what a role uses on tr; close closes them all.
+func (s *Setup) roleStreams(ctx context.Context, tr dist.Transport, run string) (inf dist.InferenceStream, smp dist.SampleStream, par dist.ParamService, closeAll func(), err error) {
+	var closers []func() error
+	closeAll = func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}
+	defer func() {
+		if err != nil {
+			closeAll()
+		}
+	}()
+	if inf, err = tr.Inference(ctx, run, s.Stream); err != nil {
+		return
+	}
+	closers = append(closers, inf.Close)
+	if smp, err = tr.Samples(ctx, run, s.Stream); err != nil {
+		return
+	}
+	closers = append(closers, smp.Close)
+	if par, err = tr.Params(ctx, run, s.Stream); err != nil {
+		return
+	}
+	closers = append(closers, par.Close)
+	return
+}
+
+// RunEnvWorker runs env worker slot on tr until ctx ends: it makes its
+// NumEnvs envs, steps them and pushes segments.
+func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr dist.Transport, run string) error {
+	envs := make([]env.Env, 0, s.NumEnvs)
+	defer func() {
+		for _, e := range envs {
+			e.Close()
+		}
+	}()
+	for range s.NumEnvs {
+		e, err := env.Make(s.Header.Env, env.WithEpisodeStatistics())
+		if err != nil {
+			return err
+		}
+		envs = append(envs, e)
+	}
+	inf, smp, _, closeAll, err := s.roleStreams(ctx, tr, run)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	return worker.RunEnv(ctx, worker.EnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Steps: s.T, Gamma: s.Gamma}, s.Pieces, inf, smp)
+}
+
+// RunPolicyWorker runs a policy worker on tr until ctx ends.
+func (s *Setup) RunPolicyWorker(ctx context.Context, tr dist.Transport, run string) error {
+	inf, _, par, closeAll, err := s.roleStreams(ctx, tr, run)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	return worker.RunPolicy(ctx, s.Pieces, inf, par)
+}
+
+// Train runs spec's pieces as a distributed topology for rt.Header.Steps
+// env steps and returns the learner's model.
+func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, opt Options) (algo.Model, error) {
+	h := rt.Header
+	st, err := Prepare(h, spec, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if opt.EnvWorkers == 0 {
+		opt.EnvWorkers = 1
+	}
+	if opt.PolicyWorkers == 0 {
+		opt.PolicyWorkers = 1
+	}
+	if opt.LearnerOnly {
+		opt.EnvWorkers, opt.PolicyWorkers = 0, 0
+	}
+	if opt.EnvWorkers < 0 || opt.PolicyWorkers < 0 {
+		return nil, fmt.Errorf("%w: env_workers %d and policy_workers %d must be ≥ 1", ErrConfig, opt.EnvWorkers, opt.PolicyWorkers)
+	}
+	iters := int(h.Steps / int64(st.NumEnvs*st.T))
+	if iters < 1 {
+		return nil, fmt.Errorf("%w: steps %d is less than one segment (%d envs × %d steps)", ErrConfig, h.Steps, st.NumEnvs, st.T)
+	}
+	newTransport, closeConns := opt.Dial, func() {}
+	if newTransport == nil {
+		if newTransport, closeConns, err = transport(opt); err != nil {
+			return nil, err
+		}
+	}
+	defer closeConns()
+	run := opt.Run
+	if run == "" {
+		run = "herd"
+	}
+
+	wctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var werr error
+	fail := func(err error) {
+		if err != nil && wctx.Err() == nil {
+			mu.Lock()
+			werr = errors.Join(werr, err)
+			mu.Unlock()
+			stop()
+		}
+	}
+	defer func() { stop(); wg.Wait() }()
+	start := func(f func(tr dist.Transport) error) error {
+		tr, err := newTransport()
+		if err != nil {
+			return err
+		}
+		wg.Go(func() { fail(f(tr)) })
+		return nil
+	}
+	for range opt.PolicyWorkers {
+		if err := start(func(tr dist.Transport) error { return st.RunPolicyWorker(wctx, tr, run) }); err != nil {
+			return nil, err
+		}
+	}
+	for k := range opt.EnvWorkers {
+		if err := start(func(tr dist.Transport) error { return st.RunEnvWorker(wctx, k, tr, run) }); err != nil {
+			return nil, err
+		}
+	}
+	tr, err := newTransport()
+	if err != nil {
+		return nil, err
+	}
+	_, smp, par, closeAll, err := st.roleStreams(ctx, tr, run)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll()
+	var step int64
+	l, err := worker.RunLearner(wctx, worker.LearnerConfig{Iterations: iters,
+		OnIteration: func(_ int, seg *sample.Segment, stats []algo.Stat) {
+			for _, e := range seg.Episodes {
+				rt.Log.Episode(step+int64((e.At+1)*seg.N), e.Return, e.Length)
+			}
+			step += int64(seg.T * seg.N)
+			for _, st := range stats {
+				rt.Log.Scalar(st.Name, st.Value)
+			}
+			rt.Log.Step(step)
+		}}, st.Pieces, smp, par)
+	stop()
+	wg.Wait()
+	var model algo.Model
+	if m, ok := l.(interface{ Model() algo.Model }); ok {
+		model = m.Model()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if werr != nil {
+		return model, werr
+	}
+	if err != nil {
+		return model, err
+	}
+	if model == nil {
+		return nil, fmt.Errorf("%w: %s's learner cannot hand out its model", ErrConfig, spec.Name)
+	}
+	return model, nil
+}
+
+// paramsOf returns the parameter list of the run's model (for decoding
+// weights off the wire): the initial version's tensors.
+func paramsOf(pieces *algo.Pieces) ([]*nn.Param, error) {
+	l, err := pieces.NewSegmentLearner()
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := l.(interface{ Close() error }); ok {
+		defer c.Close()
+	}
+	v := l.Weights()
+	ps := make([]*nn.Param, v.Len())
+	for i := range ps {
+		ps[i] = v.Param(i)
+	}
+	return ps, nil
+}
+
+// transport returns a maker of transports, one per role: the shared
+// in-process world, or a new NATS connection each (to an embedded server
+// started here unless opt.NATSURL names one).
+func transport(opt Options) (func() (dist.Transport, error), func(), error) {
+	switch opt.Transport {
+	case "", "inproc":
+		ip := dist.NewInproc()
+		return func() (dist.Transport, error) { return ip, nil }, func() {}, nil
+	case "nats":
+	default:
+		return nil, nil, fmt.Errorf("%w: runtime.transport %q is not inproc or nats", ErrConfig, opt.Transport)
+	}
+	url := opt.NATSURL
+	var srv *dist.Server
+	if url == "" {
+		s, err := dist.StartServer(dist.ServerOptions{})
+		if err != nil {
+			return nil, nil, err
+		}
+		srv, url = s, s.URL()
+	}
+	var conns []*nats.Conn
+	closeAll := func() {
+		for _, nc := range conns {
+			nc.Close()
+		}
+		if srv != nil {
+			srv.Shutdown()
+		}
+	}
+	return func() (dist.Transport, error) {
+		nc, err := nats.Connect(url, nats.Name("herd"), nats.MaxReconnects(-1))
+		if err != nil {
+			return nil, fmt.Errorf("distexec: connect to the NATS server: %w", err) // the URL may hold credentials
+		}
+		conns = append(conns, nc)
+		return dist.NewNATS(nc)
+	}, closeAll, nil
+}
