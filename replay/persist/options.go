@@ -3,6 +3,7 @@ package persist
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 
@@ -111,6 +112,11 @@ type Options struct {
 	PebbleCacheMB int
 	// Registerer receives the store's metrics; nil means no metrics.
 	Registerer prometheus.Registerer
+	// Logger receives the few events worth a line that are not errors of
+	// the call that met them: a corrupt snapshot manifest skipped for an
+	// older snapshot on restore, a damaged bucket object re-uploaded by
+	// Snapshot. nil discards them.
+	Logger *slog.Logger
 }
 
 // EnsureDefaults fills zero fields with their defaults.
