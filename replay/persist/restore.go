@@ -135,7 +135,7 @@ func openRef(ctx context.Context, b blobstore.Bucket, ref fileRef) (io.ReadClose
 		}
 		return nil, nil, fmt.Errorf("persist: restore: %w", err)
 	}
-	return r, &hashingReader{r: r, h: sha256.New(), want: ref}, nil
+	return r, newHashingReader(r, ref), nil
 }
 
 // restoreDisk builds the snapshot's store in restoreDir (checkpoint files,

@@ -59,7 +59,8 @@ type Store struct {
 	snapMu   sync.Mutex // one snapshot at a time; guards the fields below
 	bucket   blobstore.Bucket
 	snapNext uint64            // next snapshot id; 0 = not yet listed
-	uploaded map[string]string // checkpoint sstable name → object key already stored
+	uploaded map[string]fileRef // checkpoint sstable name → its object, uploaded earlier
+	checked  map[string]bool    // object → intact in the bucket; reset by every snapshot
 
 	evictions, populates atomic.Int64
 	snapErr              atomic.Pointer[error] // last automatic snapshot error
@@ -143,7 +144,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{opts: opts, samplerIdx: map[string]int{}, uploaded: map[string]string{},
+	s := &Store{opts: opts, samplerIdx: map[string]int{}, uploaded: map[string]fileRef{},
 		workerD: make(chan struct{})}
 	s.wo = pebble.NoSync
 	if opts.Durability == Sync {
