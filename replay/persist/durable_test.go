@@ -11,6 +11,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"herd/internal/rng"
+	"herd/replay/persist/internal/durable"
 )
 
 // TestPowerLossSync simulates power loss with Pebble's crashable in-memory
@@ -32,7 +33,7 @@ func TestPowerLossSync(t *testing.T) {
 		fs := vfs.NewCrashableMem()
 		dir := "/data/run/store"
 		if !newDir {
-			if err := mkdirAllSynced(fs, dir); err != nil {
+			if err := durable.MkdirAll(fs, dir); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -93,40 +94,4 @@ func TestPowerLossSync(t *testing.T) {
 		lost += missing
 	}
 	t.Logf("%d trials: %d acknowledged Sync writes lost", trials, lost)
-}
-
-// TestMkdirAllSynced checks that every directory it creates survives a
-// crash that keeps nothing unsynced, and that an existing but unsynced
-// target (left by a crashed earlier call) is made durable too.
-func TestMkdirAllSynced(t *testing.T) {
-	fs := vfs.NewCrashableMem()
-	if err := fs.MkdirAll("/a", 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := syncDir(fs, "/"); err != nil {
-		t.Fatal(err)
-	}
-	if err := mkdirAllSynced(fs, "/a/b/c/d"); err != nil {
-		t.Fatal(err)
-	}
-	if err := fs.MkdirAll("/a/x", 0o755); err != nil { // created, never synced
-		t.Fatal(err)
-	}
-	if err := mkdirAllSynced(fs, "/a/x"); err != nil {
-		t.Fatalf("existing dir: %v", err)
-	}
-	clone := fs.CrashClone(vfs.CrashCloneCfg{})
-	for _, d := range []string{"/a", "/a/b", "/a/b/c", "/a/b/c/d", "/a/x"} {
-		if _, err := clone.Stat(d); err != nil {
-			t.Errorf("%s lost in a crash: %v", d, err)
-		}
-	}
-	f, err := fs.Create("/a/file", vfs.WriteCategoryUnspecified)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	if err := mkdirAllSynced(fs, "/a/file/x"); err == nil {
-		t.Fatal("mkdir under a file succeeded")
-	}
 }

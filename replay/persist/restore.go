@@ -20,6 +20,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"herd/replay/persist/blobstore"
+	"herd/replay/persist/internal/durable"
 )
 
 // maxManifestBytes bounds what a manifest may occupy, so a damaged or
@@ -100,6 +101,13 @@ func decodeManifest(id uint64, body []byte) (*manifest, error) {
 	if _, err := ParseMode(m.Mode); err != nil || m.Len < 0 {
 		return nil, fmt.Errorf("%w: manifest %s: mode %q, len %d", ErrCorrupt, key, m.Mode, m.Len)
 	}
+	names := map[string]bool{}
+	for _, sr := range m.Samplers {
+		if sr.Name == "" || names[sr.Name] {
+			return nil, fmt.Errorf("%w: manifest %s: empty or repeated sampler name %q", ErrCorrupt, key, sr.Name)
+		}
+		names[sr.Name] = true
+	}
 	paths := map[string]bool{}
 	for _, f := range append(append([]fileRef(nil), m.DB...), derefs(m)...) {
 		if f.Path == "" || strings.Contains(f.Path, "..") || path.IsAbs(f.Path) || f.Size < 0 ||
@@ -159,8 +167,8 @@ func (s *Store) restoreDisk(ctx context.Context, b blobstore.Bucket, m *manifest
 			_ = fs.RemoveAll(tmp)
 		}
 	}()
-	if err := mkdirAllSynced(fs, tmp); err != nil {
-		return nil, err
+	if err := durable.MkdirAll(fs, tmp); err != nil {
+		return nil, fmt.Errorf("persist: restore: %w", err)
 	}
 	if err := downloadTree(ctx, b, m.DB, fs, tmp); err != nil {
 		return nil, err
@@ -186,8 +194,8 @@ func (s *Store) restoreDisk(ctx context.Context, b blobstore.Bucket, m *manifest
 		return nil, fmt.Errorf("persist: restore: rename %s to %s: %w", tmp, dir, err)
 	}
 	done = true
-	if err := syncDir(fs, s.opts.Dir); err != nil {
-		return nil, err
+	if err := durable.SyncDir(fs, s.opts.Dir); err != nil {
+		return nil, fmt.Errorf("persist: restore: %w", err)
 	}
 	return restored, nil
 }
@@ -290,15 +298,15 @@ func downloadTree(ctx context.Context, b blobstore.Bucket, refs []fileRef, fs vf
 		}
 	}
 	for d := range dirs {
-		if err := syncDir(fs, d); err != nil {
-			return err
+		if err := durable.SyncDir(fs, d); err != nil {
+			return fmt.Errorf("persist: restore: %w", err)
 		}
 	}
 	// A new subdirectory's entry lives in its parent: sync parents too.
 	for d := range dirs {
 		if d != root {
-			if err := syncDir(fs, fs.PathDir(d)); err != nil {
-				return err
+			if err := durable.SyncDir(fs, fs.PathDir(d)); err != nil {
+				return fmt.Errorf("persist: restore: %w", err)
 			}
 		}
 	}

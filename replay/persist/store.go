@@ -16,6 +16,7 @@ import (
 
 	"herd/internal/rng"
 	"herd/replay/persist/blobstore"
+	"herd/replay/persist/internal/durable"
 	"herd/replay/persist/internal/taskq"
 )
 
@@ -58,7 +59,7 @@ type Store struct {
 
 	snapMu   sync.Mutex // one snapshot at a time; guards the fields below
 	bucket   blobstore.Bucket
-	snapNext uint64            // next snapshot id; 0 = not yet listed
+	snapNext uint64             // next snapshot id; 0 = not yet listed
 	uploaded map[string]fileRef // checkpoint sstable name → its object, uploaded earlier
 	checked  map[string]bool    // object → intact in the bucket; reset by every snapshot
 
@@ -242,8 +243,8 @@ func (s *Store) openDB() error {
 	if err := s.opts.FS.RemoveAll(s.restoreDir()); err != nil {
 		return fmt.Errorf("persist: remove incomplete restore: %w", err)
 	}
-	if err := mkdirAllSynced(s.opts.FS, s.dbDir()); err != nil {
-		return err
+	if err := durable.MkdirAll(s.opts.FS, s.dbDir()); err != nil {
+		return fmt.Errorf("persist: %w", err)
 	}
 	db, err := openPebble(s.opts.FS, s.dbDir(), s.opts.PebbleCacheMB)
 	if err != nil {
