@@ -106,7 +106,8 @@ type Options struct {
 	// set. Default 3 minutes; negative disables the timer.
 	SnapshotEvery time.Duration
 	// RestoreFrom, if set, is a snapshot URL to restore from at Open: the
-	// newest snapshot with a manifest. Dir must not hold a store yet.
+	// newest snapshot with an intact manifest. Dir must not hold a store
+	// yet. A failed restore leaves Dir as it was (doc.go, "Restores").
 	RestoreFrom string
 	// PebbleCacheMB is Pebble's block cache. Default 64.
 	PebbleCacheMB int
