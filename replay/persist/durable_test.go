@@ -21,15 +21,21 @@ import (
 // every push acknowledged before it must be in the store reopened on the
 // clone, intact. Half the trials open the store in a Dir that does not
 // exist yet, so that persist.Open's own directory creation is tested.
+// Six more trials check the WriteBack promise the same way: every push
+// before the last Flush that returned survives.
 func TestPowerLossSync(t *testing.T) {
-	const trials = 20
+	const trials, writeBackTrials = 20, 6
 	r := rng.New(2026, "persist/test/powerloss", 0)
 	lost := 0
-	for trial := 0; trial < trials; trial++ {
+	for trial := 0; trial < trials+writeBackTrials; trial++ {
+		durability := Sync
+		if trial >= trials {
+			durability = WriteBack
+		}
 		newDir := trial%2 == 0
 		mode := []Mode{Disk, Hybrid}[(trial/2)%2]
 		unsynced := []int{0, 0, 50}[trial%3]
-		target := int64(100 + r.IntN(1500))
+		target := int64(16 * (6 + r.IntN(94))) // a multiple of 16: WriteBack acknowledges at flushes
 		fs := vfs.NewCrashableMem()
 		dir := "/data/run/store"
 		if !newDir {
@@ -37,7 +43,7 @@ func TestPowerLossSync(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		s, err := Open(ctx, Options{Mode: mode, Dir: dir, FS: fs, CacheMB: 1, Durability: Sync, SnapshotEvery: -1})
+		s, err := Open(ctx, Options{Mode: mode, Dir: dir, FS: fs, CacheMB: 1, Durability: durability, SnapshotEvery: -1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +59,15 @@ func TestPowerLossSync(t *testing.T) {
 				if err := s.Push(pctx, k, Record{Value: val(k, 300)}); err != nil {
 					return // cancelled: not acknowledged
 				}
-				if acked.Add(1) == target {
+				if durability == WriteBack {
+					if i%16 != 15 {
+						continue
+					}
+					if err := s.Flush(pctx); err != nil {
+						return
+					}
+				}
+				if acked.Store(int64(i + 1)); int64(i+1) == target {
 					close(reached)
 				}
 			}
@@ -88,10 +102,10 @@ func TestPowerLossSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		if missing > 0 {
-			t.Errorf("trial %d (%v, new dir %v, %d%% unsynced kept): %d of %d acknowledged Sync writes lost",
-				trial, mode, newDir, unsynced, missing, must)
+			t.Errorf("trial %d (%v, durability %d, new dir %v, %d%% unsynced kept): %d of %d acknowledged writes lost",
+				trial, mode, durability, newDir, unsynced, missing, must)
 		}
 		lost += missing
 	}
-	t.Logf("%d trials: %d acknowledged Sync writes lost", trials, lost)
+	t.Logf("%d Sync and %d WriteBack trials: %d acknowledged writes lost", trials, writeBackTrials, lost)
 }
