@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	iofs "io/fs"
+	"math/rand/v2"
 	"path"
 	"strings"
 
@@ -148,8 +149,8 @@ func openRef(ctx context.Context, b blobstore.Bucket, ref fileRef) (io.ReadClose
 
 // restoreDisk builds the snapshot's store in restoreDir (checkpoint files,
 // then the cache file's records written into it, every digest checked,
-// sampler states loaded), syncs it, and only then renames it to dbDir and
-// syncs Dir. A failure at any point removes restoreDir and leaves Dir as
+// sampler states fetched), syncs it, and only then renames it to dbDir,
+// syncs Dir and applies the sampler states. A failure at any point removes restoreDir and leaves Dir as
 // it was; a crash leaves at most restoreDir, which the next Open removes.
 // Either way no later Open can serve part of a snapshot.
 func (s *Store) restoreDisk(ctx context.Context, b blobstore.Bucket, m *manifest) (map[string]bool, error) {
@@ -177,7 +178,7 @@ func (s *Store) restoreDisk(ctx context.Context, b blobstore.Bucket, m *manifest
 	if err != nil {
 		return nil, fmt.Errorf("%w: restore checkpoint: %v", ErrCorrupt, err)
 	}
-	restored, err := s.fillRestoreDB(ctx, b, m, db)
+	states, err := s.fillRestoreDB(ctx, b, m, db)
 	if err == nil {
 		err = db.LogData(nil, pebble.Sync)
 	}
@@ -197,14 +198,14 @@ func (s *Store) restoreDisk(ctx context.Context, b blobstore.Bucket, m *manifest
 	if err := durable.SyncDir(fs, s.opts.Dir); err != nil {
 		return nil, fmt.Errorf("persist: restore: %w", err)
 	}
-	return restored, nil
+	return s.applySamplers(states)
 }
 
 // fillRestoreDB writes the snapshot's cache records into db (a record in
 // the cache file may be newer than the checkpoint's copy, and is written
 // after it), warms the cache with clean copies in Hybrid mode, fills the
-// live set and loads the sampler states.
-func (s *Store) fillRestoreDB(ctx context.Context, b blobstore.Bucket, m *manifest, db *pebble.DB) (map[string]bool, error) {
+// live set and fetches the sampler states.
+func (s *Store) fillRestoreDB(ctx context.Context, b blobstore.Bucket, m *manifest, db *pebble.DB) ([]fetchedState, error) {
 	batch := db.NewBatch()
 	defer func() { batch.Close() }()
 	err := s.readCache(ctx, b, m, func(key string, enc []byte, voff int) error {
@@ -239,7 +240,7 @@ func (s *Store) fillRestoreDB(ctx context.Context, b blobstore.Bucket, m *manife
 	if err := it.Close(); err != nil {
 		return nil, fmt.Errorf("%w: restore scan: %v", ErrCorrupt, err)
 	}
-	return s.loadSamplers(ctx, b, m)
+	return s.fetchSamplers(ctx, b, m)
 }
 
 // warm caches a clean record while restoring, dropping the least recently
@@ -275,7 +276,11 @@ func (s *Store) restoreMemory(ctx context.Context, b blobstore.Bucket, m *manife
 	if err := s.readCache(ctx, b, m, put); err != nil {
 		return nil, err
 	}
-	return s.loadSamplers(ctx, b, m)
+	states, err := s.fetchSamplers(ctx, b, m)
+	if err != nil {
+		return nil, err
+	}
+	return s.applySamplers(states)
 }
 
 // downloadTree writes refs under root, each file synced, then syncs every
@@ -400,10 +405,21 @@ func (s *Store) readCache(ctx context.Context, b blobstore.Bucket, m *manifest, 
 	return nil
 }
 
-// loadSamplers restores the state of every sampler the snapshot holds and
-// the store still has, and reports which were restored.
-func (s *Store) loadSamplers(ctx context.Context, b blobstore.Bucket, m *manifest) (map[string]bool, error) {
-	done := map[string]bool{}
+// fetchedState is a snapshot's state for one of the store's samplers,
+// downloaded and checked against its digest, not yet applied.
+type fetchedState struct {
+	slot  *samplerSlot
+	um    encoding.BinaryUnmarshaler
+	ref   samplerRef
+	state []byte
+}
+
+// fetchSamplers downloads and checks the state of every sampler the
+// snapshot holds and the store still has. It changes nothing: the
+// Samplers are the caller's objects, so they are only changed
+// (applySamplers) once the rest of the restore has succeeded.
+func (s *Store) fetchSamplers(ctx context.Context, b blobstore.Bucket, m *manifest) ([]fetchedState, error) {
+	var out []fetchedState
 	for _, ref := range m.Samplers {
 		i, ok := s.samplerIdx[ref.Name]
 		if !ok {
@@ -414,6 +430,9 @@ func (s *Store) loadSamplers(ctx context.Context, b blobstore.Bucket, m *manifes
 		if !ok {
 			continue
 		}
+		if err := new(rand.PCG).UnmarshalBinary(ref.RNG); err != nil {
+			return nil, fmt.Errorf("%w: restore sampler %q rng: %v", ErrCorrupt, ref.Name, err)
+		}
 		r, hr, err := openRef(ctx, b, ref.State)
 		if err != nil {
 			return nil, err
@@ -423,17 +442,27 @@ func (s *Store) loadSamplers(ctx context.Context, b blobstore.Bucket, m *manifes
 		if err != nil {
 			return nil, err
 		}
-		if err := um.UnmarshalBinary(state); err != nil {
-			return nil, fmt.Errorf("persist: restore sampler %q: %w", ref.Name, err)
+		out = append(out, fetchedState{slot: sl, um: um, ref: ref, state: state})
+	}
+	return out, nil
+}
+
+// applySamplers loads fetched states into the samplers and reports which
+// were restored; each must index exactly the restored keys.
+func (s *Store) applySamplers(states []fetchedState) (map[string]bool, error) {
+	done := map[string]bool{}
+	for _, st := range states {
+		if err := st.um.UnmarshalBinary(st.state); err != nil {
+			return nil, fmt.Errorf("persist: restore sampler %q: %w", st.ref.Name, err)
 		}
-		if err := sl.src.UnmarshalBinary(ref.RNG); err != nil {
-			return nil, fmt.Errorf("%w: restore sampler %q rng: %v", ErrCorrupt, ref.Name, err)
+		if err := st.slot.src.UnmarshalBinary(st.ref.RNG); err != nil {
+			return nil, fmt.Errorf("%w: restore sampler %q rng: %v", ErrCorrupt, st.ref.Name, err)
 		}
-		if sl.s.Len() != len(s.mu.live) {
+		if n := st.slot.s.Len(); n != len(s.mu.live) {
 			return nil, fmt.Errorf("%w: sampler %q indexes %d keys, snapshot holds %d",
-				ErrCorrupt, ref.Name, sl.s.Len(), len(s.mu.live))
+				ErrCorrupt, st.ref.Name, n, len(s.mu.live))
 		}
-		done[ref.Name] = true
+		done[st.ref.Name] = true
 	}
 	return done, nil
 }

@@ -79,7 +79,8 @@ func TestFailedRestoreLeavesNothing(t *testing.T) {
 	if m.Cache == nil || len(m.Samplers) == 0 {
 		t.Fatalf("snapshot lacks a cache file or sampler state: %+v", m)
 	}
-	damage := map[string]string{"cache": m.Cache.Object, "sampler": m.Samplers[0].State.Object}
+	// The last sampler's state: the others would be loaded before it.
+	damage := map[string]string{"cache": m.Cache.Object, "sampler": m.Samplers[len(m.Samplers)-1].State.Object}
 	var biggest int64 // the largest checkpoint file: a WAL or an sstable
 	for _, f := range m.DB {
 		if f.Size > biggest {
@@ -104,7 +105,12 @@ func TestFailedRestoreLeavesNothing(t *testing.T) {
 					ro.Samplers, ro.RestoreFrom = samplers(), url
 					return Open(ctx, ro)
 				}
-				if _, err := restore(fileURL(bad)); !errors.Is(err, ErrCorrupt) {
+				// The caller's samplers are shared by the failed restore
+				// and the plain Open: they must not keep restored state.
+				o.Samplers = samplers()
+				ro := o
+				ro.RestoreFrom = fileURL(bad)
+				if _, err := Open(ctx, ro); !errors.Is(err, ErrCorrupt) {
 					t.Fatalf("restore of a damaged %s: %v, want ErrCorrupt", what, err)
 				}
 				if names, _ := fs.List("/store"); len(names) != 0 {
@@ -116,6 +122,11 @@ func TestFailedRestoreLeavesNothing(t *testing.T) {
 				}
 				if plain.Len() != 0 {
 					t.Fatalf("plain Open after a failed restore serves %d keys", plain.Len())
+				}
+				for _, sm := range o.Samplers {
+					if sm.Len() != 0 {
+						t.Fatalf("sampler %s indexes %d keys of a failed restore", sm.Name(), sm.Len())
+					}
 				}
 				if err := plain.Close(); err != nil {
 					t.Fatal(err)
