@@ -357,6 +357,7 @@ func (s *Store) uploadFile(ctx context.Context, p string, size int64, info *Snap
 		return fileRef{}, fmt.Errorf("persist: snapshot upload %s: %w", p, err)
 	}
 	info.UploadedBytes += size
+	s.checked[ref.Object] = true
 	return ref, nil
 }
 
@@ -423,6 +424,7 @@ func (s *Store) uploadBytes(ctx context.Context, b []byte, info *SnapshotInfo) (
 		return fileRef{}, fmt.Errorf("persist: snapshot upload: %w", err)
 	}
 	info.UploadedBytes += ref.Size
+	s.checked[ref.Object] = true
 	return ref, nil
 }
 
@@ -457,6 +459,7 @@ func (s *Store) uploadCache(ctx context.Context, entries []snapEntry, info *Snap
 		return fileRef{}, fmt.Errorf("persist: snapshot upload cache: %w", err)
 	}
 	info.UploadedBytes += size
+	s.checked[ref.Object] = true
 	return ref, nil
 }
 
