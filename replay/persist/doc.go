@@ -148,17 +148,19 @@
 // skipped, and the snapshot used is logged to Options.Logger (a warning
 // naming it and the newest); with no intact manifest Open fails with
 // ErrCorrupt. A damaged object (size or SHA-256 not as the manifest says)
-// fails the restore with ErrCorrupt; there is no fallback past it, since
-// the restore has by then built part of the store.
+// fails the restore with ErrCorrupt naming it, without falling back: older
+// snapshots usually share the object (objects are content-addressed), and
+// the next Snapshot of the source store repairs it.
 //
 // In Disk and Hybrid modes the store is built in Dir/db.restore: the
 // checkpoint files downloaded and synced, the cache file's records written
 // into Pebble after them (they may be newer), every digest checked and the
-// sampler states loaded; then Pebble's WAL is synced, the directory
+// sampler states fetched; then Pebble's WAL is synced, the directory
 // renamed to Dir/db and Dir synced. A restored Dir therefore holds the
 // whole snapshot on disk (in Hybrid mode the cache starts with clean
 // copies of the snapshot's hot records). Any failure removes
-// Dir/db.restore, leaving Dir as it was: a plain Open there afterwards
+// Dir/db.restore, leaving Dir as it was (and the Options' Samplers: their
+// states are applied only after the rename): a plain Open there afterwards
 // opens a new, empty store (it never serves part of a snapshot), and a
 // retried restore starts afresh. A crash during a restore leaves at most
 // Dir/db.restore, never Dir/db; the next Open removes it. Open refuses to
