@@ -3,9 +3,11 @@ package persist
 import (
 	"bytes"
 	"encoding"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -119,4 +121,29 @@ func FuzzSamplerState(f *testing.F) {
 		s.RemoveIndex("new")
 		_ = s.Sample(nil, 8, r)
 	})
+}
+
+// TestSamplerStateRejectsInconsistent covers states that decode but would
+// leave a sampler inconsistent (a key in two slots, an empty key, weight on
+// a free slot): each must fail with ErrCorrupt.
+func TestSamplerStateRejectsInconsistent(t *testing.T) {
+	str := func(b []byte, s string) []byte { return append(binary.AppendUvarint(b, uint64(len(s))), s...) }
+	w := func(b []byte, v float64) []byte { return binary.LittleEndian.AppendUint64(b, math.Float64bits(v)) }
+	uniformDup := str(str(binary.AppendUvarint(nil, 2), "a"), "a")
+	uniformEmpty := str(binary.AppendUvarint(nil, 1), "")
+	treeDup := w(str(w(str(binary.AppendUvarint(nil, 2), "a"), 1), "a"), 2)
+	treeFree := w(str(binary.AppendUvarint(nil, 1), ""), 1)
+	for name, c := range map[string]struct {
+		s stateSampler
+		b []byte
+	}{
+		"uniform repeated key": {NewUniform("u"), uniformDup},
+		"uniform empty key":    {NewUniform("u"), uniformEmpty},
+		"tree repeated key":    {NewPrioritized("p", "priority", 1), treeDup},
+		"tree weighted free":   {NewPrioritized("p", "priority", 1), treeFree},
+	} {
+		if err := c.s.UnmarshalBinary(c.b); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", name, err)
+		}
+	}
 }
