@@ -32,7 +32,8 @@
 //
 // After a crash, Open with the same Dir reopens what Pebble holds, or
 // Open with RestoreFrom set to the snapshot URL (and an empty Dir)
-// restores the newest complete snapshot: store, cache and sampler state.
+// restores the newest complete snapshot: store, cache and sampler state
+// (see "Restores" below for what happens when a snapshot is damaged).
 //
 // # Modes
 //
@@ -84,9 +85,26 @@
 //	Snapshots            a restore yields exactly the writes numbered up to
 //	                     the snapshot's Seq: every write made before the
 //	                     Snapshot call, none after (a prefix of the history).
+//	                     A Snapshot that returned survives power loss: the
+//	                     file:// bucket syncs each object and the
+//	                     directories naming it; object stores acknowledge
+//	                     only stored objects.
+//	Restores             all or nothing: until Open with RestoreFrom returns
+//	                     nil, Dir is as it was (see "Restores").
+//
+// Power loss can lose more than a process crash, because the OS drops
+// what was not synced. Open syncs the parent of every directory it creates
+// (Dir itself and Dir/db included), and Dir's parent, so the Sync promise
+// holds for a store opened in a Dir that did not exist before. What power
+// loss can lose is then exactly what a crash can: WriteBack writes after
+// the last Flush; Sync writes not yet acknowledged; a snapshot whose
+// Snapshot call had not returned; a restore whose Open had not returned.
 //
 // TestCrash SIGKILLs a pushing child 24 times and checks these promises on
-// reopen and on restore.
+// reopen and on restore; TestPowerLossSync cuts power 20 times with
+// Pebble's crashable in-memory filesystem (vfs.NewCrashableMem: only
+// synced data survives), half of them in a new Dir, and finds no
+// acknowledged Sync write lost.
 //
 // # Samplers
 //
@@ -112,10 +130,42 @@
 // uploading run on the caller's goroutine (the timer's, for automatic
 // snapshots). Files are content-addressed (objects/<sha256>), so an
 // sstable, cache file or sampler state already in the bucket is not sent
-// again, and an unchanged sstable is not even re-hashed. The manifest
-// (snapshots/<id>/MANIFEST.json, versioned JSON, format in snapshot.go)
-// is written last; a snapshot without one is ignored. Every download is
-// checked against the manifest's size and SHA-256 (ErrCorrupt).
+// again, and an unchanged sstable is not even re-hashed. A name is only a
+// claim about content, though: before an object is reused it is read back
+// and checked against its size and SHA-256, once per snapshot; a damaged
+// one is uploaded again over the bad copy (SnapshotInfo.Repaired, logged
+// to Options.Logger), so damage never spreads to later snapshots. Reuse
+// thus saves upload bandwidth, not reads (SnapshotInfo.VerifiedBytes).
+// The manifest (snapshots/<id>/MANIFEST.json, versioned JSON, format in
+// snapshot.go) is written last; a snapshot without one is ignored. Every
+// download is checked against the manifest's size and SHA-256
+// (ErrCorrupt).
+//
+// # Restores
+//
+// Open with RestoreFrom picks the newest snapshot whose manifest decodes
+// and checks out. A newer manifest that is truncated, empty or garbage is
+// skipped, and the snapshot used is logged to Options.Logger (a warning
+// naming it and the newest); with no intact manifest Open fails with
+// ErrCorrupt. A damaged object (size or SHA-256 not as the manifest says)
+// fails the restore with ErrCorrupt naming it, without falling back: older
+// snapshots usually share the object (objects are content-addressed), and
+// the next Snapshot of the source store repairs it.
+//
+// In Disk and Hybrid modes the store is built in Dir/db.restore: the
+// checkpoint files downloaded and synced, the cache file's records written
+// into Pebble after them (they may be newer), every digest checked and the
+// sampler states fetched; then Pebble's WAL is synced, the directory
+// renamed to Dir/db and Dir synced. A restored Dir therefore holds the
+// whole snapshot on disk (in Hybrid mode the cache starts with clean
+// copies of the snapshot's hot records). Any failure removes
+// Dir/db.restore, leaving Dir as it was (and the Options' Samplers: their
+// states are applied only after the rename): a plain Open there afterwards
+// opens a new, empty store (it never serves part of a snapshot), and a
+// retried restore starts afresh. A crash during a restore leaves at most
+// Dir/db.restore, never Dir/db; the next Open removes it. Open refuses to
+// restore into a Dir/db that already holds a store, and leaves it alone.
+// Memory mode restores into memory only.
 //
 // # Costs
 //

@@ -3,6 +3,7 @@ package persist
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 
@@ -105,12 +106,18 @@ type Options struct {
 	// set. Default 3 minutes; negative disables the timer.
 	SnapshotEvery time.Duration
 	// RestoreFrom, if set, is a snapshot URL to restore from at Open: the
-	// newest snapshot with a manifest. Dir must not hold a store yet.
+	// newest snapshot with an intact manifest. Dir must not hold a store
+	// yet. A failed restore leaves Dir as it was (doc.go, "Restores").
 	RestoreFrom string
 	// PebbleCacheMB is Pebble's block cache. Default 64.
 	PebbleCacheMB int
 	// Registerer receives the store's metrics; nil means no metrics.
 	Registerer prometheus.Registerer
+	// Logger receives the few events worth a line that are not errors of
+	// the call that met them: a corrupt snapshot manifest skipped for an
+	// older snapshot on restore, a damaged bucket object re-uploaded by
+	// Snapshot. nil discards them.
+	Logger *slog.Logger
 }
 
 // EnsureDefaults fills zero fields with their defaults.

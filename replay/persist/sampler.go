@@ -106,6 +106,10 @@ func (u *Uniform) UnmarshalBinary(b []byte) error {
 	pos := map[string]int{}
 	for i := uint64(0); i < n && d.err == nil; i++ {
 		k := d.string()
+		if _, dup := pos[k]; dup || k == "" {
+			d.fail("key (empty or repeated)")
+			break
+		}
 		pos[k] = len(keys)
 		keys = append(keys, k)
 	}

@@ -141,8 +141,16 @@ func (s *slotTree) unmarshal(d *decoder) {
 		}
 		ns.keys[i] = k
 		if k == "" {
+			if w != 0 {
+				d.fail("weight of a free slot")
+				return
+			}
 			ns.free = append(ns.free, i)
 			continue
+		}
+		if _, dup := ns.slot[k]; dup {
+			d.fail("repeated key")
+			return
 		}
 		ns.slot[k] = i
 		t.Set(i, w)

@@ -29,7 +29,9 @@ import (
 //	objects/<sha256 hex>            file bodies, content-addressed: Pebble
 //	                                checkpoint files, cache files, sampler
 //	                                states. An object already in the bucket
-//	                                is not uploaded again.
+//	                                is read back and checked against its
+//	                                size and SHA-256; only an intact one is
+//	                                not uploaded again.
 //	snapshots/<id, 20 digits>/MANIFEST.json
 //	                                written last; a snapshot is complete
 //	                                exactly when its manifest exists.
@@ -83,7 +85,9 @@ type SnapshotInfo struct {
 	Manifest      string // object key of the manifest
 	Files         int
 	UploadedBytes int64         // bytes sent
-	SkippedBytes  int64         // bytes already in the bucket, not sent again
+	SkippedBytes  int64         // bytes already in the bucket, checked intact, not sent again
+	VerifiedBytes int64         // bytes read back from the bucket to check objects before reuse
+	Repaired      int           // damaged objects found in the bucket and uploaded again
 	Pause         time.Duration // time the worker spent on the snapshot (checkpoint + cache capture)
 	Total         time.Duration
 }
@@ -152,6 +156,7 @@ func (s *Store) snapshotLocked(ctx context.Context) (SnapshotInfo, error) {
 	if s.bucket == nil {
 		return SnapshotInfo{}, ErrNoSnapshotURL
 	}
+	s.checked = map[string]bool{}
 	if s.snapNext == 0 {
 		ids, err := manifestIDs(ctx, s.bucket)
 		if err != nil {
@@ -298,11 +303,17 @@ func (s *Store) uploadDir(ctx context.Context, dir, rel string, info *SnapshotIn
 			refs = append(refs, sub...)
 			continue
 		}
-		if immutableFile(name) {
-			if ref, ok := s.uploaded[relName]; ok {
-				// Same sstable as in an earlier snapshot: not sent again.
+		if ref, ok := s.uploaded[relName]; ok && immutableFile(name) && ref.Size == st.Size() {
+			// Same sstable as in an earlier snapshot: not hashed again,
+			// and not sent again if the bucket's copy is intact.
+			intact, err := s.reuse(ctx, ref, info)
+			if err != nil {
+				return nil, err
+			}
+			if intact {
 				info.SkippedBytes += st.Size()
-				refs = append(refs, fileRef{Path: relName, Object: ref, Size: st.Size(), SHA256: strings.TrimPrefix(ref, "objects/")})
+				ref.Path = relName
+				refs = append(refs, ref)
 				info.Files++
 				continue
 			}
@@ -313,7 +324,7 @@ func (s *Store) uploadDir(ctx context.Context, dir, rel string, info *SnapshotIn
 		}
 		ref.Path = relName
 		if immutableFile(name) {
-			s.uploaded[relName] = ref.Object
+			s.uploaded[relName] = ref
 		}
 		refs = append(refs, ref)
 	}
@@ -329,11 +340,11 @@ func (s *Store) uploadFile(ctx context.Context, p string, size int64, info *Snap
 	ref := fileRef{Object: objectKey(h.Sum(nil)), Size: size}
 	ref.SHA256 = strings.TrimPrefix(ref.Object, "objects/")
 	info.Files++
-	exists, err := s.bucket.Exists(ctx, ref.Object)
+	intact, err := s.reuse(ctx, ref, info)
 	if err != nil {
-		return fileRef{}, fmt.Errorf("persist: snapshot: %w", err)
+		return fileRef{}, err
 	}
-	if exists {
+	if intact {
 		info.SkippedBytes += size
 		return ref, nil
 	}
@@ -346,7 +357,43 @@ func (s *Store) uploadFile(ctx context.Context, p string, size int64, info *Snap
 		return fileRef{}, fmt.Errorf("persist: snapshot upload %s: %w", p, err)
 	}
 	info.UploadedBytes += size
+	s.checked[ref.Object] = true
 	return ref, nil
+}
+
+// reuse reports whether ref's object is in the bucket and intact. An
+// object's name is only a claim about its content: a damaged copy would
+// otherwise be referenced by every later snapshot. So the object is read
+// back and checked against ref's size and SHA-256; a damaged one is
+// logged and counted, and the caller uploads it again over the bad copy.
+// Each object is checked once per snapshot.
+func (s *Store) reuse(ctx context.Context, ref fileRef, info *SnapshotInfo) (bool, error) {
+	if ok, seen := s.checked[ref.Object]; seen {
+		return ok, nil
+	}
+	r, err := s.bucket.Get(ctx, ref.Object)
+	if errors.Is(err, blobstore.ErrNotFound) {
+		s.checked[ref.Object] = false
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("persist: snapshot: %w", err)
+	}
+	defer r.Close()
+	n, err := io.Copy(io.Discard, newHashingReader(r, ref))
+	info.VerifiedBytes += n
+	if errors.Is(err, ErrCorrupt) {
+		s.logger().Warn("persist: snapshot: damaged object in the bucket, uploading it again",
+			"object", ref.Object, "error", err)
+		info.Repaired++
+		s.checked[ref.Object] = false
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("persist: snapshot: check %s: %w", ref.Object, err)
+	}
+	s.checked[ref.Object] = true
+	return true, nil
 }
 
 func readFileInto(fs vfs.FS, p string, w io.Writer) error {
@@ -365,11 +412,11 @@ func (s *Store) uploadBytes(ctx context.Context, b []byte, info *SnapshotInfo) (
 	sum := sha256.Sum256(b)
 	ref := fileRef{Object: objectKey(sum[:]), Size: int64(len(b)), SHA256: hex.EncodeToString(sum[:])}
 	info.Files++
-	exists, err := s.bucket.Exists(ctx, ref.Object)
+	intact, err := s.reuse(ctx, ref, info)
 	if err != nil {
-		return fileRef{}, fmt.Errorf("persist: snapshot: %w", err)
+		return fileRef{}, err
 	}
-	if exists {
+	if intact {
 		info.SkippedBytes += ref.Size
 		return ref, nil
 	}
@@ -377,6 +424,7 @@ func (s *Store) uploadBytes(ctx context.Context, b []byte, info *SnapshotInfo) (
 		return fileRef{}, fmt.Errorf("persist: snapshot upload: %w", err)
 	}
 	info.UploadedBytes += ref.Size
+	s.checked[ref.Object] = true
 	return ref, nil
 }
 
@@ -392,11 +440,11 @@ func (s *Store) uploadCache(ctx context.Context, entries []snapEntry, info *Snap
 	sum := h.Sum(nil)
 	ref := fileRef{Path: "cache", Object: objectKey(sum), Size: size, SHA256: hex.EncodeToString(sum)}
 	info.Files++
-	exists, err := s.bucket.Exists(ctx, ref.Object)
+	intact, err := s.reuse(ctx, ref, info)
 	if err != nil {
-		return fileRef{}, fmt.Errorf("persist: snapshot: %w", err)
+		return fileRef{}, err
 	}
-	if exists {
+	if intact {
 		info.SkippedBytes += size
 		return ref, nil
 	}
@@ -411,6 +459,7 @@ func (s *Store) uploadCache(ctx context.Context, entries []snapEntry, info *Snap
 		return fileRef{}, fmt.Errorf("persist: snapshot upload cache: %w", err)
 	}
 	info.UploadedBytes += size
+	s.checked[ref.Object] = true
 	return ref, nil
 }
 
@@ -496,6 +545,12 @@ func manifestIDs(ctx context.Context, b blobstore.Bucket) ([]uint64, error) {
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	return ids, nil
+}
+
+// newHashingReader reads at most one byte more than ref's size, enough to
+// tell that an object is too long without reading all of it.
+func newHashingReader(r io.Reader, ref fileRef) *hashingReader {
+	return &hashingReader{r: io.LimitReader(r, ref.Size+1), h: sha256.New(), want: ref}
 }
 
 // hashingReader checks a download against the manifest's size and digest.

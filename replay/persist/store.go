@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sort"
 	"sync"
@@ -11,9 +12,11 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"herd/internal/rng"
 	"herd/replay/persist/blobstore"
+	"herd/replay/persist/internal/durable"
 	"herd/replay/persist/internal/taskq"
 )
 
@@ -56,8 +59,9 @@ type Store struct {
 
 	snapMu   sync.Mutex // one snapshot at a time; guards the fields below
 	bucket   blobstore.Bucket
-	snapNext uint64            // next snapshot id; 0 = not yet listed
-	uploaded map[string]string // checkpoint sstable name → object key already stored
+	snapNext uint64             // next snapshot id; 0 = not yet listed
+	uploaded map[string]fileRef // checkpoint sstable name → its object, uploaded earlier
+	checked  map[string]bool    // object → intact in the bucket; reset by every snapshot
 
 	evictions, populates atomic.Int64
 	snapErr              atomic.Pointer[error] // last automatic snapshot error
@@ -141,7 +145,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{opts: opts, samplerIdx: map[string]int{}, uploaded: map[string]string{},
+	s := &Store{opts: opts, samplerIdx: map[string]int{}, uploaded: map[string]fileRef{},
 		workerD: make(chan struct{})}
 	s.wo = pebble.NoSync
 	if opts.Durability == Sync {
@@ -173,24 +177,27 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 		s.bucket = b
 	}
-	var m *manifest
-	var from blobstore.Bucket
+	restored := map[string]bool{} // samplers whose state came from a snapshot
 	if opts.RestoreFrom != "" {
-		var err error
-		if opts.RestoreFrom == opts.SnapshotURL {
-			from = s.bucket
-		} else if from, err = blobstore.Open(ctx, opts.RestoreFrom); err != nil {
-			return nil, fmt.Errorf("persist: restore url: %w", err)
-		} else {
+		from := s.bucket
+		if opts.RestoreFrom != opts.SnapshotURL {
+			var err error
+			if from, err = blobstore.Open(ctx, opts.RestoreFrom); err != nil {
+				return nil, fmt.Errorf("persist: restore url: %w", err)
+			}
 			defer from.Close()
 		}
-		if m, err = latestManifest(ctx, from); err != nil {
+		m, err := s.pickManifest(ctx, from)
+		if err != nil {
 			return nil, err
 		}
-		if opts.Mode != Memory {
-			if err := s.downloadDB(ctx, from, m); err != nil {
-				return nil, err
-			}
+		if opts.Mode == Memory {
+			restored, err = s.restoreMemory(ctx, from, m)
+		} else {
+			restored, err = s.restoreDisk(ctx, from, m)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	if opts.Mode != Memory {
@@ -198,14 +205,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	if opts.Mode == Memory && m != nil && len(m.DB) > 0 {
-		// A snapshot of a Pebble-backed store restored into memory: read
-		// its checkpoint through a scratch in-memory Pebble.
-		if err := s.loadDBIntoMemory(ctx, from, m); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.load(ctx, from, m); err != nil {
+	if err := s.load(restored); err != nil {
 		return nil, err
 	}
 	var err error
@@ -225,25 +225,48 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	return s, nil
 }
 
+func (s *Store) logger() *slog.Logger {
+	if s.opts.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.opts.Logger
+}
+
 func (s *Store) dbDir() string { return s.opts.FS.PathJoin(s.opts.Dir, "db") }
 
+// restoreDir is where a restore builds the store before renaming it to
+// dbDir: beside it, in Dir, so the rename never crosses filesystems.
+func (s *Store) restoreDir() string { return s.opts.FS.PathJoin(s.opts.Dir, "db.restore") }
+
 func (s *Store) openDB() error {
-	if err := s.opts.FS.MkdirAll(s.dbDir(), 0o755); err != nil {
-		return fmt.Errorf("persist: create %s: %w", s.dbDir(), err)
+	// An incomplete restore left by a crash was never served; drop it.
+	if err := s.opts.FS.RemoveAll(s.restoreDir()); err != nil {
+		return fmt.Errorf("persist: remove incomplete restore: %w", err)
 	}
-	cache := pebble.NewCache(int64(s.opts.PebbleCacheMB) << 20)
+	if err := durable.MkdirAll(s.opts.FS, s.dbDir()); err != nil {
+		return fmt.Errorf("persist: %w", err)
+	}
+	db, err := openPebble(s.opts.FS, s.dbDir(), s.opts.PebbleCacheMB)
+	if err != nil {
+		return err
+	}
+	s.db = db
+	return nil
+}
+
+func openPebble(fs vfs.FS, dir string, cacheMB int) (*pebble.DB, error) {
+	cache := pebble.NewCache(int64(cacheMB) << 20)
 	defer cache.Unref()
-	db, err := pebble.Open(s.dbDir(), &pebble.Options{
-		FS:           s.opts.FS,
+	db, err := pebble.Open(dir, &pebble.Options{
+		FS:           fs,
 		Cache:        cache,
 		MemTableSize: 64 << 20,
 		Logger:       quietLogger{},
 	})
 	if err != nil {
-		return fmt.Errorf("persist: open pebble %s: %w", s.dbDir(), err)
+		return nil, fmt.Errorf("persist: open pebble %s: %w", dir, err)
 	}
-	s.db = db
-	return nil
+	return db, nil
 }
 
 // quietLogger keeps Pebble's informational lines off stderr; errors still
@@ -256,10 +279,10 @@ func (quietLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf("persist: pebble fatal: "+format, args...))
 }
 
-// load fills the live set, the cache and the sampler indexes from Pebble
-// and, when restoring, from the snapshot's cache file and sampler states.
-// It runs before the worker starts, so it may evict inline.
-func (s *Store) load(ctx context.Context, from blobstore.Bucket, m *manifest) error {
+// load fills the live set from Pebble and builds the index of every
+// sampler whose state was not restored from a snapshot. It runs before the
+// worker starts.
+func (s *Store) load(restored map[string]bool) error {
 	if s.db != nil {
 		it, err := s.db.NewIter(nil)
 		if err != nil {
@@ -270,16 +293,6 @@ func (s *Store) load(ctx context.Context, from blobstore.Bucket, m *manifest) er
 		}
 		if err := it.Close(); err != nil {
 			return fmt.Errorf("persist: scan: %w", err)
-		}
-	}
-	restored := map[string]bool{}
-	if m != nil {
-		if err := s.loadCache(ctx, from, m); err != nil {
-			return err
-		}
-		var err error
-		if restored, err = s.loadSamplers(ctx, from, m); err != nil {
-			return err
 		}
 	}
 	var need []*samplerSlot

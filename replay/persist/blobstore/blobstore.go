@@ -1,15 +1,18 @@
 // Package blobstore is the byte carrier for replay/persist snapshots: a small
-// Bucket interface with two adapters, one over gocloud.dev/blob (file://,
-// s3://, gs://, azblob://, opened from a URL) and one over HDFS
+// Bucket interface with three adapters: one over gocloud.dev/blob (s3://,
+// gs://, azblob://, opened from a URL), one for local directories
+// (file://, file.go: synced, unlike gocloud's fileblob) and one over HDFS
 // (hdfs://namenode:port/path, github.com/colinmarc/hdfs/v2).
 //
 // # Contract
 //
 // Put is atomic: a reader sees either no object or the whole object, never a
-// prefix. gocloud's drivers give this (fileblob writes a temporary file and
-// renames it; object stores commit on Close); the HDFS adapter writes a
-// temporary file and renames it. The snapshot writer relies on this to make
-// "manifest written last" mean "snapshot complete".
+// prefix. Object stores commit on Close; the file and HDFS adapters write a
+// temporary file and rename it. Put is durable when it returns: object
+// stores and HDFS acknowledge only stored (replicated) objects, and the
+// file adapter syncs the file and the directories naming it first. The snapshot writer
+// relies on both to make "manifest written last" mean "snapshot complete",
+// across power loss too.
 //
 // Every method may be called from any goroutine. Errors that mean "no such
 // object" satisfy errors.Is(err, ErrNotFound); Open returns an error wrapping
@@ -26,7 +29,6 @@ import (
 
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/azureblob" // azblob:// URLs
-	_ "gocloud.dev/blob/fileblob"  // file:// URLs
 	_ "gocloud.dev/blob/gcsblob"   // gs:// URLs
 	_ "gocloud.dev/blob/s3blob"    // s3:// URLs
 	"gocloud.dev/gcerrors"
@@ -64,8 +66,11 @@ func Open(ctx context.Context, rawURL string) (Bucket, error) {
 	if err != nil || u.Scheme == "" {
 		return nil, fmt.Errorf("%w: %q", ErrBadURL, rawURL)
 	}
-	if u.Scheme == "hdfs" {
+	switch u.Scheme {
+	case "hdfs":
 		return openHDFS(u)
+	case "file":
+		return openFile(u)
 	}
 	if !blob.DefaultURLMux().ValidBucketScheme(u.Scheme) {
 		return nil, fmt.Errorf("%w: unknown scheme %q in %q", ErrBadURL, u.Scheme, rawURL)
