@@ -115,7 +115,7 @@ func TestLateWorkerFallsBack(t *testing.T) {
 			t.Fatalf("the worker never ran a job again: %+v", p.Stats())
 		}
 		p.Do(spinFor(20*time.Microsecond), func() { n++ })
-		time.Sleep(100 * time.Microsecond)
+		spinFor(10 * time.Microsecond)() // a short gap: the worker is still polling
 	}
 }
 
