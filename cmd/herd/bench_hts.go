@@ -140,14 +140,18 @@ func benchHTS(ctx context.Context, data []byte, cvs []float64, st env.StepTime, 
 		_, err := hts.Train(ctx, &algo.Runtime{Header: h, Log: algo.Discard()}, res.Spec, res.Config, opt)
 		return time.Since(t0), tm, err
 	}
-	// The per-step overhead besides the sleep: the synchronous collection
+	// The per-step overhead besides the sleep, per mode: the collection
 	// time per step with no step time at all (inference round trip, env
-	// compute, barrier), plus the sleep's own overshoot.
-	_, base, err := run(true, nil)
-	if err != nil {
-		return nil, err
+	// compute, and for the synchronous mode the barrier), plus the sleep's
+	// own overshoot.
+	overhead := map[bool]time.Duration{}
+	for _, sync := range []bool{true, false} {
+		_, base, err := run(sync, nil)
+		if err != nil {
+			return nil, err
+		}
+		overhead[sync] = base.Collect / time.Duration(base.Segments*base.StepsPerEnv)
 	}
-	baseStep := base.Collect / time.Duration(base.Segments*base.StepsPerEnv)
 	var rows []htsRow
 	for k, cv := range cvs {
 		s := st
@@ -155,7 +159,9 @@ func benchHTS(ctx context.Context, data []byte, cvs []float64, st env.StepTime, 
 		if err := s.Validate(); err != nil {
 			return rows, fmt.Errorf("bench hts: %w", err)
 		}
-		pred := hts.Predict(s, n, T, baseStep+sleepOvershoot(s), 2000, rng.New(1, "bench/hts-predict", k))
+		over := sleepOvershoot(s)
+		predSync := hts.Predict(s, n, T, overhead[true]+over, 2000, rng.New(1, "bench/hts-predict", k))
+		predHTS := hts.Predict(s, n, T, overhead[false]+over, 2000, rng.New(1, "bench/hts-predict", k))
 		var pair [2]htsRow
 		// Alternate which mode runs first so drift in the machine's speed
 		// does not favour one.
@@ -170,9 +176,9 @@ func benchHTS(ctx context.Context, data []byte, cvs []float64, st env.StepTime, 
 			}
 			r := htsRow{CV: cv, Mode: "hts", Seconds: wall.Seconds(), StepsPerSec: float64(h.Steps) / wall.Seconds(),
 				CollectMS: float64(tm.Collect) / float64(tm.Segments*tm.StepsPerEnv) / 1e6}
-			p := pred.HTS
+			p := predHTS.HTS
 			if sync {
-				r.Mode, p = "sync", pred.Sync
+				r.Mode, p = "sync", predSync.Sync
 			}
 			r.PredictedMS = float64(p) / 1e6
 			r.PredictionErr = 100 * (r.CollectMS - r.PredictedMS) / r.PredictedMS
