@@ -128,6 +128,15 @@ type Pieces struct {
 //	  policy_workers: 2 # P (default 1)
 //	  alpha: 128        # α, steps between batch synchronizations (default: num_steps)
 //	  step_time: {mean: 1ms, cv: 2}   # optional: envs with variable step times
+//
+//	runtime:            # parallel actors and learners (run/pal), off-policy
+//	  executor: pal
+//	  actors: 2         # N env workers, each stepping num_envs envs (default 1)
+//	  learners: 1       # M (default 1; only 1 is implemented)
+//	  update_interval: 10  # optional: U, must equal the algorithm's
+//	  refresh_every: 1  # actor env steps between policy refreshes (default 1)
+//	  publish_every: 1  # learner updates between published versions (default 1)
+//	  max_lag: 256      # env steps actors may run ahead of the learner (default 256)
 type RuntimeConfig struct {
 	// Executor names the executor: "local" (default) or "hts".
 	Executor string `yaml:"executor"`
@@ -140,10 +149,19 @@ type RuntimeConfig struct {
 	// StepTime makes every env step take a drawn duration (env.StepTime);
 	// results do not change, only the time they take.
 	StepTime *env.StepTime `yaml:"step_time,omitempty"`
+
+	// Actors, Learners, UpdateInterval, RefreshEvery, PublishEvery and
+	// MaxLag are PAL's settings (see run/pal); 0 means the default.
+	Actors         int     `yaml:"actors,omitempty"`
+	Learners       int     `yaml:"learners,omitempty"`
+	UpdateInterval float64 `yaml:"update_interval,omitempty"`
+	RefreshEvery   int     `yaml:"refresh_every,omitempty"`
+	PublishEvery   int     `yaml:"publish_every,omitempty"`
+	MaxLag         int     `yaml:"max_lag,omitempty"`
 }
 
 // Executors lists the executors this build knows.
-func Executors() []string { return []string{"local", "hts"} }
+func Executors() []string { return []string{"local", "hts", "pal"} }
 
 // Validate reports every problem with the runtime section.
 func (rc RuntimeConfig) Validate() error {
@@ -161,6 +179,24 @@ func (rc RuntimeConfig) Validate() error {
 		if c.v != 0 && rc.Executor != "hts" {
 			errs = append(errs, fmt.Errorf("%w: runtime.%s is an hts setting; executor is %q", ErrConfig, c.name, rc.Executor))
 		}
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"actors", rc.Actors}, {"learners", rc.Learners}, {"refresh_every", rc.RefreshEvery},
+		{"publish_every", rc.PublishEvery}, {"max_lag", rc.MaxLag}} {
+		if c.v < 0 {
+			errs = append(errs, fmt.Errorf("%w: runtime.%s must be ≥ 0, got %d", ErrConfig, c.name, c.v))
+		}
+		if c.v != 0 && rc.Executor != "pal" {
+			errs = append(errs, fmt.Errorf("%w: runtime.%s is a pal setting; executor is %q", ErrConfig, c.name, rc.Executor))
+		}
+	}
+	if u := rc.UpdateInterval; u != 0 && (!(u > 0) || u > 1e9 || rc.Executor != "pal") {
+		errs = append(errs, fmt.Errorf("%w: runtime.update_interval %v: a positive pal setting (executor %q)", ErrConfig, u, rc.Executor))
+	}
+	if rc.Learners > 1 {
+		errs = append(errs, fmt.Errorf("%w: runtime.learners %d: pal runs one learner; several learners need the learner pieces split into gradient and apply steps, which they are not yet", ErrConfig, rc.Learners))
 	}
 	if rc.StepTime != nil {
 		if err := rc.StepTime.Validate(); err != nil {
