@@ -12,7 +12,7 @@ func benchCommands() []*cobra.Command {
 		newBenchPersistCmd(),
 		newBenchLearnCmd(),
 		newBenchHTSCmd(),
-		newBenchSpinCmd(), // hidden: the busy loops of bench learn --load
+		newBenchSpinCmd(),   // hidden: the busy loops of bench learn --load
 		newBenchRemoteCmd(), // bench_remote.go (#16)
 	}
 }
@@ -23,5 +23,6 @@ func extraCommands() []*cobra.Command {
 		newTrainCmd(),
 		newEvalCmd(),
 		newServeCmd(), // serve.go (#16)
+		newTuneCmd(),  // tune.go (#15)
 	}
 }

@@ -145,3 +145,19 @@ func TestConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestMeasure: the profiling runs of herd tune report positive rates for
+// one and two workers.
+func TestMeasure(t *testing.T) {
+	res := resolve(t, dqn.Spec(), dqnFile)
+	for x := 1; x <= 2; x++ {
+		fa, err := MeasureActors(context.Background(), res.Header, res.Spec, res.Config, x, 50*time.Millisecond)
+		if err != nil || !(fa > 0) {
+			t.Errorf("f_a(%d) = %v, %v", x, fa, err)
+		}
+		fl, err := MeasureLearners(context.Background(), res.Header, res.Spec, res.Config, x, 50*time.Millisecond)
+		if err != nil || !(fl > 0) {
+			t.Errorf("f_l(%d) = %v, %v", x, fl, err)
+		}
+	}
+}
