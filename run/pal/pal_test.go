@@ -52,6 +52,8 @@ func TestReplayRatio(t *testing.T) {
 	}{
 		// DQN: one update per multiple of train_frequency in (500, 2000].
 		{dqn.Spec(), dqnFile, 150},
+		// Prioritized n-step DQN: priorities fed back while actors add.
+		{dqn.Spec(), strings.Replace(dqnFile, "net_arch: [16]}", "net_arch: [16], prioritized: true, n_steps: 3, gradient_steps: 2}", 1), 300},
 		// TD3, SAC, DDPG: one update per env step after learning_starts.
 		{td3.Spec(), "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 600\ntd3: {num_envs: 2, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 400},
 		{sac.Spec(), "algo: sac\nenv: Pendulum-v1\nseed: 1\nsteps: 600\nsac: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 400},
@@ -149,8 +151,8 @@ func TestConfigErrors(t *testing.T) {
 // TestMeasure: the profiling runs of herd tune report positive rates for
 // one and two workers.
 func TestMeasure(t *testing.T) {
-	res := resolve(t, dqn.Spec(), dqnFile)
-	for x := 1; x <= 2; x++ {
+	res := resolve(t, dqn.Spec(), strings.Replace(dqnFile, "net_arch: [16]}", "net_arch: [16], prioritized: true}", 1))
+	for _, x := range []int{1, 4} {
 		fa, err := MeasureActors(context.Background(), res.Header, res.Spec, res.Config, x, 50*time.Millisecond)
 		if err != nil || !(fa > 0) {
 			t.Errorf("f_a(%d) = %v, %v", x, fa, err)
