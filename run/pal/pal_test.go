@@ -154,11 +154,11 @@ func TestConfigErrors(t *testing.T) {
 func TestMeasure(t *testing.T) {
 	res := resolve(t, dqn.Spec(), strings.Replace(dqnFile, "net_arch: [16]}", "net_arch: [16], prioritized: true}", 1))
 	for _, x := range []int{1, 4} {
-		fa, err := MeasureActors(context.Background(), res.Header, res.Spec, res.Config, x, 50*time.Millisecond)
+		fa, err := MeasureActors(context.Background(), res.Header, res.Spec, res.Config, x, 100*time.Millisecond)
 		if err != nil || !(fa > 0) {
 			t.Errorf("f_a(%d) = %v, %v", x, fa, err)
 		}
-		fl, err := MeasureLearners(context.Background(), res.Header, res.Spec, res.Config, x, 50*time.Millisecond)
+		fl, err := MeasureLearners(context.Background(), res.Header, res.Spec, res.Config, x, 100*time.Millisecond)
 		if err != nil || !(fl > 0) {
 			t.Errorf("f_l(%d) = %v, %v", x, fl, err)
 		}
