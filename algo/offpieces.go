@@ -81,6 +81,22 @@ type Replay interface {
 	UpdatePriorities(mb *Minibatch, tdErr []float32) error
 }
 
+// ForkReplay is implemented by replays whose memory is safe for concurrent
+// use but whose per-call workspaces are not: Fork returns a Replay over the
+// same memory with workspaces of its own, one per goroutine (the pal
+// executor's actors and learner).
+type ForkReplay interface {
+	Fork() Replay
+}
+
+// TransitionShape is implemented by the off-policy configs: the envs one
+// env worker steps and the update interval U, env steps per learner update
+// (DQN: train_frequency / gradient_steps; SAC, TD3, DDPG: 1). The pal
+// executor sizes its actors and checks runtime.update_interval with it.
+type TransitionShape interface {
+	TransitionShape() (numEnvs int, updateInterval float64)
+}
+
 // TransitionLearner learns from a Replay (DQN, SAC, TD3, DDPG).
 type TransitionLearner interface {
 	// Learn runs the updates due for the global env steps (prev, step]

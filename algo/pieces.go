@@ -135,8 +135,17 @@ type Pieces struct {
 //	  policy_workers: 1 # P (default 1)
 //	  transport: nats   # inproc (default) or nats
 //	  nats_url: ""      # external NATS; empty starts an embedded server on 127.0.0.1
+//
+//	runtime:            # parallel actors and learners (run/pal), off-policy
+//	  executor: pal
+//	  actors: 2         # N env workers, each stepping num_envs envs (default 1)
+//	  learners: 1       # M (default 1; only 1 is implemented)
+//	  update_interval: 10  # optional: U, must equal the algorithm's
+//	  refresh_every: 1  # actor env steps between policy refreshes (default 1)
+//	  publish_every: 1  # learner updates between published versions (default 1)
+//	  max_lag: 256      # env steps actors may run ahead of the learner (default 256)
 type RuntimeConfig struct {
-	// Executor names the executor: "local" (default) or "hts".
+	// Executor names the executor: "local" (default), "hts", "pal" or "dist".
 	Executor string `yaml:"executor"`
 
 	// EnvWorkers, PolicyWorkers and Alpha are HTS's E, P and α (see
@@ -153,10 +162,19 @@ type RuntimeConfig struct {
 	// URL (empty: an embedded server on loopback).
 	Transport string `yaml:"transport,omitempty"`
 	NATSURL   string `yaml:"nats_url,omitempty"`
+
+	// Actors, Learners, UpdateInterval, RefreshEvery, PublishEvery and
+	// MaxLag are PAL's settings (see run/pal); 0 means the default.
+	Actors         int     `yaml:"actors,omitempty"`
+	Learners       int     `yaml:"learners,omitempty"`
+	UpdateInterval float64 `yaml:"update_interval,omitempty"`
+	RefreshEvery   int     `yaml:"refresh_every,omitempty"`
+	PublishEvery   int     `yaml:"publish_every,omitempty"`
+	MaxLag         int     `yaml:"max_lag,omitempty"`
 }
 
 // Executors lists the executors this build knows.
-func Executors() []string { return []string{"local", "hts", "dist"} }
+func Executors() []string { return []string{"local", "hts", "dist", "pal"} }
 
 // Validate reports every problem with the runtime section.
 func (rc RuntimeConfig) Validate() error {
@@ -183,6 +201,24 @@ func (rc RuntimeConfig) Validate() error {
 	}
 	if rc.NATSURL != "" && rc.Transport != "nats" {
 		errs = append(errs, fmt.Errorf("%w: runtime.nats_url needs transport nats", ErrConfig))
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"actors", rc.Actors}, {"learners", rc.Learners}, {"refresh_every", rc.RefreshEvery},
+		{"publish_every", rc.PublishEvery}, {"max_lag", rc.MaxLag}} {
+		if c.v < 0 {
+			errs = append(errs, fmt.Errorf("%w: runtime.%s must be ≥ 0, got %d", ErrConfig, c.name, c.v))
+		}
+		if c.v != 0 && rc.Executor != "pal" {
+			errs = append(errs, fmt.Errorf("%w: runtime.%s is a pal setting; executor is %q", ErrConfig, c.name, rc.Executor))
+		}
+	}
+	if u := rc.UpdateInterval; u != 0 && (!(u > 0) || u > 1e9 || rc.Executor != "pal") {
+		errs = append(errs, fmt.Errorf("%w: runtime.update_interval %v: a positive pal setting (executor %q)", ErrConfig, u, rc.Executor))
+	}
+	if rc.Learners > 1 {
+		errs = append(errs, fmt.Errorf("%w: runtime.learners %d: pal runs one learner; several learners need the learner pieces split into gradient and apply steps, which they are not yet", ErrConfig, rc.Learners))
 	}
 	if rc.StepTime != nil {
 		if err := rc.StepTime.Validate(); err != nil {

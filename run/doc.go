@@ -1,7 +1,8 @@
 // Package run lists herd's executors: the ways an algorithm's pieces
 // (algo.Pieces: policy, sampler, learner) are placed on goroutines. The
 // local executor is each algorithm's own Train; the others live in
-// sub-packages (run/hts, run/distexec) and are handed to algo.TrainRun through Executors.
+// sub-packages (run/hts, run/pal, run/distexec) and are handed to algo.TrainRun
+// through Executors.
 package run
 
 import (
@@ -10,6 +11,7 @@ import (
 	"herd/algo"
 	"herd/run/distexec"
 	"herd/run/hts"
+	"herd/run/pal"
 )
 
 // Executors returns every executor other than local, by runtime.executor
@@ -21,6 +23,9 @@ func Executors() map[string]algo.Executor {
 		},
 		"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 			return distexec.Train(ctx, rt, spec, cfg, distexec.OptionsOf(rt.Header))
+		},
+		"pal": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+			return pal.Train(ctx, rt, spec, cfg, pal.OptionsOf(rt.Header))
 		},
 	}
 }

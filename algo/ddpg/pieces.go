@@ -130,6 +130,9 @@ func (l *Learner) Close() error {
 
 // Weights returns the actor's parameters as version = critic updates so
 // far.
+// Model returns the agent the learner trains (to save and evaluate).
+func (l *Learner) Model() algo.Model { return l.agent }
+
 func (l *Learner) Weights() *weights.Version { return weights.New(uint64(l.updates), l.actor.Params()) }
 
 // Learn takes one critic update for each env step in (prev, step] once

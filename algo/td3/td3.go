@@ -82,6 +82,12 @@ func NewConfig() *Config {
 	}
 }
 
+// TransitionShape returns num_envs and the update interval U, env steps
+// per update (algo.TransitionShape).
+func (c *Config) TransitionShape() (numEnvs int, updateInterval float64) {
+	return c.NumEnvs, 1
+}
+
 // Validate reports every problem with the configuration.
 func (c *Config) Validate(h algo.Header) error {
 	var errs []error

@@ -25,5 +25,6 @@ func extraCommands() []*cobra.Command {
 		newServeCmd(),  // serve.go (#16)
 		newWorkerCmd(), // distributed runs (#13)
 		newLaunchCmd(), // distributed runs (#13)
+		newTuneCmd(),   // tune.go (#15)
 	}
 }

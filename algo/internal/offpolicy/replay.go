@@ -89,6 +89,16 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 	return r, nil
 }
 
+// Fork returns a Replay over the same buffer with workspaces of its own,
+// for another goroutine (algo.ForkReplay): the buffer is GlobalLock, so
+// Add, Sample and UpdatePriorities may then run concurrently on r and its
+// forks.
+func (r *Replay) Fork() algo.Replay {
+	f := &Replay{cfg: r.cfg, rowDim: r.rowDim, buf: r.buf, pri: r.pri}
+	f.add.Resize(1, r.rowDim, r.cfg.ActDim)
+	return f
+}
+
 // Len is the number of stored transitions.
 func (r *Replay) Len() int { return r.buf.Len() }
 

@@ -1,0 +1,178 @@
+package main
+
+// herd tune (#15): PAL's design-space exploration.
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v4"
+
+	"herd/algo"
+	"herd/algo/all"
+	"herd/run/pal"
+	"herd/tune"
+)
+
+func newTuneCmd() *cobra.Command {
+	var (
+		config string
+		cores  int
+		budget time.Duration
+		out    string
+	)
+	cmd := &cobra.Command{
+		Use:   "tune",
+		Short: "choose the numbers of PAL actors and learners from measured throughput (PAL eq. 5)",
+		Long: `tune measures actor throughput f_a(x) (env steps/s of x actors with no learner)
+and learner throughput f_l(x) (updates/s of x learners on one pre-filled replay)
+for x = 1 … cores−1 with short real runs (the budget is split evenly over them),
+fits Amdahl's law to both, and picks x_a + x_l ≤ cores maximising
+min(f_a(x_a), U·f_l(x_l)), U being the algorithm's env steps per update. It
+prints the table and the choice and writes fig12.png and <config>-tuned.yaml
+(the config with runtime: {executor: pal, actors, learners}) into --out.
+
+The pal executor runs one learner: when the model's choice has more, the
+written config takes the best allocation with one learner, and says so.`,
+		Example: `  herd tune --config configs/dqn-cartpole-pal.yaml --cores 4 --budget 30s --out /tmp/tune`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if config == "" {
+				return fmt.Errorf("tune: --config is required")
+			}
+			if cores < 2 || cores > 1024 {
+				return fmt.Errorf("tune: --cores must be in [2, 1024], got %d", cores)
+			}
+			if budget < 100*time.Millisecond || budget > 24*time.Hour {
+				return fmt.Errorf("tune: --budget must be in [100ms, 24h], got %v", budget)
+			}
+			data, err := os.ReadFile(config)
+			if err != nil {
+				return fmt.Errorf("tune: %w", err)
+			}
+			res, err := algo.Resolve(data, all.Specs(), algo.Overrides{})
+			if err != nil {
+				return fmt.Errorf("tune: %s: %w", config, err)
+			}
+			shape, ok := res.Config.(algo.TransitionShape)
+			if !ok {
+				return fmt.Errorf("tune: %w: %s is not off-policy (PAL runs DQN, SAC, TD3, DDPG)", algo.ErrConfig, res.Spec.Name)
+			}
+			_, u := shape.TransitionShape()
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return fmt.Errorf("tune: %w", err)
+			}
+			w := cmd.OutOrStdout()
+			each := budget / time.Duration(2*(cores-1))
+			var pa, pl []tune.Point
+			for x := 1; x < cores; x++ {
+				fa, err := pal.MeasureActors(cmd.Context(), res.Header, res.Spec, res.Config, x, each)
+				if err != nil {
+					return fmt.Errorf("tune: actors %d: %w", x, err)
+				}
+				fl, err := pal.MeasureLearners(cmd.Context(), res.Header, res.Spec, res.Config, x, each)
+				if err != nil {
+					return fmt.Errorf("tune: learners %d: %w", x, err)
+				}
+				pa, pl = append(pa, tune.Point{X: x, Y: fa}), append(pl, tune.Point{X: x, Y: fl})
+			}
+			fa, err := tune.Fit(pa)
+			if err != nil {
+				return fmt.Errorf("tune: actors: %w", err)
+			}
+			fl, err := tune.Fit(pl)
+			if err != nil {
+				return fmt.Errorf("tune: learners: %w", err)
+			}
+			allocs, err := tune.Choose(fa, fl, u, cores)
+			if err != nil {
+				return fmt.Errorf("tune: %w", err)
+			}
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintf(tw, "x\tf_a(x) env steps/s\tf_l(x) updates/s\tU·f_l(x) env steps/s\t\n")
+			for i := range pa {
+				fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.0f\t\n", pa[i].X, pa[i].Y, pl[i].Y, u*pl[i].Y)
+			}
+			tw.Flush()
+			fmt.Fprintf(w, "fit: f_a(x) = %.0f·x/(1+%.3f·(x−1)), f_l(x) = %.0f·x/(1+%.3f·(x−1)), U = %v\n", fa.F1, fa.S, fl.F1, fl.S, u)
+			tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintf(tw, "actors\tlearners\tf_a\tU·f_l\tpredicted env steps/s\t\n")
+			for _, a := range allocs {
+				fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.0f\t%.0f\t\n", a.Actors, a.Learners, a.ActorRate, a.LearnerRate, a.Rate)
+			}
+			tw.Flush()
+			choice := allocs[0]
+			fmt.Fprintf(w, "choice: %d actors, %d learners (predicted %.0f env steps/s)\n", choice.Actors, choice.Learners, choice.Rate)
+			use := choice
+			if use.Learners > 1 {
+				for _, a := range allocs {
+					if a.Learners == 1 {
+						use = a
+						break
+					}
+				}
+				fmt.Fprintf(w, "the pal executor runs one learner: the config takes %d actors, 1 learner (predicted %.0f env steps/s)\n", use.Actors, use.Rate)
+			}
+			png := filepath.Join(out, "fig12.png")
+			if err := tune.Plot(png, pa, pl, fa, fl, u, cores, choice); err != nil {
+				return fmt.Errorf("tune: %w", err)
+			}
+			tuned, err := withRuntime(data, use.Actors, use.Learners)
+			if err != nil {
+				return fmt.Errorf("tune: %s: %w", config, err)
+			}
+			cfgPath := filepath.Join(out, strings.TrimSuffix(filepath.Base(config), filepath.Ext(config))+"-tuned.yaml")
+			if err := os.WriteFile(cfgPath, tuned, 0o644); err != nil {
+				return fmt.Errorf("tune: %w", err)
+			}
+			fmt.Fprintf(w, "wrote %s and %s\n", png, cfgPath)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&config, "config", "", "run config of an off-policy algorithm (required)")
+	f.IntVar(&cores, "cores", runtime.NumCPU(), "cores to allocate: actors + learners ≤ cores")
+	f.DurationVar(&budget, "budget", 60*time.Second, "total measuring time")
+	f.StringVar(&out, "out", ".", "directory for fig12.png and the tuned config")
+	return cmd
+}
+
+// withRuntime returns the config file data with its runtime: section
+// replaced by the pal executor with the given counts.
+func withRuntime(data []byte, actors, learners int) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("not a YAML mapping")
+	}
+	m := doc.Content[0]
+	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
+	rt := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle, Content: []*yaml.Node{
+		str("executor"), str("pal"), str("actors"), str(strconv.Itoa(actors)), str("learners"), str(strconv.Itoa(learners))}}
+	found := false
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "runtime" {
+			m.Content[i+1], found = rt, true
+		}
+	}
+	if !found {
+		m.Content = append(m.Content, str("runtime"), rt)
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), enc.Close()
+}

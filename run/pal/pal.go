@@ -1,0 +1,471 @@
+package pal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"herd/algo"
+	"herd/env"
+	"herd/internal/rng"
+	"herd/sample"
+	"herd/weights"
+)
+
+// ErrConfig marks an unusable PAL setup; it wraps algo.ErrConfig.
+var ErrConfig = fmt.Errorf("%w: pal", algo.ErrConfig)
+
+// Defaults of the options.
+const (
+	DefaultMaxLag = 256
+)
+
+// Options are the executor's settings (the runtime: section).
+type Options struct {
+	// Actors is N, the number of actors (env worker + policy copy), each
+	// stepping the algorithm's num_envs envs. Default 1.
+	Actors int
+	// Learners is M. Only 1 is implemented (the default).
+	Learners int
+	// UpdateInterval is U, env steps per learner update; when set it must
+	// equal the algorithm's (the learner's schedule is in env steps, so
+	// the replay ratio is the algorithm's by construction).
+	UpdateInterval float64
+	// RefreshEvery is the number of an actor's env steps between looks at
+	// the parameter service. Default 1.
+	RefreshEvery int
+	// PublishEvery is the number of learner updates between published
+	// weight versions. Default 1.
+	PublishEvery int
+	// MaxLag is how many env steps the actors may take beyond those the
+	// learner has consumed before they park. Default DefaultMaxLag.
+	MaxLag int
+	// NoLearn turns the learner off: actors run free (the rate limiter
+	// does not hold them) and nothing is learned. herd tune measures
+	// actor throughput f_a with it.
+	NoLearn bool
+	// Stats, if not nil, receives the run's counts and wall clock.
+	Stats *Stats
+}
+
+// Stats are what a PAL run did.
+type Stats struct {
+	// EnvSteps and Updates count env steps taken and learner updates made.
+	EnvSteps int64
+	Updates  uint64
+	// Versions counts the weight versions published.
+	Versions int
+	// Wall is the time from the first env step to the last update.
+	Wall time.Duration
+	// ActorWait is the total time actors spent parked by the rate limiter.
+	ActorWait time.Duration
+}
+
+// OptionsOf reads the executor's options from a run header.
+func OptionsOf(h algo.Header) Options {
+	rc := h.Runtime
+	return Options{Actors: rc.Actors, Learners: rc.Learners, UpdateInterval: rc.UpdateInterval,
+		RefreshEvery: rc.RefreshEvery, PublishEvery: rc.PublishEvery, MaxLag: rc.MaxLag}
+}
+
+// modeler is a learner that can hand out its model (to save and evaluate).
+type modeler interface{ Model() algo.Model }
+
+// Train runs spec's off-policy pieces under PAL for rt.Header.Steps env
+// steps and returns the final model. See the package doc.
+func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, opt Options) (algo.Model, error) {
+	h := rt.Header
+	shape, ok := cfg.(algo.TransitionShape)
+	if !ok || spec.Pieces == nil {
+		return nil, fmt.Errorf("%w: algorithm %s has no off-policy pieces (PAL runs DQN, SAC, TD3, DDPG)", ErrConfig, spec.Name)
+	}
+	numEnvs, u := shape.TransitionShape()
+	if opt.Actors == 0 {
+		opt.Actors = 1
+	}
+	if opt.Learners == 0 {
+		opt.Learners = 1
+	}
+	if opt.RefreshEvery == 0 {
+		opt.RefreshEvery = 1
+	}
+	if opt.PublishEvery == 0 {
+		opt.PublishEvery = 1
+	}
+	if opt.MaxLag == 0 {
+		opt.MaxLag = DefaultMaxLag
+	}
+	var errs []error
+	if opt.Actors < 1 || opt.RefreshEvery < 1 || opt.PublishEvery < 1 || opt.MaxLag < 1 || numEnvs < 1 {
+		errs = append(errs, fmt.Errorf("%w: actors %d, refresh_every %d, publish_every %d, max_lag %d, num_envs %d must all be ≥ 1",
+			ErrConfig, opt.Actors, opt.RefreshEvery, opt.PublishEvery, opt.MaxLag, numEnvs))
+	}
+	if opt.Learners != 1 {
+		errs = append(errs, fmt.Errorf("%w: learners %d: only one learner is implemented (M > 1 needs the learners split into gradient and apply steps)", ErrConfig, opt.Learners))
+	}
+	if opt.UpdateInterval != 0 && opt.UpdateInterval != u {
+		errs = append(errs, fmt.Errorf("%w: update_interval %v differs from %s's %v env steps per update: the learner's schedule is the algorithm's (DQN: train_frequency / gradient_steps); set those instead",
+			ErrConfig, opt.UpdateInterval, spec.Name, u))
+	}
+	if h.Steps%int64(numEnvs) != 0 {
+		errs = append(errs, fmt.Errorf("%w: steps %d is not a multiple of num_envs %d", ErrConfig, h.Steps, numEnvs))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	vecs := make([]env.Vector, opt.Actors)
+	defer func() {
+		for _, v := range vecs {
+			if v != nil {
+				v.Close()
+			}
+		}
+	}()
+	for i := range vecs {
+		v, err := env.MakeVector(h.Env, numEnvs, env.Sync, env.WithEpisodeStatistics())
+		if err != nil {
+			return nil, err
+		}
+		vecs[i] = v
+	}
+	pieces, err := spec.Pieces(h, cfg, algo.SpacesOf(vecs[0]))
+	if err != nil {
+		return nil, err
+	}
+	if pieces.NewTransitionLearner == nil {
+		return nil, fmt.Errorf("%w: algorithm %s is not off-policy (PAL runs DQN, SAC, TD3, DDPG)", ErrConfig, spec.Name)
+	}
+	learner, err := pieces.NewTransitionLearner()
+	if err != nil {
+		return nil, err
+	}
+	defer learner.Close()
+	mod, ok := learner.(modeler)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s's learner cannot hand out its model", ErrConfig, spec.Name)
+	}
+	rt.Track(mod.Model()) // divergence guard (algo.TrainRun)
+	rb, err := pieces.NewReplay()
+	if err != nil {
+		return nil, err
+	}
+	fork, ok := rb.(algo.ForkReplay)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s's replay cannot be shared between goroutines", ErrConfig, spec.Name)
+	}
+
+	store := weights.NewStore(learner.Weights())
+	log := &lockedLog{l: rt.Log}
+	actors := make([]*actor, opt.Actors)
+	for i := range actors {
+		a, err := newActor(i, h.Seed, vecs[i], pieces, fork.Fork(), store, opt.RefreshEvery)
+		if err != nil {
+			return nil, err
+		}
+		actors[i] = a
+	}
+
+	lim := newLimiter(h.Steps, int64(opt.MaxLag), opt.NoLearn)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, lim.wake) // parked goroutines see the cancellation
+	defer stop()
+
+	t0 := time.Now()
+	var wg sync.WaitGroup
+	actorErrs := make([]error, len(actors))
+	for i, a := range actors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.run(ctx, lim, log); err != nil {
+				actorErrs[i] = err
+				cancel()
+			}
+		}()
+	}
+	var res learnResult
+	if !opt.NoLearn {
+		res = runLearner(ctx, lim, learner, rb, store, opt.PublishEvery, log)
+		if res.err != nil {
+			cancel()
+		}
+	}
+	wg.Wait()
+	wall := time.Since(t0)
+	if opt.NoLearn {
+		lim.mu.Lock()
+		res.last = lim.committed
+		lim.mu.Unlock()
+	}
+	if s := opt.Stats; s != nil {
+		lim.mu.Lock()
+		*s = Stats{EnvSteps: lim.committed, Updates: learner.Weights().N, Versions: res.versions, Wall: wall, ActorWait: lim.waited}
+		lim.mu.Unlock()
+	}
+	log.Step(res.last)
+	// The first failure, not the cancellations it caused in the others.
+	for _, err := range append([]error{res.err}, actorErrs...) {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return mod.Model(), err
+		}
+	}
+	return mod.Model(), ctx.Err()
+}
+
+// limiter is the rate limiter between actors and the learner, and the
+// global env-step counter. Actors reserve env steps (never more than the
+// run's total, never more than maxLag beyond what the learner has
+// consumed), step, store the transitions and then commit them; the learner
+// consumes what was committed. Both sides park on one sync.Cond.
+type limiter struct {
+	mu        sync.Mutex
+	cond      *sync.Cond
+	total     int64
+	maxLag    int64
+	free      bool  // no learner: actors are never held back
+	reserved  int64 // env steps handed to actors
+	committed int64 // env steps whose transitions are in the replay
+	consumed  int64 // env steps the learner has run the updates of
+	inflight  int   // actors between reserve and commit
+	done      bool  // cancelled: everyone returns
+	waited    time.Duration
+}
+
+func newLimiter(total, maxLag int64, free bool) *limiter {
+	l := &limiter{total: total, maxLag: maxLag, free: free}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+// wake releases every parked goroutine for good (cancellation).
+func (l *limiter) wake() {
+	l.mu.Lock()
+	l.done = true
+	l.mu.Unlock()
+	l.cond.Broadcast()
+}
+
+// reserve hands an actor n env steps and returns the global step they
+// start at; ok is false when the run's steps are all handed out or it was
+// cancelled.
+func (l *limiter) reserve(n int64) (start int64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var t0 time.Time
+	for !l.done && l.reserved+n <= l.total && !l.free && l.reserved-l.consumed >= l.maxLag {
+		if t0.IsZero() {
+			t0 = time.Now()
+		}
+		l.cond.Wait()
+	}
+	if !t0.IsZero() {
+		l.waited += time.Since(t0)
+	}
+	if l.done || l.reserved+n > l.total {
+		return 0, false
+	}
+	start = l.reserved
+	l.reserved += n
+	l.inflight++
+	return start, true
+}
+
+// commit records that n reserved steps are in the replay.
+func (l *limiter) commit(n int64) {
+	l.mu.Lock()
+	l.committed += n
+	l.inflight--
+	l.mu.Unlock()
+	l.cond.Broadcast()
+}
+
+// next parks the learner until steps beyond prev are committed and returns
+// the committed count; ok is false once every step is consumed or on
+// cancellation. Steps committed out of order are safe to consume: their
+// transitions are in the replay.
+func (l *limiter) next(prev int64) (step int64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for !l.done && l.committed == prev && prev < l.total {
+		l.cond.Wait()
+	}
+	if l.done || prev >= l.total {
+		return prev, false
+	}
+	return l.committed, true
+}
+
+// consume records that the learner ran the updates due up to step.
+func (l *limiter) consume(step int64) {
+	l.mu.Lock()
+	l.consumed = step
+	l.mu.Unlock()
+	l.cond.Broadcast()
+}
+
+// actor is an env worker with an inline policy copy.
+type actor struct {
+	id        int
+	seed      uint64
+	envs      env.Vector
+	n, obsDim int
+	policy    algo.PolicyNet
+	sampler   algo.Sampler
+	assembler algo.Assembler
+	rb        algo.Replay
+	store     *weights.Store
+	refresh   int
+
+	obs, out []float32
+	acts     algo.Acts
+	tr       sample.Transitions
+}
+
+func newActor(id int, seed uint64, envs env.Vector, p *algo.Pieces, rb algo.Replay, store *weights.Store, refresh int) (*actor, error) {
+	pol, err := p.NewPolicy()
+	if err != nil {
+		return nil, err
+	}
+	n := envs.NumEnvs()
+	s, err := p.NewSampler(n, rng.New(seed, "env-worker", id))
+	if err != nil {
+		return nil, err
+	}
+	asm, err := p.NewAssembler(n)
+	if err != nil {
+		return nil, err
+	}
+	d := envs.ObservationSpace().Dim()
+	return &actor{id: id, seed: seed, envs: envs, n: n, obsDim: d, policy: pol, sampler: s, assembler: asm, rb: rb,
+		store: store, refresh: refresh, obs: make([]float32, n*d), out: make([]float32, n*pol.OutDim())}, nil
+}
+
+// run steps the envs until the limiter hands out no more steps.
+func (a *actor) run(ctx context.Context, lim *limiter, log algo.Logger) error {
+	// Every env of every actor gets its own reset seed.
+	batch, err := a.envs.Reset(int64((a.seed + uint64(a.id*a.n)) & (1<<63 - 1)))
+	if err != nil {
+		return fmt.Errorf("pal: actor %d: %w", a.id, err)
+	}
+	copy(a.obs, batch.Obs)
+	var sinceRefresh int
+	for {
+		start, ok := lim.reserve(int64(a.n))
+		if !ok {
+			return ctx.Err()
+		}
+		if sinceRefresh >= a.refresh {
+			sinceRefresh = 0
+			if v := a.store.Latest(); v.N != a.policy.Version() {
+				if err := a.policy.SetWeights(v); err != nil {
+					return fmt.Errorf("pal: actor %d: %w", a.id, err)
+				}
+			}
+		}
+		a.sampler.SampleTo(&a.acts, a.policy.ForwardTo(a.out, a.obs, a.n), a.n, start)
+		batch, err := a.envs.Step(a.acts.EnvActions)
+		if err != nil {
+			return fmt.Errorf("pal: actor %d: %w", a.id, err)
+		}
+		clearTransitions(&a.tr)
+		if err := a.assembler.Add(&a.tr, a.obs, a.acts.Actions, batch); err != nil {
+			return fmt.Errorf("pal: actor %d: %w", a.id, err)
+		}
+		if err := a.rb.Add(&a.tr); err != nil {
+			return fmt.Errorf("pal: actor %d: store: %w", a.id, err)
+		}
+		for _, e := range a.tr.Episodes {
+			log.Episode(start+int64(a.n), e.Return, e.Length)
+		}
+		if r, ok := a.sampler.(algo.EnvResetter); ok {
+			for i := range a.n {
+				if batch.Done(i) {
+					r.ResetEnv(i)
+				}
+			}
+		}
+		copy(a.obs, batch.Obs)
+		sinceRefresh += a.n
+		lim.commit(int64(a.n))
+	}
+}
+
+// clearTransitions empties tr, keeping its capacity.
+func clearTransitions(tr *sample.Transitions) {
+	tr.N = 0
+	tr.Obs, tr.Actions, tr.Rewards, tr.NextObs = tr.Obs[:0], tr.Actions[:0], tr.Rewards[:0], tr.NextObs[:0]
+	tr.Discounts, tr.Dones, tr.Priorities, tr.Episodes = tr.Discounts[:0], tr.Dones[:0], tr.Priorities[:0], tr.Episodes[:0]
+}
+
+type learnResult struct {
+	last     int64 // env steps consumed
+	versions int
+	err      error
+}
+
+// runLearner runs the learner's updates as env steps are committed,
+// publishing a new weight version every publishEvery updates.
+func runLearner(ctx context.Context, lim *limiter, l algo.TransitionLearner, rb algo.Replay, store *weights.Store, publishEvery int, log algo.Logger) learnResult {
+	var res learnResult
+	published := store.Latest().N
+	for {
+		step, ok := lim.next(res.last)
+		if !ok {
+			if err := ctx.Err(); err != nil {
+				res.err = err
+			}
+			return res
+		}
+		stats, err := l.Learn(ctx, rb, res.last, step)
+		if err != nil {
+			res.err = err
+			lim.wake()
+			return res
+		}
+		res.last = step
+		for _, s := range stats {
+			log.Scalar(s.Name, s.Value)
+		}
+		if len(stats) > 0 {
+			if v := l.Weights(); v.N >= published+uint64(publishEvery) {
+				if err := store.Publish(v); err != nil {
+					res.err = err
+					lim.wake()
+					return res
+				}
+				published = v.N
+				res.versions++
+			}
+		}
+		lim.consume(step)
+		log.Step(step)
+	}
+}
+
+// lockedLog makes a Logger safe for the actors and the learner together.
+type lockedLog struct {
+	mu sync.Mutex
+	l  algo.Logger
+}
+
+func (g *lockedLog) Episode(step int64, ret float64, length int) {
+	g.mu.Lock()
+	g.l.Episode(step, ret, length)
+	g.mu.Unlock()
+}
+
+func (g *lockedLog) Scalar(name string, v float64) {
+	g.mu.Lock()
+	g.l.Scalar(name, v)
+	g.mu.Unlock()
+}
+
+func (g *lockedLog) Step(step int64) {
+	g.mu.Lock()
+	g.l.Step(step)
+	g.mu.Unlock()
+}

@@ -1,0 +1,166 @@
+package pal
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"herd/algo"
+	"herd/algo/ddpg"
+	"herd/algo/dqn"
+	"herd/algo/ppo"
+	"herd/algo/sac"
+	"herd/algo/td3"
+)
+
+func resolve(t *testing.T, spec algo.Spec, file string) *algo.Resolved {
+	t.Helper()
+	res, err := algo.Resolve([]byte(file), []algo.Spec{spec}, algo.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+const dqnFile = `algo: dqn
+env: CartPole-v1
+seed: 2
+steps: 2000
+runtime: {executor: pal, actors: 2}
+dqn: {num_envs: 1, buffer_size: 1000, batch_size: 32, learning_starts: 500, train_frequency: 10, target_network_frequency: 100, net_arch: [16]}
+`
+
+func train(t *testing.T, ctx context.Context, res *algo.Resolved, opt Options) (algo.Model, Stats, error) {
+	t.Helper()
+	var st Stats
+	opt.Stats = &st
+	m, err := Train(ctx, &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config, opt)
+	return m, st, err
+}
+
+// TestReplayRatio: every env step is taken once and the learner makes
+// exactly the updates the algorithm's schedule asks for, whatever the
+// number of actors and the lag.
+func TestReplayRatio(t *testing.T) {
+	cases := []struct {
+		spec        algo.Spec
+		file        string
+		wantUpdates uint64
+	}{
+		// DQN: one update per multiple of train_frequency in (500, 2000].
+		{dqn.Spec(), dqnFile, 150},
+		// Prioritized n-step DQN: priorities fed back while actors add.
+		{dqn.Spec(), strings.Replace(dqnFile, "net_arch: [16]}", "net_arch: [16], prioritized: true, n_steps: 3, gradient_steps: 2}", 1), 300},
+		// TD3, SAC, DDPG: one update per env step after learning_starts.
+		{td3.Spec(), "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 600\ntd3: {num_envs: 2, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 400},
+		{sac.Spec(), "algo: sac\nenv: Pendulum-v1\nseed: 1\nsteps: 600\nsac: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 400},
+		{ddpg.Spec(), "algo: ddpg\nenv: Pendulum-v1\nseed: 1\nsteps: 600\nddpg: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 400},
+	}
+	for _, c := range cases {
+		for _, opt := range []Options{{Actors: 1}, {Actors: 3, MaxLag: 8}, {Actors: 8, RefreshEvery: 5, PublishEvery: 3}} {
+			res := resolve(t, c.spec, c.file)
+			m, st, err := train(t, context.Background(), res, opt)
+			if err != nil {
+				t.Fatalf("%s %+v: %v", c.spec.Name, opt, err)
+			}
+			if m == nil || st.EnvSteps != res.Header.Steps || st.Updates != c.wantUpdates {
+				t.Errorf("%s %+v: model %v, %d env steps, %d updates; want %d, %d", c.spec.Name, opt, m != nil,
+					st.EnvSteps, st.Updates, res.Header.Steps, c.wantUpdates)
+			}
+			if st.Versions == 0 {
+				t.Errorf("%s %+v: no weights published", c.spec.Name, opt)
+			}
+		}
+	}
+}
+
+// TestCancel: cancelling mid-run stops every actor and the learner, parked
+// or not, returns ctx's error with a model, and leaves no goroutine behind.
+func TestCancel(t *testing.T) {
+	res := resolve(t, td3.Spec(), "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 1000000\ntd3: {num_envs: 1, batch_size: 16, learning_starts: 100, net_arch: [8, 8]}\n")
+	res.Header.Steps = 1 << 40 // actors without a learner take ~10⁶ steps/s
+	before := runtime.NumGoroutine()
+	for _, opt := range []Options{{Actors: 8, MaxLag: 4}, {Actors: 8, NoLearn: true}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		m, st, err := train(t, ctx, res, opt)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || m == nil {
+			t.Fatalf("%+v: err %v, model %v", opt, err, m != nil)
+		}
+		if st.EnvSteps == 0 || st.EnvSteps >= res.Header.Steps {
+			t.Errorf("%+v: %d env steps before the cancellation", opt, st.EnvSteps)
+		}
+	}
+	// Goroutines may take a moment to be reaped after they return.
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines after cancellation, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestNoLearn: actors alone take every step and the learner makes none.
+func TestNoLearn(t *testing.T) {
+	res := resolve(t, dqn.Spec(), dqnFile)
+	_, st, err := train(t, context.Background(), res, Options{Actors: 4, NoLearn: true})
+	if err != nil || st.EnvSteps != 2000 || st.Updates != 0 || st.ActorWait != 0 {
+		t.Fatalf("err %v, stats %+v", err, st)
+	}
+}
+
+// TestConfigErrors: settings PAL cannot honour are refused with a clear
+// error, before any work.
+func TestConfigErrors(t *testing.T) {
+	res := resolve(t, dqn.Spec(), dqnFile)
+	for _, c := range []struct {
+		opt  Options
+		want string
+	}{
+		{Options{Learners: 2}, "only one learner"},
+		{Options{UpdateInterval: 4}, "update_interval 4 differs from dqn's 10"},
+		{Options{Actors: -1}, "actors -1"},
+		{Options{MaxLag: -3}, "max_lag -3"},
+	} {
+		_, _, err := train(t, context.Background(), res, c.opt)
+		if !errors.Is(err, algo.ErrConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want a config error with %q", c.opt, err, c.want)
+		}
+	}
+	pres := resolve(t, ppo.Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 512\nppo: {num_envs: 1, num_steps: 128}\n")
+	if _, _, err := train(t, context.Background(), pres, Options{}); !errors.Is(err, algo.ErrConfig) {
+		t.Errorf("ppo under pal: %v, want a config error", err)
+	}
+	// The runtime: section is checked when the config is read.
+	for _, bad := range []string{
+		"runtime: {executor: pal, learners: 3}",
+		"runtime: {executor: hts, actors: 2}",
+		"runtime: {executor: pal, update_interval: -1}",
+	} {
+		file := strings.Replace(dqnFile, "runtime: {executor: pal, actors: 2}", bad, 1)
+		if _, err := algo.Resolve([]byte(file), []algo.Spec{dqn.Spec()}, algo.Overrides{}); !errors.Is(err, algo.ErrConfig) {
+			t.Errorf("%s: %v, want a config error", bad, err)
+		}
+	}
+}
+
+// TestMeasure: the profiling runs of herd tune report positive rates for
+// one and two workers.
+func TestMeasure(t *testing.T) {
+	res := resolve(t, dqn.Spec(), strings.Replace(dqnFile, "net_arch: [16]}", "net_arch: [16], prioritized: true}", 1))
+	for _, x := range []int{1, 4} {
+		fa, err := MeasureActors(context.Background(), res.Header, res.Spec, res.Config, x, 100*time.Millisecond)
+		if err != nil || !(fa > 0) {
+			t.Errorf("f_a(%d) = %v, %v", x, fa, err)
+		}
+		fl, err := MeasureLearners(context.Background(), res.Header, res.Spec, res.Config, x, 100*time.Millisecond)
+		if err != nil || !(fl > 0) {
+			t.Errorf("f_l(%d) = %v, %v", x, fl, err)
+		}
+	}
+}
