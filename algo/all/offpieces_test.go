@@ -269,7 +269,13 @@ var bitCases = []struct {
 		"8ec1c7c7fd5548bbe296b124bbd3ae1cf8872e578004c6b5c17994577dc6ed9d"},
 	{offCase{"dqn-per-double-3step", "dqn", "CartPole-v1", []string{"learning_starts=1000", "double_q=true",
 		"prioritized=true", "n_steps=3", "train_frequency=4", "target_network_frequency=200"}}, 8000,
-		"96c8c87852b29393ae5594d82a0ee81e5b4fcfca4ae97b80c3cb74ec11d3943d"},
+		// Before the pieces: 96c8c878…3d943d, matched by the pieces until
+		// the sum tree stored leaf priorities as float32 (issue 15, merge
+		// 2026-11-23): prioritized replay now draws from priorities rounded
+		// to float32, so this one run's bits changed on purpose. The hash
+		// below is the pieces' on that tree (checked: the merge before the
+		// tree change still gives 96c8c878…).
+		"8537436dec3b1f32495468349145eaeacff68a08d7613d4d20a31ee131e12428"},
 	{offCase{"dqn-4envs", "dqn", "CartPole-v1", []string{"num_envs=4", "learning_starts=1000", "train_frequency=4",
 		"target_network_frequency=100"}}, 8000,
 		"aaf8009e8cb2460be88247f5b800c17002521f2b41349f59c8c3c5c5afdf2a99"},
