@@ -240,6 +240,7 @@ func (l *Learner) train(rb algo.Replay, step int64) (loss, meanQ float64, err er
 	if cfg.DoubleQ {
 		nn.ArgmaxTo(l.nextAct, q.Forward(mb.NextObs, B), k)
 	}
+	l.predict(mb) // Q(s, a; θ), last, so its activations feed the backward pass
 	l.par.Wait()
 	if cfg.DoubleQ {
 		nn.GatherTo(l.targetMax, l.qNext, k, l.nextAct)
@@ -250,7 +251,7 @@ func (l *Learner) train(rb algo.Replay, step int64) (loss, meanQ float64, err er
 	for i := range B {
 		l.tdTarget[i] = mb.Rewards[i] + mb.Discounts[i]*(1-mb.Dones[i])*l.targetMax[i]
 	}
-	lv := l.tdGrad(mb, l.tdTarget)
+	lv := l.tdGradFromPred(mb, l.tdTarget)
 	if cfg.MaxGradNorm > 0 {
 		nn.ClipGradNorm(q.Params(), float32(cfg.MaxGradNorm))
 	}
@@ -271,9 +272,23 @@ func (l *Learner) train(rb algo.Replay, step int64) (loss, meanQ float64, err er
 // mb — MSE or Huber, weighted by the importance weights under prioritized
 // replay — and sets q's gradients to dL/dθ. It leaves Q(s, a; θ) in qPred.
 func (l *Learner) tdGrad(mb *algo.Minibatch, y []float32) float32 {
-	cfg, B, k := l.p.cfg, l.p.cfg.BatchSize, l.p.actions.N
+	l.predict(mb)
+	return l.tdGradFromPred(mb, y)
+}
+
+// predict runs the online network on mb's observations and keeps
+// Q(s, a; θ) of the taken actions in qPred (train runs it beside the
+// target network's forward pass on the twin worker).
+func (l *Learner) predict(mb *algo.Minibatch) {
+	B, k := l.p.cfg.BatchSize, l.p.actions.N
+	nn.GatherTo(l.qPred, l.q.Forward(mb.Obs, B), k, l.bActions)
+}
+
+// tdGradFromPred is tdGrad after predict: the online network's last
+// forward pass was on mb.Obs.
+func (l *Learner) tdGradFromPred(mb *algo.Minibatch, y []float32) float32 {
+	cfg, k := l.p.cfg, l.p.actions.N
 	q := l.q
-	nn.GatherTo(l.qPred, q.Forward(mb.Obs, B), k, l.bActions)
 	w := mb.Weights
 	if !cfg.Prioritized {
 		w = nil // uniform replay: all weights are 1
