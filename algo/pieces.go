@@ -230,3 +230,21 @@ func (rc RuntimeConfig) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// ConfigAs returns c as algorithm name's config type C (a pointer),
+// validated for h: what every Spec.Pieces checks first, since the caller
+// may hand it any Config.
+func ConfigAs[C interface {
+	comparable
+	Config
+}](name string, c Config, h Header) (C, error) {
+	cfg, ok := c.(C)
+	var zero C
+	if !ok || cfg == zero {
+		return zero, fmt.Errorf("%w: %s: config is %T", ErrConfig, name, c)
+	}
+	if err := cfg.Validate(h); err != nil {
+		return zero, err
+	}
+	return cfg, nil
+}

@@ -206,27 +206,9 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	if err := worker.Reset(h.Seed); err != nil {
 		return nil, err
 	}
-	for worker.Steps < h.Steps {
-		if ctx.Err() != nil {
-			return agent, ctx.Err()
-		}
-		// Act (uniformly random until learning starts, then
-		// clip(μ(s) + N(0, (σ·scale)²), low, high)), step, assemble
-		// (s, a, r, s', terminated), log, hand obs over.
-		prev := worker.Steps
-		if err := worker.Step(rt.Log); err != nil {
-			return agent, fmt.Errorf("ddpg: %w", err)
-		}
-		if err := rb.Add(&worker.Transitions); err != nil {
-			return agent, fmt.Errorf("ddpg: store: %w", err)
-		}
-		// One critic update per env step once learning has started.
-		stats, err := learner.Learn(ctx, rb, prev, worker.Steps)
-		if err != nil {
-			return agent, err
-		}
-		offpolicy.LogStats(rt.Log, stats)
-		rt.Log.Step(worker.Steps)
-	}
-	return agent, nil
+	// Per env step: act (uniformly random until learning starts, then
+	// clip(μ(s) + N(0, (σ·scale)²), low, high)), step, assemble
+	// (s, a, r, s', terminated), store, one critic update once learning has
+	// started, log, hand obs over.
+	return agent, worker.Run(ctx, rt.Log, "ddpg", rb, learner, h.Steps)
 }

@@ -22,11 +22,8 @@ import (
 //   - learner: TD critic, deterministic policy gradient, Polyak targets
 //     (Learner).
 func Pieces(h algo.Header, c algo.Config, sp algo.Spaces) (*algo.Pieces, error) {
-	cfg, ok := c.(*Config)
-	if !ok || cfg == nil {
-		return nil, fmt.Errorf("%w: ddpg: config is %T", algo.ErrConfig, c)
-	}
-	if err := cfg.Validate(h); err != nil {
+	cfg, err := algo.ConfigAs[*Config]("ddpg", c, h)
+	if err != nil {
 		return nil, err
 	}
 	p, err := newPieces(h, cfg, sp)

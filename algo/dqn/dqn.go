@@ -297,27 +297,9 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	if err := worker.Reset(h.Seed); err != nil {
 		return nil, err
 	}
-	for worker.Steps < h.Steps {
-		if ctx.Err() != nil {
-			return agent, ctx.Err()
-		}
-		// ε-greedy on Q(s, ·; θ), step the envs, assemble n-step
-		// transitions (s' the true final observation where an episode
-		// ended), log finished episodes, hand the next observations over.
-		prev := worker.Steps
-		if err := worker.Step(rt.Log); err != nil {
-			return agent, fmt.Errorf("dqn: %w", err)
-		}
-		if err := rb.Add(&worker.Transitions); err != nil {
-			return agent, fmt.Errorf("dqn: store: %w", err)
-		}
-		// The training rounds and target updates due at this step.
-		stats, err := learner.Learn(ctx, rb, prev, worker.Steps)
-		if err != nil {
-			return agent, err
-		}
-		offpolicy.LogStats(rt.Log, stats)
-		rt.Log.Step(worker.Steps)
-	}
-	return agent, nil
+	// Per env step: ε-greedy on Q(s, ·; θ), step the envs, assemble n-step
+	// transitions (s' the true final observation where an episode ended),
+	// store them, run the training rounds and target updates due at this
+	// step, log, hand the next observations over.
+	return agent, worker.Run(ctx, rt.Log, "dqn", rb, learner, h.Steps)
 }

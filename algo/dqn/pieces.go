@@ -21,11 +21,8 @@ import (
 //   - replay: uniform or prioritized (offpolicy.Replay);
 //   - learner: TD updates, target network, priorities (Learner).
 func Pieces(h algo.Header, c algo.Config, sp algo.Spaces) (*algo.Pieces, error) {
-	cfg, ok := c.(*Config)
-	if !ok || cfg == nil {
-		return nil, fmt.Errorf("%w: dqn: config is %T", algo.ErrConfig, c)
-	}
-	if err := cfg.Validate(h); err != nil {
+	cfg, err := algo.ConfigAs[*Config]("dqn", c, h)
+	if err != nil {
 		return nil, err
 	}
 	p, err := newPieces(h, cfg, sp)

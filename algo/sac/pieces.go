@@ -25,11 +25,8 @@ import (
 //   - replay: uniform (offpolicy.Replay);
 //   - learner: twin soft Q, actor and α updates, Polyak targets (Learner).
 func Pieces(h algo.Header, c algo.Config, sp algo.Spaces) (*algo.Pieces, error) {
-	cfg, ok := c.(*Config)
-	if !ok || cfg == nil {
-		return nil, fmt.Errorf("%w: sac: config is %T", algo.ErrConfig, c)
-	}
-	if err := cfg.Validate(h); err != nil {
+	cfg, err := algo.ConfigAs[*Config]("sac", c, h)
+	if err != nil {
 		return nil, err
 	}
 	p, err := newPieces(h, cfg, sp)

@@ -24,11 +24,8 @@ import (
 //   - learner: clipped double-Q critics with target policy smoothing,
 //     delayed actor and target updates (Learner).
 func Pieces(h algo.Header, c algo.Config, sp algo.Spaces) (*algo.Pieces, error) {
-	cfg, ok := c.(*Config)
-	if !ok || cfg == nil {
-		return nil, fmt.Errorf("%w: td3: config is %T", algo.ErrConfig, c)
-	}
-	if err := cfg.Validate(h); err != nil {
+	cfg, err := algo.ConfigAs[*Config]("td3", c, h)
+	if err != nil {
 		return nil, err
 	}
 	p, err := newPieces(h, cfg, sp)

@@ -225,29 +225,11 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	if err := worker.Reset(h.Seed); err != nil {
 		return nil, err
 	}
-	for worker.Steps < h.Steps {
-		if ctx.Err() != nil {
-			return agent, ctx.Err()
-		}
-		// Act (uniformly random until learning starts, then
-		// clip(μ(s) + noise·scale, low, high), noise ~ N(0, σ²) or OU),
-		// step, assemble (s, a, r, s', terminated), log, hand obs over.
-		prev := worker.Steps
-		if err := worker.Step(rt.Log); err != nil {
-			return agent, fmt.Errorf("td3: %w", err)
-		}
-		if err := rb.Add(&worker.Transitions); err != nil {
-			return agent, fmt.Errorf("td3: store: %w", err)
-		}
-		// One critic update per env step once learning has started.
-		stats, err := learner.Learn(ctx, rb, prev, worker.Steps)
-		if err != nil {
-			return agent, err
-		}
-		offpolicy.LogStats(rt.Log, stats)
-		rt.Log.Step(worker.Steps)
-	}
-	return agent, nil
+	// Per env step: act (uniformly random until learning starts, then
+	// clip(μ(s) + noise·scale, low, high), noise ~ N(0, σ²) or OU), step,
+	// assemble (s, a, r, s', terminated), store, one critic update once
+	// learning has started, log, hand obs over.
+	return agent, worker.Run(ctx, rt.Log, "td3", rb, learner, h.Steps)
 }
 
 func clamp(x, lo, hi float64) float64 { return max(lo, min(hi, x)) }
