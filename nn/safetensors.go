@@ -9,9 +9,10 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
+
+	"herd/internal/atomicfile"
 )
 
 // The safetensors format (huggingface/safetensors, docs "Format"):
@@ -232,25 +233,11 @@ func Load(r io.Reader, params []*Param) (map[string]string, error) {
 
 // SaveFile writes a checkpoint to path atomically (temporary file in the
 // same directory, fsync, rename), so a crash never leaves a half-written
-// checkpoint under the final name.
+// checkpoint under the final name (internal/atomicfile, which also
+// fsyncs the directory).
 func SaveFile(path string, params []*Param, metadata map[string]string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
+	err := atomicfile.Write(path, 0o644, func(w io.Writer) error { return Save(w, params, metadata) })
 	if err != nil {
-		return fmt.Errorf("nn: save %s: %w", path, err)
-	}
-	tmp := f.Name()
-	err = Save(f, params, metadata)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
 		return fmt.Errorf("nn: save %s: %w", path, err)
 	}
 	return nil
