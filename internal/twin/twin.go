@@ -18,36 +18,28 @@ const (
 	MinSpin = 2 * time.Microsecond
 )
 
-// Signs of contention (see Pair.judge).
-const (
-	// deschedGap: two polls of a spin loop this far apart mean the
-	// poller's thread was descheduled (a poll takes nanoseconds).
-	deschedGap = 50 * time.Microsecond
-	// missAfter: a job still unclaimed this long after Go, although the
-	// worker had been told of it, is a missed hand-off.
-	missAfter = 5 * time.Microsecond
-	// lateAfter (plus four times the usual job duration): the caller
-	// waited this long for a claimed job, so the worker was descheduled
-	// while running it.
-	lateAfter = 50 * time.Microsecond
-)
+// deschedGap: two polls of a spin loop this far apart mean the poller's
+// thread was descheduled (a poll takes nanoseconds).
+const deschedGap = 50 * time.Microsecond
 
-// The contention score is a moving average of bad hand-offs in fixed point
-// (scoreOne = every recent hand-off bad), updated by 1/8 of the difference
-// per hand-off: three bad ones in a row reach soloScore, isolated ones
-// (a VM's timer interrupt) do not.
+// The Pair keeps the worker only while it pays. It judges hand-offs in
+// epochs of epochRounds: a hand-off the worker ran saved the caller the
+// job's duration minus the time the caller waited for it; one the caller
+// took back saved nothing. An epoch whose savings are below 1/minGainDiv
+// of what the caller would have spent running both halves itself (or
+// that has already lost more than maxLoss) sends the Pair solo.
 const (
-	scoreOne   = 1024
-	soloScore  = 300 // go solo above this
-	quietScore = 32  // spin MaxSpin only below this (no bad one in ~10 hand-offs)
+	epochRounds = 32
+	minGainDiv  = 50
+	maxLoss     = 500 * time.Microsecond
 )
 
 // Solo backoff: how long the caller runs everything itself before it
-// probes the worker again, doubling while probes fail.
+// probes the worker again with one epoch, doubling while probes fail and
+// halving when one passes.
 const (
-	minBackoff  = time.Millisecond
-	maxBackoff  = 128 * time.Millisecond
-	probeLength = 64 // hand-offs without going solo that halve the backoff
+	minBackoff = time.Millisecond
+	maxBackoff = 512 * time.Millisecond
 )
 
 // Job states: the caller posts a job; the worker claims it, runs it and
@@ -66,7 +58,7 @@ type Stats struct {
 	Worker int64 // jobs run by the worker
 	Stolen int64 // jobs posted but run by the caller (the worker was late)
 	Solo   int64 // jobs run by the caller without posting (solo mode)
-	Bad    int64 // hand-offs judged bad (missed, late or descheduled)
+	Lost   int64 // hand-offs the worker ran that cost more than they saved
 	Solos  int64 // times the Pair went solo
 }
 
@@ -83,6 +75,7 @@ type Pair struct {
 	// Written by one side, read by the other.
 	idleSpin atomic.Int64 // the worker's budget (ns), set by the caller
 	jobNs    atomic.Int64 // moving average of job durations on the worker
+	lastNs   atomic.Int64 // the last job's duration on the worker
 	desched  atomic.Int64 // descheduled polls seen by the worker
 
 	stop    atomic.Bool
@@ -101,12 +94,12 @@ type Pair struct {
 	solo        bool      // the current job runs on the caller, in Wait
 	soloUntil   time.Time // solo mode lasts until then (zero: not solo)
 	backoff     time.Duration
-	probe       int // hand-offs left in the probe after solo mode
-	score       int32
-	postedAt    time.Time // when the current job was posted
-	woken       bool      // the worker was parked then (and was sent a token)
-	lastEnd     time.Time // when the last hand-off ended
-	seenDesched int64     // p.desched at the last judgement
+	probing     bool      // the current epoch follows solo mode
+	rounds      int       // hand-offs in the current epoch
+	gain, cost  int64     // the epoch's savings and solo cost (ns)
+	noisy       bool      // a poll in this epoch saw its thread descheduled
+	goAt        time.Time // when the current job was posted
+	seenDesched int64     // p.desched at the end of the last epoch
 	stats       Stats
 }
 
@@ -168,8 +161,10 @@ func (p *Pair) loop() {
 		}
 		t := time.Now()
 		p.job()
-		avg += (int64(time.Since(t)) - avg) / 8
+		d := int64(time.Since(t))
+		avg += (d - avg) / 8
 		p.jobNs.Store(avg)
+		p.lastNs.Store(d)
 		p.state.Store(done)
 		if p.callerParked.Load() {
 			token(p.finished)
@@ -245,13 +240,12 @@ func (p *Pair) Go(b func()) {
 			p.solo = true
 			return
 		}
-		// Solo mode is over: probe the worker again.
-		p.soloUntil, p.probe, p.score = time.Time{}, probeLength, 0
+		// Solo mode is over: probe the worker with one epoch.
+		p.soloUntil, p.probing = time.Time{}, true
 	}
-	p.postedAt = now
+	p.goAt = now
 	p.state.Store(posted)
-	p.woken = p.workerParked.Load()
-	if p.woken {
+	if p.workerParked.Load() {
 		token(p.wake)
 	}
 }
@@ -272,67 +266,69 @@ func (p *Pair) Wait() {
 		p.stats.Solo++
 	case p.state.CompareAndSwap(posted, idle):
 		// The worker has not claimed it: run it here rather than wait
-		// for a worker that may be descheduled.
-		// It is a miss if the worker should have claimed it by now: it
-		// was polling, or would have been on an idle machine (the gap
-		// since the last hand-off was within its budget).
-		missed := time.Since(p.postedAt) > missAfter &&
-			(!p.woken || p.postedAt.Sub(p.lastEnd) < p.maxSpin)
+		// for a worker that may be descheduled. No overlap, so no gain;
+		// it costs the caller nothing beyond its own half either.
+		t := time.Now()
 		p.job = nil
 		b()
+		own := time.Since(t)
 		p.stats.Stolen++
-		p.judge(missed)
+		p.account(0, t.Sub(p.goAt)+own)
 	default:
-		spin := MinSpin
-		if p.score < quietScore {
-			spin = p.maxSpin
-		}
 		t := time.Now()
-		_, slept := p.await(done, &p.callerParked, p.finished, spin)
+		_, slept := p.await(done, &p.callerParked, p.finished, time.Duration(p.idleSpin.Load()))
 		waited := time.Since(t)
 		p.state.Store(idle)
 		p.job = nil
 		p.stats.Worker++
-		late := waited > lateAfter+4*time.Duration(p.jobNs.Load())
-		p.judge(slept || late)
+		p.noisy = p.noisy || slept
+		// What running the job here would have cost: its duration on
+		// the worker, but no more than twice the usual, since a worker
+		// descheduled mid-job reports the time it lay idle as well.
+		job := min(time.Duration(p.lastNs.Load()), 2*time.Duration(p.jobNs.Load())+10*time.Microsecond)
+		gain := job - waited
+		if gain < 0 {
+			p.stats.Lost++
+		}
+		p.account(gain, t.Sub(p.goAt)+job)
 	}
 }
 
-// judge folds one hand-off's outcome (and any descheduling the worker saw)
-// into the contention score, and picks the spin budgets and the mode for
-// the next ones.
-func (p *Pair) judge(bad bool) {
-	p.lastEnd = time.Now()
+// account adds one hand-off's saving and its solo cost (the caller's half
+// plus the job) to the epoch, and at the end of an epoch — or as soon as
+// the epoch has lost more than maxLoss — decides whether the worker
+// stays.
+func (p *Pair) account(gain, cost time.Duration) {
+	p.gain += int64(gain)
+	p.cost += int64(cost)
+	p.rounds++
+	if p.rounds < epochRounds && p.gain > -int64(maxLoss) {
+		return
+	}
 	if d := p.desched.Load(); d != p.seenDesched {
-		p.seenDesched, bad = d, true
+		p.seenDesched, p.noisy = d, true
 	}
-	x := int32(0)
-	if bad {
-		x = scoreOne
-		p.stats.Bad++
-	}
-	p.score += (x - p.score) / 8
-	if p.probe > 0 {
-		p.probe--
-		if p.probe == 0 {
-			p.backoff = max(p.backoff/2, minBackoff) // the probe passed
-		}
-	}
-	if p.score > soloScore {
-		// Losing: run both halves on the caller for a while.
-		if p.probe > 0 {
+	now := time.Now()
+	if p.gain*minGainDiv < p.cost {
+		// Losing, or winning too little to pay for two threads: run
+		// both halves on the caller for a while.
+		if p.probing {
 			p.backoff = min(2*p.backoff, maxBackoff)
 		}
-		p.soloUntil, p.probe = p.lastEnd.Add(p.backoff), 0
+		p.soloUntil = now.Add(p.backoff)
 		p.stats.Solos++
+	} else if p.probing {
+		p.backoff = max(p.backoff/2, minBackoff)
 	}
+	// Poll long only while polls see their threads keep their cores.
 	spin := p.maxSpin
-	if p.score >= quietScore {
+	if p.noisy {
 		spin = min(spin, MinSpin)
 	}
 	if int64(spin) != p.idleSpin.Load() {
 		p.idleSpin.Store(int64(spin))
 	}
+	p.probing, p.rounds, p.gain, p.cost, p.noisy = false, 0, 0, 0, false
 }
 
 // Do runs a on the caller and b on the worker, and returns when both are

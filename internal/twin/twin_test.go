@@ -90,7 +90,6 @@ func TestLateWorkerFallsBack(t *testing.T) {
 		}
 	})
 	defer p.Close()
-	// The caller's half outlasts missAfter, so an unclaimed job is a miss.
 	spinFor := func(d time.Duration) func() {
 		return func() {
 			for t := time.Now(); time.Since(t) < d; {
@@ -98,11 +97,11 @@ func TestLateWorkerFallsBack(t *testing.T) {
 		}
 	}
 	var n int
-	for range 20 {
-		p.Do(spinFor(2*missAfter), func() { n++ })
+	for range 2 * epochRounds {
+		p.Do(spinFor(10*time.Microsecond), func() { n++ })
 	}
 	s := p.Stats()
-	if n != 20 || s.Worker+s.Stolen+s.Solo != 20 {
+	if n != 2*epochRounds || s.Worker+s.Stolen+s.Solo != 2*epochRounds {
 		t.Fatalf("n=%d, stats %+v", n, s)
 	}
 	if s.Solos == 0 || s.Solo == 0 || s.Stolen == 0 {
@@ -116,6 +115,58 @@ func TestLateWorkerFallsBack(t *testing.T) {
 		}
 		p.Do(spinFor(20*time.Microsecond), func() { n++ })
 		spinFor(10 * time.Microsecond)() // a short gap: the worker is still polling
+	}
+}
+
+// TestAccount: the epoch rule on given savings, without timing. Gains
+// worth the second thread keep the worker; an epoch that saves too little
+// or loses sends the Pair solo at once when the loss passes maxLoss;
+// failed probes double the backoff, a passed one halves it.
+func TestAccount(t *testing.T) {
+	p := &Pair{maxSpin: MaxSpin, backoff: minBackoff}
+	p.idleSpin.Store(int64(MaxSpin))
+	epoch := func(gain, cost time.Duration) {
+		for range epochRounds {
+			p.account(gain, cost)
+		}
+	}
+	epoch(10*time.Microsecond, 40*time.Microsecond) // saves 25%
+	if !p.soloUntil.IsZero() || p.stats.Solos != 0 {
+		t.Fatalf("a paying worker was dropped: %+v", p.stats)
+	}
+	epoch(0, 40*time.Microsecond) // every job taken back
+	if p.soloUntil.IsZero() || p.stats.Solos != 1 || p.backoff != minBackoff {
+		t.Fatalf("a worker that saves nothing was kept: %+v, backoff %v", p.stats, p.backoff)
+	}
+	// A failed probe doubles the backoff; a worker descheduled mid-job
+	// ends the probe after two hand-offs.
+	p.soloUntil, p.probing = time.Time{}, true
+	p.account(-300*time.Microsecond, 40*time.Microsecond)
+	p.account(-300*time.Microsecond, 40*time.Microsecond)
+	if p.stats.Solos != 2 || p.backoff != 2*minBackoff || p.rounds != 0 {
+		t.Fatalf("a losing probe: %+v, backoff %v, rounds %d", p.stats, p.backoff, p.rounds)
+	}
+	for range 20 {
+		p.soloUntil, p.probing = time.Time{}, true
+		epoch(0, time.Microsecond)
+	}
+	if p.backoff != maxBackoff {
+		t.Fatalf("backoff %v after 20 failed probes, want the cap %v", p.backoff, maxBackoff)
+	}
+	p.soloUntil, p.probing = time.Time{}, true
+	epoch(5*time.Microsecond, 20*time.Microsecond)
+	if !p.soloUntil.IsZero() || p.backoff != maxBackoff/2 {
+		t.Fatalf("a passed probe: solo until %v, backoff %v", p.soloUntil, p.backoff)
+	}
+	// A descheduled poll shortens the spin budgets for the next epoch.
+	p.desched.Add(1)
+	epoch(5*time.Microsecond, 20*time.Microsecond)
+	if got := time.Duration(p.idleSpin.Load()); got != MinSpin {
+		t.Fatalf("spin %v after a descheduled poll, want %v", got, MinSpin)
+	}
+	epoch(5*time.Microsecond, 20*time.Microsecond)
+	if got := time.Duration(p.idleSpin.Load()); got != MaxSpin {
+		t.Fatalf("spin %v after a quiet epoch, want %v", got, MaxSpin)
 	}
 }
 
