@@ -122,7 +122,8 @@ func TestConfigErrors(t *testing.T) {
 		opt  Options
 		want string
 	}{
-		{Options{Learners: 2}, "only one learner"},
+		{Options{Learners: -2}, "learners -2"},
+		{Options{Learners: 2, LearnerMode: "hogwild"}, `learner_mode "hogwild"`},
 		{Options{UpdateInterval: 4}, "update_interval 4 differs from dqn's 10"},
 		{Options{Actors: -1}, "actors -1"},
 		{Options{MaxLag: -3}, "max_lag -3"},
@@ -138,7 +139,9 @@ func TestConfigErrors(t *testing.T) {
 	}
 	// The runtime: section is checked when the config is read.
 	for _, bad := range []string{
-		"runtime: {executor: pal, learners: 3}",
+		"runtime: {executor: pal, learners: 3, learner_mode: lockstep}",
+		"runtime: {executor: hts, learner_mode: sync}",
+		"runtime: {executor: pal, learners: 1000}",
 		"runtime: {executor: hts, actors: 2}",
 		"runtime: {executor: pal, update_interval: -1}",
 	} {
@@ -161,6 +164,44 @@ func TestMeasure(t *testing.T) {
 		fl, err := MeasureLearners(context.Background(), res.Header, res.Spec, res.Config, x, 100*time.Millisecond)
 		if err != nil || !(fl > 0) {
 			t.Errorf("f_l(%d) = %v, %v", x, fl, err)
+		}
+	}
+}
+
+// TestLearners: M = 2, 3 learners in both modes take every env step once
+// and make exactly the updates of the algorithm's schedule (in sync mode
+// an averaged step of k gradients counts k updates), for DQN (uniform and
+// prioritized n-step) and the actor-critics.
+func TestLearners(t *testing.T) {
+	cases := []struct {
+		spec        algo.Spec
+		file        string
+		wantUpdates uint64
+	}{
+		{dqn.Spec(), dqnFile, 150},
+		{dqn.Spec(), strings.Replace(dqnFile, "net_arch: [16]}", "net_arch: [16], prioritized: true, n_steps: 3, gradient_steps: 2}", 1), 300},
+		{td3.Spec(), "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 600\ntd3: {num_envs: 2, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 400},
+		{sac.Spec(), "algo: sac\nenv: Pendulum-v1\nseed: 1\nsteps: 500\nsac: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 300},
+		{ddpg.Spec(), "algo: ddpg\nenv: Pendulum-v1\nseed: 1\nsteps: 500\nddpg: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 300},
+	}
+	for _, c := range cases {
+		for _, opt := range []Options{{Actors: 2, Learners: 2}, {Actors: 2, Learners: 3, MaxLag: 4},
+			{Actors: 2, Learners: 2, LearnerMode: ModeSync}, {Actors: 3, Learners: 3, LearnerMode: ModeSync, MaxLag: 4, PublishEvery: 2}} {
+			if c.spec.Name != "dqn" && c.spec.Name != "td3" && opt.Learners == 3 {
+				continue // SAC and DDPG: M = 2 suffices to exercise their split
+			}
+			res := resolve(t, c.spec, c.file)
+			m, st, err := train(t, context.Background(), res, opt)
+			if err != nil {
+				t.Fatalf("%s %+v: %v", c.spec.Name, opt, err)
+			}
+			if m == nil || st.EnvSteps != res.Header.Steps || st.Updates != c.wantUpdates {
+				t.Errorf("%s %+v: model %v, %d env steps, %d updates; want %d, %d", c.spec.Name, opt, m != nil,
+					st.EnvSteps, st.Updates, res.Header.Steps, c.wantUpdates)
+			}
+			if st.Versions == 0 {
+				t.Errorf("%s %+v: no weights published", c.spec.Name, opt)
+			}
 		}
 	}
 }
