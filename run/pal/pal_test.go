@@ -83,7 +83,8 @@ func TestCancel(t *testing.T) {
 	res := resolve(t, td3.Spec(), "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 1000000\ntd3: {num_envs: 1, batch_size: 16, learning_starts: 100, net_arch: [8, 8]}\n")
 	res.Header.Steps = 1 << 40 // actors without a learner take ~10⁶ steps/s
 	before := runtime.NumGoroutine()
-	for _, opt := range []Options{{Actors: 8, MaxLag: 4}, {Actors: 8, NoLearn: true}} {
+	for _, opt := range []Options{{Actors: 8, MaxLag: 4}, {Actors: 8, NoLearn: true},
+		{Actors: 4, Learners: 4, MaxLag: 4}, {Actors: 4, Learners: 3, LearnerMode: ModeSync}} {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		m, st, err := train(t, ctx, res, opt)
 		cancel()
@@ -203,5 +204,26 @@ func TestLearners(t *testing.T) {
 				t.Errorf("%s %+v: no weights published", c.spec.Name, opt)
 			}
 		}
+	}
+}
+
+// TestRace: 8 actors and 4 learners on one prioritized replay, in both
+// modes — meant for go test -race (the weight versions the learners and
+// actors read are immutable, so a torn read would show as a race; see
+// also weights.TestStoreNeverTorn).
+func TestRace(t *testing.T) {
+	file := strings.Replace(dqnFile, "net_arch: [16]}", "net_arch: [16], prioritized: true, n_steps: 3}", 1)
+	file = strings.Replace(file, "num_envs: 1", "num_envs: 2", 1)
+	for _, mode := range []string{ModeAsync, ModeSync} {
+		res := resolve(t, dqn.Spec(), file)
+		_, st, err := train(t, context.Background(), res, Options{Actors: 8, Learners: 4, LearnerMode: mode, MaxLag: 16})
+		if err != nil || st.EnvSteps != 2000 || st.Updates != 150 {
+			t.Errorf("%s: err %v, %d env steps, %d updates; want 2000, 150", mode, err, st.EnvSteps, st.Updates)
+		}
+	}
+	res := resolve(t, td3.Spec(), "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 400\ntd3: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n")
+	_, st, err := train(t, context.Background(), res, Options{Actors: 8, Learners: 4, MaxLag: 8})
+	if err != nil || st.EnvSteps != 400 || st.Updates != 200 {
+		t.Errorf("td3: err %v, %d env steps, %d updates; want 400, 200", err, st.EnvSteps, st.Updates)
 	}
 }
