@@ -364,7 +364,13 @@ func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
 	cfg := l.p.cfg
 	l.apply(g.Step)
 	l.updates += uint64(g.N)
-	done := max(l.targetDone, int64(cfg.LearningStarts))
+	done := l.targetDone
+	if done == 0 {
+		// The first apply: the steps since the previous multiple of
+		// train_frequency (a service may start anywhere in a run).
+		done = g.Step - int64(cfg.TrainFrequency)
+	}
+	done = max(done, int64(cfg.LearningStarts))
 	for range offpolicy.Crossings(done, g.Step, int64(cfg.TargetNetworkFrequency)) {
 		if err := nn.PolyakUpdate(l.target.Params(), l.q.Params(), float32(cfg.Tau)); err != nil {
 			return nil, err

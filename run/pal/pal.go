@@ -217,7 +217,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	case svc != nil:
 		res = svc.run(ctx)
 	default:
-		res = runLearner(ctx, lim, learner, rb, store, opt.PublishEvery, log)
+		res = runLearner(ctx, lim, learner, rb, store, opt.PublishEvery, log, 0)
 	}
 	if res.err != nil {
 		cancel()
@@ -446,10 +446,10 @@ type learnResult struct {
 	err      error
 }
 
-// runLearner runs the learner's updates as env steps are committed,
-// publishing a new weight version every publishEvery updates.
-func runLearner(ctx context.Context, lim *limiter, l algo.TransitionLearner, rb algo.Replay, store *weights.Store, publishEvery int, log algo.Logger) learnResult {
-	var res learnResult
+// runLearner runs the learner's updates as env steps beyond from are
+// committed, publishing a new weight version every publishEvery updates.
+func runLearner(ctx context.Context, lim *limiter, l algo.TransitionLearner, rb algo.Replay, store *weights.Store, publishEvery int, log algo.Logger, from int64) learnResult {
+	res := learnResult{last: from}
 	published := store.Latest().N
 	for {
 		step, ok := lim.next(res.last)
