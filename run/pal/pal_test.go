@@ -227,3 +227,24 @@ func TestRace(t *testing.T) {
 		t.Errorf("td3: err %v, %d env steps, %d updates; want 400, 200", err, st.EnvSteps, st.Updates)
 	}
 }
+
+// TestSetRuntime: --set runtime.key=value reaches the runtime: section
+// (and is validated there); other pairs still go to the algorithm.
+func TestSetRuntime(t *testing.T) {
+	res, err := algo.Resolve([]byte(dqnFile), []algo.Spec{dqn.Spec()}, algo.Overrides{Set: []string{
+		"runtime.learners=3", "runtime.learner_mode=sync", "batch_size=16"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc := res.Header.Runtime; rc.Learners != 3 || rc.LearnerMode != ModeSync || rc.Actors != 2 {
+		t.Errorf("runtime %+v, want learners 3, sync, actors 2 kept", rc)
+	}
+	if o := OptionsOf(res.Header); o.Learners != 3 || o.LearnerMode != ModeSync {
+		t.Errorf("options %+v", o)
+	}
+	for _, bad := range []string{"runtime.bogus=1", "runtime.learner_mode=both", "runtime.learners=-1"} {
+		if _, err := algo.Resolve([]byte(dqnFile), []algo.Spec{dqn.Spec()}, algo.Overrides{Set: []string{bad}}); !errors.Is(err, algo.ErrConfig) {
+			t.Errorf("%s: %v, want a config error", bad, err)
+		}
+	}
+}
