@@ -95,6 +95,7 @@ type service struct {
 
 	state     *weights.Version // main's state after the last apply
 	applied   uint64           // updates applied (main's counter)
+	applies   uint64           // Apply calls
 	published uint64
 	res       learnResult
 	avg       *algo.Grad // sync: the average of a round
@@ -170,6 +171,7 @@ func (s *service) apply(g *algo.Grad) error {
 		return err
 	}
 	s.applied += uint64(g.N)
+	s.applies++
 	for _, st := range stats {
 		s.log.Scalar(st.Name, st.Value)
 	}

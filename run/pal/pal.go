@@ -59,9 +59,13 @@ type Options struct {
 
 // Stats are what a PAL run did.
 type Stats struct {
-	// EnvSteps and Updates count env steps taken and learner updates made.
+	// EnvSteps and Updates count env steps taken and learner updates made
+	// (minibatch gradients: Updates·batch_size samples were drawn).
 	EnvSteps int64
 	Updates  uint64
+	// Applies counts the optimizer applies: Updates with one learner or
+	// async learners, one per round of M (or fewer, at the end) in sync mode.
+	Applies uint64
 	// Versions counts the weight versions published.
 	Versions int
 	// Wall is the time from the first env step to the last update.
@@ -231,7 +235,11 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	if s := opt.Stats; s != nil {
 		lim.mu.Lock()
-		*s = Stats{EnvSteps: lim.committed, Updates: learner.Weights().N, Versions: res.versions, Wall: wall, ActorWait: lim.waited}
+		*s = Stats{EnvSteps: lim.committed, Updates: learner.Weights().N, Applies: learner.Weights().N,
+			Versions: res.versions, Wall: wall, ActorWait: lim.waited}
+		if svc != nil {
+			s.Applies = svc.applies
+		}
 		lim.mu.Unlock()
 	}
 	log.Step(res.last)

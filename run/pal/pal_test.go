@@ -170,9 +170,12 @@ func TestMeasure(t *testing.T) {
 }
 
 // TestLearners: M = 2, 3 learners in both modes take every env step once
-// and make exactly the updates of the algorithm's schedule (in sync mode
-// an averaged step of k gradients counts k updates), for DQN (uniform and
-// prioritized n-step) and the actor-critics.
+// and make exactly the updates of the algorithm's schedule — one
+// minibatch gradient each, so the samples drawn per inserted transition
+// (Updates·batch_size / EnvSteps) are the single-process ones — for DQN
+// (uniform and prioritized n-step) and the actor-critics; in sync mode an
+// averaged apply of k gradients counts k updates, and the applies are the
+// rounds.
 func TestLearners(t *testing.T) {
 	cases := []struct {
 		spec        algo.Spec
@@ -202,6 +205,15 @@ func TestLearners(t *testing.T) {
 			}
 			if st.Versions == 0 {
 				t.Errorf("%s %+v: no weights published", c.spec.Name, opt)
+			}
+			// Sync: one apply per round of M gradients, the last with the rest.
+			wantApplies := c.wantUpdates
+			if opt.LearnerMode == ModeSync {
+				m := uint64(opt.Learners)
+				wantApplies = (c.wantUpdates + m - 1) / m
+			}
+			if st.Applies != wantApplies {
+				t.Errorf("%s %+v: %d applies, want %d", c.spec.Name, opt, st.Applies, wantApplies)
 			}
 		}
 	}
