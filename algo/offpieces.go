@@ -2,6 +2,7 @@ package algo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -163,6 +164,10 @@ type Grad struct {
 	Stats []Stat
 }
 
+// ErrGradShape marks a gradient buffer that does not fit the learner or
+// the other gradients (not sized by the same learner's NewGrad).
+var ErrGradShape = errors.New("algo: gradient buffers do not match")
+
 // AverageGrads sets dst to the average of gs, summed in the order given
 // (the pal executor passes them in learner-id order, so the result does
 // not depend on which learner finished first): each part is the mean over
@@ -171,11 +176,11 @@ type Grad struct {
 // learner's NewGrad.
 func AverageGrads(dst *Grad, gs []*Grad) error {
 	if len(gs) == 0 {
-		return fmt.Errorf("%w: no gradients to average", ErrConfig)
+		return errors.New("algo: no gradients to average")
 	}
 	g0 := gs[0]
 	if len(dst.Parts) != len(g0.Parts) {
-		return fmt.Errorf("%w: gradient of %d parts into one of %d", ErrConfig, len(g0.Parts), len(dst.Parts))
+		return fmt.Errorf("%w: a gradient of %d parts into one of %d", ErrGradShape, len(g0.Parts), len(dst.Parts))
 	}
 	dst.N, dst.Targets, dst.Ticket = 0, 0, gs[len(gs)-1].Ticket
 	dst.Stats = append(dst.Stats[:0], g0.Stats...)
@@ -185,7 +190,7 @@ func AverageGrads(dst *Grad, gs []*Grad) error {
 	}
 	for k, g := range gs {
 		if len(g.Parts) != len(dst.Parts) || len(g.Stats) != len(g0.Stats) {
-			return fmt.Errorf("%w: gradients of different learners", ErrConfig)
+			return fmt.Errorf("%w: gradients of different learners", ErrGradShape)
 		}
 		dst.N += g.N
 		dst.Targets = max(dst.Targets, g.Targets)
@@ -199,7 +204,7 @@ func AverageGrads(dst *Grad, gs []*Grad) error {
 				continue
 			}
 			if len(p) != len(dst.Parts[i]) {
-				return fmt.Errorf("%w: part %d has %d values, want %d", ErrConfig, i, len(p), len(dst.Parts[i]))
+				return fmt.Errorf("%w: part %d has %d values, want %d", ErrGradShape, i, len(p), len(dst.Parts[i]))
 			}
 			d := dst.Parts[i]
 			for j, v := range p {

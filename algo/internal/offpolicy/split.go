@@ -35,12 +35,12 @@ func GradIn(ps []*nn.Param, src []float32) error {
 	o := 0
 	for _, p := range ps {
 		if o+len(p.Grad) > len(src) {
-			return fmt.Errorf("offpolicy: gradient of %d values for more parameters", len(src))
+			return fmt.Errorf("%w: %d gradient values for more parameters", algo.ErrGradShape, len(src))
 		}
 		o += copy(p.Grad, src[o:o+len(p.Grad)])
 	}
 	if o != len(src) {
-		return fmt.Errorf("offpolicy: gradient of %d values for %d parameters", len(src), o)
+		return fmt.Errorf("%w: %d gradient values for %d parameters", algo.ErrGradShape, len(src), o)
 	}
 	return nil
 }
@@ -48,7 +48,7 @@ func GradIn(ps []*nn.Param, src []float32) error {
 // CheckGrad reports a gradient that was not sized by NewGrad for groups.
 func CheckGrad(g *algo.Grad, groups int) error {
 	if g == nil || len(g.Parts) != groups || len(g.Has) != groups || len(g.Steps) != groups {
-		return fmt.Errorf("%w: gradient buffer not from this learner's NewGrad", algo.ErrConfig)
+		return fmt.Errorf("%w: not from this learner's NewGrad", algo.ErrGradShape)
 	}
 	return nil
 }
