@@ -93,13 +93,16 @@ type service struct {
 	workers      []*gradLearner
 	syncMode     bool
 
-	state     *weights.Version // main's state after the last apply
-	applied   uint64           // updates applied (main's counter)
-	applies   uint64           // Apply calls
-	published uint64
-	res       learnResult
-	avg       *algo.Grad // sync: the average of a round
-	grads     []*algo.Grad
+	state   *weights.Version // main's state after the last apply
+	applied uint64           // updates applied (main's counter)
+	applies uint64           // Apply calls
+	// staleMax and staleSum: updates applied between the state a gradient
+	// was computed at and its own apply (async).
+	staleMax, staleSum uint64
+	published          uint64
+	res                learnResult
+	avg                *algo.Grad // sync: the average of a round
+	grads              []*algo.Grad
 }
 
 // newService builds the M gradient learners (slots 0 … M−1, each with
@@ -227,6 +230,7 @@ func (s *service) serveAsync(ctx context.Context) error {
 	var (
 		pending  []algo.Ticket // due, not handed out
 		inflight []algo.Ticket // handed out, not applied; oldest first
+		at       []uint64      // the state (updates applied) each in-flight one is computed at
 		marks    []mark
 		free     = make([]bool, M)
 		next     = s.applied + 1
@@ -273,6 +277,7 @@ func (s *service) serveAsync(ctx context.Context) error {
 			}
 			free[w.id] = false
 			inflight = append(inflight, pending[0])
+			at = append(at, s.state.N)
 			pending = pending[1:]
 		}
 		if len(inflight) > 0 {
@@ -281,11 +286,14 @@ func (s *service) serveAsync(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			stale := s.applied - at[0]
+			s.staleMax = max(s.staleMax, stale)
+			s.staleSum += stale
 			if err := s.apply(g); err != nil {
 				return err
 			}
 			free[w.id] = true
-			inflight = inflight[1:]
+			inflight, at = inflight[1:], at[1:]
 		}
 		release()
 	}

@@ -66,6 +66,11 @@ type Stats struct {
 	// Applies counts the optimizer applies: Updates with one learner or
 	// async learners, one per round of M (or fewer, at the end) in sync mode.
 	Applies uint64
+	// MaxStale and MeanStale are how many updates were applied between the
+	// state an async learner computed a gradient at and the gradient's own
+	// apply (bounded by M−1; 0 with one learner or in sync mode).
+	MaxStale  uint64
+	MeanStale float64
 	// Versions counts the weight versions published.
 	Versions int
 	// Wall is the time from the first env step to the last update.
@@ -238,7 +243,10 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		*s = Stats{EnvSteps: lim.committed, Updates: learner.Weights().N, Applies: learner.Weights().N,
 			Versions: res.versions, Wall: wall, ActorWait: lim.waited}
 		if svc != nil {
-			s.Applies = svc.applies
+			s.Applies, s.MaxStale = svc.applies, svc.staleMax
+			if svc.applies > 0 {
+				s.MeanStale = float64(svc.staleSum) / float64(svc.applies)
+			}
 		}
 		lim.mu.Unlock()
 	}

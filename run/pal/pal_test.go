@@ -215,6 +215,9 @@ func TestLearners(t *testing.T) {
 			if st.Applies != wantApplies {
 				t.Errorf("%s %+v: %d applies, want %d", c.spec.Name, opt, st.Applies, wantApplies)
 			}
+			if bound := uint64(opt.Learners - 1); st.MaxStale > bound || (opt.LearnerMode == ModeSync && st.MaxStale != 0) {
+				t.Errorf("%s %+v: gradients up to %d updates stale, bound %d", c.spec.Name, opt, st.MaxStale, bound)
+			}
 		}
 	}
 }
