@@ -73,7 +73,7 @@
 // Staleness bound: a gradient is computed at most M−1 updates before the
 // state it is applied to (0 for M = 1). How stale each one is within that
 // bound depends on which learner finishes first, so it differs between
-// runs. Env steps are consumed (releasing the actors) once all their
+// runs (Stats.MaxStale and MeanStale report it). Env steps are consumed (releasing the actors) once all their
 // updates are applied, as with one learner.
 //
 // learner_mode: sync. Whenever M updates are due, the M learners compute
