@@ -234,7 +234,7 @@ type Resolved struct {
 
 // Overrides are command-line values that replace file values. A nil pointer
 // leaves the file's value. Set holds "key=value" pairs for the algorithm's
-// section; each value is parsed as YAML, so "lr=3e-4" and
+// section, or for the runtime: section as "runtime.key=value"; each value is parsed as YAML, so "lr=3e-4" and
 // "net_arch=[64,64]" work and an unknown key is an error naming it.
 type Overrides struct {
 	Algo, Env, Out  *string
@@ -304,6 +304,18 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 	if ov.LogEvery != nil {
 		h.LogEvery = *ov.LogEvery
 	}
+	// "runtime.KEY=value" sets a key of the runtime: section; every other
+	// pair is the algorithm's.
+	var algoSet []string
+	for _, kv := range ov.Set {
+		if k, ok := strings.CutPrefix(strings.TrimSpace(kv), "runtime."); ok {
+			if err := setYAML(&h.Runtime, k); err != nil {
+				return nil, fmt.Errorf("%w (runtime.)", err)
+			}
+			continue
+		}
+		algoSet = append(algoSet, kv)
+	}
 	h.EnsureDefaults()
 	if err := h.Validate(); err != nil {
 		return nil, err
@@ -323,7 +335,7 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 			return nil, fmt.Errorf("%w: section %s: %w", ErrConfig, spec.Name, err)
 		}
 	}
-	for _, kv := range ov.Set {
+	for _, kv := range algoSet {
 		if err := Set(cfg, kv); err != nil {
 			return nil, err
 		}
@@ -339,7 +351,10 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 
 // Set applies one "key=value" override to cfg (value parsed as YAML),
 // strictly: an unknown key is an error naming it.
-func Set(cfg Config, kv string) error {
+func Set(cfg Config, kv string) error { return setYAML(cfg, kv) }
+
+// setYAML applies one "key=value" pair to the struct dst points to.
+func setYAML(dst any, kv string) error {
 	k, v, ok := strings.Cut(kv, "=")
 	k = strings.TrimSpace(k)
 	if !ok || k == "" {
@@ -348,7 +363,7 @@ func Set(cfg Config, kv string) error {
 	if strings.ContainsAny(kv, "\n\r") {
 		return fmt.Errorf("%w: --set %s: the value must be on one line", ErrConfig, k)
 	}
-	if err := yaml.Load([]byte(k+": "+v), cfg, yaml.WithKnownFields()); err != nil {
+	if err := yaml.Load([]byte(k+": "+v), dst, yaml.WithKnownFields()); err != nil {
 		return fmt.Errorf("%w: --set %s: %w", ErrConfig, k, err)
 	}
 	return nil

@@ -2,6 +2,8 @@ package algo
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 
 	"herd/env"
@@ -123,4 +125,143 @@ type TransitionLearner interface {
 // episode ended, before the next SampleTo.
 type EnvResetter interface {
 	ResetEnv(i int)
+}
+
+// Ticket names one update in an algorithm's schedule: the global env step
+// it is due at (Step: prioritized replay's β, learning-rate annealing,
+// SAC's delays) and its number, counting from 1 (Index: TD3's and DDPG's
+// delayed actor). SplitLearner.Due hands them out in schedule order.
+type Ticket struct {
+	Step  int64
+	Index uint64
+}
+
+// Grad is a gradient buffer a caller owns: the flat gradients of a
+// learner's parameter groups, in the learner's fixed order (DQN: Q; SAC:
+// critics, actor, log α; TD3, DDPG: critics, actor). SplitLearner.NewGrad
+// sizes one; SplitLearner.Grad fills it; AverageGrads merges several.
+type Grad struct {
+	// Ticket is the update the gradient was computed for (the last one
+	// when several were averaged).
+	Ticket
+	// N counts the minibatch gradients merged into this one (1 from Grad).
+	N int
+	// Parts are the flat gradients of each parameter group; Has[i] counts
+	// the merged gradients that carry part i (a delayed actor's part is
+	// absent from most updates).
+	Parts [][]float32
+	Has   []int
+	// Steps are per-part counts of optimizer steps the apply step takes
+	// with the part (SAC: policy_frequency actor steps per actor update);
+	// 0 means 1.
+	Steps []int
+	// Targets is the number of target-network updates the gradient's
+	// updates are due (SAC: one per multiple of target_network_frequency;
+	// TD3, DDPG: one per actor update). DQN's are counted by env step in
+	// Apply.
+	Targets int
+	// Stats are the update's scalars, as Learn reports them.
+	Stats []Stat
+}
+
+// ErrGradShape marks a gradient buffer that does not fit the learner or
+// the other gradients (not sized by the same learner's NewGrad).
+var ErrGradShape = errors.New("algo: gradient buffers do not match")
+
+// AverageGrads sets dst to the average of gs, summed in the order given
+// (the pal executor passes them in learner-id order, so the result does
+// not depend on which learner finished first): each part is the mean over
+// the gradients that carry it, Targets and Steps take the largest, Stats
+// the mean, Ticket the last one's, N the sum. All must come from one
+// learner's NewGrad.
+func AverageGrads(dst *Grad, gs []*Grad) error {
+	if len(gs) == 0 {
+		return errors.New("algo: no gradients to average")
+	}
+	g0 := gs[0]
+	if len(dst.Parts) != len(g0.Parts) {
+		return fmt.Errorf("%w: a gradient of %d parts into one of %d", ErrGradShape, len(g0.Parts), len(dst.Parts))
+	}
+	dst.N, dst.Targets, dst.Ticket = 0, 0, gs[len(gs)-1].Ticket
+	dst.Stats = append(dst.Stats[:0], g0.Stats...)
+	for i := range dst.Parts {
+		dst.Has[i], dst.Steps[i] = 0, 0
+		clear(dst.Parts[i])
+	}
+	for k, g := range gs {
+		if len(g.Parts) != len(dst.Parts) || len(g.Stats) != len(g0.Stats) {
+			return fmt.Errorf("%w: gradients of different learners", ErrGradShape)
+		}
+		dst.N += g.N
+		dst.Targets = max(dst.Targets, g.Targets)
+		if k > 0 {
+			for j, s := range g.Stats {
+				dst.Stats[j].Value += s.Value
+			}
+		}
+		for i, p := range g.Parts {
+			if g.Has[i] == 0 {
+				continue
+			}
+			if len(p) != len(dst.Parts[i]) {
+				return fmt.Errorf("%w: part %d has %d values, want %d", ErrGradShape, i, len(p), len(dst.Parts[i]))
+			}
+			d := dst.Parts[i]
+			for j, v := range p {
+				d[j] += v
+			}
+			dst.Has[i] += g.Has[i]
+			dst.Steps[i] = max(dst.Steps[i], g.Steps[i])
+		}
+	}
+	for j := range dst.Stats {
+		dst.Stats[j].Value /= float64(len(gs))
+	}
+	for i, n := range dst.Has {
+		if n > 1 {
+			inv := 1 / float32(n)
+			for j := range dst.Parts[i] {
+				dst.Parts[i][j] *= inv
+			}
+		}
+	}
+	return nil
+}
+
+// SplitLearner is a TransitionLearner whose updates are cut into a
+// gradient step and an apply step, so that several learners can compute
+// gradients while one parameter service applies them (the pal executor's
+// learners: M > 1). Learn remains the single-learner path, unchanged.
+//
+// A gradient learner is a SplitLearner of its own (built by
+// NewTransitionLearner, then SetSlot): it takes the service's State,
+// computes Grad on its own minibatch with its own streams, and never
+// steps an optimizer; the service applies what it gets with Apply.
+type SplitLearner interface {
+	TransitionLearner
+	// SetSlot makes the learner draw minibatches (and any noise inside
+	// updates) from the streams of learner slot i: the algorithm's own
+	// stream names with id i, so slot 0 draws what Learn draws.
+	SetSlot(i int)
+	// Due appends to dst the updates due for global env steps (prev,
+	// step] — the schedule Learn follows — numbered from next, and
+	// returns dst. None are due while step ≤ learning_starts or rb holds
+	// less than a minibatch.
+	Due(dst []Ticket, rb Replay, prev, step int64, next uint64) []Ticket
+	// State returns everything a gradient depends on — online and target
+	// networks, SAC's log α — as an immutable version numbered by the
+	// updates applied.
+	State() *weights.Version
+	// SetState makes the learner compute its next gradients at s.
+	SetState(s *weights.Version) error
+	// NewGrad returns a gradient buffer sized for the learner.
+	NewGrad() *Grad
+	// Grad draws a minibatch from rb (the learner's slot stream), computes
+	// the gradients of update t at the learner's current parameters into
+	// g, and feeds the TD errors back as priorities. It changes no
+	// parameter.
+	Grad(ctx context.Context, rb Replay, t Ticket, g *Grad) error
+	// Apply takes the optimizer steps with g, then the target-network
+	// updates it is due, and counts g.N updates. It returns g's scalars.
+	Apply(g *Grad) ([]Stat, error)
 }

@@ -139,7 +139,8 @@ type Pieces struct {
 //	runtime:            # parallel actors and learners (run/pal), off-policy
 //	  executor: pal
 //	  actors: 2         # N env workers, each stepping num_envs envs (default 1)
-//	  learners: 1       # M (default 1; only 1 is implemented)
+//	  learners: 1       # M (default 1)
+//	  learner_mode: async  # M > 1: async (default) or sync
 //	  update_interval: 10  # optional: U, must equal the algorithm's
 //	  refresh_every: 1  # actor env steps between policy refreshes (default 1)
 //	  publish_every: 1  # learner updates between published versions (default 1)
@@ -163,10 +164,12 @@ type RuntimeConfig struct {
 	Transport string `yaml:"transport,omitempty"`
 	NATSURL   string `yaml:"nats_url,omitempty"`
 
-	// Actors, Learners, UpdateInterval, RefreshEvery, PublishEvery and
-	// MaxLag are PAL's settings (see run/pal); 0 means the default.
+	// Actors, Learners, LearnerMode, UpdateInterval, RefreshEvery,
+	// PublishEvery and MaxLag are PAL's settings (see run/pal); 0 or ""
+	// means the default.
 	Actors         int     `yaml:"actors,omitempty"`
 	Learners       int     `yaml:"learners,omitempty"`
+	LearnerMode    string  `yaml:"learner_mode,omitempty"`
 	UpdateInterval float64 `yaml:"update_interval,omitempty"`
 	RefreshEvery   int     `yaml:"refresh_every,omitempty"`
 	PublishEvery   int     `yaml:"publish_every,omitempty"`
@@ -217,8 +220,16 @@ func (rc RuntimeConfig) Validate() error {
 	if u := rc.UpdateInterval; u != 0 && (!(u > 0) || u > 1e9 || rc.Executor != "pal") {
 		errs = append(errs, fmt.Errorf("%w: runtime.update_interval %v: a positive pal setting (executor %q)", ErrConfig, u, rc.Executor))
 	}
-	if rc.Learners > 1 {
-		errs = append(errs, fmt.Errorf("%w: runtime.learners %d: pal runs one learner; several learners need the learner pieces split into gradient and apply steps, which they are not yet", ErrConfig, rc.Learners))
+	if rc.Learners > 256 {
+		errs = append(errs, fmt.Errorf("%w: runtime.learners %d: at most 256", ErrConfig, rc.Learners))
+	}
+	if m := rc.LearnerMode; m != "" {
+		if m != "async" && m != "sync" {
+			errs = append(errs, fmt.Errorf("%w: runtime.learner_mode %q is not async or sync", ErrConfig, m))
+		}
+		if rc.Executor != "pal" {
+			errs = append(errs, fmt.Errorf("%w: runtime.learner_mode is a pal setting; executor is %q", ErrConfig, rc.Executor))
+		}
 	}
 	if rc.StepTime != nil {
 		if err := rc.StepTime.Validate(); err != nil {

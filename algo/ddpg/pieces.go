@@ -173,6 +173,13 @@ func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) (
 // updateCritic takes one step on the TD loss (Lillicrap et al. 2016,
 // Algorithm 1): MSE(Q(s, a), r + γ^m (1 − d)·Q'(s', μ'(s'))).
 func (l *Learner) updateCritic() (qfLoss, qMean float64) {
+	qfLoss, qMean = l.criticGrad()
+	l.qOpt.Step(l.qf1.Params())
+	return qfLoss, qMean
+}
+
+// criticGrad sets the critic's gradients of the TD loss.
+func (l *Learner) criticGrad() (qfLoss, qMean float64) {
 	mb, B := &l.mb, l.p.cfg.BatchSize
 	l.par.Go(l.targetQ)
 	l.qf1.ZeroGrad()
@@ -185,6 +192,99 @@ func (l *Learner) updateCritic() (qfLoss, qMean float64) {
 	loss := nn.MSE(l.dQ, q, l.nextQ)
 	qMean = offpolicy.Mean(q)
 	l.qf1.Backward(l.dQ)
-	l.qOpt.Step(l.qf1.Params())
 	return float64(loss), qMean
+}
+
+var _ algo.SplitLearner = (*Learner)(nil)
+
+// SetSlot makes the learner draw minibatches from ("ddpg/replay", i).
+func (l *Learner) SetSlot(i int) { l.sampleRNG = rng.New(l.p.H.Seed, "ddpg/replay", i) }
+
+// Due appends one ticket per env step in (max(prev, learning_starts),
+// step]: Learn's schedule.
+func (l *Learner) Due(dst []algo.Ticket, rb algo.Replay, prev, step int64, next uint64) []algo.Ticket {
+	cfg := l.p.cfg
+	if step <= int64(cfg.LearningStarts) || rb.Len() < cfg.BatchSize {
+		return dst
+	}
+	return offpolicy.StepTickets(dst, prev, step, int64(cfg.LearningStarts), next)
+}
+
+func (l *Learner) stateParams() []*nn.Param {
+	return offpolicy.Concat(l.actor.Params(), l.targetActor.Params(), l.qf1.Params(), l.qf1Target.Params())
+}
+
+// State is the actor, the critic and their targets.
+func (l *Learner) State() *weights.Version { return weights.New(uint64(l.updates), l.stateParams()) }
+
+// SetState copies s into the networks.
+func (l *Learner) SetState(s *weights.Version) error {
+	if err := s.CopyTo(l.stateParams()); err != nil {
+		return fmt.Errorf("ddpg: %w", err)
+	}
+	l.updates = int64(s.N)
+	return nil
+}
+
+// NewGrad sizes a gradient of the critic and the actor.
+func (l *Learner) NewGrad() *algo.Grad { return offpolicy.NewGrad(3, l.qf1.Params(), l.actor.Params()) }
+
+// Grad computes update t's gradients into g: the TD loss, and for every
+// policy_frequency-th update the deterministic policy gradient through the
+// critic as it is (Learn takes it after the critic step of the same
+// update; here both come from one set of parameters).
+func (l *Learner) Grad(ctx context.Context, rb algo.Replay, t algo.Ticket, g *algo.Grad) error {
+	cfg, B := l.p.cfg, l.p.cfg.BatchSize
+	if err := offpolicy.CheckGrad(g, 2); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	offpolicy.StartGrad(g, t)
+	if err := rb.Sample(&l.mb, B, t.Step, l.sampleRNG); err != nil {
+		return fmt.Errorf("ddpg: sample: %w", err)
+	}
+	qfLoss, qMean := l.criticGrad()
+	offpolicy.GradOut(g.Parts[0], l.qf1.Params()) // before DPGGrad adds into them
+	g.Has[0] = 1
+	var actorLoss float64
+	if t.Index%uint64(cfg.PolicyFrequency) == 0 {
+		actorLoss = offpolicy.DPGGrad(l.actor, l.head, l.qf1, l.mb.Obs, B, l.pi, l.dOut, l.dQ)
+		offpolicy.GradOut(g.Parts[1], l.actor.Params())
+		g.Has[1], g.Targets = 1, 1
+	}
+	g.Stats = append(g.Stats[:0], algo.Stat{Name: "losses/qf1_values", Value: qMean},
+		algo.Stat{Name: "losses/qf1_loss", Value: qfLoss}, algo.Stat{Name: "losses/actor_loss", Value: actorLoss})
+	return nil
+}
+
+// Apply takes the critic step and, when g carries the actor's gradient,
+// the actor step and the Polyak update of both targets.
+func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
+	if err := offpolicy.CheckGrad(g, 2); err != nil {
+		return nil, err
+	}
+	if err := offpolicy.GradIn(l.qf1.Params(), g.Parts[0]); err != nil {
+		return nil, err
+	}
+	l.qOpt.Step(l.qf1.Params())
+	l.updates += int64(g.N)
+	l.stats = append(l.stats[:0], g.Stats[:2]...)
+	if n := g.Has[1]; n > 0 && len(g.Stats) > 2 {
+		if err := offpolicy.GradIn(l.actor.Params(), g.Parts[1]); err != nil {
+			return nil, err
+		}
+		l.actorOpt.Step(l.actor.Params())
+		l.actorLoss = g.Stats[2].Value * float64(g.N) / float64(n)
+		l.stats = append(l.stats, algo.Stat{Name: "losses/actor_loss", Value: l.actorLoss})
+	}
+	if g.Targets > 0 {
+		if err := offpolicy.PolyakAll(l.p.cfg.Tau,
+			[2][]*nn.Param{l.targetActor.Params(), l.actor.Params()},
+			[2][]*nn.Param{l.qf1Target.Params(), l.qf1.Params()}); err != nil {
+			return nil, err
+		}
+	}
+	return l.stats, nil
 }

@@ -124,6 +124,8 @@ type Learner struct {
 	rng     *rand.Rand
 	par     *twin.Pair
 	updates uint64
+	// targetDone is the env step up to which Apply made the target updates.
+	targetDone int64
 
 	// Workspaces, sized once.
 	mb        algo.Minibatch
@@ -215,15 +217,23 @@ func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) (
 	return l.stats[:], nil
 }
 
-// train runs one gradient step on a sampled minibatch and returns the
-// loss and the mean Q(s, a) of the batch.
+// train runs one update on a sampled minibatch — grad, then apply — and
+// returns the loss and the mean Q(s, a) of the batch.
 func (l *Learner) train(rb algo.Replay, step int64) (loss, meanQ float64, err error) {
-	cfg, h, B, k := l.p.cfg, l.p.h, l.p.cfg.BatchSize, l.p.actions.N
-	q, mb := l.q, &l.mb
-	if cfg.AnnealLR {
-		frac := 1 - float64(step)/float64(h.Steps)
-		l.opt.SetLR(float32(frac * cfg.LearningRate))
+	if loss, meanQ, err = l.grad(rb, step); err != nil {
+		return 0, 0, err
 	}
+	l.apply(step)
+	l.updates++
+	return loss, meanQ, nil
+}
+
+// grad samples a minibatch with l.rng, sets the Q-network's gradients of
+// the TD loss and feeds the TD errors back as priorities; the parameters
+// do not move.
+func (l *Learner) grad(rb algo.Replay, step int64) (loss, meanQ float64, err error) {
+	cfg, B, k := l.p.cfg, l.p.cfg.BatchSize, l.p.actions.N
+	q, mb := l.q, &l.mb
 	if err := rb.Sample(mb, B, step, l.rng); err != nil {
 		return 0, 0, err
 	}
@@ -249,20 +259,125 @@ func (l *Learner) train(rb algo.Replay, step int64) (loss, meanQ float64, err er
 		l.tdTarget[i] = mb.Rewards[i] + mb.Discounts[i]*(1-mb.Dones[i])*l.targetMax[i]
 	}
 	lv := l.tdGradFromPred(mb, l.tdTarget)
-	if cfg.MaxGradNorm > 0 {
-		nn.ClipGradNorm(q.Params(), float32(cfg.MaxGradNorm))
-	}
-	l.opt.Step(q.Params())
-	l.updates++
 	var sumQ float64
 	for i := range B {
 		l.tdErr[i] = l.qPred[i] - l.tdTarget[i]
 		sumQ += float64(l.qPred[i])
 	}
+	// The priorities only steer later draws, so feeding them back before
+	// the optimizer step (rather than after, as before the split) changes
+	// no bits.
 	if err := rb.UpdatePriorities(mb, l.tdErr); err != nil {
 		return 0, 0, err
 	}
 	return float64(lv), sumQ / float64(B), nil
+}
+
+// apply takes the optimizer step with the Q-network's gradients, at the
+// learning rate of step (anneal_lr), after clipping their norm.
+func (l *Learner) apply(step int64) {
+	cfg, h := l.p.cfg, l.p.h
+	if cfg.AnnealLR {
+		frac := 1 - float64(step)/float64(h.Steps)
+		l.opt.SetLR(float32(frac * cfg.LearningRate))
+	}
+	if cfg.MaxGradNorm > 0 {
+		nn.ClipGradNorm(l.q.Params(), float32(cfg.MaxGradNorm))
+	}
+	l.opt.Step(l.q.Params())
+}
+
+var _ algo.SplitLearner = (*Learner)(nil)
+
+// SetSlot makes the learner draw minibatches from ("dqn/replay", i).
+func (l *Learner) SetSlot(i int) { l.rng = rng.New(l.p.h.Seed, "dqn/replay", i) }
+
+// Due appends gradient_steps tickets per multiple of train_frequency in
+// (max(prev, learning_starts), step], each at its multiple: Learn's
+// schedule.
+func (l *Learner) Due(dst []algo.Ticket, rb algo.Replay, prev, step int64, next uint64) []algo.Ticket {
+	cfg := l.p.cfg
+	if step <= int64(cfg.LearningStarts) || rb.Len() < cfg.BatchSize {
+		return dst
+	}
+	f := int64(cfg.TrainFrequency)
+	for c := (max(prev, int64(cfg.LearningStarts))/f + 1) * f; c <= step; c += f {
+		for range cfg.GradientSteps {
+			dst = append(dst, algo.Ticket{Step: c, Index: next})
+			next++
+		}
+	}
+	return dst
+}
+
+func (l *Learner) stateParams() []*nn.Param {
+	return offpolicy.Concat(l.q.Params(), l.target.Params())
+}
+
+// State is the Q-network and its target network.
+func (l *Learner) State() *weights.Version { return weights.New(l.updates, l.stateParams()) }
+
+// SetState copies s into the Q-network and its target network.
+func (l *Learner) SetState(s *weights.Version) error {
+	if err := s.CopyTo(l.stateParams()); err != nil {
+		return fmt.Errorf("dqn: %w", err)
+	}
+	l.updates = s.N
+	return nil
+}
+
+// NewGrad sizes a gradient of the Q-network.
+func (l *Learner) NewGrad() *algo.Grad { return offpolicy.NewGrad(len(l.stats), l.q.Params()) }
+
+// Grad computes update t's gradient into g (see algo.SplitLearner).
+func (l *Learner) Grad(ctx context.Context, rb algo.Replay, t algo.Ticket, g *algo.Grad) error {
+	if err := offpolicy.CheckGrad(g, 1); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	offpolicy.StartGrad(g, t)
+	loss, meanQ, err := l.grad(rb, t.Step)
+	if err != nil {
+		return fmt.Errorf("dqn: train: %w", err)
+	}
+	offpolicy.GradOut(g.Parts[0], l.q.Params())
+	g.Has[0] = 1
+	cfg := l.p.cfg
+	g.Stats = append(g.Stats[:0], algo.Stat{Name: "losses/td_loss", Value: loss}, algo.Stat{Name: "losses/q_values", Value: meanQ},
+		algo.Stat{Name: "charts/epsilon", Value: offpolicy.LinearSchedule(cfg.StartE, cfg.EndE, l.p.explorationSteps, int(t.Step))})
+	return nil
+}
+
+// Apply takes the optimizer step with g and then the target updates for
+// the multiples of target_network_frequency in (the last applied update's
+// step, g's step]: with one gradient step per train_frequency, the order
+// of Learn.
+func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
+	if err := offpolicy.CheckGrad(g, 1); err != nil {
+		return nil, err
+	}
+	if err := offpolicy.GradIn(l.q.Params(), g.Parts[0]); err != nil {
+		return nil, err
+	}
+	cfg := l.p.cfg
+	l.apply(g.Step)
+	l.updates += uint64(g.N)
+	done := l.targetDone
+	if done == 0 {
+		// The first apply: the steps since the previous multiple of
+		// train_frequency (a service may start anywhere in a run).
+		done = g.Step - int64(cfg.TrainFrequency)
+	}
+	done = max(done, int64(cfg.LearningStarts))
+	for range offpolicy.Crossings(done, g.Step, int64(cfg.TargetNetworkFrequency)) {
+		if err := nn.PolyakUpdate(l.target.Params(), l.q.Params(), float32(cfg.Tau)); err != nil {
+			return nil, err
+		}
+	}
+	l.targetDone = max(done, g.Step)
+	return g.Stats, nil
 }
 
 // tdGrad computes the TD loss of Q(s, a; θ) against the fixed targets y on

@@ -333,3 +333,145 @@ func (l *Learner) updateActor() {
 		l.alpha = math.Exp(float64(l.logAlpha.Value[0]))
 	}
 }
+
+var _ algo.SplitLearner = (*Learner)(nil)
+
+// SetSlot makes the learner draw from ("sac/learner", i) and
+// ("sac/replay", i).
+func (l *Learner) SetSlot(i int) {
+	l.learnRNG, l.sampleRNG = rng.New(l.p.h.Seed, "sac/learner", i), rng.New(l.p.h.Seed, "sac/replay", i)
+}
+
+// Due appends one ticket per env step in (max(prev, learning_starts),
+// step]: Learn's schedule.
+func (l *Learner) Due(dst []algo.Ticket, rb algo.Replay, prev, step int64, next uint64) []algo.Ticket {
+	cfg := l.p.cfg
+	if step <= int64(cfg.LearningStarts) || rb.Len() < cfg.BatchSize {
+		return dst
+	}
+	return offpolicy.StepTickets(dst, prev, step, int64(cfg.LearningStarts), next)
+}
+
+func (l *Learner) stateParams() []*nn.Param {
+	return offpolicy.Concat(l.actor.Params(), l.qParams, l.qf1Target.Params(), l.qf2Target.Params(), []*nn.Param{l.logAlpha})
+}
+
+// State is the actor, both critics, their targets and log α.
+func (l *Learner) State() *weights.Version { return weights.New(l.updates, l.stateParams()) }
+
+// SetState copies s into the networks and log α.
+func (l *Learner) SetState(s *weights.Version) error {
+	if err := s.CopyTo(l.stateParams()); err != nil {
+		return fmt.Errorf("sac: %w", err)
+	}
+	if l.p.cfg.Autotune {
+		l.alpha = math.Exp(float64(l.logAlpha.Value[0]))
+	}
+	l.updates = s.N
+	return nil
+}
+
+// The parts of SAC's gradient, and its scalars.
+const (
+	partCritics = iota
+	partActor
+	partAlpha
+	statActorLoss = 3
+	statAlphaLoss = 4
+)
+
+// NewGrad sizes a gradient of the critics, the actor and log α.
+func (l *Learner) NewGrad() *algo.Grad {
+	return offpolicy.NewGrad(5, l.qParams, l.actor.Params(), []*nn.Param{l.logAlpha})
+}
+
+// Grad computes update t's gradients into g: the twin soft Q loss, and at
+// a multiple of policy_frequency the actor's (through the critics as they
+// are, not as the critic step of this update leaves them: the steps of one
+// update are computed at one set of parameters) and α's. The apply step
+// takes policy_frequency actor steps with the actor's gradient, where
+// Learn takes them on fresh samples of the policy.
+func (l *Learner) Grad(ctx context.Context, rb algo.Replay, t algo.Ticket, g *algo.Grad) error {
+	cfg, B := l.p.cfg, l.p.cfg.BatchSize
+	if err := offpolicy.CheckGrad(g, 3); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	offpolicy.StartGrad(g, t)
+	if err := rb.Sample(&l.mb, B, t.Step, l.sampleRNG); err != nil {
+		return fmt.Errorf("sac: sample: %w", err)
+	}
+	l.criticTarget()
+	qfLoss, q1Mean, q2Mean := l.critics.FitGrad(l.mb.Obs, l.mb.Actions, l.nextQ, B)
+	// Copy the critics' gradients out before the actor's pass adds into them.
+	offpolicy.GradOut(g.Parts[partCritics], l.qParams)
+	g.Has[partCritics] = 1
+	var actorLoss, alphaLoss float64
+	if t.Step%int64(cfg.PolicyFrequency) == 0 {
+		actorLoss = l.actorGrad()
+		offpolicy.GradOut(g.Parts[partActor], l.actor.Params())
+		g.Has[partActor], g.Steps[partActor] = 1, cfg.PolicyFrequency
+		if cfg.Autotune {
+			alphaLoss = l.alphaGrad()
+			g.Parts[partAlpha][0] = l.logAlpha.Grad[0]
+			g.Has[partAlpha], g.Steps[partAlpha] = 1, cfg.PolicyFrequency
+		}
+	}
+	if t.Step%int64(cfg.TargetNetworkFrequency) == 0 {
+		g.Targets = 1
+	}
+	g.Stats = append(g.Stats[:0], algo.Stat{Name: "losses/qf1_values", Value: q1Mean},
+		algo.Stat{Name: "losses/qf2_values", Value: q2Mean}, algo.Stat{Name: "losses/qf_loss", Value: qfLoss / 2},
+		algo.Stat{Name: "losses/actor_loss", Value: actorLoss}, algo.Stat{Name: "losses/alpha_loss", Value: alphaLoss})
+	return nil
+}
+
+// Apply takes the critic step, the actor's and α's steps when g carries
+// them, then the Polyak update when one is due.
+func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
+	cfg := l.p.cfg
+	if err := offpolicy.CheckGrad(g, 3); err != nil {
+		return nil, err
+	}
+	if err := offpolicy.GradIn(l.qParams, g.Parts[partCritics]); err != nil {
+		return nil, err
+	}
+	l.qOpt.Step(l.qParams)
+	l.updates += uint64(g.N)
+	if n := g.Has[partActor]; n > 0 && len(g.Stats) > statAlphaLoss {
+		// The stats are means over all merged gradients; the losses are
+		// those of the n that carry an actor part.
+		scale := float64(g.N) / float64(n)
+		l.actorLoss, l.alphaLoss = g.Stats[statActorLoss].Value*scale, g.Stats[statAlphaLoss].Value*scale
+		for range max(1, g.Steps[partActor]) {
+			if err := offpolicy.GradIn(l.actor.Params(), g.Parts[partActor]); err != nil {
+				return nil, err
+			}
+			l.actorOpt.Step(l.actor.Params())
+			l.actorSteps++
+			if cfg.Autotune && g.Has[partAlpha] > 0 {
+				l.logAlpha.Grad[0] = g.Parts[partAlpha][0]
+				l.aOpt.Step([]*nn.Param{l.logAlpha})
+				l.alpha = math.Exp(float64(l.logAlpha.Value[0]))
+			}
+		}
+	}
+	if g.Targets > 0 {
+		if err := offpolicy.PolyakAll(cfg.Tau,
+			[2][]*nn.Param{l.qf1Target.Params(), l.agent.QF1.Params()},
+			[2][]*nn.Param{l.qf2Target.Params(), l.agent.QF2.Params()}); err != nil {
+			return nil, err
+		}
+	}
+	l.stats = append(l.stats[:0], g.Stats[:3]...)
+	if l.actorSteps > 0 {
+		l.stats = append(l.stats, algo.Stat{Name: "losses/actor_loss", Value: l.actorLoss},
+			algo.Stat{Name: "losses/alpha", Value: l.alpha})
+		if cfg.Autotune {
+			l.stats = append(l.stats, algo.Stat{Name: "losses/alpha_loss", Value: l.alphaLoss})
+		}
+	}
+	return l.stats, nil
+}

@@ -168,6 +168,13 @@ func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) (
 
 // updateCritics takes one step on the clipped double-Q loss.
 func (l *Learner) updateCritics() (qfLoss, q1Mean, q2Mean float64) {
+	l.criticTarget()
+	// Both critics regress onto y: MSE(Q1(s, a), y) + MSE(Q2(s, a), y).
+	return l.critics.Fit(l.qOpt, l.qParams, l.mb.Obs, l.mb.Actions, l.nextQ, l.p.cfg.BatchSize)
+}
+
+// criticTarget computes the clipped double-Q target y into nextQ.
+func (l *Learner) criticTarget() {
 	cfg, mb, B, actDim := l.p.cfg, &l.mb, l.p.cfg.BatchSize, len(l.p.Low)
 	low, high := l.p.Low, l.p.High
 	// Target policy smoothing (Fujimoto et al. 2018, eq. 14):
@@ -182,6 +189,104 @@ func (l *Learner) updateCritics() (qfLoss, q1Mean, q2Mean float64) {
 	for i := range B {
 		l.nextQ[i] = mb.Rewards[i] + mb.Discounts[i]*(1-mb.Dones[i])*min(q1n[i], q2n[i])
 	}
-	// Both critics regress onto y: MSE(Q1(s, a), y) + MSE(Q2(s, a), y).
-	return l.critics.Fit(l.qOpt, l.qParams, mb.Obs, mb.Actions, l.nextQ, B)
+}
+
+var _ algo.SplitLearner = (*Learner)(nil)
+
+// SetSlot makes the learner draw from ("td3/learner", i) and
+// ("td3/replay", i).
+func (l *Learner) SetSlot(i int) {
+	l.learnRNG, l.sampleRNG = rng.New(l.p.H.Seed, "td3/learner", i), rng.New(l.p.H.Seed, "td3/replay", i)
+}
+
+// Due appends one ticket per env step in (max(prev, learning_starts),
+// step]: Learn's schedule.
+func (l *Learner) Due(dst []algo.Ticket, rb algo.Replay, prev, step int64, next uint64) []algo.Ticket {
+	cfg := l.p.cfg
+	if step <= int64(cfg.LearningStarts) || rb.Len() < cfg.BatchSize {
+		return dst
+	}
+	return offpolicy.StepTickets(dst, prev, step, int64(cfg.LearningStarts), next)
+}
+
+func (l *Learner) stateParams() []*nn.Param {
+	return offpolicy.Concat(l.actor.Params(), l.targetActor.Params(), l.qParams, l.qf1Target.Params(), l.qf2Target.Params())
+}
+
+// State is the actor, both critics and the three targets.
+func (l *Learner) State() *weights.Version { return weights.New(uint64(l.updates), l.stateParams()) }
+
+// SetState copies s into the networks.
+func (l *Learner) SetState(s *weights.Version) error {
+	if err := s.CopyTo(l.stateParams()); err != nil {
+		return fmt.Errorf("td3: %w", err)
+	}
+	l.updates = int64(s.N)
+	return nil
+}
+
+// NewGrad sizes a gradient of the critics and the actor.
+func (l *Learner) NewGrad() *algo.Grad { return offpolicy.NewGrad(4, l.qParams, l.actor.Params()) }
+
+// Grad computes update t's gradients into g: the clipped double-Q loss,
+// and for every policy_frequency-th update the actor's deterministic
+// policy gradient through Q1 as it is (Learn takes it after the critic
+// step of the same update; here both come from one set of parameters).
+func (l *Learner) Grad(ctx context.Context, rb algo.Replay, t algo.Ticket, g *algo.Grad) error {
+	cfg, B := l.p.cfg, l.p.cfg.BatchSize
+	if err := offpolicy.CheckGrad(g, 2); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	offpolicy.StartGrad(g, t)
+	if err := rb.Sample(&l.mb, B, t.Step, l.sampleRNG); err != nil {
+		return fmt.Errorf("td3: sample: %w", err)
+	}
+	l.criticTarget()
+	qfLoss, q1Mean, q2Mean := l.critics.FitGrad(l.mb.Obs, l.mb.Actions, l.nextQ, B)
+	offpolicy.GradOut(g.Parts[0], l.qParams) // before DPGGrad adds into Q1's
+	g.Has[0] = 1
+	var actorLoss float64
+	if t.Index%uint64(cfg.PolicyFrequency) == 0 {
+		actorLoss = offpolicy.DPGGrad(l.actor, l.head, l.agent.QF1, l.mb.Obs, B, l.pi, l.dOut, l.dQ)
+		offpolicy.GradOut(g.Parts[1], l.actor.Params())
+		g.Has[1], g.Targets = 1, 1
+	}
+	g.Stats = append(g.Stats[:0], algo.Stat{Name: "losses/qf1_values", Value: q1Mean},
+		algo.Stat{Name: "losses/qf2_values", Value: q2Mean}, algo.Stat{Name: "losses/qf_loss", Value: qfLoss / 2},
+		algo.Stat{Name: "losses/actor_loss", Value: actorLoss})
+	return nil
+}
+
+// Apply takes the critic step and, when g carries the actor's gradient,
+// the actor step and the Polyak update of all targets.
+func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
+	if err := offpolicy.CheckGrad(g, 2); err != nil {
+		return nil, err
+	}
+	if err := offpolicy.GradIn(l.qParams, g.Parts[0]); err != nil {
+		return nil, err
+	}
+	l.qOpt.Step(l.qParams)
+	l.updates += int64(g.N)
+	l.stats = append(l.stats[:0], g.Stats[:3]...)
+	if n := g.Has[1]; n > 0 && len(g.Stats) > 3 {
+		if err := offpolicy.GradIn(l.actor.Params(), g.Parts[1]); err != nil {
+			return nil, err
+		}
+		l.actorOpt.Step(l.actor.Params())
+		l.actorLoss = g.Stats[3].Value * float64(g.N) / float64(n)
+		l.stats = append(l.stats, algo.Stat{Name: "losses/actor_loss", Value: l.actorLoss})
+	}
+	if g.Targets > 0 {
+		if err := offpolicy.PolyakAll(l.p.cfg.Tau,
+			[2][]*nn.Param{l.targetActor.Params(), l.actor.Params()},
+			[2][]*nn.Param{l.qf1Target.Params(), l.agent.QF1.Params()},
+			[2][]*nn.Param{l.qf2Target.Params(), l.agent.QF2.Params()}); err != nil {
+			return nil, err
+		}
+	}
+	return l.stats, nil
 }

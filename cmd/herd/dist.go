@@ -261,7 +261,7 @@ learner writes the run directory.`,
 	fl.Uint64Var(&f.train.seed, "seed", 1, "run seed")
 	fl.Int64Var(&f.train.steps, "steps", 0, "total environment steps")
 	fl.StringVar(&f.train.out, "out", "", "run directory (default runs/<algo>-<env>-<seed>)")
-	fl.StringArrayVar(&f.train.set, "set", nil, "override an algorithm setting, key=value (repeatable)")
+	fl.StringArrayVar(&f.train.set, "set", nil, "override an algorithm setting, key=value, or a runtime one, runtime.key=value (repeatable)")
 	fl.BoolVar(&f.train.quiet, "quiet", false, "no progress output")
 	f.nats.add(cmd, "external NATS server URL(s) (default: an embedded server on 127.0.0.1)")
 	fl.StringVar(&f.run, "run", "", "run ID (default herd-<seed>)")

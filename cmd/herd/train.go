@@ -91,7 +91,7 @@ saved, summary.json says "diverged", and the status is 1.`,
 	fl.Int64Var(&f.steps, "steps", 0, "total environment steps")
 	fl.StringVar(&f.out, "out", "", "run directory (default runs/<algo>-<env>-<seed>)")
 	fl.Int64Var(&f.logEvery, "log-every", 1000, "metrics.csv row interval in steps")
-	fl.StringArrayVar(&f.set, "set", nil, "override an algorithm setting, key=value (repeatable)")
+	fl.StringArrayVar(&f.set, "set", nil, "override an algorithm setting, key=value, or a runtime one, runtime.key=value (repeatable)")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress output")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
 	fl.BoolVar(&f.force, "force", false, "replace a run already in --out")

@@ -40,8 +40,10 @@ min(f_a(x_a), U·f_l(x_l)), U being the algorithm's env steps per update. It
 prints the table and the choice and writes fig12.png and <config>-tuned.yaml
 (the config with runtime: {executor: pal, actors, learners}) into --out.
 
-The pal executor runs one learner: when the model's choice has more, the
-written config takes the best allocation with one learner, and says so.`,
+f_l(x) is measured on the executor's own learner side: x learners in the
+config's runtime.learner_mode (async unless it says sync) with the parameter
+service applying their gradients, fed by the rate limiter; the written config
+keeps the other runtime keys (learner_mode among them).`,
 		Example: `  herd tune --config configs/dqn-cartpole-pal.yaml --cores 4 --budget 30s --out /tmp/tune`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -112,15 +114,6 @@ written config takes the best allocation with one learner, and says so.`,
 			choice := allocs[0]
 			fmt.Fprintf(w, "choice: %d actors, %d learners (predicted %.0f env steps/s)\n", choice.Actors, choice.Learners, choice.Rate)
 			use := choice
-			if use.Learners > 1 {
-				for _, a := range allocs {
-					if a.Learners == 1 {
-						use = a
-						break
-					}
-				}
-				fmt.Fprintf(w, "the pal executor runs one learner: the config takes %d actors, 1 learner (predicted %.0f env steps/s)\n", use.Actors, use.Rate)
-			}
 			png := filepath.Join(out, "fig12.png")
 			if err := tune.Plot(png, pa, pl, fa, fl, u, cores, choice); err != nil {
 				return fmt.Errorf("tune: %w", err)
@@ -145,8 +138,8 @@ written config takes the best allocation with one learner, and says so.`,
 	return cmd
 }
 
-// withRuntime returns the config file data with its runtime: section
-// replaced by the pal executor with the given counts.
+// withRuntime returns the config file data with its runtime: section set
+// to the pal executor with the given counts (its other keys kept).
 func withRuntime(data []byte, actors, learners int) ([]byte, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -157,17 +150,33 @@ func withRuntime(data []byte, actors, learners int) ([]byte, error) {
 	}
 	m := doc.Content[0]
 	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
-	rt := &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle, Content: []*yaml.Node{
-		str("executor"), str("pal"), str("actors"), str(strconv.Itoa(actors)), str("learners"), str(strconv.Itoa(learners))}}
-	found := false
+	var rt *yaml.Node
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == "runtime" {
-			m.Content[i+1], found = rt, true
+			if m.Content[i+1].Kind != yaml.MappingNode {
+				m.Content[i+1] = &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+			}
+			rt = m.Content[i+1]
 		}
 	}
-	if !found {
+	if rt == nil {
+		rt = &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
 		m.Content = append(m.Content, str("runtime"), rt)
 	}
+	// Set the three keys, keeping the section's others (learner_mode,
+	// refresh_every, …); other executors' keys would make it invalid.
+	set := func(k, v string) {
+		for i := 0; i+1 < len(rt.Content); i += 2 {
+			if rt.Content[i].Value == k {
+				rt.Content[i+1] = str(v)
+				return
+			}
+		}
+		rt.Content = append(rt.Content, str(k), str(v))
+	}
+	set("executor", "pal")
+	set("actors", strconv.Itoa(actors))
+	set("learners", strconv.Itoa(learners))
 	var b bytes.Buffer
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)

@@ -12,11 +12,12 @@ import (
 
 // TestTuneCLI: herd tune measures, prints the table and the choice, and
 // writes the plot and a config that resolves to the pal executor with the
-// chosen counts; bad flags are refused.
+// chosen counts (M > 1 allowed), keeping the file's other runtime keys;
+// bad flags are refused.
 func TestTuneCLI(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "dqn.yaml")
-	if err := os.WriteFile(cfg, []byte("# tiny\nalgo: dqn\nenv: CartPole-v1\nsteps: 2000\ndqn: {buffer_size: 1000, batch_size: 32, learning_starts: 500, net_arch: [16]}\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("# tiny\nalgo: dqn\nenv: CartPole-v1\nsteps: 2000\nruntime: {executor: pal, learner_mode: sync, refresh_every: 2}\ndqn: {buffer_size: 1000, batch_size: 32, learning_starts: 500, net_arch: [16]}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := herd(t, dir, "tune", "--config", cfg, "--cores", "3", "--budget", "400ms", "--out", dir)
@@ -34,7 +35,8 @@ func TestTuneCLI(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tuned config: %v\n%s", err, b)
 	}
-	if rc := res.Header.Runtime; rc.Executor != "pal" || rc.Actors < 1 || rc.Learners != 1 || rc.Actors+rc.Learners > 3 {
+	if rc := res.Header.Runtime; rc.Executor != "pal" || rc.Actors < 1 || rc.Learners < 1 || rc.Actors+rc.Learners > 3 ||
+		rc.LearnerMode != "sync" || rc.RefreshEvery != 2 {
 		t.Errorf("tuned runtime %+v", rc)
 	}
 	for _, bad := range [][]string{{"--cores", "1"}, {"--budget", "1ms"}} {

@@ -1,7 +1,7 @@
 // Package pal is the parallel actors and learners executor (seed 000,
 // "PAL"), for the off-policy algorithms (DQN, SAC, TD3, DDPG):
 //
-//	runtime: {executor: pal, actors: N, learners: 1, refresh_every: k}
+//	runtime: {executor: pal, actors: N, learners: M, learner_mode: async|sync, refresh_every: k}
 //
 // Each of the N actors is an env worker (its own num_envs envs, reset
 // with its own seeds, and a sampler drawing from rng.New(seed,
@@ -14,7 +14,8 @@
 // version if it changed; the store hands out immutable versions behind an
 // atomic pointer, so a copy is never torn.
 //
-// The learner runs algo.TransitionLearner.Learn(ctx, rb, prev, step) as
+// One learner (M = 1, the default) runs
+// algo.TransitionLearner.Learn(ctx, rb, prev, step) as
 // the global env-step counter advances: Learn runs exactly the updates
 // due for env steps (prev, step] in the algorithm's own schedule (DQN:
 // gradient_steps per train_frequency; SAC, TD3, DDPG: one per step), so
@@ -42,13 +43,62 @@
 // loop is the limit refresh_every = publish_every = 1 with N = 1 and a
 // lag of one step.
 //
-// Several learners (M > 1) are rejected with a config error: the
-// algorithms' learners compute and apply their gradients in one call, and
-// the synchronous variant (M gradients on M minibatches, averaged in a
-// fixed order, applied once) needs them split into a gradient step and an
-// apply step. Ape-X-style initial priorities computed by actors are not
-// offered yet either.
+// Several learners (M > 1). The algorithms' learners are
+// algo.SplitLearners: an update is cut into a gradient step (Grad: draw a
+// minibatch with the learner's own streams — the algorithm's stream names
+// with the learner's slot id 0 … M−1 — compute the gradients into a buffer
+// the caller owns, feed TD errors back as priorities) and an apply step
+// (Apply: optimizer steps, target-network updates, the update counter).
+// The M gradient learners are goroutines, each with its own copy of the
+// networks, its own fork of the replay and one gradient buffer. The
+// parameter service runs on the goroutine that called Train: it turns the
+// committed env steps into the algorithm's schedule of updates (Due:
+// tickets numbered 1, 2, …, each at the env step it is due), hands them out
+// with the state to compute them at (every network a gradient reads, an
+// immutable weights.Version), applies the gradients to its own learner,
+// and publishes the new state, and every publish_every updates the
+// policy for the actors. Within one update the gradients of all parts
+// (critics, actor, α) come from the same state, where Learn takes the
+// actor's after the critic's step, and SAC's policy_frequency actor steps
+// of one update reuse one actor gradient; those are the differences in
+// kind (for DQN, Grad then Apply on one learner is Learn bit for bit:
+// algo/all TestOffPolicySplitLearners).
+//
+// learner_mode: async (the default). Update k goes to learner (k−1) mod M
+// and the service applies the gradients strictly in update order, so the
+// apply order is round-robin by learner id and the same in every run. A
+// learner has one gradient buffer: it is handed update k only once its
+// update k−M is applied, with the newest state at that moment, which has
+// at least k−M updates applied; update k is applied on top of k−1.
+// Staleness bound: a gradient is computed at most M−1 updates before the
+// state it is applied to (0 for M = 1). How stale each one is within that
+// bound depends on which learner finishes first, so it differs between
+// runs (Stats.MaxStale and MeanStale report it). Env steps are consumed (releasing the actors) once all their
+// updates are applied, as with one learner.
+//
+// learner_mode: sync. Whenever M updates are due, the M learners compute
+// their gradients side by side at the same state on M minibatches; the
+// service sums them in learner-id order, divides by M (a part only some
+// carry, TD3's delayed actor, by the number that carry it) and applies the
+// average once. At the end of the run the k < M updates left make a last
+// round of k. No gradient is stale. One averaged step of M gradients
+// counts as M updates: the rate limiter still holds the single-process
+// count of minibatch gradients (the replay ratio in samples per inserted
+// transition, B/U, does not change with M), and the run makes 1/M as many
+// optimizer steps, each on M·B samples. An apply takes the optimizer
+// steps and target updates any of its gradients is due once (DQN's
+// target updates: one per multiple of target_network_frequency passed).
+// Env steps are consumed once their updates are applied or wait for a
+// round (fewer than M).
+//
+// Either way, the updates made are the algorithm's schedule, so the
+// replay ratio is the single-process one for every M (TestReplayRatio,
+// TestLearners). Ape-X-style initial priorities computed by actors are
+// not offered yet.
 //
 // Options.NoLearn runs the actors alone, unthrottled: herd tune measures
-// actor throughput f_a(x) with it.
+// actor throughput f_a(x) with it. MeasureLearners measures f_l(x) on the
+// same learner side the executor runs (x learners, the service, the rate
+// limiter), fed by a stand-in for the actors that commits steps with no
+// env.
 package pal

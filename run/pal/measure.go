@@ -9,6 +9,7 @@ import (
 
 	"herd/algo"
 	"herd/env"
+	"herd/weights"
 )
 
 // MeasureActors returns f_a(x): env steps/s of x actors running free (no
@@ -28,20 +29,29 @@ func MeasureActors(ctx context.Context, h algo.Header, spec algo.Spec, cfg algo.
 	return float64(st.EnvSteps) / st.Wall.Seconds(), nil
 }
 
-// MeasureLearners returns f_l(x): updates/s of x learners, each with its
-// own learner piece and its own fork of one replay pre-filled by an actor
-// (learning_starts steps plus one minibatch, at most the buffer), running
-// their updates side by side for about d. This is PAL's profiling run of
-// concurrent learners on one buffer; the executor itself runs one learner.
+// MeasureLearners returns f_l(x): updates/s of the executor's learner side
+// with x learners (h.Runtime.LearnerMode for x > 1) on one replay
+// pre-filled by an actor, running for about d. In place of actors a feeder
+// commits env steps (no env, no transitions) as fast as the rate limiter
+// lets it, starting far beyond learning_starts, so the learners — and for
+// x > 1 the parameter service, which applies every gradient — are the
+// bottleneck: the throughput herd tune fits.
 func MeasureLearners(ctx context.Context, h algo.Header, spec algo.Spec, cfg algo.Config, x int, d time.Duration) (float64, error) {
-	if x < 1 {
+	if x < 1 || x > MaxLearners {
 		return 0, fmt.Errorf("%w: %d learners", ErrConfig, x)
+	}
+	mode := h.Runtime.LearnerMode
+	if mode == "" {
+		mode = ModeAsync
+	}
+	if mode != ModeAsync && mode != ModeSync {
+		return 0, fmt.Errorf("%w: learner_mode %q", ErrConfig, mode)
 	}
 	shape, ok := cfg.(algo.TransitionShape)
 	if !ok || spec.Pieces == nil {
 		return 0, fmt.Errorf("%w: algorithm %s has no off-policy pieces", ErrConfig, spec.Name)
 	}
-	numEnvs, u := shape.TransitionShape()
+	numEnvs, _ := shape.TransitionShape()
 	vec, err := env.MakeVector(h.Env, numEnvs, env.Sync, env.WithEpisodeStatistics())
 	if err != nil {
 		return 0, err
@@ -62,8 +72,7 @@ func MeasureLearners(ctx context.Context, h algo.Header, spec algo.Spec, cfg alg
 	if !ok {
 		return 0, fmt.Errorf("%w: %s's replay cannot be shared between goroutines", ErrConfig, spec.Name)
 	}
-	// Fill: learning starts at the step after the first full learner
-	// call below; a few thousand random-policy steps suffice for speed.
+	// Fill: a few thousand random-policy steps suffice for speed.
 	const fill = 4096
 	a, err := newActor(0, h.Seed, vec, pieces, fork.Fork(), nil, 1<<62)
 	if err != nil {
@@ -73,45 +82,61 @@ func MeasureLearners(ctx context.Context, h algo.Header, spec algo.Spec, cfg alg
 	if err := a.run(ctx, newLimiter(total, 1, true), algo.Discard()); err != nil {
 		return 0, err
 	}
-	learners := make([]algo.TransitionLearner, x)
-	for i := range learners {
-		if learners[i], err = pieces.NewTransitionLearner(); err != nil {
-			return 0, err
-		}
-		defer learners[i].Close()
-	}
-	// Each call covers chunk env steps past a start far beyond any
-	// learning_starts, so every call makes updates (chunk / U of them).
-	chunk := int64(max(1, 16*u))
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	errs := make([]error, x)
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for i, l := range learners {
-		rb := fork.Fork()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for s := int64(1 << 40); ctx.Err() == nil; s += chunk {
-				if _, err := l.Learn(ctx, rb, s, s+chunk); err != nil {
-					if !errors.Is(err, context.DeadlineExceeded) {
-						errs[i] = err
-					}
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	wall := time.Since(t0)
-	if err := errors.Join(errs...); err != nil {
+	learner, err := pieces.NewTransitionLearner()
+	if err != nil {
 		return 0, err
 	}
-	var updates uint64
-	for _, l := range learners {
-		updates += l.Weights().N
+	defer learner.Close()
+	store := weights.NewStore(learner.Weights())
+	// Steps start far beyond any learning_starts, so every step is due its
+	// updates.
+	const start = int64(1) << 40
+	maxLag := int64(max(DefaultMaxLag, numEnvs))
+	lim := newLimiter(start+(1<<50), maxLag, false)
+	lim.reserved, lim.committed, lim.consumed = start, start, start
+	var svc *service
+	if x > 1 {
+		split, ok := learner.(algo.SplitLearner)
+		if !ok {
+			return 0, fmt.Errorf("%w: %s's learner cannot split its updates into gradient and apply steps", ErrConfig, spec.Name)
+		}
+		opt := Options{Learners: x, LearnerMode: mode, PublishEvery: 1}
+		if svc, err = newService(lim, split, pieces, fork, fork.Fork(), store, opt, algo.Discard()); err != nil {
+			return 0, err
+		}
+		defer svc.close()
+		svc.res.last = start
 	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	stop := context.AfterFunc(ctx, lim.wake)
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the feeder
+		defer wg.Done()
+		chunk := int64(numEnvs)
+		for {
+			if _, ok := lim.reserve(chunk); !ok {
+				return
+			}
+			lim.commit(chunk)
+		}
+	}()
+	t0 := time.Now()
+	var res learnResult
+	if svc != nil {
+		res = svc.run(ctx)
+	} else {
+		res = runLearner(ctx, lim, learner, fork.Fork(), store, 1, algo.Discard(), start)
+	}
+	wall := time.Since(t0)
+	lim.wake()
+	wg.Wait()
+	if res.err != nil && !errors.Is(res.err, context.DeadlineExceeded) {
+		return 0, res.err
+	}
+	updates := learner.Weights().N
 	if updates == 0 {
 		return 0, fmt.Errorf("pal: %d learners made no update in %v", x, d)
 	}

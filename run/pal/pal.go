@@ -20,6 +20,8 @@ var ErrConfig = fmt.Errorf("%w: pal", algo.ErrConfig)
 // Defaults of the options.
 const (
 	DefaultMaxLag = 256
+	// MaxLearners bounds M (each learner holds a copy of every network).
+	MaxLearners = 256
 )
 
 // Options are the executor's settings (the runtime: section).
@@ -27,8 +29,13 @@ type Options struct {
 	// Actors is N, the number of actors (env worker + policy copy), each
 	// stepping the algorithm's num_envs envs. Default 1.
 	Actors int
-	// Learners is M. Only 1 is implemented (the default).
+	// Learners is M, the number of learners (default 1). With M > 1 the
+	// learners compute gradients and a parameter service applies them
+	// (see LearnerMode and the package doc).
 	Learners int
+	// LearnerMode is how M > 1 learners combine: ModeAsync (the default)
+	// or ModeSync.
+	LearnerMode string
 	// UpdateInterval is U, env steps per learner update; when set it must
 	// equal the algorithm's (the learner's schedule is in env steps, so
 	// the replay ratio is the algorithm's by construction).
@@ -52,9 +59,18 @@ type Options struct {
 
 // Stats are what a PAL run did.
 type Stats struct {
-	// EnvSteps and Updates count env steps taken and learner updates made.
+	// EnvSteps and Updates count env steps taken and learner updates made
+	// (minibatch gradients: Updates·batch_size samples were drawn).
 	EnvSteps int64
 	Updates  uint64
+	// Applies counts the optimizer applies: Updates with one learner or
+	// async learners, one per round of M (or fewer, at the end) in sync mode.
+	Applies uint64
+	// MaxStale and MeanStale are how many updates were applied between the
+	// state an async learner computed a gradient at and the gradient's own
+	// apply (bounded by M−1; 0 with one learner or in sync mode).
+	MaxStale  uint64
+	MeanStale float64
 	// Versions counts the weight versions published.
 	Versions int
 	// Wall is the time from the first env step to the last update.
@@ -66,7 +82,7 @@ type Stats struct {
 // OptionsOf reads the executor's options from a run header.
 func OptionsOf(h algo.Header) Options {
 	rc := h.Runtime
-	return Options{Actors: rc.Actors, Learners: rc.Learners, UpdateInterval: rc.UpdateInterval,
+	return Options{Actors: rc.Actors, Learners: rc.Learners, LearnerMode: rc.LearnerMode, UpdateInterval: rc.UpdateInterval,
 		RefreshEvery: rc.RefreshEvery, PublishEvery: rc.PublishEvery, MaxLag: rc.MaxLag}
 }
 
@@ -102,8 +118,14 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		errs = append(errs, fmt.Errorf("%w: actors %d, refresh_every %d, publish_every %d, max_lag %d, num_envs %d must all be ≥ 1",
 			ErrConfig, opt.Actors, opt.RefreshEvery, opt.PublishEvery, opt.MaxLag, numEnvs))
 	}
-	if opt.Learners != 1 {
-		errs = append(errs, fmt.Errorf("%w: learners %d: only one learner is implemented (M > 1 needs the learners split into gradient and apply steps)", ErrConfig, opt.Learners))
+	if opt.LearnerMode == "" {
+		opt.LearnerMode = ModeAsync
+	}
+	if opt.Learners < 1 || opt.Learners > MaxLearners {
+		errs = append(errs, fmt.Errorf("%w: learners %d must be in [1, %d]", ErrConfig, opt.Learners, MaxLearners))
+	}
+	if opt.LearnerMode != ModeAsync && opt.LearnerMode != ModeSync {
+		errs = append(errs, fmt.Errorf("%w: learner_mode %q is not %s or %s", ErrConfig, opt.LearnerMode, ModeAsync, ModeSync))
 	}
 	if opt.UpdateInterval != 0 && opt.UpdateInterval != u {
 		errs = append(errs, fmt.Errorf("%w: update_interval %v differs from %s's %v env steps per update: the learner's schedule is the algorithm's (DQN: train_frequency / gradient_steps); set those instead",
@@ -169,6 +191,17 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 
 	lim := newLimiter(h.Steps, int64(opt.MaxLag), opt.NoLearn)
+	var svc *service
+	if opt.Learners > 1 && !opt.NoLearn {
+		split, ok := learner.(algo.SplitLearner)
+		if !ok {
+			return nil, fmt.Errorf("%w: learners %d: %s's learner cannot split its updates into gradient and apply steps", ErrConfig, opt.Learners, spec.Name)
+		}
+		if svc, err = newService(lim, split, pieces, fork, rb, store, opt, log); err != nil {
+			return nil, err
+		}
+		defer svc.close()
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, lim.wake) // parked goroutines see the cancellation
@@ -188,11 +221,15 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}()
 	}
 	var res learnResult
-	if !opt.NoLearn {
-		res = runLearner(ctx, lim, learner, rb, store, opt.PublishEvery, log)
-		if res.err != nil {
-			cancel()
-		}
+	switch {
+	case opt.NoLearn:
+	case svc != nil:
+		res = svc.run(ctx)
+	default:
+		res = runLearner(ctx, lim, learner, rb, store, opt.PublishEvery, log, 0)
+	}
+	if res.err != nil {
+		cancel()
 	}
 	wg.Wait()
 	wall := time.Since(t0)
@@ -203,7 +240,14 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	if s := opt.Stats; s != nil {
 		lim.mu.Lock()
-		*s = Stats{EnvSteps: lim.committed, Updates: learner.Weights().N, Versions: res.versions, Wall: wall, ActorWait: lim.waited}
+		*s = Stats{EnvSteps: lim.committed, Updates: learner.Weights().N, Applies: learner.Weights().N,
+			Versions: res.versions, Wall: wall, ActorWait: lim.waited}
+		if svc != nil {
+			s.Applies, s.MaxStale = svc.applies, svc.staleMax
+			if svc.applies > 0 {
+				s.MeanStale = float64(svc.staleSum) / float64(svc.applies)
+			}
+		}
 		lim.mu.Unlock()
 	}
 	log.Step(res.last)
@@ -294,6 +338,17 @@ func (l *limiter) next(prev int64) (step int64, ok bool) {
 		l.cond.Wait()
 	}
 	if l.done || prev >= l.total {
+		return prev, false
+	}
+	return l.committed, true
+}
+
+// poll is next without parking: ok is false when nothing beyond prev is
+// committed (or the run was cancelled).
+func (l *limiter) poll(prev int64) (step int64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done || l.committed == prev {
 		return prev, false
 	}
 	return l.committed, true
@@ -407,10 +462,10 @@ type learnResult struct {
 	err      error
 }
 
-// runLearner runs the learner's updates as env steps are committed,
-// publishing a new weight version every publishEvery updates.
-func runLearner(ctx context.Context, lim *limiter, l algo.TransitionLearner, rb algo.Replay, store *weights.Store, publishEvery int, log algo.Logger) learnResult {
-	var res learnResult
+// runLearner runs the learner's updates as env steps beyond from are
+// committed, publishing a new weight version every publishEvery updates.
+func runLearner(ctx context.Context, lim *limiter, l algo.TransitionLearner, rb algo.Replay, store *weights.Store, publishEvery int, log algo.Logger, from int64) learnResult {
+	res := learnResult{last: from}
 	published := store.Latest().N
 	for {
 		step, ok := lim.next(res.last)

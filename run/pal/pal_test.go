@@ -83,7 +83,8 @@ func TestCancel(t *testing.T) {
 	res := resolve(t, td3.Spec(), "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 1000000\ntd3: {num_envs: 1, batch_size: 16, learning_starts: 100, net_arch: [8, 8]}\n")
 	res.Header.Steps = 1 << 40 // actors without a learner take ~10⁶ steps/s
 	before := runtime.NumGoroutine()
-	for _, opt := range []Options{{Actors: 8, MaxLag: 4}, {Actors: 8, NoLearn: true}} {
+	for _, opt := range []Options{{Actors: 8, MaxLag: 4}, {Actors: 8, NoLearn: true},
+		{Actors: 4, Learners: 4, MaxLag: 4}, {Actors: 4, Learners: 3, LearnerMode: ModeSync}} {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		m, st, err := train(t, ctx, res, opt)
 		cancel()
@@ -122,7 +123,8 @@ func TestConfigErrors(t *testing.T) {
 		opt  Options
 		want string
 	}{
-		{Options{Learners: 2}, "only one learner"},
+		{Options{Learners: -2}, "learners -2"},
+		{Options{Learners: 2, LearnerMode: "hogwild"}, `learner_mode "hogwild"`},
 		{Options{UpdateInterval: 4}, "update_interval 4 differs from dqn's 10"},
 		{Options{Actors: -1}, "actors -1"},
 		{Options{MaxLag: -3}, "max_lag -3"},
@@ -138,7 +140,9 @@ func TestConfigErrors(t *testing.T) {
 	}
 	// The runtime: section is checked when the config is read.
 	for _, bad := range []string{
-		"runtime: {executor: pal, learners: 3}",
+		"runtime: {executor: pal, learners: 3, learner_mode: lockstep}",
+		"runtime: {executor: hts, learner_mode: sync}",
+		"runtime: {executor: pal, learners: 1000}",
 		"runtime: {executor: hts, actors: 2}",
 		"runtime: {executor: pal, update_interval: -1}",
 	} {
@@ -161,6 +165,101 @@ func TestMeasure(t *testing.T) {
 		fl, err := MeasureLearners(context.Background(), res.Header, res.Spec, res.Config, x, 100*time.Millisecond)
 		if err != nil || !(fl > 0) {
 			t.Errorf("f_l(%d) = %v, %v", x, fl, err)
+		}
+	}
+}
+
+// TestLearners: M = 2, 3 learners in both modes take every env step once
+// and make exactly the updates of the algorithm's schedule — one
+// minibatch gradient each, so the samples drawn per inserted transition
+// (Updates·batch_size / EnvSteps) are the single-process ones — for DQN
+// (uniform and prioritized n-step) and the actor-critics; in sync mode an
+// averaged apply of k gradients counts k updates, and the applies are the
+// rounds.
+func TestLearners(t *testing.T) {
+	cases := []struct {
+		spec        algo.Spec
+		file        string
+		wantUpdates uint64
+	}{
+		{dqn.Spec(), dqnFile, 150},
+		{dqn.Spec(), strings.Replace(dqnFile, "net_arch: [16]}", "net_arch: [16], prioritized: true, n_steps: 3, gradient_steps: 2}", 1), 300},
+		{td3.Spec(), "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 600\ntd3: {num_envs: 2, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 400},
+		{sac.Spec(), "algo: sac\nenv: Pendulum-v1\nseed: 1\nsteps: 500\nsac: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 300},
+		{ddpg.Spec(), "algo: ddpg\nenv: Pendulum-v1\nseed: 1\nsteps: 500\nddpg: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 300},
+	}
+	for _, c := range cases {
+		for _, opt := range []Options{{Actors: 2, Learners: 2}, {Actors: 2, Learners: 3, MaxLag: 4},
+			{Actors: 2, Learners: 2, LearnerMode: ModeSync}, {Actors: 3, Learners: 3, LearnerMode: ModeSync, MaxLag: 4, PublishEvery: 2}} {
+			if c.spec.Name != "dqn" && c.spec.Name != "td3" && opt.Learners == 3 {
+				continue // SAC and DDPG: M = 2 suffices to exercise their split
+			}
+			res := resolve(t, c.spec, c.file)
+			m, st, err := train(t, context.Background(), res, opt)
+			if err != nil {
+				t.Fatalf("%s %+v: %v", c.spec.Name, opt, err)
+			}
+			if m == nil || st.EnvSteps != res.Header.Steps || st.Updates != c.wantUpdates {
+				t.Errorf("%s %+v: model %v, %d env steps, %d updates; want %d, %d", c.spec.Name, opt, m != nil,
+					st.EnvSteps, st.Updates, res.Header.Steps, c.wantUpdates)
+			}
+			if st.Versions == 0 {
+				t.Errorf("%s %+v: no weights published", c.spec.Name, opt)
+			}
+			// Sync: one apply per round of M gradients, the last with the rest.
+			wantApplies := c.wantUpdates
+			if opt.LearnerMode == ModeSync {
+				m := uint64(opt.Learners)
+				wantApplies = (c.wantUpdates + m - 1) / m
+			}
+			if st.Applies != wantApplies {
+				t.Errorf("%s %+v: %d applies, want %d", c.spec.Name, opt, st.Applies, wantApplies)
+			}
+			if bound := uint64(opt.Learners - 1); st.MaxStale > bound || (opt.LearnerMode == ModeSync && st.MaxStale != 0) {
+				t.Errorf("%s %+v: gradients up to %d updates stale, bound %d", c.spec.Name, opt, st.MaxStale, bound)
+			}
+		}
+	}
+}
+
+// TestRace: 8 actors and 4 learners on one prioritized replay, in both
+// modes — meant for go test -race (the weight versions the learners and
+// actors read are immutable, so a torn read would show as a race; see
+// also weights.TestStoreNeverTorn).
+func TestRace(t *testing.T) {
+	file := strings.Replace(dqnFile, "net_arch: [16]}", "net_arch: [16], prioritized: true, n_steps: 3}", 1)
+	file = strings.Replace(file, "num_envs: 1", "num_envs: 2", 1)
+	for _, mode := range []string{ModeAsync, ModeSync} {
+		res := resolve(t, dqn.Spec(), file)
+		_, st, err := train(t, context.Background(), res, Options{Actors: 8, Learners: 4, LearnerMode: mode, MaxLag: 16})
+		if err != nil || st.EnvSteps != 2000 || st.Updates != 150 {
+			t.Errorf("%s: err %v, %d env steps, %d updates; want 2000, 150", mode, err, st.EnvSteps, st.Updates)
+		}
+	}
+	res := resolve(t, td3.Spec(), "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 400\ntd3: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n")
+	_, st, err := train(t, context.Background(), res, Options{Actors: 8, Learners: 4, MaxLag: 8})
+	if err != nil || st.EnvSteps != 400 || st.Updates != 200 {
+		t.Errorf("td3: err %v, %d env steps, %d updates; want 400, 200", err, st.EnvSteps, st.Updates)
+	}
+}
+
+// TestSetRuntime: --set runtime.key=value reaches the runtime: section
+// (and is validated there); other pairs still go to the algorithm.
+func TestSetRuntime(t *testing.T) {
+	res, err := algo.Resolve([]byte(dqnFile), []algo.Spec{dqn.Spec()}, algo.Overrides{Set: []string{
+		"runtime.learners=3", "runtime.learner_mode=sync", "batch_size=16"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc := res.Header.Runtime; rc.Learners != 3 || rc.LearnerMode != ModeSync || rc.Actors != 2 {
+		t.Errorf("runtime %+v, want learners 3, sync, actors 2 kept", rc)
+	}
+	if o := OptionsOf(res.Header); o.Learners != 3 || o.LearnerMode != ModeSync {
+		t.Errorf("options %+v", o)
+	}
+	for _, bad := range []string{"runtime.bogus=1", "runtime.learner_mode=both", "runtime.learners=-1"} {
+		if _, err := algo.Resolve([]byte(dqnFile), []algo.Spec{dqn.Spec()}, algo.Overrides{Set: []string{bad}}); !errors.Is(err, algo.ErrConfig) {
+			t.Errorf("%s: %v, want a config error", bad, err)
 		}
 	}
 }

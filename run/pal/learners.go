@@ -1,0 +1,361 @@
+package pal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"herd/algo"
+	"herd/weights"
+)
+
+// Learner modes (runtime.learner_mode) for M > 1.
+const (
+	// ModeAsync: each learner computes the gradients of every M-th update
+	// at the newest state when the update is handed to it; the parameter
+	// service applies them one by one in update order (round-robin by
+	// learner id).
+	ModeAsync = "async"
+	// ModeSync: the M learners compute M consecutive updates' gradients
+	// at one state, side by side; the service averages them in learner-id
+	// order and applies the average once (counted as M updates).
+	ModeSync = "sync"
+)
+
+// gradJob is one update handed to a gradient learner, with the state to
+// compute it at.
+type gradJob struct {
+	t     algo.Ticket
+	state *weights.Version
+}
+
+// gradResult is a gradient learner's answer: its own buffer, filled.
+type gradResult struct {
+	g   *algo.Grad
+	err error
+}
+
+// gradLearner is one of the M learners: a SplitLearner on slot id with
+// its own fork of the replay and its own gradient buffer. Its goroutine
+// takes jobs from in and answers on out until ctx ends or in closes.
+type gradLearner struct {
+	id  int
+	l   algo.SplitLearner
+	rb  algo.Replay
+	g   *algo.Grad
+	in  chan gradJob
+	out chan gradResult
+	cur *weights.Version // the state l holds
+}
+
+func (w *gradLearner) run(ctx context.Context) {
+	for {
+		var job gradJob
+		select {
+		case <-ctx.Done():
+			return
+		case j, ok := <-w.in:
+			if !ok {
+				return
+			}
+			job = j
+		}
+		var err error
+		if job.state != w.cur {
+			if err = w.l.SetState(job.state); err == nil {
+				w.cur = job.state
+			}
+		}
+		if err == nil {
+			err = w.l.Grad(ctx, w.rb, job.t, w.g)
+		}
+		if err != nil {
+			err = fmt.Errorf("pal: learner %d: %w", w.id, err)
+		}
+		// out has room for the one answer the service waits for.
+		w.out <- gradResult{g: w.g, err: err}
+	}
+}
+
+// service is the parameter service of M > 1 learners: it turns the
+// committed env steps into the algorithm's updates (tickets), hands them
+// to the gradient learners, applies their gradients to main in update
+// order, and publishes main's state (for the learners) and policy weights
+// (for the actors).
+type service struct {
+	lim          *limiter
+	main         algo.SplitLearner
+	rb           algo.Replay // the service's fork (Due looks at its length)
+	store        *weights.Store
+	publishEvery int
+	log          algo.Logger
+	workers      []*gradLearner
+	syncMode     bool
+
+	state   *weights.Version // main's state after the last apply
+	applied uint64           // updates applied (main's counter)
+	applies uint64           // Apply calls
+	// staleMax and staleSum: updates applied between the state a gradient
+	// was computed at and its own apply (async).
+	staleMax, staleSum uint64
+	published          uint64
+	res                learnResult
+	avg                *algo.Grad // sync: the average of a round
+	grads              []*algo.Grad
+}
+
+// newService builds the M gradient learners (slots 0 … M−1, each with
+// its own fork of the replay).
+func newService(lim *limiter, main algo.SplitLearner, p *algo.Pieces, fork algo.ForkReplay, rb algo.Replay,
+	store *weights.Store, opt Options, log algo.Logger) (*service, error) {
+	s := &service{lim: lim, main: main, rb: rb, store: store, publishEvery: opt.PublishEvery, log: log,
+		syncMode: opt.LearnerMode == ModeSync, state: main.State(), published: store.Latest().N}
+	s.applied = s.state.N
+	for i := range opt.Learners {
+		l, err := p.NewTransitionLearner()
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		sl, ok := l.(algo.SplitLearner)
+		if !ok {
+			l.Close()
+			s.close()
+			return nil, fmt.Errorf("%w: the learner cannot split its updates into gradient and apply steps", ErrConfig)
+		}
+		sl.SetSlot(i)
+		s.workers = append(s.workers, &gradLearner{id: i, l: sl, rb: fork.Fork(), g: sl.NewGrad(),
+			in: make(chan gradJob), out: make(chan gradResult, 1)})
+	}
+	s.avg = main.NewGrad()
+	s.grads = make([]*algo.Grad, len(s.workers))
+	return s, nil
+}
+
+func (s *service) close() {
+	for _, w := range s.workers {
+		w.l.Close()
+	}
+}
+
+// run starts the gradient learners, serves until every step is consumed
+// or ctx ends, and stops them again.
+func (s *service) run(ctx context.Context) learnResult {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, w := range s.workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.run(ctx)
+		}()
+	}
+	var err error
+	if s.syncMode {
+		err = s.serveSync(ctx)
+	} else {
+		err = s.serveAsync(ctx)
+	}
+	cancel()
+	wg.Wait()
+	if err != nil {
+		s.res.err = err
+		s.lim.wake()
+	}
+	return s.res
+}
+
+// apply applies g to main, logs its scalars and publishes the new state,
+// and the policy every publishEvery updates.
+func (s *service) apply(g *algo.Grad) error {
+	stats, err := s.main.Apply(g)
+	if err != nil {
+		return err
+	}
+	s.applied += uint64(g.N)
+	s.applies++
+	for _, st := range stats {
+		s.log.Scalar(st.Name, st.Value)
+	}
+	s.state = s.main.State()
+	if s.applied >= s.published+uint64(s.publishEvery) {
+		if err := s.store.Publish(s.main.Weights()); err != nil {
+			return err
+		}
+		s.published = s.applied
+		s.res.versions++
+	}
+	return nil
+}
+
+// await returns worker w's answer, or ctx's error.
+func await(ctx context.Context, w *gradLearner) (*algo.Grad, error) {
+	select {
+	case r := <-w.out:
+		return r.g, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// send hands job to w, or returns ctx's error.
+func send(ctx context.Context, w *gradLearner, job gradJob) error {
+	select {
+	case w.in <- job:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// mark is an absorbed env step and the number of the last update due up
+// to it: the step is consumed once that update is applied.
+type mark struct {
+	step int64
+	last uint64
+}
+
+// serveAsync runs the asynchronous learners. Update k (numbered from 1)
+// goes to learner (k−1) mod M, which has one gradient buffer: it gets
+// update k only once its update k−M is applied, at the state of that
+// moment, which has at least k−M updates applied in total — update k's
+// gradient is at most M−1 updates stale. Gradients are applied strictly in
+// update order, so the apply order is the same in every run; the
+// staleness of each is not (it depends on which learner finishes first).
+// Env steps are consumed (releasing actors) once all their updates are
+// applied.
+func (s *service) serveAsync(ctx context.Context) error {
+	M := uint64(len(s.workers))
+	var (
+		pending  []algo.Ticket // due, not handed out
+		inflight []algo.Ticket // handed out, not applied; oldest first
+		at       []uint64      // the state (updates applied) each in-flight one is computed at
+		marks    []mark
+		free     = make([]bool, M)
+		next     = s.applied + 1
+		last     = s.res.last
+	)
+	for i := range free {
+		free[i] = true
+	}
+	absorb := func(step int64) {
+		n := len(pending)
+		pending = s.main.Due(pending, s.rb, last, step, next)
+		next += uint64(len(pending) - n)
+		last = step
+		marks = append(marks, mark{step: step, last: next - 1})
+	}
+	release := func() {
+		i := 0
+		for ; i < len(marks) && marks[i].last <= s.applied; i++ {
+		}
+		if i > 0 {
+			s.res.last = marks[i-1].step
+			s.lim.consume(s.res.last)
+			s.log.Step(s.res.last)
+			marks = marks[:copy(marks, marks[i:])]
+		}
+	}
+	for {
+		if len(pending) == 0 && len(inflight) == 0 {
+			step, ok := s.lim.next(last)
+			if !ok {
+				return ctx.Err()
+			}
+			absorb(step)
+		} else if step, ok := s.lim.poll(last); ok {
+			absorb(step)
+		}
+		for len(pending) > 0 {
+			w := s.workers[(pending[0].Index-1)%M]
+			if !free[w.id] {
+				break
+			}
+			if err := send(ctx, w, gradJob{t: pending[0], state: s.state}); err != nil {
+				return err
+			}
+			free[w.id] = false
+			inflight = append(inflight, pending[0])
+			at = append(at, s.state.N)
+			pending = pending[1:]
+		}
+		if len(inflight) > 0 {
+			w := s.workers[(inflight[0].Index-1)%M]
+			g, err := await(ctx, w)
+			if err != nil {
+				return err
+			}
+			stale := s.applied - at[0]
+			s.staleMax = max(s.staleMax, stale)
+			s.staleSum += stale
+			if err := s.apply(g); err != nil {
+				return err
+			}
+			free[w.id] = true
+			inflight, at = inflight[1:], at[1:]
+		}
+		release()
+	}
+}
+
+// serveSync runs the synchronous learners: whenever M updates are due
+// they compute their gradients side by side at the current state, which
+// are averaged in learner-id order and applied once; at the end of the run
+// the remaining k < M updates make one last round of k. Env steps are
+// consumed once their updates are applied or waiting for a round (fewer
+// than M).
+func (s *service) serveSync(ctx context.Context) error {
+	M := len(s.workers)
+	var pending []algo.Ticket
+	next := s.applied + 1
+	for {
+		step, ok := s.lim.next(s.res.last)
+		if !ok {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if len(pending) > 0 {
+				return s.round(ctx, pending)
+			}
+			return nil
+		}
+		n := len(pending)
+		pending = s.main.Due(pending, s.rb, s.res.last, step, next)
+		next += uint64(len(pending) - n)
+		for len(pending) >= M {
+			if err := s.round(ctx, pending[:M]); err != nil {
+				return err
+			}
+			pending = pending[:copy(pending, pending[M:])]
+		}
+		s.res.last = step
+		s.lim.consume(step)
+		s.log.Step(step)
+	}
+}
+
+// round computes ts's gradients on learners 0 … len(ts)−1 at the current
+// state, averages them in learner-id order and applies the average.
+func (s *service) round(ctx context.Context, ts []algo.Ticket) error {
+	for i, t := range ts {
+		if err := send(ctx, s.workers[i], gradJob{t: t, state: s.state}); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for i := range ts {
+		g, err := await(ctx, s.workers[i])
+		if err != nil {
+			errs = append(errs, err)
+		}
+		s.grads[i] = g
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := algo.AverageGrads(s.avg, s.grads[:len(ts)]); err != nil {
+		return err
+	}
+	return s.apply(s.avg)
+}
