@@ -184,3 +184,50 @@ func TestNewReplayRejectsBadConfig(t *testing.T) {
 		t.Error("an assembler for 0 envs")
 	}
 }
+
+// TestReplayInitialPriorities: transitions that carry their own priorities
+// (Ape-X actors) enter the tree at |δ| + ε instead of the running maximum;
+// NaN, negative or infinite values, a wrong count, or priorities for a
+// uniform replay are errors that store nothing.
+func TestReplayInitialPriorities(t *testing.T) {
+	const eps = 1e-3
+	r, err := NewReplay(ReplayConfig{Capacity: 8, ObsDim: 1, ActDim: 1, NSteps: 1, Gamma: 0.9,
+		Prioritized: true, Alpha: 1, Beta: 0.4, Eps: eps, BetaSteps: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := sample.NewTransitions(4, 1, 1)
+	for i := range 4 {
+		tr.Discounts[i] = 0.9
+	}
+	tr.Priorities = []float32{0, 1, 3, 0.5}
+	if err := r.Add(tr); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range tr.Priorities {
+		got, _, err := r.pri.Priority(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := float64(float32(float64(p) + eps)); got != want {
+			t.Errorf("slot %d: priority %v, want %v", i, got, want)
+		}
+	}
+	for _, bad := range [][]float32{{0, float32(math.NaN()), 1, 1}, {1, -1, 1, 1}, {float32(math.Inf(1)), 1, 1, 1}, {1, 2}} {
+		tr.Priorities = bad
+		if err := r.Add(tr); err == nil {
+			t.Errorf("priorities %v accepted", bad)
+		}
+	}
+	if r.Len() != 4 {
+		t.Errorf("rejected batches stored rows: Len %d, want 4", r.Len())
+	}
+	u, err := NewReplay(ReplayConfig{Capacity: 8, ObsDim: 1, ActDim: 1, NSteps: 1, Gamma: 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Priorities = []float32{1, 1, 1, 1}
+	if err := u.Add(tr); err == nil || u.Len() != 0 {
+		t.Errorf("a uniform replay took initial priorities: %v, Len %d", err, u.Len())
+	}
+}
