@@ -320,9 +320,10 @@ func (p *Pair) account(gain, cost time.Duration) {
 	} else if p.probing {
 		p.backoff = max(p.backoff/2, minBackoff)
 	}
-	// Poll long only while polls see their threads keep their cores.
+	// Poll long only while polls see their threads keep their cores, or
+	// while polling pays anyway (the worker saved a tenth or more).
 	spin := p.maxSpin
-	if p.noisy {
+	if p.noisy && p.gain*10 < p.cost {
 		spin = min(spin, MinSpin)
 	}
 	if int64(spin) != p.idleSpin.Load() {
