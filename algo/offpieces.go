@@ -91,18 +91,6 @@ type ForkReplay interface {
 	Fork() Replay
 }
 
-// Prioritizer is implemented by the policy of an algorithm configured to
-// score its own experience (Ape-X, Horgan et al. 2018: actors compute each
-// transition's initial priority with their local copy of the network, so
-// new experience enters prioritized replay at its own TD error rather than
-// at the running maximum). Env workers call Prioritize on every batch they
-// assemble, before it is stored or pushed.
-type Prioritizer interface {
-	// Prioritize sets tr.Priorities to |δ| of each row (tr.N values),
-	// computed with the policy's current weights.
-	Prioritize(tr *sample.Transitions) error
-}
-
 // TransitionShape is implemented by the off-policy configs: the envs one
 // env worker steps and the update interval U, env steps per learner update
 // (DQN: train_frequency / gradient_steps; SAC, TD3, DDPG: 1). The pal

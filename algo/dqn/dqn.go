@@ -83,11 +83,6 @@ type Config struct {
 	PriorityAlpha float64 `yaml:"priority_alpha"`
 	PriorityBeta  float64 `yaml:"priority_beta"`
 	PriorityEps   float64 `yaml:"priority_eps"`
-	// ActorPriorities has env workers give each new transition its own
-	// priority, |δ| from their copy of the Q-network (Ape-X, Horgan et al.
-	// 2018), instead of the running maximum. Needs prioritized. Default
-	// false.
-	ActorPriorities bool `yaml:"actor_priorities"`
 }
 
 // NewConfig returns CleanRL's dqn.py defaults.
@@ -158,9 +153,6 @@ func (c *Config) Validate(h algo.Header) error {
 	}
 	if c.NSteps < 1 {
 		bad("n_steps must be ≥ 1, got %d", c.NSteps)
-	}
-	if c.ActorPriorities && !c.Prioritized {
-		bad("actor_priorities needs prioritized: true")
 	}
 	if c.Prioritized {
 		if !(c.PriorityAlpha > 0 && c.PriorityAlpha <= 1) {
@@ -295,7 +287,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	if err != nil {
 		return nil, err
 	}
-	worker, err := offpolicy.NewEnvWorker(envs, p.policyOf(learner.q), sampler, assembler)
+	worker, err := offpolicy.NewEnvWorker(envs, &offpolicy.MLPPolicy{Net: learner.q}, sampler, assembler)
 	if err != nil {
 		return nil, err
 	}

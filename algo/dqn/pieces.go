@@ -56,22 +56,12 @@ func (p *pieces) newAgent() (*Agent, error) {
 	return newAgent(p.obsDim, p.actions.N, p.cfg.NetArch, rng.New(p.h.Seed, "dqn/init", 0))
 }
 
-func (p *pieces) newPolicy() (algo.PolicyNet, error) {
+func (p *pieces) newPolicy() (*offpolicy.MLPPolicy, error) {
 	a, err := p.newAgent()
 	if err != nil {
 		return nil, err
 	}
-	return p.policyOf(a.Q), nil
-}
-
-// policyOf is the env workers' policy over q: one that also scores the
-// transitions it produced when actor_priorities is on (algo.Prioritizer).
-func (p *pieces) policyOf(q *nn.MLP) algo.PolicyNet {
-	pol := &offpolicy.MLPPolicy{Net: q}
-	if p.cfg.ActorPriorities {
-		return &apexPolicy{MLPPolicy: pol}
-	}
-	return pol
+	return &offpolicy.MLPPolicy{Net: a.Q}, nil
 }
 
 func (p *pieces) newSampler(_ int, r *rand.Rand) (*sampler, error) {

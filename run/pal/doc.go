@@ -93,15 +93,8 @@
 //
 // Either way, the updates made are the algorithm's schedule, so the
 // replay ratio is the single-process one for every M (TestReplayRatio,
-// TestLearners).
-//
-// Ape-X initial priorities: with DQN's actor_priorities (and prioritized
-// replay) each actor's policy is an algo.Prioritizer, and the actor scores
-// every batch it assembled — |δ| from its own copy of the Q-network, for
-// the bootstrap too, since the target network lives with the learner —
-// before adding it, so new experience enters the tree at its own TD error
-// rather than at the running maximum. The learner overwrites these with
-// its own TD errors when it samples the rows.
+// TestLearners). Ape-X-style initial priorities computed by actors are
+// not offered yet.
 //
 // Options.NoLearn runs the actors alone, unthrottled: herd tune measures
 // actor throughput f_a(x) with it. MeasureLearners measures f_l(x) on the

@@ -430,11 +430,6 @@ func (a *actor) run(ctx context.Context, lim *limiter, log algo.Logger) error {
 		if err := a.assembler.Add(&a.tr, a.obs, a.acts.Actions, batch); err != nil {
 			return fmt.Errorf("pal: actor %d: %w", a.id, err)
 		}
-		if p, ok := a.policy.(algo.Prioritizer); ok {
-			if err := p.Prioritize(&a.tr); err != nil {
-				return fmt.Errorf("pal: actor %d: priorities: %w", a.id, err)
-			}
-		}
 		if err := a.rb.Add(&a.tr); err != nil {
 			return fmt.Errorf("pal: actor %d: store: %w", a.id, err)
 		}

@@ -54,8 +54,6 @@ func TestReplayRatio(t *testing.T) {
 		{dqn.Spec(), dqnFile, 150},
 		// Prioritized n-step DQN: priorities fed back while actors add.
 		{dqn.Spec(), strings.Replace(dqnFile, "net_arch: [16]}", "net_arch: [16], prioritized: true, n_steps: 3, gradient_steps: 2}", 1), 300},
-		// Ape-X: actors add with their own priorities.
-		{dqn.Spec(), strings.Replace(dqnFile, "net_arch: [16]}", "net_arch: [16], prioritized: true, actor_priorities: true, n_steps: 3}", 1), 150},
 		// TD3, SAC, DDPG: one update per env step after learning_starts.
 		{td3.Spec(), "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 600\ntd3: {num_envs: 2, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 400},
 		{sac.Spec(), "algo: sac\nenv: Pendulum-v1\nseed: 1\nsteps: 600\nsac: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 400},
@@ -186,8 +184,6 @@ func TestLearners(t *testing.T) {
 	}{
 		{dqn.Spec(), dqnFile, 150},
 		{dqn.Spec(), strings.Replace(dqnFile, "net_arch: [16]}", "net_arch: [16], prioritized: true, n_steps: 3, gradient_steps: 2}", 1), 300},
-		// Ape-X: actors add with their own priorities.
-		{dqn.Spec(), strings.Replace(dqnFile, "net_arch: [16]}", "net_arch: [16], prioritized: true, actor_priorities: true, n_steps: 3}", 1), 150},
 		{td3.Spec(), "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 600\ntd3: {num_envs: 2, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 400},
 		{sac.Spec(), "algo: sac\nenv: Pendulum-v1\nseed: 1\nsteps: 500\nsac: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 300},
 		{ddpg.Spec(), "algo: ddpg\nenv: Pendulum-v1\nseed: 1\nsteps: 500\nddpg: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 300},

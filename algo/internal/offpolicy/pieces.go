@@ -11,8 +11,8 @@ import (
 
 // NewPieces wraps an algorithm's typed piece constructors as algo.Pieces
 // (Go has no covariant function types, so each needs a small adapter).
-func NewPieces[P algo.PolicyNet, S algo.Sampler, L algo.TransitionLearner](
-	policy func() (P, error),
+func NewPieces[S algo.Sampler, L algo.TransitionLearner](
+	policy func() (*MLPPolicy, error),
 	sampler func(numEnvs int, r *rand.Rand) (S, error),
 	assembler func(numEnvs int) (*Assembler, error),
 	replay func() (*Replay, error),

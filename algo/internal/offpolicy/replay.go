@@ -111,21 +111,9 @@ func (r *Replay) Add(tr *sample.Transitions) error {
 	a, n := r.cfg.ActDim, tr.N
 	// The checks of tr.Check, without its allocations (Add is per step).
 	if n < 0 || len(tr.Obs) != n*d || len(tr.NextObs) != n*d || len(tr.Actions) != n*a ||
-		len(tr.Rewards) != n || len(tr.Discounts) != n || len(tr.Dones) != n ||
-		(len(tr.Priorities) != 0 && len(tr.Priorities) != n) {
+		len(tr.Rewards) != n || len(tr.Discounts) != n || len(tr.Dones) != n {
 		return fmt.Errorf("%w: %d transitions with %d, %d, %d, %d, %d, %d values", sample.ErrShape,
 			n, len(tr.Obs), len(tr.Actions), len(tr.Rewards), len(tr.NextObs), len(tr.Discounts), len(tr.Dones))
-	}
-	if len(tr.Priorities) != 0 {
-		if r.pri == nil {
-			return fmt.Errorf("offpolicy: transitions with initial priorities for a uniform replay")
-		}
-		// All or nothing: a bad value stores none of the rows.
-		for i, p := range tr.Priorities {
-			if !(p >= 0) || math.IsInf(float64(p), 1) {
-				return fmt.Errorf("%w: initial priority %v of transition %d", replay.ErrPriority, p, i)
-			}
-		}
 	}
 	for i := range tr.N {
 		copy(r.add.Obs[:d], tr.Obs[i*d:(i+1)*d])
@@ -139,15 +127,6 @@ func (r *Replay) Add(tr *sample.Transitions) error {
 		copy(r.add.Action, tr.Actions[i*a:(i+1)*a])
 		r.add.Reward[0] = tr.Rewards[i]
 		r.add.Terminated[0] = tr.Dones[i] != 0
-		if len(tr.Priorities) != 0 {
-			// An actor's |δ| becomes |δ| + ε, as in UpdatePriorities.
-			r.prio = grow(r.prio, 1)
-			r.prio[0] = float64(tr.Priorities[i]) + r.cfg.Eps
-			if err := r.pri.AddWithPriorities(&r.add, r.prio[:1]); err != nil {
-				return err
-			}
-			continue
-		}
 		if err := r.buf.Add(&r.add); err != nil {
 			return err
 		}

@@ -85,11 +85,6 @@ func (w *EnvWorker) Step(log algo.Logger) error {
 	if err := w.Assembler.Add(&w.Transitions, w.Obs, w.Acts.Actions, batch); err != nil {
 		return err
 	}
-	if p, ok := w.Policy.(algo.Prioritizer); ok {
-		if err := p.Prioritize(&w.Transitions); err != nil {
-			return err
-		}
-	}
 	for _, e := range w.Transitions.Episodes {
 		log.Episode(w.Steps, e.Return, e.Length)
 	}
