@@ -12,8 +12,8 @@ import (
 	"herd/algo"
 	"herd/algo/dqn"
 	"herd/internal/fakealgo"
-	"herd/run/distexec"
 	"herd/run"
+	"herd/run/distexec"
 )
 
 // The dist executor runs through algo.TrainRun like any other: the run
