@@ -46,8 +46,14 @@
 // algorithms' learners compute and apply their gradients in one call, and
 // the synchronous variant (M gradients on M minibatches, averaged in a
 // fixed order, applied once) needs them split into a gradient step and an
-// apply step. Ape-X-style initial priorities computed by actors are not
-// offered yet either.
+// apply step.
+//
+// Ape-X initial priorities (dqn: initial_priorities: actor, with
+// prioritized replay): when the pieces have a Prioritizer, each actor sets
+// the priorities of the transitions it just assembled, |δ| + ε under its
+// own policy copy, before adding them, so they enter the shared replay at
+// that priority rather than the running maximum; the learner spends no
+// time on it.
 //
 // Options.NoLearn runs the actors alone, unthrottled: herd tune measures
 // actor throughput f_a(x) with it.
