@@ -22,6 +22,7 @@ import (
 //	             sampler.SampleTo(&acts, outputs, n, step)
 //	             batch := envs.Step(acts.EnvActions)
 //	             assembler.Add(tr, obs, acts.Actions, batch)  // n-step transitions
+//	             prioritizer.Prioritize(tr, policy)              // optional (Ape-X)
 //	replay:      rb.Add(tr)
 //	learner:     if step > learning starts && rb.Len() ≥ batch size:
 //	                 learner.Learn(ctx, rb, prevStep, step)
@@ -36,6 +37,25 @@ type OffPolicy struct {
 	// NewTransitionLearner builds a learner holding the run's initial
 	// weights (version 0, the same as NewPolicy's).
 	NewTransitionLearner func() (TransitionLearner, error)
+	// NewPrioritizer is nil unless the run asked for Ape-X initial
+	// priorities (DQN: initial_priorities: actor); it then builds one
+	// Prioritizer per env worker, which sets the priorities of the
+	// transitions it assembled before they go to the replay.
+	NewPrioritizer func() (Prioritizer, error)
+}
+
+// Prioritizer computes Ape-X initial priorities on an env worker (Horgan
+// et al. 2018): instead of entering the prioritized replay at the running
+// maximum, each transition enters at |δ| + ε, its TD error under the
+// actor's local policy copy. It keeps workspaces and is not safe for
+// concurrent use.
+type Prioritizer interface {
+	// Prioritize sets tr.Priorities (N of them) from the transitions'
+	// rewards, bootstrap discounts γ^m and dones, with pol — the env
+	// worker's policy copy, whose outputs the algorithm knows how to read
+	// (DQN: Q-values) — as the value function. It returns an error, and
+	// leaves tr.Priorities empty, when a priority is not a finite number.
+	Prioritize(tr *sample.Transitions, pol PolicyNet) error
 }
 
 // Assembler runs on an env worker beside the sampler and turns its envs'

@@ -213,7 +213,10 @@ func (rc RuntimeConfig) Validate() error {
 		if c.v < 0 {
 			errs = append(errs, fmt.Errorf("%w: runtime.%s must be ≥ 0, got %d", ErrConfig, c.name, c.v))
 		}
-		if c.v != 0 && rc.Executor != "pal" {
+		// The dist executor's off-policy topology refreshes and publishes
+		// weights as pal does.
+		distToo := rc.Executor == "dist" && (c.name == "refresh_every" || c.name == "publish_every")
+		if c.v != 0 && rc.Executor != "pal" && !distToo {
 			errs = append(errs, fmt.Errorf("%w: runtime.%s is a pal setting; executor is %q", ErrConfig, c.name, rc.Executor))
 		}
 	}

@@ -69,7 +69,11 @@
 //     weights (nn.WeightedMSE / nn.WeightedHuber); after each step the
 //     sampled slots get priority |δ| + priority_eps, skipped by the buffer if
 //     the slot was overwritten meanwhile (generations); β anneals linearly
-//     from priority_beta to 1 over the run.
+//     from priority_beta to 1 over the run. With initial_priorities: actor
+//     (Ape-X, Horgan et al. 2018) new transitions enter at |δ| +
+//     priority_eps computed by the env worker with its Q-network copy
+//     (Pieces' Prioritizer: that copy both acts and bootstraps, as an
+//     actor holds no target network) instead of the running maximum.
 //  5. n-step returns (Config.NSteps, offpolicy.NStep): the stored reward is
 //     Σ_{k<m} γ^k r_{t+k} and the bootstrap discount γ^m, m = n except at
 //     episode ends, where the pending transitions are flushed with their

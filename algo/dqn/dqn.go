@@ -83,6 +83,11 @@ type Config struct {
 	PriorityAlpha float64 `yaml:"priority_alpha"`
 	PriorityBeta  float64 `yaml:"priority_beta"`
 	PriorityEps   float64 `yaml:"priority_eps"`
+	// InitialPriorities says at which priority new transitions enter
+	// prioritized replay: "max" (the running maximum, Schaul et al. 2016)
+	// or "actor" (Ape-X: |δ| + priority_eps computed by the env worker
+	// with its policy copy; needs prioritized: true). Default "max".
+	InitialPriorities string `yaml:"initial_priorities"`
 }
 
 // NewConfig returns CleanRL's dqn.py defaults.
@@ -108,6 +113,7 @@ func NewConfig() *Config {
 		PriorityAlpha:          0.6,
 		PriorityBeta:           0.4,
 		PriorityEps:            1e-6,
+		InitialPriorities:      PrioritiesMax,
 	}
 }
 
@@ -164,6 +170,15 @@ func (c *Config) Validate(h algo.Header) error {
 		if !(c.PriorityEps > 0) {
 			bad("priority_eps must be > 0, got %v", c.PriorityEps)
 		}
+	}
+	switch c.InitialPriorities {
+	case PrioritiesMax:
+	case PrioritiesActor:
+		if !c.Prioritized {
+			bad("initial_priorities: actor needs prioritized: true (uniform replay has no priorities)")
+		}
+	default:
+		bad("initial_priorities must be %s or %s, got %q", PrioritiesMax, PrioritiesActor, c.InitialPriorities)
 	}
 	if h.Env != "" {
 		if e, err := env.Make(h.Env); err != nil {
@@ -290,6 +305,11 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	worker, err := offpolicy.NewEnvWorker(envs, &offpolicy.MLPPolicy{Net: learner.q}, sampler, assembler)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.InitialPriorities == PrioritiesActor {
+		// The local executor's env worker acts with the learner's live
+		// network, so that is the "actor copy" here.
+		worker.Prioritizer, _ = p.newPrioritizer()
 	}
 	agent := learner.Agent()
 	rt.Track(agent) // divergence guard (algo.TrainRun)

@@ -46,6 +46,9 @@ func TestSmokeLearnsCartPole(t *testing.T) {
 		{"double-prioritized-3step-huber", func(c *Config) {
 			c.DoubleQ, c.Prioritized, c.NSteps, c.Loss = true, true, 3, "huber"
 		}},
+		{"prioritized-actor-3step", func(c *Config) {
+			c.Prioritized, c.NSteps, c.InitialPriorities = true, 3, PrioritiesActor
+		}},
 	} {
 		t.Run(variant.name, func(t *testing.T) {
 			cfg := smokeConfig()

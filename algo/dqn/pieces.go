@@ -19,7 +19,9 @@ import (
 //   - sampler: ε-greedy on those outputs with ε at the current step;
 //   - assembler: n-step transitions per env (offpolicy.Assembler);
 //   - replay: uniform or prioritized (offpolicy.Replay);
-//   - learner: TD updates, target network, priorities (Learner).
+//   - learner: TD updates, target network, priorities (Learner);
+//   - prioritizer (initial_priorities: actor only): Ape-X initial
+//     priorities from the env worker's Q-network copy.
 func Pieces(h algo.Header, c algo.Config, sp algo.Spaces) (*algo.Pieces, error) {
 	cfg, err := algo.ConfigAs[*Config]("dqn", c, h)
 	if err != nil {
@@ -29,7 +31,11 @@ func Pieces(h algo.Header, c algo.Config, sp algo.Spaces) (*algo.Pieces, error) 
 	if err != nil {
 		return nil, err
 	}
-	return offpolicy.NewPieces(p.newPolicy, p.newSampler, p.newAssembler, p.newReplay, p.newLearner), nil
+	ps := offpolicy.NewPieces(p.newPolicy, p.newSampler, p.newAssembler, p.newReplay, p.newLearner)
+	if cfg.InitialPriorities == PrioritiesActor {
+		ps.NewPrioritizer = func() (algo.Prioritizer, error) { return p.newPrioritizer() }
+	}
+	return ps, nil
 }
 
 // pieces holds what every piece of one run needs to know.

@@ -349,7 +349,7 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	}
 	base := append([]string{"worker", "--nats", url, "--run", run, "--ttl", f.ttl.String()}, f.nats.args()...)
 	fmt.Fprintf(stdout, "launching run %s: %s on %s, %d env workers × %d envs, %d policy workers, 1 learner → %s\n",
-		run, h.Algo, h.Env, max(rc.EnvWorkers, 1), st.NumEnvs, max(rc.PolicyWorkers, 1), h.Out)
+		run, h.Algo, h.Env, max(rc.EnvWorkers, 1), st.NumEnvs, st.PolicyWorkers(rc.PolicyWorkers), h.Out)
 
 	sctx, stopAll := context.WithCancel(ctx)
 	defer stopAll()
@@ -406,7 +406,7 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 			}
 		})
 	}
-	for k := range max(rc.PolicyWorkers, 1) {
+	for k := range st.PolicyWorkers(rc.PolicyWorkers) {
 		supervise("policy worker "+strconv.Itoa(k), []string{"--role", "policy", "--slot", strconv.Itoa(k)}, true, io.Discard)
 	}
 	for k := range max(rc.EnvWorkers, 1) {

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"herd/algo"
+	"herd/algo/dqn"
 	"herd/dist"
 	"herd/internal/fakealgo"
 )
@@ -38,7 +39,7 @@ func init() {
 	}
 }
 
-func testSpecs() []algo.Spec { return []algo.Spec{fakealgo.Spec()} }
+func testSpecs() []algo.Spec { return []algo.Spec{fakealgo.Spec(), dqn.Spec()} }
 
 func writeDistConfig(t *testing.T, iters int) string {
 	t.Helper()
@@ -94,6 +95,29 @@ func TestLaunch(t *testing.T) {
 		}
 	}
 	if s := readSummary(t, out); s["steps"].(float64) != 10*4*32 {
+		t.Errorf("summary steps %v", s["steps"])
+	}
+}
+
+// herd launch runs the off-policy (Ape-X) config too: env worker
+// processes with inline policy copies, no policy workers, the learner with
+// the prioritized replay.
+func TestLaunchOffPolicy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "run")
+	stdout, stderr, err := launch(t, ctx, "--config", filepath.Join("..", "..", "configs", "dqn-cartpole-dist.yaml"),
+		"--steps", "12000", "--out", out, "--quiet", "--ttl", "1s")
+	if err != nil {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "0 policy workers") {
+		t.Errorf("stdout does not report 0 policy workers:\n%s", stdout)
+	}
+	if s := readSummary(t, out); s["steps"].(float64) != 12000 {
 		t.Errorf("summary steps %v", s["steps"])
 	}
 }

@@ -17,7 +17,16 @@
 // what a failure can lose. Roles end when their context ends or their
 // count is done.
 //
-// This covers on-policy algorithms (PPO, A2C: SegmentLearner). Off-policy
-// learners (transitions into a prioritized buffer, Ape-X style) are not
-// wired yet.
+// Off-policy algorithms (DQN, SAC, TD3, DDPG: TransitionLearner) run the
+// Ape-X topology instead (offpolicy.go): env workers (RunOffEnv) act with
+// inline policy copies refreshed from the parameter service — no policy
+// workers, no inference stream: a small MLP forward is cheaper than a
+// round trip, and Ape-X actors prioritize with their own copy — assemble
+// n-step transitions, set their initial priorities when the pieces have a
+// Prioritizer, and push them in chunks; the learner (RunOffLearner) owns
+// the replay, stores what it pulls and runs Learn on the global env-step
+// counter (each sample stands for a fixed number of env steps), so the
+// replay ratio is the local algorithm's; back-pressure is the sample
+// stream's (the learner pulls after learning). The env workers' schedule
+// step (DQN's ε) is their own steps × the number of env workers.
 package worker

@@ -55,10 +55,47 @@ type Setup struct {
 	// Stream are the streams' options (dimensions, the model's parameter
 	// list for decoding weights).
 	Stream dist.Options
+	// Off is set for an off-policy algorithm (DQN, SAC, TD3, DDPG): the
+	// Ape-X topology, env workers with inline policy copies and one
+	// learner with the replay (worker.RunOffEnv, worker.RunOffLearner).
+	Off *OffSetup
+}
+
+// OffSetup is the off-policy topology's shape.
+type OffSetup struct {
+	// Chunk is the vector steps per pushed sample, ChunkSteps the env
+	// steps it stands for (Chunk × NumEnvs).
+	Chunk      int
+	ChunkSteps int64
+	// RefreshEvery and PublishEvery are runtime.refresh_every (env
+	// steps between an env worker's looks at the parameter service) and
+	// runtime.publish_every (updates between published versions).
+	RefreshEvery, PublishEvery int
+	// EnvWorkers is E, which scales the env workers' schedule step.
+	EnvWorkers int
+}
+
+// ChunkEnvSteps is about how many env steps an off-policy env worker
+// sends per sample (Ape-X's actors send every 50): few enough that the
+// learner's replay ratio tracks the actors closely, enough that a message
+// is not mostly header.
+const ChunkEnvSteps = 50
+
+// PolicyWorkers is how many policy workers the topology runs when the
+// config asks for requested (0: the default, 1): none for the off-policy
+// topology, whose env workers act with inline copies.
+func (s *Setup) PolicyWorkers(requested int) int {
+	if s.Off != nil {
+		return 0
+	}
+	return max(requested, 1)
 }
 
 // Prepare checks that spec can run distributed and builds its pieces.
 func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
+	if _, ok := cfg.(algo.TransitionShape); ok && spec.Pieces != nil {
+		return prepareOff(h, spec, cfg)
+	}
 	shape, ok := cfg.(hts.Shape)
 	if !ok || spec.Pieces == nil {
 		return nil, fmt.Errorf("%w: algorithm %s has no on-policy pieces (the dist executor runs PPO and A2C)", ErrConfig, spec.Name)
@@ -88,6 +125,54 @@ func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 		return nil, err
 	}
 	return &Setup{Header: h, NumEnvs: numEnvs, T: T, Gamma: gamma, Pieces: pieces,
+		Stream: dist.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs)}}, nil
+}
+
+func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
+	numEnvs, _ := cfg.(algo.TransitionShape).TransitionShape()
+	rc := h.Runtime
+	off := &OffSetup{Chunk: max(1, ChunkEnvSteps/max(numEnvs, 1)), RefreshEvery: rc.RefreshEvery, PublishEvery: rc.PublishEvery,
+		EnvWorkers: max(rc.EnvWorkers, 1)}
+	off.ChunkSteps = int64(off.Chunk * numEnvs)
+	if off.RefreshEvery == 0 {
+		off.RefreshEvery = 1
+	}
+	if off.PublishEvery == 0 {
+		off.PublishEvery = 1
+	}
+	if numEnvs < 1 || off.RefreshEvery < 1 || off.PublishEvery < 1 {
+		return nil, fmt.Errorf("%w: num_envs %d, refresh_every %d and publish_every %d must be ≥ 1", ErrConfig, numEnvs, off.RefreshEvery, off.PublishEvery)
+	}
+	if rc.PolicyWorkers > 0 {
+		return nil, fmt.Errorf("%w: policy_workers %d: the off-policy topology (%s) has none; its env workers act with inline policy copies", ErrConfig, rc.PolicyWorkers, spec.Name)
+	}
+	e, err := env.Make(h.Env)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	pieces, err := spec.Pieces(h, cfg, algo.SpacesOf(e))
+	if err != nil {
+		return nil, err
+	}
+	if pieces.NewTransitionLearner == nil {
+		return nil, fmt.Errorf("%w: algorithm %s is not off-policy", ErrConfig, spec.Name)
+	}
+	p0, err := pieces.NewPolicy()
+	if err != nil {
+		return nil, err
+	}
+	l, err := pieces.NewTransitionLearner()
+	if err != nil {
+		return nil, err
+	}
+	v := l.Weights()
+	_ = l.Close()
+	like := make([]*nn.Param, v.Len())
+	for i := range like {
+		like[i] = v.Param(i)
+	}
+	return &Setup{Header: h, NumEnvs: numEnvs, Pieces: pieces, Off: off,
 		Stream: dist.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs)}}, nil
 }
 
@@ -122,6 +207,9 @@ func (s *Setup) roleStreams(ctx context.Context, tr dist.Transport, run string) 
 // RunEnvWorker runs env worker slot on tr until ctx ends: it makes its
 // NumEnvs envs, steps them and pushes segments.
 func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr dist.Transport, run string) error {
+	if s.Off != nil {
+		return s.runOffEnvWorker(ctx, slot, tr, run)
+	}
 	envs := make([]env.Env, 0, s.NumEnvs)
 	defer func() {
 		for _, e := range envs {
@@ -143,8 +231,28 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr dist.Transport, r
 	return worker.RunEnv(ctx, worker.EnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Steps: s.T, Gamma: s.Gamma}, s.Pieces, inf, smp)
 }
 
+// runOffEnvWorker runs an off-policy env worker: its NumEnvs envs as one
+// vector, an inline policy copy, transitions pushed in chunks.
+func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr dist.Transport, run string) error {
+	envs, err := env.MakeVector(s.Header.Env, s.NumEnvs, env.Sync, env.WithEpisodeStatistics())
+	if err != nil {
+		return err
+	}
+	defer envs.Close()
+	_, smp, par, closeAll, err := s.roleStreams(ctx, tr, run)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	return worker.RunOffEnv(ctx, worker.OffEnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Chunk: s.Off.Chunk,
+		RefreshEvery: s.Off.RefreshEvery, StepScale: int64(s.Off.EnvWorkers)}, s.Pieces, par, smp)
+}
+
 // RunPolicyWorker runs a policy worker on tr until ctx ends.
 func (s *Setup) RunPolicyWorker(ctx context.Context, tr dist.Transport, run string) error {
+	if s.Off != nil {
+		return fmt.Errorf("%w: the off-policy topology has no policy workers (env workers act with inline copies)", ErrConfig)
+	}
 	inf, _, par, closeAll, err := s.roleStreams(ctx, tr, run)
 	if err != nil {
 		return err
@@ -164,18 +272,19 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	if opt.EnvWorkers == 0 {
 		opt.EnvWorkers = 1
 	}
-	if opt.PolicyWorkers == 0 {
-		opt.PolicyWorkers = 1
-	}
+	opt.PolicyWorkers = st.PolicyWorkers(opt.PolicyWorkers)
 	if opt.LearnerOnly {
 		opt.EnvWorkers, opt.PolicyWorkers = 0, 0
 	}
 	if opt.EnvWorkers < 0 || opt.PolicyWorkers < 0 {
 		return nil, fmt.Errorf("%w: env_workers %d and policy_workers %d must be ≥ 1", ErrConfig, opt.EnvWorkers, opt.PolicyWorkers)
 	}
-	iters := int(h.Steps / int64(st.NumEnvs*st.T))
-	if iters < 1 {
-		return nil, fmt.Errorf("%w: steps %d is less than one segment (%d envs × %d steps)", ErrConfig, h.Steps, st.NumEnvs, st.T)
+	var iters int
+	if st.Off == nil {
+		iters = int(h.Steps / int64(st.NumEnvs*st.T))
+		if iters < 1 {
+			return nil, fmt.Errorf("%w: steps %d is less than one segment (%d envs × %d steps)", ErrConfig, h.Steps, st.NumEnvs, st.T)
+		}
 	}
 	newTransport, closeConns := opt.Dial, func() {}
 	if newTransport == nil {
@@ -229,6 +338,15 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		return nil, err
 	}
 	defer closeAll()
+	if st.Off != nil {
+		return st.trainOff(ctx, wctx, rt, smp, par, func() error {
+			stop()
+			wg.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			return werr
+		})
+	}
 	var step int64
 	l, err := worker.RunLearner(wctx, worker.LearnerConfig{Iterations: iters,
 		OnIteration: func(_ int, seg *sample.Segment, stats []algo.Stat) {
@@ -257,6 +375,41 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	if model == nil {
 		return nil, fmt.Errorf("%w: %s's learner cannot hand out its model", ErrConfig, spec.Name)
+	}
+	return model, nil
+}
+
+// trainOff runs the off-policy learner here; finish stops the other roles
+// and returns their first error.
+func (s *Setup) trainOff(ctx, wctx context.Context, rt *algo.Runtime, smp dist.SampleStream, par dist.ParamService, finish func() error) (algo.Model, error) {
+	l, err := worker.RunOffLearner(wctx, worker.OffLearnerConfig{Steps: rt.Header.Steps, StepsPerSample: s.Off.ChunkSteps,
+		PublishEvery: s.Off.PublishEvery,
+		OnSample: func(step int64, tr *sample.Transitions, stats []algo.Stat) {
+			// Episodes are logged at the end of the sample they ended in.
+			for _, e := range tr.Episodes {
+				rt.Log.Episode(step, e.Return, e.Length)
+			}
+			for _, st := range stats {
+				rt.Log.Scalar(st.Name, st.Value)
+			}
+			rt.Log.Step(step)
+		}}, s.Pieces, smp, par)
+	werr := finish()
+	var model algo.Model
+	if m, ok := l.(interface{ Model() algo.Model }); ok {
+		model = m.Model()
+	}
+	if werr != nil {
+		return model, werr
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return model, ctx.Err()
+		}
+		return model, err
+	}
+	if model == nil {
+		return nil, fmt.Errorf("%w: the learner cannot hand out its model", ErrConfig)
 	}
 	return model, nil
 }

@@ -2,14 +2,18 @@ package distexec_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"herd/algo"
+	"herd/algo/dqn"
 	"herd/internal/fakealgo"
 	"herd/run"
+	"herd/run/distexec"
 )
 
 // The dist executor runs through algo.TrainRun like any other: the run
@@ -55,5 +59,48 @@ func TestBadRuntime(t *testing.T) {
 		if err := rc.Validate(); err == nil {
 			t.Errorf("%+v: no error", rc)
 		}
+	}
+}
+
+const dqnDist = `algo: dqn
+env: CartPole-v1
+seed: 3
+steps: 3000
+log_every: 500
+runtime: {executor: dist, env_workers: 2, transport: %s}
+dqn: {num_envs: 1, buffer_size: 2000, batch_size: 32, learning_starts: 500, train_frequency: 4, target_network_frequency: 100,
+  net_arch: [16], prioritized: true, n_steps: 2, initial_priorities: actor}
+`
+
+// The off-policy (Ape-X) topology runs through algo.TrainRun on both
+// transports: every step is learned from and episodes are reported.
+func TestTrainRunOffPolicy(t *testing.T) {
+	for _, tr := range []string{"inproc", "nats"} {
+		t.Run(tr, func(t *testing.T) {
+			res, err := algo.Resolve([]byte(fmt.Sprintf(dqnDist, tr)), []algo.Spec{dqn.Spec()}, algo.Overrides{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Header.Out = t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			sum, err := algo.TrainRun(ctx, res, algo.RunOptions{Executors: run.Executors()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Steps != res.Header.Steps || sum.Episodes == 0 {
+				t.Errorf("summary: %d steps (want %d), %d episodes", sum.Steps, res.Header.Steps, sum.Episodes)
+			}
+		})
+	}
+	// Off-policy env workers act with inline copies: policy workers are
+	// refused rather than started idle.
+	res, err := algo.Resolve([]byte(strings.Replace(fmt.Sprintf(dqnDist, "inproc"), "env_workers: 2", "env_workers: 2, policy_workers: 1", 1)),
+		[]algo.Spec{dqn.Spec()}, algo.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := distexec.Prepare(res.Header, res.Spec, res.Config); err == nil || !strings.Contains(err.Error(), "inline policy copies") {
+		t.Errorf("policy_workers with DQN: err %v", err)
 	}
 }

@@ -20,4 +20,12 @@
 // after `steps`. Unlike HTS, results depend on timing (which segment
 // arrives first, which weights version a policy worker holds): this is
 // the asynchronous, scale-out executor.
+//
+// Off-policy algorithms (DQN, SAC, TD3, DDPG) run the Ape-X topology of
+// dist/worker: E env workers with inline policy copies pushing chunks of
+// ChunkEnvSteps env steps of transitions (with initial priorities under
+// dqn's initial_priorities: actor), no policy workers (policy_workers is
+// refused), and the learner holding the replay. runtime.refresh_every and
+// publish_every work as under pal. configs/dqn-cartpole-dist.yaml is the
+// example.
 package distexec

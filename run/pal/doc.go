@@ -93,8 +93,14 @@
 //
 // Either way, the updates made are the algorithm's schedule, so the
 // replay ratio is the single-process one for every M (TestReplayRatio,
-// TestLearners). Ape-X-style initial priorities computed by actors are
-// not offered yet.
+// TestLearners).
+//
+// Ape-X initial priorities (dqn: initial_priorities: actor, with
+// prioritized replay): when the pieces have a Prioritizer, each actor sets
+// the priorities of the transitions it just assembled, |δ| + ε under its
+// own policy copy, before adding them, so they enter the shared replay at
+// that priority rather than the running maximum; the learner spends no
+// time on it.
 //
 // Options.NoLearn runs the actors alone, unthrottled: herd tune measures
 // actor throughput f_a(x) with it. MeasureLearners measures f_l(x) on the

@@ -372,6 +372,7 @@ type actor struct {
 	sampler   algo.Sampler
 	assembler algo.Assembler
 	rb        algo.Replay
+	prio      algo.Prioritizer // nil: transitions enter at the max priority
 	store     *weights.Store
 	refresh   int
 
@@ -394,9 +395,15 @@ func newActor(id int, seed uint64, envs env.Vector, p *algo.Pieces, rb algo.Repl
 	if err != nil {
 		return nil, err
 	}
+	var prio algo.Prioritizer
+	if p.NewPrioritizer != nil {
+		if prio, err = p.NewPrioritizer(); err != nil {
+			return nil, err
+		}
+	}
 	d := envs.ObservationSpace().Dim()
 	return &actor{id: id, seed: seed, envs: envs, n: n, obsDim: d, policy: pol, sampler: s, assembler: asm, rb: rb,
-		store: store, refresh: refresh, obs: make([]float32, n*d), out: make([]float32, n*pol.OutDim())}, nil
+		prio: prio, store: store, refresh: refresh, obs: make([]float32, n*d), out: make([]float32, n*pol.OutDim())}, nil
 }
 
 // run steps the envs until the limiter hands out no more steps.
@@ -429,6 +436,13 @@ func (a *actor) run(ctx context.Context, lim *limiter, log algo.Logger) error {
 		clearTransitions(&a.tr)
 		if err := a.assembler.Add(&a.tr, a.obs, a.acts.Actions, batch); err != nil {
 			return fmt.Errorf("pal: actor %d: %w", a.id, err)
+		}
+		if a.prio != nil {
+			// Ape-X: priorities from this actor's own (possibly stale)
+			// copy, so the learner spends no time on them.
+			if err := a.prio.Prioritize(&a.tr, a.policy); err != nil {
+				return fmt.Errorf("pal: actor %d: %w", a.id, err)
+			}
 		}
 		if err := a.rb.Add(&a.tr); err != nil {
 			return fmt.Errorf("pal: actor %d: store: %w", a.id, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -261,5 +262,48 @@ func TestSetRuntime(t *testing.T) {
 		if _, err := algo.Resolve([]byte(dqnFile), []algo.Spec{dqn.Spec()}, algo.Overrides{Set: []string{bad}}); !errors.Is(err, algo.ErrConfig) {
 			t.Errorf("%s: %v, want a config error", bad, err)
 		}
+	}
+}
+
+// episodes is a Logger keeping the returns of finished episodes.
+type episodes struct {
+	algo.Logger
+	mu      sync.Mutex
+	returns []float64
+}
+
+func (e *episodes) Episode(_ int64, ret float64, _ int) {
+	e.mu.Lock()
+	e.returns = append(e.returns, ret)
+	e.mu.Unlock()
+}
+
+// TestApeXPrioritiesLearn: with initial_priorities: actor, two actors
+// compute the priorities of what they store with their own copies, and
+// the run still learns CartPole on a small budget (random ≈ 22).
+func TestApeXPrioritiesLearn(t *testing.T) {
+	res := resolve(t, dqn.Spec(), `algo: dqn
+env: CartPole-v1
+seed: 1
+steps: 8000
+runtime: {executor: pal, actors: 2}
+dqn: {num_envs: 1, learning_rate: 1.0e-3, batch_size: 64, learning_starts: 500, train_frequency: 1, target_network_frequency: 100,
+  exploration_fraction: 0.3, net_arch: [64, 64], prioritized: true, n_steps: 3, initial_priorities: actor}
+`)
+	log := &episodes{Logger: algo.Discard()}
+	var st Stats
+	_, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: log}, res.Spec, res.Config, Options{Actors: 2, Stats: &st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := min(20, len(log.returns))
+	var sum float64
+	for _, r := range log.returns[len(log.returns)-n:] {
+		sum += r
+	}
+	mean := sum / float64(n)
+	t.Logf("mean return of the last %d episodes: %.1f (%d updates)", n, mean, st.Updates)
+	if !(mean > 60) {
+		t.Errorf("mean return of the last %d episodes = %.1f after 8k steps, want > 60", n, mean)
 	}
 }

@@ -56,6 +56,7 @@ type Replay struct {
 	pri    *replay.Prioritized // nil for uniform replay
 
 	add                    replay.Batch // one row, reused
+	addPrio                [1]float64   // its initial priority, when given
 	s                      replay.Sample
 	prio                   []float64
 	obs, next, disc, dones []float32
@@ -102,7 +103,11 @@ func (r *Replay) Fork() algo.Replay {
 // Len is the number of stored transitions.
 func (r *Replay) Len() int { return r.buf.Len() }
 
-// Add stores tr's rows one by one, in order.
+// Add stores tr's rows one by one, in order. Rows enter a prioritized
+// replay at the running maximum priority, or at tr.Priorities when given
+// (Ape-X initial priorities; each a finite number ≥ 0, used as it is: the
+// prioritizer has added ε). A uniform replay refuses given priorities: a
+// run that computes them without prioritized replay is misconfigured.
 func (r *Replay) Add(tr *sample.Transitions) error {
 	d := r.cfg.ObsDim
 	if tr.ObsDim != d || tr.ActDim != r.cfg.ActDim {
@@ -114,6 +119,21 @@ func (r *Replay) Add(tr *sample.Transitions) error {
 		len(tr.Rewards) != n || len(tr.Discounts) != n || len(tr.Dones) != n {
 		return fmt.Errorf("%w: %d transitions with %d, %d, %d, %d, %d, %d values", sample.ErrShape,
 			n, len(tr.Obs), len(tr.Actions), len(tr.Rewards), len(tr.NextObs), len(tr.Discounts), len(tr.Dones))
+	}
+	given := len(tr.Priorities) > 0
+	if given {
+		if r.pri == nil {
+			return fmt.Errorf("offpolicy: %d initial priorities given to a uniform replay (initial priorities need prioritized replay)", len(tr.Priorities))
+		}
+		if len(tr.Priorities) != n {
+			return fmt.Errorf("%w: %d initial priorities for %d transitions", sample.ErrShape, len(tr.Priorities), n)
+		}
+		// Checked before any row is stored, so a bad batch stores nothing.
+		for i, p := range tr.Priorities {
+			if !(p >= 0) || math.IsInf(float64(p), 1) {
+				return fmt.Errorf("offpolicy: initial priority of transition %d is %v, want a finite number ≥ 0: %w", i, p, replay.ErrPriority)
+			}
+		}
 	}
 	for i := range tr.N {
 		copy(r.add.Obs[:d], tr.Obs[i*d:(i+1)*d])
@@ -127,7 +147,14 @@ func (r *Replay) Add(tr *sample.Transitions) error {
 		copy(r.add.Action, tr.Actions[i*a:(i+1)*a])
 		r.add.Reward[0] = tr.Rewards[i]
 		r.add.Terminated[0] = tr.Dones[i] != 0
-		if err := r.buf.Add(&r.add); err != nil {
+		var err error
+		if given {
+			r.addPrio[0] = float64(tr.Priorities[i])
+			err = r.pri.AddWithPriorities(&r.add, r.addPrio[:])
+		} else {
+			err = r.buf.Add(&r.add)
+		}
+		if err != nil {
 			return err
 		}
 	}

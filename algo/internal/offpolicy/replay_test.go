@@ -3,6 +3,7 @@ package offpolicy
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"herd/algo"
@@ -182,5 +183,52 @@ func TestNewReplayRejectsBadConfig(t *testing.T) {
 	}
 	if _, err := NewAssembler(0, 1, 0.9, 1, 1); err == nil {
 		t.Error("an assembler for 0 envs")
+	}
+}
+
+// TestReplayGivenPriorities: Ape-X initial priorities are stored as given
+// (not at the running maximum); NaN, negative and infinite ones, a wrong
+// count, or any given to a uniform replay are refused before a row is
+// stored.
+func TestReplayGivenPriorities(t *testing.T) {
+	r, err := NewReplay(ReplayConfig{Capacity: 8, ObsDim: 1, ActDim: 1, NSteps: 2, Gamma: 0.9,
+		Prioritized: true, Alpha: 1, Beta: 0.4, Eps: 1e-6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := sample.NewTransitions(3, 1, 1)
+	copy(tr.Discounts, []float32{0.81, 0.81, 0.9})
+	if err := r.Add(tr); err != nil { // max priority (1 on an empty buffer)
+		t.Fatal(err)
+	}
+	tr.Priorities = []float32{0.25, 7, 0.5}
+	if err := r.Add(tr); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []float64{1, 1, 1, 0.25, 7, 0.5} {
+		if got, _, err := r.pri.Priority(i); err != nil || math.Abs(got-want) > 1e-6 {
+			t.Errorf("slot %d: priority %v (%v), want %v", i, got, err, want)
+		}
+	}
+	for _, bad := range [][]float32{{1, float32(math.NaN()), 1}, {1, 1, -0.5}, {float32(math.Inf(1)), 1, 1}} {
+		tr.Priorities = bad
+		if err := r.Add(tr); !errors.Is(err, replay.ErrPriority) || !strings.Contains(err.Error(), "initial priority of transition") {
+			t.Errorf("priorities %v: err %v, want replay.ErrPriority naming the row", bad, err)
+		}
+	}
+	tr.Priorities = []float32{1, 1}
+	if err := r.Add(tr); !errors.Is(err, sample.ErrShape) {
+		t.Errorf("2 priorities for 3 rows: err %v, want sample.ErrShape", err)
+	}
+	if r.Len() != 6 {
+		t.Errorf("refused batches stored rows: len %d, want 6", r.Len())
+	}
+	u, err := NewReplay(ReplayConfig{Capacity: 8, ObsDim: 1, ActDim: 1, NSteps: 2, Gamma: 0.9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Priorities = []float32{1, 1, 1}
+	if err := u.Add(tr); err == nil || !strings.Contains(err.Error(), "uniform replay") {
+		t.Errorf("uniform replay with priorities: err %v", err)
 	}
 }

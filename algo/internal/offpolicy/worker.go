@@ -23,6 +23,9 @@ type EnvWorker struct {
 	Policy    algo.PolicyNet
 	Sampler   algo.Sampler
 	Assembler algo.Assembler
+	// Prioritizer, when not nil, sets the initial priorities of the
+	// transitions each Step assembles (Ape-X), with Policy as the value.
+	Prioritizer algo.Prioritizer
 	// N is the number of envs, ObsDim the size of one observation.
 	N, ObsDim int
 	// Obs holds the N observations to act on next (N×ObsDim).
@@ -84,6 +87,11 @@ func (w *EnvWorker) Step(log algo.Logger) error {
 	ClearTransitions(&w.Transitions)
 	if err := w.Assembler.Add(&w.Transitions, w.Obs, w.Acts.Actions, batch); err != nil {
 		return err
+	}
+	if w.Prioritizer != nil {
+		if err := w.Prioritizer.Prioritize(&w.Transitions, w.Policy); err != nil {
+			return err
+		}
 	}
 	for _, e := range w.Transitions.Episodes {
 		log.Episode(w.Steps, e.Return, e.Length)

@@ -1,0 +1,249 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+
+	"herd/algo"
+	"herd/dist"
+	"herd/env"
+	"herd/internal/rng"
+	"herd/sample"
+)
+
+// The off-policy topology (Ape-X, Horgan et al. 2018): env workers act
+// with inline policy copies refreshed from the parameter service — no
+// policy workers, no inference stream — assemble n-step transitions,
+// optionally compute their initial priorities with that copy, and push
+// them in chunks on the sample stream; one learner owns the (prioritized)
+// replay, inserts what it pulls and runs TransitionLearner.Learn on the
+// global env-step counter, publishing weights to the parameter service.
+//
+// Inline copies rather than the policy workers' inference stream: an
+// off-policy actor's forward pass is a small MLP on a few observations,
+// cheaper than an inference round trip, and Ape-X's actors compute
+// priorities with their own copy anyway. The cost is staleness: a copy is
+// at most RefreshEvery env steps (plus the parameter service's delay)
+// behind the learner, which off-policy learning tolerates.
+
+// OffEnvConfig configures one off-policy env worker.
+type OffEnvConfig struct {
+	// Slot numbers the env worker; its randomness derives from (Seed,
+	// "env-worker", Slot) and its envs' reset seed from (Seed, "dist/env",
+	// Slot).
+	Slot int
+	Seed uint64
+	// Envs are the worker's envs (with episode statistics); the worker
+	// resets them, the caller closes them.
+	Envs env.Vector
+	// Chunk is the number of vector steps per pushed sample (Ape-X's
+	// local buffer; its priorities are computed together).
+	Chunk int
+	// RefreshEvery is the number of this worker's env steps between
+	// looks at the parameter service (≥ 1).
+	RefreshEvery int
+	// StepScale turns this worker's env steps into the global step its
+	// sampler's schedule (DQN's ε) reads: the number of env workers, as
+	// they step at about the same rate.
+	StepScale int64
+	// Chunks is how many samples to push (0: until ctx ends).
+	Chunks   int
+	Timeouts Timeouts
+}
+
+// RunOffEnv runs an off-policy env worker: it waits for the learner's
+// first weights, then steps its envs with its own policy copy and pushes
+// the transitions of every Chunk vector steps (with initial priorities
+// when pieces has a Prioritizer). It returns nil after cfg.Chunks
+// samples, or ctx's error.
+func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, params dist.ParamService, samples dist.SampleStream) error {
+	if cfg.Envs == nil || cfg.Chunk < 1 || cfg.RefreshEvery < 1 || cfg.StepScale < 1 || pieces == nil ||
+		pieces.NewPolicy == nil || pieces.NewSampler == nil || pieces.NewAssembler == nil {
+		return fmt.Errorf("worker: off-policy env worker %d needs envs, chunk ≥ 1 (%d), refresh_every ≥ 1 (%d), step scale ≥ 1 (%d) and off-policy pieces",
+			cfg.Slot, cfg.Chunk, cfg.RefreshEvery, cfg.StepScale)
+	}
+	to := cfg.Timeouts.withDefaults()
+	n := cfg.Envs.NumEnvs()
+	pol, err := pieces.NewPolicy()
+	if err != nil {
+		return err
+	}
+	s, err := pieces.NewSampler(n, rng.New(cfg.Seed, "env-worker", cfg.Slot))
+	if err != nil {
+		return err
+	}
+	asm, err := pieces.NewAssembler(n)
+	if err != nil {
+		return err
+	}
+	var prio algo.Prioritizer
+	if pieces.NewPrioritizer != nil {
+		if prio, err = pieces.NewPrioritizer(); err != nil {
+			return err
+		}
+	}
+	v, err := params.Wait(ctx, 0)
+	if err != nil {
+		return fmt.Errorf("worker: env worker %d: first weights: %w", cfg.Slot, err)
+	}
+	if err := pol.SetWeights(v); err != nil {
+		return fmt.Errorf("worker: env worker %d: weights %d: %w", cfg.Slot, v.N, err)
+	}
+	batch, err := cfg.Envs.Reset(int64(rng.Derive(cfg.Seed, "dist/env", cfg.Slot) >> 1))
+	if err != nil {
+		return fmt.Errorf("worker: env worker %d: reset: %w", cfg.Slot, err)
+	}
+	obs := append([]float32(nil), batch.Obs...)
+	out := make([]float32, n*pol.OutDim())
+	resetter, _ := s.(algo.EnvResetter)
+	var (
+		acts  algo.Acts
+		tr    sample.Transitions
+		buf   []byte
+		local int64
+		since int
+	)
+	for k := 0; cfg.Chunks == 0 || k < cfg.Chunks; k++ {
+		clearTransitions(&tr)
+		tr.Worker, tr.Version = cfg.Slot, pol.Version()
+		for range cfg.Chunk {
+			if since >= cfg.RefreshEvery {
+				since = 0
+				if v := params.Latest(); v != nil && v.N != pol.Version() {
+					if err := pol.SetWeights(v); err != nil {
+						return fmt.Errorf("worker: env worker %d: weights %d: %w", cfg.Slot, v.N, err)
+					}
+				}
+			}
+			s.SampleTo(&acts, pol.ForwardTo(out, obs, n), n, local*cfg.StepScale)
+			b, err := cfg.Envs.Step(acts.EnvActions)
+			if err != nil {
+				return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
+			}
+			// The assembler appends: the chunk's transitions accumulate in tr.
+			if err := asm.Add(&tr, obs, acts.Actions, b); err != nil {
+				return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
+			}
+			if resetter != nil {
+				for i := range n {
+					if b.Done(i) {
+						resetter.ResetEnv(i)
+					}
+				}
+			}
+			copy(obs, b.Obs)
+			local += int64(n)
+			since += n
+		}
+		if prio != nil {
+			// One batched pass over the chunk with the current copy, as
+			// Ape-X's actors do for their local buffer.
+			if err := prio.Prioritize(&tr, pol); err != nil {
+				return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
+			}
+		}
+		if buf, err = tr.AppendEncode(buf[:0]); err != nil {
+			return err
+		}
+		msg := append([]byte(nil), buf...) // the stream takes ownership
+		if err := retry(ctx, to.Push, func(c context.Context) error { return samples.Push(c, cfg.Slot, msg) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func clearTransitions(tr *sample.Transitions) {
+	tr.N = 0
+	tr.Obs, tr.Actions, tr.Rewards, tr.NextObs = tr.Obs[:0], tr.Actions[:0], tr.Rewards[:0], tr.NextObs[:0]
+	tr.Discounts, tr.Dones, tr.Priorities, tr.Episodes = tr.Discounts[:0], tr.Dones[:0], tr.Priorities[:0], tr.Episodes[:0]
+}
+
+// OffLearnerConfig configures the off-policy learner.
+type OffLearnerConfig struct {
+	// Steps is the number of env steps to learn from; the learner returns
+	// once the samples it pulled carry that many.
+	Steps int64
+	// StepsPerSample is the number of env steps one pushed sample stands
+	// for (Chunk × envs per env worker): the learner's global env-step
+	// counter advances by it per sample, whatever number of transitions
+	// the n-step assembler completed in it.
+	StepsPerSample int64
+	// PublishEvery is the number of learner updates between published
+	// weight versions (≥ 1).
+	PublishEvery int
+	// OnSample, when set, is called after each sample is stored and
+	// learned from, with the global env step, the sample and the scalars.
+	OnSample func(step int64, tr *sample.Transitions, stats []algo.Stat)
+	// OnDrop, when set, is told of every pulled sample that does not
+	// decode as transitions or does not fit the replay; such samples are
+	// dropped either way.
+	OnDrop func(err error)
+}
+
+// RunOffLearner runs the off-policy learner: it publishes the initial
+// weights (version 0), then for each sample pulled stores its transitions
+// in the replay (at their initial priorities when given), runs the
+// updates due for the env steps it brought (the algorithm's replay
+// ratio: Learn's schedule is in env steps) and publishes a new version
+// every PublishEvery updates. Back-pressure is the sample stream's: the
+// learner pulls the next sample only after learning from this one. It
+// returns the learner and nil after cfg.Steps env steps, or ctx's error.
+func RunOffLearner(ctx context.Context, cfg OffLearnerConfig, pieces *algo.Pieces, samples dist.SampleStream, params dist.ParamService) (algo.TransitionLearner, error) {
+	if pieces == nil || pieces.NewTransitionLearner == nil || pieces.NewReplay == nil {
+		return nil, fmt.Errorf("worker: the off-policy learner needs an off-policy algorithm (TransitionLearner)")
+	}
+	if cfg.Steps < 1 || cfg.StepsPerSample < 1 || cfg.PublishEvery < 1 {
+		return nil, fmt.Errorf("worker: off-policy learner: steps %d, steps per sample %d and publish_every %d must be ≥ 1",
+			cfg.Steps, cfg.StepsPerSample, cfg.PublishEvery)
+	}
+	l, err := pieces.NewTransitionLearner()
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close() // stops helper goroutines; the learner stays usable
+	rb, err := pieces.NewReplay()
+	if err != nil {
+		return l, err
+	}
+	v := l.Weights()
+	if err := params.Publish(ctx, v); err != nil {
+		return l, err
+	}
+	published := v.N
+	var step int64
+	for step < cfg.Steps {
+		b, err := samples.Pull(ctx)
+		if err != nil {
+			return l, err
+		}
+		tr, err := sample.DecodeTransitions(b)
+		if err == nil {
+			err = rb.Add(tr)
+		}
+		if err != nil {
+			if cfg.OnDrop != nil {
+				cfg.OnDrop(err)
+			}
+			continue
+		}
+		prev := step
+		step = min(step+cfg.StepsPerSample, cfg.Steps)
+		stats, err := l.Learn(ctx, rb, prev, step)
+		if err != nil {
+			return l, err
+		}
+		if len(stats) > 0 { // updates were made (Weights copies: not per sample)
+			if v := l.Weights(); v.N >= published+uint64(cfg.PublishEvery) {
+				if err := params.Publish(ctx, v); err != nil {
+					return l, err
+				}
+				published = v.N
+			}
+		}
+		if cfg.OnSample != nil {
+			cfg.OnSample(step, tr, stats)
+		}
+	}
+	return l, nil
+}
