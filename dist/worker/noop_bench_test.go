@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"herd/algo"
 	"herd/dist"
@@ -69,7 +72,7 @@ func BenchmarkTopologyNoop(b *testing.B) {
 	for _, E := range []int{4, 64, 256} {
 		b.Run("envs="+itoa(E), func(b *testing.B) {
 			const T = 32
-			iters := max(1, b.N/(T*E*2))
+			iters := max(1, b.N/(T*E))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			ip := dist.NewInproc()
@@ -109,7 +112,7 @@ func BenchmarkTopologyNoop(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(iters*T*E*2)/b.Elapsed().Seconds(), "env-steps/s")
+			b.ReportMetric(float64(iters*T*E)/b.Elapsed().Seconds(), "env-steps/s")
 			cancel()
 			wg.Wait()
 		})
@@ -124,5 +127,88 @@ func itoa(n int) string {
 		if n == 0 {
 			return s
 		}
+	}
+}
+
+// BenchmarkTopologyStepTime is BenchmarkTopology with CartPoles that take
+// 1 ms per step (env.WithStepTime, CV 0): in-process streams vs NATS
+// loopback when the env, not the carrier, should bound the rate. Env steps
+// run one after another within an env worker, so the steady-state ceiling is
+// 2 workers × 1000 steps/s; segments the workers queue before the timer
+// starts (Capacity 2) inflate short runs, so use ≥ 16384x.
+func BenchmarkTopologyStepTime(b *testing.B) {
+	for _, name := range []string{"inproc", "nats"} {
+		b.Run(name, func(b *testing.B) {
+			var mk func() dist.Transport
+			if name == "inproc" {
+				ip := dist.NewInproc()
+				mk = func() dist.Transport { return ip }
+			} else {
+				srv, err := dist.StartServer(dist.ServerOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer srv.Shutdown()
+				mk = func() dist.Transport {
+					nc, err := nats.Connect(srv.URL())
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(nc.Close)
+					n, err := dist.NewNATS(nc)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return n
+				}
+			}
+			const T, perWorker = 32, 4
+			iters := max(1, b.N/(T*perWorker))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			opt := dist.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
+			var closers []func() error
+			defer func() {
+				for _, c := range closers {
+					_ = c()
+				}
+			}()
+			open := func() (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
+				tr := mk()
+				inf, _ := tr.Inference(ctx, "bench", opt)
+				s, _ := tr.Samples(ctx, "bench", opt)
+				p, _ := tr.Params(ctx, "bench", opt)
+				closers = append(closers, inf.Close, s.Close, p.Close)
+				return inf, s, p
+			}
+			pieces := fakealgo.Pieces()
+			var wg sync.WaitGroup
+			inf, _, p := open()
+			wg.Go(func() { _ = RunPolicy(ctx, pieces, inf, p) })
+			for slot := range 2 {
+				inf, s, _ := open()
+				envs := make([]env.Env, perWorker)
+				for j := range envs {
+					e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics(), env.WithStepTime(env.StepTime{Mean: time.Millisecond}))
+					if err != nil {
+						b.Fatal(err)
+					}
+					envs[j] = e
+					defer e.Close()
+				}
+				wg.Go(func() {
+					_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99}, pieces, inf, s)
+				})
+			}
+			_, s, p := open()
+			b.ResetTimer()
+			if _, err := RunLearner(ctx, LearnerConfig{Iterations: iters}, pieces, s, p); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(iters*T*perWorker)/b.Elapsed().Seconds(), "env-steps/s")
+			cancel()
+			wg.Wait()
+		})
 	}
 }
