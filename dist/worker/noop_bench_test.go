@@ -1,0 +1,214 @@
+package worker
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"herd/algo"
+	"herd/dist"
+	"herd/env"
+	"herd/internal/fakealgo"
+	"herd/weights"
+)
+
+// noopEnv does nothing: a fixed observation, reward 0, an episode of 1000
+// steps (so episode bookkeeping still runs now and then). It measures the
+// framework's cost per env step, not an env's.
+type noopEnv struct {
+	obs [4]float32
+	t   int
+}
+
+func (e *noopEnv) ObservationSpace() env.Space { return env.UniformBox(-1, 1, 4) }
+func (e *noopEnv) ActionSpace() env.Space      { return env.Discrete{N: 2} }
+func (e *noopEnv) Reset(int64) ([]float32, env.Info, error) {
+	e.t = 0
+	return e.obs[:], env.Info{}, nil
+}
+func (e *noopEnv) Step([]float32) ([]float32, float64, bool, bool, env.Info, error) {
+	e.t++
+	return e.obs[:], 0, false, e.t >= 1000, env.Info{}, nil
+}
+func (e *noopEnv) Close() error { return nil }
+
+// noopPolicy is the fake algorithm's policy minus its arithmetic: outputs
+// are left as they are (zero), so sampling picks action 0 or 1 by coin.
+type noopPolicy struct{ n uint64 }
+
+func (p *noopPolicy) OutDim() int     { return 2 }
+func (p *noopPolicy) Version() uint64 { return p.n }
+func (p *noopPolicy) SetWeights(v *weights.Version) error {
+	p.n = v.N
+	return nil
+}
+func (p *noopPolicy) ForwardTo(dst, _ []float32, n int) []float32 { return dst[:2*n] }
+
+// noopSampler always picks action 0 with log-prob and value 0.
+type noopSampler struct{}
+
+func (noopSampler) SampleTo(dst *algo.Acts, _ []float32, n int, _ int64) {
+	for _, b := range []*[]float32{&dst.Actions, &dst.EnvActions, &dst.LogProbs, &dst.Values} {
+		if cap(*b) < n {
+			*b = make([]float32, n)
+		}
+		*b = (*b)[:n]
+		clear(*b)
+	}
+}
+func (noopSampler) ValuesTo(dst, _ []float32, n int) { clear(dst[:n]) }
+
+// BenchmarkTopologyNoop is BenchmarkTopology's in-process topology with a
+// no-op env and a no-op policy and sampler (the fake learner, which only
+// reads the segment): what is left is the framework — the env worker's loop,
+// the inference stream, sample pushes and weight publishes. E envs per env
+// worker share one inference request per step. Run with -cpu 1 for a
+// per-core figure.
+func BenchmarkTopologyNoop(b *testing.B) {
+	for _, E := range []int{4, 64, 256} {
+		b.Run("envs="+itoa(E), func(b *testing.B) {
+			const T = 32
+			iters := max(1, b.N/(T*E))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ip := dist.NewInproc()
+			opt := dist.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
+			var closers []func() error
+			defer func() {
+				for _, c := range closers {
+					_ = c()
+				}
+			}()
+			open := func() (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
+				inf, _ := ip.Inference(ctx, "noop", opt)
+				s, _ := ip.Samples(ctx, "noop", opt)
+				p, _ := ip.Params(ctx, "noop", opt)
+				closers = append(closers, inf.Close, s.Close, p.Close)
+				return inf, s, p
+			}
+			pieces := fakealgo.Pieces()
+			pieces.NewPolicy = func() (algo.PolicyNet, error) { return &noopPolicy{}, nil }
+			pieces.NewSampler = func(int, *rand.Rand) (algo.Sampler, error) { return noopSampler{}, nil }
+			var wg sync.WaitGroup
+			inf, _, p := open()
+			wg.Go(func() { _ = RunPolicy(ctx, pieces, inf, p) })
+			for slot := range 2 {
+				inf, s, _ := open()
+				envs := make([]env.Env, E)
+				for j := range envs {
+					envs[j] = &noopEnv{}
+				}
+				wg.Go(func() {
+					_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99}, pieces, inf, s)
+				})
+			}
+			_, s, p := open()
+			b.ResetTimer()
+			if _, err := RunLearner(ctx, LearnerConfig{Iterations: iters}, pieces, s, p); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(iters*T*E)/b.Elapsed().Seconds(), "env-steps/s")
+			cancel()
+			wg.Wait()
+		})
+	}
+}
+
+func itoa(n int) string {
+	s := ""
+	for {
+		s = string(rune('0'+n%10)) + s
+		n /= 10
+		if n == 0 {
+			return s
+		}
+	}
+}
+
+// BenchmarkTopologyStepTime is BenchmarkTopology with CartPoles that take
+// 1 ms per step (env.WithStepTime, CV 0): in-process streams vs NATS
+// loopback when the env, not the carrier, should bound the rate. Env steps
+// run one after another within an env worker, so the steady-state ceiling is
+// 2 workers × 1000 steps/s; segments the workers queue before the timer
+// starts (Capacity 2) inflate short runs, so use ≥ 16384x.
+func BenchmarkTopologyStepTime(b *testing.B) {
+	for _, name := range []string{"inproc", "nats"} {
+		b.Run(name, func(b *testing.B) {
+			var mk func() dist.Transport
+			if name == "inproc" {
+				ip := dist.NewInproc()
+				mk = func() dist.Transport { return ip }
+			} else {
+				srv, err := dist.StartServer(dist.ServerOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer srv.Shutdown()
+				mk = func() dist.Transport {
+					nc, err := nats.Connect(srv.URL())
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(nc.Close)
+					n, err := dist.NewNATS(nc)
+					if err != nil {
+						b.Fatal(err)
+					}
+					return n
+				}
+			}
+			const T, perWorker = 32, 4
+			iters := max(1, b.N/(T*perWorker))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			opt := dist.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
+			var closers []func() error
+			defer func() {
+				for _, c := range closers {
+					_ = c()
+				}
+			}()
+			open := func() (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
+				tr := mk()
+				inf, _ := tr.Inference(ctx, "bench", opt)
+				s, _ := tr.Samples(ctx, "bench", opt)
+				p, _ := tr.Params(ctx, "bench", opt)
+				closers = append(closers, inf.Close, s.Close, p.Close)
+				return inf, s, p
+			}
+			pieces := fakealgo.Pieces()
+			var wg sync.WaitGroup
+			inf, _, p := open()
+			wg.Go(func() { _ = RunPolicy(ctx, pieces, inf, p) })
+			for slot := range 2 {
+				inf, s, _ := open()
+				envs := make([]env.Env, perWorker)
+				for j := range envs {
+					e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics(), env.WithStepTime(env.StepTime{Mean: time.Millisecond}))
+					if err != nil {
+						b.Fatal(err)
+					}
+					envs[j] = e
+					defer e.Close()
+				}
+				wg.Go(func() {
+					_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99}, pieces, inf, s)
+				})
+			}
+			_, s, p := open()
+			b.ResetTimer()
+			if _, err := RunLearner(ctx, LearnerConfig{Iterations: iters}, pieces, s, p); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(iters*T*perWorker)/b.Elapsed().Seconds(), "env-steps/s")
+			cancel()
+			wg.Wait()
+		})
+	}
+}
