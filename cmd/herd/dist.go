@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,8 +82,10 @@ type workerFlags struct {
 	slot      int
 	out       string
 	quiet     bool
-	ttl       time.Duration
-	wait      time.Duration
+	// force, resume: the learner's run-directory mode, as herd train's.
+	force, resume bool
+	ttl           time.Duration
+	wait          time.Duration
 }
 
 func newWorkerCmd() *cobra.Command { return newWorkerCmdWith(all.Specs) }
@@ -111,6 +114,8 @@ default the config's out).`,
 	fl.IntVar(&f.slot, "slot", 0, "worker slot: env workers' randomness derives from (seed, slot)")
 	fl.StringVar(&f.out, "out", "", "learner: run directory (default: the config's out)")
 	fl.BoolVar(&f.quiet, "quiet", false, "learner: no progress output")
+	fl.BoolVar(&f.force, "force", false, "learner: replace a run already in --out")
+	fl.BoolVar(&f.resume, "resume", false, "learner: continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
 	fl.DurationVar(&f.ttl, "ttl", 3*time.Second, "registration TTL (whole seconds)")
 	fl.DurationVar(&f.wait, "wait", 60*time.Second, "how long to wait for the run's config")
 	return cmd
@@ -126,6 +131,10 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 		return errors.New("worker: --run is required")
 	case f.slot < 0:
 		return fmt.Errorf("worker: --slot must be ≥ 0, got %d", f.slot)
+	}
+	mode, err := dirMode(f.force, f.resume)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
 	}
 	name := f.role + "-" + strconv.Itoa(f.slot)
 	nc, err := f.nats.dial("herd " + name)
@@ -190,7 +199,7 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 		err = st.RunPolicyWorker(ctx, n, f.run)
 	case "learner":
 		res.Header.Runtime.Executor = "dist"
-		opt := algo.RunOptions{Executors: map[string]algo.Executor{
+		opt := algo.RunOptions{Dir: mode, Executors: map[string]algo.Executor{
 			"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 				return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: f.run,
 					Dial: func() (dist.Transport, error) { return n, nil }})
@@ -263,6 +272,8 @@ learner writes the run directory.`,
 	fl.StringVar(&f.train.out, "out", "", "run directory (default runs/<algo>-<env>-<seed>)")
 	fl.StringArrayVar(&f.train.set, "set", nil, "override an algorithm setting, key=value (repeatable)")
 	fl.BoolVar(&f.train.quiet, "quiet", false, "no progress output")
+	fl.BoolVar(&f.train.force, "force", false, "replace a run already in --out")
+	fl.BoolVar(&f.train.resume, "resume", false, "continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
 	f.nats.add(cmd, "external NATS server URL(s) (default: an embedded server on 127.0.0.1)")
 	fl.StringVar(&f.run, "run", "", "run ID (default herd-<seed>)")
 	fl.IntVar(&f.restarts, "max-restarts", 10, "restarts of one worker before the run fails")
@@ -291,6 +302,15 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	}
 	st, err := distexec.Prepare(h, res.Spec, res.Config)
 	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	// The learner applies the mode when it opens the run directory; the
+	// launcher checks it first so that a refused run starts no process.
+	mode, err := dirMode(f.train.force, f.train.resume)
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	if err := checkRunDir(h.Out, mode); err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
 	run := f.run
@@ -416,6 +436,12 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	if f.train.quiet {
 		largs = append(largs, "--quiet")
 	}
+	switch mode {
+	case algo.DirForce:
+		largs = append(largs, "--force")
+	case algo.DirResume:
+		largs = append(largs, "--resume")
+	}
 	supervise("learner", largs, false, stdout)
 	wg.Wait()
 	close(errs)
@@ -428,4 +454,40 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 		return nil
 	}
 	return errors.Join(all...)
+}
+
+// dirMode maps --force and --resume to the run-directory mode.
+func dirMode(force, resume bool) (algo.DirMode, error) {
+	switch {
+	case force && resume:
+		return 0, errors.New("--force and --resume exclude each other")
+	case force:
+		return algo.DirForce, nil
+	case resume:
+		return algo.DirResume, nil
+	}
+	return algo.DirNew, nil
+}
+
+// checkRunDir refuses, before any worker starts, what the learner's
+// algo.TrainRun would refuse for dir in mode: a run already there without
+// --force, and --resume (no algorithm can resume today). It neither
+// creates nor locks dir; the learner does that.
+func checkRunDir(dir string, mode algo.DirMode) error {
+	var existing []string
+	for _, f := range algo.RunFiles() {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			existing = append(existing, f)
+		}
+	}
+	switch {
+	case mode == algo.DirResume && len(existing) == 0:
+		return fmt.Errorf("%w %s: it holds no run", algo.ErrCannotResume, dir)
+	case mode == algo.DirResume:
+		return fmt.Errorf("%w %s: herd checkpoints hold the weights only, so no algorithm can continue a run where it stopped; "+
+			"use --force to train it again from scratch, or another --out", algo.ErrCannotResume, dir)
+	case mode == algo.DirNew && len(existing) > 0:
+		return fmt.Errorf("%w: %s holds %v; use --force to replace it or another --out", algo.ErrRunExists, dir, existing)
+	}
+	return nil
 }

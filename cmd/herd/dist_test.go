@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -257,5 +258,64 @@ func TestWorkersExitWhenControllerGone(t *testing.T) {
 		t.Errorf("workers exited after %v, want ≤ 2 × TTL", d)
 	} else {
 		t.Logf("workers exited %v after the controller's keep-alives stopped", d)
+	}
+}
+
+// herd launch refuses a run directory that holds a run unless --force
+// (which replaces it) is given; --resume fails with the reason, as in herd
+// train; both refusals come before any worker process starts.
+func TestLaunchForceResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cfg := writeDistConfig(t, 4)
+	out := filepath.Join(t.TempDir(), "run")
+
+	// --resume of nothing, and --force with --resume: refused.
+	if _, _, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet", "--resume"); !errors.Is(err, algo.ErrCannotResume) {
+		t.Errorf("--resume of an empty dir: %v, want ErrCannotResume", err)
+	}
+	if _, _, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet", "--force", "--resume"); err == nil || !strings.Contains(err.Error(), "exclude") {
+		t.Errorf("--force --resume: %v", err)
+	}
+
+	if so, se, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet", "--ttl", "1s"); err != nil {
+		t.Fatalf("first run: %v\nstdout:\n%s\nstderr:\n%s", err, so, se)
+	}
+	first, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Again without --force: refused at once, before launching anything.
+	start := time.Now()
+	so, _, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet")
+	if !errors.Is(err, algo.ErrRunExists) {
+		t.Errorf("second run without --force: %v, want ErrRunExists", err)
+	}
+	if strings.Contains(so, "launching") {
+		t.Errorf("a refused run launched workers:\n%s", so)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("refusal took %v", d)
+	}
+	if _, _, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet", "--resume"); !errors.Is(err, algo.ErrCannotResume) {
+		t.Errorf("--resume of a run: %v, want ErrCannotResume", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "summary.json")); !bytes.Equal(b, first) {
+		t.Error("a refused run changed summary.json")
+	}
+
+	// --force with another seed replaces it.
+	if so, se, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet", "--ttl", "1s", "--seed", "7", "--force"); err != nil {
+		t.Fatalf("--force: %v\nstdout:\n%s\nstderr:\n%s", err, so, se)
+	}
+	if s := readSummary(t, out); s["seed"] != float64(7) {
+		t.Errorf("summary seed after --force: %v", s["seed"])
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "summary.json")); bytes.Equal(b, first) {
+		t.Error("--force left the old summary.json")
 	}
 }
