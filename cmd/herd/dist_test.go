@@ -41,10 +41,12 @@ func init() {
 
 func testSpecs() []algo.Spec { return []algo.Spec{fakealgo.Spec()} }
 
-func writeDistConfig(t *testing.T, iters int) string {
+func writeDistConfig(t *testing.T, iters int) string { return writeDistConfigP(t, iters, 1) }
+
+func writeDistConfigP(t *testing.T, iters, policyWorkers int) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "fake-dist.yaml")
-	cfg := fmt.Sprintf("algo: fake\nenv: CartPole-v1\nsteps: %d\nlog_every: 128\nruntime: {executor: dist, env_workers: 2, policy_workers: 1}\nfake: {num_envs: 4, num_steps: 32}\n", iters*4*32)
+	cfg := fmt.Sprintf("algo: fake\nenv: CartPole-v1\nsteps: %d\nlog_every: 128\nruntime: {executor: dist, env_workers: 2, policy_workers: %d}\nfake: {num_envs: 4, num_steps: 32}\n", iters*4*32, policyWorkers)
 	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -317,5 +319,109 @@ func TestLaunchForceResume(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(out, "summary.json")); bytes.Equal(b, first) {
 		t.Error("--force left the old summary.json")
+	}
+}
+
+// With 2 policy workers, kill -9 of one mid-run stalls the env steps for
+// at most 2 s: the env workers' requests that the dead one held time out
+// (worker.Timeouts.Infer) and the queue group routes the retries to the
+// live one. The stall is the largest wall-clock gap between metrics.csv
+// rows (one every 128 env steps).
+func TestLaunchKilledPolicyWorkerNoStall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	srv, err := dist.StartServer(dist.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "run")
+	type result struct {
+		stdout, stderr string
+		err            error
+	}
+	done := make(chan result, 1)
+	go func() {
+		o, e, err := launch(t, ctx, "--config", writeDistConfigP(t, 400, 2), "--out", out, "--quiet",
+			"--nats", srv.URL(), "--run", "killpolicy", "--ttl", "1s")
+		done <- result{o, e, err}
+	}()
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	n, err := dist.NewNATS(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := n.Membership(ctx, "killpolicy", dist.Options{TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	pid, both := 0, false
+	for !both {
+		select {
+		case r := <-done:
+			t.Fatalf("launch ended before the kill: %v\n%s", r.err, r.stderr)
+		case <-time.After(50 * time.Millisecond):
+		}
+		ms, err := mem.Members(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := 0
+		for _, m := range ms {
+			switch m.Name {
+			case "policy-0":
+				pid, _ = strconv.Atoi(string(m.Info))
+				seen++
+			case "policy-1":
+				seen++
+			}
+		}
+		both = seen == 2 && pid != 0
+	}
+	time.Sleep(300 * time.Millisecond) // mid-run
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("%v\nstderr:\n%s", r.err, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "policy worker 0 exited") {
+		t.Errorf("the kill did not hit the run; stderr:\n%s", r.stderr)
+	}
+	if s := readSummary(t, out); s["steps"].(float64) != 400*4*32 {
+		t.Errorf("summary steps %v", s["steps"])
+	}
+	b, err := os.ReadFile(filepath.Join(out, "metrics.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) < 10 {
+		t.Fatalf("metrics.csv has %d lines", len(lines))
+	}
+	prev, maxGap, at := 0.0, 0.0, 0.0
+	for _, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		w, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			t.Fatalf("wall_seconds %q: %v", f[1], err)
+		}
+		if w-prev > maxGap {
+			maxGap, at = w-prev, w
+		}
+		prev = w
+	}
+	t.Logf("max gap between metrics rows (128 env steps): %.3f s, ending at %.3f s of %.3f s", maxGap, at, prev)
+	if maxGap > 2 {
+		t.Errorf("env steps stalled %.3f s after a policy worker was killed, want ≤ 2 s", maxGap)
 	}
 }
