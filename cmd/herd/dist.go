@@ -30,6 +30,8 @@ import (
 // Secrets come from files, never from the command line or the logs.
 type natsFlags struct {
 	url, creds, tlsCA, tlsCert, tlsKey string
+	// replicas of the run's JetStream buckets (dist.NATS.SetReplicas).
+	replicas int
 }
 
 func (f *natsFlags) add(cmd *cobra.Command, urlHelp string) {
@@ -39,6 +41,17 @@ func (f *natsFlags) add(cmd *cobra.Command, urlHelp string) {
 	fl.StringVar(&f.tlsCA, "nats-tls-ca", "", "CA certificate file to verify the NATS server")
 	fl.StringVar(&f.tlsCert, "nats-tls-cert", "", "client certificate file (mutual TLS)")
 	fl.StringVar(&f.tlsKey, "nats-tls-key", "", "client key file (mutual TLS)")
+	fl.IntVar(&f.replicas, "nats-replicas", 0, "replicas of the run's JetStream buckets (3 on a 3-node cluster survives one node lost; 0: server default)")
+}
+
+// jetstream wraps nc as a dist.NATS with the replicas asked for.
+func (f *natsFlags) jetstream(nc *nats.Conn) (*dist.NATS, error) {
+	n, err := dist.NewNATS(nc)
+	if err != nil {
+		return nil, err
+	}
+	n.SetReplicas(f.replicas)
+	return n, nil
 }
 
 // args returns the flags to hand on to a worker process.
@@ -48,6 +61,9 @@ func (f *natsFlags) args() []string {
 		if kv[1] != "" {
 			a = append(a, kv[0], kv[1])
 		}
+	}
+	if f.replicas != 0 {
+		a = append(a, "--nats-replicas", strconv.Itoa(f.replicas))
 	}
 	return a
 }
@@ -142,7 +158,7 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 		return fmt.Errorf("worker: %w", err)
 	}
 	defer nc.Close()
-	n, err := dist.NewNATS(nc)
+	n, err := f.nats.jetstream(nc)
 	if err != nil {
 		return err
 	}
@@ -332,7 +348,7 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 		return fmt.Errorf("launch: %w", err)
 	}
 	defer nc.Close()
-	n, err := dist.NewNATS(nc)
+	n, err := f.nats.jetstream(nc)
 	if err != nil {
 		return err
 	}
