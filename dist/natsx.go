@@ -29,7 +29,16 @@ import (
 type NATS struct {
 	nc *nats.Conn
 	js jetstream.JetStream
+	// replicas of the JetStream buckets (0: the server's default, 1).
+	replicas int
 }
+
+// SetReplicas sets how many servers of a cluster hold each of the run's
+// JetStream buckets (config, params, members), for the buckets this NATS
+// creates from now on. With 3 on a 3-node cluster the run survives the
+// loss of any one node; with 1 the buckets live on one node only. Call it
+// before making any stream or service.
+func (n *NATS) SetReplicas(r int) { n.replicas = r }
 
 // NewNATS wraps a connection; the caller keeps owning it and closes it
 // after closing everything made here.
@@ -431,7 +440,14 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 	if len(opt.Like) == 0 {
 		return nil, fmt.Errorf("%w: the NATS parameter service needs Options.Like", ErrBadRequest)
 	}
-	obs, err := n.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: "herd_" + run + "_params"})
+	// Bind to the bucket when it is there: every role opens it at once, and
+	// concurrent updates of a replicated stream's config can stall the
+	// cluster's JetStream API past its timeout.
+	bucket := "herd_" + run + "_params"
+	obs, err := n.js.ObjectStore(ctx, bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		obs, err = n.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: bucket, Replicas: n.replicas})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("dist: params bucket: %w", err)
 	}
@@ -573,7 +589,7 @@ func (n *NATS) Membership(ctx context.Context, run string, opt Options) (Members
 	}
 	ttl := time.Duration(math.Ceil(opt.TTL.Seconds())) * time.Second
 	bucket := "herd_" + run + "_members"
-	kv, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, LimitMarkerTTL: ttl})
+	kv, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, LimitMarkerTTL: ttl, Replicas: n.replicas})
 	if err != nil {
 		return nil, fmt.Errorf("dist: members bucket: %w", err)
 	}
@@ -731,7 +747,7 @@ func (n *NATS) configBucket(ctx context.Context, run string) (jetstream.KeyValue
 	if err := checkName("run ID", run); err != nil {
 		return nil, err
 	}
-	kv, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "herd_" + run + "_config"})
+	kv, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "herd_" + run + "_config", Replicas: n.replicas})
 	if err != nil {
 		return nil, fmt.Errorf("dist: config bucket: %w", err)
 	}

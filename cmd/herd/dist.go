@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,8 @@ import (
 // Secrets come from files, never from the command line or the logs.
 type natsFlags struct {
 	url, creds, tlsCA, tlsCert, tlsKey string
+	// replicas of the run's JetStream buckets (dist.NATS.SetReplicas).
+	replicas int
 }
 
 func (f *natsFlags) add(cmd *cobra.Command, urlHelp string) {
@@ -38,6 +41,17 @@ func (f *natsFlags) add(cmd *cobra.Command, urlHelp string) {
 	fl.StringVar(&f.tlsCA, "nats-tls-ca", "", "CA certificate file to verify the NATS server")
 	fl.StringVar(&f.tlsCert, "nats-tls-cert", "", "client certificate file (mutual TLS)")
 	fl.StringVar(&f.tlsKey, "nats-tls-key", "", "client key file (mutual TLS)")
+	fl.IntVar(&f.replicas, "nats-replicas", 0, "replicas of the run's JetStream buckets (3 on a 3-node cluster survives one node lost; 0: server default)")
+}
+
+// jetstream wraps nc as a dist.NATS with the replicas asked for.
+func (f *natsFlags) jetstream(nc *nats.Conn) (*dist.NATS, error) {
+	n, err := dist.NewNATS(nc)
+	if err != nil {
+		return nil, err
+	}
+	n.SetReplicas(f.replicas)
+	return n, nil
 }
 
 // args returns the flags to hand on to a worker process.
@@ -47,6 +61,9 @@ func (f *natsFlags) args() []string {
 		if kv[1] != "" {
 			a = append(a, kv[0], kv[1])
 		}
+	}
+	if f.replicas != 0 {
+		a = append(a, "--nats-replicas", strconv.Itoa(f.replicas))
 	}
 	return a
 }
@@ -81,8 +98,10 @@ type workerFlags struct {
 	slot      int
 	out       string
 	quiet     bool
-	ttl       time.Duration
-	wait      time.Duration
+	// force, resume: the learner's run-directory mode, as herd train's.
+	force, resume bool
+	ttl           time.Duration
+	wait          time.Duration
 }
 
 func newWorkerCmd() *cobra.Command { return newWorkerCmdWith(all.Specs) }
@@ -111,6 +130,8 @@ default the config's out).`,
 	fl.IntVar(&f.slot, "slot", 0, "worker slot: env workers' randomness derives from (seed, slot)")
 	fl.StringVar(&f.out, "out", "", "learner: run directory (default: the config's out)")
 	fl.BoolVar(&f.quiet, "quiet", false, "learner: no progress output")
+	fl.BoolVar(&f.force, "force", false, "learner: replace a run already in --out")
+	fl.BoolVar(&f.resume, "resume", false, "learner: continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
 	fl.DurationVar(&f.ttl, "ttl", 3*time.Second, "registration TTL (whole seconds)")
 	fl.DurationVar(&f.wait, "wait", 60*time.Second, "how long to wait for the run's config")
 	return cmd
@@ -127,13 +148,17 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	case f.slot < 0:
 		return fmt.Errorf("worker: --slot must be ≥ 0, got %d", f.slot)
 	}
+	mode, err := dirMode(f.force, f.resume)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
 	name := f.role + "-" + strconv.Itoa(f.slot)
 	nc, err := f.nats.dial("herd " + name)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
 	defer nc.Close()
-	n, err := dist.NewNATS(nc)
+	n, err := f.nats.jetstream(nc)
 	if err != nil {
 		return err
 	}
@@ -190,7 +215,7 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 		err = st.RunPolicyWorker(ctx, n, f.run)
 	case "learner":
 		res.Header.Runtime.Executor = "dist"
-		opt := algo.RunOptions{Executors: map[string]algo.Executor{
+		opt := algo.RunOptions{Dir: mode, Executors: map[string]algo.Executor{
 			"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 				return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: f.run,
 					Dial: func() (dist.Transport, error) { return n, nil }})
@@ -263,6 +288,8 @@ learner writes the run directory.`,
 	fl.StringVar(&f.train.out, "out", "", "run directory (default runs/<algo>-<env>-<seed>)")
 	fl.StringArrayVar(&f.train.set, "set", nil, "override an algorithm setting, key=value, or a runtime one, runtime.key=value (repeatable)")
 	fl.BoolVar(&f.train.quiet, "quiet", false, "no progress output")
+	fl.BoolVar(&f.train.force, "force", false, "replace a run already in --out")
+	fl.BoolVar(&f.train.resume, "resume", false, "continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
 	f.nats.add(cmd, "external NATS server URL(s) (default: an embedded server on 127.0.0.1)")
 	fl.StringVar(&f.run, "run", "", "run ID (default herd-<seed>)")
 	fl.IntVar(&f.restarts, "max-restarts", 10, "restarts of one worker before the run fails")
@@ -293,6 +320,15 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
+	// The learner applies the mode when it opens the run directory; the
+	// launcher checks it first so that a refused run starts no process.
+	mode, err := dirMode(f.train.force, f.train.resume)
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	if err := checkRunDir(h.Out, mode); err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
 	run := f.run
 	if run == "" {
 		run = "herd-" + strconv.FormatUint(h.Seed, 10)
@@ -312,7 +348,7 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 		return fmt.Errorf("launch: %w", err)
 	}
 	defer nc.Close()
-	n, err := dist.NewNATS(nc)
+	n, err := f.nats.jetstream(nc)
 	if err != nil {
 		return err
 	}
@@ -416,6 +452,12 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	if f.train.quiet {
 		largs = append(largs, "--quiet")
 	}
+	switch mode {
+	case algo.DirForce:
+		largs = append(largs, "--force")
+	case algo.DirResume:
+		largs = append(largs, "--resume")
+	}
 	supervise("learner", largs, false, stdout)
 	wg.Wait()
 	close(errs)
@@ -428,4 +470,40 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 		return nil
 	}
 	return errors.Join(all...)
+}
+
+// dirMode maps --force and --resume to the run-directory mode.
+func dirMode(force, resume bool) (algo.DirMode, error) {
+	switch {
+	case force && resume:
+		return 0, errors.New("--force and --resume exclude each other")
+	case force:
+		return algo.DirForce, nil
+	case resume:
+		return algo.DirResume, nil
+	}
+	return algo.DirNew, nil
+}
+
+// checkRunDir refuses, before any worker starts, what the learner's
+// algo.TrainRun would refuse for dir in mode: a run already there without
+// --force, and --resume (no algorithm can resume today). It neither
+// creates nor locks dir; the learner does that.
+func checkRunDir(dir string, mode algo.DirMode) error {
+	var existing []string
+	for _, f := range algo.RunFiles() {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			existing = append(existing, f)
+		}
+	}
+	switch {
+	case mode == algo.DirResume && len(existing) == 0:
+		return fmt.Errorf("%w %s: it holds no run", algo.ErrCannotResume, dir)
+	case mode == algo.DirResume:
+		return fmt.Errorf("%w %s: herd checkpoints hold the weights only, so no algorithm can continue a run where it stopped; "+
+			"use --force to train it again from scratch, or another --out", algo.ErrCannotResume, dir)
+	case mode == algo.DirNew && len(existing) > 0:
+		return fmt.Errorf("%w: %s holds %v; use --force to replace it or another --out", algo.ErrRunExists, dir, existing)
+	}
+	return nil
 }

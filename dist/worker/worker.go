@@ -35,7 +35,11 @@ func (lastColumn) ValuesTo(dst, out []float32, n int) {
 // Timeouts bound every wait on a peer; after one runs out the call is
 // retried, until the role's context ends. Zero fields take the defaults.
 type Timeouts struct {
-	// Infer bounds one inference round trip (default 2 s).
+	// Infer bounds one inference round trip (default 1 s). A request sent
+	// to a policy worker that dies with it is never answered: this bound is
+	// the env worker's stall before it asks again (and the queue group
+	// routes the retry to a live member), so it stays well under the 2 s
+	// stall that issue #13 allows.
 	Infer time.Duration
 	// Push bounds one sample push, back-pressure included (default 30 s).
 	Push time.Duration
@@ -43,7 +47,7 @@ type Timeouts struct {
 
 func (t Timeouts) withDefaults() Timeouts {
 	if t.Infer <= 0 {
-		t.Infer = 2 * time.Second
+		t.Infer = time.Second
 	}
 	if t.Push <= 0 {
 		t.Push = 30 * time.Second
