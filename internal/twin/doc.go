@@ -35,11 +35,8 @@
 //     passes. A solo Pair costs what one goroutine costs, which is what
 //     the same run pinned to one core costs.
 //   - After an epoch in which either side's poll saw its own thread
-//     descheduled and the worker saved less than a tenth, both sides poll
-//     only MinSpin (a few microseconds) before they park. An epoch that
-//     saved more keeps the long poll even so: on a VM with a little other
-//     load, descheduled polls are common, and parking the worker then
-//     turns a quarter of the hand-offs into missed ones.
+//     descheduled, both sides poll only MinSpin (a few microseconds)
+//     before they park.
 //
 // An earlier version counted late claims ("misses") as signs of
 // contention. On a virtual machine a worker polling on an idle core still

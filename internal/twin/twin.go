@@ -320,10 +320,9 @@ func (p *Pair) account(gain, cost time.Duration) {
 	} else if p.probing {
 		p.backoff = max(p.backoff/2, minBackoff)
 	}
-	// Poll long only while polls see their threads keep their cores, or
-	// while polling pays anyway (the worker saved a tenth or more).
+	// Poll long only while polls see their threads keep their cores.
 	spin := p.maxSpin
-	if p.noisy && p.gain*10 < p.cost {
+	if p.noisy {
 		spin = min(spin, MinSpin)
 	}
 	if int64(spin) != p.idleSpin.Load() {
