@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -225,6 +226,7 @@ type launchFlags struct {
 	restarts      int
 	ttl           time.Duration
 	workerCommand []string // the command that runs `herd`; default this executable
+	noWorkers     bool     // controller only: workers run elsewhere (Kubernetes, compose)
 }
 
 func newLaunchCmd() *cobra.Command { return newLaunchCmdWith(all.Specs, nil) }
@@ -267,6 +269,7 @@ learner writes the run directory.`,
 	fl.StringVar(&f.run, "run", "", "run ID (default herd-<seed>)")
 	fl.IntVar(&f.restarts, "max-restarts", 10, "restarts of one worker before the run fails")
 	fl.DurationVar(&f.ttl, "ttl", 3*time.Second, "registration TTL (whole seconds)")
+	fl.BoolVar(&f.noWorkers, "no-workers", false, "controller only: store the config, register, and end when the learner (started elsewhere) has finished; needs --nats")
 	return cmd
 }
 
@@ -298,6 +301,9 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 		run = "herd-" + strconv.FormatUint(h.Seed, 10)
 	}
 	url := f.nats.url
+	if f.noWorkers && url == "" {
+		return errors.New("launch: --no-workers needs --nats (the workers must reach the server)")
+	}
 	if url == "" {
 		srv, err := dist.StartServer(dist.ServerOptions{})
 		if err != nil {
@@ -338,6 +344,10 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	var closeLease sync.Once
 	endRun := func() { closeLease.Do(func() { _ = lease.Close() }) }
 	defer endRun()
+	if f.noWorkers {
+		fmt.Fprintf(stdout, "controller for run %s on %s: waiting for the learner\n", run, url)
+		return awaitLearner(ctx, mem)
+	}
 
 	self := f.workerCommand
 	if self == nil {
@@ -428,4 +438,36 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 		return nil
 	}
 	return errors.Join(all...)
+}
+
+// awaitLearner returns when the learner has registered and then gone (its
+// run finished or it failed), or when ctx ends. Polling once a second is
+// cheap next to a training run and avoids racing the first registration.
+func awaitLearner(ctx context.Context, mem dist.Membership) error {
+	const learner = "learner-0"
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		ms, err := mem.Members(ctx)
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		if slices.ContainsFunc(ms, func(m dist.Member) bool { return m.Name == learner }) {
+			break
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	gone, err := mem.Gone(ctx, learner)
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	select {
+	case <-gone:
+	case <-ctx.Done():
+	}
+	return nil
 }
