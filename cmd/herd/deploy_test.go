@@ -40,7 +40,6 @@ func parseHerdArgs(args []string) error {
 	return nil
 }
 
-
 // decodeManifest decodes one YAML document strictly into the k8s type of
 // its kind and returns the herd containers' argument lists.
 func decodeManifest(doc []byte) (kind string, herdArgs [][]string, err error) {
