@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -250,6 +251,7 @@ type launchFlags struct {
 	restarts      int
 	ttl           time.Duration
 	workerCommand []string // the command that runs `herd`; default this executable
+	noWorkers     bool     // controller only: workers run elsewhere (Kubernetes, compose)
 }
 
 func newLaunchCmd() *cobra.Command { return newLaunchCmdWith(all.Specs, nil) }
@@ -269,8 +271,10 @@ policy workers and one learner, each a 'herd worker' process. It restarts a
 crashed env or policy worker with back-off, ends when the learner has
 finished, and leaves no process behind (workers exit by themselves when the
 launcher's registration is gone, and are killed if they linger). The
-learner writes the run directory.`,
+learner writes the run directory. With --no-workers (and --nats) it is the
+controller only, for workers run elsewhere (deploy/: compose, Kubernetes).`,
 		Example: `  herd launch --config configs/ppo-cartpole-dist.yaml
+  herd launch --config ppo.yaml --nats nats://nats-0.nats:4222 --run ppo-1 --no-workers
   herd launch --config configs/ppo-cartpole-dist.yaml --seed 2 --steps 100000 --quiet`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -294,6 +298,7 @@ learner writes the run directory.`,
 	fl.StringVar(&f.run, "run", "", "run ID (default herd-<seed>)")
 	fl.IntVar(&f.restarts, "max-restarts", 10, "restarts of one worker before the run fails")
 	fl.DurationVar(&f.ttl, "ttl", 3*time.Second, "registration TTL (whole seconds)")
+	fl.BoolVar(&f.noWorkers, "no-workers", false, "controller only: store the config, register, and end when the learner (started elsewhere) has finished; needs --nats")
 	return cmd
 }
 
@@ -334,6 +339,9 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 		run = "herd-" + strconv.FormatUint(h.Seed, 10)
 	}
 	url := f.nats.url
+	if f.noWorkers && url == "" {
+		return errors.New("launch: --no-workers needs --nats (the workers must reach the server)")
+	}
 	if url == "" {
 		srv, err := dist.StartServer(dist.ServerOptions{})
 		if err != nil {
@@ -374,6 +382,10 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	var closeLease sync.Once
 	endRun := func() { closeLease.Do(func() { _ = lease.Close() }) }
 	defer endRun()
+	if f.noWorkers {
+		fmt.Fprintf(stdout, "controller for run %s on %s: waiting for the learner\n", run, url)
+		return awaitLearner(ctx, mem)
+	}
 
 	self := f.workerCommand
 	if self == nil {
@@ -504,6 +516,38 @@ func checkRunDir(dir string, mode algo.DirMode) error {
 			"use --force to train it again from scratch, or another --out", algo.ErrCannotResume, dir)
 	case mode == algo.DirNew && len(existing) > 0:
 		return fmt.Errorf("%w: %s holds %v; use --force to replace it or another --out", algo.ErrRunExists, dir, existing)
+	}
+	return nil
+}
+
+// awaitLearner returns when the learner has registered and then gone (its
+// run finished or it failed), or when ctx ends. Polling once a second is
+// cheap next to a training run and avoids racing the first registration.
+func awaitLearner(ctx context.Context, mem dist.Membership) error {
+	const learner = "learner-0"
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		ms, err := mem.Members(ctx)
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		if slices.ContainsFunc(ms, func(m dist.Member) bool { return m.Name == learner }) {
+			break
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	gone, err := mem.Gone(ctx, learner)
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	select {
+	case <-gone:
+	case <-ctx.Done():
 	}
 	return nil
 }

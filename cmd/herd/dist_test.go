@@ -603,3 +603,58 @@ func TestLaunchNATSClusterNodeKilled(t *testing.T) {
 		t.Errorf("summary steps %v", s["steps"])
 	}
 }
+
+// launch --no-workers starts no process: it stores the config, waits for a
+// learner registered elsewhere, and ends when that learner is gone.
+func TestLaunchNoWorkers(t *testing.T) {
+	srv, err := dist.StartServer(dist.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, _, err := launch(t, ctx, "--config", writeDistConfig(t, 1), "--no-workers"); err == nil {
+		t.Fatal("--no-workers without --nats was accepted")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := launch(t, ctx, "--config", writeDistConfig(t, 1), "--nats", srv.URL(), "--run", "ctl", "--no-workers", "--ttl", "1s")
+		done <- err
+	}()
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	n, err := dist.NewNATS(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.RunConfig(ctx, "ctl"); err != nil {
+		t.Fatalf("the controller stored no config: %v", err)
+	}
+	mem, err := n.Membership(ctx, "ctl", dist.Options{TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	lease, err := mem.Register(ctx, "learner-0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the controller ended while the learner was alive: %v", err)
+	case <-time.After(2500 * time.Millisecond): // past one poll and two TTLs
+	}
+	_ = lease.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the controller did not end after the learner was gone")
+	}
+}
