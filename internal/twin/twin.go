@@ -30,7 +30,7 @@ const deschedGap = 50 * time.Microsecond
 // that has already lost more than maxLoss) sends the Pair solo.
 const (
 	epochRounds = 32
-	minGainDiv  = 50
+	minGainDiv  = 8
 	maxLoss     = 500 * time.Microsecond
 )
 
