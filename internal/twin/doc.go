@@ -35,8 +35,11 @@
 //     passes. A solo Pair costs what one goroutine costs, which is what
 //     the same run pinned to one core costs.
 //   - After an epoch in which either side's poll saw its own thread
-//     descheduled, both sides poll only MinSpin (a few microseconds)
-//     before they park.
+//     descheduled and the worker saved less than a tenth, both sides poll
+//     only MinSpin (a few microseconds) before they park. An epoch that
+//     saved more keeps the long poll: a little other load makes
+//     descheduled polls common, and a parked worker turns every hand-off
+//     into a wake-up.
 //
 // An earlier version counted late claims ("misses") as signs of
 // contention. On a virtual machine a worker polling on an idle core still
