@@ -158,14 +158,16 @@ func TestAccount(t *testing.T) {
 	if !p.soloUntil.IsZero() || p.backoff != maxBackoff/2 {
 		t.Fatalf("a passed probe: solo until %v, backoff %v", p.soloUntil, p.backoff)
 	}
-	// A descheduled poll in an epoch that saved less than a tenth (1/8
-	// here) shortens the spin budgets for the next epoch; one that saved
-	// a quarter keeps them, since polling is what earns the saving.
+	// A descheduled poll in an epoch that saved less than a tenth (which
+	// also sends the Pair solo) shortens the spin budgets for the probe
+	// that follows; one that saved a quarter keeps them, since polling is
+	// what earns the saving.
 	p.desched.Add(1)
-	epoch(5*time.Microsecond, 40*time.Microsecond)
-	if got := time.Duration(p.idleSpin.Load()); !p.soloUntil.IsZero() || got != MinSpin {
+	epoch(time.Microsecond, 40*time.Microsecond)
+	if got := time.Duration(p.idleSpin.Load()); p.soloUntil.IsZero() || got != MinSpin {
 		t.Fatalf("spin %v after a descheduled poll in a poor epoch, want %v (solo until %v)", got, MinSpin, p.soloUntil)
 	}
+	p.soloUntil, p.probing = time.Time{}, true
 	epoch(5*time.Microsecond, 20*time.Microsecond)
 	if got := time.Duration(p.idleSpin.Load()); got != MaxSpin {
 		t.Fatalf("spin %v after a quiet epoch, want %v", got, MaxSpin)
