@@ -40,15 +40,26 @@ func parseHerdArgs(args []string) error {
 	return nil
 }
 
+// manifest is what the deploy tests check in one decoded document.
+type manifest struct {
+	kind, name string
+	herdArgs   [][]string // the herd containers' argument lists
+	claims     []string   // persistentVolumeClaim names its pods mount
+}
+
 // decodeManifest decodes one YAML document strictly into the k8s type of
-// its kind and returns the herd containers' argument lists.
-func decodeManifest(doc []byte) (kind string, herdArgs [][]string, err error) {
+// its kind.
+func decodeManifest(doc []byte) (m manifest, err error) {
 	var meta struct {
-		Kind string `json:"kind"`
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
 	}
 	if err := yaml.Unmarshal(doc, &meta); err != nil {
-		return "", nil, err
+		return m, err
 	}
+	m.kind, m.name = meta.Kind, meta.Metadata.Name
 	var pod *corev1.PodSpec
 	switch meta.Kind {
 	case "StatefulSet":
@@ -69,20 +80,28 @@ func decodeManifest(doc []byte) (kind string, herdArgs [][]string, err error) {
 	case "ConfigMap":
 		var o corev1.ConfigMap
 		err = yaml.UnmarshalStrict(doc, &o)
+	case "PersistentVolumeClaim":
+		var o corev1.PersistentVolumeClaim
+		err = yaml.UnmarshalStrict(doc, &o)
 	default:
-		return meta.Kind, nil, fmt.Errorf("unknown kind %q", meta.Kind)
+		return m, fmt.Errorf("unknown kind %q", meta.Kind)
 	}
 	if err != nil {
-		return meta.Kind, nil, fmt.Errorf("%s: %w", meta.Kind, err)
+		return m, fmt.Errorf("%s: %w", meta.Kind, err)
 	}
 	if pod != nil {
 		for _, c := range pod.Containers {
 			if strings.HasPrefix(c.Image, "herd") {
-				herdArgs = append(herdArgs, append(append([]string(nil), c.Command...), c.Args...))
+				m.herdArgs = append(m.herdArgs, append(append([]string(nil), c.Command...), c.Args...))
+			}
+		}
+		for _, v := range pod.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				m.claims = append(m.claims, v.PersistentVolumeClaim.ClaimName)
 			}
 		}
 	}
-	return meta.Kind, herdArgs, nil
+	return m, nil
 }
 
 func TestDeployKubernetes(t *testing.T) {
@@ -93,6 +112,8 @@ func TestDeployKubernetes(t *testing.T) {
 	}
 	kinds := map[string]int{}
 	roles := map[string]bool{}
+	pvcs := map[string]bool{}
+	var claims []string
 	for _, f := range files {
 		if filepath.Base(f) == "kustomization.yaml" {
 			continue
@@ -102,13 +123,17 @@ func TestDeployKubernetes(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, doc := range bytes.Split(data, []byte("\n---\n")) {
-			kind, cmds, err := decodeManifest(doc)
+			m, err := decodeManifest(doc)
 			if err != nil {
 				t.Errorf("%s doc %d: %v", f, i, err)
 				continue
 			}
-			kinds[kind]++
-			for _, args := range cmds {
+			kinds[m.kind]++
+			if m.kind == "PersistentVolumeClaim" {
+				pvcs[m.name] = true
+			}
+			claims = append(claims, m.claims...)
+			for _, args := range m.herdArgs {
 				if err := parseHerdArgs(args); err != nil {
 					t.Errorf("%s: herd %q: %v", f, args, err)
 				}
@@ -120,7 +145,13 @@ func TestDeployKubernetes(t *testing.T) {
 			}
 		}
 	}
-	for _, k := range []string{"StatefulSet", "Service", "Deployment", "Job", "ConfigMap"} {
+	// A claim no manifest creates leaves its pod Pending for ever.
+	for _, c := range claims {
+		if !pvcs[c] {
+			t.Errorf("a pod mounts persistentVolumeClaim %q, which no manifest creates", c)
+		}
+	}
+	for _, k := range []string{"StatefulSet", "Service", "Deployment", "Job", "ConfigMap", "PersistentVolumeClaim"} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s among the manifests", k)
 		}
@@ -184,10 +215,10 @@ func TestDeployRejects(t *testing.T) {
 		t.Errorf("launch --no-workers: %v", err)
 	}
 	bad := []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nspec: {replica: 1}\n")
-	if _, _, err := decodeManifest(bad); err == nil {
+	if _, err := decodeManifest(bad); err == nil {
 		t.Error("an unknown field (replica) was accepted")
 	}
-	if _, _, err := decodeManifest([]byte("apiVersion: v1\nkind: Pod\n")); err == nil {
+	if _, err := decodeManifest([]byte("apiVersion: v1\nkind: Pod\n")); err == nil {
 		t.Error("an unexpected kind was accepted")
 	}
 }
