@@ -10,7 +10,7 @@
 //
 // The 4 coefficients of each lane's piece are one 16-byte row of c: the
 // 8 rows are loaded whole and transposed (4x4 in each 128-bit half) into
-// p[0]…p[3] vectors. Four VGATHERDPS did the same 3.5x slower on this
+// p[0]…p[3] vectors. Four VGATHERDPS did the same ~3x slower on this
 // AMD EPYC (docs/BENCHMARKS.md); the 32-byte frame holds the 8 row
 // offsets on their way to general registers.
 TEXT ·tanhAVX2(SB), NOSPLIT, $32-32

@@ -30,15 +30,15 @@ func matchTanh(t testing.TB, x, got, want []float32) {
 	}
 }
 
-var tanhAll = flag.Bool("tanh.all", false, "TestTanhAsmMatchesGo: every float32 bit pattern (~15-40 s)")
+var tanhAll = flag.Bool("tanh.all", false, "TestTanhAsmMatchesGo: every float32 bit pattern (~40 s)")
 
 // TestTanhAsmMatchesGo compares the AVX2 kernel with the Go loop on float32
 // bit patterns in blocks of 64k: every 61st of the 2³² (every exponent,
 // both signs, NaNs and subnormals among them; ~7e7 values) by default,
 // every 4093rd with -short or under the race detector (which slows the Go
-// loop ~10x), and all of them with -tanh.all — that run took 15–40 s on a
-// shared 2-core machine, too long for every go test; docs/BENCHMARKS.md
-// records it passing. TestTanhAsmSpecials adds the edges.
+// loop ~10x), and all of them with -tanh.all — 37 s on a loaded 2-core
+// machine, too long for every go test; docs/BENCHMARKS.md records it
+// passing. TestTanhAsmSpecials adds the edges.
 func TestTanhAsmMatchesGo(t *testing.T) {
 	requireAVX2(t)
 	const block = 1 << 16
