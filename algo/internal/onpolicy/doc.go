@@ -46,6 +46,16 @@
 // hidden activation applied here: nn's Tanh calls float64 math.Tanh per
 // element, which was 60% of PPO's CartPole time; tanhTo, a float32
 // piecewise-cubic Hermite interpolant accurate to two ulps, is ~20x faster.
+// On amd64 with AVX2, tanhTo and tanh's backward run 8 lanes at a time in
+// assembly (tanh_amd64.s; ~4x and ~6x the Go loops). Why assembly: they
+// were still ~40% of PPO's CPU after the interpolant, and the Go compiler
+// does not vectorise. Why no FMA: the kernels must give the bits of the Go
+// loops, which Go compiles at GOAMD64=v1 to a separate multiply and add,
+// each rounded. A fused multiply-add rounds once and changes the last bit,
+// so the kernels use VMULPS then VADDPS in the Go order, and every
+// determinism fixture stays as it was. TestTanhAsmMatchesGo checks all 2³²
+// inputs with -tanh.all. Without AVX2, and for the len % 8 tail, the Go
+// loops run.
 // GEMMs, init, optimizers and checkpoint naming are nn's, and TestNetMatchesMLP
 // checks that outputs and gradients equal nn.MLP's.
 //

@@ -148,9 +148,7 @@ func (n *net) activate(dst, x []float32) {
 func (n *net) activateBackward(dx, dy, y []float32) {
 	switch n.act {
 	case nn.Tanh:
-		for i, v := range y {
-			dx[i] = dy[i] * (1 - v*v)
-		}
+		tanhBackward(dx, dy, y)
 	case nn.ReLU:
 		for i, v := range y {
 			if v > 0 {

@@ -20,7 +20,27 @@ import (
 //
 // NaN inputs give ±1 instead of NaN (the clamp compares false); the linear
 // output layers still propagate a diverged network's NaN.
+//
+// On amd64 with AVX2 the whole multiples of 8 go through tanhAVX2
+// (tanh_amd64.s), which runs the same float32 operations in the same order
+// 8 lanes at a time and so gives the same bits for every input (checked
+// over all float32 patterns by TestTanhAsmMatchesGo); the rest runs here.
 func tanhTo(dst, x []float32) []float32 {
+	dst = dst[:len(x)]
+	i := 0
+	if haveAVX2 {
+		i = len(x) &^ 7
+		if i > 0 {
+			tanhAVX2(&dst[0], &x[0], &tanhCoeffs()[0], i)
+		}
+	}
+	tanhToGo(dst[i:], x[i:])
+	return dst
+}
+
+// tanhToGo is tanhTo in Go: the reference the assembly must match bit for
+// bit, and the tail and the path without AVX2.
+func tanhToGo(dst, x []float32) {
 	c := tanhCoeffs()
 	dst = dst[:len(x)]
 	for i, v := range x {
@@ -39,7 +59,30 @@ func tanhTo(dst, x []float32) []float32 {
 		t := p[0] + s*(p[1]+s*(p[2]+s*p[3]))
 		dst[i] = math.Float32frombits(math.Float32bits(t) | bits&(1<<31))
 	}
-	return dst
+}
+
+// tanhBackward writes dx = dy ⊙ (1 − y²), tanh's derivative from its
+// output, with the multiples of 8 in AVX2 where there is one (same
+// operations, same order, same bits).
+func tanhBackward(dx, dy, y []float32) {
+	dx, dy = dx[:len(y)], dy[:len(y)]
+	i := 0
+	if haveAVX2 {
+		i = len(y) &^ 7
+		if i > 0 {
+			tanhBackAVX2(&dx[0], &dy[0], &y[0], i)
+		}
+	}
+	tanhBackwardGo(dx[i:], dy[i:], y[i:])
+}
+
+// tanhBackwardGo is tanhBackward in Go: the reference, the tail, and the
+// path without AVX2.
+func tanhBackwardGo(dx, dy, y []float32) {
+	dx, dy = dx[:len(y)], dy[:len(y)]
+	for i, v := range y {
+		dx[i] = dy[i] * (1 - v*v)
+	}
 }
 
 // tanh32 is tanhTo for one value.

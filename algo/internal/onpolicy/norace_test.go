@@ -1,0 +1,5 @@
+//go:build !race
+
+package onpolicy
+
+const raceEnabled = false

@@ -1,0 +1,9 @@
+//go:build !amd64
+
+package onpolicy
+
+// haveAVX2 is false off amd64: the Go loops run.
+const haveAVX2 = false
+
+func tanhAVX2(dst, x, c *float32, n int)     { panic("onpolicy: no AVX2") }
+func tanhBackAVX2(dx, dy, y *float32, n int) { panic("onpolicy: no AVX2") }
