@@ -3,7 +3,9 @@ package dist
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 )
@@ -79,21 +81,60 @@ type ConnTraffic struct {
 }
 
 // Traffic returns the counters of every client connection the server has
-// had, open or closed (the server keeps the last 10,000 closed ones).
+// had, open or closed (the server keeps the last 10,000 closed ones). A
+// connection closing as it is called may be missing or seen twice: see
+// SettledTraffic.
 func (s *Server) Traffic() ([]ConnTraffic, error) {
-	var out []ConnTraffic
-	for offset := 0; ; {
-		cz, err := s.s.Connz(&server.ConnzOptions{State: server.ConnAll, Offset: offset, Limit: 1024})
+	byCID := map[uint64]ConnTraffic{}
+	var order []uint64
+	for _, state := range []server.ConnState{server.ConnOpen, server.ConnClosed} {
+		for offset := 0; ; {
+			cz, err := s.s.Connz(&server.ConnzOptions{State: state, Offset: offset, Limit: 1024})
+			if err != nil {
+				return nil, fmt.Errorf("dist: server connections: %w", err)
+			}
+			for _, c := range cz.Conns {
+				if _, ok := byCID[c.Cid]; !ok {
+					order = append(order, c.Cid)
+				}
+				// A closed record, read second, is the final one.
+				byCID[c.Cid] = ConnTraffic{Name: c.Name, InMsgs: uint64(c.InMsgs), OutMsgs: uint64(c.OutMsgs),
+					InBytes: uint64(c.InBytes), OutBytes: uint64(c.OutBytes)}
+			}
+			offset += len(cz.Conns)
+			if len(cz.Conns) == 0 || offset >= cz.Total {
+				break
+			}
+		}
+	}
+	out := make([]ConnTraffic, len(order))
+	for i, cid := range order {
+		out[i] = byCID[cid]
+	}
+	return out, nil
+}
+
+// SettledTraffic is Traffic once at most open connections are open and two
+// reads 20 ms apart agree: the server records a closing connection's final
+// counters in a goroutine of its own, after its peer has already seen the
+// connection end. It gives up when ctx ends.
+func (s *Server) SettledTraffic(ctx context.Context, open int) ([]ConnTraffic, error) {
+	var last []ConnTraffic
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		cur, err := s.Traffic()
 		if err != nil {
-			return nil, fmt.Errorf("dist: server connections: %w", err)
+			return nil, err
 		}
-		for _, c := range cz.Conns {
-			out = append(out, ConnTraffic{Name: c.Name, InMsgs: uint64(c.InMsgs), OutMsgs: uint64(c.OutMsgs),
-				InBytes: uint64(c.InBytes), OutBytes: uint64(c.OutBytes)})
+		if s.s.NumClients() <= open && slices.Equal(cur, last) {
+			return cur, nil
 		}
-		offset += len(cz.Conns)
-		if len(cz.Conns) == 0 || offset >= cz.Total {
-			return out, nil
+		last = cur
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("dist: server connections did not settle: %w", ctx.Err())
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package dist
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -67,7 +68,9 @@ func TestServerTraffic(t *testing.T) {
 		t.Fatalf("client a sent %d bytes, want payloads %d plus the header", sent, hdr)
 	}
 
-	conns, err := srv.Traffic()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conns, err := srv.SettledTraffic(ctx, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

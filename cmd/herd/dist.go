@@ -507,7 +507,9 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 // headers, both directions), so every message between two processes counts
 // twice — once into the server, once out.
 func reportWire(w io.Writer, srv *dist.Server, dir string) error {
-	conns, err := srv.Traffic()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conns, err := srv.SettledTraffic(ctx, 1) // the launcher's own connection stays open
 	if err != nil {
 		return err
 	}

@@ -199,22 +199,28 @@ func BenchmarkTopology(b *testing.B) {
 					_ = c()
 				}
 			}()
-			open := func() (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
+			// As run/distexec: env workers open no parameter service (on
+			// NATS it would download every version).
+			open := func(params bool) (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
 				tr := mk()
 				inf, _ := tr.Inference(ctx, "bench", opt)
 				s, _ := tr.Samples(ctx, "bench", opt)
+				closers = append(closers, inf.Close, s.Close)
+				if !params {
+					return inf, s, nil
+				}
 				p, _ := tr.Params(ctx, "bench", opt)
-				closers = append(closers, inf.Close, s.Close, p.Close)
+				closers = append(closers, p.Close)
 				return inf, s, p
 			}
 			pieces := fakealgo.Pieces()
 			var wg sync.WaitGroup
 			for range 2 {
-				inf, _, p := open()
+				inf, _, p := open(true)
 				wg.Go(func() { _ = RunPolicy(ctx, pieces, inf, p) })
 			}
 			for slot := range 2 {
-				inf, s, _ := open()
+				inf, s, _ := open(false)
 				envs := make([]env.Env, perWorker)
 				for j := range envs {
 					e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics())
@@ -228,7 +234,7 @@ func BenchmarkTopology(b *testing.B) {
 					_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99}, pieces, inf, s)
 				})
 			}
-			_, s, p := open()
+			_, s, p := open(true)
 			b.ResetTimer()
 			if _, err := RunLearner(ctx, LearnerConfig{Iterations: iters}, pieces, s, p); err != nil {
 				b.Fatal(err)
