@@ -282,7 +282,8 @@ policy workers and one learner, each a 'herd worker' process. It restarts a
 crashed env or policy worker with back-off, ends when the learner has
 finished, and leaves no process behind (workers exit by themselves when the
 launcher's registration is gone, and are killed if they linger). The
-learner writes the run directory. With --no-workers (and --nats) it is the
+learner writes the run directory; with the embedded server the launcher adds
+the wire bytes per env step, by kind, to its summary.json. With --no-workers (and --nats) it is the
 controller only, for workers run elsewhere (deploy/: compose, Kubernetes).`,
 		Example: `  herd launch --config configs/ppo-cartpole-dist.yaml
   herd launch --config ppo.yaml --nats nats://nats-0.nats:4222 --run ppo-1 --no-workers
