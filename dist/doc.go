@@ -48,6 +48,11 @@
 // removed by the server, which leaves a delete marker that Gone's watchers
 // see. TTLs are whole seconds on NATS.
 //
+// Wire bytes: with SplitTransport each kind of stream has its own
+// connection, so the server's per-connection counters (Server.Traffic,
+// payload plus headers) are each kind's traffic; herd launch reports them
+// per env step.
+//
 // # What a failure loses
 //
 //   - Inference: a request whose policy worker dies is not answered; the

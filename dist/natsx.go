@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -427,6 +428,11 @@ type natsParams struct {
 	once   sync.Once
 	wg     sync.WaitGroup
 	c      counters
+	// publishing is 1 + the newest version this instance is publishing (0:
+	// none): its own watch skips that and older versions rather than
+	// downloading what it already holds (the watch can see an object
+	// before Publish returns).
+	publishing atomic.Uint64
 }
 
 // Params returns the run's parameter service over JetStream's object store
@@ -476,7 +482,7 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 					p.c.drop(p.opt.Logger, "params", fmt.Errorf("%w: object %q", ErrMalformed, info.Name))
 					continue
 				}
-				if cur := p.box.cur.Load(); cur == nil || n > cur.N {
+				if cur := p.box.cur.Load(); (cur == nil || n > cur.N) && n+1 > p.publishing.Load() {
 					p.fetch(wctx, info.Name, n)
 				}
 			case <-wctx.Done():
@@ -531,6 +537,7 @@ func (p *natsParams) Publish(ctx context.Context, v *weights.Version) error {
 	if err != nil {
 		return err
 	}
+	p.publishing.Store(v.N + 1)
 	if _, err := p.obs.PutBytes(ctx, paramsObject(v.N), b); err != nil {
 		return fmt.Errorf("dist: publish version %d: %w", v.N, err)
 	}

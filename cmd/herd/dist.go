@@ -5,10 +5,13 @@ package main
 // supervises them and writes the run directory.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -154,15 +157,23 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 		return fmt.Errorf("worker: %w", err)
 	}
 	name := f.role + "-" + strconv.Itoa(f.slot)
-	nc, err := f.nats.dial("herd " + name)
-	if err != nil {
-		return fmt.Errorf("worker: %w", err)
+	// One connection per wire kind, so that the server's per-connection
+	// counters are each kind's traffic (herd launch reports them).
+	var byKind [dist.NumKinds]dist.Transport
+	var n *dist.NATS
+	for i, k := range dist.Kinds() {
+		nc, err := f.nats.dial(dist.ConnName("herd "+name, k))
+		if err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+		defer nc.Close()
+		if n, err = f.nats.jetstream(nc); err != nil {
+			return err
+		}
+		byKind[i] = n
 	}
-	defer nc.Close()
-	n, err := f.nats.jetstream(nc)
-	if err != nil {
-		return err
-	}
+	// n, the last, is the membership connection: it also reads the config.
+	tr := dist.SplitTransport(byKind[0], byKind[1], byKind[2], byKind[3])
 	wctx, cancel := context.WithTimeout(ctx, f.wait)
 	data, err := n.RunConfig(wctx, f.run)
 	cancel()
@@ -178,7 +189,7 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 		return fmt.Errorf("worker: run %s's config: %w", f.run, err)
 	}
 
-	mem, err := n.Membership(ctx, f.run, dist.Options{TTL: f.ttl})
+	mem, err := tr.Membership(ctx, f.run, dist.Options{TTL: f.ttl})
 	if err != nil {
 		return err
 	}
@@ -211,15 +222,15 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	}
 	switch f.role {
 	case "env":
-		err = st.RunEnvWorker(ctx, f.slot, n, f.run)
+		err = st.RunEnvWorker(ctx, f.slot, tr, f.run)
 	case "policy":
-		err = st.RunPolicyWorker(ctx, n, f.run)
+		err = st.RunPolicyWorker(ctx, tr, f.run)
 	case "learner":
 		res.Header.Runtime.Executor = "dist"
 		opt := algo.RunOptions{Dir: mode, Executors: map[string]algo.Executor{
 			"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 				return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: f.run,
-					Dial: func() (dist.Transport, error) { return n, nil }})
+					Dial: func() (dist.Transport, error) { return tr, nil }})
 			}}}
 		if !f.quiet {
 			opt.Progress, opt.Bar = w, isTerminal(w)
@@ -271,7 +282,8 @@ policy workers and one learner, each a 'herd worker' process. It restarts a
 crashed env or policy worker with back-off, ends when the learner has
 finished, and leaves no process behind (workers exit by themselves when the
 launcher's registration is gone, and are killed if they linger). The
-learner writes the run directory. With --no-workers (and --nats) it is the
+learner writes the run directory; with the embedded server the launcher adds
+the wire bytes per env step, by kind, to its summary.json. With --no-workers (and --nats) it is the
 controller only, for workers run elsewhere (deploy/: compose, Kubernetes).`,
 		Example: `  herd launch --config configs/ppo-cartpole-dist.yaml
   herd launch --config ppo.yaml --nats nats://nats-0.nats:4222 --run ppo-1 --no-workers
@@ -342,16 +354,16 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	if f.noWorkers && url == "" {
 		return errors.New("launch: --no-workers needs --nats (the workers must reach the server)")
 	}
+	var srv *dist.Server // the embedded server, whose counters give the wire bytes
 	if url == "" {
-		srv, err := dist.StartServer(dist.ServerOptions{})
-		if err != nil {
+		if srv, err = dist.StartServer(dist.ServerOptions{}); err != nil {
 			return fmt.Errorf("launch: %w", err)
 		}
 		defer srv.Shutdown()
 		url = srv.URL()
 		f.nats.url = url
 	}
-	nc, err := f.nats.dial("herd launch")
+	nc, err := f.nats.dial(dist.ConnName("herd launch", dist.KindMembership)) // config and membership
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
@@ -481,7 +493,108 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 		fmt.Fprintf(stdout, "interrupted: %s\n", strings.TrimSpace(errors.Join(all...).Error()))
 		return nil
 	}
+	if len(all) == 0 && srv != nil {
+		// Every worker has exited, so its connections are closed and counted.
+		if err := reportWire(stdout, srv, h.Out); err != nil {
+			fmt.Fprintf(stderr, "launch: wire bytes not reported: %v\n", err)
+		}
+	}
 	return errors.Join(all...)
+}
+
+// reportWire adds the run's wire bytes per env step, total and by kind, to
+// the learner's summary.json in dir and prints them. They are what crossed
+// the embedded server's client connections (dist.ConnTraffic: payloads and
+// headers, both directions), so every message between two processes counts
+// twice — once into the server, once out.
+func reportWire(w io.Writer, srv *dist.Server, dir string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conns, err := srv.SettledTraffic(ctx, 1) // the launcher's own connection stays open
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, algo.SummaryFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var s struct {
+		Steps int64 `json:"steps"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if s.Steps <= 0 {
+		return fmt.Errorf("%s: no env steps", path)
+	}
+	ws := dist.SumTraffic(conns)
+	perStep := func(n uint64) float64 { return math.Round(float64(n)/float64(s.Steps)*10) / 10 }
+	type kindJSON struct {
+		Bytes        uint64  `json:"bytes"`
+		BytesPerStep float64 `json:"bytes_per_env_step"`
+	}
+	add := struct {
+		Bytes        uint64              `json:"wire_bytes"`
+		BytesPerStep float64             `json:"wire_bytes_per_env_step"`
+		ByKind       map[string]kindJSON `json:"wire_by_kind"`
+	}{Bytes: ws.Total, BytesPerStep: perStep(ws.Total), ByKind: map[string]kindJSON{}}
+	line := fmt.Sprintf("wire: %.1f B/env step", add.BytesPerStep)
+	for _, k := range dist.Kinds() {
+		add.ByKind[k] = kindJSON{ws.ByKind[k], perStep(ws.ByKind[k])}
+		line += fmt.Sprintf(", %s %.1f", k, add.ByKind[k].BytesPerStep)
+	}
+	if other := ws.Total - sumKinds(ws); other > 0 {
+		add.ByKind["other"] = kindJSON{other, perStep(other)}
+		line += fmt.Sprintf(", other %.1f", perStep(other))
+	}
+	out, err := mergeJSON(b, add)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, out, 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s (%d B over %d env steps; payload + headers, in and out of the server)\n", line, ws.Total, s.Steps)
+	return nil
+}
+
+func sumKinds(ws dist.WireBytes) uint64 {
+	var n uint64
+	for _, b := range ws.ByKind {
+		n += b
+	}
+	return n
+}
+
+// mergeJSON appends add's fields to the JSON object obj, keeping obj's
+// fields and their order as written.
+func mergeJSON(obj []byte, add any) ([]byte, error) {
+	a, err := json.MarshalIndent(add, "  ", "  ")
+	if err != nil {
+		return nil, err
+	}
+	o, x := bytes.TrimRight(obj, " \t\r\n"), bytes.TrimSpace(a)
+	if !bytes.HasSuffix(o, []byte("}")) || len(x) < 2 {
+		return nil, errors.New("not a JSON object")
+	}
+	o, x = bytes.TrimRight(o[:len(o)-1], " \t\r\n"), bytes.TrimSpace(x[1:len(x)-1])
+	var m []byte
+	m = append(m, o...)
+	if !bytes.HasSuffix(o, []byte("{")) {
+		m = append(m, ',')
+	}
+	m = append(m, "\n  "...)
+	m = append(m, x...)
+	m = append(m, "\n}\n"...)
+	if !json.Valid(m) {
+		return nil, errors.New("merged summary is not valid JSON")
+	}
+	return m, nil
 }
 
 // dirMode maps --force and --resume to the run-directory mode.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
@@ -101,6 +102,67 @@ func TestLaunch(t *testing.T) {
 	}
 	if s := readSummary(t, out); s["steps"].(float64) != 10*4*32 {
 		t.Errorf("summary steps %v", s["steps"])
+	}
+}
+
+// herd launch adds the wire bytes per env step to summary.json: every
+// connection attributed to a kind (the kinds sum to the total), each kind
+// the on-policy topology uses non-zero, and inference and samples growing
+// with the run's length.
+func TestLaunchWireBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	onPolicy := map[int]float64{}
+	for _, iters := range []int{10, 30} {
+		out := filepath.Join(t.TempDir(), "run")
+		stdout, stderr, err := launch(t, ctx, "--config", writeDistConfig(t, iters), "--out", out, "--quiet", "--ttl", "1s")
+		if err != nil {
+			t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+		}
+		if !strings.Contains(stdout, "wire: ") {
+			t.Errorf("stdout does not report the wire bytes:\n%s\nstderr:\n%s", stdout, stderr)
+		}
+		s := readSummary(t, out)
+		steps := s["steps"].(float64)
+		total, ok := s["wire_bytes"].(float64)
+		if !ok || total <= 0 {
+			t.Fatalf("summary wire_bytes %v", s["wire_bytes"])
+		}
+		if got, want := s["wire_bytes_per_env_step"].(float64), total/steps; math.Abs(got-want) > 0.05 {
+			t.Errorf("wire_bytes_per_env_step %v, want %v / %v", got, total, steps)
+		}
+		kinds, _ := s["wire_by_kind"].(map[string]any)
+		var sum float64
+		for _, k := range dist.Kinds() {
+			kb, _ := kinds[k].(map[string]any)
+			b, _ := kb["bytes"].(float64)
+			if b <= 0 {
+				t.Errorf("%d iterations: %s carried %v bytes, want > 0", iters, k, kb["bytes"])
+			}
+			sum += b
+		}
+		if _, ok := kinds["other"]; ok || sum != total {
+			t.Errorf("%d iterations: kinds sum to %v of %v bytes (other: %v)", iters, sum, total, kinds["other"])
+		}
+		inf := kinds[dist.KindInference].(map[string]any)["bytes"].(float64)
+		smp := kinds[dist.KindSamples].(map[string]any)["bytes"].(float64)
+		// The floats alone, twice (into the server and out): a request's 4
+		// obs and its reply's 2 outputs per env step; a segment's 4 obs.
+		if inf/steps < 2*(4+2)*4 || smp/steps < 2*4*4 {
+			t.Errorf("%d iterations: inference %.1f B, samples %.1f B per env step, below the floats they carry (48, 32)", iters, inf/steps, smp/steps)
+		}
+		onPolicy[iters] = inf + smp
+		t.Logf("%d iterations: %s", iters, strings.TrimSpace(stdout[strings.Index(stdout, "wire: "):]))
+	}
+	// Inference and samples grow with the steps: 3x the steps, 3x the
+	// bytes, less the steps the env workers ran ahead of the learner when it
+	// stopped (up to its queue and one segment in flight per env worker, a
+	// similar number in both runs, which the shorter run feels more).
+	if r := onPolicy[30] / onPolicy[10]; r < 1.5 || r > 3.5 {
+		t.Errorf("inference + samples: %.0f B at 10 iterations, %.0f B at 30 (ratio %.2f, want 1.5–3.5)", onPolicy[10], onPolicy[30], r)
 	}
 }
 

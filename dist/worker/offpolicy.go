@@ -63,6 +63,8 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 			cfg.Slot, cfg.Chunk, cfg.RefreshEvery, cfg.StepScale)
 	}
 	to := cfg.Timeouts.withDefaults()
+	pushT := newCallTimer(ctx, to.Push)
+	defer pushT.stop()
 	n := cfg.Envs.NumEnvs()
 	pol, err := pieces.NewPolicy()
 	if err != nil {
@@ -146,7 +148,7 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 			return err
 		}
 		msg := append([]byte(nil), buf...) // the stream takes ownership
-		if err := retry(ctx, to.Push, func(c context.Context) error { return samples.Push(c, cfg.Slot, msg) }); err != nil {
+		if err := retry(pushT, func(c context.Context) error { return samples.Push(c, cfg.Slot, msg) }); err != nil {
 			return err
 		}
 	}

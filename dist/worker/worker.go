@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -55,22 +54,6 @@ func (t Timeouts) withDefaults() Timeouts {
 	return t
 }
 
-// retry calls f with a fresh timeout until it succeeds, fails for good
-// (ErrBadRequest) or ctx ends.
-func retry(ctx context.Context, d time.Duration, f func(ctx context.Context) error) error {
-	for {
-		c, cancel := context.WithTimeout(ctx, d)
-		err := f(c)
-		cancel()
-		if err == nil || errors.Is(err, dist.ErrBadRequest) || errors.Is(err, dist.ErrClosed) {
-			return err
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
-		}
-	}
-}
-
 // EnvConfig configures one env worker.
 type EnvConfig struct {
 	// Slot numbers the env worker (0, 1, …); its randomness derives from
@@ -118,9 +101,12 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf dist.In
 	}
 	req := &dist.InferRequest{Worker: cfg.Slot}
 	boot := &dist.InferRequest{Worker: cfg.Slot}
+	inferT, pushT := newCallTimer(ctx, to.Infer), newCallTimer(ctx, to.Push)
+	defer inferT.stop()
+	defer pushT.stop()
 	ask := func(r *dist.InferRequest, o []float32, rows int) ([]float32, error) {
 		r.Rows, r.Obs = rows, o
-		err := retry(ctx, to.Infer, func(c context.Context) error { return inf.Infer(c, r) })
+		err := retry(inferT, func(c context.Context) error { return inf.Infer(c, r) })
 		return r.Out, err
 	}
 	var acts algo.Acts
@@ -185,7 +171,7 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf dist.In
 		}
 		// The stream takes ownership of what it is given.
 		b := append([]byte(nil), buf...)
-		if err := retry(ctx, to.Push, func(c context.Context) error { return samples.Push(c, cfg.Slot, b) }); err != nil {
+		if err := retry(pushT, func(c context.Context) error { return samples.Push(c, cfg.Slot, b) }); err != nil {
 			return err
 		}
 	}

@@ -143,6 +143,7 @@ func BenchmarkTopology(b *testing.B) {
 	for _, name := range []string{"inproc", "nats"} {
 		b.Run(name, func(b *testing.B) {
 			var mk func() dist.Transport
+			var wire func() map[string]uint64 // bytes by kind, NATS only
 			if name == "inproc" {
 				ip := dist.NewInproc()
 				mk = func() dist.Transport { return ip }
@@ -152,23 +153,39 @@ func BenchmarkTopology(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer srv.Shutdown()
-				var conns []*nats.Conn
+				// One connection per kind, each counting its own bytes.
+				conns := map[string][]*nats.Conn{}
 				defer func() {
-					for _, c := range conns {
-						c.Close()
+					for _, cs := range conns {
+						for _, c := range cs {
+							c.Close()
+						}
 					}
 				}()
-				mk = func() dist.Transport {
+				dial := func(kind string) dist.Transport {
 					nc, err := nats.Connect(srv.URL())
 					if err != nil {
 						b.Fatal(err)
 					}
-					conns = append(conns, nc)
+					conns[kind] = append(conns[kind], nc)
 					n, err := dist.NewNATS(nc)
 					if err != nil {
 						b.Fatal(err)
 					}
 					return n
+				}
+				mk = func() dist.Transport {
+					return dist.SplitTransport(dial(dist.KindInference), dial(dist.KindSamples), dial(dist.KindParams), dial(dist.KindMembership))
+				}
+				wire = func() map[string]uint64 {
+					m := map[string]uint64{}
+					for k, cs := range conns {
+						for _, c := range cs {
+							st := c.Stats()
+							m[k] += st.InBytes + st.OutBytes
+						}
+					}
+					return m
 				}
 			}
 			const T, perWorker = 32, 4
@@ -182,22 +199,28 @@ func BenchmarkTopology(b *testing.B) {
 					_ = c()
 				}
 			}()
-			open := func() (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
+			// As run/distexec: env workers open no parameter service (on
+			// NATS it would download every version).
+			open := func(params bool) (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
 				tr := mk()
 				inf, _ := tr.Inference(ctx, "bench", opt)
 				s, _ := tr.Samples(ctx, "bench", opt)
+				closers = append(closers, inf.Close, s.Close)
+				if !params {
+					return inf, s, nil
+				}
 				p, _ := tr.Params(ctx, "bench", opt)
-				closers = append(closers, inf.Close, s.Close, p.Close)
+				closers = append(closers, p.Close)
 				return inf, s, p
 			}
 			pieces := fakealgo.Pieces()
 			var wg sync.WaitGroup
 			for range 2 {
-				inf, _, p := open()
+				inf, _, p := open(true)
 				wg.Go(func() { _ = RunPolicy(ctx, pieces, inf, p) })
 			}
 			for slot := range 2 {
-				inf, s, _ := open()
+				inf, s, _ := open(false)
 				envs := make([]env.Env, perWorker)
 				for j := range envs {
 					e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics())
@@ -211,7 +234,7 @@ func BenchmarkTopology(b *testing.B) {
 					_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99}, pieces, inf, s)
 				})
 			}
-			_, s, p := open()
+			_, s, p := open(true)
 			b.ResetTimer()
 			if _, err := RunLearner(ctx, LearnerConfig{Iterations: iters}, pieces, s, p); err != nil {
 				b.Fatal(err)
@@ -220,6 +243,18 @@ func BenchmarkTopology(b *testing.B) {
 			b.ReportMetric(float64(iters*T*perWorker)/b.Elapsed().Seconds(), "env-steps/s")
 			cancel()
 			wg.Wait()
+			if wire != nil {
+				// Client-side counters (payload + headers, sent and
+				// received), so each message counts at both its ends, as
+				// herd launch's server-side figure counts it.
+				steps, total := float64(iters*T*perWorker), uint64(0)
+				for _, k := range []string{dist.KindInference, dist.KindSamples, dist.KindParams} {
+					n := wire()[k]
+					total += n
+					b.ReportMetric(float64(n)/steps, k+"-B/step")
+				}
+				b.ReportMetric(float64(total)/steps, "wire-B/step")
+			}
 		})
 	}
 }

@@ -176,8 +176,11 @@ func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) 
 		Stream: dist.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs)}}, nil
 }
 
-// roleStreams opens what a role uses on tr; close closes them all.
-func (s *Setup) roleStreams(ctx context.Context, tr dist.Transport, run string) (inf dist.InferenceStream, smp dist.SampleStream, par dist.ParamService, closeAll func(), err error) {
+// roleStreams opens the streams of a role on tr, the parameter service
+// only when withParams (on NATS it watches the weights bucket and downloads
+// every version, which an on-policy env worker never reads); close closes
+// them all.
+func (s *Setup) roleStreams(ctx context.Context, tr dist.Transport, run string, withParams bool) (inf dist.InferenceStream, smp dist.SampleStream, par dist.ParamService, closeAll func(), err error) {
 	var closers []func() error
 	closeAll = func() {
 		for _, c := range closers {
@@ -197,6 +200,9 @@ func (s *Setup) roleStreams(ctx context.Context, tr dist.Transport, run string) 
 		return
 	}
 	closers = append(closers, smp.Close)
+	if !withParams {
+		return
+	}
 	if par, err = tr.Params(ctx, run, s.Stream); err != nil {
 		return
 	}
@@ -223,7 +229,7 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr dist.Transport, r
 		}
 		envs = append(envs, e)
 	}
-	inf, smp, _, closeAll, err := s.roleStreams(ctx, tr, run)
+	inf, smp, _, closeAll, err := s.roleStreams(ctx, tr, run, false)
 	if err != nil {
 		return err
 	}
@@ -239,7 +245,7 @@ func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr dist.Transport
 		return err
 	}
 	defer envs.Close()
-	_, smp, par, closeAll, err := s.roleStreams(ctx, tr, run)
+	_, smp, par, closeAll, err := s.roleStreams(ctx, tr, run, true)
 	if err != nil {
 		return err
 	}
@@ -253,7 +259,7 @@ func (s *Setup) RunPolicyWorker(ctx context.Context, tr dist.Transport, run stri
 	if s.Off != nil {
 		return fmt.Errorf("%w: the off-policy topology has no policy workers (env workers act with inline copies)", ErrConfig)
 	}
-	inf, _, par, closeAll, err := s.roleStreams(ctx, tr, run)
+	inf, _, par, closeAll, err := s.roleStreams(ctx, tr, run, true)
 	if err != nil {
 		return err
 	}
@@ -333,7 +339,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	if err != nil {
 		return nil, err
 	}
-	_, smp, par, closeAll, err := st.roleStreams(ctx, tr, run)
+	_, smp, par, closeAll, err := st.roleStreams(ctx, tr, run, true)
 	if err != nil {
 		return nil, err
 	}

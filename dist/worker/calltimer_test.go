@@ -1,0 +1,91 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// A call that runs past d ends with DeadlineExceeded, not before d, and
+// the next call gets a fresh, live context.
+func TestCallTimerExpires(t *testing.T) {
+	w := newCallTimer(context.Background(), 50*time.Millisecond)
+	defer w.stop()
+	// Quick calls first: the reused context must stay live through them.
+	for range 1000 {
+		c := w.begin()
+		if c.Err() != nil {
+			t.Fatalf("quick call: %v", c.Err())
+		}
+		w.end()
+	}
+	start := time.Now()
+	c := w.begin()
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a call past its timeout was not ended within 5 s")
+	}
+	w.end()
+	if el := time.Since(start); el < 50*time.Millisecond {
+		t.Errorf("ended after %v, before the 50 ms timeout", el)
+	}
+	if !errors.Is(c.Err(), context.DeadlineExceeded) {
+		t.Errorf("err %v, want DeadlineExceeded", c.Err())
+	}
+	c2 := w.begin()
+	defer w.end()
+	if c2 == c || c2.Err() != nil {
+		t.Errorf("after a timeout the next call got the ended context (err %v)", c2.Err())
+	}
+	if dl, ok := c2.Deadline(); !ok || time.Until(dl) > 50*time.Millisecond || time.Until(dl) < 0 {
+		t.Errorf("deadline %v (ok %v), want within the next 50 ms", dl, ok)
+	}
+}
+
+// A call that began long after an earlier one is timed from its own start:
+// the timer armed by the earlier call re-arms instead of ending it early.
+func TestCallTimerRearms(t *testing.T) {
+	const d = 100 * time.Millisecond
+	w := newCallTimer(context.Background(), d)
+	defer w.stop()
+	w.begin()
+	w.end()
+	time.Sleep(d / 2)
+	start := time.Now()
+	c := w.begin()
+	<-c.Done()
+	w.end()
+	if el := time.Since(start); el < d {
+		t.Errorf("call ended after %v, before its own %v timeout", el, d)
+	}
+}
+
+// Cancelling the parent ends the running call and every later one.
+func TestCallTimerParent(t *testing.T) {
+	parent, cancel := context.WithCancel(context.Background())
+	w := newCallTimer(parent, time.Hour)
+	defer w.stop()
+	c := w.begin()
+	cancel()
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("parent cancel did not end the running call")
+	}
+	w.end()
+	if !errors.Is(c.Err(), context.Canceled) {
+		t.Errorf("err %v, want Canceled", c.Err())
+	}
+	c = w.begin()
+	w.end()
+	if !errors.Is(c.Err(), context.Canceled) {
+		t.Errorf("call after the parent ended: err %v, want Canceled", c.Err())
+	}
+	n := 0
+	err := retry(w, func(context.Context) error { n++; return errors.New("peer gone") })
+	if !errors.Is(err, context.Canceled) || n != 1 {
+		t.Errorf("retry after cancel: err %v after %d calls, want Canceled after 1", err, n)
+	}
+}
