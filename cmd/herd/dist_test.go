@@ -565,6 +565,28 @@ func natsCluster(t *testing.T, n int) []natsNode {
 	}
 }
 
+// trainingStarted tells whether run "cluster" has every worker registered
+// and a version of the weights published; each look is bounded, so that
+// the caller also sees the launch end.
+func trainingStarted(ctx context.Context, js jetstream.JetStream) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	kv, err := js.KeyValue(ctx, "herd_cluster_members")
+	if err != nil {
+		return false
+	}
+	keys, err := kv.Keys(ctx)
+	if err != nil || len(keys) < 5 { // controller, 2 env, 1 policy, learner
+		return false
+	}
+	obs, err := js.ObjectStore(ctx, "herd_cluster_params")
+	if err != nil {
+		return false
+	}
+	objs, err := obs.List(ctx)
+	return err == nil && len(objs) > 0
+}
+
 // Workers spread over a 3-node NATS cluster (nats.go picks a random server
 // of the --nats list), the run's buckets on 3 replicas; kill -9 mid-run of
 // a node that has herd clients and, where one such does, leads the run's
@@ -612,23 +634,10 @@ func TestLaunchNATSClusterNodeKilled(t *testing.T) {
 	for ready := false; !ready; {
 		select {
 		case r := <-done:
-			t.Fatalf("launch ended before the kill: %v\n%s", r.err, r.stderr)
+			t.Fatalf("launch ended before the kill at %.1f s: %v\nstdout:\n%s\nstderr:\n%s", time.Since(t0).Seconds(), r.err, r.stdout, r.stderr)
 		case <-time.After(50 * time.Millisecond):
 		}
-		kv, err := js.KeyValue(ctx, "herd_cluster_members")
-		if err != nil {
-			continue
-		}
-		keys, err := kv.Keys(ctx)
-		if err != nil || len(keys) < 5 { // controller, 2 env, 1 policy, learner
-			continue
-		}
-		obs, err := js.ObjectStore(ctx, "herd_cluster_params")
-		if err != nil {
-			continue
-		}
-		objs, err := obs.List(ctx)
-		ready = err == nil && len(objs) > 0
+		ready = trainingStarted(ctx, js)
 	}
 	t.Logf("training in %.1f s", time.Since(t0).Seconds())
 	leads := map[string]int{}
