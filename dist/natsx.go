@@ -73,6 +73,23 @@ func (n *NATS) request(ctx context.Context, subj string, data []byte) (*nats.Msg
 	}
 }
 
+// requestMsg is request for a message with headers.
+func (n *NATS) requestMsg(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
+	for i := 0; ; i++ {
+		m, err := n.nc.RequestMsgWithContext(ctx, msg)
+		if !errors.Is(err, nats.ErrNoResponders) {
+			return m, err
+		}
+		t := time.NewTimer(backoff(i))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+}
+
 // subscribe joins queue on subj and feeds messages to ch until the returned
 // stop is called. The callback blocks while ch is full, so messages wait in
 // the client with pending limits off: what waits is bounded by the number
@@ -300,9 +317,24 @@ func (s *natsSamples) Push(ctx context.Context, worker int, b []byte) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.n.request(ctx, s.subj, data)
-	if err != nil {
-		return fmt.Errorf("dist: push: %w", err)
+	// A push or its ack in flight on a server that dies is lost, and the
+	// pusher would wait out its whole timeout (back-pressure included, so
+	// long). Re-sending after pushResend bounds that stall; the id lets the
+	// learner ack a repeat of a push it has already queued without queueing
+	// it twice.
+	msg := &nats.Msg{Subject: s.subj, Data: data, Header: nats.Header{}}
+	msg.Header.Set(pushIDHeader, nats.NewInbox())
+	var m *nats.Msg
+	for {
+		rctx, cancel := context.WithTimeout(ctx, pushResend)
+		m, err = s.n.requestMsg(rctx, msg)
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("dist: push: %w", err)
+		}
 	}
 	var ack herdv1.SampleAck
 	if err := decode(m.Data, &ack); err != nil {
@@ -310,6 +342,33 @@ func (s *natsSamples) Push(ctx context.Context, worker int, b []byte) error {
 		return err
 	}
 	return remoteError(ack.Error)
+}
+
+// pushIDHeader carries a push's id, the same in its re-sends.
+const pushIDHeader = "Herd-Push-Id"
+
+// pushResend is how long a push waits for its ack before it is sent again.
+const pushResend = 5 * time.Second
+
+// recentIDs remembers the last len(ring) push ids a learner queued; only
+// its receiving goroutine uses it.
+type recentIDs struct {
+	ring []string
+	next int
+	set  map[string]struct{}
+}
+
+func newRecentIDs(n int) *recentIDs {
+	return &recentIDs{ring: make([]string, n), set: make(map[string]struct{}, n)}
+}
+
+func (r *recentIDs) has(id string) bool { _, ok := r.set[id]; return ok }
+
+func (r *recentIDs) add(id string) {
+	delete(r.set, r.ring[r.next])
+	r.ring[r.next] = id
+	r.set[id] = struct{}{}
+	r.next = (r.next + 1) % len(r.ring)
 }
 
 // join subscribes this learner once: a goroutine takes pushes, queues them
@@ -330,12 +389,18 @@ func (s *natsSamples) join() error {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		seen := newRecentIDs(4096)
 		for {
 			var m *nats.Msg
 			select {
 			case m = <-ch:
 			case <-s.closed:
 				return
+			}
+			id := m.Header.Get(pushIDHeader)
+			if id != "" && seen.has(id) {
+				s.ack(m, "") // a re-send of a push already queued
+				continue
 			}
 			var p herdv1.SamplePush
 			err := decode(m.Data, &p)
@@ -349,6 +414,9 @@ func (s *natsSamples) join() error {
 			}
 			select {
 			case s.q <- p.Sample:
+				if id != "" {
+					seen.add(id)
+				}
 				s.ack(m, "")
 			case <-s.closed:
 				return
@@ -446,16 +514,9 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 	if len(opt.Like) == 0 {
 		return nil, fmt.Errorf("%w: the NATS parameter service needs Options.Like", ErrBadRequest)
 	}
-	// Bind to the bucket when it is there: every role opens it at once, and
-	// concurrent updates of a replicated stream's config can stall the
-	// cluster's JetStream API past its timeout.
-	bucket := "herd_" + run + "_params"
-	obs, err := n.js.ObjectStore(ctx, bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		obs, err = n.js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: bucket, Replicas: n.replicas})
-	}
+	obs, err := n.paramsBucket(ctx, run)
 	if err != nil {
-		return nil, fmt.Errorf("dist: params bucket: %w", err)
+		return nil, err
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	w, err := obs.Watch(wctx)
@@ -538,7 +599,12 @@ func (p *natsParams) Publish(ctx context.Context, v *weights.Version) error {
 		return err
 	}
 	p.publishing.Store(v.N + 1)
-	if _, err := p.obs.PutBytes(ctx, paramsObject(v.N), b); err != nil {
+	// A node lost mid-run leaves the bucket without a stream leader until
+	// the survivors elect one: retry through it rather than end the learner.
+	if err := retryJS(ctx, publishAttempt, func(ctx context.Context) error {
+		_, err := p.obs.PutBytes(ctx, paramsObject(v.N), b)
+		return err
+	}); err != nil {
 		return fmt.Errorf("dist: publish version %d: %w", v.N, err)
 	}
 	p.box.offer(v)
@@ -596,9 +662,9 @@ func (n *NATS) Membership(ctx context.Context, run string, opt Options) (Members
 	}
 	ttl := time.Duration(math.Ceil(opt.TTL.Seconds())) * time.Second
 	bucket := "herd_" + run + "_members"
-	kv, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: bucket, LimitMarkerTTL: ttl, Replicas: n.replicas})
+	kv, err := n.kvBucket(ctx, "members", jetstream.KeyValueConfig{Bucket: bucket, LimitMarkerTTL: ttl, Replicas: n.replicas})
 	if err != nil {
-		return nil, fmt.Errorf("dist: members bucket: %w", err)
+		return nil, err
 	}
 	return &natsMembership{n: n, opt: opt, kv: kv, subj: "$KV." + bucket + ".", ttl: ttl, closed: make(chan struct{})}, nil
 }
@@ -621,13 +687,20 @@ func (m *natsMembership) Register(ctx context.Context, name string, info []byte)
 	if err != nil {
 		return nil, err
 	}
-	if err := m.put(ctx, name, rec); err != nil {
+	if err := retryJS(ctx, publishAttempt, func(ctx context.Context) error { return m.put(ctx, name, rec) }); err != nil {
 		return nil, fmt.Errorf("dist: register %s: %w", name, err)
 	}
 	op := func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), m.ttl) }
 	return startKeepAlive(ctx, m.closed, &m.wg, m.ttl,
 		func() error { c, cancel := op(); defer cancel(); return m.put(c, name, rec) },
-		func() error { c, cancel := op(); defer cancel(); return m.kv.Delete(c, name) }), nil
+		func() error {
+			// Retried while the bucket has no leader (a node lost): the
+			// deletion tells the others at once, where the TTL would
+			// take its whole length.
+			c, cancel := op()
+			defer cancel()
+			return retryJS(c, publishAttempt, func(ctx context.Context) error { return m.kv.Delete(ctx, name) })
+		}), nil
 }
 
 func (m *natsMembership) Members(ctx context.Context) ([]Member, error) {
@@ -754,9 +827,141 @@ func (n *NATS) configBucket(ctx context.Context, run string) (jetstream.KeyValue
 	if err := checkName("run ID", run); err != nil {
 		return nil, err
 	}
-	kv, err := n.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "herd_" + run + "_config", Replicas: n.replicas})
+	return n.kvBucket(ctx, "config", jetstream.KeyValueConfig{Bucket: "herd_" + run + "_config", Replicas: n.replicas})
+}
+
+// ---- buckets and JetStream's availability ----
+
+// failover bounds how long a JetStream call is retried through transient
+// failures: the cluster's JetStream not ready yet (no meta leader), or a
+// node lost and the streams it led without a leader until the survivors
+// elect one (nats-server waits 4–9 s before an election, more on a loaded
+// machine).
+const failover = 30 * time.Second
+
+// apiAttempt bounds one JetStream API call inside the retries: creating a
+// replicated stream on a loaded cluster takes seconds.
+const apiAttempt = 10 * time.Second
+
+// publishAttempt bounds one publish inside the retries: one sent to a
+// stream leader that died is never acknowledged, and the retry reaches the
+// new leader once elected.
+const publishAttempt = 4 * time.Second
+
+// transient tells whether a JetStream call's error may go away by itself
+// while the cluster elects leaders, catches up or reconnects.
+func transient(err error) bool {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout),
+		errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoStreamResponse),
+		errors.Is(err, jetstream.ErrAsyncPublishTimeout), errors.Is(err, jetstream.ErrJetStreamNotEnabled),
+		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected),
+		errors.Is(err, jetstream.ErrStreamNameAlreadyInUse): // another process created it first
+		return true
+	case errors.As(err, &apiErr):
+		// 503: "JetStream system temporarily unavailable" and the like,
+		// while the meta group or a stream has no leader; 10005 "no
+		// suitable peers for placement": a cluster just started whose
+		// meta leader does not know all the peers of an R3 bucket yet.
+		return apiErr.Code == 503 || apiErr.ErrorCode == 10005
+	}
+	return false
+}
+
+// retryJS calls f, each call bounded by attempt, until it succeeds, fails
+// for good, ctx ends, or failover has passed since the first call.
+func retryJS(ctx context.Context, attempt time.Duration, f func(ctx context.Context) error) error {
+	end := time.Now().Add(failover)
+	for i := 0; ; i++ {
+		actx, cancel := context.WithTimeout(ctx, attempt)
+		err := f(actx)
+		cancel()
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		if time.Now().After(end) {
+			return fmt.Errorf("JetStream still unavailable after %v (is JetStream enabled on the servers, with a majority of the cluster's nodes up?): %w", failover, err)
+		}
+		t := time.NewTimer(max(backoff(i), 100*time.Millisecond))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+		}
+	}
+}
+
+// Ready waits until the servers' JetStream answers (a cluster has elected
+// its meta leader), for at most failover or until ctx ends.
+func (n *NATS) Ready(ctx context.Context) error {
+	err := retryJS(ctx, apiAttempt, func(ctx context.Context) error {
+		_, err := n.js.AccountInfo(ctx)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("dist: config bucket: %w", err)
+		return fmt.Errorf("dist: JetStream not ready: %w", err)
+	}
+	return nil
+}
+
+// CreateBuckets makes the run's buckets (config, members with the TTL
+// rounded up to seconds, params) one after the other. A launcher calls it
+// before starting the workers, so that they bind to existing buckets
+// instead of all creating the same replicated streams at once.
+func (n *NATS) CreateBuckets(ctx context.Context, run string, ttl time.Duration) error {
+	if _, err := n.configBucket(ctx, run); err != nil {
+		return err
+	}
+	mem, err := n.Membership(ctx, run, Options{TTL: ttl})
+	if err != nil {
+		return err
+	}
+	_ = mem.Close()
+	_, err = n.paramsBucket(ctx, run)
+	return err
+}
+
+// kvBucket binds to cfg.Bucket, creating it when it is not there. Binding
+// first matters: every role opens the run's buckets at once, and
+// concurrent updates of a replicated stream's config can stall the
+// cluster's JetStream API past its timeout. An existing bucket keeps its
+// config.
+func (n *NATS) kvBucket(ctx context.Context, what string, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	var kv jetstream.KeyValue
+	err := retryJS(ctx, apiAttempt, func(ctx context.Context) error {
+		var err error
+		kv, err = n.js.KeyValue(ctx, cfg.Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = n.js.CreateKeyValue(ctx, cfg)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dist: %s bucket: %w", what, err)
 	}
 	return kv, nil
+}
+
+// paramsBucket binds to the run's params object store, creating it when it
+// is not there (see kvBucket).
+func (n *NATS) paramsBucket(ctx context.Context, run string) (jetstream.ObjectStore, error) {
+	if err := checkName("run ID", run); err != nil {
+		return nil, err
+	}
+	bucket := "herd_" + run + "_params"
+	var obs jetstream.ObjectStore
+	err := retryJS(ctx, apiAttempt, func(ctx context.Context) error {
+		var err error
+		obs, err = n.js.ObjectStore(ctx, bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			obs, err = n.js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: bucket, Replicas: n.replicas})
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dist: params bucket: %w", err)
+	}
+	return obs, nil
 }

@@ -174,6 +174,9 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	}
 	// n, the last, is the membership connection: it also reads the config.
 	tr := dist.SplitTransport(byKind[0], byKind[1], byKind[2], byKind[3])
+	if err := n.Ready(ctx); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
 	wctx, cancel := context.WithTimeout(ctx, f.wait)
 	data, err := n.RunConfig(wctx, f.run)
 	cancel()
@@ -375,6 +378,15 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	res.Header.Runtime.Transport, res.Header.Runtime.NATSURL = "", "" // workers get --nats
 	data, err := res.Marshal()
 	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	// An external cluster may still be electing its JetStream meta leader;
+	// then the buckets are made here, one at a time, so that the workers
+	// bind to them instead of all creating the same replicated streams.
+	if err := n.Ready(ctx); err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	if err := n.CreateBuckets(ctx, run, f.ttl); err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
 	if err := n.PutRunConfig(ctx, run, data); err != nil {
