@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -445,7 +446,13 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 				case err = <-done:
 				case <-sctx.Done():
 					endRun()
-					select { // workers exit when the controller is gone; kill stragglers
+					// Workers exit by themselves once the controller is gone,
+					// but a worker whose watch sat on a NATS node that died
+					// would only see it when its own keep-alive fails: this
+					// launcher owns the process, so it asks directly (the
+					// worker stops as on Ctrl-C), and kills stragglers.
+					_ = cmd.Process.Signal(syscall.SIGTERM)
+					select {
 					case <-done:
 					case <-time.After(2*f.ttl + 2*time.Second):
 						_ = cmd.Process.Kill()
