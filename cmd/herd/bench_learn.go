@@ -103,7 +103,7 @@ CPU, and ends with the mean wall time per list and its ratio to the last.`,
 	fl.StringArrayVar(&configs, "config", nil, "config file (repeatable)")
 	fl.StringVar(&seedList, "seeds", "1-5", "seeds: a list (1,2,3) or a range (1-5)")
 	fl.Int64Var(&steps, "steps", 0, "override every config's steps")
-	fl.StringVar(&out, "out", "", "write each run's directory under this folder (default: no files)")
+	fl.StringVar(&out, "out", "", "write each run's directory under this folder, as ALGO-ENV-SEED (under pin-P/ with several --pin, under rep-N/ when a seed repeats; default: no files)")
 	fl.BoolVar(&force, "force", false, "replace runs already under --out")
 	fl.StringVar(&md, "md", "", "write markdown tables to this file")
 	fl.StringArrayVar(&set, "set", nil, "algorithm override key=value applied to every config (repeatable)")

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,13 +179,27 @@ func (s *loadSchedule) run(ctx context.Context, configs []string, seeds []uint64
 	}
 	var rows []all.LearnRow
 	var lrows []loadRow
+	repeated := len(slices.Compact(slices.Sorted(slices.Values(seeds)))) < len(seeds)
 	for _, c := range configs {
+		reps := map[uint64]int{}
 		for _, seed := range seeds {
+			reps[seed]++
 			for i, label := range s.pins {
 				if err := ctx.Err(); err != nil {
 					return rows, lrows, err
 				}
-				r, err := s.one(ctx, c, seed, s.cpus[i], opt)
+				o := opt
+				if o.Out != "" {
+					// Each run writes its own directory: one per pin setting
+					// and, for a seed listed again, one per repetition.
+					if len(s.pins) > 1 {
+						o.Out = filepath.Join(o.Out, "pin-"+strings.ReplaceAll(pinLabel(label), ",", "_"))
+					}
+					if repeated {
+						o.Out = filepath.Join(o.Out, fmt.Sprintf("rep-%d", reps[seed]))
+					}
+				}
+				r, err := s.one(ctx, c, seed, s.cpus[i], o)
 				rows = append(rows, r...)
 				for _, x := range r {
 					lrows = append(lrows, loadRow{Pin: pinLabel(label), Load: s.load, LearnRow: x})
@@ -239,6 +254,9 @@ func writePinRatios(w io.Writer, rows []loadRow, pins []string) error {
 	}
 	last := pinLabel(pins[len(pins)-1])
 	for _, c := range order {
+		if len(walls[key{c, last}]) == 0 {
+			continue // a run failed before the reference pin ran: no ratio
+		}
 		ref := median(walls[key{c, last}])
 		var parts []string
 		for _, p := range pins {

@@ -73,6 +73,34 @@ func TestBenchLearnLoadPin(t *testing.T) {
 	}
 }
 
+// TestBenchLearnOutRepeats: with --out, a repeated seed and two pin
+// settings each write a run directory of their own instead of failing on
+// the first repeat.
+func TestBenchLearnOutRepeats(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "a2c.yaml")
+	if err := os.WriteFile(cfg, []byte("algo: a2c\nenv: CartPole-v1\nsteps: 100000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs := filepath.Join(dir, "runs")
+	out, err := runHerd(t, "bench", "learn", "--config", cfg, "--steps", "200", "--seeds", "1,1",
+		"--pin", "all", "--pin", "0", "--out", runs)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "median wall over 2 runs") {
+		t.Errorf("output lacks the 2-run medians:\n%s", out)
+	}
+	for _, pin := range []string{"pin-all", "pin-0"} {
+		for _, rep := range []string{"rep-1", "rep-2"} {
+			f := filepath.Join(runs, pin, rep, "a2c-CartPole-v1-1", "summary.json")
+			if _, err := os.Stat(f); err != nil {
+				t.Errorf("run directory missing: %v", err)
+			}
+		}
+	}
+}
+
 // children lists this process's child processes.
 func children(t *testing.T) []string {
 	t.Helper()
