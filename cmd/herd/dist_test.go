@@ -92,7 +92,7 @@ func TestLaunch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "run")
-	stdout, stderr, err := launch(t, ctx, "--config", writeDistConfig(t, 10), "--out", out, "--quiet", "--ttl", "1s")
+	stdout, stderr, err := launch(t, ctx, "--config", writeDistConfig(t, 10), "--out", out, "--quiet")
 	if err != nil {
 		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
@@ -119,7 +119,7 @@ func TestLaunchWireBytes(t *testing.T) {
 	onPolicy := map[int]float64{}
 	for _, iters := range []int{10, 30} {
 		out := filepath.Join(t.TempDir(), "run")
-		stdout, stderr, err := launch(t, ctx, "--config", writeDistConfig(t, iters), "--out", out, "--quiet", "--ttl", "1s")
+		stdout, stderr, err := launch(t, ctx, "--config", writeDistConfig(t, iters), "--out", out, "--quiet")
 		if err != nil {
 			t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 		}
@@ -178,7 +178,7 @@ func TestLaunchOffPolicy(t *testing.T) {
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "run")
 	stdout, stderr, err := launch(t, ctx, "--config", filepath.Join("..", "..", "configs", "dqn-cartpole-dist.yaml"),
-		"--steps", "12000", "--out", out, "--quiet", "--ttl", "1s")
+		"--steps", "12000", "--out", out, "--quiet")
 	if err != nil {
 		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
@@ -372,7 +372,7 @@ func TestLaunchForceResume(t *testing.T) {
 		t.Errorf("--force --resume: %v", err)
 	}
 
-	if so, se, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet", "--ttl", "1s"); err != nil {
+	if so, se, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet"); err != nil {
 		t.Fatalf("first run: %v\nstdout:\n%s\nstderr:\n%s", err, so, se)
 	}
 	first, err := os.ReadFile(filepath.Join(out, "summary.json"))
@@ -400,7 +400,7 @@ func TestLaunchForceResume(t *testing.T) {
 	}
 
 	// --force with another seed replaces it.
-	if so, se, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet", "--ttl", "1s", "--seed", "7", "--force"); err != nil {
+	if so, se, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet", "--seed", "7", "--force"); err != nil {
 		t.Fatalf("--force: %v\nstdout:\n%s\nstderr:\n%s", err, so, se)
 	}
 	if s := readSummary(t, out); s["seed"] != float64(7) {
