@@ -58,19 +58,7 @@ func (n *NATS) Conn() *nats.Conn { return n.nc }
 // while no subscriber is there (a policy worker or learner not started yet,
 // or restarting) until ctx ends.
 func (n *NATS) request(ctx context.Context, subj string, data []byte) (*nats.Msg, error) {
-	for i := 0; ; i++ {
-		m, err := n.nc.RequestWithContext(ctx, subj, data)
-		if !errors.Is(err, nats.ErrNoResponders) {
-			return m, err
-		}
-		t := time.NewTimer(backoff(i))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
-	}
+	return n.requestMsg(ctx, &nats.Msg{Subject: subj, Data: data})
 }
 
 // requestMsg is request for a message with headers.
