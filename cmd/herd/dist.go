@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -432,7 +433,12 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 		wg.Go(func() {
 			for attempt := 0; ; attempt++ {
 				cmd := exec.Command(self[0], append(append(append([]string(nil), self[1:]...), base...), args...)...)
-				cmd.Stdout, cmd.Stderr = out, stderr
+				// An env or policy worker stopped at the end of the run says
+				// so on stderr; that is routine, so its stderr is muted once
+				// the launcher stops it. The learner is stopped only when the
+				// run fails or is interrupted, and what it says then counts.
+				errOut := &muteWriter{w: stderr}
+				cmd.Stdout, cmd.Stderr = out, errOut
 				setChildAttrs(cmd)
 				if err := cmd.Start(); err != nil {
 					errs <- fmt.Errorf("launch: start %s: %w", name, err)
@@ -451,6 +457,9 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 					// would only see it when its own keep-alive fails: this
 					// launcher owns the process, so it asks directly (the
 					// worker stops as on Ctrl-C), and kills stragglers.
+					if restart {
+						errOut.mute()
+					}
 					_ = cmd.Process.Signal(syscall.SIGTERM)
 					select {
 					case <-done:
@@ -615,6 +624,22 @@ func mergeJSON(obj []byte, add any) ([]byte, error) {
 	}
 	return m, nil
 }
+
+// muteWriter passes writes to w until mute is called, then drops them.
+// exec's copying goroutine writes while the launcher mutes.
+type muteWriter struct {
+	w     io.Writer
+	muted atomic.Bool
+}
+
+func (m *muteWriter) Write(p []byte) (int, error) {
+	if m.muted.Load() {
+		return len(p), nil
+	}
+	return m.w.Write(p)
+}
+
+func (m *muteWriter) mute() { m.muted.Store(true) }
 
 // dirMode maps --force and --resume to the run-directory mode.
 func dirMode(force, resume bool) (algo.DirMode, error) {
