@@ -68,13 +68,21 @@ func (n *NATS) requestMsg(ctx context.Context, msg *nats.Msg) (*nats.Msg, error)
 		if !errors.Is(err, nats.ErrNoResponders) {
 			return m, err
 		}
-		t := time.NewTimer(backoff(i))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
+		if err := sleep(ctx, backoff(i)); err != nil {
+			return nil, err
 		}
+	}
+}
+
+// sleep waits d or until ctx ends, and then returns ctx's error.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -871,12 +879,8 @@ func retryJS(ctx context.Context, attempt time.Duration, f func(ctx context.Cont
 		if time.Now().After(end) {
 			return fmt.Errorf("JetStream still unavailable after %v (is JetStream enabled on the servers, with a majority of the cluster's nodes up?): %w", failover, err)
 		}
-		t := time.NewTimer(max(backoff(i), 100*time.Millisecond))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+		if serr := sleep(ctx, max(backoff(i), 100*time.Millisecond)); serr != nil {
+			return fmt.Errorf("%w (last error: %w)", serr, err)
 		}
 	}
 }
@@ -911,45 +915,44 @@ func (n *NATS) CreateBuckets(ctx context.Context, run string, ttl time.Duration)
 	return err
 }
 
-// kvBucket binds to cfg.Bucket, creating it when it is not there. Binding
-// first matters: every role opens the run's buckets at once, and
-// concurrent updates of a replicated stream's config can stall the
-// cluster's JetStream API past its timeout. An existing bucket keeps its
-// config.
+// kvBucket binds to cfg.Bucket, creating it when it is not there (see
+// bindOrCreate).
 func (n *NATS) kvBucket(ctx context.Context, what string, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	var kv jetstream.KeyValue
-	err := retryJS(ctx, apiAttempt, func(ctx context.Context) error {
-		var err error
-		kv, err = n.js.KeyValue(ctx, cfg.Bucket)
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			kv, err = n.js.CreateKeyValue(ctx, cfg)
-		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("dist: %s bucket: %w", what, err)
-	}
-	return kv, nil
+	return bindOrCreate(ctx, what,
+		func(ctx context.Context) (jetstream.KeyValue, error) { return n.js.KeyValue(ctx, cfg.Bucket) },
+		func(ctx context.Context) (jetstream.KeyValue, error) { return n.js.CreateKeyValue(ctx, cfg) })
 }
 
 // paramsBucket binds to the run's params object store, creating it when it
-// is not there (see kvBucket).
+// is not there (see bindOrCreate).
 func (n *NATS) paramsBucket(ctx context.Context, run string) (jetstream.ObjectStore, error) {
 	if err := checkName("run ID", run); err != nil {
 		return nil, err
 	}
-	bucket := "herd_" + run + "_params"
-	var obs jetstream.ObjectStore
+	cfg := jetstream.ObjectStoreConfig{Bucket: "herd_" + run + "_params", Replicas: n.replicas}
+	return bindOrCreate(ctx, "params",
+		func(ctx context.Context) (jetstream.ObjectStore, error) { return n.js.ObjectStore(ctx, cfg.Bucket) },
+		func(ctx context.Context) (jetstream.ObjectStore, error) { return n.js.CreateObjectStore(ctx, cfg) })
+}
+
+// bindOrCreate binds to a bucket, creating it when it is not there,
+// through JetStream's transient failures. Binding first matters: every
+// role opens the run's buckets at once, and concurrent updates of a
+// replicated stream's config can stall the cluster's JetStream API past
+// its timeout. An existing bucket keeps its config.
+func bindOrCreate[B any](ctx context.Context, what string, bind, create func(context.Context) (B, error)) (B, error) {
+	var b B
 	err := retryJS(ctx, apiAttempt, func(ctx context.Context) error {
 		var err error
-		obs, err = n.js.ObjectStore(ctx, bucket)
+		b, err = bind(ctx)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			obs, err = n.js.CreateObjectStore(ctx, jetstream.ObjectStoreConfig{Bucket: bucket, Replicas: n.replicas})
+			b, err = create(ctx)
 		}
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("dist: params bucket: %w", err)
+		var none B
+		return none, fmt.Errorf("dist: %s bucket: %w", what, err)
 	}
-	return obs, nil
+	return b, nil
 }

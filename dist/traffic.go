@@ -139,11 +139,11 @@ func (s *Server) SettledTraffic(ctx context.Context, open int) ([]ConnTraffic, e
 	}
 }
 
-// WireBytes sums traffic by kind (KindOf each connection's name); Total
-// counts every connection, named or not, so it exceeds the kinds' sum only
-// when some connection is not named by ConnName.
+// WireBytes sums traffic by kind (KindOf each connection's name); Other is
+// the connections not named by ConnName, and Total counts every connection.
 type WireBytes struct {
 	ByKind map[string]uint64
+	Other  uint64
 	Total  uint64
 }
 
@@ -155,6 +155,8 @@ func SumTraffic(conns []ConnTraffic) WireBytes {
 		w.Total += b
 		if k := KindOf(c.Name); k != "" {
 			w.ByKind[k] += b
+		} else {
+			w.Other += b
 		}
 	}
 	return w

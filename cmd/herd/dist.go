@@ -29,6 +29,7 @@ import (
 	"herd/algo"
 	"herd/algo/all"
 	"herd/dist"
+	"herd/internal/atomicfile"
 	"herd/run/distexec"
 )
 
@@ -572,31 +573,19 @@ func reportWire(w io.Writer, srv *dist.Server, dir string) error {
 		add.ByKind[k] = kindJSON{ws.ByKind[k], perStep(ws.ByKind[k])}
 		line += fmt.Sprintf(", %s %.1f", k, add.ByKind[k].BytesPerStep)
 	}
-	if other := ws.Total - sumKinds(ws); other > 0 {
-		add.ByKind["other"] = kindJSON{other, perStep(other)}
-		line += fmt.Sprintf(", other %.1f", perStep(other))
+	if ws.Other > 0 {
+		add.ByKind["other"] = kindJSON{ws.Other, perStep(ws.Other)}
+		line += fmt.Sprintf(", other %.1f", perStep(ws.Other))
 	}
 	out, err := mergeJSON(b, add)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o644); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(path, out, 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "%s (%d B over %d env steps; payload + headers, in and out of the server)\n", line, ws.Total, s.Steps)
 	return nil
-}
-
-func sumKinds(ws dist.WireBytes) uint64 {
-	var n uint64
-	for _, b := range ws.ByKind {
-		n += b
-	}
-	return n
 }
 
 // mergeJSON appends add's fields to the JSON object obj, keeping obj's
