@@ -253,10 +253,13 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			for _, s := range res.stats {
 				rt.Log.Scalar(s.Name, s.Value)
 			}
+			rt.Log.Step(globalStep)
 		} else {
+			// The row (and the divergence guard's look at the parameters)
+			// comes before the learner starts writing them again.
+			rt.Log.Step(globalStep)
 			go learn(seg)
 		}
-		rt.Log.Step(globalStep)
 	}
 	res, _ := finish()
 	stop()

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -219,4 +220,28 @@ func BenchmarkHTSCollect(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(res.Header.Steps)*float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+}
+
+// TestTrainRunNoRace runs HTS through algo.TrainRun with a metrics row every
+// 64 env steps, shorter than a segment, for PPO and A2C: the divergence
+// guard then inspects the parameters at every segment, and must do so only
+// while the learner is not writing them (meant for go test -race).
+func TestTrainRunNoRace(t *testing.T) {
+	exec := map[string]algo.Executor{"hts": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+		return Train(ctx, rt, spec, cfg, OptionsOf(rt.Header))
+	}}
+	for _, c := range []struct {
+		spec algo.Spec
+		file string
+	}{
+		{ppo.Spec(), strings.Replace(ppoFile, "steps: 640", "steps: 640\nlog_every: 64", 1)},
+		{a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nseed: 3\nsteps: 640\nlog_every: 16\nruntime: {executor: hts}\na2c: {num_envs: 4, num_steps: 8}\n"},
+	} {
+		res := resolve(t, c.spec, c.file)
+		res.Header.Out = t.TempDir()
+		sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: exec, Dir: algo.DirForce})
+		if err != nil || sum.Steps != 640 {
+			t.Errorf("%s: steps %d, error %v; want 640, nil", c.spec.Name, sum.Steps, err)
+		}
+	}
 }

@@ -307,3 +307,22 @@ dqn: {num_envs: 1, learning_rate: 1.0e-3, batch_size: 64, learning_starts: 500, 
 		t.Errorf("mean return of the last %d episodes = %.1f after 8k steps, want > 60", n, mean)
 	}
 }
+
+// TestTrainRunNoRace runs PAL with two learners in both modes through
+// algo.TrainRun with a metrics row every 16 env steps, so the divergence
+// guard inspects the parameters of the learner the service applies to all
+// along (meant for go test -race).
+func TestTrainRunNoRace(t *testing.T) {
+	exec := map[string]algo.Executor{"pal": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+		return Train(ctx, rt, spec, cfg, OptionsOf(rt.Header))
+	}}
+	for _, mode := range []string{ModeAsync, ModeSync} {
+		file := strings.Replace(dqnFile, "runtime: {executor: pal, actors: 2}", "log_every: 16\nruntime: {executor: pal, actors: 2, learners: 2, learner_mode: "+mode+"}", 1)
+		res := resolve(t, dqn.Spec(), file)
+		res.Header.Out = t.TempDir()
+		sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: exec, Dir: algo.DirForce})
+		if err != nil || sum.Steps != 2000 {
+			t.Errorf("%s: steps %d, error %v; want 2000, nil", mode, sum.Steps, err)
+		}
+	}
+}
