@@ -45,6 +45,13 @@ type Config struct {
 
 	// Execution.
 	Parallel bool `yaml:"parallel"` // actor and critic passes on two goroutines (same results); default true
+	// DelayedGradient: a segment gathered one version behind the learner
+	// (the HTS executor) has its gradient evaluated at the behaviour
+	// parameters θ_{k−1} and applied to θ_k (HTS-RL Eq. 6); false
+	// evaluates it at θ_k (HTS-RL Eq. 5, the stale-policy gradient).
+	// Changes nothing when there is no lag (the local executor). Default
+	// true.
+	DelayedGradient bool `yaml:"delayed_gradient"`
 }
 
 // DefaultConfig returns SB3's A2C defaults.
@@ -54,7 +61,7 @@ func DefaultConfig() Config {
 		LearningRate: 7e-4, UseRMSProp: true, RMSPropEps: 1e-5, MaxGradNorm: 0.5,
 		Gamma: 0.99, GAELambda: 1, EntCoef: 0, VFCoef: 0.5,
 		Hidden: []int{64, 64}, Activation: "tanh", OrthoInit: true,
-		Parallel: true,
+		Parallel: true, DelayedGradient: true,
 	}
 }
 
@@ -181,6 +188,7 @@ func newLearner(h algo.Header, cfg *Config, sp algo.Spaces) (*learner, error) {
 	if err != nil {
 		return nil, err
 	}
+	base.Delayed = cfg.DelayedGradient
 	l := &learner{Learner: base, cfg: cfg, loss: &losses{cfg: cfg}}
 	l.policyLoss, l.valueLoss = l.loss.policyLoss, l.loss.valueLoss
 	return l, nil
@@ -206,9 +214,12 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 	}
 
 	// One gradient step on the whole rollout: the policy and value halves
-	// of the loss run side by side (Agent.Learn).
+	// of the loss run side by side (Agent.Learn), at the behaviour
+	// parameters when the segment lags one version (GoBehind).
 	agent.Reserve(batchSize)
+	l.GoBehind()
 	agent.Learn(seg.Obs, seg.Actions, batchSize, l.policyLoss, l.valueLoss)
+	l.ComeBack()
 	if cfg.MaxGradNorm > 0 {
 		nn.ClipGradNorm(params, cfg.MaxGradNorm)
 	}

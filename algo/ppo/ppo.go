@@ -50,6 +50,15 @@ type Config struct {
 
 	// Execution.
 	Parallel bool `yaml:"parallel"` // actor and critic passes on two goroutines (same results); default true
+	// DelayedGradient: a segment gathered one version behind the learner
+	// (the HTS executor) has every minibatch gradient evaluated at the
+	// behaviour parameters θ_{k−1} moved by the update's steps so far, and
+	// applied to θ_k (HTS-RL Eq. 6 carried over to PPO's epochs); false
+	// (the default) evaluates it at θ_k and corrects the lag through the
+	// importance ratio against the behaviour log-probabilities, as the
+	// HTS-RL authors' released learner does. Changes nothing when there
+	// is no lag (the local executor).
+	DelayedGradient bool `yaml:"delayed_gradient"`
 }
 
 // DefaultConfig returns CleanRL's ppo.py defaults.
@@ -190,6 +199,7 @@ func newLearner(h algo.Header, cfg *Config, sp algo.Spaces) (*learner, error) {
 	if err != nil {
 		return nil, err
 	}
+	base.Delayed = cfg.DelayedGradient
 	l := &learner{Learner: base, cfg: cfg, rMB: rng.New(h.Seed, "ppo/minibatch", 0)}
 	l.mb = newMinibatch(base.Agent.ObsDim, base.Agent.ActDim)
 	l.loss = newLosses(cfg, l.mb)
@@ -234,7 +244,9 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 		l.rMB.Shuffle(len(bInds), swap)
 		for start := 0; start < batchSize; start += mbSize {
 			l.mb.gather(seg, l.Adv, l.Returns, bInds[start:start+mbSize])
+			l.GoBehind()
 			update(agent, loss, l.mb)
+			l.ComeBack()
 			if cfg.MaxGradNorm > 0 {
 				nn.ClipGradNorm(params, cfg.MaxGradNorm)
 			}

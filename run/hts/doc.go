@@ -29,9 +29,26 @@
 //
 // So segment k is gathered with weights k−1 (segments 0 and 1 with the
 // initial weights), and θ_{k+1} = learn(θ_k, segment k): the policy lags by
-// exactly one update, which PPO's and A2C's losses see through the
-// behaviour log-probabilities recorded with each action (HTS-RL's
-// "one-step delayed gradient").
+// exactly one update. The learner's Learn sees the lag in the segment's
+// version and corrects it, per algorithm:
+//
+//   - A2C uses HTS-RL's delayed gradient (Eq. 6): the learner keeps the
+//     behaviour parameters θ_{k−1} of the segment, evaluates the
+//     synchronous A2C loss and its gradient there, and applies that
+//     gradient to θ_k with θ_k's optimizer state (a2c: delayed_gradient,
+//     default true; false gives Eq. 5, the gradient at θ_k on data from
+//     θ_{k−1}, which the paper warns against). A2C reads no behaviour
+//     log-probabilities.
+//   - PPO, by default, evaluates its clipped surrogate at θ_k with the
+//     importance ratio π_θ(a|s)/π_{θ_{k−1}}(a|s) against the behaviour
+//     log-probabilities recorded with each action, as the HTS-RL authors'
+//     released learner does. With ppo: delayed_gradient: true it uses Eq. 6
+//     instead: every minibatch gradient is evaluated at θ_{k−1} moved by
+//     the steps the update has taken so far (θ_{k−1} itself for the first
+//     minibatch) and applied to θ_k's side.
+//
+// The segments 0 and 1 are both gathered with θ_0; the first has no lag.
+// With Options.Sync there is no lag and both forms are plain A2C and PPO.
 //
 // # Why results do not depend on worker counts
 //

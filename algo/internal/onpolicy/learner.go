@@ -25,8 +25,24 @@ type Learner struct {
 	// num_envs × num_steps), the horizon of learning-rate annealing.
 	Iterations int
 
+	// Delayed turns on HTS-RL's delayed gradient (Eq. 6): a segment
+	// gathered one version behind the learner (seg.Version = n−1 while
+	// the learner holds θ_n) has its gradients evaluated at the behaviour
+	// parameters θ_{n−1} and applied to θ_n with θ_n's optimizer state;
+	// see GoBehind.
+	Delayed bool
+
 	gamma, lambda float32
 	n             uint64 // Learn calls so far: the version number
+
+	// The delayed gradient's parameter copies, flat over Agent.Params():
+	// start is θ_n as Begin found it, prev θ_{n−1} (the previous start),
+	// cur a scratch copy. delayed: the current Learn evaluates its
+	// gradients behind (GoBehind).
+	prev, start, cur []float32
+	havePrev         bool
+	delayed          bool
+	lag              uint64
 }
 
 // NewLearner builds the learner of algorithm name for a run on spaces sp:
@@ -63,12 +79,92 @@ func (l *Learner) Begin(ctx context.Context, seg *sample.Segment) (int, error) {
 			}
 		}
 	}
+	l.keep(seg.Version)
 	tn := seg.T * seg.N
 	l.Adv, l.Returns = grow(l.Adv, tn), grow(l.Returns, tn)
 	GAE(l.Adv, seg.Rewards, seg.Values, seg.Dones, seg.LastValues, seg.N, l.gamma, l.lambda)
 	ReturnsTo(l.Returns, l.Adv, seg.Values)
 	l.n++
 	return int(l.n), nil
+}
+
+// keep records θ_n (the parameters as this Learn call finds them) and
+// decides whether the call evaluates its gradients behind: with Delayed,
+// when the segment was gathered with θ_{n−1}, whose copy the previous call
+// kept.
+func (l *Learner) keep(version uint64) {
+	l.lag = l.n - min(version, l.n)
+	l.delayed = false
+	if !l.Delayed {
+		return
+	}
+	if l.start != nil {
+		l.prev, l.start = l.start, l.prev
+		l.havePrev = true
+	}
+	params := l.Agent.Params()
+	l.start = flatten(l.start, params)
+	l.delayed = l.havePrev && l.lag == 1
+}
+
+// Lag is how many versions the current Learn call's segment is behind the
+// learner (0 under the local executor, 1 under HTS from the second
+// segment on).
+func (l *Learner) Lag() uint64 { return l.lag }
+
+// Behind reports whether the current Learn call evaluates its gradients at
+// the behaviour parameters (Delayed and a lag of exactly one version).
+func (l *Learner) Behind() bool { return l.delayed }
+
+// GoBehind moves the parameters to the point where HTS-RL's delayed
+// gradient (Eq. 6) evaluates the gradients, and ComeBack moves them back
+// bit for bit: the caller computes its gradients in between, then clips
+// and applies them to the parameters with its optimizer. With Behind the
+// point is θ_{n−1} + (θ − θ_n), where θ is the parameters now and θ_n
+// what they were at Begin — θ_{n−1} itself, bit for bit, for the first
+// gradient of an update (A2C's only one); for the later minibatches of a
+// PPO update, the behaviour parameters moved by the steps taken so far.
+// Otherwise both do nothing and the gradients are evaluated at θ.
+func (l *Learner) GoBehind() {
+	if !l.delayed {
+		return
+	}
+	params := l.Agent.Params()
+	l.cur = flatten(l.cur, params)
+	off := 0
+	for _, p := range params {
+		m := len(p.Value)
+		prev, start, cur := l.prev[off:off+m], l.start[off:off+m], l.cur[off:off+m]
+		for i := range p.Value {
+			p.Value[i] = prev[i] + (cur[i] - start[i])
+		}
+		off += m
+	}
+}
+
+// ComeBack undoes GoBehind.
+func (l *Learner) ComeBack() {
+	if !l.delayed {
+		return
+	}
+	off := 0
+	for _, p := range l.Agent.Params() {
+		off += copy(p.Value, l.cur[off:off+len(p.Value)])
+	}
+}
+
+// flatten copies the values of params into dst (grown as needed).
+func flatten(dst []float32, params []*nn.Param) []float32 {
+	n := 0
+	for _, p := range params {
+		n += len(p.Value)
+	}
+	dst = grow(dst, n)
+	off := 0
+	for _, p := range params {
+		off += copy(dst[off:], p.Value)
+	}
+	return dst
 }
 
 // Weights returns the current parameters as version n, the number of
