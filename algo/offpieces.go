@@ -285,3 +285,27 @@ type SplitLearner interface {
 	// updates it is due, and counts g.N updates. It returns g's scalars.
 	Apply(g *Grad) ([]Stat, error)
 }
+
+// UpdateCounts are the steps a transition learner has taken: optimizer
+// steps on its critic (DQN: the Q-network) and on its actor, and
+// target-network updates (each Polyak update or copy of all targets
+// counts once). An executor's learners must take the single-process
+// algorithm's counts for the same env steps.
+type UpdateCounts struct {
+	Critic, Actor, Target uint64
+}
+
+// UpdateCounter is a learner that counts its steps (the off-policy
+// algorithms' learners).
+type UpdateCounter interface {
+	UpdateCounts() UpdateCounts
+}
+
+// Minibatcher is an off-policy config whose minibatch size can be changed:
+// the pal executor's sync learners each compute one update's gradient on a
+// share of its minibatch.
+type Minibatcher interface {
+	Config
+	Minibatch() int
+	WithMinibatch(n int) Config
+}

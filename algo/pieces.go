@@ -141,6 +141,7 @@ type Pieces struct {
 //	  actors: 2         # N env workers, each stepping num_envs envs (default 1)
 //	  learners: 1       # M (default 1)
 //	  learner_mode: async  # M > 1: async (default) or sync
+//	  sync_batch: split # sync: each learner takes batch_size/M rows (default) or full: batch_size each
 //	  update_interval: 10  # optional: U, must equal the algorithm's
 //	  refresh_every: 1  # actor env steps between policy refreshes (default 1)
 //	  publish_every: 1  # learner updates between published versions (default 1)
@@ -170,6 +171,7 @@ type RuntimeConfig struct {
 	Actors         int     `yaml:"actors,omitempty"`
 	Learners       int     `yaml:"learners,omitempty"`
 	LearnerMode    string  `yaml:"learner_mode,omitempty"`
+	SyncBatch      string  `yaml:"sync_batch,omitempty"`
 	UpdateInterval float64 `yaml:"update_interval,omitempty"`
 	RefreshEvery   int     `yaml:"refresh_every,omitempty"`
 	PublishEvery   int     `yaml:"publish_every,omitempty"`
@@ -233,6 +235,9 @@ func (rc RuntimeConfig) Validate() error {
 		if rc.Executor != "pal" {
 			errs = append(errs, fmt.Errorf("%w: runtime.learner_mode is a pal setting; executor is %q", ErrConfig, rc.Executor))
 		}
+	}
+	if b := rc.SyncBatch; b != "" && (b != "split" && b != "full" || rc.LearnerMode != "sync") {
+		errs = append(errs, fmt.Errorf("%w: runtime.sync_batch %q: split or full, with learner_mode sync", ErrConfig, b))
 	}
 	if rc.StepTime != nil {
 		if err := rc.StepTime.Validate(); err != nil {

@@ -66,6 +66,7 @@ func (p *pieces) newAgent() (*Agent, error) {
 // their targets and two Adams, drawing minibatches with the stream
 // "ddpg/replay".
 type Learner struct {
+	counts                 algo.UpdateCounts // optimizer and target steps taken
 	p                      *pieces
 	agent                  *Agent
 	actor, targetActor     *nn.MLP
@@ -156,7 +157,9 @@ func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) (
 		// critic updates.
 		if l.updates%int64(cfg.PolicyFrequency) == 0 {
 			// −E[Q(s, μ(s))] (Silver et al. 2014), through the critic's dQ/da.
+			l.counts.Actor++
 			l.actorLoss = offpolicy.DPGStep(l.actor, l.head, l.qf1, l.actorOpt, l.mb.Obs, B, l.pi, l.dOut, l.dQ)
+			l.counts.Target++
 			if err := offpolicy.PolyakAll(cfg.Tau,
 				[2][]*nn.Param{l.targetActor.Params(), l.actor.Params()},
 				[2][]*nn.Param{l.qf1Target.Params(), l.qf1.Params()}); err != nil {
@@ -175,6 +178,7 @@ func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) (
 func (l *Learner) updateCritic() (qfLoss, qMean float64) {
 	qfLoss, qMean = l.criticGrad()
 	l.qOpt.Step(l.qf1.Params())
+	l.counts.Critic++
 	return qfLoss, qMean
 }
 
@@ -194,6 +198,9 @@ func (l *Learner) criticGrad() (qfLoss, qMean float64) {
 	l.qf1.Backward(l.dQ)
 	return float64(loss), qMean
 }
+
+// UpdateCounts returns the optimizer steps and target updates taken so far.
+func (l *Learner) UpdateCounts() algo.UpdateCounts { return l.counts }
 
 var _ algo.SplitLearner = (*Learner)(nil)
 
@@ -269,6 +276,7 @@ func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
 		return nil, err
 	}
 	l.qOpt.Step(l.qf1.Params())
+	l.counts.Critic++
 	l.updates += int64(g.N)
 	l.stats = append(l.stats[:0], g.Stats[:2]...)
 	if n := g.Has[1]; n > 0 && len(g.Stats) > 2 {
@@ -276,10 +284,12 @@ func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
 			return nil, err
 		}
 		l.actorOpt.Step(l.actor.Params())
+		l.counts.Actor++
 		l.actorLoss = g.Stats[2].Value * float64(g.N) / float64(n)
 		l.stats = append(l.stats, algo.Stat{Name: "losses/actor_loss", Value: l.actorLoss})
 	}
 	if g.Targets > 0 {
+		l.counts.Target++
 		if err := offpolicy.PolyakAll(l.p.cfg.Tau,
 			[2][]*nn.Param{l.targetActor.Params(), l.actor.Params()},
 			[2][]*nn.Param{l.qf1Target.Params(), l.qf1.Params()}); err != nil {

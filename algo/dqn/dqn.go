@@ -323,3 +323,14 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	// step, log, hand the next observations over.
 	return agent, worker.Run(ctx, rt.Log, "dqn", rb, learner, h.Steps)
 }
+
+// Minibatch is batch_size (algo.Minibatcher).
+func (c *Config) Minibatch() int { return c.BatchSize }
+
+// WithMinibatch returns a copy of the config with batch_size n: the pal
+// executor's sync learners each take a share of one update's minibatch.
+func (c *Config) WithMinibatch(n int) algo.Config {
+	d := *c
+	d.BatchSize = n
+	return &d
+}

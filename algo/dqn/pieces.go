@@ -122,6 +122,7 @@ func (s *sampler) SampleTo(dst *algo.Acts, out []float32, n int, step int64) {
 // target network and Adam, drawing minibatches with the stream
 // "dqn/replay".
 type Learner struct {
+	counts  algo.UpdateCounts // optimizer and target steps taken
 	p       *pieces
 	agent   *Agent
 	q       *nn.MLP
@@ -211,6 +212,7 @@ func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) (
 		l.stats[0].Value, l.stats[1].Value = loss, meanQ
 	}
 	for range offpolicy.Crossings(prev, step, int64(cfg.TargetNetworkFrequency)) {
+		l.counts.Target++
 		if err := nn.PolyakUpdate(l.target.Params(), l.q.Params(), float32(cfg.Tau)); err != nil {
 			return nil, err
 		}
@@ -291,7 +293,11 @@ func (l *Learner) apply(step int64) {
 		nn.ClipGradNorm(l.q.Params(), float32(cfg.MaxGradNorm))
 	}
 	l.opt.Step(l.q.Params())
+	l.counts.Critic++
 }
+
+// UpdateCounts returns the optimizer steps and target updates taken so far.
+func (l *Learner) UpdateCounts() algo.UpdateCounts { return l.counts }
 
 var _ algo.SplitLearner = (*Learner)(nil)
 
@@ -378,6 +384,7 @@ func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
 	}
 	done = max(done, int64(cfg.LearningStarts))
 	for range offpolicy.Crossings(done, g.Step, int64(cfg.TargetNetworkFrequency)) {
+		l.counts.Target++
 		if err := nn.PolyakUpdate(l.target.Params(), l.q.Params(), float32(cfg.Tau)); err != nil {
 			return nil, err
 		}

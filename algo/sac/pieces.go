@@ -117,6 +117,7 @@ func (s *sampler) SampleTo(dst *algo.Acts, out []float32, n int, step int64) {
 // and their targets, three Adams and log α, with the streams "sac/learner"
 // (policy samples inside updates) and "sac/replay" (minibatches).
 type Learner struct {
+	counts               algo.UpdateCounts // optimizer and target steps taken
 	p                    *pieces
 	agent                *Agent
 	actor                *nn.MLP
@@ -230,6 +231,7 @@ func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) (
 			}
 		}
 		if s%int64(cfg.TargetNetworkFrequency) == 0 {
+			l.counts.Target++
 			if err := offpolicy.PolyakAll(cfg.Tau,
 				[2][]*nn.Param{l.qf1Target.Params(), l.agent.QF1.Params()},
 				[2][]*nn.Param{l.qf2Target.Params(), l.agent.QF2.Params()}); err != nil {
@@ -267,6 +269,7 @@ func (l *Learner) criticTarget() {
 // critics regress onto y, MSE(Q1(s, a), y) + MSE(Q2(s, a), y).
 func (l *Learner) updateCritics() (qfLoss, q1Mean, q2Mean float64) {
 	l.criticTarget()
+	l.counts.Critic++
 	return l.critics.Fit(l.qOpt, l.qParams, l.mb.Obs, l.mb.Actions, l.nextQ, l.p.cfg.BatchSize)
 }
 
@@ -327,12 +330,16 @@ func (l *Learner) updateActor() {
 	l.actorLoss = l.actorGrad()
 	l.actorOpt.Step(l.actor.Params())
 	l.actorSteps++
+	l.counts.Actor++
 	if l.p.cfg.Autotune {
 		l.alphaLoss = l.alphaGrad()
 		l.aOpt.Step([]*nn.Param{l.logAlpha})
 		l.alpha = math.Exp(float64(l.logAlpha.Value[0]))
 	}
 }
+
+// UpdateCounts returns the optimizer steps and target updates taken so far.
+func (l *Learner) UpdateCounts() algo.UpdateCounts { return l.counts }
 
 var _ algo.SplitLearner = (*Learner)(nil)
 
@@ -439,6 +446,7 @@ func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
 		return nil, err
 	}
 	l.qOpt.Step(l.qParams)
+	l.counts.Critic++
 	l.updates += uint64(g.N)
 	if n := g.Has[partActor]; n > 0 && len(g.Stats) > statAlphaLoss {
 		// The stats are means over all merged gradients; the losses are
@@ -451,6 +459,7 @@ func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
 			}
 			l.actorOpt.Step(l.actor.Params())
 			l.actorSteps++
+			l.counts.Actor++
 			if cfg.Autotune && g.Has[partAlpha] > 0 {
 				l.logAlpha.Grad[0] = g.Parts[partAlpha][0]
 				l.aOpt.Step([]*nn.Param{l.logAlpha})
@@ -459,6 +468,7 @@ func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
 		}
 	}
 	if g.Targets > 0 {
+		l.counts.Target++
 		if err := offpolicy.PolyakAll(cfg.Tau,
 			[2][]*nn.Param{l.qf1Target.Params(), l.agent.QF1.Params()},
 			[2][]*nn.Param{l.qf2Target.Params(), l.agent.QF2.Params()}); err != nil {

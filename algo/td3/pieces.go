@@ -69,6 +69,7 @@ func (p *pieces) newAgent() (*Agent, error) {
 // their targets and two Adams, with the streams "td3/learner" (smoothing
 // noise) and "td3/replay" (minibatches).
 type Learner struct {
+	counts                       algo.UpdateCounts // optimizer and target steps taken
 	p                            *pieces
 	agent                        *Agent
 	actor, targetActor           *nn.MLP
@@ -151,7 +152,9 @@ func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) (
 		// Delayed policy updates: the actor and all targets move once
 		// every policy_frequency critic updates.
 		if l.updates%int64(cfg.PolicyFrequency) == 0 {
+			l.counts.Actor++
 			l.actorLoss = offpolicy.DPGStep(l.actor, l.head, l.agent.QF1, l.actorOpt, l.mb.Obs, B, l.pi, l.dOut, l.dQ)
+			l.counts.Target++
 			if err := offpolicy.PolyakAll(cfg.Tau,
 				[2][]*nn.Param{l.targetActor.Params(), l.actor.Params()},
 				[2][]*nn.Param{l.qf1Target.Params(), l.agent.QF1.Params()},
@@ -170,6 +173,7 @@ func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) (
 func (l *Learner) updateCritics() (qfLoss, q1Mean, q2Mean float64) {
 	l.criticTarget()
 	// Both critics regress onto y: MSE(Q1(s, a), y) + MSE(Q2(s, a), y).
+	l.counts.Critic++
 	return l.critics.Fit(l.qOpt, l.qParams, l.mb.Obs, l.mb.Actions, l.nextQ, l.p.cfg.BatchSize)
 }
 
@@ -190,6 +194,9 @@ func (l *Learner) criticTarget() {
 		l.nextQ[i] = mb.Rewards[i] + mb.Discounts[i]*(1-mb.Dones[i])*min(q1n[i], q2n[i])
 	}
 }
+
+// UpdateCounts returns the optimizer steps and target updates taken so far.
+func (l *Learner) UpdateCounts() algo.UpdateCounts { return l.counts }
 
 var _ algo.SplitLearner = (*Learner)(nil)
 
@@ -270,6 +277,7 @@ func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
 		return nil, err
 	}
 	l.qOpt.Step(l.qParams)
+	l.counts.Critic++
 	l.updates += int64(g.N)
 	l.stats = append(l.stats[:0], g.Stats[:3]...)
 	if n := g.Has[1]; n > 0 && len(g.Stats) > 3 {
@@ -277,10 +285,12 @@ func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
 			return nil, err
 		}
 		l.actorOpt.Step(l.actor.Params())
+		l.counts.Actor++
 		l.actorLoss = g.Stats[3].Value * float64(g.N) / float64(n)
 		l.stats = append(l.stats, algo.Stat{Name: "losses/actor_loss", Value: l.actorLoss})
 	}
 	if g.Targets > 0 {
+		l.counts.Target++
 		if err := offpolicy.PolyakAll(l.p.cfg.Tau,
 			[2][]*nn.Param{l.targetActor.Params(), l.actor.Params()},
 			[2][]*nn.Param{l.qf1Target.Params(), l.agent.QF1.Params()},

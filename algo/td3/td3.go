@@ -235,3 +235,14 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 func clamp(x, lo, hi float64) float64 { return max(lo, min(hi, x)) }
 
 func clamp32(x, lo, hi float32) float32 { return max(lo, min(hi, x)) }
+
+// Minibatch is batch_size (algo.Minibatcher).
+func (c *Config) Minibatch() int { return c.BatchSize }
+
+// WithMinibatch returns a copy of the config with batch_size n: the pal
+// executor's sync learners each take a share of one update's minibatch.
+func (c *Config) WithMinibatch(n int) algo.Config {
+	d := *c
+	d.BatchSize = n
+	return &d
+}

@@ -76,20 +76,24 @@
 // runs (Stats.MaxStale and MeanStale report it). Env steps are consumed (releasing the actors) once all their
 // updates are applied, as with one learner.
 //
-// learner_mode: sync. Whenever M updates are due, the M learners compute
-// their gradients side by side at the same state on M minibatches; the
-// service sums them in learner-id order, divides by M (a part only some
-// carry, TD3's delayed actor, by the number that carry it) and applies the
-// average once. At the end of the run the k < M updates left make a last
-// round of k. No gradient is stale. One averaged step of M gradients
-// counts as M updates: the rate limiter still holds the single-process
-// count of minibatch gradients (the replay ratio in samples per inserted
-// transition, B/U, does not change with M), and the run makes 1/M as many
-// optimizer steps, each on M·B samples. An apply takes the optimizer
-// steps and target updates any of its gradients is due once (DQN's
-// target updates: one per multiple of target_network_frequency passed).
-// Env steps are consumed once their updates are applied or wait for a
-// round (fewer than M).
+// learner_mode: sync (data-parallel). Every update of the algorithm's
+// schedule is one round: the M learners compute its gradient side by side
+// at the same state, each on its share of the minibatch drawn from its own
+// slot's stream — B/M rows each with sync_batch: split (the default; B must
+// be a multiple of M), or B rows each with sync_batch: full (an effective
+// batch of M·B, asked for explicitly) — and the service sums them in
+// learner-id order, divides by M and applies the mean once, as one update.
+// So the updates, the critic and actor optimizer steps, the target updates
+// and every schedule keyed to the update or env step (TD3's and DDPG's
+// policy delay, SAC's delayed actor and target frequency, DQN's target
+// copies, ε, learning-rate annealing, prioritized replay's β) see exactly
+// the counts of executor: local (TestSameCountsAsLocal counts them for
+// DQN, SAC, TD3 and DDPG at M = 1, 2, 4 in both modes). No gradient is
+// stale. Where it departs from one learner on B rows: each share is drawn
+// independently (with replacement, as one minibatch is), and under
+// prioritized replay each share normalises its importance weights by its
+// own largest weight. Env steps are consumed once their updates are
+// applied.
 //
 // Either way, the updates made are the algorithm's schedule, so the
 // replay ratio is the single-process one for every M (TestReplayRatio,

@@ -17,10 +17,19 @@ const (
 	// service applies them one by one in update order (round-robin by
 	// learner id).
 	ModeAsync = "async"
-	// ModeSync: the M learners compute M consecutive updates' gradients
-	// at one state, side by side; the service averages them in learner-id
-	// order and applies the average once (counted as M updates).
+	// ModeSync: data-parallel updates. The M learners compute one
+	// update's gradient side by side at one state, each on its share of
+	// the minibatch; the service averages them in learner-id order and
+	// applies the average once, as one update.
 	ModeSync = "sync"
+)
+
+// How sync learners share an update's minibatch (runtime.sync_batch).
+const (
+	// SyncSplit: B/M rows each, so an update sees the algorithm's B rows.
+	SyncSplit = "split"
+	// SyncFull: B rows each, an effective batch of M·B rows per update.
+	SyncFull = "full"
 )
 
 // gradJob is one update handed to a gradient learner, with the state to
@@ -299,35 +308,28 @@ func (s *service) serveAsync(ctx context.Context) error {
 	}
 }
 
-// serveSync runs the synchronous learners: whenever M updates are due
-// they compute their gradients side by side at the current state, which
-// are averaged in learner-id order and applied once; at the end of the run
-// the remaining k < M updates make one last round of k. Env steps are
-// consumed once their updates are applied or waiting for a round (fewer
-// than M).
+// serveSync runs the synchronous learners: every update of the
+// algorithm's schedule is one round, in which all M learners compute its
+// gradient side by side at the current state, each on its own share of
+// the minibatch (its slot's stream); the gradients are averaged in
+// learner-id order and applied once, as one update. So the updates, the
+// optimizer steps, the target updates and every schedule keyed to the
+// update number (TD3's policy delay) are the single-process algorithm's.
+// Env steps are consumed once their updates are applied.
 func (s *service) serveSync(ctx context.Context) error {
-	M := len(s.workers)
 	var pending []algo.Ticket
 	next := s.applied + 1
 	for {
 		step, ok := s.lim.next(s.res.last)
 		if !ok {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if len(pending) > 0 {
-				return s.round(ctx, pending)
-			}
-			return nil
+			return ctx.Err()
 		}
-		n := len(pending)
-		pending = s.main.Due(pending, s.rb, s.res.last, step, next)
-		next += uint64(len(pending) - n)
-		for len(pending) >= M {
-			if err := s.round(ctx, pending[:M]); err != nil {
+		pending = s.main.Due(pending[:0], s.rb, s.res.last, step, next)
+		next += uint64(len(pending))
+		for _, t := range pending {
+			if err := s.round(ctx, t); err != nil {
 				return err
 			}
-			pending = pending[:copy(pending, pending[M:])]
 		}
 		s.res.last = step
 		s.lim.consume(step)
@@ -335,17 +337,18 @@ func (s *service) serveSync(ctx context.Context) error {
 	}
 }
 
-// round computes ts's gradients on learners 0 … len(ts)−1 at the current
-// state, averages them in learner-id order and applies the average.
-func (s *service) round(ctx context.Context, ts []algo.Ticket) error {
-	for i, t := range ts {
-		if err := send(ctx, s.workers[i], gradJob{t: t, state: s.state}); err != nil {
+// round computes update t's gradient on every learner at the current
+// state, averages them in learner-id order and applies the average as one
+// update.
+func (s *service) round(ctx context.Context, t algo.Ticket) error {
+	for _, w := range s.workers {
+		if err := send(ctx, w, gradJob{t: t, state: s.state}); err != nil {
 			return err
 		}
 	}
 	var errs []error
-	for i := range ts {
-		g, err := await(ctx, s.workers[i])
+	for i, w := range s.workers {
+		g, err := await(ctx, w)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -354,8 +357,14 @@ func (s *service) round(ctx context.Context, ts []algo.Ticket) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := algo.AverageGrads(s.avg, s.grads[:len(ts)]); err != nil {
+	if err := algo.AverageGrads(s.avg, s.grads); err != nil {
 		return err
+	}
+	// The shares of one update make one gradient: one update, and each
+	// part carried once.
+	s.avg.N = 1
+	for i, n := range s.avg.Has {
+		s.avg.Has[i] = min(n, 1)
 	}
 	return s.apply(s.avg)
 }

@@ -36,6 +36,10 @@ type Options struct {
 	// LearnerMode is how M > 1 learners combine: ModeAsync (the default)
 	// or ModeSync.
 	LearnerMode string
+	// SyncBatch is how sync learners share an update's minibatch of B
+	// rows: SyncSplit (the default, B/M rows each: the algorithm's own
+	// batch) or SyncFull (B rows each: an effective batch of M·B).
+	SyncBatch string
 	// UpdateInterval is U, env steps per learner update; when set it must
 	// equal the algorithm's (the learner's schedule is in env steps, so
 	// the replay ratio is the algorithm's by construction).
@@ -63,9 +67,13 @@ type Stats struct {
 	// (minibatch gradients: Updates·batch_size samples were drawn).
 	EnvSteps int64
 	Updates  uint64
-	// Applies counts the optimizer applies: Updates with one learner or
-	// async learners, one per round of M (or fewer, at the end) in sync mode.
+	// Applies counts the parameter service's applies: Updates with M > 1
+	// learners in either mode (a sync round is one update), 0 with one.
 	Applies uint64
+	// Counts are the learner's optimizer steps (critic, actor) and target
+	// updates: the single-process algorithm's for the same env steps, in
+	// every mode.
+	Counts algo.UpdateCounts
 	// MaxStale and MeanStale are how many updates were applied between the
 	// state an async learner computed a gradient at and the gradient's own
 	// apply (bounded by M−1; 0 with one learner or in sync mode).
@@ -82,7 +90,7 @@ type Stats struct {
 // OptionsOf reads the executor's options from a run header.
 func OptionsOf(h algo.Header) Options {
 	rc := h.Runtime
-	return Options{Actors: rc.Actors, Learners: rc.Learners, LearnerMode: rc.LearnerMode, UpdateInterval: rc.UpdateInterval,
+	return Options{Actors: rc.Actors, Learners: rc.Learners, LearnerMode: rc.LearnerMode, SyncBatch: rc.SyncBatch, UpdateInterval: rc.UpdateInterval,
 		RefreshEvery: rc.RefreshEvery, PublishEvery: rc.PublishEvery, MaxLag: rc.MaxLag}
 }
 
@@ -126,6 +134,12 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	if opt.LearnerMode != ModeAsync && opt.LearnerMode != ModeSync {
 		errs = append(errs, fmt.Errorf("%w: learner_mode %q is not %s or %s", ErrConfig, opt.LearnerMode, ModeAsync, ModeSync))
+	}
+	if opt.SyncBatch == "" {
+		opt.SyncBatch = SyncSplit
+	}
+	if opt.SyncBatch != SyncSplit && opt.SyncBatch != SyncFull {
+		errs = append(errs, fmt.Errorf("%w: sync_batch %q is not %s or %s", ErrConfig, opt.SyncBatch, SyncSplit, SyncFull))
 	}
 	if opt.UpdateInterval != 0 && opt.UpdateInterval != u {
 		errs = append(errs, fmt.Errorf("%w: update_interval %v differs from %s's %v env steps per update: the learner's schedule is the algorithm's (DQN: train_frequency / gradient_steps); set those instead",
@@ -197,7 +211,23 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		if !ok {
 			return nil, fmt.Errorf("%w: learners %d: %s's learner cannot split its updates into gradient and apply steps", ErrConfig, opt.Learners, spec.Name)
 		}
-		if svc, err = newService(lim, split, pieces, fork, rb, store, opt, log); err != nil {
+		// Sync learners split one update's minibatch: their pieces are the
+		// algorithm's with batch_size B/M.
+		workerPieces := pieces
+		if opt.LearnerMode == ModeSync && opt.SyncBatch == SyncSplit {
+			mb, ok := cfg.(algo.Minibatcher)
+			if !ok {
+				return nil, fmt.Errorf("%w: learner_mode sync: %s's minibatch cannot be split (set sync_batch: full)", ErrConfig, spec.Name)
+			}
+			if b := mb.Minibatch(); b%opt.Learners != 0 {
+				return nil, fmt.Errorf("%w: learner_mode sync: batch_size %d is not a multiple of learners %d (set sync_batch: full for %d rows each)",
+					ErrConfig, b, opt.Learners, b)
+			}
+			if workerPieces, err = spec.Pieces(h, mb.WithMinibatch(mb.Minibatch()/opt.Learners), algo.SpacesOf(vecs[0])); err != nil {
+				return nil, err
+			}
+		}
+		if svc, err = newService(lim, split, workerPieces, fork, rb, store, opt, log); err != nil {
 			return nil, err
 		}
 		defer svc.close()
@@ -240,8 +270,10 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	if s := opt.Stats; s != nil {
 		lim.mu.Lock()
-		*s = Stats{EnvSteps: lim.committed, Updates: learner.Weights().N, Applies: learner.Weights().N,
-			Versions: res.versions, Wall: wall, ActorWait: lim.waited}
+		*s = Stats{EnvSteps: lim.committed, Updates: learner.Weights().N, Versions: res.versions, Wall: wall, ActorWait: lim.waited}
+		if c, ok := learner.(algo.UpdateCounter); ok {
+			s.Counts = c.UpdateCounts()
+		}
 		if svc != nil {
 			s.Applies, s.MaxStale = svc.applies, svc.staleMax
 			if svc.applies > 0 {

@@ -85,7 +85,7 @@ func TestCancel(t *testing.T) {
 	res.Header.Steps = 1 << 40 // actors without a learner take ~10⁶ steps/s
 	before := runtime.NumGoroutine()
 	for _, opt := range []Options{{Actors: 8, MaxLag: 4}, {Actors: 8, NoLearn: true},
-		{Actors: 4, Learners: 4, MaxLag: 4}, {Actors: 4, Learners: 3, LearnerMode: ModeSync}} {
+		{Actors: 4, Learners: 4, MaxLag: 4}, {Actors: 4, Learners: 4, LearnerMode: ModeSync}} {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		m, st, err := train(t, ctx, res, opt)
 		cancel()
@@ -174,9 +174,8 @@ func TestMeasure(t *testing.T) {
 // and make exactly the updates of the algorithm's schedule — one
 // minibatch gradient each, so the samples drawn per inserted transition
 // (Updates·batch_size / EnvSteps) are the single-process ones — for DQN
-// (uniform and prioritized n-step) and the actor-critics; in sync mode an
-// averaged apply of k gradients counts k updates, and the applies are the
-// rounds.
+// (uniform and prioritized n-step) and the actor-critics; with M > 1 in
+// either mode every update is one apply (a sync round is one update).
 func TestLearners(t *testing.T) {
 	cases := []struct {
 		spec        algo.Spec
@@ -191,7 +190,7 @@ func TestLearners(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, opt := range []Options{{Actors: 2, Learners: 2}, {Actors: 2, Learners: 3, MaxLag: 4},
-			{Actors: 2, Learners: 2, LearnerMode: ModeSync}, {Actors: 3, Learners: 3, LearnerMode: ModeSync, MaxLag: 4, PublishEvery: 2}} {
+			{Actors: 2, Learners: 2, LearnerMode: ModeSync}, {Actors: 3, Learners: 3, LearnerMode: ModeSync, SyncBatch: SyncFull, MaxLag: 4, PublishEvery: 2}} {
 			if c.spec.Name != "dqn" && c.spec.Name != "td3" && opt.Learners == 3 {
 				continue // SAC and DDPG: M = 2 suffices to exercise their split
 			}
@@ -207,14 +206,8 @@ func TestLearners(t *testing.T) {
 			if st.Versions == 0 {
 				t.Errorf("%s %+v: no weights published", c.spec.Name, opt)
 			}
-			// Sync: one apply per round of M gradients, the last with the rest.
-			wantApplies := c.wantUpdates
-			if opt.LearnerMode == ModeSync {
-				m := uint64(opt.Learners)
-				wantApplies = (c.wantUpdates + m - 1) / m
-			}
-			if st.Applies != wantApplies {
-				t.Errorf("%s %+v: %d applies, want %d", c.spec.Name, opt, st.Applies, wantApplies)
+			if st.Applies != c.wantUpdates {
+				t.Errorf("%s %+v: %d applies, want %d", c.spec.Name, opt, st.Applies, c.wantUpdates)
 			}
 			if bound := uint64(opt.Learners - 1); st.MaxStale > bound || (opt.LearnerMode == ModeSync && st.MaxStale != 0) {
 				t.Errorf("%s %+v: gradients up to %d updates stale, bound %d", c.spec.Name, opt, st.MaxStale, bound)
@@ -323,6 +316,54 @@ func TestTrainRunNoRace(t *testing.T) {
 		sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: exec, Dir: algo.DirForce})
 		if err != nil || sum.Steps != 2000 {
 			t.Errorf("%s: steps %d, error %v; want 2000, nil", mode, sum.Steps, err)
+		}
+	}
+}
+
+// TestSameCountsAsLocal: with M = 1, 2, 4 learners in both modes the
+// learner takes exactly the critic steps, actor steps and target updates
+// of the single-process algorithm for the same env steps (M = 1 runs the
+// algorithm's own Learn, the local executor's update, whose counts depend
+// only on the env steps): data-parallel sync rounds are one update each,
+// so TD3's policy delay and every target schedule are unchanged.
+func TestSameCountsAsLocal(t *testing.T) {
+	cases := []struct {
+		spec algo.Spec
+		file string
+		want algo.UpdateCounts // the algorithm's schedule, worked out by hand
+	}{
+		// 150 updates in (500, 2000], a target copy per multiple of 100.
+		{dqn.Spec(), dqnFile, algo.UpdateCounts{Critic: 150, Target: 15}},
+		// 400 critic updates, every 2nd with an actor step and a Polyak update.
+		{td3.Spec(), "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 600\ntd3: {num_envs: 2, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n",
+			algo.UpdateCounts{Critic: 400, Actor: 200, Target: 200}},
+		// 300 critic updates; every 2nd env step 2 actor steps; a Polyak update per step.
+		{sac.Spec(), "algo: sac\nenv: Pendulum-v1\nseed: 1\nsteps: 500\nsac: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n",
+			algo.UpdateCounts{Critic: 300, Actor: 300, Target: 300}},
+		// 300 critic updates, every 2nd with an actor step and a Polyak update.
+		{ddpg.Spec(), "algo: ddpg\nenv: Pendulum-v1\nseed: 1\nsteps: 500\nddpg: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n",
+			algo.UpdateCounts{Critic: 300, Actor: 150, Target: 150}},
+	}
+	for _, c := range cases {
+		res := resolve(t, c.spec, c.file)
+		_, st, err := train(t, context.Background(), res, Options{Actors: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		local := st.Counts
+		if local != c.want {
+			t.Errorf("%s, one learner: %+v, the schedule gives %+v", c.spec.Name, local, c.want)
+		}
+		for _, M := range []int{1, 2, 4} {
+			for _, mode := range []string{ModeAsync, ModeSync} {
+				_, st, err := train(t, context.Background(), resolve(t, c.spec, c.file), Options{Actors: 2, Learners: M, LearnerMode: mode})
+				if err != nil {
+					t.Fatalf("%s M %d %s: %v", c.spec.Name, M, mode, err)
+				}
+				if st.Counts != local {
+					t.Errorf("%s M %d %s: %+v, local %+v", c.spec.Name, M, mode, st.Counts, local)
+				}
+			}
 		}
 	}
 }

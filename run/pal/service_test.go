@@ -140,25 +140,20 @@ func TestServiceAsyncOrder(t *testing.T) {
 	}
 }
 
-// TestServiceSyncRounds: rounds of M gradients at one state, averaged in
-// learner-id order, each counted as M updates; the last round takes the
-// remainder.
+// TestServiceSyncRounds: every update is one round, in which all M
+// learners compute its gradient at one state; the average (in learner-id
+// order) is applied as one update.
 func TestServiceSyncRounds(t *testing.T) {
 	const M, steps = 3, 301
 	main := runFakeService(t, M, ModeSync, steps)
-	if len(main.applied) != steps/M+1 {
-		t.Fatalf("%d applies, want %d", len(main.applied), steps/M+1)
+	if len(main.applied) != steps {
+		t.Fatalf("%d applies, want %d", len(main.applied), steps)
 	}
-	var done uint64
 	for i, a := range main.applied {
-		n := M
-		if i == len(main.applied)-1 {
-			n = steps % M
+		k := uint64(i + 1)
+		// Mean slot of learners 0 … M−1; all at the state of k−1 updates.
+		if a.n != 1 || a.t.Index != k || a.slot != float32(M-1)/2 || a.stateN != float64(k-1) {
+			t.Fatalf("round %d: %+v; want update %d as one, mean slot %v, state %d", i, a, k, float32(M-1)/2, k-1)
 		}
-		// Mean slot of learners 0 … n−1; all at the state of `done` updates.
-		if a.n != n || a.t.Index != done+uint64(n) || a.slot != float32(n-1)/2 || a.stateN != float64(done) {
-			t.Fatalf("round %d: %+v; want %d gradients ending at update %d, mean slot %v, state %d", i, a, n, done+uint64(n), float32(n-1)/2, done)
-		}
-		done += uint64(n)
 	}
 }
