@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"herd/env"
+	"herd/replay"
 	"herd/sample"
 	"herd/weights"
 )
@@ -146,6 +147,7 @@ type Pieces struct {
 //	  refresh_every: 1  # actor env steps between policy refreshes (default 1)
 //	  publish_every: 1  # learner updates between published versions (default 1)
 //	  max_lag: 256      # env steps actors may run ahead of the learner (default 256)
+//	  replay_locking: two-lock  # off-policy replay: two-lock (default) or global
 type RuntimeConfig struct {
 	// Executor names the executor: "local" (default), "hts", "pal" or "dist".
 	Executor string `yaml:"executor"`
@@ -176,6 +178,21 @@ type RuntimeConfig struct {
 	RefreshEvery   int     `yaml:"refresh_every,omitempty"`
 	PublishEvery   int     `yaml:"publish_every,omitempty"`
 	MaxLag         int     `yaml:"max_lag,omitempty"`
+	// ReplayLocking is the off-policy replay's synchronisation, any
+	// executor: "two-lock" (default, replay.TwoLock) or "global"
+	// (replay.GlobalLock). It changes speed under concurrency, never
+	// results on one goroutine.
+	ReplayLocking string `yaml:"replay_locking,omitempty"`
+}
+
+// Locking is ReplayLocking as a replay.Locking (TwoLock when unset or
+// invalid; Validate reports an invalid one).
+func (rc RuntimeConfig) Locking() replay.Locking {
+	l, err := replay.ParseLocking(rc.ReplayLocking)
+	if err != nil {
+		return replay.TwoLock
+	}
+	return l
 }
 
 // Executors lists the executors this build knows.
@@ -238,6 +255,11 @@ func (rc RuntimeConfig) Validate() error {
 	}
 	if b := rc.SyncBatch; b != "" && (b != "split" && b != "full" || rc.LearnerMode != "sync") {
 		errs = append(errs, fmt.Errorf("%w: runtime.sync_batch %q: split or full, with learner_mode sync", ErrConfig, b))
+	}
+	if s := rc.ReplayLocking; s != "" {
+		if _, err := replay.ParseLocking(s); err != nil {
+			errs = append(errs, fmt.Errorf("%w: runtime.replay_locking: %w", ErrConfig, err))
+		}
 	}
 	if rc.StepTime != nil {
 		if err := rc.StepTime.Validate(); err != nil {

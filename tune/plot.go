@@ -33,8 +33,8 @@ func Plot(path string, actors, learners []Point, fa, fl Amdahl, u float64, cores
 	return metrics.SaveLines(path, fmt.Sprintf("PAL design space, %d cores, U = %g env steps per update", cores, u),
 		"workers (actors or learners)", "env steps/s",
 		[]metrics.Series{
-			{Name: "actors f_a(x), fitted", X: ax, Y: ay},
-			{Name: "learners U·f_l(x), fitted", X: lx, Y: ly},
+			{Name: "actors f_a(x), Amdahl fit (a prediction off the points)", X: ax, Y: ay},
+			{Name: "learners U·f_l(x), Amdahl fit (a prediction off the points)", X: lx, Y: ly},
 			{Name: "actors, measured", X: max, Y: may, Points: true},
 			{Name: "learners, measured", X: mlx, Y: mly, Points: true},
 			{Name: fmt.Sprintf("chosen: %d actors + %d learners", choice.Actors, choice.Learners),

@@ -78,11 +78,77 @@ type Allocation struct {
 	// ActorRate is f_a(Actors) in env steps/s, LearnerRate U·f_l(Learners)
 	// in env steps/s, Rate their minimum.
 	ActorRate, LearnerRate, Rate float64
+	// Predicted is set when a rate comes from a fitted curve rather than a
+	// measurement (Search: a count beyond the measured ones).
+	Predicted bool
+}
+
+// Search solves PAL's eq. 5 on the measurements, by exhaustive search as
+// the paper does (§V-D, §VI-F): every allocation with x_a, x_l ≥ 1 and
+// x_a + x_l ≤ cores, at R = min(f_a(x_a), U·f_l(x_l)) with f_a and f_l the
+// measured points (actors in env steps/s, learners in updates/s), best
+// first (ties as Choose). Measured curves may fall as x grows (cores run
+// out), which no fit of Amdahl's law can follow, so the fits fa and fl are
+// used only for counts beyond the largest measured one, and such
+// allocations are marked Predicted. Counts from 1 to the largest measured
+// one must all be measured.
+func Search(actors, learners []Point, fa, fl Amdahl, u float64, cores int) ([]Allocation, error) {
+	if cores < 2 || !(u > 0) || math.IsInf(u, 0) {
+		return nil, fmt.Errorf("%w: cores %d (≥ 2), update interval %v (> 0)", ErrInput, cores, u)
+	}
+	curve := func(name string, pts []Point) (map[int]float64, int, error) {
+		m := map[int]float64{}
+		top := 0
+		for _, p := range pts {
+			if p.X < 1 || !(p.Y > 0) || math.IsInf(p.Y, 0) {
+				return nil, 0, fmt.Errorf("%w: %s point (%d, %v): want x ≥ 1 and a finite throughput > 0", ErrInput, name, p.X, p.Y)
+			}
+			if _, dup := m[p.X]; dup {
+				return nil, 0, fmt.Errorf("%w: %s measured twice at x = %d", ErrInput, name, p.X)
+			}
+			m[p.X] = p.Y
+			top = max(top, p.X)
+		}
+		for x := 1; x <= top; x++ {
+			if _, ok := m[x]; !ok {
+				return nil, 0, fmt.Errorf("%w: %s not measured at x = %d (below the largest measured %d)", ErrInput, name, x, top)
+			}
+		}
+		if top == 0 {
+			return nil, 0, fmt.Errorf("%w: no %s points", ErrInput, name)
+		}
+		return m, top, nil
+	}
+	ma, topA, err := curve("actor", actors)
+	if err != nil {
+		return nil, err
+	}
+	ml, topL, err := curve("learner", learners)
+	if err != nil {
+		return nil, err
+	}
+	var all []Allocation
+	for a := 1; a < cores; a++ {
+		for l := 1; a+l <= cores; l++ {
+			ar, lr := ma[a], u*ml[l]
+			pred := false
+			if a > topA {
+				ar, pred = fa.At(float64(a)), true
+			}
+			if l > topL {
+				lr, pred = u*fl.At(float64(l)), true
+			}
+			all = append(all, Allocation{Actors: a, Learners: l, ActorRate: ar, LearnerRate: lr, Rate: min(ar, lr), Predicted: pred})
+		}
+	}
+	rank(all)
+	return all, nil
 }
 
 // Choose returns every allocation with x_a, x_l ≥ 1 and x_a + x_l ≤ cores,
-// best first, for actors fa (env steps/s), learners fl (updates/s) and U env
-// steps per update. The first is the choice (see the package doc).
+// best first, for fitted actors fa (env steps/s), learners fl (updates/s)
+// and U env steps per update: the model alone, every rate a prediction.
+// `herd tune` decides with Search, on the measurements.
 func Choose(fa, fl Amdahl, u float64, cores int) ([]Allocation, error) {
 	if cores < 2 || !(u > 0) || math.IsInf(u, 0) {
 		return nil, fmt.Errorf("%w: cores %d (≥ 2), update interval %v (> 0)", ErrInput, cores, u)
@@ -94,6 +160,13 @@ func Choose(fa, fl Amdahl, u float64, cores int) ([]Allocation, error) {
 			all = append(all, Allocation{Actors: a, Learners: l, ActorRate: ar, LearnerRate: lr, Rate: min(ar, lr)})
 		}
 	}
+	rank(all)
+	return all, nil
+}
+
+// rank sorts allocations best first: by rate, except that among those
+// within 1% of the best the one with the fewest workers comes first.
+func rank(all []Allocation) {
 	best := slices.MaxFunc(all, func(x, y Allocation) int { return cmpF(x.Rate, y.Rate) })
 	slices.SortStableFunc(all, func(x, y Allocation) int {
 		// Within 1% of the best, fewer workers first; otherwise by rate.
@@ -111,7 +184,6 @@ func Choose(fa, fl Amdahl, u float64, cores int) ([]Allocation, error) {
 		}
 		return cmpF(y.Rate, x.Rate)
 	})
-	return all, nil
 }
 
 func cmpF(a, b float64) int {

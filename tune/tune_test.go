@@ -77,3 +77,47 @@ func TestPlot(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSearchMeasuredTable feeds Search the measured table of
+// docs/BENCHMARKS.md ("herd tune on DQN CartPole", 4 cores, U = 10): the
+// exhaustive search over the measured points picks 1 actor and 2
+// learners at 106690 env steps/s (the learners' curve falls from x = 2 to
+// 3), where maximising the Amdahl fits picks 1 actor and 3 learners.
+func TestSearchMeasuredTable(t *testing.T) {
+	actors := []Point{{1, 834899}, {2, 1418583}, {3, 1303608}}
+	learners := []Point{{1, 5102}, {2, 10669}, {3, 9331}}
+	fa, err := Fit(actors)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl, err := Fit(learners)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := Search(actors, learners, fa, fl, 10, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := all[0]; got.Actors != 1 || got.Learners != 2 || got.Rate != 106690 || got.Predicted {
+		t.Errorf("choice %+v, want 1 actor, 2 learners at 106690 env steps/s, measured", got)
+	}
+	if len(all) != 6 {
+		t.Errorf("%d allocations for 4 cores, want 6", len(all))
+	}
+	if fit, _ := Choose(fa, fl, 10, 4); fit[0].Actors == 1 && fit[0].Learners == 2 {
+		t.Errorf("the fits alone pick %+v too: the table no longer tells the two apart", fit[0])
+	}
+	// More cores than measured: the fits extrapolate, labelled.
+	all, err = Search(actors, learners, fa, fl, 10, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range all {
+		if want := a.Actors > 3 || a.Learners > 3; a.Predicted != want {
+			t.Errorf("%+v: predicted %v, want %v", a, a.Predicted, want)
+		}
+	}
+	if _, err := Search(actors, learners[1:], fa, fl, 10, 4); !errors.Is(err, ErrInput) {
+		t.Errorf("learners not measured at x = 1: %v, want ErrInput", err)
+	}
+}

@@ -83,7 +83,7 @@ func (p *pieces) newReplay() (*offpolicy.Replay, error) {
 	rb, err := offpolicy.NewReplay(offpolicy.ReplayConfig{
 		Capacity: cfg.BufferSize, ObsDim: p.obsDim, ActDim: 1, NSteps: cfg.NSteps, Gamma: cfg.Gamma,
 		Prioritized: cfg.Prioritized, Alpha: cfg.PriorityAlpha, Beta: cfg.PriorityBeta, Eps: cfg.PriorityEps,
-		BetaSteps: p.h.Steps,
+		BetaSteps: p.h.Steps, Locking: p.h.Runtime.Locking(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dqn: replay: %w", err)

@@ -34,11 +34,14 @@ func newTuneCmd() *cobra.Command {
 		Short: "choose the numbers of PAL actors and learners from measured throughput (PAL eq. 5)",
 		Long: `tune measures actor throughput f_a(x) (env steps/s of x actors with no learner)
 and learner throughput f_l(x) (updates/s of x learners on one pre-filled replay)
-for x = 1 … cores−1 with short real runs (the budget is split evenly over them),
-fits Amdahl's law to both, and picks x_a + x_l ≤ cores maximising
-min(f_a(x_a), U·f_l(x_l)), U being the algorithm's env steps per update. It
-prints the table and the choice and writes fig12.png and <config>-tuned.yaml
-(the config with runtime: {executor: pal, actors, learners}) into --out.
+for x = 1 … cores−1 with short real runs (the budget is split evenly over them)
+and solves PAL's eq. 5 on the measurements by exhaustive search: every
+x_a + x_l ≤ cores, at min(f_a(x_a), U·f_l(x_l)), U being the algorithm's env
+steps per update. Amdahl fits of both curves are printed and plotted beside
+the points; they would be used only for counts beyond the measured ones,
+marked as predictions. It prints the table and the choice and writes
+fig12.png and <config>-tuned.yaml (the config with runtime: {executor: pal,
+actors, learners}) into --out.
 
 f_l(x) is measured on the executor's own learner side: x learners in the
 config's runtime.learner_mode (async unless it says sync) with the parameter
@@ -94,7 +97,7 @@ keeps the other runtime keys (learner_mode among them).`,
 			if err != nil {
 				return fmt.Errorf("tune: learners: %w", err)
 			}
-			allocs, err := tune.Choose(fa, fl, u, cores)
+			allocs, err := tune.Search(pa, pl, fa, fl, u, cores)
 			if err != nil {
 				return fmt.Errorf("tune: %w", err)
 			}
@@ -106,13 +109,21 @@ keeps the other runtime keys (learner_mode among them).`,
 			tw.Flush()
 			fmt.Fprintf(w, "fit: f_a(x) = %.0f·x/(1+%.3f·(x−1)), f_l(x) = %.0f·x/(1+%.3f·(x−1)), U = %v\n", fa.F1, fa.S, fl.F1, fl.S, u)
 			tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintf(tw, "actors\tlearners\tf_a\tU·f_l\tpredicted env steps/s\t\n")
+			fmt.Fprintf(tw, "actors\tlearners\tf_a\tU·f_l\tenv steps/s\tfrom\t\n")
 			for _, a := range allocs {
-				fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.0f\t%.0f\t\n", a.Actors, a.Learners, a.ActorRate, a.LearnerRate, a.Rate)
+				from := "measured"
+				if a.Predicted {
+					from = "fit (prediction)"
+				}
+				fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.0f\t%.0f\t%s\t\n", a.Actors, a.Learners, a.ActorRate, a.LearnerRate, a.Rate, from)
 			}
 			tw.Flush()
 			choice := allocs[0]
-			fmt.Fprintf(w, "choice: %d actors, %d learners (predicted %.0f env steps/s)\n", choice.Actors, choice.Learners, choice.Rate)
+			kind := "measured"
+			if choice.Predicted {
+				kind = "predicted by the fits"
+			}
+			fmt.Fprintf(w, "choice: %d actors, %d learners (%s %.0f env steps/s)\n", choice.Actors, choice.Learners, kind, choice.Rate)
 			use := choice
 			png := filepath.Join(out, "fig12.png")
 			if err := tune.Plot(png, pa, pl, fa, fl, u, cores, choice); err != nil {

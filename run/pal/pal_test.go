@@ -3,6 +3,7 @@ package pal
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -363,6 +364,45 @@ func TestSameCountsAsLocal(t *testing.T) {
 				if st.Counts != local {
 					t.Errorf("%s M %d %s: %+v, local %+v", c.spec.Name, M, mode, st.Counts, local)
 				}
+			}
+		}
+	}
+}
+
+// BenchmarkLocking compares the replay's two lockings inside PAL (DQN
+// CartPole, the 120-84 network and batch 128 of configs/dqn-cartpole-pal.yaml,
+// 20k steps, learning from step 1000), uniform and prioritized, for N
+// actors and M learners with N + M = 2, 3, 4. Run with -benchtime 1x and
+// -count n: each count runs every case once, so the cases interleave.
+func BenchmarkLocking(b *testing.B) {
+	const file = `algo: dqn
+env: CartPole-v1
+seed: 1
+steps: 20000
+runtime: {executor: pal}
+dqn: {num_envs: 1, buffer_size: 10000, batch_size: 128, learning_starts: 1000, train_frequency: 10, target_network_frequency: 500, net_arch: [120, 84], prioritized: PRIO}
+`
+	for _, prio := range []string{"false", "true"} {
+		for _, nm := range [][2]int{{1, 1}, {2, 1}, {1, 2}, {3, 1}, {2, 2}} {
+			for _, lock := range []string{"global", "two-lock"} {
+				name := fmt.Sprintf("prio=%s/N=%d/M=%d/%s", prio, nm[0], nm[1], lock)
+				b.Run(name, func(b *testing.B) {
+					res, err := algo.Resolve([]byte(strings.Replace(file, "PRIO", prio, 1)), []algo.Spec{dqn.Spec()}, algo.Overrides{})
+					if err != nil {
+						b.Fatal(err)
+					}
+					res.Header.Runtime.ReplayLocking = lock
+					var steps int64
+					for b.Loop() {
+						var st Stats
+						if _, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config,
+							Options{Actors: nm[0], Learners: nm[1], LearnerMode: ModeSync, Stats: &st}); err != nil {
+							b.Fatal(err)
+						}
+						steps += st.EnvSteps
+					}
+					b.ReportMetric(float64(steps)/b.Elapsed().Seconds(), "steps/s")
+				})
 			}
 		}
 	}

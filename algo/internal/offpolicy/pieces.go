@@ -119,5 +119,6 @@ func (p *ActorPieces) Assembler(numEnvs int) (*Assembler, error) {
 
 // Replay is the run's uniform replay memory.
 func (p *ActorPieces) Replay() (*Replay, error) {
-	return NewReplay(ReplayConfig{Capacity: p.BufferSize, ObsDim: p.ObsDim, ActDim: len(p.Low), NSteps: 1, Gamma: p.Gamma})
+	return NewReplay(ReplayConfig{Capacity: p.BufferSize, ObsDim: p.ObsDim, ActDim: len(p.Low), NSteps: 1, Gamma: p.Gamma,
+		Locking: p.H.Runtime.Locking()})
 }

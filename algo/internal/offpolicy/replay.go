@@ -22,6 +22,11 @@ type ReplayConfig struct {
 	NSteps int
 	// Gamma is the discount γ.
 	Gamma float64
+	// Locking is the buffer's synchronisation (runtime.replay_locking):
+	// replay.TwoLock, the default — seed 000's lazy writing with two locks
+	// — or replay.GlobalLock, one mutex around every operation. Results
+	// on one goroutine are the same bits either way.
+	Locking replay.Locking
 	// Prioritized selects replay.Prioritized (Schaul et al. 2016) instead of
 	// replay.Uniform; Alpha and Beta are its exponents α and initial β, Eps
 	// the constant added to |δ| to form a priority. β anneals linearly from
@@ -75,7 +80,7 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 		r.rowDim++
 	}
 	rc := replay.Config{Capacity: cfg.Capacity, ObsSize: r.rowDim, ActSize: cfg.ActDim,
-		Alpha: cfg.Alpha, Beta: cfg.Beta, Locking: replay.GlobalLock}
+		Alpha: cfg.Alpha, Beta: cfg.Beta, Locking: cfg.Locking}
 	var err error
 	if cfg.Prioritized {
 		r.pri, err = replay.NewPrioritized(rc)
@@ -91,9 +96,9 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 }
 
 // Fork returns a Replay over the same buffer with workspaces of its own,
-// for another goroutine (algo.ForkReplay): the buffer is GlobalLock, so
-// Add, Sample and UpdatePriorities may then run concurrently on r and its
-// forks.
+// for another goroutine (algo.ForkReplay): the buffer is safe for
+// concurrent use under either locking, so Add, Sample and UpdatePriorities
+// may then run concurrently on r and its forks.
 func (r *Replay) Fork() algo.Replay {
 	f := &Replay{cfg: r.cfg, rowDim: r.rowDim, buf: r.buf, pri: r.pri}
 	f.add.Resize(1, r.rowDim, r.cfg.ActDim)
