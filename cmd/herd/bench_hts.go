@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,8 +26,11 @@ type htsRow struct {
 	StepsPerSec   float64 `json:"steps_per_sec"`
 	Speedup       float64 `json:"speedup"`
 	CollectMS     float64 `json:"collect_ms_per_step"`
+	OverheadMS    float64 `json:"overhead_ms_per_step"`
 	PredictedMS   float64 `json:"predicted_ms_per_step"`
 	PredictionErr float64 `json:"prediction_err_pct"`
+	ClosedFormMS  float64 `json:"closed_form_ms_per_step"`
+	ClosedFormErr float64 `json:"closed_form_err_pct"`
 }
 
 func newBenchHTSCmd() *cobra.Command {
@@ -46,8 +48,13 @@ func newBenchHTSCmd() *cobra.Command {
 and under the synchronous baseline (a barrier after every step, no overlap),
 for envs whose step times have mean --mean and each coefficient of variation
 in --cvs, and prints steps/s, the speed-up, and the measured collection time
-per step next to HTS-RL's Claim 1 evaluated for the same distribution (plus
-the measured per-step overhead: sleep overshoot and inference round trip).`,
+per step next to HTS-RL's Claim 1 evaluated for the same distribution two
+ways: by Monte Carlo (predicted_ms) and in closed form (Eq. 7, the Gamma
+extreme-value approximation: closed_form_ms), each with its error against
+the measurement. Both add a per-step overhead (inference round trip, sleep
+overshoot, barrier) measured once per mode by a separate calibration run
+with constant step times (CV 0) of the same mean, never by the runs
+predicted.`,
 		Example: `  herd bench hts --config configs/ppo-cartpole-hts.yaml --cvs 0.5,1,2,3 --png hts-cv.png`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -140,17 +147,19 @@ func benchHTS(ctx context.Context, data []byte, cvs []float64, st env.StepTime, 
 		_, err := hts.Train(ctx, &algo.Runtime{Header: h, Log: algo.Discard()}, res.Spec, res.Config, opt)
 		return time.Since(t0), tm, err
 	}
-	// The per-step overhead besides the sleep, per mode: the collection
-	// time per step with no step time at all (inference round trip, env
-	// compute, and for the synchronous mode the barrier), plus the sleep's
-	// own overshoot.
+	// The per-step overhead besides the step time, per mode, from a
+	// separate calibration run whose steps all take the mean (CV 0, no
+	// tail): its collection time per step minus the mean is the inference
+	// round trip, env compute, the sleep's overshoot and, for the
+	// synchronous mode, the barrier.
 	overhead := map[bool]time.Duration{}
+	cal := env.StepTime{Mean: st.Mean, Dist: st.Dist}
 	for _, sync := range []bool{true, false} {
-		_, base, err := run(sync, nil)
+		_, base, err := run(sync, &cal)
 		if err != nil {
 			return nil, err
 		}
-		overhead[sync] = base.Collect / time.Duration(base.Segments*base.StepsPerEnv)
+		overhead[sync] = max(0, base.Collect/time.Duration(base.Segments*base.StepsPerEnv)-st.Mean)
 	}
 	var rows []htsRow
 	for k, cv := range cvs {
@@ -159,9 +168,9 @@ func benchHTS(ctx context.Context, data []byte, cvs []float64, st env.StepTime, 
 		if err := s.Validate(); err != nil {
 			return rows, fmt.Errorf("bench hts: %w", err)
 		}
-		over := sleepOvershoot(s)
-		predSync := hts.Predict(s, n, T, overhead[true]+over, 2000, rng.New(1, "bench/hts-predict", k))
-		predHTS := hts.Predict(s, n, T, overhead[false]+over, 2000, rng.New(1, "bench/hts-predict", k))
+		predSync := hts.Predict(s, n, T, overhead[true], 2000, rng.New(1, "bench/hts-predict", k))
+		predHTS := hts.Predict(s, n, T, overhead[false], 2000, rng.New(1, "bench/hts-predict", k))
+		cfSync, cfHTS := hts.ClosedForm(s, n, T, overhead[true]), hts.ClosedForm(s, n, T, overhead[false])
 		var pair [2]htsRow
 		// Alternate which mode runs first so drift in the machine's speed
 		// does not favour one.
@@ -176,12 +185,15 @@ func benchHTS(ctx context.Context, data []byte, cvs []float64, st env.StepTime, 
 			}
 			r := htsRow{CV: cv, Mode: "hts", Seconds: wall.Seconds(), StepsPerSec: float64(h.Steps) / wall.Seconds(),
 				CollectMS: float64(tm.Collect) / float64(tm.Segments*tm.StepsPerEnv) / 1e6}
-			p := predHTS.HTS
+			p, cf, o := predHTS.HTS, cfHTS.HTS, overhead[false]
 			if sync {
-				r.Mode, p = "sync", predSync.Sync
+				r.Mode, p, cf, o = "sync", predSync.Sync, cfSync.Sync, overhead[true]
 			}
+			r.OverheadMS = float64(o) / 1e6
 			r.PredictedMS = float64(p) / 1e6
 			r.PredictionErr = 100 * (r.CollectMS - r.PredictedMS) / r.PredictedMS
+			r.ClosedFormMS = float64(cf) / 1e6
+			r.ClosedFormErr = 100 * (r.CollectMS - r.ClosedFormMS) / r.ClosedFormMS
 			if sync {
 				pair[0] = r
 			} else {
@@ -193,23 +205,6 @@ func benchHTS(ctx context.Context, data []byte, cvs []float64, st env.StepTime, 
 		rows = append(rows, pair[0], pair[1])
 	}
 	return rows, nil
-}
-
-// sleepOvershoot measures how much longer than asked time.Sleep takes for
-// step times drawn from st (the timer's slack and wake-up latency): the
-// median of 300 sleeps, so that one descheduling on a busy machine does
-// not stand for all of them.
-func sleepOvershoot(st env.StepTime) time.Duration {
-	r := rng.New(1, "bench/hts-sleep", 0)
-	over := make([]time.Duration, 300)
-	for i := range over {
-		d := st.Draw(r)
-		t0 := time.Now()
-		time.Sleep(d)
-		over[i] = time.Since(t0) - d
-	}
-	slices.Sort(over)
-	return over[len(over)/2]
 }
 
 // parseFloats reads "0.5,1,2".
