@@ -21,6 +21,19 @@
 // (α 0.99, ε 1e-5, SB3's defaults) or Adam. Unlike PPO there is no ratio,
 // no clipping and no minibatching: the data is used once, on-policy.
 //
+// # Under the HTS executor: the delayed gradient
+//
+// Under run/hts the segment learned by update k was gathered with the
+// previous weights θ_{k−1} (a lag of one version, seg.Version). A2C then
+// uses HTS-RL's delayed gradient (Eq. 6): the learner keeps a copy of
+// θ_{k−1}, evaluates the loss above and its gradient there, and applies
+// that gradient to θ_k with θ_k's optimizer state (TestDelayedGradient
+// checks it bit for bit). It reads no behaviour log-probabilities.
+// delayed_gradient: false evaluates the gradient at θ_k instead (Eq. 5,
+// the stale-policy gradient). Without a lag (the local executor) the two
+// are the same update. A lag of more than one version (the dist executor
+// can deliver older segments) falls back to the gradient at θ_k.
+//
 // # Metrics
 //
 // charts/learning_rate; losses/value_loss (the mean squared error, without

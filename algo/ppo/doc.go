@@ -78,6 +78,19 @@
 // samples whose ratio left [1−ε, 1+ε], averaged over all minibatches);
 // losses/explained_variance of the rollout's values against its returns.
 //
+// # Under the HTS executor: two estimators
+//
+// Under run/hts the segment learned by update k was gathered with θ_{k−1}
+// while the learner holds θ_k. By default PPO evaluates its clipped
+// surrogate at θ_k with the ratio against the behaviour log-probabilities
+// recorded with each action, which corrects the lag by importance
+// sampling, as the HTS-RL authors' released learner does. With
+// delayed_gradient: true it uses HTS-RL's delayed gradient (Eq. 6)
+// instead: each minibatch gradient is evaluated at θ_{k−1} moved by the
+// optimizer steps the update has taken so far (θ_{k−1} itself for the
+// first minibatch; TestDelayedGradientOption) and applied to θ_k with
+// θ_k's Adam state. Without a lag (the local executor) both are plain PPO.
+//
 // # Costs and concurrency
 //
 // Each step costs one actor and one critic forward at batch num_envs; each

@@ -69,9 +69,24 @@
 // Timing decides nothing but when things happen, so GOMAXPROCS, load and
 // step times change the wall clock and never the bits.
 //
-// # Synchronous baseline
+// # The metrics rows and the divergence guard
+//
+// The executor writes its metrics row (algo.Logger.Step, where TrainRun's
+// divergence guard checks and copies the parameters) at the barrier,
+// before the learner is handed the next segment, so the guard never reads
+// parameters the learner is writing, whatever log_every is.
+//
+// # Synchronous baseline and Claim 1
 //
 // Options.Sync runs the same pieces the synchronous way (a barrier after
 // every step, the learner between segments with no lag), which is what
-// `herd bench hts` compares against.
+// `herd bench hts` compares against. HTS-RL's Claim 1 predicts both
+// collection times per step, E[max_i X_i] for synchronous collection and
+// E[max_i Σ_{t<α} X_{i,t}]/α for HTS, for n envs of i.i.d. step times X:
+// Predict integrates the expectations by Monte Carlo for the actual
+// step-time distribution; ClosedForm is the paper's closed form (Eq. 7),
+// the Gamma extreme-value approximation for Gamma step times of the same
+// mean and variance. `herd bench hts` prints both beside the measurement,
+// each plus a per-step overhead measured by a separate calibration run
+// (constant step times), not by the runs predicted.
 package hts

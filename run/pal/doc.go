@@ -9,7 +9,11 @@
 // Actors assemble transitions and add them to the one shared replay
 // memory (replay.Uniform or replay.Prioritized behind the algorithm's
 // Replay; each goroutine uses its own fork of the Replay's workspaces over
-// the same concurrency-safe buffer). Every k of its env steps an actor
+// the same concurrency-safe buffer). The buffer uses the paper's scheme,
+// lazy writing with two locks (replay.TwoLock), unless
+// runtime.replay_locking is global (replay.GlobalLock, one mutex); on one
+// goroutine both give the same bits, so the choice is speed alone
+// (BenchmarkLocking measures it inside PAL). Every k of its env steps an actor
 // looks at the parameter service (weights.Store) and copies the newest
 // version if it changed; the store hands out immutable versions behind an
 // atomic pointer, so a copy is never torn.
