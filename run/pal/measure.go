@@ -100,8 +100,12 @@ func MeasureLearners(ctx context.Context, h algo.Header, spec algo.Spec, cfg alg
 		if !ok {
 			return 0, fmt.Errorf("%w: %s's learner cannot split its updates into gradient and apply steps", ErrConfig, spec.Name)
 		}
-		opt := Options{Learners: x, LearnerMode: mode, PublishEvery: 1}
-		if svc, err = newService(lim, split, pieces, fork, fork.Fork(), store, opt, algo.Discard()); err != nil {
+		opt := Options{Learners: x, LearnerMode: mode, SyncBatch: h.Runtime.SyncBatch, PublishEvery: 1}
+		wp, err := workerPieces(h, spec, cfg, algo.SpacesOf(vec), pieces, opt)
+		if err != nil {
+			return 0, err
+		}
+		if svc, err = newService(lim, split, wp, fork, fork.Fork(), store, opt, algo.Discard()); err != nil {
 			return 0, err
 		}
 		defer svc.close()

@@ -211,23 +211,11 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		if !ok {
 			return nil, fmt.Errorf("%w: learners %d: %s's learner cannot split its updates into gradient and apply steps", ErrConfig, opt.Learners, spec.Name)
 		}
-		// Sync learners split one update's minibatch: their pieces are the
-		// algorithm's with batch_size B/M.
-		workerPieces := pieces
-		if opt.LearnerMode == ModeSync && opt.SyncBatch == SyncSplit {
-			mb, ok := cfg.(algo.Minibatcher)
-			if !ok {
-				return nil, fmt.Errorf("%w: learner_mode sync: %s's minibatch cannot be split (set sync_batch: full)", ErrConfig, spec.Name)
-			}
-			if b := mb.Minibatch(); b%opt.Learners != 0 {
-				return nil, fmt.Errorf("%w: learner_mode sync: batch_size %d is not a multiple of learners %d (set sync_batch: full for %d rows each)",
-					ErrConfig, b, opt.Learners, b)
-			}
-			if workerPieces, err = spec.Pieces(h, mb.WithMinibatch(mb.Minibatch()/opt.Learners), algo.SpacesOf(vecs[0])); err != nil {
-				return nil, err
-			}
+		wp, err := workerPieces(h, spec, cfg, algo.SpacesOf(vecs[0]), pieces, opt)
+		if err != nil {
+			return nil, err
 		}
-		if svc, err = newService(lim, split, workerPieces, fork, rb, store, opt, log); err != nil {
+		if svc, err = newService(lim, split, wp, fork, rb, store, opt, log); err != nil {
 			return nil, err
 		}
 		defer svc.close()
@@ -290,6 +278,24 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}
 	}
 	return mod.Model(), ctx.Err()
+}
+
+// workerPieces returns the pieces the M gradient learners are built from:
+// the run's, except that sync learners splitting one update's minibatch
+// (sync_batch: split) get the algorithm's with batch_size B/M.
+func workerPieces(h algo.Header, spec algo.Spec, cfg algo.Config, sp algo.Spaces, pieces *algo.Pieces, opt Options) (*algo.Pieces, error) {
+	if opt.LearnerMode != ModeSync || opt.SyncBatch == SyncFull {
+		return pieces, nil
+	}
+	mb, ok := cfg.(algo.Minibatcher)
+	if !ok {
+		return nil, fmt.Errorf("%w: learner_mode sync: %s's minibatch cannot be split (set sync_batch: full)", ErrConfig, spec.Name)
+	}
+	if b := mb.Minibatch(); b%opt.Learners != 0 {
+		return nil, fmt.Errorf("%w: learner_mode sync: batch_size %d is not a multiple of learners %d (set sync_batch: full for %d rows each)",
+			ErrConfig, b, opt.Learners, b)
+	}
+	return spec.Pieces(h, mb.WithMinibatch(mb.Minibatch()/opt.Learners), sp)
 }
 
 // limiter is the rate limiter between actors and the learner, and the
