@@ -81,15 +81,18 @@
 // # Under the HTS executor: two estimators
 //
 // Under run/hts the segment learned by update k was gathered with θ_{k−1}
-// while the learner holds θ_k. By default PPO evaluates its clipped
-// surrogate at θ_k with the ratio against the behaviour log-probabilities
-// recorded with each action, which corrects the lag by importance
-// sampling, as the HTS-RL authors' released learner does. With
-// delayed_gradient: true it uses HTS-RL's delayed gradient (Eq. 6)
-// instead: each minibatch gradient is evaluated at θ_{k−1} moved by the
-// optimizer steps the update has taken so far (θ_{k−1} itself for the
-// first minibatch; TestDelayedGradientOption) and applied to θ_k with
-// θ_k's Adam state. Without a lag (the local executor) both are plain PPO.
+// while the learner holds θ_k. By default (delayed_gradient: true) PPO
+// uses HTS-RL's delayed gradient (Eq. 6): each minibatch gradient is
+// evaluated at θ_{k−1} moved by the optimizer steps the update has taken
+// so far (θ_{k−1} itself for the first minibatch;
+// TestDelayedGradientOption) and applied to θ_k with θ_k's Adam state.
+// With delayed_gradient: false it evaluates its clipped surrogate at θ_k
+// with the ratio against the behaviour log-probabilities recorded with
+// each action, correcting the lag by importance sampling, as the HTS-RL
+// authors' released learner does. On CartPole under HTS the delayed form
+// reached 500 in 5 of 5 seeds and the ratio form in 4 of 5, so the
+// delayed form is the default. Without a lag (the local executor) both
+// are plain PPO.
 //
 // # Costs and concurrency
 //
