@@ -24,6 +24,8 @@ type TurnEnv struct {
 	pending  map[string][]float32
 	bufs     map[string][]float32
 	last     map[string][]float32
+	rewards  map[string]float64
+	advanced bool
 	order    []string // agents acting in this cycle
 	cur      int
 	obs      []float32
@@ -80,6 +82,7 @@ func (t *TurnEnv) Reset(seed int64) ([]float32, Info, error) {
 		return nil, Info{}, err
 	}
 	t.last = obs
+	t.rewards = nil
 	t.order = append(t.order[:0], t.p.Agents()...)
 	t.cur = 0
 	if len(t.order) == 0 {
@@ -101,6 +104,7 @@ func (t *TurnEnv) Step(action []float32) ([]float32, float64, bool, bool, Info, 
 	if err := CheckAction(t.flat.actSpace, action); err != nil {
 		return nil, 0, false, false, Info{}, err
 	}
+	t.advanced = false
 	a := t.order[t.cur]
 	t.bufs[a] = append(t.bufs[a][:0], action...)
 	t.pending[a] = t.bufs[a]
@@ -114,6 +118,7 @@ func (t *TurnEnv) Step(action []float32) ([]float32, float64, bool, bool, Info, 
 		t.running = false
 		return nil, 0, false, false, Info{}, err
 	}
+	t.rewards, t.advanced = rew, true
 	sum := 0.0
 	for _, a := range t.order {
 		sum += rew[a]
@@ -132,6 +137,15 @@ func (t *TurnEnv) Step(action []float32) ([]float32, float64, bool, bool, Info, 
 	}
 	return t.obsOf(first), sum, anyTerm, !anyTerm, Info{}, nil
 }
+
+// LastRewards is every agent's reward of the last world step (the
+// Parallel's map, valid until the next step that advances the world; nil
+// before the first).
+func (t *TurnEnv) LastRewards() map[string]float64 { return t.rewards }
+
+// Advanced reports whether the last Step advanced the world (it was the
+// last agent's turn), so LastRewards holds that step's rewards.
+func (t *TurnEnv) Advanced() bool { return t.advanced }
 
 // Close closes the env.
 func (t *TurnEnv) Close() error {
