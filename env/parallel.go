@@ -80,8 +80,9 @@ func IsParallel(id string) bool {
 
 // parallelID splits "mpe/simple_spread_v3?N=4&local_ratio=0.25" into its
 // spec and keywords. Values are read as bools (true/false), then numbers,
-// else strings. The keyword agent_id (bool) is not the env's: it asks
-// Make and MakeVector to append a one-hot agent id to each observation.
+// else strings. The keywords agent_id and state (bools) are not the env's:
+// they ask Make and MakeVector to append a one-hot agent id and the joint
+// observation to each row (FlatOptions).
 func parallelID(id string) (ParallelSpec, Kwargs, error) {
 	base, query, _ := strings.Cut(id, "?")
 	var spec ParallelSpec
@@ -128,29 +129,34 @@ func MakeParallel(id string, opts ...Option) (Parallel, error) {
 	return p, err
 }
 
-// makeParallel also returns whether agent_id was asked for.
-func makeParallel(id string, opts []Option) (Parallel, bool, error) {
+// makeParallel also returns the row options asked for in the id
+// (agent_id, state).
+func makeParallel(id string, opts []Option) (Parallel, FlatOptions, error) {
 	var o makeOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
+	var fo FlatOptions
 	spec, kw, err := parallelID(id)
 	if err != nil {
-		return nil, false, err
+		return nil, fo, err
 	}
 	for k, v := range o.kwargs {
 		kw[k] = v
 	}
-	oneHot, err := kw.Bool("agent_id", false, map[string]bool{})
-	if err != nil {
-		return nil, false, err
+	if fo.AgentID, err = kw.Bool("agent_id", false, map[string]bool{}); err != nil {
+		return nil, fo, err
+	}
+	if fo.State, err = kw.Bool("state", false, map[string]bool{}); err != nil {
+		return nil, fo, err
 	}
 	delete(kw, "agent_id")
+	delete(kw, "state")
 	p, err := spec.build(kw)
 	if err != nil {
-		return nil, false, fmt.Errorf("env: make %s: %w", id, err)
+		return nil, fo, fmt.Errorf("env: make %s: %w", id, err)
 	}
-	return p, oneHot, nil
+	return p, fo, nil
 }
 
 // intKw reads an integral keyword.
@@ -243,11 +249,11 @@ func buildSimpleReference(kw Kwargs) (Parallel, error) {
 // makeTurn is Make for a multi-agent id: a TurnEnv (plus
 // RecordEpisodeStatistics if asked); MPE needs no TimeLimit (max_cycles).
 func makeTurn(id string, opts []Option, o makeOptions) (Env, error) {
-	p, oneHot, err := makeParallel(id, opts)
+	p, fo, err := makeParallel(id, opts)
 	if err != nil {
 		return nil, err
 	}
-	t, err := NewTurnEnv(p, FlatOptions{AgentID: oneHot})
+	t, err := NewTurnEnv(p, fo)
 	if err != nil {
 		p.Close()
 		return nil, fmt.Errorf("env: make %s: %w", id, err)
@@ -262,7 +268,7 @@ func makeTurn(id string, opts []Option, o makeOptions) (Env, error) {
 // ROWS (agent slots), so it must be a multiple of the number of agents;
 // n / agents envs are stepped.
 func makeFlatVector(id string, n int, opts []Option, o makeOptions) (Vector, error) {
-	first, oneHot, err := makeParallel(id, opts)
+	first, fo, err := makeParallel(id, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +287,8 @@ func makeFlatVector(id string, n int, opts []Option, o makeOptions) (Vector, err
 	if err != nil {
 		return nil, err
 	}
-	f, err := NewFlatVector(pv, FlatOptions{AgentID: oneHot, EpisodeStatistics: o.stats})
+	fo.EpisodeStatistics = o.stats
+	f, err := NewFlatVector(pv, fo)
 	if err != nil {
 		pv.Close()
 		return nil, fmt.Errorf("env: make %s: %w", id, err)

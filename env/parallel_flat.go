@@ -10,6 +10,12 @@ type FlatOptions struct {
 	// AgentID appends a one-hot agent id (position in PossibleAgents) to
 	// every observation, so one shared network can tell agents apart.
 	AgentID bool
+	// State appends the joint observation (every agent's own observation,
+	// unpadded, in PossibleAgents order; zeros for agents not present) to
+	// every row, after the one-hot id: PettingZoo's state() of MPE, the
+	// input of a centralized critic (MAPPO). The actor of such a policy
+	// reads only the leading local part (ppo's actor_obs).
+	State bool
 	// EpisodeStatistics reports each agent's episode return and length in
 	// Info.Episode on the row where its episode ends (Vector's
 	// RecordEpisodeStatistics).
@@ -35,6 +41,8 @@ type FlatVector struct {
 	opt      FlatOptions
 	nAgents  int
 	rawDim   int
+	rawDims  []int // per agent
+	stateDim int
 	obsDim   int
 	obsSpace Space
 	actSpace Space
@@ -64,6 +72,8 @@ func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
 		}
 		lows, highs = append(lows, box.Low), append(highs, box.High)
 		f.rawDim = max(f.rawDim, box.Dim())
+		f.rawDims = append(f.rawDims, box.Dim())
+		f.stateDim += box.Dim()
 		as := pv.acts[j]
 		if j == 0 {
 			f.actSpace = as
@@ -74,6 +84,10 @@ func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
 	f.obsDim = f.rawDim
 	if opt.AgentID {
 		f.obsDim += f.nAgents
+	}
+	idEnd := f.obsDim
+	if opt.State {
+		f.obsDim += f.stateDim
 	}
 	low, high := make([]float32, f.obsDim), make([]float32, f.obsDim)
 	for k := range f.rawDim {
@@ -87,8 +101,17 @@ func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
 		}
 		low[k], high[k] = lo, hi
 	}
-	for k := f.rawDim; k < f.obsDim; k++ {
+	for k := f.rawDim; k < idEnd; k++ {
 		high[k] = 1
+	}
+	k := idEnd
+	for j := range lows {
+		if opt.State {
+			for i := range lows[j] {
+				low[k], high[k] = min(lows[j][i], 0), max(highs[j][i], 0)
+				k++
+			}
+		}
 	}
 	box, err := NewBox(low, high)
 	if err != nil {
@@ -110,6 +133,16 @@ func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
 // NumEnvs is the number of rows: envs × agents.
 func (f *FlatVector) NumEnvs() int { return len(f.dead) }
 
+// LocalDim is how many leading values of a row an agent observes itself
+// (its padded observation and the one-hot id): the actor's input when
+// FlatOptions.State appends the joint observation for the critic.
+func (f *FlatVector) LocalDim() int {
+	if f.opt.AgentID {
+		return f.rawDim + f.nAgents
+	}
+	return f.rawDim
+}
+
 // NumAgents is the number of agents (rows) per env.
 func (f *FlatVector) NumAgents() int { return f.nAgents }
 
@@ -126,11 +159,21 @@ func (f *FlatVector) DeadRowSteps() int64 { return f.deadRows }
 // Parallel returns the wrapped vector.
 func (f *FlatVector) Parallel() *ParallelVector { return f.pv }
 
-func (f *FlatVector) writeObs(dst []float32, o []float32, j int) {
+// writeObs writes agent j's row: its observation o padded, its one-hot
+// id, and the joint observation of all (FlatOptions).
+func (f *FlatVector) writeObs(dst []float32, o []float32, j int, all map[string][]float32) {
 	n := copy(dst[:f.rawDim], o)
 	clear(dst[n:])
+	k := f.rawDim
 	if f.opt.AgentID {
-		dst[f.rawDim+j] = 1
+		dst[k+j] = 1
+		k += f.nAgents
+	}
+	if f.opt.State {
+		for i, a := range f.pv.possible {
+			copy(dst[k:k+f.rawDims[i]], all[a]) // absent: left zero
+			k += f.rawDims[i]
+		}
 	}
 }
 
@@ -149,7 +192,7 @@ func (f *FlatVector) Reset(seed int64) (*Batch, error) {
 			r := i*f.nAgents + j
 			o, ok := steps[i].Obs[a]
 			f.dead[r] = !ok
-			f.writeObs(b.Obs[r*b.ObsDim:(r+1)*b.ObsDim], o, j)
+			f.writeObs(b.Obs[r*b.ObsDim:(r+1)*b.ObsDim], o, j, steps[i].Obs)
 			b.Rewards[r], b.Terminated[r], b.Truncated[r], b.Infos[r] = 0, false, false, Info{}
 			f.ret[r], f.length[r] = 0, 0
 		}
@@ -195,7 +238,7 @@ func (f *FlatVector) Step(actions []float32) (*Batch, error) {
 					clear(b.FinalObs[r*od : (r+1)*od])
 					o, ok := s.Obs[a]
 					f.dead[r] = !ok
-					f.writeObs(row, o, j)
+					f.writeObs(row, o, j, s.Obs)
 					f.ret[r], f.length[r] = 0, 0
 				} else {
 					clear(row)
@@ -216,7 +259,7 @@ func (f *FlatVector) Step(actions []float32) (*Batch, error) {
 				if !s.Done {
 					final = s.Obs
 				}
-				f.writeObs(b.FinalObs[r*od:(r+1)*od], final[a], j)
+				f.writeObs(b.FinalObs[r*od:(r+1)*od], final[a], j, final)
 				if !s.Done {
 					f.dead[r] = true
 					clear(row)
@@ -225,7 +268,7 @@ func (f *FlatVector) Step(actions []float32) (*Batch, error) {
 			}
 			o, ok := s.Obs[a]
 			f.dead[r] = !ok // an agent absent from the next episode
-			f.writeObs(row, o, j)
+			f.writeObs(row, o, j, s.Obs)
 		}
 	}
 	return b, nil

@@ -351,3 +351,41 @@ func TestFlatAndTurnMatchParallel(t *testing.T) {
 		t.Fatalf("episode stats %+v", b.Infos[0])
 	}
 }
+
+// TestFlatStateRows checks the rows of a centralized critic: every row
+// ends with the joint observation, which is the concatenation of the
+// agents' own observations, before and after a step.
+func TestFlatStateRows(t *testing.T) {
+	v, err := MakeVector("mpe/simple_spread_v3?agent_id=true&state=true", 6, Sync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := v.(*FlatVector)
+	if f.LocalDim() != 18+3 || v.ObservationSpace().Dim() != 18+3+3*18 {
+		t.Fatalf("local %d, row %d", f.LocalDim(), v.ObservationSpace().Dim())
+	}
+	check := func(b *Batch) {
+		t.Helper()
+		for env := range 2 {
+			var joint []float32
+			for j := range 3 {
+				joint = append(joint, b.ObsRow(env*3 + j)[:18]...)
+			}
+			for j := range 3 {
+				row := b.ObsRow(env*3 + j)
+				if !slices.Equal(row[21:], joint) || row[18+j] != 1 {
+					t.Fatalf("env %d row %d: state part is not the joint observation", env, j)
+				}
+			}
+		}
+	}
+	b, err := v.Reset(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(b)
+	if b, err = v.Step([]float32{1, 2, 3, 4, 0, 1}); err != nil {
+		t.Fatal(err)
+	}
+	check(b)
+}

@@ -68,7 +68,7 @@ func (t *TurnEnv) Agent() string {
 }
 
 func (t *TurnEnv) obsOf(agent string) []float32 {
-	t.flat.writeObs(t.obs, t.last[agent], slices.Index(t.possible, agent))
+	t.flat.writeObs(t.obs, t.last[agent], slices.Index(t.possible, agent), t.last)
 	return t.obs
 }
 
