@@ -43,10 +43,18 @@
 // seed; the tables set the world PettingZoo drew (SetState).
 //
 // MPE continues as the separate MPE2 package (mpe2); this package follows
-// PettingZoo 1.24.3, the last release that ships pettingzoo.mpe.
+// PettingZoo 1.24.3, the last release that ships pettingzoo.mpe. MPE2 1.1.0
+// (github.com/Farama-Foundation/MPE2 at dbd68d2) replays all six tables with
+// no difference at all (testdata/gen/check_mpe2.py), so with default
+// keywords these ports are also MPE2's; MPE2's new keywords
+// (dynamic_rescaling, curriculum, terminate_on_success, neighbour limits,
+// benchmark_data) are not ported.
 //
 // # Costs and concurrency
 //
-// A step allocates nothing; see BenchmarkStep. An Env is used by one
-// goroutine.
+// A step allocates nothing and costs about 1 µs (simple_reference) to
+// 3.6 µs (simple_spread, simple_tag: a softplus contact force per pair of
+// colliders) on one core of a loaded 2-core VM, 500 to 850 times less than
+// PettingZoo's parallel_env with NumPy; see BenchmarkStep and
+// testdata/gen/bench_pettingzoo.py. An Env is used by one goroutine.
 package mpe
