@@ -26,7 +26,9 @@ type ParallelVector struct {
 
 // ParallelStep is env i's part of a ParallelVector Reset or Step.
 type ParallelStep struct {
-	// Obs holds the observation to act on next of each agent in Agents.
+	// Obs holds the latest observation of every agent the env returned one
+	// for: the next episode's first ones after a reset, else those of the
+	// step (including agents that just left); agents in Agents act on them.
 	Obs map[string][]float32
 	// Agents are the agents that act next (all of them after a reset).
 	Agents []string
