@@ -389,3 +389,58 @@ func TestFlatStateRows(t *testing.T) {
 	}
 	check(b)
 }
+
+// TestTurnEnvAgentsLeave steps the turn view of countdown, whose agents
+// leave one by one: the turns skip agents that left, the reward of each
+// world step is the sum over the agents that acted, and the episode ends
+// (terminated) when the last agent leaves.
+func TestTurnEnvAgentsLeave(t *testing.T) {
+	te, err := NewTurnEnv(newCountdown(3), FlatOptions{AgentID: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, _, err := te.Reset(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var turns []string
+	var rewards []float64
+	for {
+		turns = append(turns, te.Agent())
+		if obs[3+slices.Index(te.Parallel().PossibleAgents(), te.Agent())] != 1 {
+			t.Fatalf("turn of %s shows id %v", te.Agent(), obs[3:])
+		}
+		var r float64
+		var term, trunc bool
+		obs, r, term, trunc, _, err = te.Step([]float32{1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if te.Advanced() {
+			rewards = append(rewards, r)
+		}
+		if term || trunc {
+			if !term || trunc {
+				t.Fatalf("end: terminated %v truncated %v", term, trunc)
+			}
+			break
+		}
+	}
+	want := []string{"a0", "a1", "a2", "a1", "a2", "a2"}
+	if !slices.Equal(turns, want) {
+		t.Fatalf("turns %v, want %v", turns, want)
+	}
+	// Rewards are action 1 + k per agent that acted.
+	if !slices.Equal(rewards, []float64{1 + 2 + 3, 2 + 3, 3}) {
+		t.Fatalf("world-step rewards %v", rewards)
+	}
+	if _, _, _, _, _, err := te.Step([]float32{1}); !errors.Is(err, ErrNeedsReset) {
+		t.Fatalf("step after the end: %v", err)
+	}
+	if _, _, err := te.Reset(NoSeed); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, _, _, err := te.Step([]float32{7}); !errors.Is(err, ErrInvalidAction) {
+		t.Fatalf("invalid action: %v", err)
+	}
+}
