@@ -90,6 +90,33 @@
 // hang. See remote.go for the id's parameters and how errors map back to
 // this package's sentinels.
 //
+// # Multi-agent envs
+//
+// Parallel is PettingZoo's Parallel API: PossibleAgents, Agents (those still
+// in the episode; an agent whose step returned terminated or truncated
+// leaves), ObservationSpace(agent), ActionSpace(agent), Reset(seed) and
+// Step(actions) with one map entry per agent. MakeParallel builds one by id
+// (ParallelIDs: mpe/simple_spread_v3, mpe/simple_tag_v3,
+// mpe/simple_reference_v3, exact ports of PettingZoo 1.24.3's MPE, see
+// env/mpe); keywords go in the id or WithKwargs:
+//
+//	p, err := env.MakeParallel("mpe/simple_spread_v3?N=4&local_ratio=0.25")
+//	obs, _, err := p.Reset(1)
+//	obs, rewards, terms, truncs, infos, err := p.Step(map[string][]float32{
+//		"agent_0": {1}, "agent_1": {4}, "agent_2": {0}, "agent_3": {2}})
+//
+// ParallelVector steps N of them with Vector's same-step autoreset.
+// FlatVector turns one into a Vector of per-agent rows (row i·A + j is
+// agent j of env i, observations padded to the longest, optionally followed
+// by a one-hot agent id and the joint observation), so every single-agent
+// algorithm trains one policy shared by all agents (parameter sharing).
+// MakeVector does this for a multi-agent id: n counts ROWS and must be a
+// multiple of the number of agents; "agent_id=true" and "state=true" in the
+// id choose the extra columns. Make gives a TurnEnv, where agents take
+// turns and the reward is the team's (used by evaluation and checkpoint
+// loading). Agents that leave before the others are "dead rows" until the
+// episode ends (zero observation and reward, counted by DeadRowSteps).
+//
 // # Costs and concurrency
 //
 // A classic-control Step costs tens of nanoseconds and allocates nothing;

@@ -114,7 +114,8 @@ func WithKwargs(kw Kwargs) Option {
 // overridden or disabled), then RecordEpisodeStatistics if asked.
 //
 // An id of the form grpc://HOST:PORT/ENV_ID opens the env on a herd env
-// server instead (see RemoteEnv).
+// server instead (see RemoteEnv). A multi-agent id (ParallelIDs) gives a
+// TurnEnv.
 func Make(id string, opts ...Option) (Env, error) {
 	var o makeOptions
 	for _, opt := range opts {
@@ -122,6 +123,9 @@ func Make(id string, opts ...Option) (Env, error) {
 	}
 	if IsRemote(id) {
 		return makeRemote(id, o)
+	}
+	if IsParallel(id) {
+		return makeTurn(id, opts, o)
 	}
 	spec, err := SpecOf(id)
 	if err != nil {

@@ -221,7 +221,9 @@ func (m VectorMode) String() string {
 
 // MakeVector builds n envs with Make(id, opts...) in a SyncVector or an
 // AsyncVector. For a grpc:// id it returns a RemoteVector (mode is then
-// irrelevant: the server steps the envs).
+// irrelevant: the server steps the envs). For a multi-agent id
+// (ParallelIDs) it returns a FlatVector of n agent rows (n / agents envs,
+// stepped in the caller's goroutine).
 func MakeVector(id string, n int, mode VectorMode, opts ...Option) (Vector, error) {
 	if IsRemote(id) {
 		var o makeOptions
@@ -229,6 +231,13 @@ func MakeVector(id string, n int, mode VectorMode, opts ...Option) (Vector, erro
 			opt(&o)
 		}
 		return makeRemoteVector(id, n, o)
+	}
+	if IsParallel(id) {
+		var o makeOptions
+		for _, opt := range opts {
+			opt(&o)
+		}
+		return makeFlatVector(id, n, opts, o)
 	}
 	if _, err := SpecOf(id); err != nil {
 		return nil, err

@@ -47,6 +47,10 @@ type Config struct {
 	Activation string  `yaml:"activation"`   // hidden activation; default tanh
 	OrthoInit  bool    `yaml:"ortho_init"`   // orthogonal init (gains √2, 0.01, 1); default true
 	InitLogStd float32 `yaml:"init_log_std"` // Gaussian log-std at start (Box actions); default 0
+	// ActorObs > 0: the actor reads only the first ActorObs observation
+	// values, the critic all of them (MAPPO with a multi-agent env's
+	// "state=true" rows); default 0 (all).
+	ActorObs int `yaml:"actor_obs,omitempty"`
 
 	// Execution.
 	Parallel bool `yaml:"parallel"` // actor and critic passes on two goroutines (same results); default true
@@ -102,6 +106,9 @@ func (c *Config) Validate(h algo.Header) error {
 	if !(c.ClipCoef > 0) {
 		bad("clip_coef must be > 0, got %v", c.ClipCoef)
 	}
+	if c.ActorObs < 0 {
+		bad("actor_obs must be >= 0, got %d", c.ActorObs)
+	}
 	return errors.Join(errs...)
 }
 
@@ -114,7 +121,7 @@ func (c *Config) RolloutShape() (numEnvs, numSteps int, gamma float32) {
 func (c *Config) agentConfig() onpolicy.AgentConfig {
 	act, _ := nn.ParseActivation(c.Activation)
 	return onpolicy.AgentConfig{Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
-		Parallel: c.Parallel}
+		ActorObs: c.ActorObs, Parallel: c.Parallel}
 }
 
 // Scalars are the metrics PPO reports (CleanRL's names).

@@ -13,6 +13,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/all"
+	"herd/env"
 	"herd/metrics"
 	"herd/run"
 )
@@ -246,6 +247,13 @@ func newEvalCmd() *cobra.Command {
 			mean, std := algo.MeanStd(rets)
 			fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %d episodes, return %.2f ± %.2f\n",
 				res.Header.Algo, res.Header.Env, len(rets), mean, std)
+			if env.IsParallel(res.Header.Env) {
+				ar, err := algo.EvaluateAgents(cmd.Context(), p, res.Header.Env, episodes, seed)
+				if err != nil {
+					return fmt.Errorf("eval: %w", err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %d episodes, %s\n", res.Header.Algo, res.Header.Env, len(ar.Team), ar)
+			}
 			return nil
 		},
 	}

@@ -30,6 +30,11 @@ type AgentConfig struct {
 	InitLogStd float32
 	// Gemm is the matrix-multiply backend; nil = nn.DefaultGemm().
 	Gemm nn.Gemm
+	// ActorObs, when > 0, is how many leading values of an observation the
+	// actor reads; the critic reads all of them. With rows that end in the
+	// joint observation of a multi-agent env (env FlatOptions.State) this
+	// is MAPPO: decentralized actors, a centralized critic. 0: all.
+	ActorObs int
 	// Parallel computes the actor's and the critic's minibatch passes on
 	// two goroutines (the Agent owns the second; Close stops it). Results
 	// are identical either way.
@@ -56,6 +61,10 @@ type AgentConfig struct {
 type Agent struct {
 	actor, critic  *net
 	ObsDim, ActDim int
+	// ActorDim is the actor's input: the first ActorDim values of a row.
+	ActorDim int
+	evalIn   []float32 // the actor's columns of a minibatch (ActorDim < ObsDim)
+	actIn    []float32 // the actor's columns for Act
 	// NActions is the number of discrete actions; 0 for Box actions.
 	NActions int
 	Cat      nn.Categorical
@@ -120,7 +129,14 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 	if a.Gauss != nil {
 		outDim = a.Gauss.OutDim()
 	}
-	actor, err := newNet(a.ObsDim, cfg.Hidden, outDim, cfg.Act, cfg.OrthoInit, 0.01, cfg.Gemm, r)
+	a.ActorDim = a.ObsDim
+	if cfg.ActorObs != 0 {
+		if cfg.ActorObs < 0 || cfg.ActorObs > a.ObsDim {
+			return nil, fmt.Errorf("%w: actor_obs %d outside [0, %d] (the observation's values)", ErrSpace, cfg.ActorObs, a.ObsDim)
+		}
+		a.ActorDim = cfg.ActorObs
+	}
+	actor, err := newNet(a.ActorDim, cfg.Hidden, outDim, cfg.Act, cfg.OrthoInit, 0.01, cfg.Gemm, r)
 	if err != nil {
 		return nil, fmt.Errorf("onpolicy: actor: %w", err)
 	}
@@ -183,8 +199,21 @@ func (a *Agent) Evaluate(logProbs, entropy, values, obs, actions []float32, batc
 	a.par.Do(a.actorEval, a.criticEval)
 }
 
+// actorInput returns the actor's columns of n rows of obs: obs itself, or
+// its first ActorDim values per row copied into buf.
+func (a *Agent) actorInput(buf *[]float32, obs []float32, n int) []float32 {
+	if a.ActorDim == a.ObsDim {
+		return obs
+	}
+	*buf = grow(*buf, n*a.ActorDim)
+	for r := range n {
+		copy((*buf)[r*a.ActorDim:(r+1)*a.ActorDim], obs[r*a.ObsDim:r*a.ObsDim+a.ActorDim])
+	}
+	return *buf
+}
+
 func (a *Agent) evaluateActor() {
-	a.out = a.actor.Forward(a.obs, a.batch)
+	a.out = a.actor.Forward(a.actorInput(&a.evalIn, a.obs, a.batch), a.batch)
 	if a.Gauss != nil {
 		a.Gauss.LogProbTo(a.logProbs, a.out, a.acts)
 		a.Gauss.EntropyTo(a.entropy, a.out)
@@ -263,7 +292,7 @@ func (a *Agent) learnCritic() {
 // most likely discrete action, or the Gaussian mean clipped to the bounds.
 // It implements algo.Policy.
 func (a *Agent) Act(dst, obs []float32) []float32 {
-	out := a.actor.Forward(obs, 1)
+	out := a.actor.Forward(a.actorInput(&a.actIn, obs, 1), 1)
 	if a.Gauss != nil {
 		a.Gauss.ModeTo(dst[:a.ActDim], out)
 		for j, v := range dst[:a.ActDim] {

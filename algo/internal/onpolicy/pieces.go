@@ -26,6 +26,7 @@ type Policy struct {
 	live    *Learner // set by Follow: the parameters are the learner's own
 	head    int      // width of the actor part of a row
 	values  []float32
+	actorIn []float32 // the actor's columns (AgentConfig.ActorObs)
 }
 
 // NewPolicy builds the policy for spaces sp with cfg's networks, its
@@ -113,7 +114,7 @@ func (p *Policy) point(src []*nn.Param, n uint64) error {
 func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 	a, w := p.agent, p.OutDim()
 	dst = dst[:n*w]
-	out := a.actor.Forward(obs, n)
+	out := a.actor.Forward(a.actorInput(&p.actorIn, obs, n), n)
 	if a.Gauss == nil {
 		for r := range n {
 			copy(dst[r*w:r*w+p.head], out[r*p.head:(r+1)*p.head])

@@ -1,0 +1,297 @@
+package env
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"herd/env/mpe"
+)
+
+// Parallel is a multi-agent env with PettingZoo's Parallel API semantics,
+// as Env follows Gymnasium's: every agent still in the episode acts in
+// every step.
+//
+//   - PossibleAgents lists every agent that can ever appear, in a fixed
+//     order; Agents lists those still in the episode. An agent whose step
+//     returned terminated or truncated leaves Agents; the episode is over
+//     when Agents is empty (Step then returns ErrNeedsReset).
+//   - Reset(seed) returns an observation (and an info) for every agent in
+//     Agents; seeding is Env's (seed ≥ 0 reseeds, NoSeed continues).
+//   - Step takes exactly one action for each agent in Agents (an action for
+//     any other name, or a missing one, is ErrInvalidAction and changes
+//     nothing) and returns, for each agent that acted, its next
+//     observation, reward, terminated and truncated flags and info.
+//
+// The maps and slices a Parallel returns are owned by it and valid until
+// the next Reset or Step, so stepping can be allocation-free; the caller
+// owns the actions map. Agent names index every map; ObservationSpace and
+// ActionSpace return ErrInvalidOption for a name not in PossibleAgents. A
+// Parallel is used by one goroutine.
+type Parallel interface {
+	PossibleAgents() []string
+	Agents() []string
+	ObservationSpace(agent string) (Space, error)
+	ActionSpace(agent string) (Space, error)
+	Reset(seed int64) (obs map[string][]float32, infos map[string]Info, err error)
+	Step(actions map[string][]float32) (obs map[string][]float32, rewards map[string]float64,
+		terminations, truncations map[string]bool, infos map[string]Info, err error)
+	Close() error
+}
+
+// ParallelSpec is a registered multi-agent env.
+type ParallelSpec struct {
+	// ID is the id without keywords, e.g. "mpe/simple_spread_v3".
+	ID    string
+	build func(kw Kwargs) (Parallel, error)
+}
+
+// parallelSpecs is the multi-agent registry (a function: no global state).
+func parallelSpecs() []ParallelSpec {
+	return []ParallelSpec{
+		{ID: "mpe/simple_spread_v3", build: buildSimpleSpread},
+		{ID: "mpe/simple_tag_v3", build: buildSimpleTag},
+		{ID: "mpe/simple_reference_v3", build: buildSimpleReference},
+	}
+}
+
+// ParallelIDs lists the registered multi-agent ids.
+func ParallelIDs() []string {
+	var ids []string
+	for _, s := range parallelSpecs() {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+// IsParallel reports whether id names a registered multi-agent env (with
+// or without "?keyword=value" options).
+func IsParallel(id string) bool {
+	base, _, _ := strings.Cut(id, "?")
+	for _, s := range parallelSpecs() {
+		if s.ID == base {
+			return true
+		}
+	}
+	return false
+}
+
+// parallelID splits "mpe/simple_spread_v3?N=4&local_ratio=0.25" into its
+// spec and keywords. Values are read as bools (true/false), then numbers,
+// else strings. The keywords agent_id and state (bools) are not the env's:
+// they ask Make and MakeVector to append a one-hot agent id and the joint
+// observation to each row (FlatOptions).
+func parallelID(id string) (ParallelSpec, Kwargs, error) {
+	base, query, _ := strings.Cut(id, "?")
+	var spec ParallelSpec
+	found := false
+	for _, s := range parallelSpecs() {
+		if s.ID == base {
+			spec, found = s, true
+		}
+	}
+	if !found {
+		return ParallelSpec{}, nil, fmt.Errorf("%w %q; known multi-agent ids: %s", ErrUnknownID, base, strings.Join(ParallelIDs(), ", "))
+	}
+	kw := Kwargs{}
+	if query != "" {
+		vals, err := url.ParseQuery(query)
+		if err != nil {
+			return ParallelSpec{}, nil, fmt.Errorf("%w: %s: %w", ErrInvalidOption, id, err)
+		}
+		for k, v := range vals {
+			if len(v) != 1 {
+				return ParallelSpec{}, nil, fmt.Errorf("%w: %s: keyword %s given %d times", ErrInvalidOption, id, k, len(v))
+			}
+			switch s := v[0]; {
+			case s == "true" || s == "false":
+				kw[k] = s == "true"
+			default:
+				if f, err := strconv.ParseFloat(s, 64); err == nil {
+					kw[k] = f
+				} else {
+					kw[k] = s
+				}
+			}
+		}
+	}
+	return spec, kw, nil
+}
+
+// MakeParallel builds the multi-agent env registered as id. Keywords come
+// from the id ("mpe/simple_spread_v3?N=4&continuous_actions=true") and
+// from WithKwargs, as pettingzoo's parallel_env(**kwargs); unknown ones
+// are an error. Other options do not apply to a Parallel and are ignored.
+func MakeParallel(id string, opts ...Option) (Parallel, error) {
+	p, _, err := makeParallel(id, opts)
+	return p, err
+}
+
+// makeParallel also returns the row options asked for in the id
+// (agent_id, state).
+func makeParallel(id string, opts []Option) (Parallel, FlatOptions, error) {
+	var o makeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var fo FlatOptions
+	spec, kw, err := parallelID(id)
+	if err != nil {
+		return nil, fo, err
+	}
+	for k, v := range o.kwargs {
+		kw[k] = v
+	}
+	if fo.AgentID, err = kw.Bool("agent_id", false, map[string]bool{}); err != nil {
+		return nil, fo, err
+	}
+	if fo.State, err = kw.Bool("state", false, map[string]bool{}); err != nil {
+		return nil, fo, err
+	}
+	delete(kw, "agent_id")
+	delete(kw, "state")
+	p, err := spec.build(kw)
+	if err != nil {
+		return nil, fo, fmt.Errorf("env: make %s: %w", id, err)
+	}
+	return p, fo, nil
+}
+
+// intKw reads an integral keyword.
+func intKw(kw Kwargs, name string, def int, used map[string]bool) (int, error) {
+	f, err := kw.Float(name, float64(def), used)
+	if err != nil {
+		return 0, err
+	}
+	if f != math.Trunc(f) || math.Abs(f) > 1<<30 {
+		return 0, fmt.Errorf("%w: %s = %v, want an integer", ErrInvalidOption, name, f)
+	}
+	return int(f), nil
+}
+
+func buildSimpleSpread(kw Kwargs) (Parallel, error) {
+	used := map[string]bool{}
+	cfg := mpe.DefaultSpreadConfig()
+	var err error
+	get := func(f func() error) {
+		if err == nil {
+			err = f()
+		}
+	}
+	get(func() (e error) { cfg.N, e = intKw(kw, "N", cfg.N, used); return })
+	get(func() (e error) { cfg.LocalRatio, e = kw.Float("local_ratio", cfg.LocalRatio, used); return })
+	get(func() (e error) { cfg.MaxCycles, e = intKw(kw, "max_cycles", cfg.MaxCycles, used); return })
+	get(func() (e error) { cfg.ContinuousActions, e = kw.Bool("continuous_actions", false, used); return })
+	get(func() error { return kw.Unused("simple_spread_v3", used) })
+	if err != nil {
+		return nil, err
+	}
+	e, err := mpe.NewSimpleSpread(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func buildSimpleTag(kw Kwargs) (Parallel, error) {
+	used := map[string]bool{}
+	cfg := mpe.DefaultTagConfig()
+	var err error
+	get := func(f func() error) {
+		if err == nil {
+			err = f()
+		}
+	}
+	get(func() (e error) { cfg.NumGood, e = intKw(kw, "num_good", cfg.NumGood, used); return })
+	get(func() (e error) {
+		cfg.NumAdversaries, e = intKw(kw, "num_adversaries", cfg.NumAdversaries, used)
+		return
+	})
+	get(func() (e error) { cfg.NumObstacles, e = intKw(kw, "num_obstacles", cfg.NumObstacles, used); return })
+	get(func() (e error) { cfg.MaxCycles, e = intKw(kw, "max_cycles", cfg.MaxCycles, used); return })
+	get(func() (e error) { cfg.ContinuousActions, e = kw.Bool("continuous_actions", false, used); return })
+	get(func() error { return kw.Unused("simple_tag_v3", used) })
+	if err != nil {
+		return nil, err
+	}
+	e, err := mpe.NewSimpleTag(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func buildSimpleReference(kw Kwargs) (Parallel, error) {
+	used := map[string]bool{}
+	cfg := mpe.DefaultReferenceConfig()
+	var err error
+	get := func(f func() error) {
+		if err == nil {
+			err = f()
+		}
+	}
+	get(func() (e error) { cfg.LocalRatio, e = kw.Float("local_ratio", cfg.LocalRatio, used); return })
+	get(func() (e error) { cfg.MaxCycles, e = intKw(kw, "max_cycles", cfg.MaxCycles, used); return })
+	get(func() (e error) { cfg.ContinuousActions, e = kw.Bool("continuous_actions", false, used); return })
+	get(func() error { return kw.Unused("simple_reference_v3", used) })
+	if err != nil {
+		return nil, err
+	}
+	e, err := mpe.NewSimpleReference(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// makeTurn is Make for a multi-agent id: a TurnEnv (plus
+// RecordEpisodeStatistics if asked); MPE needs no TimeLimit (max_cycles).
+func makeTurn(id string, opts []Option, o makeOptions) (Env, error) {
+	p, fo, err := makeParallel(id, opts)
+	if err != nil {
+		return nil, err
+	}
+	t, err := NewTurnEnv(p, fo)
+	if err != nil {
+		p.Close()
+		return nil, fmt.Errorf("env: make %s: %w", id, err)
+	}
+	if o.stats {
+		return NewRecordEpisodeStatistics(t), nil
+	}
+	return t, nil
+}
+
+// makeFlatVector is MakeVector for a multi-agent id: n is the number of
+// ROWS (agent slots), so it must be a multiple of the number of agents;
+// n / agents envs are stepped.
+func makeFlatVector(id string, n int, opts []Option, o makeOptions) (Vector, error) {
+	first, fo, err := makeParallel(id, opts)
+	if err != nil {
+		return nil, err
+	}
+	a := len(first.PossibleAgents())
+	if n <= 0 || n%a != 0 {
+		first.Close()
+		return nil, fmt.Errorf("%w: %s has %d agents; a vector of %d rows is not a whole number of envs (num_envs counts agent rows)", ErrInvalidOption, id, a, n)
+	}
+	pv, err := NewParallelVector(n/a, func(slot int) (Parallel, error) {
+		if slot == 0 {
+			return first, nil
+		}
+		p, _, err := makeParallel(id, opts)
+		return p, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	fo.EpisodeStatistics = o.stats
+	f, err := NewFlatVector(pv, fo)
+	if err != nil {
+		pv.Close()
+		return nil, fmt.Errorf("env: make %s: %w", id, err)
+	}
+	return f, nil
+}

@@ -1,0 +1,284 @@
+package env
+
+import (
+	"fmt"
+	"math"
+)
+
+// FlatOptions configure NewFlatVector and NewTurnEnv.
+type FlatOptions struct {
+	// AgentID appends a one-hot agent id (position in PossibleAgents) to
+	// every observation, so one shared network can tell agents apart.
+	AgentID bool
+	// State appends the joint observation (every agent's own observation,
+	// unpadded, in PossibleAgents order; zeros for agents not present) to
+	// every row, after the one-hot id: PettingZoo's state() of MPE, the
+	// input of a centralized critic (MAPPO). The actor of such a policy
+	// reads only the leading local part (ppo's actor_obs).
+	State bool
+	// EpisodeStatistics reports each agent's episode return and length in
+	// Info.Episode on the row where its episode ends (Vector's
+	// RecordEpisodeStatistics).
+	EpisodeStatistics bool
+}
+
+// FlatVector turns a ParallelVector into a Vector of per-agent rows, for
+// policies that share parameters across agents: row i·A + j is agent j
+// (in PossibleAgents order) of env i, A agents per env. Every agent must
+// have the same action space. Observations are padded with zeros to the
+// longest agent observation, then (FlatOptions.AgentID) followed by the
+// one-hot agent id.
+//
+// A row whose agent has left its env while others play on (terminated or
+// truncated before the episode ended) is a "dead row" until the env
+// resets, as SuperSuit's black_death: its observation is zeros, its
+// reward 0, its action is ignored; when the env's episode ends, the dead
+// row reports terminated with a zero final observation. DeadRowSteps
+// counts these steps so that they are never invisible. MPE agents all
+// leave together, so MPE has none.
+type FlatVector struct {
+	pv       *ParallelVector
+	opt      FlatOptions
+	nAgents  int
+	rawDim   int
+	rawDims  []int // per agent
+	stateDim int
+	obsDim   int
+	obsSpace Space
+	actSpace Space
+	batch    Batch
+	actMaps  []map[string][]float32
+	dead     []bool // per row: the agent left before its env's episode ended
+	ret      []float64
+	length   []int
+	deadRows int64
+	closed   bool
+}
+
+// NewFlatVector wraps pv; it closes pv when closed.
+func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
+	e := pv.Env(0)
+	agents := pv.PossibleAgents()
+	f := &FlatVector{pv: pv, opt: opt, nAgents: len(agents)}
+	var lows, highs [][]float32
+	for j, a := range agents {
+		os, err := e.ObservationSpace(a)
+		if err != nil {
+			return nil, err
+		}
+		box, ok := os.(Box)
+		if !ok {
+			return nil, fmt.Errorf("%w: agent %s observation space %v is not a Box", ErrInvalidOption, a, os)
+		}
+		lows, highs = append(lows, box.Low), append(highs, box.High)
+		f.rawDim = max(f.rawDim, box.Dim())
+		f.rawDims = append(f.rawDims, box.Dim())
+		f.stateDim += box.Dim()
+		as := pv.acts[j]
+		if j == 0 {
+			f.actSpace = as
+		} else if as.String() != f.actSpace.String() {
+			return nil, fmt.Errorf("%w: agents %s and %s have action spaces %v and %v; a flat vector needs one", ErrInvalidOption, agents[0], a, f.actSpace, as)
+		}
+	}
+	f.obsDim = f.rawDim
+	if opt.AgentID {
+		f.obsDim += f.nAgents
+	}
+	idEnd := f.obsDim
+	if opt.State {
+		f.obsDim += f.stateDim
+	}
+	low, high := make([]float32, f.obsDim), make([]float32, f.obsDim)
+	for k := range f.rawDim {
+		lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
+		for j := range lows {
+			if k < len(lows[j]) {
+				lo, hi = min(lo, lows[j][k]), max(hi, highs[j][k])
+			} else {
+				lo, hi = min(lo, 0), max(hi, 0) // padding
+			}
+		}
+		low[k], high[k] = lo, hi
+	}
+	for k := f.rawDim; k < idEnd; k++ {
+		high[k] = 1
+	}
+	k := idEnd
+	for j := range lows {
+		if opt.State {
+			for i := range lows[j] {
+				low[k], high[k] = min(lows[j][i], 0), max(highs[j][i], 0)
+				k++
+			}
+		}
+	}
+	box, err := NewBox(low, high)
+	if err != nil {
+		return nil, err
+	}
+	f.obsSpace = box
+	rows := pv.NumEnvs() * f.nAgents
+	f.batch = newBatch(rows, f.obsDim)
+	f.actMaps = make([]map[string][]float32, pv.NumEnvs())
+	for i := range f.actMaps {
+		f.actMaps[i] = map[string][]float32{}
+	}
+	f.dead = make([]bool, rows)
+	f.ret = make([]float64, rows)
+	f.length = make([]int, rows)
+	return f, nil
+}
+
+// NumEnvs is the number of rows: envs × agents.
+func (f *FlatVector) NumEnvs() int { return len(f.dead) }
+
+// LocalDim is how many leading values of a row an agent observes itself
+// (its padded observation and the one-hot id): the actor's input when
+// FlatOptions.State appends the joint observation for the critic.
+func (f *FlatVector) LocalDim() int {
+	if f.opt.AgentID {
+		return f.rawDim + f.nAgents
+	}
+	return f.rawDim
+}
+
+// NumAgents is the number of agents (rows) per env.
+func (f *FlatVector) NumAgents() int { return f.nAgents }
+
+// ObservationSpace is a row's space: the padded observation (+ one-hot id).
+func (f *FlatVector) ObservationSpace() Space { return f.obsSpace }
+
+// ActionSpace is the agents' common action space.
+func (f *FlatVector) ActionSpace() Space { return f.actSpace }
+
+// DeadRowSteps counts row-steps of agents that had left their episode
+// (see FlatVector).
+func (f *FlatVector) DeadRowSteps() int64 { return f.deadRows }
+
+// Parallel returns the wrapped vector.
+func (f *FlatVector) Parallel() *ParallelVector { return f.pv }
+
+// writeObs writes agent j's row: its observation o padded, its one-hot
+// id, and the joint observation of all (FlatOptions).
+func (f *FlatVector) writeObs(dst []float32, o []float32, j int, all map[string][]float32) {
+	n := copy(dst[:f.rawDim], o)
+	clear(dst[n:])
+	k := f.rawDim
+	if f.opt.AgentID {
+		dst[k+j] = 1
+		k += f.nAgents
+	}
+	if f.opt.State {
+		for i, a := range f.pv.possible {
+			copy(dst[k:k+f.rawDims[i]], all[a]) // absent: left zero
+			k += f.rawDims[i]
+		}
+	}
+}
+
+// Reset resets every env (ParallelVector.Reset).
+func (f *FlatVector) Reset(seed int64) (*Batch, error) {
+	if f.closed {
+		return nil, fmt.Errorf("%w: flat vector Reset", ErrClosed)
+	}
+	steps, err := f.pv.Reset(seed)
+	if err != nil {
+		return nil, err
+	}
+	b := &f.batch
+	for i := range steps {
+		for j, a := range f.pv.possible {
+			r := i*f.nAgents + j
+			o, ok := steps[i].Obs[a]
+			f.dead[r] = !ok
+			f.writeObs(b.Obs[r*b.ObsDim:(r+1)*b.ObsDim], o, j, steps[i].Obs)
+			b.Rewards[r], b.Terminated[r], b.Truncated[r], b.Infos[r] = 0, false, false, Info{}
+			f.ret[r], f.length[r] = 0, 0
+		}
+	}
+	return b, nil
+}
+
+// Step takes NumEnvs()·ActionSpace().Dim() values, row by row.
+func (f *FlatVector) Step(actions []float32) (*Batch, error) {
+	if f.closed {
+		return nil, fmt.Errorf("%w: flat vector Step", ErrClosed)
+	}
+	if err := checkActions(f.actSpace, f.NumEnvs(), actions); err != nil {
+		return nil, err
+	}
+	d := f.actSpace.Dim()
+	for i, m := range f.actMaps {
+		clear(m)
+		for j, a := range f.pv.possible {
+			r := i*f.nAgents + j
+			if !f.dead[r] {
+				m[a] = actions[r*d : (r+1)*d]
+			}
+		}
+	}
+	steps, err := f.pv.Step(f.actMaps)
+	if err != nil {
+		return nil, err
+	}
+	b := &f.batch
+	od := b.ObsDim
+	for i := range steps {
+		s := &steps[i]
+		for j, a := range f.pv.possible {
+			r := i*f.nAgents + j
+			row := b.Obs[r*od : (r+1)*od]
+			b.Infos[r] = Info{}
+			if f.dead[r] {
+				f.deadRows++
+				b.Rewards[r], b.Truncated[r] = 0, false
+				b.Terminated[r] = s.Done
+				if s.Done {
+					clear(b.FinalObs[r*od : (r+1)*od])
+					o, ok := s.Obs[a]
+					f.dead[r] = !ok
+					f.writeObs(row, o, j, s.Obs)
+					f.ret[r], f.length[r] = 0, 0
+				} else {
+					clear(row)
+				}
+				continue
+			}
+			rew := s.Rewards[a]
+			term, trunc := s.Terminations[a], s.Truncations[a]
+			b.Rewards[r], b.Terminated[r], b.Truncated[r] = float32(rew), term, trunc
+			f.ret[r] += rew
+			f.length[r]++
+			if term || trunc {
+				if f.opt.EpisodeStatistics {
+					b.Infos[r] = Info{HasEpisode: true, Episode: EpisodeStats{Return: f.ret[r], Length: f.length[r]}}
+				}
+				f.ret[r], f.length[r] = 0, 0
+				final := s.FinalObs
+				if !s.Done {
+					final = s.Obs
+				}
+				f.writeObs(b.FinalObs[r*od:(r+1)*od], final[a], j, final)
+				if !s.Done {
+					f.dead[r] = true
+					clear(row)
+					continue
+				}
+			}
+			o, ok := s.Obs[a]
+			f.dead[r] = !ok // an agent absent from the next episode
+			f.writeObs(row, o, j, s.Obs)
+		}
+	}
+	return b, nil
+}
+
+// Close closes the envs.
+func (f *FlatVector) Close() error {
+	if f.closed {
+		return nil
+	}
+	f.closed = true
+	return f.pv.Close()
+}

@@ -1,0 +1,227 @@
+package env
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// ParallelVector steps N copies of a Parallel env, with the same-step
+// autoreset of Vector: when env i's episode ends (Agents() empty after a
+// step), it is reset at once, and its ParallelStep holds the transition
+// that ended the episode (rewards, flags, infos, FinalObs) and the first
+// observations of the next one (Obs, Agents).
+//
+// Reset(seed ≥ 0) resets env i with VectorSeed(seed, i); automatic resets
+// continue each env's stream. Step checks every action of every env
+// before stepping any. The returned steps and their maps are owned by the
+// vector and overwritten by the next call.
+type ParallelVector struct {
+	envs     []Parallel
+	possible []string
+	acts     []Space // per possible agent, of env 0
+	steps    []ParallelStep
+	closed   bool
+}
+
+// ParallelStep is env i's part of a ParallelVector Reset or Step.
+type ParallelStep struct {
+	// Obs holds the latest observation of every agent the env returned one
+	// for: the next episode's first ones after a reset, else those of the
+	// step (including agents that just left); agents in Agents act on them.
+	Obs map[string][]float32
+	// Agents are the agents that act next (all of them after a reset).
+	Agents []string
+	// Rewards, Terminations, Truncations and Infos describe the transition
+	// of each agent that acted (empty after Reset).
+	Rewards      map[string]float64
+	Terminations map[string]bool
+	Truncations  map[string]bool
+	Infos        map[string]Info
+	// Done is true when the episode ended in this step and the env was
+	// reset; FinalObs then holds the last observation of each agent that
+	// acted in it.
+	Done     bool
+	FinalObs map[string][]float32
+}
+
+// ParallelFactory builds the env for vector slot i.
+type ParallelFactory func(slot int) (Parallel, error)
+
+// NewParallelVector builds n envs with factory; they must have the same
+// agents with the same spaces.
+func NewParallelVector(n int, factory ParallelFactory) (*ParallelVector, error) {
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: vector of %d envs, want > 0", ErrInvalidOption, n)
+	}
+	if factory == nil {
+		return nil, fmt.Errorf("%w: nil env factory", ErrInvalidOption)
+	}
+	v := &ParallelVector{}
+	fail := func(err error) (*ParallelVector, error) {
+		for _, e := range v.envs {
+			e.Close()
+		}
+		return nil, err
+	}
+	for i := range n {
+		e, err := factory(i)
+		if err != nil {
+			return fail(fmt.Errorf("env: parallel vector slot %d: %w", i, err))
+		}
+		v.envs = append(v.envs, e)
+		if i == 0 {
+			v.possible = slices.Clone(e.PossibleAgents())
+			for _, a := range v.possible {
+				s, err := e.ActionSpace(a)
+				if err != nil {
+					return fail(err)
+				}
+				v.acts = append(v.acts, s)
+			}
+			continue
+		}
+		if !slices.Equal(e.PossibleAgents(), v.possible) {
+			return fail(fmt.Errorf("%w: parallel vector slot %d has agents %v, slot 0 %v", ErrInvalidOption, i, e.PossibleAgents(), v.possible))
+		}
+		for j, a := range v.possible {
+			s, err := e.ActionSpace(a)
+			if err != nil {
+				return fail(err)
+			}
+			if s.String() != v.acts[j].String() {
+				return fail(fmt.Errorf("%w: parallel vector slot %d agent %s has action space %v, slot 0 %v", ErrInvalidOption, i, a, s, v.acts[j]))
+			}
+		}
+	}
+	v.steps = make([]ParallelStep, n)
+	for i := range v.steps {
+		v.steps[i] = ParallelStep{
+			Obs: map[string][]float32{}, Rewards: map[string]float64{}, Terminations: map[string]bool{},
+			Truncations: map[string]bool{}, Infos: map[string]Info{}, FinalObs: map[string][]float32{},
+		}
+	}
+	return v, nil
+}
+
+// NumEnvs is N.
+func (v *ParallelVector) NumEnvs() int { return len(v.envs) }
+
+// PossibleAgents is the agents of every env.
+func (v *ParallelVector) PossibleAgents() []string { return v.possible }
+
+// Env returns env i (to read its spaces).
+func (v *ParallelVector) Env(i int) Parallel { return v.envs[i] }
+
+// Reset resets every env (see ParallelVector on seeding).
+func (v *ParallelVector) Reset(seed int64) ([]ParallelStep, error) {
+	if v.closed {
+		return nil, fmt.Errorf("%w: parallel vector Reset", ErrClosed)
+	}
+	for i, e := range v.envs {
+		obs, infos, err := e.Reset(VectorSeed(seed, i))
+		if err != nil {
+			return nil, fmt.Errorf("env: parallel vector slot %d: reset: %w", i, err)
+		}
+		s := &v.steps[i]
+		clear(s.Rewards)
+		clear(s.Terminations)
+		clear(s.Truncations)
+		clear(s.FinalObs)
+		s.Done = false
+		copyObs(s.Obs, obs)
+		clear(s.Infos)
+		maps.Copy(s.Infos, infos)
+		s.Agents = e.Agents()
+	}
+	return v.steps, nil
+}
+
+// copyObs copies src into dst's own buffers (reused across calls), and
+// drops agents src does not have.
+func copyObs(dst, src map[string][]float32) {
+	for a := range dst {
+		if _, ok := src[a]; !ok {
+			delete(dst, a)
+		}
+	}
+	for a, o := range src {
+		b := dst[a]
+		if cap(b) < len(o) {
+			b = make([]float32, len(o))
+		}
+		b = b[:len(o)]
+		copy(b, o)
+		dst[a] = b
+	}
+}
+
+// Step takes one action map per env (the agents of its Agents()).
+func (v *ParallelVector) Step(actions []map[string][]float32) ([]ParallelStep, error) {
+	if v.closed {
+		return nil, fmt.Errorf("%w: parallel vector Step", ErrClosed)
+	}
+	if len(actions) != len(v.envs) {
+		return nil, fmt.Errorf("%w: parallel vector of %d envs got %d action maps", ErrInvalidAction, len(v.envs), len(actions))
+	}
+	for i, e := range v.envs {
+		live := e.Agents()
+		if len(actions[i]) != len(live) {
+			return nil, fmt.Errorf("%w: parallel vector slot %d wants actions for %v, got %d", ErrInvalidAction, i, live, len(actions[i]))
+		}
+		for _, a := range live {
+			act, ok := actions[i][a]
+			if !ok {
+				return nil, fmt.Errorf("%w: parallel vector slot %d: no action for %s", ErrInvalidAction, i, a)
+			}
+			j := slices.Index(v.possible, a)
+			if err := CheckAction(v.acts[j], act); err != nil {
+				return nil, fmt.Errorf("parallel vector slot %d agent %s: %w", i, a, err)
+			}
+		}
+	}
+	for i, e := range v.envs {
+		obs, rew, term, trunc, infos, err := e.Step(actions[i])
+		if err != nil {
+			return nil, fmt.Errorf("env: parallel vector slot %d: %w", i, err)
+		}
+		s := &v.steps[i]
+		clear(s.Rewards)
+		maps.Copy(s.Rewards, rew)
+		clear(s.Terminations)
+		maps.Copy(s.Terminations, term)
+		clear(s.Truncations)
+		maps.Copy(s.Truncations, trunc)
+		clear(s.Infos)
+		maps.Copy(s.Infos, infos)
+		s.Done = len(e.Agents()) == 0
+		if !s.Done {
+			copyObs(s.Obs, obs)
+			s.Agents = e.Agents()
+			continue
+		}
+		copyObs(s.FinalObs, obs)
+		obs, _, err = e.Reset(NoSeed)
+		if err != nil {
+			return nil, fmt.Errorf("env: parallel vector slot %d: autoreset: %w", i, err)
+		}
+		copyObs(s.Obs, obs)
+		s.Agents = e.Agents()
+	}
+	return v.steps, nil
+}
+
+// Close closes every env.
+func (v *ParallelVector) Close() error {
+	if v.closed {
+		return nil
+	}
+	v.closed = true
+	var first error
+	for _, e := range v.envs {
+		if err := e.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
