@@ -236,3 +236,36 @@ func TestShmHelperClient(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRemoteVectorStepPython: one Step message for n envs of
+// herd_env.testenvs:Trivial (an env that does nothing, so ns/op is the
+// transport's own cost) served by python3 -m herd_env.serve, over gRPC on
+// loopback and over shared memory.
+func BenchmarkRemoteVectorStepPython(b *testing.B) {
+	name := fmt.Sprintf("herdbench-step-%d", os.Getpid())
+	p := pyproc.Start(b, "herd_env.serve", "--env", "herd_env.testenvs:Trivial", "--shm", name)
+	for _, tr := range []struct{ name, prefix string }{{"grpc", "grpc://" + p.Addr()}, {"shm", "shm://" + name}} {
+		for _, n := range []int{1, 8} {
+			b.Run(fmt.Sprintf("%s/envs=%d", tr.name, n), func(b *testing.B) {
+				v, err := env.MakeVector(tr.prefix+"/Trivial", n, env.Sync)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer v.Close()
+				if _, err := v.Reset(1); err != nil {
+					b.Fatal(err)
+				}
+				act := make([]float32, n)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					act[i%n] = float32(i & 1)
+					if _, err := v.Step(act); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "env-steps/s")
+			})
+		}
+	}
+}
