@@ -232,6 +232,11 @@ class ShmServer:
                     return
         except (EOFError, OSError):
             return  # the client went away mid-message
+        except Exception as ex:  # a malformed message: end this session only
+            try:
+                _send_msg(conn, _ending(grpc.StatusCode.INVALID_ARGUMENT, "bad request: %r" % (ex,)))
+            except OSError:
+                pass
         finally:
             if seg is not None:
                 seg.close()

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -94,6 +96,24 @@ func TestShmMatchesGRPC(t *testing.T) {
 	}
 	if _, err := env.Make("shm://no-such-server-" + name + "/CartPole"); err == nil || !strings.Contains(err.Error(), "no herd env server") {
 		t.Fatalf("no server: %v", err)
+	}
+	// Garbage on the socket ends that session with an error message, and
+	// the server goes on serving.
+	for _, junk := range []string{"X", "P\x03\x00\x00\x00\xff\xff\xff", "S"} {
+		c, err := net.Dial("unix", "@herd-env-"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		c.Write([]byte(junk))
+		reply, _ := io.ReadAll(c)
+		c.Close()
+		if len(reply) < 5 || reply[0] != 'P' {
+			t.Fatalf("after %q the server answered %q, want an error message", junk, reply)
+		}
+	}
+	if _, err := env.Make("shm://" + name + "/CartPole?timeout=20s"); err != nil {
+		t.Fatalf("after garbage: %v", err)
 	}
 }
 
