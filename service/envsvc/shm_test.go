@@ -91,6 +91,24 @@ func TestShmMatchesGRPC(t *testing.T) {
 	if _, _, _, _, _, err := e.Step([]float32{3}); !errors.Is(err, env.ErrInvalidAction) {
 		t.Fatalf("invalid action over shm: %v", err)
 	}
+	// The server's in-band errors come back over shm too: a step after
+	// the episode ended needs a reset, and the session goes on.
+	for ended := false; !ended; {
+		_, _, term, trunc, _, err := e.Step([]float32{1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended = term || trunc
+	}
+	if _, _, _, _, _, err := e.Step([]float32{1}); !errors.Is(err, env.ErrNeedsReset) {
+		t.Fatalf("step after the end over shm: %v, want ErrNeedsReset", err)
+	}
+	if _, _, err := e.Reset(2); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, _, _, err := e.Step([]float32{0}); err != nil {
+		t.Fatalf("step after reset: %v", err)
+	}
 	if _, err := env.Make("shm://" + name + "/Other?timeout=20s"); !errors.Is(err, env.ErrUnknownID) {
 		t.Fatalf("unknown env over shm: %v", err)
 	}
