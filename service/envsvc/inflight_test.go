@@ -102,6 +102,11 @@ func TestInflightErrors(t *testing.T) {
 			t.Errorf("%s: err %v, want ErrInvalidOption", id, err)
 		}
 	}
+	for _, id := range []string{"shm:///CartPole", "shm://a:1/CartPole", "shm://name/", "shm://name/CartPole?ca=x", "shm://name/CartPole?timeout=0s"} {
+		if _, err := env.Make(id); !errors.Is(err, env.ErrInvalidOption) {
+			t.Errorf("%s: err %v, want ErrInvalidOption", id, err)
+		}
+	}
 	if _, err := env.Make("grpc://" + addr + "/CartPole-v1?inflight=2"); !errors.Is(err, env.ErrInvalidOption) {
 		t.Errorf("Make with inflight=2: err %v, want ErrInvalidOption", err)
 	}
