@@ -307,3 +307,23 @@ func BenchmarkRemoteVectorStepPython(b *testing.B) {
 		}
 	}
 }
+
+// TestShmSpaces: Box and MultiDiscrete actions and nested observations
+// (python/tests/pyspaces.py) travel through shared memory as through gRPC.
+func TestShmSpaces(t *testing.T) {
+	for _, cls := range []string{"BoxEcho", "MultiEcho"} {
+		t.Run(cls, func(t *testing.T) {
+			name := shmName(t)
+			p := pyproc.Start(t, "herd_env.serve", "--env", "pyspaces:"+cls, "--shm", name)
+			trace := func(id string) []uint64 {
+				v, err := env.MakeVector(id, 3, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(5))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer v.Close()
+				return stepTrace(t, v, 8, 12)
+			}
+			sameTrace(t, cls, trace("grpc://"+p.Addr()+"/"+cls+"?timeout=20s"), trace("shm://"+name+"/"+cls+"?timeout=20s&inflight=2"))
+		})
+	}
+}
