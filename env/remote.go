@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -20,8 +22,9 @@ import (
 
 // Remote envs: an id of the form
 //
-//	grpc://HOST:PORT/ENV_ID[?timeout=30s]
-//	grpcs://HOST:PORT/ENV_ID[?ca=FILE&cert=FILE&key=FILE&server_name=NAME&timeout=30s]
+//	grpc://HOST:PORT/ENV_ID[?timeout=30s&inflight=K]
+//	grpcs://HOST:PORT/ENV_ID[?ca=FILE&cert=FILE&key=FILE&server_name=NAME&timeout=30s&inflight=K]
+//	shm://NAME/ENV_ID[?timeout=30s&inflight=K]
 //
 // makes Make and MakeVector open a session on a herd env server (herd serve
 // env, or Python's herd_env.serve) instead of building the env here. grpcs
@@ -31,28 +34,45 @@ import (
 // whose server died, fails with a gRPC status error and the session is then
 // unusable (Close it and make a new one).
 //
+// shm:// reaches a server on the same host (Linux) through the Unix-domain
+// socket NAME in the abstract namespace (python3 -m herd_env.serve --shm
+// NAME): actions, observations, rewards and done flags travel in a shared
+// memory segment and one socket byte each way wakes the other side; the
+// other requests (open, reset, state, errors) travel over the same socket as
+// the protocol's messages. The segment is an anonymous memory file (memfd)
+// handed over the socket, so it has no name in /dev/shm and disappears with
+// the last process that maps it, whichever side dies.
+//
 // MakeVector puts all n envs in ONE session, so one message carries the n
-// actions and one message the n results. The server resets ended episodes
-// in the same step (the Vector convention). WithEpisodeStatistics and
-// WithStrictActions are applied on this side; WithMaxEpisodeSteps and
-// WithoutTimeLimit are sent to the server; WithKwargs is not supported.
+// actions and one message the n results. With inflight=K (1 ≤ K ≤ n) it
+// opens K sessions of about n/K consecutive envs each and sends the K
+// sub-batches before reading any answer, so the server steps one while the
+// next travels. The results are the same bits for every K: each env keeps
+// its own seed and random stream whichever session holds it. The server
+// resets ended episodes in the same step (the Vector convention).
+// WithEpisodeStatistics and WithStrictActions are applied on this side;
+// WithMaxEpisodeSteps and WithoutTimeLimit are sent to the server;
+// WithKwargs is not supported.
 //
 // Errors the session survives come back in the answer as a status and are
 // mapped to this package's sentinels: an action outside the space wraps
 // ErrInvalidAction (and the gRPC status, InvalidArgument), a step that needs
 // a reset ErrNeedsReset, a bad state ErrInvalidState.
 
-// IsRemote reports whether id names a remote env (grpc:// or grpcs://).
+// IsRemote reports whether id names a remote env (grpc://, grpcs:// or
+// shm://).
 func IsRemote(id string) bool {
-	return strings.HasPrefix(id, "grpc://") || strings.HasPrefix(id, "grpcs://")
+	return strings.HasPrefix(id, "grpc://") || strings.HasPrefix(id, "grpcs://") || strings.HasPrefix(id, "shm://")
 }
 
 // remoteTarget is a parsed remote id.
 type remoteTarget struct {
-	addr    string
-	envID   string
-	tls     *service.TLSFiles
-	timeout time.Duration
+	addr     string // HOST:PORT, or the socket name for shm
+	shm      bool
+	envID    string
+	tls      *service.TLSFiles
+	timeout  time.Duration
+	inflight int
 }
 
 func parseRemote(id string) (remoteTarget, error) {
@@ -63,8 +83,12 @@ func parseRemote(id string) (remoteTarget, error) {
 	if err != nil {
 		return bad("%v", err)
 	}
-	t := remoteTarget{addr: u.Host, envID: strings.TrimPrefix(u.Path, "/"), timeout: service.DefaultTimeout}
-	if t.addr == "" || u.Port() == "" {
+	t := remoteTarget{addr: u.Host, envID: strings.TrimPrefix(u.Path, "/"), timeout: service.DefaultTimeout, inflight: 1, shm: u.Scheme == "shm"}
+	if t.shm {
+		if t.addr == "" || strings.ContainsAny(t.addr, ":@") {
+			return bad("want shm://NAME/ENV_ID, NAME the server's --shm name")
+		}
+	} else if t.addr == "" || u.Port() == "" {
 		return bad("want grpc://HOST:PORT/ENV_ID")
 	}
 	if t.envID == "" {
@@ -74,15 +98,15 @@ func parseRemote(id string) (remoteTarget, error) {
 	files := service.TLSFiles{CA: q.Get("ca"), Cert: q.Get("cert"), Key: q.Get("key"), ServerName: q.Get("server_name")}
 	for k := range q {
 		switch k {
-		case "ca", "cert", "key", "server_name", "timeout":
+		case "ca", "cert", "key", "server_name", "timeout", "inflight":
 		default:
-			return bad("unknown parameter %q (known: ca, cert, key, server_name, timeout)", k)
+			return bad("unknown parameter %q (known: ca, cert, key, server_name, timeout, inflight)", k)
 		}
 	}
 	switch u.Scheme {
 	case "grpcs":
 		t.tls = &files
-	case "grpc":
+	case "grpc", "shm":
 		if files.Enabled() || files.ServerName != "" {
 			return bad("TLS parameters need the grpcs:// scheme")
 		}
@@ -94,21 +118,125 @@ func parseRemote(id string) (remoteTarget, error) {
 		}
 		t.timeout = d
 	}
+	if s := q.Get("inflight"); s != "" {
+		k, err := strconv.Atoi(s)
+		if err != nil || k < 1 {
+			return bad("inflight %q, want a positive integer", s)
+		}
+		t.inflight = k
+	}
 	return t, nil
 }
 
-// session is one open Session stream: n envs on the server.
-type session struct {
-	target   remoteTarget
+// wire carries one session's messages, over gRPC or shared memory. send
+// starts a call's deadline and recv ends it; their errors are transport
+// failures (a gRPC status: DeadlineExceeded, Unavailable, ...) after which
+// the wire is closed.
+type wire interface {
+	send(req *herdv1.EnvRequest) error
+	recv() (*herdv1.EnvResponse, error)
+	// attach is called once the session is open, with its shape.
+	attach(n, obsDim, actDim int) error
+	close() error
+}
+
+// grpcWire is one Session stream.
+type grpcWire struct {
 	conn     *grpc.ClientConn
 	cancel   context.CancelFunc
 	stream   grpc.BidiStreamingClient[herdv1.EnvRequest, herdv1.EnvResponse]
 	timer    *time.Timer
 	timedOut atomic.Bool
-	broken   error // set once the stream failed; every later call returns it
+	timeout  time.Duration
+}
+
+func dialGRPC(t remoteTarget) (*grpcWire, error) {
+	w := &grpcWire{timeout: t.timeout}
+	var err error
+	if t.tls != nil {
+		conf, err := t.tls.ClientConfig()
+		if err != nil {
+			return nil, err
+		}
+		if w.conn, err = service.Dial(t.addr, conf, 0); err != nil {
+			return nil, err
+		}
+	} else if w.conn, err = service.Dial(t.addr, nil, 0); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	w.timer = time.AfterFunc(time.Hour, func() { w.timedOut.Store(true); cancel() })
+	w.timer.Stop()
+	w.timer.Reset(t.timeout)
+	w.stream, err = herdv1.NewEnvServiceClient(w.conn).Session(ctx, grpc.WaitForReady(false))
+	if !w.timer.Stop() && err == nil {
+		err = w.deadlineErr()
+	}
+	if err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *grpcWire) deadlineErr() error {
+	return status.Errorf(codes.DeadlineExceeded, "no answer within %v", w.timeout)
+}
+
+func (w *grpcWire) send(req *herdv1.EnvRequest) error {
+	w.timedOut.Store(false)
+	w.timer.Reset(w.timeout)
+	err := w.stream.Send(req)
+	if err != nil && !errors.Is(err, io.EOF) {
+		// After io.EOF from Send, Recv returns the stream's real status.
+		w.timer.Stop()
+		if w.timedOut.Load() {
+			err = w.deadlineErr()
+		}
+		w.close()
+		return err
+	}
+	return nil
+}
+
+func (w *grpcWire) recv() (*herdv1.EnvResponse, error) {
+	resp, err := w.stream.Recv()
+	w.timer.Stop()
+	if w.timedOut.Load() {
+		err = w.deadlineErr()
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			err = status.Error(codes.Unavailable, "server closed the session")
+		}
+		w.close()
+		return nil, err
+	}
+	return resp, nil
+}
+
+func (w *grpcWire) attach(n, obsDim, actDim int) error { return nil }
+
+func (w *grpcWire) close() error {
+	if w.stream != nil {
+		w.stream.CloseSend() // the server ends the session at once
+	}
+	w.cancel()
+	return w.conn.Close()
+}
+
+// session is one open session: n envs on the server.
+type session struct {
+	target   remoteTarget
+	w        wire
+	broken   error // set once the session failed; every later call returns it
 	obs, act Space
 	n        int
 	hasState bool
+	stepReq  herdv1.EnvRequest // reused for every Step
+	stepMsg  herdv1.EnvRequest_Step
+	stepBody herdv1.StepRequest
 }
 
 // openSession dials the server and opens a session of n envs.
@@ -123,35 +251,21 @@ func openSession(t remoteTarget, n int, o makeOptions, autoreset bool) (*session
 	if o.noTimeLimit {
 		maxSteps = -1
 	}
-	var err error
 	s := &session{target: t, n: n}
-	if t.tls != nil {
-		conf, err := t.tls.ClientConfig()
-		if err != nil {
-			return nil, err
-		}
-		s.conn, err = service.Dial(t.addr, conf, 0)
-		if err != nil {
-			return nil, err
-		}
-	} else if s.conn, err = service.Dial(t.addr, nil, 0); err != nil {
-		return nil, err
+	s.stepMsg.Step = &s.stepBody
+	s.stepReq.Msg = &s.stepMsg
+	var err error
+	if t.shm {
+		s.w, err = dialShm(t)
+	} else {
+		s.w, err = dialGRPC(t)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	s.timer = time.AfterFunc(time.Hour, func() { s.timedOut.Store(true); cancel() })
-	s.timer.Stop()
+	if err != nil {
+		return nil, s.wrap(err)
+	}
 	fail := func(err error) (*session, error) {
 		s.Close()
 		return nil, err
-	}
-	s.timer.Reset(t.timeout)
-	s.stream, err = herdv1.NewEnvServiceClient(s.conn).Session(ctx, grpc.WaitForReady(false))
-	if !s.timer.Stop() && err == nil {
-		err = s.deadlineErr()
-	}
-	if err != nil {
-		return fail(s.wrap(err))
 	}
 	resp, err := s.call(&herdv1.EnvRequest{Msg: &herdv1.EnvRequest_Open{Open: &herdv1.OpenRequest{
 		ProtocolVersion: service.ProtocolVersion, EnvId: t.envID, NumEnvs: uint32(n),
@@ -177,54 +291,68 @@ func openSession(t remoteTarget, n int, o makeOptions, autoreset bool) (*session
 		return fail(s.protocolErr(fmt.Sprintf("server opened %d envs, asked for %d", open.GetNumEnvs(), n)))
 	}
 	s.hasState = open.GetHasState()
+	if err := s.w.attach(n, s.obs.Dim(), s.act.Dim()); err != nil {
+		return fail(s.fail(err))
+	}
 	return s, nil
 }
 
-func (s *session) deadlineErr() error {
-	return status.Errorf(codes.DeadlineExceeded, "no answer within %v", s.target.timeout)
+func (s *session) where() string {
+	if s.target.shm {
+		return "shm://" + s.target.addr + "/" + s.target.envID
+	}
+	return s.target.addr + "/" + s.target.envID
 }
 
 func (s *session) wrap(err error) error {
-	return fmt.Errorf("env: remote %s/%s: %w", s.target.addr, s.target.envID, err)
+	return fmt.Errorf("env: remote %s: %w", s.where(), err)
 }
 
-func (s *session) protocolErr(msg string) error {
-	s.broken = s.wrap(status.Error(codes.Internal, msg))
-	s.cancel()
+// fail breaks the session with a transport error.
+func (s *session) fail(err error) error {
+	s.broken = s.wrap(err)
+	s.w.close()
 	return s.broken
 }
 
-// call sends one request and waits for its answer, at most the timeout.
-// A transport failure or timeout breaks the session; an error in the
-// answer (Status) is returned mapped to a sentinel and the session goes on.
-func (s *session) call(req *herdv1.EnvRequest) (*herdv1.EnvResponse, error) {
+func (s *session) protocolErr(msg string) error {
+	return s.fail(status.Error(codes.Internal, msg))
+}
+
+// begin sends one request; end waits for its answer, at most the timeout
+// from begin. A transport failure or timeout breaks the session; an error
+// in the answer (Status) is returned mapped to a sentinel and the session
+// goes on. Between begin and end the caller may begin calls on other
+// sessions (pipelining).
+func (s *session) begin(req *herdv1.EnvRequest) error {
+	if s.broken != nil {
+		return s.broken
+	}
+	if err := s.w.send(req); err != nil {
+		return s.fail(err)
+	}
+	return nil
+}
+
+func (s *session) end() (*herdv1.EnvResponse, error) {
 	if s.broken != nil {
 		return nil, s.broken
 	}
-	s.timedOut.Store(false)
-	s.timer.Reset(s.target.timeout)
-	err := s.stream.Send(req)
-	var resp *herdv1.EnvResponse
-	if err == nil || errors.Is(err, io.EOF) {
-		// After io.EOF from Send, Recv returns the stream's real status.
-		resp, err = s.stream.Recv()
-	}
-	s.timer.Stop()
-	if s.timedOut.Load() {
-		err = s.deadlineErr()
-	}
+	resp, err := s.w.recv()
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			err = status.Error(codes.Unavailable, "server closed the session")
-		}
-		s.broken = s.wrap(err)
-		s.cancel()
-		return nil, s.broken
+		return nil, s.fail(err)
 	}
 	if e := resp.GetError(); e != nil {
 		return nil, s.wrap(statusErr(e))
 	}
 	return resp, nil
+}
+
+func (s *session) call(req *herdv1.EnvRequest) (*herdv1.EnvResponse, error) {
+	if err := s.begin(req); err != nil {
+		return nil, err
+	}
+	return s.end()
 }
 
 // statusErr maps an in-band Status to an error wrapping the matching
@@ -242,11 +370,8 @@ func statusErr(e *herdv1.Status) error {
 	return st
 }
 
-func (s *session) batch(req *herdv1.EnvRequest) (*herdv1.Batch, error) {
-	resp, err := s.call(req)
-	if err != nil {
-		return nil, err
-	}
+// checkBatch checks an answer to Reset (step false) or Step.
+func (s *session) checkBatch(resp *herdv1.EnvResponse, step bool) (*herdv1.Batch, error) {
 	b := resp.GetBatch()
 	if b == nil {
 		return nil, s.protocolErr("answer has no batch")
@@ -255,22 +380,45 @@ func (s *session) batch(req *herdv1.EnvRequest) (*herdv1.Batch, error) {
 	if len(b.Obs) != s.n*od || (len(b.Rewards) != 0 && (len(b.Rewards) != s.n || len(b.Terminated) != s.n || len(b.Truncated) != s.n)) {
 		return nil, s.protocolErr(fmt.Sprintf("batch has %d obs values, %d rewards for %d envs of obs dim %d", len(b.Obs), len(b.Rewards), s.n, od))
 	}
-	return b, nil
-}
-
-func (s *session) reset(seeds []int64) (*herdv1.Batch, error) {
-	return s.batch(&herdv1.EnvRequest{Msg: &herdv1.EnvRequest_Reset_{Reset_: &herdv1.ResetRequest{Seeds: seeds}}})
-}
-
-func (s *session) step(actions []float32) (*herdv1.Batch, error) {
-	b, err := s.batch(&herdv1.EnvRequest{Msg: &herdv1.EnvRequest_Step{Step: &herdv1.StepRequest{Actions: actions}}})
-	if err != nil {
-		return nil, err
-	}
-	if len(b.Rewards) != s.n {
+	if step && len(b.Rewards) != s.n {
 		return nil, s.protocolErr("step answer has no rewards")
 	}
 	return b, nil
+}
+
+func resetReq(seeds []int64) *herdv1.EnvRequest {
+	return &herdv1.EnvRequest{Msg: &herdv1.EnvRequest_Reset_{Reset_: &herdv1.ResetRequest{Seeds: seeds}}}
+}
+
+func (s *session) reset(seeds []int64) (*herdv1.Batch, error) {
+	resp, err := s.call(resetReq(seeds))
+	if err != nil {
+		return nil, err
+	}
+	return s.checkBatch(resp, false)
+}
+
+// beginStep sends actions; the request is reused, so actions must stay
+// unchanged until endStep.
+func (s *session) beginStep(actions []float32) error {
+	s.stepBody.Actions = actions
+	return s.begin(&s.stepReq)
+}
+
+func (s *session) endStep() (*herdv1.Batch, error) {
+	resp, err := s.end()
+	s.stepBody.Actions = nil
+	if err != nil {
+		return nil, err
+	}
+	return s.checkBatch(resp, true)
+}
+
+func (s *session) step(actions []float32) (*herdv1.Batch, error) {
+	if err := s.beginStep(actions); err != nil {
+		return nil, err
+	}
+	return s.endStep()
 }
 
 func (s *session) state(req *herdv1.StateRequest) (*herdv1.StateResponse, error) {
@@ -289,14 +437,11 @@ func (s *session) state(req *herdv1.StateRequest) (*herdv1.StateResponse, error)
 
 // Close ends the session (the server closes its envs) and the connection.
 func (s *session) Close() error {
-	if s.stream != nil && s.broken == nil {
-		s.stream.CloseSend()
+	if s.broken != nil {
+		return nil
 	}
-	s.cancel()
-	if s.broken == nil {
-		s.broken = s.wrap(ErrClosed)
-	}
-	return s.conn.Close()
+	s.broken = s.wrap(ErrClosed)
+	return s.w.close()
 }
 
 // RemoteEnv is one env served by a herd env server; env.Make returns it
@@ -371,6 +516,9 @@ func makeRemote(id string, o makeOptions) (Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	if t.inflight != 1 {
+		return nil, fmt.Errorf("%w: remote env %q: inflight applies to vectors (MakeVector)", ErrInvalidOption, id)
+	}
 	s, err := openSession(t, 1, o, false)
 	if err != nil {
 		return nil, err
@@ -385,11 +533,14 @@ func makeRemote(id string, o makeOptions) (Env, error) {
 	return e, nil
 }
 
-// RemoteVector is a Vector whose n envs live in one session on a herd env
-// server: one message per Reset or Step for all of them. MakeVector returns
-// it for a grpc:// id. Not safe for concurrent use.
+// RemoteVector is a Vector whose n envs live on a herd env server, in one
+// session (one message per Reset or Step for all of them) or, with
+// inflight=K, in K sessions whose messages are in flight together.
+// MakeVector returns it for a remote id. Not safe for concurrent use.
 type RemoteVector struct {
-	s      *session
+	subs   []*session
+	lo     []int // subs[k] holds envs lo[k] … lo[k+1]-1
+	n      int
 	batch  Batch
 	seeds  []int64
 	strict bool
@@ -397,6 +548,10 @@ type RemoteVector struct {
 	ret    []float64
 	length []int
 	closed bool
+	// split is set when a pipelined step or reset succeeded in some
+	// sessions and failed in others: the envs are then out of step with
+	// one another until the next Reset.
+	split error
 }
 
 func makeRemoteVector(id string, n int, o makeOptions) (*RemoteVector, error) {
@@ -404,17 +559,64 @@ func makeRemoteVector(id string, n int, o makeOptions) (*RemoteVector, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := openSession(t, n, o, true)
-	if err != nil {
-		return nil, err
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: vector of %d envs, want > 0", ErrInvalidOption, n)
 	}
-	return &RemoteVector{s: s, batch: newBatch(n, s.obs.Dim()), seeds: make([]int64, n),
-		strict: o.strict, stats: o.stats, ret: make([]float64, n), length: make([]int, n)}, nil
+	if t.inflight > n {
+		return nil, fmt.Errorf("%w: remote env %q: inflight %d is more than the %d envs", ErrInvalidOption, id, t.inflight, n)
+	}
+	v := &RemoteVector{n: n, seeds: make([]int64, n), strict: o.strict, stats: o.stats, ret: make([]float64, n), length: make([]int, n)}
+	for k := 0; k < t.inflight; k++ {
+		lo, hi := k*n/t.inflight, (k+1)*n/t.inflight
+		s, err := openSession(t, hi-lo, o, true)
+		if err != nil {
+			v.Close()
+			return nil, err
+		}
+		if k > 0 && (!reflect.DeepEqual(s.obs, v.subs[0].obs) || !reflect.DeepEqual(s.act, v.subs[0].act)) {
+			s.Close()
+			v.Close()
+			return nil, fmt.Errorf("%w: remote env %q: sessions of one vector got different spaces", ErrInvalidOption, id)
+		}
+		v.subs = append(v.subs, s)
+		v.lo = append(v.lo, lo)
+	}
+	v.lo = append(v.lo, n)
+	v.batch = newBatch(n, v.subs[0].obs.Dim())
+	return v, nil
 }
 
-func (v *RemoteVector) NumEnvs() int            { return v.s.n }
-func (v *RemoteVector) ObservationSpace() Space { return v.s.obs }
-func (v *RemoteVector) ActionSpace() Space      { return v.s.act }
+func (v *RemoteVector) NumEnvs() int            { return v.n }
+func (v *RemoteVector) ObservationSpace() Space { return v.subs[0].obs }
+func (v *RemoteVector) ActionSpace() Space      { return v.subs[0].act }
+
+// each sends one request per session with begin(k), then reads the answers
+// in order with end(k, resp), reading every answer even after an error so
+// that no session is left with an unread one. It returns the first error
+// and, when some sessions succeeded and others failed, records the split.
+func (v *RemoteVector) each(begin func(k int) error, end func(k int) error) error {
+	errs := make([]error, len(v.subs))
+	for k := range v.subs {
+		errs[k] = begin(k)
+	}
+	var first error
+	failed := 0
+	for k := range v.subs {
+		if errs[k] == nil {
+			errs[k] = end(k)
+		}
+		if errs[k] != nil {
+			failed++
+			if first == nil {
+				first = errs[k]
+			}
+		}
+	}
+	if failed > 0 && failed < len(v.subs) {
+		v.split = fmt.Errorf("%w: remote vector: a step or reset failed in %d of its %d sessions (%w); Reset it", ErrNeedsReset, failed, len(v.subs), first)
+	}
+	return first
+}
 
 func (v *RemoteVector) Reset(seed int64) (*Batch, error) {
 	if v.closed {
@@ -423,11 +625,26 @@ func (v *RemoteVector) Reset(seed int64) (*Batch, error) {
 	for i := range v.seeds {
 		v.seeds[i] = VectorSeed(seed, i)
 	}
-	b, err := v.s.reset(v.seeds)
+	v.split = nil
+	od := v.batch.ObsDim
+	err := v.each(func(k int) error {
+		return v.subs[k].begin(resetReq(v.seeds[v.lo[k]:v.lo[k+1]]))
+	}, func(k int) error {
+		s := v.subs[k]
+		resp, err := s.end()
+		if err != nil {
+			return err
+		}
+		b, err := s.checkBatch(resp, false)
+		if err != nil {
+			return err
+		}
+		copy(v.batch.Obs[v.lo[k]*od:], b.Obs)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	copy(v.batch.Obs, b.Obs)
 	for i := range v.batch.Rewards {
 		v.batch.Rewards[i], v.batch.Terminated[i], v.batch.Truncated[i], v.batch.Infos[i] = 0, false, false, Info{}
 		v.ret[i], v.length[i] = 0, 0
@@ -439,49 +656,70 @@ func (v *RemoteVector) Step(actions []float32) (*Batch, error) {
 	if v.closed {
 		return nil, fmt.Errorf("%w: RemoteVector.Step", ErrClosed)
 	}
-	if err := checkActions(v.s.act, v.s.n, actions); err != nil {
+	if v.split != nil {
+		return nil, v.split
+	}
+	act := v.subs[0].act
+	// Every check is made here, before any session steps, so that a bad
+	// action never leaves some sub-batches stepped and others not.
+	if err := checkActions(act, v.n, actions); err != nil {
 		return nil, err
 	}
-	if box, ok := v.s.act.(Box); ok && v.strict {
+	if box, ok := act.(Box); ok && v.strict {
 		d := box.Dim()
-		for i := 0; i < v.s.n; i++ {
+		for i := 0; i < v.n; i++ {
 			if err := box.CheckBounds(actions[i*d : (i+1)*d]); err != nil {
 				return nil, fmt.Errorf("vector slot %d: %w", i, err)
 			}
 		}
 	}
-	b, err := v.s.step(actions)
+	ad := act.Dim()
+	err := v.each(func(k int) error {
+		return v.subs[k].beginStep(actions[v.lo[k]*ad : v.lo[k+1]*ad])
+	}, func(k int) error {
+		b, err := v.subs[k].endStep()
+		if err != nil {
+			return err
+		}
+		return v.merge(k, b)
+	})
 	if err != nil {
 		return nil, err
 	}
-	od := v.batch.ObsDim
+	return &v.batch, nil
+}
+
+// merge copies session k's step answer into the vector's batch.
+func (v *RemoteVector) merge(k int, b *herdv1.Batch) error {
+	od, lo, s := v.batch.ObsDim, v.lo[k], v.subs[k]
 	done := 0
-	for i := range v.batch.Rewards {
+	for i := range b.Rewards {
 		if b.Terminated[i] || b.Truncated[i] {
 			done++
 		}
 	}
 	if len(b.FinalObs) != done*od {
-		return nil, v.s.protocolErr(fmt.Sprintf("step answer has %d final obs values for %d ended episodes", len(b.FinalObs), done))
+		return s.protocolErr(fmt.Sprintf("step answer has %d final obs values for %d ended episodes", len(b.FinalObs), done))
 	}
-	copy(v.batch.Obs, b.Obs)
-	k := 0
+	copy(v.batch.Obs[lo*od:], b.Obs)
+	j := 0
 	for i, r := range b.Rewards {
-		v.batch.Rewards[i] = float32(r)
-		v.batch.Terminated[i], v.batch.Truncated[i] = b.Terminated[i], b.Truncated[i]
-		v.batch.Infos[i] = Info{}
-		v.ret[i] += r
-		v.length[i]++
+		g := lo + i
+		v.batch.Rewards[g] = float32(r)
+		v.batch.Terminated[g], v.batch.Truncated[g] = b.Terminated[i], b.Truncated[i]
+		v.batch.Infos[g] = Info{}
+		v.ret[g] += r
+		v.length[g]++
 		if b.Terminated[i] || b.Truncated[i] {
-			copy(v.batch.FinalObs[i*od:(i+1)*od], b.FinalObs[k*od:(k+1)*od])
-			k++
+			copy(v.batch.FinalObs[g*od:(g+1)*od], b.FinalObs[j*od:(j+1)*od])
+			j++
 			if v.stats {
-				v.batch.Infos[i] = Info{HasEpisode: true, Episode: EpisodeStats{Return: v.ret[i], Length: v.length[i]}}
+				v.batch.Infos[g] = Info{HasEpisode: true, Episode: EpisodeStats{Return: v.ret[g], Length: v.length[g]}}
 			}
-			v.ret[i], v.length[i] = 0, 0
+			v.ret[g], v.length[g] = 0, 0
 		}
 	}
-	return &v.batch, nil
+	return nil
 }
 
 func (v *RemoteVector) Close() error {
@@ -489,5 +727,11 @@ func (v *RemoteVector) Close() error {
 		return nil
 	}
 	v.closed = true
-	return v.s.Close()
+	var first error
+	for _, s := range v.subs {
+		if err := s.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }

@@ -50,7 +50,8 @@ loopback port; with --addr it measures that server (for example
 python3 -m herd_env.serve, with --id naming its env and --local-id the herd env
 to compare with).`,
 		Example: `  herd bench remote env
-  herd bench remote env --addr 127.0.0.1:7000 --id CartPole --local-id CartPole-v1`,
+  herd bench remote env --addr 127.0.0.1:7000 --id CartPole --local-id CartPole-v1
+  herd bench remote env --shm envs --id CartPole --local-id CartPole-v1 --num-envs 1,8`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -66,6 +67,8 @@ to compare with).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Addr, "addr", "", "server to measure (default: herd's, in this process)")
+	f.StringVar(&cfg.Shm, "shm", "", "measure this shared-memory name (herd_env.serve --shm NAME) instead of --addr")
+	f.IntVar(&cfg.Inflight, "inflight", 1, "sessions in flight per vector (the id's inflight=K)")
 	f.StringVar(&cfg.EnvID, "id", "CartPole-v1", "env id on the server")
 	f.StringVar(&cfg.LocalID, "local-id", "", "herd env id of the local rows (default --id)")
 	f.StringVar(&sizes, "num-envs", "1,16,64", "envs per message, comma-separated")

@@ -16,6 +16,11 @@ then train on it from herd:
 
     herd train --algo ppo --env grpc://127.0.0.1:7000/MyEnv
 
+On the same host, --shm NAME also serves it through shared memory
+(herd_env.shm; herd's id shm://NAME/MyEnv), standard library only.
+herd_env.testenvs has envs for measuring transports (Trivial, and Jittery
+with variable step times).
+
 Push to and sample from `herd serve replay` with herd_env.replay.ReplayClient.
 """
 

@@ -1,8 +1,8 @@
 """Serves a Gymnasium-style env to herd over gRPC (herd.v1 EnvService).
 
     python3 -m herd_env.serve --env module:Class [--kwargs JSON] [--id NAME]
-        [--host 127.0.0.1] --port P [--max-envs 4096] [--max-sessions 64]
-        [--tls-cert F --tls-key F [--tls-client-ca F]]
+        [--host 127.0.0.1] --port P [--shm NAME] [--max-envs 4096]
+        [--max-sessions 64] [--tls-cert F --tls-key F [--tls-client-ca F]]
 
 --env names a class or function that returns an env: an object with
 observation_space, action_space, reset(seed=None) -> (obs, info) and
@@ -10,7 +10,10 @@ step(action) -> (obs, reward, terminated, truncated, info). For Gymnasium's
 own envs: --env gymnasium:make --kwargs '{"id": "CartPole-v1"}'. Each session
 builds num_envs envs with it and steps them in one message; herd connects
 with --env grpc://HOST:PORT/NAME, NAME being --id (default: the class or
-function name, or kwargs["id"] when given).
+function name, or kwargs["id"] when given). With --shm NAME it also serves
+clients on the same host through shared memory (herd connects with
+--env shm://NAME/ID; see herd_env.shm); --port 0 picks a free port, and
+--port -1 serves shared memory only.
 
 Errors the session survives (an action outside the space, a step that needs
 a reset, an exception from the env) are answered in-band with a Status; a
@@ -90,11 +93,15 @@ class _Session:
             observation_space=self.obs_codec.to_proto(), action_space=self.act_codec.to_proto(),
             num_envs=len(self.envs), has_state=has_state))
 
-    def _obs(self, obs):
+    def _obs(self, obs, out):
+        """Appends obs, flat, to the list out."""
+        if type(obs) is list and len(obs) == self.obs_codec.dim and all(type(v) is float for v in obs):
+            out.extend(obs)  # the common flat case, without a copy per value
+            return
         flat = flatten(obs)
         if len(flat) != self.obs_codec.dim:
             raise ValueError("observation has %d values, the space %d" % (len(flat), self.obs_codec.dim))
-        return flat
+        out.extend(flat)
 
     def reset(self, seeds):
         n = len(self.envs)
@@ -105,50 +112,57 @@ class _Session:
             for i, e in enumerate(self.envs):
                 seed = seeds[i] if seeds and seeds[i] >= 0 else None
                 o, _ = e.reset(seed=seed)
-                obs.extend(self._obs(o))
+                self._obs(o, obs)
                 self.elapsed[i], self.running[i] = 0, True
         except Exception as ex:  # the env's own failure
             return _status(grpc.StatusCode.INTERNAL, "ENV_ERROR", "reset: %r" % (ex,)), None
         return env_pb2.EnvResponse(batch=env_pb2.Batch(obs=obs)), None
 
     def step(self, actions):
+        r = self.step_lists(actions)
+        if not isinstance(r, tuple):
+            return r
+        obs, rewards, terms, truncs, final = r
+        return env_pb2.EnvResponse(batch=env_pb2.Batch(
+            obs=obs, rewards=rewards, terminated=terms, truncated=truncs, final_obs=final))
+
+    def step_lists(self, actions):
+        """Steps every env; returns (obs, rewards, terminated, truncated,
+        final_obs) as flat lists, or an error EnvResponse."""
         n, ad = len(self.envs), self.act_codec.dim
         if len(actions) != n * ad:
             return _status(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ACTION",
                            "%d envs want %dx%d action values, got %d" % (n, n, ad, len(actions)))
-        rows = [actions[i * ad:(i + 1) * ad] for i in range(n)]
-        for i, a in enumerate(rows):  # check all before stepping any
-            why = self.act_codec.check(a)
-            if why is not None:
-                return _status(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ACTION", "env %d: %s" % (i, why))
-        for i in range(n):
-            if not self.running[i]:
-                return _status(grpc.StatusCode.FAILED_PRECONDITION, "NEEDS_RESET",
-                               "env %d: step before reset or after the episode ended" % i)
-        b = env_pb2.Batch()
-        obs, final = [], []
+        rows = self.act_codec.rows(actions, n)
+        if isinstance(rows, tuple):  # check all before stepping any
+            i, why = rows
+            return _status(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ACTION", "env %d: %s" % (i, why))
+        if not all(self.running):
+            i = self.running.index(False)
+            return _status(grpc.StatusCode.FAILED_PRECONDITION, "NEEDS_RESET",
+                           "env %d: step before reset or after the episode ended" % i)
+        obs, final, rewards, terms, truncs = [], [], [], [], []
+        max_steps, elapsed = self.max_steps, self.elapsed
         try:
             for i, e in enumerate(self.envs):
-                o, r, term, trunc, _ = e.step(self.act_codec.to_env(rows[i]))
-                self.elapsed[i] += 1
-                if self.max_steps > 0 and self.elapsed[i] >= self.max_steps:
+                o, r, term, trunc, _ = e.step(rows[i])
+                elapsed[i] += 1
+                if max_steps > 0 and elapsed[i] >= max_steps:
                     trunc = True
                 term, trunc = bool(term), bool(trunc)
-                b.rewards.append(float(r))
-                b.terminated.append(term)
-                b.truncated.append(trunc)
+                rewards.append(float(r))
+                terms.append(term)
+                truncs.append(trunc)
                 if term or trunc:
                     self.running[i] = False
                     if self.autoreset:
-                        final.extend(self._obs(o))
+                        self._obs(o, final)
                         o, _ = e.reset(seed=None)
-                        self.elapsed[i], self.running[i] = 0, True
-                obs.extend(self._obs(o))
+                        elapsed[i], self.running[i] = 0, True
+                self._obs(o, obs)
         except Exception as ex:
             return _status(grpc.StatusCode.INTERNAL, "ENV_ERROR", "step: %r" % (ex,))
-        b.obs.extend(obs)
-        b.final_obs.extend(final)
-        return env_pb2.EnvResponse(batch=b)
+        return obs, rewards, terms, truncs, final
 
     def state(self, req):
         if req.index >= len(self.envs):
@@ -169,7 +183,9 @@ class _Session:
             else:
                 u.state = list(req.state)
             get_obs = getattr(u, "_get_obs", None)
-            resp.obs.extend(self._obs(get_obs() if get_obs is not None else u.state))
+            obs = []
+            self._obs(get_obs() if get_obs is not None else u.state, obs)
+            resp.obs.extend(obs)
             self.running[req.index] = True
             self.elapsed[req.index] = 0
         resp.state.extend(flatten(u.state))
@@ -188,39 +204,50 @@ class EnvServicer(env_pb2_grpc.EnvServiceServicer):
         return env_pb2.DescribeResponse(protocol_versions=[PROTOCOL_VERSION], env_ids=[self.env_id],
                                         server="herd_env (python)")
 
+    def open(self, first):
+        """Checks a session's first message and makes its envs: returns
+        (session, None) or (None, (grpc.StatusCode, message))."""
+        if first.WhichOneof("msg") != "open":
+            return None, (grpc.StatusCode.INVALID_ARGUMENT, "the first message of a session must be open")
+        op = first.open
+        if op.protocol_version != PROTOCOL_VERSION:
+            return None, (grpc.StatusCode.FAILED_PRECONDITION,
+                          "protocol version %d; this server speaks %d" % (op.protocol_version, PROTOCOL_VERSION))
+        if op.env_id != self.env_id:
+            return None, (grpc.StatusCode.NOT_FOUND, "env id %r; this server serves %r" % (op.env_id, self.env_id))
+        if not 0 < op.num_envs <= self.max_envs:
+            return None, (grpc.StatusCode.INVALID_ARGUMENT, "num_envs %d, want 1..%d" % (op.num_envs, self.max_envs))
+        try:
+            return _Session(self.factory, op), None
+        except Exception as ex:
+            return None, (grpc.StatusCode.INVALID_ARGUMENT, "making the env: %r" % (ex,))
+
+    @staticmethod
+    def handle(sess, req):
+        """Answers one request after open: returns (response, None), or
+        (None, message) for a malformed session."""
+        kind = req.WhichOneof("msg")
+        if kind == "step":
+            return sess.step(list(req.step.actions)), None
+        if kind == "reset":
+            return sess.reset(list(req.reset.seeds))
+        if kind == "state":
+            return sess.state(req.state)
+        if kind == "open":
+            return None, "open sent twice in one session"
+        return None, "empty request"
+
     def Session(self, request_iterator, context):
         first = next(request_iterator, None)
         if first is None:
             return
-        if first.WhichOneof("msg") != "open":
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "the first message of a session must be open")
-        op = first.open
-        if op.protocol_version != PROTOCOL_VERSION:
-            context.abort(grpc.StatusCode.FAILED_PRECONDITION,
-                          "protocol version %d; this server speaks %d" % (op.protocol_version, PROTOCOL_VERSION))
-        if op.env_id != self.env_id:
-            context.abort(grpc.StatusCode.NOT_FOUND, "env id %r; this server serves %r" % (op.env_id, self.env_id))
-        if not 0 < op.num_envs <= self.max_envs:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "num_envs %d, want 1..%d" % (op.num_envs, self.max_envs))
-        try:
-            sess = _Session(self.factory, op)
-        except Exception as ex:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "making the env: %r" % (ex,))
+        sess, bad = self.open(first)
+        if bad is not None:
+            context.abort(*bad)
         try:
             yield sess.open_response()
             for req in request_iterator:
-                kind = req.WhichOneof("msg")
-                bad = None
-                if kind == "reset":
-                    resp, bad = sess.reset(list(req.reset.seeds))
-                elif kind == "step":
-                    resp = sess.step(list(req.step.actions))
-                elif kind == "state":
-                    resp, bad = sess.state(req.state)
-                elif kind == "open":
-                    bad = "open sent twice in one session"
-                else:
-                    bad = "empty request"
+                resp, bad = self.handle(sess, req)
                 if bad is not None:
                     context.abort(grpc.StatusCode.INVALID_ARGUMENT, bad)
                 yield resp
@@ -277,15 +304,23 @@ def add_common_flags(p):
     p.add_argument("--max-message-mb", type=int, default=MAX_MESSAGE_BYTES >> 20)
 
 
-def run_until_signal(server, what, port):
-    """Starts server, prints where it listens, and serves until SIGINT/SIGTERM."""
+def run_until_signal(server, what, port, shm=None):
+    """Starts server (None: none) and shm (a ShmServer, or None), prints
+    where they listen, and serves until SIGINT/SIGTERM."""
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    server.start()
-    print("herd_env: serving %s on port %d" % (what, port), flush=True)
+    if shm is not None:
+        shm.start()
+        print("herd_env: serving %s on shm %s" % (what, shm.name), flush=True)
+    if server is not None:
+        server.start()
+        print("herd_env: serving %s on port %d" % (what, port), flush=True)
     stop.wait()
-    server.stop(grace=2).wait()
+    if shm is not None:
+        shm.stop()
+    if server is not None:
+        server.stop(grace=2).wait()
 
 
 def main(argv=None):
@@ -294,6 +329,7 @@ def main(argv=None):
     p.add_argument("--kwargs", default="{}", help="JSON object of keyword arguments for --env")
     p.add_argument("--id", help="env id clients open (default: kwargs['id'] or the class name)")
     p.add_argument("--max-envs", type=int, default=4096, help="most envs one session may open")
+    p.add_argument("--shm", metavar="NAME", help="also serve same-host clients through shared memory (shm://NAME/ID)")
     p.add_argument("--max-sessions", type=int, default=64,
                    help="most concurrent calls (sessions); more are refused with RESOURCE_EXHAUSTED")
     add_common_flags(p)
@@ -304,15 +340,24 @@ def main(argv=None):
             raise ValueError("--kwargs must be a JSON object")
         factory = load_factory(args.env, kwargs)
         env_id = args.id or kwargs.get("id") or args.env.partition(":")[2].split(".")[-1]
-        server, port = make_server(
-            lambda s: env_pb2_grpc.add_EnvServiceServicer_to_server(EnvServicer(factory, env_id, args.max_envs), s),
-            args.host, args.port,
-                                   args.max_message_mb << 20, args.tls_cert, args.tls_key, args.tls_client_ca,
-                                   workers=args.max_sessions)
+        servicer = EnvServicer(factory, env_id, args.max_envs)
+        shm_server = server = None
+        port = args.port
+        if args.shm:
+            from .shm import ShmServer
+            shm_server = ShmServer(servicer, args.shm, args.max_sessions)
+            shm_server.name = args.shm
+        elif args.port < 0:
+            raise ValueError("--port -1 (no gRPC) needs --shm")
+        if args.port >= 0:
+            server, port = make_server(
+                lambda s: env_pb2_grpc.add_EnvServiceServicer_to_server(servicer, s),
+                args.host, args.port, args.max_message_mb << 20, args.tls_cert, args.tls_key, args.tls_client_ca,
+                workers=args.max_sessions)
     except Exception as ex:
         print("herd_env.serve: %s" % (ex,), file=sys.stderr)
         return 2
-    run_until_signal(server, "env %s" % env_id, port)
+    run_until_signal(server, "env %s" % env_id, port, shm_server)
     return 0
 
 

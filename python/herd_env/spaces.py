@@ -91,6 +91,26 @@ class Codec:
                     return "action[%d] = %r not in [0, %d)" % (i, v, self.nvec[i])
         return None
 
+    def rows(self, actions, n):
+        """Splits n envs' flat actions into the values the envs expect, or
+        returns (env index, why) for the first action outside the space."""
+        if self.kind == "Discrete":  # one value per env: no slicing
+            lo, hi, out = self.start, self.start + self.n, []
+            for i, v in enumerate(actions):
+                k = int(v) if v == v and v not in (math.inf, -math.inf) else None
+                if k is None or k != v or not lo <= k < hi:
+                    return i, "%r not in Discrete(%d, start=%d)" % (v, self.n, self.start)
+                out.append(k)
+            return out
+        d, out = self.dim, []
+        for i in range(n):
+            a = actions[i * d:(i + 1) * d]
+            why = self.check(a)
+            if why is not None:
+                return i, why
+            out.append(self.to_env(a))
+        return out
+
     def to_env(self, a):
         """The flat action a as the env expects it."""
         if self.kind == "Discrete":

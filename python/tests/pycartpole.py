@@ -28,7 +28,9 @@ class CartPole:
     theta_threshold_radians = 12 * 2 * math.pi / 360
     x_threshold = 2.4
 
-    def __init__(self):
+    def __init__(self, max_steps=None):
+        self.max_steps = max_steps  # truncate episodes here, as Gymnasium's TimeLimit (None: never)
+        self.t = 0
         f32max = 3.4028234663852886e38
         high = [self.x_threshold * 2, f32max, self.theta_threshold_radians * 2, f32max]
         self.observation_space = Box([-h for h in high], high)
@@ -43,6 +45,7 @@ class CartPole:
         if seed is not None:
             self.rng = random.Random(seed)
         self.state = [self.rng.uniform(-0.05, 0.05) for _ in range(4)]
+        self.t = 0
         return self._get_obs(), {}
 
     def step(self, action):
@@ -61,7 +64,9 @@ class CartPole:
         self.state = [x, x_dot, theta, theta_dot]
         terminated = (x < -self.x_threshold or x > self.x_threshold
                       or theta < -self.theta_threshold_radians or theta > self.theta_threshold_radians)
-        return self._get_obs(), 1.0, terminated, False, {}
+        self.t += 1
+        truncated = self.max_steps is not None and self.t >= self.max_steps
+        return self._get_obs(), 1.0, terminated, truncated, {}
 
     def close(self):
         pass

@@ -18,6 +18,12 @@ type BenchConfig struct {
 	// Addr of the server to measure; empty starts herd's own server in this
 	// process on a loopback port.
 	Addr string
+	// Shm, when set, measures the server's shared-memory transport under
+	// this name (shm://Shm/EnvID) instead of gRPC; Addr is then unused.
+	Shm string
+	// Inflight splits each vector into this many sessions in flight
+	// (the remote id's inflight=K; default 1).
+	Inflight int
 	// EnvID on the server (default CartPole-v1); LocalID is the herd env
 	// the local rows step (default EnvID).
 	EnvID, LocalID string
@@ -61,7 +67,7 @@ func Bench(ctx context.Context, cfg BenchConfig) ([]BenchRow, error) {
 	if cfg.Rounds <= 0 {
 		cfg.Rounds = 3
 	}
-	if cfg.Addr == "" {
+	if cfg.Addr == "" && cfg.Shm == "" {
 		lis, err := service.Listen("127.0.0.1:0")
 		if err != nil {
 			return nil, err
@@ -91,7 +97,14 @@ func benchOne(ctx context.Context, cfg BenchConfig, n int) (BenchRow, error) {
 		return BenchRow{}, err
 	}
 	defer local.Close()
-	remote, err := env.MakeVector("grpc://"+cfg.Addr+"/"+cfg.EnvID, n, env.Sync)
+	id := "grpc://" + cfg.Addr + "/" + cfg.EnvID
+	if cfg.Shm != "" {
+		id = "shm://" + cfg.Shm + "/" + cfg.EnvID
+	}
+	if cfg.Inflight > 1 {
+		id += fmt.Sprintf("?inflight=%d", cfg.Inflight)
+	}
+	remote, err := env.MakeVector(id, n, env.Sync)
 	if err != nil {
 		return BenchRow{}, err
 	}

@@ -15,5 +15,6 @@
 // in-band as a Status and the session continues, as a local env would.
 //
 // The Python server (python/herd_env) speaks the same protocol for
-// Gymnasium envs.
+// Gymnasium envs, and also serves the same-host shared-memory transport
+// (shm://NAME/ID, see package env); this server speaks gRPC only.
 package envsvc

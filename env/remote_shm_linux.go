@@ -1,0 +1,182 @@
+//go:build linux
+
+package env
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"herd/internal/shmwire"
+	herdv1 "herd/proto/herd/v1"
+)
+
+// shmWire is one session over a Unix-domain socket with its batches in a
+// shared memory segment (internal/shmwire has the protocol).
+type shmWire struct {
+	c       *net.UnixConn
+	timeout time.Duration
+	mem     []byte
+	l       shmwire.Layout
+	v       shmwire.Views
+	stepped bool // the last send was a step through the segment
+	resp    herdv1.EnvResponse
+	msg     herdv1.EnvResponse_Batch
+	batch   herdv1.Batch
+	tag     [1]byte
+}
+
+func dialShm(t remoteTarget) (*shmWire, error) {
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: shmwire.SocketName(t.addr), Net: "unix"})
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "no herd env server on shm name %q (herd_env.serve --shm %s): %v", t.addr, t.addr, err)
+	}
+	w := &shmWire{c: c, timeout: t.timeout}
+	w.msg.Batch = &w.batch
+	w.resp.Msg = &w.msg
+	return w, nil
+}
+
+// ioErr turns a socket error into the status a gRPC call would give.
+func (w *shmWire) ioErr(err error) error {
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return status.Errorf(codes.DeadlineExceeded, "no answer within %v", w.timeout)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, unix.ECONNRESET), errors.Is(err, unix.EPIPE):
+		return status.Error(codes.Unavailable, "server closed the session")
+	case errors.Is(err, shmwire.ErrFrame):
+		return status.Error(codes.Internal, err.Error())
+	}
+	return status.Error(codes.Unavailable, err.Error())
+}
+
+func (w *shmWire) send(req *herdv1.EnvRequest) error {
+	if err := w.c.SetDeadline(time.Now().Add(w.timeout)); err != nil {
+		return w.ioErr(err)
+	}
+	w.stepped = false
+	if st := req.GetStep(); st != nil && w.mem != nil && len(st.Actions) == len(w.v.Act) {
+		copy(w.v.Act, st.Actions)
+		w.tag[0] = shmwire.Step
+		if _, err := w.c.Write(w.tag[:]); err != nil {
+			return w.ioErr(err)
+		}
+		w.stepped = true
+		return nil
+	}
+	if err := shmwire.WriteMsg(w.c, req); err != nil {
+		return w.ioErr(err)
+	}
+	return nil
+}
+
+func (w *shmWire) recv() (*herdv1.EnvResponse, error) {
+	if _, err := io.ReadFull(w.c, w.tag[:]); err != nil {
+		return nil, w.ioErr(err)
+	}
+	switch w.tag[0] {
+	case shmwire.Stepped:
+		if !w.stepped {
+			return nil, status.Error(codes.Internal, "shm: step answer to a request that was no step")
+		}
+		return w.readStep(), nil
+	case shmwire.Msg:
+		return w.readMsg()
+	}
+	return nil, status.Errorf(codes.Internal, "shm: unknown answer byte %q", w.tag[0])
+}
+
+func (w *shmWire) readMsg() (*herdv1.EnvResponse, error) {
+	resp := new(herdv1.EnvResponse)
+	if err := shmwire.ReadFrame(w.c, resp); err != nil {
+		return nil, w.ioErr(err)
+	}
+	if e := resp.GetError(); e != nil && resp.Msg == nil && e.GetReason() == "" {
+		// An error that ends the session (a bad open): the server closes
+		// the socket after it, as a gRPC server ends the stream.
+		return nil, status.Error(codes.Code(e.GetCode()), e.GetMessage())
+	}
+	return resp, nil
+}
+
+// readStep copies the step's results out of the segment. Obs is a new
+// slice every step (RemoteEnv hands it to its caller); the rest are reused.
+func (w *shmWire) readStep() *herdv1.EnvResponse {
+	b, v, od := &w.batch, &w.v, w.l.ObsDim
+	b.Obs = append([]float32(nil), v.Obs...)
+	b.Rewards = append(b.Rewards[:0], v.Rew...)
+	b.Terminated, b.Truncated, b.FinalObs = b.Terminated[:0], b.Truncated[:0], b.FinalObs[:0]
+	for i := 0; i < w.l.N; i++ {
+		term, trunc := v.Term[i] != 0, v.Trunc[i] != 0
+		b.Terminated, b.Truncated = append(b.Terminated, term), append(b.Truncated, trunc)
+		if term || trunc {
+			b.FinalObs = append(b.FinalObs, v.Final[i*od:(i+1)*od]...)
+		}
+	}
+	return &w.resp
+}
+
+// attach makes the segment, hands it to the server and maps the arrays.
+// The segment is a memfd: it never has a name in /dev/shm, and the kernel
+// frees it when the last of the two processes unmaps it or dies.
+func (w *shmWire) attach(n, od, ad int) error {
+	if n > shmwire.MaxDim || od > shmwire.MaxDim || ad > shmwire.MaxDim {
+		return status.Errorf(codes.InvalidArgument, "shm: %d envs of obs dim %d, action dim %d is too large", n, od, ad)
+	}
+	l := shmwire.NewLayout(n, od, ad)
+	fd, err := unix.MemfdCreate("herd-env", unix.MFD_CLOEXEC)
+	if err != nil {
+		return status.Errorf(codes.Unavailable, "shm: memfd_create: %v", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Ftruncate(fd, int64(l.Size)); err != nil {
+		return status.Errorf(codes.Unavailable, "shm: size the segment: %v", err)
+	}
+	mem, err := unix.Mmap(fd, 0, l.Size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return status.Errorf(codes.Unavailable, "shm: map the segment: %v", err)
+	}
+	w.mem, w.l = mem, l
+	l.WriteHeader(mem)
+	w.v = l.Views(mem)
+	if err := w.c.SetDeadline(time.Now().Add(w.timeout)); err != nil {
+		return w.ioErr(err)
+	}
+	// Map, then the descriptor on a byte of its own, so that the server's
+	// one-byte read of the request does not drop it.
+	if _, err := w.c.Write([]byte{shmwire.Map}); err != nil {
+		return w.ioErr(err)
+	}
+	if _, _, err := w.c.WriteMsgUnix([]byte{shmwire.FD}, unix.UnixRights(fd), nil); err != nil {
+		return w.ioErr(err)
+	}
+	if _, err := io.ReadFull(w.c, w.tag[:]); err != nil {
+		return w.ioErr(err)
+	}
+	switch w.tag[0] {
+	case shmwire.Mapped:
+		return nil
+	case shmwire.Msg:
+		resp, err := w.readMsg()
+		if err != nil {
+			return err
+		}
+		return status.Errorf(codes.Internal, "shm: server refused the segment: %v", resp.GetError().GetMessage())
+	}
+	return status.Errorf(codes.Internal, "shm: unknown answer byte %q", w.tag[0])
+}
+
+func (w *shmWire) close() error {
+	err := w.c.Close()
+	if w.mem != nil {
+		unix.Munmap(w.mem)
+		w.mem, w.v = nil, shmwire.Views{}
+	}
+	return err
+}

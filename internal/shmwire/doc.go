@@ -1,0 +1,22 @@
+// Package shmwire is the byte layout and framing of herd's same-host
+// shared-memory env transport (env ids shm://NAME/ID), shared by the client
+// (package env) and herd's Go server (service/envsvc);
+// python/herd_env/shm.py is the Python server's copy of the same rules.
+//
+// A session is one connection to the Unix-domain socket "herd-env-NAME" in
+// Linux's abstract namespace. Client to server: Msg and a frame holding an
+// EnvRequest (open first, then reset and state), Map then FD with the
+// segment's descriptor (SCM_RIGHTS) once after open, Step once the actions
+// are in the segment. Server to client: Msg and a frame holding an
+// EnvResponse, Mapped once the segment is mapped, Stepped once the step's
+// results are in the segment. A frame is a little-endian uint32 length and
+// that many bytes of protobuf. An error that ends the session is an
+// EnvResponse whose Status has no reason word.
+//
+// The segment (Layout) is a 64-byte header (Magic, then n, obs dim and
+// action dim as little-endian uint32), then float32 actions, float32
+// observations, float32 final observations (row i meaningful when env i's
+// episode ended in the step), float64 rewards, one byte per env
+// terminated, one byte per env truncated; each array starts at a multiple
+// of 8, and the size is a multiple of 4096.
+package shmwire

@@ -1,0 +1,138 @@
+package shmwire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"unsafe"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// Socket bytes.
+const (
+	Msg     = 'P'
+	Map     = 'M'
+	FD      = 'F'
+	Mapped  = 'm'
+	Step    = 'S'
+	Stepped = 's'
+)
+
+const (
+	// Magic starts every segment.
+	Magic = "HERDSHM1"
+	// MaxFrame bounds a frame's length.
+	MaxFrame = 64 << 20
+	// MaxDim bounds n, the obs dim and the action dim of a segment.
+	MaxDim = 1 << 24
+)
+
+// ErrFrame is a malformed frame or segment header.
+var ErrFrame = errors.New("shmwire: malformed")
+
+// SocketName is the abstract Unix-domain socket of shm name (Go's "@"
+// spelling of the leading NUL byte).
+func SocketName(name string) string { return "@herd-env-" + name }
+
+// Layout is where each array of a segment for n envs lives (byte offsets).
+type Layout struct {
+	N, ObsDim, ActDim                       int
+	Act, Obs, Final, Rew, Term, Trunc, Size int
+}
+
+func align8(x int) int { return (x + 7) &^ 7 }
+
+// NewLayout returns the layout for n envs of the given dims (each at most
+// MaxDim).
+func NewLayout(n, obsDim, actDim int) Layout {
+	l := Layout{N: n, ObsDim: obsDim, ActDim: actDim}
+	l.Act = 64
+	l.Obs = l.Act + align8(4*n*actDim)
+	l.Final = l.Obs + align8(4*n*obsDim)
+	l.Rew = l.Final + align8(4*n*obsDim)
+	l.Term = l.Rew + 8*n
+	l.Trunc = l.Term + align8(n)
+	l.Size = (l.Trunc + align8(n) + 4095) &^ 4095
+	return l
+}
+
+// WriteHeader writes the header into a mapped segment.
+func (l Layout) WriteHeader(mem []byte) {
+	copy(mem, Magic)
+	binary.LittleEndian.PutUint32(mem[8:], uint32(l.N))
+	binary.LittleEndian.PutUint32(mem[12:], uint32(l.ObsDim))
+	binary.LittleEndian.PutUint32(mem[16:], uint32(l.ActDim))
+}
+
+// CheckHeader reports whether mem is a segment of this layout.
+func (l Layout) CheckHeader(mem []byte) error {
+	if len(mem) < l.Size || string(mem[:8]) != Magic ||
+		binary.LittleEndian.Uint32(mem[8:]) != uint32(l.N) ||
+		binary.LittleEndian.Uint32(mem[12:]) != uint32(l.ObsDim) ||
+		binary.LittleEndian.Uint32(mem[16:]) != uint32(l.ActDim) {
+		return fmt.Errorf("%w: segment header does not match the session (%d envs, obs %d, action %d)", ErrFrame, l.N, l.ObsDim, l.ActDim)
+	}
+	return nil
+}
+
+// Views are a segment's arrays, aliasing the mapped memory.
+type Views struct {
+	Act, Obs, Final []float32
+	Rew             []float64
+	Term, Trunc     []byte
+}
+
+// Views returns the arrays of a mapped segment of at least l.Size bytes.
+func (l Layout) Views(mem []byte) Views {
+	return Views{
+		Act:   f32s(mem, l.Act, l.N*l.ActDim),
+		Obs:   f32s(mem, l.Obs, l.N*l.ObsDim),
+		Final: f32s(mem, l.Final, l.N*l.ObsDim),
+		Rew:   unsafe.Slice((*float64)(unsafe.Pointer(&mem[l.Rew])), l.N),
+		Term:  mem[l.Term : l.Term+l.N],
+		Trunc: mem[l.Trunc : l.Trunc+l.N],
+	}
+}
+
+func f32s(mem []byte, off, n int) []float32 {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&mem[off])), n)
+}
+
+// WriteMsg writes Msg and m's frame in one write.
+func WriteMsg(w io.Writer, m proto.Message) error {
+	body, err := proto.Marshal(m)
+	if err != nil {
+		return err
+	}
+	frame := make([]byte, 5+len(body))
+	frame[0] = Msg
+	binary.LittleEndian.PutUint32(frame[1:], uint32(len(body)))
+	copy(frame[5:], body)
+	_, err = w.Write(frame)
+	return err
+}
+
+// ReadFrame reads a frame (after its Msg byte) into m.
+func ReadFrame(r io.Reader, m proto.Message) error {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return err
+	}
+	size := binary.LittleEndian.Uint32(hdr[:])
+	if size > MaxFrame {
+		return fmt.Errorf("%w: frame of %d bytes", ErrFrame, size)
+	}
+	body := make([]byte, size)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return err
+	}
+	if err := proto.Unmarshal(body, m); err != nil {
+		return fmt.Errorf("%w: %v", ErrFrame, err)
+	}
+	return nil
+}

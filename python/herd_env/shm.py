@@ -1,0 +1,273 @@
+"""herd's same-host shared-memory transport for envs (shm://NAME/ENV_ID).
+
+The server listens on the Unix-domain socket "herd-env-NAME" in Linux's
+abstract namespace (no file). Per connection (one session):
+
+    client -> 'P' len(u32 LE) EnvRequest     open first, then reset/state
+    server -> 'P' len(u32 LE) EnvResponse
+    client -> 'M' 'F', the 'F' carrying the segment's fd (SCM_RIGHTS),
+              once after open
+    server -> 'm'                            mapped
+    client -> 'S'                            actions are in the segment
+    server -> 's'                            results are in the segment,
+              or 'P' and an EnvResponse with the error Status
+
+The segment is the client's memfd (it has no name in /dev/shm and the
+kernel frees it when the last process that maps it exits or unmaps it). Its
+layout (env/remote_shm_linux.go's shmLayout) is a 64-byte header (b"HERDSHM1",
+then n, obs dim, action dim as little-endian uint32), then float32 actions,
+float32 observations, float32 final observations (row i meaningful when env
+i's episode ended), float64 rewards, one byte per env terminated, one byte
+per env truncated; each array starts at a multiple of 8.
+
+Standard library only: mmap and memoryview casts, no NumPy.
+"""
+
+import array
+import mmap
+import os
+import socket
+import struct
+import sys
+import threading
+
+import grpc
+
+from ._proto.herd.v1 import env_pb2
+
+MAGIC = b"HERDSHM1"
+MAX_FRAME = 64 << 20
+_is_le = sys.byteorder == "little"
+
+
+def _align8(x):
+    return (x + 7) & ~7
+
+
+def layout(n, od, ad):
+    """(act, obs, final, rew, term, trunc, size) byte offsets of the arrays."""
+    act = 64
+    obs = act + _align8(4 * n * ad)
+    final = obs + _align8(4 * n * od)
+    rew = final + _align8(4 * n * od)
+    term = rew + 8 * n
+    trunc = term + _align8(n)
+    size = (trunc + _align8(n) + 4095) & ~4095
+    return act, obs, final, rew, term, trunc, size
+
+
+def socket_name(name):
+    return "\0herd-env-" + name
+
+
+def _recv_exact(conn, n):
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = conn.recv(n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return bytes(buf)
+
+
+def _send_msg(conn, resp):
+    body = resp.SerializeToString()
+    conn.sendall(b"P" + struct.pack("<I", len(body)) + body)
+
+
+class _Segment:
+    """The session's arrays as memoryviews into the client's segment."""
+
+    def __init__(self, fd, n, od, ad):
+        size = os.fstat(fd).st_size
+        act, obs, final, rew, term, trunc, need = layout(n, od, ad)
+        if size < need:
+            raise ValueError("segment of %d bytes, %d envs need %d" % (size, n, need))
+        self.mm = mmap.mmap(fd, need)
+        if self.mm[:8] != MAGIC or struct.unpack_from("<3I", self.mm, 8) != (n, od, ad):
+            self.mm.close()
+            raise ValueError("segment header does not match the session (%d envs, obs %d, action %d)" % (n, od, ad))
+        mv = memoryview(self.mm)
+        self.views = [mv]
+        self.act = self._view(mv, act, 4 * n * ad, "f")
+        self.obs = self._view(mv, obs, 4 * n * od, "f")
+        self.final = self._view(mv, final, 4 * n * od, "f")
+        self.rew = self._view(mv, rew, 8 * n, "d")
+        self.term = self._view(mv, term, n, "B")
+        self.trunc = self._view(mv, trunc, n, "B")
+        self.od = od
+
+    def _view(self, mv, off, size, fmt):
+        v = mv[off:off + size].cast(fmt)
+        self.views.append(v)
+        return v
+
+    def write(self, obs, rewards, terms, truncs, final):
+        self.obs[:] = array.array("f", obs)
+        self.rew[:] = array.array("d", rewards)
+        self.term[:] = array.array("B", terms)
+        self.trunc[:] = array.array("B", truncs)
+        if final:
+            od, k = self.od, 0
+            for i, (t, u) in enumerate(zip(terms, truncs)):
+                if t or u:
+                    self.final[i * od:(i + 1) * od] = array.array("f", final[k * od:(k + 1) * od])
+                    k += 1
+
+    def close(self):
+        for v in reversed(self.views):
+            v.release()
+        self.views = []
+        self.mm.close()
+
+
+class ShmServer:
+    """Serves an EnvServicer's sessions over the shm transport; one thread
+    per session, at most max_sessions at once (more are refused with
+    RESOURCE_EXHAUSTED)."""
+
+    def __init__(self, servicer, name, max_sessions=64):
+        if not sys.platform.startswith("linux"):
+            raise OSError("--shm needs Linux")
+        if not _is_le:
+            raise OSError("--shm needs a little-endian machine")
+        self.servicer = servicer
+        self.max_sessions = max_sessions
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.sock.bind(socket_name(name))
+        except OSError as ex:
+            self.sock.close()
+            raise OSError("cannot listen on shm name %r: %s" % (name, ex))
+        self.sock.listen(64)
+        self.lock = threading.Lock()
+        self.live = set()
+        self.stopped = False
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+
+    def start(self):
+        self.thread.start()
+
+    def stop(self):
+        self.stopped = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+        with self.lock:
+            for c in list(self.live):
+                try:
+                    c.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def _accept(self):
+        while not self.stopped:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with self.lock:
+                full = len(self.live) >= self.max_sessions
+                if not full:
+                    self.live.add(conn)
+            if full:
+                try:
+                    _send_msg(conn, _ending(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                            "%d sessions are open, the most this server takes" % self.max_sessions))
+                finally:
+                    conn.close()
+                continue
+            threading.Thread(target=self._session, args=(conn,), daemon=True).start()
+
+    def _session(self, conn):
+        sess = seg = None
+        try:
+            sess = self._open(conn)
+            if sess is None:
+                return
+            n, od, ad = len(sess.envs), sess.obs_codec.dim, sess.act_codec.dim
+            while True:
+                tag = conn.recv(1)
+                if not tag:
+                    return  # the client closed the session or died
+                if tag == b"S":
+                    if seg is None:
+                        _send_msg(conn, _ending(grpc.StatusCode.FAILED_PRECONDITION, "step through shm before M"))
+                        return
+                    r = sess.step_lists(seg.act.tolist())
+                    if isinstance(r, tuple):
+                        seg.write(*r)
+                        conn.sendall(b"s")
+                    else:
+                        _send_msg(conn, r)
+                elif tag == b"M":
+                    if seg is not None:
+                        _send_msg(conn, _ending(grpc.StatusCode.INVALID_ARGUMENT, "segment sent twice"))
+                        return
+                    data, fds, _, _ = socket.recv_fds(conn, 1, 1)
+                    if data != b"F" or len(fds) != 1:
+                        for fd in fds:
+                            os.close(fd)
+                        _send_msg(conn, _ending(grpc.StatusCode.INVALID_ARGUMENT, "M without a file descriptor"))
+                        return
+                    try:
+                        seg = _Segment(fds[0], n, od, ad)
+                    except (ValueError, OSError) as ex:
+                        _send_msg(conn, _ending(grpc.StatusCode.INVALID_ARGUMENT, "segment: %s" % (ex,)))
+                        return
+                    finally:
+                        os.close(fds[0])
+                    conn.sendall(b"m")
+                elif tag == b"P":
+                    req = _read_req(conn)
+                    resp, bad = self.servicer.handle(sess, req)
+                    if bad is not None:
+                        _send_msg(conn, _ending(grpc.StatusCode.INVALID_ARGUMENT, bad))
+                        return
+                    _send_msg(conn, resp)
+                else:
+                    _send_msg(conn, _ending(grpc.StatusCode.INVALID_ARGUMENT, "unknown request byte %r" % (tag,)))
+                    return
+        except (EOFError, OSError):
+            return  # the client went away mid-message
+        except Exception as ex:  # a malformed message: end this session only
+            try:
+                _send_msg(conn, _ending(grpc.StatusCode.INVALID_ARGUMENT, "bad request: %r" % (ex,)))
+            except OSError:
+                pass
+        finally:
+            if seg is not None:
+                seg.close()
+            if sess is not None:
+                sess.close()
+            with self.lock:
+                self.live.discard(conn)
+            conn.close()
+
+    def _open(self, conn):
+        tag = conn.recv(1)
+        if not tag:
+            return None
+        if tag != b"P":
+            _send_msg(conn, _ending(grpc.StatusCode.INVALID_ARGUMENT, "the first message of a session must be open"))
+            return None
+        sess, bad = self.servicer.open(_read_req(conn))
+        if bad is not None:
+            _send_msg(conn, _ending(*bad))
+            return None
+        _send_msg(conn, sess.open_response())
+        return sess
+
+
+def _read_req(conn):
+    (size,) = struct.unpack("<I", _recv_exact(conn, 4))
+    if size > MAX_FRAME:
+        raise EOFError
+    return env_pb2.EnvRequest.FromString(_recv_exact(conn, size))
+
+
+def _ending(code, message):
+    """An error that ends the session (no reason word, unlike in-band ones)."""
+    return env_pb2.EnvResponse(error=env_pb2.Status(code=code.value[0], message=message))

@@ -1,0 +1,329 @@
+//go:build linux
+
+package envsvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"herd/env"
+	"herd/internal/pyproc"
+)
+
+// shmName is a socket name no other test process uses.
+func shmName(t *testing.T) string {
+	return fmt.Sprintf("herdtest-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"))
+}
+
+// devShm lists /dev/shm, to check that nothing is left there.
+func devShm(t *testing.T) map[string]bool {
+	t.Helper()
+	ents, err := os.ReadDir("/dev/shm")
+	if err != nil {
+		t.Skipf("no /dev/shm: %v", err)
+	}
+	m := map[string]bool{}
+	for _, e := range ents {
+		m[e.Name()] = true
+	}
+	return m
+}
+
+// segments counts the herd segments process pid maps.
+func segments(t *testing.T, pid int) int {
+	t.Helper()
+	maps, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(maps), "memfd:herd-env")
+}
+
+// TestShmMatchesGRPC: the Python server's CartPole stepped through shared
+// memory gives the same bits as through gRPC, with K = 1 and 2 sessions in
+// flight; a single env's reset, step and state requests work over shm.
+func TestShmMatchesGRPC(t *testing.T) {
+	name := shmName(t)
+	p := pyproc.Start(t, "herd_env.serve", "--env", "pycartpole:CartPole", "--shm", name)
+	trace := func(id string) []uint64 {
+		v, err := env.MakeVector(id, 5, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(30))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		return stepTrace(t, v, 4, 80)
+	}
+	want := trace("grpc://" + p.Addr() + "/CartPole?timeout=20s")
+	for _, id := range []string{"shm://" + name + "/CartPole?timeout=20s", "shm://" + name + "/CartPole?timeout=20s&inflight=2",
+		"grpc://" + p.Addr() + "/CartPole?timeout=20s&inflight=3"} {
+		sameTrace(t, id, want, trace(id))
+	}
+
+	e, err := env.Make("shm://"+name+"/CartPole?timeout=20s", env.WithoutTimeLimit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, _, err := e.Reset(1); err != nil {
+		t.Fatal(err)
+	}
+	st := env.Unwrapped(e).(env.Stater)
+	obs, err := st.SetState([]float64{0.5, 0, 0, 0})
+	if err != nil || obs[0] != 0.5 {
+		t.Fatalf("SetState over shm: %v %v", obs, err)
+	}
+	o, r, _, _, _, err := e.Step([]float32{1})
+	if err != nil || r != 1 || o[0] != 0.5 {
+		t.Fatalf("step after SetState: obs %v reward %v err %v", o, r, err)
+	}
+	if _, _, _, _, _, err := e.Step([]float32{3}); !errors.Is(err, env.ErrInvalidAction) {
+		t.Fatalf("invalid action over shm: %v", err)
+	}
+	// The server's in-band errors come back over shm too: a step after
+	// the episode ended needs a reset, and the session goes on.
+	for ended := false; !ended; {
+		_, _, term, trunc, _, err := e.Step([]float32{1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended = term || trunc
+	}
+	if _, _, _, _, _, err := e.Step([]float32{1}); !errors.Is(err, env.ErrNeedsReset) {
+		t.Fatalf("step after the end over shm: %v, want ErrNeedsReset", err)
+	}
+	if _, _, err := e.Reset(2); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, _, _, err := e.Step([]float32{0}); err != nil {
+		t.Fatalf("step after reset: %v", err)
+	}
+	if _, err := env.Make("shm://" + name + "/Other?timeout=20s"); !errors.Is(err, env.ErrUnknownID) {
+		t.Fatalf("unknown env over shm: %v", err)
+	}
+	if _, err := env.Make("shm://no-such-server-" + name + "/CartPole"); err == nil || !strings.Contains(err.Error(), "no herd env server") {
+		t.Fatalf("no server: %v", err)
+	}
+	// Garbage on the socket ends that session with an error message, and
+	// the server goes on serving.
+	for _, junk := range []string{"X", "P\x03\x00\x00\x00\xff\xff\xff", "S"} {
+		c, err := net.Dial("unix", "@herd-env-"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		c.Write([]byte(junk))
+		reply, _ := io.ReadAll(c)
+		c.Close()
+		if len(reply) < 5 || reply[0] != 'P' {
+			t.Fatalf("after %q the server answered %q, want an error message", junk, reply)
+		}
+	}
+	if _, err := env.Make("shm://" + name + "/CartPole?timeout=20s"); err != nil {
+		t.Fatalf("after garbage: %v", err)
+	}
+}
+
+// TestShmFaults: a server killed (SIGKILL) in the middle of a step, a
+// stopped server (SIGSTOP) and a client killed (SIGKILL) each end with a
+// clear error within the call's deadline or a clean server, never a hang,
+// and leave no shared-memory segment: nothing new in /dev/shm, and the
+// server maps no segment once its client is gone.
+func TestShmFaults(t *testing.T) {
+	before := devShm(t)
+	defer func() {
+		for n := range devShm(t) {
+			if !before[n] {
+				t.Errorf("/dev/shm/%s was left behind", n)
+			}
+		}
+	}()
+	slow := `{"mean_ms": 3000, "cv": 0.01}` // one step takes ~3 s
+
+	t.Run("kill server mid-step", func(t *testing.T) {
+		name := shmName(t)
+		p := pyproc.Start(t, "herd_env.serve", "--env", "herd_env.testenvs:Jittery", "--kwargs", slow, "--id", "J", "--shm", name)
+		v, err := env.MakeVector("shm://"+name+"/J?timeout=20s", 2, env.Sync)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		if _, err := v.Reset(1); err != nil {
+			t.Fatal(err)
+		}
+		time.AfterFunc(300*time.Millisecond, func() { p.Cmd.Process.Kill() })
+		t0 := time.Now()
+		_, err = v.Step([]float32{0, 1})
+		if status.Code(errors.Unwrap(err)) != codes.Unavailable || time.Since(t0) > 2*time.Second {
+			t.Fatalf("after %v: err %v, want Unavailable at once", time.Since(t0), err)
+		}
+		t.Logf("killed server: %v after %v", err, time.Since(t0).Round(time.Millisecond))
+	})
+
+	t.Run("stopped server", func(t *testing.T) {
+		name := shmName(t)
+		p := pyproc.Start(t, "herd_env.serve", "--env", "herd_env.testenvs:Trivial", "--shm", name)
+		v, err := env.MakeVector("shm://"+name+"/Trivial?timeout=1s", 2, env.Sync)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		if _, err := v.Reset(1); err != nil {
+			t.Fatal(err)
+		}
+		p.Cmd.Process.Signal(syscall.SIGSTOP)
+		defer p.Cmd.Process.Signal(syscall.SIGCONT)
+		t0 := time.Now()
+		_, err = v.Step([]float32{0, 1})
+		el := time.Since(t0)
+		if status.Code(errors.Unwrap(err)) != codes.DeadlineExceeded || el > 3*time.Second {
+			t.Fatalf("after %v: err %v, want DeadlineExceeded after the 1 s timeout", el, err)
+		}
+		if _, err2 := v.Step([]float32{0, 1}); err2 == nil {
+			t.Fatal("step after a timeout succeeded; the session must be broken")
+		}
+		p.Cmd.Process.Signal(syscall.SIGCONT)
+		v.Close()
+		waitSegments(t, p.Cmd.Process.Pid, 0)
+		t.Logf("stopped server: %v after %v", err, el.Round(time.Millisecond))
+	})
+
+	t.Run("kill client", func(t *testing.T) {
+		name := shmName(t)
+		p := pyproc.Start(t, "herd_env.serve", "--env", "herd_env.testenvs:Trivial", "--shm", name)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestShmHelperClient$")
+		cmd.Env = append(os.Environ(), "HERD_SHM_HELPER="+name)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 64)
+		k, _ := out.Read(buf)
+		if !strings.Contains(string(buf[:k]), "stepping") {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("helper client said %q", buf[:k])
+		}
+		if n := segments(t, p.Cmd.Process.Pid); n != 1 {
+			t.Errorf("server maps %d segments while the client steps, want 1", n)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		waitSegments(t, p.Cmd.Process.Pid, 0)
+		// The server goes on serving.
+		v, err := env.MakeVector("shm://"+name+"/Trivial?timeout=20s", 3, env.Sync)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		if _, err := v.Reset(1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v.Step([]float32{0, 1, 1}); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// waitSegments waits up to 10 s for process pid to map want segments.
+func waitSegments(t *testing.T, pid, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for segments(t, pid) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("server still maps %d segments, want %d", segments(t, pid), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestShmHelperClient is the client TestShmFaults kills: it steps a vector
+// over shm until it is killed. It does nothing in a normal test run.
+func TestShmHelperClient(t *testing.T) {
+	name := os.Getenv("HERD_SHM_HELPER")
+	if name == "" {
+		t.Skip("helper process for TestShmFaults")
+	}
+	v, err := env.MakeVector("shm://"+name+"/Trivial?timeout=20s", 2, env.Sync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Reset(1); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("stepping")
+	for {
+		if _, err := v.Step([]float32{0, 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRemoteVectorStepPython: one Step message for n envs of
+// herd_env.testenvs:Trivial (an env that does nothing, so ns/op is the
+// transport's own cost) served by python3 -m herd_env.serve, over gRPC on
+// loopback and over shared memory.
+func BenchmarkRemoteVectorStepPython(b *testing.B) {
+	name := fmt.Sprintf("herdbench-step-%d", os.Getpid())
+	p := pyproc.Start(b, "herd_env.serve", "--env", "herd_env.testenvs:Trivial", "--shm", name)
+	for _, tr := range []struct{ name, prefix string }{{"grpc", "grpc://" + p.Addr()}, {"shm", "shm://" + name}} {
+		for _, n := range []int{1, 8} {
+			b.Run(fmt.Sprintf("%s/envs=%d", tr.name, n), func(b *testing.B) {
+				v, err := env.MakeVector(tr.prefix+"/Trivial", n, env.Sync)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer v.Close()
+				if _, err := v.Reset(1); err != nil {
+					b.Fatal(err)
+				}
+				act := make([]float32, n)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					act[i%n] = float32(i & 1)
+					if _, err := v.Step(act); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "env-steps/s")
+			})
+		}
+	}
+}
+
+// TestShmSpaces: Box and MultiDiscrete actions and nested observations
+// (python/tests/pyspaces.py) travel through shared memory as through gRPC.
+func TestShmSpaces(t *testing.T) {
+	for _, cls := range []string{"BoxEcho", "MultiEcho"} {
+		t.Run(cls, func(t *testing.T) {
+			name := shmName(t)
+			p := pyproc.Start(t, "herd_env.serve", "--env", "pyspaces:"+cls, "--shm", name)
+			trace := func(id string) []uint64 {
+				v, err := env.MakeVector(id, 3, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(5))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer v.Close()
+				return stepTrace(t, v, 8, 12)
+			}
+			sameTrace(t, cls, trace("grpc://"+p.Addr()+"/"+cls+"?timeout=20s"), trace("shm://"+name+"/"+cls+"?timeout=20s&inflight=2"))
+		})
+	}
+}
