@@ -370,7 +370,7 @@ func TestSampleConformance(t *testing.T) {
 				}
 				pw.Go(func() {
 					for i := range 30 {
-						if err := s.Push(ctx, p, fmt.Appendf(nil, "p%d-%d", p, i)); err != nil {
+						if err := s.Push(ctx, SampleID{Slot: p}, fmt.Appendf(nil, "p%d-%d", p, i)); err != nil {
 							t.Error(err)
 							return
 						}
@@ -395,7 +395,7 @@ func TestSampleConformance(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				for i := range 10 {
-					if err := pusher.Push(ctx, 0, []byte{byte(i)}); err != nil {
+					if err := pusher.Push(ctx, SampleID{Slot: 0}, []byte{byte(i)}); err != nil {
 						done <- err
 						return
 					}
@@ -428,7 +428,7 @@ func TestSampleConformance(t *testing.T) {
 			ctx := ctxT(t, 20*time.Second)
 			pusher := sampleStream(t, w, Options{})
 			errc := make(chan error, 1)
-			go func() { errc <- pusher.Push(ctx, 0, []byte("late")) }()
+			go func() { errc <- pusher.Push(ctx, SampleID{Slot: 0}, []byte("late")) }()
 			time.Sleep(100 * time.Millisecond)
 			b, err := sampleStream(t, w, Options{}).Pull(ctx)
 			if err != nil || string(b) != "late" {
@@ -458,7 +458,7 @@ func TestSampleConformance(t *testing.T) {
 			for i := range 20 {
 				for { // what a role does: a bounded wait, then retry
 					c, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-					err := p.Push(c, 0, []byte{byte(i)})
+					err := p.Push(c, SampleID{Slot: 0}, []byte{byte(i)})
 					cancel()
 					if err == nil {
 						break
@@ -470,14 +470,51 @@ func TestSampleConformance(t *testing.T) {
 			}
 			eventually(t, 5*time.Second, "all at the live learner", func() bool { return len(got) >= 20 })
 		})
+		t.Run("a repeated id is queued once and counted", func(t *testing.T) {
+			ctx := ctxT(t, 10*time.Second)
+			l, p := sampleStream(t, w, Options{Capacity: 8}), sampleStream(t, w, Options{Capacity: 8})
+			c0, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			_, _ = l.Pull(c0) // joins
+			cancel()
+			// Slot 3 pushes 1, 1, 2, 2 (two incarnations); slot 4 pushes 1.
+			for _, x := range []struct {
+				id  SampleID
+				val string
+			}{{SampleID{3, 1, 1}, "a"}, {SampleID{3, 1, 1}, "a again"}, {SampleID{3, 1, 2}, "b"},
+				{SampleID{3, 2, 1}, "c"}, {SampleID{3, 2, 1}, "c again"}, {SampleID{4, 1, 1}, "d"},
+				{SampleID{3, 1, 2}, "b again"}} {
+				if err := p.Push(ctx, x.id, []byte(x.val)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []string
+			for range 4 {
+				b, err := l.Pull(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, string(b))
+			}
+			if want := []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
+				t.Errorf("pulled %q, want %q", got, want)
+			}
+			c1, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			defer cancel()
+			if b, err := l.Pull(c1); err == nil {
+				t.Errorf("a fifth sample %q was queued", b)
+			}
+			if d := l.Stats().Duplicates; d != 3 {
+				t.Errorf("learner counted %d duplicates, want 3", d)
+			}
+		})
 		t.Run("errors", func(t *testing.T) {
 			ctx := ctxT(t, 5*time.Second)
 			s := sampleStream(t, w, Options{})
-			if err := s.Push(ctx, 0, nil); !errors.Is(err, ErrBadRequest) {
+			if err := s.Push(ctx, SampleID{Slot: 0}, nil); !errors.Is(err, ErrBadRequest) {
 				t.Errorf("empty push: %v", err)
 			}
 			_ = s.Close()
-			if err := s.Push(ctx, 0, []byte{1}); !errors.Is(err, ErrClosed) {
+			if err := s.Push(ctx, SampleID{Slot: 0}, []byte{1}); !errors.Is(err, ErrClosed) {
 				t.Errorf("push after Close: %v", err)
 			}
 			if _, err := s.Pull(ctx); !errors.Is(err, ErrClosed) {

@@ -287,6 +287,7 @@ type natsSamples struct {
 	unsub func()         // set by the first Pull; guarded by mu
 	q     chan []byte    // queued samples of this learner (opt.Capacity)
 	wg    sync.WaitGroup // the learner's receiving goroutine
+	seen  *seenSamples   // ids queued here
 }
 
 // Samples returns the run's sample stream over NATS. A learner's queue
@@ -297,10 +298,10 @@ func (n *NATS) Samples(ctx context.Context, run string, opt Options) (SampleStre
 		return nil, err
 	}
 	return &natsSamples{n: n, opt: opt, subj: "herd." + run + ".samples", closed: make(chan struct{}),
-		q: make(chan []byte, opt.Capacity)}, nil
+		q: make(chan []byte, opt.Capacity), seen: newSeenSamples()}, nil
 }
 
-func (s *natsSamples) Push(ctx context.Context, worker int, b []byte) error {
+func (s *natsSamples) Push(ctx context.Context, id SampleID, b []byte) error {
 	if len(b) == 0 {
 		return fmt.Errorf("%w: empty sample", ErrBadRequest)
 	}
@@ -309,17 +310,18 @@ func (s *natsSamples) Push(ctx context.Context, worker int, b []byte) error {
 		return ErrClosed
 	default:
 	}
-	data, err := encode(&herdv1.SamplePush{Protocol: Protocol, Worker: int32(worker), Sample: b})
+	data, err := encode(&herdv1.SamplePush{Protocol: Protocol, Worker: int32(id.Slot), Sample: b})
 	if err != nil {
 		return err
 	}
 	// A push or its ack in flight on a server that dies is lost, and the
 	// pusher would wait out its whole timeout (back-pressure included, so
-	// long). Re-sending after pushResend bounds that stall; the id lets the
+	// long). Re-sending after pushResend bounds that stall; the id, the
+	// same in every re-send and in the caller's own retries, lets the
 	// learner ack a repeat of a push it has already queued without queueing
 	// it twice.
 	msg := &nats.Msg{Subject: s.subj, Data: data, Header: nats.Header{}}
-	msg.Header.Set(pushIDHeader, nats.NewInbox())
+	msg.Header.Set(sampleIDHeader, id.String())
 	var m *nats.Msg
 	for {
 		rctx, cancel := context.WithTimeout(ctx, pushResend)
@@ -340,32 +342,11 @@ func (s *natsSamples) Push(ctx context.Context, worker int, b []byte) error {
 	return remoteError(ack.Error)
 }
 
-// pushIDHeader carries a push's id, the same in its re-sends.
-const pushIDHeader = "Herd-Push-Id"
+// sampleIDHeader carries a push's SampleID.
+const sampleIDHeader = "Herd-Sample-Id"
 
 // pushResend is how long a push waits for its ack before it is sent again.
 const pushResend = 5 * time.Second
-
-// recentIDs remembers the last len(ring) push ids a learner queued; only
-// its receiving goroutine uses it.
-type recentIDs struct {
-	ring []string
-	next int
-	set  map[string]struct{}
-}
-
-func newRecentIDs(n int) *recentIDs {
-	return &recentIDs{ring: make([]string, n), set: make(map[string]struct{}, n)}
-}
-
-func (r *recentIDs) has(id string) bool { _, ok := r.set[id]; return ok }
-
-func (r *recentIDs) add(id string) {
-	delete(r.set, r.ring[r.next])
-	r.ring[r.next] = id
-	r.set[id] = struct{}{}
-	r.next = (r.next + 1) % len(r.ring)
-}
 
 // join subscribes this learner once: a goroutine takes pushes, queues them
 // (blocking while the queue is full, which holds back the pushers' acks)
@@ -385,7 +366,6 @@ func (s *natsSamples) join() error {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		seen := newRecentIDs(4096)
 		for {
 			var m *nats.Msg
 			select {
@@ -393,9 +373,18 @@ func (s *natsSamples) join() error {
 			case <-s.closed:
 				return
 			}
-			id := m.Header.Get(pushIDHeader)
-			if id != "" && seen.has(id) {
-				s.ack(m, "") // a re-send of a push already queued
+			var id SampleID
+			if h := m.Header.Get(sampleIDHeader); h != "" {
+				var err error
+				if id, err = parseSampleID(h); err != nil {
+					s.c.drop(s.opt.Logger, "sample push", err)
+					s.ack(m, err.Error())
+					continue
+				}
+			}
+			if s.seen.seen(id) {
+				s.c.duplicates.Add(1)
+				s.ack(m, "") // a repeat of a push already queued
 				continue
 			}
 			var p herdv1.SamplePush
@@ -410,9 +399,7 @@ func (s *natsSamples) join() error {
 			}
 			select {
 			case s.q <- p.Sample:
-				if id != "" {
-					seen.add(id)
-				}
+				s.seen.add(id)
 				s.ack(m, "")
 			case <-s.closed:
 				return
@@ -556,8 +543,17 @@ func (p *natsParams) fetch(ctx context.Context, name string, n uint64) {
 	defer cancel()
 	b, err := p.obs.GetBytes(ctx, name)
 	if err != nil {
-		if ctx.Err() == nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			p.opt.Logger.Warn("dist: params fetch", "err", err)
+		// Not found: the publisher already replaced it by a newer version,
+		// whose own announcement follows. Otherwise this holder stays on
+		// older weights until the next version: counted and logged.
+		select {
+		case <-p.closed:
+			return
+		default:
+		}
+		if !errors.Is(err, jetstream.ErrObjectNotFound) {
+			p.c.fetchFailed.Add(1)
+			p.opt.Logger.Warn("dist: params fetch failed; acting on older weights until the next version", "version", n, "err", err)
 		}
 		return
 	}
@@ -639,6 +635,7 @@ type natsMembership struct {
 	n      *NATS
 	opt    Options
 	kv     jetstream.KeyValue
+	cfg    jetstream.KeyValue // the run's config bucket: progress records
 	subj   string // the bucket's subject prefix, "$KV.<bucket>."
 	ttl    time.Duration
 	closed chan struct{}
@@ -662,7 +659,11 @@ func (n *NATS) Membership(ctx context.Context, run string, opt Options) (Members
 	if err != nil {
 		return nil, err
 	}
-	return &natsMembership{n: n, opt: opt, kv: kv, subj: "$KV." + bucket + ".", ttl: ttl, closed: make(chan struct{})}, nil
+	cfg, err := n.configBucket(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	return &natsMembership{n: n, opt: opt, kv: kv, cfg: cfg, subj: "$KV." + bucket + ".", ttl: ttl, closed: make(chan struct{})}, nil
 }
 
 func (m *natsMembership) put(ctx context.Context, name string, rec []byte) error {
@@ -767,6 +768,118 @@ func (m *natsMembership) Gone(ctx context.Context, name string) (<-chan struct{}
 		}
 	}()
 	return ch, nil
+}
+
+// progressKey names a worker's progress record in the config bucket.
+func progressKey(name string) string { return "progress." + name }
+
+func (m *natsMembership) Resume(ctx context.Context, name string) (Progress, error) {
+	if err := checkName("member name", name); err != nil {
+		return Progress{}, err
+	}
+	var p Progress
+	// Compare-and-set on the key's revision, so that two starts racing
+	// (an orchestrator that started a replacement too early) still get
+	// different incarnations.
+	err := retryJS(ctx, publishAttempt, func(ctx context.Context) error {
+		for {
+			e, err := m.cfg.Get(ctx, progressKey(name))
+			var rev uint64
+			switch {
+			case errors.Is(err, jetstream.ErrKeyNotFound):
+				p = Progress{}
+			case err != nil:
+				return err
+			default:
+				if p, err = decodeProgress(e.Value()); err != nil {
+					return err
+				}
+				rev = e.Revision()
+			}
+			p.Incarnation++
+			b, err := encodeProgress(p)
+			if err != nil {
+				return err
+			}
+			if rev == 0 {
+				_, err = m.cfg.Create(ctx, progressKey(name), b)
+			} else {
+				_, err = m.cfg.Update(ctx, progressKey(name), b, rev)
+			}
+			if errors.Is(err, jetstream.ErrKeyExists) || isWrongSequence(err) {
+				continue // another start won; read again
+			}
+			return err
+		}
+	})
+	if err != nil {
+		return Progress{}, fmt.Errorf("dist: resume %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// isWrongSequence tells a compare-and-set that lost (the key changed).
+func isWrongSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+func (m *natsMembership) Save(ctx context.Context, name string, p Progress) error {
+	if err := checkName("member name", name); err != nil {
+		return err
+	}
+	b, err := encodeProgress(p)
+	if err != nil {
+		return err
+	}
+	if _, err := m.cfg.Put(ctx, progressKey(name), b); err != nil {
+		return fmt.Errorf("dist: save %s's progress: %w", name, err)
+	}
+	return nil
+}
+
+func (m *natsMembership) Progress(ctx context.Context) (map[string]Progress, error) {
+	keys, err := m.cfg.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return map[string]Progress{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dist: progress: %w", err)
+	}
+	out := map[string]Progress{}
+	for _, k := range keys {
+		name, ok := strings.CutPrefix(k, "progress.")
+		if !ok {
+			continue
+		}
+		e, err := m.cfg.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("dist: progress of %s: %w", name, err)
+		}
+		p, err := decodeProgress(e.Value())
+		if err != nil {
+			m.c.drop(m.opt.Logger, "progress "+name, err)
+			continue
+		}
+		out[name] = p
+	}
+	return out, nil
+}
+
+func encodeProgress(p Progress) ([]byte, error) {
+	return encode(&herdv1.WorkerProgress{Protocol: Protocol, Incarnation: p.Incarnation, Seq: p.Seq, Steps: p.Steps,
+		FetchFailed: p.FetchFailed, Abandoned: p.Abandoned})
+}
+
+func decodeProgress(b []byte) (Progress, error) {
+	var m herdv1.WorkerProgress
+	if err := decode(b, &m); err != nil {
+		return Progress{}, err
+	}
+	return Progress{Incarnation: m.Incarnation, Seq: m.Seq, Steps: m.Steps, FetchFailed: m.FetchFailed, Abandoned: m.Abandoned}, nil
 }
 
 func (m *natsMembership) Stats() Stats { return m.c.stats() }
