@@ -381,7 +381,7 @@ type inprocMembers struct {
 	mu       sync.Mutex
 	progress map[string]Progress
 	entries  map[string]*inprocEntry
-	gone    map[string][]chan struct{} // closed when the name goes
+	gone     map[string][]chan struct{} // closed when the name goes
 }
 
 type inprocEntry struct {

@@ -636,7 +636,7 @@ type natsMembership struct {
 	opt    Options
 	kv     jetstream.KeyValue
 	cfg    jetstream.KeyValue // the run's config bucket: progress records
-	subj   string // the bucket's subject prefix, "$KV.<bucket>."
+	subj   string             // the bucket's subject prefix, "$KV.<bucket>."
 	ttl    time.Duration
 	closed chan struct{}
 	once   sync.Once
