@@ -163,6 +163,11 @@ type RuntimeConfig struct {
 	// URL (empty: an embedded server on loopback).
 	Transport string `yaml:"transport,omitempty"`
 	NATSURL   string `yaml:"nats_url,omitempty"`
+	// MaxPolicyLag bounds, under the dist executor, how many weights
+	// versions older than the learner's the data of an on-policy learner
+	// may be (older segments are dropped and counted in dist/dropped);
+	// 0: DefaultMaxPolicyLag, -1: no bound.
+	MaxPolicyLag int `yaml:"max_policy_lag,omitempty"`
 
 	// Actors, Learners, LearnerMode, UpdateInterval, RefreshEvery,
 	// PublishEvery and MaxLag are PAL's settings (see run/pal); 0 or ""
@@ -175,6 +180,16 @@ type RuntimeConfig struct {
 	PublishEvery   int     `yaml:"publish_every,omitempty"`
 	MaxLag         int     `yaml:"max_lag,omitempty"`
 }
+
+// DefaultMaxPolicyLag is runtime.max_policy_lag's default, in weights
+// versions (see run/distexec for the measurements it rests on).
+const DefaultMaxPolicyLag = 32
+
+// DistScalars are the metrics.csv columns the dist executor adds to an
+// algorithm's own: what its streams dropped, repeated and how far behind
+// the learner the data was (summary.json's "dist" holds their last values).
+var DistScalars = []string{"dist/lag_mean", "dist/lag_max", "dist/dropped", "dist/duplicates",
+	"dist/decode_errors", "dist/stale_weights", "dist/abandoned"}
 
 // Executors lists the executors this build knows.
 func Executors() []string { return []string{"local", "hts", "dist", "pal"} }
@@ -201,6 +216,9 @@ func (rc RuntimeConfig) Validate() error {
 	}
 	if (rc.Transport != "" || rc.NATSURL != "") && rc.Executor != "dist" {
 		errs = append(errs, fmt.Errorf("%w: runtime.transport and nats_url are dist settings; executor is %q", ErrConfig, rc.Executor))
+	}
+	if rc.MaxPolicyLag < -1 || (rc.MaxPolicyLag != 0 && rc.Executor != "dist") {
+		errs = append(errs, fmt.Errorf("%w: runtime.max_policy_lag %d: a dist setting, ≥ 1 or -1 for no bound (executor %q)", ErrConfig, rc.MaxPolicyLag, rc.Executor))
 	}
 	if rc.NATSURL != "" && rc.Transport != "nats" {
 		errs = append(errs, fmt.Errorf("%w: runtime.nats_url needs transport nats", ErrConfig))

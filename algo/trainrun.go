@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 
 	"herd/internal/atomicfile"
 	"herd/metrics"
@@ -98,9 +99,13 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 			return metrics.Summary{}, fmt.Errorf("algo: config: %w", err)
 		}
 	}
+	scalars := res.Spec.Scalars
+	if h.Runtime.Executor == "dist" {
+		scalars = append(slices.Clone(scalars), DistScalars...)
+	}
 	rec, err := metrics.NewRecorder(metrics.Options{
 		Dir: dir, Algo: h.Algo, Env: h.Env, Seed: h.Seed,
-		TotalSteps: h.Steps, LogEvery: h.LogEvery, Scalars: res.Spec.Scalars,
+		TotalSteps: h.Steps, LogEvery: h.LogEvery, Scalars: scalars,
 		Progress: opt.Progress, Bar: opt.Bar,
 	})
 	if err != nil {

@@ -652,6 +652,43 @@ func names(t *testing.T, m Membership) []string {
 func TestMembershipConformance(t *testing.T) {
 	forEachWorld(t, func(t *testing.T, w *world) {
 		const ttl = time.Second
+		t.Run("progress outlives the worker; each start is a new incarnation", func(t *testing.T) {
+			ctx := ctxT(t, 20*time.Second)
+			a, b := membership(t, w, ttl), membership(t, w, ttl)
+			p, err := a.Resume(ctx, "env-0")
+			if err != nil || p != (Progress{Incarnation: 1}) {
+				t.Fatalf("first start: %+v %v", p, err)
+			}
+			if err := a.Save(ctx, "env-0", Progress{Incarnation: 1, Seq: 7, Steps: 700, FetchFailed: 2}); err != nil {
+				t.Fatal(err)
+			}
+			// Two starts racing get different incarnations.
+			var wg sync.WaitGroup
+			incs := make([]uint64, 2)
+			for i, m := range []Membership{a, b} {
+				wg.Go(func() {
+					p, err := m.Resume(ctx, "env-0")
+					if err != nil || p.Seq != 7 || p.Steps != 700 || p.FetchFailed != 2 {
+						t.Errorf("restart: %+v %v", p, err)
+					}
+					incs[i] = p.Incarnation
+				})
+			}
+			wg.Wait()
+			if slices.Sort(incs); incs[0] != 2 || incs[1] != 3 {
+				t.Errorf("racing restarts got incarnations %v, want 2 and 3", incs)
+			}
+			if _, err := b.Resume(ctx, "policy-0"); err != nil {
+				t.Fatal(err)
+			}
+			all, err := b.Progress(ctx)
+			if err != nil || len(all) != 2 || all["env-0"].Incarnation != 3 || all["policy-0"].Incarnation != 1 {
+				t.Errorf("progress of all: %+v %v", all, err)
+			}
+			if _, err := a.Resume(ctx, "bad name"); !errors.Is(err, ErrName) {
+				t.Errorf("bad name: %v", err)
+			}
+		})
 		t.Run("register, list, leave, expire", func(t *testing.T) {
 			ctx := ctxT(t, 20*time.Second)
 			ctrl, worker := membership(t, w, ttl), membership(t, w, ttl)

@@ -230,7 +230,7 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	case "env":
 		err = st.RunEnvWorker(ctx, f.slot, tr, f.run)
 	case "policy":
-		err = st.RunPolicyWorker(ctx, tr, f.run)
+		err = st.RunPolicyWorker(ctx, f.slot, tr, f.run)
 	case "learner":
 		res.Header.Runtime.Executor = "dist"
 		opt := algo.RunOptions{Dir: mode, Executors: map[string]algo.Executor{
