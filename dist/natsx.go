@@ -932,6 +932,63 @@ func (n *NATS) RunConfig(ctx context.Context, run string) ([]byte, error) {
 	}
 }
 
+// ResetRun removes what an earlier run of the same ID left in its config
+// bucket (its end mark and its workers' progress), so that a new run's
+// workers start afresh. The controller calls it before PutRunConfig.
+func (n *NATS) ResetRun(ctx context.Context, run string) error {
+	kv, err := n.configBucket(ctx, run)
+	if err != nil {
+		return err
+	}
+	keys, err := kv.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("dist: reset run %s: %w", run, err)
+	}
+	for _, k := range keys {
+		if k == "end" || strings.HasPrefix(k, "progress.") {
+			if err := kv.Delete(ctx, k); err != nil {
+				return fmt.Errorf("dist: reset run %s: %w", run, err)
+			}
+		}
+	}
+	return nil
+}
+
+// EndRun marks the run as ended, with what ended it (the learner's
+// outcome, or the controller's reason), unless it is marked already: the
+// first word stays. Workers that start after it exit at once instead of
+// waiting for a run that is over.
+func (n *NATS) EndRun(ctx context.Context, run, outcome string) error {
+	kv, err := n.configBucket(ctx, run)
+	if err != nil {
+		return err
+	}
+	if _, err := kv.Create(ctx, "end", []byte(outcome)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("dist: mark run %s ended: %w", run, err)
+	}
+	return nil
+}
+
+// RunEnded returns what EndRun stored, and whether the run is marked
+// ended.
+func (n *NATS) RunEnded(ctx context.Context, run string) (string, bool, error) {
+	kv, err := n.configBucket(ctx, run)
+	if err != nil {
+		return "", false, err
+	}
+	e, err := kv.Get(ctx, "end")
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("dist: run %s's end: %w", run, err)
+	}
+	return string(e.Value()), true, nil
+}
+
 func (n *NATS) configBucket(ctx context.Context, run string) (jetstream.KeyValue, error) {
 	if err := checkName("run ID", run); err != nil {
 		return nil, err
