@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -113,6 +114,24 @@ type Pieces struct {
 	DecodeWeights func(b []byte) (*weights.Version, error)
 	// OffPolicy holds the off-policy pieces (zero for on-policy ones).
 	OffPolicy
+}
+
+// ActorExplorer is implemented by samplers that can explore per actor as
+// Ape-X does (Horgan et al. 2018, §4.1): actor i of n acts ε_i-greedily
+// with ε_i = ε^(1 + 7·i/(n−1)), a fixed spread from ε down to ε⁸, instead
+// of one shared schedule. Executors with several actors call it once,
+// before the first action; a sampler whose config does not ask for Ape-X
+// exploration ignores it.
+type ActorExplorer interface {
+	SetActor(i, n int)
+}
+
+// ApeXEpsilon returns ε_i = ε^(1 + 7·i/(n−1)) (ε itself for n = 1).
+func ApeXEpsilon(eps float64, i, n int) float64 {
+	if n <= 1 {
+		return eps
+	}
+	return math.Pow(eps, 1+7*float64(i)/float64(n-1))
 }
 
 // RuntimeConfig is the `runtime:` section of a run config: which executor

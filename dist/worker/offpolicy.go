@@ -47,6 +47,9 @@ type OffEnvConfig struct {
 	// sampler's schedule (DQN's ε) reads: the number of env workers, as
 	// they step at about the same rate.
 	StepScale int64
+	// Actors is the number of env workers (N of Ape-X's per-actor ε_i,
+	// algo.ActorExplorer); 0: the sampler is not told.
+	Actors int
 	// Chunks is how many samples to push (0: until ctx ends).
 	Chunks   int
 	Timeouts Timeouts
@@ -79,6 +82,9 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 	s, err := pieces.NewSampler(n, rng.New(cfg.Seed, actStream, cfg.Slot))
 	if err != nil {
 		return err
+	}
+	if ae, ok := s.(algo.ActorExplorer); ok && cfg.Actors > 0 {
+		ae.SetActor(cfg.Slot, cfg.Actors)
 	}
 	asm, err := pieces.NewAssembler(n)
 	if err != nil {

@@ -314,7 +314,7 @@ func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr dist.Transport
 	defer mem.Close()
 	base := prog.FetchFailed
 	return worker.RunOffEnv(ctx, worker.OffEnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Chunk: s.Off.Chunk,
-		RefreshEvery: s.Off.RefreshEvery, StepScale: int64(s.Off.EnvWorkers), Resume: prog,
+		RefreshEvery: s.Off.RefreshEvery, StepScale: int64(s.Off.EnvWorkers), Actors: s.Off.EnvWorkers, Resume: prog,
 		OnPushed: func(p dist.Progress) {
 			p.FetchFailed = base + par.Stats().FetchFailed
 			save(p)
