@@ -228,6 +228,45 @@ func TestInferenceConformance(t *testing.T) {
 				t.Errorf("batch sizes %v, want [1 5]", sizes)
 			}
 		})
+		t.Run("a request whose sender left is skipped and counted", func(t *testing.T) {
+			s := inferStream(t, w, inferOpt)
+			release := make(chan struct{})
+			var mu sync.Mutex
+			var sizes []int
+			inner := policyFn(1, &sizes, &mu)
+			var first atomic.Bool
+			first.Store(true)
+			serve(t, s, func(ctx context.Context, b []*InferRequest) error {
+				if first.CompareAndSwap(true, false) {
+					<-release
+				}
+				return inner(ctx, b)
+			})
+			ctx := ctxT(t, 20*time.Second)
+			var wg sync.WaitGroup
+			wg.Go(func() { _ = infer(ctx, s, &InferRequest{}, 0, 1, 0) })
+			eventually(t, 5*time.Second, "first request in the handler", func() bool { return !first.Load() })
+			// Sent while the policy worker is busy, given up before it is free.
+			c, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			if err := infer(c, s, &InferRequest{}, 1, 3, 0); err == nil {
+				t.Error("a request answered while the only policy worker was blocked")
+			}
+			cancel()
+			time.Sleep(200 * time.Millisecond)
+			close(release)
+			wg.Wait()
+			if err := infer(ctx, s, &InferRequest{}, 2, 2, 0); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(sizes, []int{1, 1}) { // requests per batch
+				t.Errorf("batch sizes %v, want [1 1]: the abandoned request was served", sizes)
+			}
+			if a := s.Stats().Abandoned; a != 1 {
+				t.Errorf("%d abandoned requests counted, want 1", a)
+			}
+		})
 		t.Run("policy workers share the load", func(t *testing.T) {
 			s := inferStream(t, w, inferOpt)
 			var n [2]atomic.Int64

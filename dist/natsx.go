@@ -91,10 +91,21 @@ func sleep(ctx context.Context, d time.Duration) error {
 // the client with pending limits off: what waits is bounded by the number
 // of callers, each with one request in flight.
 func (n *NATS) subscribe(subj, queue string, ch chan *nats.Msg) (stop func(), err error) {
+	return subscribeTo(n, subj, queue, ch, func(m *nats.Msg) *nats.Msg { return m })
+}
+
+// received is a message with the time it arrived.
+type received struct {
+	m  *nats.Msg
+	at time.Time
+}
+
+// subscribeTo is subscribe feeding wrap(m) to ch.
+func subscribeTo[T any](n *NATS, subj, queue string, ch chan T, wrap func(*nats.Msg) T) (stop func(), err error) {
 	done := make(chan struct{})
 	sub, err := n.nc.QueueSubscribe(subj, queue, func(m *nats.Msg) {
 		select {
-		case ch <- m:
+		case ch <- wrap(m):
 		case <-done:
 		}
 	})
@@ -164,7 +175,14 @@ func (s *natsInference) Infer(ctx context.Context, r *InferRequest) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.n.request(ctx, s.subj, b)
+	msg := &nats.Msg{Subject: s.subj, Data: b}
+	if d, ok := ctx.Deadline(); ok {
+		// How long the sender waits, so that a policy worker skips a
+		// request whose sender has given up (relative, not a deadline:
+		// the machines' clocks need not agree).
+		msg.Header = nats.Header{waitHeader: []string{strconv.FormatInt(time.Until(d).Milliseconds(), 10)}}
+	}
+	m, err := s.n.requestMsg(ctx, msg)
 	if err != nil {
 		return fmt.Errorf("dist: infer: %w", err)
 	}
@@ -187,13 +205,44 @@ func (s *natsInference) Infer(ctx context.Context, r *InferRequest) error {
 	return nil
 }
 
+// waitHeader carries how many milliseconds an inference request's sender
+// waits for the answer.
+const waitHeader = "Herd-Wait-Ms"
+
+// abandoned tells whether r's sender has stopped waiting: it waited less
+// than r has been here. Time in transit is not counted, so a request is
+// skipped only when it is surely too late.
+func abandoned(r received, now time.Time) bool {
+	w := r.m.Header.Get(waitHeader)
+	if w == "" {
+		return false
+	}
+	ms, err := strconv.ParseInt(w, 10, 64)
+	return err == nil && now.Sub(r.at) > time.Duration(ms)*time.Millisecond
+}
+
 func (s *natsInference) Serve(ctx context.Context, h BatchHandler) error {
-	ch := make(chan *nats.Msg, 1024)
-	unsub, err := s.n.subscribe(s.subj, "policy", ch)
+	rch := make(chan received, 1024)
+	unsub, err := subscribeTo(s.n, s.subj, "policy", rch, func(m *nats.Msg) received { return received{m, time.Now()} })
 	if err != nil {
 		return err
 	}
 	defer unsub()
+	// next takes a waiting request whose sender still waits, if any.
+	next := func() (*nats.Msg, bool) {
+		for {
+			select {
+			case r := <-rch:
+				if abandoned(r, time.Now()) {
+					s.c.abandoned.Add(1)
+					continue
+				}
+				return r.m, true
+			default:
+				return nil, false
+			}
+		}
+	}
 	var (
 		msgs  []*nats.Msg
 		batch []*InferRequest
@@ -202,8 +251,12 @@ func (s *natsInference) Serve(ctx context.Context, h BatchHandler) error {
 	for {
 		msgs, batch = msgs[:0], batch[:0]
 		select {
-		case m := <-ch:
-			msgs = append(msgs, m)
+		case r := <-rch:
+			if abandoned(r, time.Now()) {
+				s.c.abandoned.Add(1)
+				continue
+			}
+			msgs = append(msgs, r.m)
 		case <-ctx.Done():
 			return nil
 		case <-s.closed:
@@ -233,10 +286,9 @@ func (s *natsInference) Serve(ctx context.Context, h BatchHandler) error {
 				rows += r.Rows
 			}
 			if i == len(msgs)-1 && rows < s.opt.MaxBatchRows {
-				select { // take what else arrived while the last batch ran
-				case m := <-ch:
+				// Take what else arrived while the last batch ran.
+				if m, ok := next(); ok {
 					msgs = append(msgs, m)
-				default:
 				}
 			}
 		}
