@@ -432,6 +432,21 @@ controller only, for workers run elsewhere (deploy/: compose, Kubernetes).`,
 	return cmd
 }
 
+// restartBudget counts a worker's failures within a sliding window, so a
+// long run survives rare crashes while a crash loop still ends it.
+type restartBudget struct {
+	max    int
+	window time.Duration
+	fails  []time.Time
+}
+
+// fail records a failure at now and returns the failures within the
+// window and whether they exceed max restarts.
+func (b *restartBudget) fail(now time.Time) (int, bool) {
+	b.fails = append(slices.DeleteFunc(b.fails, func(t time.Time) bool { return now.Sub(t) > b.window }), now)
+	return len(b.fails), len(b.fails) > b.max
+}
+
 // lockedWriter serializes writes from the worker processes' copiers.
 type lockedWriter struct {
 	mu sync.Mutex
@@ -560,7 +575,7 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	errs := make(chan error, 64)
 	supervise := func(name string, args []string, restart bool, out io.Writer) {
 		wg.Go(func() {
-			var fails []time.Time // this worker's failures within the restart window
+			budget := restartBudget{max: f.restarts, window: f.restartWindow}
 			for {
 				cmd := exec.Command(self[0], append(append(append([]string(nil), self[1:]...), base...), args...)...)
 				cmd.Env = childEnv
@@ -610,16 +625,13 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 				if sctx.Err() != nil {
 					return
 				}
-				// The budget counts failures within a sliding window, so a long
-				// run survives rare crashes while a crash loop still ends it.
-				now := time.Now()
-				fails = append(slices.DeleteFunc(fails, func(t time.Time) bool { return now.Sub(t) > f.restartWindow }), now)
-				if len(fails) > f.restarts {
-					errs <- fmt.Errorf("launch: %s failed %d times within %v, last: %v", name, len(fails), f.restartWindow, err)
+				n, over := budget.fail(time.Now())
+				if over {
+					errs <- fmt.Errorf("launch: %s failed %d times within %v, last: %v", name, n, f.restartWindow, err)
 					stopAll()
 					return
 				}
-				d := min(100*time.Millisecond<<min(len(fails)-1, 6), 5*time.Second)
+				d := min(100*time.Millisecond<<min(n-1, 6), 5*time.Second)
 				fmt.Fprintf(stderr, "launch: %s exited (%v); restarting in %v\n", name, err, d)
 				select {
 				case <-time.After(d):

@@ -145,3 +145,23 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartBudgetWindow: the restart budget counts failures within the
+// window, so failures spread over a long run never exhaust it, while a
+// burst does.
+func TestRestartBudgetWindow(t *testing.T) {
+	b := restartBudget{max: 3, window: 10 * time.Minute}
+	t0 := time.Unix(0, 0)
+	for i := range 20 { // one failure every 5 minutes: at most 3 in any window
+		if n, over := b.fail(t0.Add(time.Duration(i) * 5 * time.Minute)); over || n > 3 {
+			t.Fatalf("failure %d (5 min apart): %d in the window, over %v", i, n, over)
+		}
+	}
+	burst := t0.Add(200 * time.Minute)
+	for i := range 4 {
+		n, over := b.fail(burst.Add(time.Duration(i) * time.Second))
+		if over != (i == 3) {
+			t.Fatalf("burst failure %d: %d in the window, over %v", i, n, over)
+		}
+	}
+}
