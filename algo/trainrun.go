@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"herd/internal/atomicfile"
 	"herd/metrics"
@@ -146,7 +147,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		if ctx.Err() != nil && errors.Is(trainErr, context.Canceled) {
 			return metrics.Summary{}, fmt.Errorf("algo: %s: interrupted before training started; nothing saved: %v", h.Algo, trainErr)
 		}
-		return metrics.Summary{}, fmt.Errorf("algo: %s: %w", h.Algo, trainErr)
+		return metrics.Summary{}, fmt.Errorf("algo: %w", withAlgo(h.Algo, trainErr))
 	}
 
 	diverged := g.err
@@ -158,7 +159,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 			failures = append(failures, fmt.Errorf("%s does not expose its parameters (algo.ParamModel): no finite copy to save", h.Algo))
 		}
 	case trainErr != nil && !interrupted:
-		failures = append(failures, fmt.Errorf("%s: %w", h.Algo, trainErr))
+		failures = append(failures, withAlgo(h.Algo, trainErr))
 	}
 	if opt.EvalEpisodes > 0 && trainErr == nil {
 		rets, evalErr := Evaluate(ctx, model, h.Env, opt.EvalEpisodes, h.Seed)
@@ -202,4 +203,13 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		return sum, fmt.Errorf("algo: %s: interrupted at step %d, checkpoint and metrics saved: %w", h.Algo, sum.Steps, trainErr)
 	}
 	return sum, nil
+}
+
+// withAlgo prefixes err with the algorithm's name unless the algorithm's
+// own error already starts with it (no "sac: sac: …").
+func withAlgo(name string, err error) error {
+	if strings.HasPrefix(err.Error(), name+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
