@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 
@@ -116,6 +117,24 @@ type Pieces struct {
 	OffPolicy
 }
 
+// ActorExplorer is implemented by samplers that can explore per actor as
+// Ape-X does (Horgan et al. 2018, §4.1): actor i of n acts ε_i-greedily
+// with ε_i = ε^(1 + 7·i/(n−1)), a fixed spread from ε down to ε⁸, instead
+// of one shared schedule. Executors with several actors call it once,
+// before the first action; a sampler whose config does not ask for Ape-X
+// exploration ignores it.
+type ActorExplorer interface {
+	SetActor(i, n int)
+}
+
+// ApeXEpsilon returns ε_i = ε^(1 + 7·i/(n−1)) (ε itself for n = 1).
+func ApeXEpsilon(eps float64, i, n int) float64 {
+	if n <= 1 {
+		return eps
+	}
+	return math.Pow(eps, 1+7*float64(i)/float64(n-1))
+}
+
 // RuntimeConfig is the `runtime:` section of a run config: which executor
 // runs the pieces, and its counts. The executors extend it; unknown keys
 // are errors as everywhere.
@@ -166,6 +185,11 @@ type RuntimeConfig struct {
 	// URL (empty: an embedded server on loopback).
 	Transport string `yaml:"transport,omitempty"`
 	NATSURL   string `yaml:"nats_url,omitempty"`
+	// MaxPolicyLag bounds, under the dist executor, how many weights
+	// versions older than the learner's the data of an on-policy learner
+	// may be (older segments are dropped and counted in dist/dropped);
+	// 0: DefaultMaxPolicyLag, -1: no bound.
+	MaxPolicyLag int `yaml:"max_policy_lag,omitempty"`
 
 	// Actors, Learners, LearnerMode, UpdateInterval, RefreshEvery,
 	// PublishEvery and MaxLag are PAL's settings (see run/pal); 0 or ""
@@ -195,6 +219,16 @@ func (rc RuntimeConfig) Locking() replay.Locking {
 	return l
 }
 
+// DefaultMaxPolicyLag is runtime.max_policy_lag's default, in weights
+// versions (see run/distexec for the measurements it rests on).
+const DefaultMaxPolicyLag = 32
+
+// DistScalars are the metrics.csv columns the dist executor adds to an
+// algorithm's own: what its streams dropped, repeated and how far behind
+// the learner the data was (summary.json's "dist" holds their last values).
+var DistScalars = []string{"dist/lag_mean", "dist/lag_max", "dist/dropped", "dist/duplicates",
+	"dist/decode_errors", "dist/stale_weights", "dist/abandoned"}
+
 // Executors lists the executors this build knows.
 func Executors() []string { return []string{"local", "hts", "dist", "pal"} }
 
@@ -220,6 +254,9 @@ func (rc RuntimeConfig) Validate() error {
 	}
 	if (rc.Transport != "" || rc.NATSURL != "") && rc.Executor != "dist" {
 		errs = append(errs, fmt.Errorf("%w: runtime.transport and nats_url are dist settings; executor is %q", ErrConfig, rc.Executor))
+	}
+	if rc.MaxPolicyLag < -1 || (rc.MaxPolicyLag != 0 && rc.Executor != "dist") {
+		errs = append(errs, fmt.Errorf("%w: runtime.max_policy_lag %d: a dist setting, ≥ 1 or -1 for no bound (executor %q)", ErrConfig, rc.MaxPolicyLag, rc.Executor))
 	}
 	if rc.NATSURL != "" && rc.Transport != "nats" {
 		errs = append(errs, fmt.Errorf("%w: runtime.nats_url needs transport nats", ErrConfig))

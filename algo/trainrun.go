@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"herd/internal/atomicfile"
 	"herd/metrics"
@@ -98,9 +100,13 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 			return metrics.Summary{}, fmt.Errorf("algo: config: %w", err)
 		}
 	}
+	scalars := res.Spec.Scalars
+	if h.Runtime.Executor == "dist" {
+		scalars = append(slices.Clone(scalars), DistScalars...)
+	}
 	rec, err := metrics.NewRecorder(metrics.Options{
 		Dir: dir, Algo: h.Algo, Env: h.Env, Seed: h.Seed,
-		TotalSteps: h.Steps, LogEvery: h.LogEvery, Scalars: res.Spec.Scalars,
+		TotalSteps: h.Steps, LogEvery: h.LogEvery, Scalars: scalars,
 		Progress: opt.Progress, Bar: opt.Bar,
 	})
 	if err != nil {
@@ -141,7 +147,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		if ctx.Err() != nil && errors.Is(trainErr, context.Canceled) {
 			return metrics.Summary{}, fmt.Errorf("algo: %s: interrupted before training started; nothing saved: %v", h.Algo, trainErr)
 		}
-		return metrics.Summary{}, fmt.Errorf("algo: %s: %w", h.Algo, trainErr)
+		return metrics.Summary{}, fmt.Errorf("algo: %w", withAlgo(h.Algo, trainErr))
 	}
 
 	diverged := g.err
@@ -153,7 +159,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 			failures = append(failures, fmt.Errorf("%s does not expose its parameters (algo.ParamModel): no finite copy to save", h.Algo))
 		}
 	case trainErr != nil && !interrupted:
-		failures = append(failures, fmt.Errorf("%s: %w", h.Algo, trainErr))
+		failures = append(failures, withAlgo(h.Algo, trainErr))
 	}
 	if opt.EvalEpisodes > 0 && trainErr == nil {
 		rets, evalErr := Evaluate(ctx, model, h.Env, opt.EvalEpisodes, h.Seed)
@@ -197,4 +203,13 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		return sum, fmt.Errorf("algo: %s: interrupted at step %d, checkpoint and metrics saved: %w", h.Algo, sum.Steps, trainErr)
 	}
 	return sum, nil
+}
+
+// withAlgo prefixes err with the algorithm's name unless the algorithm's
+// own error already starts with it (no "sac: sac: …").
+func withAlgo(name string, err error) error {
+	if strings.HasPrefix(err.Error(), name+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }

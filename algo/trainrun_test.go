@@ -47,6 +47,9 @@ func scriptSpec() Spec {
 		NewConfig: func() Config { return &scriptConfig{} },
 		Train: func(ctx context.Context, rt *Runtime, c Config) (Model, error) {
 			cfg := c.(*scriptConfig)
+			if cfg.What == "fail" { // an error already prefixed with the algorithm's name
+				return nil, errors.New("script: env: boom")
+			}
 			m := &scriptModel{w: nn.NewParam("w", 1)}
 			var model Model = m
 			if cfg.NoParams {
@@ -318,3 +321,12 @@ type testCfg struct {
 }
 
 func (*testCfg) Validate(Header) error { return nil }
+
+// TestTrainRunOnePrefix: an algorithm's error that already names the
+// algorithm is not prefixed with its name again ("algo: sac: sac: …").
+func TestTrainRunOnePrefix(t *testing.T) {
+	_, err := TrainRun(context.Background(), scriptRun(t, filepath.Join(t.TempDir(), "run"), "what=fail"), RunOptions{})
+	if err == nil || err.Error() != "algo: script: env: boom" {
+		t.Fatalf("err %q, want %q", err, "algo: script: env: boom")
+	}
+}

@@ -174,7 +174,7 @@ func BenchmarkSamplePush(b *testing.B) {
 							// Each push owns its bytes (the in-process stream
 							// hands them over), so copy as an env worker would
 							// encode a fresh sample.
-							if err := p.Push(ctx, w, slices.Clone(payload)); err != nil {
+							if err := p.Push(ctx, SampleID{Slot: w}, slices.Clone(payload)); err != nil {
 								b.Error(err)
 								return
 							}

@@ -228,6 +228,45 @@ func TestInferenceConformance(t *testing.T) {
 				t.Errorf("batch sizes %v, want [1 5]", sizes)
 			}
 		})
+		t.Run("a request whose sender left is skipped and counted", func(t *testing.T) {
+			s := inferStream(t, w, inferOpt)
+			release := make(chan struct{})
+			var mu sync.Mutex
+			var sizes []int
+			inner := policyFn(1, &sizes, &mu)
+			var first atomic.Bool
+			first.Store(true)
+			serve(t, s, func(ctx context.Context, b []*InferRequest) error {
+				if first.CompareAndSwap(true, false) {
+					<-release
+				}
+				return inner(ctx, b)
+			})
+			ctx := ctxT(t, 20*time.Second)
+			var wg sync.WaitGroup
+			wg.Go(func() { _ = infer(ctx, s, &InferRequest{}, 0, 1, 0) })
+			eventually(t, 5*time.Second, "first request in the handler", func() bool { return !first.Load() })
+			// Sent while the policy worker is busy, given up before it is free.
+			c, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			if err := infer(c, s, &InferRequest{}, 1, 3, 0); err == nil {
+				t.Error("a request answered while the only policy worker was blocked")
+			}
+			cancel()
+			time.Sleep(200 * time.Millisecond)
+			close(release)
+			wg.Wait()
+			if err := infer(ctx, s, &InferRequest{}, 2, 2, 0); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(sizes, []int{1, 1}) { // requests per batch
+				t.Errorf("batch sizes %v, want [1 1]: the abandoned request was served", sizes)
+			}
+			if a := s.Stats().Abandoned; a != 1 {
+				t.Errorf("%d abandoned requests counted, want 1", a)
+			}
+		})
 		t.Run("policy workers share the load", func(t *testing.T) {
 			s := inferStream(t, w, inferOpt)
 			var n [2]atomic.Int64
@@ -370,7 +409,7 @@ func TestSampleConformance(t *testing.T) {
 				}
 				pw.Go(func() {
 					for i := range 30 {
-						if err := s.Push(ctx, p, fmt.Appendf(nil, "p%d-%d", p, i)); err != nil {
+						if err := s.Push(ctx, SampleID{Slot: p}, fmt.Appendf(nil, "p%d-%d", p, i)); err != nil {
 							t.Error(err)
 							return
 						}
@@ -395,7 +434,7 @@ func TestSampleConformance(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				for i := range 10 {
-					if err := pusher.Push(ctx, 0, []byte{byte(i)}); err != nil {
+					if err := pusher.Push(ctx, SampleID{Slot: 0}, []byte{byte(i)}); err != nil {
 						done <- err
 						return
 					}
@@ -428,7 +467,7 @@ func TestSampleConformance(t *testing.T) {
 			ctx := ctxT(t, 20*time.Second)
 			pusher := sampleStream(t, w, Options{})
 			errc := make(chan error, 1)
-			go func() { errc <- pusher.Push(ctx, 0, []byte("late")) }()
+			go func() { errc <- pusher.Push(ctx, SampleID{Slot: 0}, []byte("late")) }()
 			time.Sleep(100 * time.Millisecond)
 			b, err := sampleStream(t, w, Options{}).Pull(ctx)
 			if err != nil || string(b) != "late" {
@@ -458,7 +497,7 @@ func TestSampleConformance(t *testing.T) {
 			for i := range 20 {
 				for { // what a role does: a bounded wait, then retry
 					c, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-					err := p.Push(c, 0, []byte{byte(i)})
+					err := p.Push(c, SampleID{Slot: 0}, []byte{byte(i)})
 					cancel()
 					if err == nil {
 						break
@@ -470,14 +509,51 @@ func TestSampleConformance(t *testing.T) {
 			}
 			eventually(t, 5*time.Second, "all at the live learner", func() bool { return len(got) >= 20 })
 		})
+		t.Run("a repeated id is queued once and counted", func(t *testing.T) {
+			ctx := ctxT(t, 10*time.Second)
+			l, p := sampleStream(t, w, Options{Capacity: 8}), sampleStream(t, w, Options{Capacity: 8})
+			c0, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			_, _ = l.Pull(c0) // joins
+			cancel()
+			// Slot 3 pushes 1, 1, 2, 2 (two incarnations); slot 4 pushes 1.
+			for _, x := range []struct {
+				id  SampleID
+				val string
+			}{{SampleID{3, 1, 1}, "a"}, {SampleID{3, 1, 1}, "a again"}, {SampleID{3, 1, 2}, "b"},
+				{SampleID{3, 2, 1}, "c"}, {SampleID{3, 2, 1}, "c again"}, {SampleID{4, 1, 1}, "d"},
+				{SampleID{3, 1, 2}, "b again"}} {
+				if err := p.Push(ctx, x.id, []byte(x.val)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []string
+			for range 4 {
+				b, err := l.Pull(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, string(b))
+			}
+			if want := []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
+				t.Errorf("pulled %q, want %q", got, want)
+			}
+			c1, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			defer cancel()
+			if b, err := l.Pull(c1); err == nil {
+				t.Errorf("a fifth sample %q was queued", b)
+			}
+			if d := l.Stats().Duplicates; d != 3 {
+				t.Errorf("learner counted %d duplicates, want 3", d)
+			}
+		})
 		t.Run("errors", func(t *testing.T) {
 			ctx := ctxT(t, 5*time.Second)
 			s := sampleStream(t, w, Options{})
-			if err := s.Push(ctx, 0, nil); !errors.Is(err, ErrBadRequest) {
+			if err := s.Push(ctx, SampleID{Slot: 0}, nil); !errors.Is(err, ErrBadRequest) {
 				t.Errorf("empty push: %v", err)
 			}
 			_ = s.Close()
-			if err := s.Push(ctx, 0, []byte{1}); !errors.Is(err, ErrClosed) {
+			if err := s.Push(ctx, SampleID{Slot: 0}, []byte{1}); !errors.Is(err, ErrClosed) {
 				t.Errorf("push after Close: %v", err)
 			}
 			if _, err := s.Pull(ctx); !errors.Is(err, ErrClosed) {
@@ -615,6 +691,43 @@ func names(t *testing.T, m Membership) []string {
 func TestMembershipConformance(t *testing.T) {
 	forEachWorld(t, func(t *testing.T, w *world) {
 		const ttl = time.Second
+		t.Run("progress outlives the worker; each start is a new incarnation", func(t *testing.T) {
+			ctx := ctxT(t, 20*time.Second)
+			a, b := membership(t, w, ttl), membership(t, w, ttl)
+			p, err := a.Resume(ctx, "env-0")
+			if err != nil || p != (Progress{Incarnation: 1}) {
+				t.Fatalf("first start: %+v %v", p, err)
+			}
+			if err := a.Save(ctx, "env-0", Progress{Incarnation: 1, Seq: 7, Steps: 700, FetchFailed: 2}); err != nil {
+				t.Fatal(err)
+			}
+			// Two starts racing get different incarnations.
+			var wg sync.WaitGroup
+			incs := make([]uint64, 2)
+			for i, m := range []Membership{a, b} {
+				wg.Go(func() {
+					p, err := m.Resume(ctx, "env-0")
+					if err != nil || p.Seq != 7 || p.Steps != 700 || p.FetchFailed != 2 {
+						t.Errorf("restart: %+v %v", p, err)
+					}
+					incs[i] = p.Incarnation
+				})
+			}
+			wg.Wait()
+			if slices.Sort(incs); incs[0] != 2 || incs[1] != 3 {
+				t.Errorf("racing restarts got incarnations %v, want 2 and 3", incs)
+			}
+			if _, err := b.Resume(ctx, "policy-0"); err != nil {
+				t.Fatal(err)
+			}
+			all, err := b.Progress(ctx)
+			if err != nil || len(all) != 2 || all["env-0"].Incarnation != 3 || all["policy-0"].Incarnation != 1 {
+				t.Errorf("progress of all: %+v %v", all, err)
+			}
+			if _, err := a.Resume(ctx, "bad name"); !errors.Is(err, ErrName) {
+				t.Errorf("bad name: %v", err)
+			}
+		})
 		t.Run("register, list, leave, expire", func(t *testing.T) {
 			ctx := ctxT(t, 20*time.Second)
 			ctrl, worker := membership(t, w, ttl), membership(t, w, ttl)

@@ -94,8 +94,10 @@ type SampleStream interface {
 	// the sample is queued at a learner and blocks while none has room.
 	// With no learner yet, the NATS stream waits for one until ctx ends.
 	// An error leaves it unknown whether the sample was queued, except
-	// ErrBadRequest (never sent).
-	Push(ctx context.Context, worker int, b []byte) error
+	// ErrBadRequest (never sent): retry with the same id, and a learner
+	// that already queued it acknowledges the repeat without queueing it
+	// again (Stats.Duplicates counts them).
+	Push(ctx context.Context, id SampleID, b []byte) error
 	// Pull returns the next sample for this learner, blocking until there
 	// is one. The first Pull makes the caller a learner (NATS: it joins
 	// the learners' queue group).
@@ -152,10 +154,34 @@ type Membership interface {
 	// Gone returns a channel that is closed once name is not registered
 	// (at once if it is not registered now). Watching stops when ctx ends.
 	Gone(ctx context.Context, name string) (<-chan struct{}, error)
+	// Resume starts a new incarnation of the worker name: it returns the
+	// progress the run holds for name (zero for a first start) with
+	// Incarnation one more, and stores that first, so two starts of a
+	// name never share an incarnation.
+	Resume(ctx context.Context, name string) (Progress, error)
+	// Save stores name's progress. Unlike a registration it does not
+	// expire: it outlives the worker, for its next incarnation.
+	Save(ctx context.Context, name string, p Progress) error
+	// Progress returns every worker's stored progress, by name.
+	Progress(ctx context.Context) (map[string]Progress, error)
 	// Stats returns the service's counters.
 	Stats() Stats
 	// Close stops the service's own goroutines.
 	Close() error
+}
+
+// Progress is what a worker has done so far (Membership.Resume, Save).
+type Progress struct {
+	// Incarnation counts the starts of the worker (1: the first).
+	Incarnation uint64
+	// Seq is the last sample sequence number acknowledged to it.
+	Seq uint64
+	// Steps are the env steps it has taken, over all incarnations.
+	Steps int64
+	// FetchFailed counts weights versions it could not download in time,
+	// Abandoned the inference requests it skipped because their sender had
+	// stopped waiting (both over all incarnations).
+	FetchFailed, Abandoned uint64
 }
 
 // Transport makes the streams and services of runs. Streams of the same run
@@ -177,15 +203,26 @@ type Stats struct {
 	// WrongProtocol counts messages dropped because they speak another
 	// protocol version.
 	WrongProtocol uint64
+	// Duplicates counts repeated pushes of a sample already queued
+	// (acknowledged, not queued again).
+	Duplicates uint64
+	// FetchFailed counts weights versions a parameter service saw
+	// announced but could not download in time: its holder acts on older
+	// weights until the next version arrives.
+	FetchFailed uint64
+	// Abandoned counts inference requests skipped because their sender
+	// had stopped waiting for the answer.
+	Abandoned uint64
 }
 
 // counters is the live form of Stats, shared by a stream's goroutines.
 type counters struct {
-	malformed, wrongProtocol atomic.Uint64
+	malformed, wrongProtocol, duplicates, fetchFailed, abandoned atomic.Uint64
 }
 
 func (c *counters) stats() Stats {
-	return Stats{Malformed: c.malformed.Load(), WrongProtocol: c.wrongProtocol.Load()}
+	return Stats{Malformed: c.malformed.Load(), WrongProtocol: c.wrongProtocol.Load(), Duplicates: c.duplicates.Load(),
+		FetchFailed: c.fetchFailed.Load(), Abandoned: c.abandoned.Load()}
 }
 
 // drop counts and logs a message that could not be used. err wraps

@@ -1,6 +1,6 @@
 // Package dist carries herd's streams and services between goroutines,
 // processes and machines: the transport layer of the distributed executor
-// (issue 13; SRL's design of env workers, policy workers and learners
+// (SRL's design of env workers, policy workers and learners
 // joined by streams and a parameter service).
 //
 // # Four interfaces, two carriers
@@ -20,7 +20,9 @@
 //     Wait for ≥ n. Versions only move forward.
 //   - Membership: workers register names with keep-alives; the controller
 //     lists who is alive; workers watch the controller's name and exit when
-//     it is gone.
+//     it is gone. It also keeps each worker's Progress (incarnation, last
+//     sequence number, env steps, counters), which outlives the worker: a
+//     restarted worker resumes from it, the learner adds up its counters.
 //
 // Each has an in-process implementation (Inproc: channels, slices and
 // weight snapshots handed over by pointer, nothing encoded or copied) and a
@@ -42,7 +44,9 @@
 //
 // On NATS, weights go through JetStream's object store (bucket
 // herd_<run>_params, chunked, so weights larger than a message fit), and
-// every ParamService watches it; membership uses a key-value bucket
+// every ParamService watches it (a version it cannot download within 2 s
+// is counted, Stats.FetchFailed: its holder acts on older weights until
+// the next one); membership uses a key-value bucket
 // (herd_<run>_members) whose entries carry per-message TTLs (Nats-TTL):
 // each keep-alive re-puts the key, and a key not refreshed for a TTL is
 // removed by the server, which leaves a delete marker that Gone's watchers
@@ -61,9 +65,25 @@
 //     effects, so asking twice is safe.
 //   - Samples: a sample acknowledged by a learner that then dies before
 //     pulling it is lost (at most the learner's queue capacity). A push
-//     whose wait ended may or may not have been queued; retrying may
-//     deliver it twice. Learners therefore treat samples as a stream, not
-//     as exactly-once records.
+//     whose wait ended may or may not have been queued, so the pusher
+//     retries it under the same SampleID (slot, incarnation, sequence
+//     number); the learner acknowledges a repeat of an id it queued
+//     without queueing it again and counts it (Stats.Duplicates). Each
+//     sample is so learned at most once. Because a pusher's sequence
+//     numbers reach a learner in order (one push in flight, retried until
+//     acknowledged), the learner remembers only the highest number per
+//     slot and incarnation, for the newest 4 incarnations of each slot:
+//     memory independent of the run's length. A restarted worker gets a
+//     new incarnation from Membership.Resume and continues its sequence
+//     from its stored Progress, so it never repeats an id. With several
+//     learners in the queue group, a retry may reach another learner
+//     than the first send; exactly-once holds per learner.
+//     Memory stays bounded by pushers + queue capacity: a repeat is
+//     acknowledged without entering the queue.
+//   - Inference: a policy worker skips (and counts, Stats.Abandoned) a
+//     request whose sender has stopped waiting: the request says how long
+//     its sender waits, and the policy worker compares that with how long
+//     it has held the request (no clocks compared across machines).
 //   - Parameters: the latest version survives in JetStream (file store)
 //     across server restarts; the in-process service lives with its
 //     process.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -184,6 +185,7 @@ func (s *inprocInference) take(calls []*inprocCall, c *inprocCall) []*inprocCall
 	if c.state.CompareAndSwap(0, 1) {
 		return append(calls, c)
 	}
+	s.c.abandoned.Add(1)
 	return calls
 }
 
@@ -197,7 +199,9 @@ func (s *inprocInference) Close() error {
 // ---- samples ----
 
 type inprocSampleHub struct {
-	q chan []byte
+	q          chan []byte
+	seen       *seenSamples
+	duplicates atomic.Uint64 // shared by the run's streams: a learner's Stats shows them
 }
 
 type inprocSamples struct {
@@ -212,7 +216,7 @@ type inprocSamples struct {
 func (w *Inproc) Samples(ctx context.Context, run string, opt Options) (SampleStream, error) {
 	opt = opt.withDefaults()
 	h, err := hub(w, w.mu.samples, run, func() *inprocSampleHub {
-		return &inprocSampleHub{q: make(chan []byte, opt.Capacity)}
+		return &inprocSampleHub{q: make(chan []byte, opt.Capacity), seen: newSeenSamples()}
 	})
 	if err != nil {
 		return nil, err
@@ -220,7 +224,7 @@ func (w *Inproc) Samples(ctx context.Context, run string, opt Options) (SampleSt
 	return &inprocSamples{hub: h, closed: make(chan struct{})}, nil
 }
 
-func (s *inprocSamples) Push(ctx context.Context, worker int, b []byte) error {
+func (s *inprocSamples) Push(ctx context.Context, id SampleID, b []byte) error {
 	if len(b) == 0 {
 		return fmt.Errorf("%w: empty sample", ErrBadRequest)
 	}
@@ -229,8 +233,18 @@ func (s *inprocSamples) Push(ctx context.Context, worker int, b []byte) error {
 		return ErrClosed
 	default:
 	}
+	// A channel send either happens or not, so the twin never queues a
+	// retried push twice by itself; it still checks ids, so that it counts
+	// a caller's repeats as the NATS stream does (pushes of one id come
+	// from one pusher, one at a time, so checking before the send and
+	// recording after it cannot let a repeat through).
+	if s.hub.seen.seen(id) {
+		s.hub.duplicates.Add(1)
+		return nil
+	}
 	select {
 	case s.hub.q <- b:
+		s.hub.seen.add(id)
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -255,7 +269,11 @@ func (s *inprocSamples) Pull(ctx context.Context) ([]byte, error) {
 	}
 }
 
-func (s *inprocSamples) Stats() Stats { return s.c.stats() }
+func (s *inprocSamples) Stats() Stats {
+	st := s.c.stats()
+	st.Duplicates = s.hub.duplicates.Load()
+	return st
+}
 
 func (s *inprocSamples) Close() error {
 	s.once.Do(func() { close(s.closed) })
@@ -360,9 +378,10 @@ func (p *inprocParams) Close() error {
 // inprocMembers is one run's registry: each entry expires when its timer
 // fires before the next keep-alive resets it.
 type inprocMembers struct {
-	mu      sync.Mutex
-	entries map[string]*inprocEntry
-	gone    map[string][]chan struct{} // closed when the name goes
+	mu       sync.Mutex
+	progress map[string]Progress
+	entries  map[string]*inprocEntry
+	gone     map[string][]chan struct{} // closed when the name goes
 }
 
 type inprocEntry struct {
@@ -384,7 +403,7 @@ type inprocMembership struct {
 func (w *Inproc) Membership(ctx context.Context, run string, opt Options) (Membership, error) {
 	opt = opt.withDefaults()
 	r, err := hub(w, w.mu.members, run, func() *inprocMembers {
-		return &inprocMembers{entries: map[string]*inprocEntry{}, gone: map[string][]chan struct{}{}}
+		return &inprocMembers{entries: map[string]*inprocEntry{}, gone: map[string][]chan struct{}{}, progress: map[string]Progress{}}
 	})
 	if err != nil {
 		return nil, err
@@ -472,6 +491,36 @@ func (m *inprocMembership) Gone(ctx context.Context, name string) (<-chan struct
 	}
 	m.reg.gone[name] = append(m.reg.gone[name], ch)
 	return ch, nil
+}
+
+func (m *inprocMembership) Resume(ctx context.Context, name string) (Progress, error) {
+	if err := checkName("member name", name); err != nil {
+		return Progress{}, err
+	}
+	m.reg.mu.Lock()
+	defer m.reg.mu.Unlock()
+	p := m.reg.progress[name]
+	p.Incarnation++
+	m.reg.progress[name] = p
+	return p, nil
+}
+
+func (m *inprocMembership) Save(ctx context.Context, name string, p Progress) error {
+	if err := checkName("member name", name); err != nil {
+		return err
+	}
+	m.reg.mu.Lock()
+	defer m.reg.mu.Unlock()
+	m.reg.progress[name] = p
+	return nil
+}
+
+func (m *inprocMembership) Progress(ctx context.Context) (map[string]Progress, error) {
+	m.reg.mu.Lock()
+	defer m.reg.mu.Unlock()
+	out := make(map[string]Progress, len(m.reg.progress))
+	maps.Copy(out, m.reg.progress)
+	return out, nil
 }
 
 func (m *inprocMembership) Stats() Stats { return m.c.stats() }

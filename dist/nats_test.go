@@ -111,7 +111,7 @@ func TestNATSMalformed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := pusher.Push(ctx, 0, []byte("ok")); err != nil {
+		if err := pusher.Push(ctx, SampleID{Slot: 0}, []byte("ok")); err != nil {
 			t.Fatal(err)
 		}
 		if b, err := learner.Pull(ctx); err != nil || string(b) != "ok" {

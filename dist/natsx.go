@@ -91,10 +91,21 @@ func sleep(ctx context.Context, d time.Duration) error {
 // the client with pending limits off: what waits is bounded by the number
 // of callers, each with one request in flight.
 func (n *NATS) subscribe(subj, queue string, ch chan *nats.Msg) (stop func(), err error) {
+	return subscribeTo(n, subj, queue, ch, func(m *nats.Msg) *nats.Msg { return m })
+}
+
+// received is a message with the time it arrived.
+type received struct {
+	m  *nats.Msg
+	at time.Time
+}
+
+// subscribeTo is subscribe feeding wrap(m) to ch.
+func subscribeTo[T any](n *NATS, subj, queue string, ch chan T, wrap func(*nats.Msg) T) (stop func(), err error) {
 	done := make(chan struct{})
 	sub, err := n.nc.QueueSubscribe(subj, queue, func(m *nats.Msg) {
 		select {
-		case ch <- m:
+		case ch <- wrap(m):
 		case <-done:
 		}
 	})
@@ -164,7 +175,14 @@ func (s *natsInference) Infer(ctx context.Context, r *InferRequest) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.n.request(ctx, s.subj, b)
+	msg := &nats.Msg{Subject: s.subj, Data: b}
+	if d, ok := ctx.Deadline(); ok {
+		// How long the sender waits, so that a policy worker skips a
+		// request whose sender has given up (relative, not a deadline:
+		// the machines' clocks need not agree).
+		msg.Header = nats.Header{waitHeader: []string{strconv.FormatInt(time.Until(d).Milliseconds(), 10)}}
+	}
+	m, err := s.n.requestMsg(ctx, msg)
 	if err != nil {
 		return fmt.Errorf("dist: infer: %w", err)
 	}
@@ -187,13 +205,44 @@ func (s *natsInference) Infer(ctx context.Context, r *InferRequest) error {
 	return nil
 }
 
+// waitHeader carries how many milliseconds an inference request's sender
+// waits for the answer.
+const waitHeader = "Herd-Wait-Ms"
+
+// abandoned tells whether r's sender has stopped waiting: it waited less
+// than r has been here. Time in transit is not counted, so a request is
+// skipped only when it is surely too late.
+func abandoned(r received, now time.Time) bool {
+	w := r.m.Header.Get(waitHeader)
+	if w == "" {
+		return false
+	}
+	ms, err := strconv.ParseInt(w, 10, 64)
+	return err == nil && now.Sub(r.at) > time.Duration(ms)*time.Millisecond
+}
+
 func (s *natsInference) Serve(ctx context.Context, h BatchHandler) error {
-	ch := make(chan *nats.Msg, 1024)
-	unsub, err := s.n.subscribe(s.subj, "policy", ch)
+	rch := make(chan received, 1024)
+	unsub, err := subscribeTo(s.n, s.subj, "policy", rch, func(m *nats.Msg) received { return received{m, time.Now()} })
 	if err != nil {
 		return err
 	}
 	defer unsub()
+	// next takes a waiting request whose sender still waits, if any.
+	next := func() (*nats.Msg, bool) {
+		for {
+			select {
+			case r := <-rch:
+				if abandoned(r, time.Now()) {
+					s.c.abandoned.Add(1)
+					continue
+				}
+				return r.m, true
+			default:
+				return nil, false
+			}
+		}
+	}
 	var (
 		msgs  []*nats.Msg
 		batch []*InferRequest
@@ -202,8 +251,12 @@ func (s *natsInference) Serve(ctx context.Context, h BatchHandler) error {
 	for {
 		msgs, batch = msgs[:0], batch[:0]
 		select {
-		case m := <-ch:
-			msgs = append(msgs, m)
+		case r := <-rch:
+			if abandoned(r, time.Now()) {
+				s.c.abandoned.Add(1)
+				continue
+			}
+			msgs = append(msgs, r.m)
 		case <-ctx.Done():
 			return nil
 		case <-s.closed:
@@ -233,10 +286,9 @@ func (s *natsInference) Serve(ctx context.Context, h BatchHandler) error {
 				rows += r.Rows
 			}
 			if i == len(msgs)-1 && rows < s.opt.MaxBatchRows {
-				select { // take what else arrived while the last batch ran
-				case m := <-ch:
+				// Take what else arrived while the last batch ran.
+				if m, ok := next(); ok {
 					msgs = append(msgs, m)
-				default:
 				}
 			}
 		}
@@ -287,6 +339,7 @@ type natsSamples struct {
 	unsub func()         // set by the first Pull; guarded by mu
 	q     chan []byte    // queued samples of this learner (opt.Capacity)
 	wg    sync.WaitGroup // the learner's receiving goroutine
+	seen  *seenSamples   // ids queued here
 }
 
 // Samples returns the run's sample stream over NATS. A learner's queue
@@ -297,10 +350,10 @@ func (n *NATS) Samples(ctx context.Context, run string, opt Options) (SampleStre
 		return nil, err
 	}
 	return &natsSamples{n: n, opt: opt, subj: "herd." + run + ".samples", closed: make(chan struct{}),
-		q: make(chan []byte, opt.Capacity)}, nil
+		q: make(chan []byte, opt.Capacity), seen: newSeenSamples()}, nil
 }
 
-func (s *natsSamples) Push(ctx context.Context, worker int, b []byte) error {
+func (s *natsSamples) Push(ctx context.Context, id SampleID, b []byte) error {
 	if len(b) == 0 {
 		return fmt.Errorf("%w: empty sample", ErrBadRequest)
 	}
@@ -309,17 +362,18 @@ func (s *natsSamples) Push(ctx context.Context, worker int, b []byte) error {
 		return ErrClosed
 	default:
 	}
-	data, err := encode(&herdv1.SamplePush{Protocol: Protocol, Worker: int32(worker), Sample: b})
+	data, err := encode(&herdv1.SamplePush{Protocol: Protocol, Worker: int32(id.Slot), Sample: b})
 	if err != nil {
 		return err
 	}
 	// A push or its ack in flight on a server that dies is lost, and the
 	// pusher would wait out its whole timeout (back-pressure included, so
-	// long). Re-sending after pushResend bounds that stall; the id lets the
+	// long). Re-sending after pushResend bounds that stall; the id, the
+	// same in every re-send and in the caller's own retries, lets the
 	// learner ack a repeat of a push it has already queued without queueing
 	// it twice.
 	msg := &nats.Msg{Subject: s.subj, Data: data, Header: nats.Header{}}
-	msg.Header.Set(pushIDHeader, nats.NewInbox())
+	msg.Header.Set(sampleIDHeader, id.String())
 	var m *nats.Msg
 	for {
 		rctx, cancel := context.WithTimeout(ctx, pushResend)
@@ -340,32 +394,11 @@ func (s *natsSamples) Push(ctx context.Context, worker int, b []byte) error {
 	return remoteError(ack.Error)
 }
 
-// pushIDHeader carries a push's id, the same in its re-sends.
-const pushIDHeader = "Herd-Push-Id"
+// sampleIDHeader carries a push's SampleID.
+const sampleIDHeader = "Herd-Sample-Id"
 
 // pushResend is how long a push waits for its ack before it is sent again.
 const pushResend = 5 * time.Second
-
-// recentIDs remembers the last len(ring) push ids a learner queued; only
-// its receiving goroutine uses it.
-type recentIDs struct {
-	ring []string
-	next int
-	set  map[string]struct{}
-}
-
-func newRecentIDs(n int) *recentIDs {
-	return &recentIDs{ring: make([]string, n), set: make(map[string]struct{}, n)}
-}
-
-func (r *recentIDs) has(id string) bool { _, ok := r.set[id]; return ok }
-
-func (r *recentIDs) add(id string) {
-	delete(r.set, r.ring[r.next])
-	r.ring[r.next] = id
-	r.set[id] = struct{}{}
-	r.next = (r.next + 1) % len(r.ring)
-}
 
 // join subscribes this learner once: a goroutine takes pushes, queues them
 // (blocking while the queue is full, which holds back the pushers' acks)
@@ -385,7 +418,6 @@ func (s *natsSamples) join() error {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		seen := newRecentIDs(4096)
 		for {
 			var m *nats.Msg
 			select {
@@ -393,9 +425,18 @@ func (s *natsSamples) join() error {
 			case <-s.closed:
 				return
 			}
-			id := m.Header.Get(pushIDHeader)
-			if id != "" && seen.has(id) {
-				s.ack(m, "") // a re-send of a push already queued
+			var id SampleID
+			if h := m.Header.Get(sampleIDHeader); h != "" {
+				var err error
+				if id, err = parseSampleID(h); err != nil {
+					s.c.drop(s.opt.Logger, "sample push", err)
+					s.ack(m, err.Error())
+					continue
+				}
+			}
+			if s.seen.seen(id) {
+				s.c.duplicates.Add(1)
+				s.ack(m, "") // a repeat of a push already queued
 				continue
 			}
 			var p herdv1.SamplePush
@@ -410,9 +451,7 @@ func (s *natsSamples) join() error {
 			}
 			select {
 			case s.q <- p.Sample:
-				if id != "" {
-					seen.add(id)
-				}
+				s.seen.add(id)
 				s.ack(m, "")
 			case <-s.closed:
 				return
@@ -556,8 +595,17 @@ func (p *natsParams) fetch(ctx context.Context, name string, n uint64) {
 	defer cancel()
 	b, err := p.obs.GetBytes(ctx, name)
 	if err != nil {
-		if ctx.Err() == nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			p.opt.Logger.Warn("dist: params fetch", "err", err)
+		// Not found: the publisher already replaced it by a newer version,
+		// whose own announcement follows. Otherwise this holder stays on
+		// older weights until the next version: counted and logged.
+		select {
+		case <-p.closed:
+			return
+		default:
+		}
+		if !errors.Is(err, jetstream.ErrObjectNotFound) {
+			p.c.fetchFailed.Add(1)
+			p.opt.Logger.Warn("dist: params fetch failed; acting on older weights until the next version", "version", n, "err", err)
 		}
 		return
 	}
@@ -639,7 +687,8 @@ type natsMembership struct {
 	n      *NATS
 	opt    Options
 	kv     jetstream.KeyValue
-	subj   string // the bucket's subject prefix, "$KV.<bucket>."
+	cfg    jetstream.KeyValue // the run's config bucket: progress records
+	subj   string             // the bucket's subject prefix, "$KV.<bucket>."
 	ttl    time.Duration
 	closed chan struct{}
 	once   sync.Once
@@ -662,7 +711,11 @@ func (n *NATS) Membership(ctx context.Context, run string, opt Options) (Members
 	if err != nil {
 		return nil, err
 	}
-	return &natsMembership{n: n, opt: opt, kv: kv, subj: "$KV." + bucket + ".", ttl: ttl, closed: make(chan struct{})}, nil
+	cfg, err := n.configBucket(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	return &natsMembership{n: n, opt: opt, kv: kv, cfg: cfg, subj: "$KV." + bucket + ".", ttl: ttl, closed: make(chan struct{})}, nil
 }
 
 func (m *natsMembership) put(ctx context.Context, name string, rec []byte) error {
@@ -769,6 +822,118 @@ func (m *natsMembership) Gone(ctx context.Context, name string) (<-chan struct{}
 	return ch, nil
 }
 
+// progressKey names a worker's progress record in the config bucket.
+func progressKey(name string) string { return "progress." + name }
+
+func (m *natsMembership) Resume(ctx context.Context, name string) (Progress, error) {
+	if err := checkName("member name", name); err != nil {
+		return Progress{}, err
+	}
+	var p Progress
+	// Compare-and-set on the key's revision, so that two starts racing
+	// (an orchestrator that started a replacement too early) still get
+	// different incarnations.
+	err := retryJS(ctx, publishAttempt, func(ctx context.Context) error {
+		for {
+			e, err := m.cfg.Get(ctx, progressKey(name))
+			var rev uint64
+			switch {
+			case errors.Is(err, jetstream.ErrKeyNotFound):
+				p = Progress{}
+			case err != nil:
+				return err
+			default:
+				if p, err = decodeProgress(e.Value()); err != nil {
+					return err
+				}
+				rev = e.Revision()
+			}
+			p.Incarnation++
+			b, err := encodeProgress(p)
+			if err != nil {
+				return err
+			}
+			if rev == 0 {
+				_, err = m.cfg.Create(ctx, progressKey(name), b)
+			} else {
+				_, err = m.cfg.Update(ctx, progressKey(name), b, rev)
+			}
+			if errors.Is(err, jetstream.ErrKeyExists) || isWrongSequence(err) {
+				continue // another start won; read again
+			}
+			return err
+		}
+	})
+	if err != nil {
+		return Progress{}, fmt.Errorf("dist: resume %s: %w", name, err)
+	}
+	return p, nil
+}
+
+// isWrongSequence tells a compare-and-set that lost (the key changed).
+func isWrongSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}
+
+func (m *natsMembership) Save(ctx context.Context, name string, p Progress) error {
+	if err := checkName("member name", name); err != nil {
+		return err
+	}
+	b, err := encodeProgress(p)
+	if err != nil {
+		return err
+	}
+	if _, err := m.cfg.Put(ctx, progressKey(name), b); err != nil {
+		return fmt.Errorf("dist: save %s's progress: %w", name, err)
+	}
+	return nil
+}
+
+func (m *natsMembership) Progress(ctx context.Context) (map[string]Progress, error) {
+	keys, err := m.cfg.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return map[string]Progress{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dist: progress: %w", err)
+	}
+	out := map[string]Progress{}
+	for _, k := range keys {
+		name, ok := strings.CutPrefix(k, "progress.")
+		if !ok {
+			continue
+		}
+		e, err := m.cfg.Get(ctx, k)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("dist: progress of %s: %w", name, err)
+		}
+		p, err := decodeProgress(e.Value())
+		if err != nil {
+			m.c.drop(m.opt.Logger, "progress "+name, err)
+			continue
+		}
+		out[name] = p
+	}
+	return out, nil
+}
+
+func encodeProgress(p Progress) ([]byte, error) {
+	return encode(&herdv1.WorkerProgress{Protocol: Protocol, Incarnation: p.Incarnation, Seq: p.Seq, Steps: p.Steps,
+		FetchFailed: p.FetchFailed, Abandoned: p.Abandoned})
+}
+
+func decodeProgress(b []byte) (Progress, error) {
+	var m herdv1.WorkerProgress
+	if err := decode(b, &m); err != nil {
+		return Progress{}, err
+	}
+	return Progress{Incarnation: m.Incarnation, Seq: m.Seq, Steps: m.Steps, FetchFailed: m.FetchFailed, Abandoned: m.Abandoned}, nil
+}
+
 func (m *natsMembership) Stats() Stats { return m.c.stats() }
 
 func (m *natsMembership) Close() error {
@@ -817,6 +982,63 @@ func (n *NATS) RunConfig(ctx context.Context, run string) ([]byte, error) {
 			return nil, fmt.Errorf("dist: waiting for run %s's config: %w", run, ctx.Err())
 		}
 	}
+}
+
+// ResetRun removes what an earlier run of the same ID left in its config
+// bucket (its end mark and its workers' progress), so that a new run's
+// workers start afresh. The controller calls it before PutRunConfig.
+func (n *NATS) ResetRun(ctx context.Context, run string) error {
+	kv, err := n.configBucket(ctx, run)
+	if err != nil {
+		return err
+	}
+	keys, err := kv.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("dist: reset run %s: %w", run, err)
+	}
+	for _, k := range keys {
+		if k == "end" || strings.HasPrefix(k, "progress.") {
+			if err := kv.Delete(ctx, k); err != nil {
+				return fmt.Errorf("dist: reset run %s: %w", run, err)
+			}
+		}
+	}
+	return nil
+}
+
+// EndRun marks the run as ended, with what ended it (the learner's
+// outcome, or the controller's reason), unless it is marked already: the
+// first word stays. Workers that start after it exit at once instead of
+// waiting for a run that is over.
+func (n *NATS) EndRun(ctx context.Context, run, outcome string) error {
+	kv, err := n.configBucket(ctx, run)
+	if err != nil {
+		return err
+	}
+	if _, err := kv.Create(ctx, "end", []byte(outcome)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return fmt.Errorf("dist: mark run %s ended: %w", run, err)
+	}
+	return nil
+}
+
+// RunEnded returns what EndRun stored, and whether the run is marked
+// ended.
+func (n *NATS) RunEnded(ctx context.Context, run string) (string, bool, error) {
+	kv, err := n.configBucket(ctx, run)
+	if err != nil {
+		return "", false, err
+	}
+	e, err := kv.Get(ctx, "end")
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("dist: run %s's end: %w", run, err)
+	}
+	return string(e.Value()), true, nil
 }
 
 func (n *NATS) configBucket(ctx context.Context, run string) (jetstream.KeyValue, error) {

@@ -20,6 +20,9 @@ type ServerOptions struct {
 	// MaxPayload is the largest message in bytes (default 8 MiB; samples
 	// and inference batches must fit, weights are chunked).
 	MaxPayload int32
+	// User and Password, when set, are the one account clients must log
+	// in with.
+	User, Password string
 }
 
 // Server is an embedded NATS server with JetStream, run inside this
@@ -52,6 +55,7 @@ func StartServer(o ServerOptions) (*Server, error) {
 	s, err := server.NewServer(&server.Options{
 		Host: o.Host, Port: o.Port, JetStream: true, StoreDir: o.StoreDir,
 		MaxPayload: o.MaxPayload, NoSigs: true, NoLog: true,
+		Username: o.User, Password: o.Password,
 	})
 	if err != nil {
 		_ = os.RemoveAll(tmp)

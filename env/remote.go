@@ -261,7 +261,7 @@ func openSession(t remoteTarget, n int, o makeOptions, autoreset bool) (*session
 		s.w, err = dialGRPC(t)
 	}
 	if err != nil {
-		return nil, s.wrap(err)
+		return nil, openHint(t, s.wrap(err))
 	}
 	fail := func(err error) (*session, error) {
 		s.Close()
@@ -275,7 +275,7 @@ func openSession(t remoteTarget, n int, o makeOptions, autoreset bool) (*session
 		if st, ok := status.FromError(err); ok && st.Code() == codes.NotFound {
 			err = fmt.Errorf("%w: %w", ErrUnknownID, err)
 		}
-		return fail(err)
+		return fail(openHint(t, err))
 	}
 	open := resp.GetOpen()
 	if open == nil {
@@ -302,6 +302,21 @@ func (s *session) where() string {
 		return "shm://" + s.target.addr + "/" + s.target.envID
 	}
 	return s.target.addr + "/" + s.target.envID
+}
+
+// openHint explains an open that failed because the server dropped the
+// connection at once, which gRPC reports only as "error reading server
+// preface: EOF" or a broken pipe: a TLS server refusing the client's
+// certificate does exactly that after the handshake.
+func openHint(t remoteTarget, err error) error {
+	msg := err.Error()
+	if !strings.Contains(msg, "server preface") && !strings.Contains(msg, "broken pipe") && !strings.Contains(msg, "connection reset") {
+		return err
+	}
+	if t.tls != nil {
+		return fmt.Errorf("%w (the server closed the connection right after the TLS handshake: it most likely refused this client's certificate — none given, or not signed by the CA the server trusts for clients)", err)
+	}
+	return fmt.Errorf("%w (the server closed the connection at once: it may require TLS, grpcs://)", err)
 }
 
 func (s *session) wrap(err error) error {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -102,6 +103,10 @@ type Summary struct {
 	EvalEpisodes   int     `json:"eval_episodes"`
 	EvalReturnMean float64 `json:"eval_return_mean"`
 	EvalReturnStd  float64 `json:"eval_return_std"`
+	// Dist holds the last values of the scalars named dist/… (the
+	// distributed executor's counters of drops, repeats and lag), by
+	// name; left out when the run has none.
+	Dist map[string]float64 `json:"dist,omitempty"`
 }
 
 // Point is one metrics row as kept for the learning curve.
@@ -430,6 +435,14 @@ func (r *Recorder) Close(interrupted bool) (Summary, error) {
 		s.Status = r.status
 	case interrupted:
 		s.Status = StatusInterrupted
+	}
+	for i, name := range r.opt.Scalars {
+		if strings.HasPrefix(name, "dist/") && r.set[i] {
+			if s.Dist == nil {
+				s.Dist = map[string]float64{}
+			}
+			s.Dist[name] = r.scalars[i]
+		}
 	}
 	if len(r.evalRets) > 0 {
 		s.EvalEpisodes = len(r.evalRets)

@@ -34,11 +34,14 @@
 //	magic   "HRDS"           4 bytes
 //	format  uint16           FormatVersion; a newer one is refused
 //	kind    uint8            1 = Segment, 2 = Transitions
-//	flags   uint8            Transitions: bit 0 = priorities present
+//	flags   uint8            Transitions: bit 0 = priorities present;
+//	                         Segment: bit 0 = per-step versions present
 //	version uint64           weight version that acted
 //	worker  uint32           env worker id
 //	dims    4 × uint32       Segment: T, N, ObsDim, ActDim; Transitions: N, ObsDim, ActDim, 0
-//	arrays  float32 …        in field order (see Segment and Transitions)
+//	arrays  float32 …        in field order (see Segment and Transitions);
+//	                         a Segment's per-step versions last, as T
+//	                         offsets from version (exact integers < 2²⁴)
 //	nEp     uint32           episodes that ended inside
 //	episode nEp × 16 bytes   return float64, length uint32, at uint32
 //

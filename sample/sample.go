@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // FormatVersion is the encoding's version; Decode refuses any other.
@@ -43,6 +44,12 @@ type Segment struct {
 
 	NextObs    []float32 // N × ObsDim: the observations after the last step
 	LastValues []float32 // N: V(NextObs)
+
+	// Versions, when not empty, holds T weight versions: the one that
+	// acted at each step (a policy worker may load newer weights inside a
+	// segment, and several policy workers may hold different ones).
+	// Version is then the oldest of them.
+	Versions []uint64
 
 	Episodes []Episode
 }
@@ -165,8 +172,26 @@ func (s *Segment) AppendEncode(dst []byte) ([]byte, error) {
 	if err := s.Check(); err != nil {
 		return dst, err
 	}
-	return appendEncode(dst, kindSegment, 0, s.Version, s.Worker, [4]int{s.T, s.N, s.ObsDim, s.ActDim}, s.arrays(), s.Episodes), nil
+	arrays, flags := s.arrays(), uint8(0)
+	if len(s.Versions) > 0 {
+		if len(s.Versions) != s.T || slices.Min(s.Versions) != s.Version {
+			return dst, fmt.Errorf("%w: segment has %d versions for %d steps, version %d is not their oldest", ErrShape, len(s.Versions), s.T, s.Version)
+		}
+		off := make([]float32, s.T)
+		for t, v := range s.Versions {
+			if v-s.Version > maxVersionStep {
+				return dst, fmt.Errorf("%w: segment versions %d … %d span more than %d", ErrShape, s.Version, v, maxVersionStep)
+			}
+			off[t] = float32(v - s.Version)
+		}
+		arrays, flags = append(arrays, off), 1
+	}
+	return appendEncode(dst, kindSegment, flags, s.Version, s.Worker, [4]int{s.T, s.N, s.ObsDim, s.ActDim}, arrays, s.Episodes), nil
 }
+
+// maxVersionStep bounds how far a segment's versions reach past its
+// first: they travel as float32 offsets, exact up to 2²⁴.
+const maxVersionStep = 1 << 24
 
 // AppendEncode appends the transitions' encoding to dst.
 func (s *Transitions) AppendEncode(dst []byte) ([]byte, error) {
@@ -294,7 +319,7 @@ func DecodeSegment(b []byte) (*Segment, error) {
 	if h.kind != kindSegment {
 		return nil, fmt.Errorf("%w: kind %d is not a segment", ErrCorrupt, h.kind)
 	}
-	if h.flags != 0 {
+	if h.flags&^1 != 0 {
 		return nil, fmt.Errorf("%w: segment flags %#x", ErrCorrupt, h.flags)
 	}
 	s := &Segment{T: h.dims[0], N: h.dims[1], ObsDim: h.dims[2], ActDim: h.dims[3], Version: h.version, Worker: h.worker}
@@ -302,11 +327,26 @@ func DecodeSegment(b []byte) (*Segment, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: segment dims %v overflow", ErrCorrupt, h.dims)
 	}
+	if h.flags&1 != 0 {
+		lengths = append(lengths, s.T)
+	}
 	a, eps, err := readBody(body, lengths)
 	if err != nil {
 		return nil, err
 	}
 	s.Obs, s.Actions, s.LogProbs, s.Values, s.Rewards, s.Dones, s.NextObs, s.LastValues = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
+	if len(a) > 8 {
+		s.Versions = make([]uint64, s.T)
+		for t, d := range a[8] {
+			if !(d >= 0 && d <= maxVersionStep) || d != float32(int32(d)) {
+				return nil, fmt.Errorf("%w: segment version offset %v at step %d", ErrCorrupt, d, t)
+			}
+			s.Versions[t] = s.Version + uint64(d)
+		}
+		if s.T > 0 && slices.Min(s.Versions) != s.Version {
+			return nil, fmt.Errorf("%w: segment's versions do not start at its version", ErrCorrupt)
+		}
+	}
 	s.Episodes = eps
 	return s, nil
 }

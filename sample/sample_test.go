@@ -151,3 +151,25 @@ func BenchmarkSegmentEncodeDecode(b *testing.B) {
 	}
 	b.SetBytes(int64(len(buf)))
 }
+
+func TestSegmentVersionsRoundTrip(t *testing.T) {
+	s := filledSegment()
+	s.Versions = []uint64{10, 9, 12}
+	b, err := s.AppendEncode(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeSegment(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, s) {
+		t.Fatalf("round trip changed the segment:\n got %+v\nwant %+v", got.Versions, s.Versions)
+	}
+	for _, bad := range [][]uint64{{9, 9}, {8, 9, 9}, {10, 12, 11}, {9, 9, 9 + 1<<25}} {
+		s.Versions = bad
+		if _, err := s.AppendEncode(nil); !errors.Is(err, ErrShape) {
+			t.Errorf("versions %v encoded: %v", bad, err)
+		}
+	}
+}

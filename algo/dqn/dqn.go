@@ -88,6 +88,12 @@ type Config struct {
 	// or "actor" (Ape-X: |δ| + priority_eps computed by the env worker
 	// with its policy copy; needs prioritized: true). Default "max".
 	InitialPriorities string `yaml:"initial_priorities"`
+	// ApeXEpsilon, when > 0, replaces the ε schedule of executors with
+	// several actors (dist's off-policy topology) by Ape-X's fixed
+	// per-actor rates ε_i = ApeXEpsilon^(1 + 7·i/(N−1)) (Horgan et al.
+	// 2018 use 0.4); the local loop and single actors keep the schedule.
+	// Default 0 (off).
+	ApeXEpsilon float64 `yaml:"apex_epsilon,omitempty"`
 }
 
 // NewConfig returns CleanRL's dqn.py defaults.
@@ -170,6 +176,9 @@ func (c *Config) Validate(h algo.Header) error {
 		if !(c.PriorityEps > 0) {
 			bad("priority_eps must be > 0, got %v", c.PriorityEps)
 		}
+	}
+	if !(c.ApeXEpsilon >= 0 && c.ApeXEpsilon < 1) {
+		bad("apex_epsilon must be in [0, 1), got %v", c.ApeXEpsilon)
 	}
 	switch c.InitialPriorities {
 	case PrioritiesMax:

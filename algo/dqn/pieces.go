@@ -71,7 +71,7 @@ func (p *pieces) newPolicy() (*offpolicy.MLPPolicy, error) {
 }
 
 func (p *pieces) newSampler(_ int, r *rand.Rand) (*sampler, error) {
-	return &sampler{p: p, r: r}, nil
+	return &sampler{p: p, r: r, actorEps: -1}, nil
 }
 
 func (p *pieces) newAssembler(numEnvs int) (*offpolicy.Assembler, error) {
@@ -100,13 +100,27 @@ type sampler struct {
 	p      *pieces
 	r      *rand.Rand
 	greedy [1]int
+	// actorEps is Ape-X's fixed ε_i once SetActor ran with apex_epsilon
+	// set; negative: the schedule.
+	actorEps float64
+}
+
+// SetActor makes this actor i of n explore at Ape-X's ε_i when the config
+// sets apex_epsilon (algo.ActorExplorer).
+func (s *sampler) SetActor(i, n int) {
+	if e := s.p.cfg.ApeXEpsilon; e > 0 {
+		s.actorEps = algo.ApeXEpsilon(e, i, n)
+	}
 }
 
 // SampleTo writes the actions for the n rows of Q-values out at step.
 func (s *sampler) SampleTo(dst *algo.Acts, out []float32, n int, step int64) {
 	cfg, k := s.p.cfg, s.p.actions.N
 	offpolicy.SizeActs(dst, n, 1)
-	eps := offpolicy.LinearSchedule(cfg.StartE, cfg.EndE, s.p.explorationSteps, int(step))
+	eps := s.actorEps
+	if eps < 0 {
+		eps = offpolicy.LinearSchedule(cfg.StartE, cfg.EndE, s.p.explorationSteps, int(step))
+	}
 	for i := range n {
 		if s.r.Float64() < eps {
 			s.greedy[0] = s.r.IntN(k)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -43,8 +44,14 @@ func parseHerdArgs(args []string) error {
 // manifest is what the deploy tests check in one decoded document.
 type manifest struct {
 	kind, name string
-	herdArgs   [][]string // the herd containers' argument lists
-	claims     []string   // persistentVolumeClaim names its pods mount
+	herdArgs   [][]string // the herd containers' argument lists, $(VAR) of their env expanded to "0"
+	herdEnv    []map[string]corev1.EnvVar
+	claims     []string // persistentVolumeClaim names its pods mount
+	secrets    []string // secrets its pods read (volumes, env)
+	pod        *corev1.PodSpec
+	job        *batchv1.Job
+	sts        *appsv1.StatefulSet
+	configMap  *corev1.ConfigMap
 }
 
 // decodeManifest decodes one YAML document strictly into the k8s type of
@@ -65,7 +72,7 @@ func decodeManifest(doc []byte) (m manifest, err error) {
 	case "StatefulSet":
 		var o appsv1.StatefulSet
 		err = yaml.UnmarshalStrict(doc, &o)
-		pod = &o.Spec.Template.Spec
+		pod, m.sts = &o.Spec.Template.Spec, &o
 	case "Deployment":
 		var o appsv1.Deployment
 		err = yaml.UnmarshalStrict(doc, &o)
@@ -73,13 +80,14 @@ func decodeManifest(doc []byte) (m manifest, err error) {
 	case "Job":
 		var o batchv1.Job
 		err = yaml.UnmarshalStrict(doc, &o)
-		pod = &o.Spec.Template.Spec
+		pod, m.job = &o.Spec.Template.Spec, &o
 	case "Service":
 		var o corev1.Service
 		err = yaml.UnmarshalStrict(doc, &o)
 	case "ConfigMap":
 		var o corev1.ConfigMap
 		err = yaml.UnmarshalStrict(doc, &o)
+		m.configMap = &o
 	case "PersistentVolumeClaim":
 		var o corev1.PersistentVolumeClaim
 		err = yaml.UnmarshalStrict(doc, &o)
@@ -90,18 +98,128 @@ func decodeManifest(doc []byte) (m manifest, err error) {
 		return m, fmt.Errorf("%s: %w", meta.Kind, err)
 	}
 	if pod != nil {
+		m.pod = pod
 		for _, c := range pod.Containers {
+			env := map[string]corev1.EnvVar{}
+			for _, e := range c.Env {
+				env[e.Name] = e
+				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+					m.secrets = append(m.secrets, e.ValueFrom.SecretKeyRef.Name)
+				}
+			}
 			if strings.HasPrefix(c.Image, "herd") {
-				m.herdArgs = append(m.herdArgs, append(append([]string(nil), c.Command...), c.Args...))
+				var args []string
+				for _, a := range append(append([]string(nil), c.Command...), c.Args...) {
+					if v, ok := strings.CutPrefix(a, "$("); ok && strings.HasSuffix(v, ")") && env[strings.TrimSuffix(v, ")")].Name != "" {
+						a = "0" // Kubernetes substitutes the container's env here
+					}
+					args = append(args, a)
+				}
+				m.herdArgs = append(m.herdArgs, args)
+				m.herdEnv = append(m.herdEnv, env)
 			}
 		}
 		for _, v := range pod.Volumes {
 			if v.PersistentVolumeClaim != nil {
 				m.claims = append(m.claims, v.PersistentVolumeClaim.ClaimName)
 			}
+			if v.Secret != nil {
+				m.secrets = append(m.secrets, v.Secret.SecretName)
+			}
 		}
 	}
 	return m, nil
+}
+
+// flagValue returns the value of --name in args ("" when absent).
+func flagValue(args []string, name string) string {
+	for j := range args[:max(len(args)-1, 0)] {
+		if args[j] == name {
+			return args[j+1]
+		}
+	}
+	return ""
+}
+
+// checkFaultTolerance reports what the manifests lack of the promised
+// fault tolerance and security: 3 NATS nodes and bucket replicas, a
+// registration TTL above NATS's 4–9 s leader election, client TLS and
+// credentials from a Secret (never on a command line), mutual TLS on the
+// cluster routes, and workers as Indexed Jobs whose completion index is
+// their slot (a Deployment or StatefulSet restarts a worker that exits 0
+// at the end of the run into a crash loop).
+func checkFaultTolerance(ms []manifest) []error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	natsNodes, natsConf := 0, ""
+	roles := map[string]*manifest{}
+	for i := range ms {
+		m := &ms[i]
+		if m.sts != nil && m.name == "nats" && m.sts.Spec.Replicas != nil {
+			natsNodes = int(*m.sts.Spec.Replicas)
+		}
+		if m.configMap != nil {
+			if c, ok := m.configMap.Data["nats.conf"]; ok {
+				natsConf = c
+			}
+		}
+		for k, args := range m.herdArgs {
+			what := m.kind + " " + m.name
+			if r := flagValue(args, "--role"); r != "" {
+				roles[r] = m
+			}
+			if strings.Contains(strings.Join(args, " "), "@") || flagValue(args, "--nats") != "" {
+				bad("%s: the NATS URL is on the command line; it belongs in $HERD_NATS_URL from a Secret", what)
+			}
+			if e := m.herdEnv[k][natsURLEnv]; e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+				bad("%s: $%s does not come from a Secret", what, natsURLEnv)
+			}
+			if flagValue(args, "--nats-replicas") != "3" {
+				bad("%s: --nats-replicas is %q, want 3 (one node lost loses no bucket)", what, flagValue(args, "--nats-replicas"))
+			}
+			if ttl, err := time.ParseDuration(flagValue(args, "--ttl")); err != nil || ttl <= 9*time.Second {
+				bad("%s: --ttl %q is not above NATS's 4–9 s leader election", what, flagValue(args, "--ttl"))
+			}
+			if flagValue(args, "--nats-tls-ca") == "" {
+				bad("%s: no --nats-tls-ca: the client does not verify the server", what)
+			}
+		}
+	}
+	if natsNodes != 3 {
+		bad("the NATS StatefulSet has %d replicas, want 3", natsNodes)
+	}
+	for _, want := range []string{"authorization", "$NATS_PASSWORD", "tls {", "verify: true", "cluster {"} {
+		if !strings.Contains(natsConf, want) {
+			bad("nats.conf lacks %q (client credentials, client TLS, mutual TLS on the routes)", want)
+		}
+	}
+	if i := strings.Index(natsConf, "cluster {"); i < 0 || !strings.Contains(natsConf[i:], "tls {") {
+		bad("nats.conf's cluster block has no tls: routes travel in clear")
+	}
+	for _, r := range []string{"env", "policy"} {
+		m := roles[r]
+		switch {
+		case m == nil:
+			bad("no %s workers", r)
+		case m.job == nil:
+			bad("%s workers are a %s: it restarts a worker that exits 0 at the end of the run", r, m.kind)
+		case m.job.Spec.CompletionMode == nil || *m.job.Spec.CompletionMode != batchv1.IndexedCompletion:
+			bad("%s workers' Job is not Indexed: they would share one slot (name and random streams)", r)
+		case m.pod.RestartPolicy != corev1.RestartPolicyOnFailure:
+			bad("%s workers' restartPolicy is %q, want OnFailure", r, m.pod.RestartPolicy)
+		default:
+			arg := flagValue(m.herdArgs[0], "--slot")
+			e := m.herdEnv[0]["SLOT"]
+			if arg != "0" || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil ||
+				!strings.Contains(e.ValueFrom.FieldRef.FieldPath, "job-completion-index") {
+				bad("%s workers' --slot is not their completion index", r)
+			}
+		}
+	}
+	if m := roles["learner"]; m == nil || m.job == nil {
+		bad("the learner is not a Job")
+	}
+	return errs
 }
 
 func TestDeployKubernetes(t *testing.T) {
@@ -113,7 +231,8 @@ func TestDeployKubernetes(t *testing.T) {
 	kinds := map[string]int{}
 	roles := map[string]bool{}
 	pvcs := map[string]bool{}
-	var claims []string
+	var claims, secrets []string
+	var all []manifest
 	for _, f := range files {
 		if filepath.Base(f) == "kustomization.yaml" {
 			continue
@@ -129,6 +248,8 @@ func TestDeployKubernetes(t *testing.T) {
 				continue
 			}
 			kinds[m.kind]++
+			all = append(all, m)
+			secrets = append(secrets, m.secrets...)
 			if m.kind == "PersistentVolumeClaim" {
 				pvcs[m.name] = true
 			}
@@ -151,7 +272,17 @@ func TestDeployKubernetes(t *testing.T) {
 			t.Errorf("a pod mounts persistentVolumeClaim %q, which no manifest creates", c)
 		}
 	}
-	for _, k := range []string{"StatefulSet", "Service", "Deployment", "Job", "ConfigMap", "PersistentVolumeClaim"} {
+	for _, err := range checkFaultTolerance(all) {
+		t.Error(err)
+	}
+	// The secrets are made by the operator (nats.yaml says how), never
+	// committed: exactly these two.
+	for _, s := range secrets {
+		if s != "herd-nats-auth" && s != "herd-nats-tls" {
+			t.Errorf("a pod reads secret %q, which nats.yaml does not tell the operator to create", s)
+		}
+	}
+	for _, k := range []string{"StatefulSet", "Service", "Job", "ConfigMap", "PersistentVolumeClaim"} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s among the manifests", k)
 		}

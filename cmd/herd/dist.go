@@ -34,16 +34,24 @@ import (
 )
 
 // natsFlags are the connection options of `herd worker` and `herd launch`.
-// Secrets come from files, never from the command line or the logs.
+// Secrets come from files or the environment, never from the command line
+// or the logs: a URL with a user and password can be given as
+// $HERD_NATS_URL, launch hands it to its workers that way, and it is only
+// ever printed with its user information replaced (redactURL).
 type natsFlags struct {
 	url, creds, tlsCA, tlsCert, tlsKey string
 	// replicas of the run's JetStream buckets (dist.NATS.SetReplicas).
 	replicas int
 }
 
+// natsURLEnv names the environment variable that holds the NATS URL(s)
+// when --nats is not given; it may carry credentials, as the command line
+// should not.
+const natsURLEnv = "HERD_NATS_URL"
+
 func (f *natsFlags) add(cmd *cobra.Command, urlHelp string) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.url, "nats", "", urlHelp)
+	fl.StringVar(&f.url, "nats", "", urlHelp+"; or $"+natsURLEnv+" (where a URL with a password belongs: the command line is visible to every user of the machine)")
 	fl.StringVar(&f.creds, "nats-creds", "", "NATS credentials file (JWT + NKey seed)")
 	fl.StringVar(&f.tlsCA, "nats-tls-ca", "", "CA certificate file to verify the NATS server")
 	fl.StringVar(&f.tlsCert, "nats-tls-cert", "", "client certificate file (mutual TLS)")
@@ -73,6 +81,35 @@ func (f *natsFlags) args() []string {
 		a = append(a, "--nats-replicas", strconv.Itoa(f.replicas))
 	}
 	return a
+}
+
+// fromEnv takes the URL from $HERD_NATS_URL when --nats was not given.
+func (f *natsFlags) fromEnv() {
+	if f.url == "" {
+		f.url = os.Getenv(natsURLEnv)
+	}
+}
+
+// redactURL returns the comma-separated URLs in s with any user
+// information (user, password or token) replaced by "***", for printing.
+func redactURL(s string) string {
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		scheme, rest, ok := strings.Cut(p, "://")
+		if !ok {
+			scheme, rest = "", p
+		}
+		host := rest
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			host = "***@" + rest[at+1:]
+		}
+		if ok {
+			parts[i] = scheme + "://" + host
+		} else {
+			parts[i] = host
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // dial connects to the servers in f.url (comma-separated for a cluster).
@@ -145,11 +182,12 @@ default the config's out).`,
 }
 
 func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFlags, outSet bool) error {
+	f.nats.fromEnv()
 	switch {
 	case f.role != "env" && f.role != "policy" && f.role != "learner":
 		return fmt.Errorf("worker: --role must be env, policy or learner, got %q", f.role)
 	case f.nats.url == "":
-		return errors.New("worker: --nats is required")
+		return errors.New("worker: --nats (or $" + natsURLEnv + ") is required")
 	case f.run == "":
 		return errors.New("worker: --run is required")
 	case f.slot < 0:
@@ -180,6 +218,15 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	if err := n.Ready(ctx); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
+	// A worker started after its run ended (an orchestrator that restarts
+	// whatever exits, a late replica) has nothing to do: it says so and
+	// exits 0 instead of failing into a crash loop.
+	if why, ended, err := n.RunEnded(ctx, f.run); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	} else if ended {
+		fmt.Fprintf(w, "worker %s: run %s has ended (%s); nothing to do\n", name, f.run, why)
+		return nil
+	}
 	wctx, cancel := context.WithTimeout(ctx, f.wait)
 	data, err := n.RunConfig(wctx, f.run)
 	cancel()
@@ -200,6 +247,14 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 		return err
 	}
 	defer mem.Close()
+	// The controller registers after storing the config: wait for it
+	// (a worker may start first), or for the run's end mark.
+	if ended, err := awaitController(ctx, n, mem, f.run, f.wait); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	} else if ended != "" {
+		fmt.Fprintf(w, "worker %s: run %s has ended (%s); nothing to do\n", name, f.run, ended)
+		return nil
+	}
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
 	gone, err := mem.Gone(ctx, controllerName)
@@ -218,6 +273,10 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	// find the process of a registration.
 	lease, err := mem.Register(ctx, name, []byte(strconv.Itoa(os.Getpid())))
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errGone) {
+			fmt.Fprintf(w, "worker %s: %v; exiting\n", name, errGone)
+			return nil
+		}
 		return err
 	}
 	defer lease.Close()
@@ -230,7 +289,7 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	case "env":
 		err = st.RunEnvWorker(ctx, f.slot, tr, f.run)
 	case "policy":
-		err = st.RunPolicyWorker(ctx, tr, f.run)
+		err = st.RunPolicyWorker(ctx, f.slot, tr, f.run)
 	case "learner":
 		res.Header.Runtime.Executor = "dist"
 		opt := algo.RunOptions{Dir: mode, Executors: map[string]algo.Executor{
@@ -247,6 +306,20 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 			fmt.Fprintf(w, "done: %d steps in %.1f s (%.0f steps/s), %d episodes, return (last 100) %.2f ± %.2f\n",
 				s.Steps, s.WallSeconds, s.SPS, s.Episodes, s.FinalReturnMean100, s.FinalReturnStd100)
 		}
+		if len(s.Dist) > 0 {
+			fmt.Fprintln(w, distLine(s.Dist))
+		}
+		// Whatever the outcome, mark the run ended, so that workers that
+		// start from now on exit at once.
+		outcome := "completed"
+		if err != nil {
+			outcome = "the learner failed: " + err.Error()
+		}
+		ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if eerr := n.EndRun(ectx, f.run, outcome); eerr != nil {
+			fmt.Fprintf(w, "worker %s: %v\n", name, eerr)
+		}
+		cancel()
 	}
 	if c := context.Cause(ctx); errors.Is(c, errGone) {
 		// The normal end of a run as a worker sees it.
@@ -259,6 +332,43 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	return err
 }
 
+// distLine prints the dist executor's counters (summary.json's "dist").
+func distLine(d map[string]float64) string {
+	return fmt.Sprintf("dist: policy lag mean %.2f, max %.0f versions; dropped (lag) %.0f, duplicates %.0f, decode errors %.0f, stale weights %.0f, abandoned requests %.0f",
+		d["dist/lag_mean"], d["dist/lag_max"], d["dist/dropped"], d["dist/duplicates"], d["dist/decode_errors"], d["dist/stale_weights"], d["dist/abandoned"])
+}
+
+// awaitController waits until the run's controller is registered, for at
+// most wait, polling (the controller registers once, early). It returns
+// the run's end mark instead when the run has ended.
+func awaitController(ctx context.Context, n *dist.NATS, mem dist.Membership, run string, wait time.Duration) (string, error) {
+	end := time.Now().Add(wait)
+	for {
+		ms, err := mem.Members(ctx)
+		if err != nil {
+			return "", err
+		}
+		if slices.ContainsFunc(ms, func(m dist.Member) bool { return m.Name == controllerName }) {
+			return "", nil
+		}
+		why, ended, err := n.RunEnded(ctx, run)
+		if err != nil {
+			return "", err
+		}
+		if ended {
+			return why, nil
+		}
+		if time.Now().After(end) {
+			return "", fmt.Errorf("run %s's controller did not register within %v", run, wait)
+		}
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+}
+
 // ---- launch ----
 
 type launchFlags struct {
@@ -266,6 +376,7 @@ type launchFlags struct {
 	nats          natsFlags
 	run           string
 	restarts      int
+	restartWindow time.Duration
 	ttl           time.Duration
 	workerCommand []string // the command that runs `herd`; default this executable
 	noWorkers     bool     // controller only: workers run elsewhere (Kubernetes, compose)
@@ -314,10 +425,26 @@ controller only, for workers run elsewhere (deploy/: compose, Kubernetes).`,
 	fl.BoolVar(&f.train.resume, "resume", false, "continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
 	f.nats.add(cmd, "external NATS server URL(s) (default: an embedded server on 127.0.0.1)")
 	fl.StringVar(&f.run, "run", "", "run ID (default herd-<seed>)")
-	fl.IntVar(&f.restarts, "max-restarts", 10, "restarts of one worker before the run fails")
+	fl.IntVar(&f.restarts, "max-restarts", 10, "restarts of one worker within --restart-window before the run fails")
+	fl.DurationVar(&f.restartWindow, "restart-window", 10*time.Minute, "the window over which --max-restarts counts a worker's failures")
 	fl.DurationVar(&f.ttl, "ttl", 3*time.Second, "registration TTL (whole seconds)")
 	fl.BoolVar(&f.noWorkers, "no-workers", false, "controller only: store the config, register, and end when the learner (started elsewhere) has finished; needs --nats")
 	return cmd
+}
+
+// restartBudget counts a worker's failures within a sliding window, so a
+// long run survives rare crashes while a crash loop still ends it.
+type restartBudget struct {
+	max    int
+	window time.Duration
+	fails  []time.Time
+}
+
+// fail records a failure at now and returns the failures within the
+// window and whether they exceed max restarts.
+func (b *restartBudget) fail(now time.Time) (int, bool) {
+	b.fails = append(slices.DeleteFunc(b.fails, func(t time.Time) bool { return now.Sub(t) > b.window }), now)
+	return len(b.fails), len(b.fails) > b.max
 }
 
 // lockedWriter serializes writes from the worker processes' copiers.
@@ -334,6 +461,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved, f *launchFlags) error {
 	stdout, stderr = &lockedWriter{w: stdout}, &lockedWriter{w: stderr}
+	f.nats.fromEnv()
 	h := res.Header
 	rc := h.Runtime
 	if rc.Executor != "dist" {
@@ -392,6 +520,9 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	if err := n.CreateBuckets(ctx, run, f.ttl); err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
+	if err := n.ResetRun(ctx, run); err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
 	if err := n.PutRunConfig(ctx, run, data); err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
@@ -407,10 +538,19 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	// Closing the lease removes the registration at once, which tells every
 	// worker to exit; it runs before the children are reaped below.
 	var closeLease sync.Once
-	endRun := func() { closeLease.Do(func() { _ = lease.Close() }) }
+	endRun := func() {
+		closeLease.Do(func() {
+			// The learner marks the run ended with its outcome; this mark
+			// stays only where it could not (killed, or never started).
+			ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = n.EndRun(ectx, run, "ended by the controller")
+			cancel()
+			_ = lease.Close()
+		})
+	}
 	defer endRun()
 	if f.noWorkers {
-		fmt.Fprintf(stdout, "controller for run %s on %s: waiting for the learner\n", run, url)
+		fmt.Fprintf(stdout, "controller for run %s on %s: waiting for the learner\n", run, redactURL(url))
 		return awaitLearner(ctx, mem)
 	}
 
@@ -422,7 +562,10 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 		}
 		self = []string{exe}
 	}
-	base := append([]string{"worker", "--nats", url, "--run", run, "--ttl", f.ttl.String()}, f.nats.args()...)
+	// The URL reaches the workers through their environment, not their
+	// command line, which every user of the machine can read.
+	base := append([]string{"worker", "--run", run, "--ttl", f.ttl.String()}, f.nats.args()...)
+	childEnv := append(os.Environ(), natsURLEnv+"="+url)
 	fmt.Fprintf(stdout, "launching run %s: %s on %s, %d env workers × %d envs, %d policy workers, 1 learner → %s\n",
 		run, h.Algo, h.Env, max(rc.EnvWorkers, 1), st.NumEnvs, st.PolicyWorkers(rc.PolicyWorkers), h.Out)
 
@@ -432,8 +575,10 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	errs := make(chan error, 64)
 	supervise := func(name string, args []string, restart bool, out io.Writer) {
 		wg.Go(func() {
-			for attempt := 0; ; attempt++ {
+			budget := restartBudget{max: f.restarts, window: f.restartWindow}
+			for {
 				cmd := exec.Command(self[0], append(append(append([]string(nil), self[1:]...), base...), args...)...)
+				cmd.Env = childEnv
 				// An env or policy worker stopped at the end of the run says
 				// so on stderr; that is routine, so its stderr is muted once
 				// the launcher stops it. The learner is stopped only when the
@@ -480,12 +625,13 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 				if sctx.Err() != nil {
 					return
 				}
-				if attempt >= f.restarts {
-					errs <- fmt.Errorf("launch: %s failed %d times, last: %v", name, attempt+1, err)
+				n, over := budget.fail(time.Now())
+				if over {
+					errs <- fmt.Errorf("launch: %s failed %d times within %v, last: %v", name, n, f.restartWindow, err)
 					stopAll()
 					return
 				}
-				d := min(100*time.Millisecond<<attempt, 5*time.Second)
+				d := min(100*time.Millisecond<<min(n-1, 6), 5*time.Second)
 				fmt.Fprintf(stderr, "launch: %s exited (%v); restarting in %v\n", name, err, d)
 				select {
 				case <-time.After(d):

@@ -15,7 +15,27 @@
 // Every wait on a peer is bounded and retried (Timeouts), so a peer that
 // dies or restarts costs a bounded stall, never a hang: see package dist on
 // what a failure can lose. Roles end when their context ends or their
-// count is done.
+// count is done; the learner also when no sample came for
+// LearnerConfig.Stall (its error names the workers alive).
+//
+// Exactly once: an env worker numbers its samples and retries a push under
+// the same dist.SampleID, so a learner queues each once. A restarted worker
+// continues from its dist.Progress (EnvConfig.Resume): a new incarnation
+// (new ids, and its own random streams, (seed, "env-worker/<inc>", slot),
+// instead of replaying the first start's), its sequence number and its
+// env-step count (so DQN's ε schedule goes on where it was).
+//
+// Policy lag: a segment records the weights version that acted at each step
+// (sample.Segment.Versions). The learner counts, per step learned, its own
+// version minus that one (Counters: mean and max), and drops and counts a
+// segment whose oldest step lags more than LearnerConfig.MaxLag versions
+// (runtime.max_policy_lag). The off-policy learner counts lags but bounds
+// none: Q-learning learns from any behaviour policy, and replay keeps old
+// data by design.
+//
+// Ape-X exploration: with several env workers, a sampler that implements
+// algo.ActorExplorer (DQN with apex_epsilon) explores at Ape-X's fixed
+// per-actor ε_i = ε^(1 + 7·i/(N−1)) instead of one shared schedule.
 //
 // Off-policy algorithms (DQN, SAC, TD3, DDPG: TransitionLearner) run the
 // Ape-X topology instead (offpolicy.go): env workers (RunOffEnv) act with

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"herd/algo"
 	"herd/dist"
@@ -46,9 +47,16 @@ type OffEnvConfig struct {
 	// sampler's schedule (DQN's ε) reads: the number of env workers, as
 	// they step at about the same rate.
 	StepScale int64
+	// Actors is the number of env workers (N of Ape-X's per-actor ε_i,
+	// algo.ActorExplorer); 0: the sampler is not told.
+	Actors int
 	// Chunks is how many samples to push (0: until ctx ends).
 	Chunks   int
 	Timeouts Timeouts
+	// Resume and OnPushed work as EnvConfig's; Resume.Steps counts this
+	// worker's env steps, which its sampler's schedule continues from.
+	Resume   dist.Progress
+	OnPushed func(dist.Progress)
 }
 
 // RunOffEnv runs an off-policy env worker: it waits for the learner's
@@ -70,9 +78,13 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 	if err != nil {
 		return err
 	}
-	s, err := pieces.NewSampler(n, rng.New(cfg.Seed, "env-worker", cfg.Slot))
+	actStream, envStream := streams(cfg.Resume.Incarnation)
+	s, err := pieces.NewSampler(n, rng.New(cfg.Seed, actStream, cfg.Slot))
 	if err != nil {
 		return err
+	}
+	if ae, ok := s.(algo.ActorExplorer); ok && cfg.Actors > 0 {
+		ae.SetActor(cfg.Slot, cfg.Actors)
 	}
 	asm, err := pieces.NewAssembler(n)
 	if err != nil {
@@ -91,18 +103,19 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 	if err := pol.SetWeights(v); err != nil {
 		return fmt.Errorf("worker: env worker %d: weights %d: %w", cfg.Slot, v.N, err)
 	}
-	batch, err := cfg.Envs.Reset(int64(rng.Derive(cfg.Seed, "dist/env", cfg.Slot) >> 1))
+	batch, err := cfg.Envs.Reset(int64(rng.Derive(cfg.Seed, envStream, cfg.Slot) >> 1))
 	if err != nil {
 		return fmt.Errorf("worker: env worker %d: reset: %w", cfg.Slot, err)
 	}
 	obs := append([]float32(nil), batch.Obs...)
 	out := make([]float32, n*pol.OutDim())
 	resetter, _ := s.(algo.EnvResetter)
+	prog := cfg.Resume
 	var (
 		acts  algo.Acts
 		tr    sample.Transitions
 		buf   []byte
-		local int64
+		local = prog.Steps
 		since int
 	)
 	for k := 0; cfg.Chunks == 0 || k < cfg.Chunks; k++ {
@@ -148,8 +161,13 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 			return err
 		}
 		msg := append([]byte(nil), buf...) // the stream takes ownership
-		if err := retry(pushT, func(c context.Context) error { return samples.Push(c, cfg.Slot, msg) }); err != nil {
+		id := dist.SampleID{Slot: cfg.Slot, Incarnation: prog.Incarnation, Seq: prog.Seq + 1}
+		if err := retry(pushT, func(c context.Context) error { return samples.Push(c, id, msg) }); err != nil {
 			return err
+		}
+		prog.Seq, prog.Steps = id.Seq, local
+		if cfg.OnPushed != nil {
+			cfg.OnPushed(prog)
 		}
 	}
 	return nil
@@ -181,6 +199,12 @@ type OffLearnerConfig struct {
 	// decode as transitions or does not fit the replay; such samples are
 	// dropped either way.
 	OnDrop func(err error)
+	// Stall, Alive and Counters work as LearnerConfig's. Lags are
+	// counted, not bounded: Q-learning learns from any behaviour policy's
+	// data, and replay holds old data by design.
+	Stall    time.Duration
+	Alive    func(ctx context.Context) string
+	Counters *Counters
 }
 
 // RunOffLearner runs the off-policy learner: it publishes the initial
@@ -213,9 +237,13 @@ func RunOffLearner(ctx context.Context, cfg OffLearnerConfig, pieces *algo.Piece
 		return l, err
 	}
 	published := v.N
+	cnt := cfg.Counters
+	if cnt == nil {
+		cnt = &Counters{}
+	}
 	var step int64
 	for step < cfg.Steps {
-		b, err := samples.Pull(ctx)
+		b, err := pull(ctx, samples, cfg.Stall, cfg.Alive)
 		if err != nil {
 			return l, err
 		}
@@ -224,11 +252,14 @@ func RunOffLearner(ctx context.Context, cfg OffLearnerConfig, pieces *algo.Piece
 			err = rb.Add(tr)
 		}
 		if err != nil {
+			cnt.DecodeErrors++
 			if cfg.OnDrop != nil {
 				cfg.OnDrop(err)
 			}
 			continue
 		}
+		cnt.Learned++
+		cnt.addLag(published, tr.Version, tr.N)
 		prev := step
 		step = min(step+cfg.StepsPerSample, cfg.Steps)
 		stats, err := l.Learn(ctx, rb, prev, step)

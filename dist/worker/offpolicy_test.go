@@ -96,7 +96,7 @@ func offTopology(t *testing.T, mk func() dist.Transport) {
 	// a push waits for a learner to pull, hence the goroutine.)
 	bad, _ := open()
 	wg.Go(func() {
-		if err := bad.Push(wctx, 9, []byte("not a sample")); err != nil && wctx.Err() == nil {
+		if err := bad.Push(wctx, dist.SampleID{Slot: 9}, []byte("not a sample")); err != nil && wctx.Err() == nil {
 			errs <- err
 		}
 	})

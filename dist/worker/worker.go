@@ -2,7 +2,10 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"herd/algo"
@@ -71,6 +74,30 @@ type EnvConfig struct {
 	// Segments is how many segments to push (0: until ctx ends).
 	Segments int
 	Timeouts Timeouts
+	// Resume is where this start of the worker continues (see Resume).
+	Resume dist.Progress
+	// OnPushed, when set, is called after each acknowledged push with the
+	// worker's progress; the caller stores it for the next incarnation
+	// (dist.Membership.Save).
+	OnPushed func(dist.Progress)
+}
+
+// Resume is where a start of an env worker continues from, as
+// dist.Membership.Resume hands it out: its samples carry the ids (slot,
+// Incarnation, Seq+1, Seq+2, …), so a learner takes none of them for a
+// repeat of an earlier start's and a retried push is learned once; its
+// schedules (DQN's ε) continue from Steps; and a restarted worker
+// (Incarnation > 1) draws its actions and env seeds from streams of its
+// own instead of replaying the first start's.
+
+// streams returns the names of an incarnation's random streams: the first
+// start keeps the names a worker without incarnations uses.
+func streams(inc uint64) (actions, envs string) {
+	if inc <= 1 {
+		return "env-worker", "dist/env"
+	}
+	s := "/" + strconv.FormatUint(inc, 10)
+	return "env-worker" + s, "dist/env" + s
 }
 
 // RunEnv runs an env worker: it steps its envs with actions sampled from
@@ -82,7 +109,8 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf dist.In
 		return fmt.Errorf("worker: env worker %d needs envs (%d), steps ≥ 1 (%d) and a sampler", cfg.Slot, m, cfg.Steps)
 	}
 	to := cfg.Timeouts.withDefaults()
-	s, err := pieces.NewSampler(m, rng.New(cfg.Seed, "env-worker", cfg.Slot))
+	actStream, envStream := streams(cfg.Resume.Incarnation)
+	s, err := pieces.NewSampler(m, rng.New(cfg.Seed, actStream, cfg.Slot))
 	if err != nil {
 		return err
 	}
@@ -93,7 +121,7 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf dist.In
 	obsDim, actDim := cfg.Envs[0].ObservationSpace().Dim(), cfg.Envs[0].ActionSpace().Dim()
 	obs := make([]float32, m*obsDim)
 	for j, e := range cfg.Envs {
-		o, _, err := e.Reset(int64(rng.Derive(cfg.Seed, "dist/env", cfg.Slot*m+j) >> 1))
+		o, _, err := e.Reset(int64(rng.Derive(cfg.Seed, envStream, cfg.Slot*m+j) >> 1))
 		if err != nil {
 			return fmt.Errorf("worker: reset env %d: %w", j, err)
 		}
@@ -113,7 +141,9 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf dist.In
 	var v [1]float32
 	var buf []byte
 	seg := sample.NewSegment(cfg.Steps, m, obsDim, actDim)
-	var step int64
+	seg.Versions = make([]uint64, cfg.Steps)
+	prog := cfg.Resume
+	step := prog.Steps
 	for k := 0; cfg.Segments == 0 || k < cfg.Segments; k++ {
 		seg.Episodes = seg.Episodes[:0]
 		seg.Worker = cfg.Slot
@@ -124,9 +154,7 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf dist.In
 			if err != nil {
 				return err
 			}
-			if t == 0 {
-				seg.Version = req.WeightsVersion
-			}
+			seg.Versions[t] = req.WeightsVersion
 			outDim := len(out) / m
 			s.SampleTo(&acts, out, m, step)
 			copy(seg.Actions[row*actDim:], acts.Actions[:m*actDim])
@@ -160,6 +188,7 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf dist.In
 			}
 			step += int64(m)
 		}
+		seg.Version = slices.Min(seg.Versions)
 		copy(seg.NextObs, obs)
 		out, err := ask(req, obs, m)
 		if err != nil {
@@ -171,8 +200,13 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf dist.In
 		}
 		// The stream takes ownership of what it is given.
 		b := append([]byte(nil), buf...)
-		if err := retry(pushT, func(c context.Context) error { return samples.Push(c, cfg.Slot, b) }); err != nil {
+		id := dist.SampleID{Slot: cfg.Slot, Incarnation: prog.Incarnation, Seq: prog.Seq + 1}
+		if err := retry(pushT, func(c context.Context) error { return samples.Push(c, id, b) }); err != nil {
 			return err
+		}
+		prog.Seq, prog.Steps = id.Seq, step
+		if cfg.OnPushed != nil {
+			cfg.OnPushed(prog)
 		}
 	}
 	return nil
@@ -226,13 +260,89 @@ type LearnerConfig struct {
 	// OnDrop, when set, is told of every pulled sample that does not
 	// decode as a segment; such samples are dropped either way.
 	OnDrop func(err error)
+	// MaxLag, when > 0, is runtime.max_policy_lag: a segment any of whose
+	// steps acted on weights more than MaxLag versions older than the
+	// learner's is dropped (and counted) instead of learned from.
+	MaxLag uint64
+	// Stall, when > 0, is the progress watchdog: no sample for this long
+	// ends the learner with an error that says so and, when Alive is set,
+	// which workers are alive.
+	Stall time.Duration
+	Alive func(ctx context.Context) string
+	// Counters, when set, is kept up to date (on the learner's goroutine,
+	// so OnIteration may read it).
+	Counters *Counters
+}
+
+// Counters are a learner's tallies of the samples it pulled. Lags are in
+// weights versions: the learner's version when it learns a step minus the
+// version that acted at that step.
+type Counters struct {
+	// Learned counts the samples learned from, Dropped those dropped for a
+	// lag beyond MaxLag, DecodeErrors those that did not decode (or did
+	// not fit the replay).
+	Learned, Dropped, DecodeErrors uint64
+	// LagSum and LagSteps give the mean lag of the steps learned from;
+	// LagMax is the largest.
+	LagSum   float64
+	LagSteps uint64
+	LagMax   uint64
+}
+
+// LagMean is the mean lag of the steps learned from (0 before any).
+func (c *Counters) LagMean() float64 {
+	if c.LagSteps == 0 {
+		return 0
+	}
+	return c.LagSum / float64(c.LagSteps)
+}
+
+// addLag counts n steps that acted on version v, learned at version cur.
+func (c *Counters) addLag(cur, v uint64, n int) {
+	lag := uint64(0)
+	if cur > v {
+		lag = cur - v
+	}
+	c.LagSum += float64(lag) * float64(n)
+	c.LagSteps += uint64(n)
+	c.LagMax = max(c.LagMax, lag)
+}
+
+// segmentLag returns the lag of seg's oldest step at version cur.
+func segmentLag(cur uint64, seg *sample.Segment) uint64 {
+	if cur > seg.Version {
+		return cur - seg.Version
+	}
+	return 0
+}
+
+// pull takes the next sample, ending with the watchdog's error when none
+// comes for cfg.Stall.
+func pull(ctx context.Context, samples dist.SampleStream, stall time.Duration, alive func(context.Context) string) ([]byte, error) {
+	if stall <= 0 {
+		return samples.Pull(ctx)
+	}
+	pctx, cancel := context.WithTimeout(ctx, stall)
+	b, err := samples.Pull(pctx)
+	cancel()
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		msg := fmt.Sprintf("worker: the learner got no sample for %v", stall)
+		if alive != nil {
+			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			msg += "; " + alive(actx)
+			cancel()
+		}
+		return nil, errors.New(msg)
+	}
+	return b, err
 }
 
 // RunLearner runs the learner: it publishes the initial weights (version
 // 0), then for each segment pulled learns and publishes the next version.
 // It returns the learner (to save or evaluate its model) and nil after
 // cfg.Iterations, or ctx's error. A sample that does not decode is
-// dropped and reported to cfg.OnDrop; it never stops the learner.
+// dropped and reported to cfg.OnDrop, one that is too old (cfg.MaxLag)
+// dropped; both are counted and neither stops the learner.
 func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, samples dist.SampleStream, params dist.ParamService) (algo.SegmentLearner, error) {
 	if pieces == nil || pieces.NewSegmentLearner == nil {
 		return nil, fmt.Errorf("worker: the learner needs an on-policy algorithm (SegmentLearner)")
@@ -244,28 +354,49 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 	if c, ok := l.(interface{ Close() error }); ok {
 		defer c.Close() // stops helper goroutines; the learner stays usable
 	}
-	if err := params.Publish(ctx, l.Weights()); err != nil {
+	cnt := cfg.Counters
+	if cnt == nil {
+		cnt = &Counters{}
+	}
+	v := l.Weights()
+	if err := params.Publish(ctx, v); err != nil {
 		return l, err
 	}
+	cur := v.N
 	for it := 0; cfg.Iterations == 0 || it < cfg.Iterations; {
-		b, err := samples.Pull(ctx)
+		b, err := pull(ctx, samples, cfg.Stall, cfg.Alive)
 		if err != nil {
 			return l, err
 		}
 		seg, err := sample.DecodeSegment(b)
 		if err != nil {
+			cnt.DecodeErrors++
 			if cfg.OnDrop != nil {
 				cfg.OnDrop(err)
 			}
 			continue
 		}
+		if cfg.MaxLag > 0 && segmentLag(cur, seg) > cfg.MaxLag {
+			cnt.Dropped++
+			continue
+		}
+		if len(seg.Versions) == seg.T {
+			for _, sv := range seg.Versions {
+				cnt.addLag(cur, sv, seg.N)
+			}
+		} else {
+			cnt.addLag(cur, seg.Version, seg.T*seg.N)
+		}
+		cnt.Learned++
 		stats, err := l.Learn(ctx, seg)
 		if err != nil {
 			return l, err
 		}
-		if err := params.Publish(ctx, l.Weights()); err != nil {
+		v := l.Weights()
+		if err := params.Publish(ctx, v); err != nil {
 			return l, err
 		}
+		cur = v.N
 		if cfg.OnIteration != nil {
 			cfg.OnIteration(it, seg, stats)
 		}

@@ -26,6 +26,7 @@ import argparse
 import importlib
 import json
 import math
+import os
 import signal
 import sys
 import threading
@@ -88,7 +89,17 @@ class _Session:
                     pass
 
     def open_response(self):
-        has_state = hasattr(_unwrapped(self.envs[0]), "state")
+        u = _unwrapped(self.envs[0])
+        has_state = hasattr(u, "state")
+        if not has_state:
+            # Gymnasium's Pendulum and MountainCar make `state` in reset:
+            # reset one env to see. The client resets before stepping
+            # anyway (running is False), and a reset with a seed reseeds.
+            try:
+                self.envs[0].reset()
+                has_state = hasattr(u, "state")
+            except Exception:
+                pass
         return env_pb2.EnvResponse(open=env_pb2.OpenResponse(
             observation_space=self.obs_codec.to_proto(), action_space=self.act_codec.to_proto(),
             num_envs=len(self.envs), has_state=has_state))
@@ -319,8 +330,15 @@ def run_until_signal(server, what, port, shm=None):
     stop.wait()
     if shm is not None:
         shm.stop()
-    if server is not None:
-        server.stop(grace=2).wait()
+    # A session whose env is stuck in step holds its worker thread, which
+    # the interpreter would wait for at exit: give sessions the grace
+    # period, then leave without waiting for such a thread.
+    if server is not None and not server.stop(grace=2).wait(timeout=5):
+        print("herd_env: a session did not end within 5 s of the signal (env stuck?); exiting anyway",
+              file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def main(argv=None):

@@ -79,7 +79,7 @@ class Codec:
             return "%s wants %d values, got %d" % (self.kind, self.dim, len(a))
         if self.kind == "Discrete":
             v = a[0]
-            if v != math.floor(v) or not (self.start <= v < self.start + self.n):
+            if math.isnan(v) or math.isinf(v) or v != math.floor(v) or not (self.start <= v < self.start + self.n):
                 return "%r not in Discrete(%d, start=%d)" % (v, self.n, self.start)
         elif self.kind == "Box":
             for i, v in enumerate(a):
@@ -87,7 +87,7 @@ class Codec:
                     return "action[%d] = %r is not finite" % (i, v)
         else:
             for i, v in enumerate(a):
-                if v != math.floor(v) or not (0 <= v < self.nvec[i]):
+                if math.isnan(v) or math.isinf(v) or v != math.floor(v) or not (0 <= v < self.nvec[i]):
                     return "action[%d] = %r not in [0, %d)" % (i, v, self.nvec[i])
         return None
 

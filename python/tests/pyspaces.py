@@ -46,3 +46,42 @@ class MultiEcho:
     def step(self, action):
         a0, a1 = int(action[0]), int(action[1])
         return [float(a0), float(a1)], float(10 * a0 + a1), False, False, {}
+
+
+class Discrete:
+    def __init__(self, n):
+        self.n, self.start = n, 0
+
+
+class LateState:
+    """Makes `state` only in reset, as Gymnasium's Pendulum and MountainCar
+    do. Action Discrete(2); observation Box(-10, 10, shape (2,)) = state;
+    each step adds the action to state[0]."""
+
+    def __init__(self):
+        self.observation_space = Box(-10.0, 10.0, (2,))
+        self.action_space = Discrete(2)
+
+    def reset(self, seed=None):
+        self.state = [0.0, 1.0]
+        return list(self.state), {}
+
+    def step(self, action):
+        self.state = [self.state[0] + int(action), self.state[1]]
+        return list(self.state), 1.0, False, False, {}
+
+
+class Stuck:
+    """Action Discrete(2); step never returns (an env hung in native code)."""
+
+    def __init__(self):
+        self.observation_space = Box(-1.0, 1.0, (1,))
+        self.action_space = Discrete(2)
+
+    def reset(self, seed=None):
+        return [0.0], {}
+
+    def step(self, action):
+        import time
+        while True:
+            time.sleep(60)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -37,12 +40,23 @@ type Options struct {
 	// Dial, when set, makes each role's transport instead of Transport and
 	// NATSURL (the CLI dials with its credentials and TLS options).
 	Dial func() (dist.Transport, error)
+	// MaxPolicyLag is runtime.max_policy_lag (0: algo.DefaultMaxPolicyLag,
+	// -1: no bound).
+	MaxPolicyLag int
+	// Stall is the learner's progress watchdog: no sample for this long
+	// ends the run with an error naming the workers alive (0: 60 s, < 0:
+	// none).
+	Stall time.Duration
 }
+
+// DefaultStall is Options.Stall's default.
+const DefaultStall = 60 * time.Second
 
 // OptionsOf reads the executor's options from a run header.
 func OptionsOf(h algo.Header) Options {
 	rc := h.Runtime
-	return Options{EnvWorkers: rc.EnvWorkers, PolicyWorkers: rc.PolicyWorkers, Transport: rc.Transport, NATSURL: rc.NATSURL}
+	return Options{EnvWorkers: rc.EnvWorkers, PolicyWorkers: rc.PolicyWorkers, Transport: rc.Transport, NATSURL: rc.NATSURL,
+		MaxPolicyLag: rc.MaxPolicyLag}
 }
 
 // Setup is what every role of a run needs, derived from its config once.
@@ -234,7 +248,50 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr dist.Transport, r
 		return err
 	}
 	defer closeAll()
-	return worker.RunEnv(ctx, worker.EnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Steps: s.T, Gamma: s.Gamma}, s.Pieces, inf, smp)
+	mem, prog, save, err := resume(ctx, tr, run, EnvWorkerName(slot))
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	return worker.RunEnv(ctx, worker.EnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Steps: s.T, Gamma: s.Gamma,
+		Resume: prog, OnPushed: save}, s.Pieces, inf, smp)
+}
+
+// EnvWorkerName and PolicyWorkerName are the names under which the
+// workers of slot register and keep their progress.
+func EnvWorkerName(slot int) string    { return "env-" + strconv.Itoa(slot) }
+func PolicyWorkerName(slot int) string { return "policy-" + strconv.Itoa(slot) }
+
+// saveEvery is how often a worker stores its progress at most: a
+// restarted worker repeats no sample id whatever it reads (its
+// incarnation is new), so what a crash loses of it is at most this much
+// of the ε schedule and of the counters.
+const saveEvery = time.Second
+
+// resume starts a new incarnation of the worker name and returns the
+// membership service (the caller closes it), where the worker continues
+// from, and a function that stores its progress at most every saveEvery.
+func resume(ctx context.Context, tr dist.Transport, run, name string) (dist.Membership, dist.Progress, func(dist.Progress), error) {
+	mem, err := tr.Membership(ctx, run, dist.Options{})
+	if err != nil {
+		return nil, dist.Progress{}, nil, err
+	}
+	prog, err := mem.Resume(ctx, name)
+	if err != nil {
+		_ = mem.Close()
+		return nil, dist.Progress{}, nil, err
+	}
+	var last time.Time
+	save := func(p dist.Progress) {
+		if time.Since(last) < saveEvery {
+			return
+		}
+		last = time.Now()
+		sctx, cancel := context.WithTimeout(ctx, saveEvery)
+		defer cancel()
+		_ = mem.Save(sctx, name, p) // the next save retries; a restart then repeats a little of the schedule
+	}
+	return mem, prog, save, nil
 }
 
 // runOffEnvWorker runs an off-policy env worker: its NumEnvs envs as one
@@ -250,12 +307,24 @@ func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr dist.Transport
 		return err
 	}
 	defer closeAll()
+	mem, prog, save, err := resume(ctx, tr, run, EnvWorkerName(slot))
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	base := prog.FetchFailed
 	return worker.RunOffEnv(ctx, worker.OffEnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Chunk: s.Off.Chunk,
-		RefreshEvery: s.Off.RefreshEvery, StepScale: int64(s.Off.EnvWorkers)}, s.Pieces, par, smp)
+		RefreshEvery: s.Off.RefreshEvery, StepScale: int64(s.Off.EnvWorkers), Actors: s.Off.EnvWorkers, Resume: prog,
+		OnPushed: func(p dist.Progress) {
+			p.FetchFailed = base + par.Stats().FetchFailed
+			save(p)
+		}}, s.Pieces, par, smp)
 }
 
-// RunPolicyWorker runs a policy worker on tr until ctx ends.
-func (s *Setup) RunPolicyWorker(ctx context.Context, tr dist.Transport, run string) error {
+// RunPolicyWorker runs policy worker slot on tr until ctx ends. It keeps
+// its counters (weights it could not fetch, requests it skipped) in its
+// progress record, where the learner adds them up.
+func (s *Setup) RunPolicyWorker(ctx context.Context, slot int, tr dist.Transport, run string) error {
 	if s.Off != nil {
 		return fmt.Errorf("%w: the off-policy topology has no policy workers (env workers act with inline copies)", ErrConfig)
 	}
@@ -264,6 +333,34 @@ func (s *Setup) RunPolicyWorker(ctx context.Context, tr dist.Transport, run stri
 		return err
 	}
 	defer closeAll()
+	mem, prog, save, err := resume(ctx, tr, run, PolicyWorkerName(slot))
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(2 * saveEvery)
+		defer t.Stop()
+		var saved dist.Progress
+		for {
+			select {
+			case <-t.C:
+			case <-pctx.Done():
+				return
+			}
+			p := prog
+			p.FetchFailed += par.Stats().FetchFailed
+			p.Abandoned += inf.Stats().Abandoned
+			if p != saved {
+				save(p)
+				saved = p
+			}
+		}
+	}()
+	defer func() { stop(); <-done }()
 	return worker.RunPolicy(ctx, s.Pieces, inf, par)
 }
 
@@ -277,6 +374,9 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	if opt.EnvWorkers == 0 {
 		opt.EnvWorkers = 1
+	}
+	if opt.MaxPolicyLag == 0 {
+		opt.MaxPolicyLag = h.Runtime.MaxPolicyLag
 	}
 	opt.PolicyWorkers = st.PolicyWorkers(opt.PolicyWorkers)
 	if opt.LearnerOnly {
@@ -325,8 +425,8 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		wg.Go(func() { fail(f(tr)) })
 		return nil
 	}
-	for range opt.PolicyWorkers {
-		if err := start(func(tr dist.Transport) error { return st.RunPolicyWorker(wctx, tr, run) }); err != nil {
+	for k := range opt.PolicyWorkers {
+		if err := start(func(tr dist.Transport) error { return st.RunPolicyWorker(wctx, k, tr, run) }); err != nil {
 			return nil, err
 		}
 	}
@@ -344,8 +444,18 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		return nil, err
 	}
 	defer closeAll()
+	mem, err := tr.Membership(ctx, run, dist.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer mem.Close()
+	mon := &monitor{log: rt.Log, smp: smp, mem: mem}
+	stall := opt.Stall
+	if stall == 0 {
+		stall = DefaultStall
+	}
 	if st.Off != nil {
-		return st.trainOff(ctx, wctx, rt, smp, par, func() error {
+		return st.trainOff(ctx, wctx, rt, smp, par, mon, stall, func() error {
 			stop()
 			wg.Wait()
 			mu.Lock()
@@ -353,8 +463,16 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			return werr
 		})
 	}
+	maxLag := uint64(algo.DefaultMaxPolicyLag)
+	switch {
+	case opt.MaxPolicyLag < 0:
+		maxLag = 0
+	case opt.MaxPolicyLag > 0:
+		maxLag = uint64(opt.MaxPolicyLag)
+	}
 	var step int64
-	l, err := worker.RunLearner(wctx, worker.LearnerConfig{Iterations: iters,
+	l, err := worker.RunLearner(wctx, worker.LearnerConfig{Iterations: iters, MaxLag: maxLag, Stall: stall, Alive: mon.alive,
+		Counters: &mon.cnt,
 		OnIteration: func(_ int, seg *sample.Segment, stats []algo.Stat) {
 			for _, e := range seg.Episodes {
 				rt.Log.Episode(step+int64((e.At+1)*seg.N), e.Return, e.Length)
@@ -363,10 +481,12 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			for _, st := range stats {
 				rt.Log.Scalar(st.Name, st.Value)
 			}
+			mon.scalars(wctx, false)
 			rt.Log.Step(step)
 		}}, st.Pieces, smp, par)
 	stop()
 	wg.Wait()
+	mon.scalars(ctx, true)
 	var model algo.Model
 	if m, ok := l.(interface{ Model() algo.Model }); ok {
 		model = m.Model()
@@ -385,11 +505,75 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	return model, nil
 }
 
+// monitor gathers the run's counters for the learner's metrics: its own
+// (cnt), its sample stream's, and the workers' (their progress records,
+// read at most every readEvery).
+type monitor struct {
+	log algo.Logger
+	smp dist.SampleStream
+	mem dist.Membership
+	cnt worker.Counters
+
+	read             time.Time
+	stale, abandoned uint64
+}
+
+const readEvery = 5 * time.Second
+
+// scalars logs the dist/… scalars (algo.DistScalars); final reads the
+// workers' records whatever the time.
+func (m *monitor) scalars(ctx context.Context, final bool) {
+	if final || time.Since(m.read) >= readEvery {
+		m.read = time.Now()
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if ps, err := m.mem.Progress(rctx); err == nil {
+			m.stale, m.abandoned = 0, 0
+			for _, p := range ps {
+				m.stale += p.FetchFailed
+				m.abandoned += p.Abandoned
+			}
+		}
+		cancel()
+	}
+	ss := m.smp.Stats()
+	m.log.Scalar("dist/lag_mean", m.cnt.LagMean())
+	m.log.Scalar("dist/lag_max", float64(m.cnt.LagMax))
+	m.log.Scalar("dist/dropped", float64(m.cnt.Dropped))
+	m.log.Scalar("dist/duplicates", float64(ss.Duplicates))
+	m.log.Scalar("dist/decode_errors", float64(m.cnt.DecodeErrors+ss.Malformed+ss.WrongProtocol))
+	m.log.Scalar("dist/stale_weights", float64(m.stale))
+	m.log.Scalar("dist/abandoned", float64(m.abandoned))
+}
+
+// alive says which workers are registered, for the watchdog's error.
+func (m *monitor) alive(ctx context.Context) string {
+	ms, err := m.mem.Members(ctx)
+	if err != nil {
+		return fmt.Sprintf("workers alive: unknown (%v)", err)
+	}
+	var env, other []string
+	for _, x := range ms {
+		if strings.HasPrefix(x.Name, "env-") {
+			env = append(env, x.Name)
+		} else {
+			other = append(other, x.Name)
+		}
+	}
+	return fmt.Sprintf("env workers alive: %s; other members: %s", list(env), list(other))
+}
+
+func list(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
 // trainOff runs the off-policy learner here; finish stops the other roles
 // and returns their first error.
-func (s *Setup) trainOff(ctx, wctx context.Context, rt *algo.Runtime, smp dist.SampleStream, par dist.ParamService, finish func() error) (algo.Model, error) {
+func (s *Setup) trainOff(ctx, wctx context.Context, rt *algo.Runtime, smp dist.SampleStream, par dist.ParamService, mon *monitor, stall time.Duration, finish func() error) (algo.Model, error) {
 	l, err := worker.RunOffLearner(wctx, worker.OffLearnerConfig{Steps: rt.Header.Steps, StepsPerSample: s.Off.ChunkSteps,
-		PublishEvery: s.Off.PublishEvery,
+		PublishEvery: s.Off.PublishEvery, Stall: stall, Alive: mon.alive, Counters: &mon.cnt,
 		OnSample: func(step int64, tr *sample.Transitions, stats []algo.Stat) {
 			// Episodes are logged at the end of the sample they ended in.
 			for _, e := range tr.Episodes {
@@ -398,9 +582,11 @@ func (s *Setup) trainOff(ctx, wctx context.Context, rt *algo.Runtime, smp dist.S
 			for _, st := range stats {
 				rt.Log.Scalar(st.Name, st.Value)
 			}
+			mon.scalars(wctx, false)
 			rt.Log.Step(step)
 		}}, s.Pieces, smp, par)
 	werr := finish()
+	mon.scalars(ctx, true)
 	var model algo.Model
 	if m, ok := l.(interface{ Model() algo.Model }); ok {
 		model = m.Model()

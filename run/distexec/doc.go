@@ -11,6 +11,7 @@
 //	  policy_workers: 1   # P policy workers (default 1)
 //	  transport: nats     # inproc (default) or nats
 //	  nats_url: ""        # an external server or cluster; empty: embedded on 127.0.0.1
+//	  max_policy_lag: 32  # drop on-policy segments older than this many versions (default 32; -1: no bound)
 //
 // Each env worker steps the config's num_envs envs and pushes segments of
 // num_steps × num_envs, the same shape the local loop learns from, so E env
@@ -20,6 +21,28 @@
 // after `steps`. Unlike HTS, results depend on timing (which segment
 // arrives first, which weights version a policy worker holds): this is
 // the asynchronous, scale-out executor.
+//
+// What the streams drop, repeat and how stale the data is are metrics.csv
+// columns after the algorithm's own (algo.DistScalars), and their final
+// values are summary.json's "dist" (herd launch prints them):
+//
+//	dist/lag_mean, dist/lag_max  learner version − acting version, per step learned
+//	dist/dropped                 segments dropped for lag > max_policy_lag
+//	dist/duplicates              repeated pushes acknowledged but not queued
+//	dist/decode_errors           samples or messages that did not decode
+//	dist/stale_weights           weights versions a worker could not download in time
+//	dist/abandoned               inference requests skipped: their sender had left
+//
+// max_policy_lag's default, 32 versions, is about twice the largest lag
+// measured with 8 env workers (herd launch, PPO CartPole, 100k steps on a
+// 2-core machine under load 35: mean 7.3, max 14; with 2 env workers mean
+// 1.1, max 5): it drops nothing in a healthy run and cuts off data from a
+// worker that fell far behind (one stuck on old weights, or a queue drained
+// after a stall).
+//
+// The learner ends the run with an error when no sample comes for 60 s
+// (Options.Stall), naming the env workers alive, instead of waiting for
+// ever. Workers resume their progress (dist.Progress) when restarted.
 //
 // Off-policy algorithms (DQN, SAC, TD3, DDPG) run the Ape-X topology of
 // dist/worker: E env workers with inline policy copies pushing chunks of

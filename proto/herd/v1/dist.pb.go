@@ -486,6 +486,101 @@ func (x *MemberRecord) GetInfo() []byte {
 	return nil
 }
 
+// WorkerProgress is what a worker has done so far, kept in the run's config
+// bucket under "progress.<name>" (with no TTL, unlike its registration), so
+// that a restarted worker continues where it left off and the learner can
+// add up the workers' counters.
+type WorkerProgress struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Protocol DistProtocol           `protobuf:"varint,1,opt,name=protocol,proto3,enum=herd.v1.DistProtocol" json:"protocol,omitempty"`
+	// incarnation counts the starts of the worker of this name (1: the first).
+	Incarnation uint64 `protobuf:"varint,2,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	// seq is the last sample sequence number acknowledged to this worker.
+	Seq uint64 `protobuf:"varint,3,opt,name=seq,proto3" json:"seq,omitempty"`
+	// steps are the env steps the worker has taken, over all incarnations.
+	Steps int64 `protobuf:"varint,4,opt,name=steps,proto3" json:"steps,omitempty"`
+	// fetch_failed counts weights versions the worker could not download in
+	// time (it acted on older weights meanwhile), over all incarnations.
+	FetchFailed uint64 `protobuf:"varint,5,opt,name=fetch_failed,json=fetchFailed,proto3" json:"fetch_failed,omitempty"`
+	// abandoned counts inference requests this policy worker skipped because
+	// their sender had stopped waiting.
+	Abandoned     uint64 `protobuf:"varint,6,opt,name=abandoned,proto3" json:"abandoned,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkerProgress) Reset() {
+	*x = WorkerProgress{}
+	mi := &file_herd_v1_dist_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkerProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkerProgress) ProtoMessage() {}
+
+func (x *WorkerProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_herd_v1_dist_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkerProgress.ProtoReflect.Descriptor instead.
+func (*WorkerProgress) Descriptor() ([]byte, []int) {
+	return file_herd_v1_dist_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *WorkerProgress) GetProtocol() DistProtocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return DistProtocol_DIST_PROTOCOL_UNSPECIFIED
+}
+
+func (x *WorkerProgress) GetIncarnation() uint64 {
+	if x != nil {
+		return x.Incarnation
+	}
+	return 0
+}
+
+func (x *WorkerProgress) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *WorkerProgress) GetSteps() int64 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *WorkerProgress) GetFetchFailed() uint64 {
+	if x != nil {
+		return x.FetchFailed
+	}
+	return 0
+}
+
+func (x *WorkerProgress) GetAbandoned() uint64 {
+	if x != nil {
+		return x.Abandoned
+	}
+	return 0
+}
+
 var File_herd_v1_dist_proto protoreflect.FileDescriptor
 
 const file_herd_v1_dist_proto_rawDesc = "" +
@@ -520,7 +615,14 @@ const file_herd_v1_dist_proto_rawDesc = "" +
 	"\fMemberRecord\x121\n" +
 	"\bprotocol\x18\x01 \x01(\x0e2\x15.herd.v1.DistProtocolR\bprotocol\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
-	"\x04info\x18\x03 \x01(\fR\x04info*B\n" +
+	"\x04info\x18\x03 \x01(\fR\x04info\"\xce\x01\n" +
+	"\x0eWorkerProgress\x121\n" +
+	"\bprotocol\x18\x01 \x01(\x0e2\x15.herd.v1.DistProtocolR\bprotocol\x12 \n" +
+	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x10\n" +
+	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x14\n" +
+	"\x05steps\x18\x04 \x01(\x03R\x05steps\x12!\n" +
+	"\ffetch_failed\x18\x05 \x01(\x04R\vfetchFailed\x12\x1c\n" +
+	"\tabandoned\x18\x06 \x01(\x04R\tabandoned*B\n" +
 	"\fDistProtocol\x12\x1d\n" +
 	"\x19DIST_PROTOCOL_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fDIST_PROTOCOL_1\x10\x01B\x1bZ\x19herd/proto/herd/v1;herdv1b\x06proto3"
@@ -538,15 +640,16 @@ func file_herd_v1_dist_proto_rawDescGZIP() []byte {
 }
 
 var file_herd_v1_dist_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_herd_v1_dist_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_herd_v1_dist_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_herd_v1_dist_proto_goTypes = []any{
-	(DistProtocol)(0),    // 0: herd.v1.DistProtocol
-	(*InferRequest)(nil), // 1: herd.v1.InferRequest
-	(*InferReply)(nil),   // 2: herd.v1.InferReply
-	(*SamplePush)(nil),   // 3: herd.v1.SamplePush
-	(*SampleAck)(nil),    // 4: herd.v1.SampleAck
-	(*Params)(nil),       // 5: herd.v1.Params
-	(*MemberRecord)(nil), // 6: herd.v1.MemberRecord
+	(DistProtocol)(0),      // 0: herd.v1.DistProtocol
+	(*InferRequest)(nil),   // 1: herd.v1.InferRequest
+	(*InferReply)(nil),     // 2: herd.v1.InferReply
+	(*SamplePush)(nil),     // 3: herd.v1.SamplePush
+	(*SampleAck)(nil),      // 4: herd.v1.SampleAck
+	(*Params)(nil),         // 5: herd.v1.Params
+	(*MemberRecord)(nil),   // 6: herd.v1.MemberRecord
+	(*WorkerProgress)(nil), // 7: herd.v1.WorkerProgress
 }
 var file_herd_v1_dist_proto_depIdxs = []int32{
 	0, // 0: herd.v1.InferRequest.protocol:type_name -> herd.v1.DistProtocol
@@ -555,11 +658,12 @@ var file_herd_v1_dist_proto_depIdxs = []int32{
 	0, // 3: herd.v1.SampleAck.protocol:type_name -> herd.v1.DistProtocol
 	0, // 4: herd.v1.Params.protocol:type_name -> herd.v1.DistProtocol
 	0, // 5: herd.v1.MemberRecord.protocol:type_name -> herd.v1.DistProtocol
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	0, // 6: herd.v1.WorkerProgress.protocol:type_name -> herd.v1.DistProtocol
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_herd_v1_dist_proto_init() }
@@ -573,7 +677,7 @@ func file_herd_v1_dist_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_herd_v1_dist_proto_rawDesc), len(file_herd_v1_dist_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

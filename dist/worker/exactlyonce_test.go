@@ -1,0 +1,258 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"herd/algo"
+	"herd/dist"
+	"herd/env"
+	"herd/internal/fakealgo"
+	"herd/sample"
+	"herd/weights"
+)
+
+// TestSlowLearnerLearnsEachSegmentOnce reproduces a push whose wait runs
+// out while the sample still waits at the learner: the env worker retries
+// it, and the learner must queue it once. The learner here pulls every
+// 300 ms with a queue of 1 and the env worker's push timeout is 100 ms,
+// so every push is retried several times while its first send is pending.
+func TestSlowLearnerLearnsEachSegmentOnce(t *testing.T) {
+	srv, err := dist.StartServer(dist.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	opt := dist.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 1}
+	open := func() (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
+		nc, err := nats.Connect(srv.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		n, err := dist.NewNATS(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inf, _ := n.Inference(ctx, "once", opt)
+		s, _ := n.Samples(ctx, "once", opt)
+		p, err := n.Params(ctx, "once", opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = inf.Close(); _ = s.Close(); _ = p.Close() })
+		return inf, s, p
+	}
+	pieces := fakealgo.Pieces()
+	wctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	inf, _, p := open()
+	wg.Go(func() { _ = RunPolicy(wctx, pieces, inf, p) })
+	inf2, s2, _ := open()
+	e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	wg.Go(func() {
+		_ = RunEnv(wctx, EnvConfig{Slot: 0, Seed: 1, Envs: []env.Env{e}, Steps: 8, Gamma: 0.99,
+			Timeouts: Timeouts{Push: 100 * time.Millisecond}}, pieces, inf2, s2)
+	})
+	_, learner, lp := open()
+	if err := lp.Publish(ctx, weights.New(0, fakealgo.NewParams())); err != nil {
+		t.Fatal(err)
+	}
+	var got [][]byte
+	for range 6 {
+		if err := sleepCtx(ctx, 300*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		b, err := learner.Pull(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seg, err := sample.DecodeSegment(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, g := range got {
+			if bytes.Equal(g, b) {
+				t.Errorf("pull %d repeats pull %d (segment of worker %d, version %d)", len(got), i, seg.Worker, seg.Version)
+			}
+		}
+		got = append(got, b)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// recordingSamples is a SampleStream that keeps what is pushed to it.
+type recordingSamples struct {
+	dist.SampleStream
+	mu  sync.Mutex
+	ids []dist.SampleID
+	bs  [][]byte
+}
+
+func (r *recordingSamples) Push(_ context.Context, id dist.SampleID, b []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ids, r.bs = append(r.ids, id), append(r.bs, b)
+	return nil
+}
+
+// stepSampler records the schedule steps it is asked for.
+type stepSampler struct {
+	algo.Sampler
+	steps *[]int64
+}
+
+func (s stepSampler) SampleTo(dst *algo.Acts, out []float32, n int, step int64) {
+	*s.steps = append(*s.steps, step)
+	s.Sampler.SampleTo(dst, out, n, step)
+}
+
+func (s stepSampler) ValuesTo(dst, out []float32, n int) { s.Sampler.(Valuer).ValuesTo(dst, out, n) }
+
+// TestRestartedEnvWorkerContinues checks that a restarted env worker
+// continues its sequence under its new incarnation, draws from streams of
+// its own rather than replaying the first start's, and continues its
+// schedule's step count.
+func TestRestartedEnvWorkerContinues(t *testing.T) {
+	ctx := context.Background()
+	ip := dist.NewInproc()
+	inf, err := ip.Inference(ctx, "restart", dist.Options{ObsDim: 4, OutDim: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, _ := ip.Params(ctx, "restart", dist.Options{})
+	pieces := fakealgo.Pieces()
+	var steps []int64
+	newSampler := pieces.NewSampler
+	pieces.NewSampler = func(n int, r *rand.Rand) (algo.Sampler, error) {
+		s, err := newSampler(n, r)
+		return stepSampler{s, &steps}, err
+	}
+	if err := params.Publish(ctx, weights.New(0, fakealgo.NewParams())); err != nil {
+		t.Fatal(err)
+	}
+	pctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() { stop(); wg.Wait() }()
+	wg.Go(func() { _ = RunPolicy(pctx, pieces, inf, params) })
+	run := func(resume dist.Progress) (*recordingSamples, []dist.Progress) {
+		e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		rec := &recordingSamples{}
+		var saved []dist.Progress
+		steps = steps[:0]
+		err = RunEnv(ctx, EnvConfig{Slot: 2, Seed: 1, Envs: []env.Env{e}, Steps: 8, Gamma: 0.99, Segments: 2,
+			Resume: resume, OnPushed: func(p dist.Progress) { saved = append(saved, p) }}, pieces, inf, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec, saved
+	}
+	first, saved := run(dist.Progress{Incarnation: 1})
+	if want := []dist.SampleID{{Slot: 2, Incarnation: 1, Seq: 1}, {Slot: 2, Incarnation: 1, Seq: 2}}; !slices.Equal(first.ids, want) {
+		t.Errorf("first start pushed %v, want %v", first.ids, want)
+	}
+	if len(saved) != 2 || saved[1] != (dist.Progress{Incarnation: 1, Seq: 2, Steps: 16}) {
+		t.Errorf("first start's progress %+v", saved)
+	}
+	again, _ := run(saved[1])
+	if !bytes.Equal(again.bs[0], first.bs[0]) {
+		t.Error("the same incarnation did not replay the same segment (determinism)")
+	}
+	resumed := saved[1]
+	resumed.Incarnation = 2
+	second, saved2 := run(resumed)
+	if want := []dist.SampleID{{Slot: 2, Incarnation: 2, Seq: 3}, {Slot: 2, Incarnation: 2, Seq: 4}}; !slices.Equal(second.ids, want) {
+		t.Errorf("restart pushed %v, want %v", second.ids, want)
+	}
+	if steps[0] != 16 || saved2[1].Steps != 32 {
+		t.Errorf("restart's schedule began at step %d and saved %d, want 16 and 32", steps[0], saved2[1].Steps)
+	}
+	if bytes.Equal(second.bs[0], first.bs[0]) {
+		t.Error("the restarted worker replayed its first start's seeds")
+	}
+}
+
+// TestLearnerBoundsAndCountsLag pushes segments of known behaviour
+// versions and checks which the learner drops and the lags it counts.
+func TestLearnerBoundsAndCountsLag(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ip := dist.NewInproc()
+	smp, _ := ip.Samples(ctx, "lag", dist.Options{Capacity: 16})
+	params, _ := ip.Params(ctx, "lag", dist.Options{})
+	seg := func(versions ...uint64) []byte {
+		s := sample.NewSegment(len(versions), 1, 4, 1)
+		s.Versions, s.Version = versions, slices.Min(versions)
+		b, err := s.AppendEncode(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// The learner is at version k when it pulls the k-th learned segment.
+	for i, b := range [][]byte{
+		seg(0, 0),    // at 0: lags 0, 0
+		seg(0, 1),    // at 1: lags 1, 0
+		seg(0, 0),    // at 2: lag 2 > 1: dropped
+		[]byte("xx"), // does not decode
+		seg(1, 2),    // at 2: lags 1, 0
+	} {
+		if err := smp.Push(ctx, dist.SampleID{Slot: 0, Seq: uint64(i + 1)}, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var c Counters
+	_, err := RunLearner(ctx, LearnerConfig{Iterations: 3, MaxLag: 1, Counters: &c}, fakealgo.Pieces(), smp, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Counters{Learned: 3, Dropped: 1, DecodeErrors: 1, LagSum: 2, LagSteps: 6, LagMax: 1}
+	if c != want {
+		t.Errorf("counters %+v, want %+v", c, want)
+	}
+}
+
+// TestLearnerWatchdog checks that a learner that gets no sample ends with
+// an error that says so and who is alive, instead of waiting forever.
+func TestLearnerWatchdog(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ip := dist.NewInproc()
+	smp, _ := ip.Samples(ctx, "stall", dist.Options{})
+	params, _ := ip.Params(ctx, "stall", dist.Options{})
+	_, err := RunLearner(ctx, LearnerConfig{Iterations: 1, Stall: 200 * time.Millisecond,
+		Alive: func(context.Context) string { return "env workers alive: none" }}, fakealgo.Pieces(), smp, params)
+	if err == nil || !strings.Contains(err.Error(), "no sample for 200ms") || !strings.Contains(err.Error(), "env workers alive: none") {
+		t.Fatalf("err = %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the watchdog did not fire")
+	}
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Fault matrix of `herd launch` on this machine: for each fault, starts a
+# PPO CartPole run (embedded NATS, 2 env workers, 1 policy worker), injects
+# the fault a few seconds in, and prints one row: the launcher's exit code,
+# whether the run completed (summary.json status and steps), its dist
+# counters (duplicates must be 0) and how long it took.
+#
+#   scripts/dist_faults.sh [HERD_BINARY] [STEPS]
+#
+# Faults: kill -9 of env worker 0, of policy worker 0, of the learner, of
+# the launcher itself (the controller: every worker must exit within
+# 2 × TTL), and SIGSTOP of the learner for 60 s. Processes are found by
+# their command line (run ID and role) and signalled by PID.
+set -u
+HERD=${1:-herd}
+STEPS=${2:-200000}
+CONFIG=${CONFIG:-configs/ppo-cartpole-dist.yaml}
+OUT=$(mktemp -d /tmp/herd-faults.XXXXXX)
+trap 'rm -rf "$OUT"' EXIT
+
+pid_of() { # run role → PID of that worker (slot 0)
+  pgrep -f -- "--run $1 .*--role $2( |$)" | head -1
+}
+
+row() { # name run launcher-rc t0
+  local name=$1 run=$2 rc=$3 t0=$4 dir="$OUT/$2"
+  local wall=$(( $(date +%s) - t0 ))
+  if [ -f "$dir/summary.json" ]; then
+    python3 - "$name" "$rc" "$wall" "$dir/summary.json" <<'PY'
+import json, sys
+name, rc, wall, path = sys.argv[1:]
+s = json.load(open(path))
+d = s.get("dist", {})
+print("| %s | %s | %s, %d steps | dup %d, dropped %d, decode %d, stale %d, abandoned %d, lag mean %.1f max %d | %s s |" % (
+    name, rc, s["status"], s["steps"], d.get("dist/duplicates", -1), d.get("dist/dropped", -1),
+    d.get("dist/decode_errors", -1), d.get("dist/stale_weights", -1), d.get("dist/abandoned", -1),
+    d.get("dist/lag_mean", -1), d.get("dist/lag_max", -1), wall))
+PY
+  else
+    echo "| $name | $rc | no summary.json | – | ${wall} s |"
+  fi
+}
+
+run_fault() { # name fault-function
+  local name=$1 fault=$2 run="f-$1"
+  local t0=$(date +%s)
+  "$HERD" launch --config "$CONFIG" --steps "$STEPS" --out "$OUT/$run" --run "$run" --quiet --ttl 2s \
+    >"$OUT/$run.log" 2>&1 &
+  local lp=$!
+  sleep 4
+  $fault "$run" "$lp"
+  wait "$lp"
+  local rc=$?
+  row "$name" "$run" "$rc" "$t0"
+}
+
+kill_role() { local p; p=$(pid_of "$1" "$2"); [ -n "$p" ] && kill -9 "$p"; echo "  killed $2 ($p)" >&2; }
+f_none() { :; }
+f_env() { kill_role "$1" env; }
+f_policy() { kill_role "$1" policy; }
+f_learner() { kill_role "$1" learner; }
+f_stop_learner() {
+  local p; p=$(pid_of "$1" learner)
+  kill -STOP "$p"; echo "  stopped learner ($p) for 60 s" >&2; sleep 60; kill -CONT "$p"
+}
+f_controller() {
+  local t=$(date +%s%N)
+  kill -9 "$2"
+  while pgrep -f -- "--run $1 " >/dev/null; do sleep 0.1; done
+  echo "  every worker of $1 gone $(( ($(date +%s%N) - t) / 1000000 )) ms after the controller's kill -9" >&2
+}
+
+echo "| fault | launch exit | run | counters | wall |"
+echo "|---|---|---|---|---|"
+run_fault none f_none
+run_fault kill-env f_env
+run_fault kill-policy f_policy
+run_fault kill-learner f_learner
+run_fault kill-controller f_controller
+run_fault stop-learner-60s f_stop_learner
