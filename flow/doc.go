@@ -1,0 +1,2 @@
+// Package flow builds reinforcement-learning algorithms as dataflow plans.
+package flow
