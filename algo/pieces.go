@@ -145,8 +145,15 @@ type Pieces struct {
 //	  refresh_every: 1  # actor env steps between policy refreshes (default 1)
 //	  publish_every: 1  # learner updates between published versions (default 1)
 //	  max_lag: 256      # env steps actors may run ahead of the learner (default 256)
+//
+//	runtime:            # the algorithm's dataflow plan (package flow)
+//	  executor: flow
+//	  env_workers: 2    # workers the num_envs envs are spread over (default min(2, num_envs))
+//	  transport: inproc # workers are goroutines (the only transport today)
 type RuntimeConfig struct {
-	// Executor names the executor: "local" (default), "hts", "pal" or "dist".
+	// Executor names the executor: "local" (default), "hts", "pal", "dist"
+	// or "flow" (the algorithm's dataflow plan, package flow, with
+	// env_workers workers).
 	Executor string `yaml:"executor"`
 
 	// EnvWorkers, PolicyWorkers and Alpha are HTS's E, P and α (see
@@ -177,7 +184,7 @@ type RuntimeConfig struct {
 }
 
 // Executors lists the executors this build knows.
-func Executors() []string { return []string{"local", "hts", "dist", "pal"} }
+func Executors() []string { return []string{"local", "hts", "dist", "pal", "flow"} }
 
 // Validate reports every problem with the runtime section.
 func (rc RuntimeConfig) Validate() error {
@@ -192,14 +199,15 @@ func (rc RuntimeConfig) Validate() error {
 		if c.v < 0 {
 			errs = append(errs, fmt.Errorf("%w: runtime.%s must be ≥ 0, got %d", ErrConfig, c.name, c.v))
 		}
-		if c.v != 0 && rc.Executor != "hts" && (rc.Executor != "dist" || c.name == "alpha") {
+		distOrFlow := rc.Executor == "dist" || rc.Executor == "flow" && c.name == "env_workers"
+		if c.v != 0 && rc.Executor != "hts" && (!distOrFlow || c.name == "alpha") {
 			errs = append(errs, fmt.Errorf("%w: runtime.%s is an hts setting; executor is %q", ErrConfig, c.name, rc.Executor))
 		}
 	}
 	if rc.Transport != "" && rc.Transport != "inproc" && rc.Transport != "nats" {
 		errs = append(errs, fmt.Errorf("%w: runtime.transport %q is not inproc or nats", ErrConfig, rc.Transport))
 	}
-	if (rc.Transport != "" || rc.NATSURL != "") && rc.Executor != "dist" {
+	if (rc.Transport != "" || rc.NATSURL != "") && rc.Executor != "dist" && rc.Executor != "flow" {
 		errs = append(errs, fmt.Errorf("%w: runtime.transport and nats_url are dist settings; executor is %q", ErrConfig, rc.Executor))
 	}
 	if rc.NATSURL != "" && rc.Transport != "nats" {

@@ -1,0 +1,115 @@
+package flow_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"herd/algo"
+	"herd/algo/a2c"
+	"herd/algo/ppo"
+	"herd/flow"
+	"herd/metrics"
+)
+
+// resolve reads a run config for spec with the flow executor.
+func resolve(t *testing.T, spec algo.Spec, file string) *algo.Resolved {
+	t.Helper()
+	res, err := algo.Resolve([]byte(file), []algo.Spec{spec}, algo.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// trainHash runs flow.Train and returns the sha256 of the final
+// parameters and the episodes it logged.
+func trainHash(t *testing.T, res *algo.Resolved) (string, *countLog) {
+	t.Helper()
+	log := &countLog{}
+	m, err := flow.Train(context.Background(), &algo.Runtime{Header: res.Header, Log: log}, res.Spec, res.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "model.safetensors")
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:]), log
+}
+
+// countLog records what a plan reported.
+type countLog struct {
+	episodes []string
+	steps    int64
+}
+
+func (l *countLog) Episode(step int64, ret float64, n int) {
+	l.episodes = append(l.episodes, fmt.Sprintf("%d:%v:%d", step, ret, n))
+}
+func (l *countLog) Scalar(string, float64) {}
+func (l *countLog) Step(s int64)           { l.steps = s }
+
+// TestSyncPlanSameBitsForAnyWorkers: a plan of synchronous operators only
+// (GatherSync, ConcatBatches, TrainOneStep) trains the same parameters,
+// and logs the same episodes at the same steps, whether its envs are
+// spread over 1, 2 or 4 workers.
+func TestSyncPlanSameBitsForAnyWorkers(t *testing.T) {
+	for _, c := range []struct {
+		spec algo.Spec
+		cfg  string
+	}{
+		{a2c.Spec(), "a2c: {num_envs: 4, num_steps: 8}"},
+		{ppo.Spec(), "ppo: {num_envs: 4, num_steps: 32, num_minibatches: 2, update_epochs: 2}"},
+	} {
+		t.Run(c.spec.Name, func(t *testing.T) {
+			var want string
+			var wantLog *countLog
+			for _, w := range []int{1, 2, 4} {
+				file := fmt.Sprintf("algo: %s\nenv: CartPole-v1\nseed: 3\nsteps: 1300\nruntime: {executor: flow, env_workers: %d}\n%s\n", c.spec.Name, w, c.cfg)
+				got, log := trainHash(t, resolve(t, c.spec, file))
+				if w == 1 {
+					want, wantLog = got, log
+					if len(log.episodes) == 0 || log.steps == 0 || log.steps > 1300 {
+						t.Fatalf("1 worker: %d episodes, %d steps", len(log.episodes), log.steps)
+					}
+					continue
+				}
+				if got != want {
+					t.Errorf("%d workers: parameters %s, with 1 worker %s", w, got, want)
+				}
+				if fmt.Sprint(log.episodes) != fmt.Sprint(wantLog.episodes) || log.steps != wantLog.steps {
+					t.Errorf("%d workers logged other episodes or steps than 1 worker", w)
+				}
+			}
+		})
+	}
+}
+
+// TestTrainRunFlow: `herd train` with runtime.executor flow runs the plan
+// and writes the run (summary steps = the budget in whole rounds).
+func TestTrainRunFlow(t *testing.T) {
+	res := resolve(t, a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nseed: 1\nsteps: 1000\nruntime: {executor: flow, env_workers: 2}\na2c: {num_envs: 4, num_steps: 5}\n")
+	res.Header.Out = t.TempDir() + "/run"
+	sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: map[string]algo.Executor{"flow": flow.Train}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Steps != 1000 || sum.Status != metrics.StatusCompleted {
+		t.Errorf("summary: %d steps, status %q", sum.Steps, sum.Status)
+	}
+	for _, f := range []string{"metrics.csv", "summary.json", "model.safetensors"} {
+		if _, err := os.Stat(filepath.Join(res.Header.Out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
