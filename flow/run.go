@@ -49,6 +49,7 @@ type Run struct {
 	rt      *algo.Runtime
 	model   algo.Model
 	budget  atomic.Int64 // env steps rollout workers may still take
+	total   atomic.Int64 // the budget before any claim
 	steps   int64        // env steps reported so far
 	closers []func()
 }
@@ -79,6 +80,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	ctx, cancel := context.WithCancel(ctx)
 	r := &Run{Ctx: ctx, Header: h, Pieces: pieces, Spaces: sp, rt: rt}
 	r.budget.Store(h.Steps)
+	r.total.Store(h.Steps)
 	defer r.close()
 	defer cancel() // before close: a stopped actor may be waiting on ctx
 	it, err := planner.Plan(r)
@@ -105,18 +107,26 @@ func (r *Run) Steps() int64 { return r.steps }
 func (r *Run) SetBudget(unit int64) {
 	if unit > 0 {
 		r.budget.Store(r.Header.Steps / unit * unit)
+		r.total.Store(r.Header.Steps / unit * unit)
 	}
 }
 
 // claim takes n env steps from the budget; false when fewer are left.
 func (r *Run) claim(n int64) bool {
+	_, ok := r.claimAt(n)
+	return ok
+}
+
+// claimAt is claim that also returns the global step the claimed steps
+// start at (for exploration schedules).
+func (r *Run) claimAt(n int64) (int64, bool) {
 	for {
 		b := r.budget.Load()
 		if b < n {
-			return false
+			return 0, false
 		}
 		if r.budget.CompareAndSwap(b, b-n) {
-			return true
+			return r.total.Load() - b, true
 		}
 	}
 }

@@ -28,6 +28,7 @@ type Config struct {
 
 	// Optimisation.
 	LearningRate float32 `yaml:"learning_rate"` // step size; default 1e-3
+	AnnealLR     bool    `yaml:"anneal_lr"`     // anneal the LR linearly to 0 over the run's env steps (the paper's schedule); default true
 	UseRMSProp   bool    `yaml:"use_rms_prop"`  // RMSprop (α 0.99, as the paper) instead of Adam; default false
 	OptEps       float32 `yaml:"opt_eps"`       // optimizer ε; default 1e-5
 	MaxGradNorm  float32 `yaml:"max_grad_norm"` // global grad-norm clip, 0 = off; default 0.5
@@ -50,7 +51,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		NumEnvs: 8, NumSteps: 32, NumAsync: 2,
-		LearningRate: 1e-3, OptEps: 1e-5, MaxGradNorm: 0.5,
+		LearningRate: 1e-3, AnnealLR: true, OptEps: 1e-5, MaxGradNorm: 0.5,
 		Gamma: 0.99, RhoBar: 1, CBar: 1, EntCoef: 0.01, VFCoef: 0.5,
 		Hidden: []int{64, 64}, Activation: "tanh", OrthoInit: true,
 	}
@@ -164,9 +165,10 @@ func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 type learner struct {
 	*onpolicy.Learner
 	cfg                                    *Config
+	steps, totalSteps                      int64 // env steps learned, and the run's
 	logProb, entropy, values, boot, logRho []float32
 	vs, adv                                []float32
-	pgLoss, vLoss, entMean, rhoMean        float64
+	pgLoss, vLoss, entMean                 float64
 	policyLoss                             onpolicy.PolicyLoss
 	valueLoss                              onpolicy.ValueLoss
 }
@@ -187,7 +189,7 @@ func newLearner(h algo.Header, cfg *Config, sp algo.Spaces) (*learner, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &learner{Learner: base, cfg: cfg}
+	l := &learner{Learner: base, cfg: cfg, totalSteps: h.Steps}
 	l.policyLoss, l.valueLoss = l.policy, l.value
 	return l, nil
 }
@@ -206,6 +208,12 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 	}
 	l.boot = grow(l.boot, N)
 	agent.Reserve(B)
+	if cfg.AnnealLR {
+		// By env steps learned, not by calls: segments arrive from any
+		// number of workers.
+		l.Opt.SetLR(float32(float64(cfg.LearningRate) * max(0, 1-float64(l.steps)/float64(l.totalSteps))))
+	}
+	l.steps += int64(B)
 
 	// Current π and V on the segment, then the V-trace targets.
 	agent.Evaluate(l.logProb, l.entropy, l.values, seg.Obs, seg.Actions, B)
