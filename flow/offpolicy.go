@@ -44,7 +44,7 @@ func OffPolicyWorkers(r *Run, numEnvs, stepsPerItem int) (*ReplayWorkers, error)
 	r.onClose(ws.close)
 	h := r.Header
 	for k := range w {
-		wk := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem}
+		wk := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem, workers: w}
 		ws.ws = append(ws.ws, wk)
 		var err error
 		if wk.envs, err = env.MakeVector(h.Env, numEnvs, env.Sync, env.WithEpisodeStatistics()); err != nil {
@@ -83,6 +83,9 @@ func (ws *ReplayWorkers) close() {
 	}
 }
 
+// Len is the number of workers.
+func (ws *ReplayWorkers) Len() int { return len(ws.ws) }
+
 // OffPolicyRollouts is the ParIter of the workers' experience; workers end
 // when the run's env-step budget is spent.
 func OffPolicyRollouts(ws *ReplayWorkers) ParIter[Experience] {
@@ -108,6 +111,8 @@ type replayWorker struct {
 	r         *Run
 	id, n     int
 	steps     int
+	workers   int   // in the run
+	made      int64 // items so far
 	envs      env.Vector
 	policy    algo.PolicyNet
 	sampler   algo.Sampler
@@ -118,21 +123,26 @@ type replayWorker struct {
 	err       error
 }
 
-// experience takes up to `steps` vector steps (as many as the budget
-// allows), the sampler's schedules at the global steps claimed.
+// experience takes `steps` vector steps, claimed from the budget at once
+// (ErrEnd when fewer are left).
 func (w *replayWorker) experience() (Experience, error) {
 	if w.err != nil {
 		return Experience{}, w.err
 	}
 	tr := &sample.Transitions{}
 	var rep Report
-	for s := 0; s < w.steps; s++ {
-		start, ok := w.r.claimAt(int64(w.n))
-		if !ok {
-			break
-		}
+	size := int64(w.n * w.steps)
+	if !w.r.claim(size) { // the whole item, or nothing
+		return Experience{}, ErrEnd
+	}
+	// The schedules' step: where this item falls when the workers' items
+	// interleave in turn — the claim order would differ between runs.
+	start := (w.made*int64(w.workers) + int64(w.id)) * size
+	w.made++
+	for s := range w.steps {
+		step := start + int64(s*w.n)
 		w.out = w.policy.ForwardTo(grow(w.out, w.n*w.policy.OutDim()), w.obs, w.n)
-		w.sampler.SampleTo(&w.acts, w.out, w.n, start)
+		w.sampler.SampleTo(&w.acts, w.out, w.n, step)
 		b, err := w.envs.Step(w.acts.EnvActions)
 		if err != nil {
 			return Experience{}, fmt.Errorf("flow: worker %d: %w", w.id, err)
@@ -153,9 +163,6 @@ func (w *replayWorker) experience() (Experience, error) {
 			}
 		}
 		copy(w.obs, b.Obs)
-	}
-	if rep.Steps == 0 {
-		return Experience{}, ErrEnd
 	}
 	tr.Version, tr.Worker = w.policy.Version(), w.id
 	if w.prio != nil && tr.N > 0 {

@@ -11,6 +11,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/a2c"
+	"herd/algo/dqn"
 	"herd/algo/ppo"
 	"herd/flow"
 	"herd/metrics"
@@ -111,5 +112,24 @@ func TestTrainRunFlow(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(res.Header.Out, f)); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestDQNPlans: the DQN plan (GatherSync, round-robin Union) trains the
+// same bits twice with 2 workers; the Ape-X plan (GatherAsync, UnionAsync)
+// reports every env step of the budget.
+func TestDQNPlans(t *testing.T) {
+	const base = "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 3000\nruntime: {executor: flow, env_workers: 2}\n" +
+		"dqn: {learning_starts: 500, buffer_size: 2000, batch_size: 32, target_network_frequency: 100, net_arch: [32, 32]"
+	res := resolve(t, dqn.Spec(), base+"}\n")
+	a, _ := trainHash(t, res)
+	b, _ := trainHash(t, res)
+	if a != b {
+		t.Errorf("DQN plan, same seed and workers: %s then %s", a, b)
+	}
+	apex := resolve(t, dqn.Spec(), base+", prioritized: true, initial_priorities: actor, n_steps: 3}\n")
+	_, log := trainHash(t, apex)
+	if log.steps != 3000 || len(log.episodes) == 0 {
+		t.Errorf("Ape-X plan: %d steps, %d episodes", log.steps, len(log.episodes))
 	}
 }
