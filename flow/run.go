@@ -59,10 +59,19 @@ type Run struct {
 // until the stream ends (the rollout workers have spent the step budget and
 // every sample was learned) and returns the learner's model.
 func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-	h := rt.Header
 	planner, ok := cfg.(Planner)
-	if !ok || spec.Pieces == nil {
+	if !ok {
 		return nil, fmt.Errorf("%w: algorithm %s has no plan", ErrConfig, spec.Name)
+	}
+	return TrainPlan(ctx, rt, spec, cfg, planner)
+}
+
+// TrainPlan is Train with a plan of the caller's (a custom plan over an
+// algorithm's pieces: cfg configures spec's pieces, p builds the plan).
+func TrainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, p Planner) (algo.Model, error) {
+	h := rt.Header
+	if spec.Pieces == nil {
+		return nil, fmt.Errorf("%w: algorithm %s has no pieces", ErrConfig, spec.Name)
 	}
 	if t := h.Runtime.Transport; t != "" && t != "inproc" {
 		return nil, fmt.Errorf("%w: transport %q: the flow executor's workers run in-process only (transport inproc)", ErrConfig, t)
@@ -83,7 +92,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	r.total.Store(h.Steps)
 	defer r.close()
 	defer cancel() // before close: a stopped actor may be waiting on ctx
-	it, err := planner.Plan(r)
+	it, err := p.Plan(r)
 	if err != nil {
 		return r.model, err
 	}
