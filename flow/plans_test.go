@@ -4,14 +4,18 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"herd/algo"
 	"herd/algo/a2c"
 	"herd/algo/dqn"
+	"herd/algo/impala"
 	"herd/algo/ppo"
 	"herd/flow"
 	"herd/metrics"
@@ -131,5 +135,50 @@ func TestDQNPlans(t *testing.T) {
 	_, log := trainHash(t, apex)
 	if log.steps != 3000 || len(log.episodes) == 0 {
 		t.Errorf("Ape-X plan: %d steps, %d episodes", log.steps, len(log.episodes))
+	}
+}
+
+// TestCancelStopsEverything: cancelling a running plan (asynchronous:
+// IMPALA's GatherAsync) returns the model with context.Canceled and leaves
+// no goroutine behind.
+func TestCancelStopsEverything(t *testing.T) {
+	before := runtime.NumGoroutine()
+	res := resolve(t, impala.Spec(), "algo: impala\nenv: CartPole-v1\nsteps: 100000000\nruntime: {executor: flow, env_workers: 2}\nimpala: {num_envs: 4}\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	log := &stopLog{at: 20000, cancel: cancel}
+	m, err := flow.Train(ctx, &algo.Runtime{Header: res.Header, Log: log}, res.Spec, res.Config)
+	if !errors.Is(err, context.Canceled) || m == nil {
+		t.Fatalf("cancelled run: model %v, error %v", m, err)
+	}
+	for range 200 {
+		if runtime.NumGoroutine() <= before {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%d goroutines after the run, %d before", runtime.NumGoroutine(), before)
+}
+
+// stopLog cancels the run once it has reported `at` steps.
+type stopLog struct {
+	at     int64
+	cancel context.CancelFunc
+}
+
+func (l *stopLog) Episode(int64, float64, int) {}
+func (l *stopLog) Scalar(string, float64)      {}
+func (l *stopLog) Step(s int64) {
+	if s >= l.at {
+		l.cancel()
+	}
+}
+
+// TestTransportNATSRejected: the flow executor's workers are in-process
+// only; asking for NATS is a clear error before anything runs.
+func TestTransportNATSRejected(t *testing.T) {
+	res := resolve(t, a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 1000\nruntime: {executor: flow, transport: nats}\n")
+	_, err := flow.Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config)
+	if !errors.Is(err, algo.ErrConfig) {
+		t.Fatalf("transport nats: %v, want ErrConfig", err)
 	}
 }
