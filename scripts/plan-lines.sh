@@ -32,7 +32,7 @@ done <<'PLANS'
 A2C algo/a2c/plan.go func_(c_*Config)_Plan( 25_/_50 25
 A3C algo/a3c/a3c.go func_(c_*Config)_Plan( 9_/_52 15
 PPO algo/ppo/plan.go func_(c_*Config)_Plan( 79_/_225 60
-DQN algo/dqn/plan.go func_(c_*Config)_Plan( 87_/_139 60
+DQN algo/dqn/plan.go func_(c_*Config)_DQNPlan( 87_/_139 60
 Ape-X algo/dqn/plan.go func_(c_*Config)_ApexPlan( 126_/_216 90
 IMPALA algo/impala/impala.go func_(c_*Config)_Plan( 89_/_362 80
 PLANS
