@@ -148,7 +148,8 @@ type Pieces struct {
 //
 //	runtime:            # the algorithm's dataflow plan (package flow)
 //	  executor: flow
-//	  env_workers: 2    # workers the num_envs envs are spread over (default min(2, num_envs))
+//	  env_workers: 2    # on-policy plans: num_envs spread over them (default min(2, num_envs));
+//	                    # DQN/Ape-X: num_envs envs each (default 1)
 //	  transport: inproc # workers are goroutines (the only transport today)
 type RuntimeConfig struct {
 	// Executor names the executor: "local" (default), "hts", "pal", "dist"
