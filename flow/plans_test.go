@@ -19,6 +19,7 @@ import (
 	"herd/algo/ppo"
 	"herd/flow"
 	"herd/metrics"
+	"herd/sample"
 )
 
 // resolve reads a run config for spec with the flow executor.
@@ -180,5 +181,48 @@ func TestTransportNATSRejected(t *testing.T) {
 	_, err := flow.Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config)
 	if !errors.Is(err, algo.ErrConfig) {
 		t.Fatalf("transport nats: %v, want ErrConfig", err)
+	}
+}
+
+// versionCheck is A2C's plan with a check between GatherSync and the
+// learner: round r's segments, from every worker, must have been made with
+// weights version r (the barrier: TrainOneStep's broadcast after round r−1
+// reached every worker before its next segment).
+type versionCheck struct {
+	*a2c.Config
+	t      *testing.T
+	rounds int
+}
+
+func (c *versionCheck) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
+	workers, err := flow.RolloutWorkers(r, c.NumEnvs, c.NumSteps, c.Gamma)
+	if err != nil {
+		return nil, err
+	}
+	learner, err := flow.SegmentLearner(r)
+	if err != nil {
+		return nil, err
+	}
+	rounds := flow.ForEach(flow.GatherSync(flow.ParallelRollouts(workers)), func(segs []*sample.Segment) ([]*sample.Segment, error) {
+		for k, s := range segs {
+			if s.Version != uint64(c.rounds) || s.Worker != k {
+				c.t.Errorf("round %d: worker %d's segment from worker %d has version %d", c.rounds, k, s.Worker, s.Version)
+			}
+		}
+		c.rounds++
+		return segs, nil
+	})
+	return flow.ForEach(flow.ConcatBatches(rounds), flow.TrainOneStep(workers, learner)), nil
+}
+
+// TestBarrierVersions runs the checked plan on 4 workers.
+func TestBarrierVersions(t *testing.T) {
+	res := resolve(t, a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 2000\nruntime: {executor: flow, env_workers: 4}\na2c: {num_envs: 4, num_steps: 5}\n")
+	c := &versionCheck{Config: res.Config.(*a2c.Config), t: t}
+	if _, err := flow.TrainPlan(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config, c); err != nil {
+		t.Fatal(err)
+	}
+	if c.rounds != 100 {
+		t.Errorf("%d rounds, want 100", c.rounds)
 	}
 }
