@@ -167,8 +167,16 @@ func ApeXEpsilon(eps float64, i, n int) float64 {
 //	  publish_every: 1  # learner updates between published versions (default 1)
 //	  max_lag: 256      # env steps actors may run ahead of the learner (default 256)
 //	  replay_locking: two-lock  # off-policy replay: two-lock (default) or global
+//
+//	runtime:            # the algorithm's dataflow plan (package flow)
+//	  executor: flow
+//	  env_workers: 2    # on-policy plans: num_envs spread over them (default min(2, num_envs));
+//	                    # DQN/Ape-X: num_envs envs each (default 1)
+//	  transport: inproc # workers are goroutines (the only transport today)
 type RuntimeConfig struct {
-	// Executor names the executor: "local" (default), "hts", "pal" or "dist".
+	// Executor names the executor: "local" (default), "hts", "pal", "dist"
+	// or "flow" (the algorithm's dataflow plan, package flow, with
+	// env_workers workers).
 	Executor string `yaml:"executor"`
 
 	// EnvWorkers, PolicyWorkers and Alpha are HTS's E, P and α (see
@@ -230,7 +238,7 @@ var DistScalars = []string{"dist/lag_mean", "dist/lag_max", "dist/dropped", "dis
 	"dist/decode_errors", "dist/stale_weights", "dist/abandoned"}
 
 // Executors lists the executors this build knows.
-func Executors() []string { return []string{"local", "hts", "dist", "pal"} }
+func Executors() []string { return []string{"local", "hts", "dist", "pal", "flow"} }
 
 // Validate reports every problem with the runtime section.
 func (rc RuntimeConfig) Validate() error {
@@ -245,14 +253,15 @@ func (rc RuntimeConfig) Validate() error {
 		if c.v < 0 {
 			errs = append(errs, fmt.Errorf("%w: runtime.%s must be ≥ 0, got %d", ErrConfig, c.name, c.v))
 		}
-		if c.v != 0 && rc.Executor != "hts" && (rc.Executor != "dist" || c.name == "alpha") {
+		distOrFlow := rc.Executor == "dist" || rc.Executor == "flow" && c.name == "env_workers"
+		if c.v != 0 && rc.Executor != "hts" && (!distOrFlow || c.name == "alpha") {
 			errs = append(errs, fmt.Errorf("%w: runtime.%s is an hts setting; executor is %q", ErrConfig, c.name, rc.Executor))
 		}
 	}
 	if rc.Transport != "" && rc.Transport != "inproc" && rc.Transport != "nats" {
 		errs = append(errs, fmt.Errorf("%w: runtime.transport %q is not inproc or nats", ErrConfig, rc.Transport))
 	}
-	if (rc.Transport != "" || rc.NATSURL != "") && rc.Executor != "dist" {
+	if (rc.Transport != "" || rc.NATSURL != "") && rc.Executor != "dist" && rc.Executor != "flow" {
 		errs = append(errs, fmt.Errorf("%w: runtime.transport and nats_url are dist settings; executor is %q", ErrConfig, rc.Executor))
 	}
 	if rc.MaxPolicyLag < -1 || (rc.MaxPolicyLag != 0 && rc.Executor != "dist") {

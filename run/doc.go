@@ -1,7 +1,8 @@
 // Package run lists herd's executors: the ways an algorithm's pieces
 // (algo.Pieces: policy, sampler, learner) are placed on goroutines. The
 // local executor is each algorithm's own Train; the others live in
-// sub-packages (run/hts, run/pal, run/distexec) and are handed to algo.TrainRun
+// sub-packages (run/hts, run/pal, run/distexec) or in package flow (the
+// algorithm's dataflow plan) and are handed to algo.TrainRun
 // through Executors.
 package run
 
@@ -9,6 +10,7 @@ import (
 	"context"
 
 	"herd/algo"
+	"herd/flow"
 	"herd/run/distexec"
 	"herd/run/hts"
 	"herd/run/pal"
@@ -27,5 +29,6 @@ func Executors() map[string]algo.Executor {
 		"pal": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 			return pal.Train(ctx, rt, spec, cfg, pal.OptionsOf(rt.Header))
 		},
+		"flow": flow.Train,
 	}
 }

@@ -1,0 +1,38 @@
+// Package a3c is Asynchronous Advantage Actor-Critic (Mnih et al. 2016,
+// "Asynchronous Methods for Deep Reinforcement Learning") written as a
+// dataflow plan (package flow): Config.Plan is the algorithm.
+//
+// # Running it
+//
+//	herd train --algo a3c --env CartPole-v1 --steps 500000 --set runtime.env_workers=4
+//
+// # The plan
+//
+//	grads := flow.ParForEach(flow.ParallelRollouts(workers), flow.ComputeGradients(workers))
+//	applied := flow.ForEach(flow.GatherAsync(grads, 1), flow.ApplyGradients(workers, learner))
+//
+// Each worker steps its share of num_envs envs for num_steps steps, then —
+// on its own goroutine, with its own copy of the learner at the weights it
+// acted with — computes the gradient of A2C's loss (package a2c:
+// −mean(Â·log π) − c_ent·mean(H) + c_vf·mean((R − V)²), n-step returns, the
+// global norm clipped per worker). The driver applies gradients one at a
+// time, in the order they arrive, with one RMSprop (or Adam), and sends
+// the new weights to the worker whose gradient it applied; that worker's
+// next segment uses them. Other workers keep computing on older weights
+// meanwhile: that staleness is A3C's asynchrony.
+//
+// # Departures from the paper
+//
+// The paper's threads apply their gradients to shared parameters without
+// locks (Hogwild); here one learner applies them in arrival order, which
+// is what RLlib's A3C does and keeps every update whole. The paper's
+// shared RMSprop statistics are the driver's one optimizer. Each worker
+// steps several envs (num_envs / env_workers) per segment rather than one.
+// Learning-rate annealing is not offered (its horizon would count A2C
+// iterations).
+//
+// # Metrics
+//
+// A2C's: charts/learning_rate, losses/value_loss, losses/policy_loss,
+// losses/entropy, of the worker gradient just applied.
+package a3c

@@ -1,0 +1,62 @@
+package dqn
+
+import "herd/flow"
+
+// Plan is DQN as a dataflow plan, or Ape-X when the config asks for actor
+// priorities (initial_priorities: actor): see DQNPlan and ApexPlan.
+func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
+	if c.InitialPriorities == PrioritiesActor {
+		return c.ApexPlan(r)
+	}
+	return c.DQNPlan(r)
+}
+
+// DQNPlan is DQN as a dataflow plan (RLlib Flow's DQN listing): a store
+// sub-flow puts each round of the workers' transitions (GatherSync) into
+// replay, a replay sub-flow runs the updates due for the steps stored
+// (train_frequency, gradient_steps, the target network on its schedule,
+// priorities fed back) and broadcasts the weights; a round-robin Union
+// alternates them on one goroutine, so a seed gives the same bits for a
+// given number of workers.
+func (c *Config) DQNPlan(r *flow.Run) (flow.Iter[flow.Report], error) {
+	perItem := max(1, c.TrainFrequency/c.NumEnvs) // vector steps per item: one training round
+	workers, err := flow.OffPolicyWorkers(r, c.NumEnvs, perItem)
+	if err != nil {
+		return nil, err
+	}
+	learner, rb, err := flow.TransitionLearner(r)
+	if err != nil {
+		return nil, err
+	}
+	r.SetBudget(int64(workers.Len() * c.NumEnvs * perItem)) // whole rounds only
+	ledger := &flow.Ledger{}                                // one goroutine pulls both sub-flows
+	store := flow.StoreToReplay(r, rb, ledger, flow.Flatten(flow.GatherSync(flow.OffPolicyRollouts(workers))))
+	replay := flow.Replay(r, rb, learner, workers, ledger)
+	return flow.StandardMetricsReporting(r, flow.UnionRoundRobin(store, replay)), nil
+}
+
+// ApexPlan is Ape-X (Horgan et al. 2018) as a dataflow plan (RLlib Flow,
+// Listing 4): workers act freely (GatherAsync) and set each transition's
+// initial priority with their own policy copy; the store sub-flow adds
+// them to the prioritized replay while the replay sub-flow, on a goroutine
+// of its own (UnionAsync), runs the updates due and sends the weights
+// back. The store sub-flow waits while it is more than 256 env steps ahead
+// of the learner, which keeps the replay ratio the algorithm's.
+func (c *Config) ApexPlan(r *flow.Run) (flow.Iter[flow.Report], error) {
+	workers, err := flow.OffPolicyWorkers(r, c.NumEnvs, max(1, c.TrainFrequency/c.NumEnvs))
+	if err != nil {
+		return nil, err
+	}
+	learner, rb, err := flow.TransitionLearner(r)
+	if err != nil {
+		return nil, err
+	}
+	storeRB, err := flow.Fork(rb) // the store sub-flow's own workspaces over the same memory
+	if err != nil {
+		return nil, err
+	}
+	ledger := &flow.Ledger{MaxLag: 256}
+	store := flow.StoreToReplay(r, storeRB, ledger, flow.GatherAsync(flow.OffPolicyRollouts(workers), 1))
+	replay := flow.Replay(r, rb, learner, workers, ledger)
+	return flow.StandardMetricsReporting(r, flow.UnionAsync(store, replay)), nil
+}

@@ -1,0 +1,43 @@
+// Package impala is IMPALA (Espeholt et al. 2018, "IMPALA: Scalable
+// Distributed Deep-RL with Importance Weighted Actor-Learner
+// Architectures") for MLP policies, written as a dataflow plan (package
+// flow): Config.Plan is the algorithm, VTrace its off-policy correction.
+//
+// # Running it
+//
+//	herd train --algo impala --env CartPole-v1 --steps 500000
+//
+// # The plan
+//
+//	segments := flow.GatherAsync(flow.ParallelRollouts(workers), num_async)
+//	trained := flow.ForEach(segments, flow.TrainOneStep(workers, learner))
+//
+// Actors (workers) step their envs with their own policy copy and record
+// the behaviour log-probabilities log μ(a|x) of every action; each keeps
+// num_async segments in flight, so actors act while the learner learns and
+// a segment can be up to num_async versions old. The learner takes one
+// step per segment in arrival order and broadcasts its weights.
+//
+// # The update (learner.Learn)
+//
+//  1. log ρ_t = log π(a_t|x_t) − log μ(a_t|x_t) under the current actor;
+//  2. V-trace targets v_s and advantages A_s = ρ_s(r_s + γ v_{s+1} − V(x_s))
+//     (VTrace: eq. 1 with ρ̄ = rho_bar, c̄ = c_bar, cut at episode ends);
+//  3. L = −mean(A·log π) − c_ent·mean(H) + c_vf·½·mean((v − V)²), one
+//     gradient step (clipped global norm; Adam, or RMSprop as the paper).
+//
+// # Departures from the paper
+//
+// Means instead of sums over the batch; no learner-side queue or batching
+// of several segments (one step per segment); truncated episodes are
+// bootstrapped with the behaviour critic's value of the final observation
+// (as herd's PPO and A2C); separate actor and critic MLPs (no shared
+// torso, no LSTM).
+//
+// # Metrics
+//
+// charts/learning_rate, losses/value_loss, losses/policy_loss,
+// losses/entropy; losses/mean_rho, the mean truncated importance weight
+// min(ρ̄, π/μ) (1 when on-policy); charts/policy_lag, the versions the
+// learner had taken since the segment's policy.
+package impala

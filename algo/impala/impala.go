@@ -1,0 +1,276 @@
+package impala
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"herd/algo"
+	"herd/algo/internal/onpolicy"
+	"herd/flow"
+	"herd/nn"
+	"herd/sample"
+)
+
+// ---------------------------------------------------------------------------
+// 1. Config
+// ---------------------------------------------------------------------------
+
+// Config holds IMPALA's settings. The loss and the V-trace truncation are
+// the paper's (Espeholt et al. 2018); sizes, optimizer and coefficients
+// suit CartPole-sized MLP tasks.
+type Config struct {
+	// Rollout.
+	NumEnvs  int `yaml:"num_envs"`  // envs in all, spread over runtime.env_workers workers; default 8
+	NumSteps int `yaml:"num_steps"` // unroll length T of a segment; default 32
+	NumAsync int `yaml:"num_async"` // segments in flight per worker (GatherAsync); default 2
+
+	// Optimisation.
+	LearningRate float32 `yaml:"learning_rate"` // step size; default 1e-3
+	AnnealLR     bool    `yaml:"anneal_lr"`     // anneal the LR linearly to 0 over the run's env steps (the paper's schedule); default true
+	UseRMSProp   bool    `yaml:"use_rms_prop"`  // RMSprop (α 0.99, as the paper) instead of Adam; default false
+	OptEps       float32 `yaml:"opt_eps"`       // optimizer ε; default 1e-5
+	MaxGradNorm  float32 `yaml:"max_grad_norm"` // global grad-norm clip, 0 = off; default 0.5
+
+	// Objective.
+	Gamma   float32 `yaml:"gamma"`    // discount γ; default 0.99
+	RhoBar  float32 `yaml:"rho_bar"`  // ρ̄, truncation of the importance weight in δ and A; default 1
+	CBar    float32 `yaml:"c_bar"`    // c̄, truncation of the trace cutting; default 1
+	EntCoef float32 `yaml:"ent_coef"` // entropy bonus coefficient; default 0.01
+	VFCoef  float32 `yaml:"vf_coef"`  // baseline loss coefficient; default 0.5
+
+	// Networks (separate actor and critic MLPs, as PPO's and A2C's).
+	Hidden     []int   `yaml:"hidden"`       // hidden widths; default [64, 64]
+	Activation string  `yaml:"activation"`   // hidden activation; default tanh
+	OrthoInit  bool    `yaml:"ortho_init"`   // orthogonal init (gains √2, 0.01, 1); default true
+	InitLogStd float32 `yaml:"init_log_std"` // Gaussian log-std at start (Box actions); default 0
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{
+		NumEnvs: 8, NumSteps: 32, NumAsync: 2,
+		LearningRate: 1e-3, AnnealLR: true, OptEps: 1e-5, MaxGradNorm: 0.5,
+		Gamma: 0.99, RhoBar: 1, CBar: 1, EntCoef: 0.01, VFCoef: 0.5,
+		Hidden: []int{64, 64}, Activation: "tanh", OrthoInit: true,
+	}
+}
+
+// Validate reports every problem with the config, given the run header.
+func (c *Config) Validate(h algo.Header) error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: impala: "+format, append([]any{algo.ErrConfig}, args...)...))
+	}
+	onpolicy.Common{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, LearningRate: c.LearningRate,
+		MaxGradNorm: c.MaxGradNorm, Gamma: c.Gamma, GAELambda: 1, EntCoef: c.EntCoef, VFCoef: c.VFCoef,
+		Hidden: c.Hidden, Activation: c.Activation}.Check(bad, h)
+	if c.NumAsync < 1 {
+		bad("num_async must be >= 1, got %d", c.NumAsync)
+	}
+	if !(c.OptEps > 0) {
+		bad("opt_eps must be > 0, got %v", c.OptEps)
+	}
+	if !(c.RhoBar > 0) || !(c.CBar > 0) {
+		bad("rho_bar and c_bar must be > 0, got %v and %v", c.RhoBar, c.CBar)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Config) agentConfig() onpolicy.AgentConfig {
+	act, _ := nn.ParseActivation(c.Activation)
+	return onpolicy.AgentConfig{Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd}
+}
+
+// Scalars are the metrics IMPALA reports.
+func Scalars() []string {
+	return []string{"charts/learning_rate", "losses/value_loss", "losses/policy_loss", "losses/entropy",
+		"losses/mean_rho", "charts/policy_lag"}
+}
+
+// Spec describes IMPALA to the CLI (algo/all). Every executor runs its
+// plan: local and flow alike start the workers of Plan in-process.
+func Spec() algo.Spec {
+	return algo.Spec{
+		Name:    "impala",
+		Doc:     "IMPALA: asynchronous actors, V-trace actor-critic learner (a dataflow plan)",
+		Scalars: Scalars(),
+		NewConfig: func() algo.Config {
+			c := DefaultConfig()
+			return &c
+		},
+		Train: func(ctx context.Context, rt *algo.Runtime, c algo.Config) (algo.Model, error) {
+			return flow.Train(ctx, rt, Spec(), c)
+		},
+		LoadPolicy: func(path string, h algo.Header, c algo.Config) (algo.Policy, error) {
+			return onpolicy.LoadPolicy("impala", path, h, c, (*Config).agentConfig)
+		},
+		Pieces: onpolicy.PiecesFunc("impala", Pieces),
+	}
+}
+
+// Pieces cuts IMPALA into the policy and sampler (onpolicy's, as PPO's and
+// A2C's: the sampler records the behaviour log-probabilities log μ(a|x)
+// per step) and the V-trace learner.
+func Pieces(h algo.Header, cfg *Config, sp algo.Spaces) (*algo.Pieces, error) {
+	if err := errors.Join(h.Validate(), cfg.Validate(h)); err != nil {
+		return nil, err
+	}
+	return onpolicy.NewPieces("impala", h, sp, cfg.agentConfig(), func() (algo.SegmentLearner, error) {
+		return newLearner(h, cfg, sp)
+	})
+}
+
+// ---------------------------------------------------------------------------
+// 2. Plan: actors sample asynchronously, the learner takes segments as
+// they arrive, the new weights go to every actor.
+// ---------------------------------------------------------------------------
+
+// Plan is IMPALA as a dataflow plan (RLlib Flow's IMPALA without the
+// learner thread's queue): each worker keeps num_async segments in flight,
+// the learner takes one V-trace step per segment in arrival order and
+// broadcasts its weights, which a worker picks up before its next
+// segment, so segments lag the learner by up to num_async versions —
+// what V-trace corrects.
+func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
+	workers, err := flow.RolloutWorkers(r, c.NumEnvs, c.NumSteps, c.Gamma)
+	if err != nil {
+		return nil, err
+	}
+	learner, err := flow.SegmentLearner(r)
+	if err != nil {
+		return nil, err
+	}
+	segments := flow.GatherAsync(flow.ParallelRollouts(workers), c.NumAsync)
+	return flow.StandardMetricsReporting(r, flow.ForEach(segments, flow.TrainOneStep(workers, learner))), nil
+}
+
+// ---------------------------------------------------------------------------
+// 3. Learn: one V-trace actor-critic step on a segment
+// ---------------------------------------------------------------------------
+
+// learner is IMPALA's algo.SegmentLearner. Per segment (B = T·N rows):
+//
+//	log ρ_t = log π(a_t|x_t) − log μ(a_t|x_t)      (μ: the behaviour policy, recorded by the sampler)
+//	v, A    = VTrace(log ρ, r, V(x), d, V(x_T); γ, ρ̄, c̄)   (no gradient through them)
+//	L_pg    = −mean(A_t · log π(a_t|x_t))
+//	L_v     = ½·mean((v_t − V(x_t))²)
+//	L       = L_pg − c_ent·mean(H) + c_vf·L_v
+//
+// Departure from the paper: means over the batch instead of sums (the
+// coefficients then do not depend on T·N), and truncated episodes
+// bootstrap from the behaviour critic's V(final observation), folded into
+// the reward by the worker as in herd's PPO and A2C.
+type learner struct {
+	*onpolicy.Learner
+	cfg                                    *Config
+	steps, totalSteps                      int64 // env steps learned, and the run's
+	logProb, entropy, values, boot, logRho []float32
+	vs, adv                                []float32
+	pgLoss, vLoss, entMean                 float64
+	policyLoss                             onpolicy.PolicyLoss
+	valueLoss                              onpolicy.ValueLoss
+}
+
+func newLearner(h algo.Header, cfg *Config, sp algo.Spaces) (*learner, error) {
+	var opt nn.Optimizer
+	var err error
+	if cfg.UseRMSProp {
+		opt, err = nn.NewRMSProp(nn.RMSPropConfig{LR: cfg.LearningRate, Alpha: 0.99, Eps: cfg.OptEps})
+	} else {
+		opt, err = nn.NewAdam(nn.AdamConfig{LR: cfg.LearningRate, Eps: cfg.OptEps})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("impala: %w", err)
+	}
+	iterations := int(h.Steps / int64(cfg.NumEnvs*cfg.NumSteps))
+	base, err := onpolicy.NewLearner("impala", h, sp, cfg.agentConfig(), opt, iterations, cfg.Gamma, 1)
+	if err != nil {
+		return nil, err
+	}
+	l := &learner{Learner: base, cfg: cfg, totalSteps: h.Steps}
+	l.policyLoss, l.valueLoss = l.policy, l.value
+	return l, nil
+}
+
+// Learn takes one V-trace step on seg and returns its scalars.
+func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, error) {
+	iteration, err := l.Begin(ctx, seg) // checks the segment, counts the version
+	if err != nil {
+		return nil, err
+	}
+	cfg, agent := l.cfg, l.Agent
+	B, N := seg.T*seg.N, seg.N
+	lag := float64(iteration-1) - float64(seg.Version) // versions learned since the segment's policy
+	for _, b := range []*[]float32{&l.logProb, &l.entropy, &l.values, &l.logRho, &l.vs, &l.adv} {
+		*b = grow(*b, B)
+	}
+	l.boot = grow(l.boot, N)
+	agent.Reserve(B)
+	if cfg.AnnealLR {
+		// By env steps learned, not by calls: segments arrive from any
+		// number of workers.
+		l.Opt.SetLR(float32(float64(cfg.LearningRate) * max(0, 1-float64(l.steps)/float64(l.totalSteps))))
+	}
+	l.steps += int64(B)
+
+	// Current π and V on the segment, then the V-trace targets.
+	agent.Evaluate(l.logProb, l.entropy, l.values, seg.Obs, seg.Actions, B)
+	agent.Value(l.boot, seg.NextObs, N)
+	var rhoSum float64
+	for k := range l.logRho {
+		l.logRho[k] = l.logProb[k] - seg.LogProbs[k]
+		rhoSum += math.Min(float64(cfg.RhoBar), math.Exp(float64(l.logRho[k])))
+	}
+	VTrace(l.vs, l.adv, l.logRho, seg.Rewards, l.values, seg.Dones, l.boot, N, cfg.Gamma, cfg.RhoBar, cfg.CBar)
+
+	// One gradient step on the whole segment.
+	agent.Learn(seg.Obs, seg.Actions, B, l.policyLoss, l.valueLoss)
+	if cfg.MaxGradNorm > 0 {
+		nn.ClipGradNorm(agent.Params(), cfg.MaxGradNorm)
+	}
+	l.Opt.Step(agent.Params())
+	return []algo.Stat{
+		{Name: "charts/learning_rate", Value: float64(l.Opt.LR())},
+		{Name: "losses/value_loss", Value: l.vLoss},
+		{Name: "losses/policy_loss", Value: l.pgLoss},
+		{Name: "losses/entropy", Value: l.entMean},
+		{Name: "losses/mean_rho", Value: rhoSum / float64(B)},
+		{Name: "charts/policy_lag", Value: lag},
+	}, nil
+}
+
+// policy: L_pg − c_ent·mean(H): dL/dlog π = −A/B, dL/dH = −c_ent/B.
+func (l *learner) policy(dLogProb, dEntropy, logProb, entropy []float32) {
+	B := len(logProb)
+	invB := 1 / float32(B)
+	var pg, ent float64
+	for k := range B {
+		pg -= float64(l.adv[k] * logProb[k])
+		dLogProb[k] = -l.adv[k] * invB
+		ent += float64(entropy[k])
+		dEntropy[k] = -l.cfg.EntCoef * invB
+	}
+	l.pgLoss, l.entMean = pg/float64(B), ent/float64(B)
+}
+
+// value: c_vf·½·mean((V − v)²): dL/dV = c_vf·(V − v)/B.
+func (l *learner) value(dValue, value []float32) {
+	B := len(value)
+	invB := 1 / float32(B)
+	var s float64
+	for k := range B {
+		d := value[k] - l.vs[k]
+		s += float64(d * d)
+		dValue[k] = l.cfg.VFCoef * d * invB
+	}
+	l.vLoss = 0.5 * s / float64(B)
+}
+
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}

@@ -1,0 +1,96 @@
+// Package flow writes reinforcement-learning algorithms as dataflow plans:
+// short functions that build lazy iterators over a set of workers and
+// return a stream of reports; pulling the stream runs the algorithm
+// (Liang et al. 2021, "RLlib Flow: Distributed Reinforcement Learning is a
+// Dataflow Problem"). The algorithm reads top to bottom in a few lines,
+// and the machinery — actors, barriers, back-pressure, weight messages —
+// lives in the operators.
+//
+// # An example: A3C
+//
+// Workers compute gradients on their own rollouts; the driver applies them
+// as they arrive and sends the new weights back (package a3c):
+//
+//	func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
+//		workers, err := flow.RolloutWorkers(r, c.NumEnvs, c.NumSteps, c.Gamma)
+//		if err != nil {
+//			return nil, err
+//		}
+//		learner, err := flow.SegmentLearner(r)
+//		if err != nil {
+//			return nil, err
+//		}
+//		grads := flow.ParForEach(flow.ParallelRollouts(workers), flow.ComputeGradients(workers))
+//		applied := flow.ForEach(flow.GatherAsync(grads, 1), flow.ApplyGradients(workers, learner))
+//		return flow.StandardMetricsReporting(r, applied), nil
+//	}
+//
+// ParallelRollouts is a ParIter: one shard per worker, each producing
+// segments on the worker's own goroutine (an Actor). ParForEach adds work
+// that runs there too, so the gradients are computed in parallel.
+// GatherAsync turns the shards into one sequential Iter, taking items as
+// they come; ForEach then runs on the consumer's goroutine, here the
+// driver's. Nothing runs until Train pulls the last iterator.
+//
+// # The model
+//
+//   - Iter[T] is a lazy sequential stream (an iter.Seq2 of items and
+//     errors): ForEach, Filter, Flatten, Combine (concatenate to a size),
+//     Select (by policy id).
+//   - ParIter[T] is a lazy stream sharded over source actors: ParForEach
+//     runs on each shard's actor. A shard's Next returns ErrEnd when it has
+//     nothing more.
+//   - GatherSync(par) yields one item from every shard per round, as a
+//     slice: a barrier. Requests for a round go out only when the consumer
+//     pulls it, so the actors are idle between rounds and a message sent
+//     after a round (UpdateWeights) is seen before the next one: every
+//     segment of round k+1 carries the version published after round k.
+//   - GatherAsync(par, n) yields items as they arrive, with at most n
+//     requests in flight per shard; it never holds more than n × shards
+//     items the consumer has not taken. A shard sees a message before any
+//     item requested after it, so items lag by up to n − 1 versions.
+//   - Split(it, n, bound) duplicates a stream for concurrent consumers,
+//     each copy buffering at most bound items; the lagging consumer is
+//     preferred (the leader waits).
+//   - UnionRoundRobin, UnionWeighted (a fixed ratio, e.g. Ape-X's stored
+//     to replayed batches) and UnionAsync (inputs on goroutines of their
+//     own) merge streams.
+//   - Messages: Actor.Send queues a function on a shard's actor (no reply),
+//     Actor.Call awaits its error. Both follow the ordering above.
+//
+// # Operators for RL
+//
+// RolloutWorkers, ParallelRollouts, ConcatBatches, SegmentLearner,
+// TrainOneStep, ComputeGradients and ApplyGradients, Workers.UpdateWeights,
+// StandardMetricsReporting (into metrics.csv, summary.json and the
+// progress bar) serve the on-policy pieces (algo.Pieces). An algorithm is
+// a plan when its config implements Planner; Train (`runtime: {executor:
+// flow}`) runs it, and A3C and IMPALA run their plans under every executor.
+//
+// # Determinism
+//
+// Randomness belongs to env slots, never to workers: slot i resets from
+// (seed, "flow/env", i) and samples from (seed, "env-worker", i), and a
+// worker's policy rows do not depend on how many rows share a batch. A
+// plan made only of synchronous operators (GatherSync, ConcatBatches,
+// round-robin or weighted Union) therefore gives the same parameters for
+// 1, 2 or 4 workers (TestSyncPlanSameBitsForAnyWorkers). Asynchronous
+// operators trade that for throughput.
+//
+// # Budget and accounting
+//
+// Workers claim env steps from the run's budget before each segment and
+// end (ErrEnd) when it is spent; a synchronous plan rounds the budget down
+// to whole rounds (Run.SetBudget). Every segment a worker made is yielded
+// and learned: streams end only when all shards have ended, and a round
+// that some shards cannot complete is an error (ErrUneven), never a silent
+// drop.
+//
+// # Transports and concurrency
+//
+// Workers are goroutines in this process (transport inproc); a plan never
+// names its transport. Each Actor owns one goroutine, stopped by Train
+// when the run ends (after its context is cancelled). Iterators run on the
+// goroutine that pulls them, except UnionAsync's inputs. Operators wait by
+// parking on channels or condition variables, never by spinning.
+package flow

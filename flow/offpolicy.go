@@ -1,0 +1,314 @@
+package flow
+
+import (
+	"fmt"
+	"sync"
+
+	"herd/algo"
+	"herd/env"
+	"herd/internal/rng"
+	"herd/sample"
+	"herd/weights"
+)
+
+// ReplayWorkers are the env workers of an off-policy plan (DQN, Ape-X):
+// runtime.env_workers workers (default 1), each stepping numEnvs envs of
+// its own with a policy copy, a sampler drawing from (seed, "env-worker",
+// k), the algorithm's n-step assembler and, for Ape-X, a prioritizer that
+// sets each transition's initial priority with the worker's policy copy.
+// One item is stepsPerItem vector steps' transitions.
+type ReplayWorkers struct {
+	r      *Run
+	ws     []*replayWorker
+	actors []*Actor
+}
+
+// Experience is one worker item: the transitions it assembled, and the
+// Report of its env steps and episodes.
+type Experience struct {
+	Transitions *sample.Transitions
+	Report      Report
+}
+
+// OffPolicyWorkers builds the run's off-policy env workers.
+func OffPolicyWorkers(r *Run, numEnvs, stepsPerItem int) (*ReplayWorkers, error) {
+	pc := r.Pieces
+	if pc.NewAssembler == nil || pc.NewPolicy == nil || pc.NewSampler == nil {
+		return nil, fmt.Errorf("%w: the algorithm has no off-policy pieces", ErrConfig)
+	}
+	w := max(r.Header.Runtime.EnvWorkers, 1)
+	if numEnvs < 1 || stepsPerItem < 1 {
+		return nil, fmt.Errorf("%w: num_envs %d and steps per item %d must be ≥ 1", ErrConfig, numEnvs, stepsPerItem)
+	}
+	ws := &ReplayWorkers{r: r}
+	r.onClose(ws.close)
+	h := r.Header
+	for k := range w {
+		wk := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem, workers: w}
+		ws.ws = append(ws.ws, wk)
+		var err error
+		if wk.envs, err = env.MakeVector(h.Env, numEnvs, env.Sync, env.WithEpisodeStatistics()); err != nil {
+			return nil, err
+		}
+		if wk.policy, err = pc.NewPolicy(); err != nil {
+			return nil, err
+		}
+		if wk.sampler, err = pc.NewSampler(numEnvs, rng.New(h.Seed, "env-worker", k)); err != nil {
+			return nil, err
+		}
+		if wk.assembler, err = pc.NewAssembler(numEnvs); err != nil {
+			return nil, err
+		}
+		if pc.NewPrioritizer != nil {
+			if wk.prio, err = pc.NewPrioritizer(); err != nil {
+				return nil, err
+			}
+		}
+		b, err := wk.envs.Reset(int64(rng.Derive(h.Seed, "flow/env", k) >> 1))
+		if err != nil {
+			return nil, fmt.Errorf("flow: worker %d: reset: %w", k, err)
+		}
+		wk.obs = append([]float32(nil), b.Obs...)
+		ws.actors = append(ws.actors, NewActor())
+	}
+	return ws, nil
+}
+
+func (ws *ReplayWorkers) close() {
+	for _, a := range ws.actors {
+		a.Close()
+	}
+	for _, w := range ws.ws {
+		w.envs.Close()
+	}
+}
+
+// Len is the number of workers.
+func (ws *ReplayWorkers) Len() int { return len(ws.ws) }
+
+// OffPolicyRollouts is the ParIter of the workers' experience; workers end
+// when the run's env-step budget is spent.
+func OffPolicyRollouts(ws *ReplayWorkers) ParIter[Experience] {
+	shards := make([]Shard[Experience], len(ws.ws))
+	for k, w := range ws.ws {
+		shards[k] = Shard[Experience]{Actor: ws.actors[k], Next: w.experience}
+	}
+	return NewParIter(ws.r.Ctx, shards)
+}
+
+// UpdateWeights sends v to every worker (a message to each actor).
+func (ws *ReplayWorkers) UpdateWeights(v *weights.Version) {
+	for k, w := range ws.ws {
+		ws.actors[k].Send(func() {
+			if err := w.policy.SetWeights(v); err != nil {
+				w.err = fmt.Errorf("flow: worker %d: %w", w.id, err)
+			}
+		})
+	}
+}
+
+type replayWorker struct {
+	r         *Run
+	id, n     int
+	steps     int
+	workers   int   // in the run
+	made      int64 // items so far
+	envs      env.Vector
+	policy    algo.PolicyNet
+	sampler   algo.Sampler
+	assembler algo.Assembler
+	prio      algo.Prioritizer
+	obs, out  []float32
+	acts      algo.Acts
+	err       error
+}
+
+// experience takes `steps` vector steps, claimed from the budget at once
+// (ErrEnd when fewer are left).
+func (w *replayWorker) experience() (Experience, error) {
+	if w.err != nil {
+		return Experience{}, w.err
+	}
+	tr := &sample.Transitions{}
+	var rep Report
+	size := int64(w.n * w.steps)
+	if !w.r.claim(size) { // the whole item, or nothing
+		return Experience{}, ErrEnd
+	}
+	// The schedules' step: where this item falls when the workers' items
+	// interleave in turn — the claim order would differ between runs.
+	start := (w.made*int64(w.workers) + int64(w.id)) * size
+	w.made++
+	for s := range w.steps {
+		step := start + int64(s*w.n)
+		w.out = w.policy.ForwardTo(grow(w.out, w.n*w.policy.OutDim()), w.obs, w.n)
+		w.sampler.SampleTo(&w.acts, w.out, w.n, step)
+		b, err := w.envs.Step(w.acts.EnvActions)
+		if err != nil {
+			return Experience{}, fmt.Errorf("flow: worker %d: %w", w.id, err)
+		}
+		e0 := len(tr.Episodes)
+		if err := w.assembler.Add(tr, w.obs, w.acts.Actions, b); err != nil {
+			return Experience{}, err
+		}
+		rep.Steps += int64(w.n)
+		for _, e := range tr.Episodes[e0:] {
+			rep.Episodes = append(rep.Episodes, sample.Episode{Return: e.Return, Length: e.Length, At: int(rep.Steps)})
+		}
+		if rs, ok := w.sampler.(algo.EnvResetter); ok {
+			for i := range w.n {
+				if b.Done(i) {
+					rs.ResetEnv(i)
+				}
+			}
+		}
+		copy(w.obs, b.Obs)
+	}
+	tr.Version, tr.Worker = w.policy.Version(), w.id
+	if w.prio != nil && tr.N > 0 {
+		if err := w.prio.Prioritize(tr, w.policy); err != nil {
+			return Experience{}, err
+		}
+	}
+	return Experience{Transitions: tr, Report: rep}, nil
+}
+
+// TransitionLearner builds the run's off-policy learner, whose model Train
+// returns, and the replay memory it learns from.
+func TransitionLearner(r *Run) (algo.TransitionLearner, algo.Replay, error) {
+	pc := r.Pieces
+	if pc.NewTransitionLearner == nil || pc.NewReplay == nil {
+		return nil, nil, fmt.Errorf("%w: the algorithm is not off-policy", ErrConfig)
+	}
+	l, err := pc.NewTransitionLearner()
+	if err != nil {
+		return nil, nil, err
+	}
+	r.onClose(func() { l.Close() })
+	m, ok := l.(interface{ Model() algo.Model })
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: the learner %T cannot hand out its model", ErrConfig, l)
+	}
+	r.track(m.Model())
+	rb, err := pc.NewReplay()
+	return l, rb, err
+}
+
+// Ledger counts the env steps stored in replay and those whose updates
+// the learner has run, between a store sub-flow and a replay sub-flow:
+// the replay sub-flow runs exactly the updates due for the stored steps
+// (the algorithm's replay ratio), and with MaxLag > 0 the store sub-flow
+// waits while it is more than MaxLag steps ahead of the learner. Waiting
+// parks on a channel and ends with the run's context.
+type Ledger struct {
+	// MaxLag bounds stored − trained env steps (0: no bound; use it only
+	// when one goroutine pulls both sub-flows in turn).
+	MaxLag int64
+
+	mu              sync.Mutex
+	changed         chan struct{}
+	stored, trained int64
+	ended           bool
+}
+
+// wait parks until ok() holds (checked under the lock) or ctx ends.
+func (l *Ledger) wait(r *Run, ok func() bool) error {
+	l.mu.Lock()
+	for !ok() {
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		ch := l.changed
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-r.Ctx.Done():
+			return r.Ctx.Err()
+		}
+		l.mu.Lock()
+	}
+	l.mu.Unlock()
+	return nil
+}
+
+// update changes the counts under the lock and wakes the waiters.
+func (l *Ledger) update(f func()) {
+	l.mu.Lock()
+	f()
+	if l.changed != nil {
+		close(l.changed)
+		l.changed = nil
+	}
+	l.mu.Unlock()
+}
+
+// StoreToReplay adds each item's transitions to rb and counts its steps in
+// the ledger; the stream's end is recorded there too, so the replay
+// sub-flow can finish the updates due and end. rb must be safe for the
+// goroutine that pulls this stream (a ForkReplay's fork under UnionAsync).
+func StoreToReplay(r *Run, rb algo.Replay, l *Ledger, it Iter[Experience]) Iter[Report] {
+	return func(yield func(Report, error) bool) {
+		defer l.update(func() { l.ended = true })
+		for x, err := range it {
+			if err == nil && l.MaxLag > 0 {
+				err = l.wait(r, func() bool { return l.stored-l.trained <= l.MaxLag })
+			}
+			if err == nil {
+				err = rb.Add(x.Transitions)
+			}
+			if err != nil {
+				yield(Report{}, err)
+				return
+			}
+			l.update(func() { l.stored += x.Report.Steps })
+			if !yield(x.Report, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Replay is the replay sub-flow: each item runs the learner's updates due
+// for the env steps stored since the last item (TransitionLearner.Learn:
+// minibatches drawn from rb, priorities fed back, target network updated
+// on its schedule) and then sends the new weights to the workers. It waits
+// while no new steps are stored, and ends once the store sub-flow has
+// ended and every stored step's updates have run.
+func Replay(r *Run, rb algo.Replay, learner algo.TransitionLearner, ws *ReplayWorkers, l *Ledger) Iter[Report] {
+	return func(yield func(Report, error) bool) {
+		for {
+			if err := l.wait(r, func() bool { return l.stored > l.trained || l.ended }); err != nil {
+				yield(Report{}, err)
+				return
+			}
+			l.mu.Lock()
+			prev, step, ended := l.trained, l.stored, l.ended
+			l.mu.Unlock()
+			if step == prev && ended {
+				return
+			}
+			stats, err := learner.Learn(r.Ctx, rb, prev, step)
+			if err != nil {
+				yield(Report{}, err)
+				return
+			}
+			l.update(func() { l.trained = step })
+			if len(stats) > 0 {
+				ws.UpdateWeights(learner.Weights())
+			}
+			if !yield(Report{Stats: append([]algo.Stat(nil), stats...)}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Fork returns a fork of rb for another goroutine (algo.ForkReplay), or an
+// error if rb's workspaces cannot be shared.
+func Fork(rb algo.Replay) (algo.Replay, error) {
+	f, ok := rb.(algo.ForkReplay)
+	if !ok {
+		return nil, fmt.Errorf("%w: the replay %T cannot be shared between goroutines", ErrConfig, rb)
+	}
+	return f.Fork(), nil
+}

@@ -1,0 +1,263 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// Actor runs functions one at a time, in the order they were sent, on a
+// goroutine of its own: the mailbox of one source actor (an env worker, a
+// replay shard). Everything a shard computes and every message it receives
+// runs there, so a shard's state needs no lock, and a message sent before
+// a fetch is seen before that fetch (the ordering GatherSync relies on).
+// Send never blocks; the mailbox grows as needed. Close stops the
+// goroutine; messages not yet run are dropped.
+type Actor struct {
+	mu      sync.Mutex
+	queue   []func()
+	wake    chan struct{}
+	done    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+}
+
+// NewActor starts an actor's goroutine; its owner must Close it.
+func NewActor() *Actor {
+	a := &Actor{wake: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+	go a.loop()
+	return a
+}
+
+func (a *Actor) loop() {
+	defer close(a.stopped)
+	for {
+		a.mu.Lock()
+		if len(a.queue) == 0 {
+			a.mu.Unlock()
+			select {
+			case <-a.wake:
+				continue
+			case <-a.done:
+				return
+			}
+		}
+		f := a.queue[0]
+		a.queue[0] = nil
+		a.queue = a.queue[1:]
+		a.mu.Unlock()
+		select {
+		case <-a.done:
+			return
+		default:
+		}
+		f()
+	}
+}
+
+// Send queues f to run on the actor after everything sent before it.
+func (a *Actor) Send(f func()) {
+	a.mu.Lock()
+	a.queue = append(a.queue, f)
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Call runs f on the actor after everything sent before it and waits for
+// its error (a message whose reply is awaited).
+func (a *Actor) Call(ctx context.Context, f func() error) error {
+	reply := make(chan error, 1)
+	a.Send(func() { reply <- f() })
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-a.stopped:
+		return errors.New("flow: actor closed")
+	}
+}
+
+// Close stops the actor and waits for the function it is running.
+func (a *Actor) Close() {
+	a.once.Do(func() { close(a.done) })
+	<-a.stopped
+}
+
+// Shard is one source of a ParIter: an actor and the function that
+// produces its next item there. Next returns ErrEnd when the shard has no
+// more items.
+type Shard[T any] struct {
+	Actor *Actor
+	Next  func() (T, error)
+}
+
+// ParIter is a lazy stream sharded across source actors: each shard's
+// items are produced on its own actor, in parallel with the others, and
+// only when a gather operator asks for them. ParForEach adds work that runs
+// on the shard's actor; GatherSync and GatherAsync turn it into an Iter.
+type ParIter[T any] struct {
+	ctx    context.Context
+	shards []Shard[T]
+}
+
+// NewParIter returns the ParIter over shards; ctx bounds every wait of the
+// gather operators.
+func NewParIter[T any](ctx context.Context, shards []Shard[T]) ParIter[T] {
+	return ParIter[T]{ctx: ctx, shards: shards}
+}
+
+// Len is the number of shards.
+func (p ParIter[T]) Len() int { return len(p.shards) }
+
+// Actor returns shard k's actor, to send it messages (UpdateWeights).
+func (p ParIter[T]) Actor(k int) *Actor { return p.shards[k].Actor }
+
+// ParForEach applies f to every item of every shard, on the shard's actor
+// (in parallel across shards).
+func ParForEach[T, U any](p ParIter[T], f func(T) (U, error)) ParIter[U] {
+	out := ParIter[U]{ctx: p.ctx, shards: make([]Shard[U], len(p.shards))}
+	for k, s := range p.shards {
+		next := s.Next
+		out.shards[k] = Shard[U]{Actor: s.Actor, Next: func() (U, error) {
+			x, err := next()
+			if err != nil {
+				var zero U
+				return zero, err
+			}
+			return f(x)
+		}}
+	}
+	return out
+}
+
+// item is one reply of a shard.
+type item[T any] struct {
+	k   int
+	v   T
+	err error
+}
+
+// request asks shard k for its next item, delivered on out (which has room
+// for every request in flight, so an actor never blocks on it).
+func (p ParIter[T]) request(k int, out chan<- item[T]) {
+	next := p.shards[k].Next
+	p.shards[k].Actor.Send(func() {
+		v, err := next()
+		out <- item[T]{k: k, v: v, err: err}
+	})
+}
+
+// ErrUneven is returned by GatherSync when some shards end and others
+// still have items: a round would be incomplete, and its items are not
+// dropped silently.
+var ErrUneven = errors.New("flow: shards ended in different rounds")
+
+// GatherSync yields one item from every shard per round, in shard order,
+// as a slice: a barrier. A round's requests are sent only when the
+// consumer pulls the round, so the shards' actors are idle between rounds,
+// and a message sent to a shard after one round was yielded (UpdateWeights)
+// runs before that shard's item of the next round. The stream ends when
+// every shard ends in the same round.
+func GatherSync[T any](p ParIter[T]) Iter[[]T] {
+	return func(yield func([]T, error) bool) {
+		n := len(p.shards)
+		out := make(chan item[T], n)
+		for {
+			for k := range n {
+				p.request(k, out)
+			}
+			round, ended := make([]T, n), 0
+			var errs []error
+			for range n {
+				select {
+				case it := <-out:
+					switch {
+					case errors.Is(it.err, ErrEnd):
+						ended++
+					case it.err != nil:
+						errs = append(errs, fmt.Errorf("shard %d: %w", it.k, it.err))
+					default:
+						round[it.k] = it.v
+					}
+				case <-p.ctx.Done():
+					yield(nil, p.ctx.Err())
+					return
+				}
+			}
+			if ended > 0 && ended < n && len(errs) == 0 {
+				errs = append(errs, fmt.Errorf("%w: %d of %d shards ended", ErrUneven, ended, n))
+			}
+			if len(errs) > 0 {
+				yield(nil, errors.Join(errs...))
+				return
+			}
+			if ended == n || !yield(round, nil) {
+				return
+			}
+		}
+	}
+}
+
+// GatherAsync yields items as the shards produce them, keeping at most
+// numAsync requests in flight per shard: when the consumer is done with
+// shard k's item (pulls the next one), one more is requested from k. So
+// GatherAsync never holds more than numAsync × Len() items that the
+// consumer has not taken, however slow the consumer is. A message sent to shard k after one
+// of its items was yielded runs before any item requested later, but up to
+// numAsync − 1 items already requested may be produced without it: that
+// is the lag asynchronous plans accept. The stream ends when every shard
+// has ended and every item produced was yielded.
+func GatherAsync[T any](p ParIter[T], numAsync int) Iter[T] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		if numAsync < 1 {
+			yield(zero, fmt.Errorf("flow: GatherAsync: numAsync %d must be ≥ 1", numAsync))
+			return
+		}
+		n := len(p.shards)
+		out := make(chan item[T], n*numAsync)
+		pending, ended := make([]int, n), make([]bool, n)
+		inFlight := 0
+		for k := range n {
+			for range numAsync {
+				p.request(k, out)
+				pending[k]++
+				inFlight++
+			}
+		}
+		for inFlight > 0 {
+			var it item[T]
+			select {
+			case it = <-out:
+			case <-p.ctx.Done():
+				yield(zero, p.ctx.Err())
+				return
+			}
+			pending[it.k]--
+			inFlight--
+			switch {
+			case errors.Is(it.err, ErrEnd):
+				ended[it.k] = true
+				continue
+			case it.err != nil:
+				yield(zero, fmt.Errorf("shard %d: %w", it.k, it.err))
+				return
+			}
+			if !yield(it.v, nil) {
+				return
+			}
+			// The replacement is asked for once the consumer is done with
+			// the item, so what it sent meanwhile (new weights) comes first.
+			if !ended[it.k] {
+				p.request(it.k, out)
+				pending[it.k]++
+				inFlight++
+			}
+		}
+	}
+}

@@ -1,0 +1,228 @@
+package flow_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"herd/algo"
+	"herd/algo/a2c"
+	"herd/algo/dqn"
+	"herd/algo/impala"
+	"herd/algo/ppo"
+	"herd/flow"
+	"herd/metrics"
+	"herd/sample"
+)
+
+// resolve reads a run config for spec with the flow executor.
+func resolve(t *testing.T, spec algo.Spec, file string) *algo.Resolved {
+	t.Helper()
+	res, err := algo.Resolve([]byte(file), []algo.Spec{spec}, algo.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// trainHash runs flow.Train and returns the sha256 of the final
+// parameters and the episodes it logged.
+func trainHash(t *testing.T, res *algo.Resolved) (string, *countLog) {
+	t.Helper()
+	log := &countLog{}
+	m, err := flow.Train(context.Background(), &algo.Runtime{Header: res.Header, Log: log}, res.Spec, res.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "model.safetensors")
+	if err := m.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:]), log
+}
+
+// countLog records what a plan reported.
+type countLog struct {
+	episodes []string
+	steps    int64
+}
+
+func (l *countLog) Episode(step int64, ret float64, n int) {
+	l.episodes = append(l.episodes, fmt.Sprintf("%d:%v:%d", step, ret, n))
+}
+func (l *countLog) Scalar(string, float64) {}
+func (l *countLog) Step(s int64)           { l.steps = s }
+
+// TestSyncPlanSameBitsForAnyWorkers: a plan of synchronous operators only
+// (GatherSync, ConcatBatches, TrainOneStep) trains the same parameters,
+// and logs the same episodes at the same steps, whether its envs are
+// spread over 1, 2 or 4 workers.
+func TestSyncPlanSameBitsForAnyWorkers(t *testing.T) {
+	for _, c := range []struct {
+		spec algo.Spec
+		cfg  string
+	}{
+		{a2c.Spec(), "a2c: {num_envs: 4, num_steps: 8}"},
+		{ppo.Spec(), "ppo: {num_envs: 4, num_steps: 32, num_minibatches: 2, update_epochs: 2}"},
+	} {
+		t.Run(c.spec.Name, func(t *testing.T) {
+			var want string
+			var wantLog *countLog
+			for _, w := range []int{1, 2, 4} {
+				file := fmt.Sprintf("algo: %s\nenv: CartPole-v1\nseed: 3\nsteps: 1300\nruntime: {executor: flow, env_workers: %d}\n%s\n", c.spec.Name, w, c.cfg)
+				got, log := trainHash(t, resolve(t, c.spec, file))
+				if w == 1 {
+					want, wantLog = got, log
+					if len(log.episodes) == 0 || log.steps == 0 || log.steps > 1300 {
+						t.Fatalf("1 worker: %d episodes, %d steps", len(log.episodes), log.steps)
+					}
+					continue
+				}
+				if got != want {
+					t.Errorf("%d workers: parameters %s, with 1 worker %s", w, got, want)
+				}
+				if fmt.Sprint(log.episodes) != fmt.Sprint(wantLog.episodes) || log.steps != wantLog.steps {
+					t.Errorf("%d workers logged other episodes or steps than 1 worker", w)
+				}
+			}
+		})
+	}
+}
+
+// TestTrainRunFlow: `herd train` with runtime.executor flow runs the plan
+// and writes the run (summary steps = the budget in whole rounds).
+func TestTrainRunFlow(t *testing.T) {
+	res := resolve(t, a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nseed: 1\nsteps: 1000\nruntime: {executor: flow, env_workers: 2}\na2c: {num_envs: 4, num_steps: 5}\n")
+	res.Header.Out = t.TempDir() + "/run"
+	sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: map[string]algo.Executor{"flow": flow.Train}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Steps != 1000 || sum.Status != metrics.StatusCompleted {
+		t.Errorf("summary: %d steps, status %q", sum.Steps, sum.Status)
+	}
+	for _, f := range []string{"metrics.csv", "summary.json", "model.safetensors"} {
+		if _, err := os.Stat(filepath.Join(res.Header.Out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestDQNPlans: the DQN plan (GatherSync, round-robin Union) trains the
+// same bits twice with 2 workers; the Ape-X plan (GatherAsync, UnionAsync)
+// reports every env step of the budget.
+func TestDQNPlans(t *testing.T) {
+	const base = "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 3000\nruntime: {executor: flow, env_workers: 2}\n" +
+		"dqn: {learning_starts: 500, buffer_size: 2000, batch_size: 32, target_network_frequency: 100, net_arch: [32, 32]"
+	res := resolve(t, dqn.Spec(), base+"}\n")
+	a, _ := trainHash(t, res)
+	b, _ := trainHash(t, res)
+	if a != b {
+		t.Errorf("DQN plan, same seed and workers: %s then %s", a, b)
+	}
+	apex := resolve(t, dqn.Spec(), base+", prioritized: true, initial_priorities: actor, n_steps: 3}\n")
+	_, log := trainHash(t, apex)
+	if log.steps != 3000 || len(log.episodes) == 0 {
+		t.Errorf("Ape-X plan: %d steps, %d episodes", log.steps, len(log.episodes))
+	}
+}
+
+// TestCancelStopsEverything: cancelling a running plan (asynchronous:
+// IMPALA's GatherAsync) returns the model with context.Canceled and leaves
+// no goroutine behind.
+func TestCancelStopsEverything(t *testing.T) {
+	before := runtime.NumGoroutine()
+	res := resolve(t, impala.Spec(), "algo: impala\nenv: CartPole-v1\nsteps: 100000000\nruntime: {executor: flow, env_workers: 2}\nimpala: {num_envs: 4}\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	log := &stopLog{at: 20000, cancel: cancel}
+	m, err := flow.Train(ctx, &algo.Runtime{Header: res.Header, Log: log}, res.Spec, res.Config)
+	if !errors.Is(err, context.Canceled) || m == nil {
+		t.Fatalf("cancelled run: model %v, error %v", m, err)
+	}
+	for range 200 {
+		if runtime.NumGoroutine() <= before {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("%d goroutines after the run, %d before", runtime.NumGoroutine(), before)
+}
+
+// stopLog cancels the run once it has reported `at` steps.
+type stopLog struct {
+	at     int64
+	cancel context.CancelFunc
+}
+
+func (l *stopLog) Episode(int64, float64, int) {}
+func (l *stopLog) Scalar(string, float64)      {}
+func (l *stopLog) Step(s int64) {
+	if s >= l.at {
+		l.cancel()
+	}
+}
+
+// TestTransportNATSRejected: the flow executor's workers are in-process
+// only; asking for NATS is a clear error before anything runs.
+func TestTransportNATSRejected(t *testing.T) {
+	res := resolve(t, a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 1000\nruntime: {executor: flow, transport: nats}\n")
+	_, err := flow.Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config)
+	if !errors.Is(err, algo.ErrConfig) {
+		t.Fatalf("transport nats: %v, want ErrConfig", err)
+	}
+}
+
+// versionCheck is A2C's plan with a check between GatherSync and the
+// learner: round r's segments, from every worker, must have been made with
+// weights version r (the barrier: TrainOneStep's broadcast after round r−1
+// reached every worker before its next segment).
+type versionCheck struct {
+	*a2c.Config
+	t      *testing.T
+	rounds int
+}
+
+func (c *versionCheck) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
+	workers, err := flow.RolloutWorkers(r, c.NumEnvs, c.NumSteps, c.Gamma)
+	if err != nil {
+		return nil, err
+	}
+	learner, err := flow.SegmentLearner(r)
+	if err != nil {
+		return nil, err
+	}
+	rounds := flow.ForEach(flow.GatherSync(flow.ParallelRollouts(workers)), func(segs []*sample.Segment) ([]*sample.Segment, error) {
+		for k, s := range segs {
+			if s.Version != uint64(c.rounds) || s.Worker != k {
+				c.t.Errorf("round %d: worker %d's segment from worker %d has version %d", c.rounds, k, s.Worker, s.Version)
+			}
+		}
+		c.rounds++
+		return segs, nil
+	})
+	return flow.ForEach(flow.ConcatBatches(rounds), flow.TrainOneStep(workers, learner)), nil
+}
+
+// TestBarrierVersions runs the checked plan on 4 workers.
+func TestBarrierVersions(t *testing.T) {
+	res := resolve(t, a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 2000\nruntime: {executor: flow, env_workers: 4}\na2c: {num_envs: 4, num_steps: 5}\n")
+	c := &versionCheck{Config: res.Config.(*a2c.Config), t: t}
+	if _, err := flow.TrainPlan(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config, c); err != nil {
+		t.Fatal(err)
+	}
+	if c.rounds != 100 {
+		t.Errorf("%d rounds, want 100", c.rounds)
+	}
+}

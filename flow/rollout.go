@@ -1,0 +1,367 @@
+package flow
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"herd/algo"
+	"herd/env"
+	"herd/internal/rng"
+	"herd/sample"
+	"herd/weights"
+)
+
+// Workers are a plan's env workers (RLlib Flow's rollout workers): worker
+// k steps a contiguous block of the run's env slots with a policy copy of
+// its own, on an Actor of its own. Randomness belongs to env slots, not
+// to workers — slot i resets from (seed, "flow/env", i) and samples from
+// (seed, "env-worker", i) — so the same envs spread over 1, 2 or 4 workers
+// produce the same samples, and a synchronous plan the same bits.
+type Workers struct {
+	r      *Run
+	ws     []*worker
+	actors []*Actor
+	n, T   int // envs in all, steps per segment
+}
+
+// RolloutWorkers builds the run's env workers: numEnvs envs in all, split
+// over runtime.env_workers workers (default min(2, numEnvs)), each making
+// segments of T steps; gamma discounts the truncation bootstrap.
+func RolloutWorkers(r *Run, numEnvs, T int, gamma float32) (*Workers, error) {
+	w := r.Header.Runtime.EnvWorkers
+	if w == 0 {
+		w = min(2, numEnvs)
+	}
+	if w < 1 || w > numEnvs || T < 1 {
+		return nil, fmt.Errorf("%w: env_workers %d must be in 1…num_envs %d (num_steps %d)", ErrConfig, w, numEnvs, T)
+	}
+	if r.Pieces.NewSampler == nil || r.Pieces.NewPolicy == nil {
+		return nil, fmt.Errorf("%w: the algorithm has no policy and sampler pieces", ErrConfig)
+	}
+	ws := &Workers{r: r, n: numEnvs, T: T}
+	r.onClose(ws.close)
+	for k := range w {
+		lo, hi := k*numEnvs/w, (k+1)*numEnvs/w
+		wk := &worker{id: k, lo: lo, hi: hi, T: T, gamma: gamma, r: r,
+			obsDim: r.Spaces.Obs.Dim(), actDim: r.Spaces.Act.Dim()}
+		ws.ws = append(ws.ws, wk)
+		if err := wk.init(); err != nil {
+			return nil, err
+		}
+		ws.actors = append(ws.actors, NewActor())
+	}
+	return ws, nil
+}
+
+func (ws *Workers) close() {
+	for _, a := range ws.actors {
+		a.Close()
+	}
+	for _, w := range ws.ws {
+		for _, e := range w.envs {
+			e.Close()
+		}
+		if w.learner != nil {
+			w.learner.Close()
+		}
+	}
+}
+
+// Len is the number of workers.
+func (ws *Workers) Len() int { return len(ws.ws) }
+
+// ParallelRollouts is the ParIter of the workers' segments: each item is
+// one segment of T steps of a worker's envs, made on its actor with the
+// weights it holds (Segment.Version) when the item is asked for. Workers
+// stop (ErrEnd) when the run's env-step budget is spent.
+func ParallelRollouts(ws *Workers) ParIter[*sample.Segment] {
+	shards := make([]Shard[*sample.Segment], len(ws.ws))
+	for k, w := range ws.ws {
+		shards[k] = Shard[*sample.Segment]{Actor: ws.actors[k], Next: w.segment}
+	}
+	return NewParIter(ws.r.Ctx, shards)
+}
+
+// UpdateWeights sends v to worker k (k < 0: every worker): a message to
+// its actor, run before anything asked of the worker afterwards.
+func (ws *Workers) UpdateWeights(k int, v *weights.Version) {
+	for j, w := range ws.ws {
+		if k < 0 || k == j {
+			ws.actors[j].Send(func() { w.setWeights(v) })
+		}
+	}
+}
+
+// worker is one env worker's state; only its actor touches it.
+type worker struct {
+	r                      *Run
+	id, lo, hi, T          int
+	obsDim, actDim, outDim int
+	gamma                  float32
+	envs                   []env.Env
+	samplers               []algo.Sampler
+	policy                 algo.PolicyNet
+	version                *weights.Version // the weights the policy holds (nil: the initial ones)
+	err                    error            // a failed weight update, reported by the next item
+	obs, out, v            []float32
+	acts                   algo.Acts
+	steps                  int64
+	learner                GradientLearner // built on first ComputeGradients
+}
+
+func (w *worker) init() error {
+	h, pc := w.r.Header, w.r.Pieces
+	var err error
+	if w.policy, err = pc.NewPolicy(); err != nil {
+		return err
+	}
+	w.outDim = w.policy.OutDim()
+	n := w.hi - w.lo
+	w.obs = make([]float32, n*w.obsDim)
+	for j := range n {
+		slot := w.lo + j
+		e, err := env.Make(h.Env, env.WithEpisodeStatistics())
+		if err != nil {
+			return err
+		}
+		w.envs = append(w.envs, e)
+		s, err := pc.NewSampler(1, rng.New(h.Seed, "env-worker", slot))
+		if err != nil {
+			return err
+		}
+		w.samplers = append(w.samplers, s)
+		o, _, err := e.Reset(int64(rng.Derive(h.Seed, "flow/env", slot) >> 1))
+		if err != nil {
+			return fmt.Errorf("flow: reset env %d: %w", slot, err)
+		}
+		copy(w.obs[j*w.obsDim:], o)
+	}
+	return nil
+}
+
+func (w *worker) setWeights(v *weights.Version) {
+	if err := w.policy.SetWeights(v); err != nil {
+		w.err = fmt.Errorf("flow: worker %d: %w", w.id, err)
+		return
+	}
+	w.version = v
+}
+
+// segment steps the worker's envs T times and returns the segment: per
+// step one batched forward pass of the policy, then each env's own
+// sampler on its row (rows are bit-independent of the batch), so the
+// samples do not depend on how slots are spread over workers.
+func (w *worker) segment() (*sample.Segment, error) {
+	if w.err != nil {
+		return nil, w.err
+	}
+	n, od, ad, wd := w.hi-w.lo, w.obsDim, w.actDim, w.outDim
+	if !w.r.claim(int64(n * w.T)) {
+		return nil, ErrEnd
+	}
+	seg := sample.NewSegment(w.T, n, od, ad)
+	seg.Version, seg.Worker = w.policy.Version(), w.id
+	for t := range w.T {
+		row := t * n
+		copy(seg.Obs[row*od:(row+n)*od], w.obs)
+		w.out = w.policy.ForwardTo(grow(w.out, n*wd), w.obs, n)
+		for j, e := range w.envs {
+			k := row + j
+			a := &w.acts
+			w.samplers[j].SampleTo(a, w.out[j*wd:(j+1)*wd], 1, w.steps)
+			copy(seg.Actions[k*ad:(k+1)*ad], a.Actions)
+			seg.LogProbs[k], seg.Values[k] = a.LogProbs[0], a.Values[0]
+			o, rew, term, trunc, info, err := e.Step(a.EnvActions)
+			if err != nil {
+				return nil, fmt.Errorf("flow: env %d: %w", w.lo+j, err)
+			}
+			seg.Rewards[k] = float32(rew)
+			if term || trunc {
+				seg.Dones[k] = 1
+				if trunc && !term {
+					// Bootstrap the time limit from the true final
+					// observation with the behaviour policy's value.
+					w.v = w.policy.ForwardTo(grow(w.v, wd), o, 1)
+					seg.Rewards[k] += w.gamma * w.v[wd-1]
+				}
+				if info.HasEpisode {
+					seg.Episodes = append(seg.Episodes, sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t})
+				}
+				if o, _, err = e.Reset(env.NoSeed); err != nil {
+					return nil, fmt.Errorf("flow: reset env %d: %w", w.lo+j, err)
+				}
+			}
+			copy(w.obs[j*od:(j+1)*od], o)
+		}
+		w.steps += int64(n)
+	}
+	copy(seg.NextObs, w.obs)
+	w.out = w.policy.ForwardTo(grow(w.out, n*wd), w.obs, n)
+	for j := range n {
+		seg.LastValues[j] = w.out[(j+1)*wd-1] // on-policy rows end with V(s)
+	}
+	return seg, nil
+}
+
+// ConcatBatches joins each round of segments (GatherSync's, in worker
+// order) into one segment of all the envs, slot order: the batch the local
+// executor would have collected. Episodes are ordered by (step, env).
+func ConcatBatches(it Iter[[]*sample.Segment]) Iter[*sample.Segment] {
+	return ForEach(it, concat)
+}
+
+func concat(segs []*sample.Segment) (*sample.Segment, error) {
+	if len(segs) == 1 {
+		return segs[0], nil
+	}
+	s0 := segs[0]
+	n := 0
+	for _, s := range segs {
+		if s.T != s0.T || s.ObsDim != s0.ObsDim || s.ActDim != s0.ActDim {
+			return nil, fmt.Errorf("%w: flow: segments of different shapes", sample.ErrShape)
+		}
+		n += s.N
+	}
+	T, od, ad := s0.T, s0.ObsDim, s0.ActDim
+	out := sample.NewSegment(T, n, od, ad)
+	out.Version, out.Worker = s0.Version, -1
+	lo := 0
+	for _, s := range segs {
+		out.Version = min(out.Version, s.Version)
+		m := s.N
+		for t := range T {
+			dst, src := t*n+lo, t*m
+			copy(out.Obs[dst*od:(dst+m)*od], s.Obs[src*od:(src+m)*od])
+			copy(out.Actions[dst*ad:(dst+m)*ad], s.Actions[src*ad:(src+m)*ad])
+			copy(out.LogProbs[dst:dst+m], s.LogProbs[src:src+m])
+			copy(out.Values[dst:dst+m], s.Values[src:src+m])
+			copy(out.Rewards[dst:dst+m], s.Rewards[src:src+m])
+			copy(out.Dones[dst:dst+m], s.Dones[src:src+m])
+		}
+		copy(out.NextObs[lo*od:(lo+m)*od], s.NextObs)
+		copy(out.LastValues[lo:lo+m], s.LastValues)
+		out.Episodes = append(out.Episodes, s.Episodes...)
+		lo += m
+	}
+	// Workers are in slot order, so a stable sort by step gives (step, env).
+	slices.SortStableFunc(out.Episodes, func(a, b sample.Episode) int { return a.At - b.At })
+	return out, nil
+}
+
+// segmentReport is the Report of a learned segment: its steps and its
+// episodes at the env steps they ended.
+func segmentReport(seg *sample.Segment, stats []algo.Stat) Report {
+	eps := make([]sample.Episode, len(seg.Episodes))
+	for i, e := range seg.Episodes {
+		e.At = (e.At + 1) * seg.N
+		eps[i] = e
+	}
+	return Report{Steps: int64(seg.T * seg.N), Episodes: eps, Stats: stats}
+}
+
+// SegmentLearner builds the run's learner (Pieces.NewSegmentLearner), whose
+// model Train returns; Train closes it.
+func SegmentLearner(r *Run) (algo.SegmentLearner, error) {
+	if r.Pieces.NewSegmentLearner == nil {
+		return nil, fmt.Errorf("%w: the algorithm is not on-policy", ErrConfig)
+	}
+	l, err := r.Pieces.NewSegmentLearner()
+	if err != nil {
+		return nil, err
+	}
+	r.onClose(func() { l.Close() })
+	m, ok := l.(interface{ Model() algo.Model })
+	if !ok {
+		return nil, fmt.Errorf("%w: the learner %T cannot hand out its model", ErrConfig, l)
+	}
+	r.track(m.Model())
+	return l, nil
+}
+
+// TrainOneStep learns on each segment (one Learn call) and then sends the
+// new weights to every worker: after GatherSync, the next round is
+// collected with them.
+func TrainOneStep(ws *Workers, l algo.SegmentLearner) func(*sample.Segment) (Report, error) {
+	return func(seg *sample.Segment) (Report, error) {
+		stats, err := l.Learn(ws.r.Ctx, seg)
+		if err != nil {
+			return Report{}, err
+		}
+		ws.UpdateWeights(-1, l.Weights())
+		return segmentReport(seg, stats), nil
+	}
+}
+
+// GradientLearner is a SegmentLearner whose update is cut into a gradient
+// step, which workers run on their own copies, and an apply step, which
+// the driver's learner runs (A3C).
+type GradientLearner interface {
+	algo.SegmentLearner
+	// NewGrad returns a gradient buffer sized for the learner.
+	NewGrad() *algo.Grad
+	// ComputeGradients writes the gradient of the algorithm's loss on seg
+	// at weights v (nil: the learner's own) into g and returns the loss
+	// scalars; it takes no optimizer step.
+	ComputeGradients(ctx context.Context, seg *sample.Segment, v *weights.Version, g *algo.Grad) ([]algo.Stat, error)
+	// ApplyGradients takes one optimizer step with g and counts one update.
+	ApplyGradients(g *algo.Grad) error
+}
+
+// Gradients are a worker's gradient on one of its segments.
+type Gradients struct {
+	Grad   *algo.Grad
+	Worker int
+	Report Report
+}
+
+// ComputeGradients computes each segment's gradient on the worker that
+// made it (run inside ParForEach, on the worker's actor), with a copy of
+// the learner at the weights the worker acted with.
+func ComputeGradients(ws *Workers) func(*sample.Segment) (Gradients, error) {
+	return func(seg *sample.Segment) (Gradients, error) {
+		w := ws.ws[seg.Worker]
+		if w.learner == nil {
+			l, err := ws.r.Pieces.NewSegmentLearner()
+			if err != nil {
+				return Gradients{}, err
+			}
+			gl, ok := l.(GradientLearner)
+			if !ok {
+				l.Close()
+				return Gradients{}, fmt.Errorf("%w: the learner %T cannot compute gradients", ErrConfig, l)
+			}
+			w.learner = gl
+		}
+		g := w.learner.NewGrad() // a new buffer per item: the driver owns it once yielded
+		stats, err := w.learner.ComputeGradients(ws.r.Ctx, seg, w.version, g)
+		if err != nil {
+			return Gradients{}, err
+		}
+		return Gradients{Grad: g, Worker: w.id, Report: segmentReport(seg, stats)}, nil
+	}
+}
+
+// ApplyGradients applies each gradient with the driver's learner as it
+// arrives and sends the new weights to the worker that computed it (A3C:
+// the other workers get theirs when their own gradients are applied).
+func ApplyGradients(ws *Workers, l algo.SegmentLearner) func(Gradients) (Report, error) {
+	return func(g Gradients) (Report, error) {
+		gl, ok := l.(GradientLearner)
+		if !ok {
+			return Report{}, fmt.Errorf("%w: the learner %T cannot apply gradients", ErrConfig, l)
+		}
+		if err := gl.ApplyGradients(g.Grad); err != nil {
+			return Report{}, err
+		}
+		ws.UpdateWeights(g.Worker, l.Weights())
+		return g.Report, nil
+	}
+}
+
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}

@@ -1,0 +1,176 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"herd/algo"
+	"herd/env"
+	"herd/sample"
+)
+
+// ErrConfig marks a plan that cannot run with the given settings; it wraps
+// algo.ErrConfig.
+var ErrConfig = fmt.Errorf("%w: flow", algo.ErrConfig)
+
+// Planner is implemented by the configs of algorithms written as plans:
+// Plan builds the algorithm's dataflow on r and returns the stream of its
+// reports. Nothing runs until Train pulls the stream.
+type Planner interface {
+	Plan(r *Run) (Iter[Report], error)
+}
+
+// Report is what a training step tells StandardMetricsReporting: the env
+// steps it accounts for, the episodes that ended in them and the
+// learner's scalars.
+type Report struct {
+	// Steps are the env steps (summed over envs) of the samples behind it.
+	Steps int64
+	// Episodes ended in those samples; At is the number of env steps into
+	// the report's Steps at which each ended (1…Steps).
+	Episodes []sample.Episode
+	// Stats are the learner's scalars (names from the Spec's Scalars).
+	Stats []algo.Stat
+}
+
+// Run is what a plan is built from: the run's header, the algorithm's
+// pieces for the env's spaces, and the bookkeeping of the operators (the
+// env-step budget, the model to save, the actors to stop). Train makes one
+// per run; a plan only passes it to operators.
+type Run struct {
+	// Ctx ends the run: cancelled when Train returns or the caller stops.
+	Ctx    context.Context
+	Header algo.Header
+	Pieces *algo.Pieces
+	Spaces algo.Spaces
+
+	rt      *algo.Runtime
+	model   algo.Model
+	budget  atomic.Int64 // env steps rollout workers may still take
+	total   atomic.Int64 // the budget before any claim
+	steps   int64        // env steps reported so far
+	closers []func()
+}
+
+// Train runs the plan of cfg (a Planner) with spec's pieces: the flow
+// executor, with algo.Executor's contract. It pulls the plan's reports
+// until the stream ends (the rollout workers have spent the step budget and
+// every sample was learned) and returns the learner's model.
+func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+	planner, ok := cfg.(Planner)
+	if !ok {
+		return nil, fmt.Errorf("%w: algorithm %s has no plan", ErrConfig, spec.Name)
+	}
+	return TrainPlan(ctx, rt, spec, cfg, planner)
+}
+
+// TrainPlan is Train with a plan of the caller's (a custom plan over an
+// algorithm's pieces: cfg configures spec's pieces, p builds the plan).
+func TrainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, p Planner) (algo.Model, error) {
+	h := rt.Header
+	if spec.Pieces == nil {
+		return nil, fmt.Errorf("%w: algorithm %s has no pieces", ErrConfig, spec.Name)
+	}
+	if t := h.Runtime.Transport; t != "" && t != "inproc" {
+		return nil, fmt.Errorf("%w: transport %q: the flow executor's workers run in-process only (transport inproc)", ErrConfig, t)
+	}
+	e, err := env.Make(h.Env)
+	if err != nil {
+		return nil, err
+	}
+	sp := algo.SpacesOf(e)
+	e.Close()
+	pieces, err := spec.Pieces(h, cfg, sp)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	r := &Run{Ctx: ctx, Header: h, Pieces: pieces, Spaces: sp, rt: rt}
+	r.budget.Store(h.Steps)
+	r.total.Store(h.Steps)
+	defer r.close()
+	defer cancel() // before close: a stopped actor may be waiting on ctx
+	it, err := p.Plan(r)
+	if err != nil {
+		return r.model, err
+	}
+	for _, err := range it {
+		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+				return r.model, err
+			}
+			return r.model, fmt.Errorf("flow: %s: %w", spec.Name, err)
+		}
+	}
+	return r.model, nil
+}
+
+// Steps returns the env steps reported so far.
+func (r *Run) Steps() int64 { return r.steps }
+
+// SetBudget rounds the run's env-step budget down to a multiple of unit
+// (a synchronous plan's round: every worker's segment), so that no round
+// is cut short.
+func (r *Run) SetBudget(unit int64) {
+	if unit > 0 {
+		r.budget.Store(r.Header.Steps / unit * unit)
+		r.total.Store(r.Header.Steps / unit * unit)
+	}
+}
+
+// claim takes n env steps from the budget; false when fewer are left.
+func (r *Run) claim(n int64) bool {
+	_, ok := r.claimAt(n)
+	return ok
+}
+
+// claimAt is claim that also returns the global step the claimed steps
+// start at (for exploration schedules).
+func (r *Run) claimAt(n int64) (int64, bool) {
+	for {
+		b := r.budget.Load()
+		if b < n {
+			return 0, false
+		}
+		if r.budget.CompareAndSwap(b, b-n) {
+			return r.total.Load() - b, true
+		}
+	}
+}
+
+// track records the learner's model (saved at the end, watched for
+// divergence).
+func (r *Run) track(m algo.Model) {
+	r.model = m
+	r.rt.Track(m)
+}
+
+// onClose registers f to run when Train returns (after the context is
+// cancelled), last registered first.
+func (r *Run) onClose(f func()) { r.closers = append(r.closers, f) }
+
+func (r *Run) close() {
+	for i := len(r.closers) - 1; i >= 0; i-- {
+		r.closers[i]()
+	}
+}
+
+// StandardMetricsReporting logs every report into the run's metrics
+// (metrics.csv, summary.json and the progress bar, through the Runtime's
+// Logger): its episodes at the global steps they ended, its scalars, and
+// the global step.
+func StandardMetricsReporting(r *Run, it Iter[Report]) Iter[Report] {
+	return ForEach(it, func(rep Report) (Report, error) {
+		for _, e := range rep.Episodes {
+			r.rt.Log.Episode(r.steps+int64(e.At), e.Return, e.Length)
+		}
+		r.steps += rep.Steps
+		for _, s := range rep.Stats {
+			r.rt.Log.Scalar(s.Name, s.Value)
+		}
+		r.rt.Log.Step(r.steps)
+		return rep, nil
+	})
+}
