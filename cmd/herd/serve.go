@@ -1,7 +1,7 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"time"
 
@@ -53,7 +53,15 @@ func (f *serveFlags) run(cmd *cobra.Command, what string, register func(*grpc.Se
 		}
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "herd: serving %s on %s (%s)\n", what, lis.Addr(), mode)
-	return service.Serve(cmd.Context(), g, lis, 5*time.Second)
+	if err := service.Serve(cmd.Context(), g, lis, 5*time.Second); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if ctx := cmd.Context(); ctx.Err() != nil {
+		// Stopped by Ctrl-C or SIGTERM: exit 130, unless the caller has
+		// more to save and fails at it.
+		return fmt.Errorf("serve: stopped: %w", context.Cause(ctx))
+	}
+	return nil
 }
 
 func newServeCmd() *cobra.Command {
@@ -144,7 +152,12 @@ must carry every field a prioritized sampler reads.`,
 				return fmt.Errorf("serve replay: %w", err)
 			}
 			serveErr := f.run(cmd, fmt.Sprintf("replay store %s (%v)", opts.Dir, opts.Mode), srv.Register)
-			return errors.Join(serveErr, store.Close())
+			if err := store.Close(); err != nil {
+				// %v: a store that did not close cleanly is a failure,
+				// never a clean interruption.
+				return fmt.Errorf("serve replay: closing the store: %v (serving: %v)", err, serveErr)
+			}
+			return serveErr
 		},
 	}
 	f.register(cmd, "127.0.0.1:7100")
