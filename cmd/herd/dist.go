@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -155,6 +156,12 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	case f.slot < 0:
 		return fmt.Errorf("worker: --slot must be ≥ 0, got %d", f.slot)
 	}
+	fc := flagCheck{cmd: "worker"}
+	fc.durationAtLeast("ttl", time.Second, f.ttl)
+	fc.durationAtLeast("wait", time.Millisecond, f.wait)
+	if err := fc.err(); err != nil {
+		return err
+	}
 	mode, err := dirMode(f.force, f.resume)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
@@ -193,6 +200,9 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	res, err := algo.Resolve(data, specs, ov)
 	if err != nil {
 		return fmt.Errorf("worker: run %s's config: %w", f.run, err)
+	}
+	if err := checkSlot(res, f.role, f.slot); err != nil {
+		return fmt.Errorf("worker: run %s: %w", f.run, err)
 	}
 
 	mem, err := tr.Membership(ctx, f.run, dist.Options{TTL: f.ttl})
@@ -269,6 +279,30 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	return err
 }
 
+// checkSlot refuses a slot the run's topology does not have: env workers
+// 0…env_workers-1, policy workers 0…policy_workers-1, learner 0.
+func checkSlot(res *algo.Resolved, role string, slot int) error {
+	rc := res.Header.Runtime
+	n := 1
+	switch role {
+	case "env":
+		n = max(rc.EnvWorkers, 1)
+	case "policy":
+		st, err := distexec.Prepare(res.Header, res.Spec, res.Config)
+		if err != nil {
+			return err
+		}
+		n = st.PolicyWorkers(rc.PolicyWorkers)
+	}
+	if n == 0 {
+		return fmt.Errorf("the run has no %s workers", role)
+	}
+	if slot >= n {
+		return fmt.Errorf("--slot %d: the run has %d %s slot(s), 0…%d", slot, n, role, n-1)
+	}
+	return nil
+}
+
 // resultSuffix names the registration in which a learner leaves its exit
 // status for a controller that does not own its process (herd launch
 // --no-workers): "<status> <message>".
@@ -333,6 +367,12 @@ learner vanished without one.`,
   herd launch --config configs/ppo-cartpole-dist.yaml --seed 2 --steps 100000 --quiet`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			fc := flagCheck{cmd: "launch"}
+			fc.durationAtLeast("ttl", time.Second, f.ttl)
+			fc.atLeast("max-restarts", 0, int64(f.restarts))
+			if err := fc.err(); err != nil {
+				return err
+			}
 			res, err := resolveWith(cmd, &f.train, specs())
 			if err != nil {
 				return err
@@ -388,6 +428,11 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	}
 	if err := checkRunDir(h.Out, mode); err != nil {
 		return fmt.Errorf("launch: %w", err)
+	}
+	if !f.noWorkers {
+		if err := checkLocalWorkers(res, st); err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
 	}
 	run := f.run
 	if run == "" {
@@ -590,6 +635,26 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 		}
 	}
 	return errors.Join(all...)
+}
+
+// maxProcsPerCore bounds the worker processes launch starts on one machine:
+// beyond it they only wait for each other's cores.
+const maxProcsPerCore = 16
+
+// checkLocalWorkers refuses, before any process starts, a topology this
+// machine cannot hold: more worker processes than maxProcsPerCore per
+// core, or more memory than it has (the run's estimate plus
+// algo.ProcessBytes per process).
+func checkLocalWorkers(res *algo.Resolved, st *distexec.Setup) error {
+	rc := res.Header.Runtime
+	envW, polW := max(rc.EnvWorkers, 1), st.PolicyWorkers(rc.PolicyWorkers)
+	procs := envW + polW + 1
+	if limit := maxProcsPerCore * runtime.NumCPU(); procs > limit {
+		return fmt.Errorf("%w: runtime.env_workers %d + policy_workers %d + 1 learner = %d worker processes, more than %d per core on this machine's %d cores (%d); "+
+			"run them on more machines with --no-workers", algo.ErrConfig, envW, polW, procs, maxProcsPerCore, runtime.NumCPU(), limit)
+	}
+	return algo.CheckMemory(res, algo.MemoryUse{Key: fmt.Sprintf("env_workers+policy_workers+1=%d", procs),
+		What: "worker processes", Bytes: float64(procs) * algo.ProcessBytes})
 }
 
 // reportWire adds the run's wire bytes per env step, total and by kind, to

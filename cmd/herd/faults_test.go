@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -9,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"herd/dist"
 	"herd/internal/atomicfile"
 	"herd/nn"
 )
@@ -67,3 +70,81 @@ func TestCLIUnknownSubcommandAndServeInterrupt(t *testing.T) {
 		}
 	}
 }
+
+// An explicit zero, negative or out-of-range count is an error naming the
+// flag or key; only a value left out means the default.
+func TestExplicitInvalidValuesAreErrors(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := dist.StartServer(dist.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	n, err := dialNATS(t, srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	putRunConfig(t, context.Background(), n, "slots", distPPO)
+	pal := []string{"train", "--algo", "dqn", "--env", "CartPole-v1", "--steps", "1000", "--quiet", "--out", filepath.Join(dir, "x"), "--set", "runtime.executor=pal"}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{append(pal, "--set", "runtime.actors=0"), "runtime.actors"},
+		{append(pal, "--set", "runtime.learners=-1"), "runtime.learners"},
+		{[]string{"train", "--algo", "ppo", "--env", "CartPole-v1", "--set", "runtime.executor=hts", "--set", "runtime.policy_workers=0"}, "runtime.policy_workers"},
+		{[]string{"launch", "--config", distPPO, "--ttl", "0s"}, "--ttl"},
+		{[]string{"launch", "--config", distPPO, "--ttl", "-1s"}, "--ttl"},
+		{[]string{"launch", "--config", distPPO, "--max-restarts", "-1"}, "--max-restarts"},
+		{[]string{"serve", "replay", "--mode", "memory", "--max-batch", "0"}, "--max-batch"},
+		{[]string{"serve", "replay", "--mode", "memory", "--cache-mb", "0"}, "--cache-mb"},
+		{[]string{"serve", "env", "--max-sessions", "0"}, "--max-sessions"},
+		{[]string{"bench", "remote", "replay", "--ops", "0"}, "--ops"},
+		{[]string{"worker", "--role", "env", "--slot", "99", "--nats", srv.URL(), "--run", "slots", "--wait", "5s"}, "--slot 99"},
+		{[]string{"worker", "--role", "env", "--nats", srv.URL(), "--run", "slots", "--wait", "-1s"}, "--wait"},
+	} {
+		// A server that accepted the value would serve until stopped.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		root := newRootCmd()
+		root.SetOut(io.Discard)
+		root.SetErr(io.Discard)
+		root.SetArgs(c.args)
+		err := root.ExecuteContext(ctx)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("herd %v: %v, want an error naming %s", c.args, err, c.want)
+		}
+	}
+}
+
+// Worker counts are checked against the memory estimate and the machine
+// before anything starts: no process, no goroutine per worker.
+func TestWorkerCountsBounded(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Now()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"train", "--algo", "dqn", "--env", "CartPole-v1", "--steps", "1000", "--quiet", "--out", filepath.Join(dir, "a"),
+			"--set", "runtime.executor=pal", "--set", "runtime.actors=1000000000"}, "runtime.actors"},
+		{[]string{"train", "--config", distPPO, "--quiet", "--out", filepath.Join(dir, "b"), "--set", "runtime.env_workers=1000000000"}, "runtime.env_workers"},
+		{[]string{"launch", "--config", distPPO, "--quiet", "--out", filepath.Join(dir, "c"), "--set", "runtime.env_workers=1000000"}, "env_workers"},
+		{[]string{"launch", "--config", distPPO, "--quiet", "--out", filepath.Join(dir, "d"), "--set", "runtime.env_workers=4000"}, "worker processes"},
+	} {
+		if _, err := runHerd(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("herd %v: %v, want an error naming %s", c.args, err, c.want)
+		}
+	}
+	if d := time.Since(t0); d > 20*time.Second {
+		t.Errorf("refusals took %v", d)
+	}
+	// A pal run whose actors' envs exceed the memory is refused by the
+	// estimate, naming runtime.actors.
+	if _, err := runHerd(t, "train", "--algo", "dqn", "--env", "CartPole-v1", "--steps", "1000", "--quiet", "--out", filepath.Join(dir, "e"),
+		"--set", "runtime.executor=pal", "--set", "runtime.actors=4096", "--set", "num_envs=1000000"); err == nil || !strings.Contains(err.Error(), "runtime.actors") {
+		t.Errorf("4096 actors × 1e6 envs: %v, want the memory estimate naming runtime.actors", err)
+	}
+}
+
+const distPPO = "../../configs/ppo-cartpole-dist.yaml"

@@ -91,6 +91,12 @@ With --tls-cert/--tls-key clients connect with grpcs://...?ca=CA.pem; with
   herd serve env --addr 0.0.0.0:7000 --tls-cert srv.pem --tls-key srv.key --tls-client-ca ca.pem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			fc := flagCheck{cmd: "serve env"}
+			fc.atLeast("max-envs", 1, int64(maxEnvs))
+			fc.atLeast("max-sessions", 1, int64(maxSessions))
+			if err := fc.err(); err != nil {
+				return err
+			}
 			return f.run(cmd, "herd envs", envsvc.New(envsvc.Config{MaxEnvs: maxEnvs, MaxSessions: maxSessions}).Register)
 		},
 	}
@@ -121,6 +127,14 @@ must carry every field a prioritized sampler reads.`,
       --snapshot-url file:///backups/replay`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			fc := flagCheck{cmd: "serve replay"}
+			fc.atLeast("max-batch", 1, int64(maxBatch))
+			if cmd.Flags().Changed("cache-mb") {
+				fc.atLeast("cache-mb", 1, int64(opts.CacheMB)) // left out: the default
+			}
+			if err := fc.err(); err != nil {
+				return err
+			}
 			var err error
 			if opts.Mode, err = persist.ParseMode(mode); err != nil {
 				return fmt.Errorf("serve replay: %w", err)
