@@ -250,6 +250,7 @@ type Overrides struct {
 func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 	h := DefaultHeader()
 	sections := map[string]*yaml.Node{}
+	var explicit []string // runtime keys the file or a --set wrote out
 	if len(strings.TrimSpace(string(data))) > 0 {
 		var root yaml.Node
 		if err := yaml.Load(data, &root); err != nil {
@@ -285,6 +286,13 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 		if err := header.Load(&h, yaml.WithKnownFields()); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
+		for i := 0; i+1 < len(header.Content); i += 2 {
+			if rt := header.Content[i+1]; header.Content[i].Value == "runtime" && rt.Kind == yaml.MappingNode {
+				for j := 0; j+1 < len(rt.Content); j += 2 {
+					explicit = append(explicit, rt.Content[j].Value)
+				}
+			}
+		}
 	}
 	if ov.Algo != nil {
 		h.Algo = *ov.Algo
@@ -312,9 +320,14 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 			if err := setYAML(&h.Runtime, k); err != nil {
 				return nil, fmt.Errorf("%w (runtime.)", err)
 			}
+			key, _, _ := strings.Cut(k, "=")
+			explicit = append(explicit, strings.TrimSpace(key))
 			continue
 		}
 		algoSet = append(algoSet, kv)
+	}
+	if err := h.Runtime.checkExplicitCounts(explicit); err != nil {
+		return nil, err
 	}
 	h.EnsureDefaults()
 	if err := h.Validate(); err != nil {

@@ -74,8 +74,8 @@ func saveCheckpoint(m Model, path string, meta map[string]string) error {
 	})
 }
 
-// CheckCheckpoint compares the metadata of the checkpoint at path with the
-// run it is loaded for: algorithm h.Algo on env h.Env. A checkpoint written
+// CheckCheckpoint refuses a checkpoint holding a NaN or infinite weight, and
+// compares the metadata of the checkpoint at path with the run it is loaded for: algorithm h.Algo on env h.Env. A checkpoint written
 // before herd recorded this metadata passes with a note in the returned
 // string. When envOverride is true (the user named another env on purpose),
 // a different env id is allowed if its spaces are compatible: the same
@@ -89,6 +89,17 @@ func CheckCheckpoint(path string, h Header, envOverride bool) (note string, err 
 	ck, err := nn.ReadSafetensors(f)
 	if err != nil {
 		return "", fmt.Errorf("algo: %s: %w", path, err)
+	}
+	names := make([]string, 0, len(ck.Tensors))
+	for name := range ck.Tensors {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if i := nonFinite(ck.Tensors[name].Data); i >= 0 {
+			return "", fmt.Errorf("%w: %s: tensor %s holds %v at index %d: the weights are not finite, so no policy can be evaluated",
+				ErrCheckpoint, path, name, ck.Tensors[name].Data[i], i)
+		}
 	}
 	md := ck.Metadata
 	if md[MetaAlgo] == "" && md[MetaEnv] == "" {

@@ -75,11 +75,76 @@ func EstimateMemory(h Header, cfg Config, obs, act env.Space, envBytes float64) 
 		// networks (actor, critic or twin critics, targets)
 		add(batchKey, batch, "minibatch workspaces", float64(batch)*width*4*2*3)
 	}
+	// Workers beyond the first each hold their own envs (pal actors, dist
+	// env workers) or policy copy (dist policy workers), with a goroutine
+	// stack and buffers of at least workerBytes.
+	envSet := float64(numEnvs) * (envBytes + 8*(obsDim+actDim))
+	policy := 4 * 3 * layerParams(obsDim, actDim, cfg)
+	rc := h.Runtime
+	switch rc.Executor {
+	case "pal":
+		if n := int64(rc.Actors); n > 1 {
+			add("runtime.actors", n, "actors' envs and policy copies", float64(n-1)*(envSet+policy+workerBytes))
+		}
+	case "dist", "hts":
+		if n := int64(rc.EnvWorkers); n > 1 && rc.Executor == "dist" {
+			add("runtime.env_workers", n, "env workers' envs", float64(n-1)*(envSet+workerBytes))
+		}
+		if n := int64(rc.PolicyWorkers); n > 1 {
+			add("runtime.policy_workers", n, "policy workers' policy copies", float64(n-1)*(policy+workerBytes))
+		}
+	}
 	if h.LogEvery > 0 {
 		rows := float64(h.Steps) / float64(h.LogEvery)
 		uses = append(uses, MemoryUse{Key: fmt.Sprintf("steps/log_every=%d/%d", h.Steps, h.LogEvery), What: "learning curve", Bytes: rows * 16})
 	}
 	return uses
+}
+
+// workerBytes is a lower bound of what one more worker goroutine costs
+// besides its envs and weights: stack, channels, batch buffers.
+const workerBytes = 64 << 10
+
+// ProcessBytes is a lower bound of one more herd worker process's resident
+// memory (the Go runtime, the binary's pages, its NATS connections), for
+// launchers that start them (herd launch).
+const ProcessBytes = 24 << 20
+
+// layerParams estimates the parameters of one network from the hidden
+// widths (hidden or net_arch; 64×64 when the config names none).
+func layerParams(obsDim, actDim float64, cfg Config) float64 {
+	widths := []float64{obsDim}
+	hs := intsKey(cfg, "hidden")
+	if len(hs) == 0 {
+		hs = intsKey(cfg, "net_arch")
+	}
+	if len(hs) == 0 {
+		hs = []int64{64, 64}
+	}
+	for _, w := range hs {
+		widths = append(widths, float64(w))
+	}
+	widths = append(widths, actDim)
+	var n float64
+	for i := 1; i < len(widths); i++ {
+		n += (widths[i-1] + 1) * widths[i]
+	}
+	return n
+}
+
+// CheckMemory estimates the memory a run of res needs (EstimateMemory,
+// with one env made to measure it) plus extra, and refuses it with
+// ErrMemory when it exceeds the memory available, naming the largest
+// use. TrainRun does this itself; a launcher calls it before starting
+// processes.
+func CheckMemory(res *Resolved, extra ...MemoryUse) error {
+	e, envBytes, err := envFootprint(res.Header.Env)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	obs, act := e.ObservationSpace(), e.ActionSpace()
+	e.Close()
+	return checkMemory(append(EstimateMemory(res.Header, res.Config, obs, act, envBytes), extra...))
 }
 
 // checkMemory refuses uses whose total exceeds the available memory

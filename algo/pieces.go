@@ -180,7 +180,8 @@ type RuntimeConfig struct {
 	Executor string `yaml:"executor"`
 
 	// EnvWorkers, PolicyWorkers and Alpha are HTS's E, P and α (see
-	// run/hts); 0 means the default.
+	// run/hts); left out (0) means the default, and a count written out
+	// must be ≥ 1.
 	EnvWorkers    int `yaml:"env_workers,omitempty"`
 	PolicyWorkers int `yaml:"policy_workers,omitempty"`
 	Alpha         int `yaml:"alpha,omitempty"`
@@ -200,8 +201,8 @@ type RuntimeConfig struct {
 	MaxPolicyLag int `yaml:"max_policy_lag,omitempty"`
 
 	// Actors, Learners, LearnerMode, UpdateInterval, RefreshEvery,
-	// PublishEvery and MaxLag are PAL's settings (see run/pal); 0 or ""
-	// means the default.
+	// PublishEvery and MaxLag are PAL's settings (see run/pal); left out
+	// (0 or "") means the default, and a count written out must be ≥ 1.
 	Actors         int     `yaml:"actors,omitempty"`
 	Learners       int     `yaml:"learners,omitempty"`
 	LearnerMode    string  `yaml:"learner_mode,omitempty"`
@@ -236,6 +237,31 @@ const DefaultMaxPolicyLag = 32
 // the learner the data was (summary.json's "dist" holds their last values).
 var DistScalars = []string{"dist/lag_mean", "dist/lag_max", "dist/dropped", "dist/duplicates",
 	"dist/decode_errors", "dist/stale_weights", "dist/abandoned"}
+
+// MaxWorkers bounds every worker count of the runtime section (actors,
+// env_workers, policy_workers): far more than any machine or cluster herd
+// runs on would use, so an absurd count is refused before anything starts
+// even where the memory estimate cannot be checked. The memory estimate
+// (EstimateMemory) is the finer bound.
+const MaxWorkers = 4096
+
+// countKeys are the runtime keys whose 0 means "the default": written out,
+// 0 or less is an error, not the default.
+var countKeys = []string{"env_workers", "policy_workers", "alpha", "actors", "learners", "refresh_every", "publish_every", "max_lag"}
+
+// checkExplicitCounts refuses a count key that the config or a --set wrote
+// out with a value below 1 (omitting it gives the default).
+func (rc RuntimeConfig) checkExplicitCounts(explicit []string) error {
+	vals := map[string]int{"env_workers": rc.EnvWorkers, "policy_workers": rc.PolicyWorkers, "alpha": rc.Alpha,
+		"actors": rc.Actors, "learners": rc.Learners, "refresh_every": rc.RefreshEvery, "publish_every": rc.PublishEvery, "max_lag": rc.MaxLag}
+	var errs []error
+	for _, k := range countKeys {
+		if slices.Contains(explicit, k) && vals[k] < 1 {
+			errs = append(errs, fmt.Errorf("%w: runtime.%s is %d; it must be ≥ 1 (leave it out for the default)", ErrConfig, k, vals[k]))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Executors lists the executors this build knows.
 func Executors() []string { return []string{"local", "hts", "dist", "pal", "flow"} }
@@ -287,6 +313,14 @@ func (rc RuntimeConfig) Validate() error {
 	}
 	if u := rc.UpdateInterval; u != 0 && (!(u > 0) || u > 1e9 || rc.Executor != "pal") {
 		errs = append(errs, fmt.Errorf("%w: runtime.update_interval %v: a positive pal setting (executor %q)", ErrConfig, u, rc.Executor))
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"actors", rc.Actors}, {"env_workers", rc.EnvWorkers}, {"policy_workers", rc.PolicyWorkers}} {
+		if c.v > MaxWorkers {
+			errs = append(errs, fmt.Errorf("%w: runtime.%s %d: at most %d", ErrConfig, c.name, c.v, MaxWorkers))
+		}
 	}
 	if rc.Learners > 256 {
 		errs = append(errs, fmt.Errorf("%w: runtime.learners %d: at most 256", ErrConfig, rc.Learners))

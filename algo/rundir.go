@@ -23,6 +23,9 @@ const (
 	// all complete; a run killed with SIGKILL leaves its partial files
 	// there, and the next run into the directory clears it.
 	stagingDir = ".staging"
+	// previousDir holds an earlier run's files while commit replaces them.
+	previousDir  = ".previous"
+	setAsideMark = ".complete"
 )
 
 // RunFiles lists the files that make up a run, in the order a commit moves
@@ -38,8 +41,10 @@ type DirMode int
 const (
 	// DirNew refuses a directory that holds a run (ErrRunExists).
 	DirNew DirMode = iota
-	// DirForce replaces the run, but only once the new one has trained:
-	// a new run that fails before training leaves the old one untouched.
+	// DirForce replaces the run, but only with a new run whose files were
+	// all written (completed, interrupted or diverged): a new run that
+	// fails, before or after training, leaves the old one byte-identical
+	// and its own partial files in the staging directory.
 	DirForce
 	// DirResume continues the run from its checkpoint. No algorithm can
 	// today (checkpoints hold the weights only, not the optimizer state,
@@ -66,6 +71,7 @@ type runDir struct {
 	dir, stage string
 	lock       *os.File
 	created    bool // dir did not exist before openRunDir
+	hadRun     bool // dir held an earlier run (DirForce replaces it)
 }
 
 // openRunDir creates (if needed) and locks dir, applies mode to a run
@@ -89,7 +95,12 @@ func openRunDir(dir string, mode DirMode) (*runDir, error) {
 		return nil, fmt.Errorf("algo: lock %s: %w", dir, err)
 	}
 	d := &runDir{dir: dir, stage: filepath.Join(dir, stagingDir), lock: lock, created: created}
+	if err := d.recover(); err != nil {
+		d.close()
+		return nil, err
+	}
 	existing := d.existing()
+	d.hadRun = len(existing) > 0
 	switch {
 	case mode == DirResume && len(existing) == 0:
 		d.close()
@@ -126,28 +137,111 @@ func (d *runDir) existing() []string {
 
 // commit moves every staged run file into the directory and removes the
 // files of an earlier run that the new one did not produce, so the
-// directory never mixes two runs once commit returns. Each file is
-// fsynced before its rename and the directory after. It stops at the first
-// failure (the model goes first, so a model that cannot be put in place
-// leaves an earlier run whole) and leaves the files not yet moved in the
-// staging directory, which the error names.
+// directory never mixes two runs once commit returns. It is all or
+// nothing: the earlier run's files are first set aside in previousDir, and
+// a failure while the new ones are moved puts them back, so a commit that
+// fails leaves the earlier run as it was (the new run's files then stay in
+// the staging directory, which the error names). A process killed during
+// commit leaves previousDir behind; openRunDir finishes or undoes that
+// commit before anything else. Each file is fsynced before its rename and
+// the directory after.
 func (d *runDir) commit() error {
-	for _, f := range RunFiles() {
-		src, dst := filepath.Join(d.stage, f), filepath.Join(d.dir, f)
-		var err error
-		if _, serr := os.Stat(src); serr == nil {
-			err = atomicfile.Rename(src, dst)
-		} else if rerr := os.Remove(dst); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			err = fmt.Errorf("remove the earlier run's %s: %w", f, rerr)
-		}
-		if err != nil {
-			return fmt.Errorf("algo: %s not put in place (the new run's remaining files are in %s): %w", f, d.stage, err)
-		}
+	prev := filepath.Join(d.dir, previousDir)
+	if err := os.RemoveAll(prev); err != nil {
+		return fmt.Errorf("algo: commit %s: %w", d.dir, err)
 	}
-	if err := errors.Join(os.RemoveAll(d.stage), atomicfile.SyncDir(d.dir)); err != nil {
+	if err := os.Mkdir(prev, 0o755); err != nil {
+		return fmt.Errorf("algo: commit %s: %w", d.dir, err)
+	}
+	var setAside, moved []string
+	undo := func(cause error) error {
+		var errs []error
+		for _, f := range moved {
+			if err := os.Remove(filepath.Join(d.dir, f)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for _, f := range setAside {
+			if err := os.Rename(filepath.Join(prev, f), filepath.Join(d.dir, f)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if len(errs) == 0 {
+			os.RemoveAll(prev)
+			atomicfile.SyncDir(d.dir)
+			return fmt.Errorf("algo: the new run was not put in place, the earlier run in %s is unchanged (the new run's files are in %s): %w", d.dir, d.stage, cause)
+		}
+		return fmt.Errorf("algo: the new run was not put in place (%w), and the earlier run could not be restored from %s: %w", cause, prev, errors.Join(errs...))
+	}
+	for _, f := range RunFiles() {
+		if _, err := os.Lstat(filepath.Join(d.dir, f)); err != nil {
+			continue
+		}
+		if err := os.Rename(filepath.Join(d.dir, f), filepath.Join(prev, f)); err != nil {
+			return undo(fmt.Errorf("set the earlier run's %s aside: %w", f, err))
+		}
+		setAside = append(setAside, f)
+	}
+	// The mark tells recover that the earlier run is wholly set aside.
+	if err := atomicfile.WriteFile(filepath.Join(prev, setAsideMark), nil, 0o644); err != nil {
+		return undo(err)
+	}
+	for _, f := range RunFiles() {
+		src := filepath.Join(d.stage, f)
+		if _, err := os.Stat(src); err != nil {
+			continue
+		}
+		if err := atomicfile.Rename(src, filepath.Join(d.dir, f)); err != nil {
+			return undo(fmt.Errorf("%s not put in place: %w", f, err))
+		}
+		moved = append(moved, f)
+	}
+	if err := errors.Join(os.RemoveAll(d.stage), os.RemoveAll(prev), atomicfile.SyncDir(d.dir)); err != nil {
 		return fmt.Errorf("algo: commit %s: %w", d.dir, err)
 	}
 	return nil
+}
+
+// recover finishes or undoes a commit that a killed process left halfway.
+// Without the set-aside mark the earlier run was being set aside, and its
+// files go back. With it, the new run is in place once the staging
+// directory holds none of its files, and the earlier run is dropped;
+// otherwise the new run's files moved so far are removed and the earlier
+// ones put back.
+func (d *runDir) recover() error {
+	prev := filepath.Join(d.dir, previousDir)
+	ents, err := os.ReadDir(prev)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("algo: %w", err)
+	}
+	_, markErr := os.Stat(filepath.Join(prev, setAsideMark))
+	if markErr == nil {
+		staged := false
+		for _, f := range RunFiles() {
+			if _, err := os.Lstat(filepath.Join(d.stage, f)); err == nil {
+				staged = true
+			}
+		}
+		if !staged {
+			return os.RemoveAll(prev)
+		}
+		for _, f := range RunFiles() {
+			if err := os.Remove(filepath.Join(d.dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("algo: undo an interrupted commit: %w", err)
+			}
+		}
+	}
+	for _, e := range ents {
+		if e.Name() == setAsideMark {
+			continue
+		}
+		if err := os.Rename(filepath.Join(prev, e.Name()), filepath.Join(d.dir, e.Name())); err != nil {
+			return fmt.Errorf("algo: undo an interrupted commit: %w", err)
+		}
+	}
+	return errors.Join(os.RemoveAll(prev), atomicfile.SyncDir(d.dir))
 }
 
 // abort drops the staged files. A directory that openRunDir created and

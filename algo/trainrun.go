@@ -183,7 +183,13 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	if closeErr != nil {
 		failures = append(failures, closeErr)
 	}
-	if rd != nil {
+	switch {
+	case rd == nil:
+	case len(failures) > 0 && rd.hadRun:
+		// A run that failed never replaces an earlier one: --force
+		// promised the replacement only for a run that is whole.
+		failures = append(failures, fmt.Errorf("the earlier run in %s is unchanged; this run's partial files are in %s", h.Out, rd.stage))
+	default:
 		if err := rd.commit(); err != nil {
 			failures = append(failures, err)
 		}

@@ -3,10 +3,13 @@ package algo
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"herd/env"
@@ -193,13 +196,15 @@ func TestTrainRunInterrupted(t *testing.T) {
 	if !errors.Is(err, context.Canceled) || sum.Status != metrics.StatusInterrupted {
 		t.Fatalf("err %v, status %q", err, sum.Status)
 	}
-	// The same with a model path that cannot be written: a failure, not a
-	// clean interruption.
-	out2 := filepath.Join(t.TempDir(), "run")
-	if err := os.MkdirAll(filepath.Join(out2, ModelFile, "x"), 0o755); err != nil {
-		t.Fatal(err)
+	// The same with a model that cannot be saved: a failure, not a clean
+	// interruption.
+	res := scriptRun(t, filepath.Join(t.TempDir(), "run"))
+	train := res.Spec.Train
+	res.Spec.Train = func(ctx context.Context, rt *Runtime, c Config) (Model, error) {
+		m, err := train(ctx, rt, c)
+		return failSaveModel{m.(*scriptModel)}, err
 	}
-	_, err = TrainRun(ctx, scriptRun(t, out2), RunOptions{Dir: DirForce})
+	_, err = TrainRun(ctx, res, RunOptions{})
 	if err == nil || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "not everything was saved") {
 		t.Fatalf("err %v: want a failure that is not a cancellation", err)
 	}
@@ -328,5 +333,112 @@ func TestTrainRunOnePrefix(t *testing.T) {
 	_, err := TrainRun(context.Background(), scriptRun(t, filepath.Join(t.TempDir(), "run"), "what=fail"), RunOptions{})
 	if err == nil || err.Error() != "algo: script: env: boom" {
 		t.Fatalf("err %q, want %q", err, "algo: script: env: boom")
+	}
+}
+
+// failSaveModel is a model whose checkpoint cannot be written, as on a
+// full disk.
+type failSaveModel struct{ *scriptModel }
+
+func (m failSaveModel) Save(string) error {
+	return fmt.Errorf("write model: %w", syscall.ENOSPC)
+}
+
+func snapshotRun(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, f := range RunFiles() {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[f] = string(b)
+	}
+	return out
+}
+
+// A forced run that trains but cannot save everything leaves the earlier
+// run byte-identical, and says where its own partial files are.
+func TestForcedRunThatFailsKeepsEarlierRun(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	if _, err := TrainRun(context.Background(), scriptRun(t, out), RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshotRun(t, out)
+	res := scriptRun(t, out)
+	train := res.Spec.Train
+	res.Spec.Train = func(ctx context.Context, rt *Runtime, c Config) (Model, error) {
+		m, err := train(ctx, rt, c)
+		return failSaveModel{m.(*scriptModel)}, err
+	}
+	_, err := TrainRun(context.Background(), res, RunOptions{Dir: DirForce})
+	if err == nil || !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "earlier run in "+out+" is unchanged") {
+		t.Fatalf("err %v", err)
+	}
+	if after := snapshotRun(t, out); !maps.Equal(before, after) {
+		t.Fatal("a failed forced run changed the earlier run")
+	}
+	if _, err := os.Stat(filepath.Join(out, previousDir)); !os.IsNotExist(err) {
+		t.Fatalf("%s left behind: %v", previousDir, err)
+	}
+	// The next forced run that succeeds replaces it.
+	if _, err := TrainRun(context.Background(), scriptRun(t, out, "bad_at=0"), RunOptions{Dir: DirForce}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A process killed in the middle of a commit leaves either the earlier run
+// or the new one, whole, for the next open.
+func TestRunDirRecoversInterruptedCommit(t *testing.T) {
+	for _, state := range []string{"setting-aside", "moving", "moved"} {
+		t.Run(state, func(t *testing.T) {
+			dir := t.TempDir()
+			prev, stage := filepath.Join(dir, previousDir), filepath.Join(dir, stagingDir)
+			for _, d := range []string{prev, stage} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write := func(d, f, s string) {
+				if err := os.WriteFile(filepath.Join(d, f), []byte(s), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := "old"
+			switch state {
+			case "setting-aside": // model set aside, summary not yet
+				write(prev, ModelFile, "old")
+				write(dir, SummaryFile, "old")
+				write(stage, ModelFile, "new")
+				write(stage, SummaryFile, "new")
+			case "moving": // all set aside, model moved, summary not yet
+				write(prev, setAsideMark, "")
+				write(prev, ModelFile, "old")
+				write(prev, SummaryFile, "old")
+				write(dir, ModelFile, "new")
+				write(stage, SummaryFile, "new")
+			case "moved":
+				write(prev, setAsideMark, "")
+				write(prev, ModelFile, "old")
+				write(prev, SummaryFile, "old")
+				write(dir, ModelFile, "new")
+				write(dir, SummaryFile, "new")
+				want = "new"
+			}
+			d, err := openRunDir(dir, DirForce)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.abort()
+			d.close()
+			for _, f := range []string{ModelFile, SummaryFile} {
+				if b, err := os.ReadFile(filepath.Join(dir, f)); err != nil || string(b) != want {
+					t.Errorf("%s: %q (%v), want %q", f, b, err, want)
+				}
+			}
+			if _, err := os.Stat(prev); !os.IsNotExist(err) {
+				t.Errorf("%s left behind", previousDir)
+			}
+		})
 	}
 }

@@ -95,6 +95,12 @@ a loopback port.`,
   herd bench remote replay --values 1024,44032 --clients 1,8 --mode hybrid`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			fc := flagCheck{cmd: "bench remote replay"}
+			fc.atLeast("ops", 1, int64(cfg.Ops))
+			fc.atLeast("sample-batch", 1, int64(cfg.SampleBatch))
+			if err := fc.err(); err != nil {
+				return err
+			}
 			var err error
 			if cfg.ValueBytes, err = parseInts("--values", values); err != nil {
 				return err

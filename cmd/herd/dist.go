@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -193,6 +194,12 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	case f.slot < 0:
 		return fmt.Errorf("worker: --slot must be ≥ 0, got %d", f.slot)
 	}
+	fc := flagCheck{cmd: "worker"}
+	fc.durationAtLeast("ttl", time.Second, f.ttl)
+	fc.durationAtLeast("wait", time.Millisecond, f.wait)
+	if err := fc.err(); err != nil {
+		return err
+	}
 	mode, err := dirMode(f.force, f.resume)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
@@ -240,6 +247,9 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	res, err := algo.Resolve(data, specs, ov)
 	if err != nil {
 		return fmt.Errorf("worker: run %s's config: %w", f.run, err)
+	}
+	if err := checkSlot(res, f.role, f.slot); err != nil {
+		return fmt.Errorf("worker: run %s: %w", f.run, err)
 	}
 
 	mem, err := tr.Membership(ctx, f.run, dist.Options{TTL: f.ttl})
@@ -321,13 +331,23 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 		}
 		cancel()
 	}
-	if c := context.Cause(ctx); errors.Is(c, errGone) {
-		// The normal end of a run as a worker sees it.
+	ended := errors.Is(context.Cause(ctx), errGone)
+	if f.role == "learner" {
+		if ended && err != nil {
+			// Nobody asked this run to stop: it is not finished, whatever
+			// was saved. %v: not reported as a clean interruption.
+			err = fmt.Errorf("worker %s: %v before the run finished: %v", name, errGone, err)
+		}
+		reportResult(mem, name, err)
+		return err
+	}
+	switch {
+	case ended:
+		// The normal end of a run as an env or policy worker sees it.
 		fmt.Fprintf(w, "worker %s: %v; exiting\n", name, errGone)
 		return nil
-	}
-	if err != nil && ctx.Err() != nil && f.role != "learner" {
-		return nil // interrupted
+	case ctx.Err() != nil:
+		return fmt.Errorf("worker %s: %w", name, context.Cause(ctx)) // interrupted: nothing to save
 	}
 	return err
 }
@@ -369,6 +389,49 @@ func awaitController(ctx context.Context, n *dist.NATS, mem dist.Membership, run
 	}
 }
 
+// checkSlot refuses a slot the run's topology does not have: env workers
+// 0…env_workers-1, policy workers 0…policy_workers-1, learner 0.
+func checkSlot(res *algo.Resolved, role string, slot int) error {
+	rc := res.Header.Runtime
+	n := 1
+	switch role {
+	case "env":
+		n = max(rc.EnvWorkers, 1)
+	case "policy":
+		st, err := distexec.Prepare(res.Header, res.Spec, res.Config)
+		if err != nil {
+			return err
+		}
+		n = st.PolicyWorkers(rc.PolicyWorkers)
+	}
+	if n == 0 {
+		return fmt.Errorf("the run has no %s workers", role)
+	}
+	if slot >= n {
+		return fmt.Errorf("--slot %d: the run has %d %s slot(s), 0…%d", slot, n, role, n-1)
+	}
+	return nil
+}
+
+// resultSuffix names the registration in which a learner leaves its exit
+// status for a controller that does not own its process (herd launch
+// --no-workers): "<status> <message>".
+const resultSuffix = "-result"
+
+// reportResult registers name+resultSuffix with err's exit status. The
+// registration is left to expire after the TTL, long enough for the
+// controller, which looks as soon as the learner's own registration is
+// gone.
+func reportResult(mem dist.Membership, name string, err error) {
+	info := strconv.Itoa(exitCode(err))
+	if err != nil {
+		info += " " + err.Error()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _ = mem.Register(ctx, name+resultSuffix, []byte(info))
+}
+
 // ---- launch ----
 
 type launchFlags struct {
@@ -401,12 +464,26 @@ finished, and leaves no process behind (workers exit by themselves when the
 launcher's registration is gone, and are killed if they linger). The
 learner writes the run directory; with the embedded server the launcher adds
 the wire bytes per env step, by kind, to its summary.json. With --no-workers (and --nats) it is the
-controller only, for workers run elsewhere (deploy/: compose, Kubernetes).`,
+controller only, for workers run elsewhere (deploy/: compose, Kubernetes).
+
+Ctrl-C or SIGTERM stops the learner first (it saves the interrupted run),
+then the other workers; launch exits 130 when the learner saved the run and
+1 when it did not. Workers run in process groups of their own, so a
+terminal's Ctrl-C reaches only the launcher. A learner whose controller
+vanishes saves the run as interrupted and exits 1; a --no-workers
+controller exits with its learner's status (0, 130 or 1), and 1 when the
+learner vanished without one.`,
 		Example: `  herd launch --config configs/ppo-cartpole-dist.yaml
   herd launch --config ppo.yaml --nats nats://nats-0.nats:4222 --run ppo-1 --no-workers
   herd launch --config configs/ppo-cartpole-dist.yaml --seed 2 --steps 100000 --quiet`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			fc := flagCheck{cmd: "launch"}
+			fc.durationAtLeast("ttl", time.Second, f.ttl)
+			fc.atLeast("max-restarts", 0, int64(f.restarts))
+			if err := fc.err(); err != nil {
+				return err
+			}
 			res, err := resolveWith(cmd, &f.train, specs())
 			if err != nil {
 				return err
@@ -479,6 +556,11 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	}
 	if err := checkRunDir(h.Out, mode); err != nil {
 		return fmt.Errorf("launch: %w", err)
+	}
+	if !f.noWorkers {
+		if err := checkLocalWorkers(res, st); err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
 	}
 	run := f.run
 	if run == "" {
@@ -573,9 +655,19 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	defer stopAll()
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
+	// learnerDone is closed once the learner process has exited (or could
+	// not start); learnerExit is its exit status then (-1: killed by a
+	// signal or never started). The other workers are stopped only after
+	// it, so that a learner stopped by the launcher sees the launcher's
+	// signal first and not its registration vanishing.
+	learnerDone := make(chan struct{})
+	learnerExit := -1
 	supervise := func(name string, args []string, restart bool, out io.Writer) {
 		wg.Go(func() {
 			budget := restartBudget{max: f.restarts, window: f.restartWindow}
+			if !restart {
+				defer close(learnerDone)
+			}
 			for {
 				cmd := exec.Command(self[0], append(append(append([]string(nil), self[1:]...), base...), args...)...)
 				cmd.Env = childEnv
@@ -597,25 +689,33 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 				select {
 				case err = <-done:
 				case <-sctx.Done():
-					endRun()
 					// Workers exit by themselves once the controller is gone,
 					// but a worker whose watch sat on a NATS node that died
 					// would only see it when its own keep-alive fails: this
 					// launcher owns the process, so it asks directly (the
 					// worker stops as on Ctrl-C), and kills stragglers.
 					if restart {
+						select {
+						case <-learnerDone:
+						case <-done:
+						}
+						endRun()
 						errOut.mute()
 					}
 					_ = cmd.Process.Signal(syscall.SIGTERM)
 					select {
 					case <-done:
-					case <-time.After(2*f.ttl + 2*time.Second):
+					case <-time.After(2*f.ttl + 5*time.Second):
 						_ = cmd.Process.Kill()
 						<-done
+					}
+					if !restart {
+						learnerExit = cmd.ProcessState.ExitCode()
 					}
 					return
 				}
 				if !restart {
+					learnerExit = cmd.ProcessState.ExitCode()
 					if err != nil {
 						errs <- fmt.Errorf("launch: %s: %w", name, err)
 					}
@@ -664,9 +764,15 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	for err := range errs {
 		all = append(all, err)
 	}
-	if ctx.Err() != nil && len(all) > 0 {
-		fmt.Fprintf(stdout, "interrupted: %s\n", strings.TrimSpace(errors.Join(all...).Error()))
-		return nil
+	switch {
+	case ctx.Err() == nil || learnerExit == exitOK:
+	case learnerExit == exitInterrupted && len(all) == 0:
+		// The learner saved the interrupted run (its exit status says so).
+		return fmt.Errorf("launch: run %s interrupted; the learner saved its checkpoint and metrics in %s: %w", run, h.Out, context.Cause(ctx))
+	default:
+		all = append(all, fmt.Errorf("launch: run %s interrupted, and the learner did not save it (exit status %d)", run, learnerExit))
+		// %v: a failure is never reported as a clean interruption.
+		return fmt.Errorf("%v", errors.Join(all...))
 	}
 	if len(all) == 0 && srv != nil {
 		// Every worker has exited, so its connections are closed and counted.
@@ -675,6 +781,26 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 		}
 	}
 	return errors.Join(all...)
+}
+
+// maxProcsPerCore bounds the worker processes launch starts on one machine:
+// beyond it they only wait for each other's cores.
+const maxProcsPerCore = 16
+
+// checkLocalWorkers refuses, before any process starts, a topology this
+// machine cannot hold: more worker processes than maxProcsPerCore per
+// core, or more memory than it has (the run's estimate plus
+// algo.ProcessBytes per process).
+func checkLocalWorkers(res *algo.Resolved, st *distexec.Setup) error {
+	rc := res.Header.Runtime
+	envW, polW := max(rc.EnvWorkers, 1), st.PolicyWorkers(rc.PolicyWorkers)
+	procs := envW + polW + 1
+	if limit := maxProcsPerCore * runtime.NumCPU(); procs > limit {
+		return fmt.Errorf("%w: runtime.env_workers %d + policy_workers %d + 1 learner = %d worker processes, more than %d per core on this machine's %d cores (%d); "+
+			"run them on more machines with --no-workers", algo.ErrConfig, envW, polW, procs, maxProcsPerCore, runtime.NumCPU(), limit)
+	}
+	return algo.CheckMemory(res, algo.MemoryUse{Key: fmt.Sprintf("env_workers+policy_workers+1=%d", procs),
+		What: "worker processes", Bytes: float64(procs) * algo.ProcessBytes})
 }
 
 // reportWire adds the run's wire bytes per env step, total and by kind, to
@@ -812,9 +938,13 @@ func checkRunDir(dir string, mode algo.DirMode) error {
 	return nil
 }
 
-// awaitLearner returns when the learner has registered and then gone (its
-// run finished or it failed), or when ctx ends. Polling once a second is
-// cheap next to a training run and avoids racing the first registration.
+// awaitLearner returns when the learner has registered and then gone, with
+// the learner's result: nil for a completed run, an error wrapping
+// context.Canceled for a run interrupted and saved, any other error for a
+// learner that failed or vanished without a result (killed, its node
+// lost). When ctx ends first it returns ctx's cause. Polling once a second
+// is cheap next to a training run and avoids racing the first
+// registration.
 func awaitLearner(ctx context.Context, mem dist.Membership) error {
 	const learner = "learner-0"
 	t := time.NewTicker(time.Second)
@@ -830,7 +960,7 @@ func awaitLearner(ctx context.Context, mem dist.Membership) error {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			return nil
+			return fmt.Errorf("launch: stopped while waiting for the learner: %w", context.Cause(ctx))
 		}
 	}
 	gone, err := mem.Gone(ctx, learner)
@@ -840,6 +970,22 @@ func awaitLearner(ctx context.Context, mem dist.Membership) error {
 	select {
 	case <-gone:
 	case <-ctx.Done():
+		return fmt.Errorf("launch: stopped while the learner runs (it goes on until the run's registration expires): %w", context.Cause(ctx))
 	}
-	return nil
+	ms, err := mem.Members(context.WithoutCancel(ctx))
+	if err != nil {
+		return fmt.Errorf("launch: the learner is gone and its result unreadable: %w", err)
+	}
+	i := slices.IndexFunc(ms, func(m dist.Member) bool { return m.Name == learner+resultSuffix })
+	if i < 0 {
+		return errors.New("launch: the learner is gone without a result (killed, or its machine lost): the run is not finished")
+	}
+	code, msg, _ := strings.Cut(string(ms[i].Info), " ")
+	switch code {
+	case strconv.Itoa(exitOK):
+		return nil
+	case strconv.Itoa(exitInterrupted):
+		return fmt.Errorf("launch: the learner was interrupted (%s): %w", msg, context.Canceled)
+	}
+	return fmt.Errorf("launch: the learner failed (exit status %s): %s", code, msg)
 }

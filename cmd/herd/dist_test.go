@@ -34,13 +34,15 @@ import (
 func init() {
 	if os.Getenv("HERD_TEST_AS_HERD") == "1" {
 		root := &cobra.Command{Use: "herd", SilenceUsage: true, SilenceErrors: true}
-		root.AddCommand(newWorkerCmdWith(testSpecs))
+		root.AddCommand(newWorkerCmdWith(testSpecs), newLaunchCmdWith(testSpecs, []string{os.Args[0]}))
 		root.SetArgs(os.Args[1:])
-		if err := root.ExecuteContext(context.Background()); err != nil {
+		ctx, stop := interruptContext(os.Stderr)
+		err := root.ExecuteContext(ctx)
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "herd:", err)
-			os.Exit(1)
 		}
-		os.Exit(0)
+		stop()
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -814,6 +816,10 @@ func TestLaunchNoWorkers(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("the controller ended while the learner was alive: %v", err)
 	case <-time.After(2500 * time.Millisecond): // past one poll and two TTLs
+	}
+	// A learner that finishes leaves its exit status, then deregisters.
+	if _, err := mem.Register(ctx, "learner-0"+resultSuffix, []byte("0")); err != nil {
+		t.Fatal(err)
 	}
 	_ = lease.Close()
 	select {

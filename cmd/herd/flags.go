@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 )
 
 // flagCheck collects flag errors: every bench command rejects a zero,
@@ -32,6 +33,13 @@ func (c *flagCheck) atLeast(flag string, lo int64, vals ...int64) {
 func (c *flagCheck) finite(flag string, v, lo, hi float64) {
 	if math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi {
 		c.bad(flag, "must be a number in [%v, %v], got %v", lo, hi, v)
+	}
+}
+
+// durationAtLeast requires a duration flag to be ≥ lo.
+func (c *flagCheck) durationAtLeast(flag string, lo, v time.Duration) {
+	if v < lo {
+		c.bad(flag, "must be >= %v, got %v", lo, v)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -98,7 +99,35 @@ func newRootCmd() *cobra.Command {
 	for _, c := range extraCommands() {
 		root.AddCommand(c)
 	}
+	for _, c := range root.Commands() {
+		requireSubcommand(c)
+	}
 	return root
+}
+
+// requireSubcommand makes every command below c that only groups others
+// (bench, serve, bench remote) fail on an unknown or missing subcommand:
+// cobra would print the help and exit 0, as if something had been done.
+func requireSubcommand(c *cobra.Command) {
+	if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			var names []string
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() {
+					names = append(names, sub.Name())
+				}
+			}
+			if len(args) > 0 {
+				return fmt.Errorf("unknown command %q for %q (commands: %s; see %s --help)",
+					args[0], cmd.CommandPath(), strings.Join(names, ", "), cmd.CommandPath())
+			}
+			return fmt.Errorf("%s needs a command: %s (see %s --help)", cmd.CommandPath(), strings.Join(names, ", "), cmd.CommandPath())
+		}
+	}
+	for _, sub := range c.Commands() {
+		requireSubcommand(sub)
+	}
 }
 
 func newBenchCmd() *cobra.Command {

@@ -5,5 +5,6 @@ package main
 import "os/exec"
 
 // setChildAttrs has no parent-death signal outside Linux; workers still
-// exit when the launcher's registration expires.
+// exit when the launcher's registration expires. Workers share the
+// launcher's process group there, so a terminal's Ctrl-C reaches them too.
 func setChildAttrs(*exec.Cmd) {}

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"time"
 
@@ -53,7 +53,15 @@ func (f *serveFlags) run(cmd *cobra.Command, what string, register func(*grpc.Se
 		}
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "herd: serving %s on %s (%s)\n", what, lis.Addr(), mode)
-	return service.Serve(cmd.Context(), g, lis, 5*time.Second)
+	if err := service.Serve(cmd.Context(), g, lis, 5*time.Second); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if ctx := cmd.Context(); ctx.Err() != nil {
+		// Stopped by Ctrl-C or SIGTERM: exit 130, unless the caller has
+		// more to save and fails at it.
+		return fmt.Errorf("serve: stopped: %w", context.Cause(ctx))
+	}
+	return nil
 }
 
 func newServeCmd() *cobra.Command {
@@ -83,6 +91,12 @@ With --tls-cert/--tls-key clients connect with grpcs://...?ca=CA.pem; with
   herd serve env --addr 0.0.0.0:7000 --tls-cert srv.pem --tls-key srv.key --tls-client-ca ca.pem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			fc := flagCheck{cmd: "serve env"}
+			fc.atLeast("max-envs", 1, int64(maxEnvs))
+			fc.atLeast("max-sessions", 1, int64(maxSessions))
+			if err := fc.err(); err != nil {
+				return err
+			}
 			return f.run(cmd, "herd envs", envsvc.New(envsvc.Config{MaxEnvs: maxEnvs, MaxSessions: maxSessions}).Register)
 		},
 	}
@@ -113,6 +127,14 @@ must carry every field a prioritized sampler reads.`,
       --snapshot-url file:///backups/replay`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			fc := flagCheck{cmd: "serve replay"}
+			fc.atLeast("max-batch", 1, int64(maxBatch))
+			if cmd.Flags().Changed("cache-mb") {
+				fc.atLeast("cache-mb", 1, int64(opts.CacheMB)) // left out: the default
+			}
+			if err := fc.err(); err != nil {
+				return err
+			}
 			var err error
 			if opts.Mode, err = persist.ParseMode(mode); err != nil {
 				return fmt.Errorf("serve replay: %w", err)
@@ -144,7 +166,12 @@ must carry every field a prioritized sampler reads.`,
 				return fmt.Errorf("serve replay: %w", err)
 			}
 			serveErr := f.run(cmd, fmt.Sprintf("replay store %s (%v)", opts.Dir, opts.Mode), srv.Register)
-			return errors.Join(serveErr, store.Close())
+			if err := store.Close(); err != nil {
+				// %v: a store that did not close cleanly is a failure,
+				// never a clean interruption.
+				return fmt.Errorf("serve replay: closing the store: %v (serving: %v)", err, serveErr)
+			}
+			return serveErr
 		},
 	}
 	f.register(cmd, "127.0.0.1:7100")

@@ -37,8 +37,8 @@ func startServe(t *testing.T, args ...string) string {
 	go io.Copy(io.Discard, pr)
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve %v: %v", args, err)
+		if err := <-done; exitCode(err) != exitInterrupted {
+			t.Errorf("serve %v stopped: %v, want a clean interruption", args, err)
 		}
 	})
 	// "herd: serving WHAT on ADDR (MODE)"

@@ -41,7 +41,8 @@ header keys algo, env, seed, steps, out, log_every and a section named after the
 algorithm) and the flags, which override the file. Algorithms: ` + algoNames() + `.
 
 The run directory (--out) must not hold a run already: --force replaces it
-(only once the new run has trained), --resume would continue it but no
+(only once the new run has trained and written all its files; a run
+that fails leaves the earlier one as it was), --resume would continue it but no
 algorithm can resume today (checkpoints hold the weights only), so it fails
 with the reason. Nothing is written before the configuration, the env and
 the memory estimate have been checked, and the files appear together at the

@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"path"
 	"strings"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -174,17 +175,27 @@ func (s *Store) restoreDisk(ctx context.Context, b blobstore.Bucket, m *manifest
 	if err := downloadTree(ctx, b, m.DB, fs, tmp); err != nil {
 		return nil, err
 	}
-	db, err := openPebble(fs, tmp, s.opts.PebbleCacheMB)
-	if err != nil {
-		return nil, fmt.Errorf("%w: restore checkpoint: %v", ErrCorrupt, err)
-	}
-	states, err := s.fillRestoreDB(ctx, b, m, db)
-	if err == nil {
-		err = db.LogData(nil, pebble.Sync)
-	}
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
+	var states []fetchedState
+	err := guardPebble(func() error {
+		db, err := openPebble(fs, tmp, s.opts.PebbleCacheMB, s.fatal)
+		if err != nil {
+			if errors.Is(err, syscall.ENOSPC) {
+				return fmt.Errorf("%w: restore checkpoint: %w", ErrDiskFull, err)
+			}
+			return fmt.Errorf("%w: restore checkpoint: %v", ErrCorrupt, err)
+		}
+		states, err = s.fillRestoreDB(ctx, b, m, db)
+		if err == nil {
+			err = db.LogData(nil, pebble.Sync)
+		}
+		if s.fatal.failed() {
+			return err // Pebble cannot continue: not closed (see closeResources)
+		}
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

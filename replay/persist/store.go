@@ -31,6 +31,7 @@ import (
 type Store struct {
 	opts    Options
 	db      *pebble.DB // nil in Memory mode
+	fatal   *fatalState
 	wo      *pebble.WriteOptions
 	q       *taskq.Queue[task]
 	metrics *metrics
@@ -147,6 +148,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	}
 	s := &Store{opts: opts, samplerIdx: map[string]int{}, uploaded: map[string]fileRef{},
 		workerD: make(chan struct{})}
+	s.fatal = newFatalState(s.fail)
 	s.wo = pebble.NoSync
 	if opts.Durability == Sync {
 		s.wo = pebble.Sync
@@ -246,7 +248,11 @@ func (s *Store) openDB() error {
 	if err := durable.MkdirAll(s.opts.FS, s.dbDir()); err != nil {
 		return fmt.Errorf("persist: %w", err)
 	}
-	db, err := openPebble(s.opts.FS, s.dbDir(), s.opts.PebbleCacheMB)
+	var db *pebble.DB
+	err := guardPebble(func() (err error) {
+		db, err = openPebble(s.opts.FS, s.dbDir(), s.opts.PebbleCacheMB, s.fatal)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -254,14 +260,14 @@ func (s *Store) openDB() error {
 	return nil
 }
 
-func openPebble(fs vfs.FS, dir string, cacheMB int) (*pebble.DB, error) {
+func openPebble(fs vfs.FS, dir string, cacheMB int, fatal *fatalState) (*pebble.DB, error) {
 	cache := pebble.NewCache(int64(cacheMB) << 20)
 	defer cache.Unref()
 	db, err := pebble.Open(dir, &pebble.Options{
 		FS:           fs,
 		Cache:        cache,
 		MemTableSize: 64 << 20,
-		Logger:       quietLogger{},
+		Logger:       pebbleLogger{fatal},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("persist: open pebble %s: %w", dir, err)
@@ -270,7 +276,8 @@ func openPebble(fs vfs.FS, dir string, cacheMB int) (*pebble.DB, error) {
 }
 
 // quietLogger keeps Pebble's informational lines off stderr; errors still
-// reach the caller through returned errors.
+// reach the caller through returned errors. It serves the in-memory Pebble
+// of a restore check; the store's own uses pebbleLogger.
 type quietLogger struct{}
 
 func (quietLogger) Infof(string, ...any)  {}
@@ -709,7 +716,13 @@ func (s *Store) Close() error {
 func (s *Store) closeResources() error {
 	var errs []error
 	if s.db != nil {
-		errs = append(errs, s.db.Close())
+		if s.fatal.failed() {
+			// Pebble cannot continue, and one of its goroutines may be
+			// parked holding its locks: leave it to the process's exit.
+			errs = append(errs, fmt.Errorf("persist: %s left unclosed: %w", s.dbDir(), s.fatal.err))
+		} else {
+			errs = append(errs, guardPebble(s.db.Close))
+		}
 		s.db = nil
 	}
 	s.snapMu.Lock()
