@@ -312,7 +312,9 @@ type GradientLearner interface {
 type Gradients struct {
 	Grad   *algo.Grad
 	Worker int
-	Report Report
+	// Version is the weights version the worker acted and computed with.
+	Version uint64
+	Report  Report
 }
 
 // ComputeGradients computes each segment's gradient on the worker that
@@ -338,13 +340,15 @@ func ComputeGradients(ws *Workers) func(*sample.Segment) (Gradients, error) {
 		if err != nil {
 			return Gradients{}, err
 		}
-		return Gradients{Grad: g, Worker: w.id, Report: segmentReport(seg, stats)}, nil
+		return Gradients{Grad: g, Worker: w.id, Version: seg.Version, Report: segmentReport(seg, stats)}, nil
 	}
 }
 
 // ApplyGradients applies each gradient with the driver's learner as it
 // arrives and sends the new weights to the worker that computed it (A3C:
-// the other workers get theirs when their own gradients are applied).
+// the other workers get theirs when their own gradients are applied). It
+// adds the scalar charts/policy_lag: the updates applied since the
+// gradient's weights version (0 for a gradient computed at the newest).
 func ApplyGradients(ws *Workers, l algo.SegmentLearner) func(Gradients) (Report, error) {
 	return func(g Gradients) (Report, error) {
 		gl, ok := l.(GradientLearner)
@@ -354,8 +358,11 @@ func ApplyGradients(ws *Workers, l algo.SegmentLearner) func(Gradients) (Report,
 		if err := gl.ApplyGradients(g.Grad); err != nil {
 			return Report{}, err
 		}
-		ws.UpdateWeights(g.Worker, l.Weights())
-		return g.Report, nil
+		v := l.Weights()
+		ws.UpdateWeights(g.Worker, v)
+		rep := g.Report
+		rep.Stats = append(rep.Stats, algo.Stat{Name: "charts/policy_lag", Value: float64(v.N-1) - float64(g.Version)})
+		return rep, nil
 	}
 }
 

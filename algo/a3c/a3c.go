@@ -70,7 +70,7 @@ func Spec() algo.Spec {
 	return algo.Spec{
 		Name:    "a3c",
 		Doc:     "Asynchronous Advantage Actor-Critic: workers compute gradients, the driver applies them as they arrive (a dataflow plan)",
-		Scalars: a2c.Scalars(),
+		Scalars: append(a2c.Scalars(), "charts/policy_lag"),
 		NewConfig: func() algo.Config {
 			c := DefaultConfig()
 			return &c

@@ -26,6 +26,9 @@ func TestSmoke(t *testing.T) {
 	if _, ok := log.stats["losses/value_loss"]; !ok {
 		t.Error("no value loss reported")
 	}
+	if lag, ok := log.stats["charts/policy_lag"]; !ok || lag < 0 {
+		t.Errorf("policy lag %v (reported: %v)", lag, ok)
+	}
 }
 
 type lastLog struct {

@@ -34,5 +34,7 @@
 // # Metrics
 //
 // A2C's: charts/learning_rate, losses/value_loss, losses/policy_loss,
-// losses/entropy, of the worker gradient just applied.
+// losses/entropy, of the worker gradient just applied; and
+// charts/policy_lag, the updates the driver had applied since the weights
+// that gradient was computed at (A3C's staleness).
 package a3c
