@@ -90,7 +90,7 @@
 // (same results, bit for bit, for every K); every call has a deadline
 // (?timeout=30s), so a dead server is an error, never a hang. On the same
 // Linux host, shm://NAME/ID reaches `python3 -m herd_env.serve --shm NAME`
-// through shared memory: the batch's arrays live in a memfd segment both
+// or `herd serve env --shm NAME` through shared memory: the batch's arrays live in a memfd segment both
 // processes map, and one Unix-socket byte each way wakes the other side
 // (tens of microseconds per message instead of hundreds over gRPC). See
 // remote.go for the id's parameters and how errors map back to this

@@ -36,7 +36,7 @@ import (
 //
 // shm:// reaches a server on the same host (Linux) through the Unix-domain
 // socket NAME in the abstract namespace (python3 -m herd_env.serve --shm
-// NAME): actions, observations, rewards and done flags travel in a shared
+// NAME, or herd serve env --shm NAME; internal/shmwire has the protocol): actions, observations, rewards and done flags travel in a shared
 // memory segment and one socket byte each way wakes the other side; the
 // other requests (open, reset, state, errors) travel over the same socket as
 // the protocol's messages. The segment is an anonymous memory file (memfd)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -76,6 +77,7 @@ func newServeCmd() *cobra.Command {
 func newServeEnvCmd() *cobra.Command {
 	var f serveFlags
 	var maxEnvs, maxSessions int
+	var shm string
 	cmd := &cobra.Command{
 		Use:   "env",
 		Short: "serve herd's environments; train against them with --env grpc://HOST:PORT/ID",
@@ -86,7 +88,9 @@ of N envs and steps them with one message per batch of N actions:
   herd train --algo ppo --env grpc://127.0.0.1:7000/CartPole-v1
 
 With --tls-cert/--tls-key clients connect with grpcs://...?ca=CA.pem; with
---tls-client-ca they must also present a certificate (&cert=...&key=...).`,
+--tls-client-ca they must also present a certificate (&cert=...&key=...).
+With --shm NAME, clients on the same host may also use --env shm://NAME/ID:
+batches travel through shared memory instead of the network.`,
 		Example: `  herd serve env --addr 127.0.0.1:7000
   herd serve env --addr 0.0.0.0:7000 --tls-cert srv.pem --tls-key srv.key --tls-client-ca ca.pem`,
 		Args: cobra.NoArgs,
@@ -97,10 +101,27 @@ With --tls-cert/--tls-key clients connect with grpcs://...?ca=CA.pem; with
 			if err := fc.err(); err != nil {
 				return err
 			}
-			return f.run(cmd, "herd envs", envsvc.New(envsvc.Config{MaxEnvs: maxEnvs, MaxSessions: maxSessions}).Register)
+			srv := envsvc.New(envsvc.Config{MaxEnvs: maxEnvs, MaxSessions: maxSessions})
+			if shm == "" {
+				return f.run(cmd, "herd envs", srv.Register)
+			}
+			lis, err := envsvc.ListenShm(shm)
+			if err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- srv.ServeShm(ctx, lis) }()
+			fmt.Fprintf(cmd.OutOrStdout(), "herd: serving herd envs on shm %s\n", shm)
+			cmd.SetContext(ctx)
+			err = f.run(cmd, "herd envs", srv.Register)
+			cancel()
+			return errors.Join(err, <-done)
 		},
 	}
 	f.register(cmd, "127.0.0.1:7000")
+	cmd.Flags().StringVar(&shm, "shm", "", "also serve same-host clients through shared memory: --env shm://NAME/ID (Linux)")
 	cmd.Flags().IntVar(&maxEnvs, "max-envs", envsvc.DefaultMaxEnvs, "most envs one session may open")
 	cmd.Flags().IntVar(&maxSessions, "max-sessions", envsvc.DefaultMaxSessions, "most live sessions; more are refused with RESOURCE_EXHAUSTED")
 	return cmd

@@ -15,6 +15,8 @@
 // in-band as a Status and the session continues, as a local env would.
 //
 // The Python server (python/herd_env) speaks the same protocol for
-// Gymnasium envs, and also serves the same-host shared-memory transport
-// (shm://NAME/ID, see package env); this server speaks gRPC only.
+// Gymnasium envs. Both also serve the same-host shared-memory transport
+// (env ids shm://NAME/ID; ListenShm and ServeShm here, `herd serve env
+// --shm NAME`): the same sessions, with each batch's arrays in a segment
+// both processes map (internal/shmwire).
 package envsvc

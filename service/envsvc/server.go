@@ -69,18 +69,7 @@ func (s *Server) Session(stream grpc.BidiStreamingServer[herdv1.EnvRequest, herd
 	if err != nil {
 		return err
 	}
-	open := first.GetOpen()
-	if open == nil {
-		return status.Error(codes.InvalidArgument, "the first message of a session must be open")
-	}
-	if open.GetProtocolVersion() != service.ProtocolVersion {
-		return status.Errorf(codes.FailedPrecondition, "protocol version %d; this server speaks %d", open.GetProtocolVersion(), service.ProtocolVersion)
-	}
-	n := int(open.GetNumEnvs())
-	if n <= 0 || n > s.maxEnvs {
-		return status.Errorf(codes.InvalidArgument, "num_envs %d, want 1..%d", n, s.maxEnvs)
-	}
-	sess, err := newSession(open, n)
+	sess, err := s.open(first)
 	if err != nil {
 		return err
 	}
@@ -108,6 +97,22 @@ func (s *Server) Session(stream grpc.BidiStreamingServer[herdv1.EnvRequest, herd
 			return err
 		}
 	}
+}
+
+// open checks a session's first message and makes its envs.
+func (s *Server) open(first *herdv1.EnvRequest) (*session, error) {
+	open := first.GetOpen()
+	if open == nil {
+		return nil, status.Error(codes.InvalidArgument, "the first message of a session must be open")
+	}
+	if open.GetProtocolVersion() != service.ProtocolVersion {
+		return nil, status.Errorf(codes.FailedPrecondition, "protocol version %d; this server speaks %d", open.GetProtocolVersion(), service.ProtocolVersion)
+	}
+	n := int(open.GetNumEnvs())
+	if n <= 0 || n > s.maxEnvs {
+		return nil, status.Errorf(codes.InvalidArgument, "num_envs %d, want 1..%d", n, s.maxEnvs)
+	}
+	return newSession(open, n)
 }
 
 // session is one stream's envs.

@@ -184,6 +184,7 @@ func TestShmFaults(t *testing.T) {
 		}
 		p.Cmd.Process.Signal(syscall.SIGSTOP)
 		defer p.Cmd.Process.Signal(syscall.SIGCONT)
+		waitStopped(t, p.Cmd.Process.Pid) // the signal is delivered asynchronously
 		t0 := time.Now()
 		_, err = v.Step([]float32{0, 1})
 		el := time.Since(t0)
@@ -239,6 +240,26 @@ func TestShmFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// waitStopped waits up to 10 s for process pid to be stopped (state T).
+func waitStopped(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The state follows the command name in parentheses.
+		if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'T' {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d did not stop: %s", pid, stat)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // waitSegments waits up to 10 s for process pid to map want segments.
