@@ -570,16 +570,27 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 				if !ok {
 					return
 				}
-				if info == nil || info.Deleted {
-					continue
+				// Fetch only the newest version announced so far: a reader
+				// slower than the publisher would otherwise download every
+				// version in turn and fall ever further behind.
+				name, n, ok := p.newest(info, 0)
+				for more := true; more && ok; {
+					select {
+					case next, open := <-w.Updates():
+						if !open {
+							more = false
+						} else if nm, nn, nok := p.newest(next, n); nok {
+							name, n = nm, nn
+						}
+					default:
+						more = false
+					}
 				}
-				n, ok := paramsVersion(info.Name)
 				if !ok {
-					p.c.drop(p.opt.Logger, "params", fmt.Errorf("%w: object %q", ErrMalformed, info.Name))
 					continue
 				}
 				if cur := p.box.cur.Load(); (cur == nil || n > cur.N) && n+1 > p.publishing.Load() {
-					p.fetch(wctx, info.Name, n)
+					p.fetch(wctx, name, n)
 				}
 			case <-wctx.Done():
 				return
@@ -587,6 +598,23 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 		}
 	}()
 	return p, nil
+}
+
+// newest returns info's object and version when it announces a version
+// above floor (counting a malformed name).
+func (p *natsParams) newest(info *jetstream.ObjectInfo, floor uint64) (string, uint64, bool) {
+	if info == nil || info.Deleted {
+		return "", 0, false
+	}
+	n, ok := paramsVersion(info.Name)
+	if !ok {
+		p.c.drop(p.opt.Logger, "params", fmt.Errorf("%w: object %q", ErrMalformed, info.Name))
+		return "", 0, false
+	}
+	if floor > 0 && n <= floor {
+		return "", 0, false
+	}
+	return info.Name, n, true
 }
 
 // fetch reads version n from object name and keeps it if it is newer.

@@ -6,6 +6,15 @@
 # counters (duplicates must be 0) and how long it took.
 #
 #   scripts/dist_faults.sh [HERD_BINARY] [STEPS]
+#   MODE=noworkers NATS_SERVER=/path/to/nats-server scripts/dist_faults.sh …
+#
+# MODE=noworkers runs the orchestrated layout instead: a nats-server
+# process (go build -o nats-server github.com/nats-io/nats-server/v2), the
+# controller `herd launch --no-workers`, and each worker started by this
+# script, which restarts a worker that exits non-zero once, after 1 s, as
+# an orchestrator's restartPolicy OnFailure would (a learner is not
+# restarted). The row's exit code is then the controller's; the learner's
+# follows it.
 #
 # Faults: kill -9 of env worker 0, of policy worker 0, of the learner, of
 # the launcher itself (the controller: every worker must exit within
@@ -41,7 +50,47 @@ PY
   fi
 }
 
-run_fault() { # name fault-function
+run_fault() {
+  if [ "${MODE:-}" = noworkers ]; then run_fault_nw "$@"; else run_fault_launch "$@"; fi
+}
+
+# supervise ROLE SLOT RUN: runs a worker, restarting it once if it fails
+# (not the learner); prints the worker's last exit code into $OUT/RUN.ROLE.rc.
+supervise() {
+  local role=$1 slot=$2 run=$3 extra=()
+  [ "$role" = learner ] && extra=(--out "$OUT/$run" --quiet)
+  for attempt in 1 2; do
+    HERD_NATS_URL=$URL "$HERD" worker --run "$run" --ttl 2s --role "$role" --slot "$slot" "${extra[@]}" \
+      >>"$OUT/$run.$role$slot.log" 2>&1
+    local rc=$?
+    echo "$rc" >"$OUT/$run.$role$slot.rc"
+    if [ "$rc" = 0 ] || [ "$role" = learner ] || [ "$attempt" = 2 ]; then return; fi
+    sleep 1
+  done
+}
+
+run_fault_nw() { # name fault-function
+  local name=$1 fault=$2 run="n-$1"
+  local t0=$(date +%s)
+  HERD_NATS_URL=$URL "$HERD" launch --config "$CONFIG" --steps "$STEPS" --out "$OUT/$run" --run "$run" --quiet --ttl 2s \
+    --no-workers >"$OUT/$run.log" 2>&1 &
+  local lp=$!
+  sleep 1
+  local ws=()
+  supervise learner 0 "$run" & ws+=($!)
+  supervise policy 0 "$run" & ws+=($!)
+  supervise env 0 "$run" & ws+=($!)
+  supervise env 1 "$run" & ws+=($!)
+  sleep 4
+  $fault "$run" "$lp"
+  wait "$lp"
+  local rc=$?
+  wait "${ws[@]}"
+  row "$name (no-workers)" "$run" "$rc" "$t0"
+  echo "  worker exit codes: learner $(cat "$OUT/$run.learner0.rc" 2>/dev/null), policy $(cat "$OUT/$run.policy0.rc" 2>/dev/null), env $(cat "$OUT/$run.env0.rc" 2>/dev/null) $(cat "$OUT/$run.env1.rc" 2>/dev/null)" >&2
+}
+
+run_fault_launch() { # name fault-function
   local name=$1 fault=$2 run="f-$1"
   local t0=$(date +%s)
   "$HERD" launch --config "$CONFIG" --steps "$STEPS" --out "$OUT/$run" --run "$run" --quiet --ttl 2s \
@@ -69,6 +118,15 @@ f_controller() {
   while pgrep -f -- "--run $1 " >/dev/null; do sleep 0.1; done
   echo "  every worker of $1 gone $(( ($(date +%s%N) - t) / 1000000 )) ms after the controller's kill -9" >&2
 }
+
+if [ "${MODE:-}" = noworkers ]; then
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  "${NATS_SERVER:?set NATS_SERVER}" -a 127.0.0.1 -p "$port" -js -sd "$OUT/js" >"$OUT/nats.log" 2>&1 &
+  NATS_PID=$!
+  trap 'kill $NATS_PID 2>/dev/null; wait $NATS_PID 2>/dev/null; rm -rf "$OUT"' EXIT
+  URL=nats://127.0.0.1:$port
+  sleep 1
+fi
 
 echo "| fault | launch exit | run | counters | wall |"
 echo "|---|---|---|---|---|"
