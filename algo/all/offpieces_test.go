@@ -15,6 +15,7 @@ import (
 	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
+	"herd/replay"
 	"herd/sample"
 	"herd/weights"
 )
@@ -396,6 +397,42 @@ func TestOffPolicyPiecesRejectBadInput(t *testing.T) {
 		p, _ := c.pieces(t, 1000)
 		if _, err := p.NewSampler(4, nil); err == nil {
 			t.Errorf("%s: a sampler without a stream", c.name)
+		}
+	}
+}
+
+// TestOffPolicyReplayLocking: every off-policy algorithm's replay — the one
+// PAL's actors and learners share — uses the paper's two-lock scheme
+// (lazy writing, replay.TwoLock) unless runtime.replay_locking is global.
+func TestOffPolicyReplayLocking(t *testing.T) {
+	for _, c := range offCases {
+		for _, lock := range []string{"", "two-lock", "global"} {
+			res := c.resolve(t, 1000)
+			res.Header.Runtime.ReplayLocking = lock
+			e, err := env.Make(c.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := res.Spec.Pieces(res.Header, res.Config, algo.SpacesOf(e))
+			e.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			rb, err := p.NewReplay()
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, ok := rb.(interface{ Locking() replay.Locking })
+			if !ok {
+				t.Fatalf("%s: replay %T does not report its locking", c.name, rb)
+			}
+			want := replay.TwoLock
+			if lock == "global" {
+				want = replay.GlobalLock
+			}
+			if got := l.Locking(); got != want {
+				t.Errorf("%s, replay_locking %q: %v, want %v", c.name, lock, got, want)
+			}
 		}
 	}
 }

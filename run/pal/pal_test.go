@@ -130,6 +130,8 @@ func TestConfigErrors(t *testing.T) {
 		{Options{UpdateInterval: 4}, "update_interval 4 differs from dqn's 10"},
 		{Options{Actors: -1}, "actors -1"},
 		{Options{MaxLag: -3}, "max_lag -3"},
+		{Options{Learners: 3, LearnerMode: ModeSync}, "batch_size 32 is not a multiple of learners 3"},
+		{Options{Learners: 2, LearnerMode: ModeSync, SyncBatch: "half"}, `sync_batch "half"`},
 	} {
 		_, _, err := train(t, context.Background(), res, c.opt)
 		if !errors.Is(err, algo.ErrConfig) || !strings.Contains(err.Error(), c.want) {
@@ -147,6 +149,9 @@ func TestConfigErrors(t *testing.T) {
 		"runtime: {executor: pal, learners: 1000}",
 		"runtime: {executor: hts, actors: 2}",
 		"runtime: {executor: pal, update_interval: -1}",
+		"runtime: {executor: pal, learners: 2, sync_batch: full}",
+		"runtime: {executor: pal, learners: 2, learner_mode: sync, sync_batch: most}",
+		"runtime: {executor: pal, replay_locking: none}",
 	} {
 		file := strings.Replace(dqnFile, "runtime: {executor: pal, actors: 2}", bad, 1)
 		if _, err := algo.Resolve([]byte(file), []algo.Spec{dqn.Spec()}, algo.Overrides{}); !errors.Is(err, algo.ErrConfig) {

@@ -105,6 +105,17 @@ func (r *Replay) Fork() algo.Replay {
 	return f
 }
 
+// Locking is the buffer's synchronisation.
+func (r *Replay) Locking() replay.Locking {
+	if r.pri != nil {
+		return r.pri.Config().Locking
+	}
+	if u, ok := r.buf.(*replay.Uniform); ok {
+		return u.Config().Locking
+	}
+	return r.cfg.Locking
+}
+
 // Len is the number of stored transitions.
 func (r *Replay) Len() int { return r.buf.Len() }
 
