@@ -46,7 +46,10 @@ type Header struct {
 	// Steps is the total number of environment steps to train for, summed
 	// over all vector environments. Required (> 0).
 	Steps int64 `yaml:"steps"`
-	// Out is the run directory. Default runs/<algo>-<env>-<seed>.
+	// Out is the run directory. Default runs/<algo>-<env>-<seed>, or, when
+	// that already holds a run, the first of runs/<algo>-<env>-<seed>-2, -3,
+	// … that does not (see OutIsDefault); a directory named on purpose that
+	// holds a run is refused instead.
 	Out string `yaml:"out,omitempty"`
 	// LogEvery is the row interval of metrics.csv in environment steps: the
 	// logger writes a row at the first Logger.Step call at or past each
@@ -56,7 +59,16 @@ type Header struct {
 	// Runtime chooses the executor and its counts (see RuntimeConfig).
 	// Default: executor local.
 	Runtime RuntimeConfig `yaml:"runtime,omitempty"`
+
+	// defaultOut is the Out that EnsureDefaults filled in ("" when Out was
+	// given).
+	defaultOut string
 }
+
+// OutIsDefault reports whether Out is the default that EnsureDefaults chose
+// (no file key, no flag named it). Only a default directory moves aside to
+// a free numbered one when it already holds a run (FreeRunDir).
+func (h Header) OutIsDefault() bool { return h.defaultOut != "" && h.Out == h.defaultOut }
 
 // DefaultHeader returns the defaults used for keys a file leaves out.
 func DefaultHeader() Header {
@@ -76,6 +88,7 @@ func (h *Header) EnsureDefaults() {
 		// A remote id (grpc://host:port/ID) becomes one flat name.
 		envName := strings.NewReplacer("://", "-", "/", "-", ":", "-", "?", "-", "&", "-").Replace(h.Env)
 		h.Out = filepath.Join("runs", fmt.Sprintf("%s-%s-%d", h.Algo, envName, h.Seed))
+		h.defaultOut = h.Out
 	}
 }
 
@@ -230,6 +243,25 @@ type Resolved struct {
 	Header Header
 	Spec   Spec
 	Config Config
+}
+
+// StepsRun returns the env steps the run will take and the unit they come
+// in. On-policy algorithms (any config with RolloutShape) train whole
+// rollouts of num_envs × num_steps, so Header.Steps is rounded down to a
+// multiple of unit; for the others unit is 1 and steps is Header.Steps.
+func (r *Resolved) StepsRun() (steps, unit int64) {
+	shape, ok := r.Config.(interface {
+		RolloutShape() (numEnvs, numSteps int, gamma float32)
+	})
+	if !ok {
+		return r.Header.Steps, 1
+	}
+	n, t, _ := shape.RolloutShape()
+	unit = int64(n) * int64(t)
+	if unit < 1 {
+		return r.Header.Steps, 1
+	}
+	return r.Header.Steps / unit * unit, unit
 }
 
 // Overrides are command-line values that replace file values. A nil pointer

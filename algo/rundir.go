@@ -113,6 +113,39 @@ func openRunDir(dir string, mode DirMode) (*runDir, error) {
 	return d, nil
 }
 
+// FreeRunDir returns dir when it holds no run, else the first of dir-2,
+// dir-3, … that holds none. It neither creates nor locks anything, so two
+// processes may pick the same name; the lock of the one that opens it
+// second refuses it (TrainRun itself moves on to the next name instead).
+func FreeRunDir(dir string) string {
+	for i := 1; ; i++ {
+		c := numberedDir(dir, i)
+		if len((&runDir{dir: c}).existing()) == 0 {
+			return c
+		}
+	}
+}
+
+// numberedDir is dir for i = 1 and dir-i after it.
+func numberedDir(dir string, i int) string {
+	if i == 1 {
+		return dir
+	}
+	return fmt.Sprintf("%s-%d", filepath.Clean(dir), i)
+}
+
+// openFreeRunDir opens the first of dir, dir-2, dir-3, … that holds no run
+// and is not locked by another process.
+func openFreeRunDir(dir string) (*runDir, error) {
+	for i := 1; ; i++ {
+		d, err := openRunDir(numberedDir(dir, i), DirNew)
+		if errors.Is(err, ErrRunExists) || errors.Is(err, ErrRunLocked) {
+			continue
+		}
+		return d, err
+	}
+}
+
 // existing lists the run files present in the directory.
 func (d *runDir) existing() []string {
 	var out []string

@@ -84,7 +84,17 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	var rd *runDir
 	dir := ""
 	if !opt.NoFiles {
-		if rd, err = openRunDir(h.Out, opt.Dir); err != nil {
+		if h.OutIsDefault() && opt.Dir == DirNew {
+			// A default directory never collides: it moves on to a free
+			// numbered one, which the caller then reads in res.Header.Out.
+			rd, err = openFreeRunDir(h.Out)
+			if err == nil {
+				h.Out, res.Header.Out = rd.dir, rd.dir
+			}
+		} else {
+			rd, err = openRunDir(h.Out, opt.Dir)
+		}
+		if err != nil {
 			return metrics.Summary{}, err
 		}
 		defer rd.close()

@@ -349,6 +349,11 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
+	if mode == algo.DirNew && h.OutIsDefault() {
+		// A default directory never collides (as in herd train).
+		h.Out = algo.FreeRunDir(h.Out)
+		res.Header.Out = h.Out
+	}
 	if err := checkRunDir(h.Out, mode); err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
@@ -423,8 +428,9 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 		self = []string{exe}
 	}
 	base := append([]string{"worker", "--nats", url, "--run", run, "--ttl", f.ttl.String()}, f.nats.args()...)
-	fmt.Fprintf(stdout, "launching run %s: %s on %s, %d env workers × %d envs, %d policy workers, 1 learner → %s\n",
-		run, h.Algo, h.Env, max(rc.EnvWorkers, 1), st.NumEnvs, st.PolicyWorkers(rc.PolicyWorkers), h.Out)
+	fmt.Fprintf(stdout, "launching run %s: %s on %s%s, %s × %d envs, %s, 1 learner → %s\n",
+		run, h.Algo, h.Env, stepsNote(res), count(max(rc.EnvWorkers, 1), "env worker"), st.NumEnvs,
+		count(st.PolicyWorkers(rc.PolicyWorkers), "policy worker"), h.Out)
 
 	sctx, stopAll := context.WithCancel(ctx)
 	defer stopAll()
@@ -528,6 +534,9 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 			fmt.Fprintf(stderr, "launch: wire bytes not reported: %v\n", err)
 		}
 	}
+	if len(all) == 0 {
+		fmt.Fprintln(stdout, wroteLine(h.Out))
+	}
 	return errors.Join(all...)
 }
 
@@ -570,8 +579,9 @@ func reportWire(w io.Writer, srv *dist.Server, dir string) error {
 	}{Bytes: ws.Total, BytesPerStep: perStep(ws.Total), ByKind: map[string]kindJSON{}}
 	line := fmt.Sprintf("wire: %.1f B/env step", add.BytesPerStep)
 	for _, k := range dist.Kinds() {
-		add.ByKind[k] = kindJSON{ws.ByKind[k], perStep(ws.ByKind[k])}
-		line += fmt.Sprintf(", %s %.1f", k, add.ByKind[k].BytesPerStep)
+		kj := kindJSON{ws.ByKind[k], perStep(ws.ByKind[k])}
+		add.ByKind[wireLabel(k)] = kj
+		line += fmt.Sprintf(", %s %.1f", wireLabel(k), kj.BytesPerStep)
 	}
 	if ws.Other > 0 {
 		add.ByKind["other"] = kindJSON{ws.Other, perStep(ws.Other)}
@@ -588,10 +598,19 @@ func reportWire(w io.Writer, srv *dist.Server, dir string) error {
 	return nil
 }
 
+// wireLabel is the name a wire kind has in herd's output: the parameter
+// stream carries the policy's weights, and users read "weights".
+func wireLabel(kind string) string {
+	if kind == dist.KindParams {
+		return "weights"
+	}
+	return kind
+}
+
 // mergeJSON appends add's fields to the JSON object obj, keeping obj's
 // fields and their order as written.
 func mergeJSON(obj []byte, add any) ([]byte, error) {
-	a, err := json.MarshalIndent(add, "  ", "  ")
+	a, err := json.MarshalIndent(add, "", "  ")
 	if err != nil {
 		return nil, err
 	}

@@ -104,6 +104,26 @@ func TestLaunch(t *testing.T) {
 	if s := readSummary(t, out); s["steps"].(float64) != 10*4*32 {
 		t.Errorf("summary steps %v", s["steps"])
 	}
+	for _, want := range []string{"2 env workers × 4 envs, 1 policy worker, 1 learner", "wrote " + out + "/{"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout does not say %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// The wire bytes merged into summary.json keep its two-space indentation.
+func TestMergeJSONIndent(t *testing.T) {
+	m, err := mergeJSON([]byte("{\n  \"steps\": 3\n}\n"), map[string]any{"wire_by_kind": map[string]int{"weights": 1}, "wire_bytes": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := json.Indent(&want, m, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(m); got != want.String() {
+		t.Errorf("merged summary:\n%s\nwant:\n%s", got, want.String())
+	}
 }
 
 // herd launch adds the wire bytes per env step to summary.json: every
@@ -138,7 +158,7 @@ func TestLaunchWireBytes(t *testing.T) {
 		kinds, _ := s["wire_by_kind"].(map[string]any)
 		var sum float64
 		for _, k := range dist.Kinds() {
-			kb, _ := kinds[k].(map[string]any)
+			kb, _ := kinds[wireLabel(k)].(map[string]any)
 			b, _ := kb["bytes"].(float64)
 			if b <= 0 {
 				t.Errorf("%d iterations: %s carried %v bytes, want > 0", iters, k, kb["bytes"])

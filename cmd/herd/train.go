@@ -163,8 +163,8 @@ func runTrain(ctx context.Context, w io.Writer, res *algo.Resolved, mode algo.Di
 		opt.Progress, opt.Bar = w, isTerminal(w)
 	}
 	opt.Started = func() {
-		fmt.Fprintf(w, "training %s on %s, seed %d, %d steps → %s\n",
-			res.Header.Algo, res.Header.Env, res.Header.Seed, res.Header.Steps, res.Header.Out)
+		fmt.Fprintf(w, "training %s on %s, seed %d, %d steps%s → %s\n",
+			res.Header.Algo, res.Header.Env, res.Header.Seed, res.Header.Steps, stepsNote(res), res.Header.Out)
 	}
 	sum, err := algo.TrainRun(ctx, res, opt)
 	if errors.Is(err, context.Canceled) {
@@ -180,8 +180,31 @@ func runTrain(ctx context.Context, w io.Writer, res *algo.Resolved, mode algo.Di
 	if sum.EvalEpisodes > 0 {
 		fmt.Fprintf(w, "greedy evaluation: %d episodes, return %.2f ± %.2f\n", sum.EvalEpisodes, sum.EvalReturnMean, sum.EvalReturnStd)
 	}
-	fmt.Fprintf(w, "wrote %s\n", filepath.Join(res.Header.Out, "{config.yaml,metrics.csv,summary.json,curve.png,model.safetensors}"))
+	fmt.Fprintln(w, wroteLine(res.Header.Out))
 	return nil
+}
+
+// wroteLine names the files of a finished run in dir.
+func wroteLine(dir string) string {
+	return "wrote " + filepath.Join(dir, "{config.yaml,metrics.csv,summary.json,curve.png,model.safetensors}")
+}
+
+// stepsNote says, when the algorithm trains whole rollouts and the steps
+// asked for are not a multiple of one, how many it will take instead.
+func stepsNote(res *algo.Resolved) string {
+	steps, unit := res.StepsRun()
+	if steps == res.Header.Steps {
+		return ""
+	}
+	return fmt.Sprintf(" (rounded down to %d × %d = %d steps: whole rollouts of num_envs × num_steps)", steps/unit, unit, steps)
+}
+
+// count writes n and a noun, in the plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // isTerminal reports whether w is a character device (a terminal), where a

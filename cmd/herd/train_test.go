@@ -102,3 +102,39 @@ func TestParseSeeds(t *testing.T) {
 		}
 	}
 }
+
+// herd train run twice without --out writes two run directories, and says
+// at start how it rounds --steps to whole rollouts.
+func TestTrainDefaultOutAndRounding(t *testing.T) {
+	t.Chdir(t.TempDir())
+	args := []string{"train", "--algo", "ppo", "--env", "CartPole-v1", "--steps", "1100", "--quiet",
+		"--set", "num_envs=2", "--set", "num_steps=64", "--set", "update_epochs=1"}
+	for _, dir := range []string{"runs/ppo-CartPole-v1-1", "runs/ppo-CartPole-v1-1-2"} {
+		out, err := runHerd(t, args...)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		for _, want := range []string{"1100 steps (rounded down to 8 × 128 = 1024 steps", "→ " + dir + "\n", "done: 1024 steps", "wrote " + dir + "/{"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+	}
+	out, err := runHerd(t, append(args, "--out", "runs/ppo-CartPole-v1-1")...)
+	if err == nil || !strings.Contains(err.Error(), "already holds a run") {
+		t.Fatalf("explicit --out holding a run: %v\n%s", err, out)
+	}
+}
+
+// herd --help names every bench subcommand.
+func TestHelpListsEveryBench(t *testing.T) {
+	out, err := runHerd(t, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range benchCommands() {
+		if !strings.Contains(strings.NewReplacer("(", " ", ")", ",").Replace(out), " "+c.Name()+",") {
+			t.Errorf("herd --help does not name bench %s:\n%s", c.Name(), out)
+		}
+	}
+}
