@@ -103,7 +103,6 @@ func Bench(ctx context.Context, cfg BenchConfig) ([]BenchRow, error) {
 	return rows, nil
 }
 
-
 // randomActions draws n actions of space s (flat, n·Dim values).
 func randomActions(s Space, n int, seed uint64, slot int) []float32 {
 	r := rng.New(seed, "bench/env/actions", slot)
