@@ -50,4 +50,16 @@
 // a row is formatted into a reused buffer. A Recorder belongs to the
 // goroutine that trains, starts no goroutines, keeps its first I/O error and
 // returns it from Close.
+//
+// # Determinism
+//
+// # metrics.csv and determinism
+//
+// Rows are written when `Logger.Step` reaches a multiple of `log_every` — a function
+// of steps, never of time — and numbers use strconv's shortest round-trip form. Only
+// `wall_seconds` and `sps` depend on the clock (`metrics.WallColumns`,
+// `metrics.DropWallColumns`). Every random stream comes from `internal/rng` with the
+// roles `ppo/init`, `ppo/actor`, `ppo/minibatch`, `ppo/env` (and `a2c/…`), and every
+// reduction runs in a fixed order, so the same seed gives an identical metrics.csv
+// and identical weights (`TestPPODeterministic`, `TestA2CDeterministic`).
 package metrics
