@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"herd/internal/atomicfile"
+	"herd/metrics"
 )
 
 // Files of a run directory besides ConfigFile and ModelFile.
@@ -16,6 +17,8 @@ const (
 	MetricsFile = "metrics.csv"
 	SummaryFile = "summary.json"
 	CurveFile   = "curve.png"
+	// EventsFile holds the same scalars for TensorBoard.
+	EventsFile = metrics.EventsFile
 	// LockFile is held (flock) by the process writing the run; it stays
 	// behind, empty of meaning once the process has exited.
 	LockFile = ".herd.lock"
@@ -28,7 +31,7 @@ const (
 // RunFiles lists the files that make up a run, in the order a commit moves
 // them into place (summary.json, the completion record, last).
 func RunFiles() []string {
-	return []string{ModelFile, MetricsFile, CurveFile, ConfigFile, SummaryFile}
+	return []string{ModelFile, MetricsFile, EventsFile, CurveFile, ConfigFile, SummaryFile}
 }
 
 // DirMode says what TrainRun does with an output directory that already

@@ -43,6 +43,9 @@ type RunOptions struct {
 	// seed) and records the result in summary.json. Skipped when the run
 	// did not complete.
 	EvalEpisodes int
+	// Live, when set, receives each metrics row for a Prometheus endpoint
+	// (metrics.Serve).
+	Live *metrics.Live
 	// Started, when not nil, is called once every check has passed, just
 	// before training starts (the CLI announces the run there, so a refused
 	// run prints only its error).
@@ -111,7 +114,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	rec, err := metrics.NewRecorder(metrics.Options{
 		Dir: dir, Algo: h.Algo, Env: h.Env, Seed: h.Seed,
 		TotalSteps: h.Steps, LogEvery: h.LogEvery, Scalars: res.Spec.Scalars,
-		Progress: opt.Progress, Bar: opt.Bar,
+		Progress: opt.Progress, Bar: opt.Bar, Live: opt.Live,
 	})
 	if err != nil {
 		if rd != nil {

@@ -1,11 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"herd/metrics"
 )
 
 func runHerd(t *testing.T, args ...string) (string, error) {
@@ -136,5 +145,66 @@ func TestHelpListsEveryBench(t *testing.T) {
 		if !strings.Contains(strings.NewReplacer("(", " ", ")", ",").Replace(out), " "+c.Name()+",") {
 			t.Errorf("herd --help does not name bench %s:\n%s", c.Name(), out)
 		}
+	}
+}
+
+// herd train --metrics-addr serves the live run to Prometheus: a scrape
+// during training sees the steps move, and the run directory gets the
+// TensorBoard event file.
+func TestTrainMetricsAddrLiveScrape(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pr, pw := io.Pipe()
+	root := newRootCmd()
+	root.SetOut(pw)
+	root.SetErr(pw)
+	root.SetArgs([]string{"train", "--algo", "ppo", "--env", "CartPole-v1", "--steps", "100000000", "--quiet",
+		"--out", filepath.Join(dir, "run"), "--metrics-addr", "127.0.0.1:0", "--log-every", "512"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx); pw.Close() }()
+	lines := bufio.NewScanner(pr)
+	var url string
+	for url == "" && lines.Scan() {
+		if u, ok := strings.CutPrefix(lines.Text(), "metrics for Prometheus at "); ok {
+			url = u
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if url == "" {
+		t.Fatalf("no metrics address printed: %v", <-done)
+	}
+	steps := func() float64 {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "herd_env_steps_total "); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				return f
+			}
+		}
+		return 0
+	}
+	var seen []float64
+	for len(seen) < 2 && ctx.Err() == nil {
+		if s := steps(); s > 0 && (len(seen) == 0 || s > seen[0]) {
+			seen = append(seen, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel() // as Ctrl-C: the run stops and saves
+	err := <-done
+	if len(seen) < 2 {
+		t.Fatalf("herd_env_steps_total did not move: %v (run: %v)", seen, err)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "run", metrics.EventsFile)); err != nil {
+		t.Fatalf("no TensorBoard event file: %v", err)
 	}
 }
