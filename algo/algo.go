@@ -48,8 +48,8 @@ type Header struct {
 	Steps int64 `yaml:"steps"`
 	// Out is the run directory. Default runs/<algo>-<env>-<seed>, or, when
 	// that already holds a run, the first of runs/<algo>-<env>-<seed>-2, -3,
-	// … that does not (see OutIsDefault); a directory named on purpose that
-	// holds a run is refused instead.
+	// … that does not (Resolved.OutIsDefault); a directory named on purpose
+	// that holds a run is refused instead.
 	Out string `yaml:"out,omitempty"`
 	// LogEvery is the row interval of metrics.csv in environment steps: the
 	// logger writes a row at the first Logger.Step call at or past each
@@ -59,16 +59,7 @@ type Header struct {
 	// Runtime chooses the executor and its counts (see RuntimeConfig).
 	// Default: executor local.
 	Runtime RuntimeConfig `yaml:"runtime,omitempty"`
-
-	// defaultOut is the Out that EnsureDefaults filled in ("" when Out was
-	// given).
-	defaultOut string
 }
-
-// OutIsDefault reports whether Out is the default that EnsureDefaults chose
-// (no file key, no flag named it). Only a default directory moves aside to
-// a free numbered one when it already holds a run (FreeRunDir).
-func (h Header) OutIsDefault() bool { return h.defaultOut != "" && h.Out == h.defaultOut }
 
 // DefaultHeader returns the defaults used for keys a file leaves out.
 func DefaultHeader() Header {
@@ -85,11 +76,15 @@ func (h *Header) EnsureDefaults() {
 		h.Runtime.Executor = "local"
 	}
 	if h.Out == "" && h.Algo != "" && h.Env != "" {
-		// A remote id (grpc://host:port/ID) becomes one flat name.
-		envName := strings.NewReplacer("://", "-", "/", "-", ":", "-", "?", "-", "&", "-").Replace(h.Env)
-		h.Out = filepath.Join("runs", fmt.Sprintf("%s-%s-%d", h.Algo, envName, h.Seed))
-		h.defaultOut = h.Out
+		h.Out = h.defaultOut()
 	}
+}
+
+// defaultOut is runs/<algo>-<env>-<seed>; a remote id (grpc://host:port/ID)
+// becomes one flat name.
+func (h *Header) defaultOut() string {
+	envName := strings.NewReplacer("://", "-", "/", "-", ":", "-", "?", "-", "&", "-").Replace(h.Env)
+	return filepath.Join("runs", fmt.Sprintf("%s-%s-%d", h.Algo, envName, h.Seed))
 }
 
 // Validate reports every problem with the header, each wrapping ErrConfig.
@@ -243,6 +238,16 @@ type Resolved struct {
 	Header Header
 	Spec   Spec
 	Config Config
+	// outDefaulted: neither the file nor a flag named Header.Out.
+	outDefaulted bool
+}
+
+// OutIsDefault reports whether Header.Out is the default directory that
+// Resolve chose (no file key, no flag named it, and nothing set it since).
+// Only a default directory moves aside to a free numbered one when it
+// already holds a run (FreeRunDir); one named on purpose is refused.
+func (r *Resolved) OutIsDefault() bool {
+	return r.outDefaulted && r.Header.Out == r.Header.defaultOut()
 }
 
 // StepsRun returns the env steps the run will take and the unit they come
@@ -348,6 +353,7 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 		}
 		algoSet = append(algoSet, kv)
 	}
+	outDefaulted := h.Out == ""
 	h.EnsureDefaults()
 	if err := h.Validate(); err != nil {
 		return nil, err
@@ -378,7 +384,7 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 	if err := cfg.Validate(h); err != nil {
 		return nil, err
 	}
-	return &Resolved{Header: h, Spec: spec, Config: cfg}, nil
+	return &Resolved{Header: h, Spec: spec, Config: cfg, outDefaulted: outDefaulted}, nil
 }
 
 // Set applies one "key=value" override to cfg (value parsed as YAML),

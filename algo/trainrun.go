@@ -87,7 +87,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	var rd *runDir
 	dir := ""
 	if !opt.NoFiles {
-		if h.OutIsDefault() && opt.Dir == DirNew {
+		if res.OutIsDefault() && opt.Dir == DirNew {
 			// A default directory never collides: it moves on to a free
 			// numbered one, which the caller then reads in res.Header.Out.
 			rd, err = openFreeRunDir(h.Out)

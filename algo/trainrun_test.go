@@ -335,8 +335,8 @@ func TestDefaultRunDirNeverCollides(t *testing.T) {
 	base := filepath.Join("runs", "script-CartPole-v1-1")
 	for i, want := range []string{base, base + "-2", base + "-3"} {
 		res := resolve(nil)
-		if !res.Header.OutIsDefault() || res.Header.Out != base {
-			t.Fatalf("run %d: Out %q default %v, want the default %q", i, res.Header.Out, res.Header.OutIsDefault(), base)
+		if !res.OutIsDefault() || res.Header.Out != base {
+			t.Fatalf("run %d: Out %q default %v, want the default %q", i, res.Header.Out, res.OutIsDefault(), base)
 		}
 		if _, err := TrainRun(context.Background(), res, RunOptions{}); err != nil {
 			t.Fatalf("run %d: %v", i, err)
@@ -354,7 +354,7 @@ func TestDefaultRunDirNeverCollides(t *testing.T) {
 	}
 	explicit := base
 	res := resolve(&explicit)
-	if res.Header.OutIsDefault() {
+	if res.OutIsDefault() {
 		t.Fatal("an --out given on purpose counts as the default")
 	}
 	if _, err := TrainRun(context.Background(), res, RunOptions{}); !errors.Is(err, ErrRunExists) {

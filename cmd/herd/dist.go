@@ -349,7 +349,7 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
-	if mode == algo.DirNew && h.OutIsDefault() {
+	if mode == algo.DirNew && res.OutIsDefault() {
 		// A default directory never collides (as in herd train).
 		h.Out = algo.FreeRunDir(h.Out)
 		res.Header.Out = h.Out
