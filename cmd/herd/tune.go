@@ -112,7 +112,7 @@ keeps the other runtime keys (learner_mode among them).`,
 			}
 			tw.Flush()
 			choice := allocs[0]
-			fmt.Fprintf(w, "choice: %d actors, %d learners (predicted %.0f env steps/s)\n", choice.Actors, choice.Learners, choice.Rate)
+			fmt.Fprintf(w, "choice: %s, %s (predicted %.0f env steps/s)\n", count(choice.Actors, "actor"), count(choice.Learners, "learner"), choice.Rate)
 			use := choice
 			png := filepath.Join(out, "fig12.png")
 			if err := tune.Plot(png, pa, pl, fa, fl, u, cores, choice); err != nil {
