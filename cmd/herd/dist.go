@@ -30,6 +30,7 @@ import (
 	"herd/algo/all"
 	"herd/dist"
 	"herd/internal/atomicfile"
+	"herd/metrics"
 	"herd/run/distexec"
 )
 
@@ -109,6 +110,7 @@ type workerFlags struct {
 	force, resume bool
 	ttl           time.Duration
 	wait          time.Duration
+	metricsAddr   string // learner: Prometheus endpoint
 }
 
 func newWorkerCmd() *cobra.Command { return newWorkerCmdWith(all.Specs) }
@@ -137,6 +139,7 @@ default the config's out).`,
 	fl.IntVar(&f.slot, "slot", 0, "worker slot: env workers' randomness derives from (seed, slot)")
 	fl.StringVar(&f.out, "out", "", "learner: run directory (default: the config's out)")
 	fl.BoolVar(&f.quiet, "quiet", false, "learner: no progress output")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "learner: serve live metrics for Prometheus at http://ADDR/metrics (a port alone binds 127.0.0.1)")
 	fl.BoolVar(&f.force, "force", false, "learner: replace a run already in --out")
 	fl.BoolVar(&f.resume, "resume", false, "learner: continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
 	fl.DurationVar(&f.ttl, "ttl", 3*time.Second, "registration TTL (whole seconds)")
@@ -241,6 +244,15 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 		if !f.quiet {
 			opt.Progress, opt.Bar = w, isTerminal(w)
 		}
+		if f.metricsAddr != "" {
+			opt.Live = metrics.NewLive()
+			srv, serr := metrics.Serve(f.metricsAddr, opt.Live)
+			if serr != nil {
+				return fmt.Errorf("worker: %w", serr)
+			}
+			defer srv.Close()
+			fmt.Fprintf(w, "metrics for Prometheus at http://%s/metrics\n", srv.Addr())
+		}
 		s, terr := algo.TrainRun(ctx, res, opt)
 		err = terr
 		if err == nil && !s.Interrupted {
@@ -269,6 +281,7 @@ type launchFlags struct {
 	ttl           time.Duration
 	workerCommand []string // the command that runs `herd`; default this executable
 	noWorkers     bool     // controller only: workers run elsewhere (Kubernetes, compose)
+	metricsAddr   string   // the learner's Prometheus endpoint
 }
 
 func newLaunchCmd() *cobra.Command { return newLaunchCmdWith(all.Specs, nil) }
@@ -314,6 +327,7 @@ controller only, for workers run elsewhere (deploy/: compose, Kubernetes).`,
 	fl.BoolVar(&f.train.resume, "resume", false, "continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
 	f.nats.add(cmd, "external NATS server URL(s) (default: an embedded server on 127.0.0.1)")
 	fl.StringVar(&f.run, "run", "", "run ID (default herd-<seed>)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the learner's live metrics for Prometheus at http://ADDR/metrics (a port alone binds 127.0.0.1)")
 	fl.IntVar(&f.restarts, "max-restarts", 10, "restarts of one worker before the run fails")
 	fl.DurationVar(&f.ttl, "ttl", 3*time.Second, "registration TTL (whole seconds)")
 	fl.BoolVar(&f.noWorkers, "no-workers", false, "controller only: store the config, register, and end when the learner (started elsewhere) has finished; needs --nats")
@@ -510,6 +524,9 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	largs := []string{"--role", "learner", "--out", h.Out}
 	if f.train.quiet {
 		largs = append(largs, "--quiet")
+	}
+	if f.metricsAddr != "" {
+		largs = append(largs, "--metrics-addr", f.metricsAddr)
 	}
 	switch mode {
 	case algo.DirForce:

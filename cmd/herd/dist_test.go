@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -844,4 +846,65 @@ func TestLaunchNoWorkers(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the controller did not end after the learner was gone")
 	}
+}
+
+// herd launch --metrics-addr serves the learner's live metrics: a scrape
+// during the run sees the env steps move.
+func TestLaunchMetricsAddrLiveScrape(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	t.Setenv("HERD_TEST_AS_HERD", "1")
+	cmd := newLaunchCmdWith(testSpecs, []string{os.Args[0]})
+	pr, pw := io.Pipe()
+	cmd.SetOut(pw)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"--config", writeDistConfig(t, 100000), "--out", filepath.Join(t.TempDir(), "run"),
+		"--quiet", "--metrics-addr", "127.0.0.1:0"})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx); pw.Close() }()
+	lines := bufio.NewScanner(pr)
+	var url string
+	for url == "" && lines.Scan() {
+		if _, u, ok := strings.Cut(lines.Text(), "metrics for Prometheus at "); ok {
+			url = u
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if url == "" {
+		t.Fatalf("no metrics address printed: %v", <-done)
+	}
+	var seen []float64
+	for len(seen) < 2 && ctx.Err() == nil {
+		if s := scrapeSteps(t, url); s > 0 && (len(seen) == 0 || s > seen[0]) {
+			seen = append(seen, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if len(seen) < 2 {
+		t.Fatalf("herd_env_steps_total did not move: %v", seen)
+	}
+}
+
+// scrapeSteps reads herd_env_steps_total from a Prometheus endpoint (0 if
+// it is not there yet or the endpoint is gone).
+func scrapeSteps(t *testing.T, url string) float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "herd_env_steps_total "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
 }
