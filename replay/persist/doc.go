@@ -3,7 +3,7 @@
 // Records live in a hot in-memory LRU cache over a cold Pebble store
 // (github.com/cockroachdb/pebble/v2), writes are applied asynchronously by
 // one worker, samplers index every key of both tiers, and snapshots go to
-// a blob URL (file://, s3://, gs://, azblob://, hdfs://) from which Open
+// a blob URL (file://; s3://, gs://, azblob://, hdfs:// in a build with -tags cloud, see blobstore) from which Open
 // restores.
 //
 // # How it fits
