@@ -46,7 +46,10 @@ type Header struct {
 	// Steps is the total number of environment steps to train for, summed
 	// over all vector environments. Required (> 0).
 	Steps int64 `yaml:"steps"`
-	// Out is the run directory. Default runs/<algo>-<env>-<seed>.
+	// Out is the run directory. Default runs/<algo>-<env>-<seed>, or, when
+	// that already holds a run, the first of runs/<algo>-<env>-<seed>-2, -3,
+	// … that does not (Resolved.OutIsDefault); a directory named on purpose
+	// that holds a run is refused instead.
 	Out string `yaml:"out,omitempty"`
 	// LogEvery is the row interval of metrics.csv in environment steps: the
 	// logger writes a row at the first Logger.Step call at or past each
@@ -73,10 +76,15 @@ func (h *Header) EnsureDefaults() {
 		h.Runtime.Executor = "local"
 	}
 	if h.Out == "" && h.Algo != "" && h.Env != "" {
-		// A remote id (grpc://host:port/ID) becomes one flat name.
-		envName := strings.NewReplacer("://", "-", "/", "-", ":", "-", "?", "-", "&", "-").Replace(h.Env)
-		h.Out = filepath.Join("runs", fmt.Sprintf("%s-%s-%d", h.Algo, envName, h.Seed))
+		h.Out = h.defaultOut()
 	}
+}
+
+// defaultOut is runs/<algo>-<env>-<seed>; a remote id (grpc://host:port/ID)
+// becomes one flat name.
+func (h *Header) defaultOut() string {
+	envName := strings.NewReplacer("://", "-", "/", "-", ":", "-", "?", "-", "&", "-").Replace(h.Env)
+	return filepath.Join("runs", fmt.Sprintf("%s-%s-%d", h.Algo, envName, h.Seed))
 }
 
 // Validate reports every problem with the header, each wrapping ErrConfig.
@@ -230,6 +238,35 @@ type Resolved struct {
 	Header Header
 	Spec   Spec
 	Config Config
+	// outDefaulted: neither the file nor a flag named Header.Out.
+	outDefaulted bool
+}
+
+// OutIsDefault reports whether Header.Out is the default directory that
+// Resolve chose (no file key, no flag named it, and nothing set it since).
+// Only a default directory moves aside to a free numbered one when it
+// already holds a run (FreeRunDir); one named on purpose is refused.
+func (r *Resolved) OutIsDefault() bool {
+	return r.outDefaulted && r.Header.Out == r.Header.defaultOut()
+}
+
+// StepsRun returns the env steps the run will take and the unit they come
+// in. On-policy algorithms (any config with RolloutShape) train whole
+// rollouts of num_envs × num_steps, so Header.Steps is rounded down to a
+// multiple of unit; for the others unit is 1 and steps is Header.Steps.
+func (r *Resolved) StepsRun() (steps, unit int64) {
+	shape, ok := r.Config.(interface {
+		RolloutShape() (numEnvs, numSteps int, gamma float32)
+	})
+	if !ok {
+		return r.Header.Steps, 1
+	}
+	n, t, _ := shape.RolloutShape()
+	unit = int64(n) * int64(t)
+	if unit < 1 {
+		return r.Header.Steps, 1
+	}
+	return r.Header.Steps / unit * unit, unit
 }
 
 // Overrides are command-line values that replace file values. A nil pointer
@@ -329,6 +366,7 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 	if err := h.Runtime.checkExplicitCounts(explicit); err != nil {
 		return nil, err
 	}
+	outDefaulted := h.Out == ""
 	h.EnsureDefaults()
 	if err := h.Validate(); err != nil {
 		return nil, err
@@ -359,7 +397,7 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 	if err := cfg.Validate(h); err != nil {
 		return nil, err
 	}
-	return &Resolved{Header: h, Spec: spec, Config: cfg}, nil
+	return &Resolved{Header: h, Spec: spec, Config: cfg, outDefaulted: outDefaulted}, nil
 }
 
 // Set applies one "key=value" override to cfg (value parsed as YAML),

@@ -126,4 +126,153 @@
 //
 // Nothing here is on a hot path: Logger calls are a few per iteration (the
 // Recorder keeps them allocation-free), Resolve runs once per run.
+//
+// # The contract, in detail
+//
+// # The contract (algo/algo.go)
+//
+//   - `Spec{Name, Doc, Scalars, NewConfig, Train, LoadPolicy}` describes an algorithm.
+//     `Train(ctx, *Runtime, Config) (Model, error)`; `LoadPolicy(path, Header, Config)`.
+//   - `Header` holds the keys every run shares (algo, env, seed, steps, out, log_every);
+//     the algorithm's own `Config` is a struct with yaml tags whose `Validate(Header)`
+//     reports every problem wrapping `algo.ErrConfig`.
+//   - A config file is the header keys plus one section named after the algorithm.
+//     `algo.Resolve` decodes it with go.yaml.in/yaml/v4 in strict mode (`WithKnownFields`):
+//     an unknown key at the top or in the section is an error naming the key and its
+//     line. Flags override the file; `--set key=value` overrides the section (each
+//     value parsed as YAML, strictly). `NewConfig` returns the defaults filled in and
+//     the file overwrites only the keys it names, so an explicit `ent_coef: 0` stays 0
+//     (STYLE's "zero means default" would make that impossible).
+//   - `Runtime.Track(model)`: Train registers its model once built, so TrainRun's
+//     divergence guard can check its `Params()` at each metrics row (see
+//     "Reliability" below).
+//   - `Runtime{Header, Log}`: `Log.Episode(step, return, length)` per finished episode,
+//     `Log.Scalar(name, v)` per update, `Log.Step(globalStep)` per iteration. Logger
+//     methods return no error (the training loop stays clean); the Recorder keeps its
+//     first I/O error and returns it from `Close`.
+//   - `Train` returns the model *also on cancellation* (with `ctx.Err()`), so saving
+//     lives in one place, `algo.TrainRun`, which saves `model.safetensors` for both a
+//     finished and an interrupted (Ctrl-C) run. Algorithms never touch files.
+//   - `Policy.Act(dst, obs)` uses env's flat action encoding (a Discrete action is one
+//     float32 holding the index), so `herd eval` is one loop for every algorithm.
+//
+// Why declared scalars (`Spec.Scalars`): metrics.csv needs its columns before the
+// first row, and an off-policy algorithm has no loss before learning starts. A name
+// not declared is reported by `Recorder.Close` (`metrics.ErrUndeclared`) instead of
+// being silently dropped.
+//
+// # Faults tried (herd train)
+//
+// # herd CLI
+//
+// The CLI half lives in `algo/trainrun.go` (TrainRun), `algo/rundir.go`
+// (lock, staging, commit), `algo/guard.go` (divergence), `algo/checkpoint.go`
+// (metadata, finite-only saves), `algo/memory.go` + `internal/sysmem` (memory
+// estimate), `internal/atomicfile` (temp + fsync + rename + directory fsync) and
+// `cmd/herd/main.go` (signals, exit status). Each row is checked by a test that
+// runs the built binary (`cmd/herd/cli_test.go`) or by `algo/trainrun_test.go`.
+//
+//	| fault tried | behaviour now |
+//	|---|---|
+//	| Ctrl-C during `train` | stops at the next step boundary, saves checkpoint + metrics, prints "saved", exit 130, `summary.json` `"status": "interrupted"` |
+//	| Ctrl-C when the checkpoint cannot be written (`mkdir -p out/model.safetensors/x`, `--force`) | exit 1, "interrupted at step N, but not everything was saved: …"; no "saved" claim; the new files stay in `out/.staging/` |
+//	| a second Ctrl-C (even while the command is blocked, e.g. opening a FIFO) | exits at once, status 1, "exiting at once, nothing more saved" |
+//	| Ctrl-C during `bench nn --min-time 3s --repeats 5` (and every bench, `eval`) | stops within one call of the timed closure (an atomic flag set by `context.AfterFunc`), exit 130 |
+//	| `train --env CartPole-v9 --out existing_run` (also with `--force`) | refused before anything is written; the earlier run is byte-for-byte unchanged |
+//	| `--set learning_rate=.inf` / `.nan` anywhere in a config | `ErrConfig` naming the key, before anything is written |
+//	| `--out` holding a run, no flag | refused: "already holds a run …; use --force … or another --out" |
+//	| `--force` run that fails before training | earlier run untouched (files are staged, moved into place only at the end) |
+//	| `--resume` | "cannot resume DIR: herd checkpoints hold the weights only …" (no algorithm can resume today) |
+//	| two processes into one `--out` | the second is refused: "in use by another process (locked by pid N)" (flock, released by the kernel on any exit) |
+//	| `dqn --set learning_rate=1e8` | stops at the first `+Inf`/`NaN` loss: "training diverged at step 139: losses/td_loss is +Inf", last finite weights saved, `"status": "diverged"`, exit 1 |
+//	| NaN parameter or gradient without a NaN loss | caught at the next metrics row ("parameter w", "gradient of w") |
+//	| a model that does not expose `Params()` diverges | its non-finite weights are refused (`saveCheckpoint` reads every saved tensor back), exit 1, "not everything was saved" |
+//	| NaN loss in metrics.csv | written as `NaN`/`+Inf`/`-Inf`; empty cell = no value yet |
+//	| `herd eval` of a CartPole-v1 model with `--env CartPole-v0` | allowed (same spaces), with a note on stderr |
+//	| `herd eval` of a checkpoint from another env/algorithm (file swapped) | refused: "trained on Acrobot-v1, not CartPole-v1" |
+//	| `buffer_size=1e12`, `num_envs=1e6` (PPO: ~95 GiB of minibatch workspaces) | refused before allocating: "not enough memory: the config needs about … more than the … available (MemAvailable in /proc/meminfo); buffer_size=… alone needs …" |
+//	| `ppo:` section (or any top-level key) written twice | `ErrConfig`: `line 6: key "ppo" is written twice (first on line 4)` |
+//	| `bench persist --keys 0 / --value-bytes 0 / --reads 0`, `bench learn --steps -1`, `bench replay --fanout 0 / --seconds -1 / --ratio NaN / --capacity 0`, `bench nn --repeats 0 / --min-time -1s`, `bench env --num-envs 0` | each an error naming the flag (no silent default); `bench replay --capacity` and `bench persist --keys × --value-bytes` also checked against available memory |
+//	| random config files and `--set` values (`FuzzResolve`, 60 s) | no panic; what Resolve accepts marshals and resolves back to the same bytes, and holds no NaN/Inf |
+//
+// How divergence is detected without touching each algorithm: `TrainRun` gives
+// Train a Logger (`guard`) that sees every `Scalar` (non-finite → cancel the run's
+// context with a `*DivergedError` as cause) and, at each metrics row, checks the
+// parameters and gradients of the model that Train registered with
+// `Runtime.Track` (one line per algorithm; `ParamModel` = a Model with
+// `Params()`), keeping a copy of the last finite ones. The algorithms already stop
+// at the next step boundary on cancellation and return the model; TrainRun puts
+// the kept parameters back and saves them. Cost: a comparison per scalar, one pass
+// over the parameters per metrics row.
+//
+// Limits: resume is not implemented (needs optimizer/replay/RNG state in the
+// checkpoint); the memory estimate is a lower bound of the big allocations (float32
+// rows, three networks' workspaces), not a count; on non-unix systems the run
+// lock is a no-op; a run killed with SIGKILL leaves its partial files in
+// `.staging/`, which the next run into the directory clears.
+//
+// # Pieces
+//
+// # Algorithm pieces: policy, sampler, learner, weight versions
+//
+// The executors (local, HTS, PAL, distributed) run *parts* of an
+// algorithm in different places. Each algorithm therefore comes in pieces, built for one run by
+// `Spec.Pieces(header, config, spaces)` (`algo/pieces.go`):
+//
+//	| piece | interface | PPO / A2C (`algo/internal/onpolicy`) |
+//	|---|---|---|
+//	| policy (policy worker) | `algo.PolicyNet`: `OutDim`, `SetWeights(*weights.Version)`, `Version`, `ForwardTo(dst, obs, n)` — deterministic, no state but the weights, row i depends only on observation i | `onpolicy.Policy`: actor and critic forward; rows `[logits \| V]` or `[μ \| log σ \| V]` (the state-independent log σ repeated per row, so a sampler needs only the row) |
+//	| sampler (env worker) | `algo.Sampler`: `SampleTo(*Acts, out, n, step)` with the env worker's `*rand.Rand` | `onpolicy.Sampler`: one uniform per row (Categorical inverse CDF) or d normals (Gaussian), log π, V from the last column, env actions (Discrete start added, Box clipped) |
+//	| learner | `algo.SegmentLearner`: `Learn(ctx, *sample.Segment) → []Stat`, `Weights() *weights.Version` (N = Learn calls), `Close()` (stops a helper goroutine) | `ppo.learner` / `a2c.learner`, embedding `onpolicy.Learner` (agent, optimizer, `Begin`: segment checks + GAE, versions) |
+//	| weights from bytes | `Pieces.DecodeWeights(b)` | `weights.Decode` against a policy built from the run config |
+//
+// The on-policy env worker is `algo.SegmentWorker` (`algo/segment.go`): it steps an
+// `env.Vector`, runs the policy and the sampler per step, and fills a `sample.Segment` (T × N,
+// time-major) with observations, actions, behaviour log-probs and values, rewards with the
+// truncation bootstrap r + γ·V(final observation) folded in, dones, NextObs and LastValues, the
+// version that acted, the worker id and the episodes that ended (`LogEpisodes` reports them at
+// their global steps). It reads V(s) from the last column of the policy's rows — the one
+// convention an on-policy PolicyNet must keep — or from its optional `ValuesTo`.
+//
+// Formats. Samples: `sample.Segment` / `sample.Transitions`, a documented flat little-endian
+// layout (`sample/doc.go`: magic, format version, kind, dims, then float32 arrays in field order,
+// then episodes). Chosen over protobuf because the payload is a few float32 arrays whose lengths
+// follow from four header numbers: decoding is one length check and one copy per array, with
+// nothing allocated beyond the output and no per-element tags; transports that need an envelope
+// carry the bytes in a field of their own versioned message. Weights: `weights.Version` is an
+// immutable deep copy (number + parameters) shared lock-free through `weights.Store` (atomic
+// pointer; `Wait` parks) inside a process, and `Encode`s to safetensors bytes — the checkpoint
+// format, PyTorch names — with the version number in the metadata. A receiver decodes against the
+// parameter list of a model built from the run config, so bytes never choose what is allocated.
+// `onpolicy.Policy.SetWeights` does not copy: it points its parameters at the version's values,
+// which nothing writes.
+//
+// How an executor uses them. The local executor (`onpolicy.TrainLocal`, the `Train` of PPO
+// and A2C) is the shortest composition: one SegmentWorker with the policy inline, then
+// `learner.Learn(seg)`, on one goroutine, with the algorithm's historical streams (`ppo/actor` for the sampler, `ppo/env`, `ppo/init`,
+// `ppo/minibatch`), so it trains bit-identical weights to the loops it replaced
+// (`TestPPOSameBitsAsBefore`, `TestA2CSameBitsAsBefore`: sha256 of model.safetensors and of
+// metrics.csv without wall columns, recorded from c7b923d for 8 configurations — Categorical and
+// Gaussian heads, parallel and sequential, KL early stop, ReLU, RMSprop and Adam). A parallel
+// executor gives each env worker its own sampler on `rng.New(seed, "env-worker", id)`, lets
+// policy workers batch rows from any env workers (`TestPolicyRowsIndependentOfBatch`: batches of
+// 1, 7 and 64 give identical rows; `TestSamplersAgreeWhateverTheBatch`), and moves versions
+// through a `weights.Store` or its bytes. `examples/async` is the smallest such executor: an
+// actor goroutine acting with `store.Latest()`, the learner publishing every k updates.
+//
+// Weight hand-off in the local loop: acting and learning take turns on one goroutine, so the
+// policy reads the learner's parameters in place (`onpolicy.Policy.Follow`) rather than a
+// `learner.Weights()` snapshot per iteration. The snapshot (a copy of the ~9.3k CartPole
+// parameters, 37 kB, plus its garbage) measured ~10% of A2C's CPU profile (8 envs × 5 steps per
+// update) and <1% of PPO's. `TestFollowMatchesVersions` checks that following gives the same
+// segments, version numbers and weights as handing a version over after every Learn — what the
+// other executors do. The bootstraps (V of a truncated episode's final observation, LastValues)
+// use the policy's optional `ValuesTo` (the critic alone; `SegmentWorker` falls back to the last
+// column of full rows), so acting costs what it did before the pieces. PPO and A2C CartPole 500k
+// were measured against the old binary in alternating runs (docs/BENCHMARKS.md).
+//
+// The loss gradients are hand-written; `TestPPOLossGradients` and `TestA2CLossGradients` check
+// dL/dlog π, dL/dH and dL/dV (clipped surrogate on both sides of the clip, clipped value loss,
+// entropy, advantage normalisation) against central differences of independent float64
+// references, as nn's head tests do.
 package algo

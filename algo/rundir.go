@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"herd/internal/atomicfile"
+	"herd/metrics"
 )
 
 // Files of a run directory besides ConfigFile and ModelFile.
@@ -16,6 +17,8 @@ const (
 	MetricsFile = "metrics.csv"
 	SummaryFile = "summary.json"
 	CurveFile   = "curve.png"
+	// EventsFile holds the same scalars for TensorBoard.
+	EventsFile = metrics.EventsFile
 	// LockFile is held (flock) by the process writing the run; it stays
 	// behind, empty of meaning once the process has exited.
 	LockFile = ".herd.lock"
@@ -31,7 +34,7 @@ const (
 // RunFiles lists the files that make up a run, in the order a commit moves
 // them into place (summary.json, the completion record, last).
 func RunFiles() []string {
-	return []string{ModelFile, MetricsFile, CurveFile, ConfigFile, SummaryFile}
+	return []string{ModelFile, MetricsFile, EventsFile, CurveFile, ConfigFile, SummaryFile}
 }
 
 // DirMode says what TrainRun does with an output directory that already
@@ -122,6 +125,39 @@ func openRunDir(dir string, mode DirMode) (*runDir, error) {
 		return nil, fmt.Errorf("algo: %w", err)
 	}
 	return d, nil
+}
+
+// FreeRunDir returns dir when it holds no run, else the first of dir-2,
+// dir-3, … that holds none. It neither creates nor locks anything, so two
+// processes may pick the same name; the lock of the one that opens it
+// second refuses it (TrainRun itself moves on to the next name instead).
+func FreeRunDir(dir string) string {
+	for i := 1; ; i++ {
+		c := numberedDir(dir, i)
+		if len((&runDir{dir: c}).existing()) == 0 {
+			return c
+		}
+	}
+}
+
+// numberedDir is dir for i = 1 and dir-i after it.
+func numberedDir(dir string, i int) string {
+	if i == 1 {
+		return dir
+	}
+	return fmt.Sprintf("%s-%d", filepath.Clean(dir), i)
+}
+
+// openFreeRunDir opens the first of dir, dir-2, dir-3, … that holds no run
+// and is not locked by another process.
+func openFreeRunDir(dir string) (*runDir, error) {
+	for i := 1; ; i++ {
+		d, err := openRunDir(numberedDir(dir, i), DirNew)
+		if errors.Is(err, ErrRunExists) || errors.Is(err, ErrRunLocked) {
+			continue
+		}
+		return d, err
+	}
 }
 
 // existing lists the run files present in the directory.

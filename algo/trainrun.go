@@ -45,6 +45,9 @@ type RunOptions struct {
 	// seed) and records the result in summary.json. Skipped when the run
 	// did not complete.
 	EvalEpisodes int
+	// Live, when set, receives each metrics row for a Prometheus endpoint
+	// (metrics.Serve).
+	Live *metrics.Live
 	// Started, when not nil, is called once every check has passed, just
 	// before training starts (the CLI announces the run there, so a refused
 	// run prints only its error).
@@ -86,7 +89,17 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	var rd *runDir
 	dir := ""
 	if !opt.NoFiles {
-		if rd, err = openRunDir(h.Out, opt.Dir); err != nil {
+		if res.OutIsDefault() && opt.Dir == DirNew {
+			// A default directory never collides: it moves on to a free
+			// numbered one, which the caller then reads in res.Header.Out.
+			rd, err = openFreeRunDir(h.Out)
+			if err == nil {
+				h.Out, res.Header.Out = rd.dir, rd.dir
+			}
+		} else {
+			rd, err = openRunDir(h.Out, opt.Dir)
+		}
+		if err != nil {
 			return metrics.Summary{}, err
 		}
 		defer rd.close()
@@ -107,7 +120,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	rec, err := metrics.NewRecorder(metrics.Options{
 		Dir: dir, Algo: h.Algo, Env: h.Env, Seed: h.Seed,
 		TotalSteps: h.Steps, LogEvery: h.LogEvery, Scalars: scalars,
-		Progress: opt.Progress, Bar: opt.Bar,
+		Progress: opt.Progress, Bar: opt.Bar, Live: opt.Live,
 	})
 	if err != nil {
 		if rd != nil {

@@ -442,3 +442,66 @@ func TestRunDirRecoversInterruptedCommit(t *testing.T) {
 		})
 	}
 }
+
+// A default run directory never collides: a second run moves on to the
+// next free numbered directory, while a directory named on purpose that
+// holds a run is still refused.
+func TestDefaultRunDirNeverCollides(t *testing.T) {
+	t.Chdir(t.TempDir())
+	a, e, steps := "script", "CartPole-v1", int64(500)
+	resolve := func(out *string) *Resolved {
+		res, err := Resolve(nil, []Spec{scriptSpec()}, Overrides{Algo: &a, Env: &e, Steps: &steps, Out: out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	base := filepath.Join("runs", "script-CartPole-v1-1")
+	for i, want := range []string{base, base + "-2", base + "-3"} {
+		res := resolve(nil)
+		if !res.OutIsDefault() || res.Header.Out != base {
+			t.Fatalf("run %d: Out %q default %v, want the default %q", i, res.Header.Out, res.OutIsDefault(), base)
+		}
+		if _, err := TrainRun(context.Background(), res, RunOptions{}); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		if res.Header.Out != want {
+			t.Fatalf("run %d wrote %q, want %q", i, res.Header.Out, want)
+		}
+		cfg, err := os.ReadFile(filepath.Join(want, ConfigFile))
+		if err != nil || !strings.Contains(string(cfg), "out: "+want+"\n") {
+			t.Fatalf("run %d: config.yaml %q (%v) does not name %s", i, cfg, err, want)
+		}
+	}
+	if got := FreeRunDir(base); got != base+"-4" {
+		t.Fatalf("FreeRunDir = %q, want %q", got, base+"-4")
+	}
+	explicit := base
+	res := resolve(&explicit)
+	if res.OutIsDefault() {
+		t.Fatal("an --out given on purpose counts as the default")
+	}
+	if _, err := TrainRun(context.Background(), res, RunOptions{}); !errors.Is(err, ErrRunExists) {
+		t.Fatalf("explicit --out holding a run: %v, want ErrRunExists", err)
+	}
+	// --force replaces the default directory itself rather than moving on.
+	res = resolve(nil)
+	if _, err := TrainRun(context.Background(), res, RunOptions{Dir: DirForce}); err != nil || res.Header.Out != base {
+		t.Fatalf("forced default run: %v into %q, want %q", err, res.Header.Out, base)
+	}
+}
+
+type shapedConfig struct{ scriptConfig }
+
+func (shapedConfig) RolloutShape() (int, int, float32) { return 4, 128, 0.99 }
+
+func TestStepsRunRoundsToWholeRollouts(t *testing.T) {
+	res := &Resolved{Header: Header{Steps: 20000}, Config: &shapedConfig{}}
+	if steps, unit := res.StepsRun(); steps != 19968 || unit != 512 {
+		t.Fatalf("StepsRun = %d, %d; want 19968 (39 × 512), 512", steps, unit)
+	}
+	res.Config = &scriptConfig{}
+	if steps, unit := res.StepsRun(); steps != 20000 || unit != 1 {
+		t.Fatalf("StepsRun without rollouts = %d, %d; want 20000, 1", steps, unit)
+	}
+}

@@ -22,15 +22,22 @@ type BenchConfig struct {
 	Duration time.Duration
 	// Seed for envs and the random actions.
 	Seed uint64
+	// Repeats of each measurement, interleaved over the modes so that load
+	// from other processes hits every mode alike; 0 means 3.
+	Repeats int
 }
 
-// BenchRow is one measurement: env steps per second (summed over the
-// vector's envs) for one env id and mode ("single", "sync", "async").
+// BenchRow is one cell: env steps per second (summed over the vector's
+// envs) for one env id and mode ("single", "sync", "async"), the median of
+// Repeats measurements with their min and max, so that noise is visible.
 type BenchRow struct {
 	Env       string  `json:"env"`
 	Mode      string  `json:"mode"`
 	NumEnvs   int     `json:"num_envs"`
+	Repeats   int     `json:"repeats"`
+	Min       float64 `json:"min"`
 	StepsPerS float64 `json:"steps_per_s"`
+	Max       float64 `json:"max"`
 }
 
 // Bench measures, for each id, a single env from Make (TimeLimit included),
@@ -38,8 +45,12 @@ type BenchRow struct {
 // drawn in advance (so the policy costs nothing) and resetting as episodes
 // end. It stops early with ctx's error.
 func Bench(ctx context.Context, cfg BenchConfig) ([]BenchRow, error) {
-	if cfg.NumEnvs < 0 || cfg.Workers < 0 || cfg.Duration < 0 {
-		return nil, fmt.Errorf("%w: bench num envs %d, workers %d, duration %v; want ≥ 0", ErrInvalidOption, cfg.NumEnvs, cfg.Workers, cfg.Duration)
+	if cfg.NumEnvs < 0 || cfg.Workers < 0 || cfg.Duration < 0 || cfg.Repeats < 0 {
+		return nil, fmt.Errorf("%w: bench num envs %d, workers %d, duration %v, repeats %d; want ≥ 0",
+			ErrInvalidOption, cfg.NumEnvs, cfg.Workers, cfg.Duration, cfg.Repeats)
+	}
+	if cfg.Repeats == 0 {
+		cfg.Repeats = 3
 	}
 	if cfg.NumEnvs == 0 {
 		cfg.NumEnvs = 16
@@ -58,17 +69,35 @@ func Bench(ctx context.Context, cfg BenchConfig) ([]BenchRow, error) {
 	}
 	var rows []BenchRow
 	for _, id := range ids {
-		sps, err := benchSingle(ctx, id, cfg)
-		if err != nil {
-			return rows, err
+		cells := []BenchRow{
+			{Env: id, Mode: "single", NumEnvs: 1},
+			{Env: id, Mode: Sync.String(), NumEnvs: cfg.NumEnvs},
+			{Env: id, Mode: Async.String(), NumEnvs: cfg.NumEnvs},
 		}
-		rows = append(rows, BenchRow{Env: id, Mode: "single", NumEnvs: 1, StepsPerS: sps})
-		for _, mode := range []VectorMode{Sync, Async} {
-			sps, err := benchVector(ctx, id, mode, cfg)
-			if err != nil {
-				return rows, err
+		runs := make([][]float64, len(cells))
+		for range cfg.Repeats {
+			for i, c := range cells {
+				var sps float64
+				var err error
+				switch c.Mode {
+				case "single":
+					sps, err = benchSingle(ctx, id, cfg)
+				case Sync.String():
+					sps, err = benchVector(ctx, id, Sync, cfg)
+				default:
+					sps, err = benchVector(ctx, id, Async, cfg)
+				}
+				if err != nil {
+					return rows, err
+				}
+				runs[i] = append(runs[i], sps)
 			}
-			rows = append(rows, BenchRow{Env: id, Mode: mode.String(), NumEnvs: cfg.NumEnvs, StepsPerS: sps})
+		}
+		for i, c := range cells {
+			slices.Sort(runs[i])
+			c.Repeats, c.Min, c.Max = len(runs[i]), runs[i][0], runs[i][len(runs[i])-1]
+			c.StepsPerS = median(runs[i])
+			rows = append(rows, c)
 		}
 	}
 	return rows, nil

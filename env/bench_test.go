@@ -72,9 +72,13 @@ func TestBench(t *testing.T) {
 		if r.Mode != modes[i%3] || r.StepsPerS <= 0 || (r.Mode == "single") != (r.NumEnvs == 1) {
 			t.Fatalf("row %d: %+v", i, r)
 		}
+		// The default 3 repeats: the median between the min and the max.
+		if r.Repeats != 3 || !(r.Min > 0 && r.Min <= r.StepsPerS && r.StepsPerS <= r.Max) {
+			t.Fatalf("row %d: spread %+v, want 3 repeats with 0 < min ≤ median ≤ max", i, r)
+		}
 	}
 	blob, _ := json.Marshal(rows[0])
-	for _, key := range []string{`"env"`, `"mode"`, `"num_envs"`, `"steps_per_s"`} {
+	for _, key := range []string{`"env"`, `"mode"`, `"num_envs"`, `"steps_per_s"`, `"repeats"`, `"min"`, `"max"`} {
 		if !strings.Contains(string(blob), key) {
 			t.Fatalf("JSON row %s lacks %s", blob, key)
 		}

@@ -131,4 +131,81 @@
 // waits. Errors are the package sentinels (ErrInvalidAction, ErrNeedsReset,
 // ErrUnknownID, ErrInvalidOption, ErrInvalidState, ErrClosed), wrapped with
 // context; match them with errors.Is.
+//
+// # Design notes
+//
+// Why `env/internal/core`. `env.Make` must construct classic and box2d envs, and those must
+// return `env.Space`, `env.Info` and the `env` errors: a cycle. The usual alternative, a registry
+// filled by `init()` in each env package (as `database/sql` drivers do), is global mutable state,
+// which the project rules forbid. So the types live in `env/internal/core`, `env` re-exports each as
+// an alias (`type Space = core.Space`, `var ErrInvalidAction = core.ErrInvalidAction`), and the
+// registry is a function returning a fresh table. Users only ever import `env`; the types are
+// identical, so `classic.NewCartPole(...)` is an `env.Env`.
+//
+// Actions are a flat `[]float32` for every space. Discrete: one value holding the index;
+// Box: `Dim()` values; MultiDiscrete: one value per dimension. One representation means one buffer
+// type for discrete and continuous algorithms, a vector env takes one flat `N·Dim` batch, and nothing
+// is boxed into an interface per step (an `any` action would allocate). Float32 holds indices
+// exactly below 2^24. Invalid discrete values (non-integral, out of range), wrong lengths and NaN/Inf
+// are `ErrInvalidAction`. Out-of-bounds Box values are passed on, because Gymnasium's envs clip
+// them themselves and MountainCarContinuous's reward even penalises the unclipped value — rejecting
+// them would change the dynamics; `WithStrictActions()` / `NewStrictActions` reject them instead and
+// `ClipAction` clips before the env.
+//
+// `Reset(seed int64)` with `env.NoSeed` (−1) for Gymnasium's `seed=None`: a plain integer keeps
+// the call allocation-free (a `*int` would escape through the interface). Seeds feed
+// `internal/rng` streams `(seed, "env", 0)`; a never-seeded env behaves as seeded with 0 (Gymnasium
+// would use OS entropy; herd never does).
+//
+// Step returns Gymnasium's 5-tuple plus `error`, `Info` is a small struct (episode statistics),
+// and observation slices are owned by the env until its next call — all so that a step allocates
+// nothing. Stepping after `terminated` is `ErrNeedsReset` (Gymnasium only warns and returns
+// reward 0; an error is more useful to algorithm authors). Every env tracks its own termination;
+// `TimeLimit` tracks truncation and sets `truncated` on the step that reaches the limit without
+// clearing `terminated`.
+//
+// Vector autoreset: same step. When env *i*'s episode ends, the vector resets it inside the same
+// `Step`: `Batch.Obs` row *i* is the new episode's first observation, `Batch.FinalObs` row *i* the
+// true last observation (written only for ended envs, so every observation is copied exactly once),
+// and `Batch.NextObsRow(i)` picks the right successor for a transition. This is Gymnasium's
+// SAME_STEP mode (its 0.26–0.29 default, with `final_observation` in `info`); Gymnasium 1.x defaults
+// to NEXT_STEP, which needs a dummy step per episode end and masks in every algorithm — SAME_STEP
+// keeps CleanRL-style loops simple and gives bootstrapping the real final observation. Env *i* is
+// seeded with `VectorSeed(seed, i)` = `rng.Derive(seed, "env/vector", i)`, so results depend only on
+// the seed and the slot — SyncVector and AsyncVector give identical batches (tested).
+//
+// AsyncVector uses goroutines, not processes. The envs are split into contiguous blocks, one per
+// worker; the calling goroutine steps block 0 itself and one goroutine per other block steps the
+// rest, each writing its rows of the shared batch directly. The rows are disjoint and the caller
+// reads only after every worker has signalled, so there is no lock and no copy, and one worker
+// means no goroutine at all. Each worker is a `twin.Pair` (`internal/twin`): it polls for its
+// next block for up to 200 µs before it parks, and the caller polls for its end. The first
+// version signalled on channels: parking and waking cost ≈1–2 µs and more (an idle processor has
+// to be woken), so 64 CartPole envs ran *slower* on two workers (0.57x) and only LunarLander
+// gained (1.46x); with polling, the same run gives 1.60x for CartPole, 1.92x for Acrobot and
+// 1.65x for LunarLander (docs/BENCHMARKS.md).
+// Errors are reported from the lowest-numbered failing block, so they do not depend on scheduling.
+// `Close` stops the workers and waits for them (tested for goroutine leaks). Every action is checked
+// before any env steps, so a bad action leaves the batch untouched.
+//
+// # Normalisation and departures
+//
+// Normalisation state (`RunningMeanStd{Mean, Var, Count}`, JSON-tagged) is read with `Stats()`
+// and restored with `SetStats()`, `SetUpdate(false)` freezes it for evaluation. Updates follow
+// Gymnasium (Chan et al. parallel update with a batch of one, prior count 1e-4); NormalizeReward's
+// discounted return is kept in float64 and exposed through `Return`/`SetReturn`.
+//
+// Departures, and why.
+//   - `box2d.LunarLanderConfig`'s zero value is not the default (build it with
+//     `DefaultLunarLanderConfig()`): `wind_power = 0` and `turbulence_power = 0` are meaningful values
+//     in Gymnasium, so zero cannot stand for "default 15 / 1.5". `env.Make` applies Gymnasium's
+//     defaults through keywords, so most users never see the struct. Every other config here
+//     (`PendulumConfig`, `AcrobotConfig`, `AsyncOptions`, `BenchConfig`) follows "zero means default".
+//   - `AsyncVector` takes no `context.Context`: it owns its goroutines, `Close` stops them and waits
+//     (leak-tested), and a step is bounded work, so there is nothing for a context to cancel. Bench
+//     functions do take a context.
+//   - LunarLander lives in `env/box2d` to keep the ByteArena
+//     dependency out of `env/classic`.
+//   - A heuristic controller is exported (`box2d.Heuristic`) rather than kept in a test file: Gymnasium
+//     exports it too, and it makes a handy baseline policy for smoke runs.
 package env

@@ -37,6 +37,17 @@
 //     final_return_std_100, final_length_mean_100, interrupted, and status
 //     (completed, interrupted, diverged or failed) with its reason.
 //   - curve.png: return_mean_100 against steps (gonum.org/v1/plot).
+//   - events.out.tfevents.herd (EventsFile): the same rows for TensorBoard,
+//     one event per row, tagged charts/sps, charts/episodes,
+//     charts/return_mean_100, charts/return_std_100, charts/length_mean_100,
+//     charts/return_recent and the declared scalars by name (metrics/tfevents).
+//
+// # Live metrics
+//
+// Options.Live (a *Live) receives every row; Live is a prometheus.Collector
+// (herd_env_steps_total, herd_episodes_total, herd_steps_per_second,
+// herd_episode_return_mean, … and herd_scalar{tag="losses/…"}), and Serve
+// exposes it at http://ADDR/metrics (`herd train --metrics-addr`).
 //
 // # Progress
 //
@@ -50,4 +61,14 @@
 // a row is formatted into a reused buffer. A Recorder belongs to the
 // goroutine that trains, starts no goroutines, keeps its first I/O error and
 // returns it from Close.
+//
+// # Determinism
+//
+// Rows are written when `Logger.Step` reaches a multiple of `log_every` — a function
+// of steps, never of time — and numbers use strconv's shortest round-trip form. Only
+// `wall_seconds` and `sps` depend on the clock (`metrics.WallColumns`,
+// `metrics.DropWallColumns`). Every random stream comes from `internal/rng` with the
+// roles `ppo/init`, `ppo/actor`, `ppo/minibatch`, `ppo/env` (and `a2c/…`), and every
+// reduction runs in a fixed order, so the same seed gives an identical metrics.csv
+// and identical weights (`TestPPODeterministic`, `TestA2CDeterministic`).
 package metrics

@@ -16,6 +16,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"herd/internal/atomicfile"
+	"herd/metrics/tfevents"
 )
 
 // Errors returned by a Recorder.
@@ -27,6 +28,11 @@ var (
 	ErrUndeclared = errors.New("metrics: undeclared scalar")
 )
 
+// EventsFile is the TensorBoard event file a Recorder writes into Dir. Its
+// fixed name (TensorBoard only needs "tfevents" in it) lets a run directory
+// list it among its files.
+const EventsFile = "events.out.tfevents.herd"
+
 // Window is the number of most recent episodes the return statistics cover
 // (return_mean_100 and summary.json's final_return_mean_100).
 const Window = 100
@@ -37,6 +43,14 @@ const Window = 100
 func baseColumns() []string {
 	return []string{"step", "wall_seconds", "sps", "episodes",
 		"return_mean_100", "return_std_100", "length_mean_100", "return_recent"}
+}
+
+// baseTags are the TensorBoard tags of the leading metrics.csv columns
+// (step and wall_seconds are the event's own step and time), in the order
+// writeRow fills them.
+func baseTags() []string {
+	return []string{"charts/sps", "charts/episodes", "charts/return_mean_100", "charts/return_std_100",
+		"charts/length_mean_100", "charts/return_recent"}
 }
 
 // WallColumns names the metrics.csv columns that depend on the wall clock.
@@ -64,6 +78,9 @@ type Options struct {
 	// LineEvery is the minimum time between plain progress lines.
 	// Default 5 s.
 	LineEvery time.Duration
+	// Live, when set, receives every row for a Prometheus endpoint
+	// (see Live and Serve).
+	Live *Live
 }
 
 // Values of Summary.Status.
@@ -145,6 +162,9 @@ type Recorder struct {
 	curve     []Point
 	csvFile   *os.File
 	csv       *bufio.Writer
+	events    *tfevents.Writer
+	tags      []string  // TensorBoard tags: baseTags, then the scalars
+	tagVals   []float64 // reused row of values for events and Live
 	line      []byte
 	err       error
 	bar       *progressbar.ProgressBar
@@ -214,6 +234,17 @@ func NewRecorder(opt Options) (*Recorder, error) {
 		}
 		r.line = append(r.line, '\n')
 		_, r.err = r.csv.Write(r.line)
+		ev, err := tfevents.Create(filepath.Join(opt.Dir, EventsFile))
+		if err != nil {
+			errs := errors.Join(err, f.Close())
+			return nil, fmt.Errorf("metrics: %w", errs)
+		}
+		r.events = ev
+	}
+	r.tags = append(baseTags(), opt.Scalars...)
+	r.tagVals = make([]float64, len(r.tags))
+	if opt.Live != nil {
+		opt.Live.start(opt.Algo, opt.Env, opt.Seed, r.tags)
 	}
 	if opt.Progress != nil && opt.Bar && opt.TotalSteps > 0 {
 		r.bar = progressbar.NewOptions64(opt.TotalSteps,
@@ -314,10 +345,27 @@ func (r *Recorder) writeRow() {
 	}
 	r.recentSum, r.recentN = 0, 0
 	r.curve = append(r.curve, Point{Step: r.step, ReturnMean: retMean})
+	now := time.Now()
+	wall := now.Sub(r.start).Seconds()
+	if r.events != nil || r.opt.Live != nil {
+		v := append(r.tagVals[:0], float64(r.step)/max(wall, 1e-9), float64(r.episodes), retMean, retStd, lenMean, recent)
+		for i, x := range r.scalars {
+			if !r.set[i] {
+				x = math.NaN()
+			}
+			v = append(v, x)
+		}
+		r.tagVals = v
+		if r.opt.Live != nil {
+			r.opt.Live.row(r.step, r.episodes, v)
+		}
+		if r.events != nil && r.err == nil {
+			r.err = r.events.Scalars(r.step, now, r.tags, v)
+		}
+	}
 	if r.csv == nil || r.err != nil {
 		return
 	}
-	wall := time.Since(r.start).Seconds()
 	b := r.line[:0]
 	b = strconv.AppendInt(b, r.step, 10)
 	b = appendFloat(append(b, ','), wall)
@@ -459,6 +507,9 @@ func (r *Recorder) Close(interrupted bool) (Summary, error) {
 			_ = r.bar.Close()
 			fmt.Fprintln(r.opt.Progress)
 		}
+	}
+	if r.events != nil {
+		errs = append(errs, r.events.Close())
 	}
 	if r.csv != nil {
 		errs = append(errs, r.csv.Flush(), r.csvFile.Close())

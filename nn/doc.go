@@ -101,4 +101,91 @@
 // bit-identical weights after any number of updates, whatever GOMAXPROCS
 // is. (The assembly and portable kernels round differently — FMA — so bits
 // match per backend and CPU feature set, not across them.)
+//
+// # Design notes
+//
+//   - Explicit per-layer backward, not a tape. RL networks are short
+//     chains (MLP → head → loss) whose shape is known when the algorithm is
+//     written. An explicit `Backward(dOut) dX` per network and a `Backward` per
+//     head costs no graph bookkeeping, allocates nothing, and reads like the
+//     equations in the algorithm file. The price is that each new layer type
+//     needs a hand-written backward, checked by the finite-difference tests in
+//     `grad_test.go` against independent float64 implementations.
+//   - Derivatives from outputs. Every activation's derivative is a function
+//     of its output (ReLU: y > 0, Tanh: 1 − y², Sigmoid: y(1 − y)), so a layer
+//     keeps one buffer (its output) for the backward pass.
+//   - Weight layout `[in][out]` in memory, so forward is the plain product
+//     `Y = X·W` with contiguous rows of W for the kernel. Checkpoints store
+//     `[out, in]` as PyTorch's `nn.Linear` does (`Param.Transposed`), and
+//     parameters are named like an `nn.Sequential` of Linear/activation
+//     modules (`0.weight`, `0.bias`, `2.weight` …), so
+//     `model.load_state_dict(safetensors.torch.load_file(path))` works.
+//   - Backward without materialised activations transposes.
+//     `dW += Xᵀ·dZ` reads X transposed in place: the micro-kernel takes A
+//     through two strides, so the same kernel does A and Aᵀ. `dX = dZ·Wᵀ`
+//     goes through a cached transposed copy of W (re-transposed, in 16×16
+//     blocks, at each Backward, ≈ 1–3 % of the step) so the kernel always
+//     streams contiguous rows. Below batch 8 the transpose would cost more
+//     than the product, so dX is taken as dot products with W's rows
+//     (`dotRowsTo`). Backends with native transB (gonum, OpenBLAS) get the
+//     BLAS call directly. The bias gradient Σ_rows dZ runs in the same kernel
+//     as a 1×batch product with a constant 1 read at stride 0.
+//   - Micro-kernels (`nn/internal/kernel/kernel_amd64.s`): a 4×16 tile
+//     (8 YMM accumulators, 2 B loads + 4 broadcasts + 8 FMAs per k step), a
+//     masked variant for the last n % 16 columns (VMASKMOVPS, never touching
+//     memory outside the slices), a 1×64 kernel for batch 1 (the 4×16 tile
+//     would be latency-bound there), and a 2×8 kernel with four interleaved
+//     accumulation chains for narrow outputs (n ≤ 8: a few logits, one value),
+//     which otherwise form one 64-long FMA dependency chain at batch 1. Bias
+//     and ReLU are fused into the kernels' load/store. Selected at start-up
+//     by `golang.org/x/sys/cpu` (AVX2 && FMA); otherwise the portable Go loops
+//     run. The default build is pure Go (`CGO_ENABLED=0` clean).
+//   - Bit-level determinism, including batch composition. Everything runs
+//     on the calling goroutine (except `BackwardSplit`, which hands whole,
+//     independent GEMMs of a layer to a `Splitter`); no reduction is split
+//     by thread count. More
+//     strongly, the summation order of each output element depends only on
+//     the layer shape (k, n), never on the batch size or which rows share a
+//     tile (short tiles duplicate rows instead of switching kernels; element-
+//     wise tails go through the same SIMD code via a padded copy). So a row's
+//     logits are bit-identical alone or inside any batch, which HTS mode needs
+//     (actors batch requests from varying executors). Tests:
+//     `TestDeterminism`, `TestForwardRowIndependence`, `TestRowIndependence`.
+//     Bits match per backend and CPU feature set, not across them (FMA).
+//   - Tanh is a vectorised x·P(x²)/Q(x²) ([11/12] Padé approximant of
+//     Lambert's continued fraction, x clamped to ±9, relative error ≤ 6e-7,
+//     `TestTanh`), not float64 `math.Tanh` per element, which dominated PPO's
+//     step time. Heads that need tanh of a few values still use `math.Tanh`.
+//   - Errors vs panics. Configuration, checkpoint and parameter-list
+//     problems return errors wrapping `ErrConfig`, `ErrCorrupt`, `ErrMissing`,
+//     `ErrShape`, `ErrUnavailable`. A wrong buffer length in hot-path math is a
+//     programming error and panics with an error wrapping `ErrShape` (as
+//     `slices` and gonum do) rather than burdening every Forward with an error
+//     return. Checkpoint loading validates everything before touching params.
+//   - OpenBLAS (`-tags openblas`, cgo, libopenblas-dev) is pinned to one
+//     thread: herd parallelises across actors and learners, and one thread
+//     keeps reductions ordered. It is a comparison point; the native kernels
+//     are faster on these RL sizes because cgo and OpenBLAS's packing cost
+//     more than the work at 64-wide layers.
+//
+// # Departures from the first design
+//
+//   - A Go 1.26 `simd/archsimd` kernel at 2.5–3x gonum;
+//     the hand-written assembly is well past that (5–10x gonum), so assembly,
+//     not archsimd, is the default route; the archsimd backend exists only for
+//     comparison.
+//   - The Gemm interface is BLAS-shaped (`Sgemm(transA, transB, …)`), and the
+//     native backend additionally offers an internal fused path (bias + ReLU,
+//     accumulate) found by type assertion, in the style of `database/sql/driver`
+//     optional interfaces.
+//
+// # Not done / weak
+//
+//   - The `simd/archsimd` backend (`nn/gemm_simd.go`, `GOEXPERIMENT=simd`)
+//     is a plain port of the tile and 6–14x slower than the assembly; no
+//     AVX-512 kernels (Zen 4 executes 512-bit ops as two 256-bit halves).
+//   - Training at batch 1 is slower than gonum (many tiny kernel calls for dW).
+//   - Only F32 tensors in safetensors (F16/BF16 files are rejected with
+//     `ErrCorrupt`).
+//   - Layers: Linear + element-wise activations only (no conv, layer norm).
 package nn

@@ -24,7 +24,8 @@ func newBenchEnvCmd() *cobra.Command {
 		Short: "env steps/s: single env, SyncVector, AsyncVector",
 		Long: `Measures env steps per second (summed over a vector's envs) for each env id:
 a single env from env.Make (TimeLimit included), a SyncVector and an AsyncVector
-of --num-envs envs, with random actions drawn in advance. Run with GOMAXPROCS=1
+of --num-envs envs, with random actions drawn in advance; each cell is the median
+of --repeats interleaved measurements, with their min and max. Run with GOMAXPROCS=1
 for the one-core figures; AsyncVector uses GOMAXPROCS workers unless --workers.
 With --scaling it reports instead AsyncVector's speedup over 1 worker
 (default envs CartPole-v1 and LunarLander-v3, 200ms runs).`,
@@ -35,6 +36,7 @@ With --scaling it reports instead AsyncVector's speedup over 1 worker
 			c.atLeast("workers", 0, int64(cfg.Workers))
 			c.atLeast("duration", 0, int64(cfg.Duration))
 			c.atLeast("rounds", 1, int64(rounds))
+			c.atLeast("repeats", 1, int64(cfg.Repeats))
 			if err := c.err(); err != nil {
 				return err
 			}
@@ -64,5 +66,6 @@ With --scaling it reports instead AsyncVector's speedup over 1 worker
 	f.BoolVar(&asJSON, "json", false, "one JSON object per line")
 	f.BoolVar(&scaling, "scaling", false, "AsyncVector speedup with 1, 2, 4, … --workers workers (default GOMAXPROCS), interleaved runs, medians")
 	f.IntVar(&rounds, "rounds", 5, "rounds of interleaved runs for --scaling")
+	f.IntVar(&cfg.Repeats, "repeats", 3, "measurements per cell, interleaved over the modes; the table shows min, median (steps_per_s) and max")
 	return cmd
 }

@@ -31,6 +31,7 @@ import (
 	"herd/algo/all"
 	"herd/dist"
 	"herd/internal/atomicfile"
+	"herd/metrics"
 	"herd/run/distexec"
 )
 
@@ -147,6 +148,7 @@ type workerFlags struct {
 	force, resume bool
 	ttl           time.Duration
 	wait          time.Duration
+	metricsAddr   string // learner: Prometheus endpoint
 }
 
 func newWorkerCmd() *cobra.Command { return newWorkerCmdWith(all.Specs) }
@@ -175,6 +177,7 @@ default the config's out).`,
 	fl.IntVar(&f.slot, "slot", 0, "worker slot: env workers' randomness derives from (seed, slot)")
 	fl.StringVar(&f.out, "out", "", "learner: run directory (default: the config's out)")
 	fl.BoolVar(&f.quiet, "quiet", false, "learner: no progress output")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "learner: serve live metrics for Prometheus at http://ADDR/metrics (a port alone binds 127.0.0.1)")
 	fl.BoolVar(&f.force, "force", false, "learner: replace a run already in --out")
 	fl.BoolVar(&f.resume, "resume", false, "learner: continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
 	fl.DurationVar(&f.ttl, "ttl", 3*time.Second, "registration TTL (whole seconds)")
@@ -310,6 +313,15 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 		if !f.quiet {
 			opt.Progress, opt.Bar = w, isTerminal(w)
 		}
+		if f.metricsAddr != "" {
+			opt.Live = metrics.NewLive()
+			srv, serr := metrics.Serve(f.metricsAddr, opt.Live)
+			if serr != nil {
+				return fmt.Errorf("worker: %w", serr)
+			}
+			defer srv.Close()
+			fmt.Fprintf(w, "metrics for Prometheus at http://%s/metrics\n", srv.Addr())
+		}
 		s, terr := algo.TrainRun(ctx, res, opt)
 		err = terr
 		if err == nil && !s.Interrupted {
@@ -443,6 +455,7 @@ type launchFlags struct {
 	ttl           time.Duration
 	workerCommand []string // the command that runs `herd`; default this executable
 	noWorkers     bool     // controller only: workers run elsewhere (Kubernetes, compose)
+	metricsAddr   string   // the learner's Prometheus endpoint
 }
 
 func newLaunchCmd() *cobra.Command { return newLaunchCmdWith(all.Specs, nil) }
@@ -502,6 +515,7 @@ learner vanished without one.`,
 	fl.BoolVar(&f.train.resume, "resume", false, "continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
 	f.nats.add(cmd, "external NATS server URL(s) (default: an embedded server on 127.0.0.1)")
 	fl.StringVar(&f.run, "run", "", "run ID (default herd-<seed>)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the learner's live metrics for Prometheus at http://ADDR/metrics (a port alone binds 127.0.0.1)")
 	fl.IntVar(&f.restarts, "max-restarts", 10, "restarts of one worker within --restart-window before the run fails")
 	fl.DurationVar(&f.restartWindow, "restart-window", 10*time.Minute, "the window over which --max-restarts counts a worker's failures")
 	fl.DurationVar(&f.ttl, "ttl", 3*time.Second, "registration TTL (whole seconds)")
@@ -553,6 +567,11 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	mode, err := dirMode(f.train.force, f.train.resume)
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
+	}
+	if mode == algo.DirNew && res.OutIsDefault() {
+		// A default directory never collides (as in herd train).
+		h.Out = algo.FreeRunDir(h.Out)
+		res.Header.Out = h.Out
 	}
 	if err := checkRunDir(h.Out, mode); err != nil {
 		return fmt.Errorf("launch: %w", err)
@@ -648,8 +667,9 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	// command line, which every user of the machine can read.
 	base := append([]string{"worker", "--run", run, "--ttl", f.ttl.String()}, f.nats.args()...)
 	childEnv := append(os.Environ(), natsURLEnv+"="+url)
-	fmt.Fprintf(stdout, "launching run %s: %s on %s, %d env workers × %d envs, %d policy workers, 1 learner → %s\n",
-		run, h.Algo, h.Env, max(rc.EnvWorkers, 1), st.NumEnvs, st.PolicyWorkers(rc.PolicyWorkers), h.Out)
+	fmt.Fprintf(stdout, "launching run %s: %s on %s%s, %s × %d envs, %s, 1 learner → %s\n",
+		run, h.Algo, h.Env, stepsNote(res), count(max(rc.EnvWorkers, 1), "env worker"), st.NumEnvs,
+		count(st.PolicyWorkers(rc.PolicyWorkers), "policy worker"), h.Out)
 
 	sctx, stopAll := context.WithCancel(ctx)
 	defer stopAll()
@@ -751,6 +771,9 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	if f.train.quiet {
 		largs = append(largs, "--quiet")
 	}
+	if f.metricsAddr != "" {
+		largs = append(largs, "--metrics-addr", f.metricsAddr)
+	}
 	switch mode {
 	case algo.DirForce:
 		largs = append(largs, "--force")
@@ -779,6 +802,9 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 		if err := reportWire(stdout, srv, h.Out); err != nil {
 			fmt.Fprintf(stderr, "launch: wire bytes not reported: %v\n", err)
 		}
+	}
+	if len(all) == 0 {
+		fmt.Fprintln(stdout, wroteLine(h.Out))
 	}
 	return errors.Join(all...)
 }
@@ -842,8 +868,9 @@ func reportWire(w io.Writer, srv *dist.Server, dir string) error {
 	}{Bytes: ws.Total, BytesPerStep: perStep(ws.Total), ByKind: map[string]kindJSON{}}
 	line := fmt.Sprintf("wire: %.1f B/env step", add.BytesPerStep)
 	for _, k := range dist.Kinds() {
-		add.ByKind[k] = kindJSON{ws.ByKind[k], perStep(ws.ByKind[k])}
-		line += fmt.Sprintf(", %s %.1f", k, add.ByKind[k].BytesPerStep)
+		kj := kindJSON{ws.ByKind[k], perStep(ws.ByKind[k])}
+		add.ByKind[wireLabel(k)] = kj
+		line += fmt.Sprintf(", %s %.1f", wireLabel(k), kj.BytesPerStep)
 	}
 	if ws.Other > 0 {
 		add.ByKind["other"] = kindJSON{ws.Other, perStep(ws.Other)}
@@ -860,10 +887,19 @@ func reportWire(w io.Writer, srv *dist.Server, dir string) error {
 	return nil
 }
 
+// wireLabel is the name a wire kind has in herd's output: the parameter
+// stream carries the policy's weights, and users read "weights".
+func wireLabel(kind string) string {
+	if kind == dist.KindParams {
+		return "weights"
+	}
+	return kind
+}
+
 // mergeJSON appends add's fields to the JSON object obj, keeping obj's
 // fields and their order as written.
 func mergeJSON(obj []byte, add any) ([]byte, error) {
-	a, err := json.MarshalIndent(add, "  ", "  ")
+	a, err := json.MarshalIndent(add, "", "  ")
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -106,6 +108,26 @@ func TestLaunch(t *testing.T) {
 	if s := readSummary(t, out); s["steps"].(float64) != 10*4*32 {
 		t.Errorf("summary steps %v", s["steps"])
 	}
+	for _, want := range []string{"2 env workers × 4 envs, 1 policy worker, 1 learner", "wrote " + out + "/{"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout does not say %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// The wire bytes merged into summary.json keep its two-space indentation.
+func TestMergeJSONIndent(t *testing.T) {
+	m, err := mergeJSON([]byte("{\n  \"steps\": 3\n}\n"), map[string]any{"wire_by_kind": map[string]int{"weights": 1}, "wire_bytes": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := json.Indent(&want, m, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(m); got != want.String() {
+		t.Errorf("merged summary:\n%s\nwant:\n%s", got, want.String())
+	}
 }
 
 // herd launch adds the wire bytes per env step to summary.json: every
@@ -140,7 +162,7 @@ func TestLaunchWireBytes(t *testing.T) {
 		kinds, _ := s["wire_by_kind"].(map[string]any)
 		var sum float64
 		for _, k := range dist.Kinds() {
-			kb, _ := kinds[k].(map[string]any)
+			kb, _ := kinds[wireLabel(k)].(map[string]any)
 			b, _ := kb["bytes"].(float64)
 			if b <= 0 {
 				t.Errorf("%d iterations: %s carried %v bytes, want > 0", iters, k, kb["bytes"])
@@ -830,4 +852,65 @@ func TestLaunchNoWorkers(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the controller did not end after the learner was gone")
 	}
+}
+
+// herd launch --metrics-addr serves the learner's live metrics: a scrape
+// during the run sees the env steps move.
+func TestLaunchMetricsAddrLiveScrape(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	t.Setenv("HERD_TEST_AS_HERD", "1")
+	cmd := newLaunchCmdWith(testSpecs, []string{os.Args[0]})
+	pr, pw := io.Pipe()
+	cmd.SetOut(pw)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"--config", writeDistConfig(t, 100000), "--out", filepath.Join(t.TempDir(), "run"),
+		"--quiet", "--metrics-addr", "127.0.0.1:0"})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx); pw.Close() }()
+	lines := bufio.NewScanner(pr)
+	var url string
+	for url == "" && lines.Scan() {
+		if _, u, ok := strings.Cut(lines.Text(), "metrics for Prometheus at "); ok {
+			url = u
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if url == "" {
+		t.Fatalf("no metrics address printed: %v", <-done)
+	}
+	var seen []float64
+	for len(seen) < 2 && ctx.Err() == nil {
+		if s := scrapeSteps(t, url); s > 0 && (len(seen) == 0 || s > seen[0]) {
+			seen = append(seen, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if len(seen) < 2 {
+		t.Fatalf("herd_env_steps_total did not move: %v", seen)
+	}
+}
+
+// scrapeSteps reads herd_env_steps_total from a Prometheus endpoint (0 if
+// it is not there yet or the endpoint is gone).
+func scrapeSteps(t *testing.T, url string) float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "herd_env_steps_total "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
 }

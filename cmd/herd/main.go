@@ -131,12 +131,13 @@ func requireSubcommand(c *cobra.Command) {
 }
 
 func newBenchCmd() *cobra.Command {
-	bench := &cobra.Command{
-		Use:   "bench",
-		Short: "measure herd's hot paths (replay, nn, env, persist, learn)",
-	}
+	bench := &cobra.Command{Use: "bench"}
+	var names []string
 	for _, c := range benchCommands() {
 		bench.AddCommand(c)
+		names = append(names, c.Name())
 	}
+	// Built from the subcommands, so that `herd --help` lists every one.
+	bench.Short = "measure herd's hot paths and learning (" + strings.Join(names, ", ") + ")"
 	return bench
 }

@@ -203,7 +203,7 @@ must carry every field a prioritized sampler reads.`,
 	fl.StringVar(&durability, "durability", "writeback", "writeback (Push returns once queued) or sync (once durable)")
 	fl.StringArrayVar(&samplers, "sampler", nil, "sampler NAME=KIND[:FIELD:PARAM], repeatable (default uniform=uniform)")
 	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the samplers' random streams")
-	fl.StringVar(&opts.SnapshotURL, "snapshot-url", "", "where Snapshot uploads (file://, s3://, gs://, azblob://, hdfs://)")
+	fl.StringVar(&opts.SnapshotURL, "snapshot-url", "", "where Snapshot uploads (file://; s3://, gs://, azblob://, hdfs:// in a herd built with -tags cloud)")
 	fl.DurationVar(&opts.SnapshotEvery, "snapshot-every", 0, "automatic snapshot period with --snapshot-url (default 3m; negative: none)")
 	fl.StringVar(&opts.RestoreFrom, "restore-from", "", "restore the newest snapshot at this URL into an empty --dir")
 	fl.IntVar(&maxBatch, "max-batch", replaysvc.DefaultMaxBatch, "most records in one Push, Get, UpdatePriorities or Sample")

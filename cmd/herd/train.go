@@ -29,6 +29,7 @@ type trainFlags struct {
 	cpuProfile             string
 	evalEpisodes           int
 	force, resume          bool
+	metricsAddr            string
 }
 
 func newTrainCmd() *cobra.Command {
@@ -82,6 +83,16 @@ saved, summary.json says "diverged", and the status is 1.`,
 			case f.resume:
 				mode = algo.DirResume
 			}
+			if f.metricsAddr != "" {
+				live := metrics.NewLive()
+				srv, err := metrics.Serve(f.metricsAddr, live)
+				if err != nil {
+					return fmt.Errorf("train: %w", err)
+				}
+				defer srv.Close()
+				fmt.Fprintf(cmd.OutOrStdout(), "metrics for Prometheus at http://%s/metrics\n", srv.Addr())
+				return runTrainLive(cmd.Context(), cmd.OutOrStdout(), res, mode, f.quiet, f.evalEpisodes, live)
+			}
 			return runTrain(cmd.Context(), cmd.OutOrStdout(), res, mode, f.quiet, f.evalEpisodes)
 		},
 	}
@@ -98,6 +109,7 @@ saved, summary.json says "diverged", and the status is 1.`,
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
 	fl.BoolVar(&f.force, "force", false, "replace a run already in --out")
 	fl.BoolVar(&f.resume, "resume", false, "continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve live metrics for Prometheus at http://ADDR/metrics (a port alone binds 127.0.0.1, e.g. :9090)")
 	fl.IntVar(&f.evalEpisodes, "eval-episodes", 0, "after training, evaluate the greedy policy for this many episodes (into summary.json)")
 	return cmd
 }
@@ -157,16 +169,22 @@ func resolveWith(cmd *cobra.Command, f *trainFlags, specs []algo.Spec) (*algo.Re
 }
 
 func runTrain(ctx context.Context, w io.Writer, res *algo.Resolved, mode algo.DirMode, quiet bool, evalEpisodes int) error {
+	return runTrainLive(ctx, w, res, mode, quiet, evalEpisodes, nil)
+}
+
+// runTrainLive is runTrain that also feeds live, when not nil, for a
+// Prometheus endpoint.
+func runTrainLive(ctx context.Context, w io.Writer, res *algo.Resolved, mode algo.DirMode, quiet bool, evalEpisodes int, live *metrics.Live) error {
 	if evalEpisodes < 0 {
 		return fmt.Errorf("train: --eval-episodes must be >= 0, got %d", evalEpisodes)
 	}
-	opt := algo.RunOptions{EvalEpisodes: evalEpisodes, Dir: mode, Executors: run.Executors()}
+	opt := algo.RunOptions{EvalEpisodes: evalEpisodes, Dir: mode, Executors: run.Executors(), Live: live}
 	if !quiet {
 		opt.Progress, opt.Bar = w, isTerminal(w)
 	}
 	opt.Started = func() {
-		fmt.Fprintf(w, "training %s on %s, seed %d, %d steps → %s\n",
-			res.Header.Algo, res.Header.Env, res.Header.Seed, res.Header.Steps, res.Header.Out)
+		fmt.Fprintf(w, "training %s on %s, seed %d, %d steps%s → %s\n",
+			res.Header.Algo, res.Header.Env, res.Header.Seed, res.Header.Steps, stepsNote(res), res.Header.Out)
 	}
 	sum, err := algo.TrainRun(ctx, res, opt)
 	if errors.Is(err, context.Canceled) {
@@ -182,8 +200,31 @@ func runTrain(ctx context.Context, w io.Writer, res *algo.Resolved, mode algo.Di
 	if sum.EvalEpisodes > 0 {
 		fmt.Fprintf(w, "greedy evaluation: %d episodes, return %.2f ± %.2f\n", sum.EvalEpisodes, sum.EvalReturnMean, sum.EvalReturnStd)
 	}
-	fmt.Fprintf(w, "wrote %s\n", filepath.Join(res.Header.Out, "{config.yaml,metrics.csv,summary.json,curve.png,model.safetensors}"))
+	fmt.Fprintln(w, wroteLine(res.Header.Out))
 	return nil
+}
+
+// wroteLine names the files of a finished run in dir.
+func wroteLine(dir string) string {
+	return "wrote " + filepath.Join(dir, "{config.yaml,metrics.csv,summary.json,curve.png,model.safetensors,"+metrics.EventsFile+"}")
+}
+
+// stepsNote says, when the algorithm trains whole rollouts and the steps
+// asked for are not a multiple of one, how many it will take instead.
+func stepsNote(res *algo.Resolved) string {
+	steps, unit := res.StepsRun()
+	if steps == res.Header.Steps {
+		return ""
+	}
+	return fmt.Sprintf(" (rounded down to %d × %d = %d steps: whole rollouts of num_envs × num_steps)", steps/unit, unit, steps)
+}
+
+// count writes n and a noun, in the plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // isTerminal reports whether w is a character device (a terminal), where a

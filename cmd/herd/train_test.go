@@ -1,11 +1,20 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"herd/metrics"
 )
 
 func runHerd(t *testing.T, args ...string) (string, error) {
@@ -100,5 +109,102 @@ func TestParseSeeds(t *testing.T) {
 		if _, err := parseSeeds(bad); err == nil {
 			t.Errorf("parseSeeds(%q): want an error", bad)
 		}
+	}
+}
+
+// herd train run twice without --out writes two run directories, and says
+// at start how it rounds --steps to whole rollouts.
+func TestTrainDefaultOutAndRounding(t *testing.T) {
+	t.Chdir(t.TempDir())
+	args := []string{"train", "--algo", "ppo", "--env", "CartPole-v1", "--steps", "1100", "--quiet",
+		"--set", "num_envs=2", "--set", "num_steps=64", "--set", "update_epochs=1"}
+	for _, dir := range []string{"runs/ppo-CartPole-v1-1", "runs/ppo-CartPole-v1-1-2"} {
+		out, err := runHerd(t, args...)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		for _, want := range []string{"1100 steps (rounded down to 8 × 128 = 1024 steps", "→ " + dir + "\n", "done: 1024 steps", "wrote " + dir + "/{"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+	}
+	out, err := runHerd(t, append(args, "--out", "runs/ppo-CartPole-v1-1")...)
+	if err == nil || !strings.Contains(err.Error(), "already holds a run") {
+		t.Fatalf("explicit --out holding a run: %v\n%s", err, out)
+	}
+}
+
+// herd --help names every bench subcommand.
+func TestHelpListsEveryBench(t *testing.T) {
+	out, err := runHerd(t, "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range benchCommands() {
+		if !strings.Contains(strings.NewReplacer("(", " ", ")", ",").Replace(out), " "+c.Name()+",") {
+			t.Errorf("herd --help does not name bench %s:\n%s", c.Name(), out)
+		}
+	}
+}
+
+// herd train --metrics-addr serves the live run to Prometheus: a scrape
+// during training sees the steps move, and the run directory gets the
+// TensorBoard event file.
+func TestTrainMetricsAddrLiveScrape(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pr, pw := io.Pipe()
+	root := newRootCmd()
+	root.SetOut(pw)
+	root.SetErr(pw)
+	root.SetArgs([]string{"train", "--algo", "ppo", "--env", "CartPole-v1", "--steps", "100000000", "--quiet",
+		"--out", filepath.Join(dir, "run"), "--metrics-addr", "127.0.0.1:0", "--log-every", "512"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx); pw.Close() }()
+	lines := bufio.NewScanner(pr)
+	var url string
+	for url == "" && lines.Scan() {
+		if u, ok := strings.CutPrefix(lines.Text(), "metrics for Prometheus at "); ok {
+			url = u
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if url == "" {
+		t.Fatalf("no metrics address printed: %v", <-done)
+	}
+	steps := func() float64 {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "herd_env_steps_total "); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				return f
+			}
+		}
+		return 0
+	}
+	var seen []float64
+	for len(seen) < 2 && ctx.Err() == nil {
+		if s := steps(); s > 0 && (len(seen) == 0 || s > seen[0]) {
+			seen = append(seen, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel() // as Ctrl-C: the run stops and saves
+	err := <-done
+	if len(seen) < 2 {
+		t.Fatalf("herd_env_steps_total did not move: %v (run: %v)", seen, err)
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "run", metrics.EventsFile)); err != nil {
+		t.Fatalf("no TensorBoard event file: %v", err)
 	}
 }

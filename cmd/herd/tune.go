@@ -123,7 +123,7 @@ keeps the other runtime keys (learner_mode among them).`,
 			if choice.Predicted {
 				kind = "predicted by the fits"
 			}
-			fmt.Fprintf(w, "choice: %d actors, %d learners (%s %.0f env steps/s)\n", choice.Actors, choice.Learners, kind, choice.Rate)
+			fmt.Fprintf(w, "choice: %s, %s (%s %.0f env steps/s)\n", count(choice.Actors, "actor"), count(choice.Learners, "learner"), kind, choice.Rate)
 			use := choice
 			png := filepath.Join(out, "fig12.png")
 			if err := tune.Plot(png, pa, pl, fa, fl, u, cores, choice); err != nil {

@@ -45,4 +45,19 @@
 // A step allocates nothing and costs ~40 ns (CartPole, MountainCar) to
 // ~350 ns (Acrobot's four derivative evaluations) on one core; see
 // BenchmarkCartPole and `herd bench env`. An env is used by one goroutine.
+//
+// # Exactness
+//
+// Exactness of the classic ports: float64 state, Python's
+// order of operations, constants computed at run time as Python computes them (Go folds constant
+// expressions exactly, which could differ from Python's `12*2*math.pi/360` in the last bit — the
+// tests pin these constants to Python's printed values). Tests compare thousands of random
+// transitions and the hand-picked ones in `env/classic/testdata/golden` (datadriven) against an
+// independent 160-bit `math/big` evaluation of the published equations, with `sin`/`cos` from their
+// Taylor series: agreement to 1e-12 and exact `terminated`. Two deliberate departures from *some*
+// Gymnasium runs, both documented in the env docs: (1) actions are float32 widened exactly to
+// float64, and all arithmetic is float64 — Gymnasium under NumPy 2 computes Pendulum's `u` terms and
+// MountainCarContinuous's force term in float32 when handed a float32 array, NumPy 1 and float64
+// actions do not; we match the float64 semantics; (2) reset draws come from herd's PCG streams,
+// not NumPy's, so the same seed starts episodes elsewhere than Python.
 package classic

@@ -70,4 +70,52 @@
 //
 // Ownership: whoever calls New owns the worker goroutine and stops it with
 // Close, which waits for it.
+//
+// # Waiting on shared cores
+//
+// The rule: no goroutine waits by holding a core for more than a few microseconds unless it has
+// evidence that the core is its own, and no goroutine ever waits for work that has not started.
+// Shared cores are the normal case: a laptop running other programs, a CI box, and by design the
+// executors still to come (PAL, HTS, distributed workers), which run more goroutines and processes
+// than there are cores.
+//
+// Why: a poller that waits for a partner whose OS thread is descheduled burns its own time slice
+// and then waits a whole slice (milliseconds) more, so a 20 µs hand-off costs milliseconds. Before
+//
+// # 10, twin.Pair polled 200 µs on each side; with two busy-loop processes on the two cores, DQN
+//
+// CartPole 100k took 25 s on both cores and 3.7 s pinned to one (docs/BENCHMARKS.md).
+// Parking at once is no answer either: on this VM waking a parked goroutine costs about as
+// much as a 20 µs pass, which is why the polling hand-off was introduced.
+//
+// How (`internal/twin`, its package doc has the details):
+//
+//   - The caller takes unclaimed work back. The worker claims a job (compare-and-swap) before it
+//     runs it; in `Wait` the caller runs any job still unclaimed itself. It only ever waits for a job
+//     that is running. Results are the same either way, because a job computes the same thing on
+//     any goroutine.
+//   - Polling is earned. While no poll has seen its own thread descheduled (two polls more than
+//     50 µs apart) in the last epoch of 32 hand-offs, or the worker saved at least a tenth of the
+//     epoch's time anyway, each side polls up to `MaxSpin` (100 µs,
+//     covering the gap between two training steps), so an idle machine keeps the old speed. After
+//     such an epoch the budget is `MinSpin` (2 µs), then the side parks.
+//   - The worker stays only while it saves time. Each hand-off the worker ran saved the job's
+//     duration (capped at twice the usual: a worker descheduled mid-job reports its idle time too)
+//     minus the caller's wait; a job taken back saved nothing. An epoch that saves under 1/8 of what
+//     the caller alone would have spent, or loses more than 500 µs (which ends it at once), sends the
+//     Pair solo: the caller runs both halves for a backoff (1 ms, doubling to 512 ms while the
+//     one-epoch probes after it keep failing, halving when one passes) and the worker stays parked.
+//     Solo costs what one goroutine costs, about what `taskset -c 0` gives. An earlier version
+//     counted late claims as contention; on this VM an idle polling worker misses a few percent of
+//     claims by microseconds, and the count sent DQN solo on a quiet machine (1.55x slower than
+//     before). Measured savings have no such threshold to tune.
+//   - Each algorithm has `parallel: false` (PPO, A2C, DQN, SAC, TD3, DDPG) to run everything on the
+//     calling goroutine. With GOMAXPROCS = 1 there is no worker at all. AsyncVector's workers are
+//     Pairs too, so they follow the same rules.
+//   - The replay stripe lock (`replay/storage.go`) polls, then yields 16 times, then parks in
+//     `Lock`. Unbounded yielding is polling whenever nothing else is runnable. The rate limiter
+//     already waits on channels.
+//
+// `herd bench learn --load N --pin all --pin 0` measures this, and `scripts/bench-shared-cores.sh`
+// reproduces the recorded table.
 package twin

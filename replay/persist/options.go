@@ -99,8 +99,9 @@ type Options struct {
 	// Samplers are indexed on every Push and Delete; Sample picks one by
 	// Name. Default: one Uniform.
 	Samplers []Sampler
-	// SnapshotURL is where Snapshot uploads (file://, s3://, gs://,
-	// azblob://, hdfs://). Empty disables snapshots.
+	// SnapshotURL is where Snapshot uploads (file://; s3://, gs://,
+	// azblob://, hdfs:// when built with -tags cloud, see blobstore).
+	// Empty disables snapshots.
 	SnapshotURL string
 	// SnapshotEvery is the period of automatic snapshots when SnapshotURL is
 	// set. Default 3 minutes; negative disables the timer.

@@ -91,4 +91,47 @@
 // mean and variance. `herd bench hts` prints both beside the measurement,
 // each plus a per-step overhead measured by a separate calibration run
 // (constant step times), not by the runs predicted.
+//
+// # Design notes
+//
+// `runtime: {executor: hts, env_workers: E, policy_workers: P}` runs PPO or A2C the HTS-RL way
+// (Liu, Yeh, Schwing 2020). The code is one file, `run/hts/hts.go`; `run/hts/doc.go` states the rules.
+//
+//   - Roles. Env workers (HTS-RL's executors) own contiguous blocks of the N envs. Each env steps
+//     on its own between barriers: it sends its observation to the inference stream, samples its
+//     action from the returned row with its *own* sampler, steps, and goes on. Policy workers
+//     (HTS-RL's actors) take every request pending when they wake and answer them as one batch. The
+//     learner runs on its own goroutine.
+//   - Barrier protocol. Segment k (α = `num_steps` steps of every env) is written into storage
+//     k mod 2. At the barrier (every env worker done): (1) the learner's update of segment k−1 is
+//     collected and published as weights version k — the store changes only here, while no request
+//     is in flight; (2) the learner starts on segment k from weights k; (3) the env workers gather
+//     segment k+1 into the other storage with version k. Segments 0 and 1 are gathered with the
+//     initial weights; segment k with weights k−1; θ_{k+1} = learn(θ_k, segment k). What lags by
+//     one update is the *behaviour* policy; the learner always updates the newest weights, with the
+//     gradient evaluated at the behaviour parameters (Eq. 6, above).
+//     `TestOneUpdateLag` checks the version sequence (0, 0, 1, 2, …; the synchronous baseline 0, 1,
+//     2, …).
+//   - Why results do not depend on E, P, GOMAXPROCS or step times. Randomness belongs to env
+//     *slots*: env i resets from (seed, "hts/env", i) and samples with (seed, "env-worker", i), so
+//     spreading envs over workers changes no draw. Policy rows are bit-independent of their batch and
+//     the weights are fixed between barriers, so which policy worker answers, and with whom, changes
+//     no output. Each env writes its own segment rows; episodes are merged in (step, env) order; the
+//     learner is one goroutine running the algorithm's deterministic update. Step-time draws use the
+//     env's own stream and only sleep. `TestSameBitsForAnyWorkers` (CI, also under `-race`) and
+//     `scripts/hts-determinism.sh` (100k steps) compare the final parameters.
+//   - α. HTS-RL's synchronization interval is the segment length, i.e. the algorithm's
+//     `num_steps`; `runtime.alpha` may restate it but not change it (the learner plans its learning
+//     rate schedule and minibatches on `num_steps`).
+//   - Variable step times. `env.WithStepTime(env.StepTime{Mean, CV, Dist: lognormal|gamma,
+//     TailProb, TailFactor})` (or `runtime.step_time` under hts) sleeps a drawn duration before every
+//     step; the dynamics are untouched (`TestStepTimeKeepsDynamics`).
+//   - Synchronous baseline. `hts.Options.Sync` runs the same pieces with a barrier after every
+//     step and the learner between segments (no overlap, no lag): what `herd bench hts` compares
+//     against, and Claim 1's "synchronous" case. Claim 1: see `Predict` and `ClosedForm` above.
+//   - When to use it. Whenever env step times vary (simulators, remote envs): the measured gain at
+//     16 envs with mean 1 ms is 2.7–2.9x at CV 2–3 (docs/BENCHMARKS.md). For CartPole-speed envs the
+//     barrier and inference hand-offs cost more than they hide; use the local executor.
+//   - Departure. The paper's executors run one env each on separate processes; here they are
+//     goroutines, and an env worker with several envs steps them in turn (default E = N, one env each).
 package hts

@@ -115,4 +115,51 @@
 // same learner side the executor runs (x learners, the service, the rate
 // limiter), fed by a stand-in for the actors that commits steps with no
 // env.
+//
+// # Design notes
+//
+//   - Pieces, composed concurrently. `run/pal.Train` builds N actors (env vector of num_envs envs
+//     with reset seeds seed + i·num_envs, sampler stream `rng.New(seed, "env-worker", i)`, assembler,
+//     own PolicyNet) and one `TransitionLearner`. The replay is the algorithm's `offpolicy.Replay`;
+//     it is single-goroutine only in its workspaces, so it now implements `algo.ForkReplay`: `Fork()`
+//     returns a Replay over the same GlobalLock buffer with its own workspaces (one per actor, one for
+//     the learner). Configs expose `algo.TransitionShape` (num_envs, U); learners expose `Model()`.
+//   - Rate limiter (`limiter`): one mutex + `sync.Cond`. Actors `reserve` n env steps (never past
+//     the run's total; park while `reserved − consumed ≥ max_lag`), step, add to the replay, then
+//     `commit`. The learner parks until `committed` moves, then calls `Learn(ctx, rb, prev, committed)`:
+//     the learner's schedule is in env steps, so the number of updates is exactly the local loop's
+//     (tested: `TestReplayRatio` counts updates for DQN, TD3, SAC, DDPG under 1, 3 and 8 actors).
+//     Cancellation: `context.AfterFunc` wakes every parked goroutine; `TestCancel` checks no goroutine
+//     is left.
+//   - Parameter service: `weights.Store` (immutable versions behind an atomic pointer; Publish
+//     refuses non-advancing numbers), so a version is never torn (`weights.TestStoreNeverTorn`).
+//   - M > 1 learners (`learners: M`, `learner_mode: async|sync`; `--set runtime.learners=2` on
+//     the command line). `algo.SplitLearner` cuts each off-policy learner's update into `Grad`
+//     (minibatch from the slot's own streams, e.g. `rng.New(seed, "dqn/replay", slot)`, gradients into
+//     a caller-owned `algo.Grad`, priorities) and `Apply` (optimizer steps, targets, counter), plus
+//     `Due` (the schedule as numbered tickets) and `State`/`SetState` (every network a gradient reads,
+//     as an immutable `weights.Version`). `Learn` is unchanged (the sha256 fixtures hold); for DQN,
+//     Grad+Apply on one learner is Learn bit for bit. The service (`run/pal/learners.go`) hands update
+//     k to learner (k−1) mod M and applies in update order (async; staleness ≤ M−1 updates), or runs
+//     rounds of M gradients at one state averaged in learner-id order (sync; one round counts M
+//     updates, so the replay ratio in samples per transition is the single-process one). Tests:
+//     `TestLearners` (M = 2, 3, both modes, all four algorithms: exact update and apply counts,
+//     staleness ≤ M−1), `TestServiceAsyncOrder` / `TestServiceSyncRounds` (fake learners finishing in
+//     shuffled order: round-robin apply order, staleness bound, averaging in learner-id order),
+//     `TestCancel` (goroutine count), `TestRace` (8 actors + 4 learners, under `-race`).
+//   - Not done: `step_time` under pal. A PAL run is not
+//     bit-reproducible (actors interleave, async gradients' staleness); the local executor stays the
+//     reproducible one.
+//   - Ape-X initial priorities: `algo.OffPolicy.NewPrioritizer` (set by DQN under
+//     `initial_priorities: actor`, which needs `prioritized: true`) builds an `algo.Prioritizer`;
+//     actors call `Prioritize(tr, policy)` on each assembled batch, setting `Transitions.Priorities`
+//     to |δ| + ε with δ = r + γ^m(1−d) max Q(s′,·) − Q(s,a) under the actor's copy; `offpolicy.Replay.Add`
+//     stores given priorities with `replay.Prioritized.AddWithPriorities` (NaN, negative, infinite,
+//     or any on uniform replay: an error naming the row).
+//   - herd tune: `pal.MeasureActors` (N actors, `NoLearn`: no learner, no limiter) gives f_a(x);
+//     `pal.MeasureLearners` runs the executor's learner side with x learners (the config's
+//     learner_mode) on a replay pre-filled by 4096 actor steps, fed through the rate limiter by a
+//     stand-in that commits steps without envs, for f_l(x). `tune.Fit`, `tune.Choose`, `tune.Plot` do
+//     the rest; the written config takes the choice, M > 1 included, keeping the file's other runtime
+//     keys.
 package pal

@@ -75,4 +75,200 @@
 // step's largest) or starts goroutines (Twin uses the caller's
 // twin.Pair). An NStep, Assembler and EnvWorker belong to one env worker, a
 // Replay to the learner's goroutine.
+//
+// # Design notes
+//
+// # Off-policy algorithms: algo/dqn, algo/sac, algo/td3, algo/ddpg
+//
+// Each algorithm is one file (`dqn.go`, `sac.go`, `td3.go`, `ddpg.go`) that reads top to bottom like
+// its CleanRL script: `Config` (CleanRL's defaults in `NewConfig`, one yaml key per field, `Validate`
+// reporting every problem wrapped in `algo.ErrConfig`), `Agent` (the networks; it is the `algo.Model`
+// and, through `LoadPolicy`, the `algo.Policy` of `herd eval`), then `Train` in paper order: envs,
+// networks and optimizers, replay, then the loop (act, step, store, hand-off, update, target update,
+// log). Each package's `doc.go` numbers the implementation details and explains the metrics.
+//
+// Shared parts live in `algo/internal/offpolicy` (no promised API):
+//
+//	| piece | what | why shared |
+//	|---|---|---|
+//	| `LinearSchedule` | CleanRL's `linear_schedule` (ε; PER's β) | same equation in several places (target updates use `nn.PolyakUpdate`) |
+//	| `Crossed(prev, cur, every)` | "a multiple of `every` lies in (prev, cur]" | with N envs the global step moves by N; periods (train every 10 steps, target every 500) must fire once per multiple passed |
+//	| `NStep` | per-env n-step accumulator, γ^m per transition | the easy-to-get-wrong part of n-step returns: episode ends |
+//	| `Replay` | n-step accumulators + `replay.Uniform`/`replay.Prioritized` + flat minibatch (`Obs`, `Action`, `Reward`, `NextObs`, `Discount`, `NotDone`, `Weight`) + priority updates | one place that knows the replay API |
+//	| `Save`/`Load` with `Named` | several networks in one safetensors file under prefixes (`actor.0.weight`, `qf1.0.weight`) | `nn.SaveFile` takes one parameter list whose names would collide |
+//	| `BoxBounds` | finite Box bounds or an error naming the env | the tanh actors need them |
+//	| `OU` | Ornstein–Uhlenbeck exploration noise (SB3's θ 0.15, dt 0.01), reset per episode | TD3's `noise_type: ou` (MountainCarContinuous) |
+//
+// `algo/internal/learntest` holds the test plumbing shared by the four packages: train into a
+// `metrics.Recorder`, strip the wall-clock columns of `metrics.csv`, the Pendulum smoke test
+// (deterministic return must improve on the untrained policy's), allocations per step, the
+// cancellation contract, strict resolution of every `configs/<algo>-*.yaml`, and the multi-seed
+// `Seeds` benchmark used while tuning (`HERD_SET`, `HERD_STEPS`, `HERD_SEEDS`, `HERD_BENCH_OUT`).
+//
+// # What nn could do for these algorithms (measured, not changed here)
+//
+//   - DQN's 500k-step CleanRL run spends ≈ 84% of its CPU in `nn`'s GEMM kernels on shapes that fit a
+//     4×16 micro-kernel badly (4→120 input layer, 84→2 output layer); small-K / small-N paths are
+//     where the remaining ≈ 9% to the 8 s target is (best run 8.73 s).
+//   - `MLP.Backward` always computes dL/dx of the input layer (through a transposed copy of W, 5% of
+//     DQN's time); an algorithm that only needs parameter gradients could skip it.
+//   - SAC/TD3/DDPG back-propagate through the critic only to get dQ/da for the actor;
+//     `Critic.Backward` also computes the critic's weight gradients, which are discarded. An
+//     input-gradient-only backward would save ≈ 15% of SAC's time.
+//
+// # Termination vs truncation
+//
+// All four algorithms store `s' = Batch.NextObsRow(i)`: the vector env resets an ended episode in the
+// same `Step` and keeps the true last observation in `Batch.FinalObs`. The stored flag is
+// `terminated` only, so the target `r + γ^m·(1 − terminated)·V(s')` bootstraps through a time-limit
+// truncation from the true final state and never from the next episode's first observation. `NStep`
+// flushes pending transitions at either kind of episode end (`TestNStepTruncationBootstrapsFromFinalObs`).
+//
+// # Departures from CleanRL, and why
+//
+//   - n-step discount stored in an extra observation column. `replay.Batch` has no per-transition
+//     discount, but an n-step transition cut short by an episode end needs γ^m with m < n. With
+//     `n_steps > 1`, `offpolicy.Replay` stores observations one float wider and keeps γ^m in the last
+//     column of the next observation; `Sample` strips it. With n = 1 rows are stored unchanged. (A
+//     `Discount` field in `replay.Batch` would remove this workaround.)
+//   - Prioritized replay priorities are |δ| + `priority_eps` with δ = Q(s,a) − y computed in the same
+//     step; updates carry the sampled slots' generations so `replay.Prioritized` drops an update for a
+//     slot overwritten since the sample. β anneals linearly from `priority_beta` to 1 over the run.
+//   - SAC's α loss reuses log π of the actor step's sample (Stable-Baselines3's order) instead of
+//     CleanRL's fresh sample after the actor step: one actor forward pass less per update.
+//   - DDPG keeps CleanRL's policy delay of 2 (set `policy_frequency: 1` for the paper's algorithm)
+//     and Gaussian exploration instead of Ornstein–Uhlenbeck noise (as CleanRL and the zoo do).
+//   - Pendulum configs use 64-64 networks instead of the zoo's 256-256 (SAC) or 400-300
+//     (TD3/DDPG), and 1000 warm-up steps instead of 10000 (TD3/DDPG) or 100 (SAC): on a 2-core CPU
+//     a 400-300 update costs ~40× a 64-64 one, and Pendulum does not need the width. Each config
+//     file says so in its header.
+//   - `dqn-cartpole-zoo.yaml` runs 120k steps instead of the zoo's 50k because herd's learning
+//     target is the mean return of the last 100 *training* (ε-greedy) episodes, not a separate
+//     evaluation.
+//   - `td3-mountaincarcontinuous.yaml` uses Ornstein–Uhlenbeck exploration (`noise_type: ou`,
+//     σ 0.5, as the zoo) with 64-64 networks and 100k steps instead of the zoo's 400-300 and 300k.
+//   - One worker goroutine in DQN, SAC and TD3. Envs are stepped with `env.SyncVector` and scaling out is
+//     `run/`'s job, but a DQN training step would use one of the two cores: `Train` owns a
+//     `twin.Pair` (closed before it returns) that computes the target network's forward pass beside
+//     the online one's, and, through `nn.MLP.BackwardSplit`, each layer's dW = Xᵀ·dZ beside the
+//     caller's dX = dZ·Wᵀ (the first layer's dX is skipped: the input is data). Each value is
+//     computed by the same kernels on the same operands, so `metrics.csv` is bit-identical to the
+//     sequential code (checked against the previous binary); 500k CleanRL CartPole steps went from
+//     8.3 s to 6.5 s. An earlier channel-based hand-off made the step slower (9.0 s): parking and
+//     waking cost more than the ~35 µs passes. SAC and TD3 run their twin critics the same way
+//     (`offpolicy.Twin`); DDPG (one critic) does not.
+//
+// # Determinism
+//
+// Every random stream comes from `internal/rng` with its own role: `<algo>/init` (weights),
+// `<algo>/explore` (ε draws, warm-up actions, exploration noise), `<algo>/learner` (policy samples and
+// smoothing noise inside updates), `<algo>/replay` (minibatches); envs are seeded by
+// `Vector.Reset(seed)`. Every package has `TestDeterministic`: two runs with the same seed give an
+// identical `metrics.csv` without the wall-clock columns, and a different seed gives a different one.
+//
+// # Shared algorithm plumbing (algo/internal/offpolicy, onpolicy, learntest)
+//
+// SAC, TD3 and DDPG (and PPO and A2C) used to copy their plumbing. It now
+// lives in small named functions. Each algorithm file still reads top to
+// bottom like CleanRL's scripts, and its losses and updates stay in it, in
+// paper order.
+//
+//   - `offpolicy.Collector` is the continuous-action env loop: N sync envs
+//     with episode statistics, Box bounds, the one-step `Replay`, uniform
+//     actions before `learning_starts`, `Step` (store (s, a, r, s'_true,
+//     terminated), log episodes, the obs hand-off) and the global step count.
+//     DQN is not on it yet. Its loop differs (discrete actions, n-step,
+//     prioritized replay).
+//   - `offpolicy.AddGaussianNoise` and `AddOUNoise` give the exploration
+//     around μ(s). `AddOUNoise` also draws one normal per action value and
+//     throws it away. TD3's first OU code did this, and keeping the draw keeps
+//     old OU runs bit-identical. Dropping it would be a deliberate,
+//     result-changing follow-up.
+//   - `offpolicy.Twin` holds SAC's and TD3's critic pair: `Fit` is the regression onto y,
+//     MSE(Q1, y) + MSE(Q2, y), and `Forward`/`Backward` evaluate both critics; Q2 runs on a
+//     `twin.Pair` worker beside Q1 (bit-identical metrics, checked against the previous
+//     binary; SAC Pendulum 20k steps 12.5 → 9.9 s, TD3 8.1 → 7.5 s). `offpolicy.DPGStep` is the −E[Q(s, μ(s))] actor step of DDPG
+//     and TD3. Each algorithm still computes its own target y and calls these
+//     in paper order. They are shared equations, not new behaviour.
+//   - `offpolicy.NewCritics`, `PolyakAll`, `Mean`, `CheckEnv`, `Common.Check`,
+//     `LoadPolicy`/`LoadAgent` and `TrainFunc` are the setup, validation,
+//     checkpoint and `algo.Spec` glue. With `TrainFunc`, a config of the wrong
+//     type is now an `ErrConfig` error. Before, it was a panic.
+//   - `onpolicy.NewPieces`/`TrainLocal` build the pieces and run the local executor (see
+//     "Algorithm pieces"). `onpolicy.Common.Check`, `LoadPolicy`, `TrainFunc` and `PiecesFunc`
+//     do the validation and `algo.Spec` glue for PPO and A2C.
+//   - `learntest` adds `Deterministic`, `ConfigError`, `SaveLoad`, `Reload`,
+//     `NoAllocs`, `Resolve`, `TrainFiles` and the `Pendulum` suite. The suite
+//     runs smoke, determinism, save-load, no-allocs, cancel, bad-config and
+//     configs as subtests of `TestPendulum` in sac, td3 and ddpg.
+//
+// Results were checked bit-identical to the code before this refactoring. For seed 1, the
+// metrics.csv without wall columns and model.safetensors are byte-equal for
+// ppo-cartpole (60k steps), a2c-cartpole (60k), sac/td3/ddpg-pendulum (3k
+// each), ppo-pendulum (20k) and td3-mountaincarcontinuous with OU noise (3k,
+// learning_starts 1000).
+//
+// # Off-policy pieces
+//
+// # Off-policy pieces
+//
+// (Off-policy half: `algo/offpieces.go`, `algo/internal/offpolicy`, each algorithm's
+// `pieces.go`. The on-policy half and the shared interfaces are described above.)
+//
+// An off-policy algorithm's `Spec.Pieces(h, cfg, spaces)` fills the shared `algo.Pieces` fields
+// `NewPolicy` and `NewSampler` and the embedded `algo.OffPolicy`:
+//
+//	| piece | runs on | DQN | SAC | TD3 / DDPG |
+//	|---|---|---|---|---|
+//	| `PolicyNet` (`offpolicy.MLPPolicy`) | policy worker | Q(s, ·) | actor's raw (μ, log σ) | μ(s) = tanh(f(s))·scale + bias |
+//	| `Sampler` | env worker | ε-greedy at ε(step) | tanh-Gaussian sample | μ(s) + Gaussian / OU noise (per-env OU state, `algo.EnvResetter`) |
+//	| `Assembler` (`offpolicy.Assembler`) | env worker | n-step transitions per env → `sample.Transitions` | one-step | one-step |
+//	| `Replay` (`offpolicy.Replay`) | beside the learner | uniform or prioritized (β anneals with the step) | uniform | uniform |
+//	| `TransitionLearner` | learner | TD loss (MSE/Huber, IS-weighted), target net, priorities | twin soft Q, actor, α | clipped double Q + smoothing (TD3), DPG actor, delays |
+//
+// All samplers draw uniform random actions before `learning_starts` (the continuous ones) or follow
+// the ε schedule (DQN) from the env worker's stream; the draws happen in row order, so the actions
+// depend only on the outputs and the stream, never on the batch a policy worker computed them in.
+//
+// The learner's clock is env steps. `Learn(ctx, rb, prev, step)` runs the updates due for the
+// global env steps `(prev, step]` after `learning_starts` (none while `rb` holds less than a batch):
+// DQN `gradient_steps` per multiple of `train_frequency` passed and one target update per multiple of
+// `target_network_frequency`; SAC, TD3 and DDPG one update per env step, their delays counted as
+// with one env. So the replay ratio is a property of the learner, not of how an executor groups env
+// steps (num_envs, steps per call) — `TestOffPolicyReplayRatioIndependentOfNumEnvs`. Each update
+// draws its minibatch (`algo.Minibatch`: transitions + importance weights + slots) from `rb` with the
+// learner's own stream and hands TD errors back with `rb.UpdatePriorities(mb, tdErr)`. Why the
+// learner samples rather than receiving a minibatch: the schedule decides how many minibatches a
+// span of env steps needs (DQN with 16 envs and `train_frequency` 4: four per vector step), and
+// SAC's delayed actor reuses the critic's minibatch; a learner that receives one minibatch per call
+// would push that schedule into every executor. `Weights()` is the policy's parameters (Q-network
+// or actor) as a `weights.Version` numbered by updates; `Close()` stops the learner's `twin` helper.
+//
+// Local executor. `Train` builds envs (`offpolicy.MakeEnvs`), the learner and replay, and an
+// `offpolicy.EnvWorker` (policy, sampler, assembler) whose policy is an `MLPPolicy` on the
+// learner's *live* network — same goroutine, no copy. Publishing a version per training round would
+// copy every parameter (≈ 5% of a DQN CartPole run); the old loop shared the network too, which is
+// why the bits are unchanged. The loop is then: `worker.Step` (forward, sample, env step, assemble,
+// log episodes) → `rb.Add` → `learner.Learn` → log scalars. A parallel executor runs the same
+// pieces with a policy copy refreshed from `weights.Store` every k updates.
+//
+// Same bits. `algo/all TestOffPolicySameBitsAsBeforeThePieces` trains seven short runs (DQN
+// plain, DQN double+PER+3-step, DQN with 4 envs, SAC, TD3, TD3 with OU noise, DDPG) and compares the
+// sha256 of `model.safetensors` with the values recorded from commit c7b923d (the code before the
+// pieces) via `herd train`. They are configs where the old loop already did what its doc said
+// (num_envs ≤ train_frequency; one env for SAC/TD3/DDPG). The behaviour change: DQN with num_envs >
+// train_frequency now trains once per multiple passed (the old loop trained at most once per vector
+// step, 4× fewer updates than documented with 16 envs and `train_frequency` 4), and SAC/TD3/DDPG with
+// num_envs > 1 now take one update per env step instead of one per vector step.
+//
+// Gradients. Finite-difference tests against float64 references (`learntest.MLP64`): DQN's
+// TD loss with prioritized weights (MSE and Huber) w.r.t. Q(s, ·); SAC's actor loss w.r.t. the actor
+// outputs through the minimum critic and the reparameterised tanh-Gaussian, its α loss and its soft
+// target; the twin critic loss w.r.t. every critic parameter; the DPG actor loss of TD3/DDPG.
+//
+// Open. `PolicyNet` has no `Params()`: rebuilding a policy from bytes needs
+// `weights.Decode(b, like)` with the policy's parameter layout, which `MLPPolicy.Params()` gives
+// (the test type-asserts it); the interface might grow a `Decode([]byte)` or `Params()`.
+// `offpolicy.Replay` is single-goroutine (PAL's concurrent buffer would wrap `replay.Prioritized`
+// with its sharded locking behind the same `algo.Replay`).
 package offpolicy

@@ -1,8 +1,19 @@
 // Package blobstore is the byte carrier for replay/persist snapshots: a small
-// Bucket interface with three adapters: one over gocloud.dev/blob (s3://,
-// gs://, azblob://, opened from a URL), one for local directories
-// (file://, file.go: synced, unlike gocloud's fileblob) and one over HDFS
+// Bucket interface with three adapters: one for local directories (file://,
+// file.go: synced, unlike gocloud's fileblob), one over gocloud.dev/blob
+// (s3://, gs://, azblob://, opened from a URL) and one over HDFS
 // (hdfs://namenode:port/path, github.com/colinmarc/hdfs/v2).
+//
+// # Build tags
+//
+// The default build has file:// only, so that a plain `go build ./cmd/herd`
+// downloads and compiles none of the cloud SDKs. The other backends are
+// build tags: cloud (all of them), or one each: s3, gcs, azblob, hdfs.
+//
+//	go build -tags cloud ./cmd/herd
+//	go test -tags cloud ./replay/persist/...
+//
+// A URL whose backend was left out is an ErrBadURL naming the tag.
 //
 // # Contract
 //
@@ -25,13 +36,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"strings"
-
-	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/azureblob" // azblob:// URLs
-	_ "gocloud.dev/blob/gcsblob"   // gs:// URLs
-	_ "gocloud.dev/blob/s3blob"    // s3:// URLs
-	"gocloud.dev/gcerrors"
 )
 
 var (
@@ -58,9 +62,10 @@ type Bucket interface {
 }
 
 // Open opens the bucket named by rawURL and checks that it can be listed.
-// hdfs:// goes to the HDFS adapter, everything else to gocloud.dev's URL
-// mux (see its docs for query options such as s3's endpoint, region,
-// use_path_style, disable_https, and the generic prefix).
+// file:// goes to the file adapter, hdfs:// to the HDFS adapter, everything
+// else to gocloud.dev's URL mux (see its docs for query options such as
+// s3's endpoint, region, use_path_style, disable_https, and the generic
+// prefix), each when the build includes it (see Build tags).
 func Open(ctx context.Context, rawURL string) (Bucket, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme == "" {
@@ -72,22 +77,20 @@ func Open(ctx context.Context, rawURL string) (Bucket, error) {
 	case "file":
 		return openFile(u)
 	}
-	if !blob.DefaultURLMux().ValidBucketScheme(u.Scheme) {
-		return nil, fmt.Errorf("%w: unknown scheme %q in %q", ErrBadURL, u.Scheme, rawURL)
+	return openCloud(ctx, u, rawURL)
+}
+
+// schemeTags names the build tag of each optional scheme.
+var schemeTags = map[string]string{"s3": "s3", "gs": "gcs", "azblob": "azblob", "hdfs": "hdfs"}
+
+// errLeftOut is the error for a URL whose scheme this build lacks.
+func errLeftOut(u *url.URL) error {
+	tag, ok := schemeTags[u.Scheme]
+	if !ok {
+		return fmt.Errorf("%w: unknown scheme %q in %q (file://, s3://, gs://, azblob://, hdfs://)", ErrBadURL, u.Scheme, redact(u))
 	}
-	b, err := blob.OpenBucket(ctx, rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: open %q: %v", ErrUnreachable, redact(u), err)
-	}
-	ok, err := b.IsAccessible(ctx)
-	if err != nil || !ok {
-		_ = b.Close()
-		if err == nil {
-			err = errors.New("bucket does not exist")
-		}
-		return nil, fmt.Errorf("%w: %q: %v", ErrUnreachable, redact(u), err)
-	}
-	return &cloudBucket{b: b}, nil
+	return fmt.Errorf("%w: %s:// snapshots are not in this build of herd; build it with -tags cloud (or -tags %s), e.g. go build -tags cloud ./cmd/herd",
+		ErrBadURL, u.Scheme, tag)
 }
 
 // redact drops the query, which may carry credentials, from error messages.
@@ -97,67 +100,3 @@ func redact(u *url.URL) string {
 	c.User = nil
 	return c.String()
 }
-
-type cloudBucket struct{ b *blob.Bucket }
-
-func (c *cloudBucket) Put(ctx context.Context, key string, r io.Reader, size int64) error {
-	// Cancelling ctx before Close aborts the write, so a failed copy never
-	// leaves a partial object behind.
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := c.b.NewWriter(wctx, key, &blob.WriterOptions{ContentType: "application/octet-stream"})
-	if err != nil {
-		return fmt.Errorf("blobstore: put %s: %w", key, err)
-	}
-	n, err := io.Copy(w, r)
-	if err == nil && n != size {
-		err = fmt.Errorf("short copy: %d of %d bytes", n, size)
-	}
-	if err != nil {
-		cancel()
-		_ = w.Close()
-		return fmt.Errorf("blobstore: put %s: %w", key, err)
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("blobstore: put %s: %w", key, err)
-	}
-	return nil
-}
-
-func (c *cloudBucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	r, err := c.b.NewReader(ctx, key, nil)
-	if err != nil {
-		if gcerrors.Code(err) == gcerrors.NotFound {
-			return nil, fmt.Errorf("%w: %s", ErrNotFound, key)
-		}
-		return nil, fmt.Errorf("blobstore: get %s: %w", key, err)
-	}
-	return r, nil
-}
-
-func (c *cloudBucket) Exists(ctx context.Context, key string) (bool, error) {
-	ok, err := c.b.Exists(ctx, key)
-	if err != nil {
-		return false, fmt.Errorf("blobstore: exists %s: %w", key, err)
-	}
-	return ok, nil
-}
-
-func (c *cloudBucket) List(ctx context.Context, prefix string) ([]string, error) {
-	var keys []string
-	it := c.b.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		o, err := it.Next(ctx)
-		if err == io.EOF {
-			return keys, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("blobstore: list %s: %w", prefix, err)
-		}
-		if !o.IsDir && !strings.HasSuffix(o.Key, "/") {
-			keys = append(keys, o.Key)
-		}
-	}
-}
-
-func (c *cloudBucket) Close() error { return c.b.Close() }

@@ -1,3 +1,5 @@
+//go:build cloud || hdfs
+
 package blobstore
 
 import (

@@ -1,0 +1,5 @@
+//go:build cloud || gcs
+
+package blobstore
+
+import _ "gocloud.dev/blob/gcsblob" // gs:// URLs

@@ -1,0 +1,5 @@
+//go:build cloud || s3
+
+package blobstore
+
+import _ "gocloud.dev/blob/s3blob" // s3:// URLs
