@@ -165,11 +165,31 @@ must carry every field a prioritized sampler reads.`,
 				store.Close()
 				return fmt.Errorf("serve replay: %w", err)
 			}
+			// A store whose disk failed keeps serving reads and refuses
+			// writes (RESOURCE_EXHAUSTED for a full disk); say so once.
+			watchDone := make(chan struct{})
+			defer close(watchDone)
+			go func() {
+				select {
+				case <-store.Failed():
+					fmt.Fprintf(cmd.ErrOrStderr(), "serve replay: the store refuses writes from now on: %v; reads are still served; "+
+						"stop the server once clients are done, free space and restart it\n", store.Err())
+				case <-watchDone:
+				}
+			}()
 			serveErr := f.run(cmd, fmt.Sprintf("replay store %s (%v)", opts.Dir, opts.Mode), srv.Register)
-			if err := store.Close(); err != nil {
+			closeErr := store.Close()
+			if werr := store.Err(); werr != nil {
+				lost := "every acknowledged record is durable"
+				if opts.Durability == persist.WriteBack {
+					lost = "records acknowledged since the last successful Flush were not written"
+				}
+				return fmt.Errorf("serve replay: the store failed: %v (%s; closing: %v)", werr, lost, closeErr)
+			}
+			if closeErr != nil {
 				// %v: a store that did not close cleanly is a failure,
 				// never a clean interruption.
-				return fmt.Errorf("serve replay: closing the store: %v (serving: %v)", err, serveErr)
+				return fmt.Errorf("serve replay: closing the store: %v (serving: %v)", closeErr, serveErr)
 			}
 			return serveErr
 		},
