@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -155,9 +157,17 @@ must carry every field a prioritized sampler reads.`,
 				opts.Samplers = append(opts.Samplers, sp)
 			}
 			opts.EnsureDefaults()
+			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			store, err := persist.Open(cmd.Context(), opts)
 			if err != nil {
 				return fmt.Errorf("serve replay: %w", err)
+			}
+			if info, ok := store.Restored(); ok {
+				fmt.Fprintf(cmd.ErrOrStderr(), "serve replay: restored snapshot %d from %s (%d records)\n", info.Snapshot, opts.RestoreFrom, store.Len())
+				if len(info.Skipped) > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "serve replay: warning: the %d newer snapshot(s) up to %d were skipped: %v\n",
+						len(info.Skipped), info.Newest, errors.Join(info.Skipped...))
+				}
 			}
 			srv, err := replaysvc.New(replaysvc.Config{Store: store, Samplers: opts.Samplers, Mode: opts.Mode,
 				MaxValueBytes: opts.MaxValueBytes, MaxBatch: maxBatch})

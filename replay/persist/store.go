@@ -29,12 +29,15 @@ import (
 // Store.mu; nothing is acquired while holding mu, and no I/O happens under
 // mu (Pebble reads and writes, uploads and checkpoints run outside it).
 type Store struct {
-	opts    Options
-	db      *pebble.DB // nil in Memory mode
-	fatal   *fatalState
-	wo      *pebble.WriteOptions
-	q       *taskq.Queue[task]
-	metrics *metrics
+	opts  Options
+	db    *pebble.DB // nil in Memory mode
+	fatal *fatalState
+	// restored is set by a restore (Options.RestoreFrom) before the
+	// worker starts, and read-only afterwards.
+	restored RestoreInfo
+	wo       *pebble.WriteOptions
+	q        *taskq.Queue[task]
+	metrics  *metrics
 
 	limit     int64 // cache byte limit (Hybrid)
 	highWater int64 // cache bytes that schedule a p1 evict
