@@ -204,3 +204,12 @@ func TestServeReplaySaysWhichSnapshot(t *testing.T) {
 		t.Fatalf("stderr does not say which snapshot was restored and why:\n%s", out)
 	}
 }
+
+// Messages say what to change: a tune budget too short for its cores, a
+// negative worker wait.
+func TestClearMessages(t *testing.T) {
+	_, err := runHerd(t, "tune", "--config", "../../configs/dqn-cartpole-pal.yaml", "--cores", "1024", "--budget", "1s", "--out", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "--budget") || strings.Contains(err.Error(), "made no update") {
+		t.Errorf("tune --cores 1024 --budget 1s: %v", err)
+	}
+}
