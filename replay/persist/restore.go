@@ -194,7 +194,7 @@ func (s *Store) restoreDisk(ctx context.Context, b blobstore.Bucket, m *manifest
 	}
 	var states []fetchedState
 	err := guardPebble(func() error {
-		db, err := openPebble(fs, tmp, s.opts.PebbleCacheMB, s.fatal)
+		db, err := openPebble(ctx, fs, tmp, s.opts.PebbleCacheMB, s.fatal)
 		if err != nil {
 			if errors.Is(err, syscall.ENOSPC) {
 				return fmt.Errorf("%w: restore checkpoint: %w", ErrDiskFull, err)
