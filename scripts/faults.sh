@@ -20,8 +20,8 @@ T=$(mktemp -d)
 MNT=()
 cleanup() {
   local m
-  for m in "${MNT[@]}"; do umount -l "$m" 2>/dev/null; done
-  rm -rf "$T"
+  for m in "${MNT[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
+  rm -rf "$T" 2>/dev/null
 }
 trap cleanup EXIT
 go build -o "$T/herd" ./cmd/herd || exit 1
@@ -211,5 +211,5 @@ for a in "train --algo dqn --env CartPole-v1 --set runtime.executor=pal --set ru
   # shellcheck disable=SC2086
   timeout 60 "$H" $a --quiet --out "$T/y" >/dev/null 2>"$T/err"; rc=$?
   dt=$(echo "$(date +%s.%N) - $t0" | bc)
-  row "herd $a" "exit $rc in $(printf %.2f "$dt") s: $(head -c 90 "$T/err")…" "$(ok $([ "$rc" = 1 ] && echo 1))"
+  row "herd $a" "exit $rc in $(printf %.2f "$dt") s: $(grep -o 'runtime[.a-z_]* [0-9]*[^;]*' "$T/err" | head -1)" "$(ok $([ "$rc" = 1 ] && echo 1))"
 done

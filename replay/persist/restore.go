@@ -193,7 +193,7 @@ func (s *Store) restoreDisk(ctx context.Context, b blobstore.Bucket, m *manifest
 		return nil, err
 	}
 	var states []fetchedState
-	err := guardPebble(func() error {
+	err := guardPebble(s.fatal, func() error {
 		db, err := openPebble(ctx, fs, tmp, s.opts.PebbleCacheMB, s.fatal)
 		if err != nil {
 			if errors.Is(err, syscall.ENOSPC) {

@@ -291,7 +291,7 @@ func openPebble(ctx context.Context, fs vfs.FS, dir string, cacheMB int, fatal *
 	done := make(chan result, 1)
 	go func() {
 		var r result
-		r.err = guardPebble(func() (err error) { r.db, err = pebble.Open(dir, opts); return err })
+		r.err = guardPebble(fatal, func() (err error) { r.db, err = pebble.Open(dir, opts); return err })
 		done <- r
 	}()
 	var err error
@@ -757,7 +757,7 @@ func (s *Store) closeResources() error {
 			// parked holding its locks: leave it to the process's exit.
 			errs = append(errs, fmt.Errorf("persist: %s left unclosed: %w", s.dbDir(), s.fatal.err))
 		} else {
-			errs = append(errs, guardPebble(s.db.Close))
+			errs = append(errs, guardPebble(s.fatal, s.db.Close))
 		}
 		s.db = nil
 	}
