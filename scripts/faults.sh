@@ -32,7 +32,9 @@ PY=/usr/bin/python3
 row() { printf '| %s | %s | %s |\n' "$1" "$2" "$3"; }
 ok() { if [ "${1:-}" = 1 ]; then echo "yes"; else echo "**no**"; fi; }
 sha() { (cd "$1" && sha256sum model.safetensors metrics.csv summary.json curve.png config.yaml 2>/dev/null); }
-status_of() { $PY -c 'import json,sys; print(json.load(open(sys.argv[1])).get("status","?"))' "$1/summary.json" 2>/dev/null || echo "no summary.json"; }
+status_of() {
+  $PY -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s.get("status","?") + ("" if s.get("status") != "failed" else " (" + s.get("reason","")[:80] + ")"))' "$1/summary.json" 2>/dev/null || echo "no summary.json"
+}
 
 # tmpfs SIZE → mount point, or "" without root.
 tmpfs() {
