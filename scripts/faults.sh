@@ -24,6 +24,7 @@ cleanup() {
   rm -rf "$T" 2>/dev/null
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM # through the EXIT trap
 go build -o "$T/herd" ./cmd/herd || exit 1
 H="$T/herd"
 CFG=configs/ppo-cartpole-dist.yaml
@@ -36,13 +37,14 @@ status_of() {
   $PY -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s.get("status","?") + ("" if s.get("status") != "failed" else " (" + s.get("reason","")[:80] + ")"))' "$1/summary.json" 2>/dev/null || echo "no summary.json"
 }
 
-# tmpfs SIZE → mount point, or "" without root.
+# tmpfs SIZE: mounts a tmpfs and sets M to it, or M="" without root.
 tmpfs() {
-  local m="$T/mnt$RANDOM"
-  mkdir -p "$m"
-  if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size="$1" tmpfs "$m" 2>/dev/null; then
-    MNT+=("$m")
-    echo "$m"
+  M="$T/mnt$RANDOM"
+  mkdir -p "$M"
+  if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size="$1" tmpfs "$M" 2>/dev/null; then
+    MNT+=("$M")
+  else
+    M=""
   fi
 }
 fill() { dd if=/dev/zero of="$1/filler" bs=4k 2>/dev/null; sync; }
@@ -130,7 +132,7 @@ if launch_bg "$O"; then
 else row "launch: kill -9 of the launcher" "learner never wrote a row" "**no**"; kill -9 -- -"$LPID" 2>/dev/null; fi
 
 # --- herd train on a full disk ---
-M=$(tmpfs 4m)
+tmpfs 4m
 if [ -n "$M" ]; then
   "$H" train --algo ppo --env CartPole-v1 --steps 2048 --quiet --set num_steps=64 --out "$M/run" >/dev/null 2>&1
   before=$(sha "$M/run")
@@ -140,7 +142,7 @@ if [ -n "$M" ]; then
   after=$(sha "$M/run")
   row "train --force into a full disk" "exit $rc ($(grep -o 'no space left on device' "$T/err" | head -1)); earlier run $([ "$before" = "$after" ] && echo byte-identical || echo CHANGED)" "$(ok $([ "$rc" = 1 ] && [ "$before" = "$after" ] && echo 1))"
 else row "train --force into a full disk" "skipped: not root (see go test ./algo -run ForcedRun)" "–"; fi
-M=$(tmpfs 256k)
+tmpfs 256k
 if [ -n "$M" ]; then
   t0=$(date +%s.%N)
   "$H" train --algo ppo --env CartPole-v1 --steps 50000000 --log-every 128 --quiet --set num_steps=64 --out "$M/run" >/dev/null 2>"$T/err"
@@ -164,7 +166,7 @@ try:
 except grpc.RpcError as e:
     print(n, e.code().name)'
 for dur in sync writeback; do
-  M=$(tmpfs 8m)
+  tmpfs 8m
   if [ -z "$M" ]; then row "serve replay --durability $dur on a full disk" "skipped: not root (see go test ./replay/persist -run DiskFull)" "–"; continue; fi
   "$H" serve replay --dir "$M/store" --mode disk --durability "$dur" --addr 127.0.0.1:7391 >"$T/srv.log" 2>&1 &
   S=$!
