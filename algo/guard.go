@@ -66,6 +66,8 @@ type guard struct {
 	kept     [][]float32
 	keptStep int64
 	err      *DivergedError
+	// writeErr: the metrics could not be written (the run was stopped).
+	writeErr error
 	// pending: err came from a Scalar, which algorithms log before the
 	// Step call of the same update; that Step gives err its step.
 	pending bool
@@ -123,6 +125,14 @@ func (g *guard) Step(step int64) {
 		g.err.Step, g.pending = step, false
 	}
 	g.Logger.Step(step)
+	if e, ok := g.Logger.(interface{ Err() error }); ok && g.writeErr == nil {
+		if err := e.Err(); err != nil {
+			// The run's metrics can no longer be written: stop now, not
+			// at the end.
+			g.writeErr = err
+			g.cancel(err)
+		}
+	}
 	if step >= g.next {
 		g.next = (step/g.every + 1) * g.every
 		g.checkParams()

@@ -171,6 +171,8 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		if !g.restore() {
 			failures = append(failures, fmt.Errorf("%s does not expose its parameters (algo.ParamModel): no finite copy to save", h.Algo))
 		}
+	case g.writeErr != nil:
+		failures = append(failures, fmt.Errorf("stopped at step %d because the metrics could not be written: %w", g.step, g.writeErr))
 	case trainErr != nil && !interrupted:
 		failures = append(failures, withAlgo(h.Algo, trainErr))
 	}

@@ -383,8 +383,18 @@ func (r *Recorder) writeRow() {
 	}
 	b = append(b, '\n')
 	r.line = b
-	_, r.err = r.csv.Write(b)
+	// Each row goes to the file at once (one write per LogEvery steps), so
+	// a full disk is seen at the row it hits, and Err stops the run there.
+	if _, r.err = r.csv.Write(b); r.err == nil {
+		r.err = r.csv.Flush()
+	}
+	if r.err != nil {
+		r.err = fmt.Errorf("metrics: write %s at step %d: %w", r.csvFile.Name(), r.step, r.err)
+	}
 }
+
+// Err returns the first error writing metrics.csv, or nil.
+func (r *Recorder) Err() error { return r.err }
 
 // appendFloat writes NaN as an empty cell: for the episode statistics NaN
 // only ever means "no episode yet".

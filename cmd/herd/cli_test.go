@@ -160,6 +160,13 @@ func TestCLIInterruptWithFailedSaveIsAFailure(t *testing.T) {
 	if r := herd(t, dir, append(longPPO, "--out", "run")...); r.code != 1 || !strings.Contains(r.stderr, "already holds a run") {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
+	// A disk too small for the checkpoint: the interrupted run cannot be
+	// saved. (A directory in the model's place no longer fails the save:
+	// --force sets the earlier run's files aside.)
+	if err := os.RemoveAll(filepath.Join(dir, "run")); err != nil {
+		t.Fatal(err)
+	}
+	mountTmpfs(t, filepath.Join(dir, "run"), "48k")
 	cmd, so, se := start(t, dir, append(longPPO, "--out", "run", "--force")...)
 	waitFor(t, "training to start", training(filepath.Join(dir, "run")))
 	cmd.Process.Signal(os.Interrupt)

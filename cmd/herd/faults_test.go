@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"herd/dist"
 	"herd/internal/atomicfile"
 	"herd/nn"
+	"herd/replay/persist"
 )
 
 // A checkpoint whose weights are all NaN is refused by eval with the
@@ -148,3 +151,65 @@ func TestWorkerCountsBounded(t *testing.T) {
 }
 
 const distPPO = "../../configs/ppo-cartpole-dist.yaml"
+
+// serve replay --restore-from says which snapshot it restored, and why the
+// newer ones were skipped, instead of rolling back silently.
+func TestServeReplaySaysWhichSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	url := "file://" + filepath.ToSlash(dir)
+	src, err := persist.Open(context.Background(), persist.Options{Mode: persist.Memory, SnapshotURL: url, SnapshotEvery: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 600 {
+		if err := src.Push(context.Background(), fmt.Sprintf("k%04d", i), persist.Record{Value: []byte("v")}); err != nil {
+			t.Fatal(err)
+		}
+		if i == 399 || i == 599 {
+			if _, err := src.Snapshot(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	src.Close()
+	manifests, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*", "*"))
+	slices.Sort(manifests)
+	if len(manifests) < 2 {
+		t.Fatalf("manifests: %v", manifests)
+	}
+	newest := manifests[len(manifests)-1]
+	b, err := os.ReadFile(newest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(newest, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	root := newRootCmd()
+	var errb lockedBuffer
+	pr, pw := io.Pipe()
+	root.SetOut(pw)
+	root.SetErr(&errb)
+	root.SetArgs([]string{"serve", "replay", "--mode", "memory", "--restore-from", url, "--addr", "127.0.0.1:0"})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx); pw.Close() }()
+	go io.Copy(io.Discard, pr)
+	waitFor(t, "the restore report", func() bool { return strings.Contains(errb.String(), "restored snapshot") })
+	cancel()
+	<-done
+	out := errb.String()
+	if !strings.Contains(out, "restored snapshot 1 ") || !strings.Contains(out, "(400 records)") ||
+		!strings.Contains(out, "newer snapshot(s) up to 2 were skipped") {
+		t.Fatalf("stderr does not say which snapshot was restored and why:\n%s", out)
+	}
+}
+
+// Messages say what to change: a tune budget too short for its cores, a
+// negative worker wait.
+func TestClearMessages(t *testing.T) {
+	_, err := runHerd(t, "tune", "--config", "../../configs/dqn-cartpole-pal.yaml", "--cores", "1024", "--budget", "1s", "--out", t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "--budget") || strings.Contains(err.Error(), "made no update") {
+		t.Errorf("tune --cores 1024 --budget 1s: %v", err)
+	}
+}

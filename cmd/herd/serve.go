@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -176,9 +177,17 @@ must carry every field a prioritized sampler reads.`,
 				opts.Samplers = append(opts.Samplers, sp)
 			}
 			opts.EnsureDefaults()
+			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			store, err := persist.Open(cmd.Context(), opts)
 			if err != nil {
 				return fmt.Errorf("serve replay: %w", err)
+			}
+			if info, ok := store.Restored(); ok {
+				fmt.Fprintf(cmd.ErrOrStderr(), "serve replay: restored snapshot %d from %s (%d records)\n", info.Snapshot, opts.RestoreFrom, store.Len())
+				if len(info.Skipped) > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "serve replay: warning: the %d newer snapshot(s) up to %d were skipped: %v\n",
+						len(info.Skipped), info.Newest, errors.Join(info.Skipped...))
+				}
 			}
 			srv, err := replaysvc.New(replaysvc.Config{Store: store, Samplers: opts.Samplers, Mode: opts.Mode,
 				MaxValueBytes: opts.MaxValueBytes, MaxBatch: maxBatch})
@@ -186,11 +195,31 @@ must carry every field a prioritized sampler reads.`,
 				store.Close()
 				return fmt.Errorf("serve replay: %w", err)
 			}
+			// A store whose disk failed keeps serving reads and refuses
+			// writes (RESOURCE_EXHAUSTED for a full disk); say so once.
+			watchDone := make(chan struct{})
+			defer close(watchDone)
+			go func() {
+				select {
+				case <-store.Failed():
+					fmt.Fprintf(cmd.ErrOrStderr(), "serve replay: the store refuses writes from now on: %v; reads are still served; "+
+						"stop the server once clients are done, free space and restart it\n", store.Err())
+				case <-watchDone:
+				}
+			}()
 			serveErr := f.run(cmd, fmt.Sprintf("replay store %s (%v)", opts.Dir, opts.Mode), srv.Register)
-			if err := store.Close(); err != nil {
+			closeErr := store.Close()
+			if werr := store.Err(); werr != nil {
+				lost := "every acknowledged record is durable"
+				if opts.Durability == persist.WriteBack {
+					lost = "records acknowledged since the last successful Flush were not written"
+				}
+				return fmt.Errorf("serve replay: the store failed: %v (%s; closing: %v)", werr, lost, closeErr)
+			}
+			if closeErr != nil {
 				// %v: a store that did not close cleanly is a failure,
 				// never a clean interruption.
-				return fmt.Errorf("serve replay: closing the store: %v (serving: %v)", err, serveErr)
+				return fmt.Errorf("serve replay: closing the store: %v (serving: %v)", closeErr, serveErr)
 			}
 			return serveErr
 		},

@@ -59,6 +59,13 @@ keeps the other runtime keys (learner_mode among them).`,
 			if budget < 100*time.Millisecond || budget > 24*time.Hour {
 				return fmt.Errorf("tune: --budget must be in [100ms, 24h], got %v", budget)
 			}
+			// Each of the 2 × (cores−1) measurements needs time for a few
+			// updates; shorter ones would only report that none happened.
+			const minEach = 50 * time.Millisecond
+			if n := time.Duration(2 * (cores - 1)); budget/n < minEach {
+				return fmt.Errorf("tune: --budget %v split over the %d measurements of --cores %d leaves %v each; "+
+					"each needs at least %v: give --budget %v or more, or fewer --cores", budget, n, cores, budget/n, minEach, minEach*n)
+			}
 			data, err := os.ReadFile(config)
 			if err != nil {
 				return fmt.Errorf("tune: %w", err)

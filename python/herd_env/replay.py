@@ -85,3 +85,8 @@ class ReplayClient:
 
     def snapshot(self):
         return self._stub.Snapshot(replay_pb2.SnapshotRequest(protocol_version=PROTOCOL_VERSION), timeout=self.timeout)
+
+    def flush(self):
+        """Return once every record pushed before is durable on the server's disk; the store's size."""
+        resp = self._stub.Flush(replay_pb2.FlushRequest(protocol_version=PROTOCOL_VERSION), timeout=self.timeout)
+        return resp.len

@@ -111,3 +111,32 @@ func TestDiskFullWriteBackClose(t *testing.T) {
 		t.Fatal("Close after a failed flush says nothing")
 	}
 }
+
+// Disk mode without sync: Pebble reports the failed log write with a
+// panic of its own; the store turns it into an error, refuses later writes
+// and closes without waiting on Pebble's locks.
+func TestDiskFullWriteBackDisk(t *testing.T) {
+	full := diskFull()
+	s, err := Open(ctx, Options{Mode: Disk, Dir: "/store", FS: errorfs.Wrap(vfs.NewMem(), full), Durability: WriteBack})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full.On()
+	err = s.Push(ctx, "a", Record{Value: make([]byte, 100)})
+	if err == nil {
+		err = s.Flush(ctx)
+	}
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("write on a full disk: %v, want ENOSPC", err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		if err == nil {
+			t.Fatal("Close after a full disk says nothing")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hangs after a full disk")
+	}
+}

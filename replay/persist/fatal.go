@@ -101,16 +101,34 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 // guardName is how guardPebble appears in a stack trace.
 const guardName = "persist.guardPebble("
 
-// guardPebble calls f, turning a Pebble Fatalf inside it into f's error.
-func guardPebble(f func() error) (err error) {
+// guardPebble calls f, turning a Pebble Fatalf inside it into f's error,
+// and so the panic with which Pebble reports a failed log write without
+// sync (an error value, not a runtime error): Pebble cannot continue after
+// either, so the store is marked failed as by Fatalf.
+//
+// Once Pebble failed, guardPebble no longer calls f: Pebble's write path
+// may hold a lock for good, and every write would wait on it.
+func guardPebble(fatal *fatalState, f func() error) (err error) {
+	if fatal.failed() {
+		return fatal.err
+	}
 	defer func() {
-		if r := recover(); r != nil {
-			fp, ok := r.(fatalPanic)
-			if !ok {
-				panic(r)
-			}
-			err = fp.err
+		r := recover()
+		if r == nil {
+			return
 		}
+		if fp, ok := r.(fatalPanic); ok {
+			err = fp.err
+			return
+		}
+		perr, ok := r.(error)
+		var rerr runtime.Error
+		if !ok || errors.As(perr, &rerr) {
+			panic(r)
+		}
+		fe := &fatalError{msg: perr.Error(), cause: perr}
+		fatal.set(fe)
+		err = fe
 	}()
 	return f()
 }

@@ -53,6 +53,10 @@ func newMetrics(reg prometheus.Registerer, s *Store) (*metrics, error) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "herd_persist_pending", Help: "Writes accepted but not yet applied."},
 			func() float64 { return float64(s.Stats().Pending) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "herd_persist_restore_skipped_snapshots",
+			Help: "Snapshots newer than the one restored at Open, skipped because their manifest is corrupt."},
+			func() float64 { return float64(len(s.restored.Skipped)) }),
 	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

@@ -58,9 +58,26 @@ func (s *Store) pickManifest(ctx context.Context, b blobstore.Bucket) (*manifest
 			s.logger().Warn("persist: restoring an older snapshot: newer manifests are corrupt",
 				"snapshot", m.ID, "skipped", len(skipped), "newest", ids[len(ids)-1])
 		}
+		s.restored = RestoreInfo{Snapshot: m.ID, Newest: ids[len(ids)-1], Skipped: skipped}
 		return m, nil
 	}
 	return nil, fmt.Errorf("no intact snapshot manifest among %d: %w", len(ids), errors.Join(skipped...))
+}
+
+// RestoreInfo says which snapshot Open restored (Options.RestoreFrom).
+type RestoreInfo struct {
+	// Snapshot is the snapshot restored; Newest the newest one at the URL.
+	Snapshot, Newest uint64
+	// Skipped holds why each snapshot newer than Snapshot was skipped
+	// (its manifest is corrupt), newest first.
+	Skipped []error
+}
+
+// Restored reports which snapshot Open restored, and why newer ones were
+// skipped; ok is false when the store was not restored from a snapshot.
+// The metric herd_persist_restore_skipped_snapshots counts the skipped.
+func (s *Store) Restored() (info RestoreInfo, ok bool) {
+	return s.restored, s.restored.Newest != 0 || s.restored.Snapshot != 0
 }
 
 func readManifest(ctx context.Context, b blobstore.Bucket, id uint64) (*manifest, error) {
@@ -176,8 +193,8 @@ func (s *Store) restoreDisk(ctx context.Context, b blobstore.Bucket, m *manifest
 		return nil, err
 	}
 	var states []fetchedState
-	err := guardPebble(func() error {
-		db, err := openPebble(fs, tmp, s.opts.PebbleCacheMB, s.fatal)
+	err := guardPebble(s.fatal, func() error {
+		db, err := openPebble(ctx, fs, tmp, s.opts.PebbleCacheMB, s.fatal)
 		if err != nil {
 			if errors.Is(err, syscall.ENOSPC) {
 				return fmt.Errorf("%w: restore checkpoint: %w", ErrDiskFull, err)

@@ -112,7 +112,7 @@ type snapEntry struct {
 func (s *Store) captureSnapshot(c *snapCapture) error {
 	start := time.Now()
 	if s.db != nil {
-		if err := guardPebble(func() error { return s.db.Checkpoint(c.dir, pebble.WithFlushedWAL()) }); err != nil {
+		if err := guardPebble(s.fatal, func() error { return s.db.Checkpoint(c.dir, pebble.WithFlushedWAL()) }); err != nil {
 			return fmt.Errorf("persist: checkpoint %s: %w", c.dir, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -29,12 +30,15 @@ import (
 // Store.mu; nothing is acquired while holding mu, and no I/O happens under
 // mu (Pebble reads and writes, uploads and checkpoints run outside it).
 type Store struct {
-	opts    Options
-	db      *pebble.DB // nil in Memory mode
-	fatal   *fatalState
-	wo      *pebble.WriteOptions
-	q       *taskq.Queue[task]
-	metrics *metrics
+	opts  Options
+	db    *pebble.DB // nil in Memory mode
+	fatal *fatalState
+	// restored is set by a restore (Options.RestoreFrom) before the
+	// worker starts, and read-only afterwards.
+	restored RestoreInfo
+	wo       *pebble.WriteOptions
+	q        *taskq.Queue[task]
+	metrics  *metrics
 
 	limit     int64 // cache byte limit (Hybrid)
 	highWater int64 // cache bytes that schedule a p1 evict
@@ -203,7 +207,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		}
 	}
 	if opts.Mode != Memory {
-		if err := s.openDB(); err != nil {
+		if err := s.openDB(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -240,7 +244,7 @@ func (s *Store) dbDir() string { return s.opts.FS.PathJoin(s.opts.Dir, "db") }
 // dbDir: beside it, in Dir, so the rename never crosses filesystems.
 func (s *Store) restoreDir() string { return s.opts.FS.PathJoin(s.opts.Dir, "db.restore") }
 
-func (s *Store) openDB() error {
+func (s *Store) openDB(ctx context.Context) error {
 	// An incomplete restore left by a crash was never served; drop it.
 	if err := s.opts.FS.RemoveAll(s.restoreDir()); err != nil {
 		return fmt.Errorf("persist: remove incomplete restore: %w", err)
@@ -248,11 +252,7 @@ func (s *Store) openDB() error {
 	if err := durable.MkdirAll(s.opts.FS, s.dbDir()); err != nil {
 		return fmt.Errorf("persist: %w", err)
 	}
-	var db *pebble.DB
-	err := guardPebble(func() (err error) {
-		db, err = openPebble(s.opts.FS, s.dbDir(), s.opts.PebbleCacheMB, s.fatal)
-		return err
-	})
+	db, err := openPebble(ctx, s.opts.FS, s.dbDir(), s.opts.PebbleCacheMB, s.fatal)
 	if err != nil {
 		return err
 	}
@@ -260,19 +260,55 @@ func (s *Store) openDB() error {
 	return nil
 }
 
-func openPebble(fs vfs.FS, dir string, cacheMB int, fatal *fatalState) (*pebble.DB, error) {
+// openPebble opens the Pebble database in dir. Pebble's Open waits for the
+// flush of the log it replays, and retries a flush that fails for good
+// (a full disk) without end; so Open runs in a goroutine of its own, and
+// openPebble returns at the first background error that says the disk is
+// full, at a fatal error, or when ctx ends, abandoning that goroutine (the
+// process is expected to exit: the database directory stays locked by it).
+func openPebble(ctx context.Context, fs vfs.FS, dir string, cacheMB int, fatal *fatalState) (*pebble.DB, error) {
 	cache := pebble.NewCache(int64(cacheMB) << 20)
 	defer cache.Unref()
-	db, err := pebble.Open(dir, &pebble.Options{
+	full := make(chan error, 1)
+	opts := &pebble.Options{
 		FS:           fs,
 		Cache:        cache,
 		MemTableSize: 64 << 20,
 		Logger:       pebbleLogger{fatal},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("persist: open pebble %s: %w", dir, err)
+		EventListener: &pebble.EventListener{BackgroundError: func(err error) {
+			if errors.Is(err, syscall.ENOSPC) {
+				select {
+				case full <- err:
+				default:
+				}
+			}
+		}},
 	}
-	return db, nil
+	type result struct {
+		db  *pebble.DB
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		r.err = guardPebble(fatal, func() (err error) { r.db, err = pebble.Open(dir, opts); return err })
+		done <- r
+	}()
+	var err error
+	select {
+	case r := <-done:
+		if r.err == nil {
+			return r.db, nil
+		}
+		err = r.err
+	case ferr := <-full:
+		err = fmt.Errorf("%w: %w", ErrDiskFull, ferr)
+	case <-fatal.ch:
+		err = fatal.err
+	case <-ctx.Done():
+		err = context.Cause(ctx)
+	}
+	return nil, fmt.Errorf("persist: open pebble %s: %w", dir, err)
 }
 
 // quietLogger keeps Pebble's informational lines off stderr; errors still
@@ -721,7 +757,7 @@ func (s *Store) closeResources() error {
 			// parked holding its locks: leave it to the process's exit.
 			errs = append(errs, fmt.Errorf("persist: %s left unclosed: %w", s.dbDir(), s.fatal.err))
 		} else {
-			errs = append(errs, guardPebble(s.db.Close))
+			errs = append(errs, guardPebble(s.fatal, s.db.Close))
 		}
 		s.db = nil
 	}

@@ -101,7 +101,7 @@ func (s *Store) applyPushBatch(first task) (next task, ok bool) {
 	for _, t := range batch {
 		_ = b.Set([]byte(t.key), t.enc, nil)
 	}
-	err := guardPebble(func() error { return b.Commit(s.wo) })
+	err := guardPebble(s.fatal, func() error { return b.Commit(s.wo) })
 	b.Close()
 	if err != nil {
 		err = fmt.Errorf("persist: write batch of %d: %w", len(batch), err)
@@ -180,7 +180,7 @@ func (s *Store) applyPush(t task) error {
 	if toDB {
 		// Written before the cache changes and before the pending entry
 		// goes, so a reader always finds the key somewhere.
-		if err := guardPebble(func() error { return s.db.Set([]byte(t.key), t.enc, s.wo) }); err != nil {
+		if err := guardPebble(s.fatal, func() error { return s.db.Set([]byte(t.key), t.enc, s.wo) }); err != nil {
 			return fmt.Errorf("persist: write %q: %w", t.key, err)
 		}
 		e.dirty = false
@@ -222,7 +222,7 @@ func (s *Store) applyDelete(t task) error {
 	}
 	s.mu.Unlock()
 	if s.db != nil {
-		if err := guardPebble(func() error { return s.db.Delete([]byte(t.key), s.wo) }); err != nil {
+		if err := guardPebble(s.fatal, func() error { return s.db.Delete([]byte(t.key), s.wo) }); err != nil {
 			return fmt.Errorf("persist: delete %q: %w", t.key, err)
 		}
 	}
@@ -254,7 +254,7 @@ func (s *Store) evictTo(target int64) error {
 		}
 	}
 	if !b.Empty() {
-		if err := guardPebble(func() error { return b.Commit(s.wo) }); err != nil {
+		if err := guardPebble(s.fatal, func() error { return b.Commit(s.wo) }); err != nil {
 			b.Close()
 			return s.abortEvict(err)
 		}
@@ -347,7 +347,7 @@ func (s *Store) flushDirty() error {
 			_ = b.Set([]byte(dirty[n].key), dirty[n].enc, nil)
 			size += len(dirty[n].enc)
 		}
-		err := guardPebble(func() error { return b.Commit(pebble.NoSync) })
+		err := guardPebble(s.fatal, func() error { return b.Commit(pebble.NoSync) })
 		b.Close()
 		if err != nil {
 			return fmt.Errorf("persist: flush: %w", err)
@@ -359,7 +359,7 @@ func (s *Store) flushDirty() error {
 		s.mu.Unlock()
 		dirty = dirty[n:]
 	}
-	if err := guardPebble(func() error { return s.db.LogData(nil, pebble.Sync) }); err != nil {
+	if err := guardPebble(s.fatal, func() error { return s.db.LogData(nil, pebble.Sync) }); err != nil {
 		return fmt.Errorf("persist: flush: sync wal: %w", err)
 	}
 	return nil

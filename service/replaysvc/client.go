@@ -125,6 +125,18 @@ func (c *Client) Snapshot(ctx context.Context) (*herdv1.SnapshotResponse, error)
 	return resp, wrap("snapshot", err)
 }
 
+// Flush returns once every record pushed before it is durable on the
+// server's disk; it returns the store's size then.
+func (c *Client) Flush(ctx context.Context) (int, error) {
+	ctx, cancel := c.ctx(ctx)
+	defer cancel()
+	resp, err := c.rpc.Flush(ctx, &herdv1.FlushRequest{ProtocolVersion: version})
+	if err != nil {
+		return 0, wrap("flush", err)
+	}
+	return int(resp.GetLen()), nil
+}
+
 // Describe reports the server's samplers, size and limits.
 func (c *Client) Describe(ctx context.Context) (*herdv1.ReplayDescribeResponse, error) {
 	ctx, cancel := c.ctx(ctx)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -85,7 +86,7 @@ func storeErr(err error) error {
 		code = codes.InvalidArgument
 	case errors.Is(err, persist.ErrNotFound):
 		code = codes.NotFound
-	case errors.Is(err, persist.ErrQueueFull):
+	case errors.Is(err, persist.ErrQueueFull), errors.Is(err, persist.ErrDiskFull), errors.Is(err, syscall.ENOSPC):
 		code = codes.ResourceExhausted
 	case errors.Is(err, persist.ErrClosed):
 		code = codes.Unavailable
@@ -244,6 +245,17 @@ func (s *Server) Snapshot(ctx context.Context, req *herdv1.SnapshotRequest) (*he
 	}
 	return &herdv1.SnapshotResponse{Id: info.ID, Seq: info.Seq, Len: uint64(info.Len), Manifest: info.Manifest,
 		UploadedBytes: uint64(info.UploadedBytes)}, nil
+}
+
+// Flush makes every record pushed before it durable (persist.Store.Flush).
+func (s *Server) Flush(ctx context.Context, req *herdv1.FlushRequest) (*herdv1.FlushResponse, error) {
+	if err := checkVersion(req.GetProtocolVersion()); err != nil {
+		return nil, err
+	}
+	if err := s.cfg.Store.Flush(ctx); err != nil {
+		return nil, storeErr(err)
+	}
+	return &herdv1.FlushResponse{Len: uint64(s.cfg.Store.Len())}, nil
 }
 
 // ParseSampler reads a sampler from NAME=KIND[:FIELD:PARAM], the form of

@@ -44,6 +44,11 @@ class ReplayServiceStub(object):
         request_serializer=herd_dot_v1_dot_replay__pb2.SnapshotRequest.SerializeToString,
         response_deserializer=herd_dot_v1_dot_replay__pb2.SnapshotResponse.FromString,
         )
+    self.Flush = channel.unary_unary(
+        '/herd.v1.ReplayService/Flush',
+        request_serializer=herd_dot_v1_dot_replay__pb2.FlushRequest.SerializeToString,
+        response_deserializer=herd_dot_v1_dot_replay__pb2.FlushResponse.FromString,
+        )
 
 
 class ReplayServiceServicer(object):
@@ -93,6 +98,15 @@ class ReplayServiceServicer(object):
     context.set_details('Method not implemented!')
     raise NotImplementedError('Method not implemented!')
 
+  def Flush(self, request, context):
+    """Flush returns once every record pushed before it is durable on the
+    server's disk (with --durability writeback, Push only queues). A full
+    disk answers RESOURCE_EXHAUSTED.
+    """
+    context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+    context.set_details('Method not implemented!')
+    raise NotImplementedError('Method not implemented!')
+
 
 def add_ReplayServiceServicer_to_server(servicer, server):
   rpc_method_handlers = {
@@ -125,6 +139,11 @@ def add_ReplayServiceServicer_to_server(servicer, server):
           servicer.Snapshot,
           request_deserializer=herd_dot_v1_dot_replay__pb2.SnapshotRequest.FromString,
           response_serializer=herd_dot_v1_dot_replay__pb2.SnapshotResponse.SerializeToString,
+      ),
+      'Flush': grpc.unary_unary_rpc_method_handler(
+          servicer.Flush,
+          request_deserializer=herd_dot_v1_dot_replay__pb2.FlushRequest.FromString,
+          response_serializer=herd_dot_v1_dot_replay__pb2.FlushResponse.SerializeToString,
       ),
   }
   generic_handler = grpc.method_handlers_generic_handler(

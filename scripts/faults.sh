@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# Fault table (docs/BENCHMARKS.md "Faults: interruptions, kills, full disks,
+# bad input"): reruns the fault probe's cases against a freshly built herd and
+# prints one Markdown row per case: what was done, what herd did (exit status
+# and what was left), and whether that is what herd promises.
+#
+#   scripts/faults.sh
+#
+# Cases: Ctrl-C in a terminal (SIGINT to herd launch's whole process group),
+# SIGTERM to the launcher, kill -9 of each launch role, a failed `train
+# --force` and a metrics.csv write on a full disk, `serve replay` (sync and
+# writeback) on a full disk, unknown subcommands, explicit invalid values,
+# absurd worker counts. Full disks are small tmpfs mounts, which need root;
+# without root those rows say "skipped" and the same faults are covered by
+# the fault-injecting filesystem tests (go test ./replay/persist
+# ./service/replaysvc -run 'DiskFull|FullDisk'; ./algo -run 'ForcedRun').
+set -uo pipefail
+cd "$(dirname "$0")/.."
+T=$(mktemp -d)
+MNT=()
+cleanup() {
+  local m
+  for m in "${MNT[@]}"; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
+  rm -rf "$T" 2>/dev/null
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM # through the EXIT trap
+go build -o "$T/herd" ./cmd/herd || exit 1
+H="$T/herd"
+CFG=configs/ppo-cartpole-dist.yaml
+PY=/usr/bin/python3
+
+row() { printf '| %s | %s | %s |\n' "$1" "$2" "$3"; }
+ok() { if [ "${1:-}" = 1 ]; then echo "yes"; else echo "**no**"; fi; }
+sha() { (cd "$1" && sha256sum model.safetensors metrics.csv summary.json curve.png config.yaml 2>/dev/null); }
+status_of() {
+  $PY -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s.get("status","?") + ("" if s.get("status") != "failed" else " (" + s.get("reason","")[:80] + ")"))' "$1/summary.json" 2>/dev/null || echo "no summary.json"
+}
+
+# tmpfs SIZE: mounts a tmpfs and sets M to it, or M="" without root.
+tmpfs() {
+  M="$T/mnt$RANDOM"
+  mkdir -p "$M"
+  if [ "$(id -u)" = 0 ] && mount -t tmpfs -o size="$1" tmpfs "$M" 2>/dev/null; then
+    MNT+=("$M")
+  else
+    M=""
+  fi
+}
+fill() { dd if=/dev/zero of="$1/filler" bs=4k 2>/dev/null; sync; }
+
+# launch_until_learner OUT RUN: starts herd launch in its own session
+# (process group) and waits for the learner's first metrics row.
+launch_bg() {
+  setsid "$H" launch --config "$CFG" --steps 5000000 --quiet --out "$1" >"$T/launch.log" 2>&1 &
+  LPID=$!
+  for _ in $(seq 1 600); do
+    [ -s "$1/.staging/metrics.csv" ] && [ "$(wc -l <"$1/.staging/metrics.csv")" -ge 2 ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+# pid_of ROLE-SLOT: the worker process launched by $LPID with that role.
+pid_of() {
+  local pat="--role ${1%-*} --slot ${1#*-}"
+  [ "$1" = learner-0 ] && pat="--role learner"
+  for p in $(pgrep -P "$LPID"); do
+    tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q -- "$pat" && echo "$p"
+  done | head -1
+}
+# alive PID…: how many still run (zombies waiting for a reaper do not count).
+alive() {
+  local n=0 p
+  for p in "$@"; do
+    [ -r "/proc/$p/stat" ] && [ "$(cut -d' ' -f3 "/proc/$p/stat")" != Z ] && n=$((n + 1))
+  done
+  echo $n
+}
+
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| case | what herd did | as promised |"
+echo "|---|---|---|"
+
+# --- herd launch: signals ---
+O="$T/ctrlc"
+if launch_bg "$O"; then
+  kill -INT -- -"$LPID"
+  wait "$LPID"; rc=$?
+  st=$(status_of "$O")
+  row "launch: Ctrl-C in a terminal (SIGINT to the process group)" "exit $rc, summary $st, second signal: $(grep -c 'again: exiting at once' "$T/launch.log")" "$(ok $([ "$rc" = 130 ] && [ "$st" = interrupted ] && echo 1))"
+else row "launch: Ctrl-C in a terminal" "learner never wrote a row: $(tail -1 "$T/launch.log")" "**no**"; kill -9 -- -"$LPID" 2>/dev/null; fi
+
+O="$T/term"
+if launch_bg "$O"; then
+  kill -TERM "$LPID"
+  wait "$LPID"; rc=$?
+  st=$(status_of "$O")
+  row "launch: SIGTERM to the launcher" "exit $rc, summary $st" "$(ok $([ "$rc" = 130 ] && [ "$st" = interrupted ] && echo 1))"
+else row "launch: SIGTERM to the launcher" "learner never wrote a row" "**no**"; kill -9 -- -"$LPID" 2>/dev/null; fi
+
+# --- herd launch: kill -9 of each role ---
+for role in env-0 policy-0; do
+  O="$T/k9$role"
+  if launch_bg "$O"; then
+    p=$(pid_of "$role")
+    kill -9 "$p" 2>/dev/null
+    sleep 3
+    restarted=$(grep -c "exited" "$T/launch.log")
+    kill -INT -- -"$LPID"
+    wait "$LPID"; rc=$?
+    row "launch: kill -9 of the $role worker" "restarted ($restarted restart line), then Ctrl-C: exit $rc, summary $(status_of "$O")" "$(ok $([ "$restarted" -ge 1 ] && [ "$rc" = 130 ] && echo 1))"
+  else row "launch: kill -9 of $role" "learner never wrote a row" "**no**"; kill -9 -- -"$LPID" 2>/dev/null; fi
+done
+O="$T/k9learner"
+if launch_bg "$O"; then
+  kids=$(pgrep -P "$LPID")
+  kill -9 "$(pid_of learner-0)"
+  wait "$LPID"; rc=$?
+  # shellcheck disable=SC2086
+  left=$(alive $kids)
+  row "launch: kill -9 of the learner" "exit $rc, run dir: $(ls "$O" | tr '\n' ' ')(partial files in .staging), $left processes left" "$(ok $([ "$rc" = 1 ] && [ "$left" = 0 ] && echo 1))"
+else row "launch: kill -9 of the learner" "learner never wrote a row" "**no**"; kill -9 -- -"$LPID" 2>/dev/null; fi
+O="$T/k9launcher"
+if launch_bg "$O"; then
+  kids=$(pgrep -P "$LPID")
+  kill -9 "$LPID"
+  wait "$LPID" 2>/dev/null
+  sleep 1
+  # shellcheck disable=SC2086
+  left=$(alive $kids)
+  row "launch: kill -9 of the launcher" "$left worker processes left after 1 s (they die with it)" "$(ok $([ "$left" = 0 ] && echo 1))"
+else row "launch: kill -9 of the launcher" "learner never wrote a row" "**no**"; kill -9 -- -"$LPID" 2>/dev/null; fi
+
+# --- herd train on a full disk ---
+tmpfs 4m
+if [ -n "$M" ]; then
+  "$H" train --algo ppo --env CartPole-v1 --steps 2048 --quiet --set num_steps=64 --out "$M/run" >/dev/null 2>&1
+  before=$(sha "$M/run")
+  fill "$M"
+  "$H" train --algo ppo --env CartPole-v1 --steps 2048 --quiet --set num_steps=64 --out "$M/run" --force >/dev/null 2>"$T/err"
+  rc=$?
+  after=$(sha "$M/run")
+  row "train --force into a full disk" "exit $rc ($(grep -o 'no space left on device' "$T/err" | head -1)); earlier run $([ "$before" = "$after" ] && echo byte-identical || echo CHANGED)" "$(ok $([ "$rc" = 1 ] && [ "$before" = "$after" ] && echo 1))"
+else row "train --force into a full disk" "skipped: not root (see go test ./algo -run ForcedRun)" "–"; fi
+tmpfs 256k
+if [ -n "$M" ]; then
+  t0=$(date +%s.%N)
+  "$H" train --algo ppo --env CartPole-v1 --steps 50000000 --log-every 128 --quiet --set num_steps=64 --out "$M/run" >/dev/null 2>"$T/err"
+  rc=$?
+  dt=$(echo "$(date +%s.%N) - $t0" | bc)
+  row "train: disk fills while metrics.csv is written" "exit $rc after $(printf %.1f "$dt") s: $(grep -o 'stopped at step [0-9]*' "$T/err" | head -1)" "$(ok $([ "$rc" = 1 ] && grep -q 'stopped at step' "$T/err" && echo 1))"
+else row "train: disk fills while metrics.csv is written" "skipped: not root" "–"; fi
+
+# --- herd serve replay on a full disk ---
+PUSH='import sys, grpc
+sys.path.insert(0, "python")
+from herd_env.replay import ReplayClient
+c = ReplayClient(sys.argv[1], timeout=10)
+n = 0
+try:
+    while True:
+        c.push([("k%07d" % i, b"x" * 4000, None) for i in range(n, n + 50)])
+        n += 50
+        if sys.argv[2] == "flush" and n % 1000 == 0:
+            c.flush()
+except grpc.RpcError as e:
+    print(n, e.code().name)'
+for dur in sync writeback; do
+  tmpfs 8m
+  if [ -z "$M" ]; then row "serve replay --durability $dur on a full disk" "skipped: not root (see go test ./replay/persist -run DiskFull)" "–"; continue; fi
+  "$H" serve replay --dir "$M/store" --mode disk --durability "$dur" --addr 127.0.0.1:7391 >"$T/srv.log" 2>&1 &
+  S=$!
+  for _ in $(seq 1 100); do grep -q serving "$T/srv.log" && break; sleep 0.1; done
+  res=$(timeout 120 $PY -c "$PUSH" 127.0.0.1:7391 flush)
+  kill -INT "$S"
+  wait "$S"; rc=$?
+  grep -q "panic" "$T/srv.log" && rc="$rc, PANIC"
+  t0=$(date +%s.%N)
+  timeout 20 "$H" serve replay --dir "$M/store" --mode disk --durability "$dur" --addr 127.0.0.1:7391 >"$T/srv2.log" 2>&1
+  rc2=$?
+  dt=$(echo "$(date +%s.%N) - $t0" | bc)
+  row "serve replay --durability $dur, disk fills" "pushes refused after ${res% *} acknowledged records with ${res#* }; Ctrl-C: exit $rc; restart on the full disk: exit $rc2 in $(printf %.1f "$dt") s" \
+    "$(ok $([ "${res#* }" = RESOURCE_EXHAUSTED ] && [ "$rc" = 1 ] && [ "$rc2" = 1 ] && echo 1))"
+  rm -f "$M/filler"
+done
+
+# --- subcommands, invalid values, worker counts ---
+for a in "bench bogus" "serve bogus" "bench remote bogus" "serve"; do
+  # shellcheck disable=SC2086
+  timeout 20 "$H" $a >/dev/null 2>&1; rc=$?
+  row "herd $a" "exit $rc" "$(ok $([ "$rc" = 1 ] && echo 1))"
+done
+"$H" serve env --addr 127.0.0.1:0 >"$T/se.log" 2>&1 &
+S=$!
+for _ in $(seq 1 100); do grep -q serving "$T/se.log" && break; sleep 0.1; done
+kill -INT "$S"; wait "$S"; rc=$?
+row "serve env, Ctrl-C" "exit $rc" "$(ok $([ "$rc" = 130 ] && echo 1))"
+bad=0 total=0
+for a in "--set runtime.actors=0" "--set runtime.learners=-1" "--set runtime.policy_workers=0"; do
+  total=$((total + 1))
+  # shellcheck disable=SC2086
+  timeout 20 "$H" train --algo dqn --env CartPole-v1 --quiet --out "$T/x" --set runtime.executor=pal $a >/dev/null 2>&1 && bad=$((bad + 1))
+done
+for a in "launch --config $CFG --ttl 0s" "launch --config $CFG --ttl -1s" "launch --config $CFG --max-restarts -1" \
+  "serve replay --mode memory --max-batch 0" "serve replay --mode memory --cache-mb 0" "serve env --max-sessions 0" \
+  "bench remote replay --ops 0" "worker --role env --slot 0 --nats nats://127.0.0.1:1 --run x --wait -1s"; do
+  total=$((total + 1))
+  # shellcheck disable=SC2086
+  timeout 20 "$H" $a >/dev/null 2>&1; [ $? = 1 ] || bad=$((bad + 1))
+done
+row "explicit zero or negative values ($total cases)" "$((total - bad)) refused with exit 1, naming the key or flag" "$(ok $([ "$bad" = 0 ] && echo 1))"
+for a in "train --algo dqn --env CartPole-v1 --set runtime.executor=pal --set runtime.actors=1000000000" \
+  "train --config $CFG --set runtime.env_workers=1000000000" "launch --config $CFG --set runtime.env_workers=1000000"; do
+  t0=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  timeout 60 "$H" $a --quiet --out "$T/y" >/dev/null 2>"$T/err"; rc=$?
+  dt=$(echo "$(date +%s.%N) - $t0" | bc)
+  row "herd $a" "exit $rc in $(printf %.2f "$dt") s: $(grep -o 'runtime[.a-z_]* [0-9]*[^;]*' "$T/err" | head -1)" "$(ok $([ "$rc" = 1 ] && echo 1))"
+done
