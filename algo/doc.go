@@ -175,7 +175,7 @@
 //	| fault tried | behaviour now |
 //	|---|---|
 //	| Ctrl-C during `train` | stops at the next step boundary, saves checkpoint + metrics, prints "saved", exit 130, `summary.json` `"status": "interrupted"` |
-//	| Ctrl-C when the checkpoint cannot be written (`mkdir -p out/model.safetensors/x`, `--force`) | exit 1, "interrupted at step N, but not everything was saved: …"; no "saved" claim; the new files stay in `out/.staging/` |
+//	| Ctrl-C when the checkpoint cannot be written (a disk too small for it, e.g. a 48 KiB tmpfs at `out`) | exit 1, "interrupted at step N, but not everything was saved: …"; no "saved" claim; the new files stay in `out/.staging/` |
 //	| a second Ctrl-C (even while the command is blocked, e.g. opening a FIFO) | exits at once, status 1, "exiting at once, nothing more saved" |
 //	| Ctrl-C during `bench nn --min-time 3s --repeats 5` (and every bench, `eval`) | stops within one call of the timed closure (an atomic flag set by `context.AfterFunc`), exit 130 |
 //	| `train --env CartPole-v9 --out existing_run` (also with `--force`) | refused before anything is written; the earlier run is byte-for-byte unchanged |

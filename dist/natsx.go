@@ -1123,7 +1123,12 @@ func retryJS(ctx context.Context, attempt time.Duration, f func(ctx context.Cont
 		actx, cancel := context.WithTimeout(ctx, attempt)
 		err := f(actx)
 		cancel()
-		if err == nil || !transient(err) || ctx.Err() != nil {
+		if err != nil && ctx.Err() != nil {
+			// The caller stopped waiting: say so, not the attempt's own
+			// timeout, so that an interrupted run reads as interrupted.
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		}
+		if err == nil || !transient(err) {
 			return err
 		}
 		if time.Now().After(end) {
