@@ -158,8 +158,8 @@
 // responders, timeouts, 503 "temporarily unavailable", name in use) with back-off for ≤ 30 s
 // (`dist.failover`; one API attempt ≤ 10 s, one publish ≤ 4 s). Losing one of 3 nodes costs: its
 // clients reconnect to the others; a request in flight on it is lost, so a sample push is re-sent
-// after 5 s without an ack (same `Herd-Push-Id` header; the learner acks a repeat of a push it
-// already queued, remembering the last 4096 ids, instead of queueing it twice); each stream it led has
+// after 5 s without an ack (with the batch's stable `Herd-Sample-Id`; the learner acks a repeat
+// instead of queueing it twice); each stream it led has
 // no leader until the survivors elect one (nats-server waits 4–9 s), so the learner's publish,
 // and with it training, stalls ~5–10 s. Keep the registration TTL above that election time (the
 // test uses `--ttl 15s`): keep-alives fail while the members bucket has no leader, and a
@@ -171,7 +171,7 @@
 // Deployment (`deploy/`): the same processes as `herd launch`, placed by an orchestrator. The
 // controller is `herd launch --nats URLS --no-workers`: it stores the config, registers as
 // `controller`, polls membership once a second until `learner-0` has registered and then waits for
-// its `Gone`, so a controller Job ends with the run and workers (Deployments or compose services)
+// its `Gone`, so a controller Job ends with the run and workers (Indexed Jobs or compose services)
 // exit when its registration is gone. NATS runs as a 3-node JetStream cluster (StatefulSet with
 // routes over the headless Service); workers list all three URLs. `cmd/herd/deploy_test.go` decodes
 // the manifests strictly with `k8s.io/api` types and parses each herd command with herd's own flags.

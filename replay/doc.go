@@ -141,6 +141,6 @@
 //   - Two-lock single-thread operations cost more than GlobalLock's (sample ≈ 1.5x, update
 //     ≈ 2x: per-row stripe locks and CAS adds); the design trades them for concurrency (see
 //     BENCHMARKS.md). The atomic adds make inner sums depend on the interleaving of writers,
-//     so two-lock results are reproducible only single-threaded; GlobalLock (used by the
-//     algorithms' own replay) is bit-reproducible.
+//     so two-lock results are reproducible only single-threaded (where both give the same bits);
+//     GlobalLock is bit-reproducible under concurrency too.
 package replay

@@ -43,7 +43,7 @@
 // as INTERNAL), so a handler cannot change them short of taking raw bytes and parsing them itself,
 // which we judged not worth it. The server keeps serving other sessions in both cases.
 //
-// Client (package env). `env.Make`/`MakeVector` dispatch on the `grpc://`/`grpcs://` scheme
+// Client (package env). `env.Make`/`MakeVector` dispatch on the `grpc://`/`grpcs://`/`shm://` schemes
 // to `env/remote.go`, which imports only the generated package and `service` (no cycle: the
 // server packages import env, not the reverse). `RemoteEnv` (Env + Stater) and `RemoteVector`
 // (Vector) keep the local semantics: actions are checked on the client first (an invalid batch leaves

@@ -122,7 +122,7 @@
 //     with reset seeds seed + i·num_envs, sampler stream `rng.New(seed, "env-worker", i)`, assembler,
 //     own PolicyNet) and one `TransitionLearner`. The replay is the algorithm's `offpolicy.Replay`;
 //     it is single-goroutine only in its workspaces, so it now implements `algo.ForkReplay`: `Fork()`
-//     returns a Replay over the same GlobalLock buffer with its own workspaces (one per actor, one for
+//     returns a Replay over the same buffer with its own workspaces (one per actor, one for
 //     the learner). Configs expose `algo.TransitionShape` (num_envs, U); learners expose `Model()`.
 //   - Rate limiter (`limiter`): one mutex + `sync.Cond`. Actors `reserve` n env steps (never past
 //     the run's total; park while `reserved − consumed ≥ max_lag`), step, add to the replay, then
