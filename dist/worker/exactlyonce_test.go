@@ -64,7 +64,7 @@ func TestSlowLearnerLearnsEachSegmentOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
+	t.Cleanup(func() { _ = e.Close() }) // after the workers have stopped (the deferred Wait)
 	wg.Go(func() {
 		_ = RunEnv(wctx, EnvConfig{Slot: 0, Seed: 1, Envs: []env.Env{e}, Steps: 8, Gamma: 0.99,
 			Timeouts: Timeouts{Push: 100 * time.Millisecond}}, pieces, inf2, s2)
