@@ -46,16 +46,7 @@ func newSpreadWorld(n int) *world {
 }
 
 func (spread) reset(w *world, r *rand.Rand) {
-	for i := range w.agents {
-		e := &w.ents[i]
-		e.pos = [2]float64{uniform(r, -1, 1), uniform(r, -1, 1)}
-		e.vel = [2]float64{}
-		clear(w.agents[i].comm)
-	}
-	for j := w.nAg; j < len(w.ents); j++ {
-		w.ents[j].pos = [2]float64{uniform(r, -1, 1), uniform(r, -1, 1)}
-		w.ents[j].vel = [2]float64{}
-	}
+	place(w, r, 1)
 }
 
 func (spread) reward(w *world, i int) float64 {
@@ -135,16 +126,7 @@ func newTagWorld(numGood, numAdv, numObstacles int) *world {
 }
 
 func (tag) reset(w *world, r *rand.Rand) {
-	for i := range w.agents {
-		e := &w.ents[i]
-		e.pos = [2]float64{uniform(r, -1, 1), uniform(r, -1, 1)}
-		e.vel = [2]float64{}
-		clear(w.agents[i].comm)
-	}
-	for j := w.nAg; j < len(w.ents); j++ {
-		w.ents[j].pos = [2]float64{uniform(r, -0.9, 0.9), uniform(r, -0.9, 0.9)}
-		w.ents[j].vel = [2]float64{}
-	}
+	place(w, r, 0.9)
 }
 
 // bound is agent_reward's penalty for leaving the screen.
@@ -245,16 +227,7 @@ func (reference) reset(w *world, r *rand.Rand) {
 	// np_random.choice(world.landmarks) for agent 0, then agent 1.
 	w.agents[0].goal = r.IntN(3)
 	w.agents[1].goal = r.IntN(3)
-	for i := range w.agents {
-		e := &w.ents[i]
-		e.pos = [2]float64{uniform(r, -1, 1), uniform(r, -1, 1)}
-		e.vel = [2]float64{}
-		clear(w.agents[i].comm)
-	}
-	for j := w.nAg; j < len(w.ents); j++ {
-		w.ents[j].pos = [2]float64{uniform(r, -1, 1), uniform(r, -1, 1)}
-		w.ents[j].vel = [2]float64{}
-	}
+	place(w, r, 1)
 }
 
 // reward is minus the distance of the OTHER agent (goal_a) to this
@@ -282,4 +255,20 @@ func (reference) observe(w *world, i int, dst []float64) []float64 {
 		}
 	}
 	return dst
+}
+
+// place is every scenario's reset of the bodies, in PettingZoo's draw
+// order: agents uniform in [−1, 1]², at rest and silent, then landmarks
+// uniform in [−lim, lim]², at rest.
+func place(w *world, r *rand.Rand, lim float64) {
+	for i := range w.agents {
+		e := &w.ents[i]
+		e.pos = [2]float64{uniform(r, -1, 1), uniform(r, -1, 1)}
+		e.vel = [2]float64{}
+		clear(w.agents[i].comm)
+	}
+	for j := w.nAg; j < len(w.ents); j++ {
+		w.ents[j].pos = [2]float64{uniform(r, -lim, lim), uniform(r, -lim, lim)}
+		w.ents[j].vel = [2]float64{}
+	}
 }
