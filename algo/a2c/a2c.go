@@ -173,13 +173,7 @@ type learner struct {
 }
 
 func newLearner(h algo.Header, cfg *Config, sp algo.Spaces) (*learner, error) {
-	var opt nn.Optimizer
-	var err error
-	if cfg.UseRMSProp {
-		opt, err = nn.NewRMSProp(nn.RMSPropConfig{LR: cfg.LearningRate, Alpha: 0.99, Eps: cfg.RMSPropEps})
-	} else {
-		opt, err = nn.NewAdam(nn.AdamConfig{LR: cfg.LearningRate, Eps: cfg.RMSPropEps})
-	}
+	opt, err := onpolicy.NewOptimizer(cfg.UseRMSProp, cfg.LearningRate, cfg.RMSPropEps)
 	if err != nil {
 		return nil, fmt.Errorf("a2c: %w", err)
 	}

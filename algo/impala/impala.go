@@ -174,13 +174,7 @@ type learner struct {
 }
 
 func newLearner(h algo.Header, cfg *Config, sp algo.Spaces) (*learner, error) {
-	var opt nn.Optimizer
-	var err error
-	if cfg.UseRMSProp {
-		opt, err = nn.NewRMSProp(nn.RMSPropConfig{LR: cfg.LearningRate, Alpha: 0.99, Eps: cfg.OptEps})
-	} else {
-		opt, err = nn.NewAdam(nn.AdamConfig{LR: cfg.LearningRate, Eps: cfg.OptEps})
-	}
+	opt, err := onpolicy.NewOptimizer(cfg.UseRMSProp, cfg.LearningRate, cfg.OptEps)
 	if err != nil {
 		return nil, fmt.Errorf("impala: %w", err)
 	}

@@ -183,3 +183,12 @@ func (l *Learner) Close() error {
 	l.Agent.Close()
 	return nil
 }
+
+// NewOptimizer is A2C's and IMPALA's optimizer: RMSprop with α = 0.99 (the
+// A2C/A3C and IMPALA papers) or Adam, both with step size lr and ε eps.
+func NewOptimizer(rmsprop bool, lr, eps float32) (nn.Optimizer, error) {
+	if rmsprop {
+		return nn.NewRMSProp(nn.RMSPropConfig{LR: lr, Alpha: 0.99, Eps: eps})
+	}
+	return nn.NewAdam(nn.AdamConfig{LR: lr, Eps: eps})
+}
