@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -574,7 +575,10 @@ func (n natsNode) herdClients() (int, error) {
 // natsCluster builds nats-server from the pinned module and starts n
 // nodes as one JetStream cluster on loopback, each with its own store and
 // its log in the test's temp dir (printed when the test fails). It returns
-// once JetStream answers with a meta leader elected.
+// once JetStream answers with a meta leader elected. Free ports are picked
+// by binding and closing, so another process can take one before a node
+// binds it; a node that exits during start-up makes the whole cluster start
+// again on fresh ports (at most three tries).
 func natsCluster(t *testing.T, n int) []natsNode {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
@@ -586,6 +590,25 @@ func natsCluster(t *testing.T, n int) []natsNode {
 	if b, err := exec.Command(goTool, "build", "-o", bin, "github.com/nats-io/nats-server/v2").CombinedOutput(); err != nil {
 		t.Fatalf("build nats-server: %v\n%s", err, b)
 	}
+	for try := 1; ; try++ {
+		nodes, err := startNATSCluster(t, bin, filepath.Join(dir, fmt.Sprintf("try%d", try)), n)
+		if err == nil {
+			return nodes
+		}
+		if try == 3 {
+			t.Fatalf("nats cluster not ready after %d tries: %v", try, err)
+		}
+		t.Logf("nats cluster try %d: %v; starting again on fresh ports", try, err)
+	}
+}
+
+// startNATSCluster is one try of natsCluster. On error every node it
+// started is stopped (its log is still printed if the test fails).
+func startNATSCluster(t *testing.T, bin, dir string, n int) ([]natsNode, error) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	ports := make([]int, 3*n) // client, route, monitoring
 	for i := range ports {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -596,6 +619,13 @@ func natsCluster(t *testing.T, n int) []natsNode {
 		l.Close()
 	}
 	var nodes []natsNode
+	exited := make(chan string, n)
+	var stops []func()
+	stopAll := func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
 	for i := range n {
 		var routes []string
 		for j := range n {
@@ -619,13 +649,26 @@ func natsCluster(t *testing.T, n int) []natsNode {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
+		waited := make(chan struct{})
+		go func() {
 			_ = cmd.Wait()
-			_ = logf.Close()
+			close(waited)
+			exited <- name
+		}()
+		var once sync.Once
+		stop := func() {
+			once.Do(func() {
+				_ = cmd.Process.Kill()
+				<-waited
+				_ = logf.Close()
+			})
+		}
+		stops = append(stops, stop)
+		t.Cleanup(func() {
+			stop()
 			if t.Failed() {
 				b, _ := os.ReadFile(logf.Name())
-				t.Logf("nats-server %s log:\n%s", name, b)
+				t.Logf("nats-server %s (%s) log:\n%s", name, dir, b)
 			}
 		})
 		nodes = append(nodes, natsNode{name: name, url: fmt.Sprintf("nats://127.0.0.1:%d", ports[i]),
@@ -633,6 +676,12 @@ func natsCluster(t *testing.T, n int) []natsNode {
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
+		select {
+		case name := <-exited:
+			stopAll()
+			return nil, fmt.Errorf("nats-server %s exited during start-up (see its log)", name)
+		default:
+		}
 		nc, err := nats.Connect(nodes[0].url)
 		if err == nil {
 			js, _ := jetstream.New(nc)
@@ -642,10 +691,11 @@ func natsCluster(t *testing.T, n int) []natsNode {
 			nc.Close()
 		}
 		if err == nil {
-			return nodes
+			return nodes, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("nats cluster not ready: %v", err)
+			stopAll()
+			return nil, err
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
