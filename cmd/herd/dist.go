@@ -29,10 +29,10 @@ import (
 
 	"herd/algo"
 	"herd/algo/all"
-	"herd/dist"
 	"herd/internal/atomicfile"
 	"herd/metrics"
 	"herd/run/distexec"
+	"herd/transport"
 )
 
 // natsFlags are the connection options of `herd worker` and `herd launch`.
@@ -42,7 +42,7 @@ import (
 // ever printed with its user information replaced (redactURL).
 type natsFlags struct {
 	url, creds, tlsCA, tlsCert, tlsKey string
-	// replicas of the run's JetStream buckets (dist.NATS.SetReplicas).
+	// replicas of the run's JetStream buckets (transport.NATS.SetReplicas).
 	replicas int
 }
 
@@ -61,9 +61,9 @@ func (f *natsFlags) add(cmd *cobra.Command, urlHelp string) {
 	fl.IntVar(&f.replicas, "nats-replicas", 0, "replicas of the run's JetStream buckets (3 on a 3-node cluster survives one node lost; 0: server default)")
 }
 
-// jetstream wraps nc as a dist.NATS with the replicas asked for.
-func (f *natsFlags) jetstream(nc *nats.Conn) (*dist.NATS, error) {
-	n, err := dist.NewNATS(nc)
+// jetstream wraps nc as a transport.NATS with the replicas asked for.
+func (f *natsFlags) jetstream(nc *nats.Conn) (*transport.NATS, error) {
+	n, err := transport.NewNATS(nc)
 	if err != nil {
 		return nil, err
 	}
@@ -210,10 +210,10 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	name := f.role + "-" + strconv.Itoa(f.slot)
 	// One connection per wire kind, so that the server's per-connection
 	// counters are each kind's traffic (herd launch reports them).
-	var byKind [dist.NumKinds]dist.Transport
-	var n *dist.NATS
-	for i, k := range dist.Kinds() {
-		nc, err := f.nats.dial(dist.ConnName("herd "+name, k))
+	var byKind [transport.NumKinds]transport.Transport
+	var n *transport.NATS
+	for i, k := range transport.Kinds() {
+		nc, err := f.nats.dial(transport.ConnName("herd "+name, k))
 		if err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}
@@ -224,7 +224,7 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 		byKind[i] = n
 	}
 	// n, the last, is the membership connection: it also reads the config.
-	tr := dist.SplitTransport(byKind[0], byKind[1], byKind[2], byKind[3])
+	tr := transport.SplitTransport(byKind[0], byKind[1], byKind[2], byKind[3])
 	if err := n.Ready(ctx); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
@@ -255,7 +255,7 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 		return fmt.Errorf("worker: run %s: %w", f.run, err)
 	}
 
-	mem, err := tr.Membership(ctx, f.run, dist.Options{TTL: f.ttl})
+	mem, err := tr.Membership(ctx, f.run, transport.Options{TTL: f.ttl})
 	if err != nil {
 		return err
 	}
@@ -308,7 +308,7 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 		opt := algo.RunOptions{Dir: mode, Executors: map[string]algo.Executor{
 			"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 				return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: f.run,
-					Dial: func() (dist.Transport, error) { return tr, nil }})
+					Dial: func() (transport.Transport, error) { return tr, nil }})
 			}}}
 		if !f.quiet {
 			opt.Progress, opt.Bar = w, isTerminal(w)
@@ -373,14 +373,14 @@ func distLine(d map[string]float64) string {
 // awaitController waits until the run's controller is registered, for at
 // most wait, polling (the controller registers once, early). It returns
 // the run's end mark instead when the run has ended.
-func awaitController(ctx context.Context, n *dist.NATS, mem dist.Membership, run string, wait time.Duration) (string, error) {
+func awaitController(ctx context.Context, n *transport.NATS, mem transport.Membership, run string, wait time.Duration) (string, error) {
 	end := time.Now().Add(wait)
 	for {
 		ms, err := mem.Members(ctx)
 		if err != nil {
 			return "", err
 		}
-		if slices.ContainsFunc(ms, func(m dist.Member) bool { return m.Name == controllerName }) {
+		if slices.ContainsFunc(ms, func(m transport.Member) bool { return m.Name == controllerName }) {
 			return "", nil
 		}
 		why, ended, err := n.RunEnded(ctx, run)
@@ -434,7 +434,7 @@ const resultSuffix = "-result"
 // registration is left to expire after the TTL, long enough for the
 // controller, which looks as soon as the learner's own registration is
 // gone.
-func reportResult(mem dist.Membership, name string, err error) {
+func reportResult(mem transport.Membership, name string, err error) {
 	info := strconv.Itoa(exitCode(err))
 	if err != nil {
 		info += " " + err.Error()
@@ -589,16 +589,16 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	if f.noWorkers && url == "" {
 		return errors.New("launch: --no-workers needs --nats (the workers must reach the server)")
 	}
-	var srv *dist.Server // the embedded server, whose counters give the wire bytes
+	var srv *transport.Server // the embedded server, whose counters give the wire bytes
 	if url == "" {
-		if srv, err = dist.StartServer(dist.ServerOptions{}); err != nil {
+		if srv, err = transport.StartServer(transport.ServerOptions{}); err != nil {
 			return fmt.Errorf("launch: %w", err)
 		}
 		defer srv.Shutdown()
 		url = srv.URL()
 		f.nats.url = url
 	}
-	nc, err := f.nats.dial(dist.ConnName("herd launch", dist.KindMembership)) // config and membership
+	nc, err := f.nats.dial(transport.ConnName("herd launch", transport.KindMembership)) // config and membership
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
@@ -627,7 +627,7 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	if err := n.PutRunConfig(ctx, run, data); err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
-	mem, err := n.Membership(ctx, run, dist.Options{TTL: f.ttl})
+	mem, err := n.Membership(ctx, run, transport.Options{TTL: f.ttl})
 	if err != nil {
 		return err
 	}
@@ -831,10 +831,10 @@ func checkLocalWorkers(res *algo.Resolved, st *distexec.Setup) error {
 
 // reportWire adds the run's wire bytes per env step, total and by kind, to
 // the learner's summary.json in dir and prints them. They are what crossed
-// the embedded server's client connections (dist.ConnTraffic: payloads and
+// the embedded server's client connections (transport.ConnTraffic: payloads and
 // headers, both directions), so every message between two processes counts
 // twice — once into the server, once out.
-func reportWire(w io.Writer, srv *dist.Server, dir string) error {
+func reportWire(w io.Writer, srv *transport.Server, dir string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conns, err := srv.SettledTraffic(ctx, 1) // the launcher's own connection stays open
@@ -855,7 +855,7 @@ func reportWire(w io.Writer, srv *dist.Server, dir string) error {
 	if s.Steps <= 0 {
 		return fmt.Errorf("%s: no env steps", path)
 	}
-	ws := dist.SumTraffic(conns)
+	ws := transport.SumTraffic(conns)
 	perStep := func(n uint64) float64 { return math.Round(float64(n)/float64(s.Steps)*10) / 10 }
 	type kindJSON struct {
 		Bytes        uint64  `json:"bytes"`
@@ -867,7 +867,7 @@ func reportWire(w io.Writer, srv *dist.Server, dir string) error {
 		ByKind       map[string]kindJSON `json:"wire_by_kind"`
 	}{Bytes: ws.Total, BytesPerStep: perStep(ws.Total), ByKind: map[string]kindJSON{}}
 	line := fmt.Sprintf("wire: %.1f B/env step", add.BytesPerStep)
-	for _, k := range dist.Kinds() {
+	for _, k := range transport.Kinds() {
 		kj := kindJSON{ws.ByKind[k], perStep(ws.ByKind[k])}
 		add.ByKind[wireLabel(k)] = kj
 		line += fmt.Sprintf(", %s %.1f", wireLabel(k), kj.BytesPerStep)
@@ -890,7 +890,7 @@ func reportWire(w io.Writer, srv *dist.Server, dir string) error {
 // wireLabel is the name a wire kind has in herd's output: the parameter
 // stream carries the policy's weights, and users read "weights".
 func wireLabel(kind string) string {
-	if kind == dist.KindParams {
+	if kind == transport.KindParams {
 		return "weights"
 	}
 	return kind
@@ -981,7 +981,7 @@ func checkRunDir(dir string, mode algo.DirMode) error {
 // lost). When ctx ends first it returns ctx's cause. Polling once a second
 // is cheap next to a training run and avoids racing the first
 // registration.
-func awaitLearner(ctx context.Context, mem dist.Membership) error {
+func awaitLearner(ctx context.Context, mem transport.Membership) error {
 	const learner = "learner-0"
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -990,7 +990,7 @@ func awaitLearner(ctx context.Context, mem dist.Membership) error {
 		if err != nil && ctx.Err() == nil {
 			return fmt.Errorf("launch: %w", err)
 		}
-		if slices.ContainsFunc(ms, func(m dist.Member) bool { return m.Name == learner }) {
+		if slices.ContainsFunc(ms, func(m transport.Member) bool { return m.Name == learner }) {
 			break
 		}
 		select {
@@ -1012,7 +1012,7 @@ func awaitLearner(ctx context.Context, mem dist.Membership) error {
 	if err != nil {
 		return fmt.Errorf("launch: the learner is gone and its result unreadable: %w", err)
 	}
-	i := slices.IndexFunc(ms, func(m dist.Member) bool { return m.Name == learner+resultSuffix })
+	i := slices.IndexFunc(ms, func(m transport.Member) bool { return m.Name == learner+resultSuffix })
 	if i < 0 {
 		return errors.New("launch: the learner is gone without a result (killed, or its machine lost): the run is not finished")
 	}

@@ -27,8 +27,8 @@ import (
 
 	"herd/algo"
 	"herd/algo/dqn"
-	"herd/dist"
 	"herd/internal/fakealgo"
+	"herd/transport"
 )
 
 // The test binary doubles as herd for the worker processes that launch
@@ -162,7 +162,7 @@ func TestLaunchWireBytes(t *testing.T) {
 		}
 		kinds, _ := s["wire_by_kind"].(map[string]any)
 		var sum float64
-		for _, k := range dist.Kinds() {
+		for _, k := range transport.Kinds() {
 			kb, _ := kinds[wireLabel(k)].(map[string]any)
 			b, _ := kb["bytes"].(float64)
 			if b <= 0 {
@@ -173,8 +173,8 @@ func TestLaunchWireBytes(t *testing.T) {
 		if _, ok := kinds["other"]; ok || sum != total {
 			t.Errorf("%d iterations: kinds sum to %v of %v bytes (other: %v)", iters, sum, total, kinds["other"])
 		}
-		inf := kinds[dist.KindInference].(map[string]any)["bytes"].(float64)
-		smp := kinds[dist.KindSamples].(map[string]any)["bytes"].(float64)
+		inf := kinds[transport.KindInference].(map[string]any)["bytes"].(float64)
+		smp := kinds[transport.KindSamples].(map[string]any)["bytes"].(float64)
 		// The floats alone, twice (into the server and out): a request's 4
 		// obs and its reply's 2 outputs per env step; a segment's 4 obs.
 		if inf/steps < 2*(4+2)*4 || smp/steps < 2*4*4 {
@@ -221,7 +221,7 @@ func TestLaunchRestartsKilledWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	srv, err := dist.StartServer(dist.ServerOptions{})
+	srv, err := transport.StartServer(transport.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,11 +244,11 @@ func TestLaunchRestartsKilledWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	n, err := dist.NewNATS(nc)
+	n, err := transport.NewNATS(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, err := n.Membership(ctx, "kill", dist.Options{TTL: time.Second})
+	mem, err := n.Membership(ctx, "kill", transport.Options{TTL: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestWorkersExitWhenControllerGone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	srv, err := dist.StartServer(dist.ServerOptions{})
+	srv, err := transport.StartServer(transport.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestWorkersExitWhenControllerGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	n, err := dist.NewNATS(nc)
+	n, err := transport.NewNATS(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestWorkersExitWhenControllerGone(t *testing.T) {
 	if err := n.PutRunConfig(ctx, run, b); err != nil {
 		t.Fatal(err)
 	}
-	mem, err := n.Membership(ctx, run, dist.Options{TTL: ttl})
+	mem, err := n.Membership(ctx, run, transport.Options{TTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -445,7 +445,7 @@ func TestLaunchKilledPolicyWorkerNoStall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	srv, err := dist.StartServer(dist.ServerOptions{})
+	srv, err := transport.StartServer(transport.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,11 +468,11 @@ func TestLaunchKilledPolicyWorkerNoStall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	n, err := dist.NewNATS(nc)
+	n, err := transport.NewNATS(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, err := n.Membership(ctx, "killpolicy", dist.Options{TTL: time.Second})
+	mem, err := n.Membership(ctx, "killpolicy", transport.Options{TTL: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -848,7 +848,7 @@ func TestLaunchNATSClusterNodeKilled(t *testing.T) {
 // launch --no-workers starts no process: it stores the config, waits for a
 // learner registered elsewhere, and ends when that learner is gone.
 func TestLaunchNoWorkers(t *testing.T) {
-	srv, err := dist.StartServer(dist.ServerOptions{})
+	srv, err := transport.StartServer(transport.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -868,14 +868,14 @@ func TestLaunchNoWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	n, err := dist.NewNATS(nc)
+	n, err := transport.NewNATS(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := n.RunConfig(ctx, "ctl"); err != nil {
 		t.Fatalf("the controller stored no config: %v", err)
 	}
-	mem, err := n.Membership(ctx, "ctl", dist.Options{TTL: time.Second})
+	mem, err := n.Membership(ctx, "ctl", transport.Options{TTL: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"herd/dist"
+	"herd/transport"
 )
 
 // A NATS URL with a password given to herd launch appears neither in
@@ -24,7 +24,7 @@ func TestLaunchKeepsSecretsAndReportsCounters(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	const password = "pw-Zq8v3Kx1"
-	srv, err := dist.StartServer(dist.ServerOptions{User: "herd", Password: password})
+	srv, err := transport.StartServer(transport.ServerOptions{User: "herd", Password: password})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,11 +48,11 @@ func TestLaunchKeepsSecretsAndReportsCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	n, err := dist.NewNATS(nc)
+	n, err := transport.NewNATS(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, err := n.Membership(ctx, "secret", dist.Options{TTL: time.Second})
+	mem, err := n.Membership(ctx, "secret", transport.Options{TTL: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

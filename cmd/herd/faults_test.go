@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"herd/dist"
 	"herd/internal/atomicfile"
 	"herd/nn"
 	"herd/replay/persist"
+	"herd/transport"
 )
 
 // A checkpoint whose weights are all NaN is refused by eval with the
@@ -78,7 +78,7 @@ func TestCLIUnknownSubcommandAndServeInterrupt(t *testing.T) {
 // flag or key; only a value left out means the default.
 func TestExplicitInvalidValuesAreErrors(t *testing.T) {
 	dir := t.TempDir()
-	srv, err := dist.StartServer(dist.ServerOptions{})
+	srv, err := transport.StartServer(transport.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

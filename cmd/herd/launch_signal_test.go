@@ -15,7 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"herd/dist"
+	"herd/transport"
 )
 
 // startLaunch starts `herd launch` (the test binary doubling as herd) in a
@@ -55,13 +55,13 @@ func startLaunch(t *testing.T, ctx context.Context, url, run, out string) (*exec
 	}
 }
 
-func watchRun(t *testing.T, ctx context.Context, url, run string) dist.Membership {
+func watchRun(t *testing.T, ctx context.Context, url, run string) transport.Membership {
 	t.Helper()
 	n, err := dialNATS(t, url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, err := n.Membership(ctx, run, dist.Options{TTL: time.Second})
+	mem, err := n.Membership(ctx, run, transport.Options{TTL: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestLaunchInterruptSavesAndExits130(t *testing.T) {
 	if testing.Short() || runtime.GOOS != "linux" {
 		t.Skip("starts processes; process groups of their own need Linux")
 	}
-	srv, err := dist.StartServer(dist.ServerOptions{})
+	srv, err := transport.StartServer(transport.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestLearnerAndControllerExitCodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	srv, err := dist.StartServer(dist.ServerOptions{})
+	srv, err := transport.StartServer(transport.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestLearnerAndControllerExitCodes(t *testing.T) {
 	}
 }
 
-func putRunConfig(t *testing.T, ctx context.Context, n *dist.NATS, run, path string) {
+func putRunConfig(t *testing.T, ctx context.Context, n *transport.NATS, run, path string) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -223,12 +223,12 @@ func putRunConfig(t *testing.T, ctx context.Context, n *dist.NATS, run, path str
 	}
 }
 
-func dialNATS(t *testing.T, url string) (*dist.NATS, error) {
+func dialNATS(t *testing.T, url string) (*transport.NATS, error) {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
 		return nil, err
 	}
 	t.Cleanup(nc.Close)
-	return dist.NewNATS(nc)
+	return transport.NewNATS(nc)
 }

@@ -12,12 +12,12 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"herd/algo"
-	"herd/dist"
-	"herd/dist/worker"
 	"herd/env"
 	"herd/nn"
 	"herd/run/hts"
 	"herd/sample"
+	"herd/transport"
+	"herd/worker"
 )
 
 // ErrConfig marks a run config this executor cannot run.
@@ -39,7 +39,7 @@ type Options struct {
 	Run string
 	// Dial, when set, makes each role's transport instead of Transport and
 	// NATSURL (the CLI dials with its credentials and TLS options).
-	Dial func() (dist.Transport, error)
+	Dial func() (transport.Transport, error)
 	// MaxPolicyLag is runtime.max_policy_lag (0: algo.DefaultMaxPolicyLag,
 	// -1: no bound).
 	MaxPolicyLag int
@@ -68,7 +68,7 @@ type Setup struct {
 	Pieces  *algo.Pieces
 	// Stream are the streams' options (dimensions, the model's parameter
 	// list for decoding weights).
-	Stream dist.Options
+	Stream transport.Options
 	// Off is set for an off-policy algorithm (DQN, SAC, TD3, DDPG): the
 	// Ape-X topology, env workers with inline policy copies and one
 	// learner with the replay (worker.RunOffEnv, worker.RunOffLearner).
@@ -139,7 +139,7 @@ func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 		return nil, err
 	}
 	return &Setup{Header: h, NumEnvs: numEnvs, T: T, Gamma: gamma, Pieces: pieces,
-		Stream: dist.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs)}}, nil
+		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs)}}, nil
 }
 
 func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
@@ -187,14 +187,14 @@ func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) 
 		like[i] = v.Param(i)
 	}
 	return &Setup{Header: h, NumEnvs: numEnvs, Pieces: pieces, Off: off,
-		Stream: dist.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs)}}, nil
+		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs)}}, nil
 }
 
 // roleStreams opens the streams of a role on tr, the parameter service
 // only when withParams (on NATS it watches the weights bucket and downloads
 // every version, which an on-policy env worker never reads); close closes
 // them all.
-func (s *Setup) roleStreams(ctx context.Context, tr dist.Transport, run string, withParams bool) (inf dist.InferenceStream, smp dist.SampleStream, par dist.ParamService, closeAll func(), err error) {
+func (s *Setup) roleStreams(ctx context.Context, tr transport.Transport, run string, withParams bool) (inf transport.InferenceStream, smp transport.SampleStream, par transport.ParamService, closeAll func(), err error) {
 	var closers []func() error
 	closeAll = func() {
 		for _, c := range closers {
@@ -226,7 +226,7 @@ func (s *Setup) roleStreams(ctx context.Context, tr dist.Transport, run string, 
 
 // RunEnvWorker runs env worker slot on tr until ctx ends: it makes its
 // NumEnvs envs, steps them and pushes segments.
-func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr dist.Transport, run string) error {
+func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr transport.Transport, run string) error {
 	if s.Off != nil {
 		return s.runOffEnvWorker(ctx, slot, tr, run)
 	}
@@ -271,18 +271,18 @@ const saveEvery = time.Second
 // resume starts a new incarnation of the worker name and returns the
 // membership service (the caller closes it), where the worker continues
 // from, and a function that stores its progress at most every saveEvery.
-func resume(ctx context.Context, tr dist.Transport, run, name string) (dist.Membership, dist.Progress, func(dist.Progress), error) {
-	mem, err := tr.Membership(ctx, run, dist.Options{})
+func resume(ctx context.Context, tr transport.Transport, run, name string) (transport.Membership, transport.Progress, func(transport.Progress), error) {
+	mem, err := tr.Membership(ctx, run, transport.Options{})
 	if err != nil {
-		return nil, dist.Progress{}, nil, err
+		return nil, transport.Progress{}, nil, err
 	}
 	prog, err := mem.Resume(ctx, name)
 	if err != nil {
 		_ = mem.Close()
-		return nil, dist.Progress{}, nil, err
+		return nil, transport.Progress{}, nil, err
 	}
 	var last time.Time
-	save := func(p dist.Progress) {
+	save := func(p transport.Progress) {
 		if time.Since(last) < saveEvery {
 			return
 		}
@@ -296,7 +296,7 @@ func resume(ctx context.Context, tr dist.Transport, run, name string) (dist.Memb
 
 // runOffEnvWorker runs an off-policy env worker: its NumEnvs envs as one
 // vector, an inline policy copy, transitions pushed in chunks.
-func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr dist.Transport, run string) error {
+func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr transport.Transport, run string) error {
 	envs, err := env.MakeVector(s.Header.Env, s.NumEnvs, env.Sync, env.WithEpisodeStatistics())
 	if err != nil {
 		return err
@@ -315,7 +315,7 @@ func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr dist.Transport
 	base := prog.FetchFailed
 	return worker.RunOffEnv(ctx, worker.OffEnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Chunk: s.Off.Chunk,
 		RefreshEvery: s.Off.RefreshEvery, StepScale: int64(s.Off.EnvWorkers), Actors: s.Off.EnvWorkers, Resume: prog,
-		OnPushed: func(p dist.Progress) {
+		OnPushed: func(p transport.Progress) {
 			p.FetchFailed = base + par.Stats().FetchFailed
 			save(p)
 		}}, s.Pieces, par, smp)
@@ -324,7 +324,7 @@ func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr dist.Transport
 // RunPolicyWorker runs policy worker slot on tr until ctx ends. It keeps
 // its counters (weights it could not fetch, requests it skipped) in its
 // progress record, where the learner adds them up.
-func (s *Setup) RunPolicyWorker(ctx context.Context, slot int, tr dist.Transport, run string) error {
+func (s *Setup) RunPolicyWorker(ctx context.Context, slot int, tr transport.Transport, run string) error {
 	if s.Off != nil {
 		return fmt.Errorf("%w: the off-policy topology has no policy workers (env workers act with inline copies)", ErrConfig)
 	}
@@ -344,7 +344,7 @@ func (s *Setup) RunPolicyWorker(ctx context.Context, slot int, tr dist.Transport
 		defer close(done)
 		t := time.NewTicker(2 * saveEvery)
 		defer t.Stop()
-		var saved dist.Progress
+		var saved transport.Progress
 		for {
 			select {
 			case <-t.C:
@@ -394,7 +394,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	newTransport, closeConns := opt.Dial, func() {}
 	if newTransport == nil {
-		if newTransport, closeConns, err = transport(opt); err != nil {
+		if newTransport, closeConns, err = transportMaker(opt); err != nil {
 			return nil, err
 		}
 	}
@@ -417,7 +417,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}
 	}
 	defer func() { stop(); wg.Wait() }()
-	start := func(f func(tr dist.Transport) error) error {
+	start := func(f func(tr transport.Transport) error) error {
 		tr, err := newTransport()
 		if err != nil {
 			return err
@@ -426,12 +426,12 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		return nil
 	}
 	for k := range opt.PolicyWorkers {
-		if err := start(func(tr dist.Transport) error { return st.RunPolicyWorker(wctx, k, tr, run) }); err != nil {
+		if err := start(func(tr transport.Transport) error { return st.RunPolicyWorker(wctx, k, tr, run) }); err != nil {
 			return nil, err
 		}
 	}
 	for k := range opt.EnvWorkers {
-		if err := start(func(tr dist.Transport) error { return st.RunEnvWorker(wctx, k, tr, run) }); err != nil {
+		if err := start(func(tr transport.Transport) error { return st.RunEnvWorker(wctx, k, tr, run) }); err != nil {
 			return nil, err
 		}
 	}
@@ -444,7 +444,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		return nil, err
 	}
 	defer closeAll()
-	mem, err := tr.Membership(ctx, run, dist.Options{})
+	mem, err := tr.Membership(ctx, run, transport.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -510,8 +510,8 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 // read at most every readEvery).
 type monitor struct {
 	log algo.Logger
-	smp dist.SampleStream
-	mem dist.Membership
+	smp transport.SampleStream
+	mem transport.Membership
 	cnt worker.Counters
 
 	read             time.Time
@@ -571,7 +571,7 @@ func list(s []string) string {
 
 // trainOff runs the off-policy learner here; finish stops the other roles
 // and returns their first error.
-func (s *Setup) trainOff(ctx, wctx context.Context, rt *algo.Runtime, smp dist.SampleStream, par dist.ParamService, mon *monitor, stall time.Duration, finish func() error) (algo.Model, error) {
+func (s *Setup) trainOff(ctx, wctx context.Context, rt *algo.Runtime, smp transport.SampleStream, par transport.ParamService, mon *monitor, stall time.Duration, finish func() error) (algo.Model, error) {
 	l, err := worker.RunOffLearner(wctx, worker.OffLearnerConfig{Steps: rt.Header.Steps, StepsPerSample: s.Off.ChunkSteps,
 		PublishEvery: s.Off.PublishEvery, Stall: stall, Alive: mon.alive, Counters: &mon.cnt,
 		OnSample: func(step int64, tr *sample.Transitions, stats []algo.Stat) {
@@ -624,22 +624,22 @@ func paramsOf(pieces *algo.Pieces) ([]*nn.Param, error) {
 	return ps, nil
 }
 
-// transport returns a maker of transports, one per role: the shared
+// transportMaker returns a maker of transports, one per role: the shared
 // in-process world, or a new NATS connection each (to an embedded server
 // started here unless opt.NATSURL names one).
-func transport(opt Options) (func() (dist.Transport, error), func(), error) {
+func transportMaker(opt Options) (func() (transport.Transport, error), func(), error) {
 	switch opt.Transport {
 	case "", "inproc":
-		ip := dist.NewInproc()
-		return func() (dist.Transport, error) { return ip, nil }, func() {}, nil
+		ip := transport.NewInproc()
+		return func() (transport.Transport, error) { return ip, nil }, func() {}, nil
 	case "nats":
 	default:
 		return nil, nil, fmt.Errorf("%w: runtime.transport %q is not inproc or nats", ErrConfig, opt.Transport)
 	}
 	url := opt.NATSURL
-	var srv *dist.Server
+	var srv *transport.Server
 	if url == "" {
-		s, err := dist.StartServer(dist.ServerOptions{})
+		s, err := transport.StartServer(transport.ServerOptions{})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -654,12 +654,12 @@ func transport(opt Options) (func() (dist.Transport, error), func(), error) {
 			srv.Shutdown()
 		}
 	}
-	return func() (dist.Transport, error) {
+	return func() (transport.Transport, error) {
 		nc, err := nats.Connect(url, nats.Name("herd"), nats.MaxReconnects(-1))
 		if err != nil {
 			return nil, fmt.Errorf("distexec: connect to the NATS server: %w", err) // the URL may hold credentials
 		}
 		conns = append(conns, nc)
-		return dist.NewNATS(nc)
+		return transport.NewNATS(nc)
 	}, closeAll, nil
 }

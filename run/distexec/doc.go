@@ -1,6 +1,6 @@
 // Package distexec is the `dist` executor: an on-policy algorithm's pieces
-// run as env workers, policy workers and a learner (package dist/worker)
-// joined only by package dist's streams, inside one process, over either
+// run as env workers, policy workers and a learner (package worker)
+// joined only by package transport's streams, inside one process, over either
 // the in-process twin or NATS (an embedded server on loopback, or an
 // external one), every role on its own connection as if it were its own
 // process.
@@ -42,10 +42,10 @@
 //
 // The learner ends the run with an error when no sample comes for 60 s
 // (Options.Stall), naming the env workers alive, instead of waiting for
-// ever. Workers resume their progress (dist.Progress) when restarted.
+// ever. Workers resume their progress (transport.Progress) when restarted.
 //
 // Off-policy algorithms (DQN, SAC, TD3, DDPG) run the Ape-X topology of
-// dist/worker: E env workers with inline policy copies pushing chunks of
+// worker: E env workers with inline policy copies pushing chunks of
 // ChunkEnvSteps env steps of transitions (with initial priorities under
 // dqn's initial_priorities: actor), no policy workers (policy_workers is
 // refused), and the learner holding the replay. runtime.refresh_every and

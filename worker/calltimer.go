@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"herd/dist"
+	"herd/transport"
 )
 
 // callTimer gives one goroutine's calls, made one after another, each a
@@ -131,7 +131,7 @@ func retry(w *callTimer, f func(ctx context.Context) error) error {
 	for {
 		err := f(w.begin())
 		w.end()
-		if err == nil || errors.Is(err, dist.ErrBadRequest) || errors.Is(err, dist.ErrClosed) {
+		if err == nil || errors.Is(err, transport.ErrBadRequest) || errors.Is(err, transport.ErrClosed) {
 			return err
 		}
 		if w.parent.Err() != nil {

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"herd/algo"
-	"herd/dist"
 	"herd/env"
 	"herd/internal/rng"
 	"herd/sample"
+	"herd/transport"
 )
 
 // The off-policy topology (Ape-X, Horgan et al. 2018): env workers act
@@ -55,8 +55,8 @@ type OffEnvConfig struct {
 	Timeouts Timeouts
 	// Resume and OnPushed work as EnvConfig's; Resume.Steps counts this
 	// worker's env steps, which its sampler's schedule continues from.
-	Resume   dist.Progress
-	OnPushed func(dist.Progress)
+	Resume   transport.Progress
+	OnPushed func(transport.Progress)
 }
 
 // RunOffEnv runs an off-policy env worker: it waits for the learner's
@@ -64,7 +64,7 @@ type OffEnvConfig struct {
 // the transitions of every Chunk vector steps (with initial priorities
 // when pieces has a Prioritizer). It returns nil after cfg.Chunks
 // samples, or ctx's error.
-func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, params dist.ParamService, samples dist.SampleStream) error {
+func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, params transport.ParamService, samples transport.SampleStream) error {
 	if cfg.Envs == nil || cfg.Chunk < 1 || cfg.RefreshEvery < 1 || cfg.StepScale < 1 || pieces == nil ||
 		pieces.NewPolicy == nil || pieces.NewSampler == nil || pieces.NewAssembler == nil {
 		return fmt.Errorf("worker: off-policy env worker %d needs envs, chunk ≥ 1 (%d), refresh_every ≥ 1 (%d), step scale ≥ 1 (%d) and off-policy pieces",
@@ -161,7 +161,7 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 			return err
 		}
 		msg := append([]byte(nil), buf...) // the stream takes ownership
-		id := dist.SampleID{Slot: cfg.Slot, Incarnation: prog.Incarnation, Seq: prog.Seq + 1}
+		id := transport.SampleID{Slot: cfg.Slot, Incarnation: prog.Incarnation, Seq: prog.Seq + 1}
 		if err := retry(pushT, func(c context.Context) error { return samples.Push(c, id, msg) }); err != nil {
 			return err
 		}
@@ -215,7 +215,7 @@ type OffLearnerConfig struct {
 // every PublishEvery updates. Back-pressure is the sample stream's: the
 // learner pulls the next sample only after learning from this one. It
 // returns the learner and nil after cfg.Steps env steps, or ctx's error.
-func RunOffLearner(ctx context.Context, cfg OffLearnerConfig, pieces *algo.Pieces, samples dist.SampleStream, params dist.ParamService) (algo.TransitionLearner, error) {
+func RunOffLearner(ctx context.Context, cfg OffLearnerConfig, pieces *algo.Pieces, samples transport.SampleStream, params transport.ParamService) (algo.TransitionLearner, error) {
 	if pieces == nil || pieces.NewTransitionLearner == nil || pieces.NewReplay == nil {
 		return nil, fmt.Errorf("worker: the off-policy learner needs an off-policy algorithm (TransitionLearner)")
 	}

@@ -1,5 +1,5 @@
 // Package worker runs an algorithm's pieces (algo.Pieces) as the three
-// roles of a distributed run, joined only by package dist's streams and
+// roles of a distributed run, joined only by package transport's streams and
 // services, so the same code runs as goroutines on the in-process twin or
 // as processes on machines joined by NATS:
 //
@@ -13,14 +13,14 @@
 //     segments, learns, and publishes each new version.
 //
 // Every wait on a peer is bounded and retried (Timeouts), so a peer that
-// dies or restarts costs a bounded stall, never a hang: see package dist on
+// dies or restarts costs a bounded stall, never a hang: see package transport on
 // what a failure can lose. Roles end when their context ends or their
 // count is done; the learner also when no sample came for
 // LearnerConfig.Stall (its error names the workers alive).
 //
 // Exactly once: an env worker numbers its samples and retries a push under
-// the same dist.SampleID, so a learner queues each once. A restarted worker
-// continues from its dist.Progress (EnvConfig.Resume): a new incarnation
+// the same transport.SampleID, so a learner queues each once. A restarted worker
+// continues from its transport.Progress (EnvConfig.Resume): a new incarnation
 // (new ids, and its own random streams, (seed, "env-worker/<inc>", slot),
 // instead of replaying the first start's), its sequence number and its
 // env-step count (so DQN's ε schedule goes on where it was).

@@ -13,10 +13,10 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"herd/algo"
-	"herd/dist"
 	"herd/env"
 	"herd/internal/fakealgo"
 	"herd/sample"
+	"herd/transport"
 	"herd/weights"
 )
 
@@ -26,21 +26,21 @@ import (
 // 300 ms with a queue of 1 and the env worker's push timeout is 100 ms,
 // so every push is retried several times while its first send is pending.
 func TestSlowLearnerLearnsEachSegmentOnce(t *testing.T) {
-	srv, err := dist.StartServer(dist.ServerOptions{})
+	srv, err := transport.StartServer(transport.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	opt := dist.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 1}
-	open := func() (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
+	opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 1}
+	open := func() (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
 		nc, err := nats.Connect(srv.URL())
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
-		n, err := dist.NewNATS(nc)
+		n, err := transport.NewNATS(nc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,13 +106,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // recordingSamples is a SampleStream that keeps what is pushed to it.
 type recordingSamples struct {
-	dist.SampleStream
+	transport.SampleStream
 	mu  sync.Mutex
-	ids []dist.SampleID
+	ids []transport.SampleID
 	bs  [][]byte
 }
 
-func (r *recordingSamples) Push(_ context.Context, id dist.SampleID, b []byte) error {
+func (r *recordingSamples) Push(_ context.Context, id transport.SampleID, b []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ids, r.bs = append(r.ids, id), append(r.bs, b)
@@ -138,12 +138,12 @@ func (s stepSampler) ValuesTo(dst, out []float32, n int) { s.Sampler.(Valuer).Va
 // schedule's step count.
 func TestRestartedEnvWorkerContinues(t *testing.T) {
 	ctx := context.Background()
-	ip := dist.NewInproc()
-	inf, err := ip.Inference(ctx, "restart", dist.Options{ObsDim: 4, OutDim: 2})
+	ip := transport.NewInproc()
+	inf, err := ip.Inference(ctx, "restart", transport.Options{ObsDim: 4, OutDim: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	params, _ := ip.Params(ctx, "restart", dist.Options{})
+	params, _ := ip.Params(ctx, "restart", transport.Options{})
 	pieces := fakealgo.Pieces()
 	var steps []int64
 	newSampler := pieces.NewSampler
@@ -158,27 +158,27 @@ func TestRestartedEnvWorkerContinues(t *testing.T) {
 	var wg sync.WaitGroup
 	defer func() { stop(); wg.Wait() }()
 	wg.Go(func() { _ = RunPolicy(pctx, pieces, inf, params) })
-	run := func(resume dist.Progress) (*recordingSamples, []dist.Progress) {
+	run := func(resume transport.Progress) (*recordingSamples, []transport.Progress) {
 		e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer e.Close()
 		rec := &recordingSamples{}
-		var saved []dist.Progress
+		var saved []transport.Progress
 		steps = steps[:0]
 		err = RunEnv(ctx, EnvConfig{Slot: 2, Seed: 1, Envs: []env.Env{e}, Steps: 8, Gamma: 0.99, Segments: 2,
-			Resume: resume, OnPushed: func(p dist.Progress) { saved = append(saved, p) }}, pieces, inf, rec)
+			Resume: resume, OnPushed: func(p transport.Progress) { saved = append(saved, p) }}, pieces, inf, rec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return rec, saved
 	}
-	first, saved := run(dist.Progress{Incarnation: 1})
-	if want := []dist.SampleID{{Slot: 2, Incarnation: 1, Seq: 1}, {Slot: 2, Incarnation: 1, Seq: 2}}; !slices.Equal(first.ids, want) {
+	first, saved := run(transport.Progress{Incarnation: 1})
+	if want := []transport.SampleID{{Slot: 2, Incarnation: 1, Seq: 1}, {Slot: 2, Incarnation: 1, Seq: 2}}; !slices.Equal(first.ids, want) {
 		t.Errorf("first start pushed %v, want %v", first.ids, want)
 	}
-	if len(saved) != 2 || saved[1] != (dist.Progress{Incarnation: 1, Seq: 2, Steps: 16}) {
+	if len(saved) != 2 || saved[1] != (transport.Progress{Incarnation: 1, Seq: 2, Steps: 16}) {
 		t.Errorf("first start's progress %+v", saved)
 	}
 	again, _ := run(saved[1])
@@ -188,7 +188,7 @@ func TestRestartedEnvWorkerContinues(t *testing.T) {
 	resumed := saved[1]
 	resumed.Incarnation = 2
 	second, saved2 := run(resumed)
-	if want := []dist.SampleID{{Slot: 2, Incarnation: 2, Seq: 3}, {Slot: 2, Incarnation: 2, Seq: 4}}; !slices.Equal(second.ids, want) {
+	if want := []transport.SampleID{{Slot: 2, Incarnation: 2, Seq: 3}, {Slot: 2, Incarnation: 2, Seq: 4}}; !slices.Equal(second.ids, want) {
 		t.Errorf("restart pushed %v, want %v", second.ids, want)
 	}
 	if steps[0] != 16 || saved2[1].Steps != 32 {
@@ -204,9 +204,9 @@ func TestRestartedEnvWorkerContinues(t *testing.T) {
 func TestLearnerBoundsAndCountsLag(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ip := dist.NewInproc()
-	smp, _ := ip.Samples(ctx, "lag", dist.Options{Capacity: 16})
-	params, _ := ip.Params(ctx, "lag", dist.Options{})
+	ip := transport.NewInproc()
+	smp, _ := ip.Samples(ctx, "lag", transport.Options{Capacity: 16})
+	params, _ := ip.Params(ctx, "lag", transport.Options{})
 	seg := func(versions ...uint64) []byte {
 		s := sample.NewSegment(len(versions), 1, 4, 1)
 		s.Versions, s.Version = versions, slices.Min(versions)
@@ -224,7 +224,7 @@ func TestLearnerBoundsAndCountsLag(t *testing.T) {
 		[]byte("xx"), // does not decode
 		seg(1, 2),    // at 2: lags 1, 0
 	} {
-		if err := smp.Push(ctx, dist.SampleID{Slot: 0, Seq: uint64(i + 1)}, b); err != nil {
+		if err := smp.Push(ctx, transport.SampleID{Slot: 0, Seq: uint64(i + 1)}, b); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -244,9 +244,9 @@ func TestLearnerBoundsAndCountsLag(t *testing.T) {
 func TestLearnerWatchdog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ip := dist.NewInproc()
-	smp, _ := ip.Samples(ctx, "stall", dist.Options{})
-	params, _ := ip.Params(ctx, "stall", dist.Options{})
+	ip := transport.NewInproc()
+	smp, _ := ip.Samples(ctx, "stall", transport.Options{})
+	params, _ := ip.Params(ctx, "stall", transport.Options{})
 	_, err := RunLearner(ctx, LearnerConfig{Iterations: 1, Stall: 200 * time.Millisecond,
 		Alive: func(context.Context) string { return "env workers alive: none" }}, fakealgo.Pieces(), smp, params)
 	if err == nil || !strings.Contains(err.Error(), "no sample for 200ms") || !strings.Contains(err.Error(), "env workers alive: none") {

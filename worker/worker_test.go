@@ -11,21 +11,21 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"herd/algo"
-	"herd/dist"
 	"herd/env"
 	"herd/internal/fakealgo"
 	"herd/sample"
+	"herd/transport"
 )
 
 // topology runs 2 env workers (4 CartPoles each), 2 policy workers and a
 // learner on tr for iters iterations and checks what the learner saw.
-func topology(t *testing.T, mk func() dist.Transport) {
+func topology(t *testing.T, mk func() transport.Transport) {
 	const iters, T = 12, 32
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	opt := dist.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
+	opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
 	run := "topo"
-	open := func() (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
+	open := func() (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
 		tr := mk()
 		inf, err := tr.Inference(ctx, run, opt)
 		if err != nil {
@@ -113,23 +113,23 @@ func topology(t *testing.T, mk func() dist.Transport) {
 }
 
 func TestTopologyInproc(t *testing.T) {
-	ip := dist.NewInproc()
-	topology(t, func() dist.Transport { return ip })
+	ip := transport.NewInproc()
+	topology(t, func() transport.Transport { return ip })
 }
 
 func TestTopologyNATS(t *testing.T) {
-	srv, err := dist.StartServer(dist.ServerOptions{})
+	srv, err := transport.StartServer(transport.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown) // after the connections close
-	topology(t, func() dist.Transport {
+	topology(t, func() transport.Transport {
 		nc, err := nats.Connect(srv.URL())
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
-		n, err := dist.NewNATS(nc)
+		n, err := transport.NewNATS(nc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -144,13 +144,13 @@ func TestTopologyNATS(t *testing.T) {
 func BenchmarkTopology(b *testing.B) {
 	for _, name := range []string{"inproc", "nats"} {
 		b.Run(name, func(b *testing.B) {
-			var mk func() dist.Transport
+			var mk func() transport.Transport
 			var wire func() map[string]uint64 // bytes by kind, NATS only
 			if name == "inproc" {
-				ip := dist.NewInproc()
-				mk = func() dist.Transport { return ip }
+				ip := transport.NewInproc()
+				mk = func() transport.Transport { return ip }
 			} else {
-				srv, err := dist.StartServer(dist.ServerOptions{})
+				srv, err := transport.StartServer(transport.ServerOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -164,20 +164,20 @@ func BenchmarkTopology(b *testing.B) {
 						}
 					}
 				}()
-				dial := func(kind string) dist.Transport {
+				dial := func(kind string) transport.Transport {
 					nc, err := nats.Connect(srv.URL())
 					if err != nil {
 						b.Fatal(err)
 					}
 					conns[kind] = append(conns[kind], nc)
-					n, err := dist.NewNATS(nc)
+					n, err := transport.NewNATS(nc)
 					if err != nil {
 						b.Fatal(err)
 					}
 					return n
 				}
-				mk = func() dist.Transport {
-					return dist.SplitTransport(dial(dist.KindInference), dial(dist.KindSamples), dial(dist.KindParams), dial(dist.KindMembership))
+				mk = func() transport.Transport {
+					return transport.SplitTransport(dial(transport.KindInference), dial(transport.KindSamples), dial(transport.KindParams), dial(transport.KindMembership))
 				}
 				wire = func() map[string]uint64 {
 					m := map[string]uint64{}
@@ -194,7 +194,7 @@ func BenchmarkTopology(b *testing.B) {
 			iters := max(1, b.N/(T*perWorker))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			opt := dist.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
+			opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
 			var closers []func() error
 			defer func() {
 				for _, c := range closers {
@@ -203,7 +203,7 @@ func BenchmarkTopology(b *testing.B) {
 			}()
 			// As run/distexec: env workers open no parameter service (on
 			// NATS it would download every version).
-			open := func(params bool) (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
+			open := func(params bool) (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
 				tr := mk()
 				inf, _ := tr.Inference(ctx, "bench", opt)
 				s, _ := tr.Samples(ctx, "bench", opt)
@@ -250,7 +250,7 @@ func BenchmarkTopology(b *testing.B) {
 				// received), so each message counts at both its ends, as
 				// herd launch's server-side figure counts it.
 				steps, total := float64(iters*T*perWorker), uint64(0)
-				for _, k := range []string{dist.KindInference, dist.KindSamples, dist.KindParams} {
+				for _, k := range []string{transport.KindInference, transport.KindSamples, transport.KindParams} {
 					n := wire()[k]
 					total += n
 					b.ReportMetric(float64(n)/steps, k+"-B/step")

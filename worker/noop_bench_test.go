@@ -10,9 +10,9 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"herd/algo"
-	"herd/dist"
 	"herd/env"
 	"herd/internal/fakealgo"
+	"herd/transport"
 	"herd/weights"
 )
 
@@ -75,15 +75,15 @@ func BenchmarkTopologyNoop(b *testing.B) {
 			iters := max(1, b.N/(T*E))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			ip := dist.NewInproc()
-			opt := dist.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
+			ip := transport.NewInproc()
+			opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
 			var closers []func() error
 			defer func() {
 				for _, c := range closers {
 					_ = c()
 				}
 			}()
-			open := func() (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
+			open := func() (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
 				inf, _ := ip.Inference(ctx, "noop", opt)
 				s, _ := ip.Samples(ctx, "noop", opt)
 				p, _ := ip.Params(ctx, "noop", opt)
@@ -139,23 +139,23 @@ func itoa(n int) string {
 func BenchmarkTopologyStepTime(b *testing.B) {
 	for _, name := range []string{"inproc", "nats"} {
 		b.Run(name, func(b *testing.B) {
-			var mk func() dist.Transport
+			var mk func() transport.Transport
 			if name == "inproc" {
-				ip := dist.NewInproc()
-				mk = func() dist.Transport { return ip }
+				ip := transport.NewInproc()
+				mk = func() transport.Transport { return ip }
 			} else {
-				srv, err := dist.StartServer(dist.ServerOptions{})
+				srv, err := transport.StartServer(transport.ServerOptions{})
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer srv.Shutdown()
-				mk = func() dist.Transport {
+				mk = func() transport.Transport {
 					nc, err := nats.Connect(srv.URL())
 					if err != nil {
 						b.Fatal(err)
 					}
 					b.Cleanup(nc.Close)
-					n, err := dist.NewNATS(nc)
+					n, err := transport.NewNATS(nc)
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -166,14 +166,14 @@ func BenchmarkTopologyStepTime(b *testing.B) {
 			iters := max(1, b.N/(T*perWorker))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			opt := dist.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
+			opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
 			var closers []func() error
 			defer func() {
 				for _, c := range closers {
 					_ = c()
 				}
 			}()
-			open := func() (dist.InferenceStream, dist.SampleStream, dist.ParamService) {
+			open := func() (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
 				tr := mk()
 				inf, _ := tr.Inference(ctx, "bench", opt)
 				s, _ := tr.Samples(ctx, "bench", opt)

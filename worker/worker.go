@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"herd/algo"
-	"herd/dist"
 	"herd/env"
 	"herd/internal/rng"
 	"herd/sample"
+	"herd/transport"
 )
 
 // Valuer reads state values off policy outputs without drawing random
@@ -75,15 +75,15 @@ type EnvConfig struct {
 	Segments int
 	Timeouts Timeouts
 	// Resume is where this start of the worker continues (see Resume).
-	Resume dist.Progress
+	Resume transport.Progress
 	// OnPushed, when set, is called after each acknowledged push with the
 	// worker's progress; the caller stores it for the next incarnation
-	// (dist.Membership.Save).
-	OnPushed func(dist.Progress)
+	// (transport.Membership.Save).
+	OnPushed func(transport.Progress)
 }
 
 // Resume is where a start of an env worker continues from, as
-// dist.Membership.Resume hands it out: its samples carry the ids (slot,
+// transport.Membership.Resume hands it out: its samples carry the ids (slot,
 // Incarnation, Seq+1, Seq+2, …), so a learner takes none of them for a
 // repeat of an earlier start's and a retried push is learned once; its
 // schedules (DQN's ε) continue from Steps; and a restarted worker
@@ -103,7 +103,7 @@ func streams(inc uint64) (actions, envs string) {
 // RunEnv runs an env worker: it steps its envs with actions sampled from
 // the policy workers' outputs and pushes one segment per Steps steps. It
 // returns nil after cfg.Segments segments, or ctx's error.
-func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf dist.InferenceStream, samples dist.SampleStream) error {
+func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transport.InferenceStream, samples transport.SampleStream) error {
 	m := len(cfg.Envs)
 	if m == 0 || cfg.Steps < 1 || pieces == nil || pieces.NewSampler == nil {
 		return fmt.Errorf("worker: env worker %d needs envs (%d), steps ≥ 1 (%d) and a sampler", cfg.Slot, m, cfg.Steps)
@@ -127,12 +127,12 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf dist.In
 		}
 		copy(obs[j*obsDim:], o)
 	}
-	req := &dist.InferRequest{Worker: cfg.Slot}
-	boot := &dist.InferRequest{Worker: cfg.Slot}
+	req := &transport.InferRequest{Worker: cfg.Slot}
+	boot := &transport.InferRequest{Worker: cfg.Slot}
 	inferT, pushT := newCallTimer(ctx, to.Infer), newCallTimer(ctx, to.Push)
 	defer inferT.stop()
 	defer pushT.stop()
-	ask := func(r *dist.InferRequest, o []float32, rows int) ([]float32, error) {
+	ask := func(r *transport.InferRequest, o []float32, rows int) ([]float32, error) {
 		r.Rows, r.Obs = rows, o
 		err := retry(inferT, func(c context.Context) error { return inf.Infer(c, r) })
 		return r.Out, err
@@ -200,7 +200,7 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf dist.In
 		}
 		// The stream takes ownership of what it is given.
 		b := append([]byte(nil), buf...)
-		id := dist.SampleID{Slot: cfg.Slot, Incarnation: prog.Incarnation, Seq: prog.Seq + 1}
+		id := transport.SampleID{Slot: cfg.Slot, Incarnation: prog.Incarnation, Seq: prog.Seq + 1}
 		if err := retry(pushT, func(c context.Context) error { return samples.Push(c, id, b) }); err != nil {
 			return err
 		}
@@ -214,13 +214,13 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf dist.In
 
 // RunPolicy runs a policy worker: it answers batched inference requests
 // with the newest weights the parameter service knows, until ctx ends.
-func RunPolicy(ctx context.Context, pieces *algo.Pieces, inf dist.InferenceStream, params dist.ParamService) error {
+func RunPolicy(ctx context.Context, pieces *algo.Pieces, inf transport.InferenceStream, params transport.ParamService) error {
 	p, err := pieces.NewPolicy()
 	if err != nil {
 		return err
 	}
 	var obs, out []float32
-	err = inf.Serve(ctx, func(_ context.Context, batch []*dist.InferRequest) error {
+	err = inf.Serve(ctx, func(_ context.Context, batch []*transport.InferRequest) error {
 		if v := params.Latest(); v != nil && v.N != p.Version() {
 			if err := p.SetWeights(v); err != nil {
 				return fmt.Errorf("worker: policy weights %d: %w", v.N, err)
@@ -318,7 +318,7 @@ func segmentLag(cur uint64, seg *sample.Segment) uint64 {
 
 // pull takes the next sample, ending with the watchdog's error when none
 // comes for cfg.Stall.
-func pull(ctx context.Context, samples dist.SampleStream, stall time.Duration, alive func(context.Context) string) ([]byte, error) {
+func pull(ctx context.Context, samples transport.SampleStream, stall time.Duration, alive func(context.Context) string) ([]byte, error) {
 	if stall <= 0 {
 		return samples.Pull(ctx)
 	}
@@ -343,7 +343,7 @@ func pull(ctx context.Context, samples dist.SampleStream, stall time.Duration, a
 // cfg.Iterations, or ctx's error. A sample that does not decode is
 // dropped and reported to cfg.OnDrop, one that is too old (cfg.MaxLag)
 // dropped; both are counted and neither stops the learner.
-func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, samples dist.SampleStream, params dist.ParamService) (algo.SegmentLearner, error) {
+func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, samples transport.SampleStream, params transport.ParamService) (algo.SegmentLearner, error) {
 	if pieces == nil || pieces.NewSegmentLearner == nil {
 		return nil, fmt.Errorf("worker: the learner needs an on-policy algorithm (SegmentLearner)")
 	}

@@ -10,10 +10,10 @@ import (
 
 	"herd/algo"
 	"herd/algo/dqn"
-	"herd/dist"
 	"herd/env"
 	"herd/nn"
 	"herd/sample"
+	"herd/transport"
 )
 
 // offTopology runs the Ape-X topology — 2 off-policy env workers (2
@@ -23,7 +23,7 @@ import (
 // env workers act with newer weights as they are published, a malformed
 // sample is dropped, and the learner makes exactly the updates DQN's
 // schedule asks for over the env steps it received.
-func offTopology(t *testing.T, mk func() dist.Transport) {
+func offTopology(t *testing.T, mk func() transport.Transport) {
 	const (
 		chunk, numEnvs = 25, 2
 		steps          = 4000
@@ -59,9 +59,9 @@ func offTopology(t *testing.T, mk func() dist.Transport) {
 	for i := range like {
 		like[i] = v0.Param(i)
 	}
-	opt := dist.Options{ObsDim: 4, OutDim: 2, Like: like, Capacity: 2}
+	opt := transport.Options{ObsDim: 4, OutDim: 2, Like: like, Capacity: 2}
 	run := "apex"
-	open := func() (dist.SampleStream, dist.ParamService) {
+	open := func() (transport.SampleStream, transport.ParamService) {
 		tr := mk()
 		s, err := tr.Samples(ctx, run, opt)
 		if err != nil {
@@ -96,7 +96,7 @@ func offTopology(t *testing.T, mk func() dist.Transport) {
 	// a push waits for a learner to pull, hence the goroutine.)
 	bad, _ := open()
 	wg.Go(func() {
-		if err := bad.Push(wctx, dist.SampleID{Slot: 9}, []byte("not a sample")); err != nil && wctx.Err() == nil {
+		if err := bad.Push(wctx, transport.SampleID{Slot: 9}, []byte("not a sample")); err != nil && wctx.Err() == nil {
 			errs <- err
 		}
 	})
@@ -151,23 +151,23 @@ func offTopology(t *testing.T, mk func() dist.Transport) {
 }
 
 func TestOffTopologyInproc(t *testing.T) {
-	ip := dist.NewInproc()
-	offTopology(t, func() dist.Transport { return ip })
+	ip := transport.NewInproc()
+	offTopology(t, func() transport.Transport { return ip })
 }
 
 func TestOffTopologyNATS(t *testing.T) {
-	srv, err := dist.StartServer(dist.ServerOptions{})
+	srv, err := transport.StartServer(transport.ServerOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown) // after the connections close
-	offTopology(t, func() dist.Transport {
+	offTopology(t, func() transport.Transport {
 		nc, err := nats.Connect(srv.URL())
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
-		n, err := dist.NewNATS(nc)
+		n, err := transport.NewNATS(nc)
 		if err != nil {
 			t.Fatal(err)
 		}
