@@ -28,6 +28,7 @@ import (
 	"herd/algo"
 	"herd/algo/dqn"
 	"herd/internal/fakealgo"
+	"herd/launch"
 	"herd/transport"
 )
 
@@ -63,7 +64,7 @@ func writeDistConfigP(t *testing.T, iters, policyWorkers int) string {
 	return p
 }
 
-func launch(t *testing.T, ctx context.Context, args ...string) (string, string, error) {
+func launchCmd(t *testing.T, ctx context.Context, args ...string) (string, string, error) {
 	t.Helper()
 	t.Setenv("HERD_TEST_AS_HERD", "1") // inherited by the worker processes only
 	cmd := newLaunchCmdWith(testSpecs, []string{os.Args[0]})
@@ -97,7 +98,7 @@ func TestLaunch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "run")
-	stdout, stderr, err := launch(t, ctx, "--config", writeDistConfig(t, 10), "--out", out, "--quiet")
+	stdout, stderr, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 10), "--out", out, "--quiet")
 	if err != nil {
 		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
@@ -116,21 +117,6 @@ func TestLaunch(t *testing.T) {
 	}
 }
 
-// The wire bytes merged into summary.json keep its two-space indentation.
-func TestMergeJSONIndent(t *testing.T) {
-	m, err := mergeJSON([]byte("{\n  \"steps\": 3\n}\n"), map[string]any{"wire_by_kind": map[string]int{"weights": 1}, "wire_bytes": 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want bytes.Buffer
-	if err := json.Indent(&want, m, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	if got := string(m); got != want.String() {
-		t.Errorf("merged summary:\n%s\nwant:\n%s", got, want.String())
-	}
-}
-
 // herd launch adds the wire bytes per env step to summary.json: every
 // connection attributed to a kind (the kinds sum to the total), each kind
 // the on-policy topology uses non-zero, and inference and samples growing
@@ -144,7 +130,7 @@ func TestLaunchWireBytes(t *testing.T) {
 	onPolicy := map[int]float64{}
 	for _, iters := range []int{10, 30} {
 		out := filepath.Join(t.TempDir(), "run")
-		stdout, stderr, err := launch(t, ctx, "--config", writeDistConfig(t, iters), "--out", out, "--quiet")
+		stdout, stderr, err := launchCmd(t, ctx, "--config", writeDistConfig(t, iters), "--out", out, "--quiet")
 		if err != nil {
 			t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 		}
@@ -163,7 +149,7 @@ func TestLaunchWireBytes(t *testing.T) {
 		kinds, _ := s["wire_by_kind"].(map[string]any)
 		var sum float64
 		for _, k := range transport.Kinds() {
-			kb, _ := kinds[wireLabel(k)].(map[string]any)
+			kb, _ := kinds[launch.WireLabel(k)].(map[string]any)
 			b, _ := kb["bytes"].(float64)
 			if b <= 0 {
 				t.Errorf("%d iterations: %s carried %v bytes, want > 0", iters, k, kb["bytes"])
@@ -202,7 +188,7 @@ func TestLaunchOffPolicy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "run")
-	stdout, stderr, err := launch(t, ctx, "--config", filepath.Join("..", "..", "configs", "dqn-cartpole-dist.yaml"),
+	stdout, stderr, err := launchCmd(t, ctx, "--config", filepath.Join("..", "..", "configs", "dqn-cartpole-dist.yaml"),
 		"--steps", "12000", "--out", out, "--quiet")
 	if err != nil {
 		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
@@ -235,7 +221,7 @@ func TestLaunchRestartsKilledWorker(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		o, e, err := launch(t, ctx, "--config", writeDistConfig(t, 400), "--out", out, "--quiet",
+		o, e, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 400), "--out", out, "--quiet",
 			"--nats", srv.URL(), "--run", "kill", "--ttl", "1s")
 		done <- result{o, e, err}
 	}()
@@ -330,7 +316,7 @@ func TestWorkersExitWhenControllerGone(t *testing.T) {
 	}
 	defer mem.Close()
 	cctx, crash := context.WithCancel(ctx)
-	if _, err := mem.Register(cctx, controllerName, nil); err != nil {
+	if _, err := mem.Register(cctx, launch.ControllerName, nil); err != nil {
 		t.Fatal(err)
 	}
 	var procs []*exec.Cmd
@@ -390,14 +376,14 @@ func TestLaunchForceResume(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 
 	// --resume of nothing, and --force with --resume: refused.
-	if _, _, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet", "--resume"); !errors.Is(err, algo.ErrCannotResume) {
+	if _, _, err := launchCmd(t, ctx, "--config", cfg, "--out", out, "--quiet", "--resume"); !errors.Is(err, algo.ErrCannotResume) {
 		t.Errorf("--resume of an empty dir: %v, want ErrCannotResume", err)
 	}
-	if _, _, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet", "--force", "--resume"); err == nil || !strings.Contains(err.Error(), "exclude") {
+	if _, _, err := launchCmd(t, ctx, "--config", cfg, "--out", out, "--quiet", "--force", "--resume"); err == nil || !strings.Contains(err.Error(), "exclude") {
 		t.Errorf("--force --resume: %v", err)
 	}
 
-	if so, se, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet"); err != nil {
+	if so, se, err := launchCmd(t, ctx, "--config", cfg, "--out", out, "--quiet"); err != nil {
 		t.Fatalf("first run: %v\nstdout:\n%s\nstderr:\n%s", err, so, se)
 	}
 	first, err := os.ReadFile(filepath.Join(out, "summary.json"))
@@ -407,7 +393,7 @@ func TestLaunchForceResume(t *testing.T) {
 
 	// Again without --force: refused at once, before launching anything.
 	start := time.Now()
-	so, _, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet")
+	so, _, err := launchCmd(t, ctx, "--config", cfg, "--out", out, "--quiet")
 	if !errors.Is(err, algo.ErrRunExists) {
 		t.Errorf("second run without --force: %v, want ErrRunExists", err)
 	}
@@ -417,7 +403,7 @@ func TestLaunchForceResume(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("refusal took %v", d)
 	}
-	if _, _, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet", "--resume"); !errors.Is(err, algo.ErrCannotResume) {
+	if _, _, err := launchCmd(t, ctx, "--config", cfg, "--out", out, "--quiet", "--resume"); !errors.Is(err, algo.ErrCannotResume) {
 		t.Errorf("--resume of a run: %v, want ErrCannotResume", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(out, "summary.json")); !bytes.Equal(b, first) {
@@ -425,7 +411,7 @@ func TestLaunchForceResume(t *testing.T) {
 	}
 
 	// --force with another seed replaces it.
-	if so, se, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet", "--seed", "7", "--force"); err != nil {
+	if so, se, err := launchCmd(t, ctx, "--config", cfg, "--out", out, "--quiet", "--seed", "7", "--force"); err != nil {
 		t.Fatalf("--force: %v\nstdout:\n%s\nstderr:\n%s", err, so, se)
 	}
 	if s := readSummary(t, out); s["seed"] != float64(7) {
@@ -459,7 +445,7 @@ func TestLaunchKilledPolicyWorkerNoStall(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		o, e, err := launch(t, ctx, "--config", writeDistConfigP(t, 400, 2), "--out", out, "--quiet",
+		o, e, err := launchCmd(t, ctx, "--config", writeDistConfigP(t, 400, 2), "--out", out, "--quiet",
 			"--nats", srv.URL(), "--run", "killpolicy", "--ttl", "1s")
 		done <- result{o, e, err}
 	}()
@@ -751,7 +737,7 @@ func TestLaunchNATSClusterNodeKilled(t *testing.T) {
 		// The TTL outlasts a stream leader's election (4–9 s in
 		// nats-server): a registration is not dropped while the members
 		// bucket has no leader.
-		o, e, err := launch(t, ctx, "--config", writeDistConfig(t, 150), "--out", out, "--quiet",
+		o, e, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 150), "--out", out, "--quiet",
 			"--nats", strings.Join(urls, ","), "--nats-replicas", "3", "--run", "cluster", "--ttl", "15s")
 		done <- result{o, e, err}
 	}()
@@ -855,12 +841,12 @@ func TestLaunchNoWorkers(t *testing.T) {
 	t.Cleanup(srv.Shutdown)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, _, err := launch(t, ctx, "--config", writeDistConfig(t, 1), "--no-workers"); err == nil {
+	if _, _, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 1), "--no-workers"); err == nil {
 		t.Fatal("--no-workers without --nats was accepted")
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := launch(t, ctx, "--config", writeDistConfig(t, 1), "--nats", srv.URL(), "--run", "ctl", "--no-workers", "--ttl", "1s")
+		_, _, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 1), "--nats", srv.URL(), "--run", "ctl", "--no-workers", "--ttl", "1s")
 		done <- err
 	}()
 	nc, err := nats.Connect(srv.URL())
@@ -890,7 +876,7 @@ func TestLaunchNoWorkers(t *testing.T) {
 	case <-time.After(2500 * time.Millisecond): // past one poll and two TTLs
 	}
 	// A learner that finishes leaves its exit status, then deregisters.
-	if _, err := mem.Register(ctx, "learner-0"+resultSuffix, []byte("0")); err != nil {
+	if _, err := mem.Register(ctx, "learner-0"+launch.ResultSuffix, []byte("0")); err != nil {
 		t.Fatal(err)
 	}
 	_ = lease.Close()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"herd/launch"
 	"herd/transport"
 )
 
@@ -146,7 +147,7 @@ func TestLearnerAndControllerExitCodes(t *testing.T) {
 	mem := watchRun(t, ctx, srv.URL(), run)
 	cctx, crash := context.WithCancel(ctx)
 	defer crash()
-	if _, err := mem.Register(cctx, controllerName, nil); err != nil {
+	if _, err := mem.Register(cctx, launch.ControllerName, nil); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "run")
@@ -189,7 +190,7 @@ func TestLearnerAndControllerExitCodes(t *testing.T) {
 	// Controller: its learner is killed (its registration expires).
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := launch(t, ctx, "--config", writeDistConfig(t, 1), "--nats", srv.URL(), "--run", "ctl-killed", "--no-workers", "--ttl", "1s")
+		_, _, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 1), "--nats", srv.URL(), "--run", "ctl-killed", "--no-workers", "--ttl", "1s")
 		done <- err
 	}()
 	if _, err := n.RunConfig(ctx, "ctl-killed"); err != nil {

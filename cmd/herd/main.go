@@ -11,7 +11,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -19,13 +18,15 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"herd/launch"
 )
 
-// Exit statuses.
+// Exit statuses (launch.ExitStatus maps errors to them).
 const (
-	exitOK          = 0
-	exitFailed      = 1
-	exitInterrupted = 130 // 128 + SIGINT, as shells report a Ctrl-C
+	exitOK          = launch.ExitOK
+	exitFailed      = launch.ExitFailed
+	exitInterrupted = launch.ExitInterrupted
 )
 
 func main() {
@@ -40,18 +41,9 @@ func main() {
 }
 
 // exitCode maps a command's error to the exit status: a cancellation that
-// reached the top unmixed with any failure means a clean interruption.
-// Commands must not wrap context.Canceled into an error that also reports
-// something unsaved (algo.TrainRun guarantees this for train).
-func exitCode(err error) int {
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, context.Canceled):
-		return exitInterrupted
-	}
-	return exitFailed
-}
+// reached the top unmixed with any failure means a clean interruption
+// (launch.ExitStatus, which worker processes report with too).
+func exitCode(err error) int { return launch.ExitStatus(err) }
 
 // interruptContext returns a context cancelled by the first SIGINT or
 // SIGTERM, so long commands (train, bench, eval) stop at their next check,

@@ -73,15 +73,9 @@ saved, summary.json says "diverged", and the status is 1.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
-			if f.force && f.resume {
-				return errors.New("train: --force and --resume exclude each other")
-			}
-			mode := algo.DirNew
-			switch {
-			case f.force:
-				mode = algo.DirForce
-			case f.resume:
-				mode = algo.DirResume
+			mode, err := run.DirMode(f.force, f.resume)
+			if err != nil {
+				return fmt.Errorf("train: %w", err)
 			}
 			if f.metricsAddr != "" {
 				live := metrics.NewLive()
@@ -180,11 +174,11 @@ func runTrainLive(ctx context.Context, w io.Writer, res *algo.Resolved, mode alg
 	}
 	opt := algo.RunOptions{EvalEpisodes: evalEpisodes, Dir: mode, Executors: run.Executors(), Live: live}
 	if !quiet {
-		opt.Progress, opt.Bar = w, isTerminal(w)
+		opt.Progress, opt.Bar = w, run.IsTerminal(w)
 	}
 	opt.Started = func() {
 		fmt.Fprintf(w, "training %s on %s, seed %d, %d steps%s → %s\n",
-			res.Header.Algo, res.Header.Env, res.Header.Seed, res.Header.Steps, stepsNote(res), res.Header.Out)
+			res.Header.Algo, res.Header.Env, res.Header.Seed, res.Header.Steps, run.StepsNote(res), res.Header.Out)
 	}
 	sum, err := algo.TrainRun(ctx, res, opt)
 	if errors.Is(err, context.Canceled) {
@@ -195,47 +189,12 @@ func runTrainLive(ctx context.Context, w io.Writer, res *algo.Resolved, mode alg
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "done: %d steps in %.1f s (%.0f steps/s), %d episodes, return (last 100) %.2f ± %.2f\n",
-		sum.Steps, sum.WallSeconds, sum.SPS, sum.Episodes, sum.FinalReturnMean100, sum.FinalReturnStd100)
+	fmt.Fprintln(w, run.DoneLine(sum))
 	if sum.EvalEpisodes > 0 {
 		fmt.Fprintf(w, "greedy evaluation: %d episodes, return %.2f ± %.2f\n", sum.EvalEpisodes, sum.EvalReturnMean, sum.EvalReturnStd)
 	}
-	fmt.Fprintln(w, wroteLine(res.Header.Out))
+	fmt.Fprintln(w, run.WroteLine(res.Header.Out))
 	return nil
-}
-
-// wroteLine names the files of a finished run in dir.
-func wroteLine(dir string) string {
-	return "wrote " + filepath.Join(dir, "{config.yaml,metrics.csv,summary.json,curve.png,model.safetensors,"+metrics.EventsFile+"}")
-}
-
-// stepsNote says, when the algorithm trains whole rollouts and the steps
-// asked for are not a multiple of one, how many it will take instead.
-func stepsNote(res *algo.Resolved) string {
-	steps, unit := res.StepsRun()
-	if steps == res.Header.Steps {
-		return ""
-	}
-	return fmt.Sprintf(" (rounded down to %d × %d = %d steps: whole rollouts of num_envs × num_steps)", steps/unit, unit, steps)
-}
-
-// count writes n and a noun, in the plural unless n is 1.
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// isTerminal reports whether w is a character device (a terminal), where a
-// progress bar makes sense; pipes and files get plain lines.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func newEvalCmd() *cobra.Command {

@@ -130,7 +130,7 @@ keeps the other runtime keys (learner_mode among them).`,
 			if choice.Predicted {
 				kind = "predicted by the fits"
 			}
-			fmt.Fprintf(w, "choice: %s, %s (%s %.0f env steps/s)\n", count(choice.Actors, "actor"), count(choice.Learners, "learner"), kind, choice.Rate)
+			fmt.Fprintf(w, "choice: %s, %s (%s %.0f env steps/s)\n", plural(choice.Actors, "actor"), plural(choice.Learners, "learner"), kind, choice.Rate)
 			use := choice
 			png := filepath.Join(out, "fig12.png")
 			if err := tune.Plot(png, pa, pl, fa, fl, u, cores, choice); err != nil {
@@ -202,4 +202,12 @@ func withRuntime(data []byte, actors, learners int) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), enc.Close()
+}
+
+// plural writes n and a noun, in the plural unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
