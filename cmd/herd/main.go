@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"herd/bench"
 	"herd/launch"
 )
 
@@ -87,10 +88,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newBenchCmd())
-	for _, c := range extraCommands() {
-		root.AddCommand(c)
-	}
+	root.AddCommand(bench.Command(), newTrainCmd(), newEvalCmd(), newServeCmd(), newWorkerCmd(), newLaunchCmd(), newTuneCmd())
 	for _, c := range root.Commands() {
 		requireSubcommand(c)
 	}
@@ -120,16 +118,4 @@ func requireSubcommand(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		requireSubcommand(sub)
 	}
-}
-
-func newBenchCmd() *cobra.Command {
-	bench := &cobra.Command{Use: "bench"}
-	var names []string
-	for _, c := range benchCommands() {
-		bench.AddCommand(c)
-		names = append(names, c.Name())
-	}
-	// Built from the subcommands, so that `herd --help` lists every one.
-	bench.Short = "measure herd's hot paths and learning (" + strings.Join(names, ", ") + ")"
-	return bench
 }

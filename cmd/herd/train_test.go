@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"herd/bench"
 	"herd/metrics"
 )
 
@@ -100,18 +101,6 @@ func TestTrainRejectsBadInput(t *testing.T) {
 	}
 }
 
-func TestParseSeeds(t *testing.T) {
-	got, err := parseSeeds("1-3,7")
-	if err != nil || len(got) != 4 || got[0] != 1 || got[2] != 3 || got[3] != 7 {
-		t.Fatalf("%v %v", got, err)
-	}
-	for _, bad := range []string{"", "a", "3-1", "1-", "1-100000"} {
-		if _, err := parseSeeds(bad); err == nil {
-			t.Errorf("parseSeeds(%q): want an error", bad)
-		}
-	}
-}
-
 // herd train run twice without --out writes two run directories, and says
 // at start how it rounds --steps to whole rollouts.
 func TestTrainDefaultOutAndRounding(t *testing.T) {
@@ -141,7 +130,7 @@ func TestHelpListsEveryBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range benchCommands() {
+	for _, c := range bench.Command().Commands() {
 		if !strings.Contains(strings.NewReplacer("(", " ", ")", ",").Replace(out), " "+c.Name()+",") {
 			t.Errorf("herd --help does not name bench %s:\n%s", c.Name(), out)
 		}
