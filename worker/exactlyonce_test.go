@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"herd/algo"
+	"herd/algo/algotest"
 	"herd/env"
-	"herd/internal/fakealgo"
 	"herd/sample"
 	"herd/transport"
 	"herd/weights"
@@ -33,7 +33,7 @@ func TestSlowLearnerLearnsEachSegmentOnce(t *testing.T) {
 	t.Cleanup(srv.Shutdown)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 1}
+	opt := transport.Options{ObsDim: 4, OutDim: 2, Like: algotest.NewParams(), Capacity: 1}
 	open := func() (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
 		nc, err := nats.Connect(srv.URL())
 		if err != nil {
@@ -53,7 +53,7 @@ func TestSlowLearnerLearnsEachSegmentOnce(t *testing.T) {
 		t.Cleanup(func() { _ = inf.Close(); _ = s.Close(); _ = p.Close() })
 		return inf, s, p
 	}
-	pieces := fakealgo.Pieces()
+	pieces := algotest.Pieces()
 	wctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { stop(); wg.Wait() }()
@@ -70,7 +70,7 @@ func TestSlowLearnerLearnsEachSegmentOnce(t *testing.T) {
 			Timeouts: Timeouts{Push: 100 * time.Millisecond}}, pieces, inf2, s2)
 	})
 	_, learner, lp := open()
-	if err := lp.Publish(ctx, weights.New(0, fakealgo.NewParams())); err != nil {
+	if err := lp.Publish(ctx, weights.New(0, algotest.NewParams())); err != nil {
 		t.Fatal(err)
 	}
 	var got [][]byte
@@ -144,14 +144,14 @@ func TestRestartedEnvWorkerContinues(t *testing.T) {
 		t.Fatal(err)
 	}
 	params, _ := ip.Params(ctx, "restart", transport.Options{})
-	pieces := fakealgo.Pieces()
+	pieces := algotest.Pieces()
 	var steps []int64
 	newSampler := pieces.NewSampler
 	pieces.NewSampler = func(n int, r *rand.Rand) (algo.Sampler, error) {
 		s, err := newSampler(n, r)
 		return stepSampler{s, &steps}, err
 	}
-	if err := params.Publish(ctx, weights.New(0, fakealgo.NewParams())); err != nil {
+	if err := params.Publish(ctx, weights.New(0, algotest.NewParams())); err != nil {
 		t.Fatal(err)
 	}
 	pctx, stop := context.WithCancel(ctx)
@@ -229,7 +229,7 @@ func TestLearnerBoundsAndCountsLag(t *testing.T) {
 		}
 	}
 	var c Counters
-	_, err := RunLearner(ctx, LearnerConfig{Iterations: 3, MaxLag: 1, Counters: &c}, fakealgo.Pieces(), smp, params)
+	_, err := RunLearner(ctx, LearnerConfig{Iterations: 3, MaxLag: 1, Counters: &c}, algotest.Pieces(), smp, params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestLearnerWatchdog(t *testing.T) {
 	smp, _ := ip.Samples(ctx, "stall", transport.Options{})
 	params, _ := ip.Params(ctx, "stall", transport.Options{})
 	_, err := RunLearner(ctx, LearnerConfig{Iterations: 1, Stall: 200 * time.Millisecond,
-		Alive: func(context.Context) string { return "env workers alive: none" }}, fakealgo.Pieces(), smp, params)
+		Alive: func(context.Context) string { return "env workers alive: none" }}, algotest.Pieces(), smp, params)
 	if err == nil || !strings.Contains(err.Error(), "no sample for 200ms") || !strings.Contains(err.Error(), "env workers alive: none") {
 		t.Fatalf("err = %v", err)
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"herd/algo"
+	"herd/algo/algotest"
 	"herd/env"
-	"herd/internal/fakealgo"
 	"herd/transport"
 	"herd/weights"
 )
@@ -76,7 +76,7 @@ func BenchmarkTopologyNoop(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			ip := transport.NewInproc()
-			opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
+			opt := transport.Options{ObsDim: 4, OutDim: 2, Like: algotest.NewParams(), Capacity: 2}
 			var closers []func() error
 			defer func() {
 				for _, c := range closers {
@@ -90,7 +90,7 @@ func BenchmarkTopologyNoop(b *testing.B) {
 				closers = append(closers, inf.Close, s.Close, p.Close)
 				return inf, s, p
 			}
-			pieces := fakealgo.Pieces()
+			pieces := algotest.Pieces()
 			pieces.NewPolicy = func() (algo.PolicyNet, error) { return &noopPolicy{}, nil }
 			pieces.NewSampler = func(int, *rand.Rand) (algo.Sampler, error) { return noopSampler{}, nil }
 			var wg sync.WaitGroup
@@ -166,7 +166,7 @@ func BenchmarkTopologyStepTime(b *testing.B) {
 			iters := max(1, b.N/(T*perWorker))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
+			opt := transport.Options{ObsDim: 4, OutDim: 2, Like: algotest.NewParams(), Capacity: 2}
 			var closers []func() error
 			defer func() {
 				for _, c := range closers {
@@ -181,7 +181,7 @@ func BenchmarkTopologyStepTime(b *testing.B) {
 				closers = append(closers, inf.Close, s.Close, p.Close)
 				return inf, s, p
 			}
-			pieces := fakealgo.Pieces()
+			pieces := algotest.Pieces()
 			var wg sync.WaitGroup
 			inf, _, p := open()
 			wg.Go(func() { _ = RunPolicy(ctx, pieces, inf, p) })

@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"herd/algo"
+	"herd/algo/algotest"
 	"herd/env"
-	"herd/internal/fakealgo"
 	"herd/sample"
 	"herd/transport"
 )
@@ -23,7 +23,7 @@ func topology(t *testing.T, mk func() transport.Transport) {
 	const iters, T = 12, 32
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
+	opt := transport.Options{ObsDim: 4, OutDim: 2, Like: algotest.NewParams(), Capacity: 2}
 	run := "topo"
 	open := func() (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
 		tr := mk()
@@ -42,7 +42,7 @@ func topology(t *testing.T, mk func() transport.Transport) {
 		t.Cleanup(func() { _ = inf.Close(); _ = s.Close(); _ = p.Close() })
 		return inf, s, p
 	}
-	pieces := fakealgo.Pieces()
+	pieces := algotest.Pieces()
 	wctx, stopWorkers := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -194,7 +194,7 @@ func BenchmarkTopology(b *testing.B) {
 			iters := max(1, b.N/(T*perWorker))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
+			opt := transport.Options{ObsDim: 4, OutDim: 2, Like: algotest.NewParams(), Capacity: 2}
 			var closers []func() error
 			defer func() {
 				for _, c := range closers {
@@ -215,7 +215,7 @@ func BenchmarkTopology(b *testing.B) {
 				closers = append(closers, p.Close)
 				return inf, s, p
 			}
-			pieces := fakealgo.Pieces()
+			pieces := algotest.Pieces()
 			var wg sync.WaitGroup
 			for range 2 {
 				inf, _, p := open(true)

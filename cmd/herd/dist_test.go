@@ -26,8 +26,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"herd/algo"
+	"herd/algo/algotest"
 	"herd/algo/dqn"
-	"herd/internal/fakealgo"
 	"herd/launch"
 	"herd/transport"
 )
@@ -50,7 +50,7 @@ func init() {
 	}
 }
 
-func testSpecs() []algo.Spec { return []algo.Spec{fakealgo.Spec(), dqn.Spec()} }
+func testSpecs() []algo.Spec { return []algo.Spec{algotest.Spec(), dqn.Spec()} }
 
 func writeDistConfig(t *testing.T, iters int) string { return writeDistConfigP(t, iters, 1) }
 
