@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"herd/algo"
-	"herd/metrics"
 	"herd/run"
 	"herd/run/distexec"
 	"herd/transport"
@@ -218,13 +217,12 @@ func runLearner(ctx context.Context, w io.Writer, n *transport.NATS, tr transpor
 		opt.Progress, opt.Bar = w, run.IsTerminal(w)
 	}
 	if o.MetricsAddr != "" {
-		opt.Live = metrics.NewLive()
-		srv, err := metrics.Serve(o.MetricsAddr, opt.Live)
+		live, srv, err := run.ServeLive(w, o.MetricsAddr)
 		if err != nil {
 			return fmt.Errorf("worker: %w", err)
 		}
 		defer srv.Close()
-		fmt.Fprintf(w, "metrics for Prometheus at http://%s/metrics\n", srv.Addr())
+		opt.Live = live
 	}
 	s, err := algo.TrainRun(ctx, res, opt)
 	if err == nil && !s.Interrupted {

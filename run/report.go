@@ -55,3 +55,15 @@ func DoneLine(s metrics.Summary) string {
 	return fmt.Sprintf("done: %d steps in %.1f s (%.0f steps/s), %d episodes, return (last 100) %.2f ± %.2f",
 		s.Steps, s.WallSeconds, s.SPS, s.Episodes, s.FinalReturnMean100, s.FinalReturnStd100)
 }
+
+// ServeLive serves a run's live metrics for Prometheus at addr
+// (metrics.Serve) and says where on w; the caller closes the server.
+func ServeLive(w io.Writer, addr string) (*metrics.Live, *metrics.Server, error) {
+	live := metrics.NewLive()
+	srv, err := metrics.Serve(addr, live)
+	if err != nil {
+		return nil, nil, err
+	}
+	fmt.Fprintf(w, "metrics for Prometheus at http://%s/metrics\n", srv.Addr())
+	return live, srv, nil
+}

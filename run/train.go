@@ -50,13 +50,12 @@ func Train(ctx context.Context, w io.Writer, res *algo.Resolved, o TrainOptions)
 	}
 	opt := algo.RunOptions{EvalEpisodes: o.EvalEpisodes, Dir: o.Mode, Executors: Executors()}
 	if o.MetricsAddr != "" {
-		opt.Live = metrics.NewLive()
-		srv, err := metrics.Serve(o.MetricsAddr, opt.Live)
+		live, srv, err := ServeLive(w, o.MetricsAddr)
 		if err != nil {
 			return fmt.Errorf("train: %w", err)
 		}
 		defer srv.Close()
-		fmt.Fprintf(w, "metrics for Prometheus at http://%s/metrics\n", srv.Addr())
+		opt.Live = live
 	}
 	if !o.Quiet {
 		opt.Progress, opt.Bar = w, IsTerminal(w)

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"herd/algo"
 	"herd/algo/algotest"
 	"herd/env"
@@ -26,24 +24,12 @@ import (
 // 300 ms with a queue of 1 and the env worker's push timeout is 100 ms,
 // so every push is retried several times while its first send is pending.
 func TestSlowLearnerLearnsEachSegmentOnce(t *testing.T) {
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	dial := natsDialer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	opt := transport.Options{ObsDim: 4, OutDim: 2, Like: algotest.NewParams(), Capacity: 1}
 	open := func() (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
-		nc, err := nats.Connect(srv.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		n, err := transport.NewNATS(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		n := dial()
 		inf, _ := n.Inference(ctx, "once", opt)
 		s, _ := n.Samples(ctx, "once", opt)
 		p, err := n.Params(ctx, "once", opt)

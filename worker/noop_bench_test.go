@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"herd/algo"
 	"herd/algo/algotest"
 	"herd/env"
@@ -144,23 +142,8 @@ func BenchmarkTopologyStepTime(b *testing.B) {
 				ip := transport.NewInproc()
 				mk = func() transport.Transport { return ip }
 			} else {
-				srv, err := transport.StartServer(transport.ServerOptions{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer srv.Shutdown()
-				mk = func() transport.Transport {
-					nc, err := nats.Connect(srv.URL())
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(nc.Close)
-					n, err := transport.NewNATS(nc)
-					if err != nil {
-						b.Fatal(err)
-					}
-					return n
-				}
+				dial := natsDialer(b)
+				mk = func() transport.Transport { return dial() }
 			}
 			const T, perWorker = 32, 4
 			iters := max(1, b.N/(T*perWorker))

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"herd/algo"
 	"herd/algo/dqn"
 	"herd/env"
@@ -156,23 +154,8 @@ func TestOffTopologyInproc(t *testing.T) {
 }
 
 func TestOffTopologyNATS(t *testing.T) {
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown) // after the connections close
-	offTopology(t, func() transport.Transport {
-		nc, err := nats.Connect(srv.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		n, err := transport.NewNATS(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	})
+	dial := natsDialer(t)
+	offTopology(t, func() transport.Transport { return dial() })
 }
 
 // TestOffConfigErrors: bad settings are refused with an error, not a hang.

@@ -118,23 +118,31 @@ func TestTopologyInproc(t *testing.T) {
 }
 
 func TestTopologyNATS(t *testing.T) {
+	dial := natsDialer(t)
+	topology(t, func() transport.Transport { return dial() })
+}
+
+// natsDialer starts an embedded NATS server for tb and returns a dialer
+// of connections to it; tb closes them, then shuts the server down.
+func natsDialer(tb testing.TB) func() *transport.NATS {
+	tb.Helper()
 	srv, err := transport.StartServer(transport.ServerOptions{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(srv.Shutdown) // after the connections close
-	topology(t, func() transport.Transport {
+	tb.Cleanup(srv.Shutdown)
+	return func() *transport.NATS {
 		nc, err := nats.Connect(srv.URL())
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
-		t.Cleanup(nc.Close)
+		tb.Cleanup(nc.Close)
 		n, err := transport.NewNATS(nc)
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		return n
-	})
+	}
 }
 
 // BenchmarkTopology measures env steps/s of the whole topology (2 env

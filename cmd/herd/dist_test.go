@@ -207,55 +207,14 @@ func TestLaunchRestartsKilledWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	srv := startNATS(t, transport.ServerOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "run")
-	type result struct {
-		stdout, stderr string
-		err            error
-	}
-	done := make(chan result, 1)
-	go func() {
-		o, e, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 400), "--out", out, "--quiet",
-			"--nats", srv.URL(), "--run", "kill", "--ttl", "1s")
-		done <- result{o, e, err}
-	}()
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	n, err := transport.NewNATS(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := n.Membership(ctx, "kill", transport.Options{TTL: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
-	pid := 0
-	for pid == 0 {
-		select {
-		case r := <-done:
-			t.Fatalf("launch ended before the kill: %v\n%s", r.err, r.stderr)
-		case <-time.After(50 * time.Millisecond):
-		}
-		ms, err := mem.Members(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range ms {
-			if m.Name == "env-0" {
-				pid, _ = strconv.Atoi(string(m.Info))
-			}
-		}
-	}
+	done := launchAsync(t, ctx, "--config", writeDistConfig(t, 400), "--out", out, "--quiet",
+		"--nats", srv.URL(), "--run", "kill", "--ttl", "1s")
+	mem := watchRun(t, ctx, srv.URL(), "kill")
+	pid := awaitPIDs(t, ctx, mem, done, "env-0")["env-0"]
 	time.Sleep(300 * time.Millisecond) // mid-run
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -278,38 +237,15 @@ func TestWorkersExitWhenControllerGone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	srv := startNATS(t, transport.ServerOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	n, err := transport.NewNATS(nc)
+	n, err := dialNATS(t, srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	const run, ttl = "orphans", time.Second
-	data, err := os.ReadFile(writeDistConfig(t, 1000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := algo.Resolve(data, testSpecs(), algo.Overrides{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := res.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.PutRunConfig(ctx, run, b); err != nil {
-		t.Fatal(err)
-	}
+	putRunConfig(t, ctx, n, run, writeDistConfig(t, 1000))
 	mem, err := n.Membership(ctx, run, transport.Options{TTL: ttl})
 	if err != nil {
 		t.Fatal(err)
@@ -431,61 +367,14 @@ func TestLaunchKilledPolicyWorkerNoStall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	srv := startNATS(t, transport.ServerOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "run")
-	type result struct {
-		stdout, stderr string
-		err            error
-	}
-	done := make(chan result, 1)
-	go func() {
-		o, e, err := launchCmd(t, ctx, "--config", writeDistConfigP(t, 400, 2), "--out", out, "--quiet",
-			"--nats", srv.URL(), "--run", "killpolicy", "--ttl", "1s")
-		done <- result{o, e, err}
-	}()
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	n, err := transport.NewNATS(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := n.Membership(ctx, "killpolicy", transport.Options{TTL: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
-	pid, both := 0, false
-	for !both {
-		select {
-		case r := <-done:
-			t.Fatalf("launch ended before the kill: %v\n%s", r.err, r.stderr)
-		case <-time.After(50 * time.Millisecond):
-		}
-		ms, err := mem.Members(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen := 0
-		for _, m := range ms {
-			switch m.Name {
-			case "policy-0":
-				pid, _ = strconv.Atoi(string(m.Info))
-				seen++
-			case "policy-1":
-				seen++
-			}
-		}
-		both = seen == 2 && pid != 0
-	}
+	done := launchAsync(t, ctx, "--config", writeDistConfigP(t, 400, 2), "--out", out, "--quiet",
+		"--nats", srv.URL(), "--run", "killpolicy", "--ttl", "1s")
+	mem := watchRun(t, ctx, srv.URL(), "killpolicy")
+	pid := awaitPIDs(t, ctx, mem, done, "policy-0", "policy-1")["policy-0"]
 	time.Sleep(300 * time.Millisecond) // mid-run
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -728,19 +617,10 @@ func TestLaunchNATSClusterNodeKilled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "run")
-	type result struct {
-		stdout, stderr string
-		err            error
-	}
-	done := make(chan result, 1)
-	go func() {
-		// The TTL outlasts a stream leader's election (4–9 s in
-		// nats-server): a registration is not dropped while the members
-		// bucket has no leader.
-		o, e, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 150), "--out", out, "--quiet",
-			"--nats", strings.Join(urls, ","), "--nats-replicas", "3", "--run", "cluster", "--ttl", "15s")
-		done <- result{o, e, err}
-	}()
+	// The TTL outlasts a stream leader's election (4–9 s in nats-server):
+	// a registration is not dropped while the members bucket has no leader.
+	done := launchAsync(t, ctx, "--config", writeDistConfig(t, 150), "--out", out, "--quiet",
+		"--nats", strings.Join(urls, ","), "--nats-replicas", "3", "--run", "cluster", "--ttl", "15s")
 	nc, err := nats.Connect(strings.Join(urls, ","), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -793,7 +673,7 @@ func TestLaunchNATSClusterNodeKilled(t *testing.T) {
 	if err := nodes[victim].cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	var r result
+	var r launchResult
 	select {
 	case r = <-done:
 	case <-ctx.Done():
@@ -834,11 +714,7 @@ func TestLaunchNATSClusterNodeKilled(t *testing.T) {
 // launch --no-workers starts no process: it stores the config, waits for a
 // learner registered elsewhere, and ends when that learner is gone.
 func TestLaunchNoWorkers(t *testing.T) {
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	srv := startNATS(t, transport.ServerOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, _, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 1), "--no-workers"); err == nil {
@@ -849,12 +725,7 @@ func TestLaunchNoWorkers(t *testing.T) {
 		_, _, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 1), "--nats", srv.URL(), "--run", "ctl", "--no-workers", "--ttl", "1s")
 		done <- err
 	}()
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	n, err := transport.NewNATS(nc)
+	n, err := dialNATS(t, srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"herd/launch"
 	"herd/transport"
 )
@@ -25,41 +23,16 @@ func TestLaunchKeepsSecretsAndReportsCounters(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	const password = "pw-Zq8v3Kx1"
-	srv, err := transport.StartServer(transport.ServerOptions{User: "herd", Password: password})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	srv := startNATS(t, transport.ServerOptions{User: "herd", Password: password})
 	url := strings.Replace(srv.URL(), "nats://", "nats://herd:"+password+"@", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "run")
-	type result struct {
-		stdout, stderr string
-		err            error
-	}
-	done := make(chan result, 1)
-	go func() {
-		o, e, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 60), "--out", out, "--quiet",
-			"--nats", url, "--run", "secret", "--ttl", "1s")
-		done <- result{o, e, err}
-	}()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	n, err := transport.NewNATS(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := n.Membership(ctx, "secret", transport.Options{TTL: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
+	done := launchAsync(t, ctx, "--config", writeDistConfig(t, 60), "--out", out, "--quiet",
+		"--nats", url, "--run", "secret", "--ttl", "1s")
+	mem := watchRun(t, ctx, url, "secret")
 	seen := map[string]bool{}
-	var r result
+	var r launchResult
 wait:
 	for {
 		select {

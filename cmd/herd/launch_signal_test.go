@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"herd/launch"
 	"herd/transport"
 )
@@ -56,20 +54,6 @@ func startLaunch(t *testing.T, ctx context.Context, url, run, out string) (*exec
 	}
 }
 
-func watchRun(t *testing.T, ctx context.Context, url, run string) transport.Membership {
-	t.Helper()
-	n, err := dialNATS(t, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := n.Membership(ctx, run, transport.Options{TTL: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mem.Close() })
-	return mem
-}
-
 // A Ctrl-C in the terminal (SIGINT to the launcher's whole process group)
 // or a SIGTERM to the launcher alone stops the run once: the learner saves
 // the interrupted run, and launch exits 130.
@@ -77,11 +61,7 @@ func TestLaunchInterruptSavesAndExits130(t *testing.T) {
 	if testing.Short() || runtime.GOOS != "linux" {
 		t.Skip("starts processes; process groups of their own need Linux")
 	}
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	srv := startNATS(t, transport.ServerOptions{})
 	for _, tc := range []struct {
 		name  string
 		group bool
@@ -129,11 +109,7 @@ func TestLearnerAndControllerExitCodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	srv := startNATS(t, transport.ServerOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -211,25 +187,4 @@ func TestLearnerAndControllerExitCodes(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the controller did not end after the learner was gone")
 	}
-}
-
-func putRunConfig(t *testing.T, ctx context.Context, n *transport.NATS, run, path string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.PutRunConfig(ctx, run, data); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func dialNATS(t *testing.T, url string) (*transport.NATS, error) {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		return nil, err
-	}
-	t.Cleanup(nc.Close)
-	return transport.NewNATS(nc)
 }

@@ -102,27 +102,14 @@ func resolveWith(cmd *cobra.Command, f *trainFlags, specs []algo.Spec) (*algo.Re
 		}
 		data = b
 	}
-	var ov algo.Overrides
-	fl := cmd.Flags()
-	if fl.Changed("algo") {
-		ov.Algo = &f.algo
-	}
-	if fl.Changed("env") {
-		ov.Env = &f.env
-	}
-	if fl.Changed("out") {
-		ov.Out = &f.out
-	}
-	if fl.Changed("seed") {
-		ov.Seed = &f.seed
-	}
-	if fl.Changed("steps") {
-		ov.Steps = &f.steps
-	}
-	if fl.Changed("log-every") {
-		ov.LogEvery = &f.logEvery
-	}
-	ov.Set = f.set
+	ov := algo.Overrides{Set: f.set}
+	fl := cmd.Flags().Changed
+	ifSet(fl, "algo", &ov.Algo, &f.algo)
+	ifSet(fl, "env", &ov.Env, &f.env)
+	ifSet(fl, "out", &ov.Out, &f.out)
+	ifSet(fl, "seed", &ov.Seed, &f.seed)
+	ifSet(fl, "steps", &ov.Steps, &f.steps)
+	ifSet(fl, "log-every", &ov.LogEvery, &f.logEvery)
 	res, err := algo.Resolve(data, specs, ov)
 	if err != nil && f.config != "" {
 		return nil, fmt.Errorf("%s: %w", f.config, err)
@@ -152,4 +139,12 @@ func newEvalCmd() *cobra.Command {
 	cmd.Flags().Uint64Var(&o.Seed, "seed", 0, "evaluation seed (episode k is reset with a seed derived from it)")
 	cmd.Flags().StringVar(&envID, "env", "", "evaluate on this env instead of the run's (its spaces must match the checkpoint's)")
 	return cmd
+}
+
+// ifSet points *dst at v when the flag name was set (changed): only flags
+// given on the command line override the config file.
+func ifSet[T any](changed func(string) bool, name string, dst **T, v *T) {
+	if changed(name) {
+		*dst = v
+	}
 }

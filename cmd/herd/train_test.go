@@ -6,10 +6,8 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -163,21 +161,7 @@ func TestTrainMetricsAddrLiveScrape(t *testing.T) {
 	if url == "" {
 		t.Fatalf("no metrics address printed: %v", <-done)
 	}
-	steps := func() float64 {
-		resp, err := http.Get(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "herd_env_steps_total "); ok {
-				f, _ := strconv.ParseFloat(v, 64)
-				return f
-			}
-		}
-		return 0
-	}
+	steps := func() float64 { return scrapeSteps(t, url) }
 	var seen []float64
 	for len(seen) < 2 && ctx.Err() == nil {
 		if s := steps(); s > 0 && (len(seen) == 0 || s > seen[0]) {
