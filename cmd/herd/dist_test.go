@@ -204,12 +204,7 @@ func TestLaunchOffPolicy(t *testing.T) {
 // kill -9 of an env worker mid-run: the launcher restarts it and the run
 // completes.
 func TestLaunchRestartsKilledWorker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	srv := startNATS(t, transport.ServerOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
+	srv, ctx := natsRun(t, 120*time.Second)
 	out := filepath.Join(t.TempDir(), "run")
 	done := launchAsync(t, ctx, "--config", writeDistConfig(t, 400), "--out", out, "--quiet",
 		"--nats", srv.URL(), "--run", "kill", "--ttl", "1s")
@@ -234,12 +229,7 @@ func TestLaunchRestartsKilledWorker(t *testing.T) {
 // When the controller's registration disappears without a goodbye (its
 // process was killed), every worker exits by itself within 2 × TTL.
 func TestWorkersExitWhenControllerGone(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	srv := startNATS(t, transport.ServerOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	srv, ctx := natsRun(t, 60*time.Second)
 	n, err := dialNATS(t, srv.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -364,12 +354,7 @@ func TestLaunchForceResume(t *testing.T) {
 // live one. The stall is the largest wall-clock gap between metrics.csv
 // rows (one every 128 env steps).
 func TestLaunchKilledPolicyWorkerNoStall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	srv := startNATS(t, transport.ServerOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
+	srv, ctx := natsRun(t, 120*time.Second)
 	out := filepath.Join(t.TempDir(), "run")
 	done := launchAsync(t, ctx, "--config", writeDistConfigP(t, 400, 2), "--out", out, "--quiet",
 		"--nats", srv.URL(), "--run", "killpolicy", "--ttl", "1s")

@@ -106,12 +106,7 @@ func TestLaunchInterruptSavesAndExits130(t *testing.T) {
 // and exits with a failure (the run is not finished), and a --no-workers
 // controller whose learner vanishes without a result fails.
 func TestLearnerAndControllerExitCodes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	srv := startNATS(t, transport.ServerOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	srv, ctx := natsRun(t, 60*time.Second)
 
 	// Learner: its controller is killed.
 	n, err := dialNATS(t, srv.URL())

@@ -25,6 +25,19 @@ func startNATS(t *testing.T, opts transport.ServerOptions) *transport.Server {
 	return srv
 }
 
+// natsRun skips the test under -short, starts a NATS server and returns
+// it with a context that ends after timeout (a hang guard, not a timing).
+func natsRun(t *testing.T, timeout time.Duration) (*transport.Server, context.Context) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	srv := startNATS(t, transport.ServerOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	return srv, ctx
+}
+
 // launchResult is what a herd launch run in the background printed and
 // returned.
 type launchResult struct {
