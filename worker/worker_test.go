@@ -198,73 +198,90 @@ func BenchmarkTopology(b *testing.B) {
 					return m
 				}
 			}
-			const T, perWorker = 32, 4
-			iters := max(1, b.N/(T*perWorker))
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			opt := transport.Options{ObsDim: 4, OutDim: 2, Like: algotest.NewParams(), Capacity: 2}
-			var closers []func() error
-			defer func() {
-				for _, c := range closers {
-					_ = c()
-				}
-			}()
-			// As run/distexec: env workers open no parameter service (on
-			// NATS it would download every version).
-			open := func(params bool) (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
-				tr := mk()
-				inf, _ := tr.Inference(ctx, "bench", opt)
-				s, _ := tr.Samples(ctx, "bench", opt)
-				closers = append(closers, inf.Close, s.Close)
-				if !params {
-					return inf, s, nil
-				}
-				p, _ := tr.Params(ctx, "bench", opt)
-				closers = append(closers, p.Close)
-				return inf, s, p
-			}
-			pieces := algotest.Pieces()
-			var wg sync.WaitGroup
-			for range 2 {
-				inf, _, p := open(true)
-				wg.Go(func() { _ = RunPolicy(ctx, pieces, inf, p) })
-			}
-			for slot := range 2 {
-				inf, s, _ := open(false)
-				envs := make([]env.Env, perWorker)
-				for j := range envs {
-					e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics())
-					if err != nil {
-						b.Fatal(err)
-					}
-					envs[j] = e
-					defer e.Close()
-				}
-				wg.Go(func() {
-					_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99}, pieces, inf, s)
-				})
-			}
-			_, s, p := open(true)
-			b.ResetTimer()
-			if _, err := RunLearner(ctx, LearnerConfig{Iterations: iters}, pieces, s, p); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(iters*T*perWorker)/b.Elapsed().Seconds(), "env-steps/s")
-			cancel()
-			wg.Wait()
+			steps := benchTopology(b, mk, benchShape{policyWorkers: 2, perWorker: 4, pieces: algotest.Pieces(),
+				newEnv: func() (env.Env, error) { return env.Make("CartPole-v1", env.WithEpisodeStatistics()) }})
 			if wire != nil {
 				// Client-side counters (payload + headers, sent and
 				// received), so each message counts at both its ends, as
 				// herd launch's server-side figure counts it.
-				steps, total := float64(iters*T*perWorker), uint64(0)
+				total := uint64(0)
 				for _, k := range []string{transport.KindInference, transport.KindSamples, transport.KindParams} {
 					n := wire()[k]
 					total += n
-					b.ReportMetric(float64(n)/steps, k+"-B/step")
+					b.ReportMetric(float64(n)/float64(steps), k+"-B/step")
 				}
-				b.ReportMetric(float64(total)/steps, "wire-B/step")
+				b.ReportMetric(float64(total)/float64(steps), "wire-B/step")
 			}
 		})
 	}
+}
+
+// benchShape is a benchmark topology: policy workers, env workers of
+// perWorker envs each, the pieces, and whether env workers open a
+// parameter service (run/distexec's do not: on NATS it would download
+// every version).
+type benchShape struct {
+	policyWorkers, perWorker int
+	pieces                   *algo.Pieces
+	newEnv                   func() (env.Env, error)
+	envParams                bool
+}
+
+// benchTopology runs the policy workers, 2 env workers and the learner of
+// sh over transports from mk for about b.N env steps, reports env-steps/s
+// and returns the env steps taken.
+func benchTopology(b *testing.B, mk func() transport.Transport, sh benchShape) int {
+	const T = 32
+	iters := max(1, b.N/(T*sh.perWorker))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opt := transport.Options{ObsDim: 4, OutDim: 2, Like: algotest.NewParams(), Capacity: 2}
+	var closers []func() error
+	defer func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}()
+	open := func(params bool) (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
+		tr := mk()
+		inf, _ := tr.Inference(ctx, "bench", opt)
+		s, _ := tr.Samples(ctx, "bench", opt)
+		closers = append(closers, inf.Close, s.Close)
+		if !params {
+			return inf, s, nil
+		}
+		p, _ := tr.Params(ctx, "bench", opt)
+		closers = append(closers, p.Close)
+		return inf, s, p
+	}
+	var wg sync.WaitGroup
+	for range sh.policyWorkers {
+		inf, _, p := open(true)
+		wg.Go(func() { _ = RunPolicy(ctx, sh.pieces, inf, p) })
+	}
+	for slot := range 2 {
+		inf, s, _ := open(sh.envParams)
+		envs := make([]env.Env, sh.perWorker)
+		for j := range envs {
+			e, err := sh.newEnv()
+			if err != nil {
+				b.Fatal(err)
+			}
+			envs[j] = e
+			defer e.Close()
+		}
+		wg.Go(func() {
+			_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99}, sh.pieces, inf, s)
+		})
+	}
+	_, s, p := open(true)
+	b.ResetTimer()
+	if _, err := RunLearner(ctx, LearnerConfig{Iterations: iters}, sh.pieces, s, p); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(iters*T*sh.perWorker)/b.Elapsed().Seconds(), "env-steps/s")
+	cancel()
+	wg.Wait()
+	return iters * T * sh.perWorker
 }
