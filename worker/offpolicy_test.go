@@ -120,15 +120,7 @@ func offTopology(t *testing.T, mk func() transport.Transport) {
 			}
 		}}, pieces, s, p)
 	t.Logf("learner done after %v", time.Since(t0))
-	stopWorkers()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	endWorkers(t, stopWorkers, &wg, errs, err)
 	wantUpdates := uint64((steps - learningStarts) / trainFrequency)
 	if got := l.Weights().N; got != wantUpdates {
 		t.Errorf("learner made %d updates, want %d", got, wantUpdates)

@@ -86,15 +86,7 @@ func topology(t *testing.T, mk func() transport.Transport) {
 		episodes += len(seg.Episodes)
 	}}, pieces, s, p)
 	t.Logf("learner done after %v", time.Since(t0))
-	stopWorkers()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	endWorkers(t, stopWorkers, &wg, errs, err)
 	if got := l.Weights().N; got != iters {
 		t.Errorf("learner at version %d, want %d", got, iters)
 	}
@@ -284,4 +276,19 @@ func benchTopology(b *testing.B, mk func() transport.Transport, sh benchShape) i
 	cancel()
 	wg.Wait()
 	return iters * T * sh.perWorker
+}
+
+// endWorkers stops the workers of a topology test, waits for them and
+// reports their errors, then the learner's (learnerErr).
+func endWorkers(t *testing.T, stop context.CancelFunc, wg *sync.WaitGroup, errs chan error, learnerErr error) {
+	t.Helper()
+	stop()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if learnerErr != nil {
+		t.Fatal(learnerErr)
+	}
 }

@@ -204,12 +204,20 @@ func TestLaunchOffPolicy(t *testing.T) {
 // kill -9 of an env worker mid-run: the launcher restarts it and the run
 // completes.
 func TestLaunchRestartsKilledWorker(t *testing.T) {
+	killMidRun(t, writeDistConfig(t, 400), "kill", "env worker 0 exited", "env-0")
+}
+
+// killMidRun launches a run of 400 iterations of cfg, kill -9s the worker
+// names[0] once every one of names has registered, and checks that the run
+// completes every step and that launch reported the restart (restarted).
+// It returns the run directory.
+func killMidRun(t *testing.T, cfg, run, restarted string, names ...string) string {
+	t.Helper()
 	srv, ctx := natsRun(t, 120*time.Second)
 	out := filepath.Join(t.TempDir(), "run")
-	done := launchAsync(t, ctx, "--config", writeDistConfig(t, 400), "--out", out, "--quiet",
-		"--nats", srv.URL(), "--run", "kill", "--ttl", "1s")
-	mem := watchRun(t, ctx, srv.URL(), "kill")
-	pid := awaitPIDs(t, ctx, mem, done, "env-0")["env-0"]
+	done := launchAsync(t, ctx, "--config", cfg, "--out", out, "--quiet", "--nats", srv.URL(), "--run", run, "--ttl", "1s")
+	mem := watchRun(t, ctx, srv.URL(), run)
+	pid := awaitPIDs(t, ctx, mem, done, names...)[names[0]]
 	time.Sleep(300 * time.Millisecond) // mid-run
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -218,12 +226,13 @@ func TestLaunchRestartsKilledWorker(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("%v\nstderr:\n%s", r.err, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "env worker 0 exited") {
-		t.Errorf("no restart reported; stderr:\n%s", r.stderr)
+	if !strings.Contains(r.stderr, restarted) {
+		t.Errorf("the kill did not hit the run (no %q); stderr:\n%s", restarted, r.stderr)
 	}
 	if s := readSummary(t, out); s["steps"].(float64) != 400*4*32 {
 		t.Errorf("summary steps %v", s["steps"])
 	}
+	return out
 }
 
 // When the controller's registration disappears without a goodbye (its
@@ -354,26 +363,7 @@ func TestLaunchForceResume(t *testing.T) {
 // live one. The stall is the largest wall-clock gap between metrics.csv
 // rows (one every 128 env steps).
 func TestLaunchKilledPolicyWorkerNoStall(t *testing.T) {
-	srv, ctx := natsRun(t, 120*time.Second)
-	out := filepath.Join(t.TempDir(), "run")
-	done := launchAsync(t, ctx, "--config", writeDistConfigP(t, 400, 2), "--out", out, "--quiet",
-		"--nats", srv.URL(), "--run", "killpolicy", "--ttl", "1s")
-	mem := watchRun(t, ctx, srv.URL(), "killpolicy")
-	pid := awaitPIDs(t, ctx, mem, done, "policy-0", "policy-1")["policy-0"]
-	time.Sleep(300 * time.Millisecond) // mid-run
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("%v\nstderr:\n%s", r.err, r.stderr)
-	}
-	if !strings.Contains(r.stderr, "policy worker 0 exited") {
-		t.Errorf("the kill did not hit the run; stderr:\n%s", r.stderr)
-	}
-	if s := readSummary(t, out); s["steps"].(float64) != 400*4*32 {
-		t.Errorf("summary steps %v", s["steps"])
-	}
+	out := killMidRun(t, writeDistConfigP(t, 400, 2), "killpolicy", "policy worker 0 exited", "policy-0", "policy-1")
 	b, err := os.ReadFile(filepath.Join(out, "metrics.csv"))
 	if err != nil {
 		t.Fatal(err)
