@@ -4,6 +4,11 @@
 // sub-packages (run/hts, run/pal, run/distexec) or in package flow (the
 // algorithm's dataflow plan) and are handed to algo.TrainRun
 // through Executors.
+//
+// Train is `herd train`: algo.TrainRun with every executor, the progress
+// and outcome lines, an optional Prometheus endpoint (ServeLive) and CPU
+// profile. Eval is `herd eval`. DirMode, StepsNote, WroteLine and DoneLine
+// are shared with herd launch's learner (package launch).
 package run
 
 import (

@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SECTIONS=(cold speed learn shared nn env replay persist hts pal remote dist)
+SECTIONS=(cold speed learn shared nn env replay persist hts pal remote dist layout)
 if [ "${1:-}" = "--list" ]; then printf '%s\n' "${SECTIONS[@]}"; exit 0; fi
 WANT=("$@")
 [ ${#WANT[@]} -eq 0 ] && WANT=("${SECTIONS[@]}")
@@ -129,6 +129,9 @@ sec_dist() { # Distributed runs: learning and wire bytes
       run "$B" launch --config "configs/$a-cartpole-dist.yaml" --steps 50000 --seed $s --out "$TMP/wire-$a-$s" --quiet
     done
   done
+}
+sec_layout() { # Code layout: cmd/herd lines, layering test, duplicate pairs
+  run bash scripts/layout.sh
 }
 
 for w in "${WANT[@]}"; do

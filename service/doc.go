@@ -1,6 +1,7 @@
 // Package service holds what herd's gRPC services share: transport security
-// (TLS, optionally mutual), message size limits, listen-address defaults and
-// the protocol version. The services themselves live in service/envsvc
+// (TLS, optionally mutual), message size limits, listen-address defaults,
+// the protocol version, and Run, the serve loop of every `herd serve`
+// command. The services themselves live in service/envsvc
 // (remote environments) and service/replaysvc (the persistent replay store);
 // their wire protocol is proto/herd/v1 (package herdv1), and the Go client
 // for remote envs is package env itself (env.Make("grpc://host:port/ID")).

@@ -8,9 +8,9 @@
 //
 // Deciding is separate from doing, as in pebble's compaction picker: Fit,
 // Search and Choose are pure functions of measured curves, so they are
-// tested on given tables; `herd tune` measures with short real runs
-// (run/pal), calls them, and writes the table, the plot (Plot) and a config
-// with the choice.
+// tested on given tables; Explore (`herd tune`) measures with short real
+// runs (run/pal), calls them, and writes the table, the plot (Plot) and a
+// config with the choice.
 //
 // # The search
 //

@@ -10,11 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"herd/algo"
+	"herd/algo/algotest"
 	"herd/env"
-	"herd/internal/fakealgo"
 	"herd/sample"
 	"herd/transport"
 	"herd/weights"
@@ -26,24 +24,12 @@ import (
 // 300 ms with a queue of 1 and the env worker's push timeout is 100 ms,
 // so every push is retried several times while its first send is pending.
 func TestSlowLearnerLearnsEachSegmentOnce(t *testing.T) {
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	dial := natsDialer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 1}
+	opt := transport.Options{ObsDim: 4, OutDim: 2, Like: algotest.NewParams(), Capacity: 1}
 	open := func() (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
-		nc, err := nats.Connect(srv.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		n, err := transport.NewNATS(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		n := dial()
 		inf, _ := n.Inference(ctx, "once", opt)
 		s, _ := n.Samples(ctx, "once", opt)
 		p, err := n.Params(ctx, "once", opt)
@@ -53,7 +39,7 @@ func TestSlowLearnerLearnsEachSegmentOnce(t *testing.T) {
 		t.Cleanup(func() { _ = inf.Close(); _ = s.Close(); _ = p.Close() })
 		return inf, s, p
 	}
-	pieces := fakealgo.Pieces()
+	pieces := algotest.Pieces()
 	wctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() { stop(); wg.Wait() }()
@@ -70,7 +56,7 @@ func TestSlowLearnerLearnsEachSegmentOnce(t *testing.T) {
 			Timeouts: Timeouts{Push: 100 * time.Millisecond}}, pieces, inf2, s2)
 	})
 	_, learner, lp := open()
-	if err := lp.Publish(ctx, weights.New(0, fakealgo.NewParams())); err != nil {
+	if err := lp.Publish(ctx, weights.New(0, algotest.NewParams())); err != nil {
 		t.Fatal(err)
 	}
 	var got [][]byte
@@ -144,14 +130,14 @@ func TestRestartedEnvWorkerContinues(t *testing.T) {
 		t.Fatal(err)
 	}
 	params, _ := ip.Params(ctx, "restart", transport.Options{})
-	pieces := fakealgo.Pieces()
+	pieces := algotest.Pieces()
 	var steps []int64
 	newSampler := pieces.NewSampler
 	pieces.NewSampler = func(n int, r *rand.Rand) (algo.Sampler, error) {
 		s, err := newSampler(n, r)
 		return stepSampler{s, &steps}, err
 	}
-	if err := params.Publish(ctx, weights.New(0, fakealgo.NewParams())); err != nil {
+	if err := params.Publish(ctx, weights.New(0, algotest.NewParams())); err != nil {
 		t.Fatal(err)
 	}
 	pctx, stop := context.WithCancel(ctx)
@@ -229,7 +215,7 @@ func TestLearnerBoundsAndCountsLag(t *testing.T) {
 		}
 	}
 	var c Counters
-	_, err := RunLearner(ctx, LearnerConfig{Iterations: 3, MaxLag: 1, Counters: &c}, fakealgo.Pieces(), smp, params)
+	_, err := RunLearner(ctx, LearnerConfig{Iterations: 3, MaxLag: 1, Counters: &c}, algotest.Pieces(), smp, params)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +234,7 @@ func TestLearnerWatchdog(t *testing.T) {
 	smp, _ := ip.Samples(ctx, "stall", transport.Options{})
 	params, _ := ip.Params(ctx, "stall", transport.Options{})
 	_, err := RunLearner(ctx, LearnerConfig{Iterations: 1, Stall: 200 * time.Millisecond,
-		Alive: func(context.Context) string { return "env workers alive: none" }}, fakealgo.Pieces(), smp, params)
+		Alive: func(context.Context) string { return "env workers alive: none" }}, algotest.Pieces(), smp, params)
 	if err == nil || !strings.Contains(err.Error(), "no sample for 200ms") || !strings.Contains(err.Error(), "env workers alive: none") {
 		t.Fatalf("err = %v", err)
 	}

@@ -1,17 +1,13 @@
 package worker
 
 import (
-	"context"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"herd/algo"
+	"herd/algo/algotest"
 	"herd/env"
-	"herd/internal/fakealgo"
 	"herd/transport"
 	"herd/weights"
 )
@@ -71,50 +67,12 @@ func (noopSampler) ValuesTo(dst, _ []float32, n int) { clear(dst[:n]) }
 func BenchmarkTopologyNoop(b *testing.B) {
 	for _, E := range []int{4, 64, 256} {
 		b.Run("envs="+itoa(E), func(b *testing.B) {
-			const T = 32
-			iters := max(1, b.N/(T*E))
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			ip := transport.NewInproc()
-			opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
-			var closers []func() error
-			defer func() {
-				for _, c := range closers {
-					_ = c()
-				}
-			}()
-			open := func() (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
-				inf, _ := ip.Inference(ctx, "noop", opt)
-				s, _ := ip.Samples(ctx, "noop", opt)
-				p, _ := ip.Params(ctx, "noop", opt)
-				closers = append(closers, inf.Close, s.Close, p.Close)
-				return inf, s, p
-			}
-			pieces := fakealgo.Pieces()
+			pieces := algotest.Pieces()
 			pieces.NewPolicy = func() (algo.PolicyNet, error) { return &noopPolicy{}, nil }
 			pieces.NewSampler = func(int, *rand.Rand) (algo.Sampler, error) { return noopSampler{}, nil }
-			var wg sync.WaitGroup
-			inf, _, p := open()
-			wg.Go(func() { _ = RunPolicy(ctx, pieces, inf, p) })
-			for slot := range 2 {
-				inf, s, _ := open()
-				envs := make([]env.Env, E)
-				for j := range envs {
-					envs[j] = &noopEnv{}
-				}
-				wg.Go(func() {
-					_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99}, pieces, inf, s)
-				})
-			}
-			_, s, p := open()
-			b.ResetTimer()
-			if _, err := RunLearner(ctx, LearnerConfig{Iterations: iters}, pieces, s, p); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(iters*T*E)/b.Elapsed().Seconds(), "env-steps/s")
-			cancel()
-			wg.Wait()
+			ip := transport.NewInproc()
+			benchTopology(b, func() transport.Transport { return ip }, benchShape{policyWorkers: 1, perWorker: E, pieces: pieces,
+				newEnv: func() (env.Env, error) { return &noopEnv{}, nil }, envParams: true})
 		})
 	}
 }
@@ -144,71 +102,13 @@ func BenchmarkTopologyStepTime(b *testing.B) {
 				ip := transport.NewInproc()
 				mk = func() transport.Transport { return ip }
 			} else {
-				srv, err := transport.StartServer(transport.ServerOptions{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer srv.Shutdown()
-				mk = func() transport.Transport {
-					nc, err := nats.Connect(srv.URL())
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(nc.Close)
-					n, err := transport.NewNATS(nc)
-					if err != nil {
-						b.Fatal(err)
-					}
-					return n
-				}
+				dial := natsDialer(b)
+				mk = func() transport.Transport { return dial() }
 			}
-			const T, perWorker = 32, 4
-			iters := max(1, b.N/(T*perWorker))
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
-			var closers []func() error
-			defer func() {
-				for _, c := range closers {
-					_ = c()
-				}
-			}()
-			open := func() (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
-				tr := mk()
-				inf, _ := tr.Inference(ctx, "bench", opt)
-				s, _ := tr.Samples(ctx, "bench", opt)
-				p, _ := tr.Params(ctx, "bench", opt)
-				closers = append(closers, inf.Close, s.Close, p.Close)
-				return inf, s, p
-			}
-			pieces := fakealgo.Pieces()
-			var wg sync.WaitGroup
-			inf, _, p := open()
-			wg.Go(func() { _ = RunPolicy(ctx, pieces, inf, p) })
-			for slot := range 2 {
-				inf, s, _ := open()
-				envs := make([]env.Env, perWorker)
-				for j := range envs {
-					e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics(), env.WithStepTime(env.StepTime{Mean: time.Millisecond}))
-					if err != nil {
-						b.Fatal(err)
-					}
-					envs[j] = e
-					defer e.Close()
-				}
-				wg.Go(func() {
-					_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99}, pieces, inf, s)
-				})
-			}
-			_, s, p := open()
-			b.ResetTimer()
-			if _, err := RunLearner(ctx, LearnerConfig{Iterations: iters}, pieces, s, p); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(iters*T*perWorker)/b.Elapsed().Seconds(), "env-steps/s")
-			cancel()
-			wg.Wait()
+			benchTopology(b, mk, benchShape{policyWorkers: 1, perWorker: 4, pieces: algotest.Pieces(), envParams: true,
+				newEnv: func() (env.Env, error) {
+					return env.Make("CartPole-v1", env.WithEpisodeStatistics(), env.WithStepTime(env.StepTime{Mean: time.Millisecond}))
+				}})
 		})
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"herd/algo"
 	"herd/algo/dqn"
 	"herd/env"
@@ -122,15 +120,7 @@ func offTopology(t *testing.T, mk func() transport.Transport) {
 			}
 		}}, pieces, s, p)
 	t.Logf("learner done after %v", time.Since(t0))
-	stopWorkers()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	endWorkers(t, stopWorkers, &wg, errs, err)
 	wantUpdates := uint64((steps - learningStarts) / trainFrequency)
 	if got := l.Weights().N; got != wantUpdates {
 		t.Errorf("learner made %d updates, want %d", got, wantUpdates)
@@ -156,23 +146,8 @@ func TestOffTopologyInproc(t *testing.T) {
 }
 
 func TestOffTopologyNATS(t *testing.T) {
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown) // after the connections close
-	offTopology(t, func() transport.Transport {
-		nc, err := nats.Connect(srv.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		n, err := transport.NewNATS(nc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	})
+	dial := natsDialer(t)
+	offTopology(t, func() transport.Transport { return dial() })
 }
 
 // TestOffConfigErrors: bad settings are refused with an error, not a hang.

@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"herd/algo"
+	"herd/algo/algotest"
 	"herd/env"
-	"herd/internal/fakealgo"
 	"herd/sample"
 	"herd/transport"
 )
@@ -23,7 +23,7 @@ func topology(t *testing.T, mk func() transport.Transport) {
 	const iters, T = 12, 32
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
+	opt := transport.Options{ObsDim: 4, OutDim: 2, Like: algotest.NewParams(), Capacity: 2}
 	run := "topo"
 	open := func() (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
 		tr := mk()
@@ -42,7 +42,7 @@ func topology(t *testing.T, mk func() transport.Transport) {
 		t.Cleanup(func() { _ = inf.Close(); _ = s.Close(); _ = p.Close() })
 		return inf, s, p
 	}
-	pieces := fakealgo.Pieces()
+	pieces := algotest.Pieces()
 	wctx, stopWorkers := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -86,15 +86,7 @@ func topology(t *testing.T, mk func() transport.Transport) {
 		episodes += len(seg.Episodes)
 	}}, pieces, s, p)
 	t.Logf("learner done after %v", time.Since(t0))
-	stopWorkers()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Error(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	endWorkers(t, stopWorkers, &wg, errs, err)
 	if got := l.Weights().N; got != iters {
 		t.Errorf("learner at version %d, want %d", got, iters)
 	}
@@ -118,23 +110,31 @@ func TestTopologyInproc(t *testing.T) {
 }
 
 func TestTopologyNATS(t *testing.T) {
+	dial := natsDialer(t)
+	topology(t, func() transport.Transport { return dial() })
+}
+
+// natsDialer starts an embedded NATS server for tb and returns a dialer
+// of connections to it; tb closes them, then shuts the server down.
+func natsDialer(tb testing.TB) func() *transport.NATS {
+	tb.Helper()
 	srv, err := transport.StartServer(transport.ServerOptions{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(srv.Shutdown) // after the connections close
-	topology(t, func() transport.Transport {
+	tb.Cleanup(srv.Shutdown)
+	return func() *transport.NATS {
 		nc, err := nats.Connect(srv.URL())
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
-		t.Cleanup(nc.Close)
+		tb.Cleanup(nc.Close)
 		n, err := transport.NewNATS(nc)
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		return n
-	})
+	}
 }
 
 // BenchmarkTopology measures env steps/s of the whole topology (2 env
@@ -190,73 +190,105 @@ func BenchmarkTopology(b *testing.B) {
 					return m
 				}
 			}
-			const T, perWorker = 32, 4
-			iters := max(1, b.N/(T*perWorker))
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
-			var closers []func() error
-			defer func() {
-				for _, c := range closers {
-					_ = c()
-				}
-			}()
-			// As run/distexec: env workers open no parameter service (on
-			// NATS it would download every version).
-			open := func(params bool) (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
-				tr := mk()
-				inf, _ := tr.Inference(ctx, "bench", opt)
-				s, _ := tr.Samples(ctx, "bench", opt)
-				closers = append(closers, inf.Close, s.Close)
-				if !params {
-					return inf, s, nil
-				}
-				p, _ := tr.Params(ctx, "bench", opt)
-				closers = append(closers, p.Close)
-				return inf, s, p
-			}
-			pieces := fakealgo.Pieces()
-			var wg sync.WaitGroup
-			for range 2 {
-				inf, _, p := open(true)
-				wg.Go(func() { _ = RunPolicy(ctx, pieces, inf, p) })
-			}
-			for slot := range 2 {
-				inf, s, _ := open(false)
-				envs := make([]env.Env, perWorker)
-				for j := range envs {
-					e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics())
-					if err != nil {
-						b.Fatal(err)
-					}
-					envs[j] = e
-					defer e.Close()
-				}
-				wg.Go(func() {
-					_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99}, pieces, inf, s)
-				})
-			}
-			_, s, p := open(true)
-			b.ResetTimer()
-			if _, err := RunLearner(ctx, LearnerConfig{Iterations: iters}, pieces, s, p); err != nil {
-				b.Fatal(err)
-			}
-			b.StopTimer()
-			b.ReportMetric(float64(iters*T*perWorker)/b.Elapsed().Seconds(), "env-steps/s")
-			cancel()
-			wg.Wait()
+			steps := benchTopology(b, mk, benchShape{policyWorkers: 2, perWorker: 4, pieces: algotest.Pieces(),
+				newEnv: func() (env.Env, error) { return env.Make("CartPole-v1", env.WithEpisodeStatistics()) }})
 			if wire != nil {
 				// Client-side counters (payload + headers, sent and
 				// received), so each message counts at both its ends, as
 				// herd launch's server-side figure counts it.
-				steps, total := float64(iters*T*perWorker), uint64(0)
+				total := uint64(0)
 				for _, k := range []string{transport.KindInference, transport.KindSamples, transport.KindParams} {
 					n := wire()[k]
 					total += n
-					b.ReportMetric(float64(n)/steps, k+"-B/step")
+					b.ReportMetric(float64(n)/float64(steps), k+"-B/step")
 				}
-				b.ReportMetric(float64(total)/steps, "wire-B/step")
+				b.ReportMetric(float64(total)/float64(steps), "wire-B/step")
 			}
 		})
+	}
+}
+
+// benchShape is a benchmark topology: policy workers, env workers of
+// perWorker envs each, the pieces, and whether env workers open a
+// parameter service (run/distexec's do not: on NATS it would download
+// every version).
+type benchShape struct {
+	policyWorkers, perWorker int
+	pieces                   *algo.Pieces
+	newEnv                   func() (env.Env, error)
+	envParams                bool
+}
+
+// benchTopology runs the policy workers, 2 env workers and the learner of
+// sh over transports from mk for about b.N env steps, reports env-steps/s
+// and returns the env steps taken.
+func benchTopology(b *testing.B, mk func() transport.Transport, sh benchShape) int {
+	const T = 32
+	iters := max(1, b.N/(T*sh.perWorker))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opt := transport.Options{ObsDim: 4, OutDim: 2, Like: algotest.NewParams(), Capacity: 2}
+	var closers []func() error
+	defer func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}()
+	open := func(params bool) (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
+		tr := mk()
+		inf, _ := tr.Inference(ctx, "bench", opt)
+		s, _ := tr.Samples(ctx, "bench", opt)
+		closers = append(closers, inf.Close, s.Close)
+		if !params {
+			return inf, s, nil
+		}
+		p, _ := tr.Params(ctx, "bench", opt)
+		closers = append(closers, p.Close)
+		return inf, s, p
+	}
+	var wg sync.WaitGroup
+	for range sh.policyWorkers {
+		inf, _, p := open(true)
+		wg.Go(func() { _ = RunPolicy(ctx, sh.pieces, inf, p) })
+	}
+	for slot := range 2 {
+		inf, s, _ := open(sh.envParams)
+		envs := make([]env.Env, sh.perWorker)
+		for j := range envs {
+			e, err := sh.newEnv()
+			if err != nil {
+				b.Fatal(err)
+			}
+			envs[j] = e
+			defer e.Close()
+		}
+		wg.Go(func() {
+			_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99}, sh.pieces, inf, s)
+		})
+	}
+	_, s, p := open(true)
+	b.ResetTimer()
+	if _, err := RunLearner(ctx, LearnerConfig{Iterations: iters}, sh.pieces, s, p); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(iters*T*sh.perWorker)/b.Elapsed().Seconds(), "env-steps/s")
+	cancel()
+	wg.Wait()
+	return iters * T * sh.perWorker
+}
+
+// endWorkers stops the workers of a topology test, waits for them and
+// reports their errors, then the learner's (learnerErr).
+func endWorkers(t *testing.T, stop context.CancelFunc, wg *sync.WaitGroup, errs chan error, learnerErr error) {
+	t.Helper()
+	stop()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if learnerErr != nil {
+		t.Fatal(learnerErr)
 	}
 }

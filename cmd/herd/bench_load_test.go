@@ -3,50 +3,20 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
-	"syscall"
 	"testing"
+
+	"herd/bench"
 )
 
 // TestMain lets the test binary stand in for herd when --load re-executes
 // it as a busy loop (os.Executable is the test binary here).
 func TestMain(m *testing.M) {
-	if len(os.Args) == 3 && os.Args[1] == "bench" && os.Args[2] == spinCmdName {
+	if len(os.Args) == 3 && os.Args[1] == "bench" && os.Args[2] == bench.SpinCommand {
 		main()
 		return
 	}
 	os.Exit(m.Run())
-}
-
-// TestLoadStartsAndStops: startLoad's processes are running until stop,
-// and gone (reaped) after it.
-func TestLoadStartsAndStops(t *testing.T) {
-	l, err := startLoad(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(l.procs) != 2 {
-		t.Fatalf("%d processes, want 2", len(l.procs))
-	}
-	var pids []int
-	for _, c := range l.procs {
-		pids = append(pids, c.Process.Pid)
-		if err := syscall.Kill(c.Process.Pid, 0); err != nil {
-			t.Errorf("busy loop %d not running: %v", c.Process.Pid, err)
-		}
-	}
-	if err := l.stop(); err != nil {
-		t.Fatal(err)
-	}
-	for _, pid := range pids {
-		if err := syscall.Kill(pid, 0); err == nil {
-			t.Errorf("busy loop %d still exists after stop", pid)
-		}
-	}
-	if err := l.stop(); err != nil { // idempotent
-		t.Fatal(err)
-	}
 }
 
 // TestBenchLearnLoadPin drives bench learn with --load and two --pin
@@ -128,29 +98,6 @@ func TestBenchLearnLoadFlagErrors(t *testing.T) {
 		out, err := runHerd(t, append([]string{"bench", "learn", "--config", "none.yaml"}, args...)...)
 		if err == nil || !strings.Contains(err.Error(), "--") {
 			t.Errorf("%v: err %v, want a flag error\n%s", args, err, out)
-		}
-	}
-}
-
-func TestMedian(t *testing.T) {
-	if m := median([]float64{3, 1, 50}); m != 3 {
-		t.Errorf("median odd = %v", m)
-	}
-	if m := median([]float64{4, 1, 2, 50}); m != 3 {
-		t.Errorf("median even = %v", m)
-	}
-}
-
-func TestParseCPUList(t *testing.T) {
-	for in, want := range map[string][]int{"0": {0}, "0,2": {0, 2}, "0-3": {0, 1, 2, 3}, "1-2,1,5": {1, 2, 5}, "all": nil} {
-		got, err := parseCPUList(in)
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("parseCPUList(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "a", "1-", "2-1", "-3", "5000"} {
-		if _, err := parseCPUList(in); err == nil {
-			t.Errorf("parseCPUList(%q): want an error", in)
 		}
 	}
 }

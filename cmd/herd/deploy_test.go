@@ -17,6 +17,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
+
+	"herd/launch"
 )
 
 // parseHerdArgs finds the subcommand of args and parses its flags without
@@ -171,8 +173,8 @@ func checkFaultTolerance(ms []manifest) []error {
 			if strings.Contains(strings.Join(args, " "), "@") || flagValue(args, "--nats") != "" {
 				bad("%s: the NATS URL is on the command line; it belongs in $HERD_NATS_URL from a Secret", what)
 			}
-			if e := m.herdEnv[k][natsURLEnv]; e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
-				bad("%s: $%s does not come from a Secret", what, natsURLEnv)
+			if e := m.herdEnv[k][launch.URLEnv]; e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+				bad("%s: $%s does not come from a Secret", what, launch.URLEnv)
 			}
 			if flagValue(args, "--nats-replicas") != "3" {
 				bad("%s: --nats-replicas is %q, want 3 (one node lost loses no bucket)", what, flagValue(args, "--nats-replicas"))

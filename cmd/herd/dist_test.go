@@ -26,8 +26,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"herd/algo"
+	"herd/algo/algotest"
 	"herd/algo/dqn"
-	"herd/internal/fakealgo"
+	"herd/launch"
 	"herd/transport"
 )
 
@@ -49,7 +50,7 @@ func init() {
 	}
 }
 
-func testSpecs() []algo.Spec { return []algo.Spec{fakealgo.Spec(), dqn.Spec()} }
+func testSpecs() []algo.Spec { return []algo.Spec{algotest.Spec(), dqn.Spec()} }
 
 func writeDistConfig(t *testing.T, iters int) string { return writeDistConfigP(t, iters, 1) }
 
@@ -63,7 +64,7 @@ func writeDistConfigP(t *testing.T, iters, policyWorkers int) string {
 	return p
 }
 
-func launch(t *testing.T, ctx context.Context, args ...string) (string, string, error) {
+func launchCmd(t *testing.T, ctx context.Context, args ...string) (string, string, error) {
 	t.Helper()
 	t.Setenv("HERD_TEST_AS_HERD", "1") // inherited by the worker processes only
 	cmd := newLaunchCmdWith(testSpecs, []string{os.Args[0]})
@@ -97,7 +98,7 @@ func TestLaunch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "run")
-	stdout, stderr, err := launch(t, ctx, "--config", writeDistConfig(t, 10), "--out", out, "--quiet")
+	stdout, stderr, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 10), "--out", out, "--quiet")
 	if err != nil {
 		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
@@ -116,21 +117,6 @@ func TestLaunch(t *testing.T) {
 	}
 }
 
-// The wire bytes merged into summary.json keep its two-space indentation.
-func TestMergeJSONIndent(t *testing.T) {
-	m, err := mergeJSON([]byte("{\n  \"steps\": 3\n}\n"), map[string]any{"wire_by_kind": map[string]int{"weights": 1}, "wire_bytes": 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want bytes.Buffer
-	if err := json.Indent(&want, m, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	if got := string(m); got != want.String() {
-		t.Errorf("merged summary:\n%s\nwant:\n%s", got, want.String())
-	}
-}
-
 // herd launch adds the wire bytes per env step to summary.json: every
 // connection attributed to a kind (the kinds sum to the total), each kind
 // the on-policy topology uses non-zero, and inference and samples growing
@@ -144,7 +130,7 @@ func TestLaunchWireBytes(t *testing.T) {
 	onPolicy := map[int]float64{}
 	for _, iters := range []int{10, 30} {
 		out := filepath.Join(t.TempDir(), "run")
-		stdout, stderr, err := launch(t, ctx, "--config", writeDistConfig(t, iters), "--out", out, "--quiet")
+		stdout, stderr, err := launchCmd(t, ctx, "--config", writeDistConfig(t, iters), "--out", out, "--quiet")
 		if err != nil {
 			t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 		}
@@ -163,7 +149,7 @@ func TestLaunchWireBytes(t *testing.T) {
 		kinds, _ := s["wire_by_kind"].(map[string]any)
 		var sum float64
 		for _, k := range transport.Kinds() {
-			kb, _ := kinds[wireLabel(k)].(map[string]any)
+			kb, _ := kinds[launch.WireLabel(k)].(map[string]any)
 			b, _ := kb["bytes"].(float64)
 			if b <= 0 {
 				t.Errorf("%d iterations: %s carried %v bytes, want > 0", iters, k, kb["bytes"])
@@ -202,7 +188,7 @@ func TestLaunchOffPolicy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "run")
-	stdout, stderr, err := launch(t, ctx, "--config", filepath.Join("..", "..", "configs", "dqn-cartpole-dist.yaml"),
+	stdout, stderr, err := launchCmd(t, ctx, "--config", filepath.Join("..", "..", "configs", "dqn-cartpole-dist.yaml"),
 		"--steps", "12000", "--out", out, "--quiet")
 	if err != nil {
 		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
@@ -218,58 +204,20 @@ func TestLaunchOffPolicy(t *testing.T) {
 // kill -9 of an env worker mid-run: the launcher restarts it and the run
 // completes.
 func TestLaunchRestartsKilledWorker(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
+	killMidRun(t, writeDistConfig(t, 400), "kill", "env worker 0 exited", "env-0")
+}
+
+// killMidRun launches a run of 400 iterations of cfg, kill -9s the worker
+// names[0] once every one of names has registered, and checks that the run
+// completes every step and that launch reported the restart (restarted).
+// It returns the run directory.
+func killMidRun(t *testing.T, cfg, run, restarted string, names ...string) string {
+	t.Helper()
+	srv, ctx := natsRun(t, 120*time.Second)
 	out := filepath.Join(t.TempDir(), "run")
-	type result struct {
-		stdout, stderr string
-		err            error
-	}
-	done := make(chan result, 1)
-	go func() {
-		o, e, err := launch(t, ctx, "--config", writeDistConfig(t, 400), "--out", out, "--quiet",
-			"--nats", srv.URL(), "--run", "kill", "--ttl", "1s")
-		done <- result{o, e, err}
-	}()
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	n, err := transport.NewNATS(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := n.Membership(ctx, "kill", transport.Options{TTL: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
-	pid := 0
-	for pid == 0 {
-		select {
-		case r := <-done:
-			t.Fatalf("launch ended before the kill: %v\n%s", r.err, r.stderr)
-		case <-time.After(50 * time.Millisecond):
-		}
-		ms, err := mem.Members(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range ms {
-			if m.Name == "env-0" {
-				pid, _ = strconv.Atoi(string(m.Info))
-			}
-		}
-	}
+	done := launchAsync(t, ctx, "--config", cfg, "--out", out, "--quiet", "--nats", srv.URL(), "--run", run, "--ttl", "1s")
+	mem := watchRun(t, ctx, srv.URL(), run)
+	pid := awaitPIDs(t, ctx, mem, done, names...)[names[0]]
 	time.Sleep(300 * time.Millisecond) // mid-run
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -278,59 +226,32 @@ func TestLaunchRestartsKilledWorker(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("%v\nstderr:\n%s", r.err, r.stderr)
 	}
-	if !strings.Contains(r.stderr, "env worker 0 exited") {
-		t.Errorf("no restart reported; stderr:\n%s", r.stderr)
+	if !strings.Contains(r.stderr, restarted) {
+		t.Errorf("the kill did not hit the run (no %q); stderr:\n%s", restarted, r.stderr)
 	}
 	if s := readSummary(t, out); s["steps"].(float64) != 400*4*32 {
 		t.Errorf("summary steps %v", s["steps"])
 	}
+	return out
 }
 
 // When the controller's registration disappears without a goodbye (its
 // process was killed), every worker exits by itself within 2 × TTL.
 func TestWorkersExitWhenControllerGone(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	n, err := transport.NewNATS(nc)
+	srv, ctx := natsRun(t, 60*time.Second)
+	n, err := dialNATS(t, srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	const run, ttl = "orphans", time.Second
-	data, err := os.ReadFile(writeDistConfig(t, 1000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := algo.Resolve(data, testSpecs(), algo.Overrides{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := res.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.PutRunConfig(ctx, run, b); err != nil {
-		t.Fatal(err)
-	}
+	putRunConfig(t, ctx, n, run, writeDistConfig(t, 1000))
 	mem, err := n.Membership(ctx, run, transport.Options{TTL: ttl})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mem.Close()
 	cctx, crash := context.WithCancel(ctx)
-	if _, err := mem.Register(cctx, controllerName, nil); err != nil {
+	if _, err := mem.Register(cctx, launch.ControllerName, nil); err != nil {
 		t.Fatal(err)
 	}
 	var procs []*exec.Cmd
@@ -390,14 +311,14 @@ func TestLaunchForceResume(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 
 	// --resume of nothing, and --force with --resume: refused.
-	if _, _, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet", "--resume"); !errors.Is(err, algo.ErrCannotResume) {
+	if _, _, err := launchCmd(t, ctx, "--config", cfg, "--out", out, "--quiet", "--resume"); !errors.Is(err, algo.ErrCannotResume) {
 		t.Errorf("--resume of an empty dir: %v, want ErrCannotResume", err)
 	}
-	if _, _, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet", "--force", "--resume"); err == nil || !strings.Contains(err.Error(), "exclude") {
+	if _, _, err := launchCmd(t, ctx, "--config", cfg, "--out", out, "--quiet", "--force", "--resume"); err == nil || !strings.Contains(err.Error(), "exclude") {
 		t.Errorf("--force --resume: %v", err)
 	}
 
-	if so, se, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet"); err != nil {
+	if so, se, err := launchCmd(t, ctx, "--config", cfg, "--out", out, "--quiet"); err != nil {
 		t.Fatalf("first run: %v\nstdout:\n%s\nstderr:\n%s", err, so, se)
 	}
 	first, err := os.ReadFile(filepath.Join(out, "summary.json"))
@@ -407,7 +328,7 @@ func TestLaunchForceResume(t *testing.T) {
 
 	// Again without --force: refused at once, before launching anything.
 	start := time.Now()
-	so, _, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet")
+	so, _, err := launchCmd(t, ctx, "--config", cfg, "--out", out, "--quiet")
 	if !errors.Is(err, algo.ErrRunExists) {
 		t.Errorf("second run without --force: %v, want ErrRunExists", err)
 	}
@@ -417,7 +338,7 @@ func TestLaunchForceResume(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("refusal took %v", d)
 	}
-	if _, _, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet", "--resume"); !errors.Is(err, algo.ErrCannotResume) {
+	if _, _, err := launchCmd(t, ctx, "--config", cfg, "--out", out, "--quiet", "--resume"); !errors.Is(err, algo.ErrCannotResume) {
 		t.Errorf("--resume of a run: %v, want ErrCannotResume", err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(out, "summary.json")); !bytes.Equal(b, first) {
@@ -425,7 +346,7 @@ func TestLaunchForceResume(t *testing.T) {
 	}
 
 	// --force with another seed replaces it.
-	if so, se, err := launch(t, ctx, "--config", cfg, "--out", out, "--quiet", "--seed", "7", "--force"); err != nil {
+	if so, se, err := launchCmd(t, ctx, "--config", cfg, "--out", out, "--quiet", "--seed", "7", "--force"); err != nil {
 		t.Fatalf("--force: %v\nstdout:\n%s\nstderr:\n%s", err, so, se)
 	}
 	if s := readSummary(t, out); s["seed"] != float64(7) {
@@ -442,78 +363,7 @@ func TestLaunchForceResume(t *testing.T) {
 // live one. The stall is the largest wall-clock gap between metrics.csv
 // rows (one every 128 env steps).
 func TestLaunchKilledPolicyWorkerNoStall(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	out := filepath.Join(t.TempDir(), "run")
-	type result struct {
-		stdout, stderr string
-		err            error
-	}
-	done := make(chan result, 1)
-	go func() {
-		o, e, err := launch(t, ctx, "--config", writeDistConfigP(t, 400, 2), "--out", out, "--quiet",
-			"--nats", srv.URL(), "--run", "killpolicy", "--ttl", "1s")
-		done <- result{o, e, err}
-	}()
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	n, err := transport.NewNATS(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := n.Membership(ctx, "killpolicy", transport.Options{TTL: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
-	pid, both := 0, false
-	for !both {
-		select {
-		case r := <-done:
-			t.Fatalf("launch ended before the kill: %v\n%s", r.err, r.stderr)
-		case <-time.After(50 * time.Millisecond):
-		}
-		ms, err := mem.Members(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen := 0
-		for _, m := range ms {
-			switch m.Name {
-			case "policy-0":
-				pid, _ = strconv.Atoi(string(m.Info))
-				seen++
-			case "policy-1":
-				seen++
-			}
-		}
-		both = seen == 2 && pid != 0
-	}
-	time.Sleep(300 * time.Millisecond) // mid-run
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	r := <-done
-	if r.err != nil {
-		t.Fatalf("%v\nstderr:\n%s", r.err, r.stderr)
-	}
-	if !strings.Contains(r.stderr, "policy worker 0 exited") {
-		t.Errorf("the kill did not hit the run; stderr:\n%s", r.stderr)
-	}
-	if s := readSummary(t, out); s["steps"].(float64) != 400*4*32 {
-		t.Errorf("summary steps %v", s["steps"])
-	}
+	out := killMidRun(t, writeDistConfigP(t, 400, 2), "killpolicy", "policy worker 0 exited", "policy-0", "policy-1")
 	b, err := os.ReadFile(filepath.Join(out, "metrics.csv"))
 	if err != nil {
 		t.Fatal(err)
@@ -742,19 +592,10 @@ func TestLaunchNATSClusterNodeKilled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "run")
-	type result struct {
-		stdout, stderr string
-		err            error
-	}
-	done := make(chan result, 1)
-	go func() {
-		// The TTL outlasts a stream leader's election (4–9 s in
-		// nats-server): a registration is not dropped while the members
-		// bucket has no leader.
-		o, e, err := launch(t, ctx, "--config", writeDistConfig(t, 150), "--out", out, "--quiet",
-			"--nats", strings.Join(urls, ","), "--nats-replicas", "3", "--run", "cluster", "--ttl", "15s")
-		done <- result{o, e, err}
-	}()
+	// The TTL outlasts a stream leader's election (4–9 s in nats-server):
+	// a registration is not dropped while the members bucket has no leader.
+	done := launchAsync(t, ctx, "--config", writeDistConfig(t, 150), "--out", out, "--quiet",
+		"--nats", strings.Join(urls, ","), "--nats-replicas", "3", "--run", "cluster", "--ttl", "15s")
 	nc, err := nats.Connect(strings.Join(urls, ","), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -807,7 +648,7 @@ func TestLaunchNATSClusterNodeKilled(t *testing.T) {
 	if err := nodes[victim].cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	var r result
+	var r launchResult
 	select {
 	case r = <-done:
 	case <-ctx.Done():
@@ -848,27 +689,18 @@ func TestLaunchNATSClusterNodeKilled(t *testing.T) {
 // launch --no-workers starts no process: it stores the config, waits for a
 // learner registered elsewhere, and ends when that learner is gone.
 func TestLaunchNoWorkers(t *testing.T) {
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	srv := startNATS(t, transport.ServerOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, _, err := launch(t, ctx, "--config", writeDistConfig(t, 1), "--no-workers"); err == nil {
+	if _, _, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 1), "--no-workers"); err == nil {
 		t.Fatal("--no-workers without --nats was accepted")
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := launch(t, ctx, "--config", writeDistConfig(t, 1), "--nats", srv.URL(), "--run", "ctl", "--no-workers", "--ttl", "1s")
+		_, _, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 1), "--nats", srv.URL(), "--run", "ctl", "--no-workers", "--ttl", "1s")
 		done <- err
 	}()
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	n, err := transport.NewNATS(nc)
+	n, err := dialNATS(t, srv.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -890,7 +722,7 @@ func TestLaunchNoWorkers(t *testing.T) {
 	case <-time.After(2500 * time.Millisecond): // past one poll and two TTLs
 	}
 	// A learner that finishes leaves its exit status, then deregisters.
-	if _, err := mem.Register(ctx, "learner-0"+resultSuffix, []byte("0")); err != nil {
+	if _, err := mem.Register(ctx, "learner-0"+launch.ResultSuffix, []byte("0")); err != nil {
 		t.Fatal(err)
 	}
 	_ = lease.Close()

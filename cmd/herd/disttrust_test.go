@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
+	"herd/launch"
 	"herd/transport"
 )
 
@@ -24,41 +23,16 @@ func TestLaunchKeepsSecretsAndReportsCounters(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	const password = "pw-Zq8v3Kx1"
-	srv, err := transport.StartServer(transport.ServerOptions{User: "herd", Password: password})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	srv := startNATS(t, transport.ServerOptions{User: "herd", Password: password})
 	url := strings.Replace(srv.URL(), "nats://", "nats://herd:"+password+"@", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "run")
-	type result struct {
-		stdout, stderr string
-		err            error
-	}
-	done := make(chan result, 1)
-	go func() {
-		o, e, err := launch(t, ctx, "--config", writeDistConfig(t, 60), "--out", out, "--quiet",
-			"--nats", url, "--run", "secret", "--ttl", "1s")
-		done <- result{o, e, err}
-	}()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	n, err := transport.NewNATS(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := n.Membership(ctx, "secret", transport.Options{TTL: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
+	done := launchAsync(t, ctx, "--config", writeDistConfig(t, 60), "--out", out, "--quiet",
+		"--nats", url, "--run", "secret", "--ttl", "1s")
+	mem := watchRun(t, ctx, url, "secret")
 	seen := map[string]bool{}
-	var r result
+	var r launchResult
 wait:
 	for {
 		select {
@@ -118,7 +92,7 @@ wait:
 
 	// A worker started after the run ended (as an orchestrator restarts
 	// whatever exits) exits 0 at once instead of failing.
-	t.Setenv(natsURLEnv, url)
+	t.Setenv(launch.URLEnv, url)
 	cmd := newWorkerCmdWith(testSpecs)
 	var wout bytes.Buffer
 	cmd.SetOut(&wout)
@@ -129,39 +103,5 @@ wait:
 	}
 	if !strings.Contains(wout.String(), "has ended") || time.Since(t0) > 10*time.Second {
 		t.Errorf("worker of the ended run: %q after %v", wout.String(), time.Since(t0))
-	}
-}
-
-func TestRedactURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"nats://u:p@h:4222":                 "nats://***@h:4222",
-		"nats://tok@h:4222,nats://a:b@g:1":  "nats://***@h:4222,nats://***@g:1",
-		"nats://h:4222":                     "nats://h:4222",
-		"u:p@h:4222":                        "***@h:4222",
-		"tls://user:p%40ss@host.example:42": "tls://***@host.example:42",
-	} {
-		if got := redactURL(in); got != want {
-			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-// TestRestartBudgetWindow: the restart budget counts failures within the
-// window, so failures spread over a long run never exhaust it, while a
-// burst does.
-func TestRestartBudgetWindow(t *testing.T) {
-	b := restartBudget{max: 3, window: 10 * time.Minute}
-	t0 := time.Unix(0, 0)
-	for i := range 20 { // one failure every 5 minutes: at most 3 in any window
-		if n, over := b.fail(t0.Add(time.Duration(i) * 5 * time.Minute)); over || n > 3 {
-			t.Fatalf("failure %d (5 min apart): %d in the window, over %v", i, n, over)
-		}
-	}
-	burst := t0.Add(200 * time.Minute)
-	for i := range 4 {
-		n, over := b.fail(burst.Add(time.Duration(i) * time.Second))
-		if over != (i == 3) {
-			t.Fatalf("burst failure %d: %d in the window, over %v", i, n, over)
-		}
 	}
 }

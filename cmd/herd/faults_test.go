@@ -78,11 +78,7 @@ func TestCLIUnknownSubcommandAndServeInterrupt(t *testing.T) {
 // flag or key; only a value left out means the default.
 func TestExplicitInvalidValuesAreErrors(t *testing.T) {
 	dir := t.TempDir()
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	srv := startNATS(t, transport.ServerOptions{})
 	n, err := dialNATS(t, srv.URL())
 	if err != nil {
 		t.Fatal(err)

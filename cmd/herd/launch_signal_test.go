@@ -13,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
+	"herd/launch"
 	"herd/transport"
 )
 
@@ -55,20 +54,6 @@ func startLaunch(t *testing.T, ctx context.Context, url, run, out string) (*exec
 	}
 }
 
-func watchRun(t *testing.T, ctx context.Context, url, run string) transport.Membership {
-	t.Helper()
-	n, err := dialNATS(t, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := n.Membership(ctx, run, transport.Options{TTL: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mem.Close() })
-	return mem
-}
-
 // A Ctrl-C in the terminal (SIGINT to the launcher's whole process group)
 // or a SIGTERM to the launcher alone stops the run once: the learner saves
 // the interrupted run, and launch exits 130.
@@ -76,11 +61,7 @@ func TestLaunchInterruptSavesAndExits130(t *testing.T) {
 	if testing.Short() || runtime.GOOS != "linux" {
 		t.Skip("starts processes; process groups of their own need Linux")
 	}
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
+	srv := startNATS(t, transport.ServerOptions{})
 	for _, tc := range []struct {
 		name  string
 		group bool
@@ -125,16 +106,7 @@ func TestLaunchInterruptSavesAndExits130(t *testing.T) {
 // and exits with a failure (the run is not finished), and a --no-workers
 // controller whose learner vanishes without a result fails.
 func TestLearnerAndControllerExitCodes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
-	srv, err := transport.StartServer(transport.ServerOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	srv, ctx := natsRun(t, 60*time.Second)
 
 	// Learner: its controller is killed.
 	n, err := dialNATS(t, srv.URL())
@@ -146,7 +118,7 @@ func TestLearnerAndControllerExitCodes(t *testing.T) {
 	mem := watchRun(t, ctx, srv.URL(), run)
 	cctx, crash := context.WithCancel(ctx)
 	defer crash()
-	if _, err := mem.Register(cctx, controllerName, nil); err != nil {
+	if _, err := mem.Register(cctx, launch.ControllerName, nil); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "run")
@@ -189,7 +161,7 @@ func TestLearnerAndControllerExitCodes(t *testing.T) {
 	// Controller: its learner is killed (its registration expires).
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := launch(t, ctx, "--config", writeDistConfig(t, 1), "--nats", srv.URL(), "--run", "ctl-killed", "--no-workers", "--ttl", "1s")
+		_, _, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 1), "--nats", srv.URL(), "--run", "ctl-killed", "--no-workers", "--ttl", "1s")
 		done <- err
 	}()
 	if _, err := n.RunConfig(ctx, "ctl-killed"); err != nil {
@@ -210,25 +182,4 @@ func TestLearnerAndControllerExitCodes(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the controller did not end after the learner was gone")
 	}
-}
-
-func putRunConfig(t *testing.T, ctx context.Context, n *transport.NATS, run, path string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := n.PutRunConfig(ctx, run, data); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func dialNATS(t *testing.T, url string) (*transport.NATS, error) {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		return nil, err
-	}
-	t.Cleanup(nc.Close)
-	return transport.NewNATS(nc)
 }

@@ -11,7 +11,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -19,13 +18,16 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"herd/bench"
+	"herd/launch"
 )
 
-// Exit statuses.
+// Exit statuses (launch.ExitStatus maps errors to them).
 const (
-	exitOK          = 0
-	exitFailed      = 1
-	exitInterrupted = 130 // 128 + SIGINT, as shells report a Ctrl-C
+	exitOK          = launch.ExitOK
+	exitFailed      = launch.ExitFailed
+	exitInterrupted = launch.ExitInterrupted
 )
 
 func main() {
@@ -40,18 +42,9 @@ func main() {
 }
 
 // exitCode maps a command's error to the exit status: a cancellation that
-// reached the top unmixed with any failure means a clean interruption.
-// Commands must not wrap context.Canceled into an error that also reports
-// something unsaved (algo.TrainRun guarantees this for train).
-func exitCode(err error) int {
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, context.Canceled):
-		return exitInterrupted
-	}
-	return exitFailed
-}
+// reached the top unmixed with any failure means a clean interruption
+// (launch.ExitStatus, which worker processes report with too).
+func exitCode(err error) int { return launch.ExitStatus(err) }
 
 // interruptContext returns a context cancelled by the first SIGINT or
 // SIGTERM, so long commands (train, bench, eval) stop at their next check,
@@ -95,10 +88,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newBenchCmd())
-	for _, c := range extraCommands() {
-		root.AddCommand(c)
-	}
+	root.AddCommand(bench.Command(), newTrainCmd(), newEvalCmd(), newServeCmd(), newWorkerCmd(), newLaunchCmd(), newTuneCmd())
 	for _, c := range root.Commands() {
 		requireSubcommand(c)
 	}
@@ -128,16 +118,4 @@ func requireSubcommand(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		requireSubcommand(sub)
 	}
-}
-
-func newBenchCmd() *cobra.Command {
-	bench := &cobra.Command{Use: "bench"}
-	var names []string
-	for _, c := range benchCommands() {
-		bench.AddCommand(c)
-		names = append(names, c.Name())
-	}
-	// Built from the subcommands, so that `herd --help` lists every one.
-	bench.Short = "measure herd's hot paths and learning (" + strings.Join(names, ", ") + ")"
-	return bench
 }

@@ -1,69 +1,23 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"log/slog"
-	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc"
 
-	"herd/replay/persist"
 	"herd/service"
 	"herd/service/envsvc"
 	"herd/service/replaysvc"
 )
 
-// serveFlags are the flags every `herd serve` command shares.
-type serveFlags struct {
-	addr   string
-	tls    service.TLSFiles
-	maxMsg int
-}
-
-func (f *serveFlags) register(cmd *cobra.Command, defAddr string) {
+// addServeFlags binds the flags every `herd serve` command shares to o.
+func addServeFlags(cmd *cobra.Command, o *service.ServeOptions, defAddr string) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.addr, "addr", defAddr, "listen address; a missing host means 127.0.0.1 (say 0.0.0.0:PORT to serve other machines)")
-	fl.StringVar(&f.tls.Cert, "tls-cert", "", "server certificate (PEM); enables TLS")
-	fl.StringVar(&f.tls.Key, "tls-key", "", "server private key (PEM)")
-	fl.StringVar(&f.tls.CA, "tls-client-ca", "", "CA (PEM) that client certificates must chain to; enables mutual TLS")
-	fl.IntVar(&f.maxMsg, "max-message-mb", service.MaxMessageBytes>>20, "largest message accepted or sent, MiB")
-}
-
-// run serves what register adds until the command's context ends (Ctrl-C).
-func (f *serveFlags) run(cmd *cobra.Command, what string, register func(*grpc.Server)) error {
-	if f.maxMsg <= 0 {
-		return fmt.Errorf("serve: --max-message-mb %d, want > 0", f.maxMsg)
-	}
-	conf, err := f.tls.ServerConfig()
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	lis, err := service.Listen(f.addr)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	g := grpc.NewServer(service.ServerOptions(conf, f.maxMsg<<20)...)
-	register(g)
-	mode := "plaintext"
-	if conf != nil {
-		mode = "TLS"
-		if conf.ClientCAs != nil {
-			mode = "mutual TLS"
-		}
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "herd: serving %s on %s (%s)\n", what, lis.Addr(), mode)
-	if err := service.Serve(cmd.Context(), g, lis, 5*time.Second); err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	if ctx := cmd.Context(); ctx.Err() != nil {
-		// Stopped by Ctrl-C or SIGTERM: exit 130, unless the caller has
-		// more to save and fails at it.
-		return fmt.Errorf("serve: stopped: %w", context.Cause(ctx))
-	}
-	return nil
+	fl.StringVar(&o.Addr, "addr", defAddr, "listen address; a missing host means 127.0.0.1 (say 0.0.0.0:PORT to serve other machines)")
+	fl.StringVar(&o.TLS.Cert, "tls-cert", "", "server certificate (PEM); enables TLS")
+	fl.StringVar(&o.TLS.Key, "tls-key", "", "server private key (PEM)")
+	fl.StringVar(&o.TLS.CA, "tls-client-ca", "", "CA (PEM) that client certificates must chain to; enables mutual TLS")
+	fl.IntVar(&o.MaxMessageMB, "max-message-mb", service.MaxMessageBytes>>20, "largest message accepted or sent, MiB")
 }
 
 func newServeCmd() *cobra.Command {
@@ -76,9 +30,7 @@ func newServeCmd() *cobra.Command {
 }
 
 func newServeEnvCmd() *cobra.Command {
-	var f serveFlags
-	var maxEnvs, maxSessions int
-	var shm string
+	var o envsvc.RunOptions
 	cmd := &cobra.Command{
 		Use:   "env",
 		Short: "serve herd's environments; train against them with --env grpc://HOST:PORT/ID",
@@ -96,44 +48,18 @@ batches travel through shared memory instead of the network.`,
   herd serve env --addr 0.0.0.0:7000 --tls-cert srv.pem --tls-key srv.key --tls-client-ca ca.pem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fc := flagCheck{cmd: "serve env"}
-			fc.atLeast("max-envs", 1, int64(maxEnvs))
-			fc.atLeast("max-sessions", 1, int64(maxSessions))
-			if err := fc.err(); err != nil {
-				return err
-			}
-			srv := envsvc.New(envsvc.Config{MaxEnvs: maxEnvs, MaxSessions: maxSessions})
-			if shm == "" {
-				return f.run(cmd, "herd envs", srv.Register)
-			}
-			lis, err := envsvc.ListenShm(shm)
-			if err != nil {
-				return fmt.Errorf("serve: %w", err)
-			}
-			ctx, cancel := context.WithCancel(cmd.Context())
-			defer cancel()
-			done := make(chan error, 1)
-			go func() { done <- srv.ServeShm(ctx, lis) }()
-			fmt.Fprintf(cmd.OutOrStdout(), "herd: serving herd envs on shm %s\n", shm)
-			cmd.SetContext(ctx)
-			err = f.run(cmd, "herd envs", srv.Register)
-			cancel()
-			return errors.Join(err, <-done)
+			return envsvc.Run(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
-	f.register(cmd, "127.0.0.1:7000")
-	cmd.Flags().StringVar(&shm, "shm", "", "also serve same-host clients through shared memory: --env shm://NAME/ID (Linux)")
-	cmd.Flags().IntVar(&maxEnvs, "max-envs", envsvc.DefaultMaxEnvs, "most envs one session may open")
-	cmd.Flags().IntVar(&maxSessions, "max-sessions", envsvc.DefaultMaxSessions, "most live sessions; more are refused with RESOURCE_EXHAUSTED")
+	addServeFlags(cmd, &o.Serve, "127.0.0.1:7000")
+	cmd.Flags().StringVar(&o.Shm, "shm", "", "also serve same-host clients through shared memory: --env shm://NAME/ID (Linux)")
+	cmd.Flags().IntVar(&o.Config.MaxEnvs, "max-envs", envsvc.DefaultMaxEnvs, "most envs one session may open")
+	cmd.Flags().IntVar(&o.Config.MaxSessions, "max-sessions", envsvc.DefaultMaxSessions, "most live sessions; more are refused with RESOURCE_EXHAUSTED")
 	return cmd
 }
 
 func newServeReplayCmd() *cobra.Command {
-	var f serveFlags
-	var opts persist.Options
-	var mode, durability string
-	var samplers []string
-	var maxBatch int
+	var o replaysvc.RunOptions
 	cmd := &cobra.Command{
 		Use:   "replay",
 		Short: "serve a persistent replay store (Push, Get, Sample, UpdatePriorities, Snapshot)",
@@ -149,92 +75,24 @@ must carry every field a prioritized sampler reads.`,
       --snapshot-url file:///backups/replay`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fc := flagCheck{cmd: "serve replay"}
-			fc.atLeast("max-batch", 1, int64(maxBatch))
-			if cmd.Flags().Changed("cache-mb") {
-				fc.atLeast("cache-mb", 1, int64(opts.CacheMB)) // left out: the default
+			if cmd.Flags().Changed("cache-mb") && o.Store.CacheMB < 1 { // 0 is the default, left out
+				return fmt.Errorf("serve replay: --cache-mb: must be >= 1, got %d", o.Store.CacheMB)
 			}
-			if err := fc.err(); err != nil {
-				return err
-			}
-			var err error
-			if opts.Mode, err = persist.ParseMode(mode); err != nil {
-				return fmt.Errorf("serve replay: %w", err)
-			}
-			switch durability {
-			case "writeback":
-				opts.Durability = persist.WriteBack
-			case "sync":
-				opts.Durability = persist.Sync
-			default:
-				return fmt.Errorf("serve replay: --durability %q, want writeback or sync", durability)
-			}
-			for _, spec := range samplers {
-				sp, err := replaysvc.ParseSampler(spec)
-				if err != nil {
-					return fmt.Errorf("serve replay: %w", err)
-				}
-				opts.Samplers = append(opts.Samplers, sp)
-			}
-			opts.EnsureDefaults()
-			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-			store, err := persist.Open(cmd.Context(), opts)
-			if err != nil {
-				return fmt.Errorf("serve replay: %w", err)
-			}
-			if info, ok := store.Restored(); ok {
-				fmt.Fprintf(cmd.ErrOrStderr(), "serve replay: restored snapshot %d from %s (%d records)\n", info.Snapshot, opts.RestoreFrom, store.Len())
-				if len(info.Skipped) > 0 {
-					fmt.Fprintf(cmd.ErrOrStderr(), "serve replay: warning: the %d newer snapshot(s) up to %d were skipped: %v\n",
-						len(info.Skipped), info.Newest, errors.Join(info.Skipped...))
-				}
-			}
-			srv, err := replaysvc.New(replaysvc.Config{Store: store, Samplers: opts.Samplers, Mode: opts.Mode,
-				MaxValueBytes: opts.MaxValueBytes, MaxBatch: maxBatch})
-			if err != nil {
-				store.Close()
-				return fmt.Errorf("serve replay: %w", err)
-			}
-			// A store whose disk failed keeps serving reads and refuses
-			// writes (RESOURCE_EXHAUSTED for a full disk); say so once.
-			watchDone := make(chan struct{})
-			defer close(watchDone)
-			go func() {
-				select {
-				case <-store.Failed():
-					fmt.Fprintf(cmd.ErrOrStderr(), "serve replay: the store refuses writes from now on: %v; reads are still served; "+
-						"stop the server once clients are done, free space and restart it\n", store.Err())
-				case <-watchDone:
-				}
-			}()
-			serveErr := f.run(cmd, fmt.Sprintf("replay store %s (%v)", opts.Dir, opts.Mode), srv.Register)
-			closeErr := store.Close()
-			if werr := store.Err(); werr != nil {
-				lost := "every acknowledged record is durable"
-				if opts.Durability == persist.WriteBack {
-					lost = "records acknowledged since the last successful Flush were not written"
-				}
-				return fmt.Errorf("serve replay: the store failed: %v (%s; closing: %v)", werr, lost, closeErr)
-			}
-			if closeErr != nil {
-				// %v: a store that did not close cleanly is a failure,
-				// never a clean interruption.
-				return fmt.Errorf("serve replay: closing the store: %v (serving: %v)", closeErr, serveErr)
-			}
-			return serveErr
+			o.Stderr = cmd.ErrOrStderr()
+			return replaysvc.Run(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
-	f.register(cmd, "127.0.0.1:7100")
+	addServeFlags(cmd, &o.Serve, "127.0.0.1:7100")
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Dir, "dir", "", "store directory (required unless --mode memory)")
-	fl.StringVar(&mode, "mode", "hybrid", "hybrid, memory or disk")
-	fl.IntVar(&opts.CacheMB, "cache-mb", 0, "hybrid cache size, MiB (default 256)")
-	fl.StringVar(&durability, "durability", "writeback", "writeback (Push returns once queued) or sync (once durable)")
-	fl.StringArrayVar(&samplers, "sampler", nil, "sampler NAME=KIND[:FIELD:PARAM], repeatable (default uniform=uniform)")
-	fl.Uint64Var(&opts.Seed, "seed", 1, "seed of the samplers' random streams")
-	fl.StringVar(&opts.SnapshotURL, "snapshot-url", "", "where Snapshot uploads (file://; s3://, gs://, azblob://, hdfs:// in a herd built with -tags cloud)")
-	fl.DurationVar(&opts.SnapshotEvery, "snapshot-every", 0, "automatic snapshot period with --snapshot-url (default 3m; negative: none)")
-	fl.StringVar(&opts.RestoreFrom, "restore-from", "", "restore the newest snapshot at this URL into an empty --dir")
-	fl.IntVar(&maxBatch, "max-batch", replaysvc.DefaultMaxBatch, "most records in one Push, Get, UpdatePriorities or Sample")
+	fl.StringVar(&o.Store.Dir, "dir", "", "store directory (required unless --mode memory)")
+	fl.StringVar(&o.Mode, "mode", "hybrid", "hybrid, memory or disk")
+	fl.IntVar(&o.Store.CacheMB, "cache-mb", 0, "hybrid cache size, MiB (default 256)")
+	fl.StringVar(&o.Durability, "durability", "writeback", "writeback (Push returns once queued) or sync (once durable)")
+	fl.StringArrayVar(&o.Samplers, "sampler", nil, "sampler NAME=KIND[:FIELD:PARAM], repeatable (default uniform=uniform)")
+	fl.Uint64Var(&o.Store.Seed, "seed", 1, "seed of the samplers' random streams")
+	fl.StringVar(&o.Store.SnapshotURL, "snapshot-url", "", "where Snapshot uploads (file://; s3://, gs://, azblob://, hdfs:// in a herd built with -tags cloud)")
+	fl.DurationVar(&o.Store.SnapshotEvery, "snapshot-every", 0, "automatic snapshot period with --snapshot-url (default 3m; negative: none)")
+	fl.StringVar(&o.Store.RestoreFrom, "restore-from", "", "restore the newest snapshot at this URL into an empty --dir")
+	fl.IntVar(&o.MaxBatch, "max-batch", replaysvc.DefaultMaxBatch, "most records in one Push, Get, UpdatePriorities or Sample")
 	return cmd
 }

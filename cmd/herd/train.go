@@ -1,20 +1,13 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
-	"runtime/pprof"
 
 	"github.com/spf13/cobra"
 
 	"herd/algo"
 	"herd/algo/all"
-	"herd/env"
-	"herd/metrics"
 	"herd/run"
 )
 
@@ -58,42 +51,16 @@ saved, summary.json says "diverged", and the status is 1.`,
   herd train --algo ppo --env Acrobot-v1 --steps 500000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := resolveTrain(cmd, &f)
+			res, err := resolveWith(cmd, &f, all.Specs())
 			if err != nil {
 				return err
 			}
-			if f.cpuProfile != "" {
-				pf, err := os.Create(f.cpuProfile)
-				if err != nil {
-					return fmt.Errorf("train: %w", err)
-				}
-				defer pf.Close()
-				if err := pprof.StartCPUProfile(pf); err != nil {
-					return fmt.Errorf("train: %w", err)
-				}
-				defer pprof.StopCPUProfile()
+			mode, err := run.DirMode(f.force, f.resume)
+			if err != nil {
+				return fmt.Errorf("train: %w", err)
 			}
-			if f.force && f.resume {
-				return errors.New("train: --force and --resume exclude each other")
-			}
-			mode := algo.DirNew
-			switch {
-			case f.force:
-				mode = algo.DirForce
-			case f.resume:
-				mode = algo.DirResume
-			}
-			if f.metricsAddr != "" {
-				live := metrics.NewLive()
-				srv, err := metrics.Serve(f.metricsAddr, live)
-				if err != nil {
-					return fmt.Errorf("train: %w", err)
-				}
-				defer srv.Close()
-				fmt.Fprintf(cmd.OutOrStdout(), "metrics for Prometheus at http://%s/metrics\n", srv.Addr())
-				return runTrainLive(cmd.Context(), cmd.OutOrStdout(), res, mode, f.quiet, f.evalEpisodes, live)
-			}
-			return runTrain(cmd.Context(), cmd.OutOrStdout(), res, mode, f.quiet, f.evalEpisodes)
+			return run.Train(cmd.Context(), cmd.OutOrStdout(), res, run.TrainOptions{Mode: mode, Quiet: f.quiet,
+				EvalEpisodes: f.evalEpisodes, MetricsAddr: f.metricsAddr, CPUProfile: f.cpuProfile})
 		},
 	}
 	fl := cmd.Flags()
@@ -125,11 +92,6 @@ func algoNames() string {
 	return s
 }
 
-// resolveTrain reads the config file and applies the flags that were set.
-func resolveTrain(cmd *cobra.Command, f *trainFlags) (*algo.Resolved, error) {
-	return resolveWith(cmd, f, all.Specs())
-}
-
 // resolveWith resolves the config file and the flags set on cmd over specs.
 func resolveWith(cmd *cobra.Command, f *trainFlags, specs []algo.Spec) (*algo.Resolved, error) {
 	var data []byte
@@ -140,27 +102,14 @@ func resolveWith(cmd *cobra.Command, f *trainFlags, specs []algo.Spec) (*algo.Re
 		}
 		data = b
 	}
-	var ov algo.Overrides
-	fl := cmd.Flags()
-	if fl.Changed("algo") {
-		ov.Algo = &f.algo
-	}
-	if fl.Changed("env") {
-		ov.Env = &f.env
-	}
-	if fl.Changed("out") {
-		ov.Out = &f.out
-	}
-	if fl.Changed("seed") {
-		ov.Seed = &f.seed
-	}
-	if fl.Changed("steps") {
-		ov.Steps = &f.steps
-	}
-	if fl.Changed("log-every") {
-		ov.LogEvery = &f.logEvery
-	}
-	ov.Set = f.set
+	ov := algo.Overrides{Set: f.set}
+	fl := cmd.Flags().Changed
+	ifSet(fl, "algo", &ov.Algo, &f.algo)
+	ifSet(fl, "env", &ov.Env, &f.env)
+	ifSet(fl, "out", &ov.Out, &f.out)
+	ifSet(fl, "seed", &ov.Seed, &f.seed)
+	ifSet(fl, "steps", &ov.Steps, &f.steps)
+	ifSet(fl, "log-every", &ov.LogEvery, &f.logEvery)
 	res, err := algo.Resolve(data, specs, ov)
 	if err != nil && f.config != "" {
 		return nil, fmt.Errorf("%s: %w", f.config, err)
@@ -168,83 +117,9 @@ func resolveWith(cmd *cobra.Command, f *trainFlags, specs []algo.Spec) (*algo.Re
 	return res, err
 }
 
-func runTrain(ctx context.Context, w io.Writer, res *algo.Resolved, mode algo.DirMode, quiet bool, evalEpisodes int) error {
-	return runTrainLive(ctx, w, res, mode, quiet, evalEpisodes, nil)
-}
-
-// runTrainLive is runTrain that also feeds live, when not nil, for a
-// Prometheus endpoint.
-func runTrainLive(ctx context.Context, w io.Writer, res *algo.Resolved, mode algo.DirMode, quiet bool, evalEpisodes int, live *metrics.Live) error {
-	if evalEpisodes < 0 {
-		return fmt.Errorf("train: --eval-episodes must be >= 0, got %d", evalEpisodes)
-	}
-	opt := algo.RunOptions{EvalEpisodes: evalEpisodes, Dir: mode, Executors: run.Executors(), Live: live}
-	if !quiet {
-		opt.Progress, opt.Bar = w, isTerminal(w)
-	}
-	opt.Started = func() {
-		fmt.Fprintf(w, "training %s on %s, seed %d, %d steps%s → %s\n",
-			res.Header.Algo, res.Header.Env, res.Header.Seed, res.Header.Steps, stepsNote(res), res.Header.Out)
-	}
-	sum, err := algo.TrainRun(ctx, res, opt)
-	if errors.Is(err, context.Canceled) {
-		// TrainRun wraps Canceled only when everything was saved.
-		fmt.Fprintf(w, "interrupted at step %d: checkpoint and metrics saved in %s\n", sum.Steps, res.Header.Out)
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "done: %d steps in %.1f s (%.0f steps/s), %d episodes, return (last 100) %.2f ± %.2f\n",
-		sum.Steps, sum.WallSeconds, sum.SPS, sum.Episodes, sum.FinalReturnMean100, sum.FinalReturnStd100)
-	if sum.EvalEpisodes > 0 {
-		fmt.Fprintf(w, "greedy evaluation: %d episodes, return %.2f ± %.2f\n", sum.EvalEpisodes, sum.EvalReturnMean, sum.EvalReturnStd)
-	}
-	fmt.Fprintln(w, wroteLine(res.Header.Out))
-	return nil
-}
-
-// wroteLine names the files of a finished run in dir.
-func wroteLine(dir string) string {
-	return "wrote " + filepath.Join(dir, "{config.yaml,metrics.csv,summary.json,curve.png,model.safetensors,"+metrics.EventsFile+"}")
-}
-
-// stepsNote says, when the algorithm trains whole rollouts and the steps
-// asked for are not a multiple of one, how many it will take instead.
-func stepsNote(res *algo.Resolved) string {
-	steps, unit := res.StepsRun()
-	if steps == res.Header.Steps {
-		return ""
-	}
-	return fmt.Sprintf(" (rounded down to %d × %d = %d steps: whole rollouts of num_envs × num_steps)", steps/unit, unit, steps)
-}
-
-// count writes n and a noun, in the plural unless n is 1.
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// isTerminal reports whether w is a character device (a terminal), where a
-// progress bar makes sense; pipes and files get plain lines.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
 func newEvalCmd() *cobra.Command {
-	var (
-		dir      string
-		episodes int
-		seed     uint64
-		envID    string
-	)
+	var o run.EvalOptions
+	var envID string
 	cmd := &cobra.Command{
 		Use:   "eval",
 		Short: "evaluate a trained agent deterministically and print mean ± std return",
@@ -252,56 +127,24 @@ func newEvalCmd() *cobra.Command {
   herd eval --run runs/ppo-CartPole-v1-1 --env CartPole-v0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if dir == "" {
-				return errors.New("eval: --run DIR is required")
-			}
-			data, err := os.ReadFile(filepath.Join(dir, algo.ConfigFile))
-			if err != nil {
-				return fmt.Errorf("eval: %w", err)
-			}
-			var ov algo.Overrides
 			if cmd.Flags().Changed("env") {
-				ov.Env = &envID
+				o.Env = &envID
 			}
-			res, err := algo.Resolve(data, all.Specs(), ov)
-			if err != nil {
-				return fmt.Errorf("eval: %s: %w", filepath.Join(dir, algo.ConfigFile), err)
-			}
-			model := filepath.Join(dir, algo.ModelFile)
-			note, err := algo.CheckCheckpoint(model, res.Header, ov.Env != nil)
-			if err != nil {
-				return fmt.Errorf("eval: %w", err)
-			}
-			if note != "" {
-				fmt.Fprintln(cmd.ErrOrStderr(), "eval:", note)
-			}
-			if sum, err := metrics.ReadSummary(filepath.Join(dir, algo.SummaryFile)); err == nil && sum.Status == metrics.StatusDiverged {
-				fmt.Fprintf(cmd.ErrOrStderr(), "eval: note: this run diverged (%s); the checkpoint holds its last finite weights\n", sum.Reason)
-			}
-			p, err := res.Spec.LoadPolicy(model, res.Header, res.Config)
-			if err != nil {
-				return fmt.Errorf("eval: %w", err)
-			}
-			rets, err := algo.Evaluate(cmd.Context(), p, res.Header.Env, episodes, seed)
-			if err != nil {
-				return fmt.Errorf("eval: %w", err)
-			}
-			mean, std := algo.MeanStd(rets)
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %d episodes, return %.2f ± %.2f\n",
-				res.Header.Algo, res.Header.Env, len(rets), mean, std)
-			if env.IsParallel(res.Header.Env) {
-				ar, err := algo.EvaluateAgents(cmd.Context(), p, res.Header.Env, episodes, seed)
-				if err != nil {
-					return fmt.Errorf("eval: %w", err)
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s %s: %d episodes, %s\n", res.Header.Algo, res.Header.Env, len(ar.Team), ar)
-			}
-			return nil
+			o.Specs = all.Specs()
+			return run.Eval(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
-	cmd.Flags().StringVar(&dir, "run", "", "run directory written by herd train")
-	cmd.Flags().IntVar(&episodes, "episodes", 10, "number of episodes")
-	cmd.Flags().Uint64Var(&seed, "seed", 0, "evaluation seed (episode k is reset with a seed derived from it)")
+	cmd.Flags().StringVar(&o.Dir, "run", "", "run directory written by herd train")
+	cmd.Flags().IntVar(&o.Episodes, "episodes", 10, "number of episodes")
+	cmd.Flags().Uint64Var(&o.Seed, "seed", 0, "evaluation seed (episode k is reset with a seed derived from it)")
 	cmd.Flags().StringVar(&envID, "env", "", "evaluate on this env instead of the run's (its spaces must match the checkpoint's)")
 	return cmd
+}
+
+// ifSet points *dst at v when the flag name was set (changed): only flags
+// given on the command line override the config file.
+func ifSet[T any](changed func(string) bool, name string, dst **T, v *T) {
+	if changed(name) {
+		*dst = v
+	}
 }

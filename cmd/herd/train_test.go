@@ -6,14 +6,13 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"herd/bench"
 	"herd/metrics"
 )
 
@@ -100,18 +99,6 @@ func TestTrainRejectsBadInput(t *testing.T) {
 	}
 }
 
-func TestParseSeeds(t *testing.T) {
-	got, err := parseSeeds("1-3,7")
-	if err != nil || len(got) != 4 || got[0] != 1 || got[2] != 3 || got[3] != 7 {
-		t.Fatalf("%v %v", got, err)
-	}
-	for _, bad := range []string{"", "a", "3-1", "1-", "1-100000"} {
-		if _, err := parseSeeds(bad); err == nil {
-			t.Errorf("parseSeeds(%q): want an error", bad)
-		}
-	}
-}
-
 // herd train run twice without --out writes two run directories, and says
 // at start how it rounds --steps to whole rollouts.
 func TestTrainDefaultOutAndRounding(t *testing.T) {
@@ -141,7 +128,7 @@ func TestHelpListsEveryBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range benchCommands() {
+	for _, c := range bench.Command().Commands() {
 		if !strings.Contains(strings.NewReplacer("(", " ", ")", ",").Replace(out), " "+c.Name()+",") {
 			t.Errorf("herd --help does not name bench %s:\n%s", c.Name(), out)
 		}
@@ -174,21 +161,7 @@ func TestTrainMetricsAddrLiveScrape(t *testing.T) {
 	if url == "" {
 		t.Fatalf("no metrics address printed: %v", <-done)
 	}
-	steps := func() float64 {
-		resp, err := http.Get(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "herd_env_steps_total "); ok {
-				f, _ := strconv.ParseFloat(v, 64)
-				return f
-			}
-		}
-		return 0
-	}
+	steps := func() float64 { return scrapeSteps(t, url) }
 	var seen []float64
 	for len(seen) < 2 && ctx.Err() == nil {
 		if s := steps(); s > 0 && (len(seen) == 0 || s > seen[0]) {

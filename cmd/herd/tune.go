@@ -1,34 +1,19 @@
 package main
 
-// herd tune (#15): PAL's design-space exploration.
+// herd tune: PAL's design-space exploration (logic in herd/tune).
 
 import (
-	"bytes"
-	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v4"
 
-	"herd/algo"
 	"herd/algo/all"
-	"herd/run/pal"
 	"herd/tune"
 )
 
 func newTuneCmd() *cobra.Command {
-	var (
-		config string
-		cores  int
-		budget time.Duration
-		out    string
-	)
+	var o tune.ExploreOptions
 	cmd := &cobra.Command{
 		Use:   "tune",
 		Short: "choose the numbers of PAL actors and learners from measured throughput (PAL eq. 5)",
@@ -50,156 +35,14 @@ keeps the other runtime keys (learner_mode among them).`,
 		Example: `  herd tune --config configs/dqn-cartpole-pal.yaml --cores 4 --budget 30s --out /tmp/tune`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if config == "" {
-				return fmt.Errorf("tune: --config is required")
-			}
-			if cores < 2 || cores > 1024 {
-				return fmt.Errorf("tune: --cores must be in [2, 1024], got %d", cores)
-			}
-			if budget < 100*time.Millisecond || budget > 24*time.Hour {
-				return fmt.Errorf("tune: --budget must be in [100ms, 24h], got %v", budget)
-			}
-			// Each of the 2 × (cores−1) measurements needs time for a few
-			// updates; shorter ones would only report that none happened.
-			const minEach = 50 * time.Millisecond
-			if n := time.Duration(2 * (cores - 1)); budget/n < minEach {
-				return fmt.Errorf("tune: --budget %v split over the %d measurements of --cores %d leaves %v each; "+
-					"each needs at least %v: give --budget %v or more, or fewer --cores", budget, n, cores, budget/n, minEach, minEach*n)
-			}
-			data, err := os.ReadFile(config)
-			if err != nil {
-				return fmt.Errorf("tune: %w", err)
-			}
-			res, err := algo.Resolve(data, all.Specs(), algo.Overrides{})
-			if err != nil {
-				return fmt.Errorf("tune: %s: %w", config, err)
-			}
-			shape, ok := res.Config.(algo.TransitionShape)
-			if !ok {
-				return fmt.Errorf("tune: %w: %s is not off-policy (PAL runs DQN, SAC, TD3, DDPG)", algo.ErrConfig, res.Spec.Name)
-			}
-			_, u := shape.TransitionShape()
-			if err := os.MkdirAll(out, 0o755); err != nil {
-				return fmt.Errorf("tune: %w", err)
-			}
-			w := cmd.OutOrStdout()
-			each := budget / time.Duration(2*(cores-1))
-			var pa, pl []tune.Point
-			for x := 1; x < cores; x++ {
-				fa, err := pal.MeasureActors(cmd.Context(), res.Header, res.Spec, res.Config, x, each)
-				if err != nil {
-					return fmt.Errorf("tune: actors %d: %w", x, err)
-				}
-				fl, err := pal.MeasureLearners(cmd.Context(), res.Header, res.Spec, res.Config, x, each)
-				if err != nil {
-					return fmt.Errorf("tune: learners %d: %w", x, err)
-				}
-				pa, pl = append(pa, tune.Point{X: x, Y: fa}), append(pl, tune.Point{X: x, Y: fl})
-			}
-			fa, err := tune.Fit(pa)
-			if err != nil {
-				return fmt.Errorf("tune: actors: %w", err)
-			}
-			fl, err := tune.Fit(pl)
-			if err != nil {
-				return fmt.Errorf("tune: learners: %w", err)
-			}
-			allocs, err := tune.Search(pa, pl, fa, fl, u, cores)
-			if err != nil {
-				return fmt.Errorf("tune: %w", err)
-			}
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintf(tw, "x\tf_a(x) env steps/s\tf_l(x) updates/s\tU·f_l(x) env steps/s\t\n")
-			for i := range pa {
-				fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.0f\t\n", pa[i].X, pa[i].Y, pl[i].Y, u*pl[i].Y)
-			}
-			tw.Flush()
-			fmt.Fprintf(w, "fit: f_a(x) = %.0f·x/(1+%.3f·(x−1)), f_l(x) = %.0f·x/(1+%.3f·(x−1)), U = %v\n", fa.F1, fa.S, fl.F1, fl.S, u)
-			tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintf(tw, "actors\tlearners\tf_a\tU·f_l\tenv steps/s\tfrom\t\n")
-			for _, a := range allocs {
-				from := "measured"
-				if a.Predicted {
-					from = "fit (prediction)"
-				}
-				fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.0f\t%.0f\t%s\t\n", a.Actors, a.Learners, a.ActorRate, a.LearnerRate, a.Rate, from)
-			}
-			tw.Flush()
-			choice := allocs[0]
-			kind := "measured"
-			if choice.Predicted {
-				kind = "predicted by the fits"
-			}
-			fmt.Fprintf(w, "choice: %s, %s (%s %.0f env steps/s)\n", count(choice.Actors, "actor"), count(choice.Learners, "learner"), kind, choice.Rate)
-			use := choice
-			png := filepath.Join(out, "fig12.png")
-			if err := tune.Plot(png, pa, pl, fa, fl, u, cores, choice); err != nil {
-				return fmt.Errorf("tune: %w", err)
-			}
-			tuned, err := withRuntime(data, use.Actors, use.Learners)
-			if err != nil {
-				return fmt.Errorf("tune: %s: %w", config, err)
-			}
-			cfgPath := filepath.Join(out, strings.TrimSuffix(filepath.Base(config), filepath.Ext(config))+"-tuned.yaml")
-			if err := os.WriteFile(cfgPath, tuned, 0o644); err != nil {
-				return fmt.Errorf("tune: %w", err)
-			}
-			fmt.Fprintf(w, "wrote %s and %s\n", png, cfgPath)
-			return nil
+			o.Specs = all.Specs()
+			return tune.Explore(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&config, "config", "", "run config of an off-policy algorithm (required)")
-	f.IntVar(&cores, "cores", runtime.NumCPU(), "cores to allocate: actors + learners ≤ cores")
-	f.DurationVar(&budget, "budget", 60*time.Second, "total measuring time")
-	f.StringVar(&out, "out", ".", "directory for fig12.png and the tuned config")
+	f.StringVar(&o.Config, "config", "", "run config of an off-policy algorithm (required)")
+	f.IntVar(&o.Cores, "cores", runtime.NumCPU(), "cores to allocate: actors + learners ≤ cores")
+	f.DurationVar(&o.Budget, "budget", 60*time.Second, "total measuring time")
+	f.StringVar(&o.Out, "out", ".", "directory for fig12.png and the tuned config")
 	return cmd
-}
-
-// withRuntime returns the config file data with its runtime: section set
-// to the pal executor with the given counts (its other keys kept).
-func withRuntime(data []byte, actors, learners int) ([]byte, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, err
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("not a YAML mapping")
-	}
-	m := doc.Content[0]
-	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
-	var rt *yaml.Node
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == "runtime" {
-			if m.Content[i+1].Kind != yaml.MappingNode {
-				m.Content[i+1] = &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
-			}
-			rt = m.Content[i+1]
-		}
-	}
-	if rt == nil {
-		rt = &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
-		m.Content = append(m.Content, str("runtime"), rt)
-	}
-	// Set the three keys, keeping the section's others (learner_mode,
-	// refresh_every, …); other executors' keys would make it invalid.
-	set := func(k, v string) {
-		for i := 0; i+1 < len(rt.Content); i += 2 {
-			if rt.Content[i].Value == k {
-				rt.Content[i+1] = str(v)
-				return
-			}
-		}
-		rt.Content = append(rt.Content, str(k), str(v))
-	}
-	set("executor", "pal")
-	set("actors", strconv.Itoa(actors))
-	set("learners", strconv.Itoa(learners))
-	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), enc.Close()
 }

@@ -1,5 +1,8 @@
 // Package lint runs the project's own source checks as a test, as Pebble's
-// internal/lint does: rules that gofmt and go vet do not know about.
+// internal/lint does: rules that gofmt and go vet do not know about. Here:
+// randomness only from the run seed (TestDeterminismRules); no package
+// imports a higher layer, with the layer table in layers_test.go
+// (TestLayers); cmd/herd stays a thin CLI (TestCmdHerdThin).
 package lint
 
 import (

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"herd/algo"
+	"herd/algo/algotest"
 	"herd/algo/dqn"
-	"herd/internal/fakealgo"
 	"herd/run"
 	"herd/run/distexec"
 )
@@ -31,7 +31,7 @@ func TestTrainRun(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			spec := fakealgo.Spec()
+			spec := algotest.Spec()
 			res := &algo.Resolved{Header: h, Spec: spec, Config: spec.NewConfig()}
 			sum, err := algo.TrainRun(ctx, res, algo.RunOptions{Executors: run.Executors()})
 			if err != nil {

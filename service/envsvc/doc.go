@@ -1,7 +1,7 @@
 // Package envsvc serves herd's own environments (env.Make ids) over gRPC with
 // the herd.v1 EnvService protocol (proto/herd/v1/env.proto), so that a
 // trainer on another process or machine can step them: `herd serve env`
-// runs it, and env.Make("grpc://HOST:PORT/CartPole-v1") is its client.
+// runs it (Run), and env.Make("grpc://HOST:PORT/CartPole-v1") is its client.
 //
 // # Sessions
 //

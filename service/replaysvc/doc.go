@@ -1,7 +1,7 @@
 // Package replaysvc serves a persistent replay store (herd/replay/persist)
 // over gRPC with the herd.v1 ReplayService protocol
 // (proto/herd/v1/replay.proto), so that actors and learners in any language
-// push to it and sample from it: `herd serve replay` runs it, Client is the
+// push to it and sample from it: `herd serve replay` runs it (Run), Client is the
 // Go client, and python/herd_env/replay.py the Python one.
 //
 // # Calls

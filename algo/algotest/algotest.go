@@ -1,9 +1,10 @@
-// Package fakealgo is a small fake on-policy algorithm on CartPole for the
-// tests of dist's roles and executors: a linear policy (logit w·obs, value
+// Package algotest is a test double of an algorithm (algo.Spec): a small
+// fake on-policy algorithm named "fake" on CartPole for the tests of the
+// worker roles, the executors and herd launch: a linear policy (logit w·obs, value
 // = the weights version), a Bernoulli sampler, and a learner that nudges w
 // against the pole angle so the weights change every iteration. It checks
 // plumbing, not learning.
-package fakealgo
+package algotest
 
 import (
 	"context"
@@ -132,7 +133,7 @@ func (m *Model) Save(path string) error {
 	}
 	if err := nn.Save(f, m.p.w, nil); err != nil {
 		f.Close()
-		return fmt.Errorf("fakealgo: %w", err)
+		return fmt.Errorf("algotest: %w", err)
 	}
 	return f.Close()
 }

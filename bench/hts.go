@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -33,7 +33,7 @@ type htsRow struct {
 	ClosedFormErr float64 `json:"closed_form_err_pct"`
 }
 
-func newBenchHTSCmd() *cobra.Command {
+func newHTSCmd() *cobra.Command {
 	var (
 		config, dist, cvList, png string
 		mean                      time.Duration

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 	"herd/algo/all"
 )
 
-func newBenchLearnCmd() *cobra.Command {
+func newLearnCmd() *cobra.Command {
 	var (
 		configs  []string
 		seedList string

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -12,15 +12,15 @@ import (
 	"herd/service/replaysvc"
 )
 
-// newBenchRemoteCmd is `herd bench remote env|replay` (#16): the gRPC
+// newRemoteCmd is `herd bench remote env|replay` (#16): the gRPC
 // services against their in-process counterparts (logic in envsvc.Bench and
 // replaysvc.Bench).
-func newBenchRemoteCmd() *cobra.Command {
+func newRemoteCmd() *cobra.Command {
 	remote := &cobra.Command{
 		Use:   "remote",
 		Short: "remote env steps/s vs local; replay service push/sample calls/s and latency",
 	}
-	remote.AddCommand(newBenchRemoteEnvCmd(), newBenchRemoteReplayCmd())
+	remote.AddCommand(newRemoteEnvCmd(), newRemoteReplayCmd())
 	return remote
 }
 
@@ -36,7 +36,7 @@ func parseInts(flag, s string) ([]int, error) {
 	return out, nil
 }
 
-func newBenchRemoteEnvCmd() *cobra.Command {
+func newRemoteEnvCmd() *cobra.Command {
 	var cfg envsvc.BenchConfig
 	var sizes string
 	var asJSON bool
@@ -79,7 +79,7 @@ to compare with).`,
 	return cmd
 }
 
-func newBenchRemoteReplayCmd() *cobra.Command {
+func newRemoteReplayCmd() *cobra.Command {
 	var cfg replaysvc.BenchConfig
 	var values, clients, mode string
 	var asJSON bool

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -28,15 +28,15 @@ import (
 // loadWarmup lets the busy loops start spinning before a run begins.
 const loadWarmup = 100 * time.Millisecond
 
-// spinCmdName is the hidden `herd bench` subcommand a busy loop runs.
-const spinCmdName = "spin"
+// SpinCommand is the hidden `herd bench` subcommand a busy loop runs.
+const SpinCommand = "spin"
 
-// newBenchSpinCmd is one busy-loop process of --load: it spins on one
+// newSpinCmd is one busy-loop process of --load: it spins on one
 // thread, on any CPU, until it is killed or interrupted, and dies with its
 // parent (see startLoad).
-func newBenchSpinCmd() *cobra.Command {
+func newSpinCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:    spinCmdName,
+		Use:    SpinCommand,
 		Short:  "spin on one CPU until killed (the busy loops of bench learn --load)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
@@ -79,7 +79,7 @@ func startLoad(n int) (*busyLoops, error) {
 		return nil, fmt.Errorf("--load: %w", err)
 	}
 	for range n {
-		c := exec.Command(exe, "bench", spinCmdName)
+		c := exec.Command(exe, "bench", SpinCommand)
 		c.Stderr = os.Stderr
 		c.SysProcAttr = loadAttr()
 		if err := c.Start(); err != nil {

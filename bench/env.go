@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"strings"
@@ -8,9 +8,9 @@ import (
 	"herd/env"
 )
 
-// newBenchEnvCmd is `herd bench env`: env steps per second for a single
+// newEnvCmd is `herd bench env`: env steps per second for a single
 // env, a SyncVector and an AsyncVector (logic in env.Bench).
-func newBenchEnvCmd() *cobra.Command {
+func newEnvCmd() *cobra.Command {
 	var (
 		cfg    env.BenchConfig
 		ids    string

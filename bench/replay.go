@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -10,15 +10,15 @@ import (
 
 	"herd/internal/sysmem"
 	"herd/replay"
-	"herd/replay/bench"
+	rbench "herd/replay/bench"
 	"herd/replay/sumtree"
 )
 
-// newBenchReplayCmd is `herd bench replay` (issue 6): the sum tree alone
+// newReplayCmd is `herd bench replay` (issue 6): the sum tree alone
 // (tree_set, tree_sample), the Prioritized buffer (insert, sample, update,
 // mixed), and with --safety the numerical-safety run. The logic lives in
 // herd/replay/bench; this file only parses flags and prints rows.
-func newBenchReplayCmd() *cobra.Command {
+func newReplayCmd() *cobra.Command {
 	var (
 		capacities []int
 		fanouts    []int
@@ -89,21 +89,21 @@ the filled range or on a zero priority (--draws, e.g. 1e8 on 1e7 slots).`,
 				fmt.Sprintf("bench replay: --capacity %d × %d fanouts", slices.Max(capacities), len(fanouts))); err != nil {
 				return err
 			}
-			st := bench.Stat(stat)
-			if st != bench.Median && st != bench.Min {
+			st := rbench.Stat(stat)
+			if st != rbench.Median && st != rbench.Min {
 				return fmt.Errorf("bench replay: --stat %q: want median or min", stat)
 			}
 			if safety {
 				if len(capacities) != 1 || len(fanouts) != 1 {
 					return fmt.Errorf("bench replay --safety: give one --capacity and one --fanout")
 				}
-				row, err := bench.Safety(ctx, bench.SafetyConfig{Capacity: capacities[0], Fanout: fanouts[0],
+				row, err := rbench.Safety(ctx, rbench.SafetyConfig{Capacity: capacities[0], Fanout: fanouts[0],
 					Filled: int(filled * float64(capacities[0])), Draws: draws, Batch: batch, Seed: seed, Seconds: seconds,
 					Decades: decades})
 				if err != nil {
 					return err
 				}
-				return writeRows(cmd.OutOrStdout(), asJSON, []bench.SafetyRow{row})
+				return writeRows(cmd.OutOrStdout(), asJSON, []rbench.SafetyRow{row})
 			}
 			var locks []replay.Locking
 			for _, v := range variants {
@@ -124,9 +124,9 @@ the filled range or on a zero priority (--draws, e.g. 1e8 on 1e7 slots).`,
 					return fmt.Errorf("bench replay: --ops: unknown op %q", op)
 				}
 			}
-			var rows []bench.Row
+			var rows []rbench.Row
 			if len(treeOps) > 0 {
-				tr, err := bench.TreeRows(ctx, bench.TreeConfig{Capacities: capacities, Fanouts: fanouts, Batch: batch,
+				tr, err := rbench.TreeRows(ctx, rbench.TreeConfig{Capacities: capacities, Fanouts: fanouts, Batch: batch,
 					Seconds: seconds, Stat: st, Seed: seed})
 				if err != nil {
 					return err
@@ -141,7 +141,7 @@ the filled range or on a zero priority (--draws, e.g. 1e8 on 1e7 slots).`,
 				}
 			}
 			if len(bufOps) > 0 {
-				br, err := bench.BufferRows(ctx, bench.BufferConfig{Capacities: capacities, Fanouts: fanouts,
+				br, err := rbench.BufferRows(ctx, rbench.BufferConfig{Capacities: capacities, Fanouts: fanouts,
 					Variants: locks, Batch: batch, ActorBatch: actorBatch, Threads: threads, Ops: bufOps, Ratio: ratio,
 					Seconds: seconds, Stat: st, Seed: seed})
 				if err != nil {
@@ -154,10 +154,10 @@ the filled range or on a zero priority (--draws, e.g. 1e8 on 1e7 slots).`,
 			}
 			// Issue 15: the tree rows at 1M slots and batch 128 beside the
 			// seed C++ tree's recorded figures (not re-measured).
-			if seed := bench.SeedRows(rows); len(seed) > 0 {
+			if seed := rbench.SeedRows(rows); len(seed) > 0 {
 				if !asJSON {
 					fmt.Fprintln(cmd.OutOrStdout())
-					fmt.Fprintln(cmd.OutOrStdout(), bench.SeedNote)
+					fmt.Fprintln(cmd.OutOrStdout(), rbench.SeedNote)
 				}
 				if err := writeRows(cmd.OutOrStdout(), asJSON, seed); err != nil {
 					return err
@@ -167,7 +167,7 @@ the filled range or on a zero priority (--draws, e.g. 1e8 on 1e7 slots).`,
 				if err := os.MkdirAll(plotDir, 0o755); err != nil {
 					return err
 				}
-				files, err := bench.Plot(plotDir, rows)
+				files, err := rbench.Plot(plotDir, rows)
 				if err != nil {
 					return err
 				}

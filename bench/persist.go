@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -10,9 +10,9 @@ import (
 	"herd/replay/persist"
 )
 
-// newBenchPersistCmd measures replay/persist: push (counted when applied),
+// newPersistCmd measures replay/persist: push (counted when applied),
 // get and sample in each mode; see docs/BENCHMARKS.md.
-func newBenchPersistCmd() *cobra.Command {
+func newPersistCmd() *cobra.Command {
 	var (
 		asJSON, sync, snapshot, verbose bool
 		modes                           []string

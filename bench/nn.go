@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -11,9 +11,9 @@ import (
 	"herd/nn"
 )
 
-// newBenchNNCmd measures MLP forward, forward+backward and
+// newNNCmd measures MLP forward, forward+backward and
 // forward+backward+Adam per GEMM backend (logic in nn.BenchMLP).
-func newBenchNNCmd() *cobra.Command {
+func newNNCmd() *cobra.Command {
 	var (
 		asJSON   bool
 		nets     []string

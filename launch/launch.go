@@ -1,0 +1,326 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"herd/algo"
+	"herd/run"
+	"herd/run/distexec"
+	"herd/transport"
+)
+
+// Options are a launcher's settings (`herd launch`).
+type Options struct {
+	// Resolved is the run's config; its runtime.executor must be dist.
+	Resolved *algo.Resolved
+	// NATS: an external server (NATS.URL) or, when URL is empty, an
+	// embedded one on 127.0.0.1; the other fields reach the workers.
+	NATS NATS
+	// Run is the run ID (default herd-<seed>).
+	Run string
+	// Restarts bounds the restarts of one worker within RestartWindow
+	// before the run fails.
+	Restarts      int
+	RestartWindow time.Duration
+	// TTL of the registrations (whole seconds, ≥ 1s).
+	TTL time.Duration
+	// WorkerCommand is the command line that runs herd in a worker
+	// process (nil: this executable); "worker" and its flags follow it.
+	WorkerCommand []string
+	// NoWorkers: controller only, the workers run elsewhere (needs
+	// NATS.URL).
+	NoWorkers bool
+	// MetricsAddr, when set, is the learner's Prometheus endpoint.
+	MetricsAddr string
+	// Quiet: no progress output from the learner.
+	Quiet bool
+	// Force, Resume: the run-directory mode, as herd train's.
+	Force, Resume bool
+	// Stdout gets the launcher's and the learner's output, Stderr the
+	// workers' complaints and the restarts.
+	Stdout, Stderr io.Writer
+}
+
+// Run launches the run and supervises it until the learner has finished
+// (see the package doc). It returns nil for a completed run, an error
+// wrapping context.Canceled for a run interrupted and saved by its
+// learner, and any other error for a failure.
+func Run(ctx context.Context, o Options) error {
+	if o.TTL < time.Second {
+		return fmt.Errorf("launch: --ttl: must be >= %v, got %v", time.Second, o.TTL)
+	}
+	if o.Restarts < 0 {
+		return fmt.Errorf("launch: --max-restarts: must be >= 0, got %d", o.Restarts)
+	}
+	stdout, stderr := &lockedWriter{w: orDiscard(o.Stdout)}, &lockedWriter{w: orDiscard(o.Stderr)}
+	o.NATS.FromEnv()
+	res := o.Resolved
+	h := res.Header
+	rc := h.Runtime
+	if rc.Executor != "dist" {
+		return fmt.Errorf("launch: the config's runtime.executor must be dist, got %q", rc.Executor)
+	}
+	st, err := distexec.Prepare(h, res.Spec, res.Config)
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	// The learner applies the mode when it opens the run directory; the
+	// launcher checks it first so that a refused run starts no process.
+	mode, err := run.DirMode(o.Force, o.Resume)
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	if mode == algo.DirNew && res.OutIsDefault() {
+		// A default directory never collides (as in herd train).
+		h.Out = algo.FreeRunDir(h.Out)
+		res.Header.Out = h.Out
+	}
+	if err := checkRunDir(h.Out, mode); err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	if !o.NoWorkers {
+		if err := checkLocalWorkers(res, st); err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+	}
+	runID := o.Run
+	if runID == "" {
+		runID = "herd-" + strconv.FormatUint(h.Seed, 10)
+	}
+	if o.NoWorkers && o.NATS.URL == "" {
+		return errors.New("launch: --no-workers needs --nats (the workers must reach the server)")
+	}
+	var srv *transport.Server // the embedded server, whose counters give the wire bytes
+	if o.NATS.URL == "" {
+		if srv, err = transport.StartServer(transport.ServerOptions{}); err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		defer srv.Shutdown()
+		o.NATS.URL = srv.URL()
+	}
+	n, closeConn, err := o.NATS.jetstream(transport.ConnName("herd launch", transport.KindMembership)) // config and membership
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	defer closeConn()
+	res.Header.Runtime.Transport, res.Header.Runtime.NATSURL = "", "" // workers get --nats
+	data, err := res.Marshal()
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	// An external cluster may still be electing its JetStream meta leader;
+	// then the buckets are made here, one at a time, so that the workers
+	// bind to them instead of all creating the same replicated streams.
+	if err := n.Ready(ctx); err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	if err := n.CreateBuckets(ctx, runID, o.TTL); err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	if err := n.ResetRun(ctx, runID); err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	if err := n.PutRunConfig(ctx, runID, data); err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	mem, err := n.Membership(ctx, runID, transport.Options{TTL: o.TTL})
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	lease, err := mem.Register(ctx, ControllerName, nil)
+	if err != nil {
+		return err
+	}
+	// Closing the lease removes the registration at once, which tells every
+	// worker to exit; it runs before the children are reaped below.
+	var closeLease sync.Once
+	endRun := func() {
+		closeLease.Do(func() {
+			// The learner marks the run ended with its outcome; this mark
+			// stays only where it could not (killed, or never started).
+			ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_ = n.EndRun(ectx, runID, "ended by the controller")
+			cancel()
+			_ = lease.Close()
+		})
+	}
+	defer endRun()
+	if o.NoWorkers {
+		fmt.Fprintf(stdout, "controller for run %s on %s: waiting for the learner\n", runID, RedactURL(o.NATS.URL))
+		return awaitLearner(ctx, mem)
+	}
+
+	self := o.WorkerCommand
+	if self == nil {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		self = []string{exe}
+	}
+	// The URL reaches the workers through their environment, not their
+	// command line, which every user of the machine can read.
+	base := append([]string{"worker", "--run", runID, "--ttl", o.TTL.String()}, o.NATS.args()...)
+	fmt.Fprintf(stdout, "launching run %s: %s on %s%s, %s × %d envs, %s, 1 learner → %s\n",
+		runID, h.Algo, h.Env, run.StepsNote(res), plural(max(rc.EnvWorkers, 1), "env worker"), st.NumEnvs,
+		plural(st.PolicyWorkers(rc.PolicyWorkers), "policy worker"), h.Out)
+
+	sup := (&supervisor{
+		command: append(append([]string(nil), self...), base...),
+		env:     append(os.Environ(), URLEnv+"="+o.NATS.URL),
+		stderr:  stderr, ttl: o.TTL, restarts: o.Restarts, window: o.RestartWindow, endRun: endRun,
+	}).init(ctx)
+	for k := range st.PolicyWorkers(rc.PolicyWorkers) {
+		sup.start("policy worker "+strconv.Itoa(k), []string{"--role", "policy", "--slot", strconv.Itoa(k)}, true, io.Discard)
+	}
+	for k := range max(rc.EnvWorkers, 1) {
+		sup.start("env worker "+strconv.Itoa(k), []string{"--role", "env", "--slot", strconv.Itoa(k)}, true, io.Discard)
+	}
+	largs := []string{"--role", "learner", "--out", h.Out}
+	if o.Quiet {
+		largs = append(largs, "--quiet")
+	}
+	if o.MetricsAddr != "" {
+		largs = append(largs, "--metrics-addr", o.MetricsAddr)
+	}
+	switch mode {
+	case algo.DirForce:
+		largs = append(largs, "--force")
+	case algo.DirResume:
+		largs = append(largs, "--resume")
+	}
+	sup.start("learner", largs, false, stdout)
+	learnerExit, all := sup.wait()
+	switch {
+	case ctx.Err() == nil || learnerExit == ExitOK:
+	case learnerExit == ExitInterrupted && len(all) == 0:
+		// The learner saved the interrupted run (its exit status says so).
+		return fmt.Errorf("launch: run %s interrupted; the learner saved its checkpoint and metrics in %s: %w", runID, h.Out, context.Cause(ctx))
+	default:
+		all = append(all, fmt.Errorf("launch: run %s interrupted, and the learner did not save it (exit status %d)", runID, learnerExit))
+		// %v: a failure is never reported as a clean interruption.
+		return fmt.Errorf("%v", errors.Join(all...))
+	}
+	if len(all) == 0 && srv != nil {
+		// Every worker has exited, so its connections are closed and counted.
+		if err := reportWire(stdout, srv, h.Out); err != nil {
+			fmt.Fprintf(stderr, "launch: wire bytes not reported: %v\n", err)
+		}
+	}
+	if len(all) == 0 {
+		fmt.Fprintln(stdout, run.WroteLine(h.Out))
+	}
+	return errors.Join(all...)
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
+
+// plural writes n and a noun, in the plural unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// maxProcsPerCore bounds the worker processes launch starts on one machine:
+// beyond it they only wait for each other's cores.
+const maxProcsPerCore = 16
+
+// checkLocalWorkers refuses, before any process starts, a topology this
+// machine cannot hold: more worker processes than maxProcsPerCore per
+// core, or more memory than it has (the run's estimate plus
+// algo.ProcessBytes per process).
+func checkLocalWorkers(res *algo.Resolved, st *distexec.Setup) error {
+	rc := res.Header.Runtime
+	envW, polW := max(rc.EnvWorkers, 1), st.PolicyWorkers(rc.PolicyWorkers)
+	procs := envW + polW + 1
+	if limit := maxProcsPerCore * runtime.NumCPU(); procs > limit {
+		return fmt.Errorf("%w: runtime.env_workers %d + policy_workers %d + 1 learner = %d worker processes, more than %d per core on this machine's %d cores (%d); "+
+			"run them on more machines with --no-workers", algo.ErrConfig, envW, polW, procs, maxProcsPerCore, runtime.NumCPU(), limit)
+	}
+	return algo.CheckMemory(res, algo.MemoryUse{Key: fmt.Sprintf("env_workers+policy_workers+1=%d", procs),
+		What: "worker processes", Bytes: float64(procs) * algo.ProcessBytes})
+}
+
+// checkRunDir refuses, before any worker starts, what the learner's
+// algo.TrainRun would refuse for dir in mode: a run already there without
+// --force, and --resume (no algorithm can resume today). It neither
+// creates nor locks dir; the learner does that.
+func checkRunDir(dir string, mode algo.DirMode) error {
+	var existing []string
+	for _, f := range algo.RunFiles() {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			existing = append(existing, f)
+		}
+	}
+	switch {
+	case mode == algo.DirResume && len(existing) == 0:
+		return fmt.Errorf("%w %s: it holds no run", algo.ErrCannotResume, dir)
+	case mode == algo.DirResume:
+		return fmt.Errorf("%w %s: herd checkpoints hold the weights only, so no algorithm can continue a run where it stopped; "+
+			"use --force to train it again from scratch, or another --out", algo.ErrCannotResume, dir)
+	case mode == algo.DirNew && len(existing) > 0:
+		return fmt.Errorf("%w: %s holds %v; use --force to replace it or another --out", algo.ErrRunExists, dir, existing)
+	}
+	return nil
+}
+
+// awaitLearner returns when the learner has registered and then gone, with
+// the learner's result: nil for a completed run, a *LearnerError
+// otherwise. When ctx ends first it returns ctx's cause. Polling once a
+// second is cheap next to a training run and avoids racing the first
+// registration.
+func awaitLearner(ctx context.Context, mem transport.Membership) error {
+	const learner = "learner-0"
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		ms, err := mem.Members(ctx)
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		if slices.ContainsFunc(ms, func(m transport.Member) bool { return m.Name == learner }) {
+			break
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return fmt.Errorf("launch: stopped while waiting for the learner: %w", context.Cause(ctx))
+		}
+	}
+	gone, err := mem.Gone(ctx, learner)
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	select {
+	case <-gone:
+	case <-ctx.Done():
+		return fmt.Errorf("launch: stopped while the learner runs (it goes on until the run's registration expires): %w", context.Cause(ctx))
+	}
+	ms, err := mem.Members(context.WithoutCancel(ctx))
+	if err != nil {
+		return fmt.Errorf("launch: the learner is gone and its result unreadable: %w", err)
+	}
+	i := slices.IndexFunc(ms, func(m transport.Member) bool { return m.Name == learner+ResultSuffix })
+	if i < 0 {
+		return &LearnerError{Status: -1}
+	}
+	return parseResult(ms[i].Info)
+}

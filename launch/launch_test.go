@@ -1,0 +1,127 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"herd/algo"
+)
+
+// The wire bytes merged into summary.json keep its two-space indentation.
+func TestMergeJSONIndent(t *testing.T) {
+	m, err := mergeJSON([]byte("{\n  \"steps\": 3\n}\n"), map[string]any{"wire_by_kind": map[string]int{"weights": 1}, "wire_bytes": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := json.Indent(&want, m, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(m); got != want.String() {
+		t.Errorf("merged summary:\n%s\nwant:\n%s", got, want.String())
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"nats://u:p@h:4222":                 "nats://***@h:4222",
+		"nats://tok@h:4222,nats://a:b@g:1":  "nats://***@h:4222,nats://***@g:1",
+		"nats://h:4222":                     "nats://h:4222",
+		"u:p@h:4222":                        "***@h:4222",
+		"tls://user:p%40ss@host.example:42": "tls://***@host.example:42",
+	} {
+		if got := RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestRestartBudgetWindow: the restart budget counts failures within the
+// window, so failures spread over a long run never exhaust it, while a
+// burst does.
+func TestRestartBudgetWindow(t *testing.T) {
+	b := restartBudget{max: 3, window: 10 * time.Minute}
+	t0 := time.Unix(0, 0)
+	for i := range 20 { // one failure every 5 minutes: at most 3 in any window
+		if n, over := b.fail(t0.Add(time.Duration(i) * 5 * time.Minute)); over || n > 3 {
+			t.Fatalf("failure %d (5 min apart): %d in the window, over %v", i, n, over)
+		}
+	}
+	burst := t0.Add(200 * time.Minute)
+	for i := range 4 {
+		n, over := b.fail(burst.Add(time.Duration(i) * time.Second))
+		if over != (i == 3) {
+			t.Fatalf("burst failure %d: %d in the window, over %v", i, n, over)
+		}
+	}
+}
+
+// ExitStatus: a clean interruption is an error wrapping context.Canceled
+// alone; a failure formatted with %v beside it is a failure.
+func TestExitStatus(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{nil, ExitOK},
+		{errors.New("boom"), ExitFailed},
+		{fmt.Errorf("run interrupted: %w", context.Canceled), ExitInterrupted},
+		{fmt.Errorf("%v", fmt.Errorf("interrupted: %w", context.Canceled)), ExitFailed},
+		{&LearnerError{Status: ExitInterrupted, Message: "saved"}, ExitInterrupted},
+		{&LearnerError{Status: ExitFailed, Message: "diverged"}, ExitFailed},
+		{&LearnerError{Status: -1}, ExitFailed},
+	} {
+		if got := ExitStatus(c.err); got != c.want {
+			t.Errorf("ExitStatus(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+}
+
+// A learner's result registration carries its exit status to a controller
+// that does not own its process: the status read back is the one written.
+func TestResultRoundTrip(t *testing.T) {
+	for _, err := range []error{nil, errors.New("diverged at step 9"), fmt.Errorf("stopped: %w", context.Canceled)} {
+		got := parseResult(resultInfo(err))
+		if ExitStatus(got) != ExitStatus(err) {
+			t.Errorf("result of %v read back as %v (status %d, want %d)", err, got, ExitStatus(got), ExitStatus(err))
+		}
+		var le *LearnerError
+		if err != nil && (!errors.As(got, &le) || le.Message != err.Error()) {
+			t.Errorf("result of %v read back as %#v", err, got)
+		}
+	}
+	if got := parseResult([]byte("garbage")); ExitStatus(got) != ExitFailed {
+		t.Errorf("an unreadable result gave %v", got)
+	}
+}
+
+// checkRunDir refuses before any process starts what the learner would.
+func TestCheckRunDir(t *testing.T) {
+	empty, full := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(full, algo.RunFiles()[0]), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dir  string
+		mode algo.DirMode
+		want error
+	}{
+		{empty, algo.DirNew, nil},
+		{full, algo.DirNew, algo.ErrRunExists},
+		{full, algo.DirForce, nil},
+		{empty, algo.DirResume, algo.ErrCannotResume},
+		{full, algo.DirResume, algo.ErrCannotResume},
+	} {
+		err := checkRunDir(c.dir, c.mode)
+		if (c.want == nil) != (err == nil) || c.want != nil && !errors.Is(err, c.want) {
+			t.Errorf("checkRunDir(%s, %v) = %v, want %v", c.dir, c.mode, err, c.want)
+		}
+	}
+}

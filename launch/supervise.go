@@ -1,0 +1,200 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// supervisor starts and watches a run's worker processes: it restarts a
+// crashed env or policy worker with back-off within its restart budget,
+// and once the learner has exited (or anything failed, or the run's
+// context ended) it stops every worker, the learner first.
+type supervisor struct {
+	command  []string // the worker command line; each worker's flags follow
+	env      []string // the workers' environment
+	stderr   io.Writer
+	ttl      time.Duration
+	restarts int
+	window   time.Duration
+	// endRun closes the controller's registration, which tells every
+	// worker to exit.
+	endRun func()
+
+	ctx     context.Context // ended by stopAll: every worker stops
+	stopAll context.CancelFunc
+	wg      sync.WaitGroup
+	errs    chan error
+	// learnerDone is closed once the learner process has exited (or could
+	// not start); learnerExit is its exit status then (-1: killed by a
+	// signal or never started). The other workers are stopped only after
+	// it, so that a learner stopped by the launcher sees the launcher's
+	// signal first and not its registration vanishing.
+	learnerDone chan struct{}
+	learnerExit int
+}
+
+// init readies s to start workers under ctx.
+func (s *supervisor) init(ctx context.Context) *supervisor {
+	s.ctx, s.stopAll = context.WithCancel(ctx)
+	s.errs = make(chan error, 64)
+	s.learnerDone = make(chan struct{})
+	s.learnerExit = -1
+	return s
+}
+
+// start runs the worker name with args in a goroutine; restart marks an
+// env or policy worker (restarted when it exits), !restart the learner
+// (whose exit ends the run). out receives the worker's stdout.
+func (s *supervisor) start(name string, args []string, restart bool, out io.Writer) {
+	s.wg.Go(func() {
+		budget := restartBudget{max: s.restarts, window: s.window}
+		if !restart {
+			defer close(s.learnerDone)
+		}
+		for {
+			stopped, err := s.runOnce(name, args, restart, out)
+			if stopped {
+				return
+			}
+			if !restart {
+				if err != nil {
+					s.errs <- fmt.Errorf("launch: %s: %w", name, err)
+				}
+				s.stopAll()
+				return
+			}
+			if s.ctx.Err() != nil {
+				return
+			}
+			n, over := budget.fail(time.Now())
+			if over {
+				s.errs <- fmt.Errorf("launch: %s failed %d times within %v, last: %v", name, n, s.window, err)
+				s.stopAll()
+				return
+			}
+			d := min(100*time.Millisecond<<min(n-1, 6), 5*time.Second)
+			fmt.Fprintf(s.stderr, "launch: %s exited (%v); restarting in %v\n", name, err, d)
+			select {
+			case <-time.After(d):
+			case <-s.ctx.Done():
+				return
+			}
+		}
+	})
+}
+
+// runOnce runs the worker process once. It returns stopped when the
+// supervisor stopped it (or it could not start): then the worker is not
+// to be restarted; and the process's exit error.
+func (s *supervisor) runOnce(name string, args []string, restart bool, out io.Writer) (stopped bool, err error) {
+	cmd := exec.Command(s.command[0], append(slices.Clone(s.command[1:]), args...)...)
+	cmd.Env = s.env
+	// An env or policy worker stopped at the end of the run says so on
+	// stderr; that is routine, so its stderr is muted once the launcher
+	// stops it. The learner is stopped only when the run fails or is
+	// interrupted, and what it says then counts.
+	errOut := &muteWriter{w: s.stderr}
+	cmd.Stdout, cmd.Stderr = out, errOut
+	setChildAttrs(cmd)
+	if err := cmd.Start(); err != nil {
+		s.errs <- fmt.Errorf("launch: start %s: %w", name, err)
+		s.stopAll()
+		return true, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+		if !restart {
+			s.learnerExit = cmd.ProcessState.ExitCode()
+		}
+		return false, err
+	case <-s.ctx.Done():
+	}
+	// Workers exit by themselves once the controller is gone, but a
+	// worker whose watch sat on a NATS node that died would only see it
+	// when its own keep-alive fails: this launcher owns the process, so
+	// it asks directly (the worker stops as on Ctrl-C), and kills
+	// stragglers.
+	if restart {
+		select {
+		case <-s.learnerDone:
+		case <-done:
+		}
+		s.endRun()
+		errOut.mute()
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(2*s.ttl + 5*time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	if !restart {
+		s.learnerExit = cmd.ProcessState.ExitCode()
+	}
+	return true, nil
+}
+
+// wait waits for every worker to end and returns the learner's exit
+// status and the failures.
+func (s *supervisor) wait() (learnerExit int, errs []error) {
+	s.wg.Wait()
+	s.stopAll()
+	close(s.errs)
+	for err := range s.errs {
+		errs = append(errs, err)
+	}
+	return s.learnerExit, errs
+}
+
+// restartBudget counts a worker's failures within a sliding window, so a
+// long run survives rare crashes while a crash loop still ends it.
+type restartBudget struct {
+	max    int
+	window time.Duration
+	fails  []time.Time
+}
+
+// fail records a failure at now and returns the failures within the
+// window and whether they exceed max restarts.
+func (b *restartBudget) fail(now time.Time) (int, bool) {
+	b.fails = append(slices.DeleteFunc(b.fails, func(t time.Time) bool { return now.Sub(t) > b.window }), now)
+	return len(b.fails), len(b.fails) > b.max
+}
+
+// lockedWriter serializes writes from the worker processes' copiers.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// muteWriter passes writes to w until mute is called, then drops them.
+// exec's copying goroutine writes while the launcher mutes.
+type muteWriter struct {
+	w     io.Writer
+	muted atomic.Bool
+}
+
+func (m *muteWriter) Write(p []byte) (int, error) {
+	if m.muted.Load() {
+		return len(p), nil
+	}
+	return m.w.Write(p)
+}
+
+func (m *muteWriter) mute() { m.muted.Store(true) }

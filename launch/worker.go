@@ -1,0 +1,307 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+
+	"herd/algo"
+	"herd/run"
+	"herd/run/distexec"
+	"herd/transport"
+)
+
+// ControllerName is the launcher's registration in a run; workers exit
+// when it is gone.
+const ControllerName = "controller"
+
+// ResultSuffix names the registration in which a learner leaves its exit
+// status for a controller that does not own its process
+// (Options.NoWorkers): the learner's name + ResultSuffix, with the info
+// "<status> <message>".
+const ResultSuffix = "-result"
+
+// WorkerOptions are a worker process's settings (`herd worker`).
+type WorkerOptions struct {
+	NATS NATS
+	// Role is env, policy or learner; Slot the worker's index in its role.
+	Role string
+	Slot int
+	// Run is the run ID the launcher stored the config under.
+	Run string
+	// Specs are the algorithms the worker knows.
+	Specs []algo.Spec
+	// Out, when OutSet, overrides the config's run directory (learner).
+	Out    string
+	OutSet bool
+	// Quiet: no progress output (learner).
+	Quiet bool
+	// Force, Resume: the learner's run-directory mode, as herd train's.
+	Force, Resume bool
+	// TTL of the worker's registration (whole seconds, ≥ 1s).
+	TTL time.Duration
+	// Wait bounds the wait for the run's config and controller.
+	Wait time.Duration
+	// MetricsAddr, when set, serves the learner's live metrics for
+	// Prometheus.
+	MetricsAddr string
+	// Stdout receives progress and the worker's notes.
+	Stdout io.Writer
+}
+
+// RunWorker joins the run o.Run in o.Role and works until the run's
+// controller is gone (a normal end for env and policy workers), ctx ends
+// (interrupted: the learner saves the run), or it fails. A worker started
+// after its run ended has nothing to do and returns nil.
+func RunWorker(ctx context.Context, o WorkerOptions) error {
+	w := o.Stdout
+	if w == nil {
+		w = io.Discard
+	}
+	o.NATS.FromEnv()
+	switch {
+	case o.Role != "env" && o.Role != "policy" && o.Role != "learner":
+		return fmt.Errorf("worker: --role must be env, policy or learner, got %q", o.Role)
+	case o.NATS.URL == "":
+		return errors.New("worker: --nats (or $" + URLEnv + ") is required")
+	case o.Run == "":
+		return errors.New("worker: --run is required")
+	case o.Slot < 0:
+		return fmt.Errorf("worker: --slot must be ≥ 0, got %d", o.Slot)
+	case o.TTL < time.Second:
+		return fmt.Errorf("worker: --ttl: must be >= %v, got %v", time.Second, o.TTL)
+	case o.Wait < time.Millisecond:
+		return fmt.Errorf("worker: --wait: must be >= %v, got %v", time.Millisecond, o.Wait)
+	}
+	mode, err := run.DirMode(o.Force, o.Resume)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	name := o.Role + "-" + strconv.Itoa(o.Slot)
+	// One connection per wire kind, so that the server's per-connection
+	// counters are each kind's traffic (herd launch reports them).
+	var byKind [transport.NumKinds]transport.Transport
+	var n *transport.NATS
+	for i, k := range transport.Kinds() {
+		var closeConn func()
+		if n, closeConn, err = o.NATS.jetstream(transport.ConnName("herd "+name, k)); err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+		defer closeConn()
+		byKind[i] = n
+	}
+	// n, the last, is the membership connection: it also reads the config.
+	tr := transport.SplitTransport(byKind[0], byKind[1], byKind[2], byKind[3])
+	if err := n.Ready(ctx); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	// A worker started after its run ended (an orchestrator that restarts
+	// whatever exits, a late replica) has nothing to do: it says so and
+	// exits 0 instead of failing into a crash loop.
+	if why, ended, err := n.RunEnded(ctx, o.Run); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	} else if ended {
+		fmt.Fprintf(w, "worker %s: run %s has ended (%s); nothing to do\n", name, o.Run, why)
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, o.Wait)
+	data, err := n.RunConfig(wctx, o.Run)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	var ov algo.Overrides
+	if o.OutSet {
+		ov.Out = &o.Out
+	}
+	res, err := algo.Resolve(data, o.Specs, ov)
+	if err != nil {
+		return fmt.Errorf("worker: run %s's config: %w", o.Run, err)
+	}
+	if err := checkSlot(res, o.Role, o.Slot); err != nil {
+		return fmt.Errorf("worker: run %s: %w", o.Run, err)
+	}
+
+	mem, err := tr.Membership(ctx, o.Run, transport.Options{TTL: o.TTL})
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	// The controller registers after storing the config: wait for it
+	// (a worker may start first), or for the run's end mark.
+	if ended, err := awaitController(ctx, n, mem, o.Run, o.Wait); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	} else if ended != "" {
+		fmt.Fprintf(w, "worker %s: run %s has ended (%s); nothing to do\n", name, o.Run, ended)
+		return nil
+	}
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	gone, err := mem.Gone(ctx, ControllerName)
+	if err != nil {
+		return err
+	}
+	errGone := errors.New("the run's controller is gone")
+	go func() {
+		select {
+		case <-gone:
+			cancelRun(errGone)
+		case <-ctx.Done():
+		}
+	}()
+	// The info is the process id, so an operator (or a fault test) can
+	// find the process of a registration.
+	lease, err := mem.Register(ctx, name, []byte(strconv.Itoa(os.Getpid())))
+	if err != nil {
+		if errors.Is(context.Cause(ctx), errGone) {
+			fmt.Fprintf(w, "worker %s: %v; exiting\n", name, errGone)
+			return nil
+		}
+		return err
+	}
+	defer lease.Close()
+
+	st, err := distexec.Prepare(res.Header, res.Spec, res.Config)
+	if err != nil {
+		return err
+	}
+	switch o.Role {
+	case "env":
+		err = st.RunEnvWorker(ctx, o.Slot, tr, o.Run)
+	case "policy":
+		err = st.RunPolicyWorker(ctx, o.Slot, tr, o.Run)
+	case "learner":
+		err = runLearner(ctx, w, n, tr, res, mode, o)
+	}
+	ended := errors.Is(context.Cause(ctx), errGone)
+	if o.Role == "learner" {
+		if ended && err != nil {
+			// Nobody asked this run to stop: it is not finished, whatever
+			// was saved. %v: not reported as a clean interruption.
+			err = fmt.Errorf("worker %s: %v before the run finished: %v", name, errGone, err)
+		}
+		// The registration is left to expire after the TTL, long enough
+		// for the controller, which looks as soon as the learner's own
+		// registration is gone.
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = mem.Register(rctx, name+ResultSuffix, resultInfo(err))
+		cancel()
+		return err
+	}
+	switch {
+	case ended:
+		// The normal end of a run as an env or policy worker sees it.
+		fmt.Fprintf(w, "worker %s: %v; exiting\n", name, errGone)
+		return nil
+	case ctx.Err() != nil:
+		return fmt.Errorf("worker %s: %w", name, context.Cause(ctx)) // interrupted: nothing to save
+	}
+	return err
+}
+
+// runLearner trains the run as its learner through algo.TrainRun with the
+// dist executor in learner-only mode, then marks the run ended.
+func runLearner(ctx context.Context, w io.Writer, n *transport.NATS, tr transport.Transport, res *algo.Resolved, mode algo.DirMode, o WorkerOptions) error {
+	res.Header.Runtime.Executor = "dist"
+	opt := algo.RunOptions{Dir: mode, Executors: map[string]algo.Executor{
+		"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+			return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: o.Run,
+				Dial: func() (transport.Transport, error) { return tr, nil }})
+		}}}
+	if !o.Quiet {
+		opt.Progress, opt.Bar = w, run.IsTerminal(w)
+	}
+	if o.MetricsAddr != "" {
+		live, srv, err := run.ServeLive(w, o.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("worker: %w", err)
+		}
+		defer srv.Close()
+		opt.Live = live
+	}
+	s, err := algo.TrainRun(ctx, res, opt)
+	if err == nil && !s.Interrupted {
+		fmt.Fprintln(w, run.DoneLine(s))
+	}
+	if len(s.Dist) > 0 {
+		fmt.Fprintln(w, distLine(s.Dist))
+	}
+	// Whatever the outcome, mark the run ended, so that workers that
+	// start from now on exit at once.
+	outcome := "completed"
+	if err != nil {
+		outcome = "the learner failed: " + err.Error()
+	}
+	ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if eerr := n.EndRun(ectx, o.Run, outcome); eerr != nil {
+		fmt.Fprintf(w, "worker learner-%d: %v\n", o.Slot, eerr)
+	}
+	cancel()
+	return err
+}
+
+// distLine prints the dist executor's counters (summary.json's "dist").
+func distLine(d map[string]float64) string {
+	return fmt.Sprintf("dist: policy lag mean %.2f, max %.0f versions; dropped (lag) %.0f, duplicates %.0f, decode errors %.0f, stale weights %.0f, abandoned requests %.0f",
+		d["dist/lag_mean"], d["dist/lag_max"], d["dist/dropped"], d["dist/duplicates"], d["dist/decode_errors"], d["dist/stale_weights"], d["dist/abandoned"])
+}
+
+// awaitController waits until the run's controller is registered, for at
+// most wait, polling (the controller registers once, early). It returns
+// the run's end mark instead when the run has ended.
+func awaitController(ctx context.Context, n *transport.NATS, mem transport.Membership, runID string, wait time.Duration) (string, error) {
+	end := time.Now().Add(wait)
+	for {
+		ms, err := mem.Members(ctx)
+		if err != nil {
+			return "", err
+		}
+		if slices.ContainsFunc(ms, func(m transport.Member) bool { return m.Name == ControllerName }) {
+			return "", nil
+		}
+		why, ended, err := n.RunEnded(ctx, runID)
+		if err != nil {
+			return "", err
+		}
+		if ended {
+			return why, nil
+		}
+		if time.Now().After(end) {
+			return "", fmt.Errorf("run %s's controller did not register within %v", runID, wait)
+		}
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+}
+
+// checkSlot refuses a slot the run's topology does not have: env workers
+// 0…env_workers-1, policy workers 0…policy_workers-1, learner 0.
+func checkSlot(res *algo.Resolved, role string, slot int) error {
+	rc := res.Header.Runtime
+	n := 1
+	switch role {
+	case "env":
+		n = max(rc.EnvWorkers, 1)
+	case "policy":
+		st, err := distexec.Prepare(res.Header, res.Spec, res.Config)
+		if err != nil {
+			return err
+		}
+		n = st.PolicyWorkers(rc.PolicyWorkers)
+	}
+	if n == 0 {
+		return fmt.Errorf("the run has no %s workers", role)
+	}
+	if slot >= n {
+		return fmt.Errorf("--slot %d: the run has %d %s slot(s), 0…%d", slot, n, role, n-1)
+	}
+	return nil
+}

@@ -1,0 +1,109 @@
+package replaysvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"herd/replay/persist"
+	"herd/service"
+)
+
+// RunOptions are `herd serve replay`'s settings.
+type RunOptions struct {
+	Serve service.ServeOptions
+	// Store configures the persistent store; its Mode, Durability and
+	// Samplers are set from the fields below.
+	Store persist.Options
+	// Mode is hybrid, memory or disk; Durability writeback or sync.
+	Mode, Durability string
+	// Samplers are NAME=KIND[:FIELD:PARAM] (ParseSampler); the first is
+	// Sample's default.
+	Samplers []string
+	// MaxBatch bounds the records of one Push, Get, UpdatePriorities or
+	// Sample.
+	MaxBatch int
+	// Stderr receives the restore report, warnings and the store's log.
+	Stderr io.Writer
+}
+
+// Run opens the store and serves it until ctx ends, saying so on w. A
+// store that failed or did not close cleanly is a failure, never a clean
+// interruption.
+func Run(ctx context.Context, w io.Writer, o RunOptions) error {
+	stderr := o.Stderr
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	opts := o.Store
+	if o.MaxBatch < 1 {
+		return fmt.Errorf("serve replay: --max-batch: must be >= 1, got %d", o.MaxBatch)
+	}
+	var err error
+	if opts.Mode, err = persist.ParseMode(o.Mode); err != nil {
+		return fmt.Errorf("serve replay: %w", err)
+	}
+	switch o.Durability {
+	case "writeback":
+		opts.Durability = persist.WriteBack
+	case "sync":
+		opts.Durability = persist.Sync
+	default:
+		return fmt.Errorf("serve replay: --durability %q, want writeback or sync", o.Durability)
+	}
+	for _, spec := range o.Samplers {
+		sp, err := ParseSampler(spec)
+		if err != nil {
+			return fmt.Errorf("serve replay: %w", err)
+		}
+		opts.Samplers = append(opts.Samplers, sp)
+	}
+	opts.EnsureDefaults()
+	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	store, err := persist.Open(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("serve replay: %w", err)
+	}
+	if info, ok := store.Restored(); ok {
+		fmt.Fprintf(stderr, "serve replay: restored snapshot %d from %s (%d records)\n", info.Snapshot, opts.RestoreFrom, store.Len())
+		if len(info.Skipped) > 0 {
+			fmt.Fprintf(stderr, "serve replay: warning: the %d newer snapshot(s) up to %d were skipped: %v\n",
+				len(info.Skipped), info.Newest, errors.Join(info.Skipped...))
+		}
+	}
+	srv, err := New(Config{Store: store, Samplers: opts.Samplers, Mode: opts.Mode,
+		MaxValueBytes: opts.MaxValueBytes, MaxBatch: o.MaxBatch})
+	if err != nil {
+		store.Close()
+		return fmt.Errorf("serve replay: %w", err)
+	}
+	// A store whose disk failed keeps serving reads and refuses writes
+	// (RESOURCE_EXHAUSTED for a full disk); say so once.
+	watchDone := make(chan struct{})
+	defer close(watchDone)
+	go func() {
+		select {
+		case <-store.Failed():
+			fmt.Fprintf(stderr, "serve replay: the store refuses writes from now on: %v; reads are still served; "+
+				"stop the server once clients are done, free space and restart it\n", store.Err())
+		case <-watchDone:
+		}
+	}()
+	serveErr := service.Run(ctx, w, fmt.Sprintf("replay store %s (%v)", opts.Dir, opts.Mode), o.Serve, srv.Register)
+	closeErr := store.Close()
+	if werr := store.Err(); werr != nil {
+		lost := "every acknowledged record is durable"
+		if opts.Durability == persist.WriteBack {
+			lost = "records acknowledged since the last successful Flush were not written"
+		}
+		return fmt.Errorf("serve replay: the store failed: %v (%s; closing: %v)", werr, lost, closeErr)
+	}
+	if closeErr != nil {
+		// %v: a store that did not close cleanly is a failure, never a
+		// clean interruption.
+		return fmt.Errorf("serve replay: closing the store: %v (serving: %v)", closeErr, serveErr)
+	}
+	return serveErr
+}

@@ -1,0 +1,193 @@
+package tune
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"go.yaml.in/yaml/v4"
+
+	"herd/algo"
+	"herd/run/pal"
+)
+
+// ExploreOptions are `herd tune`'s settings.
+type ExploreOptions struct {
+	// Config is the run config file of an off-policy algorithm.
+	Config string
+	// Specs are the algorithms known.
+	Specs []algo.Spec
+	// Cores to allocate: actors + learners ≤ Cores, in [2, 1024].
+	Cores int
+	// Budget is the total measuring time, split evenly over the 2 ×
+	// (Cores−1) measurements.
+	Budget time.Duration
+	// Out is the directory for fig12.png and <config>-tuned.yaml.
+	Out string
+}
+
+// Explore measures f_a(x) and f_l(x) for x = 1 … Cores−1 with short real
+// PAL runs (run/pal), fits and searches them (Fit, Search), prints the
+// table and the choice on w, and writes the plot (Plot) and the config
+// with the chosen counts (runtime: {executor: pal, actors, learners}) into
+// o.Out.
+func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
+	if o.Config == "" {
+		return fmt.Errorf("tune: --config is required")
+	}
+	if o.Cores < 2 || o.Cores > 1024 {
+		return fmt.Errorf("tune: --cores must be in [2, 1024], got %d", o.Cores)
+	}
+	if o.Budget < 100*time.Millisecond || o.Budget > 24*time.Hour {
+		return fmt.Errorf("tune: --budget must be in [100ms, 24h], got %v", o.Budget)
+	}
+	// Each of the 2 × (cores−1) measurements needs time for a few
+	// updates; shorter ones would only report that none happened.
+	const minEach = 50 * time.Millisecond
+	if n := time.Duration(2 * (o.Cores - 1)); o.Budget/n < minEach {
+		return fmt.Errorf("tune: --budget %v split over the %d measurements of --cores %d leaves %v each; "+
+			"each needs at least %v: give --budget %v or more, or fewer --cores", o.Budget, n, o.Cores, o.Budget/n, minEach, minEach*n)
+	}
+	data, err := os.ReadFile(o.Config)
+	if err != nil {
+		return fmt.Errorf("tune: %w", err)
+	}
+	res, err := algo.Resolve(data, o.Specs, algo.Overrides{})
+	if err != nil {
+		return fmt.Errorf("tune: %s: %w", o.Config, err)
+	}
+	shape, ok := res.Config.(algo.TransitionShape)
+	if !ok {
+		return fmt.Errorf("tune: %w: %s is not off-policy (PAL runs DQN, SAC, TD3, DDPG)", algo.ErrConfig, res.Spec.Name)
+	}
+	_, u := shape.TransitionShape()
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return fmt.Errorf("tune: %w", err)
+	}
+	each := o.Budget / time.Duration(2*(o.Cores-1))
+	var pa, pl []Point
+	for x := 1; x < o.Cores; x++ {
+		fa, err := pal.MeasureActors(ctx, res.Header, res.Spec, res.Config, x, each)
+		if err != nil {
+			return fmt.Errorf("tune: actors %d: %w", x, err)
+		}
+		fl, err := pal.MeasureLearners(ctx, res.Header, res.Spec, res.Config, x, each)
+		if err != nil {
+			return fmt.Errorf("tune: learners %d: %w", x, err)
+		}
+		pa, pl = append(pa, Point{X: x, Y: fa}), append(pl, Point{X: x, Y: fl})
+	}
+	fa, err := Fit(pa)
+	if err != nil {
+		return fmt.Errorf("tune: actors: %w", err)
+	}
+	fl, err := Fit(pl)
+	if err != nil {
+		return fmt.Errorf("tune: learners: %w", err)
+	}
+	allocs, err := Search(pa, pl, fa, fl, u, o.Cores)
+	if err != nil {
+		return fmt.Errorf("tune: %w", err)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "x\tf_a(x) env steps/s\tf_l(x) updates/s\tU·f_l(x) env steps/s\t\n")
+	for i := range pa {
+		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.0f\t\n", pa[i].X, pa[i].Y, pl[i].Y, u*pl[i].Y)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "fit: f_a(x) = %.0f·x/(1+%.3f·(x−1)), f_l(x) = %.0f·x/(1+%.3f·(x−1)), U = %v\n", fa.F1, fa.S, fl.F1, fl.S, u)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "actors\tlearners\tf_a\tU·f_l\tenv steps/s\tfrom\t\n")
+	for _, a := range allocs {
+		from := "measured"
+		if a.Predicted {
+			from = "fit (prediction)"
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.0f\t%.0f\t%s\t\n", a.Actors, a.Learners, a.ActorRate, a.LearnerRate, a.Rate, from)
+	}
+	tw.Flush()
+	choice := allocs[0]
+	kind := "measured"
+	if choice.Predicted {
+		kind = "predicted by the fits"
+	}
+	fmt.Fprintf(w, "choice: %s, %s (%s %.0f env steps/s)\n", plural(choice.Actors, "actor"), plural(choice.Learners, "learner"), kind, choice.Rate)
+	use := choice
+	png := filepath.Join(o.Out, "fig12.png")
+	if err := Plot(png, pa, pl, fa, fl, u, o.Cores, choice); err != nil {
+		return fmt.Errorf("tune: %w", err)
+	}
+	tuned, err := withRuntime(data, use.Actors, use.Learners)
+	if err != nil {
+		return fmt.Errorf("tune: %s: %w", o.Config, err)
+	}
+	cfgPath := filepath.Join(o.Out, strings.TrimSuffix(filepath.Base(o.Config), filepath.Ext(o.Config))+"-tuned.yaml")
+	if err := os.WriteFile(cfgPath, tuned, 0o644); err != nil {
+		return fmt.Errorf("tune: %w", err)
+	}
+	fmt.Fprintf(w, "wrote %s and %s\n", png, cfgPath)
+	return nil
+}
+
+// withRuntime returns the config file data with its runtime: section set
+// to the pal executor with the given counts (its other keys kept).
+func withRuntime(data []byte, actors, learners int) ([]byte, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("not a YAML mapping")
+	}
+	m := doc.Content[0]
+	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Value: s} }
+	var rt *yaml.Node
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == "runtime" {
+			if m.Content[i+1].Kind != yaml.MappingNode {
+				m.Content[i+1] = &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+			}
+			rt = m.Content[i+1]
+		}
+	}
+	if rt == nil {
+		rt = &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle}
+		m.Content = append(m.Content, str("runtime"), rt)
+	}
+	// Set the three keys, keeping the section's others (learner_mode,
+	// refresh_every, …); other executors' keys would make it invalid.
+	set := func(k, v string) {
+		for i := 0; i+1 < len(rt.Content); i += 2 {
+			if rt.Content[i].Value == k {
+				rt.Content[i+1] = str(v)
+				return
+			}
+		}
+		rt.Content = append(rt.Content, str(k), str(v))
+	}
+	set("executor", "pal")
+	set("actors", strconv.Itoa(actors))
+	set("learners", strconv.Itoa(learners))
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), enc.Close()
+}
+
+// plural writes n and a noun, in the plural unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
