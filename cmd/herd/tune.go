@@ -28,6 +28,7 @@ func newTuneCmd() *cobra.Command {
 		cores  int
 		budget time.Duration
 		out    string
+		steps  int64
 	)
 	cmd := &cobra.Command{
 		Use:   "tune",
@@ -36,9 +37,14 @@ func newTuneCmd() *cobra.Command {
 and learner throughput f_l(x) (updates/s of x learners on one pre-filled replay)
 for x = 1 … cores−1 with short real runs (the budget is split evenly over them)
 and solves PAL's eq. 5 on the measurements by exhaustive search: every
-x_a + x_l ≤ cores, at min(f_a(x_a), U·f_l(x_l)), U being the algorithm's env
-steps per update. Amdahl fits of both curves are printed and plotted beside
-the points; they would be used only for counts beyond the measured ones,
+x_a + x_l ≤ cores, in steady state at R = min(f_a(x_a), U·f_l(x_l)), U being
+the algorithm's env steps per update. It picks the allocation whose run it
+predicts to end first: the first W = learning_starts env steps have no
+learner work and go at f_a(x_a), the other S − W at R, so
+T = W/f_a(x_a) + (S − W)/R for the config's S steps (or --steps); within 1%
+of the shortest T, the fewest workers win. Without a warm-up that is eq. 5's
+choice. Amdahl fits of both curves are printed and plotted beside the
+points; they would be used only for counts beyond the measured ones,
 marked as predictions. It prints the table and the choice and writes
 fig12.png and <config>-tuned.yaml (the config with runtime: {executor: pal,
 actors, learners}) into --out.
@@ -79,6 +85,16 @@ keeps the other runtime keys (learner_mode among them).`,
 				return fmt.Errorf("tune: %w: %s is not off-policy (PAL runs DQN, SAC, TD3, DDPG)", algo.ErrConfig, res.Spec.Name)
 			}
 			_, u := shape.TransitionShape()
+			run := tune.Run{U: u, Steps: res.Header.Steps}
+			if cmd.Flags().Changed("steps") {
+				if steps < 1 {
+					return fmt.Errorf("tune: --steps must be ≥ 1, got %d", steps)
+				}
+				run.Steps = steps
+			}
+			if wu, ok := res.Config.(algo.WarmUpper); ok {
+				run.WarmUp = wu.WarmUp()
+			}
 			if err := os.MkdirAll(out, 0o755); err != nil {
 				return fmt.Errorf("tune: %w", err)
 			}
@@ -104,7 +120,7 @@ keeps the other runtime keys (learner_mode among them).`,
 			if err != nil {
 				return fmt.Errorf("tune: learners: %w", err)
 			}
-			allocs, err := tune.Search(pa, pl, fa, fl, u, cores)
+			allocs, err := tune.Search(pa, pl, fa, fl, run, cores)
 			if err != nil {
 				return fmt.Errorf("tune: %w", err)
 			}
@@ -116,13 +132,14 @@ keeps the other runtime keys (learner_mode among them).`,
 			tw.Flush()
 			fmt.Fprintf(w, "fit: f_a(x) = %.0f·x/(1+%.3f·(x−1)), f_l(x) = %.0f·x/(1+%.3f·(x−1)), U = %v\n", fa.F1, fa.S, fl.F1, fl.S, u)
 			tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintf(tw, "actors\tlearners\tf_a\tU·f_l\tenv steps/s\tfrom\t\n")
+			fmt.Fprintf(w, "run: %d env steps, the first %d before any update (learning_starts)\n", run.Steps, min(run.WarmUp, run.Steps))
+			fmt.Fprintf(tw, "actors\tlearners\tf_a\tU·f_l\tsteady env steps/s\trun s\trun env steps/s\tfrom\t\n")
 			for _, a := range allocs {
 				from := "measured"
 				if a.Predicted {
 					from = "fit (prediction)"
 				}
-				fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.0f\t%.0f\t%s\t\n", a.Actors, a.Learners, a.ActorRate, a.LearnerRate, a.Rate, from)
+				fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.0f\t%.0f\t%.3f\t%.0f\t%s\t\n", a.Actors, a.Learners, a.ActorRate, a.LearnerRate, a.Rate, a.Seconds, a.RunRate, from)
 			}
 			tw.Flush()
 			choice := allocs[0]
@@ -130,7 +147,8 @@ keeps the other runtime keys (learner_mode among them).`,
 			if choice.Predicted {
 				kind = "predicted by the fits"
 			}
-			fmt.Fprintf(w, "choice: %s, %s (%s %.0f env steps/s)\n", count(choice.Actors, "actor"), count(choice.Learners, "learner"), kind, choice.Rate)
+			fmt.Fprintf(w, "choice: %s, %s (%s: %.0f env steps/s steady, the run %.3f s at %.0f env steps/s)\n",
+				count(choice.Actors, "actor"), count(choice.Learners, "learner"), kind, choice.Rate, choice.Seconds, choice.RunRate)
 			use := choice
 			png := filepath.Join(out, "fig12.png")
 			if err := tune.Plot(png, pa, pl, fa, fl, u, cores, choice); err != nil {
@@ -153,6 +171,7 @@ keeps the other runtime keys (learner_mode among them).`,
 	f.IntVar(&cores, "cores", runtime.NumCPU(), "cores to allocate: actors + learners ≤ cores")
 	f.DurationVar(&budget, "budget", 60*time.Second, "total measuring time")
 	f.StringVar(&out, "out", ".", "directory for fig12.png and the tuned config")
+	f.Int64Var(&steps, "steps", 0, "env steps of the run to plan for (default: the config's; the written config keeps its own)")
 	return cmd
 }
 

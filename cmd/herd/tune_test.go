@@ -21,7 +21,8 @@ func TestTuneCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := herd(t, dir, "tune", "--config", cfg, "--cores", "3", "--budget", "400ms", "--out", dir)
-	if r.code != 0 || !strings.Contains(r.stdout, "choice:") || !strings.Contains(r.stdout, "f_a(x)") {
+	if r.code != 0 || !strings.Contains(r.stdout, "choice:") || !strings.Contains(r.stdout, "f_a(x)") ||
+		!strings.Contains(r.stdout, "run: 2000 env steps, the first 500 before any update") {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "fig12.png")); err != nil || fi.Size() == 0 {
@@ -39,7 +40,7 @@ func TestTuneCLI(t *testing.T) {
 		rc.LearnerMode != "sync" || rc.RefreshEvery != 2 {
 		t.Errorf("tuned runtime %+v", rc)
 	}
-	for _, bad := range [][]string{{"--cores", "1"}, {"--budget", "1ms"}} {
+	for _, bad := range [][]string{{"--cores", "1"}, {"--budget", "1ms"}, {"--steps", "0"}} {
 		if r := herd(t, dir, append([]string{"tune", "--config", cfg}, bad...)...); r.code == 0 {
 			t.Errorf("%v: exit 0", bad)
 		}
