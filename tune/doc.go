@@ -41,9 +41,14 @@
 // separates allocations that eq. 5 finds (nearly) equal, or favours more
 // actors when the warm-up is a large share of the run's time (W / S large
 // and f_a not far above U · f_l, e.g. slow envs with U = 1). Among
-// allocations whose T is within 1% of the shortest, the one with the
-// fewest workers is taken: measurement noise is larger than that, and
-// equality in eq. 5 is where neither side has idle workers. Not modelled,
+// allocations whose T is within a tie band of the shortest (Run.Tie), the
+// one with the fewest workers is taken: the measurements cannot tell them
+// apart, and equality in eq. 5 is where neither side has idle workers.
+// The band is 1% by default; `herd tune` measures every count in several
+// rounds that alternate the counts, uses each point's median, and widens
+// the band to the largest spread among the points (Summary: half the range
+// over the median), at most 50%, so that a choice rests on differences
+// larger than the noise the measurements showed. Not modelled,
 // since the measured curves do not show them: the set-up before the first
 // step (milliseconds), the hand-offs between actors and learners at the
 // rate limiter, and the actors' and learners' competition for cores when

@@ -71,6 +71,27 @@ func Fit(pts []Point) (Amdahl, error) {
 	return Amdahl{F1: f1, S: s}, nil
 }
 
+// Summary reduces repeated measurements of one point (rounds that
+// alternate with the other points' measurements) to their median and
+// their relative spread, half their range over the median: the point's ±.
+func Summary(ys []float64) (median, spread float64, err error) {
+	if len(ys) == 0 {
+		return 0, 0, fmt.Errorf("%w: no measurements", ErrInput)
+	}
+	for _, y := range ys {
+		if !(y > 0) || math.IsInf(y, 0) {
+			return 0, 0, fmt.Errorf("%w: measurement %v: want a finite throughput > 0", ErrInput, y)
+		}
+	}
+	s := slices.Sorted(slices.Values(ys))
+	n := len(s)
+	median = s[n/2]
+	if n%2 == 0 {
+		median = (s[n/2-1] + s[n/2]) / 2
+	}
+	return median, (s[n-1] - s[0]) / (2 * median), nil
+}
+
 // Run is the run an allocation is chosen for.
 type Run struct {
 	// U is the env steps per learner update that the rate limiter holds.
@@ -79,12 +100,24 @@ type Run struct {
 	// many of them come before the first update (learning_starts), when
 	// the actors work and the learners have nothing to do.
 	Steps, WarmUp int64
+	// Tie is the relative band within which allocations count as equal:
+	// those whose predicted mean rate is at least (1 − Tie) of the best
+	// tie, and the fewest workers among them win. 0 means 1%; `herd tune`
+	// widens it to the measurements' own spread (Summary).
+	Tie float64
+}
+
+func (r Run) tie() float64 {
+	if r.Tie == 0 {
+		return 0.01
+	}
+	return r.Tie
 }
 
 func (r Run) check(cores int) error {
-	if cores < 2 || !(r.U > 0) || math.IsInf(r.U, 0) || r.Steps < 1 || r.WarmUp < 0 {
-		return fmt.Errorf("%w: cores %d (≥ 2), update interval %v (> 0), steps %d (≥ 1), warm-up %d (≥ 0)",
-			ErrInput, cores, r.U, r.Steps, r.WarmUp)
+	if cores < 2 || !(r.U > 0) || math.IsInf(r.U, 0) || r.Steps < 1 || r.WarmUp < 0 || !(r.Tie >= 0 && r.Tie < 1) {
+		return fmt.Errorf("%w: cores %d (≥ 2), update interval %v (> 0), steps %d (≥ 1), warm-up %d (≥ 0), tie band %v (in [0, 1))",
+			ErrInput, cores, r.U, r.Steps, r.WarmUp, r.Tie)
 	}
 	return nil
 }
@@ -182,7 +215,7 @@ func Search(actors, learners []Point, fa, fl Amdahl, run Run, cores int) ([]Allo
 			all = append(all, run.alloc(a, l, ar, lr, pred))
 		}
 	}
-	rank(all)
+	rank(all, run.tie())
 	return all, nil
 }
 
@@ -200,17 +233,17 @@ func Choose(fa, fl Amdahl, run Run, cores int) ([]Allocation, error) {
 			all = append(all, run.alloc(a, l, fa.At(float64(a)), run.U*fl.At(float64(l)), false))
 		}
 	}
-	rank(all)
+	rank(all, run.tie())
 	return all, nil
 }
 
 // rank sorts allocations best first: by predicted run time, except that
-// among those within 1% of the best (RunRate ≥ 0.99 of the best's) the one
-// with the fewest workers comes first.
-func rank(all []Allocation) {
+// among those within the tie band of the best (RunRate ≥ (1 − tie) of the
+// best's) the one with the fewest workers comes first.
+func rank(all []Allocation, tie float64) {
 	best := slices.MaxFunc(all, func(x, y Allocation) int { return cmpF(x.RunRate, y.RunRate) })
 	slices.SortStableFunc(all, func(x, y Allocation) int {
-		xn, yn := x.RunRate >= 0.99*best.RunRate, y.RunRate >= 0.99*best.RunRate
+		xn, yn := x.RunRate >= (1-tie)*best.RunRate, y.RunRate >= (1-tie)*best.RunRate
 		switch {
 		case xn && yn:
 			if c := (x.Actors + x.Learners) - (y.Actors + y.Learners); c != 0 {

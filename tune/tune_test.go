@@ -67,6 +67,9 @@ func TestChooseBalances(t *testing.T) {
 		{Run{U: 1, Steps: 1e6}, 1},
 		{Run{U: 1, Steps: 0}, 4},
 		{Run{U: 1, Steps: 1e6, WarmUp: -1}, 4},
+		{Run{U: 1, Steps: 1e6, Tie: 1}, 4},
+		{Run{U: 1, Steps: 1e6, Tie: -0.1}, 4},
+		{Run{U: 1, Steps: 1e6, Tie: math.NaN()}, 4},
 	} {
 		if _, err := Choose(fa, fl, bad.run, bad.cores); !errors.Is(err, ErrInput) {
 			t.Errorf("%+v, %d cores: %v, want ErrInput", bad.run, bad.cores, err)
@@ -177,6 +180,50 @@ func TestWarmUp(t *testing.T) {
 		if got.Actors != c.wantA || got.Learners != c.wantL || math.Abs(got.Seconds-c.wantSec) > 1e-9*c.wantSec ||
 			got.Rate != c.wantSteady || math.Abs(got.RunRate-float64(c.steps)/c.wantSec) > 1e-6 {
 			t.Errorf("%s: choice %+v, want %d actors, %d learners, %v s, steady %v env steps/s", c.name, got, c.wantA, c.wantL, c.wantSec, c.wantSteady)
+		}
+	}
+}
+
+// TestSummary: median and half-range over the median of repeated
+// measurements.
+func TestSummary(t *testing.T) {
+	cases := []struct {
+		ys          []float64
+		med, spread float64
+	}{
+		{[]float64{100}, 100, 0},
+		{[]float64{120, 80, 100}, 100, 0.2},
+		{[]float64{90, 110, 100, 300}, 105, 1},
+	}
+	for _, c := range cases {
+		m, sp, err := Summary(c.ys)
+		if err != nil || m != c.med || math.Abs(sp-c.spread) > 1e-12 {
+			t.Errorf("%v: %v ± %v, %v; want %v ± %v", c.ys, m, sp, err, c.med, c.spread)
+		}
+	}
+	for _, bad := range [][]float64{nil, {1, 0}, {math.NaN()}, {math.Inf(1)}} {
+		if _, _, err := Summary(bad); !errors.Is(err, ErrInput) {
+			t.Errorf("%v: %v, want ErrInput", bad, err)
+		}
+	}
+}
+
+// TestTieBand: two learners measured 10% faster than one win with the
+// default 1% band, and tie with one (which then wins, fewer workers) when
+// the measurements' spread is 20%.
+func TestTieBand(t *testing.T) {
+	pa := []Point{{1, 1e6}, {2, 1e6}}
+	pl := []Point{{1, 1000}, {2, 1100}}
+	for _, c := range []struct {
+		tie          float64
+		wantA, wantL int
+	}{{0, 1, 2}, {0.05, 1, 2}, {0.2, 1, 1}} {
+		all, err := Search(pa, pl, Amdahl{F1: 1}, Amdahl{F1: 1}, Run{U: 1, Steps: 1e6, Tie: c.tie}, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := all[0]; got.Actors != c.wantA || got.Learners != c.wantL {
+			t.Errorf("tie %v: choice %+v, want %d actors, %d learners", c.tie, got, c.wantA, c.wantL)
 		}
 	}
 }

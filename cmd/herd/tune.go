@@ -29,6 +29,7 @@ func newTuneCmd() *cobra.Command {
 		budget time.Duration
 		out    string
 		steps  int64
+		rounds int
 	)
 	cmd := &cobra.Command{
 		Use:   "tune",
@@ -41,11 +42,14 @@ x_a + x_l ≤ cores, in steady state at R = min(f_a(x_a), U·f_l(x_l)), U being
 the algorithm's env steps per update. It picks the allocation whose run it
 predicts to end first: the first W = learning_starts env steps have no
 learner work and go at f_a(x_a), the other S − W at R, so
-T = W/f_a(x_a) + (S − W)/R for the config's S steps (or --steps); within 1%
-of the shortest T, the fewest workers win. Without a warm-up that is eq. 5's
-choice. Amdahl fits of both curves are printed and plotted beside the
-points; they would be used only for counts beyond the measured ones,
-marked as predictions. It prints the table and the choice and writes
+T = W/f_a(x_a) + (S − W)/R for the config's S steps (or --steps). Each count
+is measured --rounds times, the counts alternating, and its median used;
+allocations whose T is within the largest spread of the measurements (half
+their range over the median, at least 1%, at most 50%) of the shortest tie,
+and the fewest workers among them win. Without a warm-up and with that band
+at 1% this is eq. 5's choice. Amdahl fits of both curves are printed and
+plotted beside the points; they would be used only for counts beyond the
+measured ones, marked as predictions. It prints the table and the choice and writes
 fig12.png and <config>-tuned.yaml (the config with runtime: {executor: pal,
 actors, learners}) into --out.
 
@@ -65,12 +69,16 @@ keeps the other runtime keys (learner_mode among them).`,
 			if budget < 100*time.Millisecond || budget > 24*time.Hour {
 				return fmt.Errorf("tune: --budget must be in [100ms, 24h], got %v", budget)
 			}
-			// Each of the 2 × (cores−1) measurements needs time for a few
-			// updates; shorter ones would only report that none happened.
+			if rounds < 1 || rounds > 100 {
+				return fmt.Errorf("tune: --rounds must be in [1, 100], got %d", rounds)
+			}
+			// Each of the 2 × (cores−1) × rounds measurements needs time
+			// for a few updates; shorter ones would only report that none
+			// happened.
 			const minEach = 50 * time.Millisecond
-			if n := time.Duration(2 * (cores - 1)); budget/n < minEach {
-				return fmt.Errorf("tune: --budget %v split over the %d measurements of --cores %d leaves %v each; "+
-					"each needs at least %v: give --budget %v or more, or fewer --cores", budget, n, cores, budget/n, minEach, minEach*n)
+			if n := time.Duration(2 * (cores - 1) * rounds); budget/n < minEach {
+				return fmt.Errorf("tune: --budget %v split over the %d measurements of --cores %d, --rounds %d leaves %v each; "+
+					"each needs at least %v: give --budget %v or more, or fewer --cores or --rounds", budget, n, cores, rounds, budget/n, minEach, minEach*n)
 			}
 			data, err := os.ReadFile(config)
 			if err != nil {
@@ -99,19 +107,42 @@ keeps the other runtime keys (learner_mode among them).`,
 				return fmt.Errorf("tune: %w", err)
 			}
 			w := cmd.OutOrStdout()
-			each := budget / time.Duration(2*(cores-1))
-			var pa, pl []tune.Point
-			for x := 1; x < cores; x++ {
-				fa, err := pal.MeasureActors(cmd.Context(), res.Header, res.Spec, res.Config, x, each)
-				if err != nil {
-					return fmt.Errorf("tune: actors %d: %w", x, err)
+			// Rounds alternate the counts, so a burst of other work on the
+			// machine hits one round of every count rather than every
+			// round of one count; each point is the median of its rounds,
+			// and the largest spread among them widens the tie band.
+			each := budget / time.Duration(2*(cores-1)*rounds)
+			ya, yl := make([][]float64, cores-1), make([][]float64, cores-1)
+			for range rounds {
+				for x := 1; x < cores; x++ {
+					fa, err := pal.MeasureActors(cmd.Context(), res.Header, res.Spec, res.Config, x, each)
+					if err != nil {
+						return fmt.Errorf("tune: actors %d: %w", x, err)
+					}
+					fl, err := pal.MeasureLearners(cmd.Context(), res.Header, res.Spec, res.Config, x, each)
+					if err != nil {
+						return fmt.Errorf("tune: learners %d: %w", x, err)
+					}
+					ya[x-1], yl[x-1] = append(ya[x-1], fa), append(yl[x-1], fl)
 				}
-				fl, err := pal.MeasureLearners(cmd.Context(), res.Header, res.Spec, res.Config, x, each)
-				if err != nil {
-					return fmt.Errorf("tune: learners %d: %w", x, err)
-				}
-				pa, pl = append(pa, tune.Point{X: x, Y: fa}), append(pl, tune.Point{X: x, Y: fl})
 			}
+			var pa, pl []tune.Point
+			var sa, sl []float64
+			spread := 0.0
+			for i := range ya {
+				ma, da, err := tune.Summary(ya[i])
+				if err != nil {
+					return fmt.Errorf("tune: actors %d: %w", i+1, err)
+				}
+				ml, dl, err := tune.Summary(yl[i])
+				if err != nil {
+					return fmt.Errorf("tune: learners %d: %w", i+1, err)
+				}
+				pa, pl = append(pa, tune.Point{X: i + 1, Y: ma}), append(pl, tune.Point{X: i + 1, Y: ml})
+				sa, sl = append(sa, da), append(sl, dl)
+				spread = max(spread, da, dl)
+			}
+			run.Tie = min(max(spread, 0.01), 0.5)
 			fa, err := tune.Fit(pa)
 			if err != nil {
 				return fmt.Errorf("tune: actors: %w", err)
@@ -125,14 +156,15 @@ keeps the other runtime keys (learner_mode among them).`,
 				return fmt.Errorf("tune: %w", err)
 			}
 			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintf(tw, "x\tf_a(x) env steps/s\tf_l(x) updates/s\tU·f_l(x) env steps/s\t\n")
+			fmt.Fprintf(tw, "x\tf_a(x) env steps/s\t±\tf_l(x) updates/s\t±\tU·f_l(x) env steps/s\t\n")
 			for i := range pa {
-				fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.0f\t\n", pa[i].X, pa[i].Y, pl[i].Y, u*pl[i].Y)
+				fmt.Fprintf(tw, "%d\t%.0f\t%.0f%%\t%.0f\t%.0f%%\t%.0f\t\n", pa[i].X, pa[i].Y, 100*sa[i], pl[i].Y, 100*sl[i], u*pl[i].Y)
 			}
 			tw.Flush()
 			fmt.Fprintf(w, "fit: f_a(x) = %.0f·x/(1+%.3f·(x−1)), f_l(x) = %.0f·x/(1+%.3f·(x−1)), U = %v\n", fa.F1, fa.S, fl.F1, fl.S, u)
 			tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintf(w, "run: %d env steps, the first %d before any update (learning_starts)\n", run.Steps, min(run.WarmUp, run.Steps))
+			fmt.Fprintf(w, "medians of %d rounds (± half their range); run: %d env steps, the first %d before any update (learning_starts); ties within %.0f%%\n",
+				rounds, run.Steps, min(run.WarmUp, run.Steps), 100*run.Tie)
 			fmt.Fprintf(tw, "actors\tlearners\tf_a\tU·f_l\tsteady env steps/s\trun s\trun env steps/s\tfrom\t\n")
 			for _, a := range allocs {
 				from := "measured"
@@ -171,6 +203,7 @@ keeps the other runtime keys (learner_mode among them).`,
 	f.IntVar(&cores, "cores", runtime.NumCPU(), "cores to allocate: actors + learners ≤ cores")
 	f.DurationVar(&budget, "budget", 60*time.Second, "total measuring time")
 	f.StringVar(&out, "out", ".", "directory for fig12.png and the tuned config")
+	f.IntVar(&rounds, "rounds", 3, "measure every count this many times, alternating counts, and take the median")
 	f.Int64Var(&steps, "steps", 0, "env steps of the run to plan for (default: the config's; the written config keeps its own)")
 	return cmd
 }
