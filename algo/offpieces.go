@@ -119,6 +119,14 @@ type TransitionShape interface {
 	TransitionShape() (numEnvs int, updateInterval float64)
 }
 
+// WarmUpper is implemented by the off-policy configs: WarmUp returns the
+// env steps taken before the first update (learning_starts), during which
+// the actors work and the learners have nothing to do. herd tune predicts
+// a run's wall time with it.
+type WarmUpper interface {
+	WarmUp() int64
+}
+
 // TransitionLearner learns from a Replay (DQN, SAC, TD3, DDPG).
 type TransitionLearner interface {
 	// Learn runs the updates due for the global env steps (prev, step]

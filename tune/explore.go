@@ -27,8 +27,14 @@ type ExploreOptions struct {
 	// Cores to allocate: actors + learners ≤ Cores, in [2, 1024].
 	Cores int
 	// Budget is the total measuring time, split evenly over the 2 ×
-	// (Cores−1) measurements.
+	// (Cores−1) × Rounds measurements.
 	Budget time.Duration
+	// Rounds measures every count this many times, the counts
+	// alternating, and takes the median; in [1, 100].
+	Rounds int
+	// Steps are the env steps of the run to plan for; 0 takes the
+	// config's (the written config keeps its own).
+	Steps int64
 	// Out is the directory for fig12.png and <config>-tuned.yaml.
 	Out string
 }
@@ -48,12 +54,18 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 	if o.Budget < 100*time.Millisecond || o.Budget > 24*time.Hour {
 		return fmt.Errorf("tune: --budget must be in [100ms, 24h], got %v", o.Budget)
 	}
-	// Each of the 2 × (cores−1) measurements needs time for a few
-	// updates; shorter ones would only report that none happened.
+	if o.Rounds < 1 || o.Rounds > 100 {
+		return fmt.Errorf("tune: --rounds must be in [1, 100], got %d", o.Rounds)
+	}
+	if o.Steps < 0 {
+		return fmt.Errorf("tune: --steps must be ≥ 1, got %d", o.Steps)
+	}
+	// Each of the 2 × (cores−1) × rounds measurements needs time for a
+	// few updates; shorter ones would only report that none happened.
 	const minEach = 50 * time.Millisecond
-	if n := time.Duration(2 * (o.Cores - 1)); o.Budget/n < minEach {
-		return fmt.Errorf("tune: --budget %v split over the %d measurements of --cores %d leaves %v each; "+
-			"each needs at least %v: give --budget %v or more, or fewer --cores", o.Budget, n, o.Cores, o.Budget/n, minEach, minEach*n)
+	if n := time.Duration(2 * (o.Cores - 1) * o.Rounds); o.Budget/n < minEach {
+		return fmt.Errorf("tune: --budget %v split over the %d measurements of --cores %d, --rounds %d leaves %v each; "+
+			"each needs at least %v: give --budget %v or more, or fewer --cores or --rounds", o.Budget, n, o.Cores, o.Rounds, o.Budget/n, minEach, minEach*n)
 	}
 	data, err := os.ReadFile(o.Config)
 	if err != nil {
@@ -68,22 +80,52 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 		return fmt.Errorf("tune: %w: %s is not off-policy (PAL runs DQN, SAC, TD3, DDPG)", algo.ErrConfig, res.Spec.Name)
 	}
 	_, u := shape.TransitionShape()
+	run := Run{U: u, Steps: res.Header.Steps}
+	if o.Steps > 0 {
+		run.Steps = o.Steps
+	}
+	if wu, ok := res.Config.(algo.WarmUpper); ok {
+		run.WarmUp = wu.WarmUp()
+	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return fmt.Errorf("tune: %w", err)
 	}
-	each := o.Budget / time.Duration(2*(o.Cores-1))
-	var pa, pl []Point
-	for x := 1; x < o.Cores; x++ {
-		fa, err := pal.MeasureActors(ctx, res.Header, res.Spec, res.Config, x, each)
-		if err != nil {
-			return fmt.Errorf("tune: actors %d: %w", x, err)
+	// Rounds alternate the counts, so a burst of other work on the
+	// machine hits one round of every count rather than every round of
+	// one count; each point is the median of its rounds, and the largest
+	// spread among them widens the tie band.
+	each := o.Budget / time.Duration(2*(o.Cores-1)*o.Rounds)
+	ya, yl := make([][]float64, o.Cores-1), make([][]float64, o.Cores-1)
+	for range o.Rounds {
+		for x := 1; x < o.Cores; x++ {
+			fa, err := pal.MeasureActors(ctx, res.Header, res.Spec, res.Config, x, each)
+			if err != nil {
+				return fmt.Errorf("tune: actors %d: %w", x, err)
+			}
+			fl, err := pal.MeasureLearners(ctx, res.Header, res.Spec, res.Config, x, each)
+			if err != nil {
+				return fmt.Errorf("tune: learners %d: %w", x, err)
+			}
+			ya[x-1], yl[x-1] = append(ya[x-1], fa), append(yl[x-1], fl)
 		}
-		fl, err := pal.MeasureLearners(ctx, res.Header, res.Spec, res.Config, x, each)
-		if err != nil {
-			return fmt.Errorf("tune: learners %d: %w", x, err)
-		}
-		pa, pl = append(pa, Point{X: x, Y: fa}), append(pl, Point{X: x, Y: fl})
 	}
+	var pa, pl []Point
+	var sa, sl []float64
+	spread := 0.0
+	for i := range ya {
+		ma, da, err := Summary(ya[i])
+		if err != nil {
+			return fmt.Errorf("tune: actors %d: %w", i+1, err)
+		}
+		ml, dl, err := Summary(yl[i])
+		if err != nil {
+			return fmt.Errorf("tune: learners %d: %w", i+1, err)
+		}
+		pa, pl = append(pa, Point{X: i + 1, Y: ma}), append(pl, Point{X: i + 1, Y: ml})
+		sa, sl = append(sa, da), append(sl, dl)
+		spread = max(spread, da, dl)
+	}
+	run.Tie = min(max(spread, 0.01), 0.5)
 	fa, err := Fit(pa)
 	if err != nil {
 		return fmt.Errorf("tune: actors: %w", err)
@@ -92,25 +134,27 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 	if err != nil {
 		return fmt.Errorf("tune: learners: %w", err)
 	}
-	allocs, err := Search(pa, pl, fa, fl, u, o.Cores)
+	allocs, err := Search(pa, pl, fa, fl, run, o.Cores)
 	if err != nil {
 		return fmt.Errorf("tune: %w", err)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "x\tf_a(x) env steps/s\tf_l(x) updates/s\tU·f_l(x) env steps/s\t\n")
+	fmt.Fprintf(tw, "x\tf_a(x) env steps/s\t±\tf_l(x) updates/s\t±\tU·f_l(x) env steps/s\t\n")
 	for i := range pa {
-		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.0f\t\n", pa[i].X, pa[i].Y, pl[i].Y, u*pl[i].Y)
+		fmt.Fprintf(tw, "%d\t%.0f\t%.0f%%\t%.0f\t%.0f%%\t%.0f\t\n", pa[i].X, pa[i].Y, 100*sa[i], pl[i].Y, 100*sl[i], u*pl[i].Y)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "fit: f_a(x) = %.0f·x/(1+%.3f·(x−1)), f_l(x) = %.0f·x/(1+%.3f·(x−1)), U = %v\n", fa.F1, fa.S, fl.F1, fl.S, u)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "actors\tlearners\tf_a\tU·f_l\tenv steps/s\tfrom\t\n")
+	fmt.Fprintf(w, "medians of %d rounds (± half their range); run: %d env steps, the first %d before any update (learning_starts); ties within %.0f%%\n",
+		o.Rounds, run.Steps, min(run.WarmUp, run.Steps), 100*run.Tie)
+	fmt.Fprintf(tw, "actors\tlearners\tf_a\tU·f_l\tsteady env steps/s\trun s\trun env steps/s\tfrom\t\n")
 	for _, a := range allocs {
 		from := "measured"
 		if a.Predicted {
 			from = "fit (prediction)"
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.0f\t%.0f\t%s\t\n", a.Actors, a.Learners, a.ActorRate, a.LearnerRate, a.Rate, from)
+		fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.0f\t%.0f\t%.3f\t%.0f\t%s\t\n", a.Actors, a.Learners, a.ActorRate, a.LearnerRate, a.Rate, a.Seconds, a.RunRate, from)
 	}
 	tw.Flush()
 	choice := allocs[0]
@@ -118,7 +162,8 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 	if choice.Predicted {
 		kind = "predicted by the fits"
 	}
-	fmt.Fprintf(w, "choice: %s, %s (%s %.0f env steps/s)\n", plural(choice.Actors, "actor"), plural(choice.Learners, "learner"), kind, choice.Rate)
+	fmt.Fprintf(w, "choice: %s, %s (%s: %.0f env steps/s steady, the run %.3f s at %.0f env steps/s)\n",
+		plural(choice.Actors, "actor"), plural(choice.Learners, "learner"), kind, choice.Rate, choice.Seconds, choice.RunRate)
 	use := choice
 	png := filepath.Join(o.Out, "fig12.png")
 	if err := Plot(png, pa, pl, fa, fl, u, o.Cores, choice); err != nil {

@@ -71,30 +71,104 @@ func Fit(pts []Point) (Amdahl, error) {
 	return Amdahl{F1: f1, S: s}, nil
 }
 
-// Allocation is one choice of actor and learner counts and the rate the
-// model predicts for it.
+// Summary reduces repeated measurements of one point (rounds that
+// alternate with the other points' measurements) to their median and
+// their relative spread, half their range over the median: the point's ±.
+func Summary(ys []float64) (median, spread float64, err error) {
+	if len(ys) == 0 {
+		return 0, 0, fmt.Errorf("%w: no measurements", ErrInput)
+	}
+	for _, y := range ys {
+		if !(y > 0) || math.IsInf(y, 0) {
+			return 0, 0, fmt.Errorf("%w: measurement %v: want a finite throughput > 0", ErrInput, y)
+		}
+	}
+	s := slices.Sorted(slices.Values(ys))
+	n := len(s)
+	median = s[n/2]
+	if n%2 == 0 {
+		median = (s[n/2-1] + s[n/2]) / 2
+	}
+	return median, (s[n-1] - s[0]) / (2 * median), nil
+}
+
+// Run is the run an allocation is chosen for.
+type Run struct {
+	// U is the env steps per learner update that the rate limiter holds.
+	U float64
+	// Steps is the run's length in env steps (≥ 1); WarmUp (≥ 0) is how
+	// many of them come before the first update (learning_starts), when
+	// the actors work and the learners have nothing to do.
+	Steps, WarmUp int64
+	// Tie is the relative band within which allocations count as equal:
+	// those whose predicted mean rate is at least (1 − Tie) of the best
+	// tie, and the fewest workers among them win. 0 means 1%; `herd tune`
+	// widens it to the measurements' own spread (Summary).
+	Tie float64
+}
+
+func (r Run) tie() float64 {
+	if r.Tie == 0 {
+		return 0.01
+	}
+	return r.Tie
+}
+
+func (r Run) check(cores int) error {
+	if cores < 2 || !(r.U > 0) || math.IsInf(r.U, 0) || r.Steps < 1 || r.WarmUp < 0 || !(r.Tie >= 0 && r.Tie < 1) {
+		return fmt.Errorf("%w: cores %d (≥ 2), update interval %v (> 0), steps %d (≥ 1), warm-up %d (≥ 0), tie band %v (in [0, 1))",
+			ErrInput, cores, r.U, r.Steps, r.WarmUp, r.Tie)
+	}
+	return nil
+}
+
+// Seconds predicts the run's wall time with actors at ar env steps/s and
+// learners at lr = U·f_l env steps/s: the warm-up at the actors' rate (no
+// learner work holds them), the rest at min(ar, lr), the rate limiter
+// holding the faster side to the slower:
+//
+//	T = W / ar + (S − W) / min(ar, lr).
+func (r Run) Seconds(ar, lr float64) float64 {
+	w := min(r.WarmUp, r.Steps)
+	return float64(w)/ar + float64(r.Steps-w)/min(ar, lr)
+}
+
+// Allocation is one choice of actor and learner counts and what the model
+// predicts for it.
 type Allocation struct {
 	Actors, Learners int
 	// ActorRate is f_a(Actors) in env steps/s, LearnerRate U·f_l(Learners)
-	// in env steps/s, Rate their minimum.
+	// in env steps/s, Rate their minimum: eq. 5's steady-state rate.
 	ActorRate, LearnerRate, Rate float64
+	// Seconds is the predicted wall time of the run (Run.Seconds), RunRate
+	// Steps / Seconds, the run's mean env steps/s (what `herd bench learn`
+	// reports). Without a warm-up RunRate is Rate.
+	Seconds, RunRate float64
 	// Predicted is set when a rate comes from a fitted curve rather than a
 	// measurement (Search: a count beyond the measured ones).
 	Predicted bool
 }
 
+func (r Run) alloc(a, l int, ar, lr float64, pred bool) Allocation {
+	sec := r.Seconds(ar, lr)
+	return Allocation{Actors: a, Learners: l, ActorRate: ar, LearnerRate: lr, Rate: min(ar, lr),
+		Seconds: sec, RunRate: float64(r.Steps) / sec, Predicted: pred}
+}
+
 // Search solves PAL's eq. 5 on the measurements, by exhaustive search as
 // the paper does (§V-D, §VI-F): every allocation with x_a, x_l ≥ 1 and
-// x_a + x_l ≤ cores, at R = min(f_a(x_a), U·f_l(x_l)) with f_a and f_l the
-// measured points (actors in env steps/s, learners in updates/s), best
-// first (ties as Choose). Measured curves may fall as x grows (cores run
-// out), which no fit of Amdahl's law can follow, so the fits fa and fl are
-// used only for counts beyond the largest measured one, and such
-// allocations are marked Predicted. Counts from 1 to the largest measured
-// one must all be measured.
-func Search(actors, learners []Point, fa, fl Amdahl, u float64, cores int) ([]Allocation, error) {
-	if cores < 2 || !(u > 0) || math.IsInf(u, 0) {
-		return nil, fmt.Errorf("%w: cores %d (≥ 2), update interval %v (> 0)", ErrInput, cores, u)
+// x_a + x_l ≤ cores, with f_a and f_l the measured points (actors in env
+// steps/s, learners in updates/s), best first. It ranks by the run's
+// predicted wall time (Run.Seconds: the warm-up at f_a(x_a), the rest at
+// eq. 5's R = min(f_a(x_a), U·f_l(x_l))), shortest first, ties as Choose;
+// without a warm-up that is R's order. Measured curves may fall as x grows
+// (cores run out), which no fit of Amdahl's law can follow, so the fits fa
+// and fl are used only for counts beyond the largest measured one, and
+// such allocations are marked Predicted. Counts from 1 to the largest
+// measured one must all be measured.
+func Search(actors, learners []Point, fa, fl Amdahl, run Run, cores int) ([]Allocation, error) {
+	if err := run.check(cores); err != nil {
+		return nil, err
 	}
 	curve := func(name string, pts []Point) (map[int]float64, int, error) {
 		m := map[int]float64{}
@@ -130,59 +204,58 @@ func Search(actors, learners []Point, fa, fl Amdahl, u float64, cores int) ([]Al
 	var all []Allocation
 	for a := 1; a < cores; a++ {
 		for l := 1; a+l <= cores; l++ {
-			ar, lr := ma[a], u*ml[l]
+			ar, lr := ma[a], run.U*ml[l]
 			pred := false
 			if a > topA {
 				ar, pred = fa.At(float64(a)), true
 			}
 			if l > topL {
-				lr, pred = u*fl.At(float64(l)), true
+				lr, pred = run.U*fl.At(float64(l)), true
 			}
-			all = append(all, Allocation{Actors: a, Learners: l, ActorRate: ar, LearnerRate: lr, Rate: min(ar, lr), Predicted: pred})
+			all = append(all, run.alloc(a, l, ar, lr, pred))
 		}
 	}
-	rank(all)
+	rank(all, run.tie())
 	return all, nil
 }
 
 // Choose returns every allocation with x_a, x_l ≥ 1 and x_a + x_l ≤ cores,
-// best first, for fitted actors fa (env steps/s), learners fl (updates/s)
-// and U env steps per update: the model alone, every rate a prediction.
-// `herd tune` decides with Search, on the measurements.
-func Choose(fa, fl Amdahl, u float64, cores int) ([]Allocation, error) {
-	if cores < 2 || !(u > 0) || math.IsInf(u, 0) {
-		return nil, fmt.Errorf("%w: cores %d (≥ 2), update interval %v (> 0)", ErrInput, cores, u)
+// best first, for fitted actors fa (env steps/s) and learners fl
+// (updates/s): the model alone, every rate a prediction. `herd tune`
+// decides with Search, on the measurements.
+func Choose(fa, fl Amdahl, run Run, cores int) ([]Allocation, error) {
+	if err := run.check(cores); err != nil {
+		return nil, err
 	}
 	var all []Allocation
 	for a := 1; a < cores; a++ {
 		for l := 1; a+l <= cores; l++ {
-			ar, lr := fa.At(float64(a)), u*fl.At(float64(l))
-			all = append(all, Allocation{Actors: a, Learners: l, ActorRate: ar, LearnerRate: lr, Rate: min(ar, lr)})
+			all = append(all, run.alloc(a, l, fa.At(float64(a)), run.U*fl.At(float64(l)), false))
 		}
 	}
-	rank(all)
+	rank(all, run.tie())
 	return all, nil
 }
 
-// rank sorts allocations best first: by rate, except that among those
-// within 1% of the best the one with the fewest workers comes first.
-func rank(all []Allocation) {
-	best := slices.MaxFunc(all, func(x, y Allocation) int { return cmpF(x.Rate, y.Rate) })
+// rank sorts allocations best first: by predicted run time, except that
+// among those within the tie band of the best (RunRate ≥ (1 − tie) of the
+// best's) the one with the fewest workers comes first.
+func rank(all []Allocation, tie float64) {
+	best := slices.MaxFunc(all, func(x, y Allocation) int { return cmpF(x.RunRate, y.RunRate) })
 	slices.SortStableFunc(all, func(x, y Allocation) int {
-		// Within 1% of the best, fewer workers first; otherwise by rate.
-		xn, yn := x.Rate >= 0.99*best.Rate, y.Rate >= 0.99*best.Rate
+		xn, yn := x.RunRate >= (1-tie)*best.RunRate, y.RunRate >= (1-tie)*best.RunRate
 		switch {
 		case xn && yn:
 			if c := (x.Actors + x.Learners) - (y.Actors + y.Learners); c != 0 {
 				return c
 			}
-			return cmpF(y.Rate, x.Rate)
+			return cmpF(y.RunRate, x.RunRate)
 		case xn:
 			return -1
 		case yn:
 			return 1
 		}
-		return cmpF(y.Rate, x.Rate)
+		return cmpF(y.RunRate, x.RunRate)
 	})
 }
 

@@ -3,6 +3,7 @@ package main
 // herd tune: PAL's design-space exploration (logic in herd/tune).
 
 import (
+	"fmt"
 	"runtime"
 	"time"
 
@@ -21,10 +22,18 @@ func newTuneCmd() *cobra.Command {
 and learner throughput f_l(x) (updates/s of x learners on one pre-filled replay)
 for x = 1 … cores−1 with short real runs (the budget is split evenly over them)
 and solves PAL's eq. 5 on the measurements by exhaustive search: every
-x_a + x_l ≤ cores, at min(f_a(x_a), U·f_l(x_l)), U being the algorithm's env
-steps per update. Amdahl fits of both curves are printed and plotted beside
-the points; they would be used only for counts beyond the measured ones,
-marked as predictions. It prints the table and the choice and writes
+x_a + x_l ≤ cores, in steady state at R = min(f_a(x_a), U·f_l(x_l)), U being
+the algorithm's env steps per update. It picks the allocation whose run it
+predicts to end first: the first W = learning_starts env steps have no
+learner work and go at f_a(x_a), the other S − W at R, so
+T = W/f_a(x_a) + (S − W)/R for the config's S steps (or --steps). Each count
+is measured --rounds times, the counts alternating, and its median used;
+allocations whose T is within the largest spread of the measurements (half
+their range over the median, at least 1%, at most 50%) of the shortest tie,
+and the fewest workers among them win. Without a warm-up and with that band
+at 1% this is eq. 5's choice. Amdahl fits of both curves are printed and
+plotted beside the points; they would be used only for counts beyond the
+measured ones, marked as predictions. It prints the table and the choice and writes
 fig12.png and <config>-tuned.yaml (the config with runtime: {executor: pal,
 actors, learners}) into --out.
 
@@ -35,6 +44,9 @@ keeps the other runtime keys (learner_mode among them).`,
 		Example: `  herd tune --config configs/dqn-cartpole-pal.yaml --cores 4 --budget 30s --out /tmp/tune`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("steps") && o.Steps < 1 {
+				return fmt.Errorf("tune: --steps must be ≥ 1, got %d", o.Steps)
+			}
 			o.Specs = all.Specs()
 			return tune.Explore(cmd.Context(), cmd.OutOrStdout(), o)
 		},
@@ -44,5 +56,7 @@ keeps the other runtime keys (learner_mode among them).`,
 	f.IntVar(&o.Cores, "cores", runtime.NumCPU(), "cores to allocate: actors + learners ≤ cores")
 	f.DurationVar(&o.Budget, "budget", 60*time.Second, "total measuring time")
 	f.StringVar(&o.Out, "out", ".", "directory for fig12.png and the tuned config")
+	f.IntVar(&o.Rounds, "rounds", 3, "measure every count this many times, alternating counts, and take the median")
+	f.Int64Var(&o.Steps, "steps", 0, "env steps of the run to plan for (default: the config's; the written config keeps its own)")
 	return cmd
 }

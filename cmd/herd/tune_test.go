@@ -20,8 +20,9 @@ func TestTuneCLI(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("# tiny\nalgo: dqn\nenv: CartPole-v1\nsteps: 2000\nruntime: {executor: pal, learner_mode: sync, refresh_every: 2}\ndqn: {buffer_size: 1000, batch_size: 32, learning_starts: 500, net_arch: [16]}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := herd(t, dir, "tune", "--config", cfg, "--cores", "3", "--budget", "400ms", "--out", dir)
-	if r.code != 0 || !strings.Contains(r.stdout, "choice:") || !strings.Contains(r.stdout, "f_a(x)") {
+	r := herd(t, dir, "tune", "--config", cfg, "--cores", "3", "--budget", "400ms", "--rounds", "2", "--out", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "choice:") || !strings.Contains(r.stdout, "f_a(x)") ||
+		!strings.Contains(r.stdout, "medians of 2 rounds") || !strings.Contains(r.stdout, "run: 2000 env steps, the first 500 before any update") {
 		t.Fatalf("exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "fig12.png")); err != nil || fi.Size() == 0 {
@@ -39,14 +40,14 @@ func TestTuneCLI(t *testing.T) {
 		rc.LearnerMode != "sync" || rc.RefreshEvery != 2 {
 		t.Errorf("tuned runtime %+v", rc)
 	}
-	for _, bad := range [][]string{{"--cores", "1"}, {"--budget", "1ms"}} {
+	for _, bad := range [][]string{{"--cores", "1"}, {"--budget", "1ms"}, {"--steps", "0"}, {"--rounds", "0"}, {"--cores", "3", "--budget", "400ms", "--rounds", "3"}} {
 		if r := herd(t, dir, append([]string{"tune", "--config", cfg}, bad...)...); r.code == 0 {
 			t.Errorf("%v: exit 0", bad)
 		}
 	}
 	ppo := filepath.Join(dir, "ppo.yaml")
 	os.WriteFile(ppo, []byte("algo: ppo\nenv: CartPole-v1\nsteps: 512\n"), 0o644)
-	if r := herd(t, dir, "tune", "--config", ppo, "--budget", "200ms"); r.code == 0 || !strings.Contains(r.stderr+r.stdout, "not off-policy") {
+	if r := herd(t, dir, "tune", "--config", ppo, "--budget", "200ms", "--rounds", "1"); r.code == 0 || !strings.Contains(r.stderr+r.stdout, "not off-policy") {
 		t.Errorf("ppo: exit %d, %s%s", r.code, r.stdout, r.stderr)
 	}
 }
