@@ -148,7 +148,7 @@ type workerFlags struct {
 	force, resume bool
 	ttl           time.Duration
 	wait          time.Duration
-	metricsAddr   string // learner: Prometheus endpoint
+	metricsAddr   string // Prometheus endpoint
 }
 
 func newWorkerCmd() *cobra.Command { return newWorkerCmdWith(all.Specs) }
@@ -177,7 +177,7 @@ default the config's out).`,
 	fl.IntVar(&f.slot, "slot", 0, "worker slot: env workers' randomness derives from (seed, slot)")
 	fl.StringVar(&f.out, "out", "", "learner: run directory (default: the config's out)")
 	fl.BoolVar(&f.quiet, "quiet", false, "learner: no progress output")
-	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "learner: serve live metrics for Prometheus at http://ADDR/metrics (a port alone binds 127.0.0.1)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the worker's live metrics for Prometheus at http://ADDR/metrics (a port alone binds 127.0.0.1)")
 	fl.BoolVar(&f.force, "force", false, "learner: replace a run already in --out")
 	fl.BoolVar(&f.resume, "resume", false, "learner: continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
 	fl.DurationVar(&f.ttl, "ttl", 3*time.Second, "registration TTL (whole seconds)")
@@ -297,6 +297,16 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	st, err := distexec.Prepare(res.Header, res.Spec, res.Config)
 	if err != nil {
 		return err
+	}
+	if f.metricsAddr != "" && f.role != "learner" {
+		reg := metrics.NewRegistry()
+		srv, serr := metrics.ServeRegistry(f.metricsAddr, reg)
+		if serr != nil {
+			return fmt.Errorf("worker: %w", serr)
+		}
+		defer srv.Close()
+		st.Metrics = reg
+		fmt.Fprintf(w, "worker %s: metrics for Prometheus at http://%s/metrics\n", name, srv.Addr())
 	}
 	switch f.role {
 	case "env":
@@ -515,7 +525,7 @@ learner vanished without one.`,
 	fl.BoolVar(&f.train.resume, "resume", false, "continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
 	f.nats.add(cmd, "external NATS server URL(s) (default: an embedded server on 127.0.0.1)")
 	fl.StringVar(&f.run, "run", "", "run ID (default herd-<seed>)")
-	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve the learner's live metrics for Prometheus at http://ADDR/metrics (a port alone binds 127.0.0.1)")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve live metrics for Prometheus at http://ADDR/metrics: the learner at ADDR, policy then env workers at the next ports (a port alone binds 127.0.0.1)")
 	fl.IntVar(&f.restarts, "max-restarts", 10, "restarts of one worker within --restart-window before the run fails")
 	fl.DurationVar(&f.restartWindow, "restart-window", 10*time.Minute, "the window over which --max-restarts counts a worker's failures")
 	fl.DurationVar(&f.ttl, "ttl", 3*time.Second, "registration TTL (whole seconds)")
@@ -761,11 +771,24 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 			}
 		})
 	}
-	for k := range st.PolicyWorkers(rc.PolicyWorkers) {
-		supervise("policy worker "+strconv.Itoa(k), []string{"--role", "policy", "--slot", strconv.Itoa(k)}, true, io.Discard)
+	nPolicy, nEnv := st.PolicyWorkers(rc.PolicyWorkers), max(rc.EnvWorkers, 1)
+	margs := func(k int) []string { // the k-th worker's --metrics-addr after the learner's
+		if f.metricsAddr == "" {
+			return nil
+		}
+		a, _ := metrics.OffsetAddr(f.metricsAddr, k) // checked below
+		return []string{"--metrics-addr", a}
 	}
-	for k := range max(rc.EnvWorkers, 1) {
-		supervise("env worker "+strconv.Itoa(k), []string{"--role", "env", "--slot", strconv.Itoa(k)}, true, io.Discard)
+	if f.metricsAddr != "" {
+		if _, err := metrics.OffsetAddr(f.metricsAddr, nPolicy+nEnv); err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+	}
+	for k := range nPolicy {
+		supervise("policy worker "+strconv.Itoa(k), append([]string{"--role", "policy", "--slot", strconv.Itoa(k)}, margs(1+k)...), true, io.Discard)
+	}
+	for k := range nEnv {
+		supervise("env worker "+strconv.Itoa(k), append([]string{"--role", "env", "--slot", strconv.Itoa(k)}, margs(1+nPolicy+k)...), true, io.Discard)
 	}
 	largs := []string{"--role", "learner", "--out", h.Out}
 	if f.train.quiet {

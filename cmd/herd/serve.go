@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
 
+	"herd/metrics"
 	"herd/replay/persist"
 	"herd/service"
 	"herd/service/envsvc"
@@ -21,6 +23,20 @@ type serveFlags struct {
 	addr   string
 	tls    service.TLSFiles
 	maxMsg int
+	// metricsAddr, when set, serves reg at http://metricsAddr/metrics.
+	metricsAddr string
+	reg         *prometheus.Registry
+}
+
+// registerer returns the registry of --metrics-addr, nil without it.
+func (f *serveFlags) registerer() prometheus.Registerer {
+	if f.metricsAddr == "" {
+		return nil
+	}
+	if f.reg == nil {
+		f.reg = metrics.NewRegistry()
+	}
+	return f.reg
 }
 
 func (f *serveFlags) register(cmd *cobra.Command, defAddr string) {
@@ -30,6 +46,7 @@ func (f *serveFlags) register(cmd *cobra.Command, defAddr string) {
 	fl.StringVar(&f.tls.Key, "tls-key", "", "server private key (PEM)")
 	fl.StringVar(&f.tls.CA, "tls-client-ca", "", "CA (PEM) that client certificates must chain to; enables mutual TLS")
 	fl.IntVar(&f.maxMsg, "max-message-mb", service.MaxMessageBytes>>20, "largest message accepted or sent, MiB")
+	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve live metrics for Prometheus at http://ADDR/metrics (a port alone binds 127.0.0.1)")
 }
 
 // run serves what register adds until the command's context ends (Ctrl-C).
@@ -40,6 +57,13 @@ func (f *serveFlags) run(cmd *cobra.Command, what string, register func(*grpc.Se
 	conf, err := f.tls.ServerConfig()
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	var msrv *metrics.Server
+	if f.reg != nil {
+		if msrv, err = metrics.ServeRegistry(f.metricsAddr, f.reg); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer msrv.Close()
 	}
 	lis, err := service.Listen(f.addr)
 	if err != nil {
@@ -55,6 +79,9 @@ func (f *serveFlags) run(cmd *cobra.Command, what string, register func(*grpc.Se
 		}
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "herd: serving %s on %s (%s)\n", what, lis.Addr(), mode)
+	if msrv != nil {
+		fmt.Fprintf(cmd.OutOrStdout(), "herd: metrics for Prometheus at http://%s/metrics\n", msrv.Addr())
+	}
 	if err := service.Serve(cmd.Context(), g, lis, 5*time.Second); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -103,6 +130,11 @@ batches travel through shared memory instead of the network.`,
 				return err
 			}
 			srv := envsvc.New(envsvc.Config{MaxEnvs: maxEnvs, MaxSessions: maxSessions})
+			if reg := f.registerer(); reg != nil {
+				if err := srv.RegisterMetrics(reg); err != nil {
+					return fmt.Errorf("serve: %w", err)
+				}
+			}
 			if shm == "" {
 				return f.run(cmd, "herd envs", srv.Register)
 			}
@@ -177,6 +209,7 @@ must carry every field a prioritized sampler reads.`,
 				opts.Samplers = append(opts.Samplers, sp)
 			}
 			opts.EnsureDefaults()
+			opts.Registerer = f.registerer()
 			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			store, err := persist.Open(cmd.Context(), opts)
 			if err != nil {
@@ -190,7 +223,7 @@ must carry every field a prioritized sampler reads.`,
 				}
 			}
 			srv, err := replaysvc.New(replaysvc.Config{Store: store, Samplers: opts.Samplers, Mode: opts.Mode,
-				MaxValueBytes: opts.MaxValueBytes, MaxBatch: maxBatch})
+				MaxValueBytes: opts.MaxValueBytes, MaxBatch: maxBatch, Registerer: opts.Registerer})
 			if err != nil {
 				store.Close()
 				return fmt.Errorf("serve replay: %w", err)
