@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"herd/algo"
 	"herd/env"
@@ -70,53 +71,82 @@ func (noopSampler) ValuesTo(dst, _ []float32, n int) { clear(dst[:n]) }
 // per-core figure.
 func BenchmarkTopologyNoop(b *testing.B) {
 	for _, E := range []int{4, 64, 256} {
-		b.Run("envs="+itoa(E), func(b *testing.B) {
-			const T = 32
-			iters := max(1, b.N/(T*E))
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			ip := transport.NewInproc()
-			opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
-			var closers []func() error
-			defer func() {
-				for _, c := range closers {
-					_ = c()
-				}
-			}()
-			open := func() (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
-				inf, _ := ip.Inference(ctx, "noop", opt)
-				s, _ := ip.Samples(ctx, "noop", opt)
-				p, _ := ip.Params(ctx, "noop", opt)
-				closers = append(closers, inf.Close, s.Close, p.Close)
-				return inf, s, p
-			}
-			pieces := fakealgo.Pieces()
-			pieces.NewPolicy = func() (algo.PolicyNet, error) { return &noopPolicy{}, nil }
-			pieces.NewSampler = func(int, *rand.Rand) (algo.Sampler, error) { return noopSampler{}, nil }
-			var wg sync.WaitGroup
-			inf, _, p := open()
-			wg.Go(func() { _ = RunPolicy(ctx, pieces, inf, p) })
-			for slot := range 2 {
-				inf, s, _ := open()
-				envs := make([]env.Env, E)
-				for j := range envs {
-					envs[j] = &noopEnv{}
-				}
-				wg.Go(func() {
-					_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99}, pieces, inf, s)
-				})
-			}
-			_, s, p := open()
-			b.ResetTimer()
-			if _, err := RunLearner(ctx, LearnerConfig{Iterations: iters}, pieces, s, p); err != nil {
+		b.Run("envs="+itoa(E), func(b *testing.B) { noopTopology(b, E, false) })
+	}
+}
+
+// BenchmarkTopologyNoopMetrics is BenchmarkTopologyNoop at 4 envs per env
+// worker (one inference round trip per 4 env steps, the worst case) with
+// the workers' Prometheus metrics off and on: their cost per env step.
+func BenchmarkTopologyNoopMetrics(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "metrics=off"
+		if on {
+			name = "metrics=on"
+		}
+		b.Run(name, func(b *testing.B) { noopTopology(b, 4, on) })
+	}
+}
+
+func noopTopology(b *testing.B, E int, withMetrics bool) {
+	const T = 32
+	iters := max(1, b.N/(T*E))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ip := transport.NewInproc()
+	opt := transport.Options{ObsDim: 4, OutDim: 2, Like: fakealgo.NewParams(), Capacity: 2}
+	var closers []func() error
+	defer func() {
+		for _, c := range closers {
+			_ = c()
+		}
+	}()
+	open := func() (transport.InferenceStream, transport.SampleStream, transport.ParamService) {
+		inf, _ := ip.Inference(ctx, "noop", opt)
+		s, _ := ip.Samples(ctx, "noop", opt)
+		p, _ := ip.Params(ctx, "noop", opt)
+		closers = append(closers, inf.Close, s.Close, p.Close)
+		return inf, s, p
+	}
+	pieces := fakealgo.Pieces()
+	pieces.NewPolicy = func() (algo.PolicyNet, error) { return &noopPolicy{}, nil }
+	pieces.NewSampler = func(int, *rand.Rand) (algo.Sampler, error) { return noopSampler{}, nil }
+	var wg sync.WaitGroup
+	inf, _, p := open()
+	var pm *PolicyMetrics
+	if withMetrics {
+		var err error
+		if pm, err = NewPolicyMetrics(prometheus.NewRegistry()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wg.Go(func() { _ = RunPolicyWith(ctx, PolicyConfig{Metrics: pm}, pieces, inf, p) })
+	for slot := range 2 {
+		inf, s, _ := open()
+		envs := make([]env.Env, E)
+		for j := range envs {
+			envs[j] = &noopEnv{}
+		}
+		var em *EnvMetrics
+		if withMetrics {
+			var err error
+			if em, err = NewEnvMetrics(prometheus.NewRegistry()); err != nil {
 				b.Fatal(err)
 			}
-			b.StopTimer()
-			b.ReportMetric(float64(iters*T*E)/b.Elapsed().Seconds(), "env-steps/s")
-			cancel()
-			wg.Wait()
+		}
+		wg.Go(func() {
+			_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99, Metrics: em}, pieces, inf, s)
 		})
 	}
+	_, s, p := open()
+	b.ResetTimer()
+	if _, err := RunLearner(ctx, LearnerConfig{Iterations: iters}, pieces, s, p); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(iters*T*E)/b.Elapsed().Seconds(), "env-steps/s")
+	cancel()
+	wg.Wait()
 }
 
 func itoa(n int) string {
