@@ -162,26 +162,23 @@ func TestServeReplayMetricsLive(t *testing.T) {
 		"herd_replay_sampled_records_total": 19, "herd_replay_sample_requests_total": 4, "herd_persist_cache_hits_total": 19})
 }
 
-// freePorts finds n consecutive free loopback ports (a guess: another
-// process may take one before it is bound; the test then fails to bind
-// and says so).
+// freePorts finds n consecutive free loopback ports below Linux's
+// ephemeral range (32768 and up by default), so that no outgoing
+// connection of the run (NATS clients) is given one of them before the
+// workers bind them.
 func freePorts(t *testing.T, n int) int {
 	t.Helper()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := l.Addr().(*net.TCPAddr).Port
-		ls := []net.Listener{l}
-		ok := base+n <= 65535
-		for k := 1; ok && k < n; k++ {
-			lk, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+k))
+	start := 20000 + (os.Getpid()*7919)%10000 // spread concurrent test processes
+	for base := start; base+n < 32768; base += n {
+		var ls []net.Listener
+		ok := true
+		for k := range n {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+k))
 			if err != nil {
 				ok = false
 				break
 			}
-			ls = append(ls, lk)
+			ls = append(ls, l)
 		}
 		for _, l := range ls {
 			l.Close()
@@ -190,7 +187,7 @@ func freePorts(t *testing.T, n int) int {
 			return base
 		}
 	}
-	t.Fatal("no run of free ports")
+	t.Fatal("no run of free ports below 32768")
 	return 0
 }
 
