@@ -249,6 +249,11 @@ func TestLaunchMetricsAllEndpoints(t *testing.T) {
 				t.Errorf("%s: no %s in the scrape", e.name, p)
 			}
 		}
+		for series := range last { // numbers only: no URL (the NATS URL may hold a password), no path
+			if strings.Contains(series, "://") || strings.Contains(series, "nats") || strings.Contains(series, "/tmp") {
+				t.Errorf("%s: the scrape exposes %s", e.name, series)
+			}
+		}
 		t.Logf("%s: %s moved from %v to %v", e.name, e.counter, first, last[e.counter])
 	}
 }
