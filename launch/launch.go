@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"herd/algo"
+	"herd/metrics"
 	"herd/run"
 	"herd/run/distexec"
 	"herd/transport"
@@ -40,7 +41,8 @@ type Options struct {
 	// NoWorkers: controller only, the workers run elsewhere (needs
 	// NATS.URL).
 	NoWorkers bool
-	// MetricsAddr, when set, is the learner's Prometheus endpoint.
+	// MetricsAddr, when set, is the learner's Prometheus endpoint; policy
+	// then env workers serve theirs at the next ports.
 	MetricsAddr string
 	// Quiet: no progress output from the learner.
 	Quiet bool
@@ -181,11 +183,24 @@ func Run(ctx context.Context, o Options) error {
 		env:     append(os.Environ(), URLEnv+"="+o.NATS.URL),
 		stderr:  stderr, ttl: o.TTL, restarts: o.Restarts, window: o.RestartWindow, endRun: endRun,
 	}).init(ctx)
-	for k := range st.PolicyWorkers(rc.PolicyWorkers) {
-		sup.start("policy worker "+strconv.Itoa(k), []string{"--role", "policy", "--slot", strconv.Itoa(k)}, true, io.Discard)
+	nPolicy, nEnv := st.PolicyWorkers(rc.PolicyWorkers), max(rc.EnvWorkers, 1)
+	margs := func(k int) []string { // the k-th worker's --metrics-addr after the learner's
+		if o.MetricsAddr == "" {
+			return nil
+		}
+		a, _ := metrics.OffsetAddr(o.MetricsAddr, k) // checked below
+		return []string{"--metrics-addr", a}
 	}
-	for k := range max(rc.EnvWorkers, 1) {
-		sup.start("env worker "+strconv.Itoa(k), []string{"--role", "env", "--slot", strconv.Itoa(k)}, true, io.Discard)
+	if o.MetricsAddr != "" {
+		if _, err := metrics.OffsetAddr(o.MetricsAddr, nPolicy+nEnv); err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+	}
+	for k := range nPolicy {
+		sup.start("policy worker "+strconv.Itoa(k), append([]string{"--role", "policy", "--slot", strconv.Itoa(k)}, margs(1+k)...), true, io.Discard)
+	}
+	for k := range nEnv {
+		sup.start("env worker "+strconv.Itoa(k), append([]string{"--role", "env", "--slot", strconv.Itoa(k)}, margs(1+nPolicy+k)...), true, io.Discard)
 	}
 	largs := []string{"--role", "learner", "--out", h.Out}
 	if o.Quiet {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"herd/algo"
+	"herd/metrics"
 	"herd/run"
 	"herd/run/distexec"
 	"herd/transport"
@@ -47,7 +48,7 @@ type WorkerOptions struct {
 	TTL time.Duration
 	// Wait bounds the wait for the run's config and controller.
 	Wait time.Duration
-	// MetricsAddr, when set, serves the learner's live metrics for
+	// MetricsAddr, when set, serves the worker's live metrics for
 	// Prometheus.
 	MetricsAddr string
 	// Stdout receives progress and the worker's notes.
@@ -169,6 +170,16 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	st, err := distexec.Prepare(res.Header, res.Spec, res.Config)
 	if err != nil {
 		return err
+	}
+	if o.MetricsAddr != "" && o.Role != "learner" {
+		reg := metrics.NewRegistry()
+		srv, serr := metrics.ServeRegistry(o.MetricsAddr, reg)
+		if serr != nil {
+			return fmt.Errorf("worker: %w", serr)
+		}
+		defer srv.Close()
+		st.Metrics = reg
+		fmt.Fprintf(w, "worker %s: metrics for Prometheus at http://%s/metrics\n", name, srv.Addr())
 	}
 	switch o.Role {
 	case "env":

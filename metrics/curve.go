@@ -8,6 +8,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"herd/metrics/tfevents"
 )
 
 // SaveCurve draws a learning curve (mean return of the last Window episodes
@@ -41,4 +43,24 @@ func SaveCurve(path, title string, curve []Point) error {
 		return fmt.Errorf("curve: %w", err)
 	}
 	return nil
+}
+
+// EventsCurve draws the learning curve of a run from its TensorBoard event
+// file (EventsFile in the run directory): the charts/return_mean_100
+// scalar against steps, read back with tfevents.ReadFile, saved as a PNG
+// at png by SaveCurve. It fails when the file holds no such scalar.
+func EventsCurve(events, png, title string) error {
+	tags, err := tfevents.ReadFile(events)
+	if err != nil {
+		return fmt.Errorf("curve: %w", err)
+	}
+	pts := tags["charts/return_mean_100"]
+	if len(pts) == 0 {
+		return fmt.Errorf("curve: %s holds no charts/return_mean_100 scalar", events)
+	}
+	curve := make([]Point, len(pts))
+	for i, p := range pts {
+		curve[i] = Point{Step: p.Step, ReturnMean: p.Value}
+	}
+	return SaveCurve(png, title, curve)
 }

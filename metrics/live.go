@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -108,21 +109,37 @@ type Server struct {
 	done chan error
 }
 
-// Serve exposes l (and the Go runtime's metrics) at http://addr/metrics.
+// Serve exposes l (and the Go runtime's and the process's metrics) at
+// http://addr/metrics, as ServeRegistry does.
+func Serve(addr string, l *Live) (*Server, error) {
+	reg := NewRegistry()
+	if err := reg.Register(l); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return ServeRegistry(addr, reg)
+}
+
+// NewRegistry returns a registry holding the Go runtime's (go_…) and the
+// process's (process_…) collectors, for a process to add its own to and
+// hand to ServeRegistry.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+// ServeRegistry exposes what reg gathers at http://addr/metrics: the
+// endpoint of `--metrics-addr` on herd train, launch, worker and serve.
 // An addr without a host (":9090") binds 127.0.0.1, so that nothing is
 // exposed beyond the machine unless a host is named. The endpoint serves
-// counters and gauges only; nothing secret is in them.
-func Serve(addr string, l *Live) (*Server, error) {
+// counters, gauges and histograms only: no URL, credential or path.
+func ServeRegistry(addr string, reg prometheus.Gatherer) (*Server, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: --metrics-addr %q: %w", addr, err)
 	}
 	if host == "" {
 		host = "127.0.0.1"
-	}
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(l); err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
 	if err != nil {
@@ -133,6 +150,28 @@ func Serve(addr string, l *Live) (*Server, error) {
 	s := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, ln: ln, done: make(chan error, 1)}
 	go func() { s.done <- s.srv.Serve(ln) }()
 	return s, nil
+}
+
+// OffsetAddr returns addr with its port moved up by k: the endpoint of the
+// k-th process `herd launch --metrics-addr` starts after the learner
+// (policy workers, then env workers). Port 0 stays 0 (every process picks
+// a free port).
+func OffsetAddr(addr string, k int) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("metrics: --metrics-addr %q: %w", addr, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 {
+		return "", fmt.Errorf("metrics: --metrics-addr %q: port %q is not a number in 0…65535", addr, port)
+	}
+	if p == 0 {
+		return addr, nil
+	}
+	if p+k > 65535 {
+		return "", fmt.Errorf("metrics: --metrics-addr %q: %d more ports do not fit below 65536", addr, k)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+k)), nil
 }
 
 // Addr is the address the endpoint listens on.

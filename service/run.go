@@ -6,7 +6,10 @@ import (
 	"io"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+
+	"herd/metrics"
 )
 
 // ServeOptions are what every herd server (`herd serve env|replay`) takes.
@@ -17,6 +20,23 @@ type ServeOptions struct {
 	TLS TLSFiles
 	// MaxMessageMB bounds a message accepted or sent, MiB (> 0).
 	MaxMessageMB int
+	// MetricsAddr, when set, serves Registry at http://MetricsAddr/metrics
+	// for Prometheus (a port alone binds 127.0.0.1).
+	MetricsAddr string
+	// Registry holds the server's collectors; Registerer makes it.
+	Registry *prometheus.Registry
+}
+
+// Registerer returns the registry --metrics-addr serves, made on first
+// use, or nil without --metrics-addr (no collector is then registered).
+func (o *ServeOptions) Registerer() prometheus.Registerer {
+	if o.MetricsAddr == "" {
+		return nil
+	}
+	if o.Registry == nil {
+		o.Registry = metrics.NewRegistry()
+	}
+	return o.Registry
 }
 
 // Run listens on o.Addr, serves what register adds to the gRPC server and
@@ -30,6 +50,16 @@ func Run(ctx context.Context, w io.Writer, what string, o ServeOptions, register
 	conf, err := o.TLS.ServerConfig()
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	var msrv *metrics.Server
+	if o.MetricsAddr != "" {
+		if o.Registry == nil {
+			o.Registry = metrics.NewRegistry()
+		}
+		if msrv, err = metrics.ServeRegistry(o.MetricsAddr, o.Registry); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		defer msrv.Close()
 	}
 	lis, err := Listen(o.Addr)
 	if err != nil {
@@ -45,6 +75,9 @@ func Run(ctx context.Context, w io.Writer, what string, o ServeOptions, register
 		}
 	}
 	fmt.Fprintf(w, "herd: serving %s on %s (%s)\n", what, lis.Addr(), mode)
+	if msrv != nil {
+		fmt.Fprintf(w, "herd: metrics for Prometheus at http://%s/metrics\n", msrv.Addr())
+	}
 	if err := Serve(ctx, g, lis, 5*time.Second); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"herd/transport"
 )
 
@@ -22,6 +24,8 @@ type callTimer struct {
 	parent context.Context
 	d      time.Duration
 	stopAF func() bool // unregisters the parent's AfterFunc
+	// retried, when set, counts the calls retry makes again.
+	retried prometheus.Counter
 
 	mu      sync.Mutex
 	cur     *callCtx    // reused until it ends; guarded by mu
@@ -136,6 +140,9 @@ func retry(w *callTimer, f func(ctx context.Context) error) error {
 		}
 		if w.parent.Err() != nil {
 			return fmt.Errorf("%w (last error: %w)", w.parent.Err(), err)
+		}
+		if w.retried != nil {
+			w.retried.Inc()
 		}
 	}
 }

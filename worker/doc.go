@@ -33,6 +33,13 @@
 // none: Q-learning learns from any behaviour policy, and replay keeps old
 // data by design.
 //
+// Metrics: EnvConfig.Metrics (EnvMetrics), PolicyConfig.Metrics
+// (PolicyMetrics) and RegisterStreamStats export a worker's steps,
+// episodes, weights version, inference and push latency histograms,
+// retries, batch sizes and its streams' drops and duplicates to
+// Prometheus (`herd worker --metrics-addr`); nil metrics cost one nil
+// check per step.
+//
 // Ape-X exploration: with several env workers, a sampler that implements
 // algo.ActorExplorer (DQN with apex_epsilon) explores at Ape-X's fixed
 // per-actor ε_i = ε^(1 + 7·i/(N−1)) instead of one shared schedule.

@@ -66,15 +66,30 @@ func (noopSampler) ValuesTo(dst, _ []float32, n int) { clear(dst[:n]) }
 // per-core figure.
 func BenchmarkTopologyNoop(b *testing.B) {
 	for _, E := range []int{4, 64, 256} {
-		b.Run("envs="+itoa(E), func(b *testing.B) {
-			pieces := algotest.Pieces()
-			pieces.NewPolicy = func() (algo.PolicyNet, error) { return &noopPolicy{}, nil }
-			pieces.NewSampler = func(int, *rand.Rand) (algo.Sampler, error) { return noopSampler{}, nil }
-			ip := transport.NewInproc()
-			benchTopology(b, func() transport.Transport { return ip }, benchShape{policyWorkers: 1, perWorker: E, pieces: pieces,
-				newEnv: func() (env.Env, error) { return &noopEnv{}, nil }, envParams: true})
-		})
+		b.Run("envs="+itoa(E), func(b *testing.B) { noopTopology(b, E, false) })
 	}
+}
+
+// BenchmarkTopologyNoopMetrics is BenchmarkTopologyNoop at 4 envs per env
+// worker (one inference round trip per 4 env steps, the worst case) with
+// the workers' Prometheus metrics off and on: their cost per env step.
+func BenchmarkTopologyNoopMetrics(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		name := "metrics=off"
+		if on {
+			name = "metrics=on"
+		}
+		b.Run(name, func(b *testing.B) { noopTopology(b, 4, on) })
+	}
+}
+
+func noopTopology(b *testing.B, E int, withMetrics bool) {
+	pieces := algotest.Pieces()
+	pieces.NewPolicy = func() (algo.PolicyNet, error) { return &noopPolicy{}, nil }
+	pieces.NewSampler = func(int, *rand.Rand) (algo.Sampler, error) { return noopSampler{}, nil }
+	ip := transport.NewInproc()
+	benchTopology(b, func() transport.Transport { return ip }, benchShape{policyWorkers: 1, perWorker: E, pieces: pieces,
+		newEnv: func() (env.Env, error) { return &noopEnv{}, nil }, envParams: true, metrics: withMetrics})
 }
 
 func itoa(n int) string {

@@ -57,6 +57,9 @@ type OffEnvConfig struct {
 	// worker's env steps, which its sampler's schedule continues from.
 	Resume   transport.Progress
 	OnPushed func(transport.Progress)
+	// Metrics, when set, counts steps, episodes, pushes and their latency
+	// and retries, and the weights version of the inline copy.
+	Metrics *EnvMetrics
 }
 
 // RunOffEnv runs an off-policy env worker: it waits for the learner's
@@ -73,6 +76,10 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 	to := cfg.Timeouts.withDefaults()
 	pushT := newCallTimer(ctx, to.Push)
 	defer pushT.stop()
+	met := cfg.Metrics
+	if met != nil {
+		pushT.retried = met.pushRetries
+	}
 	n := cfg.Envs.NumEnvs()
 	pol, err := pieces.NewPolicy()
 	if err != nil {
@@ -149,6 +156,10 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 			copy(obs, b.Obs)
 			local += int64(n)
 			since += n
+			if met != nil {
+				met.steps.Add(float64(n))
+				met.version.Set(float64(pol.Version()))
+			}
 		}
 		if prio != nil {
 			// One batched pass over the chunk with the current copy, as
@@ -162,8 +173,17 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 		}
 		msg := append([]byte(nil), buf...) // the stream takes ownership
 		id := transport.SampleID{Slot: cfg.Slot, Incarnation: prog.Incarnation, Seq: prog.Seq + 1}
+		var t0 time.Time
+		if met != nil {
+			t0 = time.Now()
+		}
 		if err := retry(pushT, func(c context.Context) error { return samples.Push(c, id, msg) }); err != nil {
 			return err
+		}
+		if met != nil {
+			met.push.Observe(time.Since(t0).Seconds())
+			met.pushed.Inc()
+			met.episodes.Add(float64(len(tr.Episodes)))
 		}
 		prog.Seq, prog.Steps = id.Seq, local
 		if cfg.OnPushed != nil {

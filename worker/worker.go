@@ -80,6 +80,9 @@ type EnvConfig struct {
 	// worker's progress; the caller stores it for the next incarnation
 	// (transport.Membership.Save).
 	OnPushed func(transport.Progress)
+	// Metrics, when set, counts the worker's steps, episodes, pushes,
+	// retries and call latencies for Prometheus.
+	Metrics *EnvMetrics
 }
 
 // Resume is where a start of an env worker continues from, as
@@ -132,9 +135,20 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 	inferT, pushT := newCallTimer(ctx, to.Infer), newCallTimer(ctx, to.Push)
 	defer inferT.stop()
 	defer pushT.stop()
+	met := cfg.Metrics
+	if met != nil {
+		inferT.retried, pushT.retried = met.inferRetries, met.pushRetries
+	}
 	ask := func(r *transport.InferRequest, o []float32, rows int) ([]float32, error) {
 		r.Rows, r.Obs = rows, o
+		var t0 time.Time
+		if met != nil {
+			t0 = time.Now()
+		}
 		err := retry(inferT, func(c context.Context) error { return inf.Infer(c, r) })
+		if met != nil && err == nil {
+			met.infer.Observe(since(t0))
+		}
 		return r.Out, err
 	}
 	var acts algo.Acts
@@ -187,6 +201,10 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 				copy(obs[j*obsDim:(j+1)*obsDim], o)
 			}
 			step += int64(m)
+			if met != nil {
+				met.steps.Add(float64(m))
+				met.version.Set(float64(req.WeightsVersion))
+			}
 		}
 		seg.Version = slices.Min(seg.Versions)
 		copy(seg.NextObs, obs)
@@ -201,8 +219,17 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 		// The stream takes ownership of what it is given.
 		b := append([]byte(nil), buf...)
 		id := transport.SampleID{Slot: cfg.Slot, Incarnation: prog.Incarnation, Seq: prog.Seq + 1}
+		var t0 time.Time
+		if met != nil {
+			t0 = time.Now()
+		}
 		if err := retry(pushT, func(c context.Context) error { return samples.Push(c, id, b) }); err != nil {
 			return err
+		}
+		if met != nil {
+			met.push.Observe(since(t0))
+			met.pushed.Inc()
+			met.episodes.Add(float64(len(seg.Episodes)))
 		}
 		prog.Seq, prog.Steps = id.Seq, step
 		if cfg.OnPushed != nil {
@@ -215,6 +242,19 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 // RunPolicy runs a policy worker: it answers batched inference requests
 // with the newest weights the parameter service knows, until ctx ends.
 func RunPolicy(ctx context.Context, pieces *algo.Pieces, inf transport.InferenceStream, params transport.ParamService) error {
+	return RunPolicyWith(ctx, PolicyConfig{}, pieces, inf, params)
+}
+
+// PolicyConfig configures a policy worker.
+type PolicyConfig struct {
+	// Metrics, when set, counts batches, their sizes and forward times,
+	// and the weights version, for Prometheus.
+	Metrics *PolicyMetrics
+}
+
+// RunPolicyWith is RunPolicy with a configuration.
+func RunPolicyWith(ctx context.Context, cfg PolicyConfig, pieces *algo.Pieces, inf transport.InferenceStream, params transport.ParamService) error {
+	met := cfg.Metrics
 	p, err := pieces.NewPolicy()
 	if err != nil {
 		return err
@@ -232,11 +272,24 @@ func RunPolicy(ctx context.Context, pieces *algo.Pieces, inf transport.Inference
 			obs = append(obs, r.Obs...)
 			rows += r.Rows
 		}
+		var t0 time.Time
+		if met != nil {
+			t0 = time.Now()
+		}
 		out = p.ForwardTo(grow(out, rows*p.OutDim()), obs, rows)
 		off := 0
 		for _, r := range batch {
 			off += copy(r.Out, out[off:])
 			r.WeightsVersion = p.Version()
+		}
+		if met != nil {
+			met.forward.Observe(since(t0))
+			met.batches.Inc()
+			met.requests.Add(float64(len(batch)))
+			met.rows.Add(float64(rows))
+			met.batchRows.Observe(float64(rows))
+			met.batchReqs.Observe(float64(len(batch)))
+			met.version.Set(float64(p.Version()))
 		}
 		return nil
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"herd/algo"
 	"herd/algo/algotest"
@@ -217,6 +218,7 @@ type benchShape struct {
 	pieces                   *algo.Pieces
 	newEnv                   func() (env.Env, error)
 	envParams                bool
+	metrics                  bool // the workers' Prometheus metrics on
 }
 
 // benchTopology runs the policy workers, 2 env workers and the learner of
@@ -249,7 +251,14 @@ func benchTopology(b *testing.B, mk func() transport.Transport, sh benchShape) i
 	var wg sync.WaitGroup
 	for range sh.policyWorkers {
 		inf, _, p := open(true)
-		wg.Go(func() { _ = RunPolicy(ctx, sh.pieces, inf, p) })
+		var pm *PolicyMetrics
+		if sh.metrics {
+			var err error
+			if pm, err = NewPolicyMetrics(prometheus.NewRegistry()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		wg.Go(func() { _ = RunPolicyWith(ctx, PolicyConfig{Metrics: pm}, sh.pieces, inf, p) })
 	}
 	for slot := range 2 {
 		inf, s, _ := open(sh.envParams)
@@ -262,8 +271,15 @@ func benchTopology(b *testing.B, mk func() transport.Transport, sh benchShape) i
 			envs[j] = e
 			defer e.Close()
 		}
+		var em *EnvMetrics
+		if sh.metrics {
+			var err error
+			if em, err = NewEnvMetrics(prometheus.NewRegistry()); err != nil {
+				b.Fatal(err)
+			}
+		}
 		wg.Go(func() {
-			_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99}, sh.pieces, inf, s)
+			_ = RunEnv(ctx, EnvConfig{Slot: slot, Seed: 1, Envs: envs, Steps: T, Gamma: 0.99, Metrics: em}, sh.pieces, inf, s)
 		})
 	}
 	_, s, p := open(true)

@@ -18,6 +18,7 @@ func addServeFlags(cmd *cobra.Command, o *service.ServeOptions, defAddr string) 
 	fl.StringVar(&o.TLS.Key, "tls-key", "", "server private key (PEM)")
 	fl.StringVar(&o.TLS.CA, "tls-client-ca", "", "CA (PEM) that client certificates must chain to; enables mutual TLS")
 	fl.IntVar(&o.MaxMessageMB, "max-message-mb", service.MaxMessageBytes>>20, "largest message accepted or sent, MiB")
+	fl.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve live metrics for Prometheus at http://ADDR/metrics (a port alone binds 127.0.0.1)")
 }
 
 func newServeCmd() *cobra.Command {

@@ -53,6 +53,12 @@ func newMetrics(reg prometheus.Registerer, s *Store) (*metrics, error) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "herd_persist_pending", Help: "Writes accepted but not yet applied."},
 			func() float64 { return float64(s.Stats().Pending) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "herd_persist_cache_hits_total", Help: "Records read (Get, Sample) from memory: the cache or writes not yet applied."},
+			func() float64 { return float64(s.cacheHits.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "herd_persist_cache_misses_total", Help: "Records read (Get, Sample) from Pebble."},
+			func() float64 { return float64(s.cacheMisses.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "herd_persist_restore_skipped_snapshots",
 			Help: "Snapshots newer than the one restored at Open, skipped because their manifest is corrupt."},

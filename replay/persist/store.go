@@ -69,7 +69,10 @@ type Store struct {
 	checked  map[string]bool    // object → intact in the bucket; reset by every snapshot
 
 	evictions, populates atomic.Int64
-	snapErr              atomic.Pointer[error] // last automatic snapshot error
+	// cacheHits counts reads (Get, Sample) served from memory (the cache
+	// or pending writes), cacheMisses those read from Pebble.
+	cacheHits, cacheMisses atomic.Int64
+	snapErr                atomic.Pointer[error] // last automatic snapshot error
 
 	cancel      context.CancelFunc // stops the worker (only after its stop task, or on a failed Open)
 	timerCancel context.CancelFunc // stops the snapshot timer
@@ -139,8 +142,12 @@ type Stats struct {
 	CacheLimit    int64
 	Evictions     int64
 	Populates     int64
-	QueueP0       int
-	QueueP1       int
+	// CacheHits counts records read (Get, Sample) from memory: the cache
+	// or writes not yet applied; CacheMisses those read from Pebble.
+	CacheHits   int64
+	CacheMisses int64
+	QueueP0     int
+	QueueP1     int
 }
 
 // Open opens (or creates) a store, restoring from opts.RestoreFrom when set,
@@ -554,6 +561,7 @@ func (s *Store) lookup(key string) ([]byte, int, error) {
 		if p.enc == nil {
 			return nil, 0, fmt.Errorf("%w: %q", ErrNotFound, key)
 		}
+		s.cacheHits.Add(1)
 		return p.enc, p.voff, nil
 	}
 	var e *centry
@@ -565,6 +573,7 @@ func (s *Store) lookup(key string) ([]byte, int, error) {
 	seq := s.mu.seq
 	s.mu.Unlock()
 	if e != nil {
+		s.cacheHits.Add(1)
 		return e.enc, e.voff, nil
 	}
 	// Not pending and not cached: if the key exists it is in Pebble, because
@@ -574,6 +583,7 @@ func (s *Store) lookup(key string) ([]byte, int, error) {
 		return nil, 0, fmt.Errorf("%w: %q", ErrNotFound, key)
 	}
 	if err == nil {
+		s.cacheMisses.Add(1)
 		s.schedulePopulate(key, enc, voff, seq)
 	}
 	return enc, voff, err
@@ -644,9 +654,11 @@ func (s *Store) Sample(dst []Item, n int, sampler string) ([]Item, error) {
 	}
 	s.mu.Unlock()
 	if !cold {
+		s.cacheHits.Add(int64(len(dst)))
 		return dst, nil
 	}
 	out := dst[:0]
+	var misses int64
 	for _, it := range dst {
 		if it.Value == nil {
 			enc, voff, err := s.readDB(it.Key)
@@ -657,10 +669,13 @@ func (s *Store) Sample(dst []Item, n int, sampler string) ([]Item, error) {
 				return out, err
 			}
 			it.Value = enc[voff:]
+			misses++
 			s.schedulePopulate(it.Key, enc, voff, seq)
 		}
 		out = append(out, it)
 	}
+	s.cacheMisses.Add(misses)
+	s.cacheHits.Add(int64(len(out)) - misses)
 	return out, nil
 }
 
@@ -681,6 +696,7 @@ func (s *Store) Stats() Stats {
 		st.CacheLimit = s.limit
 	}
 	st.Evictions, st.Populates = s.evictions.Load(), s.populates.Load()
+	st.CacheHits, st.CacheMisses = s.cacheHits.Load(), s.cacheMisses.Load()
 	st.QueueP0, st.QueueP1 = s.q.Len(taskq.P0), s.q.Len(taskq.P1)
 	return st
 }

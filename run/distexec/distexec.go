@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"herd/algo"
 	"herd/env"
@@ -73,6 +74,11 @@ type Setup struct {
 	// Ape-X topology, env workers with inline policy copies and one
 	// learner with the replay (worker.RunOffEnv, worker.RunOffLearner).
 	Off *OffSetup
+	// Metrics, when set, receives an env or policy worker's Prometheus
+	// collectors (worker.EnvMetrics, worker.PolicyMetrics) and its
+	// streams' counters (worker.RegisterStreamStats) when RunEnvWorker or
+	// RunPolicyWorker starts.
+	Metrics prometheus.Registerer
 }
 
 // OffSetup is the off-policy topology's shape.
@@ -248,13 +254,17 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr transport.Transpo
 		return err
 	}
 	defer closeAll()
+	met, err := s.envMetrics(map[string]func() transport.Stats{"inference": inf.Stats, "samples": smp.Stats})
+	if err != nil {
+		return err
+	}
 	mem, prog, save, err := resume(ctx, tr, run, EnvWorkerName(slot))
 	if err != nil {
 		return err
 	}
 	defer mem.Close()
 	return worker.RunEnv(ctx, worker.EnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Steps: s.T, Gamma: s.Gamma,
-		Resume: prog, OnPushed: save}, s.Pieces, inf, smp)
+		Resume: prog, OnPushed: save, Metrics: met}, s.Pieces, inf, smp)
 }
 
 // EnvWorkerName and PolicyWorkerName are the names under which the
@@ -307,6 +317,10 @@ func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr transport.Tran
 		return err
 	}
 	defer closeAll()
+	met, err := s.envMetrics(map[string]func() transport.Stats{"params": par.Stats, "samples": smp.Stats})
+	if err != nil {
+		return err
+	}
 	mem, prog, save, err := resume(ctx, tr, run, EnvWorkerName(slot))
 	if err != nil {
 		return err
@@ -314,7 +328,7 @@ func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr transport.Tran
 	defer mem.Close()
 	base := prog.FetchFailed
 	return worker.RunOffEnv(ctx, worker.OffEnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Chunk: s.Off.Chunk,
-		RefreshEvery: s.Off.RefreshEvery, StepScale: int64(s.Off.EnvWorkers), Actors: s.Off.EnvWorkers, Resume: prog,
+		RefreshEvery: s.Off.RefreshEvery, StepScale: int64(s.Off.EnvWorkers), Actors: s.Off.EnvWorkers, Resume: prog, Metrics: met,
 		OnPushed: func(p transport.Progress) {
 			p.FetchFailed = base + par.Stats().FetchFailed
 			save(p)
@@ -333,6 +347,15 @@ func (s *Setup) RunPolicyWorker(ctx context.Context, slot int, tr transport.Tran
 		return err
 	}
 	defer closeAll()
+	var met *worker.PolicyMetrics
+	if s.Metrics != nil {
+		if err := s.streamStats(map[string]func() transport.Stats{"inference": inf.Stats, "params": par.Stats}); err != nil {
+			return err
+		}
+		if met, err = worker.NewPolicyMetrics(s.Metrics); err != nil {
+			return err
+		}
+	}
 	mem, prog, save, err := resume(ctx, tr, run, PolicyWorkerName(slot))
 	if err != nil {
 		return err
@@ -361,7 +384,29 @@ func (s *Setup) RunPolicyWorker(ctx context.Context, slot int, tr transport.Tran
 		}
 	}()
 	defer func() { stop(); <-done }()
-	return worker.RunPolicy(ctx, s.Pieces, inf, par)
+	return worker.RunPolicyWith(ctx, worker.PolicyConfig{Metrics: met}, s.Pieces, inf, par)
+}
+
+// envMetrics registers an env worker's collectors and its streams'
+// counters on s.Metrics; nil without s.Metrics.
+func (s *Setup) envMetrics(streams map[string]func() transport.Stats) (*worker.EnvMetrics, error) {
+	if s.Metrics == nil {
+		return nil, nil
+	}
+	if err := s.streamStats(streams); err != nil {
+		return nil, err
+	}
+	return worker.NewEnvMetrics(s.Metrics)
+}
+
+// streamStats registers each stream's counters on s.Metrics.
+func (s *Setup) streamStats(streams map[string]func() transport.Stats) error {
+	for name, f := range streams {
+		if err := worker.RegisterStreamStats(s.Metrics, name, f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Train runs spec's pieces as a distributed topology for rt.Header.Steps

@@ -33,6 +33,11 @@ func Run(ctx context.Context, w io.Writer, o RunOptions) error {
 		return err
 	}
 	srv := New(o.Config)
+	if reg := o.Serve.Registerer(); reg != nil {
+		if err := srv.RegisterMetrics(reg); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
 	if o.Shm == "" {
 		return service.Run(ctx, w, "herd envs", o.Serve, srv.Register)
 	}

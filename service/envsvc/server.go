@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -36,6 +38,7 @@ type Server struct {
 	herdv1.UnimplementedEnvServiceServer
 	maxEnvs  int
 	sessions chan struct{} // one token per live session
+	metrics  *serverMetrics
 }
 
 // New returns a Server.
@@ -47,6 +50,21 @@ func New(cfg Config) *Server {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
 	return &Server{maxEnvs: cfg.MaxEnvs, sessions: make(chan struct{}, cfg.MaxSessions)}
+}
+
+// RegisterMetrics registers the server's Prometheus collectors (sessions,
+// env steps, episodes, step latency; see metrics.go) on reg. Call it
+// before serving; sessions opened before it are not counted.
+func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
+	if reg == nil {
+		return fmt.Errorf("envsvc: metrics need a registerer")
+	}
+	m, err := newServerMetrics(reg, s)
+	if err != nil {
+		return err
+	}
+	s.metrics = m
+	return nil
 }
 
 // Register adds the service to g.
@@ -63,6 +81,7 @@ func (s *Server) Session(stream grpc.BidiStreamingServer[herdv1.EnvRequest, herd
 	case s.sessions <- struct{}{}:
 		defer func() { <-s.sessions }()
 	default:
+		s.metrics.refuse()
 		return status.Errorf(codes.ResourceExhausted, "server has %d live sessions, its limit", cap(s.sessions))
 	}
 	first, err := stream.Recv()
@@ -112,7 +131,12 @@ func (s *Server) open(first *herdv1.EnvRequest) (*session, error) {
 	if n <= 0 || n > s.maxEnvs {
 		return nil, status.Errorf(codes.InvalidArgument, "num_envs %d, want 1..%d", n, s.maxEnvs)
 	}
-	return newSession(open, n)
+	sess, err := newSession(open, n)
+	if err == nil {
+		sess.metrics = s.metrics
+		s.metrics.open()
+	}
+	return sess, err
 }
 
 // session is one stream's envs.
@@ -121,6 +145,7 @@ type session struct {
 	obs, act  env.Space
 	autoreset bool
 	batch     herdv1.Batch
+	metrics   *serverMetrics
 }
 
 func newSession(open *herdv1.OpenRequest, n int) (*session, error) {
@@ -227,10 +252,18 @@ func (s *session) step(actions []float32) *herdv1.EnvResponse {
 	}
 	b := &s.batch
 	b.FinalObs = b.FinalObs[:0]
+	var t0 time.Time
+	if s.metrics != nil {
+		t0 = time.Now()
+	}
+	ended := 0
 	for i, e := range s.envs {
 		obs, r, term, trunc, _, err := e.Step(actions[i*ad : (i+1)*ad])
 		if err != nil {
 			return inBand(fmt.Errorf("env %d: %w", i, err))
+		}
+		if term || trunc {
+			ended++
 		}
 		b.Rewards[i], b.Terminated[i], b.Truncated[i] = r, term, trunc
 		if s.autoreset && (term || trunc) {
@@ -241,6 +274,7 @@ func (s *session) step(actions []float32) *herdv1.EnvResponse {
 		}
 		copy(b.Obs[i*od:(i+1)*od], obs)
 	}
+	s.metrics.step(n, ended, t0)
 	return &herdv1.EnvResponse{Msg: &herdv1.EnvResponse_Batch{Batch: b}}
 }
 

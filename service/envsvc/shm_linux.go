@@ -95,6 +95,7 @@ func (s *Server) shmSession(c *net.UnixConn) {
 	case s.sessions <- struct{}{}:
 		defer func() { <-s.sessions }()
 	default:
+		s.metrics.refuse()
 		end(status.Errorf(codes.ResourceExhausted, "server has %d live sessions, its limit", cap(s.sessions)))
 		return
 	}

@@ -61,6 +61,7 @@ func Run(ctx context.Context, w io.Writer, o RunOptions) error {
 		opts.Samplers = append(opts.Samplers, sp)
 	}
 	opts.EnsureDefaults()
+	opts.Registerer = o.Serve.Registerer()
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	store, err := persist.Open(ctx, opts)
 	if err != nil {
@@ -74,7 +75,7 @@ func Run(ctx context.Context, w io.Writer, o RunOptions) error {
 		}
 	}
 	srv, err := New(Config{Store: store, Samplers: opts.Samplers, Mode: opts.Mode,
-		MaxValueBytes: opts.MaxValueBytes, MaxBatch: o.MaxBatch})
+		MaxValueBytes: opts.MaxValueBytes, MaxBatch: o.MaxBatch, Registerer: opts.Registerer})
 	if err != nil {
 		store.Close()
 		return fmt.Errorf("serve replay: %w", err)

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -38,6 +40,9 @@ type Config struct {
 	MaxValueBytes int
 	// MaxBatch bounds batches (default DefaultMaxBatch).
 	MaxBatch int
+	// Registerer, when set, receives the server's metrics (records,
+	// pushes, samples; see metrics.go).
+	Registerer prometheus.Registerer
 }
 
 // Server implements herdv1.ReplayServiceServer over a persist.Store.
@@ -45,6 +50,7 @@ type Server struct {
 	herdv1.UnimplementedReplayServiceServer
 	cfg      Config
 	updateMu sync.Mutex // serialises UpdatePriorities' read-modify-writes
+	metrics  *serverMetrics
 }
 
 // New returns a Server for cfg.Store.
@@ -58,7 +64,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBatch <= 0 {
 		cfg.MaxBatch = DefaultMaxBatch
 	}
-	return &Server{cfg: cfg}, nil
+	s := &Server{cfg: cfg}
+	var err error
+	if s.metrics, err = newServerMetrics(cfg.Registerer, s); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Register adds the service to g.
@@ -145,9 +156,11 @@ func (s *Server) Push(ctx context.Context, req *herdv1.PushRequest) (*herdv1.Pus
 	}
 	for i, r := range recs {
 		if err := s.cfg.Store.Push(ctx, r.GetKey(), persist.Record{Value: r.GetValue(), Fields: r.GetFields()}); err != nil {
+			s.metrics.push(i)
 			return nil, status.Errorf(status.Code(storeErr(err)), "pushed %d of %d records, then: %v", i, len(recs), err)
 		}
 	}
+	s.metrics.push(len(recs))
 	return &herdv1.PushResponse{Pushed: uint32(len(recs))}, nil
 }
 
@@ -187,10 +200,12 @@ func (s *Server) Sample(_ context.Context, req *herdv1.SampleRequest) (*herdv1.S
 	if name == "" {
 		name = s.cfg.Samplers[0].Name()
 	}
+	t0 := time.Now()
 	items, err := s.cfg.Store.Sample(nil, int(req.GetN()), name)
 	if err != nil {
 		return nil, storeErr(err)
 	}
+	s.metrics.sample(len(items), t0)
 	resp := &herdv1.SampleResponse{Records: make([]*herdv1.Record, len(items))}
 	for i, it := range items {
 		resp.Records[i] = &herdv1.Record{Key: it.Key, Value: it.Value}
@@ -229,9 +244,11 @@ func (s *Server) UpdatePriorities(ctx context.Context, req *herdv1.UpdatePriorit
 	}
 	for i, k := range keys {
 		if err := s.cfg.Store.Push(ctx, k, recs[i]); err != nil {
+			s.metrics.push(i)
 			return nil, status.Errorf(status.Code(storeErr(err)), "updated %d of %d keys, then: %v", i, len(keys), err)
 		}
 	}
+	s.metrics.push(len(keys))
 	return &herdv1.UpdatePrioritiesResponse{Updated: uint32(len(keys))}, nil
 }
 
