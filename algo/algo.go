@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"herd/env"
+
 	"go.yaml.in/yaml/v4"
 )
 
@@ -59,6 +61,10 @@ type Header struct {
 	// Runtime chooses the executor and its counts (see RuntimeConfig).
 	// Default: executor local.
 	Runtime RuntimeConfig `yaml:"runtime,omitempty"`
+	// MultiAgent trains several policies in one multi-agent env, each on
+	// its own agents (see MultiAgentConfig). Default: one policy shared
+	// by every agent.
+	MultiAgent MultiAgentConfig `yaml:"multiagent,omitempty"`
 }
 
 // DefaultHeader returns the defaults used for keys a file leaves out.
@@ -104,6 +110,17 @@ func (h Header) Validate() error {
 	}
 	if err := h.Runtime.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if h.MultiAgent.Enabled() {
+		if err := h.MultiAgent.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if h.Env != "" && !env.IsParallel(h.Env) {
+			errs = append(errs, fmt.Errorf("%w: multiagent needs a multi-agent env (%v), not %s", ErrConfig, env.ParallelIDs(), h.Env))
+		}
+		if h.Runtime.Executor != "local" && h.Runtime.Executor != "" {
+			errs = append(errs, fmt.Errorf("%w: several policies (multiagent) train under executor local only, not %q", ErrConfig, h.Runtime.Executor))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -175,6 +192,20 @@ type Runtime struct {
 	// OnTrack, when not nil, is called by Track. TrainRun sets it to watch
 	// the parameters for divergence (see ParamModel).
 	OnTrack func(Model)
+	// Envs, when not nil, makes the training envs of a local Train in
+	// place of env.MakeVector(Header.Env, n, env.Sync,
+	// env.WithEpisodeStatistics()) (see MakeEnvs): the multi-policy
+	// executor hands each policy the rows of its own agents this way.
+	Envs func(n int) (env.Vector, error)
+}
+
+// MakeEnvs makes the n training envs of a local Train: rt.Envs(n) when set,
+// else n synchronous envs of Header.Env recording episode statistics.
+func (rt *Runtime) MakeEnvs(n int) (env.Vector, error) {
+	if rt.Envs != nil {
+		return rt.Envs(n)
+	}
+	return env.MakeVector(rt.Header.Env, n, env.Sync, env.WithEpisodeStatistics())
 }
 
 // Track tells the caller which model Train trains. Train calls it once,
@@ -468,7 +499,7 @@ func checkFinite(cfg Config) error {
 
 // headerKeys returns the yaml keys of Header.
 func headerKeys() []string {
-	return []string{"algo", "env", "seed", "steps", "out", "log_every", "runtime"}
+	return []string{"algo", "env", "seed", "steps", "out", "log_every", "runtime", "multiagent"}
 }
 
 func lookup(specs []Spec, name string) (Spec, bool) {

@@ -278,7 +278,12 @@ func newEvalCmd() *cobra.Command {
 			if sum, err := metrics.ReadSummary(filepath.Join(dir, algo.SummaryFile)); err == nil && sum.Status == metrics.StatusDiverged {
 				fmt.Fprintf(cmd.ErrOrStderr(), "eval: note: this run diverged (%s); the checkpoint holds its last finite weights\n", sum.Reason)
 			}
-			p, err := res.Spec.LoadPolicy(model, res.Header, res.Config)
+			var p algo.Policy
+			if res.Header.MultiAgent.Enabled() {
+				p, err = algo.LoadPolicies(model, res.Header, res.Spec, res.Config)
+			} else {
+				p, err = res.Spec.LoadPolicy(model, res.Header, res.Config)
+			}
 			if err != nil {
 				return fmt.Errorf("eval: %w", err)
 			}
