@@ -44,7 +44,7 @@ type probe struct {
 type probeModel struct{}
 
 func (probeModel) Act(dst, _ []float32) []float32 { return dst }
-func (probeModel) Save(string) error             { return nil }
+func (probeModel) Save(string) error              { return nil }
 
 func (p *probe) spec() algo.Spec {
 	return algo.Spec{Name: "probe", NewConfig: func() algo.Config { return &probeConfig{NumEnvs: 1} },
