@@ -35,6 +35,7 @@ var (
 //	steps: 500000        # total environment steps, summed over vector envs
 //	out: runs/ppo-CartPole-v1-1   # output directory ("" = default below)
 //	log_every: 1000      # one metrics.csv row each time this many steps have passed
+//	multiagent: {…}      # optional: several policies (MultiAgentConfig)
 //	ppo:                 # the algorithm's own section, keyed by Header.Algo
 //	  num_envs: 4
 //	  …
