@@ -198,6 +198,9 @@ type Runtime struct {
 	// env.WithEpisodeStatistics()) (see MakeEnvs): the multi-policy
 	// executor hands each policy the rows of its own agents this way.
 	Envs func(n int) (env.Vector, error)
+	// Others are the algorithms of a multiagent section's policies other
+	// than the run's (Resolved.Others), for the multi-policy executor.
+	Others map[string]AlgoConfig
 }
 
 // MakeEnvs makes the n training envs of a local Train: rt.Envs(n) when set,
@@ -270,6 +273,10 @@ type Resolved struct {
 	Header Header
 	Spec   Spec
 	Config Config
+	// Others are the algorithms, other than Spec, that train some
+	// policies of a multiagent section (MultiAgentConfig.Algos), by name,
+	// with their sections' configs; nil when there are none.
+	Others map[string]AlgoConfig
 	// outDefaulted: neither the file nor a flag named Header.Out.
 	outDefaulted bool
 }
@@ -407,10 +414,41 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownAlgo, h.Algo, strings.Join(names(specs), ", "))
 	}
+	others := map[string]AlgoConfig{} // the algorithms of multiagent.algos
+	for _, id := range sortedKeys(h.MultiAgent.Algos) {
+		name := h.MultiAgent.Algos[id]
+		if name == spec.Name {
+			continue
+		}
+		o, ok := lookup(specs, name)
+		if !ok {
+			return nil, fmt.Errorf("%w: multiagent.algos: policy %s: %w %q (known: %s)", ErrConfig, id, ErrUnknownAlgo, name, strings.Join(names(specs), ", "))
+		}
+		if sections[name] == nil {
+			return nil, fmt.Errorf("%w: multiagent.algos: policy %s is trained by %s, which needs a %s: section (its num_envs counts every agent's rows, as %s's)", ErrConfig, id, name, name, spec.Name)
+		}
+		if _, done := others[name]; done {
+			continue
+		}
+		ocfg := o.NewConfig()
+		if err := sections[name].Load(ocfg, yaml.WithKnownFields()); err != nil {
+			return nil, fmt.Errorf("%w: section %s: %w", ErrConfig, name, err)
+		}
+		if err := checkFinite(ocfg); err != nil {
+			return nil, err
+		}
+		if err := ocfg.Validate(h); err != nil {
+			return nil, err
+		}
+		others[name] = AlgoConfig{Spec: o, Config: ocfg}
+	}
 	for name := range sections {
-		if name != spec.Name {
+		if _, other := others[name]; name != spec.Name && !other {
 			return nil, fmt.Errorf("%w: section %q does not match algo %q", ErrConfig, name, spec.Name)
 		}
+	}
+	if len(others) == 0 {
+		others = nil
 	}
 	cfg := spec.NewConfig()
 	if sec := sections[spec.Name]; sec != nil {
@@ -429,7 +467,7 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 	if err := cfg.Validate(h); err != nil {
 		return nil, err
 	}
-	return &Resolved{Header: h, Spec: spec, Config: cfg, outDefaulted: outDefaulted}, nil
+	return &Resolved{Header: h, Spec: spec, Config: cfg, Others: others, outDefaulted: outDefaulted}, nil
 }
 
 // Set applies one "key=value" override to cfg (value parsed as YAML),
@@ -459,7 +497,11 @@ func (r *Resolved) Marshal() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	cb, err := yaml.Dump(map[string]any{r.Spec.Name: r.Config})
+	secs := map[string]any{r.Spec.Name: r.Config}
+	for name, o := range r.Others {
+		secs[name] = o.Config
+	}
+	cb, err := yaml.Dump(secs)
 	if err != nil {
 		return nil, err
 	}

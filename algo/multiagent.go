@@ -46,6 +46,12 @@ type MultiAgentConfig struct {
 	// every pattern it matches must name the same policy. Every agent
 	// needs a policy and every policy an agent.
 	PolicyMapping map[string]string `yaml:"policy_mapping,omitempty"`
+	// Algos names, for some policies, an algorithm other than the run's
+	// (policy id → algorithm); that algorithm's section configures them,
+	// and its num_envs must equal the run's section's (both count every
+	// agent's rows). RLlib Flow's twin trainer is algos: {good: dqn}
+	// in a PPO run.
+	Algos map[string]string `yaml:"algos,omitempty"`
 }
 
 // Enabled reports whether the run has a policy mapping.
@@ -81,6 +87,11 @@ func (m MultiAgentConfig) Validate() error {
 		}
 		if id := m.PolicyMapping[k]; !slices.Contains(m.Policies, id) {
 			errs = append(errs, fmt.Errorf("%w: multiagent.policy_mapping: %s maps to %q, which is not in multiagent.policies %v", ErrConfig, k, id, m.Policies))
+		}
+	}
+	for _, id := range sortedKeys(m.Algos) {
+		if !slices.Contains(m.Policies, id) {
+			errs = append(errs, fmt.Errorf("%w: multiagent.algos: %q is not in multiagent.policies %v", ErrConfig, id, m.Policies))
 		}
 	}
 	if len(m.Policies) > 0 && len(m.PolicyMapping) == 0 {
@@ -145,14 +156,35 @@ const MultiPolicyExecutor = "multipolicy"
 // over their last metrics.Window episodes, its episode count, and the
 // algorithm's own scalars, each named policy/<id>/<name>
 // (summary.json's "policies" holds their last values).
-func PolicyScalars(ids, algoScalars []string) []string {
+func PolicyScalars(h Header, spec Spec, others map[string]AlgoConfig) []string {
 	var out []string
-	for _, id := range ids {
-		for _, s := range append([]string{"return_mean", "length_mean", "episodes"}, algoScalars...) {
+	for _, id := range h.MultiAgent.Policies {
+		sc := spec.Scalars
+		if o, ok := others[h.MultiAgent.Algos[id]]; ok {
+			sc = o.Spec.Scalars
+		}
+		for _, s := range append([]string{"return_mean", "length_mean", "episodes"}, sc...) {
 			out = append(out, "policy/"+id+"/"+s)
 		}
 	}
 	return out
+}
+
+// AlgoConfig is an algorithm and its configuration: those of the policies
+// of a multiagent section that another algorithm than the run's trains
+// (MultiAgentConfig.Algos).
+type AlgoConfig struct {
+	Spec   Spec
+	Config Config
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // AgentPolicy is a Policy that acts differently for different agents of a
@@ -230,10 +262,35 @@ func (p *Policies) Save(file string) error {
 // PolicyRun is policy k's share of a run with several policies: its header
 // (seed + k, steps and out of its own) and its config (num_envs = envs ×
 // its agents).
-func PolicyRun(h Header, spec Spec, cfg Config, k, rowsOfPolicy, rowsPerEnv int) (Header, Config, error) {
+func PolicyRun(h Header, spec Spec, cfg Config, others map[string]AlgoConfig, k, rowsOfPolicy, rowsPerEnv int) (Header, Spec, Config, error) {
+	hk, sk, ck, err := policyRun(h, spec, cfg, others, k, rowsOfPolicy, rowsPerEnv)
+	if err != nil {
+		return Header{}, Spec{}, nil, fmt.Errorf("policy %s: %w", h.MultiAgent.Policies[k], err)
+	}
+	return hk, sk, ck, nil
+}
+
+func policyRun(h Header, spec Spec, cfg Config, others map[string]AlgoConfig, k, rowsOfPolicy, rowsPerEnv int) (Header, Spec, Config, error) {
 	hk := h
 	hk.MultiAgent = MultiAgentConfig{}
 	hk.Seed = h.Seed + uint64(k)
+	if name := h.MultiAgent.Algos[h.MultiAgent.Policies[k]]; name != "" && name != spec.Name {
+		o, ok := others[name]
+		if !ok {
+			return Header{}, Spec{}, nil, fmt.Errorf("%w: algorithm %s has no section in the run", ErrConfig, name)
+		}
+		n, ok1 := intField(cfg, "num_envs")
+		on, ok2 := intField(o.Config, "num_envs")
+		if ok1 && ok2 && n != on {
+			return Header{}, Spec{}, nil, fmt.Errorf("%w: %s.num_envs %d must equal %s.num_envs %d: both count every agent's rows", ErrConfig, name, on, spec.Name, n)
+		}
+		hk.Algo, spec, cfg = name, o.Spec, o.Config
+	}
+	hk2, ck, err := policyConfig(hk, spec, cfg, k, rowsOfPolicy, rowsPerEnv)
+	return hk2, spec, ck, err
+}
+
+func policyConfig(hk Header, spec Spec, cfg Config, k, rowsOfPolicy, rowsPerEnv int) (Header, Config, error) {
 	b, err := yaml.Dump(cfg)
 	if err != nil {
 		return Header{}, nil, err
@@ -256,7 +313,8 @@ func PolicyRun(h Header, spec Spec, cfg Config, k, rowsOfPolicy, rowsPerEnv int)
 // LoadPolicies loads a checkpoint written by Policies.Save for a run with
 // a multiagent section: each policy through spec.LoadPolicy with its own
 // header and config (PolicyRun).
-func LoadPolicies(file string, h Header, spec Spec, cfg Config) (*Policies, error) {
+func LoadPolicies(file string, res *Resolved) (*Policies, error) {
+	h, spec, cfg := res.Header, res.Spec, res.Config
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
@@ -301,9 +359,9 @@ func LoadPolicies(file string, h Header, spec Spec, cfg Config) (*Policies, erro
 		}
 		var m Policy
 		if err == nil {
-			hk, cfgk, perr := PolicyRun(h, spec, cfg, k, 1, 1)
+			hk, sk, cfgk, perr := PolicyRun(h, spec, cfg, res.Others, k, 1, 1)
 			if err = perr; err == nil {
-				m, err = spec.LoadPolicy(tmp.Name(), hk, cfgk)
+				m, err = sk.LoadPolicy(tmp.Name(), hk, cfgk)
 			}
 		}
 		os.Remove(tmp.Name())

@@ -35,11 +35,11 @@ fake: {num_envs: 8}
 	if err != nil || !slices.Equal(of, []int{0, 0, 1}) {
 		t.Fatalf("Map: %v %v", of, err)
 	}
-	h, c, err := PolicyRun(r.Header, r.Spec, r.Config, 1, 1, 4)
+	h, _, c, err := PolicyRun(r.Header, r.Spec, r.Config, nil, 1, 1, 4)
 	if err != nil || h.Seed != r.Header.Seed+1 || h.MultiAgent.Enabled() || c.(*fakeConfig).NumEnvs != 2 || r.Config.(*fakeConfig).NumEnvs != 8 {
 		t.Fatalf("PolicyRun: seed %d, num_envs %d (run's %d), %v", h.Seed, c.(*fakeConfig).NumEnvs, r.Config.(*fakeConfig).NumEnvs, err)
 	}
-	if _, _, err := PolicyRun(r.Header, r.Spec, r.Config, 1, 1, 3); err == nil {
+	if _, _, _, err := PolicyRun(r.Header, r.Spec, r.Config, nil, 1, 1, 3); err == nil {
 		t.Error("8 rows of 3-agent envs: no error")
 	}
 	single, err := Resolve([]byte("algo: fake\nenv: CartPole-v1\nsteps: 10\n"), fakeSpecs(), Overrides{})

@@ -118,7 +118,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		scalars = append(slices.Clone(scalars), DistScalars...)
 	}
 	if h.MultiAgent.Enabled() {
-		scalars = PolicyScalars(h.MultiAgent.Policies, res.Spec.Scalars)
+		scalars = PolicyScalars(h, res.Spec, res.Others)
 	}
 	rec, err := metrics.NewRecorder(metrics.Options{
 		Dir: dir, Algo: h.Algo, Env: h.Env, Seed: h.Seed,
@@ -153,7 +153,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	g := newGuard(rec, cancel, h.LogEvery)
-	model, trainErr := train(runCtx, &Runtime{Header: h, Log: g, OnTrack: g.track}, res.Spec, res.Config)
+	model, trainErr := train(runCtx, &Runtime{Header: h, Log: g, OnTrack: g.track, Others: res.Others}, res.Spec, res.Config)
 	if model == nil {
 		// Failed before there was anything to save: leave the directory as
 		// it was (an earlier run stays untouched).

@@ -280,7 +280,7 @@ func newEvalCmd() *cobra.Command {
 			}
 			var p algo.Policy
 			if res.Header.MultiAgent.Enabled() {
-				p, err = algo.LoadPolicies(model, res.Header, res.Spec, res.Config)
+				p, err = algo.LoadPolicies(model, res)
 			} else {
 				p, err = res.Spec.LoadPolicy(model, res.Header, res.Config)
 			}

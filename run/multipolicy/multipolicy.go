@@ -73,9 +73,10 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 
 	// Each policy's header and config, and the budget in joint steps.
 	headers := make([]algo.Header, nPol)
+	specs := make([]algo.Spec, nPol)
 	cfgs := make([]algo.Config, nPol)
 	for k := range nPol {
-		if headers[k], cfgs[k], err = algo.PolicyRun(h, spec, cfg, k, perEnv[k], nAgents); err != nil {
+		if headers[k], specs[k], cfgs[k], err = algo.PolicyRun(h, spec, cfg, rt.Others, k, perEnv[k], nAgents); err != nil {
 			return nil, err
 		}
 	}
@@ -85,18 +86,26 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	numEnvs := rows0 / perEnv[0] // envs stepped together
 	totalRows := numEnvs * nAgents
-	jointSteps := h.Steps / int64(totalRows)
-	if shape, ok := cfgs[0].(interface {
-		RolloutShape() (numEnvs, numSteps int, gamma float32)
-	}); ok {
-		_, t, _ := shape.RolloutShape()
-		jointSteps = jointSteps / int64(t) * int64(t)
+	// Whole rollouts of every on-policy policy (the least common
+	// multiple of their num_steps).
+	unit := int64(1)
+	for _, c := range cfgs {
+		if shape, ok := c.(interface {
+			RolloutShape() (numEnvs, numSteps int, gamma float32)
+		}); ok {
+			_, t, _ := shape.RolloutShape()
+			unit = unit / gcd(unit, int64(t)) * int64(t)
+		}
 	}
+	jointSteps := h.Steps / int64(totalRows) / unit * unit
 	if jointSteps < 1 {
 		return nil, fmt.Errorf("%w: multipolicy: steps %d is less than one step of every row (%d) or one rollout", algo.ErrConfig, h.Steps, totalRows)
 	}
 	for k := range nPol {
 		headers[k].Steps = jointSteps * int64(numEnvs*perEnv[k])
+		if specs[k].Train == nil {
+			return nil, fmt.Errorf("%w: multipolicy: policy %s: %s cannot train", algo.ErrConfig, ma.Policies[k], specs[k].Name)
+		}
 		if err := cfgs[k].Validate(headers[k]); err != nil {
 			return nil, fmt.Errorf("multipolicy: policy %s: %w", ma.Policies[k], err)
 		}
@@ -140,7 +149,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		go func() {
 			defer wg.Done()
 			defer parts[k].Close() // the others then stop instead of waiting for it
-			m, err := spec.Train(ctx, prt, cfgs[k])
+			m, err := specs[k].Train(ctx, prt, cfgs[k])
 			if m != nil {
 				x.models[k] = m
 			}
@@ -155,7 +164,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	for k, err := range errs {
 		switch {
 		case err == nil && !made[k]:
-			failed = append(failed, fmt.Errorf("%w: multipolicy: %s does not train on the envs its Runtime hands it (Runtime.MakeEnvs), so it cannot be one of several policies", algo.ErrConfig, spec.Name))
+			failed = append(failed, fmt.Errorf("%w: multipolicy: %s does not train on the envs its Runtime hands it (Runtime.MakeEnvs), so it cannot be one of several policies", algo.ErrConfig, specs[k].Name))
 		case err != nil && !errors.Is(err, env.ErrPartEnded):
 			failed = append(failed, fmt.Errorf("policy %s: %w", ma.Policies[k], err))
 		}
@@ -275,3 +284,10 @@ func (l *policyLog) Scalar(name string, value float64) {
 
 // Step is the run's business: the joint steps drive its rows.
 func (l *policyLog) Step(int64) {}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}

@@ -239,7 +239,7 @@ func TestDeterministic(t *testing.T) {
 		if models[i], err = os.ReadFile(filepath.Join(res.Header.Out, algo.ModelFile)); err != nil {
 			t.Fatal(err)
 		}
-		p, err := algo.LoadPolicies(filepath.Join(res.Header.Out, algo.ModelFile), res.Header, res.Spec, res.Config)
+		p, err := algo.LoadPolicies(filepath.Join(res.Header.Out, algo.ModelFile), res)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,5 +294,82 @@ func TestDQNPolicies(t *testing.T) {
 	}
 	if sum.Steps != 3840 || sum.Policies["policy/adversary/losses/td_loss"] == 0 {
 		t.Fatalf("steps %d, policies %v", sum.Steps, sum.Policies)
+	}
+}
+
+const twinConfig = `algo: ppo
+env: mpe/simple_tag_v3?agent_id=true&max_cycles=10
+seed: 4
+steps: 3840
+log_every: 640
+multiagent:
+  policies: [adversary, good]
+  policy_mapping: {"adversary_*": adversary, agent_0: good}
+  algos: {good: dqn}
+ppo: {num_envs: 16, num_steps: 40, num_minibatches: 2, update_epochs: 2, hidden: [16]}
+dqn: {num_envs: 16, learning_starts: 100, buffer_size: 1000, batch_size: 16, net_arch: [16], train_frequency: 2}
+`
+
+// TestTwinPPODQN is RLlib Flow's twin trainer as a config: PPO for the
+// adversaries, DQN for the runner, in one run. Each policy's columns are
+// its own algorithm's, the run is deterministic, config.yaml keeps both
+// sections and the checkpoint loads back with both algorithms.
+func TestTwinPPODQN(t *testing.T) {
+	var csvs [2][]byte
+	for i := range 2 {
+		res, err := algo.Resolve([]byte(twinConfig), []algo.Spec{ppo.Spec(), dqn.Spec()}, algo.Overrides{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Header.Out = t.TempDir()
+		sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Dir: algo.DirForce,
+			Executors: map[string]algo.Executor{algo.MultiPolicyExecutor: Train}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := sum.Policies["policy/good/losses/td_loss"]; !ok || sum.Policies["policy/adversary/losses/value_loss"] == 0 {
+			t.Fatalf("policies %v: want DQN's td_loss for good, PPO's value_loss for adversary", sum.Policies)
+		}
+		b, err := os.ReadFile(filepath.Join(res.Header.Out, "metrics.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		csvs[i] = withoutWallClock(t, b)
+		cfgFile, err := os.ReadFile(filepath.Join(res.Header.Out, algo.ConfigFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := algo.Resolve(cfgFile, []algo.Spec{ppo.Spec(), dqn.Spec()}, algo.Overrides{})
+		if err != nil {
+			t.Fatalf("config.yaml does not resolve: %v\n%s", err, cfgFile)
+		}
+		p, err := algo.LoadPolicies(filepath.Join(res.Header.Out, algo.ModelFile), again)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := algo.EvaluateAgents(context.Background(), p, res.Header.Env, 1, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(csvs[0], csvs[1]) {
+		t.Error("metrics.csv differs between two runs of one seed")
+	}
+	for _, c := range []struct{ from, to, want string }{
+		{"algos: {good: dqn}", "algos: {good: sac2}", "unknown algorithm"},
+		{"algos: {good: dqn}", "algos: {nobody: dqn}", "not in multiagent.policies"},
+		{"dqn: {num_envs: 16,", "dqn: {num_envs: 4,", "must equal"},
+	} {
+		file := strings.Replace(twinConfig, c.from, c.to, 1)
+		res, err := algo.Resolve([]byte(file), []algo.Spec{ppo.Spec(), dqn.Spec()}, algo.Overrides{})
+		if err == nil {
+			_, err = Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard(), Others: res.Others}, res.Spec, res.Config)
+		}
+		if !errors.Is(err, algo.ErrConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want ErrConfig containing %q", c.to, err, c.want)
+		}
+	}
+	noSection := strings.Replace(twinConfig, "dqn: {num_envs: 16, learning_starts: 100, buffer_size: 1000, batch_size: 16, net_arch: [16], train_frequency: 2}\n", "", 1)
+	if _, err := algo.Resolve([]byte(noSection), []algo.Spec{ppo.Spec(), dqn.Spec()}, algo.Overrides{}); !errors.Is(err, algo.ErrConfig) {
+		t.Errorf("no dqn section: err %v, want ErrConfig", err)
 	}
 }
