@@ -31,8 +31,8 @@ import (
 //	    adversary_*: adversary   # path.Match pattern or agent name
 //	    agent_0: good
 //
-// Every policy is an instance of the run's algorithm with its section's
-// settings, except num_envs: that counts the rows of all agents (envs ×
+// Every policy is an instance of the run's algorithm (or of the one Algos
+// names for it) with its section's settings, except num_envs: that counts the rows of all agents (envs ×
 // agents, as with one shared policy), and policy k gets envs × (its
 // agents) of them. Each policy has its own parameters, optimizer, learner
 // and random streams (policy k's come from run seed + k; the envs are

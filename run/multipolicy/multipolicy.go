@@ -15,10 +15,13 @@
 //
 // So policy k sees only the observations, rewards and ends of its own
 // agents and learns only from them, with its own parameters, optimizer,
-// replay and random streams (from run seed + k); an algorithm's settings
-// are the run's section for every policy, with num_envs counting all
-// agents' rows (policy k gets envs × its agents of them) and steps all
-// rows' steps (policy k's share is its rows').
+// replay and random streams (from run seed + k). A policy's algorithm is
+// the run's, or the one multiagent.algos names for it (PPO for some
+// agents and DQN for others: RLlib Flow's twin trainer), with that
+// algorithm's section; num_envs counts all agents' rows (policy k gets
+// envs × its agents of them) and steps all rows' steps (policy k's share
+// is its rows'). The budget is rounded down to whole rollouts of every
+// on-policy policy.
 //
 // # Metrics and determinism
 //
