@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"herd/env"
+
 	"go.yaml.in/yaml/v4"
 )
 
@@ -33,6 +35,7 @@ var (
 //	steps: 500000        # total environment steps, summed over vector envs
 //	out: runs/ppo-CartPole-v1-1   # output directory ("" = default below)
 //	log_every: 1000      # one metrics.csv row each time this many steps have passed
+//	multiagent: {…}      # optional: several policies (MultiAgentConfig)
 //	ppo:                 # the algorithm's own section, keyed by Header.Algo
 //	  num_envs: 4
 //	  …
@@ -59,6 +62,10 @@ type Header struct {
 	// Runtime chooses the executor and its counts (see RuntimeConfig).
 	// Default: executor local.
 	Runtime RuntimeConfig `yaml:"runtime,omitempty"`
+	// MultiAgent trains several policies in one multi-agent env, each on
+	// its own agents (see MultiAgentConfig). Default: one policy shared
+	// by every agent.
+	MultiAgent MultiAgentConfig `yaml:"multiagent,omitempty"`
 }
 
 // DefaultHeader returns the defaults used for keys a file leaves out.
@@ -104,6 +111,17 @@ func (h Header) Validate() error {
 	}
 	if err := h.Runtime.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if h.MultiAgent.Enabled() {
+		if err := h.MultiAgent.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if h.Env != "" && !env.IsParallel(h.Env) {
+			errs = append(errs, fmt.Errorf("%w: multiagent needs a multi-agent env (%v), not %s", ErrConfig, env.ParallelIDs(), h.Env))
+		}
+		if h.Runtime.Executor != "local" && h.Runtime.Executor != "" {
+			errs = append(errs, fmt.Errorf("%w: several policies (multiagent) train under executor local only, not %q", ErrConfig, h.Runtime.Executor))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -175,6 +193,23 @@ type Runtime struct {
 	// OnTrack, when not nil, is called by Track. TrainRun sets it to watch
 	// the parameters for divergence (see ParamModel).
 	OnTrack func(Model)
+	// Envs, when not nil, makes the training envs of a local Train in
+	// place of env.MakeVector(Header.Env, n, env.Sync,
+	// env.WithEpisodeStatistics()) (see MakeEnvs): the multi-policy
+	// executor hands each policy the rows of its own agents this way.
+	Envs func(n int) (env.Vector, error)
+	// Others are the algorithms of a multiagent section's policies other
+	// than the run's (Resolved.Others), for the multi-policy executor.
+	Others map[string]AlgoConfig
+}
+
+// MakeEnvs makes the n training envs of a local Train: rt.Envs(n) when set,
+// else n synchronous envs of Header.Env recording episode statistics.
+func (rt *Runtime) MakeEnvs(n int) (env.Vector, error) {
+	if rt.Envs != nil {
+		return rt.Envs(n)
+	}
+	return env.MakeVector(rt.Header.Env, n, env.Sync, env.WithEpisodeStatistics())
 }
 
 // Track tells the caller which model Train trains. Train calls it once,
@@ -238,6 +273,10 @@ type Resolved struct {
 	Header Header
 	Spec   Spec
 	Config Config
+	// Others are the algorithms, other than Spec, that train some
+	// policies of a multiagent section (MultiAgentConfig.Algos), by name,
+	// with their sections' configs; nil when there are none.
+	Others map[string]AlgoConfig
 	// outDefaulted: neither the file nor a flag named Header.Out.
 	outDefaulted bool
 }
@@ -375,10 +414,41 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownAlgo, h.Algo, strings.Join(names(specs), ", "))
 	}
+	others := map[string]AlgoConfig{} // the algorithms of multiagent.algos
+	for _, id := range sortedKeys(h.MultiAgent.Algos) {
+		name := h.MultiAgent.Algos[id]
+		if name == spec.Name {
+			continue
+		}
+		o, ok := lookup(specs, name)
+		if !ok {
+			return nil, fmt.Errorf("%w: multiagent.algos: policy %s: %w %q (known: %s)", ErrConfig, id, ErrUnknownAlgo, name, strings.Join(names(specs), ", "))
+		}
+		if sections[name] == nil {
+			return nil, fmt.Errorf("%w: multiagent.algos: policy %s is trained by %s, which needs a %s: section (its num_envs counts every agent's rows, as %s's)", ErrConfig, id, name, name, spec.Name)
+		}
+		if _, done := others[name]; done {
+			continue
+		}
+		ocfg := o.NewConfig()
+		if err := sections[name].Load(ocfg, yaml.WithKnownFields()); err != nil {
+			return nil, fmt.Errorf("%w: section %s: %w", ErrConfig, name, err)
+		}
+		if err := checkFinite(ocfg); err != nil {
+			return nil, err
+		}
+		if err := ocfg.Validate(h); err != nil {
+			return nil, err
+		}
+		others[name] = AlgoConfig{Spec: o, Config: ocfg}
+	}
 	for name := range sections {
-		if name != spec.Name {
+		if _, other := others[name]; name != spec.Name && !other {
 			return nil, fmt.Errorf("%w: section %q does not match algo %q", ErrConfig, name, spec.Name)
 		}
+	}
+	if len(others) == 0 {
+		others = nil
 	}
 	cfg := spec.NewConfig()
 	if sec := sections[spec.Name]; sec != nil {
@@ -397,7 +467,7 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 	if err := cfg.Validate(h); err != nil {
 		return nil, err
 	}
-	return &Resolved{Header: h, Spec: spec, Config: cfg, outDefaulted: outDefaulted}, nil
+	return &Resolved{Header: h, Spec: spec, Config: cfg, Others: others, outDefaulted: outDefaulted}, nil
 }
 
 // Set applies one "key=value" override to cfg (value parsed as YAML),
@@ -427,7 +497,11 @@ func (r *Resolved) Marshal() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	cb, err := yaml.Dump(map[string]any{r.Spec.Name: r.Config})
+	secs := map[string]any{r.Spec.Name: r.Config}
+	for name, o := range r.Others {
+		secs[name] = o.Config
+	}
+	cb, err := yaml.Dump(secs)
 	if err != nil {
 		return nil, err
 	}
@@ -468,7 +542,7 @@ func checkFinite(cfg Config) error {
 
 // headerKeys returns the yaml keys of Header.
 func headerKeys() []string {
-	return []string{"algo", "env", "seed", "steps", "out", "log_every", "runtime"}
+	return []string{"algo", "env", "seed", "steps", "out", "log_every", "runtime", "multiagent"}
 }
 
 func lookup(specs []Spec, name string) (Spec, bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -55,7 +56,7 @@ fake:
 	}
 	want := Header{Algo: "fake", Env: "CartPole-v1", Seed: 1, Steps: 1000, Out: "runs/fake-CartPole-v1-1", LogEvery: 1000,
 		Runtime: RuntimeConfig{Executor: "local"}}
-	if r.Header != want {
+	if !reflect.DeepEqual(r.Header, want) {
 		t.Fatalf("header %+v, want %+v", r.Header, want)
 	}
 
@@ -82,7 +83,7 @@ fake:
 	if err != nil {
 		t.Fatalf("%v\n%s", err, b)
 	}
-	if r2.Header != r.Header || fmt.Sprint(r2.Config) != fmt.Sprint(r.Config) {
+	if !reflect.DeepEqual(r2.Header, r.Header) || fmt.Sprint(r2.Config) != fmt.Sprint(r.Config) {
 		t.Fatalf("round trip: %+v %+v, want %+v %+v\n%s", r2.Header, r2.Config, r.Header, r.Config, b)
 	}
 }
@@ -156,7 +157,7 @@ func TestRuntimeSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if again, err := Resolve(b, fakeSpecs(), Overrides{}); err != nil || again.Header != r.Header {
+	if again, err := Resolve(b, fakeSpecs(), Overrides{}); err != nil || !reflect.DeepEqual(again.Header, r.Header) {
 		t.Fatalf("config.yaml does not read back: %v, %+v", err, again)
 	}
 	for _, bad := range []string{"runtime:\n  executor: warp\n", "runtime:\n  actors: 2\n"} {

@@ -24,6 +24,7 @@ func Evaluate(ctx context.Context, p Policy, envID string, episodes int, seed ui
 	}
 	defer e.Close()
 	act := make([]float32, e.ActionSpace().Dim())
+	actOf := agentActor(p, e)
 	returns := make([]float64, 0, episodes)
 	for k := range episodes {
 		if err := ctx.Err(); err != nil {
@@ -37,7 +38,7 @@ func Evaluate(ctx context.Context, p Policy, envID string, episodes int, seed ui
 		for {
 			var r float64
 			var term, trunc bool
-			obs, r, term, trunc, _, err = e.Step(p.Act(act, obs))
+			obs, r, term, trunc, _, err = e.Step(actOf(act, obs))
 			if err != nil {
 				return returns, fmt.Errorf("algo: evaluate: episode %d: %w", k, err)
 			}
@@ -65,4 +66,15 @@ func MeanStd(xs []float64) (mean, std float64) {
 		std += (x - mean) * (x - mean)
 	}
 	return mean, math.Sqrt(std / float64(len(xs)))
+}
+
+// agentActor returns p.Act, or, for an AgentPolicy on a multi-agent env
+// (a TurnEnv), its ActAgent for the agent whose turn it is.
+func agentActor(p Policy, e env.Env) func(dst, obs []float32) []float32 {
+	ap, ok := p.(AgentPolicy)
+	t, ok2 := e.(*env.TurnEnv)
+	if !ok || !ok2 {
+		return p.Act
+	}
+	return func(dst, obs []float32) []float32 { return ap.ActAgent(dst, obs, t.Agent()) }
 }

@@ -41,6 +41,7 @@ func EvaluateAgents(ctx context.Context, p Policy, envID string, episodes int, s
 	}
 	out := AgentReturns{Agents: t.Parallel().PossibleAgents()}
 	act := make([]float32, e.ActionSpace().Dim())
+	actOf := agentActor(p, e)
 	for k := range episodes {
 		if err := ctx.Err(); err != nil {
 			return out, err
@@ -54,7 +55,7 @@ func EvaluateAgents(ctx context.Context, p Policy, envID string, episodes int, s
 		for {
 			var r float64
 			var term, trunc bool
-			obs, r, term, trunc, _, err = e.Step(p.Act(act, obs))
+			obs, r, term, trunc, _, err = e.Step(actOf(act, obs))
 			if err != nil {
 				return out, fmt.Errorf("algo: evaluate agents: episode %d: %w", k, err)
 			}

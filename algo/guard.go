@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"herd/nn"
 )
@@ -44,6 +45,17 @@ type ParamModel interface {
 // undefinedOK lists scalars for which NaN means "undefined", not divergence:
 // explained variance is NaN when the returns of a rollout have no variance.
 var undefinedOK = map[string]bool{"losses/explained_variance": true}
+
+// ownName is a scalar's name without the policy/<id>/ prefix of a run with
+// several policies (PolicyScalars).
+func ownName(name string) string {
+	if rest, ok := strings.CutPrefix(name, "policy/"); ok {
+		if _, own, ok := strings.Cut(rest, "/"); ok {
+			return own
+		}
+	}
+	return name
+}
 
 // guard is the Logger that TrainRun hands to Train: it forwards every call
 // to the recorder and stops the run (by cancelling its context with a
@@ -113,7 +125,7 @@ func (g *guard) Episode(step int64, ret float64, length int) {
 
 func (g *guard) Scalar(name string, v float64) {
 	g.Logger.Scalar(name, v)
-	if g.err == nil && (math.IsInf(v, 0) || math.IsNaN(v) && !undefinedOK[name]) {
+	if g.err == nil && (math.IsInf(v, 0) || math.IsNaN(v) && !undefinedOK[ownName(name)]) {
 		g.diverge(name, v)
 		g.pending = true
 	}

@@ -117,6 +117,9 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	if h.Runtime.Executor == "dist" {
 		scalars = append(slices.Clone(scalars), DistScalars...)
 	}
+	if h.MultiAgent.Enabled() {
+		scalars = PolicyScalars(h, res.Spec, res.Others)
+	}
 	rec, err := metrics.NewRecorder(metrics.Options{
 		Dir: dir, Algo: h.Algo, Env: h.Env, Seed: h.Seed,
 		TotalSteps: h.Steps, LogEvery: h.LogEvery, Scalars: scalars,
@@ -131,7 +134,11 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	train := func(ctx context.Context, rt *Runtime, spec Spec, cfg Config) (Model, error) {
 		return spec.Train(ctx, rt, cfg)
 	}
-	if ex := h.Runtime.Executor; ex != "" && ex != "local" {
+	ex := h.Runtime.Executor
+	if h.MultiAgent.Enabled() {
+		ex = MultiPolicyExecutor
+	}
+	if ex != "" && ex != "local" {
 		if train = opt.Executors[ex]; train == nil {
 			rec.Close(false)
 			if rd != nil {
@@ -146,7 +153,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	g := newGuard(rec, cancel, h.LogEvery)
-	model, trainErr := train(runCtx, &Runtime{Header: h, Log: g, OnTrack: g.track}, res.Spec, res.Config)
+	model, trainErr := train(runCtx, &Runtime{Header: h, Log: g, OnTrack: g.track, Others: res.Others}, res.Spec, res.Config)
 	if model == nil {
 		// Failed before there was anything to save: leave the directory as
 		// it was (an earlier run stays untouched).

@@ -123,6 +123,10 @@
 // loading). Agents that leave before the others are "dead rows" until the
 // episode ends (zero observation and reward, counted by DeadRowSteps).
 //
+// SplitVector cuts a vector's rows into parts that step in lockstep, each
+// driven by its own goroutine: several policies, each acting for its own
+// agents' rows of one FlatVector (run/multipolicy, examples/twinplan).
+//
 // # Costs and concurrency
 //
 // A classic-control Step costs tens of nanoseconds and allocates nothing;

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,5 +225,16 @@ func TestBarrierVersions(t *testing.T) {
 	}
 	if c.rounds != 100 {
 		t.Errorf("%d rounds, want 100", c.rounds)
+	}
+}
+
+// TestMultiAgentRolloutsRefused: rollout workers step single envs, so a
+// multi-agent id (whose single env is the turn view) is refused, not
+// trained on the wrong view.
+func TestMultiAgentRolloutsRefused(t *testing.T) {
+	res := resolve(t, a2c.Spec(), "algo: a2c\nenv: mpe/simple_spread_v3\nsteps: 1000\nruntime: {executor: flow}\na2c: {num_envs: 3}\n")
+	_, err := flow.Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config)
+	if !errors.Is(err, algo.ErrConfig) || !strings.Contains(err.Error(), "multi-agent") {
+		t.Fatalf("flow on simple_spread: %v, want ErrConfig naming multi-agent", err)
 	}
 }

@@ -124,6 +124,10 @@ type Summary struct {
 	// distributed executor's counters of drops, repeats and lag), by
 	// name; left out when the run has none.
 	Dist map[string]float64 `json:"dist,omitempty"`
+	// Policies holds the last values of the scalars named policy/<id>/…
+	// of a run with several policies (each policy's return, length,
+	// episode count and losses), by name; left out when the run has one.
+	Policies map[string]float64 `json:"policies,omitempty"`
 }
 
 // Point is one metrics row as kept for the learning curve.
@@ -500,6 +504,12 @@ func (r *Recorder) Close(interrupted bool) (Summary, error) {
 				s.Dist = map[string]float64{}
 			}
 			s.Dist[name] = r.scalars[i]
+		}
+		if strings.HasPrefix(name, "policy/") && r.set[i] && !math.IsNaN(r.scalars[i]) {
+			if s.Policies == nil {
+				s.Policies = map[string]float64{}
+			}
+			s.Policies[name] = r.scalars[i]
 		}
 	}
 	if len(r.evalRets) > 0 {

@@ -18,6 +18,7 @@ import (
 	"herd/flow"
 	"herd/run/distexec"
 	"herd/run/hts"
+	"herd/run/multipolicy"
 	"herd/run/pal"
 )
 
@@ -35,5 +36,7 @@ func Executors() map[string]algo.Executor {
 			return pal.Train(ctx, rt, spec, cfg, pal.OptionsOf(rt.Header))
 		},
 		"flow": flow.Train,
+		// A run with a multiagent section: one local Train per policy.
+		algo.MultiPolicyExecutor: multipolicy.Train,
 	}
 }

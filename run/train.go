@@ -121,7 +121,12 @@ func Eval(ctx context.Context, w, notes io.Writer, o EvalOptions) error {
 	if sum, err := metrics.ReadSummary(filepath.Join(o.Dir, algo.SummaryFile)); err == nil && sum.Status == metrics.StatusDiverged {
 		fmt.Fprintf(notes, "eval: note: this run diverged (%s); the checkpoint holds its last finite weights\n", sum.Reason)
 	}
-	p, err := res.Spec.LoadPolicy(model, res.Header, res.Config)
+	var p algo.Policy
+	if res.Header.MultiAgent.Enabled() {
+		p, err = algo.LoadPolicies(model, res)
+	} else {
+		p, err = res.Spec.LoadPolicy(model, res.Header, res.Config)
+	}
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}

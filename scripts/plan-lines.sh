@@ -35,6 +35,7 @@ PPO algo/ppo/plan.go func_(c_*Config)_Plan( 79_/_225 60
 DQN algo/dqn/plan.go func_(c_*Config)_DQNPlan( 87_/_139 60
 Ape-X algo/dqn/plan.go func_(c_*Config)_ApexPlan( 126_/_216 90
 IMPALA algo/impala/impala.go func_(c_*Config)_Plan( 89_/_362 80
+Twin-trainer examples/twinplan/main.go func_(c_*twin)_Plan( —_(Listing_4) 20
 PLANS
 echo
 goloc() { find "$@" -name '*.go' ! -name '*_test.go' -print0 | xargs -0 cat | wc -l; }

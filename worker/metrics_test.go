@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"herd/env"
 	"herd/algo/algotest"
+	"herd/env"
 	"herd/transport"
 )
 

@@ -186,7 +186,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		return nil, err
 	}
 	h := rt.Header
-	envs, err := offpolicy.MakeEnvs(h.Env, cfg.NumEnvs)
+	envs, err := rt.MakeEnvs(cfg.NumEnvs)
 	if err != nil {
 		return nil, err
 	}

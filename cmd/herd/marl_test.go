@@ -30,3 +30,26 @@ func TestTrainMultiAgentConfigs(t *testing.T) {
 		})
 	}
 }
+
+// TestTrainSeveralPolicies trains the shipped configs with a multiagent
+// section (two PPO policies; PPO and DQN) for two rollouts and evaluates
+// them with each agent's own policy.
+func TestTrainSeveralPolicies(t *testing.T) {
+	for _, name := range []string{"ppo-simple-tag-policies", "twin-simple-tag"} {
+		t.Run(name, func(t *testing.T) {
+			run := filepath.Join(t.TempDir(), "run")
+			out, err := runHerd(t, "train", "--config", filepath.Join("..", "..", "configs", name+".yaml"),
+				"--steps", "3200", "--out", run, "--set", "num_steps=25")
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if !strings.Contains(out, "done: 3200 steps") {
+				t.Fatalf("output:\n%s", out)
+			}
+			out, err = runHerd(t, "eval", "--run", run, "--episodes", "2")
+			if err != nil || !strings.Contains(out, "team return ") || !strings.Contains(out, "; agent_0 ") {
+				t.Fatalf("eval: %v\n%s", err, out)
+			}
+		})
+	}
+}

@@ -124,6 +124,11 @@ func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 	if numEnvs < 1 || T < 1 {
 		return nil, fmt.Errorf("%w: %d envs × %d steps per segment", ErrConfig, numEnvs, T)
 	}
+	if env.IsParallel(h.Env) {
+		// Its env workers step single envs, which for a multi-agent id
+		// would be the turn view (env.TurnEnv), not the agents' rows.
+		return nil, fmt.Errorf("%w: %s is multi-agent; the on-policy dist topology does not step agent rows yet (executor local or hts does)", ErrConfig, h.Env)
+	}
 	e, err := env.Make(h.Env)
 	if err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package distexec_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"herd/algo"
 	"herd/algo/algotest"
 	"herd/algo/dqn"
+	"herd/algo/ppo"
 	"herd/run"
 	"herd/run/distexec"
 )
@@ -102,5 +104,18 @@ func TestTrainRunOffPolicy(t *testing.T) {
 	}
 	if _, err := distexec.Prepare(res.Header, res.Spec, res.Config); err == nil || !strings.Contains(err.Error(), "inline policy copies") {
 		t.Errorf("policy_workers with DQN: err %v", err)
+	}
+}
+
+// TestMultiAgentOnPolicyRefused: the on-policy topology's env workers step
+// single envs, so a multi-agent id is refused rather than trained on its
+// turn view.
+func TestMultiAgentOnPolicyRefused(t *testing.T) {
+	res, err := algo.Resolve([]byte("algo: ppo\nenv: mpe/simple_spread_v3\nsteps: 3000\nruntime: {executor: dist}\nppo: {num_envs: 3}\n"), []algo.Spec{ppo.Spec()}, algo.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := distexec.Prepare(res.Header, res.Spec, res.Config); !errors.Is(err, algo.ErrConfig) || !strings.Contains(err.Error(), "multi-agent") {
+		t.Fatalf("dist PPO on simple_spread: %v, want ErrConfig naming multi-agent", err)
 	}
 }

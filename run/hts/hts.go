@@ -85,7 +85,8 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		// on num_steps, so α is num_steps, written once.
 		return nil, fmt.Errorf("%w: alpha %d differs from the algorithm's num_steps %d: α is the segment length; set num_steps", ErrConfig, opt.Alpha, T)
 	}
-	if opt.EnvWorkers == 0 {
+	defaultE := opt.EnvWorkers == 0
+	if defaultE {
 		opt.EnvWorkers = numEnvs
 	}
 	if opt.PolicyWorkers == 0 {
@@ -102,27 +103,74 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 
 	// Envs, one per slot i, each with its own seed and its own sampler
 	// stream ("env-worker", i): slots, not workers, own the randomness, so
-	// spreading the envs over more or fewer workers changes nothing.
+	// spreading the envs over more or fewer workers changes nothing. A
+	// multi-agent env's slot is one env of A agent rows (a FlatVector of
+	// one env, as the local executor's rows): the slot steps when all A
+	// rows have their actions, and each row has its own sampler stream
+	// ("env-worker", row).
+	agentsPerSlot := 1
+	if env.IsParallel(h.Env) {
+		pe, err := env.MakeParallel(h.Env)
+		if err != nil {
+			return nil, err
+		}
+		agentsPerSlot = len(pe.PossibleAgents())
+		pe.Close()
+		if numEnvs%agentsPerSlot != 0 {
+			return nil, fmt.Errorf("%w: num_envs %d counts agent rows; %s has %d agents per env", ErrConfig, numEnvs, h.Env, agentsPerSlot)
+		}
+		if opt.StepTime != nil {
+			return nil, fmt.Errorf("%w: step_time is not available for a multi-agent env (%s)", ErrConfig, h.Env)
+		}
+	}
+	slots := numEnvs / agentsPerSlot
+	if defaultE {
+		opt.EnvWorkers = slots
+	}
+	if opt.EnvWorkers > slots {
+		return nil, fmt.Errorf("%w: env_workers %d > %d envs (%d rows of %d agents)", ErrConfig, opt.EnvWorkers, slots, numEnvs, agentsPerSlot)
+	}
 	mkOpts := []env.Option{env.WithEpisodeStatistics()}
 	if opt.StepTime != nil {
 		mkOpts = append(mkOpts, env.WithStepTime(*opt.StepTime))
 	}
-	envs := make([]env.Env, numEnvs)
+	var envs []env.Env
+	var groups []env.Vector
 	defer func() {
 		for _, e := range envs {
 			if e != nil {
 				e.Close()
 			}
 		}
-	}()
-	for i := range envs {
-		e, err := env.Make(h.Env, mkOpts...)
-		if err != nil {
-			return nil, err
+		for _, g := range groups {
+			if g != nil {
+				g.Close()
+			}
 		}
-		envs[i] = e
+	}()
+	var spaces algo.Spaces
+	if env.IsParallel(h.Env) {
+		groups = make([]env.Vector, slots)
+		for i := range groups {
+			g, err := env.MakeVector(h.Env, agentsPerSlot, env.Sync, mkOpts...)
+			if err != nil {
+				return nil, err
+			}
+			groups[i] = g
+		}
+		spaces = algo.SpacesOf(groups[0])
+	} else {
+		envs = make([]env.Env, numEnvs)
+		for i := range envs {
+			e, err := env.Make(h.Env, mkOpts...)
+			if err != nil {
+				return nil, err
+			}
+			envs[i] = e
+		}
+		spaces = algo.SpacesOf(envs[0])
 	}
-	pieces, err := spec.Pieces(h, cfg, algo.SpacesOf(envs[0]))
+	pieces, err := spec.Pieces(h, cfg, spaces)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +187,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		return nil, fmt.Errorf("%w: %s's learner cannot hand out its model", ErrConfig, spec.Name)
 	}
 	rt.Track(mod.Model()) // divergence guard (algo.TrainRun)
-	obsDim, actDim := envs[0].ObservationSpace().Dim(), envs[0].ActionSpace().Dim()
+	obsDim, actDim := spaces.Obs.Dim(), spaces.Act.Dim()
 	samplers := make([]algo.Sampler, numEnvs)
 	for i := range samplers {
 		if samplers[i], err = pieces.NewSampler(1, rng.New(h.Seed, "env-worker", i)); err != nil {
@@ -166,11 +214,17 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	stop := func() { cancel(); pwg.Wait() }
 
-	workers := spread(numEnvs, opt.EnvWorkers)
+	workers := spread(slots, opt.EnvWorkers)
 	ews := make([]*envWorker, len(workers))
 	for k, w := range workers {
-		ews[k] = &envWorker{lo: w[0], hi: w[1], n: numEnvs, T: T, obsDim: obsDim, actDim: actDim, outDim: outDim,
-			gamma: gamma, envs: envs[w[0]:w[1]], samplers: samplers[w[0]:w[1]], inf: inf}
+		lo, hi := w[0]*agentsPerSlot, w[1]*agentsPerSlot // rows
+		ews[k] = &envWorker{lo: lo, hi: hi, n: numEnvs, T: T, obsDim: obsDim, actDim: actDim, outDim: outDim,
+			gamma: gamma, samplers: samplers[lo:hi], inf: inf}
+		if groups != nil {
+			ews[k].groups, ews[k].agents, ews[k].slot0 = groups[w[0]:w[1]], agentsPerSlot, w[0]
+		} else {
+			ews[k].envs = envs[lo:hi]
+		}
 		if err := ews[k].reset(h.Seed); err != nil {
 			stop()
 			return nil, err
@@ -329,6 +383,9 @@ type envWorker struct {
 	obsDim, actDim, outDim int
 	gamma                  float32
 	envs                   []env.Env
+	groups                 []env.Vector // multi-agent: one env of agents rows per slot, in place of envs
+	agents, slot0          int          // rows per group; the worker's first slot
+	groupActs              []float32
 	samplers               []algo.Sampler
 	inf                    *inference
 	obs                    []float32 // (hi−lo) × obsDim: what each env acts on next
@@ -343,6 +400,13 @@ func (w *envWorker) reset(seed uint64) error {
 	w.obs = make([]float32, m*w.obsDim)
 	w.acts = make([]algo.Acts, m)
 	w.req, w.boot = newRequest(m, w.obsDim, w.outDim), newRequest(1, w.obsDim, w.outDim)
+	for g, v := range w.groups {
+		b, err := v.Reset(int64(rng.Derive(seed, "hts/env", w.slot0+g) >> 1))
+		if err != nil {
+			return fmt.Errorf("hts: reset env %d: %w", w.slot0+g, err)
+		}
+		copy(w.obs[g*w.agents*w.obsDim:], b.Obs)
+	}
 	for j, e := range w.envs {
 		o, _, err := e.Reset(int64(rng.Derive(seed, "hts/env", w.lo+j) >> 1))
 		if err != nil {
@@ -371,6 +435,9 @@ func (w *envWorker) step(ctx context.Context, seg *sample.Segment, t int, step i
 	out, err := w.inf.do(ctx, w.req, w.obs)
 	if err != nil {
 		return err
+	}
+	if w.groups != nil {
+		return w.stepGroups(ctx, seg, t, step, out)
 	}
 	for j, e := range w.envs {
 		k := row + j
@@ -406,6 +473,50 @@ func (w *envWorker) step(ctx context.Context, seg *sample.Segment, t int, step i
 	return nil
 }
 
+// stepGroups is step for multi-agent slots: every row of a slot samples
+// its action, then the slot's env steps once for all of them (a
+// FlatVector resets an ended episode itself).
+func (w *envWorker) stepGroups(ctx context.Context, seg *sample.Segment, t int, step int64, out []float32) error {
+	od, ad := w.obsDim, w.actDim
+	row := t*w.n + w.lo
+	for g, v := range w.groups {
+		w.groupActs = w.groupActs[:0]
+		for a := range w.agents {
+			j := g*w.agents + a
+			k := row + j
+			ac := &w.acts[j]
+			w.samplers[j].SampleTo(ac, out[j*w.outDim:(j+1)*w.outDim], 1, step+int64(t*w.n))
+			copy(seg.Actions[k*ad:(k+1)*ad], ac.Actions)
+			seg.LogProbs[k], seg.Values[k] = ac.LogProbs[0], ac.Values[0]
+			w.groupActs = append(w.groupActs, ac.EnvActions...)
+		}
+		b, err := v.Step(w.groupActs)
+		if err != nil {
+			return fmt.Errorf("hts: env %d: %w", w.slot0+g, err)
+		}
+		for a := range w.agents {
+			j := g*w.agents + a
+			k := row + j
+			seg.Rewards[k], seg.Dones[k] = b.Rewards[a], 0
+			if b.Done(a) {
+				seg.Dones[k] = 1
+				if b.Truncated[a] && !b.Terminated[a] {
+					out, err := w.inf.do(ctx, w.boot, b.FinalObsRow(a))
+					if err != nil {
+						return err
+					}
+					seg.Rewards[k] += w.gamma * out[w.outDim-1]
+				}
+				if info := b.Infos[a]; info.HasEpisode {
+					w.episodes = append(w.episodes, sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t})
+				}
+			}
+			copy(w.obs[j*od:(j+1)*od], b.ObsRow(a))
+		}
+	}
+	return nil
+}
+
 // end writes the segment's bootstrap: the observations after its last step
 // and their values.
 func (w *envWorker) end(ctx context.Context, seg *sample.Segment) error {
@@ -414,7 +525,7 @@ func (w *envWorker) end(ctx context.Context, seg *sample.Segment) error {
 	if err != nil {
 		return err
 	}
-	for j := range w.envs {
+	for j := range w.hi - w.lo {
 		seg.LastValues[w.lo+j] = out[(j+1)*w.outDim-1] // on-policy rows end with V(s)
 	}
 	return nil

@@ -245,3 +245,46 @@ func TestTrainRunNoRace(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiAgentSameBits: PPO on simple_spread's agent rows (MAPPO's
+// joint-observation rows, 4 envs × 3 agents) under HTS gives the same
+// parameters for env workers 1, 2 and 4 and policy workers 1 and 4, and
+// learns from the parallel view: every segment row is one agent's step.
+func TestMultiAgentSameBits(t *testing.T) {
+	file := `algo: ppo
+env: mpe/simple_spread_v3?agent_id=true&state=true&max_cycles=10
+seed: 5
+steps: 960
+runtime: {executor: hts}
+ppo: {num_envs: 12, num_steps: 20, num_minibatches: 2, update_epochs: 2, actor_obs: 21, hidden: [16]}
+`
+	res := resolve(t, ppo.Spec(), file)
+	want := train(t, res, Options{EnvWorkers: 1, PolicyWorkers: 1})
+	for _, c := range []struct{ e, p, procs int }{{2, 1, 2}, {1, 4, 2}, {2, 4, 1}, {4, 4, 2}} {
+		prev := runtime.GOMAXPROCS(c.procs)
+		got := train(t, res, Options{EnvWorkers: c.e, PolicyWorkers: c.p})
+		runtime.GOMAXPROCS(prev)
+		if got != want {
+			t.Errorf("E=%d P=%d GOMAXPROCS=%d: parameters %s, with E=1 P=1 %s", c.e, c.p, c.procs, got, want)
+		}
+	}
+	// Episodes are the agents' own: 10 steps each, 3 per env and episode.
+	var lens []int
+	rec := &episodeLog{lens: &lens}
+	if _, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: rec}, res.Spec, res.Config, Options{EnvWorkers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if len(lens) != 960/10 || slices.ContainsFunc(lens, func(n int) bool { return n != 10 }) {
+		t.Errorf("%d episodes of lengths %v; want 96 of 10 steps (one per agent and episode)", len(lens), lens)
+	}
+	if _, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config,
+		Options{EnvWorkers: 5}); !errors.Is(err, ErrConfig) {
+		t.Errorf("5 env workers for 4 envs: err %v, want ErrConfig", err)
+	}
+}
+
+type episodeLog struct{ lens *[]int }
+
+func (l *episodeLog) Episode(_ int64, _ float64, n int) { *l.lens = append(*l.lens, n) }
+func (l *episodeLog) Scalar(string, float64)            {}
+func (l *episodeLog) Step(int64)                        {}

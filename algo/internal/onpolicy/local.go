@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"herd/algo"
-	"herd/env"
 	"herd/internal/rng"
 	"herd/sample"
 )
@@ -37,7 +36,7 @@ func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, lc Local, pi
 	envSeed := int64(rng.Derive(h.Seed, name+"/env", 0) >> 1)
 
 	// Envs, and the pieces for their spaces.
-	envs, err := env.MakeVector(h.Env, lc.NumEnvs, env.Sync, env.WithEpisodeStatistics())
+	envs, err := rt.MakeEnvs(lc.NumEnvs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

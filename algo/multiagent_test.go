@@ -1,0 +1,52 @@
+package algo
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestMultiAgentConfig: the section survives config.yaml (Marshal and
+// Resolve again), a run without it writes none, patterns map agents, and
+// PolicyRun gives policy k its rows and seed.
+func TestMultiAgentConfig(t *testing.T) {
+	file := `algo: fake
+env: mpe/simple_tag_v3
+steps: 1000
+multiagent:
+  policies: [adv, good]
+  policy_mapping: {"adversary_*": adv, agent_0: good}
+fake: {num_envs: 8}
+`
+	r, err := Resolve([]byte(file), fakeSpecs(), Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Resolve(b, fakeSpecs(), Overrides{})
+	if err != nil || !reflect.DeepEqual(again.Header, r.Header) {
+		t.Fatalf("config.yaml does not resolve to the same header: %v\n%s", err, b)
+	}
+	of, err := r.Header.MultiAgent.Map([]string{"adversary_0", "adversary_1", "agent_0"})
+	if err != nil || !slices.Equal(of, []int{0, 0, 1}) {
+		t.Fatalf("Map: %v %v", of, err)
+	}
+	h, _, c, err := PolicyRun(r.Header, r.Spec, r.Config, nil, 1, 1, 4)
+	if err != nil || h.Seed != r.Header.Seed+1 || h.MultiAgent.Enabled() || c.(*fakeConfig).NumEnvs != 2 || r.Config.(*fakeConfig).NumEnvs != 8 {
+		t.Fatalf("PolicyRun: seed %d, num_envs %d (run's %d), %v", h.Seed, c.(*fakeConfig).NumEnvs, r.Config.(*fakeConfig).NumEnvs, err)
+	}
+	if _, _, _, err := PolicyRun(r.Header, r.Spec, r.Config, nil, 1, 1, 3); err == nil {
+		t.Error("8 rows of 3-agent envs: no error")
+	}
+	single, err := Resolve([]byte("algo: fake\nenv: CartPole-v1\nsteps: 10\n"), fakeSpecs(), Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := single.Marshal(); strings.Contains(string(b), "multiagent") {
+		t.Errorf("a run without policies writes a multiagent section:\n%s", b)
+	}
+}
