@@ -266,3 +266,24 @@ func TestNATSServerRestart(t *testing.T) {
 	}
 	sameVersion(t, v, version(1, like))
 }
+
+// A run's end mark: absent until EndRun, then the first outcome stored
+// stays (a second EndRun, the controller's after the learner's, keeps it).
+func TestNATSRunEnded(t *testing.T) {
+	srv := startServer(t)
+	ctx := ctxT(t, 30*time.Second)
+	n := natsTransport(t, srv.URL())
+	run := runID(t)
+	if why, ended, err := n.RunEnded(ctx, run); err != nil || ended {
+		t.Fatalf("before EndRun: %q, %v, %v; want not ended", why, ended, err)
+	}
+	if err := n.EndRun(ctx, run, "completed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.EndRun(ctx, run, "ended by the controller"); err != nil {
+		t.Fatal(err)
+	}
+	if why, ended, err := n.RunEnded(ctx, run); err != nil || !ended || why != "completed" {
+		t.Fatalf("after EndRun: %q, %v, %v; want completed", why, ended, err)
+	}
+}

@@ -1046,7 +1046,14 @@ func (n *NATS) EndRun(ctx context.Context, run, outcome string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := kv.Create(ctx, "end", []byte(outcome)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	err = retryJS(ctx, apiAttempt, func(ctx context.Context) error {
+		_, err := kv.Create(ctx, "end", []byte(outcome))
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("dist: mark run %s ended: %w", run, err)
 	}
 	return nil
@@ -1059,7 +1066,14 @@ func (n *NATS) RunEnded(ctx context.Context, run string) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	e, err := kv.Get(ctx, "end")
+	// A bucket just created on a cluster may have no stream leader yet
+	// (no responders): that passes, as in bindOrCreate.
+	var e jetstream.KeyValueEntry
+	err = retryJS(ctx, apiAttempt, func(ctx context.Context) error {
+		var err error
+		e, err = kv.Get(ctx, "end")
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return "", false, nil
 	}
