@@ -781,10 +781,17 @@ func (m *natsMembership) Register(ctx context.Context, name string, info []byte)
 }
 
 func (m *natsMembership) Members(ctx context.Context) ([]Member, error) {
-	keys, err := m.kv.Keys(ctx)
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil, nil
-	}
+	// Listing the keys runs a consumer, which times out while a cluster
+	// that just started (or lost a node) has no leader for the bucket.
+	var keys []string
+	err := retryJS(ctx, apiAttempt, func(ctx context.Context) error {
+		var err error
+		keys, err = m.kv.Keys(ctx)
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			keys, err = nil, nil
+		}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("dist: members: %w", err)
 	}

@@ -234,7 +234,7 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	if why, ended, err := n.RunEnded(ctx, f.run); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	} else if ended {
-		fmt.Fprintf(w, "worker %s: run %s has ended (%s); nothing to do\n", name, f.run, why)
+		fmt.Fprintf(w, "worker %s: run %s has ended (%s); nothing to do\n", name, f.run, describeEnd(why))
 		return nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, f.wait)
@@ -265,7 +265,7 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	if ended, err := awaitController(ctx, n, mem, f.run, f.wait); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	} else if ended != "" {
-		fmt.Fprintf(w, "worker %s: run %s has ended (%s); nothing to do\n", name, f.run, ended)
+		fmt.Fprintf(w, "worker %s: run %s has ended (%s); nothing to do\n", name, f.run, describeEnd(ended))
 		return nil
 	}
 	ctx, cancelRun := context.WithCancelCause(ctx)
@@ -331,17 +331,6 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 		if len(s.Dist) > 0 {
 			fmt.Fprintln(w, distLine(s.Dist))
 		}
-		// Whatever the outcome, mark the run ended, so that workers that
-		// start from now on exit at once.
-		outcome := "completed"
-		if err != nil {
-			outcome = "the learner failed: " + err.Error()
-		}
-		ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if eerr := n.EndRun(ectx, f.run, outcome); eerr != nil {
-			fmt.Fprintf(w, "worker %s: %v\n", name, eerr)
-		}
-		cancel()
 	}
 	ended := errors.Is(context.Cause(ctx), errGone)
 	if f.role == "learner" {
@@ -350,7 +339,14 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 			// was saved. %v: not reported as a clean interruption.
 			err = fmt.Errorf("worker %s: %v before the run finished: %v", name, errGone, err)
 		}
-		reportResult(mem, name, err)
+		// Whatever the outcome, mark the run ended with it (before the
+		// registration goes): the controller reads it there, and workers
+		// that start from now on exit at once.
+		ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if eerr := n.EndRun(ectx, f.run, endMark(err)); eerr != nil {
+			fmt.Fprintf(w, "worker %s: %v\n", name, eerr)
+		}
+		cancel()
 		return err
 	}
 	switch {
@@ -425,24 +421,39 @@ func checkSlot(res *algo.Resolved, role string, slot int) error {
 	return nil
 }
 
-// resultSuffix names the registration in which a learner leaves its exit
-// status for a controller that does not own its process (herd launch
-// --no-workers): "<status> <message>".
-const resultSuffix = "-result"
-
-// reportResult registers name+resultSuffix with err's exit status. The
-// registration is left to expire after the TTL, long enough for the
-// controller, which looks as soon as the learner's own registration is
-// gone.
-func reportResult(mem transport.Membership, name string, err error) {
-	info := strconv.Itoa(exitCode(err))
-	if err != nil {
-		info += " " + err.Error()
+// endMark is the run's end mark (transport.NATS.EndRun) a learner leaves:
+// "<exit status> <message>". The controller of a --no-workers run takes
+// its exit status from it; a worker started after the end prints it.
+func endMark(err error) string {
+	if err == nil {
+		return strconv.Itoa(exitOK) + " completed"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, _ = mem.Register(ctx, name+resultSuffix, []byte(info))
+	return strconv.Itoa(exitCode(err)) + " " + err.Error()
 }
+
+// parseEndMark splits a learner's end mark; ok is false for any other
+// mark (the controller's own, left where no learner marked the run).
+func parseEndMark(mark string) (code int, msg string, ok bool) {
+	c, msg, _ := strings.Cut(mark, " ")
+	code, err := strconv.Atoi(c)
+	return code, msg, err == nil
+}
+
+// describeEnd puts an end mark in words.
+func describeEnd(mark string) string {
+	switch code, msg, ok := parseEndMark(mark); {
+	case !ok:
+		return mark
+	case code == exitOK:
+		return msg
+	default:
+		return fmt.Sprintf("the learner's exit status %d: %s", code, msg)
+	}
+}
+
+// controllerEndMark is the end mark a controller leaves where the learner
+// left none (killed, or never started).
+const controllerEndMark = "ended by the controller, not by a learner"
 
 // ---- launch ----
 
@@ -644,7 +655,7 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 			// The learner marks the run ended with its outcome; this mark
 			// stays only where it could not (killed, or never started).
 			ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = n.EndRun(ectx, run, "ended by the controller")
+			_ = n.EndRun(ectx, run, controllerEndMark)
 			cancel()
 			_ = lease.Close()
 		})
@@ -652,7 +663,7 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	defer endRun()
 	if f.noWorkers {
 		fmt.Fprintf(stdout, "controller for run %s on %s: waiting for the learner\n", run, redactURL(url))
-		return awaitLearner(ctx, mem)
+		return awaitLearner(ctx, mem, func(ctx context.Context) (string, bool, error) { return n.RunEnded(ctx, run) })
 	}
 
 	self := f.workerCommand
@@ -975,13 +986,13 @@ func checkRunDir(dir string, mode algo.DirMode) error {
 }
 
 // awaitLearner returns when the learner has registered and then gone, with
-// the learner's result: nil for a completed run, an error wrapping
+// the learner's result, read from the run's end mark (runEnded): nil for a completed run, an error wrapping
 // context.Canceled for a run interrupted and saved, any other error for a
 // learner that failed or vanished without a result (killed, its node
 // lost). When ctx ends first it returns ctx's cause. Polling once a second
 // is cheap next to a training run and avoids racing the first
 // registration.
-func awaitLearner(ctx context.Context, mem transport.Membership) error {
+func awaitLearner(ctx context.Context, mem transport.Membership, runEnded func(context.Context) (string, bool, error)) error {
 	const learner = "learner-0"
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -1008,20 +1019,19 @@ func awaitLearner(ctx context.Context, mem transport.Membership) error {
 	case <-ctx.Done():
 		return fmt.Errorf("launch: stopped while the learner runs (it goes on until the run's registration expires): %w", context.Cause(ctx))
 	}
-	ms, err := mem.Members(context.WithoutCancel(ctx))
+	mark, ended, err := runEnded(context.WithoutCancel(ctx))
 	if err != nil {
 		return fmt.Errorf("launch: the learner is gone and its result unreadable: %w", err)
 	}
-	i := slices.IndexFunc(ms, func(m transport.Member) bool { return m.Name == learner+resultSuffix })
-	if i < 0 {
+	code, msg, ok := parseEndMark(mark)
+	if !ended || !ok {
 		return errors.New("launch: the learner is gone without a result (killed, or its machine lost): the run is not finished")
 	}
-	code, msg, _ := strings.Cut(string(ms[i].Info), " ")
 	switch code {
-	case strconv.Itoa(exitOK):
+	case exitOK:
 		return nil
-	case strconv.Itoa(exitInterrupted):
+	case exitInterrupted:
 		return fmt.Errorf("launch: the learner was interrupted (%s): %w", msg, context.Canceled)
 	}
-	return fmt.Errorf("launch: the learner failed (exit status %s): %s", code, msg)
+	return fmt.Errorf("launch: the learner failed (exit status %d): %s", code, msg)
 }

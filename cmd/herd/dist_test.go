@@ -889,8 +889,9 @@ func TestLaunchNoWorkers(t *testing.T) {
 		t.Fatalf("the controller ended while the learner was alive: %v", err)
 	case <-time.After(2500 * time.Millisecond): // past one poll and two TTLs
 	}
-	// A learner that finishes leaves its exit status, then deregisters.
-	if _, err := mem.Register(ctx, "learner-0"+resultSuffix, []byte("0")); err != nil {
+	// A learner that finishes marks the run ended with its exit status,
+	// then deregisters.
+	if err := n.EndRun(ctx, "ctl", endMark(nil)); err != nil {
 		t.Fatal(err)
 	}
 	_ = lease.Close()

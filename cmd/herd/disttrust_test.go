@@ -165,3 +165,24 @@ func TestRestartBudgetWindow(t *testing.T) {
 		}
 	}
 }
+
+// The run's end mark carries the learner's exit status, which a
+// --no-workers controller exits with: a completed, an interrupted and a
+// failed learner, and the controller's own mark (no learner result).
+func TestEndMark(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		code int
+	}{{nil, exitOK}, {context.Canceled, exitInterrupted}, {os.ErrNotExist, exitFailed}} {
+		code, msg, ok := parseEndMark(endMark(c.err))
+		if !ok || code != c.code || (c.err != nil && msg != c.err.Error()) {
+			t.Errorf("endMark(%v) reads back as %d %q %v, want %d", c.err, code, msg, ok, c.code)
+		}
+	}
+	if _, _, ok := parseEndMark(controllerEndMark); ok {
+		t.Error("the controller's end mark reads as a learner's result")
+	}
+	if d := describeEnd(endMark(nil)); d != "completed" {
+		t.Errorf("describeEnd(completed) = %q", d)
+	}
+}
