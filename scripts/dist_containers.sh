@@ -80,7 +80,8 @@ for row in "${ROWS[@]}"; do
   done
   sleep "$FAULT_AT"
   tf=$(now)
-  fault "$row" || { status=1; cleanup; continue; }
+  note=""
+  fault "$row" || { note=" (fault not injected)"; status=1; }
   ctl=$(cid controller)
   # The controller is the run's end; a killed one already ended, so then
   # wait for the workers (each must go within 2 TTLs of 15 s).
@@ -108,7 +109,7 @@ print("%s, %d steps | dup %d, dropped %d, decode %d, stale %d, abandoned %d; lag
   else
     res="no summary.json | –"
   fi
-  echo "| $row | $rc | $ex | $res | $(since "$tf" "$te") s |"
+  echo "| $row$note | $rc | $ex | $res | $(since "$tf" "$te") s |"
   case $row in kill-learner|kill-controller) ;; *) [[ $rc = 0 && $res = completed* ]] || status=1 ;; esac
   [[ $res = *"dup 0,"* || $res = "no summary.json"* ]] || status=1
   cleanup

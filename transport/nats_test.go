@@ -287,3 +287,46 @@ func TestNATSRunEnded(t *testing.T) {
 		t.Fatalf("after EndRun: %q, %v, %v; want completed", why, ended, err)
 	}
 }
+
+// Gone fires for a member whose key vanished without a watch update (the
+// bucket's stream purged here; in production, a removal the watch missed
+// while this process was cut off from the servers): the key is also
+// looked up once per TTL.
+func TestNATSGoneWithoutWatchUpdate(t *testing.T) {
+	srv := startServer(t)
+	ctx := ctxT(t, 30*time.Second)
+	n := natsTransport(t, srv.URL())
+	run := runID(t)
+	mem, err := n.Membership(ctx, run, Options{TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	js, err := jetstream.New(n.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, "herd_"+run+"_members")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "controller", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := mem.Gone(ctx, "controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, "KV_herd_"+run+"_members")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-gone:
+	case <-ctx.Done():
+		t.Fatal("Gone did not fire for a member whose key vanished without a watch update")
+	}
+}

@@ -824,16 +824,30 @@ func (m *natsMembership) Gone(ctx context.Context, name string) (<-chan struct{}
 		return nil, fmt.Errorf("dist: watch %s: %w", name, err)
 	}
 	ch := make(chan struct{})
+	// A watch can miss the removal: its consumer may fail for good while
+	// this process is cut off from the servers (a partition), and the
+	// updates then stop without one. So the key is also looked up once
+	// per TTL, which sees a removal however it happened.
+	poll := time.NewTicker(max(m.ttl, time.Second))
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		defer poll.Stop()
 		defer func() { _ = w.Stop() }()
+		updates := w.Updates()
 		alive := false
 		for {
 			select {
-			case e, ok := <-w.Updates():
-				if !ok {
+			case <-poll.C:
+				_, err := m.kv.Get(ctx, name)
+				if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+					close(ch)
 					return
+				}
+			case e, ok := <-updates:
+				if !ok {
+					updates = nil // polled from now on
+					continue
 				}
 				switch {
 				case e == nil: // the initial values are done
