@@ -560,23 +560,40 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 		return nil, fmt.Errorf("dist: params watch: %w", err)
 	}
 	p := &natsParams{opt: opt, obs: obs, box: newVersionBox(), closed: make(chan struct{}), cancel: cancel}
+	// A watch can stop announcing versions without closing (its consumer
+	// lost while a node was down) or close for good; a holder left on old
+	// weights then makes every sample too old to learn, and the learner
+	// publishes nothing new. So when no announcement came for paramsPoll,
+	// the store is listed and its newest version fetched.
+	poll := time.NewTicker(paramsPoll)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
+		defer poll.Stop()
 		defer func() { _ = w.Stop() }()
+		updates := w.Updates()
+		heard := time.Now()
 		for {
 			select {
-			case info, ok := <-w.Updates():
-				if !ok {
-					return
+			case <-poll.C:
+				if time.Since(heard) < paramsPoll {
+					continue
 				}
+				heard = time.Now()
+				p.pollNewest(wctx)
+			case info, ok := <-updates:
+				if !ok {
+					updates = nil // polled from now on
+					continue
+				}
+				heard = time.Now()
 				// Fetch only the newest version announced so far: a reader
 				// slower than the publisher would otherwise download every
 				// version in turn and fall ever further behind.
 				name, n, ok := p.newest(info, 0)
 				for more := true; more && ok; {
 					select {
-					case next, open := <-w.Updates():
+					case next, open := <-updates:
 						if !open {
 							more = false
 						} else if nm, nn, nok := p.newest(next, n); nok {
@@ -598,6 +615,31 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 		}
 	}()
 	return p, nil
+}
+
+// paramsPoll is how long a parameter service waits for an announcement
+// before it lists the store itself.
+const paramsPoll = 2 * time.Second
+
+// pollNewest lists the store and fetches its newest version when it is
+// newer than the one held.
+func (p *natsParams) pollNewest(ctx context.Context) {
+	lctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	infos, err := p.obs.List(lctx)
+	cancel()
+	if err != nil {
+		return // no objects yet, or the servers unreachable: the next poll
+	}
+	var name string
+	var n uint64
+	for _, info := range infos {
+		if nm, nn, ok := p.newest(info, n); ok {
+			name, n = nm, nn
+		}
+	}
+	if cur := p.box.cur.Load(); name != "" && (cur == nil || n > cur.N) && n+1 > p.publishing.Load() {
+		p.fetch(ctx, name, n)
+	}
 }
 
 // newest returns info's object and version when it announces a version

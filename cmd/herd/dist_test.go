@@ -194,7 +194,7 @@ func TestLaunchWireBytes(t *testing.T) {
 
 // herd launch runs the off-policy (Ape-X) config too: env worker
 // processes with inline policy copies, no policy workers, the learner with
-// the prioritized replay.
+// the replay.
 func TestLaunchOffPolicy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
