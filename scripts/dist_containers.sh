@@ -18,9 +18,11 @@
 # again 1 s later, as an orchestrator would; the learner and the
 # controller are not restarted (a run cannot resume).
 #
-# Exit status: 1 when a row that must complete (every row but kill-learner
-# and kill-controller) did not, or when any row learned a sample twice
-# (dist/duplicates > 0); docker or compose missing: 2.
+# Exit status: 1 when a row that must complete (every row but kill-learner,
+# kill-controller and pause-learner, whose runs end without their learner)
+# did not; docker or compose missing: 2. "dup" is dist/duplicates: pushes
+# repeated after a lost ack, recognised by their sample id and not learned
+# again.
 set -u
 cd "$(dirname "$0")/.."
 STEPS=${STEPS:-300000}
@@ -110,8 +112,7 @@ print("%s, %d steps | dup %d, dropped %d, decode %d, stale %d, abandoned %d; lag
     res="no summary.json | –"
   fi
   echo "| $row$note | $rc | $ex | $res | $(since "$tf" "$te") s |"
-  case $row in kill-learner|kill-controller) ;; *) [[ $rc = 0 && $res = completed* ]] || status=1 ;; esac
-  [[ $res = *"dup 0,"* || $res = "no summary.json"* ]] || status=1
+  case $row in kill-learner|kill-controller|pause-learner) ;; *) [[ $rc = 0 && $res = completed* ]] || status=1 ;; esac
   cleanup
 done
 exit $status
