@@ -67,26 +67,50 @@ func (e *LearnerError) Unwrap() error {
 	return nil
 }
 
-// resultInfo is the registration info in which a learner leaves err's
-// exit status for its controller: "<status> <message>".
-func resultInfo(err error) []byte {
-	info := strconv.Itoa(ExitStatus(err))
-	if err != nil {
-		info += " " + err.Error()
+// endMark is the run's end mark (transport.NATS.EndRun) a learner leaves:
+// "<exit status> <message>". The controller of a --no-workers run takes
+// its exit status from it; a worker started after the end prints it.
+func endMark(err error) string {
+	if err == nil {
+		return strconv.Itoa(ExitOK) + " completed"
 	}
-	return []byte(info)
+	return strconv.Itoa(ExitStatus(err)) + " " + err.Error()
 }
 
-// parseResult reads resultInfo's registration info back: nil for a
-// completed run, a *LearnerError otherwise.
-func parseResult(info []byte) error {
-	code, msg, _ := strings.Cut(string(info), " ")
-	status, err := strconv.Atoi(code)
-	if err != nil {
-		return &LearnerError{Status: ExitFailed, Message: fmt.Sprintf("unreadable result %q", info)}
+// parseEndMark splits a learner's end mark; ok is false for any other
+// mark (the controller's own, left where no learner marked the run).
+func parseEndMark(mark string) (code int, msg string, ok bool) {
+	c, msg, _ := strings.Cut(mark, " ")
+	code, err := strconv.Atoi(c)
+	return code, msg, err == nil
+}
+
+// describeEnd puts an end mark in words.
+func describeEnd(mark string) string {
+	switch code, msg, ok := parseEndMark(mark); {
+	case !ok:
+		return mark
+	case code == ExitOK:
+		return msg
+	default:
+		return fmt.Sprintf("the learner's exit status %d: %s", code, msg)
 	}
-	if status == ExitOK {
+}
+
+// controllerEndMark is the end mark a controller leaves where the learner
+// left none (killed, or never started).
+const controllerEndMark = "ended by the controller, not by a learner"
+
+// learnerResult reads a learner's end mark back: nil for a completed run,
+// a *LearnerError otherwise (Status −1: no learner's mark, the learner was
+// killed or its machine lost).
+func learnerResult(mark string, ended bool) error {
+	code, msg, ok := parseEndMark(mark)
+	if !ended || !ok {
+		return &LearnerError{Status: -1}
+	}
+	if code == ExitOK {
 		return nil
 	}
-	return &LearnerError{Status: status, Message: msg}
+	return &LearnerError{Status: code, Message: msg}
 }

@@ -152,7 +152,7 @@ func Run(ctx context.Context, o Options) error {
 			// The learner marks the run ended with its outcome; this mark
 			// stays only where it could not (killed, or never started).
 			ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_ = n.EndRun(ectx, runID, "ended by the controller")
+			_ = n.EndRun(ectx, runID, controllerEndMark)
 			cancel()
 			_ = lease.Close()
 		})
@@ -160,7 +160,7 @@ func Run(ctx context.Context, o Options) error {
 	defer endRun()
 	if o.NoWorkers {
 		fmt.Fprintf(stdout, "controller for run %s on %s: waiting for the learner\n", runID, RedactURL(o.NATS.URL))
-		return awaitLearner(ctx, mem)
+		return awaitLearner(ctx, mem, func(ctx context.Context) (string, bool, error) { return n.RunEnded(ctx, runID) })
 	}
 
 	self := o.WorkerCommand
@@ -298,11 +298,11 @@ func checkRunDir(dir string, mode algo.DirMode) error {
 }
 
 // awaitLearner returns when the learner has registered and then gone, with
-// the learner's result: nil for a completed run, a *LearnerError
-// otherwise. When ctx ends first it returns ctx's cause. Polling once a
+// the learner's result read from the run's end mark (runEnded): nil for a
+// completed run, a *LearnerError otherwise. When ctx ends first it returns ctx's cause. Polling once a
 // second is cheap next to a training run and avoids racing the first
 // registration.
-func awaitLearner(ctx context.Context, mem transport.Membership) error {
+func awaitLearner(ctx context.Context, mem transport.Membership, runEnded func(context.Context) (string, bool, error)) error {
 	const learner = "learner-0"
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -329,13 +329,9 @@ func awaitLearner(ctx context.Context, mem transport.Membership) error {
 	case <-ctx.Done():
 		return fmt.Errorf("launch: stopped while the learner runs (it goes on until the run's registration expires): %w", context.Cause(ctx))
 	}
-	ms, err := mem.Members(context.WithoutCancel(ctx))
+	mark, ended, err := runEnded(context.WithoutCancel(ctx))
 	if err != nil {
 		return fmt.Errorf("launch: the learner is gone and its result unreadable: %w", err)
 	}
-	i := slices.IndexFunc(ms, func(m transport.Member) bool { return m.Name == learner+ResultSuffix })
-	if i < 0 {
-		return &LearnerError{Status: -1}
-	}
-	return parseResult(ms[i].Info)
+	return learnerResult(mark, ended)
 }

@@ -84,11 +84,16 @@ func TestExitStatus(t *testing.T) {
 	}
 }
 
-// A learner's result registration carries its exit status to a controller
-// that does not own its process: the status read back is the one written.
-func TestResultRoundTrip(t *testing.T) {
+// The run's end mark carries the learner's exit status, which a
+// --no-workers controller exits with: a completed, an interrupted and a
+// failed learner, and the controller's own mark (no learner result).
+func TestEndMark(t *testing.T) {
 	for _, err := range []error{nil, errors.New("diverged at step 9"), fmt.Errorf("stopped: %w", context.Canceled)} {
-		got := parseResult(resultInfo(err))
+		code, msg, ok := parseEndMark(endMark(err))
+		if !ok || code != ExitStatus(err) || (err != nil && msg != err.Error()) {
+			t.Errorf("endMark(%v) reads back as %d %q %v, want %d", err, code, msg, ok, ExitStatus(err))
+		}
+		got := learnerResult(endMark(err), true)
 		if ExitStatus(got) != ExitStatus(err) {
 			t.Errorf("result of %v read back as %v (status %d, want %d)", err, got, ExitStatus(got), ExitStatus(err))
 		}
@@ -97,8 +102,20 @@ func TestResultRoundTrip(t *testing.T) {
 			t.Errorf("result of %v read back as %#v", err, got)
 		}
 	}
-	if got := parseResult([]byte("garbage")); ExitStatus(got) != ExitFailed {
-		t.Errorf("an unreadable result gave %v", got)
+	if _, _, ok := parseEndMark(controllerEndMark); ok {
+		t.Error("the controller's end mark reads as a learner's result")
+	}
+	for _, c := range []struct {
+		mark  string
+		ended bool
+	}{{controllerEndMark, true}, {"0 completed", false}, {"garbage", true}} {
+		var le *LearnerError
+		if got := learnerResult(c.mark, c.ended); !errors.As(got, &le) || le.Status != -1 {
+			t.Errorf("learnerResult(%q, %v) = %v, want the learner gone without a result", c.mark, c.ended, got)
+		}
+	}
+	if d := describeEnd(endMark(nil)); d != "completed" {
+		t.Errorf("describeEnd(completed) = %q", d)
 	}
 }
 

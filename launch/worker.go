@@ -21,12 +21,6 @@ import (
 // when it is gone.
 const ControllerName = "controller"
 
-// ResultSuffix names the registration in which a learner leaves its exit
-// status for a controller that does not own its process
-// (Options.NoWorkers): the learner's name + ResultSuffix, with the info
-// "<status> <message>".
-const ResultSuffix = "-result"
-
 // WorkerOptions are a worker process's settings (`herd worker`).
 type WorkerOptions struct {
 	NATS NATS
@@ -107,7 +101,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	if why, ended, err := n.RunEnded(ctx, o.Run); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	} else if ended {
-		fmt.Fprintf(w, "worker %s: run %s has ended (%s); nothing to do\n", name, o.Run, why)
+		fmt.Fprintf(w, "worker %s: run %s has ended (%s); nothing to do\n", name, o.Run, describeEnd(why))
 		return nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, o.Wait)
@@ -138,7 +132,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	if ended, err := awaitController(ctx, n, mem, o.Run, o.Wait); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	} else if ended != "" {
-		fmt.Fprintf(w, "worker %s: run %s has ended (%s); nothing to do\n", name, o.Run, ended)
+		fmt.Fprintf(w, "worker %s: run %s has ended (%s); nothing to do\n", name, o.Run, describeEnd(ended))
 		return nil
 	}
 	ctx, cancelRun := context.WithCancelCause(ctx)
@@ -196,11 +190,13 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 			// was saved. %v: not reported as a clean interruption.
 			err = fmt.Errorf("worker %s: %v before the run finished: %v", name, errGone, err)
 		}
-		// The registration is left to expire after the TTL, long enough
-		// for the controller, which looks as soon as the learner's own
-		// registration is gone.
-		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, _ = mem.Register(rctx, name+ResultSuffix, resultInfo(err))
+		// Whatever the outcome, mark the run ended with it (before the
+		// registration goes): the controller reads it there, and workers
+		// that start from now on exit at once.
+		ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if eerr := n.EndRun(ectx, o.Run, endMark(err)); eerr != nil {
+			fmt.Fprintf(w, "worker %s: %v\n", name, eerr)
+		}
 		cancel()
 		return err
 	}
@@ -242,17 +238,6 @@ func runLearner(ctx context.Context, w io.Writer, n *transport.NATS, tr transpor
 	if len(s.Dist) > 0 {
 		fmt.Fprintln(w, distLine(s.Dist))
 	}
-	// Whatever the outcome, mark the run ended, so that workers that
-	// start from now on exit at once.
-	outcome := "completed"
-	if err != nil {
-		outcome = "the learner failed: " + err.Error()
-	}
-	ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	if eerr := n.EndRun(ectx, o.Run, outcome); eerr != nil {
-		fmt.Fprintf(w, "worker learner-%d: %v\n", o.Slot, eerr)
-	}
-	cancel()
 	return err
 }
 

@@ -171,8 +171,11 @@
 // Deployment (`deploy/`): the same processes as `herd launch`, placed by an orchestrator. The
 // controller is `herd launch --nats URLS --no-workers`: it stores the config, registers as
 // `controller`, polls membership once a second until `learner-0` has registered and then waits for
-// its `Gone`, so a controller Job ends with the run and workers (Indexed Jobs or compose services)
-// exit when its registration is gone. NATS runs as a 3-node JetStream cluster (StatefulSet with
-// routes over the headless Service); workers list all three URLs. `cmd/herd/deploy_test.go` decodes
+// its `Gone`, then reads the learner's exit status from the run's end mark (`EndRun`,
+// `RunEnded`), so a controller Job ends with the run's status and workers (Indexed Jobs or compose
+// services) exit when its registration is gone (`Gone` watches the key and also looks it up once
+// per TTL, so a worker cut off by a partition when the controller left still sees it gone). NATS
+// runs as a 3-node JetStream cluster (StatefulSet with routes over the headless Service, or
+// `deploy/compose/compose.yaml`); workers list all three URLs. `cmd/herd/deploy_test.go` decodes
 // the manifests strictly with `k8s.io/api` types and parses each herd command with herd's own flags.
 package transport

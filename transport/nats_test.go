@@ -266,3 +266,67 @@ func TestNATSServerRestart(t *testing.T) {
 	}
 	sameVersion(t, v, version(1, like))
 }
+
+// A run's end mark: absent until EndRun, then the first outcome stored
+// stays (a second EndRun, the controller's after the learner's, keeps it).
+func TestNATSRunEnded(t *testing.T) {
+	srv := startServer(t)
+	ctx := ctxT(t, 30*time.Second)
+	n := natsTransport(t, srv.URL())
+	run := runID(t)
+	if why, ended, err := n.RunEnded(ctx, run); err != nil || ended {
+		t.Fatalf("before EndRun: %q, %v, %v; want not ended", why, ended, err)
+	}
+	if err := n.EndRun(ctx, run, "completed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.EndRun(ctx, run, "ended by the controller"); err != nil {
+		t.Fatal(err)
+	}
+	if why, ended, err := n.RunEnded(ctx, run); err != nil || !ended || why != "completed" {
+		t.Fatalf("after EndRun: %q, %v, %v; want completed", why, ended, err)
+	}
+}
+
+// Gone fires for a member whose key vanished without a watch update (the
+// bucket's stream purged here; in production, a removal the watch missed
+// while this process was cut off from the servers): the key is also
+// looked up once per TTL.
+func TestNATSGoneWithoutWatchUpdate(t *testing.T) {
+	srv := startServer(t)
+	ctx := ctxT(t, 30*time.Second)
+	n := natsTransport(t, srv.URL())
+	run := runID(t)
+	mem, err := n.Membership(ctx, run, Options{TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	js, err := jetstream.New(n.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, "herd_"+run+"_members")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(ctx, "controller", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	gone, err := mem.Gone(ctx, "controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, "KV_herd_"+run+"_members")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-gone:
+	case <-ctx.Done():
+		t.Fatal("Gone did not fire for a member whose key vanished without a watch update")
+	}
+}

@@ -560,23 +560,40 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 		return nil, fmt.Errorf("dist: params watch: %w", err)
 	}
 	p := &natsParams{opt: opt, obs: obs, box: newVersionBox(), closed: make(chan struct{}), cancel: cancel}
+	// A watch can stop announcing versions without closing (its consumer
+	// lost while a node was down) or close for good; a holder left on old
+	// weights then makes every sample too old to learn, and the learner
+	// publishes nothing new. So when no announcement came for paramsPoll,
+	// the store is listed and its newest version fetched.
+	poll := time.NewTicker(paramsPoll)
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
+		defer poll.Stop()
 		defer func() { _ = w.Stop() }()
+		updates := w.Updates()
+		heard := time.Now()
 		for {
 			select {
-			case info, ok := <-w.Updates():
-				if !ok {
-					return
+			case <-poll.C:
+				if time.Since(heard) < paramsPoll {
+					continue
 				}
+				heard = time.Now()
+				p.pollNewest(wctx)
+			case info, ok := <-updates:
+				if !ok {
+					updates = nil // polled from now on
+					continue
+				}
+				heard = time.Now()
 				// Fetch only the newest version announced so far: a reader
 				// slower than the publisher would otherwise download every
 				// version in turn and fall ever further behind.
 				name, n, ok := p.newest(info, 0)
 				for more := true; more && ok; {
 					select {
-					case next, open := <-w.Updates():
+					case next, open := <-updates:
 						if !open {
 							more = false
 						} else if nm, nn, nok := p.newest(next, n); nok {
@@ -598,6 +615,31 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 		}
 	}()
 	return p, nil
+}
+
+// paramsPoll is how long a parameter service waits for an announcement
+// before it lists the store itself.
+const paramsPoll = 2 * time.Second
+
+// pollNewest lists the store and fetches its newest version when it is
+// newer than the one held.
+func (p *natsParams) pollNewest(ctx context.Context) {
+	lctx, cancel := context.WithTimeout(ctx, fetchTimeout)
+	infos, err := p.obs.List(lctx)
+	cancel()
+	if err != nil {
+		return // no objects yet, or the servers unreachable: the next poll
+	}
+	var name string
+	var n uint64
+	for _, info := range infos {
+		if nm, nn, ok := p.newest(info, n); ok {
+			name, n = nm, nn
+		}
+	}
+	if cur := p.box.cur.Load(); name != "" && (cur == nil || n > cur.N) && n+1 > p.publishing.Load() {
+		p.fetch(ctx, name, n)
+	}
 }
 
 // newest returns info's object and version when it announces a version
@@ -781,10 +823,17 @@ func (m *natsMembership) Register(ctx context.Context, name string, info []byte)
 }
 
 func (m *natsMembership) Members(ctx context.Context) ([]Member, error) {
-	keys, err := m.kv.Keys(ctx)
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil, nil
-	}
+	// Listing the keys runs a consumer, which times out while a cluster
+	// that just started (or lost a node) has no leader for the bucket.
+	var keys []string
+	err := retryJS(ctx, apiAttempt, func(ctx context.Context) error {
+		var err error
+		keys, err = m.kv.Keys(ctx)
+		if errors.Is(err, jetstream.ErrNoKeysFound) {
+			keys, err = nil, nil
+		}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("dist: members: %w", err)
 	}
@@ -817,16 +866,30 @@ func (m *natsMembership) Gone(ctx context.Context, name string) (<-chan struct{}
 		return nil, fmt.Errorf("dist: watch %s: %w", name, err)
 	}
 	ch := make(chan struct{})
+	// A watch can miss the removal: its consumer may fail for good while
+	// this process is cut off from the servers (a partition), and the
+	// updates then stop without one. So the key is also looked up once
+	// per TTL, which sees a removal however it happened.
+	poll := time.NewTicker(max(m.ttl, time.Second))
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		defer poll.Stop()
 		defer func() { _ = w.Stop() }()
+		updates := w.Updates()
 		alive := false
 		for {
 			select {
-			case e, ok := <-w.Updates():
-				if !ok {
+			case <-poll.C:
+				_, err := m.kv.Get(ctx, name)
+				if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+					close(ch)
 					return
+				}
+			case e, ok := <-updates:
+				if !ok {
+					updates = nil // polled from now on
+					continue
 				}
 				switch {
 				case e == nil: // the initial values are done
@@ -1046,7 +1109,14 @@ func (n *NATS) EndRun(ctx context.Context, run, outcome string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := kv.Create(ctx, "end", []byte(outcome)); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	err = retryJS(ctx, apiAttempt, func(ctx context.Context) error {
+		_, err := kv.Create(ctx, "end", []byte(outcome))
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("dist: mark run %s ended: %w", run, err)
 	}
 	return nil
@@ -1059,7 +1129,14 @@ func (n *NATS) RunEnded(ctx context.Context, run string) (string, bool, error) {
 	if err != nil {
 		return "", false, err
 	}
-	e, err := kv.Get(ctx, "end")
+	// A bucket just created on a cluster may have no stream leader yet
+	// (no responders): that passes, as in bindOrCreate.
+	var e jetstream.KeyValueEntry
+	err = retryJS(ctx, apiAttempt, func(ctx context.Context) error {
+		var err error
+		e, err = kv.Get(ctx, "end")
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return "", false, nil
 	}

@@ -242,3 +242,43 @@ func TestLearnerWatchdog(t *testing.T) {
 		t.Fatal("the watchdog did not fire")
 	}
 }
+
+// TestLearnerWatchdogOnDrops: segments that keep coming but are all too
+// old (the acting weights stuck) end the run with an error after the
+// stall time, instead of a learner that pulls and drops for ever.
+func TestLearnerWatchdogOnDrops(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ip := transport.NewInproc()
+	smp, _ := ip.Samples(ctx, "drops", transport.Options{Capacity: 1})
+	params, _ := ip.Params(ctx, "drops", transport.Options{})
+	mk := func(v uint64) []byte {
+		s := sample.NewSegment(1, 1, 4, 1)
+		s.Versions, s.Version = []uint64{v}, v
+		b, err := s.AppendEncode(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		// Segments of version 0 for ever: the first two are learned (at
+		// versions 0 and 1), every later one is 2 versions old: lag > 1.
+		for i := uint64(1); pctx.Err() == nil; i++ {
+			if smp.Push(pctx, transport.SampleID{Slot: 0, Seq: i}, mk(0)) != nil {
+				return
+			}
+		}
+	}()
+	var c Counters
+	_, err := RunLearner(ctx, LearnerConfig{Iterations: 1000, MaxLag: 1, Stall: 300 * time.Millisecond, Counters: &c},
+		algotest.Pieces(), smp, params)
+	if err == nil || !strings.Contains(err.Error(), "dropped every sample for 300ms") {
+		t.Fatalf("err = %v, want the watchdog's error on drops", err)
+	}
+	if ctx.Err() != nil || c.Dropped == 0 || c.Learned == 0 {
+		t.Fatalf("counters %+v, ctx %v: want some learned, then drops", c, ctx.Err())
+	}
+}

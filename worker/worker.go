@@ -416,6 +416,7 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 		return l, err
 	}
 	cur := v.N
+	learned := time.Now() // the last segment learned (the watchdog of drops)
 	for it := 0; cfg.Iterations == 0 || it < cfg.Iterations; {
 		b, err := pull(ctx, samples, cfg.Stall, cfg.Alive)
 		if err != nil {
@@ -431,8 +432,16 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 		}
 		if cfg.MaxLag > 0 && segmentLag(cur, seg) > cfg.MaxLag {
 			cnt.Dropped++
+			// Samples that keep coming, all too old, are no progress
+			// either: the acting weights are stuck (the learner publishes
+			// only after it learns, so this does not mend itself).
+			if cfg.Stall > 0 && time.Since(learned) > cfg.Stall {
+				return l, fmt.Errorf("worker: the learner dropped every sample for %v as older than max_policy_lag %d versions (last lag %d): the policy workers' weights are not moving",
+					cfg.Stall, cfg.MaxLag, segmentLag(cur, seg))
+			}
 			continue
 		}
+		learned = time.Now()
 		if len(seg.Versions) == seg.T {
 			for _, sv := range seg.Versions {
 				cnt.addLag(cur, sv, seg.N)

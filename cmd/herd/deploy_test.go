@@ -311,32 +311,70 @@ func TestDeployKubernetes(t *testing.T) {
 	}
 }
 
+// TestDeployCompose checks both compose files: deploy/compose.yaml (images
+// from a registry) and deploy/compose/compose.yaml (images built FROM
+// scratch, a 3-node NATS cluster). ${VAR:-default} in a command is read as
+// its default.
 func TestDeployCompose(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "compose.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c struct {
-		Services map[string]struct {
-			Image   string   `json:"image"`
-			Command []string `json:"command"`
-		} `json:"services"`
-	}
-	if err := yaml.Unmarshal(data, &c); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for name, s := range c.Services {
-		if !strings.HasPrefix(s.Image, "herd") {
-			continue
-		}
-		n++
-		if err := parseHerdArgs(s.Command); err != nil {
-			t.Errorf("compose service %s: %v", name, err)
-		}
-	}
-	if n < 4 {
-		t.Errorf("compose has %d herd services, want the controller and the three roles", n)
+	for _, file := range []string{"compose.yaml", filepath.Join("compose", "compose.yaml")} {
+		t.Run(file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("..", "..", "deploy", file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c struct {
+				Services map[string]struct {
+					Image       string            `json:"image"`
+					Command     []string          `json:"command"`
+					Environment map[string]string `json:"environment"`
+				} `json:"services"`
+			}
+			if err := yaml.Unmarshal(data, &c); err != nil {
+				t.Fatal(err)
+			}
+			n, nats := 0, 0
+			for name, s := range c.Services {
+				if strings.HasPrefix(name, "nats") {
+					nats++
+				}
+				if !strings.HasPrefix(s.Image, "herd:") {
+					continue
+				}
+				n++
+				args := make([]string, len(s.Command))
+				for i, a := range s.Command {
+					if v, ok := strings.CutPrefix(a, "${"); ok && strings.HasSuffix(v, "}") {
+						if _, def, ok := strings.Cut(strings.TrimSuffix(v, "}"), ":-"); ok {
+							a = def
+						}
+					}
+					args[i] = a
+				}
+				if err := parseHerdArgs(args); err != nil {
+					t.Errorf("compose service %s: %v", name, err)
+				}
+				if strings.Contains(strings.Join(args, " "), "@") {
+					t.Errorf("compose service %s: credentials on the command line: %q", name, args)
+				}
+				if file != "compose.yaml" {
+					// The cluster: every bucket on 3 nodes, registrations that
+					// outlive a leader election, the URLs from the environment.
+					a := strings.Join(args, " ")
+					if !strings.Contains(a, "--nats-replicas 3") || !strings.Contains(a, "--ttl 15s") {
+						t.Errorf("compose service %s: want --nats-replicas 3 and --ttl 15s, got %q", name, a)
+					}
+					if strings.Count(s.Environment["HERD_NATS_URL"], "nats://") != 3 {
+						t.Errorf("compose service %s: HERD_NATS_URL %q, want the 3 nodes", name, s.Environment["HERD_NATS_URL"])
+					}
+				}
+			}
+			if n < 4 {
+				t.Errorf("compose has %d herd services, want the controller and the three roles", n)
+			}
+			if file != "compose.yaml" && nats != 3 {
+				t.Errorf("compose has %d NATS nodes, want 3", nats)
+			}
+		})
 	}
 }
 

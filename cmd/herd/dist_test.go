@@ -180,7 +180,7 @@ func TestLaunchWireBytes(t *testing.T) {
 
 // herd launch runs the off-policy (Ape-X) config too: env worker
 // processes with inline policy copies, no policy workers, the learner with
-// the prioritized replay.
+// the replay.
 func TestLaunchOffPolicy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
@@ -721,8 +721,9 @@ func TestLaunchNoWorkers(t *testing.T) {
 		t.Fatalf("the controller ended while the learner was alive: %v", err)
 	case <-time.After(2500 * time.Millisecond): // past one poll and two TTLs
 	}
-	// A learner that finishes leaves its exit status, then deregisters.
-	if _, err := mem.Register(ctx, "learner-0"+launch.ResultSuffix, []byte("0")); err != nil {
+	// A learner that finishes marks the run ended with its exit status,
+	// then deregisters.
+	if err := n.EndRun(ctx, "ctl", "0 completed"); err != nil {
 		t.Fatal(err)
 	}
 	_ = lease.Close()

@@ -198,8 +198,20 @@ func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) 
 		like[i] = v.Param(i)
 	}
 	return &Setup{Header: h, NumEnvs: numEnvs, Pieces: pieces, Off: off,
-		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs)}}, nil
+		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs),
+			Capacity: OffCapacity}}, nil
 }
+
+// OffCapacity is the off-policy learner's sample queue: one chunk. The
+// replay is the off-policy topology's buffer (Ape-X's actors add to it
+// directly); a queue in front of it holds nothing the learner could not
+// wait for, and only ages what it holds: the learner runs the updates of
+// every chunk ahead in the queue (Chunk × NumEnvs / train_frequency each,
+// 5 for DQN's CartPole settings) before it inserts the next, so each
+// queued chunk adds that many versions to the policy lag of the data
+// behind it. With the transport's default of 4 the lag of DQN CartPole
+// was 41 versions on average; see docs/BENCHMARKS.md for it with one.
+const OffCapacity = 1
 
 // roleStreams opens the streams of a role on tr, the parameter service
 // only when withParams (on NATS it watches the weights bucket and downloads

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# A distributed PPO CartPole run across containers (deploy/compose: 3 NATS
+# nodes with JetStream R3, the controller and one container per worker on a
+# private network, images built FROM scratch by deploy/compose/build.sh),
+# and the fault matrix: one fresh compose project per row, the fault
+# injected FAULT_AT seconds (default 1) after the learner's first progress
+# line, itself 5 s into training; one table row per fault.
+#
+#   scripts/dist_containers.sh                 # build the images, run every row
+#   SKIP_BUILD=1 STEPS=100000 scripts/dist_containers.sh none kill-env
+#   KEEP=DIR scripts/dist_containers.sh none   # keep each row's summary.json and logs in DIR/ROW/
+#
+# Rows: none, kill-env, kill-policy, kill-learner, kill-controller,
+# kill-nats (one of the 3 nodes, started again 20 s later), partition-env
+# (env-0 off the network for 30 s), pause-learner (docker pause, 60 s).
+# `docker kill` marks a container stopped by hand, so Docker's restart
+# policy leaves it down: this script starts a killed env or policy worker
+# again 1 s later, as an orchestrator would; the learner and the
+# controller are not restarted (a run cannot resume).
+#
+# Exit status: 1 when a row that must complete (every row but kill-learner,
+# kill-controller and pause-learner, whose runs end without their learner)
+# did not; docker or compose missing: 2. "dup" is dist/duplicates: pushes
+# repeated after a lost ack, recognised by their sample id and not learned
+# again.
+set -u
+cd "$(dirname "$0")/.."
+STEPS=${STEPS:-300000}
+FAULT_AT=${FAULT_AT:-1}
+F=deploy/compose/compose.yaml
+ROWS=("$@")
+[ ${#ROWS[@]} -eq 0 ] && ROWS=(none kill-env kill-policy kill-learner kill-controller kill-nats partition-env pause-learner)
+
+if ! docker info >/dev/null 2>&1; then echo "docker: daemon not reachable" >&2; exit 2; fi
+if docker compose version >/dev/null 2>&1; then COMPOSE=(docker compose)
+elif command -v docker-compose >/dev/null; then COMPOSE=(docker-compose)
+else echo "neither docker compose nor docker-compose found" >&2; exit 2; fi
+[ "${SKIP_BUILD:-}" = 1 ] || deploy/compose/build.sh || exit 2
+
+P=""
+cleanup() { [ -n "$P" ] && "${COMPOSE[@]}" -f "$F" -p "$P" down -v -t 5 >/dev/null 2>&1; P=""; }
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT TERM
+
+cid() { "${COMPOSE[@]}" -f "$F" -p "$P" ps -q "$1"; }
+now() { date +%s.%N; }
+since() { python3 -c "import sys; print('%.1f' % (float(sys.argv[2]) - float(sys.argv[1])))" "$1" "$2"; }
+exits() { # service → "exit(restarts)"
+  docker inspect -f '{{.State.ExitCode}}{{if .State.Running}}(running){{end}}/{{.RestartCount}}' "$(cid "$1")"
+}
+herd_services=(controller learner env-0 env-1 policy-0)
+
+fault() { # row
+  case $1 in
+  none) ;;
+  kill-env) docker kill "$(cid env-0)" >/dev/null; sleep 1; docker start "$(cid env-0)" >/dev/null ;;
+  kill-policy) docker kill "$(cid policy-0)" >/dev/null; sleep 1; docker start "$(cid policy-0)" >/dev/null ;;
+  kill-learner) docker kill "$(cid learner)" >/dev/null ;;
+  kill-controller) docker kill "$(cid controller)" >/dev/null ;;
+  kill-nats) docker kill "$(cid nats-1)" >/dev/null; sleep 20; docker start "$(cid nats-1)" >/dev/null ;;
+  partition-env)
+    docker network disconnect "${P}_herd" "$(cid env-0)"; sleep 30
+    docker network connect --alias env-0 "${P}_herd" "$(cid env-0)" ;;
+  pause-learner) docker pause "$(cid learner)" >/dev/null; sleep 60; docker unpause "$(cid learner)" >/dev/null ;;
+  *) echo "unknown row $1" >&2; return 1 ;;
+  esac
+}
+
+status=0
+echo "| fault | controller exit | learner, env-0, env-1, policy-0 exit/restarts | run | dist counters | fault → controller exit |"
+echo "|---|---:|---|---|---|---:|"
+for row in "${ROWS[@]}"; do
+  P="herdct-$row-$$"
+  P=${P//[^a-z0-9-]/}
+  HERD_STEPS=$STEPS "${COMPOSE[@]}" -f "$F" -p "$P" up -d >/dev/null 2>&1 || { echo "$row: compose up failed" >&2; status=1; cleanup; continue; }
+  # The fault lands FAULT_AT s after the learner's first progress line
+  # (5 s into training), not after `up`, whose own time varies with load.
+  for _ in $(seq 600); do
+    docker logs "$(cid learner)" 2>&1 | grep -q ' step [0-9]' && break
+    [ "$(docker inspect -f '{{.State.Running}}' "$(cid learner)")" = true ] || break
+    sleep 0.5
+  done
+  sleep "$FAULT_AT"
+  tf=$(now)
+  note=""
+  fault "$row" || { note=" (fault not injected)"; status=1; }
+  ctl=$(cid controller)
+  # The controller is the run's end; a killed one already ended, so then
+  # wait for the workers (each must go within 2 TTLs of 15 s).
+  if [ "$row" = kill-controller ]; then wait_on=(learner env-0 env-1 policy-0); else wait_on=(controller); fi
+  for s in "${wait_on[@]}"; do timeout 900 docker wait "$(cid "$s")" >/dev/null; done
+  te=$(now)
+  # The workers end after the controller; give them their TTLs.
+  for s in "${herd_services[@]}"; do timeout 60 docker wait "$(cid "$s")" >/dev/null 2>&1; done
+  rc=$(docker inspect -f '{{.State.ExitCode}}' "$ctl")
+  out=${KEEP:-}/$row
+  sum=$(docker cp "$(cid learner)":/runs/ppo-1/summary.json - 2>/dev/null | tar -xO 2>/dev/null)
+  if [ -n "${KEEP:-}" ]; then
+    mkdir -p "$out"
+    [ -n "$sum" ] && printf '%s\n' "$sum" >"$out/summary.json"
+    "${COMPOSE[@]}" -f "$F" -p "$P" logs --no-color >"$out/logs.txt" 2>&1
+  fi
+  ex="$(exits learner), $(exits env-0), $(exits env-1), $(exits policy-0)"
+  if [ -n "$sum" ]; then
+    res=$(printf '%s' "$sum" | python3 -c '
+import json, sys
+s = json.load(sys.stdin); d = s.get("dist", {})
+print("%s, %d steps | dup %d, dropped %d, decode %d, stale %d, abandoned %d; lag mean %.1f max %d" % (
+    s["status"], s["steps"], d.get("dist/duplicates", -1), d.get("dist/dropped", -1), d.get("dist/decode_errors", -1),
+    d.get("dist/stale_weights", -1), d.get("dist/abandoned", -1), d.get("dist/lag_mean", -1), d.get("dist/lag_max", -1)))')
+  else
+    res="no summary.json | –"
+  fi
+  echo "| $row$note | $rc | $ex | $res | $(since "$tf" "$te") s |"
+  case $row in kill-learner|kill-controller|pause-learner) ;; *) [[ $rc = 0 && $res = completed* ]] || status=1 ;; esac
+  cleanup
+done
+exit $status
