@@ -80,6 +80,8 @@ type EnvConfig struct {
 	// worker's progress; the caller stores it for the next incarnation
 	// (transport.Membership.Save).
 	OnPushed func(transport.Progress)
+	// Timing, when set, receives the worker's time by phase.
+	Timing *StepTiming
 }
 
 // Resume is where a start of an env worker continues from, as
@@ -132,9 +134,15 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 	inferT, pushT := newCallTimer(ctx, to.Infer), newCallTimer(ctx, to.Push)
 	defer inferT.stop()
 	defer pushT.stop()
+	tm := cfg.Timing
+	ph := newPhase(tm != nil)
 	ask := func(r *transport.InferRequest, o []float32, rows int) ([]float32, error) {
 		r.Rows, r.Obs = rows, o
 		err := retry(inferT, func(c context.Context) error { return inf.Infer(c, r) })
+		if tm != nil {
+			ph.add(&tm.Infer)
+			tm.Requests.Add(1)
+		}
 		return r.Out, err
 	}
 	var acts algo.Acts
@@ -150,6 +158,7 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 		for t := range cfg.Steps {
 			row := t * m
 			copy(seg.Obs[row*obsDim:], obs)
+			ph.add(nil)
 			out, err := ask(req, obs, m)
 			if err != nil {
 				return err
@@ -160,9 +169,15 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 			copy(seg.Actions[row*actDim:], acts.Actions[:m*actDim])
 			copy(seg.LogProbs[row:], acts.LogProbs[:m])
 			copy(seg.Values[row:], acts.Values[:m])
+			if tm != nil {
+				ph.add(&tm.Sample)
+			}
 			for j, e := range cfg.Envs {
 				i := row + j
 				o, r, term, trunc, info, err := e.Step(acts.EnvActions[j*actDim : (j+1)*actDim])
+				if tm != nil {
+					ph.add(&tm.Env)
+				}
 				if err != nil {
 					return fmt.Errorf("worker: env %d: %w", j, err)
 				}
@@ -180,16 +195,24 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 					if info.HasEpisode {
 						seg.Episodes = append(seg.Episodes, sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t})
 					}
+					ph.add(nil)
 					if o, _, err = e.Reset(env.NoSeed); err != nil {
 						return fmt.Errorf("worker: reset env %d: %w", j, err)
+					}
+					if tm != nil {
+						ph.add(&tm.Env)
 					}
 				}
 				copy(obs[j*obsDim:(j+1)*obsDim], o)
 			}
 			step += int64(m)
+			if tm != nil {
+				tm.Steps.Add(int64(m))
+			}
 		}
 		seg.Version = slices.Min(seg.Versions)
 		copy(seg.NextObs, obs)
+		ph.add(nil)
 		out, err := ask(req, obs, m)
 		if err != nil {
 			return err
@@ -204,6 +227,9 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 		if err := retry(pushT, func(c context.Context) error { return samples.Push(c, id, b) }); err != nil {
 			return err
 		}
+		if tm != nil {
+			ph.add(&tm.Push)
+		}
 		prog.Seq, prog.Steps = id.Seq, step
 		if cfg.OnPushed != nil {
 			cfg.OnPushed(prog)
@@ -215,12 +241,28 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 // RunPolicy runs a policy worker: it answers batched inference requests
 // with the newest weights the parameter service knows, until ctx ends.
 func RunPolicy(ctx context.Context, pieces *algo.Pieces, inf transport.InferenceStream, params transport.ParamService) error {
+	return RunPolicyTimed(ctx, nil, pieces, inf, params)
+}
+
+// RunPolicyTimed is RunPolicy counting its batches into tm (when not nil).
+func RunPolicyTimed(ctx context.Context, tm *PolicyTiming, pieces *algo.Pieces, inf transport.InferenceStream, params transport.ParamService) error {
 	p, err := pieces.NewPolicy()
 	if err != nil {
 		return err
 	}
 	var obs, out []float32
 	err = inf.Serve(ctx, func(_ context.Context, batch []*transport.InferRequest) error {
+		if tm != nil {
+			t0 := time.Now()
+			defer func() {
+				tm.Busy.Add(int64(time.Since(t0)))
+				tm.Batches.Add(1)
+				tm.Requests.Add(int64(len(batch)))
+				for _, r := range batch {
+					tm.Rows.Add(int64(r.Rows))
+				}
+			}()
+		}
 		if v := params.Latest(); v != nil && v.N != p.Version() {
 			if err := p.SetWeights(v); err != nil {
 				return fmt.Errorf("worker: policy weights %d: %w", v.N, err)

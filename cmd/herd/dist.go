@@ -149,6 +149,7 @@ type workerFlags struct {
 	ttl           time.Duration
 	wait          time.Duration
 	metricsAddr   string // learner: Prometheus endpoint
+	cpuProfile    string // a CPU profile (pprof) of this process
 }
 
 func newWorkerCmd() *cobra.Command { return newWorkerCmdWith(all.Specs) }
@@ -182,6 +183,7 @@ default the config's out).`,
 	fl.BoolVar(&f.resume, "resume", false, "learner: continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
 	fl.DurationVar(&f.ttl, "ttl", 3*time.Second, "registration TTL (whole seconds)")
 	fl.DurationVar(&f.wait, "wait", 60*time.Second, "how long to wait for the run's config")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) of this worker to this file")
 	return cmd
 }
 
@@ -206,6 +208,11 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	mode, err := dirMode(f.force, f.resume)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
+	}
+	if stop, err := startCPUProfile(f.cpuProfile); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	} else {
+		defer stop()
 	}
 	name := f.role + "-" + strconv.Itoa(f.slot)
 	// One connection per wire kind, so that the server's per-connection
@@ -297,6 +304,9 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	st, err := distexec.Prepare(res.Header, res.Spec, res.Config)
 	if err != nil {
 		return err
+	}
+	if f.cpuProfile != "" {
+		defer writeTiming(f.cpuProfile+".steps.json", timeRoles(st))
 	}
 	switch f.role {
 	case "env":
@@ -456,6 +466,7 @@ type launchFlags struct {
 	workerCommand []string // the command that runs `herd`; default this executable
 	noWorkers     bool     // controller only: workers run elsewhere (Kubernetes, compose)
 	metricsAddr   string   // the learner's Prometheus endpoint
+	cpuProfiles   string   // a folder for CPU profiles of the launcher and every worker
 }
 
 func newLaunchCmd() *cobra.Command { return newLaunchCmdWith(all.Specs, nil) }
@@ -519,6 +530,7 @@ learner vanished without one.`,
 	fl.IntVar(&f.restarts, "max-restarts", 10, "restarts of one worker within --restart-window before the run fails")
 	fl.DurationVar(&f.restartWindow, "restart-window", 10*time.Minute, "the window over which --max-restarts counts a worker's failures")
 	fl.DurationVar(&f.ttl, "ttl", 3*time.Second, "registration TTL (whole seconds)")
+	fl.StringVar(&f.cpuProfiles, "cpuprofile", "", "write CPU profiles (pprof) of the launcher (embedded NATS server included) and each worker into this folder")
 	fl.BoolVar(&f.noWorkers, "no-workers", false, "controller only: store the config, register, and end when the learner (started elsewhere) has finished; needs --nats")
 	return cmd
 }
@@ -561,6 +573,16 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	st, err := distexec.Prepare(h, res.Spec, res.Config)
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
+	}
+	if f.cpuProfiles != "" {
+		if err := os.MkdirAll(f.cpuProfiles, 0o755); err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		stop, err := startCPUProfile(filepath.Join(f.cpuProfiles, "launch.pprof"))
+		if err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		defer stop()
 	}
 	// The learner applies the mode when it opens the run directory; the
 	// launcher checks it first so that a refused run starts no process.
@@ -687,6 +709,9 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 			budget := restartBudget{max: f.restarts, window: f.restartWindow}
 			if !restart {
 				defer close(learnerDone)
+			}
+			if f.cpuProfiles != "" {
+				args = append(args, "--cpuprofile", filepath.Join(f.cpuProfiles, strings.ReplaceAll(name, " ", "-")+".pprof"))
 			}
 			for {
 				cmd := exec.Command(self[0], append(append(append([]string(nil), self[1:]...), base...), args...)...)

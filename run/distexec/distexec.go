@@ -73,6 +73,10 @@ type Setup struct {
 	// Ape-X topology, env workers with inline policy copies and one
 	// learner with the replay (worker.RunOffEnv, worker.RunOffLearner).
 	Off *OffSetup
+	// EnvTiming and PolicyTiming, when set, receive the on-policy env and
+	// policy workers' time by phase (profiling).
+	EnvTiming    *worker.StepTiming
+	PolicyTiming *worker.PolicyTiming
 }
 
 // OffSetup is the off-policy topology's shape.
@@ -254,7 +258,7 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr transport.Transpo
 	}
 	defer mem.Close()
 	return worker.RunEnv(ctx, worker.EnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Steps: s.T, Gamma: s.Gamma,
-		Resume: prog, OnPushed: save}, s.Pieces, inf, smp)
+		Resume: prog, OnPushed: save, Timing: s.EnvTiming}, s.Pieces, inf, smp)
 }
 
 // EnvWorkerName and PolicyWorkerName are the names under which the
@@ -361,7 +365,7 @@ func (s *Setup) RunPolicyWorker(ctx context.Context, slot int, tr transport.Tran
 		}
 	}()
 	defer func() { stop(); <-done }()
-	return worker.RunPolicy(ctx, s.Pieces, inf, par)
+	return worker.RunPolicyTimed(ctx, s.PolicyTiming, s.Pieces, inf, par)
 }
 
 // Train runs spec's pieces as a distributed topology for rt.Header.Steps
