@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -80,6 +81,11 @@ type EnvConfig struct {
 	// worker's progress; the caller stores it for the next incarnation
 	// (transport.Membership.Save).
 	OnPushed func(transport.Progress)
+	// Groups is G, runtime.env_groups (0 or 1: one group): the envs split
+	// into G equal blocks, and while one block steps, the inference
+	// requests of the others are in flight (double buffering). For a fixed
+	// weights version the results are those of G = 1 (see startGroups).
+	Groups int
 	// Timing, when set, receives the worker's time by phase.
 	Timing *StepTiming
 }
@@ -109,6 +115,9 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 	m := len(cfg.Envs)
 	if m == 0 || cfg.Steps < 1 || pieces == nil || pieces.NewSampler == nil {
 		return fmt.Errorf("worker: env worker %d needs envs (%d), steps ≥ 1 (%d) and a sampler", cfg.Slot, m, cfg.Steps)
+	}
+	if err := CheckGroups(cfg.Groups, m); err != nil {
+		return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
 	}
 	to := cfg.Timeouts.withDefaults()
 	actStream, envStream := streams(cfg.Resume.Incarnation)
@@ -145,6 +154,9 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 		}
 		return r.Out, err
 	}
+	gs, stopGroups := startGroups(ctx, cfg, inf, obs, obsDim, req, ask)
+	defer stopGroups()
+	k := m / len(gs)
 	var acts algo.Acts
 	var v [1]float32
 	var buf []byte
@@ -152,58 +164,78 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 	seg.Versions = make([]uint64, cfg.Steps)
 	prog := cfg.Resume
 	step := prog.Steps
-	for k := 0; cfg.Segments == 0 || k < cfg.Segments; k++ {
+	for n := 0; cfg.Segments == 0 || n < cfg.Segments; n++ {
 		seg.Episodes = seg.Episodes[:0]
 		seg.Worker = cfg.Slot
+		for _, g := range gs {
+			g.send()
+		}
 		for t := range cfg.Steps {
 			row := t * m
 			copy(seg.Obs[row*obsDim:], obs)
-			ph.add(nil)
-			out, err := ask(req, obs, m)
-			if err != nil {
-				return err
-			}
-			seg.Versions[t] = req.WeightsVersion
-			outDim := len(out) / m
-			s.SampleTo(&acts, out, m, step)
-			copy(seg.Actions[row*actDim:], acts.Actions[:m*actDim])
-			copy(seg.LogProbs[row:], acts.LogProbs[:m])
-			copy(seg.Values[row:], acts.Values[:m])
-			if tm != nil {
-				ph.add(&tm.Sample)
-			}
-			for j, e := range cfg.Envs {
-				i := row + j
-				o, r, term, trunc, info, err := e.Step(acts.EnvActions[j*actDim : (j+1)*actDim])
-				if tm != nil {
-					ph.add(&tm.Env)
-				}
+			seg.Versions[t] = math.MaxUint64
+			// Group by group: while one group's envs step, the requests of
+			// the others are in flight. The sampler draws row by row from
+			// one stream, so sampling the groups in order draws what one
+			// request for all envs would.
+			for gi, g := range gs {
+				ph.add(nil)
+				out, ver, err := g.recv()
 				if err != nil {
-					return fmt.Errorf("worker: env %d: %w", j, err)
+					return err
 				}
-				seg.Rewards[i], seg.Dones[i] = float32(r), 0
-				if term || trunc {
-					seg.Dones[i] = 1
-					if trunc && !term {
-						bo, err := ask(boot, o, 1)
-						if err != nil {
-							return err
-						}
-						val.ValuesTo(v[:], bo[:outDim], 1)
-						seg.Rewards[i] += cfg.Gamma * v[0]
-					}
-					if info.HasEpisode {
-						seg.Episodes = append(seg.Episodes, sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t})
-					}
-					ph.add(nil)
-					if o, _, err = e.Reset(env.NoSeed); err != nil {
-						return fmt.Errorf("worker: reset env %d: %w", j, err)
-					}
+				if tm != nil && len(gs) > 1 {
+					ph.add(&tm.Infer)
+					tm.Requests.Add(1)
+				}
+				seg.Versions[t] = min(seg.Versions[t], ver)
+				outDim := len(out) / k
+				lo := row + gi*k
+				s.SampleTo(&acts, out, k, step)
+				copy(seg.Actions[lo*actDim:], acts.Actions[:k*actDim])
+				copy(seg.LogProbs[lo:], acts.LogProbs[:k])
+				copy(seg.Values[lo:], acts.Values[:k])
+				if tm != nil {
+					ph.add(&tm.Sample)
+				}
+				for jj := range k {
+					j := gi*k + jj
+					e := cfg.Envs[j]
+					i := row + j
+					o, r, term, trunc, info, err := e.Step(acts.EnvActions[jj*actDim : (jj+1)*actDim])
 					if tm != nil {
 						ph.add(&tm.Env)
 					}
+					if err != nil {
+						return fmt.Errorf("worker: env %d: %w", j, err)
+					}
+					seg.Rewards[i], seg.Dones[i] = float32(r), 0
+					if term || trunc {
+						seg.Dones[i] = 1
+						if trunc && !term {
+							bo, err := ask(boot, o, 1)
+							if err != nil {
+								return err
+							}
+							val.ValuesTo(v[:], bo[:outDim], 1)
+							seg.Rewards[i] += cfg.Gamma * v[0]
+						}
+						if info.HasEpisode {
+							seg.Episodes = append(seg.Episodes, sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t})
+						}
+						ph.add(nil)
+						if o, _, err = e.Reset(env.NoSeed); err != nil {
+							return fmt.Errorf("worker: reset env %d: %w", j, err)
+						}
+						if tm != nil {
+							ph.add(&tm.Env)
+						}
+					}
+					copy(obs[j*obsDim:(j+1)*obsDim], o)
 				}
-				copy(obs[j*obsDim:(j+1)*obsDim], o)
+				if t+1 < cfg.Steps {
+					g.send()
+				}
 			}
 			step += int64(m)
 			if tm != nil {

@@ -134,6 +134,9 @@ func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 	if pieces.NewSegmentLearner == nil {
 		return nil, fmt.Errorf("%w: algorithm %s is not on-policy", ErrConfig, spec.Name)
 	}
+	if err := worker.CheckGroups(h.Runtime.EnvGroups, numEnvs); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	p0, err := pieces.NewPolicy()
 	if err != nil {
 		return nil, err
@@ -160,6 +163,9 @@ func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) 
 	}
 	if numEnvs < 1 || off.RefreshEvery < 1 || off.PublishEvery < 1 {
 		return nil, fmt.Errorf("%w: num_envs %d, refresh_every %d and publish_every %d must be ≥ 1", ErrConfig, numEnvs, off.RefreshEvery, off.PublishEvery)
+	}
+	if rc.EnvGroups > 1 || rc.StepTime != nil {
+		return nil, fmt.Errorf("%w: runtime.env_groups and step_time are on-policy settings: the off-policy topology (%s) steps its envs as one vector with an inline policy copy", ErrConfig, spec.Name)
 	}
 	if rc.PolicyWorkers > 0 {
 		return nil, fmt.Errorf("%w: policy_workers %d: the off-policy topology (%s) has none; its env workers act with inline policy copies", ErrConfig, rc.PolicyWorkers, spec.Name)
@@ -240,8 +246,12 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr transport.Transpo
 			e.Close()
 		}
 	}()
+	opts := []env.Option{env.WithEpisodeStatistics()}
+	if st := s.Header.Runtime.StepTime; st != nil {
+		opts = append(opts, env.WithStepTime(*st))
+	}
 	for range s.NumEnvs {
-		e, err := env.Make(s.Header.Env, env.WithEpisodeStatistics())
+		e, err := env.Make(s.Header.Env, opts...)
 		if err != nil {
 			return err
 		}
@@ -258,7 +268,7 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr transport.Transpo
 	}
 	defer mem.Close()
 	return worker.RunEnv(ctx, worker.EnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Steps: s.T, Gamma: s.Gamma,
-		Resume: prog, OnPushed: save, Timing: s.EnvTiming}, s.Pieces, inf, smp)
+		Groups: s.Header.Runtime.EnvGroups, Resume: prog, OnPushed: save, Timing: s.EnvTiming}, s.Pieces, inf, smp)
 }
 
 // EnvWorkerName and PolicyWorkerName are the names under which the

@@ -2,6 +2,7 @@ package distexec_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,12 +21,15 @@ import (
 // directory gets its files and the summary counts every step and episode,
 // on the in-process twin and on an embedded NATS server.
 func TestTrainRun(t *testing.T) {
-	for _, tr := range []string{"inproc", "nats"} {
-		t.Run(tr, func(t *testing.T) {
+	for _, c := range []struct {
+		tr     string
+		groups int
+	}{{"inproc", 0}, {"nats", 0}, {"nats", 2}} {
+		t.Run(fmt.Sprintf("%s/groups=%d", c.tr, c.groups), func(t *testing.T) {
 			dir := t.TempDir()
 			h := algo.DefaultHeader()
 			h.Algo, h.Env, h.Steps, h.Out, h.LogEvery = "fake", "CartPole-v1", 4*32*10, dir, 128
-			h.Runtime = algo.RuntimeConfig{Executor: "dist", EnvWorkers: 2, PolicyWorkers: 2, Transport: tr}
+			h.Runtime = algo.RuntimeConfig{Executor: "dist", EnvWorkers: 2, PolicyWorkers: 2, Transport: c.tr, EnvGroups: c.groups}
 			if err := h.Validate(); err != nil {
 				t.Fatal(err)
 			}
@@ -102,5 +106,38 @@ func TestTrainRunOffPolicy(t *testing.T) {
 	}
 	if _, err := distexec.Prepare(res.Header, res.Spec, res.Config); err == nil || !strings.Contains(err.Error(), "inline policy copies") {
 		t.Errorf("policy_workers with DQN: err %v", err)
+	}
+}
+
+// runtime.env_groups must split num_envs into equal groups, belongs to the
+// dist executor's on-policy topology, and is refused with a clear error
+// otherwise.
+func TestEnvGroupsValidation(t *testing.T) {
+	spec := fakealgo.Spec()
+	for _, c := range []struct {
+		rc   algo.RuntimeConfig
+		want string
+	}{
+		{algo.RuntimeConfig{Executor: "dist", EnvGroups: 3}, "must divide the 4 envs"},
+		{algo.RuntimeConfig{Executor: "dist", EnvGroups: 8}, "must divide the 4 envs"},
+		{algo.RuntimeConfig{Executor: "hts", EnvGroups: 2}, "runtime.env_groups 2: a dist setting"},
+		{algo.RuntimeConfig{Executor: "dist", EnvGroups: -1}, "runtime.env_groups -1"},
+	} {
+		h := algo.DefaultHeader()
+		h.Algo, h.Env, h.Steps = "fake", "CartPole-v1", 4096
+		h.Runtime = c.rc
+		err := h.Validate()
+		if err == nil {
+			_, err = distexec.Prepare(h, spec, spec.NewConfig())
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, algo.ErrConfig) {
+			t.Errorf("%+v: got %v, want an ErrConfig saying %q", c.rc, err, c.want)
+		}
+	}
+	h := algo.DefaultHeader()
+	h.Algo, h.Env, h.Steps = "fake", "CartPole-v1", 4096
+	h.Runtime = algo.RuntimeConfig{Executor: "dist", EnvGroups: 2}
+	if _, err := distexec.Prepare(h, spec, spec.NewConfig()); err != nil {
+		t.Errorf("2 groups of 4 envs: %v", err)
 	}
 }
