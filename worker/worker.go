@@ -276,23 +276,26 @@ func RunPolicy(ctx context.Context, pieces *algo.Pieces, inf transport.Inference
 	return RunPolicyTimed(ctx, nil, pieces, inf, params)
 }
 
-// RunPolicyTimed is RunPolicy counting its batches into tm (when not nil).
+// RunPolicyTimed is RunPolicy counting its batches, their sizes and
+// latencies into tm (when not nil).
 func RunPolicyTimed(ctx context.Context, tm *PolicyTiming, pieces *algo.Pieces, inf transport.InferenceStream, params transport.ParamService) error {
 	p, err := pieces.NewPolicy()
 	if err != nil {
 		return err
 	}
 	var obs, out []float32
+	var arrived []time.Time
 	err = inf.Serve(ctx, func(_ context.Context, batch []*transport.InferRequest) error {
 		if tm != nil {
 			t0 := time.Now()
 			defer func() {
-				tm.Busy.Add(int64(time.Since(t0)))
-				tm.Batches.Add(1)
-				tm.Requests.Add(int64(len(batch)))
+				now, rows := time.Now(), 0
+				arrived = arrived[:0]
 				for _, r := range batch {
-					tm.Rows.Add(int64(r.Rows))
+					rows += r.Rows
+					arrived = append(arrived, r.Arrived)
 				}
+				tm.record(rows, arrived, now, now.Sub(t0))
 			}()
 		}
 		if v := params.Latest(); v != nil && v.N != p.Version() {

@@ -352,6 +352,10 @@ func (s *Setup) RunPolicyWorker(ctx context.Context, slot int, tr transport.Tran
 		return err
 	}
 	defer mem.Close()
+	tm := s.PolicyTiming
+	if tm == nil {
+		tm = &worker.PolicyTiming{}
+	}
 	pctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -359,23 +363,36 @@ func (s *Setup) RunPolicyWorker(ctx context.Context, slot int, tr transport.Tran
 		t := time.NewTicker(2 * saveEvery)
 		defer t.Stop()
 		var saved transport.Progress
+		current := func() transport.Progress {
+			p := prog
+			p.FetchFailed += par.Stats().FetchFailed
+			p.Abandoned += inf.Stats().Abandoned
+			p.Batches += uint64(tm.Batches.Load())
+			p.BatchRows += uint64(tm.Rows.Load())
+			p.BatchRowsP50, p.BatchRowsP99, p.LatencyP50us, p.LatencyP99us = tm.Percentiles()
+			return p
+		}
 		for {
 			select {
 			case <-t.C:
 			case <-pctx.Done():
+				// A last record on the way out, so that a learner that
+				// reads after the workers stopped sees the whole run.
+				if p := current(); p != saved {
+					sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveEvery)
+					_ = mem.Save(sctx, PolicyWorkerName(slot), p)
+					cancel()
+				}
 				return
 			}
-			p := prog
-			p.FetchFailed += par.Stats().FetchFailed
-			p.Abandoned += inf.Stats().Abandoned
-			if p != saved {
+			if p := current(); p != saved {
 				save(p)
 				saved = p
 			}
 		}
 	}()
 	defer func() { stop(); <-done }()
-	return worker.RunPolicyTimed(ctx, s.PolicyTiming, s.Pieces, inf, par)
+	return worker.RunPolicyTimed(ctx, tm, s.Pieces, inf, par)
 }
 
 // Train runs spec's pieces as a distributed topology for rt.Header.Steps
@@ -530,6 +547,9 @@ type monitor struct {
 
 	read             time.Time
 	stale, abandoned uint64
+	batches, rows    uint64
+	rowsP50, rowsP99 uint32
+	latP50, latP99   uint64 // µs
 }
 
 const readEvery = 5 * time.Second
@@ -541,10 +561,15 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 		m.read = time.Now()
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		if ps, err := m.mem.Progress(rctx); err == nil {
-			m.stale, m.abandoned = 0, 0
+			m.stale, m.abandoned, m.batches, m.rows = 0, 0, 0, 0
+			m.rowsP50, m.rowsP99, m.latP50, m.latP99 = 0, 0, 0, 0
 			for _, p := range ps {
 				m.stale += p.FetchFailed
 				m.abandoned += p.Abandoned
+				m.batches += p.Batches
+				m.rows += p.BatchRows
+				m.rowsP50, m.rowsP99 = max(m.rowsP50, p.BatchRowsP50), max(m.rowsP99, p.BatchRowsP99)
+				m.latP50, m.latP99 = max(m.latP50, p.LatencyP50us), max(m.latP99, p.LatencyP99us)
 			}
 		}
 		cancel()
@@ -557,6 +582,15 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 	m.log.Scalar("dist/decode_errors", float64(m.cnt.DecodeErrors+ss.Malformed+ss.WrongProtocol))
 	m.log.Scalar("dist/stale_weights", float64(m.stale))
 	m.log.Scalar("dist/abandoned", float64(m.abandoned))
+	rowsMean := 0.0
+	if m.batches > 0 {
+		rowsMean = float64(m.rows) / float64(m.batches)
+	}
+	m.log.Scalar("dist/batch_rows_mean", rowsMean)
+	m.log.Scalar("dist/batch_rows_p50", float64(m.rowsP50))
+	m.log.Scalar("dist/batch_rows_p99", float64(m.rowsP99))
+	m.log.Scalar("dist/infer_latency_p50_ms", float64(m.latP50)/1e3)
+	m.log.Scalar("dist/infer_latency_p99_ms", float64(m.latP99)/1e3)
 }
 
 // alive says which workers are registered, for the watchdog's error.

@@ -2,6 +2,7 @@ package distexec_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -48,6 +49,18 @@ func TestTrainRun(t *testing.T) {
 				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 					t.Error(err)
 				}
+			}
+			// The policy workers' batches reach the learner's summary.
+			b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sj struct{ Dist map[string]float64 }
+			if err := json.Unmarshal(b, &sj); err != nil {
+				t.Fatal(err)
+			}
+			if m, p99 := sj.Dist["dist/batch_rows_mean"], sj.Dist["dist/batch_rows_p99"]; m < 1 || p99 < 1 {
+				t.Errorf("summary dist: batch rows mean %v, p99 %v; want ≥ 1 (every request has rows)", m, p99)
 			}
 		})
 	}
