@@ -38,6 +38,7 @@ type envGroup struct {
 	ask   func(*transport.InferRequest, []float32, int) ([]float32, error) // one group
 	start chan struct{}                                                    // several groups
 	done  chan error
+	ctx   context.Context // ends the group's goroutine
 }
 
 func (g *envGroup) send() {
@@ -52,8 +53,13 @@ func (g *envGroup) recv() ([]float32, uint64, error) {
 		out, err := g.ask(g.req, g.obs, g.rows)
 		return out, g.req.WeightsVersion, err
 	}
-	err := <-g.done
-	return g.req.Out, g.req.WeightsVersion, err
+	select {
+	case err := <-g.done:
+		return g.req.Out, g.req.WeightsVersion, err
+	case <-g.ctx.Done():
+		// The goroutine may have stopped before taking the request.
+		return nil, 0, g.ctx.Err()
+	}
 }
 
 // startGroups splits the worker's observations obs (m rows) into
@@ -85,7 +91,7 @@ func startGroups(ctx context.Context, cfg EnvConfig, inf transport.InferenceStre
 	for i := range gs {
 		g := &envGroup{obs: obs[i*k*obsDim : (i+1)*k*obsDim], rows: k,
 			req:   &transport.InferRequest{Worker: cfg.Slot, Rows: k},
-			start: make(chan struct{}, 1), done: make(chan error, 1)}
+			start: make(chan struct{}, 1), done: make(chan error, 1), ctx: gctx}
 		g.req.Obs = g.obs
 		gs[i] = g
 		ct := newCallTimer(gctx, to.Infer)
