@@ -153,6 +153,8 @@ func ApeXEpsilon(eps float64, i, n int) float64 {
 //	  executor: dist
 //	  env_workers: 2    # E env workers of num_envs envs each (default 1)
 //	  policy_workers: 1 # P (default 1)
+//	  env_groups: 2     # on-policy: G groups of envs per env worker, stepped while the others' inference is in flight (default 1)
+//	  step_time: {mean: 1ms, cv: 2}   # optional, on-policy: envs with variable step times
 //	  transport: nats   # inproc (default) or nats
 //	  nats_url: ""      # external NATS; empty starts an embedded server on 127.0.0.1
 //
@@ -185,6 +187,10 @@ type RuntimeConfig struct {
 	EnvWorkers    int `yaml:"env_workers,omitempty"`
 	PolicyWorkers int `yaml:"policy_workers,omitempty"`
 	Alpha         int `yaml:"alpha,omitempty"`
+	// EnvGroups is G under the dist executor (on-policy): each env worker
+	// splits its num_envs envs into G equal groups and steps one while the
+	// others' inference requests are in flight; left out (0) means 1.
+	EnvGroups int `yaml:"env_groups,omitempty"`
 	// StepTime makes every env step take a drawn duration (env.StepTime);
 	// results do not change, only the time they take.
 	StepTime *env.StepTime `yaml:"step_time,omitempty"`
@@ -236,7 +242,8 @@ const DefaultMaxPolicyLag = 32
 // algorithm's own: what its streams dropped, repeated and how far behind
 // the learner the data was (summary.json's "dist" holds their last values).
 var DistScalars = []string{"dist/lag_mean", "dist/lag_max", "dist/dropped", "dist/duplicates",
-	"dist/decode_errors", "dist/stale_weights", "dist/abandoned"}
+	"dist/decode_errors", "dist/stale_weights", "dist/abandoned",
+	"dist/batch_rows_mean", "dist/batch_rows_p50", "dist/batch_rows_p99", "dist/infer_latency_p50_ms", "dist/infer_latency_p99_ms"}
 
 // MaxWorkers bounds every worker count of the runtime section (actors,
 // env_workers, policy_workers): far more than any machine or cluster herd
@@ -247,12 +254,12 @@ const MaxWorkers = 4096
 
 // countKeys are the runtime keys whose 0 means "the default": written out,
 // 0 or less is an error, not the default.
-var countKeys = []string{"env_workers", "policy_workers", "alpha", "actors", "learners", "refresh_every", "publish_every", "max_lag"}
+var countKeys = []string{"env_workers", "policy_workers", "alpha", "env_groups", "actors", "learners", "refresh_every", "publish_every", "max_lag"}
 
 // checkExplicitCounts refuses a count key that the config or a --set wrote
 // out with a value below 1 (omitting it gives the default).
 func (rc RuntimeConfig) checkExplicitCounts(explicit []string) error {
-	vals := map[string]int{"env_workers": rc.EnvWorkers, "policy_workers": rc.PolicyWorkers, "alpha": rc.Alpha,
+	vals := map[string]int{"env_workers": rc.EnvWorkers, "policy_workers": rc.PolicyWorkers, "alpha": rc.Alpha, "env_groups": rc.EnvGroups,
 		"actors": rc.Actors, "learners": rc.Learners, "refresh_every": rc.RefreshEvery, "publish_every": rc.PublishEvery, "max_lag": rc.MaxLag}
 	var errs []error
 	for _, k := range countKeys {
@@ -283,6 +290,9 @@ func (rc RuntimeConfig) Validate() error {
 		if c.v != 0 && rc.Executor != "hts" && (!distOrFlow || c.name == "alpha") {
 			errs = append(errs, fmt.Errorf("%w: runtime.%s is an hts setting; executor is %q", ErrConfig, c.name, rc.Executor))
 		}
+	}
+	if rc.EnvGroups < 0 || rc.EnvGroups > MaxWorkers || (rc.EnvGroups != 0 && rc.Executor != "dist") {
+		errs = append(errs, fmt.Errorf("%w: runtime.env_groups %d: a dist setting, 1 to %d (executor %q)", ErrConfig, rc.EnvGroups, MaxWorkers, rc.Executor))
 	}
 	if rc.Transport != "" && rc.Transport != "inproc" && rc.Transport != "nats" {
 		errs = append(errs, fmt.Errorf("%w: runtime.transport %q is not inproc or nats", ErrConfig, rc.Transport))
@@ -345,8 +355,8 @@ func (rc RuntimeConfig) Validate() error {
 		if err := rc.StepTime.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("%w: runtime.step_time: %w", ErrConfig, err))
 		}
-		if rc.Executor != "hts" {
-			errs = append(errs, fmt.Errorf("%w: runtime.step_time needs executor hts (the local executor's envs are built by the algorithm)", ErrConfig))
+		if rc.Executor != "hts" && rc.Executor != "dist" {
+			errs = append(errs, fmt.Errorf("%w: runtime.step_time needs executor hts or dist (the local executor's envs are built by the algorithm)", ErrConfig))
 		}
 	}
 	return errors.Join(errs...)

@@ -44,6 +44,9 @@ type Options struct {
 	// MetricsAddr, when set, is the learner's Prometheus endpoint; policy
 	// then env workers serve theirs at the next ports.
 	MetricsAddr string
+	// CPUProfiles, when set, is a folder for CPU profiles (pprof) of the
+	// launcher (embedded NATS server included) and of every worker.
+	CPUProfiles string
 	// Quiet: no progress output from the learner.
 	Quiet bool
 	// Force, Resume: the run-directory mode, as herd train's.
@@ -75,6 +78,16 @@ func Run(ctx context.Context, o Options) error {
 	st, err := distexec.Prepare(h, res.Spec, res.Config)
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
+	}
+	if o.CPUProfiles != "" {
+		if err := os.MkdirAll(o.CPUProfiles, 0o755); err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		stop, err := startCPUProfile(filepath.Join(o.CPUProfiles, "launch.pprof"))
+		if err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		defer stop()
 	}
 	// The learner applies the mode when it opens the run directory; the
 	// launcher checks it first so that a refused run starts no process.
@@ -182,6 +195,7 @@ func Run(ctx context.Context, o Options) error {
 		command: append(append([]string(nil), self...), base...),
 		env:     append(os.Environ(), URLEnv+"="+o.NATS.URL),
 		stderr:  stderr, ttl: o.TTL, restarts: o.Restarts, window: o.RestartWindow, endRun: endRun,
+		profiles: o.CPUProfiles,
 	}).init(ctx)
 	nPolicy, nEnv := st.PolicyWorkers(rc.PolicyWorkers), max(rc.EnvWorkers, 1)
 	margs := func(k int) []string { // the k-th worker's --metrics-addr after the learner's

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -26,6 +28,8 @@ type supervisor struct {
 	// endRun closes the controller's registration, which tells every
 	// worker to exit.
 	endRun func()
+	// profiles, when set, is the folder of each worker's --cpuprofile.
+	profiles string
 
 	ctx     context.Context // ended by stopAll: every worker stops
 	stopAll context.CancelFunc
@@ -53,6 +57,9 @@ func (s *supervisor) init(ctx context.Context) *supervisor {
 // env or policy worker (restarted when it exits), !restart the learner
 // (whose exit ends the run). out receives the worker's stdout.
 func (s *supervisor) start(name string, args []string, restart bool, out io.Writer) {
+	if s.profiles != "" {
+		args = append(args, "--cpuprofile", filepath.Join(s.profiles, strings.ReplaceAll(name, " ", "-")+".pprof"))
+	}
 	s.wg.Go(func() {
 		budget := restartBudget{max: s.restarts, window: s.window}
 		if !restart {

@@ -45,6 +45,10 @@ type WorkerOptions struct {
 	// MetricsAddr, when set, serves the worker's live metrics for
 	// Prometheus.
 	MetricsAddr string
+	// CPUProfile, when set, is the file of a CPU profile (pprof) of this
+	// worker; an env or policy worker also writes its time by phase to
+	// CPUProfile + ".steps.json".
+	CPUProfile string
 	// Stdout receives progress and the worker's notes.
 	Stdout io.Writer
 }
@@ -77,6 +81,11 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
+	stopProfile, err := startCPUProfile(o.CPUProfile)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	defer stopProfile()
 	name := o.Role + "-" + strconv.Itoa(o.Slot)
 	// One connection per wire kind, so that the server's per-connection
 	// counters are each kind's traffic (herd launch reports them).
@@ -164,6 +173,9 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	st, err := distexec.Prepare(res.Header, res.Spec, res.Config)
 	if err != nil {
 		return err
+	}
+	if o.CPUProfile != "" {
+		defer writeTiming(o.CPUProfile+".steps.json", timeRoles(st))
 	}
 	if o.MetricsAddr != "" && o.Role != "learner" {
 		reg := metrics.NewRegistry()

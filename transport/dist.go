@@ -52,6 +52,10 @@ type InferRequest struct {
 	// WeightsVersion is set by the reply: the number of the weights that
 	// produced Out.
 	WeightsVersion uint64
+	// Arrived is set by the stream for the policy worker: when the request
+	// reached the stream (its queueing before a batch counts, its transit
+	// does not).
+	Arrived time.Time
 }
 
 // BatchHandler is a policy worker's forward pass: it fills Out (already
@@ -182,6 +186,13 @@ type Progress struct {
 	// Abandoned the inference requests it skipped because their sender had
 	// stopped waiting (both over all incarnations).
 	FetchFailed, Abandoned uint64
+	// Batches and BatchRows count a policy worker's answered batches and
+	// their rows (over all incarnations); the percentiles are over its
+	// recent batches: rows per batch, and microseconds from a request's
+	// arrival to its answer.
+	Batches, BatchRows         uint64
+	BatchRowsP50, BatchRowsP99 uint32
+	LatencyP50us, LatencyP99us uint64
 }
 
 // Transport makes the streams and services of runs. Streams of the same run

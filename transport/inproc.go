@@ -105,6 +105,7 @@ func (s *inprocInference) Infer(ctx context.Context, r *InferRequest) error {
 	}
 	c := s.pool.Get().(*inprocCall)
 	c.r = r
+	r.Arrived = time.Now()
 	c.state.Store(0)
 	select {
 	case s.hub.calls <- c:

@@ -229,7 +229,7 @@ func (s *natsInference) Serve(ctx context.Context, h BatchHandler) error {
 	}
 	defer unsub()
 	// next takes a waiting request whose sender still waits, if any.
-	next := func() (*nats.Msg, bool) {
+	next := func() (received, bool) {
 		for {
 			select {
 			case r := <-rch:
@@ -237,26 +237,27 @@ func (s *natsInference) Serve(ctx context.Context, h BatchHandler) error {
 					s.c.abandoned.Add(1)
 					continue
 				}
-				return r.m, true
+				return r, true
 			default:
-				return nil, false
+				return received{}, false
 			}
 		}
 	}
 	var (
 		msgs  []*nats.Msg
+		ats   []time.Time
 		batch []*InferRequest
 		pool  []*InferRequest
 	)
 	for {
-		msgs, batch = msgs[:0], batch[:0]
+		msgs, ats, batch = msgs[:0], ats[:0], batch[:0]
 		select {
 		case r := <-rch:
 			if abandoned(r, time.Now()) {
 				s.c.abandoned.Add(1)
 				continue
 			}
-			msgs = append(msgs, r.m)
+			msgs, ats = append(msgs, r.m), append(ats, r.at)
 		case <-ctx.Done():
 			return nil
 		case <-s.closed:
@@ -273,22 +274,22 @@ func (s *natsInference) Serve(ctx context.Context, h BatchHandler) error {
 			if err != nil {
 				s.c.drop(s.opt.Logger, "infer request", err)
 				s.reply(msgs[i], &herdv1.InferReply{Protocol: Protocol, Error: err.Error()})
-				msgs = slices.Delete(msgs, i, i+1)
+				msgs, ats = slices.Delete(msgs, i, i+1), slices.Delete(ats, i, i+1)
 				i--
 			} else {
 				if len(batch) == len(pool) {
 					pool = append(pool, &InferRequest{})
 				}
 				r := pool[len(batch)]
-				r.Worker, r.Rows, r.Obs = int(req.Worker), int(req.Rows), req.Obs
+				r.Worker, r.Rows, r.Obs, r.Arrived = int(req.Worker), int(req.Rows), req.Obs, ats[i]
 				r.Out, r.WeightsVersion = grow(r.Out, r.Rows*s.opt.OutDim), 0
 				batch = append(batch, r)
 				rows += r.Rows
 			}
 			if i == len(msgs)-1 && rows < s.opt.MaxBatchRows {
 				// Take what else arrived while the last batch ran.
-				if m, ok := next(); ok {
-					msgs = append(msgs, m)
+				if r, ok := next(); ok {
+					msgs, ats = append(msgs, r.m), append(ats, r.at)
 				}
 			}
 		}
@@ -1014,7 +1015,8 @@ func (m *natsMembership) Progress(ctx context.Context) (map[string]Progress, err
 
 func encodeProgress(p Progress) ([]byte, error) {
 	return encode(&herdv1.WorkerProgress{Protocol: Protocol, Incarnation: p.Incarnation, Seq: p.Seq, Steps: p.Steps,
-		FetchFailed: p.FetchFailed, Abandoned: p.Abandoned})
+		FetchFailed: p.FetchFailed, Abandoned: p.Abandoned, Batches: p.Batches, BatchRows: p.BatchRows,
+		BatchRowsP50: p.BatchRowsP50, BatchRowsP99: p.BatchRowsP99, LatencyP50Us: p.LatencyP50us, LatencyP99Us: p.LatencyP99us})
 }
 
 func decodeProgress(b []byte) (Progress, error) {
@@ -1022,7 +1024,9 @@ func decodeProgress(b []byte) (Progress, error) {
 	if err := decode(b, &m); err != nil {
 		return Progress{}, err
 	}
-	return Progress{Incarnation: m.Incarnation, Seq: m.Seq, Steps: m.Steps, FetchFailed: m.FetchFailed, Abandoned: m.Abandoned}, nil
+	return Progress{Incarnation: m.Incarnation, Seq: m.Seq, Steps: m.Steps, FetchFailed: m.FetchFailed, Abandoned: m.Abandoned,
+		Batches: m.Batches, BatchRows: m.BatchRows, BatchRowsP50: m.BatchRowsP50, BatchRowsP99: m.BatchRowsP99,
+		LatencyP50us: m.LatencyP50Us, LatencyP99us: m.LatencyP99Us}, nil
 }
 
 func (m *natsMembership) Stats() Stats { return m.c.stats() }

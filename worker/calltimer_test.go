@@ -89,3 +89,29 @@ func TestCallTimerParent(t *testing.T) {
 		t.Errorf("retry after cancel: err %v after %d calls, want Canceled after 1", err, n)
 	}
 }
+
+func TestPolicyTimingPercentiles(t *testing.T) {
+	var p PolicyTiming
+	if r50, r99, l50, l99 := p.Percentiles(); r50|r99 != 0 || l50|l99 != 0 {
+		t.Fatalf("empty: %d %d %d %d, want zeros", r50, r99, l50, l99)
+	}
+	now := time.Unix(100, 0)
+	for i := 1; i <= 100; i++ {
+		// Batch i has i rows and one request that waited i ms.
+		p.record(i, []time.Time{now.Add(-time.Duration(i) * time.Millisecond)}, now, time.Microsecond)
+	}
+	r50, r99, l50, l99 := p.Percentiles()
+	if r50 != 50 || r99 != 99 || l50 != 50000 || l99 != 99000 {
+		t.Errorf("percentiles: rows %d/%d, latency %d/%d µs; want 50/99 and 50000/99000", r50, r99, l50, l99)
+	}
+	if p.Batches.Load() != 100 || p.Rows.Load() != 5050 || p.Requests.Load() != 100 {
+		t.Errorf("totals: %d batches, %d rows, %d requests", p.Batches.Load(), p.Rows.Load(), p.Requests.Load())
+	}
+	// Only the last recentBatches count.
+	for range recentBatches {
+		p.record(7, nil, now, 0)
+	}
+	if r50, r99, _, _ := p.Percentiles(); r50 != 7 || r99 != 7 {
+		t.Errorf("after %d batches of 7 rows: p50 %d, p99 %d", recentBatches, r50, r99)
+	}
+}

@@ -12,6 +12,14 @@
 //   - the learner (RunLearner) publishes its initial weights, then pulls
 //     segments, learns, and publishes each new version.
 //
+// Env groups (EnvConfig.Groups, runtime.env_groups G, Sample Factory's
+// double buffering): the env worker splits its envs into G equal groups,
+// each with its own inference request, and steps one group while the
+// others' requests are in flight. With a fixed weights version the pushed
+// segments are bit for bit those of G = 1 (TestEnvGroupsMatchOneGroup);
+// under asynchrony the groups of one step may act on different versions
+// and the step records the oldest.
+//
 // Every wait on a peer is bounded and retried (Timeouts), so a peer that
 // dies or restarts costs a bounded stall, never a hang: see package transport on
 // what a failure can lose. Roles end when their context ends or their

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -80,6 +81,13 @@ type EnvConfig struct {
 	// worker's progress; the caller stores it for the next incarnation
 	// (transport.Membership.Save).
 	OnPushed func(transport.Progress)
+	// Groups is G, runtime.env_groups (0 or 1: one group): the envs split
+	// into G equal blocks, and while one block steps, the inference
+	// requests of the others are in flight (double buffering). For a fixed
+	// weights version the results are those of G = 1 (see startGroups).
+	Groups int
+	// Timing, when set, receives the worker's time by phase.
+	Timing *StepTiming
 	// Metrics, when set, counts the worker's steps, episodes, pushes,
 	// retries and call latencies for Prometheus.
 	Metrics *EnvMetrics
@@ -111,6 +119,9 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 	if m == 0 || cfg.Steps < 1 || pieces == nil || pieces.NewSampler == nil {
 		return fmt.Errorf("worker: env worker %d needs envs (%d), steps ≥ 1 (%d) and a sampler", cfg.Slot, m, cfg.Steps)
 	}
+	if err := CheckGroups(cfg.Groups, m); err != nil {
+		return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
+	}
 	to := cfg.Timeouts.withDefaults()
 	actStream, envStream := streams(cfg.Resume.Incarnation)
 	s, err := pieces.NewSampler(m, rng.New(cfg.Seed, actStream, cfg.Slot))
@@ -135,6 +146,8 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 	inferT, pushT := newCallTimer(ctx, to.Infer), newCallTimer(ctx, to.Push)
 	defer inferT.stop()
 	defer pushT.stop()
+	tm := cfg.Timing
+	ph := newPhase(tm != nil)
 	met := cfg.Metrics
 	if met != nil {
 		inferT.retried, pushT.retried = met.inferRetries, met.pushRetries
@@ -149,8 +162,15 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 		if met != nil && err == nil {
 			met.infer.Observe(since(t0))
 		}
+		if tm != nil {
+			ph.add(&tm.Infer)
+			tm.Requests.Add(1)
+		}
 		return r.Out, err
 	}
+	gs, stopGroups := startGroups(ctx, cfg, inf, obs, obsDim, req, ask)
+	defer stopGroups()
+	k := m / len(gs)
 	var acts algo.Acts
 	var v [1]float32
 	var buf []byte
@@ -158,56 +178,91 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 	seg.Versions = make([]uint64, cfg.Steps)
 	prog := cfg.Resume
 	step := prog.Steps
-	for k := 0; cfg.Segments == 0 || k < cfg.Segments; k++ {
+	for n := 0; cfg.Segments == 0 || n < cfg.Segments; n++ {
 		seg.Episodes = seg.Episodes[:0]
 		seg.Worker = cfg.Slot
+		for _, g := range gs {
+			g.send()
+		}
 		for t := range cfg.Steps {
 			row := t * m
 			copy(seg.Obs[row*obsDim:], obs)
-			out, err := ask(req, obs, m)
-			if err != nil {
-				return err
-			}
-			seg.Versions[t] = req.WeightsVersion
-			outDim := len(out) / m
-			s.SampleTo(&acts, out, m, step)
-			copy(seg.Actions[row*actDim:], acts.Actions[:m*actDim])
-			copy(seg.LogProbs[row:], acts.LogProbs[:m])
-			copy(seg.Values[row:], acts.Values[:m])
-			for j, e := range cfg.Envs {
-				i := row + j
-				o, r, term, trunc, info, err := e.Step(acts.EnvActions[j*actDim : (j+1)*actDim])
+			seg.Versions[t] = math.MaxUint64
+			// Group by group: while one group's envs step, the requests of
+			// the others are in flight. The sampler draws row by row from
+			// one stream, so sampling the groups in order draws what one
+			// request for all envs would.
+			for gi, g := range gs {
+				ph.add(nil)
+				out, ver, err := g.recv()
 				if err != nil {
-					return fmt.Errorf("worker: env %d: %w", j, err)
+					return err
 				}
-				seg.Rewards[i], seg.Dones[i] = float32(r), 0
-				if term || trunc {
-					seg.Dones[i] = 1
-					if trunc && !term {
-						bo, err := ask(boot, o, 1)
-						if err != nil {
-							return err
+				if tm != nil && len(gs) > 1 {
+					ph.add(&tm.Infer)
+					tm.Requests.Add(1)
+				}
+				seg.Versions[t] = min(seg.Versions[t], ver)
+				outDim := len(out) / k
+				lo := row + gi*k
+				s.SampleTo(&acts, out, k, step)
+				copy(seg.Actions[lo*actDim:], acts.Actions[:k*actDim])
+				copy(seg.LogProbs[lo:], acts.LogProbs[:k])
+				copy(seg.Values[lo:], acts.Values[:k])
+				if tm != nil {
+					ph.add(&tm.Sample)
+				}
+				for jj := range k {
+					j := gi*k + jj
+					e := cfg.Envs[j]
+					i := row + j
+					o, r, term, trunc, info, err := e.Step(acts.EnvActions[jj*actDim : (jj+1)*actDim])
+					if tm != nil {
+						ph.add(&tm.Env)
+					}
+					if err != nil {
+						return fmt.Errorf("worker: env %d: %w", j, err)
+					}
+					seg.Rewards[i], seg.Dones[i] = float32(r), 0
+					if term || trunc {
+						seg.Dones[i] = 1
+						if trunc && !term {
+							bo, err := ask(boot, o, 1)
+							if err != nil {
+								return err
+							}
+							val.ValuesTo(v[:], bo[:outDim], 1)
+							seg.Rewards[i] += cfg.Gamma * v[0]
 						}
-						val.ValuesTo(v[:], bo[:outDim], 1)
-						seg.Rewards[i] += cfg.Gamma * v[0]
+						if info.HasEpisode {
+							seg.Episodes = append(seg.Episodes, sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t})
+						}
+						ph.add(nil)
+						if o, _, err = e.Reset(env.NoSeed); err != nil {
+							return fmt.Errorf("worker: reset env %d: %w", j, err)
+						}
+						if tm != nil {
+							ph.add(&tm.Env)
+						}
 					}
-					if info.HasEpisode {
-						seg.Episodes = append(seg.Episodes, sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t})
-					}
-					if o, _, err = e.Reset(env.NoSeed); err != nil {
-						return fmt.Errorf("worker: reset env %d: %w", j, err)
-					}
+					copy(obs[j*obsDim:(j+1)*obsDim], o)
 				}
-				copy(obs[j*obsDim:(j+1)*obsDim], o)
+				if t+1 < cfg.Steps {
+					g.send()
+				}
 			}
 			step += int64(m)
+			if tm != nil {
+				tm.Steps.Add(int64(m))
+			}
 			if met != nil {
 				met.steps.Add(float64(m))
-				met.version.Set(float64(req.WeightsVersion))
+				met.version.Set(float64(seg.Versions[t]))
 			}
 		}
 		seg.Version = slices.Min(seg.Versions)
 		copy(seg.NextObs, obs)
+		ph.add(nil)
 		out, err := ask(req, obs, m)
 		if err != nil {
 			return err
@@ -225,6 +280,9 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 		}
 		if err := retry(pushT, func(c context.Context) error { return samples.Push(c, id, b) }); err != nil {
 			return err
+		}
+		if tm != nil {
+			ph.add(&tm.Push)
 		}
 		if met != nil {
 			met.push.Observe(since(t0))
@@ -250,17 +308,33 @@ type PolicyConfig struct {
 	// Metrics, when set, counts batches, their sizes and forward times,
 	// and the weights version, for Prometheus.
 	Metrics *PolicyMetrics
+	// Timing, when set, receives the worker's batch counts, sizes and
+	// latencies (profiling).
+	Timing *PolicyTiming
 }
 
 // RunPolicyWith is RunPolicy with a configuration.
 func RunPolicyWith(ctx context.Context, cfg PolicyConfig, pieces *algo.Pieces, inf transport.InferenceStream, params transport.ParamService) error {
-	met := cfg.Metrics
+	met, tm := cfg.Metrics, cfg.Timing
 	p, err := pieces.NewPolicy()
 	if err != nil {
 		return err
 	}
 	var obs, out []float32
+	var arrived []time.Time
 	err = inf.Serve(ctx, func(_ context.Context, batch []*transport.InferRequest) error {
+		if tm != nil {
+			t0 := time.Now()
+			defer func() {
+				now, rows := time.Now(), 0
+				arrived = arrived[:0]
+				for _, r := range batch {
+					rows += r.Rows
+					arrived = append(arrived, r.Arrived)
+				}
+				tm.record(rows, arrived, now, now.Sub(t0))
+			}()
+		}
 		if v := params.Latest(); v != nil && v.N != p.Version() {
 			if err := p.SetWeights(v); err != nil {
 				return fmt.Errorf("worker: policy weights %d: %w", v.N, err)

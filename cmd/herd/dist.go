@@ -58,6 +58,7 @@ default the config's out).`,
 	fl.BoolVar(&o.Resume, "resume", false, "learner: continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
 	fl.DurationVar(&o.TTL, "ttl", 3*time.Second, "registration TTL (whole seconds)")
 	fl.DurationVar(&o.Wait, "wait", 60*time.Second, "how long to wait for the run's config")
+	fl.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile (pprof) of this worker to this file")
 	return cmd
 }
 
@@ -118,6 +119,7 @@ learner vanished without one.`,
 	fl.IntVar(&o.Restarts, "max-restarts", 10, "restarts of one worker within --restart-window before the run fails")
 	fl.DurationVar(&o.RestartWindow, "restart-window", 10*time.Minute, "the window over which --max-restarts counts a worker's failures")
 	fl.DurationVar(&o.TTL, "ttl", 3*time.Second, "registration TTL (whole seconds)")
+	fl.StringVar(&o.CPUProfiles, "cpuprofile", "", "write CPU profiles (pprof) of the launcher (embedded NATS server included) and each worker into this folder")
 	fl.BoolVar(&o.NoWorkers, "no-workers", false, "controller only: store the config, register, and end when the learner (started elsewhere) has finished; needs --nats")
 	return cmd
 }

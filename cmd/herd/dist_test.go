@@ -97,8 +97,8 @@ func TestLaunch(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	out := filepath.Join(t.TempDir(), "run")
-	stdout, stderr, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 10), "--out", out, "--quiet")
+	out, prof := filepath.Join(t.TempDir(), "run"), filepath.Join(t.TempDir(), "prof")
+	stdout, stderr, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 10), "--out", out, "--quiet", "--cpuprofile", prof)
 	if err != nil {
 		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
@@ -106,6 +106,22 @@ func TestLaunch(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
 			t.Error(err)
 		}
+	}
+	// --cpuprofile: a profile per process, and each worker's timing.
+	for _, f := range []string{"launch.pprof", "learner.pprof", "policy-worker-0.pprof", "env-worker-0.pprof", "env-worker-1.pprof"} {
+		if st, err := os.Stat(filepath.Join(prof, f)); err != nil || st.Size() == 0 {
+			t.Errorf("profile %s: %v", f, err)
+		}
+	}
+	var timing struct {
+		Env struct {
+			Steps int64 `json:"steps"`
+		} `json:"env_worker"`
+	}
+	if b, err := os.ReadFile(filepath.Join(prof, "env-worker-0.pprof.steps.json")); err != nil {
+		t.Error(err)
+	} else if err := json.Unmarshal(b, &timing); err != nil || timing.Env.Steps == 0 {
+		t.Errorf("env worker timing %s: %v, %d steps", b, err, timing.Env.Steps)
 	}
 	if s := readSummary(t, out); s["steps"].(float64) != 10*4*32 {
 		t.Errorf("summary steps %v", s["steps"])

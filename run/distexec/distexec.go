@@ -79,6 +79,10 @@ type Setup struct {
 	// streams' counters (worker.RegisterStreamStats) when RunEnvWorker or
 	// RunPolicyWorker starts.
 	Metrics prometheus.Registerer
+	// EnvTiming and PolicyTiming, when set, receive the on-policy env and
+	// policy workers' time by phase (profiling).
+	EnvTiming    *worker.StepTiming
+	PolicyTiming *worker.PolicyTiming
 }
 
 // OffSetup is the off-policy topology's shape.
@@ -141,6 +145,9 @@ func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 	if pieces.NewSegmentLearner == nil {
 		return nil, fmt.Errorf("%w: algorithm %s is not on-policy", ErrConfig, spec.Name)
 	}
+	if err := worker.CheckGroups(h.Runtime.EnvGroups, numEnvs); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	p0, err := pieces.NewPolicy()
 	if err != nil {
 		return nil, err
@@ -167,6 +174,9 @@ func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) 
 	}
 	if numEnvs < 1 || off.RefreshEvery < 1 || off.PublishEvery < 1 {
 		return nil, fmt.Errorf("%w: num_envs %d, refresh_every %d and publish_every %d must be ≥ 1", ErrConfig, numEnvs, off.RefreshEvery, off.PublishEvery)
+	}
+	if rc.EnvGroups > 1 || rc.StepTime != nil {
+		return nil, fmt.Errorf("%w: runtime.env_groups and step_time are on-policy settings: the off-policy topology (%s) steps its envs as one vector with an inline policy copy", ErrConfig, spec.Name)
 	}
 	if rc.PolicyWorkers > 0 {
 		return nil, fmt.Errorf("%w: policy_workers %d: the off-policy topology (%s) has none; its env workers act with inline policy copies", ErrConfig, rc.PolicyWorkers, spec.Name)
@@ -259,8 +269,12 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr transport.Transpo
 			e.Close()
 		}
 	}()
+	opts := []env.Option{env.WithEpisodeStatistics()}
+	if st := s.Header.Runtime.StepTime; st != nil {
+		opts = append(opts, env.WithStepTime(*st))
+	}
 	for range s.NumEnvs {
-		e, err := env.Make(s.Header.Env, env.WithEpisodeStatistics())
+		e, err := env.Make(s.Header.Env, opts...)
 		if err != nil {
 			return err
 		}
@@ -281,7 +295,7 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr transport.Transpo
 	}
 	defer mem.Close()
 	return worker.RunEnv(ctx, worker.EnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Steps: s.T, Gamma: s.Gamma,
-		Resume: prog, OnPushed: save, Metrics: met}, s.Pieces, inf, smp)
+		Groups: s.Header.Runtime.EnvGroups, Resume: prog, OnPushed: save, Timing: s.EnvTiming, Metrics: met}, s.Pieces, inf, smp)
 }
 
 // EnvWorkerName and PolicyWorkerName are the names under which the
@@ -378,6 +392,10 @@ func (s *Setup) RunPolicyWorker(ctx context.Context, slot int, tr transport.Tran
 		return err
 	}
 	defer mem.Close()
+	tm := s.PolicyTiming
+	if tm == nil {
+		tm = &worker.PolicyTiming{}
+	}
 	pctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -385,23 +403,36 @@ func (s *Setup) RunPolicyWorker(ctx context.Context, slot int, tr transport.Tran
 		t := time.NewTicker(2 * saveEvery)
 		defer t.Stop()
 		var saved transport.Progress
+		current := func() transport.Progress {
+			p := prog
+			p.FetchFailed += par.Stats().FetchFailed
+			p.Abandoned += inf.Stats().Abandoned
+			p.Batches += uint64(tm.Batches.Load())
+			p.BatchRows += uint64(tm.Rows.Load())
+			p.BatchRowsP50, p.BatchRowsP99, p.LatencyP50us, p.LatencyP99us = tm.Percentiles()
+			return p
+		}
 		for {
 			select {
 			case <-t.C:
 			case <-pctx.Done():
+				// A last record on the way out, so that a learner that
+				// reads after the workers stopped sees the whole run.
+				if p := current(); p != saved {
+					sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), saveEvery)
+					_ = mem.Save(sctx, PolicyWorkerName(slot), p)
+					cancel()
+				}
 				return
 			}
-			p := prog
-			p.FetchFailed += par.Stats().FetchFailed
-			p.Abandoned += inf.Stats().Abandoned
-			if p != saved {
+			if p := current(); p != saved {
 				save(p)
 				saved = p
 			}
 		}
 	}()
 	defer func() { stop(); <-done }()
-	return worker.RunPolicyWith(ctx, worker.PolicyConfig{Metrics: met}, s.Pieces, inf, par)
+	return worker.RunPolicyWith(ctx, worker.PolicyConfig{Metrics: met, Timing: tm}, s.Pieces, inf, par)
 }
 
 // envMetrics registers an env worker's collectors and its streams'
@@ -578,6 +609,9 @@ type monitor struct {
 
 	read             time.Time
 	stale, abandoned uint64
+	batches, rows    uint64
+	rowsP50, rowsP99 uint32
+	latP50, latP99   uint64 // µs
 }
 
 const readEvery = 5 * time.Second
@@ -589,10 +623,15 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 		m.read = time.Now()
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		if ps, err := m.mem.Progress(rctx); err == nil {
-			m.stale, m.abandoned = 0, 0
+			m.stale, m.abandoned, m.batches, m.rows = 0, 0, 0, 0
+			m.rowsP50, m.rowsP99, m.latP50, m.latP99 = 0, 0, 0, 0
 			for _, p := range ps {
 				m.stale += p.FetchFailed
 				m.abandoned += p.Abandoned
+				m.batches += p.Batches
+				m.rows += p.BatchRows
+				m.rowsP50, m.rowsP99 = max(m.rowsP50, p.BatchRowsP50), max(m.rowsP99, p.BatchRowsP99)
+				m.latP50, m.latP99 = max(m.latP50, p.LatencyP50us), max(m.latP99, p.LatencyP99us)
 			}
 		}
 		cancel()
@@ -605,6 +644,15 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 	m.log.Scalar("dist/decode_errors", float64(m.cnt.DecodeErrors+ss.Malformed+ss.WrongProtocol))
 	m.log.Scalar("dist/stale_weights", float64(m.stale))
 	m.log.Scalar("dist/abandoned", float64(m.abandoned))
+	rowsMean := 0.0
+	if m.batches > 0 {
+		rowsMean = float64(m.rows) / float64(m.batches)
+	}
+	m.log.Scalar("dist/batch_rows_mean", rowsMean)
+	m.log.Scalar("dist/batch_rows_p50", float64(m.rowsP50))
+	m.log.Scalar("dist/batch_rows_p99", float64(m.rowsP99))
+	m.log.Scalar("dist/infer_latency_p50_ms", float64(m.latP50)/1e3)
+	m.log.Scalar("dist/infer_latency_p99_ms", float64(m.latP99)/1e3)
 }
 
 // alive says which workers are registered, for the watchdog's error.

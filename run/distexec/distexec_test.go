@@ -2,6 +2,7 @@ package distexec_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -22,12 +23,15 @@ import (
 // directory gets its files and the summary counts every step and episode,
 // on the in-process twin and on an embedded NATS server.
 func TestTrainRun(t *testing.T) {
-	for _, tr := range []string{"inproc", "nats"} {
-		t.Run(tr, func(t *testing.T) {
+	for _, c := range []struct {
+		tr     string
+		groups int
+	}{{"inproc", 0}, {"nats", 0}, {"nats", 2}} {
+		t.Run(fmt.Sprintf("%s/groups=%d", c.tr, c.groups), func(t *testing.T) {
 			dir := t.TempDir()
 			h := algo.DefaultHeader()
 			h.Algo, h.Env, h.Steps, h.Out, h.LogEvery = "fake", "CartPole-v1", 4*32*10, dir, 128
-			h.Runtime = algo.RuntimeConfig{Executor: "dist", EnvWorkers: 2, PolicyWorkers: 2, Transport: tr}
+			h.Runtime = algo.RuntimeConfig{Executor: "dist", EnvWorkers: 2, PolicyWorkers: 2, Transport: c.tr, EnvGroups: c.groups}
 			if err := h.Validate(); err != nil {
 				t.Fatal(err)
 			}
@@ -46,6 +50,18 @@ func TestTrainRun(t *testing.T) {
 				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 					t.Error(err)
 				}
+			}
+			// The policy workers' batches reach the learner's summary.
+			b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sj struct{ Dist map[string]float64 }
+			if err := json.Unmarshal(b, &sj); err != nil {
+				t.Fatal(err)
+			}
+			if m, p99 := sj.Dist["dist/batch_rows_mean"], sj.Dist["dist/batch_rows_p99"]; m < 1 || p99 < 1 {
+				t.Errorf("summary dist: batch rows mean %v, p99 %v; want ≥ 1 (every request has rows)", m, p99)
 			}
 		})
 	}
@@ -117,5 +133,38 @@ func TestMultiAgentOnPolicyRefused(t *testing.T) {
 	}
 	if _, err := distexec.Prepare(res.Header, res.Spec, res.Config); !errors.Is(err, algo.ErrConfig) || !strings.Contains(err.Error(), "multi-agent") {
 		t.Fatalf("dist PPO on simple_spread: %v, want ErrConfig naming multi-agent", err)
+	}
+}
+
+// runtime.env_groups must split num_envs into equal groups, belongs to the
+// dist executor's on-policy topology, and is refused with a clear error
+// otherwise.
+func TestEnvGroupsValidation(t *testing.T) {
+	spec := algotest.Spec()
+	for _, c := range []struct {
+		rc   algo.RuntimeConfig
+		want string
+	}{
+		{algo.RuntimeConfig{Executor: "dist", EnvGroups: 3}, "must divide the 4 envs"},
+		{algo.RuntimeConfig{Executor: "dist", EnvGroups: 8}, "must divide the 4 envs"},
+		{algo.RuntimeConfig{Executor: "hts", EnvGroups: 2}, "runtime.env_groups 2: a dist setting"},
+		{algo.RuntimeConfig{Executor: "dist", EnvGroups: -1}, "runtime.env_groups -1"},
+	} {
+		h := algo.DefaultHeader()
+		h.Algo, h.Env, h.Steps = "fake", "CartPole-v1", 4096
+		h.Runtime = c.rc
+		err := h.Validate()
+		if err == nil {
+			_, err = distexec.Prepare(h, spec, spec.NewConfig())
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, algo.ErrConfig) {
+			t.Errorf("%+v: got %v, want an ErrConfig saying %q", c.rc, err, c.want)
+		}
+	}
+	h := algo.DefaultHeader()
+	h.Algo, h.Env, h.Steps = "fake", "CartPole-v1", 4096
+	h.Runtime = algo.RuntimeConfig{Executor: "dist", EnvGroups: 2}
+	if _, err := distexec.Prepare(h, spec, spec.NewConfig()); err != nil {
+		t.Errorf("2 groups of 4 envs: %v", err)
 	}
 }

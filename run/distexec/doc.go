@@ -32,6 +32,10 @@
 //	dist/decode_errors           samples or messages that did not decode
 //	dist/stale_weights           weights versions a worker could not download in time
 //	dist/abandoned               inference requests skipped: their sender had left
+//	dist/batch_rows_mean         rows per policy-worker batch (all batches, all policy workers)
+//	dist/batch_rows_p50, _p99    rows per batch over each policy worker's last 4096 batches (largest worker's)
+//	dist/infer_latency_p50_ms, _p99_ms  a request's arrival at a policy worker to its answer
+//	                             (queueing and forward pass; last 4096 requests, largest worker's)
 //
 // max_policy_lag's default, 32 versions, is about twice the largest lag
 // measured with 8 env workers (herd launch, PPO CartPole, 100k steps on a

@@ -504,7 +504,17 @@ type WorkerProgress struct {
 	FetchFailed uint64 `protobuf:"varint,5,opt,name=fetch_failed,json=fetchFailed,proto3" json:"fetch_failed,omitempty"`
 	// abandoned counts inference requests this policy worker skipped because
 	// their sender had stopped waiting.
-	Abandoned     uint64 `protobuf:"varint,6,opt,name=abandoned,proto3" json:"abandoned,omitempty"`
+	Abandoned uint64 `protobuf:"varint,6,opt,name=abandoned,proto3" json:"abandoned,omitempty"`
+	// batches and batch_rows count the batches a policy worker answered and
+	// their rows, over all incarnations.
+	Batches   uint64 `protobuf:"varint,7,opt,name=batches,proto3" json:"batches,omitempty"`
+	BatchRows uint64 `protobuf:"varint,8,opt,name=batch_rows,json=batchRows,proto3" json:"batch_rows,omitempty"`
+	// Percentiles over a policy worker's recent batches (its last 4096): rows
+	// per batch, and microseconds from a request's arrival to its answer.
+	BatchRowsP50  uint32 `protobuf:"varint,9,opt,name=batch_rows_p50,json=batchRowsP50,proto3" json:"batch_rows_p50,omitempty"`
+	BatchRowsP99  uint32 `protobuf:"varint,10,opt,name=batch_rows_p99,json=batchRowsP99,proto3" json:"batch_rows_p99,omitempty"`
+	LatencyP50Us  uint64 `protobuf:"varint,11,opt,name=latency_p50_us,json=latencyP50Us,proto3" json:"latency_p50_us,omitempty"`
+	LatencyP99Us  uint64 `protobuf:"varint,12,opt,name=latency_p99_us,json=latencyP99Us,proto3" json:"latency_p99_us,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -581,6 +591,48 @@ func (x *WorkerProgress) GetAbandoned() uint64 {
 	return 0
 }
 
+func (x *WorkerProgress) GetBatches() uint64 {
+	if x != nil {
+		return x.Batches
+	}
+	return 0
+}
+
+func (x *WorkerProgress) GetBatchRows() uint64 {
+	if x != nil {
+		return x.BatchRows
+	}
+	return 0
+}
+
+func (x *WorkerProgress) GetBatchRowsP50() uint32 {
+	if x != nil {
+		return x.BatchRowsP50
+	}
+	return 0
+}
+
+func (x *WorkerProgress) GetBatchRowsP99() uint32 {
+	if x != nil {
+		return x.BatchRowsP99
+	}
+	return 0
+}
+
+func (x *WorkerProgress) GetLatencyP50Us() uint64 {
+	if x != nil {
+		return x.LatencyP50Us
+	}
+	return 0
+}
+
+func (x *WorkerProgress) GetLatencyP99Us() uint64 {
+	if x != nil {
+		return x.LatencyP99Us
+	}
+	return 0
+}
+
 var File_herd_v1_dist_proto protoreflect.FileDescriptor
 
 const file_herd_v1_dist_proto_rawDesc = "" +
@@ -615,14 +667,22 @@ const file_herd_v1_dist_proto_rawDesc = "" +
 	"\fMemberRecord\x121\n" +
 	"\bprotocol\x18\x01 \x01(\x0e2\x15.herd.v1.DistProtocolR\bprotocol\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
-	"\x04info\x18\x03 \x01(\fR\x04info\"\xce\x01\n" +
+	"\x04info\x18\x03 \x01(\fR\x04info\"\x9f\x03\n" +
 	"\x0eWorkerProgress\x121\n" +
 	"\bprotocol\x18\x01 \x01(\x0e2\x15.herd.v1.DistProtocolR\bprotocol\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x10\n" +
 	"\x03seq\x18\x03 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05steps\x18\x04 \x01(\x03R\x05steps\x12!\n" +
 	"\ffetch_failed\x18\x05 \x01(\x04R\vfetchFailed\x12\x1c\n" +
-	"\tabandoned\x18\x06 \x01(\x04R\tabandoned*B\n" +
+	"\tabandoned\x18\x06 \x01(\x04R\tabandoned\x12\x18\n" +
+	"\abatches\x18\a \x01(\x04R\abatches\x12\x1d\n" +
+	"\n" +
+	"batch_rows\x18\b \x01(\x04R\tbatchRows\x12$\n" +
+	"\x0ebatch_rows_p50\x18\t \x01(\rR\fbatchRowsP50\x12$\n" +
+	"\x0ebatch_rows_p99\x18\n" +
+	" \x01(\rR\fbatchRowsP99\x12$\n" +
+	"\x0elatency_p50_us\x18\v \x01(\x04R\flatencyP50Us\x12$\n" +
+	"\x0elatency_p99_us\x18\f \x01(\x04R\flatencyP99Us*B\n" +
 	"\fDistProtocol\x12\x1d\n" +
 	"\x19DIST_PROTOCOL_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fDIST_PROTOCOL_1\x10\x01B\x1bZ\x19herd/proto/herd/v1;herdv1b\x06proto3"
