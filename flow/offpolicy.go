@@ -1,7 +1,9 @@
 package flow
 
 import (
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"sync"
 
 	"herd/algo"
@@ -21,6 +23,10 @@ type ReplayWorkers struct {
 	r      *Run
 	ws     []*replayWorker
 	actors []*Actor
+
+	hosted []*replayWorker // over a transport: the workers behind the proxies ws
+	waits  []func()        // and their serving goroutines
+	enc    encodedWeights
 }
 
 // Experience is one worker item: the transitions it assembled, and the
@@ -43,9 +49,14 @@ func OffPolicyWorkers(r *Run, numEnvs, stepsPerItem int) (*ReplayWorkers, error)
 	ws := &ReplayWorkers{r: r}
 	r.onClose(ws.close)
 	h := r.Header
+	set := r.newWorkerSet()
 	for k := range w {
 		wk := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem, workers: w}
-		ws.ws = append(ws.ws, wk)
+		if r.remote == nil {
+			ws.ws = append(ws.ws, wk)
+		} else {
+			ws.hosted = append(ws.hosted, wk)
+		}
 		var err error
 		if wk.envs, err = env.MakeVector(h.Env, numEnvs, env.Sync, env.WithEpisodeStatistics()); err != nil {
 			return nil, err
@@ -70,6 +81,14 @@ func OffPolicyWorkers(r *Run, numEnvs, stepsPerItem int) (*ReplayWorkers, error)
 		}
 		wk.obs = append([]float32(nil), b.Obs...)
 		ws.actors = append(ws.actors, NewActor())
+		if r.remote != nil {
+			// The worker serves its actor over the transport; the driver
+			// keeps a proxy that holds no envs.
+			px := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem, workers: w,
+				proxy: &proxy{r: r, actor: actorName(set, k)}, enc: &ws.enc}
+			ws.ws = append(ws.ws, px)
+			ws.waits = append(ws.waits, r.remote.host(px.proxy.actor, wk.serve(r.remote)))
+		}
 	}
 	return ws, nil
 }
@@ -78,8 +97,13 @@ func (ws *ReplayWorkers) close() {
 	for _, a := range ws.actors {
 		a.Close()
 	}
-	for _, w := range ws.ws {
-		w.envs.Close()
+	for _, wait := range ws.waits {
+		wait()
+	}
+	for _, w := range slices.Concat(ws.ws, ws.hosted) {
+		if w.envs != nil {
+			w.envs.Close()
+		}
 	}
 }
 
@@ -99,11 +123,19 @@ func OffPolicyRollouts(ws *ReplayWorkers) ParIter[Experience] {
 // UpdateWeights sends v to every worker (a message to each actor).
 func (ws *ReplayWorkers) UpdateWeights(v *weights.Version) {
 	for k, w := range ws.ws {
-		ws.actors[k].Send(func() {
-			if err := w.policy.SetWeights(v); err != nil {
-				w.err = fmt.Errorf("flow: worker %d: %w", w.id, err)
-			}
-		})
+		ws.actors[k].Send(func() { w.setWeights(v) })
+	}
+}
+
+func (w *replayWorker) setWeights(v *weights.Version) {
+	if w.proxy != nil {
+		if err := w.proxy.sendWeights(w.enc, v); err != nil {
+			w.err = err
+		}
+		return
+	}
+	if err := w.policy.SetWeights(v); err != nil {
+		w.err = fmt.Errorf("flow: worker %d: %w", w.id, err)
 	}
 }
 
@@ -121,6 +153,8 @@ type replayWorker struct {
 	obs, out  []float32
 	acts      algo.Acts
 	err       error
+	proxy     *proxy          // over a transport: the worker's actor (envs elsewhere)
+	enc       *encodedWeights // the proxy's weights messages
 }
 
 // experience takes `steps` vector steps, claimed from the budget at once
@@ -129,8 +163,6 @@ func (w *replayWorker) experience() (Experience, error) {
 	if w.err != nil {
 		return Experience{}, w.err
 	}
-	tr := &sample.Transitions{}
-	var rep Report
 	size := int64(w.n * w.steps)
 	if !w.r.claim(size) { // the whole item, or nothing
 		return Experience{}, ErrEnd
@@ -139,6 +171,20 @@ func (w *replayWorker) experience() (Experience, error) {
 	// interleave in turn — the claim order would differ between runs.
 	start := (w.made*int64(w.workers) + int64(w.id)) * size
 	w.made++
+	if w.proxy != nil {
+		b, err := w.proxy.call(binary.LittleEndian.AppendUint64([]byte{opExperience}, uint64(start)))
+		if err != nil {
+			return Experience{}, err
+		}
+		return decodeExperience(b)
+	}
+	return w.produce(start)
+}
+
+// produce takes the steps already claimed, the first at global step start.
+func (w *replayWorker) produce(start int64) (Experience, error) {
+	tr := &sample.Transitions{}
+	var rep Report
 	for s := range w.steps {
 		step := start + int64(s*w.n)
 		w.out = w.policy.ForwardTo(grow(w.out, w.n*w.policy.OutDim()), w.obs, w.n)

@@ -57,18 +57,25 @@ func trainHash(t *testing.T, res *algo.Resolved) (string, *countLog) {
 type countLog struct {
 	episodes []string
 	steps    int64
+	scalars  map[string]float64 // the last value of each
 }
 
 func (l *countLog) Episode(step int64, ret float64, n int) {
 	l.episodes = append(l.episodes, fmt.Sprintf("%d:%v:%d", step, ret, n))
 }
-func (l *countLog) Scalar(string, float64) {}
-func (l *countLog) Step(s int64)           { l.steps = s }
+func (l *countLog) Scalar(name string, v float64) {
+	if l.scalars == nil {
+		l.scalars = map[string]float64{}
+	}
+	l.scalars[name] = v
+}
+func (l *countLog) Step(s int64) { l.steps = s }
 
 // TestSyncPlanSameBitsForAnyWorkers: a plan of synchronous operators only
 // (GatherSync, ConcatBatches, TrainOneStep) trains the same parameters,
 // and logs the same episodes at the same steps, whether its envs are
-// spread over 1, 2 or 4 workers.
+// spread over 1, 2 or 4 workers, and whether the workers are goroutines
+// (transport inproc) or serve their actors over NATS (an embedded server).
 func TestSyncPlanSameBitsForAnyWorkers(t *testing.T) {
 	for _, c := range []struct {
 		spec algo.Spec
@@ -80,10 +87,17 @@ func TestSyncPlanSameBitsForAnyWorkers(t *testing.T) {
 		t.Run(c.spec.Name, func(t *testing.T) {
 			var want string
 			var wantLog *countLog
-			for _, w := range []int{1, 2, 4} {
-				file := fmt.Sprintf("algo: %s\nenv: CartPole-v1\nseed: 3\nsteps: 1300\nruntime: {executor: flow, env_workers: %d}\n%s\n", c.spec.Name, w, c.cfg)
+			for _, run := range []struct {
+				transport string
+				workers   int
+			}{{"inproc", 1}, {"inproc", 2}, {"inproc", 4}, {"nats", 1}, {"nats", 2}} {
+				file := fmt.Sprintf("algo: %s\nenv: CartPole-v1\nseed: 3\nsteps: 1300\nruntime: {executor: flow, env_workers: %d, transport: %s}\n%s\n",
+					c.spec.Name, run.workers, run.transport, c.cfg)
 				got, log := trainHash(t, resolve(t, c.spec, file))
-				if w == 1 {
+				if d, ok := log.scalars["flow/duplicates"]; ok != (run.transport == "nats") || d != 0 {
+					t.Errorf("over %s: flow/duplicates %v (logged %v); want 0, logged over nats only", run.transport, d, ok)
+				}
+				if want == "" {
 					want, wantLog = got, log
 					if len(log.episodes) == 0 || log.steps == 0 || log.steps > 1300 {
 						t.Fatalf("1 worker: %d episodes, %d steps", len(log.episodes), log.steps)
@@ -91,10 +105,10 @@ func TestSyncPlanSameBitsForAnyWorkers(t *testing.T) {
 					continue
 				}
 				if got != want {
-					t.Errorf("%d workers: parameters %s, with 1 worker %s", w, got, want)
+					t.Errorf("%d workers over %s: parameters %s, with 1 worker in-process %s", run.workers, run.transport, got, want)
 				}
 				if fmt.Sprint(log.episodes) != fmt.Sprint(wantLog.episodes) || log.steps != wantLog.steps {
-					t.Errorf("%d workers logged other episodes or steps than 1 worker", w)
+					t.Errorf("%d workers over %s logged other episodes or steps than 1 worker in-process", run.workers, run.transport)
 				}
 			}
 		})
@@ -121,43 +135,54 @@ func TestTrainRunFlow(t *testing.T) {
 }
 
 // TestDQNPlans: the DQN plan (GatherSync, round-robin Union) trains the
-// same bits twice with 2 workers; the Ape-X plan (GatherAsync, UnionAsync)
-// reports every env step of the budget.
+// same bits twice with 2 workers, and again with the workers over NATS;
+// the Ape-X plan (GatherAsync, UnionAsync) reports every env step of the
+// budget, on either transport.
 func TestDQNPlans(t *testing.T) {
-	const base = "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 3000\nruntime: {executor: flow, env_workers: 2}\n" +
+	const base = "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 3000\nruntime: {executor: flow, env_workers: 2, transport: %s}\n" +
 		"dqn: {learning_starts: 500, buffer_size: 2000, batch_size: 32, target_network_frequency: 100, net_arch: [32, 32]"
-	res := resolve(t, dqn.Spec(), base+"}\n")
+	res := resolve(t, dqn.Spec(), fmt.Sprintf(base, "inproc")+"}\n")
 	a, _ := trainHash(t, res)
 	b, _ := trainHash(t, res)
 	if a != b {
 		t.Errorf("DQN plan, same seed and workers: %s then %s", a, b)
 	}
-	apex := resolve(t, dqn.Spec(), base+", prioritized: true, initial_priorities: actor, n_steps: 3}\n")
-	_, log := trainHash(t, apex)
-	if log.steps != 3000 || len(log.episodes) == 0 {
-		t.Errorf("Ape-X plan: %d steps, %d episodes", log.steps, len(log.episodes))
+	if c, _ := trainHash(t, resolve(t, dqn.Spec(), fmt.Sprintf(base, "nats")+"}\n")); c != a {
+		t.Errorf("DQN plan over NATS: %s, in-process %s", c, a)
+	}
+	for _, tr := range []string{"inproc", "nats"} {
+		apex := resolve(t, dqn.Spec(), fmt.Sprintf(base, tr)+", prioritized: true, initial_priorities: actor, n_steps: 3}\n")
+		_, log := trainHash(t, apex)
+		if log.steps != 3000 || len(log.episodes) == 0 {
+			t.Errorf("Ape-X plan over %s: %d steps, %d episodes", tr, log.steps, len(log.episodes))
+		}
 	}
 }
 
 // TestCancelStopsEverything: cancelling a running plan (asynchronous:
 // IMPALA's GatherAsync) returns the model with context.Canceled and leaves
-// no goroutine behind.
+// no goroutine behind, with the workers in-process or over NATS (the
+// embedded server and its connections stop with the run).
 func TestCancelStopsEverything(t *testing.T) {
-	before := runtime.NumGoroutine()
-	res := resolve(t, impala.Spec(), "algo: impala\nenv: CartPole-v1\nsteps: 100000000\nruntime: {executor: flow, env_workers: 2}\nimpala: {num_envs: 4}\n")
-	ctx, cancel := context.WithCancel(context.Background())
-	log := &stopLog{at: 20000, cancel: cancel}
-	m, err := flow.Train(ctx, &algo.Runtime{Header: res.Header, Log: log}, res.Spec, res.Config)
-	if !errors.Is(err, context.Canceled) || m == nil {
-		t.Fatalf("cancelled run: model %v, error %v", m, err)
+	for _, tr := range []string{"inproc", "nats"} {
+		t.Run(tr, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			res := resolve(t, impala.Spec(), "algo: impala\nenv: CartPole-v1\nsteps: 100000000\nruntime: {executor: flow, env_workers: 2, transport: "+tr+"}\nimpala: {num_envs: 4}\n")
+			ctx, cancel := context.WithCancel(context.Background())
+			log := &stopLog{at: 20000, cancel: cancel}
+			m, err := flow.Train(ctx, &algo.Runtime{Header: res.Header, Log: log}, res.Spec, res.Config)
+			if !errors.Is(err, context.Canceled) || m == nil {
+				t.Fatalf("cancelled run: model %v, error %v", m, err)
+			}
+			for range 400 {
+				if runtime.NumGoroutine() <= before {
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			t.Fatalf("%d goroutines after the run, %d before", runtime.NumGoroutine(), before)
+		})
 	}
-	for range 200 {
-		if runtime.NumGoroutine() <= before {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("%d goroutines after the run, %d before", runtime.NumGoroutine(), before)
 }
 
 // stopLog cancels the run once it has reported `at` steps.
@@ -171,16 +196,6 @@ func (l *stopLog) Scalar(string, float64)      {}
 func (l *stopLog) Step(s int64) {
 	if s >= l.at {
 		l.cancel()
-	}
-}
-
-// TestTransportNATSRejected: the flow executor's workers are in-process
-// only; asking for NATS is a clear error before anything runs.
-func TestTransportNATSRejected(t *testing.T) {
-	res := resolve(t, a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 1000\nruntime: {executor: flow, transport: nats}\n")
-	_, err := flow.Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config)
-	if !errors.Is(err, algo.ErrConfig) {
-		t.Fatalf("transport nats: %v, want ErrConfig", err)
 	}
 }
 
@@ -215,14 +230,19 @@ func (c *versionCheck) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	return flow.ForEach(flow.ConcatBatches(rounds), flow.TrainOneStep(workers, learner)), nil
 }
 
-// TestBarrierVersions runs the checked plan on 4 workers.
+// TestBarrierVersions runs the checked plan on 4 workers, in-process and
+// over NATS.
 func TestBarrierVersions(t *testing.T) {
-	res := resolve(t, a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 2000\nruntime: {executor: flow, env_workers: 4}\na2c: {num_envs: 4, num_steps: 5}\n")
-	c := &versionCheck{Config: res.Config.(*a2c.Config), t: t}
-	if _, err := flow.TrainPlan(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config, c); err != nil {
-		t.Fatal(err)
-	}
-	if c.rounds != 100 {
-		t.Errorf("%d rounds, want 100", c.rounds)
+	for _, tr := range []string{"inproc", "nats"} {
+		t.Run(tr, func(t *testing.T) {
+			res := resolve(t, a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 2000\nruntime: {executor: flow, env_workers: 4, transport: "+tr+"}\na2c: {num_envs: 4, num_steps: 5}\n")
+			c := &versionCheck{Config: res.Config.(*a2c.Config), t: t}
+			if _, err := flow.TrainPlan(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config, c); err != nil {
+				t.Fatal(err)
+			}
+			if c.rounds != 100 {
+				t.Errorf("%d rounds, want 100", c.rounds)
+			}
+		})
 	}
 }

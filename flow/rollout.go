@@ -23,6 +23,10 @@ type Workers struct {
 	ws     []*worker
 	actors []*Actor
 	n, T   int // envs in all, steps per segment
+
+	hosted []*worker // over a transport: the workers behind the proxies ws
+	waits  []func()  // and their serving goroutines
+	enc    encodedWeights
 }
 
 // RolloutWorkers builds the run's env workers: numEnvs envs in all, split
@@ -41,15 +45,27 @@ func RolloutWorkers(r *Run, numEnvs, T int, gamma float32) (*Workers, error) {
 	}
 	ws := &Workers{r: r, n: numEnvs, T: T}
 	r.onClose(ws.close)
+	set := r.newWorkerSet()
 	for k := range w {
 		lo, hi := k*numEnvs/w, (k+1)*numEnvs/w
 		wk := &worker{id: k, lo: lo, hi: hi, T: T, gamma: gamma, r: r,
 			obsDim: r.Spaces.Obs.Dim(), actDim: r.Spaces.Act.Dim()}
-		ws.ws = append(ws.ws, wk)
+		if r.remote == nil {
+			ws.ws = append(ws.ws, wk)
+		} else {
+			ws.hosted = append(ws.hosted, wk)
+		}
 		if err := wk.init(); err != nil {
 			return nil, err
 		}
 		ws.actors = append(ws.actors, NewActor())
+		if r.remote != nil {
+			// The worker serves its actor over the transport; the driver
+			// keeps a proxy that holds no envs.
+			px := &worker{id: k, lo: lo, hi: hi, T: T, r: r, proxy: &proxy{r: r, actor: actorName(set, k)}, enc: &ws.enc}
+			ws.ws = append(ws.ws, px)
+			ws.waits = append(ws.waits, r.remote.host(px.proxy.actor, wk.serve(r.remote)))
+		}
 	}
 	return ws, nil
 }
@@ -58,7 +74,10 @@ func (ws *Workers) close() {
 	for _, a := range ws.actors {
 		a.Close()
 	}
-	for _, w := range ws.ws {
+	for _, wait := range ws.waits {
+		wait()
+	}
+	for _, w := range slices.Concat(ws.ws, ws.hosted) {
 		for _, e := range w.envs {
 			e.Close()
 		}
@@ -108,6 +127,8 @@ type worker struct {
 	acts                   algo.Acts
 	steps                  int64
 	learner                GradientLearner // built on first ComputeGradients
+	proxy                  *proxy          // over a transport: the worker's actor (envs elsewhere)
+	enc                    *encodedWeights // the proxy's weights messages
 }
 
 func (w *worker) init() error {
@@ -141,6 +162,14 @@ func (w *worker) init() error {
 }
 
 func (w *worker) setWeights(v *weights.Version) {
+	if w.proxy != nil {
+		if err := w.proxy.sendWeights(w.enc, v); err != nil {
+			w.err = err
+			return
+		}
+		w.version = v
+		return
+	}
 	if err := w.policy.SetWeights(v); err != nil {
 		w.err = fmt.Errorf("flow: worker %d: %w", w.id, err)
 		return
@@ -156,10 +185,22 @@ func (w *worker) segment() (*sample.Segment, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	n, od, ad, wd := w.hi-w.lo, w.obsDim, w.actDim, w.outDim
-	if !w.r.claim(int64(n * w.T)) {
+	if !w.r.claim(int64((w.hi - w.lo) * w.T)) {
 		return nil, ErrEnd
 	}
+	if w.proxy != nil {
+		b, err := w.proxy.call([]byte{opSegment})
+		if err != nil {
+			return nil, err
+		}
+		return sample.DecodeSegment(b)
+	}
+	return w.produce()
+}
+
+// produce makes the segment of steps already claimed.
+func (w *worker) produce() (*sample.Segment, error) {
+	n, od, ad, wd := w.hi-w.lo, w.obsDim, w.actDim, w.outDim
 	seg := sample.NewSegment(w.T, n, od, ad)
 	seg.Version, seg.Worker = w.policy.Version(), w.id
 	for t := range w.T {

@@ -52,6 +52,8 @@ type Run struct {
 	total   atomic.Int64 // the budget before any claim
 	steps   int64        // env steps reported so far
 	closers []func()
+	remote  *remote // workers over a transport (nil: in-process)
+	sets    int     // worker sets made
 }
 
 // Train runs the plan of cfg (a Planner) with spec's pieces: the flow
@@ -73,8 +75,8 @@ func TrainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 	if spec.Pieces == nil {
 		return nil, fmt.Errorf("%w: algorithm %s has no pieces", ErrConfig, spec.Name)
 	}
-	if t := h.Runtime.Transport; t != "" && t != "inproc" {
-		return nil, fmt.Errorf("%w: transport %q: the flow executor's workers run in-process only (transport inproc)", ErrConfig, t)
+	if t := h.Runtime.Transport; t != "" && t != "inproc" && t != "nats" {
+		return nil, fmt.Errorf("%w: transport %q is not inproc or nats", ErrConfig, t)
 	}
 	e, err := env.Make(h.Env)
 	if err != nil {
@@ -92,6 +94,12 @@ func TrainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 	r.total.Store(h.Steps)
 	defer r.close()
 	defer cancel() // before close: a stopped actor may be waiting on ctx
+	if h.Runtime.Transport == "nats" {
+		if r.remote, err = startNATS(ctx, r, h.Runtime.NATSURL); err != nil {
+			return nil, err
+		}
+		r.onClose(r.remote.close)
+	}
 	it, err := p.Plan(r)
 	if err != nil {
 		return r.model, err
@@ -105,6 +113,12 @@ func TrainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 		}
 	}
 	return r.model, nil
+}
+
+// newWorkerSet numbers a plan's set of workers (their actors' names).
+func (r *Run) newWorkerSet() int {
+	r.sets++
+	return r.sets - 1
 }
 
 // Steps returns the env steps reported so far.
@@ -169,6 +183,11 @@ func StandardMetricsReporting(r *Run, it Iter[Report]) Iter[Report] {
 		r.steps += rep.Steps
 		for _, s := range rep.Stats {
 			r.rt.Log.Scalar(s.Name, s.Value)
+		}
+		if r.remote != nil {
+			st := r.remote.stats()
+			r.rt.Log.Scalar("flow/duplicates", float64(st.Duplicates))
+			r.rt.Log.Scalar("flow/decode_errors", float64(st.Malformed+st.WrongProtocol))
 		}
 		r.rt.Log.Step(r.steps)
 		return rep, nil
