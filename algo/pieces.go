@@ -240,10 +240,11 @@ var DistScalars = []string{"dist/lag_mean", "dist/lag_max", "dist/dropped", "dis
 	"dist/decode_errors", "dist/stale_weights", "dist/abandoned"}
 
 // FlowTransportScalars are the metrics.csv columns the flow executor adds
-// when its workers run over a transport other than inproc: calls answered
-// from a worker's memory instead of running twice (a repeat after a lost
-// reply) and messages dropped as malformed.
-var FlowTransportScalars = []string{"flow/duplicates", "flow/decode_errors"}
+// when its workers run over a transport other than inproc, named as the
+// dist executor's (summary.json's "dist" holds their last values): calls
+// answered from a worker's memory instead of running twice (a repeat
+// after a lost reply) and messages dropped as malformed.
+var FlowTransportScalars = []string{"dist/duplicates", "dist/decode_errors"}
 
 // MaxWorkers bounds every worker count of the runtime section (actors,
 // env_workers, policy_workers): far more than any machine or cluster herd

@@ -3,7 +3,6 @@ package flow
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"sync"
 
 	"herd/algo"
@@ -23,10 +22,7 @@ type ReplayWorkers struct {
 	r      *Run
 	ws     []*replayWorker
 	actors []*Actor
-
-	hosted []*replayWorker // over a transport: the workers behind the proxies ws
-	waits  []func()        // and their serving goroutines
-	enc    encodedWeights
+	enc    encodedWeights // over a transport: the proxies' weights messages
 }
 
 // Experience is one worker item: the transitions it assembled, and the
@@ -48,62 +44,77 @@ func OffPolicyWorkers(r *Run, numEnvs, stepsPerItem int) (*ReplayWorkers, error)
 	}
 	ws := &ReplayWorkers{r: r}
 	r.onClose(ws.close)
-	h := r.Header
 	set := r.newWorkerSet()
 	for k := range w {
-		wk := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem, workers: w}
-		if r.remote == nil {
-			ws.ws = append(ws.ws, wk)
-		} else {
-			ws.hosted = append(ws.hosted, wk)
-		}
-		var err error
-		if wk.envs, err = env.MakeVector(h.Env, numEnvs, env.Sync, env.WithEpisodeStatistics()); err != nil {
-			return nil, err
-		}
-		if wk.policy, err = pc.NewPolicy(); err != nil {
-			return nil, err
-		}
-		if wk.sampler, err = pc.NewSampler(numEnvs, rng.New(h.Seed, "env-worker", k)); err != nil {
-			return nil, err
-		}
-		if wk.assembler, err = pc.NewAssembler(numEnvs); err != nil {
-			return nil, err
-		}
-		if pc.NewPrioritizer != nil {
-			if wk.prio, err = pc.NewPrioritizer(); err != nil {
-				return nil, err
-			}
-		}
-		b, err := wk.envs.Reset(int64(rng.Derive(h.Seed, "flow/env", k) >> 1))
-		if err != nil {
-			return nil, fmt.Errorf("flow: worker %d: reset: %w", k, err)
-		}
-		wk.obs = append([]float32(nil), b.Obs...)
 		ws.actors = append(ws.actors, NewActor())
 		if r.remote != nil {
 			// The worker serves its actor over the transport; the driver
 			// keeps a proxy that holds no envs.
-			px := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem, workers: w,
-				proxy: &proxy{r: r, actor: actorName(set, k)}, enc: &ws.enc}
+			px := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem, workers: w, enc: &ws.enc}
+			var err error
+			if px.proxy, err = r.remote.open(r, actorName(set, k), replayInit(k, numEnvs, stepsPerItem, w)); err != nil {
+				return nil, err
+			}
 			ws.ws = append(ws.ws, px)
-			ws.waits = append(ws.waits, r.remote.host(px.proxy.actor, wk.serve(r.remote)))
+			continue
+		}
+		wk, err := newReplayWorker(r, k, numEnvs, stepsPerItem, w)
+		if wk != nil {
+			ws.ws = append(ws.ws, wk)
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	return ws, nil
+}
+
+// newReplayWorker builds worker k of w (numEnvs envs, stepsPerItem vector
+// steps per item); on error, what it returns (if not nil) must be closed.
+func newReplayWorker(r *Run, k, numEnvs, stepsPerItem, w int) (*replayWorker, error) {
+	pc, h := r.Pieces, r.Header
+	if pc.NewAssembler == nil || pc.NewPolicy == nil || pc.NewSampler == nil {
+		return nil, fmt.Errorf("%w: the algorithm has no off-policy pieces", ErrConfig)
+	}
+	wk := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem, workers: w}
+	var err error
+	if wk.envs, err = env.MakeVector(h.Env, numEnvs, env.Sync, env.WithEpisodeStatistics()); err != nil {
+		return nil, err
+	}
+	if wk.policy, err = pc.NewPolicy(); err != nil {
+		return wk, err
+	}
+	if wk.sampler, err = pc.NewSampler(numEnvs, rng.New(h.Seed, "env-worker", k)); err != nil {
+		return wk, err
+	}
+	if wk.assembler, err = pc.NewAssembler(numEnvs); err != nil {
+		return wk, err
+	}
+	if pc.NewPrioritizer != nil {
+		if wk.prio, err = pc.NewPrioritizer(); err != nil {
+			return wk, err
+		}
+	}
+	b, err := wk.envs.Reset(int64(rng.Derive(h.Seed, "flow/env", k) >> 1))
+	if err != nil {
+		return wk, fmt.Errorf("flow: worker %d: reset: %w", k, err)
+	}
+	wk.obs = append([]float32(nil), b.Obs...)
+	return wk, nil
+}
+
+func (w *replayWorker) close() {
+	if w.envs != nil {
+		w.envs.Close()
+	}
 }
 
 func (ws *ReplayWorkers) close() {
 	for _, a := range ws.actors {
 		a.Close()
 	}
-	for _, wait := range ws.waits {
-		wait()
-	}
-	for _, w := range slices.Concat(ws.ws, ws.hosted) {
-		if w.envs != nil {
-			w.envs.Close()
-		}
+	for _, w := range ws.ws {
+		w.close()
 	}
 }
 

@@ -9,8 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"herd/algo"
 	"herd/algo/a2c"
@@ -20,6 +23,7 @@ import (
 	"herd/flow"
 	"herd/metrics"
 	"herd/sample"
+	"herd/transport"
 )
 
 // resolve reads a run config for spec with the flow executor.
@@ -41,6 +45,12 @@ func trainHash(t *testing.T, res *algo.Resolved) (string, *countLog) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return modelHash(t, m), log
+}
+
+// modelHash is the sha256 of m's saved parameters.
+func modelHash(t *testing.T, m algo.Model) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "model.safetensors")
 	if err := m.Save(path); err != nil {
 		t.Fatal(err)
@@ -50,7 +60,7 @@ func trainHash(t *testing.T, res *algo.Resolved) (string, *countLog) {
 		t.Fatal(err)
 	}
 	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:]), log
+	return hex.EncodeToString(s[:])
 }
 
 // countLog records what a plan reported.
@@ -94,8 +104,8 @@ func TestSyncPlanSameBitsForAnyWorkers(t *testing.T) {
 				file := fmt.Sprintf("algo: %s\nenv: CartPole-v1\nseed: 3\nsteps: 1300\nruntime: {executor: flow, env_workers: %d, transport: %s}\n%s\n",
 					c.spec.Name, run.workers, run.transport, c.cfg)
 				got, log := trainHash(t, resolve(t, c.spec, file))
-				if d, ok := log.scalars["flow/duplicates"]; ok != (run.transport == "nats") || d != 0 {
-					t.Errorf("over %s: flow/duplicates %v (logged %v); want 0, logged over nats only", run.transport, d, ok)
+				if d, ok := log.scalars["dist/duplicates"]; ok != (run.transport == "nats") || d != 0 {
+					t.Errorf("over %s: dist/duplicates %v (logged %v); want 0, logged over nats only", run.transport, d, ok)
 				}
 				if want == "" {
 					want, wantLog = got, log
@@ -242,6 +252,81 @@ func TestBarrierVersions(t *testing.T) {
 			}
 			if c.rounds != 100 {
 				t.Errorf("%d rounds, want 100", c.rounds)
+			}
+		})
+	}
+}
+
+// TestWorkersServedElsewhere: the driver's workers are served by
+// ServeWorker on connections of their own (as worker processes would be,
+// over one NATS server); a synchronous plan gives the bits of the
+// in-process run with the same workers, and the asynchronous Ape-X plan
+// reports every step of its budget.
+func TestWorkersServedElsewhere(t *testing.T) {
+	srv, err := transport.StartServer(transport.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	calls := func(run string) transport.CallStream {
+		nc, err := nats.Connect(srv.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		n, err := transport.NewNATS(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := n.Calls(context.Background(), run, transport.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	for _, c := range []struct {
+		name, file string
+		sameBits   bool
+		steps      int64 // reported: the budget (PPO: in whole rounds of 4 × 32)
+	}{
+		{"ppo", "algo: ppo\nenv: CartPole-v1\nseed: 3\nsteps: 1300\nruntime: {executor: flow, env_workers: 2}\nppo: {num_envs: 4, num_steps: 32, num_minibatches: 2, update_epochs: 2}\n", true, 1280},
+		{"apex", "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 3000\nruntime: {executor: flow, env_workers: 2}\n" +
+			"dqn: {learning_starts: 500, buffer_size: 2000, batch_size: 32, target_network_frequency: 100, net_arch: [32, 32], prioritized: true, initial_priorities: actor, n_steps: 3}\n", false, 3000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec := ppo.Spec()
+			if c.name == "apex" {
+				spec = dqn.Spec()
+			}
+			res := resolve(t, spec, c.file)
+			want, _ := trainHash(t, res)
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			for k := range 2 {
+				s := calls(c.name)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := flow.ServeWorker(ctx, res.Header, res.Spec, res.Config, s, flow.ActorName(k)); err != nil {
+						t.Errorf("worker %d: %v", k, err)
+					}
+				}()
+			}
+			log := &countLog{}
+			m, err := flow.TrainServed(context.Background(), &algo.Runtime{Header: res.Header, Log: log}, res.Spec, res.Config, res.Config.(flow.Planner), calls(c.name))
+			cancel()
+			wg.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.sameBits {
+				if got := modelHash(t, m); got != want {
+					t.Errorf("served elsewhere: parameters %s, in-process %s", got, want)
+				}
+			}
+			if log.steps != c.steps {
+				t.Errorf("%d steps reported, want %d", log.steps, c.steps)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"herd/algo"
+	"herd/env"
 	"herd/nn"
 	"herd/sample"
 	"herd/transport"
@@ -26,32 +27,58 @@ import (
 // schedules' steps and ParForEach's functions stay on the driver's side;
 // the worker only steps its envs (and, for Ape-X, prioritizes) on request:
 //
-//	call            request body               reply
-//	segment         opSegment                  sample.Segment encoding
-//	experience      opExperience, start (u64)  transitions + report episodes
-//	weights         opWeights, safetensors     empty
+//	call            request body                               reply
+//	init (first)    opInit, kind, the worker's shape           empty
+//	segment         opSegment                                  sample.Segment encoding
+//	experience      opExperience, start (u64)                  transitions + report episodes
+//	weights         opWeights, safetensors                     empty
 //
-// A worker holds the same state as an in-process one and draws from the
-// same streams, so a synchronous plan gives the same bits on either
-// transport (TestSyncPlanSameBitsAnyTransport).
+// The first call builds the worker, so whoever serves an actor needs only
+// the run's config (ServeWorker). A worker holds the same state as an
+// in-process one and draws from the same streams, so a synchronous plan
+// gives the same bits on either transport
+// (TestSyncPlanSameBitsForAnyWorkers).
 const (
-	opSegment byte = iota + 1
+	opInit byte = iota + 1
+	opSegment
 	opExperience
 	opWeights
 )
+
+// Kinds of worker an init call builds.
+const (
+	kindRollout byte = iota + 1
+	kindReplay
+)
+
+// rolloutInit is the init call of on-policy worker k: envs lo…hi−1,
+// segments of T steps, γ for the truncation bootstrap.
+func rolloutInit(k, lo, hi, T int, gamma float32) []byte {
+	b := []byte{opInit, kindRollout}
+	for _, x := range []int{k, lo, hi, T} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(x))
+	}
+	return binary.LittleEndian.AppendUint32(b, math.Float32bits(gamma))
+}
+
+// replayInit is the init call of off-policy worker k of w: numEnvs envs,
+// stepsPerItem vector steps per item.
+func replayInit(k, numEnvs, stepsPerItem, w int) []byte {
+	b := []byte{opInit, kindReplay}
+	for _, x := range []int{k, numEnvs, stepsPerItem, w} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(x))
+	}
+	return b
+}
 
 // remote is a run's carrier of worker calls: calls for the driver's
 // proxies, host to serve a worker's actor (here: a goroutine of this
 // process on its own connection), and what to close at the end.
 type remote struct {
 	calls   transport.CallStream
-	host    func(actor string, h transport.CallHandler) (wait func())
+	host    func(actor string) // nil: the actors are served elsewhere
 	closers []func()
 	counts  []func() transport.Stats
-
-	likeOnce sync.Once
-	like     []*nn.Param
-	likeErr  error
 }
 
 // startNATS makes the run's remote over NATS: the server at url, or an
@@ -100,15 +127,12 @@ func startNATS(ctx context.Context, r *Run, url string) (*remote, error) {
 		return nil, err
 	}
 	var wg sync.WaitGroup
-	rm.host = func(actor string, h transport.CallHandler) func() {
-		done := make(chan struct{})
+	rm.host = func(actor string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer close(done)
-			_ = hosts.Serve(r.Ctx, actor, h) // ends with the run's context or the stream
+			_ = serveHost(r.Ctx, r, hosts, actor) // ends with the run's context or the stream
 		}()
-		return func() { <-done }
 	}
 	// Closers run last first: the hosts stop before the streams close.
 	rm.closers = append(rm.closers, wg.Wait)
@@ -134,38 +158,17 @@ func (rm *remote) stats() transport.Stats {
 	return st
 }
 
-// likeOf returns the parameters weights decode into: the learner's, built
-// once from the pieces.
-func (rm *remote) likeOf(pc *algo.Pieces) ([]*nn.Param, error) {
-	rm.likeOnce.Do(func() {
-		var v *weights.Version
-		switch {
-		case pc.NewSegmentLearner != nil:
-			l, err := pc.NewSegmentLearner()
-			if err != nil {
-				rm.likeErr = err
-				return
-			}
-			v = l.Weights()
-			l.Close()
-		case pc.NewTransitionLearner != nil:
-			l, err := pc.NewTransitionLearner()
-			if err != nil {
-				rm.likeErr = err
-				return
-			}
-			v = l.Weights()
-			l.Close()
-		default:
-			rm.likeErr = fmt.Errorf("%w: the algorithm has no learner to decode weights for", ErrConfig)
-			return
-		}
-		rm.like = make([]*nn.Param, v.Len())
-		for i := range rm.like {
-			rm.like[i] = v.Param(i)
-		}
-	})
-	return rm.like, rm.likeErr
+// open starts serving actor (when the workers are hosted here) and returns
+// the driver's proxy for it, after its init call.
+func (rm *remote) open(r *Run, actor string, init []byte) (*proxy, error) {
+	if rm.host != nil {
+		rm.host(actor)
+	}
+	p := &proxy{r: r, actor: actor}
+	if _, err := p.call(init); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // proxy is the driver's end of one worker's actor: numbered calls, one at
@@ -219,67 +222,150 @@ func (e *encodedWeights) body(v *weights.Version) ([]byte, error) {
 	return e.b, nil
 }
 
-// weightsCall applies a weights message on a worker.
-func weightsCall(rm *remote, pc *algo.Pieces, body []byte, set func(*weights.Version)) error {
-	like, err := rm.likeOf(pc)
+// ServeWorker serves one worker of a plan over calls until ctx ends: the
+// far end of a driver's proxy (runtime.transport nats), in a process of
+// its own or on a goroutine. h, spec and cfg are the run's; actor is the
+// name the driver calls (worker k of a plan's first worker set is
+// "set0-worker<k>"). The worker is built by the driver's first call and
+// closed when ServeWorker returns.
+func ServeWorker(ctx context.Context, h algo.Header, spec algo.Spec, cfg algo.Config, calls transport.CallStream, actor string) error {
+	if spec.Pieces == nil {
+		return fmt.Errorf("%w: algorithm %s has no pieces", ErrConfig, spec.Name)
+	}
+	e, err := env.Make(h.Env)
 	if err != nil {
 		return err
 	}
-	v, err := weights.Decode(body, like)
+	sp := algo.SpacesOf(e)
+	e.Close()
+	pieces, err := spec.Pieces(h, cfg, sp)
 	if err != nil {
 		return err
 	}
-	set(v)
-	return nil
+	return serveHost(ctx, &Run{Ctx: ctx, Header: h, Pieces: pieces, Spaces: sp}, calls, actor)
 }
 
-// serve is an on-policy worker's handler: segments and weights.
-func (w *worker) serve(rm *remote) transport.CallHandler {
-	return func(_ context.Context, _ uint64, body []byte) ([]byte, error) {
-		if len(body) == 0 {
-			return nil, errors.New("flow: empty call")
-		}
-		switch body[0] {
-		case opSegment:
-			seg, err := w.produce()
-			if err != nil {
-				return nil, err
-			}
-			return seg.AppendEncode(nil)
-		case opWeights:
-			if err := weightsCall(rm, w.r.Pieces, body[1:], w.setWeights); err != nil {
-				return nil, err
-			}
-			return nil, w.err
-		}
-		return nil, fmt.Errorf("flow: segment worker: unknown call %d", body[0])
+// ActorName is the name of worker k of a plan's first worker set, which
+// ServeWorker serves for a driver whose workers run elsewhere.
+func ActorName(k int) string { return actorName(0, k) }
+
+// serveHost serves actor with a host built on r (the run's config).
+func serveHost(ctx context.Context, r *Run, calls transport.CallStream, actor string) error {
+	h := &host{r: r}
+	defer h.close()
+	return calls.Serve(ctx, actor, h.handle)
+}
+
+// host is a worker's end of its actor: the worker its init call built.
+type host struct {
+	r    *Run // the run's config (no budget: the driver claims)
+	w    *worker
+	rw   *replayWorker
+	like []*nn.Param // what weights decode into
+}
+
+func (h *host) close() {
+	if h.w != nil {
+		h.w.close()
+	}
+	if h.rw != nil {
+		h.rw.close()
 	}
 }
 
-// serve is an off-policy worker's handler: experience and weights.
-func (w *replayWorker) serve(rm *remote) transport.CallHandler {
-	return func(_ context.Context, _ uint64, body []byte) ([]byte, error) {
-		if len(body) == 0 {
-			return nil, errors.New("flow: empty call")
+func (h *host) handle(_ context.Context, _ uint64, body []byte) ([]byte, error) {
+	if len(body) == 0 {
+		return nil, errors.New("flow: empty call")
+	}
+	op, body := body[0], body[1:]
+	if op == opInit {
+		return nil, h.init(body)
+	}
+	switch {
+	case h.w == nil && h.rw == nil:
+		return nil, fmt.Errorf("flow: call %d before the worker's init", op)
+	case op == opSegment && h.w != nil:
+		seg, err := h.w.produce()
+		if err != nil {
+			return nil, err
 		}
-		switch body[0] {
-		case opExperience:
-			if len(body) != 9 {
-				return nil, fmt.Errorf("flow: experience call of %d bytes, want 9", len(body))
-			}
-			x, err := w.produce(int64(binary.LittleEndian.Uint64(body[1:])))
+		return seg.AppendEncode(nil)
+	case op == opExperience && h.rw != nil && len(body) == 8:
+		x, err := h.rw.produce(int64(binary.LittleEndian.Uint64(body)))
+		if err != nil {
+			return nil, err
+		}
+		return appendExperience(nil, x)
+	case op == opWeights:
+		v, err := h.decodeWeights(body)
+		if err != nil {
+			return nil, err
+		}
+		if h.w != nil {
+			h.w.setWeights(v)
+			return nil, h.w.err
+		}
+		h.rw.setWeights(v)
+		return nil, h.rw.err
+	}
+	return nil, fmt.Errorf("flow: call %d (%d bytes) is not for this worker", op, len(body))
+}
+
+// init builds the worker an init call describes.
+func (h *host) init(b []byte) error {
+	if h.w != nil || h.rw != nil {
+		return errors.New("flow: worker initialised twice")
+	}
+	if len(b) < 17 || b[0] == kindRollout && len(b) != 21 || b[0] != kindRollout && len(b) != 17 {
+		return fmt.Errorf("flow: init call of %d bytes", len(b)+1)
+	}
+	x := make([]int, 4)
+	for i := range x {
+		x[i] = int(binary.LittleEndian.Uint32(b[1+4*i:]))
+	}
+	switch b[0] {
+	case kindRollout:
+		w := &worker{id: x[0], lo: x[1], hi: x[2], T: x[3], gamma: math.Float32frombits(binary.LittleEndian.Uint32(b[13:])), r: h.r}
+		h.w = w
+		return w.init()
+	case kindReplay:
+		w, err := newReplayWorker(h.r, x[0], x[1], x[2], x[3])
+		h.rw = w
+		return err
+	}
+	return fmt.Errorf("flow: init of unknown worker kind %d", b[0])
+}
+
+// decodeWeights decodes a weights call into the learner's parameter
+// shapes (built once from the pieces).
+func (h *host) decodeWeights(b []byte) (*weights.Version, error) {
+	if h.like == nil {
+		pc := h.r.Pieces
+		var v *weights.Version
+		switch {
+		case pc.NewSegmentLearner != nil:
+			l, err := pc.NewSegmentLearner()
 			if err != nil {
 				return nil, err
 			}
-			return appendExperience(nil, x)
-		case opWeights:
-			if err := weightsCall(rm, w.r.Pieces, body[1:], w.setWeights); err != nil {
+			v = l.Weights()
+			l.Close()
+		case pc.NewTransitionLearner != nil:
+			l, err := pc.NewTransitionLearner()
+			if err != nil {
 				return nil, err
 			}
-			return nil, w.err
+			v = l.Weights()
+			l.Close()
+		default:
+			return nil, fmt.Errorf("%w: the algorithm has no learner to decode weights for", ErrConfig)
 		}
-		return nil, fmt.Errorf("flow: replay worker: unknown call %d", body[0])
+		h.like = make([]*nn.Param, v.Len())
+		for i := range h.like {
+			h.like[i] = v.Param(i)
+		}
 	}
+	return weights.Decode(b, h.like)
 }
 
 // appendExperience encodes x: its report's steps and episodes (return,

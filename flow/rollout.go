@@ -22,11 +22,8 @@ type Workers struct {
 	r      *Run
 	ws     []*worker
 	actors []*Actor
-	n, T   int // envs in all, steps per segment
-
-	hosted []*worker // over a transport: the workers behind the proxies ws
-	waits  []func()  // and their serving goroutines
-	enc    encodedWeights
+	n, T   int            // envs in all, steps per segment
+	enc    encodedWeights // over a transport: the proxies' weights messages
 }
 
 // RolloutWorkers builds the run's env workers: numEnvs envs in all, split
@@ -48,23 +45,22 @@ func RolloutWorkers(r *Run, numEnvs, T int, gamma float32) (*Workers, error) {
 	set := r.newWorkerSet()
 	for k := range w {
 		lo, hi := k*numEnvs/w, (k+1)*numEnvs/w
-		wk := &worker{id: k, lo: lo, hi: hi, T: T, gamma: gamma, r: r,
-			obsDim: r.Spaces.Obs.Dim(), actDim: r.Spaces.Act.Dim()}
-		if r.remote == nil {
-			ws.ws = append(ws.ws, wk)
-		} else {
-			ws.hosted = append(ws.hosted, wk)
-		}
-		if err := wk.init(); err != nil {
-			return nil, err
-		}
 		ws.actors = append(ws.actors, NewActor())
 		if r.remote != nil {
 			// The worker serves its actor over the transport; the driver
 			// keeps a proxy that holds no envs.
-			px := &worker{id: k, lo: lo, hi: hi, T: T, r: r, proxy: &proxy{r: r, actor: actorName(set, k)}, enc: &ws.enc}
+			px := &worker{id: k, lo: lo, hi: hi, T: T, r: r, enc: &ws.enc}
+			var err error
+			if px.proxy, err = r.remote.open(r, actorName(set, k), rolloutInit(k, lo, hi, T, gamma)); err != nil {
+				return nil, err
+			}
 			ws.ws = append(ws.ws, px)
-			ws.waits = append(ws.waits, r.remote.host(px.proxy.actor, wk.serve(r.remote)))
+			continue
+		}
+		wk := &worker{id: k, lo: lo, hi: hi, T: T, gamma: gamma, r: r}
+		ws.ws = append(ws.ws, wk)
+		if err := wk.init(); err != nil {
+			return nil, err
 		}
 	}
 	return ws, nil
@@ -74,16 +70,8 @@ func (ws *Workers) close() {
 	for _, a := range ws.actors {
 		a.Close()
 	}
-	for _, wait := range ws.waits {
-		wait()
-	}
-	for _, w := range slices.Concat(ws.ws, ws.hosted) {
-		for _, e := range w.envs {
-			e.Close()
-		}
-		if w.learner != nil {
-			w.learner.Close()
-		}
+	for _, w := range ws.ws {
+		w.close()
 	}
 }
 
@@ -131,8 +119,18 @@ type worker struct {
 	enc                    *encodedWeights // the proxy's weights messages
 }
 
+func (w *worker) close() {
+	for _, e := range w.envs {
+		e.Close()
+	}
+	if w.learner != nil {
+		w.learner.Close()
+	}
+}
+
 func (w *worker) init() error {
 	h, pc := w.r.Header, w.r.Pieces
+	w.obsDim, w.actDim = w.r.Spaces.Obs.Dim(), w.r.Spaces.Act.Dim()
 	var err error
 	if w.policy, err = pc.NewPolicy(); err != nil {
 		return err

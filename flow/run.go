@@ -9,6 +9,7 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/sample"
+	"herd/transport"
 )
 
 // ErrConfig marks a plan that cannot run with the given settings; it wraps
@@ -71,6 +72,22 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 // TrainPlan is Train with a plan of the caller's (a custom plan over an
 // algorithm's pieces: cfg configures spec's pieces, p builds the plan).
 func TrainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, p Planner) (algo.Model, error) {
+	return trainPlan(ctx, rt, spec, cfg, p, nil)
+}
+
+// TrainServed is TrainPlan for a driver whose workers are served
+// elsewhere (ServeWorker, in other processes): calls is the driver's end
+// of the run's actor calls; worker k of the plan's first worker set must
+// be served as ActorName(k). The driver waits for each worker's first
+// reply within its context.
+func TrainServed(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, p Planner, calls transport.CallStream) (algo.Model, error) {
+	if calls == nil {
+		return nil, fmt.Errorf("%w: TrainServed needs a call stream", ErrConfig)
+	}
+	return trainPlan(ctx, rt, spec, cfg, p, &remote{calls: calls, counts: []func() transport.Stats{calls.Stats}})
+}
+
+func trainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, p Planner, served *remote) (algo.Model, error) {
 	h := rt.Header
 	if spec.Pieces == nil {
 		return nil, fmt.Errorf("%w: algorithm %s has no pieces", ErrConfig, spec.Name)
@@ -94,7 +111,10 @@ func TrainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 	r.total.Store(h.Steps)
 	defer r.close()
 	defer cancel() // before close: a stopped actor may be waiting on ctx
-	if h.Runtime.Transport == "nats" {
+	switch {
+	case served != nil:
+		r.remote = served
+	case h.Runtime.Transport == "nats":
 		if r.remote, err = startNATS(ctx, r, h.Runtime.NATSURL); err != nil {
 			return nil, err
 		}
@@ -186,8 +206,8 @@ func StandardMetricsReporting(r *Run, it Iter[Report]) Iter[Report] {
 		}
 		if r.remote != nil {
 			st := r.remote.stats()
-			r.rt.Log.Scalar("flow/duplicates", float64(st.Duplicates))
-			r.rt.Log.Scalar("flow/decode_errors", float64(st.Malformed+st.WrongProtocol))
+			r.rt.Log.Scalar("dist/duplicates", float64(st.Duplicates))
+			r.rt.Log.Scalar("dist/decode_errors", float64(st.Malformed+st.WrongProtocol))
 		}
 		r.rt.Log.Step(r.steps)
 		return rep, nil
