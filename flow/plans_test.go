@@ -314,7 +314,7 @@ func TestWorkersServedElsewhere(t *testing.T) {
 				}()
 			}
 			log := &countLog{}
-			m, err := flow.TrainServed(context.Background(), &algo.Runtime{Header: res.Header, Log: log}, res.Spec, res.Config, res.Config.(flow.Planner), calls(c.name))
+			m, err := flow.TrainServed(context.Background(), &algo.Runtime{Header: res.Header, Log: log}, res.Spec, res.Config, calls(c.name))
 			cancel()
 			wg.Wait()
 			if err != nil {

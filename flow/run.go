@@ -75,12 +75,16 @@ func TrainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 	return trainPlan(ctx, rt, spec, cfg, p, nil)
 }
 
-// TrainServed is TrainPlan for a driver whose workers are served
-// elsewhere (ServeWorker, in other processes): calls is the driver's end
-// of the run's actor calls; worker k of the plan's first worker set must
-// be served as ActorName(k). The driver waits for each worker's first
-// reply within its context.
-func TrainServed(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, p Planner, calls transport.CallStream) (algo.Model, error) {
+// TrainServed is Train for a driver whose workers are served elsewhere
+// (ServeWorker, in other processes): calls is the driver's end of the
+// run's actor calls; worker k of the plan's first worker set must be
+// served as ActorName(k). The driver waits for each worker's first reply
+// within its context.
+func TrainServed(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, calls transport.CallStream) (algo.Model, error) {
+	p, ok := cfg.(Planner)
+	if !ok {
+		return nil, fmt.Errorf("%w: algorithm %s has no plan", ErrConfig, spec.Name)
+	}
 	if calls == nil {
 		return nil, fmt.Errorf("%w: TrainServed needs a call stream", ErrConfig)
 	}

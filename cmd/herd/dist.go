@@ -294,21 +294,35 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 	}
 	defer lease.Close()
 
-	st, err := distexec.Prepare(res.Header, res.Spec, res.Config)
-	if err != nil {
-		return err
+	flowPlan := res.Header.Runtime.Executor == "flow" // env workers serve the plan's actors
+	var st *distexec.Setup
+	if !flowPlan {
+		if st, err = distexec.Prepare(res.Header, res.Spec, res.Config); err != nil {
+			return err
+		}
 	}
 	switch f.role {
 	case "env":
+		if flowPlan {
+			err = serveFlowWorker(ctx, res, byKind[0], f.run, f.slot)
+			break
+		}
 		err = st.RunEnvWorker(ctx, f.slot, tr, f.run)
 	case "policy":
 		err = st.RunPolicyWorker(ctx, f.slot, tr, f.run)
 	case "learner":
-		res.Header.Runtime.Executor = "dist"
+		if flowPlan {
+			res.Header.Runtime.Transport = "nats" // the driver's counters of its calls
+		} else {
+			res.Header.Runtime.Executor = "dist"
+		}
 		opt := algo.RunOptions{Dir: mode, Executors: map[string]algo.Executor{
 			"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 				return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: f.run,
 					Dial: func() (transport.Transport, error) { return tr, nil }})
+			},
+			"flow": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+				return trainFlowDriver(ctx, rt, spec, cfg, byKind[0], f.run)
 			}}}
 		if !f.quiet {
 			opt.Progress, opt.Bar = w, isTerminal(w)
@@ -410,6 +424,9 @@ func checkSlot(res *algo.Resolved, role string, slot int) error {
 	case "env":
 		n = max(rc.EnvWorkers, 1)
 	case "policy":
+		if rc.Executor == "flow" {
+			return errors.New("a flow run has no policy workers")
+		}
 		st, err := distexec.Prepare(res.Header, res.Spec, res.Config)
 		if err != nil {
 			return err
@@ -555,10 +572,7 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	f.nats.fromEnv()
 	h := res.Header
 	rc := h.Runtime
-	if rc.Executor != "dist" {
-		return fmt.Errorf("launch: the config's runtime.executor must be dist, got %q", rc.Executor)
-	}
-	st, err := distexec.Prepare(h, res.Spec, res.Config)
+	st, err := launchSetup(res)
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
@@ -667,8 +681,12 @@ func runLaunch(ctx context.Context, stdout, stderr io.Writer, res *algo.Resolved
 	// command line, which every user of the machine can read.
 	base := append([]string{"worker", "--run", run, "--ttl", f.ttl.String()}, f.nats.args()...)
 	childEnv := append(os.Environ(), natsURLEnv+"="+url)
-	fmt.Fprintf(stdout, "launching run %s: %s on %s%s, %s × %d envs, %s, 1 learner → %s\n",
-		run, h.Algo, h.Env, stepsNote(res), count(max(rc.EnvWorkers, 1), "env worker"), st.NumEnvs,
+	envs := fmt.Sprintf(" × %d envs", st.NumEnvs)
+	if rc.Executor == "flow" {
+		envs = " serving the plan's actors"
+	}
+	fmt.Fprintf(stdout, "launching run %s: %s on %s%s, %s%s, %s, 1 learner → %s\n",
+		run, h.Algo, h.Env, stepsNote(res), count(max(rc.EnvWorkers, 1), "env worker"), envs,
 		count(st.PolicyWorkers(rc.PolicyWorkers), "policy worker"), h.Out)
 
 	sctx, stopAll := context.WithCancel(ctx)
