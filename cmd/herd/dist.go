@@ -342,7 +342,10 @@ func runWorker(ctx context.Context, w io.Writer, specs []algo.Spec, f *workerFla
 			fmt.Fprintf(w, "done: %d steps in %.1f s (%.0f steps/s), %d episodes, return (last 100) %.2f ± %.2f\n",
 				s.Steps, s.WallSeconds, s.SPS, s.Episodes, s.FinalReturnMean100, s.FinalReturnStd100)
 		}
-		if len(s.Dist) > 0 {
+		switch {
+		case len(s.Dist) > 0 && flowPlan:
+			fmt.Fprintf(w, "flow: calls answered from a worker's memory %.0f, decode errors %.0f\n", s.Dist["dist/duplicates"], s.Dist["dist/decode_errors"])
+		case len(s.Dist) > 0:
 			fmt.Fprintln(w, distLine(s.Dist))
 		}
 		// Whatever the outcome, mark the run ended, so that workers that
