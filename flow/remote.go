@@ -316,24 +316,37 @@ func (h *host) init(b []byte) error {
 	if h.w != nil || h.rw != nil {
 		return errors.New("flow: worker initialised twice")
 	}
-	if len(b) < 17 || b[0] == kindRollout && len(b) != 21 || b[0] != kindRollout && len(b) != 17 {
-		return fmt.Errorf("flow: init call of %d bytes", len(b)+1)
+	kind, x, gamma, err := parseInit(b)
+	if err != nil {
+		return err
 	}
-	x := make([]int, 4)
+	if kind == kindRollout {
+		w := &worker{id: x[0], lo: x[1], hi: x[2], T: x[3], gamma: gamma, r: h.r}
+		h.w = w
+		return w.init()
+	}
+	w, err := newReplayWorker(h.r, x[0], x[1], x[2], x[3])
+	h.rw = w
+	return err
+}
+
+// parseInit reads an init call after its op byte: the worker's kind, its
+// four sizes (rolloutInit's k, lo, hi, T or replayInit's k, numEnvs,
+// stepsPerItem, w) and, for a rollout worker, γ.
+func parseInit(b []byte) (kind byte, x [4]int, gamma float32, err error) {
+	switch {
+	case len(b) == 0:
+		return 0, x, 0, errors.New("flow: init call without a worker kind")
+	case len(b) == 21 && b[0] == kindRollout:
+		gamma = math.Float32frombits(binary.LittleEndian.Uint32(b[17:]))
+	case len(b) == 17 && b[0] == kindReplay:
+	default:
+		return 0, x, 0, fmt.Errorf("flow: init call of %d bytes for worker kind %d", len(b)+1, b[0])
+	}
 	for i := range x {
 		x[i] = int(binary.LittleEndian.Uint32(b[1+4*i:]))
 	}
-	switch b[0] {
-	case kindRollout:
-		w := &worker{id: x[0], lo: x[1], hi: x[2], T: x[3], gamma: math.Float32frombits(binary.LittleEndian.Uint32(b[13:])), r: h.r}
-		h.w = w
-		return w.init()
-	case kindReplay:
-		w, err := newReplayWorker(h.r, x[0], x[1], x[2], x[3])
-		h.rw = w
-		return err
-	}
-	return fmt.Errorf("flow: init of unknown worker kind %d", b[0])
+	return b[0], x, gamma, nil
 }
 
 // decodeWeights decodes a weights call into the learner's parameter
