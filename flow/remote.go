@@ -146,12 +146,13 @@ func (rm *remote) close() {
 	}
 }
 
-// stats sums the counters of the driver's and the hosts' streams.
+// stats sums the counters of the driver's and the hosts' streams; the
+// driver's stream alone counts the calls answered from a worker's memory
+// (the hosts count the same calls again).
 func (rm *remote) stats() transport.Stats {
-	var st transport.Stats
+	st := transport.Stats{Duplicates: rm.calls.Stats().Duplicates}
 	for _, s := range rm.counts {
 		x := s()
-		st.Duplicates += x.Duplicates
 		st.Malformed += x.Malformed
 		st.WrongProtocol += x.WrongProtocol
 	}

@@ -18,7 +18,8 @@ type CallStream interface {
 	// reply. seq must be 1 for the first call and one more than the last
 	// answered call afterwards; a call whose wait ended with an error may
 	// be made again with the same seq, and the actor then answers it from
-	// its memory without running it again (Stats.Duplicates). ctx bounds
+	// its memory without running it again (Stats.Duplicates, counted by
+	// both the caller's and the actor's stream). ctx bounds
 	// the wait, including the wait for the actor to appear. An error from
 	// the actor's handler, or a refused call number, wraps ErrRejected.
 	// The caller owns the returned bytes.

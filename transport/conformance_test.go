@@ -870,8 +870,8 @@ func TestCallConformance(t *testing.T) {
 					t.Errorf("%s ran calls %v, want [1 2 3]", a, ran[a])
 				}
 			}
-			if d := server.Stats().Duplicates; d != 1 {
-				t.Errorf("Duplicates = %d, want 1", d)
+			if d, c := server.Stats().Duplicates, client.Stats().Duplicates; d != 1 || c != 1 {
+				t.Errorf("Duplicates: actor %d, caller %d; want 1 each", d, c)
 			}
 		})
 		t.Run("refuses numbers out of order and reports handler errors", func(t *testing.T) {

@@ -293,8 +293,9 @@ type inprocActorCall struct {
 }
 
 type inprocAnswer struct {
-	body []byte
-	err  string
+	body   []byte
+	err    string
+	repeat bool
 }
 
 // inprocCallHub holds each actor's mailbox of a run, made by whichever of
@@ -352,6 +353,9 @@ func (s *inprocCalls) Call(ctx context.Context, actor string, seq uint64, body [
 	}
 	select {
 	case a := <-c.done:
+		if a.repeat {
+			s.c.duplicates.Add(1)
+		}
 		return a.body, remoteError(a.err)
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -373,7 +377,7 @@ func (s *inprocCalls) Serve(ctx context.Context, actor string, h CallHandler) er
 			if dup {
 				s.c.duplicates.Add(1)
 			}
-			c.done <- inprocAnswer{body: body, err: errText}
+			c.done <- inprocAnswer{body: body, err: errText, repeat: dup}
 		case <-ctx.Done():
 			return nil
 		case <-s.closed:

@@ -565,6 +565,9 @@ func (s *natsCalls) Call(ctx context.Context, actor string, seq uint64, body []b
 		s.c.drop(s.opt.Logger, "actor reply", err)
 		return nil, err
 	}
+	if rep.Repeat {
+		s.c.duplicates.Add(1)
+	}
 	return rep.Body, remoteError(rep.Error)
 }
 
@@ -603,7 +606,7 @@ func (s *natsCalls) Serve(ctx context.Context, actor string, h CallHandler) erro
 		if dup {
 			s.c.duplicates.Add(1)
 		}
-		s.reply(m, &herdv1.ActorReply{Protocol: Protocol, Seq: call.Seq, Body: body, Error: errText})
+		s.reply(m, &herdv1.ActorReply{Protocol: Protocol, Seq: call.Seq, Body: body, Error: errText, Repeat: dup})
 	}
 }
 

@@ -652,7 +652,10 @@ type ActorReply struct {
 	Seq      uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
 	Body     []byte                 `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
 	// error is set (and body empty) when the call failed or was refused.
-	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// repeat is set when the actor answered from its memory of the call
+	// (a repeat of its last call), without running it again.
+	Repeat        bool `protobuf:"varint,5,opt,name=repeat,proto3" json:"repeat,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -715,6 +718,13 @@ func (x *ActorReply) GetError() string {
 	return ""
 }
 
+func (x *ActorReply) GetRepeat() bool {
+	if x != nil {
+		return x.Repeat
+	}
+	return false
+}
+
 var File_herd_v1_dist_proto protoreflect.FileDescriptor
 
 const file_herd_v1_dist_proto_rawDesc = "" +
@@ -760,13 +770,14 @@ const file_herd_v1_dist_proto_rawDesc = "" +
 	"\tActorCall\x121\n" +
 	"\bprotocol\x18\x01 \x01(\x0e2\x15.herd.v1.DistProtocolR\bprotocol\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
-	"\x04body\x18\x03 \x01(\fR\x04body\"{\n" +
+	"\x04body\x18\x03 \x01(\fR\x04body\"\x93\x01\n" +
 	"\n" +
 	"ActorReply\x121\n" +
 	"\bprotocol\x18\x01 \x01(\x0e2\x15.herd.v1.DistProtocolR\bprotocol\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
 	"\x04body\x18\x03 \x01(\fR\x04body\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error*B\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x16\n" +
+	"\x06repeat\x18\x05 \x01(\bR\x06repeat*B\n" +
 	"\fDistProtocol\x12\x1d\n" +
 	"\x19DIST_PROTOCOL_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fDIST_PROTOCOL_1\x10\x01B\x1bZ\x19herd/proto/herd/v1;herdv1b\x06proto3"
