@@ -174,7 +174,8 @@ func ApeXEpsilon(eps float64, i, n int) float64 {
 //	  executor: flow
 //	  env_workers: 2    # on-policy plans: num_envs spread over them (default min(2, num_envs));
 //	                    # DQN/Ape-X: num_envs envs each (default 1)
-//	  transport: inproc # workers are goroutines (the only transport today)
+//	  transport: inproc # inproc: workers are goroutines; nats: they serve their actors
+//	                    # over NATS (an embedded server unless nats_url names one)
 type RuntimeConfig struct {
 	// Executor names the executor: "local" (default), "hts", "pal", "dist"
 	// or "flow" (the algorithm's dataflow plan, package flow, with
@@ -195,9 +196,9 @@ type RuntimeConfig struct {
 	// results do not change, only the time they take.
 	StepTime *env.StepTime `yaml:"step_time,omitempty"`
 
-	// Transport and NATSURL choose the dist executor's carrier (see
-	// run/distexec): "inproc" (default) or "nats", and an external NATS
-	// URL (empty: an embedded server on loopback).
+	// Transport and NATSURL choose the dist and flow executors' carrier
+	// (see run/distexec and package flow): "inproc" (default) or "nats",
+	// and an external NATS URL (empty: an embedded server on loopback).
 	Transport string `yaml:"transport,omitempty"`
 	NATSURL   string `yaml:"nats_url,omitempty"`
 	// MaxPolicyLag bounds, under the dist executor, how many weights
@@ -244,6 +245,13 @@ const DefaultMaxPolicyLag = 32
 var DistScalars = []string{"dist/lag_mean", "dist/lag_max", "dist/dropped", "dist/duplicates",
 	"dist/decode_errors", "dist/stale_weights", "dist/abandoned",
 	"dist/batch_rows_mean", "dist/batch_rows_p50", "dist/batch_rows_p99", "dist/infer_latency_p50_ms", "dist/infer_latency_p99_ms"}
+
+// FlowTransportScalars are the metrics.csv columns the flow executor adds
+// when its workers run over a transport other than inproc, named as the
+// dist executor's (summary.json's "dist" holds their last values): calls
+// answered from a worker's memory instead of running twice (a repeat
+// after a lost reply) and messages dropped as malformed.
+var FlowTransportScalars = []string{"dist/duplicates", "dist/decode_errors"}
 
 // MaxWorkers bounds every worker count of the runtime section (actors,
 // env_workers, policy_workers): far more than any machine or cluster herd

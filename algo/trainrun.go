@@ -120,6 +120,9 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	if h.MultiAgent.Enabled() {
 		scalars = PolicyScalars(h, res.Spec, res.Others)
 	}
+	if h.Runtime.Executor == "flow" && h.Runtime.Transport != "" && h.Runtime.Transport != "inproc" {
+		scalars = append(slices.Clone(scalars), FlowTransportScalars...)
+	}
 	rec, err := metrics.NewRecorder(metrics.Options{
 		Dir: dir, Algo: h.Algo, Env: h.Env, Seed: h.Seed,
 		TotalSteps: h.Steps, LogEvery: h.LogEvery, Scalars: scalars,

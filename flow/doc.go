@@ -88,9 +88,27 @@
 //
 // # Transports and concurrency
 //
-// Workers are goroutines in this process (transport inproc); a plan never
-// names its transport. Each Actor owns one goroutine, stopped by Train
-// when the run ends (after its context is cancelled). Iterators run on the
-// goroutine that pulls them, except UnionAsync's inputs. Operators wait by
-// parking on channels or condition variables, never by spinning.
+// A plan never names its transport. With runtime.transport inproc
+// (default) workers are goroutines in this process. With nats, each worker
+// serves its actor over a transport.CallStream (NATS request-reply, on an
+// embedded server unless runtime.nats_url names one) and the driver keeps
+// a proxy per worker: the shard's Actor, whose functions make one
+// numbered call at a time. So the order of a shard's items and messages is
+// the call order (the barrier holds as in-process), and a call repeated
+// after a lost reply is answered from the worker's memory, never run twice
+// (dist/duplicates counts them). The first call builds the worker from the
+// run's config (ServeWorker), so worker processes need nothing else:
+// herd train hosts them on goroutines with connections of their own,
+// herd launch in env worker processes, with TrainServed as the driver.
+// The budget, the schedules' steps and ParForEach's functions stay with
+// the driver: a Go closure cannot travel, so ComputeGradients runs on the
+// driver's proxy goroutines (in parallel) while the worker processes step
+// the envs. Weights travel inline with the weights call; segments and
+// transitions in package sample's encoding. A synchronous plan gives the
+// same bits on either transport (TestSyncPlanSameBitsForAnyWorkers).
+//
+// Each Actor owns one goroutine, stopped by Train when the run ends (after
+// its context is cancelled). Iterators run on the goroutine that pulls
+// them, except UnionAsync's inputs. Operators wait by parking on channels
+// or condition variables, never by spinning.
 package flow

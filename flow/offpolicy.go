@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync"
 
@@ -21,6 +22,7 @@ type ReplayWorkers struct {
 	r      *Run
 	ws     []*replayWorker
 	actors []*Actor
+	enc    encodedWeights // over a transport: the proxies' weights messages
 }
 
 // Experience is one worker item: the transitions it assembled, and the
@@ -42,36 +44,69 @@ func OffPolicyWorkers(r *Run, numEnvs, stepsPerItem int) (*ReplayWorkers, error)
 	}
 	ws := &ReplayWorkers{r: r}
 	r.onClose(ws.close)
-	h := r.Header
+	set := r.newWorkerSet()
 	for k := range w {
-		wk := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem, workers: w}
-		ws.ws = append(ws.ws, wk)
-		var err error
-		if wk.envs, err = env.MakeVector(h.Env, numEnvs, env.Sync, env.WithEpisodeStatistics()); err != nil {
-			return nil, err
-		}
-		if wk.policy, err = pc.NewPolicy(); err != nil {
-			return nil, err
-		}
-		if wk.sampler, err = pc.NewSampler(numEnvs, rng.New(h.Seed, "env-worker", k)); err != nil {
-			return nil, err
-		}
-		if wk.assembler, err = pc.NewAssembler(numEnvs); err != nil {
-			return nil, err
-		}
-		if pc.NewPrioritizer != nil {
-			if wk.prio, err = pc.NewPrioritizer(); err != nil {
+		ws.actors = append(ws.actors, NewActor())
+		if r.remote != nil {
+			// The worker serves its actor over the transport; the driver
+			// keeps a proxy that holds no envs.
+			px := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem, workers: w, enc: &ws.enc}
+			var err error
+			if px.proxy, err = r.remote.open(r, actorName(set, k), replayInit(k, numEnvs, stepsPerItem, w)); err != nil {
 				return nil, err
 			}
+			ws.ws = append(ws.ws, px)
+			continue
 		}
-		b, err := wk.envs.Reset(int64(rng.Derive(h.Seed, "flow/env", k) >> 1))
+		wk, err := newReplayWorker(r, k, numEnvs, stepsPerItem, w)
+		if wk != nil {
+			ws.ws = append(ws.ws, wk)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("flow: worker %d: reset: %w", k, err)
+			return nil, err
 		}
-		wk.obs = append([]float32(nil), b.Obs...)
-		ws.actors = append(ws.actors, NewActor())
 	}
 	return ws, nil
+}
+
+// newReplayWorker builds worker k of w (numEnvs envs, stepsPerItem vector
+// steps per item); on error, what it returns (if not nil) must be closed.
+func newReplayWorker(r *Run, k, numEnvs, stepsPerItem, w int) (*replayWorker, error) {
+	pc, h := r.Pieces, r.Header
+	if pc.NewAssembler == nil || pc.NewPolicy == nil || pc.NewSampler == nil {
+		return nil, fmt.Errorf("%w: the algorithm has no off-policy pieces", ErrConfig)
+	}
+	wk := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem, workers: w}
+	var err error
+	if wk.envs, err = env.MakeVector(h.Env, numEnvs, env.Sync, env.WithEpisodeStatistics()); err != nil {
+		return nil, err
+	}
+	if wk.policy, err = pc.NewPolicy(); err != nil {
+		return wk, err
+	}
+	if wk.sampler, err = pc.NewSampler(numEnvs, rng.New(h.Seed, "env-worker", k)); err != nil {
+		return wk, err
+	}
+	if wk.assembler, err = pc.NewAssembler(numEnvs); err != nil {
+		return wk, err
+	}
+	if pc.NewPrioritizer != nil {
+		if wk.prio, err = pc.NewPrioritizer(); err != nil {
+			return wk, err
+		}
+	}
+	b, err := wk.envs.Reset(int64(rng.Derive(h.Seed, "flow/env", k) >> 1))
+	if err != nil {
+		return wk, fmt.Errorf("flow: worker %d: reset: %w", k, err)
+	}
+	wk.obs = append([]float32(nil), b.Obs...)
+	return wk, nil
+}
+
+func (w *replayWorker) close() {
+	if w.envs != nil {
+		w.envs.Close()
+	}
 }
 
 func (ws *ReplayWorkers) close() {
@@ -79,7 +114,7 @@ func (ws *ReplayWorkers) close() {
 		a.Close()
 	}
 	for _, w := range ws.ws {
-		w.envs.Close()
+		w.close()
 	}
 }
 
@@ -99,11 +134,19 @@ func OffPolicyRollouts(ws *ReplayWorkers) ParIter[Experience] {
 // UpdateWeights sends v to every worker (a message to each actor).
 func (ws *ReplayWorkers) UpdateWeights(v *weights.Version) {
 	for k, w := range ws.ws {
-		ws.actors[k].Send(func() {
-			if err := w.policy.SetWeights(v); err != nil {
-				w.err = fmt.Errorf("flow: worker %d: %w", w.id, err)
-			}
-		})
+		ws.actors[k].Send(func() { w.setWeights(v) })
+	}
+}
+
+func (w *replayWorker) setWeights(v *weights.Version) {
+	if w.proxy != nil {
+		if err := w.proxy.sendWeights(w.enc, v); err != nil {
+			w.err = err
+		}
+		return
+	}
+	if err := w.policy.SetWeights(v); err != nil {
+		w.err = fmt.Errorf("flow: worker %d: %w", w.id, err)
 	}
 }
 
@@ -121,6 +164,8 @@ type replayWorker struct {
 	obs, out  []float32
 	acts      algo.Acts
 	err       error
+	proxy     *proxy          // over a transport: the worker's actor (envs elsewhere)
+	enc       *encodedWeights // the proxy's weights messages
 }
 
 // experience takes `steps` vector steps, claimed from the budget at once
@@ -129,8 +174,6 @@ func (w *replayWorker) experience() (Experience, error) {
 	if w.err != nil {
 		return Experience{}, w.err
 	}
-	tr := &sample.Transitions{}
-	var rep Report
 	size := int64(w.n * w.steps)
 	if !w.r.claim(size) { // the whole item, or nothing
 		return Experience{}, ErrEnd
@@ -139,6 +182,20 @@ func (w *replayWorker) experience() (Experience, error) {
 	// interleave in turn — the claim order would differ between runs.
 	start := (w.made*int64(w.workers) + int64(w.id)) * size
 	w.made++
+	if w.proxy != nil {
+		b, err := w.proxy.call(binary.LittleEndian.AppendUint64([]byte{opExperience}, uint64(start)))
+		if err != nil {
+			return Experience{}, err
+		}
+		return decodeExperience(b)
+	}
+	return w.produce(start)
+}
+
+// produce takes the steps already claimed, the first at global step start.
+func (w *replayWorker) produce(start int64) (Experience, error) {
+	tr := &sample.Transitions{}
+	var rep Report
 	for s := range w.steps {
 		step := start + int64(s*w.n)
 		w.out = w.policy.ForwardTo(grow(w.out, w.n*w.policy.OutDim()), w.obs, w.n)

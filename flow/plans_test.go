@@ -10,8 +10,11 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"herd/algo"
 	"herd/algo/a2c"
@@ -21,6 +24,7 @@ import (
 	"herd/flow"
 	"herd/metrics"
 	"herd/sample"
+	"herd/transport"
 )
 
 // resolve reads a run config for spec with the flow executor.
@@ -42,6 +46,12 @@ func trainHash(t *testing.T, res *algo.Resolved) (string, *countLog) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return modelHash(t, m), log
+}
+
+// modelHash is the sha256 of m's saved parameters.
+func modelHash(t *testing.T, m algo.Model) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "model.safetensors")
 	if err := m.Save(path); err != nil {
 		t.Fatal(err)
@@ -51,25 +61,32 @@ func trainHash(t *testing.T, res *algo.Resolved) (string, *countLog) {
 		t.Fatal(err)
 	}
 	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:]), log
+	return hex.EncodeToString(s[:])
 }
 
 // countLog records what a plan reported.
 type countLog struct {
 	episodes []string
 	steps    int64
+	scalars  map[string]float64 // the last value of each
 }
 
 func (l *countLog) Episode(step int64, ret float64, n int) {
 	l.episodes = append(l.episodes, fmt.Sprintf("%d:%v:%d", step, ret, n))
 }
-func (l *countLog) Scalar(string, float64) {}
-func (l *countLog) Step(s int64)           { l.steps = s }
+func (l *countLog) Scalar(name string, v float64) {
+	if l.scalars == nil {
+		l.scalars = map[string]float64{}
+	}
+	l.scalars[name] = v
+}
+func (l *countLog) Step(s int64) { l.steps = s }
 
 // TestSyncPlanSameBitsForAnyWorkers: a plan of synchronous operators only
 // (GatherSync, ConcatBatches, TrainOneStep) trains the same parameters,
 // and logs the same episodes at the same steps, whether its envs are
-// spread over 1, 2 or 4 workers.
+// spread over 1, 2 or 4 workers, and whether the workers are goroutines
+// (transport inproc) or serve their actors over NATS (an embedded server).
 func TestSyncPlanSameBitsForAnyWorkers(t *testing.T) {
 	for _, c := range []struct {
 		spec algo.Spec
@@ -81,10 +98,17 @@ func TestSyncPlanSameBitsForAnyWorkers(t *testing.T) {
 		t.Run(c.spec.Name, func(t *testing.T) {
 			var want string
 			var wantLog *countLog
-			for _, w := range []int{1, 2, 4} {
-				file := fmt.Sprintf("algo: %s\nenv: CartPole-v1\nseed: 3\nsteps: 1300\nruntime: {executor: flow, env_workers: %d}\n%s\n", c.spec.Name, w, c.cfg)
+			for _, run := range []struct {
+				transport string
+				workers   int
+			}{{"inproc", 1}, {"inproc", 2}, {"inproc", 4}, {"nats", 1}, {"nats", 2}} {
+				file := fmt.Sprintf("algo: %s\nenv: CartPole-v1\nseed: 3\nsteps: 1300\nruntime: {executor: flow, env_workers: %d, transport: %s}\n%s\n",
+					c.spec.Name, run.workers, run.transport, c.cfg)
 				got, log := trainHash(t, resolve(t, c.spec, file))
-				if w == 1 {
+				if d, ok := log.scalars["dist/duplicates"]; ok != (run.transport == "nats") || d != 0 {
+					t.Errorf("over %s: dist/duplicates %v (logged %v); want 0, logged over nats only", run.transport, d, ok)
+				}
+				if want == "" {
 					want, wantLog = got, log
 					if len(log.episodes) == 0 || log.steps == 0 || log.steps > 1300 {
 						t.Fatalf("1 worker: %d episodes, %d steps", len(log.episodes), log.steps)
@@ -92,10 +116,10 @@ func TestSyncPlanSameBitsForAnyWorkers(t *testing.T) {
 					continue
 				}
 				if got != want {
-					t.Errorf("%d workers: parameters %s, with 1 worker %s", w, got, want)
+					t.Errorf("%d workers over %s: parameters %s, with 1 worker in-process %s", run.workers, run.transport, got, want)
 				}
 				if fmt.Sprint(log.episodes) != fmt.Sprint(wantLog.episodes) || log.steps != wantLog.steps {
-					t.Errorf("%d workers logged other episodes or steps than 1 worker", w)
+					t.Errorf("%d workers over %s logged other episodes or steps than 1 worker in-process", run.workers, run.transport)
 				}
 			}
 		})
@@ -122,43 +146,54 @@ func TestTrainRunFlow(t *testing.T) {
 }
 
 // TestDQNPlans: the DQN plan (GatherSync, round-robin Union) trains the
-// same bits twice with 2 workers; the Ape-X plan (GatherAsync, UnionAsync)
-// reports every env step of the budget.
+// same bits twice with 2 workers, and again with the workers over NATS;
+// the Ape-X plan (GatherAsync, UnionAsync) reports every env step of the
+// budget, on either transport.
 func TestDQNPlans(t *testing.T) {
-	const base = "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 3000\nruntime: {executor: flow, env_workers: 2}\n" +
+	const base = "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 3000\nruntime: {executor: flow, env_workers: 2, transport: %s}\n" +
 		"dqn: {learning_starts: 500, buffer_size: 2000, batch_size: 32, target_network_frequency: 100, net_arch: [32, 32]"
-	res := resolve(t, dqn.Spec(), base+"}\n")
+	res := resolve(t, dqn.Spec(), fmt.Sprintf(base, "inproc")+"}\n")
 	a, _ := trainHash(t, res)
 	b, _ := trainHash(t, res)
 	if a != b {
 		t.Errorf("DQN plan, same seed and workers: %s then %s", a, b)
 	}
-	apex := resolve(t, dqn.Spec(), base+", prioritized: true, initial_priorities: actor, n_steps: 3}\n")
-	_, log := trainHash(t, apex)
-	if log.steps != 3000 || len(log.episodes) == 0 {
-		t.Errorf("Ape-X plan: %d steps, %d episodes", log.steps, len(log.episodes))
+	if c, _ := trainHash(t, resolve(t, dqn.Spec(), fmt.Sprintf(base, "nats")+"}\n")); c != a {
+		t.Errorf("DQN plan over NATS: %s, in-process %s", c, a)
+	}
+	for _, tr := range []string{"inproc", "nats"} {
+		apex := resolve(t, dqn.Spec(), fmt.Sprintf(base, tr)+", prioritized: true, initial_priorities: actor, n_steps: 3}\n")
+		_, log := trainHash(t, apex)
+		if log.steps != 3000 || len(log.episodes) == 0 {
+			t.Errorf("Ape-X plan over %s: %d steps, %d episodes", tr, log.steps, len(log.episodes))
+		}
 	}
 }
 
 // TestCancelStopsEverything: cancelling a running plan (asynchronous:
 // IMPALA's GatherAsync) returns the model with context.Canceled and leaves
-// no goroutine behind.
+// no goroutine behind, with the workers in-process or over NATS (the
+// embedded server and its connections stop with the run).
 func TestCancelStopsEverything(t *testing.T) {
-	before := runtime.NumGoroutine()
-	res := resolve(t, impala.Spec(), "algo: impala\nenv: CartPole-v1\nsteps: 100000000\nruntime: {executor: flow, env_workers: 2}\nimpala: {num_envs: 4}\n")
-	ctx, cancel := context.WithCancel(context.Background())
-	log := &stopLog{at: 20000, cancel: cancel}
-	m, err := flow.Train(ctx, &algo.Runtime{Header: res.Header, Log: log}, res.Spec, res.Config)
-	if !errors.Is(err, context.Canceled) || m == nil {
-		t.Fatalf("cancelled run: model %v, error %v", m, err)
+	for _, tr := range []string{"inproc", "nats"} {
+		t.Run(tr, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			res := resolve(t, impala.Spec(), "algo: impala\nenv: CartPole-v1\nsteps: 100000000\nruntime: {executor: flow, env_workers: 2, transport: "+tr+"}\nimpala: {num_envs: 4}\n")
+			ctx, cancel := context.WithCancel(context.Background())
+			log := &stopLog{at: 20000, cancel: cancel}
+			m, err := flow.Train(ctx, &algo.Runtime{Header: res.Header, Log: log}, res.Spec, res.Config)
+			if !errors.Is(err, context.Canceled) || m == nil {
+				t.Fatalf("cancelled run: model %v, error %v", m, err)
+			}
+			for range 400 {
+				if runtime.NumGoroutine() <= before {
+					return
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			t.Fatalf("%d goroutines after the run, %d before", runtime.NumGoroutine(), before)
+		})
 	}
-	for range 200 {
-		if runtime.NumGoroutine() <= before {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("%d goroutines after the run, %d before", runtime.NumGoroutine(), before)
 }
 
 // stopLog cancels the run once it has reported `at` steps.
@@ -172,16 +207,6 @@ func (l *stopLog) Scalar(string, float64)      {}
 func (l *stopLog) Step(s int64) {
 	if s >= l.at {
 		l.cancel()
-	}
-}
-
-// TestTransportNATSRejected: the flow executor's workers are in-process
-// only; asking for NATS is a clear error before anything runs.
-func TestTransportNATSRejected(t *testing.T) {
-	res := resolve(t, a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 1000\nruntime: {executor: flow, transport: nats}\n")
-	_, err := flow.Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config)
-	if !errors.Is(err, algo.ErrConfig) {
-		t.Fatalf("transport nats: %v, want ErrConfig", err)
 	}
 }
 
@@ -216,15 +241,95 @@ func (c *versionCheck) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	return flow.ForEach(flow.ConcatBatches(rounds), flow.TrainOneStep(workers, learner)), nil
 }
 
-// TestBarrierVersions runs the checked plan on 4 workers.
+// TestBarrierVersions runs the checked plan on 4 workers, in-process and
+// over NATS.
 func TestBarrierVersions(t *testing.T) {
-	res := resolve(t, a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 2000\nruntime: {executor: flow, env_workers: 4}\na2c: {num_envs: 4, num_steps: 5}\n")
-	c := &versionCheck{Config: res.Config.(*a2c.Config), t: t}
-	if _, err := flow.TrainPlan(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config, c); err != nil {
+	for _, tr := range []string{"inproc", "nats"} {
+		t.Run(tr, func(t *testing.T) {
+			res := resolve(t, a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 2000\nruntime: {executor: flow, env_workers: 4, transport: "+tr+"}\na2c: {num_envs: 4, num_steps: 5}\n")
+			c := &versionCheck{Config: res.Config.(*a2c.Config), t: t}
+			if _, err := flow.TrainPlan(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config, c); err != nil {
+				t.Fatal(err)
+			}
+			if c.rounds != 100 {
+				t.Errorf("%d rounds, want 100", c.rounds)
+			}
+		})
+	}
+}
+
+// TestWorkersServedElsewhere: the driver's workers are served by
+// ServeWorker on connections of their own (as worker processes would be,
+// over one NATS server); a synchronous plan gives the bits of the
+// in-process run with the same workers, and the asynchronous Ape-X plan
+// reports every step of its budget.
+func TestWorkersServedElsewhere(t *testing.T) {
+	srv, err := transport.StartServer(transport.ServerOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if c.rounds != 100 {
-		t.Errorf("%d rounds, want 100", c.rounds)
+	defer srv.Shutdown()
+	calls := func(run string) transport.CallStream {
+		nc, err := nats.Connect(srv.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		n, err := transport.NewNATS(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := n.Calls(context.Background(), run, transport.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	for _, c := range []struct {
+		name, file string
+		sameBits   bool
+		steps      int64 // reported: the budget (PPO: in whole rounds of 4 × 32)
+	}{
+		{"ppo", "algo: ppo\nenv: CartPole-v1\nseed: 3\nsteps: 1300\nruntime: {executor: flow, env_workers: 2}\nppo: {num_envs: 4, num_steps: 32, num_minibatches: 2, update_epochs: 2}\n", true, 1280},
+		{"apex", "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 3000\nruntime: {executor: flow, env_workers: 2}\n" +
+			"dqn: {learning_starts: 500, buffer_size: 2000, batch_size: 32, target_network_frequency: 100, net_arch: [32, 32], prioritized: true, initial_priorities: actor, n_steps: 3}\n", false, 3000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec := ppo.Spec()
+			if c.name == "apex" {
+				spec = dqn.Spec()
+			}
+			res := resolve(t, spec, c.file)
+			want, _ := trainHash(t, res)
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			for k := range 2 {
+				s := calls(c.name)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := flow.ServeWorker(ctx, res.Header, res.Spec, res.Config, s, flow.ActorName(k)); err != nil {
+						t.Errorf("worker %d: %v", k, err)
+					}
+				}()
+			}
+			log := &countLog{}
+			m, err := flow.TrainServed(context.Background(), &algo.Runtime{Header: res.Header, Log: log}, res.Spec, res.Config, calls(c.name))
+			cancel()
+			wg.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.sameBits {
+				if got := modelHash(t, m); got != want {
+					t.Errorf("served elsewhere: parameters %s, in-process %s", got, want)
+				}
+			}
+			if log.steps != c.steps {
+				t.Errorf("%d steps reported, want %d", log.steps, c.steps)
+			}
+		})
 	}
 }
 

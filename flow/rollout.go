@@ -22,7 +22,8 @@ type Workers struct {
 	r      *Run
 	ws     []*worker
 	actors []*Actor
-	n, T   int // envs in all, steps per segment
+	n, T   int            // envs in all, steps per segment
+	enc    encodedWeights // over a transport: the proxies' weights messages
 }
 
 // RolloutWorkers builds the run's env workers: numEnvs envs in all, split
@@ -46,15 +47,26 @@ func RolloutWorkers(r *Run, numEnvs, T int, gamma float32) (*Workers, error) {
 	}
 	ws := &Workers{r: r, n: numEnvs, T: T}
 	r.onClose(ws.close)
+	set := r.newWorkerSet()
 	for k := range w {
 		lo, hi := k*numEnvs/w, (k+1)*numEnvs/w
-		wk := &worker{id: k, lo: lo, hi: hi, T: T, gamma: gamma, r: r,
-			obsDim: r.Spaces.Obs.Dim(), actDim: r.Spaces.Act.Dim()}
+		ws.actors = append(ws.actors, NewActor())
+		if r.remote != nil {
+			// The worker serves its actor over the transport; the driver
+			// keeps a proxy that holds no envs.
+			px := &worker{id: k, lo: lo, hi: hi, T: T, r: r, enc: &ws.enc}
+			var err error
+			if px.proxy, err = r.remote.open(r, actorName(set, k), rolloutInit(k, lo, hi, T, gamma)); err != nil {
+				return nil, err
+			}
+			ws.ws = append(ws.ws, px)
+			continue
+		}
+		wk := &worker{id: k, lo: lo, hi: hi, T: T, gamma: gamma, r: r}
 		ws.ws = append(ws.ws, wk)
 		if err := wk.init(); err != nil {
 			return nil, err
 		}
-		ws.actors = append(ws.actors, NewActor())
 	}
 	return ws, nil
 }
@@ -64,12 +76,7 @@ func (ws *Workers) close() {
 		a.Close()
 	}
 	for _, w := range ws.ws {
-		for _, e := range w.envs {
-			e.Close()
-		}
-		if w.learner != nil {
-			w.learner.Close()
-		}
+		w.close()
 	}
 }
 
@@ -113,10 +120,22 @@ type worker struct {
 	acts                   algo.Acts
 	steps                  int64
 	learner                GradientLearner // built on first ComputeGradients
+	proxy                  *proxy          // over a transport: the worker's actor (envs elsewhere)
+	enc                    *encodedWeights // the proxy's weights messages
+}
+
+func (w *worker) close() {
+	for _, e := range w.envs {
+		e.Close()
+	}
+	if w.learner != nil {
+		w.learner.Close()
+	}
 }
 
 func (w *worker) init() error {
 	h, pc := w.r.Header, w.r.Pieces
+	w.obsDim, w.actDim = w.r.Spaces.Obs.Dim(), w.r.Spaces.Act.Dim()
 	var err error
 	if w.policy, err = pc.NewPolicy(); err != nil {
 		return err
@@ -146,6 +165,14 @@ func (w *worker) init() error {
 }
 
 func (w *worker) setWeights(v *weights.Version) {
+	if w.proxy != nil {
+		if err := w.proxy.sendWeights(w.enc, v); err != nil {
+			w.err = err
+			return
+		}
+		w.version = v
+		return
+	}
 	if err := w.policy.SetWeights(v); err != nil {
 		w.err = fmt.Errorf("flow: worker %d: %w", w.id, err)
 		return
@@ -161,10 +188,22 @@ func (w *worker) segment() (*sample.Segment, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	n, od, ad, wd := w.hi-w.lo, w.obsDim, w.actDim, w.outDim
-	if !w.r.claim(int64(n * w.T)) {
+	if !w.r.claim(int64((w.hi - w.lo) * w.T)) {
 		return nil, ErrEnd
 	}
+	if w.proxy != nil {
+		b, err := w.proxy.call([]byte{opSegment})
+		if err != nil {
+			return nil, err
+		}
+		return sample.DecodeSegment(b)
+	}
+	return w.produce()
+}
+
+// produce makes the segment of steps already claimed.
+func (w *worker) produce() (*sample.Segment, error) {
+	n, od, ad, wd := w.hi-w.lo, w.obsDim, w.actDim, w.outDim
 	seg := sample.NewSegment(w.T, n, od, ad)
 	seg.Version, seg.Worker = w.policy.Version(), w.id
 	for t := range w.T {

@@ -9,6 +9,7 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/sample"
+	"herd/transport"
 )
 
 // ErrConfig marks a plan that cannot run with the given settings; it wraps
@@ -52,6 +53,8 @@ type Run struct {
 	total   atomic.Int64 // the budget before any claim
 	steps   int64        // env steps reported so far
 	closers []func()
+	remote  *remote // workers over a transport (nil: in-process)
+	sets    int     // worker sets made
 }
 
 // Train runs the plan of cfg (a Planner) with spec's pieces: the flow
@@ -69,12 +72,32 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 // TrainPlan is Train with a plan of the caller's (a custom plan over an
 // algorithm's pieces: cfg configures spec's pieces, p builds the plan).
 func TrainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, p Planner) (algo.Model, error) {
+	return trainPlan(ctx, rt, spec, cfg, p, nil)
+}
+
+// TrainServed is Train for a driver whose workers are served elsewhere
+// (ServeWorker, in other processes): calls is the driver's end of the
+// run's actor calls; worker k of the plan's first worker set must be
+// served as ActorName(k). The driver waits for each worker's first reply
+// within its context.
+func TrainServed(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, calls transport.CallStream) (algo.Model, error) {
+	p, ok := cfg.(Planner)
+	if !ok {
+		return nil, fmt.Errorf("%w: algorithm %s has no plan", ErrConfig, spec.Name)
+	}
+	if calls == nil {
+		return nil, fmt.Errorf("%w: TrainServed needs a call stream", ErrConfig)
+	}
+	return trainPlan(ctx, rt, spec, cfg, p, &remote{calls: calls, counts: []func() transport.Stats{calls.Stats}})
+}
+
+func trainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, p Planner, served *remote) (algo.Model, error) {
 	h := rt.Header
 	if spec.Pieces == nil {
 		return nil, fmt.Errorf("%w: algorithm %s has no pieces", ErrConfig, spec.Name)
 	}
-	if t := h.Runtime.Transport; t != "" && t != "inproc" {
-		return nil, fmt.Errorf("%w: transport %q: the flow executor's workers run in-process only (transport inproc)", ErrConfig, t)
+	if t := h.Runtime.Transport; t != "" && t != "inproc" && t != "nats" {
+		return nil, fmt.Errorf("%w: transport %q is not inproc or nats", ErrConfig, t)
 	}
 	e, err := env.Make(h.Env)
 	if err != nil {
@@ -92,6 +115,15 @@ func TrainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 	r.total.Store(h.Steps)
 	defer r.close()
 	defer cancel() // before close: a stopped actor may be waiting on ctx
+	switch {
+	case served != nil:
+		r.remote = served
+	case h.Runtime.Transport == "nats":
+		if r.remote, err = startNATS(ctx, r, h.Runtime.NATSURL); err != nil {
+			return nil, err
+		}
+		r.onClose(r.remote.close)
+	}
 	it, err := p.Plan(r)
 	if err != nil {
 		return r.model, err
@@ -105,6 +137,12 @@ func TrainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 		}
 	}
 	return r.model, nil
+}
+
+// newWorkerSet numbers a plan's set of workers (their actors' names).
+func (r *Run) newWorkerSet() int {
+	r.sets++
+	return r.sets - 1
 }
 
 // Steps returns the env steps reported so far.
@@ -169,6 +207,11 @@ func StandardMetricsReporting(r *Run, it Iter[Report]) Iter[Report] {
 		r.steps += rep.Steps
 		for _, s := range rep.Stats {
 			r.rt.Log.Scalar(s.Name, s.Value)
+		}
+		if r.remote != nil {
+			st := r.remote.stats()
+			r.rt.Log.Scalar("dist/duplicates", float64(st.Duplicates))
+			r.rt.Log.Scalar("dist/decode_errors", float64(st.Malformed+st.WrongProtocol))
 		}
 		r.rt.Log.Step(r.steps)
 		return rep, nil

@@ -72,10 +72,7 @@ func Run(ctx context.Context, o Options) error {
 	res := o.Resolved
 	h := res.Header
 	rc := h.Runtime
-	if rc.Executor != "dist" {
-		return fmt.Errorf("launch: the config's runtime.executor must be dist, got %q", rc.Executor)
-	}
-	st, err := distexec.Prepare(h, res.Spec, res.Config)
+	st, err := launchSetup(res)
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
@@ -187,8 +184,12 @@ func Run(ctx context.Context, o Options) error {
 	// The URL reaches the workers through their environment, not their
 	// command line, which every user of the machine can read.
 	base := append([]string{"worker", "--run", runID, "--ttl", o.TTL.String()}, o.NATS.args()...)
-	fmt.Fprintf(stdout, "launching run %s: %s on %s%s, %s × %d envs, %s, 1 learner → %s\n",
-		runID, h.Algo, h.Env, run.StepsNote(res), plural(max(rc.EnvWorkers, 1), "env worker"), st.NumEnvs,
+	envs := fmt.Sprintf(" × %d envs", st.NumEnvs)
+	if rc.Executor == "flow" {
+		envs = " serving the plan's actors"
+	}
+	fmt.Fprintf(stdout, "launching run %s: %s on %s%s, %s%s, %s, 1 learner → %s\n",
+		runID, h.Algo, h.Env, run.StepsNote(res), plural(max(rc.EnvWorkers, 1), "env worker"), envs,
 		plural(st.PolicyWorkers(rc.PolicyWorkers), "policy worker"), h.Out)
 
 	sup := (&supervisor{

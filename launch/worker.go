@@ -170,14 +170,17 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	}
 	defer lease.Close()
 
-	st, err := distexec.Prepare(res.Header, res.Spec, res.Config)
-	if err != nil {
-		return err
+	flowPlan := res.Header.Runtime.Executor == "flow" // env workers serve the plan's actors
+	var st *distexec.Setup
+	if !flowPlan {
+		if st, err = distexec.Prepare(res.Header, res.Spec, res.Config); err != nil {
+			return err
+		}
 	}
-	if o.CPUProfile != "" {
+	if o.CPUProfile != "" && st != nil {
 		defer writeTiming(o.CPUProfile+".steps.json", timeRoles(st))
 	}
-	if o.MetricsAddr != "" && o.Role != "learner" {
+	if o.MetricsAddr != "" && o.Role != "learner" && st != nil {
 		reg := metrics.NewRegistry()
 		srv, serr := metrics.ServeRegistry(o.MetricsAddr, reg)
 		if serr != nil {
@@ -189,11 +192,15 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	}
 	switch o.Role {
 	case "env":
+		if flowPlan {
+			err = serveFlowWorker(ctx, res, byKind[0], o.Run, o.Slot)
+			break
+		}
 		err = st.RunEnvWorker(ctx, o.Slot, tr, o.Run)
 	case "policy":
 		err = st.RunPolicyWorker(ctx, o.Slot, tr, o.Run)
 	case "learner":
-		err = runLearner(ctx, w, n, tr, res, mode, o)
+		err = runLearner(ctx, w, tr, byKind[0], res, mode, o)
 	}
 	ended := errors.Is(context.Cause(ctx), errGone)
 	if o.Role == "learner" {
@@ -225,12 +232,20 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 
 // runLearner trains the run as its learner through algo.TrainRun with the
 // dist executor in learner-only mode, then marks the run ended.
-func runLearner(ctx context.Context, w io.Writer, n *transport.NATS, tr transport.Transport, res *algo.Resolved, mode algo.DirMode, o WorkerOptions) error {
-	res.Header.Runtime.Executor = "dist"
+func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport, res *algo.Resolved, mode algo.DirMode, o WorkerOptions) error {
+	flowPlan := res.Header.Runtime.Executor == "flow"
+	if flowPlan {
+		res.Header.Runtime.Transport = "nats" // the driver's counters of its calls
+	} else {
+		res.Header.Runtime.Executor = "dist"
+	}
 	opt := algo.RunOptions{Dir: mode, Executors: map[string]algo.Executor{
 		"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 			return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: o.Run,
 				Dial: func() (transport.Transport, error) { return tr, nil }})
+		},
+		"flow": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+			return trainFlowDriver(ctx, rt, spec, cfg, calls, o.Run)
 		}}}
 	if !o.Quiet {
 		opt.Progress, opt.Bar = w, run.IsTerminal(w)
@@ -247,7 +262,10 @@ func runLearner(ctx context.Context, w io.Writer, n *transport.NATS, tr transpor
 	if err == nil && !s.Interrupted {
 		fmt.Fprintln(w, run.DoneLine(s))
 	}
-	if len(s.Dist) > 0 {
+	switch {
+	case len(s.Dist) > 0 && flowPlan:
+		fmt.Fprintf(w, "flow: calls answered from a worker's memory %.0f, decode errors %.0f\n", s.Dist["dist/duplicates"], s.Dist["dist/decode_errors"])
+	case len(s.Dist) > 0:
 		fmt.Fprintln(w, distLine(s.Dist))
 	}
 	return err
@@ -299,6 +317,9 @@ func checkSlot(res *algo.Resolved, role string, slot int) error {
 	case "env":
 		n = max(rc.EnvWorkers, 1)
 	case "policy":
+		if rc.Executor == "flow" {
+			return errors.New("a flow run has no policy workers")
+		}
 		st, err := distexec.Prepare(res.Header, res.Spec, res.Config)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -795,6 +796,136 @@ func TestMembershipConformance(t *testing.T) {
 			}
 			if _, err := m.Register(context.Background(), "bad name", nil); !errors.Is(err, ErrName) {
 				t.Errorf("bad name: %v, want ErrName", err)
+			}
+		})
+	})
+}
+
+// ---- actor calls ----
+
+func callStream(t *testing.T, w *world) CallStream {
+	t.Helper()
+	ct, ok := w.tr(t).(CallTransport)
+	if !ok {
+		t.Fatalf("%s: no CallTransport", w.name)
+	}
+	s, err := ct.Calls(ctxT(t, 5*time.Second), runID(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// serveActor runs Serve for actor with h until the test ends.
+func serveActor(t *testing.T, s CallStream, actor string, h CallHandler) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, actor, h) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, ErrClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+}
+
+func TestCallConformance(t *testing.T) {
+	forEachWorld(t, func(t *testing.T, w *world) {
+		t.Run("in order, exactly once, per actor", func(t *testing.T) {
+			server, client := callStream(t, w), callStream(t, w)
+			var mu sync.Mutex
+			ran := map[string][]uint64{}
+			for _, a := range []string{"w0", "w1"} {
+				serveActor(t, server, a, func(_ context.Context, seq uint64, body []byte) ([]byte, error) {
+					mu.Lock()
+					ran[a] = append(ran[a], seq)
+					mu.Unlock()
+					return append([]byte(a+":"), body...), nil
+				})
+			}
+			ctx := ctxT(t, 10*time.Second)
+			for seq := uint64(1); seq <= 3; seq++ {
+				for _, a := range []string{"w0", "w1"} {
+					got, err := client.Call(ctx, a, seq, []byte{byte(seq)})
+					if err != nil {
+						t.Fatalf("%s call %d: %v", a, seq, err)
+					}
+					if want := append([]byte(a+":"), byte(seq)); !slices.Equal(got, want) {
+						t.Fatalf("%s call %d: reply %q, want %q", a, seq, got, want)
+					}
+				}
+			}
+			// A repeat of the last number (its reply lost) is answered from
+			// memory; the handler does not run again.
+			got, err := client.Call(ctx, "w1", 3, []byte{99})
+			if err != nil || !slices.Equal(got, []byte("w1:\x03")) {
+				t.Fatalf("repeat: %q, %v; want the remembered reply", got, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, a := range []string{"w0", "w1"} {
+				if !slices.Equal(ran[a], []uint64{1, 2, 3}) {
+					t.Errorf("%s ran calls %v, want [1 2 3]", a, ran[a])
+				}
+			}
+			if d, c := server.Stats().Duplicates, client.Stats().Duplicates; d != 1 || c != 1 {
+				t.Errorf("Duplicates: actor %d, caller %d; want 1 each", d, c)
+			}
+		})
+		t.Run("refuses numbers out of order and reports handler errors", func(t *testing.T) {
+			server, client := callStream(t, w), callStream(t, w)
+			var runs atomic.Int32
+			serveActor(t, server, "a", func(_ context.Context, seq uint64, _ []byte) ([]byte, error) {
+				runs.Add(1)
+				if seq == 2 {
+					return nil, errors.New("env exploded")
+				}
+				return nil, nil
+			})
+			ctx := ctxT(t, 10*time.Second)
+			if _, err := client.Call(ctx, "a", 2, nil); !errors.Is(err, ErrRejected) {
+				t.Fatalf("call 2 first: %v, want ErrRejected", err)
+			}
+			if _, err := client.Call(ctx, "a", 1, nil); err != nil {
+				t.Fatal(err)
+			}
+			_, err := client.Call(ctx, "a", 2, nil)
+			if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "env exploded") {
+				t.Fatalf("failing call: %v, want ErrRejected with the handler's text", err)
+			}
+			if _, err := client.Call(ctx, "a", 2, nil); !errors.Is(err, ErrRejected) {
+				t.Fatalf("repeat of the failed call: %v, want its remembered error", err)
+			}
+			if _, err := client.Call(ctx, "a", 0, nil); !errors.Is(err, ErrBadRequest) {
+				t.Fatalf("call 0: %v, want ErrBadRequest", err)
+			}
+			if n := runs.Load(); n != 2 {
+				t.Errorf("handler ran %d times, want 2", n)
+			}
+		})
+		t.Run("a call waits for its actor to appear", func(t *testing.T) {
+			server, client := callStream(t, w), callStream(t, w)
+			ctx := ctxT(t, 10*time.Second)
+			got := make(chan error, 1)
+			go func() {
+				_, err := client.Call(ctx, "late", 1, nil)
+				got <- err
+			}()
+			serveActor(t, server, "late", func(context.Context, uint64, []byte) ([]byte, error) { return nil, nil })
+			if err := <-got; err != nil {
+				t.Fatal(err)
+			}
+		})
+		t.Run("closed", func(t *testing.T) {
+			s := callStream(t, w)
+			s.Close()
+			if _, err := s.Call(ctxT(t, 5*time.Second), "a", 1, nil); !errors.Is(err, ErrClosed) {
+				t.Fatalf("Call after Close: %v", err)
+			}
+			if err := s.Serve(ctxT(t, 5*time.Second), "a", nil); !errors.Is(err, ErrClosed) {
+				t.Fatalf("Serve after Close: %v", err)
 			}
 		})
 	})

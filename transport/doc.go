@@ -31,6 +31,14 @@
 // test on the twin, and the same test runs on an embedded NATS server
 // (conformance_test.go runs every interface's suite on both).
 //
+// A fifth, CallStream, carries package flow's calls to named actors
+// (request-reply on herd.<run>.actor.<name>; Inproc and NATS both make it,
+// through the optional CallTransport interface): a driver numbers its
+// calls to an actor 1, 2, … and makes one at a time; the actor runs each
+// number once, in order, and answers a repeat of its last call from memory
+// (Stats.Duplicates), so a call resent after a lost reply never runs
+// twice. It remembers one call per actor: the caller has one in flight.
+//
 // # Wire format
 //
 // NATS messages are protobuf (proto/herd/v1/dist.proto, package herdv1)

@@ -24,6 +24,7 @@ type Inproc struct {
 		samples map[string]*inprocSampleHub
 		params  map[string]*versionBox
 		members map[string]*inprocMembers
+		calls   map[string]*inprocCallHub
 	}
 }
 
@@ -34,6 +35,7 @@ func NewInproc() *Inproc {
 	w.mu.samples = map[string]*inprocSampleHub{}
 	w.mu.params = map[string]*versionBox{}
 	w.mu.members = map[string]*inprocMembers{}
+	w.mu.calls = map[string]*inprocCallHub{}
 	return w
 }
 
@@ -277,6 +279,117 @@ func (s *inprocSamples) Stats() Stats {
 }
 
 func (s *inprocSamples) Close() error {
+	s.once.Do(func() { close(s.closed) })
+	return nil
+}
+
+// ---- actor calls ----
+
+// inprocActorCall is one Call in flight; done has room for its answer, so
+// the actor never blocks on a caller that left.
+type inprocActorCall struct {
+	seq  uint64
+	body []byte
+	done chan inprocAnswer
+}
+
+type inprocAnswer struct {
+	body   []byte
+	err    string
+	repeat bool
+}
+
+// inprocCallHub holds each actor's mailbox of a run, made by whichever of
+// Call and Serve comes first.
+type inprocCallHub struct {
+	mu     sync.Mutex
+	actors map[string]chan *inprocActorCall
+}
+
+func (h *inprocCallHub) mailbox(actor string) chan *inprocActorCall {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ch, ok := h.actors[actor]
+	if !ok {
+		ch = make(chan *inprocActorCall, 4) // one call in flight, and its repeats
+		h.actors[actor] = ch
+	}
+	return ch
+}
+
+type inprocCalls struct {
+	hub    *inprocCallHub
+	closed chan struct{}
+	once   sync.Once
+	c      counters
+}
+
+// Calls returns the run's in-process actor-call stream.
+func (w *Inproc) Calls(ctx context.Context, run string, opt Options) (CallStream, error) {
+	h, err := hub(w, w.mu.calls, run, func() *inprocCallHub {
+		return &inprocCallHub{actors: map[string]chan *inprocActorCall{}}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &inprocCalls{hub: h, closed: make(chan struct{})}, nil
+}
+
+func (s *inprocCalls) Call(ctx context.Context, actor string, seq uint64, body []byte) ([]byte, error) {
+	if err := checkCall(actor, seq); err != nil {
+		return nil, err
+	}
+	select {
+	case <-s.closed:
+		return nil, ErrClosed
+	default:
+	}
+	c := &inprocActorCall{seq: seq, body: body, done: make(chan inprocAnswer, 1)}
+	select {
+	case s.hub.mailbox(actor) <- c:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.closed:
+		return nil, ErrClosed
+	}
+	select {
+	case a := <-c.done:
+		if a.repeat {
+			s.c.duplicates.Add(1)
+		}
+		return a.body, remoteError(a.err)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.closed:
+		return nil, ErrClosed
+	}
+}
+
+func (s *inprocCalls) Serve(ctx context.Context, actor string, h CallHandler) error {
+	if err := checkName("actor", actor); err != nil {
+		return err
+	}
+	box := s.hub.mailbox(actor)
+	var mem callMemory
+	for {
+		select {
+		case c := <-box:
+			body, errText, dup := mem.handle(ctx, c.seq, c.body, h)
+			if dup {
+				s.c.duplicates.Add(1)
+			}
+			c.done <- inprocAnswer{body: body, err: errText, repeat: dup}
+		case <-ctx.Done():
+			return nil
+		case <-s.closed:
+			return ErrClosed
+		}
+	}
+}
+
+func (s *inprocCalls) Stats() Stats { return s.c.stats() }
+
+func (s *inprocCalls) Close() error {
 	s.once.Do(func() { close(s.closed) })
 	return nil
 }

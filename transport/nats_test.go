@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,6 +117,57 @@ func TestNATSMalformed(t *testing.T) {
 		}
 		if b, err := learner.Pull(ctx); err != nil || string(b) != "ok" {
 			t.Fatalf("pull after bad pushes: %q %v", b, err)
+		}
+	})
+
+	t.Run("actor calls", func(t *testing.T) {
+		run := runID(t)
+		server, err := natsTransport(t, srv.URL()).Calls(ctx, run, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer server.Close()
+		var runs atomic.Int32
+		serveActor(t, server, "a", func(_ context.Context, _ uint64, b []byte) ([]byte, error) {
+			runs.Add(1)
+			return b, nil
+		})
+		wrong := mustMarshal(t, &herdv1.ActorCall{Protocol: 7, Seq: 1, Body: []byte("x")})
+		for _, b := range [][]byte{garbage, wrong} {
+			m, err := raw.request(ctx, "herd."+run+".actor.a", b) // waits for Serve to subscribe
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rep herdv1.ActorReply
+			if err := decode(m.Data, &rep); err != nil || rep.Error == "" {
+				t.Errorf("reply to a bad call: %v %q", err, rep.Error)
+			}
+		}
+		if st := server.Stats(); st.Malformed != 1 || st.WrongProtocol != 1 || runs.Load() != 0 {
+			t.Errorf("server stats %+v after %d runs, want 1 malformed, 1 wrong protocol, no run", st, runs.Load())
+		}
+		client, err := natsTransport(t, srv.URL()).Calls(ctx, run, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err := client.Call(ctx, "a", 1, []byte("ok")); err != nil || string(b) != "ok" {
+			t.Fatalf("a good call after bad ones: %q %v", b, err)
+		}
+
+		// A reply that does not decode, or answers another call, fails
+		// that call only.
+		for i, reply := range [][]byte{garbage, mustMarshal(t, &herdv1.ActorReply{Protocol: Protocol, Seq: 9})} {
+			sub, err := nc.Subscribe("herd."+run+".actor.fake"+strconv.Itoa(i), func(m *nats.Msg) { _ = m.Respond(reply) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Unsubscribe()
+			if _, err := client.Call(ctx, "fake"+strconv.Itoa(i), 1, nil); !errors.Is(err, ErrMalformed) {
+				t.Errorf("bad reply %d: %v, want ErrMalformed", i, err)
+			}
+		}
+		if st := client.Stats(); st.Malformed != 2 {
+			t.Errorf("client stats %+v", st)
 		}
 	})
 

@@ -25,6 +25,7 @@ import (
 //
 //	herd.<run>.infer     inference requests (queue group "policy")
 //	herd.<run>.samples   sample pushes (queue group "learners")
+//	herd.<run>.actor.<a> calls to actor a (CallStream)
 //	herd_<run>_params    object store: the latest weights version
 //	herd_<run>_members   key-value bucket: registrations with per-key TTLs
 type NATS struct {
@@ -499,6 +500,138 @@ func (s *natsSamples) Close() error {
 		s.mu.Unlock()
 		s.wg.Wait()
 	})
+	return nil
+}
+
+// ---- actor calls ----
+
+type natsCalls struct {
+	n      *NATS
+	opt    Options
+	prefix string
+	closed chan struct{}
+	once   sync.Once
+	c      counters
+}
+
+// Calls returns the run's actor-call stream over NATS: request-reply on
+// herd.<run>.actor.<actor>.
+func (n *NATS) Calls(ctx context.Context, run string, opt Options) (CallStream, error) {
+	opt = opt.withDefaults()
+	if err := checkName("run ID", run); err != nil {
+		return nil, err
+	}
+	return &natsCalls{n: n, opt: opt, prefix: "herd." + run + ".actor.", closed: make(chan struct{})}, nil
+}
+
+// callResend is how long a call waits for its reply before it is sent
+// again (same number: the actor answers a repeat from memory). A call
+// whose handler runs longer is answered to its last send; the repeats it
+// caused are counted as duplicates by the actor.
+const callResend = 10 * time.Second
+
+func (s *natsCalls) Call(ctx context.Context, actor string, seq uint64, body []byte) ([]byte, error) {
+	if err := checkCall(actor, seq); err != nil {
+		return nil, err
+	}
+	select {
+	case <-s.closed:
+		return nil, ErrClosed
+	default:
+	}
+	data, err := encode(&herdv1.ActorCall{Protocol: Protocol, Seq: seq, Body: body})
+	if err != nil {
+		return nil, err
+	}
+	msg := &nats.Msg{Subject: s.prefix + actor, Data: data}
+	var m *nats.Msg
+	for {
+		rctx, cancel := context.WithTimeout(ctx, callResend)
+		m, err = s.n.requestMsg(rctx, msg)
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("dist: call %s: %w", actor, err)
+		}
+	}
+	var rep herdv1.ActorReply
+	if err := decode(m.Data, &rep); err != nil {
+		s.c.drop(s.opt.Logger, "actor reply", err)
+		return nil, err
+	}
+	if rep.Seq != seq {
+		err := fmt.Errorf("%w: reply to call %d answers call %d", ErrMalformed, seq, rep.Seq)
+		s.c.drop(s.opt.Logger, "actor reply", err)
+		return nil, err
+	}
+	if rep.Repeat {
+		s.c.duplicates.Add(1)
+	}
+	return rep.Body, remoteError(rep.Error)
+}
+
+func (s *natsCalls) Serve(ctx context.Context, actor string, h CallHandler) error {
+	if err := checkName("actor", actor); err != nil {
+		return err
+	}
+	select {
+	case <-s.closed:
+		return ErrClosed
+	default:
+	}
+	ch := make(chan *nats.Msg, 4)
+	unsub, err := s.n.subscribe(s.prefix+actor, "actor", ch)
+	if err != nil {
+		return err
+	}
+	defer unsub()
+	var mem callMemory
+	for {
+		var m *nats.Msg
+		select {
+		case m = <-ch:
+		case <-ctx.Done():
+			return nil
+		case <-s.closed:
+			return ErrClosed
+		}
+		var call herdv1.ActorCall
+		if err := decode(m.Data, &call); err != nil {
+			s.c.drop(s.opt.Logger, "actor call", err)
+			s.reply(m, &herdv1.ActorReply{Protocol: Protocol, Error: err.Error()})
+			continue
+		}
+		body, errText, dup := mem.handle(ctx, call.Seq, call.Body, h)
+		if dup {
+			s.c.duplicates.Add(1)
+		}
+		s.reply(m, &herdv1.ActorReply{Protocol: Protocol, Seq: call.Seq, Body: body, Error: errText, Repeat: dup})
+	}
+}
+
+func (s *natsCalls) reply(m *nats.Msg, rep *herdv1.ActorReply) {
+	b, err := encode(rep)
+	if err != nil {
+		b, _ = encode(&herdv1.ActorReply{Protocol: Protocol, Seq: rep.Seq, Error: err.Error()})
+	}
+	if m.Reply == "" {
+		return
+	}
+	if err := m.Respond(b); errors.Is(err, nats.ErrMaxPayload) {
+		// Tell the caller rather than leave it resending; the actor's
+		// memory still holds the reply.
+		b, _ = encode(&herdv1.ActorReply{Protocol: Protocol, Seq: rep.Seq,
+			Error: fmt.Sprintf("reply of %d bytes exceeds the server's max_payload: %v", len(b), err)})
+		_ = m.Respond(b)
+	}
+}
+
+func (s *natsCalls) Stats() Stats { return s.c.stats() }
+
+func (s *natsCalls) Close() error {
+	s.once.Do(func() { close(s.closed) })
 	return nil
 }
 

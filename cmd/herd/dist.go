@@ -82,6 +82,9 @@ launcher's registration is gone, and are killed if they linger). The
 learner writes the run directory; with the embedded server the launcher adds
 the wire bytes per env step, by kind, to its summary.json. With --no-workers (and --nats) it is the
 controller only, for workers run elsewhere (deploy/: compose, Kubernetes).
+With runtime.executor flow (a dataflow plan, runtime.env_workers written
+out) the env workers serve the plan's actors and the learner drives the
+plan; there are no policy workers.
 
 Ctrl-C or SIGTERM stops the learner first (it saves the interrupted run),
 then the other workers; launch exits 130 when the learner saved the run and

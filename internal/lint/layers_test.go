@@ -32,7 +32,7 @@ var layers = []struct {
 	{"transport and services", []string{"herd/transport/...", "herd/service/..."}},
 	{"algorithms and executors", []string{"herd/algo/...", "herd/flow/...", "herd/worker/...", "herd/run/...", "herd/tune/..."}},
 	{"tools", []string{"herd/launch/...", "herd/bench/..."}},
-	{"commands", []string{"herd/cmd/...", "herd/examples/..."}},
+	{"commands", []string{"herd/cmd/...", "herd/examples/...", "herd/deploy/..."}},
 }
 
 // layerOf returns the index of path's layer in layers, or -1.

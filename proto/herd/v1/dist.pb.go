@@ -633,6 +633,150 @@ func (x *WorkerProgress) GetLatencyP99Us() uint64 {
 	return 0
 }
 
+// ActorCall is one call of a driver to a named actor (package flow's shards
+// on workers): calls to one actor are numbered 1, 2, … and sent one at a
+// time; a repeat of the last number is answered from the actor's memory.
+type ActorCall struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Protocol DistProtocol           `protobuf:"varint,1,opt,name=protocol,proto3,enum=herd.v1.DistProtocol" json:"protocol,omitempty"`
+	Seq      uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	// body is the caller's request, opaque to the transport.
+	Body          []byte `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActorCall) Reset() {
+	*x = ActorCall{}
+	mi := &file_herd_v1_dist_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActorCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActorCall) ProtoMessage() {}
+
+func (x *ActorCall) ProtoReflect() protoreflect.Message {
+	mi := &file_herd_v1_dist_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActorCall.ProtoReflect.Descriptor instead.
+func (*ActorCall) Descriptor() ([]byte, []int) {
+	return file_herd_v1_dist_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ActorCall) GetProtocol() DistProtocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return DistProtocol_DIST_PROTOCOL_UNSPECIFIED
+}
+
+func (x *ActorCall) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *ActorCall) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+// ActorReply answers one ActorCall.
+type ActorReply struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Protocol DistProtocol           `protobuf:"varint,1,opt,name=protocol,proto3,enum=herd.v1.DistProtocol" json:"protocol,omitempty"`
+	Seq      uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	Body     []byte                 `protobuf:"bytes,3,opt,name=body,proto3" json:"body,omitempty"`
+	// error is set (and body empty) when the call failed or was refused.
+	Error string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// repeat is set when the actor answered from its memory of the call
+	// (a repeat of its last call), without running it again.
+	Repeat        bool `protobuf:"varint,5,opt,name=repeat,proto3" json:"repeat,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActorReply) Reset() {
+	*x = ActorReply{}
+	mi := &file_herd_v1_dist_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActorReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActorReply) ProtoMessage() {}
+
+func (x *ActorReply) ProtoReflect() protoreflect.Message {
+	mi := &file_herd_v1_dist_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActorReply.ProtoReflect.Descriptor instead.
+func (*ActorReply) Descriptor() ([]byte, []int) {
+	return file_herd_v1_dist_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ActorReply) GetProtocol() DistProtocol {
+	if x != nil {
+		return x.Protocol
+	}
+	return DistProtocol_DIST_PROTOCOL_UNSPECIFIED
+}
+
+func (x *ActorReply) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *ActorReply) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *ActorReply) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ActorReply) GetRepeat() bool {
+	if x != nil {
+		return x.Repeat
+	}
+	return false
+}
+
 var File_herd_v1_dist_proto protoreflect.FileDescriptor
 
 const file_herd_v1_dist_proto_rawDesc = "" +
@@ -682,7 +826,18 @@ const file_herd_v1_dist_proto_rawDesc = "" +
 	"\x0ebatch_rows_p99\x18\n" +
 	" \x01(\rR\fbatchRowsP99\x12$\n" +
 	"\x0elatency_p50_us\x18\v \x01(\x04R\flatencyP50Us\x12$\n" +
-	"\x0elatency_p99_us\x18\f \x01(\x04R\flatencyP99Us*B\n" +
+	"\x0elatency_p99_us\x18\f \x01(\x04R\flatencyP99Us\"d\n" +
+	"\tActorCall\x121\n" +
+	"\bprotocol\x18\x01 \x01(\x0e2\x15.herd.v1.DistProtocolR\bprotocol\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04body\x18\x03 \x01(\fR\x04body\"\x93\x01\n" +
+	"\n" +
+	"ActorReply\x121\n" +
+	"\bprotocol\x18\x01 \x01(\x0e2\x15.herd.v1.DistProtocolR\bprotocol\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04body\x18\x03 \x01(\fR\x04body\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x16\n" +
+	"\x06repeat\x18\x05 \x01(\bR\x06repeat*B\n" +
 	"\fDistProtocol\x12\x1d\n" +
 	"\x19DIST_PROTOCOL_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fDIST_PROTOCOL_1\x10\x01B\x1bZ\x19herd/proto/herd/v1;herdv1b\x06proto3"
@@ -700,7 +855,7 @@ func file_herd_v1_dist_proto_rawDescGZIP() []byte {
 }
 
 var file_herd_v1_dist_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_herd_v1_dist_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_herd_v1_dist_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_herd_v1_dist_proto_goTypes = []any{
 	(DistProtocol)(0),      // 0: herd.v1.DistProtocol
 	(*InferRequest)(nil),   // 1: herd.v1.InferRequest
@@ -710,6 +865,8 @@ var file_herd_v1_dist_proto_goTypes = []any{
 	(*Params)(nil),         // 5: herd.v1.Params
 	(*MemberRecord)(nil),   // 6: herd.v1.MemberRecord
 	(*WorkerProgress)(nil), // 7: herd.v1.WorkerProgress
+	(*ActorCall)(nil),      // 8: herd.v1.ActorCall
+	(*ActorReply)(nil),     // 9: herd.v1.ActorReply
 }
 var file_herd_v1_dist_proto_depIdxs = []int32{
 	0, // 0: herd.v1.InferRequest.protocol:type_name -> herd.v1.DistProtocol
@@ -719,11 +876,13 @@ var file_herd_v1_dist_proto_depIdxs = []int32{
 	0, // 4: herd.v1.Params.protocol:type_name -> herd.v1.DistProtocol
 	0, // 5: herd.v1.MemberRecord.protocol:type_name -> herd.v1.DistProtocol
 	0, // 6: herd.v1.WorkerProgress.protocol:type_name -> herd.v1.DistProtocol
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	0, // 7: herd.v1.ActorCall.protocol:type_name -> herd.v1.DistProtocol
+	0, // 8: herd.v1.ActorReply.protocol:type_name -> herd.v1.DistProtocol
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_herd_v1_dist_proto_init() }
@@ -737,7 +896,7 @@ func file_herd_v1_dist_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_herd_v1_dist_proto_rawDesc), len(file_herd_v1_dist_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,422 @@
+package flow
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+
+	"herd/algo"
+	"herd/env"
+	"herd/nn"
+	"herd/sample"
+	"herd/transport"
+	"herd/weights"
+)
+
+// Workers over a transport (runtime.transport nats). The driver keeps one
+// proxy per shard: a local Actor whose functions call the worker's actor
+// over a transport.CallStream, one numbered call at a time, so the order
+// of items and messages on the shard — the barrier GatherSync rests on —
+// is the call order, and each call runs exactly once on the worker (a
+// repeat after a lost reply is answered from its memory). The budget, the
+// schedules' steps and ParForEach's functions stay on the driver's side;
+// the worker only steps its envs (and, for Ape-X, prioritizes) on request:
+//
+//	call            request body                               reply
+//	init (first)    opInit, kind, the worker's shape           empty
+//	segment         opSegment                                  sample.Segment encoding
+//	experience      opExperience, start (u64)                  transitions + report episodes
+//	weights         opWeights, safetensors                     empty
+//
+// The first call builds the worker, so whoever serves an actor needs only
+// the run's config (ServeWorker). A worker holds the same state as an
+// in-process one and draws from the same streams, so a synchronous plan
+// gives the same bits on either transport
+// (TestSyncPlanSameBitsForAnyWorkers).
+const (
+	opInit byte = iota + 1
+	opSegment
+	opExperience
+	opWeights
+)
+
+// Kinds of worker an init call builds.
+const (
+	kindRollout byte = iota + 1
+	kindReplay
+)
+
+// rolloutInit is the init call of on-policy worker k: envs lo…hi−1,
+// segments of T steps, γ for the truncation bootstrap.
+func rolloutInit(k, lo, hi, T int, gamma float32) []byte {
+	b := []byte{opInit, kindRollout}
+	for _, x := range []int{k, lo, hi, T} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(x))
+	}
+	return binary.LittleEndian.AppendUint32(b, math.Float32bits(gamma))
+}
+
+// replayInit is the init call of off-policy worker k of w: numEnvs envs,
+// stepsPerItem vector steps per item.
+func replayInit(k, numEnvs, stepsPerItem, w int) []byte {
+	b := []byte{opInit, kindReplay}
+	for _, x := range []int{k, numEnvs, stepsPerItem, w} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(x))
+	}
+	return b
+}
+
+// remote is a run's carrier of worker calls: calls for the driver's
+// proxies, host to serve a worker's actor (here: a goroutine of this
+// process on its own connection), and what to close at the end.
+type remote struct {
+	calls   transport.CallStream
+	host    func(actor string) // nil: the actors are served elsewhere
+	closers []func()
+	counts  []func() transport.Stats
+}
+
+// startNATS makes the run's remote over NATS: the server at url, or an
+// embedded one on loopback when url is empty. The driver and the workers'
+// hosts have a connection each.
+func startNATS(ctx context.Context, r *Run, url string) (*remote, error) {
+	rm := &remote{}
+	ok := false
+	defer func() {
+		if !ok {
+			rm.close()
+		}
+	}()
+	if url == "" {
+		srv, err := transport.StartServer(transport.ServerOptions{})
+		if err != nil {
+			return nil, err
+		}
+		rm.closers = append(rm.closers, srv.Shutdown)
+		url = srv.URL()
+	}
+	stream := func(name string) (transport.CallStream, error) {
+		nc, err := nats.Connect(url, nats.Name("herd flow "+name), nats.MaxReconnects(-1))
+		if err != nil {
+			return nil, fmt.Errorf("flow: connect to the NATS server: %w", err) // the URL may hold credentials
+		}
+		rm.closers = append(rm.closers, nc.Close)
+		n, err := transport.NewNATS(nc)
+		if err != nil {
+			return nil, err
+		}
+		s, err := n.Calls(ctx, "flow", transport.Options{})
+		if err != nil {
+			return nil, err
+		}
+		rm.closers = append(rm.closers, func() { s.Close() })
+		rm.counts = append(rm.counts, s.Stats)
+		return s, nil
+	}
+	var err error
+	if rm.calls, err = stream("driver"); err != nil {
+		return nil, err
+	}
+	hosts, err := stream("workers")
+	if err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	rm.host = func(actor string) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = serveHost(r.Ctx, r, hosts, actor) // ends with the run's context or the stream
+		}()
+	}
+	// Closers run last first: the hosts stop before the streams close.
+	rm.closers = append(rm.closers, wg.Wait)
+	ok = true
+	return rm, nil
+}
+
+func (rm *remote) close() {
+	for i := len(rm.closers) - 1; i >= 0; i-- {
+		rm.closers[i]()
+	}
+}
+
+// stats sums the counters of the driver's and the hosts' streams; the
+// driver's stream alone counts the calls answered from a worker's memory
+// (the hosts count the same calls again).
+func (rm *remote) stats() transport.Stats {
+	st := transport.Stats{Duplicates: rm.calls.Stats().Duplicates}
+	for _, s := range rm.counts {
+		x := s()
+		st.Malformed += x.Malformed
+		st.WrongProtocol += x.WrongProtocol
+	}
+	return st
+}
+
+// open starts serving actor (when the workers are hosted here) and returns
+// the driver's proxy for it, after its init call.
+func (rm *remote) open(r *Run, actor string, init []byte) (*proxy, error) {
+	if rm.host != nil {
+		rm.host(actor)
+	}
+	p := &proxy{r: r, actor: actor}
+	if _, err := p.call(init); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// proxy is the driver's end of one worker's actor: numbered calls, one at
+// a time (it runs on the shard's driver-side Actor).
+type proxy struct {
+	r     *Run
+	actor string
+	seq   uint64
+}
+
+func (p *proxy) call(body []byte) ([]byte, error) {
+	p.seq++
+	b, err := p.r.remote.calls.Call(p.r.Ctx, p.actor, p.seq, body)
+	if err != nil {
+		return nil, fmt.Errorf("flow: %s: %w", p.actor, err)
+	}
+	return b, nil
+}
+
+// sendWeights sends v to the worker (one weights call).
+func (p *proxy) sendWeights(enc *encodedWeights, v *weights.Version) error {
+	body, err := enc.body(v)
+	if err != nil {
+		return err
+	}
+	_, err = p.call(body)
+	return err
+}
+
+// actorName names worker k of a plan's worker set.
+func actorName(set, k int) string { return fmt.Sprintf("set%d-worker%d", set, k) }
+
+// encodedWeights is a weights call's body, encoded once per version and
+// worker set.
+type encodedWeights struct {
+	mu sync.Mutex
+	v  *weights.Version
+	b  []byte
+}
+
+func (e *encodedWeights) body(v *weights.Version) ([]byte, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.v != v {
+		b, err := v.Encode()
+		if err != nil {
+			return nil, err
+		}
+		e.v, e.b = v, append([]byte{opWeights}, b...)
+	}
+	return e.b, nil
+}
+
+// ServeWorker serves one worker of a plan over calls until ctx ends: the
+// far end of a driver's proxy (runtime.transport nats), in a process of
+// its own or on a goroutine. h, spec and cfg are the run's; actor is the
+// name the driver calls (worker k of a plan's first worker set is
+// "set0-worker<k>"). The worker is built by the driver's first call and
+// closed when ServeWorker returns.
+func ServeWorker(ctx context.Context, h algo.Header, spec algo.Spec, cfg algo.Config, calls transport.CallStream, actor string) error {
+	if spec.Pieces == nil {
+		return fmt.Errorf("%w: algorithm %s has no pieces", ErrConfig, spec.Name)
+	}
+	e, err := env.Make(h.Env)
+	if err != nil {
+		return err
+	}
+	sp := algo.SpacesOf(e)
+	e.Close()
+	pieces, err := spec.Pieces(h, cfg, sp)
+	if err != nil {
+		return err
+	}
+	return serveHost(ctx, &Run{Ctx: ctx, Header: h, Pieces: pieces, Spaces: sp}, calls, actor)
+}
+
+// ActorName is the name of worker k of a plan's first worker set, which
+// ServeWorker serves for a driver whose workers run elsewhere.
+func ActorName(k int) string { return actorName(0, k) }
+
+// serveHost serves actor with a host built on r (the run's config).
+func serveHost(ctx context.Context, r *Run, calls transport.CallStream, actor string) error {
+	h := &host{r: r}
+	defer h.close()
+	return calls.Serve(ctx, actor, h.handle)
+}
+
+// host is a worker's end of its actor: the worker its init call built.
+type host struct {
+	r    *Run // the run's config (no budget: the driver claims)
+	w    *worker
+	rw   *replayWorker
+	like []*nn.Param // what weights decode into
+}
+
+func (h *host) close() {
+	if h.w != nil {
+		h.w.close()
+	}
+	if h.rw != nil {
+		h.rw.close()
+	}
+}
+
+func (h *host) handle(_ context.Context, _ uint64, body []byte) ([]byte, error) {
+	if len(body) == 0 {
+		return nil, errors.New("flow: empty call")
+	}
+	op, body := body[0], body[1:]
+	if op == opInit {
+		return nil, h.init(body)
+	}
+	switch {
+	case h.w == nil && h.rw == nil:
+		return nil, fmt.Errorf("flow: call %d before the worker's init", op)
+	case op == opSegment && h.w != nil:
+		seg, err := h.w.produce()
+		if err != nil {
+			return nil, err
+		}
+		return seg.AppendEncode(nil)
+	case op == opExperience && h.rw != nil && len(body) == 8:
+		x, err := h.rw.produce(int64(binary.LittleEndian.Uint64(body)))
+		if err != nil {
+			return nil, err
+		}
+		return appendExperience(nil, x)
+	case op == opWeights:
+		v, err := h.decodeWeights(body)
+		if err != nil {
+			return nil, err
+		}
+		if h.w != nil {
+			h.w.setWeights(v)
+			return nil, h.w.err
+		}
+		h.rw.setWeights(v)
+		return nil, h.rw.err
+	}
+	return nil, fmt.Errorf("flow: call %d (%d bytes) is not for this worker", op, len(body))
+}
+
+// init builds the worker an init call describes.
+func (h *host) init(b []byte) error {
+	if h.w != nil || h.rw != nil {
+		return errors.New("flow: worker initialised twice")
+	}
+	kind, x, gamma, err := parseInit(b)
+	if err != nil {
+		return err
+	}
+	if kind == kindRollout {
+		w := &worker{id: x[0], lo: x[1], hi: x[2], T: x[3], gamma: gamma, r: h.r}
+		h.w = w
+		return w.init()
+	}
+	w, err := newReplayWorker(h.r, x[0], x[1], x[2], x[3])
+	h.rw = w
+	return err
+}
+
+// parseInit reads an init call after its op byte: the worker's kind, its
+// four sizes (rolloutInit's k, lo, hi, T or replayInit's k, numEnvs,
+// stepsPerItem, w) and, for a rollout worker, γ.
+func parseInit(b []byte) (kind byte, x [4]int, gamma float32, err error) {
+	switch {
+	case len(b) == 0:
+		return 0, x, 0, errors.New("flow: init call without a worker kind")
+	case len(b) == 21 && b[0] == kindRollout:
+		gamma = math.Float32frombits(binary.LittleEndian.Uint32(b[17:]))
+	case len(b) == 17 && b[0] == kindReplay:
+	default:
+		return 0, x, 0, fmt.Errorf("flow: init call of %d bytes for worker kind %d", len(b)+1, b[0])
+	}
+	for i := range x {
+		x[i] = int(binary.LittleEndian.Uint32(b[1+4*i:]))
+	}
+	return b[0], x, gamma, nil
+}
+
+// decodeWeights decodes a weights call into the learner's parameter
+// shapes (built once from the pieces).
+func (h *host) decodeWeights(b []byte) (*weights.Version, error) {
+	if h.like == nil {
+		pc := h.r.Pieces
+		var v *weights.Version
+		switch {
+		case pc.NewSegmentLearner != nil:
+			l, err := pc.NewSegmentLearner()
+			if err != nil {
+				return nil, err
+			}
+			v = l.Weights()
+			l.Close()
+		case pc.NewTransitionLearner != nil:
+			l, err := pc.NewTransitionLearner()
+			if err != nil {
+				return nil, err
+			}
+			v = l.Weights()
+			l.Close()
+		default:
+			return nil, fmt.Errorf("%w: the algorithm has no learner to decode weights for", ErrConfig)
+		}
+		h.like = make([]*nn.Param, v.Len())
+		for i := range h.like {
+			h.like[i] = v.Param(i)
+		}
+	}
+	return weights.Decode(b, h.like)
+}
+
+// appendExperience encodes x: its report's steps and episodes (return,
+// length, at), then its transitions.
+func appendExperience(dst []byte, x Experience) ([]byte, error) {
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(x.Report.Steps))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(x.Report.Episodes)))
+	for _, e := range x.Report.Episodes {
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(e.Return))
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(e.Length))
+		dst = binary.LittleEndian.AppendUint64(dst, uint64(e.At))
+	}
+	return x.Transitions.AppendEncode(dst)
+}
+
+func decodeExperience(b []byte) (Experience, error) {
+	bad := fmt.Errorf("%w: flow: experience reply of %d bytes", sample.ErrCorrupt, len(b))
+	if len(b) < 12 {
+		return Experience{}, bad
+	}
+	var x Experience
+	x.Report.Steps = int64(binary.LittleEndian.Uint64(b))
+	n := int(binary.LittleEndian.Uint32(b[8:]))
+	b = b[12:]
+	if n > len(b)/24 {
+		return Experience{}, bad
+	}
+	for range n {
+		x.Report.Episodes = append(x.Report.Episodes, sample.Episode{
+			Return: math.Float64frombits(binary.LittleEndian.Uint64(b)),
+			Length: int(binary.LittleEndian.Uint64(b[8:])), At: int(binary.LittleEndian.Uint64(b[16:]))})
+		b = b[24:]
+	}
+	tr, err := sample.DecodeTransitions(b)
+	if err != nil {
+		return Experience{}, err
+	}
+	x.Transitions = tr
+	return x, nil
+}

@@ -1,0 +1,67 @@
+package launch
+
+import (
+	"context"
+	"fmt"
+
+	"herd/algo"
+	"herd/flow"
+	"herd/run/distexec"
+	"herd/transport"
+)
+
+// The flow executor under herd launch: env worker k serves actor
+// flow.ActorName(k) of the plan (flow.ServeWorker) and the learner process
+// drives the plan (flow.TrainServed), both over the run's actor calls on
+// the inference connection. There are no policy workers.
+
+// launchSetup checks the config herd launch was given: the dist
+// executor's topology, or a flow plan (a Setup with no policy workers).
+func launchSetup(res *algo.Resolved) (*distexec.Setup, error) {
+	rc := res.Header.Runtime
+	switch rc.Executor {
+	case "dist":
+		return distexec.Prepare(res.Header, res.Spec, res.Config)
+	case "flow":
+		if _, ok := res.Config.(flow.Planner); !ok {
+			return nil, fmt.Errorf("%w: algorithm %s has no plan", algo.ErrConfig, res.Spec.Name)
+		}
+		if rc.EnvWorkers == 0 {
+			// The plan's default depends on the algorithm; launch must know
+			// how many worker processes to start.
+			return nil, fmt.Errorf("%w: herd launch with executor flow needs runtime.env_workers written out", algo.ErrConfig)
+		}
+		return &distexec.Setup{Header: res.Header, Off: &distexec.OffSetup{EnvWorkers: rc.EnvWorkers}}, nil
+	}
+	return nil, fmt.Errorf("the config's runtime.executor must be dist or flow, got %q", rc.Executor)
+}
+
+// callStream returns the run's actor calls on tr.
+func callStream(ctx context.Context, tr transport.Transport, run string) (transport.CallStream, error) {
+	ct, ok := tr.(transport.CallTransport)
+	if !ok {
+		return nil, fmt.Errorf("transport %T carries no actor calls", tr)
+	}
+	return ct.Calls(ctx, run, transport.Options{})
+}
+
+// serveFlowWorker serves env worker slot of a flow run until ctx ends.
+func serveFlowWorker(ctx context.Context, res *algo.Resolved, tr transport.Transport, run string, slot int) error {
+	calls, err := callStream(ctx, tr, run)
+	if err != nil {
+		return err
+	}
+	defer calls.Close()
+	return flow.ServeWorker(ctx, res.Header, res.Spec, res.Config, calls, flow.ActorName(slot))
+}
+
+// trainFlowDriver runs the plan with its workers in the env worker
+// processes.
+func trainFlowDriver(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, tr transport.Transport, run string) (algo.Model, error) {
+	calls, err := callStream(ctx, tr, run)
+	if err != nil {
+		return nil, err
+	}
+	defer calls.Close()
+	return flow.TrainServed(ctx, rt, spec, cfg, calls)
+}
