@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -142,3 +143,21 @@ func register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
 
 // since returns the seconds from t0 to now.
 func since(t0 time.Time) float64 { return time.Since(t0).Seconds() }
+
+// push sends one sample (msg, which the stream then owns) with retries and
+// counts it, its latency and its episodes in met when met is set.
+func push(t *callTimer, samples transport.SampleStream, id transport.SampleID, msg []byte, met *EnvMetrics, episodes int) error {
+	var t0 time.Time
+	if met != nil {
+		t0 = time.Now()
+	}
+	if err := retry(t, func(c context.Context) error { return samples.Push(c, id, msg) }); err != nil {
+		return err
+	}
+	if met != nil {
+		met.push.Observe(since(t0))
+		met.pushed.Inc()
+		met.episodes.Add(float64(episodes))
+	}
+	return nil
+}

@@ -173,17 +173,8 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 		}
 		msg := append([]byte(nil), buf...) // the stream takes ownership
 		id := transport.SampleID{Slot: cfg.Slot, Incarnation: prog.Incarnation, Seq: prog.Seq + 1}
-		var t0 time.Time
-		if met != nil {
-			t0 = time.Now()
-		}
-		if err := retry(pushT, func(c context.Context) error { return samples.Push(c, id, msg) }); err != nil {
+		if err := push(pushT, samples, id, msg, met, len(tr.Episodes)); err != nil {
 			return err
-		}
-		if met != nil {
-			met.push.Observe(time.Since(t0).Seconds())
-			met.pushed.Inc()
-			met.episodes.Add(float64(len(tr.Episodes)))
 		}
 		prog.Seq, prog.Steps = id.Seq, local
 		if cfg.OnPushed != nil {

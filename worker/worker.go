@@ -274,20 +274,11 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 		// The stream takes ownership of what it is given.
 		b := append([]byte(nil), buf...)
 		id := transport.SampleID{Slot: cfg.Slot, Incarnation: prog.Incarnation, Seq: prog.Seq + 1}
-		var t0 time.Time
-		if met != nil {
-			t0 = time.Now()
-		}
-		if err := retry(pushT, func(c context.Context) error { return samples.Push(c, id, b) }); err != nil {
+		if err := push(pushT, samples, id, b, met, len(seg.Episodes)); err != nil {
 			return err
 		}
 		if tm != nil {
 			ph.add(&tm.Push)
-		}
-		if met != nil {
-			met.push.Observe(since(t0))
-			met.pushed.Inc()
-			met.episodes.Add(float64(len(seg.Episodes)))
 		}
 		prog.Seq, prog.Steps = id.Seq, step
 		if cfg.OnPushed != nil {
