@@ -35,6 +35,10 @@ type ExploreOptions struct {
 	// Steps are the env steps of the run to plan for; 0 takes the
 	// config's (the written config keeps its own).
 	Steps int64
+	// JointRounds, when > 0, runs every allocation the model ties (Tied)
+	// as a whole PAL run of Steps env steps this many times, alternating,
+	// and chooses the one with the highest median env steps/s.
+	JointRounds int
 	// Out is the directory for fig12.png and <config>-tuned.yaml.
 	Out string
 }
@@ -56,6 +60,9 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 	}
 	if o.Rounds < 1 || o.Rounds > 100 {
 		return fmt.Errorf("tune: --rounds must be in [1, 100], got %d", o.Rounds)
+	}
+	if o.JointRounds < 0 || o.JointRounds > 100 {
+		return fmt.Errorf("tune: --joint-rounds must be in [0, 100], got %d", o.JointRounds)
 	}
 	if o.Steps < 0 {
 		return fmt.Errorf("tune: --steps must be ≥ 1, got %d", o.Steps)
@@ -162,6 +169,13 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 	if choice.Predicted {
 		kind = "predicted by the fits"
 	}
+	if tied := Tied(allocs, run); o.JointRounds > 0 && len(tied) > 1 && !choice.Predicted {
+		best, err := measureTied(ctx, w, res, tied, run.Steps, o.JointRounds)
+		if err != nil {
+			return err
+		}
+		choice, kind = best, "measured, the fastest of the tied allocations in whole runs"
+	}
 	fmt.Fprintf(w, "choice: %s, %s (%s: %.0f env steps/s steady, the run %.3f s at %.0f env steps/s)\n",
 		plural(choice.Actors, "actor"), plural(choice.Learners, "learner"), kind, choice.Rate, choice.Seconds, choice.RunRate)
 	use := choice
@@ -179,6 +193,40 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 	}
 	fmt.Fprintf(w, "wrote %s and %s\n", png, cfgPath)
 	return nil
+}
+
+// measureTied runs each tied allocation as a whole PAL run of steps env
+// steps, rounds times with the allocations alternating (so a burst of
+// other work hits one round of each), prints the medians and returns the
+// allocation with the highest. The model ties allocations it cannot tell
+// apart; what it leaves out (hand-offs at the rate limiter, actors and
+// learners sharing cores) decides between them, so they are measured.
+func measureTied(ctx context.Context, w io.Writer, res *algo.Resolved, tied []Allocation, steps int64, rounds int) (Allocation, error) {
+	h := res.Header
+	h.Steps = steps
+	ys := make([][]float64, len(tied))
+	for range rounds {
+		for i, a := range tied {
+			y, err := pal.MeasureJoint(ctx, h, res.Spec, res.Config, a.Actors, a.Learners)
+			if err != nil {
+				return Allocation{}, fmt.Errorf("tune: joint run (%d, %d): %w", a.Actors, a.Learners, err)
+			}
+			ys[i] = append(ys[i], y)
+		}
+	}
+	fmt.Fprintf(w, "whole runs of the %d tied allocations, %d env steps, medians of %d rounds:\n", len(tied), steps, rounds)
+	best, bestY := 0, 0.0
+	for i, a := range tied {
+		m, d, err := Summary(ys[i])
+		if err != nil {
+			return Allocation{}, fmt.Errorf("tune: joint run (%d, %d): %w", a.Actors, a.Learners, err)
+		}
+		fmt.Fprintf(w, "  (%d, %d) %.0f env steps/s ± %.0f%%\n", a.Actors, a.Learners, m, 100*d)
+		if m > bestY {
+			best, bestY = i, m
+		}
+	}
+	return tied[best], nil
 }
 
 // withRuntime returns the config file data with its runtime: section set

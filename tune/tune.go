@@ -237,6 +237,25 @@ func Choose(fa, fl Amdahl, run Run, cores int) ([]Allocation, error) {
 	return all, nil
 }
 
+// Tied returns the measured allocations of a ranked list (Search) whose
+// predicted run rate is within the tie band of the best one's: those the
+// model cannot tell apart, in the list's order.
+func Tied(allocs []Allocation, run Run) []Allocation {
+	var best float64
+	for _, a := range allocs {
+		if !a.Predicted {
+			best = max(best, a.RunRate)
+		}
+	}
+	var tied []Allocation
+	for _, a := range allocs {
+		if !a.Predicted && a.RunRate >= (1-run.tie())*best {
+			tied = append(tied, a)
+		}
+	}
+	return tied
+}
+
 // rank sorts allocations best first: by predicted run time, except that
 // among those within the tie band of the best (RunRate ≥ (1 − tie) of the
 // best's) the one with the fewest workers comes first.

@@ -227,3 +227,21 @@ func TestTieBand(t *testing.T) {
 		}
 	}
 }
+
+// Tied keeps the measured allocations within the band of the best
+// measured run rate, in the ranked order, and never a prediction.
+func TestTied(t *testing.T) {
+	allocs := []Allocation{
+		{Actors: 1, Learners: 1, RunRate: 90},
+		{Actors: 2, Learners: 1, RunRate: 100},
+		{Actors: 3, Learners: 1, RunRate: 200, Predicted: true},
+		{Actors: 1, Learners: 2, RunRate: 80},
+	}
+	got := Tied(allocs, Run{Tie: 0.15})
+	if len(got) != 2 || got[0].Actors != 1 || got[1].Actors != 2 {
+		t.Errorf("Tied(15%%) = %+v, want (1,1) and (2,1)", got)
+	}
+	if got := Tied(allocs, Run{Tie: 0.01}); len(got) != 1 || got[0].Actors != 2 {
+		t.Errorf("Tied(1%%) = %+v, want (2,1) alone", got)
+	}
+}

@@ -40,7 +40,7 @@ func TestTuneCLI(t *testing.T) {
 		rc.LearnerMode != "sync" || rc.RefreshEvery != 2 {
 		t.Errorf("tuned runtime %+v", rc)
 	}
-	for _, bad := range [][]string{{"--cores", "1"}, {"--budget", "1ms"}, {"--steps", "0"}, {"--rounds", "0"}, {"--cores", "3", "--budget", "400ms", "--rounds", "3"}} {
+	for _, bad := range [][]string{{"--cores", "1"}, {"--budget", "1ms"}, {"--steps", "0"}, {"--rounds", "0"}, {"--joint-rounds", "-1"}, {"--cores", "3", "--budget", "400ms", "--rounds", "3"}} {
 		if r := herd(t, dir, append([]string{"tune", "--config", cfg}, bad...)...); r.code == 0 {
 			t.Errorf("%v: exit 0", bad)
 		}

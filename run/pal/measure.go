@@ -146,3 +146,20 @@ func MeasureLearners(ctx context.Context, h algo.Header, spec algo.Spec, cfg alg
 	}
 	return float64(updates) / wall.Seconds(), nil
 }
+
+// MeasureJoint returns the env steps/s of a whole PAL run of h.Steps env
+// steps with the given counts (learning_starts included), from its first
+// env step to its last update: the joint throughput that herd tune
+// measures for allocations its model cannot tell apart.
+func MeasureJoint(ctx context.Context, h algo.Header, spec algo.Spec, cfg algo.Config, actors, learners int) (float64, error) {
+	var st Stats
+	opt := OptionsOf(h)
+	opt.Actors, opt.Learners, opt.Stats = actors, learners, &st
+	if _, err := Train(ctx, &algo.Runtime{Header: h, Log: algo.Discard()}, spec, cfg, opt); err != nil {
+		return 0, err
+	}
+	if st.EnvSteps == 0 || st.Wall <= 0 {
+		return 0, fmt.Errorf("pal: (%d actors, %d learners) took no env step", actors, learners)
+	}
+	return float64(st.EnvSteps) / st.Wall.Seconds(), nil
+}
