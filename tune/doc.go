@@ -48,7 +48,11 @@
 // rounds that alternate the counts, uses each point's median, and widens
 // the band to the largest spread among the points (Summary: half the range
 // over the median), at most 50%, so that a choice rests on differences
-// larger than the noise the measurements showed. Not modelled,
+// larger than the noise the measurements showed. What the model leaves
+// out decides between tied allocations, so `herd tune` then runs each of
+// them (Tied) as a whole PAL run of the planned steps, --joint-rounds
+// times alternating (pal.MeasureJoint), and takes the fastest by median;
+// with --joint-rounds 0 the fewest workers win. Not modelled,
 // since the measured curves do not show them: the set-up before the first
 // step (milliseconds), the hand-offs between actors and learners at the
 // rate limiter, and the actors' and learners' competition for cores when
