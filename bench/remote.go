@@ -12,7 +12,7 @@ import (
 	"herd/service/replaysvc"
 )
 
-// newRemoteCmd is `herd bench remote env|replay` (#16): the gRPC
+// newRemoteCmd is `herd bench remote env|replay`: the gRPC
 // services against their in-process counterparts (logic in envsvc.Bench and
 // replaysvc.Bench).
 func newRemoteCmd() *cobra.Command {

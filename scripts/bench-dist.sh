@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Throughput of the distributed topology as processes (docs/BENCHMARKS.md
-# "Distributed streams (#13)"): for N = 1…NMAX env-worker processes (4 CartPoles
+# "Distributed runs"): for N = 1…NMAX env-worker processes (4 CartPoles
 # each) + 1 policy worker + the learner over an embedded NATS server (`herd
 # launch`, PPO from configs/ppo-cartpole-dist.yaml), print env steps/s; then the
 # same with LOAD busy-loop processes (`herd bench spin`, those of

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Reproduces the tables of docs/BENCHMARKS.md "Shared cores (#10)".
+# Reproduces the tables of docs/BENCHMARKS.md "Shared cores".
 #
-#   scripts/bench-shared-cores.sh [BASE_COMMIT]     (default c7b923d, the code before #10)
+#   scripts/bench-shared-cores.sh [BASE_COMMIT]     (default c7b923d, the code before the shared-core waits)
 #
 # Part 1, shared cores: with two busy-loop processes on the machine, `herd train`
 # of DQN and PPO (CartPole, 100k steps) and SAC (Pendulum, 20k) on all cores vs

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Measures every PAL allocation (N actors, M learners) with N + M <= 4 on
 # DQN CartPole (100k steps, seeds 1-3, alternating), the table that
-# `herd tune`'s choice is checked against in docs/BENCHMARKS.md "PAL (#15)".
+# `herd tune`'s choice is checked against in docs/BENCHMARKS.md "PAL".
 #
 #   scripts/pal-sweep.sh [HERD_BINARY]     (default: go build into a temp dir)
 #

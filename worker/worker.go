@@ -42,7 +42,7 @@ type Timeouts struct {
 	// to a policy worker that dies with it is never answered: this bound is
 	// the env worker's stall before it asks again (and the queue group
 	// routes the retry to a live member), so it stays well under the 2 s
-	// stall that issue #13 allows.
+	// stall the dist executor promises (docs/BENCHMARKS.md "Faults").
 	Infer time.Duration
 	// Push bounds one sample push, back-pressure included (default 30 s).
 	Push time.Duration

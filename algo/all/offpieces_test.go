@@ -257,8 +257,7 @@ func TestOffPolicyWeightsRebuildThePolicy(t *testing.T) {
 //
 //	herd train --quiet --seed 1 --algo A --env E --steps S --set … --out DIR
 //
-// (the script is in docs/BENCHMARKS.md, "Algorithm pieces (#12):
-// off-policy"). All of them have num_envs ≤ train_frequency (DQN) or one
+// (the script is in docs/BENCHMARKS.md, "Learning"). All of them have num_envs ≤ train_frequency (DQN) or one
 // env (SAC, TD3, DDPG), where the old loop already did what its doc said,
 // so the pieces must reproduce them bit for bit.
 var bitCases = []struct {

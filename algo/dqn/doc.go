@@ -84,7 +84,7 @@
 //     envs and train_frequency 4 a vector step trains 4 rounds: the replay
 //     ratio (gradient_steps / train_frequency updates per env step) does
 //     not depend on num_envs (TestOffPolicyReplayRatioIndependentOfNumEnvs).
-//     Before the pieces (#12) a vector step trained at most one round, so
+//     Before the pieces a vector step trained at most one round, so
 //     runs with num_envs > train_frequency trained less than documented
 //     and now give other bits; runs with num_envs ≤ train_frequency (every
 //     config in configs/) are unchanged. Env steps up to learning_starts

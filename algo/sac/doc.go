@@ -49,7 +49,7 @@
 // One update per env step: with num_envs N a vector step takes N updates
 // (each on its own minibatch, with the delays counted in env steps as with
 // one env), so the replay ratio does not depend on num_envs. Before the
-// pieces (#12) it took one; runs with num_envs 1 (every config in
+// pieces it took one; runs with num_envs 1 (every config in
 // configs/) are unchanged bit for bit.
 //
 // # Implementation details

@@ -1,6 +1,6 @@
 package main
 
-// The deployment files in deploy/ (#13) must be valid Kubernetes objects and
+// The deployment files in deploy/ must be valid Kubernetes objects and
 // every herd command line in them must parse with herd's own flags, so a
 // renamed flag breaks this test rather than a cluster.
 

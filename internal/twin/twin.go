@@ -323,7 +323,7 @@ func (p *Pair) account(gain, cost time.Duration) {
 	// Poll long while polls see their threads keep their cores, or while
 	// polling pays anyway: on a VM with a little other load descheduled
 	// polls are common, and parking the worker then makes PPO's
-	// minibatch hand-offs wake-ups (1.10–1.20x slower than before #10).
+	// minibatch hand-offs wake-ups (1.10–1.20x slower than spinning briefly first).
 	spin := p.maxSpin
 	if p.noisy && p.gain*10 < p.cost {
 		spin = min(spin, MinSpin)

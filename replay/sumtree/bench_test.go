@@ -68,8 +68,7 @@ func BenchmarkSample(b *testing.B) {
 
 // setRounds and sampleRounds are the timed loops, kept out of line so that
 // `valgrind --tool=callgrind --toggle-collect='*setRounds'` counts the
-// operations and nothing of the setup (docs/BENCHMARKS.md, "Sum tree
-// layout (#15)").
+// operations and nothing of the setup (docs/BENCHMARKS.md, "Replay").
 //
 //go:noinline
 func setRounds(t *Tree, idx []int, p []float64, batch, n int) {

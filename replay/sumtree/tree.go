@@ -26,8 +26,7 @@ var (
 // lowest tree_set + tree_sample time in every sweep (K = 16 sets faster
 // but samples slower; see docs/BENCHMARKS.md). Those sweeps predate the
 // float32 leaves, which made K = 16's leaf group one cache line and its
-// sample as fast as K = 8's in the tree benchmarks ("Sum tree layout
-// (#15)"); K stays 8 until the buffers, whose shared-mode descent is
+// sample as fast as K = 8's in the tree benchmarks (docs/BENCHMARKS.md, "Replay"); K stays 8 until the buffers, whose shared-mode descent is
 // specialised for K = 8, are swept again.
 const DefaultFanout = 8
 

@@ -3,7 +3,7 @@
 // share, so that each algorithm file reads top to bottom like CleanRL's
 // scripts while the shared equations and plumbing live, tested once, here.
 //
-// # Pieces (algo.Pieces, issue #12)
+// # Pieces (algo.Pieces)
 //
 //   - MLPPolicy: the policy (algo.PolicyNet) of all four: one MLP, plus an
 //     optional deterministic row-wise head (TD3/DDPG's tanh), rebuilt from

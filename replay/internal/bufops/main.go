@@ -1,6 +1,6 @@
 // Command bufops runs one replay.Prioritized operation in a loop, for
 // instruction and cache-miss counts under valgrind, which load from other
-// processes does not change (docs/BENCHMARKS.md, "Sum tree layout (#15)"):
+// processes does not change (docs/BENCHMARKS.md, "Replay"):
 // two runs, -n 1 and -n 1001, differenced and divided by 1000.
 //
 // The buffer (1M CartPole-sized slots, random priorities) is filled in one

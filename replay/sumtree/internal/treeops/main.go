@@ -1,6 +1,6 @@
 // Command treeops runs one sum-tree operation in a loop, for instruction
 // and cache-miss counts under valgrind, which load from other processes
-// does not change (docs/BENCHMARKS.md, "Sum tree layout (#15)"):
+// does not change (docs/BENCHMARKS.md, "Replay"):
 //
 //	valgrind --tool=callgrind --cache-sim=yes --toggle-collect='main.loop' \
 //	    go-built-treeops -op set -fanout 16 -n 1000
