@@ -187,3 +187,17 @@ func (s *Server) Close() error {
 	}
 	return err
 }
+
+// RegisterAll registers every collector on reg, or none: on the first
+// refusal it unregisters those it registered and returns the error.
+func RegisterAll(reg prometheus.Registerer, cs ...prometheus.Collector) error {
+	for i, c := range cs {
+		if err := reg.Register(c); err != nil {
+			for _, d := range cs[:i] {
+				reg.Unregister(d)
+			}
+			return err
+		}
+	}
+	return nil
+}

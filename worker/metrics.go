@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"herd/metrics"
 	"herd/transport"
 )
 
@@ -130,13 +131,8 @@ func register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
 	if reg == nil {
 		return errors.New("worker: metrics need a registerer")
 	}
-	for i, c := range cs {
-		if err := reg.Register(c); err != nil {
-			for _, d := range cs[:i] {
-				reg.Unregister(d)
-			}
-			return fmt.Errorf("worker: metrics: %w", err)
-		}
+	if err := metrics.RegisterAll(reg, cs...); err != nil {
+		return fmt.Errorf("worker: metrics: %w", err)
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	herdmetrics "herd/metrics"
 )
 
 // metrics are registered on Options.Registerer; a nil *metrics records
@@ -64,13 +66,8 @@ func newMetrics(reg prometheus.Registerer, s *Store) (*metrics, error) {
 			Help: "Snapshots newer than the one restored at Open, skipped because their manifest is corrupt."},
 			func() float64 { return float64(len(s.restored.Skipped)) }),
 	}
-	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			for _, d := range cs {
-				reg.Unregister(d)
-			}
-			return nil, err
-		}
+	if err := herdmetrics.RegisterAll(reg, cs...); err != nil {
+		return nil, err
 	}
 	m.reg, m.all = reg, cs
 	return m, nil

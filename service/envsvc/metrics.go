@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"herd/metrics"
 )
 
 // serverMetrics are the env server's Prometheus collectors
@@ -40,13 +42,8 @@ func newServerMetrics(reg prometheus.Registerer, s *Server) (*serverMetrics, err
 	cs := []prometheus.Collector{m.opened, m.refused, m.steps, m.episodes, m.stepSeconds,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herd_env_server_sessions", Help: "Live sessions."},
 			func() float64 { return float64(len(s.sessions)) })}
-	for i, c := range cs {
-		if err := reg.Register(c); err != nil {
-			for _, d := range cs[:i] {
-				reg.Unregister(d)
-			}
-			return nil, fmt.Errorf("envsvc: metrics: %w", err)
-		}
+	if err := metrics.RegisterAll(reg, cs...); err != nil {
+		return nil, fmt.Errorf("envsvc: metrics: %w", err)
 	}
 	return m, nil
 }

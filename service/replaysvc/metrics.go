@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"herd/metrics"
 )
 
 // serverMetrics are the replay server's Prometheus collectors
@@ -42,13 +44,8 @@ func newServerMetrics(reg prometheus.Registerer, s *Server) (*serverMetrics, err
 	cs := []prometheus.Collector{m.pushed, m.sampled, m.samples, m.sampleSeconds,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herd_replay_records", Help: "Records in the store."},
 			func() float64 { return float64(s.cfg.Store.Len()) })}
-	for i, c := range cs {
-		if err := reg.Register(c); err != nil {
-			for _, d := range cs[:i] {
-				reg.Unregister(d)
-			}
-			return nil, fmt.Errorf("replaysvc: metrics: %w", err)
-		}
+	if err := metrics.RegisterAll(reg, cs...); err != nil {
+		return nil, fmt.Errorf("replaysvc: metrics: %w", err)
 	}
 	return m, nil
 }
