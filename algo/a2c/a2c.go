@@ -239,16 +239,7 @@ type losses struct {
 
 // policyLoss: L_pg − c_ent·mean(H), so dL/dlog π = −Â/B and dL/dH = −c_ent/B.
 func (l *losses) policyLoss(dLogProb, dEntropy, logProb, entropy []float32) {
-	B := len(logProb)
-	invB := 1 / float32(B)
-	var pgLoss, entSum float64
-	for r := range B {
-		pgLoss += float64(-l.adv[r] * logProb[r])
-		dLogProb[r] = -l.adv[r] * invB
-		entSum += float64(entropy[r])
-		dEntropy[r] = -l.cfg.EntCoef * invB
-	}
-	l.pgLoss, l.entropy = pgLoss/float64(B), entSum/float64(B)
+	l.pgLoss, l.entropy = onpolicy.PolicyGradient(dLogProb, dEntropy, l.adv, logProb, entropy, l.cfg.EntCoef)
 }
 
 // valueLoss: c_vf·mean((V − R)²), so dL/dV = 2·c_vf·(V − R)/B.

@@ -237,16 +237,7 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 
 // policy: L_pg − c_ent·mean(H): dL/dlog π = −A/B, dL/dH = −c_ent/B.
 func (l *learner) policy(dLogProb, dEntropy, logProb, entropy []float32) {
-	B := len(logProb)
-	invB := 1 / float32(B)
-	var pg, ent float64
-	for k := range B {
-		pg -= float64(l.adv[k] * logProb[k])
-		dLogProb[k] = -l.adv[k] * invB
-		ent += float64(entropy[k])
-		dEntropy[k] = -l.cfg.EntCoef * invB
-	}
-	l.pgLoss, l.entMean = pg/float64(B), ent/float64(B)
+	l.pgLoss, l.entMean = onpolicy.PolicyGradient(dLogProb, dEntropy, l.adv, logProb, entropy, l.cfg.EntCoef)
 }
 
 // value: c_vf·½·mean((V − v)²): dL/dV = c_vf·(V − v)/B.

@@ -62,3 +62,18 @@ func (l *Learner) Apply(g *algo.Grad) (int, error) {
 	l.n++
 	return int(l.n), nil
 }
+
+// PolicyGradient is the actor-critic policy loss L_pg − c_ent·mean(H) over
+// B rows (A2C's and IMPALA's): it writes dL/dlog π = −A/B and
+// dL/dH = −c_ent/B and returns L_pg = −mean(A·log π) and mean(H).
+func PolicyGradient(dLogProb, dEntropy, adv, logProb, entropy []float32, entCoef float32) (pgLoss, entMean float64) {
+	B := len(logProb)
+	invB := 1 / float32(B)
+	for r := range B {
+		pgLoss += float64(-adv[r] * logProb[r])
+		dLogProb[r] = -adv[r] * invB
+		entMean += float64(entropy[r])
+		dEntropy[r] = -entCoef * invB
+	}
+	return pgLoss / float64(B), entMean / float64(B)
+}
