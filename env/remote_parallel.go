@@ -260,6 +260,15 @@ func (p *parallelSession) decode(resp *herdv1.EnvResponse, acted []map[string][]
 			if e.GetDone() && !p.autoreset {
 				return bad("done without autoreset")
 			}
+			last := e.GetObs()
+			if e.GetDone() {
+				last = e.GetFinalObs()
+			}
+			for a := range acted[i] {
+				if _, ok := last[a]; !ok {
+					return bad(fmt.Sprintf("agent %q acted but has no observation", a))
+				}
+			}
 		}
 		s := &steps[i]
 		floatsInto(s.Obs, e.GetObs())
