@@ -461,7 +461,8 @@ func (*DescribeRequest) Descriptor() ([]byte, []int) {
 type DescribeResponse struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	ProtocolVersions []uint32               `protobuf:"varint,1,rep,packed,name=protocol_versions,json=protocolVersions,proto3" json:"protocol_versions,omitempty"`
-	// Env ids Open accepts; empty when the server serves one env under any id.
+	// Env ids Open accepts for single-agent sessions; empty when the server
+	// serves one env under any id (or only multi-agent envs).
 	EnvIds []string `protobuf:"bytes,2,rep,name=env_ids,json=envIds,proto3" json:"env_ids,omitempty"`
 	Server string   `protobuf:"bytes,3,opt,name=server,proto3" json:"server,omitempty"`
 	// Env ids Open accepts with parallel = true (multi-agent envs).
