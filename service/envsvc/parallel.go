@@ -42,8 +42,12 @@ func (s *Server) openParallel(first *herdv1.EnvRequest) (*parallelSession, error
 	sess.possible = slices.Clone(sess.envs[0].PossibleAgents())
 	sess.running = make([]bool, n)
 	sess.acts = make([]map[string][]float32, n)
+	sess.trans = make([]map[string]*herdv1.AgentTransition, n)
 	for i := range sess.acts {
 		sess.acts[i] = map[string][]float32{}
+		sess.trans[i] = map[string]*herdv1.AgentTransition{}
+		sess.batch.Envs = append(sess.batch.Envs, &herdv1.ParallelEnvBatch{Obs: map[string]*herdv1.Floats{},
+			Transitions: map[string]*herdv1.AgentTransition{}, FinalObs: map[string]*herdv1.Floats{}})
 	}
 	s.metrics.open()
 	return sess, nil
@@ -57,6 +61,11 @@ type parallelSession struct {
 	running   []bool // reset, and its episode not over
 	acts      []map[string][]float32
 	metrics   *serverMetrics
+	// batch answers every Reset and Step, its messages reused; trans
+	// holds each env's AgentTransition messages, kept while Transitions
+	// is cleared.
+	batch herdv1.ParallelBatch
+	trans []map[string]*herdv1.AgentTransition
 }
 
 func (s *parallelSession) close() {
@@ -109,21 +118,41 @@ func (s *parallelSession) handle(req *herdv1.EnvRequest) (*herdv1.EnvResponse, e
 	return nil, status.Error(codes.InvalidArgument, "empty request")
 }
 
-// floats copies obs onto the wire: the env owns its maps' slices until
-// its next call, and an autoreset overwrites them within the step.
-func floats(obs map[string][]float32) map[string]*herdv1.Floats {
-	m := make(map[string]*herdv1.Floats, len(obs))
-	for a, o := range obs {
-		m[a] = &herdv1.Floats{Values: slices.Clone(o)}
+// floatsTo copies obs into the wire map dst, reusing its messages: the
+// env owns its maps' slices until its next call, and an autoreset
+// overwrites them within the step. The answer is sent before the session
+// reads its next request, so its messages are reused by the next one.
+func floatsTo(dst map[string]*herdv1.Floats, obs map[string][]float32) {
+	for a := range dst {
+		if _, ok := obs[a]; !ok {
+			delete(dst, a)
+		}
 	}
-	return m
+	for a, o := range obs {
+		f := dst[a]
+		if f == nil {
+			f = &herdv1.Floats{}
+			dst[a] = f
+		}
+		f.Values = append(f.Values[:0], o...)
+	}
+}
+
+// envBatch returns env i's part of the session's reused answer, cleared.
+func (s *parallelSession) envBatch(i int) *herdv1.ParallelEnvBatch {
+	eb := s.batch.Envs[i]
+	eb.Agents = eb.Agents[:0]
+	eb.Done = false
+	clear(eb.Transitions)
+	floatsTo(eb.FinalObs, nil)
+	return eb
 }
 
 func (s *parallelSession) reset(seeds []int64) (*herdv1.EnvResponse, error) {
 	if len(seeds) != 0 && len(seeds) != len(s.envs) {
 		return nil, status.Errorf(codes.InvalidArgument, "reset with %d seeds for %d envs", len(seeds), len(s.envs))
 	}
-	b := &herdv1.ParallelBatch{}
+	b := &s.batch
 	for i, e := range s.envs {
 		seed := env.NoSeed
 		if len(seeds) > 0 && seeds[i] >= 0 {
@@ -135,7 +164,9 @@ func (s *parallelSession) reset(seeds []int64) (*herdv1.EnvResponse, error) {
 			return inBand(fmt.Errorf("env %d: %w", i, err)), nil
 		}
 		s.running[i] = len(e.Agents()) > 0
-		b.Envs = append(b.Envs, &herdv1.ParallelEnvBatch{Obs: floats(obs), Agents: slices.Clone(e.Agents())})
+		eb := s.envBatch(i)
+		floatsTo(eb.Obs, obs)
+		eb.Agents = append(eb.Agents, e.Agents()...)
 	}
 	return &herdv1.EnvResponse{Msg: &herdv1.EnvResponse_ParallelBatch{ParallelBatch: b}}, nil
 }
@@ -165,16 +196,22 @@ func (s *parallelSession) step(envs []*herdv1.AgentActions) *herdv1.EnvResponse 
 	if s.metrics != nil {
 		t0 = time.Now()
 	}
-	b := &herdv1.ParallelBatch{}
+	b := &s.batch
 	ended := 0
 	for i, e := range s.envs {
 		obs, rew, term, trunc, _, err := e.Step(s.acts[i])
 		if err != nil {
 			return inBand(fmt.Errorf("env %d: %w", i, err))
 		}
-		eb := &herdv1.ParallelEnvBatch{Transitions: make(map[string]*herdv1.AgentTransition, len(s.acts[i]))}
+		eb := s.envBatch(i)
 		for a := range s.acts[i] {
-			eb.Transitions[a] = &herdv1.AgentTransition{Reward: rew[a], Terminated: term[a], Truncated: trunc[a]}
+			tr := s.trans[i][a]
+			if tr == nil {
+				tr = &herdv1.AgentTransition{}
+				s.trans[i][a] = tr
+			}
+			tr.Reward, tr.Terminated, tr.Truncated = rew[a], term[a], trunc[a]
+			eb.Transitions[a] = tr
 		}
 		done := len(e.Agents()) == 0
 		if done {
@@ -182,14 +219,15 @@ func (s *parallelSession) step(envs []*herdv1.AgentActions) *herdv1.EnvResponse 
 			s.running[i] = false
 		}
 		if done && s.autoreset {
-			eb.Done, eb.FinalObs = true, floats(obs)
+			eb.Done = true
+			floatsTo(eb.FinalObs, obs)
 			if obs, _, err = e.Reset(env.NoSeed); err != nil {
 				return inBand(fmt.Errorf("env %d: autoreset: %w", i, err))
 			}
 			s.running[i] = len(e.Agents()) > 0
 		}
-		eb.Obs, eb.Agents = floats(obs), slices.Clone(e.Agents())
-		b.Envs = append(b.Envs, eb)
+		floatsTo(eb.Obs, obs)
+		eb.Agents = append(eb.Agents, e.Agents()...)
 	}
 	s.metrics.step(n, ended, t0)
 	return &herdv1.EnvResponse{Msg: &herdv1.EnvResponse_ParallelBatch{ParallelBatch: b}}
