@@ -169,8 +169,21 @@ func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 		return nil, err
 	}
 	return &Setup{Header: h, NumEnvs: numEnvs, T: T, Gamma: gamma, Pieces: pieces, Inline: inline,
-		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs)}}, nil
+		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs),
+			Capacity: OnCapacity}}, nil
 }
+
+// OnCapacity is the on-policy learner's sample queue: one segment. When
+// the env workers gather segments faster than the learner learns them
+// (CartPole with inline inference under herd launch, or either inference
+// under herd train: the learner is the bottleneck) the queue stays full,
+// and every segment in it adds a version to the lag of those behind it.
+// With the transport's default of 4, PPO CartPole's mean lag was 6.1
+// versions (inline, herd launch) and 5.8 (policy workers, herd train), and
+// returns fell to 378 and 273; with one, 2.9–3.2 (docs/BENCHMARKS.md,
+// "Distributed speed"). The env workers, blocked on the push, wait instead
+// of gathering data that would only age.
+const OnCapacity = 1
 
 func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 	numEnvs, _ := cfg.(algo.TransitionShape).TransitionShape()
