@@ -95,6 +95,39 @@ type SegmentLearner interface {
 	Close() error
 }
 
+// Reducer joins the M learners of a data-parallel update (the dist
+// executor's runtime.learners > 1): each learns from its own segments and
+// computes each minibatch gradient on its own rows, the Reducer combines
+// them, and every learner takes the same optimizer step, so all hold the
+// same parameters. Every method is a collective call: all M learners make
+// the same calls in the same order, and each gets the same bits.
+type Reducer interface {
+	// Learners is M.
+	Learners() int
+	// AverageGrad replaces g by AverageGrads of the M learners' g, in
+	// learner-id order.
+	AverageGrad(ctx context.Context, g *Grad) error
+	// Sum replaces x by the element-wise sum over the M learners' x,
+	// added in learner-id order starting from 0 (so for M = 1 x is
+	// unchanged, bit for bit).
+	Sum(ctx context.Context, x []float64) error
+}
+
+// DataParallel is a SegmentLearner that can learn as one of the M learners
+// of a Reducer: one Learn call per learner is one update of the
+// algorithm on the union of the learners' segments, the same on every
+// learner. Its config is a Minibatcher, so that the executor can give each
+// learner a 1/M share of the algorithm's minibatch (pal's sync_batch:
+// split) as pal's sync learners do.
+type DataParallel interface {
+	SegmentLearner
+	// SetReducer makes the learner one of r.Learners(): its learning-rate
+	// schedule counts updates of M segments, and every gradient and
+	// statistic that decides a step (minibatch advantage normalisation,
+	// the early stop on the KL estimate) goes through r.
+	SetReducer(r Reducer) error
+}
+
 // Pieces are an algorithm cut into the parts that executors place on
 // different goroutines, processes or machines. Spec.Pieces builds them for
 // one run; each constructor may be called any number of times (one policy
