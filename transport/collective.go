@@ -243,6 +243,7 @@ func (c *natsCollective) AllGather(ctx context.Context, b []byte) ([][]byte, err
 		c.mu.Lock()
 		ready := !slicesContainsFalse(c.heard)
 		got := c.rounds[c.round]
+		complete := got != nil && len(missingBut(got, c.id)) == 0
 		bad := c.bad
 		c.mu.Unlock()
 		if bad != nil {
@@ -257,13 +258,15 @@ func (c *natsCollective) AllGather(ctx context.Context, b []byte) ([][]byte, err
 				hello.Stop()
 			}
 		}
-		if sent && got != nil && len(missingBut(got, c.id)) == 0 {
+		if sent && complete {
+			// Complete rounds are no longer written: every member sends
+			// once per round.
 			out := make([][]byte, c.size)
-			copy(out, got)
-			out[c.id] = b
 			c.mu.Lock()
+			copy(out, got)
 			delete(c.rounds, c.round)
 			c.mu.Unlock()
+			out[c.id] = b
 			return out, nil
 		}
 		var tick <-chan time.Time
