@@ -246,6 +246,8 @@ type RuntimeConfig struct {
 	// Actors, Learners, LearnerMode, UpdateInterval, RefreshEvery,
 	// PublishEvery and MaxLag are PAL's settings (see run/pal); left out
 	// (0 or "") means the default, and a count written out must be ≥ 1.
+	// Learners and SyncBatch are also the dist executor's: M
+	// data-parallel learner processes (see run/distexec).
 	Actors         int     `yaml:"actors,omitempty"`
 	Learners       int     `yaml:"learners,omitempty"`
 	LearnerMode    string  `yaml:"learner_mode,omitempty"`
@@ -360,7 +362,7 @@ func (rc RuntimeConfig) Validate() error {
 		}
 		// The dist executor's off-policy topology refreshes and publishes
 		// weights as pal does.
-		distToo := rc.Executor == "dist" && (c.name == "refresh_every" || c.name == "publish_every")
+		distToo := rc.Executor == "dist" && (c.name == "refresh_every" || c.name == "publish_every" || c.name == "learners")
 		if c.v != 0 && rc.Executor != "pal" && !distToo {
 			errs = append(errs, fmt.Errorf("%w: runtime.%s is a pal setting; executor is %q", ErrConfig, c.name, rc.Executor))
 		}
@@ -387,8 +389,9 @@ func (rc RuntimeConfig) Validate() error {
 			errs = append(errs, fmt.Errorf("%w: runtime.learner_mode is a pal setting; executor is %q", ErrConfig, rc.Executor))
 		}
 	}
-	if b := rc.SyncBatch; b != "" && (b != "split" && b != "full" || rc.LearnerMode != "sync") {
-		errs = append(errs, fmt.Errorf("%w: runtime.sync_batch %q: split or full, with learner_mode sync", ErrConfig, b))
+	// The dist executor's learners are always synchronous (data-parallel).
+	if b := rc.SyncBatch; b != "" && (b != "split" && b != "full" || rc.LearnerMode != "sync" && rc.Executor != "dist") {
+		errs = append(errs, fmt.Errorf("%w: runtime.sync_batch %q: split or full, with learner_mode sync (pal) or executor dist", ErrConfig, b))
 	}
 	if s := rc.ReplayLocking; s != "" {
 		if _, err := replay.ParseLocking(s); err != nil {
