@@ -284,7 +284,7 @@ func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport,
 }
 
 // watchLearners returns distexec.Options.Watch for learner 0 of m: an
-// error as soon as another learner's registration is gone (its process
+// error as soon as another learner's registration, once seen, is gone (its process
 // ended, or it stopped answering for a TTL), so that a dead learner ends
 // the run at once rather than at the all-gather's deadline.
 func watchLearners(mem transport.Membership, m int) func(ctx context.Context) <-chan error {
@@ -295,12 +295,26 @@ func watchLearners(mem transport.Membership, m int) func(ctx context.Context) <-
 		out := make(chan error, m)
 		for j := 1; j < m; j++ {
 			name := distexec.LearnerName(j)
-			gone, err := mem.Gone(ctx, name)
-			if err != nil {
-				out <- fmt.Errorf("worker: watch %s: %w", name, err)
-				continue
-			}
 			go func() {
+				// Watch from its registration on (polled: it registers
+				// once, early); one that never registers is caught by the
+				// all-gather's deadline.
+				for {
+					ms, err := mem.Members(ctx)
+					if err == nil && slices.ContainsFunc(ms, func(x transport.Member) bool { return x.Name == name }) {
+						break
+					}
+					select {
+					case <-time.After(250 * time.Millisecond):
+					case <-ctx.Done():
+						return
+					}
+				}
+				gone, err := mem.Gone(ctx, name)
+				if err != nil {
+					out <- fmt.Errorf("worker: watch %s: %w", name, err)
+					return
+				}
 				select {
 				case <-gone:
 					out <- fmt.Errorf("worker: %s is gone (its process ended or stopped answering): the learners share every update, so the run cannot go on", name)

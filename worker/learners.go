@@ -24,10 +24,6 @@ type LearnerGroup struct {
 	Collective transport.Collective
 	// Learners is M, Slot this learner's id (0 … M−1).
 	Learners, Slot int
-	// Joined, when set, is called once every learner has taken part in
-	// the first round (all are up; a watcher of their registrations can
-	// start).
-	Joined func()
 }
 
 // reducer is algo.Reducer over a transport.Collective: every learner

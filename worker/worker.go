@@ -546,9 +546,6 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 			if err != nil {
 				return l, fmt.Errorf("worker: learner %d: %w", g.Slot, err)
 			}
-			if it == 0 && g.Joined != nil {
-				g.Joined()
-			}
 			if lead {
 				report = mergeRound(infos, cnt)
 			}

@@ -48,11 +48,10 @@ type Options struct {
 	// ends the run with an error naming the workers alive (0: 60 s, < 0:
 	// none).
 	Stall time.Duration
-	// Watch, when set, is called (learner 0 of several, LearnerOnly) once
-	// every learner has joined, and returns a channel that yields an
-	// error when one of the other learners is gone (their registrations,
-	// under herd launch); the run then ends with it at once instead of at
-	// the all-gather's deadline.
+	// Watch, when set, is called by learner 0 of several as it starts and
+	// returns a channel that yields an error when one of the other
+	// learners is gone (their registrations, under herd launch); the run
+	// then ends with it at once instead of at the all-gather's deadline.
 	Watch func(ctx context.Context) <-chan error
 }
 
@@ -620,16 +619,14 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		defer coll.Close()
 		group = &worker.LearnerGroup{Collective: coll, Learners: st.Learners}
 		if opt.Watch != nil {
-			group.Joined = func() {
-				gone := opt.Watch(wctx)
-				wg.Go(func() {
-					select {
-					case err := <-gone:
-						fail(err)
-					case <-wctx.Done():
-					}
-				})
-			}
+			gone := opt.Watch(wctx)
+			wg.Go(func() {
+				select {
+				case err := <-gone:
+					fail(err)
+				case <-wctx.Done():
+				}
+			})
 		}
 	}
 	var step int64
