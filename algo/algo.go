@@ -302,6 +302,9 @@ func (r *Resolved) StepsRun() (steps, unit int64) {
 	}
 	n, t, _ := shape.RolloutShape()
 	unit = int64(n) * int64(t)
+	if rc := r.Header.Runtime; rc.Executor == "dist" && rc.Learners > 1 {
+		unit *= int64(rc.Learners) // one rollout per data-parallel learner per update
+	}
 	if unit < 1 {
 		return r.Header.Steps, 1
 	}

@@ -309,8 +309,9 @@ type UpdateCounter interface {
 	UpdateCounts() UpdateCounts
 }
 
-// Minibatcher is an off-policy config whose minibatch size can be changed:
-// the pal executor's sync learners each compute one update's gradient on a
+// Minibatcher is a config whose minibatch size can be changed: the pal
+// executor's sync learners (off-policy) and the dist executor's
+// data-parallel learners (PPO) each compute one update's gradient on a
 // share of its minibatch.
 type Minibatcher interface {
 	Config

@@ -95,6 +95,42 @@ type SegmentLearner interface {
 	Close() error
 }
 
+// Reducer joins the M learners of a data-parallel update (the dist
+// executor's runtime.learners > 1): each learns from its own segments and
+// computes each minibatch gradient on its own rows, the Reducer combines
+// them, and every learner takes the same optimizer step, so all hold the
+// same parameters. Every method is a collective call: all M learners make
+// the same calls in the same order, and each gets the same bits.
+type Reducer interface {
+	// Learners is M.
+	Learners() int
+	// AverageGrad replaces g by AverageGrads of the M learners' g, in
+	// learner-id order.
+	AverageGrad(ctx context.Context, g *Grad) error
+	// Sum replaces x by the element-wise sum over the M learners' x,
+	// added in learner-id order starting from 0 (so for M = 1 x is
+	// unchanged, bit for bit).
+	Sum(ctx context.Context, x []float64) error
+}
+
+// DataParallel is a SegmentLearner that can learn as one of the M learners
+// of a Reducer: one Learn call per learner is one update of the
+// algorithm on the union of the learners' segments, the same on every
+// learner. Its config is a Minibatcher, so that the executor can give each
+// learner a 1/M share of the algorithm's minibatch (pal's sync_batch:
+// split) as pal's sync learners do.
+type DataParallel interface {
+	SegmentLearner
+	// SetReducer makes the learner one of r.Learners(): its learning-rate
+	// schedule counts updates of M segments, and every gradient and
+	// statistic that decides a step (minibatch advantage normalisation,
+	// the early stop on the KL estimate) goes through r.
+	SetReducer(r Reducer) error
+	// NewGrad returns a gradient buffer sized for the learner (the
+	// Reducer's buffers).
+	NewGrad() *Grad
+}
+
 // Pieces are an algorithm cut into the parts that executors place on
 // different goroutines, processes or machines. Spec.Pieces builds them for
 // one run; each constructor may be called any number of times (one policy
@@ -218,6 +254,8 @@ type RuntimeConfig struct {
 	// Actors, Learners, LearnerMode, UpdateInterval, RefreshEvery,
 	// PublishEvery and MaxLag are PAL's settings (see run/pal); left out
 	// (0 or "") means the default, and a count written out must be ≥ 1.
+	// Learners and SyncBatch are also the dist executor's: M
+	// data-parallel learner processes (see run/distexec).
 	Actors         int     `yaml:"actors,omitempty"`
 	Learners       int     `yaml:"learners,omitempty"`
 	LearnerMode    string  `yaml:"learner_mode,omitempty"`
@@ -353,7 +391,7 @@ func (rc RuntimeConfig) Validate() error {
 		}
 		// The dist executor's off-policy topology refreshes and publishes
 		// weights as pal does.
-		distToo := rc.Executor == "dist" && (c.name == "refresh_every" || c.name == "publish_every")
+		distToo := rc.Executor == "dist" && (c.name == "refresh_every" || c.name == "publish_every" || c.name == "learners")
 		if c.v != 0 && rc.Executor != "pal" && !distToo {
 			errs = append(errs, fmt.Errorf("%w: runtime.%s is a pal setting; executor is %q", ErrConfig, c.name, rc.Executor))
 		}
@@ -380,8 +418,9 @@ func (rc RuntimeConfig) Validate() error {
 			errs = append(errs, fmt.Errorf("%w: runtime.learner_mode is a pal setting; executor is %q", ErrConfig, rc.Executor))
 		}
 	}
-	if b := rc.SyncBatch; b != "" && (b != "split" && b != "full" || rc.LearnerMode != "sync") {
-		errs = append(errs, fmt.Errorf("%w: runtime.sync_batch %q: split or full, with learner_mode sync", ErrConfig, b))
+	// The dist executor's learners are always synchronous (data-parallel).
+	if b := rc.SyncBatch; b != "" && (b != "split" && b != "full" || rc.LearnerMode != "sync" && rc.Executor != "dist") {
+		errs = append(errs, fmt.Errorf("%w: runtime.sync_batch %q: split or full, with learner_mode sync (pal) or executor dist", ErrConfig, b))
 	}
 	if s := rc.ReplayLocking; s != "" {
 		if _, err := replay.ParseLocking(s); err != nil {

@@ -188,9 +188,9 @@ func Run(ctx context.Context, o Options) error {
 	if rc.Executor == "flow" {
 		envs = " serving the plan's actors"
 	}
-	fmt.Fprintf(stdout, "launching run %s: %s on %s%s, %s%s, %s, 1 learner → %s\n",
+	fmt.Fprintf(stdout, "launching run %s: %s on %s%s, %s%s, %s, %s → %s\n",
 		runID, h.Algo, h.Env, run.StepsNote(res), plural(max(rc.EnvWorkers, 1), "env worker"), envs,
-		plural(st.PolicyWorkers(rc.PolicyWorkers), "policy worker"), h.Out)
+		plural(st.PolicyWorkers(rc.PolicyWorkers), "policy worker"), plural(max(rc.Learners, 1), "learner"), h.Out)
 
 	sup := (&supervisor{
 		command: append(append([]string(nil), self...), base...),
@@ -231,6 +231,9 @@ func Run(ctx context.Context, o Options) error {
 		largs = append(largs, "--resume")
 	}
 	sup.start("learner", largs, false, stdout)
+	for j := 1; j < rc.Learners; j++ {
+		sup.startPeer("learner "+strconv.Itoa(j), []string{"--role", "learner", "--slot", strconv.Itoa(j)}, io.Discard)
+	}
 	learnerExit, all := sup.wait()
 	switch {
 	case ctx.Err() == nil || learnerExit == ExitOK:
@@ -280,12 +283,13 @@ const maxProcsPerCore = 16
 func checkLocalWorkers(res *algo.Resolved, st *distexec.Setup) error {
 	rc := res.Header.Runtime
 	envW, polW := max(rc.EnvWorkers, 1), st.PolicyWorkers(rc.PolicyWorkers)
-	procs := envW + polW + 1
+	learners := max(rc.Learners, 1)
+	procs := envW + polW + learners
 	if limit := maxProcsPerCore * runtime.NumCPU(); procs > limit {
-		return fmt.Errorf("%w: runtime.env_workers %d + policy_workers %d + 1 learner = %d worker processes, more than %d per core on this machine's %d cores (%d); "+
-			"run them on more machines with --no-workers", algo.ErrConfig, envW, polW, procs, maxProcsPerCore, runtime.NumCPU(), limit)
+		return fmt.Errorf("%w: runtime.env_workers %d + policy_workers %d + %d learner(s) = %d worker processes, more than %d per core on this machine's %d cores (%d); "+
+			"run them on more machines with --no-workers", algo.ErrConfig, envW, polW, learners, procs, maxProcsPerCore, runtime.NumCPU(), limit)
 	}
-	return algo.CheckMemory(res, algo.MemoryUse{Key: fmt.Sprintf("env_workers+policy_workers+1=%d", procs),
+	return algo.CheckMemory(res, algo.MemoryUse{Key: fmt.Sprintf("env_workers+policy_workers+learners=%d", procs),
 		What: "worker processes", Bytes: float64(procs) * algo.ProcessBytes})
 }
 

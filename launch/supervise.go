@@ -97,6 +97,24 @@ func (s *supervisor) start(name string, args []string, restart bool, out io.Writ
 	})
 }
 
+// startPeer runs learner name (a data-parallel learner after the first)
+// in a goroutine: never restarted (the learners share every update, so a
+// new process could not join the run's rounds), its exit 0 is the normal
+// end of its updates, and a failure is reported and left to learner 0,
+// which sees the registration gone and ends the run with an error naming
+// it.
+func (s *supervisor) startPeer(name string, args []string, out io.Writer) {
+	if s.profiles != "" {
+		args = append(args, "--cpuprofile", filepath.Join(s.profiles, strings.ReplaceAll(name, " ", "-")+".pprof"))
+	}
+	s.wg.Go(func() {
+		stopped, err := s.runOnce(name, args, true, out)
+		if !stopped && err != nil {
+			s.errs <- fmt.Errorf("launch: %s: %w", name, err)
+		}
+	})
+}
+
 // runOnce runs the worker process once. It returns stopped when the
 // supervisor stopped it (or it could not start): then the worker is not
 // to be restarted; and the process's exit error.

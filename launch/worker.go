@@ -200,10 +200,22 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	case "policy":
 		err = st.RunPolicyWorker(ctx, o.Slot, tr, o.Run)
 	case "learner":
-		err = runLearner(ctx, w, tr, byKind[0], res, mode, o)
+		if o.Slot > 0 {
+			// A data-parallel learner after the first: it ends with its
+			// updates; learner 0 writes the run and marks its end.
+			// Its registration stays until the run ends (the controller
+			// is gone), as an env worker's: learner 0 takes a learner that
+			// is gone before then for a dead one.
+			if err = st.RunLearnerPeer(ctx, o.Slot, tr, o.Run, distexec.Options{}); err == nil {
+				fmt.Fprintf(w, "worker %s: updates done; waiting for the run's end\n", name)
+				<-ctx.Done()
+			}
+			break
+		}
+		err = runLearner(ctx, w, tr, byKind[0], mem, res, mode, o)
 	}
 	ended := errors.Is(context.Cause(ctx), errGone)
-	if o.Role == "learner" {
+	if o.Role == "learner" && o.Slot == 0 {
 		if ended && err != nil {
 			// Nobody asked this run to stop: it is not finished, whatever
 			// was saved. %v: not reported as a clean interruption.
@@ -232,7 +244,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 
 // runLearner trains the run as its learner through algo.TrainRun with the
 // dist executor in learner-only mode, then marks the run ended.
-func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport, res *algo.Resolved, mode algo.DirMode, o WorkerOptions) error {
+func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport, mem transport.Membership, res *algo.Resolved, mode algo.DirMode, o WorkerOptions) error {
 	flowPlan := res.Header.Runtime.Executor == "flow"
 	if flowPlan {
 		res.Header.Runtime.Transport = "nats" // the driver's counters of its calls
@@ -242,7 +254,7 @@ func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport,
 	opt := algo.RunOptions{Dir: mode, Executors: map[string]algo.Executor{
 		"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 			return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: o.Run,
-				Dial: func() (transport.Transport, error) { return tr, nil }})
+				Dial: func() (transport.Transport, error) { return tr, nil }, Watch: watchLearners(mem, rt.Header.Runtime.Learners)})
 		},
 		"flow": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 			return trainFlowDriver(ctx, rt, spec, cfg, calls, o.Run)
@@ -269,6 +281,49 @@ func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport,
 		fmt.Fprintln(w, distLine(s.Dist))
 	}
 	return err
+}
+
+// watchLearners returns distexec.Options.Watch for learner 0 of m: an
+// error as soon as another learner's registration, once seen, is gone (its process
+// ended, or it stopped answering for a TTL), so that a dead learner ends
+// the run at once rather than at the all-gather's deadline.
+func watchLearners(mem transport.Membership, m int) func(ctx context.Context) <-chan error {
+	if m < 2 {
+		return nil
+	}
+	return func(ctx context.Context) <-chan error {
+		out := make(chan error, m)
+		for j := 1; j < m; j++ {
+			name := distexec.LearnerName(j)
+			go func() {
+				// Watch from its registration on (polled: it registers
+				// once, early); one that never registers is caught by the
+				// all-gather's deadline.
+				for {
+					ms, err := mem.Members(ctx)
+					if err == nil && slices.ContainsFunc(ms, func(x transport.Member) bool { return x.Name == name }) {
+						break
+					}
+					select {
+					case <-time.After(250 * time.Millisecond):
+					case <-ctx.Done():
+						return
+					}
+				}
+				gone, err := mem.Gone(ctx, name)
+				if err != nil {
+					out <- fmt.Errorf("worker: watch %s: %w", name, err)
+					return
+				}
+				select {
+				case <-gone:
+					out <- fmt.Errorf("worker: %s is gone (its process ended or stopped answering): the learners share every update, so the run cannot go on", name)
+				case <-ctx.Done():
+				}
+			}()
+		}
+		return out
+	}
 }
 
 // distLine prints the dist executor's counters (summary.json's "dist").
@@ -309,11 +364,14 @@ func awaitController(ctx context.Context, n *transport.NATS, mem transport.Membe
 }
 
 // checkSlot refuses a slot the run's topology does not have: env workers
-// 0…env_workers-1, policy workers 0…policy_workers-1, learner 0.
+// 0…env_workers-1, policy workers 0…policy_workers-1, learners
+// 0…learners-1.
 func checkSlot(res *algo.Resolved, role string, slot int) error {
 	rc := res.Header.Runtime
 	n := 1
 	switch role {
+	case "learner":
+		n = max(rc.Learners, 1)
 	case "env":
 		n = max(rc.EnvWorkers, 1)
 	case "policy":

@@ -42,7 +42,11 @@ func StepsNote(res *algo.Resolved) string {
 	if steps == res.Header.Steps {
 		return ""
 	}
-	return fmt.Sprintf(" (rounded down to %d × %d = %d steps: whole rollouts of num_envs × num_steps)", steps/unit, unit, steps)
+	what := "whole rollouts of num_envs × num_steps"
+	if rc := res.Header.Runtime; rc.Executor == "dist" && rc.Learners > 1 {
+		what = "whole updates of learners × num_envs × num_steps"
+	}
+	return fmt.Sprintf(" (rounded down to %d × %d = %d steps: %s)", steps/unit, unit, steps, what)
 }
 
 // WroteLine names the files of a finished run in dir.

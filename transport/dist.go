@@ -204,6 +204,56 @@ type Transport interface {
 	Samples(ctx context.Context, run string, opt Options) (SampleStream, error)
 	Params(ctx context.Context, run string, opt Options) (ParamService, error)
 	Membership(ctx context.Context, run string, opt Options) (Membership, error)
+	// Collective joins member opt.Learner of the opt.Learners learners of
+	// run (all-gather for data-parallel updates).
+	Collective(ctx context.Context, run string, opt Options) (Collective, error)
+}
+
+// Collective joins the M learners of a run that compute each update
+// together (runtime.learners): every round each member contributes one
+// message and receives every member's. Members make the same sequence of
+// AllGather calls; rounds are numbered by call, from 1.
+type Collective interface {
+	// AllGather contributes b to this member's next round and returns
+	// the round's contributions indexed by member id (out[own id] is b).
+	// It waits at most the configured GatherTimeout (or until ctx ends)
+	// and then fails naming the members it heard nothing from: a dead or
+	// stopped learner ends the run with an error instead of a hang.
+	AllGather(ctx context.Context, b []byte) ([][]byte, error)
+	// Close leaves the group.
+	Close() error
+}
+
+// ErrGather marks a Collective round that did not complete in time.
+var ErrGather = errors.New("dist: learners' all-gather")
+
+// sampleSubject is learner i's sample queue: herd.<run>.samples, and
+// herd.<run>.samples.<i> for learners after the first.
+func sampleSubject(run string, i int) string {
+	if i == 0 {
+		return "herd." + run + ".samples"
+	}
+	return fmt.Sprintf("herd.%s.samples.%d", run, i)
+}
+
+// checkGroup validates a Collective's options.
+func (o Options) checkGroup() error {
+	if o.Learners < 1 || o.Learner < 0 || o.Learner >= o.Learners {
+		return fmt.Errorf("%w: learner %d of %d", ErrBadRequest, o.Learner, o.Learners)
+	}
+	return nil
+}
+
+// missing lists the members absent from got (nil entries), for a round's
+// timeout error.
+func missing(got [][]byte) []int {
+	var m []int
+	for i, b := range got {
+		if b == nil {
+			m = append(m, i)
+		}
+	}
+	return m
 }
 
 // Stats are a stream's or service's counters since it was made.
@@ -269,6 +319,20 @@ type Options struct {
 	// decode weights (weights.Decode); the in-process one passes versions
 	// by pointer and ignores it.
 	Like []*nn.Param
+	// Learner picks the learner whose sample queue a sample stream pushes
+	// to and pulls from (0, the default, is the only one of a run with one
+	// learner). With several learners (runtime.learners) each has its own
+	// queue and each env worker pushes to one fixed learner, so the
+	// retries of a push reach the learner whose dedup memory may hold it:
+	// a shared queue group could hand a retry to another learner, which
+	// would learn the sample a second time.
+	Learner int
+	// Learners is the number of members of a Collective (≥ 1), Learner
+	// the caller's id among them.
+	Learners int
+	// GatherTimeout bounds a Collective's wait for the other members'
+	// contributions to one round (default 60 s).
+	GatherTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -280,6 +344,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.TTL <= 0 {
 		o.TTL = 3 * time.Second
+	}
+	if o.GatherTimeout <= 0 {
+		o.GatherTimeout = 60 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

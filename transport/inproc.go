@@ -25,6 +25,7 @@ type Inproc struct {
 		params  map[string]*versionBox
 		members map[string]*inprocMembers
 		calls   map[string]*inprocCallHub
+		groups  map[string]*inprocGroup
 	}
 }
 
@@ -36,6 +37,7 @@ func NewInproc() *Inproc {
 	w.mu.params = map[string]*versionBox{}
 	w.mu.members = map[string]*inprocMembers{}
 	w.mu.calls = map[string]*inprocCallHub{}
+	w.mu.groups = map[string]*inprocGroup{}
 	return w
 }
 
@@ -218,12 +220,20 @@ type inprocSamples struct {
 // opt.Capacity samples for all learners together.
 func (w *Inproc) Samples(ctx context.Context, run string, opt Options) (SampleStream, error) {
 	opt = opt.withDefaults()
-	h, err := hub(w, w.mu.samples, run, func() *inprocSampleHub {
-		return &inprocSampleHub{q: make(chan []byte, opt.Capacity), seen: newSeenSamples()}
-	})
-	if err != nil {
+	if err := checkName("run ID", run); err != nil {
 		return nil, err
 	}
+	if opt.Learner < 0 {
+		return nil, fmt.Errorf("%w: learner %d", ErrBadRequest, opt.Learner)
+	}
+	key := sampleSubject(run, opt.Learner)
+	w.mu.Lock()
+	h, ok := w.mu.samples[key]
+	if !ok {
+		h = &inprocSampleHub{q: make(chan []byte, opt.Capacity), seen: newSeenSamples()}
+		w.mu.samples[key] = h
+	}
+	w.mu.Unlock()
 	return &inprocSamples{hub: h, closed: make(chan struct{})}, nil
 }
 

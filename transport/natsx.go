@@ -24,7 +24,8 @@ import (
 // buckets are named after the run, so runs sharing a server are separate:
 //
 //	herd.<run>.infer     inference requests (queue group "policy")
-//	herd.<run>.samples   sample pushes (queue group "learners")
+//	herd.<run>.samples   sample pushes (queue group "learners"); learner i > 0's: herd.<run>.samples.<i>
+//	herd.<run>.gather    the learners' all-gather (Collective)
 //	herd.<run>.actor.<a> calls to actor a (CallStream)
 //	herd_<run>_params    object store: the latest weights version
 //	herd_<run>_members   key-value bucket: registrations with per-key TTLs
@@ -351,7 +352,10 @@ func (n *NATS) Samples(ctx context.Context, run string, opt Options) (SampleStre
 	if err := checkName("run ID", run); err != nil {
 		return nil, err
 	}
-	return &natsSamples{n: n, opt: opt, subj: "herd." + run + ".samples", closed: make(chan struct{}),
+	if opt.Learner < 0 {
+		return nil, fmt.Errorf("%w: learner %d", ErrBadRequest, opt.Learner)
+	}
+	return &natsSamples{n: n, opt: opt, subj: sampleSubject(run, opt.Learner), closed: make(chan struct{}),
 		q: make(chan []byte, opt.Capacity), seen: newSeenSamples()}, nil
 }
 

@@ -66,6 +66,12 @@ func (s split) Params(ctx context.Context, run string, opt Options) (ParamServic
 	return s.par.Params(ctx, run, opt)
 }
 
+// Collective rides on the parameter connection: gradients are weights'
+// traffic.
+func (s split) Collective(ctx context.Context, run string, opt Options) (Collective, error) {
+	return s.par.Collective(ctx, run, opt)
+}
+
 func (s split) Membership(ctx context.Context, run string, opt Options) (Membership, error) {
 	return s.mem.Membership(ctx, run, opt)
 }

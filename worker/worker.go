@@ -436,8 +436,14 @@ type LearnerConfig struct {
 	Stall time.Duration
 	Alive func(ctx context.Context) string
 	// Counters, when set, is kept up to date (on the learner's goroutine,
-	// so OnIteration may read it).
+	// so OnIteration may read it); on learner 0 of a group, the sum over
+	// all learners, as of the current update.
 	Counters *Counters
+	// Group, when set, makes the learner one of several data-parallel
+	// learners; only learner 0 publishes (params may be nil on the others)
+	// and calls OnIteration, with a segment that holds every learner's
+	// episodes (T × all learners' envs).
+	Group *LearnerGroup
 }
 
 // Counters are a learner's tallies of the samples it pulled. Lags are in
@@ -453,6 +459,10 @@ type Counters struct {
 	LagSum   float64
 	LagSteps uint64
 	LagMax   uint64
+	// PeerDuplicates and PeerStreamErrors are, on learner 0 of several
+	// (LearnerGroup), the other learners' sample streams' repeated pushes
+	// and undecodable messages (its own stream's are in its Stats).
+	PeerDuplicates, PeerStreamErrors uint64
 }
 
 // LagMean is the mean lag of the steps learned from (0 before any).
@@ -524,9 +534,22 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 	if cnt == nil {
 		cnt = &Counters{}
 	}
+	own, g, lead := cnt, cfg.Group, true
+	if g != nil {
+		dp, ok := l.(algo.DataParallel)
+		if !ok {
+			return l, errNotDataParallel
+		}
+		if err := dp.SetReducer(NewReducer(g.Collective, g.Learners, dp.NewGrad)); err != nil {
+			return l, err
+		}
+		own, lead = &Counters{}, g.Slot == 0
+	}
 	v := l.Weights()
-	if err := params.Publish(ctx, v); err != nil {
-		return l, err
+	if lead {
+		if err := params.Publish(ctx, v); err != nil {
+			return l, err
+		}
 	}
 	cur := v.N
 	learned := time.Now() // the last segment learned (the watchdog of drops)
@@ -537,14 +560,14 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 		}
 		seg, err := sample.DecodeSegment(b)
 		if err != nil {
-			cnt.DecodeErrors++
+			own.DecodeErrors++
 			if cfg.OnDrop != nil {
 				cfg.OnDrop(err)
 			}
 			continue
 		}
 		if cfg.MaxLag > 0 && segmentLag(cur, seg) > cfg.MaxLag {
-			cnt.Dropped++
+			own.Dropped++
 			// Samples that keep coming, all too old, are no progress
 			// either: the acting weights are stuck (the learner publishes
 			// only after it learns, so this does not mend itself).
@@ -557,23 +580,41 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 		learned = time.Now()
 		if len(seg.Versions) == seg.T {
 			for _, sv := range seg.Versions {
-				cnt.addLag(cur, sv, seg.N)
+				own.addLag(cur, sv, seg.N)
 			}
 		} else {
-			cnt.addLag(cur, seg.Version, seg.T*seg.N)
+			own.addLag(cur, seg.Version, seg.T*seg.N)
 		}
-		cnt.Learned++
+		own.Learned++
+		report := seg
+		if g != nil {
+			ss := samples.Stats()
+			infos, err := exchangeRound(ctx, g.Collective, roundInfo{T: seg.T, N: seg.N, Episodes: seg.Episodes, Counters: *own,
+				Duplicates: ss.Duplicates, StreamErrors: ss.Malformed + ss.WrongProtocol})
+			if err != nil {
+				return l, fmt.Errorf("worker: learner %d: %w", g.Slot, err)
+			}
+			if lead {
+				report = mergeRound(infos, cnt)
+			}
+		}
 		stats, err := l.Learn(ctx, seg)
 		if err != nil {
+			if g != nil {
+				return l, fmt.Errorf("worker: learner %d: %w", g.Slot, err)
+			}
 			return l, err
 		}
-		v := l.Weights()
-		if err := params.Publish(ctx, v); err != nil {
-			return l, err
-		}
-		cur = v.N
-		if cfg.OnIteration != nil {
-			cfg.OnIteration(it, seg, stats)
+		cur++
+		if lead {
+			v := l.Weights()
+			if err := params.Publish(ctx, v); err != nil {
+				return l, err
+			}
+			cur = v.N
+			if cfg.OnIteration != nil {
+				cfg.OnIteration(it, report, stats)
+			}
 		}
 		it++
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"herd/algo"
 	"herd/algo/internal/onpolicy"
@@ -196,6 +197,16 @@ type learner struct {
 	mb                *minibatch
 	loss              *losses
 	bInds             []int
+
+	// Data-parallel learning (SetReducer): red joins the other learners;
+	// g is the gradient buffer that goes through it; norm holds each
+	// minibatch's advantage mean and std over all learners' rows, sums
+	// the per-minibatch sums that compute them.
+	red        algo.Reducer
+	iterations int // Iterations for one learner
+	g          *algo.Grad
+	norm       [][2]float64
+	sums       []float64
 }
 
 func newLearner(h algo.Header, cfg *Config, sp algo.Spaces) (*learner, error) {
@@ -209,7 +220,7 @@ func newLearner(h algo.Header, cfg *Config, sp algo.Spaces) (*learner, error) {
 		return nil, err
 	}
 	base.Delayed = cfg.DelayedGradient
-	l := &learner{Learner: base, cfg: cfg, rMB: rng.New(h.Seed, "ppo/minibatch", 0)}
+	l := &learner{Learner: base, cfg: cfg, rMB: rng.New(h.Seed, "ppo/minibatch", 0), iterations: numIterations}
 	l.mb = newMinibatch(base.Agent.ObsDim, base.Agent.ActDim)
 	l.loss = newLosses(cfg, l.mb)
 	return l, nil
@@ -251,19 +262,43 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 	loss.reset()
 	for epoch := 0; epoch < cfg.UpdateEpochs; epoch++ {
 		l.rMB.Shuffle(len(bInds), swap)
-		for start := 0; start < batchSize; start += mbSize {
+		if l.red != nil && cfg.NormAdv {
+			if err := l.unionNorm(ctx, bInds, mbSize); err != nil {
+				return nil, err
+			}
+		}
+		for k, start := 0, 0; start < batchSize; k, start = k+1, start+mbSize {
 			l.mb.gather(seg, l.Adv, l.Returns, bInds[start:start+mbSize])
+			if l.red != nil && cfg.NormAdv {
+				l.mb.unionMean, l.mb.unionStd, l.mb.union = l.norm[k][0], l.norm[k][1], true
+			}
 			l.GoBehind()
 			update(agent, loss, l.mb)
 			l.ComeBack()
+			if l.red != nil {
+				if err := l.reduce(ctx, params); err != nil {
+					return nil, err
+				}
+			}
 			if cfg.MaxGradNorm > 0 {
 				nn.ClipGradNorm(params, cfg.MaxGradNorm)
 			}
 			opt.Step(params)
 		}
-		// Early stop on the last minibatch's approx KL (CleanRL).
-		if cfg.TargetKL > 0 && loss.approxKL > cfg.TargetKL {
-			break
+		// Early stop on the last minibatch's approx KL (CleanRL), over
+		// all learners' rows when data-parallel.
+		if cfg.TargetKL > 0 {
+			kl := loss.approxKL
+			if l.red != nil {
+				x := []float64{kl}
+				if err := l.red.Sum(ctx, x); err != nil {
+					return nil, err
+				}
+				kl = x[0] / float64(l.red.Learners())
+			}
+			if kl > cfg.TargetKL {
+				break
+			}
 		}
 	}
 	return []algo.Stat{
@@ -276,6 +311,106 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 		{Name: "losses/clipfrac", Value: loss.clipFracSum / float64(loss.minibatches)},
 		{Name: "losses/explained_variance", Value: onpolicy.ExplainedVariance(seg.Values, l.Returns)},
 	}, nil
+}
+
+// SetReducer makes the learner one of the r.Learners() data-parallel
+// learners (algo.DataParallel). Each Learn call is then one update on the
+// union of the learners' segments: every minibatch step averages the
+// learners' gradients (algo.AverageGrads in learner-id order) before the
+// grad-norm clip and the Adam step, which every learner takes alike; with
+// norm_adv the advantages of a minibatch are normalised by the mean and
+// std of all learners' rows of it (two Sums per epoch, one for the means
+// and one for the squared deviations, as NormalizeTo computes them); the
+// target_kl stop looks at the learners' mean KL estimate. The learning
+// rate anneals over the run's updates, steps / (M × num_envs × num_steps).
+//
+// With equal shares (each learner's rows are a minibatch of the same
+// size), the average of the learners' mean gradients is the mean gradient
+// of the union minibatch: the result equals the single learner's on that
+// union up to float summation order (TestDataParallelGradIsUnionGrad).
+// With M = 1 Learn is the plain Learn bit for bit
+// (TestDataParallelOneIsLearn).
+func (l *learner) SetReducer(r algo.Reducer) error {
+	if r == nil || r.Learners() < 1 {
+		return fmt.Errorf("%w: ppo: no reducer", algo.ErrConfig)
+	}
+	l.red = r
+	l.Iterations = max(1, l.iterations/r.Learners())
+	l.g = l.NewGrad()
+	return nil
+}
+
+// unionNorm fills l.norm with each minibatch's advantage mean and std over
+// all learners' rows of it.
+func (l *learner) unionNorm(ctx context.Context, bInds []int, mbSize int) error {
+	k := len(bInds) / mbSize
+	n := mbSize * l.red.Learners()
+	l.sums = slices.Grow(l.sums[:0], k)[:k]
+	if len(l.norm) != k {
+		l.norm = make([][2]float64, k)
+	}
+	adv := l.Adv
+	for j := range k {
+		var s float64
+		for _, i := range bInds[j*mbSize : (j+1)*mbSize] {
+			s += float64(adv[i])
+		}
+		l.sums[j] = s
+	}
+	if err := l.red.Sum(ctx, l.sums); err != nil {
+		return err
+	}
+	for j := range k {
+		mean := l.sums[j] / float64(n)
+		l.norm[j][0] = mean
+		var ss float64
+		for _, i := range bInds[j*mbSize : (j+1)*mbSize] {
+			d := float64(adv[i]) - mean
+			ss += d * d
+		}
+		l.sums[j] = ss
+	}
+	if err := l.red.Sum(ctx, l.sums); err != nil {
+		return err
+	}
+	for j := range k {
+		l.norm[j][1] = onpolicy.Std(l.sums[j], n)
+	}
+	return nil
+}
+
+// reduce replaces the agent's gradients by the learners' average.
+func (l *learner) reduce(ctx context.Context, params []*nn.Param) error {
+	if err := l.GradTo(l.g); err != nil {
+		return err
+	}
+	if err := l.red.AverageGrad(ctx, l.g); err != nil {
+		return fmt.Errorf("ppo: %w", err)
+	}
+	for i, p := range params {
+		copy(p.Grad, l.g.Parts[i])
+	}
+	return nil
+}
+
+// Minibatch is the rows of one minibatch, num_envs × num_steps /
+// num_minibatches (algo.Minibatcher).
+func (c *Config) Minibatch() int {
+	if c.NumMinibatches < 1 {
+		return 0
+	}
+	return c.NumEnvs * c.NumSteps / c.NumMinibatches
+}
+
+// WithMinibatch returns a copy of the config with minibatches of n rows
+// (num_minibatches = num_envs × num_steps / n): data-parallel learners
+// each take a share of the minibatch, as pal's sync learners do.
+func (c *Config) WithMinibatch(n int) algo.Config {
+	d := *c
+	if n >= 1 {
+		d.NumMinibatches = c.NumEnvs * c.NumSteps / n
+	}
+	return &d
 }
 
 // update computes PPO's loss on one minibatch and accumulates its gradient
@@ -327,7 +462,10 @@ func (l *losses) policyLoss(dLogProb, dEntropy, newLogProb, entropy []float32) {
 	mb, cfg := l.mb, l.cfg
 	B := len(newLogProb)
 	adv := mb.adv
-	if cfg.NormAdv {
+	switch {
+	case cfg.NormAdv && mb.union:
+		adv = onpolicy.NormalizeWith(mb.normAdv, mb.adv, mb.unionMean, mb.unionStd)
+	case cfg.NormAdv:
 		adv = onpolicy.NormalizeTo(mb.normAdv, mb.adv)
 	}
 	invB := 1 / float32(B)
@@ -405,6 +543,10 @@ type minibatch struct {
 	obsDim, actDim                         int
 	obs, actions                           []float32
 	logProb, adv, normAdv, returns, values []float32
+	// union: normalise the advantages by unionMean and unionStd (all
+	// data-parallel learners' rows of this minibatch), not by these rows'.
+	union               bool
+	unionMean, unionStd float64
 }
 
 func newMinibatch(obsDim, actDim int) *minibatch {

@@ -28,6 +28,7 @@ import (
 	"herd/algo"
 	"herd/algo/algotest"
 	"herd/algo/dqn"
+	"herd/algo/ppo"
 	"herd/launch"
 	"herd/transport"
 )
@@ -50,7 +51,7 @@ func init() {
 	}
 }
 
-func testSpecs() []algo.Spec { return []algo.Spec{algotest.Spec(), dqn.Spec()} }
+func testSpecs() []algo.Spec { return []algo.Spec{algotest.Spec(), dqn.Spec(), ppo.Spec()} }
 
 func writeDistConfig(t *testing.T, iters int) string { return writeDistConfigP(t, iters, 1) }
 

@@ -48,6 +48,11 @@ type Options struct {
 	// ends the run with an error naming the workers alive (0: 60 s, < 0:
 	// none).
 	Stall time.Duration
+	// Watch, when set, is called by learner 0 of several as it starts and
+	// returns a channel that yields an error when one of the other
+	// learners is gone (their registrations, under herd launch); the run
+	// then ends with it at once instead of at the all-gather's deadline.
+	Watch func(ctx context.Context) <-chan error
 }
 
 // DefaultStall is Options.Stall's default.
@@ -74,6 +79,8 @@ type Setup struct {
 	// of their own (runtime.inference: inline, worker.RunEnvInline): no
 	// policy workers, no inference stream.
 	Inline bool
+	// Learners is M, the data-parallel learners (runtime.learners, ≥ 1).
+	Learners int
 	// Off is set for an off-policy algorithm (DQN, SAC, TD3, DDPG): the
 	// Ape-X topology, env workers with inline policy copies and one
 	// learner with the replay (worker.RunOffEnv, worker.RunOffLearner).
@@ -143,6 +150,12 @@ func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 		return nil, err
 	}
 	defer e.Close()
+	m := max(h.Runtime.Learners, 1)
+	if m > 1 {
+		if cfg, err = splitMinibatch(h, spec, cfg, m); err != nil {
+			return nil, err
+		}
+	}
 	pieces, err := spec.Pieces(h, cfg, algo.SpacesOf(e))
 	if err != nil {
 		return nil, err
@@ -168,7 +181,7 @@ func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Setup{Header: h, NumEnvs: numEnvs, T: T, Gamma: gamma, Pieces: pieces, Inline: inline,
+	return &Setup{Header: h, NumEnvs: numEnvs, T: T, Gamma: gamma, Pieces: pieces, Inline: inline, Learners: m,
 		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs),
 			Capacity: OnCapacity}}, nil
 }
@@ -185,9 +198,35 @@ func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 // of gathering data that would only age.
 const OnCapacity = 1
 
+// splitMinibatch checks runtime.learners = m > 1 against the topology and
+// returns the config each learner learns with: under sync_batch split
+// (the default) a minibatch of 1/m of the algorithm's rows, so that one
+// update's m shares are the algorithm's minibatch, as pal's sync learners
+// share theirs; under full the config unchanged (m times the rows).
+func splitMinibatch(h algo.Header, spec algo.Spec, cfg algo.Config, m int) (algo.Config, error) {
+	rc := h.Runtime
+	if e := max(rc.EnvWorkers, 1); e%m != 0 {
+		return nil, fmt.Errorf("%w: runtime.env_workers %d must be a multiple of learners %d (each learner learns from its own env workers, k mod learners)", ErrConfig, e, m)
+	}
+	mb, ok := cfg.(algo.Minibatcher)
+	if !ok {
+		return nil, fmt.Errorf("%w: runtime.learners %d: %s cannot share its minibatches among learners (the dist executor's learners run PPO)", ErrConfig, m, spec.Name)
+	}
+	if rc.SyncBatch == "full" {
+		return cfg, nil
+	}
+	if n := mb.Minibatch(); n%m != 0 || n < m {
+		return nil, fmt.Errorf("%w: runtime.learners %d must divide the minibatch of %d rows (sync_batch split)", ErrConfig, m, n)
+	}
+	return mb.WithMinibatch(mb.Minibatch() / m), nil
+}
+
 func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 	numEnvs, _ := cfg.(algo.TransitionShape).TransitionShape()
 	rc := h.Runtime
+	if rc.Learners > 1 || rc.SyncBatch != "" {
+		return nil, fmt.Errorf("%w: runtime.learners and sync_batch: the off-policy topology (%s) has one learner", ErrConfig, spec.Name)
+	}
 	off := &OffSetup{Chunk: max(1, ChunkEnvSteps/max(numEnvs, 1)), RefreshEvery: rc.RefreshEvery, PublishEvery: rc.PublishEvery,
 		EnvWorkers: max(rc.EnvWorkers, 1)}
 	off.ChunkSteps = int64(off.Chunk * numEnvs)
@@ -262,6 +301,12 @@ const (
 // the inference stream and parameter service that with asks for; close
 // closes them all.
 func (s *Setup) roleStreams(ctx context.Context, tr transport.Transport, run string, with int) (inf transport.InferenceStream, smp transport.SampleStream, par transport.ParamService, closeAll func(), err error) {
+	return s.roleStreamsTo(ctx, tr, run, with, 0)
+}
+
+// roleStreamsTo is roleStreams with the sample stream of learner slot
+// learner's queue.
+func (s *Setup) roleStreamsTo(ctx context.Context, tr transport.Transport, run string, with int, learner int) (inf transport.InferenceStream, smp transport.SampleStream, par transport.ParamService, closeAll func(), err error) {
 	var closers []func() error
 	closeAll = func() {
 		for _, c := range closers {
@@ -279,7 +324,9 @@ func (s *Setup) roleStreams(ctx context.Context, tr transport.Transport, run str
 		}
 		closers = append(closers, inf.Close)
 	}
-	if smp, err = tr.Samples(ctx, run, s.Stream); err != nil {
+	so := s.Stream
+	so.Learner = learner
+	if smp, err = tr.Samples(ctx, run, so); err != nil {
 		return
 	}
 	closers = append(closers, smp.Close)
@@ -320,7 +367,8 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr transport.Transpo
 	if s.Inline {
 		with = withParams
 	}
-	inf, smp, par, closeAll, err := s.roleStreams(ctx, tr, run, with)
+	// Env worker k feeds learner k mod M.
+	inf, smp, par, closeAll, err := s.roleStreamsTo(ctx, tr, run, with, slot%max(s.Learners, 1))
 	if err != nil {
 		return err
 	}
@@ -538,9 +586,8 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	var iters int
 	if st.Off == nil {
-		iters = int(h.Steps / int64(st.NumEnvs*st.T))
-		if iters < 1 {
-			return nil, fmt.Errorf("%w: steps %d is less than one segment (%d envs × %d steps)", ErrConfig, h.Steps, st.NumEnvs, st.T)
+		if iters, err = st.iterations(); err != nil {
+			return nil, err
 		}
 	}
 	newTransport, closeConns := opt.Dial, func() {}
@@ -586,6 +633,17 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			return nil, err
 		}
 	}
+	stall := opt.Stall
+	if stall == 0 {
+		stall = DefaultStall
+	}
+	if st.Off == nil {
+		for j := 1; j < st.Learners && !opt.LearnerOnly; j++ {
+			if err := start(func(tr transport.Transport) error { return st.RunLearnerPeer(wctx, j, tr, run, opt) }); err != nil {
+				return nil, err
+			}
+		}
+	}
 	tr, err := newTransport()
 	if err != nil {
 		return nil, err
@@ -601,10 +659,6 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	defer mem.Close()
 	mon := &monitor{log: rt.Log, smp: smp, mem: mem}
-	stall := opt.Stall
-	if stall == 0 {
-		stall = DefaultStall
-	}
 	if st.Off != nil {
 		return st.trainOff(ctx, wctx, rt, smp, par, mon, stall, func() error {
 			stop()
@@ -614,16 +668,28 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			return werr
 		})
 	}
-	maxLag := uint64(algo.DefaultMaxPolicyLag)
-	switch {
-	case opt.MaxPolicyLag < 0:
-		maxLag = 0
-	case opt.MaxPolicyLag > 0:
-		maxLag = uint64(opt.MaxPolicyLag)
+	var group *worker.LearnerGroup
+	if st.Learners > 1 {
+		coll, err := tr.Collective(ctx, run, transport.Options{Learner: 0, Learners: st.Learners, GatherTimeout: gatherTimeout(stall)})
+		if err != nil {
+			return nil, err
+		}
+		defer coll.Close()
+		group = &worker.LearnerGroup{Collective: coll, Learners: st.Learners}
+		if opt.Watch != nil {
+			gone := opt.Watch(wctx)
+			wg.Go(func() {
+				select {
+				case err := <-gone:
+					fail(err)
+				case <-wctx.Done():
+				}
+			})
+		}
 	}
 	var step int64
-	l, err := worker.RunLearner(wctx, worker.LearnerConfig{Iterations: iters, MaxLag: maxLag, Stall: stall, Alive: mon.alive,
-		Counters: &mon.cnt,
+	l, err := worker.RunLearner(wctx, worker.LearnerConfig{Iterations: iters, MaxLag: maxLagOf(opt), Stall: stall, Alive: mon.alive,
+		Counters: &mon.cnt, Group: group,
 		OnIteration: func(_ int, seg *sample.Segment, stats []algo.Stat) {
 			for _, e := range seg.Episodes {
 				rt.Log.Episode(step+int64((e.At+1)*seg.N), e.Return, e.Length)
@@ -654,6 +720,75 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		return nil, fmt.Errorf("%w: %s's learner cannot hand out its model", ErrConfig, spec.Name)
 	}
 	return model, nil
+}
+
+// iterations is the on-policy learner's updates: steps / (M × num_envs
+// × num_steps), one segment per learner each.
+func (s *Setup) iterations() (int, error) {
+	h := s.Header
+	iters := int(h.Steps / int64(s.NumEnvs*s.T*s.Learners))
+	if iters < 1 {
+		return 0, fmt.Errorf("%w: steps %d is less than one segment (%d envs × %d steps) per learner (%d)", ErrConfig, h.Steps, s.NumEnvs, s.T, s.Learners)
+	}
+	return iters, nil
+}
+
+// maxLagOf is the learner's lag bound (0: none).
+func maxLagOf(opt Options) uint64 {
+	switch {
+	case opt.MaxPolicyLag < 0:
+		return 0
+	case opt.MaxPolicyLag > 0:
+		return uint64(opt.MaxPolicyLag)
+	}
+	return algo.DefaultMaxPolicyLag
+}
+
+// gatherTimeout is the learners' all-gather deadline: longer than the
+// sample watchdog, whose error (naming the env workers alive) says more
+// when a learner waits for samples, not for another learner.
+func gatherTimeout(stall time.Duration) time.Duration {
+	if stall > 0 {
+		return stall + 15*time.Second
+	}
+	return 0 // the transport's default
+}
+
+// LearnerName is the registration of learner slot of a run.
+func LearnerName(slot int) string { return "learner-" + strconv.Itoa(slot) }
+
+// RunLearnerPeer runs data-parallel learner slot (1 … runtime.learners−1)
+// on tr until the run's updates are done: it learns from its own env
+// workers' segments, shares every gradient with the other learners and
+// publishes nothing (learner 0 publishes and reports).
+func (s *Setup) RunLearnerPeer(ctx context.Context, slot int, tr transport.Transport, run string, opt Options) error {
+	if s.Off != nil || slot < 1 || slot >= s.Learners {
+		return fmt.Errorf("%w: learner %d: the run has %d on-policy learner(s); learner 0 is the run's own", ErrConfig, slot, s.Learners)
+	}
+	iters, err := s.iterations()
+	if err != nil {
+		return err
+	}
+	if opt.MaxPolicyLag == 0 {
+		opt.MaxPolicyLag = s.Header.Runtime.MaxPolicyLag
+	}
+	stall := opt.Stall
+	if stall == 0 {
+		stall = DefaultStall
+	}
+	_, smp, _, closeAll, err := s.roleStreamsTo(ctx, tr, run, 0, slot)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	coll, err := tr.Collective(ctx, run, transport.Options{Learner: slot, Learners: s.Learners, GatherTimeout: gatherTimeout(stall)})
+	if err != nil {
+		return err
+	}
+	defer coll.Close()
+	_, err = worker.RunLearner(ctx, worker.LearnerConfig{Iterations: iters, MaxLag: maxLagOf(opt), Stall: stall,
+		Group: &worker.LearnerGroup{Collective: coll, Learners: s.Learners, Slot: slot}}, s.Pieces, smp, nil)
+	return err
 }
 
 // monitor gathers the run's counters for the learner's metrics: its own
@@ -698,8 +833,8 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 	m.log.Scalar("dist/lag_mean", m.cnt.LagMean())
 	m.log.Scalar("dist/lag_max", float64(m.cnt.LagMax))
 	m.log.Scalar("dist/dropped", float64(m.cnt.Dropped))
-	m.log.Scalar("dist/duplicates", float64(ss.Duplicates))
-	m.log.Scalar("dist/decode_errors", float64(m.cnt.DecodeErrors+ss.Malformed+ss.WrongProtocol))
+	m.log.Scalar("dist/duplicates", float64(ss.Duplicates+m.cnt.PeerDuplicates))
+	m.log.Scalar("dist/decode_errors", float64(m.cnt.DecodeErrors+ss.Malformed+ss.WrongProtocol+m.cnt.PeerStreamErrors))
 	m.log.Scalar("dist/stale_weights", float64(m.stale))
 	m.log.Scalar("dist/abandoned", float64(m.abandoned))
 	rowsMean := 0.0

@@ -14,6 +14,8 @@
 //	  transport: nats     # inproc (default) or nats
 //	  nats_url: ""        # an external server or cluster; empty: embedded on 127.0.0.1
 //	  max_policy_lag: 32  # drop on-policy segments older than this many versions (default 32; -1: no bound)
+//	  learners: 2         # M data-parallel learners (PPO; default 1)
+//	  sync_batch: split   # a learner's share of each minibatch: split (1/M of its rows, default) or full
 //
 // Each env worker steps the config's num_envs envs and pushes segments of
 // num_steps × num_envs, the same shape the local loop learns from, so E env
@@ -70,6 +72,53 @@
 // The learner ends the run with an error when no sample comes for 60 s
 // (Options.Stall), naming the env workers alive, instead of waiting for
 // ever. Workers resume their progress (transport.Progress) when restarted.
+//
+// Several learners (runtime.learners: M > 1; SRL's trainer workers). M
+// learners (goroutines under herd train, `herd worker --role learner
+// --slot i` processes under herd launch) each pull from their own sample
+// queue (transport.Options.Learner), fed by env workers k mod M
+// (env_workers must be a multiple of M). A shared queue group would be
+// simpler, but a push retried after a lost ack could reach another
+// learner, whose dedup memory has not seen its id, and be learned twice;
+// a fixed queue per env worker keeps exactly-once per learner. One update
+// is one segment per learner (steps / (M × num_envs × num_steps) updates,
+// the learning rate annealed over them): each learner computes GAE on its
+// own segment and, for every minibatch step, its gradient on its share of
+// the rows; the gradients are all-gathered (transport.Collective) and every
+// learner averages them in learner-id order with algo.AverageGrads (the
+// reduction pal's sync learners use) before the grad-norm clip and the
+// Adam step, so all learners take the same steps and hold the same
+// parameters, bit for bit. PPO's per-minibatch advantage normalisation uses
+// the mean and std of all learners' rows, and target_kl their mean KL. As
+// under pal (sync_batch split, the default), each learner's minibatch is
+// 1/M of PPO's, so an update's minibatch has the algorithm's rows; the
+// averaged gradient equals the single learner's on the union minibatch up
+// to float summation order (algo/ppo TestDataParallelGradIsUnionGrad). The
+// rows a minibatch takes differ from one learner shuffling the union (each
+// learner shuffles its own segment, a stratified draw), so a run is not
+// the single-learner run on M·num_envs envs bit for bit; on fixed data the
+// learners are reproducible bit for bit (worker
+// TestLearnerGroupDeterministic). Like every dist run, which segments meet
+// in an update depends on timing.
+//
+// The all-gather runs over NATS (one subject, herd.<run>.gather; core
+// publish/subscribe, every learner receiving every message) or channels
+// in-process, not over a direct TCP ring: it needs no addresses, ports or
+// second TLS and credential setup, and for M = 2 a learner sends and
+// receives one gradient per step either way. Each learner adds the M
+// contributions itself, so no root broadcasts a result. Per PPO update
+// that is update_epochs × (2 + num_minibatches) rounds (advantage
+// statistics, then a gradient per minibatch step, num_minibatches being
+// the learner's: M times PPO's under split) plus one for the update's
+// episodes and counters, which learner 0 logs for the whole run (dist/*
+// sum every learner's). Learner 0 alone publishes weights and writes the
+// run. A round waits at most the sample watchdog plus 15 s (75 s by
+// default), then fails naming the learners it heard nothing from; under
+// herd launch learner 0 also watches the others' registrations and ends
+// the run as soon as one is gone. Learners are never restarted: a new
+// process could not join the rounds in progress. A contribution larger
+// than the NATS server's max_payload (1 MB by default, about 250 000
+// parameters) is refused with an error: large models would need chunking.
 //
 // Off-policy algorithms (DQN, SAC, TD3, DDPG) run the Ape-X topology of
 // worker: E env workers with inline policy copies pushing chunks of

@@ -65,10 +65,22 @@ func NormalizeTo(dst, x []float32) []float32 {
 		d := float64(v) - mean
 		ss += d * d
 	}
-	std := 0.0
-	if len(x) > 1 {
-		std = math.Sqrt(ss / float64(len(x)-1))
+	return NormalizeWith(dst, x, mean, Std(ss, len(x)))
+}
+
+// Std is the unbiased standard deviation of n values whose squared
+// deviations from their mean sum to ss (0 for a single value).
+func Std(ss float64, n int) float64 {
+	if n > 1 {
+		return math.Sqrt(ss / float64(n-1))
 	}
+	return 0
+}
+
+// NormalizeWith writes (x − mean) / (std + 1e-8) into dst: NormalizeTo with
+// statistics computed elsewhere (data-parallel learners normalise a
+// minibatch spread over several of them by its union's mean and std).
+func NormalizeWith(dst, x []float32, mean, std float64) []float32 {
 	for k, v := range x {
 		dst[k] = float32((float64(v) - mean) / (std + 1e-8))
 	}

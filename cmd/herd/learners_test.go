@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// writeLearnersConfig is PPO CartPole with 2 env workers and 2 learners,
+// iters updates of both learners' segments.
+func writeLearnersConfig(t *testing.T, iters int) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "ppo-learners.yaml")
+	cfg := fmt.Sprintf("algo: ppo\nenv: CartPole-v1\nsteps: %d\nlog_every: 256\nruntime: {executor: dist, env_workers: 2, learners: 2}\n"+
+		"ppo: {num_envs: 4, num_steps: 32, num_minibatches: 2, update_epochs: 1}\n", iters*2*4*32)
+	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// herd launch starts two learner processes that share every update and
+// completes the run: learner 0 writes it with both learners' steps.
+func TestLaunchTwoLearners(t *testing.T) {
+	srv, ctx := natsRun(t, 120*time.Second)
+	out := filepath.Join(t.TempDir(), "run")
+	r := <-launchAsync(t, ctx, "--config", writeLearnersConfig(t, 8), "--out", out, "--quiet", "--nats", srv.URL(), "--run", "two-learners")
+	if r.err != nil {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "2 learners") {
+		t.Errorf("stdout does not name 2 learners:\n%s", r.stdout)
+	}
+	if s := readSummary(t, out); s["steps"].(float64) != 8*2*4*32 {
+		t.Errorf("summary steps %v", s["steps"])
+	}
+}
+
+// kill -9 of learner 1 ends the run with an error that names it, soon
+// (its registration is gone) rather than at the all-gather's deadline.
+func TestLaunchDeadLearner(t *testing.T) {
+	srv, ctx := natsRun(t, 120*time.Second)
+	out := filepath.Join(t.TempDir(), "run")
+	const run = "dead-learner"
+	done := launchAsync(t, ctx, "--config", writeLearnersConfig(t, 5000), "--out", out, "--quiet", "--nats", srv.URL(), "--run", run, "--ttl", "1s")
+	mem := watchRun(t, ctx, srv.URL(), run)
+	pid := awaitPIDs(t, ctx, mem, done, "learner-1", "learner-0", "env-0", "env-1")["learner-1"]
+	time.Sleep(500 * time.Millisecond) // mid-run
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	r := <-done
+	if r.err == nil {
+		t.Fatal("the run completed without learner 1")
+	}
+	if !strings.Contains(r.err.Error()+r.stderr, "learner-1 is gone") {
+		t.Errorf("error %v does not name learner-1; stderr:\n%s", r.err, r.stderr)
+	}
+	if d := time.Since(t0); d > 30*time.Second {
+		t.Errorf("the run ended %v after the kill, want a few TTLs", d)
+	}
+	t.Logf("run ended %v after the kill: %v", time.Since(t0), r.err)
+}

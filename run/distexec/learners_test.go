@@ -1,0 +1,76 @@
+package distexec_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"herd/algo"
+	"herd/algo/a2c"
+	"herd/algo/dqn"
+	"herd/algo/ppo"
+	"herd/run"
+	"herd/run/distexec"
+)
+
+const ppoLearners = `algo: ppo
+env: CartPole-v1
+seed: 2
+steps: %d
+log_every: 256
+runtime: {executor: dist, env_workers: 2, learners: 2, transport: %s}
+ppo: {num_envs: 4, num_steps: 32, num_minibatches: 2, update_epochs: 2}
+`
+
+// Two data-parallel learners run through algo.TrainRun on both transports:
+// the run counts every learner's steps and episodes, and nothing is
+// learned twice.
+func TestTrainRunTwoLearners(t *testing.T) {
+	const steps = 2 * 4 * 32 * 6
+	for _, tr := range []string{"inproc", "nats"} {
+		t.Run(tr, func(t *testing.T) {
+			res, err := algo.Resolve([]byte(fmt.Sprintf(ppoLearners, steps, tr)), []algo.Spec{ppo.Spec()}, algo.Overrides{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Header.Out = t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			sum, err := algo.TrainRun(ctx, res, algo.RunOptions{Executors: run.Executors()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Steps != steps || sum.Episodes == 0 {
+				t.Errorf("summary: %d steps (want %d), %d episodes", sum.Steps, steps, sum.Episodes)
+			}
+			if d := sum.Dist["dist/duplicates"]; d != 0 {
+				t.Errorf("%v duplicates", d)
+			}
+		})
+	}
+}
+
+// runtime.learners is refused where the topology cannot share updates.
+func TestLearnersRefused(t *testing.T) {
+	for _, c := range []struct {
+		spec algo.Spec
+		yaml string
+		want string
+	}{
+		{ppo.Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 4096\nruntime: {executor: dist, env_workers: 3, learners: 2}\n", "multiple of learners"},
+		{ppo.Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 4096\nruntime: {executor: dist, env_workers: 3, learners: 3}\nppo: {num_envs: 1, num_steps: 4, num_minibatches: 2}\n", "must divide the minibatch"},
+		{a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 4096\nruntime: {executor: dist, env_workers: 2, learners: 2}\n", "cannot share its minibatches"},
+		{dqn.Spec(), "algo: dqn\nenv: CartPole-v1\nsteps: 4096\nruntime: {executor: dist, env_workers: 2, learners: 2}\n", "has one learner"},
+	} {
+		res, err := algo.Resolve([]byte(c.yaml), []algo.Spec{c.spec}, algo.Overrides{})
+		if err == nil {
+			_, err = distexec.Prepare(res.Header, res.Spec, res.Config)
+		}
+		if !errors.Is(err, algo.ErrConfig) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an ErrConfig saying %q", c.yaml, err, c.want)
+		}
+	}
+}

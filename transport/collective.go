@@ -1,0 +1,326 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// The learners' all-gather rides on what the run already has: core NATS
+// publish/subscribe on one subject (herd.<run>.gather), every member
+// receiving every message, or channels in-process. It is an all-gather,
+// not a reduce: each member sums the contributions itself in member-id
+// order, so every member gets the same bits without a root that
+// broadcasts a result (one hop fewer), and a direct TCP ring would need
+// addresses, ports and a second security setup (TLS, credentials) for
+// bandwidth that matters only for large models: with M members each sends
+// its message once and receives M−1, which for M = 2 is what a ring moves.
+
+// ---- in-process ----
+
+type inprocGroup struct {
+	mu     sync.Mutex
+	size   int
+	joined []bool
+	rounds map[uint64]*inprocRound
+}
+
+type inprocRound struct {
+	got  [][]byte
+	n    int // contributions
+	read int // members that took the result
+	done chan struct{}
+}
+
+type inprocCollective struct {
+	g       *inprocGroup
+	id      int
+	timeout time.Duration
+	round   uint64
+}
+
+// Collective joins the run's in-process learner group. The first member
+// fixes the group's size; a member of another size, or a second member with
+// the same id, is refused.
+func (w *Inproc) Collective(ctx context.Context, run string, opt Options) (Collective, error) {
+	opt = opt.withDefaults()
+	if err := opt.checkGroup(); err != nil {
+		return nil, err
+	}
+	g, err := hub(w, w.mu.groups, run, func() *inprocGroup {
+		return &inprocGroup{size: opt.Learners, joined: make([]bool, opt.Learners), rounds: map[uint64]*inprocRound{}}
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.size != opt.Learners {
+		return nil, fmt.Errorf("%w: a group of %d learners, joined as one of %d", ErrBadRequest, g.size, opt.Learners)
+	}
+	if g.joined[opt.Learner] {
+		return nil, fmt.Errorf("%w: learner %d joined twice", ErrBadRequest, opt.Learner)
+	}
+	g.joined[opt.Learner] = true
+	return &inprocCollective{g: g, id: opt.Learner, timeout: opt.GatherTimeout}, nil
+}
+
+func (c *inprocCollective) AllGather(ctx context.Context, b []byte) ([][]byte, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: an empty contribution", ErrBadRequest)
+	}
+	c.round++
+	g := c.g
+	g.mu.Lock()
+	r := g.rounds[c.round]
+	if r == nil {
+		r = &inprocRound{got: make([][]byte, g.size), done: make(chan struct{})}
+		g.rounds[c.round] = r
+	}
+	r.got[c.id] = b
+	r.n++
+	if r.n == g.size {
+		close(r.done)
+	}
+	g.mu.Unlock()
+	t := time.NewTimer(c.timeout)
+	defer t.Stop()
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return nil, c.fail(r, ctx.Err())
+	case <-t.C:
+		return nil, c.fail(r, context.DeadlineExceeded)
+	}
+	out := make([][]byte, g.size)
+	copy(out, r.got)
+	g.mu.Lock()
+	r.read++
+	if r.read == g.size {
+		delete(g.rounds, c.round)
+	}
+	g.mu.Unlock()
+	return out, nil
+}
+
+func (c *inprocCollective) fail(r *inprocRound, cause error) error {
+	c.g.mu.Lock()
+	m := missing(r.got)
+	c.g.mu.Unlock()
+	return fmt.Errorf("%w: learner %d, round %d: nothing from learner(s) %v within %v: %w", ErrGather, c.id, c.round, m, c.timeout, cause)
+}
+
+func (c *inprocCollective) Close() error { return nil }
+
+// ---- NATS ----
+
+const (
+	gatherFrom  = "Herd-From"
+	gatherRound = "Herd-Round" // 0: a hello ("Herd-Hello: ack" for an answer)
+	gatherSize  = "Herd-Size"
+	gatherHello = "Herd-Hello"
+	// helloEvery is how often a member repeats its hello until it has
+	// heard from every other member.
+	helloEvery = 100 * time.Millisecond
+)
+
+type natsCollective struct {
+	n        *NATS
+	subj     string
+	id, size int
+	timeout  time.Duration
+	sub      *nats.Subscription
+	wake     chan struct{} // a message arrived (capacity 1)
+	round    uint64
+
+	mu     sync.Mutex
+	heard  []bool              // members heard from: subscribed, so a publish reaches them
+	rounds map[uint64][][]byte // contributions of rounds not yet returned
+	bad    error               // a member of another group size
+	c      counters
+}
+
+// Collective joins the run's learner group on NATS. Core NATS delivers a
+// message only to those subscribed when it is published, so before the
+// first round each member repeats a hello until it has heard from every
+// other one (each answers a hello with an ack): after that every member is
+// subscribed and no round's message can be missed while the connection
+// holds. A message lost in a server failure ends the run at the round's
+// timeout, with an error.
+func (n *NATS) Collective(ctx context.Context, run string, opt Options) (Collective, error) {
+	opt = opt.withDefaults()
+	if err := opt.checkGroup(); err != nil {
+		return nil, err
+	}
+	if err := checkName("run ID", run); err != nil {
+		return nil, err
+	}
+	c := &natsCollective{n: n, subj: "herd." + run + ".gather", id: opt.Learner, size: opt.Learners, timeout: opt.GatherTimeout,
+		wake: make(chan struct{}, 1), heard: make([]bool, opt.Learners), rounds: map[uint64][][]byte{}}
+	c.heard[c.id] = true
+	sub, err := n.nc.Subscribe(c.subj, c.receive)
+	if err != nil {
+		return nil, fmt.Errorf("dist: subscribe %s: %w", c.subj, err)
+	}
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("dist: subscribe %s: %w", c.subj, err)
+	}
+	c.sub = sub
+	return c, nil
+}
+
+// receive is the subscription's handler.
+func (c *natsCollective) receive(m *nats.Msg) {
+	from, err1 := strconv.Atoi(m.Header.Get(gatherFrom))
+	round, err2 := strconv.ParseUint(m.Header.Get(gatherRound), 10, 64)
+	size, err3 := strconv.Atoi(m.Header.Get(gatherSize))
+	if err1 != nil || err2 != nil || err3 != nil || from < 0 || from >= c.size {
+		c.c.malformed.Add(1)
+		return
+	}
+	if from == c.id {
+		return // our own message, echoed
+	}
+	c.mu.Lock()
+	if size != c.size {
+		c.bad = fmt.Errorf("%w: learner %d is in a group of %d, this one of %d", ErrBadRequest, from, size, c.size)
+	}
+	c.heard[from] = true
+	if round > 0 {
+		got := c.rounds[round]
+		if got == nil {
+			got = make([][]byte, c.size)
+			c.rounds[round] = got
+		}
+		got[from] = m.Data
+	}
+	c.mu.Unlock()
+	if round == 0 && m.Header.Get(gatherHello) != "ack" {
+		_ = c.publish(0, nil, "ack") // an ack lost is repeated with the next hello
+	}
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *natsCollective) publish(round uint64, b []byte, hello string) error {
+	msg := &nats.Msg{Subject: c.subj, Data: b, Header: nats.Header{}}
+	msg.Header.Set(gatherFrom, strconv.Itoa(c.id))
+	msg.Header.Set(gatherRound, strconv.FormatUint(round, 10))
+	msg.Header.Set(gatherSize, strconv.Itoa(c.size))
+	if hello != "" {
+		msg.Header.Set(gatherHello, hello)
+	}
+	return c.n.nc.PublishMsg(msg)
+}
+
+func (c *natsCollective) AllGather(ctx context.Context, b []byte) ([][]byte, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%w: an empty contribution", ErrBadRequest)
+	}
+	if mp := c.n.nc.MaxPayload(); int64(len(b)) > mp-1024 {
+		return nil, fmt.Errorf("%w: a contribution of %d bytes; the NATS server takes messages of at most %d (its max_payload)", ErrBadRequest, len(b), mp)
+	}
+	c.round++
+	deadline := time.NewTimer(c.timeout)
+	defer deadline.Stop()
+	var hello *time.Ticker
+	if c.round == 1 {
+		if err := c.publish(0, nil, "hello"); err != nil {
+			return nil, fmt.Errorf("dist: all-gather: %w", err)
+		}
+		hello = time.NewTicker(helloEvery)
+		defer hello.Stop()
+	}
+	sent := false
+	for {
+		c.mu.Lock()
+		ready := !slicesContainsFalse(c.heard)
+		got := c.rounds[c.round]
+		complete := got != nil && len(missingBut(got, c.id)) == 0
+		bad := c.bad
+		c.mu.Unlock()
+		if bad != nil {
+			return nil, bad
+		}
+		if ready && !sent {
+			if err := c.publish(c.round, b, ""); err != nil {
+				return nil, fmt.Errorf("dist: all-gather: %w", err)
+			}
+			sent = true
+			if hello != nil {
+				hello.Stop()
+			}
+		}
+		if sent && complete {
+			// Complete rounds are no longer written: every member sends
+			// once per round.
+			out := make([][]byte, c.size)
+			c.mu.Lock()
+			copy(out, got)
+			delete(c.rounds, c.round)
+			c.mu.Unlock()
+			out[c.id] = b
+			return out, nil
+		}
+		var tick <-chan time.Time
+		if hello != nil && !sent {
+			tick = hello.C
+		}
+		select {
+		case <-c.wake:
+		case <-tick:
+			_ = c.publish(0, nil, "hello")
+		case <-ctx.Done():
+			return nil, c.fail(ctx.Err())
+		case <-deadline.C:
+			return nil, c.fail(context.DeadlineExceeded)
+		}
+	}
+}
+
+func (c *natsCollective) fail(cause error) error {
+	c.mu.Lock()
+	var m []int
+	if got := c.rounds[c.round]; got != nil {
+		m = missingBut(got, c.id)
+	} else {
+		for i := range c.size {
+			if i != c.id {
+				m = append(m, i)
+			}
+		}
+	}
+	c.mu.Unlock()
+	return fmt.Errorf("%w: learner %d, round %d: nothing from learner(s) %v within %v: %w", ErrGather, c.id, c.round, m, c.timeout, cause)
+}
+
+func (c *natsCollective) Close() error {
+	return c.sub.Unsubscribe()
+}
+
+// missingBut is missing without member id.
+func missingBut(got [][]byte, id int) []int {
+	var m []int
+	for _, i := range missing(got) {
+		if i != id {
+			m = append(m, i)
+		}
+	}
+	return m
+}
+
+func slicesContainsFalse(b []bool) bool {
+	for _, v := range b {
+		if !v {
+			return true
+		}
+	}
+	return false
+}

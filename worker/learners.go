@@ -1,0 +1,199 @@
+package worker
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	"herd/algo"
+	"herd/sample"
+	"herd/transport"
+)
+
+// LearnerGroup makes a learner one of the M data-parallel learners of a
+// run (runtime.learners): each pulls its own samples (its own queue, fed
+// by its env workers), one update of the algorithm is one segment per
+// learner, every gradient is averaged over the learners through
+// Collective, and all apply the same steps, so their parameters stay
+// identical. Learner 0 alone publishes weights and reports (OnIteration
+// sees every learner's episodes and counters).
+type LearnerGroup struct {
+	Collective transport.Collective
+	// Learners is M, Slot this learner's id (0 … M−1).
+	Learners, Slot int
+}
+
+// reducer is algo.Reducer over a transport.Collective: every learner
+// sends its values, receives all M and combines them itself in learner-id
+// order (algo.AverageGrads for gradients), so all get the same bits.
+type reducer struct {
+	c     transport.Collective
+	m     int
+	grads []*algo.Grad // decoded contributions
+	avg   *algo.Grad
+	size  int // the last gradient message's bytes
+}
+
+// NewReducer returns the algo.Reducer of m learners over c; newGrad sizes
+// its buffers (the learner's NewGrad).
+func NewReducer(c transport.Collective, m int, newGrad func() *algo.Grad) algo.Reducer {
+	r := &reducer{c: c, m: m, avg: newGrad()}
+	for range m {
+		r.grads = append(r.grads, newGrad())
+	}
+	return r
+}
+
+func (r *reducer) Learners() int { return r.m }
+
+// AverageGrad encodes g's parts (with the counts of the gradients carrying
+// each), gathers every learner's and averages them in learner-id order.
+func (r *reducer) AverageGrad(ctx context.Context, g *algo.Grad) error {
+	if len(g.Parts) != len(r.avg.Parts) {
+		return fmt.Errorf("%w: %d parts, the group's have %d", algo.ErrGradShape, len(g.Parts), len(r.avg.Parts))
+	}
+	// A new buffer per message: the in-process carrier hands this very
+	// slice to the other learners.
+	b := binary.LittleEndian.AppendUint32(make([]byte, 0, r.size), uint32(len(g.Parts)))
+	for i, p := range g.Parts {
+		b = binary.LittleEndian.AppendUint32(b, uint32(g.Has[i]))
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(p)))
+		for _, v := range p {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+		}
+	}
+	r.size = len(b)
+	all, err := r.c.AllGather(ctx, b)
+	if err != nil {
+		return err
+	}
+	for k, m := range all {
+		if err := decodeGrad(r.grads[k], m); err != nil {
+			return fmt.Errorf("learner %d's gradient: %w", k, err)
+		}
+	}
+	if err := algo.AverageGrads(r.avg, r.grads); err != nil {
+		return err
+	}
+	for i := range g.Parts {
+		copy(g.Parts[i], r.avg.Parts[i])
+		g.Has[i] = min(r.avg.Has[i], 1)
+	}
+	return nil
+}
+
+// decodeGrad reads AverageGrad's encoding into g, which must have its
+// shape.
+func decodeGrad(g *algo.Grad, b []byte) error {
+	bad := fmt.Errorf("%w: a gradient message that does not fit the learner", algo.ErrGradShape)
+	if len(b) < 4 || int(binary.LittleEndian.Uint32(b)) != len(g.Parts) {
+		return bad
+	}
+	b = b[4:]
+	for i, p := range g.Parts {
+		if len(b) < 8 || int(binary.LittleEndian.Uint32(b[4:])) != len(p) || len(b) < 8+4*len(p) {
+			return bad
+		}
+		g.Has[i] = int(binary.LittleEndian.Uint32(b))
+		g.Steps[i] = 1
+		b = b[8:]
+		for j := range p {
+			p[j] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*j:]))
+		}
+		b = b[4*len(p):]
+	}
+	if len(b) != 0 {
+		return bad
+	}
+	g.N = 1
+	return nil
+}
+
+// Sum gathers every learner's x and adds them in learner-id order.
+func (r *reducer) Sum(ctx context.Context, x []float64) error {
+	b := make([]byte, 0, 8*len(x))
+	for _, v := range x {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	}
+	all, err := r.c.AllGather(ctx, b)
+	if err != nil {
+		return err
+	}
+	for k, m := range all {
+		if len(m) != 8*len(x) {
+			return fmt.Errorf("%w: learner %d sent %d bytes for a sum of %d values", algo.ErrGradShape, k, len(m), len(x))
+		}
+	}
+	for i := range x {
+		s := 0.0
+		for _, m := range all {
+			s += math.Float64frombits(binary.LittleEndian.Uint64(m[8*i:]))
+		}
+		x[i] = s
+	}
+	return nil
+}
+
+// roundInfo is what a learner tells the others at the start of each update:
+// the shape and episodes of its segment and its own counters, so that
+// learner 0 reports the whole run.
+type roundInfo struct {
+	T, N     int
+	Episodes []sample.Episode
+	Counters Counters
+	// Duplicates and StreamErrors are its sample stream's counts
+	// (Stats.Duplicates; Malformed + WrongProtocol).
+	Duplicates, StreamErrors uint64
+}
+
+// exchangeRound gathers every learner's roundInfo for this update.
+func exchangeRound(ctx context.Context, c transport.Collective, own roundInfo) ([]roundInfo, error) {
+	b, err := json.Marshal(own)
+	if err != nil {
+		return nil, err
+	}
+	all, err := c.AllGather(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]roundInfo, len(all))
+	for k, m := range all {
+		if err := json.Unmarshal(m, &out[k]); err != nil {
+			return nil, fmt.Errorf("%w: learner %d's round: %w", transport.ErrMalformed, k, err)
+		}
+	}
+	return out, nil
+}
+
+// mergeRound is the segment learner 0 reports for one update: every
+// learner's episodes, in learner-id order, on a segment of all their envs
+// (T × ΣN; an episode's At stays its time index), and the run's counters:
+// the sum of the learners' own.
+func mergeRound(infos []roundInfo, cnt *Counters) *sample.Segment {
+	seg := &sample.Segment{T: infos[0].T}
+	var sum Counters
+	for _, in := range infos {
+		seg.N += in.N
+		seg.Episodes = append(seg.Episodes, in.Episodes...)
+		c := in.Counters
+		sum.Learned += c.Learned
+		sum.Dropped += c.Dropped
+		sum.DecodeErrors += c.DecodeErrors
+		sum.LagSum += c.LagSum
+		sum.LagSteps += c.LagSteps
+		sum.LagMax = max(sum.LagMax, c.LagMax)
+	}
+	for _, in := range infos[1:] {
+		sum.PeerDuplicates += in.Duplicates
+		sum.PeerStreamErrors += in.StreamErrors
+	}
+	*cnt = sum
+	return seg
+}
+
+// errNotDataParallel is returned for runtime.learners > 1 with an
+// algorithm whose learner cannot share its updates.
+var errNotDataParallel = errors.New("worker: the algorithm's learner cannot learn data-parallel (runtime.learners > 1 runs PPO)")
