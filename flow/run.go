@@ -212,6 +212,8 @@ func StandardMetricsReporting(r *Run, it Iter[Report]) Iter[Report] {
 			st := r.remote.stats()
 			r.rt.Log.Scalar("dist/duplicates", float64(st.Duplicates))
 			r.rt.Log.Scalar("dist/decode_errors", float64(st.Malformed+st.WrongProtocol))
+			r.rt.Log.Scalar("dist/restarts", float64(r.remote.restarts.Load()))
+			r.rt.Log.Scalar("dist/reissued", float64(r.remote.reissued.Load()))
 		}
 		r.rt.Log.Step(r.steps)
 		return rep, nil
