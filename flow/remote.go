@@ -135,6 +135,8 @@ type remote struct {
 	host    func(actor string) // nil: the actors are served elsewhere
 	closers []func()
 	counts  []func() transport.Stats
+	// whoServes names the start serving an actor (TrainServed).
+	whoServes func(ctx context.Context, actor string) (string, error)
 	// restarts counts workers rejoined after a loss, reissued the calls
 	// sent again to a worker's next start (the call in flight when it was
 	// lost: its item never arrived, so none is learned twice).
@@ -232,7 +234,11 @@ func (rm *remote) open(r *Run, actor string, init func(inc uint64) []byte) (*pro
 	if err != nil {
 		return nil, err
 	}
-	return p, replyError(actor, b)
+	if err := replyError(actor, b); err != nil {
+		return nil, err
+	}
+	p.serving()
+	return p, nil
 }
 
 // proxy is the driver's end of one worker's actor: numbered calls, one at
@@ -248,6 +254,19 @@ type proxy struct {
 	// weights is the last weights call the worker answered (nil: it holds
 	// the initial weights), sent again to its next start.
 	weights []byte
+	// who names the process serving the start (remote.whoServes; "":
+	// unknown, then a lost worker is noticed by its next start's refusal).
+	who string
+}
+
+// serving records who serves the worker's start just initialised; when
+// that cannot be read, a lost worker is noticed by its next start's
+// refusal instead.
+func (p *proxy) serving() {
+	p.who = ""
+	if p.r.remote.whoServes != nil {
+		p.who, _ = p.r.remote.whoServes(p.r.Ctx, p.actor)
+	}
 }
 
 // lostError is a call that reached no live, initialised worker.
@@ -256,10 +275,24 @@ type lostError struct{ err error }
 func (e *lostError) Error() string { return e.err.Error() }
 func (e *lostError) Unwrap() error { return e.err }
 
+// errReplaced ends a call whose worker another process serves now.
+var errReplaced = errors.New("another process serves the worker now")
+
+// whoEvery is how often a waiting call checks who serves its worker.
+const whoEvery = time.Second
+
 // try makes one call with the next number and returns the reply, status
 // byte included. An error is a *lostError unless the run has ended.
 func (p *proxy) try(ctx context.Context, body []byte) ([]byte, error) {
 	p.seq++
+	if p.who != "" {
+		var stop context.CancelCauseFunc
+		ctx, stop = context.WithCancelCause(ctx)
+		defer stop(nil)
+		who := p.who
+		t := time.AfterFunc(whoEvery, func() { p.watch(ctx, who, stop) })
+		defer t.Stop()
+	}
 	b, err := p.r.remote.calls.Call(ctx, p.actor, p.seq, body)
 	switch {
 	case err == nil && len(b) == 0:
@@ -269,7 +302,30 @@ func (p *proxy) try(ctx context.Context, body []byte) ([]byte, error) {
 	case p.r.Ctx.Err() != nil || errors.Is(err, transport.ErrClosed):
 		return nil, fmt.Errorf("flow: %s: %w", p.actor, err)
 	}
+	if c := context.Cause(ctx); errors.Is(c, errReplaced) {
+		err = c
+	}
 	return nil, &lostError{fmt.Errorf("flow: %s: %w", p.actor, err)}
+}
+
+// watch checks, every whoEvery until ctx ends, who serves the worker, and
+// ends the call (stop) once another process than was does: the one that had the
+// call was lost and started again. A worker merely unregistered (a
+// keep-alive late on a busy machine) is not taken for lost.
+func (p *proxy) watch(ctx context.Context, was string, stop context.CancelCauseFunc) {
+	t := time.NewTicker(whoEvery)
+	defer t.Stop()
+	for {
+		if who, err := p.r.remote.whoServes(ctx, p.actor); err == nil && who != "" && who != was {
+			stop(fmt.Errorf("%w (%s, was %s)", errReplaced, who, was))
+			return
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // replyError returns the worker's error a reply carries, if any.
@@ -319,7 +375,7 @@ func (p *proxy) rejoin(cause error) error {
 	deadline := time.Now().Add(rejoinWait)
 	for i := 0; ; i++ {
 		p.inc++ // a number per attempt: an attempt that ran and was lost used its streams
-		p.seq = 0
+		p.seq, p.who = 0, ""
 		err := p.restore(deadline)
 		var lost *lostError
 		if !errors.As(err, &lost) {
@@ -344,18 +400,21 @@ func (p *proxy) rejoin(cause error) error {
 // restore makes a worker's next start p.inc: its init call, then the last
 // weights.
 func (p *proxy) restore(deadline time.Time) error {
-	for _, body := range [][]byte{p.init(p.inc), p.weights} {
+	for i, body := range [][]byte{p.init(p.inc), p.weights} {
 		if body == nil {
 			continue
 		}
 		ctx, cancel := context.WithDeadline(p.r.Ctx, deadline)
 		b, err := p.try(ctx, body)
 		cancel()
+		if err == nil {
+			err = replyError(p.actor, b)
+		}
 		if err != nil {
 			return err
 		}
-		if err := replyError(p.actor, b); err != nil {
-			return err
+		if i == 0 {
+			p.serving()
 		}
 	}
 	return nil

@@ -200,7 +200,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	case "policy":
 		err = st.RunPolicyWorker(ctx, o.Slot, tr, o.Run)
 	case "learner":
-		err = runLearner(ctx, w, tr, byKind[0], res, mode, o)
+		err = runLearner(ctx, w, tr, byKind[0], mem, res, mode, o)
 	}
 	ended := errors.Is(context.Cause(ctx), errGone)
 	if o.Role == "learner" {
@@ -232,7 +232,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 
 // runLearner trains the run as its learner through algo.TrainRun with the
 // dist executor in learner-only mode, then marks the run ended.
-func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport, res *algo.Resolved, mode algo.DirMode, o WorkerOptions) error {
+func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport, mem transport.Membership, res *algo.Resolved, mode algo.DirMode, o WorkerOptions) error {
 	flowPlan := res.Header.Runtime.Executor == "flow"
 	if flowPlan {
 		res.Header.Runtime.Transport = "nats" // the driver's counters of its calls
@@ -245,7 +245,7 @@ func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport,
 				Dial: func() (transport.Transport, error) { return tr, nil }})
 		},
 		"flow": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-			return trainFlowDriver(ctx, rt, spec, cfg, calls, o.Run)
+			return trainFlowDriver(ctx, rt, spec, cfg, calls, o.Run, mem)
 		}}}
 	if !o.Quiet {
 		opt.Progress, opt.Bar = w, run.IsTerminal(w)
@@ -264,7 +264,8 @@ func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport,
 	}
 	switch {
 	case len(s.Dist) > 0 && flowPlan:
-		fmt.Fprintf(w, "flow: calls answered from a worker's memory %.0f, decode errors %.0f\n", s.Dist["dist/duplicates"], s.Dist["dist/decode_errors"])
+		fmt.Fprintf(w, "flow: calls answered from a worker's memory %.0f, decode errors %.0f, workers rejoined after a restart %.0f, calls reissued %.0f\n",
+			s.Dist["dist/duplicates"], s.Dist["dist/decode_errors"], s.Dist["dist/restarts"], s.Dist["dist/reissued"])
 	case len(s.Dist) > 0:
 		fmt.Fprintln(w, distLine(s.Dist))
 	}
