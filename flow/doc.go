@@ -115,7 +115,7 @@
 // a reply: another process registered for the worker (TrainServed's
 // whoServes, checked every second while a call waits), the new process
 // refused the call's number (its memory is empty), or no reply came within
-// callDeadline (60 s). It then rejoins the worker: an init call numbered 1
+// callDeadline (5 min). It then rejoins the worker: an init call numbered 1
 // again, with the next start number, which draws the new start's action
 // samples and env seeds from streams of its own ("env-worker/<start>",
 // "flow/env/<start>"), never the first start's again, and with the env

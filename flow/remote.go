@@ -60,11 +60,12 @@ const (
 	replyErr
 )
 
-// callDeadline bounds one call: a worker that has not answered by then
-// (it died, or hangs) is taken for lost. A killed worker is usually
-// noticed sooner: the call's resend (every 10 s, transport's callResend)
-// reaches its next start, which refuses the call's number.
-const callDeadline = 60 * time.Second
+// callDeadline bounds one call: a worker that has not answered by then is
+// taken for lost (it hangs, or died and nothing started it again). It is
+// long because a segment of a slow env can take minutes; a killed worker
+// is noticed much sooner, by its new process's registration or its
+// refusal of the call's resend (every 10 s, transport's callResend).
+const callDeadline = 5 * time.Minute
 
 // rejoinWait bounds the wait for a lost worker's next start to answer its
 // init call (herd launch restarts a worker within about a second; an
