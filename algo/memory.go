@@ -88,7 +88,12 @@ func EstimateMemory(h Header, cfg Config, obs, act env.Space, envBytes float64) 
 		}
 	case "dist", "hts":
 		if n := int64(rc.EnvWorkers); n > 1 && rc.Executor == "dist" {
-			add("runtime.env_workers", n, "env workers' envs", float64(n-1)*(envSet+workerBytes))
+			if rc.Inference == InferenceInline {
+				// Each holds a policy copy instead of asking policy workers.
+				add("runtime.env_workers", n, "env workers' envs and policy copies", float64(n-1)*(envSet+policy+workerBytes))
+			} else {
+				add("runtime.env_workers", n, "env workers' envs", float64(n-1)*(envSet+workerBytes))
+			}
 		}
 		if n := int64(rc.PolicyWorkers); n > 1 {
 			add("runtime.policy_workers", n, "policy workers' policy copies", float64(n-1)*(policy+workerBytes))

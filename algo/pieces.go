@@ -153,6 +153,7 @@ func ApeXEpsilon(eps float64, i, n int) float64 {
 //	  executor: dist
 //	  env_workers: 2    # E env workers of num_envs envs each (default 1)
 //	  policy_workers: 1 # P (default 1)
+//	  inference: inline # on-policy: policy_workers (default) or inline: env workers act with their own policy copies
 //	  env_groups: 2     # on-policy: G groups of envs per env worker, stepped while the others' inference is in flight (default 1)
 //	  step_time: {mean: 1ms, cv: 2}   # optional, on-policy: envs with variable step times
 //	  transport: nats   # inproc (default) or nats
@@ -188,6 +189,13 @@ type RuntimeConfig struct {
 	EnvWorkers    int `yaml:"env_workers,omitempty"`
 	PolicyWorkers int `yaml:"policy_workers,omitempty"`
 	Alpha         int `yaml:"alpha,omitempty"`
+	// Inference is where the dist executor's on-policy env workers get
+	// their policy outputs: "policy_workers" (the default: they ask the
+	// policy workers over the inference stream) or "inline" (each acts
+	// with a policy copy of its own, refreshed from the parameter service
+	// before each segment; no policy workers). The off-policy topology is
+	// always inline.
+	Inference string `yaml:"inference,omitempty"`
 	// EnvGroups is G under the dist executor (on-policy): each env worker
 	// splits its num_envs envs into G equal groups and steps one while the
 	// others' inference requests are in flight; left out (0) means 1.
@@ -234,6 +242,12 @@ func (rc RuntimeConfig) Locking() replay.Locking {
 	}
 	return l
 }
+
+// The values of runtime.inference.
+const (
+	InferencePolicyWorkers = "policy_workers"
+	InferenceInline        = "inline"
+)
 
 // DefaultMaxPolicyLag is runtime.max_policy_lag's default, in weights
 // versions (see run/distexec for the measurements it rests on).
@@ -303,6 +317,21 @@ func (rc RuntimeConfig) Validate() error {
 	}
 	if rc.EnvGroups < 0 || rc.EnvGroups > MaxWorkers || (rc.EnvGroups != 0 && rc.Executor != "dist") {
 		errs = append(errs, fmt.Errorf("%w: runtime.env_groups %d: a dist setting, 1 to %d (executor %q)", ErrConfig, rc.EnvGroups, MaxWorkers, rc.Executor))
+	}
+	switch rc.Inference {
+	case "", InferencePolicyWorkers:
+	case InferenceInline:
+		if rc.PolicyWorkers != 0 {
+			errs = append(errs, fmt.Errorf("%w: runtime.policy_workers %d with inference inline: inline env workers act with their own policy copies and no policy worker runs; leave policy_workers out", ErrConfig, rc.PolicyWorkers))
+		}
+		if rc.EnvGroups > 1 {
+			errs = append(errs, fmt.Errorf("%w: runtime.env_groups %d with inference inline: groups overlap inference requests, and inline env workers make none", ErrConfig, rc.EnvGroups))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("%w: runtime.inference %q is not %s or %s", ErrConfig, rc.Inference, InferencePolicyWorkers, InferenceInline))
+	}
+	if rc.Inference != "" && rc.Executor != "dist" {
+		errs = append(errs, fmt.Errorf("%w: runtime.inference is a dist setting; executor is %q", ErrConfig, rc.Executor))
 	}
 	if rc.Transport != "" && rc.Transport != "inproc" && rc.Transport != "nats" {
 		errs = append(errs, fmt.Errorf("%w: runtime.transport %q is not inproc or nats", ErrConfig, rc.Transport))

@@ -123,6 +123,11 @@
 // loading). Agents that leave before the others are "dead rows" until the
 // episode ends (zero observation and reward, counted by DeadRowSteps).
 //
+// A remote id (grpc://HOST:PORT/ID) is a multi-agent id when its server
+// lists ID as one (IsParallel asks it): MakeParallel gives a
+// RemoteParallel, and MakeVector a FlatVector whose envs all live in one
+// server session (remote_parallel.go).
+//
 // SplitVector cuts a vector's rows into parts that step in lockstep, each
 // driven by its own goroutine: several policies, each acting for its own
 // agents' rows of one FlatVector (run/multipolicy, examples/twinplan).

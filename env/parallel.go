@@ -67,8 +67,13 @@ func ParallelIDs() []string {
 }
 
 // IsParallel reports whether id names a registered multi-agent env (with
-// or without "?keyword=value" options).
+// or without "?keyword=value" options), or a remote env (grpc://,
+// grpcs://) that its server serves as a multi-agent env: for such an id it
+// asks the server (Describe), and an unreachable server answers false.
 func IsParallel(id string) bool {
+	if IsRemote(id) {
+		return remoteIsParallel(id)
+	}
 	base, _, _ := strings.Cut(id, "?")
 	for _, s := range parallelSpecs() {
 		if s.ID == base {
@@ -132,6 +137,9 @@ func MakeParallel(id string, opts ...Option) (Parallel, error) {
 // makeParallel also returns the row options asked for in the id
 // (agent_id, state).
 func makeParallel(id string, opts []Option) (Parallel, FlatOptions, error) {
+	if IsRemote(id) {
+		return makeRemoteParallel(id, opts)
+	}
 	var o makeOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -268,6 +276,9 @@ func makeTurn(id string, opts []Option, o makeOptions) (Env, error) {
 // ROWS (agent slots), so it must be a multiple of the number of agents;
 // n / agents envs are stepped.
 func makeFlatVector(id string, n int, opts []Option, o makeOptions) (Vector, error) {
+	if IsRemote(id) {
+		return makeRemoteFlatVector(id, n, o)
+	}
 	first, fo, err := makeParallel(id, opts)
 	if err != nil {
 		return nil, err

@@ -57,15 +57,11 @@ type FlatVector struct {
 
 // NewFlatVector wraps pv; it closes pv when closed.
 func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
-	e := pv.Env(0)
 	agents := pv.PossibleAgents()
 	f := &FlatVector{pv: pv, opt: opt, nAgents: len(agents)}
 	var lows, highs [][]float32
 	for j, a := range agents {
-		os, err := e.ObservationSpace(a)
-		if err != nil {
-			return nil, err
-		}
+		os := pv.ObservationSpace(j)
 		box, ok := os.(Box)
 		if !ok {
 			return nil, fmt.Errorf("%w: agent %s observation space %v is not a Box", ErrInvalidOption, a, os)

@@ -16,9 +16,15 @@ import (
 // continue each env's stream. Step checks every action of every env
 // before stepping any. The returned steps and their maps are owned by the
 // vector and overwritten by the next call.
+//
+// A remote vector (MakeVector of a remote multi-agent id) has no local
+// envs: its N envs live in one server session (remote), which resets and
+// steps all of them in one message each, with the same autoreset.
 type ParallelVector struct {
 	envs     []Parallel
+	remote   *parallelSession
 	possible []string
+	obs      []Space // per possible agent, of env 0
 	acts     []Space // per possible agent, of env 0
 	steps    []ParallelStep
 	closed   bool
@@ -77,7 +83,11 @@ func NewParallelVector(n int, factory ParallelFactory) (*ParallelVector, error) 
 				if err != nil {
 					return fail(err)
 				}
-				v.acts = append(v.acts, s)
+				os, err := e.ObservationSpace(a)
+				if err != nil {
+					return fail(err)
+				}
+				v.acts, v.obs = append(v.acts, s), append(v.obs, os)
 			}
 			continue
 		}
@@ -94,29 +104,50 @@ func NewParallelVector(n int, factory ParallelFactory) (*ParallelVector, error) 
 			}
 		}
 	}
-	v.steps = make([]ParallelStep, n)
-	for i := range v.steps {
-		v.steps[i] = ParallelStep{
-			Obs: map[string][]float32{}, Rewards: map[string]float64{}, Terminations: map[string]bool{},
-			Truncations: map[string]bool{}, Infos: map[string]Info{}, FinalObs: map[string][]float32{},
-		}
-	}
+	v.steps = newParallelSteps(n)
 	return v, nil
 }
 
 // NumEnvs is N.
-func (v *ParallelVector) NumEnvs() int { return len(v.envs) }
+func (v *ParallelVector) NumEnvs() int { return len(v.steps) }
 
 // PossibleAgents is the agents of every env.
 func (v *ParallelVector) PossibleAgents() []string { return v.possible }
 
-// Env returns env i (to read its spaces).
-func (v *ParallelVector) Env(i int) Parallel { return v.envs[i] }
+// ObservationSpace is agent j's (PossibleAgents order) observation space.
+func (v *ParallelVector) ObservationSpace(j int) Space { return v.obs[j] }
+
+// Env returns env i, or nil for a remote vector (its envs live on the
+// server).
+func (v *ParallelVector) Env(i int) Parallel {
+	if v.remote != nil {
+		return nil
+	}
+	return v.envs[i]
+}
+
+// live is the agents of env i that act next.
+func (v *ParallelVector) live(i int) []string {
+	if v.remote != nil {
+		return v.steps[i].Agents
+	}
+	return v.envs[i].Agents()
+}
 
 // Reset resets every env (see ParallelVector on seeding).
 func (v *ParallelVector) Reset(seed int64) ([]ParallelStep, error) {
 	if v.closed {
 		return nil, fmt.Errorf("%w: parallel vector Reset", ErrClosed)
+	}
+	if v.remote != nil {
+		seeds := make([]int64, len(v.steps))
+		for i := range seeds {
+			seeds[i] = VectorSeed(seed, i)
+		}
+		if err := v.remote.reset(seeds, v.steps); err != nil {
+			return nil, fmt.Errorf("env: parallel vector: reset: %w", err)
+		}
+		return v.steps, nil
 	}
 	for i, e := range v.envs {
 		obs, infos, err := e.Reset(VectorSeed(seed, i))
@@ -161,11 +192,11 @@ func (v *ParallelVector) Step(actions []map[string][]float32) ([]ParallelStep, e
 	if v.closed {
 		return nil, fmt.Errorf("%w: parallel vector Step", ErrClosed)
 	}
-	if len(actions) != len(v.envs) {
-		return nil, fmt.Errorf("%w: parallel vector of %d envs got %d action maps", ErrInvalidAction, len(v.envs), len(actions))
+	if len(actions) != len(v.steps) {
+		return nil, fmt.Errorf("%w: parallel vector of %d envs got %d action maps", ErrInvalidAction, len(v.steps), len(actions))
 	}
-	for i, e := range v.envs {
-		live := e.Agents()
+	for i := range v.steps {
+		live := v.live(i)
 		if len(actions[i]) != len(live) {
 			return nil, fmt.Errorf("%w: parallel vector slot %d wants actions for %v, got %d", ErrInvalidAction, i, live, len(actions[i]))
 		}
@@ -179,6 +210,12 @@ func (v *ParallelVector) Step(actions []map[string][]float32) ([]ParallelStep, e
 				return nil, fmt.Errorf("parallel vector slot %d agent %s: %w", i, a, err)
 			}
 		}
+	}
+	if v.remote != nil {
+		if err := v.remote.step(actions, v.steps); err != nil {
+			return nil, fmt.Errorf("env: parallel vector: %w", err)
+		}
+		return v.steps, nil
 	}
 	for i, e := range v.envs {
 		obs, rew, term, trunc, infos, err := e.Step(actions[i])
@@ -217,6 +254,9 @@ func (v *ParallelVector) Close() error {
 		return nil
 	}
 	v.closed = true
+	if v.remote != nil {
+		return v.remote.Close()
+	}
 	var first error
 	for _, e := range v.envs {
 		if err := e.Close(); err != nil && first == nil {

@@ -121,11 +121,11 @@ func Make(id string, opts ...Option) (Env, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if IsRemote(id) {
-		return makeRemote(id, o)
-	}
 	if IsParallel(id) {
 		return makeTurn(id, opts, o)
+	}
+	if IsRemote(id) {
+		return makeRemote(id, o)
 	}
 	spec, err := SpecOf(id)
 	if err != nil {

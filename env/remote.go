@@ -61,6 +61,9 @@ import (
 
 // IsRemote reports whether id names a remote env (grpc://, grpcs:// or
 // shm://).
+//
+// A remote id names a multi-agent env when its server says so (see
+// remote_parallel.go and IsParallel).
 func IsRemote(id string) bool {
 	return strings.HasPrefix(id, "grpc://") || strings.HasPrefix(id, "grpcs://") || strings.HasPrefix(id, "shm://")
 }
@@ -73,6 +76,10 @@ type remoteTarget struct {
 	tls      *service.TLSFiles
 	timeout  time.Duration
 	inflight int
+	// rows holds agent_id and state, row options of a multi-agent env
+	// (FlatOptions), applied on this side; hasRows says one was given.
+	rows    FlatOptions
+	hasRows bool
 }
 
 func parseRemote(id string) (remoteTarget, error) {
@@ -99,8 +106,19 @@ func parseRemote(id string) (remoteTarget, error) {
 	for k := range q {
 		switch k {
 		case "ca", "cert", "key", "server_name", "timeout", "inflight":
+		case "agent_id", "state":
+			v := q.Get(k)
+			if v != "true" && v != "false" {
+				return bad("%s %q, want true or false", k, v)
+			}
+			if k == "agent_id" {
+				t.rows.AgentID = v == "true"
+			} else {
+				t.rows.State = v == "true"
+			}
+			t.hasRows = true
 		default:
-			return bad("unknown parameter %q (known: ca, cert, key, server_name, timeout, inflight)", k)
+			return bad("unknown parameter %q (known: ca, cert, key, server_name, timeout, inflight; agent_id, state for a multi-agent env)", k)
 		}
 	}
 	switch u.Scheme {
@@ -150,18 +168,22 @@ type grpcWire struct {
 	timeout  time.Duration
 }
 
+// dialConn dials t's server (gRPC, TLS for grpcs).
+func dialConn(t remoteTarget) (*grpc.ClientConn, error) {
+	if t.tls == nil {
+		return service.Dial(t.addr, nil, 0)
+	}
+	conf, err := t.tls.ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	return service.Dial(t.addr, conf, 0)
+}
+
 func dialGRPC(t remoteTarget) (*grpcWire, error) {
 	w := &grpcWire{timeout: t.timeout}
 	var err error
-	if t.tls != nil {
-		conf, err := t.tls.ClientConfig()
-		if err != nil {
-			return nil, err
-		}
-		if w.conn, err = service.Dial(t.addr, conf, 0); err != nil {
-			return nil, err
-		}
-	} else if w.conn, err = service.Dial(t.addr, nil, 0); err != nil {
+	if w.conn, err = dialConn(t); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -289,6 +311,9 @@ func openSession(t remoteTarget, n int, o makeOptions, autoreset bool) (*session
 	}
 	if open.GetNumEnvs() != uint32(n) {
 		return fail(s.protocolErr(fmt.Sprintf("server opened %d envs, asked for %d", open.GetNumEnvs(), n)))
+	}
+	if t.hasRows {
+		return fail(fmt.Errorf("%w: remote env %s: agent_id and state apply to multi-agent envs, and the server does not list %s as one", ErrInvalidOption, t.envID, t.envID))
 	}
 	s.hasState = open.GetHasState()
 	if err := s.w.attach(n, s.obs.Dim(), s.act.Dim()); err != nil {

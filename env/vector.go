@@ -225,19 +225,19 @@ func (m VectorMode) String() string {
 // (ParallelIDs) it returns a FlatVector of n agent rows (n / agents envs,
 // stepped in the caller's goroutine).
 func MakeVector(id string, n int, mode VectorMode, opts ...Option) (Vector, error) {
-	if IsRemote(id) {
-		var o makeOptions
-		for _, opt := range opts {
-			opt(&o)
-		}
-		return makeRemoteVector(id, n, o)
-	}
 	if IsParallel(id) {
 		var o makeOptions
 		for _, opt := range opts {
 			opt(&o)
 		}
 		return makeFlatVector(id, n, opts, o)
+	}
+	if IsRemote(id) {
+		var o makeOptions
+		for _, opt := range opts {
+			opt(&o)
+		}
+		return makeRemoteVector(id, n, o)
 	}
 	if _, err := SpecOf(id); err != nil {
 		return nil, err

@@ -63,7 +63,11 @@
 // RolloutWorkers, ParallelRollouts, ConcatBatches, SegmentLearner,
 // TrainOneStep, ComputeGradients and ApplyGradients, Workers.UpdateWeights,
 // StandardMetricsReporting (into metrics.csv, summary.json and the
-// progress bar) serve the on-policy pieces (algo.Pieces). An algorithm is
+// progress bar) serve the on-policy pieces (algo.Pieces); OffPolicyWorkers,
+// OffPolicyRollouts, TransitionLearner, StoreToReplay and Replay the
+// off-policy ones, where ReplayWorkers.SyncEvery makes each worker copy the
+// learner's newest weights every n of its env steps instead of receiving
+// every update (Ape-X's actors). An algorithm is
 // a plan when its config implements Planner; Train (`runtime: {executor:
 // flow}`) runs it, and A3C and IMPALA run their plans under every executor.
 //

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"herd/algo"
 	"herd/env"
@@ -23,6 +24,10 @@ type ReplayWorkers struct {
 	ws     []*replayWorker
 	actors []*Actor
 	enc    encodedWeights // over a transport: the proxies' weights messages
+	// every is SyncEvery's period in a worker's env steps (0: every update
+	// reaches every worker); latest is then the learner's newest version.
+	every  int64
+	latest atomic.Pointer[weights.Version]
 }
 
 // Experience is one worker item: the transitions it assembled, and the
@@ -50,7 +55,7 @@ func OffPolicyWorkers(r *Run, numEnvs, stepsPerItem int) (*ReplayWorkers, error)
 		if r.remote != nil {
 			// The worker serves its actor over the transport; the driver
 			// keeps a proxy that holds no envs.
-			px := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem, workers: w, enc: &ws.enc}
+			px := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem, workers: w, enc: &ws.enc, ws: ws}
 			init := func(inc uint64) []byte { return replayInit(k, numEnvs, stepsPerItem, w, inc) }
 			var err error
 			if px.proxy, err = r.remote.open(r, actorName(set, k), init); err != nil {
@@ -61,6 +66,7 @@ func OffPolicyWorkers(r *Run, numEnvs, stepsPerItem int) (*ReplayWorkers, error)
 		}
 		wk, err := newReplayWorker(r, k, numEnvs, stepsPerItem, w, 1)
 		if wk != nil {
+			wk.ws = ws
 			ws.ws = append(ws.ws, wk)
 		}
 		if err != nil {
@@ -134,14 +140,45 @@ func OffPolicyRollouts(ws *ReplayWorkers) ParIter[Experience] {
 	return NewParIter(ws.r.Ctx, shards)
 }
 
-// UpdateWeights sends v to every worker (a message to each actor).
+// UpdateWeights sends v to every worker (a message to each actor), or,
+// after SyncEvery, makes v the version a worker copies when it is due.
 func (ws *ReplayWorkers) UpdateWeights(v *weights.Version) {
+	if ws.every > 0 {
+		ws.latest.Store(v)
+		return
+	}
 	for k, w := range ws.ws {
 		ws.actors[k].Send(func() { w.setWeights(v) })
 	}
 }
 
+// SyncEvery makes each worker copy the learner's newest weights once it
+// has taken n env steps of its own since its last copy, instead of
+// receiving every update: Ape-X's actors (Horgan et al. 2018, "copy the
+// network parameters from the learner" every 400 frames). The check runs
+// on the worker's actor before each of its items, so the period is in
+// whole items (n rounded up to a multiple of the item's env steps), and a
+// due worker whose weights are already the newest gets no message. Over a
+// transport each copy is one weights call instead of one per update.
+// n ≤ 0 keeps the default: every update reaches every worker before its
+// next item. Call it before the plan runs.
+func (ws *ReplayWorkers) SyncEvery(n int) {
+	ws.every = int64(max(n, 0))
+}
+
+// Syncs returns, per worker, the weights messages it has been sent so far
+// (copies of the learner's weights it took).
+func (ws *ReplayWorkers) Syncs() []int64 {
+	out := make([]int64, len(ws.ws))
+	for k, w := range ws.ws {
+		out[k] = w.syncs.Load()
+	}
+	return out
+}
+
 func (w *replayWorker) setWeights(v *weights.Version) {
+	w.held = v
+	w.syncs.Add(1)
 	if w.proxy != nil {
 		if err := w.proxy.sendWeights(w.enc, v); err != nil {
 			w.err = err
@@ -169,6 +206,10 @@ type replayWorker struct {
 	err       error
 	proxy     *proxy          // over a transport: the worker's actor (envs elsewhere)
 	enc       *encodedWeights // the proxy's weights messages
+	ws        *ReplayWorkers  // the driver's set (nil on a worker's host)
+	since     int64           // env steps since the last copy (SyncEvery)
+	held      *weights.Version
+	syncs     atomic.Int64 // weights messages taken
 }
 
 // experience takes `steps` vector steps, claimed from the budget at once
@@ -185,6 +226,18 @@ func (w *replayWorker) experience() (Experience, error) {
 	// interleave in turn — the claim order would differ between runs.
 	start := (w.made*int64(w.workers) + int64(w.id)) * size
 	w.made++
+	if every := w.ws.every; every > 0 {
+		if w.since >= every {
+			w.since = 0
+			if v := w.ws.latest.Load(); v != nil && (w.held == nil || v.N != w.held.N) {
+				w.setWeights(v)
+				if w.err != nil {
+					return Experience{}, w.err
+				}
+			}
+		}
+		w.since += size
+	}
 	if w.proxy != nil {
 		b, err := w.proxy.call(binary.LittleEndian.AppendUint64([]byte{opExperience}, uint64(start)))
 		if err != nil {
@@ -331,7 +384,8 @@ func StoreToReplay(r *Run, rb algo.Replay, l *Ledger, it Iter[Experience]) Iter[
 // Replay is the replay sub-flow: each item runs the learner's updates due
 // for the env steps stored since the last item (TransitionLearner.Learn:
 // minibatches drawn from rb, priorities fed back, target network updated
-// on its schedule) and then sends the new weights to the workers. It waits
+// on its schedule) and then sends the new weights to the workers
+// (ReplayWorkers.UpdateWeights: to each, or for SyncEvery). It waits
 // while no new steps are stored, and ends once the store sub-flow has
 // ended and every stored step's updates have run.
 func Replay(r *Run, rb algo.Replay, learner algo.TransitionLearner, ws *ReplayWorkers, l *Ledger) Iter[Report] {
@@ -352,10 +406,12 @@ func Replay(r *Run, rb algo.Replay, learner algo.TransitionLearner, ws *ReplayWo
 				yield(Report{}, err)
 				return
 			}
-			l.update(func() { l.trained = step })
 			if len(stats) > 0 {
+				// Before the ledger moves: a worker whose item waited
+				// for these updates sees their weights when it is due.
 				ws.UpdateWeights(learner.Weights())
 			}
+			l.update(func() { l.trained = step })
 			if !yield(Report{Stats: append([]algo.Stat(nil), stats...)}, nil) {
 				return
 			}

@@ -343,3 +343,92 @@ func TestMultiAgentRolloutsRefused(t *testing.T) {
 		t.Fatalf("flow on simple_spread: %v, want ErrConfig naming multi-agent", err)
 	}
 }
+
+// apexSyncs is the Ape-X plan (dqn.Config.ApexPlan's operators) with a
+// look at the workers' items: the weights version each was made with, per
+// worker.
+type apexSyncs struct {
+	*dqn.Config
+	workers  *flow.ReplayWorkers
+	versions [][]uint64
+}
+
+func (p *apexSyncs) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
+	workers, err := flow.OffPolicyWorkers(r, p.NumEnvs, p.TrainFrequency/p.NumEnvs)
+	if err != nil {
+		return nil, err
+	}
+	workers.SyncEvery(p.ApeXSyncSteps)
+	p.workers, p.versions = workers, make([][]uint64, workers.Len())
+	learner, rb, err := flow.TransitionLearner(r)
+	if err != nil {
+		return nil, err
+	}
+	storeRB, err := flow.Fork(rb)
+	if err != nil {
+		return nil, err
+	}
+	ledger := &flow.Ledger{MaxLag: 256}
+	items := flow.ForEach(flow.GatherAsync(flow.OffPolicyRollouts(workers), 1), func(x flow.Experience) (flow.Experience, error) {
+		k := x.Transitions.Worker
+		p.versions[k] = append(p.versions[k], x.Transitions.Version)
+		return x, nil
+	})
+	store := flow.StoreToReplay(r, storeRB, ledger, items)
+	return flow.UnionAsync(store, flow.Replay(r, rb, learner, workers, ledger)), nil
+}
+
+// TestApeXSyncEvery: with apex_sync_steps 400 and items of 10 env steps,
+// each Ape-X worker gets one weights message per 400 env steps of its own
+// — before its items 40, 80, …, so (items − 1) / 40 in all — and not one
+// per update; the version its items were made with changes there and
+// nowhere else. Learning starts early enough (100 steps, the store at most
+// 256 steps ahead of the learner) that the learner always has newer
+// weights when a worker is due. With apex_sync_steps 0 every update
+// reaches every worker.
+func TestApeXSyncEvery(t *testing.T) {
+	const file = "algo: dqn\nenv: CartPole-v1\nseed: 4\nsteps: 4000\nruntime: {executor: flow, env_workers: 2, transport: %s}\n" +
+		"dqn: {learning_starts: 100, buffer_size: 2000, batch_size: 32, target_network_frequency: 100, net_arch: [32, 32], " +
+		"prioritized: true, initial_priorities: actor, apex_sync_steps: %d}\n"
+	for _, tr := range []string{"inproc", "nats"} {
+		t.Run(tr, func(t *testing.T) {
+			res := resolve(t, dqn.Spec(), fmt.Sprintf(file, tr, 400))
+			p := &apexSyncs{Config: res.Config.(*dqn.Config)}
+			if _, err := flow.TrainPlan(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config, p); err != nil {
+				t.Fatal(err)
+			}
+			syncs, items := p.workers.Syncs(), 0
+			for k, vs := range p.versions {
+				items += len(vs)
+				changes := 0
+				for i := 1; i < len(vs); i++ {
+					if vs[i] != vs[i-1] {
+						changes++
+						if i%40 != 0 {
+							t.Errorf("worker %d: item %d made with version %d, item %d with %d: a copy between due points", k, i, vs[i], i-1, vs[i-1])
+						}
+					}
+				}
+				if want := int64(len(vs)-1) / 40; syncs[k] != want || int64(changes) != want {
+					t.Errorf("worker %d, %d items: %d weights messages and %d version changes, want %d", k, len(vs), syncs[k], changes, want)
+				}
+			}
+			if items != 400 {
+				t.Errorf("%d items of 10 steps, want 400", items)
+			}
+		})
+	}
+	res := resolve(t, dqn.Spec(), fmt.Sprintf(file, "inproc", 0))
+	p := &apexSyncs{Config: res.Config.(*dqn.Config)}
+	if _, err := flow.TrainPlan(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config, p); err != nil {
+		t.Fatal(err)
+	}
+	// Every Learn call sends to every worker; a call covers at most the
+	// 266 steps the store may run ahead, so (4000 − 100) / 266 > 14 calls
+	// (400: about 4 messages per worker).
+	for k, n := range p.workers.Syncs() {
+		if n < 15 {
+			t.Errorf("apex_sync_steps 0: worker %d got %d weights messages, want one per Learn call", k, n)
+		}
+	}
+}

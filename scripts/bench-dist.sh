@@ -2,7 +2,7 @@
 # Throughput of the distributed topology as processes (docs/BENCHMARKS.md
 # "Distributed runs"): for N = 1…NMAX env-worker processes (4 CartPoles
 # each) + 1 policy worker + the learner over an embedded NATS server (`herd
-# launch`, PPO from configs/ppo-cartpole-dist.yaml), print env steps/s; then the
+# launch`, PPO from configs/ppo-cartpole-dist-policy.yaml), print env steps/s; then the
 # same with LOAD busy-loop processes (`herd bench spin`, those of
 # `herd bench learn --load`) spinning beside them.
 #
@@ -32,7 +32,7 @@ for load in 0 "$LOAD"; do
   [ "$load" -gt 0 ] && sleep 0.5
   for ((n = 1; n <= NMAX; n++)); do
     sed "s/env_workers: 2/env_workers: $n/; s/^steps: .*/steps: $STEPS/" \
-      configs/ppo-cartpole-dist.yaml >"$T/c.yaml"
+      configs/ppo-cartpole-dist-policy.yaml >"$T/c.yaml"
     line=$("$T/herd" launch --config "$T/c.yaml" --quiet --out "$T/run-$load-$n" | grep '^done:')
     rate=$(sed -n 's/.*(\([0-9.]*\) steps\/s).*/\1/p' <<<"$line")
     [ -n "$rate" ] || { echo "no rate in: $line" >&2; exit 1; }

@@ -23,7 +23,7 @@
 set -u
 HERD=${1:-herd}
 STEPS=${2:-200000}
-CONFIG=${CONFIG:-configs/ppo-cartpole-dist.yaml}
+CONFIG=${CONFIG:-configs/ppo-cartpole-dist-policy.yaml}
 OUT=$(mktemp -d /tmp/herd-faults.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 

@@ -27,7 +27,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM # through the EXIT trap
 go build -o "$T/herd" ./cmd/herd || exit 1
 H="$T/herd"
-CFG=configs/ppo-cartpole-dist.yaml
+CFG=configs/ppo-cartpole-dist-policy.yaml
 PY=/usr/bin/python3
 
 row() { printf '| %s | %s | %s |\n' "$1" "$2" "$3"; }

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Measures every PAL allocation (N actors, M learners) with N + M <= 4 on
-# DQN CartPole (100k steps, seeds 1-3, alternating), the table that
+# DQN CartPole (the config's 500k steps, seeds 1-3, alternating), the table that
 # `herd tune`'s choice is checked against in docs/BENCHMARKS.md "PAL".
 #
 #   scripts/pal-sweep.sh [HERD_BINARY]     (default: go build into a temp dir)
+#   STEPS=100000 scripts/pal-sweep.sh      (shorter runs: about ±8% per run
+#                                           on a 2-core VM against ±2% at 500k)
 #
 # Prints "N M seed env_steps_per_s" per run, then the mean per allocation.
 set -euo pipefail
@@ -18,7 +20,7 @@ rows=()
 for seed in 1 2 3; do
   for nm in "1 1" "1 2" "1 3" "2 1" "2 2" "3 1"; do
     set -- $nm
-    sps=$("$H" bench learn --config configs/dqn-cartpole-pal.yaml --steps 100000 --seeds "$seed" \
+    sps=$("$H" bench learn --config configs/dqn-cartpole-pal.yaml --steps "${STEPS:-500000}" --seeds "$seed" \
       --set runtime.actors="$1" --set runtime.learners="$2" 2>&1 |
       awk '$1 ~ /^configs/ && NF > 8 {print $8}' | tail -1)
     [ -n "$sps" ] || { echo "run N=$1 M=$2 seed $seed failed" >&2; exit 1; }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -380,5 +381,71 @@ func TestNATSGoneWithoutWatchUpdate(t *testing.T) {
 	case <-gone:
 	case <-ctx.Done():
 		t.Fatal("Gone did not fire for a member whose key vanished without a watch update")
+	}
+}
+
+// A publisher keeps each version in the store until it has been superseded
+// for fetchTimeout (so a reader's download in progress keeps its object),
+// at most paramsKeepMax, at least the newest two.
+func TestParamsRetire(t *testing.T) {
+	srv := startServer(t)
+	ctx := ctxT(t, 30*time.Second)
+	run := runID(t)
+	like := testParams(4)
+	ps, err := natsTransport(t, srv.URL()).Params(ctx, run, Options{Like: like})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	p := ps.(*natsParams)
+	stored := func() []uint64 {
+		t.Helper()
+		infos, err := p.obs.List(ctx)
+		if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
+			t.Fatal(err)
+		}
+		var ns []uint64
+		for _, info := range infos {
+			if n, ok := paramsVersion(info.Name); ok && !info.Deleted {
+				ns = append(ns, n)
+			}
+		}
+		slices.Sort(ns)
+		return ns
+	}
+	put := func(n uint64) {
+		t.Helper()
+		b, err := encode(&herdv1.Params{Protocol: Protocol, WeightsVersion: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.obs.PutBytes(ctx, paramsObject(n), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Unix(1000, 0)
+	// 5 versions 10 ms apart: all superseded for less than fetchTimeout.
+	for n := range uint64(5) {
+		put(n)
+		p.retire(ctx, n, t0.Add(time.Duration(n)*10*time.Millisecond))
+	}
+	if got := stored(); !slices.Equal(got, []uint64{0, 1, 2, 3, 4}) {
+		t.Fatalf("after 5 quick versions the store holds %v, want all", got)
+	}
+	// Version 5 comes fetchTimeout later: 0…3 were superseded longer ago
+	// than that and go; 4 was superseded just now and stays.
+	put(5)
+	p.retire(ctx, 5, t0.Add(40*time.Millisecond+fetchTimeout+time.Millisecond))
+	if got := stored(); !slices.Equal(got, []uint64{4, 5}) {
+		t.Fatalf("after a pause the store holds %v, want [4 5]", got)
+	}
+	// However fast the versions come, at most paramsKeepMax stay.
+	at := t0.Add(time.Hour)
+	for n := uint64(6); n < 6+2*paramsKeepMax; n++ {
+		put(n)
+		p.retire(ctx, n, at)
+	}
+	if got := stored(); len(got) != paramsKeepMax || got[len(got)-1] != 5+2*paramsKeepMax {
+		t.Fatalf("after %d versions at once the store holds %d (%v), want the newest %d", 2*paramsKeepMax, len(got), got, paramsKeepMax)
 	}
 }

@@ -638,8 +638,9 @@ func (s *natsCalls) Close() error {
 // ---- parameters ----
 
 // paramsObject names the object holding version n. Each version is its own
-// object, and the publisher deletes all but the newest two, so a reader
-// fetching version n is not cut off by version n+1 replacing its chunks.
+// object, and the publisher deletes a version only once it has been
+// superseded for fetchTimeout (see retire), so a reader fetching version n
+// is not cut off by version n+1 replacing its chunks.
 func paramsObject(n uint64) string { return "v-" + strconv.FormatUint(n, 10) }
 
 // paramsVersion parses a name made by paramsObject.
@@ -656,6 +657,16 @@ func paramsVersion(name string) (uint64, bool) {
 // for its deadline, not for a cancelled context).
 const fetchTimeout = 2 * time.Second
 
+// paramsKeepMax bounds the versions a publisher keeps in the store (at
+// least the newest two are kept).
+const paramsKeepMax = 32
+
+// published is a version a publisher put and has not deleted yet.
+type published struct {
+	n  uint64
+	at time.Time // when it was put
+}
+
 type natsParams struct {
 	opt    Options
 	obs    jetstream.ObjectStore
@@ -665,6 +676,10 @@ type natsParams struct {
 	once   sync.Once
 	wg     sync.WaitGroup
 	c      counters
+	// kept are the versions this instance published and has not deleted,
+	// oldest first; guarded by keptMu.
+	keptMu sync.Mutex
+	kept   []published
 	// publishing is 1 + the newest version this instance is publishing (0:
 	// none): its own watch skips that and older versions rather than
 	// downloading what it already holds (the watch can see an object
@@ -856,16 +871,35 @@ func (p *natsParams) Publish(ctx context.Context, v *weights.Version) error {
 		return fmt.Errorf("dist: publish version %d: %w", v.N, err)
 	}
 	p.box.offer(v)
-	// Keep the newest two versions: older ones are only ever fetched by a
-	// reader two versions behind, which then takes the newest instead.
-	// Learners publish every version, so deleting n−2 suffices (a gap left
-	// by a learner restart stays until the bucket is removed).
-	if v.N >= 2 {
-		if err := p.obs.Delete(ctx, paramsObject(v.N-2)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
-			p.opt.Logger.Warn("dist: delete old weights", "version", v.N-2, "err", err)
+	p.retire(ctx, v.N, time.Now())
+	return nil
+}
+
+// retire records version n, put at now, and deletes the versions that
+// have been superseded for longer than fetchTimeout, or beyond the newest
+// paramsKeepMax, always keeping the newest two. Readers take the newest
+// version announced, so a fetch begins while its version is the newest or
+// the one before; keeping each for a fetch's timeout after its successor
+// came means no fetch that could succeed in time loses its object. Deleting
+// n−2 at once instead starved readers under load: with PPO publishing 50
+// versions a second, a download slower than two of them (one took 2 s on
+// a loaded 2-core machine) found its version gone, again and again, and
+// left its holder acting on weights 32 versions old. A version left by an
+// earlier incarnation of the publisher stays until the bucket is removed.
+func (p *natsParams) retire(ctx context.Context, n uint64, now time.Time) {
+	p.keptMu.Lock()
+	p.kept = append(p.kept, published{n: n, at: now})
+	var drop []uint64
+	for len(p.kept) > 2 && (len(p.kept) > paramsKeepMax || now.Sub(p.kept[1].at) > fetchTimeout) {
+		drop = append(drop, p.kept[0].n)
+		p.kept = p.kept[1:]
+	}
+	p.keptMu.Unlock()
+	for _, d := range drop {
+		if err := p.obs.Delete(ctx, paramsObject(d)); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			p.opt.Logger.Warn("dist: delete old weights", "version", d, "err", err)
 		}
 	}
-	return nil
 }
 
 func (p *natsParams) Latest() *weights.Version { return p.box.cur.Load() }

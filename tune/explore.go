@@ -26,8 +26,9 @@ type ExploreOptions struct {
 	Specs []algo.Spec
 	// Cores to allocate: actors + learners ≤ Cores, in [2, 1024].
 	Cores int
-	// Budget is the total measuring time, split evenly over the 2 ×
-	// (Cores−1) × Rounds measurements.
+	// Budget is the time for the throughput measurements, split evenly
+	// over the 2 × (Cores−1) × Rounds of them; the whole runs of tied
+	// allocations (JointRounds) come on top.
 	Budget time.Duration
 	// Rounds measures every count this many times, the counts
 	// alternating, and takes the median; in [1, 100].
@@ -204,6 +205,12 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 func measureTied(ctx context.Context, w io.Writer, res *algo.Resolved, tied []Allocation, steps int64, rounds int) (Allocation, error) {
 	h := res.Header
 	h.Steps = steps
+	// These runs are outside --budget: say up front how long they take.
+	var est float64
+	for _, a := range tied {
+		est += a.Seconds
+	}
+	fmt.Fprintf(w, "running the %d tied allocations as whole runs of %d env steps, %d rounds (about %.0f s)\n", len(tied), steps, rounds, est*float64(rounds))
 	ys := make([][]float64, len(tied))
 	for range rounds {
 		for i, a := range tied {

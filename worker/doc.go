@@ -9,6 +9,16 @@
 //     on-policy segment (T steps × its envs) to the sample stream;
 //   - the policy worker (RunPolicy) serves batched inference with the
 //     latest weights from the parameter service;
+//   - or, under inline inference (RunEnvInline, runtime.inference:
+//     inline), the env worker acts with a policy copy of its own instead
+//     of asking: it takes the newest weights the parameter service holds
+//     before each segment and acts on them for the whole segment (each
+//     step records that version), and no policy worker runs. The copy is
+//     the off-policy env workers' (inline.go); the actions are drawn from
+//     the same stream, so with one weights version the segments are bit
+//     for bit those of RunEnv (TestInlineMatchesPolicyWorker), and in
+//     lockstep with the learner a run is deterministic
+//     (TestInlinePPOLearnsDeterministically);
 //   - the learner (RunLearner) publishes its initial weights, then pulls
 //     segments, learns, and publishes each new version.
 //

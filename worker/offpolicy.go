@@ -81,10 +81,6 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 		pushT.retried = met.pushRetries
 	}
 	n := cfg.Envs.NumEnvs()
-	pol, err := pieces.NewPolicy()
-	if err != nil {
-		return err
-	}
 	actStream, envStream := streams(cfg.Resume.Incarnation)
 	s, err := pieces.NewSampler(n, rng.New(cfg.Seed, actStream, cfg.Slot))
 	if err != nil {
@@ -103,19 +99,15 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 			return err
 		}
 	}
-	v, err := params.Wait(ctx, 0)
+	pol, err := newInlineCopy(ctx, cfg.Slot, pieces, params)
 	if err != nil {
-		return fmt.Errorf("worker: env worker %d: first weights: %w", cfg.Slot, err)
-	}
-	if err := pol.SetWeights(v); err != nil {
-		return fmt.Errorf("worker: env worker %d: weights %d: %w", cfg.Slot, v.N, err)
+		return err
 	}
 	batch, err := cfg.Envs.Reset(int64(rng.Derive(cfg.Seed, envStream, cfg.Slot) >> 1))
 	if err != nil {
 		return fmt.Errorf("worker: env worker %d: reset: %w", cfg.Slot, err)
 	}
 	obs := append([]float32(nil), batch.Obs...)
-	out := make([]float32, n*pol.OutDim())
 	resetter, _ := s.(algo.EnvResetter)
 	prog := cfg.Resume
 	var (
@@ -127,17 +119,15 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 	)
 	for k := 0; cfg.Chunks == 0 || k < cfg.Chunks; k++ {
 		clearTransitions(&tr)
-		tr.Worker, tr.Version = cfg.Slot, pol.Version()
+		tr.Worker, tr.Version = cfg.Slot, pol.version()
 		for range cfg.Chunk {
 			if since >= cfg.RefreshEvery {
 				since = 0
-				if v := params.Latest(); v != nil && v.N != pol.Version() {
-					if err := pol.SetWeights(v); err != nil {
-						return fmt.Errorf("worker: env worker %d: weights %d: %w", cfg.Slot, v.N, err)
-					}
+				if err := pol.refresh(); err != nil {
+					return err
 				}
 			}
-			s.SampleTo(&acts, pol.ForwardTo(out, obs, n), n, local*cfg.StepScale)
+			s.SampleTo(&acts, pol.forward(obs, n), n, local*cfg.StepScale)
 			b, err := cfg.Envs.Step(acts.EnvActions)
 			if err != nil {
 				return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
@@ -158,13 +148,13 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 			since += n
 			if met != nil {
 				met.steps.Add(float64(n))
-				met.version.Set(float64(pol.Version()))
+				met.version.Set(float64(pol.version()))
 			}
 		}
 		if prio != nil {
 			// One batched pass over the chunk with the current copy, as
 			// Ape-X's actors do for their local buffer.
-			if err := prio.Prioritize(&tr, pol); err != nil {
+			if err := prio.Prioritize(&tr, pol.pol); err != nil {
 				return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
 			}
 		}

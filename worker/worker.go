@@ -115,6 +115,36 @@ func streams(inc uint64) (actions, envs string) {
 // the policy workers' outputs and pushes one segment per Steps steps. It
 // returns nil after cfg.Segments segments, or ctx's error.
 func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transport.InferenceStream, samples transport.SampleStream) error {
+	if inf == nil {
+		return fmt.Errorf("worker: env worker %d needs an inference stream", cfg.Slot)
+	}
+	return runEnv(ctx, cfg, pieces, inf, nil, samples)
+}
+
+// RunEnvInline runs an on-policy env worker under inline inference
+// (runtime.inference: inline): instead of asking policy workers, it acts
+// with a policy copy of its own (as the off-policy env workers do). It
+// waits for the learner's first weights, takes the newest version the
+// parameter service holds before each segment and acts on it for the
+// whole segment, so every step of a segment records that version
+// (Segment.Versions) and the learner's lag counts stay exact. The
+// actions are drawn from the stream RunEnv draws from ((Seed,
+// "env-worker", Slot)): with the weights of a fixed version, the segments
+// are bit for bit RunEnv's (TestInlineMatchesPolicyWorker). Env groups
+// are refused: with no request in flight there is nothing to overlap.
+func RunEnvInline(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, params transport.ParamService, samples transport.SampleStream) error {
+	if params == nil || pieces == nil || pieces.NewPolicy == nil {
+		return fmt.Errorf("worker: inline env worker %d needs a parameter service and a policy", cfg.Slot)
+	}
+	if cfg.Groups > 1 {
+		return fmt.Errorf("worker: env worker %d: %w: runtime.env_groups %d overlaps inference requests, and inline inference makes none", cfg.Slot, ErrGroups, cfg.Groups)
+	}
+	return runEnv(ctx, cfg, pieces, nil, params, samples)
+}
+
+// runEnv is RunEnv with the policy workers' inference stream inf, or
+// RunEnvInline with an inline copy kept from params.
+func runEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transport.InferenceStream, params transport.ParamService, samples transport.SampleStream) error {
 	m := len(cfg.Envs)
 	if m == 0 || cfg.Steps < 1 || pieces == nil || pieces.NewSampler == nil {
 		return fmt.Errorf("worker: env worker %d needs envs (%d), steps ≥ 1 (%d) and a sampler", cfg.Slot, m, cfg.Steps)
@@ -127,6 +157,12 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 	s, err := pieces.NewSampler(m, rng.New(cfg.Seed, actStream, cfg.Slot))
 	if err != nil {
 		return err
+	}
+	var cp *inlineCopy
+	if params != nil {
+		if cp, err = newInlineCopy(ctx, cfg.Slot, pieces, params); err != nil {
+			return err
+		}
 	}
 	val, ok := s.(Valuer)
 	if !ok {
@@ -158,7 +194,12 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 		if met != nil {
 			t0 = time.Now()
 		}
-		err := retry(inferT, func(c context.Context) error { return inf.Infer(c, r) })
+		var err error
+		if cp != nil {
+			cp.infer(r)
+		} else {
+			err = retry(inferT, func(c context.Context) error { return inf.Infer(c, r) })
+		}
 		if met != nil && err == nil {
 			met.infer.Observe(since(t0))
 		}
@@ -181,6 +222,13 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 	for n := 0; cfg.Segments == 0 || n < cfg.Segments; n++ {
 		seg.Episodes = seg.Episodes[:0]
 		seg.Worker = cfg.Slot
+		if cp != nil {
+			// One version per segment: the behaviour policy of all its
+			// steps, bootstraps and last values.
+			if err := cp.refresh(); err != nil {
+				return err
+			}
+		}
 		for _, g := range gs {
 			g.send()
 		}

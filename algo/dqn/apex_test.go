@@ -57,3 +57,22 @@ func TestSamplerActorEpsilon(t *testing.T) {
 		t.Errorf("without apex_epsilon the schedule's ε = 1 became %.3f", got)
 	}
 }
+
+// TestApeXSyncStepsConfig: Ape-X actors copy the learner's weights every
+// 400 env steps by default (Horgan et al. 2018, every 400 frames), 0 asks
+// for every update, and a negative period is refused.
+func TestApeXSyncStepsConfig(t *testing.T) {
+	if got := NewConfig().ApeXSyncSteps; got != 400 {
+		t.Errorf("default apex_sync_steps %d, want 400", got)
+	}
+	for _, c := range []struct {
+		n  int
+		ok bool
+	}{{400, true}, {0, true}, {-1, false}} {
+		cfg := NewConfig()
+		cfg.ApeXSyncSteps = c.n
+		if err := cfg.Validate(algo.Header{}); (err == nil) != c.ok {
+			t.Errorf("apex_sync_steps %d: %v", c.n, err)
+		}
+	}
+}

@@ -74,6 +74,12 @@
 //     priority_eps computed by the env worker with its Q-network copy
 //     (Pieces' Prioritizer: that copy both acts and bootstraps, as an
 //     actor holds no target network) instead of the running maximum.
+//     In the flow executor's Ape-X plan (ApexPlan) each actor copies the
+//     learner's newest weights every apex_sync_steps of its own env steps
+//     (default 400: the paper's "every 400 frames"; herd counts env steps,
+//     as CartPole has no frame skip), at item boundaries, and not after
+//     every update; pal and dist set the same period with
+//     runtime.refresh_every.
 //  5. n-step returns (Config.NSteps, offpolicy.NStep): the stored reward is
 //     Σ_{k<m} γ^k r_{t+k} and the bootstrap discount γ^m, m = n except at
 //     episode ends, where the pending transitions are flushed with their

@@ -94,6 +94,13 @@ type Config struct {
 	// 2018 use 0.4); the local loop and single actors keep the schedule.
 	// Default 0 (off).
 	ApeXEpsilon float64 `yaml:"apex_epsilon,omitempty"`
+	// ApeXSyncSteps is the number of an Ape-X actor's own env steps
+	// between its copies of the learner's weights (Horgan et al. 2018:
+	// every 400 frames), read by the flow executor's Ape-X plan
+	// (initial_priorities: actor); 0 sends every update to every actor.
+	// The pal and dist executors use runtime.refresh_every instead.
+	// Default 400.
+	ApeXSyncSteps int `yaml:"apex_sync_steps"`
 }
 
 // NewConfig returns CleanRL's dqn.py defaults.
@@ -120,6 +127,7 @@ func NewConfig() *Config {
 		PriorityBeta:           0.4,
 		PriorityEps:            1e-6,
 		InitialPriorities:      PrioritiesMax,
+		ApeXSyncSteps:          400,
 	}
 }
 
@@ -183,6 +191,9 @@ func (c *Config) Validate(h algo.Header) error {
 	}
 	if !(c.ApeXEpsilon >= 0 && c.ApeXEpsilon < 1) {
 		bad("apex_epsilon must be in [0, 1), got %v", c.ApeXEpsilon)
+	}
+	if c.ApeXSyncSteps < 0 {
+		bad("apex_sync_steps must be ≥ 0, got %d", c.ApeXSyncSteps)
 	}
 	switch c.InitialPriorities {
 	case PrioritiesMax:

@@ -39,14 +39,17 @@ func (c *Config) DQNPlan(r *flow.Run) (flow.Iter[flow.Report], error) {
 // Listing 4): workers act freely (GatherAsync) and set each transition's
 // initial priority with their own policy copy; the store sub-flow adds
 // them to the prioritized replay while the replay sub-flow, on a goroutine
-// of its own (UnionAsync), runs the updates due and sends the weights
-// back. The store sub-flow waits while it is more than 256 env steps ahead
-// of the learner, which keeps the replay ratio the algorithm's.
+// of its own (UnionAsync), runs the updates due and publishes the weights,
+// of which each worker copies the newest every apex_sync_steps of its own
+// env steps (the paper's periodic copy, not every update). The store sub-flow waits
+// while it is more than 256 env steps ahead of the learner, which keeps the
+// replay ratio the algorithm's.
 func (c *Config) ApexPlan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	workers, err := flow.OffPolicyWorkers(r, c.NumEnvs, max(1, c.TrainFrequency/c.NumEnvs))
 	if err != nil {
 		return nil, err
 	}
+	workers.SyncEvery(c.ApeXSyncSteps)
 	learner, rb, err := flow.TransitionLearner(r)
 	if err != nil {
 		return nil, err

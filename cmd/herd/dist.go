@@ -75,7 +75,8 @@ func newLaunchCmdWith(specs func() []algo.Spec, self []string) *cobra.Command {
 		Long: `launch resolves the config as herd train does (same flags), starts an embedded
 NATS server on 127.0.0.1 (or uses --nats), stores the config in the run, and
 starts the worker processes: runtime.env_workers env workers, policy_workers
-policy workers and one learner, each a 'herd worker' process. It restarts a
+policy workers (none under runtime.inference inline and for off-policy
+algorithms) and one learner, each a 'herd worker' process. It restarts a
 crashed env or policy worker with back-off, ends when the learner has
 finished, and leaves no process behind (workers exit by themselves when the
 launcher's registration is gone, and are killed if they linger). The

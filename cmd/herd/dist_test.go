@@ -221,6 +221,38 @@ func TestLaunchOffPolicy(t *testing.T) {
 	}
 }
 
+// herd launch runs the on-policy topology under inline inference: env
+// worker processes with their own policy copies, no policy worker, and no
+// inference bytes on the wire.
+func TestLaunchInline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "run")
+	cfg := filepath.Join(t.TempDir(), "fake-inline.yaml")
+	if err := os.WriteFile(cfg, []byte("algo: fake\nenv: CartPole-v1\nsteps: 1280\nruntime: {executor: dist, env_workers: 2, inference: inline}\nfake: {num_envs: 4, num_steps: 32}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := launchCmd(t, ctx, "--config", cfg, "--out", out, "--quiet")
+	if err != nil {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "2 env workers × 4 envs, 0 policy workers, 1 learner") {
+		t.Errorf("stdout does not report 0 policy workers:\n%s", stdout)
+	}
+	s := readSummary(t, out)
+	if s["steps"].(float64) != 10*4*32 {
+		t.Errorf("summary steps %v", s["steps"])
+	}
+	kinds, _ := s["wire_by_kind"].(map[string]any)
+	kb, _ := kinds[launch.WireLabel(transport.KindInference)].(map[string]any)
+	if b, _ := kb["bytes"].(float64); b != 0 {
+		t.Errorf("inline inference: %v inference bytes on the wire, want 0", b)
+	}
+}
+
 // kill -9 of an env worker mid-run: the launcher restarts it and the run
 // completes.
 func TestLaunchRestartsKilledWorker(t *testing.T) {

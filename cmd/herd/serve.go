@@ -41,6 +41,9 @@ of N envs and steps them with one message per batch of N actions:
 
   herd train --algo ppo --env grpc://127.0.0.1:7000/CartPole-v1
 
+The multi-agent ids (mpe/simple_spread_v3, ...) are served as multi-agent
+envs: --env 'grpc://127.0.0.1:7000/mpe/simple_spread_v3?agent_id=true'.
+
 With --tls-cert/--tls-key clients connect with grpcs://...?ca=CA.pem; with
 --tls-client-ca they must also present a certificate (&cert=...&key=...).
 With --shm NAME, clients on the same host may also use --env shm://NAME/ID:

@@ -58,7 +58,7 @@ keeps the other runtime keys (learner_mode among them).`,
 	f := cmd.Flags()
 	f.StringVar(&o.Config, "config", "", "run config of an off-policy algorithm (required)")
 	f.IntVar(&o.Cores, "cores", runtime.NumCPU(), "cores to allocate: actors + learners ≤ cores")
-	f.DurationVar(&o.Budget, "budget", 60*time.Second, "total measuring time")
+	f.DurationVar(&o.Budget, "budget", 60*time.Second, "time for the throughput measurements (whole runs of tied allocations come on top)")
 	f.StringVar(&o.Out, "out", ".", "directory for fig12.png and the tuned config")
 	f.IntVar(&o.Rounds, "rounds", 3, "measure every count this many times, alternating counts, and take the median")
 	f.IntVar(&o.JointRounds, "joint-rounds", 3, "run the allocations the model ties as whole runs this many times each and choose the fastest (0: the fewest workers)")

@@ -16,6 +16,10 @@ then train on it from herd:
 
     herd train --algo ppo --env grpc://127.0.0.1:7000/MyEnv
 
+An object with PettingZoo's Parallel API (possible_agents, agents,
+observation_space(agent), ...) is served as a multi-agent env
+(herd_env.parallel); herd reaches it with the same grpc:// id.
+
 On the same host, --shm NAME also serves it through shared memory
 (herd_env.shm; herd's id shm://NAME/MyEnv), standard library only.
 herd_env.testenvs has envs for measuring transports (Trivial, and Jittery

@@ -6,7 +6,8 @@
 
 --env names a class or function that returns an env: an object with
 observation_space, action_space, reset(seed=None) -> (obs, info) and
-step(action) -> (obs, reward, terminated, truncated, info). For Gymnasium's
+step(action) -> (obs, reward, terminated, truncated, info), or a multi-agent
+env with PettingZoo's Parallel API (served by herd_env.parallel). For Gymnasium's
 own envs: --env gymnasium:make --kwargs '{"id": "CartPole-v1"}'. Each session
 builds num_envs envs with it and steps them in one message; herd connects
 with --env grpc://HOST:PORT/NAME, NAME being --id (default: the class or
@@ -358,9 +359,12 @@ def main(argv=None):
             raise ValueError("--kwargs must be a JSON object")
         factory = load_factory(args.env, kwargs)
         env_id = args.id or kwargs.get("id") or args.env.partition(":")[2].split(".")[-1]
-        servicer = EnvServicer(factory, env_id, args.max_envs)
+        from .parallel import ParallelEnvServicer, servicer_for
+        servicer = servicer_for(factory, env_id, args.max_envs)  # a PettingZoo Parallel env: herd_env.parallel
         shm_server = server = None
         port = args.port
+        if args.shm and isinstance(servicer, ParallelEnvServicer):
+            raise ValueError("--shm serves single-agent envs only; %s is multi-agent (serve it over gRPC)" % env_id)
         if args.shm:
             from .shm import ShmServer
             shm_server = ShmServer(servicer, args.shm, args.max_sessions)

@@ -70,6 +70,10 @@ type Setup struct {
 	// Stream are the streams' options (dimensions, the model's parameter
 	// list for decoding weights).
 	Stream transport.Options
+	// Inline is set when the on-policy env workers act with policy copies
+	// of their own (runtime.inference: inline, worker.RunEnvInline): no
+	// policy workers, no inference stream.
+	Inline bool
 	// Off is set for an off-policy algorithm (DQN, SAC, TD3, DDPG): the
 	// Ape-X topology, env workers with inline policy copies and one
 	// learner with the replay (worker.RunOffEnv, worker.RunOffLearner).
@@ -107,9 +111,10 @@ const ChunkEnvSteps = 50
 
 // PolicyWorkers is how many policy workers the topology runs when the
 // config asks for requested (0: the default, 1): none for the off-policy
-// topology, whose env workers act with inline copies.
+// topology and under inline inference, whose env workers act with inline
+// copies.
 func (s *Setup) PolicyWorkers(requested int) int {
-	if s.Off != nil {
+	if s.Off != nil || s.Inline {
 		return 0
 	}
 	return max(requested, 1)
@@ -148,6 +153,13 @@ func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 	if err := worker.CheckGroups(h.Runtime.EnvGroups, numEnvs); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	inline := h.Runtime.Inference == algo.InferenceInline
+	if inline && (h.Runtime.PolicyWorkers > 0 || h.Runtime.EnvGroups > 1) {
+		// Header.Validate says so too; a Setup may be built from a header
+		// that was not validated.
+		return nil, fmt.Errorf("%w: runtime.inference inline runs no policy workers (policy_workers %d) and no env groups (env_groups %d)",
+			ErrConfig, h.Runtime.PolicyWorkers, h.Runtime.EnvGroups)
+	}
 	p0, err := pieces.NewPolicy()
 	if err != nil {
 		return nil, err
@@ -156,9 +168,22 @@ func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Setup{Header: h, NumEnvs: numEnvs, T: T, Gamma: gamma, Pieces: pieces,
-		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs)}}, nil
+	return &Setup{Header: h, NumEnvs: numEnvs, T: T, Gamma: gamma, Pieces: pieces, Inline: inline,
+		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs),
+			Capacity: OnCapacity}}, nil
 }
+
+// OnCapacity is the on-policy learner's sample queue: one segment. When
+// the env workers gather segments faster than the learner learns them
+// (CartPole with inline inference under herd launch, or either inference
+// under herd train: the learner is the bottleneck) the queue stays full,
+// and every segment in it adds a version to the lag of those behind it.
+// With the transport's default of 4, PPO CartPole's mean lag was 6.1
+// versions (inline, herd launch) and 5.8 (policy workers, herd train), and
+// returns fell to 378 and 273; with one, 2.9–3.2 (docs/BENCHMARKS.md,
+// "Distributed speed"). The env workers, blocked on the push, wait instead
+// of gathering data that would only age.
+const OnCapacity = 1
 
 func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 	numEnvs, _ := cfg.(algo.TransitionShape).TransitionShape()
@@ -178,8 +203,9 @@ func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) 
 	if rc.EnvGroups > 1 || rc.StepTime != nil {
 		return nil, fmt.Errorf("%w: runtime.env_groups and step_time are on-policy settings: the off-policy topology (%s) steps its envs as one vector with an inline policy copy", ErrConfig, spec.Name)
 	}
-	if rc.PolicyWorkers > 0 {
-		return nil, fmt.Errorf("%w: policy_workers %d: the off-policy topology (%s) has none; its env workers act with inline policy copies", ErrConfig, rc.PolicyWorkers, spec.Name)
+	if rc.PolicyWorkers > 0 || rc.Inference == algo.InferencePolicyWorkers {
+		return nil, fmt.Errorf("%w: policy_workers %d, inference %q: the off-policy topology (%s) has no policy workers; its env workers act with inline policy copies",
+			ErrConfig, rc.PolicyWorkers, rc.Inference, spec.Name)
 	}
 	e, err := env.Make(h.Env)
 	if err != nil {
@@ -223,11 +249,19 @@ func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) 
 // was 41 versions on average; see docs/BENCHMARKS.md for it with one.
 const OffCapacity = 1
 
-// roleStreams opens the streams of a role on tr, the parameter service
-// only when withParams (on NATS it watches the weights bucket and downloads
-// every version, which an on-policy env worker never reads); close closes
-// them all.
-func (s *Setup) roleStreams(ctx context.Context, tr transport.Transport, run string, withParams bool) (inf transport.InferenceStream, smp transport.SampleStream, par transport.ParamService, closeAll func(), err error) {
+// The streams a role opens besides the sample stream.
+const (
+	withInference = 1 << iota
+	// withParams: on NATS the parameter service watches the weights bucket
+	// and downloads every version, which an env worker served by policy
+	// workers never reads.
+	withParams
+)
+
+// roleStreams opens the streams of a role on tr: the sample stream, and
+// the inference stream and parameter service that with asks for; close
+// closes them all.
+func (s *Setup) roleStreams(ctx context.Context, tr transport.Transport, run string, with int) (inf transport.InferenceStream, smp transport.SampleStream, par transport.ParamService, closeAll func(), err error) {
 	var closers []func() error
 	closeAll = func() {
 		for _, c := range closers {
@@ -239,15 +273,17 @@ func (s *Setup) roleStreams(ctx context.Context, tr transport.Transport, run str
 			closeAll()
 		}
 	}()
-	if inf, err = tr.Inference(ctx, run, s.Stream); err != nil {
-		return
+	if with&withInference != 0 {
+		if inf, err = tr.Inference(ctx, run, s.Stream); err != nil {
+			return
+		}
+		closers = append(closers, inf.Close)
 	}
-	closers = append(closers, inf.Close)
 	if smp, err = tr.Samples(ctx, run, s.Stream); err != nil {
 		return
 	}
 	closers = append(closers, smp.Close)
-	if !withParams {
+	if with&withParams == 0 {
 		return
 	}
 	if par, err = tr.Params(ctx, run, s.Stream); err != nil {
@@ -280,12 +316,22 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr transport.Transpo
 		}
 		envs = append(envs, e)
 	}
-	inf, smp, _, closeAll, err := s.roleStreams(ctx, tr, run, false)
+	with := withInference
+	if s.Inline {
+		with = withParams
+	}
+	inf, smp, par, closeAll, err := s.roleStreams(ctx, tr, run, with)
 	if err != nil {
 		return err
 	}
 	defer closeAll()
-	met, err := s.envMetrics(map[string]func() transport.Stats{"inference": inf.Stats, "samples": smp.Stats})
+	streams := map[string]func() transport.Stats{"samples": smp.Stats}
+	if s.Inline {
+		streams["params"] = par.Stats
+	} else {
+		streams["inference"] = inf.Stats
+	}
+	met, err := s.envMetrics(streams)
 	if err != nil {
 		return err
 	}
@@ -294,8 +340,24 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr transport.Transpo
 		return err
 	}
 	defer mem.Close()
-	return worker.RunEnv(ctx, worker.EnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Steps: s.T, Gamma: s.Gamma,
-		Groups: s.Header.Runtime.EnvGroups, Resume: prog, OnPushed: save, Timing: s.EnvTiming, Metrics: met}, s.Pieces, inf, smp)
+	cfg := worker.EnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Steps: s.T, Gamma: s.Gamma,
+		Groups: s.Header.Runtime.EnvGroups, Resume: prog, OnPushed: save, Timing: s.EnvTiming, Metrics: met}
+	if !s.Inline {
+		return worker.RunEnv(ctx, cfg, s.Pieces, inf, smp)
+	}
+	cfg.OnPushed = fetchFailedSaver(prog, par, save)
+	return worker.RunEnvInline(ctx, cfg, s.Pieces, par, smp)
+}
+
+// fetchFailedSaver returns the progress saver of an env worker with an
+// inline copy: its record adds the versions its parameter service could
+// not download (dist/stale_weights) to those of its earlier incarnations.
+func fetchFailedSaver(prog transport.Progress, par transport.ParamService, save func(transport.Progress)) func(transport.Progress) {
+	base := prog.FetchFailed
+	return func(p transport.Progress) {
+		p.FetchFailed = base + par.Stats().FetchFailed
+		save(p)
+	}
 }
 
 // EnvWorkerName and PolicyWorkerName are the names under which the
@@ -343,7 +405,7 @@ func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr transport.Tran
 		return err
 	}
 	defer envs.Close()
-	_, smp, par, closeAll, err := s.roleStreams(ctx, tr, run, true)
+	_, smp, par, closeAll, err := s.roleStreams(ctx, tr, run, withParams)
 	if err != nil {
 		return err
 	}
@@ -357,23 +419,19 @@ func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr transport.Tran
 		return err
 	}
 	defer mem.Close()
-	base := prog.FetchFailed
 	return worker.RunOffEnv(ctx, worker.OffEnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Chunk: s.Off.Chunk,
 		RefreshEvery: s.Off.RefreshEvery, StepScale: int64(s.Off.EnvWorkers), Actors: s.Off.EnvWorkers, Resume: prog, Metrics: met,
-		OnPushed: func(p transport.Progress) {
-			p.FetchFailed = base + par.Stats().FetchFailed
-			save(p)
-		}}, s.Pieces, par, smp)
+		OnPushed: fetchFailedSaver(prog, par, save)}, s.Pieces, par, smp)
 }
 
 // RunPolicyWorker runs policy worker slot on tr until ctx ends. It keeps
 // its counters (weights it could not fetch, requests it skipped) in its
 // progress record, where the learner adds them up.
 func (s *Setup) RunPolicyWorker(ctx context.Context, slot int, tr transport.Transport, run string) error {
-	if s.Off != nil {
-		return fmt.Errorf("%w: the off-policy topology has no policy workers (env workers act with inline copies)", ErrConfig)
+	if s.Off != nil || s.Inline {
+		return fmt.Errorf("%w: this topology has no policy workers (env workers act with inline copies)", ErrConfig)
 	}
-	inf, _, par, closeAll, err := s.roleStreams(ctx, tr, run, true)
+	inf, _, par, closeAll, err := s.roleStreams(ctx, tr, run, withInference|withParams)
 	if err != nil {
 		return err
 	}
@@ -532,7 +590,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	if err != nil {
 		return nil, err
 	}
-	_, smp, par, closeAll, err := st.roleStreams(ctx, tr, run, true)
+	_, smp, par, closeAll, err := st.roleStreams(ctx, tr, run, withParams)
 	if err != nil {
 		return nil, err
 	}

@@ -168,3 +168,99 @@ func TestEnvGroupsValidation(t *testing.T) {
 		t.Errorf("2 groups of 4 envs: %v", err)
 	}
 }
+
+// Under inline inference the on-policy topology runs through
+// algo.TrainRun on both transports with no policy worker: every step is
+// learned from, the lag is counted, and no inference batch is reported.
+func TestTrainRunInline(t *testing.T) {
+	for _, tr := range []string{"inproc", "nats"} {
+		t.Run(tr, func(t *testing.T) {
+			dir := t.TempDir()
+			h := algo.DefaultHeader()
+			h.Algo, h.Env, h.Steps, h.Out, h.LogEvery = "fake", "CartPole-v1", 4*32*10, dir, 128
+			h.Runtime = algo.RuntimeConfig{Executor: "dist", EnvWorkers: 2, Inference: algo.InferenceInline, Transport: tr}
+			if err := h.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			spec := algotest.Spec()
+			st, err := distexec.Prepare(h, spec, spec.NewConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := st.PolicyWorkers(0); !st.Inline || n != 0 {
+				t.Fatalf("inline setup: Inline %v, %d policy workers; want true and 0", st.Inline, n)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			res := &algo.Resolved{Header: h, Spec: spec, Config: spec.NewConfig()}
+			sum, err := algo.TrainRun(ctx, res, algo.RunOptions{Executors: run.Executors()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.Steps != h.Steps || sum.Episodes == 0 {
+				t.Errorf("summary: %d steps (want %d), %d episodes", sum.Steps, h.Steps, sum.Episodes)
+			}
+			b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var sj struct{ Dist map[string]float64 }
+			if err := json.Unmarshal(b, &sj); err != nil {
+				t.Fatal(err)
+			}
+			if m, ok := sj.Dist["dist/batch_rows_mean"]; !ok || m != 0 {
+				t.Errorf("summary dist: batch rows mean %v (present %v); want 0: no policy worker ran", m, ok)
+			}
+			if _, ok := sj.Dist["dist/lag_mean"]; !ok {
+				t.Error("summary dist: no dist/lag_mean")
+			}
+		})
+	}
+}
+
+// runtime.inference takes policy_workers or inline, belongs to the dist
+// executor, and inline refuses policy workers and env groups; the
+// off-policy topology refuses policy_workers inference.
+func TestInferenceValidation(t *testing.T) {
+	spec := algotest.Spec()
+	for _, c := range []struct {
+		rc   algo.RuntimeConfig
+		want string
+	}{
+		{algo.RuntimeConfig{Executor: "dist", Inference: "remote"}, `runtime.inference "remote" is not policy_workers or inline`},
+		{algo.RuntimeConfig{Executor: "hts", Inference: "inline"}, "runtime.inference is a dist setting"},
+		{algo.RuntimeConfig{Executor: "dist", Inference: "inline", PolicyWorkers: 1}, "leave policy_workers out"},
+		{algo.RuntimeConfig{Executor: "dist", Inference: "inline", EnvGroups: 2}, "runtime.env_groups 2 with inference inline"},
+	} {
+		h := algo.DefaultHeader()
+		h.Algo, h.Env, h.Steps = "fake", "CartPole-v1", 4096
+		h.Runtime = c.rc
+		err := h.Validate()
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, algo.ErrConfig) {
+			t.Errorf("%+v: got %v, want an ErrConfig saying %q", c.rc, err, c.want)
+		}
+		// Prepare refuses it too when handed an unvalidated header.
+		if c.rc.Executor == "dist" && c.rc.Inference == "inline" {
+			if _, err := distexec.Prepare(h, spec, spec.NewConfig()); !errors.Is(err, algo.ErrConfig) {
+				t.Errorf("%+v: Prepare: %v, want ErrConfig", c.rc, err)
+			}
+		}
+	}
+	for _, inf := range []string{"", "policy_workers"} {
+		h := algo.DefaultHeader()
+		h.Algo, h.Env, h.Steps = "fake", "CartPole-v1", 4096
+		h.Runtime = algo.RuntimeConfig{Executor: "dist", Inference: inf}
+		st, err := distexec.Prepare(h, spec, spec.NewConfig())
+		if err != nil || st.Inline || st.PolicyWorkers(0) != 1 {
+			t.Errorf("inference %q: %v, want 1 policy worker", inf, err)
+		}
+	}
+	res, err := algo.Resolve([]byte(strings.Replace(fmt.Sprintf(dqnDist, "inproc"), "env_workers: 2", "env_workers: 2, inference: policy_workers", 1)),
+		[]algo.Spec{dqn.Spec()}, algo.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := distexec.Prepare(res.Header, res.Spec, res.Config); err == nil || !strings.Contains(err.Error(), "inline policy copies") {
+		t.Errorf("inference policy_workers with DQN: err %v", err)
+	}
+}

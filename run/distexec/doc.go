@@ -1,5 +1,6 @@
 // Package distexec is the `dist` executor: an on-policy algorithm's pieces
-// run as env workers, policy workers and a learner (package worker)
+// run as env workers, policy workers (or none: inline inference) and a
+// learner (package worker)
 // joined only by package transport's streams, inside one process, over either
 // the in-process twin or NATS (an embedded server on loopback, or an
 // external one), every role on its own connection as if it were its own
@@ -9,6 +10,7 @@
 //	  executor: dist
 //	  env_workers: 2      # E env workers, each stepping num_envs envs (default 1)
 //	  policy_workers: 1   # P policy workers (default 1)
+//	  inference: inline   # policy_workers (default) or inline: env workers act with their own copies, no policy workers
 //	  transport: nats     # inproc (default) or nats
 //	  nats_url: ""        # an external server or cluster; empty: embedded on 127.0.0.1
 //	  max_policy_lag: 32  # drop on-policy segments older than this many versions (default 32; -1: no bound)
@@ -36,6 +38,27 @@
 //	dist/batch_rows_p50, _p99    rows per batch over each policy worker's last 4096 batches (largest worker's)
 //	dist/infer_latency_p50_ms, _p99_ms  a request's arrival at a policy worker to its answer
 //	                             (queueing and forward pass; last 4096 requests, largest worker's)
+//
+// Inference: with policy_workers, each env worker asks the policy workers
+// for outputs every step (four NATS message hops per round trip, about
+// 143 µs of CPU over the processes on CartPole), and each step records the
+// version that answered. With inline, each env worker holds a policy copy
+// (worker.RunEnvInline, the off-policy env workers' inline copy), takes
+// the newest version the parameter service holds before each segment and
+// acts on it for the whole segment: no inference stream, no policy worker
+// process (herd launch starts none), and for a small MLP on CPU about
+// twice the env steps/s under herd launch (docs/BENCHMARKS.md,
+// "Distributed speed"). Policy workers pay off where inference wants an
+// accelerator shared by many env workers (Sample Factory's layout); SRL
+// lets actors run inference locally, as inline does. With the weights of
+// one version both give the same segments bit for bit.
+//
+// The learner queues one segment (OnCapacity): when the env workers gather
+// faster than it learns, each queued segment adds a version to the lag of
+// the data behind it (a queue of 4 gave PPO CartPole a mean lag of 6 and
+// returns below 400); with one, the mean lag is about 3 under inline
+// inference and under herd train, and about 1 under herd launch with policy
+// workers, whose env workers wait on inference instead.
 //
 // max_policy_lag's default, 32 versions, is about twice the largest lag
 // measured with 8 env workers (herd launch, PPO CartPole, 100k steps on a

@@ -47,3 +47,39 @@ func TestBench(t *testing.T) {
 		t.Fatalf("rows %+v", rows)
 	}
 }
+
+// BenchmarkRemoteParallelStep: one Step of a FlatVector of simple_spread
+// (3 agents) rows, local and through herd's server on loopback in one
+// multi-agent session (ns/op is per vector step).
+func BenchmarkRemoteParallelStep(b *testing.B) {
+	addr, _ := startServer(b, nil, 0)
+	for _, envs := range []int{1, 16} {
+		for _, where := range []string{"local", "remote"} {
+			b.Run(fmt.Sprintf("%s/envs=%d", where, envs), func(b *testing.B) {
+				id := "mpe/simple_spread_v3"
+				if where == "remote" {
+					id = "grpc://" + addr + "/" + id
+				}
+				rows := 3 * envs
+				v, err := env.MakeVector(id, rows, env.Sync)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer v.Close()
+				if _, err := v.Reset(1); err != nil {
+					b.Fatal(err)
+				}
+				act := make([]float32, rows)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					act[i%rows] = float32(i % 5)
+					if _, err := v.Step(act); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(envs)*float64(b.N)/b.Elapsed().Seconds(), "env-steps/s")
+			})
+		}
+	}
+}

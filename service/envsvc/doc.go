@@ -14,9 +14,15 @@
 // returns (an invalid action, a step that needs a reset) are answered
 // in-band as a Status and the session continues, as a local env would.
 //
+// A session opened with parallel = true holds multi-agent envs
+// (env.MakeParallel ids: the MPE envs) and steps them with per-agent maps
+// (parallel.go); Describe lists those ids as parallel_env_ids, which is how
+// a client knows that grpc://HOST:PORT/ID is multi-agent.
+//
 // The Python server (python/herd_env) speaks the same protocol for
-// Gymnasium envs. Both also serve the same-host shared-memory transport
-// (env ids shm://NAME/ID; ListenShm and ServeShm here, `herd serve env
-// --shm NAME`): the same sessions, with each batch's arrays in a segment
-// both processes map (internal/shmwire).
+// Gymnasium envs and PettingZoo Parallel envs. Both also serve the
+// same-host shared-memory transport (env ids shm://NAME/ID; ListenShm and
+// ServeShm here, `herd serve env --shm NAME`): the same single-agent
+// sessions, with each batch's arrays in a segment both processes map
+// (internal/shmwire).
 package envsvc

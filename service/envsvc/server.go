@@ -72,7 +72,7 @@ func (s *Server) Register(g *grpc.Server) { herdv1.RegisterEnvServiceServer(g, s
 
 // Describe lists the protocol version and env.IDs.
 func (s *Server) Describe(context.Context, *herdv1.DescribeRequest) (*herdv1.DescribeResponse, error) {
-	return &herdv1.DescribeResponse{ProtocolVersions: []uint32{service.ProtocolVersion}, EnvIds: env.IDs(), Server: "herd"}, nil
+	return &herdv1.DescribeResponse{ProtocolVersions: []uint32{service.ProtocolVersion}, EnvIds: env.IDs(), ParallelEnvIds: env.ParallelIDs(), Server: "herd"}, nil
 }
 
 // Session runs one client's envs until the client closes the stream.
@@ -88,7 +88,12 @@ func (s *Server) Session(stream grpc.BidiStreamingServer[herdv1.EnvRequest, herd
 	if err != nil {
 		return err
 	}
-	sess, err := s.open(first)
+	var sess streamSession
+	if first.GetOpen().GetParallel() {
+		sess, err = s.openParallel(first)
+	} else {
+		sess, err = s.open(first)
+	}
 	if err != nil {
 		return err
 	}
@@ -118,18 +123,42 @@ func (s *Server) Session(stream grpc.BidiStreamingServer[herdv1.EnvRequest, herd
 	}
 }
 
-// open checks a session's first message and makes its envs.
-func (s *Server) open(first *herdv1.EnvRequest) (*session, error) {
+// streamSession is an open session, single-agent (session) or
+// multi-agent (parallelSession).
+type streamSession interface {
+	openResponse() (*herdv1.EnvResponse, error)
+	handle(req *herdv1.EnvRequest) (*herdv1.EnvResponse, error)
+	close()
+}
+
+// checkOpen checks what every session's first message must hold and
+// returns the number of envs.
+func (s *Server) checkOpen(first *herdv1.EnvRequest) (int, error) {
 	open := first.GetOpen()
 	if open == nil {
-		return nil, status.Error(codes.InvalidArgument, "the first message of a session must be open")
+		return 0, status.Error(codes.InvalidArgument, "the first message of a session must be open")
 	}
 	if open.GetProtocolVersion() != service.ProtocolVersion {
-		return nil, status.Errorf(codes.FailedPrecondition, "protocol version %d; this server speaks %d", open.GetProtocolVersion(), service.ProtocolVersion)
+		return 0, status.Errorf(codes.FailedPrecondition, "protocol version %d; this server speaks %d", open.GetProtocolVersion(), service.ProtocolVersion)
 	}
 	n := int(open.GetNumEnvs())
 	if n <= 0 || n > s.maxEnvs {
-		return nil, status.Errorf(codes.InvalidArgument, "num_envs %d, want 1..%d", n, s.maxEnvs)
+		return 0, status.Errorf(codes.InvalidArgument, "num_envs %d, want 1..%d", n, s.maxEnvs)
+	}
+	return n, nil
+}
+
+// open checks a single-agent session's first message and makes its envs.
+// A multi-agent open reaches it only over shared memory, which carries
+// single-agent batches only.
+func (s *Server) open(first *herdv1.EnvRequest) (*session, error) {
+	n, err := s.checkOpen(first)
+	if err != nil {
+		return nil, err
+	}
+	open := first.GetOpen()
+	if open.GetParallel() {
+		return nil, status.Error(codes.InvalidArgument, "multi-agent sessions are served over gRPC only, not shared memory")
 	}
 	sess, err := newSession(open, n)
 	if err == nil {

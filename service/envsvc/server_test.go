@@ -23,12 +23,17 @@ import (
 // startServer serves herd's envs on a loopback port until the test ends.
 func startServer(t testing.TB, tlsConf *tls.Config, maxMsg int) (addr string, g *grpc.Server) {
 	t.Helper()
+	return startServerWith(t, tlsConf, maxMsg, Config{MaxEnvs: 64, MaxSessions: 8})
+}
+
+func startServerWith(t testing.TB, tlsConf *tls.Config, maxMsg int, cfg Config) (addr string, g *grpc.Server) {
+	t.Helper()
 	lis, err := service.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	g = grpc.NewServer(service.ServerOptions(tlsConf, maxMsg)...)
-	New(Config{MaxEnvs: 64, MaxSessions: 8}).Register(g)
+	New(cfg).Register(g)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- service.Serve(ctx, g, lis, time.Second) }()

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11herd/v1/env.proto\x12\x07herd.v1\"\x85\x01\n\x05Space\x12%\n\x08\x64iscrete\x18\x01 \x01(\x0b\x32\x11.herd.v1.DiscreteH\x00\x12\x1b\n\x03\x62ox\x18\x02 \x01(\x0b\x32\x0c.herd.v1.BoxH\x00\x12\x30\n\x0emulti_discrete\x18\x03 \x01(\x0b\x32\x16.herd.v1.MultiDiscreteH\x00\x42\x06\n\x04kind\"$\n\x08\x44iscrete\x12\t\n\x01n\x18\x01 \x01(\x03\x12\r\n\x05start\x18\x02 \x01(\x03\"/\n\x03\x42ox\x12\x0b\n\x03low\x18\x01 \x03(\x02\x12\x0c\n\x04high\x18\x02 \x03(\x02\x12\r\n\x05shape\x18\x03 \x03(\x03\"\x1d\n\rMultiDiscrete\x12\x0c\n\x04nvec\x18\x01 \x03(\x03\"7\n\x06Status\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\"\x11\n\x0f\x44\x65scribeRequest\"N\n\x10\x44\x65scribeResponse\x12\x19\n\x11protocol_versions\x18\x01 \x03(\r\x12\x0f\n\x07\x65nv_ids\x18\x02 \x03(\t\x12\x0e\n\x06server\x18\x03 \x01(\t\"\xaf\x01\n\nEnvRequest\x12$\n\x04open\x18\x01 \x01(\x0b\x32\x14.herd.v1.OpenRequestH\x00\x12&\n\x05reset\x18\x02 \x01(\x0b\x32\x15.herd.v1.ResetRequestH\x00\x12$\n\x04step\x18\x03 \x01(\x0b\x32\x14.herd.v1.StepRequestH\x00\x12&\n\x05state\x18\x04 \x01(\x0b\x32\x15.herd.v1.StateRequestH\x00\x42\x05\n\x03msg\"\xa5\x01\n\x0b\x45nvResponse\x12%\n\x04open\x18\x01 \x01(\x0b\x32\x15.herd.v1.OpenResponseH\x00\x12\x1f\n\x05\x62\x61tch\x18\x02 \x01(\x0b\x32\x0e.herd.v1.BatchH\x00\x12\'\n\x05state\x18\x03 \x01(\x0b\x32\x16.herd.v1.StateResponseH\x00\x12\x1e\n\x05\x65rror\x18\x0f \x01(\x0b\x32\x0f.herd.v1.StatusB\x05\n\x03msg\"w\n\x0bOpenRequest\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x0e\n\x06\x65nv_id\x18\x02 \x01(\t\x12\x10\n\x08num_envs\x18\x03 \x01(\r\x12\x19\n\x11max_episode_steps\x18\x04 \x01(\x05\x12\x11\n\tautoreset\x18\x05 \x01(\x08\"\x84\x01\n\x0cOpenResponse\x12)\n\x11observation_space\x18\x01 \x01(\x0b\x32\x0e.herd.v1.Space\x12$\n\x0c\x61\x63tion_space\x18\x02 \x01(\x0b\x32\x0e.herd.v1.Space\x12\x10\n\x08num_envs\x18\x03 \x01(\r\x12\x11\n\thas_state\x18\x04 \x01(\x08\"\x1d\n\x0cResetRequest\x12\r\n\x05seeds\x18\x01 \x03(\x03\"\x1e\n\x0bStepRequest\x12\x0f\n\x07\x61\x63tions\x18\x01 \x03(\x02\"_\n\x05\x42\x61tch\x12\x0b\n\x03obs\x18\x01 \x03(\x02\x12\x0f\n\x07rewards\x18\x02 \x03(\x01\x12\x12\n\nterminated\x18\x03 \x03(\x08\x12\x11\n\ttruncated\x18\x04 \x03(\x08\x12\x11\n\tfinal_obs\x18\x05 \x03(\x02\"9\n\x0cStateRequest\x12\r\n\x05index\x18\x01 \x01(\r\x12\x0b\n\x03set\x18\x02 \x01(\x08\x12\r\n\x05state\x18\x03 \x03(\x01\"+\n\rStateResponse\x12\r\n\x05state\x18\x01 \x03(\x01\x12\x0b\n\x03obs\x18\x02 \x03(\x02*K\n\x0fProtocolVersion\x12 \n\x1cPROTOCOL_VERSION_UNSPECIFIED\x10\x00\x12\x16\n\x12PROTOCOL_VERSION_1\x10\x01\x32\x87\x01\n\nEnvService\x12?\n\x08\x44\x65scribe\x12\x18.herd.v1.DescribeRequest\x1a\x19.herd.v1.DescribeResponse\x12\x38\n\x07Session\x12\x13.herd.v1.EnvRequest\x1a\x14.herd.v1.EnvResponse(\x01\x30\x01\x42\x1bZ\x19herd/proto/herd/v1;herdv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11herd/v1/env.proto\x12\x07herd.v1\"\x85\x01\n\x05Space\x12%\n\x08\x64iscrete\x18\x01 \x01(\x0b\x32\x11.herd.v1.DiscreteH\x00\x12\x1b\n\x03\x62ox\x18\x02 \x01(\x0b\x32\x0c.herd.v1.BoxH\x00\x12\x30\n\x0emulti_discrete\x18\x03 \x01(\x0b\x32\x16.herd.v1.MultiDiscreteH\x00\x42\x06\n\x04kind\"$\n\x08\x44iscrete\x12\t\n\x01n\x18\x01 \x01(\x03\x12\r\n\x05start\x18\x02 \x01(\x03\"/\n\x03\x42ox\x12\x0b\n\x03low\x18\x01 \x03(\x02\x12\x0c\n\x04high\x18\x02 \x03(\x02\x12\r\n\x05shape\x18\x03 \x03(\x03\"\x1d\n\rMultiDiscrete\x12\x0c\n\x04nvec\x18\x01 \x03(\x03\"7\n\x06Status\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0f\n\x07message\x18\x03 \x01(\t\"\x11\n\x0f\x44\x65scribeRequest\"h\n\x10\x44\x65scribeResponse\x12\x19\n\x11protocol_versions\x18\x01 \x03(\r\x12\x0f\n\x07\x65nv_ids\x18\x02 \x03(\t\x12\x0e\n\x06server\x18\x03 \x01(\t\x12\x18\n\x10parallel_env_ids\x18\x04 \x03(\t\"\xe6\x01\n\nEnvRequest\x12$\n\x04open\x18\x01 \x01(\x0b\x32\x14.herd.v1.OpenRequestH\x00\x12&\n\x05reset\x18\x02 \x01(\x0b\x32\x15.herd.v1.ResetRequestH\x00\x12$\n\x04step\x18\x03 \x01(\x0b\x32\x14.herd.v1.StepRequestH\x00\x12&\n\x05state\x18\x04 \x01(\x0b\x32\x15.herd.v1.StateRequestH\x00\x12\x35\n\rparallel_step\x18\x05 \x01(\x0b\x32\x1c.herd.v1.ParallelStepRequestH\x00\x42\x05\n\x03msg\"\xd7\x01\n\x0b\x45nvResponse\x12%\n\x04open\x18\x01 \x01(\x0b\x32\x15.herd.v1.OpenResponseH\x00\x12\x1f\n\x05\x62\x61tch\x18\x02 \x01(\x0b\x32\x0e.herd.v1.BatchH\x00\x12\'\n\x05state\x18\x03 \x01(\x0b\x32\x16.herd.v1.StateResponseH\x00\x12\x30\n\x0eparallel_batch\x18\x04 \x01(\x0b\x32\x16.herd.v1.ParallelBatchH\x00\x12\x1e\n\x05\x65rror\x18\x0f \x01(\x0b\x32\x0f.herd.v1.StatusB\x05\n\x03msg\"\x89\x01\n\x0bOpenRequest\x12\x18\n\x10protocol_version\x18\x01 \x01(\r\x12\x0e\n\x06\x65nv_id\x18\x02 \x01(\t\x12\x10\n\x08num_envs\x18\x03 \x01(\r\x12\x19\n\x11max_episode_steps\x18\x04 \x01(\x05\x12\x11\n\tautoreset\x18\x05 \x01(\x08\x12\x10\n\x08parallel\x18\x06 \x01(\x08\"\xaf\x01\n\x0cOpenResponse\x12)\n\x11observation_space\x18\x01 \x01(\x0b\x32\x0e.herd.v1.Space\x12$\n\x0c\x61\x63tion_space\x18\x02 \x01(\x0b\x32\x0e.herd.v1.Space\x12\x10\n\x08num_envs\x18\x03 \x01(\r\x12\x11\n\thas_state\x18\x04 \x01(\x08\x12)\n\x08parallel\x18\x05 \x01(\x0b\x32\x17.herd.v1.ParallelSpaces\"\x1d\n\x0cResetRequest\x12\r\n\x05seeds\x18\x01 \x03(\x03\"\x1e\n\x0bStepRequest\x12\x0f\n\x07\x61\x63tions\x18\x01 \x03(\x02\"_\n\x05\x42\x61tch\x12\x0b\n\x03obs\x18\x01 \x03(\x02\x12\x0f\n\x07rewards\x18\x02 \x03(\x01\x12\x12\n\nterminated\x18\x03 \x03(\x08\x12\x11\n\ttruncated\x18\x04 \x03(\x08\x12\x11\n\tfinal_obs\x18\x05 \x03(\x02\"9\n\x0cStateRequest\x12\r\n\x05index\x18\x01 \x01(\r\x12\x0b\n\x03set\x18\x02 \x01(\x08\x12\r\n\x05state\x18\x03 \x03(\x01\"+\n\rStateResponse\x12\r\n\x05state\x18\x01 \x03(\x01\x12\x0b\n\x03obs\x18\x02 \x03(\x02\"6\n\x0eParallelSpaces\x12$\n\x06\x61gents\x18\x01 \x03(\x0b\x32\x14.herd.v1.AgentSpaces\"m\n\x0b\x41gentSpaces\x12\r\n\x05\x61gent\x18\x01 \x01(\t\x12)\n\x11observation_space\x18\x02 \x01(\x0b\x32\x0e.herd.v1.Space\x12$\n\x0c\x61\x63tion_space\x18\x03 \x01(\x0b\x32\x0e.herd.v1.Space\"\x18\n\x06\x46loats\x12\x0e\n\x06values\x18\x01 \x03(\x02\":\n\x13ParallelStepRequest\x12#\n\x04\x65nvs\x18\x01 \x03(\x0b\x32\x15.herd.v1.AgentActions\"\x84\x01\n\x0c\x41gentActions\x12\x33\n\x07\x61\x63tions\x18\x01 \x03(\x0b\x32\".herd.v1.AgentActions.ActionsEntry\x1a?\n\x0c\x41\x63tionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x1e\n\x05value\x18\x02 \x01(\x0b\x32\x0f.herd.v1.Floats:\x02\x38\x01\"8\n\rParallelBatch\x12\'\n\x04\x65nvs\x18\x01 \x03(\x0b\x32\x19.herd.v1.ParallelEnvBatch\"\xab\x03\n\x10ParallelEnvBatch\x12/\n\x03obs\x18\x01 \x03(\x0b\x32\".herd.v1.ParallelEnvBatch.ObsEntry\x12\x0e\n\x06\x61gents\x18\x02 \x03(\t\x12?\n\x0btransitions\x18\x03 \x03(\x0b\x32*.herd.v1.ParallelEnvBatch.TransitionsEntry\x12\x0c\n\x04\x64one\x18\x04 \x01(\x08\x12:\n\tfinal_obs\x18\x05 \x03(\x0b\x32\'.herd.v1.ParallelEnvBatch.FinalObsEntry\x1a;\n\x08ObsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x1e\n\x05value\x18\x02 \x01(\x0b\x32\x0f.herd.v1.Floats:\x02\x38\x01\x1aL\n\x10TransitionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\'\n\x05value\x18\x02 \x01(\x0b\x32\x18.herd.v1.AgentTransition:\x02\x38\x01\x1a@\n\rFinalObsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x1e\n\x05value\x18\x02 \x01(\x0b\x32\x0f.herd.v1.Floats:\x02\x38\x01\"H\n\x0f\x41gentTransition\x12\x0e\n\x06reward\x18\x01 \x01(\x01\x12\x12\n\nterminated\x18\x02 \x01(\x08\x12\x11\n\ttruncated\x18\x03 \x01(\x08*K\n\x0fProtocolVersion\x12 \n\x1cPROTOCOL_VERSION_UNSPECIFIED\x10\x00\x12\x16\n\x12PROTOCOL_VERSION_1\x10\x01\x32\x87\x01\n\nEnvService\x12?\n\x08\x44\x65scribe\x12\x18.herd.v1.DescribeRequest\x1a\x19.herd.v1.DescribeResponse\x12\x38\n\x07Session\x12\x13.herd.v1.EnvRequest\x1a\x14.herd.v1.EnvResponse(\x01\x30\x01\x42\x1bZ\x19herd/proto/herd/v1;herdv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'herd.v1.env_pb2', globals())
@@ -21,8 +21,16 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'Z\031herd/proto/herd/v1;herdv1'
-  _PROTOCOLVERSION._serialized_start=1306
-  _PROTOCOLVERSION._serialized_end=1381
+  _AGENTACTIONS_ACTIONSENTRY._options = None
+  _AGENTACTIONS_ACTIONSENTRY._serialized_options = b'8\001'
+  _PARALLELENVBATCH_OBSENTRY._options = None
+  _PARALLELENVBATCH_OBSENTRY._serialized_options = b'8\001'
+  _PARALLELENVBATCH_TRANSITIONSENTRY._options = None
+  _PARALLELENVBATCH_TRANSITIONSENTRY._serialized_options = b'8\001'
+  _PARALLELENVBATCH_FINALOBSENTRY._options = None
+  _PARALLELENVBATCH_FINALOBSENTRY._serialized_options = b'8\001'
+  _PROTOCOLVERSION._serialized_start=2449
+  _PROTOCOLVERSION._serialized_end=2524
   _SPACE._serialized_start=31
   _SPACE._serialized_end=164
   _DISCRETE._serialized_start=166
@@ -36,25 +44,49 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _DESCRIBEREQUEST._serialized_start=341
   _DESCRIBEREQUEST._serialized_end=358
   _DESCRIBERESPONSE._serialized_start=360
-  _DESCRIBERESPONSE._serialized_end=438
-  _ENVREQUEST._serialized_start=441
-  _ENVREQUEST._serialized_end=616
-  _ENVRESPONSE._serialized_start=619
-  _ENVRESPONSE._serialized_end=784
-  _OPENREQUEST._serialized_start=786
-  _OPENREQUEST._serialized_end=905
-  _OPENRESPONSE._serialized_start=908
-  _OPENRESPONSE._serialized_end=1040
-  _RESETREQUEST._serialized_start=1042
-  _RESETREQUEST._serialized_end=1071
-  _STEPREQUEST._serialized_start=1073
-  _STEPREQUEST._serialized_end=1103
-  _BATCH._serialized_start=1105
-  _BATCH._serialized_end=1200
-  _STATEREQUEST._serialized_start=1202
-  _STATEREQUEST._serialized_end=1259
-  _STATERESPONSE._serialized_start=1261
-  _STATERESPONSE._serialized_end=1304
-  _ENVSERVICE._serialized_start=1384
-  _ENVSERVICE._serialized_end=1519
+  _DESCRIBERESPONSE._serialized_end=464
+  _ENVREQUEST._serialized_start=467
+  _ENVREQUEST._serialized_end=697
+  _ENVRESPONSE._serialized_start=700
+  _ENVRESPONSE._serialized_end=915
+  _OPENREQUEST._serialized_start=918
+  _OPENREQUEST._serialized_end=1055
+  _OPENRESPONSE._serialized_start=1058
+  _OPENRESPONSE._serialized_end=1233
+  _RESETREQUEST._serialized_start=1235
+  _RESETREQUEST._serialized_end=1264
+  _STEPREQUEST._serialized_start=1266
+  _STEPREQUEST._serialized_end=1296
+  _BATCH._serialized_start=1298
+  _BATCH._serialized_end=1393
+  _STATEREQUEST._serialized_start=1395
+  _STATEREQUEST._serialized_end=1452
+  _STATERESPONSE._serialized_start=1454
+  _STATERESPONSE._serialized_end=1497
+  _PARALLELSPACES._serialized_start=1499
+  _PARALLELSPACES._serialized_end=1553
+  _AGENTSPACES._serialized_start=1555
+  _AGENTSPACES._serialized_end=1664
+  _FLOATS._serialized_start=1666
+  _FLOATS._serialized_end=1690
+  _PARALLELSTEPREQUEST._serialized_start=1692
+  _PARALLELSTEPREQUEST._serialized_end=1750
+  _AGENTACTIONS._serialized_start=1753
+  _AGENTACTIONS._serialized_end=1885
+  _AGENTACTIONS_ACTIONSENTRY._serialized_start=1822
+  _AGENTACTIONS_ACTIONSENTRY._serialized_end=1885
+  _PARALLELBATCH._serialized_start=1887
+  _PARALLELBATCH._serialized_end=1943
+  _PARALLELENVBATCH._serialized_start=1946
+  _PARALLELENVBATCH._serialized_end=2373
+  _PARALLELENVBATCH_OBSENTRY._serialized_start=2170
+  _PARALLELENVBATCH_OBSENTRY._serialized_end=2229
+  _PARALLELENVBATCH_TRANSITIONSENTRY._serialized_start=2231
+  _PARALLELENVBATCH_TRANSITIONSENTRY._serialized_end=2307
+  _PARALLELENVBATCH_FINALOBSENTRY._serialized_start=2309
+  _PARALLELENVBATCH_FINALOBSENTRY._serialized_end=2373
+  _AGENTTRANSITION._serialized_start=2375
+  _AGENTTRANSITION._serialized_end=2447
+  _ENVSERVICE._serialized_start=2527
+  _ENVSERVICE._serialized_end=2662
 # @@protoc_insertion_point(module_scope)

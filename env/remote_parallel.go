@@ -1,0 +1,438 @@
+package env
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	herdv1 "herd/proto/herd/v1"
+	"herd/service"
+)
+
+// Remote multi-agent envs. A remote id (grpc://HOST:PORT/ENV_ID or
+// grpcs://…) names a multi-agent env when the server lists ENV_ID among
+// its parallel_env_ids (Describe): herd serve env lists ParallelIDs, and
+// python3 -m herd_env.serve lists its env when the object it serves has
+// PettingZoo's Parallel API. IsParallel asks the server, so every place that
+// takes a multi-agent id (MakeParallel, Make's TurnEnv, MakeVector's
+// FlatVector, the executors' row handling) takes such a remote id as well.
+//
+// The id's agent_id=true and state=true are the row options of a local
+// multi-agent id (FlatOptions), applied on this side; env keywords are not
+// sent (the server builds the env with its own settings). Multi-agent
+// sessions travel over gRPC only (not shm://), and inflight does not apply
+// to them: MakeVector puts all its envs in one session, so one message
+// carries every env's per-agent actions and one message answers.
+
+// remoteIsParallel asks the server of a grpc(s):// id whether it serves
+// ENV_ID as a multi-agent env. An unreachable server, or any other failure,
+// answers false: opening the id then reports the real error.
+func remoteIsParallel(id string) bool {
+	t, err := parseRemote(id)
+	if err != nil || t.shm {
+		return false
+	}
+	d, err := describeRemote(t)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(d.GetParallelEnvIds(), t.envID)
+}
+
+func describeRemote(t remoteTarget) (*herdv1.DescribeResponse, error) {
+	conn, err := dialConn(t)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), t.timeout)
+	defer cancel()
+	return herdv1.NewEnvServiceClient(conn).Describe(ctx, &herdv1.DescribeRequest{})
+}
+
+// CheckParallelActions checks a Step's action map against p's Agents and
+// action spaces: exactly one action for each agent in the episode, each in
+// its space (a Box action must be finite). Errors wrap ErrInvalidAction.
+func CheckParallelActions(p Parallel, actions map[string][]float32) error {
+	return checkAgentActions(p.Agents(), p.ActionSpace, actions)
+}
+
+func checkAgentActions(live []string, space func(string) (Space, error), actions map[string][]float32) error {
+	for a := range actions {
+		if !slices.Contains(live, a) {
+			return fmt.Errorf("%w: action for agent %q, which is not in the episode (agents %v)", ErrInvalidAction, a, live)
+		}
+	}
+	for _, a := range live {
+		act, ok := actions[a]
+		if !ok {
+			return fmt.Errorf("%w: no action for agent %q", ErrInvalidAction, a)
+		}
+		s, err := space(a)
+		if err != nil {
+			return err
+		}
+		if err := CheckAction(s, act); err != nil {
+			return fmt.Errorf("agent %s: %w", a, err)
+		}
+	}
+	return nil
+}
+
+// parallelSession is a session opened with parallel = true: n multi-agent
+// envs on the server.
+type parallelSession struct {
+	*session
+	possible  []string
+	obs, act  []Space // per possible agent
+	autoreset bool
+	req       herdv1.EnvRequest
+	msg       herdv1.EnvRequest_ParallelStep
+	body      herdv1.ParallelStepRequest
+}
+
+func openParallelSession(t remoteTarget, n int, o makeOptions, autoreset bool) (*parallelSession, error) {
+	if len(o.kwargs) > 0 {
+		return nil, fmt.Errorf("%w: remote env %s: keyword arguments are not supported remotely", ErrInvalidOption, t.envID)
+	}
+	if t.shm {
+		return nil, fmt.Errorf("%w: remote env %s: multi-agent envs are served over grpc:// only, not shm://", ErrInvalidOption, t.envID)
+	}
+	if t.inflight != 1 {
+		return nil, fmt.Errorf("%w: remote env %s: inflight does not apply to multi-agent envs (one session carries every env)", ErrInvalidOption, t.envID)
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("%w: %d multi-agent envs, want > 0", ErrInvalidOption, n)
+	}
+	s := &session{target: t, n: n}
+	w, err := dialGRPC(t)
+	if err != nil {
+		return nil, openHint(t, s.wrap(err))
+	}
+	s.w = w
+	p := &parallelSession{session: s, autoreset: autoreset}
+	p.msg.ParallelStep = &p.body
+	p.req.Msg = &p.msg
+	fail := func(err error) (*parallelSession, error) {
+		s.Close()
+		return nil, err
+	}
+	resp, err := s.call(&herdv1.EnvRequest{Msg: &herdv1.EnvRequest_Open{Open: &herdv1.OpenRequest{
+		ProtocolVersion: service.ProtocolVersion, EnvId: t.envID, NumEnvs: uint32(n),
+		Autoreset: autoreset, Parallel: true,
+	}}})
+	if err != nil {
+		if st, ok := status.FromError(err); ok && st.Code() == codes.NotFound {
+			err = fmt.Errorf("%w: %w", ErrUnknownID, err)
+		}
+		return fail(openHint(t, err))
+	}
+	open := resp.GetOpen()
+	if open == nil {
+		return fail(s.protocolErr("answer to open has no open response"))
+	}
+	if open.GetParallel() == nil {
+		return fail(s.protocolErr("the server opened a single-agent session (it predates multi-agent envs)"))
+	}
+	if open.GetNumEnvs() != uint32(n) {
+		return fail(s.protocolErr(fmt.Sprintf("server opened %d envs, asked for %d", open.GetNumEnvs(), n)))
+	}
+	for _, as := range open.GetParallel().GetAgents() {
+		name := as.GetAgent()
+		if name == "" || slices.Contains(p.possible, name) {
+			return fail(s.protocolErr(fmt.Sprintf("agent name %q empty or repeated", name)))
+		}
+		os, err := SpaceFromProto(as.GetObservationSpace())
+		if err != nil {
+			return fail(fmt.Errorf("agent %s: %w", name, err))
+		}
+		ac, err := SpaceFromProto(as.GetActionSpace())
+		if err != nil {
+			return fail(fmt.Errorf("agent %s: %w", name, err))
+		}
+		p.possible = append(p.possible, name)
+		p.obs, p.act = append(p.obs, os), append(p.act, ac)
+	}
+	if len(p.possible) == 0 {
+		return fail(s.protocolErr("multi-agent env with no agents"))
+	}
+	return p, nil
+}
+
+func (p *parallelSession) agentIndex(a string) int { return slices.Index(p.possible, a) }
+
+func (p *parallelSession) actionSpace(a string) (Space, error) {
+	j := p.agentIndex(a)
+	if j < 0 {
+		return nil, fmt.Errorf("%w: no agent %q (agents %v)", ErrInvalidOption, a, p.possible)
+	}
+	return p.act[j], nil
+}
+
+// reset resets every env (seeds[i] < 0: NoSeed) into steps.
+func (p *parallelSession) reset(seeds []int64, steps []ParallelStep) error {
+	resp, err := p.call(resetReq(seeds))
+	if err != nil {
+		return err
+	}
+	return p.decode(resp, nil, steps)
+}
+
+// step sends one action map per env (already checked) and decodes the
+// answer into steps.
+func (p *parallelSession) step(actions []map[string][]float32, steps []ParallelStep) error {
+	body := &p.body
+	if cap(body.Envs) < len(actions) {
+		body.Envs = make([]*herdv1.AgentActions, len(actions))
+		for i := range body.Envs {
+			body.Envs[i] = &herdv1.AgentActions{Actions: map[string]*herdv1.Floats{}}
+		}
+	}
+	body.Envs = body.Envs[:len(actions)]
+	for i, m := range actions {
+		am := body.Envs[i].Actions
+		clear(am)
+		for a, act := range m {
+			am[a] = &herdv1.Floats{Values: act}
+		}
+	}
+	resp, err := p.call(&p.req)
+	for _, e := range body.Envs {
+		clear(e.Actions) // the caller owns the action slices
+	}
+	if err != nil {
+		return err
+	}
+	return p.decode(resp, actions, steps)
+}
+
+// decode checks a ParallelBatch (the answer to a reset when acted is nil,
+// else to a step with those actions) and copies it into steps.
+func (p *parallelSession) decode(resp *herdv1.EnvResponse, acted []map[string][]float32, steps []ParallelStep) error {
+	b := resp.GetParallelBatch()
+	if b == nil {
+		return p.protocolErr("answer has no parallel batch")
+	}
+	if len(b.GetEnvs()) != p.n {
+		return p.protocolErr(fmt.Sprintf("parallel batch for %d envs, want %d", len(b.GetEnvs()), p.n))
+	}
+	obsOK := func(m map[string]*herdv1.Floats) error {
+		for a, o := range m {
+			j := p.agentIndex(a)
+			if j < 0 {
+				return fmt.Errorf("observation of unknown agent %q", a)
+			}
+			if len(o.GetValues()) != p.obs[j].Dim() {
+				return fmt.Errorf("agent %s observation has %d values, its space %d", a, len(o.GetValues()), p.obs[j].Dim())
+			}
+		}
+		return nil
+	}
+	for i, e := range b.GetEnvs() {
+		bad := func(msg string) error { return p.protocolErr(fmt.Sprintf("env %d: %s", i, msg)) }
+		if err := obsOK(e.GetObs()); err != nil {
+			return bad(err.Error())
+		}
+		if err := obsOK(e.GetFinalObs()); err != nil {
+			return bad(err.Error())
+		}
+		for k, a := range e.GetAgents() {
+			if _, ok := e.GetObs()[a]; !ok || slices.Contains(e.GetAgents()[:k], a) {
+				return bad(fmt.Sprintf("agent %q in agents without an observation, or listed twice", a))
+			}
+		}
+		if acted == nil {
+			if len(e.GetTransitions()) != 0 || e.GetDone() {
+				return bad("reset answer has transitions")
+			}
+		} else {
+			if len(e.GetTransitions()) != len(acted[i]) {
+				return bad(fmt.Sprintf("%d transitions for %d agents that acted", len(e.GetTransitions()), len(acted[i])))
+			}
+			for a := range e.GetTransitions() {
+				if _, ok := acted[i][a]; !ok {
+					return bad(fmt.Sprintf("transition of agent %q, which did not act", a))
+				}
+			}
+			if e.GetDone() && !p.autoreset {
+				return bad("done without autoreset")
+			}
+			last := e.GetObs()
+			if e.GetDone() {
+				last = e.GetFinalObs()
+			}
+			for a := range acted[i] {
+				if _, ok := last[a]; !ok {
+					return bad(fmt.Sprintf("agent %q acted but has no observation", a))
+				}
+			}
+		}
+		s := &steps[i]
+		floatsInto(s.Obs, e.GetObs())
+		s.Agents = append(s.Agents[:0], e.GetAgents()...)
+		clear(s.Rewards)
+		clear(s.Terminations)
+		clear(s.Truncations)
+		clear(s.Infos)
+		for a, tr := range e.GetTransitions() {
+			s.Rewards[a], s.Terminations[a], s.Truncations[a] = tr.GetReward(), tr.GetTerminated(), tr.GetTruncated()
+			s.Infos[a] = Info{}
+		}
+		if acted == nil {
+			for _, a := range s.Agents {
+				s.Infos[a] = Info{}
+			}
+		}
+		s.Done = e.GetDone()
+		floatsInto(s.FinalObs, e.GetFinalObs())
+	}
+	return nil
+}
+
+// floatsInto is copyObs from wire values.
+func floatsInto(dst map[string][]float32, src map[string]*herdv1.Floats) {
+	for a := range dst {
+		if _, ok := src[a]; !ok {
+			delete(dst, a)
+		}
+	}
+	for a, o := range src {
+		dst[a] = append(dst[a][:0], o.GetValues()...)
+	}
+}
+
+func newParallelSteps(n int) []ParallelStep {
+	steps := make([]ParallelStep, n)
+	for i := range steps {
+		steps[i] = ParallelStep{
+			Obs: map[string][]float32{}, Rewards: map[string]float64{}, Terminations: map[string]bool{},
+			Truncations: map[string]bool{}, Infos: map[string]Info{}, FinalObs: map[string][]float32{},
+		}
+	}
+	return steps
+}
+
+// RemoteParallel is one multi-agent env served by a herd env server (a
+// Parallel); MakeParallel returns it for a remote multi-agent id. Not safe
+// for concurrent use.
+type RemoteParallel struct {
+	p       *parallelSession
+	steps   []ParallelStep // one env, no autoreset
+	acts    []map[string][]float32
+	running bool
+	closed  bool
+}
+
+func (e *RemoteParallel) PossibleAgents() []string { return e.p.possible }
+
+// Agents is the agents still in the episode (none before Reset).
+func (e *RemoteParallel) Agents() []string { return e.steps[0].Agents }
+
+func (e *RemoteParallel) ObservationSpace(agent string) (Space, error) {
+	j := e.p.agentIndex(agent)
+	if j < 0 {
+		return nil, fmt.Errorf("%w: no agent %q (agents %v)", ErrInvalidOption, agent, e.p.possible)
+	}
+	return e.p.obs[j], nil
+}
+
+func (e *RemoteParallel) ActionSpace(agent string) (Space, error) { return e.p.actionSpace(agent) }
+
+func (e *RemoteParallel) Reset(seed int64) (map[string][]float32, map[string]Info, error) {
+	if e.closed {
+		return nil, nil, fmt.Errorf("%w: RemoteParallel.Reset", ErrClosed)
+	}
+	if seed < 0 {
+		seed = NoSeed
+	}
+	e.running = false
+	if err := e.p.reset([]int64{seed}, e.steps); err != nil {
+		return nil, nil, err
+	}
+	e.running = true
+	return e.steps[0].Obs, e.steps[0].Infos, nil
+}
+
+func (e *RemoteParallel) Step(actions map[string][]float32) (map[string][]float32, map[string]float64, map[string]bool, map[string]bool, map[string]Info, error) {
+	if e.closed {
+		return nil, nil, nil, nil, nil, fmt.Errorf("%w: RemoteParallel.Step", ErrClosed)
+	}
+	if !e.running || len(e.Agents()) == 0 {
+		return nil, nil, nil, nil, nil, fmt.Errorf("%w: RemoteParallel.Step before Reset or after the episode ended", ErrNeedsReset)
+	}
+	if err := checkAgentActions(e.Agents(), e.p.actionSpace, actions); err != nil {
+		return nil, nil, nil, nil, nil, err
+	}
+	e.acts[0] = actions
+	err := e.p.step(e.acts, e.steps)
+	e.acts[0] = nil
+	if err != nil {
+		return nil, nil, nil, nil, nil, err
+	}
+	s := &e.steps[0]
+	return s.Obs, s.Rewards, s.Terminations, s.Truncations, s.Infos, nil
+}
+
+func (e *RemoteParallel) Close() error {
+	if e.closed {
+		return nil
+	}
+	e.closed = true
+	return e.p.Close()
+}
+
+// makeRemoteParallel opens one remote multi-agent env and returns the
+// row options of its id.
+func makeRemoteParallel(id string, opts []Option) (Parallel, FlatOptions, error) {
+	var o makeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	t, err := parseRemote(id)
+	if err != nil {
+		return nil, FlatOptions{}, err
+	}
+	p, err := openParallelSession(t, 1, o, false)
+	if err != nil {
+		return nil, FlatOptions{}, err
+	}
+	return &RemoteParallel{p: p, steps: newParallelSteps(1), acts: make([]map[string][]float32, 1)}, t.rows, nil
+}
+
+// makeRemoteFlatVector is makeFlatVector for a remote id: n rows of
+// n / agents envs, all in one session with autoreset.
+func makeRemoteFlatVector(id string, n int, o makeOptions) (Vector, error) {
+	t, err := parseRemote(id)
+	if err != nil {
+		return nil, err
+	}
+	// The number of agents, hence of envs, is the server's: a one-env
+	// session asks, and is kept when one env is what the rows need.
+	p, err := openParallelSession(t, 1, o, true)
+	if err != nil {
+		return nil, err
+	}
+	a := len(p.possible)
+	if n <= 0 || n%a != 0 {
+		p.Close()
+		return nil, fmt.Errorf("%w: %s has %d agents; a vector of %d rows is not a whole number of envs (num_envs counts agent rows)", ErrInvalidOption, id, a, n)
+	}
+	if n/a != 1 {
+		p.Close()
+		if p, err = openParallelSession(t, n/a, o, true); err != nil {
+			return nil, err
+		}
+	}
+	pv := &ParallelVector{remote: p, possible: p.possible, acts: p.act, obs: p.obs, steps: newParallelSteps(n / a)}
+	fo := t.rows
+	fo.EpisodeStatistics = o.stats
+	f, err := NewFlatVector(pv, fo)
+	if err != nil {
+		pv.Close()
+		return nil, fmt.Errorf("env: make %s: %w", id, err)
+	}
+	return f, nil
+}

@@ -1,0 +1,224 @@
+"""Serves a multi-agent env with PettingZoo's Parallel API to herd over
+herd.v1's multi-agent sessions (OpenRequest.parallel).
+
+Any object works that has possible_agents, agents, observation_space(agent),
+action_space(agent), reset(seed=None) -> (obs, infos) (or obs alone, as
+older PettingZoo) and step(actions) -> (obs, rewards, terminations,
+truncations, infos), every value a dict keyed by agent name; no PettingZoo
+import is needed. herd_env.serve picks this server by itself when --env
+makes such an object:
+
+    python3 -m herd_env.serve --env pettingzoo.mpe:simple_spread_v3.parallel_env --port 7000
+
+and herd reaches it as grpc://127.0.0.1:7000/ID (Describe lists ID among
+parallel_env_ids, so herd treats it as a multi-agent id: rows of agents in
+MakeVector, a Parallel in MakeParallel).
+
+Each session holds num_envs envs and answers one message per reset or step
+for all of them. Every env's action map is checked before any env steps:
+exactly one action per agent in the env's agents, each in its space (a Box
+action must be finite); a bad one is answered in-band with INVALID_ACTION.
+With autoreset, an env whose agents have all left is reset in the same step.
+Shared memory (--shm) carries single-agent sessions only.
+"""
+
+import grpc
+
+from . import PROTOCOL_VERSION
+from ._proto.herd.v1 import env_pb2
+from .serve import EnvServicer, _status
+from .spaces import Codec, flatten
+
+
+def is_parallel(obj):
+    """Whether obj looks like a PettingZoo Parallel env."""
+    return hasattr(obj, "possible_agents") and callable(getattr(obj, "observation_space", None)) \
+        and callable(getattr(obj, "action_space", None))
+
+
+def _close(e):
+    close = getattr(e, "close", None)
+    if close is not None:
+        try:
+            close()
+        except Exception:
+            pass
+
+
+class _ParallelSession:
+    """One stream's multi-agent envs, stepped in the stream's thread."""
+
+    def __init__(self, factory, open_req):
+        n = open_req.num_envs
+        self.envs = []
+        try:
+            for _ in range(n):
+                self.envs.append(factory())
+        except Exception:
+            self.close()
+            raise
+        e = self.envs[0]
+        self.possible = [str(a) for a in e.possible_agents]
+        self.obs_codecs = {a: Codec(e.observation_space(a)) for a in self.possible}
+        self.act_codecs = {a: Codec(e.action_space(a)) for a in self.possible}
+        self.autoreset = open_req.autoreset
+        self.running = [False] * n
+
+    def close(self):
+        for e in self.envs:
+            _close(e)
+
+    def open_response(self):
+        spaces = env_pb2.ParallelSpaces(agents=[
+            env_pb2.AgentSpaces(agent=a, observation_space=self.obs_codecs[a].to_proto(),
+                                action_space=self.act_codecs[a].to_proto())
+            for a in self.possible])
+        return env_pb2.EnvResponse(open=env_pb2.OpenResponse(num_envs=len(self.envs), parallel=spaces))
+
+    def _fill_obs(self, dst, obs):
+        """Writes obs (agent -> observation) into the map field dst, flat."""
+        for a, o in obs.items():
+            codec = self.obs_codecs.get(a)
+            if codec is None:
+                raise ValueError("observation of agent %r, not in possible_agents" % (a,))
+            flat = flatten(o)
+            if len(flat) != codec.dim:
+                raise ValueError("agent %s observation has %d values, its space %d" % (a, len(flat), codec.dim))
+            dst[a].values.extend(flat)
+
+    def reset(self, seeds):
+        n = len(self.envs)
+        if seeds and len(seeds) != n:
+            return None, "reset with %d seeds for %d envs" % (len(seeds), n)
+        batch = env_pb2.ParallelBatch()
+        try:
+            for i, e in enumerate(self.envs):
+                self.running[i] = False
+                seed = seeds[i] if seeds and seeds[i] >= 0 else None
+                r = e.reset(seed=seed)
+                obs = r[0] if isinstance(r, tuple) else r
+                eb = batch.envs.add()
+                self._fill_obs(eb.obs, obs)
+                eb.agents.extend(str(a) for a in e.agents)
+                self.running[i] = bool(e.agents)
+        except Exception as ex:  # the env's own failure
+            return _status(grpc.StatusCode.INTERNAL, "ENV_ERROR", "reset: %r" % (ex,)), None
+        return env_pb2.EnvResponse(parallel_batch=batch), None
+
+    def _env_actions(self, i, e, req):
+        """Checks env i's action map; returns (actions for e.step, None) or
+        (None, why)."""
+        live = [str(a) for a in e.agents]
+        got = dict(req.actions)
+        for a in got:
+            if a not in live:
+                return None, "action for agent %r, which is not in the episode (agents %s)" % (a, live)
+        out = {}
+        for a in live:
+            if a not in got:
+                return None, "no action for agent %r" % (a,)
+            codec = self.act_codecs[a]
+            vals = list(got[a].values)
+            why = codec.check(vals)
+            if why is not None:
+                return None, "agent %s: %s" % (a, why)
+            out[a] = codec.to_env(vals)
+        return out, None
+
+    def step(self, envs):
+        n = len(self.envs)
+        if len(envs) != n:
+            return _status(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ACTION",
+                           "%d envs want %d action maps, got %d" % (n, n, len(envs)))
+        if not all(self.running):
+            i = self.running.index(False)
+            return _status(grpc.StatusCode.FAILED_PRECONDITION, "NEEDS_RESET",
+                           "env %d: step before reset or after the episode ended" % i)
+        actions = []
+        for i, e in enumerate(self.envs):  # check all before stepping any
+            acts, why = self._env_actions(i, e, envs[i])
+            if why is not None:
+                return _status(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ACTION", "env %d: %s" % (i, why))
+            actions.append(acts)
+        batch = env_pb2.ParallelBatch()
+        try:
+            for i, e in enumerate(self.envs):
+                obs, rew, term, trunc, _ = e.step(actions[i])
+                eb = batch.envs.add()
+                for a in actions[i]:
+                    t = eb.transitions[a]
+                    t.reward = float(rew.get(a, 0.0))
+                    t.terminated = bool(term.get(a, False))
+                    t.truncated = bool(trunc.get(a, False))
+                if not e.agents:
+                    self.running[i] = False
+                    if self.autoreset:
+                        eb.done = True
+                        self._fill_obs(eb.final_obs, obs)
+                        r = e.reset(seed=None)
+                        obs = r[0] if isinstance(r, tuple) else r
+                        self.running[i] = bool(e.agents)
+                self._fill_obs(eb.obs, obs)
+                eb.agents.extend(str(a) for a in e.agents)
+        except Exception as ex:
+            return _status(grpc.StatusCode.INTERNAL, "ENV_ERROR", "step: %r" % (ex,))
+        return env_pb2.EnvResponse(parallel_batch=batch)
+
+
+class ParallelEnvServicer(EnvServicer):
+    """herd.v1 EnvService over a factory of PettingZoo Parallel envs: the
+    session loop is EnvServicer's; opening and answering are its own."""
+
+    def Describe(self, request, context):
+        return env_pb2.DescribeResponse(protocol_versions=[PROTOCOL_VERSION], parallel_env_ids=[self.env_id],
+                                        server="herd_env (python)")
+
+    def open(self, first):
+        if first.WhichOneof("msg") != "open":
+            return None, (grpc.StatusCode.INVALID_ARGUMENT, "the first message of a session must be open")
+        op = first.open
+        if op.protocol_version != PROTOCOL_VERSION:
+            return None, (grpc.StatusCode.FAILED_PRECONDITION,
+                          "protocol version %d; this server speaks %d" % (op.protocol_version, PROTOCOL_VERSION))
+        if op.env_id != self.env_id:
+            return None, (grpc.StatusCode.NOT_FOUND, "env id %r; this server serves %r" % (op.env_id, self.env_id))
+        if not op.parallel:
+            return None, (grpc.StatusCode.INVALID_ARGUMENT,
+                          "env %r is multi-agent (PettingZoo Parallel API): open it with parallel = true" % self.env_id)
+        if op.max_episode_steps != 0:
+            return None, (grpc.StatusCode.INVALID_ARGUMENT,
+                          "max_episode_steps %d: a multi-agent env keeps its own limit; send 0" % op.max_episode_steps)
+        if not 0 < op.num_envs <= self.max_envs:
+            return None, (grpc.StatusCode.INVALID_ARGUMENT, "num_envs %d, want 1..%d" % (op.num_envs, self.max_envs))
+        try:
+            return _ParallelSession(self.factory, op), None
+        except Exception as ex:
+            return None, (grpc.StatusCode.INVALID_ARGUMENT, "making the env: %r" % (ex,))
+
+    @staticmethod
+    def handle(sess, req):
+        kind = req.WhichOneof("msg")
+        if kind == "parallel_step":
+            return sess.step(req.parallel_step.envs), None
+        if kind == "reset":
+            return sess.reset(list(req.reset.seeds))
+        if kind == "state":
+            return _status(grpc.StatusCode.UNIMPLEMENTED, "UNSUPPORTED", "multi-agent envs have no state access"), None
+        if kind == "step":
+            return None, "a single-agent step in a multi-agent session (send parallel_step)"
+        if kind == "open":
+            return None, "open sent twice in one session"
+        return None, "empty request"
+
+
+def servicer_for(factory, env_id, max_envs):
+    """Returns the servicer for the envs factory makes: ParallelEnvServicer
+    when one made now has PettingZoo's Parallel API, else EnvServicer."""
+    probe = factory()
+    try:
+        parallel = is_parallel(probe)
+    finally:
+        _close(probe)
+    if parallel:
+        return ParallelEnvServicer(factory, env_id, max_envs)
+    return EnvServicer(factory, env_id, max_envs)

@@ -1,0 +1,246 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"herd/algo"
+	"herd/algo/all"
+	"herd/env"
+	"herd/sample"
+	"herd/transport"
+	"herd/weights"
+	"herd/worker"
+)
+
+// segmentsInline runs one inline env worker for segs segments against a
+// parameter service that holds only the learner's initial weights (the
+// synchronous case) and returns the encoded segments it pushed, with the
+// envs and config of segmentsWithGroups.
+func segmentsInline(t *testing.T, segs int) [][]byte {
+	t.Helper()
+	pieces, opt := ppoPieces(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	params, err := transport.NewInproc().Params(ctx, "inline", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer params.Close()
+	l, err := pieces.NewSegmentLearner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := params.Publish(ctx, l.Weights()); err != nil {
+		t.Fatal(err)
+	}
+	envs := make([]env.Env, 4)
+	for j := range envs {
+		e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(9))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		envs[j] = e
+	}
+	smp := &collect{}
+	cfg := worker.EnvConfig{Slot: 1, Seed: 5, Envs: envs, Steps: 16, Gamma: 0.99, Segments: segs}
+	if err := worker.RunEnvInline(ctx, cfg, pieces, params, smp); err != nil {
+		t.Fatal(err)
+	}
+	return smp.got
+}
+
+// With the weights of one version, an inline env worker pushes exactly the
+// segments an env worker served by a policy worker does: the same forward
+// pass, the same sampler stream (seed, "env-worker", slot), the same
+// truncation bootstraps and versions.
+func TestInlineMatchesPolicyWorker(t *testing.T) {
+	const segs = 3
+	want := segmentsWithGroups(t, 1, segs)
+	got := segmentsInline(t, segs)
+	if len(got) != segs || len(want) != segs {
+		t.Fatalf("pushed %d inline and %d served segments, want %d", len(got), len(want), segs)
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Errorf("segment %d differs between inline and policy-worker inference", i)
+		}
+	}
+}
+
+// lockstep is a parameter service whose Latest, called by an inline env
+// worker once per segment, waits for version k before the worker's k-th
+// segment (counting from 0): the learner has learned every segment before
+// it, so the run is synchronous and its results depend on the seed only.
+type lockstep struct {
+	transport.ParamService
+	ctx context.Context
+	k   uint64
+}
+
+func (l *lockstep) Latest() *weights.Version {
+	v, err := l.ParamService.Wait(l.ctx, l.k)
+	if err != nil {
+		return nil
+	}
+	l.k++
+	return v
+}
+
+// inlinePPO trains PPO on CartPole with one inline env worker (4 envs ×
+// 128 steps per segment) in lockstep with the learner for iters segments
+// and returns the learner's final weights, encoded, and the episodes'
+// returns in order.
+func inlinePPO(t *testing.T, iters int) ([]byte, []float64) {
+	t.Helper()
+	res, err := algo.Resolve([]byte("algo: ppo\nenv: CartPole-v1\nseed: 7\nsteps: 51200\nruntime: {executor: dist, inference: inline}\n"+
+		"ppo: {num_envs: 4, num_steps: 128, learning_rate: 1.0e-3}\n"), all.Specs(), algo.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, err := env.Make("CartPole-v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pieces, err := res.Spec.Pieces(res.Header, res.Config, algo.SpacesOf(probe))
+	probe.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, err := pieces.NewPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l0, err := pieces.NewSegmentLearner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v0 := l0.Weights()
+	opt := transport.Options{ObsDim: 4, OutDim: p0.OutDim(), Capacity: 2}
+	for i := range v0.Len() {
+		opt.Like = append(opt.Like, v0.Param(i))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	ip := transport.NewInproc()
+	smp, err := ip.Samples(ctx, "ppo", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer smp.Close()
+	params, err := ip.Params(ctx, "ppo", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer params.Close()
+	envs := make([]env.Env, 4)
+	for j := range envs {
+		e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Close()
+		envs[j] = e
+	}
+	wctx, stop := context.WithCancel(ctx)
+	envDone := make(chan error, 1)
+	go func() {
+		envDone <- worker.RunEnvInline(wctx, worker.EnvConfig{Slot: 0, Seed: res.Header.Seed, Envs: envs, Steps: 128, Gamma: 0.99},
+			pieces, &lockstep{ParamService: params, ctx: wctx}, smp)
+	}()
+	var returns []float64
+	var cnt worker.Counters
+	l, err := worker.RunLearner(ctx, worker.LearnerConfig{Iterations: iters, Counters: &cnt,
+		OnIteration: func(_ int, seg *sample.Segment, _ []algo.Stat) {
+			for _, e := range seg.Episodes {
+				returns = append(returns, e.Return)
+			}
+		}}, pieces, smp, params)
+	stop()
+	if eerr := <-envDone; eerr != nil && !errors.Is(eerr, context.Canceled) {
+		t.Errorf("env worker: %v", eerr)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In lockstep every segment acts on the version just before the
+	// learner's: no step lags.
+	if cnt.LagMax != 0 || cnt.Learned != uint64(iters) {
+		t.Errorf("lockstep: lag max %d, learned %d; want 0 and %d", cnt.LagMax, cnt.Learned, iters)
+	}
+	b, err := l.Weights().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, returns
+}
+
+// An on-policy run with inline inference learns CartPole, and in lockstep
+// (each segment acts on the weights learned from every segment before it)
+// the same seed gives the same weights, bit for bit, and the same episodes.
+func TestInlinePPOLearnsDeterministically(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains PPO twice")
+	}
+	const iters = 60
+	w1, r1 := inlinePPO(t, iters)
+	w2, r2 := inlinePPO(t, iters)
+	if !bytes.Equal(w1, w2) {
+		t.Error("two runs with the same seed ended with different weights")
+	}
+	if len(r1) != len(r2) {
+		t.Fatalf("episodes: %d and %d", len(r1), len(r2))
+	}
+	for i := range r1 {
+		if r1[i] != r2[i] {
+			t.Fatalf("episode %d: returns %v and %v", i, r1[i], r2[i])
+		}
+	}
+	mean := func(r []float64) float64 {
+		s := 0.0
+		for _, x := range r {
+			s += x
+		}
+		return s / float64(len(r))
+	}
+	first, last := mean(r1[:20]), mean(r1[len(r1)-20:])
+	t.Logf("%d episodes; mean return of the first 20 %.1f, of the last 20 %.1f", len(r1), first, last)
+	if math.IsNaN(last) || last < 100 {
+		t.Errorf("mean return of the last 20 episodes %.1f after %d steps, want ≥ 100", last, iters*512)
+	}
+}
+
+// Inline inference refuses env groups (there is no request to overlap)
+// and a missing parameter service, with errors instead of a hang.
+func TestInlineConfigErrors(t *testing.T) {
+	pieces, opt := ppoPieces(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	params, err := transport.NewInproc().Params(ctx, "bad", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer params.Close()
+	e, err := env.Make("CartPole-v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	envs := []env.Env{e, e}
+	cfg := worker.EnvConfig{Envs: envs, Steps: 4, Groups: 2}
+	if err := worker.RunEnvInline(ctx, cfg, pieces, params, &collect{}); !errors.Is(err, worker.ErrGroups) {
+		t.Errorf("inline with 2 env groups: %v, want ErrGroups", err)
+	}
+	cfg.Groups = 0
+	if err := worker.RunEnvInline(ctx, cfg, pieces, nil, &collect{}); err == nil {
+		t.Error("inline without a parameter service: no error")
+	}
+	if err := worker.RunEnv(ctx, cfg, pieces, nil, &collect{}); err == nil {
+		t.Error("policy-worker inference without an inference stream: no error")
+	}
+}
