@@ -58,8 +58,8 @@ func (k *killOnce) Serve(ctx context.Context, actor string, h transport.CallHand
 
 // TestServedWorkerRestarts: a worker served elsewhere dies mid-run and is
 // started again (as herd launch's supervisor does). The driver rejoins the
-// new start — init call with start number 2 and the env steps the worker
-// had taken, so its schedules continue and its seeds are its own — sends
+// new start — init call with a new start number and the env steps the
+// worker had taken, so its schedules continue and its seeds are its own — sends
 // the lost call again, and the run reports every step of its budget once:
 // one restart, one call reissued, no duplicates. For the synchronous A2C
 // plan (GatherSync), the asynchronous IMPALA plan (GatherAsync 2) and the
@@ -133,9 +133,11 @@ func TestServedWorkerRestarts(t *testing.T) {
 			// worker's; replay workers are told theirs with each call).
 			b := inits[1]
 			inc, steps := binary.LittleEndian.Uint64(b[len(b)-16:]), int64(binary.LittleEndian.Uint64(b[len(b)-8:]))
-			// The driver had received 4 segments of the first start.
-			if inc != 2 || steps != 4*c.T {
-				t.Errorf("second start's init: start %d at env step %d, want start 2 at %d", inc, steps, 4*c.T)
+			// The driver had received 4 items of the first start. The start
+			// number is 2 unless an init call reached the dying start's loop
+			// before it stopped and was refused (then the next attempt's, 3).
+			if inc < 2 || steps != 4*c.T {
+				t.Errorf("second start's init: start %d at env step %d, want start ≥ 2 at %d", inc, steps, 4*c.T)
 			}
 		})
 	}
