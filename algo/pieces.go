@@ -302,8 +302,10 @@ var DistScalars = []string{"dist/lag_mean", "dist/lag_max", "dist/dropped", "dis
 // when its workers run over a transport other than inproc, named as the
 // dist executor's (summary.json's "dist" holds their last values): calls
 // answered from a worker's memory instead of running twice (a repeat
-// after a lost reply) and messages dropped as malformed.
-var FlowTransportScalars = []string{"dist/duplicates", "dist/decode_errors"}
+// after a lost reply), messages dropped as malformed, workers rejoined
+// after they were lost (restarted) and calls sent again to a worker's next
+// start (the call in flight when it was lost).
+var FlowTransportScalars = []string{"dist/duplicates", "dist/decode_errors", "dist/restarts", "dist/reissued"}
 
 // MaxWorkers bounds every worker count of the runtime section (actors,
 // env_workers, policy_workers): far more than any machine or cluster herd

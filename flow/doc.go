@@ -111,6 +111,37 @@
 // transitions in package sample's encoding. A synchronous plan gives the
 // same bits on either transport (TestSyncPlanSameBitsForAnyWorkers).
 //
+// # Restarts
+//
+// A worker served elsewhere may die and be started again (herd launch's
+// supervisor restarts a killed env worker process in the same slot, within
+// its restart budget). Its proxy notices the loss when a call ends without
+// a reply: another process registered for the worker (TrainServed's
+// whoServes, checked every second while a call waits), the new process
+// refused the call's number (its memory is empty), or no reply came within
+// callDeadline (5 min). It then rejoins the worker: an init call numbered 1
+// again, with the next start number, which draws the new start's action
+// samples and env seeds from streams of its own ("env-worker/<start>",
+// "flow/env/<start>"), never the first start's again, and with the env
+// steps its schedules had reached; then the last weights it was sent;
+// then the lost call again. The lost call's reply never arrived, so
+// nothing it made is learned, and its env steps, claimed by the driver,
+// are made by the new start: the run reports every step of its budget
+// once. The new start resets its envs, so episodes running in the lost
+// one are not reported; a replay worker also loses its unfinished n-step
+// transitions. dist/restarts counts the rejoins, dist/reissued the calls
+// sent again. Without an answer from a new start within rejoinWait (2
+// min) the run fails. Under GatherAsync the other workers' items keep
+// coming meanwhile and the lost request is issued again to the new start;
+// under GatherSync the round waits for it. A synchronous plan keeps its
+// order of rounds and its step count, but not its bits: from the round
+// the new start rejoins in, that worker's samples come from fresh
+// episodes, so the parameters differ from those of a run without the
+// restart (same seed, same workers). The ids of what the driver receives are the
+// worker, its start and the call number; a call repeated after a lost
+// reply is answered from the worker's memory (dist/duplicates), so no item
+// is learned twice.
+//
 // Each Actor owns one goroutine, stopped by Train when the run ends (after
 // its context is cancelled). Iterators run on the goroutine that pulls
 // them, except UnionAsync's inputs. Operators wait by parking on channels

@@ -56,14 +56,15 @@ func OffPolicyWorkers(r *Run, numEnvs, stepsPerItem int) (*ReplayWorkers, error)
 			// The worker serves its actor over the transport; the driver
 			// keeps a proxy that holds no envs.
 			px := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem, workers: w, enc: &ws.enc, ws: ws}
+			init := func(inc uint64) []byte { return replayInit(k, numEnvs, stepsPerItem, w, inc) }
 			var err error
-			if px.proxy, err = r.remote.open(r, actorName(set, k), replayInit(k, numEnvs, stepsPerItem, w)); err != nil {
+			if px.proxy, err = r.remote.open(r, actorName(set, k), init); err != nil {
 				return nil, err
 			}
 			ws.ws = append(ws.ws, px)
 			continue
 		}
-		wk, err := newReplayWorker(r, k, numEnvs, stepsPerItem, w)
+		wk, err := newReplayWorker(r, k, numEnvs, stepsPerItem, w, 1)
 		if wk != nil {
 			wk.ws = ws
 			ws.ws = append(ws.ws, wk)
@@ -75,9 +76,10 @@ func OffPolicyWorkers(r *Run, numEnvs, stepsPerItem int) (*ReplayWorkers, error)
 	return ws, nil
 }
 
-// newReplayWorker builds worker k of w (numEnvs envs, stepsPerItem vector
-// steps per item); on error, what it returns (if not nil) must be closed.
-func newReplayWorker(r *Run, k, numEnvs, stepsPerItem, w int) (*replayWorker, error) {
+// newReplayWorker builds start inc of worker k of w (numEnvs envs,
+// stepsPerItem vector steps per item); on error, what it returns (if not
+// nil) must be closed.
+func newReplayWorker(r *Run, k, numEnvs, stepsPerItem, w int, inc uint64) (*replayWorker, error) {
 	pc, h := r.Pieces, r.Header
 	if pc.NewAssembler == nil || pc.NewPolicy == nil || pc.NewSampler == nil {
 		return nil, fmt.Errorf("%w: the algorithm has no off-policy pieces", ErrConfig)
@@ -90,7 +92,8 @@ func newReplayWorker(r *Run, k, numEnvs, stepsPerItem, w int) (*replayWorker, er
 	if wk.policy, err = pc.NewPolicy(); err != nil {
 		return wk, err
 	}
-	if wk.sampler, err = pc.NewSampler(numEnvs, rng.New(h.Seed, "env-worker", k)); err != nil {
+	actStream, envStream := streams(inc)
+	if wk.sampler, err = pc.NewSampler(numEnvs, rng.New(h.Seed, actStream, k)); err != nil {
 		return wk, err
 	}
 	if wk.assembler, err = pc.NewAssembler(numEnvs); err != nil {
@@ -101,7 +104,7 @@ func newReplayWorker(r *Run, k, numEnvs, stepsPerItem, w int) (*replayWorker, er
 			return wk, err
 		}
 	}
-	b, err := wk.envs.Reset(int64(rng.Derive(h.Seed, "flow/env", k) >> 1))
+	b, err := wk.envs.Reset(int64(rng.Derive(h.Seed, envStream, k) >> 1))
 	if err != nil {
 		return wk, fmt.Errorf("flow: worker %d: reset: %w", k, err)
 	}

@@ -315,7 +315,7 @@ func TestWorkersServedElsewhere(t *testing.T) {
 				}()
 			}
 			log := &countLog{}
-			m, err := flow.TrainServed(context.Background(), &algo.Runtime{Header: res.Header, Log: log}, res.Spec, res.Config, calls(c.name))
+			m, err := flow.TrainServed(context.Background(), &algo.Runtime{Header: res.Header, Log: log}, res.Spec, res.Config, calls(c.name), nil)
 			cancel()
 			wg.Wait()
 			if err != nil {

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -27,17 +30,23 @@ import (
 // schedules' steps and ParForEach's functions stay on the driver's side;
 // the worker only steps its envs (and, for Ape-X, prioritizes) on request:
 //
-//	call            request body                               reply
-//	init (first)    opInit, kind, the worker's shape           empty
-//	segment         opSegment                                  sample.Segment encoding
-//	experience      opExperience, start (u64)                  transitions + report episodes
-//	weights         opWeights, safetensors                     empty
+//	call            request body                                      reply
+//	init (first)    opInit, kind, the worker's shape, start, steps    status
+//	segment         opSegment                                         status, sample.Segment encoding
+//	experience      opExperience, start (u64)                         status, transitions + report episodes
+//	weights         opWeights, safetensors                            status
+//
+// Every reply begins with a status byte: replyOK, or replyErr followed by
+// the worker's error (its envs or weights failed: the run fails). An error
+// of the call itself — no answer within callDeadline, or a call number the
+// actor refuses because it is a new start that has not been initialised —
+// means the worker was lost; the proxy then rejoins (proxy.rejoin).
 //
 // The first call builds the worker, so whoever serves an actor needs only
 // the run's config (ServeWorker). A worker holds the same state as an
 // in-process one and draws from the same streams, so a synchronous plan
 // gives the same bits on either transport
-// (TestSyncPlanSameBitsForAnyWorkers).
+// (TestSyncPlanSameBitsForAnyWorkers) as long as no worker is restarted.
 const (
 	opInit byte = iota + 1
 	opSegment
@@ -45,30 +54,78 @@ const (
 	opWeights
 )
 
+// Reply statuses.
+const (
+	replyOK byte = iota
+	replyErr
+)
+
+// callDeadline bounds one call: a worker that has not answered by then is
+// taken for lost (it hangs, or died and nothing started it again). It is
+// long because a segment of a slow env can take minutes; a killed worker
+// is noticed much sooner, by its new process's registration or its
+// refusal of the call's resend (every 10 s, transport's callResend).
+const callDeadline = 5 * time.Minute
+
+// rejoinWait bounds the wait for a lost worker's next start to answer its
+// init call (herd launch restarts a worker within about a second; an
+// orchestrator may take longer). After it the run fails.
+const rejoinWait = 2 * time.Minute
+
 // Kinds of worker an init call builds.
 const (
 	kindRollout byte = iota + 1
 	kindReplay
 )
 
+// workerInit is what an init call carries after the worker's kind: its
+// four sizes (rolloutInit's k, lo, hi, T or replayInit's k, numEnvs,
+// stepsPerItem, w), γ (rollout workers), which start of the worker it is
+// (inc, 1 for the first) and the env steps its schedules have seen
+// (rollout workers; a replay worker is told its step with each item).
+type workerInit struct {
+	kind  byte
+	x     [4]int
+	gamma float32
+	inc   uint64
+	steps int64
+}
+
 // rolloutInit is the init call of on-policy worker k: envs lo…hi−1,
-// segments of T steps, γ for the truncation bootstrap.
-func rolloutInit(k, lo, hi, T int, gamma float32) []byte {
+// segments of T steps, γ for the truncation bootstrap; start inc, whose
+// schedules continue at env step steps.
+func rolloutInit(k, lo, hi, T int, gamma float32, inc uint64, steps int64) []byte {
 	b := []byte{opInit, kindRollout}
 	for _, x := range []int{k, lo, hi, T} {
 		b = binary.LittleEndian.AppendUint32(b, uint32(x))
 	}
-	return binary.LittleEndian.AppendUint32(b, math.Float32bits(gamma))
+	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(gamma))
+	b = binary.LittleEndian.AppendUint64(b, inc)
+	return binary.LittleEndian.AppendUint64(b, uint64(steps))
 }
 
 // replayInit is the init call of off-policy worker k of w: numEnvs envs,
-// stepsPerItem vector steps per item.
-func replayInit(k, numEnvs, stepsPerItem, w int) []byte {
+// stepsPerItem vector steps per item; start inc.
+func replayInit(k, numEnvs, stepsPerItem, w int, inc uint64) []byte {
 	b := []byte{opInit, kindReplay}
 	for _, x := range []int{k, numEnvs, stepsPerItem, w} {
 		b = binary.LittleEndian.AppendUint32(b, uint32(x))
 	}
-	return b
+	b = binary.LittleEndian.AppendUint64(b, inc)
+	return binary.LittleEndian.AppendUint64(b, 0)
+}
+
+// streams returns the names of the random streams of a worker's start
+// inc: the first start keeps the names an in-process worker uses (so a
+// plan gives the same bits on either transport); a later start draws its
+// actions and env seeds from streams of its own instead of replaying the
+// first start's.
+func streams(inc uint64) (actions, envs string) {
+	if inc <= 1 {
+		return "env-worker", "flow/env"
+	}
+	s := "/" + strconv.FormatUint(inc, 10)
+	return "env-worker" + s, "flow/env" + s
 }
 
 // remote is a run's carrier of worker calls: calls for the driver's
@@ -79,6 +136,12 @@ type remote struct {
 	host    func(actor string) // nil: the actors are served elsewhere
 	closers []func()
 	counts  []func() transport.Stats
+	// whoServes names the start serving an actor (TrainServed).
+	whoServes func(ctx context.Context, actor string) (string, error)
+	// restarts counts workers rejoined after a loss, reissued the calls
+	// sent again to a worker's next start (the call in flight when it was
+	// lost: its item never arrived, so none is learned twice).
+	restarts, reissued atomic.Uint64
 }
 
 // startNATS makes the run's remote over NATS: the server at url, or an
@@ -160,15 +223,22 @@ func (rm *remote) stats() transport.Stats {
 }
 
 // open starts serving actor (when the workers are hosted here) and returns
-// the driver's proxy for it, after its init call.
-func (rm *remote) open(r *Run, actor string, init []byte) (*proxy, error) {
+// the driver's proxy for it, after its init call (init(1)). The first
+// start of a worker may take long (processes starting, an orchestrator
+// scheduling them): the first init call waits within the run's context.
+func (rm *remote) open(r *Run, actor string, init func(inc uint64) []byte) (*proxy, error) {
 	if rm.host != nil {
 		rm.host(actor)
 	}
-	p := &proxy{r: r, actor: actor}
-	if _, err := p.call(init); err != nil {
+	p := &proxy{r: r, actor: actor, init: init, inc: 1}
+	b, err := p.try(r.Ctx, init(1))
+	if err != nil {
 		return nil, err
 	}
+	if err := replyError(actor, b); err != nil {
+		return nil, err
+	}
+	p.serving()
 	return p, nil
 }
 
@@ -178,15 +248,177 @@ type proxy struct {
 	r     *Run
 	actor string
 	seq   uint64
+	// inc is the worker's start the proxy talks to (1: the first); init
+	// builds the init call of start inc with the worker's state now.
+	inc  uint64
+	init func(inc uint64) []byte
+	// weights is the last weights call the worker answered (nil: it holds
+	// the initial weights), sent again to its next start.
+	weights []byte
+	// who names the process serving the start (remote.whoServes; "":
+	// unknown, then a lost worker is noticed by its next start's refusal).
+	who string
 }
 
-func (p *proxy) call(body []byte) ([]byte, error) {
+// serving records who serves the worker's start just initialised; when
+// that cannot be read, a lost worker is noticed by its next start's
+// refusal instead.
+func (p *proxy) serving() {
+	p.who = ""
+	if p.r.remote.whoServes != nil {
+		p.who, _ = p.r.remote.whoServes(p.r.Ctx, p.actor)
+	}
+}
+
+// lostError is a call that reached no live, initialised worker.
+type lostError struct{ err error }
+
+func (e *lostError) Error() string { return e.err.Error() }
+func (e *lostError) Unwrap() error { return e.err }
+
+// errReplaced ends a call whose worker another process serves now.
+var errReplaced = errors.New("another process serves the worker now")
+
+// whoEvery is how often a waiting call checks who serves its worker.
+const whoEvery = time.Second
+
+// try makes one call with the next number and returns the reply, status
+// byte included. An error is a *lostError unless the run has ended.
+func (p *proxy) try(ctx context.Context, body []byte) ([]byte, error) {
 	p.seq++
-	b, err := p.r.remote.calls.Call(p.r.Ctx, p.actor, p.seq, body)
-	if err != nil {
+	if p.who != "" {
+		var stop context.CancelCauseFunc
+		ctx, stop = context.WithCancelCause(ctx)
+		defer stop(nil)
+		who := p.who
+		t := time.AfterFunc(whoEvery, func() { p.watch(ctx, who, stop) })
+		defer t.Stop()
+	}
+	b, err := p.r.remote.calls.Call(ctx, p.actor, p.seq, body)
+	switch {
+	case err == nil && len(b) == 0:
+		err = fmt.Errorf("%w: flow: %s: a reply without a status", transport.ErrMalformed, p.actor)
+	case err == nil:
+		return b, nil
+	case p.r.Ctx.Err() != nil || errors.Is(err, transport.ErrClosed):
 		return nil, fmt.Errorf("flow: %s: %w", p.actor, err)
 	}
-	return b, nil
+	if c := context.Cause(ctx); errors.Is(c, errReplaced) {
+		err = c
+	}
+	return nil, &lostError{fmt.Errorf("flow: %s: %w", p.actor, err)}
+}
+
+// watch checks, every whoEvery until ctx ends, who serves the worker, and
+// ends the call (stop) once another process than was does: the one that had the
+// call was lost and started again. A worker merely unregistered (a
+// keep-alive late on a busy machine) is not taken for lost.
+func (p *proxy) watch(ctx context.Context, was string, stop context.CancelCauseFunc) {
+	t := time.NewTicker(whoEvery)
+	defer t.Stop()
+	for {
+		if who, err := p.r.remote.whoServes(ctx, p.actor); err == nil && who != "" && who != was {
+			stop(fmt.Errorf("%w (%s, was %s)", errReplaced, who, was))
+			return
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// replyError returns the worker's error a reply carries, if any.
+func replyError(actor string, b []byte) error {
+	if b[0] == replyOK {
+		return nil
+	}
+	return fmt.Errorf("flow: %s: %s", actor, b[1:])
+}
+
+// call makes one call and returns the reply's body. When the worker is
+// lost, it rejoins the worker's next start and sends the call again there:
+// the lost call's reply never arrived, so nothing it made is learned, and
+// its env steps (claimed by the driver) are made by the next start.
+func (p *proxy) call(body []byte) ([]byte, error) {
+	for {
+		ctx, cancel := context.WithTimeout(p.r.Ctx, callDeadline)
+		b, err := p.try(ctx, body)
+		cancel()
+		var lost *lostError
+		if errors.As(err, &lost) {
+			if err := p.rejoin(lost); err != nil {
+				return nil, err
+			}
+			p.r.remote.reissued.Add(1)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := replyError(p.actor, b); err != nil {
+			return nil, err
+		}
+		return b[1:], nil
+	}
+}
+
+// rejoin waits for the next start of a lost worker (herd launch's
+// supervisor restarts its process within the restart budget) and brings it
+// to where the lost one was: an init call numbered 1 again (a new start's
+// memory is empty) with the next start number, which gives it random
+// streams of its own, and the steps its schedules had reached; then the
+// last weights it was sent. A refused call (the lost start is still
+// there) is retried with back-off; without an answer within rejoinWait
+// the run fails.
+func (p *proxy) rejoin(cause error) error {
+	deadline := time.Now().Add(rejoinWait)
+	for i := 0; ; i++ {
+		p.inc++ // a number per attempt: an attempt that ran and was lost used its streams
+		p.seq, p.who = 0, ""
+		err := p.restore(deadline)
+		var lost *lostError
+		if !errors.As(err, &lost) {
+			if err == nil {
+				p.r.remote.restarts.Add(1)
+			}
+			return err
+		}
+		if !time.Now().Before(deadline) {
+			return fmt.Errorf("flow: %s was lost (%v) and no new start of it answered within %v: %w", p.actor, cause, rejoinWait, err)
+		}
+		t := time.NewTimer(min(50*time.Millisecond<<min(i, 5), time.Until(deadline)))
+		select {
+		case <-t.C:
+		case <-p.r.Ctx.Done():
+			t.Stop()
+			return fmt.Errorf("flow: %s: %w", p.actor, p.r.Ctx.Err())
+		}
+	}
+}
+
+// restore makes a worker's next start p.inc: its init call, then the last
+// weights.
+func (p *proxy) restore(deadline time.Time) error {
+	for i, body := range [][]byte{p.init(p.inc), p.weights} {
+		if body == nil {
+			continue
+		}
+		ctx, cancel := context.WithDeadline(p.r.Ctx, deadline)
+		b, err := p.try(ctx, body)
+		cancel()
+		if err == nil {
+			err = replyError(p.actor, b)
+		}
+		if err != nil {
+			return err
+		}
+		if i == 0 {
+			p.serving()
+		}
+	}
+	return nil
 }
 
 // sendWeights sends v to the worker (one weights call).
@@ -195,7 +427,9 @@ func (p *proxy) sendWeights(enc *encodedWeights, v *weights.Version) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.call(body)
+	if _, err = p.call(body); err == nil {
+		p.weights = body
+	}
 	return err
 }
 
@@ -274,13 +508,25 @@ func (h *host) close() {
 	}
 }
 
+// handle answers one call: the reply's status, then its body. The
+// worker's own failures travel in the reply (replyErr), so that the driver
+// tells them from a lost worker.
 func (h *host) handle(_ context.Context, _ uint64, body []byte) ([]byte, error) {
+	b, err := h.answer(body)
+	if err != nil {
+		return append([]byte{replyErr}, err.Error()...), nil
+	}
+	return b, nil
+}
+
+func (h *host) answer(body []byte) ([]byte, error) {
+	ok := []byte{replyOK}
 	if len(body) == 0 {
 		return nil, errors.New("flow: empty call")
 	}
 	op, body := body[0], body[1:]
 	if op == opInit {
-		return nil, h.init(body)
+		return ok, h.init(body)
 	}
 	switch {
 	case h.w == nil && h.rw == nil:
@@ -290,13 +536,13 @@ func (h *host) handle(_ context.Context, _ uint64, body []byte) ([]byte, error) 
 		if err != nil {
 			return nil, err
 		}
-		return seg.AppendEncode(nil)
+		return seg.AppendEncode(ok)
 	case op == opExperience && h.rw != nil && len(body) == 8:
 		x, err := h.rw.produce(int64(binary.LittleEndian.Uint64(body)))
 		if err != nil {
 			return nil, err
 		}
-		return appendExperience(nil, x)
+		return appendExperience(ok, x)
 	case op == opWeights:
 		v, err := h.decodeWeights(body)
 		if err != nil {
@@ -304,10 +550,10 @@ func (h *host) handle(_ context.Context, _ uint64, body []byte) ([]byte, error) 
 		}
 		if h.w != nil {
 			h.w.setWeights(v)
-			return nil, h.w.err
+			return ok, h.w.err
 		}
 		h.rw.setWeights(v)
-		return nil, h.rw.err
+		return ok, h.rw.err
 	}
 	return nil, fmt.Errorf("flow: call %d (%d bytes) is not for this worker", op, len(body))
 }
@@ -317,37 +563,44 @@ func (h *host) init(b []byte) error {
 	if h.w != nil || h.rw != nil {
 		return errors.New("flow: worker initialised twice")
 	}
-	kind, x, gamma, err := parseInit(b)
+	c, err := parseInit(b)
 	if err != nil {
 		return err
 	}
-	if kind == kindRollout {
-		w := &worker{id: x[0], lo: x[1], hi: x[2], T: x[3], gamma: gamma, r: h.r}
+	x := c.x
+	if c.kind == kindRollout {
+		w := &worker{id: x[0], lo: x[1], hi: x[2], T: x[3], gamma: c.gamma, r: h.r, inc: c.inc, steps: c.steps}
 		h.w = w
 		return w.init()
 	}
-	w, err := newReplayWorker(h.r, x[0], x[1], x[2], x[3])
+	w, err := newReplayWorker(h.r, x[0], x[1], x[2], x[3], c.inc)
 	h.rw = w
 	return err
 }
 
-// parseInit reads an init call after its op byte: the worker's kind, its
-// four sizes (rolloutInit's k, lo, hi, T or replayInit's k, numEnvs,
-// stepsPerItem, w) and, for a rollout worker, γ.
-func parseInit(b []byte) (kind byte, x [4]int, gamma float32, err error) {
+// parseInit reads an init call after its op byte (workerInit).
+func parseInit(b []byte) (workerInit, error) {
+	var c workerInit
+	tail := len(b) - 16 // start and steps
 	switch {
 	case len(b) == 0:
-		return 0, x, 0, errors.New("flow: init call without a worker kind")
-	case len(b) == 21 && b[0] == kindRollout:
-		gamma = math.Float32frombits(binary.LittleEndian.Uint32(b[17:]))
-	case len(b) == 17 && b[0] == kindReplay:
+		return c, errors.New("flow: init call without a worker kind")
+	case len(b) == 37 && b[0] == kindRollout:
+		c.gamma = math.Float32frombits(binary.LittleEndian.Uint32(b[17:]))
+	case len(b) == 33 && b[0] == kindReplay:
 	default:
-		return 0, x, 0, fmt.Errorf("flow: init call of %d bytes for worker kind %d", len(b)+1, b[0])
+		return c, fmt.Errorf("flow: init call of %d bytes for worker kind %d", len(b)+1, b[0])
 	}
-	for i := range x {
-		x[i] = int(binary.LittleEndian.Uint32(b[1+4*i:]))
+	c.kind = b[0]
+	for i := range c.x {
+		c.x[i] = int(binary.LittleEndian.Uint32(b[1+4*i:]))
 	}
-	return b[0], x, gamma, nil
+	c.inc = binary.LittleEndian.Uint64(b[tail:])
+	c.steps = int64(binary.LittleEndian.Uint64(b[tail+8:]))
+	if c.inc == 0 || c.steps < 0 {
+		return c, fmt.Errorf("flow: init call of start %d at step %d", c.inc, c.steps)
+	}
+	return c, nil
 }
 
 // decodeWeights decodes a weights call into the learner's parameter

@@ -8,20 +8,41 @@ import (
 )
 
 // The init calls decode to what they encode (γ included: a wrong γ would
-// only show where a time limit cuts an episode).
+// only show where a time limit cuts an episode; the start and the steps:
+// a restarted worker's streams and schedules).
 func TestInitCallsRoundTrip(t *testing.T) {
-	kind, x, gamma, err := parseInit(rolloutInit(3, 4, 8, 128, 0.99)[1:])
-	if err != nil || kind != kindRollout || x != [4]int{3, 4, 8, 128} || gamma != 0.99 {
-		t.Errorf("rollout init: kind %d, %v, γ %v, %v", kind, x, gamma, err)
+	c, err := parseInit(rolloutInit(3, 4, 8, 128, 0.99, 2, 5120)[1:])
+	if err != nil || c != (workerInit{kind: kindRollout, x: [4]int{3, 4, 8, 128}, gamma: 0.99, inc: 2, steps: 5120}) {
+		t.Errorf("rollout init: %+v, %v", c, err)
 	}
-	kind, x, gamma, err = parseInit(replayInit(1, 2, 50, 4)[1:])
-	if err != nil || kind != kindReplay || x != [4]int{1, 2, 50, 4} || gamma != 0 {
-		t.Errorf("replay init: kind %d, %v, γ %v, %v", kind, x, gamma, err)
+	c, err = parseInit(replayInit(1, 2, 50, 4, 3)[1:])
+	if err != nil || c != (workerInit{kind: kindReplay, x: [4]int{1, 2, 50, 4}, inc: 3}) {
+		t.Errorf("replay init: %+v, %v", c, err)
 	}
-	for _, b := range [][]byte{{}, {kindRollout}, rolloutInit(0, 0, 1, 1, 1)[1:20], append(replayInit(0, 1, 1, 1)[1:], 0), {9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}} {
-		if _, _, _, err := parseInit(b); err == nil {
+	for _, b := range [][]byte{{}, {kindRollout}, rolloutInit(0, 0, 1, 1, 1, 1, 0)[1:36], append(replayInit(0, 1, 1, 1, 1)[1:], 0),
+		replayInit(0, 1, 1, 1, 0)[1:], rolloutInit(0, 0, 1, 1, 1, 1, -1)[1:], append([]byte{9}, make([]byte, 32)...)} {
+		if _, err := parseInit(b); err == nil {
 			t.Errorf("init call %v accepted", b)
 		}
+	}
+}
+
+// A worker's first start draws from the in-process worker's streams (the
+// same bits on either transport); every later start from streams of its
+// own, so a restarted worker never replays its seeds.
+func TestRestartStreams(t *testing.T) {
+	a0, e0 := streams(0)
+	a1, e1 := streams(1)
+	if a0 != "env-worker" || e0 != "flow/env" || a1 != a0 || e1 != e0 {
+		t.Errorf("first start's streams %q %q, %q %q", a0, e0, a1, e1)
+	}
+	seen := map[string]bool{a1: true, e1: true}
+	for inc := uint64(2); inc <= 4; inc++ {
+		a, e := streams(inc)
+		if seen[a] || seen[e] || a == e {
+			t.Errorf("start %d reuses a stream: %q %q", inc, a, e)
+		}
+		seen[a], seen[e] = true, true
 	}
 }
 

@@ -55,8 +55,9 @@ func RolloutWorkers(r *Run, numEnvs, T int, gamma float32) (*Workers, error) {
 			// The worker serves its actor over the transport; the driver
 			// keeps a proxy that holds no envs.
 			px := &worker{id: k, lo: lo, hi: hi, T: T, r: r, enc: &ws.enc}
+			init := func(inc uint64) []byte { return rolloutInit(k, lo, hi, T, gamma, inc, px.steps) }
 			var err error
-			if px.proxy, err = r.remote.open(r, actorName(set, k), rolloutInit(k, lo, hi, T, gamma)); err != nil {
+			if px.proxy, err = r.remote.open(r, actorName(set, k), init); err != nil {
 				return nil, err
 			}
 			ws.ws = append(ws.ws, px)
@@ -118,7 +119,8 @@ type worker struct {
 	err                    error            // a failed weight update, reported by the next item
 	obs, out, v            []float32
 	acts                   algo.Acts
-	steps                  int64
+	steps                  int64           // env steps taken (the samplers' schedule step)
+	inc                    uint64          // which start of the worker this is (0, 1: the first)
 	learner                GradientLearner // built on first ComputeGradients
 	proxy                  *proxy          // over a transport: the worker's actor (envs elsewhere)
 	enc                    *encodedWeights // the proxy's weights messages
@@ -143,6 +145,7 @@ func (w *worker) init() error {
 	w.outDim = w.policy.OutDim()
 	n := w.hi - w.lo
 	w.obs = make([]float32, n*w.obsDim)
+	actStream, envStream := streams(w.inc)
 	for j := range n {
 		slot := w.lo + j
 		e, err := env.Make(h.Env, env.WithEpisodeStatistics())
@@ -150,12 +153,12 @@ func (w *worker) init() error {
 			return err
 		}
 		w.envs = append(w.envs, e)
-		s, err := pc.NewSampler(1, rng.New(h.Seed, "env-worker", slot))
+		s, err := pc.NewSampler(1, rng.New(h.Seed, actStream, slot))
 		if err != nil {
 			return err
 		}
 		w.samplers = append(w.samplers, s)
-		o, _, err := e.Reset(int64(rng.Derive(h.Seed, "flow/env", slot) >> 1))
+		o, _, err := e.Reset(int64(rng.Derive(h.Seed, envStream, slot) >> 1))
 		if err != nil {
 			return fmt.Errorf("flow: reset env %d: %w", slot, err)
 		}
@@ -196,6 +199,8 @@ func (w *worker) segment() (*sample.Segment, error) {
 		if err != nil {
 			return nil, err
 		}
+		// The worker's next start continues its schedules from here.
+		w.steps += int64((w.hi - w.lo) * w.T)
 		return sample.DecodeSegment(b)
 	}
 	return w.produce()

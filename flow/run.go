@@ -79,8 +79,13 @@ func TrainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 // (ServeWorker, in other processes): calls is the driver's end of the
 // run's actor calls; worker k of the plan's first worker set must be
 // served as ActorName(k). The driver waits for each worker's first reply
-// within its context.
-func TrainServed(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, calls transport.CallStream) (algo.Model, error) {
+// within its context. A worker lost later (its process killed and started
+// again) is rejoined: see the package doc, "Restarts". whoServes, when not
+// nil, names the start of the process that serves an actor now (herd
+// launch: the worker's process id, from its registration; "" when none is
+// registered); while a call waits, the driver checks it every second, and
+// a new name means the worker that had the call was lost.
+func TrainServed(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, calls transport.CallStream, whoServes func(ctx context.Context, actor string) (string, error)) (algo.Model, error) {
 	p, ok := cfg.(Planner)
 	if !ok {
 		return nil, fmt.Errorf("%w: algorithm %s has no plan", ErrConfig, spec.Name)
@@ -88,7 +93,7 @@ func TrainServed(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo
 	if calls == nil {
 		return nil, fmt.Errorf("%w: TrainServed needs a call stream", ErrConfig)
 	}
-	return trainPlan(ctx, rt, spec, cfg, p, &remote{calls: calls, counts: []func() transport.Stats{calls.Stats}})
+	return trainPlan(ctx, rt, spec, cfg, p, &remote{calls: calls, counts: []func() transport.Stats{calls.Stats}, whoServes: whoServes})
 }
 
 func trainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, p Planner, served *remote) (algo.Model, error) {
@@ -212,6 +217,8 @@ func StandardMetricsReporting(r *Run, it Iter[Report]) Iter[Report] {
 			st := r.remote.stats()
 			r.rt.Log.Scalar("dist/duplicates", float64(st.Duplicates))
 			r.rt.Log.Scalar("dist/decode_errors", float64(st.Malformed+st.WrongProtocol))
+			r.rt.Log.Scalar("dist/restarts", float64(r.remote.restarts.Load()))
+			r.rt.Log.Scalar("dist/reissued", float64(r.remote.reissued.Load()))
 		}
 		r.rt.Log.Step(r.steps)
 		return rep, nil

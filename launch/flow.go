@@ -3,6 +3,7 @@ package launch
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"herd/algo"
 	"herd/flow"
@@ -56,12 +57,31 @@ func serveFlowWorker(ctx context.Context, res *algo.Resolved, tr transport.Trans
 }
 
 // trainFlowDriver runs the plan with its workers in the env worker
-// processes.
-func trainFlowDriver(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, tr transport.Transport, run string) (algo.Model, error) {
+// processes. mem tells it which process serves each worker's actor (the
+// process id an env worker registers with), so that a call to a worker
+// killed and started again by the supervisor ends as soon as the new
+// process registers.
+func trainFlowDriver(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, tr transport.Transport, run string, mem transport.Membership) (algo.Model, error) {
 	calls, err := callStream(ctx, tr, run)
 	if err != nil {
 		return nil, err
 	}
 	defer calls.Close()
-	return flow.TrainServed(ctx, rt, spec, cfg, calls)
+	names := map[string]string{} // actor → registration
+	for k := range max(rt.Header.Runtime.EnvWorkers, 1) {
+		names[flow.ActorName(k)] = "env-" + strconv.Itoa(k)
+	}
+	whoServes := func(ctx context.Context, actor string) (string, error) {
+		ms, err := mem.Members(ctx)
+		if err != nil {
+			return "", err
+		}
+		for _, m := range ms {
+			if m.Name == names[actor] {
+				return string(m.Info), nil
+			}
+		}
+		return "", nil
+	}
+	return flow.TrainServed(ctx, rt, spec, cfg, calls, whoServes)
 }

@@ -257,7 +257,7 @@ func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport,
 				Dial: func() (transport.Transport, error) { return tr, nil }, Watch: watchLearners(mem, rt.Header.Runtime.Learners)})
 		},
 		"flow": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-			return trainFlowDriver(ctx, rt, spec, cfg, calls, o.Run)
+			return trainFlowDriver(ctx, rt, spec, cfg, calls, o.Run, mem)
 		}}}
 	if !o.Quiet {
 		opt.Progress, opt.Bar = w, run.IsTerminal(w)
@@ -276,7 +276,8 @@ func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport,
 	}
 	switch {
 	case len(s.Dist) > 0 && flowPlan:
-		fmt.Fprintf(w, "flow: calls answered from a worker's memory %.0f, decode errors %.0f\n", s.Dist["dist/duplicates"], s.Dist["dist/decode_errors"])
+		fmt.Fprintf(w, "flow: calls answered from a worker's memory %.0f, decode errors %.0f, workers rejoined after a restart %.0f, calls reissued %.0f\n",
+			s.Dist["dist/duplicates"], s.Dist["dist/decode_errors"], s.Dist["dist/restarts"], s.Dist["dist/reissued"])
 	case len(s.Dist) > 0:
 		fmt.Fprintln(w, distLine(s.Dist))
 	}

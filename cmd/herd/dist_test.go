@@ -28,6 +28,7 @@ import (
 	"herd/algo"
 	"herd/algo/algotest"
 	"herd/algo/dqn"
+	"herd/algo/impala"
 	"herd/algo/ppo"
 	"herd/launch"
 	"herd/transport"
@@ -51,7 +52,9 @@ func init() {
 	}
 }
 
-func testSpecs() []algo.Spec { return []algo.Spec{algotest.Spec(), dqn.Spec(), ppo.Spec()} }
+func testSpecs() []algo.Spec {
+	return []algo.Spec{algotest.Spec(), dqn.Spec(), ppo.Spec(), impala.Spec()}
+}
 
 func writeDistConfig(t *testing.T, iters int) string { return writeDistConfigP(t, iters, 1) }
 
