@@ -357,6 +357,8 @@ def main(argv=None):
     p.add_argument("--shm", metavar="NAME", help="also serve same-host clients through shared memory (shm://NAME/ID)")
     p.add_argument("--max-sessions", type=int, default=64,
                    help="most concurrent calls (sessions); more are refused with RESOURCE_EXHAUSTED")
+    p.add_argument("--shm-spin-us", type=float, default=5,
+                   help="after answering a shm step, watch for the next one this long before blocking (0: never)")
     p.add_argument("--profile-shm", action="store_true",
                    help="print where each shm session's step messages spent their time when it ends (stderr)")
     add_common_flags(p)
@@ -372,7 +374,10 @@ def main(argv=None):
         port = args.port
         if args.shm:
             from .shm import ShmServer
-            shm_server = ShmServer(servicer, args.shm, args.max_sessions, profile=args.profile_shm)
+            if not 0 <= args.shm_spin_us <= 50:
+                raise ValueError("--shm-spin-us %g: want 0..50" % args.shm_spin_us)
+            shm_server = ShmServer(servicer, args.shm, args.max_sessions, profile=args.profile_shm,
+                                   spin_us=args.shm_spin_us)
             shm_server.name = args.shm
         elif args.port < 0:
             raise ValueError("--port -1 (no gRPC) needs --shm")

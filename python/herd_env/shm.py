@@ -12,6 +12,13 @@ abstract namespace (no file). Per connection (one session):
     server -> 's'                            results are in the segment,
               or 'P' and an EnvResponse with the error Status
 
+Header bytes 24 and 28 hold the client's and the server's step counters
+(uint32): the client stores its count before 'S', the server copies it
+to its own before 's'. Each side may watch the other's for a few µs
+before blocking on the socket (--shm-spin-us here), which saves a sleep
+and a wake-up when the answer comes at once; the socket bytes stay the
+protocol.
+
 The segment is the client's memfd (it has no name in /dev/shm and the
 kernel frees it when the last process that maps it exits or unmaps it). Its
 layout (env/remote_shm_linux.go's shmLayout) is a 64-byte header (b"HERDSHM1",
@@ -37,6 +44,7 @@ import grpc
 from ._proto.herd.v1 import env_pb2
 
 MAGIC = b"HERDSHM1"
+SPIN_MISSES, SPIN_PROBE = 4, 16  # as herd/internal/shmwire's SpinMisses, SpinProbe
 MAX_FRAME = 64 << 20
 _is_le = sys.byteorder == "little"
 
@@ -97,6 +105,11 @@ class _Segment:
         self.term = self._view(mv, term, n, "B")
         self.trunc = self._view(mv, trunc, n, "B")
         self.od = od
+        # The header's step counters (herd/internal/shmwire: ReqSeq,
+        # RespSeq): the client's count of steps sent, and ours of steps
+        # answered.
+        self.req_seq = self._view(mv, 24, 4, "I")
+        self.resp_seq = self._view(mv, 28, 4, "I")
         # Precompiled packers write a step's results without building an
         # array per message (obs as float32, rewards as float64); an obs
         # beyond float32's range, which struct refuses, goes through
@@ -140,7 +153,7 @@ class ShmServer:
     per session, at most max_sessions at once (more are refused with
     RESOURCE_EXHAUSTED)."""
 
-    def __init__(self, servicer, name, max_sessions=64, profile=False):
+    def __init__(self, servicer, name, max_sessions=64, profile=False, spin_us=5):
         if not sys.platform.startswith("linux"):
             raise OSError("--shm needs Linux")
         if not _is_le:
@@ -148,6 +161,7 @@ class ShmServer:
         self.servicer = servicer
         self.max_sessions = max_sessions
         self.profile = profile
+        self.spin_ns = int(spin_us * 1000)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self.sock.bind(socket_name(name))
@@ -207,6 +221,7 @@ class ShmServer:
             # The step path's callables, bound once (timed when profiling).
             recv, send, step_lists = conn.recv, conn.sendall, sess.step_lists
             write = None
+            spin, clock, misses, answered = self.spin_ns, time.perf_counter_ns, 0, 0
             if prof is not None:
                 recv, send, step_lists = prof.wrap("wait", recv), prof.wrap("send", send), prof.wrap("step", step_lists)
             while True:
@@ -218,7 +233,24 @@ class ShmServer:
                     r = step_lists(seg.act.tolist())
                     if type(r) is tuple:
                         write(*r)
+                        req = seg.req_seq[0]
+                        seg.resp_seq[0] = req  # the client may be watching it
                         send(b"s")
+                        answered += 1
+                        if spin and (misses < SPIN_MISSES or answered % SPIN_PROBE == 0):
+                            # Watch for the client's next step a few µs
+                            # before blocking in recv: a client that steps
+                            # again at once then finds this thread running.
+                            # After SPIN_MISSES misses in a row (a client
+                            # that thinks between steps, or does not count),
+                            # only every SPIN_PROBE-th step spins.
+                            deadline = clock() + spin
+                            while seg.req_seq[0] == req:
+                                if clock() >= deadline:
+                                    misses += 1
+                                    break
+                            else:
+                                misses = 0
                     else:
                         _send_msg(conn, r)
                     continue
