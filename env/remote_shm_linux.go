@@ -29,6 +29,7 @@ type shmWire struct {
 	stepped bool   // the last send was a step through the segment
 	seq     uint32 // steps sent through the segment (the header's ReqSeq)
 	misses  int    // spins in a row that ended without the answer
+	spinFor time.Duration
 	resp    herdv1.EnvResponse
 	msg     herdv1.EnvResponse_Batch
 	batch   herdv1.Batch
@@ -40,7 +41,10 @@ func dialShm(t remoteTarget) (*shmWire, error) {
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "no herd env server on shm name %q (herd_env.serve --shm %s): %v", t.addr, t.addr, err)
 	}
-	w := &shmWire{c: c, timeout: t.timeout}
+	w := &shmWire{c: c, timeout: t.timeout, spinFor: t.spin}
+	if w.spinFor < 0 {
+		w.spinFor = shmwire.SpinFor
+	}
 	w.msg.Batch = &w.batch
 	w.resp.Msg = &w.msg
 	return w, nil
@@ -100,7 +104,7 @@ func (w *shmWire) recv() (*herdv1.EnvResponse, error) {
 	return nil, status.Errorf(codes.Internal, "shm: unknown answer byte %q", w.tag[0])
 }
 
-// spin watches the server's step counter for at most shmwire.SpinFor: a
+// spin watches the server's step counter for at most w.spinFor: a
 // fast env's answer then finds this thread running, and the read below
 // returns at once instead of sleeping and being woken. The socket byte
 // still decides; the spin only saves a wake-up. After shmwire.SpinMisses
@@ -108,7 +112,7 @@ func (w *shmWire) recv() (*herdv1.EnvResponse, error) {
 // count), it spins only on every shmwire.SpinProbe-th step until one
 // catches the answer again.
 func (w *shmWire) spin() {
-	if w.misses >= shmwire.SpinMisses && w.seq%shmwire.SpinProbe != 0 {
+	if w.spinFor == 0 || (w.misses >= shmwire.SpinMisses && w.seq%shmwire.SpinProbe != 0) {
 		return
 	}
 	resp := shmwire.Seq(w.mem, shmwire.RespSeq)
@@ -117,7 +121,7 @@ func (w *shmWire) spin() {
 			w.misses = 0
 			return
 		}
-		if time.Since(start) >= shmwire.SpinFor {
+		if time.Since(start) >= w.spinFor {
 			w.misses++
 			return
 		}
