@@ -24,7 +24,7 @@ import (
 //
 //	grpc://HOST:PORT/ENV_ID[?timeout=30s&inflight=K]
 //	grpcs://HOST:PORT/ENV_ID[?ca=FILE&cert=FILE&key=FILE&server_name=NAME&timeout=30s&inflight=K]
-//	shm://NAME/ENV_ID[?timeout=30s&inflight=K]
+//	shm://NAME/ENV_ID[?timeout=30s&inflight=K&spin=5us]
 //
 // makes Make and MakeVector open a session on a herd env server (herd serve
 // env, or Python's herd_env.serve) instead of building the env here. grpcs
@@ -41,7 +41,10 @@ import (
 // other requests (open, reset, state, errors) travel over the same socket as
 // the protocol's messages. The segment is an anonymous memory file (memfd)
 // handed over the socket, so it has no name in /dev/shm and disappears with
-// the last process that maps it, whichever side dies.
+// the last process that maps it, whichever side dies. spin (default 5us, at
+// most 50us, 0 never) is how long the client watches the segment for a
+// step's answer before it blocks on the socket: a fast env's answer then
+// arrives without a sleep and a wake-up (internal/shmwire.SpinFor).
 //
 // MakeVector puts all n envs in ONE session, so one message carries the n
 // actions and one message the n results. With inflight=K (1 ≤ K ≤ n) it
@@ -80,6 +83,7 @@ type remoteTarget struct {
 	// (FlatOptions), applied on this side; hasRows says one was given.
 	rows    FlatOptions
 	hasRows bool
+	spin    time.Duration // shm: how long to watch for a step's answer before blocking (< 0: the default)
 }
 
 func parseRemote(id string) (remoteTarget, error) {
@@ -90,7 +94,7 @@ func parseRemote(id string) (remoteTarget, error) {
 	if err != nil {
 		return bad("%v", err)
 	}
-	t := remoteTarget{addr: u.Host, envID: strings.TrimPrefix(u.Path, "/"), timeout: service.DefaultTimeout, inflight: 1, shm: u.Scheme == "shm"}
+	t := remoteTarget{addr: u.Host, envID: strings.TrimPrefix(u.Path, "/"), timeout: service.DefaultTimeout, inflight: 1, shm: u.Scheme == "shm", spin: -1}
 	if t.shm {
 		if t.addr == "" || strings.ContainsAny(t.addr, ":@") {
 			return bad("want shm://NAME/ENV_ID, NAME the server's --shm name")
@@ -105,7 +109,7 @@ func parseRemote(id string) (remoteTarget, error) {
 	files := service.TLSFiles{CA: q.Get("ca"), Cert: q.Get("cert"), Key: q.Get("key"), ServerName: q.Get("server_name")}
 	for k := range q {
 		switch k {
-		case "ca", "cert", "key", "server_name", "timeout", "inflight":
+		case "ca", "cert", "key", "server_name", "timeout", "inflight", "spin":
 		case "agent_id", "state":
 			v := q.Get(k)
 			if v != "true" && v != "false" {
@@ -118,7 +122,7 @@ func parseRemote(id string) (remoteTarget, error) {
 			}
 			t.hasRows = true
 		default:
-			return bad("unknown parameter %q (known: ca, cert, key, server_name, timeout, inflight; agent_id, state for a multi-agent env)", k)
+			return bad("unknown parameter %q (known: ca, cert, key, server_name, timeout, inflight, spin; agent_id, state for a multi-agent env)", k)
 		}
 	}
 	switch u.Scheme {
@@ -135,6 +139,13 @@ func parseRemote(id string) (remoteTarget, error) {
 			return bad("timeout %q, want a positive duration such as 30s", s)
 		}
 		t.timeout = d
+	}
+	if s := q.Get("spin"); s != "" {
+		d, err := time.ParseDuration(s)
+		if !t.shm || err != nil || d < 0 || d > 50*time.Microsecond {
+			return bad("spin %q, want a duration from 0 to 50us, with shm://", s)
+		}
+		t.spin = d
 	}
 	if s := q.Get("inflight"); s != "" {
 		k, err := strconv.Atoi(s)

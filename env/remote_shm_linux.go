@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -25,7 +26,10 @@ type shmWire struct {
 	mem     []byte
 	l       shmwire.Layout
 	v       shmwire.Views
-	stepped bool // the last send was a step through the segment
+	stepped bool   // the last send was a step through the segment
+	seq     uint32 // steps sent through the segment (the header's ReqSeq)
+	misses  int    // spins in a row that ended without the answer
+	spinFor time.Duration
 	resp    herdv1.EnvResponse
 	msg     herdv1.EnvResponse_Batch
 	batch   herdv1.Batch
@@ -37,7 +41,10 @@ func dialShm(t remoteTarget) (*shmWire, error) {
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "no herd env server on shm name %q (herd_env.serve --shm %s): %v", t.addr, t.addr, err)
 	}
-	w := &shmWire{c: c, timeout: t.timeout}
+	w := &shmWire{c: c, timeout: t.timeout, spinFor: t.spin}
+	if w.spinFor < 0 {
+		w.spinFor = shmwire.SpinFor
+	}
 	w.msg.Batch = &w.batch
 	w.resp.Msg = &w.msg
 	return w, nil
@@ -63,6 +70,8 @@ func (w *shmWire) send(req *herdv1.EnvRequest) error {
 	w.stepped = false
 	if st := req.GetStep(); st != nil && w.mem != nil && len(st.Actions) == len(w.v.Act) {
 		copy(w.v.Act, st.Actions)
+		w.seq++
+		atomic.StoreUint32(shmwire.Seq(w.mem, shmwire.ReqSeq), w.seq)
 		w.tag[0] = shmwire.Step
 		if _, err := w.c.Write(w.tag[:]); err != nil {
 			return w.ioErr(err)
@@ -77,6 +86,9 @@ func (w *shmWire) send(req *herdv1.EnvRequest) error {
 }
 
 func (w *shmWire) recv() (*herdv1.EnvResponse, error) {
+	if w.stepped {
+		w.spin()
+	}
 	if _, err := io.ReadFull(w.c, w.tag[:]); err != nil {
 		return nil, w.ioErr(err)
 	}
@@ -90,6 +102,30 @@ func (w *shmWire) recv() (*herdv1.EnvResponse, error) {
 		return w.readMsg()
 	}
 	return nil, status.Errorf(codes.Internal, "shm: unknown answer byte %q", w.tag[0])
+}
+
+// spin watches the server's step counter for at most w.spinFor: a
+// fast env's answer then finds this thread running, and the read below
+// returns at once instead of sleeping and being woken. The socket byte
+// still decides; the spin only saves a wake-up. After shmwire.SpinMisses
+// spins in a row without the answer (a slow env, or a server that does not
+// count), it spins only on every shmwire.SpinProbe-th step until one
+// catches the answer again.
+func (w *shmWire) spin() {
+	if w.spinFor == 0 || (w.misses >= shmwire.SpinMisses && w.seq%shmwire.SpinProbe != 0) {
+		return
+	}
+	resp := shmwire.Seq(w.mem, shmwire.RespSeq)
+	for start := time.Now(); ; {
+		if atomic.LoadUint32(resp) == w.seq {
+			w.misses = 0
+			return
+		}
+		if time.Since(start) >= w.spinFor {
+			w.misses++
+			return
+		}
+	}
 }
 
 func (w *shmWire) readMsg() (*herdv1.EnvResponse, error) {

@@ -18,5 +18,7 @@
 // observations, float32 final observations (row i meaningful when env i's
 // episode ended in the step), float64 rewards, one byte per env
 // terminated, one byte per env truncated; each array starts at a multiple
-// of 8, and the size is a multiple of 4096.
+// of 8, and the size is a multiple of 4096. Header bytes 24 and 28 are the
+// client's and the server's step counters (ReqSeq, RespSeq): each side may
+// watch the other's for a few µs before it blocks on the socket.
 package shmwire

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 	"unsafe"
 
 	"google.golang.org/protobuf/proto"
@@ -75,6 +76,37 @@ func (l Layout) CheckHeader(mem []byte) error {
 		return fmt.Errorf("%w: segment header does not match the session (%d envs, obs %d, action %d)", ErrFrame, l.N, l.ObsDim, l.ActDim)
 	}
 	return nil
+}
+
+// Step counters in the header (little-endian uint32, at 4-byte aligned
+// offsets): the client stores its step count at ReqSeq before sending Step,
+// and the server copies it to RespSeq once the results are in the segment,
+// before sending Stepped. They only let either side spin a few µs on the
+// memory before blocking on the socket (SpinFor); the socket bytes stay
+// the protocol, so a peer that never writes them is merely not waited for.
+const (
+	ReqSeq  = 24
+	RespSeq = 28
+)
+
+// SpinFor is how long the Go client watches RespSeq before it blocks on
+// the socket for the Stepped byte: long enough to catch a fast env's answer
+// without the sleep and wake-up of a blocked read, short enough that a
+// slow env costs a negligible share of a core.
+const SpinFor = 5 * time.Microsecond
+
+// After SpinMisses spins in a row that missed the answer, a side spins
+// only on every SpinProbe-th step until one catches it again, so that a
+// slow env (or a peer that does not count) costs almost no spinning.
+const (
+	SpinMisses = 4
+	SpinProbe  = 16
+)
+
+// Seq returns the header's counter at off (ReqSeq or RespSeq), for atomic
+// loads and stores.
+func Seq(mem []byte, off int) *uint32 {
+	return (*uint32)(unsafe.Pointer(&mem[off]))
 }
 
 // Views are a segment's arrays, aliasing the mapped memory.

@@ -146,18 +146,20 @@ class _Session:
             return _status(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ACTION",
                            "%d envs want %dx%d action values, got %d" % (n, n, ad, len(actions)))
         rows = self.act_codec.rows(actions, n)
-        if isinstance(rows, tuple):  # check all before stepping any
+        if type(rows) is tuple:  # check all before stepping any
             i, why = rows
             return _status(grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ACTION", "env %d: %s" % (i, why))
-        if not all(self.running):
-            i = self.running.index(False)
+        running = self.running
+        if False in running:
+            i = running.index(False)
             return _status(grpc.StatusCode.FAILED_PRECONDITION, "NEEDS_RESET",
                            "env %d: step before reset or after the episode ended" % i)
         obs, final, rewards, terms, truncs = [], [], [], [], []
-        max_steps, elapsed = self.max_steps, self.elapsed
+        max_steps, elapsed, autoreset, dim = self.max_steps, self.elapsed, self.autoreset, self.obs_codec.dim
         try:
-            for i, e in enumerate(self.envs):
-                o, r, term, trunc, _ = e.step(rows[i])
+            i = 0
+            for e, a in zip(self.envs, rows):
+                o, r, term, trunc, _ = e.step(a)
                 elapsed[i] += 1
                 if max_steps > 0 and elapsed[i] >= max_steps:
                     trunc = True
@@ -166,12 +168,17 @@ class _Session:
                 terms.append(term)
                 truncs.append(trunc)
                 if term or trunc:
-                    self.running[i] = False
-                    if self.autoreset:
+                    running[i] = False
+                    if autoreset:
                         self._obs(o, final)
                         o, _ = e.reset(seed=None)
-                        elapsed[i], self.running[i] = 0, True
-                self._obs(o, obs)
+                        elapsed[i], running[i] = 0, True
+                # The common flat case inline (as _obs has it), the rest through _obs.
+                if type(o) is list and len(o) == dim and all([type(v) is float for v in o]):
+                    obs.extend(o)
+                else:
+                    self._obs(o, obs)
+                i += 1
         except Exception as ex:
             return _status(grpc.StatusCode.INTERNAL, "ENV_ERROR", "step: %r" % (ex,))
         return obs, rewards, terms, truncs, final
@@ -351,6 +358,10 @@ def main(argv=None):
     p.add_argument("--shm", metavar="NAME", help="also serve same-host clients through shared memory (shm://NAME/ID)")
     p.add_argument("--max-sessions", type=int, default=64,
                    help="most concurrent calls (sessions); more are refused with RESOURCE_EXHAUSTED")
+    p.add_argument("--shm-spin-us", type=float, default=5,
+                   help="after answering a shm step, watch for the next one this long before blocking (0: never)")
+    p.add_argument("--profile-shm", action="store_true",
+                   help="print where each shm session's step messages spent their time when it ends (stderr)")
     add_common_flags(p)
     args = p.parse_args(argv)
     try:
@@ -367,7 +378,10 @@ def main(argv=None):
             raise ValueError("--shm serves single-agent envs only; %s is multi-agent (serve it over gRPC)" % env_id)
         if args.shm:
             from .shm import ShmServer
-            shm_server = ShmServer(servicer, args.shm, args.max_sessions)
+            if not 0 <= args.shm_spin_us <= 50:
+                raise ValueError("--shm-spin-us %g: want 0..50" % args.shm_spin_us)
+            shm_server = ShmServer(servicer, args.shm, args.max_sessions, profile=args.profile_shm,
+                                   spin_us=args.shm_spin_us)
             shm_server.name = args.shm
         elif args.port < 0:
             raise ValueError("--port -1 (no gRPC) needs --shm")

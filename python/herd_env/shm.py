@@ -12,6 +12,13 @@ abstract namespace (no file). Per connection (one session):
     server -> 's'                            results are in the segment,
               or 'P' and an EnvResponse with the error Status
 
+Header bytes 24 and 28 hold the client's and the server's step counters
+(uint32): the client stores its count before 'S', the server copies it
+to its own before 's'. Each side may watch the other's for a few µs
+before blocking on the socket (--shm-spin-us here), which saves a sleep
+and a wake-up when the answer comes at once; the socket bytes stay the
+protocol.
+
 The segment is the client's memfd (it has no name in /dev/shm and the
 kernel frees it when the last process that maps it exits or unmaps it). Its
 layout (env/remote_shm_linux.go's shmLayout) is a 64-byte header (b"HERDSHM1",
@@ -30,12 +37,14 @@ import socket
 import struct
 import sys
 import threading
+import time
 
 import grpc
 
 from ._proto.herd.v1 import env_pb2
 
 MAGIC = b"HERDSHM1"
+SPIN_MISSES, SPIN_PROBE = 4, 16  # as herd/internal/shmwire's SpinMisses, SpinProbe
 MAX_FRAME = 64 << 20
 _is_le = sys.byteorder == "little"
 
@@ -96,6 +105,18 @@ class _Segment:
         self.term = self._view(mv, term, n, "B")
         self.trunc = self._view(mv, trunc, n, "B")
         self.od = od
+        # The header's step counters (herd/internal/shmwire: ReqSeq,
+        # RespSeq): the client's count of steps sent, and ours of steps
+        # answered.
+        self.req_seq = self._view(mv, 24, 4, "I")
+        self.resp_seq = self._view(mv, 28, 4, "I")
+        # Precompiled packers write a step's results without building an
+        # array per message (obs as float32, rewards as float64); an obs
+        # beyond float32's range, which struct refuses, goes through
+        # array's conversion to ±inf as it always did.
+        self.mm_obs, self.obs_s = obs, struct.Struct("<%df" % (n * od))
+        self.mm_rew, self.rew_s = rew, struct.Struct("<%dd" % n)
+        self.term_span, self.trunc_span = (term, term + n), (trunc, trunc + n)
 
     def _view(self, mv, off, size, fmt):
         v = mv[off:off + size].cast(fmt)
@@ -103,10 +124,16 @@ class _Segment:
         return v
 
     def write(self, obs, rewards, terms, truncs, final):
-        self.obs[:] = array.array("f", obs)
-        self.rew[:] = array.array("d", rewards)
-        self.term[:] = array.array("B", terms)
-        self.trunc[:] = array.array("B", truncs)
+        mm = self.mm
+        try:
+            self.obs_s.pack_into(mm, self.mm_obs, *obs)
+        except OverflowError:
+            self.obs[:] = array.array("f", obs)
+        self.rew_s.pack_into(mm, self.mm_rew, *rewards)
+        a, b = self.term_span
+        mm[a:b] = bytes(terms)  # bools: one 0/1 byte each
+        a, b = self.trunc_span
+        mm[a:b] = bytes(truncs)
         if final:
             od, k = self.od, 0
             for i, (t, u) in enumerate(zip(terms, truncs)):
@@ -126,13 +153,15 @@ class ShmServer:
     per session, at most max_sessions at once (more are refused with
     RESOURCE_EXHAUSTED)."""
 
-    def __init__(self, servicer, name, max_sessions=64):
+    def __init__(self, servicer, name, max_sessions=64, profile=False, spin_us=5):
         if not sys.platform.startswith("linux"):
             raise OSError("--shm needs Linux")
         if not _is_le:
             raise OSError("--shm needs a little-endian machine")
         self.servicer = servicer
         self.max_sessions = max_sessions
+        self.profile = profile
+        self.spin_ns = int(spin_us * 1000)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self.sock.bind(socket_name(name))
@@ -183,26 +212,51 @@ class ShmServer:
 
     def _session(self, conn):
         sess = seg = None
+        prof = _Profile() if self.profile else None
         try:
             sess = self._open(conn)
             if sess is None:
                 return
             n, od, ad = len(sess.envs), sess.obs_codec.dim, sess.act_codec.dim
+            # The step path's callables, bound once (timed when profiling).
+            recv, send, step_lists = conn.recv, conn.sendall, sess.step_lists
+            write = None
+            spin, clock, misses, answered = self.spin_ns, time.perf_counter_ns, 0, 0
+            if prof is not None:
+                recv, send, step_lists = prof.wrap("wait", recv), prof.wrap("send", send), prof.wrap("step", step_lists)
             while True:
-                tag = conn.recv(1)
-                if not tag:
-                    return  # the client closed the session or died
+                tag = recv(1)
                 if tag == b"S":
                     if seg is None:
                         _send_msg(conn, _ending(grpc.StatusCode.FAILED_PRECONDITION, "step through shm before M"))
                         return
-                    r = sess.step_lists(seg.act.tolist())
-                    if isinstance(r, tuple):
-                        seg.write(*r)
-                        conn.sendall(b"s")
+                    r = step_lists(seg.act.tolist())
+                    if type(r) is tuple:
+                        write(*r)
+                        req = seg.req_seq[0]
+                        seg.resp_seq[0] = req  # the client may be watching it
+                        send(b"s")
+                        answered += 1
+                        if spin and (misses < SPIN_MISSES or answered % SPIN_PROBE == 0):
+                            # Watch for the client's next step a few µs
+                            # before blocking in recv: a client that steps
+                            # again at once then finds this thread running.
+                            # After SPIN_MISSES misses in a row (a client
+                            # that thinks between steps, or does not count),
+                            # only every SPIN_PROBE-th step spins.
+                            deadline = clock() + spin
+                            while seg.req_seq[0] == req:
+                                if clock() >= deadline:
+                                    misses += 1
+                                    break
+                            else:
+                                misses = 0
                     else:
                         _send_msg(conn, r)
-                elif tag == b"M":
+                    continue
+                if not tag:
+                    return  # the client closed the session or died
+                if tag == b"M":
                     if seg is not None:
                         _send_msg(conn, _ending(grpc.StatusCode.INVALID_ARGUMENT, "segment sent twice"))
                         return
@@ -219,6 +273,7 @@ class ShmServer:
                         return
                     finally:
                         os.close(fds[0])
+                    write = seg.write if prof is None else prof.wrap("write", seg.write)
                     conn.sendall(b"m")
                 elif tag == b"P":
                     req = _read_req(conn)
@@ -238,6 +293,8 @@ class ShmServer:
             except OSError:
                 pass
         finally:
+            if prof is not None:
+                prof.report(sys.stderr)
             if seg is not None:
                 seg.close()
             if sess is not None:
@@ -259,6 +316,39 @@ class ShmServer:
             return None
         _send_msg(conn, sess.open_response())
         return sess
+
+
+class _Profile:
+    """Where a session's step messages spend their time (--profile-shm):
+    wait is the time blocked for the next request (the client's share of
+    the round trip, both wake-ups included), step the envs and the checks,
+    write the results into the segment, send the answer byte. Each timed
+    call costs about two perf_counter_ns calls more than untimed."""
+
+    def __init__(self):
+        self.ns = {}
+        self.calls = {}
+
+    def wrap(self, what, fn):
+        pc = time.perf_counter_ns
+        ns, calls = self.ns, self.calls
+        ns[what], calls[what] = 0, 0
+
+        def timed(*args):
+            t0 = pc()
+            try:
+                return fn(*args)
+            finally:
+                ns[what] += pc() - t0
+                calls[what] += 1
+        return timed
+
+    def report(self, out):
+        steps = self.calls.get("step", 0)
+        if not steps:
+            return
+        parts = ["%s %.2f" % (k, self.ns[k] / max(1, self.calls[k]) / 1e3) for k in ("wait", "step", "write", "send")]
+        print("herd_env.shm profile: %d steps; us per call: %s" % (steps, ", ".join(parts)), file=out, flush=True)
 
 
 def _read_req(conn):

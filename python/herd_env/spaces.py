@@ -95,7 +95,14 @@ class Codec:
         """Splits n envs' flat actions into the values the envs expect, or
         returns (env index, why) for the first action outside the space."""
         if self.kind == "Discrete":  # one value per env: no slicing
-            lo, hi, out = self.start, self.start + self.n, []
+            lo, hi = self.start, self.start + self.n
+            try:  # every action valid: one pass in C
+                out = [int(v) for v in actions]
+                if out == actions and (not out or (min(out) >= lo and max(out) < hi)):
+                    return out
+            except (ValueError, OverflowError):  # NaN, ±inf
+                pass
+            out = []  # find the first bad one, for the message
             for i, v in enumerate(actions):
                 k = int(v) if v == v and v not in (math.inf, -math.inf) else None
                 if k is None or k != v or not lo <= k < hi:

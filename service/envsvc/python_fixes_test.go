@@ -1,7 +1,9 @@
 package envsvc
 
 import (
+	"context"
 	"math"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -104,5 +106,22 @@ func TestPythonSIGTERMWithStuckEnv(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		_ = p.Cmd.Process.Kill()
 		t.Fatal("the server ignored SIGTERM while its env was stuck in step")
+	}
+}
+
+// TestPythonFastPaths runs python/tests/fastpath_check.py: the Python
+// server's one-pass Discrete action check and its struct-packed writes
+// into the shm segment match the plain per-action loop and array.array
+// conversions, bit for bit and error message for error message.
+func TestPythonFastPaths(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the shm segment needs Linux")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := pyproc.Command(t, ctx, "tests/fastpath_check.py")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("fastpath_check.py: %v\n%s", err, out)
 	}
 }

@@ -363,6 +363,9 @@ func TestParseRemoteErrors(t *testing.T) {
 		"grpc://127.0.0.1:1/CartPole-v1?ca=x",  // TLS parameters without grpcs
 		"grpc://127.0.0.1:1/CartPole-v1?tmo=1", // unknown parameter
 		"grpc://127.0.0.1:1/CartPole-v1?timeout=-1s",
+		"grpc://127.0.0.1:1/CartPole-v1?spin=1us", // spin without shm
+		"shm://x/CartPole-v1?spin=1ms",            // past 50us
+		"shm://x/CartPole-v1?spin=-1us",
 	} {
 		if _, err := env.Make(id); !errors.Is(err, env.ErrInvalidOption) {
 			t.Errorf("%s: %v, want ErrInvalidOption", id, err)

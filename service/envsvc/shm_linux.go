@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
@@ -156,6 +157,7 @@ func (s *Server) shmSession(c *net.UnixConn) {
 				continue
 			}
 			writeStep(l, v, resp.GetBatch())
+			atomic.StoreUint32(shmwire.Seq(mem, shmwire.RespSeq), atomic.LoadUint32(shmwire.Seq(mem, shmwire.ReqSeq)))
 			if _, err := c.Write([]byte{shmwire.Stepped}); err != nil {
 				return
 			}

@@ -67,6 +67,7 @@ func TestShmMatchesGRPC(t *testing.T) {
 	}
 	want := trace("grpc://" + p.Addr() + "/CartPole?timeout=20s")
 	for _, id := range []string{"shm://" + name + "/CartPole?timeout=20s", "shm://" + name + "/CartPole?timeout=20s&inflight=2",
+		"shm://" + name + "/CartPole?timeout=20s&spin=0",
 		"grpc://" + p.Addr() + "/CartPole?timeout=20s&inflight=3"} {
 		sameTrace(t, id, want, trace(id))
 	}
