@@ -35,12 +35,29 @@ if [ $# -gt 0 ]; then pages=("$@"); else pages=(README.md docs/guide/*.md); fi
 for p in "${pages[@]}"; do [ -f "$p" ] || { echo "no such page: $p" >&2; exit 2; }; done
 
 T=$(mktemp -d /tmp/doc-commands.XXXXXX)
-NATS_PID=
+NATS_PID= SID=
+# kill_session: every process left in the running page's session (its
+# own setsid: $SID), whatever process group it is in.
+kill_session() {
+  local s st pid rest sig
+  for sig in TERM KILL; do
+    for s in /proc/[0-9]*/stat; do
+      read -r st 2>/dev/null <"$s" || continue
+      pid=${st%% *} rest=${st##*) }
+      set -- $rest
+      [ "${4:-}" = "$SID" ] && kill -"$sig" "$pid" 2>/dev/null
+    done
+    [ $sig = TERM ] && sleep 1
+  done
+}
 cleanup() {
+  [ -z "$SID" ] && [ -n "${D:-}" ] && SID=$(cat "$D/sid" 2>/dev/null)
+  [ -n "$SID" ] && kill_session
   if [ -n "$NATS_PID" ]; then kill "$NATS_PID" 2>/dev/null; wait "$NATS_PID" 2>/dev/null; fi
   rm -rf "$T"
 }
 trap cleanup EXIT
+trap 'exit 143' INT TERM
 git clone -q . "$T/herd"
 mkdir -p "$T/bin"
 echo "doc-commands: clone of $(git rev-parse --short HEAD) in $T/herd; $(uptime | sed 's/.*load/load/')"
@@ -176,6 +193,7 @@ parse() {
 # The functions of a page's session: __pre and __post wrap each command,
 # __end stops the background jobs.
 cat >"$T/session.sh" <<'EOF'
+echo $$ >"$D/sid"
 set -m
 exec 3>&1 4>&2
 __bg=() __bgn=() __fail=0 __page_t0=$SECONDS
@@ -303,7 +321,12 @@ EOF
     printf '__pre %d %s && {\n%s\n__post %d $? "$!" %d %s\n}\n' "$n" "${pp[*]:-}" "$SUB" "$n" "$bg" "${pp[*]:-}" >>"$S"
   done
   echo "__end" >>"$S"
-  bash "$S" </dev/null || fail=1
+  # In a session of its own, so that nothing it started outlives it.
+  setsid -w bash "$S" </dev/null &
+  wait $! || fail=1
+  SID=$(cat "$D/sid" 2>/dev/null)
+  kill_session
+  SID= D=
 done
 echo "doc-commands: $((SECONDS - t0)) s for ${#pages[@]} page(s), $([ $fail = 0 ] && echo "all commands exit 0" || echo "FAILED"); $(uptime | sed 's/.*load/load/')"
 exit $fail
