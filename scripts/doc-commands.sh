@@ -106,11 +106,13 @@ skip_reason() {
 }
 
 # start_nats: a NATS server with JetStream on 127.0.0.1, built from the
-# nats-server module herd pins in go.mod (as deploy/compose/build.sh does).
+# nats-server module herd pins in go.mod (as deploy/compose/build.sh does;
+# with herd's own cgo setting, so that herd's build of the embedded server
+# package is reused).
 start_nats() {
   [ -n "$NATS_PID" ] && return 0
-  (cd "$T/herd" && CGO_ENABLED=0 go build -o "$T/bin/nats-server" github.com/nats-io/nats-server/v2) || return 1
-  local p
+  local t0=$SECONDS p
+  (cd "$T/herd" && go build -o "$T/bin/nats-server" github.com/nats-io/nats-server/v2) || return 1
   for p in $(seq 14222 14322); do (: <>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || break; done
   "$T/bin/nats-server" -js -a 127.0.0.1 -p "$p" -sd "$T/jetstream" >"$T/nats.log" 2>&1 &
   NATS_PID=$!
@@ -120,6 +122,7 @@ start_nats() {
     sleep 0.5
   done
   export HERD_DOC_NATS="nats://127.0.0.1:$p"
+  echo "local nats-server -js at $HERD_DOC_NATS: built and started in $((SECONDS - t0)) s"
 }
 
 # substitute CMD: sets SUB (the command to run) and SUB_WHY (empty if CMD
