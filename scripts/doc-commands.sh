@@ -26,6 +26,9 @@
 # does. Output: one line per command (exit status, wall seconds,
 # page:line, command), the output's tail for a failure; exit status 1 if
 # any command failed.
+# One { } block: bash reads it whole before it runs, so a run is not
+# changed by an edit of this file (or a checkout) while it runs.
+{
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DOC_TIMEOUT=${DOC_TIMEOUT:-1200}
@@ -224,7 +227,6 @@ __watch() { local me=$BASHPID; sleep "$DOC_TIMEOUT"; : >"$D/timeout.$1"; __stop 
 __skip() { __say "skip        $(<"$D/label.$1")"; __say "    skipped: $(<"$D/why.$1")"; }
 __pre() { # N PORT...: fails if a port the command serves is taken
   local n=$1 p; shift
-  [ -s "$D/why.$n" ] && __say "            $(<"$D/label.$n")" && __say "    as: $(<"$D/as.$n")" && __say "    because: $(<"$D/why.$n")"
   for p; do
     if __open "$p"; then
       __say "rc=1      0s  $(<"$D/label.$n")"; __say "    port $p is in use before the command starts"; __fail=1; return 1
@@ -256,6 +258,7 @@ __post() { # N RC PID BG PORT...
   else
     printf 'rc=%-3d %4ds  %s\n' "$rc" $((SECONDS - __t0)) "$(<"$D/label.$n")" >&3
   fi
+  [ -s "$D/why.$n" ] && __say "    ran as: $(<"$D/as.$n")" && __say "    because: $(<"$D/why.$n")"
   [ "$rc" -ne 0 ] && __fail=1 && __tail "$n"
   return 0
 }
@@ -333,3 +336,4 @@ EOF
 done
 echo "doc-commands: $((SECONDS - t0)) s for ${#pages[@]} page(s), $([ $fail = 0 ] && echo "all commands exit 0" || echo "FAILED"); $(uptime | sed 's/.*load/load/')"
 exit $fail
+}
