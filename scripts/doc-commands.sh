@@ -240,6 +240,10 @@ __post() { # N RC PID BG PORT...
   local n=$1 rc=$2 pid=$3 bg=$4 p end; shift 4
   kill -TERM -- "-$__wd" 2>/dev/null; wait "$__wd" 2>/dev/null
   [ -e "$D/timeout.$n" ] && rc=124 && echo "stopped after DOC_TIMEOUT=${DOC_TIMEOUT}s"
+  # `docker wait` prints the container's exit status: the run's, for the page.
+  if [ "$rc" = 0 ] && [[ $(<"$D/as.$n") == "docker wait "* ]] && [ "$(tail -n 1 "$D/out.$n")" != 0 ]; then
+    rc=1; echo "the container's exit status is not 0"
+  fi
   if [ "$bg" = 1 ]; then
     for p; do
       end=$((SECONDS + DOC_PORT_WAIT))
