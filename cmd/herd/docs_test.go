@@ -118,7 +118,8 @@ func shellWords(s string) []string {
 // Every herd command in the README and the guides parses with herd's own
 // flags, names config files that exist, and, for train, resolves: a
 // renamed flag, config or --set key breaks this test, not a user's first
-// try. (Running them is scripts/doc-commands.sh: minutes, not CI.)
+// try. scripts/doc-commands.sh, which .ci/run runs after the tests, runs
+// every command of the same pages.
 func TestDocCommands(t *testing.T) {
 	n := 0
 	for _, path := range docFiles(t) {
