@@ -41,7 +41,7 @@ import (
 // other requests (open, reset, state, errors) travel over the same socket as
 // the protocol's messages. The segment is an anonymous memory file (memfd)
 // handed over the socket, so it has no name in /dev/shm and disappears with
-// the last process that maps it, whichever side dies. spin (default 5us, at
+// the last process that maps it, whichever side dies. spin (default 0, at
 // most 50us, 0 never) is how long the client watches the segment for a
 // step's answer before it blocks on the socket: a fast env's answer then
 // arrives without a sleep and a wake-up (internal/shmwire.SpinFor).

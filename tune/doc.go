@@ -49,10 +49,11 @@
 // the band to the largest spread among the points (Summary: half the range
 // over the median), at most 50%, so that a choice rests on differences
 // larger than the noise the measurements showed. What the model leaves
-// out decides between tied allocations, so `herd tune` then runs each of
-// them (Tied) as a whole PAL run of the planned steps, --joint-rounds
-// times alternating (pal.MeasureJoint), and takes the fastest by median;
-// with --joint-rounds 0 the fewest workers win. Not modelled,
+// out decides between tied allocations (Tied): `herd tune` takes the one
+// with the most actors, then the fewest learners (MostActors: surplus
+// actors keep the learners fed at the rate limiter's hand-offs), or with
+// --joint-rounds N runs each as a whole PAL run of the planned steps, N
+// times alternating (pal.MeasureJoint), and takes the fastest by median. Not modelled,
 // since the measured curves do not show them: the set-up before the first
 // step (milliseconds), the hand-offs between actors and learners at the
 // rate limiter, and the actors' and learners' competition for cores when

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -170,12 +171,16 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 	if choice.Predicted {
 		kind = "predicted by the fits"
 	}
-	if tied := Tied(allocs, run); o.JointRounds > 0 && len(tied) > 1 && !choice.Predicted {
-		best, err := measureTied(ctx, w, res, tied, run.Steps, o.JointRounds)
-		if err != nil {
-			return err
+	if tied := Tied(allocs, run); len(tied) > 1 && !choice.Predicted {
+		if o.JointRounds > 0 {
+			best, err := measureTied(ctx, w, res, tied, run.Steps, o.JointRounds)
+			if err != nil {
+				return err
+			}
+			choice, kind = best, "measured, the fastest of the tied allocations in whole runs"
+		} else {
+			choice, kind = MostActors(tied), fmt.Sprintf("measured, of the %d allocations the model ties the one with the most actors", len(tied))
 		}
-		choice, kind = best, "measured, the fastest of the tied allocations in whole runs"
 	}
 	fmt.Fprintf(w, "choice: %s, %s (%s: %.0f env steps/s steady, the run %.3f s at %.0f env steps/s)\n",
 		plural(choice.Actors, "actor"), plural(choice.Learners, "learner"), kind, choice.Rate, choice.Seconds, choice.RunRate)
@@ -194,6 +199,24 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 	}
 	fmt.Fprintf(w, "wrote %s and %s\n", png, cfgPath)
 	return nil
+}
+
+// MostActors returns the tied allocation (Tied) with the most actors, and
+// among those the fewest learners. The model is a steady state; in a run
+// the learners wait at every hand-off at the rate limiter until an actor
+// has the next U env steps ready, and surplus actors, which cost nothing
+// the model can see when the learners bound the run, keep them fed (on DQN
+// CartPole the one-actor allocation was the slowest one-learner allocation
+// in every scripts/pal-sweep.sh run of docs/BENCHMARKS.md "PAL"). A learner
+// more only helps a run the learners bound, which a tie with fewer
+// learners is not.
+func MostActors(tied []Allocation) Allocation {
+	return slices.MinFunc(tied, func(x, y Allocation) int {
+		if c := y.Actors - x.Actors; c != 0 {
+			return c
+		}
+		return x.Learners - y.Learners
+	})
 }
 
 // measureTied runs each tied allocation as a whole PAL run of steps env

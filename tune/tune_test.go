@@ -245,3 +245,23 @@ func TestTied(t *testing.T) {
 		t.Errorf("Tied(1%%) = %+v, want (2,1) alone", got)
 	}
 }
+
+// TestMostActors: among tied allocations herd tune takes the most actors,
+// then the fewest learners, whatever the order of the list.
+func TestMostActors(t *testing.T) {
+	a := func(x, l int) Allocation { return Allocation{Actors: x, Learners: l} }
+	cases := []struct {
+		tied []Allocation
+		want Allocation
+	}{
+		{[]Allocation{a(1, 1), a(2, 1), a(3, 1)}, a(3, 1)},
+		{[]Allocation{a(3, 1), a(1, 1), a(2, 1)}, a(3, 1)},
+		{[]Allocation{a(1, 3), a(1, 2)}, a(1, 2)},
+		{[]Allocation{a(1, 2), a(2, 2), a(2, 1)}, a(2, 1)},
+	}
+	for _, c := range cases {
+		if got := MostActors(c.tied); got != c.want {
+			t.Errorf("MostActors(%v) = %v, want %v", c.tied, got, c.want)
+		}
+	}
+}

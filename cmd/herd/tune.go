@@ -30,11 +30,11 @@ T = W/f_a(x_a) + (S − W)/R for the config's S steps (or --steps). Each count
 is measured --rounds times, the counts alternating, and its median used;
 allocations whose T is within the largest spread of the measurements (half
 their range over the median, at least 1%, at most 50%) of the shortest tie,
-and the fewest workers among them win, unless --joint-rounds > 0: then each
-tied allocation runs as a whole PAL run of the planned steps, --joint-rounds
-times, alternating, and the fastest by median wins (the model leaves out the
-hand-offs at the rate limiter and the cores that actors and learners share,
-which decide between allocations it ties). Without a warm-up and with that
+and among them the one with the most actors (then the fewest learners) wins:
+the model leaves out the hand-offs at the rate limiter, where surplus actors
+keep the learners fed. With --joint-rounds > 0 each tied allocation instead
+runs as a whole PAL run of the planned steps, --joint-rounds times,
+alternating, and the fastest by median wins. Without a warm-up and with that
 band at 1% the model's ranking is eq. 5's. Amdahl fits of both curves are printed and
 plotted beside the points; they would be used only for counts beyond the
 measured ones, marked as predictions. It prints the table and the choice and writes
@@ -61,7 +61,7 @@ keeps the other runtime keys (learner_mode among them).`,
 	f.DurationVar(&o.Budget, "budget", 60*time.Second, "time for the throughput measurements (whole runs of tied allocations come on top)")
 	f.StringVar(&o.Out, "out", ".", "directory for fig12.png and the tuned config")
 	f.IntVar(&o.Rounds, "rounds", 3, "measure every count this many times, alternating counts, and take the median")
-	f.IntVar(&o.JointRounds, "joint-rounds", 3, "run the allocations the model ties as whole runs this many times each and choose the fastest (0: the fewest workers)")
+	f.IntVar(&o.JointRounds, "joint-rounds", 0, "run the allocations the model ties as whole runs this many times each and choose the fastest (0: the most actors)")
 	f.Int64Var(&o.Steps, "steps", 0, "env steps of the run to plan for (default: the config's; the written config keeps its own)")
 	return cmd
 }

@@ -90,10 +90,12 @@ const (
 )
 
 // SpinFor is how long the Go client watches RespSeq before it blocks on
-// the socket for the Stepped byte: long enough to catch a fast env's answer
-// without the sleep and wake-up of a blocked read, short enough that a
-// slow env costs a negligible share of a core.
-const SpinFor = 5 * time.Microsecond
+// the socket for the Stepped byte by default: none. On an idle 2-core VM a
+// 5 µs spin on both sides (the Python server's --shm-spin-us 5) made a
+// 1-env step with Python's server slower (48–60 against 37–40 µs) and left
+// Go's server unchanged (17.6 against 18–19 µs); `shm://…?spin=D` turns it
+// on per client.
+const SpinFor time.Duration = 0
 
 // After SpinMisses spins in a row that missed the answer, a side spins
 // only on every SpinProbe-th step until one catches it again, so that a

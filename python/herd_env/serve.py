@@ -358,7 +358,7 @@ def main(argv=None):
     p.add_argument("--shm", metavar="NAME", help="also serve same-host clients through shared memory (shm://NAME/ID)")
     p.add_argument("--max-sessions", type=int, default=64,
                    help="most concurrent calls (sessions); more are refused with RESOURCE_EXHAUSTED")
-    p.add_argument("--shm-spin-us", type=float, default=5,
+    p.add_argument("--shm-spin-us", type=float, default=0,
                    help="after answering a shm step, watch for the next one this long before blocking (0: never)")
     p.add_argument("--profile-shm", action="store_true",
                    help="print where each shm session's step messages spent their time when it ends (stderr)")
