@@ -4,8 +4,8 @@
 # `herd tune`'s choice is checked against in docs/BENCHMARKS.md "PAL".
 #
 #   scripts/pal-sweep.sh [HERD_BINARY]     (default: go build into a temp dir)
-#   STEPS=100000 scripts/pal-sweep.sh      (shorter runs: about ±8% per run
-#                                           on a 2-core VM against ±2% at 500k)
+#   STEPS=100000 scripts/pal-sweep.sh      (shorter runs, which vary more from
+#                                           run to run: about ±10% on a 2-core VM)
 #
 # Prints "N M seed env_steps_per_s" per run, then the mean per allocation.
 set -euo pipefail

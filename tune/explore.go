@@ -207,7 +207,7 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 // has the next U env steps ready, and surplus actors, which cost nothing
 // the model can see when the learners bound the run, keep them fed (on DQN
 // CartPole the one-actor allocation was the slowest one-learner allocation
-// in every scripts/pal-sweep.sh run of docs/BENCHMARKS.md "PAL"). A learner
+// in 5 of 6 scripts/pal-sweep.sh runs of docs/BENCHMARKS.md "PAL"). A learner
 // more only helps a run the learners bound, which a tie with fewer
 // learners is not.
 func MostActors(tied []Allocation) Allocation {

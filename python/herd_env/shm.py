@@ -153,7 +153,7 @@ class ShmServer:
     per session, at most max_sessions at once (more are refused with
     RESOURCE_EXHAUSTED)."""
 
-    def __init__(self, servicer, name, max_sessions=64, profile=False, spin_us=5):
+    def __init__(self, servicer, name, max_sessions=64, profile=False, spin_us=0):
         if not sys.platform.startswith("linux"):
             raise OSError("--shm needs Linux")
         if not _is_le:
