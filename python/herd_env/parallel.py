@@ -26,7 +26,7 @@ import grpc
 
 from . import PROTOCOL_VERSION
 from ._proto.herd.v1 import env_pb2
-from .serve import EnvServicer, _status
+from .serve import EnvServicer, _close_envs, _make_envs, _status
 from .spaces import Codec, flatten
 
 
@@ -36,27 +36,12 @@ def is_parallel(obj):
         and callable(getattr(obj, "action_space", None))
 
 
-def _close(e):
-    close = getattr(e, "close", None)
-    if close is not None:
-        try:
-            close()
-        except Exception:
-            pass
-
-
 class _ParallelSession:
     """One stream's multi-agent envs, stepped in the stream's thread."""
 
     def __init__(self, factory, open_req):
         n = open_req.num_envs
-        self.envs = []
-        try:
-            for _ in range(n):
-                self.envs.append(factory())
-        except Exception:
-            self.close()
-            raise
+        self.envs = _make_envs(factory, n)
         e = self.envs[0]
         self.possible = [str(a) for a in e.possible_agents]
         self.obs_codecs = {a: Codec(e.observation_space(a)) for a in self.possible}
@@ -65,8 +50,7 @@ class _ParallelSession:
         self.running = [False] * n
 
     def close(self):
-        for e in self.envs:
-            _close(e)
+        _close_envs(self.envs)
 
     def open_response(self):
         spaces = env_pb2.ParallelSpaces(agents=[
@@ -218,7 +202,7 @@ def servicer_for(factory, env_id, max_envs):
     try:
         parallel = is_parallel(probe)
     finally:
-        _close(probe)
+        _close_envs([probe])
     if parallel:
         return ParallelEnvServicer(factory, env_id, max_envs)
     return EnvServicer(factory, env_id, max_envs)

@@ -61,18 +61,35 @@ def _unwrapped(e):
     return getattr(e, "unwrapped", e)
 
 
+def _make_envs(factory, n):
+    """n envs from factory; the ones made are closed if one fails."""
+    envs = []
+    try:
+        for _ in range(n):
+            envs.append(factory())
+    except Exception:
+        _close_envs(envs)
+        raise
+    return envs
+
+
+def _close_envs(envs):
+    """Closes each env that has a close method, ignoring its errors."""
+    for e in envs:
+        close = getattr(e, "close", None)
+        if close is not None:
+            try:
+                close()
+            except Exception:
+                pass
+
+
 class _Session:
     """One stream's envs, stepped in the stream's thread."""
 
     def __init__(self, factory, open_req):
         n = open_req.num_envs
-        self.envs = []
-        try:
-            for _ in range(n):
-                self.envs.append(factory())
-        except Exception:
-            self.close()
-            raise
+        self.envs = _make_envs(factory, n)
         self.obs_codec = Codec(self.envs[0].observation_space)
         self.act_codec = Codec(self.envs[0].action_space)
         self.autoreset = open_req.autoreset
@@ -81,13 +98,7 @@ class _Session:
         self.running = [False] * n
 
     def close(self):
-        for e in self.envs:
-            close = getattr(e, "close", None)
-            if close is not None:
-                try:
-                    close()
-                except Exception:
-                    pass
+        _close_envs(self.envs)
 
     def open_response(self):
         u = _unwrapped(self.envs[0])
