@@ -17,7 +17,7 @@ if [ -z "$H" ]; then
 fi
 echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'); $(uptime)"
 rows=()
-for seed in 1 2 3; do
+for seed in ${SEEDS:-1 2 3}; do
   for nm in "1 1" "1 2" "1 3" "2 1" "2 2" "3 1"; do
     set -- $nm
     sps=$("$H" bench learn --config configs/dqn-cartpole-pal.yaml --steps "${STEPS:-500000}" --seeds "$seed" \
