@@ -6,6 +6,7 @@
 #   scripts/pal-sweep.sh [HERD_BINARY]     (default: go build into a temp dir)
 #   STEPS=100000 scripts/pal-sweep.sh      (shorter runs, which vary more from
 #                                           run to run: about ±10% on a 2-core VM)
+#   SEEDS="1" scripts/pal-sweep.sh         (fewer seeds; default "1 2 3")
 #
 # Prints "N M seed env_steps_per_s" per run, then the mean per allocation.
 set -euo pipefail
