@@ -7,6 +7,7 @@
 #
 #   scripts/dist_faults.sh [HERD_BINARY] [STEPS]
 #   MODE=noworkers NATS_SERVER=/path/to/nats-server scripts/dist_faults.sh …
+#   ROWS="none partition-env-30s" scripts/dist_faults.sh …   (some rows only)
 #
 # MODE=noworkers runs the orchestrated layout instead: a nats-server
 # process (go build -o nats-server github.com/nats-io/nats-server/v2), the
@@ -18,8 +19,18 @@
 #
 # Faults: kill -9 of env worker 0, of policy worker 0, of the learner, of
 # the launcher itself (the controller: every worker must exit within
-# 2 × TTL), and SIGSTOP of the learner for 60 s. Processes are found by
-# their command line (run ID and role) and signalled by PID.
+# 2 × TTL), SIGSTOP of the learner for 60 s, and a 30 s partition of env
+# worker 0. Processes are found by their command line (run ID and role) and
+# signalled by PID.
+#
+# The partition drops every packet of the worker's TCP connections, both
+# ways, in the kernel (nftables), as a cut cable or `docker network
+# disconnect` would: no reset, so TCP retransmits and the connection
+# resumes if it outlives the cut. Its existing connections are matched by
+# their local ports, new ones (reconnects) by moving the worker into a
+# cgroup v2 whose sockets' connections are marked and dropped. Needs root,
+# nft and a cgroup2 mount (CGROUP2, default /sys/fs/cgroup/unified when it
+# is mounted there, else /sys/fs/cgroup); without them the row is skipped.
 set -u
 HERD=${1:-herd}
 STEPS=${2:-200000}
@@ -50,7 +61,8 @@ PY
   fi
 }
 
-run_fault() {
+run_fault() { # ROWS (space-separated row names) limits the matrix to those rows
+  case " ${ROWS:-$1} " in *" $1 "*) ;; *) return ;; esac
   if [ "${MODE:-}" = noworkers ]; then run_fault_nw "$@"; else run_fault_launch "$@"; fi
 }
 
@@ -112,6 +124,40 @@ f_stop_learner() {
   local p; p=$(pid_of "$1" learner)
   kill -STOP "$p"; echo "  stopped learner ($p) for 60 s" >&2; sleep 60; kill -CONT "$p"
 }
+# partition RUN ROLE SECONDS: cut the worker (slot 0) off the network.
+f_partition_env() { partition "$1" env 30; }
+partition() {
+  local p; p=$(pid_of "$1" "$2")
+  local cg=${CGROUP2:-$( [ -d /sys/fs/cgroup/unified ] && echo /sys/fs/cgroup/unified || echo /sys/fs/cgroup)}
+  local name=herd-part-$$ table=herd_part_$$
+  # nft names a cgroup by its path under /sys/fs/cgroup; level 1 is its
+  # depth below the cgroup2 root.
+  local rel=${cg#/sys/fs/cgroup}; rel=${rel#/}${rel:+/}$name
+  local ports; ports=$(ss -tnpH state established 2>/dev/null | grep "pid=$p," | awk '{print $3}' | sed 's/.*://' | sort -u | paste -sd, -)
+  mkdir "$cg/$name" && echo "$p" >"$cg/$name/cgroup.procs" || { echo "  partition: cannot use cgroup $cg/$name" >&2; return 1; }
+  nft -f - <<NFT || { echo "  partition: nft refused the rules" >&2; return 1; }
+table inet $table {
+  chain out {
+    type filter hook output priority 0;
+    ${ports:+tcp sport { $ports } drop}
+    ${ports:+tcp dport { $ports } drop}
+    socket cgroupv2 level 1 "$rel" ct mark set 0x48
+    ct mark 0x48 drop
+  }
+  chain in {
+    type filter hook input priority 0;
+    ${ports:+tcp dport { $ports } drop}
+    ct mark 0x48 drop
+  }
+}
+NFT
+  echo "  partitioned $2 ($p, ports ${ports:-none}) for $3 s at $(date -u +%T)" >&2
+  sleep "$3"
+  nft delete table inet "$table"
+  echo "$p" >"$cg/cgroup.procs" 2>/dev/null
+  rmdir "$cg/$name"
+  echo "  healed at $(date -u +%T)" >&2
+}
 f_controller() {
   local t=$(date +%s%N)
   kill -9 "$2"
@@ -136,3 +182,8 @@ run_fault kill-policy f_policy
 run_fault kill-learner f_learner
 run_fault kill-controller f_controller
 run_fault stop-learner-60s f_stop_learner
+if [ "$(id -u)" = 0 ] && command -v nft >/dev/null && command -v ss >/dev/null; then
+  run_fault partition-env-30s f_partition_env
+else
+  echo "| partition-env-30s | skipped: needs root, nft and ss | – | – | – |"
+fi
