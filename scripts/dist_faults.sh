@@ -36,7 +36,7 @@ HERD=${1:-herd}
 STEPS=${2:-200000}
 CONFIG=${CONFIG:-configs/ppo-cartpole-dist-policy.yaml}
 OUT=$(mktemp -d /tmp/herd-faults.XXXXXX)
-trap 'rm -rf "$OUT"' EXIT
+trap '[ -n "${KEEP:-}" ] && echo "logs kept in $OUT" >&2 || rm -rf "$OUT"' EXIT
 
 pid_of() { # run role → PID of that worker (slot 0)
   pgrep -f -- "--run $1 .*--role $2( |$)" | head -1
@@ -134,29 +134,38 @@ partition() {
   # depth below the cgroup2 root.
   local rel=${cg#/sys/fs/cgroup}; rel=${rel#/}${rel:+/}$name
   local ports; ports=$(ss -tnpH state established 2>/dev/null | grep "pid=$p," | awk '{print $3}' | sed 's/.*://' | sort -u | paste -sd, -)
-  mkdir "$cg/$name" && echo "$p" >"$cg/$name/cgroup.procs" || { echo "  partition: cannot use cgroup $cg/$name" >&2; return 1; }
-  nft -f - <<NFT || { echo "  partition: nft refused the rules" >&2; return 1; }
+  local by_port_out="" by_port_in=""
+  if [ -n "$ports" ]; then
+    by_port_out="tcp sport { $ports } counter drop; tcp dport { $ports } counter drop;"
+    by_port_in="tcp dport { $ports } counter drop;"
+  fi
+  mkdir "$cg/$name" && echo "$p" >"$cg/$name/cgroup.procs" || { echo "  partition: cannot use cgroup $cg/$name" >&2; rmdir "$cg/$name" 2>/dev/null; return 1; }
+  if ! nft -f - <<NFT; then
 table inet $table {
   chain out {
     type filter hook output priority 0;
-    ${ports:+tcp sport { $ports } drop}
-    ${ports:+tcp dport { $ports } drop}
+    $by_port_out
     socket cgroupv2 level 1 "$rel" ct mark set 0x48
-    ct mark 0x48 drop
+    ct mark 0x48 counter drop
   }
   chain in {
     type filter hook input priority 0;
-    ${ports:+tcp dport { $ports } drop}
-    ct mark 0x48 drop
+    $by_port_in
+    ct mark 0x48 counter drop
   }
 }
 NFT
+    echo "  partition: nft refused the rules" >&2
+    echo "$p" >"$cg/cgroup.procs"; rmdir "$cg/$name"
+    return 1
+  fi
   echo "  partitioned $2 ($p, ports ${ports:-none}) for $3 s at $(date -u +%T)" >&2
   sleep "$3"
+  local dropped; dropped=$(nft list table inet "$table" | grep -o 'packets [0-9]*' | awk '{ s += $2 } END { print s + 0 }')
   nft delete table inet "$table"
   echo "$p" >"$cg/cgroup.procs" 2>/dev/null
   rmdir "$cg/$name"
-  echo "  healed at $(date -u +%T)" >&2
+  echo "  healed at $(date -u +%T): $dropped packets dropped" >&2
 }
 f_controller() {
   local t=$(date +%s%N)
@@ -169,7 +178,7 @@ if [ "${MODE:-}" = noworkers ]; then
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "${NATS_SERVER:?set NATS_SERVER}" -a 127.0.0.1 -p "$port" -js -sd "$OUT/js" >"$OUT/nats.log" 2>&1 &
   NATS_PID=$!
-  trap 'kill $NATS_PID 2>/dev/null; wait $NATS_PID 2>/dev/null; rm -rf "$OUT"' EXIT
+  trap 'kill $NATS_PID 2>/dev/null; wait $NATS_PID 2>/dev/null; [ -n "${KEEP:-}" ] && echo "logs kept in $OUT" >&2 || rm -rf "$OUT"' EXIT
   URL=nats://127.0.0.1:$port
   sleep 1
 fi

@@ -28,8 +28,9 @@
 # server). DELAY is a one-way delay in ms (0, 1ms, 10ms); default
 # "1ms 10ms". STEPS (default 500000), SEED (1), LEARNERS (default 2:
 # learner i on host A for even i, B for odd) and CONFIG may be set; there
-# are always 2 env workers, one per host. Prints one line per delay:
-# return, steps/s, CPU seconds of every process.
+# are always 2 env workers, one per host. Prints one line per delay: the
+# measured NATS round trip from B, return, steps/s, policy lag, CPU seconds
+# of every process.
 set -u
 HERD=${1:?usage: NATS_SERVER=… $0 HERD [DELAY…]}
 shift
@@ -109,12 +110,35 @@ cpu_s() { # pid → user+system CPU seconds of the process and its waited-for ch
 host() { [ $(($1 % 2)) = 0 ] && echo $A || echo $B; }
 url() { [ "$(host "$1")" = $A ] && echo nats://10.77.0.1:4222 || echo "$B_URL"; }
 
+# rtt_ms URL → median of 20 NATS PING→PONG round trips from host B, in ms:
+# shows the delay the link really adds (2 × D expected).
+rtt_ms() {
+  ip netns exec $B python3 - "$1" <<'PY' 2>/dev/null || echo -
+import socket, statistics, sys, time
+host, port = sys.argv[1].removeprefix("nats://").rsplit(":", 1)
+s = socket.create_connection((host, int(port)), timeout=5)
+f = s.makefile("rb")
+f.readline()  # INFO
+s.sendall(b'CONNECT {"verbose":false}\r\n')
+rtts = []
+for _ in range(20):
+    t = time.perf_counter()
+    s.sendall(b"PING\r\n")
+    line = f.readline()
+    if not line.startswith(b"PONG"):
+        sys.exit(1)
+    rtts.append((time.perf_counter() - t) * 1000)
+print("%.2f" % statistics.median(rtts))
+PY
+}
+
 for d in $DELAYS; do
   setup "$d" || exit 1
   ip netns exec $A "$NATS" -a 10.77.0.1 -p 4222 -js -sd "$OUT/js-$d" >"$OUT/nats-$d.log" 2>&1 &
   pids+=($!)
   NATS_PID=$!
   sleep 1
+  rtt=$(rtt_ms "$B_URL")
   run=netem-${d}-m$LEARNERS
   start=$(date -u +%T)
   load=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -157,7 +181,8 @@ for d in $DELAYS; do
   total=0 detail=""
   for p in "${!cpu[@]}"; do total=$(awk -v a="$total" -v b="${cpu[$p]}" 'BEGIN { printf "%.1f", a + b }'); done
   [ -n "${TOXI_PID:-}" ] && detail=", toxiproxy ${cpu[$TOXI_PID]:-?} s"
-  echo "delay $d one-way ($DELAY_BY), M=$LEARNERS, seed $SEED: controller exit $rc, return (last 100) $ret, env steps/s ${sps%.*}, CPU ${total} s$detail, start $start UTC, load $load"
+  lag=$(grep -o '"dist/lag_mean": [0-9.]*' "$sum" 2>/dev/null | cut -d' ' -f2)
+  echo "delay $d one-way ($DELAY_BY, B→A NATS round trip ${rtt} ms), M=$LEARNERS, seed $SEED: controller exit $rc, return (last 100) $ret, env steps/s ${sps%.*}, lag mean ${lag:--}, CPU ${total} s$detail, start $start UTC, load $load"
   [ "$rc" = 0 ] || tail -3 "$OUT/$run.log" "$OUT/$run".learner*.log >&2
   teardown
   unset TOXI_PID
