@@ -124,10 +124,11 @@ f_stop_learner() {
   local p; p=$(pid_of "$1" learner)
   kill -STOP "$p"; echo "  stopped learner ($p) for 60 s" >&2; sleep 60; kill -CONT "$p"
 }
-# partition RUN ROLE SECONDS: cut the worker (slot 0) off the network.
+# partition RUN ROLE SECONDS: cut the ROLE worker of slot 0 off the network.
 f_partition_env() { partition "$1" env 30; }
 partition() {
-  local p; p=$(pid_of "$1" "$2")
+  local p; p=$(pgrep -f -- "--run $1 .*--role $2 --slot 0( |$)" | head -1)
+  [ -n "$p" ] || { echo "  partition: no $2 worker 0 found" >&2; return 1; }
   local cg=${CGROUP2:-$( [ -d /sys/fs/cgroup/unified ] && echo /sys/fs/cgroup/unified || echo /sys/fs/cgroup)}
   local name=herd-part-$$ table=herd_part_$$
   # nft names a cgroup by its path under /sys/fs/cgroup; level 1 is its
