@@ -7,6 +7,7 @@
 #
 #   scripts/dist_faults.sh [HERD_BINARY] [STEPS]
 #   MODE=noworkers NATS_SERVER=/path/to/nats-server scripts/dist_faults.sh …
+#   ROWS="none partition-env-30s" scripts/dist_faults.sh …   (some rows only)
 #
 # MODE=noworkers runs the orchestrated layout instead: a nats-server
 # process (go build -o nats-server github.com/nats-io/nats-server/v2), the
@@ -18,14 +19,24 @@
 #
 # Faults: kill -9 of env worker 0, of policy worker 0, of the learner, of
 # the launcher itself (the controller: every worker must exit within
-# 2 × TTL), and SIGSTOP of the learner for 60 s. Processes are found by
-# their command line (run ID and role) and signalled by PID.
+# 2 × TTL), SIGSTOP of the learner for 60 s, and a 30 s partition of env
+# worker 0. Processes are found by their command line (run ID and role) and
+# signalled by PID.
+#
+# The partition drops every packet of the worker's TCP connections, both
+# ways, in the kernel (nftables), as a cut cable or `docker network
+# disconnect` would: no reset, so TCP retransmits and the connection
+# resumes if it outlives the cut. Its existing connections are matched by
+# their local ports, new ones (reconnects) by moving the worker into a
+# cgroup v2 whose sockets' connections are marked and dropped. Needs root,
+# nft and a cgroup2 mount (CGROUP2, default /sys/fs/cgroup/unified when it
+# is mounted there, else /sys/fs/cgroup); without them the row is skipped.
 set -u
 HERD=${1:-herd}
 STEPS=${2:-200000}
 CONFIG=${CONFIG:-configs/ppo-cartpole-dist-policy.yaml}
 OUT=$(mktemp -d /tmp/herd-faults.XXXXXX)
-trap 'rm -rf "$OUT"' EXIT
+trap '[ -n "${KEEP:-}" ] && echo "logs kept in $OUT" >&2 || rm -rf "$OUT"' EXIT
 
 pid_of() { # run role → PID of that worker (slot 0)
   pgrep -f -- "--run $1 .*--role $2( |$)" | head -1
@@ -50,7 +61,8 @@ PY
   fi
 }
 
-run_fault() {
+run_fault() { # ROWS (space-separated row names) limits the matrix to those rows
+  case " ${ROWS:-$1} " in *" $1 "*) ;; *) return ;; esac
   if [ "${MODE:-}" = noworkers ]; then run_fault_nw "$@"; else run_fault_launch "$@"; fi
 }
 
@@ -112,6 +124,50 @@ f_stop_learner() {
   local p; p=$(pid_of "$1" learner)
   kill -STOP "$p"; echo "  stopped learner ($p) for 60 s" >&2; sleep 60; kill -CONT "$p"
 }
+# partition RUN ROLE SECONDS: cut the ROLE worker of slot 0 off the network.
+f_partition_env() { partition "$1" env 30; }
+partition() {
+  local p; p=$(pgrep -f -- "--run $1 .*--role $2 --slot 0( |$)" | head -1)
+  [ -n "$p" ] || { echo "  partition: no $2 worker 0 found" >&2; return 1; }
+  local cg=${CGROUP2:-$( [ -d /sys/fs/cgroup/unified ] && echo /sys/fs/cgroup/unified || echo /sys/fs/cgroup)}
+  local name=herd-part-$$ table=herd_part_$$
+  # nft names a cgroup by its path under /sys/fs/cgroup; level 1 is its
+  # depth below the cgroup2 root.
+  local rel=${cg#/sys/fs/cgroup}; rel=${rel#/}${rel:+/}$name
+  local ports; ports=$(ss -tnpH state established 2>/dev/null | grep "pid=$p," | awk '{print $3}' | sed 's/.*://' | sort -u | paste -sd, -)
+  local by_port_out="" by_port_in=""
+  if [ -n "$ports" ]; then
+    by_port_out="tcp sport { $ports } counter drop; tcp dport { $ports } counter drop;"
+    by_port_in="tcp dport { $ports } counter drop;"
+  fi
+  mkdir "$cg/$name" && echo "$p" >"$cg/$name/cgroup.procs" || { echo "  partition: cannot use cgroup $cg/$name" >&2; rmdir "$cg/$name" 2>/dev/null; return 1; }
+  if ! nft -f - <<NFT; then
+table inet $table {
+  chain out {
+    type filter hook output priority 0;
+    $by_port_out
+    socket cgroupv2 level 1 "$rel" ct mark set 0x48
+    ct mark 0x48 counter drop
+  }
+  chain in {
+    type filter hook input priority 0;
+    $by_port_in
+    ct mark 0x48 counter drop
+  }
+}
+NFT
+    echo "  partition: nft refused the rules" >&2
+    echo "$p" >"$cg/cgroup.procs"; rmdir "$cg/$name"
+    return 1
+  fi
+  echo "  partitioned $2 ($p, ports ${ports:-none}) for $3 s at $(date -u +%T)" >&2
+  sleep "$3"
+  local dropped; dropped=$(nft list table inet "$table" | grep -o 'packets [0-9]*' | awk '{ s += $2 } END { print s + 0 }')
+  nft delete table inet "$table"
+  echo "$p" >"$cg/cgroup.procs" 2>/dev/null
+  rmdir "$cg/$name"
+  echo "  healed at $(date -u +%T): $dropped packets dropped" >&2
+}
 f_controller() {
   local t=$(date +%s%N)
   kill -9 "$2"
@@ -123,7 +179,7 @@ if [ "${MODE:-}" = noworkers ]; then
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "${NATS_SERVER:?set NATS_SERVER}" -a 127.0.0.1 -p "$port" -js -sd "$OUT/js" >"$OUT/nats.log" 2>&1 &
   NATS_PID=$!
-  trap 'kill $NATS_PID 2>/dev/null; wait $NATS_PID 2>/dev/null; rm -rf "$OUT"' EXIT
+  trap 'kill $NATS_PID 2>/dev/null; wait $NATS_PID 2>/dev/null; [ -n "${KEEP:-}" ] && echo "logs kept in $OUT" >&2 || rm -rf "$OUT"' EXIT
   URL=nats://127.0.0.1:$port
   sleep 1
 fi
@@ -136,3 +192,10 @@ run_fault kill-policy f_policy
 run_fault kill-learner f_learner
 run_fault kill-controller f_controller
 run_fault stop-learner-60s f_stop_learner
+if [ "$(id -u)" = 0 ] && command -v nft >/dev/null && command -v ss >/dev/null; then
+  run_fault partition-env-30s f_partition_env
+else
+  case " ${ROWS:-partition-env-30s} " in
+    *" partition-env-30s "*) echo "| partition-env-30s | skipped: needs root, nft and ss | – | – | – |" ;;
+  esac
+fi
