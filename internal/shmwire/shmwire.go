@@ -90,11 +90,13 @@ const (
 )
 
 // SpinFor is how long the Go client watches RespSeq before it blocks on
-// the socket for the Stepped byte by default: none. On an idle 2-core VM a
-// 5 µs spin on both sides (the Python server's --shm-spin-us 5) made a
-// 1-env step with Python's server slower (48–60 against 37–40 µs) and left
-// Go's server unchanged (17.6 against 18–19 µs); `shm://…?spin=D` turns it
-// on per client.
+// the socket for the Stepped byte by default: none. On the 2-core VM
+// (load < 5) a 5 µs spin on both sides (the Python server's
+// --shm-spin-us 5) made a 1-env step with Python's server slower (48–60
+// against 37–40 µs) and left Go's server unchanged (17.6 against 18–19
+// µs): Python's server spends about 5 µs of CPU on a 1-env step after it
+// wakes (python/tests/step_cost.py), so a 5 µs spin ends before the answer.
+// `shm://…?spin=D` turns it on per client.
 const SpinFor time.Duration = 0
 
 // After SpinMisses spins in a row that missed the answer, a side spins

@@ -96,6 +96,14 @@ class Codec:
         returns (env index, why) for the first action outside the space."""
         if self.kind == "Discrete":  # one value per env: no slicing
             lo, hi = self.start, self.start + self.n
+            if n == 1 and len(actions) == 1:  # one env: no list to build and scan
+                v = actions[0]
+                try:
+                    k = int(v)
+                    if k == v and lo <= k < hi:
+                        return [k]
+                except (ValueError, OverflowError):  # NaN, ±inf
+                    pass
             try:  # every action valid: one pass in C
                 out = [int(v) for v in actions]
                 if out == actions and (not out or (min(out) >= lo and max(out) < hi)):
