@@ -210,7 +210,7 @@ func splitMinibatch(h algo.Header, spec algo.Spec, cfg algo.Config, m int) (algo
 	}
 	mb, ok := cfg.(algo.Minibatcher)
 	if !ok {
-		return nil, fmt.Errorf("%w: runtime.learners %d: %s cannot share its minibatches among learners (the dist executor's learners run PPO)", ErrConfig, m, spec.Name)
+		return nil, fmt.Errorf("%w: runtime.learners %d: %s cannot share its minibatches among learners (the dist executor's on-policy learners run PPO)", ErrConfig, m, spec.Name)
 	}
 	if rc.SyncBatch == "full" {
 		return cfg, nil
