@@ -309,6 +309,16 @@ type UpdateCounter interface {
 	UpdateCounts() UpdateCounts
 }
 
+// ReplaySizer is a config whose replay capacity can be changed: the dist
+// executor's M data-parallel off-policy learners each keep a replay of
+// buffer_size/M transitions, fed by 1/M of the env workers, so that
+// together they hold the most recent buffer_size, as one learner's does.
+type ReplaySizer interface {
+	Config
+	ReplayCapacity() int
+	WithReplayCapacity(n int) Config
+}
+
 // Minibatcher is a config whose minibatch size can be changed: the pal
 // executor's sync learners (off-policy) and the dist executor's
 // data-parallel learners (PPO) each compute one update's gradient on a

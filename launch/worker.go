@@ -27,6 +27,9 @@ type WorkerOptions struct {
 	// Role is env, policy or learner; Slot the worker's index in its role.
 	Role string
 	Slot int
+	// SlotOffset is added to Slot: a Kubernetes Indexed Job numbers its
+	// pods from 0, and the learners after the first are slots 1…M−1.
+	SlotOffset int
 	// Run is the run ID the launcher stored the config under.
 	Run string
 	// Specs are the algorithms the worker knows.
@@ -63,6 +66,10 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 		w = io.Discard
 	}
 	o.NATS.FromEnv()
+	if o.SlotOffset < 0 {
+		return fmt.Errorf("worker: --slot-offset must be ≥ 0, got %d", o.SlotOffset)
+	}
+	o.Slot += o.SlotOffset
 	switch {
 	case o.Role != "env" && o.Role != "policy" && o.Role != "learner":
 		return fmt.Errorf("worker: --role must be env, policy or learner, got %q", o.Role)

@@ -151,6 +151,11 @@ type roundInfo struct {
 
 // exchangeRound gathers every learner's roundInfo for this update.
 func exchangeRound(ctx context.Context, c transport.Collective, own roundInfo) ([]roundInfo, error) {
+	return gatherJSON(ctx, c, own)
+}
+
+// gatherJSON gathers every learner's own, as JSON, in learner-id order.
+func gatherJSON[T any](ctx context.Context, c transport.Collective, own T) ([]T, error) {
 	b, err := json.Marshal(own)
 	if err != nil {
 		return nil, err
@@ -159,7 +164,7 @@ func exchangeRound(ctx context.Context, c transport.Collective, own roundInfo) (
 	if err != nil {
 		return nil, err
 	}
-	out := make([]roundInfo, len(all))
+	out := make([]T, len(all))
 	for k, m := range all {
 		if err := json.Unmarshal(m, &out[k]); err != nil {
 			return nil, fmt.Errorf("%w: learner %d's round: %w", transport.ErrMalformed, k, err)
@@ -196,4 +201,4 @@ func mergeRound(infos []roundInfo, cnt *Counters) *sample.Segment {
 
 // errNotDataParallel is returned for runtime.learners > 1 with an
 // algorithm whose learner cannot share its updates.
-var errNotDataParallel = errors.New("worker: the algorithm's learner cannot learn data-parallel (runtime.learners > 1 runs PPO)")
+var errNotDataParallel = errors.New("worker: the algorithm's learner cannot learn data-parallel (runtime.learners > 1 runs PPO and the off-policy algorithms)")

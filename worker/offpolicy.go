@@ -206,6 +206,12 @@ type OffLearnerConfig struct {
 	Stall    time.Duration
 	Alive    func(ctx context.Context) string
 	Counters *Counters
+	// Group, when set, makes the learner one of several data-parallel
+	// learners (see runOffGroup): its replay holds what its own env
+	// workers push, only learner 0 publishes (params may be nil on the
+	// others) and calls OnSample, with every learner's episodes, and
+	// Counters is, on learner 0, the sum over the learners.
+	Group *LearnerGroup
 }
 
 // RunOffLearner runs the off-policy learner: it publishes the initial
@@ -233,15 +239,18 @@ func RunOffLearner(ctx context.Context, cfg OffLearnerConfig, pieces *algo.Piece
 	if err != nil {
 		return l, err
 	}
+	cnt := cfg.Counters
+	if cnt == nil {
+		cnt = &Counters{}
+	}
+	if cfg.Group != nil {
+		return l, runOffGroup(ctx, cfg, cfg.Group, l, rb, samples, params, cnt)
+	}
 	v := l.Weights()
 	if err := params.Publish(ctx, v); err != nil {
 		return l, err
 	}
 	published := v.N
-	cnt := cfg.Counters
-	if cnt == nil {
-		cnt = &Counters{}
-	}
 	var step int64
 	for step < cfg.Steps {
 		b, err := pull(ctx, samples, cfg.Stall, cfg.Alive)

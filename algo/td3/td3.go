@@ -250,3 +250,14 @@ func (c *Config) WithMinibatch(n int) algo.Config {
 	d.BatchSize = n
 	return &d
 }
+
+// ReplayCapacity is buffer_size (algo.ReplaySizer).
+func (c *Config) ReplayCapacity() int { return c.BufferSize }
+
+// WithReplayCapacity returns a copy of the config with buffer_size n: the
+// dist executor's data-parallel learners each keep a share of the replay.
+func (c *Config) WithReplayCapacity(n int) algo.Config {
+	d := *c
+	d.BufferSize = n
+	return &d
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -224,6 +225,95 @@ func checkFaultTolerance(ms []manifest) []error {
 	return errs
 }
 
+// checkLearners reports what keeps the manifests from running the M
+// learner processes of the config's runtime.learners: learner 0 is a Job
+// of one with the run directory; learners 1…M−1 an Indexed Job of M−1 pods
+// whose completion index plus --slot-offset 1 is the learner id, never
+// restarted (a peer restarted from scratch holds other parameters); the env
+// workers a multiple of M (env worker k feeds learner k mod M); one run ID.
+func checkLearners(ms []manifest) []error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	var cfg struct {
+		Runtime struct {
+			EnvWorkers int `json:"env_workers"`
+			Learners   int `json:"learners"`
+		} `json:"runtime"`
+	}
+	found := false
+	for _, m := range ms {
+		if m.configMap == nil || m.name != "herd-config" {
+			continue
+		}
+		for _, c := range m.configMap.Data {
+			if err := yaml.Unmarshal([]byte(c), &cfg); err != nil {
+				bad("herd-config: %v", err)
+			}
+			found = true
+		}
+	}
+	if !found {
+		return append(errs, fmt.Errorf("no herd-config ConfigMap"))
+	}
+	mLearners := max(cfg.Runtime.Learners, 1)
+	runs := map[string]bool{}
+	var lead, peers []*manifest
+	envs := -1
+	for i := range ms {
+		m := &ms[i]
+		for _, args := range m.herdArgs {
+			runs[flagValue(args, "--run")] = true
+			switch flagValue(args, "--role") {
+			case "learner":
+				if flagValue(args, "--slot-offset") == "" {
+					lead = append(lead, m)
+				} else {
+					peers = append(peers, m)
+				}
+			case "env":
+				if m.job != nil && m.job.Spec.Completions != nil {
+					envs = int(*m.job.Spec.Completions)
+				}
+			}
+		}
+	}
+	if len(runs) != 1 {
+		bad("the herd pods name %d run IDs, want one", len(runs))
+	}
+	if len(lead) != 1 || lead[0].job == nil || lead[0].job.Spec.CompletionMode != nil || flagValue(lead[0].herdArgs[0], "--out") == "" {
+		bad("learner 0 is not one Job of one pod writing --out")
+	}
+	if envs%mLearners != 0 {
+		bad("%d env workers for %d learners: each learner needs its share (k mod learners)", envs, mLearners)
+	}
+	want := 0
+	if mLearners > 1 {
+		want = 1
+	}
+	if len(peers) != want {
+		return append(errs, fmt.Errorf("%d Jobs of learners 1…M−1 for runtime.learners %d, want %d", len(peers), mLearners, want))
+	}
+	if want == 0 {
+		return errs
+	}
+	p := peers[0]
+	args, e := p.herdArgs[0], p.herdEnv[0]["SLOT"]
+	switch j := p.job; {
+	case j == nil || j.Spec.CompletionMode == nil || *j.Spec.CompletionMode != batchv1.IndexedCompletion:
+		bad("learners 1…M−1 are not an Indexed Job")
+	case j.Spec.Completions == nil || int(*j.Spec.Completions) != mLearners-1 || j.Spec.Parallelism == nil || *j.Spec.Parallelism != *j.Spec.Completions:
+		bad("the learner peers' Job does not run M−1 = %d pods at once", mLearners-1)
+	case j.Spec.BackoffLimit == nil || *j.Spec.BackoffLimit != 0 || p.pod.RestartPolicy != corev1.RestartPolicyNever:
+		bad("the learner peers are restarted: a restarted learner holds other parameters than the group")
+	case flagValue(args, "--slot") != "0" || flagValue(args, "--slot-offset") != "1" || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil ||
+		!strings.Contains(e.ValueFrom.FieldRef.FieldPath, "job-completion-index"):
+		bad("the learner peers' id is not their completion index + --slot-offset 1")
+	case flagValue(args, "--out") != "" || len(p.claims) > 0:
+		bad("a learner peer writes a run directory: learner 0 alone writes the run")
+	}
+	return errs
+}
+
 func TestDeployKubernetes(t *testing.T) {
 	dir := filepath.Join("..", "..", "deploy", "kubernetes")
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
@@ -276,6 +366,68 @@ func TestDeployKubernetes(t *testing.T) {
 	}
 	for _, err := range checkFaultTolerance(all) {
 		t.Error(err)
+	}
+	for _, err := range checkLearners(all) {
+		t.Error(err)
+	}
+	// checkLearners catches what it is there for.
+	for what, mutate := range map[string]func(ms []manifest){
+		"one peer too few": func(ms []manifest) {
+			for _, m := range ms {
+				if m.name == "herd-learner-peers" {
+					n := *m.job.Spec.Completions - 1
+					m.job.Spec.Completions = &n
+				}
+			}
+		},
+		"peers restarted": func(ms []manifest) {
+			for _, m := range ms {
+				if m.name == "herd-learner-peers" {
+					m.pod.RestartPolicy = corev1.RestartPolicyOnFailure
+				}
+			}
+		},
+		"no offset": func(ms []manifest) {
+			for _, m := range ms {
+				if m.name == "herd-learner-peers" {
+					for k, a := range m.herdArgs[0] {
+						if a == "--slot-offset" {
+							m.herdArgs[0][k+1] = "0"
+						}
+					}
+				}
+			}
+		},
+		"three learners": func(ms []manifest) {
+			for _, m := range ms {
+				if m.name == "herd-config" {
+					for k, c := range m.configMap.Data {
+						m.configMap.Data[k] = strings.Replace(c, "learners: 2", "learners: 3", 1)
+					}
+				}
+			}
+		},
+	} {
+		ms := make([]manifest, len(all))
+		for i, m := range all {
+			ms[i] = m
+			if m.job != nil {
+				j := *m.job
+				j.Spec.Template.Spec = *m.pod.DeepCopy()
+				ms[i].job, ms[i].pod = &j, &j.Spec.Template.Spec
+			}
+			if m.configMap != nil {
+				ms[i].configMap = m.configMap.DeepCopy()
+			}
+			ms[i].herdArgs = nil
+			for _, a := range m.herdArgs {
+				ms[i].herdArgs = append(ms[i].herdArgs, slices.Clone(a))
+			}
+		}
+		mutate(ms)
+		if len(checkLearners(ms)) == 0 {
+			t.Errorf("%s: checkLearners found nothing wrong", what)
+		}
 	}
 	// The secrets are made by the operator (nats.yaml says how), never
 	// committed: exactly these two.

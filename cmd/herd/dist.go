@@ -51,6 +51,7 @@ default the config's out).`,
 	fl.StringVar(&o.Role, "role", "", "env, policy or learner (required)")
 	fl.StringVar(&o.Run, "run", "", "run ID (required)")
 	fl.IntVar(&o.Slot, "slot", 0, "worker slot: env workers' randomness derives from (seed, slot)")
+	fl.IntVar(&o.SlotOffset, "slot-offset", 0, "added to --slot (a Kubernetes Indexed Job's pods count from 0; the learners after the first are slots 1…M−1)")
 	fl.StringVar(&o.Out, "out", "", "learner: run directory (default: the config's out)")
 	fl.BoolVar(&o.Quiet, "quiet", false, "learner: no progress output")
 	fl.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve the worker's live metrics for Prometheus at http://ADDR/metrics (a port alone binds 127.0.0.1)")

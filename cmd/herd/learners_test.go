@@ -66,3 +66,32 @@ func TestLaunchDeadLearner(t *testing.T) {
 	}
 	t.Logf("run ended %v after the kill: %v", time.Since(t0), r.err)
 }
+
+// herd launch runs DQN with two learner processes, each with its own
+// replay: learner 0 writes the run with both learners' steps, none
+// learned twice.
+func TestLaunchTwoOffLearners(t *testing.T) {
+	srv, ctx := natsRun(t, 120*time.Second)
+	p := filepath.Join(t.TempDir(), "dqn-learners.yaml")
+	const steps = 4000
+	cfg := fmt.Sprintf("algo: dqn\nenv: CartPole-v1\nsteps: %d\nlog_every: 500\nruntime: {executor: dist, env_workers: 2, learners: 2}\n"+
+		"dqn: {num_envs: 1, batch_size: 32, buffer_size: 2000, learning_starts: 500, train_frequency: 10, net_arch: [16]}\n", steps)
+	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	r := <-launchAsync(t, ctx, "--config", p, "--out", out, "--quiet", "--nats", srv.URL(), "--run", "two-off-learners")
+	if r.err != nil {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "2 learners") {
+		t.Errorf("stdout does not name 2 learners:\n%s", r.stdout)
+	}
+	s := readSummary(t, out)
+	if s["steps"].(float64) != steps || s["episodes"].(float64) == 0 {
+		t.Errorf("summary: steps %v (want %d), episodes %v", s["steps"], steps, s["episodes"])
+	}
+	if d, _ := s["dist"].(map[string]any); d == nil || d["dist/duplicates"] != 0.0 {
+		t.Errorf("summary dist: %v, want 0 duplicates", s["dist"])
+	}
+}

@@ -210,7 +210,7 @@ func splitMinibatch(h algo.Header, spec algo.Spec, cfg algo.Config, m int) (algo
 	}
 	mb, ok := cfg.(algo.Minibatcher)
 	if !ok {
-		return nil, fmt.Errorf("%w: runtime.learners %d: %s cannot share its minibatches among learners (the dist executor's learners run PPO)", ErrConfig, m, spec.Name)
+		return nil, fmt.Errorf("%w: runtime.learners %d: %s cannot share its minibatches among learners (the dist executor's on-policy learners run PPO)", ErrConfig, m, spec.Name)
 	}
 	if rc.SyncBatch == "full" {
 		return cfg, nil
@@ -221,11 +221,50 @@ func splitMinibatch(h algo.Header, spec algo.Spec, cfg algo.Config, m int) (algo
 	return mb.WithMinibatch(mb.Minibatch() / m), nil
 }
 
+// splitOff checks runtime.learners = m > 1 for the off-policy topology
+// and returns the config each learner learns with: a replay of
+// buffer_size/m (its env workers bring 1/m of the transitions) and, under
+// sync_batch split (the default), a minibatch of batch_size/m rows, as
+// pal's sync learners share theirs; under full, batch_size rows each.
+func splitOff(h algo.Header, spec algo.Spec, cfg algo.Config, m int) (algo.Config, error) {
+	rc := h.Runtime
+	if e := max(rc.EnvWorkers, 1); e%m != 0 {
+		return nil, fmt.Errorf("%w: runtime.env_workers %d must be a multiple of learners %d (each learner learns from its own env workers, k mod learners)", ErrConfig, e, m)
+	}
+	rs, ok1 := cfg.(algo.ReplaySizer)
+	mb, ok2 := cfg.(algo.Minibatcher)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("%w: runtime.learners %d: %s cannot share its replay and minibatches among learners", ErrConfig, m, spec.Name)
+	}
+	if c := rs.ReplayCapacity(); c%m != 0 {
+		return nil, fmt.Errorf("%w: runtime.learners %d must divide buffer_size %d (each learner keeps a replay of buffer_size/learners)", ErrConfig, m, c)
+	}
+	cfg = rs.WithReplayCapacity(rs.ReplayCapacity() / m)
+	switch rc.SyncBatch {
+	case "full":
+		return cfg, nil
+	case "", "split":
+	default:
+		return nil, fmt.Errorf("%w: runtime.sync_batch %q is not split or full", ErrConfig, rc.SyncBatch)
+	}
+	if n := mb.Minibatch(); n%m != 0 {
+		return nil, fmt.Errorf("%w: runtime.learners %d must divide batch_size %d (sync_batch split; sync_batch: full gives each learner %d rows)", ErrConfig, m, n, n)
+	}
+	return cfg.(algo.Minibatcher).WithMinibatch(mb.Minibatch() / m), nil
+}
+
 func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 	numEnvs, _ := cfg.(algo.TransitionShape).TransitionShape()
 	rc := h.Runtime
-	if rc.Learners > 1 || rc.SyncBatch != "" {
-		return nil, fmt.Errorf("%w: runtime.learners and sync_batch: the off-policy topology (%s) has one learner", ErrConfig, spec.Name)
+	m := max(rc.Learners, 1)
+	if m == 1 && rc.SyncBatch != "" {
+		return nil, fmt.Errorf("%w: runtime.sync_batch %q: the run has one learner", ErrConfig, rc.SyncBatch)
+	}
+	if m > 1 {
+		var err error
+		if cfg, err = splitOff(h, spec, cfg, m); err != nil {
+			return nil, err
+		}
 	}
 	off := &OffSetup{Chunk: max(1, ChunkEnvSteps/max(numEnvs, 1)), RefreshEvery: rc.RefreshEvery, PublishEvery: rc.PublishEvery,
 		EnvWorkers: max(rc.EnvWorkers, 1)}
@@ -272,7 +311,10 @@ func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) 
 	for i := range like {
 		like[i] = v.Param(i)
 	}
-	return &Setup{Header: h, NumEnvs: numEnvs, Pieces: pieces, Off: off,
+	if _, ok := l.(algo.SplitLearner); m > 1 && !ok {
+		return nil, fmt.Errorf("%w: runtime.learners %d: %s's learner cannot split its updates into gradient and apply steps", ErrConfig, m, spec.Name)
+	}
+	return &Setup{Header: h, NumEnvs: numEnvs, Pieces: pieces, Off: off, Learners: m,
 		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs),
 			Capacity: OffCapacity}}, nil
 }
@@ -453,7 +495,8 @@ func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr transport.Tran
 		return err
 	}
 	defer envs.Close()
-	_, smp, par, closeAll, err := s.roleStreams(ctx, tr, run, withParams)
+	// Env worker k feeds learner k mod M.
+	_, smp, par, closeAll, err := s.roleStreamsTo(ctx, tr, run, withParams, slot%max(s.Learners, 1))
 	if err != nil {
 		return err
 	}
@@ -637,11 +680,9 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	if stall == 0 {
 		stall = DefaultStall
 	}
-	if st.Off == nil {
-		for j := 1; j < st.Learners && !opt.LearnerOnly; j++ {
-			if err := start(func(tr transport.Transport) error { return st.RunLearnerPeer(wctx, j, tr, run, opt) }); err != nil {
-				return nil, err
-			}
+	for j := 1; j < st.Learners && !opt.LearnerOnly; j++ {
+		if err := start(func(tr transport.Transport) error { return st.RunLearnerPeer(wctx, j, tr, run, opt) }); err != nil {
+			return nil, err
 		}
 	}
 	tr, err := newTransport()
@@ -659,15 +700,6 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	defer mem.Close()
 	mon := &monitor{log: rt.Log, smp: smp, mem: mem}
-	if st.Off != nil {
-		return st.trainOff(ctx, wctx, rt, smp, par, mon, stall, func() error {
-			stop()
-			wg.Wait()
-			mu.Lock()
-			defer mu.Unlock()
-			return werr
-		})
-	}
 	var group *worker.LearnerGroup
 	if st.Learners > 1 {
 		coll, err := tr.Collective(ctx, run, transport.Options{Learner: 0, Learners: st.Learners, GatherTimeout: gatherTimeout(stall)})
@@ -686,6 +718,15 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 				}
 			})
 		}
+	}
+	if st.Off != nil {
+		return st.trainOff(ctx, wctx, rt, smp, par, mon, stall, group, func() error {
+			stop()
+			wg.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			return werr
+		})
 	}
 	var step int64
 	l, err := worker.RunLearner(wctx, worker.LearnerConfig{Iterations: iters, MaxLag: maxLagOf(opt), Stall: stall, Alive: mon.alive,
@@ -762,12 +803,15 @@ func LearnerName(slot int) string { return "learner-" + strconv.Itoa(slot) }
 // workers' segments, shares every gradient with the other learners and
 // publishes nothing (learner 0 publishes and reports).
 func (s *Setup) RunLearnerPeer(ctx context.Context, slot int, tr transport.Transport, run string, opt Options) error {
-	if s.Off != nil || slot < 1 || slot >= s.Learners {
-		return fmt.Errorf("%w: learner %d: the run has %d on-policy learner(s); learner 0 is the run's own", ErrConfig, slot, s.Learners)
+	if slot < 1 || slot >= s.Learners {
+		return fmt.Errorf("%w: learner %d: the run has %d learner(s); learner 0 is the run's own", ErrConfig, slot, s.Learners)
 	}
-	iters, err := s.iterations()
-	if err != nil {
-		return err
+	var iters int
+	if s.Off == nil {
+		var err error
+		if iters, err = s.iterations(); err != nil {
+			return err
+		}
 	}
 	if opt.MaxPolicyLag == 0 {
 		opt.MaxPolicyLag = s.Header.Runtime.MaxPolicyLag
@@ -786,8 +830,14 @@ func (s *Setup) RunLearnerPeer(ctx context.Context, slot int, tr transport.Trans
 		return err
 	}
 	defer coll.Close()
+	group := &worker.LearnerGroup{Collective: coll, Learners: s.Learners, Slot: slot}
+	if s.Off != nil {
+		_, err = worker.RunOffLearner(ctx, worker.OffLearnerConfig{Steps: s.Header.Steps, StepsPerSample: s.Off.ChunkSteps,
+			PublishEvery: s.Off.PublishEvery, Stall: stall, Group: group}, s.Pieces, smp, nil)
+		return err
+	}
 	_, err = worker.RunLearner(ctx, worker.LearnerConfig{Iterations: iters, MaxLag: maxLagOf(opt), Stall: stall,
-		Group: &worker.LearnerGroup{Collective: coll, Learners: s.Learners, Slot: slot}}, s.Pieces, smp, nil)
+		Group: group}, s.Pieces, smp, nil)
 	return err
 }
 
@@ -874,9 +924,10 @@ func list(s []string) string {
 
 // trainOff runs the off-policy learner here; finish stops the other roles
 // and returns their first error.
-func (s *Setup) trainOff(ctx, wctx context.Context, rt *algo.Runtime, smp transport.SampleStream, par transport.ParamService, mon *monitor, stall time.Duration, finish func() error) (algo.Model, error) {
+func (s *Setup) trainOff(ctx, wctx context.Context, rt *algo.Runtime, smp transport.SampleStream, par transport.ParamService, mon *monitor, stall time.Duration,
+	group *worker.LearnerGroup, finish func() error) (algo.Model, error) {
 	l, err := worker.RunOffLearner(wctx, worker.OffLearnerConfig{Steps: rt.Header.Steps, StepsPerSample: s.Off.ChunkSteps,
-		PublishEvery: s.Off.PublishEvery, Stall: stall, Alive: mon.alive, Counters: &mon.cnt,
+		PublishEvery: s.Off.PublishEvery, Stall: stall, Alive: mon.alive, Counters: &mon.cnt, Group: group,
 		OnSample: func(step int64, tr *sample.Transitions, stats []algo.Stat) {
 			// Episodes are logged at the end of the sample they ended in.
 			for _, e := range tr.Episodes {

@@ -14,7 +14,7 @@
 //	  transport: nats     # inproc (default) or nats
 //	  nats_url: ""        # an external server or cluster; empty: embedded on 127.0.0.1
 //	  max_policy_lag: 32  # drop on-policy segments older than this many versions (default 32; -1: no bound)
-//	  learners: 2         # M data-parallel learners (PPO; default 1)
+//	  learners: 2         # M data-parallel learners (default 1)
 //	  sync_batch: split   # a learner's share of each minibatch: split (1/M of its rows, default) or full
 //
 // Each env worker steps the config's num_envs envs and pushes segments of
@@ -100,6 +100,23 @@
 // learners are reproducible bit for bit (worker
 // TestLearnerGroupDeterministic). Like every dist run, which segments meet
 // in an update depends on timing.
+//
+// The off-policy learners (DQN, SAC, TD3, DDPG) are pal's sync learners
+// across processes (worker.RunOffLearner with a LearnerGroup). Each keeps
+// its own replay of buffer_size/M, fed by its env workers, so that
+// together they hold the most recent buffer_size transitions as one
+// learner's replay does. A round is one chunk per learner: the M chunks
+// advance the global env-step counter by M × chunk steps, and each update
+// the algorithm's schedule (algo.SplitLearner.Due) asks for over them is
+// computed by every learner on its share of the minibatch (batch_size/M
+// rows from its replay, its slot's stream), all-gathered with its ticket,
+// averaged in learner-id order and applied once by every learner, as one
+// update. So optimizer steps, target updates, TD3's policy delay and ε
+// follow the single learner's schedule, and the counts are its counts
+// (worker TestOffLearnerGroup); an update is due only when every replay
+// holds its share (the smallest replay size is exchanged each round).
+// Gradients of different updates (learners whose schedules diverged) end
+// the run with algo.ErrGradShape instead of being averaged.
 //
 // The all-gather runs over NATS (one subject, herd.<run>.gather; core
 // publish/subscribe, every learner receiving every message) or channels

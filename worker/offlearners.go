@@ -1,0 +1,260 @@
+package worker
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"herd/algo"
+	"herd/sample"
+	"herd/transport"
+)
+
+// The off-policy learners of a group (runtime.learners M > 1) are pal's
+// sync learners spread over processes. Each keeps its own replay, fed by
+// its own env workers, and learns in rounds: every learner takes one
+// sample, the M samples advance the global env-step counter together, and
+// each update the algorithm's schedule asks for over those steps is one
+// collective step — every learner computes the update's gradient on its
+// share of the minibatch (its own replay, its slot's stream), the M
+// gradients are averaged in learner-id order and every learner applies
+// the average once. So every learner holds the same parameters, and the
+// updates, optimizer steps and target updates are those of one learner
+// over the same env steps.
+
+// offRound is what an off-policy learner tells the others each round.
+type offRound struct {
+	roundInfo
+	// ReplayLen is the learner's replay size: an update is due only when
+	// every replay holds its share of the minibatch.
+	ReplayLen int
+}
+
+// minLenReplay is a replay whose Len is the group's smallest, so that
+// every learner's Due agrees.
+type minLenReplay struct {
+	algo.Replay
+	n int
+}
+
+func (r minLenReplay) Len() int { return r.n }
+
+// runOffGroup is RunOffLearner for learner g.Slot of a group.
+func runOffGroup(ctx context.Context, cfg OffLearnerConfig, g *LearnerGroup, l algo.TransitionLearner, rb algo.Replay,
+	samples transport.SampleStream, params transport.ParamService, cnt *Counters) error {
+	sl, ok := l.(algo.SplitLearner)
+	if !ok {
+		return fmt.Errorf("worker: learner %d: %w", g.Slot, errNotSplit)
+	}
+	sl.SetSlot(g.Slot)
+	lead := g.Slot == 0
+	own := &Counters{}
+	if !lead {
+		cnt = own
+	}
+	var (
+		published = l.Weights().N
+		step      int64
+		next      = published + 1
+		tickets   []algo.Ticket
+		grad      = sl.NewGrad()
+		ex        = newGradExchange(g, sl.NewGrad)
+		per       = cfg.StepsPerSample * int64(g.Learners)
+	)
+	if lead {
+		if err := params.Publish(ctx, l.Weights()); err != nil {
+			return err
+		}
+	}
+	for step < cfg.Steps {
+		b, err := pull(ctx, samples, cfg.Stall, cfg.Alive)
+		if err != nil {
+			return err
+		}
+		tr, err := sample.DecodeTransitions(b)
+		if err == nil {
+			err = rb.Add(tr)
+		}
+		if err != nil {
+			own.DecodeErrors++
+			if cfg.OnDrop != nil {
+				cfg.OnDrop(err)
+			}
+			continue
+		}
+		own.Learned++
+		own.addLag(published, tr.Version, tr.N)
+		ss := samples.Stats()
+		infos, err := exchangeOff(ctx, g.Collective, offRound{roundInfo: roundInfo{T: 1, N: tr.N, Episodes: tr.Episodes, Counters: *own,
+			Duplicates: ss.Duplicates, StreamErrors: ss.Malformed + ss.WrongProtocol}, ReplayLen: rb.Len()})
+		if err != nil {
+			return fmt.Errorf("worker: learner %d: %w", g.Slot, err)
+		}
+		minLen, ris := infos[0].ReplayLen, make([]roundInfo, len(infos))
+		for k, in := range infos {
+			minLen = min(minLen, in.ReplayLen)
+			ris[k] = in.roundInfo
+		}
+		var report *sample.Segment
+		if lead {
+			report = mergeRound(ris, cnt)
+		}
+		prev := step
+		step = min(step+per, cfg.Steps)
+		tickets = sl.Due(tickets[:0], minLenReplay{rb, minLen}, prev, step, next)
+		next += uint64(len(tickets))
+		var stats []algo.Stat
+		for _, t := range tickets {
+			if err := sl.Grad(ctx, rb, t, grad); err != nil {
+				return fmt.Errorf("worker: learner %d: %w", g.Slot, err)
+			}
+			avg, err := ex.average(ctx, grad)
+			if err != nil {
+				return fmt.Errorf("worker: learner %d: %w", g.Slot, err)
+			}
+			if stats, err = sl.Apply(avg); err != nil {
+				return fmt.Errorf("worker: learner %d: %w", g.Slot, err)
+			}
+		}
+		// Every learner makes the same decision; only learner 0 acts on it.
+		if v := l.Weights(); v.N >= published+uint64(cfg.PublishEvery) {
+			if lead {
+				if err := params.Publish(ctx, v); err != nil {
+					return err
+				}
+			}
+			published = v.N
+		}
+		if lead && cfg.OnSample != nil {
+			cfg.OnSample(step, &sample.Transitions{N: report.N, Episodes: report.Episodes}, stats)
+		}
+	}
+	return nil
+}
+
+// errNotSplit is returned for runtime.learners > 1 with an off-policy
+// learner that cannot split its updates into gradient and apply steps.
+var errNotSplit = errors.New("the algorithm's learner cannot split its updates into gradient and apply steps (runtime.learners > 1)")
+
+// exchangeOff gathers every learner's offRound for this round.
+func exchangeOff(ctx context.Context, c transport.Collective, own offRound) ([]offRound, error) {
+	return gatherJSON(ctx, c, own)
+}
+
+// gradExchange averages one update's gradients over the group: each
+// learner sends its gradient (ticket, parts with their counts, scalars),
+// receives all M and averages them itself in learner-id order
+// (algo.AverageGrads, as pal's sync rounds do), so all apply the same
+// bits.
+type gradExchange struct {
+	c     transport.Collective
+	grads []*algo.Grad
+	avg   *algo.Grad
+	size  int
+}
+
+func newGradExchange(g *LearnerGroup, newGrad func() *algo.Grad) *gradExchange {
+	x := &gradExchange{c: g.Collective, avg: newGrad()}
+	for range g.Learners {
+		x.grads = append(x.grads, newGrad())
+	}
+	return x
+}
+
+// average returns the group's average of g, as one update (N 1, each
+// part carried once); it is valid until the next call.
+func (x *gradExchange) average(ctx context.Context, g *algo.Grad) (*algo.Grad, error) {
+	// A new buffer per message: the in-process carrier hands this very
+	// slice to the other learners.
+	b := make([]byte, 0, x.size)
+	b = binary.LittleEndian.AppendUint64(b, uint64(g.Step))
+	b = binary.LittleEndian.AppendUint64(b, g.Index)
+	b = binary.LittleEndian.AppendUint32(b, uint32(g.Targets))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(g.Parts)))
+	for i, p := range g.Parts {
+		b = binary.LittleEndian.AppendUint32(b, uint32(g.Has[i]))
+		b = binary.LittleEndian.AppendUint32(b, uint32(g.Steps[i]))
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(p)))
+		for _, v := range p {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+		}
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(g.Stats)))
+	for _, s := range g.Stats {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.Value))
+	}
+	x.size = len(b)
+	all, err := x.c.AllGather(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	for k, m := range all {
+		if err := decodeOffGrad(x.grads[k], g, m); err != nil {
+			return nil, fmt.Errorf("learner %d's gradient: %w", k, err)
+		}
+	}
+	if err := algo.AverageGrads(x.avg, x.grads); err != nil {
+		return nil, err
+	}
+	x.avg.N = 1
+	for i, n := range x.avg.Has {
+		x.avg.Has[i] = min(n, 1)
+	}
+	return x.avg, nil
+}
+
+// decodeOffGrad reads average's encoding into dst, shaped as own (this
+// learner's gradient of the same update, whose stat names it takes). A
+// gradient of another update means the learners' schedules diverged.
+func decodeOffGrad(dst, own *algo.Grad, b []byte) error {
+	bad := fmt.Errorf("%w: a gradient message that does not fit the learner", algo.ErrGradShape)
+	u32 := func() (int, bool) {
+		if len(b) < 4 {
+			return 0, false
+		}
+		v := int(binary.LittleEndian.Uint32(b))
+		b = b[4:]
+		return v, true
+	}
+	if len(b) < 16 {
+		return bad
+	}
+	step, index := int64(binary.LittleEndian.Uint64(b)), binary.LittleEndian.Uint64(b[8:])
+	b = b[16:]
+	if step != own.Step || index != own.Index {
+		return fmt.Errorf("%w: update %d at step %d, this learner's is update %d at step %d: the learners' schedules diverged",
+			algo.ErrGradShape, index, step, own.Index, own.Step)
+	}
+	dst.Ticket = own.Ticket
+	var ok bool
+	if dst.Targets, ok = u32(); !ok {
+		return bad
+	}
+	if n, ok := u32(); !ok || n != len(dst.Parts) {
+		return bad
+	}
+	for i, p := range dst.Parts {
+		h, ok1 := u32()
+		s, ok2 := u32()
+		n, ok3 := u32()
+		if !ok1 || !ok2 || !ok3 || n != len(p) || len(b) < 4*n {
+			return bad
+		}
+		dst.Has[i], dst.Steps[i] = h, s
+		for j := range p {
+			p[j] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*j:]))
+		}
+		b = b[4*n:]
+	}
+	if n, ok := u32(); !ok || n != len(own.Stats) || len(b) != 8*n {
+		return bad
+	}
+	dst.Stats = append(dst.Stats[:0], own.Stats...)
+	for j := range dst.Stats {
+		dst.Stats[j].Value = math.Float64frombits(binary.LittleEndian.Uint64(b[8*j:]))
+	}
+	dst.N = 1
+	return nil
+}
