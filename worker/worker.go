@@ -136,9 +136,11 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 // RunEnvInline runs an on-policy env worker under inline inference
 // (runtime.inference: inline): instead of asking policy workers, it acts
 // with a policy copy of its own (as the off-policy env workers do). It
-// waits for the learner's first weights, takes the newest version the
-// parameter service holds before each segment and acts on it for the
-// whole segment, so every step of a segment records that version
+// waits for the learner's first weights; before each later segment it
+// waits for the version the learner makes from its last one (at most
+// Timeouts.Weights; over a stream without a queue that bounds the lag,
+// see runEnv), takes the newest version the parameter service holds and
+// acts on it for the whole segment, so every step of a segment records that version
 // (Segment.Versions) and the learner's lag counts stay exact. The
 // actions are drawn from the stream RunEnv draws from ((Seed,
 // "env-worker", Slot)): with the weights of a fixed version, the segments
