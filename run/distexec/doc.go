@@ -34,7 +34,8 @@
 //	dist/dropped                 segments dropped for lag > max_policy_lag
 //	dist/duplicates              repeated pushes acknowledged but not queued
 //	dist/decode_errors           samples or messages that did not decode
-//	dist/stale_weights           weights versions a worker could not download in time
+//	dist/stale_weights           weights versions a worker could not download in time, and
+//	                             inline segments started before the learner's next version came
 //	dist/abandoned               inference requests skipped: their sender had left
 //	dist/batch_rows_mean         rows per policy-worker batch (all batches, all policy workers)
 //	dist/batch_rows_p50, _p99    rows per batch over each policy worker's last 4096 batches (largest worker's)
