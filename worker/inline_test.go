@@ -269,7 +269,7 @@ func (l slowLearner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Sta
 // takes learn per segment, over the on-policy topology's sample stream (no
 // queue), for iters segments, and returns the learner's counters and the
 // segments the workers started on old weights.
-func inlineLag(t *testing.T, envWorkers, iters int, learn time.Duration) (worker.Counters, uint64) {
+func inlineLag(t *testing.T, envWorkers, iters int, learn time.Duration, lateAck bool) (worker.Counters, uint64) {
 	t.Helper()
 	pieces, opt := ppoPieces(t)
 	newLearner := pieces.NewSegmentLearner
@@ -315,7 +315,12 @@ func inlineLag(t *testing.T, envWorkers, iters int, learn time.Duration) (worker
 		var last uint64
 		cfg := worker.EnvConfig{Slot: w, Seed: 9, Envs: envs, Steps: 16, Gamma: 0.99, Peers: envWorkers,
 			OnPushed: func(p transport.Progress) { stale.Add(p.FetchFailed - last); last = p.FetchFailed }}
-		go func() { errs <- worker.RunEnvInline(wctx, cfg, pieces, params, smp) }()
+		var push transport.SampleStream = smp
+		if lateAck {
+			push = lateAcks{smp, params}
+			cfg.Timeouts.Weights = 5 * time.Second
+		}
+		go func() { errs <- worker.RunEnvInline(wctx, cfg, pieces, params, push) }()
 	}
 	var cnt worker.Counters
 	_, err = worker.RunLearner(ctx, worker.LearnerConfig{Iterations: iters, Counters: &cnt}, pieces, smp, params)
@@ -340,7 +345,7 @@ func inlineLag(t *testing.T, envWorkers, iters int, learn time.Duration) (worker
 func TestInlineLagBound(t *testing.T) {
 	const iters = 40
 	for _, e := range []int{1, 2, 3} {
-		cnt, stale := inlineLag(t, e, iters, 15*time.Millisecond)
+		cnt, stale := inlineLag(t, e, iters, 15*time.Millisecond, false)
 		t.Logf("%d env workers: lag mean %.2f, max %d; learned %d, dropped %d; stale starts %d", e, cnt.LagMean(), cnt.LagMax, cnt.Learned, cnt.Dropped, stale)
 		// A goroutine descheduled while it gathers (a loaded machine) can
 		// add to a few segments' lag, so the mean carries some slack.
@@ -350,5 +355,37 @@ func TestInlineLagBound(t *testing.T) {
 		if cnt.Learned != iters || stale != 0 {
 			t.Errorf("%d env workers: learned %d, stale starts %d; want %d and 0", e, cnt.Learned, stale, iters)
 		}
+	}
+}
+
+// lateAcks returns from a push only after the learner has learned the
+// sample, as a pusher descheduled between its ack and its next step sees
+// it: the newest version it then knows is already the one made from its
+// segment.
+type lateAcks struct {
+	transport.SampleStream
+	params transport.ParamService
+}
+
+func (l lateAcks) Push(ctx context.Context, id transport.SampleID, b []byte) error {
+	if err := l.SampleStream.Push(ctx, id, b); err != nil {
+		return err
+	}
+	_, err := l.params.Wait(ctx, l.params.Announced()+1)
+	return err
+}
+
+// A lone env worker that learns of the learner's next version before its
+// push returns does not wait for yet another version, which would need a
+// segment it has not sent: no stale starts, and no 5 s waits.
+func TestInlineLateAckDoesNotStall(t *testing.T) {
+	const iters = 8
+	start := time.Now()
+	cnt, stale := inlineLag(t, 1, iters, 5*time.Millisecond, true)
+	if stale != 0 || cnt.Learned != iters {
+		t.Errorf("learned %d, stale starts %d; want %d and 0", cnt.Learned, stale, iters)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("%d segments took %v: the worker waited for a version only its own next segment makes", iters, d)
 	}
 }

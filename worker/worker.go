@@ -82,9 +82,11 @@ type EnvConfig struct {
 	Gamma float32
 	// Segments is how many segments to push (0: until ctx ends).
 	Segments int
-	// Peers is the run's number of env workers, this one included (0
-	// counts as 1); an inline worker never waits for a version more than
-	// Peers after its last segment's (see RunEnvInline).
+	// Peers is the number of env workers that feed this worker's learner,
+	// this one included (0 counts as 1): the versions the learners reach
+	// from its last segment and those peers' without another of its own.
+	// An inline worker never waits for a version more than Peers after
+	// its last segment's (see runEnv).
 	Peers    int
 	Timeouts Timeouts
 	// Resume is where this start of the worker continues (see Resume).

@@ -391,7 +391,7 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr transport.Transpo
 		return err
 	}
 	defer mem.Close()
-	cfg := worker.EnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Steps: s.T, Gamma: s.Gamma, Peers: s.Header.Runtime.EnvWorkers,
+	cfg := worker.EnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Steps: s.T, Gamma: s.Gamma, Peers: max(s.Header.Runtime.EnvWorkers, 1) / max(s.Learners, 1),
 		Groups: s.Header.Runtime.EnvGroups, Resume: prog, OnPushed: save, Timing: s.EnvTiming, Metrics: met}
 	if !s.Inline {
 		return worker.RunEnv(ctx, cfg, s.Pieces, inf, smp)
