@@ -464,6 +464,26 @@ func TestSampleConformance(t *testing.T) {
 				}
 			}
 		})
+		t.Run("no queue: a push returns when pulled", func(t *testing.T) {
+			ctx := ctxT(t, 20*time.Second)
+			learner, pusher := sampleStream(t, w, Options{Capacity: NoQueue}), sampleStream(t, w, Options{Capacity: NoQueue})
+			c0, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			_, _ = learner.Pull(c0) // joins
+			cancel()
+			done := make(chan error, 1)
+			go func() { done <- pusher.Push(ctx, SampleID{Slot: 0, Incarnation: 1, Seq: 1}, []byte("x")) }()
+			select {
+			case err := <-done:
+				t.Fatalf("push returned (%v) before any pull", err)
+			case <-time.After(300 * time.Millisecond):
+			}
+			if b, err := learner.Pull(ctx); err != nil || string(b) != "x" {
+				t.Fatalf("pull: %q %v", b, err)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
 		t.Run("a push waits for a learner", func(t *testing.T) {
 			ctx := ctxT(t, 20*time.Second)
 			pusher := sampleStream(t, w, Options{})

@@ -95,7 +95,8 @@ type InferenceStream interface {
 type SampleStream interface {
 	// Push hands b to a learner; ownership of b passes to the stream (the
 	// in-process stream delivers this very slice). It returns nil once
-	// the sample is queued at a learner and blocks while none has room.
+	// the sample is queued at a learner (under NoQueue: once a learner's
+	// Pull has taken it) and blocks while none has room.
 	// With no learner yet, the NATS stream waits for one until ctx ends.
 	// An error leaves it unknown whether the sample was queued, except
 	// ErrBadRequest (never sent): retry with the same id, and a learner
@@ -123,6 +124,10 @@ type ParamService interface {
 	// Latest returns the newest version known here without blocking, or
 	// nil before any version is known.
 	Latest() *weights.Version
+	// Announced returns the number of the newest version known here,
+	// held or still downloading (NATS announces a version before its
+	// holders have fetched it); 0 before any.
+	Announced() uint64
 	// Wait returns the latest version once its number is at least n,
 	// parking until then or until ctx ends.
 	Wait(ctx context.Context, n uint64) (*weights.Version, error)
@@ -307,7 +312,8 @@ type Options struct {
 	// 4096; a single larger request is still served alone).
 	MaxBatchRows int
 	// Capacity is the number of samples a learner queues before pushers
-	// block (default 4).
+	// block (default 4); NoQueue for none: a push is acknowledged once a
+	// learner has pulled its sample.
 	Capacity int
 	// TTL is how long a registration lives without a keep-alive (default
 	// 3 s; NATS counts TTLs in whole seconds, so it rounds up there).
@@ -335,11 +341,20 @@ type Options struct {
 	GatherTimeout time.Duration
 }
 
+// NoQueue, as Options.Capacity, gives a learner no sample queue: Push
+// returns when a learner's Pull has taken the sample, so a pusher knows
+// its sample is being learned from, not waiting behind others (the
+// on-policy topology's bound on policy lag rests on this).
+const NoQueue = -1
+
 func (o Options) withDefaults() Options {
 	if o.MaxBatchRows <= 0 {
 		o.MaxBatchRows = 4096
 	}
-	if o.Capacity <= 0 {
+	switch {
+	case o.Capacity == NoQueue:
+		o.Capacity = 0
+	case o.Capacity <= 0:
 		o.Capacity = 4
 	}
 	if o.TTL <= 0 {

@@ -486,6 +486,15 @@ func (p *inprocParams) Publish(ctx context.Context, v *weights.Version) error {
 
 func (p *inprocParams) Latest() *weights.Version { return p.box.cur.Load() }
 
+// Announced is Latest's number: versions pass by pointer, with nothing to
+// download.
+func (p *inprocParams) Announced() uint64 {
+	if v := p.box.cur.Load(); v != nil {
+		return v.N
+	}
+	return 0
+}
+
 func (p *inprocParams) Wait(ctx context.Context, n uint64) (*weights.Version, error) {
 	return p.box.wait(ctx, n, p.closed)
 }

@@ -689,6 +689,9 @@ type natsParams struct {
 	// downloading what it already holds (the watch can see an object
 	// before Publish returns).
 	publishing atomic.Uint64
+	// announced is the newest version number heard of, from the watch,
+	// the store's listing or Publish.
+	announced atomic.Uint64
 }
 
 // Params returns the run's parameter service over JetStream's object store
@@ -759,6 +762,7 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 				if !ok {
 					continue
 				}
+				p.announce(n)
 				if cur := p.box.cur.Load(); (cur == nil || n > cur.N) && n+1 > p.publishing.Load() {
 					p.fetch(wctx, name, n)
 				}
@@ -790,8 +794,22 @@ func (p *natsParams) pollNewest(ctx context.Context) {
 			name, n = nm, nn
 		}
 	}
-	if cur := p.box.cur.Load(); name != "" && (cur == nil || n > cur.N) && n+1 > p.publishing.Load() {
+	if name == "" {
+		return
+	}
+	p.announce(n)
+	if cur := p.box.cur.Load(); (cur == nil || n > cur.N) && n+1 > p.publishing.Load() {
 		p.fetch(ctx, name, n)
+	}
+}
+
+// announce notes that version n exists.
+func (p *natsParams) announce(n uint64) {
+	for {
+		a := p.announced.Load()
+		if n <= a || p.announced.CompareAndSwap(a, n) {
+			return
+		}
 	}
 }
 
@@ -907,6 +925,14 @@ func (p *natsParams) retire(ctx context.Context, n uint64, now time.Time) {
 }
 
 func (p *natsParams) Latest() *weights.Version { return p.box.cur.Load() }
+
+func (p *natsParams) Announced() uint64 {
+	a := p.announced.Load()
+	if v := p.box.cur.Load(); v != nil && v.N > a {
+		return v.N
+	}
+	return a
+}
 
 func (p *natsParams) Wait(ctx context.Context, n uint64) (*weights.Version, error) {
 	return p.box.wait(ctx, n, p.closed)

@@ -47,7 +47,9 @@
 // (sample.Segment.Versions). The learner counts, per step learned, its own
 // version minus that one (Counters: mean and max), and drops and counts a
 // segment whose oldest step lags more than LearnerConfig.MaxLag versions
-// (runtime.max_policy_lag). The off-policy learner counts lags but bounds
+// (runtime.max_policy_lag). An inline env worker keeps its own lag low:
+// it starts a segment only on the version made from its last one (see
+// RunEnvInline). The off-policy learner counts lags but bounds
 // none: Q-learning learns from any behaviour policy, and replay keeps old
 // data by design.
 //

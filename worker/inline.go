@@ -2,7 +2,9 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"herd/algo"
 	"herd/transport"
@@ -51,6 +53,27 @@ func (c *inlineCopy) refresh() error {
 	}
 	return nil
 }
+
+// await waits until the parameter service holds version n or newer, for
+// at most d. It reports false with a nil error when d ran out first.
+func (c *inlineCopy) await(ctx context.Context, n uint64, d time.Duration) (bool, error) {
+	wctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	_, err := c.params.Wait(wctx, n)
+	switch {
+	case err == nil:
+		return true, nil
+	case ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		return false, nil
+	}
+	return false, fmt.Errorf("worker: env worker %d: waiting for weights %d: %w", c.slot, n, err)
+}
+
+// known is the number of the newest version the parameter service knows
+// of, held or still downloading: the learner announces a version before it
+// takes the next segment, while the download may take longer than the
+// push's acknowledgement (NATS).
+func (c *inlineCopy) known() uint64 { return max(c.params.Announced(), c.pol.Version()) }
 
 // version is the number of the weights the copy holds.
 func (c *inlineCopy) version() uint64 { return c.pol.Version() }

@@ -23,8 +23,10 @@ import (
 //	herd_env_worker_inference_seconds        inference round trip, retries included (histogram; on-policy only)
 //	herd_env_worker_push_seconds             sample push, back-pressure and retries included (histogram)
 //	herd_env_worker_retries_total{call}      calls retried after a timeout or a transient error, by call (infer, push)
+//	herd_env_worker_stale_starts_total       inline segments started on old weights: no newer version within Timeouts.Weights
 type EnvMetrics struct {
 	steps, episodes, pushed prometheus.Counter
+	staleStarts             prometheus.Counter
 	version                 prometheus.Gauge
 	infer, push             prometheus.Histogram
 	inferRetries            prometheus.Counter
@@ -50,13 +52,22 @@ func NewEnvMetrics(reg prometheus.Registerer) (*EnvMetrics, error) {
 			Help: "Inference round trip to a policy worker, retries included.", Buckets: latencyBuckets}),
 		push: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "herd_env_worker_push_seconds",
 			Help: "Sample push to a learner, back-pressure and retries included.", Buckets: latencyBuckets}),
+		staleStarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "herd_env_worker_stale_starts_total",
+			Help: "Inline segments started on old weights: no newer version came within the wait's timeout."}),
 		inferRetries: retries.WithLabelValues("infer"),
 		pushRetries:  retries.WithLabelValues("push"),
 	}
-	if err := register(reg, m.steps, m.episodes, m.pushed, m.version, m.infer, m.push, retries); err != nil {
+	if err := register(reg, m.steps, m.episodes, m.pushed, m.staleStarts, m.version, m.infer, m.push, retries); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// staleStart counts a segment started on old weights.
+func (m *EnvMetrics) staleStart() {
+	if m != nil {
+		m.staleStarts.Inc()
+	}
 }
 
 // PolicyMetrics are a policy worker's Prometheus collectors (`herd worker

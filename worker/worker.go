@@ -46,6 +46,11 @@ type Timeouts struct {
 	Infer time.Duration
 	// Push bounds one sample push, back-pressure included (default 30 s).
 	Push time.Duration
+	// Weights bounds an inline env worker's wait, before a segment, for
+	// the first version made after its last push was taken (default
+	// 10 s); when it runs out the worker acts on the newest version it
+	// holds and counts a stale start (Progress.FetchFailed).
+	Weights time.Duration
 }
 
 func (t Timeouts) withDefaults() Timeouts {
@@ -54,6 +59,9 @@ func (t Timeouts) withDefaults() Timeouts {
 	}
 	if t.Push <= 0 {
 		t.Push = 30 * time.Second
+	}
+	if t.Weights <= 0 {
+		t.Weights = 10 * time.Second
 	}
 	return t
 }
@@ -74,6 +82,12 @@ type EnvConfig struct {
 	Gamma float32
 	// Segments is how many segments to push (0: until ctx ends).
 	Segments int
+	// Peers is the number of env workers that feed this worker's learner,
+	// this one included (0 counts as 1): the versions the learners reach
+	// from its last segment and those peers' without another of its own.
+	// An inline worker never waits for a version more than Peers after
+	// its last segment's (see runEnv).
+	Peers    int
 	Timeouts Timeouts
 	// Resume is where this start of the worker continues (see Resume).
 	Resume transport.Progress
@@ -124,9 +138,11 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 // RunEnvInline runs an on-policy env worker under inline inference
 // (runtime.inference: inline): instead of asking policy workers, it acts
 // with a policy copy of its own (as the off-policy env workers do). It
-// waits for the learner's first weights, takes the newest version the
-// parameter service holds before each segment and acts on it for the
-// whole segment, so every step of a segment records that version
+// waits for the learner's first weights; before each later segment it
+// waits for the version the learner makes from its last one (at most
+// Timeouts.Weights; over a stream without a queue that bounds the lag,
+// see runEnv), takes the newest version the parameter service holds and
+// acts on it for the whole segment, so every step of a segment records that version
 // (Segment.Versions) and the learner's lag counts stay exact. The
 // actions are drawn from the stream RunEnv draws from ((Seed,
 // "env-worker", Slot)): with the weights of a fixed version, the segments
@@ -219,10 +235,36 @@ func runEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 	seg.Versions = make([]uint64, cfg.Steps)
 	prog := cfg.Resume
 	step := prog.Steps
+	// taken is the newest version known here when the learner took the
+	// last segment (the on-policy stream has no queue: a push returns
+	// once the learner pulls it). An inline worker starts its next
+	// segment only on a newer version, the one the learner makes from
+	// that segment, so it has at most one segment the learner has not
+	// learned, and a segment waits behind at most the other workers':
+	// policy lag ≤ Peers − 1 while segments take less time to gather than
+	// the others' to learn. Acting at once instead, on the
+	// version the learner learns the last segment with, adds a version to
+	// every segment's lag. taken may be read after the learner has
+	// learned the segment already, when taken + 1 needs another worker's
+	// segment, so the wait is capped at Peers versions after the last
+	// segment's: a lone worker then waits for the version made from its
+	// own segment. Timeouts.Weights ends any other wait in vain (a dead
+	// learner, or a dead peer in that race).
+	var taken uint64
 	for n := 0; cfg.Segments == 0 || n < cfg.Segments; n++ {
 		seg.Episodes = seg.Episodes[:0]
 		seg.Worker = cfg.Slot
 		if cp != nil {
+			if n > 0 {
+				ok, err := cp.await(ctx, min(taken+1, seg.Version+uint64(max(cfg.Peers, 1))), to.Weights)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					prog.FetchFailed++
+					met.staleStart()
+				}
+			}
 			// One version per segment: the behaviour policy of all its
 			// steps, bootstraps and last values.
 			if err := cp.refresh(); err != nil {
@@ -327,6 +369,9 @@ func runEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 		}
 		if tm != nil {
 			ph.add(&tm.Push)
+		}
+		if cp != nil {
+			taken = cp.known()
 		}
 		prog.Seq, prog.Steps = id.Seq, step
 		if cfg.OnPushed != nil {

@@ -186,17 +186,20 @@ func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
 			Capacity: OnCapacity}}, nil
 }
 
-// OnCapacity is the on-policy learner's sample queue: one segment. When
-// the env workers gather segments faster than the learner learns them
-// (CartPole with inline inference under herd launch, or either inference
-// under herd train: the learner is the bottleneck) the queue stays full,
-// and every segment in it adds a version to the lag of those behind it.
-// With the transport's default of 4, PPO CartPole's mean lag was 6.1
-// versions (inline, herd launch) and 5.8 (policy workers, herd train), and
-// returns fell to 378 and 273; with one, 2.9–3.2 (docs/BENCHMARKS.md,
-// "Distributed speed"). The env workers, blocked on the push, wait instead
-// of gathering data that would only age.
-const OnCapacity = 1
+// OnCapacity is the on-policy learner's sample queue: none. A push
+// returns when the learner takes the segment to learn from it, so a
+// segment waits behind at most the other env workers' segments, not
+// behind a queue as well, and an inline env worker knows that the next
+// version is the one made from its segment (worker.RunEnvInline waits for
+// it). The env workers gather segments faster than the learner learns
+// them (CartPole with inline inference under herd launch, or either
+// inference under herd train), so any queue stays full and each segment
+// in it adds a version to the lag of those behind it: with the
+// transport's default of 4, PPO CartPole's mean lag was 6.1 versions and
+// returns fell to 378; with 1, 2.9–3.2 and returns of 440–490 under herd
+// launch; with none and the inline wait, about 1 (docs/BENCHMARKS.md,
+// "Distributed runs").
+const OnCapacity = transport.NoQueue
 
 // splitMinibatch checks runtime.learners = m > 1 against the topology and
 // returns the config each learner learns with: under sync_batch split
@@ -430,22 +433,23 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr transport.Transpo
 		return err
 	}
 	defer mem.Close()
-	cfg := worker.EnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Steps: s.T, Gamma: s.Gamma,
+	cfg := worker.EnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Steps: s.T, Gamma: s.Gamma, Peers: max(s.Header.Runtime.EnvWorkers, 1) / max(s.Learners, 1),
 		Groups: s.Header.Runtime.EnvGroups, Resume: prog, OnPushed: save, Timing: s.EnvTiming, Metrics: met}
 	if !s.Inline {
 		return worker.RunEnv(ctx, cfg, s.Pieces, inf, smp)
 	}
-	cfg.OnPushed = fetchFailedSaver(prog, par, save)
+	cfg.OnPushed = fetchFailedSaver(par, save)
 	return worker.RunEnvInline(ctx, cfg, s.Pieces, par, smp)
 }
 
 // fetchFailedSaver returns the progress saver of an env worker with an
 // inline copy: its record adds the versions its parameter service could
-// not download (dist/stale_weights) to those of its earlier incarnations.
-func fetchFailedSaver(prog transport.Progress, par transport.ParamService, save func(transport.Progress)) func(transport.Progress) {
-	base := prog.FetchFailed
+// not download to the worker's count, which holds its earlier
+// incarnations' and its own segments started on old weights (both
+// dist/stale_weights).
+func fetchFailedSaver(par transport.ParamService, save func(transport.Progress)) func(transport.Progress) {
 	return func(p transport.Progress) {
-		p.FetchFailed = base + par.Stats().FetchFailed
+		p.FetchFailed += par.Stats().FetchFailed
 		save(p)
 	}
 }
@@ -512,7 +516,7 @@ func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr transport.Tran
 	defer mem.Close()
 	return worker.RunOffEnv(ctx, worker.OffEnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Chunk: s.Off.Chunk,
 		RefreshEvery: s.Off.RefreshEvery, StepScale: int64(s.Off.EnvWorkers), Actors: s.Off.EnvWorkers, Resume: prog, Metrics: met,
-		OnPushed: fetchFailedSaver(prog, par, save)}, s.Pieces, par, smp)
+		OnPushed: fetchFailedSaver(par, save)}, s.Pieces, par, smp)
 }
 
 // RunPolicyWorker runs policy worker slot on tr until ctx ends. It keeps

@@ -34,7 +34,8 @@
 //	dist/dropped                 segments dropped for lag > max_policy_lag
 //	dist/duplicates              repeated pushes acknowledged but not queued
 //	dist/decode_errors           samples or messages that did not decode
-//	dist/stale_weights           weights versions a worker could not download in time
+//	dist/stale_weights           weights versions a worker could not download in time, and
+//	                             inline segments started before the learner's next version came
 //	dist/abandoned               inference requests skipped: their sender had left
 //	dist/batch_rows_mean         rows per policy-worker batch (all batches, all policy workers)
 //	dist/batch_rows_p50, _p99    rows per batch over each policy worker's last 4096 batches (largest worker's)
@@ -55,12 +56,16 @@
 // lets actors run inference locally, as inline does. With the weights of
 // one version both give the same segments bit for bit.
 //
-// The learner queues one segment (OnCapacity): when the env workers gather
-// faster than it learns, each queued segment adds a version to the lag of
-// the data behind it (a queue of 4 gave PPO CartPole a mean lag of 6 and
-// returns below 400); with one, the mean lag is about 3 under inline
-// inference and under herd train, and about 1 under herd launch with policy
-// workers, whose env workers wait on inference instead.
+// The on-policy learner keeps no sample queue (OnCapacity): a push
+// returns when the learner takes the segment, and an inline env worker
+// starts its next segment only on the version made from its last one
+// (waiting at most 10 s, then counted in dist/stale_weights). A segment
+// then waits behind the other env workers' segments only: lag ≤ env
+// workers − 1 while gathering is faster than learning. PPO CartPole's
+// mean lag with 2 inline env workers fell from 2.9–3.2 (a queue of one,
+// acting at once) to 1.0 under herd train and 1.3–1.5 under herd launch on
+// a loaded machine, where a descheduled worker adds to a few segments'
+// lag (docs/BENCHMARKS.md, "Distributed runs").
 //
 // max_policy_lag's default, 32 versions, is about twice the largest lag
 // measured with 8 env workers (herd launch, PPO CartPole, 100k steps on a
