@@ -16,8 +16,10 @@ import (
 // ReplayWorkers are the env workers of an off-policy plan (DQN, Ape-X):
 // runtime.env_workers workers (default 1), each stepping numEnvs envs of
 // its own with a policy copy, a sampler drawing from (seed, "env-worker",
-// k), the algorithm's n-step assembler and, for Ape-X, a prioritizer that
-// sets each transition's initial priority with the worker's policy copy.
+// k) and, with several workers, told it is actor k of them
+// (algo.ActorExplorer: Ape-X's fixed ε_k), the algorithm's n-step
+// assembler and, for Ape-X, a prioritizer that sets each transition's
+// initial priority with the worker's policy copy.
 // One item is stepsPerItem vector steps' transitions.
 type ReplayWorkers struct {
 	r      *Run
@@ -95,6 +97,12 @@ func newReplayWorker(r *Run, k, numEnvs, stepsPerItem, w int, inc uint64) (*repl
 	actStream, envStream := streams(inc)
 	if wk.sampler, err = pc.NewSampler(numEnvs, rng.New(h.Seed, actStream, k)); err != nil {
 		return wk, err
+	}
+	// Ape-X's exploration is per actor: worker k of w acts at ε_k, here
+	// as on a worker's host (both build their worker here); a sampler
+	// without apex_epsilon, and a single worker, keep the ε schedule.
+	if ae, ok := wk.sampler.(algo.ActorExplorer); ok && w > 1 {
+		ae.SetActor(k, w)
 	}
 	if wk.assembler, err = pc.NewAssembler(numEnvs); err != nil {
 		return wk, err

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -430,5 +431,76 @@ func TestApeXSyncEvery(t *testing.T) {
 		if n < 15 {
 			t.Errorf("apex_sync_steps 0: worker %d got %d weights messages, want one per Learn call", k, n)
 		}
+	}
+}
+
+// apexGreedy is the Ape-X plan without a learner (learning never starts,
+// so every worker acts with the initial weights): it counts, per worker,
+// the actions that differ from the greedy action of those weights.
+type apexGreedy struct {
+	*dqn.Config
+	greedy       algo.PolicyNet
+	off, actions []int
+}
+
+func (p *apexGreedy) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
+	workers, err := flow.OffPolicyWorkers(r, p.NumEnvs, p.TrainFrequency/p.NumEnvs)
+	if err != nil {
+		return nil, err
+	}
+	if p.greedy, err = r.Pieces.NewPolicy(); err != nil {
+		return nil, err
+	}
+	p.off, p.actions = make([]int, workers.Len()), make([]int, workers.Len())
+	var q []float32
+	items := flow.ForEach(flow.GatherAsync(flow.OffPolicyRollouts(workers), 1), func(x flow.Experience) (flow.Report, error) {
+		tr, w := x.Transitions, p.greedy.OutDim()
+		q = p.greedy.ForwardTo(append(q[:0], make([]float32, tr.N*w)...), tr.Obs, tr.N)
+		for i := range tr.N {
+			best := 0
+			for a := range w {
+				if q[i*w+a] > q[i*w+best] {
+					best = a
+				}
+			}
+			if int(tr.Actions[i]) != best {
+				p.off[tr.Worker]++
+			}
+			p.actions[tr.Worker]++
+		}
+		return x.Report, nil
+	})
+	return items, nil
+}
+
+// TestApeXActorEpsilon: with apex_epsilon each worker of a flow Ape-X plan
+// is an Ape-X actor with its own fixed ε_k = 0.4^(1 + 7k/(N−1)) (Horgan
+// et al. 2018, §4.1), in-process and with the workers served over NATS:
+// a random action differs from the greedy one half the time with two
+// actions, so worker k's share of non-greedy actions is ε_k/2 — 0.2,
+// 0.008 and 0.0003 for three workers — where a shared schedule (start_e 1
+// falling to end_e) gives every worker about the same share, near 0.14.
+func TestApeXActorEpsilon(t *testing.T) {
+	const file = "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 12000\nruntime: {executor: flow, env_workers: 3, transport: %s}\n" +
+		"dqn: {learning_starts: 100000, buffer_size: 20000, net_arch: [16], apex_epsilon: 0.4, exploration_fraction: 0.5}\n"
+	for _, tr := range []string{"inproc", "nats"} {
+		t.Run(tr, func(t *testing.T) {
+			res := resolve(t, dqn.Spec(), fmt.Sprintf(file, tr))
+			p := &apexGreedy{Config: res.Config.(*dqn.Config)}
+			if _, err := flow.TrainPlan(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config, p); err != nil {
+				t.Fatal(err)
+			}
+			for k, n := range p.actions {
+				want := algo.ApeXEpsilon(0.4, k, 3) / 2
+				got := float64(p.off[k]) / float64(max(n, 1))
+				// Workers claim items as they come, about 4000 actions
+				// each; allow four binomial standard deviations.
+				tol := 0.005 + 4*math.Sqrt(want*(1-want)/float64(max(n, 1)))
+				if n < 500 || math.Abs(got-want) > tol {
+					t.Errorf("worker %d: %d of %d actions not greedy (%.4f), want ≥ 500 actions and a share of ε_%d/2 = %.4f ± %.4f",
+						k, p.off[k], n, got, k, want, tol)
+				}
+			}
+		})
 	}
 }

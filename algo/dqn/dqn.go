@@ -89,9 +89,10 @@ type Config struct {
 	// with its policy copy; needs prioritized: true). Default "max".
 	InitialPriorities string `yaml:"initial_priorities"`
 	// ApeXEpsilon, when > 0, replaces the ε schedule of executors with
-	// several actors (dist's off-policy topology) by Ape-X's fixed
-	// per-actor rates ε_i = ApeXEpsilon^(1 + 7·i/(N−1)) (Horgan et al.
-	// 2018 use 0.4); the local loop and single actors keep the schedule.
+	// several actors (dist's off-policy topology, a flow plan's env
+	// workers) by Ape-X's fixed per-actor rates
+	// ε_i = ApeXEpsilon^(1 + 7·i/(N−1)) (Horgan et al. 2018 use 0.4);
+	// the local loop and single actors keep the schedule.
 	// Default 0 (off).
 	ApeXEpsilon float64 `yaml:"apex_epsilon,omitempty"`
 	// ApeXSyncSteps is the number of an Ape-X actor's own env steps

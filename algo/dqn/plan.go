@@ -43,7 +43,8 @@ func (c *Config) DQNPlan(r *flow.Run) (flow.Iter[flow.Report], error) {
 // of which each worker copies the newest every apex_sync_steps of its own
 // env steps (the paper's periodic copy, not every update). The store sub-flow waits
 // while it is more than 256 env steps ahead of the learner, which keeps the
-// replay ratio the algorithm's.
+// replay ratio the algorithm's. With apex_epsilon, worker i of N explores
+// at the paper's fixed ε_i = apex_epsilon^(1 + 7i/(N−1)) (flow.OffPolicyWorkers).
 func (c *Config) ApexPlan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	workers, err := flow.OffPolicyWorkers(r, c.NumEnvs, max(1, c.TrainFrequency/c.NumEnvs))
 	if err != nil {

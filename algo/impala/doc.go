@@ -28,11 +28,17 @@
 //
 // # Departures from the paper
 //
-// Means instead of sums over the batch; no learner-side queue or batching
-// of several segments (one step per segment); truncated episodes are
-// bootstrapped with the behaviour critic's value of the final observation
-// (as herd's PPO and A2C); separate actor and critic MLPs (no shared
-// torso, no LSTM).
+// Means instead of sums over the batch (so max_grad_norm 0.5 rather than
+// the paper's 40); no learner-side queue or batching of several segments
+// (one step per segment); truncated episodes (CartPole's 500-step limit)
+// are bootstrapped, not cut: the worker folds γ·V(final observation) of
+// the behaviour critic into the reward, as herd's PPO and A2C; separate
+// actor and critic MLPs (no shared torso, no LSTM). configs/impala-cartpole
+// unrolls 5 steps, not the paper's 20: with c̄ = 1 the targets are up to
+// T-step returns, and a CartPole critic, which cannot see the time left,
+// is nearly constant, so at T = 32 a segment's advantages mostly say
+// whether an episode ended in it (−70 on each of its last steps) and 1–3
+// runs in 10 stalled near 200; at T = 5 they did not (docs/BENCHMARKS.md).
 //
 // # Metrics
 //

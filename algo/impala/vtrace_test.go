@@ -144,3 +144,39 @@ func TestVTraceByHand(t *testing.T) {
 		t.Errorf("v_1 at an episode end = %v, want %v", vs[1], want)
 	}
 }
+
+// TestVTraceTimeLimitBootstraps: an episode cut by a time limit at the
+// segment's last step, as the workers hand it over — γ·V(final
+// observation) folded into the reward and the step marked done — gets the
+// same targets and advantages, off-policy too, as a segment that simply
+// continues into the final observation (bootstrap V(x_T) = V(final)): a
+// time limit is not a terminal state (Pardo et al. 2018). Cutting without
+// the folded bootstrap, as at a termination, gives other targets.
+func TestVTraceTimeLimitBootstraps(t *testing.T) {
+	const T, gamma = 6, 0.9
+	r := rng.New(1, "test/vtrace-timelimit", 0)
+	rewards, values, _, _ := randomSegment(r, T, 1)
+	logRhos := make([]float32, T)
+	for k := range logRhos {
+		logRhos[k] = float32(0.5 * r.NormFloat64())
+	}
+	vFinal := float32(3.7)
+	vsCont, advCont := make([]float32, T), make([]float32, T)
+	VTrace(vsCont, advCont, logRhos, rewards, values, make([]float32, T), []float32{vFinal}, 1, gamma, 1, 1)
+
+	folded := append([]float32(nil), rewards...)
+	folded[T-1] += gamma * vFinal
+	dones := make([]float32, T)
+	dones[T-1] = 1
+	vs, adv := make([]float32, T), make([]float32, T)
+	VTrace(vs, adv, logRhos, folded, values, dones, []float32{-50}, 1, gamma, 1, 1) // the reset env's value must not matter
+	for k := range T {
+		if !near(float64(vs[k]), float64(vsCont[k])) || !near(float64(adv[k]), float64(advCont[k])) {
+			t.Errorf("step %d: v %v, A %v with the folded bootstrap; continuing: v %v, A %v", k, vs[k], adv[k], vsCont[k], advCont[k])
+		}
+	}
+	VTrace(vs, adv, logRhos, rewards, values, dones, []float32{vFinal}, 1, gamma, 1, 1)
+	if near(float64(vs[T-1]), float64(vsCont[T-1])) {
+		t.Errorf("a cut without the bootstrap gave the same last target %v", vs[T-1])
+	}
+}

@@ -68,10 +68,10 @@ func TestLaunchFlowNeedsEnvWorkers(t *testing.T) {
 func TestLaunchFlowRestartsKilledWorker(t *testing.T) {
 	for _, c := range []struct {
 		cfg   string
-		steps float64 // 100000 in whole rounds (PPO: 4 × 128) or segments (IMPALA: 4 × 32)
+		steps float64 // 100000 in whole rounds (PPO: 4 × 128) or segments (IMPALA: 4 × 5)
 	}{
 		{"ppo-cartpole-flow.yaml", 99840},
-		{"impala-cartpole.yaml", 99968},
+		{"impala-cartpole.yaml", 100000},
 	} {
 		t.Run(c.cfg, func(t *testing.T) {
 			out, r := killFlowWorker(t, c.cfg, "flowkill")
