@@ -120,9 +120,9 @@ func (h Header) Validate() error {
 			errs = append(errs, fmt.Errorf("%w: multiagent needs a multi-agent env (%v), not %s", ErrConfig, env.ParallelIDs(), h.Env))
 		}
 		switch h.Runtime.Executor {
-		case "", "local", "hts":
+		case "", "local", "hts", "dist":
 		default:
-			errs = append(errs, fmt.Errorf("%w: several policies (multiagent) train under executors local and hts, not %q", ErrConfig, h.Runtime.Executor))
+			errs = append(errs, fmt.Errorf("%w: several policies (multiagent) train under executors local, hts and dist, not %q", ErrConfig, h.Runtime.Executor))
 		}
 	}
 	return errors.Join(errs...)

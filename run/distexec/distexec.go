@@ -567,6 +567,9 @@ func (s *Setup) streamStats(streams map[string]func() transport.Stats) error {
 // env steps and returns the learner's model.
 func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, opt Options) (algo.Model, error) {
 	h := rt.Header
+	if h.MultiAgent.Enabled() {
+		return trainPolicies(ctx, rt, spec, cfg, opt)
+	}
 	st, err := Prepare(h, spec, cfg)
 	if err != nil {
 		return nil, err
