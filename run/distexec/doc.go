@@ -120,7 +120,7 @@
 // than the NATS server's max_payload (1 MB by default, about 250 000
 // parameters) is refused with an error: large models would need chunking.
 //
-// Several policies (a multiagent section, PPO or A2C; herd train only).
+// Several policies (a multiagent section, PPO or A2C).
 // Every policy has streams of its own (run ID PolicyRun(run, id)), its own
 // learner and its own weights versions, so a sample reaches its policy's
 // learner by the stream it was pushed on, and the transport's exactly-once
@@ -137,8 +137,9 @@
 // each, then a barrier); the last to arrive logs the round in policy
 // order, each policy's algorithm scalars and dist/… counters as
 // policy/<id>/… columns. runtime.inference inline, env_groups, learners
-// > 1 and step_time are refused, and so is herd launch (its workers do
-// not start the per-policy roles yet).
+// > 1 and step_time are refused. Under herd launch each worker process
+// plays its role for every policy (Prepare); a policy with an algorithm
+// of its own (multiagent.algos) trains under herd train only.
 //
 // Off-policy algorithms (DQN, SAC, TD3, DDPG) run the Ape-X topology of
 // worker: E env workers with inline policy copies pushing chunks of

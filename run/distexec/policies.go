@@ -200,9 +200,6 @@ func (ps *policySetups) each(f func(k int, s *Setup) error) error {
 // depend on which learner finished first.
 func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, opt Options) (algo.Model, error) {
 	h := rt.Header
-	if opt.LearnerOnly {
-		return nil, fmt.Errorf("%w: several policies run under herd train's dist executor; herd launch does not start their workers yet", ErrConfig)
-	}
 	ps, err := preparePolicies(h, spec, cfg, rt.Others)
 	if err != nil {
 		return nil, err
@@ -212,6 +209,9 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 	}
 	if opt.PolicyWorkers == 0 {
 		opt.PolicyWorkers = 1
+	}
+	if opt.LearnerOnly { // herd launch: the workers are processes of their own
+		opt.EnvWorkers, opt.PolicyWorkers = 0, 0
 	}
 	if opt.EnvWorkers < 0 || opt.PolicyWorkers < 0 {
 		return nil, fmt.Errorf("%w: env_workers %d and policy_workers %d must be ≥ 1", ErrConfig, opt.EnvWorkers, opt.PolicyWorkers)
