@@ -236,6 +236,9 @@ func TestLaunchSeveralPolicies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
+	if !strings.Contains(stdout, "2 env workers × 48 agent rows (3 policies), 1 policy worker, 1 learner") {
+		t.Errorf("stdout does not report the workers:\n%s", stdout)
+	}
 	s := readSummary(t, out)
 	if s["steps"].(float64) != 9600 {
 		t.Errorf("summary steps %v, want 9600", s["steps"])
