@@ -419,3 +419,38 @@ func TestOnePolicyMappingIsTheSharedPolicy(t *testing.T) {
 		t.Errorf("one policy for every agent: %d parameters differ from the shared-policy run's", len(got))
 	}
 }
+
+// TestTwoAlgorithmsSameBits: policy b trained by A2C (multiagent.algos)
+// beside PPO's policy a, under the same barriers: same bits for E=1 P=1
+// and E=4 P=2.
+func TestTwoAlgorithmsSameBits(t *testing.T) {
+	file := strings.Replace(fmt.Sprintf(twoPolicies, 1, 1), "ppo: {", "  algos: {b: a2c}\na2c: {num_envs: 12, num_steps: 20, hidden: [16]}\nppo: {", 1)
+	res, err := algo.Resolve([]byte(file), []algo.Spec{ppo.Spec(), a2c.Spec()}, algo.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := func(e, p int) string {
+		m, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard(), Others: res.Others}, res.Spec, res.Config,
+			Options{EnvWorkers: e, PolicyWorkers: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, ok := m.(*algo.Policies)
+		if !ok || len(ps.Models) != 2 {
+			t.Fatalf("model %T, want 2 policies", m)
+		}
+		path := filepath.Join(t.TempDir(), "model.safetensors")
+		if err := m.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := sha256.Sum256(b)
+		return hex.EncodeToString(s[:])
+	}
+	if a, b := hash(1, 1), hash(4, 2); a != b {
+		t.Errorf("E=4 P=2 checkpoint %s, E=1 P=1 %s", b, a)
+	}
+}
