@@ -191,7 +191,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	pols := make([]*policy, len(ids))
 	for k, id := range ids {
-		p := &policy{id: id}
+		p := &policy{}
 		for _, pk := range of {
 			if pk == k {
 				p.perSlot++
@@ -287,7 +287,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}
 		for k, p := range pols {
 			lo, hi := sl[0]*p.perSlot, sl[1]*p.perSlot // policy k's rows
-			ew.pols[k] = workerPolicy{lo: lo, hi: hi, n: p.n, perSlot: p.perSlot, outDim: p.outDim, gamma: p.gamma, samplers: p.samplers[lo:hi], k: k}
+			ew.pols[k] = workerPolicy{lo: lo, hi: hi, n: p.n, perSlot: p.perSlot, outDim: p.outDim, gamma: p.gamma, samplers: p.samplers[lo:hi]}
 		}
 		if groups != nil {
 			ew.groups = groups[sl[0]:sl[1]]
@@ -418,7 +418,7 @@ type learned struct {
 // of a multiagent section, which acts for perSlot agents of every slot
 // (n rows in all) and learns from their rows only.
 type policy struct {
-	id, prefix string // prefix: "policy/<id>/", "" for the run's only policy
+	prefix     string // "policy/<id>/", "" for the run's only policy
 	perSlot, n int
 	gamma      float32
 	outDim     int
@@ -549,15 +549,15 @@ type envWorker struct {
 // workerPolicy is an env worker's share of one policy: the policy's rows
 // [lo, hi) of its n.
 type workerPolicy struct {
-	k, lo, hi, n int
-	perSlot      int // the policy's agents per slot
-	outDim       int
-	gamma        float32
-	samplers     []algo.Sampler
-	obs          []float32 // (hi−lo) × obsDim: what each row acts on next
-	acts         []algo.Acts
-	out          []float32 // the last step's outputs
-	req, boot    *request
+	lo, hi, n int
+	perSlot   int // the policy's agents per slot
+	outDim    int
+	gamma     float32
+	samplers  []algo.Sampler
+	obs       []float32 // (hi−lo) × obsDim: what each row acts on next
+	acts      []algo.Acts
+	out       []float32 // the last step's outputs
+	req, boot *request
 }
 
 func (w *envWorker) reset(seed uint64) error {
