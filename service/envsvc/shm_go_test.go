@@ -142,3 +142,11 @@ func TestTrainShmSimpleSpread(t *testing.T) {
 		}
 	}
 }
+
+// shmPrefix serves herd's envs over shm until the benchmark ends and
+// returns the id prefix shm://NAME/.
+func shmPrefix(tb testing.TB) string {
+	name := fmt.Sprintf("herdbench-%d", os.Getpid())
+	startShm(tb, name)
+	return "shm://" + name + "/"
+}
