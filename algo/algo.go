@@ -119,8 +119,10 @@ func (h Header) Validate() error {
 		if h.Env != "" && !env.IsParallel(h.Env) {
 			errs = append(errs, fmt.Errorf("%w: multiagent needs a multi-agent env (%v), not %s", ErrConfig, env.ParallelIDs(), h.Env))
 		}
-		if h.Runtime.Executor != "local" && h.Runtime.Executor != "" {
-			errs = append(errs, fmt.Errorf("%w: several policies (multiagent) train under executor local only, not %q", ErrConfig, h.Runtime.Executor))
+		switch h.Runtime.Executor {
+		case "", "local", "hts", "dist":
+		default:
+			errs = append(errs, fmt.Errorf("%w: several policies (multiagent) train under executors local, hts and dist, not %q", ErrConfig, h.Runtime.Executor))
 		}
 	}
 	return errors.Join(errs...)

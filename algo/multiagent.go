@@ -155,13 +155,17 @@ const MultiPolicyExecutor = "multipolicy"
 // policies: for each policy, its agents' mean episode return and length
 // over their last metrics.Window episodes, its episode count, and the
 // algorithm's own scalars, each named policy/<id>/<name>
-// (summary.json's "policies" holds their last values).
+// (summary.json's "policies" holds their last values); under executor
+// dist also each policy's dist/… columns (its own learner and streams).
 func PolicyScalars(h Header, spec Spec, others map[string]AlgoConfig) []string {
 	var out []string
 	for _, id := range h.MultiAgent.Policies {
 		sc := spec.Scalars
 		if o, ok := others[h.MultiAgent.Algos[id]]; ok {
 			sc = o.Spec.Scalars
+		}
+		if h.Runtime.Executor == "dist" {
+			sc = append(slices.Clone(sc), DistScalars...) // each policy has its own learner and streams
 		}
 		for _, s := range append([]string{"return_mean", "length_mean", "episodes"}, sc...) {
 			out = append(out, "policy/"+id+"/"+s)

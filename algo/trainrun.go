@@ -138,8 +138,8 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		return spec.Train(ctx, rt, cfg)
 	}
 	ex := h.Runtime.Executor
-	if h.MultiAgent.Enabled() {
-		ex = MultiPolicyExecutor
+	if h.MultiAgent.Enabled() && (ex == "" || ex == "local") {
+		ex = MultiPolicyExecutor // other executors train several policies themselves
 	}
 	if ex != "" && ex != "local" {
 		if train = opt.Executors[ex]; train == nil {

@@ -22,8 +22,9 @@ import (
 //
 // The id's agent_id=true and state=true are the row options of a local
 // multi-agent id (FlatOptions), applied on this side; env keywords are not
-// sent (the server builds the env with its own settings). Multi-agent
-// sessions travel over gRPC only (not shm://), and inflight does not apply
+// sent (the server builds the env with its own settings). Over shm:// a
+// multi-agent session's messages are framed on the socket (no shared
+// segment; herd serve env's Go server only), and inflight does not apply
 // to them: MakeVector puts all its envs in one session, so one message
 // carries every env's per-agent actions and one message answers.
 
@@ -32,8 +33,18 @@ import (
 // answers false: opening the id then reports the real error.
 func remoteIsParallel(id string) bool {
 	t, err := parseRemote(id)
-	if err != nil || t.shm {
+	if err != nil {
 		return false
+	}
+	if t.shm {
+		// The shm socket has no Describe: open a multi-agent session of
+		// one env, which a server opens only for a multi-agent id.
+		p, err := openParallelSession(t, 1, makeOptions{}, false)
+		if err != nil {
+			return false
+		}
+		p.Close()
+		return true
 	}
 	d, err := describeRemote(t)
 	if err != nil {
@@ -98,9 +109,6 @@ func openParallelSession(t remoteTarget, n int, o makeOptions, autoreset bool) (
 	if len(o.kwargs) > 0 {
 		return nil, fmt.Errorf("%w: remote env %s: keyword arguments are not supported remotely", ErrInvalidOption, t.envID)
 	}
-	if t.shm {
-		return nil, fmt.Errorf("%w: remote env %s: multi-agent envs are served over grpc:// only, not shm://", ErrInvalidOption, t.envID)
-	}
 	if t.inflight != 1 {
 		return nil, fmt.Errorf("%w: remote env %s: inflight does not apply to multi-agent envs (one session carries every env)", ErrInvalidOption, t.envID)
 	}
@@ -108,11 +116,21 @@ func openParallelSession(t remoteTarget, n int, o makeOptions, autoreset bool) (
 		return nil, fmt.Errorf("%w: %d multi-agent envs, want > 0", ErrInvalidOption, n)
 	}
 	s := &session{target: t, n: n}
-	w, err := dialGRPC(t)
-	if err != nil {
-		return nil, openHint(t, s.wrap(err))
+	// Over shm:// the messages are framed on the socket, with no segment
+	// (no attach): the per-agent batches change shape as agents leave.
+	if t.shm {
+		w, err := dialShm(t)
+		if err != nil {
+			return nil, openHint(t, s.wrap(err))
+		}
+		s.w = w
+	} else {
+		w, err := dialGRPC(t)
+		if err != nil {
+			return nil, openHint(t, s.wrap(err))
+		}
+		s.w = w
 	}
-	s.w = w
 	p := &parallelSession{session: s, autoreset: autoreset}
 	p.msg.ParallelStep = &p.body
 	p.req.Msg = &p.msg

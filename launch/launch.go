@@ -185,8 +185,11 @@ func Run(ctx context.Context, o Options) error {
 	// command line, which every user of the machine can read.
 	base := append([]string{"worker", "--run", runID, "--ttl", o.TTL.String()}, o.NATS.args()...)
 	envs := fmt.Sprintf(" × %d envs", st.NumEnvs)
-	if rc.Executor == "flow" {
+	switch {
+	case rc.Executor == "flow":
 		envs = " serving the plan's actors"
+	case h.MultiAgent.Enabled():
+		envs = fmt.Sprintf(" × %d agent rows (%d policies)", st.NumEnvs, len(h.MultiAgent.Policies))
 	}
 	fmt.Fprintf(stdout, "launching run %s: %s on %s%s, %s%s, %s, %s → %s\n",
 		runID, h.Algo, h.Env, run.StepsNote(res), plural(max(rc.EnvWorkers, 1), "env worker"), envs,

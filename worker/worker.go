@@ -76,6 +76,9 @@ type EnvConfig struct {
 	// Envs are the worker's envs (made with env.WithEpisodeStatistics to
 	// report episodes). The worker resets them; the caller closes them.
 	Envs []env.Env
+	// Vector, for RunEnvVector in place of Envs, is the worker's envs as
+	// one vector (one policy's rows of a multi-agent vector).
+	Vector env.Vector
 	// Steps is T, the steps per segment.
 	Steps int
 	// Gamma discounts the truncation bootstrap.

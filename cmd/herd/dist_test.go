@@ -221,6 +221,40 @@ func TestLaunchOffPolicy(t *testing.T) {
 	}
 }
 
+// herd launch runs several policies (a multiagent section) under dist:
+// each env and policy worker process plays its role for every policy, and
+// the learner process trains them all, each from its own agents' rows.
+func TestLaunchSeveralPolicies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "run")
+	stdout, stderr, err := launchCmd(t, ctx, "--config", filepath.Join("..", "..", "configs", "ippo-simple-spread-3pol.yaml"),
+		"--set", "runtime.executor=dist", "--set", "runtime.env_workers=2", "--steps", "9600", "--out", out, "--quiet")
+	if err != nil {
+		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "2 env workers × 48 agent rows (3 policies), 1 policy worker, 1 learner") {
+		t.Errorf("stdout does not report the workers:\n%s", stdout)
+	}
+	s := readSummary(t, out)
+	if s["steps"].(float64) != 9600 {
+		t.Errorf("summary steps %v, want 9600", s["steps"])
+	}
+	pol, _ := s["policies"].(map[string]any)
+	for _, id := range []string{"a0", "a1", "a2"} {
+		// 9600 steps over 48 rows: 200 per row, 8 episodes of 25 per row, 16 rows per policy.
+		if n, _ := pol["policy/"+id+"/episodes"].(float64); n != 128 {
+			t.Errorf("policy %s: %v episodes, want 128 (its 16 rows' only)", id, n)
+		}
+		if d, _ := pol["policy/"+id+"/dist/duplicates"].(float64); d != 0 {
+			t.Errorf("policy %s: %v duplicates", id, d)
+		}
+	}
+}
+
 // herd launch runs the on-policy topology under inline inference: env
 // worker processes with their own policy copies, no policy worker, and no
 // inference bytes on the wire.

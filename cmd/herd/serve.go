@@ -47,7 +47,8 @@ envs: --env 'grpc://127.0.0.1:7000/mpe/simple_spread_v3?agent_id=true'.
 With --tls-cert/--tls-key clients connect with grpcs://...?ca=CA.pem; with
 --tls-client-ca they must also present a certificate (&cert=...&key=...).
 With --shm NAME, clients on the same host may also use --env shm://NAME/ID:
-batches travel through shared memory instead of the network.`,
+batches travel through shared memory instead of the network (a multi-agent
+id's messages through a Unix-domain socket).`,
 		Example: `  herd serve env --addr 127.0.0.1:7000
   herd serve env --addr 0.0.0.0:7000 --tls-cert srv.pem --tls-key srv.key --tls-client-ca ca.pem`,
 		Args: cobra.NoArgs,

@@ -94,6 +94,10 @@ type Setup struct {
 	// policy workers' time by phase (profiling).
 	EnvTiming    *worker.StepTiming
 	PolicyTiming *worker.PolicyTiming
+
+	// policies, for a run with a multiagent section, are its policies'
+	// setups; the roles then serve every policy (see trainPolicies).
+	policies *policySetups
 }
 
 // OffSetup is the off-policy topology's shape.
@@ -129,6 +133,16 @@ func (s *Setup) PolicyWorkers(requested int) int {
 
 // Prepare checks that spec can run distributed and builds its pieces.
 func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
+	if h.MultiAgent.Enabled() {
+		// herd launch's roles: a policy with an algorithm of its own
+		// (multiagent.algos) needs the run's other sections, which
+		// trainPolicies has (algo.Runtime.Others) and this does not.
+		ps, err := preparePolicies(h, spec, cfg, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &Setup{Header: h, NumEnvs: ps.numEnvs, T: ps.sets[0].T, Learners: 1, policies: ps}, nil
+	}
 	if _, ok := cfg.(algo.TransitionShape); ok && spec.Pieces != nil {
 		return prepareOff(h, spec, cfg)
 	}
@@ -391,6 +405,9 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr transport.Transpo
 	if s.Off != nil {
 		return s.runOffEnvWorker(ctx, slot, tr, run)
 	}
+	if s.policies != nil {
+		return s.policies.runEnvWorker(ctx, slot, tr, run)
+	}
 	envs := make([]env.Env, 0, s.NumEnvs)
 	defer func() {
 		for _, e := range envs {
@@ -526,6 +543,9 @@ func (s *Setup) RunPolicyWorker(ctx context.Context, slot int, tr transport.Tran
 	if s.Off != nil || s.Inline {
 		return fmt.Errorf("%w: this topology has no policy workers (env workers act with inline copies)", ErrConfig)
 	}
+	if s.policies != nil {
+		return s.policies.runPolicyWorker(ctx, slot, tr, run)
+	}
 	inf, _, par, closeAll, err := s.roleStreams(ctx, tr, run, withInference|withParams)
 	if err != nil {
 		return err
@@ -614,6 +634,9 @@ func (s *Setup) streamStats(streams map[string]func() transport.Stats) error {
 // env steps and returns the learner's model.
 func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, opt Options) (algo.Model, error) {
 	h := rt.Header
+	if h.MultiAgent.Enabled() {
+		return trainPolicies(ctx, rt, spec, cfg, opt)
+	}
 	st, err := Prepare(h, spec, cfg)
 	if err != nil {
 		return nil, err

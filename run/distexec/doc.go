@@ -142,6 +142,27 @@
 // than the NATS server's max_payload (1 MB by default, about 250 000
 // parameters) is refused with an error: large models would need chunking.
 //
+// Several policies (a multiagent section, PPO or A2C).
+// Every policy has streams of its own (run ID PolicyRun(run, id)), its own
+// learner and its own weights versions, so a sample reaches its policy's
+// learner by the stream it was pushed on, and the transport's exactly-once
+// ids and lag counts hold per policy unchanged. An env worker steps one
+// vector of every agent's rows (num_envs rows, num_envs / A envs), cut
+// into one part per policy (env.SplitVector, lockstep); each part is
+// driven by worker.RunEnvVector on its policy's streams, on a goroutine of
+// its own, sampling from (seed + k, "env-worker", slot). A policy worker
+// serves every policy: one server per policy on that policy's streams.
+// One learner per policy rather than one for all: the policies share no
+// parameters or optimizer state, so their updates need no order between
+// them and run on separate cores, and the sample wire format and dedup
+// stay those of one policy. The learners move in rounds (one segment
+// each, then a barrier); the last to arrive logs the round in policy
+// order, each policy's algorithm scalars and dist/… counters as
+// policy/<id>/… columns. runtime.inference inline, env_groups, learners
+// > 1 and step_time are refused. Under herd launch each worker process
+// plays its role for every policy (Prepare); a policy with an algorithm
+// of its own (multiagent.algos) trains under herd train only.
+//
 // Off-policy algorithms (DQN, SAC, TD3, DDPG) run the Ape-X topology of
 // worker: E env workers with inline policy copies pushing chunks of
 // ChunkEnvSteps env steps of transitions (with initial priorities under

@@ -71,6 +71,33 @@
 // Timing decides nothing but when things happen, so GOMAXPROCS, load and
 // step times change the wall clock and never the bits.
 //
+// # Several policies
+//
+// A run with a multiagent section (algo.MultiAgentConfig) trains one
+// policy per id under the same barriers: each policy has its own pieces,
+// learner, weights store and pair of segment storages, and its rows are
+// the slots' agents it acts for (policy k's row g·A_k + r is the r-th of
+// its A_k agents in slot g, so its segment holds slots × A_k rows). An
+// env worker asks for every policy's outputs on its rows at each step
+// (all requests sent before the first answer is awaited), samples each
+// row with its policy's sampler, then steps the slot once. Policy workers
+// serve every policy: each holds one net per policy and answers the
+// requests it drains policy by policy, each group as one batch. At a
+// barrier every learner's update is collected and published in policy
+// order, and the learners start on their segments together, one
+// goroutine each.
+//
+// The rules above hold per policy, so the bits still do not depend on E
+// or P (TestSeveralPoliciesSameBits): policy k's header is algo.PolicyRun's
+// (seed + k, its algorithm and section), its row r samples with (seed + k,
+// "env-worker", r), and the envs reset from the run seed as before. Every
+// policy needs on-policy pieces (PPO or A2C) and the same num_steps (α).
+// A section whose one policy acts for every agent trains the shared
+// policy's bits (TestOnePolicyMappingIsTheSharedPolicy). The run's return
+// columns get every agent's episodes in (step, row) order, and
+// policy/<id>/… its agents' (algo.PolicyScalars), as under the local
+// executor; the model is an algo.Policies.
+//
 // # The metrics rows and the divergence guard
 //
 // The executor writes its metrics row (algo.Logger.Step, where TrainRun's

@@ -11,6 +11,7 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/metrics"
 	"herd/sample"
 	"herd/weights"
 )
@@ -72,14 +73,15 @@ func OptionsOf(h algo.Header) Options {
 // Train runs spec's pieces under HTS for rt.Header.Steps env steps and
 // returns the final model. Results are bit-identical for any numbers of env
 // workers and policy workers, any GOMAXPROCS and any step times: see the
-// package doc for why.
+// package doc for why. A run with a multiagent section trains one policy
+// per id, each from its own agents' rows (see "Several policies").
 func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, opt Options) (algo.Model, error) {
 	h := rt.Header
 	shape, ok := cfg.(Shape)
 	if !ok || spec.Pieces == nil {
 		return nil, fmt.Errorf("%w: algorithm %s has no on-policy pieces (HTS runs PPO and A2C)", ErrConfig, spec.Name)
 	}
-	numEnvs, T, gamma := shape.RolloutShape()
+	numEnvs, T, _ := shape.RolloutShape()
 	if opt.Alpha > 0 && opt.Alpha != T {
 		// The learner plans its learning-rate schedule and batch shapes
 		// on num_steps, so α is num_steps, written once.
@@ -109,12 +111,14 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	// rows have their actions, and each row has its own sampler stream
 	// ("env-worker", row).
 	agentsPerSlot := 1
+	var agents []string
 	if env.IsParallel(h.Env) {
 		pe, err := env.MakeParallel(h.Env)
 		if err != nil {
 			return nil, err
 		}
-		agentsPerSlot = len(pe.PossibleAgents())
+		agents = slices.Clone(pe.PossibleAgents())
+		agentsPerSlot = len(agents)
 		pe.Close()
 		if numEnvs%agentsPerSlot != 0 {
 			return nil, fmt.Errorf("%w: num_envs %d counts agent rows; %s has %d agents per env", ErrConfig, numEnvs, h.Env, agentsPerSlot)
@@ -149,7 +153,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}
 	}()
 	var spaces algo.Spaces
-	if env.IsParallel(h.Env) {
+	if agents != nil {
 		groups = make([]env.Vector, slots)
 		for i := range groups {
 			g, err := env.MakeVector(h.Env, agentsPerSlot, env.Sync, mkOpts...)
@@ -170,101 +174,185 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}
 		spaces = algo.SpacesOf(envs[0])
 	}
-	pieces, err := spec.Pieces(h, cfg, spaces)
-	if err != nil {
-		return nil, err
-	}
-	if pieces.NewSegmentLearner == nil {
-		return nil, fmt.Errorf("%w: algorithm %s is not on-policy (HTS runs PPO and A2C)", ErrConfig, spec.Name)
-	}
-	learner, err := pieces.NewSegmentLearner()
-	if err != nil {
-		return nil, err
-	}
-	defer learner.Close()
-	mod, ok := learner.(modeler)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s's learner cannot hand out its model", ErrConfig, spec.Name)
-	}
-	rt.Track(mod.Model()) // divergence guard (algo.TrainRun)
-	obsDim, actDim := spaces.Obs.Dim(), spaces.Act.Dim()
-	samplers := make([]algo.Sampler, numEnvs)
-	for i := range samplers {
-		if samplers[i], err = pieces.NewSampler(1, rng.New(h.Seed, "env-worker", i)); err != nil {
+
+	// The policies: the run's one, or one per multiagent id, each with its
+	// own pieces, learner, weights, samplers and segment storage.
+	of := make([]int, agentsPerSlot) // policy of each agent of a slot
+	ids := []string{""}
+	if ma := h.MultiAgent; ma.Enabled() {
+		if agents == nil {
+			return nil, fmt.Errorf("%w: multiagent needs a multi-agent env, not %s", ErrConfig, h.Env)
+		}
+		var err error
+		if of, err = ma.Map(agents); err != nil {
 			return nil, err
 		}
+		ids = ma.Policies
 	}
+	pols := make([]*policy, len(ids))
+	for k, id := range ids {
+		p := &policy{}
+		for _, pk := range of {
+			if pk == k {
+				p.perSlot++
+			}
+		}
+		p.n = slots * p.perSlot
+		hk, sk, ck := h, spec, cfg
+		if id != "" {
+			p.prefix = "policy/" + id + "/"
+			var err error
+			if hk, sk, ck, err = algo.PolicyRun(h, spec, cfg, rt.Others, k, p.perSlot, agentsPerSlot); err != nil {
+				return nil, err
+			}
+			// Policy k's budget is its rows' share of whole segments.
+			hk.Steps = int64(iters * T * p.n)
+			sh, ok := ck.(Shape)
+			if !ok || sk.Pieces == nil {
+				return nil, fmt.Errorf("%w: policy %s: algorithm %s has no on-policy pieces (HTS runs PPO and A2C)", ErrConfig, id, sk.Name)
+			}
+			if _, tk, _ := sh.RolloutShape(); tk != T {
+				return nil, fmt.Errorf("%w: policy %s: %s.num_steps %d differs from %s.num_steps %d: every policy's segment is α steps", ErrConfig, id, sk.Name, tk, spec.Name, T)
+			}
+			if err := ck.Validate(hk); err != nil {
+				return nil, fmt.Errorf("hts: policy %s: %w", id, err)
+			}
+		}
+		_, _, p.gamma = ck.(Shape).RolloutShape()
+		pieces, err := sk.Pieces(hk, ck, spaces)
+		if err != nil {
+			return nil, err
+		}
+		if pieces.NewSegmentLearner == nil {
+			return nil, fmt.Errorf("%w: algorithm %s is not on-policy (HTS runs PPO and A2C)", ErrConfig, sk.Name)
+		}
+		if p.learner, err = pieces.NewSegmentLearner(); err != nil {
+			return nil, err
+		}
+		defer p.learner.Close()
+		if p.mod, ok = p.learner.(modeler); !ok {
+			return nil, fmt.Errorf("%w: %s's learner cannot hand out its model", ErrConfig, sk.Name)
+		}
+		p.samplers = make([]algo.Sampler, p.n)
+		for i := range p.samplers {
+			if p.samplers[i], err = pieces.NewSampler(1, rng.New(hk.Seed, "env-worker", i)); err != nil {
+				return nil, err
+			}
+		}
+		p.pieces, p.store = pieces, weights.NewStore(p.learner.Weights())
+		p.learnDone = make(chan learned, 1)
+		pols[k] = p
+	}
+	model := func() algo.Model {
+		if ids[0] == "" {
+			return pols[0].mod.Model()
+		}
+		ps := &algo.Policies{IDs: ids, Agents: agents, Of: of}
+		for _, p := range pols {
+			ps.Models = append(ps.Models, p.mod.Model())
+		}
+		return ps
+	}
+	rt.Track(model()) // divergence guard (algo.TrainRun)
+	obsDim, actDim := spaces.Obs.Dim(), spaces.Act.Dim()
 
-	store := weights.NewStore(learner.Weights())
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	inf := newInference(numEnvs + numEnvs) // every env's step request plus a bootstrap request each
+	inf := newInference(2 * numEnvs) // every env's step request plus a bootstrap request each
 	var pwg sync.WaitGroup
-	outDim := 0
 	for range opt.PolicyWorkers {
-		p, err := pieces.NewPolicy()
-		if err != nil {
-			cancel()
-			pwg.Wait()
-			return nil, err
+		nets := make([]algo.PolicyNet, len(pols))
+		for k, p := range pols {
+			net, err := p.pieces.NewPolicy()
+			if err != nil {
+				cancel()
+				pwg.Wait()
+				return nil, err
+			}
+			nets[k], p.outDim = net, net.OutDim()
 		}
-		outDim = p.OutDim()
 		pwg.Add(1)
-		go func() { defer pwg.Done(); inf.serve(ctx, p, store, obsDim) }()
+		go func() { defer pwg.Done(); inf.serve(ctx, nets, pols, obsDim) }()
 	}
 	stop := func() { cancel(); pwg.Wait() }
 
 	workers := spread(slots, opt.EnvWorkers)
 	ews := make([]*envWorker, len(workers))
-	for k, w := range workers {
-		lo, hi := w[0]*agentsPerSlot, w[1]*agentsPerSlot // rows
-		ews[k] = &envWorker{lo: lo, hi: hi, n: numEnvs, T: T, obsDim: obsDim, actDim: actDim, outDim: outDim,
-			gamma: gamma, samplers: samplers[lo:hi], inf: inf}
-		if groups != nil {
-			ews[k].groups, ews[k].agents, ews[k].slot0 = groups[w[0]:w[1]], agentsPerSlot, w[0]
-		} else {
-			ews[k].envs = envs[lo:hi]
+	for w, sl := range workers {
+		ew := &envWorker{slot0: sl[0], agents: agentsPerSlot, of: of, rank: make([]int, agentsPerSlot),
+			obsDim: obsDim, actDim: actDim, T: T, inf: inf, pols: make([]workerPolicy, len(pols))}
+		seen := make([]int, len(pols))
+		for a, k := range of {
+			ew.rank[a], seen[k] = seen[k], seen[k]+1
 		}
-		if err := ews[k].reset(h.Seed); err != nil {
+		for k, p := range pols {
+			lo, hi := sl[0]*p.perSlot, sl[1]*p.perSlot // policy k's rows
+			ew.pols[k] = workerPolicy{lo: lo, hi: hi, n: p.n, perSlot: p.perSlot, outDim: p.outDim, gamma: p.gamma, samplers: p.samplers[lo:hi]}
+		}
+		if groups != nil {
+			ew.groups = groups[sl[0]:sl[1]]
+		} else {
+			ew.envs = envs[sl[0]:sl[1]]
+		}
+		if err := ew.reset(h.Seed); err != nil {
 			stop()
 			return nil, err
 		}
+		ews[w] = ew
 	}
 
-	// Two storages: env workers fill segs[k%2] while the learner reads
-	// segs[(k-1)%2].
-	segs := [2]*sample.Segment{sample.NewSegment(T, numEnvs, obsDim, actDim), sample.NewSegment(T, numEnvs, obsDim, actDim)}
-	type learned struct {
-		stats []algo.Stat
-		next  *weights.Version
-		err   error
+	// Two storages per policy: env workers fill segs[k%2] while the
+	// learners read segs[(k-1)%2].
+	for _, p := range pols {
+		p.segs = [2]*sample.Segment{sample.NewSegment(T, p.n, obsDim, actDim), sample.NewSegment(T, p.n, obsDim, actDim)}
 	}
-	learnDone := make(chan learned, 1)
 	learning := false
-	finish := func() (learned, bool) {
+	// finish collects every learner's update, in policy order.
+	finish := func() ([]learned, bool) {
 		if !learning {
-			return learned{}, false
+			return nil, false
 		}
 		learning = false
-		return <-learnDone, true
+		out := make([]learned, len(pols))
+		for k, p := range pols {
+			out[k] = <-p.learnDone
+		}
+		return out, true
 	}
-	// fail stops every goroutine, the learner included, before the model
+	// publish logs the updates' stats and publishes their weights.
+	publish := func(res []learned) error {
+		var errs []error
+		for k, r := range res {
+			if r.err == nil {
+				for _, s := range r.stats {
+					rt.Log.Scalar(pols[k].prefix+s.Name, s.Value)
+				}
+				r.err = pols[k].store.Publish(r.next)
+			}
+			errs = append(errs, r.err)
+		}
+		return errors.Join(errs...)
+	}
+	// fail stops every goroutine, the learners included, before the model
 	// is handed out.
 	fail := func(err error) (algo.Model, error) {
 		stop()
 		finish()
-		return mod.Model(), err
+		return model(), err
 	}
 	var globalStep int64
-	for k := range iters {
-		seg := segs[k%2]
-		seg.Version = store.Latest().N
+	segs := make([]*sample.Segment, len(pols))
+	for it := range iters {
+		for k, p := range pols {
+			segs[k] = p.segs[it%2]
+			segs[k].Version = p.store.Latest().N
+		}
 		t0 := time.Now()
-		err := collect(ctx, ews, seg, globalStep, opt.Sync)
+		episodes, err := collect(ctx, ews, segs, int64(it*T), opt.Sync)
 		t1 := time.Now()
 		// Barrier: every env worker has finished its α steps. Collect the
-		// learner's update of the previous segment, publish it, and hand
-		// it this segment.
+		// learners' updates of the previous segment, publish them, and
+		// hand them this segment.
 		res, ok := finish()
 		if tm := opt.Timing; tm != nil {
 			tm.Collect += t1.Sub(t0)
@@ -272,59 +360,118 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			tm.Segments++
 			tm.StepsPerEnv = T
 		}
-		if ok && res.err == nil {
-			for _, s := range res.stats {
-				rt.Log.Scalar(s.Name, s.Value)
+		if ok {
+			if perr := publish(res); err == nil {
+				err = perr
 			}
-			res.err = store.Publish(res.next)
-		}
-		if err == nil && ok {
-			err = res.err
 		}
 		if err != nil {
 			return fail(err)
 		}
-		for _, e := range seg.Episodes {
+		for _, e := range episodes {
 			rt.Log.Episode(globalStep+int64((e.At+1)*numEnvs), e.Return, e.Length)
+		}
+		if ids[0] != "" {
+			for k, p := range pols {
+				p.logEpisodes(rt.Log, episodes, k)
+			}
 		}
 		globalStep += int64(T * numEnvs)
 		learning = true
-		learn := func(seg *sample.Segment) {
-			stats, err := learner.Learn(ctx, seg)
-			learnDone <- learned{stats: stats, next: learner.Weights(), err: err}
-		}
 		if opt.Sync {
 			// No overlap and no lag: the next segment is collected with
 			// the weights learned from this one.
-			learn(seg)
+			for k, p := range pols {
+				p.learn(ctx, segs[k])
+			}
 			res, _ := finish()
-			if res.err == nil {
-				res.err = store.Publish(res.next)
-			}
-			if res.err != nil {
-				return fail(res.err)
-			}
-			for _, s := range res.stats {
-				rt.Log.Scalar(s.Name, s.Value)
+			if err := publish(res); err != nil {
+				return fail(err)
 			}
 			rt.Log.Step(globalStep)
 		} else {
 			// The row (and the divergence guard's look at the parameters)
-			// comes before the learner starts writing them again.
+			// comes before the learners start writing them again.
 			rt.Log.Step(globalStep)
-			go learn(seg)
+			for k, p := range pols {
+				go p.learn(ctx, segs[k])
+			}
 		}
 	}
 	res, _ := finish()
 	stop()
-	if res.err != nil {
-		return mod.Model(), res.err
-	}
-	for _, s := range res.stats {
-		rt.Log.Scalar(s.Name, s.Value)
+	if err := publish(res); err != nil {
+		return model(), err
 	}
 	rt.Log.Step(globalStep)
-	return mod.Model(), nil
+	return model(), nil
+}
+
+// learned is a learner's update of one segment.
+type learned struct {
+	stats []algo.Stat
+	next  *weights.Version
+	err   error
+}
+
+// policy is one policy's share of the run: the run's only one, or one id
+// of a multiagent section, which acts for perSlot agents of every slot
+// (n rows in all) and learns from their rows only.
+type policy struct {
+	prefix     string // "policy/<id>/", "" for the run's only policy
+	perSlot, n int
+	gamma      float32
+	outDim     int
+	pieces     *algo.Pieces
+	learner    algo.SegmentLearner
+	mod        modeler
+	store      *weights.Store
+	samplers   []algo.Sampler // one per row: ("env-worker", row) from the policy's seed
+	segs       [2]*sample.Segment
+	learnDone  chan learned
+	rets, lens []float64 // its agents' last metrics.Window episodes
+	episodes   int64
+}
+
+func (p *policy) learn(ctx context.Context, seg *sample.Segment) {
+	stats, err := p.learner.Learn(ctx, seg)
+	p.learnDone <- learned{stats: stats, next: p.learner.Weights(), err: err}
+}
+
+// logEpisodes logs the policy's columns (algo.PolicyScalars) when some of
+// its agents' episodes ended in the segment.
+func (p *policy) logEpisodes(log algo.Logger, eps []episode, k int) {
+	ended := false
+	for _, e := range eps {
+		if e.policy != k {
+			continue
+		}
+		if len(p.rets) == metrics.Window {
+			p.rets, p.lens = p.rets[1:], p.lens[1:]
+		}
+		p.rets, p.lens = append(p.rets, e.Return), append(p.lens, float64(e.Length))
+		p.episodes++
+		ended = true
+	}
+	if ended {
+		log.Scalar(p.prefix+"return_mean", mean(p.rets))
+		log.Scalar(p.prefix+"length_mean", mean(p.lens))
+		log.Scalar(p.prefix+"episodes", float64(p.episodes))
+	}
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, v := range xs {
+		s += v
+	}
+	return s / float64(len(xs))
+}
+
+// episode is an ended episode of one row, and the policy that acted.
+type episode struct {
+	sample.Episode
+	policy int
 }
 
 // spread splits n envs into w contiguous blocks [lo, hi).
@@ -336,9 +483,9 @@ func spread(n, w int) [][2]int {
 	return out
 }
 
-// collect runs every env worker for one segment and merges their episodes
-// in (step, env) order.
-func collect(ctx context.Context, ews []*envWorker, seg *sample.Segment, step int64, lockstep bool) error {
+// collect runs every env worker for one segment (segs: one per policy)
+// and returns their episodes in (step, row) order.
+func collect(ctx context.Context, ews []*envWorker, segs []*sample.Segment, t0 int64, lockstep bool) ([]episode, error) {
 	all := func(f func(w *envWorker) error) error {
 		errs := make([]error, len(ews))
 		var wg sync.WaitGroup
@@ -356,98 +503,148 @@ func collect(ctx context.Context, ews []*envWorker, seg *sample.Segment, step in
 			w.episodes = w.episodes[:0]
 		}
 		for t := 0; t < ews[0].T && err == nil; t++ {
-			err = all(func(w *envWorker) error { return w.step(ctx, seg, t, step) })
+			err = all(func(w *envWorker) error { return w.step(ctx, segs, t, t0) })
 		}
 		if err == nil {
-			err = all(func(w *envWorker) error { return w.end(ctx, seg) })
+			err = all(func(w *envWorker) error { return w.end(ctx, segs) })
 		}
 	} else {
-		err = all(func(w *envWorker) error { return w.collect(ctx, seg, step) })
+		err = all(func(w *envWorker) error { return w.collect(ctx, segs, t0) })
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	seg.Episodes = seg.Episodes[:0]
+	var eps []episode
 	for _, w := range ews {
-		seg.Episodes = append(seg.Episodes, w.episodes...)
+		eps = append(eps, w.episodes...)
 	}
-	// Workers are in env order, so a stable sort by step gives (step, env).
-	slices.SortStableFunc(seg.Episodes, func(a, b sample.Episode) int { return a.At - b.At })
-	return nil
+	// Workers are in env order, so a stable sort by step gives (step, row).
+	slices.SortStableFunc(eps, func(a, b episode) int { return a.At - b.At })
+	for k, seg := range segs {
+		seg.Episodes = seg.Episodes[:0]
+		for _, e := range eps {
+			if e.policy == k {
+				seg.Episodes = append(seg.Episodes, e.Episode)
+			}
+		}
+	}
+	return eps, nil
 }
 
-// envWorker steps envs [lo, hi) for α steps per segment, asking the policy
-// workers for outputs and sampling with each env's own sampler.
+// envWorker steps the envs of slots [slot0, slot0+len) for α steps per
+// segment, asking the policy workers for every policy's outputs and
+// sampling with each row's own sampler.
 type envWorker struct {
-	lo, hi, n, T           int
-	obsDim, actDim, outDim int
-	gamma                  float32
-	envs                   []env.Env
-	groups                 []env.Vector // multi-agent: one env of agents rows per slot, in place of envs
-	agents, slot0          int          // rows per group; the worker's first slot
-	groupActs              []float32
-	samplers               []algo.Sampler
-	inf                    *inference
-	obs                    []float32 // (hi−lo) × obsDim: what each env acts on next
-	acts                   []algo.Acts
-	req, boot              *request
-	v                      [1]float32
-	episodes               []sample.Episode
+	T, obsDim, actDim int
+	envs              []env.Env
+	groups            []env.Vector // multi-agent: one env of agents rows per slot, in place of envs
+	agents, slot0     int          // rows per slot; the worker's first slot
+	of, rank          []int        // per agent of a slot: its policy, its index among that policy's agents
+	pols              []workerPolicy
+	groupActs         []float32
+	inf               *inference
+	episodes          []episode
+}
+
+// workerPolicy is an env worker's share of one policy: the policy's rows
+// [lo, hi) of its n.
+type workerPolicy struct {
+	lo, hi, n int
+	perSlot   int // the policy's agents per slot
+	outDim    int
+	gamma     float32
+	samplers  []algo.Sampler
+	obs       []float32 // (hi−lo) × obsDim: what each row acts on next
+	acts      []algo.Acts
+	out       []float32 // the last step's outputs
+	req, boot *request
 }
 
 func (w *envWorker) reset(seed uint64) error {
-	m := w.hi - w.lo
-	w.obs = make([]float32, m*w.obsDim)
-	w.acts = make([]algo.Acts, m)
-	w.req, w.boot = newRequest(m, w.obsDim, w.outDim), newRequest(1, w.obsDim, w.outDim)
+	for k := range w.pols {
+		p := &w.pols[k]
+		m := p.hi - p.lo
+		p.obs = make([]float32, m*w.obsDim)
+		p.acts = make([]algo.Acts, m)
+		p.req, p.boot = newRequest(k, m, w.obsDim, p.outDim), newRequest(k, 1, w.obsDim, p.outDim)
+	}
 	for g, v := range w.groups {
 		b, err := v.Reset(int64(rng.Derive(seed, "hts/env", w.slot0+g) >> 1))
 		if err != nil {
 			return fmt.Errorf("hts: reset env %d: %w", w.slot0+g, err)
 		}
-		copy(w.obs[g*w.agents*w.obsDim:], b.Obs)
-	}
-	for j, e := range w.envs {
-		o, _, err := e.Reset(int64(rng.Derive(seed, "hts/env", w.lo+j) >> 1))
-		if err != nil {
-			return fmt.Errorf("hts: reset env %d: %w", w.lo+j, err)
+		for a := range w.agents {
+			p := &w.pols[w.of[a]]
+			j := g*p.perSlot + w.rank[a]
+			copy(p.obs[j*w.obsDim:(j+1)*w.obsDim], b.ObsRow(a))
 		}
-		copy(w.obs[j*w.obsDim:], o)
+	}
+	p := &w.pols[0]
+	for j, e := range w.envs {
+		o, _, err := e.Reset(int64(rng.Derive(seed, "hts/env", w.slot0+j) >> 1))
+		if err != nil {
+			return fmt.Errorf("hts: reset env %d: %w", w.slot0+j, err)
+		}
+		copy(p.obs[j*w.obsDim:], o)
 	}
 	return nil
 }
 
-func (w *envWorker) collect(ctx context.Context, seg *sample.Segment, step int64) error {
+func (w *envWorker) collect(ctx context.Context, segs []*sample.Segment, t0 int64) error {
 	w.episodes = w.episodes[:0]
 	for t := range w.T {
-		if err := w.step(ctx, seg, t, step); err != nil {
+		if err := w.step(ctx, segs, t, t0); err != nil {
 			return err
 		}
 	}
-	return w.end(ctx, seg)
+	return w.end(ctx, segs)
 }
 
-// step takes step t of every env of the worker.
-func (w *envWorker) step(ctx context.Context, seg *sample.Segment, t int, step int64) error {
+// infer asks for every policy's outputs on its rows' observations: all
+// requests go out before the first answer is awaited, so the policy
+// workers can serve them together.
+func (w *envWorker) infer(ctx context.Context) error {
+	for k := range w.pols {
+		if err := w.inf.send(ctx, w.pols[k].req, w.pols[k].obs); err != nil {
+			return err
+		}
+	}
+	for k := range w.pols {
+		out, err := w.inf.wait(ctx, w.pols[k].req)
+		if err != nil {
+			return err
+		}
+		w.pols[k].out = out
+	}
+	return nil
+}
+
+// step takes step t of every env of the worker; t0 is the segment's first
+// step of each row (its global step is t0·rows + t·rows + row).
+func (w *envWorker) step(ctx context.Context, segs []*sample.Segment, t int, t0 int64) error {
 	od, ad := w.obsDim, w.actDim
-	row := t*w.n + w.lo
-	copy(seg.Obs[row*od:], w.obs)
-	out, err := w.inf.do(ctx, w.req, w.obs)
-	if err != nil {
+	for k := range w.pols {
+		p := &w.pols[k]
+		copy(segs[k].Obs[(t*p.n+p.lo)*od:], p.obs)
+	}
+	if err := w.infer(ctx); err != nil {
 		return err
 	}
 	if w.groups != nil {
-		return w.stepGroups(ctx, seg, t, step, out)
+		return w.stepGroups(ctx, segs, t, t0)
 	}
+	p, seg := &w.pols[0], segs[0]
+	step := (t0 + int64(t)) * int64(p.n)
+	row := t*p.n + p.lo
 	for j, e := range w.envs {
 		k := row + j
-		a := &w.acts[j]
-		w.samplers[j].SampleTo(a, out[j*w.outDim:(j+1)*w.outDim], 1, step+int64(t*w.n))
+		a := &p.acts[j]
+		p.samplers[j].SampleTo(a, p.out[j*p.outDim:(j+1)*p.outDim], 1, step)
 		copy(seg.Actions[k*ad:(k+1)*ad], a.Actions)
 		seg.LogProbs[k], seg.Values[k] = a.LogProbs[0], a.Values[0]
 		o, r, term, trunc, info, err := e.Step(a.EnvActions)
 		if err != nil {
-			return fmt.Errorf("hts: env %d: %w", w.lo+j, err)
+			return fmt.Errorf("hts: env %d: %w", p.lo+j, err)
 		}
 		seg.Rewards[k], seg.Dones[k] = float32(r), 0
 		if term || trunc {
@@ -455,37 +652,37 @@ func (w *envWorker) step(ctx context.Context, seg *sample.Segment, t int, step i
 			if trunc && !term {
 				// Bootstrap from the true final observation with the
 				// behaviour policy's value, as the local loop does.
-				out, err := w.inf.do(ctx, w.boot, o)
+				out, err := w.inf.do(ctx, p.boot, o)
 				if err != nil {
 					return err
 				}
-				seg.Rewards[k] += w.gamma * out[w.outDim-1]
+				seg.Rewards[k] += p.gamma * out[p.outDim-1]
 			}
 			if info.HasEpisode {
-				w.episodes = append(w.episodes, sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t})
+				w.episodes = append(w.episodes, episode{Episode: sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t}})
 			}
 			if o, _, err = e.Reset(env.NoSeed); err != nil {
-				return fmt.Errorf("hts: reset env %d: %w", w.lo+j, err)
+				return fmt.Errorf("hts: reset env %d: %w", p.lo+j, err)
 			}
 		}
-		copy(w.obs[j*od:(j+1)*od], o)
+		copy(p.obs[j*od:(j+1)*od], o)
 	}
 	return nil
 }
 
 // stepGroups is step for multi-agent slots: every row of a slot samples
-// its action, then the slot's env steps once for all of them (a
-// FlatVector resets an ended episode itself).
-func (w *envWorker) stepGroups(ctx context.Context, seg *sample.Segment, t int, step int64, out []float32) error {
+// its action with its policy's sampler, then the slot's env steps once for
+// all of them (a FlatVector resets an ended episode itself).
+func (w *envWorker) stepGroups(ctx context.Context, segs []*sample.Segment, t int, t0 int64) error {
 	od, ad := w.obsDim, w.actDim
-	row := t*w.n + w.lo
 	for g, v := range w.groups {
 		w.groupActs = w.groupActs[:0]
 		for a := range w.agents {
-			j := g*w.agents + a
-			k := row + j
-			ac := &w.acts[j]
-			w.samplers[j].SampleTo(ac, out[j*w.outDim:(j+1)*w.outDim], 1, step+int64(t*w.n))
+			p, seg := &w.pols[w.of[a]], segs[w.of[a]]
+			j := g*p.perSlot + w.rank[a] // the policy's row, within the worker
+			k := t*p.n + p.lo + j
+			ac := &p.acts[j]
+			p.samplers[j].SampleTo(ac, p.out[j*p.outDim:(j+1)*p.outDim], 1, (t0+int64(t))*int64(p.n))
 			copy(seg.Actions[k*ad:(k+1)*ad], ac.Actions)
 			seg.LogProbs[k], seg.Values[k] = ac.LogProbs[0], ac.Values[0]
 			w.groupActs = append(w.groupActs, ac.EnvActions...)
@@ -495,23 +692,24 @@ func (w *envWorker) stepGroups(ctx context.Context, seg *sample.Segment, t int, 
 			return fmt.Errorf("hts: env %d: %w", w.slot0+g, err)
 		}
 		for a := range w.agents {
-			j := g*w.agents + a
-			k := row + j
+			p, seg := &w.pols[w.of[a]], segs[w.of[a]]
+			j := g*p.perSlot + w.rank[a]
+			k := t*p.n + p.lo + j
 			seg.Rewards[k], seg.Dones[k] = b.Rewards[a], 0
 			if b.Done(a) {
 				seg.Dones[k] = 1
 				if b.Truncated[a] && !b.Terminated[a] {
-					out, err := w.inf.do(ctx, w.boot, b.FinalObsRow(a))
+					out, err := w.inf.do(ctx, p.boot, b.FinalObsRow(a))
 					if err != nil {
 						return err
 					}
-					seg.Rewards[k] += w.gamma * out[w.outDim-1]
+					seg.Rewards[k] += p.gamma * out[p.outDim-1]
 				}
 				if info := b.Infos[a]; info.HasEpisode {
-					w.episodes = append(w.episodes, sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t})
+					w.episodes = append(w.episodes, episode{Episode: sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t}, policy: w.of[a]})
 				}
 			}
-			copy(w.obs[j*od:(j+1)*od], b.ObsRow(a))
+			copy(p.obs[j*od:(j+1)*od], b.ObsRow(a))
 		}
 	}
 	return nil
@@ -519,33 +717,41 @@ func (w *envWorker) stepGroups(ctx context.Context, seg *sample.Segment, t int, 
 
 // end writes the segment's bootstrap: the observations after its last step
 // and their values.
-func (w *envWorker) end(ctx context.Context, seg *sample.Segment) error {
-	copy(seg.NextObs[w.lo*w.obsDim:w.hi*w.obsDim], w.obs)
-	out, err := w.inf.do(ctx, w.req, w.obs)
-	if err != nil {
+func (w *envWorker) end(ctx context.Context, segs []*sample.Segment) error {
+	for k := range w.pols {
+		p := &w.pols[k]
+		copy(segs[k].NextObs[p.lo*w.obsDim:p.hi*w.obsDim], p.obs)
+	}
+	if err := w.infer(ctx); err != nil {
 		return err
 	}
-	for j := range w.hi - w.lo {
-		seg.LastValues[w.lo+j] = out[(j+1)*w.outDim-1] // on-policy rows end with V(s)
+	for k := range w.pols {
+		p := &w.pols[k]
+		for j := range p.hi - p.lo {
+			segs[k].LastValues[p.lo+j] = p.out[(j+1)*p.outDim-1] // on-policy rows end with V(s)
+		}
 	}
 	return nil
 }
 
-// request is one env worker's inference request: rows of observations in,
-// rows of outputs back. Each env worker owns its requests and reuses them.
+// request is one env worker's inference request for one policy: rows of
+// observations in, rows of outputs back. Each env worker owns its
+// requests and reuses them.
 type request struct {
-	obs  []float32
-	out  []float32
-	err  error
-	done chan struct{}
+	policy int
+	obs    []float32
+	out    []float32
+	err    error
+	done   chan struct{}
 }
 
-func newRequest(rows, obsDim, outDim int) *request {
-	return &request{obs: make([]float32, rows*obsDim), out: make([]float32, rows*outDim), done: make(chan struct{}, 1)}
+func newRequest(policy, rows, obsDim, outDim int) *request {
+	return &request{policy: policy, obs: make([]float32, rows*obsDim), out: make([]float32, rows*outDim), done: make(chan struct{}, 1)}
 }
 
 // inference is the in-process inference stream: env workers send requests,
-// policy workers take whatever is pending and answer it as one batch.
+// policy workers take whatever is pending and answer it as one batch per
+// policy.
 type inference struct {
 	reqs chan *request
 }
@@ -554,12 +760,23 @@ func newInference(capacity int) *inference { return &inference{reqs: make(chan *
 
 // do sends obs (some rows) and waits for the outputs.
 func (s *inference) do(ctx context.Context, r *request, obs []float32) ([]float32, error) {
+	if err := s.send(ctx, r, obs); err != nil {
+		return nil, err
+	}
+	return s.wait(ctx, r)
+}
+
+func (s *inference) send(ctx context.Context, r *request, obs []float32) error {
 	copy(r.obs, obs)
 	select {
 	case s.reqs <- r:
+		return nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
+}
+
+func (s *inference) wait(ctx context.Context, r *request) ([]float32, error) {
 	select {
 	case <-r.done:
 		return r.out, r.err
@@ -569,10 +786,11 @@ func (s *inference) do(ctx context.Context, r *request, obs []float32) ([]float3
 }
 
 // serve answers requests until ctx ends, batching every request pending
-// when it wakes. The weights change only at barriers, when no request is in
-// flight, so which worker answers a request never changes its outputs.
-func (s *inference) serve(ctx context.Context, p algo.PolicyNet, store *weights.Store, obsDim int) {
-	var batch []*request
+// when it wakes, policy by policy (nets[k] is policy k's). The weights
+// change only at barriers, when no request is in flight, so which worker
+// answers a request, and with which others, never changes its outputs.
+func (s *inference) serve(ctx context.Context, nets []algo.PolicyNet, pols []*policy, obsDim int) {
+	var batch, mine []*request
 	var obs, out []float32
 	for {
 		select {
@@ -590,28 +808,39 @@ func (s *inference) serve(ctx context.Context, p algo.PolicyNet, store *weights.
 				break drain
 			}
 		}
-		var err error
-		if v := store.Latest(); v.N != p.Version() {
-			if err = p.SetWeights(v); err != nil {
-				err = fmt.Errorf("hts: policy worker: %w", err)
+		for k, p := range nets {
+			mine = mine[:0]
+			for _, r := range batch {
+				if r.policy == k {
+					mine = append(mine, r)
+				}
 			}
-		}
-		obs = obs[:0]
-		rows := 0
-		for _, r := range batch {
-			obs = append(obs, r.obs...)
-			rows += len(r.obs) / obsDim
-		}
-		if err == nil {
-			out = grow(out, rows*p.OutDim())
-			p.ForwardTo(out, obs, rows)
-		}
-		off := 0
-		for _, r := range batch {
-			if r.err = err; err == nil {
-				off += copy(r.out, out[off:])
+			if len(mine) == 0 {
+				continue
 			}
-			r.done <- struct{}{}
+			var err error
+			if v := pols[k].store.Latest(); v.N != p.Version() {
+				if err = p.SetWeights(v); err != nil {
+					err = fmt.Errorf("hts: policy worker: %w", err)
+				}
+			}
+			obs = obs[:0]
+			rows := 0
+			for _, r := range mine {
+				obs = append(obs, r.obs...)
+				rows += len(r.obs) / obsDim
+			}
+			if err == nil {
+				out = grow(out, rows*p.OutDim())
+				p.ForwardTo(out, obs, rows)
+			}
+			off := 0
+			for _, r := range mine {
+				if r.err = err; err == nil {
+					off += copy(r.out, out[off:])
+				}
+				r.done <- struct{}{}
+			}
 		}
 	}
 }

@@ -1,10 +1,12 @@
 package hts
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -19,6 +21,7 @@ import (
 	"herd/algo/dqn"
 	"herd/algo/ppo"
 	"herd/env"
+	"herd/nn"
 	"herd/sample"
 )
 
@@ -288,3 +291,166 @@ type episodeLog struct{ lens *[]int }
 func (l *episodeLog) Episode(_ int64, _ float64, n int) { *l.lens = append(*l.lens, n) }
 func (l *episodeLog) Scalar(string, float64)            {}
 func (l *episodeLog) Step(int64)                        {}
+
+const twoPolicies = `algo: ppo
+env: mpe/simple_spread_v3?agent_id=true&max_cycles=10
+seed: 5
+steps: 960
+log_every: 120
+runtime: {executor: hts, env_workers: %d, policy_workers: %d}
+multiagent:
+  policies: [a, b]
+  policy_mapping: {agent_0: a, "agent_*": b}
+ppo: {num_envs: 12, num_steps: 20, num_minibatches: 2, update_epochs: 2, hidden: [16]}
+`
+
+// TestSeveralPoliciesSameBits is the HTS promise for a multiagent section:
+// simple_spread's agent_0 has policy a and the other two agents policy b
+// (4 envs × 3 agents), trained through algo.TrainRun as `herd train`
+// does; the checkpoint (both policies) and metrics.csv's per-policy
+// columns are the same bits for env workers 1 and 2 and policy workers 1
+// and 4.
+func TestSeveralPoliciesSameBits(t *testing.T) {
+	exec := map[string]algo.Executor{"hts": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+		return Train(ctx, rt, spec, cfg, OptionsOf(rt.Header))
+	}}
+	run := func(e, p int) (model []byte, cols string) {
+		t.Helper()
+		res := resolve(t, ppo.Spec(), fmt.Sprintf(twoPolicies, e, p))
+		res.Header.Out = t.TempDir()
+		sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: exec, Dir: algo.DirForce})
+		if err != nil {
+			t.Fatalf("E=%d P=%d: %v", e, p, err)
+		}
+		if sum.Steps != 960 {
+			t.Fatalf("E=%d P=%d: %d steps, want 960", e, p, sum.Steps)
+		}
+		if model, err = os.ReadFile(filepath.Join(res.Header.Out, algo.ModelFile)); err != nil {
+			t.Fatal(err)
+		}
+		csv, err := os.ReadFile(filepath.Join(res.Header.Out, "metrics.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return model, policyColumns(t, csv)
+	}
+	want, wantCols := run(1, 1)
+	for _, c := range [][2]int{{1, 4}, {2, 1}, {2, 4}} {
+		got, cols := run(c[0], c[1])
+		if !bytes.Equal(got, want) {
+			t.Errorf("E=%d P=%d: checkpoint differs from E=1 P=1's", c[0], c[1])
+		}
+		if cols != wantCols {
+			t.Errorf("E=%d P=%d: policy columns\n%s\nwant (E=1 P=1)\n%s", c[0], c[1], cols, wantCols)
+		}
+	}
+	// Two policies, each with its own parameters: a learned from agent_0's
+	// 4 rows, b from the other 8.
+	ck, err := nn.ReadSafetensors(bytes.NewReader(want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ck.Metadata["herd.policies"]; got != "a,b" {
+		t.Fatalf("checkpoint policies %q, want a,b", got)
+	}
+	var na, nb int
+	for name := range ck.Tensors {
+		switch {
+		case strings.HasPrefix(name, "a/"):
+			na++
+		case strings.HasPrefix(name, "b/"):
+			nb++
+		}
+	}
+	if na == 0 || na != nb {
+		t.Errorf("checkpoint tensors: %d of a, %d of b; want the same nonzero count", na, nb)
+	}
+	if !strings.Contains(wantCols, "policy/b/losses/value_loss") || strings.Count(wantCols, "\n") < 4 {
+		t.Errorf("metrics.csv lacks per-policy rows:\n%s", wantCols)
+	}
+}
+
+// policyColumns keeps the step and the policy/… columns of metrics.csv
+// (the others include wall-clock times).
+func policyColumns(t *testing.T, csv []byte) string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(string(csv)), "\n")
+	head := strings.Split(lines[0], ",")
+	var keep []int
+	for i, h := range head {
+		if h == "step" || strings.HasPrefix(h, "policy/") {
+			keep = append(keep, i)
+		}
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		f := strings.Split(l, ",")
+		for _, i := range keep {
+			if i < len(f) {
+				b.WriteString(f[i] + ",")
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// TestOnePolicyMappingIsTheSharedPolicy: a multiagent section whose one
+// policy acts for every agent trains the parameters of the plain
+// shared-policy run, bit for bit (the same seed, rows and streams).
+func TestOnePolicyMappingIsTheSharedPolicy(t *testing.T) {
+	plain := "algo: ppo\nenv: mpe/simple_spread_v3?agent_id=true&max_cycles=10\nseed: 5\nsteps: 960\nruntime: {executor: hts}\n" +
+		"ppo: {num_envs: 12, num_steps: 20, num_minibatches: 2, update_epochs: 2, hidden: [16]}\n"
+	params := func(file string) []float32 {
+		res := resolve(t, ppo.Spec(), file)
+		m, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config, Options{EnvWorkers: 2, PolicyWorkers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []float32
+		for _, p := range m.(algo.ParamModel).Params() {
+			out = append(out, p.Value...)
+		}
+		return out
+	}
+	want := params(plain)
+	got := params(strings.Replace(plain, "runtime:", "multiagent: {policies: [all], policy_mapping: {\"agent_*\": all}}\nruntime:", 1))
+	if !slices.Equal(got, want) {
+		t.Errorf("one policy for every agent: %d parameters differ from the shared-policy run's", len(got))
+	}
+}
+
+// TestTwoAlgorithmsSameBits: policy b trained by A2C (multiagent.algos)
+// beside PPO's policy a, under the same barriers: same bits for E=1 P=1
+// and E=4 P=2.
+func TestTwoAlgorithmsSameBits(t *testing.T) {
+	file := strings.Replace(fmt.Sprintf(twoPolicies, 1, 1), "ppo: {", "  algos: {b: a2c}\na2c: {num_envs: 12, num_steps: 20, hidden: [16]}\nppo: {", 1)
+	res, err := algo.Resolve([]byte(file), []algo.Spec{ppo.Spec(), a2c.Spec()}, algo.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := func(e, p int) string {
+		m, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard(), Others: res.Others}, res.Spec, res.Config,
+			Options{EnvWorkers: e, PolicyWorkers: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, ok := m.(*algo.Policies)
+		if !ok || len(ps.Models) != 2 {
+			t.Fatalf("model %T, want 2 policies", m)
+		}
+		path := filepath.Join(t.TempDir(), "model.safetensors")
+		if err := m.Save(path); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := sha256.Sum256(b)
+		return hex.EncodeToString(s[:])
+	}
+	if a, b := hash(1, 1), hash(4, 2); a != b {
+		t.Errorf("E=4 P=2 checkpoint %s, E=1 P=1 %s", b, a)
+	}
+}

@@ -192,7 +192,7 @@ func TestBadMappings(t *testing.T) {
 	}
 	for _, file := range []string{
 		strings.Replace(tagConfig, "mpe/simple_tag_v3?agent_id=true", "CartPole-v1", 1),
-		tagConfig + "runtime: {executor: hts}\n",
+		tagConfig + "runtime: {executor: pal}\n",
 	} {
 		if _, err := algo.Resolve([]byte(file), []algo.Spec{p.spec()}, algo.Overrides{}); !errors.Is(err, algo.ErrConfig) {
 			t.Errorf("err %v, want ErrConfig", err)

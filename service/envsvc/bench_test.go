@@ -53,13 +53,18 @@ func TestBench(t *testing.T) {
 // multi-agent session (ns/op is per vector step).
 func BenchmarkRemoteParallelStep(b *testing.B) {
 	addr, _ := startServer(b, nil, 0)
+	wheres := map[string]string{"local": "", "remote": "grpc://" + addr + "/"}
+	if shm := shmPrefix(b); shm != "" {
+		wheres["shm"] = shm
+	}
 	for _, envs := range []int{1, 16} {
-		for _, where := range []string{"local", "remote"} {
+		for _, where := range []string{"local", "remote", "shm"} {
+			prefix, ok := wheres[where]
+			if !ok {
+				continue
+			}
 			b.Run(fmt.Sprintf("%s/envs=%d", where, envs), func(b *testing.B) {
-				id := "mpe/simple_spread_v3"
-				if where == "remote" {
-					id = "grpc://" + addr + "/" + id
-				}
+				id := prefix + "mpe/simple_spread_v3"
 				rows := 3 * envs
 				v, err := env.MakeVector(id, rows, env.Sync)
 				if err != nil {

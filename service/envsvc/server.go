@@ -149,17 +149,12 @@ func (s *Server) checkOpen(first *herdv1.EnvRequest) (int, error) {
 }
 
 // open checks a single-agent session's first message and makes its envs.
-// A multi-agent open reaches it only over shared memory, which carries
-// single-agent batches only.
 func (s *Server) open(first *herdv1.EnvRequest) (*session, error) {
 	n, err := s.checkOpen(first)
 	if err != nil {
 		return nil, err
 	}
 	open := first.GetOpen()
-	if open.GetParallel() {
-		return nil, status.Error(codes.InvalidArgument, "multi-agent sessions are served over gRPC only, not shared memory")
-	}
 	sess, err := newSession(open, n)
 	if err == nil {
 		sess.metrics = s.metrics

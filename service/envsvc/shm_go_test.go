@@ -115,3 +115,38 @@ func BenchmarkRemoteVectorStepShm(b *testing.B) {
 		})
 	}
 }
+
+// TestTrainShmSimpleSpread: a multi-agent env served over shm:// (framed
+// messages on the socket) is one wherever a multi-agent id is taken, and
+// IPPO trained on it ends with the local env's parameters, bit for bit; a
+// single-agent id over shm stays single-agent.
+func TestTrainShmSimpleSpread(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains PPO for two updates twice")
+	}
+	name := fmt.Sprintf("herdtest-ma-%d", os.Getpid())
+	startShm(t, name)
+	const id = "mpe/simple_spread_v3?agent_id=true"
+	remote := "shm://" + name + "/" + id + "&timeout=20s"
+	if !env.IsParallel(remote) || env.IsParallel("shm://"+name+"/CartPole-v1?timeout=20s") {
+		t.Fatalf("IsParallel: %s %v, CartPole-v1 %v; want true, false", remote, env.IsParallel(remote), env.IsParallel("shm://"+name+"/CartPole-v1"))
+	}
+	want := trainParams(t, id, false)
+	got := trainParams(t, remote, false)
+	if len(want) == 0 || len(want) != len(got) {
+		t.Fatalf("%d and %d parameters", len(want), len(got))
+	}
+	for i := range want {
+		if want[i] != got[i] {
+			t.Fatalf("parameter %d: local %v, over shm %v", i, want[i], got[i])
+		}
+	}
+}
+
+// shmPrefix serves herd's envs over shm until the benchmark ends and
+// returns the id prefix shm://NAME/.
+func shmPrefix(tb testing.TB) string {
+	name := fmt.Sprintf("herdbench-%d", os.Getpid())
+	startShm(tb, name)
+	return "shm://" + name + "/"
+}

@@ -113,6 +113,10 @@ func (s *Server) shmSession(c *net.UnixConn) {
 		end(status.Errorf(codes.InvalidArgument, "bad request: %v", err))
 		return
 	}
+	if first.GetOpen().GetParallel() {
+		s.shmParallel(c, first, end)
+		return
+	}
 	sess, err := s.open(first)
 	if err != nil {
 		end(err)
@@ -191,6 +195,50 @@ func (s *Server) shmSession(c *net.UnixConn) {
 			}
 		default:
 			end(status.Errorf(codes.InvalidArgument, "unknown request byte %q", tag[0]))
+			return
+		}
+	}
+}
+
+// shmParallel runs a multi-agent session over the shm socket: the
+// gRPC session's messages (per-agent maps, every env in one message),
+// framed on the socket. There is no segment: the per-agent batches change
+// shape as agents leave, and one message already carries every env.
+func (s *Server) shmParallel(c *net.UnixConn, first *herdv1.EnvRequest, end func(error)) {
+	sess, err := s.openParallel(first)
+	if err != nil {
+		end(err)
+		return
+	}
+	defer sess.close()
+	resp, err := sess.openResponse()
+	if err != nil {
+		end(err)
+		return
+	}
+	if shmwire.WriteMsg(c, resp) != nil {
+		return
+	}
+	var tag [1]byte
+	for {
+		if _, err := io.ReadFull(c, tag[:]); err != nil {
+			return // the client closed the session or died
+		}
+		if tag[0] != shmwire.Msg {
+			end(status.Errorf(codes.InvalidArgument, "request byte %q: a multi-agent session sends framed messages only", tag[0]))
+			return
+		}
+		req := new(herdv1.EnvRequest)
+		if err := shmwire.ReadFrame(c, req); err != nil {
+			end(status.Errorf(codes.InvalidArgument, "bad request: %v", err))
+			return
+		}
+		resp, err := sess.handle(req)
+		if err != nil {
+			end(err)
+			return
+		}
+		if shmwire.WriteMsg(c, resp) != nil {
 			return
 		}
 	}
