@@ -672,27 +672,9 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		run = "herd"
 	}
 
-	wctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var werr error
-	fail := func(err error) {
-		if err != nil && wctx.Err() == nil {
-			mu.Lock()
-			werr = errors.Join(werr, err)
-			mu.Unlock()
-			stop()
-		}
-	}
-	defer func() { stop(); wg.Wait() }()
-	start := func(f func(tr transport.Transport) error) error {
-		tr, err := newTransport()
-		if err != nil {
-			return err
-		}
-		wg.Go(func() { fail(f(tr)) })
-		return nil
-	}
+	ws := newWorkers(ctx, newTransport)
+	defer ws.wait()
+	wctx, start := ws.ctx, ws.start
 	for k := range opt.PolicyWorkers {
 		if err := start(func(tr transport.Transport) error { return st.RunPolicyWorker(wctx, k, tr, run) }); err != nil {
 			return nil, err
@@ -737,23 +719,17 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		group = &worker.LearnerGroup{Collective: coll, Learners: st.Learners}
 		if opt.Watch != nil {
 			gone := opt.Watch(wctx)
-			wg.Go(func() {
+			ws.wg.Go(func() {
 				select {
 				case err := <-gone:
-					fail(err)
+					ws.fail(err)
 				case <-wctx.Done():
 				}
 			})
 		}
 	}
 	if st.Off != nil {
-		return st.trainOff(ctx, wctx, rt, smp, par, mon, stall, group, func() error {
-			stop()
-			wg.Wait()
-			mu.Lock()
-			defer mu.Unlock()
-			return werr
-		})
+		return st.trainOff(ctx, wctx, rt, smp, par, mon, stall, group, ws.wait)
 	}
 	var step int64
 	l, err := worker.RunLearner(wctx, worker.LearnerConfig{Iterations: iters, MaxLag: maxLagOf(opt), Stall: stall, Alive: mon.alive,
@@ -769,15 +745,12 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			mon.scalars(wctx, false)
 			rt.Log.Step(step)
 		}}, st.Pieces, smp, par)
-	stop()
-	wg.Wait()
+	werr := ws.wait()
 	mon.scalars(ctx, true)
 	var model algo.Model
 	if m, ok := l.(interface{ Model() algo.Model }); ok {
 		model = m.Model()
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if werr != nil {
 		return model, werr
 	}
@@ -1043,4 +1016,53 @@ func transportMaker(opt Options) (func() (transport.Transport, error), func(), e
 		conns = append(conns, nc)
 		return transport.NewNATS(nc)
 	}, closeAll, nil
+}
+
+// workers runs a run's in-process worker goroutines, each on a transport of
+// its own: the first to fail stops the others, and wait joins what they
+// returned.
+type workers struct {
+	ctx          context.Context
+	stop         context.CancelFunc
+	wg           sync.WaitGroup
+	newTransport func() (transport.Transport, error)
+
+	mu  sync.Mutex
+	err error
+}
+
+func newWorkers(ctx context.Context, newTransport func() (transport.Transport, error)) *workers {
+	w := &workers{newTransport: newTransport}
+	w.ctx, w.stop = context.WithCancel(ctx)
+	return w
+}
+
+// fail records err and stops the other workers; errors that come after the
+// stop are its echoes and are left out.
+func (w *workers) fail(err error) {
+	if err != nil && w.ctx.Err() == nil {
+		w.mu.Lock()
+		w.err = errors.Join(w.err, err)
+		w.mu.Unlock()
+		w.stop()
+	}
+}
+
+// start runs f on a new transport in a goroutine of its own.
+func (w *workers) start(f func(tr transport.Transport) error) error {
+	tr, err := w.newTransport()
+	if err != nil {
+		return err
+	}
+	w.wg.Go(func() { w.fail(f(tr)) })
+	return nil
+}
+
+// wait stops every worker, waits for them and returns their errors.
+func (w *workers) wait() error {
+	w.stop()
+	w.wg.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
 }

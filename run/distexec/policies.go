@@ -232,27 +232,9 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 		stall = DefaultStall
 	}
 
-	wctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var werr error
-	fail := func(err error) {
-		if err != nil && wctx.Err() == nil {
-			mu.Lock()
-			werr = errors.Join(werr, err)
-			mu.Unlock()
-			stop()
-		}
-	}
-	defer func() { stop(); wg.Wait() }()
-	start := func(f func(tr transport.Transport) error) error {
-		tr, err := newTransport()
-		if err != nil {
-			return err
-		}
-		wg.Go(func() { fail(f(tr)) })
-		return nil
-	}
+	ws := newWorkers(ctx, newTransport)
+	defer ws.wait()
+	wctx, start := ws.ctx, ws.start
 	for p := range opt.PolicyWorkers {
 		if err := start(func(tr transport.Transport) error { return ps.runPolicyWorker(wctx, p, tr, run) }); err != nil {
 			return nil, err
@@ -319,7 +301,7 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 			l, err := learners[k]()
 			if err != nil {
 				errs[k] = fmt.Errorf("policy %s: %w", ps.ids[k], err)
-				stop() // the other learners would wait for this one's rounds
+				ws.stop() // the other learners would wait for this one's rounds
 			}
 			if m, ok := l.(interface{ Model() algo.Model }); ok {
 				models[k] = m.Model()
@@ -327,8 +309,7 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 		})
 	}
 	lwg.Wait()
-	stop()
-	wg.Wait()
+	werr := ws.wait()
 	for _, m := range mons {
 		m.scalars(ctx, true)
 	}
@@ -336,8 +317,6 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 	if slices.Contains(models, nil) {
 		return nil, errors.Join(append(errs, fmt.Errorf("%w: a policy's learner handed out no model", ErrConfig))...)
 	}
-	mu.Lock()
-	defer mu.Unlock()
 	if werr != nil {
 		return model, werr
 	}
