@@ -260,7 +260,7 @@ func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport,
 	}
 	opt := algo.RunOptions{Dir: mode, Executors: map[string]algo.Executor{
 		"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-			return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: o.Run,
+			return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: o.Run, Notice: w,
 				Dial: func() (transport.Transport, error) { return tr, nil }, Watch: watchLearners(mem, rt.Header.Runtime.Learners)})
 		},
 		"flow": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
@@ -336,8 +336,9 @@ func watchLearners(mem transport.Membership, m int) func(ctx context.Context) <-
 
 // distLine prints the dist executor's counters (summary.json's "dist").
 func distLine(d map[string]float64) string {
-	return fmt.Sprintf("dist: policy lag mean %.2f, max %.0f versions; dropped (lag) %.0f, duplicates %.0f, decode errors %.0f, stale weights %.0f, abandoned requests %.0f",
-		d["dist/lag_mean"], d["dist/lag_max"], d["dist/dropped"], d["dist/duplicates"], d["dist/decode_errors"], d["dist/stale_weights"], d["dist/abandoned"])
+	return fmt.Sprintf("dist: policy lag mean %.2f, max %.0f versions; dropped (lag) %.0f, duplicates %.0f, decode errors %.0f, stale weights %.0f, abandoned requests %.0f; workers gone silent %.0f (silent at the end %.0f)",
+		d["dist/lag_mean"], d["dist/lag_max"], d["dist/dropped"], d["dist/duplicates"], d["dist/decode_errors"], d["dist/stale_weights"], d["dist/abandoned"],
+		d["dist/silences"], d["dist/silent_workers"])
 }
 
 // awaitController waits until the run's controller is registered, for at

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +56,9 @@ type Options struct {
 	// learners is gone (their registrations, under herd launch); the run
 	// then ends with it at once instead of at the all-gather's deadline.
 	Watch func(ctx context.Context) <-chan error
+	// Notice receives the learner's one-line notices: a worker gone
+	// silent, and back (nil: standard error).
+	Notice io.Writer
 }
 
 // DefaultStall is Options.Stall's default.
@@ -708,7 +714,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		return nil, err
 	}
 	defer mem.Close()
-	mon := &monitor{log: rt.Log, smp: smp, mem: mem}
+	mon := newMonitor(rt.Log, smp, mem, opt.Notice, stall)
 	var group *worker.LearnerGroup
 	if st.Learners > 1 {
 		coll, err := tr.Collective(ctx, run, transport.Options{Learner: 0, Learners: st.Learners, GatherTimeout: gatherTimeout(stall)})
@@ -742,6 +748,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			for _, st := range stats {
 				rt.Log.Scalar(st.Name, st.Value)
 			}
+			mon.step = step
 			mon.scalars(wctx, false)
 			rt.Log.Step(step)
 		}}, st.Pieces, smp, par)
@@ -843,27 +850,67 @@ func (s *Setup) RunLearnerPeer(ctx context.Context, slot int, tr transport.Trans
 
 // monitor gathers the run's counters for the learner's metrics: its own
 // (cnt), its sample stream's, and the workers' (their progress records,
-// read at most every readEvery).
+// read at most every readEvery). From the same records it tells when a
+// worker goes silent (see watch).
 type monitor struct {
 	log algo.Logger
 	smp transport.SampleStream
 	mem transport.Membership
 	cnt worker.Counters
+	// step is the learner's global step, for the notices.
+	step int64
 
 	read             time.Time
 	stale, abandoned uint64
 	batches, rows    uint64
 	rowsP50, rowsP99 uint32
 	latP50, latP99   uint64 // µs
+
+	notice   io.Writer
+	after    time.Duration // silentAfter of the run's stall bound
+	now      func() time.Time
+	heard    map[string]*heard
+	silent   int    // workers silent now (dist/silent_workers)
+	silences uint64 // silences begun (dist/silences)
+}
+
+// heard is what the monitor last saw of a worker's progress record.
+type heard struct {
+	p       transport.Progress
+	at      time.Time // when the record was first seen as p
+	learned uint64    // the learner's samples learned then
+	step    int64     // the learner's step then
+	silent  bool
 }
 
 const readEvery = 5 * time.Second
 
+func newMonitor(log algo.Logger, smp transport.SampleStream, mem transport.Membership, notice io.Writer, stall time.Duration) *monitor {
+	if notice == nil {
+		notice = os.Stderr
+	}
+	return &monitor{log: log, smp: smp, mem: mem, notice: notice, after: silentAfter(stall), now: time.Now, heard: map[string]*heard{}}
+}
+
+// silentAfter is how long a worker's progress record may stay unchanged
+// before the learner calls it silent: a sixth of the run's stall bound
+// (10 s of the default 60 s), at least 2 s. A worker saves its record
+// at most every saveEvery and the learner reads it every readEvery, so a
+// silence is noticed between silentAfter and silentAfter + readEvery +
+// saveEvery after the worker's last sample; well before the stall bound,
+// which ends the run only when no worker sends.
+func silentAfter(stall time.Duration) time.Duration {
+	if stall <= 0 {
+		stall = DefaultStall
+	}
+	return max(stall/6, 2*time.Second)
+}
+
 // scalars logs the dist/… scalars (algo.DistScalars); final reads the
 // workers' records whatever the time.
 func (m *monitor) scalars(ctx context.Context, final bool) {
-	if final || time.Since(m.read) >= readEvery {
-		m.read = time.Now()
+	if final || m.now().Sub(m.read) >= readEvery {
+		m.read = m.now()
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		if ps, err := m.mem.Progress(rctx); err == nil {
 			m.stale, m.abandoned, m.batches, m.rows = 0, 0, 0, 0
@@ -875,6 +922,9 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 				m.rows += p.BatchRows
 				m.rowsP50, m.rowsP99 = max(m.rowsP50, p.BatchRowsP50), max(m.rowsP99, p.BatchRowsP99)
 				m.latP50, m.latP99 = max(m.latP50, p.LatencyP50us), max(m.latP99, p.LatencyP99us)
+			}
+			if !final { // the workers have stopped by the final read
+				m.watch(rctx, ps)
 			}
 		}
 		cancel()
@@ -896,7 +946,84 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 	m.log.Scalar("dist/batch_rows_p99", float64(m.rowsP99))
 	m.log.Scalar("dist/infer_latency_p50_ms", float64(m.latP50)/1e3)
 	m.log.Scalar("dist/infer_latency_p99_ms", float64(m.latP99)/1e3)
+	m.log.Scalar("dist/silent_workers", float64(m.silent))
+	m.log.Scalar("dist/silences", float64(m.silences))
 }
+
+// silentSamples is how many samples per env worker the learner must have
+// learned from the others since an env worker's record last changed
+// before that worker counts as silent: a learner that is merely slow
+// (each push waits for it) takes every worker's samples in turn, so a
+// worker it has not heard from over several rounds is not just queued.
+const silentSamples = 4
+
+// watch compares the workers' progress records ps with what it saw
+// before and writes a notice when a worker goes silent or comes back.
+// An env worker's record changes with every sample the learner takes
+// from it; it is silent when its record has not changed for m.after
+// while the learner took silentSamples × env workers samples from the
+// others. A policy worker's record changes only when it answers, which
+// a healthy idle one need not, so it counts as silent only when it has
+// also lost its registration (no keep-alive for a TTL).
+func (m *monitor) watch(ctx context.Context, ps map[string]transport.Progress) {
+	now := m.now()
+	names := make([]string, 0, len(ps))
+	envs := uint64(0)
+	for name := range ps {
+		names = append(names, name)
+		if strings.HasPrefix(name, "env-") {
+			envs++
+		}
+	}
+	slices.Sort(names)
+	var registered map[string]bool // read once, when needed
+	for _, name := range names {
+		p := ps[name]
+		h := m.heard[name]
+		if h == nil || h.p != p {
+			if h != nil && h.silent {
+				m.silent--
+				fmt.Fprintf(m.notice, "dist: %s back after %s (silent since step %d; now step %d)\n", name, seconds(now.Sub(h.at)), h.step, m.step)
+			}
+			m.heard[name] = &heard{p: p, at: now, learned: m.cnt.Learned, step: m.step}
+			continue
+		}
+		if h.silent || now.Sub(h.at) < m.after {
+			continue
+		}
+		if strings.HasPrefix(name, "env-") {
+			if m.cnt.Learned-h.learned < silentSamples*envs {
+				continue
+			}
+		} else {
+			if registered == nil {
+				registered = map[string]bool{}
+				if ms, err := m.mem.Members(ctx); err == nil {
+					for _, x := range ms {
+						registered[x.Name] = true
+					}
+				} else {
+					continue // unknown: no notice on a failed read
+				}
+			}
+			if registered[name] {
+				continue
+			}
+		}
+		h.silent = true
+		m.silent++
+		m.silences++
+		what := "answer"
+		if strings.HasPrefix(name, "env-") {
+			what = "sample"
+		}
+		fmt.Fprintf(m.notice, "dist: %s silent for %s (last %s at step %d; %d samples learned since); %s\n",
+			name, seconds(now.Sub(h.at)), what, h.step, m.cnt.Learned-h.learned, m.alive(ctx))
+	}
+}
+
+// seconds rounds d to whole seconds for a notice.
+func seconds(d time.Duration) string { return d.Round(time.Second).String() }
 
 // alive says which workers are registered, for the watchdog's error.
 func (m *monitor) alive(ctx context.Context) string {
@@ -936,6 +1063,7 @@ func (s *Setup) trainOff(ctx, wctx context.Context, rt *algo.Runtime, smp transp
 			for _, st := range stats {
 				rt.Log.Scalar(st.Name, st.Value)
 			}
+			mon.step = step
 			mon.scalars(wctx, false)
 			rt.Log.Step(step)
 		}}, s.Pieces, smp, par)

@@ -63,6 +63,10 @@ func TestTrainRun(t *testing.T) {
 			if m, p99 := sj.Dist["dist/batch_rows_mean"], sj.Dist["dist/batch_rows_p99"]; m < 1 || p99 < 1 {
 				t.Errorf("summary dist: batch rows mean %v, p99 %v; want ≥ 1 (every request has rows)", m, p99)
 			}
+			// No worker of a healthy run goes silent.
+			if n, ok := sj.Dist["dist/silences"]; !ok || n != 0 || sj.Dist["dist/silent_workers"] != 0 {
+				t.Errorf("summary dist: silences %v (reported %v), silent workers %v; want 0", n, ok, sj.Dist["dist/silent_workers"])
+			}
 		})
 	}
 }

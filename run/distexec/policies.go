@@ -269,7 +269,7 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 		}
 		defer mem.Close()
 		logs[k] = &prefixLog{Logger: rt.Log, prefix: "policy/" + ps.ids[k] + "/"}
-		mons[k] = &monitor{log: logs[k], smp: smp, mem: mem}
+		mons[k] = newMonitor(logs[k], smp, mem, opt.Notice, stall)
 		learners[k] = func() (algo.SegmentLearner, error) {
 			return worker.RunLearner(wctx, worker.LearnerConfig{Iterations: ps.iters, MaxLag: maxLagOf(opt), Stall: stall,
 				Alive: mons[k].alive, Counters: &mons[k].cnt,
@@ -288,6 +288,7 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 			for _, st := range r.stats {
 				logs[k].Scalar(st.Name, st.Value)
 			}
+			mons[k].step = step
 			mons[k].scalars(wctx, false)
 		}
 		step += int64(ps.sets[0].T * ps.numEnvs)
