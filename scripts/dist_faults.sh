@@ -51,10 +51,10 @@ import json, sys
 name, rc, wall, path = sys.argv[1:]
 s = json.load(open(path))
 d = s.get("dist", {})
-print("| %s | %s | %s, %d steps | dup %d, dropped %d, decode %d, stale %d, abandoned %d, lag mean %.1f max %d | %s s |" % (
+print("| %s | %s | %s, %d steps | dup %d, dropped %d, decode %d, stale %d, abandoned %d, lag mean %.1f max %d, silences %d | %s s |" % (
     name, rc, s["status"], s["steps"], d.get("dist/duplicates", -1), d.get("dist/dropped", -1),
     d.get("dist/decode_errors", -1), d.get("dist/stale_weights", -1), d.get("dist/abandoned", -1),
-    d.get("dist/lag_mean", -1), d.get("dist/lag_max", -1), wall))
+    d.get("dist/lag_mean", -1), d.get("dist/lag_max", -1), d.get("dist/silences", -1), wall))
 PY
   else
     echo "| $name | $rc | no summary.json | – | ${wall} s |"
@@ -161,12 +161,33 @@ NFT
     return 1
   fi
   echo "  partitioned $2 ($p, ports ${ports:-none}) for $3 s at $(date -u +%T)" >&2
+  local t0; t0=$(date +%s%N)
+  await_notice "$1" "$2-0 silent for" $(( $3 * 2 )) "$t0" "cut" &
+  local waiter=$!
   sleep "$3"
   local dropped; dropped=$(nft list table inet "$table" | grep -o 'packets [0-9]*' | awk '{ s += $2 } END { print s + 0 }')
   nft delete table inet "$table"
   echo "$p" >"$cg/cgroup.procs" 2>/dev/null
   rmdir "$cg/$name"
   echo "  healed at $(date -u +%T): $dropped packets dropped" >&2
+  await_notice "$1" "$2-0 back after" 30 "$(date +%s%N)" "heal"
+  wait "$waiter"
+}
+
+# await_notice RUN TEXT SECONDS T0 EVENT: waits up to SECONDS for the
+# learner's notice TEXT in the run's logs and prints how long after the
+# EVENT (at T0, ns) it came, with the notice.
+await_notice() {
+  local end=$(( $(date +%s) + $3 )) line
+  while [ "$(date +%s)" -lt "$end" ]; do
+    line=$(grep -h -- "$2" "$OUT/$1".*log 2>/dev/null | head -1)
+    if [ -n "$line" ]; then
+      echo "  noticed $(( ($(date +%s%N) - $4) / 1000000 )) ms after the $5: $line" >&2
+      return
+    fi
+    sleep 0.2
+  done
+  echo "  no notice \"$2\" within $3 s of the $5" >&2
 }
 f_controller() {
   local t=$(date +%s%N)
