@@ -41,6 +41,12 @@
 //	dist/batch_rows_p50, _p99    rows per batch over each policy worker's last 4096 batches (largest worker's)
 //	dist/infer_latency_p50_ms, _p99_ms  a request's arrival at a policy worker to its answer
 //	                             (queueing and forward pass; last 4096 requests, largest worker's)
+//	dist/silent_workers          workers silent now: an env worker whose progress record has
+//	                             not moved for a sixth of the stall bound (10 s) while the
+//	                             learner took 4 samples per env worker from the others, a
+//	                             policy worker as long and unregistered (monitor.watch)
+//	dist/silences                silences begun; each is one line in the learner's output
+//	                             ("env-0 silent for 10s …"), its end another ("env-0 back after …")
 //
 // Inference: with policy_workers, each env worker asks the policy workers
 // for outputs every step (four NATS message hops per round trip, about
