@@ -70,11 +70,15 @@ wait:
 	if !strings.Contains(r.stdout, "dist: policy lag mean") {
 		t.Errorf("no dist counters printed:\n%s", r.stdout)
 	}
+	// A healthy run has no silent worker.
+	if !strings.Contains(r.stdout, "workers gone silent 0 (silent at the end 0)") || strings.Contains(r.stdout, " silent for ") {
+		t.Errorf("a worker of a healthy run counted silent:\n%s", r.stdout)
+	}
 	d, ok := readSummary(t, out)["dist"].(map[string]any)
 	if !ok {
 		t.Fatal("summary.json has no dist counters")
 	}
-	for _, k := range []string{"dist/lag_mean", "dist/lag_max", "dist/dropped", "dist/duplicates", "dist/decode_errors", "dist/stale_weights", "dist/abandoned"} {
+	for _, k := range []string{"dist/lag_mean", "dist/lag_max", "dist/dropped", "dist/duplicates", "dist/decode_errors", "dist/stale_weights", "dist/abandoned", "dist/silent_workers", "dist/silences"} {
 		if _, ok := d[k]; !ok {
 			t.Errorf("summary.json's dist lacks %s: %v", k, d)
 		}

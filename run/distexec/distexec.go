@@ -998,12 +998,15 @@ func (m *monitor) watch(ctx context.Context, ps map[string]transport.Progress) {
 		} else {
 			if registered == nil {
 				registered = map[string]bool{}
-				if ms, err := m.mem.Members(ctx); err == nil {
-					for _, x := range ms {
-						registered[x.Name] = true
-					}
-				} else {
-					continue // unknown: no notice on a failed read
+				ms, err := m.mem.Members(ctx)
+				if err != nil || len(ms) == 0 {
+					// Unknown, or a run whose workers do not register
+					// (goroutines of one process): no notice.
+					registered = nil
+					continue
+				}
+				for _, x := range ms {
+					registered[x.Name] = true
 				}
 			}
 			if registered[name] {

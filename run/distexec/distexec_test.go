@@ -268,3 +268,59 @@ func TestInferenceValidation(t *testing.T) {
 		t.Errorf("inference policy_workers with DQN: err %v", err)
 	}
 }
+
+// silenceSpy keeps the largest dist/silences a run logs.
+type silenceSpy struct {
+	algo.Logger
+	silences, steps float64
+}
+
+func (s *silenceSpy) Scalar(name string, v float64) {
+	if name == "dist/silences" {
+		s.silences = max(s.silences, v)
+	}
+	s.Logger.Scalar(name, v)
+}
+
+func (s *silenceSpy) Step(step int64) {
+	s.steps = float64(step)
+	s.Logger.Step(step)
+}
+
+// No worker of a healthy run goes silent, with the bound at its 2 s floor
+// (a 12 s stall bound) and the learner reading the workers' records
+// every 5 s for 12 s.
+func TestHealthyRunNoSilence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 12 s")
+	}
+	h := algo.DefaultHeader()
+	h.Algo, h.Env, h.Steps, h.Out, h.LogEvery = "fake", "CartPole-v1", 1<<40, t.TempDir(), 1<<20
+	h.Runtime = algo.RuntimeConfig{Executor: "dist", EnvWorkers: 2, PolicyWorkers: 1, Transport: "inproc"}
+	if err := h.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
+	defer cancel()
+	spec := algotest.Spec()
+	res := &algo.Resolved{Header: h, Spec: spec, Config: spec.NewConfig()}
+	var notices strings.Builder
+	spy := &silenceSpy{}
+	_, err := algo.TrainRun(ctx, res, algo.RunOptions{Executors: map[string]algo.Executor{
+		"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+			opt := distexec.OptionsOf(rt.Header)
+			opt.Stall, opt.Notice = 12*time.Second, &notices
+			spy.Logger = rt.Log
+			rt.Log = spy
+			return distexec.Train(ctx, rt, spec, cfg, opt)
+		}}})
+	if err != nil && ctx.Err() == nil {
+		t.Fatal(err)
+	}
+	if spy.steps == 0 {
+		t.Fatal("the run learned nothing")
+	}
+	if spy.silences != 0 || notices.Len() != 0 {
+		t.Errorf("dist/silences %v in a healthy run of %v steps; notices:\n%s", spy.silences, spy.steps, notices.String())
+	}
+}
