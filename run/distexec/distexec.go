@@ -867,6 +867,7 @@ type monitor struct {
 	latP50, latP99   uint64 // µs
 
 	notice   io.Writer
+	who      string        // the notices' prefix for a policy of several ("policy/<id>/")
 	after    time.Duration // silentAfter of the run's stall bound
 	now      func() time.Time
 	heard    map[string]*heard
@@ -983,7 +984,7 @@ func (m *monitor) watch(ctx context.Context, ps map[string]transport.Progress) {
 		if h == nil || h.p != p {
 			if h != nil && h.silent {
 				m.silent--
-				fmt.Fprintf(m.notice, "dist: %s back after %s (silent since step %d; now step %d)\n", name, seconds(now.Sub(h.at)), h.step, m.step)
+				fmt.Fprintf(m.notice, "dist: %s%s back after %s (silent since step %d; now step %d)\n", m.who, name, seconds(now.Sub(h.at)), h.step, m.step)
 			}
 			m.heard[name] = &heard{p: p, at: now, learned: m.cnt.Learned, step: m.step}
 			continue
@@ -1020,8 +1021,8 @@ func (m *monitor) watch(ctx context.Context, ps map[string]transport.Progress) {
 		if strings.HasPrefix(name, "env-") {
 			what = "sample"
 		}
-		fmt.Fprintf(m.notice, "dist: %s silent for %s (last %s at step %d; %d samples learned since); %s\n",
-			name, seconds(now.Sub(h.at)), what, h.step, m.cnt.Learned-h.learned, m.alive(ctx))
+		fmt.Fprintf(m.notice, "dist: %s%s silent for %s (last %s at step %d; %d samples learned since); %s\n",
+			m.who, name, seconds(now.Sub(h.at)), what, h.step, m.cnt.Learned-h.learned, m.alive(ctx))
 	}
 }
 

@@ -270,6 +270,7 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 		defer mem.Close()
 		logs[k] = &prefixLog{Logger: rt.Log, prefix: "policy/" + ps.ids[k] + "/"}
 		mons[k] = newMonitor(logs[k], smp, mem, opt.Notice, stall)
+		mons[k].who = logs[k].prefix
 		learners[k] = func() (algo.SegmentLearner, error) {
 			return worker.RunLearner(wctx, worker.LearnerConfig{Iterations: ps.iters, MaxLag: maxLagOf(opt), Stall: stall,
 				Alive: mons[k].alive, Counters: &mons[k].cnt,
