@@ -4,11 +4,14 @@ package envsvc
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"math"
 	"net"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -347,4 +350,66 @@ func shmRead(t *testing.T, c *net.UnixConn) *herdv1.EnvResponse {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// BenchmarkRemoteParallelStepPython: one Step of a FlatVector of LineWalk
+// rows (3 agents per env, envs in one multi-agent session) served by
+// python3 -m herd_env.serve, over gRPC on loopback and over shm:// (ns/op
+// is per vector step). srv-cpu-us/op is the Python server's CPU time per
+// step and cli-cpu-us/op this process's, both user + system: on a loaded
+// machine they say more than the wall time.
+func BenchmarkRemoteParallelStepPython(b *testing.B) {
+	name := fmt.Sprintf("herdbench-ma-%d", os.Getpid())
+	p := pyproc.Start(b, "herd_env.serve", "--env", "pyparallel:LineWalk", "--shm", name)
+	pid := p.Cmd.Process.Pid
+	for _, envs := range []int{1, 16} {
+		for _, tr := range []struct{ name, prefix string }{{"grpc", "grpc://" + p.Addr()}, {"shm", "shm://" + name}} {
+			b.Run(fmt.Sprintf("%s/envs=%d", tr.name, envs), func(b *testing.B) {
+				rows := 3 * envs
+				v, err := env.MakeVector(tr.prefix+"/LineWalk", rows, env.Sync)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer v.Close()
+				if _, err := v.Reset(1); err != nil {
+					b.Fatal(err)
+				}
+				act := make([]float32, rows)
+				b.ReportAllocs()
+				srv0, cli0 := procCPU(b, pid), selfCPU()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					act[i%rows] = float32(i % 3)
+					if _, err := v.Step(act); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric((procCPU(b, pid)-srv0).Seconds()*1e6/float64(b.N), "srv-cpu-us/op")
+				b.ReportMetric((selfCPU()-cli0).Seconds()*1e6/float64(b.N), "cli-cpu-us/op")
+				b.ReportMetric(float64(envs)*float64(b.N)/b.Elapsed().Seconds(), "env-steps/s")
+			})
+		}
+	}
+}
+
+// procCPU is process pid's user + system CPU time (/proc/PID/stat, in
+// clock ticks of 10 ms: measure over seconds).
+func procCPU(tb testing.TB, pid int) time.Duration {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // fields from the state on
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// selfCPU is this process's user + system CPU time.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
