@@ -24,7 +24,7 @@ import (
 // multi-agent id (FlatOptions), applied on this side; env keywords are not
 // sent (the server builds the env with its own settings). Over shm:// a
 // multi-agent session's messages are framed on the socket (no shared
-// segment; herd serve env's Go server only), and inflight does not apply
+// segment; herd serve env and python/herd_env alike), and inflight does not apply
 // to them: MakeVector puts all its envs in one session, so one message
 // carries every env's per-agent actions and one message answers.
 

@@ -19,7 +19,8 @@ for all of them. Every env's action map is checked before any env steps:
 exactly one action per agent in the env's agents, each in its space (a Box
 action must be finite); a bad one is answered in-band with INVALID_ACTION.
 With autoreset, an env whose agents have all left is reset in the same step.
-Shared memory (--shm) carries single-agent sessions only.
+With --shm the same messages are framed on the shm socket (herd_env.shm;
+no shared segment), as herd serve env's Go server does.
 """
 
 import grpc
@@ -152,6 +153,8 @@ class _ParallelSession:
 class ParallelEnvServicer(EnvServicer):
     """herd.v1 EnvService over a factory of PettingZoo Parallel envs: the
     session loop is EnvServicer's; opening and answering are its own."""
+
+    parallel = True  # herd_env.shm frames its sessions' messages, no segment
 
     def Describe(self, request, context):
         return env_pb2.DescribeResponse(protocol_versions=[PROTOCOL_VERSION], parallel_env_ids=[self.env_id],

@@ -225,6 +225,8 @@ class _Session:
 class EnvServicer(env_pb2_grpc.EnvServiceServicer):
     """herd.v1 EnvService over a factory of Gymnasium-style envs."""
 
+    parallel = False  # herd_env.shm steps its sessions through the segment
+
     def __init__(self, factory, env_id, max_envs=4096):
         self.factory = factory
         self.env_id = env_id
@@ -381,12 +383,10 @@ def main(argv=None):
             raise ValueError("--kwargs must be a JSON object")
         factory = load_factory(args.env, kwargs)
         env_id = args.id or kwargs.get("id") or args.env.partition(":")[2].split(".")[-1]
-        from .parallel import ParallelEnvServicer, servicer_for
+        from .parallel import servicer_for
         servicer = servicer_for(factory, env_id, args.max_envs)  # a PettingZoo Parallel env: herd_env.parallel
         shm_server = server = None
         port = args.port
-        if args.shm and isinstance(servicer, ParallelEnvServicer):
-            raise ValueError("--shm serves single-agent envs only; %s is multi-agent (serve it over gRPC)" % env_id)
         if args.shm:
             from .shm import ShmServer
             if not 0 <= args.shm_spin_us <= 50:

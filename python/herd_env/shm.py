@@ -27,6 +27,11 @@ float32 observations, float32 final observations (row i meaningful when env
 i's episode ended), float64 rewards, one byte per env terminated, one byte
 per env truncated; each array starts at a multiple of 8.
 
+A multi-agent session (open with parallel = true, served by
+herd_env.parallel) sends only 'P' messages: the gRPC session's
+EnvRequests and EnvResponses framed on the socket, with no segment, as
+herd's Go server does (service/envsvc/shm_linux.go).
+
 Standard library only: mmap and memoryview casts, no NumPy.
 """
 
@@ -217,6 +222,9 @@ class ShmServer:
             sess = self._open(conn)
             if sess is None:
                 return
+            if getattr(self.servicer, "parallel", False):
+                self._parallel(conn, sess)
+                return
             n, od, ad = len(sess.envs), sess.obs_codec.dim, sess.act_codec.dim
             # The step path's callables, bound once (timed when profiling).
             recv, send, step_lists = conn.recv, conn.sendall, sess.step_lists
@@ -302,6 +310,25 @@ class ShmServer:
             with self.lock:
                 self.live.discard(conn)
             conn.close()
+
+    def _parallel(self, conn, sess):
+        """Runs a multi-agent session as herd's Go server does: the gRPC
+        session's messages framed on the socket, no segment (the
+        per-agent batches change shape as agents leave, and one message
+        already carries every env)."""
+        while True:
+            tag = conn.recv(1)
+            if not tag:
+                return  # the client closed the session or died
+            if tag != b"P":
+                _send_msg(conn, _ending(grpc.StatusCode.INVALID_ARGUMENT,
+                                        "request byte %r: a multi-agent session sends framed messages only" % (tag,)))
+                return
+            resp, bad = self.servicer.handle(sess, _read_req(conn))
+            if bad is not None:
+                _send_msg(conn, _ending(grpc.StatusCode.INVALID_ARGUMENT, bad))
+                return
+            _send_msg(conn, resp)
 
     def _open(self, conn):
         tag = conn.recv(1)

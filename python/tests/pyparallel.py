@@ -4,6 +4,8 @@ server. Its agents leave at different times, and their observations differ
 in size; herd's tests carry a Go copy of the same rules
 (service/envsvc/python_parallel_test.go) and compare step by step."""
 
+import time
+
 
 class Discrete:
     def __init__(self, n):
@@ -29,7 +31,10 @@ class LineWalk:
 
     metadata = {"name": "linewalk_v0"}
 
-    def __init__(self, max_cycles=6):
+    def __init__(self, max_cycles=6, sleep_s=0.0, fail_step=0):
+        # sleep_s (a slow step) and fail_step (step number fail_step of an
+        # episode raises) are for herd's fault tests.
+        self.sleep_s, self.fail_step = sleep_s, fail_step
         self.possible_agents = ["walker_0", "walker_1", "runner"]
         self.agents = []
         self.max_cycles = max_cycles
@@ -65,6 +70,10 @@ class LineWalk:
         return {a: self._obs(a) for a in self.agents}, {a: {} for a in self.agents}
 
     def step(self, actions):
+        if self.sleep_s:
+            time.sleep(self.sleep_s)
+        if self.t + 1 == self.fail_step:
+            raise RuntimeError("LineWalk fails at step %d, as asked" % self.fail_step)
         self.t += 1
         obs, rew, term, trunc, infos = {}, {}, {}, {}, {}
         for a in self.agents:
