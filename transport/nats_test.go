@@ -225,6 +225,48 @@ func TestNATSMalformed(t *testing.T) {
 		sameVersion(t, v, version(4, like))
 	})
 
+	// A version pushed on the params subject is taken without any store
+	// object; a push without a version header, or whose envelope names
+	// another version than its header, is counted and dropped.
+	t.Run("params push", func(t *testing.T) {
+		run := runID(t)
+		like := testParams(8)
+		p, err := natsTransport(t, srv.URL()).Params(ctx, run, Options{Like: like})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		good, err := version(4, like).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		push := func(header string, b []byte) {
+			t.Helper()
+			m := &nats.Msg{Subject: "herd." + run + ".params", Data: b, Header: nats.Header{}}
+			if header != "" {
+				m.Header.Set(paramsVersionHeader, header)
+			}
+			if err := raw.nc.PublishMsg(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		envelope := mustMarshal(t, &herdv1.Params{Protocol: Protocol, WeightsVersion: 4, Safetensors: good})
+		push("", envelope)
+		push("x", envelope)
+		push("3", envelope)
+		push("4", garbage)
+		eventually(t, 5*time.Second, "bad pushes counted", func() bool { return p.Stats().Malformed == 4 })
+		push("4", envelope)
+		v, err := p.Wait(ctx, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameVersion(t, v, version(4, like))
+		if st := p.Stats(); st.Malformed != 4 || st.FetchFailed != 0 {
+			t.Errorf("stats %+v", st)
+		}
+	})
+
 	t.Run("membership", func(t *testing.T) {
 		run := runID(t)
 		m, err := natsTransport(t, srv.URL()).Membership(ctx, run, Options{TTL: time.Second})

@@ -673,6 +673,11 @@ type published struct {
 
 type natsParams struct {
 	opt    Options
+	nc     *nats.Conn
+	subj   string // where versions are pushed
+	sub    *nats.Subscription
+	unpush sync.Once   // unsubscribes sub when this instance first publishes
+	deaf   atomic.Bool // sub unsubscribed: versions come from the store only
 	obs    jetstream.ObjectStore
 	box    *versionBox
 	closed chan struct{}
@@ -715,7 +720,20 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 		cancel()
 		return nil, fmt.Errorf("dist: params watch: %w", err)
 	}
-	p := &natsParams{opt: opt, obs: obs, box: newVersionBox(), closed: make(chan struct{}), cancel: cancel}
+	p := &natsParams{opt: opt, nc: n.nc, subj: "herd." + run + ".params", obs: obs, box: newVersionBox(), closed: make(chan struct{}), cancel: cancel}
+	// Each version also goes out on a plain subject, ahead of its store
+	// put: taking it from there costs a reader one delivered message, where
+	// a store fetch costs a JetStream consumer created and deleted (four
+	// API requests, their JSON on both sides); on PPO CartPole under herd
+	// launch the fetches were a quarter of the NATS server's CPU. The store
+	// stays the record for readers that join late or miss a push.
+	sub, err := n.nc.Subscribe(p.subj, p.pushed)
+	if err != nil {
+		_ = w.Stop()
+		cancel()
+		return nil, fmt.Errorf("dist: params subscribe: %w", err)
+	}
+	p.sub = sub
 	// A watch can stop announcing versions without closing (its consumer
 	// lost while a node was down) or close for good; a holder left on old
 	// weights then makes every sample too old to learn, and the learner
@@ -763,7 +781,7 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 					continue
 				}
 				p.announce(n)
-				if cur := p.box.cur.Load(); (cur == nil || n > cur.N) && n+1 > p.publishing.Load() {
+				if p.wants(n) && !p.awaitPush(wctx, n) {
 					p.fetch(wctx, name, n)
 				}
 			case <-wctx.Done():
@@ -798,10 +816,52 @@ func (p *natsParams) pollNewest(ctx context.Context) {
 		return
 	}
 	p.announce(n)
-	if cur := p.box.cur.Load(); (cur == nil || n > cur.N) && n+1 > p.publishing.Load() {
+	if p.wants(n) {
 		p.fetch(ctx, name, n)
 	}
 }
+
+// pushGrace is how long a reader told of version n by the store's watch
+// waits for n's push before fetching n from the store. The push leaves
+// before the store put, so it is late only when lost (a slow consumer,
+// a reconnect) or under heavy load; a late one costs a fetch, not weights.
+const pushGrace = 100 * time.Millisecond
+
+// wants reports whether version n is newer than the one held and not one
+// this instance is publishing itself.
+func (p *natsParams) wants(n uint64) bool {
+	cur := p.box.cur.Load()
+	return (cur == nil || n > cur.N) && n+1 > p.publishing.Load()
+}
+
+// awaitPush waits up to pushGrace for version n (or a newer one) to arrive
+// by push, and reports whether it did.
+func (p *natsParams) awaitPush(ctx context.Context, n uint64) bool {
+	if p.deaf.Load() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, pushGrace)
+	defer cancel()
+	_, err := p.box.wait(ctx, n, p.closed)
+	return err == nil
+}
+
+// pushed takes a version from the params subject: its header names the
+// version, so one not newer than the held one is skipped undecoded.
+func (p *natsParams) pushed(m *nats.Msg) {
+	n, err := strconv.ParseUint(m.Header.Get(paramsVersionHeader), 10, 64)
+	if err != nil {
+		p.c.drop(p.opt.Logger, "params", fmt.Errorf("%w: params push without a version: %w", ErrMalformed, err))
+		return
+	}
+	p.announce(n)
+	if p.wants(n) {
+		p.keep(m.Data, "push", n)
+	}
+}
+
+// paramsVersionHeader carries a pushed version's number.
+const paramsVersionHeader = "Herd-Weights-Version"
 
 // announce notes that version n exists.
 func (p *natsParams) announce(n uint64) {
@@ -850,6 +910,12 @@ func (p *natsParams) fetch(ctx context.Context, name string, n uint64) {
 		}
 		return
 	}
+	p.keep(b, "object "+name, n)
+}
+
+// keep decodes b, an encoded herdv1.Params said (by from) to hold version
+// n, and keeps it if it is newer than the held one.
+func (p *natsParams) keep(b []byte, from string, n uint64) {
 	var m herdv1.Params
 	if err := decode(b, &m); err != nil {
 		p.c.drop(p.opt.Logger, "params", err)
@@ -857,7 +923,7 @@ func (p *natsParams) fetch(ctx context.Context, name string, n uint64) {
 	}
 	v, err := weights.Decode(m.Safetensors, p.opt.Like)
 	if err == nil && (v.N != m.WeightsVersion || v.N != n) {
-		err = fmt.Errorf("%w: object %s, envelope version %d, safetensors version %d", ErrMalformed, name, m.WeightsVersion, v.N)
+		err = fmt.Errorf("%w: %s, version %d, envelope version %d, safetensors version %d", ErrMalformed, from, n, m.WeightsVersion, v.N)
 	}
 	if err != nil {
 		p.c.drop(p.opt.Logger, "params", fmt.Errorf("%w: %w", ErrMalformed, err))
@@ -884,6 +950,20 @@ func (p *natsParams) Publish(ctx context.Context, v *weights.Version) error {
 		return err
 	}
 	p.publishing.Store(v.N + 1)
+	// A publisher holds its versions already: its copy of each push
+	// would be wire bytes and a wake-up for nothing.
+	p.unpush.Do(func() {
+		p.deaf.Store(true)
+		_ = p.sub.Unsubscribe()
+	})
+	// The push is best effort (the store put below is the record), and is
+	// skipped for weights above the server's message size: those readers
+	// fetch from the store.
+	if len(b)+64 <= int(p.nc.MaxPayload()) {
+		msg := &nats.Msg{Subject: p.subj, Data: b, Header: nats.Header{}}
+		msg.Header.Set(paramsVersionHeader, strconv.FormatUint(v.N, 10))
+		_ = p.nc.PublishMsg(msg)
+	}
 	// A node lost mid-run leaves the bucket without a stream leader until
 	// the survivors elect one: retry through it rather than end the learner.
 	if err := retryJS(ctx, publishAttempt, func(ctx context.Context) error {
@@ -943,6 +1023,7 @@ func (p *natsParams) Stats() Stats { return p.c.stats() }
 func (p *natsParams) Close() error {
 	p.once.Do(func() {
 		close(p.closed)
+		p.unpush.Do(func() { _ = p.sub.Unsubscribe() })
 		p.cancel()
 		p.wg.Wait()
 	})
