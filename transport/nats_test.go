@@ -491,3 +491,44 @@ func TestParamsRetire(t *testing.T) {
 		t.Fatalf("after %d versions at once the store holds %d (%v), want the newest %d", 2*paramsKeepMax, len(got), got, paramsKeepMax)
 	}
 }
+
+// Pushed versions reach the store late but surely: the first version and
+// every storeEvery-th are put at once, the ones between only when no newer
+// one follows within storeDelay, so a reader joining after a pause finds
+// the newest version there.
+func TestParamsStoreTrails(t *testing.T) {
+	srv := startServer(t)
+	ctx := ctxT(t, 30*time.Second)
+	run := runID(t)
+	like := testParams(4)
+	tr := natsTransport(t, srv.URL())
+	ps, err := tr.Params(ctx, run, Options{Like: like})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	p := ps.(*natsParams)
+	has := func(n uint64) bool {
+		_, err := p.obs.GetInfo(ctx, paramsObject(n))
+		return err == nil
+	}
+	for n := uint64(1); n <= storeEvery+3; n++ {
+		if err := p.Publish(ctx, version(n, like)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !has(1) || !has(1+storeEvery) {
+		t.Errorf("versions 1 and %d not put at once", 1+storeEvery)
+	}
+	eventually(t, 5*time.Second, "the newest version stored", func() bool { return has(storeEvery + 3) })
+	late, err := tr.Params(ctx, run, Options{Like: like})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	v, err := late.Wait(ctx, storeEvery+3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameVersion(t, v, version(storeEvery+3, like))
+}

@@ -676,15 +676,20 @@ type natsParams struct {
 	nc     *nats.Conn
 	subj   string // where versions are pushed
 	sub    *nats.Subscription
-	unpush sync.Once   // unsubscribes sub when this instance first publishes
-	deaf   atomic.Bool // sub unsubscribed: versions come from the store only
-	obs    jetstream.ObjectStore
-	box    *versionBox
-	closed chan struct{}
-	cancel context.CancelFunc
-	once   sync.Once
-	wg     sync.WaitGroup
-	c      counters
+	unpush sync.Once // unsubscribes sub when this instance first publishes
+	// storeMu guards the store puts and the fields below (see storeEvery).
+	storeMu    sync.Mutex
+	stored     uint64      // 1 + the newest version put (0: none)
+	pending    *pendingPut // pushed, not put yet
+	storeTimer *time.Timer // puts pending after storeDelay
+	deaf       atomic.Bool // sub unsubscribed: versions come from the store only
+	obs        jetstream.ObjectStore
+	box        *versionBox
+	closed     chan struct{}
+	cancel     context.CancelFunc
+	once       sync.Once
+	wg         sync.WaitGroup
+	c          counters
 	// kept are the versions this instance published and has not deleted,
 	// oldest first; guarded by keptMu.
 	keptMu sync.Mutex
@@ -699,9 +704,11 @@ type natsParams struct {
 	announced atomic.Uint64
 }
 
-// Params returns the run's parameter service over JetStream's object store
-// (which chunks large weights). Every instance watches the store and
-// decodes each new version with opt.Like; Latest is nil until one arrives.
+// Params returns the run's parameter service: versions pushed on a plain
+// subject, and kept in JetStream's object store (which chunks large
+// weights) for readers that miss a push. Every instance takes the pushes,
+// watches the store and decodes each new version with opt.Like; Latest is
+// nil until one arrives.
 func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamService, error) {
 	opt = opt.withDefaults()
 	if err := checkName("run ID", run); err != nil {
@@ -959,22 +966,92 @@ func (p *natsParams) Publish(ctx context.Context, v *weights.Version) error {
 	// The push is best effort (the store put below is the record), and is
 	// skipped for weights above the server's message size: those readers
 	// fetch from the store.
-	if len(b)+64 <= int(p.nc.MaxPayload()) {
+	pushed := len(b)+64 <= int(p.nc.MaxPayload())
+	if pushed {
 		msg := &nats.Msg{Subject: p.subj, Data: b, Header: nats.Header{}}
 		msg.Header.Set(paramsVersionHeader, strconv.FormatUint(v.N, 10))
 		_ = p.nc.PublishMsg(msg)
 	}
+	p.storeMu.Lock()
+	defer p.storeMu.Unlock()
+	if pushed && p.stored > 0 && v.N < p.stored-1+storeEvery {
+		// Pushed: the store may trail by a few versions, and gets this one
+		// if no newer version comes within storeDelay.
+		p.pending = &pendingPut{n: v.N, b: b}
+		if p.storeTimer == nil {
+			p.storeTimer = time.AfterFunc(storeDelay, p.storePending)
+		} else {
+			p.storeTimer.Reset(storeDelay)
+		}
+		p.box.offer(v)
+		return nil
+	}
+	if err := p.put(ctx, v.N, b); err != nil {
+		return err
+	}
+	p.box.offer(v)
+	return nil
+}
+
+// storeEvery and storeDelay bound how far the store trails the pushes: a
+// pushed version is put when it is storeEvery versions past the last one
+// put, or when no newer version followed it within storeDelay. Each put
+// costs the publisher and the server a dozen JetStream requests and acks
+// (chunk, meta, the superseded version's delete), and readers take pushes;
+// the store serves readers that join late or lose a push, which then act
+// on a version at most storeEvery behind until the next push, and always
+// find the newest version there once the publisher pauses.
+const (
+	storeEvery = 8
+	storeDelay = 50 * time.Millisecond
+)
+
+// pendingPut is a pushed version not put in the store yet.
+type pendingPut struct {
+	n uint64
+	b []byte
+}
+
+// put stores version n (encoded b) and retires superseded versions;
+// storeMu held.
+func (p *natsParams) put(ctx context.Context, n uint64, b []byte) error {
 	// A node lost mid-run leaves the bucket without a stream leader until
 	// the survivors elect one: retry through it rather than end the learner.
 	if err := retryJS(ctx, publishAttempt, func(ctx context.Context) error {
-		_, err := p.obs.PutBytes(ctx, paramsObject(v.N), b)
+		_, err := p.obs.PutBytes(ctx, paramsObject(n), b)
 		return err
 	}); err != nil {
-		return fmt.Errorf("dist: publish version %d: %w", v.N, err)
+		return fmt.Errorf("dist: publish version %d: %w", n, err)
 	}
-	p.box.offer(v)
-	p.retire(ctx, v.N, time.Now())
+	p.stored = n + 1
+	p.pending = nil
+	p.retire(ctx, n, time.Now())
 	return nil
+}
+
+// storePending puts the pending version, if any (storeTimer's function,
+// and Close's).
+func (p *natsParams) storePending() {
+	p.storeMu.Lock()
+	defer p.storeMu.Unlock()
+	if p.pending == nil {
+		return
+	}
+	if !p.nc.IsConnected() {
+		// Readers waiting for this version (a push lost in the outage)
+		// need it stored: try again later, unless closing.
+		select {
+		case <-p.closed:
+		default:
+			p.storeTimer.Reset(storeDelay)
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
+	defer cancel()
+	if err := p.put(ctx, p.pending.n, p.pending.b); err != nil {
+		p.opt.Logger.Warn("dist: storing pushed weights failed; late readers wait for the next version", "version", p.pending.n, "err", err)
+	}
 }
 
 // retire records version n, put at now, and deletes the versions that
@@ -1024,6 +1101,12 @@ func (p *natsParams) Close() error {
 	p.once.Do(func() {
 		close(p.closed)
 		p.unpush.Do(func() { _ = p.sub.Unsubscribe() })
+		p.storeMu.Lock()
+		if p.storeTimer != nil {
+			p.storeTimer.Stop()
+		}
+		p.storeMu.Unlock()
+		p.storePending()
 		p.cancel()
 		p.wg.Wait()
 	})
