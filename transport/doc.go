@@ -54,12 +54,12 @@
 // the Herd-Weights-Version header) and put in JetStream's object store
 // (bucket herd_<run>_params, chunked, so weights larger than a message
 // fit; larger ones are not pushed), which trails the pushes by at most 8
-// versions and holds the newest 50 ms after the last. Every ParamService takes the
-// pushes and watches the store, fetching from it only a version whose
-// push has not come within 100 ms (late joiners, lost pushes); a version
-// it cannot download within 2 s is counted, Stats.FetchFailed: its holder
-// acts on older weights until the next one. Membership uses a key-value bucket
-// (herd_<run>_members) whose entries carry per-message TTLs (Nats-TTL):
+// versions and holds the newest 50 ms after the last. Every ParamService
+// takes the pushes and watches the store, fetching from it only a version
+// whose push has not come within 100 ms (late joiners, lost pushes); a
+// version it cannot download within 2 s is counted, Stats.FetchFailed: its
+// holder acts on older weights until the next one. Membership uses a
+// key-value bucket (herd_<run>_members) whose entries carry per-message TTLs (Nats-TTL):
 // each keep-alive re-puts the key, and a key not refreshed for a TTL is
 // removed by the server, which leaves a delete marker that Gone's watchers
 // see. TTLs are whole seconds on NATS.
