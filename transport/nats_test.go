@@ -251,11 +251,15 @@ func TestNATSMalformed(t *testing.T) {
 			}
 		}
 		envelope := mustMarshal(t, &herdv1.Params{Protocol: Protocol, WeightsVersion: 4, Safetensors: good})
-		push("", envelope)
-		push("x", envelope)
-		push("3", envelope)
-		push("4", garbage)
-		eventually(t, 5*time.Second, "bad pushes counted", func() bool { return p.Stats().Malformed == 4 })
+		// One at a time: of the pushes queued at once only the newest is
+		// decoded.
+		for i, bad := range []struct {
+			header string
+			b      []byte
+		}{{"", envelope}, {"x", envelope}, {"3", envelope}, {"4", garbage}} {
+			push(bad.header, bad.b)
+			eventually(t, 5*time.Second, "bad push "+strconv.Itoa(i)+" counted", func() bool { return p.Stats().Malformed == uint64(i+1) })
+		}
 		push("4", envelope)
 		v, err := p.Wait(ctx, 4)
 		if err != nil {

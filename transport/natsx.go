@@ -741,6 +741,9 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 		return nil, fmt.Errorf("dist: params subscribe: %w", err)
 	}
 	p.sub = sub
+	// Best effort: once the server has the subscription, every push from
+	// here on reaches this instance (a miss costs a store fetch).
+	_ = n.nc.FlushTimeout(fetchTimeout)
 	// A watch can stop announcing versions without closing (its consumer
 	// lost while a node was down) or close for good; a holder left on old
 	// weights then makes every sample too old to learn, and the learner
@@ -862,6 +865,11 @@ func (p *natsParams) pushed(m *nats.Msg) {
 		return
 	}
 	p.announce(n)
+	// A reader behind the publisher decodes only the newest of the pushes
+	// queued for it (the count includes this one while it is handled).
+	if q, _, err := m.Sub.Pending(); err == nil && q > 1 {
+		return
+	}
 	if p.wants(n) {
 		p.keep(m.Data, "push", n)
 	}
