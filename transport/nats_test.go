@@ -225,6 +225,52 @@ func TestNATSMalformed(t *testing.T) {
 		sameVersion(t, v, version(4, like))
 	})
 
+	// A version pushed on the params subject is taken without any store
+	// object; a push without a version header, or whose envelope names
+	// another version than its header, is counted and dropped.
+	t.Run("params push", func(t *testing.T) {
+		run := runID(t)
+		like := testParams(8)
+		p, err := natsTransport(t, srv.URL()).Params(ctx, run, Options{Like: like})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		good, err := version(4, like).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		push := func(header string, b []byte) {
+			t.Helper()
+			m := &nats.Msg{Subject: "herd." + run + ".params", Data: b, Header: nats.Header{}}
+			if header != "" {
+				m.Header.Set(paramsVersionHeader, header)
+			}
+			if err := raw.nc.PublishMsg(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		envelope := mustMarshal(t, &herdv1.Params{Protocol: Protocol, WeightsVersion: 4, Safetensors: good})
+		// One at a time: of the pushes queued at once only the newest is
+		// decoded.
+		for i, bad := range []struct {
+			header string
+			b      []byte
+		}{{"", envelope}, {"x", envelope}, {"3", envelope}, {"4", garbage}} {
+			push(bad.header, bad.b)
+			eventually(t, 5*time.Second, "bad push "+strconv.Itoa(i)+" counted", func() bool { return p.Stats().Malformed == uint64(i+1) })
+		}
+		push("4", envelope)
+		v, err := p.Wait(ctx, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameVersion(t, v, version(4, like))
+		if st := p.Stats(); st.Malformed != 4 || st.FetchFailed != 0 {
+			t.Errorf("stats %+v", st)
+		}
+	})
+
 	t.Run("membership", func(t *testing.T) {
 		run := runID(t)
 		m, err := natsTransport(t, srv.URL()).Membership(ctx, run, Options{TTL: time.Second})
@@ -448,4 +494,45 @@ func TestParamsRetire(t *testing.T) {
 	if got := stored(); len(got) != paramsKeepMax || got[len(got)-1] != 5+2*paramsKeepMax {
 		t.Fatalf("after %d versions at once the store holds %d (%v), want the newest %d", 2*paramsKeepMax, len(got), got, paramsKeepMax)
 	}
+}
+
+// Pushed versions reach the store late but surely: the first version and
+// every storeEvery-th are put at once, the ones between only when no newer
+// one follows within storeDelay, so a reader joining after a pause finds
+// the newest version there.
+func TestParamsStoreTrails(t *testing.T) {
+	srv := startServer(t)
+	ctx := ctxT(t, 30*time.Second)
+	run := runID(t)
+	like := testParams(4)
+	tr := natsTransport(t, srv.URL())
+	ps, err := tr.Params(ctx, run, Options{Like: like})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	p := ps.(*natsParams)
+	has := func(n uint64) bool {
+		_, err := p.obs.GetInfo(ctx, paramsObject(n))
+		return err == nil
+	}
+	for n := uint64(1); n <= storeEvery+3; n++ {
+		if err := p.Publish(ctx, version(n, like)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !has(1) || !has(1+storeEvery) {
+		t.Errorf("versions 1 and %d not put at once", 1+storeEvery)
+	}
+	eventually(t, 5*time.Second, "the newest version stored", func() bool { return has(storeEvery + 3) })
+	late, err := tr.Params(ctx, run, Options{Like: like})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	v, err := late.Wait(ctx, storeEvery+3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameVersion(t, v, version(storeEvery+3, like))
 }

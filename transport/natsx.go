@@ -673,13 +673,23 @@ type published struct {
 
 type natsParams struct {
 	opt    Options
-	obs    jetstream.ObjectStore
-	box    *versionBox
-	closed chan struct{}
-	cancel context.CancelFunc
-	once   sync.Once
-	wg     sync.WaitGroup
-	c      counters
+	nc     *nats.Conn
+	subj   string // where versions are pushed
+	sub    *nats.Subscription
+	unpush sync.Once // unsubscribes sub when this instance first publishes
+	// storeMu guards the store puts and the fields below (see storeEvery).
+	storeMu    sync.Mutex
+	stored     uint64      // 1 + the newest version put (0: none)
+	pending    *pendingPut // pushed, not put yet
+	storeTimer *time.Timer // puts pending after storeDelay
+	deaf       atomic.Bool // sub unsubscribed: versions come from the store only
+	obs        jetstream.ObjectStore
+	box        *versionBox
+	closed     chan struct{}
+	cancel     context.CancelFunc
+	once       sync.Once
+	wg         sync.WaitGroup
+	c          counters
 	// kept are the versions this instance published and has not deleted,
 	// oldest first; guarded by keptMu.
 	keptMu sync.Mutex
@@ -694,9 +704,11 @@ type natsParams struct {
 	announced atomic.Uint64
 }
 
-// Params returns the run's parameter service over JetStream's object store
-// (which chunks large weights). Every instance watches the store and
-// decodes each new version with opt.Like; Latest is nil until one arrives.
+// Params returns the run's parameter service: versions pushed on a plain
+// subject, and kept in JetStream's object store (which chunks large
+// weights) for readers that miss a push. Every instance takes the pushes,
+// watches the store and decodes each new version with opt.Like; Latest is
+// nil until one arrives.
 func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamService, error) {
 	opt = opt.withDefaults()
 	if err := checkName("run ID", run); err != nil {
@@ -715,7 +727,23 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 		cancel()
 		return nil, fmt.Errorf("dist: params watch: %w", err)
 	}
-	p := &natsParams{opt: opt, obs: obs, box: newVersionBox(), closed: make(chan struct{}), cancel: cancel}
+	p := &natsParams{opt: opt, nc: n.nc, subj: "herd." + run + ".params", obs: obs, box: newVersionBox(), closed: make(chan struct{}), cancel: cancel}
+	// Each version also goes out on a plain subject, ahead of its store
+	// put: taking it from there costs a reader one delivered message, where
+	// a store fetch costs a JetStream consumer created and deleted (four
+	// API requests, their JSON on both sides); on PPO CartPole under herd
+	// launch the fetches were a quarter of the NATS server's CPU. The store
+	// stays the record for readers that join late or miss a push.
+	sub, err := n.nc.Subscribe(p.subj, p.pushed)
+	if err != nil {
+		_ = w.Stop()
+		cancel()
+		return nil, fmt.Errorf("dist: params subscribe: %w", err)
+	}
+	p.sub = sub
+	// Best effort: once the server has the subscription, every push from
+	// here on reaches this instance (a miss costs a store fetch).
+	_ = n.nc.FlushTimeout(fetchTimeout)
 	// A watch can stop announcing versions without closing (its consumer
 	// lost while a node was down) or close for good; a holder left on old
 	// weights then makes every sample too old to learn, and the learner
@@ -763,7 +791,7 @@ func (n *NATS) Params(ctx context.Context, run string, opt Options) (ParamServic
 					continue
 				}
 				p.announce(n)
-				if cur := p.box.cur.Load(); (cur == nil || n > cur.N) && n+1 > p.publishing.Load() {
+				if p.wants(n) && !p.awaitPush(wctx, n) {
 					p.fetch(wctx, name, n)
 				}
 			case <-wctx.Done():
@@ -798,10 +826,57 @@ func (p *natsParams) pollNewest(ctx context.Context) {
 		return
 	}
 	p.announce(n)
-	if cur := p.box.cur.Load(); (cur == nil || n > cur.N) && n+1 > p.publishing.Load() {
+	if p.wants(n) {
 		p.fetch(ctx, name, n)
 	}
 }
+
+// pushGrace is how long a reader told of version n by the store's watch
+// waits for n's push before fetching n from the store. The push leaves
+// before the store put, so it is late only when lost (a slow consumer,
+// a reconnect) or under heavy load; a late one costs a fetch, not weights.
+const pushGrace = 100 * time.Millisecond
+
+// wants reports whether version n is newer than the one held and not one
+// this instance is publishing itself.
+func (p *natsParams) wants(n uint64) bool {
+	cur := p.box.cur.Load()
+	return (cur == nil || n > cur.N) && n+1 > p.publishing.Load()
+}
+
+// awaitPush waits up to pushGrace for version n (or a newer one) to arrive
+// by push, and reports whether it did.
+func (p *natsParams) awaitPush(ctx context.Context, n uint64) bool {
+	if p.deaf.Load() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, pushGrace)
+	defer cancel()
+	_, err := p.box.wait(ctx, n, p.closed)
+	return err == nil
+}
+
+// pushed takes a version from the params subject: its header names the
+// version, so one not newer than the held one is skipped undecoded.
+func (p *natsParams) pushed(m *nats.Msg) {
+	n, err := strconv.ParseUint(m.Header.Get(paramsVersionHeader), 10, 64)
+	if err != nil {
+		p.c.drop(p.opt.Logger, "params", fmt.Errorf("%w: params push without a version: %w", ErrMalformed, err))
+		return
+	}
+	p.announce(n)
+	// A reader behind the publisher decodes only the newest of the pushes
+	// queued for it (the count includes this one while it is handled).
+	if q, _, err := m.Sub.Pending(); err == nil && q > 1 {
+		return
+	}
+	if p.wants(n) {
+		p.keep(m.Data, "push", n)
+	}
+}
+
+// paramsVersionHeader carries a pushed version's number.
+const paramsVersionHeader = "Herd-Weights-Version"
 
 // announce notes that version n exists.
 func (p *natsParams) announce(n uint64) {
@@ -850,6 +925,12 @@ func (p *natsParams) fetch(ctx context.Context, name string, n uint64) {
 		}
 		return
 	}
+	p.keep(b, "object "+name, n)
+}
+
+// keep decodes b, an encoded herdv1.Params said (by from) to hold version
+// n, and keeps it if it is newer than the held one.
+func (p *natsParams) keep(b []byte, from string, n uint64) {
 	var m herdv1.Params
 	if err := decode(b, &m); err != nil {
 		p.c.drop(p.opt.Logger, "params", err)
@@ -857,7 +938,7 @@ func (p *natsParams) fetch(ctx context.Context, name string, n uint64) {
 	}
 	v, err := weights.Decode(m.Safetensors, p.opt.Like)
 	if err == nil && (v.N != m.WeightsVersion || v.N != n) {
-		err = fmt.Errorf("%w: object %s, envelope version %d, safetensors version %d", ErrMalformed, name, m.WeightsVersion, v.N)
+		err = fmt.Errorf("%w: %s, version %d, envelope version %d, safetensors version %d", ErrMalformed, from, n, m.WeightsVersion, v.N)
 	}
 	if err != nil {
 		p.c.drop(p.opt.Logger, "params", fmt.Errorf("%w: %w", ErrMalformed, err))
@@ -884,17 +965,101 @@ func (p *natsParams) Publish(ctx context.Context, v *weights.Version) error {
 		return err
 	}
 	p.publishing.Store(v.N + 1)
+	// A publisher holds its versions already: its copy of each push
+	// would be wire bytes and a wake-up for nothing.
+	p.unpush.Do(func() {
+		p.deaf.Store(true)
+		_ = p.sub.Unsubscribe()
+	})
+	// The push is best effort (the store put below is the record), and is
+	// skipped for weights above the server's message size: those readers
+	// fetch from the store.
+	pushed := len(b)+64 <= int(p.nc.MaxPayload())
+	if pushed {
+		msg := &nats.Msg{Subject: p.subj, Data: b, Header: nats.Header{}}
+		msg.Header.Set(paramsVersionHeader, strconv.FormatUint(v.N, 10))
+		_ = p.nc.PublishMsg(msg)
+	}
+	p.storeMu.Lock()
+	defer p.storeMu.Unlock()
+	if pushed && p.stored > 0 && v.N < p.stored-1+storeEvery {
+		// Pushed: the store may trail by a few versions, and gets this one
+		// if no newer version comes within storeDelay.
+		p.pending = &pendingPut{n: v.N, b: b}
+		if p.storeTimer == nil {
+			p.storeTimer = time.AfterFunc(storeDelay, p.storePending)
+		} else {
+			p.storeTimer.Reset(storeDelay)
+		}
+		p.box.offer(v)
+		return nil
+	}
+	if err := p.put(ctx, v.N, b); err != nil {
+		return err
+	}
+	p.box.offer(v)
+	return nil
+}
+
+// storeEvery and storeDelay bound how far the store trails the pushes: a
+// pushed version is put when it is storeEvery versions past the last one
+// put, or when no newer version followed it within storeDelay. Each put
+// costs the publisher and the server a dozen JetStream requests and acks
+// (chunk, meta, the superseded version's delete), and readers take pushes;
+// the store serves readers that join late or lose a push, which then act
+// on a version at most storeEvery behind until the next push, and always
+// find the newest version there once the publisher pauses.
+const (
+	storeEvery = 8
+	storeDelay = 50 * time.Millisecond
+)
+
+// pendingPut is a pushed version not put in the store yet.
+type pendingPut struct {
+	n uint64
+	b []byte
+}
+
+// put stores version n (encoded b) and retires superseded versions;
+// storeMu held.
+func (p *natsParams) put(ctx context.Context, n uint64, b []byte) error {
 	// A node lost mid-run leaves the bucket without a stream leader until
 	// the survivors elect one: retry through it rather than end the learner.
 	if err := retryJS(ctx, publishAttempt, func(ctx context.Context) error {
-		_, err := p.obs.PutBytes(ctx, paramsObject(v.N), b)
+		_, err := p.obs.PutBytes(ctx, paramsObject(n), b)
 		return err
 	}); err != nil {
-		return fmt.Errorf("dist: publish version %d: %w", v.N, err)
+		return fmt.Errorf("dist: publish version %d: %w", n, err)
 	}
-	p.box.offer(v)
-	p.retire(ctx, v.N, time.Now())
+	p.stored = n + 1
+	p.pending = nil
+	p.retire(ctx, n, time.Now())
 	return nil
+}
+
+// storePending puts the pending version, if any (storeTimer's function,
+// and Close's).
+func (p *natsParams) storePending() {
+	p.storeMu.Lock()
+	defer p.storeMu.Unlock()
+	if p.pending == nil {
+		return
+	}
+	if !p.nc.IsConnected() {
+		// Readers waiting for this version (a push lost in the outage)
+		// need it stored: try again later, unless closing.
+		select {
+		case <-p.closed:
+		default:
+			p.storeTimer.Reset(storeDelay)
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
+	defer cancel()
+	if err := p.put(ctx, p.pending.n, p.pending.b); err != nil {
+		p.opt.Logger.Warn("dist: storing pushed weights failed; late readers wait for the next version", "version", p.pending.n, "err", err)
+	}
 }
 
 // retire records version n, put at now, and deletes the versions that
@@ -943,6 +1108,13 @@ func (p *natsParams) Stats() Stats { return p.c.stats() }
 func (p *natsParams) Close() error {
 	p.once.Do(func() {
 		close(p.closed)
+		p.unpush.Do(func() { _ = p.sub.Unsubscribe() })
+		p.storeMu.Lock()
+		if p.storeTimer != nil {
+			p.storeTimer.Stop()
+		}
+		p.storeMu.Unlock()
+		p.storePending()
 		p.cancel()
 		p.wg.Wait()
 	})

@@ -15,7 +15,7 @@ import (
 const (
 	KindInference  = "inference"  // inference requests and replies
 	KindSamples    = "samples"    // sample pushes and acks
-	KindParams     = "params"     // weights: object-store puts, watches, fetches
+	KindParams     = "params"     // weights: pushes, object-store puts, watches, fetches
 	KindMembership = "membership" // registrations, keep-alives, watches, run config
 )
 
