@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"math"
 	"net"
 	"os"
 	"slices"
@@ -165,30 +164,7 @@ func TestPythonParallelShm(t *testing.T) {
 	if o := ask(parallelOpen(2)); len(o.GetOpen().GetParallel().GetAgents()) != 3 {
 		t.Fatalf("open answered %v", o)
 	}
-	good := map[string]float32{"walker_0": 1, "walker_1": 1, "runner": 1}
-	if e := ask(pstepMsg(good, good)).GetError(); e.GetReason() != "NEEDS_RESET" {
-		t.Fatalf("step before reset: %v", e)
-	}
-	ask(resetReqMsg(1, 2))
-	nan := float32(math.NaN())
-	for what, req := range map[string]*herdv1.EnvRequest{
-		"one map for two envs": pstepMsg(good),
-		"unknown agent":        pstepMsg(good, map[string]float32{"walker_0": 1, "walker_1": 1, "runner": 1, "ghost": 0}),
-		"missing agent":        pstepMsg(good, map[string]float32{"walker_0": 1, "runner": 1}),
-		"NaN":                  pstepMsg(good, map[string]float32{"walker_0": nan, "walker_1": 1, "runner": 1}),
-		"out of range":         pstepMsg(good, map[string]float32{"walker_0": 3, "walker_1": 1, "runner": 1}),
-	} {
-		if e := ask(req).GetError(); e.GetReason() != "INVALID_ACTION" || e.GetCode() != int32(codes.InvalidArgument) {
-			t.Errorf("%s: answer %v, want INVALID_ACTION", what, e)
-		}
-	}
-	b := ask(pstepMsg(good, good)).GetParallelBatch()
-	if got := b.GetEnvs()[0].GetObs()["runner"].GetValues(); len(got) != 3 || got[2] != 1 {
-		t.Fatalf("runner after one step: %v; a refused step moved the env", got)
-	}
-	if st := ask(&herdv1.EnvRequest{Msg: &herdv1.EnvRequest_State{State: &herdv1.StateRequest{}}}).GetError(); st.GetReason() != "UNSUPPORTED" {
-		t.Errorf("state request: %v", st)
-	}
+	checkParallelRefusals(t, ask)
 	if _, err := c.Write([]byte{shmwire.Step}); err != nil {
 		t.Fatal(err)
 	}
@@ -308,18 +284,6 @@ func parallelOpen(n uint32) *herdv1.EnvRequest {
 	o := openMsg(1, "LineWalk", n)
 	o.GetOpen().Parallel = true
 	return o
-}
-
-func pstepMsg(envs ...map[string]float32) *herdv1.EnvRequest {
-	req := &herdv1.ParallelStepRequest{}
-	for _, m := range envs {
-		aa := &herdv1.AgentActions{Actions: map[string]*herdv1.Floats{}}
-		for a, v := range m {
-			aa.Actions[a] = &herdv1.Floats{Values: []float32{v}}
-		}
-		req.Envs = append(req.Envs, aa)
-	}
-	return &herdv1.EnvRequest{Msg: &herdv1.EnvRequest_ParallelStep{ParallelStep: req}}
 }
 
 // shmDial connects to shm name's socket, with a deadline so that a

@@ -235,41 +235,7 @@ func TestPythonParallel(t *testing.T) {
 		}
 		return resp
 	}
-	pstep := func(envs ...map[string]float32) *herdv1.EnvRequest {
-		req := &herdv1.ParallelStepRequest{}
-		for _, m := range envs {
-			aa := &herdv1.AgentActions{Actions: map[string]*herdv1.Floats{}}
-			for a, v := range m {
-				aa.Actions[a] = &herdv1.Floats{Values: []float32{v}}
-			}
-			req.Envs = append(req.Envs, aa)
-		}
-		return &herdv1.EnvRequest{Msg: &herdv1.EnvRequest_ParallelStep{ParallelStep: req}}
-	}
-	good := map[string]float32{"walker_0": 1, "walker_1": 1, "runner": 1}
-	if e := ask(pstep(good, good)).GetError(); e.GetReason() != "NEEDS_RESET" {
-		t.Fatalf("step before reset: %v", e)
-	}
-	ask(resetReqMsg(1, 2))
-	nan := float32(math.NaN())
-	for name, req := range map[string]*herdv1.EnvRequest{
-		"one map for two envs": pstep(good),
-		"unknown agent":        pstep(good, map[string]float32{"walker_0": 1, "walker_1": 1, "runner": 1, "ghost": 0}),
-		"missing agent":        pstep(good, map[string]float32{"walker_0": 1, "runner": 1}),
-		"NaN":                  pstep(good, map[string]float32{"walker_0": nan, "walker_1": 1, "runner": 1}),
-		"out of range":         pstep(good, map[string]float32{"walker_0": 3, "walker_1": 1, "runner": 1}),
-	} {
-		if e := ask(req).GetError(); e.GetReason() != "INVALID_ACTION" || e.GetCode() != int32(codes.InvalidArgument) {
-			t.Errorf("%s: answer %v, want INVALID_ACTION", name, e)
-		}
-	}
-	b := ask(pstep(good, good)).GetParallelBatch()
-	if got := b.GetEnvs()[0].GetObs()["runner"].GetValues(); len(got) != 3 || got[2] != 1 {
-		t.Fatalf("runner after one step: %v; a refused step moved the env", got)
-	}
-	if st := ask(&herdv1.EnvRequest{Msg: &herdv1.EnvRequest_State{State: &herdv1.StateRequest{}}}).GetError(); st.GetReason() != "UNSUPPORTED" {
-		t.Errorf("state request: %v", st)
-	}
+	checkParallelRefusals(t, ask)
 
 	s2 := rawSession(t, p.Addr())
 	if err := s2.Send(openMsg(1, "LineWalk", 1)); err != nil {
@@ -281,4 +247,47 @@ func TestPythonParallel(t *testing.T) {
 	if _, err := env.Make("grpc://" + p.Addr() + "/Other"); err == nil || !errors.Is(err, env.ErrUnknownID) {
 		t.Errorf("unknown id: %v", err)
 	}
+}
+
+// checkParallelRefusals asks a new two-env LineWalk session, over either
+// transport, for what every server must refuse: a step before reset, five
+// bad actions, a state request; a refused step must leave the env as it was.
+func checkParallelRefusals(t *testing.T, ask func(*herdv1.EnvRequest) *herdv1.EnvResponse) {
+	t.Helper()
+	good := map[string]float32{"walker_0": 1, "walker_1": 1, "runner": 1}
+	if e := ask(pstepMsg(good, good)).GetError(); e.GetReason() != "NEEDS_RESET" {
+		t.Fatalf("step before reset: %v", e)
+	}
+	ask(resetReqMsg(1, 2))
+	nan := float32(math.NaN())
+	for name, req := range map[string]*herdv1.EnvRequest{
+		"one map for two envs": pstepMsg(good),
+		"unknown agent":        pstepMsg(good, map[string]float32{"walker_0": 1, "walker_1": 1, "runner": 1, "ghost": 0}),
+		"missing agent":        pstepMsg(good, map[string]float32{"walker_0": 1, "runner": 1}),
+		"NaN":                  pstepMsg(good, map[string]float32{"walker_0": nan, "walker_1": 1, "runner": 1}),
+		"out of range":         pstepMsg(good, map[string]float32{"walker_0": 3, "walker_1": 1, "runner": 1}),
+	} {
+		if e := ask(req).GetError(); e.GetReason() != "INVALID_ACTION" || e.GetCode() != int32(codes.InvalidArgument) {
+			t.Errorf("%s: answer %v, want INVALID_ACTION", name, e)
+		}
+	}
+	b := ask(pstepMsg(good, good)).GetParallelBatch()
+	if got := b.GetEnvs()[0].GetObs()["runner"].GetValues(); len(got) != 3 || got[2] != 1 {
+		t.Fatalf("runner after one step: %v; a refused step moved the env", got)
+	}
+	if st := ask(&herdv1.EnvRequest{Msg: &herdv1.EnvRequest_State{State: &herdv1.StateRequest{}}}).GetError(); st.GetReason() != "UNSUPPORTED" {
+		t.Errorf("state request: %v", st)
+	}
+}
+
+func pstepMsg(envs ...map[string]float32) *herdv1.EnvRequest {
+	req := &herdv1.ParallelStepRequest{}
+	for _, m := range envs {
+		aa := &herdv1.AgentActions{Actions: map[string]*herdv1.Floats{}}
+		for a, v := range m {
+			aa.Actions[a] = &herdv1.Floats{Values: []float32{v}}
+		}
+		req.Envs = append(req.Envs, aa)
+	}
+	return &herdv1.EnvRequest{Msg: &herdv1.EnvRequest_ParallelStep{ParallelStep: req}}
 }
