@@ -19,9 +19,18 @@
 #
 # Faults: kill -9 of env worker 0, of policy worker 0, of the learner, of
 # the launcher itself (the controller: every worker must exit within
-# 2 × TTL), SIGSTOP of the learner for 60 s, and a 30 s partition of env
-# worker 0. Processes are found by their command line (run ID and role) and
+# 2 × TTL), SIGSTOP of the learner for 60 s, a 30 s partition of env
+# worker 0, and kill -9 of one node of a 3-node NATS cluster (kill-nats).
+# Processes are found by their command line (run ID and role) and
 # signalled by PID.
+#
+# kill-nats (both modes; needs NATS_SERVER) starts its own cluster: three
+# nats-server processes with JetStream, routes between them, each its own
+# ports and store; the run uses all three URLs and --nats-replicas 3. The
+# node with the most client connections is killed and started again 20 s
+# later; the row's notes give how long the clients took to reconnect to
+# the other two (their connection counts, from the servers' monitoring
+# port) and what the run logged about it.
 #
 # The partition drops every packet of the worker's TCP connections, both
 # ways, in the kernel (nftables), as a cut cable or `docker network
@@ -36,7 +45,13 @@ HERD=${1:-herd}
 STEPS=${2:-200000}
 CONFIG=${CONFIG:-configs/ppo-cartpole-dist-policy.yaml}
 OUT=$(mktemp -d /tmp/herd-faults.XXXXXX)
-trap '[ -n "${KEEP:-}" ] && echo "logs kept in $OUT" >&2 || rm -rf "$OUT"' EXIT
+NATS_PID="" CLUSTER_PIDS=() NATS_ARGS=() URL="" TTL=2s
+cleanup() {
+  local p
+  for p in $NATS_PID "${CLUSTER_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  [ -n "${KEEP:-}" ] && echo "logs kept in $OUT" >&2 || rm -rf "$OUT"
+}
+trap cleanup EXIT
 
 pid_of() { # run role → PID of that worker (slot 0)
   pgrep -f -- "--run $1 .*--role $2( |$)" | head -1
@@ -63,7 +78,74 @@ PY
 
 run_fault() { # ROWS (space-separated row names) limits the matrix to those rows
   case " ${ROWS:-$1} " in *" $1 "*) ;; *) return ;; esac
+  local url0=$URL
+  if [ "$1" = kill-nats ]; then
+    if [ -z "${NATS_SERVER:-}" ] || ! start_cluster "$1"; then
+      echo "| kill-nats | skipped: needs NATS_SERVER (a nats-server binary) | – | – | – |"
+      return
+    fi
+    # A TTL above the 4–9 s leader election of a bucket that lost its
+    # leader, as deploy/ uses: with 2 s a registration can expire before
+    # the bucket has a leader again.
+    URL=$CLUSTER_URL NATS_ARGS=(--nats-replicas 3) TTL=15s
+  fi
   if [ "${MODE:-}" = noworkers ]; then run_fault_nw "$@"; else run_fault_launch "$@"; fi
+  if [ "$1" = kill-nats ]; then
+    # What the run itself said about the lost node.
+    grep -ihE "disconnect|reconnect|connection|timeout|error" "$OUT/"*"-$1".*log 2>/dev/null | head -5 | sed 's/^/  run log: /' >&2
+    stop_cluster
+    URL=$url0 NATS_ARGS=() TTL=2s
+  fi
+}
+
+free_ports() { # N → N distinct free TCP ports on 127.0.0.1
+  python3 -c 'import socket, sys
+ss = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"
+}
+
+# start_cluster NAME: three nats-server processes (client, route and
+# monitoring port each) routed to one another; sets CLUSTER_URL,
+# CLUSTER_PIDS, CLUSTER_CONF and CLUSTER_MON. Returns non-zero unless
+# every node reports healthy (JetStream ready) within 30 s.
+start_cluster() {
+  local p=($(free_ports 9)) i j routes urls=()
+  CLUSTER_PIDS=() CLUSTER_CONF=() CLUSTER_MON=()
+  for i in 0 1 2; do
+    routes=""
+    for j in 0 1 2; do [ "$j" = "$i" ] || routes+="${routes:+, }nats://127.0.0.1:${p[3+j]}"; done
+    CLUSTER_CONF[i]=$OUT/$1.n$i.conf CLUSTER_MON[i]=${p[6+i]}
+    cat >"${CLUSTER_CONF[i]}" <<CONF
+server_name: n$i
+listen: 127.0.0.1:${p[i]}
+http: 127.0.0.1:${p[6+i]}
+jetstream { store_dir: "$OUT/$1.js$i" }
+cluster { name: herd, listen: 127.0.0.1:${p[3+i]}, routes: [$routes] }
+CONF
+    "$NATS_SERVER" -c "${CLUSTER_CONF[i]}" >>"$OUT/$1.n$i.nlog" 2>&1 &
+    CLUSTER_PIDS[i]=$!
+    urls+=("nats://127.0.0.1:${p[i]}")
+  done
+  CLUSTER_URL=$(IFS=,; echo "${urls[*]}")
+  local end=$(( $(date +%s) + 30 )) ok
+  while [ "$(date +%s)" -lt "$end" ]; do
+    ok=0
+    for i in 0 1 2; do curl -sf "http://127.0.0.1:${CLUSTER_MON[i]}/healthz" >/dev/null && ok=$((ok + 1)); done
+    [ "$ok" = 3 ] && return 0
+    sleep 0.5
+  done
+  echo "  NATS cluster not healthy within 30 s" >&2
+  stop_cluster
+  return 1
+}
+stop_cluster() {
+  local p
+  for p in "${CLUSTER_PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  CLUSTER_PIDS=()
+}
+conns() { # node index → its client connections (empty when it does not answer)
+  curl -sf "http://127.0.0.1:${CLUSTER_MON[$1]}/varz" | python3 -c 'import json, sys; print(json.load(sys.stdin)["connections"])' 2>/dev/null
 }
 
 # supervise ROLE SLOT RUN: runs a worker, restarting it once if it fails
@@ -72,7 +154,7 @@ supervise() {
   local role=$1 slot=$2 run=$3 extra=()
   [ "$role" = learner ] && extra=(--out "$OUT/$run" --quiet)
   for attempt in 1 2; do
-    HERD_NATS_URL=$URL "$HERD" worker --run "$run" --ttl 2s --role "$role" --slot "$slot" "${extra[@]}" \
+    HERD_NATS_URL=$URL "$HERD" worker --run "$run" --ttl "$TTL" --role "$role" --slot "$slot" "${NATS_ARGS[@]}" "${extra[@]}" \
       >>"$OUT/$run.$role$slot.log" 2>&1
     local rc=$?
     echo "$rc" >"$OUT/$run.$role$slot.rc"
@@ -84,8 +166,8 @@ supervise() {
 run_fault_nw() { # name fault-function
   local name=$1 fault=$2 run="n-$1"
   local t0=$(date +%s)
-  HERD_NATS_URL=$URL "$HERD" launch --config "$CONFIG" --steps "$STEPS" --out "$OUT/$run" --run "$run" --quiet --ttl 2s \
-    --no-workers >"$OUT/$run.log" 2>&1 &
+  HERD_NATS_URL=$URL "$HERD" launch --config "$CONFIG" --steps "$STEPS" --out "$OUT/$run" --run "$run" --quiet --ttl "$TTL" \
+    --no-workers "${NATS_ARGS[@]}" >"$OUT/$run.log" 2>&1 &
   local lp=$!
   sleep 1
   local ws=()
@@ -105,8 +187,9 @@ run_fault_nw() { # name fault-function
 run_fault_launch() { # name fault-function
   local name=$1 fault=$2 run="f-$1"
   local t0=$(date +%s)
-  "$HERD" launch --config "$CONFIG" --steps "$STEPS" --out "$OUT/$run" --run "$run" --quiet --ttl 2s \
-    >"$OUT/$run.log" 2>&1 &
+  # An empty HERD_NATS_URL: the launcher's embedded server.
+  HERD_NATS_URL=$URL "$HERD" launch --config "$CONFIG" --steps "$STEPS" --out "$OUT/$run" --run "$run" --quiet --ttl "$TTL" \
+    "${NATS_ARGS[@]}" >"$OUT/$run.log" 2>&1 &
   local lp=$!
   sleep 4
   $fault "$run" "$lp"
@@ -189,6 +272,35 @@ await_notice() {
   done
   echo "  no notice \"$2\" within $3 s of the $5" >&2
 }
+# f_nats: kill -9 the node serving the most clients; start it again 20 s
+# later with the same config and store.
+f_nats() {
+  local i c victim=0 most=-1 total=0 per=""
+  for i in 0 1 2; do
+    c=$(conns "$i"); c=${c:-0}; total=$((total + c)) per+=" n$i:$c"
+    [ "$c" -gt "$most" ] && most=$c victim=$i
+  done
+  local t0; t0=$(date +%s%N)
+  kill -9 "${CLUSTER_PIDS[victim]}"; wait "${CLUSTER_PIDS[victim]}" 2>/dev/null
+  echo "  killed NATS node n$victim (${CLUSTER_PIDS[victim]}, clients$per) at $(date -u +%T)" >&2
+  local back="" n
+  while [ $(( ($(date +%s%N) - t0) / 1000000000 )) -lt 20 ]; do
+    if [ -z "$back" ]; then
+      n=0
+      per=""
+      for i in 0 1 2; do [ "$i" = "$victim" ] || { c=$(conns "$i"); n=$((n + ${c:-0})) per+=" n$i:${c:-?}"; }; done
+      if [ "$n" -ge "$total" ]; then
+        back=$(( ($(date +%s%N) - t0) / 1000000 ))
+        echo "  all $total clients on the other nodes $back ms after the kill" >&2
+      fi
+    fi
+    sleep 0.2
+  done
+  [ -n "$back" ] || echo "  the other nodes had fewer than $total clients 20 s after the kill:$per" >&2
+  "$NATS_SERVER" -c "${CLUSTER_CONF[victim]}" >>"${CLUSTER_CONF[victim]%.conf}.nlog" 2>&1 &
+  CLUSTER_PIDS[victim]=$!
+  echo "  started n$victim again at $(date -u +%T)" >&2
+}
 f_controller() {
   local t=$(date +%s%N)
   kill -9 "$2"
@@ -200,7 +312,6 @@ if [ "${MODE:-}" = noworkers ]; then
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   "${NATS_SERVER:?set NATS_SERVER}" -a 127.0.0.1 -p "$port" -js -sd "$OUT/js" >"$OUT/nats.log" 2>&1 &
   NATS_PID=$!
-  trap 'kill $NATS_PID 2>/dev/null; wait $NATS_PID 2>/dev/null; [ -n "${KEEP:-}" ] && echo "logs kept in $OUT" >&2 || rm -rf "$OUT"' EXIT
   URL=nats://127.0.0.1:$port
   sleep 1
 fi
@@ -213,6 +324,7 @@ run_fault kill-policy f_policy
 run_fault kill-learner f_learner
 run_fault kill-controller f_controller
 run_fault stop-learner-60s f_stop_learner
+run_fault kill-nats f_nats
 if [ "$(id -u)" = 0 ] && command -v nft >/dev/null && command -v ss >/dev/null; then
   run_fault partition-env-30s f_partition_env
 else
