@@ -14,8 +14,8 @@
 # HERD_CONFIG (a path in the image, default
 # /configs/ppo-cartpole-dist-policy.yaml) and HERD_POLICY_WORKERS (0 or
 # the default 1: a config without policy workers, inline inference or an
-# off-policy algorithm, needs 0, since its policy worker refuses the run)
-# reach compose.yaml from the environment.
+# off-policy algorithm, takes 0, or policy-0 fails and restarts until the
+# run ends) reach compose.yaml from the environment.
 #
 # Rows: none, kill-env, kill-policy, kill-learner, kill-controller,
 # kill-nats (one of the 3 nodes, started again 20 s later), partition-env
