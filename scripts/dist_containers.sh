@@ -9,6 +9,13 @@
 #   scripts/dist_containers.sh                 # build the images, run every row
 #   SKIP_BUILD=1 STEPS=100000 scripts/dist_containers.sh none kill-env
 #   KEEP=DIR scripts/dist_containers.sh none   # keep each row's summary.json and logs in DIR/ROW/
+#   HERD_CONFIG=/configs/dqn-cartpole-dist.yaml HERD_POLICY_WORKERS=0 scripts/dist_containers.sh none
+#
+# HERD_CONFIG (a path in the image, default
+# /configs/ppo-cartpole-dist-policy.yaml) and HERD_POLICY_WORKERS (0 or
+# the default 1: a config without policy workers, inline inference or an
+# off-policy algorithm, takes 0, or policy-0 fails and restarts until the
+# run ends) reach compose.yaml from the environment.
 #
 # Rows: none, kill-env, kill-policy, kill-learner, kill-controller,
 # kill-nats (one of the 3 nodes, started again 20 s later), partition-env
@@ -49,6 +56,7 @@ exits() { # service → "exit(restarts)"
   docker inspect -f '{{.State.ExitCode}}{{if .State.Running}}(running){{end}}/{{.RestartCount}}' "$(cid "$1")"
 }
 herd_services=(controller learner env-0 env-1 policy-0)
+[ "${HERD_POLICY_WORKERS:-1}" = 0 ] && herd_services=(controller learner env-0 env-1)
 
 fault() { # row
   case $1 in
@@ -87,7 +95,7 @@ for row in "${ROWS[@]}"; do
   ctl=$(cid controller)
   # The controller is the run's end; a killed one already ended, so then
   # wait for the workers (each must go within 2 TTLs of 15 s).
-  if [ "$row" = kill-controller ]; then wait_on=(learner env-0 env-1 policy-0); else wait_on=(controller); fi
+  if [ "$row" = kill-controller ]; then wait_on=("${herd_services[@]:1}"); else wait_on=(controller); fi
   for s in "${wait_on[@]}"; do timeout 900 docker wait "$(cid "$s")" >/dev/null; done
   te=$(now)
   # The workers end after the controller; give them their TTLs.
@@ -100,7 +108,7 @@ for row in "${ROWS[@]}"; do
     [ -n "$sum" ] && printf '%s\n' "$sum" >"$out/summary.json"
     "${COMPOSE[@]}" -f "$F" -p "$P" logs --no-color >"$out/logs.txt" 2>&1
   fi
-  ex="$(exits learner), $(exits env-0), $(exits env-1), $(exits policy-0)"
+  ex="$(exits learner), $(exits env-0), $(exits env-1), $([ "${HERD_POLICY_WORKERS:-1}" = 0 ] && echo – || exits policy-0)"
   if [ -n "$sum" ]; then
     res=$(printf '%s' "$sum" | python3 -c '
 import json, sys
