@@ -700,21 +700,13 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			return nil, err
 		}
 	}
-	tr, err := newTransport()
+	end, err := st.openLearnerEnd(ctx, newTransport, run)
 	if err != nil {
 		return nil, err
 	}
-	_, smp, par, closeAll, err := st.roleStreams(ctx, tr, run, withParams)
-	if err != nil {
-		return nil, err
-	}
-	defer closeAll()
-	mem, err := tr.Membership(ctx, run, transport.Options{})
-	if err != nil {
-		return nil, err
-	}
-	defer mem.Close()
-	mon := newMonitor(rt.Log, smp, mem, opt.Notice, stall)
+	defer end.close()
+	tr, smp, par := end.tr, end.smp, end.par
+	mon := newMonitor(rt.Log, smp, end.mem, opt.Notice, stall)
 	var group *worker.LearnerGroup
 	if st.Learners > 1 {
 		coll, err := tr.Collective(ctx, run, transport.Options{Learner: 0, Learners: st.Learners, GatherTimeout: gatherTimeout(stall)})
@@ -885,6 +877,33 @@ type heard struct {
 }
 
 const readEvery = 5 * time.Second
+
+// learnerEnd is a learner's side of one run: its sample and parameter
+// streams and its view of the run's members, on a transport of its own.
+type learnerEnd struct {
+	tr    transport.Transport
+	smp   transport.SampleStream
+	par   transport.ParamService
+	mem   transport.Membership
+	close func()
+}
+
+func (s *Setup) openLearnerEnd(ctx context.Context, newTransport func() (transport.Transport, error), run string) (learnerEnd, error) {
+	tr, err := newTransport()
+	if err != nil {
+		return learnerEnd{}, err
+	}
+	_, smp, par, closeAll, err := s.roleStreams(ctx, tr, run, withParams)
+	if err != nil {
+		return learnerEnd{}, err
+	}
+	mem, err := tr.Membership(ctx, run, transport.Options{})
+	if err != nil {
+		closeAll()
+		return learnerEnd{}, err
+	}
+	return learnerEnd{tr: tr, smp: smp, par: par, mem: mem, close: func() { mem.Close(); closeAll() }}, nil
+}
 
 func newMonitor(log algo.Logger, smp transport.SampleStream, mem transport.Membership, notice io.Writer, stall time.Duration) *monitor {
 	if notice == nil {

@@ -253,23 +253,14 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 	logs := make([]*prefixLog, n)
 	learners := make([]func() (algo.SegmentLearner, error), n)
 	for k, s := range ps.sets {
-		r := PolicyRun(run, ps.ids[k])
-		tr, err := newTransport()
+		end, err := s.openLearnerEnd(ctx, newTransport, PolicyRun(run, ps.ids[k]))
 		if err != nil {
 			return nil, err
 		}
-		_, smp, par, closeAll, err := s.roleStreams(ctx, tr, r, withParams)
-		if err != nil {
-			return nil, err
-		}
-		defer closeAll()
-		mem, err := tr.Membership(ctx, r, transport.Options{})
-		if err != nil {
-			return nil, err
-		}
-		defer mem.Close()
+		defer end.close()
+		smp, par := end.smp, end.par
 		logs[k] = &prefixLog{Logger: rt.Log, prefix: "policy/" + ps.ids[k] + "/"}
-		mons[k] = newMonitor(logs[k], smp, mem, opt.Notice, stall)
+		mons[k] = newMonitor(logs[k], smp, end.mem, opt.Notice, stall)
 		mons[k].who = logs[k].prefix
 		learners[k] = func() (algo.SegmentLearner, error) {
 			return worker.RunLearner(wctx, worker.LearnerConfig{Iterations: ps.iters, MaxLag: maxLagOf(opt), Stall: stall,
