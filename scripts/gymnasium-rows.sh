@@ -44,14 +44,37 @@ port=$(awk '/ on port /{print $NF}' "$D/serve.log")
 # steps/s of one JSON line's field, rounded.
 field() { "$PY" -c 'import json,sys; print(round(json.loads(sys.stdin.read().strip().splitlines()[-1])[sys.argv[1]]))' "$1"; }
 
-echo "== steps/s: the env's own single-env Python loop vs herd's remote vector of $NUM_ENVS (ratio: remote / own loop)"
+# The server's user+system CPU time in clock ticks (/proc/PID/stat).
+srvcpu() { "$PY" -c 'import sys; s=open("/proc/%s/stat" % sys.argv[1]).read(); f=s[s.rindex(")")+2:].split(); print(int(f[11])+int(f[12]))' "$srv"; }
+TICK=$(getconf CLK_TCK)
+# remote ID|shm: prints "steps/s server-CPU-µs-per-env-step" for one 1 s
+# measurement (herd bench remote env; its steps are about steps/s x 1 s).
+remote() {
+  local c0 c1 sps
+  c0=$(srvcpu)
+  if [ "$1" = shm ]; then
+    sps=$("$H" bench remote env --shm "$SHM" --id CartPole-v1 --num-envs "$NUM_ENVS" --rounds 1 --duration 1s --json | field remote_steps_per_s)
+  else
+    sps=$("$H" bench remote env --addr "127.0.0.1:$port" --id CartPole-v1 --num-envs "$NUM_ENVS" --rounds 1 --duration 1s --json | field remote_steps_per_s)
+  fi
+  c1=$(srvcpu)
+  "$PY" -c 'import sys; sps,c0,c1,tick=map(float,sys.argv[1:5]); print(int(sps), round((c1-c0)/tick/sps*1e6, 2))' "$sps" "$c0" "$c1" "$TICK"
+}
+
+echo "== steps/s: the env's own single-env Python loop vs herd's remote vector of $NUM_ENVS (wall ratio: remote / own loop;"
+echo "   cpu: µs of CPU per env step, own loop vs the server's, whose ratio bounds the wall ratio on a machine with a core each)"
 for r in $(seq "$ROUNDS"); do
   l0=$(load)
-  own=$("$PY" -m herd_env.bench --env gymnasium:make --kwargs "$KW" --steps 100000 --repeats 1 | tail -1 | field median_steps_per_s)
-  g=$("$H" bench remote env --addr "127.0.0.1:$port" --id CartPole-v1 --num-envs "$NUM_ENVS" --rounds 1 --json | field remote_steps_per_s)
-  s=$("$H" bench remote env --shm "$SHM" --id CartPole-v1 --num-envs "$NUM_ENVS" --rounds 1 --json | field remote_steps_per_s)
-  "$PY" -c 'import sys; o,g,s=map(float,sys.argv[1:4]); print("round %s: own loop %d, gRPC %d (%.2fx), shm %d (%.2fx), load %s -> %s" % (sys.argv[4], o, g, g/o, s, s/o, sys.argv[5], sys.argv[6]))' \
-    "$own" "$g" "$s" "$r" "$l0" "$(load)"
+  ownj=$("$PY" -m herd_env.bench --env gymnasium:make --kwargs "$KW" --steps 100000 --repeats 1 | tail -1)
+  read -r g gc <<<"$(remote grpc)"
+  read -r s sc <<<"$(remote shm)"
+  "$PY" -c '
+import json, sys
+j = json.loads(sys.argv[1]); o, oc = j["median_steps_per_s"], 1e6 / j["median_steps_per_cpu_s"]
+g, gc, s, sc = map(float, sys.argv[2:6])
+print("round %s: own loop %d/s (cpu %.2f µs), gRPC %d/s (%.2fx; server cpu %.2f µs, %.2fx), shm %d/s (%.2fx; server cpu %.2f µs, %.2fx), load %s -> %s"
+      % (sys.argv[6], o, oc, g, g / o, gc, oc / gc, s, s / o, sc, oc / sc, sys.argv[7], sys.argv[8]))' \
+    "$ownj" "$g" "$gc" "$s" "$sc" "$r" "$l0" "$(load)"
 done
 
 [ -n "$SEEDS" ] || exit 0
