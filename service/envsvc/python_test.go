@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -37,6 +38,7 @@ func TestPythonCartPoleMatchesGo(t *testing.T) {
 // the server, from the source tree GYMNASIUM_SRC names (the directory
 // holding gymnasium/; needs numpy, cloudpickle and typing_extensions). herd
 // does not depend on Gymnasium, so without GYMNASIUM_SRC it is skipped.
+// Over gRPC and, on Linux, over shared memory.
 func TestGymnasiumCartPoleMatchesGo(t *testing.T) {
 	src := os.Getenv("GYMNASIUM_SRC")
 	if src == "" {
@@ -45,8 +47,17 @@ func TestGymnasiumCartPoleMatchesGo(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(src, "gymnasium", "__init__.py")); err != nil {
 		t.Fatalf("GYMNASIUM_SRC=%s: %v", src, err)
 	}
-	p := pyproc.StartWithPath(t, src, "herd_env.serve", "--env", "gymnasium:make", "--kwargs", `{"id": "CartPole-v1"}`)
-	compareCartPole(t, "grpc://"+p.Addr()+"/CartPole-v1?timeout=20s")
+	args := []string{"--env", "gymnasium:make", "--kwargs", `{"id": "CartPole-v1"}`}
+	shm := ""
+	if runtime.GOOS == "linux" { // the shared-memory transport is Linux's
+		shm = fmt.Sprintf("herdtest-%d-gymnasium", os.Getpid())
+		args = append(args, "--shm", shm)
+	}
+	p := pyproc.StartWithPath(t, src, "herd_env.serve", args...)
+	t.Run("grpc", func(t *testing.T) { compareCartPole(t, "grpc://"+p.Addr()+"/CartPole-v1?timeout=20s") })
+	if shm != "" {
+		t.Run("shm", func(t *testing.T) { compareCartPole(t, "shm://"+shm+"/CartPole-v1?timeout=20s") })
+	}
 }
 
 // compareCartPole steps the CartPole served at id and herd's Go CartPole
