@@ -55,11 +55,23 @@ type Proc struct {
 // and kills it when the test ends.
 func Start(t testing.TB, module string, args ...string) *Proc {
 	t.Helper()
+	return StartWithPath(t, "", module, args...)
+}
+
+// StartWithPath is Start with extra (a PYTHONPATH-style list, or "") after
+// python/ and python/tests on PYTHONPATH: for a package herd does not ship,
+// such as Gymnasium's source tree named by GYMNASIUM_SRC.
+func StartWithPath(t testing.TB, extra, module string, args ...string) *Proc {
+	t.Helper()
 	py := Python(t)
 	root := Root()
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, py, append(append([]string{"-m", module}, args...), "--port", "0")...)
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(root, "python")+string(os.PathListSeparator)+filepath.Join(root, "python", "tests"))
+	path := filepath.Join(root, "python") + string(os.PathListSeparator) + filepath.Join(root, "python", "tests")
+	if extra != "" {
+		path += string(os.PathListSeparator) + extra
+	}
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+path)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -38,6 +38,11 @@ import grpc
 from . import PROTOCOL_VERSION
 from ._proto.herd.v1 import env_pb2, env_pb2_grpc
 from .spaces import Codec, flatten
+from .spaces import _np
+
+# NumPy's array type for the flat-observation fast path; a type no
+# observation has when NumPy is missing.
+_ndarray = _np.ndarray if _np is not None else type("_NoNdarray", (), {})
 
 MAX_MESSAGE_BYTES = 64 << 20
 
@@ -121,6 +126,9 @@ class _Session:
         if type(obs) is list and len(obs) == self.obs_codec.dim and all(type(v) is float for v in obs):
             out.extend(obs)  # the common flat case, without a copy per value
             return
+        if type(obs) is _ndarray and obs.shape == (self.obs_codec.dim,) and obs.dtype.kind == "f":
+            out.extend(obs.tolist())  # a flat float array: tolist gives Python floats already
+            return
         flat = flatten(obs)
         if len(flat) != self.obs_codec.dim:
             raise ValueError("observation has %d values, the space %d" % (len(flat), self.obs_codec.dim))
@@ -167,6 +175,7 @@ class _Session:
                            "env %d: step before reset or after the episode ended" % i)
         obs, final, rewards, terms, truncs = [], [], [], [], []
         max_steps, elapsed, autoreset, dim = self.max_steps, self.elapsed, self.autoreset, self.obs_codec.dim
+        ndarray, flat_shape = _ndarray, (dim,)
         try:
             i = 0
             for e, a in zip(self.envs, rows):
@@ -184,9 +193,11 @@ class _Session:
                         self._obs(o, final)
                         o, _ = e.reset(seed=None)
                         elapsed[i], running[i] = 0, True
-                # The common flat case inline (as _obs has it), the rest through _obs.
+                # The common flat cases inline (as _obs has them), the rest through _obs.
                 if type(o) is list and len(o) == dim and all([type(v) is float for v in o]):
                     obs.extend(o)
+                elif type(o) is ndarray and o.shape == flat_shape and o.dtype.kind == "f":
+                    obs.extend(o.tolist())  # Gymnasium's Box observations: floats in one C call
                 else:
                     self._obs(o, obs)
                 i += 1

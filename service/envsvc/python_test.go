@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -27,7 +30,43 @@ import (
 // and each observation is exactly its own state rounded to float32.
 func TestPythonCartPoleMatchesGo(t *testing.T) {
 	p := pyproc.Start(t, "herd_env.serve", "--env", "pycartpole:CartPole")
-	remote, err := env.Make("grpc://"+p.Addr()+"/CartPole?timeout=20s", env.WithoutTimeLimit())
+	compareCartPole(t, "grpc://"+p.Addr()+"/CartPole?timeout=20s")
+}
+
+// TestGymnasiumCartPoleMatchesGo is TestPythonCartPoleMatchesGo with
+// Gymnasium's own CartPole-v1 (gymnasium.make, its wrappers included) in
+// the server, from the source tree GYMNASIUM_SRC names (the directory
+// holding gymnasium/; needs numpy, cloudpickle and typing_extensions). herd
+// does not depend on Gymnasium, so without GYMNASIUM_SRC it is skipped.
+// Over gRPC and, on Linux, over shared memory.
+func TestGymnasiumCartPoleMatchesGo(t *testing.T) {
+	src := os.Getenv("GYMNASIUM_SRC")
+	if src == "" {
+		t.Skip("skipping: GYMNASIUM_SRC (a directory holding Gymnasium's gymnasium/ package) is not set")
+	}
+	if _, err := os.Stat(filepath.Join(src, "gymnasium", "__init__.py")); err != nil {
+		t.Fatalf("GYMNASIUM_SRC=%s: %v", src, err)
+	}
+	args := []string{"--env", "gymnasium:make", "--kwargs", `{"id": "CartPole-v1"}`}
+	shm := ""
+	if runtime.GOOS == "linux" { // the shared-memory transport is Linux's
+		shm = fmt.Sprintf("herdtest-%d-gymnasium", os.Getpid())
+		args = append(args, "--shm", shm)
+	}
+	p := pyproc.StartWithPath(t, src, "herd_env.serve", args...)
+	t.Run("grpc", func(t *testing.T) { compareCartPole(t, "grpc://"+p.Addr()+"/CartPole-v1?timeout=20s") })
+	if shm != "" {
+		t.Run("shm", func(t *testing.T) { compareCartPole(t, "shm://"+shm+"/CartPole-v1?timeout=20s") })
+	}
+}
+
+// compareCartPole steps the CartPole served at id and herd's Go CartPole
+// from the same float64 states. Each episode resets both (which also
+// restarts a server-side time limit such as Gymnasium's TimeLimit, which
+// setting the state does not) and then sets the state.
+func compareCartPole(t *testing.T, id string) {
+	t.Helper()
+	remote, err := env.Make(id, env.WithoutTimeLimit())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +87,12 @@ func TestPythonCartPoleMatchesGo(t *testing.T) {
 	steps, terms := 0, 0
 	var maxDiff float64
 	for ep := 0; ep < 40; ep++ {
+		if _, _, err := remote.Reset(int64(ep) + 2); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := local.Reset(int64(ep) + 2); err != nil {
+			t.Fatal(err)
+		}
 		s0 := []float64{r.Float64()*4 - 2, r.Float64()*4 - 2, r.Float64()*0.4 - 0.2, r.Float64()*4 - 2}
 		if _, err := rs.SetState(s0); err != nil {
 			t.Fatal(err)

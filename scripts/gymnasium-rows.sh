@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Gymnasium's own CartPole-v1 served by python/herd_env (docs/BENCHMARKS.md,
+# "Remote envs"): the env's own single-env Python loop, herd's remote vector
+# of 8 envs over gRPC and over shared memory, alternating in every round,
+# then PPO CartPole 500k local vs the env served over gRPC and shm.
+#
+#   GYMNASIUM_SRC=DIR scripts/gymnasium-rows.sh
+#
+# DIR holds Gymnasium's source (DIR/gymnasium/__init__.py), for example a
+# release's `git archive v1.3.0 gymnasium | tar -x -C DIR`; it needs numpy,
+# cloudpickle and typing_extensions (Debian: python3-numpy python3-cloudpickle
+# python3-typing-extensions). Gymnasium's optional farama_notifications
+# import may be missing (Gymnasium catches its ImportError).
+# Knobs: HERD (a built herd; default: go build), PY (default /usr/bin/python3),
+# ROUNDS (3), NUM_ENVS (8), SEEDS of PPO ("1"; "" skips PPO), STEPS (500000).
+# Run from the repository root.
+set -euo pipefail
+: "${GYMNASIUM_SRC:?set GYMNASIUM_SRC to a directory that holds the gymnasium package}"
+[ -f "$GYMNASIUM_SRC/gymnasium/__init__.py" ] || { echo "no gymnasium/__init__.py under $GYMNASIUM_SRC" >&2; exit 2; }
+PY=${PY:-/usr/bin/python3}
+ROUNDS=${ROUNDS:-3}
+NUM_ENVS=${NUM_ENVS:-8}
+SEEDS=${SEEDS-1}
+STEPS=${STEPS:-500000}
+D=$(mktemp -d)
+SHM=gymrows$$
+srv=
+cleanup() { [ -z "$srv" ] || kill "$srv" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$D"; }
+trap cleanup EXIT
+H=${HERD:-$D/herd}
+[ -n "${HERD:-}" ] || go build -o "$H" ./cmd/herd
+export PYTHONPATH="$PWD/python:$GYMNASIUM_SRC"
+KW='{"id": "CartPole-v1"}'
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo ?), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs," \
+  "gymnasium $("$PY" -c 'import gymnasium; print(gymnasium.__version__)' 2>/dev/null)"
+
+"$PY" -m herd_env.serve --env gymnasium:make --kwargs "$KW" --port 0 --shm "$SHM" >"$D/serve.log" 2>&1 &
+srv=$!
+for _ in $(seq 100); do grep -q ' on port ' "$D/serve.log" && break; sleep 0.1; done
+port=$(awk '/ on port /{print $NF}' "$D/serve.log")
+[ -n "$port" ] || { cat "$D/serve.log" >&2; exit 1; }
+
+# steps/s of one JSON line's field, rounded.
+field() { "$PY" -c 'import json,sys; print(round(json.loads(sys.stdin.read().strip().splitlines()[-1])[sys.argv[1]]))' "$1"; }
+
+# The server's user+system CPU time in clock ticks (/proc/PID/stat).
+srvcpu() { "$PY" -c 'import sys; s=open("/proc/%s/stat" % sys.argv[1]).read(); f=s[s.rindex(")")+2:].split(); print(int(f[11])+int(f[12]))' "$srv"; }
+TICK=$(getconf CLK_TCK)
+# remote ID|shm: prints "steps/s server-CPU-µs-per-env-step" for one 1 s
+# measurement (herd bench remote env; its steps are about steps/s x 1 s).
+remote() {
+  local c0 c1 sps
+  c0=$(srvcpu)
+  if [ "$1" = shm ]; then
+    sps=$("$H" bench remote env --shm "$SHM" --id CartPole-v1 --num-envs "$NUM_ENVS" --rounds 1 --duration 1s --json | field remote_steps_per_s)
+  else
+    sps=$("$H" bench remote env --addr "127.0.0.1:$port" --id CartPole-v1 --num-envs "$NUM_ENVS" --rounds 1 --duration 1s --json | field remote_steps_per_s)
+  fi
+  c1=$(srvcpu)
+  "$PY" -c 'import sys; sps,c0,c1,tick=map(float,sys.argv[1:5]); print(int(sps), round((c1-c0)/tick/sps*1e6, 2))' "$sps" "$c0" "$c1" "$TICK"
+}
+
+echo "== steps/s: the env's own single-env Python loop vs herd's remote vector of $NUM_ENVS (wall ratio: remote / own loop;"
+echo "   cpu: µs of CPU per env step, own loop vs the server's, whose ratio bounds the wall ratio on a machine with a core each)"
+for r in $(seq "$ROUNDS"); do
+  l0=$(load)
+  ownj=$("$PY" -m herd_env.bench --env gymnasium:make --kwargs "$KW" --steps 100000 --repeats 1 | tail -1)
+  read -r g gc <<<"$(remote grpc)"
+  read -r s sc <<<"$(remote shm)"
+  "$PY" -c '
+import json, sys
+j = json.loads(sys.argv[1]); o, oc = j["median_steps_per_s"], 1e6 / j["median_steps_per_cpu_s"]
+g, gc, s, sc = map(float, sys.argv[2:6])
+print("round %s: own loop %d/s (cpu %.2f µs), gRPC %d/s (%.2fx; server cpu %.2f µs, %.2fx), shm %d/s (%.2fx; server cpu %.2f µs, %.2fx), load %s -> %s"
+      % (sys.argv[6], o, oc, g, g / o, gc, oc / gc, s, s / o, sc, oc / sc, sys.argv[7], sys.argv[8]))' \
+    "$ownj" "$g" "$gc" "$s" "$sc" "$r" "$l0" "$(load)"
+done
+
+[ -n "$SEEDS" ] || exit 0
+echo "== PPO CartPole $STEPS steps (configs/ppo-cartpole.yaml): wall s, local herd CartPole-v1 vs Gymnasium's served"
+tensors() { "$PY" - "$1" <<'PY'
+import hashlib, struct, sys
+b = open(sys.argv[1], "rb").read(); n = struct.unpack("<Q", b[:8])[0]
+print(hashlib.sha256(b[8 + n:]).hexdigest()[:16])
+PY
+}
+for seed in $SEEDS; do
+  for e in local grpc shm; do
+    case $e in
+      local) id=CartPole-v1 ;;
+      grpc) id=grpc://127.0.0.1:$port/CartPole-v1 ;;
+      shm) id=shm://$SHM/CartPole-v1 ;;
+    esac
+    l0=$(load)
+    "$H" train --config configs/ppo-cartpole.yaml --env "$id" --seed "$seed" --steps "$STEPS" --quiet --force --out "$D/ppo-$e-$seed" >/dev/null
+    "$PY" - "$D/ppo-$e-$seed/summary.json" "$e" "$seed" "$l0" "$(load)" "$(tensors "$D/ppo-$e-$seed/model.safetensors")" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+print("seed %s %-5s wall %6.1f s  return %6.2f  load %s -> %s  weights %s" % (
+    sys.argv[3], sys.argv[2], s["wall_seconds"], s["final_return_mean_100"], sys.argv[4], sys.argv[5], sys.argv[6]))
+PY
+  done
+done
