@@ -19,6 +19,26 @@ const (
 	Mapped  = 'm'
 	Step    = 'S'
 	Stepped = 's'
+	// WantPipes answers Map, instead of Mapped, to a client whose
+	// segment header sets FlagPipes: send the wake pipes (an FD byte
+	// with two descriptors), then read Mapped and everything after it on
+	// them.
+	WantPipes = 'w'
+)
+
+// Flags is the header's flags word (little-endian uint32) the client
+// writes; a server ignores bits it does not know, so a client can offer
+// and an older server decline by answering Mapped.
+const (
+	Flags = 20
+	// FlagPipes offers wake pipes: after Map, the session's bytes
+	// (Step, Stepped, Msg frames) travel on two pipes the client makes,
+	// the read end of one and the write end of the other sent to the
+	// server, instead of on the socket. A pipe byte costs both sides less
+	// than a socket byte (no socket buffer), and as each side holds the
+	// only copy of the write end it reads from the other, a peer's death
+	// still ends a blocked read with EOF at once.
+	FlagPipes = 1
 )
 
 const (

@@ -71,6 +71,7 @@ func TestGoShm(t *testing.T) {
 	if _, err := env.Make("shm://" + name + "/NoSuchEnv-v0"); !errors.Is(err, env.ErrUnknownID) {
 		t.Fatalf("unknown env: %v", err)
 	}
+	pipes := pipeEnds(t, os.Getpid())
 	v, err := env.MakeVector("shm://"+name+"/CartPole-v1?timeout=20s", 2, env.Sync)
 	if err != nil {
 		t.Fatal(err)
@@ -79,11 +80,18 @@ func TestGoShm(t *testing.T) {
 	if _, err := v.Reset(1); err != nil {
 		t.Fatal(err)
 	}
+	// The session runs on wake pipes: two ends in the client, two in the
+	// server, both in this process.
+	if n := pipeEnds(t, os.Getpid()) - pipes; n != 4 {
+		t.Errorf("%d wake pipe ends while a session is open, want 4", n)
+	}
 	t0 := time.Now()
-	stop()
+	stop() // closes the server's pipe ends, which ends the blocked session
 	if _, err := v.Step([]float32{0, 1}); status.Code(errors.Unwrap(err)) != codes.Unavailable || time.Since(t0) > 5*time.Second {
 		t.Fatalf("step after the server stopped: %v after %v", err, time.Since(t0))
 	}
+	v.Close()
+	waitPipeEnds(t, os.Getpid(), pipes)
 }
 
 // BenchmarkRemoteVectorStepShm: one Step message for n CartPole envs

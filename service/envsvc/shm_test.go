@@ -51,6 +51,36 @@ func segments(t *testing.T, pid int) int {
 	return strings.Count(string(maps), "memfd:herd-env")
 }
 
+// pipeEnds counts the pipe ends process pid holds: a shm session's wake
+// pipes (shmwire.FlagPipes) are two in the server and two in the client.
+func pipeEnds(t *testing.T, pid int) int {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := 0
+	for _, e := range ents {
+		if to, err := os.Readlink(dir + "/" + e.Name()); err == nil && strings.HasPrefix(to, "pipe:") {
+			k++
+		}
+	}
+	return k
+}
+
+// waitPipeEnds waits up to 10 s for process pid to hold want pipe ends.
+func waitPipeEnds(t *testing.T, pid, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for pipeEnds(t, pid) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d holds %d pipe ends, want %d", pid, pipeEnds(t, pid), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestShmMatchesGRPC: the Python server's CartPole stepped through shared
 // memory gives the same bits as through gRPC, with K = 1 and 2 sessions in
 // flight; a single env's reset, step and state requests work over shm.
@@ -204,6 +234,7 @@ func TestShmFaults(t *testing.T) {
 	t.Run("kill client", func(t *testing.T) {
 		name := shmName(t)
 		p := pyproc.Start(t, "herd_env.serve", "--env", "herd_env.testenvs:Trivial", "--shm", name)
+		pipes := pipeEnds(t, p.Cmd.Process.Pid) // its stdout and stderr, say
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestShmHelperClient$")
@@ -225,9 +256,13 @@ func TestShmFaults(t *testing.T) {
 		if n := segments(t, p.Cmd.Process.Pid); n != 1 {
 			t.Errorf("server maps %d segments while the client steps, want 1", n)
 		}
+		if n := pipeEnds(t, p.Cmd.Process.Pid) - pipes; n != 2 {
+			t.Errorf("server holds %d wake pipe ends while the client steps, want 2", n)
+		}
 		cmd.Process.Kill()
 		cmd.Wait()
 		waitSegments(t, p.Cmd.Process.Pid, 0)
+		waitPipeEnds(t, p.Cmd.Process.Pid, pipes)
 		// The server goes on serving.
 		v, err := env.MakeVector("shm://"+name+"/Trivial?timeout=20s", 3, env.Sync)
 		if err != nil {
