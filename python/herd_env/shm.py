@@ -159,9 +159,11 @@ class _Segment:
         # beyond float32's range, which struct refuses, goes through
         # array's conversion to ±inf as it always did.
         self.wants_pipes = bool(struct.unpack_from("<I", self.mm, FLAGS)[0] & FLAG_PIPES)
+        # Rewards, terminated and truncated are one struct (float64s, then
+        # one byte per bool, zeros in the padding before trunc): one call
+        # writes all three.
         self.mm_obs, self.obs_s = obs, struct.Struct("<%df" % (n * od))
-        self.mm_rew, self.rew_s = rew, struct.Struct("<%dd" % n)
-        self.term_span, self.trunc_span = (term, term + n), (trunc, trunc + n)
+        self.mm_rew, self.rest_s = rew, struct.Struct("<%dd%d?%dx%d?" % (n, n, trunc - term - n, n))
 
     def _view(self, mv, off, size, fmt):
         v = mv[off:off + size].cast(fmt)
@@ -174,11 +176,7 @@ class _Segment:
             self.obs_s.pack_into(mm, self.mm_obs, *obs)
         except OverflowError:
             self.obs[:] = array.array("f", obs)
-        self.rew_s.pack_into(mm, self.mm_rew, *rewards)
-        a, b = self.term_span
-        mm[a:b] = bytes(terms)  # bools: one 0/1 byte each
-        a, b = self.trunc_span
-        mm[a:b] = bytes(truncs)
+        self.rest_s.pack_into(mm, self.mm_rew, *rewards, *terms, *truncs)
         if final:
             od, k = self.od, 0
             for i, (t, u) in enumerate(zip(terms, truncs)):

@@ -71,7 +71,7 @@ func TestGoShm(t *testing.T) {
 	if _, err := env.Make("shm://" + name + "/NoSuchEnv-v0"); !errors.Is(err, env.ErrUnknownID) {
 		t.Fatalf("unknown env: %v", err)
 	}
-	pipes := pipeEnds(t, os.Getpid())
+	pipes := ownPipes(t) // stdout and stderr on one pipe, say
 	v, err := env.MakeVector("shm://"+name+"/CartPole-v1?timeout=20s", 2, env.Sync)
 	if err != nil {
 		t.Fatal(err)
@@ -80,10 +80,10 @@ func TestGoShm(t *testing.T) {
 	if _, err := v.Reset(1); err != nil {
 		t.Fatal(err)
 	}
-	// The session runs on wake pipes: two ends in the client, two in the
-	// server, both in this process.
-	if n := pipeEnds(t, os.Getpid()) - pipes; n != 4 {
-		t.Errorf("%d wake pipe ends while a session is open, want 4", n)
+	// The session runs on wake pipes, both with their two ends in this
+	// process (the client's and the server's).
+	if n := ownPipes(t) - pipes; n != 2 {
+		t.Errorf("%d wake pipes while a session is open, want 2", n)
 	}
 	t0 := time.Now()
 	stop() // closes the server's pipe ends, which ends the blocked session
@@ -91,7 +91,11 @@ func TestGoShm(t *testing.T) {
 		t.Fatalf("step after the server stopped: %v after %v", err, time.Since(t0))
 	}
 	v.Close()
-	waitPipeEnds(t, os.Getpid(), pipes)
+	for deadline := time.Now().Add(10 * time.Second); ownPipes(t) != pipes; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d wake pipes left after the session ended", ownPipes(t)-pipes)
+		}
+	}
 }
 
 // BenchmarkRemoteVectorStepShm: one Step message for n CartPole envs

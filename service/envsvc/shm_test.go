@@ -55,14 +55,38 @@ func segments(t *testing.T, pid int) int {
 // pipes (shmwire.FlagPipes) are two in the server and two in the client.
 func pipeEnds(t *testing.T, pid int) int {
 	t.Helper()
+	k := 0
+	for _, n := range pipeInodes(t, pid) {
+		k += n
+	}
+	return k
+}
+
+// pipeInodes maps each pipe process pid holds an end of to how many ends.
+func pipeInodes(t *testing.T, pid int) map[string]int {
+	t.Helper()
 	dir := fmt.Sprintf("/proc/%d/fd", pid)
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := 0
+	m := map[string]int{}
 	for _, e := range ents {
 		if to, err := os.Readlink(dir + "/" + e.Name()); err == nil && strings.HasPrefix(to, "pipe:") {
+			m[to]++
+		}
+	}
+	return m
+}
+
+// ownPipes counts the pipes with two ends in this process: a shm session's
+// two wake pipes when client and server are both here, besides, say, stdout
+// and stderr on one pipe (a child process's stdout has one end here).
+func ownPipes(t *testing.T) int {
+	t.Helper()
+	k := 0
+	for _, n := range pipeInodes(t, os.Getpid()) {
+		if n >= 2 {
 			k++
 		}
 	}
