@@ -137,8 +137,8 @@ func (w *shmWire) recv() (*herdv1.EnvResponse, error) {
 
 // spin watches the server's step counter for at most w.spinFor: a
 // fast env's answer then finds this thread running, and the read below
-// returns at once instead of sleeping and being woken. The socket byte
-// still decides; the spin only saves a wake-up. After shmwire.SpinMisses
+// returns at once instead of sleeping and being woken. The pipe (or
+// socket) byte still decides; the spin only saves a wake-up. After shmwire.SpinMisses
 // spins in a row without the answer (a slow env, or a server that does not
 // count), it spins only on every shmwire.SpinProbe-th step until one
 // catches the answer again.

@@ -102,20 +102,21 @@ func (l Layout) CheckHeader(mem []byte) error {
 // offsets): the client stores its step count at ReqSeq before sending Step,
 // and the server copies it to RespSeq once the results are in the segment,
 // before sending Stepped. They only let either side spin a few µs on the
-// memory before blocking on the socket (SpinFor); the socket bytes stay
-// the protocol, so a peer that never writes them is merely not waited for.
+// memory before blocking on a read (SpinFor); the pipe (or socket) bytes
+// stay the protocol, so a peer that never writes them is merely not waited for.
 const (
 	ReqSeq  = 24
 	RespSeq = 28
 )
 
-// SpinFor is how long the Go client watches RespSeq before it blocks on
-// the socket for the Stepped byte by default: none. On the 2-core VM
-// (load < 5) a 5 µs spin on both sides (the Python server's
-// --shm-spin-us 5) made a 1-env step with Python's server slower (48–60
-// against 37–40 µs) and left Go's server unchanged (17.6 against 18–19
-// µs): Python's server spends about 5 µs of CPU on a 1-env step after it
-// wakes (python/tests/step_cost.py), so a 5 µs spin ends before the answer.
+// SpinFor is how long the Go client watches RespSeq before it blocks for
+// the Stepped byte by default: none. With the wake pipes, on the 2-core VM
+// at load 8–13 (2026-11-26), spinning on both sides (the Python server's
+// --shm-spin-us the same) gave a 1-env step with Python's server 23–54 µs
+// without, 23–33 with 3 µs and 48–135 with 8 µs, and Go's server 16–26,
+// 16–33 and 16–38 µs: a spinner holds a core the other side needs, and
+// Python's server spends 3 µs of CPU on a step after it wakes
+// (python/tests/step_cost.py), longer than a spin of a few µs.
 // `shm://…?spin=D` turns it on per client.
 const SpinFor time.Duration = 0
 

@@ -27,9 +27,9 @@ older server, which answers 'm') keeps the socket.
 Header bytes 24 and 28 hold the client's and the server's step counters
 (uint32): the client stores its count before 'S', the server copies it
 to its own before 's'. Each side may watch the other's for a few µs
-before blocking on the socket (--shm-spin-us here), which saves a sleep
-and a wake-up when the answer comes at once; the socket bytes stay the
-protocol.
+before blocking on a read (--shm-spin-us here), which saves a sleep and
+a wake-up when the answer comes at once; the pipe (or socket) bytes stay
+the protocol.
 
 The segment is the client's memfd (it has no name in /dev/shm and the
 kernel frees it when the last process that maps it exits or unmaps it). Its
@@ -281,6 +281,11 @@ class ShmServer:
             bind()
             while True:
                 tag = wait(1)
+                if self.stopped:
+                    # stop() cannot wake a read on a pipe (it shuts down
+                    # the sockets only): a session on wake pipes ends here,
+                    # at its next message, unanswered.
+                    return
                 if tag == b"S":
                     if seg is None:
                         _sendall_frame(sendall, _ending(grpc.StatusCode.FAILED_PRECONDITION, "step through shm before M"))

@@ -159,6 +159,18 @@ class ShmPipesTest(unittest.TestCase):
         self.wait_sessions(0)
         self.assertEqual(_pipes_held(), before)
 
+    def test_stopped_server_ends_pipe_session(self):
+        c = _Client(self.name, 1, True)
+        try:
+            c.reset([1])
+            c.step([1])
+            self.srv.stop()
+            c.write(b"S")
+            self.assertEqual(os.read(c.rfd, 1), b"")  # EOF: the session ended
+            self.wait_sessions(0)
+        finally:
+            c.close()
+
 
 if __name__ == "__main__":
     unittest.main()
