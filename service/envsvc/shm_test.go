@@ -359,14 +359,33 @@ func TestShmHelperClient(t *testing.T) {
 // BenchmarkRemoteVectorStepPython: one Step message for n envs of
 // herd_env.testenvs:Trivial (an env that does nothing, so ns/op is the
 // transport's own cost) served by python3 -m herd_env.serve, over gRPC on
-// loopback and over shared memory.
+// loopback and over shared memory; shm-spin5us is shared memory with both
+// sides watching the segment 5 µs before they block (?spin=5us,
+// --shm-spin-us 5; off by default, shmwire.SpinFor), for comparing the two
+// on a given machine.
 func BenchmarkRemoteVectorStepPython(b *testing.B) {
 	name := fmt.Sprintf("herdbench-step-%d", os.Getpid())
 	p := pyproc.Start(b, "herd_env.serve", "--env", "herd_env.testenvs:Trivial", "--shm", name)
-	for _, tr := range []struct{ name, prefix string }{{"grpc", "grpc://" + p.Addr()}, {"shm", "shm://" + name}} {
+	servers := 0
+	spinPrefix := func(b *testing.B) string {
+		// A server of its own, started only when the case runs.
+		servers++
+		spin := fmt.Sprintf("herdbench-spin-%d-%d", os.Getpid(), servers)
+		pyproc.Start(b, "herd_env.serve", "--env", "herd_env.testenvs:Trivial", "--shm", spin, "--shm-spin-us", "5")
+		return "shm://" + spin
+	}
+	for _, tr := range []struct {
+		name   string
+		prefix func(*testing.B) string
+		query  string
+	}{
+		{"grpc", func(*testing.B) string { return "grpc://" + p.Addr() }, ""},
+		{"shm", func(*testing.B) string { return "shm://" + name }, ""},
+		{"shm-spin5us", spinPrefix, "?spin=5us"},
+	} {
 		for _, n := range []int{1, 8} {
 			b.Run(fmt.Sprintf("%s/envs=%d", tr.name, n), func(b *testing.B) {
-				v, err := env.MakeVector(tr.prefix+"/Trivial", n, env.Sync)
+				v, err := env.MakeVector(tr.prefix(b)+"/Trivial"+tr.query, n, env.Sync)
 				if err != nil {
 					b.Fatal(err)
 				}
