@@ -149,6 +149,7 @@ class _Segment:
         self.term = self._view(mv, term, n, "B")
         self.trunc = self._view(mv, trunc, n, "B")
         self.od = od
+        self.wants_pipes = bool(struct.unpack_from("<I", self.mm, FLAGS)[0] & FLAG_PIPES)
         # The header's step counters (herd/internal/shmwire: ReqSeq,
         # RespSeq): the client's count of steps sent, and ours of steps
         # answered.
@@ -157,11 +158,9 @@ class _Segment:
         # Precompiled packers write a step's results without building an
         # array per message (obs as float32, rewards as float64); an obs
         # beyond float32's range, which struct refuses, goes through
-        # array's conversion to ±inf as it always did.
-        self.wants_pipes = bool(struct.unpack_from("<I", self.mm, FLAGS)[0] & FLAG_PIPES)
-        # Rewards, terminated and truncated are one struct (float64s, then
-        # one byte per bool, zeros in the padding before trunc): one call
-        # writes all three.
+        # array's conversion to ±inf as it always did. Rewards, terminated
+        # and truncated are one struct (float64s, then one byte per bool,
+        # zeros in the padding before trunc): one call writes all three.
         self.mm_obs, self.obs_s = obs, struct.Struct("<%df" % (n * od))
         self.mm_rew, self.rest_s = rew, struct.Struct("<%dd%d?%dx%d?" % (n, n, trunc - term - n, n))
 

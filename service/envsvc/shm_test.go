@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -405,6 +406,23 @@ func BenchmarkRemoteVectorStepPython(b *testing.B) {
 				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "env-steps/s")
 			})
 		}
+	}
+}
+
+// TestPythonShmUnittests runs herd_env.shm's own tests (python/tests:
+// the wake pipes and the socket give the same bits, a gone client or a
+// stopped server ends a pipe session; multi-agent framed sessions), so
+// that they run wherever the Go tests do.
+func TestPythonShmUnittests(t *testing.T) {
+	py := pyproc.Python(t)
+	dir := filepath.Join(pyproc.Root(), "python")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "test_shm_pipes", "test_shm_parallel")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir+string(os.PathListSeparator)+filepath.Join(dir, "tests"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("python3 -m unittest: %v\n%s", err, out)
 	}
 }
 
