@@ -113,11 +113,12 @@ const (
 // the Stepped byte by default: none. With the wake pipes, on the 2-core VM
 // at load 8–13 (2026-11-26), spinning on both sides (the Python server's
 // --shm-spin-us the same) gave a 1-env step with Python's server 23–54 µs
-// without, 23–33 with 3 µs and 48–135 with 8 µs, and Go's server 16–26,
+// without, 24–33 with 3 µs and 48–135 with 8 µs, and Go's server 16–26,
 // 16–33 and 16–38 µs: a spinner holds a core the other side needs, and
 // Python's server spends 3 µs of CPU on a step after it wakes
 // (python/tests/step_cost.py), longer than a spin of a few µs.
-// `shm://…?spin=D` turns it on per client.
+// `shm://…?spin=D` turns it on per client; service/envsvc's
+// BenchmarkRemoteVectorStepPython/shm-spin5us measures it on a machine.
 const SpinFor time.Duration = 0
 
 // After SpinMisses spins in a row that missed the answer, a side spins
