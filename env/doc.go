@@ -91,8 +91,8 @@
 // (?timeout=30s), so a dead server is an error, never a hang. On the same
 // Linux host, shm://NAME/ID reaches `python3 -m herd_env.serve --shm NAME`
 // or `herd serve env --shm NAME` through shared memory: the batch's arrays live in a memfd segment both
-// processes map, and one Unix-socket byte each way wakes the other side
-// (tens of microseconds per message instead of hundreds over gRPC). See
+// processes map, and one pipe byte each way wakes the other side (about
+// ten microseconds per message instead of hundreds over gRPC). See
 // remote.go for the id's parameters and how errors map back to this
 // package's sentinels.
 //

@@ -37,14 +37,18 @@ import (
 // shm:// reaches a server on the same host (Linux) through the Unix-domain
 // socket NAME in the abstract namespace (python3 -m herd_env.serve --shm
 // NAME, or herd serve env --shm NAME; internal/shmwire has the protocol): actions, observations, rewards and done flags travel in a shared
-// memory segment and one socket byte each way wakes the other side; the
-// other requests (open, reset, state, errors) travel over the same socket as
-// the protocol's messages. The segment is an anonymous memory file (memfd)
-// handed over the socket, so it has no name in /dev/shm and disappears with
-// the last process that maps it, whichever side dies. spin (default 0, at
+// memory segment and one byte each way wakes the other side; the other
+// requests (open, reset, state, errors) travel as the protocol's messages.
+// The bytes and messages go over two pipes the client hands over the socket
+// after the segment (a pipe byte wakes the other side for less than a
+// socket byte; a server that does not take them keeps the socket). The
+// segment is an anonymous memory file (memfd) handed over the socket, so it
+// has no name in /dev/shm and disappears with the last process that maps
+// it, whichever side dies; each side holds the only write end of the pipe
+// the other reads, so a dead peer ends a read at once. spin (default 0, at
 // most 50us, 0 never) is how long the client watches the segment for a
-// step's answer before it blocks on the socket: a fast env's answer then
-// arrives without a sleep and a wake-up (internal/shmwire.SpinFor).
+// step's answer before it blocks: a fast env's answer then arrives without
+// a sleep and a wake-up (internal/shmwire.SpinFor).
 //
 // MakeVector puts all n envs in ONE session, so one message carries the n
 // actions and one message the n results. With inflight=K (1 ≤ K ≤ n) it

@@ -3,6 +3,7 @@
 package env
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 	"net"
@@ -19,9 +20,12 @@ import (
 )
 
 // shmWire is one session over a Unix-domain socket with its batches in a
-// shared memory segment (internal/shmwire has the protocol).
+// shared memory segment (internal/shmwire has the protocol). Once the
+// server takes the wake pipes (shmwire.FlagPipes), rd and wr carry the
+// session's bytes instead of c.
 type shmWire struct {
 	c       *net.UnixConn
+	rd, wr  *os.File // the answer pipe's read end, the request pipe's write end; nil on the socket
 	timeout time.Duration
 	mem     []byte
 	l       shmwire.Layout
@@ -50,6 +54,33 @@ func dialShm(t remoteTarget) (*shmWire, error) {
 	return w, nil
 }
 
+// setDeadline bounds the next send and recv by the call's timeout.
+func (w *shmWire) setDeadline() error {
+	t := time.Now().Add(w.timeout)
+	if w.rd == nil {
+		return w.c.SetDeadline(t)
+	}
+	if err := w.rd.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return w.wr.SetWriteDeadline(t)
+}
+
+// in and out are where the session's bytes travel now.
+func (w *shmWire) in() io.Reader {
+	if w.rd == nil {
+		return w.c
+	}
+	return w.rd
+}
+
+func (w *shmWire) out() io.Writer {
+	if w.wr == nil {
+		return w.c
+	}
+	return w.wr
+}
+
 // ioErr turns a socket error into the status a gRPC call would give.
 func (w *shmWire) ioErr(err error) error {
 	switch {
@@ -64,7 +95,7 @@ func (w *shmWire) ioErr(err error) error {
 }
 
 func (w *shmWire) send(req *herdv1.EnvRequest) error {
-	if err := w.c.SetDeadline(time.Now().Add(w.timeout)); err != nil {
+	if err := w.setDeadline(); err != nil {
 		return w.ioErr(err)
 	}
 	w.stepped = false
@@ -73,13 +104,13 @@ func (w *shmWire) send(req *herdv1.EnvRequest) error {
 		w.seq++
 		atomic.StoreUint32(shmwire.Seq(w.mem, shmwire.ReqSeq), w.seq)
 		w.tag[0] = shmwire.Step
-		if _, err := w.c.Write(w.tag[:]); err != nil {
+		if _, err := w.out().Write(w.tag[:]); err != nil {
 			return w.ioErr(err)
 		}
 		w.stepped = true
 		return nil
 	}
-	if err := shmwire.WriteMsg(w.c, req); err != nil {
+	if err := shmwire.WriteMsg(w.out(), req); err != nil {
 		return w.ioErr(err)
 	}
 	return nil
@@ -89,7 +120,7 @@ func (w *shmWire) recv() (*herdv1.EnvResponse, error) {
 	if w.stepped {
 		w.spin()
 	}
-	if _, err := io.ReadFull(w.c, w.tag[:]); err != nil {
+	if _, err := io.ReadFull(w.in(), w.tag[:]); err != nil {
 		return nil, w.ioErr(err)
 	}
 	switch w.tag[0] {
@@ -106,8 +137,8 @@ func (w *shmWire) recv() (*herdv1.EnvResponse, error) {
 
 // spin watches the server's step counter for at most w.spinFor: a
 // fast env's answer then finds this thread running, and the read below
-// returns at once instead of sleeping and being woken. The socket byte
-// still decides; the spin only saves a wake-up. After shmwire.SpinMisses
+// returns at once instead of sleeping and being woken. The pipe (or
+// socket) byte still decides; the spin only saves a wake-up. After shmwire.SpinMisses
 // spins in a row without the answer (a slow env, or a server that does not
 // count), it spins only on every shmwire.SpinProbe-th step until one
 // catches the answer again.
@@ -130,7 +161,7 @@ func (w *shmWire) spin() {
 
 func (w *shmWire) readMsg() (*herdv1.EnvResponse, error) {
 	resp := new(herdv1.EnvResponse)
-	if err := shmwire.ReadFrame(w.c, resp); err != nil {
+	if err := shmwire.ReadFrame(w.in(), resp); err != nil {
 		return nil, w.ioErr(err)
 	}
 	if e := resp.GetError(); e != nil && resp.Msg == nil && e.GetReason() == "" {
@@ -180,6 +211,7 @@ func (w *shmWire) attach(n, od, ad int) error {
 	}
 	w.mem, w.l = mem, l
 	l.WriteHeader(mem)
+	binary.LittleEndian.PutUint32(mem[shmwire.Flags:], shmwire.FlagPipes)
 	w.v = l.Views(mem)
 	if err := w.c.SetDeadline(time.Now().Add(w.timeout)); err != nil {
 		return w.ioErr(err)
@@ -197,7 +229,9 @@ func (w *shmWire) attach(n, od, ad int) error {
 	}
 	switch w.tag[0] {
 	case shmwire.Mapped:
-		return nil
+		return nil // a server without wake pipes: the socket stays
+	case shmwire.WantPipes:
+		return w.attachPipes()
 	case shmwire.Msg:
 		resp, err := w.readMsg()
 		if err != nil {
@@ -208,7 +242,61 @@ func (w *shmWire) attach(n, od, ad int) error {
 	return status.Errorf(codes.Internal, "shm: unknown answer byte %q", w.tag[0])
 }
 
+// attachPipes makes the two wake pipes, hands the server its ends (the
+// request pipe's read end, the answer pipe's write end) and closes this
+// process's copies of them, so that each write end has one holder: when
+// the server dies, the answer pipe's read ends with EOF at once, as the
+// socket's did. It then waits for Mapped on the answer pipe.
+func (w *shmWire) attachPipes() error {
+	var req, ans [2]int
+	if err := unix.Pipe2(req[:], unix.O_CLOEXEC); err != nil {
+		return status.Errorf(codes.Unavailable, "shm: pipe: %v", err)
+	}
+	if err := unix.Pipe2(ans[:], unix.O_CLOEXEC); err != nil {
+		unix.Close(req[0])
+		unix.Close(req[1])
+		return status.Errorf(codes.Unavailable, "shm: pipe: %v", err)
+	}
+	_, _, err := w.c.WriteMsgUnix([]byte{shmwire.FD}, unix.UnixRights(req[0], ans[1]), nil)
+	unix.Close(req[0])
+	unix.Close(ans[1])
+	// Non-blocking, so that os.File reads and writes go through Go's
+	// poller and obey deadlines (the server's ends, separate open files,
+	// stay blocking).
+	for _, fd := range []int{req[1], ans[0]} {
+		if err2 := unix.SetNonblock(fd, true); err2 != nil && err == nil {
+			err = err2
+		}
+	}
+	w.rd, w.wr = os.NewFile(uintptr(ans[0]), "herd-shm-answers"), os.NewFile(uintptr(req[1]), "herd-shm-requests")
+	if err != nil {
+		return w.ioErr(err)
+	}
+	if err := w.setDeadline(); err != nil {
+		return w.ioErr(err)
+	}
+	if _, err := io.ReadFull(w.rd, w.tag[:]); err != nil {
+		return w.ioErr(err)
+	}
+	switch w.tag[0] {
+	case shmwire.Mapped:
+		return nil
+	case shmwire.Msg:
+		resp, err := w.readMsg()
+		if err != nil {
+			return err
+		}
+		return status.Errorf(codes.Internal, "shm: server refused the pipes: %v", resp.GetError().GetMessage())
+	}
+	return status.Errorf(codes.Internal, "shm: unknown answer byte %q", w.tag[0])
+}
+
 func (w *shmWire) close() error {
+	if w.rd != nil {
+		w.rd.Close()
+		w.wr.Close()
+		w.rd, w.wr = nil, nil
+	}
 	err := w.c.Close()
 	if w.mem != nil {
 		unix.Munmap(w.mem)

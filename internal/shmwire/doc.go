@@ -20,5 +20,13 @@
 // terminated, one byte per env truncated; each array starts at a multiple
 // of 8, and the size is a multiple of 4096. Header bytes 24 and 28 are the
 // client's and the server's step counters (ReqSeq, RespSeq): each side may
-// watch the other's for a few µs before it blocks on the socket.
+// watch the other's for a few µs before it blocks on the socket. Byte 20
+// is the client's Flags word.
+//
+// Wake pipes: a client that sets FlagPipes gets WantPipes instead of
+// Mapped, sends FD with two descriptors (its request pipe's read end, its
+// answer pipe's write end) and closes its copies of them; every byte after
+// that, starting with the server's Mapped, travels on the pipes (requests
+// on one, answers on the other) instead of the socket. A server that does
+// not know the flag answers Mapped and the socket stays.
 package shmwire

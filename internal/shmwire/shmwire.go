@@ -19,6 +19,26 @@ const (
 	Mapped  = 'm'
 	Step    = 'S'
 	Stepped = 's'
+	// WantPipes answers Map, instead of Mapped, to a client whose
+	// segment header sets FlagPipes: send the wake pipes (an FD byte
+	// with two descriptors), then read Mapped and everything after it on
+	// them.
+	WantPipes = 'w'
+)
+
+// Flags is the header's flags word (little-endian uint32) the client
+// writes; a server ignores bits it does not know, so a client can offer
+// and an older server decline by answering Mapped.
+const (
+	Flags = 20
+	// FlagPipes offers wake pipes: after Map, the session's bytes
+	// (Step, Stepped, Msg frames) travel on two pipes the client makes,
+	// the read end of one and the write end of the other sent to the
+	// server, instead of on the socket. A pipe byte costs both sides less
+	// than a socket byte (no socket buffer), and as each side holds the
+	// only copy of the write end it reads from the other, a peer's death
+	// still ends a blocked read with EOF at once.
+	FlagPipes = 1
 )
 
 const (
@@ -82,21 +102,23 @@ func (l Layout) CheckHeader(mem []byte) error {
 // offsets): the client stores its step count at ReqSeq before sending Step,
 // and the server copies it to RespSeq once the results are in the segment,
 // before sending Stepped. They only let either side spin a few µs on the
-// memory before blocking on the socket (SpinFor); the socket bytes stay
-// the protocol, so a peer that never writes them is merely not waited for.
+// memory before blocking on a read (SpinFor); the pipe (or socket) bytes
+// stay the protocol, so a peer that never writes them is merely not waited for.
 const (
 	ReqSeq  = 24
 	RespSeq = 28
 )
 
-// SpinFor is how long the Go client watches RespSeq before it blocks on
-// the socket for the Stepped byte by default: none. On the 2-core VM
-// (load < 5) a 5 µs spin on both sides (the Python server's
-// --shm-spin-us 5) made a 1-env step with Python's server slower (48–60
-// against 37–40 µs) and left Go's server unchanged (17.6 against 18–19
-// µs): Python's server spends about 5 µs of CPU on a 1-env step after it
-// wakes (python/tests/step_cost.py), so a 5 µs spin ends before the answer.
-// `shm://…?spin=D` turns it on per client.
+// SpinFor is how long the Go client watches RespSeq before it blocks for
+// the Stepped byte by default: none. With the wake pipes, on the 2-core VM
+// at load 8–13 (2026-11-26), spinning on both sides (the Python server's
+// --shm-spin-us the same) gave a 1-env step with Python's server 23–54 µs
+// without, 24–33 with 3 µs and 48–135 with 8 µs, and Go's server 16–26,
+// 16–33 and 16–38 µs: a spinner holds a core the other side needs, and
+// Python's server spends 3 µs of CPU on a step after it wakes
+// (python/tests/step_cost.py), longer than a spin of a few µs.
+// `shm://…?spin=D` turns it on per client; service/envsvc's
+// BenchmarkRemoteVectorStepPython/shm-spin5us measures it on a machine.
 const SpinFor time.Duration = 0
 
 // After SpinMisses spins in a row that missed the answer, a side spins

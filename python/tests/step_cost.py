@@ -11,7 +11,8 @@ machine (thread CPU time, not wall time):
   prebuilt answer (python/tests/grpc_floor.py --canned);
 - syscalls: a 1-byte send and a 1-byte recv on a Unix socket pair with the
   byte already there (the shm session's two system calls per step, minus
-  any sleeping and waking).
+  any sleeping and waking, as they were before the wake pipes);
+- pipe syscalls: the same on a pipe (the two per step on the wake pipes).
 
     cd python && PYTHONPATH=.:tests python3 tests/step_cost.py [--env herd_env.testenvs:Trivial]
 """
@@ -86,14 +87,25 @@ def main():
             send(b"s")
             recv(1)
 
+    pr, pw = os.pipe()
+
+    def pipe_syscalls(k):
+        write, read = os.write, os.read
+        for _ in range(k):
+            write(pw, b"s")
+            read(pr, 1)
+
     for rep in range(args.repeats):
         parts = ["%s %.2f" % (name, per_call_us(fn, args.steps)) for name, fn in
-                 (("shm", shm_step), ("grpc", grpc_step), ("canned", grpc_canned), ("syscalls", syscalls))]
+                 (("shm", shm_step), ("grpc", grpc_step), ("canned", grpc_canned), ("syscalls", syscalls),
+                  ("pipe syscalls", pipe_syscalls))]
         print("step_cost %s: us of CPU per message: %s" % (args.env, ", ".join(parts)), flush=True)
     seg.close()
     sess.close()
     a.close()
     b.close()
+    os.close(pr)
+    os.close(pw)
 
 
 if __name__ == "__main__":

@@ -71,6 +71,7 @@ func TestGoShm(t *testing.T) {
 	if _, err := env.Make("shm://" + name + "/NoSuchEnv-v0"); !errors.Is(err, env.ErrUnknownID) {
 		t.Fatalf("unknown env: %v", err)
 	}
+	pipes := ownPipes(t) // stdout and stderr on one pipe, say
 	v, err := env.MakeVector("shm://"+name+"/CartPole-v1?timeout=20s", 2, env.Sync)
 	if err != nil {
 		t.Fatal(err)
@@ -79,10 +80,21 @@ func TestGoShm(t *testing.T) {
 	if _, err := v.Reset(1); err != nil {
 		t.Fatal(err)
 	}
+	// The session runs on wake pipes, both with their two ends in this
+	// process (the client's and the server's).
+	if n := ownPipes(t) - pipes; n != 2 {
+		t.Errorf("%d wake pipes while a session is open, want 2", n)
+	}
 	t0 := time.Now()
-	stop()
+	stop() // closes the server's pipe ends, which ends the blocked session
 	if _, err := v.Step([]float32{0, 1}); status.Code(errors.Unwrap(err)) != codes.Unavailable || time.Since(t0) > 5*time.Second {
 		t.Fatalf("step after the server stopped: %v after %v", err, time.Since(t0))
+	}
+	v.Close()
+	for deadline := time.Now().Add(10 * time.Second); ownPipes(t) != pipes; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d wake pipes left after the session ended", ownPipes(t)-pipes)
+		}
 	}
 }
 

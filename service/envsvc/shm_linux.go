@@ -4,10 +4,12 @@ package envsvc
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -38,15 +40,28 @@ func ListenShm(name string) (*net.UnixListener, error) {
 // same MaxSessions as gRPC ones; each runs in its own goroutine.
 func (s *Server) ServeShm(ctx context.Context, lis *net.UnixListener) error {
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns = map[*net.UnixConn]bool{}
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		conns  = map[io.Closer]bool{} // sockets and wake pipes of live sessions
+		closed bool
 	)
 	closeAll := func() {
 		lis.Close()
 		mu.Lock()
+		closed = true
 		for c := range conns {
 			c.Close()
+		}
+		mu.Unlock()
+	}
+	// track registers what a session reads from (its socket, then its
+	// pipes), so that stopping closes it and so ends the session.
+	track := func(c io.Closer) {
+		mu.Lock()
+		if closed {
+			c.Close()
+		} else {
+			conns[c] = true
 		}
 		mu.Unlock()
 	}
@@ -73,13 +88,71 @@ func (s *Server) ServeShm(ctx context.Context, lis *net.UnixListener) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.shmSession(c)
+			sio := &shmIO{c: c, track: track}
+			s.shmSession(sio)
 			mu.Lock()
 			delete(conns, c)
+			if sio.rd != nil {
+				delete(conns, sio.rd)
+				delete(conns, sio.wr)
+			}
 			mu.Unlock()
-			c.Close()
+			sio.close()
 		}()
 	}
+}
+
+// shmIO is a session's byte stream: its socket, then, once the client
+// hands over wake pipes (shmwire.FlagPipes), the request pipe's read end
+// and the answer pipe's write end.
+type shmIO struct {
+	c      *net.UnixConn
+	rd, wr *os.File
+	track  func(io.Closer)
+}
+
+func (s *shmIO) Read(p []byte) (int, error) {
+	if s.rd != nil {
+		return s.rd.Read(p)
+	}
+	return s.c.Read(p)
+}
+
+func (s *shmIO) Write(p []byte) (int, error) {
+	if s.wr != nil {
+		return s.wr.Write(p)
+	}
+	return s.c.Write(p)
+}
+
+// takePipes receives the two pipe ends sent with an FD byte.
+func (s *shmIO) takePipes() error {
+	fds, err := recvFDs(s.c, "pipes", 2)
+	if err != nil {
+		return err
+	}
+	// Non-blocking, so that the files go through Go's poller and closing
+	// them (when the server stops) ends a blocked read. This process holds
+	// the only copy of each end, so the flag touches no one else.
+	for _, fd := range fds {
+		if err := unix.SetNonblock(fd, true); err != nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+			return status.Errorf(codes.Unavailable, "pipes: %v", err)
+		}
+	}
+	s.rd, s.wr = os.NewFile(uintptr(fds[0]), "herd-shm-requests"), os.NewFile(uintptr(fds[1]), "herd-shm-answers")
+	s.track(s.rd)
+	s.track(s.wr)
+	return nil
+}
+
+func (s *shmIO) close() {
+	if s.rd != nil {
+		s.rd.Close()
+		s.wr.Close()
+	}
+	s.c.Close()
 }
 
 // ending is an error that ends a shm session (a Status without reason).
@@ -90,7 +163,7 @@ func ending(err error) *herdv1.EnvResponse {
 
 // shmSession runs one client's session until it closes the socket, dies
 // or sends something malformed (answered with an ending error).
-func (s *Server) shmSession(c *net.UnixConn) {
+func (s *Server) shmSession(c *shmIO) {
 	end := func(err error) { shmwire.WriteMsg(c, ending(err)) }
 	select {
 	case s.sessions <- struct{}{}:
@@ -171,11 +244,20 @@ func (s *Server) shmSession(c *net.UnixConn) {
 				return
 			}
 			l = shmwire.NewLayout(len(sess.envs), sess.obs.Dim(), sess.act.Dim())
-			if mem, err = recvSegment(c, l); err != nil {
+			if mem, err = recvSegment(c.c, l); err != nil {
 				end(err)
 				return
 			}
 			v = l.Views(mem)
+			if binary.LittleEndian.Uint32(mem[shmwire.Flags:])&shmwire.FlagPipes != 0 {
+				if _, err := c.Write([]byte{shmwire.WantPipes}); err != nil {
+					return
+				}
+				if err := c.takePipes(); err != nil {
+					end(err)
+					return
+				}
+			}
 			if _, err := c.Write([]byte{shmwire.Mapped}); err != nil {
 				return
 			}
@@ -204,7 +286,7 @@ func (s *Server) shmSession(c *net.UnixConn) {
 // gRPC session's messages (per-agent maps, every env in one message),
 // framed on the socket. There is no segment: the per-agent batches change
 // shape as agents leave, and one message already carries every env.
-func (s *Server) shmParallel(c *net.UnixConn, first *herdv1.EnvRequest, end func(error)) {
+func (s *Server) shmParallel(c *shmIO, first *herdv1.EnvRequest, end func(error)) {
 	sess, err := s.openParallel(first)
 	if err != nil {
 		end(err)
@@ -265,13 +347,13 @@ func writeStep(l shmwire.Layout, v shmwire.Views, b *herdv1.Batch) {
 	}
 }
 
-// recvSegment reads the FD byte with the segment's descriptor and maps it.
-func recvSegment(c *net.UnixConn, l shmwire.Layout) ([]byte, error) {
+// recvFDs reads an FD byte with k descriptors (what names them in errors).
+func recvFDs(c *net.UnixConn, what string, k int) ([]int, error) {
 	buf := make([]byte, 1)
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	n, oobn, _, _, err := c.ReadMsgUnix(buf, oob)
 	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "segment: %v", err)
+		return nil, status.Errorf(codes.Unavailable, "%s: %v", what, err)
 	}
 	var fds []int
 	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
@@ -281,14 +363,25 @@ func recvSegment(c *net.UnixConn, l shmwire.Layout) ([]byte, error) {
 			}
 		}
 	}
-	defer func() {
+	if n != 1 || buf[0] != shmwire.FD || len(fds) != k {
 		for _, fd := range fds {
 			unix.Close(fd)
 		}
-	}()
-	if n != 1 || buf[0] != shmwire.FD || len(fds) != 1 {
-		return nil, status.Error(codes.InvalidArgument, "segment: want one descriptor on an F byte")
+		return nil, status.Errorf(codes.InvalidArgument, "%s: want %d descriptors on an F byte", what, k)
 	}
+	for _, fd := range fds {
+		unix.CloseOnExec(fd) // a process an env starts must not hold a pipe end
+	}
+	return fds, nil
+}
+
+// recvSegment reads the FD byte with the segment's descriptor and maps it.
+func recvSegment(c *net.UnixConn, l shmwire.Layout) ([]byte, error) {
+	fds, err := recvFDs(c, "segment", 1)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fds[0])
 	var st unix.Stat_t
 	if err := unix.Fstat(fds[0], &st); err != nil || st.Size < int64(l.Size) {
 		return nil, status.Errorf(codes.InvalidArgument, "segment of %d bytes, %d envs need %d", st.Size, l.N, l.Size)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,6 +50,60 @@ func segments(t *testing.T, pid int) int {
 		t.Fatal(err)
 	}
 	return strings.Count(string(maps), "memfd:herd-env")
+}
+
+// pipeEnds counts the pipe ends process pid holds: a shm session's wake
+// pipes (shmwire.FlagPipes) are two in the server and two in the client.
+func pipeEnds(t *testing.T, pid int) int {
+	t.Helper()
+	k := 0
+	for _, n := range pipeInodes(t, pid) {
+		k += n
+	}
+	return k
+}
+
+// pipeInodes maps each pipe process pid holds an end of to how many ends.
+func pipeInodes(t *testing.T, pid int) map[string]int {
+	t.Helper()
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int{}
+	for _, e := range ents {
+		if to, err := os.Readlink(dir + "/" + e.Name()); err == nil && strings.HasPrefix(to, "pipe:") {
+			m[to]++
+		}
+	}
+	return m
+}
+
+// ownPipes counts the pipes with two ends in this process: a shm session's
+// two wake pipes when client and server are both here, besides, say, stdout
+// and stderr on one pipe (a child process's stdout has one end here).
+func ownPipes(t *testing.T) int {
+	t.Helper()
+	k := 0
+	for _, n := range pipeInodes(t, os.Getpid()) {
+		if n >= 2 {
+			k++
+		}
+	}
+	return k
+}
+
+// waitPipeEnds waits up to 10 s for process pid to hold want pipe ends.
+func waitPipeEnds(t *testing.T, pid, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for pipeEnds(t, pid) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d holds %d pipe ends, want %d", pid, pipeEnds(t, pid), want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // TestShmMatchesGRPC: the Python server's CartPole stepped through shared
@@ -204,6 +259,7 @@ func TestShmFaults(t *testing.T) {
 	t.Run("kill client", func(t *testing.T) {
 		name := shmName(t)
 		p := pyproc.Start(t, "herd_env.serve", "--env", "herd_env.testenvs:Trivial", "--shm", name)
+		pipes := pipeEnds(t, p.Cmd.Process.Pid) // its stdout and stderr, say
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestShmHelperClient$")
@@ -225,9 +281,13 @@ func TestShmFaults(t *testing.T) {
 		if n := segments(t, p.Cmd.Process.Pid); n != 1 {
 			t.Errorf("server maps %d segments while the client steps, want 1", n)
 		}
+		if n := pipeEnds(t, p.Cmd.Process.Pid) - pipes; n != 2 {
+			t.Errorf("server holds %d wake pipe ends while the client steps, want 2", n)
+		}
 		cmd.Process.Kill()
 		cmd.Wait()
 		waitSegments(t, p.Cmd.Process.Pid, 0)
+		waitPipeEnds(t, p.Cmd.Process.Pid, pipes)
 		// The server goes on serving.
 		v, err := env.MakeVector("shm://"+name+"/Trivial?timeout=20s", 3, env.Sync)
 		if err != nil {
@@ -300,14 +360,33 @@ func TestShmHelperClient(t *testing.T) {
 // BenchmarkRemoteVectorStepPython: one Step message for n envs of
 // herd_env.testenvs:Trivial (an env that does nothing, so ns/op is the
 // transport's own cost) served by python3 -m herd_env.serve, over gRPC on
-// loopback and over shared memory.
+// loopback and over shared memory; shm-spin5us is shared memory with both
+// sides watching the segment 5 µs before they block (?spin=5us,
+// --shm-spin-us 5; off by default, shmwire.SpinFor), for comparing the two
+// on a given machine.
 func BenchmarkRemoteVectorStepPython(b *testing.B) {
 	name := fmt.Sprintf("herdbench-step-%d", os.Getpid())
 	p := pyproc.Start(b, "herd_env.serve", "--env", "herd_env.testenvs:Trivial", "--shm", name)
-	for _, tr := range []struct{ name, prefix string }{{"grpc", "grpc://" + p.Addr()}, {"shm", "shm://" + name}} {
+	servers := 0
+	spinPrefix := func(b *testing.B) string {
+		// A server of its own, started only when the case runs.
+		servers++
+		spin := fmt.Sprintf("herdbench-spin-%d-%d", os.Getpid(), servers)
+		pyproc.Start(b, "herd_env.serve", "--env", "herd_env.testenvs:Trivial", "--shm", spin, "--shm-spin-us", "5")
+		return "shm://" + spin
+	}
+	for _, tr := range []struct {
+		name   string
+		prefix func(*testing.B) string
+		query  string
+	}{
+		{"grpc", func(*testing.B) string { return "grpc://" + p.Addr() }, ""},
+		{"shm", func(*testing.B) string { return "shm://" + name }, ""},
+		{"shm-spin5us", spinPrefix, "?spin=5us"},
+	} {
 		for _, n := range []int{1, 8} {
 			b.Run(fmt.Sprintf("%s/envs=%d", tr.name, n), func(b *testing.B) {
-				v, err := env.MakeVector(tr.prefix+"/Trivial", n, env.Sync)
+				v, err := env.MakeVector(tr.prefix(b)+"/Trivial"+tr.query, n, env.Sync)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -327,6 +406,23 @@ func BenchmarkRemoteVectorStepPython(b *testing.B) {
 				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "env-steps/s")
 			})
 		}
+	}
+}
+
+// TestPythonShmUnittests runs herd_env.shm's own tests (python/tests:
+// the wake pipes and the socket give the same bits, a gone client or a
+// stopped server ends a pipe session; multi-agent framed sessions), so
+// that they run wherever the Go tests do.
+func TestPythonShmUnittests(t *testing.T) {
+	py := pyproc.Python(t)
+	dir := filepath.Join(pyproc.Root(), "python")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "test_shm_pipes", "test_shm_parallel")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir+string(os.PathListSeparator)+filepath.Join(dir, "tests"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("python3 -m unittest: %v\n%s", err, out)
 	}
 }
 
