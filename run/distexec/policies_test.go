@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"herd/algo/ppo"
 	"herd/nn"
 	"herd/run"
+	"herd/run/distexec"
 )
 
 // TestSeveralPolicies trains several policies under dist, with 2 env
@@ -157,6 +159,51 @@ dqn: {num_envs: 12, buffer_size: 1000, batch_size: 16, learning_starts: 60, trai
 					t.Errorf("checkpoint policies %q, want %s", got, c.policies)
 				}
 			})
+		}
+	}
+}
+
+// TestSeveralPoliciesRefused: what the topology of several policies cannot
+// run is refused before anything starts, naming the setting: policy
+// workers when every policy is off-policy (their env workers act with
+// inline copies), and inline inference when one is on-policy.
+func TestSeveralPoliciesRefused(t *testing.T) {
+	const tag = `env: mpe/simple_tag_v3?agent_id=true
+steps: 16000
+multiagent:
+  policies: [adversary, good]
+  policy_mapping: {"adversary_*": adversary, agent_0: good}
+`
+	for _, c := range []struct{ name, file, want string }{
+		{"dqn with policy workers", "algo: dqn\n" + tag + "runtime: {executor: dist, policy_workers: 1}\ndqn: {num_envs: 16}\n", "policy_workers 1"},
+		{"ppo+dqn inline", "algo: ppo\n" + tag + "  algos: {good: dqn}\nruntime: {executor: dist, inference: inline}\nppo: {num_envs: 16}\ndqn: {num_envs: 16}\n", "inline"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := algo.Resolve([]byte(c.file), []algo.Spec{ppo.Spec(), dqn.Spec()}, algo.Overrides{})
+			if err == nil {
+				_, err = distexec.PrepareRun(res)
+			}
+			if !errors.Is(err, algo.ErrConfig) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v; want an ErrConfig naming %q", err, c.want)
+			}
+		})
+	}
+	// The same runs without the setting are prepared, with no policy
+	// worker for every policy off-policy and one for a mix.
+	for file, workers := range map[string]int{
+		"algo: dqn\n" + tag + "runtime: {executor: dist}\ndqn: {num_envs: 16}\n":                                            0,
+		"algo: ppo\n" + tag + "  algos: {good: dqn}\nruntime: {executor: dist}\nppo: {num_envs: 16}\ndqn: {num_envs: 16}\n": 1,
+	} {
+		res, err := algo.Resolve([]byte(file), []algo.Spec{ppo.Spec(), dqn.Spec()}, algo.Overrides{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := distexec.PrepareRun(res)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if got := st.PolicyWorkers(0); got != workers {
+			t.Errorf("%s: %d policy workers, want %d", file, got, workers)
 		}
 	}
 }
