@@ -174,7 +174,11 @@
 // episodes, scalars and counters and goes on, since its env workers'
 // next chunks may be what the other parts, in lockstep, wait for. The
 // last to complete a round logs it in policy order, each policy's
-// algorithm scalars and dist/… counters as policy/<id>/… columns.
+// algorithm scalars and dist/… counters as policy/<id>/… columns. A
+// learner that has learned its budget takes and discards its policy's
+// later samples until every learner has (drain): the env workers' shares
+// of one policy's samples need not match another's, so its parts may have
+// to step on, in lockstep, for another policy's last segment.
 // runtime.inference inline (with an on-policy policy), env_groups,
 // learners > 1 and step_time are refused. Under herd launch each worker
 // process plays its role for every policy (PrepareRun, which has the

@@ -352,6 +352,7 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 	mons := make([]*monitor, n)
 	logs := make([]*prefixLog, n)
 	learners := make([]func() (any, error), n)
+	smps := make([]transport.SampleStream, n)
 	offCnt := make([]*worker.Counters, n) // an off-policy learner's own counters (see offLearner)
 	for k, s := range ps.sets {
 		end, err := s.openLearnerEnd(ctx, newTransport, PolicyRun(run, ps.ids[k]))
@@ -360,6 +361,7 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 		}
 		defer end.close()
 		smp, par := end.smp, end.par
+		smps[k] = smp
 		logs[k] = &prefixLog{Logger: rt.Log, prefix: "policy/" + ps.ids[k] + "/"}
 		mons[k] = newMonitor(logs[k], smp, end.mem, opt.Notice, stall)
 		mons[k].who = logs[k].prefix
@@ -397,7 +399,8 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 	}}
 	models := make([]algo.Model, n)
 	errs := make([]error, n)
-	var lwg sync.WaitGroup
+	dctx, stopDrains := context.WithCancel(wctx)
+	var lwg, dwg sync.WaitGroup
 	for k := range n {
 		lwg.Go(func() {
 			l, err := learners[k]()
@@ -408,9 +411,14 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 			if m, ok := l.(interface{ Model() algo.Model }); ok {
 				models[k] = m.Model()
 			}
+			if err == nil {
+				dwg.Go(func() { drain(dctx, smps[k]) })
+			}
 		})
 	}
 	lwg.Wait()
+	stopDrains()
+	dwg.Wait()
 	werr := ws.wait()
 	for k, m := range mons {
 		if offCnt[k] != nil {
@@ -467,6 +475,23 @@ func (ps *policySetups) offLearner(ctx context.Context, k int, s *Setup, smp tra
 				r, i = round{}, 0
 			}
 		}}, s.Pieces, smp, par)
+}
+
+// drain takes and discards the samples of a policy whose learner has
+// learned its budget, until ctx ends (every learner has). Its env workers'
+// parts go on stepping in lockstep with the others' and pushing: an
+// off-policy learner's budget may end mid-segment of an env worker whose
+// segment an on-policy learner still waits for (its env workers' shares
+// of the chunks and segments need not match), and the part's next push,
+// with no learner to take it, would hold the whole vector. What is
+// drained lies beyond the budget, as the samples an env worker pushes
+// after a single-policy run's learner has ended.
+func drain(ctx context.Context, smp transport.SampleStream) {
+	for {
+		if _, err := smp.Pull(ctx); err != nil {
+			return
+		}
+	}
 }
 
 // round is what one learner hands in for a round: the episodes its rows
