@@ -22,7 +22,7 @@ func launchSetup(res *algo.Resolved) (*distexec.Setup, error) {
 	rc := res.Header.Runtime
 	switch rc.Executor {
 	case "dist":
-		return distexec.Prepare(res.Header, res.Spec, res.Config)
+		return distexec.PrepareRun(res)
 	case "flow":
 		if _, ok := res.Config.(flow.Planner); !ok {
 			return nil, fmt.Errorf("%w: algorithm %s has no plan", algo.ErrConfig, res.Spec.Name)

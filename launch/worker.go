@@ -180,7 +180,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	flowPlan := res.Header.Runtime.Executor == "flow" // env workers serve the plan's actors
 	var st *distexec.Setup
 	if !flowPlan {
-		if st, err = distexec.Prepare(res.Header, res.Spec, res.Config); err != nil {
+		if st, err = distexec.PrepareRun(res); err != nil {
 			return err
 		}
 	}
@@ -387,7 +387,7 @@ func checkSlot(res *algo.Resolved, role string, slot int) error {
 		if rc.Executor == "flow" {
 			return errors.New("a flow run has no policy workers")
 		}
-		st, err := distexec.Prepare(res.Header, res.Spec, res.Config)
+		st, err := distexec.PrepareRun(res)
 		if err != nil {
 			return err
 		}

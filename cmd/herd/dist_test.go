@@ -223,35 +223,80 @@ func TestLaunchOffPolicy(t *testing.T) {
 
 // herd launch runs several policies (a multiagent section) under dist:
 // each env and policy worker process plays its role for every policy, and
-// the learner process trains them all, each from its own agents' rows.
+// the learner process trains them all, each from its own agents' rows:
+// three PPO policies (configs/ippo-simple-spread-3pol.yaml), and the twin
+// trainer (configs/twin-simple-tag.yaml: PPO for the adversaries, DQN for
+// the runner, whose env worker parts act with inline copies and push
+// transitions to its learner's replay), scaled down.
 func TestLaunchSeveralPolicies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	out := filepath.Join(t.TempDir(), "run")
-	stdout, stderr, err := launchCmd(t, ctx, "--config", filepath.Join("..", "..", "configs", "ippo-simple-spread-3pol.yaml"),
-		"--set", "runtime.executor=dist", "--set", "runtime.env_workers=2", "--steps", "9600", "--out", out, "--quiet")
+	twin, err := os.ReadFile(filepath.Join("..", "..", "configs", "twin-simple-tag.yaml"))
 	if err != nil {
-		t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+		t.Fatal(err)
 	}
-	if !strings.Contains(stdout, "2 env workers × 48 agent rows (3 policies), 1 policy worker, 1 learner") {
-		t.Errorf("stdout does not report the workers:\n%s", stdout)
+	// 16 rows (4 envs × 4 agents), segments of 20 steps, episodes of 10,
+	// and the runner's chunks of 10 steps: every sample, from either env
+	// worker, ends whole episodes, so their count is fixed.
+	small := strings.NewReplacer("agent_id=true\n", "agent_id=true&max_cycles=10\n", "num_envs: 64", "num_envs: 16",
+		"num_steps: 100", "num_steps: 20", "update_epochs: 10", "update_epochs: 2", "learning_starts: 5000", "learning_starts: 200",
+		"buffer_size: 50000", "buffer_size: 2000").Replace(string(twin))
+	twinFile := filepath.Join(t.TempDir(), "twin.yaml")
+	if err := os.WriteFile(twinFile, []byte(small), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	s := readSummary(t, out)
-	if s["steps"].(float64) != 9600 {
-		t.Errorf("summary steps %v, want 9600", s["steps"])
-	}
-	pol, _ := s["policies"].(map[string]any)
-	for _, id := range []string{"a0", "a1", "a2"} {
+	for _, c := range []struct {
+		name, config, workers string
+		steps                 float64
+		episodes              map[string]float64
+		present               []string
+	}{{
+		name: "ippo", config: filepath.Join("..", "..", "configs", "ippo-simple-spread-3pol.yaml"), steps: 9600,
+		workers: "2 env workers × 48 agent rows (3 policies), 1 policy worker, 1 learner",
 		// 9600 steps over 48 rows: 200 per row, 8 episodes of 25 per row, 16 rows per policy.
-		if n, _ := pol["policy/"+id+"/episodes"].(float64); n != 128 {
-			t.Errorf("policy %s: %v episodes, want 128 (its 16 rows' only)", id, n)
-		}
-		if d, _ := pol["policy/"+id+"/dist/duplicates"].(float64); d != 0 {
-			t.Errorf("policy %s: %v duplicates", id, d)
-		}
+		episodes: map[string]float64{"a0": 128, "a1": 128, "a2": 128},
+	}, {
+		name: "twin", config: twinFile, steps: 1280,
+		workers: "2 env workers × 16 agent rows (2 policies), 1 policy worker, 1 learner",
+		// 1280 steps over 16 rows: 80 per row, 8 episodes of 10 per row;
+		// 12 adversary rows, 4 runner rows.
+		episodes: map[string]float64{"adversary": 96, "good": 32},
+		present:  []string{"policy/adversary/losses/value_loss", "policy/good/losses/td_loss"},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			out := filepath.Join(t.TempDir(), "run")
+			stdout, stderr, err := launchCmd(t, ctx, "--config", c.config,
+				"--set", "runtime.executor=dist", "--set", "runtime.env_workers=2", "--steps", strconv.Itoa(int(c.steps)), "--out", out, "--quiet")
+			if err != nil {
+				t.Fatalf("%v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+			}
+			if !strings.Contains(stdout, c.workers) {
+				t.Errorf("stdout does not report the workers:\n%s", stdout)
+			}
+			s := readSummary(t, out)
+			if s["steps"].(float64) != c.steps {
+				t.Errorf("summary steps %v, want %v", s["steps"], c.steps)
+			}
+			pol, _ := s["policies"].(map[string]any)
+			for id, want := range c.episodes {
+				if n, _ := pol["policy/"+id+"/episodes"].(float64); n != want {
+					t.Errorf("policy %s: %v episodes, want %v (its rows' only, every one)", id, n, want)
+				}
+				for _, col := range []string{"dropped", "duplicates", "decode_errors"} {
+					if d, ok := pol["policy/"+id+"/dist/"+col].(float64); !ok || d != 0 {
+						t.Errorf("policy %s: dist/%s %v (present %v), want 0", id, col, d, ok)
+					}
+				}
+			}
+			for _, col := range c.present {
+				if _, ok := pol[col]; !ok {
+					t.Errorf("summary.json has no %s", col)
+				}
+			}
+		})
 	}
 }
 

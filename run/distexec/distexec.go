@@ -131,23 +131,32 @@ const ChunkEnvSteps = 50
 // topology and under inline inference, whose env workers act with inline
 // copies.
 func (s *Setup) PolicyWorkers(requested int) int {
-	if s.Off != nil || s.Inline {
+	if s.Off != nil || s.Inline || (s.policies != nil && !s.policies.onPolicy()) {
 		return 0
 	}
 	return max(requested, 1)
 }
 
-// Prepare checks that spec can run distributed and builds its pieces.
+// Prepare checks that spec can run distributed and builds its pieces. A
+// run with a multiagent section whose policies have algorithms of their
+// own (multiagent.algos) needs their sections: PrepareRun.
 func Prepare(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
+	return prepare(h, spec, cfg, nil)
+}
+
+// PrepareRun is Prepare for a resolved config, with the sections of the
+// other algorithms its policies train with (herd launch's roles).
+func PrepareRun(res *algo.Resolved) (*Setup, error) {
+	return prepare(res.Header, res.Spec, res.Config, res.Others)
+}
+
+func prepare(h algo.Header, spec algo.Spec, cfg algo.Config, others map[string]algo.AlgoConfig) (*Setup, error) {
 	if h.MultiAgent.Enabled() {
-		// herd launch's roles: a policy with an algorithm of its own
-		// (multiagent.algos) needs the run's other sections, which
-		// trainPolicies has (algo.Runtime.Others) and this does not.
-		ps, err := preparePolicies(h, spec, cfg, nil)
+		ps, err := preparePolicies(h, spec, cfg, others)
 		if err != nil {
 			return nil, err
 		}
-		return &Setup{Header: h, NumEnvs: ps.numEnvs, T: ps.sets[0].T, Learners: 1, policies: ps}, nil
+		return &Setup{Header: h, NumEnvs: ps.numEnvs, T: ps.steps, Learners: 1, policies: ps}, nil
 	}
 	if _, ok := cfg.(algo.TransitionShape); ok && spec.Pieces != nil {
 		return prepareOff(h, spec, cfg)
@@ -289,17 +298,9 @@ func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) 
 			return nil, err
 		}
 	}
-	off := &OffSetup{Chunk: max(1, ChunkEnvSteps/max(numEnvs, 1)), RefreshEvery: rc.RefreshEvery, PublishEvery: rc.PublishEvery,
-		EnvWorkers: max(rc.EnvWorkers, 1)}
-	off.ChunkSteps = int64(off.Chunk * numEnvs)
-	if off.RefreshEvery == 0 {
-		off.RefreshEvery = 1
-	}
-	if off.PublishEvery == 0 {
-		off.PublishEvery = 1
-	}
-	if numEnvs < 1 || off.RefreshEvery < 1 || off.PublishEvery < 1 {
-		return nil, fmt.Errorf("%w: num_envs %d, refresh_every %d and publish_every %d must be ≥ 1", ErrConfig, numEnvs, off.RefreshEvery, off.PublishEvery)
+	off, err := newOffSetup(rc, numEnvs, max(1, ChunkEnvSteps/max(numEnvs, 1)))
+	if err != nil {
+		return nil, err
 	}
 	if rc.EnvGroups > 1 || rc.StepTime != nil {
 		return nil, fmt.Errorf("%w: runtime.env_groups and step_time are on-policy settings: the off-policy topology (%s) steps its envs as one vector with an inline policy copy", ErrConfig, spec.Name)
@@ -317,29 +318,61 @@ func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) 
 	if err != nil {
 		return nil, err
 	}
-	if pieces.NewTransitionLearner == nil {
-		return nil, fmt.Errorf("%w: algorithm %s is not off-policy", ErrConfig, spec.Name)
-	}
-	p0, err := pieces.NewPolicy()
+	like, outDim, split, err := offParams(spec, pieces)
 	if err != nil {
 		return nil, err
 	}
-	l, err := pieces.NewTransitionLearner()
-	if err != nil {
-		return nil, err
-	}
-	v := l.Weights()
-	_ = l.Close()
-	like := make([]*nn.Param, v.Len())
-	for i := range like {
-		like[i] = v.Param(i)
-	}
-	if _, ok := l.(algo.SplitLearner); m > 1 && !ok {
+	if m > 1 && !split {
 		return nil, fmt.Errorf("%w: runtime.learners %d: %s's learner cannot split its updates into gradient and apply steps", ErrConfig, m, spec.Name)
 	}
 	return &Setup{Header: h, NumEnvs: numEnvs, Pieces: pieces, Off: off, Learners: m,
-		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs),
+		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: outDim, Like: like, MaxBatchRows: max(4096, numEnvs),
 			Capacity: OffCapacity}}, nil
+}
+
+// newOffSetup is the off-policy topology's shape for env workers of
+// numEnvs envs pushing a sample every chunk vector steps, with runtime
+// rc's refresh and publish periods (default 1).
+func newOffSetup(rc algo.RuntimeConfig, numEnvs, chunk int) (*OffSetup, error) {
+	off := &OffSetup{Chunk: chunk, RefreshEvery: rc.RefreshEvery, PublishEvery: rc.PublishEvery,
+		EnvWorkers: max(rc.EnvWorkers, 1)}
+	off.ChunkSteps = int64(off.Chunk * numEnvs)
+	if off.RefreshEvery == 0 {
+		off.RefreshEvery = 1
+	}
+	if off.PublishEvery == 0 {
+		off.PublishEvery = 1
+	}
+	if numEnvs < 1 || off.RefreshEvery < 1 || off.PublishEvery < 1 {
+		return nil, fmt.Errorf("%w: num_envs %d, refresh_every %d and publish_every %d must be ≥ 1", ErrConfig, numEnvs, off.RefreshEvery, off.PublishEvery)
+	}
+	return off, nil
+}
+
+// offParams checks that pieces are off-policy and returns their model's
+// parameter list (for decoding weights off the wire), the policy's output
+// width, and whether the learner can split its updates (runtime.learners
+// > 1).
+func offParams(spec algo.Spec, pieces *algo.Pieces) (like []*nn.Param, outDim int, split bool, err error) {
+	if pieces.NewTransitionLearner == nil {
+		return nil, 0, false, fmt.Errorf("%w: algorithm %s is not off-policy", ErrConfig, spec.Name)
+	}
+	p0, err := pieces.NewPolicy()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	l, err := pieces.NewTransitionLearner()
+	if err != nil {
+		return nil, 0, false, err
+	}
+	v := l.Weights()
+	_ = l.Close()
+	like = make([]*nn.Param, v.Len())
+	for i := range like {
+		like[i] = v.Param(i)
+	}
+	_, split = l.(algo.SplitLearner)
+	return like, p0.OutDim(), split, nil
 }
 
 // OffCapacity is the off-policy learner's sample queue: one chunk. The
@@ -522,6 +555,13 @@ func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr transport.Tran
 		return err
 	}
 	defer envs.Close()
+	return s.runOffEnv(ctx, slot, tr, run, envs)
+}
+
+// runOffEnv runs off-policy env worker slot on envs (its own vector, or
+// its policy's part of a multi-agent vector): an inline policy copy,
+// transitions pushed in chunks on run's streams.
+func (s *Setup) runOffEnv(ctx context.Context, slot int, tr transport.Transport, run string, envs env.Vector) error {
 	// Env worker k feeds learner k mod M.
 	_, smp, par, closeAll, err := s.roleStreamsTo(ctx, tr, run, withParams, slot%max(s.Learners, 1))
 	if err != nil {

@@ -148,26 +148,41 @@
 // than the NATS server's max_payload (1 MB by default, about 250 000
 // parameters) is refused with an error: large models would need chunking.
 //
-// Several policies (a multiagent section, PPO or A2C).
+// Several policies (a multiagent section: PPO, A2C and DQN in any mix).
 // Every policy has streams of its own (run ID PolicyRun(run, id)), its own
 // learner and its own weights versions, so a sample reaches its policy's
 // learner by the stream it was pushed on, and the transport's exactly-once
 // ids and lag counts hold per policy unchanged. An env worker steps one
 // vector of every agent's rows (num_envs rows, num_envs / A envs), cut
-// into one part per policy (env.SplitVector, lockstep); each part is
-// driven by worker.RunEnvVector on its policy's streams, on a goroutine of
-// its own, sampling from (seed + k, "env-worker", slot). A policy worker
-// serves every policy: one server per policy on that policy's streams.
-// One learner per policy rather than one for all: the policies share no
-// parameters or optimizer state, so their updates need no order between
-// them and run on separate cores, and the sample wire format and dedup
-// stay those of one policy. The learners move in rounds (one segment
-// each, then a barrier); the last to arrive logs the round in policy
-// order, each policy's algorithm scalars and dist/… counters as
-// policy/<id>/… columns. runtime.inference inline, env_groups, learners
-// > 1 and step_time are refused. Under herd launch each worker process
-// plays its role for every policy (Prepare); a policy with an algorithm
-// of its own (multiagent.algos) trains under herd train only.
+// into one part per policy (env.SplitVector, lockstep), each part driven
+// on its policy's streams, on a goroutine of its own, sampling from
+// (seed + k, "env-worker", slot): an on-policy policy's part by
+// worker.RunEnvVector, asking the policy workers (a policy worker serves
+// every on-policy policy: one server per policy on its streams); an
+// off-policy policy's by worker.RunOffEnv, as the off-policy topology's
+// env worker below (an inline copy, chunks of transitions), its learner
+// worker.RunOffLearner with the policy's own replay. One learner per
+// policy rather than one for all: the policies share no parameters,
+// optimizer state or replay, so their updates need no order between them
+// and run on separate cores, and the sample wire format and dedup stay
+// those of one policy. The learners move in rounds of the on-policy
+// num_steps (or, every policy off-policy, one chunk of the policy with
+// the fewest rows); an off-policy policy's chunk divides the round, so
+// the budget (whole rounds) is whole samples of every policy and each is
+// learned once. An on-policy learner learns one segment, then waits for
+// the round's end; an off-policy one hands in copies of its round's
+// episodes, scalars and counters and goes on, since its env workers'
+// next chunks may be what the other parts, in lockstep, wait for. The
+// last to complete a round logs it in policy order, each policy's
+// algorithm scalars and dist/… counters as policy/<id>/… columns. A
+// learner that has learned its budget takes and discards its policy's
+// later samples until every learner has (drain): the env workers' shares
+// of one policy's samples need not match another's, so its parts may have
+// to step on, in lockstep, for another policy's last segment.
+// runtime.inference inline (with an on-policy policy), env_groups,
+// learners > 1 and step_time are refused. Under herd launch each worker
+// process plays its role for every policy (PrepareRun, which has the
+// sections of multiagent.algos).
 //
 // Off-policy algorithms (DQN, SAC, TD3, DDPG) run the Ape-X topology of
 // worker: E env workers with inline policy copies pushing chunks of
