@@ -120,6 +120,7 @@ type worker struct {
 	obs, out, v            []float32
 	acts                   algo.Acts
 	steps                  int64           // env steps taken (the samplers' schedule step)
+	made                   int64           // segments claimed
 	inc                    uint64          // which start of the worker this is (0, 1: the first)
 	learner                GradientLearner // built on first ComputeGradients
 	proxy                  *proxy          // over a transport: the worker's actor (envs elsewhere)
@@ -191,9 +192,10 @@ func (w *worker) segment() (*sample.Segment, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	if !w.r.claim(int64((w.hi - w.lo) * w.T)) {
+	if !w.r.claimItem(w.made, int64((w.hi-w.lo)*w.T)) {
 		return nil, ErrEnd
 	}
+	w.made++
 	if w.proxy != nil {
 		b, err := w.proxy.call([]byte{opSegment})
 		if err != nil {
