@@ -113,8 +113,9 @@
 // The budget, the schedules' steps and ParForEach's functions stay with
 // the driver: a Go closure cannot travel, so ComputeGradients runs on the
 // driver's proxy goroutines (in parallel) while the worker processes step
-// the envs. Weights travel inline with the weights call; segments and
-// transitions in package sample's encoding. A synchronous plan gives the
+// the envs. Weights travel inline with the weights call (a rollout
+// worker's with its next segment call: one round trip per round);
+// segments and transitions in package sample's encoding. A synchronous plan gives the
 // same bits on either transport (TestSyncPlanSameBitsForAnyWorkers).
 //
 // # Restarts
