@@ -44,8 +44,9 @@ func (c *Config) DQNPlan(r *flow.Run) (flow.Iter[flow.Report], error) {
 const ApeXLocalBuffer = 50
 
 // ApexPlan is Ape-X (Horgan et al. 2018) as a dataflow plan (RLlib Flow,
-// Listing 4): workers act freely (GatherAsync) and set each transition's
-// initial priority with their own policy copy; the store sub-flow adds
+// Listing 4): workers act freely (GatherAsync), ApeXLocalBuffer env steps
+// per item, and set each transition's initial priority with their own
+// policy copy; the store sub-flow adds
 // them to the prioritized replay while the replay sub-flow, on a goroutine
 // of its own (UnionAsync), runs the updates due and publishes the weights,
 // of which each worker copies the newest every apex_sync_steps of its own
