@@ -251,6 +251,15 @@ type RuntimeConfig struct {
 	// 0: DefaultMaxPolicyLag, -1: no bound.
 	MaxPolicyLag int `yaml:"max_policy_lag,omitempty"`
 
+	// NumAsync is, under the flow executor, how many rounds the
+	// synchronous on-policy plans (A2C, PPO) keep requested from their
+	// workers (flow.GatherSyncAhead): 2 collects the next round while the
+	// learner learns on this one, so each round acts on weights one
+	// update older, as the dist executor's inline env workers do — still
+	// the same bits for any number of workers. Left out (0) means 1:
+	// GatherSync's barrier, every round on the newest weights.
+	NumAsync int `yaml:"num_async,omitempty"`
+
 	// Actors, Learners, LearnerMode, UpdateInterval, RefreshEvery,
 	// PublishEvery and MaxLag are PAL's settings (see run/pal); left out
 	// (0 or "") means the default, and a count written out must be ≥ 1.
@@ -317,13 +326,14 @@ const MaxWorkers = 4096
 
 // countKeys are the runtime keys whose 0 means "the default": written out,
 // 0 or less is an error, not the default.
-var countKeys = []string{"env_workers", "policy_workers", "alpha", "env_groups", "actors", "learners", "refresh_every", "publish_every", "max_lag"}
+var countKeys = []string{"env_workers", "policy_workers", "alpha", "env_groups", "actors", "learners", "refresh_every", "publish_every", "max_lag", "num_async"}
 
 // checkExplicitCounts refuses a count key that the config or a --set wrote
 // out with a value below 1 (omitting it gives the default).
 func (rc RuntimeConfig) checkExplicitCounts(explicit []string) error {
 	vals := map[string]int{"env_workers": rc.EnvWorkers, "policy_workers": rc.PolicyWorkers, "alpha": rc.Alpha, "env_groups": rc.EnvGroups,
-		"actors": rc.Actors, "learners": rc.Learners, "refresh_every": rc.RefreshEvery, "publish_every": rc.PublishEvery, "max_lag": rc.MaxLag}
+		"actors": rc.Actors, "learners": rc.Learners, "refresh_every": rc.RefreshEvery, "publish_every": rc.PublishEvery, "max_lag": rc.MaxLag,
+		"num_async": rc.NumAsync}
 	var errs []error
 	for _, k := range countKeys {
 		if slices.Contains(explicit, k) && vals[k] < 1 {
@@ -380,6 +390,9 @@ func (rc RuntimeConfig) Validate() error {
 	}
 	if rc.MaxPolicyLag < -1 || (rc.MaxPolicyLag != 0 && rc.Executor != "dist") {
 		errs = append(errs, fmt.Errorf("%w: runtime.max_policy_lag %d: a dist setting, ≥ 1 or -1 for no bound (executor %q)", ErrConfig, rc.MaxPolicyLag, rc.Executor))
+	}
+	if rc.NumAsync < 0 || rc.NumAsync > 64 || (rc.NumAsync != 0 && rc.Executor != "flow") {
+		errs = append(errs, fmt.Errorf("%w: runtime.num_async %d: a flow setting, 1 to 64 (executor %q)", ErrConfig, rc.NumAsync, rc.Executor))
 	}
 	if rc.NATSURL != "" && rc.Transport != "nats" {
 		errs = append(errs, fmt.Errorf("%w: runtime.nats_url needs transport nats", ErrConfig))

@@ -45,6 +45,11 @@
 //     pulls it, so the actors are idle between rounds and a message sent
 //     after a round (UpdateWeights) is seen before the next one: every
 //     segment of round k+1 carries the version published after round k.
+//     GatherSyncAhead(par, n) keeps n rounds in flight instead: the shards
+//     make the next rounds while the consumer learns on this one, and
+//     round k+n carries the version published after round k — a fixed
+//     lag of n − 1, so still the same bits for any number of shards
+//     (runtime.num_async in the A2C and PPO plans).
 //   - GatherAsync(par, n) yields items as they arrive, with at most n
 //     requests in flight per shard; it never holds more than n × shards
 //     items the consumer has not taken. A shard sees a message before any
@@ -76,7 +81,7 @@
 // Randomness belongs to env slots, never to workers: slot i resets from
 // (seed, "flow/env", i) and samples from (seed, "env-worker", i), and a
 // worker's policy rows do not depend on how many rows share a batch. A
-// plan made only of synchronous operators (GatherSync, ConcatBatches,
+// plan made only of synchronous operators (GatherSync, GatherSyncAhead, ConcatBatches,
 // round-robin or weighted Union) therefore gives the same parameters for
 // 1, 2 or 4 workers (TestSyncPlanSameBitsForAnyWorkers). Asynchronous
 // operators trade that for throughput.
@@ -85,7 +90,8 @@
 //
 // Workers claim env steps from the run's budget before each segment and
 // end (ErrEnd) when it is spent; a synchronous plan rounds the budget down
-// to whole rounds (Run.SetBudget). Every segment a worker made is yielded
+// to whole rounds (Run.SetBudget), and its workers' n-th items then run
+// when round n fits, whatever order they claim in. Every segment a worker made is yielded
 // and learned: streams end only when all shards have ended, and a round
 // that some shards cannot complete is an error (ErrUneven), never a silent
 // drop.
@@ -107,8 +113,9 @@
 // The budget, the schedules' steps and ParForEach's functions stay with
 // the driver: a Go closure cannot travel, so ComputeGradients runs on the
 // driver's proxy goroutines (in parallel) while the worker processes step
-// the envs. Weights travel inline with the weights call; segments and
-// transitions in package sample's encoding. A synchronous plan gives the
+// the envs. Weights travel inline with the weights call (a rollout
+// worker's with its next segment call: one round trip per round);
+// segments and transitions in package sample's encoding. A synchronous plan gives the
 // same bits on either transport (TestSyncPlanSameBitsForAnyWorkers).
 //
 // # Restarts

@@ -114,6 +114,55 @@ func TestGatherSyncBarrier(t *testing.T) {
 	}
 }
 
+// TestGatherSyncAheadLag: with numAsync rounds in flight, round r's
+// items carry the version broadcast after round r − numAsync (0 before),
+// whatever the shards' timing, and a slow consumer never leaves more than
+// numAsync rounds produced and not taken.
+func TestGatherSyncAheadLag(t *testing.T) {
+	for _, numAsync := range []int{1, 2, 3} {
+		var produced atomic.Int64
+		par, toys := toyPar(t, context.Background(), 3, 12, &produced)
+		for k := range toys {
+			toys[k].delay = time.Duration(k) * 200 * time.Microsecond // uneven shards
+		}
+		rounds := 0
+		for round, err := range GatherSyncAhead(par, numAsync) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := uint64(max(0, rounds-numAsync+1))
+			for k, x := range round {
+				if x.shard != k || x.seq != rounds+1 || x.version != want {
+					t.Fatalf("numAsync %d, round %d: item %d is shard %d item %d version %d, want shard %d item %d version %d",
+						numAsync, rounds, k, x.shard, x.seq, x.version, k, rounds+1, want)
+				}
+			}
+			time.Sleep(time.Millisecond) // a slow consumer: the shards run ahead
+			if n, most := produced.Load(), int64(3*(rounds+numAsync)); n > most {
+				t.Fatalf("numAsync %d, round %d: %d items produced, at most %d may be", numAsync, rounds, n, most)
+			}
+			rounds++
+			for k, s := range toys {
+				v := uint64(rounds)
+				par.Actor(k).Send(func() { s.version = v })
+			}
+		}
+		if rounds != 12 {
+			t.Errorf("numAsync %d: %d rounds, want 12", numAsync, rounds)
+		}
+	}
+	for _, e := range GatherSyncAhead(toyParNoT(t), 0) {
+		if e == nil {
+			t.Fatal("numAsync 0 accepted")
+		}
+	}
+}
+
+func toyParNoT(t *testing.T) ParIter[toyItem] {
+	par, _ := toyPar(t, context.Background(), 1, 1, nil)
+	return par
+}
+
 // TestGatherSyncUneven: shards that end in different rounds are an error,
 // not a silently short round.
 func TestGatherSyncUneven(t *testing.T) {

@@ -227,7 +227,7 @@ func (w *replayWorker) experience() (Experience, error) {
 		return Experience{}, w.err
 	}
 	size := int64(w.n * w.steps)
-	if !w.r.claim(size) { // the whole item, or nothing
+	if !w.r.claimItem(w.made, size) { // the whole item, or nothing
 		return Experience{}, ErrEnd
 	}
 	// The schedules' step: where this item falls when the workers' items

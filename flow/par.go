@@ -162,15 +162,38 @@ var ErrUneven = errors.New("flow: shards ended in different rounds")
 // consumer pulls the round, so the shards' actors are idle between rounds,
 // and a message sent to a shard after one round was yielded (UpdateWeights)
 // runs before that shard's item of the next round. The stream ends when
-// every shard ends in the same round.
-func GatherSync[T any](p ParIter[T]) Iter[[]T] {
+// every shard ends in the same round. It is GatherSyncAhead(p, 1).
+func GatherSync[T any](p ParIter[T]) Iter[[]T] { return GatherSyncAhead(p, 1) }
+
+// GatherSyncAhead is GatherSync with numAsync rounds in flight: when the
+// consumer is done with round r (pulls the next one), round r + numAsync
+// is requested, so the shards produce the next rounds while the consumer
+// works on this one instead of idling behind the barrier. A message sent
+// after round r was yielded runs before round r + numAsync's items and
+// after round r + numAsync − 1's were requested: the items of a round lag
+// the messages by exactly numAsync − 1 rounds, whatever the timing, so a
+// plan made of it still gives the same bits for any number of shards. It
+// holds at most numAsync × Len() items the consumer has not taken.
+// numAsync 1 is GatherSync.
+func GatherSyncAhead[T any](p ParIter[T], numAsync int) Iter[[]T] {
 	return func(yield func([]T, error) bool) {
+		if numAsync < 1 {
+			yield(nil, fmt.Errorf("flow: GatherSyncAhead: numAsync %d must be ≥ 1", numAsync))
+			return
+		}
 		n := len(p.shards)
-		out := make(chan item[T], n)
-		for {
+		// One channel per round in flight (round r uses outs[r % numAsync]),
+		// each with room for a whole round, so rounds never mix and an
+		// actor never blocks on its reply.
+		outs := make([]chan item[T], numAsync)
+		for i := range outs {
+			outs[i] = make(chan item[T], n)
 			for k := range n {
-				p.request(k, out)
+				p.request(k, outs[i])
 			}
+		}
+		for r := 0; ; r++ {
+			out := outs[r%numAsync]
 			round, ended := make([]T, n), 0
 			var errs []error
 			for range n {
@@ -198,6 +221,11 @@ func GatherSync[T any](p ParIter[T]) Iter[[]T] {
 			}
 			if ended == n || !yield(round, nil) {
 				return
+			}
+			// Requested once the consumer is done with round r, so what it
+			// sent meanwhile (new weights) comes before this round's items.
+			for k := range n {
+				p.request(k, out)
 			}
 		}
 	}

@@ -127,6 +127,52 @@ func TestSyncPlanSameBitsForAnyWorkers(t *testing.T) {
 	}
 }
 
+// TestSyncPlanAheadSameBits: PPO's plan with runtime.num_async 2 (the
+// next round collected while the learner learns) still trains the same
+// bits for 1, 2 or 4 workers and either transport, reports every step of
+// the budget in whole rounds (a worker a round ahead of another never
+// cuts a round short), and differs from the barrier's bits (the rounds
+// act on older weights). Plans without rounds to collect ahead refuse the
+// setting.
+func TestSyncPlanAheadSameBits(t *testing.T) {
+	const cfg = "ppo: {num_envs: 4, num_steps: 32, num_minibatches: 2, update_epochs: 2}"
+	file := func(workers int, transport, extra string) string {
+		return fmt.Sprintf("algo: ppo\nenv: CartPole-v1\nseed: 3\nsteps: 1300\nruntime: {executor: flow, env_workers: %d, transport: %s%s}\n%s\n", workers, transport, extra, cfg)
+	}
+	sync, _ := trainHash(t, resolve(t, ppo.Spec(), file(2, "inproc", "")))
+	var want string
+	for _, run := range []struct {
+		transport string
+		workers   int
+		numAsync  int
+	}{{"inproc", 1, 2}, {"inproc", 2, 2}, {"inproc", 4, 2}, {"nats", 2, 2}, {"inproc", 2, 3}} {
+		got, log := trainHash(t, resolve(t, ppo.Spec(), file(run.workers, run.transport, fmt.Sprintf(", num_async: %d", run.numAsync))))
+		if log.steps != 1280 {
+			t.Errorf("%d workers over %s, num_async %d: %d steps, want the budget's whole rounds 1280", run.workers, run.transport, run.numAsync, log.steps)
+		}
+		switch {
+		case run.numAsync == 3:
+			if got == want || got == sync {
+				t.Errorf("num_async 3 trained the bits of num_async 2 or of GatherSync")
+			}
+		case want == "":
+			want = got
+			if got == sync {
+				t.Fatal("num_async 2 trained GatherSync's bits: the rounds were not collected ahead")
+			}
+		case got != want:
+			t.Errorf("num_async 2, %d workers over %s: parameters %s, with 1 worker in-process %s", run.workers, run.transport, got, want)
+		}
+	}
+	res := resolve(t, dqn.Spec(), "algo: dqn\nenv: CartPole-v1\nsteps: 1000\nruntime: {executor: flow, num_async: 2}\ndqn: {learning_starts: 500}\n")
+	if _, err := flow.Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config); !errors.Is(err, algo.ErrConfig) || !strings.Contains(err.Error(), "num_async") {
+		t.Errorf("the DQN plan with num_async 2: %v, want a config error naming num_async", err)
+	}
+	if _, err := algo.Resolve([]byte("algo: ppo\nenv: CartPole-v1\nruntime: {executor: dist, num_async: 2}\n"), []algo.Spec{ppo.Spec()}, algo.Overrides{}); !errors.Is(err, algo.ErrConfig) {
+		t.Errorf("num_async under the dist executor: %v, want a config error", err)
+	}
+}
+
 // TestTrainRunFlow: `herd train` with runtime.executor flow runs the plan
 // and writes the run (summary steps = the budget in whole rounds).
 func TestTrainRunFlow(t *testing.T) {
@@ -217,8 +263,9 @@ func (l *stopLog) Step(s int64) {
 // reached every worker before its next segment).
 type versionCheck struct {
 	*a2c.Config
-	t      *testing.T
-	rounds int
+	t        *testing.T
+	rounds   int
+	numAsync int // GatherSyncAhead's rounds in flight: round r is made with version r − numAsync + 1
 }
 
 func (c *versionCheck) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
@@ -230,9 +277,10 @@ func (c *versionCheck) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	if err != nil {
 		return nil, err
 	}
-	rounds := flow.ForEach(flow.GatherSync(flow.ParallelRollouts(workers)), func(segs []*sample.Segment) ([]*sample.Segment, error) {
+	r.SetBudget(int64(c.NumEnvs * c.NumSteps)) // whole rounds, also with a worker rounds ahead
+	rounds := flow.ForEach(flow.GatherSyncAhead(flow.ParallelRollouts(workers), c.numAsync), func(segs []*sample.Segment) ([]*sample.Segment, error) {
 		for k, s := range segs {
-			if s.Version != uint64(c.rounds) || s.Worker != k {
+			if s.Version != uint64(max(0, c.rounds-c.numAsync+1)) || s.Worker != k {
 				c.t.Errorf("round %d: worker %d's segment from worker %d has version %d", c.rounds, k, s.Worker, s.Version)
 			}
 		}
@@ -243,12 +291,18 @@ func (c *versionCheck) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 }
 
 // TestBarrierVersions runs the checked plan on 4 workers, in-process and
-// over NATS.
+// over NATS, behind GatherSync's barrier and with the next round
+// collected ahead (GatherSyncAhead 2: every round exactly one version
+// behind, on every worker).
 func TestBarrierVersions(t *testing.T) {
-	for _, tr := range []string{"inproc", "nats"} {
+	for _, tr := range []string{"inproc", "nats", "inproc-ahead", "nats-ahead"} {
 		t.Run(tr, func(t *testing.T) {
-			res := resolve(t, a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 2000\nruntime: {executor: flow, env_workers: 4, transport: "+tr+"}\na2c: {num_envs: 4, num_steps: 5}\n")
-			c := &versionCheck{Config: res.Config.(*a2c.Config), t: t}
+			transport, _, ahead := strings.Cut(tr, "-")
+			res := resolve(t, a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 2000\nruntime: {executor: flow, env_workers: 4, transport: "+transport+"}\na2c: {num_envs: 4, num_steps: 5}\n")
+			c := &versionCheck{Config: res.Config.(*a2c.Config), t: t, numAsync: 1}
+			if ahead {
+				c.numAsync = 2
+			}
 			if _, err := flow.TrainPlan(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config, c); err != nil {
 				t.Fatal(err)
 			}

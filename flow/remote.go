@@ -35,6 +35,11 @@ import (
 //	segment         opSegment                                         status, sample.Segment encoding
 //	experience      opExperience, start (u64)                         status, transitions + report episodes
 //	weights         opWeights, safetensors                            status
+//	weights+segment opWeightsSegment, safetensors                     status, sample.Segment encoding
+//
+// A rollout worker's new weights ride with its next segment call
+// (weights+segment): one round trip per round instead of two, in the
+// same order (the weights are set before the segment is made).
 //
 // Every reply begins with a status byte: replyOK, or replyErr followed by
 // the worker's error (its envs or weights failed: the run fails). An error
@@ -52,6 +57,7 @@ const (
 	opSegment
 	opExperience
 	opWeights
+	opWeightsSegment
 )
 
 // Reply statuses.
@@ -436,25 +442,31 @@ func (p *proxy) sendWeights(enc *encodedWeights, v *weights.Version) error {
 // actorName names worker k of a plan's worker set.
 func actorName(set, k int) string { return fmt.Sprintf("set%d-worker%d", set, k) }
 
-// encodedWeights is a weights call's body, encoded once per version and
-// worker set.
+// encodedWeights is a weights call's body, and a weights+segment call's,
+// encoded once per version and worker set.
 type encodedWeights struct {
-	mu sync.Mutex
-	v  *weights.Version
-	b  []byte
+	mu   sync.Mutex
+	v    *weights.Version
+	b, s []byte
 }
 
 func (e *encodedWeights) body(v *weights.Version) ([]byte, error) {
+	b, _, err := e.bodies(v)
+	return b, err
+}
+
+// bodies returns v's weights call and its weights+segment call.
+func (e *encodedWeights) bodies(v *weights.Version) (w, ws []byte, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.v != v {
 		b, err := v.Encode()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		e.v, e.b = v, append([]byte{opWeights}, b...)
+		e.v, e.b, e.s = v, append([]byte{opWeights}, b...), append([]byte{opWeightsSegment}, b...)
 	}
-	return e.b, nil
+	return e.b, e.s, nil
 }
 
 // ServeWorker serves one worker of a plan over calls until ctx ends: the
@@ -543,6 +555,19 @@ func (h *host) answer(body []byte) ([]byte, error) {
 			return nil, err
 		}
 		return appendExperience(ok, x)
+	case op == opWeightsSegment && h.w != nil:
+		v, err := h.decodeWeights(body)
+		if err != nil {
+			return nil, err
+		}
+		if h.w.setWeights(v); h.w.err != nil {
+			return nil, h.w.err
+		}
+		seg, err := h.w.produce()
+		if err != nil {
+			return nil, err
+		}
+		return seg.AppendEncode(ok)
 	case op == opWeights:
 		v, err := h.decodeWeights(body)
 		if err != nil {

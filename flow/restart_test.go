@@ -29,12 +29,14 @@ type killOnce struct {
 	mu       *sync.Mutex
 }
 
-// opInit, opSegment and opExperience are the first byte of the package's
-// init, segment and experience calls (flow/remote.go).
+// opInit, opSegment, opExperience and opWeightsSegment are the first
+// byte of the package's init, segment, experience and weights+segment
+// calls (flow/remote.go).
 const (
-	opInit       = 1
-	opSegment    = 2
-	opExperience = 3
+	opInit           = 1
+	opSegment        = 2
+	opExperience     = 3
+	opWeightsSegment = 5
 )
 
 func (k *killOnce) Serve(ctx context.Context, actor string, h transport.CallHandler) error {
@@ -45,7 +47,7 @@ func (k *killOnce) Serve(ctx context.Context, actor string, h transport.CallHand
 			k.mu.Unlock()
 		}
 		b, err := h(ctx, seq, body)
-		if len(body) > 0 && (body[0] == opSegment || body[0] == opExperience) {
+		if len(body) > 0 && (body[0] == opSegment || body[0] == opExperience || body[0] == opWeightsSegment) {
 			k.segments++
 			if k.segments == k.kill {
 				k.cancel()

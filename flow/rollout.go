@@ -116,10 +116,12 @@ type worker struct {
 	samplers               []algo.Sampler
 	policy                 algo.PolicyNet
 	version                *weights.Version // the weights the policy holds (nil: the initial ones)
+	pending                *weights.Version // over a transport: weights to send with the next segment call
 	err                    error            // a failed weight update, reported by the next item
 	obs, out, v            []float32
 	acts                   algo.Acts
 	steps                  int64           // env steps taken (the samplers' schedule step)
+	made                   int64           // segments claimed
 	inc                    uint64          // which start of the worker this is (0, 1: the first)
 	learner                GradientLearner // built on first ComputeGradients
 	proxy                  *proxy          // over a transport: the worker's actor (envs elsewhere)
@@ -169,10 +171,8 @@ func (w *worker) init() error {
 
 func (w *worker) setWeights(v *weights.Version) {
 	if w.proxy != nil {
-		if err := w.proxy.sendWeights(w.enc, v); err != nil {
-			w.err = err
-			return
-		}
+		// Sent with the next segment call (one round trip, not two).
+		w.pending = v
 		w.version = v
 		return
 	}
@@ -191,13 +191,25 @@ func (w *worker) segment() (*sample.Segment, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	if !w.r.claim(int64((w.hi - w.lo) * w.T)) {
+	if !w.r.claimItem(w.made, int64((w.hi-w.lo)*w.T)) {
 		return nil, ErrEnd
 	}
+	w.made++
 	if w.proxy != nil {
-		b, err := w.proxy.call([]byte{opSegment})
+		req, wbody := []byte{opSegment}, []byte(nil)
+		if w.pending != nil {
+			var err error
+			if wbody, req, err = w.enc.bodies(w.pending); err != nil {
+				return nil, err
+			}
+		}
+		b, err := w.proxy.call(req)
 		if err != nil {
 			return nil, err
+		}
+		if wbody != nil {
+			// A restart's rejoin sends the last weights the worker got.
+			w.proxy.weights, w.pending = wbody, nil
 		}
 		// The worker's next start continues its schedules from here.
 		w.steps += int64((w.hi - w.lo) * w.T)

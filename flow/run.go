@@ -47,14 +47,18 @@ type Run struct {
 	Pieces *algo.Pieces
 	Spaces algo.Spaces
 
-	rt      *algo.Runtime
-	model   algo.Model
-	budget  atomic.Int64 // env steps rollout workers may still take
-	total   atomic.Int64 // the budget before any claim
-	steps   int64        // env steps reported so far
-	closers []func()
-	remote  *remote // workers over a transport (nil: in-process)
-	sets    int     // worker sets made
+	rt     *algo.Runtime
+	model  algo.Model
+	budget atomic.Int64 // env steps rollout workers may still take
+	total  atomic.Int64 // the budget before any claim
+	round  int64        // SetBudget's unit, a synchronous plan's round (0: none)
+	// numAsyncRead: the plan asked for runtime.num_async (NumAsync), so
+	// the setting is not silently ignored.
+	numAsyncRead bool
+	steps        int64 // env steps reported so far
+	closers      []func()
+	remote       *remote // workers over a transport (nil: in-process)
+	sets         int     // worker sets made
 }
 
 // Train runs the plan of cfg (a Planner) with spec's pieces: the flow
@@ -133,6 +137,9 @@ func trainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 	if err != nil {
 		return r.model, err
 	}
+	if h.Runtime.NumAsync != 0 && !r.numAsyncRead {
+		return r.model, fmt.Errorf("%w: runtime.num_async: the %s plan has no synchronous rounds to collect ahead (A2C and PPO do)", ErrConfig, spec.Name)
+	}
 	for _, err := range it {
 		if err != nil {
 			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
@@ -150,6 +157,15 @@ func (r *Run) newWorkerSet() int {
 	return r.sets - 1
 }
 
+// NumAsync is runtime.num_async, the rounds a synchronous plan keeps
+// requested (GatherSyncAhead): 1 unless the config sets more. A plan that
+// sets none of its rounds ahead does not call it, and Train then refuses
+// the setting.
+func (r *Run) NumAsync() int {
+	r.numAsyncRead = true
+	return max(1, r.Header.Runtime.NumAsync)
+}
+
 // Steps returns the env steps reported so far.
 func (r *Run) Steps() int64 { return r.steps }
 
@@ -160,7 +176,22 @@ func (r *Run) SetBudget(unit int64) {
 	if unit > 0 {
 		r.budget.Store(r.Header.Steps / unit * unit)
 		r.total.Store(r.Header.Steps / unit * unit)
+		r.round = unit
 	}
+}
+
+// claimItem is claim for a worker's item number made (from 0), of n env
+// steps. Under a synchronous plan (SetBudget) the workers' items number
+// made form round made, which runs whole or not at all: the item is
+// allowed when the round fits the budget, whatever order the workers
+// claim in — also when one worker is rounds ahead of another
+// (GatherSyncAhead), where first come, first served would cut a round
+// short. Under GatherSync both rules give the same answer.
+func (r *Run) claimItem(made, n int64) bool {
+	if r.round > 0 {
+		return (made+1)*r.round <= r.total.Load()
+	}
+	return r.claim(n)
 }
 
 // claim takes n env steps from the budget; false when fewer are left.

@@ -9,6 +9,10 @@ import "herd/flow"
 // weights reach every worker before its next segment. Only synchronous
 // operators: the same seed gives the same parameters for any number of
 // workers.
+// runtime.num_async 2 collects each round while the learner learns on the
+// previous one (GatherSyncAhead), on weights one update older, as the
+// dist executor's inline env workers act; still the same bits for any
+// number of workers.
 func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	workers, err := flow.RolloutWorkers(r, c.NumEnvs, c.NumSteps, c.Gamma)
 	if err != nil {
@@ -19,6 +23,6 @@ func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 		return nil, err
 	}
 	r.SetBudget(int64(c.NumEnvs * c.NumSteps)) // whole rounds only
-	rollouts := flow.ConcatBatches(flow.GatherSync(flow.ParallelRollouts(workers)))
+	rollouts := flow.ConcatBatches(flow.GatherSyncAhead(flow.ParallelRollouts(workers), r.NumAsync()))
 	return flow.StandardMetricsReporting(r, flow.ForEach(rollouts, flow.TrainOneStep(workers, learner))), nil
 }
