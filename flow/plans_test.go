@@ -535,8 +535,8 @@ func (p *apexGreedy) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 // 0.008 and 0.0003 for three workers — where a shared schedule (start_e 1
 // falling to end_e) gives every worker about the same share, near 0.14.
 func TestApeXActorEpsilon(t *testing.T) {
-	const file = "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 12000\nruntime: {executor: flow, env_workers: 3, transport: %s}\n" +
-		"dqn: {learning_starts: 100000, buffer_size: 20000, net_arch: [16], apex_epsilon: 0.4, exploration_fraction: 0.5}\n"
+	const file = "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 48000\nruntime: {executor: flow, env_workers: 3, transport: %s}\n" +
+		"dqn: {learning_starts: 100000, buffer_size: 60000, net_arch: [16], apex_epsilon: 0.4, exploration_fraction: 0.5}\n"
 	for _, tr := range []string{"inproc", "nats"} {
 		t.Run(tr, func(t *testing.T) {
 			res := resolve(t, dqn.Spec(), fmt.Sprintf(file, tr))
@@ -547,7 +547,7 @@ func TestApeXActorEpsilon(t *testing.T) {
 			for k, n := range p.actions {
 				want := algo.ApeXEpsilon(0.4, k, 3) / 2
 				got := float64(p.off[k]) / float64(max(n, 1))
-				// Workers claim items as they come, about 4000 actions
+				// Workers claim items as they come, about 16000 actions
 				// each; allow four binomial standard deviations.
 				tol := 0.005 + 4*math.Sqrt(want*(1-want)/float64(max(n, 1)))
 				if n < 500 || math.Abs(got-want) > tol {
