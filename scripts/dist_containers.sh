@@ -34,7 +34,16 @@ set -u
 cd "$(dirname "$0")/.."
 STEPS=${STEPS:-300000}
 FAULT_AT=${FAULT_AT:-1}
-F=deploy/compose/compose.yaml
+# The topology: HERD_NATS_NODES=3 (default; compose.yaml) or 1 (one NATS
+# server, buckets R1: single.yaml), HERD_NETWORK=bridge (default: a private
+# network) or host (the host's network, NATS on 127.0.0.1:$HERD_NATS_PORT,
+# default 4222; one node only: single-host.yaml).
+case ${HERD_NATS_NODES:-3}/${HERD_NETWORK:-bridge} in
+3/bridge) F=deploy/compose/compose.yaml ;;
+1/bridge) F=deploy/compose/single.yaml ;;
+1/host) F=deploy/compose/single-host.yaml ;;
+*) echo "HERD_NATS_NODES=${HERD_NATS_NODES:-} HERD_NETWORK=${HERD_NETWORK:-}: want 3/bridge, 1/bridge or 1/host" >&2; exit 2 ;;
+esac
 ROWS=("$@")
 [ ${#ROWS[@]} -eq 0 ] && ROWS=(none kill-env kill-policy kill-learner kill-controller kill-nats partition-env pause-learner)
 
@@ -59,6 +68,10 @@ herd_services=(controller learner env-0 env-1 policy-0)
 [ "${HERD_POLICY_WORKERS:-1}" = 0 ] && herd_services=(controller learner env-0 env-1)
 
 fault() { # row
+  case $1/${HERD_NATS_NODES:-3}/${HERD_NETWORK:-bridge} in
+  kill-nats/1/*) echo "kill-nats needs HERD_NATS_NODES=3" >&2; return 1 ;;
+  partition-env/*/host) echo "partition-env needs HERD_NETWORK=bridge" >&2; return 1 ;;
+  esac
   case $1 in
   none) ;;
   kill-env) docker kill "$(cid env-0)" >/dev/null; sleep 1; docker start "$(cid env-0)" >/dev/null ;;
