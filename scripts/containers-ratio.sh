@@ -34,30 +34,47 @@ field() { # summary.json field
   python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2" 2>/dev/null
 }
 load() { uptime | sed 's/.*load average: //'; }
-echo "# $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null) steps $STEPS," \
-  "nodes ${HERD_NATS_NODES:-3}, network ${HERD_NETWORK:-bridge}, GOMAXPROCS ${HERD_GOMAXPROCS:-default}"
+echo "# $(date -u +%FT%TZ) commit $(git rev-parse --short HEAD 2>/dev/null), $STEPS steps," \
+  "nodes ${HERD_NATS_NODES:-3}, network ${HERD_NETWORK:-bridge}, GOMAXPROCS worker/nats/learner" \
+  "${HERD_WORKER_GOMAXPROCS-1}/${HERD_NATS_GOMAXPROCS-1}/${HERD_LEARNER_GOMAXPROCS-}; CPU s: train user+sys, containers per cgroup"
 status=0
 for r in $(seq "$ROUNDS"); do
   for c in $CONFIGS; do
     d=$keep/$c-$r
     mkdir -p "$d/containers"
     l1=$(load)
-    "$bin" train --config "configs/$c-cartpole-dist.yaml" --seed 1 --steps "$STEPS" --quiet --force --out "$d/train" >"$d/train.log" 2>&1 || status=1
+    timed=()
+    [ -x /usr/bin/time ] && timed=(/usr/bin/time -f '%U %S' -o "$d/train.cpu")
+    "${timed[@]}" "$bin" train --config "configs/$c-cartpole-dist.yaml" --seed 1 --steps "$STEPS" --quiet --force --out "$d/train" >"$d/train.log" 2>&1 || status=1
     l2=$(load)
     # configs/C-cartpole-dist.yaml run without policy workers (inline
     # inference, DQN); HERD_POLICY_WORKERS=1 for one that has them.
     HERD_CONFIG=/configs/$c-cartpole-dist.yaml HERD_POLICY_WORKERS=${HERD_POLICY_WORKERS:-0} SKIP_BUILD=1 STEPS=$STEPS KEEP=$d \
       scripts/dist_containers.sh none >"$d/containers.log" 2>&1 || status=1
-    mv "$d/none/summary.json" "$d/containers/summary.json" 2>/dev/null
+    mv "$d/none/summary.json" "$d/none/cpu.txt" "$d/containers/" 2>/dev/null
     l3=$(load)
     ts=$(field "$d/train/summary.json" sps); cs=$(field "$d/containers/summary.json" sps)
     tr=$(field "$d/train/summary.json" final_return_mean_100); cr=$(field "$d/containers/summary.json" final_return_mean_100)
-    python3 - "$c" "$r" "${ts:-0}" "${cs:-0}" "${tr:-nan}" "${cr:-nan}" "$l1" "$l2" "$l3" <<'PY'
-import sys
+    python3 - "$c" "$r" "${ts:-0}" "${cs:-0}" "${tr:-nan}" "${cr:-nan}" "$l1" "$l2" "$l3" "$d" <<'PY'
+import os, sys
 c, r, ts, cs, tr, cr = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5], sys.argv[6]
+d = sys.argv[10]
 ratio = cs / ts if ts else 0
-print("%s round %s: train %.1fk, containers %.1fk env steps/s: %.2fx; returns %s / %s; load %s | %s | %s" % (
-    c, r, ts / 1e3, cs / 1e3, ratio, tr, cr, sys.argv[7], sys.argv[8], sys.argv[9]))
+cpu = ""
+try:
+    cpu += "CPU s train %.1f" % sum(float(x) for x in open(os.path.join(d, "train.cpu")).read().split()[-2:])
+except (OSError, ValueError):
+    pass
+try:
+    rows = [l.split() for l in open(os.path.join(d, "containers", "cpu.txt")) if l.strip()]
+    by = {}
+    for name, v in rows:  # env-0, env-1 → env; nats-0… → nats
+        by[name.split("-")[0]] = by.get(name.split("-")[0], 0) + float(v)
+    cpu += ", containers %.1f (%s)" % (sum(by.values()), ", ".join("%s %.1f" % kv for kv in sorted(by.items())))
+except (OSError, ValueError):
+    pass
+print("%s round %s: train %.1fk, containers %.1fk env steps/s: %.2fx; returns %s / %s; %s; load %s | %s | %s" % (
+    c, r, ts / 1e3, cs / 1e3, ratio, tr, cr, cpu, sys.argv[7], sys.argv[8], sys.argv[9]))
 PY
   done
 done

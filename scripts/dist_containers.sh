@@ -27,7 +27,9 @@
 #
 # Exit status: 1 when a row that must complete (every row but kill-learner,
 # kill-controller and pause-learner, whose runs end without their learner)
-# did not; docker or compose missing: 2. "dup" is dist/duplicates: pushes
+# did not; docker or compose missing: 2. With KEEP, DIR/ROW/cpu.txt has
+# each container's CPU seconds (its cgroup's usage, read every 0.25 s while
+# it runs; cgroup v1 or v2 with the cgroupfs or systemd driver). "dup" is dist/duplicates: pushes
 # repeated after a lost ack, recognised by their sample id and not learned
 # again.
 set -u
@@ -54,7 +56,9 @@ else echo "neither docker compose nor docker-compose found" >&2; exit 2; fi
 [ "${SKIP_BUILD:-}" = 1 ] || deploy/compose/build.sh || exit 2
 
 P=""
-cleanup() { [ -n "$P" ] && "${COMPOSE[@]}" -f "$F" -p "$P" down -v -t 5 >/dev/null 2>&1; P=""; }
+cleanup() {
+  [ -n "${cpu_pid:-}" ] && kill "$cpu_pid" 2>/dev/null
+  [ -n "$P" ] && "${COMPOSE[@]}" -f "$F" -p "$P" down -v -t 5 >/dev/null 2>&1; P=""; }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
 
@@ -87,12 +91,47 @@ fault() { # row
   esac
 }
 
+usage() { # container id → u: CPU ns its cgroup has used ("" when none)
+  local f k v
+  u=""
+  for f in /sys/fs/cgroup/cpuacct/docker/"$1"/cpuacct.usage /sys/fs/cgroup/cpu,cpuacct/docker/"$1"/cpuacct.usage; do
+    [ -r "$f" ] && read -r u <"$f" && return
+  done
+  for f in /sys/fs/cgroup/system.slice/docker-"$1".scope/cpu.stat /sys/fs/cgroup/docker/"$1"/cpu.stat; do
+    [ -r "$f" ] || continue
+    while read -r k v; do [ "$k" = usage_usec ] && { u=${v}000; return; }; done <"$f"
+  done
+}
+cpu_watch() { # dir: DIR/ID holds the last usage of each running container
+  local d id
+  while :; do
+    for d in /sys/fs/cgroup/cpuacct/docker/*/ /sys/fs/cgroup/cpu,cpuacct/docker/*/ \
+      /sys/fs/cgroup/system.slice/docker-*.scope/ /sys/fs/cgroup/docker/*/; do
+      [ -d "$d" ] || continue
+      id=${d%/}; id=${id##*/}; id=${id#docker-}; id=${id%.scope}
+      usage "$id"
+      [ -n "$u" ] && echo "$u" >"$1/$id"
+    done
+    sleep 0.25
+  done
+}
+cpu_report() { # dir: "service CPU-s" for each container of the project
+  local f p s
+  for f in "$1"/*; do
+    [ -f "$f" ] || continue
+    read -r p s < <(docker inspect -f '{{index .Config.Labels "com.docker.compose.project"}} {{index .Config.Labels "com.docker.compose.service"}}' "${f##*/}" 2>/dev/null)
+    [ "$p" = "$P" ] && printf '%s %.2f\n' "$s" "$(($(<"$f") / 1000000))e-3"
+  done | sort
+}
+
 status=0
 echo "| fault | controller exit | learner, env-0, env-1, policy-0 exit/restarts | run | dist counters | fault → controller exit |"
 echo "|---|---:|---|---|---|---:|"
 for row in "${ROWS[@]}"; do
   P="herdct-$row-$$"
   P=${P//[^a-z0-9-]/}
+  cpu_pid=""
+  if [ -n "${KEEP:-}" ]; then cpud=$(mktemp -d); cpu_watch "$cpud" & cpu_pid=$!; fi
   HERD_STEPS=$STEPS "${COMPOSE[@]}" -f "$F" -p "$P" up -d >/dev/null 2>&1 || { echo "$row: compose up failed" >&2; status=1; cleanup; continue; }
   # The fault lands FAULT_AT s after the learner's first progress line
   # (5 s into training), not after `up`, whose own time varies with load.
@@ -118,6 +157,8 @@ for row in "${ROWS[@]}"; do
   sum=$(docker cp "$(cid learner)":/runs/ppo-1/summary.json - 2>/dev/null | tar -xO 2>/dev/null)
   if [ -n "${KEEP:-}" ]; then
     mkdir -p "$out"
+    kill "$cpu_pid" 2>/dev/null; wait "$cpu_pid" 2>/dev/null
+    cpu_report "$cpud" >"$out/cpu.txt"; rm -rf "$cpud"
     [ -n "$sum" ] && printf '%s\n' "$sum" >"$out/summary.json"
     "${COMPOSE[@]}" -f "$F" -p "$P" logs --no-color >"$out/logs.txt" 2>&1
   fi
