@@ -2,19 +2,22 @@
 # Env steps/s across containers vs in one process: for each round and each
 # config, `herd train` and then the same config across containers
 # (scripts/dist_containers.sh none), one after the other, so both see the
-# same load; one line per pair with the ratio, the returns and `uptime`'s
-# load beside it. Both sides run the same static binary (the image's).
+# same load; one line per pair with both env steps/s, the ratio, the
+# returns, the CPU seconds (train: user+sys from /usr/bin/time where it is
+# installed; containers: their cgroups, by role) and `uptime`'s load before
+# train, between and after. Both sides run the same static binary.
 #
 #   scripts/containers-ratio.sh                            # 2 rounds, ppo and dqn, 500k steps
 #   HERD_NATS_NODES=1 HERD_NETWORK=host scripts/containers-ratio.sh
 #   ROUNDS=3 CONFIGS="ppo" STEPS=200000 SKIP_BUILD=1 HERD_BIN=/tmp/herd scripts/containers-ratio.sh
 #
 # CONFIGS: names C of configs/C-cartpole-dist.yaml (default "ppo dqn");
-# ROUNDS (default 2); STEPS (default 500000); HERD_NATS_NODES, HERD_NETWORK
-# and HERD_GOMAXPROCS pass through to scripts/dist_containers.sh (the
-# topology, see docs/guide/distributed.md §4). SKIP_BUILD=1 with HERD_BIN
-# (a static herd binary, the one in herd:local) skips building it and the
-# images. KEEP=DIR keeps each run's summary.json (DIR/C-r/{train,containers}).
+# ROUNDS (default 2); STEPS (default 500000); HERD_NATS_NODES, HERD_NETWORK,
+# HERD_NATS_PORT and HERD_{WORKER,NATS,LEARNER}_GOMAXPROCS pass through to
+# scripts/dist_containers.sh (the topology, docs/guide/distributed.md §4).
+# SKIP_BUILD=1 with HERD_BIN (a static herd binary, the one in herd:local)
+# skips building it and the images. KEEP=DIR keeps each pair's files in
+# DIR/C-R/ (train/, containers/summary.json and cpu.txt, logs).
 # Exit status: 1 when a run did not complete.
 set -u
 cd "$(dirname "$0")/.."

@@ -8,8 +8,9 @@
 #
 #   scripts/dist_containers.sh                 # build the images, run every row
 #   SKIP_BUILD=1 STEPS=100000 scripts/dist_containers.sh none kill-env
-#   KEEP=DIR scripts/dist_containers.sh none   # keep each row's summary.json and logs in DIR/ROW/
+#   KEEP=DIR scripts/dist_containers.sh none   # keep each row's summary.json, logs and cpu.txt in DIR/ROW/
 #   HERD_CONFIG=/configs/dqn-cartpole-dist.yaml HERD_POLICY_WORKERS=0 scripts/dist_containers.sh none
+#   HERD_NATS_NODES=1 HERD_NETWORK=host scripts/dist_containers.sh none   # one NATS server, host network
 #
 # HERD_CONFIG (a path in the image, default
 # /configs/ppo-cartpole-dist-policy.yaml) and HERD_POLICY_WORKERS (0 or
@@ -27,11 +28,15 @@
 #
 # Exit status: 1 when a row that must complete (every row but kill-learner,
 # kill-controller and pause-learner, whose runs end without their learner)
-# did not; docker or compose missing: 2. With KEEP, DIR/ROW/cpu.txt has
-# each container's CPU seconds (its cgroup's usage, read every 0.25 s while
-# it runs; cgroup v1 or v2 with the cgroupfs or systemd driver). "dup" is dist/duplicates: pushes
+# did not; docker or compose missing: 2. "dup" is dist/duplicates: pushes
 # repeated after a lost ack, recognised by their sample id and not learned
-# again.
+# again. With KEEP, DIR/ROW/cpu.txt has each container's CPU seconds (its
+# cgroup's usage, read every 0.25 s while it runs, so its last 0.25 s at
+# most are missed; cgroup v1, or v2 with the cgroupfs or systemd driver).
+#
+# HERD_NATS_GOMAXPROCS, HERD_WORKER_GOMAXPROCS (default 1) and
+# HERD_LEARNER_GOMAXPROCS (default empty: Go's) reach the compose files from
+# the environment, as HERD_NATS_PORT (single-host.yaml, default 4222) does.
 set -u
 cd "$(dirname "$0")/.."
 STEPS=${STEPS:-300000}
@@ -58,6 +63,8 @@ else echo "neither docker compose nor docker-compose found" >&2; exit 2; fi
 P=""
 cleanup() {
   [ -n "${cpu_pid:-}" ] && kill "$cpu_pid" 2>/dev/null
+  [ -n "${cpud:-}" ] && rm -rf "$cpud"
+  cpu_pid="" cpud=""
   [ -n "$P" ] && "${COMPOSE[@]}" -f "$F" -p "$P" down -v -t 5 >/dev/null 2>&1; P=""; }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
@@ -157,8 +164,8 @@ for row in "${ROWS[@]}"; do
   sum=$(docker cp "$(cid learner)":/runs/ppo-1/summary.json - 2>/dev/null | tar -xO 2>/dev/null)
   if [ -n "${KEEP:-}" ]; then
     mkdir -p "$out"
-    kill "$cpu_pid" 2>/dev/null; wait "$cpu_pid" 2>/dev/null
-    cpu_report "$cpud" >"$out/cpu.txt"; rm -rf "$cpud"
+    kill "$cpu_pid" 2>/dev/null; wait "$cpu_pid" 2>/dev/null; cpu_pid=""
+    cpu_report "$cpud" >"$out/cpu.txt"
     [ -n "$sum" ] && printf '%s\n' "$sum" >"$out/summary.json"
     "${COMPOSE[@]}" -f "$F" -p "$P" logs --no-color >"$out/logs.txt" 2>&1
   fi
