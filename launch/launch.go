@@ -319,7 +319,8 @@ func checkRunDir(dir string, mode algo.DirMode) error {
 	return nil
 }
 
-// awaitLearner returns when the learner has registered and then gone, with
+// awaitLearner returns when the learner has registered and then gone, or
+// has already marked the run ended, with
 // the learner's result read from the run's end mark (runEnded): nil for a
 // completed run, a *LearnerError otherwise. When ctx ends first it returns ctx's cause. Polling once a
 // second is cheap next to a training run and avoids racing the first
@@ -335,6 +336,13 @@ func awaitLearner(ctx context.Context, mem transport.Membership, runEnded func(c
 		}
 		if slices.ContainsFunc(ms, func(m transport.Member) bool { return m.Name == learner }) {
 			break
+		}
+		// A learner that registered, trained and left between two polls (a
+		// short run: 50k CartPole steps take under a second) is never seen
+		// here, but its end mark is: the run's start cleared any older one,
+		// and the controller's own mark comes only after this returns.
+		if mark, ended, err := runEnded(ctx); err == nil && ended {
+			return learnerResult(mark, ended)
 		}
 		select {
 		case <-t.C:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"herd/algo"
+	"herd/transport"
 )
 
 // The wire bytes merged into summary.json keep its two-space indentation.
@@ -140,5 +141,37 @@ func TestCheckRunDir(t *testing.T) {
 		if (c.want == nil) != (err == nil) || c.want != nil && !errors.Is(err, c.want) {
 			t.Errorf("checkRunDir(%s, %v) = %v, want %v", c.dir, c.mode, err, c.want)
 		}
+	}
+}
+
+// A learner that registers, trains and leaves between two of the
+// controller's polls is never seen in Membership; its end mark ends the
+// wait with its result (before, the controller waited forever).
+func TestAwaitLearnerShortRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	mem, err := transport.NewInproc().Membership(ctx, "short", transport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	for _, c := range []struct {
+		mark    string
+		wantNil bool
+	}{{endMark(nil), true}, {endMark(errors.New("boom")), false}} {
+		start := time.Now()
+		err := awaitLearner(ctx, mem, func(context.Context) (string, bool, error) { return c.mark, true, nil })
+		if (err == nil) != c.wantNil {
+			t.Errorf("mark %q: awaitLearner = %v, want nil %v", c.mark, err, c.wantNil)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("mark %q: awaitLearner took %v", c.mark, d)
+		}
+	}
+	// No learner and no mark: it waits until ctx ends.
+	sctx, scancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer scancel()
+	if err := awaitLearner(sctx, mem, func(context.Context) (string, bool, error) { return "", false, nil }); err == nil {
+		t.Error("awaitLearner returned nil with no learner and no end mark")
 	}
 }

@@ -8,8 +8,9 @@
 #
 #   scripts/dist_containers.sh                 # build the images, run every row
 #   SKIP_BUILD=1 STEPS=100000 scripts/dist_containers.sh none kill-env
-#   KEEP=DIR scripts/dist_containers.sh none   # keep each row's summary.json and logs in DIR/ROW/
+#   KEEP=DIR scripts/dist_containers.sh none   # keep each row's summary.json, logs and cpu.txt in DIR/ROW/
 #   HERD_CONFIG=/configs/dqn-cartpole-dist.yaml HERD_POLICY_WORKERS=0 scripts/dist_containers.sh none
+#   HERD_NATS_NODES=1 HERD_NETWORK=host scripts/dist_containers.sh none   # one NATS server, host network
 #
 # HERD_CONFIG (a path in the image, default
 # /configs/ppo-cartpole-dist-policy.yaml) and HERD_POLICY_WORKERS (0 or
@@ -29,12 +30,27 @@
 # kill-controller and pause-learner, whose runs end without their learner)
 # did not; docker or compose missing: 2. "dup" is dist/duplicates: pushes
 # repeated after a lost ack, recognised by their sample id and not learned
-# again.
+# again. With KEEP, DIR/ROW/cpu.txt has each container's CPU seconds (its
+# cgroup's usage, read every 0.25 s while it runs, so its last 0.25 s at
+# most are missed; cgroup v1, or v2 with the cgroupfs or systemd driver).
+#
+# HERD_NATS_GOMAXPROCS, HERD_WORKER_GOMAXPROCS (default 1) and
+# HERD_LEARNER_GOMAXPROCS (default empty: Go's) reach the compose files from
+# the environment, as HERD_NATS_PORT (single-host.yaml, default 4222) does.
 set -u
 cd "$(dirname "$0")/.."
 STEPS=${STEPS:-300000}
 FAULT_AT=${FAULT_AT:-1}
-F=deploy/compose/compose.yaml
+# The topology: HERD_NATS_NODES=3 (default; compose.yaml) or 1 (one NATS
+# server, buckets R1: single.yaml), HERD_NETWORK=bridge (default: a private
+# network) or host (the host's network, NATS on 127.0.0.1:$HERD_NATS_PORT,
+# default 4222; one node only: single-host.yaml).
+case ${HERD_NATS_NODES:-3}/${HERD_NETWORK:-bridge} in
+3/bridge) F=deploy/compose/compose.yaml ;;
+1/bridge) F=deploy/compose/single.yaml ;;
+1/host) F=deploy/compose/single-host.yaml ;;
+*) echo "HERD_NATS_NODES=${HERD_NATS_NODES:-} HERD_NETWORK=${HERD_NETWORK:-}: want 3/bridge, 1/bridge or 1/host" >&2; exit 2 ;;
+esac
 ROWS=("$@")
 [ ${#ROWS[@]} -eq 0 ] && ROWS=(none kill-env kill-policy kill-learner kill-controller kill-nats partition-env pause-learner)
 
@@ -45,7 +61,11 @@ else echo "neither docker compose nor docker-compose found" >&2; exit 2; fi
 [ "${SKIP_BUILD:-}" = 1 ] || deploy/compose/build.sh || exit 2
 
 P=""
-cleanup() { [ -n "$P" ] && "${COMPOSE[@]}" -f "$F" -p "$P" down -v -t 5 >/dev/null 2>&1; P=""; }
+cleanup() {
+  [ -n "${cpu_pid:-}" ] && kill "$cpu_pid" 2>/dev/null
+  [ -n "${cpud:-}" ] && rm -rf "$cpud"
+  cpu_pid="" cpud=""
+  [ -n "$P" ] && "${COMPOSE[@]}" -f "$F" -p "$P" down -v -t 5 >/dev/null 2>&1; P=""; }
 trap cleanup EXIT
 trap 'cleanup; exit 130' INT TERM
 
@@ -59,6 +79,10 @@ herd_services=(controller learner env-0 env-1 policy-0)
 [ "${HERD_POLICY_WORKERS:-1}" = 0 ] && herd_services=(controller learner env-0 env-1)
 
 fault() { # row
+  case $1/${HERD_NATS_NODES:-3}/${HERD_NETWORK:-bridge} in
+  kill-nats/1/*) echo "kill-nats needs HERD_NATS_NODES=3" >&2; return 1 ;;
+  partition-env/*/host) echo "partition-env needs HERD_NETWORK=bridge" >&2; return 1 ;;
+  esac
   case $1 in
   none) ;;
   kill-env) docker kill "$(cid env-0)" >/dev/null; sleep 1; docker start "$(cid env-0)" >/dev/null ;;
@@ -74,12 +98,47 @@ fault() { # row
   esac
 }
 
+usage() { # container id → u: CPU ns its cgroup has used ("" when none)
+  local f k v
+  u=""
+  for f in /sys/fs/cgroup/cpuacct/docker/"$1"/cpuacct.usage /sys/fs/cgroup/cpu,cpuacct/docker/"$1"/cpuacct.usage; do
+    [ -r "$f" ] && read -r u <"$f" && return
+  done
+  for f in /sys/fs/cgroup/system.slice/docker-"$1".scope/cpu.stat /sys/fs/cgroup/docker/"$1"/cpu.stat; do
+    [ -r "$f" ] || continue
+    while read -r k v; do [ "$k" = usage_usec ] && { u=${v}000; return; }; done <"$f"
+  done
+}
+cpu_watch() { # dir: DIR/ID holds the last usage of each running container
+  local d id
+  while :; do
+    for d in /sys/fs/cgroup/cpuacct/docker/*/ /sys/fs/cgroup/cpu,cpuacct/docker/*/ \
+      /sys/fs/cgroup/system.slice/docker-*.scope/ /sys/fs/cgroup/docker/*/; do
+      [ -d "$d" ] || continue
+      id=${d%/}; id=${id##*/}; id=${id#docker-}; id=${id%.scope}
+      usage "$id"
+      [ -n "$u" ] && echo "$u" >"$1/$id"
+    done
+    sleep 0.25
+  done
+}
+cpu_report() { # dir: "service CPU-s" for each container of the project
+  local f p s
+  for f in "$1"/*; do
+    [ -f "$f" ] || continue
+    read -r p s < <(docker inspect -f '{{index .Config.Labels "com.docker.compose.project"}} {{index .Config.Labels "com.docker.compose.service"}}' "${f##*/}" 2>/dev/null)
+    [ "$p" = "$P" ] && printf '%s %.2f\n' "$s" "$(($(<"$f") / 1000000))e-3"
+  done | sort
+}
+
 status=0
 echo "| fault | controller exit | learner, env-0, env-1, policy-0 exit/restarts | run | dist counters | fault → controller exit |"
 echo "|---|---:|---|---|---|---:|"
 for row in "${ROWS[@]}"; do
   P="herdct-$row-$$"
   P=${P//[^a-z0-9-]/}
+  cpu_pid=""
+  if [ -n "${KEEP:-}" ]; then cpud=$(mktemp -d); cpu_watch "$cpud" & cpu_pid=$!; fi
   HERD_STEPS=$STEPS "${COMPOSE[@]}" -f "$F" -p "$P" up -d >/dev/null 2>&1 || { echo "$row: compose up failed" >&2; status=1; cleanup; continue; }
   # The fault lands FAULT_AT s after the learner's first progress line
   # (5 s into training), not after `up`, whose own time varies with load.
@@ -105,6 +164,8 @@ for row in "${ROWS[@]}"; do
   sum=$(docker cp "$(cid learner)":/runs/ppo-1/summary.json - 2>/dev/null | tar -xO 2>/dev/null)
   if [ -n "${KEEP:-}" ]; then
     mkdir -p "$out"
+    kill "$cpu_pid" 2>/dev/null; wait "$cpu_pid" 2>/dev/null; cpu_pid=""
+    cpu_report "$cpud" >"$out/cpu.txt"
     [ -n "$sum" ] && printf '%s\n' "$sum" >"$out/summary.json"
     "${COMPOSE[@]}" -f "$F" -p "$P" logs --no-color >"$out/logs.txt" 2>&1
   fi

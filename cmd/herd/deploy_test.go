@@ -463,12 +463,24 @@ func TestDeployKubernetes(t *testing.T) {
 	}
 }
 
-// TestDeployCompose checks both compose files: deploy/compose.yaml (images
-// from a registry) and deploy/compose/compose.yaml (images built FROM
-// scratch, a 3-node NATS cluster). ${VAR:-default} in a command is read as
-// its default.
+// TestDeployCompose checks the compose files: deploy/compose.yaml (images
+// from a registry), deploy/compose/compose.yaml (images built FROM scratch,
+// a 3-node NATS cluster, buckets R3) and its single-host forms
+// deploy/compose/single.yaml and single-host.yaml (one NATS server, buckets
+// R1; the second on the host's network). ${VAR:-default} and ${VAR-default}
+// in a command or the environment are read as their default.
 func TestDeployCompose(t *testing.T) {
-	for _, file := range []string{"compose.yaml", filepath.Join("compose", "compose.yaml")} {
+	type want struct {
+		nodes, replicas int
+		host            bool // network_mode: host, NATS on loopback
+	}
+	files := map[string]*want{
+		"compose.yaml":                               nil,
+		filepath.Join("compose", "compose.yaml"):     {nodes: 3, replicas: 3},
+		filepath.Join("compose", "single.yaml"):      {nodes: 1, replicas: 1},
+		filepath.Join("compose", "single-host.yaml"): {nodes: 1, replicas: 1, host: true},
+	}
+	for file, w := range files {
 		t.Run(file, func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("..", "..", "deploy", file))
 			if err != nil {
@@ -479,6 +491,8 @@ func TestDeployCompose(t *testing.T) {
 					Image       string            `json:"image"`
 					Command     []string          `json:"command"`
 					Environment map[string]string `json:"environment"`
+					NetworkMode string            `json:"network_mode"`
+					Networks    []string          `json:"networks"`
 				} `json:"services"`
 			}
 			if err := yaml.Unmarshal(data, &c); err != nil {
@@ -486,8 +500,14 @@ func TestDeployCompose(t *testing.T) {
 			}
 			n, nats := 0, 0
 			for name, s := range c.Services {
+				if w != nil && (s.NetworkMode == "host") != w.host {
+					t.Errorf("compose service %s: network_mode %q, networks %v", name, s.NetworkMode, s.Networks)
+				}
 				if strings.HasPrefix(name, "nats") {
 					nats++
+					if w != nil && composeDefault(s.Environment["GOMAXPROCS"]) != "1" {
+						t.Errorf("compose service %s: GOMAXPROCS %q, want 1 by default", name, s.Environment["GOMAXPROCS"])
+					}
 				}
 				if !strings.HasPrefix(s.Image, "herd:") {
 					continue
@@ -495,12 +515,7 @@ func TestDeployCompose(t *testing.T) {
 				n++
 				args := make([]string, len(s.Command))
 				for i, a := range s.Command {
-					if v, ok := strings.CutPrefix(a, "${"); ok && strings.HasSuffix(v, "}") {
-						if _, def, ok := strings.Cut(strings.TrimSuffix(v, "}"), ":-"); ok {
-							a = def
-						}
-					}
-					args[i] = a
+					args[i] = composeDefault(a)
 				}
 				if err := parseHerdArgs(args); err != nil {
 					t.Errorf("compose service %s: %v", name, err)
@@ -508,25 +523,61 @@ func TestDeployCompose(t *testing.T) {
 				if strings.Contains(strings.Join(args, " "), "@") {
 					t.Errorf("compose service %s: credentials on the command line: %q", name, args)
 				}
-				if file != "compose.yaml" {
-					// The cluster: every bucket on 3 nodes, registrations that
-					// outlive a leader election, the URLs from the environment.
-					a := strings.Join(args, " ")
-					if !strings.Contains(a, "--nats-replicas 3") || !strings.Contains(a, "--ttl 15s") {
-						t.Errorf("compose service %s: want --nats-replicas 3 and --ttl 15s, got %q", name, a)
-					}
-					if strings.Count(s.Environment["HERD_NATS_URL"], "nats://") != 3 {
-						t.Errorf("compose service %s: HERD_NATS_URL %q, want the 3 nodes", name, s.Environment["HERD_NATS_URL"])
-					}
+				if w == nil {
+					continue
+				}
+				// Every bucket on every node (3: one node lost loses no
+				// bucket), registrations that outlive a leader election, the
+				// URLs from the environment.
+				a := strings.Join(args, " ")
+				if !strings.Contains(a, fmt.Sprintf("--nats-replicas %d", w.replicas)) || !strings.Contains(a, "--ttl 15s") {
+					t.Errorf("compose service %s: want --nats-replicas %d and --ttl 15s, got %q", name, w.replicas, a)
+				}
+				url := composeDefault(s.Environment["HERD_NATS_URL"])
+				if strings.Count(url, "nats://") != w.nodes || w.host != strings.HasPrefix(url, "nats://127.0.0.1:") {
+					t.Errorf("compose service %s: HERD_NATS_URL %q, want the %d node(s)", name, url, w.nodes)
+				}
+				// The learner, the critical path, gets every core; the others
+				// one each unless the variables say otherwise.
+				gmp, wantGMP := composeDefault(s.Environment["GOMAXPROCS"]), "1"
+				if name == "learner" {
+					wantGMP = ""
+				}
+				if _, ok := s.Environment["GOMAXPROCS"]; !ok || gmp != wantGMP {
+					t.Errorf("compose service %s: GOMAXPROCS %q (default %q), want default %q", name, s.Environment["GOMAXPROCS"], gmp, wantGMP)
 				}
 			}
 			if n < 4 {
 				t.Errorf("compose has %d herd services, want the controller and the three roles", n)
 			}
-			if file != "compose.yaml" && nats != 3 {
-				t.Errorf("compose has %d NATS nodes, want 3", nats)
+			if w != nil && nats != w.nodes {
+				t.Errorf("compose has %d NATS nodes, want %d", nats, w.nodes)
 			}
 		})
+	}
+}
+
+// composeDefault reads compose's ${VAR:-default} and ${VAR-default} in v as
+// their defaults (a whole value or a part of one).
+func composeDefault(v string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(v, "${")
+		if i < 0 {
+			return b.String() + v
+		}
+		j := strings.Index(v[i:], "}")
+		if j < 0 {
+			return b.String() + v
+		}
+		b.WriteString(v[:i])
+		ref := v[i+2 : i+j]
+		if _, def, ok := strings.Cut(ref, ":-"); ok {
+			b.WriteString(def)
+		} else if _, def, ok := strings.Cut(ref, "-"); ok {
+			b.WriteString(def)
+		}
+		v = v[i+j+1:]
 	}
 }
 

@@ -47,13 +47,31 @@ func firstLine(b []byte) string {
 // and checks that the run completed with every planned step learned:
 // controller exit 0, summary "completed" after the planned steps, the
 // exactly-once counters reported (dist/duplicates: repeats recognised and
-// not learned again) and no decode error.
+// not learned again) and no decode error. The subtests run the single-host
+// topologies the same way: one NATS server (R1) on the private network
+// (single.yaml) and on the host's (single-host.yaml).
 func TestComposeRun(t *testing.T) {
 	needDocker(t)
+	var built []string // the images, once the first run has built them
+	for _, tc := range []struct{ name, nodes, network string }{
+		{"cluster", "3", "bridge"}, {"single", "1", "bridge"}, {"single-host", "1", "host"},
+	} {
+		ok := t.Run(tc.name, func(t *testing.T) {
+			composeRun(t, append(built, "HERD_NATS_NODES="+tc.nodes, "HERD_NETWORK="+tc.network)...)
+		})
+		if ok {
+			built = []string{"SKIP_BUILD=1"}
+		}
+	}
+}
+
+// composeRun runs scripts/dist_containers.sh's row "none" with env added
+// and checks the run.
+func composeRun(t *testing.T, env ...string) {
 	keep := t.TempDir()
 	const steps = 30000
 	cmd := exec.Command("bash", filepath.Join("..", "..", "scripts", "dist_containers.sh"), "none")
-	cmd.Env = append(os.Environ(), "KEEP="+keep, "STEPS=30000", "FAULT_AT=0")
+	cmd.Env = append(append(os.Environ(), "KEEP="+keep, "STEPS=30000", "FAULT_AT=0"), env...)
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)
 	if err != nil {
