@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"herd/env"
 )
 
 // BenchmarkRemoteVectorStep: one Step message for n CartPole envs through
@@ -15,14 +13,7 @@ func BenchmarkRemoteVectorStep(b *testing.B) {
 	addr, _ := startServer(b, nil, 0)
 	for _, n := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("envs=%d", n), func(b *testing.B) {
-			v, err := env.MakeVector("grpc://"+addr+"/CartPole-v1", n, env.Sync)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer v.Close()
-			if _, err := v.Reset(1); err != nil {
-				b.Fatal(err)
-			}
+			v := resetVector(b, "grpc://"+addr+"/CartPole-v1", n, 1)
 			act := make([]float32, n)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -66,14 +57,7 @@ func BenchmarkRemoteParallelStep(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/envs=%d", where, envs), func(b *testing.B) {
 				id := prefix + "mpe/simple_spread_v3"
 				rows := 3 * envs
-				v, err := env.MakeVector(id, rows, env.Sync)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer v.Close()
-				if _, err := v.Reset(1); err != nil {
-					b.Fatal(err)
-				}
+				v := resetVector(b, id, rows, 1)
 				act := make([]float32, rows)
 				b.ReportAllocs()
 				b.ResetTimer()

@@ -111,14 +111,7 @@ func TestInflightErrors(t *testing.T) {
 		t.Errorf("Make with inflight=2: err %v, want ErrInvalidOption", err)
 	}
 	// A bad action is refused before any session steps.
-	v, err := env.MakeVector("grpc://"+addr+"/CartPole-v1?inflight=2", 4, env.Sync)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Close()
-	if _, err := v.Reset(1); err != nil {
-		t.Fatal(err)
-	}
+	v := resetVector(t, "grpc://"+addr+"/CartPole-v1?inflight=2", 4, 1)
 	if _, err := v.Step([]float32{0, 1, 0, 7}); !errors.Is(err, env.ErrInvalidAction) {
 		t.Fatalf("bad action: err %v", err)
 	}

@@ -242,17 +242,10 @@ func TestPythonParallelShmFaults(t *testing.T) {
 	t.Run("kill server mid-step", func(t *testing.T) {
 		name := shmName(t)
 		p := pyproc.Start(t, "herd_env.serve", "--env", "pyparallel:LineWalk", "--kwargs", `{"sleep_s": 3}`, "--shm", name)
-		v, err := env.MakeVector("shm://"+name+"/LineWalk?timeout=20s", 3, env.Sync)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer v.Close()
-		if _, err := v.Reset(1); err != nil {
-			t.Fatal(err)
-		}
+		v := resetVector(t, "shm://"+name+"/LineWalk?timeout=20s", 3, 1)
 		time.AfterFunc(300*time.Millisecond, func() { p.Cmd.Process.Kill() })
 		t0 := time.Now()
-		_, err = v.Step([]float32{0, 1, 2})
+		_, err := v.Step([]float32{0, 1, 2})
 		if status.Code(errors.Unwrap(err)) != codes.Unavailable || time.Since(t0) > 2*time.Second {
 			t.Fatalf("after %v: err %v, want Unavailable at once", time.Since(t0), err)
 		}
@@ -261,19 +254,12 @@ func TestPythonParallelShmFaults(t *testing.T) {
 	t.Run("stopped server", func(t *testing.T) {
 		name := shmName(t)
 		p := pyproc.Start(t, "herd_env.serve", "--env", "pyparallel:LineWalk", "--shm", name)
-		v, err := env.MakeVector("shm://"+name+"/LineWalk?timeout=1s", 3, env.Sync)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer v.Close()
-		if _, err := v.Reset(1); err != nil {
-			t.Fatal(err)
-		}
+		v := resetVector(t, "shm://"+name+"/LineWalk?timeout=1s", 3, 1)
 		p.Cmd.Process.Signal(syscall.SIGSTOP)
 		defer p.Cmd.Process.Signal(syscall.SIGCONT)
 		waitStopped(t, p.Cmd.Process.Pid)
 		t0 := time.Now()
-		_, err = v.Step([]float32{0, 1, 2})
+		_, err := v.Step([]float32{0, 1, 2})
 		if el := time.Since(t0); status.Code(errors.Unwrap(err)) != codes.DeadlineExceeded || el > 3*time.Second {
 			t.Fatalf("after %v: err %v, want DeadlineExceeded after the 1 s timeout", el, err)
 		}
@@ -330,14 +316,7 @@ func BenchmarkRemoteParallelStepPython(b *testing.B) {
 		for _, tr := range []struct{ name, prefix string }{{"grpc", "grpc://" + p.Addr()}, {"shm", "shm://" + name}} {
 			b.Run(fmt.Sprintf("%s/envs=%d", tr.name, envs), func(b *testing.B) {
 				rows := 3 * envs
-				v, err := env.MakeVector(tr.prefix+"/LineWalk", rows, env.Sync)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer v.Close()
-				if _, err := v.Reset(1); err != nil {
-					b.Fatal(err)
-				}
+				v := resetVector(b, tr.prefix+"/LineWalk", rows, 1)
 				act := make([]float32, rows)
 				b.ReportAllocs()
 				srv0, cli0 := procCPU(b, pid), selfCPU()

@@ -203,14 +203,7 @@ func stepMsg(actions []float32) *herdv1.EnvRequest {
 // INVALID_ACTION and the session goes on.
 func TestBadInput(t *testing.T) {
 	addr, _ := startServer(t, nil, 1<<20)
-	good, err := env.MakeVector("grpc://"+addr+"/CartPole-v1", 2, env.Sync)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer good.Close()
-	if _, err := good.Reset(1); err != nil {
-		t.Fatal(err)
-	}
+	good := resetVector(t, "grpc://"+addr+"/CartPole-v1", 2, 1)
 	big := make([]float32, 300_000) // 1.2 MB on the wire, over the 1 MiB limit
 	cases := []struct {
 		name string
@@ -286,17 +279,10 @@ func TestBadInput(t *testing.T) {
 // not a hang, and every later call fails the same way.
 func TestServerStops(t *testing.T) {
 	addr, g := startServer(t, nil, 0)
-	v, err := env.MakeVector("grpc://"+addr+"/CartPole-v1?timeout=5s", 3, env.Sync)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Close()
-	if _, err := v.Reset(1); err != nil {
-		t.Fatal(err)
-	}
+	v := resetVector(t, "grpc://"+addr+"/CartPole-v1?timeout=5s", 3, 1)
 	g.Stop()
 	start := time.Now()
-	_, err = v.Step([]float32{0, 1, 0})
+	_, err := v.Step([]float32{0, 1, 0})
 	if err == nil || time.Since(start) > 5*time.Second+time.Second {
 		t.Fatalf("step on a stopped server: err %v after %v", err, time.Since(start))
 	}
@@ -393,14 +379,7 @@ func (rawCodec) Name() string { return "proto" }
 // message) and the server keeps serving other sessions.
 func TestGarbageBytes(t *testing.T) {
 	addr, _ := startServer(t, nil, 0)
-	good, err := env.MakeVector("grpc://"+addr+"/CartPole-v1", 2, env.Sync)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer good.Close()
-	if _, err := good.Reset(1); err != nil {
-		t.Fatal(err)
-	}
+	good := resetVector(t, "grpc://"+addr+"/CartPole-v1", 2, 1)
 	conn, err := service.Dial(addr, nil, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -457,4 +436,19 @@ func TestMaxSessions(t *testing.T) {
 	for _, e := range open {
 		e.Close()
 	}
+}
+
+// resetVector opens the vector env id with n envs, resets it with seed and
+// closes it when tb ends; any error fails tb.
+func resetVector(tb testing.TB, id string, n int, seed int64) env.Vector {
+	tb.Helper()
+	v, err := env.MakeVector(id, n, env.Sync)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { v.Close() })
+	if _, err := v.Reset(seed); err != nil {
+		tb.Fatal(err)
+	}
+	return v
 }

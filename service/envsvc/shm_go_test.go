@@ -72,14 +72,7 @@ func TestGoShm(t *testing.T) {
 		t.Fatalf("unknown env: %v", err)
 	}
 	pipes := ownPipes(t) // stdout and stderr on one pipe, say
-	v, err := env.MakeVector("shm://"+name+"/CartPole-v1?timeout=20s", 2, env.Sync)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Close()
-	if _, err := v.Reset(1); err != nil {
-		t.Fatal(err)
-	}
+	v := resetVector(t, "shm://"+name+"/CartPole-v1?timeout=20s", 2, 1)
 	// The session runs on wake pipes, both with their two ends in this
 	// process (the client's and the server's).
 	if n := ownPipes(t) - pipes; n != 2 {
@@ -106,14 +99,7 @@ func BenchmarkRemoteVectorStepShm(b *testing.B) {
 	startShm(b, name)
 	for _, n := range []int{1, 16, 64} {
 		b.Run(fmt.Sprintf("envs=%d", n), func(b *testing.B) {
-			v, err := env.MakeVector("shm://"+name+"/CartPole-v1", n, env.Sync)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer v.Close()
-			if _, err := v.Reset(1); err != nil {
-				b.Fatal(err)
-			}
+			v := resetVector(b, "shm://"+name+"/CartPole-v1", n, 1)
 			act := make([]float32, n)
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -210,17 +210,10 @@ func TestShmFaults(t *testing.T) {
 	t.Run("kill server mid-step", func(t *testing.T) {
 		name := shmName(t)
 		p := pyproc.Start(t, "herd_env.serve", "--env", "herd_env.testenvs:Jittery", "--kwargs", slow, "--id", "J", "--shm", name)
-		v, err := env.MakeVector("shm://"+name+"/J?timeout=20s", 2, env.Sync)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer v.Close()
-		if _, err := v.Reset(1); err != nil {
-			t.Fatal(err)
-		}
+		v := resetVector(t, "shm://"+name+"/J?timeout=20s", 2, 1)
 		time.AfterFunc(300*time.Millisecond, func() { p.Cmd.Process.Kill() })
 		t0 := time.Now()
-		_, err = v.Step([]float32{0, 1})
+		_, err := v.Step([]float32{0, 1})
 		if status.Code(errors.Unwrap(err)) != codes.Unavailable || time.Since(t0) > 2*time.Second {
 			t.Fatalf("after %v: err %v, want Unavailable at once", time.Since(t0), err)
 		}
@@ -230,19 +223,12 @@ func TestShmFaults(t *testing.T) {
 	t.Run("stopped server", func(t *testing.T) {
 		name := shmName(t)
 		p := pyproc.Start(t, "herd_env.serve", "--env", "herd_env.testenvs:Trivial", "--shm", name)
-		v, err := env.MakeVector("shm://"+name+"/Trivial?timeout=1s", 2, env.Sync)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer v.Close()
-		if _, err := v.Reset(1); err != nil {
-			t.Fatal(err)
-		}
+		v := resetVector(t, "shm://"+name+"/Trivial?timeout=1s", 2, 1)
 		p.Cmd.Process.Signal(syscall.SIGSTOP)
 		defer p.Cmd.Process.Signal(syscall.SIGCONT)
 		waitStopped(t, p.Cmd.Process.Pid) // the signal is delivered asynchronously
 		t0 := time.Now()
-		_, err = v.Step([]float32{0, 1})
+		_, err := v.Step([]float32{0, 1})
 		el := time.Since(t0)
 		if status.Code(errors.Unwrap(err)) != codes.DeadlineExceeded || el > 3*time.Second {
 			t.Fatalf("after %v: err %v, want DeadlineExceeded after the 1 s timeout", el, err)
@@ -289,14 +275,7 @@ func TestShmFaults(t *testing.T) {
 		waitSegments(t, p.Cmd.Process.Pid, 0)
 		waitPipeEnds(t, p.Cmd.Process.Pid, pipes)
 		// The server goes on serving.
-		v, err := env.MakeVector("shm://"+name+"/Trivial?timeout=20s", 3, env.Sync)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer v.Close()
-		if _, err := v.Reset(1); err != nil {
-			t.Fatal(err)
-		}
+		v := resetVector(t, "shm://"+name+"/Trivial?timeout=20s", 3, 1)
 		if _, err := v.Step([]float32{0, 1, 1}); err != nil {
 			t.Fatal(err)
 		}
@@ -386,14 +365,7 @@ func BenchmarkRemoteVectorStepPython(b *testing.B) {
 	} {
 		for _, n := range []int{1, 8} {
 			b.Run(fmt.Sprintf("%s/envs=%d", tr.name, n), func(b *testing.B) {
-				v, err := env.MakeVector(tr.prefix(b)+"/Trivial"+tr.query, n, env.Sync)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer v.Close()
-				if _, err := v.Reset(1); err != nil {
-					b.Fatal(err)
-				}
+				v := resetVector(b, tr.prefix(b)+"/Trivial"+tr.query, n, 1)
 				act := make([]float32, n)
 				b.ReportAllocs()
 				b.ResetTimer()
