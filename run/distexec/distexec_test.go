@@ -99,17 +99,7 @@ dqn: {num_envs: 1, buffer_size: 2000, batch_size: 32, learning_starts: 500, trai
 func TestTrainRunOffPolicy(t *testing.T) {
 	for _, tr := range []string{"inproc", "nats"} {
 		t.Run(tr, func(t *testing.T) {
-			res, err := algo.Resolve([]byte(fmt.Sprintf(dqnDist, tr)), []algo.Spec{dqn.Spec()}, algo.Overrides{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Header.Out = t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			sum, err := algo.TrainRun(ctx, res, algo.RunOptions{Executors: run.Executors()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			res, sum := trainFile(t, fmt.Sprintf(dqnDist, tr), 60*time.Second, dqn.Spec())
 			if sum.Steps != res.Header.Steps || sum.Episodes == 0 {
 				t.Errorf("summary: %d steps (want %d), %d episodes", sum.Steps, res.Header.Steps, sum.Episodes)
 			}

@@ -12,6 +12,7 @@ import (
 	"herd/algo/a2c"
 	"herd/algo/dqn"
 	"herd/algo/ppo"
+	"herd/metrics"
 	"herd/run"
 	"herd/run/distexec"
 )
@@ -32,17 +33,7 @@ func TestTrainRunTwoLearners(t *testing.T) {
 	const steps = 2 * 4 * 32 * 6
 	for _, tr := range []string{"inproc", "nats"} {
 		t.Run(tr, func(t *testing.T) {
-			res, err := algo.Resolve([]byte(fmt.Sprintf(ppoLearners, steps, tr)), []algo.Spec{ppo.Spec()}, algo.Overrides{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Header.Out = t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-			defer cancel()
-			sum, err := algo.TrainRun(ctx, res, algo.RunOptions{Executors: run.Executors()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, sum := trainFile(t, fmt.Sprintf(ppoLearners, steps, tr), 120*time.Second, ppo.Spec())
 			if sum.Steps != steps || sum.Episodes == 0 {
 				t.Errorf("summary: %d steps (want %d), %d episodes", sum.Steps, steps, sum.Episodes)
 			}
@@ -94,17 +85,7 @@ func TestTrainRunTwoOffLearners(t *testing.T) {
 	const steps = 4000
 	for _, tr := range []string{"inproc", "nats"} {
 		t.Run(tr, func(t *testing.T) {
-			res, err := algo.Resolve([]byte(fmt.Sprintf(dqnLearners, steps, tr)), []algo.Spec{dqn.Spec()}, algo.Overrides{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Header.Out = t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-			defer cancel()
-			sum, err := algo.TrainRun(ctx, res, algo.RunOptions{Executors: run.Executors()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, sum := trainFile(t, fmt.Sprintf(dqnLearners, steps, tr), 120*time.Second, dqn.Spec())
 			if sum.Steps != steps || sum.Episodes == 0 {
 				t.Errorf("summary: %d steps (want %d), %d episodes", sum.Steps, steps, sum.Episodes)
 			}
@@ -113,4 +94,23 @@ func TestTrainRunTwoOffLearners(t *testing.T) {
 			}
 		})
 	}
+}
+
+// trainFile resolves the config file with specs, writes the run under a
+// temporary directory and trains it through algo.TrainRun within timeout;
+// any error fails t.
+func trainFile(t *testing.T, file string, timeout time.Duration, specs ...algo.Spec) (*algo.Resolved, metrics.Summary) {
+	t.Helper()
+	res, err := algo.Resolve([]byte(file), specs, algo.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Header.Out = t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	sum, err := algo.TrainRun(ctx, res, algo.RunOptions{Executors: run.Executors()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, sum
 }

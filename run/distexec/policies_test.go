@@ -2,7 +2,6 @@ package distexec_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"maps"
@@ -16,7 +15,6 @@ import (
 	"herd/algo/dqn"
 	"herd/algo/ppo"
 	"herd/nn"
-	"herd/run"
 	"herd/run/distexec"
 )
 
@@ -122,17 +120,7 @@ dqn: {num_envs: 12, buffer_size: 1000, batch_size: 16, learning_starts: 60, trai
 		for _, tr := range []string{"inproc", "nats"} {
 			t.Run(c.name+"/"+tr, func(t *testing.T) {
 				file := strings.Replace(c.file, "TR", tr, 1)
-				res, err := algo.Resolve([]byte(file), []algo.Spec{ppo.Spec(), dqn.Spec()}, algo.Overrides{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				res.Header.Out = t.TempDir()
-				ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-				defer cancel()
-				sum, err := algo.TrainRun(ctx, res, algo.RunOptions{Executors: run.Executors()})
-				if err != nil {
-					t.Fatal(err)
-				}
+				res, sum := trainFile(t, file, 120*time.Second, ppo.Spec(), dqn.Spec())
 				if sum.Steps != c.steps || (c.eps > 0 && sum.Episodes != c.eps) {
 					t.Errorf("summary: %d steps, %d episodes; want %d, %d", sum.Steps, sum.Episodes, c.steps, c.eps)
 				}
