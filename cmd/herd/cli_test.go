@@ -177,12 +177,27 @@ func TestCLIInterruptWithFailedSaveIsAFailure(t *testing.T) {
 }
 
 // A second Ctrl-C exits at once even when the command cannot stop: here it
-// is blocked opening a FIFO for its CPU profile, before training.
+// blocks writing its CPU profile, at the end of the run, into a FIFO whose
+// pipe the test has filled (opening a FIFO read-write never blocks, and a
+// profile smaller than the pipe would go through).
 func TestCLISecondInterruptExitsAtOnce(t *testing.T) {
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 		t.Skip("no FIFOs here:", err)
+	}
+	fd, err := syscall.Open(fifo, syscall.O_RDWR|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	for chunk := make([]byte, 4096); ; {
+		if _, err := syscall.Write(fd, chunk); err != nil {
+			if err != syscall.EAGAIN {
+				t.Fatal(err)
+			}
+			break
+		}
 	}
 	cmd, so, se := start(t, dir, append(longPPO, "--out", "run", "--cpuprofile", fifo)...)
 	time.Sleep(500 * time.Millisecond) // let it install its handler and block in open
