@@ -7,6 +7,8 @@
 #
 #   scripts/bench-flow-speed.sh            (ROUNDS=3 STEPS=200000 LOAD=0 ONLY=ppo|dqn|all)
 #
+# Ends with the median of each ratio over the rounds.
+#
 # PPO: flow (GatherSync), flow with runtime.num_async=2 (the next round
 # collected while the learner learns: one version of lag, as the dist
 # executor's inline env workers have) and dist inline, in-process and over
@@ -35,7 +37,10 @@ run() {
   printf '%-28s %8.0f steps/s  load %s\n' "$name" "${sps:-0}" "$load"
   eval "SPS_${name//[^a-zA-Z0-9]/_}=${sps:-0}"
 }
-ratio() { awk -v a="$2" -v b="$3" -v n="$1" 'BEGIN { printf "  %-34s %.2f\n", n, (b > 0 ? a / b : 0) }'; }
+RATIOS=$(mktemp)
+trap 'rm -f "$RATIOS"' EXIT
+# ratio NAME A B: prints A/B and keeps it for the medians at the end.
+ratio() { awk -v a="$2" -v b="$3" -v n="$1" 'BEGIN { printf "  %-34s %.2f\n", n, (b > 0 ? a / b : 0) }' | tee -a "$RATIOS"; }
 
 for i in $(seq "$ROUNDS"); do
   echo "round $i $(date -u +%H:%M:%S) UTC"
@@ -63,4 +68,13 @@ for i in $(seq "$ROUNDS"); do
       eval 'ratio "Ape-X flow/dist Ape-X '$tr'" $SPS_apex_flow_'$tr' $SPS_dist_apex_'$tr
     done
   fi
+done
+
+# The median of each ratio over the rounds (single runs swing by ±10%).
+echo "medians over $ROUNDS rounds:"
+sed 's/^ *//; s/ *[0-9.]*$//' "$RATIOS" | sort -u | while read -r name; do
+  vals=$(grep -F "  $name " "$RATIOS" | awk '{ print $NF }' | sort -n)
+  awk -v n="$name" -v all="$(echo $vals)" '{ a[NR] = $1 } END {
+    m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
+    printf "  %-34s %.2f  (%s)\n", n, m, all }' <<<"$vals"
 done

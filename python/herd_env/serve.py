@@ -1,7 +1,7 @@
 """Serves a Gymnasium-style env to herd over gRPC (herd.v1 EnvService).
 
     python3 -m herd_env.serve --env module:Class [--kwargs JSON] [--id NAME]
-        [--host 127.0.0.1] --port P [--shm NAME] [--max-envs 4096]
+        [--host 127.0.0.1] --port P [--shm NAME [--shm-procs K]] [--max-envs 4096]
         [--max-sessions 64] [--tls-cert F --tls-key F [--tls-client-ca F]]
 
 --env names a class or function that returns an env: an object with
@@ -13,8 +13,10 @@ builds num_envs envs with it and steps them in one message; herd connects
 with --env grpc://HOST:PORT/NAME, NAME being --id (default: the class or
 function name, or kwargs["id"] when given). With --shm NAME it also serves
 clients on the same host through shared memory (herd connects with
---env shm://NAME/ID; see herd_env.shm); --port 0 picks a free port, and
---port -1 serves shared memory only.
+--env shm://NAME/ID; see herd_env.shm), in --shm-procs K worker processes
+when given (shm://NAME/ID?inflight=K then steps a vector's envs in K
+processes at once); --port 0 picks a free port, and --port -1 serves
+shared memory only.
 
 Errors the session survives (an action outside the space, a step that needs
 a reset, an exception from the env) are answered in-band with a Status; a
@@ -386,6 +388,10 @@ def main(argv=None):
                    help="after answering a shm step, watch for the next one this long before blocking (0: never)")
     p.add_argument("--profile-shm", action="store_true",
                    help="print where each shm session's step messages spent their time when it ends (stderr)")
+    p.add_argument("--shm-procs", type=int, default=0, metavar="K",
+                   help="run shm sessions in K worker processes, each new session in the one with the fewest "
+                        "(0: in this process); a vector's shm://NAME/ID?inflight=K then steps in K processes at once")
+    p.add_argument("--shm-child-fd", type=int, default=-1, help=argparse.SUPPRESS)
     add_common_flags(p)
     args = p.parse_args(argv)
     try:
@@ -402,8 +408,19 @@ def main(argv=None):
             from .shm import ShmServer
             if not 0 <= args.shm_spin_us <= 50:
                 raise ValueError("--shm-spin-us %g: want 0..50" % args.shm_spin_us)
+            if not 0 <= args.shm_procs <= 256:
+                raise ValueError("--shm-procs %d: want 0..256" % args.shm_procs)
+            if args.shm_child_fd >= 0:  # a worker process of --shm-procs
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+                ShmServer(servicer, args.shm, args.max_sessions, profile=args.profile_shm,
+                          spin_us=args.shm_spin_us, listen=False).serve_child(args.shm_child_fd)
+            child = [sys.executable, "-m", "herd_env.serve", "--env", args.env, "--kwargs", args.kwargs,
+                     "--id", env_id, "--max-envs", str(args.max_envs), "--shm", args.shm, "--port", "-1",
+                     "--max-sessions", str(args.max_sessions), "--shm-spin-us", str(args.shm_spin_us)]
+            if args.profile_shm:
+                child.append("--profile-shm")
             shm_server = ShmServer(servicer, args.shm, args.max_sessions, profile=args.profile_shm,
-                                   spin_us=args.shm_spin_us)
+                                   spin_us=args.shm_spin_us, procs=args.shm_procs, child_argv=child)
             shm_server.name = args.shm
         elif args.port < 0:
             raise ValueError("--port -1 (no gRPC) needs --shm")

@@ -6,6 +6,9 @@
     python3 -m herd_env.serve --env herd_env.testenvs:Jittery --id CartPole \\
         --kwargs '{"env": "gymnasium:make", "env_kwargs": {"id": "CartPole-v1"}}' --port P
 
+Pid is Trivial whose observation's first value is its process's id: a
+test sees which process stepped a session (herd_env.serve --shm-procs).
+
 Trivial does no work: its step time is the transport's own cost (a 4-value
 Box observation, a Discrete(2) action, episodes of `length` steps). Jittery
 wraps another env (default Trivial) and sleeps before each of its steps for
@@ -17,6 +20,7 @@ results.
 """
 
 import math
+import os
 import random
 import time
 
@@ -49,6 +53,13 @@ class Trivial:
 
     def close(self):
         pass
+
+
+class Pid(Trivial):
+    def __init__(self, length=200):
+        super().__init__(length)
+        self.observation_space = Box([0.0] * 4, [float(1 << 24)] * 4)
+        self.obs = [float(os.getpid()), 0.0, 0.0, 0.0]
 
 
 class Jittery:

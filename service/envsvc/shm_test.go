@@ -121,9 +121,12 @@ func TestShmMatchesGRPC(t *testing.T) {
 		return stepTrace(t, v, 4, 80)
 	}
 	want := trace("grpc://" + p.Addr() + "/CartPole?timeout=20s")
+	procs := name + "-procs" // sessions in 2 worker processes
+	pyproc.Start(t, "herd_env.serve", "--env", "pycartpole:CartPole", "--shm", procs, "--shm-procs", "2")
 	for _, id := range []string{"shm://" + name + "/CartPole?timeout=20s", "shm://" + name + "/CartPole?timeout=20s&inflight=2",
 		"shm://" + name + "/CartPole?timeout=20s&spin=0",
-		"grpc://" + p.Addr() + "/CartPole?timeout=20s&inflight=3"} {
+		"grpc://" + p.Addr() + "/CartPole?timeout=20s&inflight=3",
+		"shm://" + procs + "/CartPole?timeout=20s&inflight=2", "shm://" + procs + "/CartPole?timeout=20s&inflight=3"} {
 		sameTrace(t, id, want, trace(id))
 	}
 
@@ -415,5 +418,81 @@ func TestShmSpaces(t *testing.T) {
 			}
 			sameTrace(t, cls, trace("grpc://"+p.Addr()+"/"+cls+"?timeout=20s"), trace("shm://"+name+"/"+cls+"?timeout=20s&inflight=2"))
 		})
+	}
+}
+
+// TestPythonShmProcs: with --shm-procs 2 the two sessions of a vector's
+// inflight=2 step in two worker processes (the Pid env observes its
+// process id), neither of them the server's own; kill -9 of a worker
+// fails its client's next step at once (not at the timeout) and a new
+// session goes to the live worker; kill -9 of the server ends the worker
+// it leaves.
+func TestPythonShmProcs(t *testing.T) {
+	name := shmName(t)
+	p := pyproc.Start(t, "herd_env.serve", "--env", "herd_env.testenvs:Pid", "--shm", name, "--shm-procs", "2")
+	pids := func(v env.Vector) []int {
+		t.Helper()
+		b, err := v.Reset(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int
+		for i := 0; i < v.NumEnvs(); i++ {
+			out = append(out, int(b.Obs[i*b.ObsDim]))
+		}
+		return out
+	}
+	v, err := env.MakeVector("shm://"+name+"/Pid?timeout=20s&inflight=2", 4, env.Sync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	got := pids(v)
+	a, b := got[0], got[2]
+	if got[1] != a || got[3] != b || a == b || a == p.Cmd.Process.Pid || b == p.Cmd.Process.Pid {
+		t.Fatalf("env rows stepped by processes %v (server %d), want 2 workers, 2 rows each", got, p.Cmd.Process.Pid)
+	}
+	if _, err := v.Step(make([]float32, 4)); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := syscall.Kill(a, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := v.Step(make([]float32, 4)); err == nil {
+		t.Fatal("a step with a killed worker succeeded")
+	} else if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("a step with a killed worker failed after %v (%v), want at once", took, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		// the server learns of the death from its socket pair: until
+		// then a new session may still be handed to the dead worker
+		w, err := env.MakeVector("shm://"+name+"/Pid?timeout=20s", 1, env.Sync)
+		if err == nil {
+			got, _ := w.Reset(1)
+			w.Close()
+			if got != nil && int(got.Obs[0]) == b {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new session on the live worker %d within 10 s (last: %v)", b, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	if err := p.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.Cmd.Wait()
+	for deadline := time.Now().Add(10 * time.Second); syscall.Kill(b, 0) == nil; {
+		if state, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", b)); strings.Contains(string(state), ") Z ") {
+			break // exited; a zombie until its parent's parent reaps it
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("worker %d still runs 10 s after the server was killed", b)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
