@@ -55,7 +55,9 @@ import (
 // opens K sessions of about n/K consecutive envs each and sends the K
 // sub-batches before reading any answer, so the server steps one while the
 // next travels. The results are the same bits for every K: each env keeps
-// its own seed and random stream whichever session holds it. The server
+// its own seed and random stream whichever session holds it. Make, one
+// env, is one session whatever K says (a run's id serves its vectors and
+// the single envs made from it alike). The server
 // resets ended episodes in the same step (the Vector convention).
 // WithEpisodeStatistics and WithStrictActions are applied on this side;
 // WithMaxEpisodeSteps and WithoutTimeLimit are sent to the server;
@@ -570,9 +572,6 @@ func makeRemote(id string, o makeOptions) (Env, error) {
 	t, err := parseRemote(id)
 	if err != nil {
 		return nil, err
-	}
-	if t.inflight != 1 {
-		return nil, fmt.Errorf("%w: remote env %q: inflight applies to vectors (MakeVector)", ErrInvalidOption, id)
 	}
 	s, err := openSession(t, 1, o, false)
 	if err != nil {

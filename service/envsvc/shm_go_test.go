@@ -129,16 +129,8 @@ func TestTrainShmSimpleSpread(t *testing.T) {
 	if !env.IsParallel(remote) || env.IsParallel("shm://"+name+"/CartPole-v1?timeout=20s") {
 		t.Fatalf("IsParallel: %s %v, CartPole-v1 %v; want true, false", remote, env.IsParallel(remote), env.IsParallel("shm://"+name+"/CartPole-v1"))
 	}
-	want := trainParams(t, id, false)
-	got := trainParams(t, remote, false)
-	if len(want) == 0 || len(want) != len(got) {
-		t.Fatalf("%d and %d parameters", len(want), len(got))
-	}
-	for i := range want {
-		if want[i] != got[i] {
-			t.Fatalf("parameter %d: local %v, over shm %v", i, want[i], got[i])
-		}
-	}
+	sameParams(t, "over shm", trainParams(t, "ippo-simple-spread.yaml", id, false),
+		trainParams(t, "ippo-simple-spread.yaml", remote, false))
 }
 
 // shmPrefix serves herd's envs over shm until the benchmark ends and

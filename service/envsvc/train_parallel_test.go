@@ -1,7 +1,10 @@
 package envsvc
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,14 +12,15 @@ import (
 	"herd/algo"
 	"herd/algo/all"
 	"herd/internal/pyproc"
+	"herd/run"
 	"herd/run/hts"
 )
 
 // trainParams trains configs/ippo-simple-spread.yaml on envID for two PPO
 // updates (local executor, or HTS) and returns its parameters.
-func trainParams(t *testing.T, envID string, useHTS bool) []float32 {
+func trainParams(t *testing.T, config, envID string, useHTS bool) []float32 {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(pyproc.Root(), "configs", "ippo-simple-spread.yaml"))
+	data, err := os.ReadFile(filepath.Join(pyproc.Root(), "configs", config))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,15 +59,52 @@ func TestTrainRemoteSimpleSpread(t *testing.T) {
 	addr, _ := startServerWith(t, nil, 0, Config{MaxEnvs: 64, MaxSessions: 64}) // HTS: a session per slot
 	const id = "mpe/simple_spread_v3?agent_id=true"
 	for _, useHTS := range []bool{false, true} {
-		want := trainParams(t, id, useHTS)
-		got := trainParams(t, "grpc://"+addr+"/"+id, useHTS)
-		if len(want) == 0 || len(want) != len(got) {
-			t.Fatalf("hts %v: %d and %d parameters", useHTS, len(want), len(got))
+		sameParams(t, fmt.Sprintf("hts %v", useHTS), trainParams(t, "ippo-simple-spread.yaml", id, useHTS),
+			trainParams(t, "ippo-simple-spread.yaml", "grpc://"+addr+"/"+id, useHTS))
+	}
+}
+
+func sameParams(t *testing.T, what string, want, got []float32) {
+	t.Helper()
+	if len(want) == 0 || len(want) != len(got) {
+		t.Fatalf("%s: %d and %d parameters", what, len(want), len(got))
+	}
+	for i := range want {
+		if want[i] != got[i] {
+			t.Fatalf("%s: parameter %d: local %v, remote %v", what, i, want[i], got[i])
 		}
-		for i := range want {
-			if want[i] != got[i] {
-				t.Fatalf("hts %v: parameter %d: local %v, remote %v", useHTS, i, want[i], got[i])
-			}
+	}
+}
+
+// TestTrainRemoteInflight: a run's env id may split its vector over
+// sessions (?inflight=K): herd train's path (algo.TrainRun, which also
+// makes single envs of the id) on PPO CartPole through herd serve env's
+// server with inflight=2 writes the local run's tensors.
+func TestTrainRemoteInflight(t *testing.T) {
+	addr, _ := startServer(t, nil, 0)
+	tensors := func(id string) []byte {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(pyproc.Root(), "configs", "ppo-cartpole.yaml"))
+		if err != nil {
+			t.Fatal(err)
 		}
+		res, err := algo.Resolve(data, all.Specs(), algo.Overrides{Env: &id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, T, _ := res.Config.(hts.Shape).RolloutShape()
+		res.Header.Steps, res.Header.Out = int64(2*n*T), t.TempDir()
+		if _, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: run.Executors()}); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		b, err := os.ReadFile(filepath.Join(res.Header.Out, "model.safetensors"))
+		if err != nil || len(b) < 8 {
+			t.Fatalf("%s: model: %v", id, err)
+		}
+		// the tensors after the JSON header, which names the env
+		return b[8+binary.LittleEndian.Uint64(b):]
+	}
+	if want, got := tensors("CartPole-v1"), tensors("grpc://"+addr+"/CartPole-v1?inflight=2"); !bytes.Equal(want, got) {
+		t.Fatalf("inflight=2: tensors differ from the local run's (%d and %d bytes)", len(want), len(got))
 	}
 }
