@@ -12,7 +12,10 @@
 # python3-typing-extensions). Gymnasium's optional farama_notifications
 # import may be missing (Gymnasium catches its ImportError).
 # Knobs: HERD (a built herd; default: go build), PY (default /usr/bin/python3),
-# ROUNDS (3), NUM_ENVS (8), SEEDS of PPO ("1"; "" skips PPO), STEPS (500000).
+# ROUNDS (3), NUM_ENVS (8), SEEDS of PPO ("1"; "" skips PPO), STEPS (500000),
+# PROCS (0; K > 0 adds shm rows with the server's sessions in K worker
+# processes, --shm-procs K, and the vector split over K sessions,
+# ?inflight=K).
 # Run from the repository root.
 set -euo pipefail
 : "${GYMNASIUM_SRC:?set GYMNASIUM_SRC to a directory that holds the gymnasium package}"
@@ -22,10 +25,11 @@ ROUNDS=${ROUNDS:-3}
 NUM_ENVS=${NUM_ENVS:-8}
 SEEDS=${SEEDS-1}
 STEPS=${STEPS:-500000}
+PROCS=${PROCS:-0}
 D=$(mktemp -d)
 SHM=gymrows$$
-srv=
-cleanup() { [ -z "$srv" ] || kill "$srv" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$D"; }
+srv= srvp=
+cleanup() { for p in $srv $srvp; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$D"; }
 trap cleanup EXIT
 H=${HERD:-$D/herd}
 [ -n "${HERD:-}" ] || go build -o "$H" ./cmd/herd
@@ -40,24 +44,43 @@ srv=$!
 for _ in $(seq 100); do grep -q ' on port ' "$D/serve.log" && break; sleep 0.1; done
 port=$(awk '/ on port /{print $NF}' "$D/serve.log")
 [ -n "$port" ] || { cat "$D/serve.log" >&2; exit 1; }
+if [ "$PROCS" -gt 0 ]; then
+  "$PY" -m herd_env.serve --env gymnasium:make --kwargs "$KW" --port -1 --shm "${SHM}p" --shm-procs "$PROCS" >"$D/servep.log" 2>&1 &
+  srvp=$!
+  for _ in $(seq 100); do grep -q ' on shm ' "$D/servep.log" && break; sleep 0.1; done
+fi
 
 # steps/s of one JSON line's field, rounded.
 field() { "$PY" -c 'import json,sys; print(round(json.loads(sys.stdin.read().strip().splitlines()[-1])[sys.argv[1]]))' "$1"; }
 
 # The server's user+system CPU time in clock ticks (/proc/PID/stat).
-srvcpu() { "$PY" -c 'import sys; s=open("/proc/%s/stat" % sys.argv[1]).read(); f=s[s.rindex(")")+2:].split(); print(int(f[11])+int(f[12]))' "$srv"; }
+# With PROCS, the worker processes' time too (the children of the --shm-procs server).
+srvcpu() { "$PY" -c '
+import glob, sys
+def cpu(pid):
+    s = open("/proc/%s/stat" % pid).read(); f = s[s.rindex(")")+2:].split(); return int(f[11]) + int(f[12])
+pids = [sys.argv[1]] + [p for p in sys.argv[2:] if p]
+kids = []
+for p in pids[1:]:
+    for t in glob.glob("/proc/%s/task/*/children" % p):
+        kids += open(t).read().split()
+print(cpu(pids[0]) + sum(cpu(p) for p in pids[1:] + kids))' "$srv" "${1:-}"; }
 TICK=$(getconf CLK_TCK)
 # remote ID|shm: prints "steps/s server-CPU-µs-per-env-step" for one 1 s
 # measurement (herd bench remote env; its steps are about steps/s x 1 s).
 remote() {
   local c0 c1 sps
-  c0=$(srvcpu)
-  if [ "$1" = shm ]; then
+  local p=
+  [ "$1" != shmp ] || p=$srvp
+  c0=$(srvcpu "$p")
+  if [ "$1" = shmp ]; then
+    sps=$("$H" bench remote env --shm "${SHM}p" --id CartPole-v1 --num-envs "$NUM_ENVS" --inflight "$PROCS" --rounds 1 --duration 1s --json | field remote_steps_per_s)
+  elif [ "$1" = shm ]; then
     sps=$("$H" bench remote env --shm "$SHM" --id CartPole-v1 --num-envs "$NUM_ENVS" --rounds 1 --duration 1s --json | field remote_steps_per_s)
   else
     sps=$("$H" bench remote env --addr "127.0.0.1:$port" --id CartPole-v1 --num-envs "$NUM_ENVS" --rounds 1 --duration 1s --json | field remote_steps_per_s)
   fi
-  c1=$(srvcpu)
+  c1=$(srvcpu "$p")
   "$PY" -c 'import sys; sps,c0,c1,tick=map(float,sys.argv[1:5]); print(int(sps), round((c1-c0)/tick/sps*1e6, 2))' "$sps" "$c0" "$c1" "$TICK"
 }
 
@@ -68,13 +91,18 @@ for r in $(seq "$ROUNDS"); do
   ownj=$("$PY" -m herd_env.bench --env gymnasium:make --kwargs "$KW" --steps 100000 --repeats 1 | tail -1)
   read -r g gc <<<"$(remote grpc)"
   read -r s sc <<<"$(remote shm)"
+  sp=0 spc=0
+  [ "$PROCS" -eq 0 ] || read -r sp spc <<<"$(remote shmp)"
   "$PY" -c '
 import json, sys
 j = json.loads(sys.argv[1]); o, oc = j["median_steps_per_s"], 1e6 / j["median_steps_per_cpu_s"]
 g, gc, s, sc = map(float, sys.argv[2:6])
 print("round %s: own loop %d/s (cpu %.2f µs), gRPC %d/s (%.2fx; server cpu %.2f µs, %.2fx), shm %d/s (%.2fx; server cpu %.2f µs, %.2fx), load %s -> %s"
-      % (sys.argv[6], o, oc, g, g / o, gc, oc / gc, s, s / o, sc, oc / sc, sys.argv[7], sys.argv[8]))' \
-    "$ownj" "$g" "$gc" "$s" "$sc" "$r" "$l0" "$(load)"
+      % (sys.argv[6], o, oc, g, g / o, gc, oc / gc, s, s / o, sc, oc / sc, sys.argv[7], sys.argv[8]))
+sp, spc = float(sys.argv[9]), float(sys.argv[10])
+if sp:
+    print("         shm, %s worker processes, inflight=%s: %d/s (%.2fx; server cpu %.2f µs)" % (sys.argv[11], sys.argv[11], sp, sp / o, spc))' \
+    "$ownj" "$g" "$gc" "$s" "$sc" "$r" "$l0" "$(load)" "$sp" "$spc" "$PROCS"
 done
 
 [ -n "$SEEDS" ] || exit 0
@@ -85,12 +113,15 @@ b = open(sys.argv[1], "rb").read(); n = struct.unpack("<Q", b[:8])[0]
 print(hashlib.sha256(b[8 + n:]).hexdigest()[:16])
 PY
 }
+kinds="local grpc shm"
+[ "$PROCS" -eq 0 ] || kinds="$kinds shmp"
 for seed in $SEEDS; do
-  for e in local grpc shm; do
+  for e in $kinds; do
     case $e in
       local) id=CartPole-v1 ;;
       grpc) id=grpc://127.0.0.1:$port/CartPole-v1 ;;
       shm) id=shm://$SHM/CartPole-v1 ;;
+      shmp) id="shm://${SHM}p/CartPole-v1?inflight=$PROCS" ;;
     esac
     l0=$(load)
     "$H" train --config configs/ppo-cartpole.yaml --env "$id" --seed "$seed" --steps "$STEPS" --quiet --force --out "$D/ppo-$e-$seed" >/dev/null
