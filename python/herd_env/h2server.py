@@ -304,13 +304,17 @@ class _Conn:
         self.recv_window = 65535  # what the peer may still send us
         self.recv_unacked = 0
         self.rbuf = b""  # the start of a frame not yet whole (the reading thread's)
+        self.rmem = bytearray(RECV_BYTES)
+        self.rmem_view = memoryview(self.rmem)
+        self.for_leader = False  # this read brought the reading handler its message
+        self.deferred = False  # wbuf holds frames left for that handler's answer
+        self.deferred_seen = False
         # Who reads the socket: None, a _Stream, or self (the fallback).
         self.lead_lock = threading.Lock()
         self.lead_cv = threading.Condition(self.lead_lock)
         self.leader = None
         self.waiters = set()  # streams whose handlers wait with an empty queue
         self.lead_gen = 0
-        self.fallback_idle = False
         cfg = h2.config.H2Configuration(client_side=False, header_encoding=None,
                                         validate_inbound_headers=False, normalize_inbound_headers=False,
                                         validate_outbound_headers=False, normalize_outbound_headers=False)
@@ -326,6 +330,7 @@ class _Conn:
 
     def flush_locked(self):
         self.h2out()
+        self.deferred = False
         if not self.wbuf:
             return
         out = b"".join(self.wbuf) if len(self.wbuf) > 1 else self.wbuf[0]
@@ -342,7 +347,10 @@ class _Conn:
 
     def _recv(self):
         if self.tls is None:
-            return self.sock.recv(RECV_BYTES)
+            # Into a buffer kept for it: recv(RECV_BYTES) would allocate
+            # (mmap, past malloc's threshold) and shrink that much per read.
+            n = self.sock.recv_into(self.rmem)
+            return self.rmem_view[:n].tobytes()
         raw = None  # nothing read yet: the handshake's last read may hold records
         while True:
             with self.lock:
@@ -373,7 +381,11 @@ class _Conn:
             raw = self.sock.recv(RECV_BYTES)
 
     def _read_once(self):
-        """One recv, and every whole frame in it handled."""
+        """One recv, and every whole frame in it handled; the frames to
+        write (PING ACK, WINDOW_UPDATE, SETTINGS ACK) are written now, or
+        with the answer when the reading handler got its message (one
+        write per message instead of two; the fallback thread writes them
+        if the answer takes longer than FALLBACK_S)."""
         try:
             data = self._recv()
         except (OSError, ssl.SSLError):
@@ -382,6 +394,7 @@ class _Conn:
             if not data:
                 self._close_locked()
                 return
+            self.for_leader = False
             try:
                 self._frames(self.rbuf + data if self.rbuf else data)
             except _ConnError as e:
@@ -391,7 +404,11 @@ class _Conn:
                 self.flush_locked()  # h2 has queued its GOAWAY
                 self._close_locked()
             else:
-                self.flush_locked()
+                if self.for_leader:
+                    self.h2out()
+                    self.deferred = bool(self.wbuf)
+                else:
+                    self.flush_locked()
 
     def _frames(self, buf):
         n, pos, to_h2 = len(buf), 0, None
@@ -559,7 +576,9 @@ class _Conn:
     def deliver(self, s, item):
         """Puts item on s's queue (the reading thread, conn.lock held)."""
         s.q.put(item)
-        if s.waiting:
+        if s is self.leader:
+            self.for_leader = True
+        elif s.waiting:
             with self.lead_lock:
                 if s.waiting:
                     s.waiting = False
@@ -576,8 +595,8 @@ class _Conn:
             return
         self.leader = None
         self.lead_gen += 1
-        if self.fallback_idle:
-            self.lead_cv.notify()
+        if not self.streams:
+            self.lead_cv.notify()  # the fallback reads at once
 
     def _lead(self, who):
         try:
@@ -627,26 +646,32 @@ class _Conn:
             return m
 
     def _fallback(self):
-        """Reads when no handler has for FALLBACK_S (or at once while the
-        connection has no streams)."""
+        """Reads when no handler has for FALLBACK_S (at once while the
+        connection has no streams), and writes frames left for an answer
+        that has not come within about as long."""
         while True:
+            take = False
             with self.lead_lock:
-                while True:
-                    if self.closed:
-                        return
-                    if self.leader is None:
-                        if not self.streams:
-                            break
-                        gen = self.lead_gen
-                        self.lead_cv.wait(FALLBACK_S)
-                        if self.leader is None and (gen == self.lead_gen or not self.streams):
-                            break
-                    else:
-                        self.fallback_idle = True
-                        self.lead_cv.wait()
-                        self.fallback_idle = False
-                self.leader = self
-            self._lead(self)
+                if self.closed:
+                    return
+                gen = self.lead_gen
+                if self.leader is not None or self.streams:
+                    self.lead_cv.wait(FALLBACK_S)
+                take = self.leader is None and not self.closed and (gen == self.lead_gen or not self.streams)
+                if take:
+                    self.leader = self
+            if take:
+                self._lead(self)
+            elif self.deferred:
+                if self.deferred_seen:
+                    with self.lock:
+                        if self.deferred:
+                            self.flush_locked()
+                    self.deferred_seen = False
+                else:
+                    self.deferred_seen = True
+            else:
+                self.deferred_seen = False
 
     def _handshake(self, ctx):
         self.tls_in, self.tls_out = ssl.MemoryBIO(), ssl.MemoryBIO()
