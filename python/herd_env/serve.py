@@ -343,7 +343,10 @@ def make_h2_server(servicer, host, port, max_message_bytes=MAX_MESSAGE_BYTES, tl
                    tls_client_ca=None, workers=32):
     """make_server's counterpart on herd_env.h2server (--grpc-impl h2):
     the same servicer's Describe and Session behind a leaner HTTP/2 stack."""
-    from . import h2server
+    try:
+        from . import h2server
+    except ImportError as ex:
+        raise ValueError("--grpc-impl h2 needs Debian's python3-h2 (%s)" % (ex,)) from None
     ctx = None
     if tls_cert or tls_key or tls_client_ca:
         if not (tls_cert and tls_key):
