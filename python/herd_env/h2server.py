@@ -41,7 +41,7 @@ import socket
 import ssl
 import struct
 import threading
-from queue import Empty, SimpleQueue
+from queue import SimpleQueue
 
 import grpc
 import h2.config
@@ -610,10 +610,7 @@ class _Conn:
         """s's next queue item, reading the socket when no one else is."""
         q = s.q
         while True:
-            try:
-                m = q.get_nowait()
-            except Empty:
-                m = None
+            m = None if q.empty() else q.get()  # only this thread takes from q
             if m is not None and m is not _LEAD:
                 return m
             with self.lead_lock:
