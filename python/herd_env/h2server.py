@@ -102,7 +102,6 @@ class _ConnError(Exception):
 
 _EOF = object()  # the client half-closed its side
 _LEAD = object()  # a waiting handler is to read the socket next
-_CANCEL = _Cancelled()
 
 
 def _grpc_message(s):
@@ -215,7 +214,7 @@ class _Stream:
     def cancel(self):
         if not self.cancelled:
             self.cancelled = True
-            self.conn.deliver(self, _CANCEL)
+            self.conn.deliver(self, _Cancelled())
 
     def send(self, payload):
         """Sends one response message (handler thread)."""
@@ -227,12 +226,12 @@ class _Stream:
         n += 5
         with conn.lock:
             if self.cancelled or conn.closed:
-                raise _CANCEL
+                raise _Cancelled()
             if not self.headers_sent:
                 try:
                     conn.h2.send_headers(self.id, _RESPONSE_HEADERS)
                 except h2.exceptions.ProtocolError:
-                    raise _CANCEL
+                    raise _Cancelled()
                 conn.h2out()
                 self.headers_sent = True
             if n <= conn.max_out_frame and n <= self.window and n <= conn.window:
@@ -252,7 +251,7 @@ class _Stream:
         view, pos = memoryview(data), 0
         while pos < len(data):
             if self.cancelled or conn.closed:
-                raise _CANCEL
+                raise _Cancelled()
             room = min(self.window, conn.window, conn.max_out_frame, len(data) - pos)
             if room <= 0:
                 conn.flush_locked()
