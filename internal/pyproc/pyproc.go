@@ -68,7 +68,7 @@ func StartWithPath(t testing.TB, extra, module string, args ...string) *Proc {
 	py := Python(t)
 	root := Root()
 	ctx, cancel := context.WithCancel(context.Background())
-	args = append(args, "--port", "0")
+	args = append(append([]string(nil), args...), "--port", "0") // not into the caller's array
 	if impl := os.Getenv("HERD_PY_GRPC_IMPL"); impl != "" && module == "herd_env.serve" && !hasFlag(args, "--grpc-impl") {
 		args = append(args, "--grpc-impl", impl)
 	}
