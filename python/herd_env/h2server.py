@@ -797,7 +797,8 @@ class H2Server:
         self.rpcs = 0
         self.conns = set()
         self.stopping = False
-        self.listener = socket.create_server((host, port), reuse_port=False, backlog=128)
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+        self.listener = socket.create_server((host, port), family=family, backlog=128)
         self.port = self.listener.getsockname()[1]
         self._accepter = None
 
