@@ -359,7 +359,7 @@ def make_h2_server(servicer, host, port, max_message_bytes=MAX_MESSAGE_BYTES, tl
     try:
         server = h2server.H2Server(handlers, host, port, max_message_bytes, workers, ctx)
     except OSError as ex:
-        raise OSError("cannot listen on %s:%d: %s" % (host, port, os.strerror(ex.errno) if ex.errno else ex)) from None
+        raise OSError("cannot listen on %s:%d: %s" % (host, port, os.strerror(ex.errno) if (ex.errno or 0) > 0 else ex.strerror or ex)) from None
     return server, server.port
 
 
