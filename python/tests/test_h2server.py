@@ -353,6 +353,56 @@ class H2ServerTest(unittest.TestCase):
         self.assertEqual(trailers[b"grpc-status"], b"0")
         self.assertTrue(done.wait(5))
 
+    def test_grpcio_client_many_sessions(self):
+        """16 sessions on one connection of grpcio's own client, steps of
+        random length (0-2 ms), 150 steps each: every answer comes, in
+        order, whichever thread reads the socket."""
+        import random
+
+        import grpc
+
+        from herd_env._proto.herd.v1 import env_pb2_grpc
+
+        class Counter(Trivial):
+            def __init__(self):
+                super().__init__(length=10 ** 9)
+                self.rng = random.Random(7)
+
+            def step(self, action):
+                time.sleep(self.rng.random() * 0.002)
+                self.t += 1
+                return [float(self.t), float(action), 0.0, 0.0], 1.0, False, False, {}
+
+        server, port, _ = self.start(factory=Counter, env_id="Trivial", workers=32)
+        ch = grpc.insecure_channel("127.0.0.1:%d" % port)
+        self.addCleanup(ch.close)
+        stub = env_pb2_grpc.EnvServiceStub(ch)
+        self.assertEqual(list(stub.Describe(env_pb2.DescribeRequest(), timeout=10).env_ids), ["Trivial"])
+        errors = []
+
+        def session(k):
+            try:
+                def reqs():
+                    yield open_req()
+                    yield env_pb2.EnvRequest(reset=env_pb2.ResetRequest())
+                    for i in range(150):
+                        yield step_req([float((i + k) % 2)])
+
+                answers = list(stub.Session(reqs(), timeout=60))
+                obs = [list(a.batch.obs)[:2] for a in answers[2:]]
+                want = [[float(i + 1), float((i + k) % 2)] for i in range(150)]
+                if obs != want:
+                    errors.append("session %d: %s..." % (k, obs[:3]))
+            except Exception as ex:  # noqa: BLE001 - reported below
+                errors.append("session %d: %r" % (k, ex))
+
+        threads = [threading.Thread(target=session, args=(k,)) for k in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(90)
+        self.assertEqual(errors, [])
+
 
 if __name__ == "__main__":
     unittest.main()
