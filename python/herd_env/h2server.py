@@ -402,6 +402,9 @@ class _Conn:
             except h2.exceptions.ProtocolError:
                 self.flush_locked()  # h2 has queued its GOAWAY
                 self._close_locked()
+            except Exception:  # a bug of ours: end this connection, not the handler reading it
+                self._goaway_locked(h2.errors.ErrorCodes.INTERNAL_ERROR)
+                self._close_locked()
             else:
                 if self.for_leader:
                     self.h2out()
