@@ -755,8 +755,9 @@ class _Conn:
             status = (a.code, a.details)
         except _Cancelled:
             status = None
-        except Exception as ex:
-            status = (grpc.StatusCode.UNKNOWN, "Exception calling application: %r" % (ex,))
+        except Exception as ex:  # grpcio's status and words for it
+            status = (grpc.StatusCode.UNKNOWN, "%s: %s" % (
+                "Exception iterating responses" if streaming else "Exception calling application", ex))
         finally:
             try:
                 if gen is not None:
