@@ -52,7 +52,9 @@ type Proc struct {
 
 // Start runs `python3 -m MODULE ARGS... --port 0` with python/ and
 // python/tests on PYTHONPATH, waits for its "serving ... on port N" line
-// and kills it when the test ends.
+// and kills it when the test ends. With HERD_PY_GRPC_IMPL=h2 in the
+// environment, herd_env.serve gets --grpc-impl h2 (unless ARGS name one),
+// so every test of the Python server runs against either implementation.
 func Start(t testing.TB, module string, args ...string) *Proc {
 	t.Helper()
 	return StartWithPath(t, "", module, args...)
@@ -66,7 +68,11 @@ func StartWithPath(t testing.TB, extra, module string, args ...string) *Proc {
 	py := Python(t)
 	root := Root()
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, py, append(append([]string{"-m", module}, args...), "--port", "0")...)
+	args = append(append([]string(nil), args...), "--port", "0") // not into the caller's array
+	if impl := os.Getenv("HERD_PY_GRPC_IMPL"); impl != "" && module == "herd_env.serve" && !hasFlag(args, "--grpc-impl") {
+		args = append(args, "--grpc-impl", impl)
+	}
+	cmd := exec.CommandContext(ctx, py, append([]string{"-m", module}, args...)...)
 	path := filepath.Join(root, "python") + string(os.PathListSeparator) + filepath.Join(root, "python", "tests")
 	if extra != "" {
 		path += string(os.PathListSeparator) + extra
@@ -102,6 +108,15 @@ func StartWithPath(t testing.TB, extra, module string, args ...string) *Proc {
 		t.Fatalf("%s did not start within 30 s", module)
 	}
 	return nil
+}
+
+func hasFlag(args []string, flag string) bool {
+	for _, a := range args {
+		if a == flag || strings.HasPrefix(a, flag+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 // Addr is the server's loopback address.

@@ -342,7 +342,9 @@ func TestShmHelperClient(t *testing.T) {
 // BenchmarkRemoteVectorStepPython: one Step message for n envs of
 // herd_env.testenvs:Trivial (an env that does nothing, so ns/op is the
 // transport's own cost) served by python3 -m herd_env.serve, over gRPC on
-// loopback and over shared memory; shm-spin5us is shared memory with both
+// loopback (grpc: grpcio's server, grpc-h2: herd_env's own on the h2
+// library, --grpc-impl h2) and over shared memory; server-µs/op is the
+// server process's CPU per message; shm-spin5us is shared memory with both
 // sides watching the segment 5 µs before they block (?spin=5us,
 // --shm-spin-us 5; off by default, shmwire.SpinFor), for comparing the two
 // on a given machine.
@@ -350,6 +352,13 @@ func BenchmarkRemoteVectorStepPython(b *testing.B) {
 	name := fmt.Sprintf("herdbench-step-%d", os.Getpid())
 	p := pyproc.Start(b, "herd_env.serve", "--env", "herd_env.testenvs:Trivial", "--shm", name)
 	servers := 0
+	var h2 *pyproc.Proc
+	h2Prefix := func(*testing.B) string {
+		if h2 == nil { // started only when a case needs it, and kept for the benchmark's reruns
+			h2 = pyproc.Start(b, "herd_env.serve", "--env", "herd_env.testenvs:Trivial", "--grpc-impl", "h2")
+		}
+		return "grpc://" + h2.Addr()
+	}
 	spinPrefix := func(b *testing.B) string {
 		// A server of its own, started only when the case runs.
 		servers++
@@ -363,14 +372,21 @@ func BenchmarkRemoteVectorStepPython(b *testing.B) {
 		query  string
 	}{
 		{"grpc", func(*testing.B) string { return "grpc://" + p.Addr() }, ""},
+		{"grpc-h2", h2Prefix, ""},
 		{"shm", func(*testing.B) string { return "shm://" + name }, ""},
 		{"shm-spin5us", spinPrefix, "?spin=5us"},
 	} {
 		for _, n := range []int{1, 8} {
 			b.Run(fmt.Sprintf("%s/envs=%d", tr.name, n), func(b *testing.B) {
-				v := resetVector(b, tr.prefix(b)+"/Trivial"+tr.query, n, 1)
+				prefix := tr.prefix(b)
+				v := resetVector(b, prefix+"/Trivial"+tr.query, n, 1)
 				act := make([]float32, n)
+				pid := p.Cmd.Process.Pid
+				if h2 != nil && strings.HasPrefix(prefix, "grpc://"+h2.Addr()) {
+					pid = h2.Cmd.Process.Pid
+				}
 				b.ReportAllocs()
+				cpu0 := procCPU(b, pid)
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					act[i%n] = float32(i & 1)
@@ -378,7 +394,13 @@ func BenchmarkRemoteVectorStepPython(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
+				b.StopTimer()
 				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "env-steps/s")
+				if !strings.HasPrefix(tr.name, "shm-spin") { // that case's server is another process
+					// The server process's CPU per message (10 ms ticks:
+					// use -benchtime 3000x or more).
+					b.ReportMetric(float64((procCPU(b, pid)-cpu0).Microseconds())/float64(b.N), "server-µs/op")
+				}
 			})
 		}
 	}
