@@ -13,9 +13,9 @@
 # import may be missing (Gymnasium catches its ImportError).
 # Knobs: HERD (a built herd; default: go build), PY (default /usr/bin/python3),
 # ROUNDS (3), NUM_ENVS (8), SEEDS of PPO ("1"; "" skips PPO), STEPS (500000),
-# PROCS (0; K > 0 adds shm rows with the server's sessions in K worker
-# processes, --shm-procs K, and the vector split over K sessions,
-# ?inflight=K).
+# GRPC_IMPL (grpcio, or h2: the server's --grpc-impl), PROCS (0; K > 0 adds
+# rows with a second server's sessions in K worker processes, --procs K,
+# and the vector split over K sessions, ?inflight=K: shm, and gRPC with h2).
 # Run from the repository root.
 set -euo pipefail
 : "${GYMNASIUM_SRC:?set GYMNASIUM_SRC to a directory that holds the gymnasium package}"
@@ -26,6 +26,7 @@ NUM_ENVS=${NUM_ENVS:-8}
 SEEDS=${SEEDS-1}
 STEPS=${STEPS:-500000}
 PROCS=${PROCS:-0}
+GRPC_IMPL=${GRPC_IMPL:-grpcio}
 D=$(mktemp -d)
 SHM=gymrows$$
 srv= srvp=
@@ -37,24 +38,25 @@ export PYTHONPATH="$PWD/python:$GYMNASIUM_SRC"
 KW='{"id": "CartPole-v1"}'
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo ?), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs," \
-  "gymnasium $("$PY" -c 'import gymnasium; print(gymnasium.__version__)' 2>/dev/null)"
+  "gymnasium $("$PY" -c 'import gymnasium; print(gymnasium.__version__)' 2>/dev/null), --grpc-impl $GRPC_IMPL"
 
-"$PY" -m herd_env.serve --env gymnasium:make --kwargs "$KW" --port 0 --shm "$SHM" >"$D/serve.log" 2>&1 &
+"$PY" -m herd_env.serve --env gymnasium:make --kwargs "$KW" --port 0 --grpc-impl "$GRPC_IMPL" --shm "$SHM" >"$D/serve.log" 2>&1 &
 srv=$!
 for _ in $(seq 100); do grep -q ' on port ' "$D/serve.log" && break; sleep 0.1; done
 port=$(awk '/ on port /{print $NF}' "$D/serve.log")
 [ -n "$port" ] || { cat "$D/serve.log" >&2; exit 1; }
 if [ "$PROCS" -gt 0 ]; then
-  "$PY" -m herd_env.serve --env gymnasium:make --kwargs "$KW" --port -1 --shm "${SHM}p" --shm-procs "$PROCS" >"$D/servep.log" 2>&1 &
+  "$PY" -m herd_env.serve --env gymnasium:make --kwargs "$KW" --port 0 --grpc-impl "$GRPC_IMPL" --shm "${SHM}p" --procs "$PROCS" >"$D/servep.log" 2>&1 &
   srvp=$!
-  for _ in $(seq 100); do grep -q ' on shm ' "$D/servep.log" && break; sleep 0.1; done
+  for _ in $(seq 100); do grep -q ' on port ' "$D/servep.log" && break; sleep 0.1; done
+  portp=$(awk '/ on port /{print $NF}' "$D/servep.log")
 fi
 
 # steps/s of one JSON line's field, rounded.
 field() { "$PY" -c 'import json,sys; print(round(json.loads(sys.stdin.read().strip().splitlines()[-1])[sys.argv[1]]))' "$1"; }
 
 # The server's user+system CPU time in clock ticks (/proc/PID/stat).
-# With PROCS, the worker processes' time too (the children of the --shm-procs server).
+# With PROCS, the worker processes' time too (the children of the --procs server).
 srvcpu() { "$PY" -c '
 import glob, sys
 def cpu(pid):
@@ -73,8 +75,11 @@ remote() {
   local p=
   [ "$1" != shmp ] || p=$srvp
   c0=$(srvcpu "$p")
+  [ "$1" != grpcp ] || p=$srvp
   if [ "$1" = shmp ]; then
     sps=$("$H" bench remote env --shm "${SHM}p" --id CartPole-v1 --num-envs "$NUM_ENVS" --inflight "$PROCS" --rounds 1 --duration 1s --json | field remote_steps_per_s)
+  elif [ "$1" = grpcp ]; then
+    sps=$("$H" bench remote env --addr "127.0.0.1:$portp" --id CartPole-v1 --num-envs "$NUM_ENVS" --inflight "$PROCS" --rounds 1 --duration 1s --json | field remote_steps_per_s)
   elif [ "$1" = shm ]; then
     sps=$("$H" bench remote env --shm "$SHM" --id CartPole-v1 --num-envs "$NUM_ENVS" --rounds 1 --duration 1s --json | field remote_steps_per_s)
   else
@@ -91,18 +96,20 @@ for r in $(seq "$ROUNDS"); do
   ownj=$("$PY" -m herd_env.bench --env gymnasium:make --kwargs "$KW" --steps 100000 --repeats 1 | tail -1)
   read -r g gc <<<"$(remote grpc)"
   read -r s sc <<<"$(remote shm)"
-  sp=0 spc=0
+  sp=0 spc=0 gp=0 gpc=0
   [ "$PROCS" -eq 0 ] || read -r sp spc <<<"$(remote shmp)"
+  [ "$PROCS" -eq 0 ] || [ "$GRPC_IMPL" != h2 ] || read -r gp gpc <<<"$(remote grpcp)"
   "$PY" -c '
 import json, sys
 j = json.loads(sys.argv[1]); o, oc = j["median_steps_per_s"], 1e6 / j["median_steps_per_cpu_s"]
 g, gc, s, sc = map(float, sys.argv[2:6])
 print("round %s: own loop %d/s (cpu %.2f µs), gRPC %d/s (%.2fx; server cpu %.2f µs, %.2fx), shm %d/s (%.2fx; server cpu %.2f µs, %.2fx), load %s -> %s"
       % (sys.argv[6], o, oc, g, g / o, gc, oc / gc, s, s / o, sc, oc / sc, sys.argv[7], sys.argv[8]))
-sp, spc = float(sys.argv[9]), float(sys.argv[10])
+sp, spc, gp, gpc = map(float, sys.argv[9:13])
 if sp:
-    print("         shm, %s worker processes, inflight=%s: %d/s (%.2fx; server cpu %.2f µs)" % (sys.argv[11], sys.argv[11], sp, sp / o, spc))' \
-    "$ownj" "$g" "$gc" "$s" "$sc" "$r" "$l0" "$(load)" "$sp" "$spc" "$PROCS"
+    print("         %s worker processes, inflight=%s: gRPC %d/s (%.2fx; server cpu %.2f µs), shm %d/s (%.2fx; server cpu %.2f µs)"
+          % (sys.argv[13], sys.argv[13], gp, gp / o, gpc, sp, sp / o, spc))' \
+    "$ownj" "$g" "$gc" "$s" "$sc" "$r" "$l0" "$(load)" "$sp" "$spc" "$gp" "$gpc" "$PROCS"
 done
 
 [ -n "$SEEDS" ] || exit 0
@@ -115,6 +122,7 @@ PY
 }
 kinds="local grpc shm"
 [ "$PROCS" -eq 0 ] || kinds="$kinds shmp"
+[ "$PROCS" -eq 0 ] || [ "$GRPC_IMPL" != h2 ] || kinds="$kinds grpcp"
 for seed in $SEEDS; do
   for e in $kinds; do
     case $e in
@@ -122,6 +130,7 @@ for seed in $SEEDS; do
       grpc) id=grpc://127.0.0.1:$port/CartPole-v1 ;;
       shm) id=shm://$SHM/CartPole-v1 ;;
       shmp) id="shm://${SHM}p/CartPole-v1?inflight=$PROCS" ;;
+      grpcp) id="grpc://127.0.0.1:$portp/CartPole-v1?inflight=$PROCS" ;;
     esac
     l0=$(load)
     "$H" train --config configs/ppo-cartpole.yaml --env "$id" --seed "$seed" --steps "$STEPS" --quiet --force --out "$D/ppo-$e-$seed" >/dev/null

@@ -791,8 +791,12 @@ class H2Server:
     fn): fn(request, context) returns the response for a unary method,
     fn(request_iterator, context) yields them for a streaming one."""
 
-    def __init__(self, handlers, host, port, max_message_bytes, max_rpcs, ssl_context=None):
+    def __init__(self, handlers, host, port, max_message_bytes, max_rpcs, ssl_context=None, workers=None,
+                 listen=True):
         self.handlers = handlers
+        # workers (herd_env.procs.Workers): connections run in worker
+        # processes; listen=False: this is one, fed by serve_conn.
+        self.workers = workers
         self.max_message_bytes = max_message_bytes
         self.max_rpcs = max_rpcs
         self.ssl_context = ssl_context
@@ -801,12 +805,17 @@ class H2Server:
         self.rpcs = 0
         self.conns = set()
         self.stopping = False
+        self._accepter = self.listener = None
+        self.port = port
+        if not listen:
+            return
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
         self.listener = socket.create_server((host, port), family=family, backlog=128)
         self.port = self.listener.getsockname()[1]
-        self._accepter = None
 
     def start(self):
+        if self.workers is not None:
+            self.workers.start()
         self._accepter = threading.Thread(target=self._accept, daemon=True, name="h2grpc-accept")
         self._accepter.start()
 
@@ -817,13 +826,29 @@ class H2Server:
             except OSError:
                 return  # the listener closed: stopping
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            c = _Conn(self, sock)
-            with self.lock:
-                if self.stopping:
-                    sock.close()
-                    continue
-                self.conns.add(c)
+            if self.workers is not None:
+                if self.workers.hand_over(b"g", sock, self.max_rpcs) is not None:
+                    sock.close()  # the client sees the connection end: UNAVAILABLE
+                continue
+            self._start_conn(sock)
+
+    def serve_conn(self, sock):
+        """Runs one connection a --procs server passed to this worker,
+        returning when it ends."""
+        c = self._start_conn(sock)
+        if c is not None:
+            c.run()
+
+    def _start_conn(self, sock):
+        c = _Conn(self, sock)
+        with self.lock:
+            if self.stopping:
+                sock.close()
+                return None
+            self.conns.add(c)
+        if self.listener is not None:
             threading.Thread(target=c.run, daemon=True, name="h2grpc-conn").start()
+        return c
 
     def _admit(self):
         with self.lock:
@@ -849,10 +874,13 @@ class H2Server:
         with self.lock:
             self.stopping = True
             conns = list(self.conns)
-        try:
-            self.listener.close()
-        except OSError:
-            pass
+        if self.listener is not None:
+            try:
+                self.listener.close()
+            except OSError:
+                pass
+        if self.workers is not None:
+            self.workers.stop()
         for c in conns:
             c.goaway()
 

@@ -1,7 +1,7 @@
 """Serves a Gymnasium-style env to herd over gRPC (herd.v1 EnvService).
 
     python3 -m herd_env.serve --env module:Class [--kwargs JSON] [--id NAME]
-        [--host 127.0.0.1] --port P [--shm NAME [--shm-procs K]] [--max-envs 4096]
+        [--host 127.0.0.1] --port P [--shm NAME] [--procs K] [--max-envs 4096]
         [--max-sessions 64] [--tls-cert F --tls-key F [--tls-client-ca F]]
         [--grpc-impl grpcio|h2]
 
@@ -14,10 +14,10 @@ builds num_envs envs with it and steps them in one message; herd connects
 with --env grpc://HOST:PORT/NAME, NAME being --id (default: the class or
 function name, or kwargs["id"] when given). With --shm NAME it also serves
 clients on the same host through shared memory (herd connects with
---env shm://NAME/ID; see herd_env.shm), in --shm-procs K worker processes
-when given (shm://NAME/ID?inflight=K then steps a vector's envs in K
-processes at once); --port 0 picks a free port, and --port -1 serves
-shared memory only.
+--env shm://NAME/ID; see herd_env.shm); --port 0 picks a free port, and
+--port -1 serves shared memory only. --procs K runs shm sessions, and
+gRPC ones with --grpc-impl h2, in K worker processes (herd_env.procs):
+a vector's ?inflight=K then steps its envs in K processes at once.
 
 Errors the session survives (an action outside the space, a step that needs
 a reset, an exception from the env) are answered in-band with a Status; a
@@ -342,7 +342,7 @@ def _bind(server, host, port, tls_cert, tls_key, tls_client_ca):
 
 
 def make_h2_server(servicer, host, port, max_message_bytes=MAX_MESSAGE_BYTES, tls_cert=None, tls_key=None,
-                   tls_client_ca=None, workers=32):
+                   tls_client_ca=None, workers=32, procs=None, listen=True):
     """make_server's counterpart on herd_env.h2server (--grpc-impl h2):
     the same servicer's Describe and Session behind a leaner HTTP/2 stack."""
     try:
@@ -359,7 +359,7 @@ def make_h2_server(servicer, host, port, max_message_bytes=MAX_MESSAGE_BYTES, tl
         b"/herd.v1.EnvService/Session": (True, env_pb2.EnvRequest.FromString, servicer.Session),
     }
     try:
-        server = h2server.H2Server(handlers, host, port, max_message_bytes, workers, ctx)
+        server = h2server.H2Server(handlers, host, port, max_message_bytes, workers, ctx, workers=procs, listen=listen)
     except OSError as ex:
         raise OSError("cannot listen on %s:%d: %s" % (host, port, os.strerror(ex.errno) if (ex.errno or 0) > 0 else ex.strerror or ex)) from None
     return server, server.port
@@ -400,6 +400,41 @@ def run_until_signal(server, what, port, shm=None):
     os._exit(0)
 
 
+def _worker_argv(args, env_id):
+    """The command line of a --procs worker: this server's own flags,
+    listening on nothing (serve adds --procs-child-fd)."""
+    argv = [sys.executable, "-m", "herd_env.serve", "--env", args.env, "--kwargs", args.kwargs, "--id", env_id,
+            "--max-envs", str(args.max_envs), "--max-sessions", str(args.max_sessions),
+            "--shm-spin-us", str(args.shm_spin_us), "--max-message-mb", str(args.max_message_mb), "--port", "-1"]
+    if args.shm:
+        argv += ["--shm", args.shm]
+    if args.profile_shm:
+        argv.append("--profile-shm")
+    if args.port >= 0 and args.grpc_impl == "h2":
+        argv += ["--grpc-impl", "h2"]
+        for flag, v in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key),
+                        ("--tls-client-ca", args.tls_client_ca)):
+            if v:
+                argv += [flag, v]
+    return argv
+
+
+def _serve_worker(args, servicer):
+    """A --procs worker: serves the connections its server passes it."""
+    from .procs import serve_child
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle
+    handlers = {}
+    if args.shm:
+        from .shm import ShmServer
+        handlers[b"s"] = ShmServer(servicer, args.shm, args.max_sessions, profile=args.profile_shm,
+                                   spin_us=args.shm_spin_us, listen=False).serve_session
+    if args.grpc_impl == "h2":
+        h2, _ = make_h2_server(servicer, args.host, 0, args.max_message_mb << 20, args.tls_cert, args.tls_key,
+                               args.tls_client_ca, workers=args.max_sessions, listen=False)
+        handlers[b"g"] = h2.serve_conn
+    serve_child(args.procs_child_fd, handlers)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python3 -m herd_env.serve", description=__doc__.split("\n\n")[0])
     p.add_argument("--env", required=True, help="module:Class (or module:function) making one env")
@@ -415,10 +450,11 @@ def main(argv=None):
                    help="gRPC server: grpcio (default) or h2, herd_env's own on the h2 library (less CPU per message)")
     p.add_argument("--profile-shm", action="store_true",
                    help="print where each shm session's step messages spent their time when it ends (stderr)")
-    p.add_argument("--shm-procs", type=int, default=0, metavar="K",
-                   help="run shm sessions in K worker processes, each new session in the one with the fewest "
-                        "(0: in this process); a vector's shm://NAME/ID?inflight=K then steps in K processes at once")
-    p.add_argument("--shm-child-fd", type=int, default=-1, help=argparse.SUPPRESS)
+    p.add_argument("--procs", type=int, default=0, metavar="K",
+                   help="run sessions in K worker processes, each new one in the one with the fewest (0: in this "
+                        "process): shm sessions, and gRPC ones with --grpc-impl h2; a vector's ?inflight=K then "
+                        "steps in K processes at once")
+    p.add_argument("--procs-child-fd", type=int, default=-1, help=argparse.SUPPRESS)
     add_common_flags(p)
     args = p.parse_args(argv)
     try:
@@ -429,31 +465,32 @@ def main(argv=None):
         env_id = args.id or kwargs.get("id") or args.env.partition(":")[2].split(".")[-1]
         from .parallel import servicer_for
         servicer = servicer_for(factory, env_id, args.max_envs)  # a PettingZoo Parallel env: herd_env.parallel
-        shm_server = server = None
+        shm_server = server = workers = None
         port = args.port
+        h2 = args.grpc_impl == "h2"
+        if not 0 <= args.shm_spin_us <= 50:
+            raise ValueError("--shm-spin-us %g: want 0..50" % args.shm_spin_us)
+        if not 0 <= args.procs <= 256:
+            raise ValueError("--procs %d: want 0..256" % args.procs)
+        if args.procs_child_fd >= 0:
+            _serve_worker(args, servicer)  # never returns
+        if args.procs and not args.shm and not h2:
+            raise ValueError("--procs runs shm sessions (--shm) and gRPC ones with --grpc-impl h2; "
+                             "grpcio's stay in this process")
+        if args.procs:
+            from .procs import Workers
+            workers = Workers(args.procs, _worker_argv(args, env_id))
         if args.shm:
             from .shm import ShmServer
-            if not 0 <= args.shm_spin_us <= 50:
-                raise ValueError("--shm-spin-us %g: want 0..50" % args.shm_spin_us)
-            if not 0 <= args.shm_procs <= 256:
-                raise ValueError("--shm-procs %d: want 0..256" % args.shm_procs)
-            if args.shm_child_fd >= 0:  # a worker process of --shm-procs
-                signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-                ShmServer(servicer, args.shm, args.max_sessions, profile=args.profile_shm,
-                          spin_us=args.shm_spin_us, listen=False).serve_child(args.shm_child_fd)
-            child = [sys.executable, "-m", "herd_env.serve", "--env", args.env, "--kwargs", args.kwargs,
-                     "--id", env_id, "--max-envs", str(args.max_envs), "--shm", args.shm, "--port", "-1",
-                     "--max-sessions", str(args.max_sessions), "--shm-spin-us", str(args.shm_spin_us)]
-            if args.profile_shm:
-                child.append("--profile-shm")
             shm_server = ShmServer(servicer, args.shm, args.max_sessions, profile=args.profile_shm,
-                                   spin_us=args.shm_spin_us, procs=args.shm_procs, child_argv=child)
+                                   spin_us=args.shm_spin_us, workers=workers)
             shm_server.name = args.shm
         elif args.port < 0:
             raise ValueError("--port -1 (no gRPC) needs --shm")
-        if args.port >= 0 and args.grpc_impl == "h2":
+        if args.port >= 0 and h2:
             server, port = make_h2_server(servicer, args.host, args.port, args.max_message_mb << 20, args.tls_cert,
-                                          args.tls_key, args.tls_client_ca, workers=args.max_sessions)
+                                          args.tls_key, args.tls_client_ca, workers=args.max_sessions,
+                                          procs=workers)
         elif args.port >= 0:
             server, port = make_server(
                 lambda s: env_pb2_grpc.add_EnvServiceServicer_to_server(servicer, s),

@@ -53,7 +53,6 @@ import mmap
 import os
 import socket
 import struct
-import subprocess
 import sys
 import threading
 import time
@@ -196,8 +195,7 @@ class ShmServer:
     per session, at most max_sessions at once (more are refused with
     RESOURCE_EXHAUSTED)."""
 
-    def __init__(self, servicer, name, max_sessions=64, profile=False, spin_us=0, procs=0, child_argv=None,
-                 listen=True):
+    def __init__(self, servicer, name, max_sessions=64, profile=False, spin_us=0, workers=None, listen=True):
         if not sys.platform.startswith("linux"):
             raise OSError("--shm needs Linux")
         if not _is_le:
@@ -209,13 +207,12 @@ class ShmServer:
         self.lock = threading.Lock()
         self.live = set()
         self.stopped = False
-        # procs > 0: sessions run in that many child processes (child_argv
-        # starts one; it gets --shm-child-fd FD), so the GIL no longer
-        # serializes them; see _Child.
-        self.procs, self.child_argv, self.children = procs, child_argv, []
+        # workers (herd_env.procs.Workers): sessions run in worker
+        # processes; listen=False: this is one, fed by serve_session.
+        self.workers = workers
         self.sock = None
         if not listen:
-            return  # a child: sessions come from the parent (serve_child)
+            return
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self.sock.bind(socket_name(name))
@@ -226,14 +223,14 @@ class ShmServer:
         self.thread = threading.Thread(target=self._accept, daemon=True)
 
     def start(self):
-        for i in range(self.procs):
-            self.children.append(_Child(i, self.child_argv, self.lock))
+        if self.workers is not None:
+            self.workers.start()
         self.thread.start()
 
     def stop(self):
         self.stopped = True
-        for c in self.children:
-            c.stop()
+        if self.workers is not None:
+            self.workers.stop()
         if self.sock is None:
             return
         try:
@@ -254,8 +251,13 @@ class ShmServer:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
-            if self.children:
-                self._hand_over(conn)
+            if self.workers is not None:
+                why = self.workers.hand_over(b"s", conn, self.max_sessions)
+                if why == "full":
+                    self._refuse(conn, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                 "%d sessions are open, the most this server takes" % self.max_sessions)
+                elif why is not None:
+                    self._refuse(conn, grpc.StatusCode.UNAVAILABLE, why)
                 continue
             with self.lock:
                 full = len(self.live) >= self.max_sessions
@@ -275,59 +277,10 @@ class ShmServer:
         finally:
             conn.close()
 
-    def _hand_over(self, conn):
-        """Passes a new session to the live child with the fewest sessions
-        (the lowest index on a tie), so K sessions opened together (a
-        vector's inflight=K) land in K processes."""
-        with self.lock:
-            live = [c for c in self.children if c.alive]
-            busy = sum(c.sessions for c in live)
-            child = min(live, key=lambda c: (c.sessions, c.index)) if live else None
-            if child is not None and busy < self.max_sessions:
-                child.sessions += 1
-        if child is None:
-            self._refuse(conn, grpc.StatusCode.UNAVAILABLE, "no shm worker process is alive (see the server's log)")
-        elif busy >= self.max_sessions:
-            self._refuse(conn, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                         "%d sessions are open, the most this server takes" % self.max_sessions)
-        else:
-            try:
-                socket.send_fds(child.sock, [b"c"], [conn.fileno()])
-            except OSError:
-                child.lost()
-                self._refuse(conn, grpc.StatusCode.UNAVAILABLE, "shm worker process %d is gone" % child.index)
-                return
-            conn.close()  # the child holds its own copy
-
-    def serve_child(self, fd):
-        """Runs the sessions the parent passes over the socket fd, each in
-        a thread, answering b"e" when one ends; exits when the parent goes
-        (the socket's EOF), whatever its sessions are doing."""
-        parent = socket.socket(fileno=fd)
-        done = threading.Lock()
-
-        def run(conn):
-            try:
-                self._session(conn)
-            finally:
-                with done:
-                    try:
-                        parent.sendall(b"e")
-                    except OSError:
-                        pass
-        while True:
-            try:
-                msg, fds, _, _ = socket.recv_fds(parent, 1, 1, socket.MSG_CMSG_CLOEXEC)
-            except OSError:
-                break
-            if not msg or not fds:
-                for f in fds:
-                    os.close(f)
-                break
-            threading.Thread(target=run, args=(socket.socket(fileno=fds[0]),), daemon=True).start()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+    def serve_session(self, conn):
+        """Runs one session a --procs server passed to this worker,
+        returning when it ends."""
+        self._session(conn)
 
     def _session(self, conn):
         sess = seg = pipes = None
@@ -482,62 +435,6 @@ class ShmServer:
             return None
         _send_msg(conn, sess.open_response())
         return sess
-
-
-class _Child:
-    """One worker process of a --shm-procs server: the parent passes it
-    each new session's connection over a socket pair (SCM_RIGHTS) and
-    counts the b"e" bytes it answers as sessions end. The child exits at
-    the pair's EOF, so a parent killed with SIGKILL leaves no worker
-    behind; a child that dies gets no more sessions (its own clients see
-    EOF on their pipes at once)."""
-
-    def __init__(self, index, argv, lock):
-        self.index, self.lock = index, lock
-        self.sessions, self.alive = 0, True
-        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-        try:
-            self.proc = subprocess.Popen(argv + ["--shm-child-fd", str(theirs.fileno())],
-                                         pass_fds=(theirs.fileno(),), env=env)
-        finally:
-            theirs.close()
-        threading.Thread(target=self._ends, daemon=True).start()
-
-    def _ends(self):
-        while True:
-            try:
-                b = self.sock.recv(64)
-            except OSError:
-                b = b""
-            if not b:
-                try:
-                    self.proc.wait(timeout=2)
-                except subprocess.TimeoutExpired:
-                    pass
-                self.lost()
-                return
-            with self.lock:
-                self.sessions -= len(b)
-
-    def lost(self):
-        with self.lock:
-            was, self.alive = self.alive, False
-        if was and self.proc.poll() not in (None, 0):
-            print("herd_env.shm: worker process %d (pid %d) exited with %s; its sessions ended"
-                  % (self.index, self.proc.pid, self.proc.returncode), file=sys.stderr, flush=True)
-
-    def stop(self):
-        with self.lock:
-            self.alive = False
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 class _Profile:

@@ -7,7 +7,7 @@
         --kwargs '{"env": "gymnasium:make", "env_kwargs": {"id": "CartPole-v1"}}' --port P
 
 Pid is Trivial whose observation's first value is its process's id: a
-test sees which process stepped a session (herd_env.serve --shm-procs).
+test sees which process stepped a session (herd_env.serve --procs).
 
 Trivial does no work: its step time is the transport's own cost (a 4-value
 Box observation, a Discrete(2) action, episodes of `length` steps). Jittery

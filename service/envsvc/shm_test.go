@@ -121,12 +121,9 @@ func TestShmMatchesGRPC(t *testing.T) {
 		return stepTrace(t, v, 4, 80)
 	}
 	want := trace("grpc://" + p.Addr() + "/CartPole?timeout=20s")
-	procs := name + "-procs" // sessions in 2 worker processes
-	pyproc.Start(t, "herd_env.serve", "--env", "pycartpole:CartPole", "--shm", procs, "--shm-procs", "2")
 	for _, id := range []string{"shm://" + name + "/CartPole?timeout=20s", "shm://" + name + "/CartPole?timeout=20s&inflight=2",
 		"shm://" + name + "/CartPole?timeout=20s&spin=0",
-		"grpc://" + p.Addr() + "/CartPole?timeout=20s&inflight=3",
-		"shm://" + procs + "/CartPole?timeout=20s&inflight=2", "shm://" + procs + "/CartPole?timeout=20s&inflight=3"} {
+		"grpc://" + p.Addr() + "/CartPole?timeout=20s&inflight=3"} {
 		sameTrace(t, id, want, trace(id))
 	}
 
@@ -443,65 +440,93 @@ func TestShmSpaces(t *testing.T) {
 	}
 }
 
-// TestPythonShmProcs: with --shm-procs 2 the two sessions of a vector's
+// TestPythonProcs: with --procs 2 the two sessions of a vector's
 // inflight=2 step in two worker processes (the Pid env observes its
-// process id), neither of them the server's own; kill -9 of a worker
-// fails its client's next step at once (not at the timeout) and a new
-// session goes to the live worker; kill -9 of the server ends the worker
-// it leaves.
-func TestPythonShmProcs(t *testing.T) {
+// process id), neither of them the server's own, over shm and over gRPC
+// with --grpc-impl h2; kill -9 of a worker fails its client's next step
+// at once (not at the timeout) and new sessions go to the live worker;
+// kill -9 of the server ends the worker it leaves.
+func TestPythonProcs(t *testing.T) {
+	h2Python(t)
 	name := shmName(t)
-	p := pyproc.Start(t, "herd_env.serve", "--env", "herd_env.testenvs:Pid", "--shm", name, "--shm-procs", "2")
-	pids := func(v env.Vector) []int {
+	p := pyproc.Start(t, "herd_env.serve", "--env", "herd_env.testenvs:Pid", "--shm", name, "--procs", "2", "--grpc-impl", "h2")
+	pids := func(id string, n int) (env.Vector, []int) {
 		t.Helper()
+		v, err := env.MakeVector(id, n, env.Sync)
+		if err != nil {
+			t.Fatal(err)
+		}
 		b, err := v.Reset(1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var out []int
-		for i := 0; i < v.NumEnvs(); i++ {
+		for i := 0; i < n; i++ {
 			out = append(out, int(b.Obs[i*b.ObsDim]))
 		}
-		return out
+		return v, out
 	}
-	v, err := env.MakeVector("shm://"+name+"/Pid?timeout=20s&inflight=2", 4, env.Sync)
-	if err != nil {
-		t.Fatal(err)
+	// The same bits from sessions in 2 workers as from one process.
+	cp := pyproc.Start(t, "herd_env.serve", "--env", "pycartpole:CartPole", "--shm", name+"-cp", "--procs", "2", "--grpc-impl", "h2")
+	trace := func(id string) []uint64 {
+		v, err := env.MakeVector(id, 5, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(30))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		return stepTrace(t, v, 4, 80)
 	}
-	defer v.Close()
-	got := pids(v)
-	a, b := got[0], got[2]
-	if got[1] != a || got[3] != b || a == b || a == p.Cmd.Process.Pid || b == p.Cmd.Process.Pid {
-		t.Fatalf("env rows stepped by processes %v (server %d), want 2 workers, 2 rows each", got, p.Cmd.Process.Pid)
-	}
-	if _, err := v.Step(make([]float32, 4)); err != nil {
-		t.Fatal(err)
+	want := trace("grpc://" + cp.Addr() + "/CartPole?timeout=20s")
+	for _, id := range []string{"shm://" + name + "-cp/CartPole?timeout=20s&inflight=2",
+		"shm://" + name + "-cp/CartPole?timeout=20s&inflight=3", "grpc://" + cp.Addr() + "/CartPole?timeout=20s&inflight=2"} {
+		sameTrace(t, id, want, trace(id))
 	}
 
+	var a, b int
+	for i, prefix := range []string{"shm://" + name, "grpc://" + p.Addr()} {
+		v, got := pids(prefix+"/Pid?timeout=20s&inflight=2", 4)
+		defer v.Close()
+		if got[1] != got[0] || got[3] != got[2] || got[0] == got[2] || got[0] == p.Cmd.Process.Pid || got[2] == p.Cmd.Process.Pid {
+			t.Fatalf("%s: env rows stepped by processes %v (server %d), want 2 workers, 2 rows each", prefix, got, p.Cmd.Process.Pid)
+		}
+		if i == 0 {
+			a, b = got[0], got[2]
+		} else if (got[0] != a || got[2] != b) && (got[0] != b || got[2] != a) {
+			t.Fatalf("gRPC sessions in processes %d and %d, shm's in %d and %d: want the same 2 workers", got[0], got[2], a, b)
+		}
+		if _, err := v.Step(make([]float32, 4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	shmV, _ := pids("shm://"+name+"/Pid?timeout=20s&inflight=2", 2)
+	defer shmV.Close()
 	if err := syscall.Kill(a, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if _, err := v.Step(make([]float32, 4)); err == nil {
+	if _, err := shmV.Step(make([]float32, 2)); err == nil {
 		t.Fatal("a step with a killed worker succeeded")
 	} else if took := time.Since(start); took > 10*time.Second {
 		t.Fatalf("a step with a killed worker failed after %v (%v), want at once", took, err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		// the server learns of the death from its socket pair: until
-		// then a new session may still be handed to the dead worker
-		w, err := env.MakeVector("shm://"+name+"/Pid?timeout=20s", 1, env.Sync)
-		if err == nil {
-			got, _ := w.Reset(1)
-			w.Close()
-			if got != nil && int(got.Obs[0]) == b {
-				break
+	for _, prefix := range []string{"shm://" + name, "grpc://" + p.Addr()} {
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			// the server learns of the death from its socket pair: until
+			// then a new session may still be handed to the dead worker
+			w, err := env.MakeVector(prefix+"/Pid?timeout=20s", 1, env.Sync)
+			if err == nil {
+				got, _ := w.Reset(1)
+				w.Close()
+				if got != nil && int(got.Obs[0]) == b {
+					break
+				}
 			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no new session on the live worker %d within 10 s (last: %v)", prefix, b, err)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no new session on the live worker %d within 10 s (last: %v)", b, err)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 
 	if err := p.Cmd.Process.Kill(); err != nil {
