@@ -194,12 +194,13 @@ class _Session:
         return rows
 
     # step_lists and step_into are one loop written twice: they differ only
-    # in where observations go, and a call per env to put them would cost
-    # a tenth of a fast env's step. Per env, each does the step, the time
-    # limit (only when the session has one), the float/bool conversions the
-    # old per-env code did, in the same order, and the autoreset; the
-    # common observation (a flat float array, or a list of floats) goes
-    # through one type test and one C call.
+    # in where observations go, and a function call per env to put them
+    # would add about 0.1 µs to each env step (CartPole's own step is ~7).
+    # Per env, each does the step, the time limit (only when the session
+    # sets one: elapsed is not read otherwise), the float and bool
+    # conversions in the order they always ran (an env's bad value fails
+    # at the same env), and the autoreset; the common observation (a flat
+    # float array, or a list of floats) takes one type test and one C call.
 
     def step_lists(self, actions):
         """Steps every env; returns (obs, rewards, terminated, truncated,
@@ -278,7 +279,8 @@ class _Session:
                         o, _ = e.reset(seed=None)
                         elapsed[i], running[i] = 0, True
                 # A float32 array of the flat shape is copied as it is: the
-                # bits step_lists' tolist and float32 packing give.
+                # bits step_lists' tolist and float32 packing give, except
+                # that a signalling NaN is not made quiet.
                 if type(o) is ndarray and o.dtype is f32 and o.shape == flat:
                     obs_rows[i] = o
                 else:

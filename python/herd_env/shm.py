@@ -131,7 +131,8 @@ class _Pipes:
 
 
 class _Segment:
-    """The session's arrays as memoryviews into the client's segment."""
+    """The session's arrays as memoryviews (and, with NumPy, the
+    observations as arrays) into the client's segment."""
 
     def __init__(self, fd, n, od, ad):
         size = os.fstat(fd).st_size
@@ -207,7 +208,12 @@ class _Segment:
         for v in reversed(self.views):
             v.release()
         self.views = []
-        self.mm.close()
+        try:
+            self.mm.close()
+        except BufferError:
+            # An array view still alive somewhere (a traceback's frame):
+            # the mapping goes when it does; the session's cleanup goes on.
+            pass
 
 
 class ShmServer:
