@@ -1,7 +1,9 @@
-"""CPU time of herd_env's own work per 1-env step message, without any
-transport, so that it can be told apart from the transport's cost on a busy
-machine (thread CPU time, not wall time):
+"""CPU time of herd_env's own work per step message (of --num-envs envs,
+default 1), without any transport, so that it can be told apart from the
+transport's cost on a busy machine (thread CPU time, not wall time):
 
+- envs: the same envs stepped with the same actions in a plain loop
+  (reset when an episode ends), the floor the others add to;
 - shm: one step as the shm session runs it between its recv and its send
   (actions out of the segment, step_into: the steps and the results into the segment,
   the step counter);
@@ -14,7 +16,12 @@ machine (thread CPU time, not wall time):
   any sleeping and waking, as they were before the wake pipes);
 - pipe syscalls: the same on a pipe (the two per step on the wake pipes).
 
+With --chunk K each figure is the least over runs of K messages, which
+other processes on the machine inflate the least.
+
     cd python && PYTHONPATH=.:tests python3 tests/step_cost.py [--env herd_env.testenvs:Trivial]
+    PYTHONPATH=.:tests:GYMNASIUM_SRC python3 tests/step_cost.py --env gymnasium:make \
+        --kwargs '{"id": "CartPole-v1"}' --num-envs 8 --steps 10000 --chunk 50
 """
 
 import argparse
