@@ -44,7 +44,8 @@ herd_env.parallel) sends only 'P' messages: the gRPC session's
 EnvRequests and EnvResponses framed on the socket, with no segment, as
 herd's Go server does (service/envsvc/shm_linux.go).
 
-Standard library only: mmap and memoryview casts, no NumPy.
+Standard library, mmap and memoryview casts; with NumPy (optional), the
+observations are written through NumPy views of the segment.
 """
 
 import array
@@ -60,6 +61,7 @@ import time
 import grpc
 
 from ._proto.herd.v1 import env_pb2
+from .spaces import _np
 
 MAGIC = b"HERDSHM1"
 SPIN_MISSES, SPIN_PROBE = 4, 16  # as herd/internal/shmwire's SpinMisses, SpinProbe
@@ -129,7 +131,8 @@ class _Pipes:
 
 
 class _Segment:
-    """The session's arrays as memoryviews into the client's segment."""
+    """The session's arrays as memoryviews (and, with NumPy, the
+    observations as arrays) into the client's segment."""
 
     def __init__(self, fd, n, od, ad):
         size = os.fstat(fd).st_size
@@ -163,6 +166,14 @@ class _Segment:
         # zeros in the padding before trunc): one call writes all three.
         self.mm_obs, self.obs_s = obs, struct.Struct("<%df" % (n * od))
         self.mm_rew, self.rest_s = rew, struct.Struct("<%dd%d?%dx%d?" % (n, n, trunc - term - n, n))
+        self.mm_final, self.row_s = final, struct.Struct("<%df" % od)
+        # With NumPy, the observations and final observations as (n, od)
+        # float32 arrays on the mapping: serve's step_into copies an env's
+        # float32 observation in with one assignment. None without NumPy.
+        self.obs_rows = self.final_rows = None
+        if _np is not None:
+            self.obs_rows = _np.frombuffer(self.mm, _np.float32, n * od, obs).reshape(n, od)
+            self.final_rows = _np.frombuffer(self.mm, _np.float32, n * od, final).reshape(n, od)
 
     def _view(self, mv, off, size, fmt):
         v = mv[off:off + size].cast(fmt)
@@ -183,11 +194,26 @@ class _Segment:
                     self.final[i * od:(i + 1) * od] = array.array("f", final[k * od:(k + 1) * od])
                     k += 1
 
+    def write_row(self, final, i, vals):
+        """Writes env i's flat observation vals (floats) into the
+        observations, or the final observations if final, as write does."""
+        od = self.od
+        try:
+            self.row_s.pack_into(self.mm, (self.mm_final if final else self.mm_obs) + 4 * od * i, *vals)
+        except OverflowError:
+            (self.final if final else self.obs)[i * od:(i + 1) * od] = array.array("f", vals)
+
     def close(self):
+        self.obs_rows = self.final_rows = None  # NumPy's exports of the mapping, which close needs gone
         for v in reversed(self.views):
             v.release()
         self.views = []
-        self.mm.close()
+        try:
+            self.mm.close()
+        except BufferError:
+            # An array view still alive somewhere (a traceback's frame):
+            # the mapping goes when it does; the session's cleanup goes on.
+            pass
 
 
 class ShmServer:
@@ -298,15 +324,14 @@ class ShmServer:
             # over its wake pipes (then the pipes), and the step path's
             # callables, bound once (timed when profiling).
             recv, sendall = conn.recv, conn.sendall
-            send, step_lists, wait = sendall, sess.step_lists, None
-            write = None
+            send, step_into, wait = sendall, sess.step_into, None
             spin, clock, misses, answered = self.spin_ns, time.perf_counter_ns, 0, 0
 
             def bind():
-                nonlocal send, step_lists, wait
-                send, step_lists, wait = sendall if pipes is None else pipes.send, sess.step_lists, recv
+                nonlocal send, step_into, wait
+                send, step_into, wait = sendall if pipes is None else pipes.send, sess.step_into, recv
                 if prof is not None:
-                    wait, send, step_lists = prof.wrap("wait", recv), prof.wrap("send", send), prof.wrap("step", step_lists)
+                    wait, send, step_into = prof.wrap("wait", recv), prof.wrap("send", send), prof.wrap("step", step_into)
             bind()
             while True:
                 tag = wait(1)
@@ -319,9 +344,8 @@ class ShmServer:
                     if seg is None:
                         _sendall_frame(sendall, _ending(grpc.StatusCode.FAILED_PRECONDITION, "step through shm before M"))
                         return
-                    r = step_lists(seg.act.tolist())
-                    if type(r) is tuple:
-                        write(*r)
+                    r = step_into(seg.act.tolist(), seg)
+                    if r is None:
                         req = seg.req_seq[0]
                         seg.resp_seq[0] = req  # the client may be watching it
                         send(b"s")
@@ -360,7 +384,6 @@ class ShmServer:
                         return
                     finally:
                         os.close(fds[0])
-                    write = seg.write if prof is None else prof.wrap("write", seg.write)
                     if not seg.wants_pipes:
                         conn.sendall(b"m")
                         continue
@@ -440,8 +463,8 @@ class ShmServer:
 class _Profile:
     """Where a session's step messages spend their time (--profile-shm):
     wait is the time blocked for the next request (the client's share of
-    the round trip, both wake-ups included), step the envs and the checks,
-    write the results into the segment, send the answer byte. Each timed
+    the round trip, both wake-ups included), step the envs, the checks and
+    the results' writes into the segment, send the answer byte. Each timed
     call costs about two perf_counter_ns calls more than untimed."""
 
     def __init__(self):
@@ -466,7 +489,7 @@ class _Profile:
         steps = self.calls.get("step", 0)
         if not steps:
             return
-        parts = ["%s %.2f" % (k, self.ns[k] / max(1, self.calls[k]) / 1e3) for k in ("wait", "step", "write", "send")]
+        parts = ["%s %.2f" % (k, self.ns[k] / max(1, self.calls[k]) / 1e3) for k in ("wait", "step", "send")]
         print("herd_env.shm profile: %d steps; us per call: %s" % (steps, ", ".join(parts)), file=out, flush=True)
 
 

@@ -44,6 +44,7 @@ class Codec:
     def __init__(self, space):
         self.space = space
         self.kind = _kind(space)
+        self.box_rows = None
         if self.kind == "Discrete":
             self.n = int(space.n)
             self.start = int(getattr(space, "start", 0))
@@ -59,10 +60,15 @@ class Codec:
             if len(self.low) == 1 and n != 1:  # scalar bounds broadcast over the shape
                 self.low, self.high = self.low * n, self.high * n
             self.dim = len(self.low)
+            # rows' one-array path: the shape each env's action takes, when
+            # the array's rows are what to_env makes (not for shape (), whose
+            # rows would be NumPy scalars rather than 0-d arrays).
+            self.box_rows = self.shape if self.shape and n == self.dim else None
         else:
             self.nvec = [int(v) for v in flatten(space.nvec)]
             self.dim = len(self.nvec)
             self.shape = (self.dim,)
+        self.flat_shape = (self.dim,)
 
     def to_proto(self):
         if self.kind == "Discrete":
@@ -105,7 +111,7 @@ class Codec:
                 except (ValueError, OverflowError):  # NaN, ±inf
                     pass
             try:  # every action valid: one pass in C
-                out = [int(v) for v in actions]
+                out = list(map(int, actions))
                 if out == actions and (not out or (min(out) >= lo and max(out) < hi)):
                     return out
             except (ValueError, OverflowError):  # NaN, ±inf
@@ -117,6 +123,14 @@ class Codec:
                     return i, "%r not in Discrete(%d, start=%d)" % (v, self.n, self.start)
                 out.append(k)
             return out
+        if self.box_rows is not None and _np is not None and len(actions) == n * self.dim:
+            # Every value finite (the usual case, told by their sum: a NaN or
+            # an infinity makes it NaN or infinite; a finite sum that
+            # overflows only sends us to the loop below): one array for the
+            # message, each env handed its row, as to_env would make it.
+            total = sum(actions)
+            if total - total == 0:
+                return list(_np.array(actions, dtype=_np.float32).reshape((n,) + self.box_rows))
         d, out = self.dim, []
         for i in range(n):
             a = actions[i * d:(i + 1) * d]
