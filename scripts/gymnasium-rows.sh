@@ -73,9 +73,8 @@ TICK=$(getconf CLK_TCK)
 remote() {
   local c0 c1 sps
   local p=
-  [ "$1" != shmp ] || p=$srvp
+  case $1 in shmp | grpcp) p=$srvp ;; esac
   c0=$(srvcpu "$p")
-  [ "$1" != grpcp ] || p=$srvp
   if [ "$1" = shmp ]; then
     sps=$("$H" bench remote env --shm "${SHM}p" --id CartPole-v1 --num-envs "$NUM_ENVS" --inflight "$PROCS" --rounds 1 --duration 1s --json | field remote_steps_per_s)
   elif [ "$1" = grpcp ]; then
