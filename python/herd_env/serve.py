@@ -48,7 +48,7 @@ from .spaces import _np
 _ndarray = _np.ndarray if _np is not None else type("_NoNdarray", (), {})
 _f32 = _np.dtype(_np.float32) if _np is not None else None
 
-# From this many observation values on, step_into copies float32
+# From this many observation values on, step_lists copies float32
 # observations into the shm segment with NumPy (one assignment per env,
 # about 0.25 µs plus the copy); below it, tolist and one struct pack per
 # message cost less.
@@ -111,7 +111,7 @@ class _Session:
         self.max_steps = open_req.max_episode_steps  # > 0: ours; 0 or < 0: the env's own
         self.elapsed = [0] * n
         self.running = [False] * n
-        # step_into copies observations with NumPy: float32 arrays (as env
+        # step_lists copies observations into a shm segment with NumPy: float32 arrays (as env
         # 0's reset gave) of at least _ROWS_MIN_DIM values; set by reset.
         self.rows_path = False
 
@@ -199,19 +199,20 @@ class _Session:
                            "env %d: step before reset or after the episode ended" % i)
         return rows
 
-    # step_lists and step_into are one loop written twice: they differ only
-    # in where observations go, and a function call per env to put them
-    # would add about 0.1 µs to each env step (CartPole's own step is ~7).
-    # Per env, each does the step, the time limit (only when the session
-    # sets one: elapsed is not read otherwise), the float and bool
+    # Per env, the step loop does the step, the time limit (only when the
+    # session sets one: elapsed is not read otherwise), the float and bool
     # conversions in the order they always ran (an env's bad value fails
     # at the same env), and the autoreset; the common observation (a flat
     # float array, or a list of floats) takes one type test and one C call.
 
     def step_lists(self, actions, seg=None):
         """Steps every env; returns (obs, rewards, terminated, truncated,
-        final_obs) as flat lists (with seg, a herd_env.shm segment: writes
-        them into it and returns None), or an error EnvResponse."""
+        final_obs) as flat lists, or an error EnvResponse. With seg (a
+        herd_env.shm segment) it writes them into seg and returns None:
+        float32 observation arrays of at least _ROWS_MIN_DIM values are
+        copied straight into the segment's NumPy views (rows), the others
+        as the lists hold them (the segment then holds nothing the client
+        reads when the answer is an error)."""
         # _rows inline: a call less per message, which a 1-env message
         # notices.
         n, ad = len(self.envs), self.act_codec.dim
@@ -221,9 +222,10 @@ class _Session:
         running = self.running
         if type(rows) is tuple or False in running:
             return self._rows(actions)
+        into = seg is not None and self.rows_path and seg.obs_rows is not None
         obs, final, rewards, terms, truncs = [], [], [], [], []
         envs, elapsed, max_steps, autoreset = self.envs, self.elapsed, self.max_steps, self.autoreset
-        dim, flat, ndarray, put_obs = self.obs_codec.dim, self.obs_codec.flat_shape, _ndarray, self._obs
+        dim, flat, ndarray, put_obs, put_row = self.obs_codec.dim, self.obs_codec.flat_shape, _ndarray, self._obs, self._put_row
         add_obs, add_rew, add_term, add_trunc = obs.extend, rewards.append, terms.append, truncs.append
         try:
             for i, a in enumerate(rows):
@@ -240,10 +242,15 @@ class _Session:
                 if term or trunc:
                     running[i] = False
                     if autoreset:
-                        put_obs(o, final)
+                        if into:
+                            put_row(seg, True, i, o)
+                        else:
+                            put_obs(o, final)
                         o, _ = e.reset(seed=None)
                         elapsed[i], running[i] = 0, True
-                if type(o) is ndarray and o.shape == flat and o.dtype.kind == "f":
+                if into:
+                    put_row(seg, False, i, o)
+                elif type(o) is ndarray and o.shape == flat and o.dtype.kind == "f":
                     add_obs(o.tolist())  # Gymnasium's Box observations: floats in one C call
                 elif type(o) is list and len(o) == dim and all([type(v) is float for v in o]):
                     add_obs(o)
@@ -251,60 +258,18 @@ class _Session:
                     put_obs(o, obs)
         except Exception as ex:
             return _status(grpc.StatusCode.INTERNAL, "ENV_ERROR", "step: %r" % (ex,))
-        if seg is not None:
+        if into:
+            seg.rest_s.pack_into(seg.mm, seg.mm_rew, *rewards, *terms, *truncs)
+        elif seg is not None:
             seg.write(obs, rewards, terms, truncs, final)
-            return None
-        return obs, rewards, terms, truncs, final
-
-    def step_into(self, actions, seg):
-        """step_lists with its results written into seg (a herd_env.shm
-        segment): float32 observations copied straight into the segment's
-        NumPy views, the others as step_lists converts them. Returns None,
-        or an error EnvResponse (the segment then holds nothing the client
-        reads)."""
-        obs_rows = seg.obs_rows
-        if not self.rows_path or obs_rows is None:
-            return self.step_lists(actions, seg)
-        rows = self._rows(actions)
-        if type(rows) is not list:
-            return rows
-        rewards, terms, truncs = [], [], []
-        envs, running, elapsed, max_steps, autoreset = self.envs, self.running, self.elapsed, self.max_steps, self.autoreset
-        flat, ndarray, f32, put_row = self.obs_codec.flat_shape, _ndarray, _f32, self._put_row
-        add_rew, add_term, add_trunc = rewards.append, terms.append, truncs.append
-        try:
-            for i, a in enumerate(rows):
-                e = envs[i]
-                o, r, term, trunc, _ = e.step(a)
-                if max_steps > 0:
-                    elapsed[i] += 1
-                    if elapsed[i] >= max_steps:
-                        trunc = True
-                term, trunc = bool(term), bool(trunc)
-                add_rew(float(r))
-                add_term(term)
-                add_trunc(trunc)
-                if term or trunc:
-                    running[i] = False
-                    if autoreset:
-                        put_row(seg, True, i, o)
-                        o, _ = e.reset(seed=None)
-                        elapsed[i], running[i] = 0, True
-                # A float32 array of the flat shape is copied as it is: the
-                # bits step_lists' tolist and float32 packing give, except
-                # that a signalling NaN is not made quiet.
-                if type(o) is ndarray and o.dtype is f32 and o.shape == flat:
-                    obs_rows[i] = o
-                else:
-                    put_row(seg, False, i, o)
-        except Exception as ex:
-            return _status(grpc.StatusCode.INTERNAL, "ENV_ERROR", "step: %r" % (ex,))
-        seg.rest_s.pack_into(seg.mm, seg.mm_rew, *rewards, *terms, *truncs)
+        else:
+            return obs, rewards, terms, truncs, final
         return None
 
     def _put_row(self, seg, final, i, o):
         """Writes env i's observation o into seg's observations (or final
-        observations) with the bits step_lists and seg.write give it."""
+        observations) with the bits the lists and seg.write give it, except
+        that a float32 array's signalling NaN is not made quiet."""
         if type(o) is _ndarray and o.dtype is _f32 and o.shape == self.obs_codec.flat_shape:
             (seg.final_rows if final else seg.obs_rows)[i] = o
             return

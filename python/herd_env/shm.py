@@ -168,7 +168,7 @@ class _Segment:
         self.mm_rew, self.rest_s = rew, struct.Struct("<%dd%d?%dx%d?" % (n, n, trunc - term - n, n))
         self.mm_final, self.row_s = final, struct.Struct("<%df" % od)
         # With NumPy, the observations and final observations as (n, od)
-        # float32 arrays on the mapping: serve's step_into copies an env's
+        # float32 arrays on the mapping: serve's step_lists copies an env's
         # float32 observation in with one assignment. None without NumPy.
         self.obs_rows = self.final_rows = None
         if _np is not None:
@@ -324,14 +324,14 @@ class ShmServer:
             # over its wake pipes (then the pipes), and the step path's
             # callables, bound once (timed when profiling).
             recv, sendall = conn.recv, conn.sendall
-            send, step_into, wait = sendall, sess.step_into, None
+            send, step, wait = sendall, sess.step_lists, None
             spin, clock, misses, answered = self.spin_ns, time.perf_counter_ns, 0, 0
 
             def bind():
-                nonlocal send, step_into, wait
-                send, step_into, wait = sendall if pipes is None else pipes.send, sess.step_into, recv
+                nonlocal send, step, wait
+                send, step, wait = sendall if pipes is None else pipes.send, sess.step_lists, recv
                 if prof is not None:
-                    wait, send, step_into = prof.wrap("wait", recv), prof.wrap("send", send), prof.wrap("step", step_into)
+                    wait, send, step = prof.wrap("wait", recv), prof.wrap("send", send), prof.wrap("step", step)
             bind()
             while True:
                 tag = wait(1)
@@ -344,7 +344,7 @@ class ShmServer:
                     if seg is None:
                         _sendall_frame(sendall, _ending(grpc.StatusCode.FAILED_PRECONDITION, "step through shm before M"))
                         return
-                    r = step_into(seg.act.tolist(), seg)
+                    r = step(seg.act.tolist(), seg)
                     if r is None:
                         req = seg.req_seq[0]
                         seg.resp_seq[0] = req  # the client may be watching it

@@ -5,7 +5,7 @@ transport's cost on a busy machine (thread CPU time, not wall time):
 - envs: the same envs stepped with the same actions in a plain loop
   (reset when an episode ends), the floor the others add to;
 - shm: one step as the shm session runs it between its recv and its send
-  (actions out of the segment, step_into: the steps and the results into the segment,
+  (actions out of the segment, step_lists: the steps and the results into the segment,
   the step counter);
 - grpc: parsing the EnvRequest, answering it (EnvServicer.handle) and
   serializing the EnvResponse, which is what herd_env.serve adds to
@@ -82,9 +82,9 @@ def main():
         seg.act[i] = float(i % 2 if sess.act_codec.kind == "Discrete" else 0)  # valid for Discrete and Box alike
 
     def shm_step(k):
-        step_into, act, req_seq, resp_seq = sess.step_into, seg.act, seg.req_seq, seg.resp_seq
+        step, act, req_seq, resp_seq = sess.step_lists, seg.act, seg.req_seq, seg.resp_seq
         for _ in range(k):
-            step_into(act.tolist(), seg)
+            step(act.tolist(), seg)
             resp_seq[0] = req_seq[0]
 
     rows = sess.act_codec.rows(seg.act.tolist(), n)

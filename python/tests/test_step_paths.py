@@ -1,5 +1,5 @@
 """herd_env.serve's step paths against their plain forms, bit for bit:
-step_into (the shm session's step: results written into the segment,
+step_lists with a segment (the shm session's step: results written into the segment,
 float32 observations copied with NumPy) and step (the gRPC answer) give
 the segment bytes and the EnvResponse a per-env loop with per-value
 conversions (herd_env's code before its fast paths) gives; the envs get the
@@ -197,7 +197,7 @@ def results(seg):
 
 class StepPathsTest(unittest.TestCase):
     def run_case(self, n, steps, autoreset=True, max_steps=0, **kw):
-        """Steps three twin sessions (step_into, step, plain) with the same
+        """Steps three twin sessions (step_lists with a segment, step, plain) with the same
         actions and compares them after every step."""
         def make():
             sess, bad = serve.EnvServicer(lambda: Mixed(**kw), "E").open(env_pb2.EnvRequest(open=env_pb2.OpenRequest(
@@ -222,7 +222,7 @@ class StepPathsTest(unittest.TestCase):
                     self.assertEqual(s.reset(seeds)[0].SerializeToString(), want_reset)
             acts = self.actions(codec, n, rng)
             want = plain_step(plain, acts)
-            got_into = into.step_into(acts, seg_new)
+            got_into = into.step_lists(acts, seg_new)
             got_grpc = grpc_sess.step(acts)
             for s in (into, grpc_sess):
                 self.assertEqual([e.last for e in s.envs], [e.last for e in plain.envs], "step %d: actions the envs got" % k)
@@ -230,7 +230,7 @@ class StepPathsTest(unittest.TestCase):
                 self.assertEqual(s.elapsed if max_steps > 0 else None, plain.elapsed if max_steps > 0 else None)
             if type(want) is not tuple:
                 answers["error"] += 1
-                self.assertIsNotNone(got_into, "step %d: step_into answered, plain failed with %s" % (k, want))
+                self.assertIsNotNone(got_into, "step %d: step_lists into the segment answered, plain failed with %s" % (k, want))
                 self.assertEqual(got_into.SerializeToString(), want.SerializeToString(), "step %d" % k)
                 self.assertEqual(got_grpc.SerializeToString(), want.SerializeToString(), "step %d" % k)
                 continue
