@@ -8,16 +8,12 @@ service/envsvc's TestPythonFastPaths; exits non-zero on a difference):
   beyond float32's range becoming ±inf, rewards, done flags, final obs).
 """
 
-import array
 import math
-import mmap
-import os
 import random
-import struct
 import sys
 
-from herd_env import shm
 from herd_env.spaces import Codec
+from shmtest import plain_write, segment
 
 
 class Discrete:
@@ -46,31 +42,6 @@ def check_rows(rng):
         got, want = c.rows(acts, n), slow_rows(c, acts)
         if repr(got) != repr(want):
             sys.exit("rows(%r) on Discrete(%d, start=%d): fast %r, plain %r" % (acts, c.n, c.start, got, want))
-
-
-def plain_write(seg, obs, rewards, terms, truncs, final):
-    seg.obs[:] = array.array("f", obs)
-    seg.rew[:] = array.array("d", rewards)
-    seg.term[:] = array.array("B", terms)
-    seg.trunc[:] = array.array("B", truncs)
-    if final:
-        od, k = seg.od, 0
-        for i, (t, u) in enumerate(zip(terms, truncs)):
-            if t or u:
-                seg.final[i * od:(i + 1) * od] = array.array("f", final[k * od:(k + 1) * od])
-                k += 1
-
-
-def segment(n, od, ad):
-    size = shm.layout(n, od, ad)[-1]
-    fd = os.memfd_create("herd-check")
-    os.ftruncate(fd, size)
-    with mmap.mmap(fd, size) as m:
-        m[:8] = shm.MAGIC
-        struct.pack_into("<3I", m, 8, n, od, ad)
-    seg = shm._Segment(fd, n, od, ad)
-    os.close(fd)
-    return seg
 
 
 def check_write(rng):

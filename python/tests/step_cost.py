@@ -26,13 +26,12 @@ other processes on the machine inflate the least.
 
 import argparse
 import json
-import mmap
 import os
 import socket
-import struct
 import time
 
-from herd_env import serve, shm
+from herd_env import serve
+from shmtest import segment
 from herd_env._proto.herd.v1 import env_pb2
 
 
@@ -70,14 +69,7 @@ def main():
         raise SystemExit("open: %s" % (bad,))
     sess.reset(list(range(args.num_envs)))
     n, od, ad = args.num_envs, sess.obs_codec.dim, sess.act_codec.dim
-    size = shm.layout(n, od, ad)[-1]
-    fd = os.memfd_create("herd-step-cost")
-    os.ftruncate(fd, size)
-    with mmap.mmap(fd, size) as m:
-        m[:8] = shm.MAGIC
-        struct.pack_into("<3I", m, 8, n, od, ad)
-    seg = shm._Segment(fd, n, od, ad)
-    os.close(fd)
+    seg = segment(n, od, ad, "herd-step-cost")
     for i in range(n * ad):
         seg.act[i] = float(i % 2 if sess.act_codec.kind == "Discrete" else 0)  # valid for Discrete and Box alike
 

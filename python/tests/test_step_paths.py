@@ -15,10 +15,7 @@ and envs that fail; and again with NumPy hidden from herd_env.
 
 import array
 import math
-import mmap
-import os
 import random
-import struct
 import unittest
 from unittest import mock
 
@@ -26,6 +23,7 @@ import numpy as np
 
 from herd_env import PROTOCOL_VERSION, serve, shm, spaces
 from herd_env._proto.herd.v1 import env_pb2
+from shmtest import plain_write, segment
 
 
 class Discrete:
@@ -160,30 +158,6 @@ def plain_step(sess, actions):
     except Exception as ex:
         return serve._status(serve.grpc.StatusCode.INTERNAL, "ENV_ERROR", "step: %r" % (ex,))
     return obs, rewards, terms, truncs, final
-
-
-def plain_write(seg, obs, rewards, terms, truncs, final):
-    seg.obs[:] = array.array("f", obs)
-    seg.rew[:] = array.array("d", rewards)
-    seg.term[:] = array.array("B", terms)
-    seg.trunc[:] = array.array("B", truncs)
-    od, k = seg.od, 0
-    for i, (t, u) in enumerate(zip(terms, truncs)):
-        if (t or u) and final:
-            seg.final[i * od:(i + 1) * od] = array.array("f", final[k * od:(k + 1) * od])
-            k += 1
-
-
-def segment(n, od, ad):
-    size = shm.layout(n, od, ad)[-1]
-    fd = os.memfd_create("herd-test")
-    os.ftruncate(fd, size)
-    with mmap.mmap(fd, size) as m:
-        m[:8] = shm.MAGIC
-        struct.pack_into("<3I", m, 8, n, od, ad)
-    seg = shm._Segment(fd, n, od, ad)
-    os.close(fd)
-    return seg
 
 
 def results(seg):
