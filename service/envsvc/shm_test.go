@@ -106,12 +106,10 @@ func waitPipeEnds(t *testing.T, pid, want int) {
 	}
 }
 
-// TestShmMatchesGRPC: the Python server's CartPole stepped through shared
-// memory gives the same bits as through gRPC, with K = 1 and 2 sessions in
-// flight; a single env's reset, step and state requests work over shm.
-func TestShmMatchesGRPC(t *testing.T) {
-	name := shmName(t)
-	p := pyproc.Start(t, "herd_env.serve", "--env", "pycartpole:CartPole", "--shm", name)
+// sameCartPoleTraces checks that each of ids steps a vector of 5 CartPole
+// envs (30-step episodes, seed 4, 80 steps) to the bits base gives.
+func sameCartPoleTraces(t *testing.T, base string, ids ...string) {
+	t.Helper()
 	trace := func(id string) []uint64 {
 		v, err := env.MakeVector(id, 5, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(30))
 		if err != nil {
@@ -120,12 +118,22 @@ func TestShmMatchesGRPC(t *testing.T) {
 		defer v.Close()
 		return stepTrace(t, v, 4, 80)
 	}
-	want := trace("grpc://" + p.Addr() + "/CartPole?timeout=20s")
-	for _, id := range []string{"shm://" + name + "/CartPole?timeout=20s", "shm://" + name + "/CartPole?timeout=20s&inflight=2",
-		"shm://" + name + "/CartPole?timeout=20s&spin=0",
-		"grpc://" + p.Addr() + "/CartPole?timeout=20s&inflight=3"} {
+	want := trace(base)
+	for _, id := range ids {
 		sameTrace(t, id, want, trace(id))
 	}
+}
+
+// TestShmMatchesGRPC: the Python server's CartPole stepped through shared
+// memory gives the same bits as through gRPC, with K = 1 and 2 sessions in
+// flight; a single env's reset, step and state requests work over shm.
+func TestShmMatchesGRPC(t *testing.T) {
+	name := shmName(t)
+	p := pyproc.Start(t, "herd_env.serve", "--env", "pycartpole:CartPole", "--shm", name)
+	sameCartPoleTraces(t, "grpc://"+p.Addr()+"/CartPole?timeout=20s",
+		"shm://"+name+"/CartPole?timeout=20s", "shm://"+name+"/CartPole?timeout=20s&inflight=2",
+		"shm://"+name+"/CartPole?timeout=20s&spin=0",
+		"grpc://"+p.Addr()+"/CartPole?timeout=20s&inflight=3")
 
 	e, err := env.Make("shm://"+name+"/CartPole?timeout=20s", env.WithoutTimeLimit())
 	if err != nil {
@@ -469,19 +477,9 @@ func TestPythonProcs(t *testing.T) {
 	}
 	// The same bits from sessions in 2 workers as from one process.
 	cp := pyproc.Start(t, "herd_env.serve", "--env", "pycartpole:CartPole", "--shm", name+"-cp", "--procs", "2", "--grpc-impl", "h2")
-	trace := func(id string) []uint64 {
-		v, err := env.MakeVector(id, 5, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(30))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer v.Close()
-		return stepTrace(t, v, 4, 80)
-	}
-	want := trace("grpc://" + cp.Addr() + "/CartPole?timeout=20s")
-	for _, id := range []string{"shm://" + name + "-cp/CartPole?timeout=20s&inflight=2",
-		"shm://" + name + "-cp/CartPole?timeout=20s&inflight=3", "grpc://" + cp.Addr() + "/CartPole?timeout=20s&inflight=2"} {
-		sameTrace(t, id, want, trace(id))
-	}
+	sameCartPoleTraces(t, "grpc://"+cp.Addr()+"/CartPole?timeout=20s",
+		"shm://"+name+"-cp/CartPole?timeout=20s&inflight=2", "shm://"+name+"-cp/CartPole?timeout=20s&inflight=3",
+		"grpc://"+cp.Addr()+"/CartPole?timeout=20s&inflight=2")
 
 	var a, b int
 	for i, prefix := range []string{"shm://" + name, "grpc://" + p.Addr()} {
