@@ -6,12 +6,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"herd/algo"
-	"herd/algo/all"
 	"herd/internal/pyproc"
 	"herd/run/hts"
 )
@@ -20,14 +18,7 @@ import (
 // segments segments under HTS (sync false) or the synchronous baseline.
 func htsRemote(tb testing.TB, envID string, segments int, sync bool, envWorkers int) (time.Duration, algo.Model) {
 	tb.Helper()
-	data, err := os.ReadFile(filepath.Join(pyproc.Root(), "configs", "ppo-cartpole-hts-remote.yaml"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	res, err := algo.Resolve(data, all.Specs(), algo.Overrides{Env: &envID})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	res := resolveConfig(tb, "ppo-cartpole-hts-remote.yaml", envID)
 	h := res.Header
 	n, T, _ := res.Config.(hts.Shape).RolloutShape()
 	h.Steps = int64(segments * n * T)

@@ -16,23 +16,31 @@ import (
 	"herd/run/hts"
 )
 
+// resolveConfig resolves configs/CONFIG with its env set to envID.
+func resolveConfig(tb testing.TB, config, envID string) *algo.Resolved {
+	tb.Helper()
+	data, err := os.ReadFile(filepath.Join(pyproc.Root(), "configs", config))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := algo.Resolve(data, all.Specs(), algo.Overrides{Env: &envID})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res
+}
+
 // trainParams trains configs/ippo-simple-spread.yaml on envID for two PPO
 // updates (local executor, or HTS) and returns its parameters.
 func trainParams(t *testing.T, config, envID string, useHTS bool) []float32 {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(pyproc.Root(), "configs", config))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := algo.Resolve(data, all.Specs(), algo.Overrides{Env: &envID})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := resolveConfig(t, config, envID)
 	h := res.Header
 	n, T, _ := res.Config.(hts.Shape).RolloutShape()
 	h.Steps = int64(2 * n * T)
 	rt := &algo.Runtime{Header: h, Log: algo.Discard()}
 	var m algo.Model
+	var err error
 	if useHTS {
 		m, err = hts.Train(context.Background(), rt, res.Spec, res.Config, hts.OptionsOf(h))
 	} else {
@@ -84,14 +92,7 @@ func TestTrainRemoteInflight(t *testing.T) {
 	addr, _ := startServer(t, nil, 0)
 	tensors := func(id string) []byte {
 		t.Helper()
-		data, err := os.ReadFile(filepath.Join(pyproc.Root(), "configs", "ppo-cartpole.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := algo.Resolve(data, all.Specs(), algo.Overrides{Env: &id})
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := resolveConfig(t, "ppo-cartpole.yaml", id)
 		n, T, _ := res.Config.(hts.Shape).RolloutShape()
 		res.Header.Steps, res.Header.Out = int64(2*n*T), t.TempDir()
 		if _, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: run.Executors()}); err != nil {
