@@ -21,6 +21,8 @@ import subprocess
 import sys
 import threading
 
+import grpc
+
 
 class _Worker:
     def __init__(self, index, argv, lock):
@@ -75,15 +77,16 @@ class Workers:
     def hand_over(self, kind, conn, limit):
         """Passes conn (closing this process's copy) to the live worker
         with the fewest connections, the lowest index on a tie, so K
-        sessions opened together land in K processes. Returns None, or why
-        it could not: then conn is still open, for the caller to answer
-        and close. limit bounds the connections of all workers together."""
+        sessions opened together land in K processes. Returns None, or the
+        (grpc.StatusCode, message) why it could not: then conn is still
+        open, for the caller to answer and close. limit bounds the
+        connections of all workers together."""
         with self.lock:
             live = [w for w in self.workers if w.alive]
             if not live:
-                return "no worker process is alive (see the server's log)"
+                return grpc.StatusCode.UNAVAILABLE, "no worker process is alive (see the server's log)"
             if sum(w.conns for w in live) >= limit:
-                return "full"
+                return grpc.StatusCode.RESOURCE_EXHAUSTED, "%d sessions are open, the most this server takes" % limit
             w = min(live, key=lambda w: (w.conns, w.index))
             w.conns += 1
         try:
@@ -92,7 +95,7 @@ class Workers:
             with self.lock:
                 w.conns -= 1
             w.lost()
-            return "worker process %d is gone" % w.index
+            return grpc.StatusCode.UNAVAILABLE, "worker process %d is gone" % w.index
         conn.close()
         return None
 

@@ -278,12 +278,9 @@ class ShmServer:
             except OSError:
                 return
             if self.workers is not None:
-                why = self.workers.hand_over(b"s", conn, self.max_sessions)
-                if why == "full":
-                    self._refuse(conn, grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                 "%d sessions are open, the most this server takes" % self.max_sessions)
-                elif why is not None:
-                    self._refuse(conn, grpc.StatusCode.UNAVAILABLE, why)
+                refused = self.workers.hand_over(b"s", conn, self.max_sessions)
+                if refused is not None:
+                    self._refuse(conn, *refused)
                 continue
             with self.lock:
                 full = len(self.live) >= self.max_sessions
