@@ -152,7 +152,7 @@ class _Requests:
         s = self._s
         m = s.conn.next_item(s)
         if type(m) is bytes:
-            return self._de(m)
+            return m if self._de is None else self._de(m)
         self._done = True
         if m is _EOF:
             raise StopIteration
@@ -745,7 +745,7 @@ class _Conn:
             if streaming:
                 gen = fn(_Requests(s, deserialize), ctx)
                 for resp in gen:
-                    s.send(resp.SerializeToString())
+                    s.send(resp if type(resp) is bytes else resp.SerializeToString())
             else:
                 req = next(_Requests(s, deserialize), None)
                 if req is None:
@@ -789,7 +789,9 @@ class H2Server:
 
     handlers maps b"/package.Service/Method" to (streaming, deserialize,
     fn): fn(request, context) returns the response for a unary method,
-    fn(request_iterator, context) yields them for a streaming one."""
+    fn(request_iterator, context) yields them for a streaming one
+    (deserialize None: the requests as bytes; a response may be bytes,
+    sent as they are, or a message to serialize)."""
 
     def __init__(self, handlers, host, port, max_message_bytes, max_rpcs, ssl_context=None, workers=None,
                  listen=True):

@@ -7,10 +7,11 @@ transport's cost on a busy machine (thread CPU time, not wall time):
 - shm: one step as the shm session runs it between its recv and its send
   (actions out of the segment, step_lists: the steps and the results into the segment,
   the step counter);
-- grpc: parsing the EnvRequest, answering it (EnvServicer.handle) and
-  serializing the EnvResponse, which is what herd_env.serve adds to
-  grpcio's own per-message work; "canned" is parsing and serializing a
-  prebuilt answer (python/tests/grpc_floor.py --canned);
+- grpc: parsing the step request and answering it serialized, as
+  EnvServicer.Session does (herd_env.stepwire), which is what herd_env.serve
+  adds to the gRPC server's own per-message work; "grpc protobuf" is the
+  same through protobuf's messages (EnvServicer.handle), "canned" parsing
+  and serializing a prebuilt answer (python/tests/grpc_floor.py --canned);
 - syscalls: a 1-byte send and a 1-byte recv on a Unix socket pair with the
   byte already there (the shm session's two system calls per step, minus
   any sleeping and waking, as they were before the wake pipes);
@@ -30,7 +31,7 @@ import os
 import socket
 import time
 
-from herd_env import serve
+from herd_env import serve, stepwire
 from shmtest import segment
 from herd_env._proto.herd.v1 import env_pb2
 
@@ -92,7 +93,12 @@ def main():
     raw = env_pb2.EnvRequest(step=env_pb2.StepRequest(actions=seg.act.tolist())).SerializeToString()
     canned = sv.handle(sess, env_pb2.EnvRequest.FromString(raw))[0]
 
-    def grpc_step(k):
+    def grpc_step(k):  # as EnvServicer.Session answers a step
+        parse, step = stepwire.parse_step, sess.step_wire
+        for _ in range(k):
+            step(parse(raw))
+
+    def grpc_protobuf(k):  # the same through protobuf's messages
         parse, handle = env_pb2.EnvRequest.FromString, sv.handle
         for _ in range(k):
             handle(sess, parse(raw))[0].SerializeToString()
@@ -121,7 +127,7 @@ def main():
 
     for rep in range(args.repeats):
         parts = ["%s %.2f" % (name, per_call_us(fn, args.steps, args.chunk)) for name, fn in
-                 (("envs", envs_only), ("shm", shm_step), ("grpc", grpc_step), ("canned", grpc_canned), ("syscalls", syscalls),
+                 (("envs", envs_only), ("shm", shm_step), ("grpc", grpc_step), ("grpc protobuf", grpc_protobuf), ("canned", grpc_canned), ("syscalls", syscalls),
                   ("pipe syscalls", pipe_syscalls))]
         print("step_cost %s: us of CPU per message: %s" % (args.env, ", ".join(parts)), flush=True)
     seg.close()

@@ -415,13 +415,14 @@ func BenchmarkRemoteVectorStepPython(b *testing.B) {
 // the wake pipes and the socket give the same bits, a gone client or a
 // stopped server ends a pipe session; multi-agent framed sessions; the
 // step paths, shm and gRPC, with and without NumPy, give the plain
-// per-env loop's bits), so that they run wherever the Go tests do.
+// per-env loop's bits; herd_env.stepwire's step messages are
+// protobuf's), so that they run wherever the Go tests do.
 func TestPythonShmUnittests(t *testing.T) {
 	py := pyproc.Python(t)
 	dir := filepath.Join(pyproc.Root(), "python")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "test_shm_pipes", "test_shm_parallel", "test_step_paths")
+	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "test_shm_pipes", "test_shm_parallel", "test_step_paths", "test_stepwire")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir+string(os.PathListSeparator)+filepath.Join(dir, "tests"))
 	if out, err := cmd.CombinedOutput(); err != nil {
