@@ -29,8 +29,8 @@ PROCS=${PROCS:-0}
 GRPC_IMPL=${GRPC_IMPL:-grpcio}
 D=$(mktemp -d)
 SHM=gymrows$$
-srv= srvp=
-cleanup() { for p in $srv $srvp; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$D"; }
+srv=
+cleanup() { for p in $srv; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$D"; }
 trap cleanup EXIT
 H=${HERD:-$D/herd}
 [ -n "${HERD:-}" ] || go build -o "$H" ./cmd/herd
@@ -40,50 +40,56 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo ?), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs," \
   "gymnasium $("$PY" -c 'import gymnasium; print(gymnasium.__version__)' 2>/dev/null), --grpc-impl $GRPC_IMPL"
 
-"$PY" -m herd_env.serve --env gymnasium:make --kwargs "$KW" --port 0 --grpc-impl "$GRPC_IMPL" --shm "$SHM" >"$D/serve.log" 2>&1 &
-srv=$!
-for _ in $(seq 100); do grep -q ' on port ' "$D/serve.log" && break; sleep 0.1; done
-port=$(awk '/ on port /{print $NF}' "$D/serve.log")
-[ -n "$port" ] || { cat "$D/serve.log" >&2; exit 1; }
+# Each transport has a server process of its own: shm messages to a process
+# that has served gRPC sessions are slower (service/envsvc's
+# BenchmarkRemoteVectorStepPython). serve NAME ARGS... starts one, waits
+# until it serves, and sets srv_NAME (its pid) and port_NAME (its gRPC
+# port; empty for shm only).
+serve() {
+  local log=$1
+  shift
+  "$PY" -m herd_env.serve --env gymnasium:make --kwargs "$KW" "$@" >"$D/$log.log" 2>&1 &
+  eval "srv_$log=$!"
+  for _ in $(seq 100); do grep -q ' on \(port\|shm\) ' "$D/$log.log" && break; sleep 0.1; done
+  grep -q ' on \(port\|shm\) ' "$D/$log.log" || { cat "$D/$log.log" >&2; exit 1; }
+  eval "port_$log=$(awk '/ on port /{print $NF}' "$D/$log.log")"
+}
+srv_g= srv_s= srv_gp= srv_sp=
+serve g --port 0 --grpc-impl "$GRPC_IMPL"
+serve s --port -1 --shm "$SHM"
 if [ "$PROCS" -gt 0 ]; then
-  "$PY" -m herd_env.serve --env gymnasium:make --kwargs "$KW" --port 0 --grpc-impl "$GRPC_IMPL" --shm "${SHM}p" --procs "$PROCS" >"$D/servep.log" 2>&1 &
-  srvp=$!
-  for _ in $(seq 100); do grep -q ' on port ' "$D/servep.log" && break; sleep 0.1; done
-  portp=$(awk '/ on port /{print $NF}' "$D/servep.log")
+  serve sp --port -1 --shm "${SHM}p" --procs "$PROCS"
+  [ "$GRPC_IMPL" != h2 ] || serve gp --port 0 --grpc-impl h2 --procs "$PROCS"
 fi
+srv="$srv_g $srv_s $srv_gp $srv_sp"
 
 # steps/s of one JSON line's field, rounded.
 field() { "$PY" -c 'import json,sys; print(round(json.loads(sys.stdin.read().strip().splitlines()[-1])[sys.argv[1]]))' "$1"; }
 
-# The server's user+system CPU time in clock ticks (/proc/PID/stat).
-# With PROCS, the worker processes' time too (the children of the --procs server).
+# A server's user+system CPU time in clock ticks (/proc/PID/stat), with its
+# children's (a --procs server's worker processes).
 srvcpu() { "$PY" -c '
 import glob, sys
 def cpu(pid):
     s = open("/proc/%s/stat" % pid).read(); f = s[s.rindex(")")+2:].split(); return int(f[11]) + int(f[12])
-pids = [sys.argv[1]] + [p for p in sys.argv[2:] if p]
 kids = []
-for p in pids[1:]:
-    for t in glob.glob("/proc/%s/task/*/children" % p):
-        kids += open(t).read().split()
-print(cpu(pids[0]) + sum(cpu(p) for p in pids[1:] + kids))' "$srv" "${1:-}"; }
+for t in glob.glob("/proc/%s/task/*/children" % sys.argv[1]):
+    kids += open(t).read().split()
+print(cpu(sys.argv[1]) + sum(cpu(p) for p in kids))' "$1"; }
 TICK=$(getconf CLK_TCK)
 # remote ID|shm: prints "steps/s server-CPU-µs-per-env-step" for one 1 s
 # measurement (herd bench remote env; its steps are about steps/s x 1 s).
 remote() {
-  local c0 c1 sps
-  local p=
-  case $1 in shmp | grpcp) p=$srvp ;; esac
+  local c0 c1 sps p to
+  local more=()
+  case $1 in
+    grpc) p=$srv_g to=(--addr "127.0.0.1:$port_g") ;;
+    shm) p=$srv_s to=(--shm "$SHM") ;;
+    grpcp) p=$srv_gp to=(--addr "127.0.0.1:$port_gp") more=(--inflight "$PROCS") ;;
+    shmp) p=$srv_sp to=(--shm "${SHM}p") more=(--inflight "$PROCS") ;;
+  esac
   c0=$(srvcpu "$p")
-  if [ "$1" = shmp ]; then
-    sps=$("$H" bench remote env --shm "${SHM}p" --id CartPole-v1 --num-envs "$NUM_ENVS" --inflight "$PROCS" --rounds 1 --duration 1s --json | field remote_steps_per_s)
-  elif [ "$1" = grpcp ]; then
-    sps=$("$H" bench remote env --addr "127.0.0.1:$portp" --id CartPole-v1 --num-envs "$NUM_ENVS" --inflight "$PROCS" --rounds 1 --duration 1s --json | field remote_steps_per_s)
-  elif [ "$1" = shm ]; then
-    sps=$("$H" bench remote env --shm "$SHM" --id CartPole-v1 --num-envs "$NUM_ENVS" --rounds 1 --duration 1s --json | field remote_steps_per_s)
-  else
-    sps=$("$H" bench remote env --addr "127.0.0.1:$port" --id CartPole-v1 --num-envs "$NUM_ENVS" --rounds 1 --duration 1s --json | field remote_steps_per_s)
-  fi
+  sps=$("$H" bench remote env "${to[@]}" --id CartPole-v1 --num-envs "$NUM_ENVS" "${more[@]}" --rounds 1 --duration 1s --json | field remote_steps_per_s)
   c1=$(srvcpu "$p")
   "$PY" -c 'import sys; sps,c0,c1,tick=map(float,sys.argv[1:5]); print(int(sps), round((c1-c0)/tick/sps*1e6, 2))' "$sps" "$c0" "$c1" "$TICK"
 }
@@ -126,10 +132,10 @@ for seed in $SEEDS; do
   for e in $kinds; do
     case $e in
       local) id=CartPole-v1 ;;
-      grpc) id=grpc://127.0.0.1:$port/CartPole-v1 ;;
+      grpc) id=grpc://127.0.0.1:$port_g/CartPole-v1 ;;
       shm) id=shm://$SHM/CartPole-v1 ;;
       shmp) id="shm://${SHM}p/CartPole-v1?inflight=$PROCS" ;;
-      grpcp) id="grpc://127.0.0.1:$portp/CartPole-v1?inflight=$PROCS" ;;
+      grpcp) id="grpc://127.0.0.1:$port_gp/CartPole-v1?inflight=$PROCS" ;;
     esac
     l0=$(load)
     "$H" train --config configs/ppo-cartpole.yaml --env "$id" --seed "$seed" --steps "$STEPS" --quiet --force --out "$D/ppo-$e-$seed" >/dev/null

@@ -110,16 +110,19 @@ const (
 )
 
 // SpinFor is how long the Go client watches RespSeq before it blocks for
-// the Stepped byte by default: none. With the wake pipes, on the 2-core VM
-// at load 8–13 (2026-11-26), spinning on both sides (the Python server's
-// --shm-spin-us the same) gave a 1-env step with Python's server 23–54 µs
-// without, 24–33 with 3 µs and 48–135 with 8 µs, and Go's server 16–26,
-// 16–33 and 16–38 µs: a spinner holds a core the other side needs, and
-// Python's server spends 3 µs of CPU on a step after it wakes
-// (python/tests/step_cost.py), longer than a spin of a few µs.
-// `shm://…?spin=D` turns it on per client; service/envsvc's
-// BenchmarkRemoteVectorStepPython/shm-spin5us measures it on a machine.
-const SpinFor time.Duration = 0
+// the Stepped byte by default (the Python server's --shm-spin-us defaults
+// to the same). A short spin trims the slow tail of a 1-env round trip
+// when other processes load the cores and costs nothing measurable on an
+// idle machine: with Python's server on the 2-core VM (2026-11-26, both
+// sides spinning alike), 12.5 µs median idle against 11.2 without, and
+// 11–17 against 12–30 with two busy loops; at load 8–13, 24–33 µs
+// against 23–54. Longer spins lose under load (8 µs: 48–135), as a
+// spinner then holds a core the other side needs. With SpinMisses the
+// spin all but stops for an env slower than the spin. `shm://…?spin=D`
+// sets it per client (0: never); service/envsvc's
+// BenchmarkRemoteVectorStepPython (shm, shm-spin0, shm-spin5us) measures
+// it on a machine.
+const SpinFor = 3 * time.Microsecond
 
 // After SpinMisses spins in a row that missed the answer, a side spins
 // only on every SpinProbe-th step until one catches it again, so that a
