@@ -45,7 +45,7 @@ import (
 // segment is an anonymous memory file (memfd) handed over the socket, so it
 // has no name in /dev/shm and disappears with the last process that maps
 // it, whichever side dies; each side holds the only write end of the pipe
-// the other reads, so a dead peer ends a read at once. spin (default 3us, at
+// the other reads, so a dead peer ends a read at once. spin (default 0, at
 // most 50us, 0 never) is how long the client watches the segment for a
 // step's answer before it blocks: a fast env's answer then arrives without
 // a sleep and a wake-up (internal/shmwire.SpinFor).

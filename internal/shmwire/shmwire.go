@@ -110,19 +110,16 @@ const (
 )
 
 // SpinFor is how long the Go client watches RespSeq before it blocks for
-// the Stepped byte by default (the Python server's --shm-spin-us defaults
-// to the same). A short spin trims the slow tail of a 1-env round trip
-// when other processes load the cores and costs nothing measurable on an
-// idle machine: with Python's server on the 2-core VM (2026-11-26, both
-// sides spinning alike), 12.5 µs median idle against 11.2 without, and
-// 11–17 against 12–30 with two busy loops; at load 8–13, 24–33 µs
-// against 23–54. Longer spins lose under load (8 µs: 48–135), as a
-// spinner then holds a core the other side needs. With SpinMisses the
-// spin all but stops for an env slower than the spin. `shm://…?spin=D`
-// sets it per client (0: never); service/envsvc's
-// BenchmarkRemoteVectorStepPython (shm, shm-spin0, shm-spin5us) measures
-// it on a machine.
-const SpinFor = 3 * time.Microsecond
+// the Stepped byte by default: none. With Python's server on the 2-core VM
+// (2026-11-26, a server process per case, both sides spinning alike), a
+// 1-env step took a median 11–15 µs without a spin, 12.5–17 with 3 µs and
+// 12–17 with 5 µs idle, so a spin buys nothing there; with two busy loops,
+// 12–30, 11–17 and 12–17 µs; at load 8–13, 23–54 without, 24–33 with 3 µs
+// and 48–135 with 8 µs: a spinner holds a core the other side needs.
+// `shm://…?spin=D` turns it on per client; service/envsvc's
+// BenchmarkRemoteVectorStepPython (shm-spin3us, shm-spin5us) measures it on
+// a machine.
+const SpinFor time.Duration = 0
 
 // After SpinMisses spins in a row that missed the answer, a side spins
 // only on every SpinProbe-th step until one catches it again, so that a

@@ -564,9 +564,8 @@ def main(argv=None):
     p.add_argument("--shm", metavar="NAME", help="also serve same-host clients through shared memory (shm://NAME/ID)")
     p.add_argument("--max-sessions", type=int, default=64,
                    help="most concurrent calls (sessions); more are refused with RESOURCE_EXHAUSTED")
-    p.add_argument("--shm-spin-us", type=float, default=3,
-                   help="after answering a shm step, watch for the next one this long before blocking "
-                        "(default 3, as herd's client; 0: never)")
+    p.add_argument("--shm-spin-us", type=float, default=0,
+                   help="after answering a shm step, watch for the next one this long before blocking (0: never)")
     p.add_argument("--grpc-impl", choices=("grpcio", "h2"), default="grpcio",
                    help="gRPC server: grpcio (default) or h2, herd_env's own on the h2 library (less CPU per message)")
     p.add_argument("--profile-shm", action="store_true",

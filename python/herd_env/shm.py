@@ -65,7 +65,6 @@ from .spaces import _np
 
 MAGIC = b"HERDSHM1"
 SPIN_MISSES, SPIN_PROBE = 4, 16  # as herd/internal/shmwire's SpinMisses, SpinProbe
-SPIN_US = 3  # --shm-spin-us's default, as herd/internal/shmwire's SpinFor
 FLAGS, FLAG_PIPES = 20, 1  # as herd/internal/shmwire's Flags, FlagPipes
 MAX_FRAME = 64 << 20
 _is_le = sys.byteorder == "little"
@@ -222,7 +221,7 @@ class ShmServer:
     per session, at most max_sessions at once (more are refused with
     RESOURCE_EXHAUSTED)."""
 
-    def __init__(self, servicer, name, max_sessions=64, profile=False, spin_us=SPIN_US, workers=None, listen=True):
+    def __init__(self, servicer, name, max_sessions=64, profile=False, spin_us=0, workers=None, listen=True):
         if not sys.platform.startswith("linux"):
             raise OSError("--shm needs Linux")
         if not _is_le:

@@ -349,10 +349,10 @@ func TestShmHelperClient(t *testing.T) {
 // transport's own cost) served by python3 -m herd_env.serve, over gRPC on
 // loopback (grpc: grpcio's server, grpc-h2: herd_env's own on the h2
 // library, --grpc-impl h2) and over shared memory; server-µs/op is the
-// server process's CPU per message; shm is shared memory with both sides
-// watching the segment 3 µs before they block (the default,
-// shmwire.SpinFor), shm-spin0 and shm-spin5us the same with no spin and
-// 5 µs (?spin=D, --shm-spin-us D), for comparing them on a given machine.
+// server process's CPU per message; shm-spin3us and shm-spin5us are shared
+// memory with both sides watching the segment 3 or 5 µs before they block
+// (?spin=D, --shm-spin-us D; off by default, shmwire.SpinFor), for
+// comparing them on a given machine.
 func BenchmarkRemoteVectorStepPython(b *testing.B) {
 	// Each server is started when its first case runs and kept for the
 	// benchmark's reruns. The shm cases each have a server of their own
@@ -390,7 +390,7 @@ func BenchmarkRemoteVectorStepPython(b *testing.B) {
 		{"grpc", grpcCase("grpcio"), ""},
 		{"grpc-h2", grpcCase("h2"), ""},
 		{"shm", shmCase("shm"), ""},
-		{"shm-spin0", shmCase("shm-spin0", "--shm-spin-us", "0"), "?spin=0"},
+		{"shm-spin3us", shmCase("shm-spin3us", "--shm-spin-us", "3"), "?spin=3us"},
 		{"shm-spin5us", shmCase("shm-spin5us", "--shm-spin-us", "5"), "?spin=5us"},
 	} {
 		for _, n := range []int{1, 8} {
