@@ -349,10 +349,11 @@ func TestShmHelperClient(t *testing.T) {
 // transport's own cost) served by python3 -m herd_env.serve, over gRPC on
 // loopback (grpc: grpcio's server, grpc-h2: herd_env's own on the h2
 // library, --grpc-impl h2) and over shared memory; server-µs/op is the
-// server process's CPU per message; shm-spin3us and shm-spin5us are shared
-// memory with both sides watching the segment 3 or 5 µs before they block
-// (?spin=D, --shm-spin-us D; off by default, shmwire.SpinFor), for
-// comparing them on a given machine.
+// server process's CPU per message, client-µs/op this one's (herd's
+// client); shm-spin3us and shm-spin5us are shared memory with both sides
+// watching the segment 3 or 5 µs before they block (?spin=D,
+// --shm-spin-us D; off by default, shmwire.SpinFor), for comparing them
+// on a given machine.
 func BenchmarkRemoteVectorStepPython(b *testing.B) {
 	// Each server is started when its first case runs and kept for the
 	// benchmark's reruns. The shm cases each have a server of their own
@@ -399,7 +400,7 @@ func BenchmarkRemoteVectorStepPython(b *testing.B) {
 				v := resetVector(b, prefix+"/Trivial"+tr.query, n, 1)
 				act := make([]float32, n)
 				b.ReportAllocs()
-				cpu0 := procCPU(b, p.Cmd.Process.Pid)
+				cpu0, self0 := procCPU(b, p.Cmd.Process.Pid), selfCPU()
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					act[i%n] = float32(i & 1)
@@ -412,6 +413,7 @@ func BenchmarkRemoteVectorStepPython(b *testing.B) {
 				// The server process's CPU per message (10 ms ticks: use
 				// -benchtime 3000x or more).
 				b.ReportMetric(float64((procCPU(b, p.Cmd.Process.Pid)-cpu0).Microseconds())/float64(b.N), "server-µs/op")
+				b.ReportMetric(float64((selfCPU()-self0).Microseconds())/float64(b.N), "client-µs/op")
 			})
 		}
 	}
