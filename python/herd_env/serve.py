@@ -38,9 +38,8 @@ from concurrent import futures
 
 import grpc
 
-from . import PROTOCOL_VERSION
+from . import PROTOCOL_VERSION, stepwire
 from ._proto.herd.v1 import env_pb2, env_pb2_grpc
-from . import stepwire
 from .spaces import Codec, flatten
 from .spaces import _np
 
@@ -189,13 +188,14 @@ class _Session:
         return _batch_response(r)
 
     def step_wire(self, actions):
-        """step, answered as a serialized EnvResponse (stepwire: an
-        eighth of protobuf's cost)."""
+        """step, answered as a serialized EnvResponse, written by
+        stepwire rather than through protobuf's objects."""
         r = self.step_lists(actions)
         if type(r) is not tuple:
             return r.SerializeToString()
         b = self.batcher.batch(*r)
         return b if b is not None else _batch_response(r).SerializeToString()
+
     def _rows(self, actions):
         """The envs' actions (a list), or an error EnvResponse: every
         action and env is checked before any env steps."""
