@@ -77,7 +77,7 @@ for t in glob.glob("/proc/%s/task/*/children" % sys.argv[1]):
     kids += open(t).read().split()
 print(cpu(sys.argv[1]) + sum(cpu(p) for p in kids))' "$1"; }
 TICK=$(getconf CLK_TCK)
-# remote ID|shm: prints "steps/s server-CPU-µs-per-env-step" for one 1 s
+# remote grpc|shm|grpcp|shmp: prints "steps/s server-CPU-µs-per-env-step" for one 1 s
 # measurement (herd bench remote env; its steps are about steps/s x 1 s).
 remote() {
   local c0 c1 sps p to
