@@ -61,14 +61,15 @@ func stepTrace(t *testing.T, v env.Vector, seed int64, steps int) []uint64 {
 	return out
 }
 
-func sameTrace(t *testing.T, what string, want, got []uint64) {
+// sameSlice fails t at the first element where got differs from want.
+func sameSlice[T comparable](t *testing.T, what string, want, got []T) {
 	t.Helper()
 	if len(want) != len(got) {
-		t.Fatalf("%s: trace of %d words, want %d", what, len(got), len(want))
+		t.Fatalf("%s: %d elements, want %d", what, len(got), len(want))
 	}
 	for i := range want {
 		if want[i] != got[i] {
-			t.Fatalf("%s: word %d is %#x, want %#x", what, i, got[i], want[i])
+			t.Fatalf("%s: element %d is %v, want %v", what, i, got[i], want[i])
 		}
 	}
 }
@@ -90,7 +91,7 @@ func TestInflightSameBits(t *testing.T) {
 	}
 	want := trace(1)
 	for _, k := range []int{2, 3, 4} {
-		sameTrace(t, fmt.Sprintf("inflight=%d", k), want, trace(k))
+		sameSlice(t, fmt.Sprintf("inflight=%d", k), want, trace(k))
 	}
 }
 

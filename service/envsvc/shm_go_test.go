@@ -64,7 +64,7 @@ func TestGoShm(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sameTrace(t, fmt.Sprintf("%s over shm, inflight=%d", id, k), want, stepTrace(t, v, 3, 70))
+			sameSlice(t, fmt.Sprintf("%s over shm, inflight=%d", id, k), want, stepTrace(t, v, 3, 70))
 			v.Close()
 		}
 	}

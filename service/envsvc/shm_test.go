@@ -120,7 +120,7 @@ func sameCartPoleTraces(t *testing.T, base string, ids ...string) {
 	}
 	want := trace(base)
 	for _, id := range ids {
-		sameTrace(t, id, want, trace(id))
+		sameSlice(t, id, want, trace(id))
 	}
 }
 
@@ -453,7 +453,7 @@ func TestShmSpaces(t *testing.T) {
 				defer v.Close()
 				return stepTrace(t, v, 8, 12)
 			}
-			sameTrace(t, cls, trace("grpc://"+p.Addr()+"/"+cls+"?timeout=20s"), trace("shm://"+name+"/"+cls+"?timeout=20s&inflight=2"))
+			sameSlice(t, cls, trace("grpc://"+p.Addr()+"/"+cls+"?timeout=20s"), trace("shm://"+name+"/"+cls+"?timeout=20s&inflight=2"))
 		})
 	}
 }

@@ -74,14 +74,10 @@ func TestTrainRemoteSimpleSpread(t *testing.T) {
 
 func sameParams(t *testing.T, what string, want, got []float32) {
 	t.Helper()
-	if len(want) == 0 || len(want) != len(got) {
-		t.Fatalf("%s: %d and %d parameters", what, len(want), len(got))
+	if len(want) == 0 {
+		t.Fatalf("%s: no parameters", what)
 	}
-	for i := range want {
-		if want[i] != got[i] {
-			t.Fatalf("%s: parameter %d: local %v, remote %v", what, i, want[i], got[i])
-		}
-	}
+	sameSlice(t, what, want, got)
 }
 
 // TestTrainRemoteInflight: a run's env id may split its vector over
