@@ -15,7 +15,10 @@
 # ROUNDS (3), NUM_ENVS (8), SEEDS of PPO ("1"; "" skips PPO), STEPS (500000),
 # GRPC_IMPL (grpcio, or h2: the server's --grpc-impl), PROCS (0; K > 0 adds
 # rows with a second server's sessions in K worker processes, --procs K,
-# and the vector split over K sessions, ?inflight=K: shm, and gRPC with h2).
+# and the vector split over K sessions, ?inflight=K: shm, and gRPC with h2),
+# PIN (a command prefix for the servers and herd's remote runs, for example
+# "taskset -c 0": both ends of every request on one core; the own loop and
+# the local PPO run stay unpinned).
 # Run from the repository root.
 set -euo pipefail
 : "${GYMNASIUM_SRC:?set GYMNASIUM_SRC to a directory that holds the gymnasium package}"
@@ -27,6 +30,7 @@ SEEDS=${SEEDS-1}
 STEPS=${STEPS:-500000}
 PROCS=${PROCS:-0}
 GRPC_IMPL=${GRPC_IMPL:-grpcio}
+read -r -a PIN <<<"${PIN:-}"
 D=$(mktemp -d)
 SHM=gymrows$$
 srv=
@@ -38,7 +42,7 @@ export PYTHONPATH="$PWD/python:$GYMNASIUM_SRC"
 KW='{"id": "CartPole-v1"}'
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo ?), $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs," \
-  "gymnasium $("$PY" -c 'import gymnasium; print(gymnasium.__version__)' 2>/dev/null), --grpc-impl $GRPC_IMPL"
+  "gymnasium $("$PY" -c 'import gymnasium; print(gymnasium.__version__)' 2>/dev/null), --grpc-impl $GRPC_IMPL, pin: ${PIN[*]:-none}"
 
 # Each transport has a server process of its own: shm messages to a process
 # that has served gRPC sessions are slower (service/envsvc's
@@ -48,7 +52,7 @@ echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo ?), $(date -u '+%Y
 serve() {
   local log=$1
   shift
-  "$PY" -m herd_env.serve --env gymnasium:make --kwargs "$KW" "$@" >"$D/$log.log" 2>&1 &
+  "${PIN[@]}" "$PY" -m herd_env.serve --env gymnasium:make --kwargs "$KW" "$@" >"$D/$log.log" 2>&1 &
   eval "srv_$log=$!"
   for _ in $(seq 100); do grep -q ' on \(port\|shm\) ' "$D/$log.log" && break; sleep 0.1; done
   grep -q ' on \(port\|shm\) ' "$D/$log.log" || { cat "$D/$log.log" >&2; exit 1; }
@@ -89,7 +93,7 @@ remote() {
     shmp) p=$srv_sp to=(--shm "${SHM}p") more=(--inflight "$PROCS") ;;
   esac
   c0=$(srvcpu "$p")
-  sps=$("$H" bench remote env "${to[@]}" --id CartPole-v1 --num-envs "$NUM_ENVS" "${more[@]}" --rounds 1 --duration 1s --json | field remote_steps_per_s)
+  sps=$("${PIN[@]}" "$H" bench remote env "${to[@]}" --id CartPole-v1 --num-envs "$NUM_ENVS" "${more[@]}" --rounds 1 --duration 1s --json | field remote_steps_per_s)
   c1=$(srvcpu "$p")
   "$PY" -c 'import sys; sps,c0,c1,tick=map(float,sys.argv[1:5]); print(int(sps), round((c1-c0)/tick/sps*1e6, 2))' "$sps" "$c0" "$c1" "$TICK"
 }
@@ -138,7 +142,9 @@ for seed in $SEEDS; do
       grpcp) id="grpc://127.0.0.1:$port_gp/CartPole-v1?inflight=$PROCS" ;;
     esac
     l0=$(load)
-    "$H" train --config configs/ppo-cartpole.yaml --env "$id" --seed "$seed" --steps "$STEPS" --quiet --force --out "$D/ppo-$e-$seed" >/dev/null
+    pin=("${PIN[@]}")
+    [ "$e" != local ] || pin=()
+    "${pin[@]}" "$H" train --config configs/ppo-cartpole.yaml --env "$id" --seed "$seed" --steps "$STEPS" --quiet --force --out "$D/ppo-$e-$seed" >/dev/null
     "$PY" - "$D/ppo-$e-$seed/summary.json" "$e" "$seed" "$l0" "$(load)" "$(tensors "$D/ppo-$e-$seed/model.safetensors")" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
