@@ -56,16 +56,13 @@ func BenchmarkPipeRoundTrip(b *testing.B) {
 	for range 100 {
 		roundTrip()
 	}
-	cpu0, self0 := procCPU(b, cmd.Process.Pid), selfCPU()
+	reportCPU := cpuPerOp(b, cmd.Process.Pid)
 	b.ResetTimer()
 	for range b.N {
 		roundTrip()
 	}
 	b.StopTimer()
-	// CPU per round trip on each side (10 ms ticks for the child: use
-	// -benchtime 100000x).
-	b.ReportMetric(float64((procCPU(b, cmd.Process.Pid)-cpu0).Microseconds())/float64(b.N), "server-µs/op")
-	b.ReportMetric(float64((selfCPU()-self0).Microseconds())/float64(b.N), "client-µs/op")
+	reportCPU() // use -benchtime 100000x (10 ms ticks for the child)
 }
 
 // TestPipeEchoChild is BenchmarkPipeRoundTrip's second process: it echoes

@@ -400,7 +400,7 @@ func BenchmarkRemoteVectorStepPython(b *testing.B) {
 				v := resetVector(b, prefix+"/Trivial"+tr.query, n, 1)
 				act := make([]float32, n)
 				b.ReportAllocs()
-				cpu0, self0 := procCPU(b, p.Cmd.Process.Pid), selfCPU()
+				reportCPU := cpuPerOp(b, p.Cmd.Process.Pid)
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					act[i%n] = float32(i & 1)
@@ -410,10 +410,7 @@ func BenchmarkRemoteVectorStepPython(b *testing.B) {
 				}
 				b.StopTimer()
 				b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "env-steps/s")
-				// The server process's CPU per message (10 ms ticks: use
-				// -benchtime 3000x or more).
-				b.ReportMetric(float64((procCPU(b, p.Cmd.Process.Pid)-cpu0).Microseconds())/float64(b.N), "server-µs/op")
-				b.ReportMetric(float64((selfCPU()-self0).Microseconds())/float64(b.N), "client-µs/op")
+				reportCPU() // use -benchtime 3000x or more (10 ms ticks)
 			})
 		}
 	}
