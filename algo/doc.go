@@ -75,7 +75,7 @@
 //
 // # The pieces, and how an executor uses them
 //
-// The vocabulary is DESIGN.md's: an env worker owns envs and a random
+// The vocabulary is docs/ARCHITECTURE.md's: an env worker owns envs and a random
 // stream, a policy worker runs the batched forward pass on a weight
 // version, a learner turns samples into new versions, and a parameter
 // service (weights.Store in one process, weights.Version.Encode's bytes
@@ -127,8 +127,6 @@
 // Nothing here is on a hot path: Logger calls are a few per iteration (the
 // Recorder keeps them allocation-free), Resolve runs once per run.
 //
-// # The contract, in detail
-//
 // # The contract (algo/algo.go)
 //
 //   - `Spec{Name, Doc, Scalars, NewConfig, Train, LoadPolicy}` describes an algorithm.
@@ -142,7 +140,7 @@
 //     line. Flags override the file; `--set key=value` overrides the section (each
 //     value parsed as YAML, strictly). `NewConfig` returns the defaults filled in and
 //     the file overwrites only the keys it names, so an explicit `ent_coef: 0` stays 0
-//     (STYLE's "zero means default" would make that impossible).
+//     (a "zero means default" rule would make that impossible).
 //   - `Runtime.Track(model)`: Train registers its model once built, so TrainRun's
 //     divergence guard can check its `Params()` at each metrics row (see
 //     "Reliability" below).
@@ -161,9 +159,7 @@
 // not declared is reported by `Recorder.Close` (`metrics.ErrUndeclared`) instead of
 // being silently dropped.
 //
-// # Faults tried (herd train)
-//
-// # herd CLI
+// # herd train: run directories, faults and the CLI half
 //
 // The CLI half lives in `algo/trainrun.go` (TrainRun), `algo/rundir.go`
 // (lock, staging, commit), `algo/guard.go` (divergence), `algo/checkpoint.go`
@@ -210,8 +206,6 @@
 // rows, three networks' workspaces), not a count; on non-unix systems the run
 // lock is a no-op; a run killed with SIGKILL leaves its partial files in
 // `.staging/`, which the next run into the directory clears.
-//
-// # Pieces
 //
 // # Algorithm pieces: policy, sampler, learner, weight versions
 //

@@ -14,7 +14,7 @@ import (
 	"herd/replay/sumtree"
 )
 
-// newReplayCmd is `herd bench replay` (issue 6): the sum tree alone
+// newReplayCmd is `herd bench replay`: the sum tree alone
 // (tree_set, tree_sample), the Prioritized buffer (insert, sample, update,
 // mixed), and with --safety the numerical-safety run. The logic lives in
 // herd/replay/bench; this file only parses flags and prints rows.
@@ -54,10 +54,10 @@ Timings are taken in short windows, interleaved across fanouts, and reduced by
 --stat (median, or min: the least disturbed window on a shared machine).
 
 Tree rows at 1M slots and batch 128 are followed by a comparison with the
-seed's C++ K-ary tree (K=16, float32): its tree_set 0.71 µs and tree_sample
-18.6 µs per batch are recorded figures quoted from DESIGN.md (measured on
-the reference machine alternating with herd), not re-measured here;
-herd_over_seed below 1 means herd is faster.
+C++ K-ary tree of PAL (Zhang et al. 2021; K=16, float32): its tree_set 0.71 µs
+and tree_sample 18.6 µs per batch are recorded figures (docs/BENCHMARKS.md,
+measured on the reference machine alternating with herd), not re-measured
+here; herd_over_ref below 1 means herd is faster.
 
 With --safety: draws on a tree of the first --capacity slots, --filled of them
 holding priorities, under continuous random updates, counting draws outside
@@ -152,14 +152,14 @@ the filled range or on a zero priority (--draws, e.g. 1e8 on 1e7 slots).`,
 			if err := writeRows(cmd.OutOrStdout(), asJSON, rows); err != nil {
 				return err
 			}
-			// Issue 15: the tree rows at 1M slots and batch 128 beside the
-			// seed C++ tree's recorded figures (not re-measured).
-			if seed := rbench.SeedRows(rows); len(seed) > 0 {
+			// The tree rows at 1M slots and batch 128 beside PAL's C++
+			// tree's recorded figures (not re-measured).
+			if ref := rbench.RefRows(rows); len(ref) > 0 {
 				if !asJSON {
 					fmt.Fprintln(cmd.OutOrStdout())
-					fmt.Fprintln(cmd.OutOrStdout(), rbench.SeedNote)
+					fmt.Fprintln(cmd.OutOrStdout(), rbench.RefNote)
 				}
-				if err := writeRows(cmd.OutOrStdout(), asJSON, seed); err != nil {
+				if err := writeRows(cmd.OutOrStdout(), asJSON, ref); err != nil {
 					return err
 				}
 			}

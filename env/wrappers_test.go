@@ -14,7 +14,7 @@ import (
 func testRand(name string) *rand.Rand { return rng.New(1, "test/"+name, 0) }
 
 // TestTimeLimitKeepsTerminated: when the last allowed step also
-// terminates, both flags are set (DESIGN.md).
+// terminates, both flags are set (Gymnasium's TimeLimit).
 func TestTimeLimitKeepsTerminated(t *testing.T) {
 	e, err := env.Make("CartPole-v1", env.WithMaxEpisodeSteps(3))
 	if err != nil {

@@ -126,11 +126,11 @@ func (l *Learner) Close() error {
 	return nil
 }
 
-// Weights returns the actor's parameters as version = critic updates so
-// far.
 // Model returns the agent the learner trains (to save and evaluate).
 func (l *Learner) Model() algo.Model { return l.agent }
 
+// Weights returns the actor's parameters as version = critic updates so
+// far.
 func (l *Learner) Weights() *weights.Version { return weights.New(uint64(l.updates), l.actor.Params()) }
 
 // Learn takes one critic update for each env step in (prev, step] once

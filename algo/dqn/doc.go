@@ -49,7 +49,6 @@
 // bits (algo/all TestOffPolicySameBitsAsBeforeThePieces). Another executor
 // would publish learner.Weights() every k updates instead.
 //
-
 // # Implementation details
 //
 //  1. Termination vs truncation: the vector env resets an ended episode at

@@ -131,7 +131,7 @@ func BenchmarkSeeds(b *testing.B) {
 }
 
 // TestNoAllocsPerStep: after setup, acting, storing and training allocate
-// nothing (STYLE: no allocation on hot paths).
+// nothing: the hot path allocates nothing.
 func TestNoAllocsPerStep(t *testing.T) {
 	cfg := smokeConfig()
 	cfg.LearningStarts = 200

@@ -196,10 +196,10 @@ func (l *Learner) Agent() *Agent { return l.agent }
 // Close stops the helper goroutine.
 func (l *Learner) Close() error { l.par.Close(); return nil }
 
-// Weights returns the Q-network's parameters as version = updates so far.
 // Model returns the agent the learner trains (to save and evaluate).
 func (l *Learner) Model() algo.Model { return l.agent }
 
+// Weights returns the Q-network's parameters as version = updates so far.
 func (l *Learner) Weights() *weights.Version { return weights.New(l.updates, l.q.Params()) }
 
 // Learn trains once learning has started (step > learning_starts and rb

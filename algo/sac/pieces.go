@@ -198,10 +198,10 @@ func (p *pieces) newLearner() (*Learner, error) {
 // Close stops the helper goroutine.
 func (l *Learner) Close() error { l.par.Close(); return nil }
 
-// Weights returns the actor's parameters as version = updates so far.
 // Model returns the agent the learner trains (to save and evaluate).
 func (l *Learner) Model() algo.Model { return l.agent }
 
+// Weights returns the actor's parameters as version = updates so far.
 func (l *Learner) Weights() *weights.Version { return weights.New(l.updates, l.actor.Params()) }
 
 // Learn takes one update for each env step in (prev, step] once learning

@@ -12,7 +12,7 @@
 // exactly on terminated: each step evaluates the published equations in
 // float64, in Python's order of operations, with constants computed at run
 // time as Python computes them (so 12·2·π/360 is the same float64). The quirks
-// that matter (DESIGN.md, "Environments: exactness"):
+// that matter:
 //
 //   - CartPole: explicit Euler (positions advance with the OLD velocities);
 //     l = 0.5 is HALF the pole; reward +1 also on the terminating step.

@@ -9,7 +9,7 @@ import (
 	"herd/internal/rng"
 )
 
-// tol is the agreement DESIGN.md asks of the ports (float64 state and
+// tol is the agreement the ports promise (package doc) (float64 state and
 // reward), relative to max(1, |value|).
 const tol = 1e-12
 

@@ -18,7 +18,7 @@ import (
 )
 
 // TestDeterminismRules rejects randomness that is not derived from the run
-// seed (DEVELOPERS.md: "never seed from time"): package-level math/rand
+// seed (never from time): package-level math/rand
 // functions, which use a global generator, and seeds built from time.Now.
 func TestDeterminismRules(t *testing.T) {
 	root, err := filepath.Abs("../..")

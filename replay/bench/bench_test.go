@@ -59,24 +59,24 @@ func TestSmoke(t *testing.T) {
 	}
 }
 
-// TestSeedRows: only 1M-slot, batch-128 tree rows get a seed comparison,
-// with the recorded figure and the ratio herd/seed.
-func TestSeedRows(t *testing.T) {
+// TestRefRows: only 1M-slot, batch-128 tree rows get a reference comparison,
+// with the recorded figure and the ratio herd/reference.
+func TestRefRows(t *testing.T) {
 	rows := []Row{
-		{Variant: "tree", Fanout: 16, Capacity: SeedCapacity, Batch: SeedBatch, Op: "tree_set", NsPerOp: 355},
-		{Variant: "tree", Fanout: 8, Capacity: SeedCapacity, Batch: SeedBatch, Op: "tree_sample", NsPerOp: 9300},
-		{Variant: "tree", Fanout: 16, Capacity: 1000, Batch: SeedBatch, Op: "tree_set", NsPerOp: 100},
-		{Variant: "tree", Fanout: 16, Capacity: SeedCapacity, Batch: 32, Op: "tree_set", NsPerOp: 100},
-		{Variant: "two-lock", Fanout: 8, Capacity: SeedCapacity, Batch: SeedBatch, Op: "sample", NsPerOp: 100},
+		{Variant: "tree", Fanout: 16, Capacity: RefCapacity, Batch: RefBatch, Op: "tree_set", NsPerOp: 355},
+		{Variant: "tree", Fanout: 8, Capacity: RefCapacity, Batch: RefBatch, Op: "tree_sample", NsPerOp: 9300},
+		{Variant: "tree", Fanout: 16, Capacity: 1000, Batch: RefBatch, Op: "tree_set", NsPerOp: 100},
+		{Variant: "tree", Fanout: 16, Capacity: RefCapacity, Batch: 32, Op: "tree_set", NsPerOp: 100},
+		{Variant: "two-lock", Fanout: 8, Capacity: RefCapacity, Batch: RefBatch, Op: "sample", NsPerOp: 100},
 	}
-	got := SeedRows(rows)
+	got := RefRows(rows)
 	if len(got) != 2 {
-		t.Fatalf("%d seed rows, want 2: %+v", len(got), got)
+		t.Fatalf("%d reference rows, want 2: %+v", len(got), got)
 	}
-	if got[0].Op != "tree_set" || got[0].SeedNs != 710 || got[0].Ratio != 0.5 || got[0].SeedFanout != 16 {
+	if got[0].Op != "tree_set" || got[0].RefNs != 710 || got[0].Ratio != 0.5 || got[0].RefFanout != 16 {
 		t.Errorf("tree_set row %+v", got[0])
 	}
-	if got[1].Op != "tree_sample" || got[1].SeedNs != 18600 || got[1].Ratio != 0.5 || got[1].Fanout != 8 {
+	if got[1].Op != "tree_sample" || got[1].RefNs != 18600 || got[1].Ratio != 0.5 || got[1].Fanout != 8 {
 		t.Errorf("tree_sample row %+v", got[1])
 	}
 }

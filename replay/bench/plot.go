@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// Plot writes the figures of seed 000 that rows can fill into dir and
+// Plot writes the figures of PAL (Zhang et al. 2021) that rows can fill into dir and
 // returns the files written:
 //   - fig9_<op>.png for tree_set and tree_sample: latency per batch
 //     against K, one line per capacity (the paper's Fig. 9);

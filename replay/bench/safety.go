@@ -40,7 +40,7 @@ type SafetyRow struct {
 	Seconds  float64 `json:"seconds"`
 }
 
-// Safety is the numerical-safety run of issue 6: draws on a large tree
+// Safety is the numerical-safety run: draws on a large tree
 // under continuous random updates (log-uniform priorities over
 // cfg.Decades decades and 10% zeros, which is what makes float sums
 // drift), with no rebuild,

@@ -1,5 +1,6 @@
 // Package sumtree is a K-ary sum tree: the index structure behind
-// prioritized replay (seed 000, Algorithm 2). It maps N slots to
+// prioritized replay (Zhang, Kuppannagari and Prasanna 2021, "Parallel Actors
+// and Learners" (PAL), Algorithm 2). It maps N slots to
 // non-negative priorities and answers, in O(log_K N), "which slot holds
 // cumulative mass m?", which turns a uniform draw into a draw proportional
 // to priority.
@@ -35,7 +36,7 @@
 // # Concurrency
 //
 // A Tree has no lock. Readers may run together; a writer needs exclusive
-// access, or one of two protocols. The split protocol of seed 000
+// access, or one of two protocols. The split protocol of PAL
 // Algorithm 3: SetLeaves under a leaf-level lock, Propagate under an
 // inner-level lock, and searches done as DescendInner (inner lock) then
 // DescendLeaves (leaf lock). Or shared mode (SetLeaf, PropagateShared,
@@ -64,7 +65,7 @@
 //     `replay` rejects p with p^α above it (`ErrPriority`), `replay/persist` rejects such
 //     priorities and keeps its time-decay weights below e^80. `Get`, `Total`, `Prob` and the
 //     draws all use the stored value, so sampling is exactly proportional to what `Get`
-//     returns. The seed's C++ tree (float32 sums too) lost draws to rounding (28 out-of-range
+//     returns. PAL's C++ tree (float32 sums too) lost draws to rounding (28 out-of-range
 //     indices in 44M draws at K = 8); herd's float32 leaves gave none
 //     (`TestNeverZeroOrOutsideWide`, `herd bench replay --safety --decades 83`). Measured
 //     gains: docs/BENCHMARKS.md.
@@ -88,13 +89,13 @@
 //     bounds checks).
 //   - Numerical safety. A descent can go wrong only through rounding: a target at or past
 //     a group's sum would pick a zero child (possibly padding past the capacity — exactly
-//     the failure of the seed's float32 C++ tree). A rarely taken branch replaces a zero child
+//     the failure of PAL's float32 C++ tree). A rarely taken branch replaces a zero child
 //     by the last positive child of the group; a descent that still ends on a zero leaf (an
 //     inner node holding only rounding residue) falls back to the nearest positive leaf. So a
 //     search never returns an index ≥ the number of filled slots or a zero-priority slot; only
 //     a tree with no positive leaf gives −1.
 //   - Two-lock support. `SetLeaves`/`Propagate` and `DescendInner`/`DescendLeaves` split
-//     writes and searches at the leaf level (seed 000, Algorithm 3). Shared mode
+//     writes and searches at the leaf level (PAL, Algorithm 3). Shared mode
 //     (`shared.go`) lets writers and searchers run with no lock around the inner levels:
 //     inner nodes are read with atomic loads (plain loads on amd64/arm64, so `descendShared8`
 //     costs what `descend8` does) and changed by compare-and-swap adds (`PropagateShared`);

@@ -40,7 +40,7 @@ const cacheLine = 64
 const chunk = 256
 
 // Tree is a K-ary sum tree over a fixed number of non-negative priorities
-// (seed 000, Algorithm 2): every inner node holds the sum of its K children,
+// (PAL, Algorithm 2): every inner node holds the sum of its K children,
 // so the root holds the total and a prefix-sum search from the root finds
 // the leaf whose cumulative range contains a target mass.
 //
@@ -56,7 +56,7 @@ const chunk = 256
 // is padded to a full line). Leaves are one contiguous slice, indexed by
 // slot.
 //
-// Leaves are float32 and inner nodes float64 (issue 15): the leaves are
+// Leaves are float32 and inner nodes float64: the leaves are
 // most of the memory and most of the cache misses, and halving them makes
 // a K=16 leaf group one cache line instead of two. Every sum, at every
 // level, is still float64 arithmetic on exactly widened leaf values, so the
@@ -98,7 +98,7 @@ const chunk = 256
 // A Tree is not safe for concurrent use by writers; concurrent readers
 // (Get, Total, the search methods) are safe with each other. The replay
 // package guards it with one lock for the leaf level and one for the inner
-// levels (seed 000, Algorithm 3), through SetLeaves/Propagate and
+// levels (PAL, Algorithm 3), through SetLeaves/Propagate and
 // DescendInner/DescendLeaves.
 type Tree struct {
 	k int
@@ -333,7 +333,7 @@ func up(lv []float64, node []int, d []float64, shift uint) {
 }
 
 // SetLeaves is the first half of SetBatch, for callers that guard the leaf
-// level and the inner levels with different locks (seed 000, Algorithm 3):
+// level and the inner levels with different locks (PAL, Algorithm 3):
 // it writes the leaves only and returns, in deltas (resized as needed), the
 // change of each leaf, to be passed to Propagate with the same idx. Between
 // the two calls Get sees the new priorities while Total and the searches

@@ -78,7 +78,7 @@ func checkLevel(t *testing.T, k, n, l int, p unsafe.Pointer, length int) {
 }
 
 // naive is the reference: a flat slice with linear prefix search
-// (STYLE.md: fast code is checked against a naive version).
+// that the fast tree is checked against.
 type naive []float64
 
 func (a naive) total() float64 {
@@ -255,7 +255,7 @@ func TestSampleFrequencies(t *testing.T) {
 }
 
 // TestNeverZeroOrOutside drives the tree into the states where a float
-// sum tree fails (seed 000's C++ tree returned indices at or beyond the
+// sum tree fails (PAL's C++ tree returned indices at or beyond the
 // capacity): huge priorities replaced by tiny ones so inner nodes hold
 // rounding residue, whole groups zeroed, targets at the very top of the
 // range. No draw may return an index outside [0, N) or a zero leaf.

@@ -76,8 +76,6 @@
 // twin.Pair). An NStep, Assembler and EnvWorker belong to one env worker, a
 // Replay to the learner's goroutine.
 //
-// # Design notes
-//
 // # Off-policy algorithms: algo/dqn, algo/sac, algo/td3, algo/ddpg
 //
 // Each algorithm is one file (`dqn.go`, `sac.go`, `td3.go`, `ddpg.go`) that reads top to bottom like
@@ -193,7 +191,7 @@
 //   - `offpolicy.NewCritics`, `PolyakAll`, `Mean`, `CheckEnv`, `Common.Check`,
 //     `LoadPolicy`/`LoadAgent` and `TrainFunc` are the setup, validation,
 //     checkpoint and `algo.Spec` glue. With `TrainFunc`, a config of the wrong
-//     type is now an `ErrConfig` error. Before, it was a panic.
+//     type is an `ErrConfig` error, not a panic.
 //   - `onpolicy.NewPieces`/`TrainLocal` build the pieces and run the local executor (see
 //     "Algorithm pieces"). `onpolicy.Common.Check`, `LoadPolicy`, `TrainFunc` and `PiecesFunc`
 //     do the validation and `algo.Spec` glue for PPO and A2C.
@@ -202,13 +200,9 @@
 //     runs smoke, determinism, save-load, no-allocs, cancel, bad-config and
 //     configs as subtests of `TestPendulum` in sac, td3 and ddpg.
 //
-// Results were checked bit-identical to the code before this refactoring. For seed 1, the
-// metrics.csv without wall columns and model.safetensors are byte-equal for
-// ppo-cartpole (60k steps), a2c-cartpole (60k), sac/td3/ddpg-pendulum (3k
-// each), ppo-pendulum (20k) and td3-mountaincarcontinuous with OU noise (3k,
-// learning_starts 1000).
-//
-// # Off-policy pieces
+// Goldens pin the bits of every algorithm: TestPPOSameBitsAsBefore,
+// TestA2CSameBitsAsBefore and algo/all's TestOffPolicySameBitsAsBeforeThePieces
+// compare metrics and weights with recorded hashes.
 //
 // # Off-policy pieces
 //

@@ -115,7 +115,7 @@
 //     to the previous one; staying in float32 removed that. `TestNetMatchesMLP`
 //     checks outputs and all gradients against `nn.MLP`. When nn gets a fast tanh,
 //     `net` can go.
-//  2. The agent owns one goroutine. STYLE says an algorithm starts no goroutines.
+//  2. The agent owns one goroutine, although an algorithm starts no goroutines of its own.
 //     The algorithm files don't; the shared `onpolicy.Agent` does, when
 //     `parallel: true` (default): `Agent.Learn` runs the critic's half of a minibatch
 //     (forward, value-loss gradient, backward) on a worker while the caller runs the
