@@ -256,14 +256,12 @@
 //
 // Weight hand-off in the local loop: acting and learning take turns on one goroutine, so the
 // policy reads the learner's parameters in place (`onpolicy.Policy.Follow`) rather than a
-// `learner.Weights()` snapshot per iteration. The snapshot (a copy of the ~9.3k CartPole
-// parameters, 37 kB, plus its garbage) measured ~10% of A2C's CPU profile (8 envs × 5 steps per
-// update) and <1% of PPO's. `TestFollowMatchesVersions` checks that following gives the same
+// `learner.Weights()` snapshot per iteration: a copy of every parameter per update is a large
+// share of A2C's work, whose updates come every 8 envs × 5 steps. `TestFollowMatchesVersions` checks that following gives the same
 // segments, version numbers and weights as handing a version over after every Learn — what the
 // other executors do. The bootstraps (V of a truncated episode's final observation, LastValues)
 // use the policy's optional `ValuesTo` (the critic alone; `SegmentWorker` falls back to the last
-// column of full rows), so acting costs what it did before the pieces. PPO and A2C CartPole 500k
-// were measured against the old binary in alternating runs (docs/BENCHMARKS.md).
+// column of full rows), so acting costs no more than a plain loop.
 //
 // The loss gradients are hand-written; `TestPPOLossGradients` and `TestA2CLossGradients` check
 // dL/dlog π, dL/dH and dL/dV (clipped surrogate on both sides of the clip, clipped value loss,

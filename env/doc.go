@@ -188,11 +188,9 @@
 // rest, each writing its rows of the shared batch directly. The rows are disjoint and the caller
 // reads only after every worker has signalled, so there is no lock and no copy, and one worker
 // means no goroutine at all. Each worker is a `twin.Pair` (`internal/twin`): it polls for its
-// next block for up to 200 µs before it parks, and the caller polls for its end. The first
-// version signalled on channels: parking and waking cost ≈1–2 µs and more (an idle processor has
-// to be woken), so 64 CartPole envs ran *slower* on two workers (0.57x) and only LunarLander
-// gained (1.46x); with polling, the same run gives 1.60x for CartPole, 1.92x for Acrobot and
-// 1.65x for LunarLander (docs/BENCHMARKS.md).
+// next block for a while before it parks, and the caller polls for its end: signalling on
+// channels would park and wake a goroutine per block (an idle processor has to be woken), which
+// costs as much as stepping a block of cheap envs. Speed-ups per env: docs/BENCHMARKS.md.
 // Errors are reported from the lowest-numbered failing block, so they do not depend on scheduling.
 // `Close` stops the workers and waits for them (tested for goroutine leaks). Every action is checked
 // before any env steps, so a bad action leaves the batch untouched.

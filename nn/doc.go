@@ -86,10 +86,9 @@
 // Forward, Backward and the optimizers do not allocate in steady state
 // (MLP.Reserve pre-sizes them). Tanh is a vectorised rational
 // approximation (relative error ≤ 6e-7), ReLU's backward a compare-and-mask,
-// Adam a SIMD loop. On one core of the development machine a 64-64 MLP
-// forward at batch 1 takes about 0.18 µs (3x gonum's Sgemm) and
-// forward+backward+Adam at batch 256 about 0.09 ms (8x gonum); `herd bench
-// nn` measures them and docs/BENCHMARKS.md records the figures.
+// Adam a SIMD loop. `herd bench nn` measures forward and
+// forward+backward+Adam against gonum's Sgemm, and docs/BENCHMARKS.md ("nn")
+// records the figures.
 //
 // # Concurrency and determinism
 //
@@ -182,8 +181,8 @@
 // # Not done / weak
 //
 //   - The `simd/archsimd` backend (`nn/gemm_simd.go`, `GOEXPERIMENT=simd`)
-//     is a plain port of the tile and 6–14x slower than the assembly; no
-//     AVX-512 kernels (Zen 4 executes 512-bit ops as two 256-bit halves).
+//     is a plain port of the tile and several times slower than the
+//     assembly (docs/BENCHMARKS.md, "nn"); no AVX-512 kernels (Zen 4 executes 512-bit ops as two 256-bit halves).
 //   - Training at batch 1 is slower than gonum (many tiny kernel calls for dW).
 //   - Only F32 tensors in safetensors (F16/BF16 files are rejected with
 //     `ErrCorrupt`).

@@ -346,8 +346,8 @@ func (m *MLP) Clone() *MLP {
 func (m *MLP) CopyFrom(src *MLP) error { return HardUpdate(m.params, src.params) }
 
 // smallBatch is the batch below which Backward computes dX = dZ·Wᵀ by
-// dot products instead of transposing W (measured: at batch 1 the
-// transpose was two thirds of a 64-64 backward pass).
+// dot products instead of transposing W: at tiny batches the transpose
+// would cost more than the product itself.
 const smallBatch = 8
 
 // dotRowsTo writes dst[r][i] = Σ_j dz[r][j]·w[i][j] for r < batch, i < in

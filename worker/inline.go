@@ -14,8 +14,8 @@ import (
 // service: the off-policy env workers' (RunOffEnv) and the on-policy ones'
 // under inline inference (RunEnvInline). Acting with a copy costs a small
 // MLP's forward pass per step instead of an inference round trip (four
-// NATS message hops, about 143 µs of CPU over the processes on CartPole,
-// against a few µs for the forward pass), and no policy worker.
+// NATS message hops, far more CPU than the forward pass), and no policy
+// worker.
 type inlineCopy struct {
 	slot   int
 	pol    algo.PolicyNet

@@ -108,10 +108,9 @@
 //
 // # Costs and concurrency
 //
-// A step costs one env step, and when exploiting one batch-1 forward pass
-// (≈ 1 µs for 120-84); a training round costs one or two target/online
-// forwards at batch B, one backward and an Adam step over every parameter
-// (≈ 0.2 ms for CleanRL's CartPole net at B = 128 on this machine: see
+// A step costs one env step, and when exploiting one batch-1 forward pass;
+// a training round costs one or two target/online forwards at batch B, one
+// backward and an Adam step over every parameter (figures in
 // docs/BENCHMARKS.md). Train allocates its workspaces once and
 // then nothing per step. It runs on the caller's goroutine, plus one
 // worker goroutine (package twin, owned by the Learner) that computes the

@@ -25,9 +25,9 @@
 //
 // # Costs
 //
-// One step costs ~50–65 µs on one core (≈15–20k steps/s): 180 velocity and
-// 60 position iterations per 1/50 s, as Gymnasium asks. The Box2D port
-// allocates ~25 times (~6 KB) per World.Step (island and contact solver
+// A step runs 180 velocity and 60 position iterations per 1/50 s, as
+// Gymnasium asks (steps/s in docs/BENCHMARKS.md, "Environments"). The Box2D
+// port allocates a few dozen times per World.Step (island and contact solver
 // buffers); that cannot be removed without forking it. Reset builds a new
 // world. An env is used by one goroutine; AsyncVector steps several in
 // parallel.

@@ -52,9 +52,8 @@
 //
 // # Costs and concurrency
 //
-// A step allocates nothing and costs about 1 µs (simple_reference) to
-// 3.6 µs (simple_spread, simple_tag: a softplus contact force per pair of
-// colliders) on one core of a loaded 2-core VM, 500 to 850 times less than
-// PettingZoo's parallel_env with NumPy; see BenchmarkStep and
-// testdata/gen/bench_pettingzoo.py. An Env is used by one goroutine.
+// A step allocates nothing; simple_spread and simple_tag cost more than
+// simple_reference (a softplus contact force per pair of colliders).
+// BenchmarkStep and testdata/gen/bench_pettingzoo.py compare them with
+// PettingZoo's parallel_env (docs/BENCHMARKS.md, "Multi-agent"). An Env is used by one goroutine.
 package mpe

@@ -29,7 +29,8 @@
 // of an all-float64 tree, with the float64 tree's rounding; priorities are
 // stored rounded to float32, at most MaxPriority). Larger K means fewer
 // levels (fewer cache misses) but more work per level; DefaultFanout is
-// the measured optimum on the reference machine. Batched calls (SetBatch, SampleTo, FindTo)
+// the fastest fanout in `herd bench replay` on the reference machine
+// (docs/BENCHMARKS.md). Batched calls (SetBatch, SampleTo, FindTo)
 // interleave the B operations level by level so their cache misses
 // overlap; they allocate nothing.
 //
@@ -70,8 +71,7 @@
 //     (`TestNeverZeroOrOutsideWide`, `herd bench replay --safety --decades 83`). Measured
 //     gains: docs/BENCHMARKS.md.
 //   - float64 sums, delta propagation. `Set` adds (new − old stored value) to each ancestor: one add per
-//     level instead of re-summing K children per level (re-summing was ≈K× more adds per set;
-//     the tree_set target is 12 ns per set). Delta propagation accumulates rounding error, so
+//     level instead of re-summing K children per level (≈K× more adds per set). Delta propagation accumulates rounding error, so
 //     the tree offers `Drift` (max |node − Σ children| relative to the total), `Verify(tol)`
 //     and `Rebuild` (exact recomputation, O(N)). `replay.Prioritized` rebuilds every
 //     `RebuildEvery` writes (default 8·capacity, so < 1 ns amortised per write).

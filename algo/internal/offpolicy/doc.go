@@ -103,16 +103,15 @@
 // cancellation contract, strict resolution of every `configs/<algo>-*.yaml`, and the multi-seed
 // `Seeds` benchmark used while tuning (`HERD_SET`, `HERD_STEPS`, `HERD_SEEDS`, `HERD_BENCH_OUT`).
 //
-// # What nn could do for these algorithms (measured, not changed here)
+// # What nn could do for these algorithms
 //
-//   - DQN's 500k-step CleanRL run spends ≈ 84% of its CPU in `nn`'s GEMM kernels on shapes that fit a
-//     4×16 micro-kernel badly (4→120 input layer, 84→2 output layer); small-K / small-N paths are
-//     where the remaining ≈ 9% to the 8 s target is (best run 8.73 s).
-//   - `MLP.Backward` always computes dL/dx of the input layer (through a transposed copy of W, 5% of
-//     DQN's time); an algorithm that only needs parameter gradients could skip it.
+//   - DQN spends most of its CPU in `nn`'s GEMM kernels on shapes that fit a 4×16 micro-kernel
+//     badly (4→120 input layer, 84→2 output layer): small-K / small-N paths would pay.
+//   - `MLP.Backward` always computes dL/dx of the input layer (through a transposed copy of W);
+//     an algorithm that only needs parameter gradients could skip it.
 //   - SAC/TD3/DDPG back-propagate through the critic only to get dQ/da for the actor;
 //     `Critic.Backward` also computes the critic's weight gradients, which are discarded. An
-//     input-gradient-only backward would save ≈ 15% of SAC's time.
+//     input-gradient-only backward would save that work.
 //
 // # Termination vs truncation
 //
@@ -138,7 +137,7 @@
 //     and Gaussian exploration instead of Ornstein–Uhlenbeck noise (as CleanRL and the zoo do).
 //   - Pendulum configs use 64-64 networks instead of the zoo's 256-256 (SAC) or 400-300
 //     (TD3/DDPG), and 1000 warm-up steps instead of 10000 (TD3/DDPG) or 100 (SAC): on a 2-core CPU
-//     a 400-300 update costs ~40× a 64-64 one, and Pendulum does not need the width. Each config
+//     a 400-300 update costs tens of times a 64-64 one, and Pendulum does not need the width. Each config
 //     file says so in its header.
 //   - `dqn-cartpole-zoo.yaml` runs 120k steps instead of the zoo's 50k because herd's learning
 //     target is the mean return of the last 100 *training* (ε-greedy) episodes, not a separate
@@ -151,9 +150,8 @@
 //     the online one's, and, through `nn.MLP.BackwardSplit`, each layer's dW = Xᵀ·dZ beside the
 //     caller's dX = dZ·Wᵀ (the first layer's dX is skipped: the input is data). Each value is
 //     computed by the same kernels on the same operands, so `metrics.csv` is bit-identical to the
-//     sequential code (checked against the previous binary); 500k CleanRL CartPole steps went from
-//     8.3 s to 6.5 s. An earlier channel-based hand-off made the step slower (9.0 s): parking and
-//     waking cost more than the ~35 µs passes. SAC and TD3 run their twin critics the same way
+//     sequential code (`parallel: false`). The halves hand over without channels: parking and
+//     waking a goroutine would cost as much as a pass. SAC and TD3 run their twin critics the same way
 //     (`offpolicy.Twin`); DDPG (one critic) does not.
 //
 // # Determinism

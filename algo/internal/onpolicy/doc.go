@@ -44,10 +44,10 @@
 //
 // The agent's networks (net) are stacks of single-layer nn.MLPs with the
 // hidden activation applied here: nn's Tanh calls float64 math.Tanh per
-// element, which was 60% of PPO's CartPole time; tanhTo, a float32
-// piecewise-cubic Hermite interpolant accurate to two ulps, is ~20x faster.
-// On amd64 with AVX2, tanhTo and tanh's backward run 8 lanes at a time in
-// assembly (tanh_amd64.s; ~4x and ~6x the Go loops). Why assembly: they
+// element, which dominates PPO's CartPole profile; tanhTo, a float32
+// piecewise-cubic Hermite interpolant accurate to two ulps, is an order of
+// magnitude faster (BenchmarkTanh*). On amd64 with AVX2, tanhTo and tanh's
+// backward run 8 lanes at a time in assembly (tanh_amd64.s). Why assembly: they
 // were still ~40% of PPO's CPU after the interpolant, and the Go compiler
 // does not vectorise. Why no FMA: the kernels must give the bits of the Go
 // loops, which Go compiles at GOAMD64=v1 to a separate multiply and add,
@@ -102,17 +102,16 @@
 //
 // # Departures, and why
 //
-//  1. `onpolicy.net` instead of `nn.MLP` for the actor and critic. The first
-//     profile of PPO on CartPole (`herd train --cpuprofile`) showed 60% of CPU time in
+//  1. `onpolicy.net` instead of `nn.MLP` for the actor and critic. A profile of PPO on
+//     CartPole (`herd train --cpuprofile`) with nn's activation is dominated by
 //     `math.Tanh`: nn applies tanh through float64 `math.Tanh` per element. `net`
 //     stacks single-layer `nn.MLP`s (so GEMMs, init, optimizers and checkpoint names
 //     are still nn's) and applies the activation itself with `tanhTo`, a float32
 //     piecewise-cubic Hermite interpolant (32 pieces per unit on [0, 10], max error
-//     6e-8 = one float32 ulp at 1, no division, no branch on the sign). Measured in
-//     one process: 4096 tanh take ≈11–16 µs against ≈250 µs for `math.Tanh`
-//     (`BenchmarkTanh*`). A first float64 version was 4x slower than expected: a
-//     float32→float64 conversion writes half a register and chained every element
-//     to the previous one; staying in float32 removed that. `TestNetMatchesMLP`
+//     6e-8 = one float32 ulp at 1, no division, no branch on the sign;
+//     `BenchmarkTanh*` compares it with `math.Tanh`). It stays in float32: a
+//     float32→float64 conversion writes half a register and would chain every element
+//     to the previous one. `TestNetMatchesMLP`
 //     checks outputs and all gradients against `nn.MLP`. When nn gets a fast tanh,
 //     `net` can go.
 //  2. The agent owns one goroutine, although an algorithm starts no goroutines of its own.
@@ -123,19 +122,12 @@
 //     by `Agent.Close`, which `Train` defers. The two networks meet only at the global
 //     gradient clip, after both finish, and each is computed by one goroutine in a
 //     fixed order, so the results are bit-identical to `parallel: false`
-//     (`TestPPOParallelSameResults`, `TestParallelAgentMatchesSequential`). A first
-//     version handed off twice per minibatch (forward, then backward); merging the
-//     loss into the halves so that there is one hand-off cut 500k PPO steps from
-//     9.7–10.1 s to 6.3–6.9 s wall and from 6.3 to 5.2 CPU-seconds, back to back on the
-//     same loaded machine (load 14). The hand-off is `twin.Pair`: the worker polls for
-//     the next job for up to 200 µs before it parks, and the caller polls for the
-//     result, because waking a parked goroutine whose processor went idle costs tens of
-//     µs on this VM — as much as a pass. With polling, 500k PPO CartPole steps went from
-//     4.0–4.1 s to 2.8–3.2 s (bit-identical metrics). This belongs in `run/` once it
-//     exists.
-//  3. No Prometheus / JSONL / TensorBoard yet in `metrics`: CSV, JSON summary,
-//     PNG curve and progress only.
-//  4. PPO continuous control uses the Gaussian head but not CleanRL's observation
+//     (`TestPPOParallelSameResults`, `TestParallelAgentMatchesSequential`). The loss
+//     is part of each half, so a minibatch has one hand-off, not two (forward, then
+//     backward). The hand-off is `twin.Pair` (see `go doc herd/internal/twin` for how
+//     it waits): waking a parked goroutine whose processor went idle can cost as much
+//     as a pass.
+//  3. PPO continuous control uses the Gaussian head but not CleanRL's observation
 //     and reward normalization wrappers (their statistics would need to travel with
 //     the checkpoint for `herd eval`).
 package onpolicy
