@@ -31,7 +31,10 @@ const (
 
 // BenchOptions selects what BenchMLP measures. Zero fields take defaults.
 type BenchOptions struct {
-	// Nets are hidden-layer specs like "64-64"; default {"64-64", "256-256"}.
+	// Nets are hidden-layer specs like "64-64", or conv presets
+	// "conv-minatar" (4×10×10 frames) and "conv-nature" (4×84×84; see
+	// ConvPreset: the convolutions with ReLU between them, no heads);
+	// default {"64-64", "256-256"}.
 	Nets []string
 	// In and Out are the input and output widths; default 4 and 2
 	// (CartPole-sized).
@@ -222,9 +225,25 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 	}
 	var rows []BenchRow
 	for _, spec := range o.Nets {
-		hidden, err := ParseNet(spec)
-		if err != nil {
-			return nil, err
+		var newOp func(g Gemm, batch int, op string) (func(), error)
+		if preset, ok := strings.CutPrefix(spec, "conv-"); ok {
+			c, h, w := 4, 10, 10
+			if preset == "nature" {
+				h, w = 84, 84
+			}
+			cfgs, err := ConvPreset(preset, c, h, w)
+			if err != nil {
+				return nil, err
+			}
+			newOp = func(g Gemm, batch int, op string) (func(), error) { return newConvBenchOp(g, cfgs, batch, op) }
+		} else {
+			hidden, err := ParseNet(spec)
+			if err != nil {
+				return nil, err
+			}
+			newOp = func(g Gemm, batch int, op string) (func(), error) {
+				return NewBenchOpAct(g, hidden, o.In, o.Out, batch, op, o.Act)
+			}
 		}
 		for _, batch := range o.Batches {
 			for _, op := range o.Ops {
@@ -233,7 +252,8 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 				}
 				fs := make([]func(), len(gemms))
 				for i, g := range gemms {
-					if fs[i], err = NewBenchOpAct(g, hidden, o.In, o.Out, batch, op, o.Act); err != nil {
+					var err error
+					if fs[i], err = newOp(g, batch, op); err != nil {
 						return nil, err
 					}
 				}
@@ -248,4 +268,70 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 		}
 	}
 	return rows, nil
+}
+
+// newConvBenchOp is NewBenchOp for a stack of convolutions with ReLU
+// between them (the forward pass ends at the last convolution's output).
+func newConvBenchOp(g Gemm, cfgs []Conv2dConfig, batch int, op string) (func(), error) {
+	if batch <= 0 {
+		return nil, fmt.Errorf("%w: batch %d", ErrConfig, batch)
+	}
+	r := rng.New(1, "nn/bench", 0)
+	convs := make([]*Conv2d, len(cfgs))
+	var params []*Param
+	for i, cfg := range cfgs {
+		cv, err := NewConv2d(fmt.Sprintf("%d.", 2*i), cfg, g, r)
+		if err != nil {
+			return nil, err
+		}
+		convs[i] = cv
+		params = append(params, cv.Params()...)
+	}
+	x := make([]float32, batch*convs[0].In())
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	dOut := make([]float32, batch*convs[len(convs)-1].Out())
+	for i := range dOut {
+		dOut[i] = float32(r.NormFloat64()) / float32(batch)
+	}
+	acts := make([][]float32, len(convs))
+	grads := make([][]float32, len(convs))
+	forward := func() {
+		in := x
+		for i, cv := range convs {
+			y := cv.Forward(in, batch)
+			if i+1 < len(convs) {
+				acts[i] = append(acts[i][:0], y...)
+				ReLU.applyInPlace(acts[i])
+				y = acts[i]
+			}
+			in = y
+		}
+	}
+	backward := func() {
+		ZeroGrads(params)
+		d := dOut
+		for i := len(convs) - 1; i >= 0; i-- {
+			dx := convs[i].Backward(d)
+			if i > 0 {
+				grads[i-1] = grow(grads[i-1], len(dx))
+				ReLU.backward(grads[i-1], dx, acts[i-1])
+				d = grads[i-1]
+			}
+		}
+	}
+	opt, err := NewAdam(AdamConfig{LR: 1e-4})
+	if err != nil {
+		return nil, err
+	}
+	switch op {
+	case OpForward:
+		return forward, nil
+	case OpFwdBwd:
+		return func() { forward(); backward() }, nil
+	case OpFwdBwdAdam:
+		return func() { forward(); backward(); opt.Step(params) }, nil
+	}
+	return nil, fmt.Errorf("%w: unknown op %q (want %s, %s or %s)", ErrConfig, op, OpForward, OpFwdBwd, OpFwdBwdAdam)
 }

@@ -11,6 +11,12 @@
 //     MLPConfig and initialised from a seeded *rand.Rand (PyTorch default,
 //     orthogonal with gain, Xavier, Kaiming). Forward, ForwardTo, Backward,
 //     Params, ZeroGrad, Clone, CopyFrom.
+//   - Conv2d: PyTorch's nn.Conv2d (square kernels, stride, zero padding, bias)
+//     on NCHW images as an im2col product on the Gemm backend, with PyTorch's
+//     parameter names and layout, so a flattened output meets a Linear as
+//     torch.flatten does; ConvPreset gives the convolutions of MinAtar's and
+//     Nature DQN's networks. TestConv2dMatchesPyTorch compares the output and
+//     every gradient with tables PyTorch wrote (testdata/gen/conv_torch.py).
 //   - Heads: Categorical (log-softmax, sample, log-prob, entropy), DiagGaussian
 //     (state-independent or state-dependent log-std, reparameterised sample),
 //     TanhGaussian (SAC, with the tanh log-det correction), TanhActor
@@ -186,5 +192,7 @@
 //   - Training at batch 1 is slower than gonum (many tiny kernel calls for dW).
 //   - Only F32 tensors in safetensors (F16/BF16 files are rejected with
 //     `ErrCorrupt`).
-//   - Layers: Linear + element-wise activations only (no conv, layer norm).
+//   - Layers: Linear, Conv2d (square kernels, zero padding) and element-wise
+//     activations; no pooling, residual blocks, layer norm or recurrent cells yet,
+//     and no network spec that stacks Conv2d into an MLP (Conv2d is used on its own).
 package nn
