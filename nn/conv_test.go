@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/base64"
 	"encoding/binary"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"slices"
 	"testing"
 
 	"herd/internal/rng"
@@ -334,5 +336,173 @@ func TestConvPreset(t *testing.T) {
 	}
 	if _, err := ConvPreset("resnet", 4, 84, 84); !errors.Is(err, ErrConfig) {
 		t.Errorf("unknown preset: err = %v, want ErrConfig", err)
+	}
+}
+
+// TestConvNetMatchesPyTorch builds the nn.Sequential of the table's "nets"
+// (conv, ReLU, flatten, Linear, ReLU, Linear), sets its parameters in
+// module order, and compares names, shapes, output and every gradient with
+// PyTorch's.
+func TestConvNetMatchesPyTorch(t *testing.T) {
+	f, err := os.Open("testdata/conv_torch.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		Nets []struct {
+			Name  string `json:"name"`
+			In    [3]int `json:"in"`
+			Batch int    `json:"batch"`
+			Convs []struct {
+				Out, Kernel, Stride, Padding int
+			} `json:"convs"`
+			Hidden []int `json:"hidden"`
+			Out    int   `json:"out"`
+			Params []struct {
+				Name  string `json:"name"`
+				Shape []int  `json:"shape"`
+				Grad  string `json:"grad"`
+			} `json:"params"`
+			Y  string `json:"y"`
+			DX string `json:"dx"`
+		} `json:"nets"`
+	}
+	if err := json.NewDecoder(zr).Decode(&table); err != nil {
+		t.Fatal(err)
+	}
+	if len(table.Nets) == 0 {
+		t.Fatal("no nets in the table")
+	}
+	for _, tn := range table.Nets {
+		t.Run(tn.Name, func(t *testing.T) {
+			c, h, w := tn.In[0], tn.In[1], tn.In[2]
+			var convs []Conv2dConfig
+			for _, cv := range tn.Convs {
+				cfg := Conv2dConfig{InChannels: c, InH: h, InW: w, OutChannels: cv.Out, Kernel: cv.Kernel, Stride: cv.Stride, Padding: cv.Padding}
+				convs = append(convs, cfg)
+				c, h, w = cfg.OutChannels, cfg.OutH(), cfg.OutW()
+			}
+			net, err := NewConvNet(ConvNetConfig{Convs: convs, Hidden: tn.Hidden, Out: tn.Out}, rng.New(1, "convnet", 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := net.Params()
+			if len(ps) != len(tn.Params) {
+				t.Fatalf("%d params, PyTorch has %d", len(ps), len(tn.Params))
+			}
+			g := &lcg{x: 12345}
+			for i, p := range ps {
+				want := tn.Params[i]
+				if p.Name != want.Name || !slices.Equal(p.Shape, want.Shape) {
+					t.Fatalf("param %d: %s %v, PyTorch %s %v", i, p.Name, p.Shape, want.Name, want.Shape)
+				}
+				tmp := make([]float32, len(p.Value))
+				g.fill(tmp, 0.1)
+				if p.Transposed {
+					transposeTo(p.Value, tmp, p.Shape[0], p.Shape[1])
+				} else {
+					copy(p.Value, tmp)
+				}
+			}
+			x := make([]float32, tn.Batch*net.In())
+			g.fill(x, 1)
+			y := append([]float32(nil), net.Forward(x, tn.Batch)...)
+			if e := relErr32(y, decodeF32(t, tn.Y)); e > 1e-5 {
+				t.Fatalf("y: relative error %.2e", e)
+			}
+			dy := make([]float32, len(y))
+			g.fill(dy, 1)
+			dx := net.Backward(dy)
+			if e := relErr32(dx, decodeF32(t, tn.DX)); e > 1e-5 {
+				t.Errorf("dx: relative error %.2e", e)
+			}
+			for i, p := range ps {
+				want := decodeF32(t, tn.Params[i].Grad)
+				got := p.Grad
+				if p.Transposed {
+					got = make([]float32, len(p.Grad))
+					transposeTo(got, p.Grad, p.Shape[1], p.Shape[0])
+				}
+				if e := relErr32(got, want); e > 1e-5 {
+					t.Errorf("%s grad: relative error %.2e", p.Name, e)
+				}
+			}
+			// A clone computes the same; CopyFrom brings another net's weights.
+			cl := net.Clone()
+			if !slices.Equal(cl.Forward(x, tn.Batch), y) {
+				t.Error("clone output differs")
+			}
+			other, _ := NewConvNet(ConvNetConfig{Convs: convs, Hidden: tn.Hidden, Out: tn.Out}, rng.New(2, "convnet", 0))
+			if err := other.CopyFrom(net); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(other.Forward(x, tn.Batch), y) {
+				t.Error("CopyFrom output differs")
+			}
+		})
+	}
+}
+
+func TestConvNetConfigErrors(t *testing.T) {
+	a := Conv2dConfig{InChannels: 4, InH: 10, InW: 10, OutChannels: 16, Kernel: 3}
+	b := Conv2dConfig{InChannels: 8, InH: 8, InW: 8, OutChannels: 16, Kernel: 3}
+	for _, cfg := range []ConvNetConfig{
+		{Out: 2},
+		{Convs: []Conv2dConfig{a, b}, Out: 2},
+		{Convs: []Conv2dConfig{a}, Out: 0},
+	} {
+		if _, err := NewConvNet(cfg, rng.New(1, "convnet", 0)); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: err = %v, want ErrConfig", cfg, err)
+		}
+	}
+}
+
+// TestConvNetSafetensors: a ConvNet's checkpoint holds PyTorch's names and
+// shapes ([out, in, k, k] convolutions, [out, in] Linears) and loads back
+// into another net with the same outputs.
+func TestConvNetSafetensors(t *testing.T) {
+	convs, err := ConvPreset("minatar", 4, 10, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ConvNetConfig{Convs: convs, Hidden: []int{128}, Out: 6}
+	a, err := NewConvNet(cfg, rng.New(1, "convnet", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Save(&buf, a.Params(), nil); err != nil {
+		t.Fatal(err)
+	}
+	ck, err := ReadSafetensors(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]int{"0.weight": {16, 4, 3, 3}, "0.bias": {16}, "3.weight": {128, 1024}, "3.bias": {128}, "5.weight": {6, 128}, "5.bias": {6}}
+	if len(ck.Tensors) != len(want) {
+		t.Fatalf("%d tensors, want %d", len(ck.Tensors), len(want))
+	}
+	for name, shape := range want {
+		if got := ck.Tensors[name].Shape; !slices.Equal(got, shape) {
+			t.Errorf("%s: shape %v, want %v", name, got, shape)
+		}
+	}
+	b, err := NewConvNet(cfg, rng.New(2, "convnet", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(bytes.NewReader(buf.Bytes()), b.Params()); err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, 3*a.In())
+	UniformInit(x, 1, rng.New(3, "x", 0))
+	ya := append([]float32(nil), a.Forward(x, 3)...)
+	if !slices.Equal(b.Forward(x, 3), ya) {
+		t.Error("loaded net computes other outputs")
 	}
 }

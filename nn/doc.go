@@ -15,8 +15,11 @@
 //     on NCHW images as an im2col product on the Gemm backend, with PyTorch's
 //     parameter names and layout, so a flattened output meets a Linear as
 //     torch.flatten does; ConvPreset gives the convolutions of MinAtar's and
-//     Nature DQN's networks. TestConv2dMatchesPyTorch compares the output and
-//     every gradient with tables PyTorch wrote (testdata/gen/conv_torch.py).
+//     Nature DQN's networks. ConvNet stacks them (ReLU after each), flattens
+//     and adds an MLP head, named as PyTorch's nn.Sequential of the same
+//     modules. TestConv2dMatchesPyTorch and TestConvNetMatchesPyTorch compare
+//     outputs and every gradient with tables PyTorch wrote
+//     (testdata/gen/conv_torch.py).
 //   - Heads: Categorical (log-softmax, sample, log-prob, entropy), DiagGaussian
 //     (state-independent or state-dependent log-std, reparameterised sample),
 //     TanhGaussian (SAC, with the tanh log-det correction), TanhActor
@@ -193,6 +196,7 @@
 //   - Only F32 tensors in safetensors (F16/BF16 files are rejected with
 //     `ErrCorrupt`).
 //   - Layers: Linear, Conv2d (square kernels, zero padding) and element-wise
-//     activations; no pooling, residual blocks, layer norm or recurrent cells yet,
-//     and no network spec that stacks Conv2d into an MLP (Conv2d is used on its own).
+//     activations; no pooling, residual blocks (IMPALA's encoder), layer norm or
+//     recurrent cells yet. ConvNet is not yet selectable from an algorithm's
+//     config: the algorithms build MLPs.
 package nn

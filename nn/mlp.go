@@ -25,6 +25,10 @@ type MLPConfig struct {
 	Init Init
 	// Gemm is the matrix-multiply backend; nil means DefaultGemm().
 	Gemm Gemm
+	// FirstIndex is the module index of the first Linear in an enclosing
+	// nn.Sequential (ConvNet's head follows its encoder): Linear i is
+	// named "<FirstIndex+2i>.weight". 0 for a network of its own.
+	FirstIndex int
 }
 
 // Validate reports every problem with the config at once.
@@ -46,6 +50,9 @@ func (c MLPConfig) Validate() error {
 	}
 	if !c.OutAct.valid() {
 		errs = append(errs, fmt.Errorf("%w: MLP OutAct = %v", ErrConfig, c.OutAct))
+	}
+	if c.FirstIndex < 0 {
+		errs = append(errs, fmt.Errorf("%w: MLP FirstIndex = %d, want ≥ 0", ErrConfig, c.FirstIndex))
 	}
 	if c.Init.Kind < InitTorchDefault || c.Init.Kind > InitKaimingUniform {
 		errs = append(errs, fmt.Errorf("%w: MLP Init.Kind = %d", ErrConfig, c.Init.Kind))
@@ -135,7 +142,7 @@ func NewMLP(cfg MLPConfig, r *rand.Rand) (*MLP, error) {
 				l.act = Identity
 			}
 		}
-		idx := strconv.Itoa(2 * i)
+		idx := strconv.Itoa(cfg.FirstIndex + 2*i)
 		l.w = NewParam(idx+".weight", l.out, l.in)
 		l.w.Transposed = true
 		l.b = NewParam(idx+".bias", l.out)

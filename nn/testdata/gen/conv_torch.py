@@ -29,6 +29,12 @@ CASES = [
 ]
 BATCH = 2
 
+# Whole networks (ConvNet): name, (C, H, W), convs, hidden, out. Every
+# parameter, in module order, and then x are filled with scale 0.1.
+NETS = [
+    ("minatar_conv_mlp32", (4, 10, 10), [(16, 3, 1, 0)], [32], 6),
+]
+
 
 class LCG:
     """x ← 1664525·x + 1013904223 mod 2³²; a value is (x >> 8)/2²³ − 1, in
@@ -79,6 +85,34 @@ def main(path):
             "layers": [{"out": o, "kernel": k, "stride": s, "padding": p,
                         "dweight": b64(m.weight.grad), "dbias": b64(m.bias.grad)}
                        for (o, k, s, p), m in zip(layers, convs)],
+            "y": b64(y), "dx": b64(x.grad),
+        })
+    out["nets"] = []
+    for name, (c, h, w), convs, hidden, nout in NETS:
+        rng = LCG()
+        mods, cin, hh, ww = [], c, h, w
+        for (o, k, st, p) in convs:
+            mods += [torch.nn.Conv2d(cin, o, k, stride=st, padding=p), torch.nn.ReLU()]
+            cin, hh, ww = o, (hh + 2 * p - k) // st + 1, (ww + 2 * p - k) // st + 1
+        mods.append(torch.nn.Flatten())
+        fin = cin * hh * ww
+        for hid in hidden:
+            mods += [torch.nn.Linear(fin, hid), torch.nn.ReLU()]
+            fin = hid
+        mods.append(torch.nn.Linear(fin, nout))
+        net = torch.nn.Sequential(*mods)
+        with torch.no_grad():
+            for _, prm in net.named_parameters():
+                prm.copy_(rng.fill(tuple(prm.shape), 0.1))
+        x = rng.fill((BATCH, c, h, w), 1.0).requires_grad_(True)
+        y = net(x)
+        g = rng.fill(tuple(y.shape), 1.0)
+        (y * g).sum().backward()
+        out["nets"].append({
+            "name": name, "in": [c, h, w], "batch": BATCH,
+            "convs": [{"out": o, "kernel": k, "stride": st, "padding": p} for (o, k, st, p) in convs],
+            "hidden": hidden, "out": nout,
+            "params": [{"name": n, "shape": list(prm.shape), "grad": b64(prm.grad)} for n, prm in net.named_parameters()],
             "y": b64(y), "dx": b64(x.grad),
         })
     with gzip.open(path, "wt") as fh:
