@@ -20,6 +20,12 @@
 //     modules. TestConv2dMatchesPyTorch and TestConvNetMatchesPyTorch compare
 //     outputs and every gradient with tables PyTorch wrote
 //     (testdata/gen/conv_torch.py).
+//   - LSTM and GRU: PyTorch's one-layer nn.LSTM / nn.GRU (gate order, names
+//     weight_ih_l0 …, initialisation) run over whole sequences (T steps of B
+//     sequences, time-major) with per-sequence episode resets, and
+//     back-propagated through the whole sequence (truncated BPTT over a
+//     segment); checked against PyTorch stepped the same way
+//     (testdata/gen/recurrent_torch.py).
 //   - Heads: Categorical (log-softmax, sample, log-prob, entropy), DiagGaussian
 //     (state-independent or state-dependent log-std, reparameterised sample),
 //     TanhGaussian (SAC, with the tanh log-det correction), TanhActor
@@ -196,7 +202,7 @@
 //   - Only F32 tensors in safetensors (F16/BF16 files are rejected with
 //     `ErrCorrupt`).
 //   - Layers: Linear, Conv2d (square kernels, zero padding) and element-wise
-//     activations; no pooling, residual blocks (IMPALA's encoder), layer norm or
-//     recurrent cells yet. ConvNet is not yet selectable from an algorithm's
-//     config: the algorithms build MLPs.
+//     activations, LSTM and GRU; no pooling, residual blocks (IMPALA's encoder)
+//     or layer norm yet. ConvNet and the recurrent layers are not yet
+//     selectable from an algorithm's config: the algorithms build MLPs.
 package nn

@@ -1,0 +1,248 @@
+package nn
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"os"
+	"slices"
+	"testing"
+
+	"herd/internal/rng"
+)
+
+type torchRecurrentCase struct {
+	Kind   string  `json:"kind"`
+	T      int     `json:"T"`
+	B      int     `json:"B"`
+	In     int     `json:"in"`
+	Hidden int     `json:"hidden"`
+	Starts [][]int `json:"starts"`
+	Params []struct {
+		Name  string `json:"name"`
+		Shape []int  `json:"shape"`
+		Grad  string `json:"grad"`
+	} `json:"params"`
+	HS     string `json:"hs"`
+	DX     string `json:"dx"`
+	DH0    string `json:"dh0"`
+	CFinal string `json:"c_final"`
+	DC0    string `json:"dc0"`
+}
+
+func readRecurrentCases(t *testing.T) map[string]torchRecurrentCase {
+	t.Helper()
+	f, err := os.Open("testdata/recurrent_torch.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		Cases []torchRecurrentCase `json:"cases"`
+	}
+	if err := json.NewDecoder(zr).Decode(&table); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]torchRecurrentCase{}
+	for _, c := range table.Cases {
+		out[c.Kind] = c
+	}
+	return out
+}
+
+// setRecurrent fills ps in order from g, as the generator fills
+// named_parameters, after checking PyTorch's names and shapes.
+func setRecurrent(t *testing.T, ps []*Param, tc torchRecurrentCase, g *lcg) {
+	t.Helper()
+	if len(ps) != len(tc.Params) {
+		t.Fatalf("%d params, PyTorch has %d", len(ps), len(tc.Params))
+	}
+	for i, p := range ps {
+		if p.Name != tc.Params[i].Name || !slices.Equal(p.Shape, tc.Params[i].Shape) {
+			t.Fatalf("param %d: %s %v, PyTorch %s %v", i, p.Name, p.Shape, tc.Params[i].Name, tc.Params[i].Shape)
+		}
+		g.fill(p.Value, 0.5)
+	}
+}
+
+func flatStarts(s [][]int) []bool {
+	var out []bool
+	for _, row := range s {
+		for _, v := range row {
+			out = append(out, v != 0)
+		}
+	}
+	return out
+}
+
+// TestLSTMMatchesPyTorch steps PyTorch's nn.LSTM over 5 steps of 3
+// sequences with episode resets, and compares every output, the final cell
+// state and every gradient (parameters, x, h0, c0).
+func TestLSTMMatchesPyTorch(t *testing.T) {
+	tc := readRecurrentCases(t)["lstm"]
+	l, err := NewLSTM("", tc.In, tc.Hidden, nil, rng.New(1, "lstm", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &lcg{x: 12345}
+	setRecurrent(t, l.Params(), tc, g)
+	x := make([]float32, tc.T*tc.B*tc.In)
+	g.fill(x, 1)
+	h0 := make([]float32, tc.B*tc.Hidden)
+	g.fill(h0, 0.5)
+	c0 := make([]float32, tc.B*tc.Hidden)
+	g.fill(c0, 0.5)
+	hs := l.Forward(x, tc.T, tc.B, h0, c0, flatStarts(tc.Starts))
+	if e := relErr32(hs, decodeF32(t, tc.HS)); e > 1e-5 {
+		t.Fatalf("outputs: relative error %.2e", e)
+	}
+	_, cT := l.FinalState()
+	if e := relErr32(cT, decodeF32(t, tc.CFinal)); e > 1e-5 {
+		t.Errorf("final cell state: relative error %.2e", e)
+	}
+	dh := make([]float32, len(hs))
+	g.fill(dh, 1)
+	dx := l.Backward(dh)
+	if e := relErr32(dx, decodeF32(t, tc.DX)); e > 1e-5 {
+		t.Errorf("dx: relative error %.2e", e)
+	}
+	dh0, dc0 := l.InitialGrad()
+	if e := relErr32(dh0, decodeF32(t, tc.DH0)); e > 1e-5 {
+		t.Errorf("dh0: relative error %.2e", e)
+	}
+	if e := relErr32(dc0, decodeF32(t, tc.DC0)); e > 1e-5 {
+		t.Errorf("dc0: relative error %.2e", e)
+	}
+	for i, p := range l.Params() {
+		if e := relErr32(p.Grad, decodeF32(t, tc.Params[i].Grad)); e > 1e-5 {
+			t.Errorf("%s grad: relative error %.2e", p.Name, e)
+		}
+	}
+}
+
+// TestGRUMatchesPyTorch is TestLSTMMatchesPyTorch for nn.GRU.
+func TestGRUMatchesPyTorch(t *testing.T) {
+	tc := readRecurrentCases(t)["gru"]
+	l, err := NewGRU("", tc.In, tc.Hidden, nil, rng.New(1, "gru", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &lcg{x: 12345}
+	setRecurrent(t, l.Params(), tc, g)
+	x := make([]float32, tc.T*tc.B*tc.In)
+	g.fill(x, 1)
+	h0 := make([]float32, tc.B*tc.Hidden)
+	g.fill(h0, 0.5)
+	hs := l.Forward(x, tc.T, tc.B, h0, flatStarts(tc.Starts))
+	if e := relErr32(hs, decodeF32(t, tc.HS)); e > 1e-5 {
+		t.Fatalf("outputs: relative error %.2e", e)
+	}
+	dh := make([]float32, len(hs))
+	g.fill(dh, 1)
+	dx := l.Backward(dh)
+	if e := relErr32(dx, decodeF32(t, tc.DX)); e > 1e-5 {
+		t.Errorf("dx: relative error %.2e", e)
+	}
+	if e := relErr32(l.InitialGrad(), decodeF32(t, tc.DH0)); e > 1e-5 {
+		t.Errorf("dh0: relative error %.2e", e)
+	}
+	for i, p := range l.Params() {
+		if e := relErr32(p.Grad, decodeF32(t, tc.Params[i].Grad)); e > 1e-5 {
+			t.Errorf("%s grad: relative error %.2e", p.Name, e)
+		}
+	}
+}
+
+// TestRecurrentResetCutsGradient: the output after a reset does not depend
+// on anything before it, so its gradient reaches neither h0 nor earlier
+// inputs.
+func TestRecurrentResetCutsGradient(t *testing.T) {
+	const T, B, in, h = 4, 1, 3, 5
+	l, err := NewLSTM("", in, h, nil, rng.New(1, "lstm", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, T*B*in)
+	UniformInit(x, 1, rng.New(2, "x", 0))
+	h0 := make([]float32, B*h)
+	UniformInit(h0, 1, rng.New(3, "h0", 0))
+	starts := []bool{false, false, true, false}
+	l.Forward(x, T, B, h0, make([]float32, B*h), starts)
+	dh := make([]float32, T*B*h)
+	for i := 2 * h; i < len(dh); i++ { // loss on steps 2 and 3 only
+		dh[i] = 1
+	}
+	dx := l.Backward(dh)
+	for i, v := range dx[:2*in] {
+		if v != 0 {
+			t.Errorf("dx[%d] = %v before the reset, want 0", i, v)
+		}
+	}
+	dh0, _ := l.InitialGrad()
+	for i, v := range dh0 {
+		if v != 0 {
+			t.Errorf("dh0[%d] = %v, want 0", i, v)
+		}
+	}
+}
+
+func TestRecurrentNoAllocs(t *testing.T) {
+	const T, B, in, h = 8, 4, 6, 16
+	l, err := NewLSTM("", in, h, nil, rng.New(1, "lstm", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gru, err := NewGRU("", in, h, nil, rng.New(1, "gru", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float32, T*B*in)
+	st := make([]float32, B*h)
+	dh := make([]float32, T*B*h)
+	run := func() {
+		l.Forward(x, T, B, st, st, nil)
+		l.Backward(dh)
+		gru.Forward(x, T, B, st, nil)
+		gru.Backward(dh)
+	}
+	run()
+	if a := testing.AllocsPerRun(5, run); a != 0 {
+		t.Errorf("%v allocations per LSTM+GRU Forward+Backward, want 0", a)
+	}
+}
+
+func TestRecurrentConfigErrors(t *testing.T) {
+	if _, err := NewLSTM("", 0, 4, nil, rng.New(1, "x", 0)); !errors.Is(err, ErrConfig) {
+		t.Errorf("LSTM in 0: err = %v, want ErrConfig", err)
+	}
+	if _, err := NewGRU("", 4, -1, nil, rng.New(1, "x", 0)); !errors.Is(err, ErrConfig) {
+		t.Errorf("GRU hidden −1: err = %v, want ErrConfig", err)
+	}
+	if _, err := NewLSTM("", 4, 4, nil, nil); !errors.Is(err, ErrConfig) {
+		t.Errorf("LSTM without a rand: err = %v, want ErrConfig", err)
+	}
+}
+
+// BenchmarkLSTM: forward + backward over a segment of T = 128 steps of
+// B = 8 sequences, 128 hidden units, 64 inputs.
+func BenchmarkLSTM(b *testing.B) {
+	const T, B, in, h = 128, 8, 64, 128
+	l, err := NewLSTM("", in, h, nil, rng.New(1, "lstm", 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	x := make([]float32, T*B*in)
+	UniformInit(x, 1, rng.New(2, "x", 0))
+	st := make([]float32, B*h)
+	dh := make([]float32, T*B*h)
+	UniformInit(dh, 1, rng.New(3, "dh", 0))
+	b.ResetTimer()
+	for range b.N {
+		l.Forward(x, T, B, st, st, nil)
+		l.Backward(dh)
+	}
+}
