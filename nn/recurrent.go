@@ -25,7 +25,7 @@ import (
 // recurrent holds what LSTM and GRU share: shapes, parameters, the input
 // product and the workspaces of one sequence.
 type recurrent struct {
-	in, hidden, gates int // gates: 4 (LSTM) or 3 (GRU) blocks of hidden
+	in, hidden, gates  int // gates: 4 (LSTM) or 3 (GRU) blocks of hidden
 	wih, whh, bih, bhh *Param
 	gemm               Gemm
 
