@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"slices"
 	"testing"
@@ -244,5 +245,109 @@ func BenchmarkLSTM(b *testing.B) {
 	for range b.N {
 		l.Forward(x, T, B, st, st, nil)
 		l.Backward(dh)
+	}
+}
+
+// recurrent64 runs PyTorch's LSTM (gates 4) or GRU (gates 3) equations in
+// float64 over T steps of B sequences with resets, from h0 (and c0), and
+// returns Σ_t h_t·g_t: the reference of the finite-difference checks.
+func recurrent64(gates, T, B, in, H int, wih, whh, bih, bhh, x, h0, c0, g []float64, starts []bool) float64 {
+	sig := func(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
+	h := append([]float64(nil), h0...)
+	c := append([]float64(nil), c0...)
+	var loss float64
+	pre := func(w, b []float64, v []float64, row, width int) float64 {
+		s := b[row]
+		for k := range width {
+			s += w[row*width+k] * v[k]
+		}
+		return s
+	}
+	for t := range T {
+		for b := range B {
+			hb, cb := h[b*H:(b+1)*H], c[b*H:(b+1)*H]
+			if starts[t*B+b] {
+				clear(hb)
+				clear(cb)
+			}
+			xb := x[(t*B+b)*in : (t*B+b+1)*in]
+			nh, nc := make([]float64, H), make([]float64, H)
+			for k := range H {
+				if gates == 4 {
+					i := sig(pre(wih, bih, xb, k, in) + pre(whh, bhh, hb, k, H))
+					f := sig(pre(wih, bih, xb, H+k, in) + pre(whh, bhh, hb, H+k, H))
+					gg := math.Tanh(pre(wih, bih, xb, 2*H+k, in) + pre(whh, bhh, hb, 2*H+k, H))
+					o := sig(pre(wih, bih, xb, 3*H+k, in) + pre(whh, bhh, hb, 3*H+k, H))
+					nc[k] = f*cb[k] + i*gg
+					nh[k] = o * math.Tanh(nc[k])
+				} else {
+					r := sig(pre(wih, bih, xb, k, in) + pre(whh, bhh, hb, k, H))
+					z := sig(pre(wih, bih, xb, H+k, in) + pre(whh, bhh, hb, H+k, H))
+					n := math.Tanh(pre(wih, bih, xb, 2*H+k, in) + r*pre(whh, bhh, hb, 2*H+k, H))
+					nh[k] = (1-z)*n + z*hb[k]
+				}
+			}
+			copy(hb, nh)
+			copy(cb, nc)
+			for k := range H {
+				loss += hb[k] * g[(t*B+b)*H+k]
+			}
+		}
+	}
+	return loss
+}
+
+// TestRecurrentGradients checks every gradient of LSTM and GRU against
+// central differences of recurrent64.
+func TestRecurrentGradients(t *testing.T) {
+	const T, B, in, H = 4, 2, 3, 4
+	starts := []bool{false, true, false, false, true, false, false, false}
+	for _, gates := range []int{4, 3} {
+		r := rng.New(5, "rec-grad", gates)
+		x := make([]float32, T*B*in)
+		UniformInit(x, 1, r)
+		h0 := make([]float32, B*H)
+		UniformInit(h0, 1, r)
+		c0 := make([]float32, B*H)
+		UniformInit(c0, 1, r)
+		g := make([]float32, T*B*H)
+		UniformInit(g, 1, r)
+		var ps []*Param
+		var dx, dh0 []float32
+		if gates == 4 {
+			l, err := NewLSTM("", in, H, nil, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Forward(x, T, B, h0, c0, starts)
+			dx = l.Backward(g)
+			dh0, _ = l.InitialGrad()
+			ps = l.Params()
+		} else {
+			l, err := NewGRU("", in, H, nil, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Forward(x, T, B, h0, starts)
+			dx = l.Backward(g)
+			dh0 = l.InitialGrad()
+			ps = l.Params()
+		}
+		w := [4][]float64{to64(ps[0].Value), to64(ps[1].Value), to64(ps[2].Value), to64(ps[3].Value)}
+		x64, h64, c64, g64 := to64(x), to64(h0), to64(c0), to64(g)
+		loss := func() float64 {
+			return recurrent64(gates, T, B, in, H, w[0], w[1], w[2], w[3], x64, h64, c64, g64, starts)
+		}
+		for i, p := range ps {
+			if e := relErr(p.Grad, numGrad(w[i], loss)); e > gradTol {
+				t.Errorf("gates %d: %s relative error %.2e", gates, p.Name, e)
+			}
+		}
+		if e := relErr(dx, numGrad(x64, loss)); e > gradTol {
+			t.Errorf("gates %d: dx relative error %.2e", gates, e)
+		}
+		if e := relErr(dh0, numGrad(h64, loss)); e > gradTol {
+			t.Errorf("gates %d: dh0 relative error %.2e", gates, e)
+		}
 	}
 }
