@@ -58,11 +58,10 @@ func decodeF32(t *testing.T, s string) []float32 {
 
 func relErr32(got, want []float32) float64 { return relErr(got, to64(want)) }
 
-// TestConv2dMatchesPyTorch runs the stacks of testdata/conv_torch.json.gz
-// (MinAtar's and Nature DQN's convolutions, and strided, padded ones) and
-// compares the output and every gradient with PyTorch's.
-func TestConv2dMatchesPyTorch(t *testing.T) {
-	f, err := os.Open("testdata/conv_torch.json.gz")
+// readGzipJSON decodes the gzip'd JSON file at path into v.
+func readGzipJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,12 +70,19 @@ func TestConv2dMatchesPyTorch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := json.NewDecoder(zr).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConv2dMatchesPyTorch runs the stacks of testdata/conv_torch.json.gz
+// (MinAtar's and Nature DQN's convolutions, and strided, padded ones) and
+// compares the output and every gradient with PyTorch's.
+func TestConv2dMatchesPyTorch(t *testing.T) {
 	var table struct {
 		Cases []torchConvCase `json:"cases"`
 	}
-	if err := json.NewDecoder(zr).Decode(&table); err != nil {
-		t.Fatal(err)
-	}
+	readGzipJSON(t, "testdata/conv_torch.json.gz", &table)
 	if len(table.Cases) != 3 {
 		t.Fatalf("%d cases, want 3", len(table.Cases))
 	}
@@ -344,15 +350,6 @@ func TestConvPreset(t *testing.T) {
 // module order, and compares names, shapes, output and every gradient with
 // PyTorch's.
 func TestConvNetMatchesPyTorch(t *testing.T) {
-	f, err := os.Open("testdata/conv_torch.json.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var table struct {
 		Nets []struct {
 			Name  string `json:"name"`
@@ -372,9 +369,7 @@ func TestConvNetMatchesPyTorch(t *testing.T) {
 			DX string `json:"dx"`
 		} `json:"nets"`
 	}
-	if err := json.NewDecoder(zr).Decode(&table); err != nil {
-		t.Fatal(err)
-	}
+	readGzipJSON(t, "testdata/conv_torch.json.gz", &table)
 	if len(table.Nets) == 0 {
 		t.Fatal("no nets in the table")
 	}

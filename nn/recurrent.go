@@ -92,9 +92,10 @@ func (l *recurrent) begin(name string, x []float32, t, b int, h0 []float32, star
 	l.gemm.Sgemm(false, false, t*b, gh, l.in, 1, x, l.in, l.wihT, gh, 1, l.xg, gh)
 }
 
-// stateBefore writes the state step s starts from into dst: src (the
-// previous step's state), zeroed for the sequences that start there.
-func (l *recurrent) stateBefore(dst, src []float32, s int) {
+// maskStarts copies src into dst (B·H values) with the rows of the
+// sequences that start at step s zeroed: in the forward pass, the state
+// step s starts from; in the backward pass, the gradient carried past it.
+func (l *recurrent) maskStarts(dst, src []float32, s int) {
 	h := l.hidden
 	for j := range l.b {
 		if l.starts != nil && l.starts[s*l.b+j] {
@@ -111,19 +112,6 @@ func (l *recurrent) finish() []float32 {
 	h := l.hidden
 	l.gemm.Sgemm(true, false, l.gates*h, h, l.t*l.b, 1, l.dg, l.gates*h, l.hprev, h, 1, l.whh.Grad, h)
 	return l.finishInput()
-}
-
-// carry turns dL/dh̃ of step s (the state after resets) into dL/dh of the
-// step before: zero where a sequence starts at s.
-func (l *recurrent) carry(dst, src []float32, s int) {
-	h := l.hidden
-	for j := range l.b {
-		if l.starts != nil && l.starts[s*l.b+j] {
-			clear(dst[j*h : (j+1)*h])
-		} else {
-			copy(dst[j*h:(j+1)*h], src[j*h:(j+1)*h])
-		}
-	}
 }
 
 func sigmoid32(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }
@@ -177,8 +165,8 @@ func (l *LSTM) Forward(x []float32, t, b int, h0, c0 []float32, starts []bool) [
 		rows := s * b
 		hpr := l.hprev[rows*h : (rows+b)*h]
 		cpr := l.cprev[rows*h : (rows+b)*h]
-		l.stateBefore(hpr, hp, s)
-		l.stateBefore(cpr, cp, s)
+		l.maskStarts(hpr, hp, s)
+		l.maskStarts(cpr, cp, s)
 		gates := l.acts[rows*gh : (rows+b)*gh]
 		copy(gates, l.xg[rows*gh:(rows+b)*gh])
 		for j := range b {
@@ -251,7 +239,7 @@ func (l *LSTM) Backward(dhs []float32) []float32 {
 				l.hT[q] = dc * fg // dL/dc̃ of this step
 			}
 		}
-		l.carry(l.dc, l.hT, s)
+		l.maskStarts(l.dc, l.hT, s)
 		for j := range b {
 			row := dg[j*gh : (j+1)*gh]
 			for k, v := range row {
@@ -259,7 +247,7 @@ func (l *LSTM) Backward(dhs []float32) []float32 {
 			}
 		}
 		l.gemm.Sgemm(false, false, b, h, gh, 1, dg, gh, l.whh.Value, h, 0, l.dhTmp, h)
-		l.carry(l.dh, l.dhTmp, s)
+		l.maskStarts(l.dh, l.dhTmp, s)
 	}
 	return l.finish()
 }
@@ -310,7 +298,7 @@ func (l *GRU) Forward(x []float32, t, b int, h0 []float32, starts []bool) []floa
 	for s := range t {
 		rows := s * b
 		hpr := l.hprev[rows*h : (rows+b)*h]
-		l.stateBefore(hpr, hp, s)
+		l.maskStarts(hpr, hp, s)
 		for j := range b {
 			copy(l.hg[j*gh:(j+1)*gh], l.bhh.Value)
 		}
@@ -387,7 +375,7 @@ func (l *GRU) Backward(dhs []float32) []float32 {
 		// from dg's, so it cannot join finish's product).
 		l.gemm.Sgemm(true, false, gh, h, b, 1, dgh, gh, hpr, h, 1, l.whh.Grad, h)
 		l.gemm.Sgemm(false, false, b, h, gh, 1, dgh, gh, l.whh.Value, h, 1, l.dhTmp, h)
-		l.carry(l.dh, l.dhTmp, s)
+		l.maskStarts(l.dh, l.dhTmp, s)
 	}
 	return l.finishInput()
 }

@@ -1,11 +1,8 @@
 package nn
 
 import (
-	"compress/gzip"
-	"encoding/json"
 	"errors"
 	"math"
-	"os"
 	"slices"
 	"testing"
 
@@ -33,21 +30,10 @@ type torchRecurrentCase struct {
 
 func readRecurrentCases(t *testing.T) map[string]torchRecurrentCase {
 	t.Helper()
-	f, err := os.Open("testdata/recurrent_torch.json.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var table struct {
 		Cases []torchRecurrentCase `json:"cases"`
 	}
-	if err := json.NewDecoder(zr).Decode(&table); err != nil {
-		t.Fatal(err)
-	}
+	readGzipJSON(t, "testdata/recurrent_torch.json.gz", &table)
 	out := map[string]torchRecurrentCase{}
 	for _, c := range table.Cases {
 		out[c.Kind] = c

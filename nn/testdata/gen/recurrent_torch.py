@@ -10,34 +10,19 @@ Parameters (in named_parameters order), then x, h0 (and c0), then the
 output gradient g are filled from the LCG of conv_torch.py; the loss is
 sum(h_t · g_t) over all steps. Written as base64 little-endian float32.
 """
-import base64
 import gzip
 import json
+import os
 import sys
 
-import numpy as np
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from conv_torch import LCG, b64  # noqa: E402
 
 T, B, IN, H = 5, 3, 4, 6
 # starts[t][b]: sequence b begins an episode at step t.
 STARTS = [[0, 0, 1], [0, 0, 0], [1, 0, 0], [0, 0, 0], [0, 1, 1]]
-
-
-class LCG:
-    def __init__(self):
-        self.x = 12345
-
-    def fill(self, shape, scale):
-        n = int(np.prod(shape))
-        out = np.empty(n, dtype=np.float32)
-        for i in range(n):
-            self.x = (1664525 * self.x + 1013904223) % (1 << 32)
-            out[i] = np.float32(((self.x >> 8) / float(1 << 23) - 1.0) * scale)
-        return torch.tensor(out.reshape(shape))
-
-
-def b64(t):
-    return base64.b64encode(t.detach().numpy().astype("<f4").tobytes()).decode()
 
 
 def run(kind):
