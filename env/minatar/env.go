@@ -1,0 +1,196 @@
+package minatar
+
+import (
+	"fmt"
+	"math"
+
+	"herd/env/internal/core"
+	"herd/env/minatar/internal/nprand"
+)
+
+// The six actions every game accepts, in MinAtar's order.
+const (
+	actNoop = iota
+	actLeft
+	actUp
+	actRight
+	actDown
+	actFire
+	numActions
+)
+
+// size is the side of the square grid.
+const size = 10
+
+// game is one MinAtar game: its rules, without the sticky actions and the
+// random stream that Env adds.
+type game interface {
+	// reset starts a new episode, drawing from rs as the game does.
+	reset(rs *nprand.RandomState)
+	// act advances one frame with a full-set action (actNoop … actFire).
+	act(a int, rs *nprand.RandomState) (reward int, terminal bool)
+	// observe writes the [10, 10, C] observation into obs, which is zero.
+	observe(obs []float32)
+	channels() int
+	minimalActions() []int
+	// ramp is the difficulty level, −1 for games without ramping.
+	ramp() int
+}
+
+// Games lists the game names New accepts, in MinAtar's order.
+func Games() []string {
+	return []string{"asterix", "breakout", "freeway", "seaquest", "space_invaders"}
+}
+
+// Config selects a game and MinAtar's Environment options.
+type Config struct {
+	// Game is one of Games().
+	Game string
+	// MinimalActionSet gives the game's minimal action set (the -v1 ids)
+	// instead of all six actions (-v0).
+	MinimalActionSet bool
+	// StickyActionProb is the probability that a step repeats the previous
+	// action instead of the chosen one; MinAtar's default is 0.1.
+	StickyActionProb float64
+	// DifficultyRamping makes Asterix, Seaquest and SpaceInvaders harder as
+	// the episode goes on, as in MinAtar (its default, true).
+	DifficultyRamping bool
+}
+
+// DefaultConfig is MinAtar's Environment defaults for game: sticky action
+// probability 0.1, difficulty ramping on, all six actions.
+func DefaultConfig(game string) Config {
+	return Config{Game: game, StickyActionProb: 0.1, DifficultyRamping: true}
+}
+
+// Env is one MinAtar game behind MinAtar's Environment wrapper (sticky
+// actions, one shared random stream) with the Gymnasium interface of
+// minatar.gym.BaseEnv. Observation: Box [10, 10, C] of 0/1 float32,
+// row-major (row, column, channel) as MinAtar's state(). Action:
+// Discrete(6) or Discrete(len(minimal set)).
+type Env struct {
+	cfg       Config
+	g         game
+	rs        nprand.RandomState
+	seeded    bool
+	last      int // previous full-set action, for sticky actions
+	actionSet []int
+	running   bool
+	closed    bool
+	obs       []float32
+	obsSpace  core.Box
+	actSpace  core.Discrete
+}
+
+// New returns the game cfg names; call Reset before Step.
+func New(cfg Config) (*Env, error) {
+	var g game
+	switch cfg.Game {
+	case "breakout":
+		g = &breakout{}
+		//GAMES
+	default:
+		return nil, fmt.Errorf("%w: MinAtar game %q, want one of %v", core.ErrInvalidOption, cfg.Game, Games())
+	}
+	p := cfg.StickyActionProb
+	if math.IsNaN(p) || p < 0 || p > 1 {
+		return nil, fmt.Errorf("%w: MinAtar sticky_action_prob %v, want in [0, 1]", core.ErrInvalidOption, p)
+	}
+	e := &Env{cfg: cfg, g: g}
+	if cfg.MinimalActionSet {
+		e.actionSet = g.minimalActions()
+	} else {
+		e.actionSet = []int{actNoop, actLeft, actUp, actRight, actDown, actFire}
+	}
+	c := g.channels()
+	e.obs = make([]float32, size*size*c)
+	low, high := make([]float32, len(e.obs)), make([]float32, len(e.obs))
+	for i := range high {
+		high[i] = 1
+	}
+	e.obsSpace = core.Box{Low: low, High: high, Dims: []int{size, size, c}}
+	e.actSpace = core.Discrete{N: len(e.actionSet)}
+	return e, nil
+}
+
+func (e *Env) ObservationSpace() core.Space { return e.obsSpace }
+func (e *Env) ActionSpace() core.Space      { return e.actSpace }
+
+// Config returns the configuration the env was built with.
+func (e *Env) Config() Config { return e.cfg }
+
+// ActionSet maps this env's action indices to MinAtar's six actions
+// (0 no-op, 1 left, 2 up, 3 right, 4 down, 5 fire).
+func (e *Env) ActionSet() []int { return append([]int(nil), e.actionSet...) }
+
+// DifficultyRamp is the game's difficulty level (MinAtar's
+// difficulty_ramp()), −1 for Breakout and Freeway, which do not ramp.
+func (e *Env) DifficultyRamp() int { return e.g.ramp() }
+
+// Close ends the env; further calls return ErrClosed.
+func (e *Env) Close() error {
+	e.closed, e.running = true, false
+	return nil
+}
+
+// Reset starts an episode. A seed ≥ 0 reseeds the stream as NumPy's
+// RandomState(seed) for seeds below 2³² (MinAtar's env.seed(seed)), and as
+// RandomState([seed mod 2³², seed >> 32]) above; NoSeed continues the
+// stream; an env never seeded starts from RandomState(0). As in MinAtar,
+// the previous action (which a sticky step repeats) is kept across
+// episodes and reseeding.
+func (e *Env) Reset(seed int64) ([]float32, core.Info, error) {
+	if e.closed {
+		return nil, core.Info{}, fmt.Errorf("%w: MinAtar %s Reset", core.ErrClosed, e.cfg.Game)
+	}
+	if seed >= 0 || !e.seeded {
+		s := uint64(max(seed, 0))
+		if s <= math.MaxUint32 {
+			e.rs.Seed(uint32(s))
+		} else {
+			e.rs.SeedArray([]uint32{uint32(s), uint32(s >> 32)})
+		}
+		e.seeded = true
+	}
+	e.g.reset(&e.rs)
+	e.running = true
+	return e.observe(), core.Info{}, nil
+}
+
+// Step plays one frame: with probability StickyActionProb (one Rand draw
+// every step) the previous action replaces the chosen one.
+func (e *Env) Step(action []float32) ([]float32, float64, bool, bool, core.Info, error) {
+	if e.closed {
+		return nil, 0, false, false, core.Info{}, fmt.Errorf("%w: MinAtar %s Step", core.ErrClosed, e.cfg.Game)
+	}
+	if !e.running {
+		return nil, 0, false, false, core.Info{}, fmt.Errorf("%w: MinAtar %s Step before Reset or after the episode terminated", core.ErrNeedsReset, e.cfg.Game)
+	}
+	i, err := e.actSpace.Index(action)
+	if err != nil {
+		return nil, 0, false, false, core.Info{}, err
+	}
+	a := e.actionSet[i]
+	if e.rs.Rand() < e.cfg.StickyActionProb {
+		a = e.last
+	}
+	e.last = a
+	r, term := e.g.act(a, &e.rs)
+	if term {
+		e.running = false
+	}
+	return e.observe(), float64(r), term, false, core.Info{}, nil
+}
+
+func (e *Env) observe() []float32 {
+	clear(e.obs)
+	e.g.observe(e.obs)
+	return e.obs
+}
+
+// set marks cell (y, x) of channel c in a [10, 10, C] observation.
+func set(obs []float32, nc, y, x, c int) {
+	obs[(y*size+x)*nc+c] = 1
+}
+
+var _ core.Env = (*Env)(nil)

@@ -1,0 +1,180 @@
+"""Generates env/minatar/testdata/<game>.json.gz: episodes of MinAtar's own
+games, run from MinAtar's source, for herd's exactness test.
+
+    /usr/bin/python3 gen_tables.py --minatar DIR [--out ..]
+
+DIR holds the `minatar` package of MinAtar 1.0.15 (github.com/kenjyoung/MinAtar
+at commit 4241f24685622cfb52f843cab9bbcf385a53484a, whose setup.py says
+version 1.0.15; its games are unchanged since the commit that set that
+version). MinAtar is not vendored here: this script imports it from DIR and
+uses it only as a black box. NumPy is Debian's python3-numpy; matplotlib and
+seaborn are not needed (MinAtar only logs that it cannot render).
+
+Each case builds minatar.Environment(game) with its defaults (sticky action
+probability 0.1, difficulty ramping on), seeds it once with env.seed(seed)
+and plays several episodes in a row on that one stream: env.reset(), then
+env.act(a) until terminal, then the next env.reset() without reseeding, as a
+training loop does. Actions are indices into the case's action set (all six
+actions for the -v0 ids, minimal_action_set() for -v1), drawn from a
+separate RandomState(ACTION_SEED + seed) so that they do not disturb the
+environment's stream: uniformly ("random" cases), or from a crude player
+that reads the game's state, with a random action a tenth of the time
+("greedy" cases), so that the tables reach cleared walls and waves, surfacing
+with divers and difficulty ramps. Every observation env.state() (shape [10, 10, C],
+flattened row-major and packed 8 cells a byte, most significant bit first,
+as hex), every reward and terminal flag and the difficulty ramp index are
+recorded.
+"""
+
+import argparse
+import gzip
+import json
+import os
+import sys
+
+import numpy as np
+
+GAMES = ["breakout", "asterix", "freeway", "seaquest", "space_invaders"]
+ACTION_SEED = 1000
+# (seed, minimal action set, episodes, policy)
+CASES = [(0, False, 4, "random"), (1, False, 4, "random"), (2, False, 4, "random"),
+         (3, True, 4, "random"), (4, True, 4, "random"),
+         (5, False, 2, "greedy"), (6, False, 2, "greedy"), (7, True, 2, "greedy"),
+         (8, False, 3, "greedy"), (9, True, 3, "greedy")]
+# Freeway episodes always last 2,500 steps: fewer of them.
+FREEWAY_CASES = [(0, False, 2, "random"), (1, True, 1, "random"), (5, False, 1, "greedy"),
+                 (7, True, 1, "greedy")]
+MAX_STEPS = 20000
+# A greedy case takes a random action with this probability.
+GREEDY_EPS = 0.1
+
+N, L, U, R, D, F = range(6)
+
+
+def greedy_action(game, g):
+    """A crude player that reads the game's state, so that episodes reach
+    what random play rarely does (cleared walls and waves, surfacing with
+    divers, difficulty ramps). It only chooses actions."""
+    if game == "breakout":
+        # Follow the ball to the column where it will reach row 8.
+        x, y, d = g.ball_x, g.ball_y, g.ball_dir
+        for _ in range(30):
+            if y == 8 and d in (2, 3):
+                break
+            dx, dy = ((-1, -1), (1, -1), (1, 1), (-1, 1))[d]
+            if not 0 <= x + dx <= 9:
+                d, dx = (1, 0, 3, 2)[d], 0
+            if y + dy < 0 or g.brick_map[y + dy, x + dx]:
+                d, dy = (3, 2, 1, 0)[d], 0
+            x, y = x + dx, y + dy
+        if x < g.pos:
+            return L
+        return R if x > g.pos else N
+    if game == "freeway":
+        return U
+    if game == "space_invaders":
+        if g.e_bullet_map[7:9, g.pos].any():
+            return L if g.pos > 0 else R
+        if g.shot_timer == 0 and g.alien_map[:, g.pos].any():
+            return F
+        cols = [c for c in range(10) if g.alien_map[:, c].any()]
+        if not cols:
+            return N
+        c = min(cols, key=lambda c: abs(c - g.pos))
+        return L if c < g.pos else R if c > g.pos else F
+    if game == "asterix":
+        best, best_score = N, None
+        for a, (dx, dy) in ((N, (0, 0)), (L, (-1, 0)), (U, (0, -1)), (R, (1, 0)), (D, (0, 1))):
+            x, y = min(9, max(0, g.player_x + dx)), min(8, max(1, g.player_y + dy))
+            score = 0
+            for e in g.entities:
+                if e is None or e[1] != y:
+                    continue
+                d = abs(e[0] - x)
+                if e[3]:
+                    score += 5 - min(d, 5)
+                elif d <= 2:
+                    score -= 100
+            if best_score is None or score > best_score:
+                best, best_score = a, score
+        return best
+    if game == "seaquest":
+        if g.diver_count >= 6 or (g.diver_count >= 1 and g.oxygen < 60):
+            return U
+        for e in g.e_fish + g.e_subs:
+            if e[1] == g.sub_y and ((e[0] > g.sub_x) == g.sub_or) and g.shot_timer == 0:
+                return F
+        if g.divers:
+            d = min(g.divers, key=lambda d: abs(d[1] - g.sub_y) + abs(d[0] - g.sub_x))
+            if d[1] < g.sub_y:
+                return U
+            if d[1] > g.sub_y:
+                return D
+            return L if d[0] < g.sub_x else R
+        return D if g.sub_y < 4 else N
+    raise ValueError(game)
+
+
+def packed(state):
+    return np.packbits(np.asarray(state, dtype=np.uint8).ravel()).tobytes().hex()
+
+
+def run_case(Environment, game, seed, minimal, episodes, policy):
+    env = Environment(game)
+    env.seed(seed)
+    action_set = env.minimal_action_set() if minimal else list(range(env.num_actions()))
+    pick = np.random.RandomState(ACTION_SEED + seed)
+    out = []
+    for _ in range(episodes):
+        env.reset()
+        ep = {"obs": [packed(env.state())], "actions": [], "rewards": [],
+              "terminals": [], "ramps": []}
+        for _ in range(MAX_STEPS):
+            a = int(pick.randint(len(action_set)))
+            if policy == "greedy" and pick.rand() >= GREEDY_EPS:
+                want = greedy_action(game, env.env)
+                if want in action_set:
+                    a = action_set.index(want)
+            r, terminal = env.act(action_set[a])
+            ep["actions"].append(a)
+            ep["rewards"].append(int(r))
+            ep["terminals"].append(bool(terminal))
+            ramp = env.env.difficulty_ramp()
+            ep["ramps"].append(-1 if ramp is None else int(ramp))
+            ep["obs"].append(packed(env.state()))
+            if terminal:
+                break
+        else:
+            raise RuntimeError(f"{game} seed {seed}: no terminal in {MAX_STEPS} steps")
+        out.append(ep)
+    return {"seed": seed, "minimal_action_set": minimal, "action_set": action_set, "policy": policy,
+            "episodes": out}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--minatar", required=True, help="directory holding the minatar package")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    ap.add_argument("--games", default=",".join(GAMES))
+    args = ap.parse_args()
+    sys.path.insert(0, os.path.abspath(args.minatar))
+    from minatar import Environment
+
+    for game in args.games.split(","):
+        cases = FREEWAY_CASES if game == "freeway" else CASES
+        shape = Environment(game).state_shape()
+        doc = {"game": game, "state_shape": shape, "sticky_action_prob": 0.1,
+               "difficulty_ramping": True, "action_seed": ACTION_SEED,
+               "numpy": np.__version__,
+               "cases": [run_case(Environment, game, *c) for c in cases]}
+        path = os.path.join(args.out, game + ".json.gz")
+        with gzip.GzipFile(path, "wb", mtime=0) as f:
+            f.write(json.dumps(doc, separators=(",", ":")).encode())
+        steps = sum(len(e["actions"]) for c in doc["cases"] for e in c["episodes"])
+        ret = sum(sum(e["rewards"]) for c in doc["cases"] for e in c["episodes"])
+        ramp = max(max(e["ramps"]) for c in doc["cases"] for e in c["episodes"])
+        print(f"{path}: {steps} steps, total reward {ret}, max ramp {ramp}, {os.path.getsize(path)} bytes")
+
+
+if __name__ == "__main__":
+    main()
