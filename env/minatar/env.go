@@ -88,6 +88,10 @@ func New(cfg Config) (*Env, error) {
 	switch cfg.Game {
 	case "breakout":
 		g = &breakout{}
+	case "asterix":
+		g = &asterix{ramping: cfg.DifficultyRamping}
+	case "freeway":
+		g = &freeway{}
 		//GAMES
 	default:
 		return nil, fmt.Errorf("%w: MinAtar game %q, want one of %v", core.ErrInvalidOption, cfg.Game, Games())
