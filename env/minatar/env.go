@@ -92,6 +92,8 @@ func New(cfg Config) (*Env, error) {
 		g = &asterix{ramping: cfg.DifficultyRamping}
 	case "freeway":
 		g = &freeway{}
+	case "space_invaders":
+		g = &spaceInvaders{ramping: cfg.DifficultyRamping}
 		//GAMES
 	default:
 		return nil, fmt.Errorf("%w: MinAtar game %q, want one of %v", core.ErrInvalidOption, cfg.Game, Games())
