@@ -94,7 +94,8 @@ func New(cfg Config) (*Env, error) {
 		g = &freeway{}
 	case "space_invaders":
 		g = &spaceInvaders{ramping: cfg.DifficultyRamping}
-		//GAMES
+	case "seaquest":
+		g = &seaquest{ramping: cfg.DifficultyRamping}
 	default:
 		return nil, fmt.Errorf("%w: MinAtar game %q, want one of %v", core.ErrInvalidOption, cfg.Game, Games())
 	}

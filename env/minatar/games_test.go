@@ -1,3 +1,3 @@
 package minatar
 
-var exactGames = []string{"breakout", "asterix", "freeway", "space_invaders"}
+var exactGames = []string{"breakout", "asterix", "freeway", "seaquest", "space_invaders"}
