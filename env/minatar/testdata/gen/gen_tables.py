@@ -73,8 +73,10 @@ def greedy_action(game, g):
     if game == "freeway":
         return U
     if game == "space_invaders":
-        if g.e_bullet_map[7:9, g.pos].any():
-            return L if g.pos > 0 else R
+        if g.e_bullet_map[6:9, g.pos].any():
+            if g.pos > 0 and not g.e_bullet_map[7:9, g.pos - 1].any():
+                return L
+            return R
         if g.shot_timer == 0 and g.alien_map[:, g.pos].any():
             return F
         cols = [c for c in range(10) if g.alien_map[:, c].any()]
@@ -99,8 +101,11 @@ def greedy_action(game, g):
                 best, best_score = a, score
         return best
     if game == "seaquest":
-        if g.diver_count >= 6 or (g.diver_count >= 1 and g.oxygen < 60):
+        if g.diver_count >= 6 or (g.diver_count >= 1 and g.oxygen < 16 + 2 * g.sub_y):
             return U
+        for e in g.e_fish + g.e_subs + g.e_bullets:
+            if e[1] == g.sub_y and abs(e[0] - g.sub_x) <= 2 and (e[0] > g.sub_x) != e[2]:
+                return D if g.sub_y < 8 and g.sub_y > 0 else U
         for e in g.e_fish + g.e_subs:
             if e[1] == g.sub_y and ((e[0] > g.sub_x) == g.sub_or) and g.shot_timer == 0:
                 return F
