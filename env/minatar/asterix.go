@@ -149,9 +149,8 @@ func (g *asterix) act(a int, rs *nprand.RandomState) (int, bool) {
 	return r, g.terminal
 }
 
-func (g *asterix) observe(obs []float32) {
-	const nc = 4
-	set(obs, nc, g.playerY, g.playerX, 0)
+func (g *asterix) observe(f *frame) {
+	f.set(g.playerY, g.playerX, 0)
 	for _, e := range g.entities {
 		if !e.alive {
 			continue
@@ -160,13 +159,13 @@ func (g *asterix) observe(obs []float32) {
 		if e.gold {
 			c = 3
 		}
-		set(obs, nc, e.y, e.x, c)
+		f.set(e.y, e.x, c)
 		back := e.x + 1
 		if e.right {
 			back = e.x - 1
 		}
 		if back >= 0 && back <= 9 {
-			set(obs, nc, e.y, back, 2)
+			f.set(e.y, back, 2)
 		}
 	}
 }

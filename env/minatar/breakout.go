@@ -11,7 +11,7 @@ type breakout struct {
 	ballDir      int // 0 up-left, 1 up-right, 2 down-right, 3 down-left
 	pos          int // paddle column
 	lastX, lastY int
-	bricks       [size][size]bool
+	bricks       grid
 	strike       bool
 	terminal     bool
 }
@@ -28,7 +28,7 @@ func (b *breakout) reset(rs *nprand.RandomState) {
 		b.ballX, b.ballDir = 9, 3
 	}
 	b.pos = 4
-	b.bricks = [size][size]bool{}
+	b.bricks = grid{}
 	b.fillBricks()
 	b.strike = false
 	b.lastX, b.lastY = b.ballX, b.ballY
@@ -37,18 +37,14 @@ func (b *breakout) reset(rs *nprand.RandomState) {
 
 func (b *breakout) fillBricks() {
 	for y := 1; y <= 3; y++ {
-		for x := range size {
-			b.bricks[y][x] = true
-		}
+		b.bricks[y] = rowMask
 	}
 }
 
 func (b *breakout) anyBrick() bool {
-	for y := range size {
-		for x := range size {
-			if b.bricks[y][x] {
-				return true
-			}
+	for _, r := range b.bricks {
+		if r != 0 {
+			return true
 		}
 	}
 	return false
@@ -94,14 +90,14 @@ func (b *breakout) act(a int, _ *nprand.RandomState) (int, bool) {
 	case ny < 0:
 		ny = 0
 		b.ballDir = reflectY[b.ballDir]
-	case b.bricks[ny][nx]:
+	case b.bricks[ny]>>nx&1 == 1:
 		hit = true
 		// A ball that struck a brick on the previous frame passes into the
 		// next brick without breaking it.
 		if !b.strike {
 			r++
 			b.strike = true
-			b.bricks[ny][nx] = false
+			b.bricks[ny] &^= 1 << nx
 			ny = b.lastY
 			b.ballDir = reflectY[b.ballDir]
 		}
@@ -127,16 +123,9 @@ func (b *breakout) act(a int, _ *nprand.RandomState) (int, bool) {
 	return r, b.terminal
 }
 
-func (b *breakout) observe(obs []float32) {
-	const nc = 4
-	set(obs, nc, b.ballY, b.ballX, 1)
-	set(obs, nc, 9, b.pos, 0)
-	set(obs, nc, b.lastY, b.lastX, 2)
-	for y := range size {
-		for x := range size {
-			if b.bricks[y][x] {
-				set(obs, nc, y, x, 3)
-			}
-		}
-	}
+func (b *breakout) observe(f *frame) {
+	f.set(b.ballY, b.ballX, 1)
+	f.set(9, b.pos, 0)
+	f.set(b.lastY, b.lastX, 2)
+	f.setGrid(3, &b.bricks)
 }

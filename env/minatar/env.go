@@ -3,6 +3,7 @@ package minatar
 import (
 	"fmt"
 	"math"
+	"math/bits"
 
 	"herd/env/internal/core"
 	"herd/env/minatar/internal/nprand"
@@ -29,8 +30,8 @@ type game interface {
 	reset(rs *nprand.RandomState)
 	// act advances one frame with a full-set action (actNoop … actFire).
 	act(a int, rs *nprand.RandomState) (reward int, terminal bool)
-	// observe writes the [10, 10, C] observation into obs, which is zero.
-	observe(obs []float32)
+	// observe draws the observation into f, which is zero.
+	observe(f *frame)
 	channels() int
 	minimalActions() []int
 	// ramp is the difficulty level, −1 for games without ramping.
@@ -78,6 +79,8 @@ type Env struct {
 	running   bool
 	closed    bool
 	obs       []float32
+	frames    [2]frame // frames[shown] is what obs holds
+	shown     int
 	obsSpace  core.Box
 	actSpace  core.Discrete
 }
@@ -189,15 +192,61 @@ func (e *Env) Step(action []float32) ([]float32, float64, bool, bool, core.Info,
 	return e.observe(), float64(r), term, false, core.Info{}, nil
 }
 
+// observe draws the game into a frame and writes into obs only the cells
+// that differ from the frame obs holds: a frame changes in a handful of
+// cells, and rewriting all 100·C floats would cost more than the game.
 func (e *Env) observe() []float32 {
-	clear(e.obs)
-	e.g.observe(e.obs)
+	old, next := &e.frames[e.shown], &e.frames[e.shown^1]
+	nc := e.g.channels()
+	for c := range nc {
+		next[c] = plane{}
+	}
+	e.g.observe(next)
+	obs := e.obs[:size*size*nc]
+	for c := range nc {
+		for w := range 2 {
+			word := next[c][w]
+			d := word ^ old[c][w]
+			for d != 0 {
+				b := bits.TrailingZeros64(d)
+				d &= d - 1
+				obs[(w*64+b)*nc+c] = float32(word >> b & 1)
+			}
+		}
+	}
+	e.shown ^= 1
 	return e.obs
 }
 
-// set marks cell (y, x) of channel c in a [10, 10, C] observation.
-func set(obs []float32, nc, y, x, c int) {
-	obs[(y*size+x)*nc+c] = 1
+// frame is an observation as bits, one plane per channel.
+type frame [maxChannels]plane
+
+const maxChannels = 10
+
+// plane is one channel: bit i (of the 128) is cell i = 10·row + column.
+type plane [2]uint64
+
+func (f *frame) set(y, x, c int) {
+	i := uint(y*size + x)
+	f[c][i>>6&1] |= 1 << (i & 63)
 }
+
+// setGrid copies a whole grid into channel c.
+func (f *frame) setGrid(c int, g *grid) {
+	p := &f[c]
+	for y, row := range g {
+		i := uint(y * size)
+		r := uint64(row)
+		p[i>>6&1] |= r << (i & 63)
+		if i&63 > 64-size { // the row straddles the two words
+			p[1] |= r >> (64 - i&63)
+		}
+	}
+}
+
+// grid is a 10×10 map as bits, row by row: bit x of grid[y] is cell (y, x).
+type grid [size]uint16
+
+const rowMask = 1<<size - 1
 
 var _ core.Env = (*Env)(nil)

@@ -121,12 +121,11 @@ func (g *freeway) act(a int, rs *nprand.RandomState) (int, bool) {
 	return r, g.terminal
 }
 
-func (g *freeway) observe(obs []float32) {
-	const nc = 7
-	set(obs, nc, g.pos, 4, 0)
+func (g *freeway) observe(f *frame) {
+	f.set(g.pos, 4, 0)
 	trail := -1
 	for _, c := range g.cars {
-		set(obs, nc, c.y, c.x, 1)
+		f.set(c.y, c.x, 1)
 		back := c.x + 1
 		if c.speed > 0 {
 			back = c.x - 1
@@ -142,7 +141,7 @@ func (g *freeway) observe(obs []float32) {
 			trail = 1 + s
 		}
 		if trail >= 0 {
-			set(obs, nc, c.y, back, trail)
+			f.set(c.y, back, trail)
 		}
 	}
 }

@@ -377,26 +377,25 @@ func (g *seaquest) spawnDiver(rs *nprand.RandomState) {
 	g.divers = append(g.divers, g.newObj(obj{x: x, y: y, right: right, move: sqDiverMove}))
 }
 
-func (g *seaquest) observe(obs []float32) {
-	const nc = 10
-	set(obs, nc, g.subY, g.subX, 0)
+func (g *seaquest) observe(f *frame) {
+	f.set(g.subY, g.subX, 0)
 	back := g.subX + 1
 	if g.subRight {
 		back = g.subX - 1
 	}
-	set(obs, nc, g.subY, back, 1)
+	f.set(g.subY, back, 1)
 	for x := 0; x < floorDiv(max(0, g.oxygen)*10, sqMaxOxygen); x++ {
-		set(obs, nc, 9, x, 7)
+		f.set(9, x, 7)
 	}
 	// Python's slice [9 − count : 9], empty for a negative count.
 	for x := max(0, 9-g.diverCount); x < 9; x++ {
-		set(obs, nc, 9, x, 8)
+		f.set(9, x, 8)
 	}
 	for _, b := range g.fBullets {
-		set(obs, nc, b.y, b.x, 2)
+		f.set(b.y, b.x, 2)
 	}
 	for _, b := range g.eBullets {
-		set(obs, nc, b.y, b.x, 4)
+		f.set(b.y, b.x, 4)
 	}
 	trail := func(o *obj) {
 		bx := o.x + 1
@@ -404,19 +403,19 @@ func (g *seaquest) observe(obs []float32) {
 			bx = o.x - 1
 		}
 		if bx >= 0 && bx <= 9 {
-			set(obs, nc, o.y, bx, 3)
+			f.set(o.y, bx, 3)
 		}
 	}
-	for _, f := range g.fish {
-		set(obs, nc, f.y, f.x, 5)
-		trail(f)
+	for _, o := range g.fish {
+		f.set(o.y, o.x, 5)
+		trail(o)
 	}
 	for _, s := range g.subs {
-		set(obs, nc, s.y, s.x, 6)
+		f.set(s.y, s.x, 6)
 		trail(s)
 	}
 	for _, d := range g.divers {
-		set(obs, nc, d.y, d.x, 9)
+		f.set(d.y, d.x, 9)
 		trail(d)
 	}
 }

@@ -34,10 +34,6 @@ type spaceInvaders struct {
 	terminal       bool
 }
 
-type grid [size]uint16
-
-const rowMask = 1<<size - 1
-
 const (
 	siShotCoolDown       = 5
 	siEnemyMoveInterval  = 12
@@ -200,25 +196,14 @@ func (g *spaceInvaders) act(a int, _ *nprand.RandomState) (int, bool) {
 	return r, g.terminal
 }
 
-func (g *spaceInvaders) observe(obs []float32) {
-	const nc = 6
-	set(obs, nc, 9, g.pos, 0)
-	dirCh := 3
+func (g *spaceInvaders) observe(f *frame) {
+	f.set(9, g.pos, 0)
+	f.setGrid(1, &g.aliens)
 	if g.alienDir < 0 {
-		dirCh = 2
+		f.setGrid(2, &g.aliens)
+	} else {
+		f.setGrid(3, &g.aliens)
 	}
-	for y := range size {
-		for x := range size {
-			if g.aliens.has(y, x) {
-				set(obs, nc, y, x, 1)
-				set(obs, nc, y, x, dirCh)
-			}
-			if g.fBullets.has(y, x) {
-				set(obs, nc, y, x, 4)
-			}
-			if g.eBullets.has(y, x) {
-				set(obs, nc, y, x, 5)
-			}
-		}
-	}
+	f.setGrid(4, &g.fBullets)
+	f.setGrid(5, &g.eBullets)
 }
