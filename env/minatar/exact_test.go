@@ -4,6 +4,7 @@ import (
 	"compress/gzip"
 	"encoding/hex"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,9 +34,13 @@ type table struct {
 	} `json:"cases"`
 }
 
+// tablesDir lets a developer replay other tables written by
+// testdata/gen/gen_tables.py (e.g. many more seeds with --seeds).
+var tablesDir = flag.String("minatar.tables", "testdata", "directory of MinAtar tables to replay")
+
 func loadTable(t *testing.T, game string) *table {
 	t.Helper()
-	path := filepath.Join("testdata", game+".json.gz")
+	path := filepath.Join(*tablesDir, game+".json.gz")
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -84,67 +89,79 @@ func diffObs(got, want []float32, nc int) string {
 // TestExactMinAtar replays every table MinAtar's own code wrote: each case
 // seeds one env, plays its episodes on that stream (reseeding only
 // before the first), and every observation channel, reward, terminal flag
-// and difficulty level must be equal at every step.
+// and difficulty level must be equal at every step. A case stops at its
+// first difference; the other cases still run.
 func TestExactMinAtar(t *testing.T) {
 	for _, game := range exactGames {
 		t.Run(game, func(t *testing.T) {
 			tb := loadTable(t, game)
 			steps, episodes := 0, 0
-			for _, c := range tb.Cases {
-				cfg := Config{Game: game, MinimalActionSet: c.Minimal, StickyActionProb: tb.StickyActionProb,
-					DifficultyRamping: tb.Ramping}
-				e, err := New(cfg)
+			for ci := range tb.Cases {
+				s, e, err := replayCase(t, tb, ci)
 				if err != nil {
-					t.Fatal(err)
+					t.Errorf("%s seed %d: %v", game, tb.Cases[ci].Seed, err)
 				}
-				if got := e.ActionSet(); !equalInts(got, c.ActionSet) {
-					t.Fatalf("seed %d: action set %v, MinAtar %v", c.Seed, got, c.ActionSet)
-				}
-				if sh := e.ObservationSpace().Shape(); !equalInts(sh, tb.StateShape) {
-					t.Fatalf("observation shape %v, MinAtar %v", sh, tb.StateShape)
-				}
-				n := e.ObservationSpace().Dim()
-				nc := tb.StateShape[2]
-				for ei, ep := range c.Episodes {
-					seed := core.NoSeed
-					if ei == 0 {
-						seed = c.Seed
-					}
-					obs, _, err := e.Reset(seed)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if want := unpack(t, ep.Obs[0], n); !equalFloats(obs, want) {
-						t.Fatalf("seed %d episode %d reset: observation differs, %s", c.Seed, ei, diffObs(obs, want, nc))
-					}
-					for i, a := range ep.Actions {
-						obs, r, term, trunc, _, err := e.Step([]float32{float32(a)})
-						if err != nil {
-							t.Fatalf("seed %d episode %d step %d: %v", c.Seed, ei, i, err)
-						}
-						where := func() string {
-							return fmt.Sprintf("seed %d episode %d step %d", c.Seed, ei, i)
-						}
-						if want := unpack(t, ep.Obs[i+1], n); !equalFloats(obs, want) {
-							t.Fatalf("%s (action %d): observation differs, %s", where(), a, diffObs(obs, want, nc))
-						}
-						if r != float64(ep.Rewards[i]) || term != ep.Terminals[i] || trunc {
-							t.Fatalf("%s: reward %v terminated %v truncated %v, MinAtar %d %v false", where(), r, term, trunc, ep.Rewards[i], ep.Terminals[i])
-						}
-						if got := e.DifficultyRamp(); got != ep.Ramps[i] {
-							t.Fatalf("%s: difficulty ramp %d, MinAtar %d", where(), got, ep.Ramps[i])
-						}
-						steps++
-					}
-					if !ep.Terminals[len(ep.Terminals)-1] {
-						t.Fatalf("seed %d episode %d does not end terminal", c.Seed, ei)
-					}
-					episodes++
-				}
+				steps += s
+				episodes += e
 			}
 			t.Logf("%s: %d episodes, %d steps equal MinAtar's", game, episodes, steps)
 		})
 	}
+}
+
+// replayCase replays case ci of tb and returns the steps and whole
+// episodes that matched, and the first difference.
+func replayCase(t *testing.T, tb *table, ci int) (steps, episodes int, err error) {
+	c := tb.Cases[ci]
+	cfg := Config{Game: tb.Game, MinimalActionSet: c.Minimal, StickyActionProb: tb.StickyActionProb,
+		DifficultyRamping: tb.Ramping}
+	e, err := New(cfg)
+	if err != nil {
+		return 0, 0, err
+	}
+	if got := e.ActionSet(); !equalInts(got, c.ActionSet) {
+		return 0, 0, fmt.Errorf("action set %v, MinAtar %v", got, c.ActionSet)
+	}
+	if sh := e.ObservationSpace().Shape(); !equalInts(sh, tb.StateShape) {
+		return 0, 0, fmt.Errorf("observation shape %v, MinAtar %v", sh, tb.StateShape)
+	}
+	n := e.ObservationSpace().Dim()
+	nc := tb.StateShape[2]
+	for ei, ep := range c.Episodes {
+		seed := core.NoSeed
+		if ei == 0 {
+			seed = c.Seed
+		}
+		obs, _, err := e.Reset(seed)
+		if err != nil {
+			return steps, episodes, err
+		}
+		if want := unpack(t, ep.Obs[0], n); !equalFloats(obs, want) {
+			return steps, episodes, fmt.Errorf("episode %d reset: observation differs, %s", ei, diffObs(obs, want, nc))
+		}
+		for i, a := range ep.Actions {
+			obs, r, term, trunc, _, err := e.Step([]float32{float32(a)})
+			if err != nil {
+				return steps, episodes, fmt.Errorf("episode %d step %d: %w", ei, i, err)
+			}
+			if want := unpack(t, ep.Obs[i+1], n); !equalFloats(obs, want) {
+				return steps, episodes, fmt.Errorf("episode %d step %d (action %d): observation differs, %s", ei, i, a, diffObs(obs, want, nc))
+			}
+			if r != float64(ep.Rewards[i]) || term != ep.Terminals[i] || trunc {
+				return steps, episodes, fmt.Errorf("episode %d step %d: reward %v terminated %v truncated %v, MinAtar %d %v false",
+					ei, i, r, term, trunc, ep.Rewards[i], ep.Terminals[i])
+			}
+			if got := e.DifficultyRamp(); got != ep.Ramps[i] {
+				return steps, episodes, fmt.Errorf("episode %d step %d: difficulty ramp %d, MinAtar %d", ei, i, got, ep.Ramps[i])
+			}
+			steps++
+		}
+		if !ep.Terminals[len(ep.Terminals)-1] {
+			return steps, episodes, fmt.Errorf("episode %d does not end terminal", ei)
+		}
+		episodes++
+	}
+	return steps, episodes, nil
 }
 
 func equalInts(a, b []int) bool {
