@@ -233,15 +233,17 @@ func (f *frame) set(y, x, c int) {
 
 // setGrid copies a whole grid into channel c.
 func (f *frame) setGrid(c int, g *grid) {
-	p := &f[c]
-	for y, row := range g {
-		i := uint(y * size)
-		r := uint64(row)
-		p[i>>6&1] |= r << (i & 63)
-		if i&63 > 64-size { // the row straddles the two words
-			p[1] |= r >> (64 - i&63)
-		}
+	var lo, hi uint64
+	for y := range 6 { // rows 0–5: bits 0–59
+		lo |= uint64(g[y]) << (y * size)
 	}
+	r6 := uint64(g[6]) // bits 60–69 straddle the words
+	lo |= r6 << 60
+	hi = r6 >> 4
+	for y := 7; y < size; y++ { // rows 7–9: bits 70–99
+		hi |= uint64(g[y]) << (y*size - 64)
+	}
+	f[c] = plane{lo, hi}
 }
 
 // grid is a 10×10 map as bits, row by row: bit x of grid[y] is cell (y, x).
