@@ -72,15 +72,18 @@
 // scripted Seaquest episodes, made with the script's --seeds option)
 // replay equally with -minatar.tables DIR.
 //
-// Not reached by any table: two Seaquest objects equal in every field (so
-// that removing "the first equal one" removes another object) and a sub
-// destroyed in the frame it fires; the code follows MinAtar's rules there
-// without a table to prove it. Two departures, neither reachable in
-// MinAtar: seeds of 2³² and above (NumPy rejects them) seed the stream as
-// RandomState([seed mod 2³², seed >> 32]); and a Freeway car whose
-// direction draw is exactly 0.5 (probability 2⁻⁵³) gets speed 0 as in
-// MinAtar, where the first car of that kind crashes state() and a later one
-// reuses the previous car's trail channel; here the first one has no trail.
+// A sub destroyed in the frame it fires, which no played episode reached,
+// is pinned by testdata/seaquest_scenarios.json.gz: states set by hand on
+// MinAtar's own Seaquest, then played (TestSeaquestScenarios). Removing
+// "the first equal object" is kept as MinAtar does it, though in every
+// state we could construct it is the object itself (an equal object would
+// share the cell of the bullet that the earlier bullet loop already
+// resolved). Two departures, neither reachable in MinAtar: seeds of 2³²
+// and above (NumPy rejects them) seed the stream as RandomState([seed mod
+// 2³², seed >> 32]); and a Freeway car whose direction draw is exactly 0.5
+// (probability 2⁻⁵³) gets speed 0 as in MinAtar, where the first car of
+// that kind crashes state() and a later one reuses the previous car's
+// trail channel; here the first one has no trail.
 //
 // # Costs and concurrency
 //

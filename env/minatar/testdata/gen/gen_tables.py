@@ -24,6 +24,11 @@ with divers and difficulty ramps. Every observation env.state() (shape [10, 10, 
 flattened row-major and packed 8 cells a byte, most significant bit first,
 as hex), every reward and terminal flag and the difficulty ramp index are
 recorded.
+
+seaquest_scenarios.json.gz holds a few Seaquest states that played
+episodes do not reach (SEAQUEST_SCENARIOS), set by hand on MinAtar's game
+after reset and then played with fixed actions; the state set, every
+observation, reward and terminal flag are recorded.
 """
 
 import argparse
@@ -172,6 +177,44 @@ def run_case(Environment, game, seed, minimal, episodes, policy):
             "episodes": out}
 
 
+# Seaquest states that no played episode reaches, set by hand on MinAtar's
+# game after reset (sticky actions off), then played with fixed actions:
+# each names the rule it pins.
+SEAQUEST_SCENARIOS = [
+    ("a sub destroyed as it moves still fires in that frame",
+     {"sub_x": 8, "sub_y": 0, "f_bullets": [[1, 4, True]],
+      "e_subs": [[3, 4, False, 0, 0]]}, [0] * 6),
+    ("surfacing with six divers pays oxygen times 10 over 200 and leaves -1 divers",
+     {"sub_x": 5, "sub_y": 1, "diver_count": 6, "oxygen": 137, "surface": False}, [2, 0, 4, 2, 0]),
+]
+
+STATE_FIELDS = ["oxygen", "diver_count", "sub_x", "sub_y", "sub_or", "f_bullets", "e_bullets",
+                "e_fish", "e_subs", "divers", "e_spawn_speed", "e_spawn_timer", "d_spawn_timer",
+                "move_speed", "ramp_index", "shot_timer", "surface", "terminal"]
+
+
+def seaquest_scenarios(Environment):
+    out = []
+    for i, (rule, state, actions) in enumerate(SEAQUEST_SCENARIOS):
+        env = Environment("seaquest", sticky_action_prob=0.0)
+        env.seed(i)
+        env.reset()
+        for k, v in state.items():
+            setattr(env.env, k, [list(x) for x in v] if isinstance(v, list) else v)
+        start = {k: getattr(env.env, k) for k in STATE_FIELDS}
+        start = json.loads(json.dumps(start, default=int))
+        ep = {"rule": rule, "seed": i, "state": start, "obs": [packed(env.state())],
+              "actions": [], "rewards": [], "terminals": []}
+        for a in actions:
+            r, terminal = env.act(a)
+            ep["actions"].append(a)
+            ep["rewards"].append(int(r))
+            ep["terminals"].append(bool(terminal))
+            ep["obs"].append(packed(env.state()))
+        out.append(ep)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--minatar", required=True, help="directory holding the minatar package")
@@ -185,6 +228,12 @@ def main():
     sys.path.insert(0, os.path.abspath(args.minatar))
     from minatar import Environment
 
+    if not args.seeds:
+        path = os.path.join(args.out, "seaquest_scenarios.json.gz")
+        with gzip.GzipFile(path, "wb", mtime=0) as f:
+            f.write(json.dumps({"scenarios": seaquest_scenarios(Environment)},
+                               separators=(",", ":")).encode())
+        print(f"{path}: {len(SEAQUEST_SCENARIOS)} scenarios")
     for game in args.games.split(","):
         cases = FREEWAY_CASES if game == "freeway" else CASES + EXTRA_CASES.get(game, [])
         if args.seeds:
