@@ -45,17 +45,19 @@ func specs() []Spec {
 
 // minAtarSpecs registers MinAtar's games as minatar.gym does: MinAtar/Name-v0
 // with all six actions, -v1 with the game's minimal action set, no time
-// limit (Freeway ends itself after 2,500 frames).
+// limit (Freeway ends itself after 2,500 frames). Name is the game's name
+// title-cased without underscores (space_invaders → SpaceInvaders).
 func minAtarSpecs() []Spec {
 	var out []Spec
-	for _, g := range []struct{ game, name string }{
-		{"asterix", "Asterix"}, {"breakout", "Breakout"}, {"freeway", "Freeway"},
-		{"seaquest", "Seaquest"}, {"space_invaders", "SpaceInvaders"},
-	} {
+	for _, game := range minatar.Games() {
+		var name strings.Builder
+		for _, part := range strings.Split(game, "_") {
+			name.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
 		for v, minimal := range []bool{false, true} {
 			out = append(out, Spec{
-				ID:    fmt.Sprintf("MinAtar/%s-v%d", g.name, v),
-				build: func(kw Kwargs) (Env, error) { return buildMinAtar(g.game, minimal, kw) },
+				ID:    fmt.Sprintf("MinAtar/%s-v%d", name.String(), v),
+				build: func(kw Kwargs) (Env, error) { return buildMinAtar(game, minimal, kw) },
 			})
 		}
 	}
