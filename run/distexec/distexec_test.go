@@ -296,14 +296,15 @@ func TestHealthyRunNoSilence(t *testing.T) {
 	res := &algo.Resolved{Header: h, Spec: spec, Config: spec.NewConfig()}
 	var notices strings.Builder
 	spy := &silenceSpy{}
-	_, err := algo.TrainRun(ctx, res, algo.RunOptions{Executors: map[string]algo.Executor{
-		"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-			opt := distexec.OptionsOf(rt.Header)
-			opt.Stall, opt.Notice = 12*time.Second, &notices
-			spy.Logger = rt.Log
-			rt.Log = spy
-			return distexec.Train(ctx, rt, spec, cfg, opt)
-		}}})
+	dist := distexec.Executor()
+	dist.Train = func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+		opt := distexec.OptionsOf(rt.Header)
+		opt.Stall, opt.Notice = 12*time.Second, &notices
+		spy.Logger = rt.Log
+		rt.Log = spy
+		return distexec.Train(ctx, rt, spec, cfg, opt)
+	}
+	_, err := algo.TrainRun(ctx, res, algo.RunOptions{Executors: []algo.Executor{dist}})
 	if err != nil && ctx.Err() == nil {
 		t.Fatal(err)
 	}

@@ -224,7 +224,7 @@ func TestDeterministic(t *testing.T) {
 		}
 		res.Header.Out = t.TempDir()
 		sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Dir: algo.DirForce, EvalEpisodes: 2,
-			Executors: map[string]algo.Executor{algo.MultiPolicyExecutor: Train}})
+			Executors: []algo.Executor{local()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +288,7 @@ func TestDQNPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{NoFiles: true,
-		Executors: map[string]algo.Executor{algo.MultiPolicyExecutor: Train}})
+		Executors: []algo.Executor{local()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +323,7 @@ func TestTwinPPODQN(t *testing.T) {
 		}
 		res.Header.Out = t.TempDir()
 		sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Dir: algo.DirForce,
-			Executors: map[string]algo.Executor{algo.MultiPolicyExecutor: Train}})
+			Executors: []algo.Executor{local()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,4 +372,11 @@ func TestTwinPPODQN(t *testing.T) {
 	if _, err := algo.Resolve([]byte(noSection), []algo.Spec{ppo.Spec(), dqn.Spec()}, algo.Overrides{}); !errors.Is(err, algo.ErrConfig) {
 		t.Errorf("no dqn section: err %v, want ErrConfig", err)
 	}
+}
+
+// local is the local executor as package run wires it for a multiagent
+// section (run imports this package, so its tests cannot import run).
+func local() algo.Executor {
+	return algo.Executor{Name: algo.LocalExecutor, Policies: true,
+		Needs: func(algo.Header) []algo.Need { return []algo.Need{{Caps: algo.CanAgentRows}} }, Train: Train}
 }

@@ -312,9 +312,7 @@ dqn: {num_envs: 1, learning_rate: 1.0e-3, batch_size: 64, learning_starts: 500, 
 // guard inspects the parameters of the learner the service applies to all
 // along (meant for go test -race).
 func TestTrainRunNoRace(t *testing.T) {
-	exec := map[string]algo.Executor{"pal": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-		return Train(ctx, rt, spec, cfg, OptionsOf(rt.Header))
-	}}
+	exec := []algo.Executor{Executor()}
 	for _, mode := range []string{ModeAsync, ModeSync} {
 		file := strings.Replace(dqnFile, "runtime: {executor: pal, actors: 2}", "log_every: 16\nruntime: {executor: pal, actors: 2, learners: 2, learner_mode: "+mode+"}", 1)
 		res := resolve(t, dqn.Spec(), file)
