@@ -237,5 +237,7 @@ func withLocal(exs []Executor) []Executor {
 		return exs
 	}
 	return append(slices.Clone(exs), Executor{Name: LocalExecutor, Doc: "the algorithm's own loop (Spec.Train)",
-		Train: func(ctx context.Context, rt *Runtime, spec Spec, cfg Config) (Model, error) { return spec.Train(ctx, rt, cfg) }})
+		Train: func(ctx context.Context, rt *Runtime, spec Spec, cfg Config) (Model, error) {
+			return spec.Train(ctx, rt, cfg)
+		}})
 }

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"herd/algo"
+	"herd/flow"
 	"herd/metrics"
 	"herd/run"
-	"herd/flow"
 	"herd/run/distexec"
 	"herd/transport"
 )
