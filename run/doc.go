@@ -38,7 +38,7 @@ func Local() algo.Executor {
 		Doc:  "the algorithm's own single-process loop (the default)",
 		Needs: func(h algo.Header) []algo.Need {
 			if h.MultiAgent.Enabled() {
-				return []algo.Need{{Topology: "several policies", Caps: algo.CanAgentRows}}
+				return []algo.Need{{Caps: algo.CanAgentRows}}
 			}
 			return nil
 		},
