@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -145,4 +146,28 @@ func envMake(id string) (algo.Spaces, error) {
 	}
 	defer e.Close()
 	return algo.SpacesOf(e), nil
+}
+
+// TestGuideQuotesTheCode: every Go block of docs/guide/new-algorithm.md is
+// quoted verbatim from reinforce.go, so the guide's code is the code these
+// tests train.
+func TestGuideQuotesTheCode(t *testing.T) {
+	guide, err := os.ReadFile("../../docs/guide/new-algorithm.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("reinforce.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := strings.Split(string(guide), "```go\n")[1:]
+	if len(blocks) < 5 {
+		t.Fatalf("the guide has %d Go blocks", len(blocks))
+	}
+	for _, b := range blocks {
+		code, _, ok := strings.Cut(b, "```")
+		if !ok || !strings.Contains(string(src), code) {
+			t.Errorf("a block of the guide is not in reinforce.go:\n%s", code)
+		}
+	}
 }
