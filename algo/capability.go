@@ -139,8 +139,28 @@ type Executor struct {
 	// adds after the algorithm's own (each policy's, under a multiagent
 	// section).
 	Scalars func(h Header) []string
+	// Workers, when not nil, returns the executor's workers that each
+	// hold envs or a policy copy of their own, for the memory estimate.
+	Workers func(h Header) []WorkerSet
 	// Train runs the algorithm, with Spec.Train's contract.
 	Train func(ctx context.Context, rt *Runtime, spec Spec, cfg Config) (Model, error)
+}
+
+// WorkerSet is N workers of an executor, counted by runtime key Key, each
+// stepping num_envs envs of its own (Envs) or holding a policy copy
+// (Policy): the first is counted with the run, the others add memory.
+type WorkerSet struct {
+	Key          string
+	N            int
+	Envs, Policy bool
+}
+
+// WorkersOf returns ex's worker sets for a run with header h.
+func WorkersOf(ex Executor, h Header) []WorkerSet {
+	if ex.Workers == nil {
+		return nil
+	}
+	return ex.Workers(h)
 }
 
 // commonKeys are the runtime keys every run may set.

@@ -86,7 +86,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	}
 	obs, act := e.ObservationSpace(), e.ActionSpace()
 	e.Close()
-	if err := checkMemory(EstimateMemory(h, res.Config, obs, act, envBytes)); err != nil {
+	if err := checkMemory(EstimateMemory(h, res.Config, obs, act, envBytes, WorkersOf(ex, h))); err != nil {
 		return metrics.Summary{}, err
 	}
 	var rd *runDir

@@ -25,6 +25,12 @@ func Executor() algo.Executor {
 		},
 		Policies: true,
 		Scalars:  func(algo.Header) []string { return algo.DistScalars },
+		Workers: func(h algo.Header) []algo.WorkerSet {
+			rc := h.Runtime
+			inline := rc.Inference == algo.InferenceInline // each acts with a policy copy instead of asking policy workers
+			return []algo.WorkerSet{{Key: "env_workers", N: rc.EnvWorkers, Envs: true, Policy: inline},
+				{Key: "policy_workers", N: rc.PolicyWorkers, Policy: true}}
+		},
 		Train: func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 			return Train(ctx, rt, spec, cfg, OptionsOf(rt.Header))
 		},

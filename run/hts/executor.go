@@ -16,6 +16,9 @@ func Executor() algo.Executor {
 		Keys:     []string{"env_workers", "policy_workers", "alpha", "step_time"},
 		Needs:    func(algo.Header) []algo.Need { return []algo.Need{{Caps: algo.CanSegmentLearner}} },
 		Policies: true,
+		Workers: func(h algo.Header) []algo.WorkerSet {
+			return []algo.WorkerSet{{Key: "policy_workers", N: h.Runtime.PolicyWorkers, Policy: true}}
+		},
 		Train: func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 			return Train(ctx, rt, spec, cfg, OptionsOf(rt.Header))
 		},

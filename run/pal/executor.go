@@ -29,6 +29,9 @@ func Executor() algo.Executor {
 			}
 			return nil
 		},
+		Workers: func(h algo.Header) []algo.WorkerSet {
+			return []algo.WorkerSet{{Key: "actors", N: h.Runtime.Actors, Envs: true, Policy: true}}
+		},
 		Train: func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 			return Train(ctx, rt, spec, cfg, OptionsOf(rt.Header))
 		},
