@@ -172,55 +172,20 @@ func ApeXEpsilon(eps float64, i, n int) float64 {
 }
 
 // RuntimeConfig is the `runtime:` section of a run config: which executor
-// runs the pieces, and its counts. The executors extend it; unknown keys
-// are errors as everywhere.
-//
-//	runtime:
-//	  executor: local   # the single-process loop (the default)
-//
-//	runtime:            # synchronous high-throughput mode (run/hts)
-//	  executor: hts
-//	  env_workers: 4    # E (default: one per env)
-//	  policy_workers: 2 # P (default 1)
-//	  alpha: 128        # α, steps between batch synchronizations (default: num_steps)
-//	  step_time: {mean: 1ms, cv: 2}   # optional: envs with variable step times
-//
-//	runtime:            # distributed workers over dist's streams (run/distexec)
-//	  executor: dist
-//	  env_workers: 2    # E env workers of num_envs envs each (default 1)
-//	  policy_workers: 1 # P (default 1)
-//	  inference: inline # on-policy: policy_workers (default) or inline: env workers act with their own policy copies
-//	  env_groups: 2     # on-policy: G groups of envs per env worker, stepped while the others' inference is in flight (default 1)
-//	  step_time: {mean: 1ms, cv: 2}   # optional, on-policy: envs with variable step times
-//	  transport: nats   # inproc (default) or nats
-//	  nats_url: ""      # external NATS; empty starts an embedded server on 127.0.0.1
-//
-//	runtime:            # parallel actors and learners (run/pal), off-policy
-//	  executor: pal
-//	  actors: 2         # N env workers, each stepping num_envs envs (default 1)
-//	  learners: 1       # M (default 1)
-//	  learner_mode: async  # M > 1: async (default) or sync
-//	  sync_batch: split # sync: each learner takes batch_size/M rows (default) or full: batch_size each
-//	  update_interval: 10  # optional: U, must equal the algorithm's
-//	  refresh_every: 1  # actor env steps between policy refreshes (default 1)
-//	  publish_every: 1  # learner updates between published versions (default 1)
-//	  max_lag: 256      # env steps actors may run ahead of the learner (default 256)
-//	  replay_locking: two-lock  # off-policy replay: two-lock (default) or global
-//
-//	runtime:            # the algorithm's dataflow plan (package flow)
-//	  executor: flow
-//	  env_workers: 2    # on-policy plans: num_envs spread over them (default min(2, num_envs));
-//	                    # DQN/Ape-X: num_envs envs each (default 1)
-//	  transport: inproc # inproc: workers are goroutines; nats: they serve their actors
-//	                    # over NATS (an embedded server unless nats_url names one)
+// runs the pieces, and the values of every executor's keys. Which keys an
+// executor reads, and its rules over them, are the executor's
+// (Executor.Keys and Check, applied by Admit); a key the named executor
+// does not read is refused. docs/guide/executors.md shows each executor's
+// section. Unknown keys are errors as everywhere.
 type RuntimeConfig struct {
 	// Executor names the executor (an Executor.Name: package run lists
 	// herd's); default LocalExecutor, the algorithm's own Train.
 	Executor string `yaml:"executor"`
 
-	// EnvWorkers, PolicyWorkers and Alpha are HTS's E, P and α (see
-	// run/hts); left out (0) means the default, and a count written out
-	// must be ≥ 1.
+	// EnvWorkers, PolicyWorkers and Alpha are the env workers, the policy
+	// workers and α, the steps between batch synchronizations; left out
+	// (0) means the executor's default, and a count written out must be
+	// ≥ 1.
 	EnvWorkers    int `yaml:"env_workers,omitempty"`
 	PolicyWorkers int `yaml:"policy_workers,omitempty"`
 	Alpha         int `yaml:"alpha,omitempty"`
