@@ -171,3 +171,28 @@ func TestGuideQuotesTheCode(t *testing.T) {
 		}
 	}
 }
+
+// TestSeveralPolicies: REINFORCE declares multi-agent rows, and the local
+// executor trains two REINFORCE policies on simple_spread's agents, each on
+// its own agents' rows, with no executor code naming it.
+func TestSeveralPolicies(t *testing.T) {
+	file := `algo: reinforce
+env: mpe/simple_spread_v3?agent_id=true&max_cycles=10
+steps: 1200
+multiagent:
+  policies: [first, rest]
+  policy_mapping: {agent_0: first, "agent_*": rest}
+reinforce: {num_envs: 6, num_steps: 10}
+`
+	res, err := algo.Resolve([]byte(file), []algo.Spec{reinforce.Spec()}, algo.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{NoFiles: true, Executors: run.Executors()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Steps != res.Header.Steps || sum.Episodes == 0 {
+		t.Errorf("%d steps (want %d), %d episodes", sum.Steps, res.Header.Steps, sum.Episodes)
+	}
+}
