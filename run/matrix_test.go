@@ -3,8 +3,12 @@ package run_test
 import (
 	"context"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +116,43 @@ func TestMatrixDoc(t *testing.T) {
 			return
 		}
 		t.Errorf("%s's table is not the generated one; run HERD_UPDATE_DOCS=1 go test ./run -run TestMatrixDoc\nwant:\n%s", path, want)
+	}
+}
+
+// TestContractNamesNoExecutor: no string in the algorithm contract
+// (package algo, tests aside) is an executor's name other than the
+// default's, so which executor runs what is decided by the capability
+// table alone.
+func TestContractNamesNoExecutor(t *testing.T) {
+	names := map[string]bool{}
+	for _, ex := range run.Executors() {
+		if ex.Name != algo.LocalExecutor {
+			names[ex.Name] = true
+		}
+	}
+	files, err := filepath.Glob("../algo/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if s, err := strconv.Unquote(lit.Value); err == nil && names[s] {
+					t.Errorf("%s: the contract names executor %q", fset.Position(lit.Pos()), s)
+				}
+			}
+			return true
+		})
+	}
+	if len(files) < 10 {
+		t.Fatalf("read %d files of package algo", len(files))
 	}
 }
