@@ -124,7 +124,7 @@ type Executor struct {
 	Doc string
 	// Keys are the runtime: keys the executor reads (besides executor
 	// and replay_locking, which every run may set). Any other key that a
-	// config sets is refused, naming the executors that read it.
+	// config sets is refused, naming the executor's own.
 	Keys []string
 	// Needs returns what the executor needs for a run with header h: the
 	// algorithm must meet one of them. nil: any algorithm.
@@ -177,8 +177,8 @@ func FindExecutor(exs []Executor, name string) (Executor, bool) {
 }
 
 // Refusal says why executor ex cannot run spec for a run with header h,
-// in one line ("executor pal needs a transition learner; impala has a
-// dataflow plan, behaviour log-probs"); "" when it can.
+// in one line ("executor pal needs a transition learner; impala has
+// behaviour log-probs, a dataflow plan"); "" when it can.
 func Refusal(ex Executor, h Header, spec Spec) string {
 	if h.MultiAgent.Enabled() && !ex.Policies {
 		return fmt.Sprintf("executor %s does not train several policies (a multiagent section)", ex.Name)
@@ -195,6 +195,12 @@ func Refusal(ex Executor, h Header, spec Spec) string {
 			return ""
 		}
 	}
+	return fmt.Sprintf("executor %s needs %s; %s has %s", ex.Name, needsString(needs), spec.Name, spec.Can)
+}
+
+// needsString words needs as alternatives: "a segment learner (on-policy
+// topology), or a transition learner (Ape-X topology)".
+func needsString(needs []Need) string {
 	alts := make([]string, len(needs))
 	for i, n := range needs {
 		alts[i] = n.Caps.String()
@@ -202,7 +208,7 @@ func Refusal(ex Executor, h Header, spec Spec) string {
 			alts[i] += " (" + n.Topology + ")"
 		}
 	}
-	return fmt.Sprintf("executor %s needs %s; %s has %s", ex.Name, strings.Join(alts, ", or "), spec.Name, spec.Can)
+	return strings.Join(alts, ", or ")
 }
 
 // Admit is the one place that decides whether executor ex runs res: the

@@ -39,14 +39,7 @@ func needsText(ex Executor) string {
 		if len(needs) == 0 {
 			return "any algorithm"
 		}
-		alts := make([]string, len(needs))
-		for i, n := range needs {
-			alts[i] = n.Caps.String()
-			if n.Topology != "" {
-				alts[i] += " (" + n.Topology + ")"
-			}
-		}
-		return strings.Join(alts, ", or ")
+		return needsString(needs)
 	}
 	h := matrixHeader(ex)
 	base := text(h)
