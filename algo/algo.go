@@ -70,7 +70,7 @@ type Header struct {
 
 // DefaultHeader returns the defaults used for keys a file leaves out.
 func DefaultHeader() Header {
-	return Header{Seed: 1, LogEvery: 1000, Runtime: RuntimeConfig{Executor: "local"}}
+	return Header{Seed: 1, LogEvery: 1000, Runtime: RuntimeConfig{Executor: LocalExecutor}}
 }
 
 // EnsureDefaults fills the derived defaults (Out, LogEvery) that depend on
@@ -80,7 +80,7 @@ func (h *Header) EnsureDefaults() {
 		h.LogEvery = 1000
 	}
 	if h.Runtime.Executor == "" {
-		h.Runtime.Executor = "local"
+		h.Runtime.Executor = LocalExecutor
 	}
 	if h.Out == "" && h.Algo != "" && h.Env != "" {
 		h.Out = h.defaultOut()
@@ -118,11 +118,6 @@ func (h Header) Validate() error {
 		}
 		if h.Env != "" && !env.IsParallel(h.Env) {
 			errs = append(errs, fmt.Errorf("%w: multiagent needs a multi-agent env (%v), not %s", ErrConfig, env.ParallelIDs(), h.Env))
-		}
-		switch h.Runtime.Executor {
-		case "", "local", "hts", "dist":
-		default:
-			errs = append(errs, fmt.Errorf("%w: several policies (multiagent) train under executors local, hts and dist, not %q", ErrConfig, h.Runtime.Executor))
 		}
 	}
 	return errors.Join(errs...)
@@ -171,8 +166,11 @@ type Spec struct {
 	LoadPolicy func(path string, h Header, cfg Config) (Policy, error)
 	// Pieces cuts the algorithm into its policy, sampler and learner for a
 	// run on spaces sp (see Pieces), for the executors; nil for an
-	// algorithm that only the local executor runs.
+	// algorithm that only its own Train runs.
 	Pieces func(h Header, cfg Config, sp Spaces) (*Pieces, error)
+	// Can declares what the pieces can do (see Capability); the executors
+	// that run the algorithm follow from it (Admit).
+	Can Capability
 }
 
 // Runtime is what Train reports to. It is built by the caller (the CLI, a
@@ -296,16 +294,14 @@ func (r *Resolved) OutIsDefault() bool {
 // rollouts of num_envs × num_steps, so Header.Steps is rounded down to a
 // multiple of unit; for the others unit is 1 and steps is Header.Steps.
 func (r *Resolved) StepsRun() (steps, unit int64) {
-	shape, ok := r.Config.(interface {
-		RolloutShape() (numEnvs, numSteps int, gamma float32)
-	})
+	shape, ok := r.Config.(Rollout)
 	if !ok {
 		return r.Header.Steps, 1
 	}
 	n, t, _ := shape.RolloutShape()
 	unit = int64(n) * int64(t)
-	if rc := r.Header.Runtime; rc.Executor == "dist" && rc.Learners > 1 {
-		unit *= int64(rc.Learners) // one rollout per data-parallel learner per update
+	if m := r.Header.Runtime.Learners; m > 1 {
+		unit *= int64(m) // one rollout per data-parallel learner per update
 	}
 	if unit < 1 {
 		return r.Header.Steps, 1

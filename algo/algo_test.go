@@ -160,10 +160,18 @@ func TestRuntimeSection(t *testing.T) {
 	if again, err := Resolve(b, fakeSpecs(), Overrides{}); err != nil || !reflect.DeepEqual(again.Header, r.Header) {
 		t.Fatalf("config.yaml does not read back: %v, %+v", err, again)
 	}
-	for _, bad := range []string{"runtime:\n  executor: warp\n", "runtime:\n  actors: 2\n"} {
-		_, err := Resolve([]byte("algo: fake\nenv: CartPole-v1\nsteps: 1000\n"+bad), fakeSpecs(), Overrides{})
-		if !errors.Is(err, ErrConfig) {
-			t.Fatalf("%q: %v, want ErrConfig", bad, err)
+	// An executor the build lacks, or a key the executor does not read,
+	// resolves (the section is only data) and is refused by AdmitRun.
+	for bad, want := range map[string]string{
+		"runtime:\n  executor: warp\n": `runtime.executor "warp" is not one of [local]`,
+		"runtime:\n  actors: 2\n":      "runtime.actors is not a setting of executor local",
+	} {
+		r, err := Resolve([]byte("algo: fake\nenv: CartPole-v1\nsteps: 1000\n"+bad), fakeSpecs(), Overrides{})
+		if err != nil {
+			t.Fatalf("%q: %v", bad, err)
+		}
+		if _, err := AdmitRun(withLocal(nil), r); !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want ErrConfig saying %q", bad, err, want)
 		}
 	}
 }

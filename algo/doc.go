@@ -22,6 +22,13 @@
 //     the on-policy env worker that composes a policy and a sampler into
 //     sample.Segments; RuntimeConfig, the `runtime:` header section that
 //     chooses the executor.
+//   - Capabilities (capability.go): Spec.Can declares what the pieces can
+//     do (a segment learner, a transition learner, a gradient/apply split,
+//     …); an Executor states what it needs and which runtime keys it reads,
+//     and Admit decides from the two whether the executor runs the
+//     algorithm, wording the refusal from them. Matrix renders the table
+//     for the CLI and docs/guide/executors.md. The contract names no
+//     executor: package run lists herd's.
 //
 // # A config file
 //

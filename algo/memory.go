@@ -30,8 +30,9 @@ type MemoryUse struct {
 // hidden/net_arch, prioritized) and the env's spaces; envBytes is the
 // measured size of one env instance. It is a lower bound of the large
 // allocations, not an exact count: rows of float32, nothing for the Go
-// runtime or the binary.
-func EstimateMemory(h Header, cfg Config, obs, act env.Space, envBytes float64) []MemoryUse {
+// runtime or the binary. workers are the executor's workers that hold envs
+// or policy copies of their own (Executor.Workers).
+func EstimateMemory(h Header, cfg Config, obs, act env.Space, envBytes float64, workers []WorkerSet) []MemoryUse {
 	obsDim, actDim := float64(obs.Dim()), float64(act.Dim())
 	numEnvs, hasEnvs := intKey(cfg, "num_envs")
 	if !hasEnvs {
@@ -80,24 +81,18 @@ func EstimateMemory(h Header, cfg Config, obs, act env.Space, envBytes float64) 
 	// stack and buffers of at least workerBytes.
 	envSet := float64(numEnvs) * (envBytes + 8*(obsDim+actDim))
 	policy := 4 * 3 * layerParams(obsDim, actDim, cfg)
-	rc := h.Runtime
-	switch rc.Executor {
-	case "pal":
-		if n := int64(rc.Actors); n > 1 {
-			add("runtime.actors", n, "actors' envs and policy copies", float64(n-1)*(envSet+policy+workerBytes))
+	for _, w := range workers {
+		if w.N <= 1 || !w.Envs && !w.Policy {
+			continue
 		}
-	case "dist", "hts":
-		if n := int64(rc.EnvWorkers); n > 1 && rc.Executor == "dist" {
-			if rc.Inference == InferenceInline {
-				// Each holds a policy copy instead of asking policy workers.
-				add("runtime.env_workers", n, "env workers' envs and policy copies", float64(n-1)*(envSet+policy+workerBytes))
-			} else {
-				add("runtime.env_workers", n, "env workers' envs", float64(n-1)*(envSet+workerBytes))
-			}
+		bytes, holds := float64(workerBytes), []string{}
+		if w.Envs {
+			bytes, holds = bytes+envSet, append(holds, "envs")
 		}
-		if n := int64(rc.PolicyWorkers); n > 1 {
-			add("runtime.policy_workers", n, "policy workers' policy copies", float64(n-1)*(policy+workerBytes))
+		if w.Policy {
+			bytes, holds = bytes+policy, append(holds, "policy copies")
 		}
+		add("runtime."+w.Key, int64(w.N), strings.ReplaceAll(w.Key, "_", " ")+"' "+strings.Join(holds, " and "), float64(w.N-1)*bytes)
 	}
 	if h.LogEvery > 0 {
 		rows := float64(h.Steps) / float64(h.LogEvery)
@@ -138,18 +133,18 @@ func layerParams(obsDim, actDim float64, cfg Config) float64 {
 }
 
 // CheckMemory estimates the memory a run of res needs (EstimateMemory,
-// with one env made to measure it) plus extra, and refuses it with
+// with one env made to measure it, and the executor's workers) plus extra, and refuses it with
 // ErrMemory when it exceeds the memory available, naming the largest
 // use. TrainRun does this itself; a launcher calls it before starting
 // processes.
-func CheckMemory(res *Resolved, extra ...MemoryUse) error {
+func CheckMemory(res *Resolved, workers []WorkerSet, extra ...MemoryUse) error {
 	e, envBytes, err := envFootprint(res.Header.Env)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	obs, act := e.ObservationSpace(), e.ActionSpace()
 	e.Close()
-	return checkMemory(append(EstimateMemory(res.Header, res.Config, obs, act, envBytes), extra...))
+	return checkMemory(append(EstimateMemory(res.Header, res.Config, obs, act, envBytes, workers), extra...))
 }
 
 // checkMemory refuses uses whose total exceeds the available memory

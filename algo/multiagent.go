@@ -147,26 +147,20 @@ func (m MultiAgentConfig) Map(agents []string) ([]int, error) {
 	return out, nil
 }
 
-// MultiPolicyExecutor is the RunOptions.Executors key of the executor
-// that trains the policies of a multiagent section (run/multipolicy).
-const MultiPolicyExecutor = "multipolicy"
-
 // PolicyScalars are the metrics.csv columns of a run with several
 // policies: for each policy, its agents' mean episode return and length
 // over their last metrics.Window episodes, its episode count, and the
 // algorithm's own scalars, each named policy/<id>/<name>
-// (summary.json's "policies" holds their last values); under executor
-// dist also each policy's dist/… columns (its own learner and streams).
-func PolicyScalars(h Header, spec Spec, others map[string]AlgoConfig) []string {
+// (summary.json's "policies" holds their last values), then extra, the
+// columns the executor adds for each policy (Executor.Scalars).
+func PolicyScalars(h Header, spec Spec, others map[string]AlgoConfig, extra []string) []string {
 	var out []string
 	for _, id := range h.MultiAgent.Policies {
 		sc := spec.Scalars
 		if o, ok := others[h.MultiAgent.Algos[id]]; ok {
 			sc = o.Spec.Scalars
 		}
-		if h.Runtime.Executor == "dist" {
-			sc = append(slices.Clone(sc), DistScalars...) // each policy has its own learner and streams
-		}
+		sc = append(slices.Clone(sc), extra...)
 		for _, s := range append([]string{"return_mean", "length_mean", "episodes"}, sc...) {
 			out = append(out, "policy/"+id+"/"+s)
 		}

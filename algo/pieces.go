@@ -172,56 +172,20 @@ func ApeXEpsilon(eps float64, i, n int) float64 {
 }
 
 // RuntimeConfig is the `runtime:` section of a run config: which executor
-// runs the pieces, and its counts. The executors extend it; unknown keys
-// are errors as everywhere.
-//
-//	runtime:
-//	  executor: local   # the single-process loop (the default)
-//
-//	runtime:            # synchronous high-throughput mode (run/hts)
-//	  executor: hts
-//	  env_workers: 4    # E (default: one per env)
-//	  policy_workers: 2 # P (default 1)
-//	  alpha: 128        # α, steps between batch synchronizations (default: num_steps)
-//	  step_time: {mean: 1ms, cv: 2}   # optional: envs with variable step times
-//
-//	runtime:            # distributed workers over dist's streams (run/distexec)
-//	  executor: dist
-//	  env_workers: 2    # E env workers of num_envs envs each (default 1)
-//	  policy_workers: 1 # P (default 1)
-//	  inference: inline # on-policy: policy_workers (default) or inline: env workers act with their own policy copies
-//	  env_groups: 2     # on-policy: G groups of envs per env worker, stepped while the others' inference is in flight (default 1)
-//	  step_time: {mean: 1ms, cv: 2}   # optional, on-policy: envs with variable step times
-//	  transport: nats   # inproc (default) or nats
-//	  nats_url: ""      # external NATS; empty starts an embedded server on 127.0.0.1
-//
-//	runtime:            # parallel actors and learners (run/pal), off-policy
-//	  executor: pal
-//	  actors: 2         # N env workers, each stepping num_envs envs (default 1)
-//	  learners: 1       # M (default 1)
-//	  learner_mode: async  # M > 1: async (default) or sync
-//	  sync_batch: split # sync: each learner takes batch_size/M rows (default) or full: batch_size each
-//	  update_interval: 10  # optional: U, must equal the algorithm's
-//	  refresh_every: 1  # actor env steps between policy refreshes (default 1)
-//	  publish_every: 1  # learner updates between published versions (default 1)
-//	  max_lag: 256      # env steps actors may run ahead of the learner (default 256)
-//	  replay_locking: two-lock  # off-policy replay: two-lock (default) or global
-//
-//	runtime:            # the algorithm's dataflow plan (package flow)
-//	  executor: flow
-//	  env_workers: 2    # on-policy plans: num_envs spread over them (default min(2, num_envs));
-//	                    # DQN/Ape-X: num_envs envs each (default 1)
-//	  transport: inproc # inproc: workers are goroutines; nats: they serve their actors
-//	                    # over NATS (an embedded server unless nats_url names one)
+// runs the pieces, and the values of every executor's keys. Which keys an
+// executor reads, and its rules over them, are the executor's
+// (Executor.Keys and Check, applied by Admit); a key the named executor
+// does not read is refused. docs/guide/executors.md shows each executor's
+// section. Unknown keys are errors as everywhere.
 type RuntimeConfig struct {
-	// Executor names the executor: "local" (default), "hts", "pal", "dist"
-	// or "flow" (the algorithm's dataflow plan, package flow, with
-	// env_workers workers).
+	// Executor names the executor (an Executor.Name: package run lists
+	// herd's); default LocalExecutor, the algorithm's own Train.
 	Executor string `yaml:"executor"`
 
-	// EnvWorkers, PolicyWorkers and Alpha are HTS's E, P and α (see
-	// run/hts); left out (0) means the default, and a count written out
-	// must be ≥ 1.
+	// EnvWorkers, PolicyWorkers and Alpha are the env workers, the policy
+	// workers and α, the steps between batch synchronizations; left out
+	// (0) means the executor's default, and a count written out must be
+	// ≥ 1.
 	EnvWorkers    int `yaml:"env_workers,omitempty"`
 	PolicyWorkers int `yaml:"policy_workers,omitempty"`
 	Alpha         int `yaml:"alpha,omitempty"`
@@ -343,29 +307,23 @@ func (rc RuntimeConfig) checkExplicitCounts(explicit []string) error {
 	return errors.Join(errs...)
 }
 
-// Executors lists the executors this build knows.
-func Executors() []string { return []string{"local", "hts", "dist", "pal", "flow"} }
-
-// Validate reports every problem with the runtime section.
+// Validate reports every problem with the values of the runtime section:
+// counts, bounds and the choices each key allows. Which keys an executor
+// reads, and its own rules over them, are the executor's (Admit).
 func (rc RuntimeConfig) Validate() error {
 	var errs []error
-	if rc.Executor != "" && !slices.Contains(Executors(), rc.Executor) {
-		errs = append(errs, fmt.Errorf("%w: runtime.executor %q is not one of %v", ErrConfig, rc.Executor, Executors()))
-	}
 	for _, c := range []struct {
 		name string
 		v    int
-	}{{"env_workers", rc.EnvWorkers}, {"policy_workers", rc.PolicyWorkers}, {"alpha", rc.Alpha}} {
+	}{{"env_workers", rc.EnvWorkers}, {"policy_workers", rc.PolicyWorkers}, {"alpha", rc.Alpha},
+		{"actors", rc.Actors}, {"learners", rc.Learners}, {"refresh_every", rc.RefreshEvery},
+		{"publish_every", rc.PublishEvery}, {"max_lag", rc.MaxLag}} {
 		if c.v < 0 {
 			errs = append(errs, fmt.Errorf("%w: runtime.%s must be ≥ 0, got %d", ErrConfig, c.name, c.v))
 		}
-		distOrFlow := rc.Executor == "dist" || rc.Executor == "flow" && c.name == "env_workers"
-		if c.v != 0 && rc.Executor != "hts" && (!distOrFlow || c.name == "alpha") {
-			errs = append(errs, fmt.Errorf("%w: runtime.%s is an hts setting; executor is %q", ErrConfig, c.name, rc.Executor))
-		}
 	}
-	if rc.EnvGroups < 0 || rc.EnvGroups > MaxWorkers || (rc.EnvGroups != 0 && rc.Executor != "dist") {
-		errs = append(errs, fmt.Errorf("%w: runtime.env_groups %d: a dist setting, 1 to %d (executor %q)", ErrConfig, rc.EnvGroups, MaxWorkers, rc.Executor))
+	if rc.EnvGroups < 0 || rc.EnvGroups > MaxWorkers {
+		errs = append(errs, fmt.Errorf("%w: runtime.env_groups %d: 1 to %d", ErrConfig, rc.EnvGroups, MaxWorkers))
 	}
 	switch rc.Inference {
 	case "", InferencePolicyWorkers:
@@ -379,41 +337,20 @@ func (rc RuntimeConfig) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("%w: runtime.inference %q is not %s or %s", ErrConfig, rc.Inference, InferencePolicyWorkers, InferenceInline))
 	}
-	if rc.Inference != "" && rc.Executor != "dist" {
-		errs = append(errs, fmt.Errorf("%w: runtime.inference is a dist setting; executor is %q", ErrConfig, rc.Executor))
-	}
 	if rc.Transport != "" && rc.Transport != "inproc" && rc.Transport != "nats" {
 		errs = append(errs, fmt.Errorf("%w: runtime.transport %q is not inproc or nats", ErrConfig, rc.Transport))
 	}
-	if (rc.Transport != "" || rc.NATSURL != "") && rc.Executor != "dist" && rc.Executor != "flow" {
-		errs = append(errs, fmt.Errorf("%w: runtime.transport and nats_url are dist settings; executor is %q", ErrConfig, rc.Executor))
+	if rc.MaxPolicyLag < -1 {
+		errs = append(errs, fmt.Errorf("%w: runtime.max_policy_lag %d: ≥ 1, or -1 for no bound", ErrConfig, rc.MaxPolicyLag))
 	}
-	if rc.MaxPolicyLag < -1 || (rc.MaxPolicyLag != 0 && rc.Executor != "dist") {
-		errs = append(errs, fmt.Errorf("%w: runtime.max_policy_lag %d: a dist setting, ≥ 1 or -1 for no bound (executor %q)", ErrConfig, rc.MaxPolicyLag, rc.Executor))
-	}
-	if rc.NumAsync < 0 || rc.NumAsync > 64 || (rc.NumAsync != 0 && rc.Executor != "flow") {
-		errs = append(errs, fmt.Errorf("%w: runtime.num_async %d: a flow setting, 1 to 64 (executor %q)", ErrConfig, rc.NumAsync, rc.Executor))
+	if rc.NumAsync < 0 || rc.NumAsync > 64 {
+		errs = append(errs, fmt.Errorf("%w: runtime.num_async %d: 1 to 64", ErrConfig, rc.NumAsync))
 	}
 	if rc.NATSURL != "" && rc.Transport != "nats" {
 		errs = append(errs, fmt.Errorf("%w: runtime.nats_url needs transport nats", ErrConfig))
 	}
-	for _, c := range []struct {
-		name string
-		v    int
-	}{{"actors", rc.Actors}, {"learners", rc.Learners}, {"refresh_every", rc.RefreshEvery},
-		{"publish_every", rc.PublishEvery}, {"max_lag", rc.MaxLag}} {
-		if c.v < 0 {
-			errs = append(errs, fmt.Errorf("%w: runtime.%s must be ≥ 0, got %d", ErrConfig, c.name, c.v))
-		}
-		// The dist executor's off-policy topology refreshes and publishes
-		// weights as pal does.
-		distToo := rc.Executor == "dist" && (c.name == "refresh_every" || c.name == "publish_every" || c.name == "learners")
-		if c.v != 0 && rc.Executor != "pal" && !distToo {
-			errs = append(errs, fmt.Errorf("%w: runtime.%s is a pal setting; executor is %q", ErrConfig, c.name, rc.Executor))
-		}
-	}
-	if u := rc.UpdateInterval; u != 0 && (!(u > 0) || u > 1e9 || rc.Executor != "pal") {
-		errs = append(errs, fmt.Errorf("%w: runtime.update_interval %v: a positive pal setting (executor %q)", ErrConfig, u, rc.Executor))
+	if u := rc.UpdateInterval; u != 0 && (!(u > 0) || u > 1e9) {
+		errs = append(errs, fmt.Errorf("%w: runtime.update_interval %v: a positive number of env steps", ErrConfig, u))
 	}
 	for _, c := range []struct {
 		name string
@@ -426,17 +363,11 @@ func (rc RuntimeConfig) Validate() error {
 	if rc.Learners > 256 {
 		errs = append(errs, fmt.Errorf("%w: runtime.learners %d: at most 256", ErrConfig, rc.Learners))
 	}
-	if m := rc.LearnerMode; m != "" {
-		if m != "async" && m != "sync" {
-			errs = append(errs, fmt.Errorf("%w: runtime.learner_mode %q is not async or sync", ErrConfig, m))
-		}
-		if rc.Executor != "pal" {
-			errs = append(errs, fmt.Errorf("%w: runtime.learner_mode is a pal setting; executor is %q", ErrConfig, rc.Executor))
-		}
+	if m := rc.LearnerMode; m != "" && m != "async" && m != "sync" {
+		errs = append(errs, fmt.Errorf("%w: runtime.learner_mode %q is not async or sync", ErrConfig, m))
 	}
-	// The dist executor's learners are always synchronous (data-parallel).
-	if b := rc.SyncBatch; b != "" && (b != "split" && b != "full" || rc.LearnerMode != "sync" && rc.Executor != "dist") {
-		errs = append(errs, fmt.Errorf("%w: runtime.sync_batch %q: split or full, with learner_mode sync (pal) or executor dist", ErrConfig, b))
+	if b := rc.SyncBatch; b != "" && b != "split" && b != "full" {
+		errs = append(errs, fmt.Errorf("%w: runtime.sync_batch %q is not split or full", ErrConfig, b))
 	}
 	if s := rc.ReplayLocking; s != "" {
 		if _, err := replay.ParseLocking(s); err != nil {
@@ -446,9 +377,6 @@ func (rc RuntimeConfig) Validate() error {
 	if rc.StepTime != nil {
 		if err := rc.StepTime.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("%w: runtime.step_time: %w", ErrConfig, err))
-		}
-		if rc.Executor != "hts" && rc.Executor != "dist" {
-			errs = append(errs, fmt.Errorf("%w: runtime.step_time needs executor hts or dist (the local executor's envs are built by the algorithm)", ErrConfig))
 		}
 	}
 	return errors.Join(errs...)

@@ -19,16 +19,13 @@ const (
 	ModelFile  = "model.safetensors"
 )
 
-// Executor runs an algorithm's pieces under an executor other than the
-// local loop (run/hts, …), with Spec.Train's contract.
-type Executor func(ctx context.Context, rt *Runtime, spec Spec, cfg Config) (Model, error)
-
 // RunOptions are the per-invocation choices of TrainRun that are not part
 // of the run's configuration.
 type RunOptions struct {
-	// Executors maps runtime.executor names to their implementations;
-	// "local" (Spec.Train) needs no entry.
-	Executors map[string]Executor
+	// Executors are those a run may name in runtime.executor (package
+	// run's Executors). Without an entry named LocalExecutor, local runs
+	// call Spec.Train.
+	Executors []Executor
 	// Progress receives progress output (nil: none); Bar draws a progress
 	// bar instead of plain lines.
 	Progress io.Writer
@@ -56,7 +53,9 @@ type RunOptions struct {
 
 // TrainRun is what `herd train` does with a resolved configuration.
 //
-// Before it writes anything it checks what can be checked: the env exists,
+// Before it writes anything it checks what can be checked: the executor
+// the header names runs the algorithm with its runtime keys (AdmitRun over
+// opt.Executors), the env exists,
 // the estimated memory fits (EstimateMemory), and the output directory is
 // free (not locked by another process, holding no run unless opt.Dir says
 // otherwise). It then trains with a metrics.Recorder behind a divergence
@@ -77,13 +76,17 @@ type RunOptions struct {
 //     mistaken for a clean interruption.
 func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summary, error) {
 	h := res.Header
+	ex, err := AdmitRun(withLocal(opt.Executors), res)
+	if err != nil {
+		return metrics.Summary{}, err
+	}
 	e, envBytes, err := envFootprint(h.Env)
 	if err != nil {
 		return metrics.Summary{}, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	obs, act := e.ObservationSpace(), e.ActionSpace()
 	e.Close()
-	if err := checkMemory(EstimateMemory(h, res.Config, obs, act, envBytes)); err != nil {
+	if err := checkMemory(EstimateMemory(h, res.Config, obs, act, envBytes, WorkersOf(ex, h))); err != nil {
 		return metrics.Summary{}, err
 	}
 	var rd *runDir
@@ -113,15 +116,13 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 			return metrics.Summary{}, fmt.Errorf("algo: config: %w", err)
 		}
 	}
-	scalars := res.Spec.Scalars
-	if h.Runtime.Executor == "dist" {
-		scalars = append(slices.Clone(scalars), DistScalars...)
+	var extra []string
+	if ex.Scalars != nil {
+		extra = ex.Scalars(h)
 	}
+	scalars := append(slices.Clone(res.Spec.Scalars), extra...)
 	if h.MultiAgent.Enabled() {
-		scalars = PolicyScalars(h, res.Spec, res.Others)
-	}
-	if h.Runtime.Executor == "flow" && h.Runtime.Transport != "" && h.Runtime.Transport != "inproc" {
-		scalars = append(slices.Clone(scalars), FlowTransportScalars...)
+		scalars = PolicyScalars(h, res.Spec, res.Others, extra)
 	}
 	rec, err := metrics.NewRecorder(metrics.Options{
 		Dir: dir, Algo: h.Algo, Env: h.Env, Seed: h.Seed,
@@ -134,29 +135,13 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		}
 		return metrics.Summary{}, err
 	}
-	train := func(ctx context.Context, rt *Runtime, spec Spec, cfg Config) (Model, error) {
-		return spec.Train(ctx, rt, cfg)
-	}
-	ex := h.Runtime.Executor
-	if h.MultiAgent.Enabled() && (ex == "" || ex == "local") {
-		ex = MultiPolicyExecutor // other executors train several policies themselves
-	}
-	if ex != "" && ex != "local" {
-		if train = opt.Executors[ex]; train == nil {
-			rec.Close(false)
-			if rd != nil {
-				rd.abort()
-			}
-			return metrics.Summary{}, fmt.Errorf("%w: executor %q is not available here", ErrConfig, ex)
-		}
-	}
 	if opt.Started != nil {
 		opt.Started()
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	g := newGuard(rec, cancel, h.LogEvery)
-	model, trainErr := train(runCtx, &Runtime{Header: h, Log: g, OnTrack: g.track, Others: res.Others}, res.Spec, res.Config)
+	model, trainErr := ex.Train(runCtx, &Runtime{Header: h, Log: g, OnTrack: g.track, Others: res.Others}, res.Spec, res.Config)
 	if model == nil {
 		// Failed before there was anything to save: leave the directory as
 		// it was (an earlier run stays untouched).
@@ -243,4 +228,16 @@ func withAlgo(name string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", name, err)
+}
+
+// withLocal returns exs with, when none is named LocalExecutor, one that
+// calls Spec.Train.
+func withLocal(exs []Executor) []Executor {
+	if _, ok := FindExecutor(exs, LocalExecutor); ok {
+		return exs
+	}
+	return append(slices.Clone(exs), Executor{Name: LocalExecutor, Doc: "the algorithm's own loop (Spec.Train)",
+		Train: func(ctx context.Context, rt *Runtime, spec Spec, cfg Config) (Model, error) {
+			return spec.Train(ctx, rt, cfg)
+		}})
 }

@@ -296,7 +296,7 @@ func TestMemoryEstimate(t *testing.T) {
 	obs, act := e.ObservationSpace(), e.ActionSpace()
 	h := Header{Steps: 1000, LogEvery: 1000}
 	small := &testCfg{NumEnvs: 1, BufferSize: 10000, BatchSize: 128, NetArch: []int{120, 84}}
-	uses := EstimateMemory(h, small, obs, act, 1024)
+	uses := EstimateMemory(h, small, obs, act, 1024, nil)
 	var total float64
 	for _, u := range uses {
 		total += u.Bytes
@@ -309,12 +309,17 @@ func TestMemoryEstimate(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := &testCfg{NumEnvs: 1, BufferSize: 1e12, BatchSize: 128}
-	if err := checkMemory(EstimateMemory(h, big, obs, act, 1024)); !errors.Is(err, ErrMemory) || !strings.Contains(err.Error(), "buffer_size=1000000000000") {
+	if err := checkMemory(EstimateMemory(h, big, obs, act, 1024, nil)); !errors.Is(err, ErrMemory) || !strings.Contains(err.Error(), "buffer_size=1000000000000") {
 		t.Fatalf("buffer_size=1e12: %v", err)
 	}
 	many := &testCfg{NumEnvs: 1e9, BatchSize: 1}
-	if err := checkMemory(EstimateMemory(h, many, obs, act, 1024)); !errors.Is(err, ErrMemory) || !strings.Contains(err.Error(), "num_envs=1000000000") {
+	if err := checkMemory(EstimateMemory(h, many, obs, act, 1024, nil)); !errors.Is(err, ErrMemory) || !strings.Contains(err.Error(), "num_envs=1000000000") {
 		t.Fatalf("num_envs=1e9: %v", err)
+	}
+	// An executor's workers beyond the first each add their envs and policy copy.
+	actors := []WorkerSet{{Key: "actors", N: 1e7, Envs: true, Policy: true}}
+	if err := checkMemory(EstimateMemory(h, small, obs, act, 1024, actors)); !errors.Is(err, ErrMemory) || !strings.Contains(err.Error(), "runtime.actors=10000000") {
+		t.Fatalf("10M actors: %v", err)
 	}
 }
 

@@ -119,7 +119,7 @@ func benchHTS(ctx context.Context, data []byte, cvs []float64, st env.StepTime, 
 	if err != nil {
 		return nil, err
 	}
-	shape, ok := res.Config.(hts.Shape)
+	shape, ok := res.Config.(algo.Rollout)
 	if !ok {
 		return nil, fmt.Errorf("bench hts: %s is not an on-policy algorithm", res.Spec.Name)
 	}

@@ -73,8 +73,10 @@
 // off-policy ones, where ReplayWorkers.SyncEvery makes each worker copy the
 // learner's newest weights every n of its env steps instead of receiving
 // every update (Ape-X's actors). An algorithm is
-// a plan when its config implements Planner; Train (`runtime: {executor:
-// flow}`) runs it, and A3C and IMPALA run their plans under every executor.
+// a plan when its config implements Planner (its Spec declares
+// algo.CanPlan); Train (`runtime: {executor: flow}`) runs it. A3C and
+// IMPALA are plans only: the flow executor runs them, and so does their
+// own Train (executor local), with the workers in-process.
 //
 // # Determinism
 //

@@ -306,7 +306,7 @@ func TransitionLearner(r *Run) (algo.TransitionLearner, algo.Replay, error) {
 		return nil, nil, err
 	}
 	r.onClose(func() { l.Close() })
-	m, ok := l.(interface{ Model() algo.Model })
+	m, ok := l.(algo.Modeler)
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: the learner %T cannot hand out its model", ErrConfig, l)
 	}

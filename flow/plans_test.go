@@ -178,7 +178,7 @@ func TestSyncPlanAheadSameBits(t *testing.T) {
 func TestTrainRunFlow(t *testing.T) {
 	res := resolve(t, a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nseed: 1\nsteps: 1000\nruntime: {executor: flow, env_workers: 2}\na2c: {num_envs: 4, num_steps: 5}\n")
 	res.Header.Out = t.TempDir() + "/run"
-	sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: map[string]algo.Executor{"flow": flow.Train}})
+	sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: []algo.Executor{flow.Executor()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -332,7 +332,7 @@ func SegmentLearner(r *Run) (algo.SegmentLearner, error) {
 		return nil, err
 	}
 	r.onClose(func() { l.Close() })
-	m, ok := l.(interface{ Model() algo.Model })
+	m, ok := l.(algo.Modeler)
 	if !ok {
 		return nil, fmt.Errorf("%w: the learner %T cannot hand out its model", ErrConfig, l)
 	}

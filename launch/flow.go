@@ -24,8 +24,8 @@ func launchSetup(res *algo.Resolved) (*distexec.Setup, error) {
 	case "dist":
 		return distexec.PrepareRun(res)
 	case "flow":
-		if _, ok := res.Config.(flow.Planner); !ok {
-			return nil, fmt.Errorf("%w: algorithm %s has no plan", algo.ErrConfig, res.Spec.Name)
+		if err := algo.Admit(flow.Executor(), res.Header, res.Spec, res.Others); err != nil {
+			return nil, err
 		}
 		if rc.EnvWorkers == 0 {
 			// The plan's default depends on the algorithm; launch must know

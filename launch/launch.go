@@ -292,7 +292,8 @@ func checkLocalWorkers(res *algo.Resolved, st *distexec.Setup) error {
 		return fmt.Errorf("%w: runtime.env_workers %d + policy_workers %d + %d learner(s) = %d worker processes, more than %d per core on this machine's %d cores (%d); "+
 			"run them on more machines with --no-workers", algo.ErrConfig, envW, polW, learners, procs, maxProcsPerCore, runtime.NumCPU(), limit)
 	}
-	return algo.CheckMemory(res, algo.MemoryUse{Key: fmt.Sprintf("env_workers+policy_workers+learners=%d", procs),
+	ex, _ := algo.FindExecutor(run.Executors(), rc.Executor)
+	return algo.CheckMemory(res, algo.WorkersOf(ex, res.Header), algo.MemoryUse{Key: fmt.Sprintf("env_workers+policy_workers+learners=%d", procs),
 		What: "worker processes", Bytes: float64(procs) * algo.ProcessBytes})
 }
 

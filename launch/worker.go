@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"herd/algo"
+	"herd/flow"
 	"herd/metrics"
 	"herd/run"
 	"herd/run/distexec"
@@ -258,14 +259,15 @@ func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport,
 	} else {
 		res.Header.Runtime.Executor = "dist"
 	}
-	opt := algo.RunOptions{Dir: mode, Executors: map[string]algo.Executor{
-		"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-			return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: o.Run, Notice: w,
-				Dial: func() (transport.Transport, error) { return tr, nil }, Watch: watchLearners(mem, rt.Header.Runtime.Learners)})
-		},
-		"flow": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-			return trainFlowDriver(ctx, rt, spec, cfg, calls, o.Run, mem)
-		}}}
+	dist, fl := distexec.Executor(), flow.Executor()
+	dist.Train = func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+		return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: o.Run, Notice: w,
+			Dial: func() (transport.Transport, error) { return tr, nil }, Watch: watchLearners(mem, rt.Header.Runtime.Learners)})
+	}
+	fl.Train = func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+		return trainFlowDriver(ctx, rt, spec, cfg, calls, o.Run, mem)
+	}
+	opt := algo.RunOptions{Dir: mode, Executors: []algo.Executor{dist, fl}}
 	if !o.Quiet {
 		opt.Progress, opt.Bar = w, run.IsTerminal(w)
 	}

@@ -22,21 +22,32 @@ import (
 	"herd/run/pal"
 )
 
-// Executors returns every executor other than local, by runtime.executor
-// name, for algo.RunOptions.Executors.
-func Executors() map[string]algo.Executor {
-	return map[string]algo.Executor{
-		"hts": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-			return hts.Train(ctx, rt, spec, cfg, hts.OptionsOf(rt.Header))
+// Executors returns herd's executors, local first, for
+// algo.RunOptions.Executors and the capability table (algo.Admit).
+func Executors() []algo.Executor {
+	return []algo.Executor{Local(), hts.Executor(), pal.Executor(), distexec.Executor(), flow.Executor()}
+}
+
+// Local is the local executor: the algorithm's own Train, or, for a run
+// with a multiagent section, one Train per policy on its agents' rows
+// (run/multipolicy), which needs algorithms that train on the envs their
+// Runtime hands them.
+func Local() algo.Executor {
+	return algo.Executor{
+		Name: algo.LocalExecutor,
+		Doc:  "the algorithm's own single-process loop (the default)",
+		Needs: func(h algo.Header) []algo.Need {
+			if h.MultiAgent.Enabled() {
+				return []algo.Need{{Caps: algo.CanAgentRows}}
+			}
+			return nil
 		},
-		"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-			return distexec.Train(ctx, rt, spec, cfg, distexec.OptionsOf(rt.Header))
+		Policies: true,
+		Train: func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+			if rt.Header.MultiAgent.Enabled() {
+				return multipolicy.Train(ctx, rt, spec, cfg)
+			}
+			return spec.Train(ctx, rt, cfg)
 		},
-		"pal": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-			return pal.Train(ctx, rt, spec, cfg, pal.OptionsOf(rt.Header))
-		},
-		"flow": flow.Train,
-		// A run with a multiagent section: one local Train per policy.
-		algo.MultiPolicyExecutor: multipolicy.Train,
 	}
 }

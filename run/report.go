@@ -43,7 +43,7 @@ func StepsNote(res *algo.Resolved) string {
 		return ""
 	}
 	what := "whole rollouts of num_envs × num_steps"
-	if rc := res.Header.Runtime; rc.Executor == "dist" && rc.Learners > 1 {
+	if res.Header.Runtime.Learners > 1 {
 		what = "whole updates of learners × num_envs × num_steps"
 	}
 	return fmt.Sprintf(" (rounded down to %d × %d = %d steps: %s)", steps/unit, unit, steps, what)

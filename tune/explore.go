@@ -84,9 +84,12 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 	if err != nil {
 		return fmt.Errorf("tune: %s: %w", o.Config, err)
 	}
+	if r := algo.Refusal(pal.Executor(), res.Header, res.Spec); r != "" {
+		return fmt.Errorf("tune: %w: %s", algo.ErrConfig, r)
+	}
 	shape, ok := res.Config.(algo.TransitionShape)
 	if !ok {
-		return fmt.Errorf("tune: %w: %s is not off-policy (PAL runs DQN, SAC, TD3, DDPG)", algo.ErrConfig, res.Spec.Name)
+		return fmt.Errorf("tune: %w", algo.Undeclared(res.Spec, algo.CanTransitionLearner, "its config has no transition shape"))
 	}
 	_, u := shape.TransitionShape()
 	run := Run{U: u, Steps: res.Header.Steps}

@@ -201,4 +201,4 @@ func mergeRound(infos []roundInfo, cnt *Counters) *sample.Segment {
 
 // errNotDataParallel is returned for runtime.learners > 1 with an
 // algorithm whose learner cannot share its updates.
-var errNotDataParallel = errors.New("worker: the algorithm's learner cannot learn data-parallel (runtime.learners > 1 runs PPO and the off-policy algorithms)")
+var errNotDataParallel = errors.New("worker: the algorithm's learner cannot learn data-parallel (it is no algo.DataParallel, as runtime.learners > 1 needs)")

@@ -94,6 +94,7 @@ func Scalars() []string {
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:    "impala",
+		Can:     algo.CanBehaviourLogProbs | algo.CanPlan,
 		Doc:     "IMPALA: asynchronous actors, V-trace actor-critic learner (a dataflow plan)",
 		Scalars: Scalars(),
 		NewConfig: func() algo.Config {

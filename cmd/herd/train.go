@@ -45,7 +45,10 @@ end; a lock keeps a second process out of the directory.
 Ctrl-C stops training, saves the checkpoint and the metrics, and exits with
 status 130; a second Ctrl-C exits at once. A loss, gradient or parameter
 that becomes NaN or infinite stops the run: the last finite weights are
-saved, summary.json says "diverged", and the status is 1.`,
+saved, summary.json says "diverged", and the status is 1.
+
+Executors (runtime.executor; docs/guide/executors.md has the full table):
+` + algo.Matrix{Executors: run.Executors(), Specs: all.Specs()}.Text(),
 		Example: `  herd train --config configs/ppo-cartpole.yaml
   herd train --config configs/ppo-cartpole.yaml --seed 2 --steps 100000 --set learning_rate=3e-4
   herd train --algo ppo --env Acrobot-v1 --steps 500000`,

@@ -12,8 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"herd/algo"
+	"herd/algo/all"
 	"herd/bench"
 	"herd/metrics"
+	"herd/run"
 )
 
 func runHerd(t *testing.T, args ...string) (string, error) {
@@ -132,6 +135,19 @@ func TestHelpListsEveryBench(t *testing.T) {
 		if !strings.Contains(strings.NewReplacer("(", " ", ")", ",").Replace(out), " "+c.Name()+",") {
 			t.Errorf("herd --help does not name bench %s:\n%s", c.Name(), out)
 		}
+	}
+}
+
+// herd train --help prints the capability table: per executor what it
+// needs and the algorithms it runs, as algo.Matrix derives them.
+func TestTrainHelpListsExecutors(t *testing.T) {
+	out, err := runHerd(t, "train", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := algo.Matrix{Executors: run.Executors(), Specs: all.Specs()}.Text()
+	if !strings.Contains(out, want) || !strings.Contains(want, "  pal: ") || !strings.Contains(want, "runs: dqn, sac, td3, ddpg") {
+		t.Errorf("herd train --help lacks the executor table:\n%s\nwant:\n%s", out, want)
 	}
 }
 

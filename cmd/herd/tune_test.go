@@ -47,7 +47,7 @@ func TestTuneCLI(t *testing.T) {
 	}
 	ppo := filepath.Join(dir, "ppo.yaml")
 	os.WriteFile(ppo, []byte("algo: ppo\nenv: CartPole-v1\nsteps: 512\n"), 0o644)
-	if r := herd(t, dir, "tune", "--config", ppo, "--budget", "200ms", "--rounds", "1"); r.code == 0 || !strings.Contains(r.stderr+r.stdout, "not off-policy") {
+	if r := herd(t, dir, "tune", "--config", ppo, "--budget", "200ms", "--rounds", "1"); r.code == 0 || !strings.Contains(r.stderr+r.stdout, "executor pal needs a transition learner; ppo has") {
 		t.Errorf("ppo: exit %d, %s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -71,7 +71,7 @@ func evaluate(r *flow.Run, learner algo.SegmentLearner, k int) func(flow.Report)
 		if n++; n%k != 0 {
 			return flow.Report{}, nil
 		}
-		model := learner.(interface{ Model() algo.Model }).Model()
+		model := learner.(algo.Modeler).Model()
 		rets, err := algo.Evaluate(r.Ctx, model, r.Header.Env, 5, r.Header.Seed+uint64(n))
 		if err != nil {
 			return flow.Report{}, err

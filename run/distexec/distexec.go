@@ -18,7 +18,6 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/nn"
-	"herd/run/hts"
 	"herd/sample"
 	"herd/transport"
 	"herd/worker"
@@ -151,6 +150,9 @@ func PrepareRun(res *algo.Resolved) (*Setup, error) {
 }
 
 func prepare(h algo.Header, spec algo.Spec, cfg algo.Config, others map[string]algo.AlgoConfig) (*Setup, error) {
+	if err := algo.Admit(Executor(), h, spec, others); err != nil {
+		return nil, err
+	}
 	if h.MultiAgent.Enabled() {
 		ps, err := preparePolicies(h, spec, cfg, others)
 		if err != nil {
@@ -158,12 +160,12 @@ func prepare(h algo.Header, spec algo.Spec, cfg algo.Config, others map[string]a
 		}
 		return &Setup{Header: h, NumEnvs: ps.numEnvs, T: ps.steps, Learners: 1, policies: ps}, nil
 	}
-	if _, ok := cfg.(algo.TransitionShape); ok && spec.Pieces != nil {
-		return prepareOff(h, spec, cfg)
+	if !spec.Can.Has(algo.CanSegmentLearner) {
+		return prepareOff(h, spec, cfg) // Admit: the Ape-X topology's needs are met
 	}
-	shape, ok := cfg.(hts.Shape)
+	shape, ok := cfg.(algo.Rollout)
 	if !ok || spec.Pieces == nil {
-		return nil, fmt.Errorf("%w: algorithm %s has no on-policy pieces (the dist executor runs PPO and A2C)", ErrConfig, spec.Name)
+		return nil, algo.Undeclared(spec, algo.CanSegmentLearner, "its config has no rollout shape or it has no pieces")
 	}
 	numEnvs, T, gamma := shape.RolloutShape()
 	if numEnvs < 1 || T < 1 {
@@ -190,7 +192,7 @@ func prepare(h algo.Header, spec algo.Spec, cfg algo.Config, others map[string]a
 		return nil, err
 	}
 	if pieces.NewSegmentLearner == nil {
-		return nil, fmt.Errorf("%w: algorithm %s is not on-policy", ErrConfig, spec.Name)
+		return nil, algo.Undeclared(spec, algo.CanSegmentLearner, "its pieces have no segment learner")
 	}
 	if err := worker.CheckGroups(h.Runtime.EnvGroups, numEnvs); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -242,7 +244,7 @@ func splitMinibatch(h algo.Header, spec algo.Spec, cfg algo.Config, m int) (algo
 	}
 	mb, ok := cfg.(algo.Minibatcher)
 	if !ok {
-		return nil, fmt.Errorf("%w: runtime.learners %d: %s cannot share its minibatches among learners (the dist executor's on-policy learners run PPO)", ErrConfig, m, spec.Name)
+		return nil, algo.Undeclared(spec, algo.CanDataParallel, "its config is no algo.Minibatcher")
 	}
 	if rc.SyncBatch == "full" {
 		return cfg, nil
@@ -286,7 +288,11 @@ func splitOff(h algo.Header, spec algo.Spec, cfg algo.Config, m int) (algo.Confi
 }
 
 func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) {
-	numEnvs, _ := cfg.(algo.TransitionShape).TransitionShape()
+	shape, ok := cfg.(algo.TransitionShape)
+	if !ok || spec.Pieces == nil {
+		return nil, algo.Undeclared(spec, algo.CanTransitionLearner, "its config has no transition shape or it has no pieces")
+	}
+	numEnvs, _ := shape.TransitionShape()
 	rc := h.Runtime
 	m := max(rc.Learners, 1)
 	if m == 1 && rc.SyncBatch != "" {
@@ -323,7 +329,7 @@ func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) 
 		return nil, err
 	}
 	if m > 1 && !split {
-		return nil, fmt.Errorf("%w: runtime.learners %d: %s's learner cannot split its updates into gradient and apply steps", ErrConfig, m, spec.Name)
+		return nil, algo.Undeclared(spec, algo.CanGradApply, "its learner is no algo.SplitLearner")
 	}
 	return &Setup{Header: h, NumEnvs: numEnvs, Pieces: pieces, Off: off, Learners: m,
 		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: outDim, Like: like, MaxBatchRows: max(4096, numEnvs),
@@ -355,7 +361,7 @@ func newOffSetup(rc algo.RuntimeConfig, numEnvs, chunk int) (*OffSetup, error) {
 // > 1).
 func offParams(spec algo.Spec, pieces *algo.Pieces) (like []*nn.Param, outDim int, split bool, err error) {
 	if pieces.NewTransitionLearner == nil {
-		return nil, 0, false, fmt.Errorf("%w: algorithm %s is not off-policy", ErrConfig, spec.Name)
+		return nil, 0, false, algo.Undeclared(spec, algo.CanTransitionLearner, "its pieces have no transition learner")
 	}
 	p0, err := pieces.NewPolicy()
 	if err != nil {
@@ -787,7 +793,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	werr := ws.wait()
 	mon.scalars(ctx, true)
 	var model algo.Model
-	if m, ok := l.(interface{ Model() algo.Model }); ok {
+	if m, ok := l.(algo.Modeler); ok {
 		model = m.Model()
 	}
 	if werr != nil {
@@ -1133,7 +1139,7 @@ func (s *Setup) trainOff(ctx, wctx context.Context, rt *algo.Runtime, smp transp
 	werr := finish()
 	mon.scalars(ctx, true)
 	var model algo.Model
-	if m, ok := l.(interface{ Model() algo.Model }); ok {
+	if m, ok := l.(algo.Modeler); ok {
 		model = m.Model()
 	}
 	if werr != nil {

@@ -78,8 +78,14 @@ func TestBadRuntime(t *testing.T) {
 		{Executor: "dist", NATSURL: "nats://127.0.0.1:1"},
 		{Executor: "dist", Alpha: 3},
 	} {
-		if err := rc.Validate(); err == nil {
-			t.Errorf("%+v: no error", rc)
+		err := rc.Validate()
+		if err == nil { // a key of another executor's: refused when the run is admitted
+			h := algo.DefaultHeader()
+			h.Algo, h.Env, h.Steps, h.Runtime = "fake", "CartPole-v1", 4096, rc
+			_, err = algo.AdmitRun(run.Executors(), &algo.Resolved{Header: h, Spec: algotest.Spec()})
+		}
+		if !errors.Is(err, algo.ErrConfig) {
+			t.Errorf("%+v: %v, want ErrConfig", rc, err)
 		}
 	}
 }
@@ -141,13 +147,16 @@ func TestEnvGroupsValidation(t *testing.T) {
 	}{
 		{algo.RuntimeConfig{Executor: "dist", EnvGroups: 3}, "must divide the 4 envs"},
 		{algo.RuntimeConfig{Executor: "dist", EnvGroups: 8}, "must divide the 4 envs"},
-		{algo.RuntimeConfig{Executor: "hts", EnvGroups: 2}, "runtime.env_groups 2: a dist setting"},
+		{algo.RuntimeConfig{Executor: "hts", EnvGroups: 2}, "runtime.env_groups is not a setting of executor hts"},
 		{algo.RuntimeConfig{Executor: "dist", EnvGroups: -1}, "runtime.env_groups -1"},
 	} {
 		h := algo.DefaultHeader()
 		h.Algo, h.Env, h.Steps = "fake", "CartPole-v1", 4096
 		h.Runtime = c.rc
 		err := h.Validate()
+		if err == nil {
+			_, err = algo.AdmitRun(run.Executors(), &algo.Resolved{Header: h, Spec: spec})
+		}
 		if err == nil {
 			_, err = distexec.Prepare(h, spec, spec.NewConfig())
 		}
@@ -222,7 +231,7 @@ func TestInferenceValidation(t *testing.T) {
 		want string
 	}{
 		{algo.RuntimeConfig{Executor: "dist", Inference: "remote"}, `runtime.inference "remote" is not policy_workers or inline`},
-		{algo.RuntimeConfig{Executor: "hts", Inference: "inline"}, "runtime.inference is a dist setting"},
+		{algo.RuntimeConfig{Executor: "hts", Inference: "inline"}, "runtime.inference is not a setting of executor hts"},
 		{algo.RuntimeConfig{Executor: "dist", Inference: "inline", PolicyWorkers: 1}, "leave policy_workers out"},
 		{algo.RuntimeConfig{Executor: "dist", Inference: "inline", EnvGroups: 2}, "runtime.env_groups 2 with inference inline"},
 	} {
@@ -230,6 +239,9 @@ func TestInferenceValidation(t *testing.T) {
 		h.Algo, h.Env, h.Steps = "fake", "CartPole-v1", 4096
 		h.Runtime = c.rc
 		err := h.Validate()
+		if err == nil {
+			_, err = algo.AdmitRun(run.Executors(), &algo.Resolved{Header: h, Spec: spec})
+		}
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, algo.ErrConfig) {
 			t.Errorf("%+v: got %v, want an ErrConfig saying %q", c.rc, err, c.want)
 		}
@@ -296,14 +308,15 @@ func TestHealthyRunNoSilence(t *testing.T) {
 	res := &algo.Resolved{Header: h, Spec: spec, Config: spec.NewConfig()}
 	var notices strings.Builder
 	spy := &silenceSpy{}
-	_, err := algo.TrainRun(ctx, res, algo.RunOptions{Executors: map[string]algo.Executor{
-		"dist": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-			opt := distexec.OptionsOf(rt.Header)
-			opt.Stall, opt.Notice = 12*time.Second, &notices
-			spy.Logger = rt.Log
-			rt.Log = spy
-			return distexec.Train(ctx, rt, spec, cfg, opt)
-		}}})
+	dist := distexec.Executor()
+	dist.Train = func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+		opt := distexec.OptionsOf(rt.Header)
+		opt.Stall, opt.Notice = 12*time.Second, &notices
+		spy.Logger = rt.Log
+		rt.Log = spy
+		return distexec.Train(ctx, rt, spec, cfg, opt)
+	}
+	_, err := algo.TrainRun(ctx, res, algo.RunOptions{Executors: []algo.Executor{dist}})
 	if err != nil && ctx.Err() == nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/metrics"
-	"herd/run/hts"
 	"herd/sample"
 	"herd/transport"
 	"herd/worker"
@@ -60,7 +59,7 @@ func preparePolicies(h algo.Header, spec algo.Spec, cfg algo.Config, others map[
 	}
 	numEnvs, ok := algo.NumEnvs(cfg)
 	if !ok || spec.Pieces == nil {
-		return nil, fmt.Errorf("%w: several policies under dist: algorithm %s has no dist pieces (PPO, A2C, DQN, …)", ErrConfig, spec.Name)
+		return nil, fmt.Errorf("%w: several policies under dist: algorithm %s has neither a segment nor a transition learner", ErrConfig, spec.Name)
 	}
 	pe, err := env.MakeParallel(h.Env)
 	if err != nil {
@@ -109,10 +108,10 @@ func preparePolicies(h algo.Header, spec algo.Spec, cfg algo.Config, others map[
 		}
 		runs[k] = policyRun{h: hk, s: sk, c: ck}
 		_, off := ck.(algo.TransitionShape)
-		sh, on := ck.(hts.Shape)
+		sh, on := ck.(algo.Rollout)
 		switch {
 		case sk.Pieces == nil || (!off && !on):
-			return nil, fmt.Errorf("%w: policy %s: algorithm %s has no dist pieces (PPO, A2C, DQN, …)", ErrConfig, id, sk.Name)
+			return nil, fmt.Errorf("%w: policy %s: algorithm %s has neither a segment nor a transition learner", ErrConfig, id, sk.Name)
 		case off:
 			runs[k].off = true
 			if fewest == 0 || n < fewest {
@@ -162,7 +161,7 @@ func preparePolicies(h algo.Header, spec algo.Spec, cfg algo.Config, others map[
 		if pieces.NewSegmentLearner == nil {
 			return nil, fmt.Errorf("%w: policy %s: algorithm %s is not on-policy", ErrConfig, id, sk.Name)
 		}
-		_, _, gamma := ck.(hts.Shape).RolloutShape()
+		_, _, gamma := ck.(algo.Rollout).RolloutShape()
 		p0, err := pieces.NewPolicy()
 		if err != nil {
 			return nil, err
@@ -408,7 +407,7 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 				errs[k] = fmt.Errorf("policy %s: %w", ps.ids[k], err)
 				ws.stop() // the other learners would wait for this one's rounds
 			}
-			if m, ok := l.(interface{ Model() algo.Model }); ok {
+			if m, ok := l.(algo.Modeler); ok {
 				models[k] = m.Model()
 			}
 			if err == nil {

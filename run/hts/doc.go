@@ -1,5 +1,6 @@
 // Package hts is herd's synchronous high-throughput executor (HTS-RL, Liu,
-// Yeh and Schwing, NeurIPS 2020) for on-policy algorithms (PPO, A2C): the
+// Yeh and Schwing, NeurIPS 2020) for algorithms with a segment learner
+// (algo.CanSegmentLearner: PPO, A2C; Executor states it): the
 // results of synchronous training, bit for bit for a seed whatever the
 // number of workers, at the throughput of an asynchronous system when env
 // step times vary.

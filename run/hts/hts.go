@@ -19,15 +19,6 @@ import (
 // ErrConfig marks an unusable HTS setup; it wraps algo.ErrConfig.
 var ErrConfig = fmt.Errorf("%w: hts", algo.ErrConfig)
 
-// Shape is what HTS needs of an on-policy algorithm's config: the envs,
-// the rollout length and the discount of the truncation bootstrap.
-type Shape interface {
-	RolloutShape() (numEnvs, numSteps int, gamma float32)
-}
-
-// modeler is a learner that can hand out its model (to save and evaluate).
-type modeler interface{ Model() algo.Model }
-
 // Options are the executor's counts (the runtime: section).
 type Options struct {
 	// EnvWorkers is E, the number of env workers the envs are spread
@@ -77,9 +68,12 @@ func OptionsOf(h algo.Header) Options {
 // per id, each from its own agents' rows (see "Several policies").
 func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, opt Options) (algo.Model, error) {
 	h := rt.Header
-	shape, ok := cfg.(Shape)
+	if err := algo.Admit(Executor(), h, spec, rt.Others); err != nil {
+		return nil, err
+	}
+	shape, ok := cfg.(algo.Rollout)
 	if !ok || spec.Pieces == nil {
-		return nil, fmt.Errorf("%w: algorithm %s has no on-policy pieces (HTS runs PPO and A2C)", ErrConfig, spec.Name)
+		return nil, algo.Undeclared(spec, algo.CanSegmentLearner, "its config has no rollout shape or it has no pieces")
 	}
 	numEnvs, T, _ := shape.RolloutShape()
 	if opt.Alpha > 0 && opt.Alpha != T {
@@ -207,9 +201,9 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			}
 			// Policy k's budget is its rows' share of whole segments.
 			hk.Steps = int64(iters * T * p.n)
-			sh, ok := ck.(Shape)
+			sh, ok := ck.(algo.Rollout)
 			if !ok || sk.Pieces == nil {
-				return nil, fmt.Errorf("%w: policy %s: algorithm %s has no on-policy pieces (HTS runs PPO and A2C)", ErrConfig, id, sk.Name)
+				return nil, algo.Undeclared(sk, algo.CanSegmentLearner, "its config has no rollout shape or it has no pieces")
 			}
 			if _, tk, _ := sh.RolloutShape(); tk != T {
 				return nil, fmt.Errorf("%w: policy %s: %s.num_steps %d differs from %s.num_steps %d: every policy's segment is α steps", ErrConfig, id, sk.Name, tk, spec.Name, T)
@@ -218,20 +212,20 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 				return nil, fmt.Errorf("hts: policy %s: %w", id, err)
 			}
 		}
-		_, _, p.gamma = ck.(Shape).RolloutShape()
+		_, _, p.gamma = ck.(algo.Rollout).RolloutShape()
 		pieces, err := sk.Pieces(hk, ck, spaces)
 		if err != nil {
 			return nil, err
 		}
 		if pieces.NewSegmentLearner == nil {
-			return nil, fmt.Errorf("%w: algorithm %s is not on-policy (HTS runs PPO and A2C)", ErrConfig, sk.Name)
+			return nil, algo.Undeclared(sk, algo.CanSegmentLearner, "its pieces have no segment learner")
 		}
 		if p.learner, err = pieces.NewSegmentLearner(); err != nil {
 			return nil, err
 		}
 		defer p.learner.Close()
-		if p.mod, ok = p.learner.(modeler); !ok {
-			return nil, fmt.Errorf("%w: %s's learner cannot hand out its model", ErrConfig, sk.Name)
+		if p.mod, ok = p.learner.(algo.Modeler); !ok {
+			return nil, algo.Undeclared(sk, algo.CanSegmentLearner, "its learner cannot hand out its model (algo.Modeler)")
 		}
 		p.samplers = make([]algo.Sampler, p.n)
 		for i := range p.samplers {
@@ -424,7 +418,7 @@ type policy struct {
 	outDim     int
 	pieces     *algo.Pieces
 	learner    algo.SegmentLearner
-	mod        modeler
+	mod        algo.Modeler
 	store      *weights.Store
 	samplers   []algo.Sampler // one per row: ("env-worker", row) from the policy's seed
 	segs       [2]*sample.Segment

@@ -122,7 +122,7 @@ func (r *recorder) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat,
 	return r.SegmentLearner.Learn(ctx, seg)
 }
 
-func (r *recorder) Model() algo.Model { return r.SegmentLearner.(modeler).Model() }
+func (r *recorder) Model() algo.Model { return r.SegmentLearner.(algo.Modeler).Model() }
 
 // TestOneUpdateLag checks the barrier protocol: segment k is gathered with
 // weights k−1 (segments 0 and 1 with the initial ones), while the
@@ -195,9 +195,7 @@ func TestCancelStopsEverything(t *testing.T) {
 func TestTrainRunDispatches(t *testing.T) {
 	res := resolve(t, ppo.Spec(), ppoFile)
 	res.Header.Out = t.TempDir()
-	exec := map[string]algo.Executor{"hts": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-		return Train(ctx, rt, spec, cfg, OptionsOf(rt.Header))
-	}}
+	exec := []algo.Executor{Executor()}
 	sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: exec, Dir: algo.DirForce})
 	if err != nil {
 		t.Fatal(err)
@@ -230,9 +228,7 @@ func BenchmarkHTSCollect(b *testing.B) {
 // guard then inspects the parameters at every segment, and must do so only
 // while the learner is not writing them (meant for go test -race).
 func TestTrainRunNoRace(t *testing.T) {
-	exec := map[string]algo.Executor{"hts": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-		return Train(ctx, rt, spec, cfg, OptionsOf(rt.Header))
-	}}
+	exec := []algo.Executor{Executor()}
 	for _, c := range []struct {
 		spec algo.Spec
 		file string
@@ -311,9 +307,7 @@ ppo: {num_envs: 12, num_steps: 20, num_minibatches: 2, update_epochs: 2, hidden:
 // columns are the same bits for env workers 1 and 2 and policy workers 1
 // and 4.
 func TestSeveralPoliciesSameBits(t *testing.T) {
-	exec := map[string]algo.Executor{"hts": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-		return Train(ctx, rt, spec, cfg, OptionsOf(rt.Header))
-	}}
+	exec := []algo.Executor{Executor()}
 	run := func(e, p int) (model []byte, cols string) {
 		t.Helper()
 		res := resolve(t, ppo.Spec(), fmt.Sprintf(twoPolicies, e, p))

@@ -93,9 +93,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	// multiple of their num_steps).
 	unit := int64(1)
 	for _, c := range cfgs {
-		if shape, ok := c.(interface {
-			RolloutShape() (numEnvs, numSteps int, gamma float32)
-		}); ok {
+		if shape, ok := c.(algo.Rollout); ok {
 			_, t, _ := shape.RolloutShape()
 			unit = unit / gcd(unit, int64(t)) * int64(t)
 		}

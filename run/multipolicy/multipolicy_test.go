@@ -17,6 +17,7 @@ import (
 	"herd/algo/dqn"
 	"herd/algo/ppo"
 	"herd/env"
+	"herd/run/pal"
 )
 
 // probeConfig is the config of the probe algorithm.
@@ -47,7 +48,7 @@ func (probeModel) Act(dst, _ []float32) []float32 { return dst }
 func (probeModel) Save(string) error              { return nil }
 
 func (p *probe) spec() algo.Spec {
-	return algo.Spec{Name: "probe", NewConfig: func() algo.Config { return &probeConfig{NumEnvs: 1} },
+	return algo.Spec{Name: "probe", Can: algo.CanAgentRows, NewConfig: func() algo.Config { return &probeConfig{NumEnvs: 1} },
 		LoadPolicy: func(string, algo.Header, algo.Config) (algo.Policy, error) { return probeModel{}, nil },
 		Train: func(ctx context.Context, rt *algo.Runtime, c algo.Config) (algo.Model, error) {
 			cfg := c.(*probeConfig)
@@ -194,7 +195,11 @@ func TestBadMappings(t *testing.T) {
 		strings.Replace(tagConfig, "mpe/simple_tag_v3?agent_id=true", "CartPole-v1", 1),
 		tagConfig + "runtime: {executor: pal}\n",
 	} {
-		if _, err := algo.Resolve([]byte(file), []algo.Spec{p.spec()}, algo.Overrides{}); !errors.Is(err, algo.ErrConfig) {
+		res, err := algo.Resolve([]byte(file), []algo.Spec{p.spec()}, algo.Overrides{})
+		if err == nil {
+			_, err = algo.AdmitRun([]algo.Executor{local(), pal.Executor()}, res)
+		}
+		if !errors.Is(err, algo.ErrConfig) {
 			t.Errorf("err %v, want ErrConfig", err)
 		}
 	}
@@ -224,7 +229,7 @@ func TestDeterministic(t *testing.T) {
 		}
 		res.Header.Out = t.TempDir()
 		sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Dir: algo.DirForce, EvalEpisodes: 2,
-			Executors: map[string]algo.Executor{algo.MultiPolicyExecutor: Train}})
+			Executors: []algo.Executor{local()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +293,7 @@ func TestDQNPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{NoFiles: true,
-		Executors: map[string]algo.Executor{algo.MultiPolicyExecutor: Train}})
+		Executors: []algo.Executor{local()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +328,7 @@ func TestTwinPPODQN(t *testing.T) {
 		}
 		res.Header.Out = t.TempDir()
 		sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Dir: algo.DirForce,
-			Executors: map[string]algo.Executor{algo.MultiPolicyExecutor: Train}})
+			Executors: []algo.Executor{local()}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,4 +377,11 @@ func TestTwinPPODQN(t *testing.T) {
 	if _, err := algo.Resolve([]byte(noSection), []algo.Spec{ppo.Spec(), dqn.Spec()}, algo.Overrides{}); !errors.Is(err, algo.ErrConfig) {
 		t.Errorf("no dqn section: err %v, want ErrConfig", err)
 	}
+}
+
+// local is the local executor as package run wires it for a multiagent
+// section (run imports this package, so its tests cannot import run).
+func local() algo.Executor {
+	return algo.Executor{Name: algo.LocalExecutor, Policies: true,
+		Needs: func(algo.Header) []algo.Need { return []algo.Need{{Caps: algo.CanAgentRows}} }, Train: Train}
 }

@@ -1,5 +1,6 @@
 // Package pal is the parallel actors and learners executor (seed 000,
-// "PAL"), for the off-policy algorithms (DQN, SAC, TD3, DDPG):
+// "PAL"), for algorithms with a transition learner (algo.CanTransitionLearner:
+// DQN, SAC, TD3, DDPG; Executor states it):
 //
 //	runtime: {executor: pal, actors: N, learners: M, learner_mode: async|sync, refresh_every: k}
 //

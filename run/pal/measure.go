@@ -47,9 +47,14 @@ func MeasureLearners(ctx context.Context, h algo.Header, spec algo.Spec, cfg alg
 	if mode != ModeAsync && mode != ModeSync {
 		return 0, fmt.Errorf("%w: learner_mode %q", ErrConfig, mode)
 	}
+	hx := h
+	hx.Runtime.Learners = x
+	if r := algo.Refusal(Executor(), hx, spec); r != "" {
+		return 0, fmt.Errorf("%w: %s", algo.ErrConfig, r)
+	}
 	shape, ok := cfg.(algo.TransitionShape)
 	if !ok || spec.Pieces == nil {
-		return 0, fmt.Errorf("%w: algorithm %s has no off-policy pieces", ErrConfig, spec.Name)
+		return 0, algo.Undeclared(spec, algo.CanTransitionLearner, "its config has no transition shape or it has no pieces")
 	}
 	numEnvs, _ := shape.TransitionShape()
 	vec, err := env.MakeVector(h.Env, numEnvs, env.Sync, env.WithEpisodeStatistics())
@@ -62,7 +67,7 @@ func MeasureLearners(ctx context.Context, h algo.Header, spec algo.Spec, cfg alg
 		return 0, err
 	}
 	if pieces.NewTransitionLearner == nil {
-		return 0, fmt.Errorf("%w: algorithm %s is not off-policy", ErrConfig, spec.Name)
+		return 0, algo.Undeclared(spec, algo.CanTransitionLearner, "its pieces have no transition learner")
 	}
 	rb, err := pieces.NewReplay()
 	if err != nil {
@@ -70,7 +75,7 @@ func MeasureLearners(ctx context.Context, h algo.Header, spec algo.Spec, cfg alg
 	}
 	fork, ok := rb.(algo.ForkReplay)
 	if !ok {
-		return 0, fmt.Errorf("%w: %s's replay cannot be shared between goroutines", ErrConfig, spec.Name)
+		return 0, algo.Undeclared(spec, algo.CanTransitionLearner, "its replay cannot be shared between goroutines (algo.ForkReplay)")
 	}
 	// Fill: a few thousand random-policy steps suffice for speed.
 	const fill = 4096
@@ -98,7 +103,7 @@ func MeasureLearners(ctx context.Context, h algo.Header, spec algo.Spec, cfg alg
 	if x > 1 {
 		split, ok := learner.(algo.SplitLearner)
 		if !ok {
-			return 0, fmt.Errorf("%w: %s's learner cannot split its updates into gradient and apply steps", ErrConfig, spec.Name)
+			return 0, algo.Undeclared(spec, algo.CanGradApply, "its learner is no algo.SplitLearner")
 		}
 		opt := Options{Learners: x, LearnerMode: mode, SyncBatch: h.Runtime.SyncBatch, PublishEvery: 1}
 		wp, err := workerPieces(h, spec, cfg, algo.SpacesOf(vec), pieces, opt)

@@ -94,16 +94,16 @@ func OptionsOf(h algo.Header) Options {
 		RefreshEvery: rc.RefreshEvery, PublishEvery: rc.PublishEvery, MaxLag: rc.MaxLag}
 }
 
-// modeler is a learner that can hand out its model (to save and evaluate).
-type modeler interface{ Model() algo.Model }
-
 // Train runs spec's off-policy pieces under PAL for rt.Header.Steps env
 // steps and returns the final model. See the package doc.
 func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, opt Options) (algo.Model, error) {
 	h := rt.Header
+	if err := algo.Admit(Executor(), h, spec, rt.Others); err != nil {
+		return nil, err
+	}
 	shape, ok := cfg.(algo.TransitionShape)
 	if !ok || spec.Pieces == nil {
-		return nil, fmt.Errorf("%w: algorithm %s has no off-policy pieces (PAL runs DQN, SAC, TD3, DDPG)", ErrConfig, spec.Name)
+		return nil, algo.Undeclared(spec, algo.CanTransitionLearner, "its config has no transition shape or it has no pieces")
 	}
 	numEnvs, u := shape.TransitionShape()
 	if opt.Actors == 0 {
@@ -172,16 +172,16 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		return nil, err
 	}
 	if pieces.NewTransitionLearner == nil {
-		return nil, fmt.Errorf("%w: algorithm %s is not off-policy (PAL runs DQN, SAC, TD3, DDPG)", ErrConfig, spec.Name)
+		return nil, algo.Undeclared(spec, algo.CanTransitionLearner, "its pieces have no transition learner")
 	}
 	learner, err := pieces.NewTransitionLearner()
 	if err != nil {
 		return nil, err
 	}
 	defer learner.Close()
-	mod, ok := learner.(modeler)
+	mod, ok := learner.(algo.Modeler)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s's learner cannot hand out its model", ErrConfig, spec.Name)
+		return nil, algo.Undeclared(spec, algo.CanTransitionLearner, "its learner cannot hand out its model (algo.Modeler)")
 	}
 	rt.Track(mod.Model()) // divergence guard (algo.TrainRun)
 	rb, err := pieces.NewReplay()
@@ -190,7 +190,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	fork, ok := rb.(algo.ForkReplay)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s's replay cannot be shared between goroutines", ErrConfig, spec.Name)
+		return nil, algo.Undeclared(spec, algo.CanTransitionLearner, "its replay cannot be shared between goroutines (algo.ForkReplay)")
 	}
 
 	store := weights.NewStore(learner.Weights())
@@ -209,7 +209,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	if opt.Learners > 1 && !opt.NoLearn {
 		split, ok := learner.(algo.SplitLearner)
 		if !ok {
-			return nil, fmt.Errorf("%w: learners %d: %s's learner cannot split its updates into gradient and apply steps", ErrConfig, opt.Learners, spec.Name)
+			return nil, algo.Undeclared(spec, algo.CanGradApply, "its learner is no algo.SplitLearner")
 		}
 		wp, err := workerPieces(h, spec, cfg, algo.SpacesOf(vecs[0]), pieces, opt)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"herd/algo/ppo"
 	"herd/algo/sac"
 	"herd/algo/td3"
+	"herd/run/hts"
 )
 
 func resolve(t *testing.T, spec algo.Spec, file string) *algo.Resolved {
@@ -142,7 +143,8 @@ func TestConfigErrors(t *testing.T) {
 	if _, _, err := train(t, context.Background(), pres, Options{}); !errors.Is(err, algo.ErrConfig) {
 		t.Errorf("ppo under pal: %v, want a config error", err)
 	}
-	// The runtime: section is checked when the config is read.
+	// The runtime: section's values are checked when the config is read,
+	// its keys and the executor's rules when the run is admitted.
 	for _, bad := range []string{
 		"runtime: {executor: pal, learners: 3, learner_mode: lockstep}",
 		"runtime: {executor: hts, learner_mode: sync}",
@@ -154,7 +156,11 @@ func TestConfigErrors(t *testing.T) {
 		"runtime: {executor: pal, replay_locking: none}",
 	} {
 		file := strings.Replace(dqnFile, "runtime: {executor: pal, actors: 2}", bad, 1)
-		if _, err := algo.Resolve([]byte(file), []algo.Spec{dqn.Spec()}, algo.Overrides{}); !errors.Is(err, algo.ErrConfig) {
+		res, err := algo.Resolve([]byte(file), []algo.Spec{dqn.Spec()}, algo.Overrides{})
+		if err == nil {
+			_, err = algo.AdmitRun([]algo.Executor{Executor(), hts.Executor()}, res)
+		}
+		if !errors.Is(err, algo.ErrConfig) {
 			t.Errorf("%s: %v, want a config error", bad, err)
 		}
 	}
@@ -312,9 +318,7 @@ dqn: {num_envs: 1, learning_rate: 1.0e-3, batch_size: 64, learning_starts: 500, 
 // guard inspects the parameters of the learner the service applies to all
 // along (meant for go test -race).
 func TestTrainRunNoRace(t *testing.T) {
-	exec := map[string]algo.Executor{"pal": func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-		return Train(ctx, rt, spec, cfg, OptionsOf(rt.Header))
-	}}
+	exec := []algo.Executor{Executor()}
 	for _, mode := range []string{ModeAsync, ModeSync} {
 		file := strings.Replace(dqnFile, "runtime: {executor: pal, actors: 2}", "log_every: 16\nruntime: {executor: pal, actors: 2, learners: 2, learner_mode: "+mode+"}", 1)
 		res := resolve(t, dqn.Spec(), file)

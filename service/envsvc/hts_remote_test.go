@@ -20,7 +20,7 @@ func htsRemote(tb testing.TB, envID string, segments int, sync bool, envWorkers 
 	tb.Helper()
 	res := resolveConfig(tb, "ppo-cartpole-hts-remote.yaml", envID)
 	h := res.Header
-	n, T, _ := res.Config.(hts.Shape).RolloutShape()
+	n, T, _ := res.Config.(algo.Rollout).RolloutShape()
 	h.Steps = int64(segments * n * T)
 	opt := hts.OptionsOf(h)
 	opt.Sync = sync

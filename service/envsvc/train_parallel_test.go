@@ -36,7 +36,7 @@ func trainParams(t *testing.T, config, envID string, useHTS bool) []float32 {
 	t.Helper()
 	res := resolveConfig(t, config, envID)
 	h := res.Header
-	n, T, _ := res.Config.(hts.Shape).RolloutShape()
+	n, T, _ := res.Config.(algo.Rollout).RolloutShape()
 	h.Steps = int64(2 * n * T)
 	rt := &algo.Runtime{Header: h, Log: algo.Discard()}
 	var m algo.Model
@@ -89,7 +89,7 @@ func TestTrainRemoteInflight(t *testing.T) {
 	tensors := func(id string) []byte {
 		t.Helper()
 		res := resolveConfig(t, "ppo-cartpole.yaml", id)
-		n, T, _ := res.Config.(hts.Shape).RolloutShape()
+		n, T, _ := res.Config.(algo.Rollout).RolloutShape()
 		res.Header.Steps, res.Header.Out = int64(2*n*T), t.TempDir()
 		if _, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: run.Executors()}); err != nil {
 			t.Fatalf("%s: %v", id, err)

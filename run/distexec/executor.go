@@ -1,0 +1,38 @@
+package distexec
+
+import (
+	"context"
+
+	"herd/algo"
+)
+
+// Executor describes the dist executor to algo.Admit and the CLI: its
+// on-policy topology runs algorithms with a segment learner, its Ape-X
+// topology those with a transition learner; M > 1 learners need a
+// data-parallel segment learner or a gradient/apply split.
+func Executor() algo.Executor {
+	return algo.Executor{
+		Name: "dist",
+		Doc:  "env, policy and learner workers joined by streams, in one process or over NATS (herd launch)",
+		Keys: []string{"env_workers", "policy_workers", "inference", "env_groups", "step_time", "transport", "nats_url",
+			"max_policy_lag", "refresh_every", "publish_every", "learners", "sync_batch"},
+		Needs: func(h algo.Header) []algo.Need {
+			on, off := algo.CanSegmentLearner, algo.CanTransitionLearner
+			if h.Runtime.Learners > 1 {
+				on, off = on|algo.CanDataParallel, off|algo.CanGradApply
+			}
+			return []algo.Need{{Topology: "on-policy topology", Caps: on}, {Topology: "Ape-X topology", Caps: off}}
+		},
+		Policies: true,
+		Scalars:  func(algo.Header) []string { return algo.DistScalars },
+		Workers: func(h algo.Header) []algo.WorkerSet {
+			rc := h.Runtime
+			inline := rc.Inference == algo.InferenceInline // each acts with a policy copy instead of asking policy workers
+			return []algo.WorkerSet{{Key: "env_workers", N: rc.EnvWorkers, Envs: true, Policy: inline},
+				{Key: "policy_workers", N: rc.PolicyWorkers, Policy: true}}
+		},
+		Train: func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
+			return Train(ctx, rt, spec, cfg, OptionsOf(rt.Header))
+		},
+	}
+}
