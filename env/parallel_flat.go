@@ -22,6 +22,46 @@ type FlatOptions struct {
 	EpisodeStatistics bool
 }
 
+// RowLayout is the layout of a multi-agent row (FlatVector, TurnEnv): Obs
+// values of the agent's own observation (padded with zeros to the
+// longest agent's), then, with AgentID, Agents values of one-hot agent
+// id, then State values of the global state (FlatOptions.State).
+type RowLayout struct {
+	// Agents is the number of agents per env; 0 means the rows are not a
+	// multi-agent env's (RowsOf reports false).
+	Agents  int
+	Obs     int
+	AgentID bool
+	State   int
+}
+
+// Local is how many leading values of a row the agent observes itself:
+// its padded observation and its one-hot id.
+func (l RowLayout) Local() int {
+	if l.AgentID {
+		return l.Obs + l.Agents
+	}
+	return l.Obs
+}
+
+// Width is the length of a row.
+func (l RowLayout) Width() int { return l.Local() + l.State }
+
+// rowLayouter is implemented by the vectors and envs whose rows are a
+// multi-agent env's.
+type rowLayouter interface{ RowLayout() RowLayout }
+
+// RowsOf returns the row layout of v when v is a multi-agent vector or
+// env (FlatVector, TurnEnv, a part of a SplitVector of either), so that an
+// algorithm can check which columns are the agent's own.
+func RowsOf(v any) (RowLayout, bool) {
+	if r, ok := v.(rowLayouter); ok {
+		l := r.RowLayout()
+		return l, l.Agents > 0
+	}
+	return RowLayout{}, false
+}
+
 // FlatVector turns a ParallelVector into a Vector of per-agent rows, for
 // policies that share parameters across agents: row i·A + j is agent j
 // (in PossibleAgents order) of env i, A agents per env. Every agent must
@@ -137,6 +177,15 @@ func (f *FlatVector) LocalDim() int {
 		return f.rawDim + f.nAgents
 	}
 	return f.rawDim
+}
+
+// RowLayout is the layout of every row.
+func (f *FlatVector) RowLayout() RowLayout {
+	l := RowLayout{Agents: f.nAgents, Obs: f.rawDim, AgentID: f.opt.AgentID}
+	if f.opt.State {
+		l.State = f.stateDim
+	}
+	return l
 }
 
 // NumAgents is the number of agents (rows) per env.

@@ -56,6 +56,9 @@ func (t *TurnEnv) ObservationSpace() Space { return t.flat.obsSpace }
 // ActionSpace is the agents' common action space.
 func (t *TurnEnv) ActionSpace() Space { return t.flat.actSpace }
 
+// RowLayout is the layout of an observation (FlatVector.RowLayout).
+func (t *TurnEnv) RowLayout() RowLayout { return t.flat.RowLayout() }
+
 // Parallel returns the wrapped env.
 func (t *TurnEnv) Parallel() Parallel { return t.p }
 

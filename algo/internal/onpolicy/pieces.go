@@ -253,6 +253,9 @@ func NewPieces(name string, h algo.Header, sp algo.Spaces, cfg AgentConfig, newL
 	if _, err := parseSpaces(sp.Obs, sp.Act); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if err := CheckActorObs(cfg.ActorObs, sp.Rows); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	return &algo.Pieces{
 		NewPolicy: func() (algo.PolicyNet, error) {
 			p, err := newPolicy()
@@ -271,4 +274,35 @@ func NewPieces(name string, h algo.Header, sp algo.Spaces, cfg AgentConfig, newL
 			return weights.Decode(b, p.Params())
 		},
 	}, nil
+}
+
+// CheckActorObs checks actor_obs against the env's rows: a decentralized
+// actor with a centralized critic (MAPPO) needs rows that end in the
+// global state (an id with state=true), and the actor must read exactly
+// the agent's own part of a row (its observation and one-hot id), no
+// more (the state would reach the actor) and no less (the actor would
+// lose some of its own observation).
+func CheckActorObs(actorObs int, rows env.RowLayout) error {
+	switch {
+	case actorObs == 0 && rows.State > 0:
+		return fmt.Errorf("%w: the rows end in the global state (state=true), which the actor would read; set actor_obs: %d (the agent's own observation and id) so that only the critic reads it", ErrSpace, rows.Local())
+	case actorObs == 0:
+		return nil
+	case rows.Agents == 0:
+		return fmt.Errorf("%w: actor_obs %d needs a multi-agent env whose rows end in the global state (an id with state=true); with this env the actor would lose part of its observation", ErrSpace, actorObs)
+	case rows.State == 0:
+		return fmt.Errorf("%w: actor_obs %d without the global state: the env id has no state=true, so the critic reads what the actor reads (IPPO, not MAPPO); add state=true to the id, or drop actor_obs", ErrSpace, actorObs)
+	case actorObs > rows.Local():
+		return fmt.Errorf("%w: actor_obs %d reads %d values of the global state: an agent observes %d values of its row (its observation %d%s); set actor_obs: %d", ErrSpace, actorObs, actorObs-rows.Local(), rows.Local(), rows.Obs, idNote(rows), rows.Local())
+	case actorObs < rows.Local():
+		return fmt.Errorf("%w: actor_obs %d drops %d values of the agent's own part of the row (its observation %d%s); set actor_obs: %d", ErrSpace, actorObs, rows.Local()-actorObs, rows.Obs, idNote(rows), rows.Local())
+	}
+	return nil
+}
+
+func idNote(rows env.RowLayout) string {
+	if rows.AgentID {
+		return fmt.Sprintf(" + one-hot id %d", rows.Agents)
+	}
+	return ", no agent id"
 }
