@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"herd/env"
 	"herd/internal/atomicfile"
 	"herd/metrics"
 )
@@ -120,6 +121,9 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	if h.MultiAgent.Enabled() {
 		scalars = PolicyScalars(h, res.Spec, res.Others)
 	}
+	if ex := h.Runtime.Executor; ex == "" || ex == "local" {
+		scalars = append(slices.Clone(scalars), TeamScalars(h.Env)...)
+	}
 	if h.Runtime.Executor == "flow" && h.Runtime.Transport != "" && h.Runtime.Transport != "inproc" {
 		scalars = append(slices.Clone(scalars), FlowTransportScalars...)
 	}
@@ -187,7 +191,24 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		failures = append(failures, withAlgo(h.Algo, trainErr))
 	}
 	if opt.EvalEpisodes > 0 && trainErr == nil {
-		rets, evalErr := Evaluate(ctx, model, h.Env, opt.EvalEpisodes, h.Seed)
+		var rets []float64
+		var evalErr error
+		if env.IsParallel(h.Env) {
+			// The same episodes as Evaluate (its return is ar.Team), and
+			// each team's return for a competitive env.
+			var ar AgentReturns
+			ar, evalErr = EvaluateAgents(ctx, model, h.Env, opt.EvalEpisodes, h.Seed)
+			rets = ar.Team
+			if ar.Competitive() {
+				cols := make([][]float64, len(ar.TeamNames))
+				for i := range cols {
+					cols[i] = ar.TeamColumn(i)
+				}
+				rec.SetEvalTeams(ar.TeamNames, cols)
+			}
+		} else {
+			rets, evalErr = Evaluate(ctx, model, h.Env, opt.EvalEpisodes, h.Seed)
+		}
 		rec.SetEval(rets)
 		if evalErr != nil {
 			failures = append(failures, fmt.Errorf("evaluation: %w", evalErr))

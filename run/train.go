@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 
 	"herd/algo"
 	"herd/env"
@@ -74,7 +76,15 @@ func Train(ctx context.Context, w io.Writer, res *algo.Resolved, o TrainOptions)
 		return err
 	}
 	fmt.Fprintln(w, DoneLine(sum))
-	if sum.EvalEpisodes > 0 {
+	switch {
+	case sum.EvalEpisodes > 0 && len(sum.EvalTeams) > 0:
+		fmt.Fprintf(w, "greedy evaluation: %d episodes", sum.EvalEpisodes)
+		for _, n := range slices.Sorted(maps.Keys(sum.EvalTeams)) {
+			t := sum.EvalTeams[n]
+			fmt.Fprintf(w, ", %s return %.2f ± %.2f", n, t.ReturnMean, t.ReturnStd)
+		}
+		fmt.Fprintln(w)
+	case sum.EvalEpisodes > 0:
 		fmt.Fprintf(w, "greedy evaluation: %d episodes, return %.2f ± %.2f\n", sum.EvalEpisodes, sum.EvalReturnMean, sum.EvalReturnStd)
 	}
 	fmt.Fprintln(w, WroteLine(res.Header.Out))

@@ -99,6 +99,21 @@ func (e *Env) MaxCycles() int { return e.maxCycles }
 // is the env's; do not modify it.
 func (e *Env) PossibleAgents() []string { return e.possible }
 
+// Teams names each possible agent's team, in PossibleAgents order:
+// "adversary" for simple_tag's adversaries (rewarded for the collisions
+// the good agents are penalized for), "agent" for every other agent, so
+// the cooperative scenarios have one team.
+func (e *Env) Teams() []string {
+	out := make([]string, len(e.w.agents))
+	for i := range e.w.agents {
+		out[i] = "agent"
+		if e.w.agents[i].adversary {
+			out[i] = "adversary"
+		}
+	}
+	return out
+}
+
 // Agents lists the agents still in the episode (all of them until the
 // episode ends, none after). The slice is the env's; do not modify it.
 func (e *Env) Agents() []string { return e.live }
