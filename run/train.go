@@ -140,18 +140,25 @@ func Eval(ctx context.Context, w, notes io.Writer, o EvalOptions) error {
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
+	if env.IsParallel(res.Header.Env) {
+		// The same episodes as Evaluate (its return is the team sum),
+		// which a competitive env does not report (each team's instead).
+		ar, err := algo.EvaluateAgents(ctx, p, res.Header.Env, o.Episodes, o.Seed)
+		if err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
+		if !ar.Competitive() {
+			mean, std := algo.MeanStd(ar.Team)
+			fmt.Fprintf(w, "%s %s: %d episodes, return %.2f ± %.2f\n", res.Header.Algo, res.Header.Env, len(ar.Team), mean, std)
+		}
+		fmt.Fprintf(w, "%s %s: %d episodes, %s\n", res.Header.Algo, res.Header.Env, len(ar.Team), ar)
+		return nil
+	}
 	rets, err := algo.Evaluate(ctx, p, res.Header.Env, o.Episodes, o.Seed)
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
 	mean, std := algo.MeanStd(rets)
 	fmt.Fprintf(w, "%s %s: %d episodes, return %.2f ± %.2f\n", res.Header.Algo, res.Header.Env, len(rets), mean, std)
-	if env.IsParallel(res.Header.Env) {
-		ar, err := algo.EvaluateAgents(ctx, p, res.Header.Env, o.Episodes, o.Seed)
-		if err != nil {
-			return fmt.Errorf("eval: %w", err)
-		}
-		fmt.Fprintf(w, "%s %s: %d episodes, %s\n", res.Header.Algo, res.Header.Env, len(ar.Team), ar)
-	}
 	return nil
 }
