@@ -41,6 +41,17 @@ type Parallel interface {
 	Close() error
 }
 
+// GlobalState is the part of PettingZoo's Parallel API that a centralized
+// critic reads (ParallelEnv.state() and state_space), implemented by the
+// Parallels that have it (MPE): GlobalState appends the global state of
+// the current step, GlobalStateSpace().Dim() values, to dst[:0] and
+// returns it; it is valid after Reset and after every Step, including the
+// one that ends the episode.
+type GlobalState interface {
+	GlobalState(dst []float32) []float32
+	GlobalStateSpace() Space
+}
+
 // ParallelSpec is a registered multi-agent env.
 type ParallelSpec struct {
 	// ID is the id without keywords, e.g. "mpe/simple_spread_v3".

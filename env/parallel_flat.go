@@ -83,6 +83,7 @@ type FlatVector struct {
 	rawDim   int
 	rawDims  []int // per agent
 	stateDim int
+	envState bool // the envs have a global state (GlobalState)
 	obsDim   int
 	obsSpace Space
 	actSpace Space
@@ -100,6 +101,16 @@ func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
 	agents := pv.PossibleAgents()
 	f := &FlatVector{pv: pv, opt: opt, nAgents: len(agents)}
 	var lows, highs [][]float32
+	var gs Box // the env's global state space (GlobalState), if it has one
+	if e := pv.Env(0); e != nil {
+		if g, ok := e.(GlobalState); ok {
+			b, ok := g.GlobalStateSpace().(Box)
+			if !ok {
+				return nil, fmt.Errorf("%w: global state space %v is not a Box", ErrInvalidOption, g.GlobalStateSpace())
+			}
+			gs = b
+		}
+	}
 	for j, a := range agents {
 		os := pv.ObservationSpace(j)
 		box, ok := os.(Box)
@@ -122,6 +133,9 @@ func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
 		f.obsDim += f.nAgents
 	}
 	idEnd := f.obsDim
+	if gs.Dim() > 0 {
+		f.stateDim, f.envState = gs.Dim(), true
+	}
 	if opt.State {
 		f.obsDim += f.stateDim
 	}
@@ -141,8 +155,12 @@ func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
 		high[k] = 1
 	}
 	k := idEnd
-	for j := range lows {
-		if opt.State {
+	switch {
+	case opt.State && f.envState:
+		copy(low[k:], gs.Low)
+		copy(high[k:], gs.High)
+	case opt.State:
+		for j := range lows {
 			for i := range lows[j] {
 				low[k], high[k] = min(lows[j][i], 0), max(highs[j][i], 0)
 				k++
@@ -205,8 +223,9 @@ func (f *FlatVector) DeadRowSteps() int64 { return f.deadRows }
 func (f *FlatVector) Parallel() *ParallelVector { return f.pv }
 
 // writeObs writes agent j's row: its observation o padded, its one-hot
-// id, and the joint observation of all (FlatOptions).
-func (f *FlatVector) writeObs(dst []float32, o []float32, j int, all map[string][]float32) {
+// id, and the global state (FlatOptions): the env's own state when it has
+// one (GlobalState), else the joint observation of all.
+func (f *FlatVector) writeObs(dst []float32, o []float32, j int, all map[string][]float32, state []float32) {
 	n := copy(dst[:f.rawDim], o)
 	clear(dst[n:])
 	k := f.rawDim
@@ -214,7 +233,9 @@ func (f *FlatVector) writeObs(dst []float32, o []float32, j int, all map[string]
 		dst[k+j] = 1
 		k += f.nAgents
 	}
-	if f.opt.State {
+	if f.opt.State && f.envState {
+		copy(dst[k:k+f.stateDim], state)
+	} else if f.opt.State {
 		for i, a := range f.pv.possible {
 			copy(dst[k:k+f.rawDims[i]], all[a]) // absent: left zero
 			k += f.rawDims[i]
@@ -237,7 +258,7 @@ func (f *FlatVector) Reset(seed int64) (*Batch, error) {
 			r := i*f.nAgents + j
 			o, ok := steps[i].Obs[a]
 			f.dead[r] = !ok
-			f.writeObs(b.Obs[r*b.ObsDim:(r+1)*b.ObsDim], o, j, steps[i].Obs)
+			f.writeObs(b.Obs[r*b.ObsDim:(r+1)*b.ObsDim], o, j, steps[i].Obs, steps[i].State)
 			b.Rewards[r], b.Terminated[r], b.Truncated[r], b.Infos[r] = 0, false, false, Info{}
 			f.ret[r], f.length[r] = 0, 0
 		}
@@ -283,7 +304,7 @@ func (f *FlatVector) Step(actions []float32) (*Batch, error) {
 					clear(b.FinalObs[r*od : (r+1)*od])
 					o, ok := s.Obs[a]
 					f.dead[r] = !ok
-					f.writeObs(row, o, j, s.Obs)
+					f.writeObs(row, o, j, s.Obs, s.State)
 					f.ret[r], f.length[r] = 0, 0
 				} else {
 					clear(row)
@@ -300,11 +321,11 @@ func (f *FlatVector) Step(actions []float32) (*Batch, error) {
 					b.Infos[r] = Info{HasEpisode: true, Episode: EpisodeStats{Return: f.ret[r], Length: f.length[r]}}
 				}
 				f.ret[r], f.length[r] = 0, 0
-				final := s.FinalObs
+				final, finalState := s.FinalObs, s.FinalState
 				if !s.Done {
-					final = s.Obs
+					final, finalState = s.Obs, s.State
 				}
-				f.writeObs(b.FinalObs[r*od:(r+1)*od], final[a], j, final)
+				f.writeObs(b.FinalObs[r*od:(r+1)*od], final[a], j, final, finalState)
 				if !s.Done {
 					f.dead[r] = true
 					clear(row)
@@ -313,7 +334,7 @@ func (f *FlatVector) Step(actions []float32) (*Batch, error) {
 			}
 			o, ok := s.Obs[a]
 			f.dead[r] = !ok // an agent absent from the next episode
-			f.writeObs(row, o, j, s.Obs)
+			f.writeObs(row, o, j, s.Obs, s.State)
 		}
 	}
 	return b, nil

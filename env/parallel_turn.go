@@ -29,6 +29,7 @@ type TurnEnv struct {
 	order    []string // agents acting in this cycle
 	cur      int
 	obs      []float32
+	state    []float32 // the global state for last (GlobalState)
 	running  bool
 	closed   bool
 }
@@ -71,7 +72,7 @@ func (t *TurnEnv) Agent() string {
 }
 
 func (t *TurnEnv) obsOf(agent string) []float32 {
-	t.flat.writeObs(t.obs, t.last[agent], slices.Index(t.possible, agent), t.last)
+	t.flat.writeObs(t.obs, t.last[agent], slices.Index(t.possible, agent), t.last, t.state)
 	return t.obs
 }
 
@@ -85,6 +86,7 @@ func (t *TurnEnv) Reset(seed int64) ([]float32, Info, error) {
 		return nil, Info{}, err
 	}
 	t.last = obs
+	t.state = stateOf(t.p, t.state)
 	t.rewards = nil
 	t.order = append(t.order[:0], t.p.Agents()...)
 	t.cur = 0
@@ -127,6 +129,7 @@ func (t *TurnEnv) Step(action []float32) ([]float32, float64, bool, bool, Info, 
 		sum += rew[a]
 	}
 	t.last = obs
+	t.state = stateOf(t.p, t.state)
 	first := t.order[0]
 	t.order = append(t.order[:0], t.p.Agents()...)
 	t.cur = 0

@@ -49,6 +49,10 @@ type ParallelStep struct {
 	// acted in it.
 	Done     bool
 	FinalObs map[string][]float32
+	// State is the env's global state for Obs, and FinalState for
+	// FinalObs (set when Done), when the env has one (GlobalState); nil
+	// otherwise.
+	State, FinalState []float32
 }
 
 // ParallelFactory builds the env for vector slot i.
@@ -164,8 +168,17 @@ func (v *ParallelVector) Reset(seed int64) ([]ParallelStep, error) {
 		clear(s.Infos)
 		maps.Copy(s.Infos, infos)
 		s.Agents = e.Agents()
+		s.State, s.FinalState = stateOf(e, s.State), s.FinalState[:0]
 	}
 	return v.steps, nil
+}
+
+// stateOf is e's global state (GlobalState) in buf's memory, or nil.
+func stateOf(e Parallel, buf []float32) []float32 {
+	if g, ok := e.(GlobalState); ok {
+		return g.GlobalState(buf)
+	}
+	return nil
 }
 
 // copyObs copies src into dst's own buffers (reused across calls), and
@@ -235,15 +248,18 @@ func (v *ParallelVector) Step(actions []map[string][]float32) ([]ParallelStep, e
 		if !s.Done {
 			copyObs(s.Obs, obs)
 			s.Agents = e.Agents()
+			s.State = stateOf(e, s.State)
 			continue
 		}
 		copyObs(s.FinalObs, obs)
+		s.FinalState = stateOf(e, s.FinalState)
 		obs, _, err = e.Reset(NoSeed)
 		if err != nil {
 			return nil, fmt.Errorf("env: parallel vector slot %d: autoreset: %w", i, err)
 		}
 		copyObs(s.Obs, obs)
 		s.Agents = e.Agents()
+		s.State = stateOf(e, s.State)
 	}
 	return v.steps, nil
 }

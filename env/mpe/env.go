@@ -99,6 +99,28 @@ func (e *Env) MaxCycles() int { return e.maxCycles }
 // is the env's; do not modify it.
 func (e *Env) PossibleAgents() []string { return e.possible }
 
+// GlobalState is PettingZoo's state() of MPE (SimpleEnv.state): every
+// possible agent's observation of the current world, float32,
+// concatenated in PossibleAgents order (State is the world's own
+// variables). It is appended to dst[:0].
+func (e *Env) GlobalState(dst []float32) []float32 {
+	dst = dst[:0]
+	for i := range e.possible {
+		dst = append(dst, e.obsBuf[i]...)
+	}
+	return dst
+}
+
+// GlobalStateSpace is PettingZoo's state_space: an unbounded Box of the
+// summed observation sizes.
+func (e *Env) GlobalStateSpace() core.Space {
+	n := 0
+	for _, o := range e.obsBuf {
+		n += len(o)
+	}
+	return core.UniformBox(float32(math.Inf(-1)), float32(math.Inf(1)), n)
+}
+
 // Teams names each possible agent's team, in PossibleAgents order:
 // "adversary" for simple_tag's adversaries (rewarded for the collisions
 // the good agents are penalized for), "agent" for every other agent, so
