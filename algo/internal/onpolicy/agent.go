@@ -35,6 +35,8 @@ type AgentConfig struct {
 	// joint observation of a multi-agent env (env FlatOptions.State) this
 	// is MAPPO: decentralized actors, a centralized critic. 0: all.
 	ActorObs int
+	// ValueNorm normalizes the critic's targets (MAPPO; ValueNorm).
+	ValueNorm bool
 	// Parallel computes the actor's and the critic's minibatch passes on
 	// two goroutines (the Agent owns the second; Close stops it). Results
 	// are identical either way.
@@ -75,7 +77,11 @@ type Agent struct {
 	// indices 0…N−1 and the env receives index + start.
 	start float32
 
-	params      []*nn.Param // actor, critic, log-std: checkpoint and optimizer order
+	// VNorm is the value normalization (AgentConfig.ValueNorm), or nil:
+	// the critic's outputs are then normalized values.
+	VNorm *ValueNorm
+
+	params      []*nn.Param // actor, critic, log-std, value_norm: checkpoint and optimizer order
 	actorParams []*nn.Param // actor and log-std: the actor's half of Learn
 
 	// workspaces, sized on first use
@@ -156,6 +162,10 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 		}
 	}
 	a.actorParams = append(append([]*nn.Param{}, actor.Params()...), a.params[len(actor.Params())+len(critic.Params()):]...)
+	if cfg.ValueNorm {
+		a.VNorm = newValueNorm()
+		a.params = append(a.params, a.VNorm.p)
+	}
 	a.actorEval, a.criticEval = a.evaluateActor, a.evaluateCritic
 	a.actorBack, a.criticBack = a.backwardActor, a.backwardCritic
 	a.actorLearn, a.criticLearn = a.learnActor, a.learnCritic
@@ -183,15 +193,18 @@ func (a *Agent) Params() []*nn.Param { return a.params }
 // ZeroGrad zeroes every gradient.
 func (a *Agent) ZeroGrad() { nn.ZeroGrads(a.params) }
 
-// Value writes V(obs_r) for batch rows into dst and returns it.
+// Value writes V(obs_r) for batch rows into dst and returns it
+// (denormalized with ValueNorm).
 func (a *Agent) Value(dst, obs []float32, batch int) []float32 {
-	return a.critic.ForwardTo(dst[:batch], obs, batch)
+	v := a.critic.ForwardTo(dst[:batch], obs, batch)
+	a.VNorm.denormalize(v)
+	return v
 }
 
 // Evaluate runs both networks on a minibatch of batch rows and writes
 // log π(actions|obs), the policy entropy and V(obs) (CleanRL's
-// get_action_and_value with the stored actions). The outputs are kept for
-// Backward.
+// get_action_and_value with the stored actions; with ValueNorm the
+// critic's normalized output). The outputs are kept for Backward.
 func (a *Agent) Evaluate(logProbs, entropy, values, obs, actions []float32, batch int) {
 	a.batch = batch
 	a.acts = actions[:batch*a.ActDim]

@@ -134,6 +134,10 @@ func (l *Learner) GoBehind() {
 	off := 0
 	for _, p := range params {
 		m := len(p.Value)
+		if l.Agent.VNorm != nil && p == l.Agent.VNorm.p {
+			off += m // statistics, not weights: the current ones
+			continue
+		}
 		prev, start, cur := l.prev[off:off+m], l.start[off:off+m], l.cur[off:off+m]
 		for i := range p.Value {
 			p.Value[i] = prev[i] + (cur[i] - start[i])

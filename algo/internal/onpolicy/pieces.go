@@ -127,6 +127,7 @@ func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 		}
 	}
 	p.values = a.critic.ForwardTo(grow(p.values, n), obs, n)
+	a.VNorm.denormalize(p.values)
 	for r, v := range p.values {
 		dst[r*w+p.head] = v
 	}
@@ -137,7 +138,9 @@ func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 // last column of ForwardTo's rows, bit for bit, at the cost of the critic
 // alone (algo.SegmentWorker's bootstraps).
 func (p *Policy) ValuesTo(dst, obs []float32, n int) []float32 {
-	return p.agent.critic.ForwardTo(dst[:n], obs, n)
+	v := p.agent.critic.ForwardTo(dst[:n], obs, n)
+	p.agent.VNorm.denormalize(v)
+	return v
 }
 
 // Act writes the deterministic action for one observation (algo.Policy):
