@@ -16,6 +16,12 @@ type FlatOptions struct {
 	// input of a centralized critic (MAPPO). The actor of such a policy
 	// reads only the leading local part (ppo's actor_obs).
 	State bool
+	// ActionMask appends, after the one-hot id, one value per action of
+	// the agents' Discrete action space: 1 for a legal action, 0 for an
+	// illegal one, from the ActionMask of the info that came with the
+	// observation (PettingZoo's info["action_mask"]; all 1 without one).
+	// An on-policy policy gives the masked actions probability 0.
+	ActionMask bool
 	// EpisodeStatistics reports each agent's episode return and length in
 	// Info.Episode on the row where its episode ends (Vector's
 	// RecordEpisodeStatistics).
@@ -25,13 +31,15 @@ type FlatOptions struct {
 // RowLayout is the layout of a multi-agent row (FlatVector, TurnEnv): Obs
 // values of the agent's own observation (padded with zeros to the
 // longest agent's), then, with AgentID, Agents values of one-hot agent
-// id, then State values of the global state (FlatOptions.State).
+// id, then Mask values of action mask (FlatOptions.ActionMask), then
+// State values of the global state (FlatOptions.State).
 type RowLayout struct {
 	// Agents is the number of agents per env; 0 means the rows are not a
 	// multi-agent env's (RowsOf reports false).
 	Agents  int
 	Obs     int
 	AgentID bool
+	Mask    int
 	State   int
 }
 
@@ -45,7 +53,7 @@ func (l RowLayout) Local() int {
 }
 
 // Width is the length of a row.
-func (l RowLayout) Width() int { return l.Local() + l.State }
+func (l RowLayout) Width() int { return l.Local() + l.Mask + l.State }
 
 // rowLayouter is implemented by the vectors and envs whose rows are a
 // multi-agent env's.
@@ -83,6 +91,7 @@ type FlatVector struct {
 	rawDim   int
 	rawDims  []int // per agent
 	stateDim int
+	maskDim  int
 	envState bool // the envs have a global state (GlobalState)
 	obsDim   int
 	obsSpace Space
@@ -132,7 +141,15 @@ func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
 	if opt.AgentID {
 		f.obsDim += f.nAgents
 	}
+	if opt.ActionMask {
+		d, ok := f.actSpace.(Discrete)
+		if !ok {
+			return nil, fmt.Errorf("%w: action_mask needs a Discrete action space, not %v", ErrInvalidOption, f.actSpace)
+		}
+		f.maskDim = d.N
+	}
 	idEnd := f.obsDim
+	f.obsDim += f.maskDim
 	if gs.Dim() > 0 {
 		f.stateDim, f.envState = gs.Dim(), true
 	}
@@ -151,10 +168,10 @@ func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
 		}
 		low[k], high[k] = lo, hi
 	}
-	for k := f.rawDim; k < idEnd; k++ {
+	for k := f.rawDim; k < idEnd+f.maskDim; k++ {
 		high[k] = 1
 	}
-	k := idEnd
+	k := idEnd + f.maskDim
 	switch {
 	case opt.State && f.envState:
 		copy(low[k:], gs.Low)
@@ -199,7 +216,7 @@ func (f *FlatVector) LocalDim() int {
 
 // RowLayout is the layout of every row.
 func (f *FlatVector) RowLayout() RowLayout {
-	l := RowLayout{Agents: f.nAgents, Obs: f.rawDim, AgentID: f.opt.AgentID}
+	l := RowLayout{Agents: f.nAgents, Obs: f.rawDim, AgentID: f.opt.AgentID, Mask: f.maskDim}
 	if f.opt.State {
 		l.State = f.stateDim
 	}
@@ -225,13 +242,21 @@ func (f *FlatVector) Parallel() *ParallelVector { return f.pv }
 // writeObs writes agent j's row: its observation o padded, its one-hot
 // id, and the global state (FlatOptions): the env's own state when it has
 // one (GlobalState), else the joint observation of all.
-func (f *FlatVector) writeObs(dst []float32, o []float32, j int, all map[string][]float32, state []float32) {
+func (f *FlatVector) writeObs(dst []float32, o []float32, j int, all map[string][]float32, state []float32, mask []bool) {
 	n := copy(dst[:f.rawDim], o)
 	clear(dst[n:])
 	k := f.rawDim
 	if f.opt.AgentID {
 		dst[k+j] = 1
 		k += f.nAgents
+	}
+	if f.maskDim > 0 {
+		for i := range f.maskDim {
+			if mask == nil || (i < len(mask) && mask[i]) {
+				dst[k+i] = 1
+			}
+		}
+		k += f.maskDim
 	}
 	if f.opt.State && f.envState {
 		copy(dst[k:k+f.stateDim], state)
@@ -258,8 +283,8 @@ func (f *FlatVector) Reset(seed int64) (*Batch, error) {
 			r := i*f.nAgents + j
 			o, ok := steps[i].Obs[a]
 			f.dead[r] = !ok
-			f.writeObs(b.Obs[r*b.ObsDim:(r+1)*b.ObsDim], o, j, steps[i].Obs, steps[i].State)
-			b.Rewards[r], b.Terminated[r], b.Truncated[r], b.Infos[r] = 0, false, false, Info{}
+			f.writeObs(b.Obs[r*b.ObsDim:(r+1)*b.ObsDim], o, j, steps[i].Obs, steps[i].State, steps[i].Infos[a].ActionMask)
+			b.Rewards[r], b.Terminated[r], b.Truncated[r], b.Infos[r] = 0, false, false, steps[i].Infos[a]
 			f.ret[r], f.length[r] = 0, 0
 		}
 	}
@@ -304,13 +329,14 @@ func (f *FlatVector) Step(actions []float32) (*Batch, error) {
 					clear(b.FinalObs[r*od : (r+1)*od])
 					o, ok := s.Obs[a]
 					f.dead[r] = !ok
-					f.writeObs(row, o, j, s.Obs, s.State)
+					f.writeObs(row, o, j, s.Obs, s.State, s.ObsInfos[a].ActionMask)
 					f.ret[r], f.length[r] = 0, 0
 				} else {
 					clear(row)
 				}
 				continue
 			}
+			b.Infos[r] = s.Infos[a] // the agent's own info (episode statistics below)
 			rew := s.Rewards[a]
 			term, trunc := s.Terminations[a], s.Truncations[a]
 			b.Rewards[r], b.Terminated[r], b.Truncated[r] = float32(rew), term, trunc
@@ -318,14 +344,15 @@ func (f *FlatVector) Step(actions []float32) (*Batch, error) {
 			f.length[r]++
 			if term || trunc {
 				if f.opt.EpisodeStatistics {
-					b.Infos[r] = Info{HasEpisode: true, Episode: EpisodeStats{Return: f.ret[r], Length: f.length[r]}}
+					b.Infos[r].HasEpisode = true
+					b.Infos[r].Episode = EpisodeStats{Return: f.ret[r], Length: f.length[r]}
 				}
 				f.ret[r], f.length[r] = 0, 0
 				final, finalState := s.FinalObs, s.FinalState
 				if !s.Done {
 					final, finalState = s.Obs, s.State
 				}
-				f.writeObs(b.FinalObs[r*od:(r+1)*od], final[a], j, final, finalState)
+				f.writeObs(b.FinalObs[r*od:(r+1)*od], final[a], j, final, finalState, s.Infos[a].ActionMask)
 				if !s.Done {
 					f.dead[r] = true
 					clear(row)
@@ -334,7 +361,7 @@ func (f *FlatVector) Step(actions []float32) (*Batch, error) {
 			}
 			o, ok := s.Obs[a]
 			f.dead[r] = !ok // an agent absent from the next episode
-			f.writeObs(row, o, j, s.Obs, s.State)
+			f.writeObs(row, o, j, s.Obs, s.State, s.ObsInfos[a].ActionMask)
 		}
 	}
 	return b, nil

@@ -49,10 +49,14 @@ type ParallelStep struct {
 	// acted in it.
 	Done     bool
 	FinalObs map[string][]float32
+	// ObsInfos are the infos that came with Obs: the reset's after a
+	// reset or autoreset, else Infos (action masks for the next step).
+	ObsInfos map[string]Info
 	// State is the env's global state for Obs, and FinalState for
 	// FinalObs (set when Done), when the env has one (GlobalState); nil
 	// otherwise.
 	State, FinalState []float32
+	resetInfos        map[string]Info
 }
 
 // ParallelFactory builds the env for vector slot i.
@@ -167,6 +171,7 @@ func (v *ParallelVector) Reset(seed int64) ([]ParallelStep, error) {
 		copyObs(s.Obs, obs)
 		clear(s.Infos)
 		maps.Copy(s.Infos, infos)
+		s.ObsInfos = s.Infos
 		s.Agents = e.Agents()
 		s.State, s.FinalState = stateOf(e, s.State), s.FinalState[:0]
 	}
@@ -245,6 +250,7 @@ func (v *ParallelVector) Step(actions []map[string][]float32) ([]ParallelStep, e
 		clear(s.Infos)
 		maps.Copy(s.Infos, infos)
 		s.Done = len(e.Agents()) == 0
+		s.ObsInfos = s.Infos
 		if !s.Done {
 			copyObs(s.Obs, obs)
 			s.Agents = e.Agents()
@@ -253,10 +259,16 @@ func (v *ParallelVector) Step(actions []map[string][]float32) ([]ParallelStep, e
 		}
 		copyObs(s.FinalObs, obs)
 		s.FinalState = stateOf(e, s.FinalState)
-		obs, _, err = e.Reset(NoSeed)
+		obs, resetInfos, err := e.Reset(NoSeed)
 		if err != nil {
 			return nil, fmt.Errorf("env: parallel vector slot %d: autoreset: %w", i, err)
 		}
+		if s.resetInfos == nil {
+			s.resetInfos = map[string]Info{}
+		}
+		clear(s.resetInfos)
+		maps.Copy(s.resetInfos, resetInfos)
+		s.ObsInfos = s.resetInfos
 		copyObs(s.Obs, obs)
 		s.Agents = e.Agents()
 		s.State = stateOf(e, s.State)

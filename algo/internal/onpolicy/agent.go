@@ -37,6 +37,12 @@ type AgentConfig struct {
 	ActorObs int
 	// ValueNorm normalizes the critic's targets (MAPPO; ValueNorm).
 	ValueNorm bool
+	// MaskAt and MaskN locate a row's action mask (env
+	// FlatOptions.ActionMask; set from the env's rows, see withRows):
+	// MaskN values from column MaskAt, 0 marking an illegal action, whose
+	// logit the policy replaces by maskedLogit (probability 0). MaskN 0:
+	// no mask.
+	MaskAt, MaskN int
 	// Parallel computes the actor's and the critic's minibatch passes on
 	// two goroutines (the Agent owns the second; Close stops it). Results
 	// are identical either way.
@@ -73,6 +79,7 @@ type Agent struct {
 	Gauss    *nn.DiagGaussian
 	// Low and High are the Box action bounds (nil for Discrete).
 	Low, High []float32
+	maskAt, maskN int // AgentConfig.MaskAt, MaskN
 	// start is a Discrete space's first value: actions are stored as
 	// indices 0…N−1 and the env receives index + start.
 	start float32
@@ -135,6 +142,10 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 	if a.Gauss != nil {
 		outDim = a.Gauss.OutDim()
 	}
+	if cfg.MaskN > 0 && (cfg.MaskN != a.NActions || cfg.MaskAt < 0 || cfg.MaskAt+cfg.MaskN > a.ObsDim) {
+		return nil, fmt.Errorf("%w: an action mask of %d values at column %d for %d discrete actions and rows of %d", ErrSpace, cfg.MaskN, cfg.MaskAt, a.NActions, a.ObsDim)
+	}
+	a.maskAt, a.maskN = cfg.MaskAt, cfg.MaskN
 	a.ActorDim = a.ObsDim
 	if cfg.ActorObs != 0 {
 		if cfg.ActorObs < 0 || cfg.ActorObs > a.ObsDim {
@@ -225,8 +236,30 @@ func (a *Agent) actorInput(buf *[]float32, obs []float32, n int) []float32 {
 	return *buf
 }
 
+// maskedLogit is the logit of an illegal action: exp(maskedLogit − max)
+// is 0 in float32, and 0·maskedLogit is 0 in the entropy, so a masked
+// action has probability 0 and changes neither log π nor H.
+const maskedLogit = -1e9
+
+// maskLogits replaces, in n rows of logits, those of the actions that
+// the rows' masks mark illegal.
+func (a *Agent) maskLogits(logits, obs []float32, n int) {
+	if a.maskN == 0 {
+		return
+	}
+	for r := range n {
+		m := obs[r*a.ObsDim+a.maskAt : r*a.ObsDim+a.maskAt+a.maskN]
+		for k, v := range m {
+			if v == 0 {
+				logits[r*a.NActions+k] = maskedLogit
+			}
+		}
+	}
+}
+
 func (a *Agent) evaluateActor() {
 	a.out = a.actor.Forward(a.actorInput(&a.evalIn, a.obs, a.batch), a.batch)
+	a.maskLogits(a.out, a.obs, a.batch)
 	if a.Gauss != nil {
 		a.Gauss.LogProbTo(a.logProbs, a.out, a.acts)
 		a.Gauss.EntropyTo(a.entropy, a.out)
@@ -256,6 +289,13 @@ func (a *Agent) backwardActor() {
 		a.Gauss.Backward(a.dOut, a.out, a.acts, a.dLogProb, a.dEntropy)
 	} else {
 		a.Cat.Backward(a.dOut, a.out, a.idx[:a.batch], a.dLogProb, a.dEntropy)
+		if a.maskN > 0 { // a masked logit is a constant, not the network's
+			for i, v := range a.out {
+				if v == maskedLogit {
+					a.dOut[i] = 0
+				}
+			}
+		}
 	}
 	a.actor.Backward(a.dOut)
 }
@@ -313,6 +353,7 @@ func (a *Agent) Act(dst, obs []float32) []float32 {
 		}
 		return dst[:a.ActDim]
 	}
+	a.maskLogits(out, obs, 1)
 	idx := a.ints(1)
 	a.Cat.ArgmaxTo(idx, out)
 	dst[0] = float32(idx[0]) + a.start
@@ -355,7 +396,8 @@ func LoadAgent(path, id string, cfg AgentConfig, r *rand.Rand) (*Agent, error) {
 		return nil, err
 	}
 	defer e.Close()
-	a, err := NewAgent(e.ObservationSpace(), e.ActionSpace(), cfg, r)
+	rows, _ := env.RowsOf(e)
+	a, err := NewAgent(e.ObservationSpace(), e.ActionSpace(), withRows(cfg, rows), r)
 	if err != nil {
 		return nil, err
 	}
@@ -363,4 +405,13 @@ func LoadAgent(path, id string, cfg AgentConfig, r *rand.Rand) (*Agent, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// withRows is cfg with the action mask of the env's rows located
+// (AgentConfig.MaskAt, MaskN).
+func withRows(cfg AgentConfig, rows env.RowLayout) AgentConfig {
+	if rows.Mask > 0 {
+		cfg.MaskAt, cfg.MaskN = rows.Local(), rows.Mask
+	}
+	return cfg
 }

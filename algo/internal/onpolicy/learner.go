@@ -49,7 +49,7 @@ type Learner struct {
 // the agent from the stream (h.Seed, name+"/init", 0), as NewPieces' policy,
 // and opt.
 func NewLearner(name string, h algo.Header, sp algo.Spaces, cfg AgentConfig, opt nn.Optimizer, iterations int, gamma, lambda float32) (*Learner, error) {
-	agent, err := NewAgent(sp.Obs, sp.Act, cfg, rng.New(h.Seed, name+"/init", 0))
+	agent, err := NewAgent(sp.Obs, sp.Act, withRows(cfg, sp.Rows), rng.New(h.Seed, name+"/init", 0))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

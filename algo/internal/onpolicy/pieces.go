@@ -34,7 +34,7 @@ type Policy struct {
 // goroutine (cfg.Parallel is ignored).
 func NewPolicy(sp algo.Spaces, cfg AgentConfig, r *rand.Rand) (*Policy, error) {
 	cfg.Parallel = false
-	a, err := NewAgent(sp.Obs, sp.Act, cfg, r)
+	a, err := NewAgent(sp.Obs, sp.Act, withRows(cfg, sp.Rows), r)
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +115,7 @@ func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 	a, w := p.agent, p.OutDim()
 	dst = dst[:n*w]
 	out := a.actor.Forward(a.actorInput(&p.actorIn, obs, n), n)
+	a.maskLogits(out, obs, n)
 	if a.Gauss == nil {
 		for r := range n {
 			copy(dst[r*w:r*w+p.head], out[r*p.head:(r+1)*p.head])
