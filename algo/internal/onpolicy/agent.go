@@ -78,7 +78,7 @@ type Agent struct {
 	Cat      nn.Categorical
 	Gauss    *nn.DiagGaussian
 	// Low and High are the Box action bounds (nil for Discrete).
-	Low, High []float32
+	Low, High     []float32
 	maskAt, maskN int // AgentConfig.MaskAt, MaskN
 	// start is a Discrete space's first value: actions are stored as
 	// indices 0…N−1 and the env receives index + start.
