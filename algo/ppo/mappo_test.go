@@ -175,7 +175,7 @@ ppo:
 
 // TestIPPOAndMAPPOLearnSpread are the multi-agent learning tests: IPPO
 // (PPO on the agents' rows) and MAPPO (state=true rows, actor_obs, Huber
-// value loss, value normalization) must both beat a random policy
+// value loss, value and input normalization) must both beat a random policy
 // clearly on simple_spread N=2 in 100k agent-steps: the last 100
 // per-agent episode returns above −17 (random: −20.9 ± 7.3, go run
 // ./examples/mpe-random -env 'mpe/simple_spread_v3?N=2' -episodes 500)
@@ -188,7 +188,7 @@ func TestIPPOAndMAPPOLearnSpread(t *testing.T) {
 	}
 	for _, c := range []struct{ name, id, extra string }{
 		{"ippo", "", ""},
-		{"mappo", "&state=true", "  actor_obs: 14\n  huber_delta: 10\n  value_norm: true\n"},
+		{"mappo", "&state=true", "  actor_obs: 14\n  huber_delta: 10\n  value_norm: true\n  input_norm: true\n"},
 	} {
 		res := learntest.Resolve(t, Spec(), fmt.Sprintf(spreadLearnConfig, c.id, c.extra))
 		sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{NoFiles: true, EvalEpisodes: 50})

@@ -50,6 +50,9 @@ type Config struct {
 	// leave it denormalized; the value clip and loss are taken in the
 	// normalized space, as MAPPO takes them. Default false.
 	ValueNorm bool `yaml:"value_norm,omitempty"`
+	// InputNorm puts a LayerNorm of the input before the actor's and the
+	// critic's first layer (MAPPO's feature normalization). Default false.
+	InputNorm bool `yaml:"input_norm,omitempty"`
 
 	// Networks.
 	Hidden     []int   `yaml:"hidden"`       // hidden widths of actor and critic; default [64, 64]
@@ -133,7 +136,7 @@ func (c *Config) RolloutShape() (numEnvs, numSteps int, gamma float32) {
 func (c *Config) agentConfig() onpolicy.AgentConfig {
 	act, _ := nn.ParseActivation(c.Activation)
 	return onpolicy.AgentConfig{Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
-		ActorObs: c.ActorObs, ValueNorm: c.ValueNorm, Parallel: c.Parallel}
+		ActorObs: c.ActorObs, ValueNorm: c.ValueNorm, InputNorm: c.InputNorm, Parallel: c.Parallel}
 }
 
 // Scalars are the metrics PPO reports (CleanRL's names).

@@ -37,6 +37,9 @@ type AgentConfig struct {
 	ActorObs int
 	// ValueNorm normalizes the critic's targets (MAPPO; ValueNorm).
 	ValueNorm bool
+	// InputNorm puts a LayerNorm of the input before the actor's and the
+	// critic's first layer (MAPPO's feature normalization).
+	InputNorm bool
 	// MaskAt and MaskN locate a row's action mask (env
 	// FlatOptions.ActionMask; set from the env's rows, see withRows):
 	// MaskN values from column MaskAt, 0 marking an illegal action, whose
@@ -138,6 +141,9 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 	if err != nil {
 		return nil, fmt.Errorf("onpolicy: critic: %w", err)
 	}
+	if cfg.InputNorm {
+		critic.withInputNorm(a.ObsDim)
+	}
 	outDim := a.NActions
 	if a.Gauss != nil {
 		outDim = a.Gauss.OutDim()
@@ -156,6 +162,9 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 	actor, err := newNet(a.ActorDim, cfg.Hidden, outDim, cfg.Act, cfg.OrthoInit, 0.01, cfg.Gemm, r)
 	if err != nil {
 		return nil, fmt.Errorf("onpolicy: actor: %w", err)
+	}
+	if cfg.InputNorm {
+		actor.withInputNorm(a.ActorDim)
 	}
 	a.actor, a.critic = actor, critic
 	for _, p := range actor.Params() {
