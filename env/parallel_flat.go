@@ -10,11 +10,13 @@ type FlatOptions struct {
 	// AgentID appends a one-hot agent id (position in PossibleAgents) to
 	// every observation, so one shared network can tell agents apart.
 	AgentID bool
-	// State appends the joint observation (every agent's own observation,
-	// unpadded, in PossibleAgents order; zeros for agents not present) to
-	// every row, after the one-hot id: PettingZoo's state() of MPE, the
-	// input of a centralized critic (MAPPO). The actor of such a policy
-	// reads only the leading local part (ppo's actor_obs).
+	// State appends the global state to every row, last: the env's own
+	// (GlobalState, PettingZoo's state()) when it has one, else the joint
+	// observation (every agent's own observation, unpadded, in
+	// PossibleAgents order; zeros for agents not present), which is what
+	// MPE's state() is. It is the input of a centralized critic (MAPPO);
+	// the actor of such a policy reads only the leading local part (ppo's
+	// actor_obs).
 	State bool
 	// ActionMask appends, after the one-hot id, one value per action of
 	// the agents' Discrete action space: 1 for a legal action, 0 for an
@@ -206,7 +208,7 @@ func (f *FlatVector) NumEnvs() int { return len(f.dead) }
 
 // LocalDim is how many leading values of a row an agent observes itself
 // (its padded observation and the one-hot id): the actor's input when
-// FlatOptions.State appends the joint observation for the critic.
+// FlatOptions.State appends the global state for the critic.
 func (f *FlatVector) LocalDim() int {
 	if f.opt.AgentID {
 		return f.rawDim + f.nAgents

@@ -32,7 +32,7 @@ type AgentConfig struct {
 	Gemm nn.Gemm
 	// ActorObs, when > 0, is how many leading values of an observation the
 	// actor reads; the critic reads all of them. With rows that end in the
-	// joint observation of a multi-agent env (env FlatOptions.State) this
+	// global state of a multi-agent env (env FlatOptions.State) this
 	// is MAPPO: decentralized actors, a centralized critic. 0: all.
 	ActorObs int
 	// ValueNorm normalizes the critic's targets (MAPPO; ValueNorm).
