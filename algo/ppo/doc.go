@@ -106,7 +106,9 @@
 // With value_norm the value clip and loss are taken in the critic's
 // normalized space as the authors' cal_value_loss takes them
 // (TestMAPPOValueLoss); the old values are taken there with the
-// statistics the segment was gathered with. value_norm is refused with
+// learner's statistics at the start of the update, those the segment was
+// gathered with under the local executor (under a lagged one, those of
+// one update later). value_norm is refused with
 // data-parallel learners (each would keep its own statistics); under a
 // lagged executor the statistics are the newest, not moved back with the
 // weights. TestIPPOAndMAPPOLearnSpread is a short learning check.
