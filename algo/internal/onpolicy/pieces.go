@@ -289,7 +289,7 @@ func NewPieces(name string, h algo.Header, sp algo.Spaces, cfg AgentConfig, newL
 func CheckActorObs(actorObs int, rows env.RowLayout) error {
 	switch {
 	case actorObs == 0 && rows.State > 0:
-		return fmt.Errorf("%w: the rows end in the global state (state=true), which the actor would read; set actor_obs: %d (the agent's own observation and id) so that only the critic reads it", ErrSpace, rows.Local())
+		return fmt.Errorf("%w: the rows end in the global state (state=true), which the actor would read; set actor_obs: %d (the agent's own observation and id; a ppo setting) so that only the critic reads it, or drop state=true", ErrSpace, rows.Local())
 	case actorObs == 0:
 		return nil
 	case rows.Agents == 0:
