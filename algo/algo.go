@@ -204,12 +204,17 @@ type Runtime struct {
 }
 
 // MakeEnvs makes the n training envs of a local Train: rt.Envs(n) when set,
-// else n synchronous envs of Header.Env recording episode statistics.
+// else n synchronous envs of Header.Env recording episode statistics (and,
+// for a competitive multi-agent env, each team's return: TeamLog).
 func (rt *Runtime) MakeEnvs(n int) (env.Vector, error) {
 	if rt.Envs != nil {
 		return rt.Envs(n)
 	}
-	return env.MakeVector(rt.Header.Env, n, env.Sync, env.WithEpisodeStatistics())
+	v, err := env.MakeVector(rt.Header.Env, n, env.Sync, env.WithEpisodeStatistics())
+	if err != nil {
+		return nil, err
+	}
+	return TeamLog(v, rt.Log), nil
 }
 
 // Track tells the caller which model Train trains. Train calls it once,

@@ -15,8 +15,29 @@ type AgentReturns struct {
 	Agents []string
 	// PerAgent[k][j] is agent j's undiscounted return in episode k.
 	PerAgent [][]float64
-	// Team[k] is the sum over agents of episode k's returns.
+	// Team[k] is the sum over agents of episode k's returns: the return
+	// of a cooperative env, meaningless for a competitive one (TeamNames).
 	Team []float64
+	// TeamNames are the env's teams (env.AgentTeams): one for a
+	// cooperative env, more for a competitive one (simple_tag's
+	// adversary and agent); TeamOf[j] is agent j's team.
+	TeamNames []string
+	TeamOf    []int
+	// TeamReturns[k][i] is the sum of team i's agents' returns in
+	// episode k.
+	TeamReturns [][]float64
+}
+
+// Competitive reports whether the env has more than one team.
+func (r AgentReturns) Competitive() bool { return len(r.TeamNames) > 1 }
+
+// TeamColumn returns team i's return in every episode.
+func (r AgentReturns) TeamColumn(i int) []float64 {
+	col := make([]float64, len(r.TeamReturns))
+	for k := range r.TeamReturns {
+		col[k] = r.TeamReturns[k][i]
+	}
+	return col
 }
 
 // EvaluateAgents runs a shared-parameter policy on a multi-agent env id
@@ -40,6 +61,7 @@ func EvaluateAgents(ctx context.Context, p Policy, envID string, episodes int, s
 		return AgentReturns{}, fmt.Errorf("algo: evaluate agents: %s built %T, not a TurnEnv", envID, e)
 	}
 	out := AgentReturns{Agents: t.Parallel().PossibleAgents()}
+	out.TeamNames, out.TeamOf = env.AgentTeams(t.Parallel())
 	act := make([]float32, e.ActionSpace().Dim())
 	actOf := agentActor(p, e)
 	for k := range episodes {
@@ -70,17 +92,34 @@ func EvaluateAgents(ctx context.Context, p Policy, envID string, episodes int, s
 				break
 			}
 		}
+		teams := make([]float64, len(out.TeamNames))
+		for j, v := range per {
+			teams[out.TeamOf[j]] += v
+		}
 		out.PerAgent = append(out.PerAgent, per)
+		out.TeamReturns = append(out.TeamReturns, teams)
 		out.Team = append(out.Team, team)
 	}
 	return out, nil
 }
 
-// String is "team M ± S; agent_0 M ± S, …" over the episodes.
+// String is "team return M ± S; agent_0 M ± S, …" over the episodes, or,
+// for a competitive env, each team's return instead of their sum:
+// "adversary return M ± S; agent return M ± S; adversary_0 M ± S, …".
 func (r AgentReturns) String() string {
 	var b strings.Builder
-	m, s := MeanStd(r.Team)
-	fmt.Fprintf(&b, "team return %.2f ± %.2f", m, s)
+	if r.Competitive() {
+		for i, name := range r.TeamNames {
+			m, s := MeanStd(r.TeamColumn(i))
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			fmt.Fprintf(&b, "%s return %.2f ± %.2f", name, m, s)
+		}
+	} else {
+		m, s := MeanStd(r.Team)
+		fmt.Fprintf(&b, "team return %.2f ± %.2f", m, s)
+	}
 	for j, a := range r.Agents {
 		col := make([]float64, len(r.PerAgent))
 		for k := range r.PerAgent {

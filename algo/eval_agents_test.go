@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -40,5 +42,30 @@ func TestEvaluateAgentsMatchesEvaluate(t *testing.T) {
 	}
 	if _, err := EvaluateAgents(ctx, constPolicy{0}, "CartPole-v1", 1, 0); !errors.Is(err, ErrConfig) {
 		t.Fatalf("single-agent id: %v", err)
+	}
+}
+
+// TestEvaluateAgentsTeams checks simple_tag's two teams: each team's
+// return is the sum over its agents, and the printed line gives each
+// team's return, not the sum over teams.
+func TestEvaluateAgentsTeams(t *testing.T) {
+	res, err := EvaluateAgents(context.Background(), constPolicy{0}, "mpe/simple_tag_v3", 3, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.TeamNames, []string{"adversary", "agent"}) || !slices.Equal(res.TeamOf, []int{0, 0, 0, 1}) || !res.Competitive() {
+		t.Fatalf("teams %v of %v", res.TeamNames, res.TeamOf)
+	}
+	for k, per := range res.PerAgent {
+		if want := per[0] + per[1] + per[2]; res.TeamReturns[k][0] != want || res.TeamReturns[k][1] != per[3] {
+			t.Fatalf("episode %d: teams %v, agents %v", k, res.TeamReturns[k], per)
+		}
+	}
+	if s := res.String(); !strings.HasPrefix(s, "adversary return ") || !strings.Contains(s, "; agent return ") || strings.Contains(s, "team return") {
+		t.Fatalf("line %q", s)
+	}
+	coop, err := EvaluateAgents(context.Background(), constPolicy{0}, "mpe/simple_spread_v3", 1, 4)
+	if err != nil || coop.Competitive() || !strings.HasPrefix(coop.String(), "team return ") {
+		t.Fatalf("simple_spread: %v, %q", err, coop.String())
 	}
 }

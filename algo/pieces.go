@@ -17,6 +17,9 @@ import (
 // Spaces are what the pieces need to know of an environment.
 type Spaces struct {
 	Obs, Act env.Space
+	// Rows is the layout of a multi-agent env's rows (env.RowsOf); its
+	// Agents is 0 for any other env.
+	Rows env.RowLayout
 }
 
 // SpacesOf returns e's spaces.
@@ -24,7 +27,8 @@ func SpacesOf(e interface {
 	ObservationSpace() env.Space
 	ActionSpace() env.Space
 }) Spaces {
-	return Spaces{Obs: e.ObservationSpace(), Act: e.ActionSpace()}
+	rows, _ := env.RowsOf(e)
+	return Spaces{Obs: e.ObservationSpace(), Act: e.ActionSpace(), Rows: rows}
 }
 
 // PolicyNet is an algorithm's policy as a policy worker runs it: a

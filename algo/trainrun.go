@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"herd/env"
 	"herd/internal/atomicfile"
 	"herd/metrics"
 )
@@ -124,6 +125,11 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	if h.MultiAgent.Enabled() {
 		scalars = PolicyScalars(h, res.Spec, res.Others, extra)
 	}
+	if ex.Name == LocalExecutor {
+		// The local loop's envs log each team's return (Runtime.MakeEnvs;
+		// multipolicy's split), one column set for the run, not per policy.
+		scalars = append(slices.Clone(scalars), TeamScalars(h.Env)...)
+	}
 	rec, err := metrics.NewRecorder(metrics.Options{
 		Dir: dir, Algo: h.Algo, Env: h.Env, Seed: h.Seed,
 		TotalSteps: h.Steps, LogEvery: h.LogEvery, Scalars: scalars,
@@ -172,7 +178,24 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		failures = append(failures, withAlgo(h.Algo, trainErr))
 	}
 	if opt.EvalEpisodes > 0 && trainErr == nil {
-		rets, evalErr := Evaluate(ctx, model, h.Env, opt.EvalEpisodes, h.Seed)
+		var rets []float64
+		var evalErr error
+		if env.IsParallel(h.Env) {
+			// The same episodes as Evaluate (its return is ar.Team), and
+			// each team's return for a competitive env.
+			var ar AgentReturns
+			ar, evalErr = EvaluateAgents(ctx, model, h.Env, opt.EvalEpisodes, h.Seed)
+			rets = ar.Team
+			if ar.Competitive() {
+				cols := make([][]float64, len(ar.TeamNames))
+				for i := range cols {
+					cols[i] = ar.TeamColumn(i)
+				}
+				rec.SetEvalTeams(ar.TeamNames, cols)
+			}
+		} else {
+			rets, evalErr = Evaluate(ctx, model, h.Env, opt.EvalEpisodes, h.Seed)
+		}
 		rec.SetEval(rets)
 		if evalErr != nil {
 			failures = append(failures, fmt.Errorf("evaluation: %w", evalErr))

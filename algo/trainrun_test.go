@@ -510,3 +510,48 @@ func TestStepsRunRoundsToWholeRollouts(t *testing.T) {
 		t.Fatalf("StepsRun without rollouts = %d, %d; want 20000, 1", steps, unit)
 	}
 }
+
+// TestTrainRunTeams checks that the evaluation of a competitive env
+// (simple_tag: adversaries and a good agent) is reported per team in
+// summary.json, without the meaningless sum over teams, and that a
+// cooperative env keeps its team return.
+func TestTrainRunTeams(t *testing.T) {
+	for _, c := range []struct {
+		id          string
+		competitive bool
+	}{{"mpe/simple_tag_v3", true}, {"mpe/simple_spread_v3", false}} {
+		out := filepath.Join(t.TempDir(), "run")
+		a, e, steps := "script", c.id, int64(200)
+		res, err := Resolve(nil, []Spec{scriptSpec()}, Overrides{Algo: &a, Env: &e, Steps: &steps, Out: &out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := TrainRun(context.Background(), res, RunOptions{EvalEpisodes: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(filepath.Join(out, SummaryFile))
+		ar, err := EvaluateAgents(context.Background(), constPolicy{0}, c.id, 2, res.Header.Seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.competitive {
+			if sum.EvalTeams != nil || !strings.Contains(string(b), `"eval_return_mean"`) || sum.EvalReturnMean != (ar.Team[0]+ar.Team[1])/2 {
+				t.Fatalf("%s: cooperative summary %+v:\n%s", c.id, sum, b)
+			}
+			continue
+		}
+		if strings.Contains(string(b), `"eval_return_mean"`) || !strings.Contains(string(b), `"eval_teams"`) {
+			t.Fatalf("%s: want eval_teams and no summed eval_return_mean:\n%s", c.id, b)
+		}
+		for i, n := range ar.TeamNames {
+			col := ar.TeamColumn(i)
+			if got := sum.EvalTeams[n].ReturnMean; got != (col[0]+col[1])/2 {
+				t.Errorf("%s: team %s return %v, want %v", c.id, n, got, (col[0]+col[1])/2)
+			}
+		}
+		if len(sum.EvalTeams) != 2 {
+			t.Fatalf("%s: teams %v", c.id, sum.EvalTeams)
+		}
+	}
+}

@@ -119,11 +119,15 @@
 // ParallelVector steps N of them with Vector's same-step autoreset.
 // FlatVector turns one into a Vector of per-agent rows (row i·A + j is
 // agent j of env i, observations padded to the longest, optionally followed
-// by a one-hot agent id and the joint observation), so every single-agent
-// algorithm trains one policy shared by all agents (parameter sharing).
+// by a one-hot agent id, the action mask and the global state: RowLayout),
+// so every single-agent algorithm trains one policy shared by all agents
+// (parameter sharing). The global state is the env's own (GlobalState,
+// PettingZoo's state()), else the agents' observations concatenated; the
+// action mask comes from each agent's Info.ActionMask (PettingZoo's
+// info["action_mask"]), and the agents' infos reach the batch.
 // MakeVector does this for a multi-agent id: n counts ROWS and must be a
-// multiple of the number of agents; "agent_id=true" and "state=true" in the
-// id choose the extra columns. Make gives a TurnEnv, where agents take
+// multiple of the number of agents; "agent_id=true", "action_mask=true"
+// and "state=true" in the id choose the extra columns. Make gives a TurnEnv, where agents take
 // turns and the reward is the team's (used by evaluation and checkpoint
 // loading). Agents that leave before the others are "dead rows" until the
 // episode ends (zero observation and reward, counted by DeadRowSteps).
@@ -171,7 +175,8 @@
 // `internal/rng` streams `(seed, "env", 0)`; a never-seeded env behaves as seeded with 0 (Gymnasium
 // would use OS entropy; herd never does).
 //
-// Step returns Gymnasium's 5-tuple plus `error`, `Info` is a small struct (episode statistics),
+// Step returns Gymnasium's 5-tuple plus `error`, `Info` is a small struct (episode statistics, an
+// action mask),
 // and observation slices are owned by the env until its next call — all so that a step allocates
 // nothing. Stepping after `terminated` is `ErrNeedsReset` (Gymnasium only warns and returns
 // reward 0; an error is more useful to algorithm authors). Every env tracks its own termination;

@@ -41,6 +41,17 @@ type Parallel interface {
 	Close() error
 }
 
+// GlobalState is the part of PettingZoo's Parallel API that a centralized
+// critic reads (ParallelEnv.state() and state_space), implemented by the
+// Parallels that have it (MPE): GlobalState appends the global state of
+// the current step, GlobalStateSpace().Dim() values, to dst[:0] and
+// returns it; it is valid after Reset and after every Step, including the
+// one that ends the episode.
+type GlobalState interface {
+	GlobalState(dst []float32) []float32
+	GlobalStateSpace() Space
+}
+
 // ParallelSpec is a registered multi-agent env.
 type ParallelSpec struct {
 	// ID is the id without keywords, e.g. "mpe/simple_spread_v3".
@@ -85,9 +96,9 @@ func IsParallel(id string) bool {
 
 // parallelID splits "mpe/simple_spread_v3?N=4&local_ratio=0.25" into its
 // spec and keywords. Values are read as bools (true/false), then numbers,
-// else strings. The keywords agent_id and state (bools) are not the env's:
-// they ask Make and MakeVector to append a one-hot agent id and the joint
-// observation to each row (FlatOptions).
+// else strings. The keywords agent_id, action_mask and state (bools) are
+// not the env's: they ask Make and MakeVector to append a one-hot agent
+// id, the action mask and the global state to each row (FlatOptions).
 func parallelID(id string) (ParallelSpec, Kwargs, error) {
 	base, query, _ := strings.Cut(id, "?")
 	var spec ParallelSpec
@@ -158,8 +169,12 @@ func makeParallel(id string, opts []Option) (Parallel, FlatOptions, error) {
 	if fo.State, err = kw.Bool("state", false, map[string]bool{}); err != nil {
 		return nil, fo, err
 	}
+	if fo.ActionMask, err = kw.Bool("action_mask", false, map[string]bool{}); err != nil {
+		return nil, fo, err
+	}
 	delete(kw, "agent_id")
 	delete(kw, "state")
+	delete(kw, "action_mask")
 	p, err := spec.build(kw)
 	if err != nil {
 		return nil, fo, fmt.Errorf("env: make %s: %w", id, err)

@@ -10,16 +10,66 @@ type FlatOptions struct {
 	// AgentID appends a one-hot agent id (position in PossibleAgents) to
 	// every observation, so one shared network can tell agents apart.
 	AgentID bool
-	// State appends the joint observation (every agent's own observation,
-	// unpadded, in PossibleAgents order; zeros for agents not present) to
-	// every row, after the one-hot id: PettingZoo's state() of MPE, the
-	// input of a centralized critic (MAPPO). The actor of such a policy
-	// reads only the leading local part (ppo's actor_obs).
+	// State appends the global state to every row, last: the env's own
+	// (GlobalState, PettingZoo's state()) when it has one, else the joint
+	// observation (every agent's own observation, unpadded, in
+	// PossibleAgents order; zeros for agents not present), which is what
+	// MPE's state() is. It is the input of a centralized critic (MAPPO);
+	// the actor of such a policy reads only the leading local part (ppo's
+	// actor_obs).
 	State bool
+	// ActionMask appends, after the one-hot id, one value per action of
+	// the agents' Discrete action space: 1 for a legal action, 0 for an
+	// illegal one, from the ActionMask of the info that came with the
+	// observation (PettingZoo's info["action_mask"]; all 1 without one).
+	// An on-policy policy gives the masked actions probability 0.
+	ActionMask bool
 	// EpisodeStatistics reports each agent's episode return and length in
 	// Info.Episode on the row where its episode ends (Vector's
 	// RecordEpisodeStatistics).
 	EpisodeStatistics bool
+}
+
+// RowLayout is the layout of a multi-agent row (FlatVector, TurnEnv): Obs
+// values of the agent's own observation (padded with zeros to the
+// longest agent's), then, with AgentID, Agents values of one-hot agent
+// id, then Mask values of action mask (FlatOptions.ActionMask), then
+// State values of the global state (FlatOptions.State).
+type RowLayout struct {
+	// Agents is the number of agents per env; 0 means the rows are not a
+	// multi-agent env's (RowsOf reports false).
+	Agents  int
+	Obs     int
+	AgentID bool
+	Mask    int
+	State   int
+}
+
+// Local is how many leading values of a row the agent observes itself:
+// its padded observation and its one-hot id.
+func (l RowLayout) Local() int {
+	if l.AgentID {
+		return l.Obs + l.Agents
+	}
+	return l.Obs
+}
+
+// Width is the length of a row.
+func (l RowLayout) Width() int { return l.Local() + l.Mask + l.State }
+
+// rowLayouter is implemented by the vectors and envs whose rows are a
+// multi-agent env's.
+type rowLayouter interface{ RowLayout() RowLayout }
+
+// RowsOf returns the row layout of v when v is a multi-agent vector or
+// env (FlatVector, TurnEnv, a part of a SplitVector of either), so that an
+// algorithm can check which columns are the agent's own.
+func RowsOf(v any) (RowLayout, bool) {
+	if r, ok := v.(rowLayouter); ok {
+		l := r.RowLayout()
+		return l, l.Agents > 0
+	}
+	return RowLayout{}, false
 }
 
 // FlatVector turns a ParallelVector into a Vector of per-agent rows, for
@@ -43,6 +93,8 @@ type FlatVector struct {
 	rawDim   int
 	rawDims  []int // per agent
 	stateDim int
+	maskDim  int
+	envState bool // the envs have a global state (GlobalState)
 	obsDim   int
 	obsSpace Space
 	actSpace Space
@@ -60,6 +112,16 @@ func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
 	agents := pv.PossibleAgents()
 	f := &FlatVector{pv: pv, opt: opt, nAgents: len(agents)}
 	var lows, highs [][]float32
+	var gs Box // the env's global state space (GlobalState), if it has one
+	if e := pv.Env(0); e != nil {
+		if g, ok := e.(GlobalState); ok {
+			b, ok := g.GlobalStateSpace().(Box)
+			if !ok {
+				return nil, fmt.Errorf("%w: global state space %v is not a Box", ErrInvalidOption, g.GlobalStateSpace())
+			}
+			gs = b
+		}
+	}
 	for j, a := range agents {
 		os := pv.ObservationSpace(j)
 		box, ok := os.(Box)
@@ -81,7 +143,18 @@ func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
 	if opt.AgentID {
 		f.obsDim += f.nAgents
 	}
+	if opt.ActionMask {
+		d, ok := f.actSpace.(Discrete)
+		if !ok {
+			return nil, fmt.Errorf("%w: action_mask needs a Discrete action space, not %v", ErrInvalidOption, f.actSpace)
+		}
+		f.maskDim = d.N
+	}
 	idEnd := f.obsDim
+	f.obsDim += f.maskDim
+	if gs.Dim() > 0 {
+		f.stateDim, f.envState = gs.Dim(), true
+	}
 	if opt.State {
 		f.obsDim += f.stateDim
 	}
@@ -97,12 +170,16 @@ func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
 		}
 		low[k], high[k] = lo, hi
 	}
-	for k := f.rawDim; k < idEnd; k++ {
+	for k := f.rawDim; k < idEnd+f.maskDim; k++ {
 		high[k] = 1
 	}
-	k := idEnd
-	for j := range lows {
-		if opt.State {
+	k := idEnd + f.maskDim
+	switch {
+	case opt.State && f.envState:
+		copy(low[k:], gs.Low)
+		copy(high[k:], gs.High)
+	case opt.State:
+		for j := range lows {
 			for i := range lows[j] {
 				low[k], high[k] = min(lows[j][i], 0), max(highs[j][i], 0)
 				k++
@@ -131,12 +208,21 @@ func (f *FlatVector) NumEnvs() int { return len(f.dead) }
 
 // LocalDim is how many leading values of a row an agent observes itself
 // (its padded observation and the one-hot id): the actor's input when
-// FlatOptions.State appends the joint observation for the critic.
+// FlatOptions.State appends the global state for the critic.
 func (f *FlatVector) LocalDim() int {
 	if f.opt.AgentID {
 		return f.rawDim + f.nAgents
 	}
 	return f.rawDim
+}
+
+// RowLayout is the layout of every row.
+func (f *FlatVector) RowLayout() RowLayout {
+	l := RowLayout{Agents: f.nAgents, Obs: f.rawDim, AgentID: f.opt.AgentID, Mask: f.maskDim}
+	if f.opt.State {
+		l.State = f.stateDim
+	}
+	return l
 }
 
 // NumAgents is the number of agents (rows) per env.
@@ -156,8 +242,9 @@ func (f *FlatVector) DeadRowSteps() int64 { return f.deadRows }
 func (f *FlatVector) Parallel() *ParallelVector { return f.pv }
 
 // writeObs writes agent j's row: its observation o padded, its one-hot
-// id, and the joint observation of all (FlatOptions).
-func (f *FlatVector) writeObs(dst []float32, o []float32, j int, all map[string][]float32) {
+// id, and the global state (FlatOptions): the env's own state when it has
+// one (GlobalState), else the joint observation of all.
+func (f *FlatVector) writeObs(dst []float32, o []float32, j int, all map[string][]float32, state []float32, mask []bool) {
 	n := copy(dst[:f.rawDim], o)
 	clear(dst[n:])
 	k := f.rawDim
@@ -165,7 +252,17 @@ func (f *FlatVector) writeObs(dst []float32, o []float32, j int, all map[string]
 		dst[k+j] = 1
 		k += f.nAgents
 	}
-	if f.opt.State {
+	if f.maskDim > 0 {
+		for i := range f.maskDim {
+			if mask == nil || (i < len(mask) && mask[i]) {
+				dst[k+i] = 1
+			}
+		}
+		k += f.maskDim
+	}
+	if f.opt.State && f.envState {
+		copy(dst[k:k+f.stateDim], state)
+	} else if f.opt.State {
 		for i, a := range f.pv.possible {
 			copy(dst[k:k+f.rawDims[i]], all[a]) // absent: left zero
 			k += f.rawDims[i]
@@ -188,8 +285,8 @@ func (f *FlatVector) Reset(seed int64) (*Batch, error) {
 			r := i*f.nAgents + j
 			o, ok := steps[i].Obs[a]
 			f.dead[r] = !ok
-			f.writeObs(b.Obs[r*b.ObsDim:(r+1)*b.ObsDim], o, j, steps[i].Obs)
-			b.Rewards[r], b.Terminated[r], b.Truncated[r], b.Infos[r] = 0, false, false, Info{}
+			f.writeObs(b.Obs[r*b.ObsDim:(r+1)*b.ObsDim], o, j, steps[i].Obs, steps[i].State, steps[i].Infos[a].ActionMask)
+			b.Rewards[r], b.Terminated[r], b.Truncated[r], b.Infos[r] = 0, false, false, steps[i].Infos[a]
 			f.ret[r], f.length[r] = 0, 0
 		}
 	}
@@ -234,13 +331,14 @@ func (f *FlatVector) Step(actions []float32) (*Batch, error) {
 					clear(b.FinalObs[r*od : (r+1)*od])
 					o, ok := s.Obs[a]
 					f.dead[r] = !ok
-					f.writeObs(row, o, j, s.Obs)
+					f.writeObs(row, o, j, s.Obs, s.State, s.ObsInfos[a].ActionMask)
 					f.ret[r], f.length[r] = 0, 0
 				} else {
 					clear(row)
 				}
 				continue
 			}
+			b.Infos[r] = s.Infos[a] // the agent's own info (episode statistics below)
 			rew := s.Rewards[a]
 			term, trunc := s.Terminations[a], s.Truncations[a]
 			b.Rewards[r], b.Terminated[r], b.Truncated[r] = float32(rew), term, trunc
@@ -248,14 +346,15 @@ func (f *FlatVector) Step(actions []float32) (*Batch, error) {
 			f.length[r]++
 			if term || trunc {
 				if f.opt.EpisodeStatistics {
-					b.Infos[r] = Info{HasEpisode: true, Episode: EpisodeStats{Return: f.ret[r], Length: f.length[r]}}
+					b.Infos[r].HasEpisode = true
+					b.Infos[r].Episode = EpisodeStats{Return: f.ret[r], Length: f.length[r]}
 				}
 				f.ret[r], f.length[r] = 0, 0
-				final := s.FinalObs
+				final, finalState := s.FinalObs, s.FinalState
 				if !s.Done {
-					final = s.Obs
+					final, finalState = s.Obs, s.State
 				}
-				f.writeObs(b.FinalObs[r*od:(r+1)*od], final[a], j, final)
+				f.writeObs(b.FinalObs[r*od:(r+1)*od], final[a], j, final, finalState, s.Infos[a].ActionMask)
 				if !s.Done {
 					f.dead[r] = true
 					clear(row)
@@ -264,7 +363,7 @@ func (f *FlatVector) Step(actions []float32) (*Batch, error) {
 			}
 			o, ok := s.Obs[a]
 			f.dead[r] = !ok // an agent absent from the next episode
-			f.writeObs(row, o, j, s.Obs)
+			f.writeObs(row, o, j, s.Obs, s.State, s.ObsInfos[a].ActionMask)
 		}
 	}
 	return b, nil

@@ -444,3 +444,93 @@ func TestTurnEnvAgentsLeave(t *testing.T) {
 		t.Fatalf("invalid action: %v", err)
 	}
 }
+
+// statedCountdown is countdown with a global state of its own, [t, 100 +
+// t], which no observation holds.
+type statedCountdown struct{ *countdown }
+
+func (c statedCountdown) GlobalState(dst []float32) []float32 {
+	return append(dst[:0], float32(c.t), 100+float32(c.t))
+}
+func (c statedCountdown) GlobalStateSpace() Space { return UniformBox(0, 200, 2) }
+
+// TestFlatRowsUseGlobalState: with state=true the rows end in the env's
+// global state (GlobalState) when it has one, the final rows in the
+// state of the episode's last step, the TurnEnv's likewise; and MPE's
+// global state is PettingZoo's state(), the agents' observations
+// concatenated.
+func TestFlatRowsUseGlobalState(t *testing.T) {
+	pv, err := NewParallelVector(1, func(int) (Parallel, error) { return statedCountdown{newCountdown(2)}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := NewFlatVector(pv, FlatOptions{State: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := f.RowLayout(); l.State != 2 || l.Width() != 5 || f.ObservationSpace().Dim() != 5 {
+		t.Fatalf("layout %+v, rows of %d", l, f.ObservationSpace().Dim())
+	}
+	b, err := f.Reset(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range 2 {
+		if got := b.ObsRow(r)[3:]; !slices.Equal(got, []float32{0, 100}) {
+			t.Fatalf("reset row %d state %v", r, got)
+		}
+	}
+	if b, err = f.Step([]float32{0, 0}); err != nil { // a0 leaves
+		t.Fatal(err)
+	}
+	if got := b.FinalObs[3:5]; !slices.Equal(got, []float32{1, 101}) {
+		t.Fatalf("a0's final row state %v", got)
+	}
+	if got := b.ObsRow(1)[3:]; !slices.Equal(got, []float32{1, 101}) {
+		t.Fatalf("a1's row state %v", got)
+	}
+	if b, err = f.Step([]float32{0, 0}); err != nil { // a1 leaves: episode over, reset
+		t.Fatal(err)
+	}
+	if got := b.FinalObs[5+3 : 5+5]; !slices.Equal(got, []float32{2, 102}) {
+		t.Fatalf("a1's final row state %v, want the last step's", got)
+	}
+	if got := b.ObsRow(1)[3:]; !slices.Equal(got, []float32{0, 100}) {
+		t.Fatalf("a1's row after the reset: state %v", got)
+	}
+	tv, err := NewTurnEnv(statedCountdown{newCountdown(2)}, FlatOptions{State: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, _, err := tv.Reset(1)
+	if err != nil || !slices.Equal(obs[3:], []float32{0, 100}) {
+		t.Fatalf("turn env reset %v %v", obs, err)
+	}
+
+	p, err := MakeParallel("mpe/simple_tag_v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	g := p.(GlobalState)
+	obsMap, _, err := p.Reset(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step := range 3 {
+		var joint []float32
+		for _, a := range p.PossibleAgents() {
+			joint = append(joint, obsMap[a]...)
+		}
+		if st := g.GlobalState(nil); !slices.Equal(st, joint) || g.GlobalStateSpace().Dim() != len(joint) {
+			t.Fatalf("step %d: MPE state %v, want the observations concatenated %v", step, st, joint)
+		}
+		acts := map[string][]float32{}
+		for k, a := range p.Agents() {
+			acts[a] = []float32{float32(k % 5)}
+		}
+		if obsMap, _, _, _, _, err = p.Step(acts); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -29,6 +29,8 @@ type TurnEnv struct {
 	order    []string // agents acting in this cycle
 	cur      int
 	obs      []float32
+	state    []float32       // the global state for last (GlobalState)
+	infos    map[string]Info // the infos that came with last
 	running  bool
 	closed   bool
 }
@@ -56,6 +58,9 @@ func (t *TurnEnv) ObservationSpace() Space { return t.flat.obsSpace }
 // ActionSpace is the agents' common action space.
 func (t *TurnEnv) ActionSpace() Space { return t.flat.actSpace }
 
+// RowLayout is the layout of an observation (FlatVector.RowLayout).
+func (t *TurnEnv) RowLayout() RowLayout { return t.flat.RowLayout() }
+
 // Parallel returns the wrapped env.
 func (t *TurnEnv) Parallel() Parallel { return t.p }
 
@@ -68,7 +73,7 @@ func (t *TurnEnv) Agent() string {
 }
 
 func (t *TurnEnv) obsOf(agent string) []float32 {
-	t.flat.writeObs(t.obs, t.last[agent], slices.Index(t.possible, agent), t.last)
+	t.flat.writeObs(t.obs, t.last[agent], slices.Index(t.possible, agent), t.last, t.state, t.infos[agent].ActionMask)
 	return t.obs
 }
 
@@ -77,11 +82,12 @@ func (t *TurnEnv) Reset(seed int64) ([]float32, Info, error) {
 	if t.closed {
 		return nil, Info{}, fmt.Errorf("%w: turn env Reset", ErrClosed)
 	}
-	obs, _, err := t.p.Reset(seed)
+	obs, infos, err := t.p.Reset(seed)
 	if err != nil {
 		return nil, Info{}, err
 	}
-	t.last = obs
+	t.last, t.infos = obs, infos
+	t.state = stateOf(t.p, t.state)
 	t.rewards = nil
 	t.order = append(t.order[:0], t.p.Agents()...)
 	t.cur = 0
@@ -112,7 +118,7 @@ func (t *TurnEnv) Step(action []float32) ([]float32, float64, bool, bool, Info, 
 	if t.cur < len(t.order) {
 		return t.obsOf(t.order[t.cur]), 0, false, false, Info{}, nil
 	}
-	obs, rew, term, _, _, err := t.p.Step(t.pending)
+	obs, rew, term, _, infos, err := t.p.Step(t.pending)
 	clear(t.pending)
 	if err != nil {
 		t.running = false
@@ -123,7 +129,8 @@ func (t *TurnEnv) Step(action []float32) ([]float32, float64, bool, bool, Info, 
 	for _, a := range t.order {
 		sum += rew[a]
 	}
-	t.last = obs
+	t.last, t.infos = obs, infos
+	t.state = stateOf(t.p, t.state)
 	first := t.order[0]
 	t.order = append(t.order[:0], t.p.Agents()...)
 	t.cur = 0

@@ -49,6 +49,14 @@ type ParallelStep struct {
 	// acted in it.
 	Done     bool
 	FinalObs map[string][]float32
+	// ObsInfos are the infos that came with Obs: the reset's after a
+	// reset or autoreset, else Infos (action masks for the next step).
+	ObsInfos map[string]Info
+	// State is the env's global state for Obs, and FinalState for
+	// FinalObs (set when Done), when the env has one (GlobalState); nil
+	// otherwise.
+	State, FinalState []float32
+	resetInfos        map[string]Info
 }
 
 // ParallelFactory builds the env for vector slot i.
@@ -163,9 +171,19 @@ func (v *ParallelVector) Reset(seed int64) ([]ParallelStep, error) {
 		copyObs(s.Obs, obs)
 		clear(s.Infos)
 		maps.Copy(s.Infos, infos)
+		s.ObsInfos = s.Infos
 		s.Agents = e.Agents()
+		s.State, s.FinalState = stateOf(e, s.State), s.FinalState[:0]
 	}
 	return v.steps, nil
+}
+
+// stateOf is e's global state (GlobalState) in buf's memory, or nil.
+func stateOf(e Parallel, buf []float32) []float32 {
+	if g, ok := e.(GlobalState); ok {
+		return g.GlobalState(buf)
+	}
+	return nil
 }
 
 // copyObs copies src into dst's own buffers (reused across calls), and
@@ -232,18 +250,28 @@ func (v *ParallelVector) Step(actions []map[string][]float32) ([]ParallelStep, e
 		clear(s.Infos)
 		maps.Copy(s.Infos, infos)
 		s.Done = len(e.Agents()) == 0
+		s.ObsInfos = s.Infos
 		if !s.Done {
 			copyObs(s.Obs, obs)
 			s.Agents = e.Agents()
+			s.State = stateOf(e, s.State)
 			continue
 		}
 		copyObs(s.FinalObs, obs)
-		obs, _, err = e.Reset(NoSeed)
+		s.FinalState = stateOf(e, s.FinalState)
+		obs, resetInfos, err := e.Reset(NoSeed)
 		if err != nil {
 			return nil, fmt.Errorf("env: parallel vector slot %d: autoreset: %w", i, err)
 		}
+		if s.resetInfos == nil {
+			s.resetInfos = map[string]Info{}
+		}
+		clear(s.resetInfos)
+		maps.Copy(s.resetInfos, resetInfos)
+		s.ObsInfos = s.resetInfos
 		copyObs(s.Obs, obs)
 		s.Agents = e.Agents()
+		s.State = stateOf(e, s.State)
 	}
 	return v.steps, nil
 }

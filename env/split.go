@@ -99,6 +99,12 @@ func (p *splitPart) NumEnvs() int            { return len(p.rows) }
 func (p *splitPart) ObservationSpace() Space { return p.s.v.ObservationSpace() }
 func (p *splitPart) ActionSpace() Space      { return p.s.v.ActionSpace() }
 
+// RowLayout is the split vector's (RowsOf), when it has one.
+func (p *splitPart) RowLayout() RowLayout {
+	l, _ := RowsOf(p.s.v)
+	return l
+}
+
 func (p *splitPart) Reset(seed int64) (*Batch, error) { return p.s.call(p, opReset, seed, nil) }
 
 func (p *splitPart) Step(actions []float32) (*Batch, error) {

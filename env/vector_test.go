@@ -2,6 +2,7 @@ package env_test
 
 import (
 	"errors"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -58,7 +59,7 @@ func TestVectorMatchesSingleEnvs(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if b.Rewards[i] != float32(rew) || b.Terminated[i] != term || b.Truncated[i] != trunc || b.Infos[i] != info {
+					if b.Rewards[i] != float32(rew) || b.Terminated[i] != term || b.Truncated[i] != trunc || !reflect.DeepEqual(b.Infos[i], info) {
 						t.Fatalf("%v %s step %d env %d: batch (%v %v %v %+v), single (%v %v %v %+v)", mode, id, step, i,
 							b.Rewards[i], b.Terminated[i], b.Truncated[i], b.Infos[i], rew, term, trunc, info)
 					}

@@ -120,6 +120,11 @@ type Summary struct {
 	EvalEpisodes   int     `json:"eval_episodes"`
 	EvalReturnMean float64 `json:"eval_return_mean"`
 	EvalReturnStd  float64 `json:"eval_return_std"`
+	// EvalTeams holds, for a competitive multi-agent env (more than one
+	// team, SetEvalTeams), each team's evaluation return by team name;
+	// the two return fields above, the sum over teams, are then left out
+	// of the JSON (NaN here).
+	EvalTeams map[string]TeamReturn `json:"eval_teams,omitempty"`
 	// Dist holds the last values of the scalars named dist/… (the
 	// distributed executor's counters of drops, repeats and lag), by
 	// name; left out when the run has none.
@@ -128,6 +133,17 @@ type Summary struct {
 	// of a run with several policies (each policy's return, length,
 	// episode count and losses), by name; left out when the run has one.
 	Policies map[string]float64 `json:"policies,omitempty"`
+	// Teams holds the last values of the scalars named team/… of a
+	// competitive multi-agent env (each team's return_mean and episodes),
+	// by name; left out for other envs.
+	Teams map[string]float64 `json:"teams,omitempty"`
+}
+
+// TeamReturn is one team's evaluation return: the sum over its agents,
+// mean and standard deviation over the episodes.
+type TeamReturn struct {
+	ReturnMean float64 `json:"return_mean"`
+	ReturnStd  float64 `json:"return_std"`
 }
 
 // Point is one metrics row as kept for the learning curve.
@@ -176,6 +192,7 @@ type Recorder struct {
 	closed    bool
 	finalized Summary
 	evalRets  []float64
+	evalTeams map[string][]float64
 	set       []bool // scalar i has been given a value
 	status    string // SetStatus; "" = from Close's argument
 	reason    string
@@ -469,6 +486,20 @@ func (r *Recorder) SetEval(returns []float64) {
 	r.evalRets = append(r.evalRets[:0], returns...)
 }
 
+// SetEvalTeams records, for a competitive multi-agent env, each team's
+// evaluation returns (returns[i] for team names[i], one per episode):
+// summary.json then reports them (eval_teams) instead of their sum. With
+// fewer than two teams it does nothing.
+func (r *Recorder) SetEvalTeams(names []string, returns [][]float64) {
+	if len(names) < 2 {
+		return
+	}
+	r.evalTeams = map[string][]float64{}
+	for i, n := range names {
+		r.evalTeams[n] = append([]float64(nil), returns[i]...)
+	}
+}
+
 // Close writes the last row, flushes metrics.csv, writes summary.json and
 // curve.png (when Dir is set), and returns the summary. interrupted marks a
 // run stopped early (Ctrl-C). It returns the first error met while
@@ -505,6 +536,12 @@ func (r *Recorder) Close(interrupted bool) (Summary, error) {
 			}
 			s.Dist[name] = r.scalars[i]
 		}
+		if strings.HasPrefix(name, "team/") && r.set[i] && !math.IsNaN(r.scalars[i]) {
+			if s.Teams == nil {
+				s.Teams = map[string]float64{}
+			}
+			s.Teams[name] = r.scalars[i]
+		}
 		if strings.HasPrefix(name, "policy/") && r.set[i] && !math.IsNaN(r.scalars[i]) {
 			if s.Policies == nil {
 				s.Policies = map[string]float64{}
@@ -515,6 +552,14 @@ func (r *Recorder) Close(interrupted bool) (Summary, error) {
 	if len(r.evalRets) > 0 {
 		s.EvalEpisodes = len(r.evalRets)
 		s.EvalReturnMean, s.EvalReturnStd = meanStd(r.evalRets)
+		if len(r.evalTeams) > 1 {
+			s.EvalReturnMean, s.EvalReturnStd = math.NaN(), math.NaN()
+			s.EvalTeams = map[string]TeamReturn{}
+			for n, rets := range r.evalTeams {
+				m, sd := meanStd(rets)
+				s.EvalTeams[n] = TeamReturn{ReturnMean: m, ReturnStd: sd}
+			}
+		}
 	}
 	r.finalized = s
 	errs := []error{r.err}

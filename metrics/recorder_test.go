@@ -241,3 +241,27 @@ func TestSaveLines(t *testing.T) {
 		t.Fatal("mismatched series accepted")
 	}
 }
+
+// TestSummaryEvalTeams checks a competitive env's evaluation: each team's
+// return in eval_teams, and no sum over the teams.
+func TestSummaryEvalTeams(t *testing.T) {
+	dir := t.TempDir()
+	r, err := NewRecorder(Options{Dir: dir, Algo: "ppo", TotalSteps: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Step(5)
+	r.SetEval([]float64{-2, 0})
+	r.SetEvalTeams([]string{"adversary", "agent"}, [][]float64{{10, 20}, {-12, -20}})
+	s, err := r.Close(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.EvalTeams["adversary"] != (TeamReturn{15, 5}) || s.EvalTeams["agent"] != (TeamReturn{-16, 4}) {
+		t.Fatalf("teams %+v", s.EvalTeams)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if strings.Contains(string(b), "eval_return_mean") || !strings.Contains(string(b), `"adversary": {`) || !strings.Contains(string(b), `"eval_episodes": 2`) {
+		t.Fatalf("summary.json:\n%s", b)
+	}
+}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 
 	"herd/algo"
 	"herd/env"
@@ -74,7 +76,15 @@ func Train(ctx context.Context, w io.Writer, res *algo.Resolved, o TrainOptions)
 		return err
 	}
 	fmt.Fprintln(w, DoneLine(sum))
-	if sum.EvalEpisodes > 0 {
+	switch {
+	case sum.EvalEpisodes > 0 && len(sum.EvalTeams) > 0:
+		fmt.Fprintf(w, "greedy evaluation: %d episodes", sum.EvalEpisodes)
+		for _, n := range slices.Sorted(maps.Keys(sum.EvalTeams)) {
+			t := sum.EvalTeams[n]
+			fmt.Fprintf(w, ", %s return %.2f ± %.2f", n, t.ReturnMean, t.ReturnStd)
+		}
+		fmt.Fprintln(w)
+	case sum.EvalEpisodes > 0:
 		fmt.Fprintf(w, "greedy evaluation: %d episodes, return %.2f ± %.2f\n", sum.EvalEpisodes, sum.EvalReturnMean, sum.EvalReturnStd)
 	}
 	fmt.Fprintln(w, WroteLine(res.Header.Out))
@@ -130,18 +140,25 @@ func Eval(ctx context.Context, w, notes io.Writer, o EvalOptions) error {
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
+	if env.IsParallel(res.Header.Env) {
+		// The same episodes as Evaluate (its return is the team sum),
+		// which a competitive env does not report (each team's instead).
+		ar, err := algo.EvaluateAgents(ctx, p, res.Header.Env, o.Episodes, o.Seed)
+		if err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
+		if !ar.Competitive() {
+			mean, std := algo.MeanStd(ar.Team)
+			fmt.Fprintf(w, "%s %s: %d episodes, return %.2f ± %.2f\n", res.Header.Algo, res.Header.Env, len(ar.Team), mean, std)
+		}
+		fmt.Fprintf(w, "%s %s: %d episodes, %s\n", res.Header.Algo, res.Header.Env, len(ar.Team), ar)
+		return nil
+	}
 	rets, err := algo.Evaluate(ctx, p, res.Header.Env, o.Episodes, o.Seed)
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
 	mean, std := algo.MeanStd(rets)
 	fmt.Fprintf(w, "%s %s: %d episodes, return %.2f ± %.2f\n", res.Header.Algo, res.Header.Env, len(rets), mean, std)
-	if env.IsParallel(res.Header.Env) {
-		ar, err := algo.EvaluateAgents(ctx, p, res.Header.Env, o.Episodes, o.Seed)
-		if err != nil {
-			return fmt.Errorf("eval: %w", err)
-		}
-		fmt.Fprintf(w, "%s %s: %d episodes, %s\n", res.Header.Algo, res.Header.Env, len(ar.Team), ar)
-	}
 	return nil
 }

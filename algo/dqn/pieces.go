@@ -52,6 +52,9 @@ func newPieces(h algo.Header, cfg *Config, sp algo.Spaces) (*pieces, error) {
 	if !ok || sp.Obs == nil || sp.Obs.Dim() < 1 {
 		return nil, fmt.Errorf("%w: dqn: action space %v; DQN needs a Discrete one", algo.ErrConfig, sp.Act)
 	}
+	if sp.Rows.Mask > 0 {
+		return nil, fmt.Errorf("%w: dqn: the rows carry action masks (action_mask=true), which DQN does not honour; PPO, A2C and IMPALA do", algo.ErrConfig)
+	}
 	return &pieces{h: h, cfg: cfg, obsDim: sp.Obs.Dim(), actions: d,
 		explorationSteps: int(cfg.ExplorationFraction * float64(h.Steps))}, nil
 }

@@ -94,6 +94,25 @@
 // delayed form is the default. Without a lag (the local executor) both
 // are plain PPO.
 //
+// # MAPPO
+//
+// MAPPO (Yu et al. 2022) is PPO on a multi-agent env's rows with a
+// centralized critic: rows that end in the global state (an id with
+// state=true) and actor_obs set to the agent's own part of a row (checked
+// against the env's row layout, onpolicy.CheckActorObs), plus the
+// paper's settings: value_norm (the authors' ValueNorm, running mean and
+// std of the targets, onpolicy.ValueNorm), huber_delta (Huber value loss;
+// the paper's 10) and input_norm (a LayerNorm of each network's input).
+// With value_norm the value clip and loss are taken in the critic's
+// normalized space as the authors' cal_value_loss takes them
+// (TestMAPPOValueLoss); the old values are taken there with the
+// learner's statistics at the start of the update, those the segment was
+// gathered with under the local executor (under a lagged one, those of
+// one update later). value_norm is refused with
+// data-parallel learners (each would keep its own statistics); under a
+// lagged executor the statistics are the newest, not moved back with the
+// weights. TestIPPOAndMAPPOLearnSpread is a short learning check.
+//
 // # Costs and concurrency
 //
 // Each step costs one actor and one critic forward at batch num_envs; each

@@ -42,6 +42,17 @@ type Config struct {
 	ClipVLoss bool    `yaml:"clip_vloss"` // clip the value loss too; default true
 	EntCoef   float32 `yaml:"ent_coef"`   // entropy bonus coefficient; default 0.01
 	VFCoef    float32 `yaml:"vf_coef"`    // value loss coefficient; default 0.5
+	// HuberDelta > 0 replaces the value loss ½e² by the Huber loss of
+	// the error e with this δ (MAPPO: 10); 0 (default) keeps ½e².
+	HuberDelta float32 `yaml:"huber_delta,omitempty"`
+	// ValueNorm normalizes the value targets with MAPPO's running mean
+	// and std (onpolicy.ValueNorm): the critic learns (R − μ)/σ, values
+	// leave it denormalized; the value clip and loss are taken in the
+	// normalized space, as MAPPO takes them. Default false.
+	ValueNorm bool `yaml:"value_norm,omitempty"`
+	// InputNorm puts a LayerNorm of the input before the actor's and the
+	// critic's first layer (MAPPO's feature normalization). Default false.
+	InputNorm bool `yaml:"input_norm,omitempty"`
 
 	// Networks.
 	Hidden     []int   `yaml:"hidden"`       // hidden widths of actor and critic; default [64, 64]
@@ -110,6 +121,9 @@ func (c *Config) Validate(h algo.Header) error {
 	if c.ActorObs < 0 {
 		bad("actor_obs must be >= 0, got %d", c.ActorObs)
 	}
+	if !(c.HuberDelta >= 0) || math.IsInf(float64(c.HuberDelta), 0) {
+		bad("huber_delta must be a finite number >= 0 (0: squared error), got %v", c.HuberDelta)
+	}
 	return errors.Join(errs...)
 }
 
@@ -122,7 +136,7 @@ func (c *Config) RolloutShape() (numEnvs, numSteps int, gamma float32) {
 func (c *Config) agentConfig() onpolicy.AgentConfig {
 	act, _ := nn.ParseActivation(c.Activation)
 	return onpolicy.AgentConfig{Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
-		ActorObs: c.ActorObs, Parallel: c.Parallel}
+		ActorObs: c.ActorObs, ValueNorm: c.ValueNorm, InputNorm: c.InputNorm, Parallel: c.Parallel}
 }
 
 // Scalars are the metrics PPO reports (CleanRL's names).
@@ -224,6 +238,7 @@ func newLearner(h algo.Header, cfg *Config, sp algo.Spaces) (*learner, error) {
 	l := &learner{Learner: base, cfg: cfg, rMB: rng.New(h.Seed, "ppo/minibatch", 0), iterations: numIterations}
 	l.mb = newMinibatch(base.Agent.ObsDim, base.Agent.ActDim)
 	l.loss = newLosses(cfg, l.mb)
+	l.loss.vn = base.Agent.VNorm
 	return l, nil
 }
 
@@ -261,6 +276,12 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 	// Optimizing the policy and value network: K epochs of minibatches.
 	loss := l.loss
 	loss.reset()
+	if loss.vn != nil {
+		// The segment's values were denormalized with these statistics
+		// (the acting weights'); the value clip takes them back to the
+		// critic's outputs.
+		loss.mean0, loss.std0 = loss.vn.MeanStd()
+	}
 	for epoch := 0; epoch < cfg.UpdateEpochs; epoch++ {
 		l.rMB.Shuffle(len(bInds), swap)
 		if l.red != nil && cfg.NormAdv {
@@ -272,6 +293,9 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 			l.mb.gather(seg, l.Adv, l.Returns, bInds[start:start+mbSize])
 			if l.red != nil && cfg.NormAdv {
 				l.mb.unionMean, l.mb.unionStd, l.mb.union = l.norm[k][0], l.norm[k][1], true
+			}
+			if loss.vn != nil {
+				loss.vn.Update(l.mb.returns) // before the loss, as MAPPO's cal_value_loss
 			}
 			l.GoBehind()
 			update(agent, loss, l.mb)
@@ -334,6 +358,9 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 func (l *learner) SetReducer(r algo.Reducer) error {
 	if r == nil || r.Learners() < 1 {
 		return fmt.Errorf("%w: ppo: no reducer", algo.ErrConfig)
+	}
+	if l.cfg.ValueNorm {
+		return fmt.Errorf("%w: ppo: value_norm with data-parallel learners: each would keep statistics of its own rows", algo.ErrConfig)
 	}
 	l.red = r
 	l.Iterations = max(1, l.iterations/r.Learners())
@@ -445,6 +472,10 @@ type losses struct {
 	approxKL      float64
 	clipFracSum   float64
 	minibatches   int
+	// vn is the agent's value normalization (nil without value_norm);
+	// mean0 and std0 its statistics when the segment was gathered.
+	vn          *onpolicy.ValueNorm
+	mean0, std0 float32
 }
 
 func newLosses(cfg *Config, mb *minibatch) *losses {
@@ -507,6 +538,10 @@ func (l *losses) policyLoss(dLogProb, dEntropy, newLogProb, entropy []float32) {
 // term is the max and V−V_old is inside the clip range (else 0).
 func (l *losses) valueLoss(dValue, newValue []float32) {
 	mb, cfg := l.mb, l.cfg
+	if cfg.HuberDelta > 0 || l.vn != nil {
+		l.valueLossMAPPO(dValue, newValue)
+		return
+	}
 	B := len(newValue)
 	invB := 1 / float32(B)
 	eps := cfg.ClipCoef
@@ -535,6 +570,59 @@ func (l *losses) valueLoss(dValue, newValue []float32) {
 		}
 	}
 	l.vLoss = 0.5 * vLoss / float64(B)
+}
+
+// valueLossMAPPO is MAPPO's value loss (the authors' cal_value_loss):
+// with value_norm the target and the old value are taken to the critic's
+// normalized space, R̃ = (R − μ)/σ with the statistics just updated and
+// ṽ_old = (V_old − μ₀)/σ₀ with those the segment was gathered with; the
+// error e = v − R̃ (and, with clip_vloss, e_clip = ṽ_old + clip(v − ṽ_old,
+// −ε, ε) − R̃, the loss the max of the two) goes through ℓ(e) = ½e², or
+// with huber_delta δ > 0 the Huber loss ℓ(e) = ½e² for |e| ≤ δ, else
+// δ·(|e| − ½δ). L_v = mean ℓ, and dL/dv = c_vf·ℓ'(e)/B on the chosen term
+// (0 when the clipped term is chosen and v − ṽ_old is outside the clip).
+func (l *losses) valueLossMAPPO(dValue, newValue []float32) {
+	mb, cfg := l.mb, l.cfg
+	B := len(newValue)
+	invB := 1 / float32(B)
+	eps, delta := cfg.ClipCoef, cfg.HuberDelta
+	loss := func(e float32) (float32, float32) {
+		if a := float32(math.Abs(float64(e))); delta > 0 && a > delta {
+			return delta * (a - delta/2), float32(math.Copysign(float64(delta), float64(e)))
+		}
+		return e * e / 2, e
+	}
+	var mean, std float32 = 0, 1
+	if l.vn != nil {
+		mean, std = l.vn.MeanStd()
+	}
+	var vLoss float64
+	for r := range B {
+		v, ret, old := newValue[r], (mb.returns[r]-mean)/std, mb.values[r]
+		if l.vn != nil {
+			old = (old - l.mean0) / l.std0
+		}
+		lu, gu := loss(v - ret)
+		if !cfg.ClipVLoss {
+			vLoss += float64(lu)
+			dValue[r] = cfg.VFCoef * gu * invB
+			continue
+		}
+		dv := v - old
+		lc, gc := loss(old + min(max(dv, -eps), eps) - ret)
+		switch {
+		case lu >= lc:
+			vLoss += float64(lu)
+			dValue[r] = cfg.VFCoef * gu * invB
+		case dv > -eps && dv < eps:
+			vLoss += float64(lc)
+			dValue[r] = cfg.VFCoef * gc * invB
+		default:
+			vLoss += float64(lc)
+			dValue[r] = 0
+		}
+	}
+	l.vLoss = vLoss / float64(B)
 }
 
 // minibatch holds one minibatch gathered from the flattened segment

@@ -99,6 +99,43 @@ func (e *Env) MaxCycles() int { return e.maxCycles }
 // is the env's; do not modify it.
 func (e *Env) PossibleAgents() []string { return e.possible }
 
+// GlobalState is PettingZoo's state() of MPE (SimpleEnv.state): every
+// possible agent's observation of the current world, float32,
+// concatenated in PossibleAgents order (State is the world's own
+// variables). It is appended to dst[:0].
+func (e *Env) GlobalState(dst []float32) []float32 {
+	dst = dst[:0]
+	for i := range e.possible {
+		dst = append(dst, e.obsBuf[i]...)
+	}
+	return dst
+}
+
+// GlobalStateSpace is PettingZoo's state_space: an unbounded Box of the
+// summed observation sizes.
+func (e *Env) GlobalStateSpace() core.Space {
+	n := 0
+	for _, o := range e.obsBuf {
+		n += len(o)
+	}
+	return core.UniformBox(float32(math.Inf(-1)), float32(math.Inf(1)), n)
+}
+
+// Teams names each possible agent's team, in PossibleAgents order:
+// "adversary" for simple_tag's adversaries (rewarded for the collisions
+// the good agents are penalized for), "agent" for every other agent, so
+// the cooperative scenarios have one team.
+func (e *Env) Teams() []string {
+	out := make([]string, len(e.w.agents))
+	for i := range e.w.agents {
+		out[i] = "agent"
+		if e.w.agents[i].adversary {
+			out[i] = "adversary"
+		}
+	}
+	return out
+}
+
 // Agents lists the agents still in the episode (all of them until the
 // episode ends, none after). The slice is the env's; do not modify it.
 func (e *Env) Agents() []string { return e.live }

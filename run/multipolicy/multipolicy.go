@@ -123,6 +123,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	if err != nil {
 		return nil, fmt.Errorf("multipolicy: %w", err)
 	}
+	v = algo.TeamLog(v, rt.Log) // under the split's lock, as onRound
 	x := &exec{log: rt.Log, rt: rt, ids: ma.Policies, agents: agents, of: of, totalRows: int64(totalRows),
 		models: make([]algo.Model, nPol), logs: make([]*policyLog, nPol)}
 	parts, err := env.SplitVector(v, rows, x.onRound)

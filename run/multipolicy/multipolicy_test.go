@@ -248,12 +248,16 @@ func TestDeterministic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rets, err := algo.Evaluate(context.Background(), p, res.Header.Env, 2, res.Header.Seed)
-		if err != nil || len(rets) != 2 {
-			t.Fatalf("evaluate the loaded policies: %v %v", rets, err)
+		// simple_tag is competitive: summary.json has each team's return.
+		ar, err := algo.EvaluateAgents(context.Background(), p, res.Header.Env, 2, res.Header.Seed)
+		if err != nil || len(ar.Team) != 2 {
+			t.Fatalf("evaluate the loaded policies: %v %v", ar, err)
 		}
-		if rets[0] != sum.EvalReturnMean && rets[1] != sum.EvalReturnMean && (rets[0]+rets[1])/2 != sum.EvalReturnMean {
-			t.Errorf("loaded policies return %v, the trained ones %v", rets, sum.EvalReturnMean)
+		for i, n := range ar.TeamNames {
+			m, _ := algo.MeanStd(ar.TeamColumn(i))
+			if got := sum.EvalTeams[n].ReturnMean; got != m {
+				t.Errorf("loaded policies: team %s returns %v, the trained ones %v", n, m, got)
+			}
 		}
 	}
 	if !bytes.Equal(csvs[0], csvs[1]) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"testing"
 	"time"
 
@@ -115,7 +116,7 @@ func compareBatch(t *testing.T, id string, step int, a, b *env.Batch, stepped bo
 		return
 	}
 	for i := range a.Rewards {
-		if a.Rewards[i] != b.Rewards[i] || a.Terminated[i] != b.Terminated[i] || a.Truncated[i] != b.Truncated[i] || a.Infos[i] != b.Infos[i] {
+		if a.Rewards[i] != b.Rewards[i] || a.Terminated[i] != b.Terminated[i] || a.Truncated[i] != b.Truncated[i] || !reflect.DeepEqual(a.Infos[i], b.Infos[i]) {
 			t.Fatalf("%s step %d env %d: local (%v %v %v %+v) remote (%v %v %v %+v)", id, step, i,
 				a.Rewards[i], a.Terminated[i], a.Truncated[i], a.Infos[i], b.Rewards[i], b.Terminated[i], b.Truncated[i], b.Infos[i])
 		}

@@ -3,6 +3,7 @@ package onpolicy
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"herd/algo"
@@ -41,5 +42,44 @@ func TestActorObs(t *testing.T) {
 	cfg.ActorObs = 8
 	if _, err := NewAgent(env.UniformBox(-5, 5, 7), env.Discrete{N: 4}, cfg, rng.New(1, "test", 0)); !errors.Is(err, ErrSpace) {
 		t.Fatalf("actor_obs past the observation: %v", err)
+	}
+}
+
+// TestActorObsRows checks actor_obs against the rows of simple_spread:
+// only the agent's own observation and id, with the global state after
+// them, is MAPPO; every other combination is refused with the value to
+// set.
+func TestActorObsRows(t *testing.T) {
+	cases := []struct {
+		id       string
+		actorObs int
+		want     string // "" = accepted
+	}{
+		{"mpe/simple_spread_v3?agent_id=true&state=true", 21, ""},
+		{"mpe/simple_spread_v3?agent_id=true", 21, "IPPO, not MAPPO"},
+		{"mpe/simple_spread_v3?state=true", 21, "reads 3 values of the global state"},
+		{"mpe/simple_spread_v3?N=4&agent_id=true&state=true", 21, "set actor_obs: 28"},
+		{"mpe/simple_spread_v3?agent_id=true&state=true", 0, "set actor_obs: 21"},
+		{"mpe/simple_spread_v3?agent_id=true", 0, ""},
+		{"CartPole-v1", 2, "needs a multi-agent env"},
+	}
+	for _, c := range cases {
+		n := 1
+		if env.IsParallel(c.id) {
+			n = 12 // 4 or 3 agents' rows
+		}
+		v, err := env.MakeVector(c.id, n, env.Sync)
+		if err != nil {
+			t.Fatalf("%s: %v", c.id, err)
+		}
+		cfg := AgentConfig{Hidden: []int{8}, Act: nn.Tanh, ActorObs: c.actorObs}
+		_, err = NewPieces("ppo", algo.Header{Seed: 1}, algo.SpacesOf(v), cfg, nil)
+		v.Close()
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s actor_obs %d: %v", c.id, c.actorObs, err)
+		case c.want != "" && (!errors.Is(err, ErrSpace) || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s actor_obs %d: got %v, want an ErrSpace saying %q", c.id, c.actorObs, err, c.want)
+		}
 	}
 }

@@ -32,9 +32,20 @@ type AgentConfig struct {
 	Gemm nn.Gemm
 	// ActorObs, when > 0, is how many leading values of an observation the
 	// actor reads; the critic reads all of them. With rows that end in the
-	// joint observation of a multi-agent env (env FlatOptions.State) this
+	// global state of a multi-agent env (env FlatOptions.State) this
 	// is MAPPO: decentralized actors, a centralized critic. 0: all.
 	ActorObs int
+	// ValueNorm normalizes the critic's targets (MAPPO; ValueNorm).
+	ValueNorm bool
+	// InputNorm puts a LayerNorm of the input before the actor's and the
+	// critic's first layer (MAPPO's feature normalization).
+	InputNorm bool
+	// MaskAt and MaskN locate a row's action mask (env
+	// FlatOptions.ActionMask; set from the env's rows, see withRows):
+	// MaskN values from column MaskAt, 0 marking an illegal action, whose
+	// logit the policy replaces by maskedLogit (probability 0). MaskN 0:
+	// no mask.
+	MaskAt, MaskN int
 	// Parallel computes the actor's and the critic's minibatch passes on
 	// two goroutines (the Agent owns the second; Close stops it). Results
 	// are identical either way.
@@ -70,12 +81,17 @@ type Agent struct {
 	Cat      nn.Categorical
 	Gauss    *nn.DiagGaussian
 	// Low and High are the Box action bounds (nil for Discrete).
-	Low, High []float32
+	Low, High     []float32
+	maskAt, maskN int // AgentConfig.MaskAt, MaskN
 	// start is a Discrete space's first value: actions are stored as
 	// indices 0…N−1 and the env receives index + start.
 	start float32
 
-	params      []*nn.Param // actor, critic, log-std: checkpoint and optimizer order
+	// VNorm is the value normalization (AgentConfig.ValueNorm), or nil:
+	// the critic's outputs are then normalized values.
+	VNorm *ValueNorm
+
+	params      []*nn.Param // actor, critic, log-std, value_norm: checkpoint and optimizer order
 	actorParams []*nn.Param // actor and log-std: the actor's half of Learn
 
 	// workspaces, sized on first use
@@ -125,10 +141,17 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 	if err != nil {
 		return nil, fmt.Errorf("onpolicy: critic: %w", err)
 	}
+	if cfg.InputNorm {
+		critic.withInputNorm(a.ObsDim)
+	}
 	outDim := a.NActions
 	if a.Gauss != nil {
 		outDim = a.Gauss.OutDim()
 	}
+	if cfg.MaskN > 0 && (cfg.MaskN != a.NActions || cfg.MaskAt < 0 || cfg.MaskAt+cfg.MaskN > a.ObsDim) {
+		return nil, fmt.Errorf("%w: an action mask of %d values at column %d for %d discrete actions and rows of %d", ErrSpace, cfg.MaskN, cfg.MaskAt, a.NActions, a.ObsDim)
+	}
+	a.maskAt, a.maskN = cfg.MaskAt, cfg.MaskN
 	a.ActorDim = a.ObsDim
 	if cfg.ActorObs != 0 {
 		if cfg.ActorObs < 0 || cfg.ActorObs > a.ObsDim {
@@ -139,6 +162,9 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 	actor, err := newNet(a.ActorDim, cfg.Hidden, outDim, cfg.Act, cfg.OrthoInit, 0.01, cfg.Gemm, r)
 	if err != nil {
 		return nil, fmt.Errorf("onpolicy: actor: %w", err)
+	}
+	if cfg.InputNorm {
+		actor.withInputNorm(a.ActorDim)
 	}
 	a.actor, a.critic = actor, critic
 	for _, p := range actor.Params() {
@@ -156,6 +182,10 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 		}
 	}
 	a.actorParams = append(append([]*nn.Param{}, actor.Params()...), a.params[len(actor.Params())+len(critic.Params()):]...)
+	if cfg.ValueNorm {
+		a.VNorm = newValueNorm()
+		a.params = append(a.params, a.VNorm.p)
+	}
 	a.actorEval, a.criticEval = a.evaluateActor, a.evaluateCritic
 	a.actorBack, a.criticBack = a.backwardActor, a.backwardCritic
 	a.actorLearn, a.criticLearn = a.learnActor, a.learnCritic
@@ -183,15 +213,18 @@ func (a *Agent) Params() []*nn.Param { return a.params }
 // ZeroGrad zeroes every gradient.
 func (a *Agent) ZeroGrad() { nn.ZeroGrads(a.params) }
 
-// Value writes V(obs_r) for batch rows into dst and returns it.
+// Value writes V(obs_r) for batch rows into dst and returns it
+// (denormalized with ValueNorm).
 func (a *Agent) Value(dst, obs []float32, batch int) []float32 {
-	return a.critic.ForwardTo(dst[:batch], obs, batch)
+	v := a.critic.ForwardTo(dst[:batch], obs, batch)
+	a.VNorm.denormalize(v)
+	return v
 }
 
 // Evaluate runs both networks on a minibatch of batch rows and writes
 // log π(actions|obs), the policy entropy and V(obs) (CleanRL's
-// get_action_and_value with the stored actions). The outputs are kept for
-// Backward.
+// get_action_and_value with the stored actions; with ValueNorm the
+// critic's normalized output). The outputs are kept for Backward.
 func (a *Agent) Evaluate(logProbs, entropy, values, obs, actions []float32, batch int) {
 	a.batch = batch
 	a.acts = actions[:batch*a.ActDim]
@@ -212,8 +245,30 @@ func (a *Agent) actorInput(buf *[]float32, obs []float32, n int) []float32 {
 	return *buf
 }
 
+// maskedLogit is the logit of an illegal action: exp(maskedLogit − max)
+// is 0 in float32, and 0·maskedLogit is 0 in the entropy, so a masked
+// action has probability 0 and changes neither log π nor H.
+const maskedLogit = -1e9
+
+// maskLogits replaces, in n rows of logits, those of the actions that
+// the rows' masks mark illegal.
+func (a *Agent) maskLogits(logits, obs []float32, n int) {
+	if a.maskN == 0 {
+		return
+	}
+	for r := range n {
+		m := obs[r*a.ObsDim+a.maskAt : r*a.ObsDim+a.maskAt+a.maskN]
+		for k, v := range m {
+			if v == 0 {
+				logits[r*a.NActions+k] = maskedLogit
+			}
+		}
+	}
+}
+
 func (a *Agent) evaluateActor() {
 	a.out = a.actor.Forward(a.actorInput(&a.evalIn, a.obs, a.batch), a.batch)
+	a.maskLogits(a.out, a.obs, a.batch)
 	if a.Gauss != nil {
 		a.Gauss.LogProbTo(a.logProbs, a.out, a.acts)
 		a.Gauss.EntropyTo(a.entropy, a.out)
@@ -243,6 +298,13 @@ func (a *Agent) backwardActor() {
 		a.Gauss.Backward(a.dOut, a.out, a.acts, a.dLogProb, a.dEntropy)
 	} else {
 		a.Cat.Backward(a.dOut, a.out, a.idx[:a.batch], a.dLogProb, a.dEntropy)
+		if a.maskN > 0 { // a masked logit is a constant, not the network's
+			for i, v := range a.out {
+				if v == maskedLogit {
+					a.dOut[i] = 0
+				}
+			}
+		}
 	}
 	a.actor.Backward(a.dOut)
 }
@@ -300,6 +362,7 @@ func (a *Agent) Act(dst, obs []float32) []float32 {
 		}
 		return dst[:a.ActDim]
 	}
+	a.maskLogits(out, obs, 1)
 	idx := a.ints(1)
 	a.Cat.ArgmaxTo(idx, out)
 	dst[0] = float32(idx[0]) + a.start
@@ -342,7 +405,8 @@ func LoadAgent(path, id string, cfg AgentConfig, r *rand.Rand) (*Agent, error) {
 		return nil, err
 	}
 	defer e.Close()
-	a, err := NewAgent(e.ObservationSpace(), e.ActionSpace(), cfg, r)
+	rows, _ := env.RowsOf(e)
+	a, err := NewAgent(e.ObservationSpace(), e.ActionSpace(), withRows(cfg, rows), r)
 	if err != nil {
 		return nil, err
 	}
@@ -350,4 +414,13 @@ func LoadAgent(path, id string, cfg AgentConfig, r *rand.Rand) (*Agent, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// withRows is cfg with the action mask of the env's rows located
+// (AgentConfig.MaskAt, MaskN).
+func withRows(cfg AgentConfig, rows env.RowLayout) AgentConfig {
+	if rows.Mask > 0 {
+		cfg.MaskAt, cfg.MaskN = rows.Local(), rows.Mask
+	}
+	return cfg
 }

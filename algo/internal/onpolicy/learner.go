@@ -49,7 +49,7 @@ type Learner struct {
 // the agent from the stream (h.Seed, name+"/init", 0), as NewPieces' policy,
 // and opt.
 func NewLearner(name string, h algo.Header, sp algo.Spaces, cfg AgentConfig, opt nn.Optimizer, iterations int, gamma, lambda float32) (*Learner, error) {
-	agent, err := NewAgent(sp.Obs, sp.Act, cfg, rng.New(h.Seed, name+"/init", 0))
+	agent, err := NewAgent(sp.Obs, sp.Act, withRows(cfg, sp.Rows), rng.New(h.Seed, name+"/init", 0))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -134,6 +134,10 @@ func (l *Learner) GoBehind() {
 	off := 0
 	for _, p := range params {
 		m := len(p.Value)
+		if l.Agent.VNorm != nil && p == l.Agent.VNorm.p {
+			off += m // statistics, not weights: the current ones
+			continue
+		}
 		prev, start, cur := l.prev[off:off+m], l.start[off:off+m], l.cur[off:off+m]
 		for i := range p.Value {
 			p.Value[i] = prev[i] + (cur[i] - start[i])

@@ -21,6 +21,7 @@ import (
 // Forward keeps each hidden output for Backward; buffers grow to the
 // largest batch and are then reused (no allocation in steady state).
 type net struct {
+	norm   *inputNorm // LayerNorm of the input, or nil
 	layers []*nn.MLP
 	act    nn.Activation
 	hidden [][]float32 // post-activation output of each hidden layer
@@ -67,6 +68,62 @@ func newNet(in int, hidden []int, out int, act nn.Activation, ortho bool, outGai
 	return n, nil
 }
 
+// withInputNorm puts a LayerNorm of the input (learned scale 1 and shift
+// 0 at the start, ε = 1e-5: PyTorch's nn.LayerNorm, MAPPO's
+// feature_norm) before the first layer; its parameters come first, named
+// "norm.weight" and "norm.bias".
+func (n *net) withInputNorm(in int) *net {
+	w, b := nn.NewParam("norm.weight", in), nn.NewParam("norm.bias", in)
+	for i := range w.Value {
+		w.Value[i] = 1
+	}
+	n.norm = &inputNorm{w: w, b: b}
+	n.params = append([]*nn.Param{w, b}, n.params...)
+	return n
+}
+
+// inputNorm is a LayerNorm over each row of the input:
+//
+//	x̂ = (x − mean(x)) / √(var(x) + 1e-5),  y = w ⊙ x̂ + b
+//
+// The input needs no gradient, so Backward computes only dw = Σ dy ⊙ x̂
+// and db = Σ dy over the rows.
+type inputNorm struct {
+	w, b    *nn.Param
+	xhat, y []float32
+}
+
+func (l *inputNorm) forward(x []float32, batch int) []float32 {
+	in := len(l.w.Value)
+	l.xhat, l.y = grow(l.xhat, batch*in), grow(l.y, batch*in)
+	for r := range batch {
+		row := x[r*in : (r+1)*in]
+		var mean, v float64
+		for _, e := range row {
+			mean += float64(e)
+		}
+		mean /= float64(in)
+		for _, e := range row {
+			v += (float64(e) - mean) * (float64(e) - mean)
+		}
+		rstd := 1 / math.Sqrt(v/float64(in)+1e-5)
+		for k, e := range row {
+			xh := float32((float64(e) - mean) * rstd)
+			l.xhat[r*in+k] = xh
+			l.y[r*in+k] = l.w.Value[k]*xh + l.b.Value[k]
+		}
+	}
+	return l.y
+}
+
+func (l *inputNorm) backward(dy []float32) {
+	in := len(l.w.Value)
+	for i, d := range dy {
+		l.w.Grad[i%in] += d * l.xhat[i]
+		l.b.Grad[i%in] += d
+	}
+}
+
 func cut(name string) (string, string, bool) {
 	for i := range len(name) {
 		if name[i] == '.' {
@@ -93,6 +150,9 @@ func (n *net) Reserve(b int) {
 // last layer's workspace, valid until the next Forward).
 func (n *net) Forward(x []float32, batch int) []float32 {
 	n.batch = batch
+	if n.norm != nil {
+		x = n.norm.forward(x, batch)
+	}
 	for i, l := range n.layers {
 		y := l.Forward(x, batch)
 		if i == len(n.layers)-1 {
@@ -118,6 +178,9 @@ func (n *net) Backward(dOut []float32) {
 	for i := len(n.layers) - 1; i >= 0; i-- {
 		dx := n.layers[i].Backward(d)
 		if i == 0 {
+			if n.norm != nil {
+				n.norm.backward(dx)
+			}
 			return
 		}
 		h := n.hidden[i-1]

@@ -80,3 +80,108 @@ func BenchmarkNetForwardBackward(b *testing.B) {
 		n.Backward(d)
 	}
 }
+
+// layerNorm64 is an independent float64 LayerNorm (PyTorch's, ε = 1e-5).
+func layerNorm64(x, w, b []float64, in int) []float64 {
+	out := make([]float64, len(x))
+	for r := 0; r < len(x)/in; r++ {
+		row := x[r*in : (r+1)*in]
+		var m, v float64
+		for _, e := range row {
+			m += e / float64(in)
+		}
+		for _, e := range row {
+			v += (e - m) * (e - m) / float64(in)
+		}
+		for k, e := range row {
+			out[r*in+k] = w[k]*(e-m)/math.Sqrt(v+1e-5) + b[k]
+		}
+	}
+	return out
+}
+
+// TestInputNorm: a net with input normalization is its layers applied to
+// the float64 LayerNorm of the input, and its scale and shift have the
+// gradients of central differences (loss: Σ output · c).
+func TestInputNorm(t *testing.T) {
+	const in, B = 5, 6
+	r := rng.New(2, "test/inputnorm", 0)
+	n, err := newNet(in, []int{7}, 2, nn.Tanh, true, 1, nil, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := newNet(in, []int{7}, 2, nn.Tanh, true, 1, nil, rng.New(2, "test/inputnorm", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.withInputNorm(in)
+	if n.params[0].Name != "norm.weight" || n.params[1].Name != "norm.bias" || len(n.params) != len(plain.params)+2 {
+		t.Fatalf("params %v", n.params)
+	}
+	x := make([]float32, B*in)
+	for i := range x {
+		x[i] = float32(3 * r.NormFloat64())
+	}
+	for k := range in {
+		n.norm.w.Value[k] = float32(1 + 0.3*r.NormFloat64())
+		n.norm.b.Value[k] = float32(0.2 * r.NormFloat64())
+	}
+	c := make([]float32, B*2)
+	for i := range c {
+		c[i] = float32(r.NormFloat64())
+	}
+	w64, b64 := toF64(n.norm.w.Value), toF64(n.norm.b.Value)
+	f := func() float64 {
+		y := layerNorm64(toF64(x), w64, b64, in)
+		yy := make([]float32, len(y))
+		for i, v := range y {
+			yy[i] = float32(v)
+		}
+		out := plain.Forward(yy, B)
+		s := 0.0
+		for i, o := range out {
+			s += float64(o) * float64(c[i])
+		}
+		return s
+	}
+	got := n.Forward(x, B)
+	y := layerNorm64(toF64(x), w64, b64, in)
+	yy := make([]float32, len(y))
+	for i, v := range y {
+		yy[i] = float32(v)
+	}
+	want := plain.Forward(yy, B)
+	for i := range want {
+		if math.Abs(float64(got[i]-want[i])) > 1e-4 {
+			t.Fatalf("output %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+	nn.ZeroGrads(n.params)
+	n.Forward(x, B)
+	n.Backward(c)
+	for _, pr := range []struct {
+		name string
+		p    []float64
+		grad []float32
+	}{{"dw", w64, n.norm.w.Grad}, {"db", b64, n.norm.b.Grad}} {
+		for k := range pr.p {
+			h := 1e-3
+			pr.p[k] += h
+			up := f()
+			pr.p[k] -= 2 * h
+			down := f()
+			pr.p[k] += h
+			if num := (up - down) / (2 * h); math.Abs(num-float64(pr.grad[k])) > 2e-3*(1+math.Abs(num)) {
+				t.Fatalf("%s[%d] = %v, central difference %v", pr.name, k, pr.grad[k], num)
+			}
+		}
+	}
+}
+
+func toF64(s []float32) []float64 {
+	out := make([]float64, len(s))
+	for i, v := range s {
+		out[i] = float64(v)
+	}
+	return out
+}

@@ -34,7 +34,7 @@ type Policy struct {
 // goroutine (cfg.Parallel is ignored).
 func NewPolicy(sp algo.Spaces, cfg AgentConfig, r *rand.Rand) (*Policy, error) {
 	cfg.Parallel = false
-	a, err := NewAgent(sp.Obs, sp.Act, cfg, r)
+	a, err := NewAgent(sp.Obs, sp.Act, withRows(cfg, sp.Rows), r)
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +115,7 @@ func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 	a, w := p.agent, p.OutDim()
 	dst = dst[:n*w]
 	out := a.actor.Forward(a.actorInput(&p.actorIn, obs, n), n)
+	a.maskLogits(out, obs, n)
 	if a.Gauss == nil {
 		for r := range n {
 			copy(dst[r*w:r*w+p.head], out[r*p.head:(r+1)*p.head])
@@ -127,6 +128,7 @@ func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 		}
 	}
 	p.values = a.critic.ForwardTo(grow(p.values, n), obs, n)
+	a.VNorm.denormalize(p.values)
 	for r, v := range p.values {
 		dst[r*w+p.head] = v
 	}
@@ -137,7 +139,9 @@ func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 // last column of ForwardTo's rows, bit for bit, at the cost of the critic
 // alone (algo.SegmentWorker's bootstraps).
 func (p *Policy) ValuesTo(dst, obs []float32, n int) []float32 {
-	return p.agent.critic.ForwardTo(dst[:n], obs, n)
+	v := p.agent.critic.ForwardTo(dst[:n], obs, n)
+	p.agent.VNorm.denormalize(v)
+	return v
 }
 
 // Act writes the deterministic action for one observation (algo.Policy):
@@ -253,6 +257,9 @@ func NewPieces(name string, h algo.Header, sp algo.Spaces, cfg AgentConfig, newL
 	if _, err := parseSpaces(sp.Obs, sp.Act); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if err := CheckActorObs(cfg.ActorObs, sp.Rows); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
 	return &algo.Pieces{
 		NewPolicy: func() (algo.PolicyNet, error) {
 			p, err := newPolicy()
@@ -271,4 +278,35 @@ func NewPieces(name string, h algo.Header, sp algo.Spaces, cfg AgentConfig, newL
 			return weights.Decode(b, p.Params())
 		},
 	}, nil
+}
+
+// CheckActorObs checks actor_obs against the env's rows: a decentralized
+// actor with a centralized critic (MAPPO) needs rows that end in the
+// global state (an id with state=true), and the actor must read exactly
+// the agent's own part of a row (its observation and one-hot id), no
+// more (the state would reach the actor) and no less (the actor would
+// lose some of its own observation).
+func CheckActorObs(actorObs int, rows env.RowLayout) error {
+	switch {
+	case actorObs == 0 && rows.State > 0:
+		return fmt.Errorf("%w: the rows end in the global state (state=true), which the actor would read; set actor_obs: %d (the agent's own observation and id; a ppo setting) so that only the critic reads it, or drop state=true", ErrSpace, rows.Local())
+	case actorObs == 0:
+		return nil
+	case rows.Agents == 0:
+		return fmt.Errorf("%w: actor_obs %d needs a multi-agent env whose rows end in the global state (an id with state=true); with this env the actor would lose part of its observation", ErrSpace, actorObs)
+	case rows.State == 0:
+		return fmt.Errorf("%w: actor_obs %d without the global state: the env id has no state=true, so the critic reads what the actor reads (IPPO, not MAPPO); add state=true to the id, or drop actor_obs", ErrSpace, actorObs)
+	case actorObs > rows.Local():
+		return fmt.Errorf("%w: actor_obs %d reads %d values of the global state: an agent observes %d values of its row (its observation %d%s); set actor_obs: %d", ErrSpace, actorObs, actorObs-rows.Local(), rows.Local(), rows.Obs, idNote(rows), rows.Local())
+	case actorObs < rows.Local():
+		return fmt.Errorf("%w: actor_obs %d drops %d values of the agent's own part of the row (its observation %d%s); set actor_obs: %d", ErrSpace, actorObs, rows.Local()-actorObs, rows.Obs, idNote(rows), rows.Local())
+	}
+	return nil
+}
+
+func idNote(rows env.RowLayout) string {
+	if rows.AgentID {
+		return fmt.Sprintf(" + one-hot id %d", rows.Agents)
+	}
+	return ", no agent id"
 }

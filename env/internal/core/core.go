@@ -77,6 +77,11 @@ type Info struct {
 	HasEpisode bool
 	// Episode holds the finished episode's undiscounted return and length.
 	Episode EpisodeStats
+	// ActionMask, when not nil, marks the legal actions of a Discrete
+	// action space for the next step (PettingZoo's info["action_mask"]):
+	// ActionMask[k] is action Start + k. A multi-agent env sets it in the
+	// info of each agent whose next action is constrained.
+	ActionMask []bool
 }
 
 // EpisodeStats is what RecordEpisodeStatistics reports at the end of an
