@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"herd/algo"
 	"herd/env"
 	"herd/internal/twin"
 	"herd/nn"
@@ -350,4 +351,22 @@ func LoadAgent(path, id string, cfg AgentConfig, r *rand.Rand) (*Agent, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// Networks lists an Agent's networks for cfg and the spaces
+// (algo.Networker): the actor and the critic, both trained (RMSProp keeps
+// one moment per parameter, Adam two) and both held by a policy copy.
+func Networks(obs, act env.Space, cfg AgentConfig, rmsProp bool) []algo.Network {
+	moments := 2
+	if rmsProp {
+		moments = 1
+	}
+	actorIn := obs.Dim()
+	if cfg.ActorObs > 0 {
+		actorIn = cfg.ActorObs
+	}
+	return []algo.Network{
+		{Name: "actor", In: actorIn, Out: algo.OutWidth(act), Hidden: cfg.Hidden, Moments: moments, Acts: true},
+		{Name: "critic", In: obs.Dim(), Out: 1, Hidden: cfg.Hidden, Moments: moments, Acts: true},
+	}
 }
