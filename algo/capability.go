@@ -153,6 +153,9 @@ type WorkerSet struct {
 	Key          string
 	N            int
 	Envs, Policy bool
+	// Learner: each worker beyond the first holds a whole learner (its
+	// networks, gradients and optimizer state).
+	Learner bool
 }
 
 // WorkersOf returns ex's worker sets for a run with header h.

@@ -194,6 +194,10 @@
 //	| `herd eval` of a CartPole-v1 model with `--env CartPole-v0` | allowed (same spaces), with a note on stderr |
 //	| `herd eval` of a checkpoint from another env/algorithm (file swapped) | refused: "trained on Acrobot-v1, not CartPole-v1" |
 //	| `buffer_size=1e12`, `num_envs=1e6` (PPO: ~95 GiB of minibatch workspaces) | refused before allocating: "not enough memory: the config needs about … more than the … available (MemAvailable in /proc/meminfo); buffer_size=… alone needs …" |
+//	| `ppo: {hidden: [100000, 100000]}` (SAC/TD3/DDPG/DQN: `net_arch`) | refused before allocating, naming `hidden=[100000 100000]`: every network the algorithm lists (`Networker`: actor, critics, twins, targets) counts its values, gradients and optimizer moments, plus the copies extra workers and learners hold |
+//	| `--config /dev/zero`, a FIFO, a directory, a file over 1 MiB | refused before reading (`ReadConfig`): "not a config file: /dev/zero is a character device, not a regular file" |
+//	| `runtime.step_time: {mean: 1000h, cv: 1e300}` | `ErrConfig`: mean in (0, 1m], cv in [0, 10], tail_factor in [1, 1000] |
+//	| a run that fails before it trains (`--algo dqn --env mpe/simple_spread_v3`), a refused `--resume` | the directories it created (`runs/` included) are removed again |
 //	| `ppo:` section (or any top-level key) written twice | `ErrConfig`: `line 6: key "ppo" is written twice (first on line 4)` |
 //	| `bench persist --keys 0 / --value-bytes 0 / --reads 0`, `bench learn --steps -1`, `bench replay --fanout 0 / --seconds -1 / --ratio NaN / --capacity 0`, `bench nn --repeats 0 / --min-time -1s`, `bench env --num-envs 0` | each an error naming the flag (no silent default); `bench replay --capacity` and `bench persist --keys × --value-bytes` also checked against available memory |
 //	| random config files and `--set` values (`FuzzResolve`, 60 s) | no panic; what Resolve accepts marshals and resolves back to the same bytes, and holds no NaN/Inf |
@@ -210,7 +214,8 @@
 //
 // Limits: resume is not implemented (needs optimizer/replay/RNG state in the
 // checkpoint); the memory estimate is a lower bound of the big allocations (float32
-// rows, three networks' workspaces), not a count; on non-unix systems the run
+// rows, the networks of the run's own algorithm, not those of a multi-agent
+// run's other policies), not a count; on non-unix systems the run
 // lock is a no-op; a run killed with SIGKILL leaves its partial files in
 // `.staging/`, which the next run into the directory clears.
 //

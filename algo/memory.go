@@ -27,11 +27,14 @@ type MemoryUse struct {
 
 // EstimateMemory estimates the memory a run needs, from the keys every
 // algorithm names alike (num_envs, num_steps, buffer_size, batch_size,
-// hidden/net_arch, prioritized) and the env's spaces; envBytes is the
-// measured size of one env instance. It is a lower bound of the large
-// allocations, not an exact count: rows of float32, nothing for the Go
-// runtime or the binary. workers are the executor's workers that hold envs
-// or policy copies of their own (Executor.Workers).
+// prioritized), the networks the algorithm lists (Networker: parameters,
+// gradients and optimizer moments of every network, targets and twins
+// included, and the copies workers and extra learners hold) and the env's
+// spaces; envBytes is the measured size of one env instance. It is a lower
+// bound of the large allocations, not an exact count: rows of float32,
+// nothing for the Go runtime or the binary. workers are the executor's
+// workers that hold envs, policy copies or learners of their own
+// (Executor.Workers).
 func EstimateMemory(h Header, cfg Config, obs, act env.Space, envBytes float64, workers []WorkerSet) []MemoryUse {
 	obsDim, actDim := float64(obs.Dim()), float64(act.Dim())
 	numEnvs, hasEnvs := intKey(cfg, "num_envs")
@@ -65,24 +68,43 @@ func EstimateMemory(h Header, cfg Config, obs, act env.Space, envBytes float64, 
 			}
 		}
 	}
+	nets := NetworksOf(cfg, obs, act)
 	if hasBatch {
-		width := obsDim + actDim
-		for _, k := range []string{"hidden", "net_arch"} {
-			for _, w := range intsKey(cfg, k) {
-				width += float64(w)
-			}
+		// Activations and their gradients (float32) of every layer of
+		// every network, one row per minibatch row.
+		var width float64
+		for _, n := range nets {
+			width += n.width()
 		}
-		// activations and their gradients (float32) for about three
-		// networks (actor, critic or twin critics, targets)
-		add(batchKey, batch, "minibatch workspaces", float64(batch)*width*4*2*3)
+		add(batchKey, batch, "minibatch workspaces", float64(batch)*width*4*2)
 	}
+	// The learner's networks: values and gradients of every parameter,
+	// and the optimizer's moments of those it trains.
+	var learner, policy float64
+	var names []string
+	for _, n := range nets {
+		learner += n.Bytes()
+		names = append(names, n.Name)
+		if n.Acts {
+			policy += n.copyBytes()
+		}
+	}
+	netKey := networkKey(cfg)
+	uses = append(uses, MemoryUse{Key: netKey, What: "networks (" + strings.Join(names, ", ") + "): parameters, gradients and optimizer moments", Bytes: learner})
 	// Workers beyond the first each hold their own envs (pal actors, dist
 	// env workers) or policy copy (dist policy workers), with a goroutine
-	// stack and buffers of at least workerBytes.
+	// stack and buffers of at least workerBytes; learners beyond the first
+	// (pal, dist) a whole learner each.
 	envSet := float64(numEnvs) * (envBytes + 8*(obsDim+actDim))
-	policy := 4 * 3 * layerParams(obsDim, actDim, cfg)
 	for _, w := range workers {
-		if w.N <= 1 || !w.Envs && !w.Policy {
+		if w.N <= 1 {
+			continue
+		}
+		if w.Learner {
+			uses = append(uses, MemoryUse{Key: fmt.Sprintf("runtime.%s=%d", w.Key, w.N), What: "learners' networks (" + netKey + ")", Bytes: float64(w.N-1) * learner})
+			continue
+		}
+		if !w.Envs && !w.Policy {
 			continue
 		}
 		bytes, holds := float64(workerBytes), []string{}
@@ -110,26 +132,99 @@ const workerBytes = 64 << 10
 // launchers that start them (herd launch).
 const ProcessBytes = 24 << 20
 
-// layerParams estimates the parameters of one network from the hidden
-// widths (hidden or net_arch; 64×64 when the config names none).
-func layerParams(obsDim, actDim float64, cfg Config) float64 {
-	widths := []float64{obsDim}
-	hs := intsKey(cfg, "hidden")
-	if len(hs) == 0 {
-		hs = intsKey(cfg, "net_arch")
+// Network describes one network a run's learner holds, for
+// EstimateMemory: an MLP from In inputs through Hidden to Out outputs.
+type Network struct {
+	Name    string // e.g. "actor", "q1 target"
+	In, Out int
+	Hidden  []int
+	// Moments is the optimizer's state per parameter: 2 for Adam, 1 for
+	// RMSProp, 0 for a network that is not trained (a target network).
+	Moments int
+	// Acts: a policy copy (an actor's or env worker's) holds this network.
+	Acts bool
+}
+
+// Params is the network's parameter count (weights and biases).
+func (n Network) Params() float64 {
+	var p float64
+	prev := float64(n.In)
+	for _, w := range append(slices.Clone(n.Hidden), n.Out) {
+		p += (prev + 1) * float64(w)
+		prev = float64(w)
 	}
-	if len(hs) == 0 {
-		hs = []int64{64, 64}
+	return p
+}
+
+// Bytes is what the learner's copy takes: float32 values and gradients
+// (every nn.Param has both) and the optimizer's moments.
+func (n Network) Bytes() float64 { return 4 * float64(2+n.Moments) * n.Params() }
+
+// copyBytes is what a policy copy of the network takes (values and
+// gradients).
+func (n Network) copyBytes() float64 { return 4 * 2 * n.Params() }
+
+// width is the sum of the network's layer widths: the floats of one
+// minibatch row's activations.
+func (n Network) width() float64 {
+	w := float64(n.In + n.Out)
+	for _, h := range n.Hidden {
+		w += float64(h)
 	}
-	for _, w := range hs {
-		widths = append(widths, float64(w))
+	return w
+}
+
+// Networker is implemented by a Config that lists its learner's networks
+// (every one: actor, critics, target and twin copies) for the spaces of
+// its env.
+type Networker interface {
+	Networks(obs, act env.Space) []Network
+}
+
+// NetworksOf returns cfg's networks (Networker); for a Config that does
+// not list them, one network of its hidden or net_arch widths (64×64 when
+// it names none) trained with Adam, which every algorithm has at least.
+func NetworksOf(cfg Config, obs, act env.Space) []Network {
+	if n, ok := cfg.(Networker); ok {
+		return n.Networks(obs, act)
 	}
-	widths = append(widths, actDim)
-	var n float64
-	for i := 1; i < len(widths); i++ {
-		n += (widths[i-1] + 1) * widths[i]
+	var hidden []int
+	for _, w := range hiddenKey(cfg) {
+		hidden = append(hidden, int(w))
 	}
-	return n
+	if len(hidden) == 0 {
+		hidden = []int{64, 64}
+	}
+	return []Network{{Name: "network", In: obs.Dim(), Out: OutWidth(act), Hidden: hidden, Moments: 2, Acts: true}}
+}
+
+// OutWidth is the width of a network output layer that scores or
+// parameterizes the actions of act: one logit per action of a Discrete
+// space, one value per dimension otherwise.
+func OutWidth(act env.Space) int {
+	if d, ok := act.(env.Discrete); ok {
+		return d.N
+	}
+	return act.Dim()
+}
+
+// hiddenKey returns the config's hidden (or net_arch) widths.
+func hiddenKey(cfg Config) []int64 {
+	if hs := intsKey(cfg, "hidden"); len(hs) > 0 {
+		return hs
+	}
+	return intsKey(cfg, "net_arch")
+}
+
+// networkKey names the config key that sizes the networks, with its
+// value: "hidden=[100000 100000]".
+func networkKey(cfg Config) string {
+	for _, k := range []string{"hidden", "net_arch"} {
+		if hs := intsKey(cfg, k); len(hs) > 0 {
+			return fmt.Sprintf("%s=%v", k, hs)
+		}
+	}
+	return "hidden (default)"
 }
 
 // CheckMemory estimates the memory a run of res needs (EstimateMemory,

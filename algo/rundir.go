@@ -73,58 +73,78 @@ var (
 type runDir struct {
 	dir, stage string
 	lock       *os.File
-	created    bool // dir did not exist before openRunDir
-	hadRun     bool // dir held an earlier run (DirForce replaces it)
+	made       []string // directories openRunDir created, dir first
+	staged     bool     // the staging directory is this run's
+	hadRun     bool     // dir held an earlier run (DirForce replaces it)
 }
 
 // openRunDir creates (if needed) and locks dir, applies mode to a run
-// already there, and prepares an empty staging directory.
+// already there, and prepares an empty staging directory. When it fails
+// it removes the directories it created (dir and any missing parents,
+// such as runs/), so a refused run leaves nothing behind.
 func openRunDir(dir string, mode DirMode) (*runDir, error) {
-	_, statErr := os.Stat(dir)
-	created := errors.Is(statErr, fs.ErrNotExist)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("algo: %w", err)
+	made := missingDirs(dir)
+	d := &runDir{dir: dir, stage: filepath.Join(dir, stagingDir), made: made}
+	fail := func(err error) (*runDir, error) {
+		d.abort()
+		d.close()
+		return nil, err
 	}
-	if created {
-		if err := atomicfile.SyncDir(filepath.Dir(filepath.Clean(dir))); err != nil {
-			return nil, err
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(fmt.Errorf("algo: %w", err))
+	}
+	if len(made) > 0 {
+		if err := atomicfile.SyncDir(filepath.Dir(made[len(made)-1])); err != nil {
+			return fail(err)
 		}
 	}
 	lock, err := lockFile(filepath.Join(dir, LockFile))
 	if err != nil {
-		if errors.Is(err, errLocked) {
+		if errors.Is(err, errLocked) { // another process's directory: touch nothing
 			return nil, fmt.Errorf("%w: %s (%s); wait for it or choose another --out", ErrRunLocked, dir, err)
 		}
-		return nil, fmt.Errorf("algo: lock %s: %w", dir, err)
+		return fail(fmt.Errorf("algo: lock %s: %w", dir, err))
 	}
-	d := &runDir{dir: dir, stage: filepath.Join(dir, stagingDir), lock: lock, created: created}
+	d.lock = lock
 	if err := d.recover(); err != nil {
-		d.close()
-		return nil, err
+		return fail(err)
 	}
 	existing := d.existing()
 	d.hadRun = len(existing) > 0
 	switch {
 	case mode == DirResume && len(existing) == 0:
-		d.close()
-		return nil, fmt.Errorf("%w %s: it holds no run", ErrCannotResume, dir)
+		return fail(fmt.Errorf("%w %s: it holds no run", ErrCannotResume, dir))
 	case mode == DirResume:
-		d.close()
-		return nil, fmt.Errorf("%w %s: herd checkpoints hold the weights only (no optimizer state, replay buffer or random streams), "+
-			"so no algorithm can continue a run where it stopped; use --force to train it again from scratch, or another --out", ErrCannotResume, dir)
+		return fail(fmt.Errorf("%w %s: herd checkpoints hold the weights only (no optimizer state, replay buffer or random streams), "+
+			"so no algorithm can continue a run where it stopped; use --force to train it again from scratch, or another --out", ErrCannotResume, dir))
 	case mode == DirNew && len(existing) > 0:
-		d.close()
-		return nil, fmt.Errorf("%w: %s holds %v; use --force to replace it or another --out", ErrRunExists, dir, existing)
+		return fail(fmt.Errorf("%w: %s holds %v; use --force to replace it or another --out", ErrRunExists, dir, existing))
 	}
 	if err := os.RemoveAll(d.stage); err != nil {
-		d.close()
-		return nil, fmt.Errorf("algo: clear %s: %w", d.stage, err)
+		return fail(fmt.Errorf("algo: clear %s: %w", d.stage, err))
 	}
 	if err := os.Mkdir(d.stage, 0o755); err != nil {
-		d.close()
-		return nil, fmt.Errorf("algo: %w", err)
+		return fail(fmt.Errorf("algo: %w", err))
 	}
+	d.staged = true
 	return d, nil
+}
+
+// missingDirs lists dir and those of its parents that do not exist, dir
+// first.
+func missingDirs(dir string) []string {
+	var out []string
+	for d := filepath.Clean(dir); ; {
+		if _, err := os.Lstat(d); !errors.Is(err, fs.ErrNotExist) {
+			return out
+		}
+		out = append(out, d)
+		p := filepath.Dir(d)
+		if p == d {
+			return out
+		}
+		d = p
+	}
 }
 
 // FreeRunDir returns dir when it holds no run, else the first of dir-2,
@@ -280,17 +300,25 @@ func (d *runDir) recover() error {
 	return errors.Join(os.RemoveAll(prev), atomicfile.SyncDir(d.dir))
 }
 
-// abort drops the staged files. A directory that openRunDir created and
-// that holds nothing else is removed again.
+// abort drops the staged files. The directories openRunDir created (dir,
+// and parents such as runs/) are removed again while they hold nothing
+// else: a run that never started leaves no empty directory behind.
 func (d *runDir) abort() {
-	os.RemoveAll(d.stage)
-	if !d.created {
+	if d.staged {
+		os.RemoveAll(d.stage)
+	}
+	if len(d.made) == 0 {
 		return
 	}
 	ents, err := os.ReadDir(d.dir)
-	if err == nil && !slices.ContainsFunc(ents, func(e os.DirEntry) bool { return e.Name() != LockFile }) {
-		os.Remove(filepath.Join(d.dir, LockFile))
-		os.Remove(d.dir)
+	if err != nil || slices.ContainsFunc(ents, func(e os.DirEntry) bool { return e.Name() != LockFile }) {
+		return
+	}
+	os.Remove(filepath.Join(d.dir, LockFile))
+	for _, m := range d.made {
+		if os.Remove(m) != nil { // not empty: something else lives there now
+			return
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -553,5 +554,39 @@ func TestTrainRunTeams(t *testing.T) {
 		if len(sum.EvalTeams) != 2 {
 			t.Fatalf("%s: teams %v", c.id, sum.EvalTeams)
 		}
+	}
+}
+
+// TestFailedRunLeavesNoDirs: a run that fails before it has anything to
+// save, or whose directory is refused, removes every directory it created
+// (the run's and parents such as runs/), and only those.
+func TestFailedRunLeavesNoDirs(t *testing.T) {
+	base := t.TempDir()
+	out := filepath.Join(base, "runs", "deep", "run")
+	if _, err := TrainRun(context.Background(), scriptRun(t, out, "what=fail"), RunOptions{}); err == nil {
+		t.Fatal("the failing run succeeded")
+	}
+	if _, err := os.Stat(filepath.Join(base, "runs")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a failed run left %s behind (%v)", filepath.Join(base, "runs"), err)
+	}
+	if _, err := TrainRun(context.Background(), scriptRun(t, out), RunOptions{Dir: DirResume}); !errors.Is(err, ErrCannotResume) {
+		t.Fatalf("resume of nothing: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(base, "runs")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a refused resume left %s behind (%v)", filepath.Join(base, "runs"), err)
+	}
+	// A parent that existed, or holds something else, stays.
+	keep := filepath.Join(base, "runs", "other")
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TrainRun(context.Background(), scriptRun(t, out, "what=fail"), RunOptions{}); err == nil {
+		t.Fatal("the failing run succeeded")
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatalf("%s removed: %v", keep, err)
+	}
+	if _, err := os.Stat(filepath.Join(base, "runs", "deep")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("runs/deep left behind (%v)", err)
 	}
 }

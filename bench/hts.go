@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -65,7 +64,7 @@ predicted.`,
 			if segments < 1 || mean <= 0 || pw < 0 || ew < 0 {
 				return fmt.Errorf("bench hts: --segments (%d) must be ≥ 1, --mean (%v) > 0, --policy-workers and --env-workers ≥ 0", segments, mean)
 			}
-			data, err := os.ReadFile(config)
+			data, err := algo.ReadConfig(config)
 			if err != nil {
 				return fmt.Errorf("bench hts: %w", err)
 			}

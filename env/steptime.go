@@ -26,19 +26,32 @@ type StepTime struct {
 	TailFactor float64 `yaml:"tail_factor,omitempty"`
 }
 
+// Bounds of a StepTime: it models a simulator's step, so a mean beyond a
+// minute or a CV beyond 10 is a mistake, not a simulator, and within them
+// every draw is a finite duration (no overflow to a zero or negative sleep).
+const (
+	MaxStepTimeMean       = time.Minute
+	MaxStepTimeCV         = 10
+	MaxStepTimeTailFactor = 1000
+	// maxStepDraw caps one draw (a tail factor times an extreme draw),
+	// so that the float never overflows the Duration it becomes.
+	maxStepDraw = 24 * time.Hour
+)
+
 // Validate reports an unusable StepTime.
 func (s StepTime) Validate() error {
 	switch {
-	case s.Mean <= 0:
-		return fmt.Errorf("%w: step time mean %v, want > 0", ErrInvalidOption, s.Mean)
-	case !(s.CV >= 0) || math.IsInf(s.CV, 0):
-		return fmt.Errorf("%w: step time cv %v, want ≥ 0", ErrInvalidOption, s.CV)
+	case s.Mean <= 0 || s.Mean > MaxStepTimeMean:
+		return fmt.Errorf("%w: step time mean %v, want in (0, %v]", ErrInvalidOption, s.Mean, MaxStepTimeMean)
+	case !(s.CV >= 0 && s.CV <= MaxStepTimeCV):
+		return fmt.Errorf("%w: step time cv %v, want in [0, %v]", ErrInvalidOption, s.CV, MaxStepTimeCV)
 	case s.Dist != "" && s.Dist != "lognormal" && s.Dist != "gamma":
 		return fmt.Errorf("%w: step time dist %q, want lognormal or gamma", ErrInvalidOption, s.Dist)
 	case !(s.TailProb >= 0 && s.TailProb <= 1):
 		return fmt.Errorf("%w: step time tail_prob %v, want in [0, 1]", ErrInvalidOption, s.TailProb)
-	case s.TailProb > 0 && !(s.TailFactor >= 1) || math.IsInf(s.TailFactor, 0):
-		return fmt.Errorf("%w: step time tail_factor %v, want ≥ 1", ErrInvalidOption, s.TailFactor)
+	case s.TailFactor != 0 && !(s.TailFactor >= 1 && s.TailFactor <= MaxStepTimeTailFactor),
+		s.TailProb > 0 && s.TailFactor == 0:
+		return fmt.Errorf("%w: step time tail_factor %v, want in [1, %v]", ErrInvalidOption, s.TailFactor, MaxStepTimeTailFactor)
 	}
 	return nil
 }
@@ -63,7 +76,10 @@ func (s StepTime) Draw(r *rand.Rand) time.Duration {
 	if s.TailProb > 0 && r.Float64() < s.TailProb {
 		x *= s.TailFactor
 	}
-	return time.Duration(x)
+	if !(x < float64(maxStepDraw)) { // also NaN: never a zero or negative sleep
+		x = float64(maxStepDraw)
+	}
+	return time.Duration(max(x, 0))
 }
 
 // gammaDraw draws Gamma(k, 1) by Marsaglia and Tsang (2000), with the

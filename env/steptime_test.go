@@ -3,6 +3,7 @@ package env
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -35,12 +36,36 @@ func TestStepTimeMoments(t *testing.T) {
 
 func TestStepTimeValidate(t *testing.T) {
 	for _, st := range []StepTime{{}, {Mean: -1}, {Mean: 1, CV: -1}, {Mean: 1, CV: math.NaN()},
-		{Mean: 1, Dist: "pareto"}, {Mean: 1, TailProb: 2}, {Mean: 1, TailProb: 0.1, TailFactor: 0.5}} {
+		{Mean: 1, Dist: "pareto"}, {Mean: 1, TailProb: 2}, {Mean: 1, TailProb: 0.1, TailFactor: 0.5},
+		// Beyond any simulator, or overflowing the Duration a draw becomes
+		// (it used to turn into no delay at all).
+		{Mean: 1000 * time.Hour, CV: 1e300}, {Mean: 1000 * time.Hour}, {Mean: time.Millisecond, CV: 1e300},
+		{Mean: time.Millisecond, CV: math.Inf(1)}, {Mean: time.Millisecond, CV: 11},
+		{Mean: time.Millisecond, TailProb: 0.1, TailFactor: 1e300}, {Mean: time.Millisecond, TailProb: 0.1},
+		{Mean: time.Millisecond, TailProb: 0.1, TailFactor: math.Inf(1)}} {
 		if err := st.Validate(); !errors.Is(err, ErrInvalidOption) {
 			t.Errorf("%+v: %v, want ErrInvalidOption", st, err)
 		}
 		if _, err := Make("CartPole-v1", WithStepTime(st)); err == nil {
 			t.Errorf("Make with %+v succeeded", st)
+		}
+	}
+}
+
+// TestStepTimeDrawsAtTheBounds: at the largest mean, CV and tail factor
+// a StepTime accepts, every draw is a positive duration no longer than a
+// day: the float never overflows into a zero or negative sleep.
+func TestStepTimeDrawsAtTheBounds(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, dist := range []string{"lognormal", "gamma"} {
+		st := StepTime{Mean: MaxStepTimeMean, CV: MaxStepTimeCV, Dist: dist, TailProb: 1, TailFactor: MaxStepTimeTailFactor}
+		if err := st.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		for range 100000 {
+			if d := st.Draw(r); d < 0 || d > 24*time.Hour {
+				t.Fatalf("%s: draw %v", dist, d)
+			}
 		}
 	}
 }

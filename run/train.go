@@ -112,7 +112,7 @@ func Eval(ctx context.Context, w, notes io.Writer, o EvalOptions) error {
 	if o.Dir == "" {
 		return errors.New("eval: --run DIR is required")
 	}
-	data, err := os.ReadFile(filepath.Join(o.Dir, algo.ConfigFile))
+	data, err := algo.ReadConfig(filepath.Join(o.Dir, algo.ConfigFile))
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}

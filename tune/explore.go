@@ -76,7 +76,7 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 		return fmt.Errorf("tune: --budget %v split over the %d measurements of --cores %d, --rounds %d leaves %v each; "+
 			"each needs at least %v: give --budget %v or more, or fewer --cores or --rounds", o.Budget, n, o.Cores, o.Rounds, o.Budget/n, minEach, minEach*n)
 	}
-	data, err := os.ReadFile(o.Config)
+	data, err := algo.ReadConfig(o.Config)
 	if err != nil {
 		return fmt.Errorf("tune: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/onpolicy"
+	"herd/env"
 	"herd/nn"
 	"herd/sample"
 )
@@ -254,4 +255,9 @@ func (l *losses) valueLoss(dValue, value []float32) {
 		dValue[r] = l.cfg.VFCoef * 2 * d * invB
 	}
 	l.vLoss = vLoss / float64(B)
+}
+
+// Networks lists the actor and the critic (algo.Networker).
+func (c *Config) Networks(obs, act env.Space) []algo.Network {
+	return onpolicy.Networks(obs, act, c.agentConfig(), c.UseRMSProp)
 }

@@ -6,6 +6,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/a2c"
+	"herd/env"
 	"herd/flow"
 )
 
@@ -114,3 +115,6 @@ func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	applied := flow.ForEach(flow.GatherAsync(grads, 1), flow.ApplyGradients(workers, learner))
 	return flow.StandardMetricsReporting(r, applied), nil
 }
+
+// Networks lists A2C's networks (algo.Networker).
+func (c *Config) Networks(obs, act env.Space) []algo.Network { return c.a2c().Networks(obs, act) }

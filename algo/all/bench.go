@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -60,7 +59,7 @@ func BenchLearn(ctx context.Context, configs []string, seeds []uint64, opt Learn
 	}
 	var rows []LearnRow
 	for _, cfgPath := range configs {
-		data, err := os.ReadFile(cfgPath)
+		data, err := algo.ReadConfig(cfgPath)
 		if err != nil {
 			return rows, fmt.Errorf("bench learn: %w", err)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
+	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
 )
@@ -238,4 +239,10 @@ func (c *Config) WithReplayCapacity(n int) algo.Config {
 	d := *c
 	d.BufferSize = n
 	return &d
+}
+
+// Networks lists the actor and the critic, trained with Adam, and their
+// targets (algo.Networker).
+func (c *Config) Networks(obs, act env.Space) []algo.Network {
+	return offpolicy.Networks(obs, act, c.NetArch, act.Dim(), 1, true)
 }

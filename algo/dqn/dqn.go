@@ -371,3 +371,12 @@ func (c *Config) WithReplayCapacity(n int) algo.Config {
 	d.BufferSize = n
 	return &d
 }
+
+// Networks lists the Q-network, trained with Adam, and its target
+// (algo.Networker).
+func (c *Config) Networks(obs, act env.Space) []algo.Network {
+	q := algo.Network{Name: "q", In: obs.Dim(), Out: algo.OutWidth(act), Hidden: c.NetArch, Moments: 2, Acts: true}
+	target := q
+	target.Name, target.Moments, target.Acts = "q target", 0, false
+	return []algo.Network{q, target}
+}

@@ -8,6 +8,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/onpolicy"
+	"herd/env"
 	"herd/flow"
 	"herd/nn"
 	"herd/sample"
@@ -259,4 +260,9 @@ func grow(b []float32, n int) []float32 {
 		return make([]float32, n)
 	}
 	return b[:n]
+}
+
+// Networks lists the actor and the critic (algo.Networker).
+func (c *Config) Networks(obs, act env.Space) []algo.Network {
+	return onpolicy.Networks(obs, act, c.agentConfig(), c.UseRMSProp)
 }

@@ -10,6 +10,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/onpolicy"
+	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
 	"herd/sample"
@@ -665,4 +666,10 @@ func (mb *minibatch) gather(seg *sample.Segment, adv, returns []float32, inds []
 		mb.returns[r] = returns[k]
 		mb.values[r] = seg.Values[k]
 	}
+}
+
+// Networks lists the actor and the critic (algo.Networker), trained with
+// Adam.
+func (c *Config) Networks(obs, act env.Space) []algo.Network {
+	return onpolicy.Networks(obs, act, c.agentConfig(), false)
 }

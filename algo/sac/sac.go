@@ -8,6 +8,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
+	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
 )
@@ -247,4 +248,10 @@ func (c *Config) WithReplayCapacity(n int) algo.Config {
 	d := *c
 	d.BufferSize = n
 	return &d
+}
+
+// Networks lists the actor (mean and log-std heads), the twin critics,
+// trained with Adam, and the critics' targets (algo.Networker).
+func (c *Config) Networks(obs, act env.Space) []algo.Network {
+	return offpolicy.Networks(obs, act, c.NetArch, 2*act.Dim(), 2, false)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -99,7 +98,7 @@ func algoNames() string {
 func resolveWith(cmd *cobra.Command, f *trainFlags, specs []algo.Spec) (*algo.Resolved, error) {
 	var data []byte
 	if f.config != "" {
-		b, err := os.ReadFile(f.config)
+		b, err := algo.ReadConfig(f.config)
 		if err != nil {
 			return nil, fmt.Errorf("train: %w", err)
 		}

@@ -29,7 +29,8 @@ func Executor() algo.Executor {
 			rc := h.Runtime
 			inline := rc.Inference == algo.InferenceInline // each acts with a policy copy instead of asking policy workers
 			return []algo.WorkerSet{{Key: "env_workers", N: rc.EnvWorkers, Envs: true, Policy: inline},
-				{Key: "policy_workers", N: rc.PolicyWorkers, Policy: true}}
+				{Key: "policy_workers", N: rc.PolicyWorkers, Policy: true},
+				{Key: "learners", N: rc.Learners, Learner: true}}
 		},
 		Train: func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 			return Train(ctx, rt, spec, cfg, OptionsOf(rt.Header))

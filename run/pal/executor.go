@@ -30,7 +30,8 @@ func Executor() algo.Executor {
 			return nil
 		},
 		Workers: func(h algo.Header) []algo.WorkerSet {
-			return []algo.WorkerSet{{Key: "actors", N: h.Runtime.Actors, Envs: true, Policy: true}}
+			return []algo.WorkerSet{{Key: "actors", N: h.Runtime.Actors, Envs: true, Policy: true},
+				{Key: "learners", N: h.Runtime.Learners, Learner: true}}
 		},
 		Train: func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 			return Train(ctx, rt, spec, cfg, OptionsOf(rt.Header))

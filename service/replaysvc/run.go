@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"herd/replay/persist"
 	"herd/service"
@@ -63,10 +66,24 @@ func Run(ctx context.Context, w io.Writer, o RunOptions) error {
 	opts.EnsureDefaults()
 	opts.Registerer = o.Serve.Registerer()
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	made := newDirs(opts)
 	store, err := persist.Open(ctx, opts)
 	if err != nil {
+		removeNew(made)
 		return fmt.Errorf("serve replay: %w", err)
 	}
+	return serve(ctx, w, stderr, o, opts, store, made)
+}
+
+// serve serves store, which Run opened, until ctx ends. When it fails
+// (not a clean interruption) with a store it created that holds no
+// record, it removes what Run created (made, newDirs).
+func serve(ctx context.Context, w, stderr io.Writer, o RunOptions, opts persist.Options, store *persist.Store, made []string) (err error) {
+	defer func() {
+		if err != nil && !errors.Is(err, context.Canceled) && store.Len() == 0 {
+			removeNew(made)
+		}
+	}()
 	if info, ok := store.Restored(); ok {
 		fmt.Fprintf(stderr, "serve replay: restored snapshot %d from %s (%d records)\n", info.Snapshot, opts.RestoreFrom, store.Len())
 		if len(info.Skipped) > 0 {
@@ -107,4 +124,42 @@ func Run(ctx context.Context, w io.Writer, o RunOptions) error {
 		return fmt.Errorf("serve replay: closing the store: %v (serving: %v)", closeErr, serveErr)
 	}
 	return serveErr
+}
+
+// newDirs lists the store's directory (Dir/db) and those of its parents
+// (Dir, …) that do not exist yet, deepest first: what opening the store
+// creates, and what a failed `herd serve replay` removes again.
+func newDirs(opts persist.Options) []string {
+	if opts.Mode == persist.Memory || opts.Dir == "" {
+		return nil
+	}
+	var out []string
+	for d := filepath.Join(opts.Dir, "db"); ; {
+		if _, err := os.Lstat(d); !errors.Is(err, fs.ErrNotExist) {
+			return out
+		}
+		out = append(out, d)
+		p := filepath.Dir(d)
+		if p == d {
+			return out
+		}
+		d = p
+	}
+}
+
+// removeNew removes the directories of newDirs: the store's own (Dir/db,
+// with the empty database this run made), then each parent while it is
+// empty.
+func removeNew(made []string) {
+	for i, d := range made {
+		var err error
+		if i == 0 {
+			err = os.RemoveAll(d)
+		} else {
+			err = os.Remove(d) // fails when something else lives there
+		}
+		if err != nil {
+			return
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -206,8 +207,17 @@ func AllocsPerStep(tb testing.TB, spec algo.Spec, h algo.Header, cfg algo.Config
 			}
 		})
 	}
-	a, b := count(h.Steps), count(2*h.Steps)
-	return (b - a) / float64(h.Steps)
+	// testing.AllocsPerRun counts the whole process's allocations, so a
+	// runtime or test goroutine can add a few to one measurement, never
+	// take any away: the least of three is the loop's own.
+	least := math.Inf(1)
+	for range 3 {
+		a, b := count(h.Steps), count(2*h.Steps)
+		if least = min(least, (b-a)/float64(h.Steps)); least <= 0 {
+			break
+		}
+	}
+	return least
 }
 
 // Cancel checks that Train on a cancelled context returns at once with a

@@ -92,3 +92,23 @@ func TrainFunc[C any](name string, train func(context.Context, *algo.Runtime, *C
 		return train(ctx, rt, cfg)
 	}
 }
+
+// Networks lists an actor-critic agent's networks (algo.Networker): the
+// actor (obs → actorOut), critics Q(s, a) → 1, all of the hidden widths
+// arch and trained with Adam, a target of every critic, and of the actor
+// when actorTarget.
+func Networks(obs, act env.Space, arch []int, actorOut, critics int, actorTarget bool) []algo.Network {
+	actor := algo.Network{Name: "actor", In: obs.Dim(), Out: actorOut, Hidden: arch, Moments: 2, Acts: true}
+	nets := []algo.Network{actor}
+	if actorTarget {
+		actor.Name, actor.Moments, actor.Acts = "actor target", 0, false
+		nets = append(nets, actor)
+	}
+	for i := 1; i <= critics; i++ {
+		q := algo.Network{Name: fmt.Sprintf("q%d", i), In: obs.Dim() + act.Dim(), Out: 1, Hidden: arch, Moments: 2}
+		nets = append(nets, q)
+		q.Name, q.Moments = q.Name+" target", 0
+		nets = append(nets, q)
+	}
+	return nets
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"herd/algo"
 	"herd/env"
 	"herd/internal/twin"
 	"herd/nn"
@@ -423,4 +424,22 @@ func withRows(cfg AgentConfig, rows env.RowLayout) AgentConfig {
 		cfg.MaskAt, cfg.MaskN = rows.Local(), rows.Mask
 	}
 	return cfg
+}
+
+// Networks lists an Agent's networks for cfg and the spaces
+// (algo.Networker): the actor and the critic, both trained (RMSProp keeps
+// one moment per parameter, Adam two) and both held by a policy copy.
+func Networks(obs, act env.Space, cfg AgentConfig, rmsProp bool) []algo.Network {
+	moments := 2
+	if rmsProp {
+		moments = 1
+	}
+	actorIn := obs.Dim()
+	if cfg.ActorObs > 0 {
+		actorIn = cfg.ActorObs
+	}
+	return []algo.Network{
+		{Name: "actor", In: actorIn, Out: algo.OutWidth(act), Hidden: cfg.Hidden, Moments: moments, Acts: true},
+		{Name: "critic", In: obs.Dim(), Out: 1, Hidden: cfg.Hidden, Moments: moments, Acts: true},
+	}
 }
