@@ -320,7 +320,10 @@ func TransitionLearner(r *Run) (algo.TransitionLearner, algo.Replay, error) {
 // the replay sub-flow runs exactly the updates due for the stored steps
 // (the algorithm's replay ratio), and with MaxLag > 0 the store sub-flow
 // waits while it is more than MaxLag steps ahead of the learner. Waiting
-// parks on a channel and ends with the run's context.
+// parks on a channel and ends with the run's context, or when the other
+// sub-flow has ended: a failed replay sub-flow releases a store sub-flow
+// waiting on the bound, which then ends without an item, so the failure
+// is the union's one error.
 type Ledger struct {
 	// MaxLag bounds stored − trained env steps (0: no bound; use it only
 	// when one goroutine pulls both sub-flows in turn).
@@ -329,7 +332,8 @@ type Ledger struct {
 	mu              sync.Mutex
 	changed         chan struct{}
 	stored, trained int64
-	ended           bool
+	ended           bool // the store sub-flow has ended
+	failed          bool // the replay sub-flow has ended with an error
 }
 
 // wait parks until ok() holds (checked under the lock) or ctx ends.
@@ -352,6 +356,12 @@ func (l *Ledger) wait(r *Run, ok func() bool) error {
 	return nil
 }
 
+func (l *Ledger) isFailed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed
+}
+
 // update changes the counts under the lock and wakes the waiters.
 func (l *Ledger) update(f func()) {
 	l.mu.Lock()
@@ -372,7 +382,10 @@ func StoreToReplay(r *Run, rb algo.Replay, l *Ledger, it Iter[Experience]) Iter[
 		defer l.update(func() { l.ended = true })
 		for x, err := range it {
 			if err == nil && l.MaxLag > 0 {
-				err = l.wait(r, func() bool { return l.stored-l.trained <= l.MaxLag })
+				err = l.wait(r, func() bool { return l.stored-l.trained <= l.MaxLag || l.failed })
+			}
+			if err == nil && l.isFailed() {
+				return // the replay sub-flow reports its own error
 			}
 			if err == nil {
 				err = rb.Add(x.Transitions)
@@ -411,6 +424,7 @@ func Replay(r *Run, rb algo.Replay, learner algo.TransitionLearner, ws *ReplayWo
 			}
 			stats, err := learner.Learn(r.Ctx, rb, prev, step)
 			if err != nil {
+				l.update(func() { l.failed = true })
 				yield(Report{}, err)
 				return
 			}

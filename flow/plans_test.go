@@ -558,3 +558,92 @@ func TestApeXActorEpsilon(t *testing.T) {
 		})
 	}
 }
+
+// failingLearner is a learner whose first Learn call is slow and fails:
+// it waits until the store sub-flow has stored more than the Ape-X
+// plan's 256-step lag bound (so the store waits on the bound), then
+// returns err.
+type failingLearner struct {
+	algo.TransitionLearner
+	err error
+}
+
+func (f *failingLearner) Model() algo.Model {
+	return f.TransitionLearner.(interface{ Model() algo.Model }).Model()
+}
+
+func (f *failingLearner) Learn(ctx context.Context, rb algo.Replay, _, _ int64) ([]algo.Stat, error) {
+	for deadline := time.Now().Add(30 * time.Second); rb.Len() <= 256 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	return nil, f.err
+}
+
+// failingApex is dqn.Config.ApexPlan with the learner replaced.
+type failingApex struct {
+	*dqn.Config
+	err error
+}
+
+func (p *failingApex) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
+	newLearner := r.Pieces.NewTransitionLearner
+	r.Pieces.NewTransitionLearner = func() (algo.TransitionLearner, error) {
+		l, err := newLearner()
+		return &failingLearner{TransitionLearner: l, err: p.err}, err
+	}
+	return p.ApexPlan(r)
+}
+
+// blockedUnion is a plan whose one branch fails while the other waits for
+// something only the run's context ends (a worker's item that does not
+// come).
+type blockedUnion struct {
+	*dqn.Config
+	err error
+}
+
+func (p *blockedUnion) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
+	waits := func(yield func(flow.Report, error) bool) {
+		<-r.Ctx.Done()
+		yield(flow.Report{}, r.Ctx.Err())
+	}
+	fails := func(yield func(flow.Report, error) bool) { yield(flow.Report{}, p.err) }
+	return flow.UnionAsync[flow.Report](waits, fails), nil
+}
+
+// TestPlanFailureEndsRun: a failure in any branch of a plan ends the run
+// promptly with that error — the Ape-X plan whose learner fails (slowly)
+// while the store sub-flow waits on its lag bound, and a union whose
+// other branch waits on the run's context — on either transport for the
+// Ape-X plan. The deadline only proves there is no hang.
+func TestPlanFailureEndsRun(t *testing.T) {
+	const file = "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 20000\nruntime: {executor: flow, env_workers: 2, transport: %s}\n" +
+		"dqn: {learning_starts: 100, buffer_size: 20000, batch_size: 32, net_arch: [16], prioritized: true, initial_priorities: actor}\n"
+	for _, c := range []string{"apex-inproc", "apex-nats", "union"} {
+		t.Run(c, func(t *testing.T) {
+			kind, tr, _ := strings.Cut(c, "-")
+			if tr == "" {
+				tr = "inproc"
+			}
+			res := resolve(t, dqn.Spec(), fmt.Sprintf(file, tr))
+			boom := errors.New("learner: NaN priority")
+			var p flow.Planner = &failingApex{Config: res.Config.(*dqn.Config), err: boom}
+			if kind == "union" {
+				p = &blockedUnion{Config: res.Config.(*dqn.Config), err: boom}
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := flow.TrainPlan(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config, p)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, boom) {
+					t.Fatalf("run ended with %v, want the failing branch's error", err)
+				}
+			case <-time.After(2 * time.Minute):
+				t.Fatal("the plan still runs two minutes after a branch failed")
+			}
+		})
+	}
+}

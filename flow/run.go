@@ -145,6 +145,10 @@ func trainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				return r.model, err
 			}
+			// Cancelled before the stream unwinds: a branch of the plan
+			// still waiting (on a worker's item, on UnionAsync's other
+			// input, on a ledger bound) must stop for the union to end.
+			cancel()
 			return r.model, fmt.Errorf("flow: %s: %w", spec.Name, err)
 		}
 	}
