@@ -22,7 +22,9 @@
 //
 //  1. log ρ_t = log π(a_t|x_t) − log μ(a_t|x_t) under the current actor;
 //  2. V-trace targets v_s and advantages A_s = ρ_s(r_s + γ v_{s+1} − V(x_s))
-//     (VTrace: eq. 1 with ρ̄ = rho_bar, c̄ = c_bar, cut at episode ends);
+//     (VTrace: eq. 1 with ρ̄ = rho_bar, c̄ = c_bar and the traces
+//     c_t = λ·min(c̄, π/μ) of the paper's Remark 2, λ = lambda, 1 by
+//     default; cut at episode ends);
 //  3. L = −mean(A·log π) − c_ent·mean(H) + c_vf·½·mean((v − V)²), one
 //     gradient step (clipped global norm; Adam, or RMSprop as the paper).
 //

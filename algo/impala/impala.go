@@ -37,6 +37,7 @@ type Config struct {
 	Gamma   float32 `yaml:"gamma"`    // discount γ; default 0.99
 	RhoBar  float32 `yaml:"rho_bar"`  // ρ̄, truncation of the importance weight in δ and A; default 1
 	CBar    float32 `yaml:"c_bar"`    // c̄, truncation of the trace cutting; default 1
+	Lambda  float32 `yaml:"lambda"`   // λ of the traces, c_t = λ·min(c̄, π/μ) (the paper's Remark 2); default 1
 	EntCoef float32 `yaml:"ent_coef"` // entropy bonus coefficient; default 0.01
 	VFCoef  float32 `yaml:"vf_coef"`  // baseline loss coefficient; default 0.5
 
@@ -52,7 +53,7 @@ func DefaultConfig() Config {
 	return Config{
 		NumEnvs: 8, NumSteps: 32, NumAsync: 2,
 		LearningRate: 1e-3, AnnealLR: true, OptEps: 1e-5, MaxGradNorm: 0.5,
-		Gamma: 0.99, RhoBar: 1, CBar: 1, EntCoef: 0.01, VFCoef: 0.5,
+		Gamma: 0.99, RhoBar: 1, CBar: 1, Lambda: 1, EntCoef: 0.01, VFCoef: 0.5,
 		Hidden: []int{64, 64}, Activation: "tanh", OrthoInit: true,
 	}
 }
@@ -74,6 +75,9 @@ func (c *Config) Validate(h algo.Header) error {
 	}
 	if !(c.RhoBar > 0) || !(c.CBar > 0) {
 		bad("rho_bar and c_bar must be > 0, got %v and %v", c.RhoBar, c.CBar)
+	}
+	if !(c.Lambda >= 0 && c.Lambda <= 1) {
+		bad("lambda must be in [0, 1], got %v", c.Lambda)
 	}
 	return errors.Join(errs...)
 }
@@ -153,7 +157,7 @@ func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 // learner is IMPALA's algo.SegmentLearner. Per segment (B = T·N rows):
 //
 //	log ρ_t = log π(a_t|x_t) − log μ(a_t|x_t)      (μ: the behaviour policy, recorded by the sampler)
-//	v, A    = VTrace(log ρ, r, V(x), d, V(x_T); γ, ρ̄, c̄)   (no gradient through them)
+//	v, A    = VTrace(log ρ, r, V(x), d, V(x_T); γ, ρ̄, c̄, λ)   (no gradient through them)
 //	L_pg    = −mean(A_t · log π(a_t|x_t))
 //	L_v     = ½·mean((v_t − V(x_t))²)
 //	L       = L_pg − c_ent·mean(H) + c_vf·L_v
@@ -217,7 +221,7 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 		l.logRho[k] = l.logProb[k] - seg.LogProbs[k]
 		rhoSum += math.Min(float64(cfg.RhoBar), math.Exp(float64(l.logRho[k])))
 	}
-	VTrace(l.vs, l.adv, l.logRho, seg.Rewards, l.values, seg.Dones, l.boot, N, cfg.Gamma, cfg.RhoBar, cfg.CBar)
+	VTrace(l.vs, l.adv, l.logRho, seg.Rewards, l.values, seg.Dones, l.boot, N, cfg.Gamma, cfg.RhoBar, cfg.CBar, cfg.Lambda)
 
 	// One gradient step on the whole segment.
 	agent.Learn(seg.Obs, seg.Actions, B, l.policyLoss, l.valueLoss)
