@@ -128,6 +128,11 @@ type Summary struct {
 	// of a run with several policies (each policy's return, length,
 	// episode count and losses), by name; left out when the run has one.
 	Policies map[string]float64 `json:"policies,omitempty"`
+	// PolicyLagMax is the last value of the scalar charts/policy_lag_max:
+	// for an asynchronous plan (A3C, IMPALA), the most weights versions
+	// the learner had taken since the policy of data it learned on; left
+	// out when the run has none.
+	PolicyLagMax *float64 `json:"policy_lag_max,omitempty"`
 }
 
 // Point is one metrics row as kept for the learning curve.
@@ -504,6 +509,10 @@ func (r *Recorder) Close(interrupted bool) (Summary, error) {
 				s.Dist = map[string]float64{}
 			}
 			s.Dist[name] = r.scalars[i]
+		}
+		if name == "charts/policy_lag_max" && r.set[i] {
+			v := r.scalars[i]
+			s.PolicyLagMax = &v
 		}
 		if strings.HasPrefix(name, "policy/") && r.set[i] && !math.IsNaN(r.scalars[i]) {
 			if s.Policies == nil {

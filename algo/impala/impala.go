@@ -25,6 +25,11 @@ type Config struct {
 	NumEnvs  int `yaml:"num_envs"`  // envs in all, spread over runtime.env_workers workers; default 8
 	NumSteps int `yaml:"num_steps"` // unroll length T of a segment; default 32
 	NumAsync int `yaml:"num_async"` // segments in flight per worker (GatherAsync); default 2
+	// MaxPolicyLag bounds the versions the learner may have taken since
+	// a segment's policy when it learns on it (flow.GatherAsyncLag); at
+	// least num_async × env_workers − 1, and 0 means that least bound,
+	// under which segments are learned in the order they were requested.
+	MaxPolicyLag int `yaml:"max_policy_lag"` // default 0
 
 	// Optimisation.
 	LearningRate float32 `yaml:"learning_rate"` // step size; default 1e-3
@@ -70,6 +75,9 @@ func (c *Config) Validate(h algo.Header) error {
 	if c.NumAsync < 1 {
 		bad("num_async must be >= 1, got %d", c.NumAsync)
 	}
+	if c.MaxPolicyLag < 0 {
+		bad("max_policy_lag must be >= 0 (0: num_async × env_workers − 1), got %d", c.MaxPolicyLag)
+	}
 	if !(c.OptEps > 0) {
 		bad("opt_eps must be > 0, got %v", c.OptEps)
 	}
@@ -90,7 +98,7 @@ func (c *Config) agentConfig() onpolicy.AgentConfig {
 // Scalars are the metrics IMPALA reports.
 func Scalars() []string {
 	return []string{"charts/learning_rate", "losses/value_loss", "losses/policy_loss", "losses/entropy",
-		"losses/mean_rho", "charts/policy_lag"}
+		"losses/mean_rho", "charts/policy_lag", "charts/policy_lag_max"}
 }
 
 // Spec describes IMPALA to the CLI (algo/all). Every executor runs its
@@ -133,10 +141,11 @@ func Pieces(h algo.Header, cfg *Config, sp algo.Spaces) (*algo.Pieces, error) {
 
 // Plan is IMPALA as a dataflow plan (RLlib Flow's IMPALA without the
 // learner thread's queue): each worker keeps num_async segments in flight,
-// the learner takes one V-trace step per segment in arrival order and
+// the learner takes one V-trace step per segment as they arrive and
 // broadcasts its weights, which a worker picks up before its next
-// segment, so segments lag the learner by up to num_async versions —
-// what V-trace corrects.
+// segment. A segment is learned at most max_policy_lag versions after
+// the one it was made with (flow.GatherAsyncLag; by default num_async ×
+// env_workers − 1): the lag V-trace corrects.
 func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	workers, err := flow.RolloutWorkers(r, c.NumEnvs, c.NumSteps, c.Gamma)
 	if err != nil {
@@ -146,7 +155,7 @@ func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	if err != nil {
 		return nil, err
 	}
-	segments := flow.GatherAsync(flow.ParallelRollouts(workers), c.NumAsync)
+	segments := flow.GatherAsyncLag(flow.ParallelRollouts(workers), c.NumAsync, c.MaxPolicyLag)
 	return flow.StandardMetricsReporting(r, flow.ForEach(segments, flow.TrainOneStep(workers, learner))), nil
 }
 
