@@ -210,7 +210,7 @@ func ApeXEpsilon(eps float64, i, n int) float64 {
 //	runtime:            # the algorithm's dataflow plan (package flow)
 //	  executor: flow
 //	  env_workers: 2    # on-policy plans: num_envs spread over them (default min(2, num_envs));
-//	                    # DQN/Ape-X: num_envs envs each (default 1)
+//	                    # DQN: num_envs spread over them; Ape-X: num_envs envs each (default 1)
 //	  transport: inproc # inproc: workers are goroutines; nats: they serve their actors
 //	                    # over NATS (an embedded server unless nats_url names one)
 type RuntimeConfig struct {

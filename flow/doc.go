@@ -81,7 +81,8 @@
 // StandardMetricsReporting (into metrics.csv, summary.json and the
 // progress bar) serve the on-policy pieces (algo.Pieces); OffPolicyWorkers,
 // OffPolicyRollouts, TransitionLearner, StoreToReplay and Replay the
-// off-policy ones, where ReplayWorkers.SyncEvery makes each worker copy the
+// off-policy ones (OffPolicySlotWorkers and ConcatExperience for a
+// synchronous plan), where ReplayWorkers.SyncEvery makes each worker copy the
 // learner's newest weights every n of its env steps instead of receiving
 // every update (Ape-X's actors). An algorithm is
 // a plan when its config implements Planner; Train (`runtime: {executor:
@@ -89,19 +90,19 @@
 //
 // # Determinism
 //
-// For rollout workers (RolloutWorkers: the on-policy plans) randomness
-// belongs to env slots, never to workers: slot i resets from (seed,
-// "flow/env", i) and samples from (seed, "env-worker", i), and a worker's
-// policy rows do not depend on how many rows share a batch. A plan over
-// them made only of synchronous operators (GatherSync, GatherSyncAhead,
-// ConcatBatches, round-robin or weighted Union) therefore gives the same
-// parameters for 1, 2 or 4 workers (TestSyncPlanSameBitsForAnyWorkers).
-// Replay workers (OffPolicyWorkers: DQN, Ape-X) are not split that way:
-// each owns num_envs envs of its own, seeded and sampled from streams of
-// worker k, so more workers means more envs and other streams. DQN's
-// synchronous plan gives the same bits run after run, in-process or over
-// NATS, for a given number of workers, not across worker counts.
-// Asynchronous operators trade determinism for throughput.
+// For rollout workers (RolloutWorkers) and slot workers
+// (OffPolicySlotWorkers) randomness belongs to env slots, never to
+// workers: slot i resets from (seed, "flow/env", i) and samples from
+// (seed, "env-worker", i) (a slot worker's slot also has an n-step
+// assembler of its own), and a worker's policy rows do not depend on how
+// many rows share a batch. A plan over them made only of synchronous
+// operators (GatherSync, GatherSyncAhead, ConcatBatches,
+// ConcatExperience, round-robin or weighted Union) therefore gives the
+// same parameters for 1, 2 or 4 workers: A2C, PPO and DQN
+// (TestSyncPlanSameBitsForAnyWorkers, TestDQNPlans). Replay workers
+// (OffPolicyWorkers: Ape-X) each own num_envs envs and streams of worker
+// k, so their number changes the data. Asynchronous operators trade
+// determinism for throughput.
 //
 // # Budget and accounting
 //

@@ -193,21 +193,36 @@ func TestTrainRunFlow(t *testing.T) {
 }
 
 // TestDQNPlans: the DQN plan (GatherSync, round-robin Union) trains the
-// same bits twice with 2 workers, and again with the workers over NATS;
-// the Ape-X plan (GatherAsync, UnionAsync) reports every env step of the
-// budget, on either transport.
+// same bits, and logs the same episodes at the same steps, with its 4
+// envs on 1, 2 or 4 workers, twice, and with the workers over NATS (n-step
+// transitions, prioritized replay); the Ape-X plan (GatherAsync,
+// UnionAsync) reports every env step of the budget, on either transport.
 func TestDQNPlans(t *testing.T) {
+	const slots = "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 3000\nruntime: {executor: flow, env_workers: %d, transport: %s}\n" +
+		"dqn: {num_envs: 4, learning_starts: 500, buffer_size: 2000, batch_size: 32, target_network_frequency: 100, net_arch: [32, 32], n_steps: 3, prioritized: true}\n"
+	var want string
+	var wantLog *countLog
+	for _, run := range []struct {
+		workers   int
+		transport string
+	}{{1, "inproc"}, {2, "inproc"}, {4, "inproc"}, {2, "inproc"}, {1, "nats"}, {2, "nats"}} {
+		got, log := trainHash(t, resolve(t, dqn.Spec(), fmt.Sprintf(slots, run.workers, run.transport)))
+		if want == "" {
+			want, wantLog = got, log
+			if len(log.episodes) == 0 || log.steps != 3000 {
+				t.Fatalf("1 worker: %d episodes, %d steps", len(log.episodes), log.steps)
+			}
+			continue
+		}
+		if got != want {
+			t.Errorf("DQN plan, %d workers over %s: parameters %s, with 1 worker %s", run.workers, run.transport, got, want)
+		}
+		if fmt.Sprint(log.episodes) != fmt.Sprint(wantLog.episodes) || log.steps != wantLog.steps {
+			t.Errorf("DQN plan, %d workers over %s: other episodes or steps than 1 worker", run.workers, run.transport)
+		}
+	}
 	const base = "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 3000\nruntime: {executor: flow, env_workers: 2, transport: %s}\n" +
 		"dqn: {learning_starts: 500, buffer_size: 2000, batch_size: 32, target_network_frequency: 100, net_arch: [32, 32]"
-	res := resolve(t, dqn.Spec(), fmt.Sprintf(base, "inproc")+"}\n")
-	a, _ := trainHash(t, res)
-	b, _ := trainHash(t, res)
-	if a != b {
-		t.Errorf("DQN plan, same seed and workers: %s then %s", a, b)
-	}
-	if c, _ := trainHash(t, resolve(t, dqn.Spec(), fmt.Sprintf(base, "nats")+"}\n")); c != a {
-		t.Errorf("DQN plan over NATS: %s, in-process %s", c, a)
-	}
 	for _, tr := range []string{"inproc", "nats"} {
 		apex := resolve(t, dqn.Spec(), fmt.Sprintf(base, tr)+", prioritized: true, initial_priorities: actor, n_steps: 3}\n")
 		_, log := trainHash(t, apex)
