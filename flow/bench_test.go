@@ -48,3 +48,20 @@ func BenchmarkGatherAsync(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGatherAsyncLag: BenchmarkGatherAsync with the least lag bound
+// (items in request order).
+func BenchmarkGatherAsyncLag(b *testing.B) {
+	it := GatherAsyncLag(benchPar(b, 4), 2, 0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := 0
+	for _, err := range it {
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n++; n >= b.N {
+			break
+		}
+	}
+}
