@@ -52,7 +52,10 @@ func BenchmarkGatherAsync(b *testing.B) {
 // BenchmarkGatherAsyncLag: BenchmarkGatherAsync with the least lag bound
 // (items in request order).
 func BenchmarkGatherAsyncLag(b *testing.B) {
-	it := GatherAsyncLag(benchPar(b, 4), 2, 0)
+	it, err := GatherAsyncLag(benchPar(b, 4), 2, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	n := 0

@@ -464,7 +464,11 @@ func TestGatherAsyncLag(t *testing.T) {
 		var v uint64
 		maxSeen := 0
 		seen := map[[2]int]bool{}
-		for x, err := range GatherAsyncLag(par, numAsync, maxLag) {
+		gathered, err := GatherAsyncLag(par, numAsync, maxLag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for x, err := range gathered {
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -488,9 +492,7 @@ func TestGatherAsyncLag(t *testing.T) {
 	}
 	// Below the lag of the first requests, the bound cannot hold.
 	par, _ := toyPar(t, context.Background(), n, 1, nil)
-	for _, err := range GatherAsyncLag(par, numAsync, n*numAsync-2) {
-		if !errors.Is(err, ErrConfig) {
-			t.Errorf("max lag %d with %d first requests: %v, want a config error", n*numAsync-2, n*numAsync, err)
-		}
+	if _, err := GatherAsyncLag(par, numAsync, n*numAsync-2); !errors.Is(err, ErrConfig) {
+		t.Errorf("max lag %d with %d first requests: %v, want a config error", n*numAsync-2, n*numAsync, err)
 	}
 }

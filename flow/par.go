@@ -258,13 +258,18 @@ func GatherAsync[T any](p ParIter[T], numAsync int) Iter[T] {
 // and learns once per item (TrainOneStep, ApplyGradients), an item's lag
 // in weights versions is that count, so it is at most maxLag. The first
 // requests all go out together, so maxLag must be at least numAsync ×
-// Len() − 1; 0 means that least bound, under which items come in the
-// order they were requested.
-func GatherAsyncLag[T any](p ParIter[T], numAsync, maxLag int) Iter[T] {
+// Len() − 1 (an ErrConfig error, before anything runs, otherwise); 0 means
+// that least bound, under which items come in the order they were
+// requested.
+func GatherAsyncLag[T any](p ParIter[T], numAsync, maxLag int) (Iter[T], error) {
+	least := numAsync*len(p.shards) - 1
 	if maxLag == 0 {
-		maxLag = max(0, numAsync*len(p.shards)-1)
+		maxLag = max(0, least)
 	}
-	return gatherAsync(p, numAsync, maxLag)
+	if maxLag < least {
+		return nil, fmt.Errorf("%w: max_policy_lag %d is below %d = num_async %d × %d workers − 1, the lag of the first requests", ErrConfig, maxLag, least, numAsync, len(p.shards))
+	}
+	return gatherAsync(p, numAsync, maxLag), nil
 }
 
 // gatherAsync is GatherAsync, with a lag bound when maxLag ≥ 0.
@@ -276,10 +281,6 @@ func gatherAsync[T any](p ParIter[T], numAsync, maxLag int) Iter[T] {
 			return
 		}
 		n := len(p.shards)
-		if least := numAsync*n - 1; maxLag >= 0 && maxLag < least {
-			yield(zero, fmt.Errorf("%w: flow: GatherAsyncLag: max lag %d is below %d (num_async %d × %d workers − 1), the lag of the first requests", ErrConfig, maxLag, least, numAsync, n))
-			return
-		}
 		type held struct {
 			k, at int
 			v     T

@@ -116,11 +116,13 @@ func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	if err != nil {
 		return nil, err
 	}
+	grads, err := flow.GatherAsyncLag(flow.ParForEach(flow.ParallelRollouts(workers), flow.ComputeGradients(workers)), 1, c.MaxPolicyLag)
+	if err != nil {
+		return nil, err
+	}
 	learner, err := flow.SegmentLearner(r)
 	if err != nil {
 		return nil, err
 	}
-	grads := flow.ParForEach(flow.ParallelRollouts(workers), flow.ComputeGradients(workers))
-	applied := flow.ForEach(flow.GatherAsyncLag(grads, 1, c.MaxPolicyLag), flow.ApplyGradients(workers, learner))
-	return flow.StandardMetricsReporting(r, applied), nil
+	return flow.StandardMetricsReporting(r, flow.ForEach(grads, flow.ApplyGradients(workers, learner))), nil
 }

@@ -8,8 +8,8 @@
 //
 // # The plan
 //
-//	grads := flow.ParForEach(flow.ParallelRollouts(workers), flow.ComputeGradients(workers))
-//	applied := flow.ForEach(flow.GatherAsyncLag(grads, 1, max_policy_lag), flow.ApplyGradients(workers, learner))
+//	grads, err := flow.GatherAsyncLag(flow.ParForEach(flow.ParallelRollouts(workers), flow.ComputeGradients(workers)), 1, max_policy_lag)
+//	applied := flow.ForEach(grads, flow.ApplyGradients(workers, learner))
 //
 // Each worker steps its share of num_envs envs for num_steps steps, then —
 // on its own goroutine, with its own copy of the learner at the weights it

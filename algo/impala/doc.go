@@ -9,7 +9,7 @@
 //
 // # The plan
 //
-//	segments := flow.GatherAsyncLag(flow.ParallelRollouts(workers), num_async, max_policy_lag)
+//	segments, err := flow.GatherAsyncLag(flow.ParallelRollouts(workers), num_async, max_policy_lag)
 //	trained := flow.ForEach(segments, flow.TrainOneStep(workers, learner))
 //
 // Actors (workers) step their envs with their own policy copy and record

@@ -151,11 +151,14 @@ func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	if err != nil {
 		return nil, err
 	}
+	segments, err := flow.GatherAsyncLag(flow.ParallelRollouts(workers), c.NumAsync, c.MaxPolicyLag)
+	if err != nil {
+		return nil, err
+	}
 	learner, err := flow.SegmentLearner(r)
 	if err != nil {
 		return nil, err
 	}
-	segments := flow.GatherAsyncLag(flow.ParallelRollouts(workers), c.NumAsync, c.MaxPolicyLag)
 	return flow.StandardMetricsReporting(r, flow.ForEach(segments, flow.TrainOneStep(workers, learner))), nil
 }
 
