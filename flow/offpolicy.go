@@ -20,7 +20,9 @@ import (
 // (algo.ActorExplorer: Ape-X's fixed ε_k), the algorithm's n-step
 // assembler and, for Ape-X, a prioritizer that sets each transition's
 // initial priority with the worker's policy copy.
-// One item is stepsPerItem vector steps' transitions.
+// One item is stepsPerItem vector steps' transitions. OffPolicySlotWorkers
+// builds them the other way, num_envs spread over the workers with
+// randomness per env slot.
 type ReplayWorkers struct {
 	r      *Run
 	ws     []*replayWorker
