@@ -163,6 +163,9 @@ func newReplayWorker(r *Run, k, numEnvs, stepsPerItem, w int, inc uint64) (*repl
 // lo…hi−1 (OffPolicySlotWorkers); on error, what it returns (if not nil)
 // must be closed.
 func newSlotReplayWorker(r *Run, k, lo, hi, w int, inc uint64) (*replayWorker, error) {
+	if lo < 0 || hi <= lo || w < 1 || k >= w {
+		return nil, fmt.Errorf("%w: slot worker %d of %d with envs %d…%d", ErrConfig, k, w, lo, hi-1)
+	}
 	pc, h := r.Pieces, r.Header
 	if pc.NewAssembler == nil || pc.NewPolicy == nil || pc.NewSampler == nil {
 		return nil, fmt.Errorf("%w: the algorithm has no off-policy pieces", ErrConfig)
