@@ -48,3 +48,23 @@ func BenchmarkGatherAsync(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGatherAsyncLag: BenchmarkGatherAsync with the least lag bound
+// (items in request order).
+func BenchmarkGatherAsyncLag(b *testing.B) {
+	it, err := GatherAsyncLag(benchPar(b, 4), 2, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := 0
+	for _, err := range it {
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n++; n >= b.N {
+			break
+		}
+	}
+}

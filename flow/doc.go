@@ -16,21 +16,24 @@
 //		if err != nil {
 //			return nil, err
 //		}
+//		grads, err := flow.GatherAsyncLag(flow.ParForEach(flow.ParallelRollouts(workers), flow.ComputeGradients(workers)), 1, c.MaxPolicyLag)
+//		if err != nil {
+//			return nil, err
+//		}
 //		learner, err := flow.SegmentLearner(r)
 //		if err != nil {
 //			return nil, err
 //		}
-//		grads := flow.ParForEach(flow.ParallelRollouts(workers), flow.ComputeGradients(workers))
-//		applied := flow.ForEach(flow.GatherAsync(grads, 1), flow.ApplyGradients(workers, learner))
-//		return flow.StandardMetricsReporting(r, applied), nil
+//		return flow.StandardMetricsReporting(r, flow.ForEach(grads, flow.ApplyGradients(workers, learner))), nil
 //	}
 //
 // ParallelRollouts is a ParIter: one shard per worker, each producing
 // segments on the worker's own goroutine (an Actor). ParForEach adds work
 // that runs there too, so the gradients are computed in parallel.
-// GatherAsync turns the shards into one sequential Iter, taking items as
-// they come; ForEach then runs on the consumer's goroutine, here the
-// driver's. Nothing runs until Train pulls the last iterator.
+// GatherAsyncLag turns the shards into one sequential Iter, taking items
+// as they come within a bound on their lag; ForEach then runs on the
+// consumer's goroutine, here the driver's. Nothing runs until Train pulls
+// the last iterator.
 //
 // # The model
 //
@@ -53,7 +56,17 @@
 //   - GatherAsync(par, n) yields items as they arrive, with at most n
 //     requests in flight per shard; it never holds more than n × shards
 //     items the consumer has not taken. A shard sees a message before any
-//     item requested after it, so items lag by up to n − 1 versions.
+//     item requested after it, but an item of a slow shard can wait
+//     behind any number of the other shards' items: with a learner step
+//     and a weights broadcast per item, its lag in versions has no bound.
+//     GatherAsyncLag(par, n, m) bounds it: no item comes after more than m others were taken
+//     since it was requested (it waits for the oldest request first when
+//     taking another would break that), so with one update per item the
+//     lag is at most m versions; m ≥ n × shards − 1, the lag of the first
+//     requests, and m = 0 means that least bound, where items come in
+//     request order. A3C and IMPALA use it (max_policy_lag) and report
+//     charts/policy_lag_max; Ape-X's store uses GatherAsync (its workers'
+//     weights follow SyncEvery, not the items).
 //   - Split(it, n, bound) duplicates a stream for concurrent consumers,
 //     each copy buffering at most bound items; the lagging consumer is
 //     preferred (the leader waits).
@@ -70,7 +83,8 @@
 // StandardMetricsReporting (into metrics.csv, summary.json and the
 // progress bar) serve the on-policy pieces (algo.Pieces); OffPolicyWorkers,
 // OffPolicyRollouts, TransitionLearner, StoreToReplay and Replay the
-// off-policy ones, where ReplayWorkers.SyncEvery makes each worker copy the
+// off-policy ones (OffPolicySlotWorkers and ConcatExperience for a
+// synchronous plan), where ReplayWorkers.SyncEvery makes each worker copy the
 // learner's newest weights every n of its env steps instead of receiving
 // every update (Ape-X's actors). An algorithm is
 // a plan when its config implements Planner (its Spec declares
@@ -80,13 +94,19 @@
 //
 // # Determinism
 //
-// Randomness belongs to env slots, never to workers: slot i resets from
-// (seed, "flow/env", i) and samples from (seed, "env-worker", i), and a
-// worker's policy rows do not depend on how many rows share a batch. A
-// plan made only of synchronous operators (GatherSync, GatherSyncAhead, ConcatBatches,
-// round-robin or weighted Union) therefore gives the same parameters for
-// 1, 2 or 4 workers (TestSyncPlanSameBitsForAnyWorkers). Asynchronous
-// operators trade that for throughput.
+// For rollout workers (RolloutWorkers) and slot workers
+// (OffPolicySlotWorkers) randomness belongs to env slots, never to
+// workers: slot i resets from (seed, "flow/env", i) and samples from
+// (seed, "env-worker", i) (a slot worker's slot also has an n-step
+// assembler of its own), and a worker's policy rows do not depend on how
+// many rows share a batch. A plan over them made only of synchronous
+// operators (GatherSync, GatherSyncAhead, ConcatBatches,
+// ConcatExperience, round-robin or weighted Union) therefore gives the
+// same parameters for 1, 2 or 4 workers: A2C, PPO and DQN
+// (TestSyncPlanSameBitsForAnyWorkers, TestDQNPlans). Replay workers
+// (OffPolicyWorkers: Ape-X) each own num_envs envs and streams of worker
+// k, so their number changes the data. Asynchronous operators trade
+// determinism for throughput.
 //
 // # Budget and accounting
 //
@@ -97,6 +117,15 @@
 // and learned: streams end only when all shards have ended, and a round
 // that some shards cannot complete is an error (ErrUneven), never a silent
 // drop.
+//
+// # Failures
+//
+// An error from any branch ends the plan with that error: Train cancels
+// the run's context as soon as the error reaches it, before the stream
+// unwinds, so a branch still waiting (UnionAsync's other input, a gather
+// waiting on a worker) stops; and a replay sub-flow that fails releases a
+// store sub-flow waiting on its Ledger's lag bound also when the plan is
+// pulled without Train.
 //
 // # Transports and concurrency
 //

@@ -421,3 +421,78 @@ func TestCancel(t *testing.T) {
 		t.Fatalf("got %v, want context.Canceled", last)
 	}
 }
+
+// TestGatherAsyncLag: with the consumer broadcasting a new version after
+// every item (IMPALA's TrainOneStep), no item is yielded more than maxLag
+// versions behind, even when one shard is far slower than the others:
+// shard 0's first item waits until the other shards have made more items
+// than the bound lets the consumer take meanwhile (or a second passes),
+// which unbounded arrival order would let them. Every item comes once.
+func TestGatherAsyncLag(t *testing.T) {
+	const n, numAsync, limit = 3, 2, 20
+	for _, maxLag := range []int{0, 8} {
+		bound := maxLag
+		if bound == 0 {
+			bound = n*numAsync - 1
+		}
+		var others atomic.Int64
+		gate := int64((n-1)*numAsync + bound + 1)
+		shards := make([]Shard[toyItem], n)
+		toys := make([]*toy, n)
+		for k := range n {
+			a := NewActor()
+			t.Cleanup(a.Close)
+			s := &toy{id: k}
+			toys[k] = s
+			shards[k] = Shard[toyItem]{Actor: a, Next: func() (toyItem, error) {
+				if s.made >= limit {
+					return toyItem{}, ErrEnd
+				}
+				if k == 0 && s.made == 0 {
+					for deadline := time.Now().Add(time.Second); others.Load() < gate && time.Now().Before(deadline); {
+						time.Sleep(time.Millisecond)
+					}
+				}
+				s.made++
+				if k != 0 {
+					others.Add(1)
+				}
+				return toyItem{shard: k, seq: s.made, version: s.version}, nil
+			}}
+		}
+		par := NewParIter(context.Background(), shards)
+		var v uint64
+		maxSeen := 0
+		seen := map[[2]int]bool{}
+		gathered, err := GatherAsyncLag(par, numAsync, maxLag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for x, err := range gathered {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen[[2]int{x.shard, x.seq}] {
+				t.Fatalf("item %v yielded twice", x)
+			}
+			seen[[2]int{x.shard, x.seq}] = true
+			maxSeen = max(maxSeen, int(v-x.version))
+			v++
+			for k, s := range toys {
+				nv := v
+				par.Actor(k).Send(func() { s.version = nv })
+			}
+		}
+		if len(seen) != n*limit {
+			t.Errorf("max lag %d: %d items, want %d", maxLag, len(seen), n*limit)
+		}
+		if maxSeen > bound {
+			t.Errorf("max lag %d: an item came %d versions behind, bound %d", maxLag, maxSeen, bound)
+		}
+	}
+	// Below the lag of the first requests, the bound cannot hold.
+	par, _ := toyPar(t, context.Background(), n, 1, nil)
+	if _, err := GatherAsyncLag(par, numAsync, n*numAsync-2); !errors.Is(err, ErrConfig) {
+		t.Errorf("max lag %d with %d first requests: %v, want a config error", n*numAsync-2, n*numAsync, err)
+	}
+}

@@ -20,7 +20,9 @@ import (
 // (algo.ActorExplorer: Ape-X's fixed ε_k), the algorithm's n-step
 // assembler and, for Ape-X, a prioritizer that sets each transition's
 // initial priority with the worker's policy copy.
-// One item is stepsPerItem vector steps' transitions.
+// One item is stepsPerItem vector steps' transitions. OffPolicySlotWorkers
+// builds them the other way, num_envs spread over the workers with
+// randomness per env slot.
 type ReplayWorkers struct {
 	r      *Run
 	ws     []*replayWorker
@@ -41,6 +43,24 @@ type Experience struct {
 
 // OffPolicyWorkers builds the run's off-policy env workers.
 func OffPolicyWorkers(r *Run, numEnvs, stepsPerItem int) (*ReplayWorkers, error) {
+	return offPolicyWorkers(r, numEnvs, stepsPerItem, false)
+}
+
+// OffPolicySlotWorkers builds the off-policy env workers of a synchronous
+// plan (DQN's): numEnvs envs in all, split over runtime.env_workers
+// workers (default 1) in contiguous blocks of slots, as RolloutWorkers
+// splits them. Randomness belongs to the slots: slot i resets from (seed,
+// "flow/env", i), samples from (seed, "env-worker", i) and has an n-step
+// assembler of its own, and the policy's rows do not depend on the batch;
+// an item is one vector step of the worker's slots, its transitions slot
+// by slot. So ConcatExperience's rounds, and a synchronous plan's
+// parameters, are the same for any number of workers — except with
+// apex_epsilon, where each worker is an actor with an ε of its own.
+func OffPolicySlotWorkers(r *Run, numEnvs int) (*ReplayWorkers, error) {
+	return offPolicyWorkers(r, numEnvs, 1, true)
+}
+
+func offPolicyWorkers(r *Run, numEnvs, stepsPerItem int, slots bool) (*ReplayWorkers, error) {
 	pc := r.Pieces
 	if pc.NewAssembler == nil || pc.NewPolicy == nil || pc.NewSampler == nil {
 		return nil, fmt.Errorf("%w: the algorithm has no off-policy pieces", ErrConfig)
@@ -49,16 +69,26 @@ func OffPolicyWorkers(r *Run, numEnvs, stepsPerItem int) (*ReplayWorkers, error)
 	if numEnvs < 1 || stepsPerItem < 1 {
 		return nil, fmt.Errorf("%w: num_envs %d and steps per item %d must be ≥ 1", ErrConfig, numEnvs, stepsPerItem)
 	}
+	if slots && w > numEnvs {
+		return nil, fmt.Errorf("%w: env_workers %d must be in 1…num_envs %d (the plan spreads num_envs over its workers)", ErrConfig, w, numEnvs)
+	}
 	ws := &ReplayWorkers{r: r}
 	r.onClose(ws.close)
 	set := r.newWorkerSet()
 	for k := range w {
 		ws.actors = append(ws.actors, NewActor())
+		lo, hi := 0, numEnvs
+		if slots {
+			lo, hi = k*numEnvs/w, (k+1)*numEnvs/w
+		}
 		if r.remote != nil {
 			// The worker serves its actor over the transport; the driver
 			// keeps a proxy that holds no envs.
-			px := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem, workers: w, enc: &ws.enc, ws: ws}
+			px := &replayWorker{r: r, id: k, n: hi - lo, steps: stepsPerItem, workers: w, enc: &ws.enc, ws: ws, slots: slots, total: numEnvs}
 			init := func(inc uint64) []byte { return replayInit(k, numEnvs, stepsPerItem, w, inc) }
+			if slots {
+				init = func(inc uint64) []byte { return replaySlotsInit(k, lo, hi, w, inc) }
+			}
 			var err error
 			if px.proxy, err = r.remote.open(r, actorName(set, k), init); err != nil {
 				return nil, err
@@ -66,7 +96,16 @@ func OffPolicyWorkers(r *Run, numEnvs, stepsPerItem int) (*ReplayWorkers, error)
 			ws.ws = append(ws.ws, px)
 			continue
 		}
-		wk, err := newReplayWorker(r, k, numEnvs, stepsPerItem, w, 1)
+		var wk *replayWorker
+		var err error
+		if slots {
+			wk, err = newSlotReplayWorker(r, k, lo, hi, w, 1)
+			if wk != nil {
+				wk.total = numEnvs
+			}
+		} else {
+			wk, err = newReplayWorker(r, k, numEnvs, stepsPerItem, w, 1)
+		}
 		if wk != nil {
 			wk.ws = ws
 			ws.ws = append(ws.ws, wk)
@@ -120,9 +159,66 @@ func newReplayWorker(r *Run, k, numEnvs, stepsPerItem, w int, inc uint64) (*repl
 	return wk, nil
 }
 
+// newSlotReplayWorker builds start inc of slot worker k of w, envs
+// lo…hi−1 (OffPolicySlotWorkers); on error, what it returns (if not nil)
+// must be closed.
+func newSlotReplayWorker(r *Run, k, lo, hi, w int, inc uint64) (*replayWorker, error) {
+	if lo < 0 || hi <= lo || w < 1 || k >= w {
+		return nil, fmt.Errorf("%w: slot worker %d of %d with envs %d…%d", ErrConfig, k, w, lo, hi-1)
+	}
+	pc, h := r.Pieces, r.Header
+	if pc.NewAssembler == nil || pc.NewPolicy == nil || pc.NewSampler == nil {
+		return nil, fmt.Errorf("%w: the algorithm has no off-policy pieces", ErrConfig)
+	}
+	n := hi - lo
+	wk := &replayWorker{r: r, id: k, n: n, steps: 1, workers: w, slots: true}
+	var err error
+	if wk.policy, err = pc.NewPolicy(); err != nil {
+		return wk, err
+	}
+	od := r.Spaces.Obs.Dim()
+	wk.obs = make([]float32, n*od)
+	actStream, envStream := streams(inc)
+	for j := range n {
+		slot := lo + j
+		v, err := env.MakeVector(h.Env, 1, env.Sync, env.WithEpisodeStatistics())
+		if err != nil {
+			return wk, err
+		}
+		wk.vecs = append(wk.vecs, v)
+		s, err := pc.NewSampler(1, rng.New(h.Seed, actStream, slot))
+		if err != nil {
+			return wk, err
+		}
+		if ae, ok := s.(algo.ActorExplorer); ok && w > 1 {
+			ae.SetActor(k, w)
+		}
+		wk.samplers = append(wk.samplers, s)
+		a, err := pc.NewAssembler(1)
+		if err != nil {
+			return wk, err
+		}
+		wk.assemblers = append(wk.assemblers, a)
+		b, err := v.Reset(int64(rng.Derive(h.Seed, envStream, slot) >> 1))
+		if err != nil {
+			return wk, fmt.Errorf("flow: reset env %d: %w", slot, err)
+		}
+		copy(wk.obs[j*od:(j+1)*od], b.Obs)
+	}
+	if pc.NewPrioritizer != nil {
+		if wk.prio, err = pc.NewPrioritizer(); err != nil {
+			return wk, err
+		}
+	}
+	return wk, nil
+}
+
 func (w *replayWorker) close() {
 	if w.envs != nil {
 		w.envs.Close()
+	}
+	for _, v := range w.vecs {
+		v.Close()
 	}
 }
 
@@ -218,6 +314,13 @@ type replayWorker struct {
 	since     int64           // env steps since the last copy (SyncEvery)
 	held      *weights.Version
 	syncs     atomic.Int64 // weights messages taken
+	// slots: a slot worker (OffPolicySlotWorkers), one env, sampler and
+	// assembler per slot; total is the run's envs (the driver's step).
+	slots      bool
+	total      int
+	vecs       []env.Vector
+	samplers   []algo.Sampler
+	assemblers []algo.Assembler
 }
 
 // experience takes `steps` vector steps, claimed from the budget at once
@@ -233,6 +336,10 @@ func (w *replayWorker) experience() (Experience, error) {
 	// The schedules' step: where this item falls when the workers' items
 	// interleave in turn — the claim order would differ between runs.
 	start := (w.made*int64(w.workers) + int64(w.id)) * size
+	if w.slots {
+		// Round made is the made-th vector step of every slot.
+		start = w.made * int64(w.total)
+	}
 	w.made++
 	if every := w.ws.every; every > 0 {
 		if w.since >= every {
@@ -258,6 +365,9 @@ func (w *replayWorker) experience() (Experience, error) {
 
 // produce takes the steps already claimed, the first at global step start.
 func (w *replayWorker) produce(start int64) (Experience, error) {
+	if w.slots {
+		return w.produceSlots(start)
+	}
 	tr := &sample.Transitions{}
 	var rep Report
 	for s := range w.steps {
@@ -294,6 +404,82 @@ func (w *replayWorker) produce(start int64) (Experience, error) {
 	return Experience{Transitions: tr, Report: rep}, nil
 }
 
+// produceSlots takes one vector step of a slot worker at global step
+// start: one batched forward pass, then each slot's sampler, env and
+// assembler in slot order. Episodes are reported at the step's end.
+func (w *replayWorker) produceSlots(start int64) (Experience, error) {
+	tr := &sample.Transitions{}
+	rep := Report{Steps: int64(w.n)}
+	od, wd := len(w.obs)/w.n, w.policy.OutDim()
+	w.out = w.policy.ForwardTo(grow(w.out, w.n*wd), w.obs, w.n)
+	for j, s := range w.samplers {
+		obs := w.obs[j*od : (j+1)*od]
+		s.SampleTo(&w.acts, w.out[j*wd:(j+1)*wd], 1, start)
+		b, err := w.vecs[j].Step(w.acts.EnvActions)
+		if err != nil {
+			return Experience{}, fmt.Errorf("flow: worker %d: %w", w.id, err)
+		}
+		e0 := len(tr.Episodes)
+		if err := w.assemblers[j].Add(tr, obs, w.acts.Actions, b); err != nil {
+			return Experience{}, err
+		}
+		for _, e := range tr.Episodes[e0:] {
+			rep.Episodes = append(rep.Episodes, sample.Episode{Return: e.Return, Length: e.Length, At: w.n})
+		}
+		if rs, ok := s.(algo.EnvResetter); ok && b.Done(0) {
+			rs.ResetEnv(0)
+		}
+		copy(obs, b.Obs)
+	}
+	tr.Version, tr.Worker = w.policy.Version(), w.id
+	if w.prio != nil && tr.N > 0 {
+		if err := w.prio.Prioritize(tr, w.policy); err != nil {
+			return Experience{}, err
+		}
+	}
+	return Experience{Transitions: tr, Report: rep}, nil
+}
+
+// ConcatExperience joins each round of slot workers' items (GatherSync's,
+// in worker order) into one item of all the slots, slot order: the item
+// one worker with every slot would have made. Its episodes end at the
+// round's last env step.
+func ConcatExperience(it Iter[[]Experience]) Iter[Experience] {
+	return ForEach(it, func(xs []Experience) (Experience, error) {
+		if len(xs) == 1 {
+			return xs[0], nil
+		}
+		tr := &sample.Transitions{Worker: -1, Version: xs[0].Transitions.Version}
+		var rep Report
+		for _, x := range xs {
+			t := x.Transitions
+			if t.N > 0 && tr.N > 0 && (t.ObsDim != tr.ObsDim || t.ActDim != tr.ActDim || len(t.Priorities) > 0 != (len(tr.Priorities) > 0)) {
+				return Experience{}, fmt.Errorf("%w: flow: transitions of different shapes", sample.ErrShape)
+			}
+			if tr.N == 0 && (t.N > 0 || tr.ObsDim == 0) {
+				tr.ObsDim, tr.ActDim = t.ObsDim, t.ActDim
+			}
+			tr.N += t.N
+			tr.Version = min(tr.Version, t.Version)
+			tr.Obs = append(tr.Obs, t.Obs...)
+			tr.Actions = append(tr.Actions, t.Actions...)
+			tr.Rewards = append(tr.Rewards, t.Rewards...)
+			tr.NextObs = append(tr.NextObs, t.NextObs...)
+			tr.Discounts = append(tr.Discounts, t.Discounts...)
+			tr.Dones = append(tr.Dones, t.Dones...)
+			tr.Priorities = append(tr.Priorities, t.Priorities...)
+			tr.Episodes = append(tr.Episodes, t.Episodes...)
+			rep.Steps += x.Report.Steps
+			rep.Episodes = append(rep.Episodes, x.Report.Episodes...)
+			rep.Stats = append(rep.Stats, x.Report.Stats...)
+		}
+		for i := range rep.Episodes {
+			rep.Episodes[i].At = int(rep.Steps)
+		}
+		return Experience{Transitions: tr, Report: rep}, nil
+	})
+}
+
 // TransitionLearner builds the run's off-policy learner, whose model Train
 // returns, and the replay memory it learns from.
 func TransitionLearner(r *Run) (algo.TransitionLearner, algo.Replay, error) {
@@ -320,7 +506,10 @@ func TransitionLearner(r *Run) (algo.TransitionLearner, algo.Replay, error) {
 // the replay sub-flow runs exactly the updates due for the stored steps
 // (the algorithm's replay ratio), and with MaxLag > 0 the store sub-flow
 // waits while it is more than MaxLag steps ahead of the learner. Waiting
-// parks on a channel and ends with the run's context.
+// parks on a channel and ends with the run's context, or when the other
+// sub-flow has ended: a failed replay sub-flow releases a store sub-flow
+// waiting on the bound, which then ends without an item, so the failure
+// is the union's one error.
 type Ledger struct {
 	// MaxLag bounds stored − trained env steps (0: no bound; use it only
 	// when one goroutine pulls both sub-flows in turn).
@@ -329,7 +518,8 @@ type Ledger struct {
 	mu              sync.Mutex
 	changed         chan struct{}
 	stored, trained int64
-	ended           bool
+	ended           bool // the store sub-flow has ended
+	failed          bool // the replay sub-flow has ended with an error
 }
 
 // wait parks until ok() holds (checked under the lock) or ctx ends.
@@ -352,6 +542,12 @@ func (l *Ledger) wait(r *Run, ok func() bool) error {
 	return nil
 }
 
+func (l *Ledger) isFailed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed
+}
+
 // update changes the counts under the lock and wakes the waiters.
 func (l *Ledger) update(f func()) {
 	l.mu.Lock()
@@ -372,7 +568,10 @@ func StoreToReplay(r *Run, rb algo.Replay, l *Ledger, it Iter[Experience]) Iter[
 		defer l.update(func() { l.ended = true })
 		for x, err := range it {
 			if err == nil && l.MaxLag > 0 {
-				err = l.wait(r, func() bool { return l.stored-l.trained <= l.MaxLag })
+				err = l.wait(r, func() bool { return l.stored-l.trained <= l.MaxLag || l.failed })
+			}
+			if err == nil && l.isFailed() {
+				return // the replay sub-flow reports its own error
 			}
 			if err == nil {
 				err = rb.Add(x.Transitions)
@@ -411,6 +610,7 @@ func Replay(r *Run, rb algo.Replay, learner algo.TransitionLearner, ws *ReplayWo
 			}
 			stats, err := learner.Learn(r.Ctx, rb, prev, step)
 			if err != nil {
+				l.update(func() { l.failed = true })
 				yield(Report{}, err)
 				return
 			}

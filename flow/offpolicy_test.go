@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -99,5 +100,60 @@ func TestStoreReplayUnion(t *testing.T) {
 		if async && maxAhead > ledger.MaxLag+perItem {
 			t.Errorf("store ran %d steps ahead, bound %d + one item", maxAhead, ledger.MaxLag)
 		}
+	}
+}
+
+// stalledLearner fails its first Learn call once the store sub-flow has
+// run more than the ledger's MaxLag steps ahead (so the store waits on the
+// bound, and nothing but the failure can wake it).
+type stalledLearner struct {
+	fakeLearner
+	ledger *Ledger
+	err    error
+}
+
+func (f *stalledLearner) Learn(context.Context, algo.Replay, int64, int64) ([]algo.Stat, error) {
+	for {
+		f.ledger.mu.Lock()
+		ahead := f.ledger.stored - f.ledger.trained
+		f.ledger.mu.Unlock()
+		if ahead > f.ledger.MaxLag {
+			return nil, f.err
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestStoreReplayUnionFails: a replay sub-flow that fails while the store
+// sub-flow waits on its lag bound ends the union with the learner's error
+// (not a hang, not the store's): the failure releases the store. The
+// run's context is never cancelled here, as when a caller pulls a plan
+// itself.
+func TestStoreReplayUnionFails(t *testing.T) {
+	r := &Run{Ctx: context.Background()}
+	xs := make([]Experience, 1000)
+	for i := range xs {
+		xs[i] = Experience{Transitions: &sample.Transitions{N: 10}, Report: Report{Steps: 10}}
+	}
+	ledger := &Ledger{MaxLag: 30}
+	boom := errors.New("learner: NaN priority")
+	rb, l := &fakeReplay{}, &stalledLearner{ledger: ledger, err: boom}
+	done := make(chan error, 1)
+	go func() {
+		var last error
+		for _, err := range UnionAsync(StoreToReplay(r, rb, ledger, FromSlice(xs)), Replay(r, rb, l, &ReplayWorkers{}, ledger)) {
+			if err != nil {
+				last = err
+			}
+		}
+		done <- last
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, boom) {
+			t.Fatalf("union ended with %v, want the learner's error", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the union still waits a minute after its replay sub-flow failed")
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"sync"
 )
 
@@ -235,12 +237,43 @@ func GatherSyncAhead[T any](p ParIter[T], numAsync int) Iter[[]T] {
 // numAsync requests in flight per shard: when the consumer is done with
 // shard k's item (pulls the next one), one more is requested from k. So
 // GatherAsync never holds more than numAsync × Len() items that the
-// consumer has not taken, however slow the consumer is. A message sent to shard k after one
-// of its items was yielded runs before any item requested later, but up to
-// numAsync − 1 items already requested may be produced without it: that
-// is the lag asynchronous plans accept. The stream ends when every shard
-// has ended and every item produced was yielded.
+// consumer has not taken, however slow the consumer is. A message sent to
+// shard k after one of its items was yielded runs before any item
+// requested later. Items are taken in arrival order, so with several
+// shards an item of a slow shard (a starved goroutine, a slow env) can
+// wait behind any number of the others' items: GatherAsyncLag bounds that
+// wait. The stream ends when every shard has ended and every item produced
+// was yielded.
 func GatherAsync[T any](p ParIter[T], numAsync int) Iter[T] {
+	return gatherAsync(p, numAsync, -1)
+}
+
+// GatherAsyncLag is GatherAsync with a bound on lag: no item is yielded
+// after more than maxLag other items were yielded since it was requested.
+// Items come in arrival order until taking another than the oldest
+// request outstanding would leave some request unable to come within its
+// bound; then GatherAsyncLag waits for the oldest (holding the others,
+// still at most numAsync × Len()) before it yields anything else.
+// When the consumer sends each shard new weights before its next request
+// and learns once per item (TrainOneStep, ApplyGradients), an item's lag
+// in weights versions is that count, so it is at most maxLag. The first
+// requests all go out together, so maxLag must be at least numAsync ×
+// Len() − 1 (an ErrConfig error, before anything runs, otherwise); 0 means
+// that least bound, under which items come in the order they were
+// requested.
+func GatherAsyncLag[T any](p ParIter[T], numAsync, maxLag int) (Iter[T], error) {
+	least := numAsync*len(p.shards) - 1
+	if maxLag == 0 {
+		maxLag = max(0, least)
+	}
+	if maxLag < least {
+		return nil, fmt.Errorf("%w: max_policy_lag %d is below %d = num_async %d × %d workers − 1, the lag of the first requests", ErrConfig, maxLag, least, numAsync, len(p.shards))
+	}
+	return gatherAsync(p, numAsync, maxLag), nil
+}
+
+// gatherAsync is GatherAsync, with a lag bound when maxLag ≥ 0.
+func gatherAsync[T any](p ParIter[T], numAsync, maxLag int) Iter[T] {
 	return func(yield func(T, error) bool) {
 		var zero T
 		if numAsync < 1 {
@@ -248,43 +281,96 @@ func GatherAsync[T any](p ParIter[T], numAsync int) Iter[T] {
 			return
 		}
 		n := len(p.shards)
+		type held struct {
+			k, at int
+			v     T
+		}
 		out := make(chan item[T], n*numAsync)
-		pending, ended := make([]int, n), make([]bool, n)
-		inFlight := 0
+		// pending[k]: when each of shard k's outstanding requests was made
+		// (the items yielded by then), oldest first, as its actor runs them.
+		pending := make([][]int, n)
+		var arrived []held // produced, not yet yielded, in arrival order
+		ended := make([]bool, n)
+		yielded, inFlight := 0, 0
+		var stamps []int
+		ask := func(k int) {
+			p.request(k, out)
+			pending[k] = append(pending[k], yielded)
+			inFlight++
+		}
 		for k := range n {
 			for range numAsync {
-				p.request(k, out)
-				pending[k]++
-				inFlight++
+				ask(k)
 			}
 		}
 		for inFlight > 0 {
-			var it item[T]
-			select {
-			case it = <-out:
-			case <-p.ctx.Done():
-				yield(zero, p.ctx.Err())
-				return
+			// Whether anything but the oldest request would make some
+			// request late: the j-th oldest (from 0) is yielded at the
+			// earliest j + 1 items from now, so its wait must allow that.
+			oldest, at := -1, math.MaxInt // oldest: its index in arrived, or −1 if not arrived
+			forced := false
+			if maxLag >= 0 {
+				stamps = stamps[:0]
+				for i, h := range arrived {
+					stamps = append(stamps, h.at)
+					if h.at < at {
+						oldest, at = i, h.at
+					}
+				}
+				for _, q := range pending {
+					stamps = append(stamps, q...)
+					if len(q) > 0 && q[0] < at {
+						oldest, at = -1, q[0]
+					}
+				}
+				slices.Sort(stamps)
+				for j, a := range stamps {
+					if yielded-a >= maxLag-j {
+						forced = true
+						break
+					}
+				}
 			}
-			pending[it.k]--
-			inFlight--
+			pick := -1
 			switch {
-			case errors.Is(it.err, ErrEnd):
-				ended[it.k] = true
+			case forced && oldest >= 0:
+				pick = oldest
+			case !forced && len(arrived) > 0:
+				pick = 0
+			}
+			if pick < 0 {
+				var it item[T]
+				select {
+				case it = <-out:
+				case <-p.ctx.Done():
+					yield(zero, p.ctx.Err())
+					return
+				}
+				at := pending[it.k][0]
+				pending[it.k] = pending[it.k][1:]
+				switch {
+				case errors.Is(it.err, ErrEnd):
+					ended[it.k] = true
+					inFlight--
+				case it.err != nil:
+					yield(zero, fmt.Errorf("shard %d: %w", it.k, it.err))
+					return
+				default:
+					arrived = append(arrived, held{k: it.k, at: at, v: it.v})
+				}
 				continue
-			case it.err != nil:
-				yield(zero, fmt.Errorf("shard %d: %w", it.k, it.err))
+			}
+			h := arrived[pick]
+			arrived = append(arrived[:pick], arrived[pick+1:]...)
+			inFlight--
+			if !yield(h.v, nil) {
 				return
 			}
-			if !yield(it.v, nil) {
-				return
-			}
+			yielded++
 			// The replacement is asked for once the consumer is done with
 			// the item, so what it sent meanwhile (new weights) comes first.
-			if !ended[it.k] {
-				p.request(it.k, out)
-				pending[it.k]++
-				inFlight++
+			if !ended[h.k] {
+				ask(h.k)
 			}
 		}
 	}

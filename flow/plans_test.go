@@ -193,21 +193,36 @@ func TestTrainRunFlow(t *testing.T) {
 }
 
 // TestDQNPlans: the DQN plan (GatherSync, round-robin Union) trains the
-// same bits twice with 2 workers, and again with the workers over NATS;
-// the Ape-X plan (GatherAsync, UnionAsync) reports every env step of the
-// budget, on either transport.
+// same bits, and logs the same episodes at the same steps, with its 4
+// envs on 1, 2 or 4 workers, twice, and with the workers over NATS (n-step
+// transitions, prioritized replay); the Ape-X plan (GatherAsync,
+// UnionAsync) reports every env step of the budget, on either transport.
 func TestDQNPlans(t *testing.T) {
+	const slots = "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 3000\nruntime: {executor: flow, env_workers: %d, transport: %s}\n" +
+		"dqn: {num_envs: 4, learning_starts: 500, buffer_size: 2000, batch_size: 32, target_network_frequency: 100, net_arch: [32, 32], n_steps: 3, prioritized: true}\n"
+	var want string
+	var wantLog *countLog
+	for _, run := range []struct {
+		workers   int
+		transport string
+	}{{1, "inproc"}, {2, "inproc"}, {4, "inproc"}, {2, "inproc"}, {1, "nats"}, {2, "nats"}} {
+		got, log := trainHash(t, resolve(t, dqn.Spec(), fmt.Sprintf(slots, run.workers, run.transport)))
+		if want == "" {
+			want, wantLog = got, log
+			if len(log.episodes) == 0 || log.steps != 3000 {
+				t.Fatalf("1 worker: %d episodes, %d steps", len(log.episodes), log.steps)
+			}
+			continue
+		}
+		if got != want {
+			t.Errorf("DQN plan, %d workers over %s: parameters %s, with 1 worker %s", run.workers, run.transport, got, want)
+		}
+		if fmt.Sprint(log.episodes) != fmt.Sprint(wantLog.episodes) || log.steps != wantLog.steps {
+			t.Errorf("DQN plan, %d workers over %s: other episodes or steps than 1 worker", run.workers, run.transport)
+		}
+	}
 	const base = "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 3000\nruntime: {executor: flow, env_workers: 2, transport: %s}\n" +
 		"dqn: {learning_starts: 500, buffer_size: 2000, batch_size: 32, target_network_frequency: 100, net_arch: [32, 32]"
-	res := resolve(t, dqn.Spec(), fmt.Sprintf(base, "inproc")+"}\n")
-	a, _ := trainHash(t, res)
-	b, _ := trainHash(t, res)
-	if a != b {
-		t.Errorf("DQN plan, same seed and workers: %s then %s", a, b)
-	}
-	if c, _ := trainHash(t, resolve(t, dqn.Spec(), fmt.Sprintf(base, "nats")+"}\n")); c != a {
-		t.Errorf("DQN plan over NATS: %s, in-process %s", c, a)
-	}
 	for _, tr := range []string{"inproc", "nats"} {
 		apex := resolve(t, dqn.Spec(), fmt.Sprintf(base, tr)+", prioritized: true, initial_priorities: actor, n_steps: 3}\n")
 		_, log := trainHash(t, apex)
@@ -554,6 +569,95 @@ func TestApeXActorEpsilon(t *testing.T) {
 					t.Errorf("worker %d: %d of %d actions not greedy (%.4f), want ≥ 500 actions and a share of ε_%d/2 = %.4f ± %.4f",
 						k, p.off[k], n, got, k, want, tol)
 				}
+			}
+		})
+	}
+}
+
+// failingLearner is a learner whose first Learn call is slow and fails:
+// it waits until the store sub-flow has stored more than the Ape-X
+// plan's 256-step lag bound (so the store waits on the bound), then
+// returns err.
+type failingLearner struct {
+	algo.TransitionLearner
+	err error
+}
+
+func (f *failingLearner) Model() algo.Model {
+	return f.TransitionLearner.(interface{ Model() algo.Model }).Model()
+}
+
+func (f *failingLearner) Learn(ctx context.Context, rb algo.Replay, _, _ int64) ([]algo.Stat, error) {
+	for deadline := time.Now().Add(30 * time.Second); rb.Len() <= 256 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	return nil, f.err
+}
+
+// failingApex is dqn.Config.ApexPlan with the learner replaced.
+type failingApex struct {
+	*dqn.Config
+	err error
+}
+
+func (p *failingApex) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
+	newLearner := r.Pieces.NewTransitionLearner
+	r.Pieces.NewTransitionLearner = func() (algo.TransitionLearner, error) {
+		l, err := newLearner()
+		return &failingLearner{TransitionLearner: l, err: p.err}, err
+	}
+	return p.ApexPlan(r)
+}
+
+// blockedUnion is a plan whose one branch fails while the other waits for
+// something only the run's context ends (a worker's item that does not
+// come).
+type blockedUnion struct {
+	*dqn.Config
+	err error
+}
+
+func (p *blockedUnion) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
+	waits := func(yield func(flow.Report, error) bool) {
+		<-r.Ctx.Done()
+		yield(flow.Report{}, r.Ctx.Err())
+	}
+	fails := func(yield func(flow.Report, error) bool) { yield(flow.Report{}, p.err) }
+	return flow.UnionAsync[flow.Report](waits, fails), nil
+}
+
+// TestPlanFailureEndsRun: a failure in any branch of a plan ends the run
+// promptly with that error — the Ape-X plan whose learner fails (slowly)
+// while the store sub-flow waits on its lag bound, and a union whose
+// other branch waits on the run's context — on either transport for the
+// Ape-X plan. The deadline only proves there is no hang.
+func TestPlanFailureEndsRun(t *testing.T) {
+	const file = "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 20000\nruntime: {executor: flow, env_workers: 2, transport: %s}\n" +
+		"dqn: {learning_starts: 100, buffer_size: 20000, batch_size: 32, net_arch: [16], prioritized: true, initial_priorities: actor}\n"
+	for _, c := range []string{"apex-inproc", "apex-nats", "union"} {
+		t.Run(c, func(t *testing.T) {
+			kind, tr, _ := strings.Cut(c, "-")
+			if tr == "" {
+				tr = "inproc"
+			}
+			res := resolve(t, dqn.Spec(), fmt.Sprintf(file, tr))
+			boom := errors.New("learner: NaN priority")
+			var p flow.Planner = &failingApex{Config: res.Config.(*dqn.Config), err: boom}
+			if kind == "union" {
+				p = &blockedUnion{Config: res.Config.(*dqn.Config), err: boom}
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := flow.TrainPlan(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config, p)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, boom) {
+					t.Fatalf("run ended with %v, want the failing branch's error", err)
+				}
+			case <-time.After(2 * time.Minute):
+				t.Fatal("the plan still runs two minutes after a branch failed")
 			}
 		})
 	}

@@ -82,6 +82,7 @@ const rejoinWait = 2 * time.Minute
 const (
 	kindRollout byte = iota + 1
 	kindReplay
+	kindReplaySlots
 )
 
 // workerInit is what an init call carries after the worker's kind: its
@@ -119,6 +120,14 @@ func replayInit(k, numEnvs, stepsPerItem, w int, inc uint64) []byte {
 	}
 	b = binary.LittleEndian.AppendUint64(b, inc)
 	return binary.LittleEndian.AppendUint64(b, 0)
+}
+
+// replaySlotsInit is the init call of slot worker k of w
+// (OffPolicySlotWorkers): envs lo…hi−1, start inc.
+func replaySlotsInit(k, lo, hi, w int, inc uint64) []byte {
+	b := replayInit(k, lo, hi, w, inc)
+	b[1] = kindReplaySlots
+	return b
 }
 
 // streams returns the names of the random streams of a worker's start
@@ -598,6 +607,11 @@ func (h *host) init(b []byte) error {
 		h.w = w
 		return w.init()
 	}
+	if c.kind == kindReplaySlots {
+		w, err := newSlotReplayWorker(h.r, x[0], x[1], x[2], x[3], c.inc)
+		h.rw = w
+		return err
+	}
 	w, err := newReplayWorker(h.r, x[0], x[1], x[2], x[3], c.inc)
 	h.rw = w
 	return err
@@ -612,7 +626,7 @@ func parseInit(b []byte) (workerInit, error) {
 		return c, errors.New("flow: init call without a worker kind")
 	case len(b) == 37 && b[0] == kindRollout:
 		c.gamma = math.Float32frombits(binary.LittleEndian.Uint32(b[17:]))
-	case len(b) == 33 && b[0] == kindReplay:
+	case len(b) == 33 && (b[0] == kindReplay || b[0] == kindReplaySlots):
 	default:
 		return c, fmt.Errorf("flow: init call of %d bytes for worker kind %d", len(b)+1, b[0])
 	}

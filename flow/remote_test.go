@@ -19,6 +19,15 @@ func TestInitCallsRoundTrip(t *testing.T) {
 	if err != nil || c != (workerInit{kind: kindReplay, x: [4]int{1, 2, 50, 4}, inc: 3}) {
 		t.Errorf("replay init: %+v, %v", c, err)
 	}
+	c, err = parseInit(replaySlotsInit(1, 2, 4, 3, 1)[1:])
+	if err != nil || c != (workerInit{kind: kindReplaySlots, x: [4]int{1, 2, 4, 3}, inc: 1}) {
+		t.Errorf("replay slots init: %+v, %v", c, err)
+	}
+	for _, x := range [][4]int{{0, 2, 2, 1}, {0, 3, 1, 1}, {2, 0, 1, 2}} {
+		if _, err := newSlotReplayWorker(&Run{}, x[0], x[1], x[2], x[3], 1); err == nil {
+			t.Errorf("slot worker %d of %d with envs %d…%d built", x[0], x[3], x[1], x[2]-1)
+		}
+	}
 	for _, b := range [][]byte{{}, {kindRollout}, rolloutInit(0, 0, 1, 1, 1, 1, 0)[1:36], append(replayInit(0, 1, 1, 1, 1)[1:], 0),
 		replayInit(0, 1, 1, 1, 0)[1:], rolloutInit(0, 0, 1, 1, 1, 1, -1)[1:], append([]byte{9}, make([]byte, 32)...)} {
 		if _, err := parseInit(b); err == nil {

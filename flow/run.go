@@ -56,6 +56,7 @@ type Run struct {
 	// the setting is not silently ignored.
 	numAsyncRead bool
 	steps        int64 // env steps reported so far
+	lagMax       float64
 	closers      []func()
 	remote       *remote // workers over a transport (nil: in-process)
 	sets         int     // worker sets made
@@ -145,6 +146,10 @@ func trainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 				return r.model, err
 			}
+			// Cancelled before the stream unwinds: a branch of the plan
+			// still waiting (on a worker's item, on UnionAsync's other
+			// input, on a ledger bound) must stop for the union to end.
+			cancel()
 			return r.model, fmt.Errorf("flow: %s: %w", spec.Name, err)
 		}
 	}
@@ -234,7 +239,9 @@ func (r *Run) close() {
 // StandardMetricsReporting logs every report into the run's metrics
 // (metrics.csv, summary.json and the progress bar, through the Runtime's
 // Logger): its episodes at the global steps they ended, its scalars, and
-// the global step.
+// the global step. A plan that reports charts/policy_lag also gets
+// charts/policy_lag_max, the largest so far (its last value is
+// summary.json's policy_lag_max).
 func StandardMetricsReporting(r *Run, it Iter[Report]) Iter[Report] {
 	return ForEach(it, func(rep Report) (Report, error) {
 		for _, e := range rep.Episodes {
@@ -243,6 +250,10 @@ func StandardMetricsReporting(r *Run, it Iter[Report]) Iter[Report] {
 		r.steps += rep.Steps
 		for _, s := range rep.Stats {
 			r.rt.Log.Scalar(s.Name, s.Value)
+			if s.Name == "charts/policy_lag" {
+				r.lagMax = max(r.lagMax, s.Value)
+				r.rt.Log.Scalar("charts/policy_lag_max", r.lagMax)
+			}
 		}
 		if r.remote != nil {
 			st := r.remote.stats()

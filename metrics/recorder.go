@@ -137,6 +137,11 @@ type Summary struct {
 	// competitive multi-agent env (each team's return_mean and episodes),
 	// by name; left out for other envs.
 	Teams map[string]float64 `json:"teams,omitempty"`
+	// PolicyLagMax is the last value of the scalar charts/policy_lag_max:
+	// for an asynchronous plan (A3C, IMPALA), the most weights versions
+	// the learner had taken since the policy of data it learned on; left
+	// out when the run has none.
+	PolicyLagMax *float64 `json:"policy_lag_max,omitempty"`
 }
 
 // TeamReturn is one team's evaluation return: the sum over its agents,
@@ -541,6 +546,10 @@ func (r *Recorder) Close(interrupted bool) (Summary, error) {
 				s.Teams = map[string]float64{}
 			}
 			s.Teams[name] = r.scalars[i]
+		}
+		if name == "charts/policy_lag_max" && r.set[i] {
+			v := r.scalars[i]
+			s.PolicyLagMax = &v
 		}
 		if strings.HasPrefix(name, "policy/") && r.set[i] && !math.IsNaN(r.scalars[i]) {
 			if s.Policies == nil {

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -263,5 +264,33 @@ func TestSummaryEvalTeams(t *testing.T) {
 	b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if strings.Contains(string(b), "eval_return_mean") || !strings.Contains(string(b), `"adversary": {`) || !strings.Contains(string(b), `"eval_episodes": 2`) {
 		t.Fatalf("summary.json:\n%s", b)
+	}
+}
+
+// TestSummaryPolicyLagMax: the last charts/policy_lag_max goes to
+// summary.json's policy_lag_max; a run without it leaves the key out.
+func TestSummaryPolicyLagMax(t *testing.T) {
+	for _, lag := range []float64{7, -1} {
+		dir := t.TempDir()
+		opt := Options{Dir: dir, Algo: "impala", TotalSteps: 5}
+		if lag >= 0 {
+			opt.Scalars = []string{"charts/policy_lag", "charts/policy_lag_max"}
+		}
+		r, err := NewRecorder(opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lag >= 0 {
+			r.Scalar("charts/policy_lag", 2)
+			r.Scalar("charts/policy_lag_max", lag)
+		}
+		r.Step(5)
+		if _, err := r.Close(false); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+		if got := strings.Contains(string(b), fmt.Sprintf(`"policy_lag_max": %v`, lag)); got != (lag >= 0) || (lag < 0 && strings.Contains(string(b), "policy_lag_max")) {
+			t.Errorf("lag %v: summary.json:\n%s", lag, b)
+		}
 	}
 }

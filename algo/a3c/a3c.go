@@ -17,6 +17,12 @@ type Config struct {
 	// Rollout.
 	NumEnvs  int `yaml:"num_envs"`  // envs in all, spread over runtime.env_workers workers; default 8
 	NumSteps int `yaml:"num_steps"` // steps per env per gradient (t_max); default 5
+	// MaxPolicyLag bounds the updates the driver may have applied since
+	// the weights a gradient was computed at when it applies it
+	// (flow.GatherAsyncLag); at least env_workers − 1, and 0 means that
+	// least bound, under which gradients are applied in the order their
+	// segments were requested.
+	MaxPolicyLag int `yaml:"max_policy_lag"` // default 0
 
 	// Optimisation (one optimizer, on the driver).
 	LearningRate float32 `yaml:"learning_rate"` // step size; default 7e-4
@@ -63,6 +69,9 @@ func (c *Config) Validate(h algo.Header) error {
 	if err := c.a2c().Validate(h); err != nil {
 		return fmt.Errorf("a3c: %w", err)
 	}
+	if c.MaxPolicyLag < 0 {
+		return fmt.Errorf("%w: a3c: max_policy_lag must be >= 0 (0: env_workers − 1), got %d", algo.ErrConfig, c.MaxPolicyLag)
+	}
 	return nil
 }
 
@@ -72,7 +81,7 @@ func Spec() algo.Spec {
 		Name:    "a3c",
 		Can:     algo.CanGradApply | algo.CanPlan,
 		Doc:     "Asynchronous Advantage Actor-Critic: workers compute gradients, the driver applies them as they arrive (a dataflow plan)",
-		Scalars: append(a2c.Scalars(), "charts/policy_lag"),
+		Scalars: append(a2c.Scalars(), "charts/policy_lag", "charts/policy_lag_max"),
 		NewConfig: func() algo.Config {
 			c := DefaultConfig()
 			return &c
@@ -99,11 +108,17 @@ func Spec() algo.Spec {
 
 // Plan is A3C (Mnih et al. 2016) as a dataflow plan (RLlib Flow, Listing 1):
 // each worker computes the gradient of A2C's loss on its own segment, on
-// its own actor; the driver applies the gradients one at a time in arrival
-// order (no Hogwild) and sends the new weights back to the worker whose
-// gradient it applied, before that worker's next segment.
+// its own actor; the driver applies the gradients one at a time as they
+// arrive (no Hogwild), at most max_policy_lag updates after the weights
+// they were computed at (flow.GatherAsyncLag), and sends the new weights
+// back to the worker whose gradient it applied, before that worker's next
+// segment.
 func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	workers, err := flow.RolloutWorkers(r, c.NumEnvs, c.NumSteps, c.Gamma)
+	if err != nil {
+		return nil, err
+	}
+	grads, err := flow.GatherAsyncLag(flow.ParForEach(flow.ParallelRollouts(workers), flow.ComputeGradients(workers)), 1, c.MaxPolicyLag)
 	if err != nil {
 		return nil, err
 	}
@@ -111,9 +126,7 @@ func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	if err != nil {
 		return nil, err
 	}
-	grads := flow.ParForEach(flow.ParallelRollouts(workers), flow.ComputeGradients(workers))
-	applied := flow.ForEach(flow.GatherAsync(grads, 1), flow.ApplyGradients(workers, learner))
-	return flow.StandardMetricsReporting(r, applied), nil
+	return flow.StandardMetricsReporting(r, flow.ForEach(grads, flow.ApplyGradients(workers, learner))), nil
 }
 
 // Networks lists A2C's networks (algo.Networker).

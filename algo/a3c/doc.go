@@ -8,18 +8,22 @@
 //
 // # The plan
 //
-//	grads := flow.ParForEach(flow.ParallelRollouts(workers), flow.ComputeGradients(workers))
-//	applied := flow.ForEach(flow.GatherAsync(grads, 1), flow.ApplyGradients(workers, learner))
+//	grads, err := flow.GatherAsyncLag(flow.ParForEach(flow.ParallelRollouts(workers), flow.ComputeGradients(workers)), 1, max_policy_lag)
+//	applied := flow.ForEach(grads, flow.ApplyGradients(workers, learner))
 //
 // Each worker steps its share of num_envs envs for num_steps steps, then —
 // on its own goroutine, with its own copy of the learner at the weights it
 // acted with — computes the gradient of A2C's loss (package a2c:
 // −mean(Â·log π) − c_ent·mean(H) + c_vf·mean((R − V)²), n-step returns, the
 // global norm clipped per worker). The driver applies gradients one at a
-// time, in the order they arrive, with one RMSprop (or Adam), and sends
-// the new weights to the worker whose gradient it applied; that worker's
-// next segment uses them. Other workers keep computing on older weights
-// meanwhile: that staleness is A3C's asynchrony.
+// time, as they arrive, with one RMSprop (or Adam), and sends the new
+// weights to the worker whose gradient it applied; that worker's next
+// segment uses them. Other workers keep computing on older weights
+// meanwhile: that staleness is A3C's asynchrony. It is bounded: no
+// gradient is applied more than max_policy_lag updates after the weights
+// it was computed at (default 0: the least bound, env_workers − 1, under
+// which gradients are applied in the order their segments were asked
+// for; a larger one lets a fast worker's gradients pass a slow one's).
 //
 // # Departures from the paper
 //
@@ -29,12 +33,15 @@
 // shared RMSprop statistics are the driver's one optimizer. Each worker
 // steps several envs (num_envs / env_workers) per segment rather than one.
 // Learning-rate annealing is not offered (its horizon would count A2C
-// iterations).
+// iterations). The staleness is bounded (max_policy_lag), where the
+// paper's threads are not.
 //
 // # Metrics
 //
 // A2C's: charts/learning_rate, losses/value_loss, losses/policy_loss,
 // losses/entropy, of the worker gradient just applied; and
 // charts/policy_lag, the updates the driver had applied since the weights
-// that gradient was computed at (A3C's staleness).
+// that gradient was computed at (A3C's staleness), and
+// charts/policy_lag_max, the largest so far (summary.json's
+// policy_lag_max), never above max_policy_lag.
 package a3c

@@ -11,16 +11,16 @@ func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	return c.DQNPlan(r)
 }
 
-// DQNPlan is DQN as a dataflow plan (RLlib Flow's DQN listing): a store
-// sub-flow puts each round of the workers' transitions (GatherSync) into
-// replay, a replay sub-flow runs the updates due for the steps stored
-// (train_frequency, gradient_steps, the target network on its schedule,
-// priorities fed back) and broadcasts the weights; a round-robin Union
-// alternates them on one goroutine, so a seed gives the same bits for a
-// given number of workers.
+// DQNPlan is DQN as a dataflow plan (RLlib Flow's DQN listing): num_envs
+// envs spread over the workers (flow.OffPolicySlotWorkers); a store
+// sub-flow puts each vector step of them (GatherSync, joined in slot
+// order) into replay, a replay sub-flow runs the updates due for the steps
+// stored (train_frequency, gradient_steps, the target network on its
+// schedule, priorities fed back) and broadcasts the weights; a round-robin
+// Union alternates them on one goroutine, so a seed gives the same bits
+// for any number of workers (unless apex_epsilon gives each its own ε).
 func (c *Config) DQNPlan(r *flow.Run) (flow.Iter[flow.Report], error) {
-	perItem := max(1, c.TrainFrequency/c.NumEnvs) // vector steps per item: one training round
-	workers, err := flow.OffPolicyWorkers(r, c.NumEnvs, perItem)
+	workers, err := flow.OffPolicySlotWorkers(r, c.NumEnvs)
 	if err != nil {
 		return nil, err
 	}
@@ -28,9 +28,9 @@ func (c *Config) DQNPlan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	if err != nil {
 		return nil, err
 	}
-	r.SetBudget(int64(workers.Len() * c.NumEnvs * perItem)) // whole rounds only
-	ledger := &flow.Ledger{}                                // one goroutine pulls both sub-flows
-	store := flow.StoreToReplay(r, rb, ledger, flow.Flatten(flow.GatherSync(flow.OffPolicyRollouts(workers))))
+	r.SetBudget(int64(c.NumEnvs)) // whole vector steps only
+	ledger := &flow.Ledger{}      // one goroutine pulls both sub-flows
+	store := flow.StoreToReplay(r, rb, ledger, flow.ConcatExperience(flow.GatherSync(flow.OffPolicyRollouts(workers))))
 	replay := flow.Replay(r, rb, learner, workers, ledger)
 	return flow.StandardMetricsReporting(r, flow.UnionRoundRobin(store, replay)), nil
 }

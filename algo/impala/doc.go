@@ -9,20 +9,28 @@
 //
 // # The plan
 //
-//	segments := flow.GatherAsync(flow.ParallelRollouts(workers), num_async)
+//	segments, err := flow.GatherAsyncLag(flow.ParallelRollouts(workers), num_async, max_policy_lag)
 //	trained := flow.ForEach(segments, flow.TrainOneStep(workers, learner))
 //
 // Actors (workers) step their envs with their own policy copy and record
 // the behaviour log-probabilities log μ(a|x) of every action; each keeps
-// num_async segments in flight, so actors act while the learner learns and
-// a segment can be up to num_async versions old. The learner takes one
-// step per segment in arrival order and broadcasts its weights.
+// num_async segments in flight, so actors act while the learner learns.
+// The learner takes one step per segment as they arrive and broadcasts
+// its weights, which each worker uses from its next requested segment
+// on; so a segment is learned after the updates on the segments taken
+// since it was requested. max_policy_lag bounds that count (default 0:
+// the least bound, num_async × env_workers − 1, under which segments are
+// learned in the order they were requested; a larger one lets a fast
+// worker's segments pass a slow one's): with 4 workers and num_async 2,
+// up to 7 versions, not num_async.
 //
 // # The update (learner.Learn)
 //
 //  1. log ρ_t = log π(a_t|x_t) − log μ(a_t|x_t) under the current actor;
 //  2. V-trace targets v_s and advantages A_s = ρ_s(r_s + γ v_{s+1} − V(x_s))
-//     (VTrace: eq. 1 with ρ̄ = rho_bar, c̄ = c_bar, cut at episode ends);
+//     (VTrace: eq. 1 with ρ̄ = rho_bar, c̄ = c_bar and the traces
+//     c_t = λ·min(c̄, π/μ) of the paper's Remark 2, λ = lambda, 1 by
+//     default; cut at episode ends);
 //  3. L = −mean(A·log π) − c_ent·mean(H) + c_vf·½·mean((v − V)²), one
 //     gradient step (clipped global norm; Adam, or RMSprop as the paper).
 //
@@ -33,7 +41,10 @@
 // (one step per segment); truncated episodes (CartPole's 500-step limit)
 // are bootstrapped, not cut: the worker folds γ·V(final observation) of
 // the behaviour critic into the reward, as herd's PPO and A2C; separate
-// actor and critic MLPs (no shared torso, no LSTM). configs/impala-cartpole
+// actor and critic MLPs (no shared torso, no LSTM); the policy lag is
+// bounded (max_policy_lag: the learner waits for a slow worker's segment
+// rather than let it fall further behind), where the paper's learner takes
+// whatever its queue holds. configs/impala-cartpole
 // unrolls 5 steps, not the paper's 20: with c̄ = 1 the targets are up to
 // T-step returns, and a CartPole critic, which cannot see the time left,
 // is nearly constant, so at T = 32 a segment's advantages mostly say
@@ -45,5 +56,7 @@
 // charts/learning_rate, losses/value_loss, losses/policy_loss,
 // losses/entropy; losses/mean_rho, the mean truncated importance weight
 // min(ρ̄, π/μ) (1 when on-policy); charts/policy_lag, the versions the
-// learner had taken since the segment's policy.
+// learner had taken since the segment's policy, and charts/policy_lag_max,
+// the largest so far (summary.json's policy_lag_max), never above
+// max_policy_lag.
 package impala

@@ -26,6 +26,11 @@ type Config struct {
 	NumEnvs  int `yaml:"num_envs"`  // envs in all, spread over runtime.env_workers workers; default 8
 	NumSteps int `yaml:"num_steps"` // unroll length T of a segment; default 32
 	NumAsync int `yaml:"num_async"` // segments in flight per worker (GatherAsync); default 2
+	// MaxPolicyLag bounds the versions the learner may have taken since
+	// a segment's policy when it learns on it (flow.GatherAsyncLag); at
+	// least num_async × env_workers − 1, and 0 means that least bound,
+	// under which segments are learned in the order they were requested.
+	MaxPolicyLag int `yaml:"max_policy_lag"` // default 0
 
 	// Optimisation.
 	LearningRate float32 `yaml:"learning_rate"` // step size; default 1e-3
@@ -38,6 +43,7 @@ type Config struct {
 	Gamma   float32 `yaml:"gamma"`    // discount γ; default 0.99
 	RhoBar  float32 `yaml:"rho_bar"`  // ρ̄, truncation of the importance weight in δ and A; default 1
 	CBar    float32 `yaml:"c_bar"`    // c̄, truncation of the trace cutting; default 1
+	Lambda  float32 `yaml:"lambda"`   // λ of the traces, c_t = λ·min(c̄, π/μ) (the paper's Remark 2); default 1
 	EntCoef float32 `yaml:"ent_coef"` // entropy bonus coefficient; default 0.01
 	VFCoef  float32 `yaml:"vf_coef"`  // baseline loss coefficient; default 0.5
 
@@ -53,7 +59,7 @@ func DefaultConfig() Config {
 	return Config{
 		NumEnvs: 8, NumSteps: 32, NumAsync: 2,
 		LearningRate: 1e-3, AnnealLR: true, OptEps: 1e-5, MaxGradNorm: 0.5,
-		Gamma: 0.99, RhoBar: 1, CBar: 1, EntCoef: 0.01, VFCoef: 0.5,
+		Gamma: 0.99, RhoBar: 1, CBar: 1, Lambda: 1, EntCoef: 0.01, VFCoef: 0.5,
 		Hidden: []int{64, 64}, Activation: "tanh", OrthoInit: true,
 	}
 }
@@ -70,11 +76,17 @@ func (c *Config) Validate(h algo.Header) error {
 	if c.NumAsync < 1 {
 		bad("num_async must be >= 1, got %d", c.NumAsync)
 	}
+	if c.MaxPolicyLag < 0 {
+		bad("max_policy_lag must be >= 0 (0: num_async × env_workers − 1), got %d", c.MaxPolicyLag)
+	}
 	if !(c.OptEps > 0) {
 		bad("opt_eps must be > 0, got %v", c.OptEps)
 	}
 	if !(c.RhoBar > 0) || !(c.CBar > 0) {
 		bad("rho_bar and c_bar must be > 0, got %v and %v", c.RhoBar, c.CBar)
+	}
+	if !(c.Lambda >= 0 && c.Lambda <= 1) {
+		bad("lambda must be in [0, 1], got %v", c.Lambda)
 	}
 	return errors.Join(errs...)
 }
@@ -87,7 +99,7 @@ func (c *Config) agentConfig() onpolicy.AgentConfig {
 // Scalars are the metrics IMPALA reports.
 func Scalars() []string {
 	return []string{"charts/learning_rate", "losses/value_loss", "losses/policy_loss", "losses/entropy",
-		"losses/mean_rho", "charts/policy_lag"}
+		"losses/mean_rho", "charts/policy_lag", "charts/policy_lag_max"}
 }
 
 // Spec describes IMPALA to the CLI (algo/all). Every executor runs its
@@ -131,12 +143,17 @@ func Pieces(h algo.Header, cfg *Config, sp algo.Spaces) (*algo.Pieces, error) {
 
 // Plan is IMPALA as a dataflow plan (RLlib Flow's IMPALA without the
 // learner thread's queue): each worker keeps num_async segments in flight,
-// the learner takes one V-trace step per segment in arrival order and
+// the learner takes one V-trace step per segment as they arrive and
 // broadcasts its weights, which a worker picks up before its next
-// segment, so segments lag the learner by up to num_async versions —
-// what V-trace corrects.
+// segment. A segment is learned at most max_policy_lag versions after
+// the one it was made with (flow.GatherAsyncLag; by default num_async ×
+// env_workers − 1): the lag V-trace corrects.
 func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	workers, err := flow.RolloutWorkers(r, c.NumEnvs, c.NumSteps, c.Gamma)
+	if err != nil {
+		return nil, err
+	}
+	segments, err := flow.GatherAsyncLag(flow.ParallelRollouts(workers), c.NumAsync, c.MaxPolicyLag)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +161,6 @@ func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	if err != nil {
 		return nil, err
 	}
-	segments := flow.GatherAsync(flow.ParallelRollouts(workers), c.NumAsync)
 	return flow.StandardMetricsReporting(r, flow.ForEach(segments, flow.TrainOneStep(workers, learner))), nil
 }
 
@@ -155,7 +171,7 @@ func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 // learner is IMPALA's algo.SegmentLearner. Per segment (B = T·N rows):
 //
 //	log ρ_t = log π(a_t|x_t) − log μ(a_t|x_t)      (μ: the behaviour policy, recorded by the sampler)
-//	v, A    = VTrace(log ρ, r, V(x), d, V(x_T); γ, ρ̄, c̄)   (no gradient through them)
+//	v, A    = VTrace(log ρ, r, V(x), d, V(x_T); γ, ρ̄, c̄, λ)   (no gradient through them)
 //	L_pg    = −mean(A_t · log π(a_t|x_t))
 //	L_v     = ½·mean((v_t − V(x_t))²)
 //	L       = L_pg − c_ent·mean(H) + c_vf·L_v
@@ -219,7 +235,7 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 		l.logRho[k] = l.logProb[k] - seg.LogProbs[k]
 		rhoSum += math.Min(float64(cfg.RhoBar), math.Exp(float64(l.logRho[k])))
 	}
-	VTrace(l.vs, l.adv, l.logRho, seg.Rewards, l.values, seg.Dones, l.boot, N, cfg.Gamma, cfg.RhoBar, cfg.CBar)
+	VTrace(l.vs, l.adv, l.logRho, seg.Rewards, l.values, seg.Dones, l.boot, N, cfg.Gamma, cfg.RhoBar, cfg.CBar, cfg.Lambda)
 
 	// One gradient step on the whole segment.
 	agent.Learn(seg.Obs, seg.Actions, B, l.policyLoss, l.valueLoss)

@@ -36,7 +36,7 @@ func TestVTraceOnPolicyIsNStep(t *testing.T) {
 	rewards, values, dones, boot := randomSegment(r, T, n)
 	logRhos := make([]float32, T*n)
 	vs, adv := make([]float32, T*n), make([]float32, T*n)
-	VTrace(vs, adv, logRhos, rewards, values, dones, boot, n, gamma, 1, 1)
+	VTrace(vs, adv, logRhos, rewards, values, dones, boot, n, gamma, 1, 1, 1)
 	for i := range n {
 		for s := range T {
 			// Forward: the discounted sum until the episode ends or the
@@ -78,7 +78,7 @@ func TestVTraceUntruncatedIsImportanceSampled(t *testing.T) {
 	}
 	zeros := make([]float32, T*n)
 	vs, adv := make([]float32, T*n), make([]float32, T*n)
-	VTrace(vs, adv, logRhos, rewards, zeros, dones, make([]float32, n), n, gamma, inf, inf)
+	VTrace(vs, adv, logRhos, rewards, zeros, dones, make([]float32, n), n, gamma, inf, inf, 1)
 	for i := range n {
 		for s := range T {
 			want, w, disc := 0.0, 1.0, 1.0
@@ -92,7 +92,7 @@ func TestVTraceUntruncatedIsImportanceSampled(t *testing.T) {
 			}
 		}
 	}
-	VTrace(vs, adv, logRhos, rewards, values, dones, boot, n, gamma, inf, inf)
+	VTrace(vs, adv, logRhos, rewards, values, dones, boot, n, gamma, inf, inf, 1)
 	for i := range n {
 		V := func(t int) float64 {
 			if t == T {
@@ -127,7 +127,7 @@ func TestVTraceUntruncatedIsImportanceSampled(t *testing.T) {
 func TestVTraceByHand(t *testing.T) {
 	logRhos := []float32{float32(math.Log(2)), float32(math.Log(0.5)), 0}
 	vs, adv := make([]float32, 3), make([]float32, 3)
-	VTrace(vs, adv, logRhos, []float32{1, 0, 2}, []float32{0.5, 1, 1.5}, []float32{0, 0, 0}, []float32{2}, 1, 0.9, 1, 1)
+	VTrace(vs, adv, logRhos, []float32{1, 0, 2}, []float32{0.5, 1, 1.5}, []float32{0, 0, 0}, []float32{2}, 1, 0.9, 1, 1, 1)
 	for k, want := range []float64{2.989, 2.21, 3.8} {
 		if !near(float64(vs[k]), want) {
 			t.Errorf("v_%d = %v, want %v", k, vs[k], want)
@@ -139,7 +139,7 @@ func TestVTraceByHand(t *testing.T) {
 		}
 	}
 	// An episode end at step 1 cuts the bootstrap: v_1 = V_1 + ρ_1 (r_1 − V_1).
-	VTrace(vs, adv, logRhos, []float32{1, 0, 2}, []float32{0.5, 1, 1.5}, []float32{0, 1, 0}, []float32{2}, 1, 0.9, 1, 1)
+	VTrace(vs, adv, logRhos, []float32{1, 0, 2}, []float32{0.5, 1, 1.5}, []float32{0, 1, 0}, []float32{2}, 1, 0.9, 1, 1, 1)
 	if want := 1 + 0.5*(0-1.0); !near(float64(vs[1]), want) {
 		t.Errorf("v_1 at an episode end = %v, want %v", vs[1], want)
 	}
@@ -162,21 +162,96 @@ func TestVTraceTimeLimitBootstraps(t *testing.T) {
 	}
 	vFinal := float32(3.7)
 	vsCont, advCont := make([]float32, T), make([]float32, T)
-	VTrace(vsCont, advCont, logRhos, rewards, values, make([]float32, T), []float32{vFinal}, 1, gamma, 1, 1)
+	VTrace(vsCont, advCont, logRhos, rewards, values, make([]float32, T), []float32{vFinal}, 1, gamma, 1, 1, 1)
 
 	folded := append([]float32(nil), rewards...)
 	folded[T-1] += gamma * vFinal
 	dones := make([]float32, T)
 	dones[T-1] = 1
 	vs, adv := make([]float32, T), make([]float32, T)
-	VTrace(vs, adv, logRhos, folded, values, dones, []float32{-50}, 1, gamma, 1, 1) // the reset env's value must not matter
+	VTrace(vs, adv, logRhos, folded, values, dones, []float32{-50}, 1, gamma, 1, 1, 1) // the reset env's value must not matter
 	for k := range T {
 		if !near(float64(vs[k]), float64(vsCont[k])) || !near(float64(adv[k]), float64(advCont[k])) {
 			t.Errorf("step %d: v %v, A %v with the folded bootstrap; continuing: v %v, A %v", k, vs[k], adv[k], vsCont[k], advCont[k])
 		}
 	}
-	VTrace(vs, adv, logRhos, rewards, values, dones, []float32{vFinal}, 1, gamma, 1, 1)
+	VTrace(vs, adv, logRhos, rewards, values, dones, []float32{vFinal}, 1, gamma, 1, 1, 1)
 	if near(float64(vs[T-1]), float64(vsCont[T-1])) {
 		t.Errorf("a cut without the bootstrap gave the same last target %v", vs[T-1])
+	}
+}
+
+// vtraceReference is eq. 1 of the IMPALA paper written out term by term,
+// O(T²) per env, with the traces of its Remark 2:
+//
+//	v_s = V(x_s) + Σ_{t=s}^{T−1} (Π_{i=s}^{t−1} γ_i·c_i)·δ_t,   δ_t = ρ_t·(r_t + γ_t·V(x_{t+1}) − V(x_t))
+//	A_s = ρ_s·(r_s + γ_s·v_{s+1} − V(x_s))
+//
+// with ρ_t = min(ρ̄, π/μ), c_i = λ·min(c̄, π/μ), γ_t = γ·(1 − d_t) and
+// v_T = V(x_T). Nothing is shared with VTrace's backward recursion.
+func vtraceReference(logRhos, rewards, values, dones, boot []float32, n int, gamma, rhoBar, cBar, lambda float64) (vs, adv []float64) {
+	T := len(rewards) / n
+	vs, adv = make([]float64, T*n), make([]float64, T*n)
+	for i := range n {
+		at := func(x []float32, t int) float64 { return float64(x[t*n+i]) }
+		V := func(t int) float64 {
+			if t == T {
+				return float64(boot[i])
+			}
+			return at(values, t)
+		}
+		ratio := func(t int) float64 { return math.Exp(at(logRhos, t)) }
+		disc := func(t int) float64 { return gamma * (1 - at(dones, t)) }
+		v := func(s int) float64 {
+			if s == T {
+				return V(T)
+			}
+			sum := V(s)
+			for t := s; t < T; t++ {
+				prod := 1.0
+				for j := s; j < t; j++ {
+					prod *= disc(j) * lambda * math.Min(cBar, ratio(j))
+				}
+				rho := math.Min(rhoBar, ratio(t))
+				sum += prod * rho * (at(rewards, t) + disc(t)*V(t+1) - V(t))
+			}
+			return sum
+		}
+		for s := range T {
+			vs[s*n+i] = v(s)
+			adv[s*n+i] = math.Min(rhoBar, ratio(s)) * (at(rewards, s) + disc(s)*v(s+1) - V(s))
+		}
+	}
+	return vs, adv
+}
+
+// TestVTraceReference: VTrace matches the term-by-term reference with
+// ρ̄ ≠ c̄ (each larger than the other in turn, so truncating with the
+// wrong one shows) and λ < 1, on segments with episode ends and
+// importance ratios on both sides of both truncation levels.
+func TestVTraceReference(t *testing.T) {
+	const T, n = 9, 3
+	for ci, c := range []struct{ gamma, rhoBar, cBar, lambda float32 }{
+		{0.9, 0.8, 1.6, 0.7},
+		{0.95, 2, 0.5, 0.9},
+		{0.99, 1.3, 0.6, 1},
+		{0.9, 0.7, 1.4, 0},
+	} {
+		r := rng.New(uint64(ci), "test/vtrace-reference", 0)
+		rewards, values, dones, boot := randomSegment(r, T, n)
+		logRhos := make([]float32, T*n)
+		for k := range logRhos {
+			logRhos[k] = float32(0.8 * r.NormFloat64()) // π/μ from about 0.1 to 10
+		}
+		vs, adv := make([]float32, T*n), make([]float32, T*n)
+		VTrace(vs, adv, logRhos, rewards, values, dones, boot, n, c.gamma, c.rhoBar, c.cBar, c.lambda)
+		wantVs, wantAdv := vtraceReference(logRhos, rewards, values, dones, boot, n,
+			float64(c.gamma), float64(c.rhoBar), float64(c.cBar), float64(c.lambda))
+		for k := range vs {
+			if !near(float64(vs[k]), wantVs[k]) || !near(float64(adv[k]), wantAdv[k]) {
+				t.Errorf("γ %v ρ̄ %v c̄ %v λ %v: env %d step %d: v %v A %v, reference v %v A %v",
+					c.gamma, c.rhoBar, c.cBar, c.lambda, k%n, k/n, vs[k], adv[k], wantVs[k], wantAdv[k])
+			}
+		}
 	}
 }
