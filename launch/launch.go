@@ -248,6 +248,13 @@ func Run(ctx context.Context, o Options) error {
 		// %v: a failure is never reported as a clean interruption.
 		return fmt.Errorf("%v", errors.Join(all...))
 	}
+	if len(all) > 0 && learnerExit == ExitInterrupted {
+		// The launcher stopped the learner because a worker failed: the
+		// learner saved the run as interrupted, but it failed, and why.
+		if err := metrics.MarkFailed(filepath.Join(h.Out, algo.SummaryFile), errors.Join(all...).Error()); err != nil {
+			all = append(all, fmt.Errorf("launch: summary not marked failed: %w", err))
+		}
+	}
 	if len(all) == 0 && srv != nil {
 		// Every worker has exited, so its connections are closed and counted.
 		if err := reportWire(stdout, srv, h.Out); err != nil {

@@ -148,20 +148,26 @@ func (s *supervisor) runOnce(name string, args []string, restart bool, out io.Wr
 	// when its own keep-alive fails: this launcher owns the process, so
 	// it asks directly (the worker stops as on Ctrl-C), and kills
 	// stragglers.
+	// exited: done's only value is taken, so the process must not be
+	// waited for again.
+	exited := false
 	if restart {
 		select {
 		case <-s.learnerDone:
 		case <-done:
+			exited = true
 		}
 		s.endRun()
 		errOut.mute()
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(2*s.ttl + 5*time.Second):
-		_ = cmd.Process.Kill()
-		<-done
+	if !exited {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(2*s.ttl + 5*time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
 	}
 	if !restart {
 		s.learnerExit = cmd.ProcessState.ExitCode()
