@@ -67,6 +67,10 @@ func Run(ctx context.Context, o Options) error {
 	if o.Restarts < 0 {
 		return fmt.Errorf("launch: --max-restarts: must be >= 0, got %d", o.Restarts)
 	}
+	if o.RestartWindow <= 0 {
+		// A window of no length would count no failure: --max-restarts off.
+		return fmt.Errorf("launch: --restart-window: must be > 0, got %v", o.RestartWindow)
+	}
 	stdout, stderr := &lockedWriter{w: orDiscard(o.Stdout)}, &lockedWriter{w: orDiscard(o.Stderr)}
 	o.NATS.FromEnv()
 	res := o.Resolved
