@@ -98,6 +98,7 @@ func TestExplicitInvalidValuesAreErrors(t *testing.T) {
 		{[]string{"launch", "--config", distPPO, "--restart-window", "-1s"}, "--restart-window"},
 		{[]string{"launch", "--config", distPPO, "--restart-window", "0s"}, "--restart-window"},
 		{[]string{"serve", "env", "--addr", "127.0.0.1:0", "--shm", "a/b"}, "shm name"},
+		{[]string{"serve", "replay", "--addr", "127.0.0.1:0", "--dir", distPPO}, distPPO + " is not a directory"},
 		{[]string{"serve", "replay", "--mode", "memory", "--max-batch", "0"}, "--max-batch"},
 		{[]string{"serve", "replay", "--mode", "memory", "--cache-mb", "0"}, "--cache-mb"},
 		{[]string{"serve", "env", "--max-sessions", "0"}, "--max-sessions"},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"herd/replay/persist"
 	"herd/service"
@@ -59,6 +60,12 @@ func Run(ctx context.Context, w io.Writer, o RunOptions) error {
 			return fmt.Errorf("serve replay: %w", err)
 		}
 		opts.Samplers = append(opts.Samplers, sp)
+	}
+	if opts.Dir != "" {
+		// The store would fail deep inside on a file, with an unlinkat error.
+		if fi, err := os.Stat(opts.Dir); err == nil && !fi.IsDir() {
+			return fmt.Errorf("serve replay: --dir %s is not a directory", opts.Dir)
+		}
 	}
 	opts.EnsureDefaults()
 	opts.Registerer = o.Serve.Registerer()
