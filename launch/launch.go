@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,18 +144,23 @@ func Run(ctx context.Context, o Options) error {
 	if err := n.CreateBuckets(ctx, runID, o.TTL); err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
+	mem, err := n.Membership(ctx, runID, transport.Options{TTL: o.TTL})
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	// A run ID in use belongs to a live run: taking it over would reset
+	// that run's end mark and config under its learner.
+	if err := checkRunFree(ctx, mem, runID, o.TTL); err != nil {
+		return err
+	}
 	if err := n.ResetRun(ctx, runID); err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
 	if err := n.PutRunConfig(ctx, runID, data); err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
-	mem, err := n.Membership(ctx, runID, transport.Options{TTL: o.TTL})
-	if err != nil {
-		return err
-	}
-	defer mem.Close()
-	lease, err := mem.Register(ctx, ControllerName, nil)
+	lease, err := mem.Register(ctx, ControllerName, []byte(strconv.Itoa(os.Getpid())))
 	if err != nil {
 		return err
 	}
@@ -375,4 +381,27 @@ func awaitLearner(ctx context.Context, mem transport.Membership, runEnded func(c
 		return fmt.Errorf("launch: the learner is gone and its result unreadable: %w", err)
 	}
 	return learnerResult(mark, ended)
+}
+
+// checkRunFree refuses a run ID that has live registrations (a controller,
+// a worker), naming them and their process ids.
+func checkRunFree(ctx context.Context, mem transport.Membership, runID string, ttl time.Duration) error {
+	ms, err := mem.Members(ctx)
+	if err != nil {
+		return fmt.Errorf("launch: run %s: %w", runID, err)
+	}
+	if len(ms) == 0 {
+		return nil
+	}
+	var who []string
+	for _, m := range ms {
+		if len(m.Info) > 0 {
+			who = append(who, fmt.Sprintf("%s (process %s)", m.Name, m.Info))
+		} else {
+			who = append(who, m.Name)
+		}
+	}
+	slices.Sort(who)
+	return fmt.Errorf("launch: run %s is active on this NATS: %s registered; give another --run, or stop that run first "+
+		"(the registrations of killed processes expire within %v)", runID, strings.Join(who, ", "), ttl)
 }

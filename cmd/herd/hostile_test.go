@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -59,5 +61,41 @@ func TestLaunchRestartsExceededFails(t *testing.T) {
 	s := readSummary(t, out)
 	if s["status"] != "failed" || !strings.Contains(fmt.Sprint(s["reason"]), "env worker 0 failed 2 times") {
 		t.Errorf("summary status %v, reason %q; want failed, naming env worker 0", s["status"], s["reason"])
+	}
+}
+
+// A second herd launch of a run ID that is active on the same NATS is
+// refused up front, naming who holds it, and the first run goes on.
+func TestLaunchRefusesActiveRunID(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("process groups of their own need Linux")
+	}
+	srv, ctx := natsRun(t, 90*time.Second)
+	out := filepath.Join(t.TempDir(), "run")
+	cmd, eb, waited := startLaunch(t, ctx, srv.URL(), "taken", out)
+	t0 := time.Now()
+	_, _, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 10), "--out", filepath.Join(t.TempDir(), "second"), "--quiet",
+		"--nats", srv.URL(), "--run", "taken", "--ttl", "1s")
+	want := fmt.Sprintf("controller (process %d)", cmd.Process.Pid)
+	if err == nil || !strings.Contains(err.Error(), "run taken is active") || !strings.Contains(err.Error(), want) {
+		t.Fatalf("second launch of an active run: %v; want a refusal naming %s", err, want)
+	}
+	if d := time.Since(t0); d > 10*time.Second {
+		t.Errorf("refusal took %v", d)
+	}
+	// The first run is untouched: it stops cleanly on SIGTERM, saved.
+	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		t.Fatalf("the first launch did not end\n%s", eb.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+		t.Fatalf("first launch: %v (exit %d), want %d\n%s", err, code, exitInterrupted, eb.String())
+	}
+	if s := readSummary(t, out); s["status"] != "interrupted" {
+		t.Errorf("first run's summary status %v", s["status"])
 	}
 }
