@@ -1,14 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"herd/transport"
 )
 
 // takenMetricsPort returns a --metrics-addr for herd launch whose env
@@ -97,5 +103,62 @@ func TestLaunchRefusesActiveRunID(t *testing.T) {
 	}
 	if s := readSummary(t, out); s["status"] != "interrupted" {
 		t.Errorf("first run's summary status %v", s["status"])
+	}
+}
+
+// kill -9 of herd launch mid-run does not lose the run: its learner is
+// told as on Ctrl-C and saves the run as interrupted, with the embedded
+// NATS server (gone with the launcher) and with an external one.
+func TestLaunchKilledLearnerSaves(t *testing.T) {
+	if testing.Short() || runtime.GOOS != "linux" {
+		t.Skip("starts processes; the parent-death signal needs Linux")
+	}
+	srv := startNATS(t, transport.ServerOptions{})
+	for _, external := range []bool{false, true} {
+		t.Run(fmt.Sprintf("external-nats=%v", external), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			out := filepath.Join(t.TempDir(), "run")
+			var cmd *exec.Cmd
+			if external {
+				cmd, _, _ = startLaunch(t, ctx, srv.URL(), "killed-launcher", out)
+			} else {
+				cmd = exec.Command(os.Args[0], "launch", "--config", writeDistConfig(t, 100000), "--out", out, "--quiet", "--ttl", "1s")
+				cmd.Env = append(os.Environ(), "HERD_TEST_AS_HERD=1")
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				go cmd.Wait()
+				t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+				// The learner has written its first metrics rows.
+				waitFor(t, "the learner's first rows", func() bool {
+					b, _ := os.ReadFile(filepath.Join(out, ".staging", "metrics.csv"))
+					return bytes.Count(b, []byte("\n")) > 2
+				})
+			}
+			if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			t0 := time.Now()
+			for {
+				if _, err := os.Stat(filepath.Join(out, "summary.json")); err == nil {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					ents, _ := os.ReadDir(out)
+					t.Fatalf("no summary.json %v after kill -9 of the launcher; %s holds %v", time.Since(t0), out, ents)
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+			t.Logf("run saved %v after kill -9 of the launcher", time.Since(t0))
+			if s := readSummary(t, out); s["status"] != "interrupted" {
+				t.Errorf("summary status %v, want interrupted", s["status"])
+			}
+			if _, err := os.Stat(filepath.Join(out, "model.safetensors")); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }
