@@ -162,3 +162,23 @@ func TestLaunchKilledLearnerSaves(t *testing.T) {
 		})
 	}
 }
+
+// Every Python example in the guides that pushes to the replay service
+// also calls flush() (or runs the server with --durability sync): under
+// the default writeback durability a push returns once queued, and an
+// example that stops there teaches losing the last records.
+func TestDocsPythonReplayPushFlushes(t *testing.T) {
+	for _, path := range docFiles(t) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks := strings.Split(string(b), "```python")
+		for _, blk := range blocks[1:] {
+			code, _, _ := strings.Cut(blk, "```")
+			if strings.Contains(code, ".push(") && !strings.Contains(code, ".flush()") && !strings.Contains(string(b), "--durability sync") {
+				t.Errorf("%s: a Python example pushes to the replay service without flush():\n%s", path, code)
+			}
+		}
+	}
+}
