@@ -61,7 +61,7 @@ type Options struct {
 // (see the package doc). It returns nil for a completed run, an error
 // wrapping context.Canceled for a run interrupted and saved by its
 // learner, and any other error for a failure.
-func Run(ctx context.Context, o Options) error {
+func Run(ctx context.Context, o Options) (err error) {
 	if o.TTL < time.Second {
 		return fmt.Errorf("launch: --ttl: must be >= %v, got %v", time.Second, o.TTL)
 	}
@@ -85,11 +85,16 @@ func Run(ctx context.Context, o Options) error {
 		if err := os.MkdirAll(o.CPUProfiles, 0o755); err != nil {
 			return fmt.Errorf("launch: %w", err)
 		}
-		stop, err := startCPUProfile(filepath.Join(o.CPUProfiles, "launch.pprof"))
+		stop, err := run.StartCPUProfile(filepath.Join(o.CPUProfiles, "launch.pprof"))
 		if err != nil {
 			return fmt.Errorf("launch: %w", err)
 		}
-		defer stop()
+		defer func() {
+			if perr := stop(); perr != nil {
+				// %v: an interrupted run whose profile was lost is a failure.
+				err = fmt.Errorf("launch: %v", errors.Join(err, perr))
+			}
+		}()
 	}
 	// The learner applies the mode when it opens the run directory; the
 	// launcher checks it first so that a refused run starts no process.

@@ -172,6 +172,10 @@ func (s *supervisor) runOnce(name string, args []string, restart, learner bool, 
 	}
 	if !restart {
 		s.learnerExit = cmd.ProcessState.ExitCode()
+	} else if s.profiles != "" && cmd.ProcessState.ExitCode() == ExitFailed {
+		// A worker stopped at the end exits 0; 1 here is a profile it
+		// could not write (a full disk), which must not pass unseen.
+		s.errs <- fmt.Errorf("launch: %s failed as it stopped (exit status %d): its CPU profile in %s is likely incomplete", name, ExitFailed, s.profiles)
 	}
 	return true, nil
 }

@@ -182,3 +182,28 @@ func TestDocsPythonReplayPushFlushes(t *testing.T) {
 		}
 	}
 }
+
+// A CPU profile that cannot be written (a full disk) fails the command:
+// train with --cpuprofile on /dev/full, launch with its profile folder on
+// a full tmpfs.
+func TestCPUProfileOnFullDiskFails(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	dir := t.TempDir()
+	r := herd(t, dir, "train", "--algo", "ppo", "--env", "CartPole-v1", "--steps", "256", "--quiet", "--set", "num_steps=64", "--out", "run", "--cpuprofile", "/dev/full")
+	if r.code != exitFailed || !strings.Contains(r.stderr, "cpu profile") {
+		t.Errorf("train --cpuprofile /dev/full: exit %d, want %d naming the profile\nstderr:\n%s", r.code, exitFailed, r.stderr)
+	}
+	if testing.Short() {
+		return
+	}
+	prof := filepath.Join(t.TempDir(), "prof")
+	mountTmpfs(t, prof, "4k")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	_, stderr, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 10), "--out", filepath.Join(t.TempDir(), "run"), "--quiet", "--cpuprofile", prof)
+	if exitCode(err) != exitFailed || !strings.Contains(err.Error(), "profile") {
+		t.Errorf("launch --cpuprofile on a full disk: %v (exit %d), want %d naming the profile\nstderr:\n%s", err, exitCode(err), exitFailed, stderr)
+	}
+}
