@@ -207,3 +207,24 @@ func TestCPUProfileOnFullDiskFails(t *testing.T) {
 		t.Errorf("launch --cpuprofile on a full disk: %v (exit %d), want %d naming the profile\nstderr:\n%s", err, exitCode(err), exitFailed, stderr)
 	}
 }
+
+// bench persist stops promptly on Ctrl-C or SIGTERM, in the middle of its
+// measuring loops, and exits 130, never 0.
+func TestCLIBenchPersistHonoursInterrupt(t *testing.T) {
+	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		// Without cancellation this runs for minutes (10 M reads per mode).
+		cmd, so, se := start(t, t.TempDir(), "bench", "persist", "--modes", "memory,disk", "--keys", "20000", "--value-bytes", "512",
+			"--reads", "10000000", "--dir", t.TempDir(), "--progress")
+		waitFor(t, "the push pass", func() bool { return strings.Contains(se.String(), "push") })
+		time.Sleep(300 * time.Millisecond)
+		t0 := time.Now()
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		r := finish(t, cmd, so, se, 4*time.Second) // unchecked loops took 7–25 s
+		if r.code != exitInterrupted {
+			t.Errorf("bench persist after %v: exit %d, want %d\nstderr:\n%s", sig, r.code, exitInterrupted, r.stderr)
+		}
+		t.Logf("%v: stopped %v after the signal", sig, time.Since(t0))
+	}
+}
