@@ -142,6 +142,10 @@ func TestWorkerCountsBounded(t *testing.T) {
 	if d := time.Since(t0); d > 20*time.Second {
 		t.Errorf("refusals took %v", d)
 	}
+	// bench env checks --num-envs against the memory before making envs.
+	if _, err := runHerd(t, "bench", "env", "--envs", "CartPole-v1", "--num-envs", "1000000000", "--duration", "10ms", "--repeats", "1"); err == nil || !strings.Contains(err.Error(), "--num-envs") {
+		t.Errorf("bench env --num-envs 1e9: %v, want the memory estimate naming --num-envs", err)
+	}
 	// A pal run whose actors' envs exceed the memory is refused by the
 	// estimate, naming runtime.actors.
 	if _, err := runHerd(t, "train", "--algo", "dqn", "--env", "CartPole-v1", "--steps", "1000", "--quiet", "--out", filepath.Join(dir, "e"),
