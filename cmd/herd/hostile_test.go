@@ -228,3 +228,23 @@ func TestCLIBenchPersistHonoursInterrupt(t *testing.T) {
 		t.Logf("%v: stopped %v after the signal", sig, time.Since(t0))
 	}
 }
+
+// Ctrl-C of an HTS run says what happened once: no bare "context
+// canceled" line per env worker.
+func TestCLIHTSInterruptOneLine(t *testing.T) {
+	dir := t.TempDir()
+	cmd, so, se := start(t, dir, append(longPPO, "--set", "runtime.executor=hts", "--out", "run")...)
+	waitFor(t, "the first metrics row", training(filepath.Join(dir, "run")))
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	r := finish(t, cmd, so, se, time.Minute)
+	if r.code != exitInterrupted {
+		t.Fatalf("exit %d, want %d\n%s", r.code, exitInterrupted, r.stderr)
+	}
+	for _, line := range strings.Split(r.stderr, "\n") {
+		if strings.TrimSpace(line) == "context canceled" {
+			t.Fatalf("a bare %q line on stderr:\n%s", line, r.stderr)
+		}
+	}
+}
