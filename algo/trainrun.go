@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"herd/internal/atomicfile"
+	"herd/internal/exitguard"
 	"herd/metrics"
 )
 
@@ -215,7 +216,12 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		// promised the replacement only for a run that is whole.
 		failures = append(failures, fmt.Errorf("the earlier run in %s is unchanged; this run's partial files are in %s", h.Out, rd.stage))
 	default:
-		if err := rd.commit(); err != nil {
+		// A second Ctrl-C waits for the commit: cut in half, it would
+		// leave the directory torn until the next run into it.
+		release := exitguard.Hold(ctx)
+		err := rd.commit()
+		release()
+		if err != nil {
 			failures = append(failures, err)
 		}
 	}
