@@ -128,11 +128,13 @@ if launch_bg "$O"; then
   wait "$LPID" 2>/dev/null
   for _ in $(seq 1 300); do [ -s "$O/summary.json" ] && break; sleep 0.1; done
   dt=$(echo "$(date +%s.%N) - $t0" | bc)
-  sleep 1
+  # shellcheck disable=SC2086
+  for _ in $(seq 1 150); do [ "$(alive $kids)" = 0 ] && break; sleep 0.1; done
+  dt2=$(echo "$(date +%s.%N) - $t0" | bc)
   # shellcheck disable=SC2086
   left=$(alive $kids)
   st=$(status_of "$O")
-  row "launch: kill -9 of the launcher" "learner saved the run (summary $st) $(printf %.1f "$dt") s later; $left worker processes left" "$(ok $([ "$left" = 0 ] && [ "$st" = interrupted ] && echo 1))"
+  row "launch: kill -9 of the launcher" "learner saved the run (summary $st) $(printf %.1f "$dt") s later; $left worker processes left after $(printf %.1f "$dt2") s" "$(ok $([ "$left" = 0 ] && [ "$st" = interrupted ] && echo 1))"
 else row "launch: kill -9 of the launcher" "learner never wrote a row" "**no**"; kill -9 -- -"$LPID" 2>/dev/null; fi
 
 # A worker past --max-restarts: env worker 0's metrics port is taken, so it
