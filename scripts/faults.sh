@@ -175,7 +175,7 @@ else row "launch: a second launch of an active --run" "skipped: nats-server coul
 # One env worker paused (SIGSTOP) 20 s under inference inline: env steps
 # the learner took during the pause.
 O="$T/stop"
-setsid "$H" launch --config configs/ppo-cartpole-dist.yaml --steps 50000000 --quiet --out "$O" --log-every 512 >"$T/launch.log" 2>&1 &
+setsid "$H" launch --config configs/ppo-cartpole-dist.yaml --steps 50000000 --quiet --out "$O" >"$T/launch.log" 2>&1 &
 LPID=$!
 for _ in $(seq 1 600); do [ -s "$O/.staging/metrics.csv" ] && [ "$(wc -l <"$O/.staging/metrics.csv")" -ge 2 ] && break; sleep 0.1; done
 sleep 2
@@ -196,9 +196,12 @@ O="$T/double"
 "$H" train --algo ppo --env CartPole-v1 --steps 2048 --quiet --set num_steps=64 --out "$O" >/dev/null 2>&1
 torn=0
 for i in $(seq 1 20); do
-  "$H" train --algo ppo --env CartPole-v1 --steps 50000000 --quiet --set num_steps=64 --log-every 512 --out "$O" --force >/dev/null 2>&1 &
+  "$H" train --algo ppo --env CartPole-v1 --steps 50000000 --quiet --set num_steps=64 --log-every 512 --out "$O" --force >"$T/train.log" 2>&1 &
   TP=$!
-  for _ in $(seq 1 300); do [ -s "$O/.staging/metrics.csv" ] && break; sleep 0.05; done
+  # Not .staging/metrics.csv: the last try's may still be there. Before
+  # herd installs its handlers, a background job ignores SIGINT.
+  for _ in $(seq 1 300); do grep -q training "$T/train.log" && break; sleep 0.05; done
+  sleep 0.5
   kill -INT "$TP"
   sleep "0.0$((i % 7))"
   kill -INT "$TP" 2>/dev/null
