@@ -350,7 +350,7 @@ func (s *session) where() string {
 
 // openHint explains an open that failed before the server said a word of
 // gRPC, which gRPC reports only as an error reading the "server preface":
-// an HTTP/1.1 server answers in the wrong protocol; a server that accepts
+// an HTTP/1.x server answers in the wrong protocol (a frame "too large"); a server that accepts
 // and says nothing (a black hole, a hung process) lets the read time out;
 // a server that drops the connection at once gives EOF or a broken pipe,
 // as a TLS server does to a plaintext client, or after the handshake to a
@@ -358,8 +358,8 @@ func (s *session) where() string {
 func openHint(t remoteTarget, err error) error {
 	msg := err.Error()
 	switch {
-	case strings.Contains(msg, "looked like an HTTP/1.1 header"):
-		return fmt.Errorf("%w (the server at %s answered in HTTP/1.1: it is a web server or proxy, not a gRPC env server; check the address and port)", err, t.addr)
+	case strings.Contains(msg, "looked like an HTTP/1.1 header") || (strings.Contains(msg, "server preface") && strings.Contains(msg, "frame too large")):
+		return fmt.Errorf("%w (the server at %s answered, but not in HTTP/2: an HTTP/1.x web server or proxy, not a gRPC env server; check the address and port)", err, t.addr)
 	case strings.Contains(msg, "server preface") && strings.Contains(msg, "timeout"):
 		return fmt.Errorf("%w (the server at %s accepted the connection but sent nothing: it is not a gRPC env server, or it hangs)", err, t.addr)
 	case !strings.Contains(msg, "server preface") && !strings.Contains(msg, "broken pipe") && !strings.Contains(msg, "connection reset"):

@@ -41,14 +41,20 @@ func TestRemoteOpenMessages(t *testing.T) {
 	go http.Serve(h1, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("hello")) }))
 	hole := serveTCP(t, func(c net.Conn) {}) // accepts, never answers
 	closer := serveTCP(t, func(c net.Conn) { c.Close() })
+	http10 := serveTCP(t, func(c net.Conn) { // as python3 -m http.server answers
+		c.Read(make([]byte, 1024)) // the request (the client's preface)
+		c.Write([]byte("HTTP/1.0 400 Bad request version\r\nContent-Type: text/html\r\n\r\n<html>bad</html>"))
+		c.Close()
+	})
 	for _, c := range []struct {
 		name, id      string
 		want, notWant string
 	}{
-		{"http/1.1", "grpc://" + h1.Addr().String() + "/CartPole-v1?timeout=5s", "HTTP/1.1", "TLS"},
+		{"http/1.1", "grpc://" + h1.Addr().String() + "/CartPole-v1?timeout=5s", "not in HTTP/2", "TLS"},
+		{"http/1.0", "grpc://" + http10 + "/CartPole-v1?timeout=5s", "not in HTTP/2", "TLS"},
 		{"black hole", "grpc://" + hole + "/CartPole-v1?timeout=500ms", "timed out: no answer within 500ms", "TLS"},
 		{"timeout=1ns", "grpc://" + hole + "/CartPole-v1?timeout=1ns", "timed out: no answer within 1ns", "context canceled"},
-		{"closes at once", "grpc://" + closer + "/CartPole-v1?timeout=5s", "closed the connection at once", "HTTP/1.1"},
+		{"closes at once", "grpc://" + closer + "/CartPole-v1?timeout=5s", "closed the connection at once", "HTTP/2"},
 	} {
 		_, err := MakeVector(c.id, 1, Sync)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), c.notWant) {

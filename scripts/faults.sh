@@ -243,10 +243,10 @@ HP=$!
 $PY -c 'import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1",17482)); s.listen(); c=[s.accept() for _ in range(4)]; time.sleep(60)' &
 BH=$!
 sleep 0.5
-for c in "HTTP/1.1 server|grpc://127.0.0.1:17481/CartPole-v1?timeout=5s|HTTP/1.1" "black hole|grpc://127.0.0.1:17482/CartPole-v1?timeout=2s|timed out" \
+for c in "HTTP server (python3 -m http.server)|grpc://127.0.0.1:17481/CartPole-v1?timeout=5s|not in HTTP/2" "black hole|grpc://127.0.0.1:17482/CartPole-v1?timeout=2s|timed out" \
   "?timeout=1ns|grpc://127.0.0.1:17482/CartPole-v1?timeout=1ns|timed out"; do
   IFS='|' read -r what id want <<<"$c"
-  timeout 60 "$H" train --algo ppo --env "$id" --steps 256 --quiet --out "$T/msg" >/dev/null 2>"$T/err"
+  timeout 60 "$H" train --algo ppo --env "$id" --steps 512 --quiet --out "$T/msg" >/dev/null 2>"$T/err"
   rc=$?
   row "train against a remote env: $what" "exit $rc: $(grep -o '([^()]*)$' "$T/err" | head -1 | cut -c1-90)$(grep -o 'timed out[^(]*' "$T/err" | head -1)" "$(ok $([ "$rc" = 1 ] && grep -q "$want" "$T/err" && ! grep -q 'may require TLS' "$T/err" && echo 1))"
 done
