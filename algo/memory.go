@@ -242,6 +242,21 @@ func CheckMemory(res *Resolved, workers []WorkerSet, extra ...MemoryUse) error {
 	return checkMemory(append(EstimateMemory(res.Header, res.Config, obs, act, envBytes, workers), extra...))
 }
 
+// CheckEnvsMemory refuses, with ErrMemory, n envs of id (key names the
+// setting, e.g. "--num-envs 1000000000") when they would not fit the
+// memory available: each the heap one env of id takes to make plus its
+// observation and action, as EstimateMemory counts num_envs.
+func CheckEnvsMemory(id string, n int, key string) error {
+	e, envBytes, err := envFootprint(id)
+	if err != nil {
+		return err
+	}
+	obs, act := e.ObservationSpace(), e.ActionSpace()
+	e.Close()
+	per := envBytes + 8*float64(obs.Dim()+act.Dim())
+	return checkMemory([]MemoryUse{{Key: key, What: fmt.Sprintf("%d environments of %s", n, id), Bytes: float64(n) * per}})
+}
+
 // checkMemory refuses uses whose total exceeds the available memory
 // (sysmem.Available), naming the largest.
 func checkMemory(uses []MemoryUse) error {

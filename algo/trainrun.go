@@ -11,6 +11,7 @@ import (
 
 	"herd/env"
 	"herd/internal/atomicfile"
+	"herd/internal/exitguard"
 	"herd/metrics"
 )
 
@@ -223,7 +224,12 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		// promised the replacement only for a run that is whole.
 		failures = append(failures, fmt.Errorf("the earlier run in %s is unchanged; this run's partial files are in %s", h.Out, rd.stage))
 	default:
-		if err := rd.commit(); err != nil {
+		// A second Ctrl-C waits for the commit: cut in half, it would
+		// leave the directory torn until the next run into it.
+		release := exitguard.Hold(ctx)
+		err := rd.commit()
+		release()
+		if err != nil {
 			failures = append(failures, err)
 		}
 	}

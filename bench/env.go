@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"herd/algo"
 	"herd/env"
 )
 
@@ -42,6 +44,16 @@ With --scaling it reports instead AsyncVector's speedup over 1 worker
 			}
 			if ids != "" {
 				cfg.IDs = strings.Split(ids, ",")
+			}
+			check := cfg.IDs
+			if len(check) == 0 {
+				check = env.IDs()
+			}
+			for _, id := range check {
+				// A vector of --num-envs envs, sync and async in turn.
+				if err := algo.CheckEnvsMemory(id, cfg.NumEnvs, fmt.Sprintf("--num-envs %d", cfg.NumEnvs)); err != nil {
+					return fmt.Errorf("bench env: %w", err)
+				}
 			}
 			if scaling {
 				rows, err := env.BenchScaling(cmd.Context(), cfg, cfg.Workers, rounds)

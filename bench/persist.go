@@ -52,6 +52,11 @@ func newPersistCmd() *cobra.Command {
 			if werr := writeRows(cmd.OutOrStdout(), asJSON, rows); err == nil {
 				err = werr
 			}
+			if cerr := cmd.Context().Err(); err == nil && cerr != nil {
+				// Stopped after the last check: the rows are all there,
+				// but the command did not end by itself.
+				err = fmt.Errorf("bench persist: %w", cerr)
+			}
 			return err
 		},
 	}

@@ -209,7 +209,9 @@ func dialGRPC(t remoteTarget) (*grpcWire, error) {
 	w.timer.Stop()
 	w.timer.Reset(t.timeout)
 	w.stream, err = herdv1.NewEnvServiceClient(w.conn).Session(ctx, grpc.WaitForReady(false))
-	if !w.timer.Stop() && err == nil {
+	// The timer cancels the stream's context: gRPC then reports only
+	// "context canceled", which must read as the timeout it was.
+	if !w.timer.Stop() && (err == nil || w.timedOut.Load()) {
 		err = w.deadlineErr()
 	}
 	if err != nil {
@@ -220,7 +222,7 @@ func dialGRPC(t remoteTarget) (*grpcWire, error) {
 }
 
 func (w *grpcWire) deadlineErr() error {
-	return status.Errorf(codes.DeadlineExceeded, "no answer within %v", w.timeout)
+	return status.Errorf(codes.DeadlineExceeded, "timed out: no answer within %v (the env id's timeout)", w.timeout)
 }
 
 func (w *grpcWire) send(req *herdv1.EnvRequest) error {
@@ -346,13 +348,21 @@ func (s *session) where() string {
 	return s.target.addr + "/" + s.target.envID
 }
 
-// openHint explains an open that failed because the server dropped the
-// connection at once, which gRPC reports only as "error reading server
-// preface: EOF" or a broken pipe: a TLS server refusing the client's
-// certificate does exactly that after the handshake.
+// openHint explains an open that failed before the server said a word of
+// gRPC, which gRPC reports only as an error reading the "server preface":
+// an HTTP/1.x server answers in the wrong protocol (a frame "too large"); a server that accepts
+// and says nothing (a black hole, a hung process) lets the read time out;
+// a server that drops the connection at once gives EOF or a broken pipe,
+// as a TLS server does to a plaintext client, or after the handshake to a
+// client whose certificate it refuses.
 func openHint(t remoteTarget, err error) error {
 	msg := err.Error()
-	if !strings.Contains(msg, "server preface") && !strings.Contains(msg, "broken pipe") && !strings.Contains(msg, "connection reset") {
+	switch {
+	case strings.Contains(msg, "looked like an HTTP/1.1 header") || (strings.Contains(msg, "server preface") && strings.Contains(msg, "frame too large")):
+		return fmt.Errorf("%w (the server at %s answered, but not in HTTP/2: an HTTP/1.x web server or proxy, not a gRPC env server; check the address and port)", err, t.addr)
+	case strings.Contains(msg, "server preface") && strings.Contains(msg, "timeout"):
+		return fmt.Errorf("%w (the server at %s accepted the connection but sent nothing: it is not a gRPC env server, or it hangs)", err, t.addr)
+	case !strings.Contains(msg, "server preface") && !strings.Contains(msg, "broken pipe") && !strings.Contains(msg, "connection reset"):
 		return err
 	}
 	if t.tls != nil {

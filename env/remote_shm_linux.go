@@ -85,7 +85,7 @@ func (w *shmWire) out() io.Writer {
 func (w *shmWire) ioErr(err error) error {
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		return status.Errorf(codes.DeadlineExceeded, "no answer within %v", w.timeout)
+		return status.Errorf(codes.DeadlineExceeded, "timed out: no answer within %v (the env id's timeout)", w.timeout)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, unix.ECONNRESET), errors.Is(err, unix.EPIPE):
 		return status.Error(codes.Unavailable, "server closed the session")
 	case errors.Is(err, shmwire.ErrFrame):

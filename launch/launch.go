@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -60,12 +61,16 @@ type Options struct {
 // (see the package doc). It returns nil for a completed run, an error
 // wrapping context.Canceled for a run interrupted and saved by its
 // learner, and any other error for a failure.
-func Run(ctx context.Context, o Options) error {
+func Run(ctx context.Context, o Options) (err error) {
 	if o.TTL < time.Second {
 		return fmt.Errorf("launch: --ttl: must be >= %v, got %v", time.Second, o.TTL)
 	}
 	if o.Restarts < 0 {
 		return fmt.Errorf("launch: --max-restarts: must be >= 0, got %d", o.Restarts)
+	}
+	if o.RestartWindow <= 0 {
+		// A window of no length would count no failure: --max-restarts off.
+		return fmt.Errorf("launch: --restart-window: must be > 0, got %v", o.RestartWindow)
 	}
 	stdout, stderr := &lockedWriter{w: orDiscard(o.Stdout)}, &lockedWriter{w: orDiscard(o.Stderr)}
 	o.NATS.FromEnv()
@@ -80,11 +85,16 @@ func Run(ctx context.Context, o Options) error {
 		if err := os.MkdirAll(o.CPUProfiles, 0o755); err != nil {
 			return fmt.Errorf("launch: %w", err)
 		}
-		stop, err := startCPUProfile(filepath.Join(o.CPUProfiles, "launch.pprof"))
+		stop, err := run.StartCPUProfile(filepath.Join(o.CPUProfiles, "launch.pprof"))
 		if err != nil {
 			return fmt.Errorf("launch: %w", err)
 		}
-		defer stop()
+		defer func() {
+			if perr := stop(); perr != nil {
+				// %v: an interrupted run whose profile was lost is a failure.
+				err = fmt.Errorf("launch: %v", errors.Join(err, perr))
+			}
+		}()
 	}
 	// The learner applies the mode when it opens the run directory; the
 	// launcher checks it first so that a refused run starts no process.
@@ -139,18 +149,23 @@ func Run(ctx context.Context, o Options) error {
 	if err := n.CreateBuckets(ctx, runID, o.TTL); err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
+	mem, err := n.Membership(ctx, runID, transport.Options{TTL: o.TTL})
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	// A run ID in use belongs to a live run: taking it over would reset
+	// that run's end mark and config under its learner.
+	if err := checkRunFree(ctx, mem, runID, o.TTL); err != nil {
+		return err
+	}
 	if err := n.ResetRun(ctx, runID); err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
 	if err := n.PutRunConfig(ctx, runID, data); err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
-	mem, err := n.Membership(ctx, runID, transport.Options{TTL: o.TTL})
-	if err != nil {
-		return err
-	}
-	defer mem.Close()
-	lease, err := mem.Register(ctx, ControllerName, nil)
+	lease, err := mem.Register(ctx, ControllerName, []byte(strconv.Itoa(os.Getpid())))
 	if err != nil {
 		return err
 	}
@@ -247,6 +262,13 @@ func Run(ctx context.Context, o Options) error {
 		all = append(all, fmt.Errorf("launch: run %s interrupted, and the learner did not save it (exit status %d)", runID, learnerExit))
 		// %v: a failure is never reported as a clean interruption.
 		return fmt.Errorf("%v", errors.Join(all...))
+	}
+	if len(all) > 0 && learnerExit == ExitInterrupted {
+		// The launcher stopped the learner because a worker failed: the
+		// learner saved the run as interrupted, but it failed, and why.
+		if err := metrics.MarkFailed(filepath.Join(h.Out, algo.SummaryFile), errors.Join(all...).Error()); err != nil {
+			all = append(all, fmt.Errorf("launch: summary not marked failed: %w", err))
+		}
 	}
 	if len(all) == 0 && srv != nil {
 		// Every worker has exited, so its connections are closed and counted.
@@ -365,4 +387,27 @@ func awaitLearner(ctx context.Context, mem transport.Membership, runEnded func(c
 		return fmt.Errorf("launch: the learner is gone and its result unreadable: %w", err)
 	}
 	return learnerResult(mark, ended)
+}
+
+// checkRunFree refuses a run ID that has live registrations (a controller,
+// a worker), naming them and their process ids.
+func checkRunFree(ctx context.Context, mem transport.Membership, runID string, ttl time.Duration) error {
+	ms, err := mem.Members(ctx)
+	if err != nil {
+		return fmt.Errorf("launch: run %s: %w", runID, err)
+	}
+	if len(ms) == 0 {
+		return nil
+	}
+	var who []string
+	for _, m := range ms {
+		if len(m.Info) > 0 {
+			who = append(who, fmt.Sprintf("%s (process %s)", m.Name, m.Info))
+		} else {
+			who = append(who, m.Name)
+		}
+	}
+	slices.Sort(who)
+	return fmt.Errorf("launch: run %s is active on this NATS: %s registered; give another --run, or stop that run first "+
+		"(the registrations of killed processes expire within %v)", runID, strings.Join(who, ", "), ttl)
 }

@@ -33,6 +33,10 @@ type NATS struct {
 	// Replicas of the run's JetStream buckets (transport.NATS.SetReplicas);
 	// 0: the server's default.
 	Replicas int
+
+	// errs reports the asynchronous errors of every connection dialled
+	// through these options, once a minute for each message.
+	errs *asyncErrors
 }
 
 // FromEnv takes the URL from $HERD_NATS_URL when URL is empty.
@@ -61,8 +65,11 @@ func (o *NATS) dial(name string) (*nats.Conn, error) {
 	// Pings every 5 s, 3 unanswered: a connection cut without a reset (a
 	// network partition) is noticed within about 20 s and reconnected,
 	// instead of after nats.go's default of 2 × 2 minutes.
+	if o.errs == nil {
+		o.errs = newAsyncErrors(os.Stderr)
+	}
 	opts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
-		nats.PingInterval(5 * time.Second), nats.MaxPingsOutstanding(3)}
+		nats.PingInterval(5 * time.Second), nats.MaxPingsOutstanding(3), nats.ErrorHandler(o.errs.handle)}
 	if o.Creds != "" {
 		opts = append(opts, nats.UserCredentials(o.Creds))
 	}

@@ -4,32 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"runtime/pprof"
 	"time"
 
 	"herd/run/distexec"
 	"herd/worker"
 )
-
-// startCPUProfile writes a CPU profile of this process to path until the
-// returned stop is called; an empty path profiles nothing.
-func startCPUProfile(path string) (stop func(), err error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	pf, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(pf); err != nil {
-		pf.Close()
-		return nil, err
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		pf.Close()
-	}, nil
-}
 
 // roleTiming is what `herd worker --cpuprofile FILE` writes to
 // FILE.steps.json: an on-policy env worker's time per env step by phase

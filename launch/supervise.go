@@ -66,7 +66,7 @@ func (s *supervisor) start(name string, args []string, restart bool, out io.Writ
 			defer close(s.learnerDone)
 		}
 		for {
-			stopped, err := s.runOnce(name, args, restart, out)
+			stopped, err := s.runOnce(name, args, restart, !restart, out)
 			if stopped {
 				return
 			}
@@ -108,17 +108,18 @@ func (s *supervisor) startPeer(name string, args []string, out io.Writer) {
 		args = append(args, "--cpuprofile", filepath.Join(s.profiles, strings.ReplaceAll(name, " ", "-")+".pprof"))
 	}
 	s.wg.Go(func() {
-		stopped, err := s.runOnce(name, args, true, out)
+		stopped, err := s.runOnce(name, args, true, true, out)
 		if !stopped && err != nil {
 			s.errs <- fmt.Errorf("launch: %s: %w", name, err)
 		}
 	})
 }
 
-// runOnce runs the worker process once. It returns stopped when the
-// supervisor stopped it (or it could not start): then the worker is not
-// to be restarted; and the process's exit error.
-func (s *supervisor) runOnce(name string, args []string, restart bool, out io.Writer) (stopped bool, err error) {
+// runOnce runs the worker process once; learner marks a learner (it saves
+// the run when stopped). It returns stopped when the supervisor stopped it
+// (or it could not start): then the worker is not to be restarted; and the
+// process's exit error.
+func (s *supervisor) runOnce(name string, args []string, restart, learner bool, out io.Writer) (stopped bool, err error) {
 	cmd := exec.Command(s.command[0], append(slices.Clone(s.command[1:]), args...)...)
 	cmd.Env = s.env
 	// An env or policy worker stopped at the end of the run says so on
@@ -127,7 +128,7 @@ func (s *supervisor) runOnce(name string, args []string, restart bool, out io.Wr
 	// interrupted, and what it says then counts.
 	errOut := &muteWriter{w: s.stderr}
 	cmd.Stdout, cmd.Stderr = out, errOut
-	setChildAttrs(cmd)
+	setChildAttrs(cmd, learner)
 	if err := cmd.Start(); err != nil {
 		s.errs <- fmt.Errorf("launch: start %s: %w", name, err)
 		s.stopAll()
@@ -148,23 +149,33 @@ func (s *supervisor) runOnce(name string, args []string, restart bool, out io.Wr
 	// when its own keep-alive fails: this launcher owns the process, so
 	// it asks directly (the worker stops as on Ctrl-C), and kills
 	// stragglers.
+	// exited: done's only value is taken, so the process must not be
+	// waited for again.
+	exited := false
 	if restart {
 		select {
 		case <-s.learnerDone:
 		case <-done:
+			exited = true
 		}
 		s.endRun()
 		errOut.mute()
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-done:
-	case <-time.After(2*s.ttl + 5*time.Second):
-		_ = cmd.Process.Kill()
-		<-done
+	if !exited {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(2*s.ttl + 5*time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
 	}
 	if !restart {
 		s.learnerExit = cmd.ProcessState.ExitCode()
+	} else if s.profiles != "" && cmd.ProcessState.ExitCode() == ExitFailed {
+		// A worker stopped at the end exits 0; 1 here is a profile it
+		// could not write (a full disk), which must not pass unseen.
+		s.errs <- fmt.Errorf("launch: %s failed as it stopped (exit status %d): its CPU profile in %s is likely incomplete", name, ExitFailed, s.profiles)
 	}
 	return true, nil
 }

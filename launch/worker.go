@@ -61,7 +61,7 @@ type WorkerOptions struct {
 // controller is gone (a normal end for env and policy workers), ctx ends
 // (interrupted: the learner saves the run), or it fails. A worker started
 // after its run ended has nothing to do and returns nil.
-func RunWorker(ctx context.Context, o WorkerOptions) error {
+func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 	w := o.Stdout
 	if w == nil {
 		w = io.Discard
@@ -89,11 +89,16 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	stopProfile, err := startCPUProfile(o.CPUProfile)
+	stopProfile, err := run.StartCPUProfile(o.CPUProfile)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	defer stopProfile()
+	defer func() {
+		if perr := stopProfile(); perr != nil {
+			// %v: an interrupted worker whose profile was lost failed.
+			err = fmt.Errorf("worker: %v", errors.Join(err, perr))
+		}
+	}()
 	name := o.Role + "-" + strconv.Itoa(o.Slot)
 	// One connection per wire kind, so that the server's per-connection
 	// counters are each kind's traffic (herd launch reports them).

@@ -639,3 +639,19 @@ func ReadSummary(path string) (Summary, error) {
 	}
 	return s, nil
 }
+
+// MarkFailed rewrites the summary.json at path as StatusFailed with
+// reason, for a run whose recorder closed it as interrupted but which was
+// stopped because something else failed (a launcher that ended the run
+// when a worker kept crashing): the run is not a clean interruption.
+func MarkFailed(path, reason string) error {
+	s, err := ReadSummary(path)
+	if err != nil {
+		return err
+	}
+	s.Status, s.Reason = StatusFailed, reason
+	if err := writeSummary(path, s); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}

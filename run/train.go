@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 
 	"herd/algo"
@@ -35,21 +33,20 @@ type TrainOptions struct {
 // algo.TrainRun, printing progress and the outcome on w. An interrupted
 // run returns an error wrapping context.Canceled once everything was
 // saved.
-func Train(ctx context.Context, w io.Writer, res *algo.Resolved, o TrainOptions) error {
+func Train(ctx context.Context, w io.Writer, res *algo.Resolved, o TrainOptions) (err error) {
 	if o.EvalEpisodes < 0 {
 		return fmt.Errorf("train: --eval-episodes must be >= 0, got %d", o.EvalEpisodes)
 	}
-	if o.CPUProfile != "" {
-		pf, err := os.Create(o.CPUProfile)
-		if err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return fmt.Errorf("train: %w", err)
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := StartCPUProfile(o.CPUProfile)
+	if err != nil {
+		return fmt.Errorf("train: %w", err)
 	}
+	defer func() {
+		if perr := stopProfile(); perr != nil {
+			// %v: an interrupted run whose profile was lost is a failure.
+			err = fmt.Errorf("train: %v", errors.Join(err, perr))
+		}
+	}()
 	opt := algo.RunOptions{EvalEpisodes: o.EvalEpisodes, Dir: o.Mode, Executors: Executors()}
 	if o.MetricsAddr != "" {
 		live, srv, err := ServeLive(w, o.MetricsAddr)

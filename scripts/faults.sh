@@ -124,12 +124,133 @@ O="$T/k9launcher"
 if launch_bg "$O"; then
   kids=$(pgrep -P "$LPID")
   kill -9 "$LPID"
+  t0=$(date +%s.%N)
   wait "$LPID" 2>/dev/null
-  sleep 1
+  for _ in $(seq 1 300); do [ -s "$O/summary.json" ] && break; sleep 0.1; done
+  dt=$(echo "$(date +%s.%N) - $t0" | bc)
+  # shellcheck disable=SC2086
+  for _ in $(seq 1 150); do [ "$(alive $kids)" = 0 ] && break; sleep 0.1; done
+  dt2=$(echo "$(date +%s.%N) - $t0" | bc)
   # shellcheck disable=SC2086
   left=$(alive $kids)
-  row "launch: kill -9 of the launcher" "$left worker processes left after 1 s (they die with it)" "$(ok $([ "$left" = 0 ] && echo 1))"
+  st=$(status_of "$O")
+  row "launch: kill -9 of the launcher" "learner saved the run (summary $st) $(printf %.1f "$dt") s later; $left worker processes left after $(printf %.1f "$dt2") s" "$(ok $([ "$left" = 0 ] && [ "$st" = interrupted ] && echo 1))"
 else row "launch: kill -9 of the launcher" "learner never wrote a row" "**no**"; kill -9 -- -"$LPID" 2>/dev/null; fi
+
+# A worker past --max-restarts: env worker 0's metrics port is taken, so it
+# fails at every start (the learner serves at P, the policy worker P+1).
+O="$T/crashloop"
+P=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+$PY -c 'import socket,sys,time; s=socket.socket(); s.bind(("127.0.0.1",int(sys.argv[1]))); s.listen(); time.sleep(120)' $((P + 2)) &
+HOLD=$!
+sleep 0.3
+t0=$(date +%s.%N)
+timeout 120 "$H" launch --config "$CFG" --steps 5000000 --quiet --out "$O" --max-restarts 2 --metrics-addr "127.0.0.1:$P" >"$T/launch.log" 2>&1
+rc=$?
+dt=$(echo "$(date +%s.%N) - $t0" | bc)
+kill "$HOLD" 2>/dev/null
+st=$(status_of "$O")
+row "launch: env worker 0 fails past --max-restarts 2" "exit $rc after $(printf %.1f "$dt") s ($(grep -o 'env worker 0 failed [0-9]* times' "$T/launch.log" | head -1)); summary $st" "$(ok $([ "$rc" = 1 ] && [ "${st%% *}" = failed ] && echo 1))"
+
+# A second launch of an active run ID on the same (external) NATS.
+NS="$T/nats-server"
+if go build -o "$NS" github.com/nats-io/nats-server/v2 2>/dev/null; then
+  "$NS" -a 127.0.0.1 -p 14222 -js -sd "$T/js" >/dev/null 2>&1 &
+  NPID=$!
+  sleep 1
+  O="$T/first"
+  setsid "$H" launch --config "$CFG" --steps 5000000 --quiet --out "$O" --nats nats://127.0.0.1:14222 --run taken >"$T/launch.log" 2>&1 &
+  LPID=$!
+  for _ in $(seq 1 600); do [ -s "$O/.staging/metrics.csv" ] && [ "$(wc -l <"$O/.staging/metrics.csv")" -ge 2 ] && break; sleep 0.1; done
+  t0=$(date +%s.%N)
+  timeout 60 "$H" launch --config "$CFG" --quiet --out "$T/second" --nats nats://127.0.0.1:14222 --run taken >/dev/null 2>"$T/err"
+  rc=$?
+  dt=$(echo "$(date +%s.%N) - $t0" | bc)
+  kill -INT -- -"$LPID"
+  wait "$LPID"; rc1=$?
+  row "launch: a second launch of an active --run on the same NATS" "exit $rc in $(printf %.2f "$dt") s: $(grep -o 'is active[^;]*' "$T/err" | head -1); the first run then Ctrl-C: exit $rc1, summary $(status_of "$O")" "$(ok $([ "$rc" = 1 ] && [ "$rc1" = 130 ] && echo 1))"
+  kill "$NPID"; wait "$NPID" 2>/dev/null
+else row "launch: a second launch of an active --run" "skipped: nats-server could not be built" "–"; fi
+
+# One env worker paused (SIGSTOP) 20 s under inference inline: env steps
+# the learner took during the pause.
+O="$T/stop"
+setsid "$H" launch --config configs/ppo-cartpole-dist.yaml --steps 50000000 --quiet --out "$O" >"$T/launch.log" 2>&1 &
+LPID=$!
+for _ in $(seq 1 600); do [ -s "$O/.staging/metrics.csv" ] && [ "$(wc -l <"$O/.staging/metrics.csv")" -ge 2 ] && break; sleep 0.1; done
+sleep 2
+p=$(pid_of env-0)
+s0=$(tail -1 "$O/.staging/metrics.csv" | cut -d, -f1)
+kill -STOP "$p"
+sleep 20
+s1=$(tail -1 "$O/.staging/metrics.csv" | cut -d, -f1)
+kill -CONT "$p"
+sleep 1
+kill -INT -- -"$LPID"
+wait "$LPID"; rc=$?
+row "launch, inference inline: env worker 0 SIGSTOPped 20 s" "$((s1 - s0)) env steps learned during the pause; notices: $(grep -c 'silent for' "$T/launch.log"); then Ctrl-C: exit $rc" "$(ok $([ $((s1 - s0)) -gt 0 ] && grep -q 'silent for' "$T/launch.log" && echo 1))"
+
+# Ctrl-C, then a second one 0–60 ms later, on an interrupted --force
+# train: the commit finishes first, so the directory is never torn.
+O="$T/double"
+"$H" train --algo ppo --env CartPole-v1 --steps 2048 --quiet --set num_steps=64 --out "$O" >/dev/null 2>&1
+torn=0
+for i in $(seq 1 20); do
+  "$H" train --algo ppo --env CartPole-v1 --steps 50000000 --quiet --set num_steps=64 --log-every 512 --out "$O" --force >"$T/train.log" 2>&1 &
+  TP=$!
+  # Not .staging/metrics.csv: the last try's may still be there. Before
+  # herd installs its handlers, a background job ignores SIGINT.
+  for _ in $(seq 1 300); do grep -q training "$T/train.log" && break; sleep 0.05; done
+  sleep 0.5
+  kill -INT "$TP"
+  sleep "0.0$((i % 7))"
+  kill -INT "$TP" 2>/dev/null
+  wait "$TP"
+  { [ -e "$O/.previous" ] || ! timeout 60 "$H" eval --run "$O" --episodes 1 >/dev/null 2>&1; } && torn=$((torn + 1))
+done
+row "train --force: Ctrl-C, then a second Ctrl-C 0–60 ms later (20 tries)" "$torn torn directories (.previous left or eval failing)" "$(ok $([ "$torn" = 0 ] && echo 1))"
+
+# herd train under runtime.executor hts, Ctrl-C: one line, no bare "context canceled".
+O="$T/hts"
+"$H" train --algo ppo --env CartPole-v1 --steps 50000000 --quiet --set runtime.executor=hts --out "$O" >/dev/null 2>"$T/err" &
+TP=$!
+for _ in $(seq 1 600); do [ -s "$O/.staging/metrics.csv" ] && break; sleep 0.1; done
+sleep 1
+kill -INT "$TP"; wait "$TP"; rc=$?
+bare=$(grep -cx 'context canceled' "$T/err")
+row "train, hts executor: Ctrl-C" "exit $rc, $bare bare \"context canceled\" lines" "$(ok $([ "$rc" = 130 ] && [ "$bare" = 0 ] && echo 1))"
+
+# bench persist, SIGINT and SIGTERM mid-measurement.
+for sig in INT TERM; do
+  "$H" bench persist --modes memory,disk --keys 20000 --value-bytes 512 --reads 10000000 --dir "$T" --progress >/dev/null 2>"$T/err" &
+  BP=$!
+  for _ in $(seq 1 300); do grep -q push "$T/err" && break; sleep 0.05; done
+  sleep 0.3
+  t0=$(date +%s.%N)
+  kill -"$sig" "$BP"; wait "$BP"; rc=$?
+  dt=$(echo "$(date +%s.%N) - $t0" | bc)
+  row "bench persist, SIG$sig mid-measurement" "exit $rc after $(printf %.2f "$dt") s" "$(ok $([ "$rc" = 130 ] && echo 1))"
+done
+
+# --cpuprofile on a full disk.
+timeout 60 "$H" train --algo ppo --env CartPole-v1 --steps 256 --quiet --set num_steps=64 --out "$T/prof" --cpuprofile /dev/full >/dev/null 2>"$T/err"
+rc=$?
+row "train --cpuprofile /dev/full (a full disk)" "exit $rc: $(grep -o 'cpu profile[^:]*' "$T/err" | head -1)" "$(ok $([ "$rc" = 1 ] && echo 1))"
+
+# Messages: an HTTP/1.1 server, a black hole, a timeout of 1ns.
+$PY -m http.server 17481 --bind 127.0.0.1 >/dev/null 2>&1 &
+HP=$!
+$PY -c 'import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1",17482)); s.listen(); c=[s.accept() for _ in range(4)]; time.sleep(60)' &
+BH=$!
+sleep 0.5
+for c in "HTTP server (python3 -m http.server)|grpc://127.0.0.1:17481/CartPole-v1?timeout=5s|not in HTTP/2" "black hole|grpc://127.0.0.1:17482/CartPole-v1?timeout=2s|timed out" \
+  "?timeout=1ns|grpc://127.0.0.1:17482/CartPole-v1?timeout=1ns|timed out"; do
+  IFS='|' read -r what id want <<<"$c"
+  timeout 60 "$H" train --algo ppo --env "$id" --steps 512 --quiet --out "$T/msg" >/dev/null 2>"$T/err"
+  rc=$?
+  row "train against a remote env: $what" "exit $rc: $(grep -o '([^()]*)$' "$T/err" | head -1 | cut -c1-90)$(grep -o 'timed out[^(]*' "$T/err" | head -1)" "$(ok $([ "$rc" = 1 ] && grep -q "$want" "$T/err" && ! grep -q 'may require TLS' "$T/err" && echo 1))"
+done
+kill "$HP" "$BH" 2>/dev/null
 
 # --- herd train on a full disk ---
 tmpfs 4m
@@ -202,6 +323,7 @@ for a in "--set runtime.actors=0" "--set runtime.learners=-1" "--set runtime.pol
   timeout 20 "$H" train --algo dqn --env CartPole-v1 --quiet --out "$T/x" --set runtime.executor=pal $a >/dev/null 2>&1 && bad=$((bad + 1))
 done
 for a in "launch --config $CFG --ttl 0s" "launch --config $CFG --ttl -1s" "launch --config $CFG --max-restarts -1" \
+  "launch --config $CFG --restart-window -1s" "serve env --addr 127.0.0.1:0 --shm a/b" "serve replay --addr 127.0.0.1:0 --dir $CFG" \
   "serve replay --mode memory --max-batch 0" "serve replay --mode memory --cache-mb 0" "serve env --max-sessions 0" \
   "bench remote replay --ops 0" "worker --role env --slot 0 --nats nats://127.0.0.1:1 --run x --wait -1s"; do
   total=$((total + 1))
@@ -217,3 +339,7 @@ for a in "train --algo dqn --env CartPole-v1 --set runtime.executor=pal --set ru
   dt=$(echo "$(date +%s.%N) - $t0" | bc)
   row "herd $a" "exit $rc in $(printf %.2f "$dt") s: $(grep -o 'runtime[.a-z_]* [0-9]*[^;]*' "$T/err" | head -1)" "$(ok $([ "$rc" = 1 ] && echo 1))"
 done
+t0=$(date +%s.%N)
+timeout 60 "$H" bench env --envs CartPole-v1 --num-envs 1000000000 >/dev/null 2>"$T/err"; rc=$?
+dt=$(echo "$(date +%s.%N) - $t0" | bc)
+row "herd bench env --num-envs 1000000000" "exit $rc in $(printf %.2f "$dt") s: $(grep -o 'needs about [^,;]*' "$T/err" | head -1)" "$(ok $([ "$rc" = 1 ] && grep -q 'num-envs' "$T/err" && echo 1))"

@@ -5,6 +5,12 @@ package main
 // supervises them and writes the run directory (logic in herd/launch).
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,8 +48,14 @@ default the config's out).`,
   herd worker --role policy --nats nats://a:4222,nats://b:4222 --run ppo-1 --nats-creds run.creds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// A launcher's worker writes to the launcher's pipes: when the
+			// launcher is killed, a write must fail, not kill a learner
+			// that is saving the run.
+			signal.Ignore(syscall.SIGPIPE)
+			ctx, stop := hangupContext(cmd.Context(), cmd.ErrOrStderr())
+			defer stop()
 			o.Specs, o.OutSet, o.Stdout = specs(), cmd.Flags().Changed("out"), cmd.OutOrStdout()
-			return launch.RunWorker(cmd.Context(), o)
+			return launch.RunWorker(ctx, o)
 		},
 	}
 	addNATSFlags(cmd, &o.NATS, "NATS server URL(s), comma-separated (required)")
@@ -92,7 +104,9 @@ Ctrl-C or SIGTERM stops the learner first (it saves the interrupted run),
 then the other workers; launch exits 130 when the learner saved the run and
 1 when it did not. Workers run in process groups of their own, so a
 terminal's Ctrl-C reaches only the launcher. A learner whose controller
-vanishes saves the run as interrupted and exits 1; a --no-workers
+vanishes saves the run as interrupted and exits 1; when launch itself is
+killed (kill -9), its learner gets SIGHUP and saves the run as interrupted
+(Linux; the other workers die with launch). A --no-workers
 controller exits with its learner's status (0, 130 or 1), and 1 when the
 learner vanished without one.`,
 		Example: `  herd launch --config configs/ppo-cartpole-dist.yaml
@@ -127,4 +141,37 @@ learner vanished without one.`,
 	fl.StringVar(&o.CPUProfiles, "cpuprofile", "", "write CPU profiles (pprof) of the launcher (embedded NATS server included) and each worker into this folder")
 	fl.BoolVar(&o.NoWorkers, "no-workers", false, "controller only: store the config, register, and end when the learner (started elsewhere) has finished; needs --nats")
 	return cmd
+}
+
+// hangupContext returns ctx cancelled by the first SIGHUP, which a
+// launcher's learner gets when the launcher dies (its parent-death signal,
+// once per thread of the launcher): the worker stops as on Ctrl-C, so a
+// learner saves the run, and the repeats never escalate into an exit that
+// saves nothing.
+func hangupContext(ctx context.Context, stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	hup := make(chan os.Signal, 4)
+	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-hup:
+			fmt.Fprintln(stderr, "herd: hang-up (the launcher is gone): stopping (saving what must be saved)")
+			cancel()
+		case <-done:
+			return
+		}
+		for {
+			select {
+			case <-hup:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(hup)
+		close(done)
+		cancel()
+	}
 }

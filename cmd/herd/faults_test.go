@@ -95,6 +95,10 @@ func TestExplicitInvalidValuesAreErrors(t *testing.T) {
 		{[]string{"launch", "--config", distPPO, "--ttl", "0s"}, "--ttl"},
 		{[]string{"launch", "--config", distPPO, "--ttl", "-1s"}, "--ttl"},
 		{[]string{"launch", "--config", distPPO, "--max-restarts", "-1"}, "--max-restarts"},
+		{[]string{"launch", "--config", distPPO, "--restart-window", "-1s"}, "--restart-window"},
+		{[]string{"launch", "--config", distPPO, "--restart-window", "0s"}, "--restart-window"},
+		{[]string{"serve", "env", "--addr", "127.0.0.1:0", "--shm", "a/b"}, "shm name"},
+		{[]string{"serve", "replay", "--addr", "127.0.0.1:0", "--dir", distPPO}, distPPO + " is not a directory"},
 		{[]string{"serve", "replay", "--mode", "memory", "--max-batch", "0"}, "--max-batch"},
 		{[]string{"serve", "replay", "--mode", "memory", "--cache-mb", "0"}, "--cache-mb"},
 		{[]string{"serve", "env", "--max-sessions", "0"}, "--max-sessions"},
@@ -137,6 +141,10 @@ func TestWorkerCountsBounded(t *testing.T) {
 	}
 	if d := time.Since(t0); d > 20*time.Second {
 		t.Errorf("refusals took %v", d)
+	}
+	// bench env checks --num-envs against the memory before making envs.
+	if _, err := runHerd(t, "bench", "env", "--envs", "CartPole-v1", "--num-envs", "1000000000", "--duration", "10ms", "--repeats", "1"); err == nil || !strings.Contains(err.Error(), "--num-envs") {
+		t.Errorf("bench env --num-envs 1e9: %v, want the memory estimate naming --num-envs", err)
 	}
 	// A pal run whose actors' envs exceed the memory is refused by the
 	// estimate, naming runtime.actors.

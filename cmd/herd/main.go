@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"herd/bench"
+	"herd/internal/exitguard"
 	"herd/launch"
 )
 
@@ -51,7 +52,8 @@ func exitCode(err error) int { return launch.ExitStatus(err) }
 // save what they must and exit. A second signal exits at once with
 // exitFailed, saving nothing more. stop ends the signal handling.
 func interruptContext(stderr *os.File) (ctx context.Context, stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+	var guard exitguard.Guard
+	ctx, cancel := context.WithCancel(exitguard.With(context.Background(), &guard))
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	done := make(chan struct{})
@@ -66,6 +68,7 @@ func interruptContext(stderr *os.File) (ctx context.Context, stop func()) {
 		select {
 		case s := <-sigs:
 			fmt.Fprintf(stderr, "herd: %v again: exiting at once, nothing more saved\n", s)
+			guard.Wait() // a run directory's commit finishes first
 			os.Exit(exitFailed)
 		case <-done:
 		}

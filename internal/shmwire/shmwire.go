@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -52,6 +54,20 @@ const (
 
 // ErrFrame is a malformed frame or segment header.
 var ErrFrame = errors.New("shmwire: malformed")
+
+// CheckName refuses a shm name that clients could not reach: the name is
+// the host of their env id shm://NAME/ID, so it must be one whole, plain
+// URL host (no '/', ':', '@', '?' or spaces).
+func CheckName(name string) error {
+	if name == "" {
+		return errors.New("empty shm name")
+	}
+	u, err := url.Parse("shm://" + name + "/ID")
+	if err != nil || u.Host != name || u.Path != "/ID" || strings.ContainsAny(name, ":@") {
+		return fmt.Errorf("shm name %q: clients could not reach it as shm://NAME/ID; use letters, digits, '.', '-' and '_'", name)
+	}
+	return nil
+}
 
 // SocketName is the abstract Unix-domain socket of shm name (Go's "@"
 // spelling of the leading NUL byte).

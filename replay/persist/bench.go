@@ -85,8 +85,15 @@ func Bench(ctx context.Context, cfg BenchConfig) ([]BenchRow, error) {
 	// Baseline: what allocating and copying the pushed values costs on
 	// this machine with no store at all (fresh memory is first-touched,
 	// which is slow on some VMs); the memory-mode push cannot beat it.
-	rows := []BenchRow{benchBaseline(cfg)}
+	base, err := benchBaseline(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	rows := []BenchRow{base}
 	for _, m := range cfg.Modes {
+		if err := ctx.Err(); err != nil {
+			return rows, fmt.Errorf("persist: bench: %w", err)
+		}
 		rs, err := benchMode(ctx, cfg, m, filepath.Join(root, m.String()))
 		rows = append(rows, rs...)
 		if err != nil {
@@ -136,6 +143,9 @@ func benchMode(ctx context.Context, cfg BenchConfig, m Mode, dir string) ([]Benc
 	for i, k := range keys {
 		v := vals[i%len(vals)]
 		v[0], v[1], v[2], v[3] = byte(i), byte(i>>8), byte(i>>16), byte(i>>24)
+		if err := stopped(ctx, i); err != nil {
+			return rows, err
+		}
 		t0 := time.Now()
 		if err := s.Push(ctx, k, Record{Value: v}); err != nil {
 			return rows, err
@@ -153,6 +163,9 @@ func benchMode(ctx context.Context, cfg BenchConfig, m Mode, dir string) ([]Benc
 	r := rng.New(cfg.Seed, "persist/bench/get", 0)
 	start = time.Now()
 	for i := 0; i < cfg.Reads; i++ {
+		if err := stopped(ctx, i); err != nil {
+			return rows, err
+		}
 		if _, err := s.Get(keys[r.IntN(len(keys))]); err != nil {
 			return rows, err
 		}
@@ -174,6 +187,9 @@ func benchMode(ctx context.Context, cfg BenchConfig, m Mode, dir string) ([]Benc
 	var items []Item
 	start = time.Now()
 	for i := 0; i < calls; i++ {
+		if err := stopped(ctx, i); err != nil {
+			return rows, err
+		}
 		if items, err = s.Sample(items, cfg.SampleN, "uniform"); err != nil {
 			return rows, err
 		}
@@ -233,6 +249,9 @@ func benchSnapshot(ctx context.Context, cfg BenchConfig, s *Store, m Mode, vals 
 		if out.info.ID != 0 {
 			break
 		}
+		if err := stopped(ctx, i); err != nil {
+			return BenchRow{}, err
+		}
 		v := vals[i%len(vals)]
 		t0 := time.Now()
 		if err := s.Push(ctx, fmt.Sprintf("snap%08d", i), Record{Value: v}); err != nil {
@@ -247,6 +266,19 @@ func benchSnapshot(ctx context.Context, cfg BenchConfig, s *Store, m Mode, vals 
 		OpsPerS: float64(len(lat)) / d.Seconds(), P50us: p50, P99us: p99}, nil
 }
 
+// stopped returns ctx's error every 256th iteration i of a measuring
+// loop: often enough that Ctrl-C stops a bench within milliseconds, rarely
+// enough to cost nothing measurable.
+func stopped(ctx context.Context, i int) error {
+	if i%256 != 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("persist: bench: %w", err)
+	}
+	return nil
+}
+
 func percentiles(lat []time.Duration) (p50, p99 float64) {
 	if len(lat) == 0 {
 		return 0, 0
@@ -259,14 +291,17 @@ func percentiles(lat []time.Duration) (p50, p99 float64) {
 	return at(0.50), at(0.99)
 }
 
-func benchBaseline(cfg BenchConfig) BenchRow {
+func benchBaseline(ctx context.Context, cfg BenchConfig) (BenchRow, error) {
 	v := benchValues(cfg)[0]
 	keep := make([][]byte, 0, cfg.Keys)
 	start := time.Now()
 	for i := 0; i < cfg.Keys; i++ {
+		if err := stopped(ctx, i); err != nil {
+			return BenchRow{}, err
+		}
 		keep = append(keep, append([]byte(nil), v...))
 	}
 	d := time.Since(start)
 	return BenchRow{Mode: "baseline", Op: "alloc_copy", ValueBytes: cfg.ValueBytes, Keys: cfg.Keys,
-		OpsPerS: float64(len(keep)) / d.Seconds()}
+		OpsPerS: float64(len(keep)) / d.Seconds()}, nil
 }

@@ -488,7 +488,7 @@ func collect(ctx context.Context, ews []*envWorker, segs []*sample.Segment, t0 i
 			go func() { defer wg.Done(); errs[k] = f(w) }()
 		}
 		wg.Wait()
-		return errors.Join(errs...)
+		return joinStopped(errs)
 	}
 	var err error
 	if lockstep {
@@ -844,4 +844,21 @@ func grow(b []float32, n int) []float32 {
 		return make([]float32, n)
 	}
 	return b[:n]
+}
+
+// joinStopped joins the env workers' errors, but reports a stop that
+// reached them all (Ctrl-C: each returns the context's error) once, not
+// once per worker.
+func joinStopped(errs []error) error {
+	var first error
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
+			return errors.Join(errs...)
+		case first == nil:
+			first = err
+		}
+	}
+	return first
 }

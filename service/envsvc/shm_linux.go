@@ -5,7 +5,6 @@ package envsvc
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -24,8 +23,8 @@ import (
 // ListenShm listens on the shared-memory transport's socket for name
 // (clients use env ids shm://NAME/ID); a name in use is an error.
 func ListenShm(name string) (*net.UnixListener, error) {
-	if name == "" {
-		return nil, errors.New("envsvc: empty shm name")
+	if err := shmwire.CheckName(name); err != nil {
+		return nil, fmt.Errorf("envsvc: %w", err)
 	}
 	lis, err := net.ListenUnix("unix", &net.UnixAddr{Name: shmwire.SocketName(name), Net: "unix"})
 	if err != nil {

@@ -63,6 +63,12 @@ func Run(ctx context.Context, w io.Writer, o RunOptions) error {
 		}
 		opts.Samplers = append(opts.Samplers, sp)
 	}
+	if opts.Dir != "" {
+		// The store would fail deep inside on a file, with an unlinkat error.
+		if fi, err := os.Stat(opts.Dir); err == nil && !fi.IsDir() {
+			return fmt.Errorf("serve replay: --dir %s is not a directory", opts.Dir)
+		}
+	}
 	opts.EnsureDefaults()
 	opts.Registerer = o.Serve.Registerer()
 	opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
