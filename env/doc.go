@@ -19,8 +19,11 @@
 //
 // IDs lists the registered ids (CartPole-v0/v1, Pendulum-v1, MountainCar-v0,
 // MountainCarContinuous-v0, Acrobot-v1, LunarLander-v3,
-// LunarLanderContinuous-v3); SpecOf gives max_episode_steps and the reward
-// threshold. The envs themselves live in env/classic and env/box2d.
+// LunarLanderContinuous-v3, and MinAtar's MinAtar/Asterix, Breakout,
+// Freeway, Seaquest and SpaceInvaders, each -v0 with all six actions and -v1
+// with the minimal set); SpecOf gives max_episode_steps and the reward
+// threshold. The envs themselves live in env/classic, env/box2d and
+// env/minatar.
 //
 // Observations are float32 (the env keeps its state in float64) and the
 // returned slice is owned by the env until its next Reset or Step. Rewards
@@ -47,9 +50,11 @@
 //
 // Reset(seed) with seed ≥ 0 reseeds the env's stream from internal/rng;
 // Reset(NoSeed) continues it. The same seed gives the same episodes. Reset
-// distributions follow Gymnasium's ranges but not NumPy's bit stream (no Go
-// program can reproduce that), so episodes differ from Python's while their
-// dynamics match it to 1e-12.
+// distributions of the classic and Box2D envs follow Gymnasium's ranges but
+// not NumPy's Generator stream, so episodes differ from Python's while their
+// dynamics match it to 1e-12. The MinAtar envs are the exception: MinAtar
+// draws from NumPy's legacy RandomState, which env/minatar reproduces, so
+// the same seed and actions give MinAtar's own episodes.
 //
 // # Vector envs
 //

@@ -6,6 +6,7 @@ import (
 
 	"herd/env/box2d"
 	"herd/env/classic"
+	"herd/env/minatar"
 )
 
 // Spec is a registered environment: Gymnasium's EnvSpec fields that matter
@@ -29,7 +30,7 @@ type Spec struct {
 // specs is the registry: a function rather than a package variable, so there
 // is no global mutable state; callers get fresh values.
 func specs() []Spec {
-	return []Spec{
+	return append([]Spec{
 		{ID: "CartPole-v0", MaxEpisodeSteps: 200, RewardThreshold: 195, HasRewardThreshold: true, build: buildCartPole},
 		{ID: "CartPole-v1", MaxEpisodeSteps: 500, RewardThreshold: 475, HasRewardThreshold: true, build: buildCartPole},
 		{ID: "Pendulum-v1", MaxEpisodeSteps: 200, build: buildPendulum},
@@ -39,7 +40,45 @@ func specs() []Spec {
 		{ID: "LunarLander-v3", MaxEpisodeSteps: 1000, RewardThreshold: 200, HasRewardThreshold: true, build: buildLunarLander},
 		{ID: "LunarLanderContinuous-v3", MaxEpisodeSteps: 1000, RewardThreshold: 200, HasRewardThreshold: true,
 			Kwargs: Kwargs{"continuous": true}, build: buildLunarLander},
+	}, minAtarSpecs()...)
+}
+
+// minAtarSpecs registers MinAtar's games as minatar.gym does: MinAtar/Name-v0
+// with all six actions, -v1 with the game's minimal action set, no time
+// limit (Freeway ends itself after 2,500 frames). Name is the game's name
+// title-cased without underscores (space_invaders → SpaceInvaders).
+func minAtarSpecs() []Spec {
+	var out []Spec
+	for _, game := range minatar.Games() {
+		var name strings.Builder
+		for _, part := range strings.Split(game, "_") {
+			name.WriteString(strings.ToUpper(part[:1]) + part[1:])
+		}
+		for v, minimal := range []bool{false, true} {
+			out = append(out, Spec{
+				ID:    fmt.Sprintf("MinAtar/%s-v%d", name.String(), v),
+				build: func(kw Kwargs) (Env, error) { return buildMinAtar(game, minimal, kw) },
+			})
+		}
 	}
+	return out
+}
+
+func buildMinAtar(game string, minimal bool, kw Kwargs) (Env, error) {
+	used := map[string]bool{}
+	cfg := minatar.DefaultConfig(game)
+	cfg.MinimalActionSet = minimal
+	var err error
+	if cfg.StickyActionProb, err = kw.Float("sticky_action_prob", cfg.StickyActionProb, used); err != nil {
+		return nil, err
+	}
+	if cfg.DifficultyRamping, err = kw.Bool("difficulty_ramping", cfg.DifficultyRamping, used); err != nil {
+		return nil, err
+	}
+	if err := kw.Unused("MinAtar "+game, used); err != nil {
+		return nil, err
+	}
+	return minatar.New(cfg)
 }
 
 // IDs lists the registered ids in registration order.
@@ -96,8 +135,9 @@ func WithStepTime(st StepTime) Option { return func(o *makeOptions) { o.stepTime
 // CartPole sutton_barto_reward (bool); Pendulum g (float); MountainCar and
 // MountainCarContinuous goal_velocity (float); Acrobot book_or_nips
 // ("book"/"nips"); LunarLander continuous (bool), gravity (float),
-// enable_wind (bool), wind_power (float), turbulence_power (float). Unknown
-// keywords are an error. Several WithKwargs merge, later ones winning.
+// enable_wind (bool), wind_power (float), turbulence_power (float); MinAtar
+// sticky_action_prob (float), difficulty_ramping (bool). Unknown keywords
+// are an error. Several WithKwargs merge, later ones winning.
 func WithKwargs(kw Kwargs) Option {
 	return func(o *makeOptions) {
 		if o.kwargs == nil {

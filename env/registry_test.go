@@ -35,6 +35,14 @@ func TestSpecs(t *testing.T) {
 		"LunarLander-v3":           {1000, 200, true},
 		"LunarLanderContinuous-v3": {1000, 200, true},
 	}
+	for _, g := range []string{"Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders"} {
+		want["MinAtar/"+g+"-v0"] = struct {
+			steps     int
+			threshold float64
+			has       bool
+		}{}
+		want["MinAtar/"+g+"-v1"] = want["MinAtar/"+g+"-v0"]
+	}
 	if len(env.IDs()) != len(want) {
 		t.Fatalf("IDs() = %v", env.IDs())
 	}
@@ -157,6 +165,47 @@ func TestMakeLunarLander(t *testing.T) {
 	for _, kw := range []env.Kwargs{{"gravity": 0.0}, {"gravity": -12.5}, {"enable_wind": 1}, {"wind": true}} {
 		if _, err := env.Make("LunarLander-v3", env.WithKwargs(kw)); !errors.Is(err, env.ErrInvalidOption) {
 			t.Fatalf("kwargs %v: %v, want ErrInvalidOption", kw, err)
+		}
+	}
+}
+
+// TestMakeMinAtar: the MinAtar ids give MinAtar's observation shapes, the
+// full (-v0) or minimal (-v1) action set, and take MinAtar's keywords.
+func TestMakeMinAtar(t *testing.T) {
+	for _, c := range []struct {
+		id       string
+		shape    []int
+		nActions int
+	}{
+		{"MinAtar/Breakout-v0", []int{10, 10, 4}, 6},
+		{"MinAtar/Breakout-v1", []int{10, 10, 4}, 3},
+		{"MinAtar/Asterix-v1", []int{10, 10, 4}, 5},
+		{"MinAtar/Freeway-v1", []int{10, 10, 7}, 3},
+		{"MinAtar/Seaquest-v1", []int{10, 10, 10}, 6},
+		{"MinAtar/SpaceInvaders-v0", []int{10, 10, 6}, 6},
+		{"MinAtar/SpaceInvaders-v1", []int{10, 10, 6}, 4},
+	} {
+		e, err := env.Make(c.id, env.WithKwargs(env.Kwargs{"sticky_action_prob": 0.0, "difficulty_ramping": false}))
+		if err != nil {
+			t.Fatalf("%s: %v", c.id, err)
+		}
+		if sh := e.ObservationSpace().Shape(); len(sh) != 3 || sh[0] != c.shape[0] || sh[1] != c.shape[1] || sh[2] != c.shape[2] {
+			t.Errorf("%s: observation shape %v, want %v", c.id, sh, c.shape)
+		}
+		if d, ok := e.ActionSpace().(env.Discrete); !ok || d.N != c.nActions {
+			t.Errorf("%s: action space %v, want Discrete(%d)", c.id, e.ActionSpace(), c.nActions)
+		}
+		obs, _, err := e.Reset(3)
+		if err != nil || !e.ObservationSpace().Contains(obs) {
+			t.Fatalf("%s: Reset: %v", c.id, err)
+		}
+		if _, _, _, _, _, err := e.Step([]float32{float32(c.nActions)}); !errors.Is(err, env.ErrInvalidAction) {
+			t.Errorf("%s: action %d: %v, want ErrInvalidAction", c.id, c.nActions, err)
+		}
+	}
+	for _, kw := range []env.Kwargs{{"sticky_action_prob": 1.5}, {"sticky_action_prob": "high"}, {"render_mode": "human"}} {
+		if _, err := env.Make("MinAtar/Breakout-v1", env.WithKwargs(kw)); !errors.Is(err, env.ErrInvalidOption) {
+			t.Errorf("MinAtar/Breakout-v1 with %v: %v, want ErrInvalidOption", kw, err)
 		}
 	}
 }

@@ -9,11 +9,13 @@
 # each headed by the date, commit, machine and load average, so that
 # docs/BENCHMARKS.md can be rewritten from it. Run it on a quiet machine;
 # the load average is recorded either way. PYTHON names the Python with
-# grpcio and protobuf (default python3).
+# grpcio and protobuf (default python3). MINATAR_DIR names a directory
+# holding MinAtar's `minatar` package (section minatar; without it only
+# herd's side runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SECTIONS=(cold speed learn shared nn env replay persist hts pal remote dist layout)
+SECTIONS=(cold speed learn shared nn env replay persist hts pal remote dist minatar layout)
 if [ "${1:-}" = "--list" ]; then printf '%s\n' "${SECTIONS[@]}"; exit 0; fi
 WANT=("$@")
 [ ${#WANT[@]} -eq 0 ] && WANT=("${SECTIONS[@]}")
@@ -128,6 +130,17 @@ sec_dist() { # Distributed runs: learning and wire bytes
     for a in ppo dqn; do
       run "$B" launch --config "configs/$a-cartpole-dist.yaml" --steps 50000 --seed $s --out "$TMP/wire-$a-$s" --quiet
     done
+  done
+}
+sec_minatar() { # MinAtar: herd's step vs MinAtar's, both on core 0, two rounds
+  go test -c -o "$TMP/minatar.test" ./env/minatar
+  for r in 1 2; do
+    if [ -n "${MINATAR_DIR:-}" ]; then
+      run taskset -c 0 /usr/bin/python3 env/minatar/testdata/gen/bench_minatar.py --minatar "$MINATAR_DIR" --steps 30000
+    else
+      echo "MINATAR_DIR unset: MinAtar's side skipped"
+    fi
+    run taskset -c 0 "$TMP/minatar.test" -test.run '^$' -test.bench Step -test.benchtime 1000000x -test.cpu 1
   done
 }
 sec_layout() { # Code layout: cmd/herd lines, layering test, duplicate pairs

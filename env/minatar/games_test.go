@@ -1,0 +1,3 @@
+package minatar
+
+var exactGames = []string{"breakout", "asterix", "freeway", "seaquest", "space_invaders"}
