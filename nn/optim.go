@@ -247,6 +247,12 @@ func (o *RMSProp) Step(params []*Param) {
 		for i, g := range p.Grad[:len(p.Value)] {
 			v[i] = a*v[i] + (1-a)*g*g
 			m[i] = a*m[i] + (1-a)*g
+			if g == 0 {
+				// The step lr·0/denominator is 0: skip the square root
+				// and division, the optimizer's cost on the many weights
+				// a sparse input (a binary image) leaves without gradient.
+				continue
+			}
 			p.Value[i] -= lr * g / (sqrt32(v[i]-m[i]*m[i]) + eps)
 		}
 	}
