@@ -185,12 +185,19 @@ type RMSPropConfig struct {
 	LR    float32 // default 1e-2
 	Alpha float32 // smoothing, default 0.99
 	Eps   float32 // default 1e-8 (Stable-Baselines3's A2C uses 1e-5)
+	// Centered divides by an estimate of the gradient's standard deviation
+	// rather than its root mean square (torch's centered=True; Graves
+	// 2013's variant, which DeepMind's DQN and MinAtar's examples use).
+	Centered bool
 }
 
-// RMSProp: v ← α·v + (1−α)·g², θ ← θ − lr·g/(√v + ε).
+// RMSProp as torch.optim.RMSprop without momentum or weight decay:
+// v ← α·v + (1−α)·g², θ ← θ − lr·g/(√v + ε); centered, also
+// ḡ ← α·ḡ + (1−α)·g and the denominator √(v − ḡ²) + ε.
 type RMSProp struct {
 	cfg RMSPropConfig
 	sq  map[*Param][]float32
+	avg map[*Param][]float32 // ḡ, centered only
 }
 
 // NewRMSProp returns an RMSProp optimizer.
@@ -207,7 +214,7 @@ func NewRMSProp(cfg RMSPropConfig) (*RMSProp, error) {
 	if cfg.LR < 0 || isBad(cfg.LR) || cfg.Alpha < 0 || cfg.Alpha >= 1 || cfg.Eps < 0 {
 		return nil, fmt.Errorf("%w: RMSProp %+v", ErrConfig, cfg)
 	}
-	return &RMSProp{cfg: cfg, sq: map[*Param][]float32{}}, nil
+	return &RMSProp{cfg: cfg, sq: map[*Param][]float32{}, avg: map[*Param][]float32{}}, nil
 }
 
 // LR returns the learning rate.
@@ -225,9 +232,28 @@ func (o *RMSProp) Step(params []*Param) {
 			v = make([]float32, len(p.Value))
 			o.sq[p] = v
 		}
+		if !o.cfg.Centered {
+			for i, g := range p.Grad[:len(p.Value)] {
+				v[i] = a*v[i] + (1-a)*g*g
+				p.Value[i] -= lr * g / (sqrt32(v[i]) + eps)
+			}
+			continue
+		}
+		m := o.avg[p]
+		if m == nil {
+			m = make([]float32, len(p.Value))
+			o.avg[p] = m
+		}
 		for i, g := range p.Grad[:len(p.Value)] {
 			v[i] = a*v[i] + (1-a)*g*g
-			p.Value[i] -= lr * g / (sqrt32(v[i]) + eps)
+			m[i] = a*m[i] + (1-a)*g
+			if g == 0 {
+				// The step lr·0/denominator is 0: skip the square root
+				// and division, the optimizer's cost on the many weights
+				// a sparse input (a binary image) leaves without gradient.
+				continue
+			}
+			p.Value[i] -= lr * g / (sqrt32(v[i]-m[i]*m[i]) + eps)
 		}
 	}
 }

@@ -1,8 +1,10 @@
 package nn
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
+	"os"
 	"testing"
 
 	"herd/internal/rng"
@@ -192,6 +194,49 @@ func TestOrthogonalInit(t *testing.T) {
 	for _, v := range m.Params()[1].Value {
 		if v != 0 {
 			t.Fatal("xavier bias not zero")
+		}
+	}
+}
+
+// TestRMSPropMatchesPyTorch replays torch.optim.RMSprop's steps, plain and
+// centered (nn/testdata/gen/rmsprop_torch.py wrote the table).
+func TestRMSPropMatchesPyTorch(t *testing.T) {
+	raw, err := os.ReadFile("testdata/rmsprop_torch.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		Cases []struct {
+			Name           string
+			LR, Alpha, Eps float32
+			Centered       bool
+			W0             []float32
+			Grads, After   [][]float32
+		}
+	}
+	if err := json.Unmarshal(raw, &table); err != nil {
+		t.Fatal(err)
+	}
+	if len(table.Cases) == 0 {
+		t.Fatal("empty table")
+	}
+	for _, c := range table.Cases {
+		o, err := NewRMSProp(RMSPropConfig{LR: c.LR, Alpha: c.Alpha, Eps: c.Eps, Centered: c.Centered})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &Param{Name: "w", Value: append([]float32(nil), c.W0...), Grad: make([]float32, len(c.W0))}
+		for s, g := range c.Grads {
+			copy(p.Grad, g)
+			o.Step([]*Param{p})
+			for i, want := range c.After[s] {
+				// Relative to the step taken, which is what the
+				// optimizer computes.
+				step := math.Abs(float64(c.After[s][i]) - float64(c.W0[i]))
+				if d := math.Abs(float64(p.Value[i] - want)); d > 1e-5*step+1e-7 {
+					t.Fatalf("%s step %d w[%d] = %v, torch %v", c.Name, s, i, p.Value[i], want)
+				}
+			}
 		}
 	}
 }

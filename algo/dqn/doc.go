@@ -1,8 +1,9 @@
 // Package dqn is Deep Q-Learning (Mnih et al. 2015, "Human-level control
 // through deep reinforcement learning") for discrete action spaces, written
 // to read top to bottom like CleanRL's dqn.py, with the classic extensions
-// as options: Double DQN, prioritized replay, n-step returns, Huber loss and
-// Polyak target updates.
+// as options: Double DQN, prioritized replay, n-step returns, Huber loss,
+// Polyak target updates, RMSProp, and convolutional Q-networks for image
+// observations (MinAtar's and Nature DQN's).
 //
 // # How it fits
 //
@@ -12,8 +13,8 @@
 // algo.Runtime whose Logger is a metrics.Recorder, and saves the returned
 // Agent (the Q-network, model.safetensors). LoadPolicy rebuilds the greedy
 // policy for `herd eval`. DQN builds on env (vector envs with true final
-// observations), replay (Uniform or Prioritized) and nn (MLP, Adam, losses,
-// Q helpers), through the small adapters of algo/internal/offpolicy.
+// observations), replay (Uniform or Prioritized) and nn (MLP, ConvNet,
+// Adam, RMSProp, losses, Q helpers), through the small adapters of algo/internal/offpolicy.
 //
 // # The loop (Train)
 //
@@ -26,7 +27,7 @@
 //		if step > learning_starts:
 //			for each multiple of train_frequency passed, gradient_steps times:
 //				y ← r + γ^m (1 − terminated) max_a' Q(s'_true, a'; θ⁻)
-//				θ ← Adam step on MSE or Huber(Q(s, a; θ), y), IS-weighted if prioritized
+//				θ ← Adam or RMSProp step on MSE or Huber(Q(s, a; θ), y), IS-weighted if prioritized
 //				update priorities to |δ| + ε
 //			for each multiple of target_network_frequency passed: θ⁻ ← τθ + (1 − τ)θ⁻
 //
@@ -98,6 +99,31 @@
 //     their own stream from internal/rng (roles "dqn/init", "dqn/explore",
 //     "dqn/replay"), and envs are seeded from the run seed, so the same seed
 //     gives an identical metrics.csv (TestDeterministic).
+//  8. Networks (Config.Encoder): "mlp" feeds the observation vector to the
+//     net_arch ReLU layers. "minatar" and "nature" (nn.ConvPreset) put
+//     convolutions with ReLU after each in front of them, flattened, as
+//     PyTorch's nn.Sequential (checkpoint tensors "0.weight", "0.bias",
+//     "2.weight", …), for observations that are a Box of shape [H, W, C];
+//     any other observation is refused when the config is checked. Envs
+//     write images height × width × channels (MinAtar's state()) and
+//     nn.Conv2d reads channels × height × width: the Q-network transposes
+//     each observation as it enters the network (convQ.Forward), the one
+//     place, so replay, the wire and every executor carry the env's
+//     layout, as MinAtar's examples/dqn.py permutes in get_state. The
+//     learner and its target network use the network through one small
+//     interface (qNet), so target updates, weight versions and
+//     checkpoints are the same for both kinds.
+//  9. Optimizer (Config.Optimizer): "adam" (PyTorch's defaults, as
+//     CleanRL) or "rmsprop", torch.optim.RMSprop with rmsprop_alpha,
+//     rmsprop_eps and rmsprop_centered (nn.RMSProp, pinned against
+//     PyTorch by nn's TestRMSPropMatchesPyTorch). configs/dqn-minatar-breakout.yaml
+//     is MinAtar's examples/dqn.py: the minatar encoder with net_arch
+//     [128], centered RMSProp (lr 2.5e-4, α 0.95, ε 0.01), Huber loss,
+//     batch 32, replay 100k, target copy every 1000 steps, training every
+//     step after 5000. Where herd departs: ε falls from step 0 over
+//     exploration_fraction of the run, where examples/dqn.py starts its
+//     100k-frame decay after the 5000 random frames, so ε reaches 0.1
+//     5000 frames earlier.
 //
 // # Metrics
 //
@@ -110,7 +136,7 @@
 //
 // A step costs one env step, and when exploiting one batch-1 forward pass;
 // a training round costs one or two target/online forwards at batch B, one
-// backward and an Adam step over every parameter (figures in
+// backward and an optimizer step over every parameter (figures in
 // docs/BENCHMARKS.md). Train allocates its workspaces once and
 // then nothing per step. It runs on the caller's goroutine, plus one
 // worker goroutine (package twin, owned by the Learner) that computes the

@@ -27,8 +27,16 @@ type Config struct {
 
 	// --- algorithm ---
 
-	// LearningRate of Adam. Default 2.5e-4.
+	// LearningRate of the optimizer. Default 2.5e-4.
 	LearningRate float64 `yaml:"learning_rate"`
+	// Optimizer is "adam" (CleanRL dqn.py, PyTorch's defaults) or
+	// "rmsprop" (torch.optim.RMSprop with RMSPropAlpha, RMSPropEps and
+	// RMSPropCentered; MinAtar's examples/dqn.py uses α 0.95, ε 0.01,
+	// centered). Default "adam".
+	Optimizer       string  `yaml:"optimizer"`
+	RMSPropAlpha    float64 `yaml:"rmsprop_alpha"`
+	RMSPropEps      float64 `yaml:"rmsprop_eps"`
+	RMSPropCentered bool    `yaml:"rmsprop_centered"`
 	// AnnealLR decays the learning rate linearly to 0 over the run (as
 	// CleanRL's PPO does), which damps DQN's late collapses. Default false.
 	AnnealLR bool `yaml:"anneal_lr"`
@@ -60,8 +68,16 @@ type Config struct {
 	// GradientSteps is the number of gradient steps per training round
 	// (Stable-Baselines3's gradient_steps). Default 1.
 	GradientSteps int `yaml:"gradient_steps"`
-	// NetArch lists the hidden layer widths of the Q-network (ReLU).
-	// Default [120, 84].
+	// Encoder is the Q-network's input stage: "mlp" (the observation
+	// vector straight into the net_arch layers), or a convolutional
+	// encoder for image observations (a Box of shape [H, W, C]):
+	// "minatar" (MinAtar's DQN network: 16 3×3 filters of stride 1) or
+	// "nature" (Mnih et al. 2015: 32 8×8/4, 64 4×4/2, 64 3×3/1), each
+	// convolution followed by ReLU, then flattened into the net_arch
+	// layers. Default "mlp".
+	Encoder string `yaml:"encoder"`
+	// NetArch lists the hidden layer widths of the Q-network (ReLU), after
+	// the encoder. Default [120, 84].
 	NetArch []int `yaml:"net_arch"`
 	// Loss is "mse" (CleanRL dqn.py) or "huber" (smooth L1, Mnih et al.
 	// 2015). Default "mse".
@@ -110,6 +126,10 @@ func NewConfig() *Config {
 		NumEnvs:                1,
 		Parallel:               true,
 		LearningRate:           2.5e-4,
+		Optimizer:              "adam",
+		RMSPropAlpha:           0.99,
+		RMSPropEps:             1e-8,
+		Encoder:                EncoderMLP,
 		BufferSize:             10000,
 		Gamma:                  0.99,
 		Tau:                    1,
@@ -152,6 +172,23 @@ func (c *Config) Validate(h algo.Header) error {
 		LearningStarts: c.LearningStarts, Gamma: c.Gamma, Tau: c.Tau, NetArch: c.NetArch}.Check(bad)
 	if !(c.LearningRate > 0) {
 		bad("learning_rate must be > 0, got %v", c.LearningRate)
+	}
+	switch c.Optimizer {
+	case "adam":
+	case "rmsprop":
+		if !(c.RMSPropAlpha >= 0 && c.RMSPropAlpha < 1) {
+			bad("rmsprop_alpha must be in [0, 1), got %v", c.RMSPropAlpha)
+		}
+		if !(c.RMSPropEps > 0) {
+			bad("rmsprop_eps must be > 0, got %v", c.RMSPropEps)
+		}
+	default:
+		bad("optimizer must be adam or rmsprop, got %q", c.Optimizer)
+	}
+	switch c.Encoder {
+	case EncoderMLP, EncoderMinAtar, EncoderNature:
+	default:
+		bad("encoder must be %s, %s or %s, got %q", EncoderMLP, EncoderMinAtar, EncoderNature, c.Encoder)
 	}
 	if c.TargetNetworkFrequency < 1 {
 		bad("target_network_frequency must be ≥ 1, got %d", c.TargetNetworkFrequency)
@@ -212,6 +249,12 @@ func (c *Config) Validate(h algo.Header) error {
 			if _, ok := e.ActionSpace().(env.Discrete); !ok {
 				bad("env %s has action space %v; DQN needs a Discrete one", h.Env, e.ActionSpace())
 			}
+			if c.Encoder != EncoderMLP {
+				if _, _, _, err := imageDims(e.ObservationSpace()); err != nil {
+					bad("encoder %s on env %s: observation space %v is not an image (a Box of shape [height, width, channels])",
+						c.Encoder, h.Env, e.ObservationSpace())
+				}
+			}
 			e.Close()
 		}
 	}
@@ -240,33 +283,34 @@ func Spec() algo.Spec {
 // Agent is the Q-network Q(s, ·; θ) with one output per action. As a policy
 // it acts greedily: a = argmax_a Q(s, a).
 type Agent struct {
-	Q        *nn.MLP
+	q        qNet
 	nActions int
 	greedy   [1]int
 }
 
-// newAgent builds the Q-network, initialised as PyTorch's nn.Linear.
-func newAgent(obsDim, nActions int, arch []int, r *rand.Rand) (*Agent, error) {
-	q, err := nn.NewMLP(nn.MLPConfig{In: obsDim, Hidden: arch, Out: nActions, Act: nn.ReLU}, r)
+// newAgent builds the Q-network the config's encoder names,
+// initialised as PyTorch's nn.Linear and nn.Conv2d.
+func newAgent(cfg *Config, obs env.Space, nActions int, r *rand.Rand) (*Agent, error) {
+	q, err := newQNet(cfg, obs, nActions, r)
 	if err != nil {
 		return nil, err
 	}
-	return &Agent{Q: q, nActions: nActions}, nil
+	return &Agent{q: q, nActions: nActions}, nil
 }
 
 // Act writes the greedy action for one observation into dst[0].
 func (a *Agent) Act(dst, obs []float32) []float32 {
-	nn.ArgmaxTo(a.greedy[:], a.Q.Forward(obs, 1), a.nActions)
+	nn.ArgmaxTo(a.greedy[:], a.q.Forward(obs, 1), a.nActions)
 	dst[0] = float32(a.greedy[0])
 	return dst
 }
 
 // Params returns the parameters Save writes (algo.ParamModel).
-func (a *Agent) Params() []*nn.Param { return a.Q.Params() }
+func (a *Agent) Params() []*nn.Param { return a.q.Params() }
 
 // Save writes the Q-network to path (safetensors).
 func (a *Agent) Save(path string) error {
-	return nn.SaveFile(path, a.Q.Params(), map[string]string{"algo": "dqn"})
+	return nn.SaveFile(path, a.q.Params(), map[string]string{"algo": "dqn"})
 }
 
 // LoadPolicy rebuilds the greedy policy saved by Agent.Save.
@@ -284,11 +328,11 @@ func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) 
 	if !ok {
 		return nil, fmt.Errorf("%w: dqn: env %s has no Discrete action space", algo.ErrConfig, h.Env)
 	}
-	agent, err := newAgent(e.ObservationSpace().Dim(), d.N, cfg.NetArch, rng.New(h.Seed, "dqn/init", 0))
+	agent, err := newAgent(cfg, e.ObservationSpace(), d.N, rng.New(h.Seed, "dqn/init", 0))
 	if err != nil {
 		return nil, err
 	}
-	if _, err := nn.LoadFile(path, agent.Q.Params()); err != nil {
+	if _, err := nn.LoadFile(path, agent.q.Params()); err != nil {
 		return nil, fmt.Errorf("dqn: load %s: %w", path, err)
 	}
 	return agent, nil

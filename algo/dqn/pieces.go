@@ -43,6 +43,7 @@ type pieces struct {
 	h                algo.Header
 	cfg              *Config
 	obsDim           int
+	obs              env.Space
 	actions          env.Discrete
 	explorationSteps int
 }
@@ -55,14 +56,14 @@ func newPieces(h algo.Header, cfg *Config, sp algo.Spaces) (*pieces, error) {
 	if sp.Rows.Mask > 0 {
 		return nil, fmt.Errorf("%w: dqn: the rows carry action masks (action_mask=true), which DQN does not honour; PPO, A2C and IMPALA do", algo.ErrConfig)
 	}
-	return &pieces{h: h, cfg: cfg, obsDim: sp.Obs.Dim(), actions: d,
+	return &pieces{h: h, cfg: cfg, obsDim: sp.Obs.Dim(), obs: sp.Obs, actions: d,
 		explorationSteps: int(cfg.ExplorationFraction * float64(h.Steps))}, nil
 }
 
 // newAgent builds the Q-network with the run's initial weights (stream
 // "dqn/init"), as every piece that holds one does.
 func (p *pieces) newAgent() (*Agent, error) {
-	return newAgent(p.obsDim, p.actions.N, p.cfg.NetArch, rng.New(p.h.Seed, "dqn/init", 0))
+	return newAgent(p.cfg, p.obs, p.actions.N, rng.New(p.h.Seed, "dqn/init", 0))
 }
 
 func (p *pieces) newPolicy() (*offpolicy.MLPPolicy, error) {
@@ -70,7 +71,7 @@ func (p *pieces) newPolicy() (*offpolicy.MLPPolicy, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &offpolicy.MLPPolicy{Net: a.Q}, nil
+	return &offpolicy.MLPPolicy{Net: a.q}, nil
 }
 
 func (p *pieces) newSampler(_ int, r *rand.Rand) (*sampler, error) {
@@ -136,15 +137,15 @@ func (s *sampler) SampleTo(dst *algo.Acts, out []float32, n int, step int64) {
 }
 
 // Learner is DQN's learner (algo.TransitionLearner): the Q-network, its
-// target network and Adam, drawing minibatches with the stream
+// target network and the optimizer (Adam or RMSProp), drawing minibatches with the stream
 // "dqn/replay".
 type Learner struct {
 	counts  algo.UpdateCounts // optimizer and target steps taken
 	p       *pieces
 	agent   *Agent
-	q       *nn.MLP
-	target  *nn.MLP
-	opt     *nn.Adam
+	q       qNet
+	target  qNet
+	opt     nn.Optimizer
 	rng     *rand.Rand
 	par     *twin.Pair
 	updates uint64
@@ -173,11 +174,11 @@ func (p *pieces) newLearner() (*Learner, error) {
 	if err != nil {
 		return nil, err
 	}
-	opt, err := nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)})
+	opt, err := cfg.newOptimizer()
 	if err != nil {
 		return nil, err
 	}
-	l := &Learner{p: p, agent: agent, q: agent.Q, target: agent.Q.Clone(), opt: opt,
+	l := &Learner{p: p, agent: agent, q: agent.q, target: agent.q.clone(), opt: opt,
 		rng: rng.New(p.h.Seed, "dqn/replay", 0),
 		// par runs the target network's forward pass beside the online
 		// one's, so a training step uses both cores (results are identical
@@ -186,8 +187,11 @@ func (p *pieces) newLearner() (*Learner, error) {
 		bActions: make([]int, B), qPred: make([]float32, B), targetMax: make([]float32, B),
 		nextAct: make([]int, B), tdTarget: make([]float32, B), tdErr: make([]float32, B),
 		dPred: make([]float32, B), dQ: make([]float32, B*k)}
-	l.q.Reserve(B)
-	l.target.Reserve(B)
+	for _, n := range []qNet{l.q, l.target} {
+		if m, ok := n.(mlpQ); ok {
+			m.Reserve(B)
+		}
+	}
 	l.targetForward = func() { l.qNext = l.target.Forward(l.mb.NextObs, B) }
 	l.stats = [3]algo.Stat{{Name: "losses/td_loss"}, {Name: "losses/q_values"}, {Name: "charts/epsilon"}}
 	return l, nil
@@ -443,6 +447,6 @@ func (l *Learner) tdGradFromPred(mb *algo.Minibatch, y []float32) float32 {
 	}
 	nn.ScatterTo(l.dQ, k, l.bActions, l.dPred)
 	q.ZeroGrad()
-	q.BackwardSplit(l.dQ, l.par, false) // dW on the worker beside dX; no dL/d(obs)
+	q.backward(l.dQ, l.par) // MLP: dW on the worker beside dX; no dL/d(obs)
 	return lv
 }

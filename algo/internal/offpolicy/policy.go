@@ -8,13 +8,22 @@ import (
 	"herd/weights"
 )
 
+// Net is what MLPPolicy needs of its network: an *nn.MLP, or DQN's
+// convolutional Q-network.
+type Net interface {
+	In() int
+	Out() int
+	Forward(x []float32, batch int) []float32
+	Params() []*nn.Param
+}
+
 // MLPPolicy is the policy (algo.PolicyNet) of the off-policy algorithms:
-// one MLP — DQN's Q-network, SAC's actor (raw tanh-Gaussian parameters),
+// one network (Net) — DQN's Q-network (an MLP or a ConvNet), SAC's actor (raw tanh-Gaussian parameters),
 // TD3's and DDPG's actor — optionally followed by a deterministic row-wise
 // head (TD3 and DDPG: tanh·scale + bias, so outputs are actions μ(s)).
 // Rows are independent of the batch (nn's GEMMs compute each row alone).
 type MLPPolicy struct {
-	Net *nn.MLP
+	Net Net
 	// Head maps raw outputs to the policy's outputs, row by row (nil: the
 	// raw outputs). It writes dst and returns it.
 	Head    func(dst, out []float32) []float32
