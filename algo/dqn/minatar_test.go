@@ -188,7 +188,7 @@ func TestMinAtarReplayMemoryEstimate(t *testing.T) {
 	defer e.Close()
 	cfg := minatarConfig()
 	cfg.BufferSize = 100000
-	for _, u := range algo.EstimateMemory(algo.Header{Env: "MinAtar/Breakout-v1"}, cfg, e.ObservationSpace(), e.ActionSpace(), 0) {
+	for _, u := range algo.EstimateMemory(algo.Header{Env: "MinAtar/Breakout-v1"}, cfg, e.ObservationSpace(), e.ActionSpace(), 0, nil) {
 		if u.What != "replay buffer" {
 			continue
 		}
