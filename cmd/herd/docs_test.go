@@ -125,8 +125,8 @@ func TestDocCommands(t *testing.T) {
 	for _, path := range docFiles(t) {
 		for _, args := range docCommands(t, path) {
 			line := strings.Join(args, " ")
-			if strings.ContainsAny(line, "[|") || strings.Contains(line, "FILE") || len(args) == 0 || strings.HasPrefix(args[0], "-") {
-				continue // a synopsis or `herd --help`, not a subcommand
+			if strings.ContainsAny(line, "[|") || strings.Contains(line, "FILE") || len(args) == 0 || strings.HasPrefix(args[0], "-") || strings.Contains(" "+line+" ", " --help ") {
+				continue // a synopsis or a help page, not a run
 			}
 			n++
 			if err := parseHerdArgs(args); err != nil {
