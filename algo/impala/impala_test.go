@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"herd/algo"
-	"herd/env"
+	"herd/algo/internal/learntest"
 )
 
 // TestSmoke trains a short run on 4 workers (the flow executor runs the
@@ -29,80 +26,29 @@ func TestSmoke(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		log := &lastLog{stats: map[string]float64{}, calls: map[string]int{}}
+		log := learntest.NewStatsLog()
 		m, err := Spec().Train(context.Background(), &algo.Runtime{Header: res.Header, Log: log}, res.Config)
 		if err != nil || m == nil {
 			t.Fatal(m, err)
 		}
-		if log.step != 2048 {
-			t.Errorf("reported %d steps, want 2048", log.step)
+		if log.LastStep != 2048 {
+			t.Errorf("reported %d steps, want 2048", log.LastStep)
 		}
-		if n := log.calls["losses/value_loss"]; n != 2048/16 {
+		if n := log.Calls["losses/value_loss"]; n != 2048/16 {
 			t.Errorf("%d updates, want one per segment of 16 steps: %d", n, 2048/16)
 		}
-		if log.nonFinite != "" {
-			t.Errorf("%s logged a non-finite value", log.nonFinite)
+		if log.NonFinite != "" {
+			t.Errorf("%s logged a non-finite value", log.NonFinite)
 		}
-		if rho := log.stats["losses/mean_rho"]; !(rho > 0 && rho <= 1) {
+		if rho := log.Stats["losses/mean_rho"]; !(rho > 0 && rho <= 1) {
 			t.Errorf("mean ρ %v, want in (0, 1]", rho)
 		}
-		lagMax := log.stats["charts/policy_lag_max"]
+		lagMax := log.Stats["charts/policy_lag_max"]
 		if c.maxLag == 0 && lagMax != float64(c.want) || lagMax > float64(c.want) || lagMax < 1 {
 			t.Errorf("max_policy_lag %d: largest lag %v, want %s %d", c.maxLag, lagMax, map[bool]string{true: "=", false: "1 …"}[c.maxLag == 0], c.want)
 		}
-		if bytes.Equal(saved(t, m), saved(t, initialModel(t, res))) {
+		if bytes.Equal(learntest.ModelBytes(t, m), learntest.ModelBytes(t, learntest.InitialModel(t, res))) {
 			t.Error("the weights did not change")
 		}
 	}
 }
-
-// initialModel is the model of a learner built from res before any update.
-func initialModel(t *testing.T, res *algo.Resolved) algo.Model {
-	t.Helper()
-	e, err := env.Make(res.Header.Env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp := algo.SpacesOf(e)
-	e.Close()
-	pc, err := res.Spec.Pieces(res.Header, res.Config, sp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := pc.NewSegmentLearner()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	return l.(interface{ Model() algo.Model }).Model()
-}
-
-func saved(t *testing.T, m algo.Model) []byte {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "model.safetensors")
-	if err := m.Save(path); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-type lastLog struct {
-	step      int64
-	stats     map[string]float64
-	calls     map[string]int
-	nonFinite string
-}
-
-func (l *lastLog) Episode(int64, float64, int) {}
-func (l *lastLog) Scalar(name string, v float64) {
-	l.stats[name] = v
-	l.calls[name]++
-	if (math.IsNaN(v) || math.IsInf(v, 0)) && l.nonFinite == "" {
-		l.nonFinite = name
-	}
-}
-func (l *lastLog) Step(s int64) { l.step = s }
