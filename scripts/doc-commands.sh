@@ -303,12 +303,18 @@ for page in "${pages[@]}"; do
     : >"$D/why.0"
     cat >>"$S" <<'EOF'
 __pre 0 && {
+# A registry this step cannot edit is put back, so that one failed step
+# fails this page only, not every page after it.
+cp env/registry.go "$D/registry.orig" &&
 grep -q '^package corridor' "$D/go.1" && grep -q '"Corridor-v0"' "$D/go.2" &&
 mkdir -p env/corridor && cp "$D/go.1" env/corridor/corridor.go &&
 awk -v f="$D/go.2" '{ print } /^\t"herd\/env\/classic"$/ { print "\t\"herd/env/corridor\"" }
-  /^\treturn \[\]Spec\{$/ { while ((getline l < f) > 0) print "\t\t" l }' env/registry.go >"$D/registry.go" &&
+  /^\treturn (append\()?\[\]Spec\{$/ { while ((getline l < f) > 0) { print "\t\t" l; n++ } }
+  END { exit n == 0 }' env/registry.go >"$D/registry.go" &&
 mv "$D/registry.go" env/registry.go && grep -q herd/env/corridor env/registry.go && go vet ./env/...
-__post 0 $? "" 0
+rc=$?
+if [ $rc -ne 0 ]; then cp "$D/registry.orig" env/registry.go; rm -rf env/corridor; fi
+__post 0 $rc "" 0
 }
 EOF
   fi
