@@ -1,0 +1,69 @@
+package rollout
+
+import (
+	"fmt"
+
+	"herd/algo"
+)
+
+// Policy is where a loop's actions come from. Act fills acts for the n
+// observations obs (n × observation size) at global env step `step`; the
+// loop owns acts and reuses it between calls.
+type Policy interface {
+	Act(acts *algo.Acts, obs []float32, n int, step int64) error
+}
+
+// EnvResetter is implemented by policies whose action draws keep per-env
+// state (Ornstein–Uhlenbeck noise); the loops call ResetEnv(i) when env i's
+// episode ended, before the next Act.
+type EnvResetter = algo.EnvResetter
+
+// Inline is the Policy of a network copy and a sampler in the loop's own
+// goroutine: outputs ← Net(obs), acts ← Sampler(outputs, step).
+type Inline struct {
+	Net     algo.PolicyNet
+	Sampler algo.Sampler
+	out     []float32
+}
+
+// NewInline returns the inline policy of net and sampler.
+func NewInline(net algo.PolicyNet, sampler algo.Sampler) *Inline {
+	return &Inline{Net: net, Sampler: sampler}
+}
+
+// Act runs the network on obs and samples from its outputs.
+func (p *Inline) Act(acts *algo.Acts, obs []float32, n int, step int64) error {
+	width := p.Net.OutDim()
+	p.out = p.Net.ForwardTo(grow(p.out, n*width), obs, n)
+	p.Sampler.SampleTo(acts, p.out, n, step)
+	return nil
+}
+
+// Outputs are the network outputs of the last Act (n × Net.OutDim()).
+func (p *Inline) Outputs() []float32 { return p.out }
+
+// Version is the version of the weights the network holds.
+func (p *Inline) Version() uint64 { return p.Net.Version() }
+
+// ResetEnv forwards an episode's end to a sampler that keeps per-env state.
+func (p *Inline) ResetEnv(i int) {
+	if r, ok := p.Sampler.(algo.EnvResetter); ok {
+		r.ResetEnv(i)
+	}
+}
+
+// CheckActs reports actions of the wrong length for n envs × actDim.
+func CheckActs(acts *algo.Acts, n, actDim int) error {
+	if len(acts.Actions) != n*actDim || len(acts.EnvActions) != n*actDim {
+		return fmt.Errorf("rollout: the policy gave %d actions and %d env actions for %d envs × %d",
+			len(acts.Actions), len(acts.EnvActions), n, actDim)
+	}
+	return nil
+}
+
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
+}
