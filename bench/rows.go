@@ -59,6 +59,11 @@ func writeRows(w io.Writer, asJSON bool, rows any) error {
 
 func formatCell(f reflect.Value) string {
 	switch f.Kind() {
+	case reflect.Pointer:
+		if f.IsNil() {
+			return "–" // a value that does not exist, as JSON's null
+		}
+		return formatCell(f.Elem())
 	case reflect.Float32, reflect.Float64:
 		x := f.Float()
 		switch {
