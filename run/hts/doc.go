@@ -114,10 +114,13 @@
 // collection times per step, E[max_i X_i] for synchronous collection and
 // E[max_i Σ_{t<α} X_{i,t}]/α for HTS, for n envs of i.i.d. step times X:
 // Predict integrates the expectations by Monte Carlo for the actual
-// step-time distribution; ClosedForm is the paper's closed form (Eq. 7),
-// the Gamma extreme-value approximation for Gamma step times of the same
-// mean and variance. `herd bench hts` prints both beside the measurement,
-// each plus a per-step overhead measured by a separate calibration run
+// step-time distribution; GammaExact evaluates them exactly (numerical
+// integration) for Gamma step times of the same mean and variance; Eq7 is
+// the paper's closed form, the Gumbel extreme-value limit, which holds
+// only where ln n is large next to the Gamma shape (a segment's sum of α
+// steps over a few envs is far outside that range, and Eq7 says so).
+// `herd bench hts` prints all three beside the measurement, each plus a
+// per-step overhead measured by a separate calibration run
 // (constant step times), not by the runs predicted.
 //
 // # Design notes
@@ -156,7 +159,7 @@
 //     step; the dynamics are untouched (`TestStepTimeKeepsDynamics`).
 //   - Synchronous baseline. `hts.Options.Sync` runs the same pieces with a barrier after every
 //     step and the learner between segments (no overlap, no lag): what `herd bench hts` compares
-//     against, and Claim 1's "synchronous" case. Claim 1: see `Predict` and `ClosedForm` above.
+//     against, and Claim 1's "synchronous" case. Claim 1: see `Predict`, `GammaExact` and `Eq7` above.
 //   - When to use it. Whenever env step times vary (simulators, remote envs): the measured gain at
 //     16 envs with mean 1 ms is 2.7–2.9x at CV 2–3 (docs/BENCHMARKS.md). For CartPole-speed envs the
 //     barrier and inference hand-offs cost more than they hide; use the local executor.
