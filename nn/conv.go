@@ -160,7 +160,11 @@ func (c *Conv2d) Forward(x []float32, batch int) []float32 {
 // Backward takes dL/dY for the last Forward's output (NCHW), adds dL/dW
 // and dL/db to the parameters' Grad and returns dL/dX (NCHW), valid until
 // the next Backward.
-func (c *Conv2d) Backward(dy []float32) []float32 {
+func (c *Conv2d) Backward(dy []float32) []float32 { return c.backward(dy, true) }
+
+// backward is Backward, returning dL/dX only when input is set: a first
+// layer's input is the observation, whose gradient nobody reads.
+func (c *Conv2d) backward(dy []float32, input bool) []float32 {
 	cfg := c.cfg
 	ckk := cfg.InChannels * cfg.Kernel * cfg.Kernel
 	p := cfg.OutH() * cfg.OutW()
@@ -172,9 +176,7 @@ func (c *Conv2d) Backward(dy []float32) []float32 {
 	}
 	c.dyo = grow(c.dyo, o*np)
 	c.dyT = grow(c.dyT, np*o)
-	c.dcols = grow(c.dcols, ckk*np)
 	c.dwT = grow(c.dwT, ckk*o)
-	c.dx = grow(c.dx, batch*c.In())
 	db := c.bias.Grad
 	for k := range o {
 		dst := c.dyo[k*np : (k+1)*np]
@@ -198,7 +200,12 @@ func (c *Conv2d) Backward(dy []float32) []float32 {
 			row[j] += c.dwT[j*o+k]
 		}
 	}
+	if !input {
+		return nil
+	}
 	// dX̂ = Wᵀ·dY, added back onto the input.
+	c.dcols = grow(c.dcols, ckk*np)
+	c.dx = grow(c.dx, batch*c.In())
 	c.gemm.Sgemm(true, false, ckk, np, o, 1, c.weight.Value, ckk, c.dyo, np, 0, c.dcols, np)
 	col2im(c.dx, c.dcols, batch, cfg)
 	return c.dx

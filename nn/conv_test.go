@@ -501,3 +501,42 @@ func TestConvNetSafetensors(t *testing.T) {
 		t.Error("loaded net computes other outputs")
 	}
 }
+
+// TestConvNetBackwardParams checks that skipping the input gradient
+// leaves every parameter gradient bit for bit as Backward computes it.
+func TestConvNetBackwardParams(t *testing.T) {
+	convs, err := ConvPreset("minatar", 4, 10, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ConvNetConfig{Convs: convs, Hidden: []int{32}, Out: 3}
+	a, err := NewConvNet(cfg, rng.New(1, "convnet-params", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := a.Clone()
+	const batch = 5
+	r := rng.New(2, "convnet-params", 0)
+	x := make([]float32, batch*4*10*10)
+	for i := range x {
+		x[i] = float32(r.IntN(2))
+	}
+	d := make([]float32, batch*3)
+	for i := range d {
+		d[i] = float32(r.NormFloat64())
+	}
+	a.ZeroGrad()
+	b.ZeroGrad()
+	a.Forward(x, batch)
+	a.Backward(d)
+	b.Forward(x, batch)
+	b.BackwardParams(d)
+	for i, p := range a.Params() {
+		q := b.Params()[i]
+		for j := range p.Grad {
+			if math.Float32bits(p.Grad[j]) != math.Float32bits(q.Grad[j]) {
+				t.Fatalf("param %d grad %d: %v, BackwardParams %v", i, j, p.Grad[j], q.Grad[j])
+			}
+		}
+	}
+}

@@ -127,12 +127,19 @@ func (n *ConvNet) Forward(x []float32, batch int) []float32 {
 // Backward takes dL/d(output) for the last Forward, adds every
 // parameter's gradient to its Grad and returns dL/dx (NCHW), valid until
 // the next Backward.
-func (n *ConvNet) Backward(dOut []float32) []float32 {
+func (n *ConvNet) Backward(dOut []float32) []float32 { return n.backward(dOut, true) }
+
+// BackwardParams is Backward without dL/dx: it adds every parameter's
+// gradient to its Grad and skips the first layer's input gradient, which
+// a network reading observations does not need.
+func (n *ConvNet) BackwardParams(dOut []float32) { n.backward(dOut, false) }
+
+func (n *ConvNet) backward(dOut []float32, input bool) []float32 {
 	d := n.head.Backward(dOut)
 	for i := len(n.convs) - 1; i >= 0; i-- {
 		n.grads[i] = grow(n.grads[i], len(d))
 		ReLU.backward(n.grads[i], d, n.acts[i])
-		d = n.convs[i].Backward(n.grads[i])
+		d = n.convs[i].backward(n.grads[i], input || i > 0)
 	}
 	return d
 }

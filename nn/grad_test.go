@@ -557,3 +557,42 @@ func TestBackwardSplitMatchesBackward(t *testing.T) {
 		}
 	}
 }
+
+// TestWideLayerInputGradSameBits checks the wide-layer route of Backward
+// (dXᵀ = W·dZᵀ, taken when the batch is small next to in·out) against the
+// direct route, dX = dZ·Wᵀ through a transposed copy of W: the same
+// products in the same order, so the same bits.
+func TestWideLayerInputGradSameBits(t *testing.T) {
+	r := rng.New(3, "nn/wide", 0)
+	m, err := NewMLP(MLPConfig{In: 256, Out: 48}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.fused == nil {
+		t.Skip("no fused kernels on this backend")
+	}
+	const batch = 16
+	x := make([]float32, batch*256)
+	dOut := make([]float32, batch*48)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	for i := range dOut {
+		dOut[i] = float32(r.NormFloat64())
+	}
+	m.Forward(x, batch)
+	got := append([]float32(nil), m.Backward(dOut)...)
+	l := &m.layers[0]
+	if !(l.in*l.out > batch*(l.in+l.out)) {
+		t.Fatal("the test's shape does not take the wide-layer route")
+	}
+	wT := make([]float32, l.in*l.out)
+	want := make([]float32, batch*l.in)
+	transposeTo(wT, l.w.Value, l.in, l.out)
+	m.fused.gemmFused(false, batch, l.in, l.out, dOut, l.out, wT, l.in, want, l.in, false, nil, false)
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("dX[%d] = %v, direct route %v", i, got[i], want[i])
+		}
+	}
+}

@@ -292,6 +292,16 @@ func (m *MLP) backward(dOut []float32, s Splitter, input bool) []float32 {
 				// Few rows: transposing W would cost more than the
 				// product, so take dot products with W's rows directly.
 				dotRowsTo(l.dx, dz, l.w.Value, batch, l.in, l.out)
+			} else if l.in*l.out > batch*(l.in+l.out) {
+				// A wide layer at a modest batch (a conv encoder's
+				// flattened output): dXᵀ = W·dZᵀ moves the batch·(in+out)
+				// values of dZ and dXᵀ through transposes instead of W's
+				// in·out, with the same products summed in the same order.
+				l.wT = grow(l.wT, l.in*l.out)
+				dzT, dxT := l.wT[:l.out*batch], l.wT[l.out*batch:(l.out+l.in)*batch]
+				transposeTo(dzT, dz, batch, l.out)
+				m.fused.gemmFused(false, l.in, batch, l.out, l.w.Value, l.out, dzT, batch, dxT, batch, false, nil, false)
+				transposeTo(l.dx, dxT, l.in, batch)
 			} else {
 				// dX = dz·Wᵀ through a transposed copy of W, so the
 				// kernel streams contiguous rows.

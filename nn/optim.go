@@ -225,36 +225,20 @@ func (o *RMSProp) SetLR(lr float32) { o.cfg.LR = lr }
 
 // Step applies one RMSProp update.
 func (o *RMSProp) Step(params []*Param) {
-	a, lr, eps := o.cfg.Alpha, o.cfg.LR, o.cfg.Eps
 	for _, p := range params {
 		v := o.sq[p]
 		if v == nil {
 			v = make([]float32, len(p.Value))
 			o.sq[p] = v
 		}
-		if !o.cfg.Centered {
-			for i, g := range p.Grad[:len(p.Value)] {
-				v[i] = a*v[i] + (1-a)*g*g
-				p.Value[i] -= lr * g / (sqrt32(v[i]) + eps)
+		var m []float32
+		if o.cfg.Centered {
+			if m = o.avg[p]; m == nil {
+				m = make([]float32, len(p.Value))
+				o.avg[p] = m
 			}
-			continue
 		}
-		m := o.avg[p]
-		if m == nil {
-			m = make([]float32, len(p.Value))
-			o.avg[p] = m
-		}
-		for i, g := range p.Grad[:len(p.Value)] {
-			v[i] = a*v[i] + (1-a)*g*g
-			m[i] = a*m[i] + (1-a)*g
-			if g == 0 {
-				// The step lr·0/denominator is 0: skip the square root
-				// and division, the optimizer's cost on the many weights
-				// a sparse input (a binary image) leaves without gradient.
-				continue
-			}
-			p.Value[i] -= lr * g / (sqrt32(v[i]-m[i]*m[i]) + eps)
-		}
+		kernel.RMSProp(true, p.Value, p.Grad, v, m, o.cfg.Alpha, o.cfg.LR, o.cfg.Eps)
 	}
 }
 

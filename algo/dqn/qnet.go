@@ -72,7 +72,7 @@ func (q *convQ) In() int                             { return q.h * q.w * q.c }
 func (q *convQ) Out() int                            { return q.net.Out() }
 func (q *convQ) Params() []*nn.Param                 { return q.net.Params() }
 func (q *convQ) ZeroGrad()                           { q.net.ZeroGrad() }
-func (q *convQ) backward(d []float32, _ nn.Splitter) { q.net.Backward(d) }
+func (q *convQ) backward(d []float32, _ nn.Splitter) { q.net.BackwardParams(d) }
 func (q *convQ) clone() qNet                         { return &convQ{net: q.net.Clone(), h: q.h, w: q.w, c: q.c} }
 
 // newQNet builds the Q-network the config's encoder names for obs,
