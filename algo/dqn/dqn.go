@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"herd/algo"
+	"herd/algo/internal/encoder"
 	"herd/algo/internal/offpolicy"
 	"herd/env"
 	"herd/internal/rng"
@@ -185,10 +186,8 @@ func (c *Config) Validate(h algo.Header) error {
 	default:
 		bad("optimizer must be adam or rmsprop, got %q", c.Optimizer)
 	}
-	switch c.Encoder {
-	case EncoderMLP, EncoderMinAtar, EncoderNature:
-	default:
-		bad("encoder must be %s, %s or %s, got %q", EncoderMLP, EncoderMinAtar, EncoderNature, c.Encoder)
+	if err := encoder.Check(c.Encoder); err != nil {
+		bad("%v", err)
 	}
 	if c.TargetNetworkFrequency < 1 {
 		bad("target_network_frequency must be ≥ 1, got %d", c.TargetNetworkFrequency)
@@ -249,11 +248,8 @@ func (c *Config) Validate(h algo.Header) error {
 			if _, ok := e.ActionSpace().(env.Discrete); !ok {
 				bad("env %s has action space %v; DQN needs a Discrete one", h.Env, e.ActionSpace())
 			}
-			if c.Encoder != EncoderMLP {
-				if _, _, _, err := imageDims(e.ObservationSpace()); err != nil {
-					bad("encoder %s on env %s: observation space %v is not an image (a Box of shape [height, width, channels])",
-						c.Encoder, h.Env, e.ObservationSpace())
-				}
+			if err := encoder.CheckEnv(c.Encoder, h.Env); err != nil {
+				bad("%v", err)
 			}
 			e.Close()
 		}
