@@ -39,6 +39,11 @@ type Config struct {
 	VFCoef    float32 `yaml:"vf_coef"`    // value loss coefficient; default 0.5
 
 	// Networks (SB3 MlpPolicy: separate 64-64 tanh actor and critic).
+	// Encoder is the networks' input stage: mlp (flat observations) or
+	// minatar / nature (image observations, a Box [height, width,
+	// channels]: that preset's convolutions, then hidden ReLU layers, in
+	// the actor and in the critic). Default mlp.
+	Encoder    string  `yaml:"encoder"`
 	Hidden     []int   `yaml:"hidden"`       // hidden widths; default [64, 64]
 	Activation string  `yaml:"activation"`   // hidden activation; default tanh
 	OrthoInit  bool    `yaml:"ortho_init"`   // orthogonal init (gains √2, 0.01, 1); default true
@@ -61,7 +66,7 @@ func DefaultConfig() Config {
 		NumEnvs: 1, NumSteps: 5,
 		LearningRate: 7e-4, UseRMSProp: true, RMSPropEps: 1e-5, MaxGradNorm: 0.5,
 		Gamma: 0.99, GAELambda: 1, EntCoef: 0, VFCoef: 0.5,
-		Hidden: []int{64, 64}, Activation: "tanh", OrthoInit: true,
+		Hidden: []int{64, 64}, Activation: "tanh", OrthoInit: true, Encoder: "mlp",
 		Parallel: true, DelayedGradient: true,
 	}
 }
@@ -74,7 +79,7 @@ func (c *Config) Validate(h algo.Header) error {
 	}
 	onpolicy.Common{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, LearningRate: c.LearningRate,
 		MaxGradNorm: c.MaxGradNorm, Gamma: c.Gamma, GAELambda: c.GAELambda, EntCoef: c.EntCoef, VFCoef: c.VFCoef,
-		Hidden: c.Hidden, Activation: c.Activation}.Check(bad, h)
+		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder}.Check(bad, h)
 	if !(c.RMSPropEps > 0) {
 		bad("rms_prop_eps must be > 0, got %v", c.RMSPropEps)
 	}
@@ -89,7 +94,7 @@ func (c *Config) RolloutShape() (numEnvs, numSteps int, gamma float32) {
 
 func (c *Config) agentConfig() onpolicy.AgentConfig {
 	act, _ := nn.ParseActivation(c.Activation)
-	return onpolicy.AgentConfig{Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
+	return onpolicy.AgentConfig{Encoder: c.Encoder, Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
 		Parallel: c.Parallel}
 }
 

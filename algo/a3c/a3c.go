@@ -38,6 +38,7 @@ type Config struct {
 	VFCoef    float32 `yaml:"vf_coef"`    // value loss coefficient; default 0.5
 
 	// Networks.
+	Encoder    string  `yaml:"encoder"`      // mlp, or minatar / nature for images (as A2C's); default mlp
 	Hidden     []int   `yaml:"hidden"`       // hidden widths; default [64, 64]
 	Activation string  `yaml:"activation"`   // hidden activation; default tanh
 	OrthoInit  bool    `yaml:"ortho_init"`   // orthogonal init (gains √2, 0.01, 1); default true
@@ -50,7 +51,7 @@ func DefaultConfig() Config {
 		NumEnvs: 8, NumSteps: 5,
 		LearningRate: 7e-4, UseRMSProp: true, RMSPropEps: 1e-5, MaxGradNorm: 0.5,
 		Gamma: 0.99, GAELambda: 1, VFCoef: 0.5,
-		Hidden: []int{64, 64}, Activation: "tanh", OrthoInit: true,
+		Hidden: []int{64, 64}, Activation: "tanh", OrthoInit: true, Encoder: "mlp",
 	}
 }
 
@@ -61,7 +62,7 @@ func (c *Config) a2c() *a2c.Config {
 	return &a2c.Config{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, LearningRate: c.LearningRate,
 		UseRMSProp: c.UseRMSProp, RMSPropEps: c.RMSPropEps, MaxGradNorm: c.MaxGradNorm, Gamma: c.Gamma,
 		GAELambda: c.GAELambda, NormAdv: c.NormAdv, EntCoef: c.EntCoef, VFCoef: c.VFCoef, Hidden: c.Hidden,
-		Activation: c.Activation, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd}
+		Activation: c.Activation, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd, Encoder: c.Encoder}
 }
 
 // Validate reports every problem with the config (A2C's checks).

@@ -48,6 +48,11 @@ type Config struct {
 	VFCoef  float32 `yaml:"vf_coef"`  // baseline loss coefficient; default 0.5
 
 	// Networks (separate actor and critic MLPs, as PPO's and A2C's).
+	// Encoder is the networks' input stage: mlp (flat observations) or
+	// minatar / nature (image observations, a Box [height, width,
+	// channels]: that preset's convolutions, then hidden ReLU layers, in
+	// the actor and in the critic). Default mlp.
+	Encoder    string  `yaml:"encoder"`
 	Hidden     []int   `yaml:"hidden"`       // hidden widths; default [64, 64]
 	Activation string  `yaml:"activation"`   // hidden activation; default tanh
 	OrthoInit  bool    `yaml:"ortho_init"`   // orthogonal init (gains √2, 0.01, 1); default true
@@ -60,7 +65,7 @@ func DefaultConfig() Config {
 		NumEnvs: 8, NumSteps: 32, NumAsync: 2,
 		LearningRate: 1e-3, AnnealLR: true, OptEps: 1e-5, MaxGradNorm: 0.5,
 		Gamma: 0.99, RhoBar: 1, CBar: 1, Lambda: 1, EntCoef: 0.01, VFCoef: 0.5,
-		Hidden: []int{64, 64}, Activation: "tanh", OrthoInit: true,
+		Hidden: []int{64, 64}, Activation: "tanh", OrthoInit: true, Encoder: "mlp",
 	}
 }
 
@@ -72,7 +77,7 @@ func (c *Config) Validate(h algo.Header) error {
 	}
 	onpolicy.Common{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, LearningRate: c.LearningRate,
 		MaxGradNorm: c.MaxGradNorm, Gamma: c.Gamma, GAELambda: 1, EntCoef: c.EntCoef, VFCoef: c.VFCoef,
-		Hidden: c.Hidden, Activation: c.Activation}.Check(bad, h)
+		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder}.Check(bad, h)
 	if c.NumAsync < 1 {
 		bad("num_async must be >= 1, got %d", c.NumAsync)
 	}
@@ -93,7 +98,7 @@ func (c *Config) Validate(h algo.Header) error {
 
 func (c *Config) agentConfig() onpolicy.AgentConfig {
 	act, _ := nn.ParseActivation(c.Activation)
-	return onpolicy.AgentConfig{Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd}
+	return onpolicy.AgentConfig{Encoder: c.Encoder, Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd}
 }
 
 // Scalars are the metrics IMPALA reports.

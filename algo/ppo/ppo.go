@@ -56,6 +56,11 @@ type Config struct {
 	InputNorm bool `yaml:"input_norm,omitempty"`
 
 	// Networks.
+	// Encoder is the networks' input stage: mlp (flat observations) or
+	// minatar / nature (image observations, a Box [height, width,
+	// channels]: that preset's convolutions, then hidden ReLU layers, in
+	// the actor and in the critic). Default mlp.
+	Encoder    string  `yaml:"encoder"`
 	Hidden     []int   `yaml:"hidden"`       // hidden widths of actor and critic; default [64, 64]
 	Activation string  `yaml:"activation"`   // hidden activation; default tanh
 	OrthoInit  bool    `yaml:"ortho_init"`   // orthogonal init (gains √2, 0.01, 1); default true
@@ -88,7 +93,7 @@ func DefaultConfig() Config {
 		NumMinibatches: 4, UpdateEpochs: 4, MaxGradNorm: 0.5,
 		Gamma: 0.99, GAELambda: 0.95, NormAdv: true,
 		ClipCoef: 0.2, ClipVLoss: true, EntCoef: 0.01, VFCoef: 0.5,
-		Hidden: []int{64, 64}, Activation: "tanh", OrthoInit: true,
+		Hidden: []int{64, 64}, Activation: "tanh", OrthoInit: true, Encoder: "mlp",
 		Parallel: true, DelayedGradient: true,
 	}
 }
@@ -101,7 +106,7 @@ func (c *Config) Validate(h algo.Header) error {
 	}
 	onpolicy.Common{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, LearningRate: c.LearningRate,
 		MaxGradNorm: c.MaxGradNorm, Gamma: c.Gamma, GAELambda: c.GAELambda, EntCoef: c.EntCoef, VFCoef: c.VFCoef,
-		Hidden: c.Hidden, Activation: c.Activation}.Check(bad, h)
+		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder}.Check(bad, h)
 	if c.NumMinibatches < 1 {
 		bad("num_minibatches must be >= 1, got %d", c.NumMinibatches)
 	} else if c.NumEnvs >= 1 && c.NumSteps >= 1 && (c.NumEnvs*c.NumSteps)%c.NumMinibatches != 0 {
@@ -136,7 +141,7 @@ func (c *Config) RolloutShape() (numEnvs, numSteps int, gamma float32) {
 
 func (c *Config) agentConfig() onpolicy.AgentConfig {
 	act, _ := nn.ParseActivation(c.Activation)
-	return onpolicy.AgentConfig{Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
+	return onpolicy.AgentConfig{Encoder: c.Encoder, Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
 		ActorObs: c.ActorObs, ValueNorm: c.ValueNorm, InputNorm: c.InputNorm, Parallel: c.Parallel}
 }
 

@@ -50,7 +50,11 @@ func CheckEnv(name, id string) error {
 func ImageDims(obs env.Space) (h, w, c int, err error) {
 	b, ok := obs.(env.Box)
 	if !ok || len(b.Dims) != 3 || b.Dims[0] < 1 || b.Dims[1] < 1 || b.Dims[2] < 1 {
-		return 0, 0, 0, fmt.Errorf("observation space %v is not an image (a Box of shape [height, width, channels]), which a convolutional encoder needs", obs)
+		what := fmt.Sprint(obs)
+		if ok {
+			what = fmt.Sprintf("a Box of shape %v", b.Shape())
+		}
+		return 0, 0, 0, fmt.Errorf("observations (%s) are not an image (a Box of shape [height, width, channels]), which a convolutional encoder needs", what)
 	}
 	return b.Dims[0], b.Dims[1], b.Dims[2], nil
 }

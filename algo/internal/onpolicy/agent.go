@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"herd/algo"
+	"herd/algo/internal/encoder"
 	"herd/env"
 	"herd/internal/twin"
 	"herd/nn"
@@ -51,6 +52,23 @@ type AgentConfig struct {
 	// two goroutines (the Agent owns the second; Close stops it). Results
 	// are identical either way.
 	Parallel bool
+	// Encoder is the networks' input stage (package encoder): "" or "mlp"
+	// for a flat observation; "minatar" or "nature" give the actor and the
+	// critic each the convolutions of that preset before their Hidden
+	// ReLU layers (separate encoders; Act, OrthoInit, InputNorm and
+	// ActorObs apply to the MLP only).
+	Encoder string
+}
+
+// body is what the agent needs of its actor and critic networks: the MLP
+// of flat observations (net) and the convolutional network of images
+// (encoder.Conv) both fit it.
+type body interface {
+	Params() []*nn.Param
+	Reserve(batch int)
+	Forward(x []float32, batch int) []float32
+	ForwardTo(dst, x []float32, batch int) []float32
+	Backward(dOut []float32)
 }
 
 // Agent is the actor-critic of CleanRL's ppo.py / ppo_continuous_action.py
@@ -71,7 +89,7 @@ type AgentConfig struct {
 // keeping the outputs) then Backward (accumulate dL/dθ from dL/dlog π,
 // dL/dH and dL/dV). An Agent is not safe for concurrent use.
 type Agent struct {
-	actor, critic  *net
+	actor, critic  body
 	ObsDim, ActDim int
 	// ActorDim is the actor's input: the first ActorDim values of a row.
 	ActorDim int
@@ -132,18 +150,14 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 	if err != nil {
 		return nil, err
 	}
+	if err := checkObs(obsSpace, cfg.Encoder); err != nil {
+		return nil, err
+	}
 	a := &Agent{ObsDim: sp.obsDim, ActDim: sp.actDim, NActions: sp.nActions, start: sp.start, Low: sp.low, High: sp.high}
 	if a.NActions > 0 {
 		a.Cat = nn.Categorical{N: a.NActions}
 	} else if a.Gauss, err = nn.NewDiagGaussian(a.ActDim, false, cfg.InitLogStd); err != nil {
 		return nil, err
-	}
-	critic, err := newNet(a.ObsDim, cfg.Hidden, 1, cfg.Act, cfg.OrthoInit, 1, cfg.Gemm, r)
-	if err != nil {
-		return nil, fmt.Errorf("onpolicy: critic: %w", err)
-	}
-	if cfg.InputNorm {
-		critic.withInputNorm(a.ObsDim)
 	}
 	outDim := a.NActions
 	if a.Gauss != nil {
@@ -160,12 +174,9 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 		}
 		a.ActorDim = cfg.ActorObs
 	}
-	actor, err := newNet(a.ActorDim, cfg.Hidden, outDim, cfg.Act, cfg.OrthoInit, 0.01, cfg.Gemm, r)
+	actor, critic, err := newBodies(obsSpace, a.ObsDim, a.ActorDim, outDim, cfg, r)
 	if err != nil {
-		return nil, fmt.Errorf("onpolicy: actor: %w", err)
-	}
-	if cfg.InputNorm {
-		actor.withInputNorm(a.ActorDim)
+		return nil, err
 	}
 	a.actor, a.critic = actor, critic
 	for _, p := range actor.Params() {
@@ -194,6 +205,41 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 		a.par = twin.New()
 	}
 	return a, nil
+}
+
+// newBodies builds the critic (one output) and then the actor (outDim
+// outputs), in that order from r: MLPs on flat observations, or the
+// encoder's convolutional networks on images.
+func newBodies(obsSpace env.Space, obsDim, actorDim, outDim int, cfg AgentConfig, r *rand.Rand) (actor, critic body, err error) {
+	if encoder.IsConv(cfg.Encoder) {
+		if cfg.InputNorm || cfg.ActorObs != 0 || cfg.MaskN > 0 {
+			return nil, nil, fmt.Errorf("%w: encoder %s takes whole image observations: no input_norm, actor_obs or action mask", ErrSpace, cfg.Encoder)
+		}
+		c, err := encoder.NewConv(cfg.Encoder, obsSpace, cfg.Hidden, 1, r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("onpolicy: critic: %w", err)
+		}
+		a, err := encoder.NewConv(cfg.Encoder, obsSpace, cfg.Hidden, outDim, r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("onpolicy: actor: %w", err)
+		}
+		return a, c, nil
+	}
+	c, err := newNet(obsDim, cfg.Hidden, 1, cfg.Act, cfg.OrthoInit, 1, cfg.Gemm, r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("onpolicy: critic: %w", err)
+	}
+	if cfg.InputNorm {
+		c.withInputNorm(obsDim)
+	}
+	a, err := newNet(actorDim, cfg.Hidden, outDim, cfg.Act, cfg.OrthoInit, 0.01, cfg.Gemm, r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("onpolicy: actor: %w", err)
+	}
+	if cfg.InputNorm {
+		a.withInputNorm(actorDim)
+	}
+	return a, c, nil
 }
 
 // Close stops the agent's worker goroutine (AgentConfig.Parallel) and waits

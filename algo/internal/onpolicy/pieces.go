@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	"herd/algo"
+	"herd/algo/internal/encoder"
 	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
@@ -231,8 +232,8 @@ type spaces struct {
 func parseSpaces(obsSpace, actSpace env.Space) (spaces, error) {
 	var s spaces
 	obsBox, ok := obsSpace.(env.Box)
-	if !ok || len(obsBox.Shape()) != 1 {
-		return s, fmt.Errorf("%w: observations %v: want a flat Box", ErrSpace, obsSpace)
+	if !ok {
+		return s, fmt.Errorf("%w: observations %v: want a Box", ErrSpace, obsSpace)
 	}
 	s.obsDim = obsBox.Dim()
 	switch a := actSpace.(type) {
@@ -249,12 +250,27 @@ func parseSpaces(obsSpace, actSpace env.Space) (spaces, error) {
 	return s, nil
 }
 
+// checkObs reports observations the encoder cannot read: a convolutional
+// encoder needs an image Box ([height, width, channels]); the MLP reads
+// any Box as the flat vector of its values (row-major), as DQN's does.
+func checkObs(obs env.Space, enc string) error {
+	if encoder.IsConv(enc) {
+		if _, _, _, err := encoder.ImageDims(obs); err != nil {
+			return fmt.Errorf("%w: %w", ErrSpace, err)
+		}
+	}
+	return nil
+}
+
 // NewPieces cuts an on-policy algorithm into its pieces for a run on spaces
 // sp: the Policy (initial weights from the stream (seed, name+"/init", 0),
 // as the learner draws them), the Sampler, and the algorithm's learner.
 func NewPieces(name string, h algo.Header, sp algo.Spaces, cfg AgentConfig, newLearner func() (algo.SegmentLearner, error)) (*algo.Pieces, error) {
 	newPolicy := func() (*Policy, error) { return NewPolicy(sp, cfg, rng.New(h.Seed, name+"/init", 0)) }
 	if _, err := parseSpaces(sp.Obs, sp.Act); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := checkObs(sp.Obs, cfg.Encoder); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := CheckActorObs(cfg.ActorObs, sp.Rows); err != nil {

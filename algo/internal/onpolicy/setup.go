@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"herd/algo"
+	"herd/algo/internal/encoder"
 	"herd/internal/rng"
 	"herd/nn"
 )
@@ -17,6 +18,7 @@ type Common struct {
 	EntCoef, VFCoef           float32
 	Hidden                    []int
 	Activation                string
+	Encoder                   string
 }
 
 // Check reports each problem with the shared settings through bad (the
@@ -55,6 +57,11 @@ func (c Common) Check(bad func(format string, a ...any), h algo.Header) {
 	}
 	if _, err := nn.ParseActivation(c.Activation); err != nil {
 		bad("activation %q: want tanh, relu, sigmoid or identity", c.Activation)
+	}
+	if err := encoder.Check(c.Encoder); err != nil {
+		bad("%v", err)
+	} else if err := encoder.CheckEnv(c.Encoder, h.Env); err != nil {
+		bad("%v", err)
 	}
 	if batch := int64(c.NumEnvs) * int64(c.NumSteps); batch > 0 && h.Steps < batch {
 		bad("steps (%d) must be at least one rollout, num_envs × num_steps = %d", h.Steps, batch)

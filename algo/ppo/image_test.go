@@ -1,0 +1,56 @@
+package ppo
+
+import (
+	"testing"
+
+	"herd/algo"
+	"herd/algo/internal/learntest"
+	"herd/internal/rng"
+)
+
+// TestPPOImageEncoder trains PPO with MinAtar's convolutional encoder on
+// MinAtar Breakout's 10×10×4 frames: the actor and the critic each start
+// with a 16×4×3×3 convolution, the run is deterministic in its seed, and
+// the saved model reloads into a policy that acts as the trained one on
+// random frames, within Breakout-v1's three actions.
+func TestPPOImageEncoder(t *testing.T) {
+	res := learntest.Resolve(t, Spec(), "algo: ppo\nenv: MinAtar/Breakout-v1\nsteps: 1024\nlog_every: 256\n"+
+		"ppo:\n  encoder: minatar\n  hidden: [32]\n  num_envs: 2\n  num_steps: 128\n")
+	cfg := res.Config.(*Config)
+	learntest.Deterministic(t, Spec(), res.Header, cfg, 3)
+	r := rng.New(1, "test/frames", 0)
+	learntest.SaveLoad(t, Spec(), res.Header, cfg, 1, 20, func(int) []float32 {
+		x := make([]float32, 10*10*4)
+		for i := range x {
+			x[i] = float32(r.IntN(2))
+		}
+		return x
+	}, 0, 2)
+	agent, err := Train(t.Context(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []struct {
+		name  string
+		shape []int
+	}{{"actor.0.weight", []int{16, 4, 3, 3}}, {"critic.0.weight", []int{16, 4, 3, 3}}} {
+		found := false
+		for _, p := range agent.Params() {
+			if p.Name == want.name {
+				found = true
+				if len(p.Shape) != len(want.shape) || p.Shape[0] != want.shape[0] || p.Shape[1] != want.shape[1] {
+					t.Errorf("%s has shape %v, want %v", p.Name, p.Shape, want.shape)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no parameter %s", want.name)
+		}
+	}
+	if err := Spec().NewConfig().(*Config).Validate(algo.Header{Env: "CartPole-v1", Steps: 1 << 20}); err != nil {
+		t.Fatalf("mlp on CartPole: %v", err)
+	}
+	bad := DefaultConfig()
+	bad.Encoder = "nature"
+	learntest.ConfigError(t, bad.Validate(algo.Header{Env: "CartPole-v1", Steps: 1 << 20}), "not an image")
+}
