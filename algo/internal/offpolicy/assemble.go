@@ -84,10 +84,3 @@ func AppendTransition(dst *sample.Transitions, t *Transition) {
 	dst.Dones = append(dst.Dones, done)
 	dst.N++
 }
-
-// ClearTransitions empties tr, keeping its storage and shape.
-func ClearTransitions(tr *sample.Transitions) {
-	tr.N = 0
-	tr.Obs, tr.Actions, tr.Rewards, tr.NextObs = tr.Obs[:0], tr.Actions[:0], tr.Rewards[:0], tr.NextObs[:0]
-	tr.Discounts, tr.Dones, tr.Priorities, tr.Episodes = tr.Discounts[:0], tr.Dones[:0], tr.Priorities[:0], tr.Episodes[:0]
-}

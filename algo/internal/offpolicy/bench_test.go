@@ -6,6 +6,7 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/rollout"
 	"herd/sample"
 )
 
@@ -24,7 +25,7 @@ func BenchmarkAssemblerAdd(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		batch.Terminated[i%n] = i%50 == 49
-		ClearTransitions(&tr)
+		rollout.ClearTransitions(&tr)
 		if err := a.Add(&tr, obs, act, batch); err != nil {
 			b.Fatal(err)
 		}

@@ -7,36 +7,27 @@ import (
 
 	"herd/algo"
 	"herd/env"
+	"herd/rollout"
 	"herd/sample"
 )
 
-// EnvWorker is the env worker of the local executor: N synchronous envs
-// (with episode statistics), the policy that acts on them, the sampler
-// that turns its outputs into actions, and the assembler that turns the
-// steps into n-step transitions. Each Step leaves the transitions it
-// completed in Transitions for the replay.
+// EnvWorker is the env worker of the local executor: the one off-policy
+// env-step loop (rollout.Transitions) with the policy inline, the global
+// step count, and the Ape-X prioritizer. Each Step leaves the transitions
+// it completed in Transitions for the replay.
 //
 // An EnvWorker allocates nothing per step once its buffers have grown; it
 // belongs to the goroutine running Train.
 type EnvWorker struct {
-	Envs      env.Vector
-	Policy    algo.PolicyNet
-	Sampler   algo.Sampler
-	Assembler algo.Assembler
+	// Loop steps the envs.
+	Loop *rollout.Transitions
+	// Policy is the network that acts (and values transitions for the
+	// Prioritizer).
+	Policy algo.PolicyNet
 	// Prioritizer, when not nil, sets the initial priorities of the
 	// transitions each Step assembles (Ape-X), with Policy as the value.
 	Prioritizer algo.Prioritizer
-	// N is the number of envs, ObsDim the size of one observation.
-	N, ObsDim int
-	// Obs holds the N observations to act on next (N×ObsDim).
-	Obs []float32
-	// Out and Acts are the policy's outputs and the sampler's actions of
-	// the last step.
-	Out  []float32
-	Acts algo.Acts
-	// Batch is the result of the last Reset or Step.
-	Batch *env.Batch
-	// Steps counts global environment steps: N per Step.
+	// Steps counts global environment steps: NumEnvs per Step.
 	Steps int64
 	// Transitions are those the last Step completed.
 	Transitions sample.Transitions
@@ -53,41 +44,28 @@ func NewEnvWorker(envs env.Vector, p algo.PolicyNet, s algo.Sampler, a algo.Asse
 	if p == nil || s == nil || a == nil {
 		return nil, fmt.Errorf("offpolicy: env worker needs a policy, a sampler and an assembler")
 	}
-	n, d := envs.NumEnvs(), envs.ObservationSpace().Dim()
-	return &EnvWorker{Envs: envs, Policy: p, Sampler: s, Assembler: a, N: n, ObsDim: d,
-		Obs: make([]float32, n*d), Out: make([]float32, n*p.OutDim())}, nil
+	loop, err := rollout.NewTransitions(envs, rollout.NewInline(p, s), a)
+	if err != nil {
+		return nil, err
+	}
+	return &EnvWorker{Loop: loop, Policy: p}, nil
 }
 
 // Reset resets every env with the run seed and takes the first
 // observations.
 func (w *EnvWorker) Reset(seed uint64) error {
-	batch, err := w.Envs.Reset(int64(seed & math.MaxInt64)) // a negative seed would mean NoSeed
-	if err != nil {
-		return err
-	}
-	w.Batch = batch
-	copy(w.Obs, batch.Obs)
-	return nil
+	return w.Loop.Reset(int64(seed & math.MaxInt64)) // a negative seed would mean NoSeed
 }
 
-// Step acts on Obs (policy forward, then the sampler at the current step),
-// steps the envs, assembles the transitions into Transitions (s' is the
-// true final observation where an episode ended), logs finished episodes
-// at the new global step, resets per-env sampler state where an episode
-// ended, and copies the next observations into Obs: the hand-off, with the
-// next episode's first observation where one ended.
+// Step takes one step of the loop at the current global step, prioritizes
+// what it assembled, and logs the episodes that ended at the new global
+// step.
 func (w *EnvWorker) Step(log algo.Logger) error {
-	w.Sampler.SampleTo(&w.Acts, w.Policy.ForwardTo(w.Out, w.Obs, w.N), w.N, w.Steps)
-	batch, err := w.Envs.Step(w.Acts.EnvActions)
-	if err != nil {
+	rollout.ClearTransitions(&w.Transitions)
+	if err := w.Loop.Step(w.Steps, &w.Transitions); err != nil {
 		return err
 	}
-	w.Batch = batch
-	w.Steps += int64(w.N)
-	ClearTransitions(&w.Transitions)
-	if err := w.Assembler.Add(&w.Transitions, w.Obs, w.Acts.Actions, batch); err != nil {
-		return err
-	}
+	w.Steps += int64(w.Loop.NumEnvs())
 	if w.Prioritizer != nil {
 		if err := w.Prioritizer.Prioritize(&w.Transitions, w.Policy); err != nil {
 			return err
@@ -96,14 +74,6 @@ func (w *EnvWorker) Step(log algo.Logger) error {
 	for _, e := range w.Transitions.Episodes {
 		log.Episode(w.Steps, e.Return, e.Length)
 	}
-	if r, ok := w.Sampler.(algo.EnvResetter); ok {
-		for i := range w.N {
-			if batch.Done(i) {
-				r.ResetEnv(i)
-			}
-		}
-	}
-	copy(w.Obs, batch.Obs)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/rollout"
 	"herd/sample"
 	"herd/weights"
 )
@@ -115,7 +116,7 @@ func TestEnvWorkerStepsAndAssembles(t *testing.T) {
 	if err := w.Reset(1); err != nil {
 		t.Fatal(err)
 	}
-	prevObs := append([]float32(nil), w.Obs...)
+	prevObs := append([]float32(nil), w.Loop.Obs...)
 	var total int
 	for range 3 {
 		if err := w.Step(algo.Discard()); err != nil {
@@ -126,19 +127,19 @@ func TestEnvWorkerStepsAndAssembles(t *testing.T) {
 			t.Fatalf("step made %d transitions of %d, %d; want 2 of 3, 1", tr.N, tr.ObsDim, tr.ActDim)
 		}
 		for i := range 2 {
-			if tr.Actions[i] != w.Acts.EnvActions[i] || tr.Rewards[i] != w.Batch.Rewards[i] || tr.Discounts[i] != 0.99 {
+			if tr.Actions[i] != w.Loop.Acts.EnvActions[i] || tr.Rewards[i] != w.Loop.Batch.Rewards[i] || tr.Discounts[i] != 0.99 {
 				t.Errorf("row %d: action %v reward %v discount %v; want %v %v 0.99",
-					i, tr.Actions[i], tr.Rewards[i], tr.Discounts[i], w.Acts.EnvActions[i], w.Batch.Rewards[i])
+					i, tr.Actions[i], tr.Rewards[i], tr.Discounts[i], w.Loop.Acts.EnvActions[i], w.Loop.Batch.Rewards[i])
 			}
 			for j := range 3 {
-				if tr.Obs[i*3+j] != prevObs[i*3+j] || tr.NextObs[i*3+j] != w.Batch.Obs[i*3+j] {
+				if tr.Obs[i*3+j] != prevObs[i*3+j] || tr.NextObs[i*3+j] != w.Loop.Batch.Obs[i*3+j] {
 					t.Fatalf("row %d: obs %v → %v, want %v → %v", i, tr.Obs[i*3:i*3+3], tr.NextObs[i*3:i*3+3],
-						prevObs[i*3:i*3+3], w.Batch.Obs[i*3:i*3+3])
+						prevObs[i*3:i*3+3], w.Loop.Batch.Obs[i*3:i*3+3])
 				}
 			}
 		}
 		total += tr.N
-		copy(prevObs, w.Obs)
+		copy(prevObs, w.Loop.Obs)
 	}
 	if w.Steps != 6 || total != 6 {
 		t.Errorf("after 3 steps of 2 envs: Steps %d, transitions %d; want 6 and 6", w.Steps, total)
@@ -188,7 +189,7 @@ func TestAssemblerEnvOrderAndEpisodes(t *testing.T) {
 	if tr.N != 2 || tr.Obs[1] != 1 || tr.Rewards[1] != 1+0.5*1 || tr.Discounts[1] != 0.25 || tr.NextObs[1] != 10 {
 		t.Errorf("env 0's 2-step transition: obs %v reward %v discount %v next %v", tr.Obs, tr.Rewards, tr.Discounts, tr.NextObs)
 	}
-	ClearTransitions(&tr)
+	rollout.ClearTransitions(&tr)
 	if tr.N != 0 || len(tr.Obs) != 0 || len(tr.Episodes) != 0 {
 		t.Errorf("ClearTransitions left %+v", tr)
 	}
