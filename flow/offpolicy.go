@@ -9,6 +9,7 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/rollout"
 	"herd/sample"
 	"herd/weights"
 )
@@ -134,16 +135,18 @@ func newReplayWorker(r *Run, k, numEnvs, stepsPerItem, w int, inc uint64) (*repl
 		return wk, err
 	}
 	actStream, envStream := streams(inc)
-	if wk.sampler, err = pc.NewSampler(numEnvs, rng.New(h.Seed, actStream, k)); err != nil {
+	sampler, err := pc.NewSampler(numEnvs, rng.New(h.Seed, actStream, k))
+	if err != nil {
 		return wk, err
 	}
 	// Ape-X's exploration is per actor: worker k of w acts at ε_k, here
 	// as on a worker's host (both build their worker here); a sampler
 	// without apex_epsilon, and a single worker, keep the ε schedule.
-	if ae, ok := wk.sampler.(algo.ActorExplorer); ok && w > 1 {
+	if ae, ok := sampler.(algo.ActorExplorer); ok && w > 1 {
 		ae.SetActor(k, w)
 	}
-	if wk.assembler, err = pc.NewAssembler(numEnvs); err != nil {
+	assembler, err := pc.NewAssembler(numEnvs)
+	if err != nil {
 		return wk, err
 	}
 	if pc.NewPrioritizer != nil {
@@ -151,11 +154,12 @@ func newReplayWorker(r *Run, k, numEnvs, stepsPerItem, w int, inc uint64) (*repl
 			return wk, err
 		}
 	}
-	b, err := wk.envs.Reset(int64(rng.Derive(h.Seed, envStream, k) >> 1))
-	if err != nil {
-		return wk, fmt.Errorf("flow: worker %d: reset: %w", k, err)
+	if wk.loop, err = rollout.NewTransitions(wk.envs, rollout.NewInline(wk.policy, sampler), assembler); err != nil {
+		return wk, err
 	}
-	wk.obs = append([]float32(nil), b.Obs...)
+	if err := wk.loop.Reset(int64(rng.Derive(h.Seed, envStream, k) >> 1)); err != nil {
+		return wk, fmt.Errorf("flow: worker %d: %w", k, err)
+	}
 	return wk, nil
 }
 
@@ -178,6 +182,7 @@ func newSlotReplayWorker(r *Run, k, lo, hi, w int, inc uint64) (*replayWorker, e
 	}
 	od := r.Spaces.Obs.Dim()
 	wk.obs = make([]float32, n*od)
+	wk.out = &rowOutputs{width: wk.policy.OutDim()}
 	actStream, envStream := streams(inc)
 	for j := range n {
 		slot := lo + j
@@ -193,17 +198,21 @@ func newSlotReplayWorker(r *Run, k, lo, hi, w int, inc uint64) (*replayWorker, e
 		if ae, ok := s.(algo.ActorExplorer); ok && w > 1 {
 			ae.SetActor(k, w)
 		}
-		wk.samplers = append(wk.samplers, s)
 		a, err := pc.NewAssembler(1)
 		if err != nil {
 			return wk, err
 		}
-		wk.assemblers = append(wk.assemblers, a)
-		b, err := v.Reset(int64(rng.Derive(h.Seed, envStream, slot) >> 1))
+		loop, err := rollout.NewTransitions(v, &rowPolicy{out: wk.out, row: j, sampler: s}, a)
 		if err != nil {
-			return wk, fmt.Errorf("flow: reset env %d: %w", slot, err)
+			return wk, err
 		}
-		copy(wk.obs[j*od:(j+1)*od], b.Obs)
+		// The slots' observations sit side by side for one batched
+		// forward pass.
+		loop.Obs = wk.obs[j*od : (j+1)*od]
+		if err := loop.Reset(int64(rng.Derive(h.Seed, envStream, slot) >> 1)); err != nil {
+			return wk, fmt.Errorf("flow: env %d: %w", slot, err)
+		}
+		wk.slotLoops = append(wk.slotLoops, loop)
 	}
 	if pc.NewPrioritizer != nil {
 		if wk.prio, err = pc.NewPrioritizer(); err != nil {
@@ -295,32 +304,58 @@ func (w *replayWorker) setWeights(v *weights.Version) {
 }
 
 type replayWorker struct {
-	r         *Run
-	id, n     int
-	steps     int
-	workers   int   // in the run
-	made      int64 // items so far
-	envs      env.Vector
-	policy    algo.PolicyNet
-	sampler   algo.Sampler
-	assembler algo.Assembler
-	prio      algo.Prioritizer
-	obs, out  []float32
-	acts      algo.Acts
-	err       error
-	proxy     *proxy          // over a transport: the worker's actor (envs elsewhere)
-	enc       *encodedWeights // the proxy's weights messages
-	ws        *ReplayWorkers  // the driver's set (nil on a worker's host)
-	since     int64           // env steps since the last copy (SyncEvery)
-	held      *weights.Version
-	syncs     atomic.Int64 // weights messages taken
+	r       *Run
+	id, n   int
+	steps   int
+	workers int   // in the run
+	made    int64 // items so far
+	envs    env.Vector
+	policy  algo.PolicyNet
+	loop    *rollout.Transitions
+	prio    algo.Prioritizer
+	err     error
+	proxy   *proxy          // over a transport: the worker's actor (envs elsewhere)
+	enc     *encodedWeights // the proxy's weights messages
+	ws      *ReplayWorkers  // the driver's set (nil on a worker's host)
+	since   int64           // env steps since the last copy (SyncEvery)
+	held    *weights.Version
+	syncs   atomic.Int64 // weights messages taken
 	// slots: a slot worker (OffPolicySlotWorkers), one env, sampler and
 	// assembler per slot; total is the run's envs (the driver's step).
-	slots      bool
-	total      int
-	vecs       []env.Vector
-	samplers   []algo.Sampler
-	assemblers []algo.Assembler
+	slots     bool
+	total     int
+	vecs      []env.Vector
+	slotLoops []*rollout.Transitions
+	obs       []float32   // every slot's observation, slot order
+	out       *rowOutputs // the policy's outputs for them
+}
+
+// rowOutputs holds one batched forward pass of a slot worker's policy,
+// which each slot's loop samples its own row from.
+type rowOutputs struct {
+	width int
+	rows  []float32
+}
+
+// rowPolicy is a slot's Policy: its sampler on its row of the shared
+// forward pass.
+type rowPolicy struct {
+	out     *rowOutputs
+	row     int
+	sampler algo.Sampler
+}
+
+func (p *rowPolicy) Act(acts *algo.Acts, _ []float32, n int, step int64) error {
+	w := p.out.width
+	p.sampler.SampleTo(acts, p.out.rows[p.row*w:(p.row+1)*w], n, step)
+	return nil
+}
+
+// ResetEnv forwards an episode's end to a sampler with per-env state.
+func (p *rowPolicy) ResetEnv(i int) {
+	if r, ok := p.sampler.(algo.EnvResetter); ok {
+		r.ResetEnv(i)
+	}
 }
 
 // experience takes `steps` vector steps, claimed from the budget at once
@@ -371,29 +406,14 @@ func (w *replayWorker) produce(start int64) (Experience, error) {
 	tr := &sample.Transitions{}
 	var rep Report
 	for s := range w.steps {
-		step := start + int64(s*w.n)
-		w.out = w.policy.ForwardTo(grow(w.out, w.n*w.policy.OutDim()), w.obs, w.n)
-		w.sampler.SampleTo(&w.acts, w.out, w.n, step)
-		b, err := w.envs.Step(w.acts.EnvActions)
-		if err != nil {
-			return Experience{}, fmt.Errorf("flow: worker %d: %w", w.id, err)
-		}
 		e0 := len(tr.Episodes)
-		if err := w.assembler.Add(tr, w.obs, w.acts.Actions, b); err != nil {
-			return Experience{}, err
+		if err := w.loop.Step(start+int64(s*w.n), tr); err != nil {
+			return Experience{}, fmt.Errorf("flow: worker %d: %w", w.id, err)
 		}
 		rep.Steps += int64(w.n)
 		for _, e := range tr.Episodes[e0:] {
 			rep.Episodes = append(rep.Episodes, sample.Episode{Return: e.Return, Length: e.Length, At: int(rep.Steps)})
 		}
-		if rs, ok := w.sampler.(algo.EnvResetter); ok {
-			for i := range w.n {
-				if b.Done(i) {
-					rs.ResetEnv(i)
-				}
-			}
-		}
-		copy(w.obs, b.Obs)
 	}
 	tr.Version, tr.Worker = w.policy.Version(), w.id
 	if w.prio != nil && tr.N > 0 {
@@ -410,26 +430,15 @@ func (w *replayWorker) produce(start int64) (Experience, error) {
 func (w *replayWorker) produceSlots(start int64) (Experience, error) {
 	tr := &sample.Transitions{}
 	rep := Report{Steps: int64(w.n)}
-	od, wd := len(w.obs)/w.n, w.policy.OutDim()
-	w.out = w.policy.ForwardTo(grow(w.out, w.n*wd), w.obs, w.n)
-	for j, s := range w.samplers {
-		obs := w.obs[j*od : (j+1)*od]
-		s.SampleTo(&w.acts, w.out[j*wd:(j+1)*wd], 1, start)
-		b, err := w.vecs[j].Step(w.acts.EnvActions)
-		if err != nil {
-			return Experience{}, fmt.Errorf("flow: worker %d: %w", w.id, err)
-		}
+	w.out.rows = w.policy.ForwardTo(grow(w.out.rows, w.n*w.out.width), w.obs, w.n)
+	for _, loop := range w.slotLoops {
 		e0 := len(tr.Episodes)
-		if err := w.assemblers[j].Add(tr, obs, w.acts.Actions, b); err != nil {
-			return Experience{}, err
+		if err := loop.Step(start, tr); err != nil {
+			return Experience{}, fmt.Errorf("flow: worker %d: %w", w.id, err)
 		}
 		for _, e := range tr.Episodes[e0:] {
 			rep.Episodes = append(rep.Episodes, sample.Episode{Return: e.Return, Length: e.Length, At: w.n})
 		}
-		if rs, ok := s.(algo.EnvResetter); ok && b.Done(0) {
-			rs.ResetEnv(0)
-		}
-		copy(obs, b.Obs)
 	}
 	tr.Version, tr.Worker = w.policy.Version(), w.id
 	if w.prio != nil && tr.N > 0 {

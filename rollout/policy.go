@@ -24,6 +24,7 @@ type Inline struct {
 	Net     algo.PolicyNet
 	Sampler algo.Sampler
 	out     []float32
+	rows    []float32 // Values' rows, apart from Act's outputs
 }
 
 // NewInline returns the inline policy of net and sampler.
@@ -66,4 +67,26 @@ func grow(b []float32, n int) []float32 {
 		return make([]float32, n)
 	}
 	return b[:n]
+}
+
+// valuesTo is the optional method of networks that compute V(s) alone,
+// cheaper than whole rows (onpolicy's policy: the critic only).
+type valuesTo interface {
+	ValuesTo(dst, obs []float32, n int) []float32
+}
+
+// Values returns V(obs) for n observations in dst (grown as needed): from
+// the network's ValuesTo if it has one, else the last column of its rows
+// (the on-policy networks end every row with V(s)).
+func (p *Inline) Values(dst, obs []float32, n int) []float32 {
+	if v, ok := p.Net.(valuesTo); ok {
+		return v.ValuesTo(grow(dst, n), obs, n)
+	}
+	width := p.Net.OutDim()
+	p.rows = p.Net.ForwardTo(grow(p.rows, n*width), obs, n)
+	dst = grow(dst, n)
+	for i := range n {
+		dst[i] = p.rows[(i+1)*width-1]
+	}
+	return dst
 }

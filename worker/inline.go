@@ -20,7 +20,6 @@ type inlineCopy struct {
 	slot   int
 	pol    algo.PolicyNet
 	params transport.ParamService
-	out    []float32
 }
 
 // newInlineCopy builds the copy and waits for the learner's first weights
@@ -77,13 +76,6 @@ func (c *inlineCopy) known() uint64 { return max(c.params.Announced(), c.pol.Ver
 
 // version is the number of the weights the copy holds.
 func (c *inlineCopy) version() uint64 { return c.pol.Version() }
-
-// forward returns the copy's outputs for n rows of obs, in a buffer of its
-// own that the next call reuses.
-func (c *inlineCopy) forward(obs []float32, n int) []float32 {
-	c.out = c.pol.ForwardTo(grow(c.out, n*c.pol.OutDim()), obs, n)
-	return c.out
-}
 
 // infer answers r as a policy worker would (Out and WeightsVersion), with
 // the copy: the on-policy env worker's inference under inline mode.

@@ -8,6 +8,7 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/rollout"
 	"herd/sample"
 	"herd/transport"
 )
@@ -103,22 +104,22 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 	if err != nil {
 		return err
 	}
-	batch, err := cfg.Envs.Reset(int64(rng.Derive(cfg.Seed, envStream, cfg.Slot) >> 1))
+	loop, err := rollout.NewTransitions(cfg.Envs, rollout.NewInline(pol.pol, s), asm)
 	if err != nil {
-		return fmt.Errorf("worker: env worker %d: reset: %w", cfg.Slot, err)
+		return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
 	}
-	obs := append([]float32(nil), batch.Obs...)
-	resetter, _ := s.(algo.EnvResetter)
+	if err := loop.Reset(int64(rng.Derive(cfg.Seed, envStream, cfg.Slot) >> 1)); err != nil {
+		return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
+	}
 	prog := cfg.Resume
 	var (
-		acts  algo.Acts
 		tr    sample.Transitions
 		buf   []byte
 		local = prog.Steps
 		since int
 	)
 	for k := 0; cfg.Chunks == 0 || k < cfg.Chunks; k++ {
-		clearTransitions(&tr)
+		rollout.ClearTransitions(&tr)
 		tr.Worker, tr.Version = cfg.Slot, pol.version()
 		for range cfg.Chunk {
 			if since >= cfg.RefreshEvery {
@@ -127,23 +128,10 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 					return err
 				}
 			}
-			s.SampleTo(&acts, pol.forward(obs, n), n, local*cfg.StepScale)
-			b, err := cfg.Envs.Step(acts.EnvActions)
-			if err != nil {
+			// The loop appends: the chunk's transitions accumulate in tr.
+			if err := loop.Step(local*cfg.StepScale, &tr); err != nil {
 				return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
 			}
-			// The assembler appends: the chunk's transitions accumulate in tr.
-			if err := asm.Add(&tr, obs, acts.Actions, b); err != nil {
-				return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
-			}
-			if resetter != nil {
-				for i := range n {
-					if b.Done(i) {
-						resetter.ResetEnv(i)
-					}
-				}
-			}
-			copy(obs, b.Obs)
 			local += int64(n)
 			since += n
 			if met != nil {
@@ -172,12 +160,6 @@ func RunOffEnv(ctx context.Context, cfg OffEnvConfig, pieces *algo.Pieces, param
 		}
 	}
 	return nil
-}
-
-func clearTransitions(tr *sample.Transitions) {
-	tr.N = 0
-	tr.Obs, tr.Actions, tr.Rewards, tr.NextObs = tr.Obs[:0], tr.Actions[:0], tr.Rewards[:0], tr.NextObs[:0]
-	tr.Discounts, tr.Dones, tr.Priorities, tr.Episodes = tr.Discounts[:0], tr.Dones[:0], tr.Priorities[:0], tr.Episodes[:0]
 }
 
 // OffLearnerConfig configures the off-policy learner.

@@ -10,6 +10,7 @@ import (
 	"herd/env"
 	"herd/flow"
 	"herd/internal/rng"
+	"herd/rollout"
 	"herd/sample"
 )
 
@@ -117,7 +118,7 @@ func readsLogProbs(t *testing.T, h algo.Header, cfg algo.Config, sp algo.Spaces,
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := algo.NewSegmentWorker(0, envs, pol, smp, 0.99)
+	w := rollout.NewSegments(0, envs, rollout.NewInline(pol, smp), 0.99)
 	if err := w.Reset(1); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
+	"herd/rollout"
 	"herd/sample"
 )
 
@@ -80,7 +81,7 @@ func BenchmarkPPOCollect(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w := algo.NewSegmentWorker(0, envs, policy, sampler, 0.99)
+	w := rollout.NewSegments(0, envs, rollout.NewInline(policy, sampler), 0.99)
 	if err := w.Reset(1); err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
+	"herd/rollout"
 	"herd/sample"
 )
 
@@ -227,7 +228,7 @@ func TestFollowMatchesVersions(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		w := algo.NewSegmentWorker(0, envs, policy, s, cfg.Gamma)
+		w := rollout.NewSegments(0, envs, rollout.NewInline(policy, s), cfg.Gamma)
 		if err := w.Reset(1); err != nil {
 			t.Fatal(err)
 		}

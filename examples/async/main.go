@@ -21,6 +21,7 @@ import (
 	"herd/algo/ppo"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/rollout"
 	"herd/sample"
 	"herd/weights"
 )
@@ -77,7 +78,7 @@ func run(ctx context.Context, w io.Writer, seed uint64, steps int64, k int) (flo
 	// The actor: an env worker whose policy follows the store.
 	go func() {
 		defer close(segs)
-		worker := algo.NewSegmentWorker(0, envs, policy, sampler, cfg.Gamma)
+		worker := rollout.NewSegments(0, envs, rollout.NewInline(policy, sampler), cfg.Gamma)
 		err := worker.Reset(int64(seed))
 		for i := 0; err == nil && i < iterations; i++ {
 			if v := store.Latest(); v.N != policy.Version() {

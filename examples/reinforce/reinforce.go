@@ -12,6 +12,7 @@ import (
 	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
+	"herd/rollout"
 	"herd/sample"
 	"herd/weights"
 )
@@ -381,7 +382,7 @@ func Train(ctx context.Context, rt *algo.Runtime, c algo.Config) (algo.Model, er
 	}
 	m := sl.(algo.Modeler).Model()
 	rt.Track(m)
-	w := algo.NewSegmentWorker(0, envs, pol, smp, cfg.Gamma)
+	w := rollout.NewSegments(0, envs, rollout.NewInline(pol, smp), cfg.Gamma)
 	if err := w.Reset(int64(h.Seed)); err != nil {
 		return nil, err
 	}
@@ -401,7 +402,7 @@ func Train(ctx context.Context, rt *algo.Runtime, c algo.Config) (algo.Model, er
 		if err := pol.SetWeights(sl.Weights()); err != nil {
 			return m, err
 		}
-		step = algo.LogEpisodes(rt.Log, seg, step)
+		step = rollout.LogEpisodes(rt.Log, seg, step)
 		for _, s := range stats {
 			rt.Log.Scalar(s.Name, s.Value)
 		}

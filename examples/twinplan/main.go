@@ -38,6 +38,7 @@ import (
 	"herd/env"
 	"herd/flow"
 	"herd/internal/rng"
+	"herd/rollout"
 	"herd/sample"
 	"herd/weights"
 )
@@ -138,7 +139,7 @@ type worker struct {
 	actor  *flow.Actor
 	parts  []env.Vector
 	nets   []algo.PolicyNet
-	sws    []*algo.SegmentWorker
+	sws    []*rollout.Segments
 	pols   []*policy
 	T      int
 	rounds int64
@@ -182,7 +183,7 @@ func newWorkers(r *flow.Run, c *twin, pols []*policy) ([]*worker, error) {
 				return nil, err
 			}
 			w.nets = append(w.nets, net)
-			w.sws = append(w.sws, algo.NewSegmentWorker(i, parts[k], net, s, p.gamma))
+			w.sws = append(w.sws, rollout.NewSegments(i, parts[k], rollout.NewInline(net, s), p.gamma))
 		}
 		if err := w.both(func(k int) error { return w.sws[k].Reset(int64(rng.Derive(r.Header.Seed, "twin/env", i) >> 1)) }); err != nil {
 			return nil, err

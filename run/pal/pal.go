@@ -10,6 +10,7 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/rollout"
 	"herd/sample"
 	"herd/weights"
 )
@@ -400,23 +401,20 @@ func (l *limiter) consume(step int64) {
 	l.cond.Broadcast()
 }
 
-// actor is an env worker with an inline policy copy.
+// actor is an env worker with an inline policy copy: the one off-policy
+// env-step loop, fed by the limiter's steps and storing into the shared
+// replay.
 type actor struct {
-	id        int
-	seed      uint64
-	envs      env.Vector
-	n, obsDim int
-	policy    algo.PolicyNet
-	sampler   algo.Sampler
-	assembler algo.Assembler
-	rb        algo.Replay
-	prio      algo.Prioritizer // nil: transitions enter at the max priority
-	store     *weights.Store
-	refresh   int
-
-	obs, out []float32
-	acts     algo.Acts
-	tr       sample.Transitions
+	id      int
+	seed    uint64
+	n       int
+	loop    *rollout.Transitions
+	policy  algo.PolicyNet
+	rb      algo.Replay
+	prio    algo.Prioritizer // nil: transitions enter at the max priority
+	store   *weights.Store
+	refresh int
+	tr      sample.Transitions
 }
 
 func newActor(id int, seed uint64, envs env.Vector, p *algo.Pieces, rb algo.Replay, store *weights.Store, refresh int) (*actor, error) {
@@ -439,19 +437,19 @@ func newActor(id int, seed uint64, envs env.Vector, p *algo.Pieces, rb algo.Repl
 			return nil, err
 		}
 	}
-	d := envs.ObservationSpace().Dim()
-	return &actor{id: id, seed: seed, envs: envs, n: n, obsDim: d, policy: pol, sampler: s, assembler: asm, rb: rb,
-		prio: prio, store: store, refresh: refresh, obs: make([]float32, n*d), out: make([]float32, n*pol.OutDim())}, nil
+	loop, err := rollout.NewTransitions(envs, rollout.NewInline(pol, s), asm)
+	if err != nil {
+		return nil, err
+	}
+	return &actor{id: id, seed: seed, n: n, loop: loop, policy: pol, rb: rb, prio: prio, store: store, refresh: refresh}, nil
 }
 
 // run steps the envs until the limiter hands out no more steps.
 func (a *actor) run(ctx context.Context, lim *limiter, log algo.Logger) error {
 	// Every env of every actor gets its own reset seed.
-	batch, err := a.envs.Reset(int64((a.seed + uint64(a.id*a.n)) & (1<<63 - 1)))
-	if err != nil {
+	if err := a.loop.Reset(int64((a.seed + uint64(a.id*a.n)) & (1<<63 - 1))); err != nil {
 		return fmt.Errorf("pal: actor %d: %w", a.id, err)
 	}
-	copy(a.obs, batch.Obs)
 	var sinceRefresh int
 	for {
 		start, ok := lim.reserve(int64(a.n))
@@ -466,13 +464,8 @@ func (a *actor) run(ctx context.Context, lim *limiter, log algo.Logger) error {
 				}
 			}
 		}
-		a.sampler.SampleTo(&a.acts, a.policy.ForwardTo(a.out, a.obs, a.n), a.n, start)
-		batch, err := a.envs.Step(a.acts.EnvActions)
-		if err != nil {
-			return fmt.Errorf("pal: actor %d: %w", a.id, err)
-		}
-		clearTransitions(&a.tr)
-		if err := a.assembler.Add(&a.tr, a.obs, a.acts.Actions, batch); err != nil {
+		rollout.ClearTransitions(&a.tr)
+		if err := a.loop.Step(start, &a.tr); err != nil {
 			return fmt.Errorf("pal: actor %d: %w", a.id, err)
 		}
 		if a.prio != nil {
@@ -488,24 +481,9 @@ func (a *actor) run(ctx context.Context, lim *limiter, log algo.Logger) error {
 		for _, e := range a.tr.Episodes {
 			log.Episode(start+int64(a.n), e.Return, e.Length)
 		}
-		if r, ok := a.sampler.(algo.EnvResetter); ok {
-			for i := range a.n {
-				if batch.Done(i) {
-					r.ResetEnv(i)
-				}
-			}
-		}
-		copy(a.obs, batch.Obs)
 		sinceRefresh += a.n
 		lim.commit(int64(a.n))
 	}
-}
-
-// clearTransitions empties tr, keeping its capacity.
-func clearTransitions(tr *sample.Transitions) {
-	tr.N = 0
-	tr.Obs, tr.Actions, tr.Rewards, tr.NextObs = tr.Obs[:0], tr.Actions[:0], tr.Rewards[:0], tr.NextObs[:0]
-	tr.Discounts, tr.Dones, tr.Priorities, tr.Episodes = tr.Discounts[:0], tr.Dones[:0], tr.Priorities[:0], tr.Episodes[:0]
 }
 
 type learnResult struct {

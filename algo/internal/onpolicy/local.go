@@ -6,6 +6,7 @@ import (
 
 	"herd/algo"
 	"herd/internal/rng"
+	"herd/rollout"
 	"herd/sample"
 )
 
@@ -76,7 +77,7 @@ func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, lc Local, pi
 	}
 
 	// The env worker and its segment (storage).
-	worker := algo.NewSegmentWorker(0, envs, policy, sampler, lc.Gamma)
+	worker := rollout.NewSegments(0, envs, rollout.NewInline(policy, sampler), lc.Gamma)
 	seg := sample.NewSegment(lc.NumSteps, lc.NumEnvs, agent.ObsDim, agent.ActDim)
 	if err := worker.Reset(envSeed); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -92,7 +93,7 @@ func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, lc Local, pi
 		if err := worker.Collect(seg); err != nil {
 			return agent, fmt.Errorf("%s: %w", name, err)
 		}
-		globalStep = algo.LogEpisodes(rt.Log, seg, globalStep)
+		globalStep = rollout.LogEpisodes(rt.Log, seg, globalStep)
 
 		// Learn: advantages, then the algorithm's update (the next
 		// rollout acts with the new weights).

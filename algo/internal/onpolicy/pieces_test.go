@@ -10,6 +10,7 @@ import (
 	"herd/env"
 	"herd/internal/rng"
 	"herd/nn"
+	"herd/rollout"
 	"herd/sample"
 	"herd/weights"
 )
@@ -260,7 +261,7 @@ func TestSegmentWorkerBootstrapsTruncation(t *testing.T) {
 		t.Fatal(err)
 	}
 	const gamma = 0.9
-	w := algo.NewSegmentWorker(2, envs, p, s, gamma)
+	w := rollout.NewSegments(2, envs, rollout.NewInline(p, s), gamma)
 	seg := sample.NewSegment(6, 1, 1, 1)
 	if err := w.Collect(seg); err == nil {
 		t.Fatal("Collect before Reset: want an error")
@@ -284,7 +285,7 @@ func TestSegmentWorkerBootstrapsTruncation(t *testing.T) {
 		t.Fatalf("next obs %v, last value %v", seg.NextObs, seg.LastValues)
 	}
 	log := &episodeLog{Logger: algo.Discard()}
-	if step := algo.LogEpisodes(log, seg, 100); step != 106 || !slices.Equal(log.steps, []int64{103, 106}) {
+	if step := rollout.LogEpisodes(log, seg, 100); step != 106 || !slices.Equal(log.steps, []int64{103, 106}) {
 		t.Fatalf("global step %d, episodes logged at %v; want 106 and [103 106]", step, log.steps)
 	}
 	if err := w.Collect(sample.NewSegment(6, 2, 1, 1)); err == nil {
@@ -293,7 +294,7 @@ func TestSegmentWorkerBootstrapsTruncation(t *testing.T) {
 	// A policy without ValuesTo: the worker reads V(s) off the rows, with
 	// the same bits.
 	s2, _ := NewSampler(sp, rng.New(1, "test/act", 0))
-	w2 := algo.NewSegmentWorker(2, newChain(), struct{ algo.PolicyNet }{p}, s2, gamma)
+	w2 := rollout.NewSegments(2, newChain(), rollout.NewInline(struct{ algo.PolicyNet }{p}, s2), gamma)
 	seg2 := sample.NewSegment(6, 1, 1, 1)
 	if err := w2.Reset(0); err != nil {
 		t.Fatal(err)

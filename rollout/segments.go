@@ -1,0 +1,142 @@
+package rollout
+
+import (
+	"fmt"
+
+	"herd/algo"
+	"herd/env"
+	"herd/sample"
+)
+
+// Segments is the on-policy env-step loop: it steps a vector of envs with
+// a Policy whose acts carry log π(a|s) and V(s) (algo.Acts.LogProbs,
+// Values) and fills sample.Segments. Per step t it copies the
+// observations into the segment, acts, steps the envs and records rewards
+// and dones, with the two bootstraps:
+//
+//   - truncation: when env i's episode was cut by a time limit (truncated,
+//     not terminated), the envs have already reset it, so its reward
+//     becomes r + γ·V(final observation) (Pardo et al. 2018, "Time Limits
+//     in Reinforcement Learning"); Dones marks the step, so GAE does not
+//     look across the reset. A terminated episode gets no bootstrap.
+//   - the segment's end: NextObs holds the observations after the last
+//     step and LastValues = V(NextObs).
+//
+// V comes from the policy's Values method (Valuer). Episodes that ended
+// are recorded in the segment (At = the step index), and a policy with
+// per-env state is told where one ended (EnvResetter).
+//
+// Per step, Collect does not allocate once its buffers have grown; per
+// segment it allocates a little to check the segment. Not safe for
+// concurrent use.
+type Segments struct {
+	envs   env.Vector
+	policy Valuer
+	gamma  float32
+	id     int
+
+	obs   []float32 // the observations the policy acts on next
+	acts  algo.Acts
+	final []float32 // bootstrap values
+	steps int64     // env steps taken, for the policy's schedules
+}
+
+// Valuer is a Policy that also gives V(s) for n observations (into dst,
+// grown as needed), for the bootstraps.
+type Valuer interface {
+	Policy
+	Values(dst, obs []float32, n int) []float32
+}
+
+// versioner is a policy that knows the version of the weights it acts
+// with, which Collect records in each segment.
+type versioner interface{ Version() uint64 }
+
+// NewSegments returns env worker id's loop stepping envs with policy,
+// bootstrapping truncations with discount gamma. Reset it before the
+// first Collect.
+func NewSegments(id int, envs env.Vector, policy Valuer, gamma float32) *Segments {
+	return &Segments{envs: envs, policy: policy, gamma: gamma, id: id}
+}
+
+// Reset resets the envs with seed and keeps the first observations.
+func (w *Segments) Reset(seed int64) error {
+	b, err := w.envs.Reset(seed)
+	if err != nil {
+		return fmt.Errorf("rollout: reset: %w", err)
+	}
+	w.obs = append(w.obs[:0], b.Obs...)
+	return nil
+}
+
+// Collect fills seg with seg.T steps of every env (seg.N must be the number
+// of envs) acting with the policy's current weights, whose version it
+// records.
+func (w *Segments) Collect(seg *sample.Segment) error {
+	n, od, ad := seg.N, seg.ObsDim, seg.ActDim
+	if err := seg.Check(); err != nil {
+		return err
+	}
+	if w.obs == nil || n != w.envs.NumEnvs() || n*od != len(w.obs) {
+		return fmt.Errorf("rollout: collect: segment of %d envs × %d obs for %d envs × %d (Reset first)",
+			n, od, w.envs.NumEnvs(), len(w.obs)/max(w.envs.NumEnvs(), 1))
+	}
+	seg.Worker, seg.Episodes = w.id, seg.Episodes[:0]
+	if v, ok := w.policy.(versioner); ok {
+		seg.Version = v.Version()
+	}
+	resetter, _ := w.policy.(EnvResetter)
+	for t := range seg.T {
+		row := t * n
+		copy(seg.Obs[row*od:(row+n)*od], w.obs)
+		if err := w.policy.Act(&w.acts, w.obs, n, w.steps); err != nil {
+			return err
+		}
+		if len(w.acts.Actions) != n*ad || len(w.acts.LogProbs) != n || len(w.acts.Values) != n {
+			return fmt.Errorf("rollout: collect: the policy gave %d action values, %d log-probs and %d values for %d envs × %d",
+				len(w.acts.Actions), len(w.acts.LogProbs), len(w.acts.Values), n, ad)
+		}
+		copy(seg.Actions[row*ad:(row+n)*ad], w.acts.Actions)
+		copy(seg.LogProbs[row:row+n], w.acts.LogProbs)
+		copy(seg.Values[row:row+n], w.acts.Values)
+		b, err := w.envs.Step(w.acts.EnvActions)
+		if err != nil {
+			return fmt.Errorf("rollout: step: %w", err)
+		}
+		w.steps += int64(n)
+		for i := range n {
+			k := row + i
+			seg.Rewards[k] = b.Rewards[i]
+			seg.Dones[k] = 0
+			if !b.Done(i) {
+				continue
+			}
+			seg.Dones[k] = 1
+			if b.Truncated[i] && !b.Terminated[i] {
+				w.final = w.policy.Values(w.final, b.FinalObsRow(i), 1)
+				seg.Rewards[k] += w.gamma * w.final[0]
+			}
+			if b.Infos[i].HasEpisode {
+				ep := b.Infos[i].Episode
+				seg.Episodes = append(seg.Episodes, sample.Episode{Return: ep.Return, Length: ep.Length, At: t})
+			}
+			if resetter != nil {
+				resetter.ResetEnv(i)
+			}
+		}
+		copy(w.obs, b.Obs)
+	}
+	copy(seg.NextObs, w.obs)
+	copy(seg.LastValues, w.policy.Values(w.final, w.obs, n))
+	return nil
+}
+
+// LogEpisodes reports seg's episodes to log at the global steps they ended,
+// given the global step before the segment (one step = N env steps), and
+// returns the global step after it.
+func LogEpisodes(log algo.Logger, seg *sample.Segment, globalStep int64) int64 {
+	for _, e := range seg.Episodes {
+		log.Episode(globalStep+int64(e.At+1)*int64(seg.N), e.Return, e.Length)
+	}
+	return globalStep + int64(seg.T)*int64(seg.N)
+}
