@@ -74,3 +74,19 @@ func (v *SyncVector) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// NewSyncVectorOf is a SyncVector over envs the caller built and reset
+// one by one (each with a seed of its own); the vector owns them from
+// here and closes them. They must share their spaces.
+func NewSyncVectorOf(envs []Env) (*SyncVector, error) {
+	if len(envs) == 0 {
+		return nil, fmt.Errorf("%w: a vector of no envs", ErrInvalidOption)
+	}
+	o, a := envs[0].ObservationSpace(), envs[0].ActionSpace()
+	for i, e := range envs[1:] {
+		if e.ObservationSpace().Dim() != o.Dim() || e.ActionSpace().Dim() != a.Dim() {
+			return nil, fmt.Errorf("%w: env %d has spaces %v, %v; env 0 %v, %v", ErrInvalidOption, i+1, e.ObservationSpace(), e.ActionSpace(), o, a)
+		}
+	}
+	return &SyncVector{envs: envs, obs: o, act: a, batch: newBatch(len(envs), o.Dim())}, nil
+}

@@ -8,6 +8,7 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/rollout"
 	"herd/sample"
 	"herd/weights"
 )
@@ -108,29 +109,33 @@ func (ws *Workers) UpdateWeights(k int, v *weights.Version) {
 
 // worker is one env worker's state; only its actor touches it.
 type worker struct {
-	r                      *Run
-	id, lo, hi, T          int
-	obsDim, actDim, outDim int
-	gamma                  float32
-	envs                   []env.Env
-	samplers               []algo.Sampler
-	policy                 algo.PolicyNet
-	version                *weights.Version // the weights the policy holds (nil: the initial ones)
-	pending                *weights.Version // over a transport: weights to send with the next segment call
-	err                    error            // a failed weight update, reported by the next item
-	obs, out, v            []float32
-	acts                   algo.Acts
-	steps                  int64           // env steps taken (the samplers' schedule step)
-	made                   int64           // segments claimed
-	inc                    uint64          // which start of the worker this is (0, 1: the first)
-	learner                GradientLearner // built on first ComputeGradients
-	proxy                  *proxy          // over a transport: the worker's actor (envs elsewhere)
-	enc                    *encodedWeights // the proxy's weights messages
+	r              *Run
+	id, lo, hi, T  int
+	obsDim, actDim int
+	gamma          float32
+	envs           []env.Env  // until init hands them to loop's vector
+	vec            env.Vector // the worker's envs (nil over a transport)
+	loop           *rollout.Segments
+	policy         algo.PolicyNet
+	version        *weights.Version // the weights the policy holds (nil: the initial ones)
+	pending        *weights.Version // over a transport: weights to send with the next segment call
+	err            error            // a failed weight update, reported by the next item
+	obs            []float32
+	steps          int64           // env steps taken (the samplers' schedule step)
+	made           int64           // segments claimed
+	inc            uint64          // which start of the worker this is (0, 1: the first)
+	learner        GradientLearner // built on first ComputeGradients
+	proxy          *proxy          // over a transport: the worker's actor (envs elsewhere)
+	enc            *encodedWeights // the proxy's weights messages
 }
 
 func (w *worker) close() {
-	for _, e := range w.envs {
-		e.Close()
+	if w.vec != nil {
+		w.vec.Close()
+	} else {
+		for _, e := range w.envs {
+			e.Close()
+		}
 	}
 	if w.learner != nil {
 		w.learner.Close()
@@ -144,10 +149,10 @@ func (w *worker) init() error {
 	if w.policy, err = pc.NewPolicy(); err != nil {
 		return err
 	}
-	w.outDim = w.policy.OutDim()
 	n := w.hi - w.lo
 	w.obs = make([]float32, n*w.obsDim)
 	actStream, envStream := streams(w.inc)
+	var samplers []algo.Sampler
 	for j := range n {
 		slot := w.lo + j
 		e, err := env.Make(h.Env, env.WithEpisodeStatistics())
@@ -159,13 +164,22 @@ func (w *worker) init() error {
 		if err != nil {
 			return err
 		}
-		w.samplers = append(w.samplers, s)
+		samplers = append(samplers, s)
+		// Each env's reset seed comes from its slot, so the envs do not
+		// depend on how slots are spread over workers.
 		o, _, err := e.Reset(int64(rng.Derive(h.Seed, envStream, slot) >> 1))
 		if err != nil {
 			return fmt.Errorf("flow: reset env %d: %w", slot, err)
 		}
 		copy(w.obs[j*w.obsDim:], o)
 	}
+	vec, err := env.NewSyncVectorOf(w.envs)
+	if err != nil {
+		return err
+	}
+	w.vec = vec
+	w.loop = rollout.NewSegments(w.id, vec, rollout.NewSlots(w.policy, samplers), w.gamma)
+	w.loop.Start(w.obs)
 	return nil
 }
 
@@ -218,50 +232,17 @@ func (w *worker) segment() (*sample.Segment, error) {
 	return w.produce()
 }
 
-// produce makes the segment of steps already claimed.
+// produce makes the segment of steps already claimed: the on-policy loop
+// with one batched forward pass per step and each env's own sampler on its
+// row (rows are bit-independent of the batch), so the samples do not
+// depend on how slots are spread over workers.
 func (w *worker) produce() (*sample.Segment, error) {
-	n, od, ad, wd := w.hi-w.lo, w.obsDim, w.actDim, w.outDim
-	seg := sample.NewSegment(w.T, n, od, ad)
-	seg.Version, seg.Worker = w.policy.Version(), w.id
-	for t := range w.T {
-		row := t * n
-		copy(seg.Obs[row*od:(row+n)*od], w.obs)
-		w.out = w.policy.ForwardTo(grow(w.out, n*wd), w.obs, n)
-		for j, e := range w.envs {
-			k := row + j
-			a := &w.acts
-			w.samplers[j].SampleTo(a, w.out[j*wd:(j+1)*wd], 1, w.steps)
-			copy(seg.Actions[k*ad:(k+1)*ad], a.Actions)
-			seg.LogProbs[k], seg.Values[k] = a.LogProbs[0], a.Values[0]
-			o, rew, term, trunc, info, err := e.Step(a.EnvActions)
-			if err != nil {
-				return nil, fmt.Errorf("flow: env %d: %w", w.lo+j, err)
-			}
-			seg.Rewards[k] = float32(rew)
-			if term || trunc {
-				seg.Dones[k] = 1
-				if trunc && !term {
-					// Bootstrap the time limit from the true final
-					// observation with the behaviour policy's value.
-					w.v = w.policy.ForwardTo(grow(w.v, wd), o, 1)
-					seg.Rewards[k] += w.gamma * w.v[wd-1]
-				}
-				if info.HasEpisode {
-					seg.Episodes = append(seg.Episodes, sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t})
-				}
-				if o, _, err = e.Reset(env.NoSeed); err != nil {
-					return nil, fmt.Errorf("flow: reset env %d: %w", w.lo+j, err)
-				}
-			}
-			copy(w.obs[j*od:(j+1)*od], o)
-		}
-		w.steps += int64(n)
+	seg := sample.NewSegment(w.T, w.hi-w.lo, w.obsDim, w.actDim)
+	w.loop.Steps = w.steps
+	if err := w.loop.Collect(seg); err != nil {
+		return nil, fmt.Errorf("flow: worker %d: %w", w.id, err)
 	}
-	copy(seg.NextObs, w.obs)
-	w.out = w.policy.ForwardTo(grow(w.out, n*wd), w.obs, n)
-	for j := range n {
-		seg.LastValues[j] = w.out[(j+1)*wd-1] // on-policy rows end with V(s)
-	}
+	w.steps = w.loop.Steps
 	return seg, nil
 }
 

@@ -90,3 +90,47 @@ func (p *Inline) Values(dst, obs []float32, n int) []float32 {
 	}
 	return dst
 }
+
+// Slots is the Policy of one network and a sampler per env: one batched
+// forward pass, then env j's own sampler on row j. Each env's draws come
+// from its own stream, so the actions do not depend on how envs are
+// spread over workers (the dataflow plans' same bits for any worker
+// count).
+type Slots struct {
+	*Inline
+	samplers []algo.Sampler
+	one      algo.Acts
+}
+
+// NewSlots returns the policy of net with samplers[j] for env j.
+func NewSlots(net algo.PolicyNet, samplers []algo.Sampler) *Slots {
+	return &Slots{Inline: &Inline{Net: net}, samplers: samplers}
+}
+
+// Act runs the network on all n observations and samples row j with
+// sampler j.
+func (p *Slots) Act(acts *algo.Acts, obs []float32, n int, step int64) error {
+	if n != len(p.samplers) {
+		return fmt.Errorf("rollout: %d observations for %d samplers", n, len(p.samplers))
+	}
+	w := p.Net.OutDim()
+	p.out = p.Net.ForwardTo(grow(p.out, n*w), obs, n)
+	acts.Actions, acts.EnvActions = acts.Actions[:0], acts.EnvActions[:0]
+	acts.LogProbs, acts.Values = acts.LogProbs[:0], acts.Values[:0]
+	for j, s := range p.samplers {
+		s.SampleTo(&p.one, p.out[j*w:(j+1)*w], 1, step)
+		acts.Actions = append(acts.Actions, p.one.Actions...)
+		acts.EnvActions = append(acts.EnvActions, p.one.EnvActions...)
+		acts.LogProbs = append(acts.LogProbs, p.one.LogProbs...)
+		acts.Values = append(acts.Values, p.one.Values...)
+	}
+	return nil
+}
+
+// ResetEnv forwards an episode's end to env i's sampler, when it keeps
+// per-env state.
+func (p *Slots) ResetEnv(i int) {
+	if r, ok := p.samplers[i].(algo.EnvResetter); ok {
+		r.ResetEnv(0)
+	}
+}

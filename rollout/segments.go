@@ -38,7 +38,9 @@ type Segments struct {
 	obs   []float32 // the observations the policy acts on next
 	acts  algo.Acts
 	final []float32 // bootstrap values
-	steps int64     // env steps taken, for the policy's schedules
+	// Steps counts the env steps taken, the step the policy's schedules
+	// read; an executor that moves a worker's state elsewhere carries it.
+	Steps int64
 }
 
 // Valuer is a Policy that also gives V(s) for n observations (into dst,
@@ -69,6 +71,12 @@ func (w *Segments) Reset(seed int64) error {
 	return nil
 }
 
+// Start begins from observations the caller's own resets gave (N ×
+// observation size, copied), in place of Reset.
+func (w *Segments) Start(obs []float32) {
+	w.obs = append(w.obs[:0], obs...)
+}
+
 // Collect fills seg with seg.T steps of every env (seg.N must be the number
 // of envs) acting with the policy's current weights, whose version it
 // records.
@@ -89,7 +97,7 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 	for t := range seg.T {
 		row := t * n
 		copy(seg.Obs[row*od:(row+n)*od], w.obs)
-		if err := w.policy.Act(&w.acts, w.obs, n, w.steps); err != nil {
+		if err := w.policy.Act(&w.acts, w.obs, n, w.Steps); err != nil {
 			return err
 		}
 		if len(w.acts.Actions) != n*ad || len(w.acts.LogProbs) != n || len(w.acts.Values) != n {
@@ -103,7 +111,7 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 		if err != nil {
 			return fmt.Errorf("rollout: step: %w", err)
 		}
-		w.steps += int64(n)
+		w.Steps += int64(n)
 		for i := range n {
 			k := row + i
 			seg.Rewards[k] = b.Rewards[i]
