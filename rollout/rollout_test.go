@@ -1,0 +1,245 @@
+package rollout_test
+
+import (
+	"strings"
+	"testing"
+
+	"herd/algo"
+	"herd/env"
+	"herd/rollout"
+	"herd/sample"
+)
+
+// alternate is a test policy: env i takes action (i + step/n) mod 2, with
+// log-prob −1 and value 0.5; it records the per-env resets it is told of.
+type alternate struct {
+	resets []int
+	short  bool // give one action too few
+}
+
+func (p *alternate) Act(acts *algo.Acts, _ []float32, n int, step int64) error {
+	m := n
+	if p.short {
+		m--
+	}
+	acts.Actions, acts.EnvActions = acts.Actions[:0], acts.EnvActions[:0]
+	acts.LogProbs, acts.Values = acts.LogProbs[:0], acts.Values[:0]
+	for i := range m {
+		a := float32((int64(i) + step/int64(n)) % 2)
+		acts.Actions = append(acts.Actions, a)
+		acts.EnvActions = append(acts.EnvActions, a)
+		acts.LogProbs = append(acts.LogProbs, -1)
+		acts.Values = append(acts.Values, 0.5)
+	}
+	return nil
+}
+
+func (p *alternate) ResetEnv(i int) { p.resets = append(p.resets, i) }
+
+func (p *alternate) Values(dst, _ []float32, n int) []float32 {
+	dst = dst[:0]
+	for range n {
+		dst = append(dst, 0.5)
+	}
+	return dst
+}
+
+// oneStep is a 1-step assembler: (s, a, r, s') per env, s' the final
+// observation where an episode ended.
+type oneStep struct{}
+
+func (oneStep) Add(dst *sample.Transitions, obs, actions []float32, b *env.Batch) error {
+	d := b.ObsDim
+	dst.ObsDim, dst.ActDim = d, 1
+	for i := range len(b.Rewards) {
+		next := b.Obs[i*d : (i+1)*d]
+		if b.Done(i) {
+			next = b.FinalObsRow(i)
+			if b.Infos[i].HasEpisode {
+				dst.Episodes = append(dst.Episodes, sample.Episode{Return: b.Infos[i].Episode.Return, Length: b.Infos[i].Episode.Length})
+			}
+		}
+		done := float32(0)
+		if b.Terminated[i] {
+			done = 1
+		}
+		dst.Obs = append(dst.Obs, obs[i*d:(i+1)*d]...)
+		dst.Actions = append(dst.Actions, actions[i])
+		dst.Rewards = append(dst.Rewards, b.Rewards[i])
+		dst.NextObs = append(dst.NextObs, next...)
+		dst.Discounts = append(dst.Discounts, 0.99)
+		dst.Dones = append(dst.Dones, done)
+		dst.N++
+	}
+	return nil
+}
+
+func cartPoles(t testing.TB, n int) env.Vector {
+	v, err := env.MakeVector("CartPole-v1", n, env.Sync, env.WithEpisodeStatistics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close() })
+	return v
+}
+
+// TestTransitionsStep: every Step appends one transition per env (1-step
+// assembler), s' is the final observation where an episode ended, the
+// policy hears of exactly the envs whose episodes ended, and the episodes
+// are in the batch.
+func TestTransitionsStep(t *testing.T) {
+	const n = 3
+	envs := cartPoles(t, n)
+	asm := oneStep{}
+	p := &alternate{}
+	loop, err := rollout.NewTransitions(envs, p, asm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := loop.Reset(7); err != nil {
+		t.Fatal(err)
+	}
+	var tr sample.Transitions
+	var dones, episodes int
+	for s := range 200 {
+		rollout.ClearTransitions(&tr)
+		prev := append([]float32(nil), loop.Obs...)
+		before := len(p.resets)
+		if err := loop.Step(int64(s*n), &tr); err != nil {
+			t.Fatal(err)
+		}
+		if tr.N != n {
+			t.Fatalf("step %d: %d transitions, want %d", s, tr.N, n)
+		}
+		b := loop.Batch
+		var want []int
+		for i := range n {
+			if b.Done(i) {
+				want = append(want, i)
+				if tr.NextObs[i*4] != b.FinalObsRow(i)[0] {
+					t.Fatalf("step %d env %d: s' %v, want the final observation %v", s, i, tr.NextObs[i*4:i*4+4], b.FinalObsRow(i))
+				}
+			}
+			if tr.Obs[i*4] != prev[i*4] {
+				t.Fatalf("step %d env %d: s %v, want %v", s, i, tr.Obs[i*4:i*4+4], prev[i*4:i*4+4])
+			}
+		}
+		got := p.resets[before:]
+		if len(got) != len(want) {
+			t.Fatalf("step %d: resets %v, want %v", s, got, want)
+		}
+		for k := range got {
+			if got[k] != want[k] {
+				t.Fatalf("step %d: resets %v, want %v", s, got, want)
+			}
+		}
+		dones += len(want)
+		episodes += len(tr.Episodes)
+	}
+	if dones == 0 || episodes != dones {
+		t.Fatalf("%d episodes ended, %d reported", dones, episodes)
+	}
+}
+
+// TestBadActions: a policy that gives the wrong number of actions is an
+// error naming the counts, not a panic, in both loops.
+func TestBadActions(t *testing.T) {
+	loop, err := rollout.NewTransitions(cartPoles(t, 2), &alternate{short: true}, oneStep{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := loop.Reset(1); err != nil {
+		t.Fatal(err)
+	}
+	var tr sample.Transitions
+	if err := loop.Step(0, &tr); err == nil || !strings.Contains(err.Error(), "for 2 envs") {
+		t.Fatalf("transitions: %v", err)
+	}
+	seg := sample.NewSegment(4, 2, 4, 1)
+	s := rollout.NewSegments(0, cartPoles(t, 2), &alternate{short: true}, 0.99)
+	if err := s.Reset(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Collect(seg); err == nil || !strings.Contains(err.Error(), "for 2 envs") {
+		t.Fatalf("segments: %v", err)
+	}
+}
+
+// TestSegmentsBootstrap: a truncated episode's reward gains γ·V(final
+// observation) (MountainCar: −1 per step, cut at 200 steps), a terminated
+// one's does not (CartPole falling), and the episodes are recorded.
+func TestSegmentsBootstrap(t *testing.T) {
+	const n, T, gamma = 2, 450, float32(0.9)
+	for _, c := range []struct {
+		id             string
+		r              float32
+		wantTruncation bool
+	}{{"MountainCar-v0", -1, true}, {"CartPole-v1", 1, false}} {
+		v, err := env.MakeVector(c.id, n, env.Sync, env.WithEpisodeStatistics())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		s := rollout.NewSegments(0, v, &alternate{}, gamma)
+		if err := s.Reset(3); err != nil {
+			t.Fatal(err)
+		}
+		seg := sample.NewSegment(T, n, v.ObservationSpace().Dim(), 1)
+		if err := s.Collect(seg); err != nil {
+			t.Fatal(err)
+		}
+		var ends int
+		for k := range T * n {
+			want := c.r
+			if seg.Dones[k] == 1 {
+				ends++
+				if c.wantTruncation {
+					want += gamma * 0.5
+				}
+			}
+			if seg.Rewards[k] != want {
+				t.Fatalf("%s row %d (done %v): reward %v, want %v", c.id, k, seg.Dones[k], seg.Rewards[k], want)
+			}
+		}
+		if ends == 0 || ends != len(seg.Episodes) {
+			t.Fatalf("%s: %d ends, %d episodes", c.id, ends, len(seg.Episodes))
+		}
+		for _, v := range seg.LastValues {
+			if v != 0.5 {
+				t.Fatalf("last values %v", seg.LastValues)
+			}
+		}
+	}
+}
+
+func BenchmarkTransitions(b *testing.B) {
+	const n = 8
+	envs := cartPoles(b, n)
+	loop, _ := rollout.NewTransitions(envs, &alternate{}, oneStep{})
+	if err := loop.Reset(1); err != nil {
+		b.Fatal(err)
+	}
+	var tr sample.Transitions
+	b.ReportAllocs()
+	for i := range b.N {
+		rollout.ClearTransitions(&tr)
+		if err := loop.Step(int64(i*n), &tr); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSegments(b *testing.B) {
+	const n, T = 8, 128
+	s := rollout.NewSegments(0, cartPoles(b, n), &alternate{}, 0.99)
+	if err := s.Reset(1); err != nil {
+		b.Fatal(err)
+	}
+	seg := sample.NewSegment(T, n, 4, 1)
+	b.ReportAllocs()
+	for range b.N {
+		if err := s.Collect(seg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
