@@ -78,9 +78,9 @@ type valuesTo interface {
 // Values returns V(obs) for n observations in dst (grown as needed): from
 // the network's ValuesTo if it has one, else the last column of its rows
 // (the on-policy networks end every row with V(s)).
-func (p *Inline) Values(dst, obs []float32, n int) []float32 {
+func (p *Inline) Values(dst, obs []float32, n int) ([]float32, error) {
 	if v, ok := p.Net.(valuesTo); ok {
-		return v.ValuesTo(grow(dst, n), obs, n)
+		return v.ValuesTo(grow(dst, n), obs, n), nil
 	}
 	width := p.Net.OutDim()
 	p.rows = p.Net.ForwardTo(grow(p.rows, n*width), obs, n)
@@ -88,7 +88,7 @@ func (p *Inline) Values(dst, obs []float32, n int) []float32 {
 	for i := range n {
 		dst[i] = p.rows[(i+1)*width-1]
 	}
-	return dst
+	return dst, nil
 }
 
 // Slots is the Policy of one network and a sampler per env: one batched

@@ -36,12 +36,12 @@ func (p *alternate) Act(acts *algo.Acts, _ []float32, n int, step int64) error {
 
 func (p *alternate) ResetEnv(i int) { p.resets = append(p.resets, i) }
 
-func (p *alternate) Values(dst, _ []float32, n int) []float32 {
+func (p *alternate) Values(dst, _ []float32, n int) ([]float32, error) {
 	dst = dst[:0]
 	for range n {
 		dst = append(dst, 0.5)
 	}
-	return dst
+	return dst, nil
 }
 
 // oneStep is a 1-step assembler: (s, a, r, s') per env, s' the final

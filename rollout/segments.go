@@ -22,7 +22,9 @@ import (
 //   - the segment's end: NextObs holds the observations after the last
 //     step and LastValues = V(NextObs).
 //
-// V comes from the policy's Values method (Valuer). Episodes that ended
+// V comes from the policy's Values method (Valuer). A policy whose weights
+// change between steps (ActVersion) has each step's version recorded in
+// seg.Versions when the segment has them. Episodes that ended
 // are recorded in the segment (At = the step index), and a policy with
 // per-env state is told where one ended (EnvResetter).
 //
@@ -47,12 +49,17 @@ type Segments struct {
 // grown as needed), for the bootstraps.
 type Valuer interface {
 	Policy
-	Values(dst, obs []float32, n int) []float32
+	Values(dst, obs []float32, n int) ([]float32, error)
 }
 
 // versioner is a policy that knows the version of the weights it acts
 // with, which Collect records in each segment.
 type versioner interface{ Version() uint64 }
+
+// actVersioner is a policy whose weights may change between steps (a
+// policy worker's): ActVersion is the version of the last Act, which
+// Collect records per step where the segment has Versions.
+type actVersioner interface{ ActVersion() uint64 }
 
 // NewSegments returns env worker id's loop stepping envs with policy,
 // bootstrapping truncations with discount gamma. Reset it before the
@@ -94,6 +101,7 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 		seg.Version = v.Version()
 	}
 	resetter, _ := w.policy.(EnvResetter)
+	perStep, _ := w.policy.(actVersioner)
 	for t := range seg.T {
 		row := t * n
 		copy(seg.Obs[row*od:(row+n)*od], w.obs)
@@ -103,6 +111,9 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 		if len(w.acts.Actions) != n*ad || len(w.acts.LogProbs) != n || len(w.acts.Values) != n {
 			return fmt.Errorf("rollout: collect: the policy gave %d action values, %d log-probs and %d values for %d envs × %d",
 				len(w.acts.Actions), len(w.acts.LogProbs), len(w.acts.Values), n, ad)
+		}
+		if perStep != nil && len(seg.Versions) == seg.T {
+			seg.Versions[t] = perStep.ActVersion()
 		}
 		copy(seg.Actions[row*ad:(row+n)*ad], w.acts.Actions)
 		copy(seg.LogProbs[row:row+n], w.acts.LogProbs)
@@ -121,7 +132,9 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 			}
 			seg.Dones[k] = 1
 			if b.Truncated[i] && !b.Terminated[i] {
-				w.final = w.policy.Values(w.final, b.FinalObsRow(i), 1)
+				if w.final, err = w.policy.Values(w.final, b.FinalObsRow(i), 1); err != nil {
+					return err
+				}
 				seg.Rewards[k] += w.gamma * w.final[0]
 			}
 			if b.Infos[i].HasEpisode {
@@ -135,7 +148,12 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 		copy(w.obs, b.Obs)
 	}
 	copy(seg.NextObs, w.obs)
-	copy(seg.LastValues, w.policy.Values(w.final, w.obs, n))
+	v, err := w.policy.Values(w.final, w.obs, n)
+	if err != nil {
+		return err
+	}
+	w.final = v
+	copy(seg.LastValues, v)
 	return nil
 }
 

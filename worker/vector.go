@@ -8,6 +8,7 @@ import (
 
 	"herd/algo"
 	"herd/internal/rng"
+	"herd/rollout"
 	"herd/sample"
 	"herd/transport"
 )
@@ -41,13 +42,6 @@ func RunEnvVector(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf t
 		val = lastColumn{}
 	}
 	obsDim, actDim := v.ObservationSpace().Dim(), v.ActionSpace().Dim()
-	b, err := v.Reset(int64(rng.Derive(cfg.Seed, envStream, cfg.Slot) >> 1))
-	if err != nil {
-		return fmt.Errorf("worker: env worker %d: reset: %w", cfg.Slot, err)
-	}
-	obs := append([]float32(nil), b.Obs...)
-	req := &transport.InferRequest{Worker: cfg.Slot}
-	boot := &transport.InferRequest{Worker: cfg.Slot}
 	inferT, pushT := newCallTimer(ctx, to.Infer), newCallTimer(ctx, to.Push)
 	defer inferT.stop()
 	defer pushT.stop()
@@ -55,71 +49,26 @@ func RunEnvVector(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf t
 	if met != nil {
 		inferT.retried, pushT.retried = met.inferRetries, met.pushRetries
 	}
-	ask := func(r *transport.InferRequest, o []float32, rows int) ([]float32, error) {
-		r.Rows, r.Obs, r.WeightsVersion = rows, o, math.MaxUint64
-		err := retry(inferT, func(c context.Context) error { return inf.Infer(c, r) })
-		return r.Out, err
+	pol := &streamPolicy{inf: inf, timer: inferT, sampler: s, val: val,
+		req: &transport.InferRequest{Worker: cfg.Slot}, boot: &transport.InferRequest{Worker: cfg.Slot}}
+	loop := rollout.NewSegments(cfg.Slot, v, pol, cfg.Gamma)
+	if err := loop.Reset(int64(rng.Derive(cfg.Seed, envStream, cfg.Slot) >> 1)); err != nil {
+		return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
 	}
-	var acts algo.Acts
-	var bv [1]float32
 	var buf []byte
 	seg := sample.NewSegment(cfg.Steps, m, obsDim, actDim)
 	seg.Versions = make([]uint64, cfg.Steps)
 	prog := cfg.Resume
-	step := prog.Steps
+	loop.Steps = prog.Steps
 	for n := 0; cfg.Segments == 0 || n < cfg.Segments; n++ {
-		seg.Episodes = seg.Episodes[:0]
-		seg.Worker = cfg.Slot
-		for t := range cfg.Steps {
-			row := t * m
-			copy(seg.Obs[row*obsDim:], obs)
-			out, err := ask(req, obs, m)
-			if err != nil {
-				return err
-			}
-			seg.Versions[t] = req.WeightsVersion
-			outDim := len(out) / m
-			s.SampleTo(&acts, out, m, step)
-			copy(seg.Actions[row*actDim:], acts.Actions[:m*actDim])
-			copy(seg.LogProbs[row:], acts.LogProbs[:m])
-			copy(seg.Values[row:], acts.Values[:m])
-			b, err := v.Step(acts.EnvActions[:m*actDim])
-			if err != nil {
-				return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
-			}
-			for j := range m {
-				i := row + j
-				seg.Rewards[i], seg.Dones[i] = b.Rewards[j], 0
-				if !b.Done(j) {
-					continue
-				}
-				seg.Dones[i] = 1
-				if b.Truncated[j] && !b.Terminated[j] {
-					bo, err := ask(boot, b.FinalObsRow(j), 1)
-					if err != nil {
-						return err
-					}
-					val.ValuesTo(bv[:], bo[:outDim], 1)
-					seg.Rewards[i] += cfg.Gamma * bv[0]
-				}
-				if info := b.Infos[j]; info.HasEpisode {
-					seg.Episodes = append(seg.Episodes, sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t})
-				}
-			}
-			copy(obs, b.Obs)
-			step += int64(m)
-			if met != nil {
-				met.steps.Add(float64(m))
-				met.version.Set(float64(seg.Versions[t]))
-			}
+		if err := loop.Collect(seg); err != nil {
+			return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
 		}
 		seg.Version = slices.Min(seg.Versions)
-		copy(seg.NextObs, obs)
-		out, err := ask(req, obs, m)
-		if err != nil {
-			return err
+		if met != nil {
+			met.steps.Add(float64(m * cfg.Steps))
+			met.version.Set(float64(seg.Versions[cfg.Steps-1]))
 		}
-		val.ValuesTo(seg.LastValues, out, m)
 		if buf, err = seg.AppendEncode(buf[:0]); err != nil {
 			return err
 		}
@@ -129,10 +78,52 @@ func RunEnvVector(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf t
 		if err := push(pushT, samples, id, msg, met, len(seg.Episodes)); err != nil {
 			return err
 		}
-		prog.Seq, prog.Steps = id.Seq, step
+		prog.Seq, prog.Steps = id.Seq, loop.Steps
 		if cfg.OnPushed != nil {
 			cfg.OnPushed(prog)
 		}
 	}
 	return nil
+}
+
+// streamPolicy is the rollout Policy of policy workers reached over an
+// inference stream: the outputs for all rows in one request (retried
+// within the call timer), sampled here with the worker's own sampler.
+type streamPolicy struct {
+	inf       transport.InferenceStream
+	timer     *callTimer
+	sampler   algo.Sampler
+	val       Valuer
+	req, boot *transport.InferRequest
+}
+
+func (p *streamPolicy) ask(r *transport.InferRequest, obs []float32, rows int) ([]float32, error) {
+	r.Rows, r.Obs, r.WeightsVersion = rows, obs, math.MaxUint64
+	err := retry(p.timer, func(c context.Context) error { return p.inf.Infer(c, r) })
+	return r.Out, err
+}
+
+func (p *streamPolicy) Act(acts *algo.Acts, obs []float32, n int, step int64) error {
+	out, err := p.ask(p.req, obs, n)
+	if err != nil {
+		return err
+	}
+	p.sampler.SampleTo(acts, out, n, step)
+	return nil
+}
+
+// ActVersion is the version of the weights that answered the last Act.
+func (p *streamPolicy) ActVersion() uint64 { return p.req.WeightsVersion }
+
+func (p *streamPolicy) Values(dst, obs []float32, n int) ([]float32, error) {
+	out, err := p.ask(p.boot, obs, n)
+	if err != nil {
+		return nil, err
+	}
+	if cap(dst) < n {
+		dst = make([]float32, n)
+	}
+	dst = dst[:n]
+	p.val.ValuesTo(dst, out, n)
+	return dst, nil
 }
