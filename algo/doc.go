@@ -18,10 +18,10 @@
 //     the deterministic policy that `herd eval` runs.
 //   - Pieces (pieces.go): an algorithm cut into the parts executors place
 //     on different goroutines, processes or machines — PolicyNet, Sampler,
-//     SegmentLearner — built by Spec.Pieces; SegmentWorker (segment.go),
-//     the on-policy env worker that composes a policy and a sampler into
-//     sample.Segments; RuntimeConfig, the `runtime:` header section that
-//     chooses the executor.
+//     SegmentLearner — built by Spec.Pieces, which package rollout's
+//     loops (rollout.Segments, rollout.Transitions) compose into samples;
+//     RuntimeConfig, the `runtime:` header section that chooses the
+//     executor.
 //   - Capabilities (capability.go): Spec.Can declares what the pieces can
 //     do (a segment learner, a transition learner, a gradient/apply split,
 //     …); an Executor states what it needs and which runtime keys it reads,
@@ -92,7 +92,7 @@
 //	policy, _ := pc.NewPolicy()                     // version 0: the run's initial weights
 //	sampler, _ := pc.NewSampler(n, rng.New(seed, "env-worker", id))
 //	learner, _ := pc.NewSegmentLearner()            // defer learner.Close()
-//	worker := algo.NewSegmentWorker(id, envs, policy, sampler, γ)
+//	worker := rollout.NewSegments(id, envs, rollout.NewInline(policy, sampler), γ)
 //	worker.Reset(envSeed)
 //	for {
 //		worker.Collect(seg)                     // T steps × n envs, truncations bootstrapped
@@ -232,8 +232,9 @@
 //	| learner | `algo.SegmentLearner`: `Learn(ctx, *sample.Segment) → []Stat`, `Weights() *weights.Version` (N = Learn calls), `Close()` (stops a helper goroutine) | `ppo.learner` / `a2c.learner`, embedding `onpolicy.Learner` (agent, optimizer, `Begin`: segment checks + GAE, versions) |
 //	| weights from bytes | `Pieces.DecodeWeights(b)` | `weights.Decode` against a policy built from the run config |
 //
-// The on-policy env worker is `algo.SegmentWorker` (`algo/segment.go`): it steps an
-// `env.Vector`, runs the policy and the sampler per step, and fills a `sample.Segment` (T × N,
+// The on-policy env-step loop is `rollout.Segments` (package rollout): it steps an
+// `env.Vector`, acts with a `rollout.Policy` (here the policy and the sampler inline,
+// `rollout.Inline`) per step, and fills a `sample.Segment` (T × N,
 // time-major) with observations, actions, behaviour log-probs and values, rewards with the
 // truncation bootstrap r + γ·V(final observation) folded in, dones, NextObs and LastValues, the
 // version that acted, the worker id and the episodes that ended (`LogEpisodes` reports them at
@@ -254,7 +255,7 @@
 // which nothing writes.
 //
 // How an executor uses them. The local executor (`onpolicy.TrainLocal`, the `Train` of PPO
-// and A2C) is the shortest composition: one SegmentWorker with the policy inline, then
+// and A2C) is the shortest composition: one rollout.Segments with the policy inline, then
 // `learner.Learn(seg)`, on one goroutine, with the algorithm's historical streams (`ppo/actor` for the sampler, `ppo/env`, `ppo/init`,
 // `ppo/minibatch`), so it trains bit-identical weights to the loops it replaced
 // (`TestPPOSameBitsAsBefore`, `TestA2CSameBitsAsBefore`: sha256 of model.safetensors and of
@@ -272,7 +273,7 @@
 // share of A2C's work, whose updates come every 8 envs × 5 steps. `TestFollowMatchesVersions` checks that following gives the same
 // segments, version numbers and weights as handing a version over after every Learn — what the
 // other executors do. The bootstraps (V of a truncated episode's final observation, LastValues)
-// use the policy's optional `ValuesTo` (the critic alone; `SegmentWorker` falls back to the last
+// use the policy's optional `ValuesTo` (the critic alone; `rollout.Inline` falls back to the last
 // column of full rows), so acting costs no more than a plain loop.
 //
 // The loss gradients are hand-written; `TestPPOLossGradients` and `TestA2CLossGradients` check

@@ -34,7 +34,7 @@ func SpacesOf(e interface {
 // PolicyNet is an algorithm's policy as a policy worker runs it: a
 // deterministic batched forward pass from observations to outputs (logits
 // and state values, Gaussian parameters, Q-values, actor means). The
-// on-policy algorithms end every row with V(s) (SegmentWorker reads it
+// on-policy algorithms end every row with V(s) (rollout.Segments reads it
 // there for the bootstrap values). It has no
 // randomness and no state beyond its weights, and row i of the outputs
 // depends only on row i of the observations (nn keeps rows bit-independent

@@ -10,7 +10,7 @@
 // # The loop (Train)
 //
 // Per update: collect num_steps steps of num_envs envs with the policy and
-// the sampler (algo.SegmentWorker, which bootstraps truncated episodes
+// the sampler (rollout.Segments, which bootstraps truncated episodes
 // from their final observation), then learner.Learn on the segment:
 // compute advantages with GAE(γ, λ) — λ = 1 by default, i.e. n-step returns
 // minus V — and take ONE gradient step on the whole rollout:

@@ -33,7 +33,7 @@
 //  1. anneal the learning rate: lr·(1 − (iteration−1)/iterations)
 //     (nn.LinearSchedule);
 //  2. roll out num_steps steps of every env with the policy and the
-//     sampler (algo.SegmentWorker.Collect);
+//     sampler (rollout.Segments.Collect);
 //  3. bootstrap and compute advantages with GAE(γ, λ) (onpolicy.GAE);
 //  4. for update_epochs epochs, shuffle the batch and for each minibatch
 //     compute the loss and its gradient (update: the policy half,
@@ -62,7 +62,7 @@
 //  10. Entropy bonus (losses.policyLoss, Config.EntCoef).
 //  11. Global gradient clipping (nn.ClipGradNorm).
 //  12. Truncation is not termination: a time-limited episode's last reward
-//     gets γ·V(true final observation) (algo.SegmentWorker.Collect) — an
+//     gets γ·V(true final observation) (rollout.Segments.Collect) — an
 //     improvement over ppo.py, which treats both the same.
 //  13. Continuous actions: a diagonal Gaussian with a state-independent
 //     log-std ("actor_logstd"); the env receives the sample clipped to the

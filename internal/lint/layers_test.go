@@ -30,7 +30,7 @@ var layers = []struct {
 	{"building blocks", []string{"herd/nn/...", "herd/env/...", "herd/replay/...", "herd/metrics/...",
 		"herd/weights/...", "herd/sample/...", "herd/service"}},
 	{"transport and services", []string{"herd/transport/...", "herd/service/..."}},
-	{"algorithms and executors", []string{"herd/algo/...", "herd/flow/...", "herd/worker/...", "herd/run/...", "herd/tune/..."}},
+	{"algorithms and executors", []string{"herd/algo/...", "herd/rollout/...", "herd/flow/...", "herd/worker/...", "herd/run/...", "herd/tune/..."}},
 	{"tools", []string{"herd/launch/...", "herd/bench/..."}},
 	{"commands", []string{"herd/cmd/...", "herd/examples/...", "herd/deploy/..."}},
 }

@@ -18,8 +18,10 @@
 //     replay.Prioritized buffer of those transitions, flat minibatches
 //     (algo.Minibatch) with per-row discount, importance weights and the
 //     slots for priority updates, β annealed with the global step.
-//   - EnvWorker: the local executor's env worker (envs, policy, sampler,
-//     assembler; Step = forward, sample, env step, assemble, log episodes).
+//   - EnvWorker: the local executor's env worker: the one off-policy
+//     env-step loop (rollout.Transitions: forward, sample, env step,
+//     assemble) with the global step count, the prioritizer and episode
+//     logging.
 //   - ActorPieces: the policy, sampler, assembler and replay TD3 and DDPG
 //     build alike; NewPieces: typed constructors → algo.Pieces.
 //

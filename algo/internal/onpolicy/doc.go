@@ -20,11 +20,11 @@
 //
 // # The driving loop (TrainLocal, the local executor)
 //
-//	worker := algo.NewSegmentWorker(0, envs, policy, sampler, γ)
+//	worker := rollout.NewSegments(0, envs, rollout.NewInline(policy, sampler), γ)
 //	worker.Reset(envSeed)
 //	for iteration := 1; iteration <= numIterations; iteration++ {
 //		worker.Collect(seg)                   // T steps, truncation bootstrapped
-//		globalStep = algo.LogEpisodes(rt.Log, seg, globalStep)
+//		globalStep = rollout.LogEpisodes(rt.Log, seg, globalStep)
 //		stats, _ := learner.Learn(ctx, seg)   // Begin (GAE), the algorithm's update
 //		policy.SetWeights(learner.Weights())  // the next rollout acts with them
 //		// log stats, rt.Log.Step(globalStep)
@@ -96,7 +96,7 @@
 // because the two differ: the zoo reports greedy returns, CleanRL training returns.
 //
 // Departure from CleanRL (on purpose): truncation is not termination. When a
-// time limit ends an episode, `algo.SegmentWorker.Collect` adds γ·V(true final observation,
+// time limit ends an episode, `rollout.Segments.Collect` adds γ·V(true final observation,
 // from `Batch.FinalObsRow`) to its last reward before GAE (Pardo et al. 2018; SB3
 // does the same); `ppo.py` treats a truncation as a termination.
 //

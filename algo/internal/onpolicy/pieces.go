@@ -138,7 +138,7 @@ func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 
 // ValuesTo writes V(s) for n observations into dst[:n] and returns it: the
 // last column of ForwardTo's rows, bit for bit, at the cost of the critic
-// alone (algo.SegmentWorker's bootstraps).
+// alone (rollout.Segments' bootstraps).
 func (p *Policy) ValuesTo(dst, obs []float32, n int) []float32 {
 	v := p.agent.critic.ForwardTo(dst[:n], obs, n)
 	p.agent.VNorm.denormalize(v)
