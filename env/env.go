@@ -30,6 +30,12 @@ type Wrapper = core.Wrapper
 //	obs, err := st.SetState(s)    // next Step advances from s
 type Stater = core.Stater
 
+// Snapshotter is implemented by envs whose whole state, random stream
+// included, can be saved and restored exactly (the classic control envs):
+// training checkpoints use it so that a resumed run continues the same
+// episodes. Reach it through env.Unwrapped(e).(env.Snapshotter).
+type Snapshotter = core.Snapshotter
+
 // Space describes observations or actions and their float32 encoding.
 type Space = core.Space
 

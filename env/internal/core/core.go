@@ -111,6 +111,18 @@ type Stater interface {
 	SetState(s []float64) ([]float32, error)
 }
 
+// Snapshotter is implemented by envs whose whole state (the physical state,
+// the random stream, whether an episode is running) can be saved and
+// restored exactly, so that a resumed training run continues the same
+// episodes bit for bit. An env without it restarts its episodes on resume.
+type Snapshotter interface {
+	// MarshalState returns the env's whole state.
+	MarshalState() ([]byte, error)
+	// UnmarshalState restores a state MarshalState returned (from an env
+	// made with the same config).
+	UnmarshalState(b []byte) error
+}
+
 // Space describes a set of observations or actions, and how an element is
 // encoded as float32 values.
 type Space interface {
@@ -442,6 +454,34 @@ func (g *RNG) Reset(seed int64) *rand.Rand {
 		g.seeded = true
 	}
 	return g.r
+}
+
+// MarshalBinary returns the generator's state and whether it was seeded.
+func (g *RNG) MarshalBinary() ([]byte, error) {
+	b, err := g.pcg.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	seeded := byte(0)
+	if g.seeded {
+		seeded = 1
+	}
+	return append([]byte{seeded}, b...), nil
+}
+
+// UnmarshalBinary restores a state MarshalBinary returned.
+func (g *RNG) UnmarshalBinary(b []byte) error {
+	if len(b) < 1 || b[0] > 1 {
+		return fmt.Errorf("core: RNG state of %d bytes is malformed", len(b))
+	}
+	if err := g.pcg.UnmarshalBinary(b[1:]); err != nil {
+		return fmt.Errorf("core: RNG state: %w", err)
+	}
+	if g.r == nil {
+		g.r = rand.New(&g.pcg)
+	}
+	g.seeded = b[0] == 1
+	return nil
 }
 
 // Rand returns the generator, seeding it with 0 if it never was.

@@ -1,0 +1,95 @@
+package env
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrNoSnapshot: an env (or a wrapper around it) whose state cannot be saved
+// exactly; a resumed run restarts that env's episodes.
+var ErrNoSnapshot = errors.New("env: state cannot be saved")
+
+// MarshalChain saves the whole state of e and of every wrapper around it:
+// TimeLimit's step count, RecordEpisodeStatistics' sums, and the innermost
+// env's Snapshotter state. Wrappers without state of their own pass
+// through; any other wrapper, or an innermost env that is not a
+// Snapshotter, gives ErrNoSnapshot naming it.
+func MarshalChain(e Env) ([]byte, error) {
+	var b []byte
+	for {
+		switch w := e.(type) {
+		case *TimeLimit:
+			b = binary.LittleEndian.AppendUint64(b, uint64(w.elapsed))
+			b = append(b, boolByte(w.over))
+		case *RecordEpisodeStatistics:
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(w.ret))
+			b = binary.LittleEndian.AppendUint64(b, uint64(w.length))
+		case *ClipAction, *StrictActions:
+		case Wrapper:
+			return nil, fmt.Errorf("%w: wrapper %T", ErrNoSnapshot, e)
+		case Snapshotter:
+			s, err := w.MarshalState()
+			if err != nil {
+				return nil, fmt.Errorf("env: %w", err)
+			}
+			return append(b, s...), nil
+		default:
+			return nil, fmt.Errorf("%w: %T", ErrNoSnapshot, e)
+		}
+		e = e.(Wrapper).Unwrap()
+	}
+}
+
+// UnmarshalChain restores into e (built like the env MarshalChain saved)
+// the state MarshalChain returned. On error e may be partly restored:
+// discard it.
+func UnmarshalChain(e Env, b []byte) error {
+	short := func(n int) error {
+		if len(b) < n {
+			return fmt.Errorf("env: a saved state of %d bytes is too short for %T", len(b), e)
+		}
+		return nil
+	}
+	for {
+		switch w := e.(type) {
+		case *TimeLimit:
+			if err := short(9); err != nil {
+				return err
+			}
+			el := binary.LittleEndian.Uint64(b)
+			if el > math.MaxInt32 || b[8] > 1 {
+				return fmt.Errorf("env: a saved TimeLimit state is malformed")
+			}
+			w.elapsed, w.over, b = int(el), b[8] == 1, b[9:]
+		case *RecordEpisodeStatistics:
+			if err := short(16); err != nil {
+				return err
+			}
+			n := binary.LittleEndian.Uint64(b[8:])
+			if n > math.MaxInt32 {
+				return fmt.Errorf("env: a saved RecordEpisodeStatistics state is malformed")
+			}
+			w.ret, w.length, b = math.Float64frombits(binary.LittleEndian.Uint64(b)), int(n), b[16:]
+		case *ClipAction, *StrictActions:
+		case Wrapper:
+			return fmt.Errorf("%w: wrapper %T", ErrNoSnapshot, e)
+		case Snapshotter:
+			if err := w.UnmarshalState(b); err != nil {
+				return fmt.Errorf("env: %w", err)
+			}
+			return nil
+		default:
+			return fmt.Errorf("%w: %T", ErrNoSnapshot, e)
+		}
+		e = e.(Wrapper).Unwrap()
+	}
+}
+
+func boolByte(v bool) byte {
+	if v {
+		return 1
+	}
+	return 0
+}
