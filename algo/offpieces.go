@@ -185,8 +185,8 @@ type Grad struct {
 	Steps []int
 	// Targets is the number of target-network updates the gradient's
 	// updates are due (SAC: one per multiple of target_network_frequency;
-	// TD3, DDPG: one per actor update). DQN's are counted by env step in
-	// Apply.
+	// TD3, DDPG: one per actor update). DQN's are keyed to env steps and
+	// taken by Advance.
 	Targets int
 	// Stats are the update's scalars, as Learn reports them.
 	Stats []Stat
@@ -292,6 +292,15 @@ type SplitLearner interface {
 	// Apply takes the optimizer steps with g, then the target-network
 	// updates it is due, and counts g.N updates. It returns g's scalars.
 	Apply(g *Grad) ([]Stat, error)
+}
+
+// Advancer is implemented by split learners with updates keyed to env
+// steps rather than to gradient updates (DQN's target syncs). An executor
+// calls Advance(rb, prev, step) once the updates Due handed out for
+// (prev, step] are applied, with a replay of the length Due saw, so that
+// these updates are Learn's over the same steps in number and in step.
+type Advancer interface {
+	Advance(rb Replay, prev, step int64) error
 }
 
 // UpdateCounts are the steps a transition learner has taken: optimizer

@@ -38,9 +38,10 @@ var (
 type Locking int
 
 const (
-	// TwoLock is seed 000's scheme (§IV-D, Algorithm 3) with finer
-	// locks: slots reserved by an atomic fetch-add, data and leaves
-	// written under per-stripe locks, inner levels updated by atomic adds
+	// TwoLock has the two locks of the PAL paper's buffer (Zhang,
+	// Kuppannagari and Prasanna, 2021), finer, but not its lazy writing:
+	// slots reserved by an atomic fetch-add, data and leaves written
+	// together under per-stripe locks, inner levels updated by atomic adds
 	// under a tree lock that writers share, searches without a lock (see
 	// Prioritized).
 	TwoLock Locking = iota

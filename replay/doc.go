@@ -75,7 +75,8 @@
 //     race detector). A stripe covers a block of max(16, K) consecutive slots, so a sum-tree
 //     group of K sibling leaves is always under one stripe; blocks are dealt round-robin, so
 //     two actors writing adjacent reservations use different stripes.
-//   - Publishing (TwoLock; replaces the seed's lazy writing). The seed hides a slot by
+//   - Publishing (TwoLock; departs from the lazy writing of the PAL paper, Zhang,
+//     Kuppannagari and Prasanna 2021). Lazy writing hides a slot by
 //     setting its priority to 0, copies outside the locks, then sets the priority to the max:
 //     three tree writes and, in the first version here, two leaf-lock and one tree-lock round
 //     trips per `Add`. Now the stripe lock does the hiding: `Add` copies each slot's data,

@@ -12,7 +12,7 @@ import (
 
 // Prioritized is a FIFO ring buffer sampled in proportion to priority
 // (Schaul et al., 2016, "Prioritized Experience Replay"), over a K-ary sum
-// tree (seed 000).
+// tree (the PAL paper's, Zhang, Kuppannagari and Prasanna, 2021).
 //
 // # Sampling and weights
 //
@@ -38,7 +38,7 @@ import (
 // generation, so a priority computed for an evicted transition never lands
 // on its replacement.
 //
-// # Concurrency (seed 000 §IV-D, Algorithm 3, with finer locks)
+// # Concurrency (the PAL paper's two locks, finer, without its lazy writing)
 //
 // Add reserves slots with an atomic fetch-add, then copies each slot's
 // data and sets its leaf (the running maximum) together under the slot's
@@ -48,9 +48,9 @@ import (
 // (atomic loads), then finishes each draw in its group of leaves and
 // copies the slot's data, generation and priority under the group's
 // stripe lock, so a priority is never paired with another transition's
-// data. (The seed hides a slot by zeroing its priority while the data
-// changes; holding the stripe lock does that job without the extra tree
-// writes.) A draw is rejected and drawn again when a concurrent change
+// data. (The PAL paper's lazy writing hides a slot by zeroing its
+// priority while the data changes outside the locks; holding the stripe
+// lock does that job without the extra tree writes.) A draw is rejected and drawn again when a concurrent change
 // makes it land outside every leaf of its group, or when an actor holds
 // the group's stripe (its slots are in flight; a learner never waits for
 // an actor, which may have been preempted inside the stripe), so the
@@ -369,7 +369,7 @@ func (p *Prioritized) Sample(dst *Sample, n int, r *rand.Rand) error {
 	// belong to one transition. A draw is drawn again, independently, when
 	// it lands outside every leaf of its group (a concurrent change not
 	// yet propagated, or rounding), or in a group an actor is writing
-	// (the seed hides slots in flight by zeroing their priorities; here
+	// (the PAL paper's lazy writing hides slots in flight by zeroing their priorities; here
 	// the stripe lock shows them), so the accepted draws follow the
 	// priorities of the slots at rest. A learner never waits for an
 	// actor, which matters when there are more goroutines than cores: an

@@ -169,8 +169,9 @@ func TestUniformConcurrent(t *testing.T) {
 
 // TestPriorityMatchesData: while actors overwrite a small ring, every
 // sampled row's probability must come from the priority set for the data
-// returned, never from the evicted transition's (lazy writing publishes a
-// slot's new priority after its new data; Sample must reject the gap).
+// returned, never from the evicted transition's (Add writes a slot's data
+// and priority in one stripe critical section; Sample must never read them
+// apart).
 // Each transition's priority is a function of its id, so within one batch
 // Prob[i]/Prob[0] must equal prio(id_i)/prio(id_0).
 func TestPriorityMatchesData(t *testing.T) {

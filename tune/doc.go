@@ -47,11 +47,13 @@
 // The band is 1% by default; `herd tune` measures every count in several
 // rounds that alternate the counts, uses each point's median, and widens
 // the band to the largest spread among the points (Summary: half the range
-// over the median), at most 50%, so that a choice rests on differences
-// larger than the noise the measurements showed. What the model leaves
-// out decides between tied allocations (Tied): `herd tune` takes the one
-// with the most actors, then the fewest learners (MostActors: surplus
-// actors keep the learners fed at the rate limiter's hand-offs), or with
+// over the median), at most 5% (Band, MaxTie), so that a choice rests on
+// differences larger than the noise the measurements showed and is never
+// below 95% of the best predicted rate. What the model leaves out decides
+// between tied allocations of the chosen worker count (Pick): `herd tune`
+// writes the one with the most actors, then the fewest learners
+// (MostActors: surplus actors keep the learners fed at the rate limiter's
+// hand-offs), or with
 // --joint-rounds N runs each as a whole PAL run of the planned steps, N
 // times alternating (pal.MeasureJoint), and takes the fastest by median. Not modelled,
 // since the measured curves do not show them: the set-up before the first

@@ -137,7 +137,7 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 		sa, sl = append(sa, da), append(sl, dl)
 		spread = max(spread, da, dl)
 	}
-	run.Tie = min(max(spread, 0.01), 0.5)
+	run.Tie = Band(spread)
 	fa, err := Fit(pa)
 	if err != nil {
 		return fmt.Errorf("tune: actors: %w", err)
@@ -169,21 +169,14 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 		fmt.Fprintf(tw, "%d\t%d\t%.0f\t%.0f\t%.0f\t%.3f\t%.0f\t%s\t\n", a.Actors, a.Learners, a.ActorRate, a.LearnerRate, a.Rate, a.Seconds, a.RunRate, from)
 	}
 	tw.Flush()
-	choice := allocs[0]
-	kind := "measured"
-	if choice.Predicted {
-		kind = "predicted by the fits"
-	}
-	if tied := Tied(allocs, run); len(tied) > 1 && !choice.Predicted {
-		if o.JointRounds > 0 {
-			best, err := measureTied(ctx, w, res, tied, run.Steps, o.JointRounds)
-			if err != nil {
-				return err
-			}
-			choice, kind = best, "measured, the fastest of the tied allocations in whole runs"
-		} else {
-			choice, kind = MostActors(tied), fmt.Sprintf("measured, of the %d allocations the model ties the one with the most actors", len(tied))
+	choice, kind := Pick(allocs, run)
+	if tied := Tied(allocs, run); len(tied) > 1 && !allocs[0].Predicted && o.JointRounds > 0 {
+		// Whole runs decide among every allocation the model ties.
+		best, err := measureTied(ctx, w, res, tied, run.Steps, o.JointRounds)
+		if err != nil {
+			return err
 		}
+		choice, kind = best, "measured, the fastest of the tied allocations in whole runs"
 	}
 	fmt.Fprintf(w, "choice: %s, %s (%s: %.0f env steps/s steady, the run %.3f s at %.0f env steps/s)\n",
 		plural(choice.Actors, "actor"), plural(choice.Learners, "learner"), kind, choice.Rate, choice.Seconds, choice.RunRate)
@@ -202,6 +195,44 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 	}
 	fmt.Fprintf(w, "wrote %s and %s\n", png, cfgPath)
 	return nil
+}
+
+// MaxTie is the widest tie band: an allocation is never chosen for
+// `herd tune`'s written config below 1 − MaxTie of the best predicted run
+// rate, however noisy the measurements.
+const MaxTie = 0.05
+
+// Band is the tie band for measurements whose largest relative spread
+// (Summary's, run to run) is spread: the spread itself, at least 1% and
+// at most MaxTie.
+func Band(spread float64) float64 { return min(max(spread, 0.01), MaxTie) }
+
+// Pick is the allocation `herd tune` writes without whole-run rounds, and
+// how it came about: the ranked list's first (Search, which among the
+// allocations tied within the band takes the fewest workers), or, when the
+// model ties it with measured allocations of as many workers (Tied, the
+// band capped at MaxTie), the one of those with the most actors
+// (MostActors). So the written choice is Search's worker count, and never
+// below 1 − MaxTie of the best predicted run rate.
+func Pick(allocs []Allocation, run Run) (Allocation, string) {
+	choice, kind := allocs[0], "measured"
+	if choice.Predicted {
+		return choice, "predicted by the fits"
+	}
+	run.Tie = min(run.tie(), MaxTie)
+	var best float64
+	for _, a := range allocs {
+		best = max(best, a.RunRate)
+	}
+	// Tied's band is the best measured rate's; a prediction may be better.
+	n := choice.Actors + choice.Learners
+	tied := slices.DeleteFunc(Tied(allocs, run), func(a Allocation) bool {
+		return a.RunRate < (1-MaxTie)*best || a.Actors+a.Learners != n
+	})
+	if len(tied) > 1 {
+		choice, kind = MostActors(tied), fmt.Sprintf("measured, of the %d allocations the model ties the one with the most actors", len(tied))
+	}
+	return choice, kind
 }
 
 // MostActors returns the tied allocation (Tied) with the most actors, and

@@ -103,7 +103,7 @@ type Run struct {
 	// Tie is the relative band within which allocations count as equal:
 	// those whose predicted mean rate is at least (1 − Tie) of the best
 	// tie, and the fewest workers among them win. 0 means 1%; `herd tune`
-	// widens it to the measurements' own spread (Summary).
+	// sets it to the measurements' own spread (Band).
 	Tie float64
 }
 

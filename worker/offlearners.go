@@ -103,7 +103,8 @@ func runOffGroup(ctx context.Context, cfg OffLearnerConfig, g *LearnerGroup, l a
 		}
 		prev := step
 		step = min(step+per, cfg.Steps)
-		tickets = sl.Due(tickets[:0], minLenReplay{rb, minLen}, prev, step, next)
+		due := minLenReplay{rb, minLen}
+		tickets = sl.Due(tickets[:0], due, prev, step, next)
 		next += uint64(len(tickets))
 		var stats []algo.Stat
 		for _, t := range tickets {
@@ -115,6 +116,11 @@ func runOffGroup(ctx context.Context, cfg OffLearnerConfig, g *LearnerGroup, l a
 				return fmt.Errorf("worker: learner %d: %w", g.Slot, err)
 			}
 			if stats, err = sl.Apply(avg); err != nil {
+				return fmt.Errorf("worker: learner %d: %w", g.Slot, err)
+			}
+		}
+		if a, ok := sl.(algo.Advancer); ok {
+			if err := a.Advance(due, prev, step); err != nil {
 				return fmt.Errorf("worker: learner %d: %w", g.Slot, err)
 			}
 		}

@@ -401,8 +401,8 @@ func TestOffPolicyPiecesRejectBadInput(t *testing.T) {
 }
 
 // TestOffPolicyReplayLocking: every off-policy algorithm's replay — the one
-// PAL's actors and learners share — uses the paper's two-lock scheme
-// (lazy writing, replay.TwoLock) unless runtime.replay_locking is global.
+// PAL's actors and learners share — uses replay.TwoLock (the PAL paper's
+// two locks, not its lazy writing) unless runtime.replay_locking is global.
 func TestOffPolicyReplayLocking(t *testing.T) {
 	for _, c := range offCases {
 		for _, lock := range []string{"", "two-lock", "global"} {

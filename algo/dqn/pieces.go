@@ -149,8 +149,6 @@ type Learner struct {
 	rng     *rand.Rand
 	par     *twin.Pair
 	updates uint64
-	// targetDone is the env step up to which Apply made the target updates.
-	targetDone int64
 
 	// Workspaces, sized once.
 	mb        algo.Minibatch
@@ -232,11 +230,8 @@ func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) (
 		}
 		l.stats[0].Value, l.stats[1].Value = loss, meanQ
 	}
-	for range offpolicy.Crossings(prev, step, int64(cfg.TargetNetworkFrequency)) {
-		l.counts.Target++
-		if err := nn.PolyakUpdate(l.target.Params(), l.q.Params(), float32(cfg.Tau)); err != nil {
-			return nil, err
-		}
+	if err := l.syncTargets(prev, step); err != nil {
+		return nil, err
 	}
 	if rounds == 0 {
 		return nil, nil
@@ -383,10 +378,8 @@ func (l *Learner) Grad(ctx context.Context, rb algo.Replay, t algo.Ticket, g *al
 	return nil
 }
 
-// Apply takes the optimizer step with g and then the target updates for
-// the multiples of target_network_frequency in (the last applied update's
-// step, g's step]: with one gradient step per train_frequency, the order
-// of Learn.
+// Apply takes the optimizer step with g. The target updates are keyed to
+// env steps, not to updates: Advance takes them.
 func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
 	if err := offpolicy.CheckGrad(g, 1); err != nil {
 		return nil, err
@@ -394,24 +387,34 @@ func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
 	if err := offpolicy.GradIn(l.q.Params(), g.Parts[0]); err != nil {
 		return nil, err
 	}
-	cfg := l.p.cfg
 	l.apply(g.Step)
 	l.updates += uint64(g.N)
-	done := l.targetDone
-	if done == 0 {
-		// The first apply: the steps since the previous multiple of
-		// train_frequency (a service may start anywhere in a run).
-		done = g.Step - int64(cfg.TrainFrequency)
+	return g.Stats, nil
+}
+
+// Advance takes the target updates Learn takes over env steps (prev,
+// step] — one per multiple of target_network_frequency once learning has
+// started — after the updates Due handed out for them are applied (see
+// algo.Advancer). Keyed to env steps, the syncs are Learn's also when
+// target_network_frequency is not a multiple of train_frequency.
+func (l *Learner) Advance(rb algo.Replay, prev, step int64) error {
+	cfg := l.p.cfg
+	if step <= int64(cfg.LearningStarts) || rb.Len() < cfg.BatchSize {
+		return nil
 	}
-	done = max(done, int64(cfg.LearningStarts))
-	for range offpolicy.Crossings(done, g.Step, int64(cfg.TargetNetworkFrequency)) {
+	return l.syncTargets(max(prev, int64(cfg.LearningStarts)), step)
+}
+
+// syncTargets takes a target update θ⁻ ← τθ + (1 − τ)θ⁻ for each multiple
+// of target_network_frequency in (prev, step].
+func (l *Learner) syncTargets(prev, step int64) error {
+	for range offpolicy.Crossings(prev, step, int64(l.p.cfg.TargetNetworkFrequency)) {
 		l.counts.Target++
-		if err := nn.PolyakUpdate(l.target.Params(), l.q.Params(), float32(cfg.Tau)); err != nil {
-			return nil, err
+		if err := nn.PolyakUpdate(l.target.Params(), l.q.Params(), float32(l.p.cfg.Tau)); err != nil {
+			return fmt.Errorf("dqn: target update: %w", err)
 		}
 	}
-	l.targetDone = max(done, g.Step)
-	return g.Stats, nil
+	return nil
 }
 
 // tdGrad computes the TD loss of Q(s, a; θ) against the fixed targets y on

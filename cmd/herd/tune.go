@@ -29,8 +29,9 @@ learner work and go at f_a(x_a), the other S − W at R, so
 T = W/f_a(x_a) + (S − W)/R for the config's S steps (or --steps). Each count
 is measured --rounds times, the counts alternating, and its median used;
 allocations whose T is within the largest spread of the measurements (half
-their range over the median, at least 1%, at most 50%) of the shortest tie,
-and among them the one with the most actors (then the fewest learners) wins:
+their range over the median, at least 1%, at most 5%) of the shortest tie,
+the fewest workers among them, and of those with that many workers the one
+with the most actors (then the fewest learners) wins:
 the model leaves out the hand-offs at the rate limiter, where surplus actors
 keep the learners fed. With --joint-rounds > 0 each tied allocation instead
 runs as a whole PAL run of the planned steps, --joint-rounds times,

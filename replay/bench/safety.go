@@ -45,7 +45,7 @@ type SafetyRow struct {
 // cfg.Decades decades and 10% zeros, which is what makes float sums
 // drift), with no rebuild,
 // counting draws that land outside [0, Filled) or on a zero priority.
-// Seed 000's float32 C++ tree returned 206 such indices in 576M draws on
+// The PAL paper's float32 C++ tree returned 206 such indices in 576M draws on
 // a 1e7 tree.
 func Safety(ctx context.Context, cfg SafetyConfig) (SafetyRow, error) {
 	if cfg.Filled <= 0 || cfg.Filled > cfg.Capacity || cfg.Batch < 1 {

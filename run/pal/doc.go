@@ -1,5 +1,7 @@
-// Package pal is the parallel actors and learners executor (seed 000,
-// "PAL"), for algorithms with a transition learner (algo.CanTransitionLearner:
+// Package pal is the parallel actors and learners executor of the PAL
+// paper (Zhang, Kuppannagari and Prasanna, 2021, "Parallel Actors and
+// Learners: A Framework for Generating Scalable RL Implementations"),
+// for algorithms with a transition learner (algo.CanTransitionLearner:
 // DQN, SAC, TD3, DDPG; Executor states it):
 //
 //	runtime: {executor: pal, actors: N, learners: M, learner_mode: async|sync, refresh_every: k}
@@ -10,9 +12,14 @@
 // Actors assemble transitions and add them to the one shared replay
 // memory (replay.Uniform or replay.Prioritized behind the algorithm's
 // Replay; each goroutine uses its own fork of the Replay's workspaces over
-// the same concurrency-safe buffer). The buffer uses the paper's scheme,
-// lazy writing with two locks (replay.TwoLock), unless
-// runtime.replay_locking is global (replay.GlobalLock, one mutex); on one
+// the same concurrency-safe buffer). The buffer is replay.TwoLock unless
+// runtime.replay_locking is global (replay.GlobalLock, one mutex).
+// TwoLock is not the paper's lazy writing: it keeps the paper's two kinds
+// of lock (per-slot-block stripe locks for data and sum-tree leaves, and a
+// tree lock writers share for the inner levels), but instead of hiding a
+// slot by zeroing its priority and copying its data outside the locks, an
+// actor writes data and leaf in one stripe critical section, and learners
+// reject draws on a stripe being written (replay/doc.go). On one
 // goroutine both give the same bits, so the choice is speed alone
 // (BenchmarkLocking measures it inside PAL). Every k of its env steps an actor
 // looks at the parameter service (weights.Store) and copies the newest
@@ -54,6 +61,11 @@
 // with the learner's slot id 0 … M−1 — compute the gradients into a buffer
 // the caller owns, feed TD errors back as priorities) and an apply step
 // (Apply: optimizer steps, target-network updates, the update counter).
+// Updates keyed to env steps rather than to updates — DQN's target syncs —
+// are taken by algo.Advancer once the updates due for those env steps are
+// applied, so they are one learner's in number and step also when
+// target_network_frequency is not a multiple of train_frequency
+// (TestDQNTargetSyncsAsLocal).
 // The M gradient learners are goroutines, each with its own copy of the
 // networks, its own fork of the replay and one gradient buffer. The
 // parameter service runs on the goroutine that called Train: it turns the

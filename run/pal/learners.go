@@ -223,6 +223,28 @@ func send(ctx context.Context, w *gradLearner, job gradJob) error {
 type mark struct {
 	step int64
 	last uint64
+	n    int // the replay's length when the steps' updates were due
+}
+
+// fixedLen is a replay whose Len is the one Due saw, so that Advance
+// decides as Due did.
+type fixedLen struct {
+	algo.Replay
+	n int
+}
+
+func (r fixedLen) Len() int { return r.n }
+
+// advance takes main's updates keyed to env steps (prev, step] (see
+// algo.Advancer), with the replay length n Due saw for them.
+func (s *service) advance(prev, step int64, n int) error {
+	if a, ok := s.main.(algo.Advancer); ok {
+		if err := a.Advance(fixedLen{s.rb, n}, prev, step); err != nil {
+			return err
+		}
+		s.state = s.main.State()
+	}
+	return nil
 }
 
 // serveAsync runs the asynchronous learners. Update k (numbered from 1)
@@ -249,15 +271,19 @@ func (s *service) serveAsync(ctx context.Context) error {
 		free[i] = true
 	}
 	absorb := func(step int64) {
-		n := len(pending)
-		pending = s.main.Due(pending, s.rb, last, step, next)
+		n, rl := len(pending), s.rb.Len()
+		pending = s.main.Due(pending, fixedLen{s.rb, rl}, last, step, next)
 		next += uint64(len(pending) - n)
 		last = step
-		marks = append(marks, mark{step: step, last: next - 1})
+		marks = append(marks, mark{step: step, last: next - 1, n: rl})
 	}
-	release := func() {
-		i := 0
+	release := func() error {
+		i, prev := 0, s.res.last
 		for ; i < len(marks) && marks[i].last <= s.applied; i++ {
+			if err := s.advance(prev, marks[i].step, marks[i].n); err != nil {
+				return err
+			}
+			prev = marks[i].step
 		}
 		if i > 0 {
 			s.res.last = marks[i-1].step
@@ -265,6 +291,7 @@ func (s *service) serveAsync(ctx context.Context) error {
 			s.log.Step(s.res.last)
 			marks = marks[:copy(marks, marks[i:])]
 		}
+		return nil
 	}
 	for {
 		if len(pending) == 0 && len(inflight) == 0 {
@@ -304,7 +331,9 @@ func (s *service) serveAsync(ctx context.Context) error {
 			free[w.id] = true
 			inflight, at = inflight[1:], at[1:]
 		}
-		release()
+		if err := release(); err != nil {
+			return err
+		}
 	}
 }
 
@@ -324,12 +353,16 @@ func (s *service) serveSync(ctx context.Context) error {
 		if !ok {
 			return ctx.Err()
 		}
-		pending = s.main.Due(pending[:0], s.rb, s.res.last, step, next)
+		rl := s.rb.Len()
+		pending = s.main.Due(pending[:0], fixedLen{s.rb, rl}, s.res.last, step, next)
 		next += uint64(len(pending))
 		for _, t := range pending {
 			if err := s.round(ctx, t); err != nil {
 				return err
 			}
+		}
+		if err := s.advance(s.res.last, step, rl); err != nil {
+			return err
 		}
 		s.res.last = step
 		s.lim.consume(step)

@@ -416,3 +416,45 @@ dqn: {num_envs: 1, buffer_size: 10000, batch_size: 128, learning_starts: 1000, t
 		}
 	}
 }
+
+// TestDQNTargetSyncsAsLocal: DQN's target syncs are keyed to env steps,
+// so with 1..4 learners in both modes their number is one learner's for
+// target_network_frequency a multiple of train_frequency or not, also when
+// the last sync falls after the last update (steps 1010: the sync at 1000
+// with train_frequency 3 has no update at 1000).
+func TestDQNTargetSyncsAsLocal(t *testing.T) {
+	cases := []struct {
+		train, target, steps int
+		want                 uint64
+	}{
+		{10, 100, 1000, 5},
+		{3, 10, 1000, 50},
+		{4, 10, 1010, 51},
+		{7, 5, 800, 60},
+		{6, 1, 700, 200},
+	}
+	for _, c := range cases {
+		file := fmt.Sprintf("algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: %d\nruntime: {executor: pal, actors: 2}\n"+
+			"dqn: {num_envs: 1, buffer_size: 1000, batch_size: 24, learning_starts: 500, train_frequency: %d, target_network_frequency: %d, net_arch: [8]}\n",
+			c.steps, c.train, c.target)
+		_, st, err := train(t, context.Background(), resolve(t, dqn.Spec(), file), Options{Actors: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		local := st.Counts
+		if local.Target != c.want {
+			t.Errorf("%+v, one learner: %d target syncs, want %d", c, local.Target, c.want)
+		}
+		for M := 1; M <= 4; M++ {
+			for _, mode := range []string{ModeAsync, ModeSync} {
+				_, st, err := train(t, context.Background(), resolve(t, dqn.Spec(), file), Options{Actors: 2, Learners: M, LearnerMode: mode})
+				if err != nil {
+					t.Fatalf("%+v M %d %s: %v", c, M, mode, err)
+				}
+				if st.Counts != local {
+					t.Errorf("%+v M %d %s: %+v, local %+v", c, M, mode, st.Counts, local)
+				}
+			}
+		}
+	}
+}

@@ -23,9 +23,12 @@ type ReplayConfig struct {
 	// Gamma is the discount γ.
 	Gamma float64
 	// Locking is the buffer's synchronisation (runtime.replay_locking):
-	// replay.TwoLock, the default — seed 000's lazy writing with two locks
-	// — or replay.GlobalLock, one mutex around every operation. Results
-	// on one goroutine are the same bits either way.
+	// replay.TwoLock, the default — the PAL paper's two locks (stripe
+	// locks for data and leaves, a shared tree lock for the inner levels)
+	// but not its lazy writing: a slot's data and leaf are written in one
+	// stripe critical section (replay/doc.go) — or replay.GlobalLock, one
+	// mutex around every operation. Results on one goroutine are the same
+	// bits either way.
 	Locking replay.Locking
 	// Prioritized selects replay.Prioritized (Schaul et al. 2016) instead of
 	// replay.Uniform; Alpha and Beta are its exponents α and initial β, Eps
