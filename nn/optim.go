@@ -96,6 +96,9 @@ func (o *Adam) SetLR(lr float32) { o.cfg.LR = lr }
 // Step applies one Adam update to every parameter.
 func (o *Adam) Step(params []*Param) {
 	c := o.cfg
+	// Parameters normally share one step count: the bias corrections
+	// (two math.Pow) are computed once per distinct count, not per tensor.
+	lastT, step, rbc2 := 0, float32(0), float32(0)
 	for _, p := range params {
 		s := o.state[p]
 		if s == nil {
@@ -103,10 +106,13 @@ func (o *Adam) Step(params []*Param) {
 			o.state[p] = s
 		}
 		s.t++
-		bc1 := 1 - math.Pow(float64(c.Beta1), float64(s.t))
-		bc2 := 1 - math.Pow(float64(c.Beta2), float64(s.t))
-		step := float32(float64(c.LR) / bc1)
-		rbc2 := float32(1 / math.Sqrt(bc2))
+		if s.t != lastT {
+			bc1 := 1 - math.Pow(float64(c.Beta1), float64(s.t))
+			bc2 := 1 - math.Pow(float64(c.Beta2), float64(s.t))
+			step = float32(float64(c.LR) / bc1)
+			rbc2 = float32(1 / math.Sqrt(bc2))
+			lastT = s.t
+		}
 		adamUpdate(p.Value, p.Grad, s.m, s.v, c.Beta1, c.Beta2, c.Eps, step, rbc2, c.WeightDecay, c.Decoupled, c.LR)
 	}
 }

@@ -22,6 +22,9 @@ const (
 // thread was descheduled (a poll takes nanoseconds).
 const deschedGap = 50 * time.Microsecond
 
+// clockPolls (a power of two): polls of a spin loop between two clock reads.
+const clockPolls = 256
+
 // The Pair keeps the worker only while it pays. It judges hand-offs in
 // epochs of epochRounds: a hand-off the worker ran saved the caller the
 // job's duration minus the time the caller waited for it; one the caller
@@ -191,7 +194,9 @@ func (p *Pair) await(want int32, parked *atomic.Bool, ch chan struct{}, spin tim
 		}
 		// No Gosched while polling: a trip through the scheduler costs
 		// more than a job's hand-off; the short budget bounds the poll.
-		if n&63 != 63 {
+		// The clock is read once per clockPolls polls: a clock read costs
+		// tens of polls, and that many polls still take well under MinSpin.
+		if n&(clockPolls-1) != clockPolls-1 {
 			continue
 		}
 		now := time.Now()
