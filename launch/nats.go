@@ -1,12 +1,9 @@
 package launch
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -86,7 +83,7 @@ func (o *NATS) dial(name string) (*nats.Conn, error) {
 	if err != nil {
 		// The URL may carry a user and password, and a malformed one is
 		// quoted by url.Parse's error: do not repeat it.
-		return nil, fmt.Errorf("connect to NATS %s: %w", RedactURL(o.URL), redactedError{err, urlSecrets(o.URL)})
+		return nil, fmt.Errorf("connect to NATS %s: %w", RedactURL(o.URL), redact.URLError(err, o.URL))
 	}
 	return nc, nil
 }
@@ -109,55 +106,3 @@ func (o *NATS) jetstream(name string) (n *transport.NATS, close func(), err erro
 // RedactURL returns the comma-separated URLs in s with any user
 // information (user, password or token) replaced by "***", for printing.
 func RedactURL(s string) string { return redact.URL(s) }
-
-// urlSecrets returns the user information of each URL in s (whole, and
-// its password alone), the strings no message may repeat.
-func urlSecrets(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		_, rest, ok := strings.Cut(p, "://")
-		if !ok {
-			rest = p
-		}
-		at := strings.LastIndex(rest, "@")
-		if at < 0 {
-			continue
-		}
-		info := rest[:at]
-		out = append(out, info)
-		if _, pw, ok := strings.Cut(info, ":"); ok {
-			out = append(out, pw)
-		}
-	}
-	return out
-}
-
-// redactedError is err with the secrets cut from its message; errors.Is
-// and errors.As still see err.
-type redactedError struct {
-	err     error
-	secrets []string
-}
-
-func (e redactedError) Error() string { return redact.Secrets(e.err.Error(), e.secrets...) }
-func (e redactedError) Unwrap() error { return e.err }
-
-// newCredentials returns a fresh user and password for the embedded
-// server, from crypto/rand: a secret must not follow from the run seed.
-func newCredentials() (user, password string, err error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", "", fmt.Errorf("nats credentials: %w", err)
-	}
-	return "herd-" + hex.EncodeToString(b[:4]), hex.EncodeToString(b[4:]), nil
-}
-
-// withUserInfo returns the URL u (nats://host:port) with user and
-// password in it.
-func withUserInfo(u, user, password string) string {
-	scheme, rest, ok := strings.Cut(u, "://")
-	if !ok {
-		return user + ":" + password + "@" + u
-	}
-	return scheme + "://" + user + ":" + password + "@" + rest
-}

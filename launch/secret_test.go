@@ -27,29 +27,29 @@ func TestDialErrorHidesPassword(t *testing.T) {
 // The embedded server's credentials: fresh each time, and a client
 // without them is refused.
 func TestEmbeddedServerNeedsCredentials(t *testing.T) {
-	user, pw, err := newCredentials()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if u2, pw2, _ := newCredentials(); u2 == user || pw2 == pw || len(pw) < 32 {
-		t.Fatalf("credentials not fresh or too short: %q %q", pw, pw2)
-	}
-	srv, err := transport.StartServer(transport.ServerOptions{User: user, Password: pw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	if nc, err := nats.Connect(srv.URL()); err == nil {
+	var urls []string
+	for range 2 {
+		srv, err := transport.StartServer(transport.ServerOptions{Generate: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Shutdown()
+		if nc, err := nats.Connect(srv.URL()); err == nil {
+			nc.Close()
+			t.Fatal("a client without credentials was let in")
+		}
+		o := NATS{URL: srv.AuthURL()}
+		nc, err := o.dial("test")
+		if err != nil {
+			t.Fatalf("with credentials: %v", err)
+		}
 		nc.Close()
-		t.Fatal("a client without credentials was let in")
+		if got := RedactURL(o.URL); strings.Contains(got, "herd-") || !strings.Contains(got, "@127") {
+			t.Errorf("RedactURL(%q) = %q", o.URL, got)
+		}
+		urls = append(urls, strings.Split(o.URL, "@")[0])
 	}
-	o := NATS{URL: withUserInfo(srv.URL(), user, pw)}
-	nc, err := o.dial("test")
-	if err != nil {
-		t.Fatalf("with credentials: %v", err)
-	}
-	nc.Close()
-	if got := RedactURL(o.URL); strings.Contains(got, pw) || strings.Contains(got, user) {
-		t.Errorf("RedactURL(%q) = %q", o.URL, got)
+	if urls[0] == urls[1] || len(urls[0]) < 60 {
+		t.Errorf("credentials not fresh or short: %q %q", urls[0], urls[1])
 	}
 }

@@ -38,3 +38,45 @@ func Secrets(s string, secrets ...string) string {
 	}
 	return s
 }
+
+// URLError returns err with the user information of the URLs in urls
+// (whole, and each password alone) cut from its message: url.Parse's
+// error quotes a malformed URL. errors.Is and errors.As still see err.
+func URLError(err error, urls string) error {
+	if err == nil {
+		return nil
+	}
+	return redactedError{err, urlSecrets(urls)}
+}
+
+// urlSecrets returns the user information of each URL in s (whole, and
+// its password alone), the strings no message may repeat.
+func urlSecrets(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		_, rest, ok := strings.Cut(p, "://")
+		if !ok {
+			rest = p
+		}
+		at := strings.LastIndex(rest, "@")
+		if at < 0 {
+			continue
+		}
+		info := rest[:at]
+		out = append(out, info)
+		if _, pw, ok := strings.Cut(info, ":"); ok {
+			out = append(out, pw)
+		}
+	}
+	return out
+}
+
+// redactedError is err with the secrets cut from its message; errors.Is
+// and errors.As still see err.
+type redactedError struct {
+	err     error
+	secrets []string
+}
+
+func (e redactedError) Error() string { return Secrets(e.err.Error(), e.secrets...) }
+func (e redactedError) Unwrap() error { return e.err }

@@ -1,6 +1,11 @@
 package redact
 
-import "testing"
+import (
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+)
 
 func TestURL(t *testing.T) {
 	for in, want := range map[string]string{
@@ -19,5 +24,23 @@ func TestURL(t *testing.T) {
 func TestSecrets(t *testing.T) {
 	if got := Secrets(`parse "nats://u:pw@h:x": invalid port`, "pw", ""); got != `parse "nats://u:***@h:x": invalid port` {
 		t.Errorf("Secrets = %q", got)
+	}
+}
+
+// url.Parse's error quotes a malformed URL whole; URLError cuts its user
+// information and keeps the error's chain.
+func TestURLError(t *testing.T) {
+	u := "nats://herd:s3cr3tpw@h:notaport"
+	_, perr := url.Parse(u)
+	err := URLError(perr, u)
+	if strings.Contains(err.Error(), "s3cr3tpw") || strings.Contains(err.Error(), "herd:") {
+		t.Errorf("URLError = %v", err)
+	}
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		t.Errorf("URLError lost the chain: %v", err)
+	}
+	if URLError(nil, u) != nil {
+		t.Error("URLError(nil) != nil")
 	}
 }
