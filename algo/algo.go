@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"herd/env"
+	"herd/internal/redact"
 
 	"go.yaml.in/yaml/v4"
 )
@@ -497,9 +498,13 @@ func setYAML(dst any, kv string) error {
 }
 
 // Marshal writes the resolved configuration in the same layout Resolve reads
-// (header keys, then the algorithm's section), for DIR/config.yaml.
+// (header keys, then the algorithm's section), for DIR/config.yaml. A
+// NATS URL's user information (a password or token) is replaced by "***":
+// a run directory is shared and copied, a secret does not belong there.
 func (r *Resolved) Marshal() ([]byte, error) {
-	hb, err := yaml.Dump(r.Header)
+	h := r.Header
+	h.Runtime.NATSURL = redact.URL(h.Runtime.NATSURL)
+	hb, err := yaml.Dump(h)
 	if err != nil {
 		return nil, err
 	}

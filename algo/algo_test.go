@@ -175,3 +175,20 @@ func TestRuntimeSection(t *testing.T) {
 		}
 	}
 }
+
+// config.yaml (Marshal) holds no NATS password: the URL's user
+// information is replaced, the host stays.
+func TestMarshalHidesNATSPassword(t *testing.T) {
+	r, err := Resolve([]byte("algo: fake\nenv: CartPole-v1\nsteps: 100\n"), fakeSpecs(), Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Header.Runtime.Transport, r.Header.Runtime.NATSURL = "nats", "nats://herd:s3cr3tpw@nats.example:4222"
+	b, err := r.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "s3cr3tpw") || !strings.Contains(string(b), "nats://***@nats.example:4222") {
+		t.Errorf("config.yaml:\n%s", b)
+	}
+}

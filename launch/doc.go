@@ -20,6 +20,15 @@
 //   - on Ctrl-C (ctx cancelled) the learner is stopped first, so that it
 //     saves the interrupted run, then the others.
 //
+// The embedded server listens on loopback only and admits one user whose
+// name and password are drawn from crypto/rand for each run (a secret must
+// not follow from the run seed); the workers get the URL with them through
+// $HERD_NATS_URL, never their command line. An external server's URL,
+// credentials file and TLS options (a tls:// URL, --nats-tls-ca,
+// --nats-tls-cert, --nats-tls-key) come from the flags or the environment.
+// A URL is printed, written to config.yaml or quoted in an error only with
+// its user information replaced by "***" (RedactURL, internal/redact).
+//
 // With Options.NoWorkers it is the controller only: the workers run
 // elsewhere (deploy/: compose, Kubernetes) and Run waits for the learner's
 // result, which the learner leaves in a registration of its own.

@@ -124,11 +124,13 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	var srv *transport.Server // the embedded server, whose counters give the wire bytes
 	if o.NATS.URL == "" {
-		if srv, err = transport.StartServer(transport.ServerOptions{}); err != nil {
+		if srv, err = transport.StartServer(transport.ServerOptions{Host: "127.0.0.1", Generate: true}); err != nil {
 			return fmt.Errorf("launch: %w", err)
 		}
 		defer srv.Shutdown()
-		o.NATS.URL = srv.URL()
+		// The workers get the URL with its credentials through $HERD_NATS_URL,
+		// never argv; everything printed goes through RedactURL.
+		o.NATS.URL = srv.AuthURL()
 	}
 	n, closeConn, err := o.NATS.jetstream(transport.ConnName("herd launch", transport.KindMembership)) // config and membership
 	if err != nil {

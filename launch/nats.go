@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"herd/internal/redact"
 	"herd/transport"
 )
 
@@ -81,8 +81,9 @@ func (o *NATS) dial(name string) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(o.URL, opts...)
 	if err != nil {
-		// The URL may carry a user and password: do not repeat it.
-		return nil, fmt.Errorf("connect to NATS: %w", err)
+		// The URL may carry a user and password, and a malformed one is
+		// quoted by url.Parse's error: do not repeat it.
+		return nil, fmt.Errorf("connect to NATS %s: %w", RedactURL(o.URL), redact.URLError(err, o.URL))
 	}
 	return nc, nil
 }
@@ -104,22 +105,4 @@ func (o *NATS) jetstream(name string) (n *transport.NATS, close func(), err erro
 
 // RedactURL returns the comma-separated URLs in s with any user
 // information (user, password or token) replaced by "***", for printing.
-func RedactURL(s string) string {
-	parts := strings.Split(s, ",")
-	for i, p := range parts {
-		scheme, rest, ok := strings.Cut(p, "://")
-		if !ok {
-			scheme, rest = "", p
-		}
-		host := rest
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			host = "***@" + rest[at+1:]
-		}
-		if ok {
-			parts[i] = scheme + "://" + host
-		} else {
-			parts[i] = host
-		}
-	}
-	return strings.Join(parts, ",")
-}
+func RedactURL(s string) string { return redact.URL(s) }

@@ -17,6 +17,7 @@ import (
 
 	"herd/algo"
 	"herd/env"
+	"herd/internal/redact"
 	"herd/nn"
 	"herd/sample"
 	"herd/transport"
@@ -1190,11 +1191,11 @@ func transportMaker(opt Options) (func() (transport.Transport, error), func(), e
 	url := opt.NATSURL
 	var srv *transport.Server
 	if url == "" {
-		s, err := transport.StartServer(transport.ServerOptions{})
+		s, err := transport.StartServer(transport.ServerOptions{Generate: true})
 		if err != nil {
 			return nil, nil, err
 		}
-		srv, url = s, s.URL()
+		srv, url = s, s.AuthURL()
 	}
 	var conns []*nats.Conn
 	closeAll := func() {
@@ -1208,7 +1209,7 @@ func transportMaker(opt Options) (func() (transport.Transport, error), func(), e
 	return func() (transport.Transport, error) {
 		nc, err := nats.Connect(url, nats.Name("herd"), nats.MaxReconnects(-1))
 		if err != nil {
-			return nil, fmt.Errorf("distexec: connect to the NATS server: %w", err) // the URL may hold credentials
+			return nil, fmt.Errorf("distexec: connect to the NATS server %s: %w", redact.URL(url), redact.URLError(err, url))
 		}
 		conns = append(conns, nc)
 		return transport.NewNATS(nc)
