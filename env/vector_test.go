@@ -3,7 +3,7 @@ package env_test
 import (
 	"errors"
 	"reflect"
-	"runtime"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -132,9 +132,10 @@ func TestVectorErrors(t *testing.T) {
 }
 
 // TestAsyncVectorCloseStopsWorkers checks that Close waits for its
-// goroutines.
+// goroutines. It counts the twin workers' goroutines by their stacks, not
+// all goroutines, which other tests running beside it start and end.
 func TestAsyncVectorCloseStopsWorkers(t *testing.T) {
-	base := runtime.NumGoroutine()
+	base := twinWorkers()
 	v, err := env.NewAsyncVector(8, func(int) (env.Env, error) { return env.Make("CartPole-v1") }, env.AsyncOptions{Workers: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -142,17 +143,29 @@ func TestAsyncVectorCloseStopsWorkers(t *testing.T) {
 	if w := v.Workers(); w != 4 {
 		t.Fatalf("%d workers, want 4", w)
 	}
-	if runtime.NumGoroutine() < base+3 {
-		t.Fatalf("%d goroutines with 3 worker goroutines running, %d before", runtime.NumGoroutine(), base)
+	// A goroutine just started shows its loop once it has been scheduled.
+	deadline := time.Now().Add(2 * time.Second)
+	for twinWorkers() < base+3 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if n := twinWorkers(); n < base+3 {
+		t.Fatalf("%d worker goroutines with 3 running, %d before", n, base)
 	}
 	v.Close()
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
-		runtime.Gosched()
+	deadline = time.Now().Add(2 * time.Second)
+	for twinWorkers() > base && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
 	}
-	if g := runtime.NumGoroutine(); g > base {
-		t.Fatalf("%d goroutines after Close, %d before", g, base)
+	if n := twinWorkers(); n > base {
+		t.Fatalf("%d worker goroutines after Close, %d before", n, base)
 	}
+}
+
+// twinWorkers counts the goroutines running a twin worker's loop.
+func twinWorkers() int {
+	var b strings.Builder
+	pprof.Lookup("goroutine").WriteTo(&b, 2)
+	return strings.Count(b.String(), "herd/internal/twin.(*Pair).loop(")
 }
 
 func TestVectorStepAllocs(t *testing.T) {
