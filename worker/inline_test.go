@@ -270,6 +270,12 @@ func (l slowLearner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Sta
 // queue), for iters segments, and returns the learner's counters and the
 // segments the workers started on old weights.
 func inlineLag(t *testing.T, envWorkers, iters int, learn time.Duration, lateAck bool) (worker.Counters, uint64) {
+	return inlineLagPaused(t, envWorkers, 0, iters, learn, lateAck)
+}
+
+// inlineLagPaused is inlineLag with the last `paused` env workers' envs
+// stuck in their first step, as a SIGSTOPped worker's are.
+func inlineLagPaused(t *testing.T, envWorkers, paused, iters int, learn time.Duration, lateAck bool) (worker.Counters, uint64) {
 	t.Helper()
 	pieces, opt := ppoPieces(t)
 	newLearner := pieces.NewSegmentLearner
@@ -311,6 +317,9 @@ func inlineLag(t *testing.T, envWorkers, iters int, learn time.Duration, lateAck
 			}
 			defer e.Close()
 			envs[j] = e
+			if w >= envWorkers-paused {
+				envs[j] = stuckEnv{e, wctx}
+			}
 		}
 		var last uint64
 		cfg := worker.EnvConfig{Slot: w, Seed: 9, Envs: envs, Steps: 16, Gamma: 0.99, Peers: envWorkers,
@@ -334,6 +343,34 @@ func inlineLag(t *testing.T, envWorkers, iters int, learn time.Duration, lateAck
 		t.Fatal(err)
 	}
 	return cnt, stale.Load()
+}
+
+// stuckEnv's Step blocks until its context ends: a paused process's env.
+type stuckEnv struct {
+	env.Env
+	ctx context.Context
+}
+
+func (e stuckEnv) Step(a []float32) ([]float32, float64, bool, bool, env.Info, error) {
+	<-e.ctx.Done()
+	return nil, 0, false, false, env.Info{}, e.ctx.Err()
+}
+
+// One of two inline env workers paused: the other goes on at full speed,
+// never waiting for a version only the paused worker's segment could
+// make — also when it learns of the learner's next version before its
+// push returns (late acknowledgements), where it used to wait out the
+// weights timeout before every segment.
+func TestInlinePausedPeerDoesNotStall(t *testing.T) {
+	const iters = 8
+	start := time.Now()
+	cnt, stale := inlineLagPaused(t, 2, 1, iters, 5*time.Millisecond, true)
+	if stale != 0 || cnt.Learned != iters {
+		t.Errorf("learned %d, stale starts %d; want %d and 0", cnt.Learned, stale, iters)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("%d segments took %v beside a paused peer", iters, d)
+	}
 }
 
 // An inline env worker starts a segment only on the version the learner

@@ -161,6 +161,33 @@ func RunEnvInline(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, param
 	return runEnv(ctx, cfg, pieces, nil, params, samples)
 }
 
+// nextWait says which version an inline env worker waits for before its
+// next segment — the one the learner makes from the segment just pushed —
+// and for how long. The learner announces its version before it takes a
+// segment and the next one after learning it, and the push returns once
+// it took ours; before and taken are the newest versions known just before
+// the push and just after it. If nothing was announced meanwhile, the
+// learner took our segment at taken and makes taken + 1 from it: wait for
+// that, up to the weights timeout. If something was, taken may already be
+// our segment's version (the learner learned it before we looked), and
+// taken + 1 then needs another worker's segment, which a paused peer never
+// sends; or the learner is still learning ours after others'. So wait for
+// taken + 1 only about as long as a version usually takes (4 × the last
+// wait that succeeded, at least minWait), then go on with what is held,
+// not counted as a stale start. The target is also capped at Peers
+// versions after the segment's own.
+func nextWait(before, taken, segVersion uint64, peers int, timeout, lastWait time.Duration) (uint64, time.Duration, bool) {
+	target := min(taken+1, segVersion+uint64(max(peers, 1)))
+	if taken > before && target > taken {
+		return target, min(timeout, max(4*lastWait, minWait)), false
+	}
+	return target, timeout, true
+}
+
+// minWait is nextWait's shortest wait when the version to wait for is in
+// doubt.
+const minWait = 50 * time.Millisecond
+
 // runEnv is RunEnv with the policy workers' inference stream inf, or
 // RunEnvInline with an inline copy kept from params.
 func runEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transport.InferenceStream, params transport.ParamService, samples transport.SampleStream) error {
@@ -238,32 +265,30 @@ func runEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 	seg.Versions = make([]uint64, cfg.Steps)
 	prog := cfg.Resume
 	step := prog.Steps
-	// taken is the newest version known here when the learner took the
-	// last segment (the on-policy stream has no queue: a push returns
-	// once the learner pulls it). An inline worker starts its next
-	// segment only on a newer version, the one the learner makes from
-	// that segment, so it has at most one segment the learner has not
-	// learned, and a segment waits behind at most the other workers':
-	// policy lag ≤ Peers − 1 while segments take less time to gather than
-	// the others' to learn. Acting at once instead, on the
-	// version the learner learns the last segment with, adds a version to
-	// every segment's lag. taken may be read after the learner has
-	// learned the segment already, when taken + 1 needs another worker's
-	// segment, so the wait is capped at Peers versions after the last
-	// segment's: a lone worker then waits for the version made from its
-	// own segment. Timeouts.Weights ends any other wait in vain (a dead
-	// learner, or a dead peer in that race).
-	var taken uint64
+	// An inline worker starts its next segment only on the version the
+	// learner makes from its last one (nextWait), so it has at most one
+	// segment the learner has not learned, and a segment waits behind at
+	// most the other workers': policy lag ≤ Peers − 1 while segments take
+	// less time to gather than the others' to learn. Acting at once
+	// instead, on the version the learner learns the last segment with,
+	// adds a version to every segment's lag. Timeouts.Weights ends any
+	// wait in vain (a dead learner).
+	var taken, before uint64
+	var lastWait time.Duration
 	for n := 0; cfg.Segments == 0 || n < cfg.Segments; n++ {
 		seg.Episodes = seg.Episodes[:0]
 		seg.Worker = cfg.Slot
 		if cp != nil {
 			if n > 0 {
-				ok, err := cp.await(ctx, min(taken+1, seg.Version+uint64(max(cfg.Peers, 1))), to.Weights)
+				target, d, sure := nextWait(before, taken, seg.Version, cfg.Peers, to.Weights, lastWait)
+				t0 := time.Now()
+				ok, err := cp.await(ctx, target, d)
 				if err != nil {
 					return err
 				}
-				if !ok {
+				if ok {
+					lastWait = time.Since(t0)
+				} else if sure {
 					prog.FetchFailed++
 					met.staleStart()
 				}
@@ -367,6 +392,9 @@ func runEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 		// The stream takes ownership of what it is given.
 		b := append([]byte(nil), buf...)
 		id := transport.SampleID{Slot: cfg.Slot, Incarnation: prog.Incarnation, Seq: prog.Seq + 1}
+		if cp != nil {
+			before = cp.known()
+		}
 		if err := push(pushT, samples, id, b, met, len(seg.Episodes)); err != nil {
 			return err
 		}
