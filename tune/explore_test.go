@@ -49,16 +49,7 @@ func TestExploreRefusesBadOptions(t *testing.T) {
 // of the best predicted run rate (with a 50% band it wrote 2 actors, 2
 // learners, at 75%).
 func TestWrittenChoice(t *testing.T) {
-	actors := []Point{{1, 834899}, {2, 1418583}, {3, 1303608}}
-	learners := []Point{{1, 5102}, {2, 10669}, {3, 9331}}
-	fa, err := Fit(actors)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fl, err := Fit(learners)
-	if err != nil {
-		t.Fatal(err)
-	}
+	actors, learners, fa, fl := measuredTable(t)
 	for _, spread := range []float64{0, 0.01, 0.05, 0.2, 0.3, 0.5, 0.9} {
 		run := Run{U: 10, Steps: 100000, WarmUp: 10000, Tie: Band(spread)}
 		all, err := Search(actors, learners, fa, fl, run, 4)

@@ -97,17 +97,24 @@ func TestPlot(t *testing.T) {
 // picks 1 actor and 3 learners. The warm-up, at actor rates 8 to 14 times
 // the learners', changes no choice: the same for the config's 500000 steps,
 // the sweep's 100000 and none.
+// measuredTable is the throughput table of TestSearchMeasuredTable and its
+// Amdahl fits.
+func measuredTable(t *testing.T) (actors, learners []Point, fa, fl Amdahl) {
+	t.Helper()
+	actors = []Point{{1, 834899}, {2, 1418583}, {3, 1303608}}
+	learners = []Point{{1, 5102}, {2, 10669}, {3, 9331}}
+	var err error
+	if fa, err = Fit(actors); err != nil {
+		t.Fatal(err)
+	}
+	if fl, err = Fit(learners); err != nil {
+		t.Fatal(err)
+	}
+	return actors, learners, fa, fl
+}
+
 func TestSearchMeasuredTable(t *testing.T) {
-	actors := []Point{{1, 834899}, {2, 1418583}, {3, 1303608}}
-	learners := []Point{{1, 5102}, {2, 10669}, {3, 9331}}
-	fa, err := Fit(actors)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fl, err := Fit(learners)
-	if err != nil {
-		t.Fatal(err)
-	}
+	actors, learners, fa, fl := measuredTable(t)
 	for _, run := range []Run{{U: 10, Steps: 500000, WarmUp: 10000}, {U: 10, Steps: 100000, WarmUp: 10000}, {U: 10, Steps: 100000}} {
 		all, err := Search(actors, learners, fa, fl, run, 4)
 		if err != nil {
