@@ -120,13 +120,12 @@ type worker struct {
 	version        *weights.Version // the weights the policy holds (nil: the initial ones)
 	pending        *weights.Version // over a transport: weights to send with the next segment call
 	err            error            // a failed weight update, reported by the next item
-	obs            []float32
-	steps          int64           // env steps taken (the samplers' schedule step)
-	made           int64           // segments claimed
-	inc            uint64          // which start of the worker this is (0, 1: the first)
-	learner        GradientLearner // built on first ComputeGradients
-	proxy          *proxy          // over a transport: the worker's actor (envs elsewhere)
-	enc            *encodedWeights // the proxy's weights messages
+	steps          int64            // env steps taken (the samplers' schedule step)
+	made           int64            // segments claimed
+	inc            uint64           // which start of the worker this is (0, 1: the first)
+	learner        GradientLearner  // built on first ComputeGradients
+	proxy          *proxy           // over a transport: the worker's actor (envs elsewhere)
+	enc            *encodedWeights  // the proxy's weights messages
 }
 
 func (w *worker) close() {
@@ -150,7 +149,7 @@ func (w *worker) init() error {
 		return err
 	}
 	n := w.hi - w.lo
-	w.obs = make([]float32, n*w.obsDim)
+	obs := make([]float32, n*w.obsDim)
 	actStream, envStream := streams(w.inc)
 	var samplers []algo.Sampler
 	for j := range n {
@@ -171,7 +170,7 @@ func (w *worker) init() error {
 		if err != nil {
 			return fmt.Errorf("flow: reset env %d: %w", slot, err)
 		}
-		copy(w.obs[j*w.obsDim:], o)
+		copy(obs[j*w.obsDim:], o)
 	}
 	vec, err := env.NewSyncVectorOf(w.envs)
 	if err != nil {
@@ -179,7 +178,7 @@ func (w *worker) init() error {
 	}
 	w.vec = vec
 	w.loop = rollout.NewSegments(w.id, vec, rollout.NewSlots(w.policy, samplers), w.gamma)
-	w.loop.Start(w.obs)
+	w.loop.Start(obs)
 	return nil
 }
 
