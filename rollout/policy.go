@@ -40,9 +40,6 @@ func (p *Inline) Act(acts *algo.Acts, obs []float32, n int, step int64) error {
 	return nil
 }
 
-// Outputs are the network outputs of the last Act (n × Net.OutDim()).
-func (p *Inline) Outputs() []float32 { return p.out }
-
 // Version is the version of the weights the network holds.
 func (p *Inline) Version() uint64 { return p.Net.Version() }
 
@@ -53,8 +50,8 @@ func (p *Inline) ResetEnv(i int) {
 	}
 }
 
-// CheckActs reports actions of the wrong length for n envs × actDim.
-func CheckActs(acts *algo.Acts, n, actDim int) error {
+// checkActs reports actions of the wrong length for n envs × actDim.
+func checkActs(acts *algo.Acts, n, actDim int) error {
 	if len(acts.Actions) != n*actDim || len(acts.EnvActions) != n*actDim {
 		return fmt.Errorf("rollout: the policy gave %d actions and %d env actions for %d envs × %d",
 			len(acts.Actions), len(acts.EnvActions), n, actDim)

@@ -74,7 +74,7 @@ func (t *Transitions) Step(step int64, tr *sample.Transitions) error {
 	if err := t.policy.Act(&t.Acts, t.Obs, t.n, step); err != nil {
 		return err
 	}
-	if err := CheckActs(&t.Acts, t.n, t.actDim); err != nil {
+	if err := checkActs(&t.Acts, t.n, t.actDim); err != nil {
 		return err
 	}
 	b, err := t.envs.Step(t.Acts.EnvActions)
