@@ -248,7 +248,7 @@ func (c *Config) Validate(h algo.Header) error {
 			if _, ok := e.ActionSpace().(env.Discrete); !ok {
 				bad("env %s has action space %v; DQN needs a Discrete one", h.Env, e.ActionSpace())
 			}
-			if err := encoder.CheckEnv(c.Encoder, h.Env); err != nil {
+			if err := encoder.CheckSpace(c.Encoder, h.Env, e.ObservationSpace()); err != nil {
 				bad("%v", err)
 			}
 			e.Close()

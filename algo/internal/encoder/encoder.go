@@ -39,7 +39,16 @@ func CheckEnv(name, id string) error {
 		return nil
 	}
 	defer e.Close()
-	if _, _, _, err := ImageDims(e.ObservationSpace()); err != nil {
+	return CheckSpace(name, id, e.ObservationSpace())
+}
+
+// CheckSpace reports why observations obs of env id cannot feed encoder
+// name, or nil: CheckEnv for a caller that has made the env already.
+func CheckSpace(name, id string, obs env.Space) error {
+	if !IsConv(name) {
+		return nil
+	}
+	if _, _, _, err := ImageDims(obs); err != nil {
 		return fmt.Errorf("encoder %s on env %s: %w", name, id, err)
 	}
 	return nil
