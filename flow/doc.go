@@ -90,7 +90,11 @@
 // a plan when its config implements Planner (its Spec declares
 // algo.CanPlan); Train (`runtime: {executor: flow}`) runs it. A3C and
 // IMPALA are plans only: the flow executor runs them, and so does their
-// own Train (executor local), with the workers in-process.
+// own Train (executor local), with the workers in-process. Every other
+// algorithm gets the plan its learner fits (PlanOf): SyncPlan for a
+// segment learner (A2C, PPO), ReplayPlan for a transition learner (DQN,
+// SAC, TD3, DDPG), ApeXPlan when the run asks for actor priorities (DQN's
+// initial_priorities: actor), so an algorithm package needs no flow code.
 //
 // # Determinism
 //
@@ -102,7 +106,7 @@
 // many rows share a batch. A plan over them made only of synchronous
 // operators (GatherSync, GatherSyncAhead, ConcatBatches,
 // ConcatExperience, round-robin or weighted Union) therefore gives the
-// same parameters for 1, 2 or 4 workers: A2C, PPO and DQN
+// same parameters for 1, 2 or 4 workers: SyncPlan and ReplayPlan
 // (TestSyncPlanSameBitsForAnyWorkers, TestDQNPlans). Replay workers
 // (OffPolicyWorkers: Ape-X) each own num_envs envs and streams of worker
 // k, so their number changes the data. Asynchronous operators trade

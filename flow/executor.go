@@ -3,14 +3,18 @@ package flow
 import "herd/algo"
 
 // Executor describes the flow executor to algo.Admit and the CLI: it runs
-// any algorithm whose config is a plan (Planner) and reads env_workers,
+// an algorithm's own plan (a config that is a Planner), or the plan PlanOf
+// builds for a segment or transition learner, and reads env_workers,
 // transport, nats_url and num_async.
 func Executor() algo.Executor {
 	return algo.Executor{
-		Name:  "flow",
-		Doc:   "the algorithm's dataflow plan over rollout workers, in one process or over NATS",
-		Keys:  []string{"env_workers", "transport", "nats_url", "num_async"},
-		Needs: func(algo.Header) []algo.Need { return []algo.Need{{Caps: algo.CanPlan}} },
+		Name: "flow",
+		Doc:  "a dataflow plan over rollout workers (the algorithm's own, or the synchronous or replay plan its learner fits), in one process or over NATS",
+		Keys: []string{"env_workers", "transport", "nats_url", "num_async"},
+		Needs: func(algo.Header) []algo.Need {
+			return []algo.Need{{Topology: "its own plan", Caps: algo.CanPlan},
+				{Topology: "SyncPlan", Caps: algo.CanSegmentLearner}, {Topology: "ReplayPlan or ApeXPlan", Caps: algo.CanTransitionLearner}}
+		},
 		Scalars: func(h algo.Header) []string {
 			if t := h.Runtime.Transport; t != "" && t != "inproc" {
 				return algo.FlowTransportScalars

@@ -414,7 +414,7 @@ func TestMultiAgentRolloutsRefused(t *testing.T) {
 	}
 }
 
-// apexSyncs is the Ape-X plan (dqn.Config.ApexPlan's operators) with a
+// apexSyncs is the Ape-X plan (flow.ApeXPlan's operators) with a
 // look at the workers' items: the weights version each was made with, per
 // worker.
 type apexSyncs struct {
@@ -438,7 +438,7 @@ func (p *apexSyncs) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	if err != nil {
 		return nil, err
 	}
-	ledger := &flow.Ledger{MaxLag: 256}
+	ledger := &flow.Ledger{MaxLag: flow.ApeXLag}
 	items := flow.ForEach(flow.GatherAsync(flow.OffPolicyRollouts(workers), 1), func(x flow.Experience) (flow.Experience, error) {
 		k := x.Transitions.Worker
 		p.versions[k] = append(p.versions[k], x.Transitions.Version)
@@ -594,7 +594,7 @@ func (f *failingLearner) Learn(ctx context.Context, rb algo.Replay, _, _ int64) 
 	return nil, f.err
 }
 
-// failingApex is dqn.Config.ApexPlan with the learner replaced.
+// failingApex is flow.ApeXPlan with the learner replaced.
 type failingApex struct {
 	*dqn.Config
 	err error
@@ -606,7 +606,7 @@ func (p *failingApex) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 		l, err := newLearner()
 		return &failingLearner{TransitionLearner: l, err: p.err}, err
 	}
-	return p.ApexPlan(r)
+	return flow.ApeXPlan(r, p.NumEnvs, p.ApeXSyncSteps)
 }
 
 // blockedUnion is a plan whose one branch fails while the other waits for

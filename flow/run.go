@@ -67,15 +67,12 @@ type Run struct {
 // until the stream ends (the rollout workers have spent the step budget and
 // every sample was learned) and returns the learner's model.
 func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-	planner, ok := cfg.(Planner)
-	if !ok {
-		return nil, fmt.Errorf("%w: algorithm %s has no plan", ErrConfig, spec.Name)
-	}
-	return TrainPlan(ctx, rt, spec, cfg, planner)
+	return trainPlan(ctx, rt, spec, cfg, nil, nil)
 }
 
 // TrainPlan is Train with a plan of the caller's (a custom plan over an
 // algorithm's pieces: cfg configures spec's pieces, p builds the plan).
+// Train and TrainServed run PlanOf's.
 func TrainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, p Planner) (algo.Model, error) {
 	return trainPlan(ctx, rt, spec, cfg, p, nil)
 }
@@ -91,14 +88,10 @@ func TrainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 // registered); while a call waits, the driver checks it every second, and
 // a new name means the worker that had the call was lost.
 func TrainServed(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, calls transport.CallStream, whoServes func(ctx context.Context, actor string) (string, error)) (algo.Model, error) {
-	p, ok := cfg.(Planner)
-	if !ok {
-		return nil, fmt.Errorf("%w: algorithm %s has no plan", ErrConfig, spec.Name)
-	}
 	if calls == nil {
 		return nil, fmt.Errorf("%w: TrainServed needs a call stream", ErrConfig)
 	}
-	return trainPlan(ctx, rt, spec, cfg, p, &remote{calls: calls, counts: []func() transport.Stats{calls.Stats}, whoServes: whoServes})
+	return trainPlan(ctx, rt, spec, cfg, nil, &remote{calls: calls, counts: []func() transport.Stats{calls.Stats}, whoServes: whoServes})
 }
 
 func trainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config, p Planner, served *remote) (algo.Model, error) {
@@ -118,6 +111,11 @@ func trainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 	pieces, err := spec.Pieces(h, cfg, sp)
 	if err != nil {
 		return nil, err
+	}
+	if p == nil {
+		if p, err = PlanOf(cfg, pieces); err != nil {
+			return nil, fmt.Errorf("%w (algorithm %s)", err, spec.Name)
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	r := &Run{Ctx: ctx, Header: h, Pieces: pieces, Spaces: sp, rt: rt}

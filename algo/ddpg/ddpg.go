@@ -69,12 +69,12 @@ func NewConfig() *Config {
 	}
 }
 
-// TransitionShape returns num_envs and the update interval U, env steps
-// per update (algo.TransitionShape).
 // WarmUp returns learning_starts, the env steps before the first update
 // (algo.WarmUpper).
 func (c *Config) WarmUp() int64 { return int64(c.LearningStarts) }
 
+// TransitionShape returns num_envs and the update interval U, env steps
+// per update (algo.TransitionShape).
 func (c *Config) TransitionShape() (numEnvs int, updateInterval float64) {
 	return c.NumEnvs, 1
 }

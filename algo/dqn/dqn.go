@@ -153,15 +153,19 @@ func NewConfig() *Config {
 	}
 }
 
-// TransitionShape returns num_envs and the update interval U, env steps
-// per update (algo.TransitionShape).
 // WarmUp returns learning_starts, the env steps before the first update
 // (algo.WarmUpper).
 func (c *Config) WarmUp() int64 { return int64(c.LearningStarts) }
 
+// TransitionShape returns num_envs and the update interval U, env steps
+// per update (algo.TransitionShape).
 func (c *Config) TransitionShape() (numEnvs int, updateInterval float64) {
 	return c.NumEnvs, float64(c.TrainFrequency) / float64(c.GradientSteps)
 }
+
+// ApeXSync returns apex_sync_steps, the env steps of an Ape-X actor
+// between its copies of the learner's weights (flow.ApeXSyncer).
+func (c *Config) ApeXSync() int { return c.ApeXSyncSteps }
 
 // Validate reports every problem with the configuration.
 func (c *Config) Validate(h algo.Header) error {
@@ -264,7 +268,7 @@ var Scalars = []string{"losses/td_loss", "losses/q_values", "charts/epsilon"}
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:      "dqn",
-		Can:       algo.CanTransitionLearner | algo.CanGradApply | algo.CanAgentRows | algo.CanPlan,
+		Can:       algo.CanTransitionLearner | algo.CanGradApply | algo.CanAgentRows,
 		Doc:       "Deep Q-Network (Mnih et al. 2015) with Double-Q, prioritized replay and n-step options",
 		Scalars:   Scalars,
 		NewConfig: func() algo.Config { return NewConfig() },

@@ -107,12 +107,21 @@ func Scalars() []string {
 		"losses/mean_rho", "charts/policy_lag", "charts/policy_lag_max"}
 }
 
-// Spec describes IMPALA to the CLI (algo/all). Every executor runs its
-// plan: local and flow alike start the workers of Plan in-process.
+// RolloutShape is the envs, the segment length and the discount of the
+// truncation bootstrap (algo.Rollout): with it the HTS and dist executors
+// run IMPALA's learner on the segments their env workers make, whose lag
+// V-trace corrects as it does the plan's.
+func (c *Config) RolloutShape() (numEnvs, numSteps int, gamma float32) {
+	return c.NumEnvs, c.NumSteps, c.Gamma
+}
+
+// Spec describes IMPALA to the CLI (algo/all). Its own Train (executor
+// local) and the flow executor run Plan, with the workers in-process or
+// served over NATS; HTS and dist place the segment learner themselves.
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:    "impala",
-		Can:     algo.CanBehaviourLogProbs | algo.CanPlan,
+		Can:     algo.CanSegmentLearner | algo.CanBehaviourLogProbs | algo.CanPlan,
 		Doc:     "IMPALA: asynchronous actors, V-trace actor-critic learner (a dataflow plan)",
 		Scalars: Scalars(),
 		NewConfig: func() algo.Config {

@@ -155,7 +155,7 @@ func Scalars() []string {
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:       "ppo",
-		Can:        algo.CanSegmentLearner | algo.CanDataParallel | algo.CanBehaviourLogProbs | algo.CanAgentRows | algo.CanPlan,
+		Can:        algo.CanSegmentLearner | algo.CanDataParallel | algo.CanBehaviourLogProbs | algo.CanAgentRows,
 		Doc:        "Proximal Policy Optimization (clipped surrogate, GAE), discrete and continuous actions",
 		Scalars:    Scalars(),
 		NewConfig:  func() algo.Config { c := DefaultConfig(); return &c },
