@@ -3,6 +3,7 @@ package envsvc
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -223,6 +224,42 @@ func checkMaskedWalk(t *testing.T, id string) {
 	}
 	if local.DeadRowSteps() == 0 {
 		t.Fatal("no dead rows: the vector test misses agents leaving")
+	}
+
+	// The turn view (env.Make: evaluation) writes the same rows.
+	re, err := env.Make(id + "&agent_id=true&action_mask=true&state=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer re.Close()
+	lpt, _ := newMaskedWalk()
+	le, err := env.NewTurnEnv(lpt, env.FlatOptions{AgentID: true, ActionMask: true, State: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer le.Close()
+	for ep := range 3 {
+		ro, _, err := re.Reset(int64(ep))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, _, _ := le.Reset(int64(ep))
+		for k := 0; ; k++ {
+			sameSlice(t, fmt.Sprintf("%s turn view episode %d step %d", id, ep, k), lo, ro)
+			a := []float32{float32(r.IntN(3))}
+			var lt, ltr, rt, rtr bool
+			lo, _, lt, ltr, _, _ = le.Step(a)
+			if ro, _, rt, rtr, _, err = re.Step(a); err != nil {
+				t.Fatal(err)
+			}
+			if lt != rt || ltr != rtr {
+				t.Fatalf("%s turn view episode %d step %d: ends %v %v, local %v %v", id, ep, k, rt, rtr, lt, ltr)
+			}
+			if lt || ltr {
+				sameSlice(t, "turn view final row", lo, ro)
+				break
+			}
+		}
 	}
 }
 
