@@ -226,6 +226,20 @@ func checkMaskedWalk(t *testing.T, id string) {
 		t.Fatal("no dead rows: the vector test misses agents leaving")
 	}
 
+	// Rows without state=true: the session does not ask for the state,
+	// and the server sends none.
+	plain, err := env.MakeVector(id+"&action_mask=true", 3, env.Sync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := plain.Reset(1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Step([]float32{1, 1, 1}); err != nil {
+		t.Fatal(err)
+	}
+
 	// The turn view (env.Make: evaluation) writes the same rows.
 	re, err := env.Make(id + "&agent_id=true&action_mask=true&state=true")
 	if err != nil {
