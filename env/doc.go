@@ -134,8 +134,11 @@
 //
 // A remote id (grpc://HOST:PORT/ID) is a multi-agent id when its server
 // lists ID as one (IsParallel asks it): MakeParallel gives a
-// RemoteParallel, and MakeVector a FlatVector whose envs all live in one
-// server session (remote_parallel.go).
+// RemoteParallel (a GlobalState too when the server sends the env's
+// state), and MakeVector a FlatVector whose envs all live in one server
+// session (remote_parallel.go). The server sends the agents' action masks
+// and, for state=true, the env's own global state, so the rows are those
+// of the env served locally.
 //
 // SplitVector cuts a vector's rows into parts that step in lockstep, each
 // driven by its own goroutine: several policies, each acting for its own

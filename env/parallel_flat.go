@@ -113,14 +113,12 @@ func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
 	f := &FlatVector{pv: pv, opt: opt, nAgents: len(agents)}
 	var lows, highs [][]float32
 	var gs Box // the env's global state space (GlobalState), if it has one
-	if e := pv.Env(0); e != nil {
-		if g, ok := e.(GlobalState); ok {
-			b, ok := g.GlobalStateSpace().(Box)
-			if !ok {
-				return nil, fmt.Errorf("%w: global state space %v is not a Box", ErrInvalidOption, g.GlobalStateSpace())
-			}
-			gs = b
+	if sp := pv.globalStateSpace(); sp != nil {
+		b, ok := sp.(Box)
+		if !ok {
+			return nil, fmt.Errorf("%w: global state space %v is not a Box", ErrInvalidOption, sp)
 		}
+		gs = b
 	}
 	for j, a := range agents {
 		os := pv.ObservationSpace(j)

@@ -134,6 +134,19 @@ func (v *ParallelVector) Env(i int) Parallel {
 	return v.envs[i]
 }
 
+// globalStateSpace is the envs' global state space (GlobalState): env
+// 0's, or for a remote vector the one its server sends; nil when they
+// have none.
+func (v *ParallelVector) globalStateSpace() Space {
+	if v.remote != nil {
+		return v.remote.state
+	}
+	if g, ok := v.envs[0].(GlobalState); ok {
+		return g.GlobalStateSpace()
+	}
+	return nil
+}
+
 // live is the agents of env i that act next.
 func (v *ParallelVector) live(i int) []string {
 	if v.remote != nil {

@@ -85,7 +85,7 @@ type remoteTarget struct {
 	tls      *service.TLSFiles
 	timeout  time.Duration
 	inflight int
-	// rows holds agent_id and state, row options of a multi-agent env
+	// rows holds agent_id, action_mask and state, row options of a multi-agent env
 	// (FlatOptions), applied on this side; hasRows says one was given.
 	rows    FlatOptions
 	hasRows bool
@@ -116,19 +116,22 @@ func parseRemote(id string) (remoteTarget, error) {
 	for k := range q {
 		switch k {
 		case "ca", "cert", "key", "server_name", "timeout", "inflight", "spin":
-		case "agent_id", "state":
+		case "agent_id", "action_mask", "state":
 			v := q.Get(k)
 			if v != "true" && v != "false" {
 				return bad("%s %q, want true or false", k, v)
 			}
-			if k == "agent_id" {
+			switch k {
+			case "agent_id":
 				t.rows.AgentID = v == "true"
-			} else {
+			case "action_mask":
+				t.rows.ActionMask = v == "true"
+			default:
 				t.rows.State = v == "true"
 			}
 			t.hasRows = true
 		default:
-			return bad("unknown parameter %q (known: ca, cert, key, server_name, timeout, inflight, spin; agent_id, state for a multi-agent env)", k)
+			return bad("unknown parameter %q (known: ca, cert, key, server_name, timeout, inflight, spin; agent_id, action_mask, state for a multi-agent env)", k)
 		}
 	}
 	switch u.Scheme {
@@ -332,7 +335,7 @@ func openSession(t remoteTarget, n int, o makeOptions, autoreset bool) (*session
 		return fail(s.protocolErr(fmt.Sprintf("server opened %d envs, asked for %d", open.GetNumEnvs(), n)))
 	}
 	if t.hasRows {
-		return fail(fmt.Errorf("%w: remote env %s: agent_id and state apply to multi-agent envs, and the server does not list %s as one", ErrInvalidOption, t.envID, t.envID))
+		return fail(fmt.Errorf("%w: remote env %s: agent_id, action_mask and state apply to multi-agent envs, and the server does not list %s as one", ErrInvalidOption, t.envID, t.envID))
 	}
 	s.hasState = open.GetHasState()
 	if err := s.w.attach(n, s.obs.Dim(), s.act.Dim()); err != nil {

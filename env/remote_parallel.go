@@ -20,9 +20,16 @@ import (
 // takes a multi-agent id (MakeParallel, Make's TurnEnv, MakeVector's
 // FlatVector, the executors' row handling) takes such a remote id as well.
 //
-// The id's agent_id=true and state=true are the row options of a local
-// multi-agent id (FlatOptions), applied on this side; env keywords are not
-// sent (the server builds the env with its own settings). Over shm:// a
+// The id's agent_id=true, action_mask=true and state=true are the row
+// options of a local multi-agent id (FlatOptions), applied on this side;
+// env keywords are not sent (the server builds the env with its own
+// settings). The server sends each agent's action mask (AgentInfo, from
+// PettingZoo's info["action_mask"]) with its observation, and, when the
+// session asks for it (state=true in a vector's id; always for
+// MakeParallel), the env's own global state (PettingZoo's state() and
+// state_space): MakeParallel's env is then a GlobalState. A server or an env
+// without one leaves the state to this side (the agents' observations
+// concatenated), as before. Over shm:// a
 // multi-agent session's messages are framed on the socket (no shared
 // segment; herd serve env and python/herd_env alike), and inflight does not apply
 // to them: MakeVector puts all its envs in one session, so one message
@@ -39,7 +46,7 @@ func remoteIsParallel(id string) bool {
 	if t.shm {
 		// The shm socket has no Describe: open a multi-agent session of
 		// one env, which a server opens only for a multi-agent id.
-		p, err := openParallelSession(t, 1, makeOptions{}, false)
+		p, err := openParallelSession(t, 1, makeOptions{}, false, false)
 		if err != nil {
 			return false
 		}
@@ -100,12 +107,17 @@ type parallelSession struct {
 	possible  []string
 	obs, act  []Space // per possible agent
 	autoreset bool
-	req       herdv1.EnvRequest
-	msg       herdv1.EnvRequest_ParallelStep
-	body      herdv1.ParallelStepRequest
+	// state is the env's global state space when the session asked for
+	// it and the server sends it; nil otherwise.
+	state Space
+	req   herdv1.EnvRequest
+	msg   herdv1.EnvRequest_ParallelStep
+	body  herdv1.ParallelStepRequest
 }
 
-func openParallelSession(t remoteTarget, n int, o makeOptions, autoreset bool) (*parallelSession, error) {
+// openParallelSession opens n envs; globalState asks the server for the
+// env's own global state in every answer.
+func openParallelSession(t remoteTarget, n int, o makeOptions, autoreset, globalState bool) (*parallelSession, error) {
 	if len(o.kwargs) > 0 {
 		return nil, fmt.Errorf("%w: remote env %s: keyword arguments are not supported remotely", ErrInvalidOption, t.envID)
 	}
@@ -140,7 +152,7 @@ func openParallelSession(t remoteTarget, n int, o makeOptions, autoreset bool) (
 	}
 	resp, err := s.call(&herdv1.EnvRequest{Msg: &herdv1.EnvRequest_Open{Open: &herdv1.OpenRequest{
 		ProtocolVersion: service.ProtocolVersion, EnvId: t.envID, NumEnvs: uint32(n),
-		Autoreset: autoreset, Parallel: true,
+		Autoreset: autoreset, Parallel: true, GlobalState: globalState,
 	}}})
 	if err != nil {
 		if st, ok := status.FromError(err); ok && st.Code() == codes.NotFound {
@@ -176,6 +188,19 @@ func openParallelSession(t remoteTarget, n int, o makeOptions, autoreset bool) (
 	}
 	if len(p.possible) == 0 {
 		return fail(s.protocolErr("multi-agent env with no agents"))
+	}
+	if ss := open.GetParallel().GetStateSpace(); ss != nil {
+		if !globalState {
+			return fail(s.protocolErr("the server sends a global state space the session did not ask for"))
+		}
+		sp, err := SpaceFromProto(ss)
+		if err != nil {
+			return fail(fmt.Errorf("global state: %w", err))
+		}
+		if _, ok := sp.(Box); !ok {
+			return fail(s.protocolErr(fmt.Sprintf("global state space %v is not a Box", sp)))
+		}
+		p.state = sp
 	}
 	return p, nil
 }
@@ -249,6 +274,10 @@ func (p *parallelSession) decode(resp *herdv1.EnvResponse, acted []map[string][]
 		}
 		return nil
 	}
+	stateDim := 0
+	if p.state != nil {
+		stateDim = p.state.Dim()
+	}
 	for i, e := range b.GetEnvs() {
 		bad := func(msg string) error { return p.protocolErr(fmt.Sprintf("env %d: %s", i, msg)) }
 		if err := obsOK(e.GetObs()); err != nil {
@@ -288,6 +317,30 @@ func (p *parallelSession) decode(resp *herdv1.EnvResponse, acted []map[string][]
 				}
 			}
 		}
+		// infos are the transitions' (the reset's agents' after a reset),
+		// reset_infos the autoreset's agents'.
+		if err := p.infosOK(e.GetInfos(), func(a string) bool {
+			if acted == nil {
+				return slices.Contains(e.GetAgents(), a)
+			}
+			_, ok := e.GetTransitions()[a]
+			return ok
+		}); err != nil {
+			return bad("infos: " + err.Error())
+		}
+		if len(e.GetResetInfos()) > 0 && !e.GetDone() {
+			return bad("reset infos without an autoreset")
+		}
+		if err := p.infosOK(e.GetResetInfos(), func(a string) bool { return slices.Contains(e.GetAgents(), a) }); err != nil {
+			return bad("reset infos: " + err.Error())
+		}
+		finalDim := 0
+		if e.GetDone() {
+			finalDim = stateDim
+		}
+		if len(e.GetState()) != stateDim || len(e.GetFinalState()) != finalDim {
+			return bad(fmt.Sprintf("global state of %d values and final state of %d, want %d and %d", len(e.GetState()), len(e.GetFinalState()), stateDim, finalDim))
+		}
 		s := &steps[i]
 		floatsInto(s.Obs, e.GetObs())
 		s.Agents = append(s.Agents[:0], e.GetAgents()...)
@@ -295,19 +348,67 @@ func (p *parallelSession) decode(resp *herdv1.EnvResponse, acted []map[string][]
 		clear(s.Terminations)
 		clear(s.Truncations)
 		clear(s.Infos)
+		infos := e.GetInfos()
 		for a, tr := range e.GetTransitions() {
 			s.Rewards[a], s.Terminations[a], s.Truncations[a] = tr.GetReward(), tr.GetTerminated(), tr.GetTruncated()
-			s.Infos[a] = Info{}
+			s.Infos[a] = wireInfo(infos[a])
 		}
 		if acted == nil {
 			for _, a := range s.Agents {
-				s.Infos[a] = Info{}
+				s.Infos[a] = wireInfo(infos[a])
 			}
 		}
 		s.Done = e.GetDone()
 		floatsInto(s.FinalObs, e.GetFinalObs())
+		s.ObsInfos = s.Infos
+		if s.Done {
+			if s.resetInfos == nil {
+				s.resetInfos = map[string]Info{}
+			}
+			clear(s.resetInfos)
+			for _, a := range s.Agents {
+				s.resetInfos[a] = wireInfo(e.GetResetInfos()[a])
+			}
+			s.ObsInfos = s.resetInfos
+		}
+		if p.state != nil {
+			s.State = append(s.State[:0], e.GetState()...)
+			s.FinalState = append(s.FinalState[:0], e.GetFinalState()...)
+		} else {
+			s.State, s.FinalState = nil, nil
+		}
 	}
 	return nil
+}
+
+// infosOK checks a wire infos map: every agent one that may have an info
+// here (want), every action mask one bool per action of the agent's
+// Discrete action space.
+func (p *parallelSession) infosOK(infos map[string]*herdv1.AgentInfo, want func(string) bool) error {
+	for a, in := range infos {
+		if !want(a) {
+			return fmt.Errorf("info of agent %q, which has no observation or transition here", a)
+		}
+		m := in.GetActionMask()
+		if len(m) == 0 {
+			continue
+		}
+		d, ok := p.act[p.agentIndex(a)].(Discrete)
+		if !ok || len(m) != d.N {
+			return fmt.Errorf("agent %s: action mask of %d values for action space %v", a, len(m), p.act[p.agentIndex(a)])
+		}
+	}
+	return nil
+}
+
+// wireInfo is the Info of a wire AgentInfo (the zero Info for nil). The
+// mask is the message's own slice: every answer is a new message, and the
+// Info is valid until the next call, as a Parallel's are.
+func wireInfo(in *herdv1.AgentInfo) Info {
+	if m := in.GetActionMask(); len(m) > 0 {
+		return Info{ActionMask: m}
+	}
+	return Info{}
 }
 
 // floatsInto is copyObs from wire values.
@@ -402,6 +503,17 @@ func (e *RemoteParallel) Close() error {
 	return e.p.Close()
 }
 
+// remoteParallelState is a RemoteParallel whose server sends the env's
+// global state: a GlobalState, as the env is on its side.
+type remoteParallelState struct{ *RemoteParallel }
+
+// GlobalState is the state that came with the last Reset or Step.
+func (e remoteParallelState) GlobalState(dst []float32) []float32 {
+	return append(dst[:0], e.steps[0].State...)
+}
+
+func (e remoteParallelState) GlobalStateSpace() Space { return e.p.state }
+
 // makeRemoteParallel opens one remote multi-agent env and returns the
 // row options of its id.
 func makeRemoteParallel(id string, opts []Option) (Parallel, FlatOptions, error) {
@@ -413,11 +525,15 @@ func makeRemoteParallel(id string, opts []Option) (Parallel, FlatOptions, error)
 	if err != nil {
 		return nil, FlatOptions{}, err
 	}
-	p, err := openParallelSession(t, 1, o, false)
+	p, err := openParallelSession(t, 1, o, false, true)
 	if err != nil {
 		return nil, FlatOptions{}, err
 	}
-	return &RemoteParallel{p: p, steps: newParallelSteps(1), acts: make([]map[string][]float32, 1)}, t.rows, nil
+	rp := &RemoteParallel{p: p, steps: newParallelSteps(1), acts: make([]map[string][]float32, 1)}
+	if p.state != nil {
+		return remoteParallelState{rp}, t.rows, nil
+	}
+	return rp, t.rows, nil
 }
 
 // makeRemoteFlatVector is makeFlatVector for a remote id: n rows of
@@ -429,7 +545,7 @@ func makeRemoteFlatVector(id string, n int, o makeOptions) (Vector, error) {
 	}
 	// The number of agents, hence of envs, is the server's: a one-env
 	// session asks, and is kept when one env is what the rows need.
-	p, err := openParallelSession(t, 1, o, true)
+	p, err := openParallelSession(t, 1, o, true, t.rows.State)
 	if err != nil {
 		return nil, err
 	}
@@ -440,7 +556,7 @@ func makeRemoteFlatVector(id string, n int, o makeOptions) (Vector, error) {
 	}
 	if n/a != 1 {
 		p.Close()
-		if p, err = openParallelSession(t, n/a, o, true); err != nil {
+		if p, err = openParallelSession(t, n/a, o, true, t.rows.State); err != nil {
 			return nil, err
 		}
 	}

@@ -19,6 +19,14 @@ for all of them. Every env's action map is checked before any env steps:
 exactly one action per agent in the env's agents, each in its space (a Box
 action must be finite); a bad one is answered in-band with INVALID_ACTION.
 With autoreset, an env whose agents have all left is reset in the same step.
+
+Each answer carries, per agent, the part of its info herd reads: PettingZoo's
+info["action_mask"] (one entry per action of a Discrete action space, nonzero
+when legal), the reset's infos for the first observations of an episode. When
+the session asks for it (OpenRequest.global_state) and the env has PettingZoo's
+state() and state_space (a Box), the answer describes state_space and every
+env's batch carries state() with its observations (and at an autoreset the
+ending episode's as final_state).
 With --shm the same messages are framed on the shm socket (herd_env.shm;
 no shared segment), as herd serve env's Go server does.
 """
@@ -37,6 +45,31 @@ def is_parallel(obj):
         and callable(getattr(obj, "action_space", None))
 
 
+def _reset(e, seed):
+    """e.reset(seed=seed) as (obs, infos): older PettingZoo returns obs
+    alone."""
+    r = e.reset(seed=seed)
+    if isinstance(r, tuple):
+        return r[0], (r[1] if len(r) > 1 else {})
+    return r, {}
+
+
+def _state_codec(e):
+    """The Codec of e's global state space (PettingZoo's state_space, with
+    state()), or None when e has none. A state space that is no Box is an
+    error."""
+    try:
+        space = getattr(e, "state_space", None)
+    except Exception:  # a wrapper's property that finds no state space
+        space = None
+    if space is None or not callable(getattr(e, "state", None)):
+        return None
+    codec = Codec(space)
+    if codec.kind != "Box":
+        raise ValueError("state_space %r is not a Box" % (space,))
+    return codec
+
+
 class _ParallelSession:
     """One stream's multi-agent envs, stepped in the stream's thread."""
 
@@ -49,6 +82,7 @@ class _ParallelSession:
         self.act_codecs = {a: Codec(e.action_space(a)) for a in self.possible}
         self.autoreset = open_req.autoreset
         self.running = [False] * n
+        self.state_codec = _state_codec(e) if open_req.global_state else None
 
     def close(self):
         _close_envs(self.envs)
@@ -58,6 +92,8 @@ class _ParallelSession:
             env_pb2.AgentSpaces(agent=a, observation_space=self.obs_codecs[a].to_proto(),
                                 action_space=self.act_codecs[a].to_proto())
             for a in self.possible])
+        if self.state_codec is not None:
+            spaces.state_space.CopyFrom(self.state_codec.to_proto())
         return env_pb2.EnvResponse(open=env_pb2.OpenResponse(num_envs=len(self.envs), parallel=spaces))
 
     def _fill_obs(self, dst, obs):
@@ -71,6 +107,31 @@ class _ParallelSession:
                 raise ValueError("agent %s observation has %d values, its space %d" % (a, len(flat), codec.dim))
             dst[a].values.extend(flat)
 
+    def _fill_infos(self, dst, infos, agents):
+        """Writes the action masks of agents' infos into the map field dst;
+        an agent without one is left out."""
+        for a in agents:
+            info = infos.get(a) if isinstance(infos, dict) else None
+            mask = info.get("action_mask") if isinstance(info, dict) else None
+            if mask is None:
+                continue
+            codec = self.act_codecs[a]
+            flat = flatten(mask)
+            if codec.kind != "Discrete" or len(flat) != codec.n:
+                raise ValueError("agent %s: action_mask of %d values for a %s action space of %d"
+                                 % (a, len(flat), codec.kind, getattr(codec, "n", codec.dim)))
+            dst[a].action_mask.extend(v != 0 for v in flat)
+
+    def _fill_state(self, dst, e):
+        """Appends e.state() to the repeated field dst when the session
+        sends the global state."""
+        if self.state_codec is None:
+            return
+        flat = flatten(e.state())
+        if len(flat) != self.state_codec.dim:
+            raise ValueError("state() has %d values, state_space %d" % (len(flat), self.state_codec.dim))
+        dst.extend(flat)
+
     def reset(self, seeds):
         n = len(self.envs)
         if seeds and len(seeds) != n:
@@ -80,11 +141,12 @@ class _ParallelSession:
             for i, e in enumerate(self.envs):
                 self.running[i] = False
                 seed = seeds[i] if seeds and seeds[i] >= 0 else None
-                r = e.reset(seed=seed)
-                obs = r[0] if isinstance(r, tuple) else r
+                obs, infos = _reset(e, seed)
                 eb = batch.envs.add()
                 self._fill_obs(eb.obs, obs)
                 eb.agents.extend(str(a) for a in e.agents)
+                self._fill_infos(eb.infos, infos, e.agents)
+                self._fill_state(eb.state, e)
                 self.running[i] = bool(e.agents)
         except Exception as ex:  # the env's own failure
             return _status(grpc.StatusCode.INTERNAL, "ENV_ERROR", "reset: %r" % (ex,)), None
@@ -128,8 +190,9 @@ class _ParallelSession:
         batch = env_pb2.ParallelBatch()
         try:
             for i, e in enumerate(self.envs):
-                obs, rew, term, trunc, _ = e.step(actions[i])
+                obs, rew, term, trunc, infos = e.step(actions[i])
                 eb = batch.envs.add()
+                self._fill_infos(eb.infos, infos, actions[i])
                 for a in actions[i]:
                     t = eb.transitions[a]
                     t.reward = float(rew.get(a, 0.0))
@@ -140,11 +203,13 @@ class _ParallelSession:
                     if self.autoreset:
                         eb.done = True
                         self._fill_obs(eb.final_obs, obs)
-                        r = e.reset(seed=None)
-                        obs = r[0] if isinstance(r, tuple) else r
+                        self._fill_state(eb.final_state, e)
+                        obs, infos = _reset(e, None)
+                        self._fill_infos(eb.reset_infos, infos, e.agents)
                         self.running[i] = bool(e.agents)
                 self._fill_obs(eb.obs, obs)
                 eb.agents.extend(str(a) for a in e.agents)
+                self._fill_state(eb.state, e)
         except Exception as ex:
             return _status(grpc.StatusCode.INTERNAL, "ENV_ERROR", "step: %r" % (ex,))
         return env_pb2.EnvResponse(parallel_batch=batch)

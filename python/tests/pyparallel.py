@@ -88,3 +88,43 @@ class LineWalk:
 
     def close(self):
         pass
+
+
+class MaskedWalk(LineWalk):
+    """LineWalk with PettingZoo's action masks and global state.
+
+    Each agent's info holds action_mask (a list of 0/1, as PettingZoo's
+    int8 arrays): agent i may not step left (action 0) from position -3
+    or below, nor right (action 2) when i + t is odd (t: steps taken); it
+    may always stay (1). The info also holds a key herd ignores. state()
+    is [t, each possible agent's position, each one's goal, how many agents
+    are still in the episode]: 8 values, not the 7 of the observations
+    concatenated. herd's tests carry a Go copy (service/envsvc).
+    """
+
+    metadata = {"name": "maskedwalk_v0"}
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.state_space = Box([-20.0] * 8, [20.0] * 8)
+
+    def _infos(self, agents):
+        out = {}
+        for i, a in enumerate(self.possible_agents):
+            if a in agents:
+                left = 1 if self.pos[a] > -3 else 0
+                right = 1 if (i + self.t) % 2 == 0 else 0
+                out[a] = {"action_mask": [left, 1, right], "walked": self.t}
+        return out
+
+    def reset(self, seed=None, options=None):
+        obs, _ = super().reset(seed=seed, options=options)
+        return obs, self._infos(obs)
+
+    def step(self, actions):
+        obs, rew, term, trunc, _ = super().step(actions)
+        return obs, rew, term, trunc, self._infos(obs)
+
+    def state(self):
+        return ([float(self.t)] + [float(self.pos[a]) for a in self.possible_agents]
+                + [float(self.goal[a]) for a in self.possible_agents] + [float(len(self.agents))])

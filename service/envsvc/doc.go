@@ -15,9 +15,12 @@
 // in-band as a Status and the session continues, as a local env would.
 //
 // A session opened with parallel = true holds multi-agent envs
-// (env.MakeParallel ids: the MPE envs) and steps them with per-agent maps
-// (parallel.go); Describe lists those ids as parallel_env_ids, which is how
-// a client knows that grpc://HOST:PORT/ID is multi-agent.
+// (env.MakeParallel ids: the MPE envs; and Config.ParallelEnvs, Go envs of
+// one's own) and steps them with per-agent maps (parallel.go); Describe
+// lists those ids as parallel_env_ids, which is how a client knows that
+// grpc://HOST:PORT/ID is multi-agent. Each answer carries the agents'
+// action masks (env.Info.ActionMask) and, when the open asks for it
+// (global_state), the env's env.GlobalState.
 //
 // The Python server (python/herd_env) speaks the same protocol for
 // Gymnasium envs and PettingZoo Parallel envs. Both also serve the

@@ -13,7 +13,7 @@ import (
 )
 
 // openParallel checks a multi-agent session's first message (parallel =
-// true) and makes its envs with env.MakeParallel.
+// true) and makes its envs with Config.ParallelEnvs or env.MakeParallel.
 func (s *Server) openParallel(first *herdv1.EnvRequest) (*parallelSession, error) {
 	n, err := s.checkOpen(first)
 	if err != nil {
@@ -28,11 +28,17 @@ func (s *Server) openParallel(first *herdv1.EnvRequest) (*parallelSession, error
 		return nil, status.Errorf(codes.InvalidArgument, "max_episode_steps %d: a multi-agent env keeps its own limit (e.g. MPE's max_cycles); send 0", open.GetMaxEpisodeSteps())
 	}
 	sess := &parallelSession{autoreset: open.GetAutoreset(), metrics: s.metrics}
+	mk, own := s.parallel[id]
 	for range n {
-		p, err := env.MakeParallel(id)
+		var p env.Parallel
+		if own {
+			p, err = mk()
+		} else {
+			p, err = env.MakeParallel(id)
+		}
 		if err != nil {
 			sess.close()
-			if env.IsParallel(id) {
+			if own || env.IsParallel(id) {
 				return nil, status.Error(codes.InvalidArgument, err.Error())
 			}
 			return nil, status.Error(codes.NotFound, err.Error())
@@ -40,14 +46,28 @@ func (s *Server) openParallel(first *herdv1.EnvRequest) (*parallelSession, error
 		sess.envs = append(sess.envs, p)
 	}
 	sess.possible = slices.Clone(sess.envs[0].PossibleAgents())
+	for _, a := range sess.possible {
+		as, err := sess.envs[0].ActionSpace(a)
+		if err != nil {
+			sess.close()
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		sess.acts = append(sess.acts, as)
+	}
+	if g, ok := sess.envs[0].(env.GlobalState); ok && open.GetGlobalState() {
+		sess.state = g.GlobalStateSpace()
+	}
 	sess.running = make([]bool, n)
-	sess.acts = make([]map[string][]float32, n)
+	sess.actions = make([]map[string][]float32, n)
 	sess.trans = make([]map[string]*herdv1.AgentTransition, n)
-	for i := range sess.acts {
-		sess.acts[i] = map[string][]float32{}
+	sess.infoMsgs = make([][2]map[string]*herdv1.AgentInfo, n)
+	for i := range sess.actions {
+		sess.actions[i] = map[string][]float32{}
 		sess.trans[i] = map[string]*herdv1.AgentTransition{}
+		sess.infoMsgs[i] = [2]map[string]*herdv1.AgentInfo{{}, {}}
 		sess.batch.Envs = append(sess.batch.Envs, &herdv1.ParallelEnvBatch{Obs: map[string]*herdv1.Floats{},
-			Transitions: map[string]*herdv1.AgentTransition{}, FinalObs: map[string]*herdv1.Floats{}})
+			Transitions: map[string]*herdv1.AgentTransition{}, FinalObs: map[string]*herdv1.Floats{},
+			Infos: map[string]*herdv1.AgentInfo{}, ResetInfos: map[string]*herdv1.AgentInfo{}})
 	}
 	s.metrics.open()
 	return sess, nil
@@ -57,15 +77,21 @@ func (s *Server) openParallel(first *herdv1.EnvRequest) (*parallelSession, error
 type parallelSession struct {
 	envs      []env.Parallel
 	possible  []string
+	acts      []env.Space // action space per possible agent
 	autoreset bool
 	running   []bool // reset, and its episode not over
-	acts      []map[string][]float32
+	actions   []map[string][]float32
 	metrics   *serverMetrics
+	// state is the envs' global state space when the open asked for it
+	// (global_state) and they have one; nil otherwise.
+	state env.Space
 	// batch answers every Reset and Step, its messages reused; trans
 	// holds each env's AgentTransition messages, kept while Transitions
-	// is cleared.
-	batch herdv1.ParallelBatch
-	trans []map[string]*herdv1.AgentTransition
+	// is cleared, and infoMsgs its AgentInfo messages (for Infos, for
+	// ResetInfos).
+	batch    herdv1.ParallelBatch
+	trans    []map[string]*herdv1.AgentTransition
+	infoMsgs [][2]map[string]*herdv1.AgentInfo
 }
 
 func (s *parallelSession) close() {
@@ -95,6 +121,16 @@ func (s *parallelSession) openResponse() (*herdv1.EnvResponse, error) {
 			return nil, status.Error(codes.Internal, err.Error())
 		}
 		sp.Agents = append(sp.Agents, &herdv1.AgentSpaces{Agent: a, ObservationSpace: po, ActionSpace: pa})
+	}
+	if s.state != nil {
+		if _, ok := s.state.(env.Box); !ok {
+			return nil, status.Errorf(codes.Internal, "global state space %v is not a Box", s.state)
+		}
+		ps, err := env.SpaceToProto(s.state)
+		if err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		sp.StateSpace = ps
 	}
 	return &herdv1.EnvResponse{Msg: &herdv1.EnvResponse_Open{Open: &herdv1.OpenResponse{
 		NumEnvs: uint32(len(s.envs)), Parallel: sp,
@@ -145,7 +181,44 @@ func (s *parallelSession) envBatch(i int) *herdv1.ParallelEnvBatch {
 	eb.Done = false
 	clear(eb.Transitions)
 	floatsTo(eb.FinalObs, nil)
+	clear(eb.Infos)
+	clear(eb.ResetInfos)
+	eb.State, eb.FinalState = eb.State[:0], eb.FinalState[:0]
 	return eb
+}
+
+// putInfo puts agent a's info into dst (Infos or ResetInfos of env i,
+// which = 0 or 1) when it holds something herd reads, reusing the
+// session's messages. A mask that does not fit the agent's action space
+// is the env's error.
+func (s *parallelSession) putInfo(i, which int, dst map[string]*herdv1.AgentInfo, a string, in env.Info) error {
+	if in.ActionMask == nil {
+		return nil
+	}
+	j := slices.Index(s.possible, a)
+	if j < 0 {
+		return fmt.Errorf("env %d: info of unknown agent %q", i, a)
+	}
+	if d, ok := s.acts[j].(env.Discrete); !ok || len(in.ActionMask) != d.N {
+		return fmt.Errorf("env %d: agent %s: action mask of %d values for action space %v", i, a, len(in.ActionMask), s.acts[j])
+	}
+	m := s.infoMsgs[i][which][a]
+	if m == nil {
+		m = &herdv1.AgentInfo{}
+		s.infoMsgs[i][which][a] = m
+	}
+	m.ActionMask = append(m.ActionMask[:0], in.ActionMask...)
+	dst[a] = m
+	return nil
+}
+
+// globalState appends env e's global state to dst when the session sends
+// one.
+func (s *parallelSession) globalState(e env.Parallel, dst []float32) []float32 {
+	if s.state == nil {
+		return dst
+	}
+	return e.(env.GlobalState).GlobalState(dst)
 }
 
 func (s *parallelSession) reset(seeds []int64) (*herdv1.EnvResponse, error) {
@@ -159,7 +232,7 @@ func (s *parallelSession) reset(seeds []int64) (*herdv1.EnvResponse, error) {
 			seed = seeds[i]
 		}
 		s.running[i] = false
-		obs, _, err := e.Reset(seed)
+		obs, infos, err := e.Reset(seed)
 		if err != nil {
 			return inBand(fmt.Errorf("env %d: %w", i, err)), nil
 		}
@@ -167,6 +240,13 @@ func (s *parallelSession) reset(seeds []int64) (*herdv1.EnvResponse, error) {
 		eb := s.envBatch(i)
 		floatsTo(eb.Obs, obs)
 		eb.Agents = append(eb.Agents, e.Agents()...)
+		for _, a := range eb.Agents {
+			if err := s.putInfo(i, 0, eb.Infos, a, infos[a]); err != nil {
+				s.running[i] = false
+				return inBand(err), nil
+			}
+		}
+		eb.State = s.globalState(e, eb.State)
 	}
 	return &herdv1.EnvResponse{Msg: &herdv1.EnvResponse_ParallelBatch{ParallelBatch: b}}, nil
 }
@@ -183,7 +263,7 @@ func (s *parallelSession) step(envs []*herdv1.AgentActions) *herdv1.EnvResponse 
 		if !s.running[i] {
 			return inBand(fmt.Errorf("%w: env %d: step before reset or after the episode ended", env.ErrNeedsReset, i))
 		}
-		m := s.acts[i]
+		m := s.actions[i]
 		clear(m)
 		for a, f := range envs[i].GetActions() {
 			m[a] = f.GetValues()
@@ -199,12 +279,15 @@ func (s *parallelSession) step(envs []*herdv1.AgentActions) *herdv1.EnvResponse 
 	b := &s.batch
 	ended := 0
 	for i, e := range s.envs {
-		obs, rew, term, trunc, _, err := e.Step(s.acts[i])
+		obs, rew, term, trunc, infos, err := e.Step(s.actions[i])
 		if err != nil {
 			return inBand(fmt.Errorf("env %d: %w", i, err))
 		}
 		eb := s.envBatch(i)
-		for a := range s.acts[i] {
+		for a := range s.actions[i] {
+			if err := s.putInfo(i, 0, eb.Infos, a, infos[a]); err != nil {
+				return inBand(err)
+			}
 			tr := s.trans[i][a]
 			if tr == nil {
 				tr = &herdv1.AgentTransition{}
@@ -221,13 +304,21 @@ func (s *parallelSession) step(envs []*herdv1.AgentActions) *herdv1.EnvResponse 
 		if done && s.autoreset {
 			eb.Done = true
 			floatsTo(eb.FinalObs, obs)
-			if obs, _, err = e.Reset(env.NoSeed); err != nil {
+			eb.FinalState = s.globalState(e, eb.FinalState)
+			if obs, infos, err = e.Reset(env.NoSeed); err != nil {
 				return inBand(fmt.Errorf("env %d: autoreset: %w", i, err))
 			}
 			s.running[i] = len(e.Agents()) > 0
+			for _, a := range e.Agents() {
+				if err := s.putInfo(i, 1, eb.ResetInfos, a, infos[a]); err != nil {
+					s.running[i] = false
+					return inBand(err)
+				}
+			}
 		}
 		floatsTo(eb.Obs, obs)
 		eb.Agents = append(eb.Agents, e.Agents()...)
+		eb.State = s.globalState(e, eb.State)
 	}
 	s.metrics.step(n, ended, t0)
 	return &herdv1.EnvResponse{Msg: &herdv1.EnvResponse_ParallelBatch{ParallelBatch: b}}

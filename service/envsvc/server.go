@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -31,6 +33,11 @@ type Config struct {
 	// MaxSessions bounds the live sessions; a session past it is refused at
 	// once with RESOURCE_EXHAUSTED (default DefaultMaxSessions).
 	MaxSessions int
+	// ParallelEnvs serves multi-agent envs of your own beside the
+	// registered ones (env.ParallelIDs): each id maps to a function that
+	// makes one env, called once per env of a session. Describe lists the
+	// ids among parallel_env_ids; an id here hides a registered one.
+	ParallelEnvs map[string]func() (env.Parallel, error)
 }
 
 // Server implements herdv1.EnvServiceServer over env.Make.
@@ -39,6 +46,7 @@ type Server struct {
 	maxEnvs  int
 	sessions chan struct{} // one token per live session
 	metrics  *serverMetrics
+	parallel map[string]func() (env.Parallel, error) // Config.ParallelEnvs
 }
 
 // New returns a Server.
@@ -49,7 +57,7 @@ func New(cfg Config) *Server {
 	if cfg.MaxSessions <= 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
-	return &Server{maxEnvs: cfg.MaxEnvs, sessions: make(chan struct{}, cfg.MaxSessions)}
+	return &Server{maxEnvs: cfg.MaxEnvs, sessions: make(chan struct{}, cfg.MaxSessions), parallel: maps.Clone(cfg.ParallelEnvs)}
 }
 
 // RegisterMetrics registers the server's Prometheus collectors (sessions,
@@ -70,9 +78,16 @@ func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
 // Register adds the service to g.
 func (s *Server) Register(g *grpc.Server) { herdv1.RegisterEnvServiceServer(g, s) }
 
-// Describe lists the protocol version and env.IDs.
+// Describe lists the protocol version, env.IDs and the multi-agent ids
+// (env.ParallelIDs and Config.ParallelEnvs).
 func (s *Server) Describe(context.Context, *herdv1.DescribeRequest) (*herdv1.DescribeResponse, error) {
-	return &herdv1.DescribeResponse{ProtocolVersions: []uint32{service.ProtocolVersion}, EnvIds: env.IDs(), ParallelEnvIds: env.ParallelIDs(), Server: "herd"}, nil
+	ids := env.ParallelIDs()
+	for _, id := range slices.Sorted(maps.Keys(s.parallel)) {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return &herdv1.DescribeResponse{ProtocolVersions: []uint32{service.ProtocolVersion}, EnvIds: env.IDs(), ParallelEnvIds: ids, Server: "herd"}, nil
 }
 
 // Session runs one client's envs until the client closes the stream.

@@ -803,7 +803,14 @@ type OpenRequest struct {
 	// requests. With autoreset, an env whose agents have all left is reset in
 	// the same step. max_episode_steps must be 0 (the env's own limit, e.g.
 	// MPE's max_cycles).
-	Parallel      bool `protobuf:"varint,6,opt,name=parallel,proto3" json:"parallel,omitempty"`
+	Parallel bool `protobuf:"varint,6,opt,name=parallel,proto3" json:"parallel,omitempty"`
+	// global_state asks a parallel session for the env's own global state
+	// (PettingZoo's state() and state_space): when the env has one, the
+	// answer's ParallelSpaces.state_space describes it and every
+	// ParallelEnvBatch carries it (state, final_state). A server that
+	// predates the field, or an env without a state, leaves state_space
+	// unset, and the client builds the state itself.
+	GlobalState   bool `protobuf:"varint,7,opt,name=global_state,json=globalState,proto3" json:"global_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -876,6 +883,13 @@ func (x *OpenRequest) GetAutoreset() bool {
 func (x *OpenRequest) GetParallel() bool {
 	if x != nil {
 		return x.Parallel
+	}
+	return false
+}
+
+func (x *OpenRequest) GetGlobalState() bool {
+	if x != nil {
+		return x.GlobalState
 	}
 	return false
 }
@@ -1251,8 +1265,11 @@ func (x *StateResponse) GetObs() []float32 {
 // ParallelSpaces lists possible_agents in their fixed order, each with its
 // observation and action space.
 type ParallelSpaces struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Agents        []*AgentSpaces         `protobuf:"bytes,1,rep,name=agents,proto3" json:"agents,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Agents []*AgentSpaces         `protobuf:"bytes,1,rep,name=agents,proto3" json:"agents,omitempty"`
+	// The env's global state space (a Box), set only when the open asked for
+	// global_state and the env has one.
+	StateSpace    *Space `protobuf:"bytes,2,opt,name=state_space,json=stateSpace,proto3" json:"state_space,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1290,6 +1307,13 @@ func (*ParallelSpaces) Descriptor() ([]byte, []int) {
 func (x *ParallelSpaces) GetAgents() []*AgentSpaces {
 	if x != nil {
 		return x.Agents
+	}
+	return nil
+}
+
+func (x *ParallelSpaces) GetStateSpace() *Space {
+	if x != nil {
+		return x.StateSpace
 	}
 	return nil
 }
@@ -1549,8 +1573,21 @@ type ParallelEnvBatch struct {
 	Transitions map[string]*AgentTransition `protobuf:"bytes,3,rep,name=transitions,proto3" json:"transitions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// With autoreset: the episode ended in this step and the env was reset;
 	// final_obs then holds the last observation of each agent that acted.
-	Done          bool               `protobuf:"varint,4,opt,name=done,proto3" json:"done,omitempty"`
-	FinalObs      map[string]*Floats `protobuf:"bytes,5,rep,name=final_obs,json=finalObs,proto3" json:"final_obs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Done     bool               `protobuf:"varint,4,opt,name=done,proto3" json:"done,omitempty"`
+	FinalObs map[string]*Floats `protobuf:"bytes,5,rep,name=final_obs,json=finalObs,proto3" json:"final_obs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The parts of the agents' infos herd reads (AgentInfo): after a reset,
+	// the reset's infos of the agents in agents; after a step, those of the
+	// step's transitions. An agent whose info holds none of them is left
+	// out. Older servers send none.
+	Infos map[string]*AgentInfo `protobuf:"bytes,6,rep,name=infos,proto3" json:"infos,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// With done: the infos of the new episode's first observations (obs),
+	// from the autoreset; infos then holds the ending step's.
+	ResetInfos map[string]*AgentInfo `protobuf:"bytes,7,rep,name=reset_infos,json=resetInfos,proto3" json:"reset_infos,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// With ParallelSpaces.state_space: the global state that goes with obs
+	// (after an autoreset the new episode's), and with done the state at the
+	// end of the episode (final_obs's). Empty otherwise.
+	State         []float32 `protobuf:"fixed32,8,rep,packed,name=state,proto3" json:"state,omitempty"`
+	FinalState    []float32 `protobuf:"fixed32,9,rep,packed,name=final_state,json=finalState,proto3" json:"final_state,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1620,6 +1657,34 @@ func (x *ParallelEnvBatch) GetFinalObs() map[string]*Floats {
 	return nil
 }
 
+func (x *ParallelEnvBatch) GetInfos() map[string]*AgentInfo {
+	if x != nil {
+		return x.Infos
+	}
+	return nil
+}
+
+func (x *ParallelEnvBatch) GetResetInfos() map[string]*AgentInfo {
+	if x != nil {
+		return x.ResetInfos
+	}
+	return nil
+}
+
+func (x *ParallelEnvBatch) GetState() []float32 {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *ParallelEnvBatch) GetFinalState() []float32 {
+	if x != nil {
+		return x.FinalState
+	}
+	return nil
+}
+
 type AgentTransition struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Reward        float64                `protobuf:"fixed64,1,opt,name=reward,proto3" json:"reward,omitempty"`
@@ -1680,6 +1745,54 @@ func (x *AgentTransition) GetTruncated() bool {
 	return false
 }
 
+// AgentInfo is what herd reads of one agent's info dict.
+type AgentInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// PettingZoo's info["action_mask"]: one entry per action of the agent's
+	// Discrete action space (entry k is action start + k), true when the
+	// action is legal in the next step. Empty when the info has no mask.
+	ActionMask    []bool `protobuf:"varint,1,rep,packed,name=action_mask,json=actionMask,proto3" json:"action_mask,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentInfo) Reset() {
+	*x = AgentInfo{}
+	mi := &file_herd_v1_env_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentInfo) ProtoMessage() {}
+
+func (x *AgentInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_herd_v1_env_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentInfo.ProtoReflect.Descriptor instead.
+func (*AgentInfo) Descriptor() ([]byte, []int) {
+	return file_herd_v1_env_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *AgentInfo) GetActionMask() []bool {
+	if x != nil {
+		return x.ActionMask
+	}
+	return nil
+}
+
 var File_herd_v1_env_proto protoreflect.FileDescriptor
 
 const file_herd_v1_env_proto_rawDesc = "" +
@@ -1723,14 +1836,15 @@ const file_herd_v1_env_proto_rawDesc = "" +
 	"\x05state\x18\x03 \x01(\v2\x16.herd.v1.StateResponseH\x00R\x05state\x12?\n" +
 	"\x0eparallel_batch\x18\x04 \x01(\v2\x16.herd.v1.ParallelBatchH\x00R\rparallelBatch\x12%\n" +
 	"\x05error\x18\x0f \x01(\v2\x0f.herd.v1.StatusR\x05errorB\x05\n" +
-	"\x03msg\"\xd0\x01\n" +
+	"\x03msg\"\xf3\x01\n" +
 	"\vOpenRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x15\n" +
 	"\x06env_id\x18\x02 \x01(\tR\x05envId\x12\x19\n" +
 	"\bnum_envs\x18\x03 \x01(\rR\anumEnvs\x12*\n" +
 	"\x11max_episode_steps\x18\x04 \x01(\x05R\x0fmaxEpisodeSteps\x12\x1c\n" +
 	"\tautoreset\x18\x05 \x01(\bR\tautoreset\x12\x1a\n" +
-	"\bparallel\x18\x06 \x01(\bR\bparallel\"\xeb\x01\n" +
+	"\bparallel\x18\x06 \x01(\bR\bparallel\x12!\n" +
+	"\fglobal_state\x18\a \x01(\bR\vglobalState\"\xeb\x01\n" +
 	"\fOpenResponse\x12;\n" +
 	"\x11observation_space\x18\x01 \x01(\v2\x0e.herd.v1.SpaceR\x10observationSpace\x121\n" +
 	"\faction_space\x18\x02 \x01(\v2\x0e.herd.v1.SpaceR\vactionSpace\x12\x19\n" +
@@ -1755,9 +1869,11 @@ const file_herd_v1_env_proto_rawDesc = "" +
 	"\x05state\x18\x03 \x03(\x01R\x05state\"7\n" +
 	"\rStateResponse\x12\x14\n" +
 	"\x05state\x18\x01 \x03(\x01R\x05state\x12\x10\n" +
-	"\x03obs\x18\x02 \x03(\x02R\x03obs\">\n" +
+	"\x03obs\x18\x02 \x03(\x02R\x03obs\"o\n" +
 	"\x0eParallelSpaces\x12,\n" +
-	"\x06agents\x18\x01 \x03(\v2\x14.herd.v1.AgentSpacesR\x06agents\"\x93\x01\n" +
+	"\x06agents\x18\x01 \x03(\v2\x14.herd.v1.AgentSpacesR\x06agents\x12/\n" +
+	"\vstate_space\x18\x02 \x01(\v2\x0e.herd.v1.SpaceR\n" +
+	"stateSpace\"\x93\x01\n" +
 	"\vAgentSpaces\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12;\n" +
 	"\x11observation_space\x18\x02 \x01(\v2\x0e.herd.v1.SpaceR\x10observationSpace\x121\n" +
@@ -1772,13 +1888,19 @@ const file_herd_v1_env_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12%\n" +
 	"\x05value\x18\x02 \x01(\v2\x0f.herd.v1.FloatsR\x05value:\x028\x01\">\n" +
 	"\rParallelBatch\x12-\n" +
-	"\x04envs\x18\x01 \x03(\v2\x19.herd.v1.ParallelEnvBatchR\x04envs\"\xf9\x03\n" +
+	"\x04envs\x18\x01 \x03(\v2\x19.herd.v1.ParallelEnvBatchR\x04envs\"\xd9\x06\n" +
 	"\x10ParallelEnvBatch\x124\n" +
 	"\x03obs\x18\x01 \x03(\v2\".herd.v1.ParallelEnvBatch.ObsEntryR\x03obs\x12\x16\n" +
 	"\x06agents\x18\x02 \x03(\tR\x06agents\x12L\n" +
 	"\vtransitions\x18\x03 \x03(\v2*.herd.v1.ParallelEnvBatch.TransitionsEntryR\vtransitions\x12\x12\n" +
 	"\x04done\x18\x04 \x01(\bR\x04done\x12D\n" +
-	"\tfinal_obs\x18\x05 \x03(\v2'.herd.v1.ParallelEnvBatch.FinalObsEntryR\bfinalObs\x1aG\n" +
+	"\tfinal_obs\x18\x05 \x03(\v2'.herd.v1.ParallelEnvBatch.FinalObsEntryR\bfinalObs\x12:\n" +
+	"\x05infos\x18\x06 \x03(\v2$.herd.v1.ParallelEnvBatch.InfosEntryR\x05infos\x12J\n" +
+	"\vreset_infos\x18\a \x03(\v2).herd.v1.ParallelEnvBatch.ResetInfosEntryR\n" +
+	"resetInfos\x12\x14\n" +
+	"\x05state\x18\b \x03(\x02R\x05state\x12\x1f\n" +
+	"\vfinal_state\x18\t \x03(\x02R\n" +
+	"finalState\x1aG\n" +
 	"\bObsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12%\n" +
 	"\x05value\x18\x02 \x01(\v2\x0f.herd.v1.FloatsR\x05value:\x028\x01\x1aX\n" +
@@ -1787,13 +1909,23 @@ const file_herd_v1_env_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\v2\x18.herd.v1.AgentTransitionR\x05value:\x028\x01\x1aL\n" +
 	"\rFinalObsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12%\n" +
-	"\x05value\x18\x02 \x01(\v2\x0f.herd.v1.FloatsR\x05value:\x028\x01\"g\n" +
+	"\x05value\x18\x02 \x01(\v2\x0f.herd.v1.FloatsR\x05value:\x028\x01\x1aL\n" +
+	"\n" +
+	"InfosEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12(\n" +
+	"\x05value\x18\x02 \x01(\v2\x12.herd.v1.AgentInfoR\x05value:\x028\x01\x1aQ\n" +
+	"\x0fResetInfosEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12(\n" +
+	"\x05value\x18\x02 \x01(\v2\x12.herd.v1.AgentInfoR\x05value:\x028\x01\"g\n" +
 	"\x0fAgentTransition\x12\x16\n" +
 	"\x06reward\x18\x01 \x01(\x01R\x06reward\x12\x1e\n" +
 	"\n" +
 	"terminated\x18\x02 \x01(\bR\n" +
 	"terminated\x12\x1c\n" +
-	"\ttruncated\x18\x03 \x01(\bR\ttruncated*K\n" +
+	"\ttruncated\x18\x03 \x01(\bR\ttruncated\",\n" +
+	"\tAgentInfo\x12\x1f\n" +
+	"\vaction_mask\x18\x01 \x03(\bR\n" +
+	"actionMask*K\n" +
 	"\x0fProtocolVersion\x12 \n" +
 	"\x1cPROTOCOL_VERSION_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12PROTOCOL_VERSION_1\x10\x012\x87\x01\n" +
@@ -1815,7 +1947,7 @@ func file_herd_v1_env_proto_rawDescGZIP() []byte {
 }
 
 var file_herd_v1_env_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_herd_v1_env_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_herd_v1_env_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_herd_v1_env_proto_goTypes = []any{
 	(ProtocolVersion)(0),        // 0: herd.v1.ProtocolVersion
 	(*Space)(nil),               // 1: herd.v1.Space
@@ -1842,10 +1974,13 @@ var file_herd_v1_env_proto_goTypes = []any{
 	(*ParallelBatch)(nil),       // 22: herd.v1.ParallelBatch
 	(*ParallelEnvBatch)(nil),    // 23: herd.v1.ParallelEnvBatch
 	(*AgentTransition)(nil),     // 24: herd.v1.AgentTransition
-	nil,                         // 25: herd.v1.AgentActions.ActionsEntry
-	nil,                         // 26: herd.v1.ParallelEnvBatch.ObsEntry
-	nil,                         // 27: herd.v1.ParallelEnvBatch.TransitionsEntry
-	nil,                         // 28: herd.v1.ParallelEnvBatch.FinalObsEntry
+	(*AgentInfo)(nil),           // 25: herd.v1.AgentInfo
+	nil,                         // 26: herd.v1.AgentActions.ActionsEntry
+	nil,                         // 27: herd.v1.ParallelEnvBatch.ObsEntry
+	nil,                         // 28: herd.v1.ParallelEnvBatch.TransitionsEntry
+	nil,                         // 29: herd.v1.ParallelEnvBatch.FinalObsEntry
+	nil,                         // 30: herd.v1.ParallelEnvBatch.InfosEntry
+	nil,                         // 31: herd.v1.ParallelEnvBatch.ResetInfosEntry
 }
 var file_herd_v1_env_proto_depIdxs = []int32{
 	2,  // 0: herd.v1.Space.discrete:type_name -> herd.v1.Discrete
@@ -1865,27 +2000,32 @@ var file_herd_v1_env_proto_depIdxs = []int32{
 	1,  // 14: herd.v1.OpenResponse.action_space:type_name -> herd.v1.Space
 	17, // 15: herd.v1.OpenResponse.parallel:type_name -> herd.v1.ParallelSpaces
 	18, // 16: herd.v1.ParallelSpaces.agents:type_name -> herd.v1.AgentSpaces
-	1,  // 17: herd.v1.AgentSpaces.observation_space:type_name -> herd.v1.Space
-	1,  // 18: herd.v1.AgentSpaces.action_space:type_name -> herd.v1.Space
-	21, // 19: herd.v1.ParallelStepRequest.envs:type_name -> herd.v1.AgentActions
-	25, // 20: herd.v1.AgentActions.actions:type_name -> herd.v1.AgentActions.ActionsEntry
-	23, // 21: herd.v1.ParallelBatch.envs:type_name -> herd.v1.ParallelEnvBatch
-	26, // 22: herd.v1.ParallelEnvBatch.obs:type_name -> herd.v1.ParallelEnvBatch.ObsEntry
-	27, // 23: herd.v1.ParallelEnvBatch.transitions:type_name -> herd.v1.ParallelEnvBatch.TransitionsEntry
-	28, // 24: herd.v1.ParallelEnvBatch.final_obs:type_name -> herd.v1.ParallelEnvBatch.FinalObsEntry
-	19, // 25: herd.v1.AgentActions.ActionsEntry.value:type_name -> herd.v1.Floats
-	19, // 26: herd.v1.ParallelEnvBatch.ObsEntry.value:type_name -> herd.v1.Floats
-	24, // 27: herd.v1.ParallelEnvBatch.TransitionsEntry.value:type_name -> herd.v1.AgentTransition
-	19, // 28: herd.v1.ParallelEnvBatch.FinalObsEntry.value:type_name -> herd.v1.Floats
-	6,  // 29: herd.v1.EnvService.Describe:input_type -> herd.v1.DescribeRequest
-	8,  // 30: herd.v1.EnvService.Session:input_type -> herd.v1.EnvRequest
-	7,  // 31: herd.v1.EnvService.Describe:output_type -> herd.v1.DescribeResponse
-	9,  // 32: herd.v1.EnvService.Session:output_type -> herd.v1.EnvResponse
-	31, // [31:33] is the sub-list for method output_type
-	29, // [29:31] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	1,  // 17: herd.v1.ParallelSpaces.state_space:type_name -> herd.v1.Space
+	1,  // 18: herd.v1.AgentSpaces.observation_space:type_name -> herd.v1.Space
+	1,  // 19: herd.v1.AgentSpaces.action_space:type_name -> herd.v1.Space
+	21, // 20: herd.v1.ParallelStepRequest.envs:type_name -> herd.v1.AgentActions
+	26, // 21: herd.v1.AgentActions.actions:type_name -> herd.v1.AgentActions.ActionsEntry
+	23, // 22: herd.v1.ParallelBatch.envs:type_name -> herd.v1.ParallelEnvBatch
+	27, // 23: herd.v1.ParallelEnvBatch.obs:type_name -> herd.v1.ParallelEnvBatch.ObsEntry
+	28, // 24: herd.v1.ParallelEnvBatch.transitions:type_name -> herd.v1.ParallelEnvBatch.TransitionsEntry
+	29, // 25: herd.v1.ParallelEnvBatch.final_obs:type_name -> herd.v1.ParallelEnvBatch.FinalObsEntry
+	30, // 26: herd.v1.ParallelEnvBatch.infos:type_name -> herd.v1.ParallelEnvBatch.InfosEntry
+	31, // 27: herd.v1.ParallelEnvBatch.reset_infos:type_name -> herd.v1.ParallelEnvBatch.ResetInfosEntry
+	19, // 28: herd.v1.AgentActions.ActionsEntry.value:type_name -> herd.v1.Floats
+	19, // 29: herd.v1.ParallelEnvBatch.ObsEntry.value:type_name -> herd.v1.Floats
+	24, // 30: herd.v1.ParallelEnvBatch.TransitionsEntry.value:type_name -> herd.v1.AgentTransition
+	19, // 31: herd.v1.ParallelEnvBatch.FinalObsEntry.value:type_name -> herd.v1.Floats
+	25, // 32: herd.v1.ParallelEnvBatch.InfosEntry.value:type_name -> herd.v1.AgentInfo
+	25, // 33: herd.v1.ParallelEnvBatch.ResetInfosEntry.value:type_name -> herd.v1.AgentInfo
+	6,  // 34: herd.v1.EnvService.Describe:input_type -> herd.v1.DescribeRequest
+	8,  // 35: herd.v1.EnvService.Session:input_type -> herd.v1.EnvRequest
+	7,  // 36: herd.v1.EnvService.Describe:output_type -> herd.v1.DescribeResponse
+	9,  // 37: herd.v1.EnvService.Session:output_type -> herd.v1.EnvResponse
+	36, // [36:38] is the sub-list for method output_type
+	34, // [34:36] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_herd_v1_env_proto_init() }
@@ -1917,7 +2057,7 @@ func file_herd_v1_env_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_herd_v1_env_proto_rawDesc), len(file_herd_v1_env_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   28,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
