@@ -255,7 +255,44 @@ func AdmitRun(exs []Executor, res *Resolved) (Executor, error) {
 		}
 		return Executor{}, fmt.Errorf("%w: runtime.executor %q is not one of %v", ErrConfig, name, known)
 	}
-	return ex, Admit(ex, res.Header, res.Spec, res.Others)
+	if err := Admit(ex, res.Header, res.Spec, res.Others); err != nil {
+		return ex, err
+	}
+	if ps, ok := res.Config.(PlanSettings); ok && !runsPlan(ex, res.Header, res.Spec) {
+		if keys := ps.PlanSettings(); len(keys) > 0 {
+			return ex, fmt.Errorf("%w: %s: %s set only its dataflow plan, which executor %s does not run (it places the pieces itself); leave them at their defaults, or use an executor that runs the plan",
+				ErrConfig, res.Spec.Name, strings.Join(keys, " and "), ex.Name)
+		}
+	}
+	return ex, nil
+}
+
+// PlanSettings is implemented by the config of an algorithm that is a
+// dataflow plan and also has pieces other executors place (IMPALA):
+// PlanSettings names the keys set away from their defaults that only the
+// plan reads, so that an executor placing the pieces itself refuses them
+// instead of ignoring them.
+type PlanSettings interface {
+	PlanSettings() []string
+}
+
+// runsPlan reports whether ex runs spec's own plan: an executor without
+// needs runs Spec.Train (a plan algorithm's Train runs its plan), and one
+// with needs runs the plan when the first need spec meets is the plan.
+func runsPlan(ex Executor, h Header, spec Spec) bool {
+	var needs []Need
+	if ex.Needs != nil {
+		needs = ex.Needs(h)
+	}
+	if len(needs) == 0 {
+		return true
+	}
+	for _, n := range needs {
+		if spec.Can.Has(n.Caps) {
+			return n.Caps.Has(CanPlan)
+		}
+	}
+	return false
 }
 
 // runtimeKeys returns the yaml keys of the runtime section that rc sets

@@ -3,7 +3,7 @@
 // that runs them: `herd train`, `herd eval`, `herd bench learn`, tests and
 // examples. It holds no algorithm itself.
 //
-// # The pieces
+// # The contract's types
 //
 //   - Header: the keys every run shares (algo, env, seed, steps, out,
 //     log_every, runtime).
@@ -219,7 +219,7 @@
 // lock is a no-op; a run killed with SIGKILL leaves its partial files in
 // `.staging/`, which the next run into the directory clears.
 //
-// # Algorithm pieces: policy, sampler, learner, weight versions
+// # Each piece: policy, sampler, learner, weight versions
 //
 // The executors (local, HTS, PAL, distributed) run *parts* of an
 // algorithm in different places. Each algorithm therefore comes in pieces, built for one run by

@@ -22,6 +22,8 @@ import (
 	"herd/algo/dqn"
 	"herd/algo/impala"
 	"herd/algo/ppo"
+	"herd/algo/sac"
+	"herd/algo/td3"
 	"herd/flow"
 	"herd/metrics"
 	"herd/sample"
@@ -228,6 +230,27 @@ func TestDQNPlans(t *testing.T) {
 		_, log := trainHash(t, apex)
 		if log.steps != 3000 || len(log.episodes) == 0 {
 			t.Errorf("Ape-X plan over %s: %d steps, %d episodes", tr, log.steps, len(log.episodes))
+		}
+	}
+}
+
+// TestReplayPlanContinuous: SAC and TD3, which have no plan of their own,
+// run PlanOf's ReplayPlan and learn (the actor loss is logged, so updates
+// ran), with the same bits and episodes for 2 envs on 1 or 2 workers.
+func TestReplayPlanContinuous(t *testing.T) {
+	for _, c := range []struct {
+		spec algo.Spec
+		name string
+	}{{sac.Spec(), "sac"}, {td3.Spec(), "td3"}} {
+		file := "algo: " + c.name + "\nenv: Pendulum-v1\nseed: 3\nsteps: 600\nruntime: {executor: flow, env_workers: %d}\n" +
+			c.name + ": {num_envs: 2, learning_starts: 200, buffer_size: 1000, batch_size: 16, net_arch: [16]}\n"
+		want, wantLog := trainHash(t, resolve(t, c.spec, fmt.Sprintf(file, 1)))
+		if _, learned := wantLog.scalars["losses/actor_loss"]; wantLog.steps != 600 || len(wantLog.episodes) != 2 || !learned {
+			t.Fatalf("%s, 1 worker: %d steps, %d episodes, actor loss logged: %v", c.name, wantLog.steps, len(wantLog.episodes), learned)
+		}
+		got, log := trainHash(t, resolve(t, c.spec, fmt.Sprintf(file, 2)))
+		if got != want || fmt.Sprint(log.episodes) != fmt.Sprint(wantLog.episodes) {
+			t.Errorf("%s: 2 workers give parameters %s and episodes %v, 1 worker %s and %v", c.name, got, log.episodes, want, wantLog.episodes)
 		}
 	}
 }

@@ -183,6 +183,18 @@ func (r *Run) SetBudget(unit int64) {
 	}
 }
 
+// RoundBudget rounds the run's env-step budget down to a multiple of unit
+// (the algorithm's rollout of num_envs × num_steps, as the CLI announces)
+// for an asynchronous plan, whose workers claim their items first come,
+// first served: the run then takes at most that many steps, exactly that
+// many when every worker's item is the same size.
+func (r *Run) RoundBudget(unit int64) {
+	if unit > 0 {
+		r.budget.Store(r.Header.Steps / unit * unit)
+		r.total.Store(r.Header.Steps / unit * unit)
+	}
+}
+
 // claimItem is claim for a worker's item number made (from 0), of n env
 // steps. Under a synchronous plan (SetBudget) the workers' items number
 // made form round made, which runs whole or not at all: the item is

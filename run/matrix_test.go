@@ -156,3 +156,32 @@ func TestContractNamesNoExecutor(t *testing.T) {
 		t.Fatalf("read %d files of package algo", len(files))
 	}
 }
+
+// TestPlanSettingsRefused: IMPALA's plan-only settings (num_async,
+// max_policy_lag) set away from their defaults are refused by an executor
+// that places IMPALA's learner itself, naming them, and accepted by one
+// that runs the plan; at their defaults every executor accepts the run.
+func TestPlanSettingsRefused(t *testing.T) {
+	for _, c := range []struct {
+		executor string
+		set      []string
+		want     string // "" accepted
+	}{
+		{"hts", []string{"num_async=3"}, "num_async set only its dataflow plan"},
+		{"dist", []string{"num_async=3", "max_policy_lag=5"}, "num_async and max_policy_lag set only"},
+		{"hts", nil, ""},
+		{"flow", []string{"num_async=3", "max_policy_lag=5"}, ""},
+		{"local", []string{"num_async=3"}, ""},
+	} {
+		name, envID, steps := "impala", "CartPole-v1", int64(1000)
+		res, err := algo.Resolve(nil, all.Specs(), algo.Overrides{Algo: &name, Env: &envID, Steps: &steps,
+			Set: append([]string{"runtime.executor=" + c.executor}, c.set...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = algo.AdmitRun(run.Executors(), res)
+		if c.want == "" && err != nil || c.want != "" && (!errors.Is(err, algo.ErrConfig) || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s %v: %v, want %q", c.executor, c.set, err, c.want)
+		}
+	}
+}

@@ -7,6 +7,16 @@
 //
 //	herd train --algo impala --env CartPole-v1 --steps 500000
 //
+// The local and flow executors run the plan (flow: workers in-process or
+// over NATS, herd launch). IMPALA also declares a segment learner, so the
+// HTS executor (segments with one update of lag) and the dist executor
+// (env and policy workers, the learner taking segments as they come, lag
+// bounded by runtime.max_policy_lag) place the V-trace learner on their own
+// segments; num_async and max_policy_lag are the plan's, and those
+// executors refuse them away from their defaults (algo.PlanSettings):
+//
+//	herd train --algo impala --env CartPole-v1 --set runtime.executor=dist
+//
 // # The plan
 //
 //	segments, err := flow.GatherAsyncLag(flow.ParallelRollouts(workers), num_async, max_policy_lag)

@@ -115,6 +115,21 @@ func (c *Config) RolloutShape() (numEnvs, numSteps int, gamma float32) {
 	return c.NumEnvs, c.NumSteps, c.Gamma
 }
 
+// PlanSettings names num_async and max_policy_lag when they differ from
+// their defaults: only Plan reads them (algo.PlanSettings). Under HTS the
+// lag is one update; under dist, runtime.max_policy_lag bounds it.
+func (c *Config) PlanSettings() []string {
+	d := DefaultConfig()
+	var keys []string
+	if c.NumAsync != d.NumAsync {
+		keys = append(keys, "num_async")
+	}
+	if c.MaxPolicyLag != d.MaxPolicyLag {
+		keys = append(keys, "max_policy_lag")
+	}
+	return keys
+}
+
 // Spec describes IMPALA to the CLI (algo/all). Its own Train (executor
 // local) and the flow executor run Plan, with the workers in-process or
 // served over NATS; HTS and dist place the segment learner themselves.
@@ -167,6 +182,7 @@ func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	if err != nil {
 		return nil, err
 	}
+	r.RoundBudget(int64(c.NumEnvs * c.NumSteps)) // the steps the CLI announces (algo.Resolved.StepsRun)
 	segments, err := flow.GatherAsyncLag(flow.ParallelRollouts(workers), c.NumAsync, c.MaxPolicyLag)
 	if err != nil {
 		return nil, err

@@ -3,7 +3,7 @@
 // share, so that each algorithm file reads top to bottom like CleanRL's
 // scripts while the shared equations and plumbing live, tested once, here.
 //
-// # Pieces (algo.Pieces)
+// # What the package holds
 //
 //   - MLPPolicy: the policy (algo.PolicyNet) of all four: one MLP, plus an
 //     optional deterministic row-wise head (TD3/DDPG's tanh), rebuilt from
@@ -204,7 +204,7 @@
 // TestA2CSameBitsAsBefore and algo/all's TestOffPolicySameBitsAsBeforeThePieces
 // compare metrics and weights with recorded hashes.
 //
-// # Off-policy pieces
+// # The off-policy pieces, algorithm by algorithm
 //
 // (Off-policy half: `algo/offpieces.go`, `algo/internal/offpolicy`, each algorithm's
 // `pieces.go`. The on-policy half and the shared interfaces are described above.)
