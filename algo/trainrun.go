@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -13,6 +14,7 @@ import (
 	"herd/internal/atomicfile"
 	"herd/internal/exitguard"
 	"herd/metrics"
+	"herd/nn"
 )
 
 // Files written into a run directory (see also RunFiles).
@@ -135,6 +137,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		Dir: dir, Algo: h.Algo, Env: h.Env, Seed: h.Seed,
 		TotalSteps: h.Steps, LogEvery: h.LogEvery, Scalars: scalars,
 		Progress: opt.Progress, Bar: opt.Bar, Live: opt.Live,
+		Machine: &metrics.Machine{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.GOMAXPROCS(0), Kernels: nn.Kernels()},
 	})
 	if err != nil {
 		if rd != nil {

@@ -81,6 +81,18 @@ type Options struct {
 	// Live, when set, receives every row for a Prometheus endpoint
 	// (see Live and Serve).
 	Live *Live
+	// Machine, when set, is copied into summary.json.
+	Machine *Machine
+}
+
+// Machine is where a run trained, as summary.json reports it: the
+// platform, the cores the process may use and the numeric kernels it ran
+// (nn.Kernels), which decide whether a seed's bits can be compared.
+type Machine struct {
+	OS      string `json:"os"`
+	Arch    string `json:"arch"`
+	CPUs    int    `json:"cpus"`
+	Kernels string `json:"kernels"`
 }
 
 // Values of Summary.Status.
@@ -142,6 +154,9 @@ type Summary struct {
 	// the learner had taken since the policy of data it learned on; left
 	// out when the run has none.
 	PolicyLagMax *float64 `json:"policy_lag_max,omitempty"`
+	// Machine is where the run trained (Options.Machine); left out when
+	// not given.
+	Machine *Machine `json:"machine,omitempty"`
 }
 
 // TeamReturn is one team's evaluation return: the sum over its agents,
@@ -527,6 +542,7 @@ func (r *Recorder) Close(interrupted bool) (Summary, error) {
 		FinalReturnMean100: mean, FinalReturnStd100: std, FinalLengthMean100: lenMean,
 		Interrupted: interrupted,
 		Status:      StatusCompleted, Reason: r.reason,
+		Machine: r.opt.Machine,
 	}
 	switch {
 	case r.status != "":

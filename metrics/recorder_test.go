@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -291,6 +292,32 @@ func TestSummaryPolicyLagMax(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
 		if got := strings.Contains(string(b), fmt.Sprintf(`"policy_lag_max": %v`, lag)); got != (lag >= 0) || (lag < 0 && strings.Contains(string(b), "policy_lag_max")) {
 			t.Errorf("lag %v: summary.json:\n%s", lag, b)
+		}
+	}
+}
+
+// TestSummaryMachine: Options.Machine reaches summary.json as "machine";
+// without it the key is left out.
+func TestSummaryMachine(t *testing.T) {
+	for _, m := range []*Machine{{OS: "linux", Arch: "amd64", CPUs: 2, Kernels: "avx2-fma"}, nil} {
+		dir := t.TempDir()
+		r, err := NewRecorder(Options{Dir: dir, Algo: "ppo", TotalSteps: 5, Machine: m})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Step(5)
+		if _, err := r.Close(false); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+		var got struct {
+			Machine *Machine `json:"machine"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got.Machine) != fmt.Sprint(m) {
+			t.Errorf("machine %+v in summary.json, want %+v:\n%s", got.Machine, m, b)
 		}
 	}
 }

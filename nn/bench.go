@@ -15,11 +15,25 @@ import (
 // BenchRow is one measurement of `herd bench nn`: the JSON form is
 // {"net","batch","op","backend","ns_per_op"}.
 type BenchRow struct {
-	Net     string  `json:"net"`
-	Batch   int     `json:"batch"`
-	Op      string  `json:"op"`
-	Backend string  `json:"backend"`
+	Net     string `json:"net"`
+	Batch   int    `json:"batch"`
+	Op      string `json:"op"`
+	Backend string `json:"backend"`
+	// Kernels are the kernels the backend ran: Kernels() for "native",
+	// "portable" for "go", the backend's name for the others.
+	Kernels string  `json:"kernels"`
 	NsPerOp float64 `json:"ns_per_op"`
+}
+
+// kernelsOf names the kernels backend runs (BenchRow.Kernels).
+func kernelsOf(backend string) string {
+	switch backend {
+	case "native", "":
+		return Kernels()
+	case "go":
+		return "portable"
+	}
+	return backend
 }
 
 // Benchmark operations.
@@ -262,7 +276,7 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 					return rows, err
 				}
 				for i, be := range o.Backends {
-					rows = append(rows, BenchRow{Net: spec, Batch: batch, Op: op, Backend: be, NsPerOp: ns[i]})
+					rows = append(rows, BenchRow{Net: spec, Batch: batch, Op: op, Backend: be, Kernels: kernelsOf(be), NsPerOp: ns[i]})
 				}
 			}
 		}

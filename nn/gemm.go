@@ -34,6 +34,15 @@ type fusedGemm interface {
 // Go loops. It never needs cgo.
 func DefaultGemm() Gemm { return native{asm: kernel.HasAVX2FMA} }
 
+// Kernels names the kernels DefaultGemm and the element-wise operations
+// (activations, optimizers) run in this process: "avx2-fma" (amd64 CPUs
+// with AVX2 and FMA) or "portable" (every other CPU, and builds with the
+// purego tag). Chosen once at start-up; summary.json and herd bench nn
+// report it. Results are the same within float32 rounding on either path;
+// the bits of a seeded run are the same on one path, and may differ
+// between paths.
+func Kernels() string { return kernel.Path() }
+
 // PortableGemm returns the portable Go backend (no assembly), for
 // comparison and for checking the assembly against it.
 func PortableGemm() Gemm { return native{asm: false} }

@@ -1,3 +1,5 @@
+//go:build !purego
+
 package onpolicy
 
 import "golang.org/x/sys/cpu"

@@ -1,8 +1,8 @@
-//go:build !amd64
+//go:build !amd64 || purego
 
 package onpolicy
 
-// haveAVX2 is false off amd64: the Go loops run.
+// haveAVX2 is false off amd64 and in purego builds: the Go loops run.
 const haveAVX2 = false
 
 func tanhAVX2(dst, x, c *float32, n int)     { panic("onpolicy: no AVX2") }

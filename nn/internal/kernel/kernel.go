@@ -1,6 +1,7 @@
 // Package kernel holds the GEMM micro-kernels behind nn's native backend:
 // AVX2/FMA assembly on amd64 CPUs that have it, and a portable Go loop
-// everywhere else. It trusts its inputs; nn checks sizes before calling.
+// everywhere else (and in builds with the purego tag, which leave the
+// assembly out). It trusts its inputs; nn checks sizes before calling.
 package kernel
 
 // Gemm computes, for row-major matrices,
@@ -84,4 +85,14 @@ func GemmGo(transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int
 			}
 		}
 	}
+}
+
+// Path names the kernels this process runs, chosen once at start-up from
+// the build (the purego tag leaves the assembly out) and the CPU:
+// "avx2-fma" or "portable".
+func Path() string {
+	if HasAVX2FMA {
+		return "avx2-fma"
+	}
+	return "portable"
 }

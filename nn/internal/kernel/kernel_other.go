@@ -1,8 +1,9 @@
-//go:build !amd64
+//go:build !amd64 || purego
 
 package kernel
 
-// HasAVX2FMA is false off amd64: the portable loop runs.
+// HasAVX2FMA is false off amd64 and in purego builds: the portable loops
+// run.
 const HasAVX2FMA = false
 
 func gemmAsm(transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool, bias []float32, relu bool) {

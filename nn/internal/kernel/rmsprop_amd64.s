@@ -1,3 +1,5 @@
+//go:build amd64 && !purego
+
 #include "textflag.h"
 
 // func rmspropAVX(w, grad, sq *float32, n int, c *[4]float32)

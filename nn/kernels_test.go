@@ -1,0 +1,24 @@
+package nn
+
+import (
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/cpu"
+)
+
+// TestKernels: the kernels a process reports are the ones its build and
+// CPU allow: AVX2/FMA assembly on amd64 CPUs with both, unless the build
+// has the purego tag; the portable loops everywhere else.
+func TestKernels(t *testing.T) {
+	want := "portable"
+	if runtime.GOARCH == "amd64" && cpu.X86.HasAVX2 && cpu.X86.HasFMA && !purego {
+		want = "avx2-fma"
+	}
+	if got := Kernels(); got != want {
+		t.Errorf("Kernels() = %q, want %q", got, want)
+	}
+	if got := kernelsOf("go"); got != "portable" {
+		t.Errorf("the go backend runs %q", got)
+	}
+}

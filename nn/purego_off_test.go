@@ -1,0 +1,5 @@
+//go:build !purego
+
+package nn
+
+const purego = false
