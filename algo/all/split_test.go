@@ -20,8 +20,9 @@ func stateValues(v *weights.Version) []float32 {
 
 // TestOffPolicySplitLearners: every off-policy learner is a SplitLearner
 // whose Due schedule makes as many updates as Learn over the same steps;
-// one learner applying its own gradients (slot 0) moves its state, and for
-// DQN — one gradient step per update — reproduces Learn bit for bit.
+// one learner applying its own gradients (slot 0), phase by phase (the
+// actor's after the critic step), reproduces Learn bit for bit, with
+// Learn's optimizer and target steps.
 // A state copied into a fresh learner reproduces it exactly.
 func TestOffPolicySplitLearners(t *testing.T) {
 	ctx := context.Background()
@@ -63,11 +64,13 @@ func TestOffPolicySplitLearners(t *testing.T) {
 					t.Fatalf("%s: ticket %d, want %d", c.name, tk.Index, next)
 				}
 				next++
-				if err := split.Grad(ctx, rbSplit, tk, g); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := split.Apply(g); err != nil {
-					t.Fatal(err)
+				for tk.Phase = 0; tk.Phase < algo.Phases(split, tk); tk.Phase++ {
+					if err := split.Grad(ctx, rbSplit, tk, g); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := split.Apply(g); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 		}
@@ -84,8 +87,11 @@ func TestOffPolicySplitLearners(t *testing.T) {
 		if !changed {
 			t.Errorf("%s: Grad/Apply changed no parameter", c.name)
 		}
-		if c.algo == "dqn" && !same {
+		if !same {
 			t.Errorf("%s: Grad/Apply differs from Learn in bits", c.name)
+		}
+		if rc, sc := ref.(algo.UpdateCounter).UpdateCounts(), split.(algo.UpdateCounter).UpdateCounts(); rc != sc {
+			t.Errorf("%s: Learn took %+v steps, Grad/Apply %+v", c.name, rc, sc)
 		}
 		// A fresh learner set to the state computes the same gradient.
 		other := newL()
