@@ -216,6 +216,24 @@ func TestActorEveryPolicyFrequency(t *testing.T) {
 				var prev algo.UpdateCounts
 				for _, a := range main.after {
 					k, got := a.t.Index, a.counts
+					// The actor's phases come at TD3's and DDPG's every
+					// policy_frequency-th update, at SAC's multiples of
+					// policy_frequency in env steps, and nowhere else.
+					due := k%pf == 0
+					if c.spec.Name == "sac" {
+						due = uint64(a.t.Step)%pf == 0
+					}
+					if a.t.Phase > 0 && !due {
+						t.Fatalf("%s: an actor phase at update %d (step %d)", name, k, a.t.Step)
+					}
+					// Before update k, updates 1 … k−1 took all theirs.
+					before := (k - 1) / pf
+					if c.spec.Name == "sac" {
+						before = (uint64(a.t.Step-1)/pf - 50/pf) * pf
+					}
+					if a.t.Phase == 0 && prev.Actor != before {
+						t.Fatalf("%s: %d actor steps before update %d (step %d), want %d", name, prev.Actor, k, a.t.Step, before)
+					}
 					var want algo.UpdateCounts
 					switch {
 					case a.t.Phase == 0:
