@@ -260,8 +260,10 @@ func (s *service) advance(prev, step int64, n int) error {
 // gradient is at most M−1 updates stale. Gradients are applied strictly in
 // update order, so the apply order is the same in every run; the
 // staleness of each is not (it depends on which learner finishes first).
-// Env steps are consumed (releasing actors) once all their updates are
-// applied.
+// An update's later phases (algo.Phaser: the actor's gradient after the
+// critic step) go to the learner of its phase 0 at the state that phase's
+// apply left, before the next update is applied. Env steps are consumed
+// (releasing actors) once all their updates are applied.
 func (s *service) serveAsync(ctx context.Context) error {
 	M := uint64(len(s.workers))
 	var (
@@ -364,7 +366,8 @@ func (s *service) serveAsync(ctx context.Context) error {
 // algorithm's schedule is one round, in which all M learners compute its
 // gradient side by side at the current state, each on its own share of
 // the minibatch (its slot's stream); the gradients are averaged in
-// learner-id order and applied once, as one update. So the updates, the
+// learner-id order and applied once, as one update (phase by phase, see
+// round). So the updates, the
 // optimizer steps, the target updates and every schedule keyed to the
 // update number (TD3's policy delay) are the single-process algorithm's.
 // Env steps are consumed once their updates are applied.
