@@ -162,3 +162,51 @@ func TestAverageGrads(t *testing.T) {
 		t.Error("average of nothing succeeded")
 	}
 }
+
+// TestPhaseWithoutItsMinibatch: a later phase of an update (the actor's)
+// on a learner that did not draw the update's minibatch in phase 0 is an
+// error, not a gradient on a stale or empty minibatch.
+func TestPhaseWithoutItsMinibatch(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range offCases {
+		p, sp := c.pieces(t, 1000)
+		l, err := p.NewTransitionLearner()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := l.(algo.SplitLearner)
+		rb, err := p.NewReplay()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fillReplay(t, p, sp, rb, 200)
+		g := s.NewGrad()
+		// Updates 2, 4 … at steps 102, 104 … have an actor phase in each
+		// algorithm that has phases (policy_frequency 2).
+		first, second := algo.Ticket{Step: 102, Index: 2}, algo.Ticket{Step: 104, Index: 4}
+		if algo.Phases(s, first) == 1 {
+			if c.algo != "dqn" {
+				t.Errorf("%s: update %+v has one phase", c.name, first)
+			}
+			s.Close()
+			continue
+		}
+		first.Phase = 1
+		if err := s.Grad(ctx, rb, first, g); err == nil {
+			t.Errorf("%s: phase 1 with no phase 0 before it: no error", c.name)
+		}
+		second.Phase = 0
+		if err := s.Grad(ctx, rb, second, g); err != nil {
+			t.Fatal(err)
+		}
+		first.Phase = 1
+		if err := s.Grad(ctx, rb, first, g); err == nil {
+			t.Errorf("%s: phase 1 of update 2 after phase 0 of update 4: no error", c.name)
+		}
+		second.Phase = 1
+		if err := s.Grad(ctx, rb, second, g); err != nil {
+			t.Errorf("%s: phase 1 after its phase 0: %v", c.name, err)
+		}
+		s.Close()
+	}
+}
