@@ -158,10 +158,38 @@ type EnvResetter interface {
 // Ticket names one update in an algorithm's schedule: the global env step
 // it is due at (Step: prioritized replay's β, learning-rate annealing,
 // SAC's delays) and its number, counting from 1 (Index: TD3's and DDPG's
-// delayed actor). SplitLearner.Due hands them out in schedule order.
+// delayed actor). SplitLearner.Due hands them out in schedule order, at
+// phase 0.
 type Ticket struct {
 	Step  int64
 	Index uint64
+	// Phase is the part of the update a gradient is for, 0 … Phases−1
+	// (see Phaser): an actor-critic's actor gradient is taken after its
+	// critic step, as one learner takes it, so the executor applies phase
+	// 0 (the critics) before it asks for phase 1 (the actor).
+	Phase int
+}
+
+// Phaser is a SplitLearner whose updates come in phases, each a gradient
+// at the parameters the previous phases left, averaged over the learners
+// and applied before the next phase's gradient is computed: TD3's and
+// DDPG's actor update is a critic phase then an actor phase, SAC's a
+// critic phase then policy_frequency actor (and α) phases, all on the
+// minibatch phase 0 drew. Each phase of update t goes to the same learners
+// with the state after the previous phase's apply. An update counts once
+// (its phase 0's Apply); the target updates come with its last phase.
+type Phaser interface {
+	// Phases returns the number of phases of update t (at least 1).
+	Phases(t Ticket) int
+}
+
+// Phases returns l's number of phases for update t: 1 unless l is a
+// Phaser.
+func Phases(l SplitLearner, t Ticket) int {
+	if p, ok := l.(Phaser); ok {
+		return max(1, p.Phases(t))
+	}
+	return 1
 }
 
 // Grad is a gradient buffer a caller owns: the flat gradients of a
@@ -180,12 +208,12 @@ type Grad struct {
 	Parts [][]float32
 	Has   []int
 	// Steps are per-part counts of optimizer steps the apply step takes
-	// with the part (SAC: policy_frequency actor steps per actor update);
-	// 0 means 1.
+	// with the part; 0 means 1. (SAC's policy_frequency actor steps are
+	// phases, each with its own gradient: see Phaser.)
 	Steps []int
 	// Targets is the number of target-network updates the gradient's
 	// updates are due (SAC: one per multiple of target_network_frequency;
-	// TD3, DDPG: one per actor update). DQN's are keyed to env steps and
+	// TD3, DDPG: one per actor update), set on an update's last phase. DQN's are keyed to env steps and
 	// taken by Advance.
 	Targets int
 	// Stats are the update's scalars, as Learn reports them.
@@ -259,7 +287,9 @@ func AverageGrads(dst *Grad, gs []*Grad) error {
 // SplitLearner is a TransitionLearner whose updates are cut into a
 // gradient step and an apply step, so that several learners can compute
 // gradients while one parameter service applies them (the pal executor's
-// learners: M > 1). Learn remains the single-learner path, unchanged.
+// learners: M > 1). For SAC, TD3 and DDPG, Learn is Grad then Apply on
+// the learner itself, phase by phase (see Phaser): one update written
+// once; DQN's Learn gives the same bits as Grad then Apply.
 //
 // A gradient learner is a SplitLearner of its own (built by
 // NewTransitionLearner, then SetSlot): it takes the service's State,
@@ -284,13 +314,14 @@ type SplitLearner interface {
 	SetState(s *weights.Version) error
 	// NewGrad returns a gradient buffer sized for the learner.
 	NewGrad() *Grad
-	// Grad draws a minibatch from rb (the learner's slot stream), computes
-	// the gradients of update t at the learner's current parameters into
-	// g, and feeds the TD errors back as priorities. It changes no
-	// parameter.
+	// Grad draws a minibatch from rb (the learner's slot stream; phase 0
+	// only, later phases reuse it), computes the gradients of update t's
+	// phase at the learner's current parameters into g, and feeds the TD
+	// errors back as priorities. It changes no parameter.
 	Grad(ctx context.Context, rb Replay, t Ticket, g *Grad) error
 	// Apply takes the optimizer steps with g, then the target-network
-	// updates it is due, and counts g.N updates. It returns g's scalars.
+	// updates it is due, and counts g.N updates (phase 0). It returns the
+	// update's scalars so far: after its last phase, the update's.
 	Apply(g *Grad) ([]Stat, error)
 }
 

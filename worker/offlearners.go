@@ -20,7 +20,8 @@ import (
 // collective step — every learner computes the update's gradient on its
 // share of the minibatch (its own replay, its slot's stream), the M
 // gradients are averaged in learner-id order and every learner applies
-// the average once. So every learner holds the same parameters, and the
+// the average once; an update in phases (algo.Phaser: an actor gradient
+// after the critic step) is one such step per phase. So every learner holds the same parameters, and the
 // updates, optimizer steps and target updates are those of one learner
 // over the same env steps.
 
@@ -108,15 +109,19 @@ func runOffGroup(ctx context.Context, cfg OffLearnerConfig, g *LearnerGroup, l a
 		next += uint64(len(tickets))
 		var stats []algo.Stat
 		for _, t := range tickets {
-			if err := sl.Grad(ctx, rb, t, grad); err != nil {
-				return fmt.Errorf("worker: learner %d: %w", g.Slot, err)
-			}
-			avg, err := ex.average(ctx, grad)
-			if err != nil {
-				return fmt.Errorf("worker: learner %d: %w", g.Slot, err)
-			}
-			if stats, err = sl.Apply(avg); err != nil {
-				return fmt.Errorf("worker: learner %d: %w", g.Slot, err)
+			// Phase by phase (algo.Phaser): every learner applies the
+			// average of one phase before it computes the next.
+			for t.Phase = 0; t.Phase < algo.Phases(sl, t); t.Phase++ {
+				if err := sl.Grad(ctx, rb, t, grad); err != nil {
+					return fmt.Errorf("worker: learner %d: %w", g.Slot, err)
+				}
+				avg, err := ex.average(ctx, grad)
+				if err != nil {
+					return fmt.Errorf("worker: learner %d: %w", g.Slot, err)
+				}
+				if stats, err = sl.Apply(avg); err != nil {
+					return fmt.Errorf("worker: learner %d: %w", g.Slot, err)
+				}
 			}
 		}
 		if a, ok := sl.(algo.Advancer); ok {

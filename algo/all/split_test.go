@@ -20,8 +20,9 @@ func stateValues(v *weights.Version) []float32 {
 
 // TestOffPolicySplitLearners: every off-policy learner is a SplitLearner
 // whose Due schedule makes as many updates as Learn over the same steps;
-// one learner applying its own gradients (slot 0) moves its state, and for
-// DQN — one gradient step per update — reproduces Learn bit for bit.
+// one learner applying its own gradients (slot 0), phase by phase (the
+// actor's after the critic step), reproduces Learn bit for bit, with
+// Learn's optimizer and target steps.
 // A state copied into a fresh learner reproduces it exactly.
 func TestOffPolicySplitLearners(t *testing.T) {
 	ctx := context.Background()
@@ -63,11 +64,13 @@ func TestOffPolicySplitLearners(t *testing.T) {
 					t.Fatalf("%s: ticket %d, want %d", c.name, tk.Index, next)
 				}
 				next++
-				if err := split.Grad(ctx, rbSplit, tk, g); err != nil {
-					t.Fatal(err)
-				}
-				if _, err := split.Apply(g); err != nil {
-					t.Fatal(err)
+				for tk.Phase = 0; tk.Phase < algo.Phases(split, tk); tk.Phase++ {
+					if err := split.Grad(ctx, rbSplit, tk, g); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := split.Apply(g); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 		}
@@ -84,8 +87,11 @@ func TestOffPolicySplitLearners(t *testing.T) {
 		if !changed {
 			t.Errorf("%s: Grad/Apply changed no parameter", c.name)
 		}
-		if c.algo == "dqn" && !same {
+		if !same {
 			t.Errorf("%s: Grad/Apply differs from Learn in bits", c.name)
+		}
+		if rc, sc := ref.(algo.UpdateCounter).UpdateCounts(), split.(algo.UpdateCounter).UpdateCounts(); rc != sc {
+			t.Errorf("%s: Learn took %+v steps, Grad/Apply %+v", c.name, rc, sc)
 		}
 		// A fresh learner set to the state computes the same gradient.
 		other := newL()
@@ -154,5 +160,53 @@ func TestAverageGrads(t *testing.T) {
 	}
 	if err := algo.AverageGrads(dst, nil); err == nil {
 		t.Error("average of nothing succeeded")
+	}
+}
+
+// TestPhaseWithoutItsMinibatch: a later phase of an update (the actor's)
+// on a learner that did not draw the update's minibatch in phase 0 is an
+// error, not a gradient on a stale or empty minibatch.
+func TestPhaseWithoutItsMinibatch(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range offCases {
+		p, sp := c.pieces(t, 1000)
+		l, err := p.NewTransitionLearner()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := l.(algo.SplitLearner)
+		rb, err := p.NewReplay()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fillReplay(t, p, sp, rb, 200)
+		g := s.NewGrad()
+		// Updates 2, 4 … at steps 102, 104 … have an actor phase in each
+		// algorithm that has phases (policy_frequency 2).
+		first, second := algo.Ticket{Step: 102, Index: 2}, algo.Ticket{Step: 104, Index: 4}
+		if algo.Phases(s, first) == 1 {
+			if c.algo != "dqn" {
+				t.Errorf("%s: update %+v has one phase", c.name, first)
+			}
+			s.Close()
+			continue
+		}
+		first.Phase = 1
+		if err := s.Grad(ctx, rb, first, g); err == nil {
+			t.Errorf("%s: phase 1 with no phase 0 before it: no error", c.name)
+		}
+		second.Phase = 0
+		if err := s.Grad(ctx, rb, second, g); err != nil {
+			t.Fatal(err)
+		}
+		first.Phase = 1
+		if err := s.Grad(ctx, rb, first, g); err == nil {
+			t.Errorf("%s: phase 1 of update 2 after phase 0 of update 4: no error", c.name)
+		}
+		second.Phase = 1
+		if err := s.Grad(ctx, rb, second, g); err != nil {
+			t.Errorf("%s: phase 1 after its phase 0: %v", c.name, err)
+		}
+		s.Close()
 	}
 }

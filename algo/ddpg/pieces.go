@@ -79,7 +79,13 @@ type Learner struct {
 	nextAct, nextQ, dQ, pi []float32
 	dOut                   []float32
 	actorLoss              float64
-	stats                  []algo.Stat
+	stats, learnStats      []algo.Stat
+	// Learn's ticket list and gradient buffer.
+	tickets []algo.Ticket
+	g       *algo.Grad
+	// drawn is the update whose minibatch mb holds (0: none): an update's
+	// later phases reuse its phase 0's.
+	drawn uint64
 	// par runs the target networks' forward pass beside the critic's
 	// (bit-identical to one after the other: they share only the batch);
 	// nil with parallel: false.
@@ -133,56 +139,32 @@ func (l *Learner) Model() algo.Model { return l.agent }
 // far.
 func (l *Learner) Weights() *weights.Version { return weights.New(uint64(l.updates), l.actor.Params()) }
 
-// Learn takes one critic update for each env step in (prev, step] once
-// learning has started (step > learning_starts and rb holds a batch), and
-// every policy_frequency critic updates one actor update and one Polyak
-// update of both targets.
+// Learn takes one update for each env step in (prev, step] once learning
+// has started (step > learning_starts and rb holds a batch): a critic
+// update, and every policy_frequency critic updates one actor update and
+// one Polyak update of both targets. Each update is Grad then Apply on the
+// learner itself, phase by phase (offpolicy.Learn): the update several
+// learners take.
 func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) ([]algo.Stat, error) {
-	cfg, B := l.p.cfg, l.p.cfg.BatchSize
-	if step <= int64(cfg.LearningStarts) || rb.Len() < B {
-		return nil, nil
+	if l.g == nil {
+		l.g = l.NewGrad()
 	}
-	l.stats = l.stats[:0]
-	var qfLoss, qMean float64
-	for s := max(prev, int64(cfg.LearningStarts)) + 1; s <= step; s++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := rb.Sample(&l.mb, B, s, l.sampleRNG); err != nil {
-			return nil, fmt.Errorf("ddpg: sample: %w", err)
-		}
-		qfLoss, qMean = l.updateCritic()
-		l.updates++
-		// The actor and both targets move once every policy_frequency
-		// critic updates.
-		if l.updates%int64(cfg.PolicyFrequency) == 0 {
-			// −E[Q(s, μ(s))] (Silver et al. 2014), through the critic's dQ/da.
-			l.counts.Actor++
-			l.actorLoss = offpolicy.DPGStep(l.actor, l.head, l.qf1, l.actorOpt, l.mb.Obs, B, l.pi, l.dOut, l.dQ)
-			l.counts.Target++
-			if err := offpolicy.PolyakAll(cfg.Tau,
-				[2][]*nn.Param{l.targetActor.Params(), l.actor.Params()},
-				[2][]*nn.Param{l.qf1Target.Params(), l.qf1.Params()}); err != nil {
-				return nil, err
-			}
-			l.stats = append(l.stats[:0], algo.Stat{Name: "losses/actor_loss", Value: l.actorLoss})
-		}
+	stats, ts, actor, err := offpolicy.Learn(ctx, l, rb, l.tickets, l.g, prev, step, uint64(l.updates)+1)
+	l.tickets = ts
+	if err != nil || len(ts) == 0 {
+		return nil, err
 	}
-	l.stats = append(l.stats, algo.Stat{Name: "losses/qf1_values", Value: qMean},
-		algo.Stat{Name: "losses/qf1_loss", Value: qfLoss})
-	return l.stats, nil
+	// The scalars of the last update, and the actor's loss when one of the
+	// call's updates moved the actor.
+	l.learnStats = append(l.learnStats[:0], stats[:2]...)
+	if actor {
+		l.learnStats = append(l.learnStats, algo.Stat{Name: "losses/actor_loss", Value: l.actorLoss})
+	}
+	return l.learnStats, nil
 }
 
-// updateCritic takes one step on the TD loss (Lillicrap et al. 2016,
-// Algorithm 1): MSE(Q(s, a), r + γ^m (1 − d)·Q'(s', μ'(s'))).
-func (l *Learner) updateCritic() (qfLoss, qMean float64) {
-	qfLoss, qMean = l.criticGrad()
-	l.qOpt.Step(l.qf1.Params())
-	l.counts.Critic++
-	return qfLoss, qMean
-}
-
-// criticGrad sets the critic's gradients of the TD loss.
+// criticGrad sets the critic's gradients of the TD loss (Lillicrap et
+// al. 2016, Algorithm 1): MSE(Q(s, a), r + γ^m (1 − d)·Q'(s', μ'(s'))).
 func (l *Learner) criticGrad() (qfLoss, qMean float64) {
 	mb, B := &l.mb, l.p.cfg.BatchSize
 	l.par.Go(l.targetQ)
@@ -236,12 +218,23 @@ func (l *Learner) SetState(s *weights.Version) error {
 // NewGrad sizes a gradient of the critic and the actor.
 func (l *Learner) NewGrad() *algo.Grad { return offpolicy.NewGrad(3, l.qf1.Params(), l.actor.Params()) }
 
-// Grad computes update t's gradients into g: the TD loss, and for every
-// policy_frequency-th update the deterministic policy gradient through the
-// critic as it is (Learn takes it after the critic step of the same
-// update; here both come from one set of parameters).
+// Phases is 2 for every policy_frequency-th update (the critic step, then
+// the actor's at the critic it left, as Lillicrap et al. 2016, Algorithm
+// 1), else 1 (algo.Phaser).
+func (l *Learner) Phases(t algo.Ticket) int {
+	if t.Index%uint64(l.p.cfg.PolicyFrequency) == 0 {
+		return 2
+	}
+	return 1
+}
+
+// Grad computes phase t.Phase of update t into g. Phase 0 draws the
+// minibatch and takes the TD loss's gradient; phase 1 (every
+// policy_frequency-th update, see Phases) the deterministic policy
+// gradient through the critic on the same minibatch, at the parameters
+// phase 0's apply left, and asks for the Polyak update of both targets.
 func (l *Learner) Grad(ctx context.Context, rb algo.Replay, t algo.Ticket, g *algo.Grad) error {
-	cfg, B := l.p.cfg, l.p.cfg.BatchSize
+	B := l.p.cfg.BatchSize
 	if err := offpolicy.CheckGrad(g, 2); err != nil {
 		return err
 	}
@@ -249,44 +242,60 @@ func (l *Learner) Grad(ctx context.Context, rb algo.Replay, t algo.Ticket, g *al
 		return err
 	}
 	offpolicy.StartGrad(g, t)
-	if err := rb.Sample(&l.mb, B, t.Step, l.sampleRNG); err != nil {
-		return fmt.Errorf("ddpg: sample: %w", err)
-	}
-	qfLoss, qMean := l.criticGrad()
-	offpolicy.GradOut(g.Parts[0], l.qf1.Params()) // before DPGGrad adds into them
-	g.Has[0] = 1
-	var actorLoss float64
-	if t.Index%uint64(cfg.PolicyFrequency) == 0 {
-		actorLoss = offpolicy.DPGGrad(l.actor, l.head, l.qf1, l.mb.Obs, B, l.pi, l.dOut, l.dQ)
+	switch {
+	case t.Phase == 0:
+		if err := rb.Sample(&l.mb, B, t.Step, l.sampleRNG); err != nil {
+			l.drawn = 0
+			return fmt.Errorf("ddpg: sample: %w", err)
+		}
+		l.drawn = t.Index
+		qfLoss, qMean := l.criticGrad()
+		offpolicy.GradOut(g.Parts[0], l.qf1.Params())
+		g.Has[0] = 1
+		g.Stats = append(g.Stats[:0], algo.Stat{Name: "losses/qf1_values", Value: qMean},
+			algo.Stat{Name: "losses/qf1_loss", Value: qfLoss}, algo.Stat{Name: "losses/actor_loss"})
+	case t.Phase == 1 && l.Phases(t) == 2 && l.drawn == t.Index && t.Index > 0:
+		// −E[Q(s, μ(s))] (Silver et al. 2014), through the critic's dQ/da.
+		actorLoss := offpolicy.DPGGrad(l.actor, l.head, l.qf1, l.mb.Obs, B, l.pi, l.dOut, l.dQ)
 		offpolicy.GradOut(g.Parts[1], l.actor.Params())
 		g.Has[1], g.Targets = 1, 1
+		g.Stats = append(g.Stats[:0], algo.Stat{Name: "losses/qf1_values"}, algo.Stat{Name: "losses/qf1_loss"},
+			algo.Stat{Name: "losses/actor_loss", Value: actorLoss})
+	default:
+		return fmt.Errorf("ddpg: phase %d of update %d (of %d phases) without its phase 0 on this learner", t.Phase, t.Index, l.Phases(t))
 	}
-	g.Stats = append(g.Stats[:0], algo.Stat{Name: "losses/qf1_values", Value: qMean},
-		algo.Stat{Name: "losses/qf1_loss", Value: qfLoss}, algo.Stat{Name: "losses/actor_loss", Value: actorLoss})
 	return nil
 }
 
-// Apply takes the critic step and, when g carries the actor's gradient,
-// the actor step and the Polyak update of both targets.
+// Apply takes the critic step when g carries the critic's gradient (phase
+// 0, which counts the update), the actor step and the Polyak update of
+// both targets when it carries the actor's.
 func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
 	if err := offpolicy.CheckGrad(g, 2); err != nil {
 		return nil, err
 	}
-	if err := offpolicy.GradIn(l.qf1.Params(), g.Parts[0]); err != nil {
-		return nil, err
+	if len(g.Stats) < 3 {
+		return nil, fmt.Errorf("%w: ddpg: %d scalars, want 3", algo.ErrGradShape, len(g.Stats))
 	}
-	l.qOpt.Step(l.qf1.Params())
-	l.counts.Critic++
-	l.updates += int64(g.N)
-	l.stats = append(l.stats[:0], g.Stats[:2]...)
-	if n := g.Has[1]; n > 0 && len(g.Stats) > 2 {
+	if g.Has[0] > 0 {
+		if err := offpolicy.GradIn(l.qf1.Params(), g.Parts[0]); err != nil {
+			return nil, err
+		}
+		l.qOpt.Step(l.qf1.Params())
+		l.counts.Critic++
+		l.stats = append(l.stats[:0], g.Stats[:2]...)
+	}
+	if g.Phase == 0 {
+		l.updates += int64(g.N)
+	}
+	if n := g.Has[1]; n > 0 {
 		if err := offpolicy.GradIn(l.actor.Params(), g.Parts[1]); err != nil {
 			return nil, err
 		}
 		l.actorOpt.Step(l.actor.Params())
 		l.counts.Actor++
 		l.actorLoss = g.Stats[2].Value * float64(g.N) / float64(n)
-		l.stats = append(l.stats, algo.Stat{Name: "losses/actor_loss", Value: l.actorLoss})
+		l.stats = append(l.stats[:min(2, len(l.stats))], algo.Stat{Name: "losses/actor_loss", Value: l.actorLoss})
 	}
 	if g.Targets > 0 {
 		l.counts.Target++

@@ -149,6 +149,13 @@ type Learner struct {
 	alphaLoss  float64
 	actorSteps int
 	stats      []algo.Stat
+	qStats     []algo.Stat // the critics' scalars of the last critic step
+	// Learn's ticket list and gradient buffer.
+	tickets []algo.Ticket
+	g       *algo.Grad
+	// drawn is the update whose minibatch mb holds (0: none): an update's
+	// later phases reuse its phase 0's.
+	drawn uint64
 }
 
 func (p *pieces) newLearner() (*Learner, error) {
@@ -207,48 +214,19 @@ func (l *Learner) Weights() *weights.Version { return weights.New(l.updates, l.a
 // Learn takes one update for each env step in (prev, step] once learning
 // has started (step > learning_starts and rb holds a batch): a minibatch,
 // a critic step, every policy_frequency steps as many actor (and α)
-// steps, every target_network_frequency steps a Polyak update.
+// steps, every target_network_frequency steps a Polyak update. Each update
+// is Grad then Apply on the learner itself, phase by phase
+// (offpolicy.Learn): the update several learners take.
 func (l *Learner) Learn(ctx context.Context, rb algo.Replay, prev, step int64) ([]algo.Stat, error) {
-	cfg, B := l.p.cfg, l.p.cfg.BatchSize
-	if step <= int64(cfg.LearningStarts) || rb.Len() < B {
-		return nil, nil
+	if l.g == nil {
+		l.g = l.NewGrad()
 	}
-	var qfLoss, q1Mean, q2Mean float64
-	for s := max(prev, int64(cfg.LearningStarts)) + 1; s <= step; s++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if err := rb.Sample(&l.mb, B, s, l.sampleRNG); err != nil {
-			return nil, fmt.Errorf("sac: sample: %w", err)
-		}
-		qfLoss, q1Mean, q2Mean = l.updateCritics()
-		l.updates++
-		// Delayed actor: every policy_frequency steps, as many actor
-		// steps, all on this minibatch (CleanRL's TD3-style delay).
-		if s%int64(cfg.PolicyFrequency) == 0 {
-			for range cfg.PolicyFrequency {
-				l.updateActor()
-			}
-		}
-		if s%int64(cfg.TargetNetworkFrequency) == 0 {
-			l.counts.Target++
-			if err := offpolicy.PolyakAll(cfg.Tau,
-				[2][]*nn.Param{l.qf1Target.Params(), l.agent.QF1.Params()},
-				[2][]*nn.Param{l.qf2Target.Params(), l.agent.QF2.Params()}); err != nil {
-				return nil, err
-			}
-		}
+	stats, ts, _, err := offpolicy.Learn(ctx, l, rb, l.tickets, l.g, prev, step, l.updates+1)
+	l.tickets = ts
+	if err != nil || len(ts) == 0 {
+		return nil, err
 	}
-	l.stats = append(l.stats[:0], algo.Stat{Name: "losses/qf1_values", Value: q1Mean},
-		algo.Stat{Name: "losses/qf2_values", Value: q2Mean}, algo.Stat{Name: "losses/qf_loss", Value: qfLoss / 2})
-	if l.actorSteps > 0 {
-		l.stats = append(l.stats, algo.Stat{Name: "losses/actor_loss", Value: l.actorLoss},
-			algo.Stat{Name: "losses/alpha", Value: l.alpha})
-		if cfg.Autotune {
-			l.stats = append(l.stats, algo.Stat{Name: "losses/alpha_loss", Value: l.alphaLoss})
-		}
-	}
-	return l.stats, nil
+	return stats, nil
 }
 
 // criticTarget computes the soft target into nextQ, without gradient
@@ -263,14 +241,6 @@ func (l *Learner) criticTarget() {
 		minQ := min(q1n[i], q2n[i]) - float32(l.alpha)*l.nextLogPi[i]
 		l.nextQ[i] = mb.Rewards[i] + mb.Discounts[i]*(1-mb.Dones[i])*minQ
 	}
-}
-
-// updateCritics takes one gradient step on the twin soft Q loss: both
-// critics regress onto y, MSE(Q1(s, a), y) + MSE(Q2(s, a), y).
-func (l *Learner) updateCritics() (qfLoss, q1Mean, q2Mean float64) {
-	l.criticTarget()
-	l.counts.Critic++
-	return l.critics.Fit(l.qOpt, l.qParams, l.mb.Obs, l.mb.Actions, l.nextQ, l.p.cfg.BatchSize)
 }
 
 // actorGrad sets the actor's gradients for
@@ -323,19 +293,6 @@ func (l *Learner) alphaGrad() float64 {
 	a := math.Exp(float64(l.logAlpha.Value[0]))
 	l.logAlpha.Grad[0] = float32(-a * s)
 	return -a * s
-}
-
-// updateActor takes one actor step, then (autotune) one step on α.
-func (l *Learner) updateActor() {
-	l.actorLoss = l.actorGrad()
-	l.actorOpt.Step(l.actor.Params())
-	l.actorSteps++
-	l.counts.Actor++
-	if l.p.cfg.Autotune {
-		l.alphaLoss = l.alphaGrad()
-		l.aOpt.Step([]*nn.Param{l.logAlpha})
-		l.alpha = math.Exp(float64(l.logAlpha.Value[0]))
-	}
 }
 
 // UpdateCounts returns the optimizer steps and target updates taken so far.
@@ -392,12 +349,21 @@ func (l *Learner) NewGrad() *algo.Grad {
 	return offpolicy.NewGrad(5, l.qParams, l.actor.Params(), []*nn.Param{l.logAlpha})
 }
 
-// Grad computes update t's gradients into g: the twin soft Q loss, and at
-// a multiple of policy_frequency the actor's (through the critics as they
-// are, not as the critic step of this update leaves them: the steps of one
-// update are computed at one set of parameters) and α's. The apply step
-// takes policy_frequency actor steps with the actor's gradient, where
-// Learn takes them on fresh samples of the policy.
+// Phases is 1 + policy_frequency at a multiple of policy_frequency (the
+// critic step, then policy_frequency actor and α steps, each at the
+// parameters the one before left), else 1 (algo.Phaser).
+func (l *Learner) Phases(t algo.Ticket) int {
+	if pf := l.p.cfg.PolicyFrequency; t.Step%int64(pf) == 0 {
+		return 1 + pf
+	}
+	return 1
+}
+
+// Grad computes phase t.Phase of update t into g. Phase 0 draws the
+// minibatch and takes the twin soft Q loss's gradient; each later phase
+// (see Phases) the actor's on the same minibatch with a fresh sample of
+// the policy, and α's, at the parameters the previous phases' applies
+// left. The last phase asks for the Polyak update when one is due.
 func (l *Learner) Grad(ctx context.Context, rb algo.Replay, t algo.Ticket, g *algo.Grad) error {
 	cfg, B := l.p.cfg, l.p.cfg.BatchSize
 	if err := offpolicy.CheckGrad(g, 3); err != nil {
@@ -407,26 +373,32 @@ func (l *Learner) Grad(ctx context.Context, rb algo.Replay, t algo.Ticket, g *al
 		return err
 	}
 	offpolicy.StartGrad(g, t)
-	if err := rb.Sample(&l.mb, B, t.Step, l.sampleRNG); err != nil {
-		return fmt.Errorf("sac: sample: %w", err)
-	}
-	l.criticTarget()
-	qfLoss, q1Mean, q2Mean := l.critics.FitGrad(l.mb.Obs, l.mb.Actions, l.nextQ, B)
-	// Copy the critics' gradients out before the actor's pass adds into them.
-	offpolicy.GradOut(g.Parts[partCritics], l.qParams)
-	g.Has[partCritics] = 1
-	var actorLoss, alphaLoss float64
-	if t.Step%int64(cfg.PolicyFrequency) == 0 {
+	n := l.Phases(t)
+	var qfLoss, q1Mean, q2Mean, actorLoss, alphaLoss float64
+	switch {
+	case t.Phase == 0:
+		if err := rb.Sample(&l.mb, B, t.Step, l.sampleRNG); err != nil {
+			l.drawn = 0
+			return fmt.Errorf("sac: sample: %w", err)
+		}
+		l.drawn = t.Index
+		l.criticTarget()
+		qfLoss, q1Mean, q2Mean = l.critics.FitGrad(l.mb.Obs, l.mb.Actions, l.nextQ, B)
+		offpolicy.GradOut(g.Parts[partCritics], l.qParams)
+		g.Has[partCritics] = 1
+	case t.Phase < n && l.drawn == t.Index && t.Index > 0:
 		actorLoss = l.actorGrad()
 		offpolicy.GradOut(g.Parts[partActor], l.actor.Params())
-		g.Has[partActor], g.Steps[partActor] = 1, cfg.PolicyFrequency
+		g.Has[partActor] = 1
 		if cfg.Autotune {
 			alphaLoss = l.alphaGrad()
 			g.Parts[partAlpha][0] = l.logAlpha.Grad[0]
-			g.Has[partAlpha], g.Steps[partAlpha] = 1, cfg.PolicyFrequency
+			g.Has[partAlpha] = 1
 		}
+	default:
+		return fmt.Errorf("sac: phase %d of update %d (of %d phases) without its phase 0 on this learner", t.Phase, t.Index, n)
 	}
-	if t.Step%int64(cfg.TargetNetworkFrequency) == 0 {
+	if t.Phase == n-1 && t.Step%int64(cfg.TargetNetworkFrequency) == 0 {
 		g.Targets = 1
 	}
 	g.Stats = append(g.Stats[:0], algo.Stat{Name: "losses/qf1_values", Value: q1Mean},
@@ -435,36 +407,43 @@ func (l *Learner) Grad(ctx context.Context, rb algo.Replay, t algo.Ticket, g *al
 	return nil
 }
 
-// Apply takes the critic step, the actor's and α's steps when g carries
-// them, then the Polyak update when one is due.
+// Apply takes the critic step when g carries the critics' gradient (phase
+// 0, which counts the update), one actor step and one α step when it
+// carries theirs, then the Polyak update when one is due.
 func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
 	cfg := l.p.cfg
 	if err := offpolicy.CheckGrad(g, 3); err != nil {
 		return nil, err
 	}
-	if err := offpolicy.GradIn(l.qParams, g.Parts[partCritics]); err != nil {
-		return nil, err
+	if len(g.Stats) <= statAlphaLoss {
+		return nil, fmt.Errorf("%w: sac: %d scalars, want %d", algo.ErrGradShape, len(g.Stats), statAlphaLoss+1)
 	}
-	l.qOpt.Step(l.qParams)
-	l.counts.Critic++
-	l.updates += uint64(g.N)
-	if n := g.Has[partActor]; n > 0 && len(g.Stats) > statAlphaLoss {
+	if g.Has[partCritics] > 0 {
+		if err := offpolicy.GradIn(l.qParams, g.Parts[partCritics]); err != nil {
+			return nil, err
+		}
+		l.qOpt.Step(l.qParams)
+		l.counts.Critic++
+		l.qStats = append(l.qStats[:0], g.Stats[:3]...)
+	}
+	if g.Phase == 0 {
+		l.updates += uint64(g.N)
+	}
+	if n := g.Has[partActor]; n > 0 {
 		// The stats are means over all merged gradients; the losses are
 		// those of the n that carry an actor part.
 		scale := float64(g.N) / float64(n)
 		l.actorLoss, l.alphaLoss = g.Stats[statActorLoss].Value*scale, g.Stats[statAlphaLoss].Value*scale
-		for range max(1, g.Steps[partActor]) {
-			if err := offpolicy.GradIn(l.actor.Params(), g.Parts[partActor]); err != nil {
-				return nil, err
-			}
-			l.actorOpt.Step(l.actor.Params())
-			l.actorSteps++
-			l.counts.Actor++
-			if cfg.Autotune && g.Has[partAlpha] > 0 {
-				l.logAlpha.Grad[0] = g.Parts[partAlpha][0]
-				l.aOpt.Step([]*nn.Param{l.logAlpha})
-				l.alpha = math.Exp(float64(l.logAlpha.Value[0]))
-			}
+		if err := offpolicy.GradIn(l.actor.Params(), g.Parts[partActor]); err != nil {
+			return nil, err
+		}
+		l.actorOpt.Step(l.actor.Params())
+		l.actorSteps++
+		l.counts.Actor++
+		if cfg.Autotune && g.Has[partAlpha] > 0 {
+			l.logAlpha.Grad[0] = g.Parts[partAlpha][0]
+			l.aOpt.Step([]*nn.Param{l.logAlpha})
+			l.alpha = math.Exp(float64(l.logAlpha.Value[0]))
 		}
 	}
 	if g.Targets > 0 {
@@ -475,7 +454,7 @@ func (l *Learner) Apply(g *algo.Grad) ([]algo.Stat, error) {
 			return nil, err
 		}
 	}
-	l.stats = append(l.stats[:0], g.Stats[:3]...)
+	l.stats = append(l.stats[:0], l.qStats...)
 	if l.actorSteps > 0 {
 		l.stats = append(l.stats, algo.Stat{Name: "losses/actor_loss", Value: l.actorLoss},
 			algo.Stat{Name: "losses/alpha", Value: l.alpha})

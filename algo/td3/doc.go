@@ -45,6 +45,12 @@
 // bits (algo/all TestOffPolicySameBitsAsBeforeThePieces). Another executor
 // would publish learner.Weights() every k updates instead.
 //
+// An update is written once: Learn is Grad then Apply on the learner
+// itself (offpolicy.Learn), in phases (algo.Phaser) — the critic step,
+// then the actor's gradient at the critics that step left — which the
+// pal and dist executors' several learners run too, averaging each
+// phase's gradients before its apply (run/pal TestSameWeightsAsLearn).
+//
 // One update per env step: with num_envs N a vector step takes N updates
 // (each on its own minibatch, with the delays counted in env steps as with
 // one env), so the replay ratio does not depend on num_envs. Before the

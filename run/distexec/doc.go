@@ -122,7 +122,9 @@
 // computed by every learner on its share of the minibatch (batch_size/M
 // rows from its replay, its slot's stream), all-gathered with its ticket,
 // averaged in learner-id order and applied once by every learner, as one
-// update. So optimizer steps, target updates, TD3's policy delay and ε
+// update; SAC's, TD3's and DDPG's actor updates are one such exchange per
+// phase (algo.Phaser), so the actor's gradient is taken at the critics
+// the update's critic step left, as with one learner. So optimizer steps, target updates, TD3's policy delay and ε
 // follow the single learner's schedule, and the counts are its counts
 // (worker TestOffLearnerGroup); an update is due only when every replay
 // holds its share (the smallest replay size is exchanged each round).

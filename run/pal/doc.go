@@ -74,12 +74,20 @@
 // with the state to compute them at (every network a gradient reads, an
 // immutable weights.Version), applies the gradients to its own learner,
 // and publishes the new state, and every publish_every updates the
-// policy for the actors. Within one update the gradients of all parts
-// (critics, actor, α) come from the same state, where Learn takes the
-// actor's after the critic's step, and SAC's policy_frequency actor steps
-// of one update reuse one actor gradient; those are the differences in
-// kind (for DQN, Grad then Apply on one learner is Learn bit for bit:
-// algo/all TestOffPolicySplitLearners).
+// policy for the actors. An actor-critic's update comes in phases
+// (algo.Phaser): TD3's and DDPG's actor update is the critic phase, then
+// the actor phase on the same minibatch at the critics the critic step
+// left (Fujimoto et al. 2018 and Lillicrap et al. 2016, Algorithm 1);
+// SAC's is the critic phase, then policy_frequency actor-and-α phases,
+// each at the parameters the one before left. The service applies each
+// phase before it hands out the next, so M learners compute the update
+// one learner computes: SAC's, TD3's and DDPG's Learn is these phases of
+// Grad then Apply on the learner itself (one update, written once), and
+// for DQN Grad then Apply is Learn bit for bit (algo/all
+// TestOffPolicySplitLearners). M learners that draw the same minibatches
+// end with Learn's weights bit for bit (TestSameWeightsAsLearn), and
+// TD3's actor steps right after every policy_frequency-th critic step in
+// both modes (TestActorEveryPolicyFrequency).
 //
 // learner_mode: async (the default). Update k goes to learner (k−1) mod M
 // and the service applies the gradients strictly in update order, so the
@@ -88,7 +96,10 @@
 // update k−M is applied, with the newest state at that moment, which has
 // at least k−M updates applied; update k is applied on top of k−1.
 // Staleness bound: a gradient is computed at most M−1 updates before the
-// state it is applied to (0 for M = 1). How stale each one is within that
+// state it is applied to (0 for M = 1). An update's later phases (the
+// actor's) go to the learner that computed its critic phase, which holds
+// the minibatch, at the state right after that phase's apply: they are
+// never stale, and the other learners go on meanwhile. How stale each one is within that
 // bound depends on which learner finishes first, so it differs between
 // runs (Stats.MaxStale and MeanStale report it). Env steps are consumed (releasing the actors) once all their
 // updates are applied, as with one learner.
@@ -99,7 +110,9 @@
 // slot's stream — B/M rows each with sync_batch: split (the default; B must
 // be a multiple of M), or B rows each with sync_batch: full (an effective
 // batch of M·B, asked for explicitly) — and the service sums them in
-// learner-id order, divides by M and applies the mean once, as one update.
+// learner-id order, divides by M and applies the mean once, as one update
+// (phase by phase: the critics' mean is applied before the learners
+// compute the actor's).
 // So the updates, the critic and actor optimizer steps, the target updates
 // and every schedule keyed to the update or env step (TD3's and DDPG's
 // policy delay, SAC's delayed actor and target frequency, DQN's target
@@ -151,7 +164,8 @@
 //     (minibatch from the slot's own streams, e.g. `rng.New(seed, "dqn/replay", slot)`, gradients into
 //     a caller-owned `algo.Grad`, priorities) and `Apply` (optimizer steps, targets, counter), plus
 //     `Due` (the schedule as numbered tickets) and `State`/`SetState` (every network a gradient reads,
-//     as an immutable `weights.Version`). `Learn` is unchanged (the sha256 fixtures hold); for DQN,
+//     as an immutable `weights.Version`), in phases for the actor-critics (`algo.Phaser`). SAC's, TD3's
+//     and DDPG's `Learn` is Grad then Apply phase by phase (the sha256 fixtures hold); for DQN,
 //     Grad+Apply on one learner is Learn bit for bit. The service (`run/pal/learners.go`) hands update
 //     k to learner (k−1) mod M and applies in update order (async; staleness ≤ M−1 updates), or runs
 //     rounds of M gradients at one state averaged in learner-id order (sync; one round counts M

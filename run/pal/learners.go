@@ -175,19 +175,25 @@ func (s *service) run(ctx context.Context) learnResult {
 	return s.res
 }
 
-// apply applies g to main, logs its scalars and publishes the new state,
-// and the policy every publishEvery updates.
+// apply applies g, one phase of an update, to main and publishes the new
+// state; after the update's last phase it logs the update's scalars, and
+// publishes the policy every publishEvery updates.
 func (s *service) apply(g *algo.Grad) error {
 	stats, err := s.main.Apply(g)
 	if err != nil {
 		return err
 	}
-	s.applied += uint64(g.N)
-	s.applies++
+	if g.Phase == 0 {
+		s.applied += uint64(g.N)
+		s.applies++
+	}
+	s.state = s.main.State()
+	if g.Phase < algo.Phases(s.main, g.Ticket)-1 {
+		return nil
+	}
 	for _, st := range stats {
 		s.log.Scalar(st.Name, st.Value)
 	}
-	s.state = s.main.State()
 	if s.applied >= s.published+uint64(s.publishEvery) {
 		if err := s.store.Publish(s.main.Weights()); err != nil {
 			return err
@@ -254,8 +260,10 @@ func (s *service) advance(prev, step int64, n int) error {
 // gradient is at most M−1 updates stale. Gradients are applied strictly in
 // update order, so the apply order is the same in every run; the
 // staleness of each is not (it depends on which learner finishes first).
-// Env steps are consumed (releasing actors) once all their updates are
-// applied.
+// An update's later phases (algo.Phaser: the actor's gradient after the
+// critic step) go to the learner of its phase 0 at the state that phase's
+// apply left, before the next update is applied. Env steps are consumed
+// (releasing actors) once all their updates are applied.
 func (s *service) serveAsync(ctx context.Context) error {
 	M := uint64(len(s.workers))
 	var (
@@ -328,6 +336,23 @@ func (s *service) serveAsync(ctx context.Context) error {
 			if err := s.apply(g); err != nil {
 				return err
 			}
+			// The update's later phases (an actor gradient after the
+			// critic step) go to the same learner, which holds the
+			// minibatch, at the state that apply left: none of them is
+			// stale. The other learners go on with their updates.
+			t := inflight[0]
+			for t.Phase = 1; t.Phase < algo.Phases(s.main, t); t.Phase++ {
+				if err := send(ctx, w, gradJob{t: t, state: s.state}); err != nil {
+					return err
+				}
+				g, err := await(ctx, w)
+				if err != nil {
+					return err
+				}
+				if err := s.apply(g); err != nil {
+					return err
+				}
+			}
 			free[w.id] = true
 			inflight, at = inflight[1:], at[1:]
 		}
@@ -341,7 +366,8 @@ func (s *service) serveAsync(ctx context.Context) error {
 // algorithm's schedule is one round, in which all M learners compute its
 // gradient side by side at the current state, each on its own share of
 // the minibatch (its slot's stream); the gradients are averaged in
-// learner-id order and applied once, as one update. So the updates, the
+// learner-id order and applied once, as one update (phase by phase, see
+// round). So the updates, the
 // optimizer steps, the target updates and every schedule keyed to the
 // update number (TD3's policy delay) are the single-process algorithm's.
 // Env steps are consumed once their updates are applied.
@@ -372,8 +398,19 @@ func (s *service) serveSync(ctx context.Context) error {
 
 // round computes update t's gradient on every learner at the current
 // state, averages them in learner-id order and applies the average as one
-// update.
+// update; phase by phase, each at the state the previous phase's apply
+// left (algo.Phaser).
 func (s *service) round(ctx context.Context, t algo.Ticket) error {
+	for t.Phase = 0; t.Phase < algo.Phases(s.main, t); t.Phase++ {
+		if err := s.phase(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// phase is one phase of a round.
+func (s *service) phase(ctx context.Context, t algo.Ticket) error {
 	for _, w := range s.workers {
 		if err := send(ctx, w, gradJob{t: t, state: s.state}); err != nil {
 			return err

@@ -68,8 +68,9 @@ type Stats struct {
 	// (minibatch gradients: Updates·batch_size samples were drawn).
 	EnvSteps int64
 	Updates  uint64
-	// Applies counts the parameter service's applies: Updates with M > 1
-	// learners in either mode (a sync round is one update), 0 with one.
+	// Applies counts the parameter service's applied updates: Updates with
+	// M > 1 learners in either mode (a sync round is one update; an update
+	// in phases, algo.Phaser, counts once), 0 with one.
 	Applies uint64
 	// Counts are the learner's optimizer steps (critic, actor) and target
 	// updates: the single-process algorithm's for the same env steps, in

@@ -39,6 +39,11 @@
 //     action range and clipped to its bounds.
 //   - Twin: the twin critics side by side (Fit, FitGrad); DPGGrad and
 //     DPGStep: the deterministic policy gradient.
+//   - Learn: SAC's, TD3's and DDPG's Learn, the updates Due hands out run
+//     as Grad then Apply on the learner itself, phase by phase
+//     (algo.Phaser: the actor's gradient after the critic step), so that
+//     one learner and the executors' several compute one update written
+//     once.
 //   - NewCritics, PolyakAll, Mean: critic construction, target updates and
 //     the logged Q means.
 //   - Save, Load and Named: several networks in one safetensors file under

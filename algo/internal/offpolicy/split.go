@@ -1,6 +1,7 @@
 package offpolicy
 
 import (
+	"context"
 	"fmt"
 
 	"herd/algo"
@@ -78,4 +79,30 @@ func StepTickets(dst []algo.Ticket, prev, step, starts int64, next uint64) []alg
 		next++
 	}
 	return dst
+}
+
+// Learn runs the updates Due hands out for env steps (prev, step] on l
+// alone, phase by phase: each phase's gradient at l's parameters, then its
+// apply. It is SAC's, TD3's and DDPG's Learn, so that one learner and
+// several (the executors run the same phases, averaging each phase's
+// gradients before its apply) compute one update written once. It returns
+// the last Apply's scalars, and whether any update of the call took an
+// actor phase (Learn reports the actor's loss then).
+func Learn(ctx context.Context, l algo.SplitLearner, rb algo.Replay, tickets []algo.Ticket, g *algo.Grad,
+	prev, step int64, next uint64) (stats []algo.Stat, ts []algo.Ticket, actor bool, err error) {
+	tickets = l.Due(tickets[:0], rb, prev, step, next)
+	for _, t := range tickets {
+		n := algo.Phases(l, t)
+		actor = actor || n > 1
+		for ph := range n {
+			t.Phase = ph
+			if err := l.Grad(ctx, rb, t, g); err != nil {
+				return nil, tickets, actor, err
+			}
+			if stats, err = l.Apply(g); err != nil {
+				return nil, tickets, actor, err
+			}
+		}
+	}
+	return stats, tickets, actor, nil
 }
