@@ -111,7 +111,15 @@ type makeOptions struct {
 	strict      bool
 	kwargs      Kwargs
 	stepTime    *StepTime
+	agentActs   bool
 }
+
+// WithAgentActionSpaces lets a multi-agent id's agents have different
+// action spaces (FlatOptions.AgentActionSpaces): for callers that act for
+// each agent with a network of its own space (several policies, through
+// SplitVector or TurnEnv.AgentActionSpace). It changes nothing for a
+// single-agent id or agents that share one action space.
+func WithAgentActionSpaces() Option { return func(o *makeOptions) { o.agentActs = true } }
 
 // WithMaxEpisodeSteps overrides the spec's time limit (n > 0).
 func WithMaxEpisodeSteps(n int) Option { return func(o *makeOptions) { o.maxSteps = n } }
