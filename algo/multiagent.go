@@ -183,6 +183,14 @@ func (m MultiAgentConfig) PolicyAgents(envID string) (agents []string, of []int,
 	if len(errs) > 0 {
 		return nil, nil, nil, errors.Join(errs...)
 	}
+	if env.IsRemote(envID) {
+		for k := range acts {
+			if acts[k].String() != acts[0].String() {
+				return nil, nil, nil, fmt.Errorf("%w: multiagent: remote env %s: agents %s (%v) and %s (%v) have different action spaces; "+
+					"a remote env's agents must share one action space (its vector does not carry one per agent)", ErrConfig, envID, first[0], acts[0], first[k], acts[k])
+			}
+		}
+	}
 	return agents, of, acts, nil
 }
 

@@ -147,12 +147,18 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}
 	}()
 	var spaces algo.Spaces
-	if agents != nil {
-		if h.MultiAgent.Enabled() {
-			// Each policy acts with a network of its own agents' action
-			// space (policyActs below).
-			mkOpts = append(mkOpts, env.WithAgentActionSpaces())
+	of := make([]int, agentsPerSlot) // policy of each agent of a slot
+	var policyActs []env.Space       // each policy's action space, with a multiagent section
+	if agents != nil && h.MultiAgent.Enabled() {
+		var err error
+		if _, of, policyActs, err = h.MultiAgent.PolicyAgents(h.Env); err != nil {
+			return nil, err
 		}
+		// Each policy acts with a network of its own agents' action
+		// space.
+		mkOpts = append(mkOpts, env.WithAgentActionSpaces())
+	}
+	if agents != nil {
 		groups = make([]env.Vector, slots)
 		for i := range groups {
 			g, err := env.MakeVector(h.Env, agentsPerSlot, env.Sync, mkOpts...)
@@ -176,16 +182,10 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 
 	// The policies: the run's one, or one per multiagent id, each with its
 	// own pieces, learner, weights, samplers and segment storage.
-	of := make([]int, agentsPerSlot) // policy of each agent of a slot
-	var policyActs []env.Space       // each policy's action space, with a multiagent section
 	ids := []string{""}
 	if ma := h.MultiAgent; ma.Enabled() {
 		if agents == nil {
 			return nil, fmt.Errorf("%w: multiagent needs a multi-agent env, not %s", ErrConfig, h.Env)
-		}
-		var err error
-		if _, of, policyActs, err = ma.PolicyAgents(h.Env); err != nil {
-			return nil, err
 		}
 		ids = ma.Policies
 	}
