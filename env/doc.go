@@ -143,6 +143,11 @@
 // SplitVector cuts a vector's rows into parts that step in lockstep, each
 // driven by its own goroutine: several policies, each acting for its own
 // agents' rows of one FlatVector (run/multipolicy, examples/twinplan).
+// Agents with different action spaces (toy/signal_v0) need one policy per
+// group of agents that share one: WithAgentActionSpaces lets a FlatVector's
+// agents differ, and each part then reports its own rows' action space;
+// without it they are refused. "act_as=AGENT" in a multi-agent id makes
+// Make's TurnEnv report that agent's action space.
 //
 // # Costs and concurrency
 //
