@@ -288,6 +288,7 @@ func buildSignal(kw Kwargs) (Parallel, error) {
 	get(func() (e error) { cfg.Targets, e = intKw(kw, "targets", cfg.Targets, used); return })
 	get(func() (e error) { cfg.MaxCycles, e = intKw(kw, "max_cycles", cfg.MaxCycles, used); return })
 	get(func() (e error) { cfg.ContinuousListener, e = kw.Bool("continuous_listener", false, used); return })
+	get(func() (e error) { cfg.DictObs, e = kw.Bool("dict_obs", false, used); return })
 	get(func() error { return kw.Unused("signal_v0", used) })
 	if err != nil {
 		return nil, err

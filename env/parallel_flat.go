@@ -113,7 +113,9 @@ type FlatVector struct {
 	obsSpace Space
 	actSpace Space
 	acts     []Space // per agent
-	mixed    bool    // the agents' action spaces differ (FlatOptions.AgentActionSpaces)
+	dicts    []Space // per agent: its Dict observation space, nil for a Box
+	flatBufs [][]float32
+	mixed    bool // the agents' action spaces differ (FlatOptions.AgentActionSpaces)
 	batch    Batch
 	actMaps  []map[string][]float32
 	dead     []bool // per row: the agent left before its env's episode ended
@@ -139,9 +141,20 @@ func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
 	for j, a := range agents {
 		os := pv.ObservationSpace(j)
 		box, ok := os.(Box)
-		if !ok {
-			return nil, fmt.Errorf("%w: agent %s observation space %v is not a Box", ErrInvalidOption, a, os)
+		var dict Space
+		if _, isDict := os.(Dict); isDict {
+			// Rows hold Gymnasium's flattened observation.
+			b, err := FlattenSpace(os)
+			if err != nil {
+				return nil, fmt.Errorf("agent %s: %w", a, err)
+			}
+			box, ok, dict = b, true, os
 		}
+		if !ok {
+			return nil, fmt.Errorf("%w: agent %s observation space %v is not a Box or a Dict", ErrInvalidOption, a, os)
+		}
+		f.dicts = append(f.dicts, dict)
+		f.flatBufs = append(f.flatBufs, nil)
 		lows, highs = append(lows, box.Low), append(highs, box.High)
 		f.rawDim = max(f.rawDim, box.Dim())
 		f.rawDims = append(f.rawDims, box.Dim())
@@ -282,7 +295,7 @@ func (f *FlatVector) Parallel() *ParallelVector { return f.pv }
 // id, and the global state (FlatOptions): the env's own state when it has
 // one (GlobalState), else the joint observation of all.
 func (f *FlatVector) writeObs(dst []float32, o []float32, j int, all map[string][]float32, state []float32, mask []bool) {
-	n := copy(dst[:f.rawDim], o)
+	n := copy(dst[:f.rawDim], f.agentObs(j, o))
 	clear(dst[n:])
 	k := f.rawDim
 	if f.opt.AgentID {
@@ -301,10 +314,30 @@ func (f *FlatVector) writeObs(dst []float32, o []float32, j int, all map[string]
 		copy(dst[k:k+f.stateDim], state)
 	} else if f.opt.State {
 		for i, a := range f.pv.possible {
-			copy(dst[k:k+f.rawDims[i]], all[a]) // absent: left zero
+			copy(dst[k:k+f.rawDims[i]], f.agentObs(i, all[a])) // absent: left zero
 			k += f.rawDims[i]
 		}
 	}
+}
+
+// agentObs is agent j's observation o as its row holds it: flattened
+// when the agent observes a Dict (valid until the next call for j).
+func (f *FlatVector) agentObs(j int, o []float32) []float32 {
+	if f.dicts[j] == nil || o == nil {
+		return o
+	}
+	f.flatBufs[j] = FlattenTo(f.flatBufs[j], f.dicts[j], o)
+	return f.flatBufs[j]
+}
+
+// dictSpace is the first Dict observation space among the agents'.
+func (f *FlatVector) dictSpace() (Space, bool) {
+	for _, d := range f.dicts {
+		if d != nil {
+			return d, true
+		}
+	}
+	return nil, false
 }
 
 // Reset resets every env (ParallelVector.Reset).

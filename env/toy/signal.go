@@ -18,6 +18,13 @@ type SignalConfig struct {
 	// ContinuousListener makes the listener's action a Box of one value
 	// in [−1, 1] (a position) instead of Discrete(K+1).
 	ContinuousListener bool
+	// DictObs makes the observations Dict spaces: the speaker's
+	// {target: Discrete(K)}, the listener's {heard: Discrete(K+1) (K:
+	// nothing yet), time: Box(1)}. Flattened (Gymnasium's
+	// FlattenObservation, as a FlatVector does), they are the Box
+	// observations' one-hots, the listener's with one more value for
+	// "nothing heard".
+	DictObs bool
 }
 
 // DefaultSignalConfig is toy/signal_v0's defaults.
@@ -74,13 +81,22 @@ func NewSignal(cfg SignalConfig) (*Signal, error) {
 		obs: map[string][]float32{}, rewards: map[string]float64{}, terms: map[string]bool{},
 		truncs: map[string]bool{}, infos: map[string]core.Info{}}
 	e.obsSp[0], e.obsSp[1] = core.UniformBox(0, 1, k), core.UniformBox(0, 1, k+1)
+	if cfg.DictObs {
+		var err error
+		if e.obsSp[0], err = core.NewDict(map[string]core.Space{"target": core.Discrete{N: k}}); err != nil {
+			return nil, err
+		}
+		if e.obsSp[1], err = core.NewDict(map[string]core.Space{"heard": core.Discrete{N: k + 1}, "time": core.UniformBox(0, 1, 1)}); err != nil {
+			return nil, err
+		}
+	}
 	e.actSp[0] = core.Discrete{N: k}
 	if cfg.ContinuousListener {
 		e.actSp[1] = core.UniformBox(-1, 1, 1)
 	} else {
 		e.actSp[1] = core.Discrete{N: k + 1}
 	}
-	e.obsBuf[0], e.obsBuf[1] = make([]float32, k), make([]float32, k+1)
+	e.obsBuf[0], e.obsBuf[1] = make([]float32, e.obsSp[0].Dim()), make([]float32, e.obsSp[1].Dim())
 	e.live = make([]string, 0, 2)
 	return e, nil
 }
@@ -103,7 +119,8 @@ func (e *Signal) index(agent string) (int, error) {
 	return 0, fmt.Errorf("%w: toy/signal_v0 has no agent %q (agents: %v)", core.ErrInvalidOption, agent, e.possible)
 }
 
-// ObservationSpace is Box(K) for the speaker, Box(K+1) for the listener.
+// ObservationSpace is Box(K) for the speaker, Box(K+1) for the listener
+// (Dicts with DictObs).
 func (e *Signal) ObservationSpace(agent string) (core.Space, error) {
 	i, err := e.index(agent)
 	if err != nil {
@@ -139,6 +156,16 @@ func (e *Signal) Reset(seed int64) (map[string][]float32, map[string]core.Info, 
 
 func (e *Signal) observe() {
 	s, l := e.obsBuf[0], e.obsBuf[1]
+	if e.cfg.DictObs { // keys in order: heard, time
+		s[0] = float32(e.target)
+		l[0] = float32(e.cfg.Targets)
+		if e.heard >= 0 {
+			l[0] = float32(e.heard)
+		}
+		l[1] = float32(e.steps) / float32(e.cfg.MaxCycles)
+		e.obs["speaker_0"], e.obs["listener_0"] = s, l
+		return
+	}
 	clear(s)
 	s[e.target] = 1
 	clear(l)

@@ -24,17 +24,21 @@ ppo: {num_envs: 32, num_steps: 16, num_minibatches: 2, update_epochs: 4, hidden:
 `
 
 // TestMixedActionSpaces: toy/signal_v0's speaker acts with Discrete(2)
-// and its listener with Discrete(3) (or a Box of one value); each policy's
+// and its listener with Discrete(3) (or a Box of one value; or with Dict
+// observations, which the rows hold flattened); each policy's
 // network is sized to its own agents' action space, both learn the game
 // (well above guessing, −1/3 per step, and above always passing, 0), and
 // the checkpoint loads back and evaluates to the same returns.
 func TestMixedActionSpaces(t *testing.T) {
 	for _, c := range []struct {
 		name, env string
-		outs      [2]int // each policy's network outputs: logits (+ value) or mean and log std (+ value)
+		obs       int // a row's width
 	}{
-		{"discrete", "toy/signal_v0?targets=2&max_cycles=4", [2]int{3, 4}},
-		{"box", "toy/signal_v0?targets=2&max_cycles=4&continuous_listener=true", [2]int{3, 3}},
+		{"discrete", "toy/signal_v0?targets=2&max_cycles=4", 3},
+		{"box", "toy/signal_v0?targets=2&max_cycles=4&continuous_listener=true", 3},
+		// Dict observations, flattened: the listener's {heard: Discrete(3),
+		// time: Box(1)} is 4 values.
+		{"dict", "toy/signal_v0?targets=2&max_cycles=4&dict_obs=true", 4},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			file := strings.Replace(signalConfig, "toy/signal_v0?targets=2&max_cycles=4", c.env, 1)
@@ -62,12 +66,11 @@ func TestMixedActionSpaces(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				a := p.ActAgent(make([]float32, sp.Dim()), make([]float32, 3), agent)
+				a := p.ActAgent(make([]float32, sp.Dim()), make([]float32, c.obs), agent)
 				if len(a) != sp.Dim() || !(sp.Contains(a) || c.name == "box") {
 					t.Errorf("policy %d acts %v for %s, want an element of %v", k, a, agent, sp)
 				}
 			}
-			t.Logf("eval %.2f, policies %v", sum.EvalReturnMean, sum.Policies)
 			ar, err := algo.EvaluateAgents(context.Background(), p, res.Header.Env, 20, res.Header.Seed)
 			if err != nil {
 				t.Fatal(err)
@@ -79,7 +82,7 @@ func TestMixedActionSpaces(t *testing.T) {
 			// Each of 4 steps: +1 right, −1 wrong, 0 pass for the discrete
 			// listener (best 2·3 = 6 for the team, guessing −8/3); 1 − |x − g|
 			// for the Box (best 2·4 = 8, x = 0 always: 4).
-			if want := map[string]float64{"discrete": 3, "box": 5.5}[c.name]; m < want {
+			if want := map[string]float64{"discrete": 3, "box": 5.5, "dict": 3}[c.name]; m < want {
 				t.Errorf("team return %.2f after training, want ≥ %v (summary %+v)", m, want, sum.Policies)
 			}
 		})
