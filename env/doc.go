@@ -46,6 +46,12 @@
 // Space.Dim() is the number of values per action (1 for Discrete). The
 // caller owns the slice and may reuse it at once.
 //
+// Observations may also be a Dict (Gymnasium's spaces.Dict): subspaces
+// ordered by key, their encodings concatenated. Policies read flat
+// vectors, so Make wraps an env observing a Dict in FlattenObservation
+// (Gymnasium's: a Box, Discrete and MultiDiscrete values one-hot) and a
+// FlatVector flattens each agent's Dict into its row.
+//
 // # Seeding
 //
 // Reset(seed) with seed ≥ 0 reseeds the env's stream from internal/rng;

@@ -1,7 +1,8 @@
-// Package toy holds small multi-agent envs built to exercise what the
-// MPE ports do not: agents with different action and observation spaces
-// (Signal). They are cheap, deterministic from the reset seed, and
-// registered in package env ("toy/signal_v0").
+// Package toy holds small envs built to exercise what the ports do not:
+// agents with different action and observation spaces (Signal,
+// "toy/signal_v0", optionally observing Dicts) and a Dict observation
+// space (GoalLine, "toy/GoalLine-v0"). They are cheap, deterministic from
+// the reset seed, and registered in package env.
 package toy
 
 import (
