@@ -444,7 +444,11 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 		if err := checkFinite(ocfg); err != nil {
 			return nil, err
 		}
-		if err := ocfg.Validate(h); err != nil {
+		oh, err := sectionHeader(h, name, spec.Name)
+		if err != nil {
+			return nil, err
+		}
+		if err := ocfg.Validate(oh); err != nil {
 			return nil, err
 		}
 		others[name] = AlgoConfig{Spec: o, Config: ocfg}
@@ -471,10 +475,34 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 	if err := checkFinite(cfg); err != nil {
 		return nil, err
 	}
-	if err := cfg.Validate(h); err != nil {
+	sh, err := sectionHeader(h, spec.Name, spec.Name)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(sh); err != nil {
 		return nil, err
 	}
 	return &Resolved{Header: h, Spec: spec, Config: cfg, Others: others, outDefaulted: outDefaulted}, nil
+}
+
+// sectionHeader is the header algorithm name's section is checked
+// against: h, or, in a run with a multiagent section whose agents have
+// different action spaces, h with the env as the first policy that name
+// trains sees it (policyEnv: that policy's action space); the executors
+// check each policy's own config again (PolicyRun).
+func sectionHeader(h Header, name, run string) (Header, error) {
+	m := h.MultiAgent
+	if !m.Enabled() {
+		return h, nil
+	}
+	for k, id := range m.Policies {
+		if a := m.Algos[id]; a == name || (name == run && a == "") {
+			var err error
+			h.Env, err = policyEnv(h.Env, m, k)
+			return h, err
+		}
+	}
+	return h, nil
 }
 
 // Set applies one "key=value" override to cfg (value parsed as YAML),

@@ -108,7 +108,9 @@ func CheckCheckpoint(path string, h Header, envOverride bool) (note string, err 
 	if a := md[MetaAlgo]; a != h.Algo {
 		return "", fmt.Errorf("%w: %s was trained by %s, not %s", ErrCheckpoint, path, a, h.Algo)
 	}
-	e, err := env.Make(h.Env)
+	// The spaces TrainRun recorded (envFootprint's: agents with different
+	// action spaces give the widest as a Box).
+	e, err := env.Make(h.Env, env.WithAgentActionSpaces())
 	if err != nil {
 		return "", fmt.Errorf("algo: %w", err)
 	}

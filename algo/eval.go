@@ -18,7 +18,7 @@ func Evaluate(ctx context.Context, p Policy, envID string, episodes int, seed ui
 	if episodes < 1 {
 		return nil, fmt.Errorf("%w: episodes must be >= 1, got %d", ErrConfig, episodes)
 	}
-	e, err := env.Make(envID)
+	e, err := env.Make(envID, evalOptions(p)...)
 	if err != nil {
 		return nil, fmt.Errorf("algo: evaluate: %w", err)
 	}
@@ -66,6 +66,15 @@ func MeanStd(xs []float64) (mean, std float64) {
 		std += (x - mean) * (x - mean)
 	}
 	return mean, math.Sqrt(std / float64(len(xs)))
+}
+
+// evalOptions lets the agents of a multi-agent env have different action
+// spaces when p acts for each with its own policy (AgentPolicy).
+func evalOptions(p Policy) []env.Option {
+	if _, ok := p.(AgentPolicy); ok {
+		return []env.Option{env.WithAgentActionSpaces()}
+	}
+	return nil
 }
 
 // agentActor returns p.Act, or, for an AgentPolicy on a multi-agent env

@@ -51,7 +51,7 @@ func EvaluateAgents(ctx context.Context, p Policy, envID string, episodes int, s
 	if !env.IsParallel(envID) {
 		return AgentReturns{}, fmt.Errorf("%w: %s is not a multi-agent env", ErrConfig, envID)
 	}
-	e, err := env.Make(envID)
+	e, err := env.Make(envID, evalOptions(p)...)
 	if err != nil {
 		return AgentReturns{}, fmt.Errorf("algo: evaluate agents: %w", err)
 	}

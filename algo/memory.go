@@ -278,7 +278,10 @@ func checkMemory(uses []MemoryUse) error {
 func envFootprint(id string) (env.Env, float64, error) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	e, err := env.Make(id)
+	// Agents with different action spaces are measured too (the widest
+	// action counts); whether one policy may act for them all is the
+	// executor's to refuse.
+	e, err := env.Make(id, env.WithAgentActionSpaces())
 	if err != nil {
 		return nil, 0, err
 	}

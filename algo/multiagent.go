@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -147,6 +148,52 @@ func (m MultiAgentConfig) Map(agents []string) ([]int, error) {
 	return out, nil
 }
 
+// PolicyAgents makes the multi-agent env envID once and returns its
+// possible agents, the index in m.Policies of each agent's policy (Map)
+// and each policy's action space. The agents of one policy must share
+// one action space (one network acts for all of them); policies may
+// differ: each policy's network is sized to its own agents' space.
+func (m MultiAgentConfig) PolicyAgents(envID string) (agents []string, of []int, acts []env.Space, err error) {
+	p, err := env.MakeParallel(envID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer p.Close()
+	agents = slices.Clone(p.PossibleAgents())
+	if of, err = m.Map(agents); err != nil {
+		return nil, nil, nil, err
+	}
+	acts = make([]env.Space, len(m.Policies))
+	first := make([]string, len(m.Policies))
+	var errs []error
+	for j, a := range agents {
+		sp, err := p.ActionSpace(a)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		k := of[j]
+		switch {
+		case acts[k] == nil:
+			acts[k], first[k] = sp, a
+		case sp.String() != acts[k].String():
+			errs = append(errs, fmt.Errorf("%w: multiagent: policy %s acts for agents %s (action space %v) and %s (%v): one policy's agents need one action space; map them to different policies",
+				ErrConfig, m.Policies[k], first[k], acts[k], a, sp))
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, nil, errors.Join(errs...)
+	}
+	if env.IsRemote(envID) {
+		for k := range acts {
+			if acts[k].String() != acts[0].String() {
+				return nil, nil, nil, fmt.Errorf("%w: multiagent: remote env %s: agents %s (%v) and %s (%v) have different action spaces; "+
+					"a remote env's agents must share one action space (its vector does not carry one per agent)", ErrConfig, envID, first[0], acts[0], first[k], acts[k])
+			}
+		}
+	}
+	return agents, of, acts, nil
+}
+
 // PolicyScalars are the metrics.csv columns of a run with several
 // policies: for each policy, its agents' mean episode return and length
 // over their last metrics.Window episodes, its episode count, and the
@@ -269,6 +316,7 @@ func PolicyRun(h Header, spec Spec, cfg Config, others map[string]AlgoConfig, k,
 }
 
 func policyRun(h Header, spec Spec, cfg Config, others map[string]AlgoConfig, k, rowsOfPolicy, rowsPerEnv int) (Header, Spec, Config, error) {
+	var err error
 	hk := h
 	hk.MultiAgent = MultiAgentConfig{}
 	hk.Seed = h.Seed + uint64(k)
@@ -284,8 +332,39 @@ func policyRun(h Header, spec Spec, cfg Config, others map[string]AlgoConfig, k,
 		}
 		hk.Algo, spec, cfg = name, o.Spec, o.Config
 	}
+	if hk.Env, err = policyEnv(h.Env, h.MultiAgent, k); err != nil {
+		return Header{}, Spec{}, nil, err
+	}
 	hk2, ck, err := policyConfig(hk, spec, cfg, k, rowsOfPolicy, rowsPerEnv)
 	return hk2, spec, ck, err
+}
+
+// policyEnv is the env id of policy k's header: envID, or, when the env's
+// agents have different action spaces, envID with act_as naming policy
+// k's first agent (env.FlatOptions.ActAs), so that what builds a network
+// from env.Make(id) (an algorithm's Validate, its LoadPolicy) sees policy
+// k's own action space. A remote id is left as it is: a remote env's
+// agents must share one action space (env.NewFlatVector refuses others).
+func policyEnv(envID string, m MultiAgentConfig, k int) (string, error) {
+	if env.IsRemote(envID) || !env.IsParallel(envID) {
+		return envID, nil
+	}
+	agents, of, acts, err := m.PolicyAgents(envID)
+	if err != nil {
+		return "", err
+	}
+	mixed := false
+	for _, a := range acts {
+		mixed = mixed || a.String() != acts[0].String()
+	}
+	if !mixed {
+		return envID, nil
+	}
+	sep := "?"
+	if strings.Contains(envID, "?") {
+		sep = "&"
+	}
+	return envID + sep + "act_as=" + url.QueryEscape(agents[slices.Index(of, k)]), nil
 }
 
 func policyConfig(hk Header, spec Spec, cfg Config, k, rowsOfPolicy, rowsPerEnv int) (Header, Config, error) {
@@ -324,13 +403,7 @@ func LoadPolicies(file string, res *Resolved) (*Policies, error) {
 	if got, want := ck.Metadata["herd.policies"], strings.Join(h.MultiAgent.Policies, ","); got != want {
 		return nil, fmt.Errorf("%w: %s holds policies %q, the run names %q", ErrCheckpoint, file, got, want)
 	}
-	pe, err := env.MakeParallel(h.Env)
-	if err != nil {
-		return nil, err
-	}
-	agents := slices.Clone(pe.PossibleAgents())
-	pe.Close()
-	of, err := h.MultiAgent.Map(agents)
+	agents, of, _, err := h.MultiAgent.PolicyAgents(h.Env)
 	if err != nil {
 		return nil, err
 	}

@@ -82,6 +82,15 @@ type teamVector struct {
 	episodes []int64
 }
 
+// RowActionSpace keeps the wrapped vector's per-row action spaces
+// visible (env.SplitVector).
+func (t *teamVector) RowActionSpace(r int) env.Space {
+	if ra, ok := t.Vector.(interface{ RowActionSpace(int) env.Space }); ok {
+		return ra.RowActionSpace(r)
+	}
+	return t.Vector.ActionSpace()
+}
+
 // RowLayout keeps the wrapped vector's layout visible (env.RowsOf).
 func (t *teamVector) RowLayout() env.RowLayout {
 	l, _ := env.RowsOf(t.Vector)

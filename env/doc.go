@@ -46,6 +46,12 @@
 // Space.Dim() is the number of values per action (1 for Discrete). The
 // caller owns the slice and may reuse it at once.
 //
+// Observations may also be a Dict (Gymnasium's spaces.Dict): subspaces
+// ordered by key, their encodings concatenated. Policies read flat
+// vectors, so Make wraps an env observing a Dict in FlattenObservation
+// (Gymnasium's: a Box, Discrete and MultiDiscrete values one-hot) and a
+// FlatVector flattens each agent's Dict into its row.
+//
 // # Seeding
 //
 // Reset(seed) with seed ≥ 0 reseeds the env's stream from internal/rng;
@@ -143,6 +149,11 @@
 // SplitVector cuts a vector's rows into parts that step in lockstep, each
 // driven by its own goroutine: several policies, each acting for its own
 // agents' rows of one FlatVector (run/multipolicy, examples/twinplan).
+// Agents with different action spaces (toy/signal_v0) need one policy per
+// group of agents that share one: WithAgentActionSpaces lets a FlatVector's
+// agents differ, and each part then reports its own rows' action space;
+// without it they are refused. "act_as=AGENT" in a multi-agent id makes
+// Make's TurnEnv report that agent's action space.
 //
 // # Costs and concurrency
 //

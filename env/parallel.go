@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"herd/env/mpe"
+	"herd/env/toy"
 )
 
 // Parallel is a multi-agent env with PettingZoo's Parallel API semantics,
@@ -65,6 +66,7 @@ func parallelSpecs() []ParallelSpec {
 		{ID: "mpe/simple_spread_v3", build: buildSimpleSpread},
 		{ID: "mpe/simple_tag_v3", build: buildSimpleTag},
 		{ID: "mpe/simple_reference_v3", build: buildSimpleReference},
+		{ID: "toy/signal_v0", build: buildSignal},
 	}
 }
 
@@ -98,7 +100,8 @@ func IsParallel(id string) bool {
 // spec and keywords. Values are read as bools (true/false), then numbers,
 // else strings. The keywords agent_id, action_mask and state (bools) are
 // not the env's: they ask Make and MakeVector to append a one-hot agent
-// id, the action mask and the global state to each row (FlatOptions).
+// id, the action mask and the global state to each row (FlatOptions);
+// act_as (an agent name) is FlatOptions.ActAs.
 func parallelID(id string) (ParallelSpec, Kwargs, error) {
 	base, query, _ := strings.Cut(id, "?")
 	var spec ParallelSpec
@@ -172,9 +175,13 @@ func makeParallel(id string, opts []Option) (Parallel, FlatOptions, error) {
 	if fo.ActionMask, err = kw.Bool("action_mask", false, map[string]bool{}); err != nil {
 		return nil, fo, err
 	}
+	if fo.ActAs, err = kw.String("act_as", "", map[string]bool{}); err != nil {
+		return nil, fo, err
+	}
 	delete(kw, "agent_id")
 	delete(kw, "state")
 	delete(kw, "action_mask")
+	delete(kw, "act_as")
 	p, err := spec.build(kw)
 	if err != nil {
 		return nil, fo, fmt.Errorf("env: make %s: %w", id, err)
@@ -269,6 +276,30 @@ func buildSimpleReference(kw Kwargs) (Parallel, error) {
 	return e, nil
 }
 
+func buildSignal(kw Kwargs) (Parallel, error) {
+	used := map[string]bool{}
+	cfg := toy.DefaultSignalConfig()
+	var err error
+	get := func(f func() error) {
+		if err == nil {
+			err = f()
+		}
+	}
+	get(func() (e error) { cfg.Targets, e = intKw(kw, "targets", cfg.Targets, used); return })
+	get(func() (e error) { cfg.MaxCycles, e = intKw(kw, "max_cycles", cfg.MaxCycles, used); return })
+	get(func() (e error) { cfg.ContinuousListener, e = kw.Bool("continuous_listener", false, used); return })
+	get(func() (e error) { cfg.DictObs, e = kw.Bool("dict_obs", false, used); return })
+	get(func() error { return kw.Unused("signal_v0", used) })
+	if err != nil {
+		return nil, err
+	}
+	e, err := toy.NewSignal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
 // makeTurn is Make for a multi-agent id: a TurnEnv (plus
 // RecordEpisodeStatistics if asked); MPE needs no TimeLimit (max_cycles).
 func makeTurn(id string, opts []Option, o makeOptions) (Env, error) {
@@ -276,6 +307,7 @@ func makeTurn(id string, opts []Option, o makeOptions) (Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	fo.AgentActionSpaces = o.agentActs || fo.ActAs != ""
 	t, err := NewTurnEnv(p, fo)
 	if err != nil {
 		p.Close()
@@ -314,6 +346,7 @@ func makeFlatVector(id string, n int, opts []Option, o makeOptions) (Vector, err
 		return nil, err
 	}
 	fo.EpisodeStatistics = o.stats
+	fo.AgentActionSpaces = o.agentActs || fo.ActAs != ""
 	f, err := NewFlatVector(pv, fo)
 	if err != nil {
 		pv.Close()

@@ -28,6 +28,20 @@ type FlatOptions struct {
 	// Info.Episode on the row where its episode ends (Vector's
 	// RecordEpisodeStatistics).
 	EpisodeStatistics bool
+	// AgentActionSpaces lets the agents have different action spaces, for
+	// callers that act for each agent with a network of its own action
+	// space (several policies: a part of SplitVector, whose ActionSpace
+	// is its rows' own). ActionSpace is then an unbounded Box as wide as
+	// the widest agent's action; row r's action is the first
+	// AgentActionSpace(r % agents).Dim() values of its row, the rest are
+	// ignored. Without it, agents with different action spaces are
+	// refused: one network cannot act for all of them.
+	AgentActionSpaces bool
+	// ActAs names an agent whose action space a TurnEnv reports as its
+	// ActionSpace (the id keyword act_as): the env as seen by a policy
+	// that acts for that agent and the others with its action space,
+	// when the agents' spaces differ. It implies AgentActionSpaces.
+	ActAs string
 }
 
 // RowLayout is the layout of a multi-agent row (FlatVector, TurnEnv): Obs
@@ -75,7 +89,7 @@ func RowsOf(v any) (RowLayout, bool) {
 // FlatVector turns a ParallelVector into a Vector of per-agent rows, for
 // policies that share parameters across agents: row i·A + j is agent j
 // (in PossibleAgents order) of env i, A agents per env. Every agent must
-// have the same action space. Observations are padded with zeros to the
+// have the same action space, unless FlatOptions.AgentActionSpaces. Observations are padded with zeros to the
 // longest agent observation, then (FlatOptions.AgentID) followed by the
 // one-hot agent id.
 //
@@ -98,6 +112,10 @@ type FlatVector struct {
 	obsDim   int
 	obsSpace Space
 	actSpace Space
+	acts     []Space // per agent
+	dicts    []Space // per agent: its Dict observation space, nil for a Box
+	flatBufs [][]float32
+	mixed    bool // the agents' action spaces differ (FlatOptions.AgentActionSpaces)
 	batch    Batch
 	actMaps  []map[string][]float32
 	dead     []bool // per row: the agent left before its env's episode ended
@@ -123,25 +141,51 @@ func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
 	for j, a := range agents {
 		os := pv.ObservationSpace(j)
 		box, ok := os.(Box)
-		if !ok {
-			return nil, fmt.Errorf("%w: agent %s observation space %v is not a Box", ErrInvalidOption, a, os)
+		var dict Space
+		if _, isDict := os.(Dict); isDict {
+			// Rows hold Gymnasium's flattened observation.
+			b, err := FlattenSpace(os)
+			if err != nil {
+				return nil, fmt.Errorf("agent %s: %w", a, err)
+			}
+			box, ok, dict = b, true, os
 		}
+		if !ok {
+			return nil, fmt.Errorf("%w: agent %s observation space %v is not a Box or a Dict", ErrInvalidOption, a, os)
+		}
+		f.dicts = append(f.dicts, dict)
+		f.flatBufs = append(f.flatBufs, nil)
 		lows, highs = append(lows, box.Low), append(highs, box.High)
 		f.rawDim = max(f.rawDim, box.Dim())
 		f.rawDims = append(f.rawDims, box.Dim())
 		f.stateDim += box.Dim()
 		as := pv.acts[j]
+		f.acts = append(f.acts, as)
 		if j == 0 {
 			f.actSpace = as
 		} else if as.String() != f.actSpace.String() {
-			return nil, fmt.Errorf("%w: agents %s and %s have action spaces %v and %v; a flat vector needs one", ErrInvalidOption, agents[0], a, f.actSpace, as)
+			if !opt.AgentActionSpaces {
+				return nil, fmt.Errorf("%w: agents %s and %s have different action spaces, %v and %v: one policy cannot act for both; "+
+					"give each group of agents with one action space a policy of its own (a multiagent section)", ErrInvalidOption, agents[0], a, f.actSpace, as)
+			}
+			f.mixed = true
 		}
+	}
+	if f.mixed {
+		d := 0
+		for _, as := range f.acts {
+			d = max(d, as.Dim())
+		}
+		f.actSpace = UniformBox(float32(math.Inf(-1)), float32(math.Inf(1)), d)
 	}
 	f.obsDim = f.rawDim
 	if opt.AgentID {
 		f.obsDim += f.nAgents
 	}
 	if opt.ActionMask {
+		if f.mixed {
+			return nil, fmt.Errorf("%w: action_mask needs one Discrete action space for every agent, not %v", ErrInvalidOption, f.acts)
+		}
 		d, ok := f.actSpace.(Discrete)
 		if !ok {
 			return nil, fmt.Errorf("%w: action_mask needs a Discrete action space, not %v", ErrInvalidOption, f.actSpace)
@@ -229,8 +273,16 @@ func (f *FlatVector) NumAgents() int { return f.nAgents }
 // ObservationSpace is a row's space: the padded observation (+ one-hot id).
 func (f *FlatVector) ObservationSpace() Space { return f.obsSpace }
 
-// ActionSpace is the agents' common action space.
+// ActionSpace is the agents' common action space, or, when their spaces
+// differ (FlatOptions.AgentActionSpaces), an unbounded Box as wide as the
+// widest agent's.
 func (f *FlatVector) ActionSpace() Space { return f.actSpace }
+
+// AgentActionSpace is agent j's action space (PossibleAgents order).
+func (f *FlatVector) AgentActionSpace(j int) Space { return f.acts[j] }
+
+// RowActionSpace is the action space of row r's agent.
+func (f *FlatVector) RowActionSpace(r int) Space { return f.acts[r%f.nAgents] }
 
 // DeadRowSteps counts row-steps of agents that had left their episode
 // (see FlatVector).
@@ -243,7 +295,7 @@ func (f *FlatVector) Parallel() *ParallelVector { return f.pv }
 // id, and the global state (FlatOptions): the env's own state when it has
 // one (GlobalState), else the joint observation of all.
 func (f *FlatVector) writeObs(dst []float32, o []float32, j int, all map[string][]float32, state []float32, mask []bool) {
-	n := copy(dst[:f.rawDim], o)
+	n := copy(dst[:f.rawDim], f.agentObs(j, o))
 	clear(dst[n:])
 	k := f.rawDim
 	if f.opt.AgentID {
@@ -262,10 +314,30 @@ func (f *FlatVector) writeObs(dst []float32, o []float32, j int, all map[string]
 		copy(dst[k:k+f.stateDim], state)
 	} else if f.opt.State {
 		for i, a := range f.pv.possible {
-			copy(dst[k:k+f.rawDims[i]], all[a]) // absent: left zero
+			copy(dst[k:k+f.rawDims[i]], f.agentObs(i, all[a])) // absent: left zero
 			k += f.rawDims[i]
 		}
 	}
+}
+
+// agentObs is agent j's observation o as its row holds it: flattened
+// when the agent observes a Dict (valid until the next call for j).
+func (f *FlatVector) agentObs(j int, o []float32) []float32 {
+	if f.dicts[j] == nil || o == nil {
+		return o
+	}
+	f.flatBufs[j] = FlattenTo(f.flatBufs[j], f.dicts[j], o)
+	return f.flatBufs[j]
+}
+
+// dictSpace is the first Dict observation space among the agents'.
+func (f *FlatVector) dictSpace() (Space, bool) {
+	for _, d := range f.dicts {
+		if d != nil {
+			return d, true
+		}
+	}
+	return nil, false
 }
 
 // Reset resets every env (ParallelVector.Reset).
@@ -291,7 +363,9 @@ func (f *FlatVector) Reset(seed int64) (*Batch, error) {
 	return b, nil
 }
 
-// Step takes NumEnvs()·ActionSpace().Dim() values, row by row.
+// Step takes NumEnvs()·ActionSpace().Dim() values, row by row (with
+// different action spaces, each row's agent reads the leading values of
+// its row: FlatOptions.AgentActionSpaces).
 func (f *FlatVector) Step(actions []float32) (*Batch, error) {
 	if f.closed {
 		return nil, fmt.Errorf("%w: flat vector Step", ErrClosed)
@@ -305,7 +379,7 @@ func (f *FlatVector) Step(actions []float32) (*Batch, error) {
 		for j, a := range f.pv.possible {
 			r := i*f.nAgents + j
 			if !f.dead[r] {
-				m[a] = actions[r*d : (r+1)*d]
+				m[a] = actions[r*d : r*d+f.acts[j].Dim()]
 			}
 		}
 	}

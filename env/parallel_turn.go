@@ -20,6 +20,7 @@ import (
 type TurnEnv struct {
 	p        Parallel
 	flat     FlatVector // only its layout (writeObs, spaces)
+	act      Space      // ActionSpace
 	possible []string
 	pending  map[string][]float32
 	bufs     map[string][]float32
@@ -47,7 +48,14 @@ func NewTurnEnv(p Parallel, opt FlatOptions) (*TurnEnv, error) {
 		return nil, err
 	}
 	t := &TurnEnv{p: p, flat: *f, possible: slices.Clone(p.PossibleAgents()),
-		pending: map[string][]float32{}, bufs: map[string][]float32{}}
+		pending: map[string][]float32{}, bufs: map[string][]float32{}, act: f.actSpace}
+	if opt.ActAs != "" {
+		j := slices.Index(t.possible, opt.ActAs)
+		if j < 0 {
+			return nil, fmt.Errorf("%w: act_as %q is not an agent of %v", ErrInvalidOption, opt.ActAs, t.possible)
+		}
+		t.act = f.acts[j]
+	}
 	t.obs = make([]float32, f.obsDim)
 	return t, nil
 }
@@ -55,8 +63,21 @@ func NewTurnEnv(p Parallel, opt FlatOptions) (*TurnEnv, error) {
 // ObservationSpace is a row's space (FlatVector.ObservationSpace).
 func (t *TurnEnv) ObservationSpace() Space { return t.flat.obsSpace }
 
-// ActionSpace is the agents' common action space.
-func (t *TurnEnv) ActionSpace() Space { return t.flat.actSpace }
+// ActionSpace is the agents' common action space, or FlatOptions.ActAs's
+// agent's. With FlatOptions.AgentActionSpaces and agents whose spaces
+// differ, and no ActAs, it is FlatVector's: a Box as wide as the widest
+// agent's action. Step takes the current agent's own action
+// (AgentActionSpace), alone or padded to the widest agent's.
+func (t *TurnEnv) ActionSpace() Space { return t.act }
+
+// AgentActionSpace is agent's action space (nil for an unknown name).
+func (t *TurnEnv) AgentActionSpace(agent string) Space {
+	j := slices.Index(t.possible, agent)
+	if j < 0 {
+		return nil
+	}
+	return t.flat.acts[j]
+}
 
 // RowLayout is the layout of an observation (FlatVector.RowLayout).
 func (t *TurnEnv) RowLayout() RowLayout { return t.flat.RowLayout() }
@@ -107,11 +128,19 @@ func (t *TurnEnv) Step(action []float32) ([]float32, float64, bool, bool, Info, 
 	if !t.running {
 		return nil, 0, false, false, Info{}, fmt.Errorf("%w: turn env Step before Reset or after the episode ended", ErrNeedsReset)
 	}
-	if err := CheckAction(t.flat.actSpace, action); err != nil {
+	a := t.order[t.cur]
+	if t.flat.mixed {
+		sp := t.AgentActionSpace(a)
+		if len(action) > sp.Dim() && len(action) == t.flat.actSpace.Dim() {
+			action = action[:sp.Dim()]
+		}
+		if err := CheckAction(sp, action); err != nil {
+			return nil, 0, false, false, Info{}, fmt.Errorf("turn env agent %s: %w", a, err)
+		}
+	} else if err := CheckAction(t.flat.actSpace, action); err != nil {
 		return nil, 0, false, false, Info{}, err
 	}
 	t.advanced = false
-	a := t.order[t.cur]
 	t.bufs[a] = append(t.bufs[a][:0], action...)
 	t.pending[a] = t.bufs[a]
 	t.cur++

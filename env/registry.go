@@ -7,6 +7,7 @@ import (
 	"herd/env/box2d"
 	"herd/env/classic"
 	"herd/env/minatar"
+	"herd/env/toy"
 )
 
 // Spec is a registered environment: Gymnasium's EnvSpec fields that matter
@@ -40,6 +41,12 @@ func specs() []Spec {
 		{ID: "LunarLander-v3", MaxEpisodeSteps: 1000, RewardThreshold: 200, HasRewardThreshold: true, build: buildLunarLander},
 		{ID: "LunarLanderContinuous-v3", MaxEpisodeSteps: 1000, RewardThreshold: 200, HasRewardThreshold: true,
 			Kwargs: Kwargs{"continuous": true}, build: buildLunarLander},
+		{ID: "toy/GoalLine-v0", MaxEpisodeSteps: 20, build: func(kw Kwargs) (Env, error) {
+			if err := kw.Unused("GoalLine", map[string]bool{}); err != nil {
+				return nil, err
+			}
+			return toy.NewGoalLine(), nil
+		}},
 	}, minAtarSpecs()...)
 }
 
@@ -111,7 +118,15 @@ type makeOptions struct {
 	strict      bool
 	kwargs      Kwargs
 	stepTime    *StepTime
+	agentActs   bool
 }
+
+// WithAgentActionSpaces lets a multi-agent id's agents have different
+// action spaces (FlatOptions.AgentActionSpaces): for callers that act for
+// each agent with a network of its own space (several policies, through
+// SplitVector or TurnEnv.AgentActionSpace). It changes nothing for a
+// single-agent id or agents that share one action space.
+func WithAgentActionSpaces() Option { return func(o *makeOptions) { o.agentActs = true } }
 
 // WithMaxEpisodeSteps overrides the spec's time limit (n > 0).
 func WithMaxEpisodeSteps(n int) Option { return func(o *makeOptions) { o.maxSteps = n } }
@@ -150,7 +165,8 @@ func WithKwargs(kw Kwargs) Option {
 }
 
 // Make builds the env registered as id, as gym.make does: the env, then
-// StrictActions if asked, then TimeLimit(spec.MaxEpisodeSteps unless
+// FlattenObservation if its observations are a Dict, then StrictActions
+// if asked, then TimeLimit(spec.MaxEpisodeSteps unless
 // overridden or disabled), then RecordEpisodeStatistics if asked.
 //
 // An id of the form grpc://HOST:PORT/ENV_ID opens the env on a herd env
@@ -181,6 +197,15 @@ func Make(id string, opts ...Option) (Env, error) {
 	e, err := spec.build(kw)
 	if err != nil {
 		return nil, fmt.Errorf("env: make %s: %w", id, err)
+	}
+	if _, ok := e.ObservationSpace().(Dict); ok {
+		// Every policy reads flat vectors.
+		f, err := NewFlattenObservation(e)
+		if err != nil {
+			e.Close()
+			return nil, fmt.Errorf("env: make %s: %w", id, err)
+		}
+		e = f
 	}
 	if o.stepTime != nil {
 		st, err := NewStepTimer(e, *o.stepTime)

@@ -34,6 +34,7 @@ func TestSpecs(t *testing.T) {
 		"Acrobot-v1":               {500, -100, true},
 		"LunarLander-v3":           {1000, 200, true},
 		"LunarLanderContinuous-v3": {1000, 200, true},
+		"toy/GoalLine-v0":          {20, 0, false},
 	}
 	for _, g := range []string{"Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders"} {
 		want["MinAtar/"+g+"-v0"] = struct {

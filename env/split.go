@@ -21,7 +21,10 @@ var ErrPartEnded = errors.New("env: a part of the split vector ended")
 // (or Reset) waits until every part has called Step (Reset); the last
 // caller steps v once with all parts' actions and every part returns its
 // rows of the result. The combined Reset uses the seed of the lowest
-// part. Results depend only on the actions, never on the order in which
+// part. A part's action space is v's, or, when v's rows have action
+// spaces of their own (a FlatVector with FlatOptions.AgentActionSpaces),
+// its rows' one, which they must share; v then reads the leading values
+// of each row's action. Results depend only on the actions, never on the order in which
 // parts arrive, so a run is deterministic when each part's driver is.
 //
 // A part that is closed, or calls Reset while the others Step, ends the
@@ -52,12 +55,29 @@ func SplitVector(v Vector, rows [][]int, onRound func(reset bool)) ([]Vector, er
 			return nil, fmt.Errorf("%w: split vector: row %d is in no part", ErrInvalidOption, r)
 		}
 	}
+	// A part's action space is its rows' own when the rows' agents have
+	// different ones (FlatOptions.AgentActionSpaces), else v's.
+	spaces := make([]Space, len(rows))
+	for k, g := range rows {
+		spaces[k] = v.ActionSpace()
+		ra, ok := v.(interface{ RowActionSpace(r int) Space })
+		if !ok {
+			continue
+		}
+		spaces[k] = ra.RowActionSpace(g[0])
+		for _, r := range g[1:] {
+			if sp := ra.RowActionSpace(r); sp.String() != spaces[k].String() {
+				return nil, fmt.Errorf("%w: split vector: part %d holds rows %d and %d, whose agents have different action spaces, %v and %v",
+					ErrInvalidOption, k, g[0], r, spaces[k], sp)
+			}
+		}
+	}
 	s := &split{v: v, onRound: onRound, joint: make([]float32, n*v.ActionSpace().Dim()),
 		seeds: make([]int64, len(rows)), arrived: make([]bool, len(rows))}
 	s.cond = sync.NewCond(&s.mu)
 	parts := make([]Vector, len(rows))
 	for k, g := range rows {
-		p := &splitPart{s: s, k: k, rows: append([]int(nil), g...), batch: newBatch(len(g), v.ObservationSpace().Dim())}
+		p := &splitPart{s: s, k: k, rows: append([]int(nil), g...), batch: newBatch(len(g), v.ObservationSpace().Dim()), act: spaces[k]}
 		s.parts = append(s.parts, p)
 		parts[k] = p
 	}
@@ -92,12 +112,13 @@ type splitPart struct {
 	k      int
 	rows   []int
 	batch  Batch
+	act    Space // its rows' action space
 	closed bool
 }
 
 func (p *splitPart) NumEnvs() int            { return len(p.rows) }
 func (p *splitPart) ObservationSpace() Space { return p.s.v.ObservationSpace() }
-func (p *splitPart) ActionSpace() Space      { return p.s.v.ActionSpace() }
+func (p *splitPart) ActionSpace() Space      { return p.act }
 
 // RowLayout is the split vector's (RowsOf), when it has one.
 func (p *splitPart) RowLayout() RowLayout {
@@ -132,9 +153,9 @@ func (s *split) call(p *splitPart, op int, seed int64, actions []float32) (*Batc
 	s.op = op
 	s.seeds[p.k] = seed
 	if op == opStep {
-		d := s.v.ActionSpace().Dim()
+		d, pd := s.v.ActionSpace().Dim(), p.act.Dim()
 		for r, row := range p.rows {
-			copy(s.joint[row*d:(row+1)*d], actions[r*d:(r+1)*d])
+			copy(s.joint[row*d:row*d+pd], actions[r*pd:(r+1)*pd])
 		}
 	}
 	s.arrived[p.k] = true

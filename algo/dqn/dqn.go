@@ -252,7 +252,7 @@ func (c *Config) Validate(h algo.Header) error {
 			if _, ok := e.ActionSpace().(env.Discrete); !ok {
 				bad("env %s has action space %v; DQN needs a Discrete one", h.Env, e.ActionSpace())
 			}
-			if err := encoder.CheckSpace(c.Encoder, h.Env, e.ObservationSpace()); err != nil {
+			if err := encoder.CheckEnvSpace(c.Encoder, h.Env, e); err != nil {
 				bad("%v", err)
 			}
 			e.Close()

@@ -156,7 +156,9 @@
 // learner by the stream it was pushed on, and the transport's exactly-once
 // ids and lag counts hold per policy unchanged. An env worker steps one
 // vector of every agent's rows (num_envs rows, num_envs / A envs), cut
-// into one part per policy (env.SplitVector, lockstep), each part driven
+// into one part per policy (env.SplitVector, lockstep; policies may have
+// different action spaces, each part and each policy's pieces its own
+// agents'), each part driven
 // on its policy's streams, on a goroutine of its own, sampling from
 // (seed + k, "env-worker", slot): an on-policy policy's part by
 // worker.RunEnvVector, asking the policy workers (a policy worker serves

@@ -61,25 +61,19 @@ func preparePolicies(h algo.Header, spec algo.Spec, cfg algo.Config, others map[
 	if !ok || spec.Pieces == nil {
 		return nil, fmt.Errorf("%w: several policies under dist: algorithm %s has neither a segment nor a transition learner", ErrConfig, spec.Name)
 	}
-	pe, err := env.MakeParallel(h.Env)
+	agents, of, acts, err := h.MultiAgent.PolicyAgents(h.Env)
 	if err != nil {
 		return nil, fmt.Errorf("distexec: %w", err)
-	}
-	agents := slices.Clone(pe.PossibleAgents())
-	pe.Close()
-	of, err := h.MultiAgent.Map(agents)
-	if err != nil {
-		return nil, err
 	}
 	a := len(agents)
 	if numEnvs < a || numEnvs%a != 0 {
 		return nil, fmt.Errorf("%w: num_envs %d counts agent rows: a multiple of %s's %d agents", ErrConfig, numEnvs, h.Env, a)
 	}
-	v, err := env.MakeVector(h.Env, a, env.Sync)
+	v, err := env.MakeVector(h.Env, a, env.Sync, env.WithAgentActionSpaces())
 	if err != nil {
 		return nil, err
 	}
-	spaces := algo.SpacesOf(v)
+	spaces := algo.SpacesOf(v) // each policy's Act is its own agents' (acts)
 	v.Close()
 	ps := &policySetups{ids: h.MultiAgent.Policies, agents: agents, of: of, numEnvs: numEnvs,
 		rows: make([][]int, len(h.MultiAgent.Policies))}
@@ -146,7 +140,9 @@ func preparePolicies(h algo.Header, spec algo.Spec, cfg algo.Config, others map[
 		if err := ck.Validate(hk); err != nil {
 			return nil, fmt.Errorf("distexec: policy %s: %w", id, err)
 		}
-		pieces, err := sk.Pieces(hk, ck, spaces)
+		sp := spaces
+		sp.Act = acts[k]
+		pieces, err := sk.Pieces(hk, ck, sp)
 		if err != nil {
 			return nil, err
 		}
@@ -214,7 +210,8 @@ func PolicyRun(run, id string) string { return run + "-" + id }
 // one's by worker.RunOffEnv (an inline copy acts; chunks of transitions).
 func (ps *policySetups) runEnvWorker(ctx context.Context, slot int, tr transport.Transport, run string) error {
 	h := ps.sets[0].Header
-	v, err := env.MakeVector(h.Env, ps.numEnvs, env.Sync, env.WithEpisodeStatistics())
+	// Each part acts with its policy's action space (env.SplitVector).
+	v, err := env.MakeVector(h.Env, ps.numEnvs, env.Sync, env.WithEpisodeStatistics(), env.WithAgentActionSpaces())
 	if err != nil {
 		return err
 	}

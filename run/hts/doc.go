@@ -86,7 +86,10 @@
 // requests it drains policy by policy, each group as one batch. At a
 // barrier every learner's update is collected and published in policy
 // order, and the learners start on their segments together, one
-// goroutine each.
+// goroutine each. Policies may have different action spaces (one per
+// policy, its agents'): each policy's pieces and segments are sized to
+// its own, and a slot's row of actions is as wide as its widest agent's
+// (env.WithAgentActionSpaces), each agent's action leading its row.
 //
 // The rules above hold per policy, so the bits still do not depend on E
 // or P (TestSeveralPoliciesSameBits): policy k's header is algo.PolicyRun's

@@ -147,6 +147,17 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}
 	}()
 	var spaces algo.Spaces
+	of := make([]int, agentsPerSlot) // policy of each agent of a slot
+	var policyActs []env.Space       // each policy's action space, with a multiagent section
+	if agents != nil && h.MultiAgent.Enabled() {
+		var err error
+		if _, of, policyActs, err = h.MultiAgent.PolicyAgents(h.Env); err != nil {
+			return nil, err
+		}
+		// Each policy acts with a network of its own agents' action
+		// space.
+		mkOpts = append(mkOpts, env.WithAgentActionSpaces())
+	}
 	if agents != nil {
 		groups = make([]env.Vector, slots)
 		for i := range groups {
@@ -171,15 +182,10 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 
 	// The policies: the run's one, or one per multiagent id, each with its
 	// own pieces, learner, weights, samplers and segment storage.
-	of := make([]int, agentsPerSlot) // policy of each agent of a slot
 	ids := []string{""}
 	if ma := h.MultiAgent; ma.Enabled() {
 		if agents == nil {
 			return nil, fmt.Errorf("%w: multiagent needs a multi-agent env, not %s", ErrConfig, h.Env)
-		}
-		var err error
-		if of, err = ma.Map(agents); err != nil {
-			return nil, err
 		}
 		ids = ma.Policies
 	}
@@ -213,7 +219,12 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			}
 		}
 		_, _, p.gamma = ck.(algo.Rollout).RolloutShape()
-		pieces, err := sk.Pieces(hk, ck, spaces)
+		sp := spaces
+		if policyActs != nil {
+			sp.Act = policyActs[k]
+		}
+		p.actDim = sp.Act.Dim()
+		pieces, err := sk.Pieces(hk, ck, sp)
 		if err != nil {
 			return nil, err
 		}
@@ -248,6 +259,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		return ps
 	}
 	rt.Track(model()) // divergence guard (algo.TrainRun)
+	// actDim is a slot's row width: the widest agent's action.
 	obsDim, actDim := spaces.Obs.Dim(), spaces.Act.Dim()
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -281,7 +293,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}
 		for k, p := range pols {
 			lo, hi := sl[0]*p.perSlot, sl[1]*p.perSlot // policy k's rows
-			ew.pols[k] = workerPolicy{lo: lo, hi: hi, n: p.n, perSlot: p.perSlot, outDim: p.outDim, gamma: p.gamma, samplers: p.samplers[lo:hi]}
+			ew.pols[k] = workerPolicy{lo: lo, hi: hi, n: p.n, perSlot: p.perSlot, outDim: p.outDim, actDim: p.actDim, gamma: p.gamma, samplers: p.samplers[lo:hi]}
 		}
 		if groups != nil {
 			ew.groups = groups[sl[0]:sl[1]]
@@ -298,7 +310,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	// Two storages per policy: env workers fill segs[k%2] while the
 	// learners read segs[(k-1)%2].
 	for _, p := range pols {
-		p.segs = [2]*sample.Segment{sample.NewSegment(T, p.n, obsDim, actDim), sample.NewSegment(T, p.n, obsDim, actDim)}
+		p.segs = [2]*sample.Segment{sample.NewSegment(T, p.n, obsDim, p.actDim), sample.NewSegment(T, p.n, obsDim, p.actDim)}
 	}
 	learning := false
 	// finish collects every learner's update, in policy order.
@@ -416,6 +428,7 @@ type policy struct {
 	perSlot, n int
 	gamma      float32
 	outDim     int
+	actDim     int // its agents' action space's
 	pieces     *algo.Pieces
 	learner    algo.SegmentLearner
 	mod        algo.Modeler
@@ -546,6 +559,7 @@ type workerPolicy struct {
 	lo, hi, n int
 	perSlot   int // the policy's agents per slot
 	outDim    int
+	actDim    int
 	gamma     float32
 	samplers  []algo.Sampler
 	obs       []float32 // (hi−lo) × obsDim: what each row acts on next
@@ -668,18 +682,25 @@ func (w *envWorker) step(ctx context.Context, segs []*sample.Segment, t int, t0 
 // its action with its policy's sampler, then the slot's env steps once for
 // all of them (a FlatVector resets an ended episode itself).
 func (w *envWorker) stepGroups(ctx context.Context, segs []*sample.Segment, t int, t0 int64) error {
-	od, ad := w.obsDim, w.actDim
+	od := w.obsDim
 	for g, v := range w.groups {
 		w.groupActs = w.groupActs[:0]
 		for a := range w.agents {
 			p, seg := &w.pols[w.of[a]], segs[w.of[a]]
+			ad := p.actDim
 			j := g*p.perSlot + w.rank[a] // the policy's row, within the worker
 			k := t*p.n + p.lo + j
 			ac := &p.acts[j]
 			p.samplers[j].SampleTo(ac, p.out[j*p.outDim:(j+1)*p.outDim], 1, (t0+int64(t))*int64(p.n))
 			copy(seg.Actions[k*ad:(k+1)*ad], ac.Actions)
 			seg.LogProbs[k], seg.Values[k] = ac.LogProbs[0], ac.Values[0]
+			// A slot's row is as wide as its widest agent's action;
+			// each agent reads the leading values of its own.
+			row := len(w.groupActs)
 			w.groupActs = append(w.groupActs, ac.EnvActions...)
+			for len(w.groupActs) < row+w.actDim {
+				w.groupActs = append(w.groupActs, 0)
+			}
 		}
 		b, err := v.Step(w.groupActs)
 		if err != nil {

@@ -448,3 +448,51 @@ func TestTwoAlgorithmsSameBits(t *testing.T) {
 		t.Errorf("E=4 P=2 checkpoint %s, E=1 P=1 %s", b, a)
 	}
 }
+
+const signalPolicies = `algo: ppo
+env: toy/signal_v0?targets=2&max_cycles=4%s
+seed: 1
+steps: 48000
+log_every: 4000
+runtime: {executor: hts, env_workers: %d, policy_workers: %d}
+multiagent:
+  policies: [speaker, listener]
+  policy_mapping: {speaker_0: speaker, listener_0: listener}
+ppo: {num_envs: 32, num_steps: 16, num_minibatches: 2, update_epochs: 4, hidden: [32], learning_rate: 3.0e-3, ent_coef: 0.01}
+`
+
+// TestMixedActionSpaces: toy/signal_v0's speaker (Discrete(2)) and
+// listener (Discrete(3), or a Box of one value) train under HTS, each
+// policy with a network of its own action space; the bits do not depend
+// on the worker counts, and both policies learn the game.
+func TestMixedActionSpaces(t *testing.T) {
+	for _, c := range []struct {
+		name, kw string
+		want     float64 // the team's evaluation return: above guessing and a constant x (see run/multipolicy's TestMixedActionSpaces)
+	}{{"discrete", "", 3}, {"box", "&continuous_listener=true", 4.5}} {
+		t.Run(c.name, func(t *testing.T) {
+			var first []byte
+			for _, ep := range [][2]int{{1, 1}, {4, 2}} {
+				res := resolve(t, ppo.Spec(), fmt.Sprintf(signalPolicies, c.kw, ep[0], ep[1]))
+				res.Header.Out = t.TempDir()
+				sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: []algo.Executor{Executor()},
+					Dir: algo.DirForce, EvalEpisodes: 20})
+				if err != nil {
+					t.Fatal(err)
+				}
+				model, err := os.ReadFile(filepath.Join(res.Header.Out, algo.ModelFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if first == nil {
+					first = model
+					if sum.EvalReturnMean < c.want {
+						t.Errorf("team return %.2f after training, want ≥ %v", sum.EvalReturnMean, c.want)
+					}
+				} else if !bytes.Equal(model, first) {
+					t.Errorf("E=%d P=%d: checkpoint differs from E=1 P=1's", ep[0], ep[1])
+				}
+			}
+		})
+	}
+}

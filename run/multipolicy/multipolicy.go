@@ -58,15 +58,9 @@ import (
 func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 	h := rt.Header
 	ma := h.MultiAgent
-	pe, err := env.MakeParallel(h.Env)
+	agents, of, _, err := ma.PolicyAgents(h.Env)
 	if err != nil {
 		return nil, fmt.Errorf("multipolicy: %w", err)
-	}
-	agents := slices.Clone(pe.PossibleAgents())
-	pe.Close()
-	of, err := ma.Map(agents)
-	if err != nil {
-		return nil, err
 	}
 	nPol, nAgents := len(ma.Policies), len(agents)
 	perEnv := make([]int, nPol) // agents of policy k per env
@@ -119,7 +113,9 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			rows[of[j]] = append(rows[of[j]], i*nAgents+j)
 		}
 	}
-	v, err := env.MakeVector(h.Env, totalRows, env.Sync, env.WithEpisodeStatistics())
+	// Each policy acts with a network of its own agents' action space
+	// (its part's ActionSpace).
+	v, err := env.MakeVector(h.Env, totalRows, env.Sync, env.WithEpisodeStatistics(), env.WithAgentActionSpaces())
 	if err != nil {
 		return nil, fmt.Errorf("multipolicy: %w", err)
 	}

@@ -34,11 +34,22 @@ func CheckEnv(name, id string) error {
 	if !IsConv(name) || id == "" {
 		return nil
 	}
-	e, err := env.Make(id)
+	e, err := env.Make(id, env.WithAgentActionSpaces())
 	if err != nil {
 		return nil
 	}
 	defer e.Close()
+	return CheckEnvSpace(name, id, e)
+}
+
+// CheckEnvSpace is CheckSpace for env e (of id), made already: it also
+// names a Dict observation space, which Make flattens to a vector for MLP
+// policies and no convolutional encoder can read.
+func CheckEnvSpace(name, id string, e env.Env) error {
+	if d, ok := env.DictSpaceOf(e); ok && IsConv(name) {
+		return fmt.Errorf("encoder %s on env %s: observations are a Dict space, %v, flattened to a vector for MLP policies; a convolutional encoder needs an image (a Box of shape [height, width, channels]): use encoder mlp",
+			name, id, d)
+	}
 	return CheckSpace(name, id, e.ObservationSpace())
 }
 
