@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -683,5 +685,56 @@ func TestPlanFailureEndsRun(t *testing.T) {
 				t.Fatal("the plan still runs two minutes after a branch failed")
 			}
 		})
+	}
+}
+
+// stepSampler records the global steps its sampler was asked at.
+type stepSampler struct {
+	algo.Sampler
+	mu    *sync.Mutex
+	steps *[]int64
+}
+
+func (s stepSampler) SampleTo(dst *algo.Acts, out []float32, n int, step int64) {
+	s.mu.Lock()
+	*s.steps = append(*s.steps, step)
+	s.mu.Unlock()
+	s.Sampler.SampleTo(dst, out, n, step)
+}
+
+// recordSteps is flow.SyncPlan with every sampler recording its steps.
+type recordSteps struct {
+	mu    sync.Mutex
+	steps []int64
+}
+
+func (p *recordSteps) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
+	newSampler := r.Pieces.NewSampler
+	r.Pieces.NewSampler = func(n int, rnd *rand.Rand) (algo.Sampler, error) {
+		s, err := newSampler(n, rnd)
+		return stepSampler{Sampler: s, mu: &p.mu, steps: &p.steps}, err
+	}
+	return flow.SyncPlan(r, 4, 8, 0.99)
+}
+
+// TestRolloutWorkersGlobalStep: the samplers of rollout workers are asked
+// at the global env step, as in the local loop (one vector step of all 4
+// envs is 4 steps; round r starts at r·32), whatever the number of
+// workers: the same steps, each once per env, for 1, 2 and 4 workers.
+func TestRolloutWorkersGlobalStep(t *testing.T) {
+	var want []int64
+	for step := int64(0); step < 96; step += 4 {
+		want = append(want, step, step, step, step)
+	}
+	for _, w := range []int{1, 2, 4} {
+		res := resolve(t, a2c.Spec(), fmt.Sprintf("algo: a2c\nenv: CartPole-v1\nsteps: 96\nruntime: {executor: flow, env_workers: %d}\na2c: {num_envs: 4, num_steps: 8}\n", w))
+		p := &recordSteps{}
+		if _, err := flow.TrainPlan(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config, p); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(p.steps)
+		if !slices.Equal(p.steps, want) {
+			t.Errorf("%d workers: samplers asked at %v, want %v", w, p.steps, want)
+		}
 	}
 }

@@ -86,24 +86,24 @@ const (
 )
 
 // workerInit is what an init call carries after the worker's kind: its
-// four sizes (rolloutInit's k, lo, hi, T or replayInit's k, numEnvs,
+// sizes (rolloutInit's k, lo, hi, T, numEnvs or replayInit's k, numEnvs,
 // stepsPerItem, w), γ (rollout workers), which start of the worker it is
 // (inc, 1 for the first) and the env steps its schedules have seen
 // (rollout workers; a replay worker is told its step with each item).
 type workerInit struct {
 	kind  byte
-	x     [4]int
+	x     [5]int
 	gamma float32
 	inc   uint64
 	steps int64
 }
 
-// rolloutInit is the init call of on-policy worker k: envs lo…hi−1,
-// segments of T steps, γ for the truncation bootstrap; start inc, whose
-// schedules continue at env step steps.
-func rolloutInit(k, lo, hi, T int, gamma float32, inc uint64, steps int64) []byte {
+// rolloutInit is the init call of on-policy worker k: envs lo…hi−1 of
+// numEnvs, segments of T steps, γ for the truncation bootstrap; start inc,
+// whose schedules continue at global env step steps.
+func rolloutInit(k, lo, hi, T, numEnvs int, gamma float32, inc uint64, steps int64) []byte {
 	b := []byte{opInit, kindRollout}
-	for _, x := range []int{k, lo, hi, T} {
+	for _, x := range []int{k, lo, hi, T, numEnvs} {
 		b = binary.LittleEndian.AppendUint32(b, uint32(x))
 	}
 	b = binary.LittleEndian.AppendUint32(b, math.Float32bits(gamma))
@@ -603,7 +603,7 @@ func (h *host) init(b []byte) error {
 	}
 	x := c.x
 	if c.kind == kindRollout {
-		w := &worker{id: x[0], lo: x[1], hi: x[2], T: x[3], gamma: c.gamma, r: h.r, inc: c.inc, steps: c.steps}
+		w := &worker{id: x[0], lo: x[1], hi: x[2], T: x[3], total: x[4], gamma: c.gamma, r: h.r, inc: c.inc, steps: c.steps}
 		h.w = w
 		return w.init()
 	}
@@ -624,15 +624,22 @@ func parseInit(b []byte) (workerInit, error) {
 	switch {
 	case len(b) == 0:
 		return c, errors.New("flow: init call without a worker kind")
-	case len(b) == 37 && b[0] == kindRollout:
-		c.gamma = math.Float32frombits(binary.LittleEndian.Uint32(b[17:]))
+	case len(b) == 41 && b[0] == kindRollout:
+		c.gamma = math.Float32frombits(binary.LittleEndian.Uint32(b[21:]))
 	case len(b) == 33 && (b[0] == kindReplay || b[0] == kindReplaySlots):
 	default:
 		return c, fmt.Errorf("flow: init call of %d bytes for worker kind %d", len(b)+1, b[0])
 	}
 	c.kind = b[0]
-	for i := range c.x {
+	sizes := 4
+	if c.kind == kindRollout {
+		sizes = 5
+	}
+	for i := range sizes {
 		c.x[i] = int(binary.LittleEndian.Uint32(b[1+4*i:]))
+	}
+	if c.kind == kindRollout && !(0 <= c.x[1] && c.x[1] < c.x[2] && c.x[2] <= c.x[4]) {
+		return c, fmt.Errorf("flow: init call for envs %d…%d of %d", c.x[1], c.x[2]-1, c.x[4])
 	}
 	c.inc = binary.LittleEndian.Uint64(b[tail:])
 	c.steps = int64(binary.LittleEndian.Uint64(b[tail+8:]))

@@ -11,16 +11,16 @@ import (
 // only show where a time limit cuts an episode; the start and the steps:
 // a restarted worker's streams and schedules).
 func TestInitCallsRoundTrip(t *testing.T) {
-	c, err := parseInit(rolloutInit(3, 4, 8, 128, 0.99, 2, 5120)[1:])
-	if err != nil || c != (workerInit{kind: kindRollout, x: [4]int{3, 4, 8, 128}, gamma: 0.99, inc: 2, steps: 5120}) {
+	c, err := parseInit(rolloutInit(3, 4, 8, 128, 16, 0.99, 2, 5120)[1:])
+	if err != nil || c != (workerInit{kind: kindRollout, x: [5]int{3, 4, 8, 128, 16}, gamma: 0.99, inc: 2, steps: 5120}) {
 		t.Errorf("rollout init: %+v, %v", c, err)
 	}
 	c, err = parseInit(replayInit(1, 2, 50, 4, 3)[1:])
-	if err != nil || c != (workerInit{kind: kindReplay, x: [4]int{1, 2, 50, 4}, inc: 3}) {
+	if err != nil || c != (workerInit{kind: kindReplay, x: [5]int{1, 2, 50, 4}, inc: 3}) {
 		t.Errorf("replay init: %+v, %v", c, err)
 	}
 	c, err = parseInit(replaySlotsInit(1, 2, 4, 3, 1)[1:])
-	if err != nil || c != (workerInit{kind: kindReplaySlots, x: [4]int{1, 2, 4, 3}, inc: 1}) {
+	if err != nil || c != (workerInit{kind: kindReplaySlots, x: [5]int{1, 2, 4, 3}, inc: 1}) {
 		t.Errorf("replay slots init: %+v, %v", c, err)
 	}
 	for _, x := range [][4]int{{0, 2, 2, 1}, {0, 3, 1, 1}, {2, 0, 1, 2}} {
@@ -28,8 +28,8 @@ func TestInitCallsRoundTrip(t *testing.T) {
 			t.Errorf("slot worker %d of %d with envs %d…%d built", x[0], x[3], x[1], x[2]-1)
 		}
 	}
-	for _, b := range [][]byte{{}, {kindRollout}, rolloutInit(0, 0, 1, 1, 1, 1, 0)[1:36], append(replayInit(0, 1, 1, 1, 1)[1:], 0),
-		replayInit(0, 1, 1, 1, 0)[1:], rolloutInit(0, 0, 1, 1, 1, 1, -1)[1:], append([]byte{9}, make([]byte, 32)...)} {
+	for _, b := range [][]byte{{}, {kindRollout}, rolloutInit(0, 0, 1, 1, 1, 1, 1, 0)[1:40], rolloutInit(0, 0, 3, 1, 2, 1, 1, 0)[1:], append(replayInit(0, 1, 1, 1, 1)[1:], 0),
+		replayInit(0, 1, 1, 1, 0)[1:], rolloutInit(0, 0, 1, 1, 1, 1, 1, -1)[1:], append([]byte{9}, make([]byte, 32)...)} {
 		if _, err := parseInit(b); err == nil {
 			t.Errorf("init call %v accepted", b)
 		}

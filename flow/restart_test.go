@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"herd/algo/dqn"
 	"herd/algo/impala"
 	"herd/flow"
+	"herd/sample"
 	"herd/transport"
 )
 
@@ -71,11 +73,11 @@ func TestServedWorkerRestarts(t *testing.T) {
 	for _, c := range []struct {
 		spec  algo.Spec
 		file  string
-		steps int64 // reported: the budget (A2C: in whole rounds of 4 × 8)
-		T     int64 // env steps of one segment of a worker (2 envs each); 0: a replay worker
+		steps int64 // reported: the budget in whole rollouts of 4 × 8
+		T     int64 // global env steps of one segment (a round of all 4 envs × 8 steps); 0: a replay worker
 	}{
-		{a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nseed: 3\nsteps: 1300\nruntime: {executor: flow, env_workers: 2}\na2c: {num_envs: 4, num_steps: 8}\n", 1280, 16},
-		{impala.Spec(), "algo: impala\nenv: CartPole-v1\nseed: 3\nsteps: 1300\nruntime: {executor: flow, env_workers: 2}\nimpala: {num_envs: 4, num_steps: 8, num_async: 2}\n", 1296, 16},
+		{a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nseed: 3\nsteps: 1300\nruntime: {executor: flow, env_workers: 2}\na2c: {num_envs: 4, num_steps: 8}\n", 1280, 32},
+		{impala.Spec(), "algo: impala\nenv: CartPole-v1\nseed: 3\nsteps: 1300\nruntime: {executor: flow, env_workers: 2}\nimpala: {num_envs: 4, num_steps: 8, num_async: 2}\n", 1280, 32},
 		{dqn.Spec(), "algo: dqn\nenv: CartPole-v1\nseed: 2\nsteps: 3000\nruntime: {executor: flow, env_workers: 2}\n" +
 			"dqn: {learning_starts: 500, buffer_size: 2000, batch_size: 32, target_network_frequency: 100, net_arch: [32, 32], prioritized: true, initial_priorities: actor, n_steps: 3}\n", 3000, 0},
 	} {
@@ -131,8 +133,9 @@ func TestServedWorkerRestarts(t *testing.T) {
 			if len(inits) != 2 {
 				t.Fatalf("worker 0 served %d init calls, want 2 (its first start and its second)", len(inits))
 			}
-			// The init's tail: start number, then env steps (a rollout
-			// worker's; replay workers are told theirs with each call).
+			// The init's tail: start number, then the global env step the
+			// worker's schedules continue at (a rollout worker's; replay
+			// workers are told theirs with each call).
 			b := inits[1]
 			inc, steps := binary.LittleEndian.Uint64(b[len(b)-16:]), int64(binary.LittleEndian.Uint64(b[len(b)-8:]))
 			// The driver had received 4 items of the first start. The start
@@ -142,5 +145,61 @@ func TestServedWorkerRestarts(t *testing.T) {
 				t.Errorf("second start's init: start %d at env step %d, want start ≥ 2 at %d", inc, steps, 4*c.T)
 			}
 		})
+	}
+}
+
+// mangled is a worker's end of the run's calls whose segment replies are
+// broken on the way back: cut in half, or re-encoded with an env more.
+type mangled struct {
+	transport.CallStream
+	cut bool
+}
+
+func (m *mangled) Serve(ctx context.Context, actor string, h transport.CallHandler) error {
+	return m.CallStream.Serve(ctx, actor, func(ctx context.Context, seq uint64, body []byte) ([]byte, error) {
+		b, err := h(ctx, seq, body)
+		if err != nil || len(body) == 0 || (body[0] != opSegment && body[0] != opWeightsSegment) {
+			return b, err
+		}
+		if m.cut {
+			return b[:len(b)/2], nil
+		}
+		seg, err := sample.DecodeSegment(b[1:])
+		if err != nil {
+			return nil, err
+		}
+		wide := sample.NewSegment(seg.T, seg.N+1, seg.ObsDim, seg.ActDim)
+		return wide.AppendEncode(b[:1])
+	})
+}
+
+// TestMalformedSegmentReply: a worker whose segment reply is truncated or
+// has another shape than the worker's envs ends the run with an error
+// naming the worker, not a panic and not a learned segment.
+func TestMalformedSegmentReply(t *testing.T) {
+	for _, cut := range []bool{true, false} {
+		res := resolve(t, a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 640\nruntime: {executor: flow, env_workers: 2}\na2c: {num_envs: 4, num_steps: 8}\n")
+		ctx, cancel := context.WithCancel(context.Background())
+		tr := transport.NewInproc()
+		calls := func() transport.CallStream {
+			s, err := tr.Calls(ctx, "mangled", transport.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}
+		var wg sync.WaitGroup
+		for k := range 2 {
+			wg.Go(func() {
+				_ = flow.ServeWorker(ctx, res.Header, res.Spec, res.Config, &mangled{CallStream: calls(), cut: cut}, flow.ActorName(k))
+			})
+		}
+		log := &countLog{}
+		_, err := flow.TrainServed(ctx, &algo.Runtime{Header: res.Header, Log: log}, res.Spec, res.Config, calls(), nil)
+		cancel()
+		wg.Wait()
+		if err == nil || !strings.Contains(err.Error(), "segment") || log.steps != 0 {
+			t.Errorf("cut %v: %v after %d steps, want an error naming the segment before any", cut, err, log.steps)
+		}
 	}
 }

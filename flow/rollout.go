@@ -55,8 +55,8 @@ func RolloutWorkers(r *Run, numEnvs, T int, gamma float32) (*Workers, error) {
 		if r.remote != nil {
 			// The worker serves its actor over the transport; the driver
 			// keeps a proxy that holds no envs.
-			px := &worker{id: k, lo: lo, hi: hi, T: T, r: r, enc: &ws.enc}
-			init := func(inc uint64) []byte { return rolloutInit(k, lo, hi, T, gamma, inc, px.steps) }
+			px := &worker{id: k, lo: lo, hi: hi, T: T, total: numEnvs, r: r, enc: &ws.enc}
+			init := func(inc uint64) []byte { return rolloutInit(k, lo, hi, T, numEnvs, gamma, inc, px.steps) }
 			var err error
 			if px.proxy, err = r.remote.open(r, actorName(set, k), init); err != nil {
 				return nil, err
@@ -64,7 +64,7 @@ func RolloutWorkers(r *Run, numEnvs, T int, gamma float32) (*Workers, error) {
 			ws.ws = append(ws.ws, px)
 			continue
 		}
-		wk := &worker{id: k, lo: lo, hi: hi, T: T, gamma: gamma, r: r}
+		wk := &worker{id: k, lo: lo, hi: hi, T: T, total: numEnvs, gamma: gamma, r: r}
 		ws.ws = append(ws.ws, wk)
 		if err := wk.init(); err != nil {
 			return nil, err
@@ -111,6 +111,7 @@ func (ws *Workers) UpdateWeights(k int, v *weights.Version) {
 type worker struct {
 	r              *Run
 	id, lo, hi, T  int
+	total          int // the plan's envs, over all workers
 	obsDim, actDim int
 	gamma          float32
 	envs           []env.Env  // until init hands them to loop's vector
@@ -120,7 +121,7 @@ type worker struct {
 	version        *weights.Version // the weights the policy holds (nil: the initial ones)
 	pending        *weights.Version // over a transport: weights to send with the next segment call
 	err            error            // a failed weight update, reported by the next item
-	steps          int64            // env steps taken (the samplers' schedule step)
+	steps          int64            // the global env step of the next segment's first step (the samplers' schedule step)
 	made           int64            // segments claimed
 	inc            uint64           // which start of the worker this is (0, 1: the first)
 	learner        GradientLearner  // built on first ComputeGradients
@@ -225,8 +226,16 @@ func (w *worker) segment() (*sample.Segment, error) {
 			w.proxy.weights, w.pending = wbody, nil
 		}
 		// The worker's next start continues its schedules from here.
-		w.steps += int64((w.hi - w.lo) * w.T)
-		return sample.DecodeSegment(b)
+		w.steps += int64(w.total * w.T)
+		seg, err := sample.DecodeSegment(b)
+		if err != nil {
+			return nil, fmt.Errorf("flow: worker %d's segment: %w", w.id, err)
+		}
+		if od, ad := w.r.Spaces.Obs.Dim(), w.r.Spaces.Act.Dim(); seg.T != w.T || seg.N != w.hi-w.lo || seg.ObsDim != od || seg.ActDim != ad {
+			return nil, fmt.Errorf("flow: worker %d sent a segment of %d steps × %d envs × (%d obs, %d act), want %d × %d × (%d, %d)",
+				w.id, seg.T, seg.N, seg.ObsDim, seg.ActDim, w.T, w.hi-w.lo, od, ad)
+		}
+		return seg, nil
 	}
 	return w.produce()
 }
@@ -237,7 +246,11 @@ func (w *worker) segment() (*sample.Segment, error) {
 // depend on how slots are spread over workers.
 func (w *worker) produce() (*sample.Segment, error) {
 	seg := sample.NewSegment(w.T, w.hi-w.lo, w.obsDim, w.actDim)
-	w.loop.Steps = w.steps
+	// Round by round, every worker's segment covers the same global steps
+	// (the local loop's: one vector step of all the plan's envs is
+	// numEnvs env steps), so a sampler's schedule reads the same step for
+	// any number of workers.
+	w.loop.Steps, w.loop.Stride = w.steps, int64(w.total)
 	if err := w.loop.Collect(seg); err != nil {
 		return nil, fmt.Errorf("flow: worker %d: %w", w.id, err)
 	}

@@ -43,6 +43,10 @@ type Segments struct {
 	// Steps counts the env steps taken, the step the policy's schedules
 	// read; an executor that moves a worker's state elsewhere carries it.
 	Steps int64
+	// Stride is how much Steps grows per vector step: the global env
+	// steps one step of these envs stands for (every worker's envs, where
+	// several workers step in rounds); 0 means the loop's own envs.
+	Stride int64
 }
 
 // Valuer is a Policy that also gives V(s) for n observations (into dst,
@@ -122,7 +126,11 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 		if err != nil {
 			return fmt.Errorf("rollout: step: %w", err)
 		}
-		w.Steps += int64(n)
+		if w.Stride > 0 {
+			w.Steps += w.Stride
+		} else {
+			w.Steps += int64(n)
+		}
 		for i := range n {
 			k := row + i
 			seg.Rewards[k] = b.Rewards[i]

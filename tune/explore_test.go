@@ -61,7 +61,7 @@ func TestWrittenChoice(t *testing.T) {
 		for _, a := range all {
 			best = max(best, a.RunRate)
 		}
-		if got.RunRate < (1-MaxTie)*best {
+		if got.RunRate < 0.95*best { // the promise, not MaxTie: a wider cap must fail here
 			t.Errorf("spread %v: picked %+v at %.0f%% of the best run rate", spread, got, 100*got.RunRate/best)
 		}
 		out, err := withRuntime([]byte("algo: dqn\nruntime: {executor: local}\n"), got.Actors, got.Learners)
@@ -92,5 +92,13 @@ func TestPickTieBreak(t *testing.T) {
 	}
 	if got, _ := Pick(far, Run{Tie: 0.5}); got.Actors != 1 {
 		t.Errorf("50%% band: %+v, want (1,2), not the 80%% (2,1)", got)
+	}
+	// Within a 10% band but below 95% of the best: not taken either.
+	under95 := []Allocation{
+		{Actors: 1, Learners: 2, RunRate: 100},
+		{Actors: 2, Learners: 1, RunRate: 93},
+	}
+	if got, _ := Pick(under95, Run{Tie: 0.1}); got.Actors != 1 {
+		t.Errorf("10%% band: %+v, want (1,2), not the 93%% (2,1)", got)
 	}
 }
