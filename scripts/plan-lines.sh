@@ -24,16 +24,15 @@ echo "| plan | file | lines (func … }) | with doc comment | RLlib Flow (minima
 echo "|---|---|---:|---:|---|---|"
 while read -r name file fn rllib goal; do
   [ -f "$file" ] || continue
-  fn=${fn//_/ }; rllib=${rllib//_/ }
+  name=${name//_/ }; fn=${fn//_/ }; rllib=${rllib//_/ }
   read -r body doc < <(count "$file" "$fn") || true
   [ -n "${body:-}" ] || continue
   echo "| $name | $file | $body | $((body + doc)) | $rllib | ≤ $goal |"
 done <<'PLANS'
-A2C algo/a2c/plan.go func_(c_*Config)_Plan( 25_/_50 25
+A2C_and_PPO flow/plans.go func_SyncPlan( 25_/_50_and_79_/_225 25
 A3C algo/a3c/a3c.go func_(c_*Config)_Plan( 9_/_52 15
-PPO algo/ppo/plan.go func_(c_*Config)_Plan( 79_/_225 60
-DQN algo/dqn/plan.go func_(c_*Config)_DQNPlan( 87_/_139 60
-Ape-X algo/dqn/plan.go func_(c_*Config)_ApexPlan( 126_/_216 90
+DQN,_SAC,_TD3,_DDPG flow/plans.go func_ReplayPlan( 87_/_139_(DQN) 60
+Ape-X flow/plans.go func_ApeXPlan( 126_/_216 90
 IMPALA algo/impala/impala.go func_(c_*Config)_Plan( 89_/_362 80
 Twin-trainer examples/twinplan/main.go func_(c_*twin)_Plan( —_(Listing_4) 20
 PLANS
