@@ -30,8 +30,8 @@ func resolve(t *testing.T, ex string, steps int64, set ...string) *algo.Resolved
 }
 
 // TestRunsWhereverItFits: the guide's algorithm trains under every
-// executor whose needs its capabilities meet — local, hts and dist's
-// on-policy topology — and is refused by the others with the reason the
+// executor whose needs its capabilities meet — local, hts, dist's
+// on-policy topology and flow's SyncPlan — and is refused by the others with the reason the
 // capability table gives, with no executor code naming it.
 func TestRunsWhereverItFits(t *testing.T) {
 	var trained []string
@@ -53,7 +53,7 @@ func TestRunsWhereverItFits(t *testing.T) {
 		}
 		trained = append(trained, ex.Name)
 	}
-	if want := []string{"local", "hts", "dist"}; !slices.Equal(trained, want) {
+	if want := []string{"local", "hts", "dist", "flow"}; !slices.Equal(trained, want) {
 		t.Errorf("trained under %v, want %v", trained, want)
 	}
 }
