@@ -21,9 +21,11 @@
 // MountainCarContinuous-v0, Acrobot-v1, LunarLander-v3,
 // LunarLanderContinuous-v3, and MinAtar's MinAtar/Asterix, Breakout,
 // Freeway, Seaquest and SpaceInvaders, each -v0 with all six actions and -v1
-// with the minimal set); SpecOf gives max_episode_steps and the reward
-// threshold. The envs themselves live in env/classic, env/box2d and
-// env/minatar.
+// with the minimal set, and the probe envs Probe/Bandit-v0 and
+// Probe/Corridor-v0, on which a working algorithm learns the optimal
+// policy in seconds); SpecOf gives max_episode_steps and the reward
+// threshold. The envs themselves live in env/classic, env/box2d,
+// env/minatar and env/probe.
 //
 // Observations are float32 (the env keeps its state in float64) and the
 // returned slice is owned by the env until its next Reset or Step. Rewards

@@ -7,6 +7,7 @@ import (
 	"herd/env/box2d"
 	"herd/env/classic"
 	"herd/env/minatar"
+	"herd/env/probe"
 	"herd/env/toy"
 )
 
@@ -41,13 +42,21 @@ func specs() []Spec {
 		{ID: "LunarLander-v3", MaxEpisodeSteps: 1000, RewardThreshold: 200, HasRewardThreshold: true, build: buildLunarLander},
 		{ID: "LunarLanderContinuous-v3", MaxEpisodeSteps: 1000, RewardThreshold: 200, HasRewardThreshold: true,
 			Kwargs: Kwargs{"continuous": true}, build: buildLunarLander},
-		{ID: "toy/GoalLine-v0", MaxEpisodeSteps: 20, build: func(kw Kwargs) (Env, error) {
-			if err := kw.Unused("GoalLine", map[string]bool{}); err != nil {
-				return nil, err
-			}
-			return toy.NewGoalLine(), nil
-		}},
-	}, minAtarSpecs()...)
+		{ID: "toy/GoalLine-v0", MaxEpisodeSteps: 20, build: noKwargs("GoalLine", func() Env { return toy.NewGoalLine() })},
+	}, append(minAtarSpecs(),
+		Spec{ID: "Probe/Bandit-v0", build: noKwargs("Probe/Bandit", func() Env { return probe.NewBandit() })},
+		Spec{ID: "Probe/Corridor-v0", MaxEpisodeSteps: 15, build: noKwargs("Probe/Corridor", func() Env { return probe.NewCorridor() })},
+	)...)
+}
+
+// noKwargs builds an env that takes no keywords.
+func noKwargs(name string, build func() Env) func(Kwargs) (Env, error) {
+	return func(kw Kwargs) (Env, error) {
+		if err := kw.Unused(name, map[string]bool{}); err != nil {
+			return nil, err
+		}
+		return build(), nil
+	}
 }
 
 // minAtarSpecs registers MinAtar's games as minatar.gym does: MinAtar/Name-v0

@@ -35,6 +35,8 @@ func TestSpecs(t *testing.T) {
 		"LunarLander-v3":           {1000, 200, true},
 		"LunarLanderContinuous-v3": {1000, 200, true},
 		"toy/GoalLine-v0":          {20, 0, false},
+		"Probe/Bandit-v0":          {0, 0, false},
+		"Probe/Corridor-v0":        {15, 0, false},
 	}
 	for _, g := range []string{"Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders"} {
 		want["MinAtar/"+g+"-v0"] = struct {

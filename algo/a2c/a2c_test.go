@@ -3,6 +3,7 @@ package a2c
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -71,4 +72,22 @@ func TestA2CValidate(t *testing.T) {
 // (testdata/bits.txt: RMSprop and Adam, Categorical and Gaussian heads).
 func TestA2CSameBitsAsBefore(t *testing.T) {
 	learntest.Bits(t, Spec(), "testdata/bits.txt", "native-avx2")
+}
+
+// TestLearnsProbes trains A2C on the probe envs (herd/env/probe) from
+// three seeds and checks that it learns them (learntest.Probe): the
+// one-step bandit tests the policy gradient; the corridor, paid only at
+// its end five steps from the start, with segments of one step (every
+// return is r + γ·V(x')) tests that the value bootstrap carries the
+// credit back, and with segments of two steps the n-step returns.
+func TestLearnsProbes(t *testing.T) {
+	for _, c := range []struct {
+		env string
+		T   int
+	}{{"Probe/Bandit-v0", 2}, {"Probe/Corridor-v0", 1}, {"Probe/Corridor-v0", 2}} {
+		t.Run(fmt.Sprintf("%s/T=%d", c.env, c.T), func(t *testing.T) {
+			learntest.Probe(t, Spec(), fmt.Sprintf("algo: a2c\nenv: %s\nsteps: 6000\n"+
+				"a2c: {num_envs: 4, num_steps: %d, learning_rate: 0.01, gamma: 0.9, ent_coef: 0.01, hidden: [16]}\n", c.env, c.T), 3, 0.8)
+		})
+	}
 }

@@ -1,11 +1,15 @@
 package impala
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"herd/algo"
+	"herd/env"
 	"herd/internal/rng"
+	"herd/sample"
 )
 
 // randomSegment draws a T×n segment with episode ends.
@@ -252,6 +256,62 @@ func TestVTraceReference(t *testing.T) {
 				t.Errorf("γ %v ρ̄ %v c̄ %v λ %v: env %d step %d: v %v A %v, reference v %v A %v",
 					c.gamma, c.rhoBar, c.cBar, c.lambda, k%n, k/n, vs[k], adv[k], wantVs[k], wantAdv[k])
 			}
+		}
+	}
+}
+
+// TestLearnerVTraceSettings: the learner computes its targets and
+// advantages with the config's γ, ρ̄, c̄ and λ — ρ̄ ≠ c̄ and λ < 1, so that
+// passing them to VTrace in the wrong order, or dropping one, shows — on a
+// segment whose behaviour log-probabilities differ from the learner's π
+// on both sides of both truncation levels: Learn's v and A match the
+// term-by-term reference fed with the π and V the learner held before
+// the step.
+func TestLearnerVTraceSettings(t *testing.T) {
+	e, err := env.Make("CartPole-v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := algo.SpacesOf(e)
+	e.Close()
+	cfg := DefaultConfig()
+	cfg.Gamma, cfg.RhoBar, cfg.CBar, cfg.Lambda = 0.9, 0.8, 1.6, 0.7
+	const T, n = 7, 3
+	l, err := newLearner(algo.Header{Seed: 1, Steps: 1000}, &cfg, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	r := rng.New(1, "test/vtrace-learner", 0)
+	seg := sample.NewSegment(T, n, 4, 1)
+	for k := range seg.Obs {
+		seg.Obs[k] = float32(r.NormFloat64())
+	}
+	for k := range seg.NextObs {
+		seg.NextObs[k] = float32(r.NormFloat64())
+	}
+	seg.Rewards, _, seg.Dones, _ = randomSegment(r, T, n)
+	for k := range seg.Actions {
+		seg.Actions[k] = float32(r.IntN(2))
+	}
+	B := T * n
+	logProb, ent, values, boot := make([]float32, B), make([]float32, B), make([]float32, B), make([]float32, n)
+	l.Agent.Reserve(B)
+	l.Agent.Evaluate(logProb, ent, values, seg.Obs, seg.Actions, B)
+	l.Agent.Value(boot, seg.NextObs, n)
+	logRho := make([]float32, B)
+	for k := range logRho {
+		logRho[k] = float32(0.8 * r.NormFloat64()) // π/μ from about 0.1 to 10
+		seg.LogProbs[k] = logProb[k] - logRho[k]
+	}
+	if _, err := l.Learn(context.Background(), seg); err != nil {
+		t.Fatal(err)
+	}
+	wantVs, wantAdv := vtraceReference(logRho, seg.Rewards, values, seg.Dones, boot, n,
+		float64(cfg.Gamma), float64(cfg.RhoBar), float64(cfg.CBar), float64(cfg.Lambda))
+	for k := range B {
+		if !near(float64(l.vs[k]), wantVs[k]) || !near(float64(l.adv[k]), wantAdv[k]) {
+			t.Errorf("env %d step %d: the learner's v %v A %v, reference v %v A %v", k%n, k/n, l.vs[k], l.adv[k], wantVs[k], wantAdv[k])
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -263,5 +264,24 @@ func TestFollowMatchesVersions(t *testing.T) {
 		if !slices.Equal(pa[i].Value, pb[i].Value) {
 			t.Fatalf("%s differs after 3 iterations", pa[i].Name)
 		}
+	}
+}
+
+// TestLearnsProbes trains PPO on the probe envs (herd/env/probe) from
+// three seeds and checks that it learns them (learntest.Probe): the
+// one-step bandit tests the clipped surrogate's sign; the corridor, paid
+// only at its end five steps from the start, with segments of one step
+// tests that GAE bootstraps from the critic, and with segments of two
+// steps its λ-returns. Advantages are not normalised: a batch that saw no
+// reward would otherwise turn its noise into unit-sized pushes.
+func TestLearnsProbes(t *testing.T) {
+	for _, c := range []struct {
+		env string
+		T   int
+	}{{"Probe/Bandit-v0", 2}, {"Probe/Corridor-v0", 1}, {"Probe/Corridor-v0", 2}} {
+		t.Run(fmt.Sprintf("%s/T=%d", c.env, c.T), func(t *testing.T) {
+			learntest.Probe(t, Spec(), fmt.Sprintf("algo: ppo\nenv: %s\nsteps: 6000\nppo: {num_envs: 8, num_steps: %d, num_minibatches: 1, "+
+				"anneal_lr: false, norm_adv: false, learning_rate: 0.01, gamma: 0.9, hidden: [16]}\n", c.env, c.T), 3, 0.8)
+		})
 	}
 }

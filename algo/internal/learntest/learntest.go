@@ -2,8 +2,9 @@
 // tests: train with an in-memory or on-disk metrics.Recorder, compare
 // metrics.csv files without their wall-clock columns, check determinism,
 // config errors, checkpoint round trips and allocations per step, run the
-// continuous-control suite (Pendulum) of SAC, TD3 and DDPG, and run a
-// multi-seed learning check from a benchmark. The checks keep the
+// continuous-control suite (Pendulum) of SAC, TD3 and DDPG, check that an
+// algorithm learns the probe envs (Probe), and run a multi-seed learning
+// check from a benchmark. The checks keep the
 // assertions the algorithms' tests used to copy, so each can still fail.
 package learntest
 
