@@ -25,7 +25,7 @@ func feed(r *Recorder, from, to int64) {
 }
 
 // TestRecorderResume: a recorder restored from the state of another at
-// step 707 (between rows) and fed the same calls after it writes the same metrics.csv
+// step 714 (between rows) and fed the same calls after it writes the same metrics.csv
 // (wall columns aside), event scalars and summary as one that ran
 // through, and summary.json records the step it resumed from. It fails if
 // MarshalState leaves out the episode window, the pending "recent" sums,
@@ -50,12 +50,12 @@ func TestRecorderResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	feed(a, 0, 707)
+	feed(a, 0, 714)
 	st, err := a.MarshalState()
 	if err != nil {
 		t.Fatal(err)
 	}
-	feed(a, 707, 1400) // rows after the state that the resumed run must not keep
+	feed(a, 714, 1400) // rows after the state that the resumed run must not keep
 	a.Close(true)
 
 	resumed := t.TempDir()
@@ -65,7 +65,7 @@ func TestRecorderResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	feed(b, 707, 2100)
+	feed(b, 714, 2100)
 	got, err := b.Close(false)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestRecorderResume(t *testing.T) {
 			}
 		}
 	}
-	if got.ResumedFromStep == nil || *got.ResumedFromStep != 707 {
+	if got.ResumedFromStep == nil || *got.ResumedFromStep != 714 {
 		t.Fatalf("resumed_from_step %v", got.ResumedFromStep)
 	}
 	got.ResumedFromStep, got.WallSeconds, got.SPS = nil, 0, 0
@@ -107,7 +107,7 @@ func TestRecorderResume(t *testing.T) {
 		t.Fatalf("curve %d points, want %d", len(b.Curve()), len(r.Curve()))
 	}
 	sj, _ := os.ReadFile(filepath.Join(resumed, "summary.json"))
-	if !bytes.Contains(sj, []byte(`"resumed_from_step": 707`)) {
+	if !bytes.Contains(sj, []byte(`"resumed_from_step": 714`)) {
 		t.Fatalf("summary.json: %s", sj)
 	}
 
