@@ -243,16 +243,16 @@ func TestRunDirectoryRules(t *testing.T) {
 		t.Fatalf("failed run left %s behind: %v", fresh, err)
 	}
 	// One writer at a time.
-	d, err := openRunDir(out, DirForce)
+	d, err := openRunDir(out, DirForce, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openRunDir(out, DirForce); !errors.Is(err, ErrRunLocked) {
+	if _, err := openRunDir(out, DirForce, nil); !errors.Is(err, ErrRunLocked) {
 		t.Fatalf("second writer: %v, want ErrRunLocked", err)
 	}
 	d.abort()
 	d.close()
-	if d, err = openRunDir(out, DirForce); err != nil {
+	if d, err = openRunDir(out, DirForce, nil); err != nil {
 		t.Fatalf("after release: %v", err)
 	}
 	d.close()
@@ -431,7 +431,7 @@ func TestRunDirRecoversInterruptedCommit(t *testing.T) {
 				write(dir, SummaryFile, "new")
 				want = "new"
 			}
-			d, err := openRunDir(dir, DirForce)
+			d, err := openRunDir(dir, DirForce, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
