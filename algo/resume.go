@@ -57,6 +57,7 @@ type Checkpoints struct {
 	add func(*trainstate.State) error
 	// saved is told of each checkpoint written.
 	saved func(CheckpointInfo)
+	err   error // the last Save's
 }
 
 // CheckpointInfo describes one checkpoint written, for RunOptions.Checkpointed.
@@ -122,6 +123,16 @@ func (c *Checkpoints) Save(step int64, sections map[string][]byte) error {
 	if c.off != "" {
 		return nil
 	}
+	c.err = c.save(step, sections)
+	return c.err
+}
+
+// Err is the error of the last Save, nil when it was written: Train
+// returns ctx.Err() when it is cancelled, and the caller reads here
+// whether the checkpoint of the interruption was saved.
+func (c *Checkpoints) Err() error { return c.err }
+
+func (c *Checkpoints) save(step int64, sections map[string][]byte) error {
 	start := time.Now()
 	h := c.head
 	h.Step = step

@@ -239,6 +239,8 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		failures = append(failures, fmt.Errorf("stopped at step %d because the metrics could not be written: %w", g.step, g.writeErr))
 	case trainErr != nil && !interrupted:
 		failures = append(failures, withAlgo(h.Algo, trainErr))
+	case interrupted && ck != nil && ck.Err() != nil:
+		failures = append(failures, ck.Err())
 	}
 	if opt.EvalEpisodes > 0 && trainErr == nil {
 		var rets []float64

@@ -130,10 +130,10 @@ func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, lc Local, pi
 		if err := ctx.Err(); err != nil {
 			// A diverged run (the guard's cancel) keeps no checkpoint
 			// of its non-finite parameters.
+			// A failed save is the caller's to report (Checkpoints.Err):
+			// the run was interrupted all the same.
 			if !errors.Is(context.Cause(ctx), algo.ErrDiverged) {
-				if serr := save(); serr != nil {
-					return agent, serr
-				}
+				save()
 			}
 			return agent, err
 		}
