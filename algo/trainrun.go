@@ -76,6 +76,13 @@ type RunOptions struct {
 // together at the end. A run whose Train fails before returning a model
 // leaves the directory as it was.
 //
+// A run of an algorithm with Spec.Resumable under the local executor also
+// writes its training state into Header.Out/checkpoints (Checkpoints,
+// Runtime.Checkpoints). With DirResume it continues from the newest one
+// that loads, after checking it against the run (LoadCheckpoint) before
+// anything in the directory changes; any other run refuses DirResume with
+// ErrCannotResume naming the algorithm and the executor.
+//
 // The returned error is:
 //   - nil: the run completed and every file was written;
 //   - one wrapping context.Canceled: ctx was cancelled (Ctrl-C) and the
