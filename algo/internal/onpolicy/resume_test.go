@@ -33,9 +33,9 @@ func (v *cutVector) Step(actions []float32) (*env.Batch, error) {
 }
 
 // resumeRun is one algorithm's short seeded CartPole run.
-func resumeRun(t *testing.T, spec algo.Spec, section string) *algo.Resolved {
+func resumeRun(t *testing.T, spec algo.Spec, envID, section string) *algo.Resolved {
 	t.Helper()
-	cfg := fmt.Sprintf("algo: %s\nenv: CartPole-v1\nseed: 3\nsteps: 1536\n%s:\n%s", spec.Name, spec.Name, section)
+	cfg := fmt.Sprintf("algo: %s\nenv: %s\nseed: 3\nsteps: 1536\n%s:\n%s", spec.Name, envID, spec.Name, section)
 	res, err := algo.Resolve([]byte(cfg), []algo.Spec{spec}, algo.Overrides{})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,8 @@ func steps(t *testing.T, dir string) []string {
 	return out
 }
 
-// TestResumeBitIdentical: PPO and A2C on CartPole, cut early (inside the
+// TestResumeBitIdentical: PPO and A2C on CartPole (and PPO on Pendulum,
+// once), cut early (inside the
 // first segment, before any periodic checkpoint), mid-segment (checkpoint
 // every 300 steps, which no segment of 128 or 32 steps divides) and just
 // after a periodic checkpoint, then resumed from the checkpoint the cut
@@ -103,16 +104,18 @@ func steps(t *testing.T, dir string) []string {
 // loop's observations or counters.
 func TestResumeBitIdentical(t *testing.T) {
 	cases := []struct {
-		spec    algo.Spec
-		section string
-		cuts    []int64 // early, mid-segment, just after a checkpoint
+		spec         algo.Spec
+		env, section string
+		cuts         []int64 // early, mid-segment, just after a checkpoint
 	}{
-		{ppo.Spec(), "  num_envs: 2\n  num_steps: 64\n  update_epochs: 2\n", []int64{50, 700, 385}},
-		{a2c.Spec(), "  num_envs: 4\n  num_steps: 8\n  use_rms_prop: true\n", []int64{20, 700, 321}},
+		{ppo.Spec(), "CartPole-v1", "  num_envs: 2\n  num_steps: 64\n  update_epochs: 2\n", []int64{50, 700, 385}},
+		{a2c.Spec(), "CartPole-v1", "  num_envs: 4\n  num_steps: 8\n  use_rms_prop: true\n", []int64{20, 700, 321}},
+		// Box actions: the Gaussian sampler's draws and ClipAction.
+		{ppo.Spec(), "Pendulum-v1", "  num_envs: 2\n  num_steps: 64\n  update_epochs: 2\n", []int64{700}},
 	}
 	for _, c := range cases {
-		t.Run(c.spec.Name, func(t *testing.T) {
-			res := resumeRun(t, c.spec, c.section)
+		t.Run(c.spec.Name+"/"+c.env, func(t *testing.T) {
+			res := resumeRun(t, c.spec, c.env, c.section)
 			h := res.Header
 			key, err := algo.ResumeConfig(res)
 			if err != nil {
