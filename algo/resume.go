@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	envpkg "herd/env"
 	"herd/internal/trainstate"
 
 	"go.yaml.in/yaml/v4"
@@ -174,6 +175,16 @@ func (c *Checkpoints) save(step int64, sections map[string][]byte) error {
 // (key by key for the configuration).
 func LoadCheckpoint(dir, algo, env string, config []byte) (s *trainstate.State, path string, skipped []string, err error) {
 	st, path, skipped, err := trainstate.Dir{Path: dir}.LoadNewest()
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, trainstate.ErrNone) && len(skipped) == 0 {
+		why := "the run was stopped before its first checkpoint"
+		if e, merr := envpkg.Make(env); merr == nil {
+			if _, serr := envpkg.MarshalChain(e); serr != nil {
+				why = fmt.Sprintf("env %s cannot save its state (%v), so its runs write no checkpoints", env, serr)
+			}
+			e.Close()
+		}
+		return nil, "", nil, fmt.Errorf("%w: %s holds no checkpoint: %s; use --force to train it again from scratch, or another --out", ErrCannotResume, dir, why)
+	}
 	if err != nil {
 		return nil, "", skipped, fmt.Errorf("%w: %w", ErrCannotResume, err)
 	}
