@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -309,4 +310,23 @@ func hasCheckpoints(dir string) bool {
 		return false
 	}
 	return err != nil || len(ents) > 0
+}
+
+// setAsideNewer renames the checkpoints in the directory of loaded whose
+// names sort after it (newer, and skipped because they did not load) to
+// NAME.damaged, out of the checkpoints a run lists.
+func setAsideNewer(loaded string) error {
+	dir, name := filepath.Split(loaded)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("algo: %w", err)
+	}
+	for _, e := range ents {
+		if n := e.Name(); strings.HasSuffix(n, ".herdstate") && n > name {
+			if err := os.Rename(filepath.Join(dir, n), filepath.Join(dir, n+".damaged")); err != nil {
+				return fmt.Errorf("algo: set a damaged checkpoint aside: %w", err)
+			}
+		}
+	}
+	return nil
 }

@@ -208,8 +208,17 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 			return err
 		}
 	}
-	if restored != nil && opt.Resumed != nil {
-		opt.Resumed(restored.Header.Step, restoredPath, skipped)
+	if restored != nil {
+		// The damaged checkpoints newer than the one loaded would count
+		// among the newest checkpoint_keep and push good ones out.
+		if err := setAsideNewer(restoredPath); err != nil {
+			rec.Close(false)
+			rd.abort()
+			return metrics.Summary{}, err
+		}
+		if opt.Resumed != nil {
+			opt.Resumed(restored.Header.Step, restoredPath, skipped)
+		}
 	}
 	if opt.Started != nil {
 		opt.Started()

@@ -633,8 +633,9 @@ func resumableRun(t *testing.T, out string, set ...string) *Resolved {
 // checkpoints in OUT/checkpoints; a directory holding only checkpoints (a
 // killed run) counts as a run; a resume with another configuration is
 // refused naming the key and changes nothing; a resume continues from the
-// newest checkpoint, its metrics.csv without repeated rows, and
-// summary.json records the step.
+// newest checkpoint that loads (a damaged newer one named and set aside),
+// its metrics.csv without repeated or missing rows, and summary.json
+// records the step.
 func TestResumeDirRules(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -673,11 +674,24 @@ func TestResumeDirRules(t *testing.T) {
 	if len(after) != len(before) || after[len(after)-1].Name() != before[len(before)-1].Name() {
 		t.Fatal("a refused resume changed the checkpoints")
 	}
+	// The newest checkpoint damaged (a crash of the disk, not of herd):
+	// the one before it is used, and the damaged one set aside.
+	newest := filepath.Join(out, CheckpointDir, before[len(before)-1].Name())
+	if err := os.Truncate(newest, 100); err != nil {
+		t.Fatal(err)
+	}
 	var from int64 = -1
+	var skipped []string
 	sum, err := TrainRun(context.Background(), resumableRun(t, out), RunOptions{Dir: DirResume,
-		Resumed: func(step int64, _ string, _ []string) { from = step }})
-	if err != nil || from != 3000 || sum.ResumedFromStep == nil || *sum.ResumedFromStep != 3000 || sum.Steps != 5000 {
+		Resumed: func(step int64, _ string, s []string) { from, skipped = step, s }})
+	if err != nil || from != 2000 || sum.ResumedFromStep == nil || *sum.ResumedFromStep != 2000 || sum.Steps != 5000 {
 		t.Fatalf("resume: %v, from %d, summary %+v", err, from, sum)
+	}
+	if len(skipped) != 1 || !strings.Contains(skipped[0], newest) {
+		t.Fatalf("skipped %v", skipped)
+	}
+	if _, err := os.Stat(newest + ".damaged"); err != nil {
+		t.Fatalf("the damaged checkpoint was not set aside: %v", err)
 	}
 	b, _ := os.ReadFile(filepath.Join(out, MetricsFile))
 	var steps []string
