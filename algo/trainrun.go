@@ -126,13 +126,17 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	resume := func() error {
 		var err error
 		restored, restoredPath, skipped, err = LoadCheckpoint(filepath.Join(h.Out, CheckpointDir), h.Algo, h.Env, key)
-		if err == nil {
-			_, ok := restored.Sections[SectionMetrics]
-			if !ok {
-				err = fmt.Errorf("%w: %s holds no metrics section", ErrCannotResume, restoredPath)
-			}
+		if err != nil {
+			return err
 		}
-		return err
+		if _, ok := restored.Sections[SectionMetrics]; !ok {
+			return fmt.Errorf("%w: %s holds no metrics section", ErrCannotResume, restoredPath)
+		}
+		if steps, _ := res.StepsRun(); restored.Header.Step > steps {
+			return fmt.Errorf("%w: %s was taken at step %d, past this run's %d steps; give --steps %d or more",
+				ErrCannotResume, restoredPath, restored.Header.Step, steps, restored.Header.Step)
+		}
+		return nil
 	}
 	if !resumable {
 		resume = nil

@@ -674,6 +674,12 @@ func TestResumeDirRules(t *testing.T) {
 	if len(after) != len(before) || after[len(after)-1].Name() != before[len(before)-1].Name() {
 		t.Fatal("a refused resume changed the checkpoints")
 	}
+	short := resumableRun(t, out)
+	short.Header.Steps = 1000
+	if _, err := TrainRun(context.Background(), short, RunOptions{Dir: DirResume}); !errors.Is(err, ErrCannotResume) ||
+		!strings.Contains(err.Error(), "past this run's 1000 steps") {
+		t.Fatalf("resume with a budget below the checkpoint: %v", err)
+	}
 	// The newest checkpoint damaged (a crash of the disk, not of herd):
 	// the one before it is used, and the damaged one set aside.
 	newest := filepath.Join(out, CheckpointDir, before[len(before)-1].Name())
