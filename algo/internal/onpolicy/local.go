@@ -129,11 +129,14 @@ func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, lc Local, pi
 	for st.iteration < numIterations {
 		if err := ctx.Err(); err != nil {
 			// A diverged run (the guard's cancel) keeps no checkpoint
-			// of its non-finite parameters.
-			// A failed save is the caller's to report (Checkpoints.Err):
-			// the run was interrupted all the same.
+			// of its non-finite parameters. A failed write is the
+			// caller's to report (Checkpoints.Err), the run being
+			// interrupted all the same; a state that could not be
+			// gathered is this loop's failure.
 			if !errors.Is(context.Cause(ctx), algo.ErrDiverged) {
-				save()
+				if serr := save(); serr != nil && ck.Err() == nil {
+					return agent, serr
+				}
 			}
 			return agent, err
 		}
