@@ -36,6 +36,8 @@ var (
 //	steps: 500000        # total environment steps, summed over vector envs
 //	out: runs/ppo-CartPole-v1-1   # output directory ("" = default below)
 //	log_every: 1000      # one metrics.csv row each time this many steps have passed
+//	checkpoint_every: 100000  # resumable runs: a checkpoint this often (env steps)
+//	checkpoint_keep: 3   # resumable runs: the newest checkpoints kept
 //	multiagent: {…}      # optional: several policies (MultiAgentConfig)
 //	ppo:                 # the algorithm's own section, keyed by Header.Algo
 //	  num_envs: 4
@@ -60,6 +62,16 @@ type Header struct {
 	// multiple of LogEvery. Default 1000. Rows depend only on steps, never
 	// on time, so that the same seed gives the same file.
 	LogEvery int64 `yaml:"log_every,omitempty"`
+	// CheckpointEvery is the interval, in environment steps, of the
+	// checkpoints of a resumable run (Spec.Resumable, local executor):
+	// one is written at the first iteration boundary at or past each
+	// multiple of it, one when the run is interrupted and one at its end,
+	// into DIR/checkpoints. 0 means DefaultCheckpointEvery. Like
+	// log_every it may change on resume.
+	CheckpointEvery int64 `yaml:"checkpoint_every,omitempty"`
+	// CheckpointKeep is how many of a run's newest checkpoints are kept;
+	// 0 means DefaultCheckpointKeep.
+	CheckpointKeep int `yaml:"checkpoint_keep,omitempty"`
 	// Runtime chooses the executor and its counts (see RuntimeConfig).
 	// Default: executor local.
 	Runtime RuntimeConfig `yaml:"runtime,omitempty"`
@@ -109,6 +121,12 @@ func (h Header) Validate() error {
 	}
 	if h.LogEvery < 0 {
 		errs = append(errs, fmt.Errorf("%w: log_every must be >= 0, got %d", ErrConfig, h.LogEvery))
+	}
+	if h.CheckpointEvery < 0 {
+		errs = append(errs, fmt.Errorf("%w: checkpoint_every must be >= 0 (0: every %d steps), got %d", ErrConfig, DefaultCheckpointEvery, h.CheckpointEvery))
+	}
+	if h.CheckpointKeep < 0 {
+		errs = append(errs, fmt.Errorf("%w: checkpoint_keep must be >= 0 (0: the newest %d), got %d", ErrConfig, DefaultCheckpointKeep, h.CheckpointKeep))
 	}
 	if err := h.Runtime.Validate(); err != nil {
 		errs = append(errs, err)
@@ -172,6 +190,11 @@ type Spec struct {
 	// Can declares what the pieces can do (see Capability); the executors
 	// that run the algorithm follow from it (Admit).
 	Can Capability
+	// Resumable says that Train, the local executor's loop, saves its
+	// whole state at Runtime.Checkpoints and continues from a restored
+	// one bit for bit (`herd train --resume`). Other executors cannot
+	// resume yet.
+	Resumable bool
 }
 
 // Runtime is what Train reports to. It is built by the caller (the CLI, a
@@ -202,6 +225,10 @@ type Runtime struct {
 	// Others are the algorithms of a multiagent section's policies other
 	// than the run's (Resolved.Others), for the multi-policy executor.
 	Others map[string]AlgoConfig
+	// Checkpoints, when not nil, is where a resumable Train
+	// (Spec.Resumable) saves its state and finds the state to continue
+	// from. nil: no checkpoints.
+	Checkpoints *Checkpoints
 }
 
 // MakeEnvs makes the n training envs of a local Train: rt.Envs(n) when set,
@@ -581,7 +608,7 @@ func checkFinite(cfg Config) error {
 
 // headerKeys returns the yaml keys of Header.
 func headerKeys() []string {
-	return []string{"algo", "env", "seed", "steps", "out", "log_every", "runtime", "multiagent"}
+	return []string{"algo", "env", "seed", "steps", "out", "log_every", "checkpoint_every", "checkpoint_keep", "runtime", "multiagent"}
 }
 
 func lookup(specs []Spec, name string) (Spec, bool) {

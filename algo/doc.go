@@ -185,7 +185,9 @@
 //	| `--set learning_rate=.inf` / `.nan` anywhere in a config | `ErrConfig` naming the key, before anything is written |
 //	| `--out` holding a run, no flag | refused: "already holds a run …; use --force … or another --out" |
 //	| `--force` run that fails before training | earlier run untouched (files are staged, moved into place only at the end) |
-//	| `--resume` | "cannot resume DIR: herd checkpoints hold the weights only …" (no algorithm can resume today) |
+//	| `--resume` of a run of another algorithm or executor (dqn, ppo under hts, a multiagent section) | "cannot resume DIR: dqn (executor local) saves no training state to continue from yet …", before anything is written |
+//	| `--resume` with a changed setting, seed, env or algorithm | "cannot resume: …: it was taken for ppo.learning_rate 0.00025 (this run: 0.001)", the directory unchanged |
+//	| `--resume` after SIGKILL, the newest checkpoint truncated | the newest checkpoint that loads is used, the skipped one named; metrics.csv rewritten from the checkpoint (no repeated or missing rows) |
 //	| two processes into one `--out` | the second is refused: "in use by another process (locked by pid N)" (flock, released by the kernel on any exit) |
 //	| `dqn --set learning_rate=1e8` | stops at the first `+Inf`/`NaN` loss: "training diverged at step 139: losses/td_loss is +Inf", last finite weights saved, `"status": "diverged"`, exit 1 |
 //	| NaN parameter or gradient without a NaN loss | caught at the next metrics row ("parameter w", "gradient of w") |
@@ -212,8 +214,18 @@
 // the kept parameters back and saves them. Cost: a comparison per scalar, one pass
 // over the parameters per metrics row.
 //
-// Limits: resume is not implemented (needs optimizer/replay/RNG state in the
-// checkpoint); the memory estimate is a lower bound of the big allocations (float32
+// Resume (`DirResume`, `Spec.Resumable`, `Checkpoints`): a resumable Train — PPO's
+// and A2C's local loop — saves its whole state (weights, optimizer, random
+// streams, envs, loop counters) at iteration boundaries into DIR/checkpoints
+// (internal/trainstate: checksummed, staged and renamed, the newest
+// checkpoint_keep kept), TrainRun adding the metrics recorder's state and the
+// configuration (ResumeConfig). A resumed run loads the newest checkpoint that
+// decodes, checks it against the run before anything in the directory changes,
+// and ends bit-identical to the run that never stopped.
+//
+// Limits: only PPO and A2C under the local executor resume (no other
+// executor saves its state, and the off-policy algorithms would need their
+// replay buffer); the memory estimate is a lower bound of the big allocations (float32
 // rows, the networks of the run's own algorithm, not those of a multi-agent
 // run's other policies), not a count; on non-unix systems the run
 // lock is a no-op; a run killed with SIGKILL leaves its partial files in

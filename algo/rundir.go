@@ -49,10 +49,11 @@ const (
 	// fails, before or after training, leaves the old one byte-identical
 	// and its own partial files in the staging directory.
 	DirForce
-	// DirResume continues the run from its checkpoint. No algorithm can
-	// today (checkpoints hold the weights only, not the optimizer state,
-	// the replay buffer or the random streams), so it fails with
-	// ErrCannotResume.
+	// DirResume continues the run from the newest checkpoint in
+	// DIR/checkpoints that loads, for an algorithm that can
+	// (Spec.Resumable, under the local executor); any other run, or a
+	// checkpoint of another configuration, fails with ErrCannotResume
+	// and leaves the directory as it was.
 	DirResume
 )
 
@@ -76,15 +77,20 @@ type runDir struct {
 	made       []string // directories openRunDir created, dir first
 	staged     bool     // the staging directory is this run's
 	hadRun     bool     // dir held an earlier run (DirForce replaces it)
+	mode       DirMode
 }
 
 // openRunDir creates (if needed) and locks dir, applies mode to a run
 // already there, and prepares an empty staging directory. When it fails
 // it removes the directories it created (dir and any missing parents,
 // such as runs/), so a refused run leaves nothing behind.
-func openRunDir(dir string, mode DirMode) (*runDir, error) {
+//
+// For DirResume, resume (which loads and checks the checkpoint) runs
+// once the directory is locked and before anything in it changes; nil
+// refuses the resume.
+func openRunDir(dir string, mode DirMode, resume func() error) (*runDir, error) {
 	made := missingDirs(dir)
-	d := &runDir{dir: dir, stage: filepath.Join(dir, stagingDir), made: made}
+	d := &runDir{dir: dir, stage: filepath.Join(dir, stagingDir), made: made, mode: mode}
 	fail := func(err error) (*runDir, error) {
 		d.abort()
 		d.close()
@@ -114,9 +120,12 @@ func openRunDir(dir string, mode DirMode) (*runDir, error) {
 	switch {
 	case mode == DirResume && len(existing) == 0:
 		return fail(fmt.Errorf("%w %s: it holds no run", ErrCannotResume, dir))
+	case mode == DirResume && resume == nil:
+		return fail(fmt.Errorf("%w %s: this run saves no training state to continue from", ErrCannotResume, dir))
 	case mode == DirResume:
-		return fail(fmt.Errorf("%w %s: herd checkpoints hold the weights only (no optimizer state, replay buffer or random streams), "+
-			"so no algorithm can continue a run where it stopped; use --force to train it again from scratch, or another --out", ErrCannotResume, dir))
+		if err := resume(); err != nil {
+			return fail(err)
+		}
 	case mode == DirNew && len(existing) > 0:
 		return fail(fmt.Errorf("%w: %s holds %v; use --force to replace it or another --out", ErrRunExists, dir, existing))
 	}
@@ -172,7 +181,7 @@ func numberedDir(dir string, i int) string {
 // and is not locked by another process.
 func openFreeRunDir(dir string) (*runDir, error) {
 	for i := 1; ; i++ {
-		d, err := openRunDir(numberedDir(dir, i), DirNew)
+		d, err := openRunDir(numberedDir(dir, i), DirNew, nil)
 		if errors.Is(err, ErrRunExists) || errors.Is(err, ErrRunLocked) {
 			continue
 		}
@@ -180,7 +189,9 @@ func openFreeRunDir(dir string) (*runDir, error) {
 	}
 }
 
-// existing lists the run files present in the directory.
+// existing lists the run files present in the directory, and its
+// checkpoint directory when that holds anything (a run killed before it
+// wrote its files leaves only checkpoints).
 func (d *runDir) existing() []string {
 	var out []string
 	for _, f := range RunFiles() {
@@ -188,7 +199,22 @@ func (d *runDir) existing() []string {
 			out = append(out, f)
 		}
 	}
+	if hasCheckpoints(filepath.Join(d.dir, CheckpointDir)) {
+		out = append(out, CheckpointDir+"/")
+	}
 	return out
+}
+
+// checkpointDir is where this run writes its checkpoints: in place when
+// it continues the directory's run or the directory held none, else (a
+// --force run replacing another) in the staging directory, which commit
+// moves into place with the other files, so that the earlier run stays
+// resumable until the new one replaces it.
+func (d *runDir) checkpointDir() string {
+	if d.mode == DirResume || !d.hadRun {
+		return filepath.Join(d.dir, CheckpointDir)
+	}
+	return filepath.Join(d.stage, CheckpointDir)
 }
 
 // commit moves every staged run file into the directory and removes the
@@ -251,6 +277,23 @@ func (d *runDir) commit() error {
 			return undo(fmt.Errorf("%s not put in place: %w", f, err))
 		}
 		moved = append(moved, f)
+	}
+	// A --force run's checkpoints replace the earlier run's, last: a
+	// failure before here leaves the earlier run resumable.
+	if staged := filepath.Join(d.stage, CheckpointDir); hasCheckpoints(staged) {
+		dst := filepath.Join(d.dir, CheckpointDir)
+		if err := os.RemoveAll(dst); err != nil {
+			return fmt.Errorf("algo: commit %s: the earlier run's checkpoints: %w", d.dir, err)
+		}
+		if err := os.Rename(staged, dst); err != nil {
+			return fmt.Errorf("algo: commit %s: the run's checkpoints (left in %s): %w", d.dir, staged, err)
+		}
+	} else if d.hadRun && d.mode != DirResume {
+		// The new run wrote none (it cannot resume): the earlier run's
+		// would resume a run that is gone.
+		if err := os.RemoveAll(filepath.Join(d.dir, CheckpointDir)); err != nil {
+			return fmt.Errorf("algo: commit %s: the earlier run's checkpoints: %w", d.dir, err)
+		}
 	}
 	if err := errors.Join(os.RemoveAll(d.stage), os.RemoveAll(prev), atomicfile.SyncDir(d.dir)); err != nil {
 		return fmt.Errorf("algo: commit %s: %w", d.dir, err)

@@ -13,6 +13,7 @@ import (
 	"herd/env"
 	"herd/internal/atomicfile"
 	"herd/internal/exitguard"
+	"herd/internal/trainstate"
 	"herd/metrics"
 	"herd/nn"
 )
@@ -39,8 +40,15 @@ type RunOptions struct {
 	NoFiles bool
 	// Dir says what to do when Header.Out already holds a run: refuse
 	// (DirNew, the default), replace it (DirForce) or resume it
-	// (DirResume, which fails today: ErrCannotResume).
+	// (DirResume: algorithms with Spec.Resumable under the local
+	// executor; any other fails with ErrCannotResume).
 	Dir DirMode
+	// Resumed, when not nil, is told the checkpoint a resumed run
+	// continues from, and the newer ones it skipped (damaged), before
+	// Started.
+	Resumed func(step int64, path string, skipped []string)
+	// Checkpointed, when not nil, is told of each checkpoint written.
+	Checkpointed func(CheckpointInfo)
 	// EvalEpisodes > 0 evaluates the trained policy deterministically for
 	// that many episodes after training (Evaluate, seeded from the run
 	// seed) and records the result in summary.json. Skipped when the run
@@ -68,6 +76,13 @@ type RunOptions struct {
 // together at the end. A run whose Train fails before returning a model
 // leaves the directory as it was.
 //
+// A run of an algorithm with Spec.Resumable under the local executor also
+// writes its training state into Header.Out/checkpoints (Checkpoints,
+// Runtime.Checkpoints). With DirResume it continues from the newest one
+// that loads, after checking it against the run (LoadCheckpoint) before
+// anything in the directory changes; any other run refuses DirResume with
+// ErrCannotResume naming the algorithm and the executor.
+//
 // The returned error is:
 //   - nil: the run completed and every file was written;
 //   - one wrapping context.Canceled: ctx was cancelled (Ctrl-C) and the
@@ -84,6 +99,16 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	if err != nil {
 		return metrics.Summary{}, err
 	}
+	resumable := ex.Name == LocalExecutor && res.Spec.Resumable && !h.MultiAgent.Enabled() && !opt.NoFiles
+	if opt.Dir == DirResume && !resumable {
+		return metrics.Summary{}, cannotResume(res, ex.Name, opt.NoFiles)
+	}
+	var key []byte // the configuration a checkpoint must match
+	if resumable {
+		if key, err = ResumeConfig(res); err != nil {
+			return metrics.Summary{}, fmt.Errorf("algo: config: %w", err)
+		}
+	}
 	e, envBytes, err := envFootprint(h.Env)
 	if err != nil {
 		return metrics.Summary{}, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -95,6 +120,27 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	}
 	var rd *runDir
 	dir := ""
+	var restored *trainstate.State
+	var restoredPath string
+	var skipped []string
+	resume := func() error {
+		var err error
+		restored, restoredPath, skipped, err = LoadCheckpoint(filepath.Join(h.Out, CheckpointDir), h.Algo, h.Env, key)
+		if err != nil {
+			return err
+		}
+		if _, ok := restored.Sections[SectionMetrics]; !ok {
+			return fmt.Errorf("%w: %s holds no metrics section", ErrCannotResume, restoredPath)
+		}
+		if steps, _ := res.StepsRun(); restored.Header.Step > steps {
+			return fmt.Errorf("%w: %s was taken at step %d, past this run's %d steps; give --steps %d or more",
+				ErrCannotResume, restoredPath, restored.Header.Step, steps, restored.Header.Step)
+		}
+		return nil
+	}
+	if !resumable {
+		resume = nil
+	}
 	if !opt.NoFiles {
 		if res.OutIsDefault() && opt.Dir == DirNew {
 			// A default directory never collides: it moves on to a free
@@ -104,7 +150,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 				h.Out, res.Header.Out = rd.dir, rd.dir
 			}
 		} else {
-			rd, err = openRunDir(h.Out, opt.Dir)
+			rd, err = openRunDir(h.Out, opt.Dir, resume)
 		}
 		if err != nil {
 			return metrics.Summary{}, err
@@ -133,17 +179,50 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		// multipolicy's split), one column set for the run, not per policy.
 		scalars = append(slices.Clone(scalars), TeamScalars(h.Env)...)
 	}
-	rec, err := metrics.NewRecorder(metrics.Options{
+	mo := metrics.Options{
 		Dir: dir, Algo: h.Algo, Env: h.Env, Seed: h.Seed,
 		TotalSteps: h.Steps, LogEvery: h.LogEvery, Scalars: scalars,
 		Progress: opt.Progress, Bar: opt.Bar, Live: opt.Live,
 		Machine: &metrics.Machine{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.GOMAXPROCS(0), Kernels: nn.Kernels()},
-	})
+	}
+	if restored != nil {
+		mo.Resume = restored.Sections[SectionMetrics]
+	}
+	rec, err := metrics.NewRecorder(mo)
 	if err != nil {
 		if rd != nil {
 			rd.abort()
 		}
+		if restored != nil {
+			err = fmt.Errorf("%w: %s: %w", ErrCannotResume, restoredPath, err)
+		}
 		return metrics.Summary{}, err
+	}
+	var ck *Checkpoints
+	if resumable && rd != nil {
+		ck = NewCheckpoints(CheckpointOptions{Dir: rd.checkpointDir(), Every: h.CheckpointEvery, Keep: h.CheckpointKeep,
+			Algo: h.Algo, Env: h.Env, Config: key})
+		if restored != nil {
+			ck.Resume(restored)
+		}
+		ck.saved = opt.Checkpointed
+		ck.add = func(s *trainstate.State) error {
+			b, err := rec.MarshalState()
+			s.Sections[SectionMetrics] = b
+			return err
+		}
+	}
+	if restored != nil {
+		// The damaged checkpoints newer than the one loaded would count
+		// among the newest checkpoint_keep and push good ones out.
+		if err := setAsideNewer(restoredPath); err != nil {
+			rec.Close(false)
+			rd.abort()
+			return metrics.Summary{}, err
+		}
+		if opt.Resumed != nil {
+			opt.Resumed(restored.Header.Step, restoredPath, skipped)
+		}
 	}
 	if opt.Started != nil {
 		opt.Started()
@@ -151,7 +230,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	g := newGuard(rec, cancel, h.LogEvery)
-	model, trainErr := ex.Train(runCtx, &Runtime{Header: h, Log: g, OnTrack: g.track, Others: res.Others}, res.Spec, res.Config)
+	model, trainErr := ex.Train(runCtx, &Runtime{Header: h, Log: g, OnTrack: g.track, Others: res.Others, Checkpoints: ck}, res.Spec, res.Config)
 	if model == nil {
 		// Failed before there was anything to save: leave the directory as
 		// it was (an earlier run stays untouched).
@@ -180,6 +259,8 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		failures = append(failures, fmt.Errorf("stopped at step %d because the metrics could not be written: %w", g.step, g.writeErr))
 	case trainErr != nil && !interrupted:
 		failures = append(failures, withAlgo(h.Algo, trainErr))
+	case interrupted && ck != nil && ck.Err() != nil:
+		failures = append(failures, ck.Err())
 	}
 	if opt.EvalEpisodes > 0 && trainErr == nil {
 		var rets []float64
@@ -251,6 +332,23 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		return sum, fmt.Errorf("algo: %s: interrupted at step %d, checkpoint and metrics saved: %w", h.Algo, sum.Steps, trainErr)
 	}
 	return sum, nil
+}
+
+// cannotResume says why the run res cannot be resumed under executor ex.
+func cannotResume(res *Resolved, ex string, noFiles bool) error {
+	h := res.Header
+	var why string
+	switch {
+	case noFiles:
+		why = "a run without a run directory has no checkpoint"
+	case !res.Spec.Resumable:
+		why = fmt.Sprintf("%s (executor %s) saves no training state to continue from yet, only its final weights", h.Algo, ex)
+	case ex != LocalExecutor:
+		why = fmt.Sprintf("%s under executor %s saves no training state to continue from yet; only its local executor does", h.Algo, ex)
+	default:
+		why = fmt.Sprintf("%s with a multiagent section (executor %s) saves no training state to continue from yet", h.Algo, ex)
+	}
+	return fmt.Errorf("%w %s: %s; use --force to train it again from scratch, or another --out", ErrCannotResume, h.Out, why)
 }
 
 // withAlgo prefixes err with the algorithm's name unless the algorithm's

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -220,8 +221,9 @@ func TestRunDirectoryRules(t *testing.T) {
 	if _, err := TrainRun(context.Background(), scriptRun(t, out), RunOptions{}); !errors.Is(err, ErrRunExists) {
 		t.Fatalf("second run into %s: %v, want ErrRunExists", out, err)
 	}
-	if _, err := TrainRun(context.Background(), scriptRun(t, out), RunOptions{Dir: DirResume}); !errors.Is(err, ErrCannotResume) {
-		t.Fatalf("resume: %v, want ErrCannotResume", err)
+	if _, err := TrainRun(context.Background(), scriptRun(t, out), RunOptions{Dir: DirResume}); !errors.Is(err, ErrCannotResume) ||
+		!strings.Contains(err.Error(), "script (executor local) saves no training state") {
+		t.Fatalf("resume: %v, want ErrCannotResume naming the algorithm and the executor", err)
 	}
 	// A forced run that fails before training leaves the old run whole.
 	res := scriptRun(t, out)
@@ -243,16 +245,16 @@ func TestRunDirectoryRules(t *testing.T) {
 		t.Fatalf("failed run left %s behind: %v", fresh, err)
 	}
 	// One writer at a time.
-	d, err := openRunDir(out, DirForce)
+	d, err := openRunDir(out, DirForce, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openRunDir(out, DirForce); !errors.Is(err, ErrRunLocked) {
+	if _, err := openRunDir(out, DirForce, nil); !errors.Is(err, ErrRunLocked) {
 		t.Fatalf("second writer: %v, want ErrRunLocked", err)
 	}
 	d.abort()
 	d.close()
-	if d, err = openRunDir(out, DirForce); err != nil {
+	if d, err = openRunDir(out, DirForce, nil); err != nil {
 		t.Fatalf("after release: %v", err)
 	}
 	d.close()
@@ -431,7 +433,7 @@ func TestRunDirRecoversInterruptedCommit(t *testing.T) {
 				write(dir, SummaryFile, "new")
 				want = "new"
 			}
-			d, err := openRunDir(dir, DirForce)
+			d, err := openRunDir(dir, DirForce, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -588,5 +590,121 @@ func TestFailedRunLeavesNoDirs(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(base, "runs", "deep")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("runs/deep left behind (%v)", err)
+	}
+}
+
+// resumableRun is scriptRun with a Train that checkpoints: the state is
+// the step, saved every checkpoint_every steps and when cancelled, and a
+// resumed Train starts after the restored step.
+func resumableRun(t *testing.T, out string, set ...string) *Resolved {
+	t.Helper()
+	res := scriptRun(t, out, set...)
+	res.Header.CheckpointEvery = 1000
+	res.Spec.Resumable = true
+	res.Spec.Train = func(ctx context.Context, rt *Runtime, c Config) (Model, error) {
+		m := &scriptModel{w: nn.NewParam("w", 1)}
+		ck := rt.Checkpoints
+		first := int64(100)
+		if st := ck.Restored(); st != nil {
+			first = st.Header.Step + 100
+			m.w.Value[0] = float32(st.Header.Step)
+		}
+		save := func(step int64) error { return ck.Save(step, map[string][]byte{"w": {1}}) }
+		for step := first; step <= rt.Header.Steps; step += 100 {
+			if ctx.Err() != nil {
+				save(step - 100)
+				return m, ctx.Err()
+			}
+			m.w.Value[0] = float32(step)
+			rt.Log.Scalar("losses/x", 1)
+			rt.Log.Step(step)
+			if ck.Due(step) {
+				if err := save(step); err != nil {
+					return m, err
+				}
+			}
+		}
+		return m, save(rt.Header.Steps)
+	}
+	return res
+}
+
+// TestResumeDirRules: a resumable run keeps its newest checkpoint_keep
+// checkpoints in OUT/checkpoints; a directory holding only checkpoints (a
+// killed run) counts as a run; a resume with another configuration is
+// refused naming the key and changes nothing; a resume continues from the
+// newest checkpoint that loads (a damaged newer one named and set aside),
+// its metrics.csv without repeated or missing rows, and summary.json
+// records the step.
+func TestResumeDirRules(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	ctx, cancel := context.WithCancel(context.Background())
+	res := resumableRun(t, out)
+	res.Header.CheckpointKeep = 2
+	var saved []int64
+	_, err := TrainRun(ctx, res, RunOptions{Checkpointed: func(c CheckpointInfo) {
+		saved = append(saved, c.Step)
+		if c.Step == 3000 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) || !slices.Equal(saved, []int64{1000, 2000, 3000, 3000}) {
+		t.Fatalf("interrupted run: %v, checkpoints at %v", err, saved)
+	}
+	ents, _ := os.ReadDir(filepath.Join(out, CheckpointDir))
+	if len(ents) != 2 {
+		t.Fatalf("checkpoint_keep 2 kept %d files", len(ents))
+	}
+	// Only checkpoints left (the run's files lost): still a run.
+	for _, f := range RunFiles() {
+		os.Remove(filepath.Join(out, f))
+	}
+	if _, err := TrainRun(context.Background(), resumableRun(t, out), RunOptions{}); !errors.Is(err, ErrRunExists) {
+		t.Fatalf("a new run into a directory of checkpoints: %v, want ErrRunExists", err)
+	}
+	if FreeRunDir(out) == out {
+		t.Fatal("FreeRunDir took a directory holding checkpoints")
+	}
+	before, _ := os.ReadDir(filepath.Join(out, CheckpointDir))
+	_, err = TrainRun(context.Background(), resumableRun(t, out, "bad_at=7"), RunOptions{Dir: DirResume})
+	if !errors.Is(err, ErrCannotResume) || !strings.Contains(err.Error(), "script.bad_at 0 (this run: 7)") {
+		t.Fatalf("resume with another setting: %v", err)
+	}
+	after, _ := os.ReadDir(filepath.Join(out, CheckpointDir))
+	if len(after) != len(before) || after[len(after)-1].Name() != before[len(before)-1].Name() {
+		t.Fatal("a refused resume changed the checkpoints")
+	}
+	short := resumableRun(t, out)
+	short.Header.Steps = 1000
+	if _, err := TrainRun(context.Background(), short, RunOptions{Dir: DirResume}); !errors.Is(err, ErrCannotResume) ||
+		!strings.Contains(err.Error(), "past this run's 1000 steps") {
+		t.Fatalf("resume with a budget below the checkpoint: %v", err)
+	}
+	// The newest checkpoint damaged (a crash of the disk, not of herd):
+	// the one before it is used, and the damaged one set aside.
+	newest := filepath.Join(out, CheckpointDir, before[len(before)-1].Name())
+	if err := os.Truncate(newest, 100); err != nil {
+		t.Fatal(err)
+	}
+	var from int64 = -1
+	var skipped []string
+	sum, err := TrainRun(context.Background(), resumableRun(t, out), RunOptions{Dir: DirResume,
+		Resumed: func(step int64, _ string, s []string) { from, skipped = step, s }})
+	if err != nil || from != 2000 || sum.ResumedFromStep == nil || *sum.ResumedFromStep != 2000 || sum.Steps != 5000 {
+		t.Fatalf("resume: %v, from %d, summary %+v", err, from, sum)
+	}
+	if len(skipped) != 1 || !strings.Contains(skipped[0], newest) {
+		t.Fatalf("skipped %v", skipped)
+	}
+	if _, err := os.Stat(newest + ".damaged"); err != nil {
+		t.Fatalf("the damaged checkpoint was not set aside: %v", err)
+	}
+	b, _ := os.ReadFile(filepath.Join(out, MetricsFile))
+	var steps []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n")[1:] {
+		steps = append(steps, strings.Split(line, ",")[0])
+	}
+	if !slices.Equal(steps, []string{"1000", "2000", "3000", "4000", "5000"}) {
+		t.Fatalf("metrics.csv rows at %v", steps)
 	}
 }

@@ -336,8 +336,8 @@ func checkRunDir(dir string, mode algo.DirMode) error {
 	case mode == algo.DirResume && len(existing) == 0:
 		return fmt.Errorf("%w %s: it holds no run", algo.ErrCannotResume, dir)
 	case mode == algo.DirResume:
-		return fmt.Errorf("%w %s: herd checkpoints hold the weights only, so no algorithm can continue a run where it stopped; "+
-			"use --force to train it again from scratch, or another --out", algo.ErrCannotResume, dir)
+		return fmt.Errorf("%w %s: herd launch runs the dist executor, which saves no training state to continue from yet "+
+			"(herd train --resume continues runs of the local executor); use --force to train it again from scratch, or another --out", algo.ErrCannotResume, dir)
 	case mode == algo.DirNew && len(existing) > 0:
 		return fmt.Errorf("%w: %s holds %v; use --force to replace it or another --out", algo.ErrRunExists, dir, existing)
 	}

@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,6 +85,11 @@ type Options struct {
 	Live *Live
 	// Machine, when set, is copied into summary.json.
 	Machine *Machine
+	// Resume, when set, is the state of an earlier Recorder of the same
+	// run (MarshalState): the new one continues it, its metrics.csv and
+	// event file holding the rows written up to that state's step and
+	// nothing after, and summary.json records resumed_from_step.
+	Resume []byte
 }
 
 // Machine is where a run trained, as summary.json reports it: the
@@ -126,6 +133,9 @@ type Summary struct {
 	FinalReturnStd100  float64 `json:"final_return_std_100"`
 	FinalLengthMean100 float64 `json:"final_length_mean_100"`
 	Interrupted        bool    `json:"interrupted"`
+	// ResumedFromStep is the step of the checkpoint the run continued
+	// from (Options.Resume); left out for a run trained from the start.
+	ResumedFromStep *int64 `json:"resumed_from_step,omitempty"`
 	// Deterministic evaluation after training (SetEval); EvalEpisodes is 0
 	// when none ran, and the two return fields are then left out of the
 	// JSON.
@@ -216,6 +226,9 @@ type Recorder struct {
 	set       []bool // scalar i has been given a value
 	status    string // SetStatus; "" = from Close's argument
 	reason    string
+	resumed   *int64 // the step of Options.Resume's state
+	// wallBefore is the training time of the run before its resume.
+	wallBefore time.Duration
 }
 
 // NewRecorder opens the run's metrics.csv (when opt.Dir is set) and writes
@@ -274,13 +287,30 @@ func NewRecorder(opt Options) (*Recorder, error) {
 			r.line = append(r.line, c...)
 		}
 		r.line = append(r.line, '\n')
-		_, r.err = r.csv.Write(r.line)
-		ev, err := tfevents.Create(filepath.Join(opt.Dir, EventsFile))
+		var st *recorderState
+		if opt.Resume != nil {
+			if st, err = r.restore(opt.Resume); err != nil {
+				return nil, errors.Join(err, f.Close())
+			}
+		}
+		var ev *tfevents.Writer
+		if st == nil {
+			_, r.err = r.csv.Write(r.line)
+			ev, err = tfevents.Create(filepath.Join(opt.Dir, EventsFile))
+		} else {
+			_, r.err = r.csv.Write(st.CSV)
+			ev, err = tfevents.CreateWith(filepath.Join(opt.Dir, EventsFile), st.Events)
+		}
 		if err != nil {
 			errs := errors.Join(err, f.Close())
 			return nil, fmt.Errorf("metrics: %w", errs)
 		}
 		r.events = ev
+	}
+	if opt.Resume != nil && opt.Dir == "" {
+		if _, err := r.restore(opt.Resume); err != nil {
+			return nil, err
+		}
 	}
 	r.tags = append(baseTags(), opt.Scalars...)
 	r.tagVals = make([]float64, len(r.tags))
@@ -299,8 +329,89 @@ func NewRecorder(opt Options) (*Recorder, error) {
 			progressbar.OptionSetWidth(30),
 		)
 	}
-	r.start = time.Now()
+	r.start = time.Now().Add(-r.wallBefore)
 	return r, nil
+}
+
+// recorderState is what MarshalState saves: everything a later row or the
+// summary depends on, and the files' bytes so far.
+type recorderState struct {
+	Columns       string // metrics.csv's header line: the run's columns
+	Rets, Lens    []float64
+	Head, N       int
+	Episodes      int64
+	RecentSum     float64
+	RecentN       int
+	Scalars       []float64
+	Set           []bool
+	Step, LastRow int64
+	Curve         []Point
+	WallNanos     int64
+	CSV, Events   []byte
+	Undeclared    string
+}
+
+// MarshalState returns the recorder's state at the last Step, for a
+// checkpoint that a later run continues from (Options.Resume). It flushes
+// metrics.csv and the event file and includes their bytes, so that the
+// resumed run's files hold exactly the rows written up to this step, even
+// when these files are lost with the process that wrote them.
+func (r *Recorder) MarshalState() ([]byte, error) {
+	st := recorderState{
+		Rets: r.rets, Lens: r.lens, Head: r.head, N: r.n, Episodes: r.episodes,
+		RecentSum: r.recentSum, RecentN: r.recentN, Scalars: r.scalars, Set: r.set,
+		Step: r.step, LastRow: r.lastRow, Curve: r.curve, WallNanos: int64(time.Since(r.start)),
+		Undeclared: r.undecl,
+	}
+	if r.csv != nil {
+		if r.err != nil {
+			return nil, r.err
+		}
+		if err := errors.Join(r.csv.Flush(), r.events.Flush()); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+		var err error
+		if st.CSV, err = os.ReadFile(r.csvFile.Name()); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+		if st.Events, err = os.ReadFile(filepath.Join(r.opt.Dir, EventsFile)); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+	}
+	st.Columns = string(r.header())
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(st); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// header is metrics.csv's first line for the recorder's columns.
+func (r *Recorder) header() []byte {
+	return []byte(strings.Join(append(baseColumns(), r.opt.Scalars...), ",") + "\n")
+}
+
+// restore loads a MarshalState into r and returns it.
+func (r *Recorder) restore(b []byte) (*recorderState, error) {
+	var st recorderState
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&st); err != nil {
+		return nil, fmt.Errorf("%w: resume state: %w", ErrOptions, err)
+	}
+	if h := string(r.header()); st.Columns != h {
+		return nil, fmt.Errorf("%w: resume state has the columns %q, this run %q", ErrOptions, strings.TrimSpace(st.Columns), strings.TrimSpace(h))
+	}
+	if len(st.Rets) != Window || len(st.Lens) != Window || len(st.Scalars) != len(r.scalars) || len(st.Set) != len(r.set) ||
+		st.Head < 0 || st.Head >= Window || st.N < 0 || st.N > Window || (st.CSV != nil && !bytes.HasPrefix(st.CSV, []byte(st.Columns))) {
+		return nil, fmt.Errorf("%w: resume state is malformed", ErrOptions)
+	}
+	r.rets, r.lens, r.head, r.n, r.episodes = st.Rets, st.Lens, st.Head, st.N, st.Episodes
+	r.recentSum, r.recentN, r.scalars, r.set = st.RecentSum, st.RecentN, st.Scalars, st.Set
+	r.step, r.lastRow, r.curve, r.undecl = st.Step, st.LastRow, st.Curve, st.Undeclared
+	r.nextRow = (st.Step/r.opt.LogEvery + 1) * r.opt.LogEvery
+	r.wallBefore = time.Duration(st.WallNanos)
+	step := st.Step
+	r.resumed = &step
+	return &st, nil
 }
 
 // Episode records one finished episode's return and length at step.
@@ -540,8 +651,8 @@ func (r *Recorder) Close(interrupted bool) (Summary, error) {
 		WallSeconds: wall, SPS: float64(r.step) / max(wall, 1e-9),
 		Episodes:           r.episodes,
 		FinalReturnMean100: mean, FinalReturnStd100: std, FinalLengthMean100: lenMean,
-		Interrupted: interrupted,
-		Status:      StatusCompleted, Reason: r.reason,
+		Interrupted: interrupted, ResumedFromStep: r.resumed,
+		Status: StatusCompleted, Reason: r.reason,
 		Machine: r.opt.Machine,
 	}
 	switch {

@@ -88,6 +88,11 @@ func (w *Segments) Start(obs []float32) {
 	w.obs = append(w.obs[:0], obs...)
 }
 
+// Observations are the observations the policy acts on next (N ×
+// observation size; the loop's own buffer, valid until the next Collect):
+// with Steps, the loop's state that a checkpoint saves and Start restores.
+func (w *Segments) Observations() []float32 { return w.obs }
+
 // Collect fills seg with seg.T steps of every env (seg.N must be the number
 // of envs) acting with the policy's current weights, whose version it
 // records.

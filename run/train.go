@@ -59,6 +59,12 @@ func Train(ctx context.Context, w io.Writer, res *algo.Resolved, o TrainOptions)
 	if !o.Quiet {
 		opt.Progress, opt.Bar = w, IsTerminal(w)
 	}
+	opt.Resumed = func(step int64, path string, skipped []string) {
+		for _, s := range skipped {
+			fmt.Fprintf(w, "skipped a damaged checkpoint: %s\n", s)
+		}
+		fmt.Fprintf(w, "resuming from step %d (%s)\n", step, path)
+	}
 	opt.Started = func() {
 		fmt.Fprintf(w, "training %s on %s, seed %d, %d steps%s → %s\n",
 			res.Header.Algo, res.Header.Env, res.Header.Seed, res.Header.Steps, StepsNote(res), res.Header.Out)

@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SECTIONS=(cold speed learn shared nn env replay persist hts pal remote dist minatar layout)
+SECTIONS=(cold speed learn shared nn env replay persist hts pal remote dist minatar layout resume)
 if [ "${1:-}" = "--list" ]; then printf '%s\n' "${SECTIONS[@]}"; exit 0; fi
 WANT=("$@")
 [ ${#WANT[@]} -eq 0 ] && WANT=("${SECTIONS[@]}")
@@ -145,6 +145,10 @@ sec_minatar() { # MinAtar: herd's step vs MinAtar's, both on core 0, two rounds
 }
 sec_layout() { # Code layout: cmd/herd lines, layering test, duplicate pairs
   run bash scripts/layout.sh
+}
+sec_resume() { # Resume: the checkpoint container, and a PPO CartPole checkpoint's cost and size
+  run go test -run XXX -bench . -benchtime 20x -count 3 ./internal/trainstate
+  run go test -run XXX -bench BenchmarkCheckpoint -benchtime 5x -count 3 ./algo/ppo
 }
 
 for w in "${WANT[@]}"; do

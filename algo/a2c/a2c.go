@@ -115,6 +115,7 @@ func Spec() algo.Spec {
 		Train:      onpolicy.TrainFunc("a2c", Train),
 		LoadPolicy: LoadPolicy,
 		Pieces:     onpolicy.PiecesFunc("a2c", Pieces),
+		Resumable:  true,
 	}
 }
 

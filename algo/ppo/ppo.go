@@ -2,6 +2,7 @@ package ppo
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -162,6 +163,7 @@ func Spec() algo.Spec {
 		Train:      onpolicy.TrainFunc("ppo", Train),
 		LoadPolicy: LoadPolicy,
 		Pieces:     onpolicy.PiecesFunc("ppo", Pieces),
+		Resumable:  true,
 	}
 }
 
@@ -215,6 +217,7 @@ type learner struct {
 	*onpolicy.Learner // agent, Adam, GAE buffers, versions
 	cfg               *Config
 	rMB               *rand.Rand
+	mbSrc             *rand.PCG // rMB's source, which a checkpoint saves
 	mb                *minibatch
 	loss              *losses
 	bInds             []int
@@ -241,7 +244,8 @@ func newLearner(h algo.Header, cfg *Config, sp algo.Spaces) (*learner, error) {
 		return nil, err
 	}
 	base.Delayed = cfg.DelayedGradient
-	l := &learner{Learner: base, cfg: cfg, rMB: rng.New(h.Seed, "ppo/minibatch", 0), iterations: numIterations}
+	src := rng.Source(h.Seed, "ppo/minibatch", 0)
+	l := &learner{Learner: base, cfg: cfg, rMB: rand.New(src), mbSrc: src, iterations: numIterations}
 	l.mb = newMinibatch(base.Agent.ObsDim, base.Agent.ActDim)
 	l.loss = newLosses(cfg, l.mb)
 	l.loss.vn = base.Agent.VNorm
@@ -342,6 +346,46 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 		{Name: "losses/clipfrac", Value: loss.clipFracSum / float64(loss.minibatches)},
 		{Name: "losses/explained_variance", Value: onpolicy.ExplainedVariance(seg.Values, l.Returns)},
 	}, nil
+}
+
+// MarshalLearnerState saves what PPO's learner carries from one Learn to
+// the next besides onpolicy's Learner (onpolicy.LearnerState): the
+// minibatch stream and the row order, which each epoch shuffles in place.
+func (l *learner) MarshalLearnerState() ([]byte, error) {
+	b, err := l.mbSrc.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	b = binary.LittleEndian.AppendUint32(append([]byte{byte(len(b))}, b...), uint32(len(l.bInds)))
+	for _, i := range l.bInds {
+		b = binary.LittleEndian.AppendUint32(b, uint32(i))
+	}
+	return b, nil
+}
+
+// UnmarshalLearnerState restores what MarshalLearnerState saved.
+func (l *learner) UnmarshalLearnerState(b []byte) error {
+	bad := fmt.Errorf("%w: ppo: a learner state of %d bytes is malformed", algo.ErrCheckpoint, len(b))
+	if len(b) < 1 || len(b) < 1+int(b[0])+4 {
+		return bad
+	}
+	if err := l.mbSrc.UnmarshalBinary(b[1 : 1+b[0]]); err != nil {
+		return fmt.Errorf("ppo: %w", err)
+	}
+	b = b[1+b[0]:]
+	n := int(binary.LittleEndian.Uint32(b))
+	if b = b[4:]; len(b) != 4*n {
+		return bad
+	}
+	inds := make([]int, n)
+	for k := range inds {
+		inds[k] = int(binary.LittleEndian.Uint32(b[4*k:]))
+		if inds[k] >= n {
+			return bad
+		}
+	}
+	l.bInds = inds
+	return nil
 }
 
 // SetReducer makes the learner one of the r.Learners() data-parallel

@@ -240,7 +240,8 @@ func TestCLIFailedRunLeavesEarlierRunUntouched(t *testing.T) {
 		{"--set", "learning_rate=.inf", "--force"}, // non-finite setting
 		{"--set", "buffer_size=1"},                 // a key PPO does not have
 		{},                                         // no --force
-		{"--resume"},                               // no algorithm can resume
+		{"--resume", "--set", "learning_rate=1e-3"},   // a setting changed
+		{"--resume", "--set", "runtime.executor=hts"}, // an executor that cannot resume
 	} {
 		r := herd(t, dir, append(small, args...)...)
 		if r.code != 1 {
@@ -250,8 +251,13 @@ func TestCLIFailedRunLeavesEarlierRunUntouched(t *testing.T) {
 			t.Fatalf("%v changed the earlier run", args)
 		}
 	}
-	if r := herd(t, dir, append(small, "--resume")...); !strings.Contains(r.stderr, "cannot resume") {
-		t.Errorf("--resume: %s", r.stderr)
+	if r := herd(t, dir, append(small, "--resume", "--set", "learning_rate=1e-3")...); !strings.Contains(r.stderr, "cannot resume") ||
+		!strings.Contains(r.stderr, "ppo.learning_rate 0.00025 (this run: 0.001)") {
+		t.Errorf("--resume with another learning rate: %s", r.stderr)
+	}
+	if r := herd(t, dir, append(small, "--resume", "--set", "runtime.executor=hts")...); !strings.Contains(r.stderr, "cannot resume") ||
+		!strings.Contains(r.stderr, "ppo under executor hts") {
+		t.Errorf("--resume under hts: %s", r.stderr)
 	}
 }
 

@@ -35,14 +35,15 @@ algorithm) and the flags, which override the file. Algorithms: ` + algoNames() +
 
 The run directory (--out) must not hold a run already: --force replaces it
 (only once the new run has trained and written all its files; a run
-that fails leaves the earlier one as it was), --resume would continue it but no
-algorithm can resume today (checkpoints hold the weights only), so it fails
-with the reason. Nothing is written before the configuration, the env and
-the memory estimate have been checked, and the files appear together at the
-end; a lock keeps a second process out of the directory.
+that fails leaves the earlier one as it was), --resume continues it from its
+newest checkpoint (DIR/checkpoints; ppo and a2c under the local executor,
+bit for bit; the other algorithms and executors refuse with the reason).
+Nothing is written before the configuration, the env and the memory
+estimate have been checked, and the files appear together at the end; a
+lock keeps a second process out of the directory.
 
-Ctrl-C stops training, saves the checkpoint and the metrics, and exits with
-status 130; a second Ctrl-C exits at once. A loss, gradient or parameter
+Ctrl-C (or SIGTERM) stops training, saves the model, the checkpoint and the
+metrics, and exits with status 130; a second Ctrl-C exits at once. A loss, gradient or parameter
 that becomes NaN or infinite stops the run: the last finite weights are
 saved, summary.json says "diverged", and the status is 1.
 
@@ -50,7 +51,8 @@ Executors (runtime.executor; docs/guide/executors.md has the full table):
 ` + algo.Matrix{Executors: run.Executors(), Specs: all.Specs()}.Text(),
 		Example: `  herd train --config configs/ppo-cartpole.yaml
   herd train --config configs/ppo-cartpole.yaml --seed 2 --steps 100000 --set learning_rate=3e-4
-  herd train --algo ppo --env Acrobot-v1 --steps 500000`,
+  herd train --algo ppo --env Acrobot-v1 --steps 500000
+  herd train --config configs/ppo-cartpole.yaml --out runs/p --resume`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := resolveWith(cmd, &f, all.Specs())
@@ -77,7 +79,7 @@ Executors (runtime.executor; docs/guide/executors.md has the full table):
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress output")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
 	fl.BoolVar(&f.force, "force", false, "replace a run already in --out")
-	fl.BoolVar(&f.resume, "resume", false, "continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
+	fl.BoolVar(&f.resume, "resume", false, "continue the run in --out from its newest checkpoint (ppo and a2c, local executor; a changed setting other than steps and logging is refused)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve live metrics for Prometheus at http://ADDR/metrics (a port alone binds 127.0.0.1, e.g. :9090)")
 	fl.IntVar(&f.evalEpisodes, "eval-episodes", 0, "after training, evaluate the greedy policy for this many episodes (into summary.json)")
 	return cmd

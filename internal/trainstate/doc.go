@@ -1,5 +1,5 @@
 // Package trainstate is the on-disk container of a resumable run's full
-// training state (issue 39): a versioned header naming the algorithm, the
+// training state: a versioned header naming the algorithm, the
 // env, the hash of the herd config and the env step it was taken at, then
 // named opaque sections (weights, optimizer moments, random streams' states,
 // env states, replay contents, counters), then a SHA-256 of all the bytes

@@ -73,6 +73,22 @@ func Create(path string) (*Writer, error) {
 	return w, nil
 }
 
+// CreateWith creates (or truncates) the event file at path holding prefix,
+// the bytes of an earlier Writer's file up to a point (read back after its
+// Flush), and appends to it: a resumed run continues its event file where
+// its checkpoint was taken.
+func CreateWith(path string, prefix []byte) (*Writer, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("tfevents: %w", err)
+	}
+	w := &Writer{f: f, w: bufio.NewWriter(f)}
+	if _, err := w.w.Write(prefix); err != nil {
+		w.err = fmt.Errorf("tfevents: %w", err)
+	}
+	return w, nil
+}
+
 func wallSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
 // Scalars writes one event at step holding a (tag, value) pair per tag.

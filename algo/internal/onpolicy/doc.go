@@ -28,7 +28,19 @@
 //		stats, _ := learner.Learn(ctx, seg)   // Begin (GAE), the algorithm's update
 //		policy.SetWeights(learner.Weights())  // the next rollout acts with them
 //		// log stats, rt.Log.Step(globalStep)
+//		// checkpoint when rt.Checkpoints says one is due
 //	}
+//
+// With rt.Checkpoints set (algo.TrainRun, for `herd train`), the loop saves
+// its whole state at iteration boundaries — every checkpoint_every steps,
+// when ctx is cancelled and at the end — and a resumed run restores it
+// before the first iteration (resume.go: the parameters, the optimizer's
+// state, the Learn count and the algorithm's own LearnerState, the
+// sampler's stream, each env's env.MarshalChain, the loop's counters and
+// next observations), so that it continues bit for bit. A cancellation
+// then lets the iteration under way finish its update, so that the
+// interrupted run's checkpoint is at a boundary. Envs whose state cannot
+// be saved turn the checkpoints off (Checkpoints.Disable).
 //
 // Inside a learner's update, per minibatch:
 //

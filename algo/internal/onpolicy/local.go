@@ -2,7 +2,9 @@ package onpolicy
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 
 	"herd/algo"
 	"herd/internal/rng"
@@ -33,7 +35,8 @@ func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, lc Local, pi
 	numIterations := int(h.Steps / int64(lc.NumEnvs*lc.NumSteps))
 
 	// Seeds: one stream per role (internal/rng).
-	rAct := rng.New(h.Seed, name+"/actor", 0)
+	actSrc := rng.Source(h.Seed, name+"/actor", 0) // kept: a checkpoint saves its state
+	rAct := rand.New(actSrc)
 	envSeed := int64(rng.Derive(h.Seed, name+"/env", 0) >> 1)
 
 	// Envs, and the pieces for their spaces.
@@ -83,9 +86,58 @@ func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, lc Local, pi
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 
-	var globalStep int64
-	for iteration := 1; iteration <= numIterations; iteration++ {
+	// Checkpoints (algo.Checkpoints): the loop's whole state at an
+	// iteration boundary, restored here when the run resumes.
+	st := &local{learner: learner, sl: sl, sampler: actSrc, worker: worker, envs: envs}
+	ck := rt.Checkpoints
+	if ck != nil {
+		if err := st.snapshotable(); err != nil {
+			if ck.Restored() != nil {
+				return nil, fmt.Errorf("%s: cannot resume: %w", name, err)
+			}
+			ck.Disable(err.Error())
+			ck = nil
+		}
+	}
+	if ck != nil && ck.Restored() != nil {
+		if err := st.restore(ck.Restored()); err != nil {
+			return nil, fmt.Errorf("%s: resume from step %d: %w", name, ck.Restored().Header.Step, err)
+		}
+	}
+	save := func() error {
+		if ck == nil {
+			return nil
+		}
+		sections, err := st.save()
+		if err == nil {
+			err = ck.Save(st.step, sections)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: checkpoint at step %d not saved: %w", name, st.step, err)
+		}
+		return nil
+	}
+
+	// An iteration is the unit of a checkpoint, so a cancellation stops
+	// the loop between iterations: the update of a segment already
+	// gathered is not cut (learnCtx), and the interrupted run's
+	// checkpoint is at the boundary where it stopped.
+	learnCtx := ctx
+	if ck != nil {
+		learnCtx = context.WithoutCancel(ctx)
+	}
+	for st.iteration < numIterations {
 		if err := ctx.Err(); err != nil {
+			// A diverged run (the guard's cancel) keeps no checkpoint
+			// of its non-finite parameters. A failed write is the
+			// caller's to report (Checkpoints.Err), the run being
+			// interrupted all the same; a state that could not be
+			// gathered is this loop's failure.
+			if !errors.Is(context.Cause(ctx), algo.ErrDiverged) {
+				if serr := save(); serr != nil && ck.Err() == nil {
+					return agent, serr
+				}
+			}
 			return agent, err
 		}
 		// Rollout: NumSteps steps of every env with the current policy
@@ -93,20 +145,29 @@ func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, lc Local, pi
 		if err := worker.Collect(seg); err != nil {
 			return agent, fmt.Errorf("%s: %w", name, err)
 		}
-		globalStep = rollout.LogEpisodes(rt.Log, seg, globalStep)
+		st.step = rollout.LogEpisodes(rt.Log, seg, st.step)
 
 		// Learn: advantages, then the algorithm's update (the next
 		// rollout acts with the new weights).
-		stats, err := sl.Learn(ctx, seg)
+		stats, err := sl.Learn(learnCtx, seg)
 		if err != nil {
 			return agent, fmt.Errorf("%s: %w", name, err)
 		}
+		st.iteration++
 
 		// Log.
 		for _, s := range stats {
 			rt.Log.Scalar(s.Name, s.Value)
 		}
-		rt.Log.Step(globalStep)
+		rt.Log.Step(st.step)
+		if ck != nil && ck.Due(st.step) && st.iteration < numIterations {
+			if err := save(); err != nil {
+				return agent, err
+			}
+		}
+	}
+	if err := save(); err != nil {
+		return agent, err
 	}
 	return agent, nil
 }

@@ -1,0 +1,219 @@
+package onpolicy
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"herd/algo"
+	"herd/env"
+	"herd/internal/trainstate"
+	"herd/nn"
+	"herd/rollout"
+)
+
+// Sections of the local loop's checkpoint (algo.Checkpoints).
+const (
+	secParams    = "agent/params"    // every parameter's values, in Agent.Params order
+	secOptimizer = "agent/optimizer" // nn.StatefulOptimizer state
+	secLearner   = "learner"         // Learn calls so far, and the algorithm's own (LearnerState)
+	secSampler   = "rng/actor"       // the sampler's stream (PCG)
+	secLoop      = "loop"            // iteration, global step, loop steps, next observations
+	secEnv       = "env/"            // + env index: env.MarshalChain
+)
+
+// LearnerState is implemented by an algorithm's learner that keeps state
+// of its own across Learn calls beyond the Learner's (PPO: the minibatch
+// stream and the index order it shuffles in place), for checkpoints.
+type LearnerState interface {
+	MarshalLearnerState() ([]byte, error)
+	UnmarshalLearnerState(b []byte) error
+}
+
+// envsOf is a vector whose envs can be reached one by one (env.SyncVector).
+type envsOf interface{ Env(i int) env.Env }
+
+// local is the local executor's loop state: what a checkpoint saves and a
+// resumed run restores, bit for bit.
+type local struct {
+	learner   *Learner
+	sl        algo.SegmentLearner
+	sampler   *rand.PCG
+	worker    *rollout.Segments
+	envs      env.Vector
+	iteration int   // the last iteration done
+	step      int64 // global env steps done
+}
+
+// snapshotable reports why the loop's state cannot be saved, or nil.
+func (lc *local) snapshotable() error {
+	if _, ok := lc.learner.Opt.(nn.StatefulOptimizer); !ok {
+		return fmt.Errorf("optimizer %T cannot save its state", lc.learner.Opt)
+	}
+	v, ok := lc.envs.(envsOf)
+	if !ok {
+		return fmt.Errorf("%w: vector %T does not expose its envs", env.ErrNoSnapshot, lc.envs)
+	}
+	for i := range lc.envs.NumEnvs() {
+		if _, err := env.MarshalChain(v.Env(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// save returns the loop's state as checkpoint sections.
+func (lc *local) save() (map[string][]byte, error) {
+	l := lc.learner
+	params := l.Agent.Params()
+	out := map[string][]byte{}
+	var b []byte
+	for _, p := range params {
+		b = appendF32s(b, p.Value)
+	}
+	out[secParams] = b
+	opt, ok := l.Opt.(nn.StatefulOptimizer)
+	if !ok {
+		return nil, fmt.Errorf("optimizer %T cannot save its state", l.Opt)
+	}
+	ob, err := opt.MarshalState(params)
+	if err != nil {
+		return nil, err
+	}
+	out[secOptimizer] = ob
+	lb := binary.LittleEndian.AppendUint64(nil, l.n)
+	if ls, ok := lc.sl.(LearnerState); ok {
+		own, err := ls.MarshalLearnerState()
+		if err != nil {
+			return nil, err
+		}
+		lb = append(lb, own...)
+	}
+	out[secLearner] = lb
+	if out[secSampler], err = lc.sampler.MarshalBinary(); err != nil {
+		return nil, err
+	}
+	loop := binary.LittleEndian.AppendUint64(nil, uint64(lc.iteration))
+	loop = binary.LittleEndian.AppendUint64(loop, uint64(lc.step))
+	loop = binary.LittleEndian.AppendUint64(loop, uint64(lc.worker.Steps))
+	out[secLoop] = appendF32s(loop, lc.worker.Observations())
+	v, ok := lc.envs.(envsOf)
+	if !ok {
+		return nil, fmt.Errorf("%w: vector %T does not expose its envs", env.ErrNoSnapshot, lc.envs)
+	}
+	for i := range lc.envs.NumEnvs() {
+		eb, err := env.MarshalChain(v.Env(i))
+		if err != nil {
+			return nil, err
+		}
+		out[fmt.Sprintf("%s%d", secEnv, i)] = eb
+	}
+	return out, nil
+}
+
+// restore loads a checkpoint's state into the freshly built loop.
+func (lc *local) restore(s *trainstate.State) error {
+	l := lc.learner
+	get := func(name string) ([]byte, error) {
+		b, ok := s.Sections[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, name)
+		}
+		return b, nil
+	}
+	b, err := get(secParams)
+	if err != nil {
+		return err
+	}
+	params := l.Agent.Params()
+	n := 0
+	for _, p := range params {
+		n += len(p.Value)
+	}
+	if len(b) != 4*n {
+		return fmt.Errorf("%w: %d bytes of parameters for %d values", trainstate.ErrCorrupt, len(b), n)
+	}
+	for _, p := range params {
+		b = readF32s(p.Value, b)
+	}
+	if b, err = get(secOptimizer); err != nil {
+		return err
+	}
+	opt, ok := l.Opt.(nn.StatefulOptimizer)
+	if !ok {
+		return fmt.Errorf("optimizer %T cannot restore its state", l.Opt)
+	}
+	if err := opt.UnmarshalState(params, b); err != nil {
+		return err
+	}
+	if b, err = get(secLearner); err != nil {
+		return err
+	}
+	if len(b) < 8 {
+		return fmt.Errorf("%w: section %s is short", trainstate.ErrCorrupt, secLearner)
+	}
+	l.n = binary.LittleEndian.Uint64(b)
+	if ls, ok := lc.sl.(LearnerState); ok {
+		if err := ls.UnmarshalLearnerState(b[8:]); err != nil {
+			return err
+		}
+	} else if len(b) != 8 {
+		return fmt.Errorf("%w: section %s has %d bytes", trainstate.ErrCorrupt, secLearner, len(b))
+	}
+	if b, err = get(secSampler); err != nil {
+		return err
+	}
+	if err := lc.sampler.UnmarshalBinary(b); err != nil {
+		return err
+	}
+	if b, err = get(secLoop); err != nil {
+		return err
+	}
+	obs := lc.worker.Observations()
+	if len(b) != 24+4*len(obs) {
+		return fmt.Errorf("%w: section %s has %d bytes for %d observation values", trainstate.ErrCorrupt, secLoop, len(b), len(obs))
+	}
+	lc.iteration = int(binary.LittleEndian.Uint64(b))
+	lc.step = int64(binary.LittleEndian.Uint64(b[8:]))
+	lc.worker.Steps = int64(binary.LittleEndian.Uint64(b[16:]))
+	next := make([]float32, len(obs))
+	readF32s(next, b[24:])
+	lc.worker.Start(next)
+	if lc.step != s.Header.Step {
+		return fmt.Errorf("%w: the loop is at step %d, the header says %d", trainstate.ErrCorrupt, lc.step, s.Header.Step)
+	}
+	v, ok := lc.envs.(envsOf)
+	if !ok {
+		return fmt.Errorf("%w: vector %T does not expose its envs", env.ErrNoSnapshot, lc.envs)
+	}
+	for i := range lc.envs.NumEnvs() {
+		eb, err := get(fmt.Sprintf("%s%d", secEnv, i))
+		if err != nil {
+			return err
+		}
+		if err := env.UnmarshalChain(v.Env(i), eb); err != nil {
+			return err
+		}
+	}
+	if _, err := get(fmt.Sprintf("%s%d", secEnv, lc.envs.NumEnvs())); err == nil {
+		return errors.New("the checkpoint holds more envs than num_envs")
+	}
+	return nil
+}
+
+func appendF32s(b []byte, v []float32) []byte {
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	return b
+}
+
+// readF32s fills dst from the front of b and returns the rest.
+func readF32s(dst []float32, b []byte) []byte {
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return b[4*len(dst):]
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"herd/metrics"
+)
+
+// resumeConfig is a short seeded PPO run with a checkpoint every 2048 env
+// steps, which no rollout of 4 × 96 = 384 steps divides.
+const resumeConfig = `algo: ppo
+env: CartPole-v1
+seed: 5
+steps: 122880
+log_every: 1000
+checkpoint_every: 2048
+checkpoint_keep: 2
+ppo:
+  num_envs: 4
+  num_steps: 96
+`
+
+// checkpointsIn lists the checkpoint files of the run in out.
+func checkpointsIn(out string) []string {
+	ents, _ := os.ReadDir(filepath.Join(out, "checkpoints"))
+	var names []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".herdstate") {
+			names = append(names, e.Name())
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestCLIResumeAfterSIGTERMAndSIGKILL: a herd train stopped by SIGTERM
+// (status 130, a checkpoint written on the way out), resumed, then killed
+// with SIGKILL mid-run (its newest periodic checkpoint is all that is
+// left; the files of the run being written are lost) and resumed again,
+// ends with the same model.safetensors bytes and the same metrics.csv
+// rows, wall-clock columns aside, as the run never stopped; summary.json
+// records the step it resumed from. A resume with a changed setting, or of
+// another algorithm, is refused naming the difference and changes
+// nothing.
+func TestCLIResumeAfterSIGTERMAndSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	a2c := strings.Replace(strings.Replace(resumeConfig, "algo: ppo", "algo: a2c", 1), "ppo:", "a2c:", 1)
+	if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(resumeConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a2c.yaml"), []byte(a2c), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := func(out string, more ...string) []string {
+		return append([]string{"train", "--config", "c.yaml", "--quiet", "--out", out}, more...)
+	}
+	if r := herd(t, dir, args("whole")...); r.code != 0 {
+		t.Fatalf("uninterrupted run: exit %d\n%s", r.code, r.stderr)
+	}
+	out := filepath.Join(dir, "cut")
+	newer := func(than []string) func() bool {
+		return func() bool {
+			now := checkpointsIn(out)
+			return len(now) > 0 && (len(than) == 0 || now[len(now)-1] > than[len(than)-1])
+		}
+	}
+
+	// SIGTERM once the first checkpoint is there.
+	cmd, so, se := start(t, dir, args("cut")...)
+	waitFor(t, "a first checkpoint", newer(nil))
+	cmd.Process.Signal(syscall.SIGTERM)
+	if r := finish(t, cmd, so, se, time.Minute); r.code != 130 {
+		t.Fatalf("SIGTERM: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	s, err := metrics.ReadSummary(filepath.Join(out, "summary.json"))
+	if err != nil || s.Status != metrics.StatusInterrupted {
+		t.Fatalf("after SIGTERM: %+v %v", s, err)
+	}
+	if s.Steps >= 122880 {
+		t.Skip("the run ended before SIGTERM reached it")
+	}
+
+	// A changed setting or another algorithm: refused, nothing changed.
+	before := checkpointsIn(out)
+	summary, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+	for _, c := range []struct{ more, want []string }{
+		{[]string{"--set", "learning_rate=1e-3"}, []string{"cannot resume", "ppo.learning_rate 0.00025 (this run: 0.001)"}},
+		{[]string{"--set", "num_envs=8", "--seed", "6"}, []string{"ppo.num_envs 4 (this run: 8)", "seed 5 (this run: 6)"}},
+		{[]string{"--config", "a2c.yaml"}, []string{"algorithm ppo, not a2c"}},
+		{[]string{"--env", "Acrobot-v1"}, []string{"env CartPole-v1, not Acrobot-v1"}},
+	} {
+		r := herd(t, dir, args("cut", append(c.more, "--resume")...)...)
+		for _, w := range c.want {
+			if r.code != 1 || !strings.Contains(r.stderr, w) {
+				t.Errorf("--resume %v: exit %d, want 1 and %q in\n%s", c.more, r.code, w, r.stderr)
+			}
+		}
+		after, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+		if !slices.Equal(before, checkpointsIn(out)) || !bytes.Equal(summary, after) {
+			t.Fatalf("--resume %v changed the run", c.more)
+		}
+	}
+
+	// Resume, then SIGKILL once it has written a newer checkpoint.
+	cmd, so, se = start(t, dir, args("cut", "--resume")...)
+	waitFor(t, "a checkpoint after the resume", newer(before))
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	finish(t, cmd, so, se, time.Minute)
+	if !strings.Contains(so.String(), "resuming from step") {
+		t.Fatalf("the resumed run did not say where it resumed:\n%s", so)
+	}
+	if len(checkpointsIn(out)) > 2 {
+		t.Fatalf("checkpoint_keep 2 kept %v", checkpointsIn(out))
+	}
+
+	r := herd(t, dir, args("cut", "--resume")...)
+	if r.code != 0 || !strings.Contains(r.stdout, "resuming from step") {
+		t.Fatalf("resume after SIGKILL: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	want, _ := os.ReadFile(filepath.Join(dir, "whole", "model.safetensors"))
+	got, _ := os.ReadFile(filepath.Join(out, "model.safetensors"))
+	if len(want) == 0 || !bytes.Equal(got, want) {
+		t.Fatal("the resumed run's model.safetensors differs from the uninterrupted run's")
+	}
+	wm, _ := os.ReadFile(filepath.Join(dir, "whole", "metrics.csv"))
+	gm, _ := os.ReadFile(filepath.Join(out, "metrics.csv"))
+	ws, err1 := metrics.DropWallColumns(wm)
+	gs, err2 := metrics.DropWallColumns(gm)
+	if err1 != nil || err2 != nil || ws != gs {
+		t.Fatalf("metrics.csv differs (%v, %v):\n%s\nresumed:\n%s", err1, err2, ws, gs)
+	}
+	s, err = metrics.ReadSummary(filepath.Join(out, "summary.json"))
+	if err != nil || s.Status != metrics.StatusCompleted || s.ResumedFromStep == nil || *s.ResumedFromStep <= 0 {
+		t.Fatalf("summary %+v, %v", s, err)
+	}
+}
