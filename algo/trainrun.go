@@ -292,6 +292,14 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		}
 	}
 	switch {
+	case ck != nil && ck.Disabled() != "":
+		rec.SetCheckpoints("off: " + ck.Disabled())
+	case ck != nil:
+		rec.SetCheckpoints("on")
+	case dir != "":
+		rec.SetCheckpoints("off: " + notResumable(res, ex.Name, false))
+	}
+	switch {
 	case diverged != nil:
 		rec.SetStatus(metrics.StatusDiverged, diverged.Error())
 	case len(failures) > 0:
@@ -336,19 +344,22 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 
 // cannotResume says why the run res cannot be resumed under executor ex.
 func cannotResume(res *Resolved, ex string, noFiles bool) error {
+	return fmt.Errorf("%w %s: %s; use --force to train it again from scratch, or another --out", ErrCannotResume, res.Header.Out, notResumable(res, ex, noFiles))
+}
+
+// notResumable says why the run res writes no checkpoints under executor
+// ex (summary.json's checkpoints note, and --resume's refusal).
+func notResumable(res *Resolved, ex string, noFiles bool) string {
 	h := res.Header
-	var why string
 	switch {
 	case noFiles:
-		why = "a run without a run directory has no checkpoint"
+		return "a run without a run directory has no checkpoint"
 	case !res.Spec.Resumable:
-		why = fmt.Sprintf("%s (executor %s) saves no training state to continue from yet, only its final weights", h.Algo, ex)
+		return fmt.Sprintf("%s (executor %s) saves no training state to continue from yet, only its final weights", h.Algo, ex)
 	case ex != LocalExecutor:
-		why = fmt.Sprintf("%s under executor %s saves no training state to continue from yet; only its local executor does", h.Algo, ex)
-	default:
-		why = fmt.Sprintf("%s with a multiagent section (executor %s) saves no training state to continue from yet", h.Algo, ex)
+		return fmt.Sprintf("%s under executor %s saves no training state to continue from yet; only its local executor does", h.Algo, ex)
 	}
-	return fmt.Errorf("%w %s: %s; use --force to train it again from scratch, or another --out", ErrCannotResume, h.Out, why)
+	return fmt.Sprintf("%s with a multiagent section (executor %s) saves no training state to continue from yet", h.Algo, ex)
 }
 
 // withAlgo prefixes err with the algorithm's name unless the algorithm's

@@ -708,3 +708,38 @@ func TestResumeDirRules(t *testing.T) {
 		t.Fatalf("metrics.csv rows at %v", steps)
 	}
 }
+
+// TestCheckpointsNote: summary.json says whether the run wrote
+// checkpoints, and why not: on for a resumable run, off with the
+// algorithm's own reason (Checkpoints.Disable), off naming the algorithm
+// for one that cannot resume.
+func TestCheckpointsNote(t *testing.T) {
+	disabled := func(t *testing.T, out string) *Resolved {
+		res := resumableRun(t, out)
+		train := res.Spec.Train
+		res.Spec.Train = func(ctx context.Context, rt *Runtime, c Config) (Model, error) {
+			rt.Checkpoints.Disable("env x cannot save its state")
+			return train(ctx, rt, c)
+		}
+		return res
+	}
+	plain := func(t *testing.T, out string) *Resolved { return scriptRun(t, out) }
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T, string) *Resolved
+		want string
+	}{
+		{"on", func(t *testing.T, out string) *Resolved { return resumableRun(t, out) }, `"checkpoints": "on"`},
+		{"disabled", disabled, `"checkpoints": "off: env x cannot save its state"`},
+		{"not resumable", plain, `saves no training state to continue from yet`},
+	} {
+		out := filepath.Join(t.TempDir(), "run")
+		if _, err := TrainRun(context.Background(), c.run(t, out), RunOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+		if err != nil || !strings.Contains(string(b), c.want) {
+			t.Errorf("%s: summary.json lacks %s (%v):\n%s", c.name, c.want, err, b)
+		}
+	}
+}

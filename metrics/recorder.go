@@ -136,6 +136,9 @@ type Summary struct {
 	// ResumedFromStep is the step of the checkpoint the run continued
 	// from (Options.Resume); left out for a run trained from the start.
 	ResumedFromStep *int64 `json:"resumed_from_step,omitempty"`
+	// Checkpoints says whether the run wrote resumable checkpoints
+	// ("on") or why not ("off: …"); left out when not set (SetCheckpoints).
+	Checkpoints string `json:"checkpoints,omitempty"`
 	// Deterministic evaluation after training (SetEval); EvalEpisodes is 0
 	// when none ran, and the two return fields are then left out of the
 	// JSON.
@@ -203,30 +206,31 @@ type Recorder struct {
 	recentSum  float64 // returns of episodes since the last row
 	recentN    int
 
-	scalars   []float64 // current value per declared scalar, NaN = none yet
-	index     map[string]int
-	undecl    string
-	step      int64
-	nextRow   int64
-	lastRow   int64
-	curve     []Point
-	csvFile   *os.File
-	csv       *bufio.Writer
-	events    *tfevents.Writer
-	tags      []string  // TensorBoard tags: baseTags, then the scalars
-	tagVals   []float64 // reused row of values for events and Live
-	line      []byte
-	err       error
-	bar       *progressbar.ProgressBar
-	lastDraw  time.Time
-	closed    bool
-	finalized Summary
-	evalRets  []float64
-	evalTeams map[string][]float64
-	set       []bool // scalar i has been given a value
-	status    string // SetStatus; "" = from Close's argument
-	reason    string
-	resumed   *int64 // the step of Options.Resume's state
+	scalars     []float64 // current value per declared scalar, NaN = none yet
+	index       map[string]int
+	undecl      string
+	step        int64
+	nextRow     int64
+	lastRow     int64
+	curve       []Point
+	csvFile     *os.File
+	csv         *bufio.Writer
+	events      *tfevents.Writer
+	tags        []string  // TensorBoard tags: baseTags, then the scalars
+	tagVals     []float64 // reused row of values for events and Live
+	line        []byte
+	err         error
+	bar         *progressbar.ProgressBar
+	lastDraw    time.Time
+	closed      bool
+	finalized   Summary
+	evalRets    []float64
+	evalTeams   map[string][]float64
+	set         []bool // scalar i has been given a value
+	status      string // SetStatus; "" = from Close's argument
+	reason      string
+	checkpoints string // SetCheckpoints
+	resumed     *int64 // the step of Options.Resume's state
 	// wallBefore is the training time of the run before its resume.
 	wallBefore time.Duration
 }
@@ -564,6 +568,10 @@ func appendValue(b []byte, v float64) []byte {
 	return strconv.AppendFloat(b, v, 'g', -1, 64)
 }
 
+// SetCheckpoints records summary.json's checkpoints note: "on", or "off:"
+// and the reason. Call it before Close.
+func (r *Recorder) SetCheckpoints(note string) { r.checkpoints = note }
+
 // SetStatus overrides the status that Close would record (completed or
 // interrupted) with status and its reason, e.g. StatusDiverged and the
 // error that stopped the run. Call it before Close.
@@ -651,7 +659,7 @@ func (r *Recorder) Close(interrupted bool) (Summary, error) {
 		WallSeconds: wall, SPS: float64(r.step) / max(wall, 1e-9),
 		Episodes:           r.episodes,
 		FinalReturnMean100: mean, FinalReturnStd100: std, FinalLengthMean100: lenMean,
-		Interrupted: interrupted, ResumedFromStep: r.resumed,
+		Interrupted: interrupted, ResumedFromStep: r.resumed, Checkpoints: r.checkpoints,
 		Status: StatusCompleted, Reason: r.reason,
 		Machine: r.opt.Machine,
 	}
