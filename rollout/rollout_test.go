@@ -15,6 +15,9 @@ import (
 type alternate struct {
 	resets []int
 	short  bool // give one action too few
+	// shortStats gives every action but one log-prob and value too few,
+	// which only the loop, not the envs, can notice.
+	shortStats bool
 }
 
 func (p *alternate) Act(acts *algo.Acts, _ []float32, n int, step int64) error {
@@ -28,6 +31,9 @@ func (p *alternate) Act(acts *algo.Acts, _ []float32, n int, step int64) error {
 		a := float32((int64(i) + step/int64(n)) % 2)
 		acts.Actions = append(acts.Actions, a)
 		acts.EnvActions = append(acts.EnvActions, a)
+		if p.shortStats && i == m-1 {
+			break
+		}
 		acts.LogProbs = append(acts.LogProbs, -1)
 		acts.Values = append(acts.Values, 0.5)
 	}
@@ -162,6 +168,13 @@ func TestBadActions(t *testing.T) {
 	}
 	if err := s.Collect(seg); err == nil || !strings.Contains(err.Error(), "for 2 envs") {
 		t.Fatalf("segments: %v", err)
+	}
+	s = rollout.NewSegments(0, cartPoles(t, 2), &alternate{shortStats: true}, 0.99)
+	if err := s.Reset(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Collect(seg); err == nil || !strings.Contains(err.Error(), "1 log-probs and 1 values for 2 envs") {
+		t.Fatalf("segments, a log-prob and a value short: %v", err)
 	}
 }
 
