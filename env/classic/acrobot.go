@@ -38,7 +38,7 @@ type AcrobotConfig struct {
 // float32; later states are float64). Observation Box(6) = float32([cos θ₁,
 // sin θ₁, cos θ₂, sin θ₂, θ̇₁, θ̇₂]); action Discrete(3).
 type Acrobot struct {
-	episode
+	core.Episode
 	nips  bool
 	state [4]float64
 	obs   [6]float32
@@ -54,7 +54,7 @@ type Acrobot struct {
 
 // NewAcrobot returns an Acrobot; call Reset before Step.
 func NewAcrobot(cfg AcrobotConfig) (*Acrobot, error) {
-	a := &Acrobot{episode: episode{name: "Acrobot"}}
+	a := &Acrobot{Episode: core.Episode{Name: "Acrobot"}}
 	switch cfg.BookOrNips {
 	case "", "book":
 	case "nips":
@@ -79,11 +79,11 @@ func NewAcrobot(cfg AcrobotConfig) (*Acrobot, error) {
 
 func (a *Acrobot) ObservationSpace() core.Space { return a.obsSpace }
 func (a *Acrobot) ActionSpace() core.Space      { return a.actSpace }
-func (a *Acrobot) Close() error                 { return a.close() }
+func (a *Acrobot) Close() error                 { return a.Episode.Close() }
 
 // Reset draws the four state values in [−0.1, 0.1), rounded to float32.
 func (a *Acrobot) Reset(seed int64) ([]float32, core.Info, error) {
-	if err := a.checkReset(); err != nil {
+	if err := a.CheckReset(); err != nil {
 		return nil, core.Info{}, err
 	}
 	a.rng.Reset(seed)
@@ -105,7 +105,7 @@ func (a *Acrobot) observe() []float32 {
 
 // Step applies torque −1 (0), 0 (1) or +1 (2) for 0.2 s.
 func (a *Acrobot) Step(action []float32) ([]float32, float64, bool, bool, core.Info, error) {
-	if err := a.checkStep(); err != nil {
+	if err := a.CheckStep(); err != nil {
 		return nil, 0, false, false, core.Info{}, err
 	}
 	k, err := a.actSpace.Index(action)
@@ -122,7 +122,7 @@ func (a *Acrobot) Step(action []float32) ([]float32, float64, bool, bool, core.I
 	reward := -1.0
 	if term {
 		reward = 0.0
-		a.running = false
+		a.Running = false
 	}
 	return a.observe(), reward, term, false, core.Info{}, nil
 }
@@ -201,7 +201,7 @@ func (a *Acrobot) SetState(s []float64) ([]float32, error) {
 	if err := core.CheckState("Acrobot", s, 4); err != nil {
 		return nil, err
 	}
-	if err := a.checkReset(); err != nil {
+	if err := a.CheckReset(); err != nil {
 		return nil, err
 	}
 	copy(a.state[:], s)

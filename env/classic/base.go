@@ -1,42 +1,6 @@
 package classic
 
-import (
-	"fmt"
-
-	"herd/env/internal/core"
-)
-
-// episode is the bookkeeping every classic env shares: whether Step is
-// allowed (after Reset, before termination) and whether the env is closed.
-type episode struct {
-	name    string
-	running bool
-	closed  bool
-}
-
-func (e *episode) checkStep() error {
-	if e.closed {
-		return fmt.Errorf("%w: %s.Step", core.ErrClosed, e.name)
-	}
-	if !e.running {
-		return fmt.Errorf("%w: %s.Step before Reset or after the episode terminated", core.ErrNeedsReset, e.name)
-	}
-	return nil
-}
-
-func (e *episode) checkReset() error {
-	if e.closed {
-		return fmt.Errorf("%w: %s.Reset", core.ErrClosed, e.name)
-	}
-	e.running = true
-	return nil
-}
-
-func (e *episode) close() error {
-	e.closed = true
-	e.running = false
-	return nil
-}
+import "herd/env/internal/core"
 
 // uniform draws like NumPy's Generator.uniform(low, high): low + (high −
 // low)·U with U in [0, 1).

@@ -32,7 +32,7 @@ type CartPoleConfig struct {
 // Observation: Box(4) = float32(s). Action: Discrete(2). No allocation per
 // step.
 type CartPole struct {
-	episode
+	core.Episode
 	cfg   CartPoleConfig
 	state [4]float64
 	obs   [4]float32
@@ -47,7 +47,7 @@ type CartPole struct {
 
 // NewCartPole returns a CartPole; call Reset before Step.
 func NewCartPole(cfg CartPoleConfig) *CartPole {
-	c := &CartPole{episode: episode{name: "CartPole"}, cfg: cfg}
+	c := &CartPole{Episode: core.Episode{Name: "CartPole"}, cfg: cfg}
 	// Computed at run time in Python's order so that every constant is the
 	// same float64 Gymnasium uses (Go would fold constant expressions
 	// exactly, which can differ in the last bit).
@@ -70,11 +70,11 @@ func NewCartPole(cfg CartPoleConfig) *CartPole {
 
 func (c *CartPole) ObservationSpace() core.Space { return c.obsSpace }
 func (c *CartPole) ActionSpace() core.Space      { return c.actSpace }
-func (c *CartPole) Close() error                 { return c.close() }
+func (c *CartPole) Close() error                 { return c.Episode.Close() }
 
 // Reset draws a new start state.
 func (c *CartPole) Reset(seed int64) ([]float32, core.Info, error) {
-	if err := c.checkReset(); err != nil {
+	if err := c.CheckReset(); err != nil {
 		return nil, core.Info{}, err
 	}
 	c.rng.Reset(seed)
@@ -93,7 +93,7 @@ func (c *CartPole) observe() []float32 {
 
 // Step applies the force of action 0 (left) or 1 (right) for τ seconds.
 func (c *CartPole) Step(action []float32) ([]float32, float64, bool, bool, core.Info, error) {
-	if err := c.checkStep(); err != nil {
+	if err := c.CheckStep(); err != nil {
 		return nil, 0, false, false, core.Info{}, err
 	}
 	a, err := c.actSpace.Index(action)
@@ -109,7 +109,7 @@ func (c *CartPole) Step(action []float32) ([]float32, float64, bool, bool, core.
 		}
 	}
 	if term {
-		c.running = false
+		c.Running = false
 	}
 	return c.observe(), reward, term, false, core.Info{}, nil
 }
@@ -146,7 +146,7 @@ func (c *CartPole) SetState(s []float64) ([]float32, error) {
 	if err := core.CheckState("CartPole", s, 4); err != nil {
 		return nil, err
 	}
-	if err := c.checkReset(); err != nil {
+	if err := c.CheckReset(); err != nil {
 		return nil, err
 	}
 	copy(c.state[:], s)

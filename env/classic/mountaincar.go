@@ -26,7 +26,7 @@ type MountainCarConfig struct {
 // GoalVelocity; reward −1 every step. Reset: p uniform in [−0.6, −0.4), v =
 // 0. Observation Box(2) = float32(s); action Discrete(3).
 type MountainCar struct {
-	episode
+	core.Episode
 	state [2]float64
 	obs   [2]float32
 	rng   core.RNG
@@ -39,7 +39,7 @@ type MountainCar struct {
 
 // NewMountainCar returns a MountainCar; call Reset before Step.
 func NewMountainCar(cfg MountainCarConfig) *MountainCar {
-	c := &MountainCar{episode: episode{name: "MountainCar"}}
+	c := &MountainCar{Episode: core.Episode{Name: "MountainCar"}}
 	c.minPosition, c.maxPosition, c.maxSpeed, c.goalPosition = -1.2, 0.6, 0.07, 0.5
 	c.goalVelocity = cfg.GoalVelocity
 	c.force, c.gravity = 0.001, 0.0025
@@ -53,11 +53,11 @@ func NewMountainCar(cfg MountainCarConfig) *MountainCar {
 
 func (c *MountainCar) ObservationSpace() core.Space { return c.obsSpace }
 func (c *MountainCar) ActionSpace() core.Space      { return c.actSpace }
-func (c *MountainCar) Close() error                 { return c.close() }
+func (c *MountainCar) Close() error                 { return c.Episode.Close() }
 
 // Reset draws p in [−0.6, −0.4) with v = 0.
 func (c *MountainCar) Reset(seed int64) ([]float32, core.Info, error) {
-	if err := c.checkReset(); err != nil {
+	if err := c.CheckReset(); err != nil {
 		return nil, core.Info{}, err
 	}
 	c.rng.Reset(seed)
@@ -72,7 +72,7 @@ func (c *MountainCar) observe() []float32 {
 
 // Step pushes left (0), not at all (1) or right (2).
 func (c *MountainCar) Step(action []float32) ([]float32, float64, bool, bool, core.Info, error) {
-	if err := c.checkStep(); err != nil {
+	if err := c.CheckStep(); err != nil {
 		return nil, 0, false, false, core.Info{}, err
 	}
 	a, err := c.actSpace.Index(action)
@@ -90,7 +90,7 @@ func (c *MountainCar) Step(action []float32) ([]float32, float64, bool, bool, co
 	term := position >= c.goalPosition && velocity >= c.goalVelocity
 	c.state = [2]float64{position, velocity}
 	if term {
-		c.running = false
+		c.Running = false
 	}
 	return c.observe(), -1.0, term, false, core.Info{}, nil
 }
@@ -107,7 +107,7 @@ func (c *MountainCar) SetState(s []float64) ([]float32, error) {
 	if err := core.CheckState("MountainCar", s, 2); err != nil {
 		return nil, err
 	}
-	if err := c.checkReset(); err != nil {
+	if err := c.CheckReset(); err != nil {
 		return nil, err
 	}
 	copy(c.state[:], s)
@@ -128,7 +128,7 @@ func (c *MountainCar) SetState(s []float64) ([]float32, error) {
 // −0.4), v = 0. Observation Box(2) (unbounded in Gymnasium's docs, bounded
 // [−1.2, 0.6]×[−0.07, 0.07] in its space); action Box(1) in [−1, 1].
 type MountainCarContinuous struct {
-	episode
+	core.Episode
 	state [2]float64
 	obs   [2]float32
 	rng   core.RNG
@@ -141,7 +141,7 @@ type MountainCarContinuous struct {
 // NewMountainCarContinuous returns a MountainCarContinuous; call Reset
 // before Step.
 func NewMountainCarContinuous(cfg MountainCarConfig) *MountainCarContinuous {
-	c := &MountainCarContinuous{episode: episode{name: "MountainCarContinuous"}}
+	c := &MountainCarContinuous{Episode: core.Episode{Name: "MountainCarContinuous"}}
 	c.minAction, c.maxAction = -1.0, 1.0
 	c.minPosition, c.maxPosition, c.maxSpeed = -1.2, 0.6, 0.07
 	c.goalPosition = 0.45
@@ -157,11 +157,11 @@ func NewMountainCarContinuous(cfg MountainCarConfig) *MountainCarContinuous {
 
 func (c *MountainCarContinuous) ObservationSpace() core.Space { return c.obsSpace }
 func (c *MountainCarContinuous) ActionSpace() core.Space      { return c.actSpace }
-func (c *MountainCarContinuous) Close() error                 { return c.close() }
+func (c *MountainCarContinuous) Close() error                 { return c.Episode.Close() }
 
 // Reset draws p in [−0.6, −0.4) with v = 0.
 func (c *MountainCarContinuous) Reset(seed int64) ([]float32, core.Info, error) {
-	if err := c.checkReset(); err != nil {
+	if err := c.CheckReset(); err != nil {
 		return nil, core.Info{}, err
 	}
 	c.rng.Reset(seed)
@@ -176,7 +176,7 @@ func (c *MountainCarContinuous) observe() []float32 {
 
 // Step applies force action[0] (clipped to [−1, 1]).
 func (c *MountainCarContinuous) Step(action []float32) ([]float32, float64, bool, bool, core.Info, error) {
-	if err := c.checkStep(); err != nil {
+	if err := c.CheckStep(); err != nil {
 		return nil, 0, false, false, core.Info{}, err
 	}
 	if err := c.actSpace.Check(action); err != nil {
@@ -210,7 +210,7 @@ func (c *MountainCarContinuous) Step(action []float32) ([]float32, float64, bool
 	reward -= a * a * 0.1 // a is a widened float32, so a·a is exact, as pow(a, 2) is
 	c.state = [2]float64{float64(float32(position)), float64(float32(velocity))}
 	if term {
-		c.running = false
+		c.Running = false
 	}
 	return c.observe(), reward, term, false, core.Info{}, nil
 }
@@ -228,7 +228,7 @@ func (c *MountainCarContinuous) SetState(s []float64) ([]float32, error) {
 	if err := core.CheckState("MountainCarContinuous", s, 2); err != nil {
 		return nil, err
 	}
-	if err := c.checkReset(); err != nil {
+	if err := c.CheckReset(); err != nil {
 		return nil, err
 	}
 	copy(c.state[:], s)

@@ -30,7 +30,7 @@ type PendulumConfig struct {
 // computes the u terms in float32 when given a float32 array; we match its
 // float64 semantics).
 type Pendulum struct {
-	episode
+	core.Episode
 	state [2]float64
 	obs   [3]float32
 	rng   core.RNG
@@ -42,7 +42,7 @@ type Pendulum struct {
 
 // NewPendulum returns a Pendulum; call Reset before Step.
 func NewPendulum(cfg PendulumConfig) *Pendulum {
-	p := &Pendulum{episode: episode{name: "Pendulum"}}
+	p := &Pendulum{Episode: core.Episode{Name: "Pendulum"}}
 	p.maxSpeed, p.maxTorque, p.dt = 8, 2.0, 0.05
 	p.g = cfg.G
 	if p.g == 0 {
@@ -56,11 +56,11 @@ func NewPendulum(cfg PendulumConfig) *Pendulum {
 
 func (p *Pendulum) ObservationSpace() core.Space { return p.obsSpace }
 func (p *Pendulum) ActionSpace() core.Space      { return p.actSpace }
-func (p *Pendulum) Close() error                 { return p.close() }
+func (p *Pendulum) Close() error                 { return p.Episode.Close() }
 
 // Reset draws θ in [−π, π) and θ̇ in [−1, 1).
 func (p *Pendulum) Reset(seed int64) ([]float32, core.Info, error) {
-	if err := p.checkReset(); err != nil {
+	if err := p.CheckReset(); err != nil {
 		return nil, core.Info{}, err
 	}
 	p.rng.Reset(seed)
@@ -78,7 +78,7 @@ func (p *Pendulum) observe() []float32 {
 
 // Step applies torque action[0] (clipped to [−2, 2]) for dt.
 func (p *Pendulum) Step(action []float32) ([]float32, float64, bool, bool, core.Info, error) {
-	if err := p.checkStep(); err != nil {
+	if err := p.CheckStep(); err != nil {
 		return nil, 0, false, false, core.Info{}, err
 	}
 	if err := p.actSpace.Check(action); err != nil {
@@ -118,7 +118,7 @@ func (p *Pendulum) SetState(s []float64) ([]float32, error) {
 	if err := core.CheckState("Pendulum", s, 2); err != nil {
 		return nil, err
 	}
-	if err := p.checkReset(); err != nil {
+	if err := p.CheckReset(); err != nil {
 		return nil, err
 	}
 	copy(p.state[:], s)

@@ -1,10 +1,6 @@
 package probe
 
-import (
-	"fmt"
-
-	"herd/env/internal/core"
-)
+import "herd/env/internal/core"
 
 // Contexts is the number of contexts (and actions) of Bandit.
 const Contexts = 4
@@ -19,7 +15,7 @@ const Cells = 6
 // its one step. A uniformly random policy's expected return is
 // 1/Contexts; the optimal policy's is 1.
 type Bandit struct {
-	episode
+	core.Episode
 	ctx      int
 	obs      [Contexts]float32
 	rng      core.RNG
@@ -29,18 +25,18 @@ type Bandit struct {
 
 // NewBandit returns a Bandit; call Reset before Step.
 func NewBandit() *Bandit {
-	b := &Bandit{episode: episode{name: "Bandit"}, actSpace: core.Discrete{N: Contexts}}
+	b := &Bandit{Episode: core.Episode{Name: "Bandit"}, actSpace: core.Discrete{N: Contexts}}
 	b.obsSpace = unitBox(Contexts)
 	return b
 }
 
 func (b *Bandit) ObservationSpace() core.Space { return b.obsSpace }
 func (b *Bandit) ActionSpace() core.Space      { return b.actSpace }
-func (b *Bandit) Close() error                 { return b.close() }
+func (b *Bandit) Close() error                 { return b.Episode.Close() }
 
 // Reset draws a new context.
 func (b *Bandit) Reset(seed int64) ([]float32, core.Info, error) {
-	if err := b.checkReset(); err != nil {
+	if err := b.CheckReset(); err != nil {
 		return nil, core.Info{}, err
 	}
 	b.ctx = b.rng.Reset(seed).IntN(Contexts)
@@ -49,14 +45,14 @@ func (b *Bandit) Reset(seed int64) ([]float32, core.Info, error) {
 
 // Step pays 1 for the context's action and terminates.
 func (b *Bandit) Step(action []float32) ([]float32, float64, bool, bool, core.Info, error) {
-	if err := b.checkStep(); err != nil {
+	if err := b.CheckStep(); err != nil {
 		return nil, 0, false, false, core.Info{}, err
 	}
 	a, err := b.actSpace.Index(action)
 	if err != nil {
 		return nil, 0, false, false, core.Info{}, err
 	}
-	b.running = false
+	b.Running = false
 	reward := 0.0
 	if a == b.ctx {
 		reward = 1
@@ -76,7 +72,7 @@ func (b *Bandit) Step(action []float32) ([]float32, float64, bool, bool, core.In
 // reaches it only by moving forward in every cell (any step back makes a
 // cycle), so an untrained greedy policy does so with chance 2^−(Cells−1).
 type Corridor struct {
-	episode
+	core.Episode
 	cell     int
 	obs      [Cells]float32
 	obsSpace core.Box
@@ -85,19 +81,19 @@ type Corridor struct {
 
 // NewCorridor returns a Corridor; call Reset before Step.
 func NewCorridor() *Corridor {
-	c := &Corridor{episode: episode{name: "Corridor"}, actSpace: core.Discrete{N: 2}}
+	c := &Corridor{Episode: core.Episode{Name: "Corridor"}, actSpace: core.Discrete{N: 2}}
 	c.obsSpace = unitBox(Cells)
 	return c
 }
 
 func (c *Corridor) ObservationSpace() core.Space { return c.obsSpace }
 func (c *Corridor) ActionSpace() core.Space      { return c.actSpace }
-func (c *Corridor) Close() error                 { return c.close() }
+func (c *Corridor) Close() error                 { return c.Episode.Close() }
 
 // Reset puts the agent in cell 0; the start is fixed, so the seed is
 // unused.
 func (c *Corridor) Reset(int64) ([]float32, core.Info, error) {
-	if err := c.checkReset(); err != nil {
+	if err := c.CheckReset(); err != nil {
 		return nil, core.Info{}, err
 	}
 	c.cell = 0
@@ -106,7 +102,7 @@ func (c *Corridor) Reset(int64) ([]float32, core.Info, error) {
 
 // Step moves one cell.
 func (c *Corridor) Step(action []float32) ([]float32, float64, bool, bool, core.Info, error) {
-	if err := c.checkStep(); err != nil {
+	if err := c.CheckStep(); err != nil {
 		return nil, 0, false, false, core.Info{}, err
 	}
 	a, err := c.actSpace.Index(action)
@@ -119,7 +115,7 @@ func (c *Corridor) Step(action []float32) ([]float32, float64, bool, bool, core.
 		c.cell = max(0, c.cell-1)
 	}
 	if c.cell == Cells-1 {
-		c.running = false
+		c.Running = false
 		return oneHot(c.obs[:], c.cell), 1, true, false, core.Info{}, nil
 	}
 	return oneHot(c.obs[:], c.cell), 0, false, false, core.Info{}, nil
@@ -137,38 +133,6 @@ func oneHot(dst []float32, i int) []float32 {
 	clear(dst)
 	dst[i] = 1
 	return dst
-}
-
-// episode is the bookkeeping both envs share: whether Step is allowed
-// (after Reset, before termination) and whether the env is closed.
-type episode struct {
-	name    string
-	running bool
-	closed  bool
-}
-
-func (e *episode) checkStep() error {
-	if e.closed {
-		return fmt.Errorf("%w: %s.Step", core.ErrClosed, e.name)
-	}
-	if !e.running {
-		return fmt.Errorf("%w: %s.Step before Reset or after the episode terminated", core.ErrNeedsReset, e.name)
-	}
-	return nil
-}
-
-func (e *episode) checkReset() error {
-	if e.closed {
-		return fmt.Errorf("%w: %s.Reset", core.ErrClosed, e.name)
-	}
-	e.running = true
-	return nil
-}
-
-func (e *episode) close() error {
-	e.closed = true
-	e.running = false
-	return nil
 }
 
 var (

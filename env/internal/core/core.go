@@ -491,3 +491,41 @@ func (g *RNG) Rand() *rand.Rand {
 	}
 	return g.r
 }
+
+// Episode is the bookkeeping every env written in Go shares: whether Step
+// is allowed (after Reset, before the episode terminated) and whether the
+// env is closed. Name is the env's, for the errors.
+type Episode struct {
+	Name    string
+	Running bool
+	Closed  bool
+}
+
+// CheckStep reports a Step the env cannot take: closed, never reset, or
+// after its episode terminated.
+func (e *Episode) CheckStep() error {
+	if e.Closed {
+		return fmt.Errorf("%w: %s.Step", ErrClosed, e.Name)
+	}
+	if !e.Running {
+		return fmt.Errorf("%w: %s.Step before Reset or after the episode terminated", ErrNeedsReset, e.Name)
+	}
+	return nil
+}
+
+// CheckReset reports a Reset of a closed env, and otherwise starts an
+// episode.
+func (e *Episode) CheckReset() error {
+	if e.Closed {
+		return fmt.Errorf("%w: %s.Reset", ErrClosed, e.Name)
+	}
+	e.Running = true
+	return nil
+}
+
+// Close marks the env closed: every later Step and Reset fails.
+func (e *Episode) Close() error {
+	e.Closed = true
+	e.Running = false
+	return nil
+}
