@@ -183,14 +183,6 @@ func (m MultiAgentConfig) PolicyAgents(envID string) (agents []string, of []int,
 	if len(errs) > 0 {
 		return nil, nil, nil, errors.Join(errs...)
 	}
-	if env.IsRemote(envID) {
-		for k := range acts {
-			if acts[k].String() != acts[0].String() {
-				return nil, nil, nil, fmt.Errorf("%w: multiagent: remote env %s: agents %s (%v) and %s (%v) have different action spaces; "+
-					"a remote env's agents must share one action space (its vector does not carry one per agent)", ErrConfig, envID, first[0], acts[0], first[k], acts[k])
-			}
-		}
-	}
 	return agents, of, acts, nil
 }
 
@@ -343,10 +335,10 @@ func policyRun(h Header, spec Spec, cfg Config, others map[string]AlgoConfig, k,
 // agents have different action spaces, envID with act_as naming policy
 // k's first agent (env.FlatOptions.ActAs), so that what builds a network
 // from env.Make(id) (an algorithm's Validate, its LoadPolicy) sees policy
-// k's own action space. A remote id is left as it is: a remote env's
-// agents must share one action space (env.NewFlatVector refuses others).
+// k's own action space. A remote id takes act_as as a local one does:
+// it stays on this side (the server serves the whole env).
 func policyEnv(envID string, m MultiAgentConfig, k int) (string, error) {
-	if env.IsRemote(envID) || !env.IsParallel(envID) {
+	if !env.IsParallel(envID) {
 		return envID, nil
 	}
 	agents, of, acts, err := m.PolicyAgents(envID)

@@ -154,8 +154,9 @@
 // Agents with different action spaces (toy/signal_v0) need one policy per
 // group of agents that share one: WithAgentActionSpaces lets a FlatVector's
 // agents differ, and each part then reports its own rows' action space;
-// without it they are refused. "act_as=AGENT" in a multi-agent id makes
-// Make's TurnEnv report that agent's action space.
+// without it they are refused. "act_as=AGENT" in a multi-agent id, local
+// or remote (kept on this side, as agent_id is), makes Make's TurnEnv
+// report that agent's action space.
 //
 // # Costs and concurrency
 //

@@ -85,8 +85,9 @@ type remoteTarget struct {
 	tls      *service.TLSFiles
 	timeout  time.Duration
 	inflight int
-	// rows holds agent_id, action_mask and state, row options of a multi-agent env
-	// (FlatOptions), applied on this side; hasRows says one was given.
+	// rows holds agent_id, action_mask, state and act_as, row options of a
+	// multi-agent env (FlatOptions), applied on this side; hasRows says one
+	// was given.
 	rows    FlatOptions
 	hasRows bool
 	spin    time.Duration // shm: how long to watch for a step's answer before blocking (< 0: the default)
@@ -130,8 +131,15 @@ func parseRemote(id string) (remoteTarget, error) {
 				t.rows.State = v == "true"
 			}
 			t.hasRows = true
+		case "act_as":
+			// The agent whose action space a TurnEnv of the id reports:
+			// a policy's own env when the agents' spaces differ.
+			if t.rows.ActAs = q.Get(k); t.rows.ActAs == "" {
+				return bad("act_as is empty, want an agent's name")
+			}
+			t.hasRows = true
 		default:
-			return bad("unknown parameter %q (known: ca, cert, key, server_name, timeout, inflight, spin; agent_id, action_mask, state for a multi-agent env)", k)
+			return bad("unknown parameter %q (known: ca, cert, key, server_name, timeout, inflight, spin; agent_id, action_mask, state, act_as for a multi-agent env)", k)
 		}
 	}
 	switch u.Scheme {
@@ -335,7 +343,7 @@ func openSession(t remoteTarget, n int, o makeOptions, autoreset bool) (*session
 		return fail(s.protocolErr(fmt.Sprintf("server opened %d envs, asked for %d", open.GetNumEnvs(), n)))
 	}
 	if t.hasRows {
-		return fail(fmt.Errorf("%w: remote env %s: agent_id, action_mask and state apply to multi-agent envs, and the server does not list %s as one", ErrInvalidOption, t.envID, t.envID))
+		return fail(fmt.Errorf("%w: remote env %s: agent_id, action_mask, state and act_as apply to multi-agent envs, and the server does not list %s as one", ErrInvalidOption, t.envID, t.envID))
 	}
 	s.hasState = open.GetHasState()
 	if err := s.w.attach(n, s.obs.Dim(), s.act.Dim()); err != nil {

@@ -563,6 +563,7 @@ func makeRemoteFlatVector(id string, n int, o makeOptions) (Vector, error) {
 	pv := &ParallelVector{remote: p, possible: p.possible, acts: p.act, obs: p.obs, steps: newParallelSteps(n / a)}
 	fo := t.rows
 	fo.EpisodeStatistics = o.stats
+	fo.AgentActionSpaces = o.agentActs || fo.ActAs != ""
 	f, err := NewFlatVector(pv, fo)
 	if err != nil {
 		pv.Close()
