@@ -259,9 +259,10 @@ row "train, hts executor: Ctrl-C" "exit $rc, $bare bare \"context canceled\" lin
 fi
 
 if want persist; then
-# bench persist, SIGINT and SIGTERM mid-measurement.
+# bench persist, SIGINT and SIGTERM mid-measurement (in the disk pass,
+# whose read loop takes minutes).
 for sig in INT TERM; do
-  "$H" bench persist --modes memory,disk --keys 20000 --value-bytes 512 --reads 10000000 --dir "$T" --progress >/dev/null 2>"$T/err" &
+  "$H" bench persist --modes disk,memory --keys 20000 --value-bytes 512 --reads 10000000 --dir "$T" --progress >/dev/null 2>"$T/err" &
   BP=$!
   for _ in $(seq 1 300); do grep -q push "$T/err" && break; sleep 0.05; done
   sleep 0.3

@@ -213,7 +213,10 @@ func TestCPUProfileOnFullDiskFails(t *testing.T) {
 func TestCLIBenchPersistHonoursInterrupt(t *testing.T) {
 	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
 		// Without cancellation this runs for minutes (10 M reads per mode).
-		cmd, so, se := start(t, t.TempDir(), "bench", "persist", "--modes", "memory,disk", "--keys", "20000", "--value-bytes", "512",
+		// Disk first: the signal lands in its read loop, which takes
+		// minutes; memory's is over within a second or two, and a check
+		// between modes alone would pass there.
+		cmd, so, se := start(t, t.TempDir(), "bench", "persist", "--modes", "disk,memory", "--keys", "20000", "--value-bytes", "512",
 			"--reads", "10000000", "--dir", t.TempDir(), "--progress")
 		waitFor(t, "the push pass", func() bool { return strings.Contains(se.String(), "push") })
 		time.Sleep(300 * time.Millisecond)
