@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"herd/transport"
 )
 
 // A NATS outage repeats the same asynchronous error for every subscription
@@ -29,5 +31,31 @@ func TestAsyncErrorsRateLimited(t *testing.T) {
 	}
 	if !strings.Contains(lines[1], "59 more like it") || !strings.Contains(lines[10], "slow consumer") {
 		t.Errorf("lines do not count the repeats or lost the other error:\n%s", out.String())
+	}
+}
+
+// Every connection launch dials reports its asynchronous errors through
+// the rate limit, not nats.go's default handler, which prints each one.
+func TestDialRateLimitsAsyncErrors(t *testing.T) {
+	srv, err := transport.StartServer(transport.ServerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	var out bytes.Buffer
+	o := NATS{URL: srv.URL(), errs: newAsyncErrors(&out)}
+	nc, err := o.dial("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if nc.Opts.AsyncErrorCB == nil {
+		t.Fatal("the connection has no asynchronous error handler")
+	}
+	for range 20 {
+		nc.Opts.AsyncErrorCB(nc, nil, errors.New("consumer not active"))
+	}
+	if n := strings.Count(out.String(), "\n"); n != 1 {
+		t.Errorf("%d lines through the rate limit for 20 repeats, want 1 (nats.go's default handler prints each one):\n%s", n, out.String())
 	}
 }

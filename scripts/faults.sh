@@ -4,7 +4,10 @@
 # prints one Markdown row per case: what was done, what herd did (exit status
 # and what was left), and whether that is what herd promises.
 #
-#   scripts/faults.sh
+#   scripts/faults.sh            # every row
+#   scripts/faults.sh ROW...     # only these groups of rows: signals kills
+#       launcher crashloop runid inline double hts persist cpuprofile
+#       messages outage leftovers disk replaydisk invalid
 #
 # Cases: Ctrl-C in a terminal (SIGINT to herd launch's whole process group),
 # SIGTERM to the launcher, kill -9 of each launch role, a failed `train
@@ -16,6 +19,8 @@
 # ./service/replaysvc -run 'DiskFull|FullDisk'; ./algo -run 'ForcedRun').
 set -uo pipefail
 cd "$(dirname "$0")/.."
+ONLY=" $* "
+want() { [ "$ONLY" = "  " ] || [[ "$ONLY" == *" $1 "* ]]; }
 T=$(mktemp -d)
 MNT=()
 cleanup() {
@@ -48,11 +53,15 @@ tmpfs() {
   fi
 }
 fill() { dd if=/dev/zero of="$1/filler" bs=4k 2>/dev/null; sync; }
+# nats_server: builds an external NATS server into $NS once (false when
+# it cannot be built).
+NS="$T/nats-server"
+nats_server() { [ -x "$NS" ] || go build -o "$NS" github.com/nats-io/nats-server/v2 2>/dev/null; }
 
-# launch_until_learner OUT RUN: starts herd launch in its own session
-# (process group) and waits for the learner's first metrics row.
+# launch_bg OUT [CONFIG]: starts herd launch (of $CFG by default) in its
+# own session (process group) and waits for the learner's first metrics row.
 launch_bg() {
-  setsid "$H" launch --config "$CFG" --steps 5000000 --quiet --out "$1" >"$T/launch.log" 2>&1 &
+  setsid "$H" launch --config "${2:-$CFG}" --steps 5000000 --quiet --out "$1" >"$T/launch.log" 2>&1 &
   LPID=$!
   for _ in $(seq 1 600); do
     [ -s "$1/.staging/metrics.csv" ] && [ "$(wc -l <"$1/.staging/metrics.csv")" -ge 2 ] && return 0
@@ -81,6 +90,7 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD), 
 echo "| case | what herd did | as promised |"
 echo "|---|---|---|"
 
+if want signals; then
 # --- herd launch: signals ---
 O="$T/ctrlc"
 if launch_bg "$O"; then
@@ -97,7 +107,9 @@ if launch_bg "$O"; then
   st=$(status_of "$O")
   row "launch: SIGTERM to the launcher" "exit $rc, summary $st" "$(ok $([ "$rc" = 130 ] && [ "$st" = interrupted ] && echo 1))"
 else row "launch: SIGTERM to the launcher" "learner never wrote a row" "**no**"; kill -9 -- -"$LPID" 2>/dev/null; fi
+fi
 
+if want kills; then
 # --- herd launch: kill -9 of each role ---
 for role in env-0 policy-0; do
   O="$T/k9$role"
@@ -120,23 +132,33 @@ if launch_bg "$O"; then
   left=$(alive $kids)
   row "launch: kill -9 of the learner" "exit $rc, run dir: $(ls "$O" | tr '\n' ' ')(partial files in .staging), $left processes left" "$(ok $([ "$rc" = 1 ] && [ "$left" = 0 ] && echo 1))"
 else row "launch: kill -9 of the learner" "learner never wrote a row" "**no**"; kill -9 -- -"$LPID" 2>/dev/null; fi
-O="$T/k9launcher"
-if launch_bg "$O"; then
-  kids=$(pgrep -P "$LPID")
-  kill -9 "$LPID"
-  t0=$(date +%s.%N)
-  wait "$LPID" 2>/dev/null
-  for _ in $(seq 1 300); do [ -s "$O/summary.json" ] && break; sleep 0.1; done
-  dt=$(echo "$(date +%s.%N) - $t0" | bc)
-  # shellcheck disable=SC2086
-  for _ in $(seq 1 150); do [ "$(alive $kids)" = 0 ] && break; sleep 0.1; done
-  dt2=$(echo "$(date +%s.%N) - $t0" | bc)
-  # shellcheck disable=SC2086
-  left=$(alive $kids)
-  st=$(status_of "$O")
-  row "launch: kill -9 of the launcher" "learner saved the run (summary $st) $(printf %.1f "$dt") s later; $left worker processes left after $(printf %.1f "$dt2") s" "$(ok $([ "$left" = 0 ] && [ "$st" = interrupted ] && echo 1))"
-else row "launch: kill -9 of the launcher" "learner never wrote a row" "**no**"; kill -9 -- -"$LPID" 2>/dev/null; fi
+fi
 
+if want launcher; then
+# kill -9 of the launcher in each topology: on-policy with policy workers
+# ($CFG), Ape-X (dist, the learner owns the replay), and flow plans
+# (on-policy and Ape-X): the learner gets SIGHUP and saves.
+for c in "$CFG" configs/dqn-cartpole-dist.yaml configs/ppo-cartpole-flow.yaml configs/apex-cartpole-flow.yaml; do
+  O="$T/k9launcher-$(basename "$c" .yaml)"
+  if launch_bg "$O" "$c"; then
+    kids=$(pgrep -P "$LPID")
+    kill -9 "$LPID"
+    t0=$(date +%s.%N)
+    wait "$LPID" 2>/dev/null
+    for _ in $(seq 1 300); do [ -s "$O/summary.json" ] && break; sleep 0.1; done
+    dt=$(echo "$(date +%s.%N) - $t0" | bc)
+    # shellcheck disable=SC2086
+    for _ in $(seq 1 150); do [ "$(alive $kids)" = 0 ] && break; sleep 0.1; done
+    dt2=$(echo "$(date +%s.%N) - $t0" | bc)
+    # shellcheck disable=SC2086
+    left=$(alive $kids)
+    st=$(status_of "$O")
+    row "launch $(basename "$c"): kill -9 of the launcher" "learner saved the run (summary $st) $(printf %.1f "$dt") s later; $left worker processes left after $(printf %.1f "$dt2") s" "$(ok $([ "$left" = 0 ] && [ "$st" = interrupted ] && echo 1))"
+  else row "launch $(basename "$c"): kill -9 of the launcher" "learner never wrote a row" "**no**"; kill -9 -- -"$LPID" 2>/dev/null; fi
+done
+fi
+
+if want crashloop; then
 # A worker past --max-restarts: env worker 0's metrics port is taken, so it
 # fails at every start (the learner serves at P, the policy worker P+1).
 O="$T/crashloop"
@@ -151,10 +173,11 @@ dt=$(echo "$(date +%s.%N) - $t0" | bc)
 kill "$HOLD" 2>/dev/null
 st=$(status_of "$O")
 row "launch: env worker 0 fails past --max-restarts 2" "exit $rc after $(printf %.1f "$dt") s ($(grep -o 'env worker 0 failed [0-9]* times' "$T/launch.log" | head -1)); summary $st" "$(ok $([ "$rc" = 1 ] && [ "${st%% *}" = failed ] && echo 1))"
+fi
 
+if want runid; then
 # A second launch of an active run ID on the same (external) NATS.
-NS="$T/nats-server"
-if go build -o "$NS" github.com/nats-io/nats-server/v2 2>/dev/null; then
+if nats_server; then
   "$NS" -a 127.0.0.1 -p 14222 -js -sd "$T/js" >/dev/null 2>&1 &
   NPID=$!
   sleep 1
@@ -171,25 +194,37 @@ if go build -o "$NS" github.com/nats-io/nats-server/v2 2>/dev/null; then
   row "launch: a second launch of an active --run on the same NATS" "exit $rc in $(printf %.2f "$dt") s: $(grep -o 'is active[^;]*' "$T/err" | head -1); the first run then Ctrl-C: exit $rc1, summary $(status_of "$O")" "$(ok $([ "$rc" = 1 ] && [ "$rc1" = 130 ] && echo 1))"
   kill "$NPID"; wait "$NPID" 2>/dev/null
 else row "launch: a second launch of an active --run" "skipped: nats-server could not be built" "–"; fi
+fi
 
-# One env worker paused (SIGSTOP) 20 s under inference inline: env steps
-# the learner took during the pause.
-O="$T/stop"
-setsid "$H" launch --config configs/ppo-cartpole-dist.yaml --steps 50000000 --quiet --out "$O" >"$T/launch.log" 2>&1 &
-LPID=$!
-for _ in $(seq 1 600); do [ -s "$O/.staging/metrics.csv" ] && [ "$(wc -l <"$O/.staging/metrics.csv")" -ge 2 ] && break; sleep 0.1; done
-sleep 2
-p=$(pid_of env-0)
-s0=$(tail -1 "$O/.staging/metrics.csv" | cut -d, -f1)
-kill -STOP "$p"
-sleep 20
-s1=$(tail -1 "$O/.staging/metrics.csv" | cut -d, -f1)
-kill -CONT "$p"
-sleep 1
-kill -INT -- -"$LPID"
-wait "$LPID"; rc=$?
-row "launch, inference inline: env worker 0 SIGSTOPped 20 s" "$((s1 - s0)) env steps learned during the pause; notices: $(grep -c 'silent for' "$T/launch.log"); then Ctrl-C: exit $rc" "$(ok $([ $((s1 - s0)) -gt 0 ] && grep -q 'silent for' "$T/launch.log" && echo 1))"
+if want inline; then
+# One env worker paused (SIGSTOP) 20 s under inference inline, 3 trials:
+# env steps the learner took in the 20 s before the pause and during it.
+res="" good=0
+for trial in 1 2 3; do
+  O="$T/stop$trial"
+  setsid "$H" launch --config configs/ppo-cartpole-dist.yaml --steps 50000000 --quiet --out "$O" >"$T/launch.log" 2>&1 &
+  LPID=$!
+  for _ in $(seq 1 600); do [ -s "$O/.staging/metrics.csv" ] && [ "$(wc -l <"$O/.staging/metrics.csv")" -ge 2 ] && break; sleep 0.1; done
+  sleep 2
+  p=$(pid_of env-0)
+  sa=$(tail -1 "$O/.staging/metrics.csv" | cut -d, -f1)
+  sleep 20
+  s0=$(tail -1 "$O/.staging/metrics.csv" | cut -d, -f1)
+  kill -STOP "$p"
+  sleep 20
+  s1=$(tail -1 "$O/.staging/metrics.csv" | cut -d, -f1)
+  kill -CONT "$p"
+  sleep 1
+  kill -INT -- -"$LPID"
+  wait "$LPID"; rc=$?
+  n=$(grep -c 'silent for' "$T/launch.log")
+  res="$res${res:+; }$((s0 - sa)) before, $((s1 - s0)) during, $n notices, exit $rc"
+  [ $((s1 - s0)) -gt 0 ] && [ "$n" -ge 1 ] && [ "$rc" = 130 ] && good=$((good + 1))
+done
+row "launch, inference inline: env worker 0 SIGSTOPped 20 s (3 trials)" "env steps learned in the 20 s before the pause and during it, silence notices, exit after Ctrl-C: $res" "$(ok $([ "$good" = 3 ] && echo 1))"
+fi
 
+if want double; then
 # Ctrl-C, then a second one 0–60 ms later, on an interrupted --force
 # train: the commit finishes first, so the directory is never torn.
 O="$T/double"
@@ -209,7 +244,9 @@ for i in $(seq 1 20); do
   { [ -e "$O/.previous" ] || ! timeout 60 "$H" eval --run "$O" --episodes 1 >/dev/null 2>&1; } && torn=$((torn + 1))
 done
 row "train --force: Ctrl-C, then a second Ctrl-C 0–60 ms later (20 tries)" "$torn torn directories (.previous left or eval failing)" "$(ok $([ "$torn" = 0 ] && echo 1))"
+fi
 
+if want hts; then
 # herd train under runtime.executor hts, Ctrl-C: one line, no bare "context canceled".
 O="$T/hts"
 "$H" train --algo ppo --env CartPole-v1 --steps 50000000 --quiet --set runtime.executor=hts --out "$O" >/dev/null 2>"$T/err" &
@@ -219,10 +256,13 @@ sleep 1
 kill -INT "$TP"; wait "$TP"; rc=$?
 bare=$(grep -cx 'context canceled' "$T/err")
 row "train, hts executor: Ctrl-C" "exit $rc, $bare bare \"context canceled\" lines" "$(ok $([ "$rc" = 130 ] && [ "$bare" = 0 ] && echo 1))"
+fi
 
-# bench persist, SIGINT and SIGTERM mid-measurement.
+if want persist; then
+# bench persist, SIGINT and SIGTERM mid-measurement (in the disk pass,
+# whose read loop takes minutes).
 for sig in INT TERM; do
-  "$H" bench persist --modes memory,disk --keys 20000 --value-bytes 512 --reads 10000000 --dir "$T" --progress >/dev/null 2>"$T/err" &
+  "$H" bench persist --modes disk,memory --keys 20000 --value-bytes 512 --reads 10000000 --dir "$T" --progress >/dev/null 2>"$T/err" &
   BP=$!
   for _ in $(seq 1 300); do grep -q push "$T/err" && break; sleep 0.05; done
   sleep 0.3
@@ -231,12 +271,16 @@ for sig in INT TERM; do
   dt=$(echo "$(date +%s.%N) - $t0" | bc)
   row "bench persist, SIG$sig mid-measurement" "exit $rc after $(printf %.2f "$dt") s" "$(ok $([ "$rc" = 130 ] && echo 1))"
 done
+fi
 
+if want cpuprofile; then
 # --cpuprofile on a full disk.
 timeout 60 "$H" train --algo ppo --env CartPole-v1 --steps 256 --quiet --set num_steps=64 --out "$T/prof" --cpuprofile /dev/full >/dev/null 2>"$T/err"
 rc=$?
 row "train --cpuprofile /dev/full (a full disk)" "exit $rc: $(grep -o 'cpu profile[^:]*' "$T/err" | head -1)" "$(ok $([ "$rc" = 1 ] && echo 1))"
+fi
 
+if want messages; then
 # Messages: an HTTP/1.1 server, a black hole, a timeout of 1ns.
 $PY -m http.server 17481 --bind 127.0.0.1 >/dev/null 2>&1 &
 HP=$!
@@ -251,7 +295,78 @@ for c in "HTTP server (python3 -m http.server)|grpc://127.0.0.1:17481/CartPole-v
   row "train against a remote env: $what" "exit $rc: $(grep -o '([^()]*)$' "$T/err" | head -1 | cut -c1-90)$(grep -o 'timed out[^(]*' "$T/err" | head -1)" "$(ok $([ "$rc" = 1 ] && grep -q "$want" "$T/err" && ! grep -q 'may require TLS' "$T/err" && echo 1))"
 done
 kill "$HP" "$BH" 2>/dev/null
+fi
 
+if want outage; then
+# An external NATS server paused (SIGSTOP) or killed (then restarted on its
+# store) under a launch: the lines on stderr during the outage (each kind
+# of asynchronous NATS error once a minute per process), the time to the
+# first, and the run: it goes on after an outage of 20 s; one past the 30 s
+# JetStream failover may end it as failed, one past the 60 s stall bound
+# does, saved with the reason.
+if nats_server; then
+  for ms in STOP:20 KILL:20 STOP:45 STOP:70; do
+    mode=${ms%:*} secs=${ms#*:}
+    rm -rf "$T/js"
+    "$NS" -a 127.0.0.1 -p 14223 -js -sd "$T/js" >/dev/null 2>&1 &
+    NPID=$!
+    sleep 1
+    O="$T/outage$mode$secs"
+    setsid "$H" launch --config "$CFG" --steps 50000000 --quiet --out "$O" --nats nats://127.0.0.1:14223 --run outage >/dev/null 2>"$T/err" &
+    LPID=$!
+    for _ in $(seq 1 600); do [ -s "$O/.staging/metrics.csv" ] && [ "$(wc -l <"$O/.staging/metrics.csv")" -ge 2 ] && break; sleep 0.1; done
+    sleep 1
+    e0=$(wc -l <"$T/err")
+    t0=$(date +%s.%N) first=""
+    kill -"$mode" "$NPID"
+    for _ in $(seq 1 $((secs * 10))); do
+      [ -z "$first" ] && [ "$(grep -c '^nats: ' "$T/err")" -gt 0 ] && first=$(echo "$(date +%s.%N) - $t0" | bc)
+      sleep 0.1
+    done
+    e1=$(wc -l <"$T/err")
+    if [ $mode = STOP ]; then kill -CONT "$NPID"; else wait "$NPID" 2>/dev/null; "$NS" -a 127.0.0.1 -p 14223 -js -sd "$T/js" >/dev/null 2>&1 & NPID=$!; fi
+    s0=$(tail -1 "$O/.staging/metrics.csv" 2>/dev/null | cut -d, -f1)
+    sleep 10
+    s1=$(tail -1 "$O/.staging/metrics.csv" 2>/dev/null | cut -d, -f1)
+    if [ -n "$s1" ]; then
+      kill -INT -- -"$LPID"
+      after="$((s1 - s0)) env steps in the 10 s after; Ctrl-C:"
+    else after="ended by itself:"; fi
+    wait "$LPID"; rc=$?
+    st=$(status_of "$O")
+    want=$([ "$secs" -lt 30 ] && [ "$rc" = 130 ] && [ -n "$s1" ] && [ $((s1 - s0)) -gt 0 ] && echo 1)
+    failed=$([ "$rc" = 1 ] && [ "${st%% *}" = failed ] && echo 1)
+    [ "$secs" -ge 30 ] && want=$([ "$failed" = 1 ] || { [ "$rc" = 130 ] && [ -n "$s1" ]; } && echo 1)
+    [ "$secs" -ge 60 ] && want=$failed
+    row "launch on an external NATS, server $([ $mode = STOP ] && echo paused || echo "killed, restarted after") $secs s" "$((e1 - e0)) stderr lines during the outage, the first after $([ -n "$first" ] && printf %.1f "$first" || echo never) s; $after exit $rc, summary $st" "$(ok $([ $((e1 - e0)) -le 12 ] && [ "$want" = 1 ] && echo 1))"
+    kill "$NPID" 2>/dev/null; kill -CONT "$NPID" 2>/dev/null; wait "$NPID" 2>/dev/null
+  done
+else row "launch on an external NATS, server outage" "skipped: nats-server could not be built" "–"; fi
+fi
+
+if want leftovers; then
+# Commands that fail before or as they start leave no directory behind
+# (no empty runs/, no DIR/db): each runs in an empty folder.
+$PY -c 'import socket,time; s=socket.socket(); s.bind(("127.0.0.1",17483)); s.listen(); time.sleep(120)' &
+HOLD=$!
+sleep 0.3
+left="" n=0
+for a in "train --algo ppo --env grpc://127.0.0.1:1/CartPole-v1 --steps 1024" "train --algo ppo --env CartPole-v1 --steps 1024 --metrics-addr 127.0.0.1:17483" \
+  "train --algo ppo --env CartPole-v1 --steps 1024 --out a/b/c --set bogus=1" "launch --config $PWD/$CFG --steps 1024 --nats nats://127.0.0.1:1" \
+  "launch --config $PWD/$CFG --steps 1024 --out q/r --metrics-addr 127.0.0.1:17483" "serve replay --dir st/x --addr 127.0.0.1:17483" \
+  "bench persist --dir pp/qq --modes bogus"; do
+  E="$T/empty$n"; n=$((n + 1))
+  mkdir -p "$E"
+  # shellcheck disable=SC2086
+  (cd "$E" && timeout 60 "$H" $a >/dev/null 2>&1); rc=$?
+  [ "$rc" = 0 ] && left="$left herd ${a%% -*}: exit 0;"
+  [ -n "$(ls -A "$E")" ] && left="$left herd ${a%% -*} left $(cd "$E" && find . -mindepth 1 | head -3 | tr '\n' ' ');"
+done
+kill "$HOLD" 2>/dev/null
+row "failed train (remote env unreachable, metrics port taken, bad --set), launch (NATS unreachable, learner's port taken), serve replay (port taken), bench persist (bad mode), each in an empty folder" "$n failed, ${left:-no directory left behind}" "$(ok $([ -z "$left" ] && echo 1))"
+fi
+
+if want disk; then
 # --- herd train on a full disk ---
 tmpfs 4m
 if [ -n "$M" ]; then
@@ -271,7 +386,9 @@ if [ -n "$M" ]; then
   dt=$(echo "$(date +%s.%N) - $t0" | bc)
   row "train: disk fills while metrics.csv is written" "exit $rc after $(printf %.1f "$dt") s: $(grep -o 'stopped at step [0-9]*' "$T/err" | head -1)" "$(ok $([ "$rc" = 1 ] && grep -q 'stopped at step' "$T/err" && echo 1))"
 else row "train: disk fills while metrics.csv is written" "skipped: not root" "–"; fi
+fi
 
+if want replaydisk; then
 # --- herd serve replay on a full disk ---
 PUSH='import sys, grpc
 sys.path.insert(0, "python")
@@ -304,7 +421,9 @@ for dur in sync writeback; do
     "$(ok $([ "${res#* }" = RESOURCE_EXHAUSTED ] && [ "$rc" = 1 ] && [ "$rc2" = 1 ] && echo 1))"
   rm -f "$M/filler"
 done
+fi
 
+if want invalid; then
 # --- subcommands, invalid values, worker counts ---
 for a in "bench bogus" "serve bogus" "bench remote bogus" "serve"; do
   # shellcheck disable=SC2086
@@ -343,3 +462,4 @@ t0=$(date +%s.%N)
 timeout 60 "$H" bench env --envs CartPole-v1 --num-envs 1000000000 >/dev/null 2>"$T/err"; rc=$?
 dt=$(echo "$(date +%s.%N) - $t0" | bc)
 row "herd bench env --num-envs 1000000000" "exit $rc in $(printf %.2f "$dt") s: $(grep -o 'needs about [^,;]*' "$T/err" | head -1)" "$(ok $([ "$rc" = 1 ] && grep -q 'num-envs' "$T/err" && echo 1))"
+fi

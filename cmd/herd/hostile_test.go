@@ -213,7 +213,10 @@ func TestCPUProfileOnFullDiskFails(t *testing.T) {
 func TestCLIBenchPersistHonoursInterrupt(t *testing.T) {
 	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
 		// Without cancellation this runs for minutes (10 M reads per mode).
-		cmd, so, se := start(t, t.TempDir(), "bench", "persist", "--modes", "memory,disk", "--keys", "20000", "--value-bytes", "512",
+		// Disk first: the signal lands in its read loop, which takes
+		// minutes; memory's is over within a second or two, and a check
+		// between modes alone would pass there.
+		cmd, so, se := start(t, t.TempDir(), "bench", "persist", "--modes", "disk,memory", "--keys", "20000", "--value-bytes", "512",
 			"--reads", "10000000", "--dir", t.TempDir(), "--progress")
 		waitFor(t, "the push pass", func() bool { return strings.Contains(se.String(), "push") })
 		time.Sleep(300 * time.Millisecond)
@@ -246,5 +249,130 @@ func TestCLIHTSInterruptOneLine(t *testing.T) {
 		if strings.TrimSpace(line) == "context canceled" {
 			t.Fatalf("a bare %q line on stderr:\n%s", line, r.stderr)
 		}
+	}
+}
+
+// The topologies a learner can lose its controller in besides the
+// on-policy dist one of writeDistConfig: Ape-X (off-policy dist, the
+// learner owns the replay), and the flow executor's plans (on-policy and
+// Ape-X), whose learner drives the env workers' actors.
+var controllerLossTopologies = []struct{ name, config string }{
+	{"apex-dist", "dqn-cartpole-dist.yaml"},
+	{"ppo-flow", "ppo-cartpole-flow.yaml"},
+	{"apex-flow", "apex-cartpole-flow.yaml"},
+}
+
+// savedInterrupted waits (within ctx) for out's summary.json and checks
+// that the run was saved as interrupted with its model.
+func savedInterrupted(t *testing.T, ctx context.Context, out, after string) {
+	t.Helper()
+	t0 := time.Now()
+	for {
+		if _, err := os.Stat(filepath.Join(out, "summary.json")); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			ents, _ := os.ReadDir(out)
+			t.Fatalf("no summary.json %v after %s; %s holds %v", time.Since(t0), after, out, ents)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Logf("run saved %v after %s", time.Since(t0), after)
+	if s := readSummary(t, out); s["status"] != "interrupted" {
+		t.Errorf("summary status %v, want interrupted", s["status"])
+	}
+	if _, err := os.Stat(filepath.Join(out, "model.safetensors")); err != nil {
+		t.Error(err)
+	}
+}
+
+// kill -9 of herd launch saves the run in every topology, not only the
+// on-policy dist one of TestLaunchKilledLearnerSaves.
+func TestLaunchKilledLearnerSavesEveryTopology(t *testing.T) {
+	if testing.Short() || runtime.GOOS != "linux" {
+		t.Skip("starts processes; the parent-death signal needs Linux")
+	}
+	for _, tp := range controllerLossTopologies {
+		t.Run(tp.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			out := filepath.Join(t.TempDir(), "run")
+			cmd := exec.Command(os.Args[0], "launch", "--config", filepath.Join("..", "..", "configs", tp.config), "--out", out, "--quiet",
+				"--ttl", "1s", "--set", "runtime.env_workers=2")
+			cmd.Env = append(os.Environ(), "HERD_TEST_AS_HERD=1")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			go cmd.Wait()
+			t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+			waitFor(t, "the learner's first rows", training(out))
+			if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			savedInterrupted(t, ctx, out, "kill -9 of the launcher")
+		})
+	}
+}
+
+// A learner whose controller's registration vanishes (a --no-workers
+// controller killed, the launcher's host lost: no parent-death signal)
+// saves the run as interrupted and exits 1 in every topology, as
+// TestLearnerAndControllerExitCodes shows for the on-policy dist one.
+func TestLearnerSavesWithoutControllerEveryTopology(t *testing.T) {
+	srv, _ := natsRun(t, time.Minute)
+	n, err := dialNATS(t, srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range controllerLossTopologies {
+		t.Run(tp.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			run := "orphan-" + tp.name
+			b, err := os.ReadFile(filepath.Join("..", "..", "configs", tp.config))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(cfg, []byte(strings.Replace(string(b), "env_workers: 4", "env_workers: 2", 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			putRunConfig(t, ctx, n, run, cfg)
+			mem := watchRun(t, ctx, srv.URL(), run)
+			cctx, crash := context.WithCancel(ctx)
+			defer crash()
+			if _, err := mem.Register(cctx, "controller", nil); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "run")
+			var learner *exec.Cmd
+			var lerr bytes.Buffer
+			for _, w := range [][]string{{"learner", "0"}, {"env", "0"}, {"env", "1"}} {
+				cmd := exec.Command(os.Args[0], "worker", "--role", w[0], "--slot", w[1], "--nats", srv.URL(), "--run", run, "--ttl", "1s", "--out", out, "--quiet")
+				cmd.Env = append(os.Environ(), "HERD_TEST_AS_HERD=1")
+				if learner == nil {
+					learner, cmd.Stderr = cmd, &lerr
+				}
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			}
+			waitFor(t, "the learner's first rows", training(out))
+			crash() // keep-alives stop; the registration expires after its TTL
+			savedInterrupted(t, ctx, out, "the controller's keep-alives stopped")
+			werr := make(chan error, 1)
+			go func() { werr <- learner.Wait() }()
+			select {
+			case <-werr:
+			case <-ctx.Done():
+				t.Fatal("the learner did not exit")
+			}
+			if code := learner.ProcessState.ExitCode(); code != exitFailed {
+				t.Errorf("learner without controller: exit status %d, want %d\nstderr:\n%s", code, exitFailed, lerr.String())
+			}
+		})
 	}
 }
