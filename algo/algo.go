@@ -135,7 +135,15 @@ func (h Header) Validate() error {
 		if err := h.MultiAgent.Validate(); err != nil {
 			errs = append(errs, err)
 		}
-		if h.Env != "" && !env.IsParallel(h.Env) {
+		switch {
+		case h.Env == "":
+		case env.IsRemote(h.Env):
+			if ok, err := env.RemoteIsParallel(h.Env); err != nil {
+				errs = append(errs, fmt.Errorf("%w: multiagent: cannot ask the server of %s whether it serves a multi-agent env: %w", ErrConfig, h.Env, err))
+			} else if !ok {
+				errs = append(errs, fmt.Errorf("%w: multiagent needs a multi-agent env; the server of %s serves it as a single-agent env", ErrConfig, h.Env))
+			}
+		case !env.IsParallel(h.Env):
 			errs = append(errs, fmt.Errorf("%w: multiagent needs a multi-agent env (%v), not %s", ErrConfig, env.ParallelIDs(), h.Env))
 		}
 	}

@@ -50,3 +50,15 @@ fake: {num_envs: 8}
 		t.Errorf("a run without policies writes a multiagent section:\n%s", b)
 	}
 }
+
+// TestMultiAgentRemoteUnreachable: a multiagent run on a remote id whose
+// server cannot be reached is refused saying so, not as if the env were
+// single-agent.
+func TestMultiAgentRemoteUnreachable(t *testing.T) {
+	file := "algo: fake\nenv: grpc://127.0.0.1:1/mpe/simple_tag_v3\nsteps: 1000\n" +
+		"multiagent:\n  policies: [adv, good]\n  policy_mapping: {\"adversary_*\": adv, agent_0: good}\nfake: {num_envs: 8}\n"
+	_, err := Resolve([]byte(file), fakeSpecs(), Overrides{})
+	if err == nil || !strings.Contains(err.Error(), "cannot ask the server of grpc://127.0.0.1:1/mpe/simple_tag_v3") {
+		t.Fatalf("unreachable server: %v", err)
+	}
+}

@@ -39,25 +39,33 @@ import (
 // ENV_ID as a multi-agent env. An unreachable server, or any other failure,
 // answers false: opening the id then reports the real error.
 func remoteIsParallel(id string) bool {
+	ok, _ := RemoteIsParallel(id)
+	return ok
+}
+
+// RemoteIsParallel asks the server of the remote id whether it serves the
+// env as a multi-agent env; the error says why it could not tell (a
+// malformed id, a server that cannot be reached).
+func RemoteIsParallel(id string) (bool, error) {
 	t, err := parseRemote(id)
 	if err != nil {
-		return false
+		return false, err
 	}
 	if t.shm {
 		// The shm socket has no Describe: open a multi-agent session of
 		// one env, which a server opens only for a multi-agent id.
 		p, err := openParallelSession(t, 1, makeOptions{}, false, false)
 		if err != nil {
-			return false
+			return false, err // unreachable, or a server that refuses a multi-agent session of the id
 		}
 		p.Close()
-		return true
+		return true, nil
 	}
 	d, err := describeRemote(t)
 	if err != nil {
-		return false
+		return false, err
 	}
-	return slices.Contains(d.GetParallelEnvIds(), t.envID)
+	return slices.Contains(d.GetParallelEnvIds(), t.envID), nil
 }
 
 func describeRemote(t remoteTarget) (*herdv1.DescribeResponse, error) {
