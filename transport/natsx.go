@@ -67,6 +67,11 @@ func (n *NATS) request(ctx context.Context, subj string, data []byte) (*nats.Msg
 func (n *NATS) requestMsg(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
 	for i := 0; ; i++ {
 		m, err := n.nc.RequestMsgWithContext(ctx, msg)
+		if errors.Is(err, nats.ErrMaxPayload) {
+			// No retry can send it: a bad request, named with both sizes.
+			return nil, fmt.Errorf("%w: a %s message of %d bytes (headers aside) is over the NATS server's max payload of %d bytes (max_payload in the server's config)",
+				ErrBadRequest, msg.Subject, len(msg.Data), n.nc.MaxPayload())
+		}
 		if !errors.Is(err, nats.ErrNoResponders) {
 			return m, err
 		}
