@@ -216,7 +216,8 @@ type RuntimeConfig struct {
 	// MaxPolicyLag bounds, under the dist executor, how many weights
 	// versions older than the learner's the data of an on-policy learner
 	// may be (older segments are dropped and counted in dist/dropped);
-	// 0: DefaultMaxPolicyLag, -1: no bound.
+	// 0: DefaultMaxPolicyLag or twice the env workers, the larger; -1: no
+	// bound.
 	MaxPolicyLag int `yaml:"max_policy_lag,omitempty"`
 
 	// NumAsync is, under the flow executor, how many rounds the
@@ -264,8 +265,9 @@ const (
 	InferenceInline        = "inline"
 )
 
-// DefaultMaxPolicyLag is runtime.max_policy_lag's default, in weights
-// versions (see run/distexec for the measurements it rests on).
+// DefaultMaxPolicyLag is runtime.max_policy_lag's least default, in weights
+// versions; the dist executor raises it to twice its env workers (see
+// run/distexec for the measurements it rests on).
 const DefaultMaxPolicyLag = 32
 
 // DistScalars are the metrics.csv columns the dist executor adds to an

@@ -754,6 +754,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	defer end.close()
 	tr, smp, par := end.tr, end.smp, end.par
 	mon := newMonitor(rt.Log, smp, end.mem, opt.Notice, stall)
+	mon.maxLag = maxLagOf(opt, st.Header)
 	var group *worker.LearnerGroup
 	if st.Learners > 1 {
 		coll, err := tr.Collective(ctx, run, transport.Options{Learner: 0, Learners: st.Learners, GatherTimeout: gatherTimeout(stall)})
@@ -777,7 +778,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		return st.trainOff(ctx, wctx, rt, smp, par, mon, stall, group, ws.wait)
 	}
 	var step int64
-	l, err := worker.RunLearner(wctx, worker.LearnerConfig{Iterations: iters, MaxLag: maxLagOf(opt), Stall: stall, Alive: mon.alive,
+	l, err := worker.RunLearner(wctx, worker.LearnerConfig{Iterations: iters, MaxLag: mon.maxLag, Stall: stall, Alive: mon.alive,
 		Counters: &mon.cnt, Group: group,
 		OnIteration: func(_ int, seg *sample.Segment, stats []algo.Stat) {
 			for _, e := range seg.Episodes {
@@ -820,15 +821,20 @@ func (s *Setup) iterations() (int, error) {
 	return iters, nil
 }
 
-// maxLagOf is the learner's lag bound (0: none).
-func maxLagOf(opt Options) uint64 {
+// maxLagOf is the learner's lag bound (0: none): runtime.max_policy_lag,
+// or by default algo.DefaultMaxPolicyLag or twice the env workers, the
+// larger. E env workers pushing in turn put a segment about E − 1 updates
+// behind the learner in steady state, so a fixed bound below that drops
+// a share of every worker's segments.
+func maxLagOf(opt Options, h algo.Header) uint64 {
 	switch {
 	case opt.MaxPolicyLag < 0:
 		return 0
 	case opt.MaxPolicyLag > 0:
 		return uint64(opt.MaxPolicyLag)
 	}
-	return algo.DefaultMaxPolicyLag
+	e := max(opt.EnvWorkers, h.Runtime.EnvWorkers, 1)
+	return max(algo.DefaultMaxPolicyLag, 2*uint64(e))
 }
 
 // gatherTimeout is the learners' all-gather deadline: longer than the
@@ -882,7 +888,7 @@ func (s *Setup) RunLearnerPeer(ctx context.Context, slot int, tr transport.Trans
 			PublishEvery: s.Off.PublishEvery, Stall: stall, Group: group}, s.Pieces, smp, nil)
 		return err
 	}
-	_, err = worker.RunLearner(ctx, worker.LearnerConfig{Iterations: iters, MaxLag: maxLagOf(opt), Stall: stall,
+	_, err = worker.RunLearner(ctx, worker.LearnerConfig{Iterations: iters, MaxLag: maxLagOf(opt, s.Header), Stall: stall,
 		Group: group}, s.Pieces, smp, nil)
 	return err
 }
@@ -912,7 +918,18 @@ type monitor struct {
 	heard    map[string]*heard
 	silent   int    // workers silent now (dist/silent_workers)
 	silences uint64 // silences begun (dist/silences)
+	// maxLag is the learner's lag bound; warnedDrops, that the notice of
+	// segments dropped over it was written.
+	maxLag      uint64
+	warnedDrops bool
 }
+
+// dropWarn is the share of segments dropped for their lag above which the
+// monitor writes a notice, once, after dropWarnAfter segments.
+const (
+	dropWarn      = 0.05
+	dropWarnAfter = 20
+)
 
 // heard is what the monitor last saw of a worker's progress record.
 type heard struct {
@@ -1000,6 +1017,11 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 	m.log.Scalar("dist/lag_mean", m.cnt.LagMean())
 	m.log.Scalar("dist/lag_max", float64(m.cnt.LagMax))
 	m.log.Scalar("dist/dropped", float64(m.cnt.Dropped))
+	if seen := m.cnt.Learned + m.cnt.Dropped; !m.warnedDrops && seen >= dropWarnAfter && float64(m.cnt.Dropped) > dropWarn*float64(seen) {
+		m.warnedDrops = true
+		fmt.Fprintf(m.notice, "%sdist: %d of %d segments (%.0f%%) dropped as older than max_policy_lag %d versions; raise runtime.max_policy_lag or run fewer env workers per learner\n",
+			m.who, m.cnt.Dropped, seen, 100*float64(m.cnt.Dropped)/float64(seen), m.maxLag)
+	}
 	m.log.Scalar("dist/duplicates", float64(ss.Duplicates+m.cnt.PeerDuplicates))
 	m.log.Scalar("dist/decode_errors", float64(m.cnt.DecodeErrors+ss.Malformed+ss.WrongProtocol+m.cnt.PeerStreamErrors))
 	m.log.Scalar("dist/stale_weights", float64(m.stale))

@@ -13,7 +13,7 @@
 //	  inference: inline   # policy_workers (default) or inline: env workers act with their own copies, no policy workers
 //	  transport: nats     # inproc (default) or nats
 //	  nats_url: ""        # an external server or cluster; empty: embedded on 127.0.0.1
-//	  max_policy_lag: 32  # drop on-policy segments older than this many versions (default 32; -1: no bound)
+//	  max_policy_lag: 32  # drop on-policy segments older than this many versions (default: 32 or 2 × env_workers, the larger; -1: no bound)
 //	  learners: 2         # M data-parallel learners (default 1)
 //	  sync_batch: split   # a learner's share of each minibatch: split (1/M of its rows, default) or full
 //
@@ -78,7 +78,10 @@
 // 2-core machine under load 35: mean 7.3, max 14; with 2 env workers mean
 // 1.1, max 5): it drops nothing in a healthy run and cuts off data from a
 // worker that fell far behind (one stuck on old weights, or a queue drained
-// after a stall).
+// after a stall). With more env workers the steady lag grows with them (E
+// workers pushing in turn put a segment about E − 1 updates behind), so the
+// default is 2 × env_workers when that is larger; a run that drops more
+// than 5% of its segments for their lag says so once on standard error.
 //
 // The learner ends the run with an error when no sample comes for 60 s
 // (Options.Stall), naming the env workers alive, instead of waiting for

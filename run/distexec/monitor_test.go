@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"herd/algo"
 	"herd/transport"
 )
 
@@ -111,5 +112,55 @@ func TestMonitorSilence(t *testing.T) {
 	check("policy-0 gone", 1, 2, 3)
 	if s := out.String(); !strings.Contains(s, "dist: policy-0 silent for ") {
 		t.Errorf("notice: %q", s)
+	}
+}
+
+// TestMonitorDropNotice: more than 5% of the segments dropped for their
+// lag gives one notice naming the share and the bound, not before 20
+// segments and not again; at 5% or less none.
+func TestMonitorDropNotice(t *testing.T) {
+	ctx := context.Background()
+	tr := transport.NewInproc()
+	mem, err := tr.Membership(ctx, "r", transport.Options{TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	smp, err := tr.Samples(ctx, "r", transport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer smp.Close()
+	for _, c := range []struct {
+		learned, dropped uint64
+		want             bool
+	}{{19, 1, false}, {10, 5, false}, {95, 5, false}, {94, 6, true}, {14, 6, true}} {
+		var out strings.Builder
+		m := newMonitor(scalarLog{}, smp, mem, &out, 0)
+		m.maxLag = 32
+		m.cnt.Learned, m.cnt.Dropped = c.learned, c.dropped
+		m.scalars(ctx, false)
+		m.scalars(ctx, false)
+		got := out.String()
+		if c.want != strings.Contains(got, "max_policy_lag 32") || strings.Count(got, "dropped") > 1 {
+			t.Errorf("%d learned, %d dropped: notices %q, want one: %v", c.learned, c.dropped, got, c.want)
+		}
+	}
+}
+
+// TestMaxLagDefault: the default lag bound is 32 or twice the env
+// workers, the larger; a set bound is kept, −1 is none.
+func TestMaxLagDefault(t *testing.T) {
+	for _, c := range []struct {
+		opt  Options
+		rtE  int
+		want uint64
+	}{{Options{}, 0, 32}, {Options{EnvWorkers: 4}, 0, 32}, {Options{EnvWorkers: 48}, 0, 96}, {Options{}, 48, 96},
+		{Options{EnvWorkers: 48, MaxPolicyLag: 10}, 0, 10}, {Options{EnvWorkers: 48, MaxPolicyLag: -1}, 0, 0}} {
+		var h algo.Header
+		h.Runtime.EnvWorkers = c.rtE
+		if got := maxLagOf(c.opt, h); got != c.want {
+			t.Errorf("%+v, runtime env_workers %d: bound %d, want %d", c.opt, c.rtE, got, c.want)
+		}
 	}
 }

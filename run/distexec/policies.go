@@ -360,14 +360,14 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 		smps[k] = smp
 		logs[k] = &prefixLog{Logger: rt.Log, prefix: "policy/" + ps.ids[k] + "/"}
 		mons[k] = newMonitor(logs[k], smp, end.mem, opt.Notice, stall)
-		mons[k].who = logs[k].prefix
+		mons[k].who, mons[k].maxLag = logs[k].prefix, maxLagOf(opt, s.Header)
 		if s.Off != nil {
 			offCnt[k] = &worker.Counters{}
 			learners[k] = func() (any, error) { return ps.offLearner(wctx, k, s, smp, par, mons[k].alive, stall, offCnt[k]) }
 			continue
 		}
 		learners[k] = func() (any, error) {
-			return worker.RunLearner(wctx, worker.LearnerConfig{Iterations: ps.iters, MaxLag: maxLagOf(opt), Stall: stall,
+			return worker.RunLearner(wctx, worker.LearnerConfig{Iterations: ps.iters, MaxLag: mons[k].maxLag, Stall: stall,
 				Alive: mons[k].alive, Counters: &mons[k].cnt,
 				OnIteration: func(_ int, seg *sample.Segment, stats []algo.Stat) {
 					ps.arrive(wctx, k, round{episodes: seg.Episodes, stats: stats}, true)
