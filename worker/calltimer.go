@@ -130,9 +130,15 @@ func (c *callCtx) Err() error {
 }
 
 // retry calls f with a per-call timeout until it succeeds, fails for good
-// (ErrBadRequest, ErrClosed) or the callTimer's parent ends.
+// (ErrBadRequest, ErrClosed) or the callTimer's parent ends. A call that
+// failed at once is retried after a pause that doubles from
+// retryPauseMin to retryPauseMax, so a peer or server that refuses every
+// call is not asked hundreds of times a second; a call that waited out
+// its timeout is retried at once.
 func retry(w *callTimer, f func(ctx context.Context) error) error {
+	pause := retryPauseMin
 	for {
+		began := time.Now()
 		err := f(w.begin())
 		w.end()
 		if err == nil || errors.Is(err, transport.ErrBadRequest) || errors.Is(err, transport.ErrClosed) {
@@ -144,5 +150,23 @@ func retry(w *callTimer, f func(ctx context.Context) error) error {
 		if w.retried != nil {
 			w.retried.Inc()
 		}
+		if time.Since(began) < pause {
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-w.parent.Done():
+				t.Stop()
+				return fmt.Errorf("%w (last error: %w)", w.parent.Err(), err)
+			}
+			pause = min(2*pause, retryPauseMax)
+		} else {
+			pause = retryPauseMin
+		}
 	}
 }
+
+// The pauses of retry between calls that failed at once.
+const (
+	retryPauseMin = time.Millisecond
+	retryPauseMax = 500 * time.Millisecond
+)

@@ -115,3 +115,30 @@ func TestPolicyTimingPercentiles(t *testing.T) {
 		t.Errorf("after %d batches of 7 rows: p50 %d, p99 %d", recentBatches, r50, r99)
 	}
 }
+
+// TestRetryBacksOff: calls that fail at once are retried after pauses
+// that double up to half a second — a handful in a second, not hundreds —
+// and a success ends the retries.
+func TestRetryBacksOff(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	w := newCallTimer(ctx, time.Second)
+	defer w.stop()
+	n := 0
+	err := retry(w, func(context.Context) error { n++; return errors.New("server refuses") })
+	// Pauses 1, 2, 4, …, 256, 500 ms: about 10 calls in the second.
+	if !errors.Is(err, context.DeadlineExceeded) || n < 5 || n > 20 {
+		t.Errorf("retry for 1 s against a refusing server: %d calls, %v; want 5–20 and the deadline", n, err)
+	}
+	w2 := newCallTimer(context.Background(), time.Second)
+	defer w2.stop()
+	n = 0
+	if err := retry(w2, func(context.Context) error {
+		if n++; n < 3 {
+			return errors.New("once")
+		}
+		return nil
+	}); err != nil || n != 3 {
+		t.Errorf("retry until success: %v after %d calls, want nil after 3", err, n)
+	}
+}
