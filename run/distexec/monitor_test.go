@@ -17,6 +17,25 @@ func (scalarLog) Episode(int64, float64, int)     {}
 func (l scalarLog) Scalar(name string, v float64) { l[name] = v }
 func (scalarLog) Step(int64)                      {}
 
+// monitorStreams are a run's membership and sample stream in process,
+// closed with the test.
+func monitorStreams(t *testing.T) (transport.Membership, transport.SampleStream) {
+	t.Helper()
+	ctx := context.Background()
+	tr := transport.NewInproc()
+	mem, err := tr.Membership(ctx, "r", transport.Options{TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.Close() })
+	smp, err := tr.Samples(ctx, "r", transport.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { smp.Close() })
+	return mem, smp
+}
+
 // One env worker's records stop changing while the learner goes on
 // learning from the other: the monitor counts one silence, names the
 // worker once, and says when it is back. A healthy stretch, a slow
@@ -24,17 +43,7 @@ func (scalarLog) Step(int64)                      {}
 // worker count nothing.
 func TestMonitorSilence(t *testing.T) {
 	ctx := context.Background()
-	tr := transport.NewInproc()
-	mem, err := tr.Membership(ctx, "r", transport.Options{TTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
-	smp, err := tr.Samples(ctx, "r", transport.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer smp.Close()
+	mem, smp := monitorStreams(t)
 	policy, err := mem.Register(ctx, "policy-0", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -120,17 +129,7 @@ func TestMonitorSilence(t *testing.T) {
 // segments and not again; at 5% or less none.
 func TestMonitorDropNotice(t *testing.T) {
 	ctx := context.Background()
-	tr := transport.NewInproc()
-	mem, err := tr.Membership(ctx, "r", transport.Options{TTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mem.Close()
-	smp, err := tr.Samples(ctx, "r", transport.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer smp.Close()
+	mem, smp := monitorStreams(t)
 	for _, c := range []struct {
 		learned, dropped uint64
 		want             bool
