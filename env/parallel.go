@@ -85,7 +85,8 @@ func ParallelIDs() []string {
 // asks the server (Describe), and an unreachable server answers false.
 func IsParallel(id string) bool {
 	if IsRemote(id) {
-		return remoteIsParallel(id)
+		ok, _ := RemoteIsParallel(id) // an unreachable server: false
+		return ok
 	}
 	base, _, _ := strings.Cut(id, "?")
 	for _, s := range parallelSpecs() {

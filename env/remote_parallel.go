@@ -29,19 +29,11 @@ import (
 // MakeParallel), the env's own global state (PettingZoo's state() and
 // state_space): MakeParallel's env is then a GlobalState. A server or an env
 // without one leaves the state to this side (the agents' observations
-// concatenated), as before. Over shm:// a
+// concatenated). Over shm:// a
 // multi-agent session's messages are framed on the socket (no shared
 // segment; herd serve env and python/herd_env alike), and inflight does not apply
 // to them: MakeVector puts all its envs in one session, so one message
 // carries every env's per-agent actions and one message answers.
-
-// remoteIsParallel asks the server of a grpc(s):// id whether it serves
-// ENV_ID as a multi-agent env. An unreachable server, or any other failure,
-// answers false: opening the id then reports the real error.
-func remoteIsParallel(id string) bool {
-	ok, _ := RemoteIsParallel(id)
-	return ok
-}
 
 // RemoteIsParallel asks the server of the remote id whether it serves the
 // env as a multi-agent env; the error says why it could not tell (a
