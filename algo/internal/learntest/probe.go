@@ -2,6 +2,7 @@ package learntest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"herd/algo"
@@ -38,5 +39,22 @@ func Probe(t *testing.T, spec algo.Spec, file string, seeds int, minTrain float6
 			t.Errorf("%s did not learn %s from seed %d: greedy return %.3f (want 1), last 100 of %d training episodes %.3f (want ≥ %.2f)",
 				spec.Name, h.Env, h.Seed, greedy, len(tee.Returns), train, minTrain)
 		}
+	}
+}
+
+// ProbeSegments runs Probe as one subtest per segment length: the bandit
+// at T = 2 and the corridor at T = 1 (every return is r + γ·V(x'), so
+// only the bootstrap carries the credit back) and at corridorT (n-step
+// returns). file is a format of the env id and T; every case trains
+// three seeds and needs a training mean of 0.8.
+func ProbeSegments(t *testing.T, spec algo.Spec, file string, corridorT int) {
+	t.Helper()
+	for _, c := range []struct {
+		env string
+		T   int
+	}{{"Probe/Bandit-v0", 2}, {"Probe/Corridor-v0", 1}, {"Probe/Corridor-v0", corridorT}} {
+		t.Run(fmt.Sprintf("%s/T=%d", c.env, c.T), func(t *testing.T) {
+			Probe(t, spec, fmt.Sprintf(file, c.env, c.T), 3, 0.8)
+		})
 	}
 }
