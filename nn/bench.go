@@ -3,6 +3,7 @@ package nn
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,8 +47,9 @@ const (
 // BenchOptions selects what BenchMLP measures. Zero fields take defaults.
 type BenchOptions struct {
 	// Nets are hidden-layer specs like "64-64", or conv presets
-	// "conv-minatar" (4×10×10 frames) and "conv-nature" (4×84×84; see
-	// ConvPreset: the convolutions with ReLU between them, no heads);
+	// "conv-minatar" (4×10×10 frames), "conv-nature" (4×84×84; see
+	// ConvPreset: the convolutions with ReLU between them, no heads) and
+	// "conv-impala" (ImpalaStages on 4×10×10 frames);
 	// default {"64-64", "256-256"}.
 	Nets []string
 	// In and Out are the input and output widths; default 4 and 2
@@ -245,11 +247,12 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 			if preset == "nature" {
 				h, w = 84, 84
 			}
-			cfgs, err := ConvPreset(preset, c, h, w)
-			if err != nil {
+			if _, err := convBenchLayers(DefaultGemm(), preset, c, h, w, rng.New(1, "nn/bench", 0)); err != nil {
 				return nil, err
 			}
-			newOp = func(g Gemm, batch int, op string) (func(), error) { return newConvBenchOp(g, cfgs, batch, op) }
+			newOp = func(g Gemm, batch int, op string) (func(), error) {
+				return newConvBenchOp(g, preset, c, h, w, batch, op)
+			}
 		} else {
 			hidden, err := ParseNet(spec)
 			if err != nil {
@@ -284,55 +287,75 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 	return rows, nil
 }
 
-// newConvBenchOp is NewBenchOp for a stack of convolutions with ReLU
-// between them (the forward pass ends at the last convolution's output).
-func newConvBenchOp(g Gemm, cfgs []Conv2dConfig, batch int, op string) (func(), error) {
-	if batch <= 0 {
-		return nil, fmt.Errorf("%w: batch %d", ErrConfig, batch)
+// convBenchLayers builds a preset's encoder for c×h×w images: the
+// convolutions of ConvPreset with ReLU between them, or ImpalaStages for
+// "impala"; no heads.
+func convBenchLayers(g Gemm, preset string, c, h, w int, r *rand.Rand) ([]encLayer, error) {
+	var layers []encLayer
+	if preset == "impala" {
+		stages, err := ImpalaStages(c, h, w)
+		if err != nil {
+			return nil, err
+		}
+		for i, st := range stages {
+			l, err := newStageLayer(fmt.Sprintf("%d.", i), st, g, r)
+			if err != nil {
+				return nil, err
+			}
+			layers = append(layers, l)
+		}
+		return layers, nil
 	}
-	r := rng.New(1, "nn/bench", 0)
-	convs := make([]*Conv2d, len(cfgs))
-	var params []*Param
+	cfgs, err := ConvPreset(preset, c, h, w)
+	if err != nil {
+		return nil, err
+	}
 	for i, cfg := range cfgs {
+		if i > 0 {
+			layers = append(layers, &reluLayer{size: layers[len(layers)-1].out()})
+		}
 		cv, err := NewConv2d(fmt.Sprintf("%d.", 2*i), cfg, g, r)
 		if err != nil {
 			return nil, err
 		}
-		convs[i] = cv
-		params = append(params, cv.Params()...)
+		layers = append(layers, convLayer{cv})
 	}
-	x := make([]float32, batch*convs[0].In())
+	return layers, nil
+}
+
+// newConvBenchOp times a preset's encoder (convBenchLayers) at a batch.
+func newConvBenchOp(g Gemm, preset string, c, h, w, batch int, op string) (func(), error) {
+	if batch <= 0 {
+		return nil, fmt.Errorf("%w: batch %d", ErrConfig, batch)
+	}
+	r := rng.New(1, "nn/bench", 0)
+	layers, err := convBenchLayers(g, preset, c, h, w, r)
+	if err != nil {
+		return nil, err
+	}
+	var params []*Param
+	for _, l := range layers {
+		params = append(params, l.params()...)
+	}
+	x := make([]float32, batch*layers[0].in())
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
 	}
-	dOut := make([]float32, batch*convs[len(convs)-1].Out())
+	dOut := make([]float32, batch*layers[len(layers)-1].out())
 	for i := range dOut {
 		dOut[i] = float32(r.NormFloat64()) / float32(batch)
 	}
-	acts := make([][]float32, len(convs))
-	grads := make([][]float32, len(convs))
 	forward := func() {
 		in := x
-		for i, cv := range convs {
-			y := cv.Forward(in, batch)
-			if i+1 < len(convs) {
-				acts[i] = append(acts[i][:0], y...)
-				ReLU.applyInPlace(acts[i])
-				y = acts[i]
-			}
-			in = y
+		for _, l := range layers {
+			in = l.forward(in, batch)
 		}
 	}
 	backward := func() {
 		ZeroGrads(params)
 		d := dOut
-		for i := len(convs) - 1; i >= 0; i-- {
-			dx := convs[i].Backward(d)
-			if i > 0 {
-				grads[i-1] = grow(grads[i-1], len(dx))
-				ReLU.backward(grads[i-1], dx, acts[i-1])
-				d = grads[i-1]
-			}
+		for i := len(layers) - 1; i >= 0; i-- {
+			d = layers[i].backward(d, true)
 		}
 	}
 	opt, err := NewAdam(AdamConfig{LR: 1e-4})

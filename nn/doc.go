@@ -15,11 +15,15 @@
 //     on NCHW images as an im2col product on the Gemm backend, with PyTorch's
 //     parameter names and layout, so a flattened output meets a Linear as
 //     torch.flatten does; ConvPreset gives the convolutions of MinAtar's and
-//     Nature DQN's networks. ConvNet stacks them (ReLU after each), flattens
-//     and adds an MLP head, named as PyTorch's nn.Sequential of the same
-//     modules. TestConv2dMatchesPyTorch and TestConvNetMatchesPyTorch compare
-//     outputs and every gradient with tables PyTorch wrote
-//     (testdata/gen/conv_torch.py).
+//     Nature DQN's networks, ImpalaStages the residual stages of IMPALA's
+//     encoder (3×3 convolution, 3×3 max pool of stride 2, two residual
+//     blocks; ResidualStage). ConvNet stacks either (ReLU after each
+//     convolution, or after the last stage), flattens and adds an MLP head,
+//     named as PyTorch's nn.Sequential of the same modules.
+//     TestConv2dMatchesPyTorch and TestConvNetMatchesPyTorch compare outputs
+//     and every gradient with tables PyTorch wrote (testdata/gen/conv_torch.py,
+//     residual_torch.py); TestResidualStageGradients checks a stage against
+//     finite differences.
 //   - LSTM and GRU: PyTorch's one-layer nn.LSTM / nn.GRU (gate order, names
 //     weight_ih_l0 …, initialisation) run over whole sequences (T steps of B
 //     sequences, time-major) with per-sequence episode resets, and
@@ -201,8 +205,10 @@
 //   - Training at batch 1 is slower than gonum (many tiny kernel calls for dW).
 //   - Only F32 tensors in safetensors (F16/BF16 files are rejected with
 //     `ErrCorrupt`).
-//   - Layers: Linear, Conv2d (square kernels, zero padding) and element-wise
-//     activations, LSTM and GRU; no pooling, residual blocks (IMPALA's encoder)
-//     or layer norm yet. ConvNet and the recurrent layers are not yet
-//     selectable from an algorithm's config: the algorithms build MLPs.
+//   - Layers: Linear, Conv2d (square kernels, zero padding), the 3×3 max
+//     pool and residual blocks of IMPALA's encoder, element-wise
+//     activations, LSTM and GRU; no general pooling layer or layer norm.
+//     The algorithms reach ConvNet through their `encoder` key
+//     (algo/internal/encoder); the recurrent layers are not selectable from
+//     an algorithm's config.
 package nn
