@@ -763,6 +763,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}
 		defer coll.Close()
 		group = &worker.LearnerGroup{Collective: coll, Learners: st.Learners}
+		mon.gather, _ = coll.(gatherStater)
 		if opt.Watch != nil {
 			gone := opt.Watch(wctx)
 			ws.wg.Go(func() {
@@ -922,6 +923,15 @@ type monitor struct {
 	// segments dropped over it was written.
 	maxLag      uint64
 	warnedDrops bool
+	// gather is the learner group's member, when there is a group whose
+	// transport counts its recoveries (dist/gather_resends).
+	gather gatherStater
+}
+
+// gatherStater is a learner group member that counts the contributions it
+// had to ask for again (transport's NATS group).
+type gatherStater interface {
+	GatherStats() transport.GatherStats
 }
 
 // dropWarn is the share of segments dropped for their lag above which the
@@ -1037,6 +1047,11 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 	m.log.Scalar("dist/infer_latency_p99_ms", float64(m.latP99)/1e3)
 	m.log.Scalar("dist/silent_workers", float64(m.silent))
 	m.log.Scalar("dist/silences", float64(m.silences))
+	var gs transport.GatherStats
+	if m.gather != nil {
+		gs = m.gather.GatherStats()
+	}
+	m.log.Scalar("dist/gather_resends", float64(gs.Requests))
 }
 
 // silentSamples is how many samples per env worker the learner must have
