@@ -539,6 +539,9 @@ type Counters struct {
 	// (LearnerGroup), the other learners' sample streams' repeated pushes
 	// and undecodable messages (its own stream's are in its Stats).
 	PeerDuplicates, PeerStreamErrors uint64
+	// ParamChecks counts, on learner 0 of several, the rounds in which the
+	// learners compared their parameters' hashes and found them equal.
+	ParamChecks uint64
 }
 
 // LagMean is the mean lag of the steps learned from (0 before any).
@@ -666,7 +669,10 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 		if g != nil {
 			ss := samples.Stats()
 			infos, err := exchangeRound(ctx, g.Collective, roundInfo{T: seg.T, N: seg.N, Episodes: seg.Episodes, Counters: *own,
-				Duplicates: ss.Duplicates, StreamErrors: ss.Malformed + ss.WrongProtocol})
+				Duplicates: ss.Duplicates, StreamErrors: ss.Malformed + ss.WrongProtocol, Params: paramsHash(it, l.Weights)})
+			if err == nil {
+				err = checkParams(infos)
+			}
 			if err != nil {
 				return l, fmt.Errorf("worker: learner %d: %w", g.Slot, err)
 			}

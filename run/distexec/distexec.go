@@ -1052,6 +1052,7 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 		gs = m.gather.GatherStats()
 	}
 	m.log.Scalar("dist/gather_resends", float64(gs.Requests))
+	m.log.Scalar("dist/params_checks", float64(m.cnt.ParamChecks))
 }
 
 // silentSamples is how many samples per env worker the learner must have
