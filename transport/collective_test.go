@@ -37,16 +37,8 @@ func TestCollectiveConformance(t *testing.T) {
 						if r == 0 && i == M-1 {
 							time.Sleep(50 * time.Millisecond)
 						}
-						out, err := c.AllGather(ctx, fmt.Appendf(nil, "r%d-m%d", r, i))
-						if err != nil {
-							errs[i] = err
+						if errs[i] = checkedRound(ctx, c, i, r); errs[i] != nil {
 							return
-						}
-						for j, b := range out {
-							if want := fmt.Sprintf("r%d-m%d", r, j); string(b) != want {
-								errs[i] = fmt.Errorf("member %d round %d: out[%d] = %q, want %q", i, r, j, b, want)
-								return
-							}
 						}
 					}
 				})
@@ -122,6 +114,42 @@ func TestSampleQueuePerLearner(t *testing.T) {
 	})
 }
 
+// checkedRound runs member i's round r, contributing "r<r>-m<i>", and
+// checks that every member's contribution came back in member order.
+func checkedRound(ctx context.Context, c Collective, i, r int) error {
+	out, err := c.AllGather(ctx, fmt.Appendf(nil, "r%d-m%d", r, i))
+	if err != nil {
+		return err
+	}
+	for j, b := range out {
+		if want := fmt.Sprintf("r%d-m%d", r, j); string(b) != want {
+			return fmt.Errorf("member %d round %d: out[%d] = %q, want %q", i, r, j, b, want)
+		}
+	}
+	return nil
+}
+
+// restartableServer starts a NATS server on a port and store that a
+// second StartServer can take again after Shutdown.
+func restartableServer(t *testing.T) (srv *Server, restart func() *Server) {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	start := func() *Server {
+		srv, err := StartServer(ServerOptions{Port: port, StoreDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+	return start(), start
+}
+
 // TestGatherResendsLostContributions drops contributions as a node loss
 // does and checks every round still completes with the right bytes: a
 // member's message to a round it has already left (learner 0's round 2,
@@ -162,16 +190,8 @@ func TestGatherResendsLostContributions(t *testing.T) {
 	for i, c := range cs {
 		wg.Go(func() {
 			for r := range rounds {
-				out, err := c.AllGather(ctx, fmt.Appendf(nil, "r%d-m%d", r, i))
-				if err != nil {
-					errs[i] = err
+				if errs[i] = checkedRound(ctx, c, i, r); errs[i] != nil {
 					return
-				}
-				for j, b := range out {
-					if want := fmt.Sprintf("r%d-m%d", r, j); string(b) != want {
-						errs[i] = fmt.Errorf("member %d round %d: out[%d] = %q, want %q", i, r, j, b, want)
-						return
-					}
 				}
 			}
 		})
@@ -194,17 +214,7 @@ func TestGatherResendsLostContributions(t *testing.T) {
 // restarts under the members: messages in flight are lost and sent again,
 // and every round completes.
 func TestGatherAcrossServerRestart(t *testing.T) {
-	dir := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	srv, err := StartServer(ServerOptions{Port: port, StoreDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, restart := restartableServer(t)
 	defer func() { srv.Shutdown() }()
 	run := runID(t)
 	const M = 2
@@ -228,16 +238,8 @@ func TestGatherAcrossServerRestart(t *testing.T) {
 				if s := stopAt.Load(); s > 0 && int64(r) >= s {
 					return
 				}
-				out, err := c.AllGather(ctx, fmt.Appendf(nil, "r%d-m%d", r, i))
-				if err != nil {
-					errs[i] = err
+				if errs[i] = checkedRound(ctx, c, i, r); errs[i] != nil {
 					return
-				}
-				for j, b := range out {
-					if want := fmt.Sprintf("r%d-m%d", r, j); string(b) != want {
-						errs[i] = fmt.Errorf("member %d round %d: out[%d] = %q, want %q", i, r, j, b, want)
-						return
-					}
 				}
 				rounds[i].Add(1)
 			}
@@ -246,10 +248,7 @@ func TestGatherAcrossServerRestart(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	srv.Shutdown()
 	time.Sleep(300 * time.Millisecond)
-	srv, err = StartServer(ServerOptions{Port: port, StoreDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv = restart()
 	// Members are at most one round apart: both end before the same round,
 	// 20 after the one the first is in now.
 	before := rounds[0].Load()
