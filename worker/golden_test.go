@@ -1,0 +1,24 @@
+package worker_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+)
+
+// The segments an env worker pushes with a fixed weights version — actions,
+// log-probabilities, values, rewards with truncation bootstraps, dones,
+// episodes, versions — are those the env worker pushed before it stepped
+// its envs through rollout.Segments: sha256 of the encoded segments of
+// segmentsWithGroups (G = 1; TestEnvGroupsMatchOneGroup and
+// TestInlineMatchesPolicyWorker tie G > 1 and inline inference to it).
+func TestEnvWorkerSegmentsGolden(t *testing.T) {
+	const want = "ea87e9ae044330251937db736688252e28d01f5dd812ac50f43432d99e0a65ae"
+	h := sha256.New()
+	for _, b := range segmentsWithGroups(t, 1, 3) {
+		h.Write(b)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		t.Errorf("segments sha256 %s, want %s", got, want)
+	}
+}
