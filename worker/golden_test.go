@@ -6,12 +6,12 @@ import (
 	"testing"
 )
 
-// The segments an env worker pushes with a fixed weights version — actions,
-// log-probabilities, values, rewards with truncation bootstraps, dones,
-// episodes, versions — are those the env worker pushed before it stepped
-// its envs through rollout.Segments: sha256 of the encoded segments of
-// segmentsWithGroups (G = 1; TestEnvGroupsMatchOneGroup and
-// TestInlineMatchesPolicyWorker tie G > 1 and inline inference to it).
+// The segments an env worker pushes with a fixed weights version —
+// actions, log-probabilities, values, rewards with truncation bootstraps,
+// dones, episodes, versions — are pinned by their sha256
+// (segmentsWithGroups, G = 1), so a change to the env-step loop that
+// changes one bit fails here; TestEnvGroupsMatchOneGroup and
+// TestInlineMatchesPolicyWorker tie G > 1 and inline inference to them.
 func TestEnvWorkerSegmentsGolden(t *testing.T) {
 	const want = "ea87e9ae044330251937db736688252e28d01f5dd812ac50f43432d99e0a65ae"
 	h := sha256.New()
