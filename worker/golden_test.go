@@ -9,11 +9,11 @@ import (
 // The segments an env worker pushes with a fixed weights version —
 // actions, log-probabilities, values, rewards with truncation bootstraps,
 // dones, episodes, versions — are pinned by their sha256
-// (segmentsWithGroups, G = 1), so a change to the env-step loop that
+// (segmentsWithGroups, G = 1, in sample format 2), so a change to the env-step loop that
 // changes one bit fails here; TestEnvGroupsMatchOneGroup and
 // TestInlineMatchesPolicyWorker tie G > 1 and inline inference to them.
 func TestEnvWorkerSegmentsGolden(t *testing.T) {
-	const want = "ea87e9ae044330251937db736688252e28d01f5dd812ac50f43432d99e0a65ae"
+	const want = "c58163d67ff038eb95669357735866ea9549b823f52533ca86345db30293f715"
 	h := sha256.New()
 	for _, b := range segmentsWithGroups(t, 1, 3) {
 		h.Write(b)
