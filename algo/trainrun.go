@@ -41,7 +41,8 @@ type RunOptions struct {
 	// Dir says what to do when Header.Out already holds a run: refuse
 	// (DirNew, the default), replace it (DirForce) or resume it
 	// (DirResume: algorithms with Spec.Resumable under the local
-	// executor; any other fails with ErrCannotResume).
+	// executor or one with Executor.Resumable; any other fails with
+	// ErrCannotResume).
 	Dir DirMode
 	// Resumed, when not nil, is told the checkpoint a resumed run
 	// continues from, and the newer ones it skipped (damaged), before
@@ -76,7 +77,8 @@ type RunOptions struct {
 // together at the end. A run whose Train fails before returning a model
 // leaves the directory as it was.
 //
-// A run of an algorithm with Spec.Resumable under the local executor also
+// A run of an algorithm with Spec.Resumable under the local executor (or
+// one with Executor.Resumable) also
 // writes its training state into Header.Out/checkpoints (Checkpoints,
 // Runtime.Checkpoints). With DirResume it continues from the newest one
 // that loads, after checking it against the run (LoadCheckpoint) before

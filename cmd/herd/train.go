@@ -60,13 +60,13 @@ Executors (runtime.executor; docs/guide/executors.md has the full table):
   herd train --resume --out runs/p --steps 200000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := resolveWith(cmd, &f, all.Specs())
-			if err != nil {
-				return err
-			}
 			mode, err := run.DirMode(f.force, f.resume)
 			if err != nil {
 				return fmt.Errorf("train: %w", err)
+			}
+			res, err := resolveWith(cmd, &f, all.Specs())
+			if err != nil {
+				return err
 			}
 			return run.Train(cmd.Context(), cmd.OutOrStdout(), res, run.TrainOptions{Mode: mode, Quiet: f.quiet,
 				EvalEpisodes: f.evalEpisodes, MetricsAddr: f.metricsAddr, CPUProfile: f.cpuProfile})
