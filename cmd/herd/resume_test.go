@@ -143,3 +143,61 @@ func TestCLIResumeAfterSIGTERMAndSIGKILL(t *testing.T) {
 		t.Fatalf("summary %+v, %v", s, err)
 	}
 }
+
+// TestCLIResumeHTSFromRunConfig: an HTS PPO run trained to half its
+// budget, then continued with `--resume --out DIR --steps` alone (the
+// settings read back from DIR/config.yaml), ends with the model bytes of
+// the run trained to the whole budget at once; a flag that changes a
+// setting is refused naming each difference, and changes nothing.
+func TestCLIResumeHTSFromRunConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := `algo: ppo
+env: CartPole-v1
+seed: 5
+steps: 5120
+checkpoint_every: 1024
+runtime: {executor: hts, env_workers: 2}
+ppo: {num_envs: 4, num_steps: 32, anneal_lr: false}
+`
+	if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := herd(t, dir, "train", "--config", "c.yaml", "--quiet", "--out", "whole"); r.code != 0 {
+		t.Fatalf("uninterrupted run: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := herd(t, dir, "train", "--config", "c.yaml", "--quiet", "--out", "half", "--steps", "2560"); r.code != 0 {
+		t.Fatalf("half run: exit %d\n%s", r.code, r.stderr)
+	}
+	before := checkpointsIn(filepath.Join(dir, "half"))
+	for _, c := range []struct{ more, want []string }{
+		{[]string{"--seed", "6", "--set", "learning_rate=1e-3"}, []string{"seed 5 (this run: 6)", "ppo.learning_rate 0.00025 (this run: 0.001)", "only --steps and --log-every"}},
+		{[]string{"--algo", "a2c", "--env", "Acrobot-v1"}, []string{"--algo a2c (the run's: ppo)", "--env Acrobot-v1 (the run's: CartPole-v1)"}},
+		{[]string{"--set", "runtime.env_workers=1"}, []string{"runtime.env_workers 2 (this run: 1)"}},
+	} {
+		r := herd(t, dir, append([]string{"train", "--quiet", "--resume", "--out", "half"}, c.more...)...)
+		for _, w := range c.want {
+			if r.code != 1 || !strings.Contains(r.stderr, w) {
+				t.Errorf("--resume %v: exit %d, want 1 and %q in\n%s", c.more, r.code, w, r.stderr)
+			}
+		}
+		if !slices.Equal(before, checkpointsIn(filepath.Join(dir, "half"))) {
+			t.Fatalf("--resume %v changed the run", c.more)
+		}
+	}
+	if r := herd(t, dir, "train", "--quiet", "--resume", "--steps", "5120"); r.code != 1 || !strings.Contains(r.stderr, "needs --out") {
+		t.Errorf("--resume without --out or --config: exit %d\n%s", r.code, r.stderr)
+	}
+	r := herd(t, dir, "train", "--resume", "--out", "half", "--steps", "5120")
+	if r.code != 0 || !strings.Contains(r.stdout, "resuming from step 2560") {
+		t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	want, _ := os.ReadFile(filepath.Join(dir, "whole", "model.safetensors"))
+	got, _ := os.ReadFile(filepath.Join(dir, "half", "model.safetensors"))
+	if len(want) == 0 || !bytes.Equal(got, want) {
+		t.Fatal("the resumed HTS run's model.safetensors differs from the run trained to the whole budget")
+	}
+	s, err := metrics.ReadSummary(filepath.Join(dir, "half", "summary.json"))
+	if err != nil || s.ResumedFromStep == nil || *s.ResumedFromStep != 2560 || s.Checkpoints != "on" {
+		t.Fatalf("summary %+v, %v", s, err)
+	}
+}
