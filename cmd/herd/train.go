@@ -84,7 +84,7 @@ Executors (runtime.executor; docs/guide/executors.md has the full table):
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress output")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
 	fl.BoolVar(&f.force, "force", false, "replace a run already in --out")
-	fl.BoolVar(&f.resume, "resume", false, "continue the run in --out from its newest checkpoint, with its config.yaml unless --config is given (ppo and a2c, local and hts executors; a changed setting other than steps and logging is refused)")
+	fl.BoolVar(&f.resume, "resume", false, "continue the run in --out from its newest checkpoint, with its config.yaml unless --config is given (ppo, a2c, dqn, sac, td3 and ddpg under the local executor, ppo and a2c under hts; a changed setting other than steps and logging is refused)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve live metrics for Prometheus at http://ADDR/metrics (a port alone binds 127.0.0.1, e.g. :9090)")
 	fl.IntVar(&f.evalEpisodes, "eval-episodes", 0, "after training, evaluate the greedy policy for this many episodes (into summary.json)")
 	return cmd
