@@ -12,6 +12,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"herd/nn"
 	"os"
 	"os/signal"
 	"strings"
@@ -90,6 +91,9 @@ func newRootCmd() *cobra.Command {
 		Short:         "herd trains reinforcement-learning agents, fast",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// An HERD_KERNELS value that names no kernel path, or one this CPU
+		// lacks, stops every command rather than quietly running another.
+		PersistentPreRunE: func(*cobra.Command, []string) error { return nn.KernelsErr() },
 	}
 	root.AddCommand(bench.Command(), newTrainCmd(), newEvalCmd(), newServeCmd(), newWorkerCmd(), newLaunchCmd(), newTuneCmd())
 	for _, c := range root.Commands() {
