@@ -12,7 +12,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"herd/nn"
 	"os"
 	"os/signal"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"herd/bench"
 	"herd/internal/exitguard"
 	"herd/launch"
+	"herd/nn"
 )
 
 // Exit statuses (launch.ExitStatus maps errors to them).

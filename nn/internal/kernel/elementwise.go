@@ -113,6 +113,10 @@ func tanhBackwardOn(l Level, dx, dy, y []float32) {
 // a given length, so results are reproducible. The AVX-512 body runs the
 // AVX2 body's operations on 16 lanes and leaves the same 8-aligned tail to
 // the AVX2 body and the scalar loop, so both paths give the same bits.
+// Both SIMD bodies flush subnormals to zero (a moment below 2⁻¹²⁶, which a
+// gradient that stays near zero produces, becomes 0): CPUs handle them on
+// a slow path an order of magnitude slower, and a value that small changes
+// no update.
 func Adam(useAsm bool, w, g, m, v []float32, b1, b2, eps, step, rbc2 float32) {
 	adamOn(on(useAsm), w, g, m, v, b1, b2, eps, step, rbc2)
 }

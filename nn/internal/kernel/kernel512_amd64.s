@@ -223,7 +223,18 @@ k1zstore:
 // per element, so the same bits. n is a multiple of 16.
 //
 // func adamZ(w, grad, m, v *float32, n int, c *[7]float32)
-TEXT ·adamZ(SB), NOSPLIT, $0-48
+TEXT ·adamZ(SB), NOSPLIT, $8-48
+	// Subnormal moments (a gradient that stays near zero drives m and v
+	// below 2⁻¹²⁶) take a slow microcoded path: the loop runs with
+	// flush-to-zero and denormals-are-zero set, restored at the end.
+	// Assembly is never preempted asynchronously, so no other goroutine
+	// runs under this MXCSR.
+	STMXCSR 0(SP)
+	MOVL 0(SP), R10
+	MOVL R10, 4(SP)
+	ORL  $0x8040, R10
+	MOVL R10, 0(SP)
+	LDMXCSR 0(SP)
 	MOVQ w+0(FP), DI
 	MOVQ grad+8(FP), SI
 	MOVQ m+16(FP), R8
@@ -264,5 +275,84 @@ azloop:
 	JNZ  azloop
 
 azdone:
+	LDMXCSR 4(SP)
+	VZEROUPPER
+	RET
+
+// fmaLoopZ runs n iterations of 12 independent 16-lane FMAs (enough
+// chains to cover the FMA latency on every AVX-512 CPU): the per-core
+// AVX-512 peak is 12·16·2·n FLOPs over its run time.
+//
+// func fmaLoopZ(n int)
+TEXT ·fmaLoopZ(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+
+fzloop:
+	VFMADD231PS Z12, Z13, Z0
+	VFMADD231PS Z12, Z13, Z1
+	VFMADD231PS Z12, Z13, Z2
+	VFMADD231PS Z12, Z13, Z3
+	VFMADD231PS Z12, Z13, Z4
+	VFMADD231PS Z12, Z13, Z5
+	VFMADD231PS Z12, Z13, Z6
+	VFMADD231PS Z12, Z13, Z7
+	VFMADD231PS Z12, Z13, Z8
+	VFMADD231PS Z12, Z13, Z9
+	VFMADD231PS Z12, Z13, Z10
+	VFMADD231PS Z12, Z13, Z11
+	DECQ CX
+	JNZ  fzloop
+	VZEROUPPER
+	RET
+
+// fmaLoopY is fmaLoopZ with 8-lane AVX2 FMAs.
+//
+// func fmaLoopY(n int)
+TEXT ·fmaLoopY(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+	VXORPS Y12, Y12, Y12
+	VXORPS Y13, Y13, Y13
+
+fyloop:
+	VFMADD231PS Y12, Y13, Y0
+	VFMADD231PS Y12, Y13, Y1
+	VFMADD231PS Y12, Y13, Y2
+	VFMADD231PS Y12, Y13, Y3
+	VFMADD231PS Y12, Y13, Y4
+	VFMADD231PS Y12, Y13, Y5
+	VFMADD231PS Y12, Y13, Y6
+	VFMADD231PS Y12, Y13, Y7
+	VFMADD231PS Y12, Y13, Y8
+	VFMADD231PS Y12, Y13, Y9
+	VFMADD231PS Y12, Y13, Y10
+	VFMADD231PS Y12, Y13, Y11
+	DECQ CX
+	JNZ  fyloop
 	VZEROUPPER
 	RET

@@ -173,3 +173,20 @@ func tanhBackAsm(dx, dy, y []float32, n int) { tanhBackAVX(&dx[0], &dy[0], &y[0]
 func adamAVX(w, grad, m, v *float32, n int, c *[7]float32)
 
 func adamAsm(w, g, m, v []float32, n int, c *[7]float32) { adamAVX(&w[0], &g[0], &m[0], &v[0], n, c) }
+
+//go:noescape
+func fmaLoopZ(n int)
+
+//go:noescape
+func fmaLoopY(n int)
+
+// fmaLoop runs n iterations of 12 FMAs on l's registers and returns their
+// lane count.
+func fmaLoop(l Level, n int) int {
+	if l >= AVX512 {
+		fmaLoopZ(n)
+		return 16
+	}
+	fmaLoopY(n)
+	return 8
+}

@@ -17,3 +17,5 @@ func tanhBackAsm(dx, dy, y []float32, n int) {}
 func adamAsm(w, g, m, v []float32, n int, c *[7]float32) {}
 
 func adamZAsm(w, g, m, v []float32, n int, c *[7]float32) {}
+
+func fmaLoop(l Level, n int) int { return 0 }
