@@ -32,8 +32,8 @@ type BenchRow struct {
 	GFLOPs float64 `json:"gflops"`
 	// PeakGFLOPs is the machine's float32 peak for the process's threads:
 	// GOMAXPROCS × one core's measured FMA throughput (kernel.PeakFLOPs:
-	// clock × FMA units × lanes × 2, timed on a loop of independent FMAs);
-	// 0 on the portable path.
+	// clock × FMA units × lanes × 2, timed on a loop of independent FMAs),
+	// whichever path runs; 0 where the build or CPU has no assembly.
 	PeakGFLOPs float64 `json:"peak_gflops"`
 }
 

@@ -9,7 +9,8 @@ import "time"
 // computed, so it holds the clock the CPU actually runs and its FMA width
 // (a CPU that splits 512-bit FMAs in two gives the AVX2 figure). The best
 // of a few 2 ms runs is taken, so time the machine lends elsewhere counts
-// less. It returns 0 on the portable path (no FMA loop to run).
+// less. It is the machine's figure whichever path HERD_KERNELS picks, and
+// 0 where the build or CPU has no assembly path.
 func PeakFLOPs() float64 {
 	if maxLevel == Portable {
 		return 0
