@@ -127,6 +127,96 @@ zstore:
 	VZEROUPPER
 	RET
 
+// kern4x16z computes a 4×ncols tile (1 ≤ ncols ≤ 32) of C: Z0..Z7 hold
+// Arguments as kern4x16m's.
+//
+// func kern4x16z(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int, ncols int)
+TEXT ·kern4x16z(SB), NOSPLIT, $0-120
+	MOVQ a0+8(FP), SI
+	MOVQ a1+16(FP), DI
+	MOVQ a2+24(FP), R8
+	MOVQ a3+32(FP), R9
+	MOVQ csa+40(FP), R10
+	MOVQ b+48(FP), DX
+	MOVQ ldb+56(FP), R11
+	MOVQ bias+96(FP), AX
+	MOVQ flags+104(FP), R12
+	MOVQ ncols+112(FP), CX
+
+	MOVQ $1, R14
+	SHLQ CX, R14
+	DECQ R14
+	KMOVW R14, K1
+	MOVQ k+0(FP), CX
+
+	TESTQ $1, R12
+	JNZ  hloadc
+	TESTQ AX, AX
+	JZ   hzero
+	VMOVUPS.Z (AX), K1, Z0
+	VMOVAPS Z0, Z2
+	VMOVAPS Z0, Z4
+	VMOVAPS Z0, Z6
+	JMP  hstart
+
+hzero:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z2, Z2, Z2
+	VPXORD Z4, Z4, Z4
+	VPXORD Z6, Z6, Z6
+	JMP  hstart
+
+hloadc:
+	MOVQ c0+64(FP), AX
+	VMOVUPS.Z (AX), K1, Z0
+	MOVQ c1+72(FP), AX
+	VMOVUPS.Z (AX), K1, Z2
+	MOVQ c2+80(FP), AX
+	VMOVUPS.Z (AX), K1, Z4
+	MOVQ c3+88(FP), AX
+	VMOVUPS.Z (AX), K1, Z6
+
+hstart:
+	XORQ BX, BX
+	TESTQ CX, CX
+	JZ   hdone
+
+hloop:
+	VMOVUPS.Z (DX), K1, Z8
+	VBROADCASTSS (SI)(BX*1), Z10
+	VFMADD231PS Z8, Z10, Z0
+	VBROADCASTSS (DI)(BX*1), Z11
+	VFMADD231PS Z8, Z11, Z2
+	VBROADCASTSS (R8)(BX*1), Z12
+	VFMADD231PS Z8, Z12, Z4
+	VBROADCASTSS (R9)(BX*1), Z13
+	VFMADD231PS Z8, Z13, Z6
+	ADDQ R10, BX
+	ADDQ R11, DX
+	DECQ CX
+	JNZ  hloop
+
+hdone:
+	TESTQ $2, R12
+	JZ   hstore
+	VPXORD Z8, Z8, Z8
+	VMAXPS Z8, Z0, Z0
+	VMAXPS Z8, Z2, Z2
+	VMAXPS Z8, Z4, Z4
+	VMAXPS Z8, Z6, Z6
+
+hstore:
+	MOVQ c0+64(FP), AX
+	VMOVUPS Z0, K1, (AX)
+	MOVQ c1+72(FP), AX
+	VMOVUPS Z2, K1, (AX)
+	MOVQ c2+80(FP), AX
+	VMOVUPS Z4, K1, (AX)
+	MOVQ c3+88(FP), AX
+	VMOVUPS Z6, K1, (AX)
+	VZEROUPPER
+	RET
+
 // kern1x64z computes one row of C over ncols ≤ 64 columns (the batch-1
 // path): four accumulators Z0..Z3 under masks K1..K4, one broadcast of
 // A(0, p) per p.

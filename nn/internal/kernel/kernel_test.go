@@ -419,3 +419,33 @@ func TestPeakFLOPs(t *testing.T) {
 	}
 	t.Logf("peak %.1f GFLOP/s per core", p/1e9)
 }
+
+// BenchmarkGemmTails times the column tails the AVX-512 path handles
+// differently (a last tile of exactly 16 columns, fewer than 16, 17 to
+// 31) and the transposed product of a backward pass, per path.
+func BenchmarkGemmTails(b *testing.B) {
+	r := rng.New(8, "kernel/bench", 0)
+	for _, sz := range []struct {
+		transA  bool
+		m, n, k int
+	}{{false, 64, 16, 36}, {true, 36, 16, 64}, {false, 256, 84, 120}, {false, 256, 120, 84}, {true, 256, 256, 256}} {
+		for _, l := range Levels()[1:] {
+			lda := sz.k
+			if sz.transA {
+				lda = sz.m
+			}
+			a, bb := randSlice(r, sz.m*sz.k), randSlice(r, sz.k*sz.n)
+			c := make([]float32, sz.m*sz.n)
+			name := itoa(sz.m) + "x" + itoa(sz.n) + "x" + itoa(sz.k)
+			if sz.transA {
+				name += "T"
+			}
+			b.Run(l.String()+"/"+name, func(b *testing.B) {
+				for b.Loop() {
+					gemmOn(l, sz.transA, sz.m, sz.n, sz.k, a, lda, bb, sz.n, c, sz.n, true, nil, false)
+				}
+				b.ReportMetric(2*float64(sz.m*sz.n*sz.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
