@@ -37,7 +37,10 @@ DQN's three convolutions on 4×84×84 frames), ReLU between, or "conv-impala"
 (IMPALA's three residual stages on 4×10×10 frames); no heads.
 Backends are timed round robin, --repeats runs each, and the minimum (or
 --stat median) is reported, so ratios between backends are fair on a busy
-machine. For the one-core
+machine. The gflops column is the rate of the matrix products (MLPs;
+three products per layer for the training ops), peak_gflops the machine's
+float32 peak for GOMAXPROCS cores, measured on a loop of FMAs. Run with
+HERD_KERNELS=avx2-fma or portable to time a slower kernel path. For the one-core
 figures in docs/BENCHMARKS.md run with GOMAXPROCS=1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"herd/internal/rng"
+	"herd/nn/internal/kernel"
 )
 
 // BenchRow is one measurement of `herd bench nn`: the JSON form is
@@ -24,6 +26,15 @@ type BenchRow struct {
 	// "portable" for "go", the backend's name for the others.
 	Kernels string  `json:"kernels"`
 	NsPerOp float64 `json:"ns_per_op"`
+	// GFLOPs is the rate of the op's matrix products: 2·batch·in·out per
+	// Linear layer forward, three times that for the training ops (the
+	// forward, dW and dX products); MLPs only, 0 for the conv presets.
+	GFLOPs float64 `json:"gflops"`
+	// PeakGFLOPs is the machine's float32 peak for the process's threads:
+	// GOMAXPROCS × one core's measured FMA throughput (kernel.PeakFLOPs:
+	// clock × FMA units × lanes × 2, timed on a loop of independent FMAs),
+	// whichever path runs; 0 where the build or CPU has no assembly.
+	PeakGFLOPs float64 `json:"peak_gflops"`
 }
 
 // kernelsOf names the kernels backend runs (BenchRow.Kernels).
@@ -239,9 +250,12 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 		}
 		gemms[i] = g
 	}
+	peak := kernel.PeakFLOPs() * float64(runtime.GOMAXPROCS(0)) / 1e9
 	var rows []BenchRow
 	for _, spec := range o.Nets {
 		var newOp func(g Gemm, batch int, op string) (func(), error)
+		macs := 0 // multiply-adds per sample of one forward pass
+
 		if preset, ok := strings.CutPrefix(spec, "conv-"); ok {
 			c, h, w := 4, 10, 10
 			if preset == "nature" {
@@ -257,6 +271,10 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 			hidden, err := ParseNet(spec)
 			if err != nil {
 				return nil, err
+			}
+			widths := append(append([]int{o.In}, hidden...), o.Out)
+			for i := 1; i < len(widths); i++ {
+				macs += widths[i-1] * widths[i]
 			}
 			newOp = func(g Gemm, batch int, op string) (func(), error) {
 				return NewBenchOpAct(g, hidden, o.In, o.Out, batch, op, o.Act)
@@ -278,8 +296,13 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 				if err != nil {
 					return rows, err
 				}
+				flops := 2 * float64(batch*macs)
+				if op != OpForward {
+					flops *= 3
+				}
 				for i, be := range o.Backends {
-					rows = append(rows, BenchRow{Net: spec, Batch: batch, Op: op, Backend: be, Kernels: kernelsOf(be), NsPerOp: ns[i]})
+					rows = append(rows, BenchRow{Net: spec, Batch: batch, Op: op, Backend: be, Kernels: kernelsOf(be), NsPerOp: ns[i],
+						GFLOPs: flops / ns[i], PeakGFLOPs: peak})
 				}
 			}
 		}
