@@ -1469,7 +1469,7 @@ func (n *NATS) ResetRun(ctx context.Context, run string) error {
 		return fmt.Errorf("dist: reset run %s: %w", run, err)
 	}
 	for _, k := range keys {
-		if k == "end" || strings.HasPrefix(k, "progress.") {
+		if k == "end" || k == "stop" || strings.HasPrefix(k, "progress.") {
 			if err := kv.Delete(ctx, k); err != nil {
 				return fmt.Errorf("dist: reset run %s: %w", run, err)
 			}
@@ -1500,9 +1500,40 @@ func (n *NATS) EndRun(ctx context.Context, run, outcome string) error {
 	return nil
 }
 
+// StopRun asks the run's learner to stop and save the run as
+// interrupted (a controller's Ctrl-C), before the controller's
+// registration goes: a learner that sees its controller gone after this
+// takes it as an interruption, not as the loss of its controller.
+func (n *NATS) StopRun(ctx context.Context, run, reason string) error {
+	kv, err := n.configBucket(ctx, run)
+	if err != nil {
+		return err
+	}
+	err = retryJS(ctx, apiAttempt, func(ctx context.Context) error {
+		_, err := kv.Put(ctx, "stop", []byte(reason))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("dist: ask run %s to stop: %w", run, err)
+	}
+	return nil
+}
+
+// RunStopped returns what StopRun stored, and whether the run was asked
+// to stop.
+func (n *NATS) RunStopped(ctx context.Context, run string) (string, bool, error) {
+	return n.configKey(ctx, run, "stop")
+}
+
 // RunEnded returns what EndRun stored, and whether the run is marked
 // ended.
 func (n *NATS) RunEnded(ctx context.Context, run string) (string, bool, error) {
+	return n.configKey(ctx, run, "end")
+}
+
+// configKey returns the value of key in the run's config bucket, and
+// whether it is there.
+func (n *NATS) configKey(ctx context.Context, run, key string) (string, bool, error) {
 	kv, err := n.configBucket(ctx, run)
 	if err != nil {
 		return "", false, err
@@ -1512,14 +1543,14 @@ func (n *NATS) RunEnded(ctx context.Context, run string) (string, bool, error) {
 	var e jetstream.KeyValueEntry
 	err = retryJS(ctx, apiAttempt, func(ctx context.Context) error {
 		var err error
-		e, err = kv.Get(ctx, "end")
+		e, err = kv.Get(ctx, key)
 		return err
 	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return "", false, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("dist: run %s's end: %w", run, err)
+		return "", false, fmt.Errorf("dist: run %s's %s: %w", run, key, err)
 	}
 	return string(e.Value()), true, nil
 }
