@@ -219,6 +219,11 @@ type RuntimeConfig struct {
 	// 0: DefaultMaxPolicyLag or twice the env workers, the larger; -1: no
 	// bound.
 	MaxPolicyLag int `yaml:"max_policy_lag,omitempty"`
+	// HeldBytes bounds, under the NATS transport, the bytes of sample
+	// pushes a learner holds waiting for room in its queue (re-sends to a
+	// stalled learner included); beyond it a push is refused and re-sent
+	// by its pusher. 0: transport.DefaultHeldBytes (64 MiB).
+	HeldBytes int `yaml:"held_bytes,omitempty"`
 
 	// NumAsync is, under the flow executor, how many rounds the
 	// synchronous on-policy plans (A2C, PPO) keep requested from their
@@ -348,6 +353,9 @@ func (rc RuntimeConfig) Validate() error {
 	}
 	if rc.MaxPolicyLag < -1 {
 		errs = append(errs, fmt.Errorf("%w: runtime.max_policy_lag %d: ≥ 1, or -1 for no bound", ErrConfig, rc.MaxPolicyLag))
+	}
+	if rc.HeldBytes < 0 {
+		errs = append(errs, fmt.Errorf("%w: runtime.held_bytes %d: ≥ 1, or 0 for the default", ErrConfig, rc.HeldBytes))
 	}
 	if rc.NumAsync < 0 || rc.NumAsync > 64 {
 		errs = append(errs, fmt.Errorf("%w: runtime.num_async %d: 1 to 64", ErrConfig, rc.NumAsync))

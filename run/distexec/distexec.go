@@ -430,7 +430,7 @@ func (s *Setup) roleStreamsTo(ctx context.Context, tr transport.Transport, run s
 		closers = append(closers, inf.Close)
 	}
 	so := s.Stream
-	so.Learner = learner
+	so.Learner, so.HeldBytes = learner, s.Header.Runtime.HeldBytes
 	if smp, err = tr.Samples(ctx, run, so); err != nil {
 		return
 	}
