@@ -396,8 +396,8 @@ func watchLearners(mem transport.Membership, m int) func(ctx context.Context) <-
 
 // distLine prints the dist executor's counters (summary.json's "dist").
 func distLine(d map[string]float64) string {
-	return fmt.Sprintf("dist: policy lag mean %.2f, max %.0f versions; dropped (lag) %.0f, duplicates %.0f, decode errors %.0f, stale weights %.0f, abandoned requests %.0f; workers gone silent %.0f (silent at the end %.0f)",
-		d["dist/lag_mean"], d["dist/lag_max"], d["dist/dropped"], d["dist/duplicates"], d["dist/decode_errors"], d["dist/stale_weights"], d["dist/abandoned"],
+	return fmt.Sprintf("dist: policy lag mean %.2f, max %.0f versions; dropped (lag) %.0f, duplicates %.0f, discarded %.0f, shed %.0f, decode errors %.0f, stale weights %.0f, abandoned requests %.0f; workers gone silent %.0f (silent at the end %.0f)",
+		d["dist/lag_mean"], d["dist/lag_max"], d["dist/dropped"], d["dist/duplicates"], d["dist/discarded"], d["dist/shed"], d["dist/decode_errors"], d["dist/stale_weights"], d["dist/abandoned"],
 		d["dist/silences"], d["dist/silent_workers"])
 }
 

@@ -283,6 +283,10 @@ type Stats struct {
 	// Options.HeldBytes of pushes waiting for its queue already; their
 	// pushers send them again (nothing is lost).
 	Shed uint64
+	// Queued is the number of samples acknowledged and waiting in the
+	// learner's queue, not pulled yet (a gauge): those left when the
+	// learner stops are discarded.
+	Queued uint64
 }
 
 // counters is the live form of Stats, shared by a stream's goroutines.

@@ -566,7 +566,11 @@ func (s *natsSamples) Pull(ctx context.Context) ([]byte, error) {
 	}
 }
 
-func (s *natsSamples) Stats() Stats { return s.c.stats() }
+func (s *natsSamples) Stats() Stats {
+	st := s.c.stats()
+	st.Queued = uint64(len(s.q))
+	return st
+}
 
 func (s *natsSamples) Close() error {
 	s.once.Do(func() {
