@@ -389,12 +389,17 @@ func awaitLearner(ctx context.Context, w learnerWait) error {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	deadline := time.Now().Add(w.register)
-	for {
+	bg := context.WithoutCancel(ctx)
+	registered := func(ctx context.Context) (bool, error) {
 		ms, err := w.mem.Members(ctx)
+		return slices.ContainsFunc(ms, func(m transport.Member) bool { return m.Name == learner }), err
+	}
+	for {
+		ok, err := registered(ctx)
 		if err != nil && ctx.Err() == nil {
 			return fmt.Errorf("launch: %w", err)
 		}
-		if slices.ContainsFunc(ms, func(m transport.Member) bool { return m.Name == learner }) {
+		if ok {
 			break
 		}
 		// A learner that registered, trained and left between two polls (a
@@ -411,12 +416,19 @@ func awaitLearner(ctx context.Context, w learnerWait) error {
 		}
 		select {
 		case <-t.C:
+			continue
 		case <-ctx.Done():
+		}
+		// A learner may have registered since the last poll: it is
+		// training, and is asked to stop and save like any other.
+		if ok, err := registered(bg); err != nil || !ok {
 			// %v: nothing was trained, so nothing is saved.
 			return fmt.Errorf("launch: stopped while waiting for the learner (%v): no learner registered, nothing saved", context.Cause(ctx))
 		}
+		break
 	}
-	gone, err := w.mem.Gone(ctx, learner)
+	// Watched past ctx's end: the learner's exit after a stop is awaited.
+	gone, err := w.mem.Gone(bg, learner)
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}

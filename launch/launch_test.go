@@ -200,10 +200,12 @@ func TestAwaitLearnerInterrupt(t *testing.T) {
 		mark   string // the learner's mark after the stop; "" none
 		status int
 		says   string
+		late   bool // the learner registers after the first poll, the interrupt comes before the next
 	}{
-		{"saved", endMark(fmt.Errorf("interrupted: %w", context.Canceled)), ExitInterrupted, "saved the run"},
-		{"failed", endMark(errors.New("checkpoint not saved: disk full")), ExitFailed, "did not save the run"},
-		{"silent", "", ExitFailed, "did not report"},
+		{"saved", endMark(fmt.Errorf("interrupted: %w", context.Canceled)), ExitInterrupted, "saved the run", false},
+		{"registered-since-poll", endMark(fmt.Errorf("interrupted: %w", context.Canceled)), ExitInterrupted, "saved the run", true},
+		{"failed", endMark(errors.New("checkpoint not saved: disk full")), ExitFailed, "did not save the run", false},
+		{"silent", "", ExitFailed, "did not report", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			bg, cancelBG := context.WithTimeout(context.Background(), 10*time.Second)
@@ -215,8 +217,17 @@ func TestAwaitLearnerInterrupt(t *testing.T) {
 			defer mem.Close()
 			lctx, leave := context.WithCancel(bg)
 			defer leave()
-			if _, err := mem.Register(lctx, "learner-0", nil); err != nil {
-				t.Fatal(err)
+			register := func() {
+				if _, err := mem.Register(lctx, "learner-0", nil); err != nil {
+					t.Error(err)
+				}
+			}
+			interruptAt := 1200 * time.Millisecond
+			if c.late {
+				time.AfterFunc(300*time.Millisecond, register)
+				interruptAt = 700 * time.Millisecond
+			} else {
+				register()
 			}
 			var stopped atomic.Bool
 			ctx, interrupt := context.WithCancel(bg)
@@ -228,7 +239,7 @@ func TestAwaitLearnerInterrupt(t *testing.T) {
 					return "", false, nil
 				},
 				stop: func(context.Context) error { stopped.Store(true); leave(); return nil }}
-			time.AfterFunc(1200*time.Millisecond, interrupt)
+			time.AfterFunc(interruptAt, interrupt)
 			err = awaitLearner(ctx, w)
 			if !stopped.Load() {
 				t.Error("the learner was not asked to stop")
