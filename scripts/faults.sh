@@ -29,7 +29,6 @@ cleanup() {
   rm -rf "$T" 2>/dev/null
 }
 trap cleanup EXIT
-[ -n "${KEEP:-}" ] && trap "echo kept $T" EXIT
 trap 'exit 130' INT TERM # through the EXIT trap
 go build -o "$T/herd" ./cmd/herd || exit 1
 H="$T/herd"

@@ -2,6 +2,8 @@ package transport
 
 import (
 	"context"
+	"encoding/binary"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,5 +118,90 @@ func TestStalledLearnerHoldsBoundedBytes(t *testing.T) {
 				t.Errorf("pusher %d: its latest request has no ack: %v", k, err)
 			}
 		}
+	}
+}
+
+// BenchmarkStalledLearner: 8 pushers of 1 MiB samples push to a learner
+// that stalls for 20 s (it pulls nothing), then drains. Reported: the most
+// bytes of pushes the learner held while stalled, the re-sends absorbed
+// (duplicates), the pushes shed at the bound, and the samples learned
+// twice (must be 0). The fault matrix's stalled-learner row:
+//
+//	go test ./transport -run '^$' -bench StalledLearner -benchtime 1x
+func BenchmarkStalledLearner(b *testing.B) {
+	for _, held := range []int{0, 2 << 20} {
+		name := "held_bytes=default"
+		if held > 0 {
+			name = "held_bytes=2MiB"
+		}
+		b.Run(name, func(b *testing.B) { benchStalledLearner(b, held) })
+	}
+}
+
+func benchStalledLearner(b *testing.B, held int) {
+	const size, pushers, stall = 1 << 20, 8, 20 * time.Second
+	for range b.N {
+		srv, err := StartServer(ServerOptions{MaxPayload: 8 << 20})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		n := natsTransport(b, srv.URL())
+		ss, err := n.Samples(ctx, "stall", Options{HeldBytes: held})
+		if err != nil {
+			b.Fatal(err)
+		}
+		learner := ss.(*natsSamples)
+		if err := learner.join(); err != nil {
+			b.Fatal(err)
+		}
+		pusher, err := natsTransport(b, srv.URL()).Samples(ctx, "stall", Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for k := range pushers {
+			wg.Go(func() {
+				for seq := uint64(1); ctx.Err() == nil; seq++ {
+					s := make([]byte, size)
+					s[0] = byte(k)
+					binary.LittleEndian.PutUint64(s[1:], seq)
+					if err := pusher.Push(ctx, SampleID{Slot: k, Incarnation: 1, Seq: seq}, s); err != nil {
+						return
+					}
+				}
+			})
+		}
+		heldMax := 0
+		for end := time.Now().Add(stall); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			learner.heldMu.Lock()
+			heldMax = max(heldMax, learner.heldBytes+len(learner.q)*size)
+			learner.heldMu.Unlock()
+		}
+		seen := map[[9]byte]bool{}
+		twice := 0
+		for dctx, dcancel := context.WithTimeout(ctx, 3*time.Second); ; {
+			s, err := ss.Pull(dctx)
+			if err != nil {
+				dcancel()
+				break
+			}
+			key := [9]byte(s[:9])
+			if seen[key] {
+				twice++
+			}
+			seen[key] = true
+		}
+		cancel()
+		wg.Wait()
+		st := learner.Stats()
+		b.ReportMetric(float64(heldMax)/(1<<20), "MiB-held-max")
+		b.ReportMetric(float64(st.Duplicates), "duplicates")
+		b.ReportMetric(float64(st.Shed), "shed")
+		b.ReportMetric(float64(len(seen)), "learned")
+		b.ReportMetric(float64(twice), "learned-twice")
+		_ = pusher.Close()
+		_ = ss.Close()
+		srv.Shutdown()
 	}
 }
