@@ -108,7 +108,11 @@ vanishes saves the run as interrupted and exits 1; when launch itself is
 killed (kill -9), its learner gets SIGHUP and saves the run as interrupted
 (Linux; the other workers die with launch). A --no-workers
 controller exits with its learner's status (0, 130 or 1), and 1 when the
-learner vanished without one.`,
+learner vanished without one, failed before it registered, or did not
+register within --register-timeout; on Ctrl-C it asks the learner to stop
+and exits 130 only when the learner says it saved the run. A learner
+restarted by its orchestrator after it was killed fails at once naming
+that (a distributed run cannot continue without its learner's state).`,
 		Example: `  herd launch --config configs/ppo-cartpole-dist.yaml
   herd launch --config ppo.yaml --nats nats://nats-0.nats:4222 --run ppo-1 --no-workers
   herd launch --config configs/ppo-cartpole-dist.yaml --seed 2 --steps 100000 --quiet`,
@@ -139,6 +143,7 @@ learner vanished without one.`,
 	fl.DurationVar(&o.RestartWindow, "restart-window", 10*time.Minute, "the window over which --max-restarts counts a worker's failures")
 	fl.DurationVar(&o.TTL, "ttl", 3*time.Second, "registration TTL (whole seconds)")
 	fl.StringVar(&o.CPUProfiles, "cpuprofile", "", "write CPU profiles (pprof) of the launcher (embedded NATS server included) and each worker into this folder")
+	fl.DurationVar(&o.RegisterTimeout, "register-timeout", 10*time.Minute, "--no-workers: fail when no learner has registered (or marked the run ended) within this")
 	fl.BoolVar(&o.NoWorkers, "no-workers", false, "controller only: store the config, register, and end when the learner (started elsewhere) has finished; needs --nats")
 	return cmd
 }

@@ -430,7 +430,7 @@ func (s *Setup) roleStreamsTo(ctx context.Context, tr transport.Transport, run s
 		closers = append(closers, inf.Close)
 	}
 	so := s.Stream
-	so.Learner = learner
+	so.Learner, so.HeldBytes = learner, s.Header.Runtime.HeldBytes
 	if smp, err = tr.Samples(ctx, run, so); err != nil {
 		return
 	}
@@ -923,6 +923,9 @@ type monitor struct {
 	// segments dropped over it was written.
 	maxLag      uint64
 	warnedDrops bool
+	// drained counts the samples a policy's drain discarded (several
+	// policies: policySetups.train).
+	drained uint64
 	// gather is the learner group's member, when there is a group whose
 	// transport counts its recoveries (dist/gather_resends).
 	gather gatherStater
@@ -1033,6 +1036,12 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 			m.who, m.cnt.Dropped, seen, 100*float64(m.cnt.Dropped)/float64(seen), m.maxLag)
 	}
 	m.log.Scalar("dist/duplicates", float64(ss.Duplicates+m.cnt.PeerDuplicates))
+	discarded := m.drained
+	if final { // acknowledged, queued, and the learner has stopped
+		discarded += ss.Queued
+	}
+	m.log.Scalar("dist/discarded", float64(discarded))
+	m.log.Scalar("dist/shed", float64(ss.Shed))
 	m.log.Scalar("dist/decode_errors", float64(m.cnt.DecodeErrors+ss.Malformed+ss.WrongProtocol+m.cnt.PeerStreamErrors))
 	m.log.Scalar("dist/stale_weights", float64(m.stale))
 	m.log.Scalar("dist/abandoned", float64(m.abandoned))
