@@ -22,7 +22,8 @@
 #   term-learner    scancel --signal=TERM JOB.STEP of the learner: it saves
 #                   the run as interrupted, the job FAILED, exit 130
 #   cancel-job      scancel JOB: every step gets SIGTERM, the learner saves
-#                   the run (summary interrupted), the job CANCELLED
+#                   the run (summary interrupted), the job CANCELLED, no
+#                   worker step started again
 # Each row prints: the fault, the job's state and exit code, the run's
 # status and steps, dist duplicates, and the seconds from the fault to the
 # job's end.
@@ -238,7 +239,8 @@ for row in "${rows[@]}"; do
       [ "$st" = interrupted ] || bad "summary status ${st:-none}, want interrupted" ;;
     cancel-job)
       [ "$js" = CANCELLED ] || bad "job $js, want CANCELLED"
-      [ "$st" = interrupted ] || bad "summary status ${st:-none}, want interrupted" ;;
+      [ "$st" = interrupted ] || bad "summary status ${st:-none}, want interrupted"
+      grep -q "starting it again" "$o" && bad "a worker step was started again while the job was cancelled" ;;
   esac
   if [ "$row" = none ] && [ -n "${pw:-}" ]; then
     grep -rqF "$pw" "$out" "$o" && bad "the NATS password is in the run directory or the job's output"
