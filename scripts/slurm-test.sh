@@ -64,7 +64,10 @@ cleanup() {
   # A slurmd that never reached its controller may ignore SIGTERM.
   for _ in $(seq 50); do
     alive=0
-    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && [ "$(ps -o stat= -p "$p")" != Z ] && alive=1; done
+    for p in "${pids[@]}"; do
+      # A zombie (state Z) has exited; its parent may never reap it.
+      [ -r "/proc/$p/stat" ] && [[ $(cat "/proc/$p/stat" 2>/dev/null) != *") Z "* ]] && alive=1
+    done
     [ "$alive" -eq 0 ] && break
     sleep 0.1
   done
@@ -246,8 +249,11 @@ for row in "${rows[@]}"; do
     grep -rqF "$pw" "$out" "$o" && bad "the NATS password is in the run directory or the job's output"
     [ -n "$(find "$dir/tmp" -name nats.conf 2>/dev/null)" ] && bad "the job's private directory was left behind"
   fi
-  # Nothing of the job is left running.
-  [ -z "$(pgrep -f "slurm-$row" || true)" ] || bad "processes left: $(pgrep -af "slurm-$row")"
+  # Nothing of the job is left running (its processes name the run ID).
+  for c in /proc/[0-9]*/cmdline; do
+    args=$({ tr '\0' ' ' <"$c"; } 2>/dev/null || true)
+    [[ $args == *"--run slurm-$row "* ]] && bad "a process is left: $args"
+  done
   if [ "$fail" -ne 0 ]; then echo "--- $o"; cat "$o"; fi
 done
 exit "$fail"
