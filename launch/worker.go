@@ -46,6 +46,10 @@ type WorkerOptions struct {
 	TTL time.Duration
 	// Wait bounds the wait for the run's config and controller.
 	Wait time.Duration
+	// Stall is a learner's progress watchdog (distexec.Options.Stall; 0:
+	// its 60 s default): where an orchestrator may start the env workers
+	// minutes after the learner, it must outlast their start.
+	Stall time.Duration
 	// MetricsAddr, when set, serves the worker's live metrics for
 	// Prometheus.
 	MetricsAddr string
@@ -84,6 +88,8 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 		return fmt.Errorf("worker: --ttl: must be >= %v, got %v", time.Second, o.TTL)
 	case o.Wait < time.Millisecond:
 		return fmt.Errorf("worker: --wait: must be >= %v, got %v", time.Millisecond, o.Wait)
+	case o.Stall < 0:
+		return fmt.Errorf("worker: --stall: must be > 0 (or 0 for the default), got %v", o.Stall)
 	}
 	mode, err := run.DirMode(o.Force, o.Resume)
 	if err != nil {
@@ -225,7 +231,9 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 	if o.CPUProfile != "" && st != nil {
 		defer writeTiming(o.CPUProfile+".steps.json", timeRoles(st))
 	}
-	if o.MetricsAddr != "" && o.Role != "learner" && st != nil {
+	// Learner 0 serves its live metrics from the run (runLearner); the
+	// other roles, learner peers included, their process's registry.
+	if o.MetricsAddr != "" && (o.Role != "learner" || o.Slot > 0) && st != nil {
 		reg := metrics.NewRegistry()
 		srv, serr := metrics.ServeRegistry(o.MetricsAddr, reg)
 		if serr != nil {
@@ -251,7 +259,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 			// Its registration stays until the run ends (the controller
 			// is gone), as an env worker's: learner 0 takes a learner that
 			// is gone before then for a dead one.
-			if err = st.RunLearnerPeer(ctx, o.Slot, tr, o.Run, distexec.Options{}); err == nil {
+			if err = st.RunLearnerPeer(ctx, o.Slot, tr, o.Run, distexec.Options{Stall: o.Stall}); err == nil {
 				fmt.Fprintf(w, "worker %s: updates done; waiting for the run's end\n", name)
 				<-ctx.Done()
 			}
@@ -319,7 +327,7 @@ func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport,
 	}
 	dist, fl := distexec.Executor(), flow.Executor()
 	dist.Train = func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-		return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: o.Run, Notice: w,
+		return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: o.Run, Notice: w, Stall: o.Stall,
 			Dial: func() (transport.Transport, error) { return tr, nil }, Watch: watchLearners(mem, rt.Header.Runtime.Learners)})
 	}
 	fl.Train = func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {

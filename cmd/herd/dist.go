@@ -18,6 +18,7 @@ import (
 	"herd/algo"
 	"herd/algo/all"
 	"herd/launch"
+	"herd/run/distexec"
 )
 
 // addNATSFlags binds the connection flags of `herd worker` and `herd
@@ -71,6 +72,7 @@ default the config's out).`,
 	fl.BoolVar(&o.Resume, "resume", false, "learner: continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
 	fl.DurationVar(&o.TTL, "ttl", 3*time.Second, "registration TTL (whole seconds)")
 	fl.DurationVar(&o.Wait, "wait", 60*time.Second, "how long to wait for the run's config")
+	fl.DurationVar(&o.Stall, "stall", distexec.DefaultStall, "learner: end the run when no sample comes for this long (where workers may start minutes after the learner, e.g. pods being scheduled, raise it)")
 	fl.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile (pprof) of this worker to this file")
 	return cmd
 }
