@@ -26,7 +26,9 @@ import (
 // change between steps (ActVersion) has each step's version recorded in
 // seg.Versions when the segment has them. Episodes that ended
 // are recorded in the segment (At = the step index), and a policy with
-// per-env state is told where one ended (EnvResetter).
+// per-env state is told where one ended (EnvResetter). A recurrent policy
+// (StateKeeper) has the states each segment starts from recorded in
+// seg.State and its truncations bootstrapped from the env's own state.
 //
 // Per step, Collect does not allocate once its buffers have grown; per
 // segment it allocates a little to check the segment. Not safe for
@@ -111,6 +113,14 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 	}
 	resetter, _ := w.policy.(EnvResetter)
 	perStep, _ := w.policy.(actVersioner)
+	keeper, _ := w.policy.(StateKeeper)
+	if keeper != nil && keeper.StateDim() == 0 {
+		keeper = nil
+	}
+	seg.State = seg.State[:0]
+	if keeper != nil {
+		seg.State = keeper.StateTo(seg.State, n)
+	}
 	for t := range seg.T {
 		row := t * n
 		copy(seg.Obs[row*od:(row+n)*od], w.obs)
@@ -144,7 +154,9 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 				continue
 			}
 			seg.Dones[k] = 1
-			if b.Truncated[i] && !b.Terminated[i] {
+			if b.Truncated[i] && !b.Terminated[i] && keeper != nil {
+				seg.Rewards[k] += w.gamma * keeper.EnvValue(i, b.FinalObsRow(i))
+			} else if b.Truncated[i] && !b.Terminated[i] {
 				if w.final, err = w.policy.Values(w.final, b.FinalObsRow(i), 1); err != nil {
 					return err
 				}
