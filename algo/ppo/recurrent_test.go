@@ -1,6 +1,7 @@
 package ppo
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -182,5 +183,30 @@ func TestRecurrentLossGradient(t *testing.T) {
 	}
 	if checked < 10 {
 		t.Fatalf("only %d gradient entries checked", checked)
+	}
+}
+
+// TestRecurrentEvalResets: the deterministic policy (herd eval) carries
+// its state from one Act to the next and starts again from the zero state
+// after ResetEnv, which algo.Evaluate calls before each episode.
+func TestRecurrentEvalResets(t *testing.T) {
+	_, agent, segs := recurrentSetup(t, 8, 1)
+	var p algo.Policy = agent
+	r, ok := p.(algo.EnvResetter)
+	if !ok {
+		t.Fatal("a recurrent agent is not an algo.EnvResetter")
+	}
+	obs := segs[0].Obs[:agent.ObsDim]
+	first := agent.StateDim()
+	dst := make([]float32, 1)
+	agent.Act(dst, obs)
+	s1 := append([]float32(nil), agent.ActState()...)
+	agent.Act(dst, obs)
+	s2 := append([]float32(nil), agent.ActState()...)
+	r.ResetEnv(0)
+	agent.Act(dst, obs)
+	s3 := agent.ActState()
+	if first == 0 || fmt.Sprint(s1) == fmt.Sprint(s2) || fmt.Sprint(s1) != fmt.Sprint(s3) {
+		t.Fatalf("states after Act, Act, ResetEnv+Act: %v, %v, %v", s1, s2, s3)
 	}
 }

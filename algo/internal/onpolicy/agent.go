@@ -311,6 +311,10 @@ func (a *Agent) finalStateTo(dst []float32) {
 // ResetEnv zeroes Act's recurrent state: the next Act begins an episode.
 func (a *Agent) ResetEnv(int) { clear(a.actState) }
 
+// ActState is the recurrent state Act carries (the actor's h and c, then
+// the critic's, unused by Act), valid until the next Act.
+func (a *Agent) ActState() []float32 { return a.actState }
+
 // Close stops the agent's worker goroutine (AgentConfig.Parallel) and waits
 // for it. The agent stays usable, computing on the caller's goroutine.
 func (a *Agent) Close() { a.par.Close() }
