@@ -48,6 +48,11 @@ const (
 	CanAgentRows
 	// CanPlan: the config is a dataflow plan (package flow's Planner).
 	CanPlan
+	// CanStatelessPolicy: the policy's row for an observation depends on
+	// that observation and the weights alone, so an executor may act
+	// anywhere (a policy worker, a slot per env, another process) without
+	// keeping a state per env. A recurrent config lacks it (Limiter).
+	CanStatelessPolicy
 
 	capEnd
 )
@@ -56,7 +61,7 @@ const (
 // order, as refusals and the matrix table print them.
 func capabilityNames() []string {
 	return []string{"a segment learner", "a transition learner", "a gradient/apply split", "a data-parallel learner",
-		"behaviour log-probs", "multi-agent rows", "a dataflow plan"}
+		"behaviour log-probs", "multi-agent rows", "a dataflow plan", "a stateless policy"}
 }
 
 // Capabilities lists every single capability, in order.
@@ -85,6 +90,22 @@ func (c Capability) String() string {
 		return "nothing an executor needs"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Limiter is implemented by a config that takes capabilities away from its
+// algorithm's Spec.Can (a recurrent network): Lacks is what this config
+// cannot do, and why, and Admit judges the run on what remains.
+type Limiter interface {
+	Lacks() (Capability, string)
+}
+
+// Effective is spec with the capabilities cfg lacks (Limiter) removed.
+func Effective(spec Spec, cfg Config) Spec {
+	if l, ok := cfg.(Limiter); ok {
+		lacks, _ := l.Lacks()
+		spec.Can &^= lacks
+	}
+	return spec
 }
 
 // Modeler is a learner that hands out the model it trains (to save,
@@ -129,6 +150,10 @@ type Executor struct {
 	// Needs returns what the executor needs for a run with header h: the
 	// algorithm must meet one of them. nil: any algorithm.
 	Needs func(h Header) []Need
+	// Requires are the capabilities every run under the executor needs,
+	// whatever its topology (CanStatelessPolicy where policy copies act
+	// away from a per-env state).
+	Requires Capability
 	// Policies: the executor trains the several policies of a multiagent
 	// section.
 	Policies bool
@@ -190,19 +215,21 @@ func Refusal(ex Executor, h Header, spec Spec) string {
 	if h.MultiAgent.Enabled() && !ex.Policies {
 		return fmt.Sprintf("executor %s does not train several policies (a multiagent section)", ex.Name)
 	}
-	if ex.Needs == nil {
-		return ""
+	var needs []Need
+	if ex.Needs != nil {
+		needs = ex.Needs(h)
 	}
-	needs := ex.Needs(h)
-	if len(needs) == 0 {
-		return ""
-	}
+	met := len(needs) == 0
 	for _, n := range needs {
-		if spec.Can.Has(n.Caps) {
-			return ""
-		}
+		met = met || spec.Can.Has(n.Caps)
 	}
-	return fmt.Sprintf("executor %s needs %s; %s has %s", ex.Name, needsString(needs), spec.Name, spec.Can)
+	if !met {
+		return fmt.Sprintf("executor %s needs %s; %s has %s", ex.Name, needsString(needs), spec.Name, spec.Can)
+	}
+	if !spec.Can.Has(ex.Requires) {
+		return fmt.Sprintf("executor %s needs %s for any algorithm; %s lacks %s", ex.Name, ex.Requires, spec.Name, ex.Requires&^spec.Can)
+	}
+	return ""
 }
 
 // needsString words needs as alternatives: "a segment learner (on-policy
@@ -259,7 +286,11 @@ func AdmitRun(exs []Executor, res *Resolved) (Executor, error) {
 		}
 		return Executor{}, fmt.Errorf("%w: runtime.executor %q is not one of %v", ErrConfig, name, known)
 	}
-	if err := Admit(ex, res.Header, res.Spec, res.Others); err != nil {
+	if err := Admit(ex, res.Header, Effective(res.Spec, res.Config), res.Others); err != nil {
+		if l, ok := res.Config.(Limiter); ok && Admit(ex, res.Header, res.Spec, res.Others) == nil {
+			_, why := l.Lacks()
+			err = fmt.Errorf("%w (%s)", err, why)
+		}
 		return ex, err
 	}
 	if ps, ok := res.Config.(PlanSettings); ok && !runsPlan(ex, res.Header, res.Spec) {

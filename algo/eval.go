@@ -34,6 +34,9 @@ func Evaluate(ctx context.Context, p Policy, envID string, episodes int, seed ui
 		if err != nil {
 			return returns, fmt.Errorf("algo: evaluate: %w", err)
 		}
+		if r, ok := p.(EnvResetter); ok {
+			r.ResetEnv(0) // a recurrent policy starts each episode from the zero state
+		}
 		var ret float64
 		for {
 			var r float64

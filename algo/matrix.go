@@ -49,6 +49,9 @@ func needsText(ex Executor) string {
 	if s := text(hm); s != base {
 		out += "; with runtime.learners > 1: " + s
 	}
+	if ex.Requires != 0 {
+		out += "; every run: " + ex.Requires.String()
+	}
 	hp := h
 	hp.MultiAgent = MultiAgentConfig{Policies: []string{"a", "b"}}
 	switch s := text(hp); {

@@ -17,7 +17,8 @@
 //		}
 //	}
 //
-// IDs lists the registered ids (CartPole-v0/v1, Pendulum-v1, MountainCar-v0,
+// IDs lists the registered ids (CartPole-v0/v1, Pendulum-v1, their
+// velocity-masked CartPoleNoVel-v1 and PendulumNoVel-v1, MountainCar-v0,
 // MountainCarContinuous-v0, Acrobot-v1, LunarLander-v3,
 // LunarLanderContinuous-v3, and MinAtar's MinAtar/Asterix, Breakout,
 // Freeway, Seaquest and SpaceInvaders, each -v0 with all six actions and -v1

@@ -36,6 +36,10 @@ func specs() []Spec {
 		{ID: "CartPole-v0", MaxEpisodeSteps: 200, RewardThreshold: 195, HasRewardThreshold: true, build: buildCartPole},
 		{ID: "CartPole-v1", MaxEpisodeSteps: 500, RewardThreshold: 475, HasRewardThreshold: true, build: buildCartPole},
 		{ID: "Pendulum-v1", MaxEpisodeSteps: 200, build: buildPendulum},
+		// rl-zoo's partially observed variants (MaskVelocityWrapper):
+		// the velocity entries are zero, the shapes unchanged.
+		{ID: "CartPoleNoVel-v1", MaxEpisodeSteps: 500, RewardThreshold: 475, HasRewardThreshold: true, build: func(kw Kwargs) (Env, error) { return cartPole(kw, true) }},
+		{ID: "PendulumNoVel-v1", MaxEpisodeSteps: 200, build: func(kw Kwargs) (Env, error) { return pendulum(kw, true) }},
 		{ID: "MountainCar-v0", MaxEpisodeSteps: 200, RewardThreshold: -110, HasRewardThreshold: true, build: buildMountainCar},
 		{ID: "MountainCarContinuous-v0", MaxEpisodeSteps: 999, RewardThreshold: 90, HasRewardThreshold: true, build: buildMountainCarContinuous},
 		{ID: "Acrobot-v1", MaxEpisodeSteps: 500, RewardThreshold: -100, HasRewardThreshold: true, build: buildAcrobot},
@@ -245,7 +249,11 @@ func Make(id string, opts ...Option) (Env, error) {
 	return e, nil
 }
 
-func buildCartPole(kw Kwargs) (Env, error) {
+func buildCartPole(kw Kwargs) (Env, error) { return cartPole(kw, false) }
+
+func buildPendulum(kw Kwargs) (Env, error) { return pendulum(kw, false) }
+
+func cartPole(kw Kwargs, noVel bool) (Env, error) {
 	used := map[string]bool{}
 	sb, err := kw.Bool("sutton_barto_reward", false, used)
 	if err != nil {
@@ -254,10 +262,10 @@ func buildCartPole(kw Kwargs) (Env, error) {
 	if err := kw.Unused("CartPole", used); err != nil {
 		return nil, err
 	}
-	return classic.NewCartPole(classic.CartPoleConfig{SuttonBartoReward: sb}), nil
+	return classic.NewCartPole(classic.CartPoleConfig{SuttonBartoReward: sb, NoVel: noVel}), nil
 }
 
-func buildPendulum(kw Kwargs) (Env, error) {
+func pendulum(kw Kwargs, noVel bool) (Env, error) {
 	used := map[string]bool{}
 	g, err := kw.Float("g", 10.0, used)
 	if err != nil {
@@ -269,7 +277,7 @@ func buildPendulum(kw Kwargs) (Env, error) {
 	if g == 0 {
 		return nil, fmt.Errorf("%w: Pendulum g = 0 is not supported", ErrInvalidOption)
 	}
-	return classic.NewPendulum(classic.PendulumConfig{G: g}), nil
+	return classic.NewPendulum(classic.PendulumConfig{G: g, NoVel: noVel}), nil
 }
 
 func mountainCarConfig(kw Kwargs, name string) (classic.MountainCarConfig, error) {

@@ -2,6 +2,7 @@ package env_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -29,6 +30,8 @@ func TestSpecs(t *testing.T) {
 		"CartPole-v0":              {200, 195, true},
 		"CartPole-v1":              {500, 475, true},
 		"Pendulum-v1":              {200, 0, false},
+		"CartPoleNoVel-v1":         {500, 475, true},
+		"PendulumNoVel-v1":         {200, 0, false},
 		"MountainCar-v0":           {200, -110, true},
 		"MountainCarContinuous-v0": {999, 90, true},
 		"Acrobot-v1":               {500, -100, true},
@@ -210,5 +213,31 @@ func TestMakeMinAtar(t *testing.T) {
 		if _, err := env.Make("MinAtar/Breakout-v1", env.WithKwargs(kw)); !errors.Is(err, env.ErrInvalidOption) {
 			t.Errorf("MinAtar/Breakout-v1 with %v: %v, want ErrInvalidOption", kw, err)
 		}
+	}
+}
+
+// TestNoVelRegistered makes the masked ids through the registry: the
+// velocity entries are zero, the others those of the full env.
+func TestNoVelRegistered(t *testing.T) {
+	for _, c := range []struct {
+		id, full string
+		vel      []int
+	}{{"CartPoleNoVel-v1", "CartPole-v1", []int{1, 3}}, {"PendulumNoVel-v1", "Pendulum-v1", []int{2}}} {
+		e, err := env.Make(c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ := env.Make(c.full)
+		o, _, _ := e.Reset(7)
+		fo, _, _ := f.Reset(7)
+		masked := append([]float32(nil), fo...)
+		for _, i := range c.vel {
+			masked[i] = 0
+		}
+		if fmt.Sprint(o) != fmt.Sprint(masked) {
+			t.Errorf("%s: reset obs %v, want %v (%s's %v masked)", c.id, o, masked, c.full, fo)
+		}
+		e.Close()
+		f.Close()
 	}
 }

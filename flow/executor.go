@@ -8,9 +8,10 @@ import "herd/algo"
 // transport, nats_url and num_async.
 func Executor() algo.Executor {
 	return algo.Executor{
-		Name: "flow",
-		Doc:  "a dataflow plan over rollout workers (the algorithm's own, or the synchronous or replay plan its learner fits), in one process or over NATS",
-		Keys: []string{"env_workers", "transport", "nats_url", "num_async"},
+		Name:     "flow",
+		Doc:      "a dataflow plan over rollout workers (the algorithm's own, or the synchronous or replay plan its learner fits), in one process or over NATS",
+		Keys:     []string{"env_workers", "transport", "nats_url", "num_async"},
+		Requires: algo.CanStatelessPolicy,
 		Needs: func(algo.Header) []algo.Need {
 			return []algo.Need{{Topology: "its own plan", Caps: algo.CanPlan},
 				{Topology: "SyncPlan", Caps: algo.CanSegmentLearner}, {Topology: "ReplayPlan or ApeXPlan", Caps: algo.CanTransitionLearner}}

@@ -43,11 +43,58 @@ func (p *Inline) Act(acts *algo.Acts, obs []float32, n int, step int64) error {
 // Version is the version of the weights the network holds.
 func (p *Inline) Version() uint64 { return p.Net.Version() }
 
-// ResetEnv forwards an episode's end to a sampler that keeps per-env state.
+// ResetEnv forwards an episode's end to a network or a sampler that keeps
+// per-env state.
 func (p *Inline) ResetEnv(i int) {
+	if r, ok := p.Net.(algo.EnvResetter); ok {
+		r.ResetEnv(i)
+	}
 	if r, ok := p.Sampler.(algo.EnvResetter); ok {
 		r.ResetEnv(i)
 	}
+}
+
+// StateKeeper is a policy whose rows depend on a recurrent state per env
+// as well as on the observation (an LSTM policy): row i of every Act is
+// env i's, and the policy advances env i's state by one step. Segments
+// records the states a segment starts from (sample.Segment.State), zeroes
+// env i's where its episode ends (EnvResetter) and bootstraps a
+// truncated episode from env i's state (EnvValue, which does not advance
+// it).
+type StateKeeper interface {
+	// StateDim is the state of one env; 0 for a stateless policy.
+	StateDim() int
+	// StateTo appends the state of the n envs (n rows of StateDim) to
+	// dst[:0].
+	StateTo(dst []float32, n int) []float32
+	// EnvValue is V(obs) for env i from its current state.
+	EnvValue(i int, obs []float32) float32
+}
+
+// StateDim is the network's state per env (0: a stateless network).
+func (p *Inline) StateDim() int {
+	if k, ok := p.Net.(StateKeeper); ok {
+		return k.StateDim()
+	}
+	return 0
+}
+
+// StateTo appends the network's per-env states to dst[:0].
+func (p *Inline) StateTo(dst []float32, n int) []float32 {
+	if k, ok := p.Net.(StateKeeper); ok {
+		return k.StateTo(dst, n)
+	}
+	return dst[:0]
+}
+
+// EnvValue is the network's V(obs) for env i (a stateful network's
+// StateKeeper.EnvValue; else Values of the one observation).
+func (p *Inline) EnvValue(i int, obs []float32) float32 {
+	if k, ok := p.Net.(StateKeeper); ok {
+		return k.EnvValue(i, obs)
+	}
+	v, _ := p.Values(nil, obs, 1)
+	return v[0]
 }
 
 // checkActs reports actions of the wrong length for n envs × actDim.

@@ -1,6 +1,7 @@
 package rollout_test
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -423,5 +424,73 @@ func TestBlockSegmentsErrors(t *testing.T) {
 	}
 	if err := s.Reset(1); err == nil || !strings.Contains(err.Error(), "Start") {
 		t.Errorf("reset of blocks: %v", err)
+	}
+}
+
+// counting is a recurrent test policy (rollout.StateKeeper): env i's state
+// is the number of actions taken since its episode began, and its value
+// for a truncation bootstrap is that count.
+type counting struct {
+	alternate
+	state []float32
+}
+
+func (p *counting) Act(acts *algo.Acts, obs []float32, n int, step int64) error {
+	p.StateTo(nil, n)
+	for i := range n {
+		p.state[i]++
+	}
+	return p.alternate.Act(acts, obs, n, step)
+}
+
+func (p *counting) ResetEnv(i int) { p.state[i] = 0 }
+
+func (p *counting) StateDim() int { return 1 }
+
+func (p *counting) StateTo(dst []float32, n int) []float32 {
+	if len(p.state) != n {
+		p.state = make([]float32, n)
+	}
+	return append(dst[:0], p.state...)
+}
+
+func (p *counting) EnvValue(i int, _ []float32) float32 { return p.state[i] }
+
+// TestSegmentsCarryState: a recurrent policy's states at each segment's
+// start land in seg.State, an episode's end zeroes its env's state, and a
+// truncation is bootstrapped from the env's own state (MountainCar's
+// time limit of 200 steps cuts every episode of the alternating policy).
+func TestSegmentsCarryState(t *testing.T) {
+	const n, T, gamma = 2, 450, float32(0.9)
+	v, err := env.MakeVector("MountainCar-v0", n, env.Sync, env.WithEpisodeStatistics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	p := &counting{}
+	s := rollout.NewSegments(0, v, p, gamma)
+	if err := s.Reset(3); err != nil {
+		t.Fatal(err)
+	}
+	seg := sample.NewSegment(T, n, v.ObservationSpace().Dim(), 1)
+	for k, want := range [][]float32{{0, 0}, {50, 50}} {
+		if err := s.Collect(seg); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(seg.State) != fmt.Sprint(want) {
+			t.Fatalf("segment %d starts from %v, want %v", k, seg.State, want)
+		}
+		ends := 0
+		for r := range T * n {
+			if seg.Dones[r] == 1 {
+				ends++
+				if want := -1 + gamma*200; seg.Rewards[r] != want {
+					t.Fatalf("segment %d row %d: truncated reward %v, want %v (the env's state 200)", k, r, seg.Rewards[r], want)
+				}
+			}
+		}
+		if ends == 0 {
+			t.Fatalf("segment %d: no episode ended", k)
+		}
 	}
 }

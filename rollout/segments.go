@@ -27,7 +27,9 @@ import (
 // change between steps (ActVersion) has each step's version recorded in
 // seg.Versions when the segment has them. Episodes that ended
 // are recorded in the segment (At = the step index), and a policy with
-// per-env state is told where one ended (EnvResetter).
+// per-env state is told where one ended (EnvResetter). A recurrent policy
+// (StateKeeper) has the states each segment starts from recorded in
+// seg.State and its truncations bootstrapped from the env's own state.
 //
 // Per step, Collect does not allocate once its buffers have grown; per
 // segment it allocates a little to check the segment. Not safe for
@@ -155,6 +157,14 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 	if len(seg.Versions) != seg.T {
 		perStep = nil
 	}
+	keeper, _ := w.policy.(StateKeeper)
+	if keeper != nil && keeper.StateDim() == 0 {
+		keeper = nil
+	}
+	seg.State = seg.State[:0]
+	if keeper != nil {
+		seg.State = keeper.StateTo(seg.State, n)
+	}
 	k := n / len(w.blocks)
 	if w.pipe != nil {
 		for b := range w.blocks {
@@ -204,7 +214,9 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 					continue
 				}
 				seg.Dones[j] = 1
-				if bt.Truncated[i] && !bt.Terminated[i] {
+				if bt.Truncated[i] && !bt.Terminated[i] && keeper != nil {
+					seg.Rewards[j] += w.gamma * keeper.EnvValue(lo+i, bt.FinalObsRow(i))
+				} else if bt.Truncated[i] && !bt.Terminated[i] {
 					if w.final, err = w.policy.Values(w.final, bt.FinalObsRow(i), 1); err != nil {
 						return err
 					}

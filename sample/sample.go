@@ -51,6 +51,13 @@ type Segment struct {
 	// Version is then the oldest of them.
 	Versions []uint64
 
+	// State, for a recurrent policy, is each env's state when the segment
+	// began (N rows of the policy's state width; zero for an env whose
+	// episode ended just before): the learner re-runs env i's T steps from
+	// row i, resetting the state after each step where Dones is 1. Empty
+	// for a stateless policy.
+	State []float32
+
 	Episodes []Episode
 }
 

@@ -160,7 +160,7 @@ func (c *Config) RolloutShape() (numEnvs, T int, gamma float32) { return c.NumEn
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:      "fake",
-		Can:       algo.CanSegmentLearner,
+		Can:       algo.CanSegmentLearner | algo.CanStatelessPolicy,
 		NewConfig: func() algo.Config { return &Config{NumEnvs: 4, NumSteps: 32} },
 		Scalars:   []string{"n"},
 		Pieces: func(algo.Header, algo.Config, algo.Spaces) (*algo.Pieces, error) {

@@ -47,7 +47,7 @@ func TestCapabilitiesDeclared(t *testing.T) {
 				}
 				_, forkReplay = rb.(algo.ForkReplay)
 			}
-			_, rollout := cfg.(algo.Rollout)
+			_, isRollout := cfg.(algo.Rollout)
 			_, shaped := cfg.(algo.TransitionShape)
 			_, minibatcher := cfg.(algo.Minibatcher)
 			_, plan := cfg.(flow.Planner)
@@ -56,14 +56,25 @@ func TestCapabilitiesDeclared(t *testing.T) {
 			_, split := tr.(algo.SplitLearner)
 			_, grads := seg.(flow.GradientLearner)
 			_, dataParallel := seg.(algo.DataParallel)
+			stateless := true // a policy without a state per env, or none to act elsewhere
+			if p.NewPolicy != nil {
+				net, err := p.NewPolicy()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if k, ok := net.(rollout.StateKeeper); ok && k.StateDim() > 0 {
+					stateless = false
+				}
+			}
 			has := map[algo.Capability]bool{
-				algo.CanSegmentLearner:    rollout && seg != nil && segModel && p.NewPolicy != nil && p.NewSampler != nil,
+				algo.CanSegmentLearner:    isRollout && seg != nil && segModel && p.NewPolicy != nil && p.NewSampler != nil,
 				algo.CanTransitionLearner: shaped && tr != nil && trModel && forkReplay && p.NewPolicy != nil && p.NewSampler != nil,
 				algo.CanGradApply:         split || grads,
 				algo.CanDataParallel:      dataParallel && minibatcher,
 				algo.CanBehaviourLogProbs: seg != nil && readsLogProbs(t, h, cfg, sp, p),
 				algo.CanAgentRows:         trainsOnHandedEnvs(t, s, h, cfg),
 				algo.CanPlan:              plan,
+				algo.CanStatelessPolicy:   stateless,
 			}
 			for _, c := range algo.Capabilities() {
 				if s.Can.Has(c) != has[c] {

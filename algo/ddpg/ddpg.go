@@ -109,7 +109,7 @@ var Scalars = []string{"losses/qf1_values", "losses/qf1_loss", "losses/actor_los
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:       "ddpg",
-		Can:        algo.CanTransitionLearner | algo.CanGradApply | algo.CanAgentRows,
+		Can:        algo.CanTransitionLearner | algo.CanGradApply | algo.CanAgentRows | algo.CanStatelessPolicy,
 		Doc:        "Deep Deterministic Policy Gradient (Lillicrap et al. 2016): deterministic actor, one Q critic, Gaussian exploration",
 		Scalars:    Scalars,
 		NewConfig:  func() algo.Config { return NewConfig() },

@@ -268,7 +268,7 @@ var Scalars = []string{"losses/td_loss", "losses/q_values", "charts/epsilon"}
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:      "dqn",
-		Can:       algo.CanTransitionLearner | algo.CanGradApply | algo.CanAgentRows,
+		Can:       algo.CanTransitionLearner | algo.CanGradApply | algo.CanAgentRows | algo.CanStatelessPolicy,
 		Doc:       "Deep Q-Network (Mnih et al. 2015) with Double-Q, prioritized replay and n-step options",
 		Scalars:   Scalars,
 		NewConfig: func() algo.Config { return NewConfig() },

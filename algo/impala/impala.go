@@ -137,7 +137,7 @@ func (c *Config) PlanSettings() []string {
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:    "impala",
-		Can:     algo.CanSegmentLearner | algo.CanBehaviourLogProbs | algo.CanPlan,
+		Can:     algo.CanSegmentLearner | algo.CanBehaviourLogProbs | algo.CanPlan | algo.CanStatelessPolicy,
 		Doc:     "IMPALA: asynchronous actors, V-trace actor-critic learner (a dataflow plan)",
 		Scalars: Scalars(),
 		NewConfig: func() algo.Config {

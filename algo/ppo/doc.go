@@ -94,6 +94,22 @@
 // delayed form is the default. Without a lag (the local executor) both
 // are plain PPO.
 //
+// # PPO-LSTM
+//
+// With recurrent: {type: lstm, hidden: H} (configs/ppo-lstm-cartpolenovel.yaml,
+// docs/guide/recurrent.md) the actor and the critic are each encoder →
+// LSTM(H) → head (onpolicy.AgentConfig.Recurrent), following CleanRL's
+// ppo_atari_lstm.py: the policy carries (h, c) per env and zeroes it
+// where an episode ends; each segment records the states its envs began
+// from (sample.Segment.State); each minibatch is num_envs /
+// num_minibatches whole env sequences (envsperbatch), re-run from the
+// stored states with the state zeroed after every done, gradients through
+// all num_steps steps. TestRecurrentReplayMatchesActing pins that the
+// learner's re-run gives the acting log-probabilities and values;
+// TestRecurrentLossGradient checks the loss gradient against finite
+// differences. Only the local executor keeps the per-env state; the
+// others refuse such a config (Config.Lacks).
+//
 // # MAPPO
 //
 // MAPPO (Yu et al. 2022) is PPO on a multi-agent env's rows with a

@@ -1,6 +1,7 @@
 package ppo
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -71,6 +72,11 @@ type Config struct {
 	// values, the critic all of them (MAPPO with a multi-agent env's
 	// "state=true" rows); default 0 (all).
 	ActorObs int `yaml:"actor_obs,omitempty"`
+	// Recurrent puts an LSTM between each network's encoder (the Hidden
+	// layers) and its head: PPO-LSTM (CleanRL ppo_atari_lstm.py). The
+	// state per env travels with the rollout and each minibatch is
+	// num_envs / num_minibatches whole env sequences. Default: none.
+	Recurrent RecurrentConfig `yaml:"recurrent,omitempty"`
 
 	// Execution.
 	Parallel bool `yaml:"parallel"` // actor and critic passes on two goroutines (same results); default true
@@ -85,6 +91,33 @@ type Config struct {
 	// reached 500 in 5 of 5 seeds, the ratio form in 4 of 5
 	// (docs/BENCHMARKS.md).
 	DelayedGradient bool `yaml:"delayed_gradient"`
+}
+
+// RecurrentConfig is the network spec's recurrent core.
+type RecurrentConfig struct {
+	// Type is "lstm", or "" for none.
+	Type string `yaml:"type"`
+	// Hidden is the LSTM's width; 0 means 128 (ppo_atari_lstm's).
+	Hidden int `yaml:"hidden,omitempty"`
+}
+
+// DefaultRecurrentHidden is the LSTM width of ppo_atari_lstm.py.
+const DefaultRecurrentHidden = 128
+
+// IsRecurrent reports whether the networks carry a state per env.
+func (c *Config) IsRecurrent() bool { return c.Recurrent.Type != "" }
+
+// Lacks is what a recurrent config cannot do (algo.Limiter): its policy
+// is not a function of one observation, so it cannot act in a policy
+// worker or a slot that does not keep each env's state; its minibatches
+// are whole env sequences, which data-parallel learners do not split; and
+// the several policies of a multiagent section are not given a state.
+func (c *Config) Lacks() (algo.Capability, string) {
+	if c.IsRecurrent() {
+		return algo.CanStatelessPolicy | algo.CanDataParallel | algo.CanAgentRows,
+			"ppo with recurrent." + c.Recurrent.Type + ": the policy carries a hidden state per env, which only the local executor keeps (docs/guide/recurrent.md)"
+	}
+	return 0, ""
 }
 
 // DefaultConfig returns CleanRL's ppo.py defaults.
@@ -129,6 +162,20 @@ func (c *Config) Validate(h algo.Header) error {
 	if c.ActorObs < 0 {
 		bad("actor_obs must be >= 0, got %d", c.ActorObs)
 	}
+	if r := c.Recurrent; r.Type != "" {
+		switch {
+		case r.Type != onpolicy.RecurrentLSTM:
+			bad("recurrent.type must be %q or empty, got %q", onpolicy.RecurrentLSTM, r.Type)
+		case r.Hidden < 0:
+			bad("recurrent.hidden must be >= 0 (0: %d), got %d", DefaultRecurrentHidden, r.Hidden)
+		case c.NumMinibatches >= 1 && c.NumEnvs%c.NumMinibatches != 0:
+			bad("with a recurrent core each minibatch is whole env sequences: num_minibatches (%d) must divide num_envs (%d)", c.NumMinibatches, c.NumEnvs)
+		case c.Encoder != "" && c.Encoder != "mlp", c.ValueNorm, c.InputNorm, c.ActorObs != 0:
+			bad("a recurrent core takes encoder mlp without value_norm, input_norm or actor_obs")
+		}
+	} else if c.Recurrent.Hidden != 0 {
+		bad("recurrent.hidden %d without recurrent.type", c.Recurrent.Hidden)
+	}
 	if !(c.HuberDelta >= 0) || math.IsInf(float64(c.HuberDelta), 0) {
 		bad("huber_delta must be a finite number >= 0 (0: squared error), got %v", c.HuberDelta)
 	}
@@ -144,7 +191,8 @@ func (c *Config) RolloutShape() (numEnvs, numSteps int, gamma float32) {
 func (c *Config) agentConfig() onpolicy.AgentConfig {
 	act, _ := nn.ParseActivation(c.Activation)
 	return onpolicy.AgentConfig{Encoder: c.Encoder, Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
-		ActorObs: c.ActorObs, ValueNorm: c.ValueNorm, InputNorm: c.InputNorm, Parallel: c.Parallel}
+		ActorObs: c.ActorObs, ValueNorm: c.ValueNorm, InputNorm: c.InputNorm, Parallel: c.Parallel,
+		Recurrent: c.Recurrent.Type, RecurrentHidden: cmp.Or(c.Recurrent.Hidden, DefaultRecurrentHidden)}
 }
 
 // Scalars are the metrics PPO reports (CleanRL's names).
@@ -157,7 +205,7 @@ func Scalars() []string {
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:       "ppo",
-		Can:        algo.CanSegmentLearner | algo.CanDataParallel | algo.CanBehaviourLogProbs | algo.CanAgentRows,
+		Can:        algo.CanSegmentLearner | algo.CanDataParallel | algo.CanBehaviourLogProbs | algo.CanAgentRows | algo.CanStatelessPolicy,
 		Doc:        "Proximal Policy Optimization (clipped surrogate, GAE), discrete and continuous actions",
 		Scalars:    Scalars(),
 		NewConfig:  func() algo.Config { c := DefaultConfig(); return &c },
@@ -222,6 +270,11 @@ type learner struct {
 	mb                *minibatch
 	loss              *losses
 	bInds             []int
+	// A recurrent agent's minibatches are whole env sequences: envInds
+	// is the env order each epoch shuffles, seq the sequences of one
+	// minibatch.
+	envInds []int
+	seq     sequences
 
 	// Data-parallel learning (SetReducer): red joins the other learners;
 	// g is the gradient buffer that goes through it; norm holds each
@@ -293,15 +346,37 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 		// critic's outputs.
 		loss.mean0, loss.std0 = loss.vn.MeanStd()
 	}
+	recurrent := agent.StateDim() > 0
+	if recurrent {
+		if err := l.seq.check(seg, agent.StateDim(), cfg.NumMinibatches); err != nil {
+			return nil, err
+		}
+		if len(l.envInds) != seg.N {
+			l.envInds = make([]int, seg.N)
+			for i := range l.envInds {
+				l.envInds[i] = i
+			}
+		}
+	}
 	for epoch := 0; epoch < cfg.UpdateEpochs; epoch++ {
-		l.rMB.Shuffle(len(bInds), swap)
+		if recurrent {
+			l.rMB.Shuffle(len(l.envInds), func(i, j int) { l.envInds[i], l.envInds[j] = l.envInds[j], l.envInds[i] })
+		} else {
+			l.rMB.Shuffle(len(bInds), swap)
+		}
 		if l.red != nil && cfg.NormAdv {
 			if err := l.unionNorm(ctx, bInds, mbSize); err != nil {
 				return nil, err
 			}
 		}
 		for k, start := 0, 0; start < batchSize; k, start = k+1, start+mbSize {
-			l.mb.gather(seg, l.Adv, l.Returns, bInds[start:start+mbSize])
+			inds := bInds[start : start+mbSize]
+			if recurrent {
+				epb := seg.N / cfg.NumMinibatches
+				inds = l.seq.gather(seg, l.envInds[k*epb:(k+1)*epb])
+				agent.SetSequences(seg.T, epb, l.seq.state, l.seq.starts)
+			}
+			l.mb.gather(seg, l.Adv, l.Returns, inds)
 			if l.red != nil && cfg.NormAdv {
 				l.mb.unionMean, l.mb.unionStd, l.mb.union = l.norm[k][0], l.norm[k][1], true
 			}
@@ -409,6 +484,9 @@ func (l *learner) UnmarshalLearnerState(b []byte) error {
 func (l *learner) SetReducer(r algo.Reducer) error {
 	if r == nil || r.Learners() < 1 {
 		return fmt.Errorf("%w: ppo: no reducer", algo.ErrConfig)
+	}
+	if l.cfg.IsRecurrent() {
+		return fmt.Errorf("%w: ppo: a recurrent core with data-parallel learners: minibatches of whole env sequences are not split across learners", algo.ErrConfig)
 	}
 	if l.cfg.ValueNorm {
 		return fmt.Errorf("%w: ppo: value_norm with data-parallel learners: each would keep statistics of its own rows", algo.ErrConfig)
@@ -716,6 +794,60 @@ func (mb *minibatch) gather(seg *sample.Segment, adv, returns []float32, inds []
 		mb.returns[r] = returns[k]
 		mb.values[r] = seg.Values[k]
 	}
+}
+
+// sequences is one minibatch of whole env sequences (CleanRL
+// ppo_atari_lstm: envsperbatch = num_envs / num_minibatches envs, all T
+// steps of each): the rows in time-major order, each env's state at the
+// segment's start, and where an episode starts inside the segment.
+type sequences struct {
+	inds   []int
+	state  []float32
+	starts []bool
+}
+
+// check reports a segment a recurrent learner cannot re-run: no state
+// for each env, or envs that num_minibatches does not divide.
+func (s *sequences) check(seg *sample.Segment, stateDim, minibatches int) error {
+	if len(seg.State) != seg.N*stateDim {
+		return fmt.Errorf("%w: ppo: a recurrent learner needs each env's state at the segment's start: %d values for %d envs × %d", sample.ErrShape, len(seg.State), seg.N, stateDim)
+	}
+	if seg.N%minibatches != 0 {
+		return fmt.Errorf("%w: ppo: num_minibatches (%d) must divide the segment's %d envs (each minibatch is whole env sequences)", sample.ErrShape, minibatches, seg.N)
+	}
+	return nil
+}
+
+// gather selects envs' sequences of seg and returns their rows t·N + e
+// (t-major, envs in the given order). Env e starts an episode at step t
+// > 0 where its step t−1 was done; at t = 0 its stored state is already
+// the zero state where the previous segment's last step was done.
+func (s *sequences) gather(seg *sample.Segment, envs []int) []int {
+	b := len(envs)
+	sd := len(seg.State) / seg.N
+	s.inds = slices.Grow(s.inds[:0], seg.T*b)[:seg.T*b]
+	s.state = grow(s.state, b*sd)
+	if cap(s.starts) < seg.T*b {
+		s.starts = make([]bool, seg.T*b)
+	}
+	s.starts = s.starts[:seg.T*b]
+	for j, e := range envs {
+		copy(s.state[j*sd:(j+1)*sd], seg.State[e*sd:(e+1)*sd])
+	}
+	for t := range seg.T {
+		for j, e := range envs {
+			s.inds[t*b+j] = t*seg.N + e
+			s.starts[t*b+j] = t > 0 && seg.Dones[(t-1)*seg.N+e] != 0
+		}
+	}
+	return s.inds
+}
+
+func grow(b []float32, n int) []float32 {
+	if cap(b) < n {
+		return make([]float32, n)
+	}
+	return b[:n]
 }
 
 // Networks lists the actor and the critic (algo.Networker), trained with

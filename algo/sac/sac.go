@@ -119,7 +119,7 @@ var Scalars = []string{"losses/qf1_values", "losses/qf2_values", "losses/qf_loss
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:       "sac",
-		Can:        algo.CanTransitionLearner | algo.CanGradApply | algo.CanAgentRows,
+		Can:        algo.CanTransitionLearner | algo.CanGradApply | algo.CanAgentRows | algo.CanStatelessPolicy,
 		Doc:        "Soft Actor-Critic (Haarnoja et al. 2018): twin Q, tanh-Gaussian policy, automatic entropy tuning",
 		Scalars:    Scalars,
 		NewConfig:  func() algo.Config { return NewConfig() },

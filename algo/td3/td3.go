@@ -127,7 +127,7 @@ var Scalars = []string{"losses/qf1_values", "losses/qf2_values", "losses/qf_loss
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:       "td3",
-		Can:        algo.CanTransitionLearner | algo.CanGradApply | algo.CanAgentRows,
+		Can:        algo.CanTransitionLearner | algo.CanGradApply | algo.CanAgentRows | algo.CanStatelessPolicy,
 		Doc:        "Twin Delayed DDPG (Fujimoto et al. 2018): twin Q, target policy smoothing, delayed policy updates",
 		Scalars:    Scalars,
 		NewConfig:  func() algo.Config { return NewConfig() },

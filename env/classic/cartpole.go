@@ -11,6 +11,11 @@ type CartPoleConfig struct {
 	// SuttonBartoReward gives 0 per step and −1 on termination instead of
 	// +1 per step (Gymnasium's sutton_barto_reward). Default false.
 	SuttonBartoReward bool
+	// NoVel zeroes the velocities ẋ and θ̇ in every observation (the
+	// shape stays Box(4)), as rl-zoo's MaskVelocityWrapper does for
+	// CartPoleNoVel-v1: a partially observed task, where a policy needs
+	// memory to infer the velocities. The dynamics are unchanged.
+	NoVel bool
 }
 
 // CartPole is Gymnasium's CartPole-v1 (Barto, Sutton & Anderson 1983): push
@@ -87,6 +92,9 @@ func (c *CartPole) Reset(seed int64) ([]float32, core.Info, error) {
 func (c *CartPole) observe() []float32 {
 	for i, v := range c.state {
 		c.obs[i] = float32(v)
+	}
+	if c.cfg.NoVel {
+		c.obs[1], c.obs[3] = 0, 0
 	}
 	return c.obs[:]
 }

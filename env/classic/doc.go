@@ -2,6 +2,13 @@
 // environments: CartPole (v0/v1), Pendulum-v1, MountainCar-v0,
 // MountainCarContinuous-v0 and Acrobot-v1 ("book" and "nips" dynamics).
 //
+// CartPoleNoVel-v1 and PendulumNoVel-v1 are rl-zoo's partially observed
+// variants (its MaskVelocityWrapper, the ids SB3-contrib's RecurrentPPO is
+// tuned on): the same envs with the velocity entries of every observation
+// zero (CartPole's ẋ and θ̇, Pendulum's θ̇; the shapes unchanged), so that a
+// policy has to infer the velocities from the observations it has seen
+// (CartPoleConfig.NoVel, PendulumConfig.NoVel).
+//
 // Most users build them through env.Make("CartPole-v1"), which adds
 // Gymnasium's TimeLimit; the constructors here (NewCartPole, …) give the bare
 // env, with typed configs for Gymnasium's keywords.

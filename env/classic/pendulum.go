@@ -10,6 +10,10 @@ import (
 type PendulumConfig struct {
 	// G is gravity in m/s²; 0 means Gymnasium's default 10.0.
 	G float64
+	// NoVel zeroes the angular velocity θ̇ in every observation (the shape
+	// stays Box(3): cos θ, sin θ, 0), as rl-zoo's MaskVelocityWrapper
+	// does for PendulumNoVel-v1.
+	NoVel bool
 }
 
 // Pendulum is Gymnasium's Pendulum-v1: swing a pendulum up and hold it.
@@ -36,6 +40,7 @@ type Pendulum struct {
 	rng   core.RNG
 
 	maxSpeed, maxTorque, dt, g, m, l float64
+	noVel                            bool
 
 	obsSpace, actSpace core.Box
 }
@@ -44,7 +49,7 @@ type Pendulum struct {
 func NewPendulum(cfg PendulumConfig) *Pendulum {
 	p := &Pendulum{Episode: core.Episode{Name: "Pendulum"}}
 	p.maxSpeed, p.maxTorque, p.dt = 8, 2.0, 0.05
-	p.g = cfg.G
+	p.g, p.noVel = cfg.G, cfg.NoVel
 	if p.g == 0 {
 		p.g = 10.0
 	}
@@ -73,6 +78,9 @@ func (p *Pendulum) observe() []float32 {
 	p.obs[0] = float32(math.Cos(p.state[0]))
 	p.obs[1] = float32(math.Sin(p.state[0]))
 	p.obs[2] = float32(p.state[1])
+	if p.noVel {
+		p.obs[2] = 0
+	}
 	return p.obs[:]
 }
 

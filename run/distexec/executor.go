@@ -16,6 +16,7 @@ func Executor() algo.Executor {
 		Doc:  "env, policy and learner workers joined by streams, in one process or over NATS (herd launch)",
 		Keys: []string{"env_workers", "policy_workers", "inference", "env_groups", "step_time", "transport", "nats_url",
 			"max_policy_lag", "refresh_every", "publish_every", "learners", "sync_batch"},
+		Requires: algo.CanStatelessPolicy,
 		Needs: func(h algo.Header) []algo.Need {
 			on, off := algo.CanSegmentLearner, algo.CanTransitionLearner
 			if h.Runtime.Learners > 1 {

@@ -14,6 +14,7 @@ func Executor() algo.Executor {
 		Name:     "hts",
 		Doc:      "synchronous high-throughput sampling: env and policy workers, one update of lag, the same bits for any worker count",
 		Keys:     []string{"env_workers", "policy_workers", "alpha", "step_time"},
+		Requires: algo.CanStatelessPolicy,
 		Needs:    func(algo.Header) []algo.Need { return []algo.Need{{Caps: algo.CanSegmentLearner}} },
 		Policies: true,
 		// A run of one policy saves its state at barriers (checkpointer).

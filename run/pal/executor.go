@@ -13,9 +13,10 @@ import (
 // keys.
 func Executor() algo.Executor {
 	return algo.Executor{
-		Name: "pal",
-		Doc:  "parallel actors and learners around one shared replay, a rate limiter holding the replay ratio",
-		Keys: []string{"actors", "learners", "learner_mode", "sync_batch", "update_interval", "refresh_every", "publish_every", "max_lag"},
+		Name:     "pal",
+		Doc:      "parallel actors and learners around one shared replay, a rate limiter holding the replay ratio",
+		Keys:     []string{"actors", "learners", "learner_mode", "sync_batch", "update_interval", "refresh_every", "publish_every", "max_lag"},
+		Requires: algo.CanStatelessPolicy,
 		Needs: func(h algo.Header) []algo.Need {
 			c := algo.CanTransitionLearner
 			if h.Runtime.Learners > 1 {

@@ -58,6 +58,13 @@ type AgentConfig struct {
 	// ReLU layers (separate encoders; Act, OrthoInit, InputNorm and
 	// ActorObs apply to the MLP only).
 	Encoder string
+	// Recurrent, when "lstm" (RecurrentLSTM), puts a one-layer LSTM of
+	// RecurrentHidden units between each network's encoder (its Hidden
+	// layers, all activated) and its linear head: the actor and the
+	// critic each have their own (SB3-contrib RecurrentPPO's
+	// enable_critic_lstm). "" means none.
+	Recurrent       string
+	RecurrentHidden int
 }
 
 // body is what the agent needs of its actor and critic networks: the MLP
@@ -91,6 +98,10 @@ type body interface {
 type Agent struct {
 	actor, critic  body
 	ObsDim, ActDim int
+	// recActor and recCritic are the bodies when they are recurrent (nil
+	// otherwise); actState holds Act's own state (AgentConfig.Recurrent).
+	recActor, recCritic *recBody
+	actState            []float32
 	// ActorDim is the actor's input: the first ActorDim values of a row.
 	ActorDim int
 	evalIn   []float32 // the actor's columns of a minibatch (ActorDim < ObsDim)
@@ -179,6 +190,9 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 		return nil, err
 	}
 	a.actor, a.critic = actor, critic
+	a.recActor, _ = actor.(*recBody)
+	a.recCritic, _ = critic.(*recBody)
+	a.actState = make([]float32, a.StateDim())
 	for _, p := range actor.Params() {
 		p.Name = "actor." + p.Name
 		a.params = append(a.params, p)
@@ -211,6 +225,23 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 // outputs), in that order from r: MLPs on flat observations, or the
 // encoder's convolutional networks on images.
 func newBodies(obsSpace env.Space, obsDim, actorDim, outDim int, cfg AgentConfig, r *rand.Rand) (actor, critic body, err error) {
+	if cfg.Recurrent != "" {
+		if cfg.Recurrent != RecurrentLSTM || cfg.RecurrentHidden < 1 {
+			return nil, nil, fmt.Errorf("%w: recurrent core %q of %d units (want %q, ≥ 1 unit)", nn.ErrConfig, cfg.Recurrent, cfg.RecurrentHidden, RecurrentLSTM)
+		}
+		if encoder.IsConv(cfg.Encoder) || cfg.InputNorm || cfg.ActorObs != 0 || cfg.MaskN > 0 || cfg.ValueNorm {
+			return nil, nil, fmt.Errorf("%w: a recurrent core takes encoder mlp without input_norm, value_norm, actor_obs or an action mask", ErrSpace)
+		}
+		c, err := newRecBody(obsDim, cfg.Hidden, cfg.RecurrentHidden, 1, cfg.Act, cfg.OrthoInit, 1, cfg.Gemm, r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("onpolicy: critic: %w", err)
+		}
+		a, err := newRecBody(actorDim, cfg.Hidden, cfg.RecurrentHidden, outDim, cfg.Act, cfg.OrthoInit, 0.01, cfg.Gemm, r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("onpolicy: actor: %w", err)
+		}
+		return a, c, nil
+	}
 	if encoder.IsConv(cfg.Encoder) {
 		if cfg.InputNorm || cfg.ActorObs != 0 || cfg.MaskN > 0 {
 			return nil, nil, fmt.Errorf("%w: encoder %s takes whole image observations: no input_norm, actor_obs or action mask", ErrSpace, cfg.Encoder)
@@ -241,6 +272,48 @@ func newBodies(obsSpace env.Space, obsDim, actorDim, outDim int, cfg AgentConfig
 	}
 	return a, c, nil
 }
+
+// StateDim is the recurrent state of one env: the actor's (h, c) then the
+// critic's, 4·RecurrentHidden values; 0 for an agent without a
+// recurrent core.
+func (a *Agent) StateDim() int {
+	if a.recActor == nil {
+		return 0
+	}
+	return a.recActor.stateDim() + a.recCritic.stateDim()
+}
+
+// SetSequences makes the next Evaluate or Learn run t steps of b
+// sequences (the minibatch's rows time-major, t·b of them) from the
+// states state (b rows of StateDim values), resetting sequence j to the
+// zero state before step s where starts[s·b+j] (nil: none). It does
+// nothing for an agent without a recurrent core.
+func (a *Agent) SetSequences(t, b int, state []float32, starts []bool) {
+	if a.recActor == nil {
+		return
+	}
+	if len(state) != b*a.StateDim() || (starts != nil && len(starts) != t*b) {
+		panic(fmt.Sprintf("onpolicy: SetSequences: %d state values and %d starts for %d steps × %d sequences of state %d", len(state), len(starts), t, b, a.StateDim()))
+	}
+	sd, ad := a.StateDim(), a.recActor.stateDim()
+	a.recActor.seq(t, b, state, sd, 0, starts)
+	a.recCritic.seq(t, b, state, sd, ad, starts)
+}
+
+// finalStateTo writes each sequence's state after the last forward pass of
+// both networks into dst (b rows of StateDim values).
+func (a *Agent) finalStateTo(dst []float32) {
+	sd := a.StateDim()
+	a.recActor.finalTo(dst, sd, 0)
+	a.recCritic.finalTo(dst, sd, a.recActor.stateDim())
+}
+
+// ResetEnv zeroes Act's recurrent state: the next Act begins an episode.
+func (a *Agent) ResetEnv(int) { clear(a.actState) }
+
+// ActState is the recurrent state Act carries (the actor's h and c, then
+// the critic's, unused by Act), valid until the next Act.
+func (a *Agent) ActState() []float32 { return a.actState }
 
 // Close stops the agent's worker goroutine (AgentConfig.Parallel) and waits
 // for it. The agent stays usable, computing on the caller's goroutine.
@@ -400,8 +473,17 @@ func (a *Agent) learnCritic() {
 // Act writes the deterministic action for one observation into dst: the
 // most likely discrete action, or the Gaussian mean clipped to the bounds.
 // It implements algo.Policy.
+//
+// A recurrent agent carries its state from one Act to the next (the
+// critic's part unused) until ResetEnv.
 func (a *Agent) Act(dst, obs []float32) []float32 {
+	if a.recActor != nil {
+		a.recActor.seq(1, 1, a.actState, a.StateDim(), 0, nil)
+	}
 	out := a.actor.Forward(a.actorInput(&a.actIn, obs, 1), 1)
+	if a.recActor != nil {
+		a.recActor.finalTo(a.actState, a.StateDim(), 0)
+	}
 	if a.Gauss != nil {
 		a.Gauss.ModeTo(dst[:a.ActDim], out)
 		for j, v := range dst[:a.ActDim] {

@@ -28,6 +28,10 @@ type Policy struct {
 	head    int      // width of the actor part of a row
 	values  []float32
 	actorIn []float32 // the actor's columns (AgentConfig.ActorObs)
+	// state is a recurrent agent's state per env (rows of
+	// Agent.StateDim), carried from one ForwardTo to the next: row r of
+	// ForwardTo's observations is env r's.
+	state []float32
 }
 
 // NewPolicy builds the policy for spaces sp with cfg's networks, its
@@ -111,10 +115,15 @@ func (p *Policy) point(src []*nn.Param, n uint64) error {
 }
 
 // ForwardTo writes the rows for n observations into dst[:n·OutDim()] and
-// returns that slice. Row r depends only on observation r.
+// returns that slice. Row r depends only on observation r, and, for a
+// recurrent agent, on env r's state, which it advances by one step.
 func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 	a, w := p.agent, p.OutDim()
 	dst = dst[:n*w]
+	if sd := a.StateDim(); sd > 0 {
+		a.SetSequences(1, n, p.envState(n), nil)
+		defer a.finalStateTo(p.state)
+	}
 	out := a.actor.Forward(a.actorInput(&p.actorIn, obs, n), n)
 	a.maskLogits(out, obs, n)
 	if a.Gauss == nil {
@@ -139,11 +148,59 @@ func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 // ValuesTo writes V(s) for n observations into dst[:n] and returns it: the
 // last column of ForwardTo's rows, bit for bit, at the cost of the critic
 // alone (rollout.Segments' bootstraps).
+//
+// A recurrent agent reads each env's state without advancing it (the
+// bootstrap of the observations after a segment's last step).
 func (p *Policy) ValuesTo(dst, obs []float32, n int) []float32 {
+	if p.agent.StateDim() > 0 {
+		p.agent.SetSequences(1, n, p.envState(n), nil)
+	}
 	v := p.agent.critic.ForwardTo(dst[:n], obs, n)
 	p.agent.VNorm.denormalize(v)
 	return v
 }
+
+// envState returns the state of n envs, zero when the envs are new to
+// the policy.
+func (p *Policy) envState(n int) []float32 {
+	if sd := p.agent.StateDim(); len(p.state) != n*sd {
+		p.state = make([]float32, n*sd)
+	}
+	return p.state
+}
+
+// EnvValue is V(obs) of env i from its state, which it does not advance:
+// the truncation bootstrap of env i's final observation
+// (rollout.EnvValuer).
+func (p *Policy) EnvValue(i int, obs []float32) float32 {
+	a := p.agent
+	var v [1]float32
+	if sd := a.StateDim(); sd > 0 {
+		a.SetSequences(1, 1, p.state[i*sd:(i+1)*sd], nil)
+	}
+	a.critic.ForwardTo(v[:], obs, 1)
+	a.VNorm.denormalize(v[:])
+	return v[0]
+}
+
+// ResetEnv zeroes env i's recurrent state: its episode ended, and its
+// next observation begins another (CleanRL ppo_atari_lstm's (1 − done)·h).
+func (p *Policy) ResetEnv(i int) {
+	if sd := p.agent.StateDim(); sd > 0 && len(p.state) >= (i+1)*sd {
+		clear(p.state[i*sd : (i+1)*sd])
+	}
+}
+
+// StateTo appends the recurrent state of n envs (rows of StateDim; zero
+// for envs new to the policy) to dst[:0] and returns it: the state a
+// segment starts from (rollout.StateKeeper). Empty for an agent without a
+// recurrent core.
+func (p *Policy) StateTo(dst []float32, n int) []float32 {
+	return append(dst[:0], p.envState(n)...)
+}
+
+// StateDim is the recurrent state of one env (0: none).
+func (p *Policy) StateDim() int { return p.agent.StateDim() }
 
 // Act writes the deterministic action for one observation (algo.Policy):
 // the most likely discrete action, or the Gaussian mean clipped to the

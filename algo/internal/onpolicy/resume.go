@@ -50,6 +50,9 @@ type local struct {
 
 // snapshotable reports why the loop's state cannot be saved, or nil.
 func (lc *local) snapshotable() error {
+	if lc.learner.Agent.StateDim() > 0 {
+		return fmt.Errorf("a recurrent agent's per-env state is not saved in checkpoints")
+	}
 	if _, ok := lc.learner.Opt.(nn.StatefulOptimizer); !ok {
 		return fmt.Errorf("optimizer %T cannot save its state", lc.learner.Opt)
 	}
