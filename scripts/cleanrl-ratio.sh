@@ -25,8 +25,10 @@
 # /dev/null.
 #
 # Times are process wall times (start to exit, imports and herd's output
-# files included) from date +%s.%N; herd's own summary.json wall_seconds
-# (the training loop alone) is printed beside.
+# files included) from date +%s.%N, with each process's CPU seconds (user +
+# sys, /usr/bin/time) beside them: on a loaded machine the wall times
+# mostly measure the load, and the CPU ratio is the one to read. herd's
+# own summary.json wall_seconds (the training loop alone) is printed too.
 #
 # Environment: REPS (default 2), SKIP_QUIET=1 or SKIP_LOAD=1 to run one part,
 # STEPS (default 500000; smaller for a smoke test).
@@ -114,23 +116,28 @@ echo "$(grep -m1 'model name' /proc/cpuinfo); $(nproc) CPUs; torch $("$PY" -c 'i
 
 now() { date +%s.%N; }
 
-# cleanrl SCRIPT: one CleanRL run, prints its wall seconds.
+# cpu FILE: the user + sys seconds /usr/bin/time wrote to FILE.
+cpu() { tail -1 "$1" | awk '{printf "%.2f", $1 + $2}'; }
+
+# cleanrl SCRIPT: one CleanRL run, prints wall seconds/CPU seconds.
 cleanrl() {
   local t0 d="$T/cleanrl"
   rm -rf "$d" && mkdir -p "$d"
   t0=$(now)
   (cd "$d" && OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONPATH="$GYM:$CLEANRL" \
-    "$PY" "$T/launch.py" "$CLEANRL/cleanrl/$1.py" --total-timesteps "$STEPS" >/dev/null)
-  awk -v a="$t0" -v b="$(now)" 'BEGIN{printf "%.2f", b-a}'
+    /usr/bin/time -o "$T/cpu" -f '%U %S' "$PY" "$T/launch.py" "$CLEANRL/cleanrl/$1.py" --total-timesteps "$STEPS" >/dev/null)
+  awk -v a="$t0" -v b="$(now)" -v c="$(cpu "$T/cpu")" 'BEGIN{printf "%.2f/%.2f", b-a, c}'
 }
 
-# herd CONFIG: one herd run, prints process wall seconds/summary wall seconds.
+# herd CONFIG: one herd run, prints wall seconds/CPU seconds/summary wall
+# seconds.
 herd() {
   local t0 out="$T/herd-run"
   rm -rf "$out"
   t0=$(now)
-  "$HERD" train --config "$CFG/$1.yaml" --steps "$STEPS" --quiet --out "$out" >/dev/null
-  awk -v a="$t0" -v b="$(now)" -v w="$(jq -r .wall_seconds "$out/summary.json")" 'BEGIN{printf "%.2f/%.2f", b-a, w}'
+  /usr/bin/time -o "$T/cpu" -f '%U %S' "$HERD" train --config "$CFG/$1.yaml" --steps "$STEPS" --quiet --out "$out" >/dev/null
+  awk -v a="$t0" -v b="$(now)" -v c="$(cpu "$T/cpu")" -v w="$(jq -r .wall_seconds "$out/summary.json")" \
+    'BEGIN{printf "%.2f/%.2f/%.2f", b-a, c, w}'
 }
 
 busy() { # start N shell busy loops (not pinned)
@@ -147,9 +154,9 @@ unbusy() {
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 # round LABEL: REPS rounds of ppo.py, herd PPO, dqn.py, herd DQN, then the
-# medians and ratios (CleanRL / herd, process wall times).
+# medians and ratios (CleanRL / herd: process wall times, then CPU seconds).
 round() {
-  local algo c h cs hs mc mh
+  local algo c h mc mh cc ch
   echo
   echo "== $1 ($REPS rounds, alternating; load at start: $(cut -d' ' -f1-3 /proc/loadavg))"
   declare -A C H
@@ -157,13 +164,16 @@ round() {
     for algo in ppo dqn; do
       c=$(cleanrl "$algo"); C[$algo]="${C[$algo]:-} $c"
       h=$(herd "$algo-cartpole"); H[$algo]="${H[$algo]:-} $h"
-      echo "   $algo: CleanRL $c s, herd $h s (process/training), load $(cut -d' ' -f1 /proc/loadavg)"
+      echo "   $algo: CleanRL $c s (wall/CPU), herd $h s (wall/CPU/training loop), load $(cut -d' ' -f1 /proc/loadavg)"
     done
   done
   for algo in ppo dqn; do
-    mc=$(printf '%s\n' ${C[$algo]} | median)
+    mc=$(printf '%s\n' ${C[$algo]} | cut -d/ -f1 | median)
     mh=$(printf '%s\n' ${H[$algo]} | cut -d/ -f1 | median)
-    echo "$algo: CleanRL median $mc s, herd median $mh s: herd is $(awk -v x="$mc" -v y="$mh" 'BEGIN{printf "%.1f", x/y}')x faster"
+    cc=$(printf '%s\n' ${C[$algo]} | cut -d/ -f2 | median)
+    ch=$(printf '%s\n' ${H[$algo]} | cut -d/ -f2 | median)
+    echo "$algo: wall medians CleanRL $mc s, herd $mh s: $(awk -v x="$mc" -v y="$mh" 'BEGIN{printf "%.1f", x/y}')x;" \
+      "CPU medians CleanRL $cc s, herd $ch s: $(awk -v x="$cc" -v y="$ch" 'BEGIN{printf "%.1f", x/y}')x"
   done
   echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
