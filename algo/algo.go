@@ -200,8 +200,9 @@ type Spec struct {
 	Can Capability
 	// Resumable says that Train, the local executor's loop, saves its
 	// whole state at Runtime.Checkpoints and continues from a restored
-	// one bit for bit (`herd train --resume`). Other executors cannot
-	// resume yet.
+	// one bit for bit (`herd train --resume`). Executors with
+	// Executor.Resumable (hts) resume it too, from its pieces (a learner
+	// with LearnerCheckpoint); the others cannot resume yet.
 	Resumable bool
 }
 

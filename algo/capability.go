@@ -144,6 +144,10 @@ type Executor struct {
 	Workers func(h Header) []WorkerSet
 	// Train runs the algorithm, with Spec.Train's contract.
 	Train func(ctx context.Context, rt *Runtime, spec Spec, cfg Config) (Model, error)
+	// Resumable: Train saves the whole state of a run of an algorithm
+	// with Spec.Resumable at Runtime.Checkpoints and continues from a
+	// restored one, as the local executor does (`herd train --resume`).
+	Resumable bool
 }
 
 // WorkerSet is N workers of an executor, counted by runtime key Key, each

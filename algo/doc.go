@@ -185,7 +185,7 @@
 //	| `--set learning_rate=.inf` / `.nan` anywhere in a config | `ErrConfig` naming the key, before anything is written |
 //	| `--out` holding a run, no flag | refused: "already holds a run …; use --force … or another --out" |
 //	| `--force` run that fails before training | earlier run untouched (files are staged, moved into place only at the end) |
-//	| `--resume` of a run of another algorithm or executor (dqn, ppo under hts, a multiagent section) | "cannot resume DIR: dqn (executor local) saves no training state to continue from yet …", before anything is written |
+//	| `--resume` of a run of another algorithm or executor (impala, ppo under hts, a multiagent section) | "cannot resume DIR: impala (executor local) saves no training state to continue from yet …", before anything is written |
 //	| `--resume` with a changed setting, seed, env or algorithm | "cannot resume: …: it was taken for ppo.learning_rate 0.00025 (this run: 0.001)", the directory unchanged |
 //	| `--resume` after SIGKILL, the newest checkpoint truncated | the newest checkpoint that loads is used, the skipped one named; metrics.csv rewritten from the checkpoint (no repeated or missing rows) |
 //	| two processes into one `--out` | the second is refused: "in use by another process (locked by pid N)" (flock, released by the kernel on any exit) |
@@ -215,17 +215,18 @@
 // over the parameters per metrics row.
 //
 // Resume (`DirResume`, `Spec.Resumable`, `Checkpoints`): a resumable Train — PPO's
-// and A2C's local loop — saves its whole state (weights, optimizer, random
-// streams, envs, loop counters) at iteration boundaries into DIR/checkpoints
+// and A2C's local loop, and the off-policy local loop of DQN, SAC, TD3 and
+// DDPG — saves its whole state (weights, targets, optimizers, random streams,
+// envs, loop counters; the replay with its priorities and sum tree) at
+// iteration boundaries into DIR/checkpoints
 // (internal/trainstate: checksummed, staged and renamed, the newest
 // checkpoint_keep kept), TrainRun adding the metrics recorder's state and the
 // configuration (ResumeConfig). A resumed run loads the newest checkpoint that
 // decodes, checks it against the run before anything in the directory changes,
 // and ends bit-identical to the run that never stopped.
 //
-// Limits: only PPO and A2C under the local executor resume (no other
-// executor saves its state, and the off-policy algorithms would need their
-// replay buffer); the memory estimate is a lower bound of the big allocations (float32
+// Limits: only PPO, A2C, DQN, SAC, TD3 and DDPG under the local executor
+// resume (no other executor saves its state); the memory estimate is a lower bound of the big allocations (float32
 // rows, the networks of the run's own algorithm, not those of a multi-agent
 // run's other policies), not a count; on non-unix systems the run
 // lock is a no-op; a run killed with SIGKILL leaves its partial files in

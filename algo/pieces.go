@@ -219,6 +219,11 @@ type RuntimeConfig struct {
 	// 0: DefaultMaxPolicyLag or twice the env workers, the larger; -1: no
 	// bound.
 	MaxPolicyLag int `yaml:"max_policy_lag,omitempty"`
+	// HeldBytes bounds, under the NATS transport, the bytes of sample
+	// pushes a learner holds waiting for room in its queue (re-sends to a
+	// stalled learner included); beyond it a push is refused and re-sent
+	// by its pusher. 0: transport.DefaultHeldBytes (64 MiB).
+	HeldBytes int `yaml:"held_bytes,omitempty"`
 
 	// NumAsync is, under the flow executor, how many rounds the
 	// synchronous on-policy plans (A2C, PPO) keep requested from their
@@ -273,10 +278,10 @@ const DefaultMaxPolicyLag = 32
 // DistScalars are the metrics.csv columns the dist executor adds to an
 // algorithm's own: what its streams dropped, repeated and how far behind
 // the learner the data was (summary.json's "dist" holds their last values).
-var DistScalars = []string{"dist/lag_mean", "dist/lag_max", "dist/dropped", "dist/duplicates",
+var DistScalars = []string{"dist/lag_mean", "dist/lag_max", "dist/dropped", "dist/duplicates", "dist/discarded", "dist/shed",
 	"dist/decode_errors", "dist/stale_weights", "dist/abandoned",
 	"dist/batch_rows_mean", "dist/batch_rows_p50", "dist/batch_rows_p99", "dist/infer_latency_p50_ms", "dist/infer_latency_p99_ms",
-	"dist/silent_workers", "dist/silences"}
+	"dist/silent_workers", "dist/silences", "dist/gather_resends", "dist/params_checks"}
 
 // FlowTransportScalars are the metrics.csv columns the flow executor adds
 // when its workers run over a transport other than inproc, named as the
@@ -348,6 +353,9 @@ func (rc RuntimeConfig) Validate() error {
 	}
 	if rc.MaxPolicyLag < -1 {
 		errs = append(errs, fmt.Errorf("%w: runtime.max_policy_lag %d: ≥ 1, or -1 for no bound", ErrConfig, rc.MaxPolicyLag))
+	}
+	if rc.HeldBytes < 0 {
+		errs = append(errs, fmt.Errorf("%w: runtime.held_bytes %d: ≥ 1, or 0 for the default", ErrConfig, rc.HeldBytes))
 	}
 	if rc.NumAsync < 0 || rc.NumAsync > 64 {
 		errs = append(errs, fmt.Errorf("%w: runtime.num_async %d: 1 to 64", ErrConfig, rc.NumAsync))

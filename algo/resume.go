@@ -1,6 +1,7 @@
 package algo
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -329,4 +330,55 @@ func setAsideNewer(loaded string) error {
 		}
 	}
 	return nil
+}
+
+// ReadRunConfig returns the configuration of the run in dir, as TrainRun
+// wrote it when the run started (DIR/config.yaml, or the staging
+// directory's for a run stopped before its files were all written), and
+// the path it was read from: what `herd train --resume --out DIR` trains
+// with when no --config is given.
+func ReadRunConfig(dir string) ([]byte, string, error) {
+	path := filepath.Join(dir, ConfigFile)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		if staged := filepath.Join(dir, stagingDir, ConfigFile); fileExists(staged) {
+			path = staged
+		}
+	}
+	b, err := ReadConfig(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, path, fmt.Errorf("%w %s: it holds no %s", ErrCannotResume, dir, ConfigFile)
+	}
+	return b, path, err
+}
+
+// ResumeDiff names each setting of now that differs from was's, among
+// those a resumed run must keep (all but ResumeConfig's exceptions): ""
+// when none does.
+func ResumeDiff(was, now *Resolved) (string, error) {
+	a, err := ResumeConfig(was)
+	if err != nil {
+		return "", err
+	}
+	b, err := ResumeConfig(now)
+	if err != nil {
+		return "", err
+	}
+	var diff []string
+	if was.Header.Algo != now.Header.Algo {
+		diff = append(diff, fmt.Sprintf("algo %s (this run: %s)", was.Header.Algo, now.Header.Algo))
+	}
+	if was.Header.Env != now.Header.Env {
+		diff = append(diff, fmt.Sprintf("env %s (this run: %s)", was.Header.Env, now.Header.Env))
+	}
+	if d := configDiff(a, b); d != "" {
+		diff = append(diff, d)
+	} else if !bytes.Equal(a, b) && len(diff) == 0 {
+		diff = append(diff, "the settings (their YAML differs)")
+	}
+	return strings.Join(diff, ", "), nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
 }

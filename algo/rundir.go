@@ -51,7 +51,8 @@ const (
 	DirForce
 	// DirResume continues the run from the newest checkpoint in
 	// DIR/checkpoints that loads, for an algorithm that can
-	// (Spec.Resumable, under the local executor); any other run, or a
+	// (Spec.Resumable, under the local executor or one with
+	// Executor.Resumable); any other run, or a
 	// checkpoint of another configuration, fails with ErrCannotResume
 	// and leaves the directory as it was.
 	DirResume

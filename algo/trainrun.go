@@ -41,7 +41,8 @@ type RunOptions struct {
 	// Dir says what to do when Header.Out already holds a run: refuse
 	// (DirNew, the default), replace it (DirForce) or resume it
 	// (DirResume: algorithms with Spec.Resumable under the local
-	// executor; any other fails with ErrCannotResume).
+	// executor or one with Executor.Resumable; any other fails with
+	// ErrCannotResume).
 	Dir DirMode
 	// Resumed, when not nil, is told the checkpoint a resumed run
 	// continues from, and the newer ones it skipped (damaged), before
@@ -76,7 +77,8 @@ type RunOptions struct {
 // together at the end. A run whose Train fails before returning a model
 // leaves the directory as it was.
 //
-// A run of an algorithm with Spec.Resumable under the local executor also
+// A run of an algorithm with Spec.Resumable under the local executor (or
+// one with Executor.Resumable) also
 // writes its training state into Header.Out/checkpoints (Checkpoints,
 // Runtime.Checkpoints). With DirResume it continues from the newest one
 // that loads, after checking it against the run (LoadCheckpoint) before
@@ -99,9 +101,9 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	if err != nil {
 		return metrics.Summary{}, err
 	}
-	resumable := ex.Name == LocalExecutor && res.Spec.Resumable && !h.MultiAgent.Enabled() && !opt.NoFiles
+	resumable := (ex.Name == LocalExecutor || ex.Resumable) && res.Spec.Resumable && !h.MultiAgent.Enabled() && !opt.NoFiles
 	if opt.Dir == DirResume && !resumable {
-		return metrics.Summary{}, cannotResume(res, ex.Name, opt.NoFiles)
+		return metrics.Summary{}, cannotResume(res, ex, opt.NoFiles)
 	}
 	var key []byte // the configuration a checkpoint must match
 	if resumable {
@@ -297,7 +299,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	case ck != nil:
 		rec.SetCheckpoints("on")
 	case dir != "":
-		rec.SetCheckpoints("off: " + notResumable(res, ex.Name, false))
+		rec.SetCheckpoints("off: " + notResumable(res, ex, false))
 	}
 	switch {
 	case diverged != nil:
@@ -343,23 +345,23 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 }
 
 // cannotResume says why the run res cannot be resumed under executor ex.
-func cannotResume(res *Resolved, ex string, noFiles bool) error {
+func cannotResume(res *Resolved, ex Executor, noFiles bool) error {
 	return fmt.Errorf("%w %s: %s; use --force to train it again from scratch, or another --out", ErrCannotResume, res.Header.Out, notResumable(res, ex, noFiles))
 }
 
 // notResumable says why the run res writes no checkpoints under executor
 // ex (summary.json's checkpoints note, and --resume's refusal).
-func notResumable(res *Resolved, ex string, noFiles bool) string {
+func notResumable(res *Resolved, ex Executor, noFiles bool) string {
 	h := res.Header
 	switch {
 	case noFiles:
 		return "a run without a run directory has no checkpoint"
 	case !res.Spec.Resumable:
-		return fmt.Sprintf("%s (executor %s) saves no training state to continue from yet, only its final weights", h.Algo, ex)
-	case ex != LocalExecutor:
-		return fmt.Sprintf("%s under executor %s saves no training state to continue from yet; only its local executor does", h.Algo, ex)
+		return fmt.Sprintf("%s (executor %s) saves no training state to continue from yet, only its final weights", h.Algo, ex.Name)
+	case ex.Name != LocalExecutor && !ex.Resumable:
+		return fmt.Sprintf("%s under executor %s saves no training state to continue from yet; only its local executor does", h.Algo, ex.Name)
 	}
-	return fmt.Sprintf("%s with a multiagent section (executor %s) saves no training state to continue from yet", h.Algo, ex)
+	return fmt.Sprintf("%s with a multiagent section (executor %s) saves no training state to continue from yet", h.Algo, ex.Name)
 }
 
 // withAlgo prefixes err with the algorithm's name unless the algorithm's

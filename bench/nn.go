@@ -32,11 +32,15 @@ func newNNCmd() *cobra.Command {
 		Long: `Times forward ("forward"), forward+backward ("fwd_bwd") and
 forward+backward+Adam ("fwd_bwd_adam") for each net, batch and GEMM backend.
 A net is an MLP's hidden layers ("64-64") or a convolution preset:
-"conv-minatar" (MinAtar's 16×3×3 on 4×10×10 frames) or "conv-nature" (Nature
-DQN's three convolutions on 4×84×84 frames), ReLU between, no heads.
+"conv-minatar" (MinAtar's 16×3×3 on 4×10×10 frames), "conv-nature" (Nature
+DQN's three convolutions on 4×84×84 frames), ReLU between, or "conv-impala"
+(IMPALA's three residual stages on 4×10×10 frames); no heads.
 Backends are timed round robin, --repeats runs each, and the minimum (or
 --stat median) is reported, so ratios between backends are fair on a busy
-machine. For the one-core
+machine. The gflops column is the rate of the matrix products (MLPs;
+three products per layer for the training ops), peak_gflops the machine's
+float32 peak for GOMAXPROCS cores, measured on a loop of FMAs. Run with
+HERD_KERNELS=avx2-fma or portable to time a slower kernel path. For the one-core
 figures in docs/BENCHMARKS.md run with GOMAXPROCS=1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -70,7 +74,7 @@ figures in docs/BENCHMARKS.md run with GOMAXPROCS=1.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&asJSON, "json", false, "one JSON object per line")
-	f.StringSliceVar(&nets, "nets", []string{"64-64", "256-256"}, "hidden layer specs (64-64) or conv presets (conv-minatar, conv-nature)")
+	f.StringSliceVar(&nets, "nets", []string{"64-64", "256-256"}, "hidden layer specs (64-64) or conv presets (conv-minatar, conv-nature, conv-impala)")
 	f.StringVar(&batches, "batches", "1,32,256,1024", "batch sizes (training ops run at batches ≥ 32)")
 	f.StringSliceVar(&ops, "ops", []string{nn.OpForward, nn.OpFwdBwd, nn.OpFwdBwdAdam}, "ops to time")
 	f.StringSliceVar(&backends, "backends", nil, "GEMM backends (default: all in this build but the slow portable \"go\"; available: "+strings.Join(nn.GemmBackends(), ",")+")")

@@ -42,6 +42,9 @@ type Options struct {
 	// NoWorkers: controller only, the workers run elsewhere (needs
 	// NATS.URL).
 	NoWorkers bool
+	// RegisterTimeout bounds a --no-workers controller's wait for its
+	// learner to register (or to mark the run ended).
+	RegisterTimeout time.Duration
 	// MetricsAddr, when set, is the learner's Prometheus endpoint; policy
 	// then env workers serve theirs at the next ports.
 	MetricsAddr string
@@ -122,6 +125,9 @@ func Run(ctx context.Context, o Options) (err error) {
 	if o.NoWorkers && o.NATS.URL == "" {
 		return errors.New("launch: --no-workers needs --nats (the workers must reach the server)")
 	}
+	if o.NoWorkers && o.RegisterTimeout <= 0 {
+		return fmt.Errorf("launch: --register-timeout: must be > 0, got %v", o.RegisterTimeout)
+	}
 	var srv *transport.Server // the embedded server, whose counters give the wire bytes
 	if o.NATS.URL == "" {
 		if srv, err = transport.StartServer(transport.ServerOptions{Host: "127.0.0.1", Generate: true}); err != nil {
@@ -187,7 +193,17 @@ func Run(ctx context.Context, o Options) (err error) {
 	defer endRun()
 	if o.NoWorkers {
 		fmt.Fprintf(stdout, "controller for run %s on %s: waiting for the learner\n", runID, RedactURL(o.NATS.URL))
-		return awaitLearner(ctx, mem, func(ctx context.Context) (string, bool, error) { return n.RunEnded(ctx, runID) })
+		return awaitLearner(ctx, learnerWait{
+			mem:      mem,
+			ended:    func(ctx context.Context) (string, bool, error) { return n.RunEnded(ctx, runID) },
+			register: o.RegisterTimeout, save: stopSaveWait,
+			stop: func(ctx context.Context) error {
+				if err := n.StopRun(ctx, runID, "the controller was interrupted"); err != nil {
+					return err
+				}
+				return lease.Close()
+			},
+		})
 	}
 
 	self := o.WorkerCommand
@@ -344,52 +360,130 @@ func checkRunDir(dir string, mode algo.DirMode) error {
 	return nil
 }
 
+// learnerWait is what a --no-workers controller watches and does: the
+// run's membership and end mark, and how it stops the run.
+type learnerWait struct {
+	mem transport.Membership
+	// ended reads the run's end mark (transport.NATS.RunEnded).
+	ended func(context.Context) (string, bool, error)
+	// stop asks the learner to stop and save the run (the controller was
+	// interrupted), then closes the controller's registration.
+	stop func(context.Context) error
+	// register bounds the wait for the learner's registration (or its end
+	// mark: a learner that fails before it registers leaves one).
+	register time.Duration
+	// save bounds the wait, after stop, for the learner's end mark.
+	save time.Duration
+}
+
 // awaitLearner returns when the learner has registered and then gone, or
-// has already marked the run ended, with
-// the learner's result read from the run's end mark (runEnded): nil for a
-// completed run, a *LearnerError otherwise. When ctx ends first it returns ctx's cause. Polling once a
-// second is cheap next to a training run and avoids racing the first
-// registration.
-func awaitLearner(ctx context.Context, mem transport.Membership, runEnded func(context.Context) (string, bool, error)) error {
+// has already marked the run ended, with the learner's result read from
+// the run's end mark: nil for a completed run, a *LearnerError otherwise.
+// No learner within w.register is a failure naming it. When ctx ends (the
+// controller's Ctrl-C) it asks the learner to stop and returns an error
+// wrapping context.Canceled only when the learner's mark says it saved
+// the interrupted run. Polling once a second is cheap next to a training
+// run and avoids racing the first registration.
+func awaitLearner(ctx context.Context, w learnerWait) error {
 	const learner = "learner-0"
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	deadline := time.Now().Add(w.register)
+	bg := context.WithoutCancel(ctx)
+	registered := func(ctx context.Context) (bool, error) {
+		ms, err := w.mem.Members(ctx)
+		return slices.ContainsFunc(ms, func(m transport.Member) bool { return m.Name == learner }), err
+	}
 	for {
-		ms, err := mem.Members(ctx)
+		ok, err := registered(ctx)
 		if err != nil && ctx.Err() == nil {
 			return fmt.Errorf("launch: %w", err)
 		}
-		if slices.ContainsFunc(ms, func(m transport.Member) bool { return m.Name == learner }) {
+		if ok {
 			break
 		}
 		// A learner that registered, trained and left between two polls (a
-		// short run: 50k CartPole steps take under a second) is never seen
-		// here, but its end mark is: the run's start cleared any older one,
-		// and the controller's own mark comes only after this returns.
-		if mark, ended, err := runEnded(ctx); err == nil && ended {
+		// short run: 50k CartPole steps take under a second), or failed
+		// before it registered, is never seen here, but its end mark is:
+		// the run's start cleared any older one, and the controller's own
+		// mark comes only after this returns.
+		if mark, ended, err := w.ended(ctx); err == nil && ended {
 			return learnerResult(mark, ended)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("launch: no learner registered within %v (--register-timeout), and none marked the run ended: "+
+				"it was not started, or failed before it reached the NATS server (see its log)", w.register)
 		}
 		select {
 		case <-t.C:
+			continue
 		case <-ctx.Done():
-			return fmt.Errorf("launch: stopped while waiting for the learner: %w", context.Cause(ctx))
 		}
+		// A learner may have registered since the last poll: it is
+		// training, and is asked to stop and save like any other.
+		if ok, err := registered(bg); err != nil || !ok {
+			// %v: nothing was trained, so nothing is saved.
+			return fmt.Errorf("launch: stopped while waiting for the learner (%v): no learner registered, nothing saved", context.Cause(ctx))
+		}
+		break
 	}
-	gone, err := mem.Gone(ctx, learner)
+	// Watched past ctx's end: the learner's exit after a stop is awaited.
+	gone, err := w.mem.Gone(bg, learner)
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
 	select {
 	case <-gone:
 	case <-ctx.Done():
-		return fmt.Errorf("launch: stopped while the learner runs (it goes on until the run's registration expires): %w", context.Cause(ctx))
+		return stopLearner(ctx, w, gone)
 	}
-	mark, ended, err := runEnded(context.WithoutCancel(ctx))
+	mark, ended, err := w.ended(context.WithoutCancel(ctx))
 	if err != nil {
 		return fmt.Errorf("launch: the learner is gone and its result unreadable: %w", err)
 	}
 	return learnerResult(mark, ended)
 }
+
+// stopLearner asks the learner to stop once ctx has ended and waits up to
+// w.save for its end mark: the controller's exit says whether the run was
+// saved.
+func stopLearner(ctx context.Context, w learnerWait, gone <-chan struct{}) error {
+	bg := context.WithoutCancel(ctx)
+	if err := w.stop(bg); err != nil {
+		return fmt.Errorf("launch: interrupted (%v), and the learner could not be told to stop and save the run: %v", context.Cause(ctx), err)
+	}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	timeout := time.After(w.save)
+	for {
+		mark, ended, err := w.ended(bg)
+		if err == nil && ended {
+			lerr := learnerResult(mark, ended)
+			var le *LearnerError
+			if errors.As(lerr, &le) && le.Status == ExitInterrupted {
+				return fmt.Errorf("launch: interrupted (%v); the learner saved the run: %w", context.Cause(ctx), lerr)
+			}
+			if lerr == nil {
+				return nil // it completed before it heard of the stop
+			}
+			// %v: a failure is never reported as a clean interruption.
+			return fmt.Errorf("launch: interrupted (%v), and the learner did not save the run: %v", context.Cause(ctx), lerr)
+		}
+		select {
+		case <-t.C:
+		case <-gone:
+			gone = nil // its mark may still be on its way: read again
+		case <-timeout:
+			return fmt.Errorf("launch: interrupted (%v), and the learner did not report within %v that it saved the run: "+
+				"its checkpoint and metrics may be missing", context.Cause(ctx), w.save)
+		}
+	}
+}
+
+// stopSaveWait bounds how long an interrupted --no-workers controller
+// waits for its learner to save the run: a learner saves its checkpoint
+// and metrics in seconds; a second Ctrl-C ends the wait at once.
+const stopSaveWait = 2 * time.Minute
 
 // checkRunFree refuses a run ID that has live registrations (a controller,
 // a worker), naming them and their process ids.

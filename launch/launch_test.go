@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,7 +148,8 @@ func TestCheckRunDir(t *testing.T) {
 
 // A learner that registers, trains and leaves between two of the
 // controller's polls is never seen in Membership; its end mark ends the
-// wait with its result (before, the controller waited forever).
+// wait with its result (before, the controller waited forever). With no
+// learner and no mark the wait ends at the registration timeout, naming it.
 func TestAwaitLearnerShortRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -155,12 +158,16 @@ func TestAwaitLearnerShortRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mem.Close()
+	wait := func(ended func(context.Context) (string, bool, error), register time.Duration) learnerWait {
+		return learnerWait{mem: mem, ended: ended, register: register, save: time.Second,
+			stop: func(context.Context) error { return nil }}
+	}
 	for _, c := range []struct {
 		mark    string
 		wantNil bool
 	}{{endMark(nil), true}, {endMark(errors.New("boom")), false}} {
 		start := time.Now()
-		err := awaitLearner(ctx, mem, func(context.Context) (string, bool, error) { return c.mark, true, nil })
+		err := awaitLearner(ctx, wait(func(context.Context) (string, bool, error) { return c.mark, true, nil }, time.Minute))
 		if (err == nil) != c.wantNil {
 			t.Errorf("mark %q: awaitLearner = %v, want nil %v", c.mark, err, c.wantNil)
 		}
@@ -168,10 +175,78 @@ func TestAwaitLearnerShortRun(t *testing.T) {
 			t.Errorf("mark %q: awaitLearner took %v", c.mark, d)
 		}
 	}
-	// No learner and no mark: it waits until ctx ends.
+	none := func(context.Context) (string, bool, error) { return "", false, nil }
+	start := time.Now()
+	err = awaitLearner(ctx, wait(none, 1500*time.Millisecond))
+	if err == nil || !strings.Contains(err.Error(), "no learner registered within 1.5s") || ExitStatus(err) != ExitFailed {
+		t.Errorf("no learner: awaitLearner = %v, want the registration timeout", err)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("no learner: awaitLearner took %v past a 1.5s registration timeout", d)
+	}
+	// Interrupted before any learner came: a failure (nothing saved).
 	sctx, scancel := context.WithTimeout(ctx, 1500*time.Millisecond)
 	defer scancel()
-	if err := awaitLearner(sctx, mem, func(context.Context) (string, bool, error) { return "", false, nil }); err == nil {
-		t.Error("awaitLearner returned nil with no learner and no end mark")
+	if err := awaitLearner(sctx, wait(none, time.Minute)); err == nil || ExitStatus(err) == ExitInterrupted {
+		t.Errorf("interrupted with no learner: awaitLearner = %v, want a failure", err)
+	}
+}
+
+// An interrupted controller exits as interrupted (130) only when its
+// learner's mark says it saved the run; otherwise it fails naming why.
+func TestAwaitLearnerInterrupt(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		mark   string // the learner's mark after the stop; "" none
+		status int
+		says   string
+		late   bool // the learner registers after the first poll, the interrupt comes before the next
+	}{
+		{"saved", endMark(fmt.Errorf("interrupted: %w", context.Canceled)), ExitInterrupted, "saved the run", false},
+		{"registered-since-poll", endMark(fmt.Errorf("interrupted: %w", context.Canceled)), ExitInterrupted, "saved the run", true},
+		{"failed", endMark(errors.New("checkpoint not saved: disk full")), ExitFailed, "did not save the run", false},
+		{"silent", "", ExitFailed, "did not report", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bg, cancelBG := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancelBG()
+			mem, err := transport.NewInproc().Membership(bg, "int", transport.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer mem.Close()
+			lctx, leave := context.WithCancel(bg)
+			defer leave()
+			register := func() {
+				if _, err := mem.Register(lctx, "learner-0", nil); err != nil {
+					t.Error(err)
+				}
+			}
+			interruptAt := 1200 * time.Millisecond
+			if c.late {
+				time.AfterFunc(300*time.Millisecond, register)
+				interruptAt = 700 * time.Millisecond
+			} else {
+				register()
+			}
+			var stopped atomic.Bool
+			ctx, interrupt := context.WithCancel(bg)
+			w := learnerWait{mem: mem, register: time.Minute, save: 1500 * time.Millisecond,
+				ended: func(context.Context) (string, bool, error) {
+					if stopped.Load() && c.mark != "" {
+						return c.mark, true, nil
+					}
+					return "", false, nil
+				},
+				stop: func(context.Context) error { stopped.Store(true); leave(); return nil }}
+			time.AfterFunc(interruptAt, interrupt)
+			err = awaitLearner(ctx, w)
+			if !stopped.Load() {
+				t.Error("the learner was not asked to stop")
+			}
+			if ExitStatus(err) != c.status || err == nil || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("awaitLearner = %v (exit %d), want exit %d saying %q", err, ExitStatus(err), c.status, c.says)
+			}
+		})
 	}
 }

@@ -46,6 +46,10 @@ type WorkerOptions struct {
 	TTL time.Duration
 	// Wait bounds the wait for the run's config and controller.
 	Wait time.Duration
+	// Stall is a learner's progress watchdog (distexec.Options.Stall; 0:
+	// its 60 s default): where an orchestrator may start the env workers
+	// minutes after the learner, it must outlast their start.
+	Stall time.Duration
 	// MetricsAddr, when set, serves the worker's live metrics for
 	// Prometheus.
 	MetricsAddr string
@@ -84,6 +88,8 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 		return fmt.Errorf("worker: --ttl: must be >= %v, got %v", time.Second, o.TTL)
 	case o.Wait < time.Millisecond:
 		return fmt.Errorf("worker: --wait: must be >= %v, got %v", time.Millisecond, o.Wait)
+	case o.Stall < 0:
+		return fmt.Errorf("worker: --stall: must be > 0 (or 0 for the default), got %v", o.Stall)
 	}
 	mode, err := run.DirMode(o.Force, o.Resume)
 	if err != nil {
@@ -116,6 +122,24 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 	tr := transport.SplitTransport(byKind[0], byKind[1], byKind[2], byKind[3])
 	if err := n.Ready(ctx); err != nil {
 		return fmt.Errorf("worker: %w", err)
+	}
+	lead := o.Role == "learner" && o.Slot == 0
+	marked := false // the run's end mark written by this learner
+	if lead {
+		// A learner that fails before it trains (a config it cannot use,
+		// a restart it cannot continue) marks the run ended with the
+		// reason as well: its controller reads it there and fails at
+		// once, instead of waiting for a learner that never comes.
+		defer func() {
+			if err == nil || marked {
+				return
+			}
+			ectx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if eerr := n.EndRun(ectx, o.Run, endMark(err)); eerr != nil {
+				fmt.Fprintf(w, "worker %s: %v\n", name, eerr)
+			}
+			cancel()
+		}()
 	}
 	// A worker started after its run ended (an orchestrator that restarts
 	// whatever exits, a late replica) has nothing to do: it says so and
@@ -157,6 +181,11 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 		fmt.Fprintf(w, "worker %s: run %s has ended (%s); nothing to do\n", name, o.Run, describeEnd(ended))
 		return nil
 	}
+	if lead {
+		if err := checkFirstStart(ctx, mem, o.Run, name); err != nil {
+			return err
+		}
+	}
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
 	gone, err := mem.Gone(ctx, ControllerName)
@@ -167,6 +196,15 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 	go func() {
 		select {
 		case <-gone:
+			// A controller interrupted by its operator asks the run to stop
+			// before it goes: an interruption, saved as such.
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			why, stopped, _ := n.RunStopped(sctx, o.Run)
+			cancel()
+			if stopped {
+				cancelRun(fmt.Errorf("the run's controller stopped it (%s): %w", why, context.Canceled))
+				return
+			}
 			cancelRun(errGone)
 		case <-ctx.Done():
 		}
@@ -193,7 +231,9 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 	if o.CPUProfile != "" && st != nil {
 		defer writeTiming(o.CPUProfile+".steps.json", timeRoles(st))
 	}
-	if o.MetricsAddr != "" && o.Role != "learner" && st != nil {
+	// Learner 0 serves its live metrics from the run (runLearner); the
+	// other roles, learner peers included, their process's registry.
+	if o.MetricsAddr != "" && (o.Role != "learner" || o.Slot > 0) && st != nil {
 		reg := metrics.NewRegistry()
 		srv, serr := metrics.ServeRegistry(o.MetricsAddr, reg)
 		if serr != nil {
@@ -219,7 +259,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 			// Its registration stays until the run ends (the controller
 			// is gone), as an env worker's: learner 0 takes a learner that
 			// is gone before then for a dead one.
-			if err = st.RunLearnerPeer(ctx, o.Slot, tr, o.Run, distexec.Options{}); err == nil {
+			if err = st.RunLearnerPeer(ctx, o.Slot, tr, o.Run, distexec.Options{Stall: o.Stall}); err == nil {
 				fmt.Fprintf(w, "worker %s: updates done; waiting for the run's end\n", name)
 				<-ctx.Done()
 			}
@@ -228,7 +268,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 		err = runLearner(ctx, w, tr, byKind[0], mem, res, mode, o)
 	}
 	ended := errors.Is(context.Cause(ctx), errGone)
-	if o.Role == "learner" && o.Slot == 0 {
+	if lead {
 		if ended && err != nil {
 			// Nobody asked this run to stop: it is not finished, whatever
 			// was saved. %v: not reported as a clean interruption.
@@ -242,6 +282,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 			fmt.Fprintf(w, "worker %s: %v\n", name, eerr)
 		}
 		cancel()
+		marked = true
 		return err
 	}
 	switch {
@@ -255,6 +296,26 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 	return err
 }
 
+// checkFirstStart refuses a learner that is not its run's first: the one
+// before it ended without marking the run (killed, or its machine lost;
+// a learner that fails marks it, and a worker started after the mark
+// exits at once), and a distributed learner cannot continue a run without
+// that learner's state. Its error names that first cause, where a fresh
+// learner would fail later and obscurely (its weights' version 1 refused
+// after the earlier learner's).
+func checkFirstStart(ctx context.Context, mem transport.Membership, runID, name string) error {
+	p, err := mem.Resume(ctx, name)
+	if err != nil {
+		return fmt.Errorf("worker %s: %w", name, err)
+	}
+	if p.Incarnation > 1 {
+		return fmt.Errorf("worker %s: run %s failed: its learner was restarted (start %d), so the learner before it ended without a result "+
+			"(killed, or its machine lost), and a distributed run cannot continue without that learner's state; start the run again",
+			name, runID, p.Incarnation)
+	}
+	return nil
+}
+
 // runLearner trains the run as its learner through algo.TrainRun with the
 // dist executor in learner-only mode, then marks the run ended.
 func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport, mem transport.Membership, res *algo.Resolved, mode algo.DirMode, o WorkerOptions) error {
@@ -266,7 +327,7 @@ func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport,
 	}
 	dist, fl := distexec.Executor(), flow.Executor()
 	dist.Train = func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
-		return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: o.Run, Notice: w,
+		return distexec.Train(ctx, rt, spec, cfg, distexec.Options{LearnerOnly: true, Run: o.Run, Notice: w, Stall: o.Stall,
 			Dial: func() (transport.Transport, error) { return tr, nil }, Watch: watchLearners(mem, rt.Header.Runtime.Learners)})
 	}
 	fl.Train = func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
@@ -343,8 +404,8 @@ func watchLearners(mem transport.Membership, m int) func(ctx context.Context) <-
 
 // distLine prints the dist executor's counters (summary.json's "dist").
 func distLine(d map[string]float64) string {
-	return fmt.Sprintf("dist: policy lag mean %.2f, max %.0f versions; dropped (lag) %.0f, duplicates %.0f, decode errors %.0f, stale weights %.0f, abandoned requests %.0f; workers gone silent %.0f (silent at the end %.0f)",
-		d["dist/lag_mean"], d["dist/lag_max"], d["dist/dropped"], d["dist/duplicates"], d["dist/decode_errors"], d["dist/stale_weights"], d["dist/abandoned"],
+	return fmt.Sprintf("dist: policy lag mean %.2f, max %.0f versions; dropped (lag) %.0f, duplicates %.0f, discarded %.0f, shed %.0f, decode errors %.0f, stale weights %.0f, abandoned requests %.0f; workers gone silent %.0f (silent at the end %.0f)",
+		d["dist/lag_mean"], d["dist/lag_max"], d["dist/dropped"], d["dist/duplicates"], d["dist/discarded"], d["dist/shed"], d["dist/decode_errors"], d["dist/stale_weights"], d["dist/abandoned"],
 		d["dist/silences"], d["dist/silent_workers"])
 }
 

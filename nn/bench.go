@@ -3,6 +3,8 @@ package nn
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"herd/internal/rng"
+	"herd/nn/internal/kernel"
 )
 
 // BenchRow is one measurement of `herd bench nn`: the JSON form is
@@ -23,6 +26,15 @@ type BenchRow struct {
 	// "portable" for "go", the backend's name for the others.
 	Kernels string  `json:"kernels"`
 	NsPerOp float64 `json:"ns_per_op"`
+	// GFLOPs is the rate of the op's matrix products: 2·batch·in·out per
+	// Linear layer forward, three times that for the training ops (the
+	// forward, dW and dX products); MLPs only, 0 for the conv presets.
+	GFLOPs float64 `json:"gflops"`
+	// PeakGFLOPs is the machine's float32 peak for the process's threads:
+	// GOMAXPROCS × one core's measured FMA throughput (kernel.PeakFLOPs:
+	// clock × FMA units × lanes × 2, timed on a loop of independent FMAs),
+	// whichever path runs; 0 where the build or CPU has no assembly.
+	PeakGFLOPs float64 `json:"peak_gflops"`
 }
 
 // kernelsOf names the kernels backend runs (BenchRow.Kernels).
@@ -46,8 +58,9 @@ const (
 // BenchOptions selects what BenchMLP measures. Zero fields take defaults.
 type BenchOptions struct {
 	// Nets are hidden-layer specs like "64-64", or conv presets
-	// "conv-minatar" (4×10×10 frames) and "conv-nature" (4×84×84; see
-	// ConvPreset: the convolutions with ReLU between them, no heads);
+	// "conv-minatar" (4×10×10 frames), "conv-nature" (4×84×84; see
+	// ConvPreset: the convolutions with ReLU between them, no heads) and
+	// "conv-impala" (ImpalaStages on 4×10×10 frames);
 	// default {"64-64", "256-256"}.
 	Nets []string
 	// In and Out are the input and output widths; default 4 and 2
@@ -237,23 +250,31 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 		}
 		gemms[i] = g
 	}
+	peak := kernel.PeakFLOPs() * float64(runtime.GOMAXPROCS(0)) / 1e9
 	var rows []BenchRow
 	for _, spec := range o.Nets {
 		var newOp func(g Gemm, batch int, op string) (func(), error)
+		macs := 0 // multiply-adds per sample of one forward pass
+
 		if preset, ok := strings.CutPrefix(spec, "conv-"); ok {
 			c, h, w := 4, 10, 10
 			if preset == "nature" {
 				h, w = 84, 84
 			}
-			cfgs, err := ConvPreset(preset, c, h, w)
-			if err != nil {
+			if _, err := convBenchLayers(DefaultGemm(), preset, c, h, w, rng.New(1, "nn/bench", 0)); err != nil {
 				return nil, err
 			}
-			newOp = func(g Gemm, batch int, op string) (func(), error) { return newConvBenchOp(g, cfgs, batch, op) }
+			newOp = func(g Gemm, batch int, op string) (func(), error) {
+				return newConvBenchOp(g, preset, c, h, w, batch, op)
+			}
 		} else {
 			hidden, err := ParseNet(spec)
 			if err != nil {
 				return nil, err
+			}
+			widths := append(append([]int{o.In}, hidden...), o.Out)
+			for i := 1; i < len(widths); i++ {
+				macs += widths[i-1] * widths[i]
 			}
 			newOp = func(g Gemm, batch int, op string) (func(), error) {
 				return NewBenchOpAct(g, hidden, o.In, o.Out, batch, op, o.Act)
@@ -275,8 +296,13 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 				if err != nil {
 					return rows, err
 				}
+				flops := 2 * float64(batch*macs)
+				if op != OpForward {
+					flops *= 3
+				}
 				for i, be := range o.Backends {
-					rows = append(rows, BenchRow{Net: spec, Batch: batch, Op: op, Backend: be, Kernels: kernelsOf(be), NsPerOp: ns[i]})
+					rows = append(rows, BenchRow{Net: spec, Batch: batch, Op: op, Backend: be, Kernels: kernelsOf(be), NsPerOp: ns[i],
+						GFLOPs: flops / ns[i], PeakGFLOPs: peak})
 				}
 			}
 		}
@@ -284,55 +310,75 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 	return rows, nil
 }
 
-// newConvBenchOp is NewBenchOp for a stack of convolutions with ReLU
-// between them (the forward pass ends at the last convolution's output).
-func newConvBenchOp(g Gemm, cfgs []Conv2dConfig, batch int, op string) (func(), error) {
-	if batch <= 0 {
-		return nil, fmt.Errorf("%w: batch %d", ErrConfig, batch)
+// convBenchLayers builds a preset's encoder for c×h×w images: the
+// convolutions of ConvPreset with ReLU between them, or ImpalaStages for
+// "impala"; no heads.
+func convBenchLayers(g Gemm, preset string, c, h, w int, r *rand.Rand) ([]encLayer, error) {
+	var layers []encLayer
+	if preset == "impala" {
+		stages, err := ImpalaStages(c, h, w)
+		if err != nil {
+			return nil, err
+		}
+		for i, st := range stages {
+			l, err := newStageLayer(fmt.Sprintf("%d.", i), st, g, r)
+			if err != nil {
+				return nil, err
+			}
+			layers = append(layers, l)
+		}
+		return layers, nil
 	}
-	r := rng.New(1, "nn/bench", 0)
-	convs := make([]*Conv2d, len(cfgs))
-	var params []*Param
+	cfgs, err := ConvPreset(preset, c, h, w)
+	if err != nil {
+		return nil, err
+	}
 	for i, cfg := range cfgs {
+		if i > 0 {
+			layers = append(layers, &reluLayer{size: layers[len(layers)-1].out()})
+		}
 		cv, err := NewConv2d(fmt.Sprintf("%d.", 2*i), cfg, g, r)
 		if err != nil {
 			return nil, err
 		}
-		convs[i] = cv
-		params = append(params, cv.Params()...)
+		layers = append(layers, convLayer{cv})
 	}
-	x := make([]float32, batch*convs[0].In())
+	return layers, nil
+}
+
+// newConvBenchOp times a preset's encoder (convBenchLayers) at a batch.
+func newConvBenchOp(g Gemm, preset string, c, h, w, batch int, op string) (func(), error) {
+	if batch <= 0 {
+		return nil, fmt.Errorf("%w: batch %d", ErrConfig, batch)
+	}
+	r := rng.New(1, "nn/bench", 0)
+	layers, err := convBenchLayers(g, preset, c, h, w, r)
+	if err != nil {
+		return nil, err
+	}
+	var params []*Param
+	for _, l := range layers {
+		params = append(params, l.params()...)
+	}
+	x := make([]float32, batch*layers[0].in())
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
 	}
-	dOut := make([]float32, batch*convs[len(convs)-1].Out())
+	dOut := make([]float32, batch*layers[len(layers)-1].out())
 	for i := range dOut {
 		dOut[i] = float32(r.NormFloat64()) / float32(batch)
 	}
-	acts := make([][]float32, len(convs))
-	grads := make([][]float32, len(convs))
 	forward := func() {
 		in := x
-		for i, cv := range convs {
-			y := cv.Forward(in, batch)
-			if i+1 < len(convs) {
-				acts[i] = append(acts[i][:0], y...)
-				ReLU.applyInPlace(acts[i])
-				y = acts[i]
-			}
-			in = y
+		for _, l := range layers {
+			in = l.forward(in, batch)
 		}
 	}
 	backward := func() {
 		ZeroGrads(params)
 		d := dOut
-		for i := len(convs) - 1; i >= 0; i-- {
-			dx := convs[i].Backward(d)
-			if i > 0 {
-				grads[i-1] = grow(grads[i-1], len(dx))
-				ReLU.backward(grads[i-1], dx, acts[i-1])
-				d = grads[i-1]
-			}
+		for i := len(layers) - 1; i >= 0; i-- {
+			d = layers[i].backward(d, true)
 		}
 	}
 	opt, err := NewAdam(AdamConfig{LR: 1e-4})

@@ -65,8 +65,8 @@ func (c Conv2dConfig) Validate() error {
 //
 // The convolution is an im2col product. Row (c, di, dj) of the column
 // matrix X̂ ((C·k·k) × (N·OH·OW)) holds, for every sample and output
-// position, the input value that kernel tap meets — for stride 1 a shifted
-// copy of the image, written in runs of OW. Then Y = W·X̂ (+ b, per output
+// position, the input value that kernel tap meets (a gather through a
+// table of indices made once per layer). Then Y = W·X̂ (+ b, per output
 // channel), and the backward pass is dWᵀ = X̂·dYᵀ, db = Σ dY and
 // dX̂ = Wᵀ·dY added back onto the image (col2im). The three products run on
 // the layer's Gemm, in a fixed order, so results do not depend on
@@ -79,6 +79,7 @@ type Conv2d struct {
 	cfg          Conv2dConfig
 	weight, bias *Param
 	gemm         Gemm
+	taps         []int32 // tapIndex(cfg), shared by clones
 
 	batch int
 	cols  []float32 // X̂, (C·k·k) × (N·OH·OW)
@@ -108,11 +109,17 @@ func NewConv2d(prefix string, cfg Conv2dConfig, g Gemm, r *rand.Rand) (*Conv2d, 
 		weight: NewParam(prefix+"weight", cfg.OutChannels, cfg.InChannels, cfg.Kernel, cfg.Kernel),
 		bias:   NewParam(prefix+"bias", cfg.OutChannels),
 		gemm:   g,
+		taps:   tapIndex(cfg),
 	}
 	bound := 1 / math.Sqrt(float64(fanIn))
 	UniformInit(c.weight.Value, bound, r)
 	UniformInit(c.bias.Value, bound, r)
 	return c, nil
+}
+
+// withParams is the layer with weight w and bias b and fresh workspaces.
+func (c *Conv2d) withParams(w, b *Param) *Conv2d {
+	return &Conv2d{cfg: c.cfg, weight: w, bias: b, gemm: c.gemm, taps: c.taps}
 }
 
 // Config returns the layer's configuration.
@@ -143,7 +150,7 @@ func (c *Conv2d) Forward(x []float32, batch int) []float32 {
 	c.cols = grow(c.cols, ckk*np)
 	c.yo = grow(c.yo, o*np)
 	c.y = grow(c.y, batch*o*p)
-	im2col(c.cols, x, batch, cfg)
+	im2col(c.cols, x, batch, cfg, c.taps)
 	c.gemm.Sgemm(false, false, o, np, ckk, 1, c.weight.Value, ckk, c.cols, np, 0, c.yo, np)
 	for k, b := range c.bias.Value {
 		src := c.yo[k*np : (k+1)*np]
@@ -207,78 +214,74 @@ func (c *Conv2d) backward(dy []float32, input bool) []float32 {
 	c.dcols = grow(c.dcols, ckk*np)
 	c.dx = grow(c.dx, batch*c.In())
 	c.gemm.Sgemm(true, false, ckk, np, o, 1, c.weight.Value, ckk, c.dyo, np, 0, c.dcols, np)
-	col2im(c.dx, c.dcols, batch, cfg)
+	col2im(c.dx, c.dcols, batch, cfg, c.taps)
 	return c.dx
 }
 
-// im2col writes row (c, di, dj) of X̂: for every sample n and output
-// position (i, j), x[n, c, i·s−pad+di, j·s−pad+dj], or 0 on the padding.
-func im2col(cols, x []float32, batch int, cfg Conv2dConfig) {
-	forTaps(batch, cfg, func(dst []float32, src []float32, x0, s int) {
-		ow := len(dst)
-		if s == 1 && x0 >= 0 && x0+ow <= len(src) {
-			copy(dst, src[x0:x0+ow])
-			return
-		}
-		for j := range dst {
-			if xx := x0 + j*s; xx >= 0 && xx < len(src) {
-				dst[j] = src[xx]
-			} else {
-				dst[j] = 0
-			}
-		}
-	}, cols, x, true)
-}
-
-// col2im is im2col's adjoint: it adds every entry of dX̂ back onto the
-// input position it was read from (overlapping taps add up) and drops the
-// padding.
-func col2im(dx, dcols []float32, batch int, cfg Conv2dConfig) {
-	clear(dx[:batch*cfg.InChannels*cfg.InH*cfg.InW])
-	forTaps(batch, cfg, func(src []float32, dst []float32, x0, s int) {
-		ow := len(src)
-		if s == 1 && x0 >= 0 && x0+ow <= len(dst) {
-			d := dst[x0 : x0+ow]
-			for j, v := range src {
-				d[j] += v
-			}
-			return
-		}
-		for j, v := range src {
-			if xx := x0 + j*s; xx >= 0 && xx < len(dst) {
-				dst[xx] += v
-			}
-		}
-	}, dcols, dx, false)
-}
-
-// forTaps walks X̂ row by row and, for every sample and output row i whose
-// input row y = i·s−pad+di lies inside the image, calls run with the OW
-// entries of X̂ for that row and the input row y (x0 = −pad+dj is where
-// output column 0 reads); output rows that fall on the padding are zeroed
-// in X̂ when zero is set.
-func forTaps(batch int, cfg Conv2dConfig, run func(cols, img []float32, x0, s int), cols, img []float32, zero bool) {
+// tapIndex returns, for every row (c, di, dj) of X̂ and output position
+// (i, j) of one sample, the input value that kernel tap reads, as an index
+// into the sample's C·H·W values, or −1 where it falls on the padding.
+// im2col and col2im walk this table instead of the geometry, so an image
+// of a few pixels costs one load per entry, not a call per output row.
+func tapIndex(cfg Conv2dConfig) []int32 {
 	C, h, w, k, s, pad := cfg.InChannels, cfg.InH, cfg.InW, cfg.Kernel, cfg.stride(), cfg.Padding
 	oh, ow := cfg.OutH(), cfg.OutW()
-	p := oh * ow
-	np := batch * p
+	idx := make([]int32, 0, C*k*k*oh*ow)
 	for c := range C {
 		for di := range k {
 			for dj := range k {
-				row := cols[((c*k+di)*k+dj)*np:][:np]
-				for n := range batch {
-					plane := img[(n*C+c)*h*w:][:h*w]
-					for i := range oh {
-						seg := row[n*p+i*ow:][:ow]
-						y := i*s - pad + di
-						if y < 0 || y >= h {
-							if zero {
-								clear(seg)
-							}
-							continue
+				for i := range oh {
+					for j := range ow {
+						y, x := i*s-pad+di, j*s-pad+dj
+						if y < 0 || y >= h || x < 0 || x >= w {
+							idx = append(idx, -1)
+						} else {
+							idx = append(idx, int32((c*h+y)*w+x))
 						}
-						run(seg, plane[y*w:(y+1)*w], dj-pad, s)
 					}
+				}
+			}
+		}
+	}
+	return idx
+}
+
+// im2col writes X̂: row r holds, for every sample n and output position q,
+// x[n, taps[r·p+q]], or 0 on the padding.
+func im2col(cols, x []float32, batch int, cfg Conv2dConfig, taps []int32) {
+	in := cfg.InChannels * cfg.InH * cfg.InW
+	p := cfg.OutH() * cfg.OutW()
+	np := batch * p
+	for r := range len(taps) / p {
+		row := taps[r*p:][:p]
+		for n := range batch {
+			dst, src := cols[r*np+n*p:][:p], x[n*in:][:in]
+			for q, ix := range row {
+				if ix < 0 {
+					dst[q] = 0
+				} else {
+					dst[q] = src[ix]
+				}
+			}
+		}
+	}
+}
+
+// col2im is im2col's adjoint: it adds every entry of dX̂ back onto the
+// input position it was read from (overlapping taps add up, in X̂'s row
+// order) and drops the padding.
+func col2im(dx, dcols []float32, batch int, cfg Conv2dConfig, taps []int32) {
+	in := cfg.InChannels * cfg.InH * cfg.InW
+	p := cfg.OutH() * cfg.OutW()
+	np := batch * p
+	clear(dx[:batch*in])
+	for r := range len(taps) / p {
+		row := taps[r*p:][:p]
+		for n := range batch {
+			src, dst := dcols[r*np+n*p:][:p], dx[n*in:][:in]
+			for q, ix := range row {
+				if ix >= 0 {
+					dst[ix] += src[q]
 				}
 			}
 		}

@@ -345,44 +345,65 @@ func TestConvPreset(t *testing.T) {
 	}
 }
 
-// TestConvNetMatchesPyTorch builds the nn.Sequential of the table's "nets"
-// (conv, ReLU, flatten, Linear, ReLU, Linear), sets its parameters in
-// module order, and compares names, shapes, output and every gradient with
+// torchNet is one network of a PyTorch table: its encoder (convolutions
+// or residual stages), head, parameters with their gradients, and output.
+type torchNet struct {
+	Name  string `json:"name"`
+	In    [3]int `json:"in"`
+	Batch int    `json:"batch"`
+	Convs []struct {
+		Out, Kernel, Stride, Padding int
+	} `json:"convs"`
+	Stages []int `json:"stages"`
+	Hidden []int `json:"hidden"`
+	Out    int   `json:"out"`
+	Params []struct {
+		Name  string `json:"name"`
+		Shape []int  `json:"shape"`
+		Grad  string `json:"grad"`
+	} `json:"params"`
+	Y  string `json:"y"`
+	DX string `json:"dx"`
+}
+
+// config is the ConvNetConfig of the table's network.
+func (tn torchNet) config() ConvNetConfig {
+	c, h, w := tn.In[0], tn.In[1], tn.In[2]
+	cfg := ConvNetConfig{Hidden: tn.Hidden, Out: tn.Out}
+	for _, cv := range tn.Convs {
+		cc := Conv2dConfig{InChannels: c, InH: h, InW: w, OutChannels: cv.Out, Kernel: cv.Kernel, Stride: cv.Stride, Padding: cv.Padding}
+		cfg.Convs = append(cfg.Convs, cc)
+		c, h, w = cc.OutChannels, cc.OutH(), cc.OutW()
+	}
+	for _, ch := range tn.Stages {
+		st := ResidualStage{InChannels: c, InH: h, InW: w, Channels: ch}
+		cfg.Stages = append(cfg.Stages, st)
+		c, h, w = ch, st.OutH(), st.OutW()
+	}
+	return cfg
+}
+
+// TestConvNetMatchesPyTorch builds the nn.Sequential of the tables' nets
+// (conv, ReLU, flatten, Linear, ReLU, Linear; and IMPALA's residual stages,
+// flatten, ReLU, Linear, ReLU, Linear), sets its parameters in module
+// order, and compares names, shapes, output and every gradient with
 // PyTorch's.
 func TestConvNetMatchesPyTorch(t *testing.T) {
-	var table struct {
-		Nets []struct {
-			Name  string `json:"name"`
-			In    [3]int `json:"in"`
-			Batch int    `json:"batch"`
-			Convs []struct {
-				Out, Kernel, Stride, Padding int
-			} `json:"convs"`
-			Hidden []int `json:"hidden"`
-			Out    int   `json:"out"`
-			Params []struct {
-				Name  string `json:"name"`
-				Shape []int  `json:"shape"`
-				Grad  string `json:"grad"`
-			} `json:"params"`
-			Y  string `json:"y"`
-			DX string `json:"dx"`
-		} `json:"nets"`
+	var nets []torchNet
+	for _, f := range []string{"testdata/conv_torch.json.gz", "testdata/residual_torch.json.gz"} {
+		var table struct {
+			Nets []torchNet `json:"nets"`
+		}
+		readGzipJSON(t, f, &table)
+		if len(table.Nets) == 0 {
+			t.Fatalf("no nets in %s", f)
+		}
+		nets = append(nets, table.Nets...)
 	}
-	readGzipJSON(t, "testdata/conv_torch.json.gz", &table)
-	if len(table.Nets) == 0 {
-		t.Fatal("no nets in the table")
-	}
-	for _, tn := range table.Nets {
+	for _, tn := range nets {
 		t.Run(tn.Name, func(t *testing.T) {
-			c, h, w := tn.In[0], tn.In[1], tn.In[2]
-			var convs []Conv2dConfig
-			for _, cv := range tn.Convs {
-				cfg := Conv2dConfig{InChannels: c, InH: h, InW: w, OutChannels: cv.Out, Kernel: cv.Kernel, Stride: cv.Stride, Padding: cv.Padding}
-				convs = append(convs, cfg)
-				c, h, w = cfg.OutChannels, cfg.OutH(), cfg.OutW()
-			}
-			net, err := NewConvNet(ConvNetConfig{Convs: convs, Hidden: tn.Hidden, Out: tn.Out}, rng.New(1, "convnet", 0))
+			cfg := tn.config()
+			net, err := NewConvNet(cfg, rng.New(1, "convnet", 0))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -432,7 +453,7 @@ func TestConvNetMatchesPyTorch(t *testing.T) {
 			if !slices.Equal(cl.Forward(x, tn.Batch), y) {
 				t.Error("clone output differs")
 			}
-			other, _ := NewConvNet(ConvNetConfig{Convs: convs, Hidden: tn.Hidden, Out: tn.Out}, rng.New(2, "convnet", 0))
+			other, _ := NewConvNet(cfg, rng.New(2, "convnet", 0))
 			if err := other.CopyFrom(net); err != nil {
 				t.Fatal(err)
 			}

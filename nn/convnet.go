@@ -7,19 +7,28 @@ import (
 )
 
 // ConvNetConfig describes a convolutional network for image observations:
-// an encoder of convolutions with ReLU after each, a flatten, then an MLP
-// head (Hidden layers and Out outputs), as PyTorch's
+// an encoder, a flatten, then an MLP head (Hidden layers and Out outputs).
+// The encoder is either Convs, convolutions with ReLU after each, as
+// PyTorch's
 //
 //	nn.Sequential(Conv2d, ReLU, …, Conv2d, ReLU, Flatten, Linear, ReLU, …, Linear)
 //
-// whose parameter names ("0.weight", …) the network's parameters carry.
-// MinAtar's DQN network is ConvPreset("minatar", C, 10, 10) with Hidden
-// {128} and one output per action; Nature DQN's is ConvPreset("nature", 4,
-// 84, 84) with Hidden {512}.
+// or Stages, IMPALA's residual stages followed by a ReLU, as
+//
+//	nn.Sequential(ConvSequence, …, ConvSequence, Flatten, ReLU, Linear, ReLU, …, Linear)
+//
+// whose parameter names ("0.weight", "0.res_block1.conv0.weight", …) the
+// network's parameters carry. MinAtar's DQN network is ConvPreset("minatar",
+// C, 10, 10) with Hidden {128} and one output per action; Nature DQN's is
+// ConvPreset("nature", 4, 84, 84) with Hidden {512}; IMPALA's is
+// ImpalaStages(C, H, W) with Hidden {256}.
 type ConvNetConfig struct {
 	// Convs are the encoder's convolutions, each reading the previous
-	// one's output (see ConvPreset). At least one.
+	// one's output (see ConvPreset). Exactly one of Convs and Stages is set.
 	Convs []Conv2dConfig
+	// Stages are residual stages, each reading the previous one's output
+	// (see ImpalaStages).
+	Stages []ResidualStage
 	// Hidden, Out, Act, OutAct and Init configure the head as in MLPConfig;
 	// its input is the flattened encoder output.
 	Hidden      []int
@@ -34,8 +43,8 @@ type ConvNetConfig struct {
 // Validate reports every problem with the configuration.
 func (c ConvNetConfig) Validate() error {
 	var errs []error
-	if len(c.Convs) == 0 {
-		errs = append(errs, fmt.Errorf("%w: ConvNet needs at least one convolution", ErrConfig))
+	if (len(c.Convs) == 0) == (len(c.Stages) == 0) {
+		errs = append(errs, fmt.Errorf("%w: ConvNet needs convolutions or residual stages, one of the two (convs %d, stages %d)", ErrConfig, len(c.Convs), len(c.Stages)))
 	}
 	for i, cv := range c.Convs {
 		if err := cv.Validate(); err != nil {
@@ -50,7 +59,34 @@ func (c ConvNetConfig) Validate() error {
 			}
 		}
 	}
+	for i, st := range c.Stages {
+		if err := st.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("stage %d: %w", i, err))
+			continue
+		}
+		if i > 0 {
+			p := c.Stages[i-1]
+			if st.InChannels != p.Channels || st.InH != p.OutH() || st.InW != p.OutW() {
+				errs = append(errs, fmt.Errorf("%w: stage %d reads %d×%d×%d, stage %d writes %d×%d×%d", ErrConfig,
+					i, st.InChannels, st.InH, st.InW, i-1, p.Channels, p.OutH(), p.OutW()))
+			}
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// encLayer is one layer of a ConvNet's encoder: a convolution, a ReLU or
+// a residual stage, each holding the workspaces of its last Forward.
+type encLayer interface {
+	in() int
+	out() int
+	params() []*Param
+	forward(x []float32, batch int) []float32
+	// backward returns dL/dx only when input is set.
+	backward(dy []float32, input bool) []float32
+	// clone is the layer with parameters ps (copies of params()) and fresh
+	// workspaces.
+	clone(ps []*Param) encLayer
 }
 
 // ConvNet is a convolutional encoder followed by an MLP head, with the
@@ -58,11 +94,9 @@ func (c ConvNetConfig) Validate() error {
 // CopyFrom, In and Out (per sample, NCHW input). Workspaces grow to the
 // largest batch seen, then are reused. Not safe for concurrent use.
 type ConvNet struct {
-	convs  []*Conv2d
+	layers []encLayer
 	head   *MLP
 	params []*Param
-	acts   [][]float32 // ReLU outputs of the convolutions
-	grads  [][]float32 // dL/d(conv output), before the ReLU
 }
 
 // NewConvNet builds the network and initialises it from r: the
@@ -76,30 +110,42 @@ func NewConvNet(cfg ConvNetConfig, r *rand.Rand) (*ConvNet, error) {
 		return nil, fmt.Errorf("%w: NewConvNet needs a *rand.Rand (see internal/rng)", ErrConfig)
 	}
 	n := &ConvNet{}
+	var first int // the module index of the head's first Linear
 	for i, cc := range cfg.Convs {
 		cv, err := NewConv2d(fmt.Sprintf("%d.", 2*i), cc, cfg.Gemm, r)
 		if err != nil {
 			return nil, err
 		}
-		n.convs = append(n.convs, cv)
-		n.params = append(n.params, cv.Params()...)
+		n.layers = append(n.layers, convLayer{cv}, &reluLayer{size: cv.Out()})
+		first = 2*i + 3 // after the ReLU and the Flatten
 	}
-	last := n.convs[len(n.convs)-1]
-	head, err := NewMLP(MLPConfig{In: last.Out(), Hidden: cfg.Hidden, Out: cfg.Out, Act: cfg.Act, OutAct: cfg.OutAct,
-		Init: cfg.Init, Gemm: cfg.Gemm, FirstIndex: 2*len(n.convs) + 1}, r)
+	for i, sc := range cfg.Stages {
+		st, err := newStageLayer(fmt.Sprintf("%d.", i), sc, cfg.Gemm, r)
+		if err != nil {
+			return nil, err
+		}
+		n.layers = append(n.layers, st)
+		first = i + 3 // after the Flatten and the ReLU
+	}
+	if len(cfg.Stages) > 0 {
+		n.layers = append(n.layers, &reluLayer{size: n.layers[len(n.layers)-1].out()})
+	}
+	for _, l := range n.layers {
+		n.params = append(n.params, l.params()...)
+	}
+	head, err := NewMLP(MLPConfig{In: n.layers[len(n.layers)-1].out(), Hidden: cfg.Hidden, Out: cfg.Out, Act: cfg.Act, OutAct: cfg.OutAct,
+		Init: cfg.Init, Gemm: cfg.Gemm, FirstIndex: first}, r)
 	if err != nil {
 		return nil, err
 	}
 	n.head = head
 	n.params = append(n.params, head.Params()...)
-	n.acts = make([][]float32, len(n.convs))
-	n.grads = make([][]float32, len(n.convs))
 	return n, nil
 }
 
 // In is the number of input values per sample (C·H·W of the first
-// convolution).
-func (n *ConvNet) In() int { return n.convs[0].In() }
+// layer).
+func (n *ConvNet) In() int { return n.layers[0].in() }
 
 // Out is the number of outputs per sample.
 func (n *ConvNet) Out() int { return n.head.Out() }
@@ -113,15 +159,13 @@ func (n *ConvNet) ZeroGrad() { ZeroGrads(n.params) }
 // Forward runs the network on batch images x (NCHW) and returns the
 // batch×Out output, valid until the next Forward.
 func (n *ConvNet) Forward(x []float32, batch int) []float32 {
-	in := x
-	for i, cv := range n.convs {
-		y := cv.Forward(in, batch)
-		n.acts[i] = grow(n.acts[i], len(y))
-		copy(n.acts[i], y)
-		ReLU.applyInPlace(n.acts[i])
-		in = n.acts[i]
+	if len(x) != batch*n.In() {
+		shapePanic("nn: ConvNet.Forward: len(x) = %d, want batch %d × %d", len(x), batch, n.In())
 	}
-	return n.head.Forward(in, batch)
+	for _, l := range n.layers {
+		x = l.forward(x, batch)
+	}
+	return n.head.Forward(x, batch)
 }
 
 // Backward takes dL/d(output) for the last Forward, adds every
@@ -136,10 +180,8 @@ func (n *ConvNet) BackwardParams(dOut []float32) { n.backward(dOut, false) }
 
 func (n *ConvNet) backward(dOut []float32, input bool) []float32 {
 	d := n.head.Backward(dOut)
-	for i := len(n.convs) - 1; i >= 0; i-- {
-		n.grads[i] = grow(n.grads[i], len(d))
-		ReLU.backward(n.grads[i], d, n.acts[i])
-		d = n.convs[i].backward(n.grads[i], input || i > 0)
+	for i := len(n.layers) - 1; i >= 0; i-- {
+		d = n.layers[i].backward(d, input || i > 0)
 	}
 	return d
 }
@@ -147,11 +189,10 @@ func (n *ConvNet) backward(dOut []float32, input bool) []float32 {
 // Clone returns an independent copy (weights and gradients copied, fresh
 // workspaces, same backend).
 func (n *ConvNet) Clone() *ConvNet {
-	c := &ConvNet{head: n.head.Clone(), acts: make([][]float32, len(n.convs)), grads: make([][]float32, len(n.convs))}
-	for _, cv := range n.convs {
-		ps := CloneParams(cv.Params())
-		nc := &Conv2d{cfg: cv.cfg, weight: ps[0], bias: ps[1], gemm: cv.gemm}
-		c.convs = append(c.convs, nc)
+	c := &ConvNet{head: n.head.Clone()}
+	for _, l := range n.layers {
+		ps := CloneParams(l.params())
+		c.layers = append(c.layers, l.clone(ps))
 		c.params = append(c.params, ps...)
 	}
 	c.params = append(c.params, c.head.Params()...)
@@ -161,3 +202,36 @@ func (n *ConvNet) Clone() *ConvNet {
 // CopyFrom copies src's weights into n (a hard target update). The
 // architectures must match.
 func (n *ConvNet) CopyFrom(src *ConvNet) error { return HardUpdate(n.params, src.params) }
+
+// convLayer is a Conv2d as an encoder layer.
+type convLayer struct{ *Conv2d }
+
+func (c convLayer) in() int          { return c.In() }
+func (c convLayer) out() int         { return c.Out() }
+func (c convLayer) params() []*Param { return c.Params() }
+func (c convLayer) forward(x []float32, batch int) []float32 {
+	return c.Forward(x, batch)
+}
+func (c convLayer) clone(ps []*Param) encLayer { return convLayer{c.withParams(ps[0], ps[1])} }
+
+// reluLayer is an elementwise ReLU over size values per sample.
+type reluLayer struct {
+	size int
+	y, d []float32
+}
+
+func (r *reluLayer) in() int          { return r.size }
+func (r *reluLayer) out() int         { return r.size }
+func (r *reluLayer) params() []*Param { return nil }
+func (r *reluLayer) forward(x []float32, _ int) []float32 {
+	r.y = grow(r.y, len(x))
+	copy(r.y, x)
+	ReLU.applyInPlace(r.y)
+	return r.y
+}
+func (r *reluLayer) backward(dy []float32, _ bool) []float32 {
+	r.d = grow(r.d, len(dy))
+	ReLU.backward(r.d, dy, r.y)
+	return r.d
+}
+func (r *reluLayer) clone([]*Param) encLayer { return &reluLayer{size: r.size} }

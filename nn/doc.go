@@ -15,11 +15,15 @@
 //     on NCHW images as an im2col product on the Gemm backend, with PyTorch's
 //     parameter names and layout, so a flattened output meets a Linear as
 //     torch.flatten does; ConvPreset gives the convolutions of MinAtar's and
-//     Nature DQN's networks. ConvNet stacks them (ReLU after each), flattens
-//     and adds an MLP head, named as PyTorch's nn.Sequential of the same
-//     modules. TestConv2dMatchesPyTorch and TestConvNetMatchesPyTorch compare
-//     outputs and every gradient with tables PyTorch wrote
-//     (testdata/gen/conv_torch.py).
+//     Nature DQN's networks, ImpalaStages the residual stages of IMPALA's
+//     encoder (3×3 convolution, 3×3 max pool of stride 2, two residual
+//     blocks; ResidualStage). ConvNet stacks either (ReLU after each
+//     convolution, or after the last stage), flattens and adds an MLP head,
+//     named as PyTorch's nn.Sequential of the same modules.
+//     TestConv2dMatchesPyTorch and TestConvNetMatchesPyTorch compare outputs
+//     and every gradient with tables PyTorch wrote (testdata/gen/conv_torch.py,
+//     residual_torch.py); TestResidualStageGradients checks a stage against
+//     finite differences.
 //   - LSTM and GRU: PyTorch's one-layer nn.LSTM / nn.GRU (gate order, names
 //     weight_ih_l0 …, initialisation) run over whole sequences (T steps of B
 //     sequences, time-major) with per-sequence episode resets, and
@@ -37,8 +41,9 @@
 //   - Optimizers Adam (L2 or decoupled weight decay), SGD, RMSProp;
 //     LinearSchedule for annealing; ClipGradNorm; HardUpdate, PolyakUpdate.
 //   - Save/Load in the safetensors format, readable by PyTorch.
-//   - Gemm, the matrix-multiply backend: DefaultGemm (AVX2/FMA assembly with
-//     a portable Go fallback, never cgo), GonumGemm (the baseline), and
+//   - Gemm, the matrix-multiply backend: DefaultGemm (AVX-512F or AVX2/FMA
+//     assembly with a portable Go fallback, never cgo; Kernels names the
+//     path, HERD_KERNELS picks a slower one), GonumGemm (the baseline), and
 //     OpenBLAS through cgo with the openblas build tag.
 //
 // # How an algorithm uses nn
@@ -118,7 +123,8 @@
 // caller's Splitter beside its dX GEMM, each whole), so the same seed gives
 // bit-identical weights after any number of updates, whatever GOMAXPROCS
 // is. (The assembly and portable kernels round differently — FMA — so bits
-// match per backend and CPU feature set, not across them.)
+// match per kernel path, not across them; the avx512 and avx2-fma paths
+// give the same bits as each other.)
 //
 // # Design notes
 //
@@ -155,9 +161,17 @@
 //     would be latency-bound there), and a 2×8 kernel with four interleaved
 //     accumulation chains for narrow outputs (n ≤ 8: a few logits, one value),
 //     which otherwise form one 64-long FMA dependency chain at batch 1. Bias
-//     and ReLU are fused into the kernels' load/store. Selected at start-up
-//     by `golang.org/x/sys/cpu` (AVX2 && FMA); otherwise the portable Go loops
-//     run. The default build is pure Go (`CGO_ENABLED=0` clean).
+//     and ReLU are fused into the kernels' load/store. With AVX-512F
+//     (`kernel512_amd64.s`) a 4×32 tile (8 ZMM accumulators) and a 1×64 row
+//     kernel (4 ZMM accumulators) take the place of the 4×16, masked and 1×64
+//     kernels, every column tail under opmask registers (masked lanes are
+//     neither read nor written); each element gets the same FMAs in the same
+//     order as on AVX2, so the bits are the same (`TestAVX512SameBitsAsAVX2`).
+//     Selected once at start-up by `golang.org/x/sys/cpu` (AVX-512F, then
+//     AVX2 && FMA; HERD_KERNELS=avx2-fma|portable picks a slower path);
+//     otherwise the portable Go loops run. Every path is tested against a
+//     float64 reference through the kernel package's per-path functions. The
+//     default build is pure Go (`CGO_ENABLED=0` clean).
 //   - Bit-level determinism, including batch composition. Everything runs
 //     on the calling goroutine (except `BackwardSplit`, which hands whole,
 //     independent GEMMs of a layer to a `Splitter`); no reduction is split
@@ -169,7 +183,7 @@
 //     logits are bit-identical alone or inside any batch, which HTS mode needs
 //     (actors batch requests from varying executors). Tests:
 //     `TestDeterminism`, `TestForwardRowIndependence`, `TestRowIndependence`.
-//     Bits match per backend and CPU feature set, not across them (FMA).
+//     Bits match per kernel path (avx512 = avx2-fma ≠ portable: FMA).
 //   - Tanh is a vectorised x·P(x²)/Q(x²) ([11/12] Padé approximant of
 //     Lambert's continued fraction, x clamped to ±9, relative error ≤ 6e-7,
 //     `TestTanh`), not float64 `math.Tanh` per element, which dominated PPO's
@@ -205,8 +219,10 @@
 //   - Training at batch 1 is slower than gonum (many tiny kernel calls for dW).
 //   - Only F32 tensors in safetensors (F16/BF16 files are rejected with
 //     `ErrCorrupt`).
-//   - Layers: Linear, Conv2d (square kernels, zero padding) and element-wise
-//     activations, LSTM and GRU; no pooling, residual blocks (IMPALA's encoder)
-//     or layer norm yet. ConvNet and the recurrent layers are not yet
-//     selectable from an algorithm's config: the algorithms build MLPs.
+//   - Layers: Linear, Conv2d (square kernels, zero padding), the 3×3 max
+//     pool and residual blocks of IMPALA's encoder, element-wise
+//     activations, LSTM and GRU; no general pooling layer or layer norm.
+//     The algorithms reach ConvNet through their `encoder` key
+//     (algo/internal/encoder); the recurrent layers are not selectable from
+//     an algorithm's config.
 package nn

@@ -29,19 +29,38 @@ type fusedGemm interface {
 	gemmFused(transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool, bias []float32, relu bool)
 }
 
-// DefaultGemm returns the fastest pure-Go backend for this CPU: AVX2/FMA
-// assembly micro-kernels on amd64 when the CPU has them, else the portable
-// Go loops. It never needs cgo.
-func DefaultGemm() Gemm { return native{asm: kernel.HasAVX2FMA} }
+// DefaultGemm returns the fastest pure-Go backend for this CPU: AVX-512F
+// or AVX2/FMA assembly micro-kernels on amd64 when the CPU has them, else
+// the portable Go loops (see Kernels). It never needs cgo.
+func DefaultGemm() Gemm { return native{asm: kernel.Active() != kernel.Portable} }
 
 // Kernels names the kernels DefaultGemm and the element-wise operations
-// (activations, optimizers) run in this process: "avx2-fma" (amd64 CPUs
-// with AVX2 and FMA) or "portable" (every other CPU, and builds with the
-// purego tag). Chosen once at start-up; summary.json and herd bench nn
-// report it. Results are the same within float32 rounding on either path;
-// the bits of a seeded run are the same on one path, and may differ
-// between paths.
+// (activations, optimizers) run in this process: "avx512" (amd64 CPUs with
+// AVX-512F, AVX2 and FMA), "avx2-fma" (amd64 CPUs with AVX2 and FMA) or
+// "portable" (every other CPU, and builds with the purego tag). Chosen once
+// at start-up: the fastest the CPU runs, or the slower path named by the
+// HERD_KERNELS environment variable (avx2-fma or portable), read once, to
+// compare paths on one machine. summary.json and herd bench nn report it.
+//
+// Results are the same within float32 rounding on every path. avx512 and
+// avx2-fma give the same bits (the AVX-512 kernels do the same operations
+// in the same order per element); portable gives different bits. A seeded
+// run gives the same bits on one path.
 func Kernels() string { return kernel.Path() }
+
+// KernelsErr reports an HERD_KERNELS value that names no path or one this
+// CPU or build lacks (the fastest path then runs); nil otherwise.
+func KernelsErr() error { return kernel.EnvErr() }
+
+// BitsName is the name of the backend whose bits g reproduces: g's own
+// name, except that the AVX-512 kernels give the AVX2 kernels' bits
+// ("native-avx2"). Bit-identity fixtures are keyed by it.
+func BitsName(g Gemm) string {
+	if n, ok := g.(native); ok && n.asm {
+		return "native-avx2"
+	}
+	return g.Name()
+}
 
 // PortableGemm returns the portable Go backend (no assembly), for
 // comparison and for checking the assembly against it.
@@ -85,10 +104,13 @@ func GemmBackends() []string {
 type native struct{ asm bool }
 
 func (g native) Name() string {
-	if g.asm {
-		return "native-avx2"
+	switch {
+	case !g.asm:
+		return "go"
+	case kernel.Active() == kernel.AVX512:
+		return "native-avx512"
 	}
-	return "go"
+	return "native-avx2"
 }
 
 func (g native) gemmFused(transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool, bias []float32, relu bool) {

@@ -11,7 +11,8 @@
 // not step envs themselves. Where the actions come from is the Policy: an
 // inline network copy with a sampler (Inline), or a batched policy worker
 // or remote inference stream that an executor adapts to the same
-// interface.
+// interface. A policy that keeps requests in flight while envs step
+// (Pipelined) has the envs stepped in blocks (NewBlockSegments).
 //
 // rollout sits between the algorithm contract (herd/algo: PolicyNet,
 // Sampler, Assembler) and the executors; it imports no executor, transport

@@ -1,6 +1,8 @@
 package rollout_test
 
 import (
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -254,5 +256,172 @@ func BenchmarkSegments(b *testing.B) {
 		if err := s.Collect(seg); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// byObs is a test policy whose every output depends on the observation
+// it acts on (CartPole: push towards the pole's fall), so that acting on
+// the wrong rows shows; as a Pipelined policy it checks that each block's
+// request was prefetched with the observations it then acts on, and acts
+// on version 10 − block.
+type byObs struct {
+	prefetched map[int][]float32
+	ver        uint64
+	errs       []string
+}
+
+func (p *byObs) Act(acts *algo.Acts, obs []float32, n int, _ int64) error {
+	acts.Actions, acts.EnvActions = acts.Actions[:0], acts.EnvActions[:0]
+	acts.LogProbs, acts.Values = acts.LogProbs[:0], acts.Values[:0]
+	for i := range n {
+		o := obs[i*4 : (i+1)*4]
+		a := float32(0)
+		if o[2] > 0 {
+			a = 1
+		}
+		acts.Actions = append(acts.Actions, a)
+		acts.EnvActions = append(acts.EnvActions, a)
+		acts.LogProbs = append(acts.LogProbs, o[0])
+		acts.Values = append(acts.Values, o[1])
+	}
+	return nil
+}
+
+func (p *byObs) Values(dst, obs []float32, n int) ([]float32, error) {
+	dst = dst[:0]
+	for i := range n {
+		dst = append(dst, obs[i*4+3])
+	}
+	return dst, nil
+}
+
+func (p *byObs) Prefetch(b int, obs []float32) {
+	if _, ok := p.prefetched[b]; ok {
+		p.errs = append(p.errs, "block prefetched twice")
+	}
+	p.prefetched[b] = append([]float32(nil), obs...)
+}
+
+func (p *byObs) ActBlock(b int, acts *algo.Acts, obs []float32, n int, step int64) error {
+	want, ok := p.prefetched[b]
+	if !ok || !slices.Equal(want, obs) {
+		p.errs = append(p.errs, "acted on observations other than those prefetched")
+	}
+	delete(p.prefetched, b)
+	p.ver = uint64(10 + b)
+	return p.Act(acts, obs, n, step)
+}
+
+func (p *byObs) ActVersion() uint64 { return p.ver }
+
+// TestBlockSegmentsMatchOneVector: envs stepped in blocks by a pipelined
+// policy give the segments of one vector of all the envs (truncation
+// bootstraps, episodes and next observations included), each step records
+// the oldest version its blocks acted on, and every block's request is
+// prefetched with the observations acted on.
+func TestBlockSegmentsMatchOneVector(t *testing.T) {
+	const n, T, segs = 4, 16, 3
+	envs := func() []env.Env {
+		es := make([]env.Env, n)
+		for j := range es {
+			e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(9))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { e.Close() })
+			es[j] = e
+		}
+		return es
+	}
+	start := func(es []env.Env) []float32 {
+		var obs []float32
+		for j, e := range es {
+			o, _, err := e.Reset(int64(j + 11))
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs = append(obs, o...)
+		}
+		return obs
+	}
+	run := func(blocks int) []*sample.Segment {
+		es := envs()
+		obs := start(es)
+		var s *rollout.Segments
+		p := &byObs{prefetched: map[int][]float32{}}
+		if blocks == 0 {
+			v, err := env.NewSyncVectorOf(es)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s = rollout.NewSegments(0, v, p, 0.9)
+		} else {
+			k := n / blocks
+			var vs []env.Vector
+			for b := range blocks {
+				v, err := env.NewSyncVectorOf(es[b*k : (b+1)*k])
+				if err != nil {
+					t.Fatal(err)
+				}
+				vs = append(vs, v)
+			}
+			var err error
+			if s, err = rollout.NewBlockSegments(0, vs, p, 0.9); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.Start(obs)
+		var out []*sample.Segment
+		for range segs {
+			seg := sample.NewSegment(T, n, 4, 1)
+			seg.Versions = make([]uint64, T)
+			if err := s.Collect(seg); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, seg)
+		}
+		if len(p.errs) > 0 || len(p.prefetched) != 0 {
+			t.Errorf("%d blocks: %v; %d requests in flight after the segments, want none", blocks, p.errs, len(p.prefetched))
+		}
+		return out
+	}
+	want := run(0)
+	var truncated bool
+	for _, seg := range want {
+		for k, d := range seg.Dones {
+			truncated = truncated || (d == 1 && seg.Rewards[k] != 1)
+		}
+	}
+	if !truncated {
+		t.Fatal("no truncation bootstrap in the segments: the test would not see one")
+	}
+	for _, blocks := range []int{1, 2, 4} {
+		got := run(blocks)
+		for i := range got {
+			w := *want[i]
+			w.Versions = slices.Repeat([]uint64{10}, T)
+			if !reflect.DeepEqual(got[i], &w) {
+				t.Errorf("%d blocks: segment %d differs from one vector's", blocks, i)
+			}
+		}
+	}
+}
+
+// TestBlockSegmentsErrors: blocks of unequal size, and a Reset in place
+// of the caller's resets, are errors.
+func TestBlockSegmentsErrors(t *testing.T) {
+	p := &byObs{prefetched: map[int][]float32{}}
+	if _, err := rollout.NewBlockSegments(0, []env.Vector{cartPoles(t, 2), cartPoles(t, 1)}, p, 0.9); err == nil || !strings.Contains(err.Error(), "block 1 of 1 envs") {
+		t.Errorf("unequal blocks: %v", err)
+	}
+	if _, err := rollout.NewBlockSegments(0, nil, p, 0.9); err == nil {
+		t.Error("no blocks: no error")
+	}
+	s, err := rollout.NewBlockSegments(0, []env.Vector{cartPoles(t, 2), cartPoles(t, 2)}, p, 0.9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reset(1); err == nil || !strings.Contains(err.Error(), "Start") {
+		t.Errorf("reset of blocks: %v", err)
 	}
 }

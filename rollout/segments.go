@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"fmt"
+	"math"
 
 	"herd/algo"
 	"herd/env"
@@ -32,8 +33,10 @@ import (
 // segment it allocates a little to check the segment. Not safe for
 // concurrent use.
 type Segments struct {
-	envs   env.Vector
+	blocks []env.Vector // the envs, stepped one block after another
+	n      int          // envs in all
 	policy Valuer
+	pipe   Pipelined // policy, when it overlaps requests with steps
 	gamma  float32
 	id     int
 
@@ -65,16 +68,54 @@ type versioner interface{ Version() uint64 }
 // Collect records per step where the segment has Versions.
 type actVersioner interface{ ActVersion() uint64 }
 
+// Pipelined is a Valuer that overlaps its requests for actions with env
+// steps (the dist executor's env groups: while one group of envs steps,
+// the inference requests of the others are in flight). A loop made with
+// NewBlockSegments steps its envs block by block: per step t it acts on
+// block b's rows with ActBlock(b, …) and steps block b, and once block b
+// stepped it hands the block's next observations to Prefetch(b, obs) (not
+// after a segment's last step); at the start of each segment it
+// prefetches every block. obs stays unchanged until ActBlock(b) returns.
+type Pipelined interface {
+	Valuer
+	Prefetch(b int, obs []float32)
+	ActBlock(b int, acts *algo.Acts, obs []float32, n int, step int64) error
+}
+
 // NewSegments returns env worker id's loop stepping envs with policy,
 // bootstrapping truncations with discount gamma. Reset it before the
 // first Collect.
 func NewSegments(id int, envs env.Vector, policy Valuer, gamma float32) *Segments {
-	return &Segments{envs: envs, policy: policy, gamma: gamma, id: id}
+	return &Segments{blocks: []env.Vector{envs}, n: envs.NumEnvs(), policy: policy, gamma: gamma, id: id}
+}
+
+// NewBlockSegments is NewSegments for envs split into blocks of equal size
+// (block b holds envs b·k … (b+1)·k − 1 of the segment) and a policy that
+// overlaps its requests with the steps (Pipelined). Per env, the steps,
+// resets, bootstraps and episodes are those of one vector of all the envs,
+// and a policy that acts on a row as it would in any batch gives the
+// segments of NewSegments. Start it (the caller resets the envs) before
+// the first Collect.
+func NewBlockSegments(id int, blocks []env.Vector, policy Pipelined, gamma float32) (*Segments, error) {
+	if len(blocks) == 0 {
+		return nil, fmt.Errorf("rollout: no blocks of envs")
+	}
+	k := blocks[0].NumEnvs()
+	for b, v := range blocks {
+		if v.NumEnvs() != k || v.ObservationSpace().Dim() != blocks[0].ObservationSpace().Dim() || v.ActionSpace().Dim() != blocks[0].ActionSpace().Dim() {
+			return nil, fmt.Errorf("rollout: block %d of %d envs (spaces %v, %v) unlike block 0 of %d (%v, %v)", b, v.NumEnvs(),
+				v.ObservationSpace(), v.ActionSpace(), k, blocks[0].ObservationSpace(), blocks[0].ActionSpace())
+		}
+	}
+	return &Segments{blocks: blocks, n: k * len(blocks), policy: policy, pipe: policy, gamma: gamma, id: id}, nil
 }
 
 // Reset resets the envs with seed and keeps the first observations.
 func (w *Segments) Reset(seed int64) error {
-	b, err := w.envs.Reset(seed)
+	if len(w.blocks) > 1 {
+		return fmt.Errorf("rollout: reset: a loop of %d blocks starts from the caller's resets (Start)", len(w.blocks))
+	}
+	b, err := w.blocks[0].Reset(seed)
 	if err != nil {
 		return fmt.Errorf("rollout: reset: %w", err)
 	}
@@ -101,9 +142,9 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 	if err := seg.Check(); err != nil {
 		return err
 	}
-	if w.obs == nil || n != w.envs.NumEnvs() || n*od != len(w.obs) {
+	if w.obs == nil || n != w.n || n*od != len(w.obs) {
 		return fmt.Errorf("rollout: collect: segment of %d envs × %d obs for %d envs × %d (Reset first)",
-			n, od, w.envs.NumEnvs(), len(w.obs)/max(w.envs.NumEnvs(), 1))
+			n, od, w.n, len(w.obs)/max(w.n, 1))
 	}
 	seg.Worker, seg.Episodes = w.id, seg.Episodes[:0]
 	if v, ok := w.policy.(versioner); ok {
@@ -111,54 +152,82 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 	}
 	resetter, _ := w.policy.(EnvResetter)
 	perStep, _ := w.policy.(actVersioner)
+	if len(seg.Versions) != seg.T {
+		perStep = nil
+	}
+	k := n / len(w.blocks)
+	if w.pipe != nil {
+		for b := range w.blocks {
+			w.pipe.Prefetch(b, w.obs[b*k*od:(b+1)*k*od])
+		}
+	}
 	for t := range seg.T {
 		row := t * n
 		copy(seg.Obs[row*od:(row+n)*od], w.obs)
-		if err := w.policy.Act(&w.acts, w.obs, n, w.Steps); err != nil {
-			return err
+		if perStep != nil {
+			seg.Versions[t] = math.MaxUint64
 		}
-		if len(w.acts.Actions) != n*ad || len(w.acts.LogProbs) != n || len(w.acts.Values) != n {
-			return fmt.Errorf("rollout: collect: the policy gave %d action values, %d log-probs and %d values for %d envs × %d",
-				len(w.acts.Actions), len(w.acts.LogProbs), len(w.acts.Values), n, ad)
-		}
-		if perStep != nil && len(seg.Versions) == seg.T {
-			seg.Versions[t] = perStep.ActVersion()
-		}
-		copy(seg.Actions[row*ad:(row+n)*ad], w.acts.Actions)
-		copy(seg.LogProbs[row:row+n], w.acts.LogProbs)
-		copy(seg.Values[row:row+n], w.acts.Values)
-		b, err := w.envs.Step(w.acts.EnvActions)
-		if err != nil {
-			return fmt.Errorf("rollout: step: %w", err)
+		for b, envs := range w.blocks {
+			lo := b * k
+			obs := w.obs[lo*od : (lo+k)*od]
+			var err error
+			if w.pipe != nil {
+				err = w.pipe.ActBlock(b, &w.acts, obs, k, w.Steps)
+			} else {
+				err = w.policy.Act(&w.acts, obs, k, w.Steps)
+			}
+			if err != nil {
+				return err
+			}
+			if len(w.acts.Actions) != k*ad || len(w.acts.LogProbs) != k || len(w.acts.Values) != k {
+				return fmt.Errorf("rollout: collect: the policy gave %d action values, %d log-probs and %d values for %d envs × %d",
+					len(w.acts.Actions), len(w.acts.LogProbs), len(w.acts.Values), k, ad)
+			}
+			if perStep != nil {
+				// Blocks acted on by different versions: the oldest, so
+				// that the lag a learner counts is never understated.
+				seg.Versions[t] = min(seg.Versions[t], perStep.ActVersion())
+			}
+			at := row + lo
+			copy(seg.Actions[at*ad:(at+k)*ad], w.acts.Actions)
+			copy(seg.LogProbs[at:at+k], w.acts.LogProbs)
+			copy(seg.Values[at:at+k], w.acts.Values)
+			bt, err := envs.Step(w.acts.EnvActions)
+			if err != nil {
+				return fmt.Errorf("rollout: step: %w", err)
+			}
+			for i := range k {
+				j := at + i
+				seg.Rewards[j] = bt.Rewards[i]
+				seg.Dones[j] = 0
+				if !bt.Done(i) {
+					continue
+				}
+				seg.Dones[j] = 1
+				if bt.Truncated[i] && !bt.Terminated[i] {
+					if w.final, err = w.policy.Values(w.final, bt.FinalObsRow(i), 1); err != nil {
+						return err
+					}
+					seg.Rewards[j] += w.gamma * w.final[0]
+				}
+				if bt.Infos[i].HasEpisode {
+					ep := bt.Infos[i].Episode
+					seg.Episodes = append(seg.Episodes, sample.Episode{Return: ep.Return, Length: ep.Length, At: t})
+				}
+				if resetter != nil {
+					resetter.ResetEnv(lo + i)
+				}
+			}
+			copy(obs, bt.Obs)
+			if w.pipe != nil && t+1 < seg.T {
+				w.pipe.Prefetch(b, obs)
+			}
 		}
 		if w.Stride > 0 {
 			w.Steps += w.Stride
 		} else {
 			w.Steps += int64(n)
 		}
-		for i := range n {
-			k := row + i
-			seg.Rewards[k] = b.Rewards[i]
-			seg.Dones[k] = 0
-			if !b.Done(i) {
-				continue
-			}
-			seg.Dones[k] = 1
-			if b.Truncated[i] && !b.Terminated[i] {
-				if w.final, err = w.policy.Values(w.final, b.FinalObsRow(i), 1); err != nil {
-					return err
-				}
-				seg.Rewards[k] += w.gamma * w.final[0]
-			}
-			if b.Infos[i].HasEpisode {
-				ep := b.Infos[i].Episode
-				seg.Episodes = append(seg.Episodes, sample.Episode{Return: ep.Return, Length: ep.Length, At: t})
-			}
-			if resetter != nil {
-				resetter.ResetEnv(i)
-			}
-		}
-		copy(w.obs, b.Obs)
 	}
 	copy(seg.NextObs, w.obs)
 	v, err := w.policy.Values(w.final, w.obs, n)

@@ -35,15 +35,27 @@
 //	format  uint16           FormatVersion; a newer one is refused
 //	kind    uint8            1 = Segment, 2 = Transitions
 //	flags   uint8            Transitions: bit 0 = priorities present;
-//	                         Segment: bit 0 = per-step versions present
+//	                         Segment: bit 0 = per-step versions present;
+//	                         both: bit 1 = observations one byte per value,
+//	                         bit 2 = one bit per value (see below)
 //	version uint64           weight version that acted
 //	worker  uint32           env worker id
 //	dims    4 × uint32       Segment: T, N, ObsDim, ActDim; Transitions: N, ObsDim, ActDim, 0
 //	arrays  float32 …        in field order (see Segment and Transitions);
 //	                         a Segment's per-step versions last, as T
-//	                         offsets from version (exact integers < 2²⁴)
+//	                         offsets from version (exact integers < 2²⁴);
+//	                         the observation arrays (Obs, NextObs) packed
+//	                         when flags say so: uint8 each, or bits
+//	                         LSB-first, ⌈n/8⌉ bytes per array
 //	nEp     uint32           episodes that ended inside
 //	episode nEp × 16 bytes   return float64, length uint32, at uint32
+//
+// Observations travel in the smallest encoding that holds every value of
+// the message exactly: bits when all are 0 or 1 (MinAtar's binary planes:
+// 400 values in 50 bytes instead of 1 600), bytes when all are integers
+// 0…255 (8-bit pixels), float32 otherwise. The encoder decides per
+// message by looking at the values, so what a learner decodes is what the
+// env worker recorded, bit for bit, and no env declares anything.
 //
 // Decode checks that the input's length is exactly what the header implies
 // before allocating anything, so bad bytes cost an error, never a panic or an

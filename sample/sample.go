@@ -9,7 +9,7 @@ import (
 )
 
 // FormatVersion is the encoding's version; Decode refuses any other.
-const FormatVersion = 1
+const FormatVersion = 2
 
 // Errors of this package.
 var (
@@ -186,8 +186,15 @@ func (s *Segment) AppendEncode(dst []byte) ([]byte, error) {
 		}
 		arrays, flags = append(arrays, off), 1
 	}
-	return appendEncode(dst, kindSegment, flags, s.Version, s.Worker, [4]int{s.T, s.N, s.ObsDim, s.ActDim}, arrays, s.Episodes), nil
+	return appendEncode(dst, kindSegment, flags, s.Version, s.Worker, [4]int{s.T, s.N, s.ObsDim, s.ActDim}, arrays, segmentObs, s.Episodes), nil
 }
+
+// segmentObs and transitionsObs are the indices of the observation arrays
+// in arrays(), the ones encoded packed when their values allow it.
+var (
+	segmentObs     = []int{0, 6}
+	transitionsObs = []int{0, 3}
+)
 
 // maxVersionStep bounds how far a segment's versions reach past its
 // first: they travel as float32 offsets, exact up to 2²⁴.
@@ -202,10 +209,54 @@ func (s *Transitions) AppendEncode(dst []byte) ([]byte, error) {
 	if len(s.Priorities) > 0 {
 		flags = 1
 	}
-	return appendEncode(dst, kindTransitions, flags, s.Version, s.Worker, [4]int{s.N, s.ObsDim, s.ActDim, 0}, s.arrays(), s.Episodes), nil
+	return appendEncode(dst, kindTransitions, flags, s.Version, s.Worker, [4]int{s.N, s.ObsDim, s.ActDim, 0}, s.arrays(), transitionsObs, s.Episodes), nil
 }
 
-func appendEncode(dst []byte, kind, flags uint8, version uint64, worker int, dims [4]int, arrays [][]float32, eps []Episode) []byte {
+// Observation encodings (flags bits 1–2): float32, one byte per value
+// (every value an integer in 0…255, as image pixels), or one bit per value
+// (every value 0 or 1, as MinAtar's binary planes). The encoder picks the
+// smallest that holds every observation value exactly (+0 only, no −0), so
+// the learner decodes the same bits.
+const (
+	obsFloat32 = 0
+	obsUint8   = 1 << 1
+	obsBits    = 1 << 2
+	obsMask    = obsUint8 | obsBits
+)
+
+// obsEncoding is the smallest observation encoding that holds every value
+// of arrays[i], i in obs, exactly.
+func obsEncoding(arrays [][]float32, obs []int) uint8 {
+	enc := uint8(obsBits)
+	for _, i := range obs {
+		for _, v := range arrays[i] {
+			switch b := math.Float32bits(v); {
+			case b == 0 || b == 0x3f800000: // +0, 1
+			case b>>31 == 0 && v <= 255 && v == float32(uint8(v)):
+				enc = obsUint8
+			default:
+				return obsFloat32
+			}
+		}
+	}
+	return enc
+}
+
+// valueBytes is how many bytes n values take in encoding enc (float32 for
+// arrays other than observations).
+func valueBytes(n int, enc uint8) int {
+	switch enc {
+	case obsBits:
+		return (n + 7) / 8
+	case obsUint8:
+		return n
+	}
+	return 4 * n
+}
+
+func appendEncode(dst []byte, kind, flags uint8, version uint64, worker int, dims [4]int, arrays [][]float32, obs []int, eps []Episode) []byte {
+	enc := obsEncoding(arrays, obs)
+	flags |= enc
 	dst = append(dst, magic[:]...)
 	dst = binary.LittleEndian.AppendUint16(dst, FormatVersion)
 	dst = append(dst, kind, flags)
@@ -214,9 +265,26 @@ func appendEncode(dst []byte, kind, flags uint8, version uint64, worker int, dim
 	for _, d := range dims {
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(d))
 	}
-	for _, a := range arrays {
-		for _, v := range a {
-			dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
+	for i, a := range arrays {
+		switch {
+		case !slices.Contains(obs, i) || enc == obsFloat32:
+			for _, v := range a {
+				dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
+			}
+		case enc == obsUint8:
+			for _, v := range a {
+				dst = append(dst, uint8(v))
+			}
+		default:
+			for j := 0; j < len(a); j += 8 {
+				var c uint8
+				for k, v := range a[j:min(j+8, len(a))] {
+					if v != 0 {
+						c |= 1 << k
+					}
+				}
+				dst = append(dst, c)
+			}
 		}
 	}
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(eps)))
@@ -260,26 +328,55 @@ func readHeader(b []byte) (header, []byte, error) {
 }
 
 // readBody fills arrays of the given lengths and the episodes from b, which
-// must hold exactly that much.
-func readBody(b []byte, lengths []int) ([][]float32, []Episode, error) {
+// must hold exactly that much; the arrays at indices obs are in
+// observation encoding enc.
+func readBody(b []byte, lengths []int, obs []int, enc uint8) ([][]float32, []Episode, error) {
+	if enc == obsMask {
+		return nil, nil, fmt.Errorf("%w: two observation encodings", ErrCorrupt)
+	}
+	encOf := func(i int) uint8 {
+		if slices.Contains(obs, i) {
+			return enc
+		}
+		return obsFloat32
+	}
 	total := 0
-	for _, n := range lengths {
+	for i, n := range lengths {
 		if n > (math.MaxInt32-total)/4 {
 			return nil, nil, fmt.Errorf("%w: arrays too large", ErrCorrupt)
 		}
-		total += n
+		total += valueBytes(n, encOf(i))
 	}
-	if len(b) < 4*total+4 {
-		return nil, nil, fmt.Errorf("%w: %d payload bytes, the header needs %d", ErrCorrupt, len(b), 4*total+4)
+	if len(b) < total+4 {
+		return nil, nil, fmt.Errorf("%w: %d payload bytes, the header needs %d", ErrCorrupt, len(b), total+4)
 	}
 	arrays := make([][]float32, len(lengths))
 	for i, n := range lengths {
 		a := make([]float32, n)
-		for j := range a {
-			a[j] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*j:]))
+		switch e := encOf(i); e {
+		case obsUint8:
+			for j := range a {
+				a[j] = float32(b[j])
+			}
+		case obsBits:
+			for j := range a {
+				a[j] = float32(b[j/8] >> (j % 8) & 1)
+			}
+			if n%8 != 0 && b[n/8]>>(n%8) != 0 {
+				return nil, nil, fmt.Errorf("%w: bits past the end of a packed observation array", ErrCorrupt)
+			}
+		default:
+			for j := range a {
+				a[j] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*j:]))
+			}
 		}
-		b = b[4*n:]
+		b = b[valueBytes(n, encOf(i)):]
 		arrays[i] = a
+	}
+	// One encoding per content, so bytes that decode re-encode to
+	// themselves.
+	if e := obsEncoding(arrays, obs); e != enc {
+		return nil, nil, fmt.Errorf("%w: observations in encoding %#x, their values take %#x", ErrCorrupt, enc, e)
 	}
 	nEp := int(binary.LittleEndian.Uint32(b))
 	b = b[4:]
@@ -319,7 +416,7 @@ func DecodeSegment(b []byte) (*Segment, error) {
 	if h.kind != kindSegment {
 		return nil, fmt.Errorf("%w: kind %d is not a segment", ErrCorrupt, h.kind)
 	}
-	if h.flags&^1 != 0 {
+	if h.flags&^(1|obsMask) != 0 {
 		return nil, fmt.Errorf("%w: segment flags %#x", ErrCorrupt, h.flags)
 	}
 	s := &Segment{T: h.dims[0], N: h.dims[1], ObsDim: h.dims[2], ActDim: h.dims[3], Version: h.version, Worker: h.worker}
@@ -330,7 +427,7 @@ func DecodeSegment(b []byte) (*Segment, error) {
 	if h.flags&1 != 0 {
 		lengths = append(lengths, s.T)
 	}
-	a, eps, err := readBody(body, lengths)
+	a, eps, err := readBody(body, lengths, segmentObs, h.flags&obsMask)
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +457,7 @@ func DecodeTransitions(b []byte) (*Transitions, error) {
 	if h.kind != kindTransitions {
 		return nil, fmt.Errorf("%w: kind %d is not transitions", ErrCorrupt, h.kind)
 	}
-	if h.flags&^1 != 0 || h.dims[3] != 0 || (h.flags == 1 && h.dims[0] == 0) {
+	if h.flags&^(1|obsMask) != 0 || h.dims[3] != 0 || (h.flags&1 == 1 && h.dims[0] == 0) {
 		return nil, fmt.Errorf("%w: transitions flags %#x, dims %v", ErrCorrupt, h.flags, h.dims)
 	}
 	s := &Transitions{N: h.dims[0], ObsDim: h.dims[1], ActDim: h.dims[2], Version: h.version, Worker: h.worker}
@@ -371,7 +468,7 @@ func DecodeTransitions(b []byte) (*Transitions, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: transitions dims %v overflow", ErrCorrupt, h.dims)
 	}
-	a, eps, err := readBody(body, lengths)
+	a, eps, err := readBody(body, lengths, transitionsObs, h.flags&obsMask)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,10 @@ package sample
 
 import (
 	"errors"
+	"math"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"herd/internal/rng"
@@ -98,9 +101,98 @@ func TestDecodeRejectsBadBytes(t *testing.T) {
 		t.Fatal("decoding with a trailing byte succeeded")
 	}
 	v := append([]byte{}, b...)
-	v[4] = 2
+	v[4] = FormatVersion + 1
 	if _, err := DecodeSegment(v); !errors.Is(err, ErrVersion) {
-		t.Fatalf("format 2: %v, want ErrVersion", err)
+		t.Fatalf("format %d: %v, want ErrVersion", FormatVersion+1, err)
+	}
+}
+
+// Observations travel as bits when every value is 0 or 1, as bytes when
+// every value is an integer in 0…255, and as float32 otherwise; every
+// encoding decodes to the same bits, and bytes that are not the canonical
+// encoding of their values are refused.
+func TestPackedObservations(t *testing.T) {
+	const T, N, D = 4, 2, 100 // MinAtar-sized frames: 10×10×1
+	plain, _ := NewSegment(T, N, D, 1).AppendEncode(nil)
+	for _, c := range []struct {
+		name  string
+		value func(i int) float32
+		flags uint8
+		bytes int // of the observation arrays
+	}{
+		{"binary planes", func(i int) float32 { return float32(i * 7 % 3 / 2) }, obsBits, (T*N*D+7)/8 + (N*D+7)/8},
+		{"pixels", func(i int) float32 { return float32(i * 37 % 256) }, obsUint8, T*N*D + N*D},
+		{"floats", func(i int) float32 { return float32(i) / 3 }, obsFloat32, 4 * (T*N*D + N*D)},
+		{"negative zero", func(i int) float32 {
+			if i == 5 {
+				return float32(math.Copysign(0, -1))
+			}
+			return 1
+		}, obsFloat32, 4 * (T*N*D + N*D)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := NewSegment(T, N, D, 1)
+			for i := range s.Obs {
+				s.Obs[i] = c.value(i)
+			}
+			for i := range s.NextObs {
+				s.NextObs[i] = c.value(i + 1)
+			}
+			b, err := s.AppendEncode(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b[7]&obsMask != c.flags {
+				t.Errorf("flags %#x, want observation encoding %#x", b[7], c.flags)
+			}
+			if got, want := len(b)-len(plain), c.bytes-(T*N*D+7)/8-(N*D+7)/8; got != want {
+				t.Errorf("%d bytes more than all-zero frames (bits), want %d", got, want)
+			}
+			d, err := DecodeSegment(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range s.Obs {
+				if math.Float32bits(d.Obs[i]) != math.Float32bits(s.Obs[i]) {
+					t.Fatalf("obs[%d] = %v, sent %v", i, d.Obs[i], s.Obs[i])
+				}
+			}
+			if !slices.Equal(d.NextObs, s.NextObs) {
+				t.Fatal("next observations differ")
+			}
+			tr := NewTransitions(N, D, 1)
+			copy(tr.Obs, s.Obs)
+			copy(tr.NextObs, s.NextObs)
+			tb, err := tr.AppendEncode(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dt, err := DecodeTransitions(tb)
+			if err != nil || !slices.Equal(dt.Obs, tr.Obs) || !slices.Equal(dt.NextObs, tr.NextObs) || tb[7]&obsMask != c.flags {
+				t.Fatalf("transitions: err %v, flags %#x", err, tb[7])
+			}
+		})
+	}
+	// All-zero frames are bits; the same values as bytes or floats are
+	// not their encoding, and a stray bit past the end is refused.
+	if plain[7]&obsMask != obsBits {
+		t.Fatalf("zero frames: flags %#x", plain[7])
+	}
+	s := NewSegment(1, 1, 3, 1)
+	b, _ := s.AppendEncode(nil)
+	stray := slices.Clone(b)
+	stray[headerSize] |= 1 << 5
+	if _, err := DecodeSegment(stray); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a bit past the end: %v, want ErrCorrupt", err)
+	}
+	asBytes := slices.Clone(b[:headerSize])
+	asBytes[7] = asBytes[7]&^obsMask | obsUint8
+	asBytes = append(asBytes, 0, 0, 0)
+	asBytes = append(asBytes, b[headerSize+1:headerSize+1+4*4]...) // actions … dones
+	asBytes = append(asBytes, 0, 0, 0)
+	asBytes = append(asBytes, b[headerSize+1+4*4+1:]...)
+	if _, err := DecodeSegment(asBytes); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "encoding") {
+		t.Errorf("zeros sent as bytes: %v, want ErrCorrupt naming the encoding", err)
 	}
 }
 

@@ -8,6 +8,7 @@
 #   scripts/dist_faults.sh [HERD_BINARY] [STEPS]
 #   MODE=noworkers NATS_SERVER=/path/to/nats-server scripts/dist_faults.sh …
 #   ROWS="none partition-env-30s" scripts/dist_faults.sh …   (some rows only)
+#   CONFIG=FILE scripts/dist_faults.sh …   (another run config, e.g. with runtime.learners: 2)
 #
 # MODE=noworkers runs the orchestrated layout instead: a nats-server
 # process (go build -o nats-server github.com/nats-io/nats-server/v2), the
@@ -66,10 +67,13 @@ import json, sys
 name, rc, wall, path = sys.argv[1:]
 s = json.load(open(path))
 d = s.get("dist", {})
-print("| %s | %s | %s, %d steps | dup %d, dropped %d, decode %d, stale %d, abandoned %d, lag mean %.1f max %d, silences %d | %s s |" % (
+group = ""
+if d.get("dist/params_checks", 0) > 0:  # several learners
+    group = ", gather resends %d, params checks %d" % (d.get("dist/gather_resends", -1), d["dist/params_checks"])
+print("| %s | %s | %s, %d steps | dup %d, dropped %d, decode %d, stale %d, abandoned %d, lag mean %.1f max %d, silences %d%s | %s s |" % (
     name, rc, s["status"], s["steps"], d.get("dist/duplicates", -1), d.get("dist/dropped", -1),
     d.get("dist/decode_errors", -1), d.get("dist/stale_weights", -1), d.get("dist/abandoned", -1),
-    d.get("dist/lag_mean", -1), d.get("dist/lag_max", -1), d.get("dist/silences", -1), wall))
+    d.get("dist/lag_mean", -1), d.get("dist/lag_max", -1), d.get("dist/silences", -1), group, wall))
 PY
   else
     echo "| $name | $rc | no summary.json | – | ${wall} s |"

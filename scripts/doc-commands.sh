@@ -90,6 +90,8 @@ skip_reason() {
     apt-get\ install*) echo "installs system packages as root; .ci/run installs libopenblas-dev, python3-grpcio and python3-protobuf"; return 0 ;;
     *kubectl\ * | *kustomize\ *) echo "needs a Kubernetes cluster (go test ./cmd/herd -run TestDeploy checks the manifests)"; return 0 ;;
     *"docker push "*) echo "needs an image registry (REGISTRY/herd:TAG)"; return 0 ;;
+    sbatch\ * | *scancel\ * | squeue\ *) echo "needs a Slurm cluster (.ci/run runs scripts/slurm-test.sh, which submits deploy/slurm/herd.sbatch to a single-host Slurm)"; return 0 ;;
+    scripts/slurm-test.sh*) echo ".ci/run runs it before this script"; return 0 ;;
   esac
   if [[ $c == *./cmd/herd* && $c == *"["* ]]; then echo "a synopsis line, not a command"; return 0; fi
   if [[ $c == *"-tags openblas"* ]] && ! dpkg -s libopenblas-dev >/dev/null 2>&1; then

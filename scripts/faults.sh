@@ -7,7 +7,7 @@
 #   scripts/faults.sh            # every row
 #   scripts/faults.sh ROW...     # only these groups of rows: signals kills
 #       launcher crashloop runid inline double hts persist cpuprofile
-#       messages outage leftovers disk replaydisk invalid
+#       messages outage leftovers disk replaydisk invalid controller
 #
 # Cases: Ctrl-C in a terminal (SIGINT to herd launch's whole process group),
 # SIGTERM to the launcher, kill -9 of each launch role, a failed `train
@@ -462,4 +462,63 @@ t0=$(date +%s.%N)
 timeout 60 "$H" bench env --envs CartPole-v1 --num-envs 1000000000 >/dev/null 2>"$T/err"; rc=$?
 dt=$(echo "$(date +%s.%N) - $t0" | bc)
 row "herd bench env --num-envs 1000000000" "exit $rc in $(printf %.2f "$dt") s: $(grep -o 'needs about [^,;]*' "$T/err" | head -1)" "$(ok $([ "$rc" = 1 ] && grep -q 'num-envs' "$T/err" && echo 1))"
+fi
+
+if want controller; then
+# The --no-workers controller (the compose/Kubernetes layout) over an
+# external NATS server, its workers started here: no learner at all, a
+# Ctrl-C of the controller, and a learner killed (kill -9) and restarted at
+# once, as compose's restart: on-failure does. Each row: the controller's
+# exit status and how long after the fault it noticed, the learner's, the
+# summary, and the run's dist counters (duplicates, dropped, discarded).
+if nats_server; then
+  "$NS" -a 127.0.0.1 -p 14223 -js -sd "$T/jsc" >/dev/null 2>&1 &
+  NPID=$!
+  sleep 1
+  U=nats://127.0.0.1:14223
+  # ctl RUN [FLAGS…]: starts the controller in its own session as CPID.
+  ctl() { local r=$1; shift; setsid "$H" launch --config "$CFG" --steps 5000000 --quiet --nats "$U" --run "$r" --no-workers --ttl 3s "$@" >"$T/ctl-$r.log" 2>&1 & CPID=$!; sleep 1; }
+  # wk RUN ROLE [FLAGS…]: starts a worker (in the background) as WPID.
+  wk() { local r=$1 role=$2; shift 2; setsid "$H" worker --role "$role" --nats "$U" --run "$r" --ttl 3s "$@" >>"$T/wk-$r-$role.log" 2>&1 & WPID=$!; WK+=("$WPID"); }
+  WK=()
+  # rows_of OUT: the learner's first metrics row (the run is under way).
+  rows_of() { for _ in $(seq 1 600); do [ -s "$1/.staging/metrics.csv" ] && [ "$(wc -l <"$1/.staging/metrics.csv")" -ge 2 ] && return 0; sleep 0.1; done; return 1; }
+  dist_of() { $PY -c 'import json,sys; d=json.load(open(sys.argv[1])).get("dist",{}); print("duplicates %d, dropped %d, discarded %d" % (d.get("dist/duplicates",0), d.get("dist/dropped",0), d.get("dist/discarded",0)))' "$1/summary.json" 2>/dev/null || echo "no counters"; }
+
+  t0=$(date +%s.%N)
+  ctl c-none --register-timeout 5s
+  wait "$CPID"; rc=$?
+  dt=$(echo "$(date +%s.%N) - $t0" | bc)
+  row "launch --no-workers: no learner ever starts (\`--register-timeout 5s\`)" "controller exit $rc after $(printf %.1f "$dt") s: $(grep -o 'no learner registered within [^,]*' "$T/ctl-c-none.log" | head -1)" "$(ok $([ "$rc" = 1 ] && echo 1))"
+
+  O="$T/c-int"
+  ctl c-int
+  wk c-int policy; wk c-int env --slot 0; wk c-int env --slot 1; wk c-int learner --out "$O" --quiet; L=$WPID
+  if rows_of "$O"; then
+    kill -INT -- -"$CPID"; t0=$(date +%s.%N)
+    wait "$CPID"; rc=$?
+    dt=$(echo "$(date +%s.%N) - $t0" | bc)
+    wait "$L"; lrc=$?
+    st=$(status_of "$O")
+    row "launch --no-workers: Ctrl-C of the controller" "controller exit $rc $(printf %.1f "$dt") s later, learner exit $lrc; summary $st; $(dist_of "$O")" "$(ok $([ "$rc" = 130 ] && [ "$lrc" = 130 ] && [ "$st" = interrupted ] && echo 1))"
+  else row "launch --no-workers: Ctrl-C of the controller" "learner never wrote a row: $(tail -1 "$T/wk-c-int-learner.log")" "**no**"; fi
+  kill -9 -- -"$CPID" 2>/dev/null
+
+  O="$T/c-restart"
+  ctl c-restart
+  wk c-restart policy; wk c-restart env --slot 0; wk c-restart env --slot 1; wk c-restart learner --out "$O" --quiet; L=$WPID
+  if rows_of "$O"; then
+    kill -9 "$L"; t0=$(date +%s.%N)
+    wait "$L" 2>/dev/null
+    : >"$T/wk-c-restart-learner.log"
+    "$H" worker --role learner --nats "$U" --run c-restart --ttl 3s --out "$O" --quiet >"$T/restart.log" 2>&1; lrc=$?
+    dt1=$(echo "$(date +%s.%N) - $t0" | bc)
+    wait "$CPID"; rc=$?
+    dt=$(echo "$(date +%s.%N) - $t0" | bc)
+    "$H" worker --role learner --nats "$U" --run c-restart --ttl 3s --out "$O" --quiet >"$T/restart2.log" 2>&1; lrc2=$?
+    row "launch --no-workers: kill -9 of the learner, restarted at once (compose's restart: on-failure)" "restarted learner exit $lrc $(printf %.1f "$dt1") s after the kill: \"$(grep -o 'its learner was restarted[^,]*' "$T/restart.log" | head -1)\"; controller exit $rc $(printf %.1f "$dt") s after it, with that reason: $(grep -c 'learner was restarted' "$T/ctl-c-restart.log"); a third start: exit $lrc2 (\"$(grep -o 'nothing to do' "$T/restart2.log" | head -1)\"); no summary.json: $([ -e "$O/summary.json" ] && echo no || echo yes)" "$(ok $([ "$rc" = 1 ] && [ "$lrc" = 1 ] && [ "$lrc2" = 0 ] && grep -q 'learner was restarted' "$T/ctl-c-restart.log" && echo 1))"
+  else row "launch --no-workers: kill -9 of the learner, restarted" "learner never wrote a row" "**no**"; kill -9 -- -"$CPID" 2>/dev/null; fi
+  for p in "${WK[@]}"; do kill "$p" 2>/dev/null; done
+  kill "$NPID"; wait "$NPID" 2>/dev/null
+else row "launch --no-workers rows" "skipped: nats-server could not be built" "–"; fi
 fi

@@ -123,9 +123,15 @@ const (
 	gatherRound = "Herd-Round" // 0: a hello ("Herd-Hello: ack" for an answer)
 	gatherSize  = "Herd-Size"
 	gatherHello = "Herd-Hello"
+	gatherWant  = "Herd-Want" // a request to send round Herd-Round again
 	// helloEvery is how often a member repeats its hello until it has
 	// heard from every other member.
 	helloEvery = 100 * time.Millisecond
+	// resendFirst is how long a member waits for a round before it asks
+	// the members it has not heard from to send their contributions again;
+	// the wait doubles up to resendMax.
+	resendFirst = 200 * time.Millisecond
+	resendMax   = 2 * time.Second
 )
 
 type natsCollective struct {
@@ -141,7 +147,31 @@ type natsCollective struct {
 	heard  []bool              // members heard from: subscribed, so a publish reaches them
 	rounds map[uint64][][]byte // contributions of rounds not yet returned
 	bad    error               // a member of another group size
-	c      counters
+	done   uint64              // the last round returned
+	// sent and prev are this member's contributions to the current round
+	// (once published) and to the last round returned, kept to answer a
+	// member that asks for them again: a member can be one round behind
+	// the others, never more, since no round completes without it.
+	sent, prev contribution
+	c          counters
+	gs         GatherStats
+	// publishHook, when set (by tests), sees every message before it is
+	// published and may drop it, as a server failure does.
+	publishHook func(round uint64, want bool) (drop bool)
+}
+
+// contribution is one member's message of one round.
+type contribution struct {
+	round uint64
+	data  []byte
+}
+
+// GatherStats counts a learner group member's recoveries: requests it
+// sent for contributions it was missing, contributions it sent again on
+// request, and contributions that arrived again after their round (and
+// were dropped).
+type GatherStats struct {
+	Requests, Resent, Stale uint64
 }
 
 // Collective joins the run's learner group on NATS. Core NATS delivers a
@@ -149,8 +179,13 @@ type natsCollective struct {
 // first round each member repeats a hello until it has heard from every
 // other one (each answers a hello with an ack): after that every member is
 // subscribed and no round's message can be missed while the connection
-// holds. A message lost in a server failure ends the run at the round's
-// timeout, with an error.
+// holds. A message lost in a server failure or a reconnect to another
+// node is sent again: a member still waiting for a round after
+// resendFirst (doubling up to resendMax) asks for it with Herd-Want, and
+// every member answers with its contribution to that round, which it keeps
+// until the round after it completes. Contributions that arrive twice are
+// dropped by round number. A member that stays silent ends the run at the
+// round's timeout, with an error naming it.
 func (n *NATS) Collective(ctx context.Context, run string, opt Options) (Collective, error) {
 	opt = opt.withDefaults()
 	if err := opt.checkGroup(); err != nil {
@@ -186,11 +221,20 @@ func (c *natsCollective) receive(m *nats.Msg) {
 	if from == c.id {
 		return // our own message, echoed
 	}
+	if m.Header.Get(gatherWant) != "" {
+		c.answer(round)
+		return
+	}
 	c.mu.Lock()
 	if size != c.size {
 		c.bad = fmt.Errorf("%w: learner %d is in a group of %d, this one of %d", ErrBadRequest, from, size, c.size)
 	}
 	c.heard[from] = true
+	if round > 0 && round <= c.done {
+		c.gs.Stale++
+		c.mu.Unlock()
+		return
+	}
 	if round > 0 {
 		got := c.rounds[round]
 		if got == nil {
@@ -209,7 +253,34 @@ func (c *natsCollective) receive(m *nats.Msg) {
 	}
 }
 
+// answer sends this member's contribution to round again, if it has one:
+// another member asked for it.
+func (c *natsCollective) answer(round uint64) {
+	c.mu.Lock()
+	var b []byte
+	switch round {
+	case c.sent.round:
+		b = c.sent.data
+	case c.prev.round:
+		b = c.prev.data
+	}
+	if b != nil {
+		c.gs.Resent++
+	}
+	c.mu.Unlock()
+	if b != nil {
+		_ = c.publish(round, b, "")
+	}
+}
+
 func (c *natsCollective) publish(round uint64, b []byte, hello string) error {
+	return c.send(round, b, hello, false)
+}
+
+func (c *natsCollective) send(round uint64, b []byte, hello string, want bool) error {
+	if c.publishHook != nil && c.publishHook(round, want) {
+		return nil
+	}
 	msg := &nats.Msg{Subject: c.subj, Data: b, Header: nats.Header{}}
 	msg.Header.Set(gatherFrom, strconv.Itoa(c.id))
 	msg.Header.Set(gatherRound, strconv.FormatUint(round, 10))
@@ -217,7 +288,17 @@ func (c *natsCollective) publish(round uint64, b []byte, hello string) error {
 	if hello != "" {
 		msg.Header.Set(gatherHello, hello)
 	}
+	if want {
+		msg.Header.Set(gatherWant, "1")
+	}
 	return c.n.nc.PublishMsg(msg)
+}
+
+// GatherStats returns the member's recovery counts so far.
+func (c *natsCollective) GatherStats() GatherStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gs
 }
 
 func (c *natsCollective) AllGather(ctx context.Context, b []byte) ([][]byte, error) {
@@ -239,6 +320,9 @@ func (c *natsCollective) AllGather(ctx context.Context, b []byte) ([][]byte, err
 		defer hello.Stop()
 	}
 	sent := false
+	wait := resendFirst
+	resend := time.NewTimer(wait)
+	defer resend.Stop()
 	for {
 		c.mu.Lock()
 		ready := !slicesContainsFalse(c.heard)
@@ -250,6 +334,9 @@ func (c *natsCollective) AllGather(ctx context.Context, b []byte) ([][]byte, err
 			return nil, bad
 		}
 		if ready && !sent {
+			c.mu.Lock()
+			c.sent = contribution{round: c.round, data: b}
+			c.mu.Unlock()
 			if err := c.publish(c.round, b, ""); err != nil {
 				return nil, fmt.Errorf("dist: all-gather: %w", err)
 			}
@@ -265,6 +352,7 @@ func (c *natsCollective) AllGather(ctx context.Context, b []byte) ([][]byte, err
 			c.mu.Lock()
 			copy(out, got)
 			delete(c.rounds, c.round)
+			c.done, c.prev = c.round, c.sent
 			c.mu.Unlock()
 			out[c.id] = b
 			return out, nil
@@ -277,6 +365,15 @@ func (c *natsCollective) AllGather(ctx context.Context, b []byte) ([][]byte, err
 		case <-c.wake:
 		case <-tick:
 			_ = c.publish(0, nil, "hello")
+		case <-resend.C:
+			if sent {
+				c.mu.Lock()
+				c.gs.Requests++
+				c.mu.Unlock()
+				_ = c.send(c.round, nil, "", true)
+			}
+			wait = min(2*wait, resendMax)
+			resend.Reset(wait)
 		case <-ctx.Done():
 			return nil, c.fail(ctx.Err())
 		case <-deadline.C:

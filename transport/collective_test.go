@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -35,16 +37,8 @@ func TestCollectiveConformance(t *testing.T) {
 						if r == 0 && i == M-1 {
 							time.Sleep(50 * time.Millisecond)
 						}
-						out, err := c.AllGather(ctx, fmt.Appendf(nil, "r%d-m%d", r, i))
-						if err != nil {
-							errs[i] = err
+						if errs[i] = checkedRound(ctx, c, i, r); errs[i] != nil {
 							return
-						}
-						for j, b := range out {
-							if want := fmt.Sprintf("r%d-m%d", r, j); string(b) != want {
-								errs[i] = fmt.Errorf("member %d round %d: out[%d] = %q, want %q", i, r, j, b, want)
-								return
-							}
 						}
 					}
 				})
@@ -118,4 +112,150 @@ func TestSampleQueuePerLearner(t *testing.T) {
 			t.Fatalf("pulled %q", all)
 		}
 	})
+}
+
+// checkedRound runs member i's round r, contributing "r<r>-m<i>", and
+// checks that every member's contribution came back in member order.
+func checkedRound(ctx context.Context, c Collective, i, r int) error {
+	out, err := c.AllGather(ctx, fmt.Appendf(nil, "r%d-m%d", r, i))
+	if err != nil {
+		return err
+	}
+	for j, b := range out {
+		if want := fmt.Sprintf("r%d-m%d", r, j); string(b) != want {
+			return fmt.Errorf("member %d round %d: out[%d] = %q, want %q", i, r, j, b, want)
+		}
+	}
+	return nil
+}
+
+// restartableServer starts a NATS server on a port and store that a
+// second StartServer can take again after Shutdown.
+func restartableServer(t *testing.T) (srv *Server, restart func() *Server) {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	start := func() *Server {
+		srv, err := StartServer(ServerOptions{Port: port, StoreDir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+	return start(), start
+}
+
+// TestGatherResendsLostContributions drops contributions as a node loss
+// does and checks every round still completes with the right bytes: a
+// member's message to a round it has already left (learner 0's round 2,
+// which learner 1 never gets while learner 0 goes on to round 3), and a
+// message to the current round (learner 1's round 5). The members ask for
+// what they miss and the others send it again.
+func TestGatherResendsLostContributions(t *testing.T) {
+	srv := startServer(t)
+	run := runID(t)
+	const M, rounds = 2, 8
+	cs := make([]*natsCollective, M)
+	for i := range M {
+		c, err := natsTransport(t, srv.URL()).Collective(ctxT(t, 5*time.Second), run, Options{Learner: i, Learners: M, GatherTimeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		cs[i] = c.(*natsCollective)
+	}
+	var mu sync.Mutex
+	dropped := map[[2]uint64]bool{}
+	for i, c := range cs {
+		lose := map[int]uint64{0: 2, 1: 5}[i]
+		c.publishHook = func(round uint64, want bool) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			k := [2]uint64{uint64(i), round}
+			if round == lose && !want && !dropped[k] {
+				dropped[k] = true
+				return true
+			}
+			return false
+		}
+	}
+	ctx := ctxT(t, 30*time.Second)
+	var wg sync.WaitGroup
+	errs := make([]error, M)
+	for i, c := range cs {
+		wg.Go(func() {
+			for r := range rounds {
+				if errs[i] = checkedRound(ctx, c, i, r); errs[i] != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if len(dropped) != 2 {
+		t.Fatalf("dropped %v, want learner 0's round 2 and learner 1's round 5", dropped)
+	}
+	s0, s1 := cs[0].GatherStats(), cs[1].GatherStats()
+	if s1.Requests == 0 || s0.Resent == 0 || s0.Requests == 0 || s1.Resent == 0 {
+		t.Errorf("stats %+v and %+v: want requests and resends on both sides", s0, s1)
+	}
+	t.Logf("learner 0 %+v, learner 1 %+v", s0, s1)
+}
+
+// TestGatherAcrossServerRestart runs rounds while the NATS server
+// restarts under the members: messages in flight are lost and sent again,
+// and every round completes.
+func TestGatherAcrossServerRestart(t *testing.T) {
+	srv, restart := restartableServer(t)
+	defer func() { srv.Shutdown() }()
+	run := runID(t)
+	const M = 2
+	cs := make([]Collective, M)
+	for i := range M {
+		c, err := natsTransport(t, srv.URL()).Collective(ctxT(t, 5*time.Second), run, Options{Learner: i, Learners: M, GatherTimeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		cs[i] = c
+	}
+	ctx := ctxT(t, 60*time.Second)
+	var wg sync.WaitGroup
+	errs := make([]error, M)
+	var rounds [M]atomic.Int64
+	var stopAt atomic.Int64 // the round both members end before, once set
+	for i, c := range cs {
+		wg.Go(func() {
+			for r := 0; ; r++ {
+				if s := stopAt.Load(); s > 0 && int64(r) >= s {
+					return
+				}
+				if errs[i] = checkedRound(ctx, c, i, r); errs[i] != nil {
+					return
+				}
+				rounds[i].Add(1)
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	srv.Shutdown()
+	time.Sleep(300 * time.Millisecond)
+	srv = restart()
+	// Members are at most one round apart: both end before the same round,
+	// 20 after the one the first is in now.
+	before := rounds[0].Load()
+	stopAt.Store(max(rounds[0].Load(), rounds[1].Load()) + 20)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rounds before the restart %d, in all %d", before, rounds[0].Load())
 }

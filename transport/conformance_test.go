@@ -49,7 +49,7 @@ func startServer(t *testing.T) *Server {
 	return srv
 }
 
-func natsTransport(t *testing.T, url string) *NATS {
+func natsTransport(t testing.TB, url string) *NATS {
 	t.Helper()
 	nc, err := nats.Connect(url, nats.ReconnectWait(20*time.Millisecond), nats.MaxReconnects(-1))
 	if err != nil {

@@ -279,16 +279,24 @@ type Stats struct {
 	// Abandoned counts inference requests skipped because their sender
 	// had stopped waiting for the answer.
 	Abandoned uint64
+	// Shed counts pushes a learner refused unacknowledged because it held
+	// Options.HeldBytes of pushes waiting for its queue already; their
+	// pushers send them again (nothing is lost).
+	Shed uint64
+	// Queued is the number of samples acknowledged and waiting in the
+	// learner's queue, not pulled yet (a gauge): those left when the
+	// learner stops are discarded.
+	Queued uint64
 }
 
 // counters is the live form of Stats, shared by a stream's goroutines.
 type counters struct {
-	malformed, wrongProtocol, duplicates, fetchFailed, abandoned atomic.Uint64
+	malformed, wrongProtocol, duplicates, fetchFailed, abandoned, shed atomic.Uint64
 }
 
 func (c *counters) stats() Stats {
 	return Stats{Malformed: c.malformed.Load(), WrongProtocol: c.wrongProtocol.Load(), Duplicates: c.duplicates.Load(),
-		FetchFailed: c.fetchFailed.Load(), Abandoned: c.abandoned.Load()}
+		FetchFailed: c.fetchFailed.Load(), Abandoned: c.abandoned.Load(), Shed: c.shed.Load()}
 }
 
 // drop counts and logs a message that could not be used. err wraps
@@ -339,7 +347,16 @@ type Options struct {
 	// GatherTimeout bounds a Collective's wait for the other members'
 	// contributions to one round (default 60 s).
 	GatherTimeout time.Duration
+	// HeldBytes bounds the bytes of pushes a NATS learner holds waiting
+	// for room in its queue (default DefaultHeldBytes); one push is
+	// always taken. A re-send of a push it holds costs no bytes: its ack
+	// goes to the re-send. Beyond the bound a push is refused
+	// unacknowledged (Stats.Shed) and its pusher sends it again.
+	HeldBytes int
 }
+
+// DefaultHeldBytes is Options.HeldBytes's default (runtime.held_bytes).
+const DefaultHeldBytes = 64 << 20
 
 // NoQueue, as Options.Capacity, gives a learner no sample queue: Push
 // returns when a learner's Pull has taken the sample, so a pusher knows
@@ -362,6 +379,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.GatherTimeout <= 0 {
 		o.GatherTimeout = 60 * time.Second
+	}
+	if o.HeldBytes <= 0 {
+		o.HeldBytes = DefaultHeldBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

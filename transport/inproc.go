@@ -285,6 +285,7 @@ func (s *inprocSamples) Pull(ctx context.Context) ([]byte, error) {
 func (s *inprocSamples) Stats() Stats {
 	st := s.c.stats()
 	st.Duplicates = s.hub.duplicates.Load()
+	st.Queued = uint64(len(s.hub.q))
 	return st
 }
 

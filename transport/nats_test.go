@@ -3,7 +3,6 @@ package transport
 import (
 	"context"
 	"errors"
-	"net"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -299,17 +298,7 @@ func TestNATSMalformed(t *testing.T) {
 // clients reconnect, policy workers resubscribe and the weights survive in
 // JetStream.
 func TestNATSServerRestart(t *testing.T) {
-	dir := t.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	srv, err := StartServer(ServerOptions{Port: port, StoreDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, restart := restartableServer(t)
 	defer func() { srv.Shutdown() }()
 	ctx := ctxT(t, 40*time.Second)
 	like := testParams(8)
@@ -337,10 +326,7 @@ func TestNATSServerRestart(t *testing.T) {
 	}
 
 	srv.Shutdown()
-	srv, err = StartServer(ServerOptions{Port: port, StoreDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv = restart()
 	t0 := time.Now()
 	for { // a role retries a bounded wait
 		c, cancel := context.WithTimeout(ctx, 500*time.Millisecond)

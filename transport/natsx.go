@@ -348,6 +348,21 @@ type natsSamples struct {
 	q     chan []byte    // queued samples of this learner (opt.Capacity)
 	wg    sync.WaitGroup // the learner's receiving goroutine
 	seen  *seenSamples   // ids queued here
+
+	heldMu    sync.Mutex
+	held      map[SampleID]*heldPush // pushes with an id taken, not yet queued
+	heldBytes int                    // their bytes, and those of pushes without an id
+}
+
+// heldPush is a push taken and not yet queued: the reply subject of its
+// newest re-send, where its ack goes (an earlier requester has given up).
+type heldPush struct{ reply string }
+
+// takenPush is a push handed from the subscription to the queueing
+// goroutine.
+type takenPush struct {
+	m  *nats.Msg
+	id SampleID
 }
 
 // Samples returns the run's sample stream over NATS. A learner's queue
@@ -361,7 +376,7 @@ func (n *NATS) Samples(ctx context.Context, run string, opt Options) (SampleStre
 		return nil, fmt.Errorf("%w: learner %d", ErrBadRequest, opt.Learner)
 	}
 	return &natsSamples{n: n, opt: opt, subj: sampleSubject(run, opt.Learner), closed: make(chan struct{}),
-		q: make(chan []byte, opt.Capacity), seen: newSeenSamples()}, nil
+		q: make(chan []byte, opt.Capacity), seen: newSeenSamples(), held: map[SampleID]*heldPush{}}, nil
 }
 
 func (s *natsSamples) Push(ctx context.Context, id SampleID, b []byte) error {
@@ -411,65 +426,119 @@ const sampleIDHeader = "Herd-Sample-Id"
 // pushResend is how long a push waits for its ack before it is sent again.
 const pushResend = 5 * time.Second
 
-// join subscribes this learner once: a goroutine takes pushes, queues them
-// (blocking while the queue is full, which holds back the pushers' acks)
-// and acknowledges each once queued.
+// join subscribes this learner once: take holds each push (within
+// opt.HeldBytes) for a goroutine that queues it (blocking while the queue
+// is full, which holds back the pushers' acks) and acknowledges it once
+// queued.
 func (s *natsSamples) join() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.unsub != nil {
 		return nil
 	}
-	ch := make(chan *nats.Msg, 64)
-	unsub, err := s.n.subscribe(s.subj, "learners", ch)
-	if err != nil {
-		return err
+	ch := make(chan takenPush, maxTaken)
+	sub, err := s.n.nc.QueueSubscribe(s.subj, "learners", func(m *nats.Msg) { s.take(m, ch) })
+	if err == nil {
+		// take never blocks: what waits is bounded by opt.HeldBytes here,
+		// not by the client's pending limits.
+		err = sub.SetPendingLimits(-1, -1)
 	}
-	s.unsub = unsub
+	if err == nil {
+		err = s.n.nc.Flush() // the server knows the subscription: the next push reaches it
+	}
+	if err != nil {
+		if sub != nil {
+			_ = sub.Unsubscribe()
+		}
+		return fmt.Errorf("dist: subscribe %s: %w", s.subj, err)
+	}
+	s.unsub = func() { _ = sub.Unsubscribe() }
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		for {
-			var m *nats.Msg
+			var t takenPush
 			select {
-			case m = <-ch:
+			case t = <-ch:
 			case <-s.closed:
 				return
 			}
-			var id SampleID
-			if h := m.Header.Get(sampleIDHeader); h != "" {
-				var err error
-				if id, err = parseSampleID(h); err != nil {
-					s.c.drop(s.opt.Logger, "sample push", err)
-					s.ack(m, err.Error())
-					continue
-				}
-			}
-			if s.seen.seen(id) {
+			if s.seen.seen(t.id) {
 				s.c.duplicates.Add(1)
-				s.ack(m, "") // a repeat of a push already queued
+				s.release(t, "") // a repeat of a push already queued
 				continue
 			}
 			var p herdv1.SamplePush
-			err := decode(m.Data, &p)
+			err := decode(t.m.Data, &p)
 			if err == nil && len(p.Sample) == 0 {
 				err = fmt.Errorf("%w: empty sample", ErrMalformed)
 			}
 			if err != nil {
 				s.c.drop(s.opt.Logger, "sample push", err)
-				s.ack(m, err.Error())
+				s.release(t, err.Error())
 				continue
 			}
 			select {
 			case s.q <- p.Sample:
-				s.seen.add(id)
-				s.ack(m, "")
+				s.seen.add(t.id)
+				s.release(t, "")
 			case <-s.closed:
 				return
 			}
 		}
 	}()
 	return nil
+}
+
+// maxTaken bounds the pushes held by count as well (each has at least one
+// byte, so HeldBytes bounds them too, but not usefully).
+const maxTaken = 1024
+
+// take runs on the subscription's goroutine: it holds m for the queueing
+// goroutine unless m re-sends a push held already (the ack goes to the
+// re-send, the bytes are not held twice) or the pushes held reach
+// opt.HeldBytes (m is refused unacknowledged, and re-sent by its pusher).
+func (s *natsSamples) take(m *nats.Msg, ch chan<- takenPush) {
+	var id SampleID
+	if h := m.Header.Get(sampleIDHeader); h != "" {
+		var err error
+		if id, err = parseSampleID(h); err != nil {
+			s.c.drop(s.opt.Logger, "sample push", err)
+			s.ack(m, err.Error())
+			return
+		}
+	}
+	s.heldMu.Lock()
+	if h := s.held[id]; h != nil && id.Seq > 0 {
+		h.reply = m.Reply
+		s.heldMu.Unlock()
+		s.c.duplicates.Add(1)
+		return
+	}
+	if s.heldBytes > 0 && (s.heldBytes+len(m.Data) > s.opt.HeldBytes || len(ch) == cap(ch)) {
+		s.heldMu.Unlock()
+		s.c.shed.Add(1)
+		return
+	}
+	s.heldBytes += len(m.Data)
+	if id.Seq > 0 {
+		s.held[id] = &heldPush{reply: m.Reply}
+	}
+	s.heldMu.Unlock()
+	ch <- takenPush{m: m, id: id} // never blocks: len(ch) < cap(ch) or nothing held
+}
+
+// release acknowledges a held push to its newest requester, and frees its
+// bytes.
+func (s *natsSamples) release(t takenPush, reason string) {
+	s.heldMu.Lock()
+	if h := s.held[t.id]; h != nil && t.id.Seq > 0 {
+		t.m.Reply = h.reply
+		delete(s.held, t.id)
+	}
+	s.heldBytes -= len(t.m.Data)
+	s.heldMu.Unlock()
+	s.ack(t.m, reason)
 }
 
 func (s *natsSamples) ack(m *nats.Msg, reason string) {
@@ -497,7 +566,11 @@ func (s *natsSamples) Pull(ctx context.Context) ([]byte, error) {
 	}
 }
 
-func (s *natsSamples) Stats() Stats { return s.c.stats() }
+func (s *natsSamples) Stats() Stats {
+	st := s.c.stats()
+	st.Queued = uint64(len(s.q))
+	return st
+}
 
 func (s *natsSamples) Close() error {
 	s.once.Do(func() {
@@ -1469,7 +1542,7 @@ func (n *NATS) ResetRun(ctx context.Context, run string) error {
 		return fmt.Errorf("dist: reset run %s: %w", run, err)
 	}
 	for _, k := range keys {
-		if k == "end" || strings.HasPrefix(k, "progress.") {
+		if k == "end" || k == "stop" || strings.HasPrefix(k, "progress.") {
 			if err := kv.Delete(ctx, k); err != nil {
 				return fmt.Errorf("dist: reset run %s: %w", run, err)
 			}
@@ -1500,9 +1573,40 @@ func (n *NATS) EndRun(ctx context.Context, run, outcome string) error {
 	return nil
 }
 
+// StopRun asks the run's learner to stop and save the run as
+// interrupted (a controller's Ctrl-C), before the controller's
+// registration goes: a learner that sees its controller gone after this
+// takes it as an interruption, not as the loss of its controller.
+func (n *NATS) StopRun(ctx context.Context, run, reason string) error {
+	kv, err := n.configBucket(ctx, run)
+	if err != nil {
+		return err
+	}
+	err = retryJS(ctx, apiAttempt, func(ctx context.Context) error {
+		_, err := kv.Put(ctx, "stop", []byte(reason))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("dist: ask run %s to stop: %w", run, err)
+	}
+	return nil
+}
+
+// RunStopped returns what StopRun stored, and whether the run was asked
+// to stop.
+func (n *NATS) RunStopped(ctx context.Context, run string) (string, bool, error) {
+	return n.configKey(ctx, run, "stop")
+}
+
 // RunEnded returns what EndRun stored, and whether the run is marked
 // ended.
 func (n *NATS) RunEnded(ctx context.Context, run string) (string, bool, error) {
+	return n.configKey(ctx, run, "end")
+}
+
+// configKey returns the value of key in the run's config bucket, and
+// whether it is there.
+func (n *NATS) configKey(ctx context.Context, run, key string) (string, bool, error) {
 	kv, err := n.configBucket(ctx, run)
 	if err != nil {
 		return "", false, err
@@ -1512,14 +1616,14 @@ func (n *NATS) RunEnded(ctx context.Context, run string) (string, bool, error) {
 	var e jetstream.KeyValueEntry
 	err = retryJS(ctx, apiAttempt, func(ctx context.Context) error {
 		var err error
-		e, err = kv.Get(ctx, "end")
+		e, err = kv.Get(ctx, key)
 		return err
 	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return "", false, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("dist: run %s's end: %w", run, err)
+		return "", false, fmt.Errorf("dist: run %s's %s: %w", run, key, err)
 	}
 	return string(e.Value()), true, nil
 }

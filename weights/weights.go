@@ -3,8 +3,11 @@ package weights
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -70,6 +73,22 @@ func (v *Version) CopyTo(dst []*nn.Param) error {
 		copy(p.Value, v.params[i].Value)
 	}
 	return nil
+}
+
+// Hash is an FNV-1a hash of the parameters' values, bit for bit, in
+// order: two versions with the same parameters have the same hash, and the
+// learners of a group compare theirs to check they stay identical.
+func (v *Version) Hash() uint64 {
+	h := fnv.New64a()
+	var b []byte
+	for _, p := range v.params {
+		b = b[:0]
+		for _, x := range p.Value {
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+		}
+		_, _ = h.Write(b)
+	}
+	return h.Sum64()
 }
 
 // Encode returns the version as safetensors bytes (PyTorch layout) with the

@@ -3,6 +3,7 @@ package weights
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -191,5 +192,18 @@ func BenchmarkNewVersion(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		_ = New(uint64(i), ps)
+	}
+}
+
+// Hash is equal for equal parameters and changes with one bit of one value.
+func TestHash(t *testing.T) {
+	ps := testParams(t)
+	a, b := New(1, ps), New(2, ps)
+	if a.Hash() != b.Hash() {
+		t.Fatal("equal parameters hash differently")
+	}
+	ps[len(ps)-1].Value[0] = math.Float32frombits(math.Float32bits(ps[len(ps)-1].Value[0]) ^ 1)
+	if New(3, ps).Hash() == a.Hash() {
+		t.Fatal("a changed bit does not change the hash")
 	}
 }

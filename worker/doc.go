@@ -6,7 +6,9 @@
 //   - the env worker (RunEnv) owns a block of envs and its sampler's random
 //     stream (seed, "env-worker", slot); it asks the inference stream for
 //     outputs every step, samples actions itself, and pushes each finished
-//     on-policy segment (T steps × its envs) to the sample stream;
+//     on-policy segment (T steps × its envs) to the sample stream. Its
+//     envs step in rollout.Segments, the one on-policy env-step loop, with
+//     the inference stream as the loop's Policy;
 //   - the policy worker (RunPolicy) serves batched inference with the
 //     latest weights from the parameter service;
 //   - or, under inline inference (RunEnvInline, runtime.inference:
@@ -25,7 +27,8 @@
 // Env groups (EnvConfig.Groups, runtime.env_groups G, Sample Factory's
 // double buffering): the env worker splits its envs into G equal groups,
 // each with its own inference request, and steps one group while the
-// others' requests are in flight. With a fixed weights version the pushed
+// others' requests are in flight (rollout.NewBlockSegments with a
+// pipelined Policy). With a fixed weights version the pushed
 // segments are bit for bit those of G = 1 (TestEnvGroupsMatchOneGroup);
 // under asynchrony the groups of one step may act on different versions
 // and the step records the oldest.

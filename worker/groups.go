@@ -27,32 +27,23 @@ func CheckGroups(g, m int) error {
 }
 
 // envGroup is one block of an env worker's envs with its own inference
-// request. With one group, send does nothing and recv asks synchronously
-// (exactly the calls of an env worker without groups); with several, send
-// hands the request to the group's goroutine and recv waits for its answer,
-// so the caller steps other groups meanwhile.
+// request and goroutine: send hands the request to the goroutine and recv
+// waits for its answer, so the caller steps other groups meanwhile.
 type envGroup struct {
-	obs   []float32 // the group's rows of the worker's observations
-	rows  int
 	req   *transport.InferRequest
-	ask   func(*transport.InferRequest, []float32, int) ([]float32, error) // one group
-	start chan struct{}                                                    // several groups
+	start chan struct{}
 	done  chan error
 	ctx   context.Context // ends the group's goroutine
 }
 
-func (g *envGroup) send() {
-	if g.start != nil {
-		g.start <- struct{}{}
-	}
+// send starts the request for the group's observations obs.
+func (g *envGroup) send(obs []float32) {
+	g.req.Obs = obs
+	g.start <- struct{}{}
 }
 
 // recv returns the group's outputs and the weights version that made them.
 func (g *envGroup) recv() ([]float32, uint64, error) {
-	if g.start == nil {
-		out, err := g.ask(g.req, g.obs, g.rows)
-		return out, g.req.WeightsVersion, err
-	}
 	select {
 	case err := <-g.done:
 		return g.req.Out, g.req.WeightsVersion, err
@@ -62,37 +53,32 @@ func (g *envGroup) recv() ([]float32, uint64, error) {
 	}
 }
 
-// startGroups splits the worker's observations obs (m rows) into
-// cfg.Groups groups. One group uses req and ask on the caller's goroutine;
-// several get a goroutine each, with a request and a call timer of their
-// own, ended by stop.
+// startGroups gives each of cfg.Groups groups of k envs a goroutine with a
+// request and a call timer of its own, ended by stop; one group (G ≤ 1)
+// gets none: its requests are made on the env worker's goroutine.
 //
 // With a fixed weights version (every reply from the same version, as in a
 // synchronous schedule) the segments are bit for bit those of one group:
 // the policy's forward pass gives a row the same outputs in any batch, the
 // sampler draws row by row from one stream and the groups are sampled in
-// order, and each env's steps, resets and truncation bootstraps are
-// unchanged. Under asynchrony the groups' requests of one step may be
-// answered by different versions: a step then records the oldest
-// (Segment.Versions), so the lag the learner counts is never understated,
-// and the actions differ from one group's as the weights do; sample ids,
-// env seeds, random streams and every count are unchanged.
-func startGroups(ctx context.Context, cfg EnvConfig, inf transport.InferenceStream, obs []float32, obsDim int,
-	req *transport.InferRequest, ask func(*transport.InferRequest, []float32, int) ([]float32, error)) ([]*envGroup, func()) {
-	m := len(cfg.Envs)
+// order (rollout.NewBlockSegments), and each env's steps, resets and
+// truncation bootstraps are unchanged. Under asynchrony the groups'
+// requests of one step may be answered by different versions: a step then
+// records the oldest (Segment.Versions), so the lag the learner counts is
+// never understated, and the actions differ from one group's as the
+// weights do; sample ids, env seeds, random streams and every count are
+// unchanged.
+func startGroups(ctx context.Context, cfg EnvConfig, inf transport.InferenceStream, k int) ([]*envGroup, func()) {
 	if cfg.Groups <= 1 {
-		return []*envGroup{{obs: obs, rows: m, req: req, ask: ask}}, func() {}
+		return nil, func() {}
 	}
-	k := m / cfg.Groups
 	gctx, cancel := context.WithCancel(ctx)
 	to := cfg.Timeouts.withDefaults()
 	var wg sync.WaitGroup
 	gs := make([]*envGroup, cfg.Groups)
 	for i := range gs {
-		g := &envGroup{obs: obs[i*k*obsDim : (i+1)*k*obsDim], rows: k,
-			req:   &transport.InferRequest{Worker: cfg.Slot, Rows: k},
+		g := &envGroup{req: &transport.InferRequest{Worker: cfg.Slot, Rows: k},
 			start: make(chan struct{}, 1), done: make(chan error, 1), ctx: gctx}
-		g.req.Obs = g.obs
 		gs[i] = g
 		ct := newCallTimer(gctx, to.Infer)
 		wg.Go(func() {

@@ -11,6 +11,7 @@ import (
 	"herd/algo"
 	"herd/sample"
 	"herd/transport"
+	"herd/weights"
 )
 
 // LearnerGroup makes a learner one of the M data-parallel learners of a
@@ -147,7 +148,49 @@ type roundInfo struct {
 	// Duplicates and StreamErrors are its sample stream's counts
 	// (Stats.Duplicates; Malformed + WrongProtocol).
 	Duplicates, StreamErrors uint64
+	// Params is the hash of its parameters (weights.Version.Hash) every
+	// paramsCheckEvery rounds, nil in the others.
+	Params *uint64 `json:",omitempty"`
 }
+
+// paramsCheckEvery is how many rounds apart the learners of a group
+// compare their parameters' hashes: a learner whose parameters drifted
+// from the others' (a reduction that is not the same everywhere, a lost or
+// corrupted gradient) ends the run within that many updates instead of
+// training on.
+const paramsCheckEvery = 16
+
+// paramsHash is what a learner sends as roundInfo.Params in round it.
+func paramsHash(it int, v func() *weights.Version) *uint64 {
+	if it%paramsCheckEvery != 0 {
+		return nil
+	}
+	h := v().Hash()
+	return &h
+}
+
+// checkParams compares the group's parameter hashes of one round, when
+// the round carries them.
+func checkParams(infos []roundInfo) error {
+	h := infos[0].Params
+	if h == nil {
+		return nil
+	}
+	for k, in := range infos[1:] {
+		if in.Params == nil || *in.Params != *h {
+			got := "none"
+			if in.Params != nil {
+				got = fmt.Sprintf("%016x", *in.Params)
+			}
+			return fmt.Errorf("%w: the learners' parameters differ: learner 0's hash %016x, learner %d's %s", ErrParamsDiffer, *h, k+1, got)
+		}
+	}
+	return nil
+}
+
+// ErrParamsDiffer marks a learner group whose members' parameters are no
+// longer identical.
+var ErrParamsDiffer = errors.New("worker: learner group")
 
 // exchangeRound gathers every learner's roundInfo for this update.
 func exchangeRound(ctx context.Context, c transport.Collective, own roundInfo) ([]roundInfo, error) {
@@ -194,6 +237,10 @@ func mergeRound(infos []roundInfo, cnt *Counters) *sample.Segment {
 	for _, in := range infos[1:] {
 		sum.PeerDuplicates += in.Duplicates
 		sum.PeerStreamErrors += in.StreamErrors
+	}
+	sum.ParamChecks = cnt.ParamChecks
+	if infos[0].Params != nil {
+		sum.ParamChecks++
 	}
 	*cnt = sum
 	return seg

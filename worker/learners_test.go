@@ -74,12 +74,21 @@ func splitPPOPieces(t *testing.T, m int) *algo.Pieces {
 // reports.
 func runGroup(t *testing.T, m, iters int, timeout time.Duration, only int) ([][]float32, []*sample.Segment, error) {
 	t.Helper()
+	w, reports, _, err := runGroupWrapped(t, m, iters, timeout, only, nil)
+	return w, reports, err
+}
+
+// runGroupWrapped is runGroup with each learner's Collective passed
+// through wrap (when not nil); it also returns learner 0's counters.
+func runGroupWrapped(t *testing.T, m, iters int, timeout time.Duration, only int, wrap func(int, transport.Collective) transport.Collective) ([][]float32, []*sample.Segment, worker.Counters, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ip := transport.NewInproc()
 	pieces := splitPPOPieces(t, m)
 	weights := make([][]float32, m)
 	var reports []*sample.Segment
+	var cnt0 worker.Counters
 	errs := make([]error, m)
 	var wg sync.WaitGroup
 	for i := range m {
@@ -104,14 +113,20 @@ func runGroup(t *testing.T, m, iters int, timeout time.Duration, only int) ([][]
 		if err != nil {
 			t.Fatal(err)
 		}
+		if wrap != nil {
+			coll = wrap(i, coll)
+		}
 		par, err := ip.Params(ctx, "run", transport.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer par.Close()
 		wg.Go(func() {
-			var cnt worker.Counters
-			cfg := worker.LearnerConfig{Iterations: iters, Counters: &cnt, Group: &worker.LearnerGroup{Collective: coll, Learners: m, Slot: i},
+			cnt := &worker.Counters{}
+			if i == 0 {
+				cnt = &cnt0
+			}
+			cfg := worker.LearnerConfig{Iterations: iters, Counters: cnt, Group: &worker.LearnerGroup{Collective: coll, Learners: m, Slot: i},
 				OnIteration: func(_ int, seg *sample.Segment, _ []algo.Stat) { reports = append(reports, seg) }}
 			l, err := worker.RunLearner(ctx, cfg, pieces, smp, par)
 			errs[i] = err
@@ -127,7 +142,7 @@ func runGroup(t *testing.T, m, iters int, timeout time.Duration, only int) ([][]
 		})
 	}
 	wg.Wait()
-	return weights, reports, errors.Join(errs...)
+	return weights, reports, cnt0, errors.Join(errs...)
 }
 
 // Two data-parallel learners keep identical parameters, and a run of them
@@ -174,5 +189,43 @@ func TestLearnerGroupDeadPeer(t *testing.T) {
 	_, _, err := runGroup(t, 2, 2, 200*time.Millisecond, 0)
 	if !errors.Is(err, transport.ErrGather) || !strings.Contains(err.Error(), "learner(s) [1]") {
 		t.Fatalf("got %v, want an all-gather error naming learner 1", err)
+	}
+}
+
+// corruptPeer is learner 1's view of the group with learner 0's gradient
+// messages (the binary ones; round infos are JSON) changed in one bit, as
+// a faulty link or reduction would: learner 1's parameters drift.
+type corruptPeer struct{ transport.Collective }
+
+func (c corruptPeer) AllGather(ctx context.Context, b []byte) ([][]byte, error) {
+	out, err := c.Collective.AllGather(ctx, b)
+	if err == nil && len(out[0]) > 0 && out[0][0] != '{' {
+		m := slices.Clone(out[0])
+		m[len(m)-1] ^= 1
+		out[0] = m
+	}
+	return out, err
+}
+
+// Learners whose parameters drift apart stop at the next comparison of
+// their hashes (every paramsCheckEvery rounds) with an error saying so;
+// learners that agree count their checks.
+func TestLearnerGroupParamsDiffer(t *testing.T) {
+	const iters = 18 // the checks at rounds 0 and 16
+	_, _, _, err := runGroupWrapped(t, 2, iters, 30*time.Second, -1, func(i int, c transport.Collective) transport.Collective {
+		if i == 1 {
+			return corruptPeer{c}
+		}
+		return c
+	})
+	if !errors.Is(err, worker.ErrParamsDiffer) || !strings.Contains(err.Error(), "parameters differ") {
+		t.Fatalf("got %v, want the learners' parameters to differ", err)
+	}
+	_, _, cnt, err := runGroupWrapped(t, 2, iters, 30*time.Second, -1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cnt.ParamChecks != 2 {
+		t.Errorf("learner 0 counted %d checks in %d rounds, want 2", cnt.ParamChecks, iters)
 	}
 }

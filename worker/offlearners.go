@@ -58,6 +58,7 @@ func runOffGroup(ctx context.Context, cfg OffLearnerConfig, g *LearnerGroup, l a
 	var (
 		published = l.Weights().N
 		step      int64
+		round     int // rounds exchanged
 		next      = published + 1
 		tickets   []algo.Ticket
 		grad      = sl.NewGrad()
@@ -89,14 +90,18 @@ func runOffGroup(ctx context.Context, cfg OffLearnerConfig, g *LearnerGroup, l a
 		own.addLag(published, tr.Version, tr.N)
 		ss := samples.Stats()
 		infos, err := exchangeOff(ctx, g.Collective, offRound{roundInfo: roundInfo{T: 1, N: tr.N, Episodes: tr.Episodes, Counters: *own,
-			Duplicates: ss.Duplicates, StreamErrors: ss.Malformed + ss.WrongProtocol}, ReplayLen: rb.Len()})
+			Duplicates: ss.Duplicates, StreamErrors: ss.Malformed + ss.WrongProtocol, Params: paramsHash(round, l.Weights)}, ReplayLen: rb.Len()})
 		if err != nil {
 			return fmt.Errorf("worker: learner %d: %w", g.Slot, err)
 		}
+		round++
 		minLen, ris := infos[0].ReplayLen, make([]roundInfo, len(infos))
 		for k, in := range infos {
 			minLen = min(minLen, in.ReplayLen)
 			ris[k] = in.roundInfo
+		}
+		if err := checkParams(ris); err != nil {
+			return fmt.Errorf("worker: learner %d: %w", g.Slot, err)
 		}
 		var report *sample.Segment
 		if lead {

@@ -3,13 +3,10 @@ package worker
 import (
 	"context"
 	"fmt"
-	"math"
-	"slices"
 
 	"herd/algo"
 	"herd/internal/rng"
 	"herd/rollout"
-	"herd/sample"
 	"herd/transport"
 )
 
@@ -37,93 +34,18 @@ func RunEnvVector(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf t
 	if err != nil {
 		return err
 	}
-	val, ok := s.(Valuer)
-	if !ok {
-		val = lastColumn{}
-	}
-	obsDim, actDim := v.ObservationSpace().Dim(), v.ActionSpace().Dim()
-	inferT, pushT := newCallTimer(ctx, to.Infer), newCallTimer(ctx, to.Push)
+	inferT := newCallTimer(ctx, to.Infer)
 	defer inferT.stop()
-	defer pushT.stop()
-	met := cfg.Metrics
-	if met != nil {
-		inferT.retried, pushT.retried = met.inferRetries, met.pushRetries
+	if cfg.Metrics != nil {
+		inferT.retried = cfg.Metrics.inferRetries
 	}
-	pol := &streamPolicy{inf: inf, timer: inferT, sampler: s, val: val,
-		req: &transport.InferRequest{Worker: cfg.Slot}, boot: &transport.InferRequest{Worker: cfg.Slot}}
+	pol := newStreamPolicy(cfg.Slot, s, inf, inferT, nil, cfg.Metrics, cfg.Timing)
+	if cfg.Timing != nil {
+		v = timedVector{Vector: v, ph: pol.ph, tm: cfg.Timing}
+	}
 	loop := rollout.NewSegments(cfg.Slot, v, pol, cfg.Gamma)
 	if err := loop.Reset(int64(rng.Derive(cfg.Seed, envStream, cfg.Slot) >> 1)); err != nil {
 		return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
 	}
-	var buf []byte
-	seg := sample.NewSegment(cfg.Steps, m, obsDim, actDim)
-	seg.Versions = make([]uint64, cfg.Steps)
-	prog := cfg.Resume
-	loop.Steps = prog.Steps
-	for n := 0; cfg.Segments == 0 || n < cfg.Segments; n++ {
-		if err := loop.Collect(seg); err != nil {
-			return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
-		}
-		seg.Version = slices.Min(seg.Versions)
-		if met != nil {
-			met.steps.Add(float64(m * cfg.Steps))
-			met.version.Set(float64(seg.Versions[cfg.Steps-1]))
-		}
-		if buf, err = seg.AppendEncode(buf[:0]); err != nil {
-			return err
-		}
-		// The stream takes ownership of what it is given.
-		msg := append([]byte(nil), buf...)
-		id := transport.SampleID{Slot: cfg.Slot, Incarnation: prog.Incarnation, Seq: prog.Seq + 1}
-		if err := push(pushT, samples, id, msg, met, len(seg.Episodes)); err != nil {
-			return err
-		}
-		prog.Seq, prog.Steps = id.Seq, loop.Steps
-		if cfg.OnPushed != nil {
-			cfg.OnPushed(prog)
-		}
-	}
-	return nil
-}
-
-// streamPolicy is the rollout Policy of policy workers reached over an
-// inference stream: the outputs for all rows in one request (retried
-// within the call timer), sampled here with the worker's own sampler.
-type streamPolicy struct {
-	inf       transport.InferenceStream
-	timer     *callTimer
-	sampler   algo.Sampler
-	val       Valuer
-	req, boot *transport.InferRequest
-}
-
-func (p *streamPolicy) ask(r *transport.InferRequest, obs []float32, rows int) ([]float32, error) {
-	r.Rows, r.Obs, r.WeightsVersion = rows, obs, math.MaxUint64
-	err := retry(p.timer, func(c context.Context) error { return p.inf.Infer(c, r) })
-	return r.Out, err
-}
-
-func (p *streamPolicy) Act(acts *algo.Acts, obs []float32, n int, step int64) error {
-	out, err := p.ask(p.req, obs, n)
-	if err != nil {
-		return err
-	}
-	p.sampler.SampleTo(acts, out, n, step)
-	return nil
-}
-
-// ActVersion is the version of the weights that answered the last Act.
-func (p *streamPolicy) ActVersion() uint64 { return p.req.WeightsVersion }
-
-func (p *streamPolicy) Values(dst, obs []float32, n int) ([]float32, error) {
-	out, err := p.ask(p.boot, obs, n)
-	if err != nil {
-		return nil, err
-	}
-	if cap(dst) < n {
-		dst = make([]float32, n)
-	}
-	dst = dst[:n]
-	p.val.ValuesTo(dst, out, n)
-	return dst, nil
+	return pushSegments(ctx, cfg, loop, m, v.ObservationSpace().Dim(), v.ActionSpace().Dim(), nil, pol.ph, samples)
 }

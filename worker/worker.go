@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/rollout"
 	"herd/sample"
 	"herd/transport"
 )
@@ -89,7 +89,7 @@ type EnvConfig struct {
 	// this one included (0 counts as 1): the versions the learners reach
 	// from its last segment and those peers' without another of its own.
 	// An inline worker never waits for a version more than Peers after
-	// its last segment's (see runEnv).
+	// its last segment's (see pushSegments).
 	Peers    int
 	Timeouts Timeouts
 	// Resume is where this start of the worker continues (see Resume).
@@ -144,7 +144,7 @@ func RunEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 // waits for the learner's first weights; before each later segment it
 // waits for the version the learner makes from its last one (at most
 // Timeouts.Weights; over a stream without a queue that bounds the lag,
-// see runEnv), takes the newest version the parameter service holds and
+// see pushSegments), takes the newest version the parameter service holds and
 // acts on it for the whole segment, so every step of a segment records that version
 // (Segment.Versions) and the learner's lag counts stay exact. The
 // actions are drawn from the stream RunEnv draws from ((Seed,
@@ -210,11 +210,7 @@ func runEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 			return err
 		}
 	}
-	val, ok := s.(Valuer)
-	if !ok {
-		val = lastColumn{}
-	}
-	obsDim, actDim := cfg.Envs[0].ObservationSpace().Dim(), cfg.Envs[0].ActionSpace().Dim()
+	obsDim := cfg.Envs[0].ObservationSpace().Dim()
 	obs := make([]float32, m*obsDim)
 	for j, e := range cfg.Envs {
 		o, _, err := e.Reset(int64(rng.Derive(cfg.Seed, envStream, cfg.Slot*m+j) >> 1))
@@ -223,61 +219,63 @@ func runEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 		}
 		copy(obs[j*obsDim:], o)
 	}
-	req := &transport.InferRequest{Worker: cfg.Slot}
-	boot := &transport.InferRequest{Worker: cfg.Slot}
-	inferT, pushT := newCallTimer(ctx, to.Infer), newCallTimer(ctx, to.Push)
+	inferT := newCallTimer(ctx, to.Infer)
 	defer inferT.stop()
-	defer pushT.stop()
-	tm := cfg.Timing
-	ph := newPhase(tm != nil)
-	met := cfg.Metrics
-	if met != nil {
-		inferT.retried, pushT.retried = met.inferRetries, met.pushRetries
+	if cfg.Metrics != nil {
+		inferT.retried = cfg.Metrics.inferRetries
 	}
-	ask := func(r *transport.InferRequest, o []float32, rows int) ([]float32, error) {
-		r.Rows, r.Obs = rows, o
-		var t0 time.Time
-		if met != nil {
-			t0 = time.Now()
-		}
-		var err error
-		if cp != nil {
-			cp.infer(r)
-		} else {
-			err = retry(inferT, func(c context.Context) error { return inf.Infer(c, r) })
-		}
-		if met != nil && err == nil {
-			met.infer.Observe(since(t0))
-		}
-		if tm != nil {
-			ph.add(&tm.Infer)
-			tm.Requests.Add(1)
-		}
-		return r.Out, err
-	}
-	gs, stopGroups := startGroups(ctx, cfg, inf, obs, obsDim, req, ask)
+	pol := newStreamPolicy(cfg.Slot, s, inf, inferT, cp, cfg.Metrics, cfg.Timing)
+	g := max(cfg.Groups, 1)
+	k := m / g
+	var stopGroups func()
+	pol.groups, stopGroups = startGroups(ctx, cfg, inf, k)
 	defer stopGroups()
-	k := m / len(gs)
-	var acts algo.Acts
-	var v [1]float32
+	// The vectors are views of the caller's envs, which the caller closes.
+	blocks := make([]env.Vector, g)
+	for b := range blocks {
+		v, err := env.NewSyncVectorOf(cfg.Envs[b*k : (b+1)*k])
+		if err != nil {
+			return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
+		}
+		blocks[b] = v
+		if cfg.Timing != nil {
+			blocks[b] = timedVector{Vector: v, ph: pol.ph, tm: cfg.Timing}
+		}
+	}
+	loop, err := rollout.NewBlockSegments(cfg.Slot, blocks, pol, cfg.Gamma)
+	if err != nil {
+		return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
+	}
+	loop.Start(obs)
+	return pushSegments(ctx, cfg, loop, m, obsDim, cfg.Envs[0].ActionSpace().Dim(), cp, pol.ph, samples)
+}
+
+// pushSegments collects cfg.Segments segments (0: until ctx ends) of m
+// envs with loop and pushes them, continuing from cfg.Resume. An inline
+// worker (cp set) waits before each segment for the version the learner
+// makes from its last one (nextWait), so it has at most one segment the
+// learner has not learned, and a segment waits behind at most the other
+// workers': policy lag ≤ Peers − 1 while segments take less time to
+// gather than the others' to learn. Acting at once instead, on the
+// version the learner learns the last segment with, adds a version to
+// every segment's lag. Timeouts.Weights ends any wait in vain (a dead
+// learner).
+func pushSegments(ctx context.Context, cfg EnvConfig, loop *rollout.Segments, m, obsDim, actDim int, cp *inlineCopy, ph *phase, samples transport.SampleStream) error {
+	to := cfg.Timeouts.withDefaults()
+	pushT := newCallTimer(ctx, to.Push)
+	defer pushT.stop()
+	met, tm := cfg.Metrics, cfg.Timing
+	if met != nil {
+		pushT.retried = met.pushRetries
+	}
 	var buf []byte
 	seg := sample.NewSegment(cfg.Steps, m, obsDim, actDim)
 	seg.Versions = make([]uint64, cfg.Steps)
 	prog := cfg.Resume
-	step := prog.Steps
-	// An inline worker starts its next segment only on the version the
-	// learner makes from its last one (nextWait), so it has at most one
-	// segment the learner has not learned, and a segment waits behind at
-	// most the other workers': policy lag ≤ Peers − 1 while segments take
-	// less time to gather than the others' to learn. Acting at once
-	// instead, on the version the learner learns the last segment with,
-	// adds a version to every segment's lag. Timeouts.Weights ends any
-	// wait in vain (a dead learner).
+	loop.Steps = prog.Steps
 	var taken, before uint64
 	var lastWait time.Duration
 	for n := 0; cfg.Segments == 0 || n < cfg.Segments; n++ {
-		seg.Episodes = seg.Episodes[:0]
-		seg.Worker = cfg.Slot
 		if cp != nil {
 			if n > 0 {
 				target, d, sure := nextWait(before, taken, seg.Version, cfg.Peers, to.Weights, lastWait)
@@ -299,93 +297,18 @@ func runEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 				return err
 			}
 		}
-		for _, g := range gs {
-			g.send()
-		}
-		for t := range cfg.Steps {
-			row := t * m
-			copy(seg.Obs[row*obsDim:], obs)
-			seg.Versions[t] = math.MaxUint64
-			// Group by group: while one group's envs step, the requests of
-			// the others are in flight. The sampler draws row by row from
-			// one stream, so sampling the groups in order draws what one
-			// request for all envs would.
-			for gi, g := range gs {
-				ph.add(nil)
-				out, ver, err := g.recv()
-				if err != nil {
-					return err
-				}
-				if tm != nil && len(gs) > 1 {
-					ph.add(&tm.Infer)
-					tm.Requests.Add(1)
-				}
-				seg.Versions[t] = min(seg.Versions[t], ver)
-				outDim := len(out) / k
-				lo := row + gi*k
-				s.SampleTo(&acts, out, k, step)
-				copy(seg.Actions[lo*actDim:], acts.Actions[:k*actDim])
-				copy(seg.LogProbs[lo:], acts.LogProbs[:k])
-				copy(seg.Values[lo:], acts.Values[:k])
-				if tm != nil {
-					ph.add(&tm.Sample)
-				}
-				for jj := range k {
-					j := gi*k + jj
-					e := cfg.Envs[j]
-					i := row + j
-					o, r, term, trunc, info, err := e.Step(acts.EnvActions[jj*actDim : (jj+1)*actDim])
-					if tm != nil {
-						ph.add(&tm.Env)
-					}
-					if err != nil {
-						return fmt.Errorf("worker: env %d: %w", j, err)
-					}
-					seg.Rewards[i], seg.Dones[i] = float32(r), 0
-					if term || trunc {
-						seg.Dones[i] = 1
-						if trunc && !term {
-							bo, err := ask(boot, o, 1)
-							if err != nil {
-								return err
-							}
-							val.ValuesTo(v[:], bo[:outDim], 1)
-							seg.Rewards[i] += cfg.Gamma * v[0]
-						}
-						if info.HasEpisode {
-							seg.Episodes = append(seg.Episodes, sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t})
-						}
-						ph.add(nil)
-						if o, _, err = e.Reset(env.NoSeed); err != nil {
-							return fmt.Errorf("worker: reset env %d: %w", j, err)
-						}
-						if tm != nil {
-							ph.add(&tm.Env)
-						}
-					}
-					copy(obs[j*obsDim:(j+1)*obsDim], o)
-				}
-				if t+1 < cfg.Steps {
-					g.send()
-				}
-			}
-			step += int64(m)
-			if tm != nil {
-				tm.Steps.Add(int64(m))
-			}
-			if met != nil {
-				met.steps.Add(float64(m))
-				met.version.Set(float64(seg.Versions[t]))
-			}
+		if err := loop.Collect(seg); err != nil {
+			return fmt.Errorf("worker: env worker %d: %w", cfg.Slot, err)
 		}
 		seg.Version = slices.Min(seg.Versions)
-		copy(seg.NextObs, obs)
-		ph.add(nil)
-		out, err := ask(req, obs, m)
-		if err != nil {
-			return err
+		if tm != nil {
+			tm.Steps.Add(int64(m * cfg.Steps))
 		}
-		val.ValuesTo(seg.LastValues, out, m)
+		if met != nil {
+			met.steps.Add(float64(m * cfg.Steps))
+			met.version.Set(float64(seg.Versions[cfg.Steps-1]))
+		}
+		var err error
 		if buf, err = seg.AppendEncode(buf[:0]); err != nil {
 			return err
 		}
@@ -404,7 +327,7 @@ func runEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 		if cp != nil {
 			taken = cp.known()
 		}
-		prog.Seq, prog.Steps = id.Seq, step
+		prog.Seq, prog.Steps = id.Seq, loop.Steps
 		if cfg.OnPushed != nil {
 			cfg.OnPushed(prog)
 		}
@@ -539,6 +462,9 @@ type Counters struct {
 	// (LearnerGroup), the other learners' sample streams' repeated pushes
 	// and undecodable messages (its own stream's are in its Stats).
 	PeerDuplicates, PeerStreamErrors uint64
+	// ParamChecks counts, on learner 0 of several, the rounds in which the
+	// learners compared their parameters' hashes and found them equal.
+	ParamChecks uint64
 }
 
 // LagMean is the mean lag of the steps learned from (0 before any).
@@ -666,7 +592,10 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 		if g != nil {
 			ss := samples.Stats()
 			infos, err := exchangeRound(ctx, g.Collective, roundInfo{T: seg.T, N: seg.N, Episodes: seg.Episodes, Counters: *own,
-				Duplicates: ss.Duplicates, StreamErrors: ss.Malformed + ss.WrongProtocol})
+				Duplicates: ss.Duplicates, StreamErrors: ss.Malformed + ss.WrongProtocol, Params: paramsHash(it, l.Weights)})
+			if err == nil {
+				err = checkParams(infos)
+			}
 			if err != nil {
 				return l, fmt.Errorf("worker: learner %d: %w", g.Slot, err)
 			}

@@ -38,7 +38,7 @@ type Config struct {
 	VFCoef    float32 `yaml:"vf_coef"`    // value loss coefficient; default 0.5
 
 	// Networks.
-	Encoder    string  `yaml:"encoder"`      // mlp, or minatar / nature for images (as A2C's); default mlp
+	Encoder    string  `yaml:"encoder"`      // mlp, or minatar / nature / impala for images (as A2C's); default mlp
 	Hidden     []int   `yaml:"hidden"`       // hidden widths; default [64, 64]
 	Activation string  `yaml:"activation"`   // hidden activation; default tanh
 	OrthoInit  bool    `yaml:"ortho_init"`   // orthogonal init (gains √2, 0.01, 1); default true

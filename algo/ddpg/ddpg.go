@@ -116,6 +116,7 @@ func Spec() algo.Spec {
 		Train:      offpolicy.TrainFunc("ddpg", Train),
 		LoadPolicy: LoadPolicy,
 		Pieces:     Pieces,
+		Resumable:  true,
 	}
 }
 
@@ -194,7 +195,8 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	if err != nil {
 		return nil, err
 	}
-	sampler, err := p.Sampler(cfg.NumEnvs, rng.New(h.Seed, "ddpg/explore", 0))
+	explore := rng.Source(h.Seed, "ddpg/explore", 0) // kept: a checkpoint saves its state
+	sampler, err := p.Sampler(cfg.NumEnvs, rand.New(explore))
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +218,9 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	// clip(μ(s) + N(0, (σ·scale)²), low, high)), step, assemble
 	// (s, a, r, s', terminated), store, one critic update once learning has
 	// started, log, hand obs over.
-	return agent, worker.Run(ctx, rt.Log, "ddpg", rb, learner, h.Steps)
+	lc := offpolicy.Local{Name: "ddpg", Envs: envs, Worker: worker, Replay: rb, Learner: learner,
+		Explore: explore, Sampler: sampler, Assembler: assembler}
+	return agent, lc.Run(ctx, rt, h.Steps)
 }
 
 // Minibatch is batch_size (algo.Minibatcher).

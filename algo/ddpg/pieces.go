@@ -74,6 +74,7 @@ type Learner struct {
 	qf1, qf1Target         *nn.Critic
 	qOpt, actorOpt         *nn.Adam
 	sampleRNG              *rand.Rand
+	sampleSrc              *rand.PCG // its source, which a checkpoint saves
 	updates                int64
 	mb                     algo.Minibatch
 	nextAct, nextQ, dQ, pi []float32
@@ -101,10 +102,11 @@ func (p *pieces) newLearner() (*Learner, error) {
 		return nil, err
 	}
 	l := &Learner{p: p, agent: agent, actor: agent.Actor, targetActor: agent.Actor.Clone(), head: agent.Head,
-		qf1: agent.QF1, qf1Target: agent.QF1.Clone(), sampleRNG: rng.New(p.H.Seed, "ddpg/replay", 0),
+		qf1: agent.QF1, qf1Target: agent.QF1.Clone(),
 		nextAct: make([]float32, B*actDim),
 		nextQ:   make([]float32, B), // y = r + γ(1 − d) Q'(s', μ'(s'))
 		dQ:      make([]float32, B), pi: make([]float32, B*actDim), dOut: make([]float32, B*actDim)}
+	l.SetSlot(0)
 	if l.qOpt, err = nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)}); err != nil {
 		return nil, err
 	}
@@ -187,7 +189,10 @@ func (l *Learner) UpdateCounts() algo.UpdateCounts { return l.counts }
 var _ algo.SplitLearner = (*Learner)(nil)
 
 // SetSlot makes the learner draw minibatches from ("ddpg/replay", i).
-func (l *Learner) SetSlot(i int) { l.sampleRNG = rng.New(l.p.H.Seed, "ddpg/replay", i) }
+func (l *Learner) SetSlot(i int) {
+	l.sampleSrc = rng.Source(l.p.H.Seed, "ddpg/replay", i)
+	l.sampleRNG = rand.New(l.sampleSrc)
+}
 
 // Due appends one ticket per env step in (max(prev, learning_starts),
 // step]: Learn's schedule.
@@ -197,6 +202,17 @@ func (l *Learner) Due(dst []algo.Ticket, rb algo.Replay, prev, step int64, next 
 		return dst
 	}
 	return offpolicy.StepTickets(dst, prev, step, int64(cfg.LearningStarts), next)
+}
+
+// LearnerState is what a checkpoint saves of the learner
+// (offpolicy.StateLearner): the networks and their targets, both Adams,
+// the minibatch stream, the counts (the update count is the
+// policy_frequency phase) and the actor's last loss (logged until the
+// next actor step).
+func (l *Learner) LearnerState() offpolicy.LearnerState {
+	return offpolicy.LearnerState{Params: l.stateParams(),
+		Opts:    []offpolicy.OptState{{Opt: l.qOpt, Params: l.qf1.Params()}, {Opt: l.actorOpt, Params: l.actor.Params()}},
+		Streams: []*rand.PCG{l.sampleSrc}, Values: []any{&l.updates, &l.counts, &l.actorLoss}}
 }
 
 func (l *Learner) stateParams() []*nn.Param {

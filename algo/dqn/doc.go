@@ -101,7 +101,8 @@
 //     gives an identical metrics.csv (TestDeterministic).
 //  8. Networks (Config.Encoder): "mlp" feeds the observation vector to the
 //     net_arch ReLU layers. "minatar" and "nature" (nn.ConvPreset) put
-//     convolutions with ReLU after each in front of them, flattened, as
+//     convolutions with ReLU after each in front of them ("impala": IMPALA's
+//     residual stages and a ReLU, nn.ImpalaStages), flattened, as
 //     PyTorch's nn.Sequential (checkpoint tensors "0.weight", "0.bias",
 //     "2.weight", …), for observations that are a Box of shape [H, W, C];
 //     any other observation is refused when the config is checked. Envs

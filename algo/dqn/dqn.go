@@ -277,6 +277,7 @@ func Spec() algo.Spec {
 		},
 		LoadPolicy: LoadPolicy,
 		Pieces:     Pieces,
+		Resumable:  true,
 	}
 }
 
@@ -367,7 +368,8 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	if err != nil {
 		return nil, err
 	}
-	sampler, _ := p.newSampler(cfg.NumEnvs, rng.New(h.Seed, "dqn/explore", 0))
+	explore := rng.Source(h.Seed, "dqn/explore", 0) // kept: a checkpoint saves its state
+	sampler, _ := p.newSampler(cfg.NumEnvs, rand.New(explore))
 	assembler, err := p.newAssembler(cfg.NumEnvs)
 	if err != nil {
 		return nil, err
@@ -391,7 +393,9 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	// transitions (s' the true final observation where an episode ended),
 	// store them, run the training rounds and target updates due at this
 	// step, log, hand the next observations over.
-	return agent, worker.Run(ctx, rt.Log, "dqn", rb, learner, h.Steps)
+	lc := offpolicy.Local{Name: "dqn", Envs: envs, Worker: worker, Replay: rb, Learner: learner,
+		Explore: explore, Sampler: sampler, Assembler: assembler}
+	return agent, lc.Run(ctx, rt, h.Steps)
 }
 
 // Minibatch is batch_size (algo.Minibatcher).

@@ -147,6 +147,7 @@ type Learner struct {
 	target  qNet
 	opt     nn.Optimizer
 	rng     *rand.Rand
+	rngSrc  *rand.PCG // rng's source, which a checkpoint saves
 	par     *twin.Pair
 	updates uint64
 
@@ -176,8 +177,9 @@ func (p *pieces) newLearner() (*Learner, error) {
 	if err != nil {
 		return nil, err
 	}
+	src := rng.Source(p.h.Seed, "dqn/replay", 0)
 	l := &Learner{p: p, agent: agent, q: agent.q, target: agent.q.clone(), opt: opt,
-		rng: rng.New(p.h.Seed, "dqn/replay", 0),
+		rng: rand.New(src), rngSrc: src,
 		// par runs the target network's forward pass beside the online
 		// one's, so a training step uses both cores (results are identical
 		// without it: see package twin).
@@ -318,7 +320,10 @@ func (l *Learner) UpdateCounts() algo.UpdateCounts { return l.counts }
 var _ algo.SplitLearner = (*Learner)(nil)
 
 // SetSlot makes the learner draw minibatches from ("dqn/replay", i).
-func (l *Learner) SetSlot(i int) { l.rng = rng.New(l.p.h.Seed, "dqn/replay", i) }
+func (l *Learner) SetSlot(i int) {
+	l.rngSrc = rng.Source(l.p.h.Seed, "dqn/replay", i)
+	l.rng = rand.New(l.rngSrc)
+}
 
 // Due appends gradient_steps tickets per multiple of train_frequency in
 // (max(prev, learning_starts), step], each at its multiple: Learn's
@@ -336,6 +341,15 @@ func (l *Learner) Due(dst []algo.Ticket, rb algo.Replay, prev, step int64, next 
 		}
 	}
 	return dst
+}
+
+// LearnerState is what a checkpoint saves of the learner
+// (offpolicy.StateLearner): the Q-network and its target, the optimizer,
+// the minibatch stream, the update and target-update counts. ε and β are
+// functions of the global step, which the loop saves.
+func (l *Learner) LearnerState() offpolicy.LearnerState {
+	return offpolicy.LearnerState{Params: l.stateParams(), Opts: []offpolicy.OptState{{Opt: l.opt, Params: l.q.Params()}},
+		Streams: []*rand.PCG{l.rngSrc}, Values: []any{&l.updates, &l.counts}}
 }
 
 func (l *Learner) stateParams() []*nn.Param {

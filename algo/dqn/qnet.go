@@ -15,6 +15,7 @@ const (
 	EncoderMLP     = encoder.MLP
 	EncoderMinAtar = encoder.MinAtar
 	EncoderNature  = encoder.Nature
+	EncoderImpala  = encoder.Impala
 )
 
 // qNet is what DQN's code needs of a Q-network: the MLP of vector
@@ -37,7 +38,7 @@ type mlpQ struct{ *nn.MLP }
 func (m mlpQ) backward(d []float32, s nn.Splitter) { m.BackwardSplit(d, s, false) }
 func (m mlpQ) clone() qNet                         { return mlpQ{m.Clone()} }
 
-// convQ is the convolutional Q-network (encoder: minatar or nature).
+// convQ is the convolutional Q-network (encoder: minatar, nature or impala).
 type convQ struct{ *encoder.Conv }
 
 func (q convQ) backward(d []float32, _ nn.Splitter) { q.Backward(d) }

@@ -58,9 +58,10 @@ type Config struct {
 
 	// Networks.
 	// Encoder is the networks' input stage: mlp (flat observations) or
-	// minatar / nature (image observations, a Box [height, width,
-	// channels]: that preset's convolutions, then hidden ReLU layers, in
-	// the actor and in the critic). Default mlp.
+	// minatar / nature / impala (image observations, a Box [height, width,
+	// channels]: that preset's convolutions or, for impala, the paper's
+	// residual stages, then hidden ReLU layers, in the actor and in the
+	// critic). Default mlp.
 	Encoder    string  `yaml:"encoder"`
 	Hidden     []int   `yaml:"hidden"`       // hidden widths of actor and critic; default [64, 64]
 	Activation string  `yaml:"activation"`   // hidden activation; default tanh

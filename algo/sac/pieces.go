@@ -129,6 +129,7 @@ type Learner struct {
 	alpha                float64
 	targetEntropy        float64
 	learnRNG, sampleRNG  *rand.Rand
+	learnSrc, sampleSrc  *rand.PCG // their sources, which a checkpoint saves
 	par                  *twin.Pair
 	critics, targets     *offpolicy.Twin
 	updates              uint64
@@ -172,12 +173,11 @@ func (p *pieces) newLearner() (*Learner, error) {
 		targetEntropy: -float64(actDim),
 		logAlpha:      nn.NewParam("log_alpha", 1), // α starts at 1, as in CleanRL
 		alpha:         cfg.Alpha,
-		learnRNG:      rng.New(p.h.Seed, "sac/learner", 0),
-		sampleRNG:     rng.New(p.h.Seed, "sac/replay", 0),
 		nextAct:       make([]float32, B*actDim), nextLogPi: make([]float32, B), nextQ: make([]float32, B),
 		pi: make([]float32, B*actDim), logPi: make([]float32, B), noise: make([]float32, B*actDim),
 		dQ1: make([]float32, B), dQ2: make([]float32, B), dAct: make([]float32, B*actDim),
 		dLogPi: make([]float32, B), dOut: make([]float32, B*agent.Head.OutDim())}
+	l.SetSlot(0)
 	if l.qOpt, err = nn.NewAdam(nn.AdamConfig{LR: float32(cfg.QLR)}); err != nil {
 		return nil, err
 	}
@@ -303,7 +303,8 @@ var _ algo.SplitLearner = (*Learner)(nil)
 // SetSlot makes the learner draw from ("sac/learner", i) and
 // ("sac/replay", i).
 func (l *Learner) SetSlot(i int) {
-	l.learnRNG, l.sampleRNG = rng.New(l.p.h.Seed, "sac/learner", i), rng.New(l.p.h.Seed, "sac/replay", i)
+	l.learnSrc, l.sampleSrc = rng.Source(l.p.h.Seed, "sac/learner", i), rng.Source(l.p.h.Seed, "sac/replay", i)
+	l.learnRNG, l.sampleRNG = rand.New(l.learnSrc), rand.New(l.sampleSrc)
 }
 
 // Due appends one ticket per env step in (max(prev, learning_starts),
@@ -314,6 +315,19 @@ func (l *Learner) Due(dst []algo.Ticket, rb algo.Replay, prev, step int64, next 
 		return dst
 	}
 	return offpolicy.StepTickets(dst, prev, step, int64(cfg.LearningStarts), next)
+}
+
+// LearnerState is what a checkpoint saves of the learner
+// (offpolicy.StateLearner): the networks, targets and log α, the three
+// Adams, both streams, the counts, α and the actor's last losses (logged
+// until the next actor step).
+func (l *Learner) LearnerState() offpolicy.LearnerState {
+	opts := []offpolicy.OptState{{Opt: l.qOpt, Params: l.qParams}, {Opt: l.actorOpt, Params: l.actor.Params()}}
+	if l.aOpt != nil {
+		opts = append(opts, offpolicy.OptState{Opt: l.aOpt, Params: []*nn.Param{l.logAlpha}})
+	}
+	return offpolicy.LearnerState{Params: l.stateParams(), Opts: opts, Streams: []*rand.PCG{l.learnSrc, l.sampleSrc},
+		Values: []any{&l.updates, &l.counts, &l.alpha, &l.actorLoss, &l.alphaLoss, &l.actorSteps}}
 }
 
 func (l *Learner) stateParams() []*nn.Param {

@@ -126,6 +126,7 @@ func Spec() algo.Spec {
 		Train:      offpolicy.TrainFunc("sac", Train),
 		LoadPolicy: LoadPolicy,
 		Pieces:     Pieces,
+		Resumable:  true,
 	}
 }
 
@@ -206,7 +207,8 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	if err != nil {
 		return nil, err
 	}
-	sampler, _ := p.newSampler(cfg.NumEnvs, rng.New(h.Seed, "sac/explore", 0))
+	explore := rng.Source(h.Seed, "sac/explore", 0) // kept: a checkpoint saves its state
+	sampler, _ := p.newSampler(cfg.NumEnvs, rand.New(explore))
 	assembler, err := p.newAssembler(cfg.NumEnvs)
 	if err != nil {
 		return nil, err
@@ -225,7 +227,9 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	// ã ~ π(·|s)), step, assemble (s, a, r, s', terminated) with s' the true
 	// final observation on truncation, store, one update once learning has
 	// started, log, hand obs over.
-	return agent, worker.Run(ctx, rt.Log, "sac", rb, learner, h.Steps)
+	lc := offpolicy.Local{Name: "sac", Envs: envs, Worker: worker, Replay: rb, Learner: learner,
+		Explore: explore, Sampler: sampler, Assembler: assembler}
+	return agent, lc.Run(ctx, rt, h.Steps)
 }
 
 // Minibatch is batch_size (algo.Minibatcher).

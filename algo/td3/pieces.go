@@ -78,6 +78,7 @@ type Learner struct {
 	qParams                      []*nn.Param
 	qOpt, actorOpt               *nn.Adam
 	learnRNG, sampleRNG          *rand.Rand
+	learnSrc, sampleSrc          *rand.PCG // their sources, which a checkpoint saves
 	par                          *twin.Pair
 	critics, targets             *offpolicy.Twin
 	updates                      int64
@@ -101,11 +102,11 @@ func (p *pieces) newLearner() (*Learner, error) {
 	}
 	l := &Learner{p: p, agent: agent, actor: agent.Actor, targetActor: agent.Actor.Clone(), head: agent.Head,
 		qf1Target: agent.QF1.Clone(), qf2Target: agent.QF2.Clone(),
-		qParams:  append(slices.Clone(agent.QF1.Params()), agent.QF2.Params()...),
-		learnRNG: rng.New(p.H.Seed, "td3/learner", 0), sampleRNG: rng.New(p.H.Seed, "td3/replay", 0),
+		qParams: append(slices.Clone(agent.QF1.Params()), agent.QF2.Params()...),
 		nextAct: make([]float32, B*actDim),
 		nextQ:   make([]float32, B), // y = r + γ(1 − d) min_i Q'_i(s', μ'(s') + clip(ε))
 		dQ:      make([]float32, B), pi: make([]float32, B*actDim), dOut: make([]float32, B*actDim)}
+	l.SetSlot(0)
 	if l.qOpt, err = nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)}); err != nil {
 		return nil, err
 	}
@@ -185,7 +186,8 @@ var _ algo.SplitLearner = (*Learner)(nil)
 // SetSlot makes the learner draw from ("td3/learner", i) and
 // ("td3/replay", i).
 func (l *Learner) SetSlot(i int) {
-	l.learnRNG, l.sampleRNG = rng.New(l.p.H.Seed, "td3/learner", i), rng.New(l.p.H.Seed, "td3/replay", i)
+	l.learnSrc, l.sampleSrc = rng.Source(l.p.H.Seed, "td3/learner", i), rng.Source(l.p.H.Seed, "td3/replay", i)
+	l.learnRNG, l.sampleRNG = rand.New(l.learnSrc), rand.New(l.sampleSrc)
 }
 
 // Due appends one ticket per env step in (max(prev, learning_starts),
@@ -196,6 +198,16 @@ func (l *Learner) Due(dst []algo.Ticket, rb algo.Replay, prev, step int64, next 
 		return dst
 	}
 	return offpolicy.StepTickets(dst, prev, step, int64(cfg.LearningStarts), next)
+}
+
+// LearnerState is what a checkpoint saves of the learner
+// (offpolicy.StateLearner): the networks and their targets, both Adams,
+// both streams, the counts (the update count is the policy_frequency
+// phase) and the actor's last loss (logged until the next actor step).
+func (l *Learner) LearnerState() offpolicy.LearnerState {
+	return offpolicy.LearnerState{Params: l.stateParams(),
+		Opts:    []offpolicy.OptState{{Opt: l.qOpt, Params: l.qParams}, {Opt: l.actorOpt, Params: l.actor.Params()}},
+		Streams: []*rand.PCG{l.learnSrc, l.sampleSrc}, Values: []any{&l.updates, &l.counts, &l.actorLoss}}
 }
 
 func (l *Learner) stateParams() []*nn.Param {

@@ -134,6 +134,7 @@ func Spec() algo.Spec {
 		Train:      offpolicy.TrainFunc("td3", Train),
 		LoadPolicy: LoadPolicy,
 		Pieces:     Pieces,
+		Resumable:  true,
 	}
 }
 
@@ -213,7 +214,8 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	if err != nil {
 		return nil, err
 	}
-	sampler, err := p.Sampler(cfg.NumEnvs, rng.New(h.Seed, "td3/explore", 0))
+	explore := rng.Source(h.Seed, "td3/explore", 0) // kept: a checkpoint saves its state
+	sampler, err := p.Sampler(cfg.NumEnvs, rand.New(explore))
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +237,9 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	// clip(μ(s) + noise·scale, low, high), noise ~ N(0, σ²) or OU), step,
 	// assemble (s, a, r, s', terminated), store, one critic update once
 	// learning has started, log, hand obs over.
-	return agent, worker.Run(ctx, rt.Log, "td3", rb, learner, h.Steps)
+	lc := offpolicy.Local{Name: "td3", Envs: envs, Worker: worker, Replay: rb, Learner: learner,
+		Explore: explore, Sampler: sampler, Assembler: assembler}
+	return agent, lc.Run(ctx, rt, h.Steps)
 }
 
 func clamp(x, lo, hi float64) float64 { return max(lo, min(hi, x)) }

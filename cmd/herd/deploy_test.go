@@ -5,11 +5,10 @@ package main
 // renamed flag breaks this test rather than a cluster.
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"herd/launch"
@@ -47,14 +48,36 @@ func parseHerdArgs(args []string) error {
 // manifest is what the deploy tests check in one decoded document.
 type manifest struct {
 	kind, name string
-	herdArgs   [][]string // the herd containers' argument lists, $(VAR) of their env expanded to "0"
-	herdEnv    []map[string]corev1.EnvVar
-	claims     []string // persistentVolumeClaim names its pods mount
-	secrets    []string // secrets its pods read (volumes, env)
-	pod        *corev1.PodSpec
-	job        *batchv1.Job
-	sts        *appsv1.StatefulSet
-	configMap  *corev1.ConfigMap
+	// herdArgs are the herd containers' argument lists with $(VAR) of
+	// their env expanded as Kubernetes does: to a literal value, and to
+	// "0" for a value from a field or secret (a whole argument).
+	herdArgs  [][]string
+	herdEnv   []map[string]corev1.EnvVar
+	claims    []string // persistentVolumeClaim names its pods mount
+	secrets   []string // secrets its pods read (volumes, env)
+	pod       *corev1.PodSpec
+	podLabels map[string]string
+	job       *batchv1.Job
+	sts       *appsv1.StatefulSet
+	configMap *corev1.ConfigMap
+	pdb       *policyv1.PodDisruptionBudget
+}
+
+var envRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// expandEnv expands $(NAME) in a as Kubernetes does in a container's args.
+func expandEnv(a string, env map[string]corev1.EnvVar) string {
+	if v, ok := strings.CutPrefix(a, "$("); ok && strings.HasSuffix(v, ")") {
+		if e, ok := env[strings.TrimSuffix(v, ")")]; ok && e.ValueFrom != nil {
+			return "0" // a field or secret, known only in the cluster
+		}
+	}
+	return envRef.ReplaceAllStringFunc(a, func(ref string) string {
+		if e, ok := env[ref[2:len(ref)-1]]; ok && e.ValueFrom == nil {
+			return e.Value
+		}
+		return ref
+	})
 }
 
 // decodeManifest decodes one YAML document strictly into the k8s type of
@@ -75,15 +98,19 @@ func decodeManifest(doc []byte) (m manifest, err error) {
 	case "StatefulSet":
 		var o appsv1.StatefulSet
 		err = yaml.UnmarshalStrict(doc, &o)
-		pod, m.sts = &o.Spec.Template.Spec, &o
+		pod, m.sts, m.podLabels = &o.Spec.Template.Spec, &o, o.Spec.Template.Labels
 	case "Deployment":
 		var o appsv1.Deployment
 		err = yaml.UnmarshalStrict(doc, &o)
-		pod = &o.Spec.Template.Spec
+		pod, m.podLabels = &o.Spec.Template.Spec, o.Spec.Template.Labels
 	case "Job":
 		var o batchv1.Job
 		err = yaml.UnmarshalStrict(doc, &o)
-		pod, m.job = &o.Spec.Template.Spec, &o
+		pod, m.job, m.podLabels = &o.Spec.Template.Spec, &o, o.Spec.Template.Labels
+	case "PodDisruptionBudget":
+		var o policyv1.PodDisruptionBudget
+		err = yaml.UnmarshalStrict(doc, &o)
+		m.pdb = &o
 	case "Service":
 		var o corev1.Service
 		err = yaml.UnmarshalStrict(doc, &o)
@@ -113,10 +140,7 @@ func decodeManifest(doc []byte) (m manifest, err error) {
 			if strings.HasPrefix(c.Image, "herd") {
 				var args []string
 				for _, a := range append(append([]string(nil), c.Command...), c.Args...) {
-					if v, ok := strings.CutPrefix(a, "$("); ok && strings.HasSuffix(v, ")") && env[strings.TrimSuffix(v, ")")].Name != "" {
-						a = "0" // Kubernetes substitutes the container's env here
-					}
-					args = append(args, a)
+					args = append(args, expandEnv(a, env))
 				}
 				m.herdArgs = append(m.herdArgs, args)
 				m.herdEnv = append(m.herdEnv, env)
@@ -208,8 +232,8 @@ func checkFaultTolerance(ms []manifest) []error {
 			bad("%s workers are a %s: it restarts a worker that exits 0 at the end of the run", r, m.kind)
 		case m.job.Spec.CompletionMode == nil || *m.job.Spec.CompletionMode != batchv1.IndexedCompletion:
 			bad("%s workers' Job is not Indexed: they would share one slot (name and random streams)", r)
-		case m.pod.RestartPolicy != corev1.RestartPolicyOnFailure:
-			bad("%s workers' restartPolicy is %q, want OnFailure", r, m.pod.RestartPolicy)
+		case m.pod.RestartPolicy != corev1.RestartPolicyNever || m.job.Spec.BackoffLimitPerIndex == nil:
+			bad("%s workers' restartPolicy is %q (backoffLimitPerIndex set: %v), want Never and a limit (the Job replaces a failed pod)", r, m.pod.RestartPolicy, m.job.Spec.BackoffLimitPerIndex != nil)
 		default:
 			arg := flagValue(m.herdArgs[0], "--slot")
 			e := m.herdEnv[0]["SLOT"]
@@ -325,15 +349,14 @@ func TestDeployKubernetes(t *testing.T) {
 	pvcs := map[string]bool{}
 	var claims, secrets []string
 	var all []manifest
-	for _, f := range files {
-		if filepath.Base(f) == "kustomization.yaml" {
-			continue
-		}
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i, doc := range bytes.Split(data, []byte("\n---\n")) {
+	// What `kubectl apply -k` sends: the kustomization rendered.
+	docs, err := renderKustomization(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	{
+		f := "kustomization"
+		for i, doc := range docs {
 			m, err := decodeManifest(doc)
 			if err != nil {
 				t.Errorf("%s doc %d: %v", f, i, err)
@@ -368,6 +391,9 @@ func TestDeployKubernetes(t *testing.T) {
 		t.Error(err)
 	}
 	for _, err := range checkLearners(all) {
+		t.Error(err)
+	}
+	for _, err := range checkKubernetesRules(all) {
 		t.Error(err)
 	}
 	// checkLearners catches what it is there for.
@@ -408,22 +434,7 @@ func TestDeployKubernetes(t *testing.T) {
 			}
 		},
 	} {
-		ms := make([]manifest, len(all))
-		for i, m := range all {
-			ms[i] = m
-			if m.job != nil {
-				j := *m.job
-				j.Spec.Template.Spec = *m.pod.DeepCopy()
-				ms[i].job, ms[i].pod = &j, &j.Spec.Template.Spec
-			}
-			if m.configMap != nil {
-				ms[i].configMap = m.configMap.DeepCopy()
-			}
-			ms[i].herdArgs = nil
-			for _, a := range m.herdArgs {
-				ms[i].herdArgs = append(ms[i].herdArgs, slices.Clone(a))
-			}
-		}
+		ms := cloneManifests(all)
 		mutate(ms)
 		if len(checkLearners(ms)) == 0 {
 			t.Errorf("%s: checkLearners found nothing wrong", what)

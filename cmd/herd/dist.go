@@ -18,6 +18,7 @@ import (
 	"herd/algo"
 	"herd/algo/all"
 	"herd/launch"
+	"herd/run/distexec"
 )
 
 // addNATSFlags binds the connection flags of `herd worker` and `herd
@@ -71,6 +72,7 @@ default the config's out).`,
 	fl.BoolVar(&o.Resume, "resume", false, "learner: continue the run in --out from its checkpoint (no algorithm supports it yet: fails with the reason)")
 	fl.DurationVar(&o.TTL, "ttl", 3*time.Second, "registration TTL (whole seconds)")
 	fl.DurationVar(&o.Wait, "wait", 60*time.Second, "how long to wait for the run's config")
+	fl.DurationVar(&o.Stall, "stall", distexec.DefaultStall, "learner: end the run when no sample comes for this long (where workers may start minutes after the learner, e.g. pods being scheduled, raise it)")
 	fl.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile (pprof) of this worker to this file")
 	return cmd
 }
@@ -108,7 +110,11 @@ vanishes saves the run as interrupted and exits 1; when launch itself is
 killed (kill -9), its learner gets SIGHUP and saves the run as interrupted
 (Linux; the other workers die with launch). A --no-workers
 controller exits with its learner's status (0, 130 or 1), and 1 when the
-learner vanished without one.`,
+learner vanished without one, failed before it registered, or did not
+register within --register-timeout; on Ctrl-C it asks the learner to stop
+and exits 130 only when the learner says it saved the run. A learner
+restarted by its orchestrator after it was killed fails at once naming
+that (a distributed run cannot continue without its learner's state).`,
 		Example: `  herd launch --config configs/ppo-cartpole-dist.yaml
   herd launch --config ppo.yaml --nats nats://nats-0.nats:4222 --run ppo-1 --no-workers
   herd launch --config configs/ppo-cartpole-dist.yaml --seed 2 --steps 100000 --quiet`,
@@ -139,6 +145,7 @@ learner vanished without one.`,
 	fl.DurationVar(&o.RestartWindow, "restart-window", 10*time.Minute, "the window over which --max-restarts counts a worker's failures")
 	fl.DurationVar(&o.TTL, "ttl", 3*time.Second, "registration TTL (whole seconds)")
 	fl.StringVar(&o.CPUProfiles, "cpuprofile", "", "write CPU profiles (pprof) of the launcher (embedded NATS server included) and each worker into this folder")
+	fl.DurationVar(&o.RegisterTimeout, "register-timeout", 10*time.Minute, "--no-workers: fail when no learner has registered (or marked the run ended) within this")
 	fl.BoolVar(&o.NoWorkers, "no-workers", false, "controller only: store the config, register, and end when the learner (started elsewhere) has finished; needs --nats")
 	return cmd
 }

@@ -22,6 +22,7 @@ import (
 	"herd/bench"
 	"herd/internal/exitguard"
 	"herd/launch"
+	"herd/nn"
 )
 
 // Exit statuses (launch.ExitStatus maps errors to them).
@@ -90,6 +91,9 @@ func newRootCmd() *cobra.Command {
 		Short:         "herd trains reinforcement-learning agents, fast",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// An HERD_KERNELS value that names no kernel path, or one this CPU
+		// lacks, stops every command rather than quietly running another.
+		PersistentPreRunE: func(*cobra.Command, []string) error { return nn.KernelsErr() },
 	}
 	root.AddCommand(bench.Command(), newTrainCmd(), newEvalCmd(), newServeCmd(), newWorkerCmd(), newLaunchCmd(), newTuneCmd())
 	for _, c := range root.Commands() {

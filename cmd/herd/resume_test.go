@@ -118,7 +118,9 @@ func TestCLIResumeAfterSIGTERMAndSIGKILL(t *testing.T) {
 	if !strings.Contains(so.String(), "resuming from step") {
 		t.Fatalf("the resumed run did not say where it resumed:\n%s", so)
 	}
-	if len(checkpointsIn(out)) > 2 {
+	// A kill between a checkpoint's rename and the removal of the oldest
+	// leaves one more than checkpoint_keep; the next checkpoint prunes it.
+	if len(checkpointsIn(out)) > 3 {
 		t.Fatalf("checkpoint_keep 2 kept %v", checkpointsIn(out))
 	}
 
@@ -141,5 +143,126 @@ func TestCLIResumeAfterSIGTERMAndSIGKILL(t *testing.T) {
 	s, err = metrics.ReadSummary(filepath.Join(out, "summary.json"))
 	if err != nil || s.Status != metrics.StatusCompleted || s.ResumedFromStep == nil || *s.ResumedFromStep <= 0 {
 		t.Fatalf("summary %+v, %v", s, err)
+	}
+	if len(checkpointsIn(out)) > 2 {
+		t.Fatalf("checkpoint_keep 2 kept %v after a clean end", checkpointsIn(out))
+	}
+}
+
+// TestCLIResumeHTSFromRunConfig: an HTS PPO run trained to half its
+// budget, then continued with `--resume --out DIR --steps` alone (the
+// settings read back from DIR/config.yaml), ends with the model bytes of
+// the run trained to the whole budget at once; a flag that changes a
+// setting is refused naming each difference, and changes nothing.
+func TestCLIResumeHTSFromRunConfig(t *testing.T) {
+	dir := t.TempDir()
+	cfg := `algo: ppo
+env: CartPole-v1
+seed: 5
+steps: 5120
+checkpoint_every: 1024
+runtime: {executor: hts, env_workers: 2}
+ppo: {num_envs: 4, num_steps: 32, anneal_lr: false}
+`
+	if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := herd(t, dir, "train", "--config", "c.yaml", "--quiet", "--out", "whole"); r.code != 0 {
+		t.Fatalf("uninterrupted run: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := herd(t, dir, "train", "--config", "c.yaml", "--quiet", "--out", "half", "--steps", "2560"); r.code != 0 {
+		t.Fatalf("half run: exit %d\n%s", r.code, r.stderr)
+	}
+	before := checkpointsIn(filepath.Join(dir, "half"))
+	for _, c := range []struct{ more, want []string }{
+		{[]string{"--seed", "6", "--set", "learning_rate=1e-3"}, []string{"seed 5 (this run: 6)", "ppo.learning_rate 0.00025 (this run: 0.001)", "only --steps and --log-every"}},
+		{[]string{"--algo", "a2c", "--env", "Acrobot-v1"}, []string{"--algo a2c (the run's: ppo)", "--env Acrobot-v1 (the run's: CartPole-v1)"}},
+		{[]string{"--set", "runtime.env_workers=1"}, []string{"runtime.env_workers 2 (this run: 1)"}},
+	} {
+		r := herd(t, dir, append([]string{"train", "--quiet", "--resume", "--out", "half"}, c.more...)...)
+		for _, w := range c.want {
+			if r.code != 1 || !strings.Contains(r.stderr, w) {
+				t.Errorf("--resume %v: exit %d, want 1 and %q in\n%s", c.more, r.code, w, r.stderr)
+			}
+		}
+		if !slices.Equal(before, checkpointsIn(filepath.Join(dir, "half"))) {
+			t.Fatalf("--resume %v changed the run", c.more)
+		}
+	}
+	if r := herd(t, dir, "train", "--quiet", "--resume", "--steps", "5120"); r.code != 1 || !strings.Contains(r.stderr, "needs --out") {
+		t.Errorf("--resume without --out or --config: exit %d\n%s", r.code, r.stderr)
+	}
+	r := herd(t, dir, "train", "--resume", "--out", "half", "--steps", "5120")
+	if r.code != 0 || !strings.Contains(r.stdout, "resuming from step 2560") {
+		t.Fatalf("resume: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	want, _ := os.ReadFile(filepath.Join(dir, "whole", "model.safetensors"))
+	got, _ := os.ReadFile(filepath.Join(dir, "half", "model.safetensors"))
+	if len(want) == 0 || !bytes.Equal(got, want) {
+		t.Fatal("the resumed HTS run's model.safetensors differs from the run trained to the whole budget")
+	}
+	s, err := metrics.ReadSummary(filepath.Join(dir, "half", "summary.json"))
+	if err != nil || s.ResumedFromStep == nil || *s.ResumedFromStep != 2560 || s.Checkpoints != "on" {
+		t.Fatalf("summary %+v, %v", s, err)
+	}
+}
+
+// TestCLIResumeOffPolicyAfterSIGKILL: a prioritized 3-step DQN run killed
+// with SIGKILL once it has written a checkpoint (the replay full, learning
+// under way), resumed from what was left, ends with the same
+// model.safetensors bytes and metrics.csv rows, wall-clock columns aside,
+// as the run never killed.
+func TestCLIResumeOffPolicyAfterSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	cfg := `algo: dqn
+env: CartPole-v1
+seed: 5
+steps: 40000
+log_every: 1000
+checkpoint_every: 4000
+checkpoint_keep: 2
+dqn:
+  buffer_size: 2000
+  learning_starts: 1000
+  batch_size: 32
+  train_frequency: 4
+  net_arch: [32, 32]
+  prioritized: true
+  n_steps: 3
+`
+	if err := os.WriteFile(filepath.Join(dir, "dqn.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := func(out string, more ...string) []string {
+		return append([]string{"train", "--config", "dqn.yaml", "--quiet", "--out", out}, more...)
+	}
+	if r := herd(t, dir, args("whole")...); r.code != 0 {
+		t.Fatalf("uninterrupted run: exit %d\n%s", r.code, r.stderr)
+	}
+	out := filepath.Join(dir, "cut")
+	cmd, so, se := start(t, dir, args("cut")...)
+	waitFor(t, "a second checkpoint", func() bool { return len(checkpointsIn(out)) >= 2 })
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	finish(t, cmd, so, se, time.Minute)
+	if _, err := os.Stat(filepath.Join(out, "summary.json")); err == nil {
+		t.Skip("the run ended before SIGKILL reached it")
+	}
+	r := herd(t, dir, args("cut", "--resume")...)
+	if r.code != 0 || !strings.Contains(r.stdout, "resuming from step") {
+		t.Fatalf("resume after SIGKILL: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	want, _ := os.ReadFile(filepath.Join(dir, "whole", "model.safetensors"))
+	got, _ := os.ReadFile(filepath.Join(out, "model.safetensors"))
+	if len(want) == 0 || !bytes.Equal(got, want) {
+		t.Fatal("the resumed run's model.safetensors differs from the uninterrupted run's")
+	}
+	wm, _ := os.ReadFile(filepath.Join(dir, "whole", "metrics.csv"))
+	gm, _ := os.ReadFile(filepath.Join(out, "metrics.csv"))
+	ws, err1 := metrics.DropWallColumns(wm)
+	gs, err2 := metrics.DropWallColumns(gm)
+	if err1 != nil || err2 != nil || ws != gs {
+		t.Fatalf("metrics.csv differs (%v, %v)", err1, err2)
 	}
 }

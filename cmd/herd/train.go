@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -36,8 +37,11 @@ algorithm) and the flags, which override the file. Algorithms: ` + algoNames() +
 The run directory (--out) must not hold a run already: --force replaces it
 (only once the new run has trained and written all its files; a run
 that fails leaves the earlier one as it was), --resume continues it from its
-newest checkpoint (DIR/checkpoints; ppo and a2c under the local executor,
-bit for bit; the other algorithms and executors refuse with the reason).
+newest checkpoint (DIR/checkpoints; ppo and a2c under the local and hts
+executors, bit for bit; the other algorithms and executors refuse with the
+reason). Without --config it trains with the run's own settings
+(DIR/config.yaml); a flag that changes one, other than --steps and
+--log-every, is refused naming it.
 Nothing is written before the configuration, the env and the memory
 estimate have been checked, and the files appear together at the end; a
 lock keeps a second process out of the directory.
@@ -52,16 +56,17 @@ Executors (runtime.executor; docs/guide/executors.md has the full table):
 		Example: `  herd train --config configs/ppo-cartpole.yaml
   herd train --config configs/ppo-cartpole.yaml --seed 2 --steps 100000 --set learning_rate=3e-4
   herd train --algo ppo --env Acrobot-v1 --steps 500000
-  herd train --config configs/ppo-cartpole.yaml --out runs/p --resume`,
+  herd train --config configs/ppo-cartpole.yaml --out runs/p --resume
+  herd train --resume --out runs/p --steps 200000`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			res, err := resolveWith(cmd, &f, all.Specs())
-			if err != nil {
-				return err
-			}
 			mode, err := run.DirMode(f.force, f.resume)
 			if err != nil {
 				return fmt.Errorf("train: %w", err)
+			}
+			res, err := resolveWith(cmd, &f, all.Specs())
+			if err != nil {
+				return err
 			}
 			return run.Train(cmd.Context(), cmd.OutOrStdout(), res, run.TrainOptions{Mode: mode, Quiet: f.quiet,
 				EvalEpisodes: f.evalEpisodes, MetricsAddr: f.metricsAddr, CPUProfile: f.cpuProfile})
@@ -79,7 +84,7 @@ Executors (runtime.executor; docs/guide/executors.md has the full table):
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress output")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile (pprof) to this file")
 	fl.BoolVar(&f.force, "force", false, "replace a run already in --out")
-	fl.BoolVar(&f.resume, "resume", false, "continue the run in --out from its newest checkpoint (ppo and a2c, local executor; a changed setting other than steps and logging is refused)")
+	fl.BoolVar(&f.resume, "resume", false, "continue the run in --out from its newest checkpoint, with its config.yaml unless --config is given (ppo, a2c, dqn, sac, td3 and ddpg under the local executor, ppo and a2c under hts; a changed setting other than steps and logging is refused)")
 	fl.StringVar(&f.metricsAddr, "metrics-addr", "", "serve live metrics for Prometheus at http://ADDR/metrics (a port alone binds 127.0.0.1, e.g. :9090)")
 	fl.IntVar(&f.evalEpisodes, "eval-episodes", 0, "after training, evaluate the greedy policy for this many episodes (into summary.json)")
 	return cmd
@@ -98,6 +103,9 @@ func algoNames() string {
 
 // resolveWith resolves the config file and the flags set on cmd over specs.
 func resolveWith(cmd *cobra.Command, f *trainFlags, specs []algo.Spec) (*algo.Resolved, error) {
+	if f.resume && f.config == "" {
+		return resolveResume(cmd, f, specs)
+	}
 	var data []byte
 	if f.config != "" {
 		b, err := algo.ReadConfig(f.config)
@@ -119,6 +127,52 @@ func resolveWith(cmd *cobra.Command, f *trainFlags, specs []algo.Spec) (*algo.Re
 		return nil, fmt.Errorf("%s: %w", f.config, err)
 	}
 	return res, err
+}
+
+// resolveResume resolves `--resume --out DIR` without --config: the
+// settings are the run's own (DIR/config.yaml), and a flag that would
+// change one of them, other than --steps and --log-every, is refused
+// naming each difference.
+func resolveResume(cmd *cobra.Command, f *trainFlags, specs []algo.Spec) (*algo.Resolved, error) {
+	fl := cmd.Flags().Changed
+	if !fl("out") {
+		return nil, fmt.Errorf("train: --resume without --config needs --out DIR, the run directory to continue (its config.yaml holds the settings)")
+	}
+	data, path, err := algo.ReadRunConfig(f.out)
+	if err != nil {
+		return nil, fmt.Errorf("train: %w", err)
+	}
+	saved, err := algo.Resolve(data, specs, algo.Overrides{Out: &f.out})
+	if err != nil {
+		return nil, fmt.Errorf("train: %s: %w", path, err)
+	}
+	var diff []string
+	if fl("algo") && f.algo != saved.Header.Algo {
+		diff = append(diff, fmt.Sprintf("--algo %s (the run's: %s)", f.algo, saved.Header.Algo))
+	}
+	if fl("env") && f.env != saved.Header.Env {
+		diff = append(diff, fmt.Sprintf("--env %s (the run's: %s)", f.env, saved.Header.Env))
+	}
+	if len(diff) == 0 {
+		ov := algo.Overrides{Set: f.set, Out: &f.out}
+		ifSet(fl, "seed", &ov.Seed, &f.seed)
+		ifSet(fl, "steps", &ov.Steps, &f.steps)
+		ifSet(fl, "log-every", &ov.LogEvery, &f.logEvery)
+		res, err := algo.Resolve(data, specs, ov)
+		if err != nil {
+			return nil, fmt.Errorf("train: %s with the command line's settings: %w", path, err)
+		}
+		d, err := algo.ResumeDiff(saved, res)
+		if err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
+		if d == "" {
+			return res, nil
+		}
+		diff = append(diff, d)
+	}
+	return nil, fmt.Errorf("train: %w %s: the command line changes the run's settings (%s): %s; only --steps and --log-every may change on resume",
+		algo.ErrCannotResume, f.out, path, strings.Join(diff, ", "))
 }
 
 func newEvalCmd() *cobra.Command {

@@ -430,7 +430,7 @@ func (s *Setup) roleStreamsTo(ctx context.Context, tr transport.Transport, run s
 		closers = append(closers, inf.Close)
 	}
 	so := s.Stream
-	so.Learner = learner
+	so.Learner, so.HeldBytes = learner, s.Header.Runtime.HeldBytes
 	if smp, err = tr.Samples(ctx, run, so); err != nil {
 		return
 	}
@@ -763,6 +763,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}
 		defer coll.Close()
 		group = &worker.LearnerGroup{Collective: coll, Learners: st.Learners}
+		mon.gather, _ = coll.(gatherStater)
 		if opt.Watch != nil {
 			gone := opt.Watch(wctx)
 			ws.wg.Go(func() {
@@ -922,6 +923,18 @@ type monitor struct {
 	// segments dropped over it was written.
 	maxLag      uint64
 	warnedDrops bool
+	// drained counts the samples a policy's drain discarded (several
+	// policies: policySetups.train).
+	drained uint64
+	// gather is the learner group's member, when there is a group whose
+	// transport counts its recoveries (dist/gather_resends).
+	gather gatherStater
+}
+
+// gatherStater is a learner group member that counts the contributions it
+// had to ask for again (transport's NATS group).
+type gatherStater interface {
+	GatherStats() transport.GatherStats
 }
 
 // dropWarn is the share of segments dropped for their lag above which the
@@ -1023,6 +1036,12 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 			m.who, m.cnt.Dropped, seen, 100*float64(m.cnt.Dropped)/float64(seen), m.maxLag)
 	}
 	m.log.Scalar("dist/duplicates", float64(ss.Duplicates+m.cnt.PeerDuplicates))
+	discarded := m.drained
+	if final { // acknowledged, queued, and the learner has stopped
+		discarded += ss.Queued
+	}
+	m.log.Scalar("dist/discarded", float64(discarded))
+	m.log.Scalar("dist/shed", float64(ss.Shed))
 	m.log.Scalar("dist/decode_errors", float64(m.cnt.DecodeErrors+ss.Malformed+ss.WrongProtocol+m.cnt.PeerStreamErrors))
 	m.log.Scalar("dist/stale_weights", float64(m.stale))
 	m.log.Scalar("dist/abandoned", float64(m.abandoned))
@@ -1037,6 +1056,12 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 	m.log.Scalar("dist/infer_latency_p99_ms", float64(m.latP99)/1e3)
 	m.log.Scalar("dist/silent_workers", float64(m.silent))
 	m.log.Scalar("dist/silences", float64(m.silences))
+	var gs transport.GatherStats
+	if m.gather != nil {
+		gs = m.gather.GatherStats()
+	}
+	m.log.Scalar("dist/gather_resends", float64(gs.Requests))
+	m.log.Scalar("dist/params_checks", float64(m.cnt.ParamChecks))
 }
 
 // silentSamples is how many samples per env worker the learner must have

@@ -33,6 +33,10 @@
 //	dist/lag_mean, dist/lag_max  learner version − acting version, per step learned
 //	dist/dropped                 segments dropped for lag > max_policy_lag
 //	dist/duplicates              repeated pushes acknowledged but not queued
+//	dist/discarded               samples acknowledged and never learned: taken by a policy's
+//	                             drain after its learner's budget (several policies), and, in
+//	                             the final row, those left in the learner's queue at its end
+//	dist/shed                    pushes refused unacknowledged at runtime.held_bytes (re-sent)
 //	dist/decode_errors           samples or messages that did not decode
 //	dist/stale_weights           weights versions a worker could not download in time, and
 //	                             inline segments started before the learner's next version came

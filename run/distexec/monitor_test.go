@@ -163,3 +163,27 @@ func TestMaxLagDefault(t *testing.T) {
 		}
 	}
 }
+
+// Samples acknowledged and never learned are counted in dist/discarded:
+// those a drain took, and, in the final row only, those left in the
+// learner's queue (before, both were discarded uncounted).
+func TestMonitorCountsDiscarded(t *testing.T) {
+	ctx := context.Background()
+	mem, smp := monitorStreams(t)
+	for seq := uint64(1); seq <= 3; seq++ {
+		if err := smp.Push(ctx, transport.SampleID{Slot: 0, Incarnation: 1, Seq: seq}, []byte{1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	log := scalarLog{}
+	m := newMonitor(log, smp, mem, &strings.Builder{}, 0)
+	m.drained = 2
+	m.scalars(ctx, false)
+	if got := log["dist/discarded"]; got != 2 {
+		t.Errorf("mid-run dist/discarded %v, want 2 (the drain's; queued samples are still to be learned)", got)
+	}
+	m.scalars(ctx, true)
+	if got := log["dist/discarded"]; got != 5 {
+		t.Errorf("final dist/discarded %v, want 5 (2 drained + 3 left queued)", got)
+	}
+}

@@ -396,6 +396,7 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 	models := make([]algo.Model, n)
 	errs := make([]error, n)
 	dctx, stopDrains := context.WithCancel(wctx)
+	drained := make([]uint64, n)
 	var lwg, dwg sync.WaitGroup
 	for k := range n {
 		lwg.Go(func() {
@@ -408,7 +409,7 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 				models[k] = m.Model()
 			}
 			if err == nil {
-				dwg.Go(func() { drain(dctx, smps[k]) })
+				dwg.Go(func() { drained[k] = drain(dctx, smps[k]) })
 			}
 		})
 	}
@@ -420,6 +421,7 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 		if offCnt[k] != nil {
 			m.cnt = *offCnt[k] // its learner has returned
 		}
+		m.drained = drained[k]
 		m.scalars(ctx, true)
 	}
 	model := &algo.Policies{IDs: ps.ids, Models: models, Agents: ps.agents, Of: ps.of}
@@ -481,12 +483,14 @@ func (ps *policySetups) offLearner(ctx context.Context, k int, s *Setup, smp tra
 // of the chunks and segments need not match), and the part's next push,
 // with no learner to take it, would hold the whole vector. What is
 // drained lies beyond the budget, as the samples an env worker pushes
-// after a single-policy run's learner has ended.
-func drain(ctx context.Context, smp transport.SampleStream) {
+// after a single-policy run's learner has ended. It returns how many it
+// discarded (dist/discarded).
+func drain(ctx context.Context, smp transport.SampleStream) (n uint64) {
 	for {
 		if _, err := smp.Pull(ctx); err != nil {
-			return
+			return n
 		}
+		n++
 	}
 }
 

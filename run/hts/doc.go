@@ -109,6 +109,23 @@
 // before the learner is handed the next segment, so the guard never reads
 // parameters the learner is writing, whatever log_every is.
 //
+// # Checkpoints and resume
+//
+// With Runtime.Checkpoints (`herd train --resume`), a run of one policy
+// saves its state at a barrier: after the update of segment k−1 is
+// published as version k and before the learner is handed segment k.
+// There nothing is in flight and the double buffer is whole: segment k
+// (gathered with version k−1, not learned yet), the learner at θ_k with
+// θ_{k−1} for the delayed gradient (algo.LearnerCheckpoint), every env's
+// state, sampler stream and next observation. The other storage is not
+// saved (segment k+1 rewrites it) and version k is the learner's θ_k. A
+// resumed run starts the learner on segment k and the env workers on
+// segment k+1, as the uninterrupted run did, so the bits are the same for
+// any E and P (TestResumeBitIdentical). A stop (ctx) is taken at the next
+// barrier: the segment under way and the update in flight finish first.
+// Choosing the barrier before the update (rather than after it, with no
+// segment pending) costs no wait for the learner at a checkpoint.
+//
 // # Synchronous baseline and Claim 1
 //
 // Options.Sync runs the same pieces the synchronous way (a barrier after

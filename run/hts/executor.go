@@ -16,6 +16,8 @@ func Executor() algo.Executor {
 		Keys:     []string{"env_workers", "policy_workers", "alpha", "step_time"},
 		Needs:    func(algo.Header) []algo.Need { return []algo.Need{{Caps: algo.CanSegmentLearner}} },
 		Policies: true,
+		// A run of one policy saves its state at barriers (checkpointer).
+		Resumable: true,
 		Workers: func(h algo.Header) []algo.WorkerSet {
 			return []algo.WorkerSet{{Key: "policy_workers", N: h.Runtime.PolicyWorkers, Policy: true}}
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -189,6 +190,9 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}
 		ids = ma.Policies
 	}
+	// Checkpoints (algo.Checkpoints) at barriers: see checkpointer.
+	cks := rt.Checkpoints
+	var cp *checkpointer
 	pols := make([]*policy, len(ids))
 	for k, id := range ids {
 		p := &policy{}
@@ -238,10 +242,29 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		if p.mod, ok = p.learner.(algo.Modeler); !ok {
 			return nil, algo.Undeclared(sk, algo.CanSegmentLearner, "its learner cannot hand out its model (algo.Modeler)")
 		}
-		p.samplers = make([]algo.Sampler, p.n)
+		p.samplers, p.srcs = make([]algo.Sampler, p.n), make([]*rand.PCG, p.n)
 		for i := range p.samplers {
-			if p.samplers[i], err = pieces.NewSampler(1, rng.New(hk.Seed, "env-worker", i)); err != nil {
+			p.srcs[i] = rng.Source(hk.Seed, "env-worker", i) // kept: a checkpoint saves its state
+			if p.samplers[i], err = pieces.NewSampler(1, rand.New(p.srcs[i])); err != nil {
 				return nil, err
+			}
+		}
+		if cks != nil {
+			if err := saveable(p.learner, envs, ids[0] != "", groups != nil, opt.Sync); err != nil {
+				if cks.Restored() != nil {
+					return nil, fmt.Errorf("hts: cannot resume: %w", err)
+				}
+				cks.Disable(err.Error())
+				cks = nil
+			} else {
+				cp = &checkpointer{learner: p.learner.(algo.LearnerCheckpoint), envs: envs, samplers: p.srcs}
+				if s := cks.Restored(); s != nil {
+					// Before the policy workers start: they read the
+					// store from their first request on.
+					if err := cp.learner.RestoreLearner(s); err != nil {
+						return nil, fmt.Errorf("hts: resume from step %d: %w", s.Header.Step, err)
+					}
+				}
 			}
 		}
 		p.pieces, p.store = pieces, weights.NewStore(p.learner.Weights())
@@ -262,6 +285,13 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	// actDim is a slot's row width: the widest agent's action.
 	obsDim, actDim := spaces.Obs.Dim(), spaces.Act.Dim()
 
+	// With checkpoints, a stop (ctx) is taken at the next barrier, where
+	// the run's state is whole: the segment under way and the update in
+	// flight finish first (runCtx).
+	stopped := ctx
+	if cks != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	inf := newInference(2 * numEnvs) // every env's step request plus a bootstrap request each
@@ -348,7 +378,37 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	var globalStep int64
 	segs := make([]*sample.Segment, len(pols))
-	for it := range iters {
+	first := 0
+	if cp != nil {
+		cp.ews = ews
+		if s := cks.Restored(); s != nil {
+			k, step, seg, err := cp.restore(s, pols[0].segs[0])
+			if err != nil {
+				stop()
+				return nil, fmt.Errorf("hts: resume from step %d: %w", s.Header.Step, err)
+			}
+			if k >= iters {
+				stop()
+				return nil, fmt.Errorf("hts: resume from step %d: the checkpoint ends segment %d, past the run's %d segments", s.Header.Step, k, iters)
+			}
+			// The barrier that ended segment k, from its last part on:
+			// the learner starts on segment k.
+			pols[0].segs[k%2], globalStep, first = seg, step, k+1
+			learning = true
+			go pols[0].learn(ctx, seg)
+		}
+	}
+	save := func(k int) error {
+		sections, err := cp.save(k, globalStep, pols[0].segs[k%2])
+		if err == nil {
+			err = cks.Save(globalStep, sections)
+		}
+		if err != nil {
+			return fmt.Errorf("hts: checkpoint at step %d not saved: %w", globalStep, err)
+		}
+		return nil
+	}
+	for it := first; it < iters; it++ {
 		for k, p := range pols {
 			segs[k] = p.segs[it%2]
 			segs[k].Version = p.store.Latest().N
@@ -399,6 +459,30 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			// The row (and the divergence guard's look at the parameters)
 			// comes before the learners start writing them again.
 			rt.Log.Step(globalStep)
+			if cp != nil {
+				// A diverged run (the guard's cancel) keeps no checkpoint
+				// of its non-finite parameters. A failed write is the
+				// caller's to report (Checkpoints.Err) when stopped.
+				// No learner runs here (learning only marks segment it
+				// as handed over next), so stopping waits for none.
+				learning = false
+				if err := stopped.Err(); err != nil {
+					if !errors.Is(context.Cause(stopped), algo.ErrDiverged) {
+						if serr := save(it); serr != nil && cks.Err() == nil {
+							return fail(serr)
+						}
+					}
+					return fail(err)
+				}
+				// The last barrier's checkpoint is the run's end: resumed,
+				// it learns the last segment again.
+				if cks.Due(globalStep) || it == iters-1 {
+					if err := save(it); err != nil {
+						return fail(err)
+					}
+				}
+				learning = true
+			}
 			for k, p := range pols {
 				go p.learn(ctx, segs[k])
 			}
@@ -434,6 +518,7 @@ type policy struct {
 	mod        algo.Modeler
 	store      *weights.Store
 	samplers   []algo.Sampler // one per row: ("env-worker", row) from the policy's seed
+	srcs       []*rand.PCG    // the samplers' streams
 	segs       [2]*sample.Segment
 	learnDone  chan learned
 	rets, lens []float64 // its agents' last metrics.Window episodes

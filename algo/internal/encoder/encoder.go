@@ -13,19 +13,20 @@ const (
 	MLP     = "mlp"
 	MinAtar = "minatar"
 	Nature  = "nature"
+	Impala  = "impala"
 )
 
 // Check reports an unknown encoder name.
 func Check(name string) error {
 	switch name {
-	case MLP, MinAtar, Nature:
+	case MLP, MinAtar, Nature, Impala:
 		return nil
 	}
-	return fmt.Errorf("encoder must be %s, %s or %s, got %q", MLP, MinAtar, Nature, name)
+	return fmt.Errorf("encoder must be %s, %s, %s or %s, got %q", MLP, MinAtar, Nature, Impala, name)
 }
 
 // IsConv reports whether the encoder reads images.
-func IsConv(name string) bool { return name == MinAtar || name == Nature }
+func IsConv(name string) bool { return name == MinAtar || name == Nature || name == Impala }
 
 // CheckEnv reports why env id's observations cannot feed encoder name (a
 // convolutional encoder on observations that are not images), or nil. An
@@ -99,11 +100,16 @@ func NewConv(preset string, obs env.Space, hidden []int, out int, r *rand.Rand) 
 	if err != nil {
 		return nil, err
 	}
-	convs, err := nn.ConvPreset(preset, c, h, w)
+	cfg := nn.ConvNetConfig{Hidden: hidden, Out: out, Act: nn.ReLU}
+	if preset == Impala {
+		cfg.Stages, err = nn.ImpalaStages(c, h, w)
+	} else {
+		cfg.Convs, err = nn.ConvPreset(preset, c, h, w)
+	}
 	if err != nil {
 		return nil, err
 	}
-	n, err := nn.NewConvNet(nn.ConvNetConfig{Convs: convs, Hidden: hidden, Out: out, Act: nn.ReLU}, r)
+	n, err := nn.NewConvNet(cfg, r)
 	if err != nil {
 		return nil, err
 	}

@@ -45,7 +45,7 @@ func TestConvTransposesHWC(t *testing.T) {
 // TestCheck: unknown names and vector observations under a
 // convolutional encoder are refused with the reason.
 func TestCheck(t *testing.T) {
-	for _, n := range []string{MLP, MinAtar, Nature} {
+	for _, n := range []string{MLP, MinAtar, Nature, Impala} {
 		if err := Check(n); err != nil {
 			t.Errorf("%s: %v", n, err)
 		}

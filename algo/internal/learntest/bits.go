@@ -22,11 +22,11 @@ import (
 //	<model sha256> <metrics sha256> <herd train flags: --env --seed --steps --set k=v …>
 //
 // (# starts a comment). The sums depend on the matrix kernels, so the test
-// skips on a machine whose default Gemm is not the one that recorded them
-// (gemm, e.g. "native-avx2").
+// skips on a machine whose default Gemm does not give the bits of the one
+// that recorded them (gemm, e.g. "native-avx2"; see nn.BitsName).
 func Bits(t *testing.T, spec algo.Spec, fixture, gemm string) {
 	t.Helper()
-	if g := nn.DefaultGemm().Name(); g != gemm {
+	if g := nn.BitsName(nn.DefaultGemm()); g != gemm {
 		t.Skipf("the fixture's sums are for the %s kernels; this machine runs %s", gemm, g)
 	}
 	f, err := os.Open(fixture)

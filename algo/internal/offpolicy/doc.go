@@ -24,6 +24,12 @@
 //     logging.
 //   - ActorPieces: the policy, sampler, assembler and replay TD3 and DDPG
 //     build alike; NewPieces: typed constructors → algo.Pieces.
+//   - Local: the local executor's loop (EnvWorker, Replay, learner) with
+//     its checkpoints (algo.Checkpoints): every piece's state saved between
+//     two vector steps and restored bit for bit on resume. LearnerState,
+//     MarshalLearner and UnmarshalLearner: the one codec of the learners'
+//     state (networks and targets, optimizers, streams, counters); each
+//     learner lists its pieces (StateLearner).
 //
 // # Math
 //
@@ -62,12 +68,14 @@
 //	learner, rb := …newLearner(), …newReplay()
 //	worker := offpolicy.NewEnvWorker(envs, policy on learner's live net, sampler, assembler)
 //	worker.Reset(seed)
+//	(Local.Run: restore the checkpoint a resumed run continues from)
 //	for worker.Steps < steps {
 //		prev := worker.Steps
 //		worker.Step(log)                 // act, step, assemble n-step transitions, log episodes
 //		rb.Add(&worker.Transitions)
 //		stats := learner.Learn(ctx, rb, prev, worker.Steps)  // the updates due
 //		offpolicy.LogStats(log, stats)
+//		(Local.Run: a checkpoint when checkpoint_every is due, or ctx ended)
 //	}
 //
 // and the learner's target is r + Discount·(1−Done)·V(s'), which is the

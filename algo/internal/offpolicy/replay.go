@@ -1,6 +1,7 @@
 package offpolicy
 
 import (
+	"encoding"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -248,4 +249,24 @@ func grow[T any](s []T, n int) []T {
 		return make([]T, n)
 	}
 	return s[:n]
+}
+
+// MarshalBinary returns the buffer's whole state (replay.Uniform's or
+// replay.Prioritized's MarshalBinary): a checkpoint's replay section.
+func (r *Replay) MarshalBinary() ([]byte, error) {
+	m, ok := r.buf.(encoding.BinaryMarshaler)
+	if !ok {
+		return nil, fmt.Errorf("offpolicy: replay %T cannot save its state", r.buf)
+	}
+	return m.MarshalBinary()
+}
+
+// UnmarshalBinary restores a state MarshalBinary returned into a Replay
+// built with the same ReplayConfig.
+func (r *Replay) UnmarshalBinary(b []byte) error {
+	u, ok := r.buf.(encoding.BinaryUnmarshaler)
+	if !ok {
+		return fmt.Errorf("offpolicy: replay %T cannot restore its state", r.buf)
+	}
+	return u.UnmarshalBinary(b)
 }

@@ -1,7 +1,6 @@
 package offpolicy
 
 import (
-	"context"
 	"fmt"
 	"math"
 
@@ -91,32 +90,4 @@ func CheckEnv(id string) error {
 	defer e.Close()
 	_, _, err = BoxBounds(id, e.ActionSpace())
 	return err
-}
-
-// Run is the local executor's loop, the same for every off-policy
-// algorithm: until `steps` env steps have passed, act and step the envs
-// (Step), store the assembled transitions in rb, run the updates due for
-// the steps just taken (TransitionLearner.Learn holds the replay ratio),
-// and log. It stops at a step boundary when ctx ends and returns ctx's
-// error; name prefixes the other errors.
-func (w *EnvWorker) Run(ctx context.Context, log algo.Logger, name string, rb algo.Replay, learner algo.TransitionLearner, steps int64) error {
-	for w.Steps < steps {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		prev := w.Steps
-		if err := w.Step(log); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		if err := rb.Add(&w.Transitions); err != nil {
-			return fmt.Errorf("%s: store: %w", name, err)
-		}
-		stats, err := learner.Learn(ctx, rb, prev, w.Steps)
-		if err != nil {
-			return err
-		}
-		LogStats(log, stats)
-		log.Step(w.Steps)
-	}
-	return nil
 }

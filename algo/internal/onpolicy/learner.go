@@ -43,6 +43,10 @@ type Learner struct {
 	havePrev         bool
 	delayed          bool
 	lag              uint64
+
+	// self is the algorithm's learner that embeds this one (set by
+	// NewPieces), whose own state (LearnerState) SaveLearner saves too.
+	self algo.SegmentLearner
 }
 
 // NewLearner builds the learner of algorithm name for a run on spaces sp:

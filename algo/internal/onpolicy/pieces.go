@@ -284,8 +284,14 @@ func NewPieces(name string, h algo.Header, sp algo.Spaces, cfg AgentConfig, newL
 			}
 			return p, nil
 		},
-		NewSampler:        func(_ int, r *rand.Rand) (algo.Sampler, error) { return NewSampler(sp, r) },
-		NewSegmentLearner: newLearner,
+		NewSampler: func(_ int, r *rand.Rand) (algo.Sampler, error) { return NewSampler(sp, r) },
+		NewSegmentLearner: func() (algo.SegmentLearner, error) {
+			sl, err := newLearner()
+			if b, ok := sl.(interface{ base() *Learner }); ok && err == nil {
+				b.base().self = sl // SaveLearner reaches the algorithm's own state
+			}
+			return sl, err
+		},
 		DecodeWeights: func(b []byte) (*weights.Version, error) {
 			p, err := newPolicy()
 			if err != nil {

@@ -22,6 +22,7 @@ const (
 	secSampler   = "rng/actor"       // the sampler's stream (PCG)
 	secLoop      = "loop"            // iteration, global step, loop steps, next observations
 	secEnv       = "env/"            // + env index: env.MarshalChain
+	secBehind    = "learner/behind"  // the delayed gradient's θ_{n−1} (Learner.start), for executors with a lag
 )
 
 // LearnerState is implemented by an algorithm's learner that keeps state
@@ -66,32 +67,11 @@ func (lc *local) snapshotable() error {
 
 // save returns the loop's state as checkpoint sections.
 func (lc *local) save() (map[string][]byte, error) {
-	l := lc.learner
-	params := l.Agent.Params()
 	out := map[string][]byte{}
-	var b []byte
-	for _, p := range params {
-		b = appendF32s(b, p.Value)
-	}
-	out[secParams] = b
-	opt, ok := l.Opt.(nn.StatefulOptimizer)
-	if !ok {
-		return nil, fmt.Errorf("optimizer %T cannot save its state", l.Opt)
-	}
-	ob, err := opt.MarshalState(params)
-	if err != nil {
+	if err := saveLearner(lc.learner, lc.sl, out, false); err != nil {
 		return nil, err
 	}
-	out[secOptimizer] = ob
-	lb := binary.LittleEndian.AppendUint64(nil, l.n)
-	if ls, ok := lc.sl.(LearnerState); ok {
-		own, err := ls.MarshalLearnerState()
-		if err != nil {
-			return nil, err
-		}
-		lb = append(lb, own...)
-	}
-	out[secLearner] = lb
+	var err error
 	if out[secSampler], err = lc.sampler.MarshalBinary(); err != nil {
 		return nil, err
 	}
@@ -113,56 +93,50 @@ func (lc *local) save() (map[string][]byte, error) {
 	return out, nil
 }
 
-// restore loads a checkpoint's state into the freshly built loop.
-func (lc *local) restore(s *trainstate.State) error {
-	l := lc.learner
-	get := func(name string) ([]byte, error) {
-		b, ok := s.Sections[name]
-		if !ok {
-			return nil, fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, name)
-		}
-		return b, nil
+// saveLearner puts the learner's sections into out: the parameters, the
+// optimizer, the Learn count and the algorithm's own state (sl's
+// LearnerState); with behind, also the delayed gradient's copy of the
+// parameters of the previous Learn call (secBehind), which only an
+// executor with a lag (HTS) reads.
+func saveLearner(l *Learner, sl algo.SegmentLearner, out map[string][]byte, behind bool) error {
+	params := l.Agent.Params()
+	var b []byte
+	for _, p := range params {
+		b = appendF32s(b, p.Value)
 	}
-	b, err := get(secParams)
+	out[secParams] = b
+	opt, ok := l.Opt.(nn.StatefulOptimizer)
+	if !ok {
+		return fmt.Errorf("optimizer %T cannot save its state", l.Opt)
+	}
+	ob, err := opt.MarshalState(params)
 	if err != nil {
 		return err
 	}
-	params := l.Agent.Params()
-	n := 0
-	for _, p := range params {
-		n += len(p.Value)
-	}
-	if len(b) != 4*n {
-		return fmt.Errorf("%w: %d bytes of parameters for %d values", trainstate.ErrCorrupt, len(b), n)
-	}
-	for _, p := range params {
-		b = readF32s(p.Value, b)
-	}
-	if b, err = get(secOptimizer); err != nil {
-		return err
-	}
-	opt, ok := l.Opt.(nn.StatefulOptimizer)
-	if !ok {
-		return fmt.Errorf("optimizer %T cannot restore its state", l.Opt)
-	}
-	if err := opt.UnmarshalState(params, b); err != nil {
-		return err
-	}
-	if b, err = get(secLearner); err != nil {
-		return err
-	}
-	if len(b) < 8 {
-		return fmt.Errorf("%w: section %s is short", trainstate.ErrCorrupt, secLearner)
-	}
-	l.n = binary.LittleEndian.Uint64(b)
-	if ls, ok := lc.sl.(LearnerState); ok {
-		if err := ls.UnmarshalLearnerState(b[8:]); err != nil {
+	out[secOptimizer] = ob
+	lb := binary.LittleEndian.AppendUint64(nil, l.n)
+	if ls, ok := sl.(LearnerState); ok {
+		own, err := ls.MarshalLearnerState()
+		if err != nil {
 			return err
 		}
-	} else if len(b) != 8 {
-		return fmt.Errorf("%w: section %s has %d bytes", trainstate.ErrCorrupt, secLearner, len(b))
+		lb = append(lb, own...)
 	}
-	if b, err = get(secSampler); err != nil {
+	out[secLearner] = lb
+	if behind && l.Delayed && l.start != nil {
+		out[secBehind] = appendF32s(nil, l.start)
+	}
+	return nil
+}
+
+// restore loads a checkpoint's state into the freshly built loop.
+func (lc *local) restore(s *trainstate.State) error {
+	get := sectionsOf(s)
+	if err := restoreLearner(lc.learner, lc.sl, s, false); err != nil {
+		return err
+	}
+	b, err := get(secSampler)
+	if err != nil {
 		return err
 	}
 	if err := lc.sampler.UnmarshalBinary(b); err != nil {
@@ -201,6 +175,98 @@ func (lc *local) restore(s *trainstate.State) error {
 		return errors.New("the checkpoint holds more envs than num_envs")
 	}
 	return nil
+}
+
+// sectionsOf returns a getter of s's sections that names a missing one.
+func sectionsOf(s *trainstate.State) func(string) ([]byte, error) {
+	return func(name string) ([]byte, error) {
+		b, ok := s.Sections[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, name)
+		}
+		return b, nil
+	}
+}
+
+// restoreLearner loads what saveLearner saved into the freshly built
+// learner l (sl its algorithm's). With behind, a learner with Delayed
+// that has learned needs the previous Learn call's parameters
+// (secBehind).
+func restoreLearner(l *Learner, sl algo.SegmentLearner, s *trainstate.State, behind bool) error {
+	get := sectionsOf(s)
+	b, err := get(secParams)
+	if err != nil {
+		return err
+	}
+	params := l.Agent.Params()
+	n := 0
+	for _, p := range params {
+		n += len(p.Value)
+	}
+	if len(b) != 4*n {
+		return fmt.Errorf("%w: %d bytes of parameters for %d values", trainstate.ErrCorrupt, len(b), n)
+	}
+	for _, p := range params {
+		b = readF32s(p.Value, b)
+	}
+	if b, err = get(secOptimizer); err != nil {
+		return err
+	}
+	opt, ok := l.Opt.(nn.StatefulOptimizer)
+	if !ok {
+		return fmt.Errorf("optimizer %T cannot restore its state", l.Opt)
+	}
+	if err := opt.UnmarshalState(params, b); err != nil {
+		return err
+	}
+	if b, err = get(secLearner); err != nil {
+		return err
+	}
+	if len(b) < 8 {
+		return fmt.Errorf("%w: section %s is short", trainstate.ErrCorrupt, secLearner)
+	}
+	l.n = binary.LittleEndian.Uint64(b)
+	if ls, ok := sl.(LearnerState); ok {
+		if err := ls.UnmarshalLearnerState(b[8:]); err != nil {
+			return err
+		}
+	} else if len(b) != 8 {
+		return fmt.Errorf("%w: section %s has %d bytes", trainstate.ErrCorrupt, secLearner, len(b))
+	}
+	if !behind || !l.Delayed {
+		return nil
+	}
+	b, ok = s.Sections[secBehind]
+	switch {
+	case !ok && l.n > 0:
+		return fmt.Errorf("%w: no section %s: the delayed gradient of learner version %d needs the parameters of version %d", trainstate.ErrCorrupt, secBehind, l.n, l.n-1)
+	case !ok:
+		l.start = nil
+	case len(b) != 4*n:
+		return fmt.Errorf("%w: section %s has %d bytes for %d values", trainstate.ErrCorrupt, secBehind, len(b), n)
+	default:
+		l.start = grow(l.start, n)
+		readF32s(l.start, b)
+	}
+	return nil
+}
+
+// SaveLearner puts the learner's whole state into sections
+// (algo.LearnerCheckpoint), the delayed gradient's copy of the previous
+// version's parameters included.
+func (l *Learner) SaveLearner(sections map[string][]byte) error {
+	if l.self == nil {
+		return errors.New("onpolicy: a learner not built by NewPieces cannot save its state")
+	}
+	return saveLearner(l, l.self, sections, true)
+}
+
+// RestoreLearner loads what SaveLearner saved (algo.LearnerCheckpoint).
+func (l *Learner) RestoreLearner(s *trainstate.State) error {
+	if l.self == nil {
+		return errors.New("onpolicy: a learner not built by NewPieces cannot restore its state")
+	}
+	return restoreLearner(l, l.self, s, true)
 }
 
 func appendF32s(b []byte, v []float32) []byte {

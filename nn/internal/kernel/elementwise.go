@@ -3,11 +3,13 @@ package kernel
 import "math"
 
 // ReluBackward writes dx[i] = dy[i]·1[y[i] > 0] for i < len(dy).
-func ReluBackward(useAsm bool, dx, dy, y []float32) {
+func ReluBackward(useAsm bool, dx, dy, y []float32) { reluBackwardOn(on(useAsm), dx, dy, y) }
+
+func reluBackwardOn(l Level, dx, dy, y []float32) {
 	n := len(dy)
 	dx, y = dx[:n], y[:n]
 	i := 0
-	if useAsm && HasAVX2FMA && n >= 8 {
+	if l >= AVX2FMA && n >= 8 {
 		i = n &^ 7
 		reluBackAsm(dx, dy, y, i)
 	}
@@ -42,10 +44,12 @@ func Transpose(dst, src []float32, rows, cols int) {
 
 // Tanh writes tanh(src[i]) into dst[i], as x·P(x²)/Q(x²) with x clamped to
 // ±9 (see tanh_coef.go); maximum relative error about 6e-7.
-func Tanh(useAsm bool, dst, src []float32) {
+func Tanh(useAsm bool, dst, src []float32) { tanhOn(on(useAsm), dst, src) }
+
+func tanhOn(l Level, dst, src []float32) {
 	n := len(src)
 	dst = dst[:n]
-	if useAsm && HasAVX2FMA {
+	if l >= AVX2FMA {
 		i := n &^ 7
 		if i > 0 {
 			tanhAsm(dst, src, i)
@@ -75,10 +79,12 @@ func Tanh1(x float32) float32 {
 }
 
 // TanhBackward writes dx[i] = dy[i]·(1 − y[i]²).
-func TanhBackward(useAsm bool, dx, dy, y []float32) {
+func TanhBackward(useAsm bool, dx, dy, y []float32) { tanhBackwardOn(on(useAsm), dx, dy, y) }
+
+func tanhBackwardOn(l Level, dx, dy, y []float32) {
 	n := len(dy)
 	dx, y = dx[:n], y[:n]
-	if useAsm && HasAVX2FMA {
+	if l >= AVX2FMA {
 		i := n &^ 7
 		if i > 0 {
 			tanhBackAsm(dx, dy, y, i)
@@ -104,15 +110,31 @@ func TanhBackward(useAsm bool, dx, dy, y []float32) {
 //
 // step = lr/(1−β1ᵗ) and rbc2 = 1/√(1−β2ᵗ) are computed by the caller.
 // Each element always takes the same path (SIMD body or scalar tail) for
-// a given length, so results are reproducible.
+// a given length, so results are reproducible. The AVX-512 body runs the
+// AVX2 body's operations on 16 lanes and leaves the same 8-aligned tail to
+// the AVX2 body and the scalar loop, so both paths give the same bits.
+// Both SIMD bodies flush subnormals to zero (a moment below 2⁻¹²⁶, which a
+// gradient that stays near zero produces, becomes 0): CPUs handle them on
+// a slow path an order of magnitude slower, and a value that small changes
+// no update.
 func Adam(useAsm bool, w, g, m, v []float32, b1, b2, eps, step, rbc2 float32) {
+	adamOn(on(useAsm), w, g, m, v, b1, b2, eps, step, rbc2)
+}
+
+func adamOn(l Level, w, g, m, v []float32, b1, b2, eps, step, rbc2 float32) {
 	n := len(w)
 	g, m, v = g[:n], m[:n], v[:n]
 	i := 0
-	if useAsm && HasAVX2FMA && n >= 8 {
-		i = n &^ 7
+	if l >= AVX2FMA && n >= 8 {
 		c := [7]float32{b1, 1 - b1, b2, 1 - b2, eps, step, rbc2}
-		adamAsm(w, g, m, v, i, &c)
+		if l >= AVX512 && n >= 16 {
+			i = n &^ 15
+			adamZAsm(w, g, m, v, i, &c)
+		}
+		if j := n &^ 7; j > i {
+			adamAsm(w[i:], g[i:], m[i:], v[i:], j-i, &c)
+			i = j
+		}
 	}
 	for ; i < n; i++ {
 		gi := g[i]

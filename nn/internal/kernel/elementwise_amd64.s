@@ -249,7 +249,18 @@ GLOBL tq6<>(SB), RODATA|NOPTR, $32
 // One Adam step on n (multiple of 8) elements, c = {β1, 1−β1, β2, 1−β2,
 // ε, step, 1/√(1−β2ᵗ)}:
 //   m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²;  w ← w − step·m/(√v·rbc2 + ε)
-TEXT ·adamAVX(SB), NOSPLIT, $0-48
+TEXT ·adamAVX(SB), NOSPLIT, $8-48
+	// Subnormal moments (a gradient that stays near zero drives m and v
+	// below 2⁻¹²⁶) take a slow microcoded path: the loop runs with
+	// flush-to-zero and denormals-are-zero set, restored at the end.
+	// Assembly is never preempted asynchronously, so no other goroutine
+	// runs under this MXCSR.
+	STMXCSR 0(SP)
+	MOVL 0(SP), R10
+	MOVL R10, 4(SP)
+	ORL  $0x8040, R10
+	MOVL R10, 0(SP)
+	LDMXCSR 0(SP)
 	MOVQ w+0(FP), DI
 	MOVQ grad+8(FP), SI
 	MOVQ m+16(FP), R8
@@ -290,5 +301,6 @@ aloop:
 	JNZ  aloop
 
 adone:
+	LDMXCSR 4(SP)
 	VZEROUPPER
 	RET

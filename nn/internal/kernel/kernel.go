@@ -1,8 +1,90 @@
 // Package kernel holds the GEMM micro-kernels behind nn's native backend:
-// AVX2/FMA assembly on amd64 CPUs that have it, and a portable Go loop
-// everywhere else (and in builds with the purego tag, which leave the
-// assembly out). It trusts its inputs; nn checks sizes before calling.
+// AVX-512F or AVX2/FMA assembly on amd64 CPUs that have it, and a portable
+// Go loop everywhere else (and in builds with the purego tag, which leave
+// the assembly out). It trusts its inputs; nn checks sizes before calling.
+//
+// The path is chosen once at start-up (Active): the fastest the CPU runs,
+// or a slower one named by the HERD_KERNELS environment variable. The
+// exported functions take useAsm: true runs the active path, false the
+// portable loops. Each has an unexported form taking a Level, which the
+// tests use to run every path the CPU has.
 package kernel
+
+import (
+	"fmt"
+	"os"
+)
+
+// Level is a kernel path; a higher level needs more of the CPU.
+type Level uint8
+
+const (
+	// Portable is the Go loops, on every CPU and in purego builds.
+	Portable Level = iota
+	// AVX2FMA is the AVX2 + FMA assembly.
+	AVX2FMA
+	// AVX512 is the AVX-512F assembly for the GEMM tiles and Adam; the
+	// other element-wise operations and narrow (n ≤ 8) products run the
+	// AVX2 code. It gives the same bits as AVX2FMA.
+	AVX512
+)
+
+// String is the name HERD_KERNELS and nn.Kernels use.
+func (l Level) String() string {
+	switch l {
+	case AVX2FMA:
+		return "avx2-fma"
+	case AVX512:
+		return "avx512"
+	}
+	return "portable"
+}
+
+// Levels lists the paths this build and CPU can run, slowest first.
+func Levels() []Level {
+	var ls []Level
+	for l := Portable; l <= maxLevel; l++ {
+		ls = append(ls, l)
+	}
+	return ls
+}
+
+// EnvVar names the environment variable that selects a slower path.
+const EnvVar = "HERD_KERNELS"
+
+var active, envErr = choose(os.Getenv(EnvVar), maxLevel)
+
+// choose returns the path named by env ("" for the fastest, max), or max
+// and an error when env names no path or one this CPU lacks.
+func choose(env string, max Level) (Level, error) {
+	if env == "" {
+		return max, nil
+	}
+	for l := Portable; l <= AVX512; l++ {
+		if env == l.String() {
+			if l > max {
+				return max, fmt.Errorf("%s=%s: this CPU and build run at most %s", EnvVar, env, max)
+			}
+			return l, nil
+		}
+	}
+	return max, fmt.Errorf("%s=%q: want portable, avx2-fma or avx512", EnvVar, env)
+}
+
+// Active is the path this process runs, chosen once at start-up.
+func Active() Level { return active }
+
+// EnvErr reports an unusable HERD_KERNELS value (the fastest path then
+// runs); nil when it is unset or valid.
+func EnvErr() error { return envErr }
+
+// on is the level a call with useAsm runs.
+func on(useAsm bool) Level {
+	if useAsm {
+		return active
+	}
+	return Portable
+}
 
 // Gemm computes, for row-major matrices,
 //
@@ -20,11 +102,15 @@ package kernel
 // so a row's result is bit-identical whatever batch it sits in, and
 // nothing depends on the thread count.
 func Gemm(useAsm bool, transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool, bias []float32, relu bool) {
+	gemmOn(on(useAsm), transA, m, n, k, a, lda, b, ldb, c, ldc, acc, bias, relu)
+}
+
+func gemmOn(l Level, transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool, bias []float32, relu bool) {
 	if m == 0 || n == 0 {
 		return
 	}
-	if useAsm && HasAVX2FMA {
-		gemmAsm(transA, m, n, k, a, lda, b, ldb, c, ldc, acc, bias, relu)
+	if l >= AVX2FMA {
+		gemmAsm(l >= AVX512, transA, m, n, k, a, lda, b, ldb, c, ldc, acc, bias, relu)
 		return
 	}
 	GemmGo(transA, m, n, k, a, lda, b, ldb, c, ldc, acc, bias, relu)
@@ -87,12 +173,5 @@ func GemmGo(transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int
 	}
 }
 
-// Path names the kernels this process runs, chosen once at start-up from
-// the build (the purego tag leaves the assembly out) and the CPU:
-// "avx2-fma" or "portable".
-func Path() string {
-	if HasAVX2FMA {
-		return "avx2-fma"
-	}
-	return "portable"
-}
+// Path names the kernels this process runs: Active().String().
+func Path() string { return active.String() }

@@ -8,9 +8,28 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-// HasAVX2FMA reports whether this CPU runs the assembly micro-kernels. It
-// is set once at start-up from CPUID and never changes.
-var HasAVX2FMA = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+// maxLevel is the fastest path this CPU runs, from CPUID at start-up.
+var maxLevel = func() Level {
+	switch {
+	case cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasAVX512F:
+		return AVX512
+	case cpu.X86.HasAVX2 && cpu.X86.HasFMA:
+		return AVX2FMA
+	}
+	return Portable
+}()
+
+//go:noescape
+func kern4x32z(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int, ncols int)
+
+//go:noescape
+func kern4x16z(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int, ncols int)
+
+//go:noescape
+func kern1x64z(k int, a *float32, csa int, b *float32, ldb int, c *float32, bias *float32, flags int, ncols int)
+
+//go:noescape
+func adamZ(w, grad, m, v *float32, n int, c *[7]float32)
 
 //go:noescape
 func kern4x16(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int)
@@ -24,10 +43,12 @@ func kern2x8n(k int, a0, a1 *float32, csa int, b *float32, ldb int, c0, c1 *floa
 //go:noescape
 func kern4x16m(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int, ncols int)
 
-// gemmAsm tiles C into 4×16 blocks. Rows past m are duplicates of the last
-// row (same inputs, same result written twice), so m need not be a multiple
-// of 4; the last n % 16 columns go through the masked kernel.
-func gemmAsm(transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool, bias []float32, relu bool) {
+// gemmAsm tiles C into 4×16 blocks (4×32 with z, the AVX-512 kernels).
+// Rows past m are duplicates of the last row (same inputs, same result
+// written twice), so m need not be a multiple of 4; the last n % 16
+// columns go through the masked kernel (with z every tile is masked).
+// Narrow matrices (n ≤ 8) take kern2x8n on both paths.
+func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool, bias []float32, relu bool) {
 	if k == 0 {
 		GemmGo(transA, m, n, k, a, lda, b, ldb, c, ldc, acc, bias, relu)
 		return
@@ -52,6 +73,10 @@ func gemmAsm(transA bool, m, n, k int, a []float32, lda int, b []float32, ldb in
 		flags |= 2
 	}
 	base := unsafe.Pointer(unsafe.SliceData(a))
+	if z && n > 8 {
+		gemmZ(base, rsa, csa, m, n, k, b, ldb, c, ldc, bias, flags)
+		return
+	}
 	if n <= 8 {
 		// Narrow matrix: one column tile, four interleaved chains per
 		// element (see kern2x8n); the order depends only on k.
@@ -103,6 +128,51 @@ func gemmAsm(transA bool, m, n, k int, a []float32, lda int, b []float32, ldb in
 	}
 }
 
+// gemmZ is gemmAsm's AVX-512 tiling: one 1×64 row kernel at batch 1,
+// 4×32 tiles otherwise, each masked to the columns left (4×16 for a last
+// tile of at most 16).
+func gemmZ(base unsafe.Pointer, rsa, csa, m, n, k int, b []float32, ldb int, c []float32, ldc int, bias []float32, flags int) {
+	biasAt := func(j int) *float32 {
+		if bias == nil {
+			return nil
+		}
+		return &bias[j]
+	}
+	if m == 1 {
+		for j := 0; j < n; j += 64 {
+			kern1x64z(k, (*float32)(base), 4*csa, &b[j], 4*ldb, &c[j], biasAt(j), flags, min(64, n-j))
+		}
+		return
+	}
+	for i := 0; i < m; i += 4 {
+		i1, i2, i3 := min(i+1, m-1), min(i+2, m-1), min(i+3, m-1)
+		a0 := (*float32)(unsafe.Add(base, 4*i*rsa))
+		a1 := (*float32)(unsafe.Add(base, 4*i1*rsa))
+		a2 := (*float32)(unsafe.Add(base, 4*i2*rsa))
+		a3 := (*float32)(unsafe.Add(base, 4*i3*rsa))
+		for j := 0; j < n; j += 32 {
+			if n-j == 16 {
+				// Measured faster than the masked 16-lane tile on a
+				// CPU that splits 512-bit operations in two (AMD Zen 4).
+				kern4x16(k, a0, a1, a2, a3, 4*csa, &b[j], 4*ldb,
+					&c[i*ldc+j], &c[i1*ldc+j], &c[i2*ldc+j], &c[i3*ldc+j], biasAt(j), flags)
+				continue
+			}
+			if n-j < 16 {
+				// A 4×32 tile would spend half its FMAs on masked
+				// columns.
+				kern4x16z(k, a0, a1, a2, a3, 4*csa, &b[j], 4*ldb,
+					&c[i*ldc+j], &c[i1*ldc+j], &c[i2*ldc+j], &c[i3*ldc+j], biasAt(j), flags, n-j)
+				continue
+			}
+			kern4x32z(k, a0, a1, a2, a3, 4*csa, &b[j], 4*ldb,
+				&c[i*ldc+j], &c[i1*ldc+j], &c[i2*ldc+j], &c[i3*ldc+j], biasAt(j), flags, min(32, n-j))
+		}
+	}
+}
+
+func adamZAsm(w, g, m, v []float32, n int, c *[7]float32) { adamZ(&w[0], &g[0], &m[0], &v[0], n, c) }
+
 //go:noescape
 func reluBackAVX(dx, dy, y *float32, n int)
 
@@ -121,3 +191,20 @@ func tanhBackAsm(dx, dy, y []float32, n int) { tanhBackAVX(&dx[0], &dy[0], &y[0]
 func adamAVX(w, grad, m, v *float32, n int, c *[7]float32)
 
 func adamAsm(w, g, m, v []float32, n int, c *[7]float32) { adamAVX(&w[0], &g[0], &m[0], &v[0], n, c) }
+
+//go:noescape
+func fmaLoopZ(n int)
+
+//go:noescape
+func fmaLoopY(n int)
+
+// fmaLoop runs n iterations of 12 FMAs on l's registers and returns their
+// lane count.
+func fmaLoop(l Level, n int) int {
+	if l >= AVX512 {
+		fmaLoopZ(n)
+		return 16
+	}
+	fmaLoopY(n)
+	return 8
+}

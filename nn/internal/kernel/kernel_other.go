@@ -2,11 +2,10 @@
 
 package kernel
 
-// HasAVX2FMA is false off amd64 and in purego builds: the portable loops
-// run.
-const HasAVX2FMA = false
+// maxLevel is Portable off amd64 and in purego builds.
+const maxLevel = Portable
 
-func gemmAsm(transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool, bias []float32, relu bool) {
+func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool, bias []float32, relu bool) {
 	GemmGo(transA, m, n, k, a, lda, b, ldb, c, ldc, acc, bias, relu)
 }
 
@@ -16,3 +15,7 @@ func tanhAsm(dst, src []float32, n int)      {}
 func tanhBackAsm(dx, dy, y []float32, n int) {}
 
 func adamAsm(w, g, m, v []float32, n int, c *[7]float32) {}
+
+func adamZAsm(w, g, m, v []float32, n int, c *[7]float32) {}
+
+func fmaLoop(l Level, n int) int { return 0 }

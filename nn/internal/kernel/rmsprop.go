@@ -13,11 +13,15 @@ import "math"
 // same float32 operations in the same order as the scalar loop, without
 // fused multiply-adds, so both give the same bits.
 func RMSProp(useAsm bool, w, g, sq, avg []float32, alpha, lr, eps float32) {
+	rmspropOn(on(useAsm), w, g, sq, avg, alpha, lr, eps)
+}
+
+func rmspropOn(l Level, w, g, sq, avg []float32, alpha, lr, eps float32) {
 	n := len(w)
 	g, sq = g[:n], sq[:n]
 	c := [4]float32{alpha, 1 - alpha, lr, eps}
 	i := 0
-	if useAsm && HasAVX2FMA && n >= 8 {
+	if l >= AVX2FMA && n >= 8 {
 		i = n &^ 7
 		if avg != nil {
 			rmspropCenteredAsm(w, g, sq, avg[:n], i, &c)

@@ -43,18 +43,18 @@ func TestRMSPropSameBits(t *testing.T) {
 				}
 				wantW[i] -= float32(float32(lr)*gi) / (float32(math.Sqrt(float64(den))) + eps)
 			}
-			for _, useAsm := range []bool{false, true} {
+			for _, path := range Levels() {
 				w, sq, avg := append([]float32(nil), w0...), append([]float32(nil), sq0...), append([]float32(nil), avg0...)
 				a := avg
 				if !centered {
 					a = nil
 				}
-				RMSProp(useAsm, w, g, sq, a, alpha, lr, eps)
+				rmspropOn(path, w, g, sq, a, alpha, lr, eps)
 				for i := range n {
 					if math.Float32bits(w[i]) != math.Float32bits(wantW[i]) || math.Float32bits(sq[i]) != math.Float32bits(wantSq[i]) ||
 						centered && math.Float32bits(avg[i]) != math.Float32bits(wantAvg[i]) {
 						t.Fatalf("n %d centered %v asm %v: element %d w %v sq %v avg %v, want %v %v %v",
-							n, centered, useAsm, i, w[i], sq[i], avg[i], wantW[i], wantSq[i], wantAvg[i])
+							n, centered, path, i, w[i], sq[i], avg[i], wantW[i], wantSq[i], wantAvg[i])
 					}
 				}
 			}

@@ -1,0 +1,255 @@
+package offpolicy
+
+import (
+	"context"
+	"encoding"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+
+	"herd/algo"
+	"herd/env"
+	"herd/internal/trainstate"
+)
+
+// Sections of the local loop's checkpoint (algo.Checkpoints).
+const (
+	secLearner   = "learner"     // LearnerState: networks, targets, optimizers, streams, counters
+	secReplay    = "replay"      // Replay.MarshalBinary: transitions, priorities, sum tree, FIFO position
+	secExplore   = "rng/explore" // the sampler's stream (PCG)
+	secSampler   = "sampler"     // the sampler's own state (OU noise), when it has one
+	secAssembler = "assembler"   // every env's pending n-step steps
+	secLoop      = "loop"        // the global step and the observations acted on next
+	secEnv       = "env/"        // + env index: env.MarshalChain
+)
+
+// Local is the local executor of the off-policy algorithms: one env
+// worker and one learner taking turns on the caller's goroutine, with the
+// pieces a checkpoint saves.
+type Local struct {
+	// Name prefixes errors ("dqn").
+	Name string
+	// Envs are the worker's envs (env.SyncVector, whose envs a
+	// checkpoint saves one by one).
+	Envs   env.Vector
+	Worker *EnvWorker
+	Replay *Replay
+	// Learner is the run's learner; a StateLearner for checkpoints.
+	Learner algo.TransitionLearner
+	// Explore is the source of the sampler's random stream.
+	Explore *rand.PCG
+	// Sampler is saved when it has state of its own beyond its stream
+	// (encoding.BinaryMarshaler: NoisySampler's OU noise).
+	Sampler   algo.Sampler
+	Assembler *Assembler
+}
+
+// envsOf is a vector whose envs can be reached one by one (env.SyncVector).
+type envsOf interface{ Env(i int) env.Env }
+
+// Run is the local executor's loop, the same for every off-policy
+// algorithm: until `steps` env steps have passed, act and step the envs
+// (EnvWorker.Step), store the assembled transitions in the replay, run
+// the updates due for the steps just taken (TransitionLearner.Learn holds
+// the replay ratio), and log.
+//
+// With rt.Checkpoints it first restores the state a resumed run continues
+// from, then saves its whole state every checkpoint_every env steps, when
+// ctx ends and at the end, each time between two vector steps; a vector
+// step's updates then always finish before ctx's end is seen, so the
+// interrupted run's checkpoint is at the step where it stopped. Without
+// checkpoints it stops at a step boundary, or inside the updates, when
+// ctx ends. It returns ctx's error then; name prefixes the other errors.
+func (lc *Local) Run(ctx context.Context, rt *algo.Runtime, steps int64) error {
+	w, name := lc.Worker, lc.Name
+	ck := rt.Checkpoints
+	if ck != nil {
+		if err := lc.snapshotable(); err != nil {
+			if ck.Restored() != nil {
+				return fmt.Errorf("%s: cannot resume: %w", name, err)
+			}
+			ck.Disable(err.Error())
+			ck = nil
+		}
+	}
+	if ck != nil && ck.Restored() != nil {
+		if err := lc.restore(ck.Restored()); err != nil {
+			return fmt.Errorf("%s: resume from step %d: %w", name, ck.Restored().Header.Step, err)
+		}
+	}
+	save := func() error {
+		if ck == nil {
+			return nil
+		}
+		sections, err := lc.save()
+		if err == nil {
+			err = ck.Save(w.Steps, sections)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: checkpoint at step %d not saved: %w", name, w.Steps, err)
+		}
+		return nil
+	}
+	learnCtx := ctx
+	if ck != nil {
+		learnCtx = context.WithoutCancel(ctx)
+	}
+	for w.Steps < steps {
+		if err := ctx.Err(); err != nil {
+			// A diverged run (the guard's cancel) keeps no checkpoint of
+			// its non-finite parameters; a failed write is the caller's
+			// to report (Checkpoints.Err).
+			if !errors.Is(context.Cause(ctx), algo.ErrDiverged) {
+				if serr := save(); serr != nil && ck.Err() == nil {
+					return serr
+				}
+			}
+			return err
+		}
+		prev := w.Steps
+		if err := w.Step(rt.Log); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if err := lc.Replay.Add(&w.Transitions); err != nil {
+			return fmt.Errorf("%s: store: %w", name, err)
+		}
+		stats, err := lc.Learner.Learn(learnCtx, lc.Replay, prev, w.Steps)
+		if err != nil {
+			return err
+		}
+		LogStats(rt.Log, stats)
+		rt.Log.Step(w.Steps)
+		if ck != nil && ck.Due(w.Steps) && w.Steps < steps {
+			if err := save(); err != nil {
+				return err
+			}
+		}
+	}
+	return save()
+}
+
+// snapshotable reports why the loop's state cannot be saved, or nil.
+func (lc *Local) snapshotable() error {
+	sl, ok := lc.Learner.(StateLearner)
+	if !ok {
+		return fmt.Errorf("learner %T cannot save its state", lc.Learner)
+	}
+	if _, err := MarshalLearner(sl.LearnerState()); err != nil {
+		return err
+	}
+	if lc.Explore == nil {
+		return errors.New("the sampler's stream is not known")
+	}
+	v, ok := lc.Envs.(envsOf)
+	if !ok {
+		return fmt.Errorf("%w: vector %T does not expose its envs", env.ErrNoSnapshot, lc.Envs)
+	}
+	for i := range lc.Envs.NumEnvs() {
+		if _, err := env.MarshalChain(v.Env(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// save returns the loop's state as checkpoint sections.
+func (lc *Local) save() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	var err error
+	if out[secLearner], err = MarshalLearner(lc.Learner.(StateLearner).LearnerState()); err != nil {
+		return nil, err
+	}
+	if out[secReplay], err = lc.Replay.MarshalBinary(); err != nil {
+		return nil, err
+	}
+	if out[secExplore], err = lc.Explore.MarshalBinary(); err != nil {
+		return nil, err
+	}
+	if m, ok := lc.Sampler.(encoding.BinaryMarshaler); ok {
+		if out[secSampler], err = m.MarshalBinary(); err != nil {
+			return nil, err
+		}
+	}
+	if out[secAssembler], err = lc.Assembler.MarshalBinary(); err != nil {
+		return nil, err
+	}
+	var lb stateBuf
+	lb.u64(uint64(lc.Worker.Steps))
+	lb.f32s(lc.Worker.Loop.Obs)
+	out[secLoop] = lb.b
+	v, ok := lc.Envs.(envsOf)
+	if !ok {
+		return nil, fmt.Errorf("%w: vector %T does not expose its envs", env.ErrNoSnapshot, lc.Envs)
+	}
+	for i := range lc.Envs.NumEnvs() {
+		if out[fmt.Sprintf("%s%d", secEnv, i)], err = env.MarshalChain(v.Env(i)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// restore loads a checkpoint's state into the freshly built loop.
+func (lc *Local) restore(s *trainstate.State) error {
+	get := func(name string) ([]byte, error) {
+		b, ok := s.Sections[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, name)
+		}
+		return b, nil
+	}
+	b, err := get(secLearner)
+	if err != nil {
+		return err
+	}
+	if err := UnmarshalLearner(lc.Learner.(StateLearner).LearnerState(), b); err != nil {
+		return err
+	}
+	if b, err = get(secReplay); err != nil {
+		return err
+	}
+	if err := lc.Replay.UnmarshalBinary(b); err != nil {
+		return err
+	}
+	if err := s.Get(secExplore, lc.Explore); err != nil {
+		return err
+	}
+	if u, ok := lc.Sampler.(encoding.BinaryUnmarshaler); ok {
+		if err := s.Get(secSampler, u); err != nil {
+			return err
+		}
+	}
+	if err := s.Get(secAssembler, lc.Assembler); err != nil {
+		return err
+	}
+	if b, err = get(secLoop); err != nil {
+		return err
+	}
+	r := stateBuf{b: b}
+	step := int64(r.getU64())
+	r.getF32s(lc.Worker.Loop.Obs)
+	if err := r.done("loop"); err != nil {
+		return err
+	}
+	if step != s.Header.Step {
+		return fmt.Errorf("%w: the loop is at step %d, the header says %d", trainstate.ErrCorrupt, step, s.Header.Step)
+	}
+	lc.Worker.Steps = step
+	v, ok := lc.Envs.(envsOf)
+	if !ok {
+		return fmt.Errorf("%w: vector %T does not expose its envs", env.ErrNoSnapshot, lc.Envs)
+	}
+	for i := range lc.Envs.NumEnvs() {
+		eb, err := get(fmt.Sprintf("%s%d", secEnv, i))
+		if err != nil {
+			return err
+		}
+		if err := env.UnmarshalChain(v.Env(i), eb); err != nil {
+			return err
+		}
+	}
+	if _, ok := s.Sections[fmt.Sprintf("%s%d", secEnv, lc.Envs.NumEnvs())]; ok {
+		return errors.New("the checkpoint holds more envs than num_envs")
+	}
+	return nil
+}

@@ -1,0 +1,35 @@
+package nn
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"herd/nn/internal/kernel"
+)
+
+// TestBenchMLPGFLOPs: a row's GFLOP/s is its matrix products' FLOPs over
+// its time (4-64-64-2 at batch 8: 2·8·(4·64 + 64·64 + 64·2) forward, three
+// times that with backward), and the machine's peak is reported where the build and CPU have assembly
+// kernels (whichever path HERD_KERNELS picks).
+func TestBenchMLPGFLOPs(t *testing.T) {
+	rows, err := BenchMLP(context.Background(), BenchOptions{Nets: []string{"64-64"}, Batches: []int{8},
+		Ops: []string{OpForward, OpFwdBwd}, Backends: []string{"native"}, MinTime: time.Millisecond, Repeats: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd := 2.0 * 8 * (4*64 + 64*64 + 64*2)
+	for _, r := range rows {
+		want := fwd / r.NsPerOp
+		if r.Op != OpForward {
+			want *= 3
+		}
+		if math.Abs(r.GFLOPs-want) > 1e-9*want {
+			t.Errorf("%s: %v GFLOP/s, want %v", r.Op, r.GFLOPs, want)
+		}
+		if asm := len(kernel.Levels()) > 1; asm != (r.PeakGFLOPs > 0) {
+			t.Errorf("%s (assembly in this build and CPU: %v): peak %v", r.Op, asm, r.PeakGFLOPs)
+		}
+	}
+}

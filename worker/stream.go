@@ -1,0 +1,137 @@
+package worker
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"herd/algo"
+	"herd/env"
+	"herd/transport"
+)
+
+// streamPolicy is the rollout policy of an on-policy env worker: the
+// outputs for its observations come from the policy workers over an
+// inference stream (retried within the call timer), or from an inline
+// copy (RunEnvInline), and are sampled here with the worker's own
+// sampler. With env groups (groups non-nil) it is pipelined: block b's
+// request is in flight from Prefetch(b) until ActBlock(b).
+type streamPolicy struct {
+	sampler   algo.Sampler
+	val       Valuer
+	infer     func(r *transport.InferRequest) error // one request, answered before it returns
+	groups    []*envGroup
+	req, boot *transport.InferRequest
+	ver       uint64 // the version that answered the last Act
+	met       *EnvMetrics
+	tm        *StepTiming
+	ph        *phase
+}
+
+// newStreamPolicy is the policy of sampler s over inf, or over cp when it
+// is set.
+func newStreamPolicy(slot int, s algo.Sampler, inf transport.InferenceStream, timer *callTimer, cp *inlineCopy, met *EnvMetrics, tm *StepTiming) *streamPolicy {
+	val, ok := s.(Valuer)
+	if !ok {
+		val = lastColumn{}
+	}
+	p := &streamPolicy{sampler: s, val: val, met: met, tm: tm, ph: newPhase(tm != nil),
+		req: &transport.InferRequest{Worker: slot}, boot: &transport.InferRequest{Worker: slot}}
+	if cp != nil {
+		p.infer = func(r *transport.InferRequest) error { cp.infer(r); return nil }
+	} else {
+		p.infer = func(r *transport.InferRequest) error {
+			return retry(timer, func(c context.Context) error { return inf.Infer(c, r) })
+		}
+	}
+	return p
+}
+
+// ask makes request r for rows observations on the worker's goroutine.
+func (p *streamPolicy) ask(r *transport.InferRequest, obs []float32, rows int) ([]float32, error) {
+	r.Rows, r.Obs, r.WeightsVersion = rows, obs, math.MaxUint64
+	var t0 time.Time
+	if p.met != nil {
+		t0 = time.Now()
+	}
+	p.ph.add(nil)
+	err := p.infer(r)
+	if p.met != nil && err == nil {
+		p.met.infer.Observe(since(t0))
+	}
+	if p.tm != nil {
+		p.ph.add(&p.tm.Infer)
+		p.tm.Requests.Add(1)
+	}
+	return r.Out, err
+}
+
+// Prefetch sends block b's request, with env groups.
+func (p *streamPolicy) Prefetch(b int, obs []float32) {
+	if p.groups != nil {
+		p.groups[b].send(obs)
+	}
+}
+
+// ActBlock samples block b's actions from its outputs: those of the
+// request in flight with env groups, else of a request made now.
+func (p *streamPolicy) ActBlock(b int, acts *algo.Acts, obs []float32, n int, step int64) error {
+	var out []float32
+	if p.groups != nil {
+		p.ph.add(nil)
+		o, ver, err := p.groups[b].recv()
+		if err != nil {
+			return err
+		}
+		if p.tm != nil {
+			p.ph.add(&p.tm.Infer)
+			p.tm.Requests.Add(1)
+		}
+		out, p.ver = o, ver
+	} else {
+		o, err := p.ask(p.req, obs, n)
+		if err != nil {
+			return err
+		}
+		out, p.ver = o, p.req.WeightsVersion
+	}
+	p.sampler.SampleTo(acts, out, n, step)
+	if p.tm != nil {
+		p.ph.add(&p.tm.Sample)
+	}
+	return nil
+}
+
+func (p *streamPolicy) Act(acts *algo.Acts, obs []float32, n int, step int64) error {
+	return p.ActBlock(0, acts, obs, n, step)
+}
+
+// ActVersion is the version of the weights that answered the last Act.
+func (p *streamPolicy) ActVersion() uint64 { return p.ver }
+
+// Values reads V(obs) off the outputs of a request made now (the
+// truncation bootstraps and a segment's last values).
+func (p *streamPolicy) Values(dst, obs []float32, n int) ([]float32, error) {
+	out, err := p.ask(p.boot, obs, n)
+	if err != nil {
+		return nil, err
+	}
+	dst = grow(dst, n)
+	p.val.ValuesTo(dst, out, n)
+	return dst, nil
+}
+
+// timedVector adds the time of its env steps (automatic resets included)
+// to the worker's timing.
+type timedVector struct {
+	env.Vector
+	ph *phase
+	tm *StepTiming
+}
+
+func (v timedVector) Step(actions []float32) (*env.Batch, error) {
+	v.ph.add(nil)
+	b, err := v.Vector.Step(actions)
+	v.ph.add(&v.tm.Env)
+	return b, err
+}
