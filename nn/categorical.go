@@ -144,13 +144,49 @@ func (c Categorical) EntropyTo(dst, logits []float32) []float32 {
 }
 
 func rowEntropy(z []float32) float64 {
+	var lpA, pA rowBuf
+	lp, p := lpA.get(len(z)), pA.get(len(z))
+	return evalRow(lp, p, z)
+}
+
+// rowBuf holds one row's log π or π on the caller's stack for the action
+// counts policies have; get allocates only for wider rows.
+type rowBuf [32]float64
+
+func (b *rowBuf) get(n int) []float64 {
+	if n <= len(b) {
+		return b[:n]
+	}
+	return make([]float64, n)
+}
+
+// evalRow writes log π_j = z_j − max − log Σ exp(z − max) into lp and
+// π_j = exp(log π_j) into p for one row of logits z, and returns
+// H = −Σ_j π_j log π_j. Every method of Categorical and CategoricalRows
+// computes a row's log π, π and H here, so they agree bit for bit.
+func evalRow(lp, p []float64, z []float32) float64 {
 	mx, ls := lse(z)
 	var h float64
-	for _, v := range z {
-		lp := float64(v) - mx - ls
-		h -= math.Exp(lp) * lp
+	for j, v := range z {
+		l := float64(v) - mx - ls
+		lp[j] = l
+		p[j] = math.Exp(l)
+		h -= p[j] * l
 	}
 	return h
+}
+
+// gradRow writes one row's dL/dz_j = gl·(1[j=a] − π_j) − ge·π_j(log π_j + h)
+// into dz, given log π (lp) and π (p); a < 0 names no action (gl is then
+// zero).
+func gradRow(dz []float32, lp, p []float64, h, gl, ge float64, a int) {
+	for j := range dz {
+		g := -gl*p[j] - ge*p[j]*(lp[j]+h)
+		if j == a {
+			g += gl
+		}
+		dz[j] = float32(g)
+	}
 }
 
 // Backward writes dL/dlogits into dLogits (same length as logits) for a
@@ -169,30 +205,99 @@ func (c Categorical) Backward(dLogits, logits []float32, actions []int, dLogProb
 	if dLogProb != nil {
 		c.checkActions("Backward", actions, b)
 	}
+	var lpA, pA rowBuf
+	lp, p := lpA.get(c.N), pA.get(c.N)
 	for r := 0; r < b; r++ {
-		z := logits[r*c.N : (r+1)*c.N]
-		dz := dLogits[r*c.N : (r+1)*c.N]
-		mx, ls := lse(z)
-		var gl, ge, h float64
-		if dLogProb != nil {
-			gl = float64(dLogProb[r])
-		}
-		if dEntropy != nil {
-			ge = float64(dEntropy[r])
-			for _, v := range z {
-				lp := float64(v) - mx - ls
-				h -= math.Exp(lp) * lp
-			}
-		}
-		for j, v := range z {
-			lp := float64(v) - mx - ls
-			p := math.Exp(lp)
-			g := -gl*p - ge*p*(lp+h)
-			if dLogProb != nil && j == actions[r] {
-				g += gl
-			}
-			dz[j] = float32(g)
-		}
+		h := evalRow(lp, p, logits[r*c.N:(r+1)*c.N])
+		backwardRow(dLogits[r*c.N:(r+1)*c.N], lp, p, h, r, actions, dLogProb, dEntropy)
 	}
 	return dLogits
+}
+
+// backwardRow is Backward for row r, given its log π, π and H.
+func backwardRow(dz []float32, lp, p []float64, h float64, r int, actions []int, dLogProb, dEntropy []float32) {
+	var gl, ge float64
+	a := -1
+	if dLogProb != nil {
+		gl, a = float64(dLogProb[r]), actions[r]
+	}
+	if dEntropy != nil {
+		ge = float64(dEntropy[r])
+	} else {
+		h = 0 // no entropy term: ge·π_j(log π_j + H) is ±0 either way; keep the sign of zero Backward always gave
+	}
+	gradRow(dz, lp, p, h, gl, ge, a)
+}
+
+// CategoricalRows keeps log π, π and H of every row of one batch of logits,
+// so that a policy-gradient step — a minibatch's log-probabilities and
+// entropies, then their gradient — takes each row's exps and log once
+// instead of once per call. Its results are bit for bit those of
+// Categorical's LogProbTo, EntropyTo and Backward on the same logits. The
+// zero value with N set is ready; Eval sizes it.
+type CategoricalRows struct {
+	N     int
+	lp, p []float64 // log π and π of the evaluated rows, rows × N
+	h     []float64 // H per row
+}
+
+// Eval computes log π, π and H of every row of logits (rows of N values),
+// replacing the rows held before.
+func (c *CategoricalRows) Eval(logits []float32) {
+	b := Categorical{N: c.N}.rows("Eval", logits)
+	c.lp, c.p, c.h = growF64(c.lp, len(logits)), growF64(c.p, len(logits)), growF64(c.h, b)
+	for r := range b {
+		lo, hi := r*c.N, (r+1)*c.N
+		c.h[r] = evalRow(c.lp[lo:hi], c.p[lo:hi], logits[lo:hi])
+	}
+}
+
+func (c *CategoricalRows) check(op string, n int) {
+	if n != len(c.h) {
+		shapePanic("CategoricalRows.%s: %d rows, Eval had %d", op, n, len(c.h))
+	}
+}
+
+// LogProbTo writes log π(actions[r] | row r) of the evaluated rows into dst.
+func (c *CategoricalRows) LogProbTo(dst []float32, actions []int) []float32 {
+	c.check("LogProbTo", len(dst))
+	Categorical{N: c.N}.checkActions("LogProbTo", actions, len(dst))
+	for r, a := range actions {
+		dst[r] = float32(c.lp[r*c.N+a])
+	}
+	return dst
+}
+
+// EntropyTo writes each evaluated row's entropy into dst.
+func (c *CategoricalRows) EntropyTo(dst []float32) []float32 {
+	c.check("EntropyTo", len(dst))
+	for r, h := range c.h {
+		dst[r] = float32(h)
+	}
+	return dst
+}
+
+// Backward is Categorical.Backward on the evaluated rows: it writes
+// dL/dlogits into dLogits. Either gradient may be nil; actions may be nil
+// when dLogProb is.
+func (c *CategoricalRows) Backward(dLogits []float32, actions []int, dLogProb, dEntropy []float32) []float32 {
+	b := len(c.h)
+	if len(dLogits) != b*c.N || (dLogProb != nil && len(dLogProb) != b) || (dEntropy != nil && len(dEntropy) != b) {
+		shapePanic("CategoricalRows.Backward: len(dLogits)=%d len(dLogProb)=%d len(dEntropy)=%d for %d rows of %d", len(dLogits), len(dLogProb), len(dEntropy), b, c.N)
+	}
+	if dLogProb != nil {
+		Categorical{N: c.N}.checkActions("Backward", actions, b)
+	}
+	for r := range b {
+		lo, hi := r*c.N, (r+1)*c.N
+		backwardRow(dLogits[lo:hi], c.lp[lo:hi], c.p[lo:hi], c.h[r], r, actions, dLogProb, dEntropy)
+	}
+	return dLogits
+}
+
+func growF64(b []float64, n int) []float64 {
+	if cap(b) < n {
+		return make([]float64, n)
+	}
+	return b[:n]
 }

@@ -67,6 +67,10 @@
 //	nn.ClipGradNorm(policy.Params(), 0.5)
 //	opt.Step(policy.Params())
 //
+// CategoricalRows does the head's three calls with one log-sum-exp per row
+// (the same bits): rows.Eval(logits), then rows.LogProbTo, rows.EntropyTo
+// and rows.Backward on the evaluated rows.
+//
 // Continuous control (DDPG/TD3/SAC) uses Critic, whose Backward returns
 // dQ/daction to push into the actor's head, and a target network kept with
 // Clone + PolyakUpdate(target.Params(), online.Params(), tau). Heads with

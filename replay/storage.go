@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"herd/replay/sumtree"
 )
@@ -199,6 +200,16 @@ func (s *storage) put(slot int, b *Batch, i int) {
 		f += flagTruncated
 	}
 	r[2*o+a+1] = f
+}
+
+// prefetch starts bringing slot's record, generation and stripe lock into
+// the cache (see Uniform.Sample).
+func (s *storage) prefetch(slot int) {
+	r := s.rec[slot*s.stride : (slot+1)*s.stride]
+	prefetch(unsafe.Pointer(&r[0]))
+	prefetch(unsafe.Pointer(&r[len(r)-1])) // a record may straddle two lines
+	prefetch(unsafe.Pointer(&s.gen[slot]))
+	prefetch(unsafe.Pointer(s.stripe(slot)))
 }
 
 // read copies slot into row i of dst and returns the slot's generation (0

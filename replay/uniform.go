@@ -72,9 +72,21 @@ func (u *Uniform) Sample(dst *Sample, n int, r *rand.Rand) error {
 	bound := int(min(u.st.next.Load(), uint64(u.cfg.Capacity)))
 	dst.resize(n, u.cfg.ObsSize, u.cfg.ActSize)
 	p := 1 / float64(size)
+	// Draw every slot, then copy. Each copy takes its stripe's read lock,
+	// an atomic read-modify-write that no later load may pass, so copies
+	// drawn one at a time wait out their cache misses one after another;
+	// prefetching the drawn records first lets the misses overlap. The
+	// draws are the same, in the same order, as drawing each slot before
+	// its copy, as long as no draw lands on a slot still being written
+	// (then it is drawn again after the others).
 	for i := 0; i < n; i++ {
+		slot := r.IntN(bound)
+		dst.Index[i] = slot
+		u.st.prefetch(slot)
+	}
+	for i := 0; i < n; i++ {
+		slot := dst.Index[i]
 		for try := 0; ; try++ {
-			slot := r.IntN(bound)
 			if g := u.st.read(dst, i, slot); g != 0 {
 				dst.Index[i], dst.Gen[i] = slot, g
 				break
@@ -82,6 +94,7 @@ func (u *Uniform) Sample(dst *Sample, n int, r *rand.Rand) error {
 			if try == 1000 {
 				return fmt.Errorf("%w: no written slot found", ErrEmpty)
 			}
+			slot = r.IntN(bound)
 		}
 		dst.Weight[i] = 1
 		dst.Prob[i] = p

@@ -80,13 +80,11 @@
 // than there are cores.
 //
 // Why: a poller that waits for a partner whose OS thread is descheduled burns its own time slice
-// and then waits a whole slice (milliseconds) more, so a 20 µs hand-off costs milliseconds. Before
-//
-// # 10, twin.Pair polled 200 µs on each side; with two busy-loop processes on the two cores, DQN
-//
-// CartPole 100k took 25 s on both cores and 3.7 s pinned to one (docs/BENCHMARKS.md).
+// and then waits a whole slice (milliseconds) more, so a 20 µs hand-off costs milliseconds. A Pair
+// that polled 200 µs on each side, with two busy-loop processes on the two cores, took 25 s for
+// DQN CartPole 100k on both cores and 3.7 s pinned to one (docs/BENCHMARKS.md).
 // Parking at once is no answer either: on this VM waking a parked goroutine costs about as
-// much as a 20 µs pass, which is why the polling hand-off was introduced.
+// much as a 20 µs pass, which is why the hand-off polls.
 //
 // How (`internal/twin`, its package doc has the details):
 //

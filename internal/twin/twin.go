@@ -92,17 +92,18 @@ type Pair struct {
 	// which it writes at every hand-off.
 	_           [64]byte
 	maxSpin     time.Duration // MaxSpin, or 0 with one processor (NewWorker)
+	base        time.Time     // the clock's zero (see now)
 	closed      bool
-	running     bool      // a job was started and not yet waited for
-	solo        bool      // the current job runs on the caller, in Wait
-	soloUntil   time.Time // solo mode lasts until then (zero: not solo)
+	running     bool          // a job was started and not yet waited for
+	solo        bool          // the current job runs on the caller, in Wait
+	soloUntil   time.Duration // solo mode lasts until then (zero: not solo)
 	backoff     time.Duration
-	probing     bool      // the current epoch follows solo mode
-	rounds      int       // hand-offs in the current epoch
-	gain, cost  int64     // the epoch's savings and solo cost (ns)
-	noisy       bool      // a poll in this epoch saw its thread descheduled
-	goAt        time.Time // when the current job was posted
-	seenDesched int64     // p.desched at the end of the last epoch
+	probing     bool          // the current epoch follows solo mode
+	rounds      int           // hand-offs in the current epoch
+	gain, cost  int64         // the epoch's savings and solo cost (ns)
+	noisy       bool          // a poll in this epoch saw its thread descheduled
+	goAt        time.Duration // when the current job was posted
+	seenDesched int64         // p.desched at the end of the last epoch
 	stats       Stats
 }
 
@@ -137,7 +138,7 @@ func NewWorker() *Pair {
 }
 
 func start(spin time.Duration, beforeClaim func()) *Pair {
-	p := &Pair{maxSpin: spin, backoff: minBackoff, beforeClaim: beforeClaim,
+	p := &Pair{maxSpin: spin, base: time.Now(), backoff: minBackoff, beforeClaim: beforeClaim,
 		wake: make(chan struct{}, 1), finished: make(chan struct{}, 1)}
 	p.idleSpin.Store(int64(spin))
 	p.stopped.Add(1)
@@ -162,9 +163,9 @@ func (p *Pair) loop() {
 		if !p.state.CompareAndSwap(posted, claimed) {
 			continue // the caller took it back
 		}
-		t := time.Now()
+		t := p.now()
 		p.job()
-		d := int64(time.Since(t))
+		d := int64(p.now() - t)
 		avg += (d - avg) / 8
 		p.jobNs.Store(avg)
 		p.lastNs.Store(d)
@@ -183,7 +184,7 @@ func (p *Pair) loop() {
 // write, so a wake-up is never lost (at worst a stale token wakes this
 // side once more).
 func (p *Pair) await(want int32, parked *atomic.Bool, ch chan struct{}, spin time.Duration) (ok, slept bool) {
-	start := time.Now()
+	start := p.now()
 	last := start
 	for n := 0; ; n++ {
 		if p.stop.Load() {
@@ -199,12 +200,12 @@ func (p *Pair) await(want int32, parked *atomic.Bool, ch chan struct{}, spin tim
 		if n&(clockPolls-1) != clockPolls-1 {
 			continue
 		}
-		now := time.Now()
-		if now.Sub(last) > deschedGap {
+		now := p.now()
+		if now-last > deschedGap {
 			slept = true
 		}
 		last = now
-		if now.Sub(start) < spin {
+		if now-start < spin {
 			continue
 		}
 		parked.Store(true)
@@ -212,10 +213,14 @@ func (p *Pair) await(want int32, parked *atomic.Bool, ch chan struct{}, spin tim
 			<-ch
 		}
 		parked.Store(false)
-		start, n = time.Now(), 0
+		start, n = p.now(), 0
 		last = start
 	}
 }
+
+// now reads the monotonic clock: time since the Pair started. One clock
+// read, where time.Now reads the wall clock as well.
+func (p *Pair) now() time.Duration { return time.Since(p.base) }
 
 // token sends a wake-up token without blocking (one pending is enough).
 func token(ch chan struct{}) {
@@ -239,14 +244,14 @@ func (p *Pair) Go(b func()) {
 	}
 	p.running = true
 	p.job = b
-	now := time.Now()
-	if !p.soloUntil.IsZero() {
-		if now.Before(p.soloUntil) {
+	now := p.now()
+	if p.soloUntil != 0 {
+		if now < p.soloUntil {
 			p.solo = true
 			return
 		}
 		// Solo mode is over: probe the worker with one epoch.
-		p.soloUntil, p.probing = time.Time{}, true
+		p.soloUntil, p.probing = 0, true
 	}
 	p.goAt = now
 	p.state.Store(posted)
@@ -273,16 +278,16 @@ func (p *Pair) Wait() {
 		// The worker has not claimed it: run it here rather than wait
 		// for a worker that may be descheduled. No overlap, so no gain;
 		// it costs the caller nothing beyond its own half either.
-		t := time.Now()
+		t := p.now()
 		p.job = nil
 		b()
-		own := time.Since(t)
+		own := p.now() - t
 		p.stats.Stolen++
-		p.account(0, t.Sub(p.goAt)+own)
+		p.account(0, t-p.goAt+own)
 	default:
-		t := time.Now()
+		t := p.now()
 		_, slept := p.await(done, &p.callerParked, p.finished, time.Duration(p.idleSpin.Load()))
-		waited := time.Since(t)
+		waited := p.now() - t
 		p.state.Store(idle)
 		p.job = nil
 		p.stats.Worker++
@@ -295,7 +300,7 @@ func (p *Pair) Wait() {
 		if gain < 0 {
 			p.stats.Lost++
 		}
-		p.account(gain, t.Sub(p.goAt)+job)
+		p.account(gain, t-p.goAt+job)
 	}
 }
 
@@ -313,14 +318,14 @@ func (p *Pair) account(gain, cost time.Duration) {
 	if d := p.desched.Load(); d != p.seenDesched {
 		p.seenDesched, p.noisy = d, true
 	}
-	now := time.Now()
+	now := p.now()
 	if p.gain*minGainDiv < p.cost {
 		// Losing, or winning too little to pay for two threads: run
 		// both halves on the caller for a while.
 		if p.probing {
 			p.backoff = min(2*p.backoff, maxBackoff)
 		}
-		p.soloUntil = now.Add(p.backoff)
+		p.soloUntil = now + p.backoff
 		p.stats.Solos++
 	} else if p.probing {
 		p.backoff = max(p.backoff/2, minBackoff)

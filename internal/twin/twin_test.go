@@ -123,7 +123,7 @@ func TestLateWorkerFallsBack(t *testing.T) {
 // or loses sends the Pair solo at once when the loss passes maxLoss;
 // failed probes double the backoff, a passed one halves it.
 func TestAccount(t *testing.T) {
-	p := &Pair{maxSpin: MaxSpin, backoff: minBackoff}
+	p := &Pair{maxSpin: MaxSpin, base: time.Now(), backoff: minBackoff}
 	p.idleSpin.Store(int64(MaxSpin))
 	epoch := func(gain, cost time.Duration) {
 		for range epochRounds {
@@ -131,31 +131,31 @@ func TestAccount(t *testing.T) {
 		}
 	}
 	epoch(10*time.Microsecond, 40*time.Microsecond) // saves 25%
-	if !p.soloUntil.IsZero() || p.stats.Solos != 0 {
+	if p.soloUntil != 0 || p.stats.Solos != 0 {
 		t.Fatalf("a paying worker was dropped: %+v", p.stats)
 	}
 	epoch(0, 40*time.Microsecond) // every job taken back
-	if p.soloUntil.IsZero() || p.stats.Solos != 1 || p.backoff != minBackoff {
+	if p.soloUntil == 0 || p.stats.Solos != 1 || p.backoff != minBackoff {
 		t.Fatalf("a worker that saves nothing was kept: %+v, backoff %v", p.stats, p.backoff)
 	}
 	// A failed probe doubles the backoff; a worker descheduled mid-job
 	// ends the probe after two hand-offs.
-	p.soloUntil, p.probing = time.Time{}, true
+	p.soloUntil, p.probing = 0, true
 	p.account(-300*time.Microsecond, 40*time.Microsecond)
 	p.account(-300*time.Microsecond, 40*time.Microsecond)
 	if p.stats.Solos != 2 || p.backoff != 2*minBackoff || p.rounds != 0 {
 		t.Fatalf("a losing probe: %+v, backoff %v, rounds %d", p.stats, p.backoff, p.rounds)
 	}
 	for range 20 {
-		p.soloUntil, p.probing = time.Time{}, true
+		p.soloUntil, p.probing = 0, true
 		epoch(0, time.Microsecond)
 	}
 	if p.backoff != maxBackoff {
 		t.Fatalf("backoff %v after 20 failed probes, want the cap %v", p.backoff, maxBackoff)
 	}
-	p.soloUntil, p.probing = time.Time{}, true
+	p.soloUntil, p.probing = 0, true
 	epoch(5*time.Microsecond, 20*time.Microsecond)
-	if !p.soloUntil.IsZero() || p.backoff != maxBackoff/2 {
+	if p.soloUntil != 0 || p.backoff != maxBackoff/2 {
 		t.Fatalf("a passed probe: solo until %v, backoff %v", p.soloUntil, p.backoff)
 	}
 	// A descheduled poll in an epoch that saved less than a tenth (which
@@ -164,10 +164,10 @@ func TestAccount(t *testing.T) {
 	// what earns the saving.
 	p.desched.Add(1)
 	epoch(time.Microsecond, 40*time.Microsecond)
-	if got := time.Duration(p.idleSpin.Load()); p.soloUntil.IsZero() || got != MinSpin {
+	if got := time.Duration(p.idleSpin.Load()); p.soloUntil == 0 || got != MinSpin {
 		t.Fatalf("spin %v after a descheduled poll in a poor epoch, want %v (solo until %v)", got, MinSpin, p.soloUntil)
 	}
-	p.soloUntil, p.probing = time.Time{}, true
+	p.soloUntil, p.probing = 0, true
 	epoch(5*time.Microsecond, 20*time.Microsecond)
 	if got := time.Duration(p.idleSpin.Load()); got != MaxSpin {
 		t.Fatalf("spin %v after a quiet epoch, want %v", got, MaxSpin)

@@ -125,11 +125,13 @@ type Agent struct {
 	actorParams []*nn.Param // actor and log-std: the actor's half of Learn
 
 	// workspaces, sized on first use
-	idx   []int     // discrete actions as ints
-	out   []float32 // actor output kept from Evaluate (a view into Actor's workspace)
-	acts  []float32 // actions of the last Evaluate (the caller's minibatch)
-	dOut  []float32
-	batch int
+	idx []int     // discrete actions as ints
+	out []float32 // actor output kept from Evaluate (a view into Actor's workspace)
+	// catRows: log π, π and H of out's rows, from Evaluate to Backward
+	catRows nn.CategoricalRows
+	acts    []float32 // actions of the last Evaluate (the caller's minibatch)
+	dOut    []float32
+	batch   int
 
 	// The two halves of Evaluate and Backward, built once so that running
 	// them (in parallel through par) does not allocate.
@@ -167,6 +169,7 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 	a := &Agent{ObsDim: sp.obsDim, ActDim: sp.actDim, NActions: sp.nActions, start: sp.start, Low: sp.low, High: sp.high}
 	if a.NActions > 0 {
 		a.Cat = nn.Categorical{N: a.NActions}
+		a.catRows.N = a.NActions
 	} else if a.Gauss, err = nn.NewDiagGaussian(a.ActDim, false, cfg.InitLogStd); err != nil {
 		return nil, err
 	}
@@ -398,8 +401,9 @@ func (a *Agent) evaluateActor() {
 	for k := range idx {
 		idx[k] = int(a.acts[k])
 	}
-	a.Cat.LogProbTo(a.logProbs, a.out, idx)
-	a.Cat.EntropyTo(a.entropy, a.out)
+	a.catRows.Eval(a.out)
+	a.catRows.LogProbTo(a.logProbs, idx)
+	a.catRows.EntropyTo(a.entropy)
 }
 
 func (a *Agent) evaluateCritic() { a.critic.ForwardTo(a.values, a.obs, a.batch) }
@@ -417,7 +421,7 @@ func (a *Agent) backwardActor() {
 	if a.Gauss != nil {
 		a.Gauss.Backward(a.dOut, a.out, a.acts, a.dLogProb, a.dEntropy)
 	} else {
-		a.Cat.Backward(a.dOut, a.out, a.idx[:a.batch], a.dLogProb, a.dEntropy)
+		a.catRows.Backward(a.dOut, a.idx[:a.batch], a.dLogProb, a.dEntropy)
 		if a.maskN > 0 { // a masked logit is a constant, not the network's
 			for i, v := range a.out {
 				if v == maskedLogit {
