@@ -70,7 +70,7 @@ func Spec() algo.Spec {
 	return algo.Spec{
 		Name:    "reinforce",
 		Doc:     "REINFORCE (Williams 1992): Monte-Carlo policy gradient, normalised returns as the baseline, discrete actions",
-		Can:     algo.CanSegmentLearner | algo.CanAgentRows,
+		Can:     algo.CanSegmentLearner | algo.CanAgentRows | algo.CanStatelessPolicy,
 		Scalars: []string{"losses/policy_loss", "charts/return_std"},
 		NewConfig: func() algo.Config {
 			c := DefaultConfig()
