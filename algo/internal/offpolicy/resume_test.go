@@ -14,6 +14,7 @@ import (
 	"herd/algo"
 	"herd/algo/ddpg"
 	"herd/algo/dqn"
+	"herd/algo/internal/learntest"
 	"herd/algo/sac"
 	"herd/algo/td3"
 	"herd/env"
@@ -116,57 +117,9 @@ func TestResumeBitIdentical(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := res.Header
-			key, err := algo.ResumeConfig(res)
-			if err != nil {
-				t.Fatal(err)
-			}
-			newCK := func(dir string) *algo.Checkpoints {
-				return algo.NewCheckpoints(algo.CheckpointOptions{Dir: dir, Every: 300, Keep: 2, Algo: h.Algo, Env: h.Env, Config: key})
-			}
-			want, err := train(t, res, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resume := func(dir string) []byte {
-				st, _, _, err := algo.LoadCheckpoint(dir, h.Algo, h.Env, key)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ck := newCK(dir)
-				ck.Resume(st)
-				got, err := train(t, res, ck, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return got
-			}
-			for _, cut := range c.cuts {
-				dir := t.TempDir()
-				if _, err := train(t, res, newCK(dir), cut); !errors.Is(err, context.Canceled) {
-					t.Fatalf("cut at %d: %v, want context.Canceled", cut, err)
-				}
-				names := listDir(t, dir)
-				if len(names) == 0 || len(names) > 2 {
-					t.Fatalf("cut at %d: checkpoints %v (keep 2)", cut, names)
-				}
-				backup := t.TempDir()
-				for _, n := range names {
-					b, _ := os.ReadFile(filepath.Join(dir, n))
-					os.WriteFile(filepath.Join(backup, n), b, 0o644)
-				}
-				if got := resume(dir); !bytes.Equal(got, want) {
-					t.Fatalf("cut at %d, resumed from %s: the model differs from the uninterrupted run's", cut, names[len(names)-1])
-				}
-				if len(names) < 2 {
-					continue
-				}
-				// Killed: the cut's own checkpoint never written.
-				os.Remove(filepath.Join(backup, names[len(names)-1]))
-				if got := resume(backup); !bytes.Equal(got, want) {
-					t.Fatalf("cut at %d, resumed from %s: the model differs from the uninterrupted run's", cut, names[0])
-				}
-			}
+			learntest.ResumeCuts(t, res, 300, c.cuts, func(ck *algo.Checkpoints, cut int64) ([]byte, error) {
+				return train(t, res, ck, cut)
+			})
 		})
 	}
 }
