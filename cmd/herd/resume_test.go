@@ -27,6 +27,25 @@ ppo:
   num_steps: 96
 `
 
+// sameRun fails unless the run in got ended with the model.safetensors
+// bytes and the metrics.csv rows (wall-clock columns aside) of the run in
+// want.
+func sameRun(t *testing.T, want, got string) {
+	t.Helper()
+	wb, _ := os.ReadFile(filepath.Join(want, "model.safetensors"))
+	gb, _ := os.ReadFile(filepath.Join(got, "model.safetensors"))
+	if len(wb) == 0 || !bytes.Equal(gb, wb) {
+		t.Fatal("the resumed run's model.safetensors differs from the uninterrupted run's")
+	}
+	wm, _ := os.ReadFile(filepath.Join(want, "metrics.csv"))
+	gm, _ := os.ReadFile(filepath.Join(got, "metrics.csv"))
+	ws, err1 := metrics.DropWallColumns(wm)
+	gs, err2 := metrics.DropWallColumns(gm)
+	if err1 != nil || err2 != nil || ws != gs {
+		t.Fatalf("metrics.csv differs (%v, %v):\n%s\nresumed:\n%s", err1, err2, ws, gs)
+	}
+}
+
 // checkpointsIn lists the checkpoint files of the run in out.
 func checkpointsIn(out string) []string {
 	ents, _ := os.ReadDir(filepath.Join(out, "checkpoints"))
@@ -128,18 +147,7 @@ func TestCLIResumeAfterSIGTERMAndSIGKILL(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "resuming from step") {
 		t.Fatalf("resume after SIGKILL: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	want, _ := os.ReadFile(filepath.Join(dir, "whole", "model.safetensors"))
-	got, _ := os.ReadFile(filepath.Join(out, "model.safetensors"))
-	if len(want) == 0 || !bytes.Equal(got, want) {
-		t.Fatal("the resumed run's model.safetensors differs from the uninterrupted run's")
-	}
-	wm, _ := os.ReadFile(filepath.Join(dir, "whole", "metrics.csv"))
-	gm, _ := os.ReadFile(filepath.Join(out, "metrics.csv"))
-	ws, err1 := metrics.DropWallColumns(wm)
-	gs, err2 := metrics.DropWallColumns(gm)
-	if err1 != nil || err2 != nil || ws != gs {
-		t.Fatalf("metrics.csv differs (%v, %v):\n%s\nresumed:\n%s", err1, err2, ws, gs)
-	}
+	sameRun(t, filepath.Join(dir, "whole"), out)
 	s, err = metrics.ReadSummary(filepath.Join(out, "summary.json"))
 	if err != nil || s.Status != metrics.StatusCompleted || s.ResumedFromStep == nil || *s.ResumedFromStep <= 0 {
 		t.Fatalf("summary %+v, %v", s, err)
@@ -253,16 +261,5 @@ dqn:
 	if r.code != 0 || !strings.Contains(r.stdout, "resuming from step") {
 		t.Fatalf("resume after SIGKILL: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
-	want, _ := os.ReadFile(filepath.Join(dir, "whole", "model.safetensors"))
-	got, _ := os.ReadFile(filepath.Join(out, "model.safetensors"))
-	if len(want) == 0 || !bytes.Equal(got, want) {
-		t.Fatal("the resumed run's model.safetensors differs from the uninterrupted run's")
-	}
-	wm, _ := os.ReadFile(filepath.Join(dir, "whole", "metrics.csv"))
-	gm, _ := os.ReadFile(filepath.Join(out, "metrics.csv"))
-	ws, err1 := metrics.DropWallColumns(wm)
-	gs, err2 := metrics.DropWallColumns(gm)
-	if err1 != nil || err2 != nil || ws != gs {
-		t.Fatalf("metrics.csv differs (%v, %v)", err1, err2)
-	}
+	sameRun(t, filepath.Join(dir, "whole"), out)
 }
