@@ -219,8 +219,8 @@ const prefix, suffix = "state-", ".herdstate"
 
 func name(step int64) string { return fmt.Sprintf("%s%015d%s", prefix, step, suffix) }
 
-// list returns the checkpoint files of d, oldest first.
-func (d Dir) list() ([]string, error) {
+// List returns the names of d's checkpoint files, oldest first.
+func (d Dir) List() ([]string, error) {
 	ents, err := os.ReadDir(d.Path)
 	if err != nil {
 		return nil, fmt.Errorf("trainstate: %w", err)
@@ -250,7 +250,7 @@ func (d Dir) Save(s State) (string, error) {
 	if err := atomicfile.Write(p, 0o644, func(w io.Writer) error { return Encode(w, s) }); err != nil {
 		return "", err
 	}
-	names, err := d.list()
+	names, err := d.List()
 	if err != nil {
 		return p, err
 	}
@@ -268,7 +268,7 @@ func (d Dir) Save(s State) (string, error) {
 // caller to report. With none that loads it returns ErrNone, wrapping the
 // reasons.
 func (d Dir) LoadNewest() (s State, path string, skipped []string, err error) {
-	names, err := d.list()
+	names, err := d.List()
 	if err != nil {
 		return State{}, "", nil, err
 	}

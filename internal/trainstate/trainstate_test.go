@@ -121,7 +121,7 @@ func TestDirKeepsLastKAndFallsBack(t *testing.T) {
 		}
 		paths = append(paths, p)
 	}
-	names, err := d.list()
+	names, err := d.List()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
 	"herd/algo"
 	"herd/algo/a2c"
 	"herd/algo/ppo"
+	"herd/internal/trainstate"
 )
 
 // stopAt is a Logger that cancels the run once the metrics step reaches
@@ -185,16 +185,11 @@ func TestResumeRefusesWithoutState(t *testing.T) {
 // checkpointNames lists the checkpoint files in dir, oldest first.
 func checkpointNames(t *testing.T, dir string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(dir)
+	names, err := trainstate.Dir{Path: dir}.List()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	slices.Sort(out)
-	return out
+	return names
 }
 
 // BenchmarkCheckpoint measures the checkpoints of an HTS PPO CartPole run

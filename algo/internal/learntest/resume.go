@@ -6,10 +6,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"herd/algo"
+	"herd/internal/trainstate"
 )
 
 // ResumeCuts checks that a run resumes bit for bit: train(ck, cut) runs res
@@ -51,15 +51,10 @@ func ResumeCuts(t *testing.T, res *algo.Resolved, every int64, cuts []int64, tra
 		if _, err := train(newCK(dir), cut); !errors.Is(err, context.Canceled) {
 			t.Fatalf("cut at %d: %v, want context.Canceled", cut, err)
 		}
-		ents, err := os.ReadDir(dir)
+		names, err := trainstate.Dir{Path: dir}.List()
 		if err != nil {
 			t.Fatal(err)
 		}
-		var names []string
-		for _, e := range ents {
-			names = append(names, e.Name())
-		}
-		slices.Sort(names)
 		if len(names) == 0 || len(names) > 2 {
 			t.Fatalf("cut at %d: checkpoints %v (keep 2)", cut, names)
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -18,6 +17,7 @@ import (
 	"herd/algo/sac"
 	"herd/algo/td3"
 	"herd/env"
+	"herd/internal/trainstate"
 	"herd/metrics"
 )
 
@@ -124,19 +124,14 @@ func TestResumeBitIdentical(t *testing.T) {
 	}
 }
 
-// listDir lists the files in dir, sorted.
+// listDir lists the checkpoint files in dir, oldest first.
 func listDir(t *testing.T, dir string) []string {
 	t.Helper()
-	ents, err := os.ReadDir(dir)
+	names, err := trainstate.Dir{Path: dir}.List()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
-	for _, e := range ents {
-		out = append(out, e.Name())
-	}
-	slices.Sort(out)
-	return out
+	return names
 }
 
 // TestResumeTrainRunFiles: through TrainRun (what `herd train --resume`
