@@ -56,6 +56,30 @@ def b64(t):
     return base64.b64encode(t.detach().numpy().astype("<f4").tobytes()).decode()
 
 
+def run_net(rng, mods, fin, hidden, nout, chw):
+    """Appends the MLP head (Linear, ReLU per hidden width, then Linear to
+    nout) to the encoder modules mods, whose flattened output has fin
+    values, fills every parameter and then x (batch of chw images) from
+    rng, and returns what PyTorch computed for L = sum(y * g)."""
+    for hid in hidden:
+        mods += [torch.nn.Linear(fin, hid), torch.nn.ReLU()]
+        fin = hid
+    mods.append(torch.nn.Linear(fin, nout))
+    net = torch.nn.Sequential(*mods)
+    with torch.no_grad():
+        for _, prm in net.named_parameters():
+            prm.copy_(rng.fill(tuple(prm.shape), 0.1))
+    x = rng.fill((BATCH,) + tuple(chw), 1.0).requires_grad_(True)
+    y = net(x)
+    g = rng.fill(tuple(y.shape), 1.0)
+    (y * g).sum().backward()
+    return {
+        "in": list(chw), "batch": BATCH,
+        "params": [{"name": n, "shape": list(prm.shape), "grad": b64(prm.grad)} for n, prm in net.named_parameters()],
+        "y": b64(y), "dx": b64(x.grad),
+    }
+
+
 def main(path):
     torch.manual_seed(0)
     out = {"torch": torch.__version__, "cases": []}
@@ -95,26 +119,10 @@ def main(path):
             mods += [torch.nn.Conv2d(cin, o, k, stride=st, padding=p), torch.nn.ReLU()]
             cin, hh, ww = o, (hh + 2 * p - k) // st + 1, (ww + 2 * p - k) // st + 1
         mods.append(torch.nn.Flatten())
-        fin = cin * hh * ww
-        for hid in hidden:
-            mods += [torch.nn.Linear(fin, hid), torch.nn.ReLU()]
-            fin = hid
-        mods.append(torch.nn.Linear(fin, nout))
-        net = torch.nn.Sequential(*mods)
-        with torch.no_grad():
-            for _, prm in net.named_parameters():
-                prm.copy_(rng.fill(tuple(prm.shape), 0.1))
-        x = rng.fill((BATCH, c, h, w), 1.0).requires_grad_(True)
-        y = net(x)
-        g = rng.fill(tuple(y.shape), 1.0)
-        (y * g).sum().backward()
-        out["nets"].append({
-            "name": name, "in": [c, h, w], "batch": BATCH,
-            "convs": [{"out": o, "kernel": k, "stride": st, "padding": p} for (o, k, st, p) in convs],
-            "hidden": hidden, "out": nout,
-            "params": [{"name": n, "shape": list(prm.shape), "grad": b64(prm.grad)} for n, prm in net.named_parameters()],
-            "y": b64(y), "dx": b64(x.grad),
-        })
+        rec = run_net(rng, mods, cin * hh * ww, hidden, nout, (c, h, w))
+        rec.update(name=name, hidden=hidden, out=nout,
+                   convs=[{"out": o, "kernel": k, "stride": st, "padding": p} for (o, k, st, p) in convs])
+        out["nets"].append(rec)
     with gzip.open(path, "wt") as fh:
         json.dump(out, fh)
 

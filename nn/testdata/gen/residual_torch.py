@@ -19,14 +19,13 @@ import sys
 
 import torch
 
-from conv_torch import LCG, b64
+from conv_torch import BATCH, LCG, run_net
 
 # name, (C, H, W), stage channels, hidden, out
 NETS = [
     ("impala_minatar", (4, 10, 10), [16, 32, 32], [256], 6),
     ("odd_sizes", (3, 7, 9), [4, 6], [8], 3),
 ]
-BATCH = 2
 
 
 class ResidualBlock(torch.nn.Module):
@@ -64,25 +63,9 @@ def main(path):
             mods.append(ConvSequence(cin, ch))
             cin, hh, ww = ch, (hh - 1) // 2 + 1, (ww - 1) // 2 + 1
         mods += [torch.nn.Flatten(), torch.nn.ReLU()]
-        fin = cin * hh * ww
-        for hid in hidden:
-            mods += [torch.nn.Linear(fin, hid), torch.nn.ReLU()]
-            fin = hid
-        mods.append(torch.nn.Linear(fin, nout))
-        net = torch.nn.Sequential(*mods)
-        with torch.no_grad():
-            for _, prm in net.named_parameters():
-                prm.copy_(rng.fill(tuple(prm.shape), 0.1))
-        x = rng.fill((BATCH, c, h, w), 1.0).requires_grad_(True)
-        y = net(x)
-        g = rng.fill(tuple(y.shape), 1.0)
-        (y * g).sum().backward()
-        out["nets"].append({
-            "name": name, "in": [c, h, w], "batch": BATCH, "stages": stages,
-            "hidden": hidden, "out": nout,
-            "params": [{"name": n, "shape": list(prm.shape), "grad": b64(prm.grad)} for n, prm in net.named_parameters()],
-            "y": b64(y), "dx": b64(x.grad),
-        })
+        rec = run_net(rng, mods, cin * hh * ww, hidden, nout, (c, h, w))
+        rec.update(name=name, stages=stages, hidden=hidden, out=nout)
+        out["nets"].append(rec)
     with gzip.open(path, "wt") as fh:
         json.dump(out, fh)
 
