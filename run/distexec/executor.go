@@ -25,6 +25,8 @@ func Executor() algo.Executor {
 			return []algo.Need{{Topology: "on-policy topology", Caps: on}, {Topology: "Ape-X topology", Caps: off}}
 		},
 		Policies: true,
+		// The on-policy topology with one learner: see checkpointer.
+		Resumable: true,
 		Scalars:  func(algo.Header) []string { return algo.DistScalars },
 		Workers: func(h algo.Header) []algo.WorkerSet {
 			rc := h.Runtime
