@@ -27,7 +27,7 @@ func Executor() algo.Executor {
 		Policies: true,
 		// The on-policy topology with one learner: see checkpointer.
 		Resumable: true,
-		Scalars:  func(algo.Header) []string { return algo.DistScalars },
+		Scalars:   func(algo.Header) []string { return algo.DistScalars },
 		Workers: func(h algo.Header) []algo.WorkerSet {
 			rc := h.Runtime
 			inline := rc.Inference == algo.InferenceInline // each acts with a policy copy instead of asking policy workers
