@@ -775,14 +775,6 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			})
 		}
 	}
-	if ck := rt.Checkpoints; ck != nil {
-		if why := st.unsaveable(); why != "" {
-			if ck.Restored() != nil {
-				return nil, fmt.Errorf("%w: cannot resume: %s", ErrConfig, why)
-			}
-			ck.Disable(why)
-		}
-	}
 	if st.Off != nil {
 		return st.trainOff(ctx, wctx, rt, smp, par, mon, stall, group, ws.wait)
 	}

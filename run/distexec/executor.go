@@ -26,8 +26,9 @@ func Executor() algo.Executor {
 		},
 		Policies: true,
 		// The on-policy topology with one learner: see checkpointer.
-		Resumable: true,
-		Scalars:   func(algo.Header) []string { return algo.DistScalars },
+		Resumable:    true,
+		NotResumable: notResumable,
+		Scalars:      func(algo.Header) []string { return algo.DistScalars },
 		Workers: func(h algo.Header) []algo.WorkerSet {
 			rc := h.Runtime
 			inline := rc.Inference == algo.InferenceInline // each acts with a policy copy instead of asking policy workers

@@ -34,15 +34,16 @@ type distTotals struct {
 	Resumes uint64
 }
 
-// unsaveable says why a run of s cannot be checkpointed, "" when it can.
-func (s *Setup) unsaveable() string {
+// notResumable says why a dist run of spec with header h cannot be
+// checkpointed, "" when it can (algo.Executor.NotResumable).
+func notResumable(h algo.Header, spec algo.Spec) string {
 	switch {
-	case s.Off != nil:
-		return "dist: the Ape-X topology's learner (its replay) saves no training state yet"
-	case s.Learners > 1:
-		return "dist: several data-parallel learners save no training state yet"
-	case s.policies != nil:
-		return "dist: a run with a multiagent section saves no training state yet"
+	case !spec.Can.Has(algo.CanSegmentLearner):
+		return "the Ape-X topology's learner (its replay) saves no training state yet"
+	case h.Runtime.Learners > 1:
+		return "several data-parallel learners save no training state yet"
+	case h.MultiAgent.Enabled():
+		return "a run with a multiagent section saves no training state yet"
 	}
 	return ""
 }
