@@ -11,7 +11,7 @@
 # The kill lands once a checkpoint at or past step KILL_AT is written.
 # "kill → resumed" is the time from the kill to the restarted learner's
 # "resuming from step" line. Exit status 1 when a run did not complete
-# with exit 0.
+# with exit 0; its log is copied to KEEP_FAILED (default /tmp).
 set -u
 cd "$(dirname "$0")/.."
 CFG=${1:-configs/ppo-cartpole-dist.yaml}
@@ -57,7 +57,7 @@ PY
       res="– | – | $took | – | – | – | – | $(grep -o 'cannot resume[^;]*' "$T/log" | head -1)"
     fi
     echo "| $seed | $mode | $rc | $res |"
-    [ "$rc" = 0 ] || status=1
+    [ "$rc" = 0 ] || { status=1; cp "$T/log" "${KEEP_FAILED:-/tmp}/dist_resume-$mode-$seed.log"; tail -5 "$T/log" >&2; }
   done
 done
 exit $status
