@@ -91,7 +91,10 @@ fault() { # row
   kill-env) docker kill "$(cid env-0)" >/dev/null; sleep 1; docker start "$(cid env-0)" >/dev/null ;;
   kill-policy) docker kill "$(cid policy-0)" >/dev/null; sleep 1; docker start "$(cid policy-0)" >/dev/null ;;
   kill-learner) docker kill "$(cid learner)" >/dev/null; sleep 1; docker start "$(cid learner)" >/dev/null ;;
-  crash-learner) kill -9 "$(docker inspect -f '{{.State.Pid}}' "$(cid learner)")" ;;
+  crash-learner) # Pid 0 (the learner already ended) would be this script's group.
+    pid=$(docker inspect -f '{{.State.Pid}}' "$(cid learner)")
+    [ "${pid:-0}" -gt 0 ] || { echo "crash-learner: the learner is not running" >&2; return 1; }
+    kill -9 "$pid" ;;
   kill-controller) docker kill "$(cid controller)" >/dev/null ;;
   kill-nats) docker kill "$(cid nats-1)" >/dev/null; sleep 20; docker start "$(cid nats-1)" >/dev/null ;;
   partition-env)
