@@ -173,6 +173,10 @@ type Executor struct {
 	// with Spec.Resumable at Runtime.Checkpoints and continues from a
 	// restored one, as the local executor does (`herd train --resume`).
 	Resumable bool
+	// NotResumable, when set, says why a run of spec with header h writes
+	// no checkpoints under a Resumable executor ("" when it does): a
+	// topology of the executor that saves no state.
+	NotResumable func(h Header, spec Spec) string
 }
 
 // WorkerSet is N workers of an executor, counted by runtime key Key, each

@@ -59,12 +59,7 @@ func Train(ctx context.Context, w io.Writer, res *algo.Resolved, o TrainOptions)
 	if !o.Quiet {
 		opt.Progress, opt.Bar = w, IsTerminal(w)
 	}
-	opt.Resumed = func(step int64, path string, skipped []string) {
-		for _, s := range skipped {
-			fmt.Fprintf(w, "skipped a damaged checkpoint: %s\n", s)
-		}
-		fmt.Fprintf(w, "resuming from step %d (%s)\n", step, path)
-	}
+	opt.Resumed = ResumedNote(w)
 	opt.Started = func() {
 		fmt.Fprintf(w, "training %s on %s, seed %d, %d steps%s → %s\n",
 			res.Header.Algo, res.Header.Env, res.Header.Seed, res.Header.Steps, StepsNote(res), res.Header.Out)
@@ -164,4 +159,15 @@ func Eval(ctx context.Context, w, notes io.Writer, o EvalOptions) error {
 	mean, std := algo.MeanStd(rets)
 	fmt.Fprintf(w, "%s %s: %d episodes, return %.2f ± %.2f\n", res.Header.Algo, res.Header.Env, len(rets), mean, std)
 	return nil
+}
+
+// ResumedNote returns algo.RunOptions.Resumed writing what a resumed run
+// continues from to w.
+func ResumedNote(w io.Writer) func(step int64, path string, skipped []string) {
+	return func(step int64, path string, skipped []string) {
+		for _, s := range skipped {
+			fmt.Fprintf(w, "skipped a damaged checkpoint: %s\n", s)
+		}
+		fmt.Fprintf(w, "resuming from step %d (%s)\n", step, path)
+	}
 }

@@ -125,12 +125,14 @@ for role in env-0 policy-0; do
 done
 O="$T/k9learner"
 if launch_bg "$O"; then
-  kids=$(pgrep -P "$LPID")
-  kill -9 "$(pid_of learner-0)"
+  kill -9 "$(pid_of learner-0)"; t0=$(date +%s.%N)
+  for _ in $(seq 1 600); do grep -q "resuming from step" "$T/launch.log" && break; sleep 0.05; done
+  dt=$(echo "$(date +%s.%N) - $t0" | bc)
+  resumed=$(grep -o 'resuming from step [0-9]*' "$T/launch.log" | head -1)
+  sleep 2
+  kill -INT -- -"$LPID"
   wait "$LPID"; rc=$?
-  # shellcheck disable=SC2086
-  left=$(alive $kids)
-  row "launch: kill -9 of the learner" "exit $rc, run dir: $(ls "$O" | tr '\n' ' ')(partial files in .staging), $left processes left" "$(ok $([ "$rc" = 1 ] && [ "$left" = 0 ] && echo 1))"
+  row "launch: kill -9 of the learner" "restarted, \"$resumed\" $(printf %.1f "$dt") s after the kill; then Ctrl-C: exit $rc, summary $(status_of "$O")" "$(ok $([ -n "$resumed" ] && [ "$rc" = 130 ] && [ "$(status_of "$O")" = interrupted ] && echo 1))"
 else row "launch: kill -9 of the learner" "learner never wrote a row" "**no**"; kill -9 -- -"$LPID" 2>/dev/null; fi
 fi
 
@@ -510,13 +512,16 @@ if nats_server; then
   if rows_of "$O"; then
     kill -9 "$L"; t0=$(date +%s.%N)
     wait "$L" 2>/dev/null
-    : >"$T/wk-c-restart-learner.log"
-    "$H" worker --role learner --nats "$U" --run c-restart --ttl 3s --out "$O" --quiet >"$T/restart.log" 2>&1; lrc=$?
+    setsid "$H" worker --role learner --nats "$U" --run c-restart --ttl 3s --out "$O" >"$T/restart.log" 2>&1 & L2=$!
+    for _ in $(seq 1 600); do grep -q "resuming from step" "$T/restart.log" && break; sleep 0.05; done
     dt1=$(echo "$(date +%s.%N) - $t0" | bc)
+    resumed=$(grep -o 'resuming from step [0-9]*' "$T/restart.log" | head -1)
+    sleep 2
+    kill -INT -- -"$CPID"
     wait "$CPID"; rc=$?
-    dt=$(echo "$(date +%s.%N) - $t0" | bc)
-    "$H" worker --role learner --nats "$U" --run c-restart --ttl 3s --out "$O" --quiet >"$T/restart2.log" 2>&1; lrc2=$?
-    row "launch --no-workers: kill -9 of the learner, restarted at once (compose's restart: on-failure)" "restarted learner exit $lrc $(printf %.1f "$dt1") s after the kill: \"$(grep -o 'its learner was restarted[^,]*' "$T/restart.log" | head -1)\"; controller exit $rc $(printf %.1f "$dt") s after it, with that reason: $(grep -c 'learner was restarted' "$T/ctl-c-restart.log"); a third start: exit $lrc2 (\"$(grep -o 'nothing to do' "$T/restart2.log" | head -1)\"); no summary.json: $([ -e "$O/summary.json" ] && echo no || echo yes)" "$(ok $([ "$rc" = 1 ] && [ "$lrc" = 1 ] && [ "$lrc2" = 0 ] && grep -q 'learner was restarted' "$T/ctl-c-restart.log" && echo 1))"
+    wait "$L2"; lrc=$?
+    st=$(status_of "$O")
+    row "launch --no-workers: kill -9 of the learner, restarted at once (compose's restart: on-failure)" "restarted learner: \"$resumed\" $(printf %.1f "$dt1") s after the kill; then Ctrl-C of the controller: controller exit $rc, learner exit $lrc, summary $st; $(dist_of "$O")" "$(ok $([ -n "$resumed" ] && [ "$rc" = 130 ] && [ "$lrc" = 130 ] && [ "$st" = interrupted ] && echo 1))"
   else row "launch --no-workers: kill -9 of the learner, restarted" "learner never wrote a row" "**no**"; kill -9 -- -"$CPID" 2>/dev/null; fi
   for p in "${WK[@]}"; do kill "$p" 2>/dev/null; done
   kill "$NPID"; wait "$NPID" 2>/dev/null

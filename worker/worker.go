@@ -14,6 +14,7 @@ import (
 	"herd/rollout"
 	"herd/sample"
 	"herd/transport"
+	"herd/weights"
 )
 
 // Valuer reads state values off policy outputs without drawing random
@@ -443,6 +444,16 @@ type LearnerConfig struct {
 	// and calls OnIteration, with a segment that holds every learner's
 	// episodes (T × all learners' envs).
 	Group *LearnerGroup
+	// Start, when set, is called with the learner once it is built and
+	// before it publishes: a learner that resumes a run restores its state
+	// there and returns the iterations already done (0 for a fresh run),
+	// which count toward Iterations.
+	Start func(l algo.SegmentLearner) (done int, err error)
+	// MinVersion is the least number the learner's first published
+	// version may have (transport.HeldBound after a restart: the readers
+	// hold the earlier learner's versions); the learner numbers its
+	// versions from there on.
+	MinVersion uint64
 }
 
 // Counters are a learner's tallies of the samples it pulled. Lags are in
@@ -547,7 +558,28 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 		}
 		own, lead = &Counters{}, g.Slot == 0
 	}
-	v := l.Weights()
+	start := 0
+	if cfg.Start != nil {
+		if start, err = cfg.Start(l); err != nil {
+			return l, err
+		}
+	}
+	// Versions are the learner's update count, raised by base when the
+	// readers hold higher numbers (an earlier learner of the run).
+	var base uint64
+	if n := l.Weights().N; cfg.MinVersion > n {
+		base = cfg.MinVersion - n
+	}
+	weightsOf := func() *weights.Version {
+		v := l.Weights()
+		if base > 0 {
+			w := *v
+			w.N += base
+			return &w
+		}
+		return v
+	}
+	v := weightsOf()
 	if lead {
 		if err := params.Publish(ctx, v); err != nil {
 			return l, err
@@ -555,7 +587,7 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 	}
 	cur := v.N
 	learned := time.Now() // the last segment learned (the watchdog of drops)
-	for it := 0; cfg.Iterations == 0 || it < cfg.Iterations; {
+	for it := start; cfg.Iterations == 0 || it < cfg.Iterations; {
 		b, err := pull(ctx, samples, cfg.Stall, cfg.Alive)
 		if err != nil {
 			return l, err
@@ -612,7 +644,7 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 		}
 		cur++
 		if lead {
-			v := l.Weights()
+			v := weightsOf()
 			if err := params.Publish(ctx, v); err != nil {
 				return l, err
 			}

@@ -778,23 +778,45 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	if st.Off != nil {
 		return st.trainOff(ctx, wctx, rt, smp, par, mon, stall, group, ws.wait)
 	}
-	var step int64
+	// cp is nil without checkpoints: its learner stays nil and save does
+	// nothing.
+	cp := &checkpointer{ck: rt.Checkpoints, smp: smp, mon: mon, dedup: opt.LearnerOnly}
+	var resume func(algo.SegmentLearner) (int, error)
+	if rt.Checkpoints != nil && rt.Checkpoints.Disabled() == "" {
+		resume = cp.start
+	}
+	minV, err := minVersion(ctx, par)
+	if err != nil {
+		return nil, err
+	}
 	l, err := worker.RunLearner(wctx, worker.LearnerConfig{Iterations: iters, MaxLag: mon.maxLag, Stall: stall, Alive: mon.alive,
-		Counters: &mon.cnt, Group: group,
+		Counters: &mon.cnt, Group: group, Start: resume, MinVersion: minV,
 		OnIteration: func(_ int, seg *sample.Segment, stats []algo.Stat) {
 			for _, e := range seg.Episodes {
-				rt.Log.Episode(step+int64((e.At+1)*seg.N), e.Return, e.Length)
+				rt.Log.Episode(cp.step+int64((e.At+1)*seg.N), e.Return, e.Length)
 			}
-			step += int64(seg.T * seg.N)
+			cp.step += int64(seg.T * seg.N)
+			cp.it++
 			for _, st := range stats {
 				rt.Log.Scalar(st.Name, st.Value)
 			}
-			mon.step = step
+			mon.step = cp.step
 			mon.scalars(wctx, false)
-			rt.Log.Step(step)
+			rt.Log.Step(cp.step)
+			if ck := rt.Checkpoints; ck != nil && ck.Due(cp.step) && cp.it < iters {
+				if serr := cp.save(); serr != nil {
+					ws.fail(serr)
+				}
+			}
 		}}, st.Pieces, smp, par)
 	werr := ws.wait()
 	mon.scalars(ctx, true)
+	if err == nil && werr == nil || ctx.Err() != nil && cp.atBoundary() {
+		// The run's end, or its interruption between two updates.
+		if serr := cp.save(); serr != nil && err == nil {
+			err = serr
+		}
+	}
 	var model algo.Model
 	if m, ok := l.(algo.Modeler); ok {
 		model = m.Model()
@@ -929,6 +951,17 @@ type monitor struct {
 	// gather is the learner group's member, when there is a group whose
 	// transport counts its recoveries (dist/gather_resends).
 	gather gatherStater
+	// prior are the counts of the learner processes before this one (a
+	// resumed run), which the streams of this one do not hold.
+	prior distTotals
+}
+
+// totals are the run's counts so far (a checkpoint's dist/counters).
+func (m *monitor) totals() distTotals {
+	ss := m.smp.Stats()
+	return distTotals{Counters: m.cnt, Duplicates: m.prior.Duplicates + ss.Duplicates, Shed: m.prior.Shed + ss.Shed,
+		StreamErrors: m.prior.StreamErrors + ss.Malformed + ss.WrongProtocol,
+		Discarded:    m.prior.Discarded + m.drained + ss.Lost, Resumes: m.prior.Resumes}
 }
 
 // gatherStater is a learner group member that counts the contributions it
@@ -1035,14 +1068,15 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 		fmt.Fprintf(m.notice, "%sdist: %d of %d segments (%.0f%%) dropped as older than max_policy_lag %d versions; raise runtime.max_policy_lag or run fewer env workers per learner\n",
 			m.who, m.cnt.Dropped, seen, 100*float64(m.cnt.Dropped)/float64(seen), m.maxLag)
 	}
-	m.log.Scalar("dist/duplicates", float64(ss.Duplicates+m.cnt.PeerDuplicates))
-	discarded := m.drained
+	tot := m.totals()
+	m.log.Scalar("dist/duplicates", float64(tot.Duplicates+m.cnt.PeerDuplicates))
+	discarded := tot.Discarded
 	if final { // acknowledged, queued, and the learner has stopped
 		discarded += ss.Queued
 	}
 	m.log.Scalar("dist/discarded", float64(discarded))
-	m.log.Scalar("dist/shed", float64(ss.Shed))
-	m.log.Scalar("dist/decode_errors", float64(m.cnt.DecodeErrors+ss.Malformed+ss.WrongProtocol+m.cnt.PeerStreamErrors))
+	m.log.Scalar("dist/shed", float64(tot.Shed))
+	m.log.Scalar("dist/decode_errors", float64(m.cnt.DecodeErrors+tot.StreamErrors+m.cnt.PeerStreamErrors))
 	m.log.Scalar("dist/stale_weights", float64(m.stale))
 	m.log.Scalar("dist/abandoned", float64(m.abandoned))
 	rowsMean := 0.0
@@ -1062,6 +1096,7 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 	}
 	m.log.Scalar("dist/gather_resends", float64(gs.Requests))
 	m.log.Scalar("dist/params_checks", float64(m.cnt.ParamChecks))
+	m.log.Scalar("dist/resumes", float64(m.prior.Resumes))
 }
 
 // silentSamples is how many samples per env worker the learner must have

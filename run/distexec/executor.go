@@ -25,7 +25,10 @@ func Executor() algo.Executor {
 			return []algo.Need{{Topology: "on-policy topology", Caps: on}, {Topology: "Ape-X topology", Caps: off}}
 		},
 		Policies: true,
-		Scalars:  func(algo.Header) []string { return algo.DistScalars },
+		// The on-policy topology with one learner: see checkpointer.
+		Resumable:    true,
+		NotResumable: notResumable,
+		Scalars:      func(algo.Header) []string { return algo.DistScalars },
 		Workers: func(h algo.Header) []algo.WorkerSet {
 			rc := h.Runtime
 			inline := rc.Inference == algo.InferenceInline // each acts with a policy copy instead of asking policy workers
