@@ -45,7 +45,7 @@ multiagent:
 			if err != nil {
 				t.Fatal(err)
 			}
-			pe, err := env.MakeParallel(res.Header.Env)
+			pe, err := res.Header.Envs.MakeParallel(res.Header.Env)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -303,8 +303,8 @@ func (h *hangServer) Session(stream grpc.BidiStreamingServer[herdv1.EnvRequest, 
 	if _, err := stream.Recv(); err != nil {
 		return err
 	}
-	sp, _ := env.SpaceToProto(env.Discrete{N: 2})
-	box, _ := env.SpaceToProto(env.UniformBox(-1, 1, 4))
+	sp, _ := remote.SpaceToProto(env.Discrete{N: 2})
+	box, _ := remote.SpaceToProto(env.UniformBox(-1, 1, 4))
 	if err := stream.Send(&herdv1.EnvResponse{Msg: &herdv1.EnvResponse_Open{Open: &herdv1.OpenResponse{ObservationSpace: box, ActionSpace: sp, NumEnvs: 1}}}); err != nil {
 		return err
 	}
