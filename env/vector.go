@@ -194,6 +194,16 @@ func CheckActions(space Space, n int, actions []float32) error {
 	if len(actions) != n*d {
 		return fmt.Errorf("%w: vector of %d envs wants %d×%d = %d action values, got %d", ErrInvalidAction, n, n, d, n*d, len(actions))
 	}
+	if disc, ok := space.(Discrete); ok {
+		// CheckAction's check, with the space's type found once for the
+		// n slots rather than once a slot: this runs every vector step.
+		for i := range n {
+			if _, err := disc.Index(actions[i : i+1]); err != nil {
+				return fmt.Errorf("vector slot %d: %w", i, err)
+			}
+		}
+		return nil
+	}
 	for i := 0; i < n; i++ {
 		if err := CheckAction(space, actions[i*d:(i+1)*d]); err != nil {
 			return fmt.Errorf("vector slot %d: %w", i, err)
