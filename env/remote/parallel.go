@@ -6,9 +6,6 @@ import (
 	"herd/env"
 	"slices"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	herdv1 "herd/proto/herd/v1"
 	"herd/service"
 )
@@ -104,18 +101,8 @@ func openParallelSession(t remoteTarget, n int, o env.Options, autoreset, global
 	s := &session{target: t, n: n}
 	// Over shm:// the messages are framed on the socket, with no segment
 	// (no attach): the per-agent batches change shape as agents leave.
-	if t.shm {
-		w, err := dialShm(t)
-		if err != nil {
-			return nil, openHint(t, s.wrap(err))
-		}
-		s.w = w
-	} else {
-		w, err := dialGRPC(t)
-		if err != nil {
-			return nil, openHint(t, s.wrap(err))
-		}
-		s.w = w
+	if err := s.dial(); err != nil {
+		return nil, err
 	}
 	p := &parallelSession{session: s, autoreset: autoreset, resetInfos: make([]map[string]env.Info, n)}
 	for i := range p.resetInfos {
@@ -127,19 +114,12 @@ func openParallelSession(t remoteTarget, n int, o env.Options, autoreset, global
 		s.Close()
 		return nil, err
 	}
-	resp, err := s.call(&herdv1.EnvRequest{Msg: &herdv1.EnvRequest_Open{Open: &herdv1.OpenRequest{
+	open, err := s.open(&herdv1.OpenRequest{
 		ProtocolVersion: service.ProtocolVersion, EnvId: t.envID, NumEnvs: uint32(n),
 		Autoreset: autoreset, Parallel: true, GlobalState: globalState,
-	}}})
+	})
 	if err != nil {
-		if st, ok := status.FromError(err); ok && st.Code() == codes.NotFound {
-			err = fmt.Errorf("%w: %w", env.ErrUnknownID, err)
-		}
-		return fail(openHint(t, err))
-	}
-	open := resp.GetOpen()
-	if open == nil {
-		return fail(s.protocolErr("answer to open has no open response"))
+		return nil, err
 	}
 	if open.GetParallel() == nil {
 		return fail(s.protocolErr("the server opened a single-agent session (it predates multi-agent envs)"))

@@ -259,32 +259,19 @@ func openSession(t remoteTarget, n int, o env.Options, autoreset bool) (*session
 	s := &session{target: t, n: n}
 	s.stepMsg.Step = &s.stepBody
 	s.stepReq.Msg = &s.stepMsg
-	var err error
-	if t.shm {
-		s.w, err = dialShm(t)
-	} else {
-		s.w, err = dialGRPC(t)
-	}
-	if err != nil {
-		return nil, openHint(t, s.wrap(err))
+	if err := s.dial(); err != nil {
+		return nil, err
 	}
 	fail := func(err error) (*session, error) {
 		s.Close()
 		return nil, err
 	}
-	resp, err := s.call(&herdv1.EnvRequest{Msg: &herdv1.EnvRequest_Open{Open: &herdv1.OpenRequest{
+	open, err := s.open(&herdv1.OpenRequest{
 		ProtocolVersion: service.ProtocolVersion, EnvId: t.envID, NumEnvs: uint32(n),
 		MaxEpisodeSteps: maxSteps, Autoreset: autoreset,
-	}}})
+	})
 	if err != nil {
-		if st, ok := status.FromError(err); ok && st.Code() == codes.NotFound {
-			err = fmt.Errorf("%w: %w", env.ErrUnknownID, err)
-		}
-		return fail(openHint(t, err))
-	}
-	open := resp.GetOpen()
-	if open == nil {
-		return fail(s.protocolErr("answer to open has no open response"))
+		return nil, err
 	}
 	if s.obs, err = SpaceFromProto(open.GetObservationSpace()); err != nil {
 		return fail(err)
@@ -303,6 +290,45 @@ func openSession(t remoteTarget, n int, o env.Options, autoreset bool) (*session
 		return fail(s.fail(err))
 	}
 	return s, nil
+}
+
+// dial connects the session's wire: shared memory for shm://, else gRPC.
+func (s *session) dial() error {
+	t := s.target
+	if t.shm {
+		w, err := dialShm(t)
+		if err != nil {
+			return openHint(t, s.wrap(err))
+		}
+		s.w = w
+		return nil
+	}
+	w, err := dialGRPC(t)
+	if err != nil {
+		return openHint(t, s.wrap(err))
+	}
+	s.w = w
+	return nil
+}
+
+// open sends the session's open request and returns the server's answer;
+// on failure it closes the session.
+func (s *session) open(req *herdv1.OpenRequest) (*herdv1.OpenResponse, error) {
+	resp, err := s.call(&herdv1.EnvRequest{Msg: &herdv1.EnvRequest_Open{Open: req}})
+	if err != nil {
+		if st, ok := status.FromError(err); ok && st.Code() == codes.NotFound {
+			err = fmt.Errorf("%w: %w", env.ErrUnknownID, err)
+		}
+		s.Close()
+		return nil, openHint(s.target, err)
+	}
+	open := resp.GetOpen()
+	if open == nil {
+		err := s.protocolErr("answer to open has no open response")
+		s.Close()
+		return nil, err
+	}
+	return open, nil
 }
 
 func (s *session) where() string {
