@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"herd/env"
 	"herd/internal/atomicfile"
 	"herd/internal/exitguard"
 	"herd/internal/trainstate"
@@ -112,7 +111,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 			return metrics.Summary{}, fmt.Errorf("algo: config: %w", err)
 		}
 	}
-	e, envBytes, err := envFootprint(h.Env)
+	e, envBytes, err := envFootprint(h.Envs, h.Env)
 	if err != nil {
 		return metrics.Summary{}, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -180,7 +179,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	if ex.Name == LocalExecutor {
 		// The local loop's envs log each team's return (Runtime.MakeEnvs;
 		// multipolicy's split), one column set for the run, not per policy.
-		scalars = append(slices.Clone(scalars), TeamScalars(h.Env)...)
+		scalars = append(slices.Clone(scalars), TeamScalars(h.Envs, h.Env)...)
 	}
 	mo := metrics.Options{
 		Dir: dir, Algo: h.Algo, Env: h.Env, Seed: h.Seed,
@@ -268,11 +267,11 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	if opt.EvalEpisodes > 0 && trainErr == nil {
 		var rets []float64
 		var evalErr error
-		if env.IsParallel(h.Env) {
+		if h.Envs.IsParallel(h.Env) {
 			// The same episodes as Evaluate (its return is ar.Team), and
 			// each team's return for a competitive env.
 			var ar AgentReturns
-			ar, evalErr = EvaluateAgents(ctx, model, h.Env, opt.EvalEpisodes, h.Seed)
+			ar, evalErr = EvaluateAgents(ctx, model, h.Envs, h.Env, opt.EvalEpisodes, h.Seed)
 			rets = ar.Team
 			if ar.Competitive() {
 				cols := make([][]float64, len(ar.TeamNames))
@@ -282,7 +281,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 				rec.SetEvalTeams(ar.TeamNames, cols)
 			}
 		} else {
-			rets, evalErr = Evaluate(ctx, model, h.Env, opt.EvalEpisodes, h.Seed)
+			rets, evalErr = Evaluate(ctx, model, h.Envs, h.Env, opt.EvalEpisodes, h.Seed)
 		}
 		rec.SetEval(rets)
 		if evalErr != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"herd/algo"
+	"herd/env"
 	"herd/flow"
 	"herd/metrics"
 	"herd/run"
@@ -35,6 +36,8 @@ type WorkerOptions struct {
 	Run string
 	// Specs are the algorithms the worker knows.
 	Specs []algo.Spec
+	// Envs makes the run's envs (algo.Header.Envs).
+	Envs env.Maker
 	// Out, when OutSet, overrides the config's run directory (learner).
 	Out    string
 	OutSet bool
@@ -156,7 +159,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	var ov algo.Overrides
+	ov := algo.Overrides{Envs: o.Envs}
 	if o.OutSet {
 		ov.Out = &o.Out
 	}

@@ -101,6 +101,8 @@ type EvalOptions struct {
 	Seed     uint64
 	// Specs are the algorithms known.
 	Specs []algo.Spec
+	// Envs makes the run's envs (algo.Header.Envs).
+	Envs env.Maker
 }
 
 // Eval evaluates the run in o.Dir deterministically and prints the mean
@@ -114,7 +116,7 @@ func Eval(ctx context.Context, w, notes io.Writer, o EvalOptions) error {
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	res, err := algo.Resolve(data, o.Specs, algo.Overrides{Env: o.Env})
+	res, err := algo.Resolve(data, o.Specs, algo.Overrides{Env: o.Env, Envs: o.Envs})
 	if err != nil {
 		return fmt.Errorf("eval: %s: %w", filepath.Join(o.Dir, algo.ConfigFile), err)
 	}
@@ -138,10 +140,10 @@ func Eval(ctx context.Context, w, notes io.Writer, o EvalOptions) error {
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	if env.IsParallel(res.Header.Env) {
+	if res.Header.Envs.IsParallel(res.Header.Env) {
 		// The same episodes as Evaluate (its return is the team sum),
 		// which a competitive env does not report (each team's instead).
-		ar, err := algo.EvaluateAgents(ctx, p, res.Header.Env, o.Episodes, o.Seed)
+		ar, err := algo.EvaluateAgents(ctx, p, res.Header.Envs, res.Header.Env, o.Episodes, o.Seed)
 		if err != nil {
 			return fmt.Errorf("eval: %w", err)
 		}
@@ -152,7 +154,7 @@ func Eval(ctx context.Context, w, notes io.Writer, o EvalOptions) error {
 		fmt.Fprintf(w, "%s %s: %d episodes, %s\n", res.Header.Algo, res.Header.Env, len(ar.Team), ar)
 		return nil
 	}
-	rets, err := algo.Evaluate(ctx, p, res.Header.Env, o.Episodes, o.Seed)
+	rets, err := algo.Evaluate(ctx, p, res.Header.Envs, res.Header.Env, o.Episodes, o.Seed)
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}

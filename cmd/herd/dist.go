@@ -55,7 +55,7 @@ default the config's out).`,
 			signal.Ignore(syscall.SIGPIPE)
 			ctx, stop := hangupContext(cmd.Context(), cmd.ErrOrStderr())
 			defer stop()
-			o.Specs, o.OutSet, o.Stdout = specs(), cmd.Flags().Changed("out"), cmd.OutOrStdout()
+			o.Specs, o.Envs, o.OutSet, o.Stdout = specs(), envMaker(), cmd.Flags().Changed("out"), cmd.OutOrStdout()
 			return launch.RunWorker(ctx, o)
 		},
 	}

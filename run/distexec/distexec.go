@@ -172,12 +172,12 @@ func prepare(h algo.Header, spec algo.Spec, cfg algo.Config, others map[string]a
 	if numEnvs < 1 || T < 1 {
 		return nil, fmt.Errorf("%w: %d envs × %d steps per segment", ErrConfig, numEnvs, T)
 	}
-	if env.IsParallel(h.Env) {
+	if h.Envs.IsParallel(h.Env) {
 		// Its env workers step single envs, which for a multi-agent id
 		// would be the turn view (env.TurnEnv), not the agents' rows.
 		return nil, fmt.Errorf("%w: %s is multi-agent; the on-policy dist topology does not step agent rows yet (executor local or hts does)", ErrConfig, h.Env)
 	}
-	e, err := env.Make(h.Env)
+	e, err := h.Envs.Make(h.Env)
 	if err != nil {
 		return nil, err
 	}
@@ -316,7 +316,7 @@ func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) 
 		return nil, fmt.Errorf("%w: policy_workers %d, inference %q: the off-policy topology (%s) has no policy workers; its env workers act with inline policy copies",
 			ErrConfig, rc.PolicyWorkers, rc.Inference, spec.Name)
 	}
-	e, err := env.Make(h.Env)
+	e, err := h.Envs.Make(h.Env)
 	if err != nil {
 		return nil, err
 	}
@@ -465,7 +465,7 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr transport.Transpo
 		opts = append(opts, env.WithStepTime(*st))
 	}
 	for range s.NumEnvs {
-		e, err := env.Make(s.Header.Env, opts...)
+		e, err := s.Header.Envs.Make(s.Header.Env, opts...)
 		if err != nil {
 			return err
 		}
@@ -557,7 +557,7 @@ func resume(ctx context.Context, tr transport.Transport, run, name string) (tran
 // runOffEnvWorker runs an off-policy env worker: its NumEnvs envs as one
 // vector, an inline policy copy, transitions pushed in chunks.
 func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr transport.Transport, run string) error {
-	envs, err := env.MakeVector(s.Header.Env, s.NumEnvs, env.Sync, env.WithEpisodeStatistics())
+	envs, err := s.Header.Envs.MakeVector(s.Header.Env, s.NumEnvs, env.Sync, env.WithEpisodeStatistics())
 	if err != nil {
 		return err
 	}
