@@ -1,0 +1,205 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"herd/algo"
+	"herd/algo/all"
+	"herd/env"
+	"herd/internal/rng"
+	"herd/rollout"
+	"herd/sample"
+	"herd/transport"
+	"herd/worker"
+)
+
+// lstmPieces are PPO-LSTM's pieces on CartPoleNoVel-v1, small, and the
+// inference stream's options: each row carries the env's state (obs + sd
+// in, outputs + sd out), as the dist executor sets them.
+func lstmPieces(t *testing.T) (*algo.Pieces, transport.Options, int) {
+	t.Helper()
+	res, err := algo.Resolve([]byte("algo: ppo\nenv: CartPoleNoVel-v1\nseed: 3\nsteps: 1024\nruntime: {executor: dist}\n"+
+		"ppo: {num_envs: 4, num_steps: 16, num_minibatches: 1, hidden: [8], recurrent: {type: lstm, hidden: 8}}\n"), all.Specs(), algo.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := env.Make("CartPoleNoVel-v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	pieces, err := res.Spec.Pieces(res.Header, res.Config, algo.SpacesOf(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pieces.NewPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sd := p.(algo.StatefulPolicy).StateDim()
+	if sd != 4*8 {
+		t.Fatalf("state of %d per env, want 32 (h and c of two LSTMs of 8)", sd)
+	}
+	return pieces, transport.Options{ObsDim: 4 + sd, OutDim: p.OutDim() + sd}, sd
+}
+
+// lstmEnvs are 4 CartPoleNoVel envs cut at 9 steps, so that segments hold
+// episode ends and truncation bootstraps from an env's state.
+func lstmEnvs(t *testing.T) []env.Env {
+	t.Helper()
+	envs := make([]env.Env, 4)
+	for j := range envs {
+		e, err := env.Make("CartPoleNoVel-v1", env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(9))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		envs[j] = e
+	}
+	return envs
+}
+
+const lstmSlot, lstmSeed, lstmSegs = 1, 5, 3
+
+// lstmSegments runs one env worker of PPO-LSTM for lstmSegs segments with
+// the learner's initial weights — served by a policy worker with g env
+// groups, or inline (g = 0) — and returns the encoded segments it pushed.
+func lstmSegments(t *testing.T, g int) [][]byte {
+	t.Helper()
+	pieces, opt, _ := lstmPieces(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ip := transport.NewInproc()
+	run := fmt.Sprintf("lstm-%d", g)
+	params, err := ip.Params(ctx, run, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer params.Close()
+	l, err := pieces.NewSegmentLearner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := params.Publish(ctx, l.Weights()); err != nil {
+		t.Fatal(err)
+	}
+	smp := &collect{}
+	cfg := worker.EnvConfig{Slot: lstmSlot, Seed: lstmSeed, Envs: lstmEnvs(t), Steps: 16, Gamma: 0.99, Segments: lstmSegs, Groups: g,
+		Timeouts: worker.Timeouts{Weights: 20 * time.Millisecond}}
+	if g == 0 {
+		if err := worker.RunEnvInline(ctx, cfg, pieces, params, smp); err != nil {
+			t.Fatal(err)
+		}
+		return smp.got
+	}
+	inf, err := ip.Inference(ctx, run, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inf.Close()
+	pctx, stopPolicy := context.WithCancel(ctx)
+	policyDone := make(chan error, 1)
+	go func() { policyDone <- worker.RunPolicy(pctx, pieces, inf, params) }()
+	defer func() { stopPolicy(); <-policyDone }()
+	if err := worker.RunEnv(ctx, cfg, pieces, inf, smp); err != nil {
+		t.Fatal(err)
+	}
+	return smp.got
+}
+
+// lstmLocal runs the local executor's loop (rollout.Segments with a policy
+// that keeps the states itself, rollout.Inline) on the env worker's envs,
+// env seeds and action stream, and returns its segments, encoded.
+func lstmLocal(t *testing.T) [][]byte {
+	t.Helper()
+	pieces, _, _ := lstmPieces(t)
+	net, err := pieces.NewPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	envs := lstmEnvs(t)
+	s, err := pieces.NewSampler(len(envs), rng.New(lstmSeed, "env-worker", lstmSlot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := make([]float32, 0, 4*len(envs))
+	for j, e := range envs {
+		o, _, err := e.Reset(int64(rng.Derive(lstmSeed, "dist/env", lstmSlot*len(envs)+j) >> 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		obs = append(obs, o...)
+	}
+	v, err := env.NewSyncVectorOf(envs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop := rollout.NewSegments(lstmSlot, v, rollout.NewInline(net, s), 0.99)
+	loop.Start(obs)
+	var out [][]byte
+	for range lstmSegs {
+		seg := sample.NewSegment(16, len(envs), 4, 1)
+		seg.Versions = make([]uint64, 16)
+		if err := loop.Collect(seg); err != nil {
+			t.Fatal(err)
+		}
+		b, err := seg.AppendEncode(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// With the weights of one version, PPO-LSTM's env worker pushes, bit for
+// bit, the segments of the local loop — actions, log-probabilities,
+// values, truncation bootstraps from each env's state, dones, and the
+// states each segment starts from — whether a policy worker answers (one
+// env group or two) or an inline copy does: the states travel with the
+// requests, and the network's rows do not depend on who runs it.
+func TestRecurrentSegmentsMatchLocal(t *testing.T) {
+	want := lstmLocal(t)
+	_, _, sd := lstmPieces(t)
+	var truncated bool
+	for i, b := range want {
+		seg, err := sample.DecodeSegment(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seg.State) != seg.N*sd {
+			t.Fatalf("local segment %d has %d state values, want %d", i, len(seg.State), seg.N*sd)
+		}
+		nonzero := false
+		for _, x := range seg.State {
+			nonzero = nonzero || x != 0
+		}
+		if i > 0 && !nonzero {
+			t.Errorf("local segment %d starts from the zero state", i)
+		}
+		for _, e := range seg.Episodes {
+			truncated = truncated || e.Length == 9
+		}
+	}
+	if !truncated {
+		t.Fatal("no episode was truncated: the bootstraps from the env's state are not tested")
+	}
+	for _, c := range []struct {
+		name string
+		g    int
+	}{{"policy worker", 1}, {"policy worker, 2 env groups", 2}, {"inline", 0}} {
+		got := lstmSegments(t, c.g)
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d segments, want %d", c.name, len(got), len(want))
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Errorf("%s: segment %d differs from the local loop's", c.name, i)
+			}
+		}
+	}
+}
