@@ -66,9 +66,9 @@ func lstmEnvs(t *testing.T) []env.Env {
 const lstmSlot, lstmSeed, lstmSegs = 1, 5, 3
 
 // lstmSegments runs one env worker of PPO-LSTM for lstmSegs segments with
-// the learner's initial weights — served by a policy worker with g env
+// the learner's initial weights — served by pw policy workers with g env
 // groups, or inline (g = 0) — and returns the encoded segments it pushed.
-func lstmSegments(t *testing.T, g int) [][]byte {
+func lstmSegments(t *testing.T, g, pw int) [][]byte {
 	t.Helper()
 	pieces, opt, _ := lstmPieces(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -102,9 +102,16 @@ func lstmSegments(t *testing.T, g int) [][]byte {
 	}
 	defer inf.Close()
 	pctx, stopPolicy := context.WithCancel(ctx)
-	policyDone := make(chan error, 1)
-	go func() { policyDone <- worker.RunPolicy(pctx, pieces, inf, params) }()
-	defer func() { stopPolicy(); <-policyDone }()
+	policyDone := make(chan error, pw)
+	for range pw {
+		go func() { policyDone <- worker.RunPolicy(pctx, pieces, inf, params) }()
+	}
+	defer func() {
+		stopPolicy()
+		for range pw {
+			<-policyDone
+		}
+	}()
 	if err := worker.RunEnv(ctx, cfg, pieces, inf, smp); err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +167,10 @@ func lstmLocal(t *testing.T) [][]byte {
 // bit, the segments of the local loop — actions, log-probabilities,
 // values, truncation bootstraps from each env's state, dones, and the
 // states each segment starts from — whether a policy worker answers (one
-// env group or two) or an inline copy does: the states travel with the
-// requests, and the network's rows do not depend on who runs it.
+// env group or two), two policy workers share the requests (so a request
+// may go to either, as after a restart), or an inline copy answers: the
+// states travel with the requests, and the network's rows do not depend
+// on who runs it.
 func TestRecurrentSegmentsMatchLocal(t *testing.T) {
 	want := lstmLocal(t)
 	_, _, sd := lstmPieces(t)
@@ -190,9 +199,9 @@ func TestRecurrentSegmentsMatchLocal(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name string
-		g    int
-	}{{"policy worker", 1}, {"policy worker, 2 env groups", 2}, {"inline", 0}} {
-		got := lstmSegments(t, c.g)
+		g, pw int
+	}{{"policy worker", 1, 1}, {"policy worker, 2 env groups", 2, 1}, {"2 policy workers, 4 env groups", 4, 2}, {"inline", 0, 0}} {
+		got := lstmSegments(t, c.g, c.pw)
 		if len(got) != len(want) {
 			t.Fatalf("%s: %d segments, want %d", c.name, len(got), len(want))
 		}
