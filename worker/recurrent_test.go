@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"herd/algo"
-	"herd/algo/all"
 	"herd/env"
 	"herd/internal/rng"
 	"herd/rollout"
@@ -22,24 +21,8 @@ import (
 // in, outputs + sd out), as the dist executor sets them.
 func lstmPieces(t *testing.T) (*algo.Pieces, transport.Options, int) {
 	t.Helper()
-	res, err := algo.Resolve([]byte("algo: ppo\nenv: CartPoleNoVel-v1\nseed: 3\nsteps: 1024\nruntime: {executor: dist}\n"+
-		"ppo: {num_envs: 4, num_steps: 16, num_minibatches: 1, hidden: [8], recurrent: {type: lstm, hidden: 8}}\n"), all.Specs(), algo.Overrides{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := env.Make("CartPoleNoVel-v1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	pieces, err := res.Spec.Pieces(res.Header, res.Config, algo.SpacesOf(e))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := pieces.NewPolicy()
-	if err != nil {
-		t.Fatal(err)
-	}
+	pieces, p := piecesOf(t, "algo: ppo\nenv: CartPoleNoVel-v1\nseed: 3\nsteps: 1024\nruntime: {executor: dist}\n"+
+		"ppo: {num_envs: 4, num_steps: 16, num_minibatches: 1, hidden: [8], recurrent: {type: lstm, hidden: 8}}\n")
 	sd := p.(algo.StatefulPolicy).StateDim()
 	if sd != 4*8 {
 		t.Fatalf("state of %d per env, want 32 (h and c of two LSTMs of 8)", sd)
@@ -75,18 +58,7 @@ func lstmSegments(t *testing.T, g, pw int) [][]byte {
 	defer cancel()
 	ip := transport.NewInproc()
 	run := fmt.Sprintf("lstm-%d", g)
-	params, err := ip.Params(ctx, run, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer params.Close()
-	l, err := pieces.NewSegmentLearner()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := params.Publish(ctx, l.Weights()); err != nil {
-		t.Fatal(err)
-	}
+	params := initialParams(ctx, t, ip, run, opt, pieces)
 	smp := &collect{}
 	cfg := worker.EnvConfig{Slot: lstmSlot, Seed: lstmSeed, Envs: lstmEnvs(t), Steps: 16, Gamma: 0.99, Segments: lstmSegs, Groups: g,
 		Timeouts: worker.Timeouts{Weights: 20 * time.Millisecond}}
@@ -198,7 +170,7 @@ func TestRecurrentSegmentsMatchLocal(t *testing.T) {
 		t.Fatal("no episode was truncated: the bootstraps from the env's state are not tested")
 	}
 	for _, c := range []struct {
-		name string
+		name  string
 		g, pw int
 	}{{"policy worker", 1, 1}, {"policy worker, 2 env groups", 2, 1}, {"2 policy workers, 4 env groups", 4, 2}, {"inline", 0, 0}} {
 		got := lstmSegments(t, c.g, c.pw)
