@@ -3,6 +3,7 @@ package worker_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -51,7 +52,9 @@ const lstmSlot, lstmSeed, lstmSegs = 1, 5, 3
 // lstmSegments runs one env worker of PPO-LSTM for lstmSegs segments with
 // the learner's initial weights — served by pw policy workers with g env
 // groups, or inline (g = 0) — and returns the encoded segments it pushed.
-func lstmSegments(t *testing.T, g, pw int) [][]byte {
+// With lose, every third reply is lost after a policy worker answered, and
+// the env worker asks again.
+func lstmSegments(t *testing.T, g, pw int, lose bool) [][]byte {
 	t.Helper()
 	pieces, opt, _ := lstmPieces(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -84,10 +87,38 @@ func lstmSegments(t *testing.T, g, pw int) [][]byte {
 			<-policyDone
 		}
 	}()
-	if err := worker.RunEnv(ctx, cfg, pieces, inf, smp); err != nil {
+	var ask transport.InferenceStream = inf
+	lossy := &lossyInference{InferenceStream: inf}
+	if lose {
+		ask = lossy
+	}
+	if err := worker.RunEnv(ctx, cfg, pieces, ask, smp); err != nil {
 		t.Fatal(err)
 	}
+	if lose && lossy.lost == 0 {
+		t.Fatal("no reply was lost")
+	}
 	return smp.got
+}
+
+// lossyInference loses every third reply: the request was answered, and
+// the asker gets an error instead (a policy worker that died after its
+// forward pass, a reply dropped on the wire).
+type lossyInference struct {
+	transport.InferenceStream
+	calls, lost int
+}
+
+func (l *lossyInference) Infer(ctx context.Context, r *transport.InferRequest) error {
+	if err := l.InferenceStream.Infer(ctx, r); err != nil {
+		return err
+	}
+	l.calls++
+	if l.calls%3 == 0 {
+		l.lost++
+		return errors.New("reply lost")
+	}
+	return nil
 }
 
 // lstmLocal runs the local executor's loop (rollout.Segments with a policy
@@ -142,7 +173,8 @@ func lstmLocal(t *testing.T) [][]byte {
 // env group or two), two policy workers share the requests (so a request
 // may go to either, as after a restart), or an inline copy answers: the
 // states travel with the requests, and the network's rows do not depend
-// on who runs it.
+// on who runs it. A reply lost after a policy worker answered is asked
+// for again with the same state, so the env's state advances once.
 func TestRecurrentSegmentsMatchLocal(t *testing.T) {
 	want := lstmLocal(t)
 	_, _, sd := lstmPieces(t)
@@ -172,8 +204,10 @@ func TestRecurrentSegmentsMatchLocal(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		g, pw int
-	}{{"policy worker", 1, 1}, {"policy worker, 2 env groups", 2, 1}, {"2 policy workers, 4 env groups", 4, 2}, {"inline", 0, 0}} {
-		got := lstmSegments(t, c.g, c.pw)
+		lose  bool
+	}{{"policy worker", 1, 1, false}, {"policy worker, 2 env groups", 2, 1, false}, {"2 policy workers, 4 env groups", 4, 2, false},
+		{"2 policy workers, replies lost", 1, 2, true}, {"inline", 0, 0, false}} {
+		got := lstmSegments(t, c.g, c.pw, c.lose)
 		if len(got) != len(want) {
 			t.Fatalf("%s: %d segments, want %d", c.name, len(got), len(want))
 		}
