@@ -225,9 +225,15 @@ func runEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 	if cfg.Metrics != nil {
 		inferT.retried = cfg.Metrics.inferRetries
 	}
-	pol := newStreamPolicy(cfg.Slot, s, inf, inferT, cp, cfg.Metrics, cfg.Timing)
 	g := max(cfg.Groups, 1)
 	k := m / g
+	var sd int
+	if cp != nil {
+		sd = cp.car.sd
+	} else if sd, err = stateDim(pieces); err != nil {
+		return err
+	}
+	pol := newStreamPolicy(cfg.Slot, m, k, sd, s, inf, inferT, cp, cfg.Metrics, cfg.Timing)
 	var stopGroups func()
 	pol.groups, stopGroups = startGroups(ctx, cfg, inf, k)
 	defer stopGroups()
@@ -337,7 +343,9 @@ func pushSegments(ctx context.Context, cfg EnvConfig, loop *rollout.Segments, m,
 }
 
 // RunPolicy runs a policy worker: it answers batched inference requests
-// with the newest weights the parameter service knows, until ctx ends.
+// with the newest weights the parameter service knows, until ctx ends. A
+// recurrent policy's requests carry each env's state and the replies the
+// next (carrier), so the worker keeps none.
 func RunPolicy(ctx context.Context, pieces *algo.Pieces, inf transport.InferenceStream, params transport.ParamService) error {
 	return RunPolicyWith(ctx, PolicyConfig{}, pieces, inf, params)
 }
@@ -359,6 +367,7 @@ func RunPolicyWith(ctx context.Context, cfg PolicyConfig, pieces *algo.Pieces, i
 	if err != nil {
 		return err
 	}
+	car := newCarrier(p)
 	var obs, out []float32
 	var arrived []time.Time
 	err = inf.Serve(ctx, func(_ context.Context, batch []*transport.InferRequest) error {
@@ -389,7 +398,7 @@ func RunPolicyWith(ctx context.Context, cfg PolicyConfig, pieces *algo.Pieces, i
 		if met != nil {
 			t0 = time.Now()
 		}
-		out = p.ForwardTo(grow(out, rows*p.OutDim()), obs, rows)
+		out = car.forward(out, obs, rows)
 		off := 0
 		for _, r := range batch {
 			off += copy(r.Out, out[off:])

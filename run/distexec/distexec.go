@@ -213,8 +213,14 @@ func prepare(h algo.Header, spec algo.Spec, cfg algo.Config, others map[string]a
 	if err != nil {
 		return nil, err
 	}
+	// A recurrent policy's state per env travels beside each observation
+	// and each row of outputs (worker.RunPolicy).
+	sd := 0
+	if sp, ok := p0.(algo.StatefulPolicy); ok {
+		sd = sp.StateDim()
+	}
 	return &Setup{Header: h, NumEnvs: numEnvs, T: T, Gamma: gamma, Pieces: pieces, Inline: inline, Learners: m,
-		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs),
+		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim() + sd, OutDim: p0.OutDim() + sd, Like: like, MaxBatchRows: max(4096, numEnvs),
 			Capacity: OnCapacity}}, nil
 }
 
