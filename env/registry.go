@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"herd/env/atari"
 	"herd/env/box2d"
 	"herd/env/classic"
 	"herd/env/minatar"
@@ -184,11 +185,21 @@ func WithKwargs(kw Kwargs) Option {
 //
 // An id of the form grpc://HOST:PORT/ENV_ID opens the env on a herd env
 // server instead (see RemoteEnv). A multi-agent id (ParallelIDs) gives a
-// TurnEnv.
+// TurnEnv. An id WRAPPERS:ID (e.g. atari:grpc://HOST:PORT/ALE/Breakout-v5)
+// wraps the single-agent env Make(ID) gives in env/atari's image wrappers,
+// the first listed innermost; WithEpisodeStatistics then applies to ID
+// inside them, as CleanRL records statistics before any Atari wrapper, so
+// returns are the game's (unclipped, over all lives).
 func Make(id string, opts ...Option) (Env, error) {
 	var o makeOptions
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if ws, inner, ok, err := atari.SplitID(id); ok {
+		if err != nil {
+			return nil, err
+		}
+		return makeWrapped(id, ws, inner, opts)
 	}
 	if IsParallel(id) {
 		return makeTurn(id, opts, o)
@@ -340,4 +351,21 @@ func buildLunarLander(kw Kwargs) (Env, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// makeWrapped is Make for an id with a wrapper list.
+func makeWrapped(id string, ws []atari.Wrapper, inner string, opts []Option) (Env, error) {
+	if IsParallel(inner) {
+		return nil, fmt.Errorf("%w: env %s: image wrappers apply to single-agent envs, %s is multi-agent", ErrInvalidOption, id, inner)
+	}
+	e, err := Make(inner, opts...)
+	if err != nil {
+		return nil, err
+	}
+	w, err := atari.Apply(e, ws)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("env: make %s: %w", id, err)
+	}
+	return w, nil
 }

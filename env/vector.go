@@ -3,6 +3,7 @@ package env
 import (
 	"fmt"
 
+	"herd/env/atari"
 	"herd/internal/rng"
 )
 
@@ -223,7 +224,10 @@ func (m VectorMode) String() string {
 // AsyncVector. For a grpc:// id it returns a RemoteVector (mode is then
 // irrelevant: the server steps the envs). For a multi-agent id
 // (ParallelIDs) it returns a FlatVector of n agent rows (n / agents envs,
-// stepped in the caller's goroutine).
+// stepped in the caller's goroutine). An id with a wrapper list (see Make)
+// gives n wrapped envs in a SyncVector or an AsyncVector, even over a
+// remote id: each env then holds a session of its own, since the wrappers
+// step one env at a time.
 func MakeVector(id string, n int, mode VectorMode, opts ...Option) (Vector, error) {
 	if IsParallel(id) {
 		var o makeOptions
@@ -239,8 +243,12 @@ func MakeVector(id string, n int, mode VectorMode, opts ...Option) (Vector, erro
 		}
 		return makeRemoteVector(id, n, o)
 	}
-	if _, err := SpecOf(id); err != nil {
+	if _, _, wrapped, err := atari.SplitID(id); err != nil {
 		return nil, err
+	} else if !wrapped {
+		if _, err := SpecOf(id); err != nil {
+			return nil, err
+		}
 	}
 	factory := func(int) (Env, error) { return Make(id, opts...) }
 	switch mode {
