@@ -44,8 +44,9 @@ func (w Wrapper) String() string {
 }
 
 // ActionMeanings is implemented by envs that name their actions as ALE's
-// get_action_meanings() does ("NOOP", "FIRE", …); the atari preset reads
-// it to decide on fire_reset.
+// get_action_meanings() does ("NOOP", "FIRE", …; nil: no names, as a
+// served env without them answers); the atari preset reads it to decide
+// on fire_reset.
 type ActionMeanings interface {
 	ActionMeanings() []string
 }
@@ -133,7 +134,7 @@ func Expand(ws []Wrapper, e core.Env) ([]Wrapper, error) {
 			continue
 		}
 		am, ok := unwrapped(e).(ActionMeanings)
-		if !ok {
+		if !ok || len(am.ActionMeanings()) == 0 {
 			return nil, fmt.Errorf("%w: the %s preset adds fire_reset when the env's action meanings hold FIRE, and this env reports none; list the wrappers instead: %s (or without fire_reset)",
 				core.ErrInvalidOption, Preset, presetList(true))
 		}
