@@ -22,6 +22,7 @@ type fake struct {
 	lives    func(t int) int // nil: no lives reported
 	termAt   int             // terminate at this step (0: never)
 	meanings []string
+	still    bool // frames do not change: one buffer, written once
 
 	t   int
 	log []string
@@ -33,6 +34,9 @@ func (f *fake) ActionSpace() core.Space      { return core.Discrete{N: f.nAction
 func (f *fake) Close() error                 { return nil }
 
 func (f *fake) frame() []float32 {
+	if f.still && f.buf != nil {
+		return f.buf
+	}
 	f.buf = make([]float32, f.h*f.w*f.c) // fresh: wrappers must not keep it
 	for i := range f.buf {
 		f.buf[i] = f.obs(f.t, i)
@@ -509,5 +513,23 @@ func TestAtariPreset(t *testing.T) {
 	e.Reset(1)
 	if slices.Contains(f.log, "S1") {
 		t.Errorf("no FIRE, yet the reset steps %v", f.log)
+	}
+}
+
+// BenchmarkAtariStack steps CleanRL's stack over a 210×160×3 env whose
+// frames cost nothing (one still frame): the wrappers' own cost per agent
+// step (4 frames, their max, gray, resize, stack).
+func BenchmarkAtariStack(b *testing.B) {
+	f := &fake{h: 210, w: 160, c: 3, nActions: 4, obs: func(t, i int) float32 { return float32((i + t) % 256) },
+		lives: func(int) int { return 5 }, meanings: []string{"NOOP", "FIRE", "RIGHT", "LEFT"}, still: true}
+	e, err := Apply(meaningful{f}, []Wrapper{{Name: Preset}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.Reset(1)
+	a := []float32{3}
+	b.ReportAllocs()
+	for b.Loop() {
+		e.Step(a)
 	}
 }
