@@ -116,16 +116,7 @@ func TestSharedEncoderGradients(t *testing.T) {
 func TestSharedEncoderLearn(t *testing.T) {
 	const B = 5
 	obs, acts := sharedBatch(B)
-	policy := func(dLogProb, dEntropy, _, _ []float32) {
-		for i := range dLogProb {
-			dLogProb[i], dEntropy[i] = 1.0/B, 0.1/B
-		}
-	}
-	value := func(dValue, v []float32) {
-		for i := range dValue {
-			dValue[i] = v[i] / B
-		}
-	}
+	policy, value := testLosses(B)
 	grads := func(a *Agent) [][]float32 {
 		var out [][]float32
 		for _, p := range a.Params() {
