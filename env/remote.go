@@ -841,14 +841,15 @@ func (v *RemoteVector) merge(k int, b *herdv1.Batch) error {
 		g := lo + i
 		v.batch.Rewards[g] = float32(r)
 		v.batch.Terminated[g], v.batch.Truncated[g] = b.Terminated[i], b.Truncated[i]
-		v.batch.Infos[g] = Info{}
+		v.batch.Infos[g] = batchInfo(b, i)
 		v.ret[g] += r
 		v.length[g]++
 		if b.Terminated[i] || b.Truncated[i] {
 			copy(v.batch.FinalObs[g*od:(g+1)*od], b.FinalObs[j*od:(j+1)*od])
 			j++
 			if v.stats {
-				v.batch.Infos[g] = Info{HasEpisode: true, Episode: EpisodeStats{Return: v.ret[g], Length: v.length[g]}}
+				v.batch.Infos[g].HasEpisode = true
+				v.batch.Infos[g].Episode = EpisodeStats{Return: v.ret[g], Length: v.length[g]}
 			}
 			v.ret[g], v.length[g] = 0, 0
 		}

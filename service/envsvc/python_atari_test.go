@@ -82,6 +82,50 @@ func TestPythonAtariUint8(t *testing.T) {
 		t.Run("shm", func(t *testing.T) { check(t, "shm://"+shm+"/Atari?timeout=20s", 4, false) })
 	}
 
+	v, err := env.MakeVector("grpc://"+p.Addr()+"/Atari?timeout=20s", 2, env.Sync)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if _, err := v.Reset(1); err != nil {
+		t.Fatal(err)
+	}
+	// The game ends at step 15: the server resets it in the same step, and
+	// the last frame comes back as the final observation; the step's lives
+	// are the ended game's (0), the next step's the new game's.
+	steps := func() error {
+		for step := 1; step <= 16; step++ {
+			b, err := v.Step([]float32{0, 1})
+			if err != nil {
+				return err
+			}
+			for i := range 2 {
+				ft, a := step%15, i
+				if ft == 0 {
+					a = 0 // the new episode's first frame
+				}
+				if err := frame(b.ObsRow(i), ft, a); err != nil {
+					return fmt.Errorf("vector env %d: %w", i, err)
+				}
+				if in := b.Infos[i]; !in.HasLives || in.Lives != 3-(step-15*(step/16))/5 || b.Terminated[i] != (step == 15) {
+					return fmt.Errorf("vector env %d step %d: info %+v, terminated %v", i, step, in, b.Terminated[i])
+				}
+				if step == 15 {
+					if err := frame(b.FinalObsRow(i), 15, i); err != nil {
+						return fmt.Errorf("vector env %d final observation: %w", i, err)
+					}
+				}
+			}
+		}
+		return nil
+	}
+	if err := steps(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := v.(*env.RemoteVector).ObsBytes(), int64(17*2*dim+2*dim); got != want {
+		t.Fatalf("vector: %d observation bytes, want %d", got, want)
+	}
+
 	w, err := env.Make("atari:grpc://" + p.Addr() + "/Atari?timeout=20s")
 	if err != nil {
 		t.Fatal(err)
