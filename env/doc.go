@@ -26,7 +26,9 @@
 // Probe/Corridor-v0, on which a working algorithm learns the optimal
 // policy in seconds); SpecOf gives max_episode_steps and the reward
 // threshold. The envs themselves live in env/classic, env/box2d,
-// env/minatar and env/probe.
+// env/minatar and env/probe. An id WRAPPERS:ID wraps ID in env/atari's
+// image preprocessing ("atari:grpc://HOST:PORT/BreakoutNoFrameskip-v4",
+// "max_and_skip=2,frame_stack=4:MinAtar/Breakout-v1"; see Make).
 //
 // Observations are float32 (the env keeps its state in float64) and the
 // returned slice is owned by the env until its next Reset or Step. Rewards
@@ -107,8 +109,11 @@
 // Linux host, shm://NAME/ID reaches `python3 -m herd_env.serve --shm NAME`
 // or `herd serve env --shm NAME` through shared memory: the batch's arrays live in a memfd segment both
 // processes map, and one pipe byte each way wakes the other side (about
-// ten microseconds per message instead of hundreds over gRPC). See
-// herd/env/remote for the id's parameters and how errors map back to this
+// ten microseconds per message instead of hundreds over gRPC). A uint8
+// image observation space travels one byte a value over gRPC, with ALE's
+// lives (Info.Lives) and action meanings; shm's step segment holds floats
+// and no lives. See herd/env/remote for the id's parameters and how errors
+// map back to this
 // package's sentinels.
 //
 // # Multi-agent envs

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"herd/env/atari"
 	"herd/env/box2d"
 	"herd/env/classic"
 	"herd/env/minatar"
@@ -195,13 +196,24 @@ func WithKwargs(kw Kwargs) Option {
 // if asked, then TimeLimit(spec.MaxEpisodeSteps unless
 // overridden or disabled), then RecordEpisodeStatistics if asked.
 //
-// A multi-agent id (ParallelIDs) gives a TurnEnv. Make is the zero
-// Maker's: remote ids need a Maker with a remote Opener.
+// A multi-agent id (ParallelIDs) gives a TurnEnv. An id WRAPPERS:ID
+// (e.g. atari:grpc://HOST:PORT/ALE/Breakout-v5) wraps the single-agent env
+// Make(ID) gives in env/atari's image wrappers, the first listed innermost;
+// WithEpisodeStatistics then applies to ID inside them, as CleanRL records
+// statistics before any Atari wrapper, so returns are the game's
+// (unclipped, over all lives). Make is the zero Maker's: remote ids need a
+// Maker with a remote Opener.
 func Make(id string, opts ...Option) (Env, error) { return Maker{}.Make(id, opts...) }
 
 // Make is env.Make with m's remote ids.
 func (m Maker) Make(id string, opts ...Option) (Env, error) {
 	o := ReadOptions(opts...)
+	if ws, inner, ok, err := atari.SplitID(id); ok {
+		if err != nil {
+			return nil, err
+		}
+		return m.makeWrapped(id, ws, inner, opts)
+	}
 	if m.IsParallel(id) {
 		return m.makeTurn(id, opts, o)
 	}
@@ -352,4 +364,21 @@ func buildLunarLander(kw Kwargs) (Env, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// makeWrapped is Make for an id with a wrapper list.
+func (m Maker) makeWrapped(id string, ws []atari.Wrapper, inner string, opts []Option) (Env, error) {
+	if m.IsParallel(inner) {
+		return nil, fmt.Errorf("%w: env %s: image wrappers apply to single-agent envs, %s is multi-agent", ErrInvalidOption, id, inner)
+	}
+	e, err := m.Make(inner, opts...)
+	if err != nil {
+		return nil, err
+	}
+	w, err := atari.Apply(e, ws)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("env: make %s: %w", id, err)
+	}
+	return w, nil
 }

@@ -3,6 +3,7 @@ package env
 import (
 	"fmt"
 
+	"herd/env/atari"
 	"herd/internal/rng"
 )
 
@@ -234,9 +235,11 @@ func (m VectorMode) String() string {
 
 // MakeVector builds n envs with Make(id, opts...) in a SyncVector or an
 // AsyncVector. For a multi-agent id (ParallelIDs) it returns a FlatVector
-// of n agent rows (n / agents envs, stepped in the caller's goroutine).
-// MakeVector is the zero Maker's: remote ids need a Maker with a remote
-// Opener.
+// of n agent rows (n / agents envs, stepped in the caller's goroutine). An
+// id with a wrapper list (see Make) gives n wrapped envs in a SyncVector or
+// an AsyncVector, even over a remote id: each env then holds a session of
+// its own, since the wrappers step one env at a time. MakeVector is the
+// zero Maker's: remote ids need a Maker with a remote Opener.
 func MakeVector(id string, n int, mode VectorMode, opts ...Option) (Vector, error) {
 	return Maker{}.MakeVector(id, n, mode, opts...)
 }
@@ -251,10 +254,14 @@ func (m Maker) MakeVector(id string, n int, mode VectorMode, opts ...Option) (Ve
 	if m.opens(id) {
 		return m.Remote.MakeVector(id, n, ReadOptions(opts...))
 	}
-	if _, err := m.specOf(id); err != nil {
+	if _, _, wrapped, err := atari.SplitID(id); err != nil {
 		return nil, err
+	} else if !wrapped {
+		if _, err := m.specOf(id); err != nil {
+			return nil, err
+		}
 	}
-	factory := func(int) (Env, error) { return Make(id, opts...) }
+	factory := func(int) (Env, error) { return m.Make(id, opts...) }
 	switch mode {
 	case Sync:
 		return NewSyncVector(n, factory)

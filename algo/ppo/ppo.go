@@ -68,6 +68,13 @@ type Config struct {
 	Activation string  `yaml:"activation"`   // hidden activation; default tanh
 	OrthoInit  bool    `yaml:"ortho_init"`   // orthogonal init (gains √2, 0.01, 1); default true
 	InitLogStd float32 `yaml:"init_log_std"` // Gaussian log-std at start (Box actions); default 0
+
+	// SharedEncoder gives the actor and the critic one encoder (the
+	// convolutions and the hidden ReLU layers) and a linear head each,
+	// CleanRL's ppo_atari.py Agent; the heads' gradients add up in it.
+	// Needs a convolutional encoder. Default false (separate networks).
+	SharedEncoder bool `yaml:"shared_encoder,omitempty"`
+
 	// ActorObs > 0: the actor reads only the first ActorObs observation
 	// values, the critic all of them (MAPPO with a multi-agent env's
 	// "state=true" rows); default 0 (all).
@@ -141,7 +148,7 @@ func (c *Config) Validate(h algo.Header) error {
 	}
 	onpolicy.Common{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, LearningRate: c.LearningRate,
 		MaxGradNorm: c.MaxGradNorm, Gamma: c.Gamma, GAELambda: c.GAELambda, EntCoef: c.EntCoef, VFCoef: c.VFCoef,
-		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder}.Check(bad, h)
+		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder, SharedEncoder: c.SharedEncoder}.Check(bad, h)
 	if c.NumMinibatches < 1 {
 		bad("num_minibatches must be >= 1, got %d", c.NumMinibatches)
 	} else if c.NumEnvs >= 1 && c.NumSteps >= 1 && (c.NumEnvs*c.NumSteps)%c.NumMinibatches != 0 {
@@ -190,7 +197,7 @@ func (c *Config) RolloutShape() (numEnvs, numSteps int, gamma float32) {
 
 func (c *Config) agentConfig() onpolicy.AgentConfig {
 	act, _ := nn.ParseActivation(c.Activation)
-	return onpolicy.AgentConfig{Encoder: c.Encoder, Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
+	return onpolicy.AgentConfig{Encoder: c.Encoder, SharedEncoder: c.SharedEncoder, Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
 		ActorObs: c.ActorObs, ValueNorm: c.ValueNorm, InputNorm: c.InputNorm, Parallel: c.Parallel,
 		Recurrent: c.Recurrent.Type, RecurrentHidden: cmp.Or(c.Recurrent.Hidden, DefaultRecurrentHidden)}
 }

@@ -20,7 +20,7 @@ func (Opener) Make(id string, o env.Options) (env.Env, error) { return makeRemot
 
 // MakeVector opens n envs in one session, or in inflight sessions (Vector).
 func (Opener) MakeVector(id string, n int, o env.Options) (env.Vector, error) {
-	v, err := makeRemoteVector(id, n, o)
+	v, err := makeVector(id, n, o)
 	if err != nil {
 		return nil, err // not a nil *Vector in the interface
 	}

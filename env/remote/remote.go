@@ -242,6 +242,12 @@ type session struct {
 	stepReq  herdv1.EnvRequest // reused for every Step
 	stepMsg  herdv1.EnvRequest_Step
 	stepBody herdv1.StepRequest
+	// meanings are the env's action names (OpenResponse.action_meanings).
+	meanings []string
+	// obsBytes counts the observation bytes received: one a value in
+	// Batch.obs_u8, four a float (the wire's or the shm segment's).
+	obsBytes     int64
+	obsU8, finU8 []float32 // obs_u8 and final_obs_u8 as floats, reused
 }
 
 // openSession dials the server and opens a session of n envs.
@@ -268,7 +274,7 @@ func openSession(t remoteTarget, n int, o env.Options, autoreset bool) (*session
 	}
 	open, err := s.open(&herdv1.OpenRequest{
 		ProtocolVersion: service.ProtocolVersion, EnvId: t.envID, NumEnvs: uint32(n),
-		MaxEpisodeSteps: maxSteps, Autoreset: autoreset,
+		MaxEpisodeSteps: maxSteps, Autoreset: autoreset, ObsU8: true,
 	})
 	if err != nil {
 		return nil, err
@@ -286,6 +292,7 @@ func openSession(t remoteTarget, n int, o env.Options, autoreset bool) (*session
 		return fail(fmt.Errorf("%w: remote env %s: agent_id, action_mask, state and act_as apply to multi-agent envs, and the server does not list %s as one", env.ErrInvalidOption, t.envID, t.envID))
 	}
 	s.hasState = open.GetHasState()
+	s.meanings = open.GetActionMeanings()
 	if err := s.w.attach(n, s.obs.Dim(), s.act.Dim()); err != nil {
 		return fail(s.fail(err))
 	}
@@ -434,6 +441,18 @@ func (s *session) checkBatch(resp *herdv1.EnvResponse, step bool) (*herdv1.Batch
 		return nil, s.protocolErr("answer has no batch")
 	}
 	od := s.obs.Dim()
+	s.obsBytes += 4 * int64(len(b.Obs)+len(b.FinalObs))
+	if len(b.ObsU8) > 0 || len(b.FinalObsU8) > 0 {
+		if len(b.Obs) > 0 || len(b.FinalObs) > 0 {
+			return nil, s.protocolErr("batch has observations both as floats and as bytes")
+		}
+		s.obsBytes += int64(len(b.ObsU8) + len(b.FinalObsU8))
+		b.Obs, s.obsU8 = bytesToFloats(s.obsU8, b.ObsU8)
+		b.FinalObs, s.finU8 = bytesToFloats(s.finU8, b.FinalObsU8)
+	}
+	if len(b.Lives) != 0 && len(b.Lives) != s.n {
+		return nil, s.protocolErr(fmt.Sprintf("batch has lives of %d envs, the session %d", len(b.Lives), s.n))
+	}
 	if len(b.Obs) != s.n*od || (len(b.Rewards) != 0 && (len(b.Rewards) != s.n || len(b.Terminated) != s.n || len(b.Truncated) != s.n)) {
 		return nil, s.protocolErr(fmt.Sprintf("batch has %d obs values, %d rewards for %d envs of obs dim %d", len(b.Obs), len(b.Rewards), s.n, od))
 	}
@@ -441,6 +460,27 @@ func (s *session) checkBatch(resp *herdv1.EnvResponse, step bool) (*herdv1.Batch
 		return nil, s.protocolErr("step answer has no rewards")
 	}
 	return b, nil
+}
+
+// bytesToFloats writes b's bytes as float32 values 0…255 into buf (grown
+// as needed) and returns the values and the buffer.
+func bytesToFloats(buf []float32, b []byte) ([]float32, []float32) {
+	if cap(buf) < len(b) {
+		buf = make([]float32, len(b))
+	}
+	out := buf[:len(b)]
+	for i, v := range b {
+		out[i] = float32(v)
+	}
+	return out, buf
+}
+
+// batchInfo is env i's Info of batch b: its lives when the server sent them.
+func batchInfo(b *herdv1.Batch, i int) env.Info {
+	if len(b.Lives) == 0 {
+		return env.Info{}
+	}
+	return env.Info{Lives: int(b.Lives[i]), HasLives: true}
 }
 
 func resetReq(seeds []int64) *herdv1.EnvRequest {
@@ -523,7 +563,7 @@ func (e *Env) Reset(seed int64) ([]float32, env.Info, error) {
 	if err != nil {
 		return nil, env.Info{}, err
 	}
-	return b.Obs, env.Info{}, nil
+	return b.Obs, batchInfo(b, 0), nil
 }
 
 func (e *Env) Step(action []float32) ([]float32, float64, bool, bool, env.Info, error) {
@@ -537,8 +577,17 @@ func (e *Env) Step(action []float32) ([]float32, float64, bool, bool, env.Info, 
 	if err != nil {
 		return nil, 0, false, false, env.Info{}, err
 	}
-	return b.Obs, b.Rewards[0], b.Terminated[0], b.Truncated[0], env.Info{}, nil
+	return b.Obs, b.Rewards[0], b.Terminated[0], b.Truncated[0], batchInfo(b, 0), nil
 }
+
+// ActionMeanings are the served env's action names (ALE's
+// get_action_meanings()), nil when it has none: env/atari's preset reads
+// them to decide on FIRE.
+func (e *Env) ActionMeanings() []string { return e.s.meanings }
+
+// ObsBytes is the number of observation bytes the env has received: one
+// a value for a uint8 image space, four a float otherwise.
+func (e *Env) ObsBytes() int64 { return e.s.obsBytes }
 
 // StateTo returns the remote env's float64 state, or nil if it cannot be
 // read (no state support, or the session failed).
@@ -608,7 +657,17 @@ type Vector struct {
 	split error
 }
 
-func makeRemoteVector(id string, n int, o env.Options) (*Vector, error) {
+// ObsBytes is the number of observation bytes the vector's sessions have
+// received (Env.ObsBytes).
+func (v *Vector) ObsBytes() int64 {
+	var n int64
+	for _, s := range v.subs {
+		n += s.obsBytes
+	}
+	return n
+}
+
+func makeVector(id string, n int, o env.Options) (*Vector, error) {
 	t, err := parseRemote(id)
 	if err != nil {
 		return nil, err
@@ -761,14 +820,15 @@ func (v *Vector) merge(k int, b *herdv1.Batch) error {
 		g := lo + i
 		v.batch.Rewards[g] = float32(r)
 		v.batch.Terminated[g], v.batch.Truncated[g] = b.Terminated[i], b.Truncated[i]
-		v.batch.Infos[g] = env.Info{}
+		v.batch.Infos[g] = batchInfo(b, i)
 		v.ret[g] += r
 		v.length[g]++
 		if b.Terminated[i] || b.Truncated[i] {
 			copy(v.batch.FinalObs[g*od:(g+1)*od], b.FinalObs[j*od:(j+1)*od])
 			j++
 			if v.stats {
-				v.batch.Infos[g] = env.Info{HasEpisode: true, Episode: env.EpisodeStats{Return: v.ret[g], Length: v.length[g]}}
+				v.batch.Infos[g].HasEpisode = true
+				v.batch.Infos[g].Episode = env.EpisodeStats{Return: v.ret[g], Length: v.length[g]}
 			}
 			v.ret[g], v.length[g] = 0, 0
 		}

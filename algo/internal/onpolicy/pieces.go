@@ -124,7 +124,8 @@ func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 		a.SetSequences(1, n, p.envState(n), nil)
 		defer a.finalStateTo(p.state)
 	}
-	out := a.actor.Forward(a.actorInput(&p.actorIn, obs, n), n)
+	x := a.features(obs, n)
+	out := a.actor.Forward(a.actorInput(&p.actorIn, x, n), n)
 	a.maskLogits(out, obs, n)
 	if a.Gauss == nil {
 		for r := range n {
@@ -137,7 +138,7 @@ func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 			copy(dst[r*w+d:r*w+2*d], logStd)
 		}
 	}
-	p.values = a.critic.ForwardTo(grow(p.values, n), obs, n)
+	p.values = a.critic.ForwardTo(grow(p.values, n), x, n)
 	a.VNorm.denormalize(p.values)
 	for r, v := range p.values {
 		dst[r*w+p.head] = v
@@ -155,7 +156,7 @@ func (p *Policy) ValuesTo(dst, obs []float32, n int) []float32 {
 	if p.agent.StateDim() > 0 {
 		p.agent.SetSequences(1, n, p.envState(n), nil)
 	}
-	v := p.agent.critic.ForwardTo(dst[:n], obs, n)
+	v := p.agent.critic.ForwardTo(dst[:n], p.agent.features(obs, n), n)
 	p.agent.VNorm.denormalize(v)
 	return v
 }
@@ -178,7 +179,7 @@ func (p *Policy) EnvValue(i int, obs []float32) float32 {
 	if sd := a.StateDim(); sd > 0 {
 		a.SetSequences(1, 1, p.state[i*sd:(i+1)*sd], nil)
 	}
-	a.critic.ForwardTo(v[:], obs, 1)
+	a.critic.ForwardTo(v[:], a.features(obs, 1), 1)
 	a.VNorm.denormalize(v[:])
 	return v[0]
 }

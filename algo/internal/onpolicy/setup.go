@@ -19,6 +19,7 @@ type Common struct {
 	Hidden                    []int
 	Activation                string
 	Encoder                   string
+	SharedEncoder             bool
 }
 
 // Check reports each problem with the shared settings through bad (the
@@ -62,6 +63,9 @@ func (c Common) Check(bad func(format string, a ...any), h algo.Header) {
 		bad("%v", err)
 	} else if err := encoder.CheckEnv(h.Envs, c.Encoder, h.Env); err != nil {
 		bad("%v", err)
+	}
+	if c.SharedEncoder && !encoder.IsConv(c.Encoder) {
+		bad("shared_encoder needs a convolutional encoder (minatar, nature or impala), got %q", c.Encoder)
 	}
 	if batch := int64(c.NumEnvs) * int64(c.NumSteps); batch > 0 && h.Steps < batch {
 		bad("steps (%d) must be at least one rollout, num_envs × num_steps = %d", h.Steps, batch)
