@@ -11,8 +11,9 @@ import (
 )
 
 // TestRecurrentRefused: a recurrent PPO config trains under the local
-// executor, and every executor that acts away from a per-env state refuses
-// it through the capability table, saying why.
+// and hts executors (which keep the state per env), and every executor
+// that acts away from a per-env state refuses it through the capability
+// table, saying why.
 func TestRecurrentRefused(t *testing.T) {
 	const cfg = "algo: ppo\nenv: CartPoleNoVel-v1\nsteps: 4096\nppo: {num_envs: 4, num_minibatches: 2, recurrent: {type: lstm}}\nruntime: {executor: %s}\n"
 	for _, ex := range run.Executors() {
@@ -24,14 +25,15 @@ func TestRecurrentRefused(t *testing.T) {
 		plain := *res
 		plain.Config = res.Spec.NewConfig()
 		_, plainErr := algo.AdmitRun(run.Executors(), &plain)
+		keeps := ex.Name == algo.LocalExecutor || ex.Name == "hts"
 		switch {
-		case ex.Name != algo.LocalExecutor && plainErr != nil:
+		case !keeps && plainErr != nil:
 			if !errors.Is(err, algo.ErrConfig) { // refused for other reasons too (pal: no transition learner)
 				t.Errorf("%s: got %v, want a refusal", ex.Name, err)
 			}
-		case ex.Name == algo.LocalExecutor && err != nil:
-			t.Errorf("local: %v", err)
-		case ex.Name != algo.LocalExecutor && (!errors.Is(err, algo.ErrConfig) || !strings.Contains(err.Error(), "stateless policy") || !strings.Contains(err.Error(), "recurrent.lstm")):
+		case keeps && err != nil:
+			t.Errorf("%s: %v", ex.Name, err)
+		case !keeps && (!errors.Is(err, algo.ErrConfig) || !strings.Contains(err.Error(), "stateless policy") || !strings.Contains(err.Error(), "recurrent.lstm")):
 			t.Errorf("%s: got %v, want a refusal naming the stateless policy and recurrent.lstm", ex.Name, err)
 		}
 	}

@@ -109,13 +109,14 @@ func (c *Config) IsRecurrent() bool { return c.Recurrent.Type != "" }
 
 // Lacks is what a recurrent config cannot do (algo.Limiter): its policy
 // is not a function of one observation, so it cannot act in a policy
-// worker or a slot that does not keep each env's state; its minibatches
+// worker or a slot that does not keep each env's state (HTS's policy
+// workers keep them; the others do not); its minibatches
 // are whole env sequences, which data-parallel learners do not split; and
 // the several policies of a multiagent section are not given a state.
 func (c *Config) Lacks() (algo.Capability, string) {
 	if c.IsRecurrent() {
 		return algo.CanStatelessPolicy | algo.CanDataParallel | algo.CanAgentRows,
-			"ppo with recurrent." + c.Recurrent.Type + ": the policy carries a hidden state per env, which only the local executor keeps (docs/guide/recurrent.md)"
+			"ppo with recurrent." + c.Recurrent.Type + ": the policy carries a hidden state per env, which only the local and hts executors keep (docs/guide/recurrent.md)"
 	}
 	return 0, ""
 }
