@@ -391,7 +391,9 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	for _, p := range pols {
 		for i := range p.segs {
 			p.segs[i] = sample.NewSegment(T, p.n, obsDim, p.actDim)
-			p.segs[i].State = make([]float32, p.n*p.stateDim)
+			if p.stateDim > 0 {
+				p.segs[i].State = make([]float32, p.n*p.stateDim)
+			}
 		}
 	}
 	learning := false
