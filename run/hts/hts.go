@@ -353,7 +353,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		pol := &rowPolicy{inf: inf, step: step, width: actDim, pols: make([]workerPolicy, len(pols))}
 		for k, p := range pols {
 			lo, hi := sl[0]*p.perSlot, sl[1]*p.perSlot // policy k's rows
-			pol.pols[k] = workerPolicy{lo: lo, m: hi - lo, n: p.n, outDim: p.outDim, actDim: p.actDim, stateDim: p.stateDim, state: p.state,
+			pol.pols[k] = workerPolicy{lo: lo, n: p.n, outDim: p.outDim, actDim: p.actDim, stateDim: p.stateDim, state: p.state,
 				samplers: p.samplers[lo:hi], act: newRequest(k, lo, hi-lo, obsDim, p.outDim, false),
 				vals: newRequest(k, lo, hi-lo, obsDim, p.outDim, true), boot: newRequest(k, lo, 1, obsDim, p.outDim, true)}
 		}
@@ -735,10 +735,10 @@ type rowPolicy struct {
 	one   algo.Acts
 }
 
-// workerPolicy is an env worker's share of one policy: the policy's rows
-// [lo, lo+m) of its n.
+// workerPolicy is an env worker's share of one policy: its rows from lo
+// on of the policy's n.
 type workerPolicy struct {
-	lo, m, n  int
+	lo, n     int
 	outDim    int
 	actDim    int
 	stateDim  int
