@@ -494,3 +494,45 @@ func TestSegmentsCarryState(t *testing.T) {
 		}
 	}
 }
+
+// byRow is a test policy whose V(s) is its env's row (rollout.RowValuer):
+// env i's value is i + 1, whatever the observation.
+type byRow struct{ alternate }
+
+func (p *byRow) RowValue(i int, _ []float32) (float32, error) { return float32(i + 1), nil }
+
+// TestSegmentsRowValues: a RowValuer bootstraps each truncation with its
+// env's value, discounted by that env's Gammas entry, and Ended names the
+// env of each recorded episode (MountainCar's time limit cuts every
+// episode of the alternating policy at 200 steps).
+func TestSegmentsRowValues(t *testing.T) {
+	const n, T = 3, 450
+	v, err := env.MakeVector("MountainCar-v0", n, env.Sync, env.WithEpisodeStatistics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	s := rollout.NewSegments(0, v, &byRow{}, 0.9)
+	s.Gammas = []float32{0.5, 0.25, 0.125}
+	if err := s.Reset(3); err != nil {
+		t.Fatal(err)
+	}
+	seg := sample.NewSegment(T, n, v.ObservationSpace().Dim(), 1)
+	if err := s.Collect(seg); err != nil {
+		t.Fatal(err)
+	}
+	var ended []int
+	for r := range T * n {
+		i := r % n
+		if seg.Dones[r] != 1 {
+			continue
+		}
+		ended = append(ended, i)
+		if want := -1 + s.Gammas[i]*float32(i+1); seg.Rewards[r] != want {
+			t.Errorf("row %d (env %d): truncated reward %v, want %v", r, i, seg.Rewards[r], want)
+		}
+	}
+	if len(ended) == 0 || !slices.Equal(s.Ended, ended) || len(s.Ended) != len(seg.Episodes) {
+		t.Errorf("Ended %v for %d episodes; the truncated envs in order %v", s.Ended, len(seg.Episodes), ended)
+	}
+}

@@ -29,7 +29,9 @@ import (
 // are recorded in the segment (At = the step index), and a policy with
 // per-env state is told where one ended (EnvResetter). A recurrent policy
 // (StateKeeper) has the states each segment starts from recorded in
-// seg.State and its truncations bootstrapped from the env's own state.
+// seg.State and its truncations bootstrapped from the env's own state; a
+// policy whose V(s) depends on the env row otherwise (RowValuer: a policy
+// per row, states kept by policy workers) bootstraps through RowValue.
 //
 // Per step, Collect does not allocate once its buffers have grown; per
 // segment it allocates a little to check the segment. Not safe for
@@ -52,6 +54,22 @@ type Segments struct {
 	// steps one step of these envs stands for (every worker's envs, where
 	// several workers step in rounds); 0 means the loop's own envs.
 	Stride int64
+	// Gammas, when not nil, is each env's discount in place of the
+	// loop's: the envs' rows belong to policies of different discounts.
+	Gammas []float32
+	// Ended holds the env of each episode of the last Collect, parallel to
+	// its seg.Episodes: an executor that splits the envs' rows among
+	// several policies routes each episode to its row's.
+	Ended []int
+}
+
+// RowValuer is a Valuer whose V(s) depends on the env the observation is
+// of, beyond what StateKeeper says: a policy that routes each row to its
+// own policy, or keeps the envs' states where it runs inference.
+// Segments bootstraps env i's truncated episode with RowValue(i, final
+// observation), which advances no state.
+type RowValuer interface {
+	RowValue(i int, obs []float32) (float32, error)
 }
 
 // Valuer is a Policy that also gives V(s) for n observations (into dst,
@@ -157,7 +175,7 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 	if len(seg.Versions) != seg.T {
 		perStep = nil
 	}
-	keeper, _ := w.policy.(StateKeeper)
+	keeper, _ := w.policy.(stater)
 	if keeper != nil && keeper.StateDim() == 0 {
 		keeper = nil
 	}
@@ -165,6 +183,7 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 	if keeper != nil {
 		seg.State = keeper.StateTo(seg.State, n)
 	}
+	w.Ended = w.Ended[:0]
 	k := n / len(w.blocks)
 	if w.pipe != nil {
 		for b := range w.blocks {
@@ -214,17 +233,21 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 					continue
 				}
 				seg.Dones[j] = 1
-				if bt.Truncated[i] && !bt.Terminated[i] && keeper != nil {
-					seg.Rewards[j] += w.gamma * keeper.EnvValue(lo+i, bt.FinalObsRow(i))
-				} else if bt.Truncated[i] && !bt.Terminated[i] {
-					if w.final, err = w.policy.Values(w.final, bt.FinalObsRow(i), 1); err != nil {
+				if bt.Truncated[i] && !bt.Terminated[i] {
+					v, err := w.finalValue(lo+i, bt.FinalObsRow(i))
+					if err != nil {
 						return err
 					}
-					seg.Rewards[j] += w.gamma * w.final[0]
+					gamma := w.gamma
+					if w.Gammas != nil {
+						gamma = w.Gammas[lo+i]
+					}
+					seg.Rewards[j] += gamma * v
 				}
 				if bt.Infos[i].HasEpisode {
 					ep := bt.Infos[i].Episode
 					seg.Episodes = append(seg.Episodes, sample.Episode{Return: ep.Return, Length: ep.Length, At: t})
+					w.Ended = append(w.Ended, lo+i)
 				}
 				if resetter != nil {
 					resetter.ResetEnv(lo + i)
@@ -249,6 +272,29 @@ func (w *Segments) Collect(seg *sample.Segment) error {
 	w.final = v
 	copy(seg.LastValues, v)
 	return nil
+}
+
+// stater is the part of StateKeeper that Collect records seg.State with.
+type stater interface {
+	StateDim() int
+	StateTo(dst []float32, n int) []float32
+}
+
+// finalValue is V(obs) of env i's final observation, the truncation
+// bootstrap's: from the env's row (RowValuer), its recurrent state
+// (StateKeeper), or the observation alone.
+func (w *Segments) finalValue(i int, obs []float32) (float32, error) {
+	if rv, ok := w.policy.(RowValuer); ok {
+		return rv.RowValue(i, obs)
+	}
+	if k, ok := w.policy.(StateKeeper); ok && k.StateDim() > 0 {
+		return k.EnvValue(i, obs), nil
+	}
+	var err error
+	if w.final, err = w.policy.Values(w.final, obs, 1); err != nil {
+		return 0, err
+	}
+	return w.final[0], nil
 }
 
 // LogEpisodes reports seg's episodes to log at the global steps they ended,

@@ -11,9 +11,9 @@ import (
 )
 
 // TestRecurrentRefused: a recurrent PPO config trains under the local
-// executor and under dist (whose env workers carry each env's state), and
-// every executor that acts away from a per-env state refuses it through
-// the capability table, saying why.
+// executor, hts (whose policy workers keep each env's state) and dist
+// (whose env workers carry it), and every executor that acts away from a
+// per-env state refuses it through the capability table, saying why.
 func TestRecurrentRefused(t *testing.T) {
 	const cfg = "algo: ppo\nenv: CartPoleNoVel-v1\nsteps: 4096\nppo: {num_envs: 4, num_minibatches: 2, recurrent: {type: lstm}}\nruntime: {executor: %s}\n"
 	for _, ex := range run.Executors() {
@@ -40,7 +40,10 @@ func TestRecurrentRefused(t *testing.T) {
 }
 
 // carries names the executors that keep or carry a recurrent state per env.
-func carries(executor string) bool { return executor == algo.LocalExecutor || executor == "dist" }
+// carries: the executors that keep or carry each env's recurrent state.
+func carries(executor string) bool {
+	return executor == algo.LocalExecutor || executor == "hts" || executor == "dist"
+}
 
 // TestRecurrentDistLearnersRefused: dist carries the state, but M > 1
 // learners split minibatches that a recurrent learner takes as whole env

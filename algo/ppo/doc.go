@@ -107,8 +107,9 @@
 // all num_steps steps. TestRecurrentReplayMatchesActing pins that the
 // learner's re-run gives the acting log-probabilities and values;
 // TestRecurrentLossGradient checks the loss gradient against finite
-// differences. Only the local executor keeps the per-env state; the
-// others refuse such a config (Config.Lacks).
+// differences. The local and HTS executors keep the per-env state (HTS
+// with its policy workers); the others refuse such a config
+// (Config.Lacks).
 //
 // # MAPPO
 //

@@ -116,7 +116,8 @@ func (c *Config) IsRecurrent() bool { return c.Recurrent.Type != "" }
 
 // Lacks is what a recurrent config cannot do (algo.Limiter): its policy
 // is not a function of one observation, so it cannot act in a policy
-// worker or a slot that does not keep or carry each env's state; its minibatches
+// worker or a slot that neither keeps nor carries each env's state (HTS's
+// policy workers keep them, dist's env workers carry them); its minibatches
 // are whole env sequences, which data-parallel learners do not split; and
 // the several policies of a multiagent section are not given a state.
 func (c *Config) Lacks() (algo.Capability, string) {

@@ -7,12 +7,22 @@
 //
 // # Roles
 //
-//   - Env workers (HTS-RL's executors) own contiguous blocks of envs. Each
-//     env steps on its own between barriers: it asks the policy workers for
-//     outputs, samples its action with its own sampler, steps, and goes on,
-//     never waiting for the other envs until the segment's α steps are done.
+//   - Env workers (HTS-RL's executors) own contiguous blocks of envs, which
+//     they step in rollout.Segments (the one on-policy env-step loop) with
+//     rowPolicy acting: per step the worker asks the policy workers for its
+//     rows' outputs, samples each row with the row's own sampler, steps its
+//     envs, and goes on, never waiting for the other workers until the
+//     segment's α steps are done. At the end it copies its rows into each
+//     policy's segment.
 //   - Policy workers (HTS-RL's actors) take every inference request pending
 //     when they wake and answer it as one batch (the state buffer).
+//   - A recurrent policy (PPO-LSTM) keeps each env's state with the policy,
+//     shared by the policy workers: a request names its rows, and whichever
+//     worker answers it reads and advances their states (a value request
+//     reads them only). The env worker's loop records the states each
+//     segment starts from and zeroes an env's state where its episode ends,
+//     as the local loop does. Requests for the same rows never overlap, so
+//     which worker answers changes no state.
 //   - The learner updates from the segment gathered in the previous
 //     interval while the env workers fill the other storage.
 //
@@ -146,11 +156,11 @@
 // # Design notes
 //
 // `runtime: {executor: hts, env_workers: E, policy_workers: P}` runs PPO or A2C the HTS-RL way
-// (Liu, Yeh, Schwing 2020). The code is one file, `run/hts/hts.go`; `run/hts/doc.go` states the rules.
+// (Liu, Yeh, Schwing 2020). The code is `run/hts/hts.go`; `run/hts/doc.go` states the rules.
 //
-//   - Roles. Env workers (HTS-RL's executors) own contiguous blocks of the N envs. Each env steps
-//     on its own between barriers: it sends its observation to the inference stream, samples its
-//     action from the returned row with its *own* sampler, steps, and goes on. Policy workers
+//   - Roles. Env workers (HTS-RL's executors) own contiguous blocks of the N envs, stepped in
+//     rollout.Segments between barriers: they send their rows' observations to the inference
+//     stream, sample each row with its *own* sampler, step, and go on. Policy workers
 //     (HTS-RL's actors) take every request pending when they wake and answer them as one batch. The
 //     learner runs on its own goroutine.
 //   - Barrier protocol. Segment k (α = `num_steps` steps of every env) is written into storage
@@ -184,5 +194,6 @@
 //     16 envs with mean 1 ms is 2.7–2.9x at CV 2–3 (docs/BENCHMARKS.md). For CartPole-speed envs the
 //     barrier and inference hand-offs cost more than they hide; use the local executor.
 //   - Departure. The paper's executors run one env each on separate processes; here they are
-//     goroutines, and an env worker with several envs steps them in turn (default E = N, one env each).
+//     goroutines, and an env worker with several envs asks for their outputs in one request and
+//     steps them in turn (default E = N, one env each).
 package hts

@@ -7,15 +7,21 @@ import (
 )
 
 // Executor describes HTS to algo.Admit and the CLI: it runs any algorithm
-// with a segment learner, several policies too, and reads env_workers,
-// policy_workers, alpha and step_time.
+// with a segment learner, and reads env_workers, policy_workers, alpha and
+// step_time. The policy workers keep a recurrent policy's state per env,
+// for the run's one policy: the several policies of a multiagent section
+// must be stateless.
 func Executor() algo.Executor {
 	return algo.Executor{
-		Name:     "hts",
-		Doc:      "synchronous high-throughput sampling: env and policy workers, one update of lag, the same bits for any worker count",
-		Keys:     []string{"env_workers", "policy_workers", "alpha", "step_time"},
-		Requires: algo.CanStatelessPolicy,
-		Needs:    func(algo.Header) []algo.Need { return []algo.Need{{Caps: algo.CanSegmentLearner}} },
+		Name: "hts",
+		Doc:  "synchronous high-throughput sampling: env and policy workers, one update of lag, the same bits for any worker count",
+		Keys: []string{"env_workers", "policy_workers", "alpha", "step_time"},
+		Needs: func(h algo.Header) []algo.Need {
+			if h.MultiAgent.Enabled() {
+				return []algo.Need{{Caps: algo.CanSegmentLearner | algo.CanStatelessPolicy}}
+			}
+			return []algo.Need{{Caps: algo.CanSegmentLearner}}
+		},
 		Policies: true,
 		// A run of one policy saves its state at barriers (checkpointer).
 		Resumable: true,

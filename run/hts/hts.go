@@ -13,6 +13,7 @@ import (
 	"herd/env"
 	"herd/internal/rng"
 	"herd/metrics"
+	"herd/rollout"
 	"herd/sample"
 	"herd/weights"
 )
@@ -135,7 +136,11 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	var envs []env.Env
 	var groups []env.Vector
+	owned := false // by the env workers' vectors
 	defer func() {
+		if owned {
+			return
+		}
 		for _, e := range envs {
 			if e != nil {
 				e.Close()
@@ -285,6 +290,38 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	// actDim is a slot's row width: the widest agent's action.
 	obsDim, actDim := spaces.Obs.Dim(), spaces.Act.Dim()
 
+	// At most two requests per policy in flight per env worker (the
+	// rows' and one row's bootstrap).
+	inf := newInference(2 * len(pols) * opt.EnvWorkers)
+	servers := make([]*server, opt.PolicyWorkers)
+	for i := range servers {
+		sv := &server{nets: make([]algo.PolicyNet, len(pols)), pols: pols, obsDim: obsDim}
+		for k, p := range pols {
+			net, err := p.pieces.NewPolicy()
+			if err != nil {
+				return nil, err
+			}
+			sv.nets[k], p.outDim = net, net.OutDim()
+			if sn, ok := net.(stateNet); ok && sn.StateDim() > 0 {
+				p.stateDim = sn.StateDim()
+			}
+		}
+		servers[i] = sv
+	}
+	for k, p := range pols {
+		if p.stateDim > 0 && (len(pols) > 1 || cks != nil) {
+			if len(pols) > 1 {
+				return nil, fmt.Errorf("%w: policy %s is recurrent: under hts a recurrent policy is the run's only one", ErrConfig, ids[k])
+			}
+			// The envs' states are not part of a checkpoint.
+			if cks.Restored() != nil {
+				return nil, errors.New("hts: cannot resume a recurrent policy: its env states are not saved")
+			}
+			cks.Disable("hts: a recurrent policy's env states are not saved")
+			cks, cp = nil, nil
+		}
+		p.state = make([]float32, p.n*p.stateDim)
+	}
 	// With checkpoints, a stop (ctx) is taken at the next barrier, where
 	// the run's state is whole: the segment under way and the update in
 	// flight finish first (runCtx).
@@ -294,53 +331,70 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	inf := newInference(2 * numEnvs) // every env's step request plus a bootstrap request each
 	var pwg sync.WaitGroup
-	for range opt.PolicyWorkers {
-		nets := make([]algo.PolicyNet, len(pols))
-		for k, p := range pols {
-			net, err := p.pieces.NewPolicy()
-			if err != nil {
-				cancel()
-				pwg.Wait()
-				return nil, err
-			}
-			nets[k], p.outDim = net, net.OutDim()
-		}
+	for _, sv := range servers {
 		pwg.Add(1)
-		go func() { defer pwg.Done(); inf.serve(ctx, nets, pols, obsDim) }()
+		go func() { defer pwg.Done(); sv.serve(ctx, inf.reqs) }()
 	}
 	stop := func() { cancel(); pwg.Wait() }
 
 	workers := spread(slots, opt.EnvWorkers)
 	ews := make([]*envWorker, len(workers))
+	var step *barrier
+	if opt.Sync {
+		step = newBarrier(len(workers))
+	}
+	rank := make([]int, agentsPerSlot) // each agent's index among its policy's agents of a slot
+	seen := make([]int, len(pols))
+	for a, k := range of {
+		rank[a], seen[k] = seen[k], seen[k]+1
+	}
 	for w, sl := range workers {
-		ew := &envWorker{slot0: sl[0], agents: agentsPerSlot, of: of, rank: make([]int, agentsPerSlot),
-			obsDim: obsDim, actDim: actDim, T: T, inf: inf, pols: make([]workerPolicy, len(pols))}
-		seen := make([]int, len(pols))
-		for a, k := range of {
-			ew.rank[a], seen[k] = seen[k], seen[k]+1
-		}
+		pol := &rowPolicy{inf: inf, step: step, width: actDim, pols: make([]workerPolicy, len(pols))}
 		for k, p := range pols {
 			lo, hi := sl[0]*p.perSlot, sl[1]*p.perSlot // policy k's rows
-			ew.pols[k] = workerPolicy{lo: lo, hi: hi, n: p.n, perSlot: p.perSlot, outDim: p.outDim, actDim: p.actDim, gamma: p.gamma, samplers: p.samplers[lo:hi]}
+			pol.pols[k] = workerPolicy{lo: lo, n: p.n, outDim: p.outDim, actDim: p.actDim, stateDim: p.stateDim, state: p.state,
+				samplers: p.samplers[lo:hi], act: newRequest(k, lo, hi-lo, obsDim, p.outDim, false),
+				vals: newRequest(k, lo, hi-lo, obsDim, p.outDim, true), boot: newRequest(k, lo, 1, obsDim, p.outDim, true)}
 		}
-		if groups != nil {
-			ew.groups = groups[sl[0]:sl[1]]
-		} else {
-			ew.envs = envs[sl[0]:sl[1]]
+		for g := range sl[1] - sl[0] {
+			for a, k := range of {
+				pol.rows = append(pol.rows, rowRef{k: k, j: g*pols[k].perSlot + rank[a]})
+			}
 		}
-		if err := ew.reset(h.Seed); err != nil {
+		vec, obs, err := workerEnvs(h.Seed, sl, envs, groups)
+		if err != nil {
 			stop()
 			return nil, err
 		}
+		ew := &envWorker{vec: vec, pol: pol, seg: sample.NewSegment(T, len(pol.rows), obsDim, actDim)}
 		ews[w] = ew
+		ew.loop = rollout.NewSegments(w, vec, pol, pols[0].gamma)
+		for _, rr := range pol.rows {
+			ew.loop.Gammas = append(ew.loop.Gammas, pols[rr.k].gamma)
+		}
+		ew.loop.Stride = 1
+		ew.loop.Start(obs)
 	}
+	// The workers' vectors own the envs from here.
+	owned = true
+	defer func() {
+		for _, w := range ews {
+			if w != nil && w.vec != nil {
+				w.vec.Close()
+			}
+		}
+	}()
 
 	// Two storages per policy: env workers fill segs[k%2] while the
 	// learners read segs[(k-1)%2].
 	for _, p := range pols {
-		p.segs = [2]*sample.Segment{sample.NewSegment(T, p.n, obsDim, p.actDim), sample.NewSegment(T, p.n, obsDim, p.actDim)}
+		for i := range p.segs {
+			p.segs[i] = sample.NewSegment(T, p.n, obsDim, p.actDim)
+			if p.stateDim > 0 {
+				p.segs[i].State = make([]float32, p.n*p.stateDim)
+			}
+		}
 	}
 	learning := false
 	// finish collects every learner's update, in policy order.
@@ -414,7 +468,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			segs[k].Version = p.store.Latest().N
 		}
 		t0 := time.Now()
-		episodes, err := collect(ctx, ews, segs, int64(it*T), opt.Sync)
+		episodes, err := collect(ctx, ews, segs, int64(it))
 		t1 := time.Now()
 		// Barrier: every env worker has finished its α steps. Collect the
 		// learners' updates of the previous segment, publish them, and
@@ -512,7 +566,9 @@ type policy struct {
 	perSlot, n int
 	gamma      float32
 	outDim     int
-	actDim     int // its agents' action space's
+	actDim     int       // its agents' action space's
+	stateDim   int       // a recurrent policy's state per row
+	state      []float32 // n rows of stateDim: the rows' states, which the policy workers advance
 	pieces     *algo.Pieces
 	learner    algo.SegmentLearner
 	mod        algo.Modeler
@@ -576,34 +632,24 @@ func spread(n, w int) [][2]int {
 }
 
 // collect runs every env worker for one segment (segs: one per policy)
-// and returns their episodes in (step, row) order.
-func collect(ctx context.Context, ews []*envWorker, segs []*sample.Segment, t0 int64, lockstep bool) ([]episode, error) {
-	all := func(f func(w *envWorker) error) error {
-		errs := make([]error, len(ews))
-		var wg sync.WaitGroup
-		for k, w := range ews {
-			wg.Add(1)
-			go func() { defer wg.Done(); errs[k] = f(w) }()
-		}
-		wg.Wait()
-		return joinStopped(errs)
+// and returns their episodes in (step, row) order. A worker that fails
+// stops the others (the synchronous baseline's barrier would wait for it).
+func collect(ctx context.Context, ews []*envWorker, segs []*sample.Segment, it int64) ([]episode, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(ews))
+	var wg sync.WaitGroup
+	for k, w := range ews {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[k] = w.collect(ctx, segs, it); errs[k] != nil {
+				cancel()
+			}
+		}()
 	}
-	var err error
-	if lockstep {
-		// The synchronous baseline: every step waits for the slowest env.
-		for _, w := range ews {
-			w.episodes = w.episodes[:0]
-		}
-		for t := 0; t < ews[0].T && err == nil; t++ {
-			err = all(func(w *envWorker) error { return w.step(ctx, segs, t, t0) })
-		}
-		if err == nil {
-			err = all(func(w *envWorker) error { return w.end(ctx, segs) })
-		}
-	} else {
-		err = all(func(w *envWorker) error { return w.collect(ctx, segs, t0) })
-	}
-	if err != nil {
+	wg.Wait()
+	if err := joinStopped(errs); err != nil {
 		return nil, err
 	}
 	var eps []episode
@@ -623,230 +669,242 @@ func collect(ctx context.Context, ews []*envWorker, segs []*sample.Segment, t0 i
 	return eps, nil
 }
 
-// envWorker steps the envs of slots [slot0, slot0+len) for α steps per
-// segment, asking the policy workers for every policy's outputs and
-// sampling with each row's own sampler.
+// envWorker steps the envs of its slots in rollout.Segments, α steps per
+// segment, with rowPolicy acting: the worker's rows are its slots' agent
+// rows in (slot, agent) order, one per env for a single-agent env. Its
+// segment of those rows is copied into every policy's segment at the end.
 type envWorker struct {
-	T, obsDim, actDim int
-	envs              []env.Env
-	groups            []env.Vector // multi-agent: one env of agents rows per slot, in place of envs
-	agents, slot0     int          // rows per slot; the worker's first slot
-	of, rank          []int        // per agent of a slot: its policy, its index among that policy's agents
-	pols              []workerPolicy
-	groupActs         []float32
-	inf               *inference
-	episodes          []episode
+	vec      env.Vector
+	loop     *rollout.Segments
+	pol      *rowPolicy
+	seg      *sample.Segment
+	episodes []episode
 }
 
-// workerPolicy is an env worker's share of one policy: the policy's rows
-// [lo, hi) of its n.
+// collect gathers segment it of the worker's rows and writes each row
+// into its policy's segment, rows lo… of segs[k].
+func (w *envWorker) collect(ctx context.Context, segs []*sample.Segment, it int64) error {
+	w.pol.ctx = ctx
+	// The step a sampler reads is its policy's env steps (Steps counts
+	// vector steps: rowPolicy scales them by each policy's rows).
+	w.loop.Steps = it * int64(w.seg.T)
+	if err := w.loop.Collect(w.seg); err != nil {
+		return fmt.Errorf("hts: %w", err)
+	}
+	src, od, ad := w.seg, w.seg.ObsDim, w.seg.ActDim
+	for r, rr := range w.pol.rows {
+		q := &w.pol.pols[rr.k]
+		dst, j, pad := segs[rr.k], q.lo+rr.j, q.actDim
+		for t := range src.T {
+			s, d := t*src.N+r, t*dst.N+j
+			copy(dst.Obs[d*od:(d+1)*od], src.Obs[s*od:(s+1)*od])
+			copy(dst.Actions[d*pad:(d+1)*pad], src.Actions[s*ad:s*ad+pad])
+			dst.LogProbs[d], dst.Values[d] = src.LogProbs[s], src.Values[s]
+			dst.Rewards[d], dst.Dones[d] = src.Rewards[s], src.Dones[s]
+		}
+		copy(dst.NextObs[j*od:(j+1)*od], src.NextObs[r*od:(r+1)*od])
+		dst.LastValues[j] = src.LastValues[r]
+		if sd := q.stateDim; sd > 0 {
+			copy(dst.State[j*sd:(j+1)*sd], src.State[r*sd:(r+1)*sd])
+		}
+	}
+	w.episodes = w.episodes[:0]
+	for e, ep := range src.Episodes {
+		w.episodes = append(w.episodes, episode{Episode: ep, policy: w.pol.rows[w.loop.Ended[e]].k})
+	}
+	return nil
+}
+
+// rowRef is a worker row's policy k and its index j among the worker's
+// rows of that policy.
+type rowRef struct{ k, j int }
+
+// rowPolicy is an env worker's rollout.Policy: each row's observation goes
+// to its policy's inference request (every request is sent before the
+// first answer is awaited, so the policy workers can serve them
+// together), and each row samples with its own sampler. A recurrent
+// policy's states stay with the policy (workerPolicy.state), where the
+// policy workers read and advance them.
+type rowPolicy struct {
+	ctx   context.Context // the segment's
+	inf   *inference
+	step  *barrier // Options.Sync: every step waits for every env worker
+	rows  []rowRef
+	pols  []workerPolicy
+	width int // a row's action values: the widest agent's
+	one   algo.Acts
+}
+
+// workerPolicy is an env worker's share of one policy: its rows from lo
+// on of the policy's n.
 type workerPolicy struct {
-	lo, hi, n int
-	perSlot   int // the policy's agents per slot
+	lo, n     int
 	outDim    int
 	actDim    int
-	gamma     float32
+	stateDim  int
+	state     []float32 // the policy's n rows of state (recurrent), shared by the workers
 	samplers  []algo.Sampler
-	obs       []float32 // (hi−lo) × obsDim: what each row acts on next
-	acts      []algo.Acts
-	out       []float32 // the last step's outputs
-	req, boot *request
+	act, vals *request // the worker's rows: outputs, values
+	boot      *request // one row's value
 }
 
-func (w *envWorker) reset(seed uint64) error {
-	for k := range w.pols {
-		p := &w.pols[k]
-		m := p.hi - p.lo
-		p.obs = make([]float32, m*w.obsDim)
-		p.acts = make([]algo.Acts, m)
-		p.req, p.boot = newRequest(k, m, w.obsDim, p.outDim), newRequest(k, 1, w.obsDim, p.outDim)
+// Act asks for every row's outputs and samples them.
+func (p *rowPolicy) Act(acts *algo.Acts, obs []float32, n int, step int64) error {
+	if n != len(p.rows) {
+		return fmt.Errorf("hts: %d observations for %d rows", n, len(p.rows))
 	}
-	for g, v := range w.groups {
-		b, err := v.Reset(int64(rng.Derive(seed, "hts/env", w.slot0+g) >> 1))
-		if err != nil {
-			return fmt.Errorf("hts: reset env %d: %w", w.slot0+g, err)
-		}
-		for a := range w.agents {
-			p := &w.pols[w.of[a]]
-			j := g*p.perSlot + w.rank[a]
-			copy(p.obs[j*w.obsDim:(j+1)*w.obsDim], b.ObsRow(a))
-		}
-	}
-	p := &w.pols[0]
-	for j, e := range w.envs {
-		o, _, err := e.Reset(int64(rng.Derive(seed, "hts/env", w.slot0+j) >> 1))
-		if err != nil {
-			return fmt.Errorf("hts: reset env %d: %w", w.slot0+j, err)
-		}
-		copy(p.obs[j*w.obsDim:], o)
-	}
-	return nil
-}
-
-func (w *envWorker) collect(ctx context.Context, segs []*sample.Segment, t0 int64) error {
-	w.episodes = w.episodes[:0]
-	for t := range w.T {
-		if err := w.step(ctx, segs, t, t0); err != nil {
+	if p.step != nil {
+		if err := p.step.wait(p.ctx); err != nil {
 			return err
 		}
 	}
-	return w.end(ctx, segs)
-}
-
-// infer asks for every policy's outputs on its rows' observations: all
-// requests go out before the first answer is awaited, so the policy
-// workers can serve them together.
-func (w *envWorker) infer(ctx context.Context) error {
-	for k := range w.pols {
-		if err := w.inf.send(ctx, w.pols[k].req, w.pols[k].obs); err != nil {
-			return err
-		}
-	}
-	for k := range w.pols {
-		out, err := w.inf.wait(ctx, w.pols[k].req)
-		if err != nil {
-			return err
-		}
-		w.pols[k].out = out
-	}
-	return nil
-}
-
-// step takes step t of every env of the worker; t0 is the segment's first
-// step of each row (its global step is t0·rows + t·rows + row).
-func (w *envWorker) step(ctx context.Context, segs []*sample.Segment, t int, t0 int64) error {
-	od, ad := w.obsDim, w.actDim
-	for k := range w.pols {
-		p := &w.pols[k]
-		copy(segs[k].Obs[(t*p.n+p.lo)*od:], p.obs)
-	}
-	if err := w.infer(ctx); err != nil {
+	if err := p.ask(obs, func(q *workerPolicy) *request { return q.act }); err != nil {
 		return err
 	}
-	if w.groups != nil {
-		return w.stepGroups(ctx, segs, t, t0)
-	}
-	p, seg := &w.pols[0], segs[0]
-	step := (t0 + int64(t)) * int64(p.n)
-	row := t*p.n + p.lo
-	for j, e := range w.envs {
-		k := row + j
-		a := &p.acts[j]
-		p.samplers[j].SampleTo(a, p.out[j*p.outDim:(j+1)*p.outDim], 1, step)
-		copy(seg.Actions[k*ad:(k+1)*ad], a.Actions)
-		seg.LogProbs[k], seg.Values[k] = a.LogProbs[0], a.Values[0]
-		o, r, term, trunc, info, err := e.Step(a.EnvActions)
-		if err != nil {
-			return fmt.Errorf("hts: env %d: %w", p.lo+j, err)
-		}
-		seg.Rewards[k], seg.Dones[k] = float32(r), 0
-		if term || trunc {
-			seg.Dones[k] = 1
-			if trunc && !term {
-				// Bootstrap from the true final observation with the
-				// behaviour policy's value, as the local loop does.
-				out, err := w.inf.do(ctx, p.boot, o)
-				if err != nil {
-					return err
-				}
-				seg.Rewards[k] += p.gamma * out[p.outDim-1]
-			}
-			if info.HasEpisode {
-				w.episodes = append(w.episodes, episode{Episode: sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t}})
-			}
-			if o, _, err = e.Reset(env.NoSeed); err != nil {
-				return fmt.Errorf("hts: reset env %d: %w", p.lo+j, err)
-			}
-		}
-		copy(p.obs[j*od:(j+1)*od], o)
+	acts.Actions, acts.EnvActions = acts.Actions[:0], acts.EnvActions[:0]
+	acts.LogProbs, acts.Values = acts.LogProbs[:0], acts.Values[:0]
+	for _, rr := range p.rows {
+		q := &p.pols[rr.k]
+		q.samplers[rr.j].SampleTo(&p.one, q.act.out[rr.j*q.outDim:(rr.j+1)*q.outDim], 1, step*int64(q.n))
+		// A row is as wide as the widest agent's action; each agent reads
+		// the leading values of its own.
+		acts.Actions = pad(append(acts.Actions, p.one.Actions...), p.width)
+		acts.EnvActions = pad(append(acts.EnvActions, p.one.EnvActions...), p.width)
+		acts.LogProbs = append(acts.LogProbs, p.one.LogProbs...)
+		acts.Values = append(acts.Values, p.one.Values...)
 	}
 	return nil
 }
 
-// stepGroups is step for multi-agent slots: every row of a slot samples
-// its action with its policy's sampler, then the slot's env steps once for
-// all of them (a FlatVector resets an ended episode itself).
-func (w *envWorker) stepGroups(ctx context.Context, segs []*sample.Segment, t int, t0 int64) error {
-	od := w.obsDim
-	for g, v := range w.groups {
-		w.groupActs = w.groupActs[:0]
-		for a := range w.agents {
-			p, seg := &w.pols[w.of[a]], segs[w.of[a]]
-			ad := p.actDim
-			j := g*p.perSlot + w.rank[a] // the policy's row, within the worker
-			k := t*p.n + p.lo + j
-			ac := &p.acts[j]
-			p.samplers[j].SampleTo(ac, p.out[j*p.outDim:(j+1)*p.outDim], 1, (t0+int64(t))*int64(p.n))
-			copy(seg.Actions[k*ad:(k+1)*ad], ac.Actions)
-			seg.LogProbs[k], seg.Values[k] = ac.LogProbs[0], ac.Values[0]
-			// A slot's row is as wide as its widest agent's action;
-			// each agent reads the leading values of its own.
-			row := len(w.groupActs)
-			w.groupActs = append(w.groupActs, ac.EnvActions...)
-			for len(w.groupActs) < row+w.actDim {
-				w.groupActs = append(w.groupActs, 0)
-			}
+// pad grows b with zeros to a multiple of width.
+func pad(b []float32, width int) []float32 {
+	for len(b)%width != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// ask sends each policy's request (of) with its rows of obs and waits for
+// every answer.
+func (p *rowPolicy) ask(obs []float32, of func(*workerPolicy) *request) error {
+	od := len(obs) / len(p.rows)
+	for r, rr := range p.rows {
+		req := of(&p.pols[rr.k])
+		copy(req.obs[rr.j*od:(rr.j+1)*od], obs[r*od:(r+1)*od])
+	}
+	for k := range p.pols {
+		if err := p.inf.send(p.ctx, of(&p.pols[k])); err != nil {
+			return err
 		}
-		b, err := v.Step(w.groupActs)
-		if err != nil {
-			return fmt.Errorf("hts: env %d: %w", w.slot0+g, err)
-		}
-		for a := range w.agents {
-			p, seg := &w.pols[w.of[a]], segs[w.of[a]]
-			j := g*p.perSlot + w.rank[a]
-			k := t*p.n + p.lo + j
-			seg.Rewards[k], seg.Dones[k] = b.Rewards[a], 0
-			if b.Done(a) {
-				seg.Dones[k] = 1
-				if b.Truncated[a] && !b.Terminated[a] {
-					out, err := w.inf.do(ctx, p.boot, b.FinalObsRow(a))
-					if err != nil {
-						return err
-					}
-					seg.Rewards[k] += p.gamma * out[p.outDim-1]
-				}
-				if info := b.Infos[a]; info.HasEpisode {
-					w.episodes = append(w.episodes, episode{Episode: sample.Episode{Return: info.Episode.Return, Length: info.Episode.Length, At: t}, policy: w.of[a]})
-				}
-			}
-			copy(p.obs[j*od:(j+1)*od], b.ObsRow(a))
+	}
+	for k := range p.pols {
+		if err := p.inf.wait(p.ctx, of(&p.pols[k])); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// end writes the segment's bootstrap: the observations after its last step
-// and their values.
-func (w *envWorker) end(ctx context.Context, segs []*sample.Segment) error {
-	for k := range w.pols {
-		p := &w.pols[k]
-		copy(segs[k].NextObs[p.lo*w.obsDim:p.hi*w.obsDim], p.obs)
+// Values is V(s) of every row (the segment's end).
+func (p *rowPolicy) Values(dst, obs []float32, n int) ([]float32, error) {
+	if n != len(p.rows) {
+		return nil, fmt.Errorf("hts: values of %d observations for %d rows", n, len(p.rows))
 	}
-	if err := w.infer(ctx); err != nil {
-		return err
+	if err := p.ask(obs, func(q *workerPolicy) *request { return q.vals }); err != nil {
+		return nil, err
 	}
-	for k := range w.pols {
-		p := &w.pols[k]
-		for j := range p.hi - p.lo {
-			segs[k].LastValues[p.lo+j] = p.out[(j+1)*p.outDim-1] // on-policy rows end with V(s)
-		}
+	dst = grow(dst, n)
+	for r, rr := range p.rows {
+		dst[r] = p.pols[rr.k].vals.out[rr.j]
 	}
-	return nil
+	return dst, nil
+}
+
+// RowValue is V(obs) by row i's policy, from row i's state when it has
+// one (rollout.RowValuer: the truncation bootstrap).
+func (p *rowPolicy) RowValue(i int, obs []float32) (float32, error) {
+	rr := p.rows[i]
+	q := &p.pols[rr.k]
+	q.boot.row0 = q.lo + rr.j
+	copy(q.boot.obs, obs)
+	if err := p.inf.send(p.ctx, q.boot); err != nil {
+		return 0, err
+	}
+	if err := p.inf.wait(p.ctx, q.boot); err != nil {
+		return 0, err
+	}
+	return q.boot.out[0], nil
+}
+
+// ResetEnv zeroes row i's recurrent state: its episode ended.
+func (p *rowPolicy) ResetEnv(i int) {
+	rr := p.rows[i]
+	q := &p.pols[rr.k]
+	if sd := q.stateDim; sd > 0 {
+		clear(q.state[(q.lo+rr.j)*sd : (q.lo+rr.j+1)*sd])
+	}
+}
+
+// StateDim is a row's recurrent state (rollout.StateKeeper's part that
+// Segments records); Train admits a recurrent policy only as the run's
+// one policy.
+func (p *rowPolicy) StateDim() int { return p.pols[0].stateDim }
+
+// StateTo appends the rows' states to dst[:0].
+func (p *rowPolicy) StateTo(dst []float32, n int) []float32 {
+	dst = dst[:0]
+	for _, rr := range p.rows[:n] {
+		q := &p.pols[rr.k]
+		dst = append(dst, q.state[(q.lo+rr.j)*q.stateDim:(q.lo+rr.j+1)*q.stateDim]...)
+	}
+	return dst
+}
+
+// barrier makes n goroutines wait for each other, round after round.
+type barrier struct {
+	mu      sync.Mutex
+	n, in   int
+	release chan struct{}
+}
+
+func newBarrier(n int) *barrier { return &barrier{n: n, release: make(chan struct{})} }
+
+func (b *barrier) wait(ctx context.Context) error {
+	b.mu.Lock()
+	ch := b.release
+	if b.in++; b.in == b.n {
+		b.in, b.release = 0, make(chan struct{})
+		close(ch)
+		b.mu.Unlock()
+		return nil
+	}
+	b.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // request is one env worker's inference request for one policy: rows of
-// observations in, rows of outputs back. Each env worker owns its
-// requests and reuses them.
+// observations in, rows of outputs back (one value per row where value).
+// Each env worker owns its requests and reuses them.
 type request struct {
 	policy int
+	value  bool // V(s) only: a recurrent state is read, not advanced
+	row0   int  // the policy's row of the first observation (its state)
 	obs    []float32
 	out    []float32
 	err    error
 	done   chan struct{}
 }
 
-func newRequest(policy, rows, obsDim, outDim int) *request {
-	return &request{policy: policy, obs: make([]float32, rows*obsDim), out: make([]float32, rows*outDim), done: make(chan struct{}, 1)}
+func newRequest(policy, row0, rows, obsDim, outDim int, value bool) *request {
+	if value {
+		outDim = 1
+	}
+	return &request{policy: policy, value: value, row0: row0, obs: make([]float32, rows*obsDim), out: make([]float32, rows*outDim), done: make(chan struct{}, 1)}
 }
 
 // inference is the in-process inference stream: env workers send requests,
@@ -858,16 +916,7 @@ type inference struct {
 
 func newInference(capacity int) *inference { return &inference{reqs: make(chan *request, capacity)} }
 
-// do sends obs (some rows) and waits for the outputs.
-func (s *inference) do(ctx context.Context, r *request, obs []float32) ([]float32, error) {
-	if err := s.send(ctx, r, obs); err != nil {
-		return nil, err
-	}
-	return s.wait(ctx, r)
-}
-
-func (s *inference) send(ctx context.Context, r *request, obs []float32) error {
-	copy(r.obs, obs)
+func (s *inference) send(ctx context.Context, r *request) error {
 	select {
 	case s.reqs <- r:
 		return nil
@@ -876,72 +925,131 @@ func (s *inference) send(ctx context.Context, r *request, obs []float32) error {
 	}
 }
 
-func (s *inference) wait(ctx context.Context, r *request) ([]float32, error) {
+func (s *inference) wait(ctx context.Context, r *request) error {
 	select {
 	case <-r.done:
-		return r.out, r.err
+		return r.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
+}
+
+// stateNet is a recurrent network whose per-env states the caller keeps
+// (onpolicy's policy): any policy worker can then serve any env.
+type stateNet interface {
+	StateDim() int
+	ForwardStateTo(dst, obs, state []float32, n int) []float32
+	ValuesStateTo(dst, obs, state []float32, n int) []float32
+}
+
+// server is a policy worker: one net per policy and its batch buffers.
+type server struct {
+	nets            []algo.PolicyNet
+	pols            []*policy
+	obsDim          int
+	batch, mine     []*request
+	obs, out, state []float32
 }
 
 // serve answers requests until ctx ends, batching every request pending
 // when it wakes, policy by policy (nets[k] is policy k's). The weights
 // change only at barriers, when no request is in flight, so which worker
-// answers a request, and with which others, never changes its outputs.
-func (s *inference) serve(ctx context.Context, nets []algo.PolicyNet, pols []*policy, obsDim int) {
-	var batch, mine []*request
-	var obs, out []float32
+// answers a request, and with which others, never changes its outputs. A
+// recurrent policy's requests are served in two batches, the steps (which
+// advance the rows' states) and the values (which read them).
+func (s *server) serve(ctx context.Context, reqs <-chan *request) {
 	for {
 		select {
-		case r := <-s.reqs:
-			batch = append(batch[:0], r)
+		case r := <-reqs:
+			s.batch = append(s.batch[:0], r)
 		case <-ctx.Done():
 			return
 		}
 	drain:
 		for {
 			select {
-			case r := <-s.reqs:
-				batch = append(batch, r)
+			case r := <-reqs:
+				s.batch = append(s.batch, r)
 			default:
 				break drain
 			}
 		}
-		for k, p := range nets {
-			mine = mine[:0]
-			for _, r := range batch {
-				if r.policy == k {
-					mine = append(mine, r)
-				}
-			}
-			if len(mine) == 0 {
-				continue
-			}
+		for k, net := range s.nets {
 			var err error
-			if v := pols[k].store.Latest(); v.N != p.Version() {
-				if err = p.SetWeights(v); err != nil {
+			if v := s.pols[k].store.Latest(); v.N != net.Version() {
+				if err = net.SetWeights(v); err != nil {
 					err = fmt.Errorf("hts: policy worker: %w", err)
 				}
 			}
-			obs = obs[:0]
-			rows := 0
-			for _, r := range mine {
-				obs = append(obs, r.obs...)
-				rows += len(r.obs) / obsDim
+			sn, _ := net.(stateNet)
+			if sn != nil && sn.StateDim() == 0 {
+				sn = nil
 			}
-			if err == nil {
-				out = grow(out, rows*p.OutDim())
-				p.ForwardTo(out, obs, rows)
-			}
-			off := 0
-			for _, r := range mine {
-				if r.err = err; err == nil {
-					off += copy(r.out, out[off:])
+			for _, value := range []bool{false, true} {
+				if value && sn == nil {
+					break // a stateless policy's values are its rows' last column: one batch with the steps
 				}
-				r.done <- struct{}{}
+				s.mine = s.mine[:0]
+				for _, r := range s.batch {
+					if r.policy == k && (r.value == value || sn == nil) {
+						s.mine = append(s.mine, r)
+					}
+				}
+				if len(s.mine) > 0 {
+					s.answer(net, sn, k, value, err)
+				}
 			}
 		}
+	}
+}
+
+// answer runs one batch (s.mine) of policy k and hands out its rows.
+func (s *server) answer(net algo.PolicyNet, sn stateNet, k int, value bool, err error) {
+	od, w := s.obsDim, net.OutDim()
+	if value {
+		w = 1
+	}
+	sd := 0
+	if sn != nil {
+		sd = sn.StateDim()
+	}
+	state := s.pols[k].state
+	s.obs, s.state = s.obs[:0], s.state[:0]
+	rows := 0
+	for _, r := range s.mine {
+		n := len(r.obs) / od
+		s.obs = append(s.obs, r.obs...)
+		s.state = append(s.state, state[r.row0*sd:(r.row0+n)*sd]...)
+		rows += n
+	}
+	if err == nil {
+		s.out = grow(s.out, rows*w)
+		switch {
+		case sn == nil:
+			net.ForwardTo(s.out, s.obs, rows)
+		case value:
+			sn.ValuesStateTo(s.out, s.obs, s.state, rows)
+		default:
+			sn.ForwardStateTo(s.out, s.obs, s.state, rows)
+		}
+	}
+	off := 0
+	for _, r := range s.mine {
+		n := len(r.obs) / od
+		if r.err = err; err == nil {
+			if sn == nil && r.value {
+				for i := range n {
+					r.out[i] = s.out[(off+i+1)*net.OutDim()-1] // on-policy rows end with V(s)
+				}
+			} else {
+				copy(r.out, s.out[off*w:(off+n)*w])
+			}
+			if sn != nil && !value {
+				copy(state[r.row0*sd:(r.row0+n)*sd], s.state[off*sd:(off+n)*sd])
+			}
+		}
+		off += n
+		r.done <- struct{}{}
 	}
 }
 
@@ -967,4 +1075,89 @@ func joinStopped(errs []error) error {
 		}
 	}
 	return first
+}
+
+// workerEnvs returns the vector of the envs of slots [sl[0], sl[1]) and
+// their first observations. Each slot's env is reset with its own seed
+// (seed, "hts/env", slot), so spreading the slots over workers changes
+// nothing; a multi-agent slot is a vector of its agents' rows (groups),
+// and the worker's slots are joined into one vector.
+func workerEnvs(seed uint64, sl [2]int, envs []env.Env, groups []env.Vector) (env.Vector, []float32, error) {
+	var obs []float32
+	if groups == nil {
+		for i := sl[0]; i < sl[1]; i++ {
+			o, _, err := envs[i].Reset(int64(rng.Derive(seed, "hts/env", i) >> 1))
+			if err != nil {
+				return nil, nil, fmt.Errorf("hts: reset env %d: %w", i, err)
+			}
+			obs = append(obs, o...)
+		}
+		v, err := env.NewSyncVectorOf(envs[sl[0]:sl[1]])
+		return v, obs, err
+	}
+	for i := sl[0]; i < sl[1]; i++ {
+		b, err := groups[i].Reset(int64(rng.Derive(seed, "hts/env", i) >> 1))
+		if err != nil {
+			return nil, nil, fmt.Errorf("hts: reset env %d: %w", i, err)
+		}
+		obs = append(obs, b.Obs...)
+	}
+	if sl[1]-sl[0] == 1 {
+		return groups[sl[0]], obs, nil
+	}
+	return newJoined(groups[sl[0]:sl[1]]), obs, nil
+}
+
+// joined is one vector of several multi-agent slots (each a vector of its
+// agents' rows), stepped one after another. Its slots are reset one by
+// one (workerEnvs), each with its own seed.
+type joined struct {
+	slots []env.Vector
+	rows  int // per slot
+	batch env.Batch
+}
+
+func newJoined(slots []env.Vector) *joined {
+	rows, od := slots[0].NumEnvs(), slots[0].ObservationSpace().Dim()
+	n := rows * len(slots)
+	return &joined{slots: slots, rows: rows, batch: env.Batch{ObsDim: od, Obs: make([]float32, n*od), Rewards: make([]float32, n),
+		Terminated: make([]bool, n), Truncated: make([]bool, n), Infos: make([]env.Info, n), FinalObs: make([]float32, n*od)}}
+}
+
+func (j *joined) NumEnvs() int                { return j.rows * len(j.slots) }
+func (j *joined) ObservationSpace() env.Space { return j.slots[0].ObservationSpace() }
+func (j *joined) ActionSpace() env.Space      { return j.slots[0].ActionSpace() }
+
+func (j *joined) Reset(int64) (*env.Batch, error) {
+	return nil, errors.New("hts: the slots of an env worker are reset one by one")
+}
+
+func (j *joined) Step(actions []float32) (*env.Batch, error) {
+	d, od, m := j.ActionSpace().Dim(), j.batch.ObsDim, j.rows
+	if len(actions) != j.NumEnvs()*d {
+		return nil, fmt.Errorf("hts: %d action values for %d rows × %d", len(actions), j.NumEnvs(), d)
+	}
+	out := &j.batch
+	for g, v := range j.slots {
+		b, err := v.Step(actions[g*m*d : (g+1)*m*d])
+		if err != nil {
+			return nil, err
+		}
+		lo := g * m
+		copy(out.Obs[lo*od:(lo+m)*od], b.Obs)
+		copy(out.FinalObs[lo*od:(lo+m)*od], b.FinalObs)
+		copy(out.Rewards[lo:lo+m], b.Rewards)
+		copy(out.Terminated[lo:lo+m], b.Terminated)
+		copy(out.Truncated[lo:lo+m], b.Truncated)
+		copy(out.Infos[lo:lo+m], b.Infos)
+	}
+	return out, nil
+}
+
+func (j *joined) Close() error {
+	var errs []error
+	for _, v := range j.slots {
+		errs = append(errs, v.Close())
+	}
+	return errors.Join(errs...)
 }

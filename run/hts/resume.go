@@ -77,7 +77,7 @@ func (c *checkpointer) save(k int, step int64, seg *sample.Segment) (map[string]
 	}
 	var obs []byte
 	for _, w := range c.ews {
-		for _, v := range w.pols[0].obs {
+		for _, v := range w.loop.Observations() {
 			obs = binary.LittleEndian.AppendUint32(obs, math.Float32bits(v))
 		}
 	}
@@ -131,16 +131,18 @@ func (c *checkpointer) restore(s *trainstate.State, like *sample.Segment) (k int
 	}
 	n := 0
 	for _, w := range c.ews {
-		n += len(w.pols[0].obs)
+		n += len(w.loop.Observations())
 	}
 	if len(b) != 4*n {
 		return 0, 0, nil, fmt.Errorf("%w: section %s has %d bytes for %d observation values", trainstate.ErrCorrupt, secObs, len(b), n)
 	}
 	for _, w := range c.ews {
-		for i := range w.pols[0].obs {
-			w.pols[0].obs[i] = math.Float32frombits(binary.LittleEndian.Uint32(b))
+		obs := make([]float32, len(w.loop.Observations()))
+		for i := range obs {
+			obs[i] = math.Float32frombits(binary.LittleEndian.Uint32(b))
 			b = b[4:]
 		}
+		w.loop.Start(obs)
 	}
 	for i, e := range c.envs {
 		if b, err = get(fmt.Sprintf("%s%d", secSampler, i)); err != nil {

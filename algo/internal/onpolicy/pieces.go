@@ -118,12 +118,33 @@ func (p *Policy) point(src []*nn.Param, n uint64) error {
 // returns that slice. Row r depends only on observation r, and, for a
 // recurrent agent, on env r's state, which it advances by one step.
 func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
+	if p.agent.StateDim() > 0 {
+		return p.ForwardStateTo(dst, obs, p.envState(n), n)
+	}
+	return p.forward(dst, obs, n)
+}
+
+// ForwardStateTo is ForwardTo for n envs whose recurrent states the caller
+// keeps (n rows of StateDim, advanced by one step in place): a policy
+// worker serving envs whose states it holds apart from the network.
+func (p *Policy) ForwardStateTo(dst, obs, state []float32, n int) []float32 {
+	p.agent.SetSequences(1, n, state, nil)
+	defer p.agent.finalStateTo(state)
+	return p.forward(dst, obs, n)
+}
+
+// ValuesStateTo is ValuesTo for n envs whose states the caller keeps,
+// which it reads and does not advance.
+func (p *Policy) ValuesStateTo(dst, obs, state []float32, n int) []float32 {
+	p.agent.SetSequences(1, n, state, nil)
+	v := p.agent.critic.ForwardTo(dst[:n], p.agent.features(obs, n), n)
+	p.agent.VNorm.denormalize(v)
+	return v
+}
+
+func (p *Policy) forward(dst, obs []float32, n int) []float32 {
 	a, w := p.agent, p.OutDim()
 	dst = dst[:n*w]
-	if sd := a.StateDim(); sd > 0 {
-		a.SetSequences(1, n, p.envState(n), nil)
-		defer a.finalStateTo(p.state)
-	}
 	x := a.features(obs, n)
 	out := a.actor.Forward(a.actorInput(&p.actorIn, x, n), n)
 	a.maskLogits(out, obs, n)
@@ -153,12 +174,11 @@ func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 // A recurrent agent reads each env's state without advancing it (the
 // bootstrap of the observations after a segment's last step).
 func (p *Policy) ValuesTo(dst, obs []float32, n int) []float32 {
+	var state []float32
 	if p.agent.StateDim() > 0 {
-		p.agent.SetSequences(1, n, p.envState(n), nil)
+		state = p.envState(n)
 	}
-	v := p.agent.critic.ForwardTo(dst[:n], p.agent.features(obs, n), n)
-	p.agent.VNorm.denormalize(v)
-	return v
+	return p.ValuesStateTo(dst, obs, state, n)
 }
 
 // envState returns the state of n envs, zero when the envs are new to

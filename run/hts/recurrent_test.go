@@ -1,0 +1,135 @@
+package hts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"herd/algo"
+	"herd/algo/ppo"
+	"herd/sample"
+	"herd/weights"
+)
+
+// lstmFile is a small PPO-LSTM run: CartPoleNoVel's episodes end within
+// the 6 segments, so states are reset inside and between segments.
+const lstmFile = `algo: ppo
+env: CartPoleNoVel-v1
+seed: 7
+steps: 1536
+runtime: {executor: hts}
+ppo: {num_envs: 4, num_steps: 64, num_minibatches: 2, update_epochs: 2, hidden: [16], recurrent: {type: lstm, hidden: 8}}
+`
+
+// TestRecurrentSameBits is the HTS promise for a recurrent policy: the
+// policy workers keep each env's state, so the final parameters are one
+// hash for policy workers 1 and 4 and env workers 1 and 2.
+func TestRecurrentSameBits(t *testing.T) {
+	res := resolve(t, ppo.Spec(), lstmFile)
+	want := train(t, res, Options{EnvWorkers: 1, PolicyWorkers: 1})
+	for _, c := range [][2]int{{1, 4}, {2, 1}, {2, 4}, {4, 3}} {
+		if got := train(t, res, Options{EnvWorkers: c[0], PolicyWorkers: c[1]}); got != want {
+			t.Errorf("E=%d P=%d: parameters %s, with E=1 P=1 %s", c[0], c[1], got, want)
+		}
+	}
+}
+
+// TestRecurrentSegmentState: each segment the learner gets records the
+// states its envs start from, and the behaviour values in it are what the
+// local loop gives: the policy replayed from those states with the
+// segment's behaviour weights, each env's state zeroed after a step where
+// its episode ended, yields seg.Values bit for bit.
+func TestRecurrentSegmentState(t *testing.T) {
+	res := resolve(t, ppo.Spec(), lstmFile)
+	rec := &stateRecorder{weights: map[uint64]*weights.Version{}}
+	spec := res.Spec
+	inner := spec.Pieces
+	spec.Pieces = func(h algo.Header, cfg algo.Config, sp algo.Spaces) (*algo.Pieces, error) {
+		p, err := inner(h, cfg, sp)
+		if err != nil {
+			return nil, err
+		}
+		rec.pieces = p
+		newLearner := p.NewSegmentLearner
+		p.NewSegmentLearner = func() (algo.SegmentLearner, error) {
+			l, err := newLearner()
+			rec.SegmentLearner = l
+			return rec, err
+		}
+		return p, nil
+	}
+	if _, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, spec, res.Config,
+		Options{EnvWorkers: 2, PolicyWorkers: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.segs) != 6 {
+		t.Fatalf("%d segments learned, want 6", len(rec.segs))
+	}
+	net, err := rec.pieces.NewPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sn := net.(stateNet)
+	sd, w := sn.StateDim(), net.OutDim()
+	resets := 0
+	for k, seg := range rec.segs {
+		if len(seg.State) != seg.N*sd {
+			t.Fatalf("segment %d: %d state values, want %d", k, len(seg.State), seg.N*sd)
+		}
+		if err := net.SetWeights(rec.weights[seg.Version]); err != nil {
+			t.Fatalf("segment %d of version %d: %v", k, seg.Version, err)
+		}
+		state := slices.Clone(seg.State)
+		out := make([]float32, seg.N*w)
+		for t0 := range seg.T {
+			row := t0 * seg.N
+			sn.ForwardStateTo(out, seg.Obs[row*seg.ObsDim:(row+seg.N)*seg.ObsDim], state, seg.N)
+			for i := range seg.N {
+				if v := out[(i+1)*w-1]; v != seg.Values[row+i] {
+					t.Fatalf("segment %d step %d env %d: replayed V %v, recorded %v", k, t0, i, v, seg.Values[row+i])
+				}
+				if seg.Dones[row+i] == 1 {
+					clear(state[i*sd : (i+1)*sd])
+					resets++
+				}
+			}
+		}
+	}
+	if resets == 0 {
+		t.Error("no episode ended: the test does not reach a reset")
+	}
+}
+
+// stateRecorder keeps each segment it learns and the weights each Learn
+// starts from (a segment's behaviour weights by version).
+type stateRecorder struct {
+	algo.SegmentLearner
+	pieces  *algo.Pieces
+	segs    []*sample.Segment
+	weights map[uint64]*weights.Version
+}
+
+func (r *stateRecorder) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, error) {
+	v := r.SegmentLearner.Weights()
+	r.weights[v.N] = v
+	c := *seg
+	c.Obs, c.Values, c.Dones, c.State = slices.Clone(seg.Obs), slices.Clone(seg.Values), slices.Clone(seg.Dones), slices.Clone(seg.State)
+	r.segs = append(r.segs, &c)
+	return r.SegmentLearner.Learn(ctx, seg)
+}
+
+func (r *stateRecorder) Model() algo.Model { return r.SegmentLearner.(algo.Modeler).Model() }
+
+// TestRecurrentSeveralPoliciesRefused: the several policies of a
+// multiagent section must be stateless under hts (the capability table).
+func TestRecurrentSeveralPoliciesRefused(t *testing.T) {
+	file := strings.Replace(fmt.Sprintf(twoPolicies, 1, 1), "hidden: [16]}", "hidden: [16], recurrent: {type: lstm, hidden: 8}}", 1)
+	res := resolve(t, ppo.Spec(), file)
+	_, err := algo.AdmitRun([]algo.Executor{Executor()}, res)
+	if !errors.Is(err, algo.ErrConfig) || !strings.Contains(err.Error(), "stateless policy") {
+		t.Errorf("got %v, want a refusal naming the stateless policy", err)
+	}
+}
