@@ -173,6 +173,10 @@ type Executor struct {
 	// with Spec.Resumable at Runtime.Checkpoints and continues from a
 	// restored one, as the local executor does (`herd train --resume`).
 	Resumable bool
+	// NotResumable, when not nil, says why a run of a Resumable executor
+	// saves no state to continue from ("": it does), for the runs it
+	// cannot save (flow: the replay plans).
+	NotResumable func(res *Resolved) string
 }
 
 // WorkerSet is N workers of an executor, counted by runtime key Key, each

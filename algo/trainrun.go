@@ -101,7 +101,8 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	if err != nil {
 		return metrics.Summary{}, err
 	}
-	resumable := (ex.Name == LocalExecutor || ex.Resumable) && res.Spec.Resumable && !h.MultiAgent.Enabled() && !opt.NoFiles
+	resumable := (ex.Name == LocalExecutor || ex.Resumable) && res.Spec.Resumable && !h.MultiAgent.Enabled() && !opt.NoFiles &&
+		(ex.NotResumable == nil || ex.NotResumable(res) == "")
 	if opt.Dir == DirResume && !resumable {
 		return metrics.Summary{}, cannotResume(res, ex, opt.NoFiles)
 	}
@@ -360,6 +361,8 @@ func notResumable(res *Resolved, ex Executor, noFiles bool) string {
 		return fmt.Sprintf("%s (executor %s) saves no training state to continue from yet, only its final weights", h.Algo, ex.Name)
 	case ex.Name != LocalExecutor && !ex.Resumable:
 		return fmt.Sprintf("%s under executor %s saves no training state to continue from yet; only its local executor does", h.Algo, ex.Name)
+	case ex.NotResumable != nil && ex.NotResumable(res) != "":
+		return fmt.Sprintf("%s under executor %s saves no training state to continue from: %s", h.Algo, ex.Name, ex.NotResumable(res))
 	}
 	return fmt.Sprintf("%s with a multiagent section (executor %s) saves no training state to continue from yet", h.Algo, ex.Name)
 }

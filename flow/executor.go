@@ -22,6 +22,16 @@ func Executor() algo.Executor {
 			}
 			return nil
 		},
-		Train: Train,
+		Train:     Train,
+		Resumable: true,
+		NotResumable: func(res *algo.Resolved) string {
+			switch {
+			case res.Spec.Can&algo.CanTransitionLearner != 0 && res.Spec.Can&algo.CanPlan == 0:
+				return "the replay plans (ReplayPlan, ApeXPlan) do not save the replay"
+			case res.Header.Runtime.Transport == "nats":
+				return "workers served over NATS keep their state elsewhere"
+			}
+			return ""
+		},
 	}
 }
