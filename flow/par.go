@@ -227,10 +227,16 @@ func GatherSyncAhead[T any](p ParIter[T], numAsync int) Iter[[]T] {
 		}
 		return st, nil
 	}, func(st gatherState[T]) error {
+		// Every round requested ahead is whole: n items each.
+		if !st.Done && len(st.Items) != n*(numAsync-1) {
+			return fmt.Errorf("%w: a gather holds %d items, want %d rounds of %d", trainstate.ErrCorrupt, len(st.Items), numAsync-1, n)
+		}
+		count := make(map[[2]int]int)
 		for _, h := range st.Items {
-			if h.K < 0 || h.K >= n || h.At <= st.Yielded || h.At >= st.Yielded+numAsync {
+			if h.K < 0 || h.K >= n || h.At <= st.Yielded || h.At >= st.Yielded+numAsync || count[[2]int{h.K, h.At}] > 0 {
 				return fmt.Errorf("%w: a gather's held item of shard %d, round %d, does not fit round %d", trainstate.ErrCorrupt, h.K, h.At, st.Yielded)
 			}
+			count[[2]int{h.K, h.At}]++
 		}
 		restored = &st
 		return nil
@@ -409,6 +415,16 @@ func gatherAsync[T any](p ParIter[T], numAsync, maxLag int) Iter[T] {
 	}, func(st gatherState[T]) error {
 		if !st.Done && (len(st.Pending) != n || len(st.Ended) != n || st.Asked < 0 || st.Asked >= n) {
 			return fmt.Errorf("%w: a gather's state of %d shards, this one has %d", trainstate.ErrCorrupt, len(st.Pending), n)
+		}
+		// Saved with every request answered: the held items are all
+		// that is in flight.
+		for _, q := range st.Pending {
+			if len(q) > 0 {
+				return fmt.Errorf("%w: a gather's state with requests unanswered", trainstate.ErrCorrupt)
+			}
+		}
+		if !st.Done && st.InFlight != len(st.Items) {
+			return fmt.Errorf("%w: a gather's state counts %d items in flight and holds %d", trainstate.ErrCorrupt, st.InFlight, len(st.Items))
 		}
 		for _, h := range st.Items {
 			if h.K < 0 || h.K >= n {
