@@ -95,6 +95,9 @@ func TestResumeBitIdentical(t *testing.T) {
 		{a2c.Spec(), "CartPole-v1", "  num_envs: 4\n  num_steps: 8\n  use_rms_prop: true\n", []int64{20, 700, 321}},
 		// Box actions: the Gaussian sampler's draws and ClipAction.
 		{ppo.Spec(), "Pendulum-v1", "  num_envs: 2\n  num_steps: 64\n  update_epochs: 2\n", []int64{700}},
+		// PPO-LSTM: each env's recurrent state, which the next step
+		// starts from, is part of the loop's state.
+		{ppo.Spec(), "CartPoleNoVel-v1", "  num_envs: 2\n  num_steps: 32\n  update_epochs: 2\n  num_minibatches: 2\n  hidden: [8]\n  recurrent: {type: lstm, hidden: 8}\n", []int64{50, 700, 321}},
 	}
 	for _, c := range cases {
 		t.Run(c.spec.Name+"/"+c.env, func(t *testing.T) {
