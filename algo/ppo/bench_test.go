@@ -114,4 +114,3 @@ func BenchmarkCheckpoint(b *testing.B) {
 func BenchmarkCheckpointLSTM(b *testing.B) {
 	learntest.BenchCheckpoint(b, Spec(), "algo: ppo\nenv: CartPoleNoVel-v1\nsteps: 51200\nppo: {recurrent: {type: lstm, hidden: 64}}\n", "512")
 }
-
