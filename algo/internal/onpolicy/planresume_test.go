@@ -3,8 +3,6 @@ package onpolicy_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"herd/algo"
@@ -13,7 +11,6 @@ import (
 	"herd/algo/impala"
 	"herd/algo/internal/learntest"
 	"herd/algo/ppo"
-	"herd/flow"
 )
 
 // cutLog cancels the run once a report reaches env step `at`: a Ctrl-C
@@ -28,35 +25,6 @@ func (l cutLog) Step(step int64) {
 	if step >= l.at {
 		l.cancel()
 	}
-}
-
-// trainPlan runs res under the flow executor's Train (IMPALA's and A3C's
-// own Train is the same) with checkpoints ck (nil: none), cut at env step
-// cut (0: never), and returns the model's bytes and Train's error.
-func trainPlan(t *testing.T, res *algo.Resolved, ck *algo.Checkpoints, cut int64) ([]byte, error) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	rt := &algo.Runtime{Header: res.Header, Log: algo.Discard(), Checkpoints: ck}
-	if cut > 0 {
-		rt.Log = cutLog{Logger: algo.Discard(), at: cut, cancel: cancel}
-	}
-	model, err := flow.Train(ctx, rt, res.Spec, res.Config)
-	if ck != nil && ck.Disabled() != "" {
-		t.Fatalf("checkpoints off: %s", ck.Disabled())
-	}
-	if model == nil {
-		t.Fatalf("no model: %v", err)
-	}
-	p := filepath.Join(t.TempDir(), "model.safetensors")
-	if err := model.Save(p); err != nil {
-		t.Fatal(err)
-	}
-	b, rerr := os.ReadFile(p)
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
-	return b, err
 }
 
 // TestPlanResumeBitIdentical: plans whose order does not depend on timing
@@ -92,7 +60,7 @@ func TestPlanResumeBitIdentical(t *testing.T) {
 				t.Fatal(err)
 			}
 			learntest.ResumeCuts(t, res, 300, c.cuts, func(ck *algo.Checkpoints, cut int64) ([]byte, error) {
-				return trainPlan(t, res, ck, cut)
+				return train(t, res, ck, cut)
 			})
 		})
 	}
