@@ -160,6 +160,11 @@ func trainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 	if err := r.setUpCheckpoints(); err != nil {
 		return r.model, err
 	}
+	if r.ck == nil && rt.Checkpoints != nil {
+		// Checkpoints off after all: the caller's cancellation stops the
+		// plan where it is, as without them.
+		defer context.AfterFunc(outer, cancel)()
+	}
 	for _, err := range it {
 		if err != nil {
 			if (ctx.Err() != nil || outer.Err() != nil) && errors.Is(err, context.Canceled) {

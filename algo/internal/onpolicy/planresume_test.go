@@ -2,6 +2,7 @@ package onpolicy_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 	"herd/algo/impala"
 	"herd/algo/internal/learntest"
 	"herd/algo/ppo"
+	"herd/flow"
 )
 
 // cutLog cancels the run once a report reaches env step `at`: a Ctrl-C
@@ -63,5 +65,41 @@ func TestPlanResumeBitIdentical(t *testing.T) {
 				return train(t, res, ck, cut)
 			})
 		})
+	}
+}
+
+// stepLog records the last step reported and cancels at `at`.
+type stepLog struct {
+	algo.Logger
+	at, last *int64
+	cancel   context.CancelFunc
+}
+
+func (l stepLog) Step(step int64) {
+	*l.last = step
+	if step >= *l.at {
+		l.cancel()
+	}
+}
+
+// TestPlanWithoutCheckpointsStops: a plan whose state is not saved (a plan
+// of the caller's, flow.TrainPlan) turns its checkpoints off and, cancelled,
+// stops where it is, as a run without checkpoints, instead of running on
+// to a checkpoint it will not take.
+func TestPlanWithoutCheckpointsStops(t *testing.T) {
+	cfg := "algo: impala\nenv: CartPole-v1\nseed: 3\nsteps: 200000\nimpala: {num_envs: 4, num_steps: 16}\n"
+	res, err := algo.Resolve([]byte(cfg), []algo.Spec{impala.Spec()}, algo.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := algo.ResumeConfig(res)
+	ck := algo.NewCheckpoints(algo.CheckpointOptions{Dir: t.TempDir(), Every: 300, Algo: "impala", Env: res.Header.Env, Config: key})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	at, last := int64(640), int64(0)
+	rt := &algo.Runtime{Header: res.Header, Log: stepLog{Logger: algo.Discard(), at: &at, last: &last, cancel: cancel}, Checkpoints: ck}
+	_, err = flow.TrainPlan(ctx, rt, res.Spec, res.Config, res.Config.(flow.Planner))
+	if !errors.Is(err, context.Canceled) || ck.Disabled() == "" || last >= 100000 {
+		t.Fatalf("err %v, checkpoints off: %q, stopped at step %d", err, ck.Disabled(), last)
 	}
 }
