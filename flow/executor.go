@@ -24,12 +24,12 @@ func Executor() algo.Executor {
 		},
 		Train:     Train,
 		Resumable: true,
-		NotResumable: func(res *algo.Resolved) string {
+		NotResumable: func(h algo.Header, spec algo.Spec) string {
 			switch {
-			case res.Spec.Can&algo.CanTransitionLearner != 0 && res.Spec.Can&algo.CanPlan == 0:
-				return "the replay plans (ReplayPlan, ApeXPlan) do not save the replay"
-			case res.Header.Runtime.Transport == "nats":
-				return "workers served over NATS keep their state elsewhere"
+			case spec.Can&algo.CanTransitionLearner != 0 && spec.Can&algo.CanPlan == 0:
+				return "the replay plans (ReplayPlan, ApeXPlan) save no training state to continue from (not the replay)"
+			case h.Runtime.Transport == "nats":
+				return "workers served over NATS keep their state elsewhere; no training state is saved to continue from"
 			}
 			return ""
 		},

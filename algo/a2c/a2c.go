@@ -109,7 +109,7 @@ func Scalars() []string {
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:       "a2c",
-		Can:        algo.CanSegmentLearner | algo.CanGradApply | algo.CanAgentRows | algo.CanStatelessPolicy,
+		Can:        algo.CanSegmentLearner | algo.CanGradApply | algo.CanAgentRows | algo.CanStatelessPolicy | algo.CanCarriedState,
 		Doc:        "Advantage Actor-Critic (synchronous, n-step returns), discrete and continuous actions",
 		Scalars:    Scalars(),
 		NewConfig:  func() algo.Config { c := DefaultConfig(); return &c },

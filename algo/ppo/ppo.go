@@ -109,13 +109,13 @@ func (c *Config) IsRecurrent() bool { return c.Recurrent.Type != "" }
 
 // Lacks is what a recurrent config cannot do (algo.Limiter): its policy
 // is not a function of one observation, so it cannot act in a policy
-// worker or a slot that does not keep each env's state; its minibatches
+// worker or a slot that does not keep or carry each env's state; its minibatches
 // are whole env sequences, which data-parallel learners do not split; and
 // the several policies of a multiagent section are not given a state.
 func (c *Config) Lacks() (algo.Capability, string) {
 	if c.IsRecurrent() {
 		return algo.CanStatelessPolicy | algo.CanDataParallel | algo.CanAgentRows,
-			"ppo with recurrent." + c.Recurrent.Type + ": the policy carries a hidden state per env, which only the local executor keeps (docs/guide/recurrent.md)"
+			"ppo with recurrent." + c.Recurrent.Type + ": the policy carries a hidden state per env, which the executor must keep or carry for each env (docs/guide/recurrent.md)"
 	}
 	return 0, ""
 }
@@ -205,7 +205,7 @@ func Scalars() []string {
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:       "ppo",
-		Can:        algo.CanSegmentLearner | algo.CanDataParallel | algo.CanBehaviourLogProbs | algo.CanAgentRows | algo.CanStatelessPolicy,
+		Can:        algo.CanSegmentLearner | algo.CanDataParallel | algo.CanBehaviourLogProbs | algo.CanAgentRows | algo.CanStatelessPolicy | algo.CanCarriedState,
 		Doc:        "Proximal Policy Optimization (clipped surrogate, GAE), discrete and continuous actions",
 		Scalars:    Scalars(),
 		NewConfig:  func() algo.Config { c := DefaultConfig(); return &c },

@@ -31,11 +31,11 @@ func IsConv(name string) bool { return name == MinAtar || name == Nature || name
 // CheckEnv reports why env id's observations cannot feed encoder name (a
 // convolutional encoder on observations that are not images), or nil. An
 // env that cannot be made is the caller's error to report, so it gives nil.
-func CheckEnv(name, id string) error {
+func CheckEnv(mk env.Maker, name, id string) error {
 	if !IsConv(name) || id == "" {
 		return nil
 	}
-	e, err := env.Make(id, env.WithAgentActionSpaces())
+	e, err := mk.Make(id, env.WithAgentActionSpaces())
 	if err != nil {
 		return nil
 	}

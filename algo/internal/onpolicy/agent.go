@@ -532,8 +532,8 @@ func grow(b []float32, n int) []float32 {
 // LoadAgent rebuilds the agent for env id from a checkpoint written by Save
 // (for `herd eval`): the spaces come from a fresh env, the weights from the
 // file, so the initial draw from r does not matter.
-func LoadAgent(path, id string, cfg AgentConfig, r *rand.Rand) (*Agent, error) {
-	e, err := env.Make(id)
+func LoadAgent(path string, mk env.Maker, id string, cfg AgentConfig, r *rand.Rand) (*Agent, error) {
+	e, err := mk.Make(id)
 	if err != nil {
 		return nil, err
 	}

@@ -202,6 +202,13 @@ func (p *Policy) StateTo(dst []float32, n int) []float32 {
 // StateDim is the recurrent state of one env (0: none).
 func (p *Policy) StateDim() int { return p.agent.StateDim() }
 
+// SetState makes state (n rows of StateDim) the state of the n envs of
+// the next ForwardTo (algo.StatefulPolicy): an executor that carries each
+// env's state hands it in with the env's observations.
+func (p *Policy) SetState(state []float32, n int) {
+	copy(p.envState(n), state)
+}
+
 // Act writes the deterministic action for one observation (algo.Policy):
 // the most likely discrete action, or the Gaussian mean clipped to the
 // bounds.

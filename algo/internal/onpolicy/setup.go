@@ -60,7 +60,7 @@ func (c Common) Check(bad func(format string, a ...any), h algo.Header) {
 	}
 	if err := encoder.Check(c.Encoder); err != nil {
 		bad("%v", err)
-	} else if err := encoder.CheckEnv(c.Encoder, h.Env); err != nil {
+	} else if err := encoder.CheckEnv(h.Envs, c.Encoder, h.Env); err != nil {
 		bad("%v", err)
 	}
 	if batch := int64(c.NumEnvs) * int64(c.NumSteps); batch > 0 && h.Steps < batch {
@@ -76,7 +76,7 @@ func LoadPolicy[C any](name, path string, h algo.Header, c algo.Config, agentCon
 	if !ok {
 		return nil, fmt.Errorf("%w: %s: config is %T, want *%s.Config", algo.ErrConfig, name, c, name)
 	}
-	agent, err := LoadAgent(path, h.Env, agentConfig(cfg), rng.New(h.Seed, name+"/init", 0))
+	agent, err := LoadAgent(path, h.Envs, h.Env, agentConfig(cfg), rng.New(h.Seed, name+"/init", 0))
 	if err != nil {
 		return nil, err // a nil *Agent must not become a non-nil algo.Policy
 	}
