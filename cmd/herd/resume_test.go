@@ -249,7 +249,7 @@ dqn:
 // metrics.csv rows, wall-clock columns aside, of the run never killed.
 func TestCLIResumeHTSAndPlansAfterSIGKILL(t *testing.T) {
 	for name, cfg := range map[string]string{
-		"hts": "algo: ppo\nenv: CartPole-v1\nseed: 5\nsteps: 200000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +
+		"hts": "algo: ppo\nenv: CartPole-v1\nseed: 5\nsteps: 100000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +
 			"runtime: {executor: hts, env_workers: 2}\nppo: {num_envs: 4, num_steps: 64}\n",
 		"impala": "algo: impala\nenv: CartPole-v1\nseed: 5\nsteps: 200000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +
 			"impala: {num_envs: 4, num_steps: 32}\n",
