@@ -215,8 +215,9 @@
 // over the parameters per metrics row.
 //
 // Resume (`DirResume`, `Spec.Resumable`, `Checkpoints`): a resumable Train — PPO's
-// and A2C's local loop, and the off-policy local loop of DQN, SAC, TD3 and
-// DDPG — saves its whole state (weights, targets, optimizers, random streams,
+// and A2C's local loop (PPO-LSTM's per-env state included), the off-policy
+// local loop of DQN, SAC, TD3 and DDPG, and the flow executor's plans of
+// IMPALA, A3C and SyncPlan (package flow, "Checkpoints") — saves its whole state (weights, targets, optimizers, random streams,
 // envs, loop counters; the replay with its priorities and sum tree) at
 // iteration boundaries into DIR/checkpoints
 // (internal/trainstate: checksummed, staged and renamed, the newest
@@ -225,8 +226,9 @@
 // decodes, checks it against the run before anything in the directory changes,
 // and ends bit-identical to the run that never stopped.
 //
-// Limits: only PPO, A2C, DQN, SAC, TD3 and DDPG under the local executor
-// resume (no other executor saves its state); the memory estimate is a lower bound of the big allocations (float32
+// Limits: only those, and PPO and A2C under HTS, resume (PAL and dist save
+// no state; Executor.NotResumable names a resumable executor's exceptions);
+// the memory estimate is a lower bound of the big allocations (float32
 // rows, the networks of the run's own algorithm, not those of a multi-agent
 // run's other policies), not a count; on non-unix systems the run
 // lock is a no-op; a run killed with SIGKILL leaves its partial files in

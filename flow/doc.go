@@ -110,7 +110,27 @@
 // (TestSyncPlanSameBitsForAnyWorkers, TestDQNPlans). Replay workers
 // (OffPolicyWorkers: Ape-X) each own num_envs envs and streams of worker
 // k, so their number changes the data. Asynchronous operators trade
-// determinism for throughput.
+// determinism for throughput, except GatherAsyncLag at its least bound:
+// items come in request order (the first requests, made together, in the
+// order they were made) and rollout workers claim the budget when an item
+// is requested (Shard.Claim), so A3C's and IMPALA's default plans give the
+// same bits for a seed and a number of workers.
+//
+// # Checkpoints
+//
+// With Runtime.Checkpoints (`herd train --resume`), the operators of a
+// plan register their state with the Run (checkpoint.go): the learner
+// (algo.LearnerCheckpoint), each rollout worker (its envs, sampler
+// streams, observations, weights version and counters, saved on its actor
+// after everything sent to it) and each gather (the items requested and
+// not yet yielded, waited for, and the order it takes them in). The Run
+// saves them after a report when one is due, on the caller's cancellation
+// (the plan runs under a context of its own meanwhile, so an update or a
+// segment is never cut) and at the end, and restores them before the plan
+// is pulled: a deterministic plan continues to the same bits. Replay
+// workers, workers over a transport and plans of the caller's
+// (TrainPlan) register no state, so their runs write no checkpoints
+// (Checkpoints.Disable says why).
 //
 // # Budget and accounting
 //

@@ -22,6 +22,16 @@ func Executor() algo.Executor {
 			}
 			return nil
 		},
-		Train: Train,
+		Train:     Train,
+		Resumable: true,
+		NotResumable: func(h algo.Header, spec algo.Spec) string {
+			switch {
+			case spec.Can&algo.CanTransitionLearner != 0 && spec.Can&algo.CanPlan == 0:
+				return "the replay plans (ReplayPlan, ApeXPlan) save no training state to continue from (not the replay)"
+			case h.Runtime.Transport == "nats":
+				return "workers served over NATS keep their state elsewhere; no training state is saved to continue from"
+			}
+			return ""
+		},
 	}
 }

@@ -62,6 +62,7 @@ func OffPolicySlotWorkers(r *Run, numEnvs int) (*ReplayWorkers, error) {
 }
 
 func offPolicyWorkers(r *Run, numEnvs, stepsPerItem int, slots bool) (*ReplayWorkers, error) {
+	r.noCheckpoints("the replay and its workers' state are not saved under the flow executor (the local executor saves them)")
 	pc := r.Pieces
 	if pc.NewAssembler == nil || pc.NewPolicy == nil || pc.NewSampler == nil {
 		return nil, fmt.Errorf("%w: the algorithm has no off-policy pieces", ErrConfig)

@@ -7,6 +7,8 @@ import (
 	"math"
 	"slices"
 	"sync"
+
+	"herd/internal/trainstate"
 )
 
 // Actor runs functions one at a time, in the order they were sent, on a
@@ -96,6 +98,12 @@ func (a *Actor) Close() {
 type Shard[T any] struct {
 	Actor *Actor
 	Next  func() (T, error)
+	// Claim, when not nil, is asked before each request, on the
+	// goroutine that makes it: false ends the shard (ErrEnd) without
+	// running Next. Requests are made in an order the plan fixes, so
+	// which of them a budget allows does not depend on the actors'
+	// timing.
+	Claim func() bool
 }
 
 // ParIter is a lazy stream sharded across source actors: each shard's
@@ -105,6 +113,7 @@ type Shard[T any] struct {
 type ParIter[T any] struct {
 	ctx    context.Context
 	shards []Shard[T]
+	r      *Run // the run whose checkpoints hold the gathers' state (nil: none)
 }
 
 // NewParIter returns the ParIter over shards; ctx bounds every wait of the
@@ -122,10 +131,10 @@ func (p ParIter[T]) Actor(k int) *Actor { return p.shards[k].Actor }
 // ParForEach applies f to every item of every shard, on the shard's actor
 // (in parallel across shards).
 func ParForEach[T, U any](p ParIter[T], f func(T) (U, error)) ParIter[U] {
-	out := ParIter[U]{ctx: p.ctx, shards: make([]Shard[U], len(p.shards))}
+	out := ParIter[U]{ctx: p.ctx, shards: make([]Shard[U], len(p.shards)), r: p.r}
 	for k, s := range p.shards {
 		next := s.Next
-		out.shards[k] = Shard[U]{Actor: s.Actor, Next: func() (U, error) {
+		out.shards[k] = Shard[U]{Actor: s.Actor, Claim: s.Claim, Next: func() (U, error) {
 			x, err := next()
 			if err != nil {
 				var zero U
@@ -147,8 +156,13 @@ type item[T any] struct {
 // request asks shard k for its next item, delivered on out (which has room
 // for every request in flight, so an actor never blocks on it).
 func (p ParIter[T]) request(k int, out chan<- item[T]) {
-	next := p.shards[k].Next
-	p.shards[k].Actor.Send(func() {
+	s := p.shards[k]
+	if s.Claim != nil && !s.Claim() {
+		s.Actor.Send(func() { out <- item[T]{k: k, err: ErrEnd} })
+		return
+	}
+	next := s.Next
+	s.Actor.Send(func() {
 		v, err := next()
 		out <- item[T]{k: k, v: v, err: err}
 	})
@@ -178,23 +192,90 @@ func GatherSync[T any](p ParIter[T]) Iter[[]T] { return GatherSyncAhead(p, 1) }
 // holds at most numAsync × Len() items the consumer has not taken.
 // numAsync 1 is GatherSync.
 func GatherSyncAhead[T any](p ParIter[T], numAsync int) Iter[[]T] {
+	n := len(p.shards)
+	// One channel per round in flight (round r uses outs[r % numAsync]),
+	// each with room for a whole round, so rounds never mix and an actor
+	// never blocks on its reply.
+	var outs []chan item[T]
+	r := 0 // the round the consumer has
+	inYield, done := false, false
+	var restored *gatherState[T]
+	registerGather(p, func(ctx context.Context) (gatherState[T], error) {
+		st := gatherState[T]{Yielded: r, Done: done || !inYield}
+		if st.Done {
+			return st, nil
+		}
+		// Wait for the rounds requested ahead, and put them back.
+		for i := 1; i < numAsync; i++ {
+			out := outs[(r+i)%numAsync]
+			round := make([]item[T], 0, n)
+			for range n {
+				select {
+				case it := <-out:
+					round = append(round, it)
+				case <-ctx.Done():
+					return st, ctx.Err()
+				}
+			}
+			for _, it := range round {
+				out <- it
+				if it.err != nil && !errors.Is(it.err, ErrEnd) {
+					return st, fmt.Errorf("shard %d: %w", it.k, it.err)
+				}
+				st.Items = append(st.Items, held[T]{K: it.k, At: r + i, V: it.v, End: it.err != nil})
+			}
+		}
+		return st, nil
+	}, func(st gatherState[T]) error {
+		// Every round requested ahead is whole: n items each.
+		if !st.Done && len(st.Items) != n*(numAsync-1) {
+			return fmt.Errorf("%w: a gather holds %d items, want %d rounds of %d", trainstate.ErrCorrupt, len(st.Items), numAsync-1, n)
+		}
+		count := make(map[[2]int]int)
+		for _, h := range st.Items {
+			if h.K < 0 || h.K >= n || h.At <= st.Yielded || h.At >= st.Yielded+numAsync || count[[2]int{h.K, h.At}] > 0 {
+				return fmt.Errorf("%w: a gather's held item of shard %d, round %d, does not fit round %d", trainstate.ErrCorrupt, h.K, h.At, st.Yielded)
+			}
+			count[[2]int{h.K, h.At}]++
+		}
+		restored = &st
+		return nil
+	})
 	return func(yield func([]T, error) bool) {
 		if numAsync < 1 {
 			yield(nil, fmt.Errorf("flow: GatherSyncAhead: numAsync %d must be ≥ 1", numAsync))
 			return
 		}
-		n := len(p.shards)
-		// One channel per round in flight (round r uses outs[r % numAsync]),
-		// each with room for a whole round, so rounds never mix and an
-		// actor never blocks on its reply.
-		outs := make([]chan item[T], numAsync)
+		defer func() { done = true }()
+		outs = make([]chan item[T], numAsync)
 		for i := range outs {
 			outs[i] = make(chan item[T], n)
+		}
+		r = 0
+		if st := restored; st != nil && !st.Done {
+			// Resumed inside round st.Yielded: the rounds requested ahead
+			// are back in their channels, and the round after them is
+			// requested as that round's consumer left it.
+			for _, h := range st.Items {
+				it := item[T]{k: h.K, v: h.V}
+				if h.End {
+					it.err = ErrEnd
+				}
+				outs[h.At%numAsync] <- it
+			}
+			r = st.Yielded
 			for k := range n {
-				p.request(k, outs[i])
+				p.request(k, outs[r%numAsync])
+			}
+			r++
+		} else {
+			for i := range outs {
+				for k := range n {
+					p.request(k, outs[i])
+				}
 			}
 		}
-		for r := 0; ; r++ {
+		for ; ; r++ {
 			out := outs[r%numAsync]
 			round, ended := make([]T, n), 0
 			var errs []error
@@ -221,7 +302,13 @@ func GatherSyncAhead[T any](p ParIter[T], numAsync int) Iter[[]T] {
 				yield(nil, errors.Join(errs...))
 				return
 			}
-			if ended == n || !yield(round, nil) {
+			if ended == n {
+				return
+			}
+			inYield = true
+			more := yield(round, nil)
+			inYield = false
+			if !more {
 				return
 			}
 			// Requested once the consumer is done with round r, so what it
@@ -274,52 +361,138 @@ func GatherAsyncLag[T any](p ParIter[T], numAsync, maxLag int) (Iter[T], error) 
 
 // gatherAsync is GatherAsync, with a lag bound when maxLag ≥ 0.
 func gatherAsync[T any](p ParIter[T], numAsync, maxLag int) Iter[T] {
+	n := len(p.shards)
+	out := make(chan item[T], n*numAsync)
+	// pending[k]: when each of shard k's outstanding requests was made
+	// (the items yielded by then), oldest first, as its actor runs them.
+	var pending [][]stamp
+	var arrived []held[T] // produced, not yet yielded, in arrival order
+	var ended []bool
+	yielded, inFlight, seq := 0, 0, 0
+	asked, done := -1, false // asked: the shard of the item being consumed (−1: none)
+	// receive takes a reply off out (blocking): an item joins arrived, an
+	// ErrEnd ends its shard.
+	receive := func(ctx context.Context) error {
+		var it item[T]
+		select {
+		case it = <-out:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		at := pending[it.k][0]
+		pending[it.k] = pending[it.k][1:]
+		switch {
+		case errors.Is(it.err, ErrEnd):
+			ended[it.k] = true
+			inFlight--
+		case it.err != nil:
+			return fmt.Errorf("shard %d: %w", it.k, it.err)
+		default:
+			arrived = append(arrived, held[T]{K: it.k, At: at.At, Seq: at.Seq, V: it.v})
+		}
+		return nil
+	}
+	var restored *gatherState[T]
+	registerGather(p, func(ctx context.Context) (gatherState[T], error) {
+		if done || asked < 0 {
+			return gatherState[T]{Yielded: yielded, Done: true}, nil
+		}
+		// Wait for every request: what arrives is what the loop would
+		// have received, in the same order.
+		for {
+			waiting := 0
+			for _, q := range pending {
+				waiting += len(q)
+			}
+			if waiting == 0 {
+				break
+			}
+			if err := receive(ctx); err != nil {
+				return gatherState[T]{}, err
+			}
+		}
+		return gatherState[T]{Yielded: yielded + 1, InFlight: inFlight, Seq: seq, Pending: pending, Ended: ended, Asked: asked, Items: arrived}, nil
+	}, func(st gatherState[T]) error {
+		if !st.Done && (len(st.Pending) != n || len(st.Ended) != n || st.Asked < 0 || st.Asked >= n) {
+			return fmt.Errorf("%w: a gather's state of %d shards, this one has %d", trainstate.ErrCorrupt, len(st.Pending), n)
+		}
+		// Saved with every request answered: the held items are all
+		// that is in flight.
+		for _, q := range st.Pending {
+			if len(q) > 0 {
+				return fmt.Errorf("%w: a gather's state with requests unanswered", trainstate.ErrCorrupt)
+			}
+		}
+		if !st.Done && st.InFlight != len(st.Items) {
+			return fmt.Errorf("%w: a gather's state counts %d items in flight and holds %d", trainstate.ErrCorrupt, st.InFlight, len(st.Items))
+		}
+		for _, h := range st.Items {
+			if h.K < 0 || h.K >= n {
+				return fmt.Errorf("%w: a gather's held item of shard %d of %d", trainstate.ErrCorrupt, h.K, n)
+			}
+		}
+		restored = &st
+		return nil
+	})
 	return func(yield func(T, error) bool) {
 		var zero T
 		if numAsync < 1 {
 			yield(zero, fmt.Errorf("flow: GatherAsync: numAsync %d must be ≥ 1", numAsync))
 			return
 		}
-		n := len(p.shards)
-		type held struct {
-			k, at int
-			v     T
-		}
-		out := make(chan item[T], n*numAsync)
-		// pending[k]: when each of shard k's outstanding requests was made
-		// (the items yielded by then), oldest first, as its actor runs them.
-		pending := make([][]int, n)
-		var arrived []held // produced, not yet yielded, in arrival order
-		ended := make([]bool, n)
-		yielded, inFlight := 0, 0
+		defer func() { done = true }()
+		pending, ended, arrived = make([][]stamp, n), make([]bool, n), nil
+		yielded, inFlight, seq = 0, 0, 0
 		var stamps []int
 		ask := func(k int) {
 			p.request(k, out)
-			pending[k] = append(pending[k], yielded)
+			pending[k] = append(pending[k], stamp{At: yielded, Seq: seq})
 			inFlight++
+			seq++
 		}
-		for k := range n {
-			for range numAsync {
-				ask(k)
+		if st := restored; st != nil && !st.Done {
+			// Resumed inside the consumer's item of shard st.Asked: what
+			// was requested is held, and the item's replacement is asked
+			// for as the consumer left it.
+			if len(st.Pending) == n && len(st.Ended) == n {
+				copy(pending, st.Pending)
+				copy(ended, st.Ended)
+			}
+			yielded, inFlight, seq, arrived = st.Yielded, st.InFlight, st.Seq, st.Items
+			if !ended[st.Asked] {
+				ask(st.Asked)
+			}
+		} else {
+			if st != nil {
+				yielded, seq = st.Yielded, st.Seq
+			}
+			for k := range n {
+				for range numAsync {
+					ask(k)
+				}
 			}
 		}
 		for inFlight > 0 {
 			// Whether anything but the oldest request would make some
 			// request late: the j-th oldest (from 0) is yielded at the
 			// earliest j + 1 items from now, so its wait must allow that.
-			oldest, at := -1, math.MaxInt // oldest: its index in arrived, or −1 if not arrived
+			// Requests made together (the first ones) are told apart by
+			// the order they were made in, never by arrival.
+			oldest, at := -1, stamp{At: math.MaxInt} // oldest: its index in arrived, or −1 if not arrived
 			forced := false
 			if maxLag >= 0 {
 				stamps = stamps[:0]
 				for i, h := range arrived {
-					stamps = append(stamps, h.at)
-					if h.at < at {
-						oldest, at = i, h.at
+					stamps = append(stamps, h.At)
+					if s := (stamp{At: h.At, Seq: h.Seq}); s.before(at) {
+						oldest, at = i, s
 					}
 				}
 				for _, q := range pending {
-					stamps = append(stamps, q...)
-					if len(q) > 0 && q[0] < at {
+					for _, s := range q {
+						stamps = append(stamps, s.At)
+					}
+					if len(q) > 0 && q[0].before(at) {
 						oldest, at = -1, q[0]
 					}
 				}
@@ -339,39 +512,33 @@ func gatherAsync[T any](p ParIter[T], numAsync, maxLag int) Iter[T] {
 				pick = 0
 			}
 			if pick < 0 {
-				var it item[T]
-				select {
-				case it = <-out:
-				case <-p.ctx.Done():
-					yield(zero, p.ctx.Err())
+				if err := receive(p.ctx); err != nil {
+					yield(zero, err)
 					return
-				}
-				at := pending[it.k][0]
-				pending[it.k] = pending[it.k][1:]
-				switch {
-				case errors.Is(it.err, ErrEnd):
-					ended[it.k] = true
-					inFlight--
-				case it.err != nil:
-					yield(zero, fmt.Errorf("shard %d: %w", it.k, it.err))
-					return
-				default:
-					arrived = append(arrived, held{k: it.k, at: at, v: it.v})
 				}
 				continue
 			}
 			h := arrived[pick]
 			arrived = append(arrived[:pick], arrived[pick+1:]...)
 			inFlight--
-			if !yield(h.v, nil) {
+			asked = h.K
+			more := yield(h.V, nil)
+			asked = -1
+			if !more {
 				return
 			}
 			yielded++
 			// The replacement is asked for once the consumer is done with
 			// the item, so what it sent meanwhile (new weights) comes first.
-			if !ended[h.k] {
-				ask(h.k)
+			if !ended[h.K] {
+				ask(h.K)
 			}
 		}
 	}
 }
+
+// stamp is when a request was made: the items yielded by then, and its
+// number among all requests.
+type stamp struct{ At, Seq int }
+
+func (s stamp) before(o stamp) bool { return s.At < o.At || s.At == o.At && s.Seq < o.Seq }

@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 
 	"herd/algo"
@@ -70,6 +71,7 @@ func RolloutWorkers(r *Run, numEnvs, T int, gamma float32) (*Workers, error) {
 			return nil, err
 		}
 	}
+	ws.register(set)
 	return ws, nil
 }
 
@@ -92,9 +94,11 @@ func (ws *Workers) Len() int { return len(ws.ws) }
 func ParallelRollouts(ws *Workers) ParIter[*sample.Segment] {
 	shards := make([]Shard[*sample.Segment], len(ws.ws))
 	for k, w := range ws.ws {
-		shards[k] = Shard[*sample.Segment]{Actor: ws.actors[k], Next: w.segment}
+		shards[k] = Shard[*sample.Segment]{Actor: ws.actors[k], Next: w.segment, Claim: w.claim}
 	}
-	return NewParIter(ws.r.Ctx, shards)
+	p := NewParIter(ws.r.Ctx, shards)
+	p.r = ws.r
+	return p
 }
 
 // UpdateWeights sends v to worker k (k < 0: every worker): a message to
@@ -114,15 +118,16 @@ type worker struct {
 	total          int // the plan's envs, over all workers
 	obsDim, actDim int
 	gamma          float32
-	envs           []env.Env  // until init hands them to loop's vector
-	vec            env.Vector // the worker's envs (nil over a transport)
+	envs           []env.Env   // the envs of loop's vector, by slot
+	srcs           []*rand.PCG // each slot's sampler stream
+	vec            env.Vector  // the worker's envs (nil over a transport)
 	loop           *rollout.Segments
 	policy         algo.PolicyNet
 	version        *weights.Version // the weights the policy holds (nil: the initial ones)
 	pending        *weights.Version // over a transport: weights to send with the next segment call
 	err            error            // a failed weight update, reported by the next item
 	steps          int64            // the global env step of the next segment's first step (the samplers' schedule step)
-	made           int64            // segments claimed
+	claimed        int64            // segments claimed (by the goroutine that asks for them)
 	inc            uint64           // which start of the worker this is (0, 1: the first)
 	learner        GradientLearner  // built on first ComputeGradients
 	proxy          *proxy           // over a transport: the worker's actor (envs elsewhere)
@@ -160,7 +165,9 @@ func (w *worker) init() error {
 			return err
 		}
 		w.envs = append(w.envs, e)
-		s, err := pc.NewSampler(1, rng.New(h.Seed, actStream, slot))
+		src := rng.Source(h.Seed, actStream, slot)
+		w.srcs = append(w.srcs, src)
+		s, err := pc.NewSampler(1, rand.New(src))
 		if err != nil {
 			return err
 		}
@@ -197,6 +204,16 @@ func (w *worker) setWeights(v *weights.Version) {
 	w.version = v
 }
 
+// claim takes the env steps of the worker's next segment from the
+// run's budget (Shard.Claim).
+func (w *worker) claim() bool {
+	if !w.r.claimItem(w.claimed, int64((w.hi-w.lo)*w.T)) {
+		return false
+	}
+	w.claimed++
+	return true
+}
+
 // segment steps the worker's envs T times and returns the segment: per
 // step one batched forward pass of the policy, then each env's own
 // sampler on its row (rows are bit-independent of the batch), so the
@@ -205,10 +222,6 @@ func (w *worker) segment() (*sample.Segment, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	if !w.r.claimItem(w.made, int64((w.hi-w.lo)*w.T)) {
-		return nil, ErrEnd
-	}
-	w.made++
 	if w.proxy != nil {
 		req, wbody := []byte{opSegment}, []byte(nil)
 		if w.pending != nil {
@@ -325,6 +338,7 @@ func SegmentLearner(r *Run) (algo.SegmentLearner, error) {
 		return nil, err
 	}
 	r.onClose(func() { l.Close() })
+	r.registerLearner(l)
 	m, ok := l.(algo.Modeler)
 	if !ok {
 		return nil, fmt.Errorf("%w: the learner %T cannot hand out its model", ErrConfig, l)

@@ -59,6 +59,14 @@ type Run struct {
 	closers      []func()
 	remote       *remote // workers over a transport (nil: in-process)
 	sets         int     // worker sets made
+
+	// Checkpoints (checkpoint.go): outer is the caller's context, whose
+	// cancellation stops the plan after a report with a checkpoint.
+	outer   context.Context
+	ck      *algo.Checkpoints // nil: none taken
+	parts   []part
+	noCk    string // why the plan's state cannot be saved ("": it can)
+	gathers int    // gathers registered
 }
 
 // Train runs the plan of cfg (a Planner) with spec's pieces: the flow
@@ -111,13 +119,23 @@ func trainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 	if err != nil {
 		return nil, err
 	}
+	custom := p != nil
 	if p == nil {
 		if p, err = PlanOf(cfg, pieces); err != nil {
 			return nil, fmt.Errorf("%w (algorithm %s)", err, spec.Name)
 		}
 	}
+	outer := ctx
+	if rt.Checkpoints != nil {
+		// The plan stops between reports, at a checkpoint, not inside
+		// an update or a segment (afterReport).
+		ctx = context.WithoutCancel(ctx)
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	r := &Run{Ctx: ctx, Header: h, Pieces: pieces, Spaces: sp, rt: rt}
+	r := &Run{Ctx: ctx, Header: h, Pieces: pieces, Spaces: sp, rt: rt, outer: outer}
+	if custom {
+		r.noCheckpoints("a plan of the caller's (TrainPlan) saves no training state")
+	}
 	r.budget.Store(h.Steps)
 	r.total.Store(h.Steps)
 	defer r.close()
@@ -138,9 +156,17 @@ func trainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 	if h.Runtime.NumAsync != 0 && !r.numAsyncRead {
 		return r.model, fmt.Errorf("%w: runtime.num_async: the %s plan has no synchronous rounds to collect ahead (A2C and PPO do)", ErrConfig, spec.Name)
 	}
+	if err := r.setUpCheckpoints(); err != nil {
+		return r.model, err
+	}
+	if r.ck == nil && rt.Checkpoints != nil {
+		// Checkpoints off after all: the caller's cancellation stops the
+		// plan where it is, as without them.
+		defer context.AfterFunc(outer, cancel)()
+	}
 	for _, err := range it {
 		if err != nil {
-			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			if (ctx.Err() != nil || outer.Err() != nil) && errors.Is(err, context.Canceled) {
 				return r.model, err
 			}
 			// Cancelled before the stream unwinds: a branch of the plan
@@ -148,6 +174,11 @@ func trainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 			// input, on a ledger bound) must stop for the union to end.
 			cancel()
 			return r.model, fmt.Errorf("flow: %s: %w", spec.Name, err)
+		}
+	}
+	if r.ck != nil {
+		if err := r.checkpoint(); err != nil {
+			return r.model, err
 		}
 	}
 	return r.model, nil
@@ -272,6 +303,6 @@ func StandardMetricsReporting(r *Run, it Iter[Report]) Iter[Report] {
 			r.rt.Log.Scalar("dist/reissued", float64(r.remote.reissued.Load()))
 		}
 		r.rt.Log.Step(r.steps)
-		return rep, nil
+		return rep, r.afterReport()
 	})
 }

@@ -79,10 +79,11 @@ func (c *Config) Validate(h algo.Header) error {
 // Spec describes A3C to the CLI (algo/all). Every executor runs its plan.
 func Spec() algo.Spec {
 	return algo.Spec{
-		Name:    "a3c",
-		Can:     algo.CanGradApply | algo.CanPlan | algo.CanStatelessPolicy | algo.CanCarriedState,
-		Doc:     "Asynchronous Advantage Actor-Critic: workers compute gradients, the driver applies them as they arrive (a dataflow plan)",
-		Scalars: append(a2c.Scalars(), "charts/policy_lag", "charts/policy_lag_max"),
+		Name:      "a3c",
+		Can:       algo.CanGradApply | algo.CanPlan | algo.CanStatelessPolicy | algo.CanCarriedState,
+		Resumable: true,
+		Doc:       "Asynchronous Advantage Actor-Critic: workers compute gradients, the driver applies them as they arrive (a dataflow plan)",
+		Scalars:   append(a2c.Scalars(), "charts/policy_lag", "charts/policy_lag_max"),
 		NewConfig: func() algo.Config {
 			c := DefaultConfig()
 			return &c

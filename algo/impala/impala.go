@@ -2,6 +2,7 @@ package impala
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -136,10 +137,11 @@ func (c *Config) PlanSettings() []string {
 // served over NATS; HTS and dist place the segment learner themselves.
 func Spec() algo.Spec {
 	return algo.Spec{
-		Name:    "impala",
-		Can:     algo.CanSegmentLearner | algo.CanBehaviourLogProbs | algo.CanPlan | algo.CanStatelessPolicy | algo.CanCarriedState,
-		Doc:     "IMPALA: asynchronous actors, V-trace actor-critic learner (a dataflow plan)",
-		Scalars: Scalars(),
+		Name:      "impala",
+		Can:       algo.CanSegmentLearner | algo.CanBehaviourLogProbs | algo.CanPlan | algo.CanStatelessPolicy | algo.CanCarriedState,
+		Resumable: true,
+		Doc:       "IMPALA: asynchronous actors, V-trace actor-critic learner (a dataflow plan)",
+		Scalars:   Scalars(),
 		NewConfig: func() algo.Config {
 			c := DefaultConfig()
 			return &c
@@ -312,4 +314,19 @@ func grow(b []float32, n int) []float32 {
 // Networks lists the actor and the critic (algo.Networker).
 func (c *Config) Networks(obs, act env.Space) []algo.Network {
 	return onpolicy.Networks(obs, act, c.agentConfig(), c.UseRMSProp)
+}
+
+// MarshalLearnerState saves the env steps learned, which the annealed
+// learning rate reads (onpolicy.LearnerState).
+func (l *learner) MarshalLearnerState() ([]byte, error) {
+	return binary.LittleEndian.AppendUint64(nil, uint64(l.steps)), nil
+}
+
+// UnmarshalLearnerState restores what MarshalLearnerState saved.
+func (l *learner) UnmarshalLearnerState(b []byte) error {
+	if len(b) != 8 {
+		return fmt.Errorf("%w: impala: a learner state of %d bytes, want 8", algo.ErrCheckpoint, len(b))
+	}
+	l.steps = int64(binary.LittleEndian.Uint64(b))
+	return nil
 }

@@ -1,12 +1,10 @@
 package ppo
 
 import (
-	"context"
-	"path/filepath"
 	"testing"
-	"time"
 
 	"herd/algo"
+	"herd/algo/internal/learntest"
 	"herd/algo/internal/onpolicy"
 	"herd/env"
 	"herd/internal/rng"
@@ -107,33 +105,13 @@ func BenchmarkPPOCollect(b *testing.B) {
 // recorder's state and files) and to write it (encode, fsync, rename,
 // drop the oldest), and its size.
 func BenchmarkCheckpoint(b *testing.B) {
-	for _, every := range []string{"512", "default"} {
-		b.Run("every="+every, func(b *testing.B) {
-			cfg := "algo: ppo\nenv: CartPole-v1\nsteps: 51200\n"
-			if every != "default" {
-				cfg += "checkpoint_every: " + every + "\n"
-			}
-			var n int
-			var bytes int64
-			var took time.Duration
-			for b.Loop() {
-				res, err := algo.Resolve([]byte(cfg), []algo.Spec{Spec()}, algo.Overrides{Out: ptr(filepath.Join(b.TempDir(), "run"))})
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, err = algo.TrainRun(context.Background(), res, algo.RunOptions{Checkpointed: func(c algo.CheckpointInfo) {
-					n++
-					bytes += int64(c.Bytes)
-					took += c.Took
-				}})
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(took.Seconds()*1000/float64(n), "ckpt-ms")
-			b.ReportMetric(float64(bytes)/float64(n), "ckpt-bytes")
-		})
-	}
+	learntest.BenchCheckpoint(b, Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 51200\n", "512")
 }
 
-func ptr[T any](v T) *T { return &v }
+// BenchmarkCheckpointLSTM is BenchmarkCheckpoint for PPO-LSTM on
+// CartPoleNoVel (an LSTM of 64 units before the 64-64 layers), whose
+// checkpoint adds each env's recurrent state; 12,800 steps, as BPTT makes
+// a step several times dearer.
+func BenchmarkCheckpointLSTM(b *testing.B) {
+	learntest.BenchCheckpoint(b, Spec(), "algo: ppo\nenv: CartPoleNoVel-v1\nsteps: 12800\nppo: {recurrent: {type: lstm, hidden: 64}}\n", "512")
+}

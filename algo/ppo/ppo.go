@@ -434,15 +434,19 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 
 // MarshalLearnerState saves what PPO's learner carries from one Learn to
 // the next besides onpolicy's Learner (onpolicy.LearnerState): the
-// minibatch stream and the row order, which each epoch shuffles in place.
+// minibatch stream and the orders each epoch shuffles in place — the rows,
+// and a recurrent agent's envs.
 func (l *learner) MarshalLearnerState() ([]byte, error) {
 	b, err := l.mbSrc.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}
-	b = binary.LittleEndian.AppendUint32(append([]byte{byte(len(b))}, b...), uint32(len(l.bInds)))
-	for _, i := range l.bInds {
-		b = binary.LittleEndian.AppendUint32(b, uint32(i))
+	b = append([]byte{byte(len(b))}, b...)
+	for _, inds := range [][]int{l.bInds, l.envInds} {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(inds)))
+		for _, i := range inds {
+			b = binary.LittleEndian.AppendUint32(b, uint32(i))
+		}
 	}
 	return b, nil
 }
@@ -450,25 +454,38 @@ func (l *learner) MarshalLearnerState() ([]byte, error) {
 // UnmarshalLearnerState restores what MarshalLearnerState saved.
 func (l *learner) UnmarshalLearnerState(b []byte) error {
 	bad := fmt.Errorf("%w: ppo: a learner state of %d bytes is malformed", algo.ErrCheckpoint, len(b))
-	if len(b) < 1 || len(b) < 1+int(b[0])+4 {
+	if len(b) < 1 || len(b) < 1+int(b[0])+8 {
 		return bad
 	}
 	if err := l.mbSrc.UnmarshalBinary(b[1 : 1+b[0]]); err != nil {
 		return fmt.Errorf("ppo: %w", err)
 	}
 	b = b[1+b[0]:]
-	n := int(binary.LittleEndian.Uint32(b))
-	if b = b[4:]; len(b) != 4*n {
-		return bad
-	}
-	inds := make([]int, n)
-	for k := range inds {
-		inds[k] = int(binary.LittleEndian.Uint32(b[4*k:]))
-		if inds[k] >= n {
+	var orders [2][]int
+	for o := range orders {
+		if o == 1 && len(b) == 0 {
+			break // saved before the env order was: a stateless agent's
+		}
+		if len(b) < 4 {
 			return bad
 		}
+		n := int(binary.LittleEndian.Uint32(b))
+		if b = b[4:]; len(b) < 4*n {
+			return bad
+		}
+		inds := make([]int, n)
+		for k := range inds {
+			inds[k] = int(binary.LittleEndian.Uint32(b[4*k:]))
+			if inds[k] >= n {
+				return bad
+			}
+		}
+		orders[o], b = inds, b[4*n:]
 	}
-	l.bInds = inds
+	if len(b) != 0 {
+		return bad
+	}
+	l.bInds, l.envInds = orders[0], orders[1]
 	return nil
 }
 

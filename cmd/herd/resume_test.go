@@ -221,8 +221,7 @@ ppo: {num_envs: 4, num_steps: 32, anneal_lr: false}
 // model.safetensors bytes and metrics.csv rows, wall-clock columns aside,
 // as the run never killed.
 func TestCLIResumeOffPolicyAfterSIGKILL(t *testing.T) {
-	dir := t.TempDir()
-	cfg := `algo: dqn
+	resumeAfterSIGKILL(t, `algo: dqn
 env: CartPole-v1
 seed: 5
 steps: 40000
@@ -237,12 +236,44 @@ dqn:
   net_arch: [32, 32]
   prioritized: true
   n_steps: 3
-`
-	if err := os.WriteFile(filepath.Join(dir, "dqn.yaml"), []byte(cfg), 0o644); err != nil {
+`)
+}
+
+// TestCLIResumeHTSAndPlansAfterSIGKILL: runs of the executors that keep
+// work in flight between checkpoints — PPO under HTS (a segment gathered
+// while the previous one is learned), IMPALA and A3C (their plans under
+// the local executor: segments and gradients requested ahead of the
+// learner) and A2C's SyncPlan under flow with a round collected ahead —
+// killed with SIGKILL once they have written two checkpoints and resumed
+// from what was left, end with the model.safetensors bytes and
+// metrics.csv rows, wall-clock columns aside, of the run never killed.
+func TestCLIResumeHTSAndPlansAfterSIGKILL(t *testing.T) {
+	for name, cfg := range map[string]string{
+		"hts": "algo: ppo\nenv: CartPole-v1\nseed: 5\nsteps: 100000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +
+			"runtime: {executor: hts, env_workers: 2}\nppo: {num_envs: 4, num_steps: 64}\n",
+		"impala": "algo: impala\nenv: CartPole-v1\nseed: 5\nsteps: 200000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +
+			"impala: {num_envs: 4, num_steps: 32}\n",
+		"a3c": "algo: a3c\nenv: CartPole-v1\nseed: 5\nsteps: 100000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +
+			"a3c: {num_envs: 4, num_steps: 8}\n",
+		"flow": "algo: a2c\nenv: CartPole-v1\nseed: 5\nsteps: 200000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +
+			"runtime: {executor: flow, env_workers: 2, num_async: 2}\na2c: {num_envs: 4, num_steps: 8}\n",
+	} {
+		t.Run(name, func(t *testing.T) { resumeAfterSIGKILL(t, cfg) })
+	}
+}
+
+// resumeAfterSIGKILL trains the run of cfg to its end, and again killed
+// with SIGKILL once it has written two checkpoints, then resumed with
+// --resume from what was left: both must end with the same
+// model.safetensors bytes and metrics.csv rows, wall-clock columns aside.
+func resumeAfterSIGKILL(t *testing.T, cfg string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	args := func(out string, more ...string) []string {
-		return append([]string{"train", "--config", "dqn.yaml", "--quiet", "--out", out}, more...)
+		return append([]string{"train", "--config", "c.yaml", "--quiet", "--out", out}, more...)
 	}
 	if r := herd(t, dir, args("whole")...); r.code != 0 {
 		t.Fatalf("uninterrupted run: exit %d\n%s", r.code, r.stderr)

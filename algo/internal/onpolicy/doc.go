@@ -37,7 +37,8 @@
 // before the first iteration (resume.go: the parameters, the optimizer's
 // state, the Learn count and the algorithm's own LearnerState, the
 // sampler's stream, each env's env.MarshalChain, the loop's counters and
-// next observations), so that it continues bit for bit. A cancellation
+// next observations, a recurrent policy's state per env), so that it
+// continues bit for bit. A cancellation
 // then lets the iteration under way finish its update, so that the
 // interrupted run's checkpoint is at a boundary. Envs whose state cannot
 // be saved turn the checkpoints off (Checkpoints.Disable).

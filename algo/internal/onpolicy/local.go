@@ -88,7 +88,7 @@ func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, lc Local, pi
 
 	// Checkpoints (algo.Checkpoints): the loop's whole state at an
 	// iteration boundary, restored here when the run resumes.
-	st := &local{learner: learner, sl: sl, sampler: actSrc, worker: worker, envs: envs}
+	st := &local{learner: learner, sl: sl, policy: p, sampler: actSrc, worker: worker, envs: envs}
 	ck := rt.Checkpoints
 	if ck != nil {
 		if err := st.snapshotable(); err != nil {

@@ -23,6 +23,7 @@ const (
 	secLoop      = "loop"            // iteration, global step, loop steps, next observations
 	secEnv       = "env/"            // + env index: env.MarshalChain
 	secBehind    = "learner/behind"  // the delayed gradient's θ_{n−1} (Learner.start), for executors with a lag
+	secRecurrent = "policy/state"    // a recurrent policy's state of every env, the one its next step starts from
 )
 
 // LearnerState is implemented by an algorithm's learner that keeps state
@@ -41,6 +42,7 @@ type envsOf interface{ Env(i int) env.Env }
 type local struct {
 	learner   *Learner
 	sl        algo.SegmentLearner
+	policy    *Policy
 	sampler   *rand.PCG
 	worker    *rollout.Segments
 	envs      env.Vector
@@ -50,9 +52,6 @@ type local struct {
 
 // snapshotable reports why the loop's state cannot be saved, or nil.
 func (lc *local) snapshotable() error {
-	if lc.learner.Agent.StateDim() > 0 {
-		return fmt.Errorf("a recurrent agent's per-env state is not saved in checkpoints")
-	}
 	if _, ok := lc.learner.Opt.(nn.StatefulOptimizer); !ok {
 		return fmt.Errorf("optimizer %T cannot save its state", lc.learner.Opt)
 	}
@@ -82,6 +81,9 @@ func (lc *local) save() (map[string][]byte, error) {
 	loop = binary.LittleEndian.AppendUint64(loop, uint64(lc.step))
 	loop = binary.LittleEndian.AppendUint64(loop, uint64(lc.worker.Steps))
 	out[secLoop] = appendF32s(loop, lc.worker.Observations())
+	if lc.policy.StateDim() > 0 {
+		out[secRecurrent] = appendF32s(nil, lc.policy.envState(lc.envs.NumEnvs()))
+	}
 	v, ok := lc.envs.(envsOf)
 	if !ok {
 		return nil, fmt.Errorf("%w: vector %T does not expose its envs", env.ErrNoSnapshot, lc.envs)
@@ -160,6 +162,16 @@ func (lc *local) restore(s *trainstate.State) error {
 	lc.worker.Start(next)
 	if lc.step != s.Header.Step {
 		return fmt.Errorf("%w: the loop is at step %d, the header says %d", trainstate.ErrCorrupt, lc.step, s.Header.Step)
+	}
+	if lc.policy.StateDim() > 0 {
+		if b, err = get(secRecurrent); err != nil {
+			return err
+		}
+		state := lc.policy.envState(lc.envs.NumEnvs())
+		if len(b) != 4*len(state) {
+			return fmt.Errorf("%w: section %s has %d bytes for %d state values", trainstate.ErrCorrupt, secRecurrent, len(b), len(state))
+		}
+		readF32s(state, b)
 	}
 	v, ok := lc.envs.(envsOf)
 	if !ok {

@@ -12,6 +12,7 @@ import (
 	"herd/algo/internal/learntest"
 	"herd/algo/ppo"
 	"herd/env"
+	"herd/flow"
 )
 
 // cutVector cancels the run's context once `at` env steps have been taken,
@@ -41,15 +42,26 @@ func resumeRun(t *testing.T, spec algo.Spec, envID, section string) *algo.Resolv
 	return res
 }
 
-// train runs res's Train with checkpoints ck (nil: none), cutting the run
-// at env step cut (0: never), and returns the model's bytes and Train's
-// error.
+// train runs res's Train (flow.Train under runtime.executor flow) with
+// checkpoints ck (nil: none), cutting the run at env step cut (0: never):
+// a plan's after the report that reaches it, the local loop's inside the
+// segment (cutVector). It returns the model's bytes and Train's error.
 func train(t *testing.T, res *algo.Resolved, ck *algo.Checkpoints, cut int64) ([]byte, error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rt := &algo.Runtime{Header: res.Header, Log: algo.Discard(), Checkpoints: ck}
-	if cut > 0 {
+	trainFn := res.Spec.Train
+	plan := res.Header.Runtime.Executor == "flow" || res.Spec.Can&algo.CanPlan != 0
+	if plan {
+		trainFn = func(ctx context.Context, rt *algo.Runtime, c algo.Config) (algo.Model, error) {
+			return flow.Train(ctx, rt, res.Spec, c)
+		}
+	}
+	switch {
+	case cut > 0 && plan:
+		rt.Log = cutLog{Logger: algo.Discard(), at: cut, cancel: cancel}
+	case cut > 0:
 		rt.Envs = func(n int) (env.Vector, error) {
 			v, err := env.MakeVector(res.Header.Env, n, env.Sync, env.WithEpisodeStatistics())
 			if err != nil {
@@ -58,7 +70,10 @@ func train(t *testing.T, res *algo.Resolved, ck *algo.Checkpoints, cut int64) ([
 			return &cutVector{SyncVector: v.(*env.SyncVector), at: cut, cancel: cancel}, nil
 		}
 	}
-	model, err := res.Spec.Train(ctx, rt, res.Config)
+	model, err := trainFn(ctx, rt, res.Config)
+	if ck != nil && ck.Disabled() != "" {
+		t.Fatalf("checkpoints off: %s", ck.Disabled())
+	}
 	if model == nil {
 		t.Fatalf("no model: %v", err)
 	}
@@ -95,6 +110,9 @@ func TestResumeBitIdentical(t *testing.T) {
 		{a2c.Spec(), "CartPole-v1", "  num_envs: 4\n  num_steps: 8\n  use_rms_prop: true\n", []int64{20, 700, 321}},
 		// Box actions: the Gaussian sampler's draws and ClipAction.
 		{ppo.Spec(), "Pendulum-v1", "  num_envs: 2\n  num_steps: 64\n  update_epochs: 2\n", []int64{700}},
+		// PPO-LSTM: each env's recurrent state, which the next step
+		// starts from, is part of the loop's state.
+		{ppo.Spec(), "CartPoleNoVel-v1", "  num_envs: 2\n  num_steps: 32\n  update_epochs: 2\n  num_minibatches: 2\n  hidden: [8]\n  recurrent: {type: lstm, hidden: 8}\n", []int64{50, 700, 321}},
 	}
 	for _, c := range cases {
 		t.Run(c.spec.Name+"/"+c.env, func(t *testing.T) {
