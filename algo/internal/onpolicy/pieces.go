@@ -28,6 +28,7 @@ type Policy struct {
 	head    int      // width of the actor part of a row
 	values  []float32
 	actorIn []float32 // the actor's columns (AgentConfig.ActorObs)
+	obsIn   []float32 // normalized observations (AgentConfig.NormObs)
 	// state is a recurrent agent's state per env (rows of
 	// Agent.StateDim), carried from one ForwardTo to the next: row r of
 	// ForwardTo's observations is env r's.
@@ -124,7 +125,8 @@ func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 		a.SetSequences(1, n, p.envState(n), nil)
 		defer a.finalStateTo(p.state)
 	}
-	out := a.actor.Forward(a.actorInput(&p.actorIn, obs, n), n)
+	in := a.ObsNorm.to(&p.obsIn, obs, n)
+	out := a.actor.Forward(a.actorInput(&p.actorIn, in, n), n)
 	a.maskLogits(out, obs, n)
 	if a.Gauss == nil {
 		for r := range n {
@@ -137,8 +139,8 @@ func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 			copy(dst[r*w+d:r*w+2*d], logStd)
 		}
 	}
-	p.values = a.critic.ForwardTo(grow(p.values, n), obs, n)
-	a.VNorm.denormalize(p.values)
+	p.values = a.critic.ForwardTo(grow(p.values, n), in, n)
+	a.denormalize(p.values)
 	for r, v := range p.values {
 		dst[r*w+p.head] = v
 	}
@@ -155,8 +157,8 @@ func (p *Policy) ValuesTo(dst, obs []float32, n int) []float32 {
 	if p.agent.StateDim() > 0 {
 		p.agent.SetSequences(1, n, p.envState(n), nil)
 	}
-	v := p.agent.critic.ForwardTo(dst[:n], obs, n)
-	p.agent.VNorm.denormalize(v)
+	v := p.agent.critic.ForwardTo(dst[:n], p.agent.ObsNorm.to(&p.obsIn, obs, n), n)
+	p.agent.denormalize(v)
 	return v
 }
 
@@ -178,8 +180,8 @@ func (p *Policy) EnvValue(i int, obs []float32) float32 {
 	if sd := a.StateDim(); sd > 0 {
 		a.SetSequences(1, 1, p.state[i*sd:(i+1)*sd], nil)
 	}
-	a.critic.ForwardTo(v[:], obs, 1)
-	a.VNorm.denormalize(v[:])
+	a.critic.ForwardTo(v[:], a.ObsNorm.to(&p.obsIn, obs, 1), 1)
+	a.denormalize(v[:])
 	return v[0]
 }
 

@@ -19,6 +19,9 @@ type Common struct {
 	Hidden                    []int
 	Activation                string
 	Encoder                   string
+	// Recurrent: the networks have a recurrent core, which may read the
+	// observation itself (Hidden empty).
+	Recurrent bool
 }
 
 // Check reports each problem with the shared settings through bad (the
@@ -46,7 +49,7 @@ func (c Common) Check(bad func(format string, a ...any), h algo.Header) {
 	if c.EntCoef < 0 || c.VFCoef < 0 {
 		bad("ent_coef and vf_coef must be >= 0, got %v and %v", c.EntCoef, c.VFCoef)
 	}
-	if len(c.Hidden) == 0 {
+	if len(c.Hidden) == 0 && !c.Recurrent {
 		bad("hidden must list at least one width")
 	}
 	for _, w := range c.Hidden {
