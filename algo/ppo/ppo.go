@@ -29,11 +29,11 @@ type Config struct {
 	NumSteps int `yaml:"num_steps"` // steps per env per rollout; default 128
 
 	// Optimisation.
-	LearningRate   float32 `yaml:"learning_rate"`   // Adam step size; default 2.5e-4
-	AnnealLR       bool    `yaml:"anneal_lr"`       // anneal the LR linearly to 0; default true
+	LearningRate float32 `yaml:"learning_rate"` // Adam step size; default 2.5e-4
+	AnnealLR     bool    `yaml:"anneal_lr"`     // anneal the LR linearly to 0; default true
 	// AnnealClip anneals clip_coef linearly to 0 with the learning
 	// rate's fraction (rl-zoo's clip_range: lin_ε); default false.
-	AnnealClip bool `yaml:"anneal_clip,omitempty"`
+	AnnealClip     bool    `yaml:"anneal_clip,omitempty"`
 	AdamEps        float32 `yaml:"adam_eps"`        // Adam ε; default 1e-5
 	NumMinibatches int     `yaml:"num_minibatches"` // minibatches per epoch; default 4
 	UpdateEpochs   int     `yaml:"update_epochs"`   // epochs per rollout (K); default 4
