@@ -173,3 +173,42 @@ func TestRewardNormAdvantages(t *testing.T) {
 		}
 	}
 }
+
+// TestNormStatsTravelWithWeights: the statistics are parameters, so a
+// policy acting with a learner's weight version (HTS, dist) normalizes
+// and scales as the learner does.
+func TestNormStatsTravelWithWeights(t *testing.T) {
+	h := algo.DefaultHeader()
+	h.Env = "CartPole-v1"
+	e, err := env.Make(h.Env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	sp := algo.Spaces{Obs: e.ObservationSpace(), Act: e.ActionSpace()}
+	cfg := AgentConfig{Hidden: []int{4}, Act: nn.Tanh, NormObs: true, NormReward: true}
+	l, err := NewLearner("ppo", h, sp, cfg, nil, 1, 0.99, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := NewPolicy(sp, cfg, rand.New(rand.NewPCG(1, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := []float32{0.5, -1, 2, 0.1}
+	copy(l.Agent.ObsNorm.p.Value, []float32{10, 1, 0, -1, 2, 4, 0.5, 9, 1})
+	l.Agent.RNorm.p.Value[2] = 16
+	if err := pol.SetWeights(l.Weights()); err != nil {
+		t.Fatal(err)
+	}
+	row := pol.ForwardTo(make([]float32, pol.OutDim()), obs, 1)
+	want := l.Agent.Value(make([]float32, 1), obs, 1)[0]
+	if row[2] != want || pol.ValuesTo(make([]float32, 1), obs, 1)[0] != want {
+		t.Fatalf("policy value %v, learner's %v", row[2], want)
+	}
+	var raw [1]float32
+	l.Agent.critic.ForwardTo(raw[:], obs, 1)
+	if math.Abs(float64(want-4*raw[0])) < 1e-3 {
+		t.Fatal("the value does not depend on the statistics")
+	}
+}
