@@ -214,23 +214,37 @@ func TestRecurrentConfigErrors(t *testing.T) {
 	}
 }
 
-// BenchmarkLSTM: forward + backward over a segment of T = 128 steps of
-// B = 8 sequences, 128 hidden units, 64 inputs.
-func BenchmarkLSTM(b *testing.B) {
+// BenchmarkLSTM and BenchmarkGRU: forward + backward over a segment of
+// T = 128 steps of B = 8 sequences, 128 hidden units, 64 inputs
+// (nn/testdata/gen/torch_bench.py times PyTorch's nn.LSTM on the same).
+func BenchmarkLSTM(b *testing.B) { benchRecurrent(b, 4) }
+
+func BenchmarkGRU(b *testing.B) { benchRecurrent(b, 3) }
+
+func benchRecurrent(b *testing.B, gates int) {
 	const T, B, in, h = 128, 8, 64, 128
-	l, err := NewLSTM("", in, h, nil, rng.New(1, "lstm", 0))
-	if err != nil {
-		b.Fatal(err)
-	}
 	x := make([]float32, T*B*in)
 	UniformInit(x, 1, rng.New(2, "x", 0))
 	st := make([]float32, B*h)
 	dh := make([]float32, T*B*h)
 	UniformInit(dh, 1, rng.New(3, "dh", 0))
+	step := func() {}
+	if gates == 4 {
+		l, err := NewLSTM("", in, h, nil, rng.New(1, "lstm", 0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		step = func() { l.Forward(x, T, B, st, st, nil); l.Backward(dh) }
+	} else {
+		l, err := NewGRU("", in, h, nil, rng.New(1, "gru", 0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		step = func() { l.Forward(x, T, B, st, nil); l.Backward(dh) }
+	}
 	b.ResetTimer()
 	for range b.N {
-		l.Forward(x, T, B, st, st, nil)
-		l.Backward(dh)
+		step()
 	}
 }
 
