@@ -79,6 +79,12 @@ type Header struct {
 	// its own agents (see MultiAgentConfig). Default: one policy shared
 	// by every agent.
 	MultiAgent MultiAgentConfig `yaml:"multiagent,omitempty"`
+	// Envs makes the envs of Env: everything that makes the run's envs
+	// goes through it. Not a configuration key: the program sets it
+	// (Overrides.Envs), and its zero value makes the registered ids only;
+	// cmd/herd's also opens remote ids (herd/env/remote), so that algo and
+	// the executors compile without the remote client.
+	Envs env.Maker `yaml:"-" json:"-"`
 }
 
 // DefaultHeader returns the defaults used for keys a file leaves out.
@@ -135,16 +141,13 @@ func (h Header) Validate() error {
 		if err := h.MultiAgent.Validate(); err != nil {
 			errs = append(errs, err)
 		}
-		switch {
-		case h.Env == "":
-		case env.IsRemote(h.Env):
-			if ok, err := env.RemoteIsParallel(h.Env); err != nil {
+		if h.Env != "" {
+			switch ok, err := h.Envs.CheckParallel(h.Env); {
+			case err != nil:
 				errs = append(errs, fmt.Errorf("%w: multiagent: cannot ask the server of %s whether it serves a multi-agent env: %w", ErrConfig, h.Env, err))
-			} else if !ok {
-				errs = append(errs, fmt.Errorf("%w: multiagent needs a multi-agent env; the server of %s serves it as a single-agent env", ErrConfig, h.Env))
+			case !ok:
+				errs = append(errs, fmt.Errorf("%w: multiagent needs a multi-agent env (%v, or a remote one its server serves as such), not %s", ErrConfig, env.ParallelIDs(), h.Env))
 			}
-		case !env.IsParallel(h.Env):
-			errs = append(errs, fmt.Errorf("%w: multiagent needs a multi-agent env (%v), not %s", ErrConfig, env.ParallelIDs(), h.Env))
 		}
 	}
 	return errors.Join(errs...)
@@ -227,7 +230,7 @@ type Runtime struct {
 	// the parameters for divergence (see ParamModel).
 	OnTrack func(Model)
 	// Envs, when not nil, makes the training envs of a local Train in
-	// place of env.MakeVector(Header.Env, n, env.Sync,
+	// place of Header.Envs.MakeVector(Header.Env, n, env.Sync,
 	// env.WithEpisodeStatistics()) (see MakeEnvs): the multi-policy
 	// executor hands each policy the rows of its own agents this way.
 	Envs func(n int) (env.Vector, error)
@@ -247,7 +250,7 @@ func (rt *Runtime) MakeEnvs(n int) (env.Vector, error) {
 	if rt.Envs != nil {
 		return rt.Envs(n)
 	}
-	v, err := env.MakeVector(rt.Header.Env, n, env.Sync, env.WithEpisodeStatistics())
+	v, err := rt.Header.Envs.MakeVector(rt.Header.Env, n, env.Sync, env.WithEpisodeStatistics())
 	if err != nil {
 		return nil, err
 	}
@@ -360,6 +363,8 @@ type Overrides struct {
 	Seed            *uint64
 	Steps, LogEvery *int64
 	Set             []string
+	// Envs is the Header's Envs (not a key of the file).
+	Envs env.Maker
 }
 
 // Resolve decodes a run configuration file (data may be empty: flags only),
@@ -416,6 +421,7 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 	if ov.Algo != nil {
 		h.Algo = *ov.Algo
 	}
+	h.Envs = ov.Envs
 	if ov.Env != nil {
 		h.Env = *ov.Env
 	}
@@ -534,7 +540,7 @@ func sectionHeader(h Header, name, run string) (Header, error) {
 	for k, id := range m.Policies {
 		if a := m.Algos[id]; a == name || (name == run && a == "") {
 			var err error
-			h.Env, err = policyEnv(h.Env, m, k)
+			h.Env, err = policyEnv(h.Envs, h.Env, m, k)
 			return h, err
 		}
 	}

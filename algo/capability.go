@@ -53,6 +53,11 @@ const (
 	// anywhere (a policy worker, a slot per env, another process) without
 	// keeping a state per env. A recurrent config lacks it (Limiter).
 	CanStatelessPolicy
+	// CanCarriedState: the policy's state per env, if it has one, can be
+	// set before a forward pass and read after it (StatefulPolicy), so an
+	// executor can keep each env's state with the env and hand it to
+	// wherever the policy acts (a policy worker, an inline copy).
+	CanCarriedState
 
 	capEnd
 )
@@ -61,7 +66,7 @@ const (
 // order, as refusals and the matrix table print them.
 func capabilityNames() []string {
 	return []string{"a segment learner", "a transition learner", "a gradient/apply split", "a data-parallel learner",
-		"behaviour log-probs", "multi-agent rows", "a dataflow plan", "a stateless policy"}
+		"behaviour log-probs", "multi-agent rows", "a dataflow plan", "a stateless policy", "a carried policy state"}
 }
 
 // Capabilities lists every single capability, in order.
@@ -173,6 +178,10 @@ type Executor struct {
 	// with Spec.Resumable at Runtime.Checkpoints and continues from a
 	// restored one, as the local executor does (`herd train --resume`).
 	Resumable bool
+	// NotResumable, when set, says why a run of spec with header h writes
+	// no checkpoints under a Resumable executor ("" when it does): a
+	// topology of the executor that saves no state.
+	NotResumable func(h Header, spec Spec) string
 }
 
 // WorkerSet is N workers of an executor, counted by runtime key Key, each

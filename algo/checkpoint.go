@@ -110,7 +110,7 @@ func CheckCheckpoint(path string, h Header, envOverride bool) (note string, err 
 	}
 	// The spaces TrainRun recorded (envFootprint's: agents with different
 	// action spaces give the widest as a Box).
-	e, err := env.Make(h.Env, env.WithAgentActionSpaces())
+	e, err := h.Envs.Make(h.Env, env.WithAgentActionSpaces())
 	if err != nil {
 		return "", fmt.Errorf("algo: %w", err)
 	}

@@ -14,11 +14,11 @@ import (
 // undiscounted return. Episode k is reset with a seed derived from (seed,
 // "eval/env", k), so the same arguments give the same returns. It checks ctx
 // between episodes.
-func Evaluate(ctx context.Context, p Policy, envID string, episodes int, seed uint64) ([]float64, error) {
+func Evaluate(ctx context.Context, p Policy, mk env.Maker, envID string, episodes int, seed uint64) ([]float64, error) {
 	if episodes < 1 {
 		return nil, fmt.Errorf("%w: episodes must be >= 1, got %d", ErrConfig, episodes)
 	}
-	e, err := env.Make(envID, evalOptions(p)...)
+	e, err := mk.Make(envID, evalOptions(p)...)
 	if err != nil {
 		return nil, fmt.Errorf("algo: evaluate: %w", err)
 	}

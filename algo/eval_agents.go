@@ -44,14 +44,14 @@ func (r AgentReturns) TeamColumn(i int) []float64 {
 // (env.IsParallel) with the episodes and seeds of Evaluate, so its team
 // returns are Evaluate's returns, and also records each agent's return.
 // The policy acts for every agent in turn (env.TurnEnv).
-func EvaluateAgents(ctx context.Context, p Policy, envID string, episodes int, seed uint64) (AgentReturns, error) {
+func EvaluateAgents(ctx context.Context, p Policy, mk env.Maker, envID string, episodes int, seed uint64) (AgentReturns, error) {
 	if episodes < 1 {
 		return AgentReturns{}, fmt.Errorf("%w: episodes must be >= 1, got %d", ErrConfig, episodes)
 	}
-	if !env.IsParallel(envID) {
+	if !mk.IsParallel(envID) {
 		return AgentReturns{}, fmt.Errorf("%w: %s is not a multi-agent env", ErrConfig, envID)
 	}
-	e, err := env.Make(envID, evalOptions(p)...)
+	e, err := mk.Make(envID, evalOptions(p)...)
 	if err != nil {
 		return AgentReturns{}, fmt.Errorf("algo: evaluate agents: %w", err)
 	}

@@ -3,6 +3,7 @@ package algo
 import (
 	"context"
 	"errors"
+	"herd/env"
 	"math"
 	"slices"
 	"strings"
@@ -20,11 +21,11 @@ func (p constPolicy) Act(dst, _ []float32) []float32 { dst[0] = p.a; return dst 
 func TestEvaluateAgentsMatchesEvaluate(t *testing.T) {
 	const id = "mpe/simple_spread_v3"
 	ctx := context.Background()
-	res, err := EvaluateAgents(ctx, constPolicy{2}, id, 3, 9)
+	res, err := EvaluateAgents(ctx, constPolicy{2}, env.Maker{}, id, 3, 9)
 	if err != nil {
 		t.Fatal(err)
 	}
-	team, err := Evaluate(ctx, constPolicy{2}, id, 3, 9)
+	team, err := Evaluate(ctx, constPolicy{2}, env.Maker{}, id, 3, 9)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func TestEvaluateAgentsMatchesEvaluate(t *testing.T) {
 			t.Fatalf("episode %d: team %v, Evaluate %v, per-agent sum %v", k, res.Team[k], team[k], sum)
 		}
 	}
-	if _, err := EvaluateAgents(ctx, constPolicy{0}, "CartPole-v1", 1, 0); !errors.Is(err, ErrConfig) {
+	if _, err := EvaluateAgents(ctx, constPolicy{0}, env.Maker{}, "CartPole-v1", 1, 0); !errors.Is(err, ErrConfig) {
 		t.Fatalf("single-agent id: %v", err)
 	}
 }
@@ -49,7 +50,7 @@ func TestEvaluateAgentsMatchesEvaluate(t *testing.T) {
 // return is the sum over its agents, and the printed line gives each
 // team's return, not the sum over teams.
 func TestEvaluateAgentsTeams(t *testing.T) {
-	res, err := EvaluateAgents(context.Background(), constPolicy{0}, "mpe/simple_tag_v3", 3, 4)
+	res, err := EvaluateAgents(context.Background(), constPolicy{0}, env.Maker{}, "mpe/simple_tag_v3", 3, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestEvaluateAgentsTeams(t *testing.T) {
 	if s := res.String(); !strings.HasPrefix(s, "adversary return ") || !strings.Contains(s, "; agent return ") || strings.Contains(s, "team return") {
 		t.Fatalf("line %q", s)
 	}
-	coop, err := EvaluateAgents(context.Background(), constPolicy{0}, "mpe/simple_spread_v3", 1, 4)
+	coop, err := EvaluateAgents(context.Background(), constPolicy{0}, env.Maker{}, "mpe/simple_spread_v3", 1, 4)
 	if err != nil || coop.Competitive() || !strings.HasPrefix(coop.String(), "team return ") {
 		t.Fatalf("simple_spread: %v, %q", err, coop.String())
 	}

@@ -3,6 +3,7 @@ package algo
 import (
 	"context"
 	"errors"
+	"herd/env"
 	"math"
 	"testing"
 )
@@ -14,11 +15,11 @@ type alwaysLeft struct{}
 func (alwaysLeft) Act(dst, _ []float32) []float32 { dst[0] = 0; return dst[:1] }
 
 func TestEvaluate(t *testing.T) {
-	a, err := Evaluate(context.Background(), alwaysLeft{}, "CartPole-v1", 4, 7)
+	a, err := Evaluate(context.Background(), alwaysLeft{}, env.Maker{}, "CartPole-v1", 4, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := Evaluate(context.Background(), alwaysLeft{}, "CartPole-v1", 4, 7)
+	b, _ := Evaluate(context.Background(), alwaysLeft{}, env.Maker{}, "CartPole-v1", 4, 7)
 	if len(a) != 4 {
 		t.Fatalf("returns %v", a)
 	}
@@ -27,15 +28,15 @@ func TestEvaluate(t *testing.T) {
 			t.Fatalf("returns %v and %v: want equal, each 5–20 for a constant push", a, b)
 		}
 	}
-	if _, err := Evaluate(context.Background(), alwaysLeft{}, "CartPole-v1", 0, 1); !errors.Is(err, ErrConfig) {
+	if _, err := Evaluate(context.Background(), alwaysLeft{}, env.Maker{}, "CartPole-v1", 0, 1); !errors.Is(err, ErrConfig) {
 		t.Fatalf("0 episodes: %v", err)
 	}
-	if _, err := Evaluate(context.Background(), alwaysLeft{}, "Nope-v0", 1, 1); err == nil {
+	if _, err := Evaluate(context.Background(), alwaysLeft{}, env.Maker{}, "Nope-v0", 1, 1); err == nil {
 		t.Fatal("unknown env: want an error")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Evaluate(ctx, alwaysLeft{}, "CartPole-v1", 3, 1); !errors.Is(err, context.Canceled) {
+	if _, err := Evaluate(ctx, alwaysLeft{}, env.Maker{}, "CartPole-v1", 3, 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
 	m, s := MeanStd([]float64{1, 3})

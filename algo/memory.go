@@ -233,7 +233,7 @@ func networkKey(cfg Config) string {
 // use. TrainRun does this itself; a launcher calls it before starting
 // processes.
 func CheckMemory(res *Resolved, workers []WorkerSet, extra ...MemoryUse) error {
-	e, envBytes, err := envFootprint(res.Header.Env)
+	e, envBytes, err := envFootprint(res.Header.Envs, res.Header.Env)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -246,8 +246,8 @@ func CheckMemory(res *Resolved, workers []WorkerSet, extra ...MemoryUse) error {
 // setting, e.g. "--num-envs 1000000000") when they would not fit the
 // memory available: each the heap one env of id takes to make plus its
 // observation and action, as EstimateMemory counts num_envs.
-func CheckEnvsMemory(id string, n int, key string) error {
-	e, envBytes, err := envFootprint(id)
+func CheckEnvsMemory(mk env.Maker, id string, n int, key string) error {
+	e, envBytes, err := envFootprint(mk, id)
 	if err != nil {
 		return err
 	}
@@ -275,13 +275,13 @@ func checkMemory(uses []MemoryUse) error {
 
 // envFootprint makes one env of id and returns it (the caller closes it)
 // with the heap bytes its construction allocated, at least 1 KiB.
-func envFootprint(id string) (env.Env, float64, error) {
+func envFootprint(mk env.Maker, id string) (env.Env, float64, error) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	// Agents with different action spaces are measured too (the widest
 	// action counts); whether one policy may act for them all is the
 	// executor's to refuse.
-	e, err := env.Make(id, env.WithAgentActionSpaces())
+	e, err := mk.Make(id, env.WithAgentActionSpaces())
 	if err != nil {
 		return nil, 0, err
 	}

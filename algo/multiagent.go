@@ -153,8 +153,8 @@ func (m MultiAgentConfig) Map(agents []string) ([]int, error) {
 // and each policy's action space. The agents of one policy must share
 // one action space (one network acts for all of them); policies may
 // differ: each policy's network is sized to its own agents' space.
-func (m MultiAgentConfig) PolicyAgents(envID string) (agents []string, of []int, acts []env.Space, err error) {
-	p, err := env.MakeParallel(envID)
+func (m MultiAgentConfig) PolicyAgents(mk env.Maker, envID string) (agents []string, of []int, acts []env.Space, err error) {
+	p, err := mk.MakeParallel(envID)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -324,7 +324,7 @@ func policyRun(h Header, spec Spec, cfg Config, others map[string]AlgoConfig, k,
 		}
 		hk.Algo, spec, cfg = name, o.Spec, o.Config
 	}
-	if hk.Env, err = policyEnv(h.Env, h.MultiAgent, k); err != nil {
+	if hk.Env, err = policyEnv(h.Envs, h.Env, h.MultiAgent, k); err != nil {
 		return Header{}, Spec{}, nil, err
 	}
 	hk2, ck, err := policyConfig(hk, spec, cfg, k, rowsOfPolicy, rowsPerEnv)
@@ -337,11 +337,11 @@ func policyRun(h Header, spec Spec, cfg Config, others map[string]AlgoConfig, k,
 // from env.Make(id) (an algorithm's Validate, its LoadPolicy) sees policy
 // k's own action space. A remote id takes act_as as a local one does:
 // it stays on this side (the server serves the whole env).
-func policyEnv(envID string, m MultiAgentConfig, k int) (string, error) {
-	if !env.IsParallel(envID) {
+func policyEnv(mk env.Maker, envID string, m MultiAgentConfig, k int) (string, error) {
+	if !mk.IsParallel(envID) {
 		return envID, nil
 	}
-	agents, of, acts, err := m.PolicyAgents(envID)
+	agents, of, acts, err := m.PolicyAgents(mk, envID)
 	if err != nil {
 		return "", err
 	}
@@ -395,7 +395,7 @@ func LoadPolicies(file string, res *Resolved) (*Policies, error) {
 	if got, want := ck.Metadata["herd.policies"], strings.Join(h.MultiAgent.Policies, ","); got != want {
 		return nil, fmt.Errorf("%w: %s holds policies %q, the run names %q", ErrCheckpoint, file, got, want)
 	}
-	agents, of, _, err := h.MultiAgent.PolicyAgents(h.Env)
+	agents, of, _, err := h.MultiAgent.PolicyAgents(h.Envs, h.Env)
 	if err != nil {
 		return nil, err
 	}

@@ -1,10 +1,13 @@
 package algo
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"herd/env"
 )
 
 // TestMultiAgentConfig: the section survives config.yaml (Marshal and
@@ -51,14 +54,37 @@ fake: {num_envs: 8}
 	}
 }
 
+// unreachable is a remote Opener whose server cannot be reached.
+type unreachable struct{}
+
+var errUnreachable = errors.New("connection refused")
+
+func (unreachable) Opens(id string) bool                      { return strings.HasPrefix(id, "grpc://") }
+func (unreachable) IsParallel(string) (bool, error)           { return false, errUnreachable }
+func (unreachable) Make(string, env.Options) (env.Env, error) { return nil, errUnreachable }
+func (unreachable) MakeVector(string, int, env.Options) (env.Vector, error) {
+	return nil, errUnreachable
+}
+func (unreachable) MakeParallel(string, env.Options) (env.Parallel, env.FlatOptions, error) {
+	return nil, env.FlatOptions{}, errUnreachable
+}
+func (unreachable) MakeFlatVector(string, int, env.Options) (env.Vector, error) {
+	return nil, errUnreachable
+}
+
 // TestMultiAgentRemoteUnreachable: a multiagent run on a remote id whose
 // server cannot be reached is refused saying so, not as if the env were
-// single-agent.
+// single-agent; the header's Maker (Overrides.Envs) is the one asked.
 func TestMultiAgentRemoteUnreachable(t *testing.T) {
 	file := "algo: fake\nenv: grpc://127.0.0.1:1/mpe/simple_tag_v3\nsteps: 1000\n" +
 		"multiagent:\n  policies: [adv, good]\n  policy_mapping: {\"adversary_*\": adv, agent_0: good}\nfake: {num_envs: 8}\n"
-	_, err := Resolve([]byte(file), fakeSpecs(), Overrides{})
-	if err == nil || !strings.Contains(err.Error(), "cannot ask the server of grpc://127.0.0.1:1/mpe/simple_tag_v3") {
+	_, err := Resolve([]byte(file), fakeSpecs(), Overrides{Envs: env.Maker{Remote: unreachable{}}})
+	if err == nil || !strings.Contains(err.Error(), "cannot ask the server of grpc://127.0.0.1:1/mpe/simple_tag_v3") || !errors.Is(err, errUnreachable) {
 		t.Fatalf("unreachable server: %v", err)
+	}
+	// Without a remote Opener the id is no multi-agent env.
+	_, err = Resolve([]byte(file), fakeSpecs(), Overrides{})
+	if err == nil || !strings.Contains(err.Error(), "needs a multi-agent env") {
+		t.Fatalf("no remote opener: %v", err)
 	}
 }

@@ -52,6 +52,24 @@ type PolicyNet interface {
 	ForwardTo(dst, obs []float32, n int) []float32
 }
 
+// StatefulPolicy is a PolicyNet whose row for an observation depends on a
+// state per env as well (a recurrent network): ForwardTo's row r is env
+// r's, and it advances env r's state by one step. An executor that acts
+// away from the envs carries each env's state (CanCarriedState): it sets
+// the rows' states before a forward pass and reads them after, so the
+// network holds no state of its own between calls.
+type StatefulPolicy interface {
+	PolicyNet
+	// StateDim is the state of one env; 0 for a stateless policy.
+	StateDim() int
+	// SetState makes state (n rows of StateDim) the state of the n envs
+	// of the next ForwardTo.
+	SetState(state []float32, n int)
+	// StateTo appends the state of the n envs (after the last ForwardTo,
+	// or as SetState set it) to dst[:0].
+	StateTo(dst []float32, n int) []float32
+}
+
 // Acts is what a Sampler produced for n envs. Slices are sized by the
 // sampler on first use and reused.
 type Acts struct {
@@ -281,7 +299,7 @@ const DefaultMaxPolicyLag = 32
 var DistScalars = []string{"dist/lag_mean", "dist/lag_max", "dist/dropped", "dist/duplicates", "dist/discarded", "dist/shed",
 	"dist/decode_errors", "dist/stale_weights", "dist/abandoned",
 	"dist/batch_rows_mean", "dist/batch_rows_p50", "dist/batch_rows_p99", "dist/infer_latency_p50_ms", "dist/infer_latency_p99_ms",
-	"dist/silent_workers", "dist/silences", "dist/gather_resends", "dist/params_checks"}
+	"dist/silent_workers", "dist/silences", "dist/gather_resends", "dist/params_checks", "dist/resumes"}
 
 // FlowTransportScalars are the metrics.csv columns the flow executor adds
 // when its workers run over a transport other than inproc, named as the

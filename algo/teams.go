@@ -10,11 +10,11 @@ import (
 // team/<name>/return_mean (the mean over the last 100 episodes of the
 // sum of the team's agents' returns) and team/<name>/episodes; nil for
 // any other env.
-func TeamScalars(envID string) []string {
-	if !env.IsParallel(envID) {
+func TeamScalars(mk env.Maker, envID string) []string {
+	if !mk.IsParallel(envID) {
 		return nil
 	}
-	p, err := env.MakeParallel(envID)
+	p, err := mk.MakeParallel(envID)
 	if err != nil {
 		return nil // the run reports the env's error itself
 	}

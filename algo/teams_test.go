@@ -83,7 +83,7 @@ func TestTeamLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if TeamLog(c, log) != c || TeamScalars("mpe/simple_spread_v3") != nil || TeamScalars("CartPole-v1") != nil {
+	if TeamLog(c, log) != c || TeamScalars(env.Maker{}, "mpe/simple_spread_v3") != nil || TeamScalars(env.Maker{}, "CartPole-v1") != nil {
 		t.Fatal("a cooperative or single-agent env has team columns")
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"herd/env"
 	"herd/internal/atomicfile"
 	"herd/internal/exitguard"
 	"herd/internal/trainstate"
@@ -101,7 +100,8 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	if err != nil {
 		return metrics.Summary{}, err
 	}
-	resumable := (ex.Name == LocalExecutor || ex.Resumable) && res.Spec.Resumable && !h.MultiAgent.Enabled() && !opt.NoFiles
+	resumable := (ex.Name == LocalExecutor || ex.Resumable) && res.Spec.Resumable && !h.MultiAgent.Enabled() && !opt.NoFiles &&
+		(ex.NotResumable == nil || ex.NotResumable(h, res.Spec) == "")
 	if opt.Dir == DirResume && !resumable {
 		return metrics.Summary{}, cannotResume(res, ex, opt.NoFiles)
 	}
@@ -111,7 +111,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 			return metrics.Summary{}, fmt.Errorf("algo: config: %w", err)
 		}
 	}
-	e, envBytes, err := envFootprint(h.Env)
+	e, envBytes, err := envFootprint(h.Envs, h.Env)
 	if err != nil {
 		return metrics.Summary{}, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -179,7 +179,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	if ex.Name == LocalExecutor {
 		// The local loop's envs log each team's return (Runtime.MakeEnvs;
 		// multipolicy's split), one column set for the run, not per policy.
-		scalars = append(slices.Clone(scalars), TeamScalars(h.Env)...)
+		scalars = append(slices.Clone(scalars), TeamScalars(h.Envs, h.Env)...)
 	}
 	mo := metrics.Options{
 		Dir: dir, Algo: h.Algo, Env: h.Env, Seed: h.Seed,
@@ -267,11 +267,11 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	if opt.EvalEpisodes > 0 && trainErr == nil {
 		var rets []float64
 		var evalErr error
-		if env.IsParallel(h.Env) {
+		if h.Envs.IsParallel(h.Env) {
 			// The same episodes as Evaluate (its return is ar.Team), and
 			// each team's return for a competitive env.
 			var ar AgentReturns
-			ar, evalErr = EvaluateAgents(ctx, model, h.Env, opt.EvalEpisodes, h.Seed)
+			ar, evalErr = EvaluateAgents(ctx, model, h.Envs, h.Env, opt.EvalEpisodes, h.Seed)
 			rets = ar.Team
 			if ar.Competitive() {
 				cols := make([][]float64, len(ar.TeamNames))
@@ -281,7 +281,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 				rec.SetEvalTeams(ar.TeamNames, cols)
 			}
 		} else {
-			rets, evalErr = Evaluate(ctx, model, h.Env, opt.EvalEpisodes, h.Seed)
+			rets, evalErr = Evaluate(ctx, model, h.Envs, h.Env, opt.EvalEpisodes, h.Seed)
 		}
 		rec.SetEval(rets)
 		if evalErr != nil {
@@ -360,6 +360,8 @@ func notResumable(res *Resolved, ex Executor, noFiles bool) string {
 		return fmt.Sprintf("%s (executor %s) saves no training state to continue from yet, only its final weights", h.Algo, ex.Name)
 	case ex.Name != LocalExecutor && !ex.Resumable:
 		return fmt.Sprintf("%s under executor %s saves no training state to continue from yet; only its local executor does", h.Algo, ex.Name)
+	case ex.NotResumable != nil && ex.NotResumable(h, res.Spec) != "":
+		return fmt.Sprintf("%s under executor %s: %s", h.Algo, ex.Name, ex.NotResumable(h, res.Spec))
 	}
 	return fmt.Sprintf("%s with a multiagent section (executor %s) saves no training state to continue from yet", h.Algo, ex.Name)
 }

@@ -534,7 +534,7 @@ func TestTrainRunTeams(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := os.ReadFile(filepath.Join(out, SummaryFile))
-		ar, err := EvaluateAgents(context.Background(), constPolicy{0}, c.id, 2, res.Header.Seed)
+		ar, err := EvaluateAgents(context.Background(), constPolicy{0}, env.Maker{}, c.id, 2, res.Header.Seed)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,7 +51,7 @@ With --scaling it reports instead AsyncVector's speedup over 1 worker
 			}
 			for _, id := range check {
 				// A vector of --num-envs envs, sync and async in turn.
-				if err := algo.CheckEnvsMemory(id, cfg.NumEnvs, fmt.Sprintf("--num-envs %d", cfg.NumEnvs)); err != nil {
+				if err := algo.CheckEnvsMemory(env.Maker{}, id, cfg.NumEnvs, fmt.Sprintf("--num-envs %d", cfg.NumEnvs)); err != nil {
 					return fmt.Errorf("bench env: %w", err)
 				}
 			}

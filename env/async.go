@@ -71,7 +71,7 @@ func NewAsyncVector(n int, factory Factory, opts AsyncOptions) (*AsyncVector, er
 	w = min(w, n)
 	o, a := envs[0].ObservationSpace(), envs[0].ActionSpace()
 	v := &AsyncVector{
-		envs: envs, obs: o, act: a, batch: newBatch(n, o.Dim()),
+		envs: envs, obs: o, act: a, batch: NewBatch(n, o.Dim()),
 		errs: make([]error, w),
 	}
 	for k := 0; k < w; k++ {
@@ -148,7 +148,7 @@ func (v *AsyncVector) Step(actions []float32) (*Batch, error) {
 	if v.closed {
 		return nil, fmt.Errorf("%w: AsyncVector.Step", ErrClosed)
 	}
-	if err := checkActions(v.act, len(v.envs), actions); err != nil {
+	if err := CheckActions(v.act, len(v.envs), actions); err != nil {
 		return nil, err
 	}
 	v.job, v.actions = jobStep, actions

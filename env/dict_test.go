@@ -123,16 +123,3 @@ func TestMakeFlattensDict(t *testing.T) {
 		t.Errorf("listener row %v after hearing %d, want %v", b.ObsRow(1), target, wantL)
 	}
 }
-
-// TestDictHasNoWireForm: a Dict is refused by the remote wire's space
-// description with a clear error (a remote env serves a Dict env
-// flattened: Make's FlattenObservation).
-func TestDictHasNoWireForm(t *testing.T) {
-	d, err := NewDict(map[string]Space{"a": Discrete{N: 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := SpaceToProto(d); !errors.Is(err, ErrInvalidOption) {
-		t.Errorf("SpaceToProto(%v): %v, want ErrInvalidOption", d, err)
-	}
-}

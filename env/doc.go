@@ -26,7 +26,9 @@
 // Probe/Corridor-v0, on which a working algorithm learns the optimal
 // policy in seconds); SpecOf gives max_episode_steps and the reward
 // threshold. The envs themselves live in env/classic, env/box2d,
-// env/minatar and env/probe.
+// env/minatar and env/probe. An id WRAPPERS:ID wraps ID in env/atari's
+// image preprocessing ("atari:grpc://HOST:PORT/BreakoutNoFrameskip-v4",
+// "max_and_skip=2,frame_stack=4:MinAtar/Breakout-v1"; see Make).
 //
 // Observations are float32 (the env keeps its state in float64) and the
 // returned slice is owned by the env until its next Reset or Step. Rewards
@@ -95,19 +97,23 @@
 //
 // # Remote envs
 //
-// An id of the form grpc://HOST:PORT/ID (grpcs:// for TLS) makes Make and
-// MakeVector open the env on a server speaking herd's protocol
+// With a Maker whose Remote is herd/env/remote's Opener (cmd/herd builds
+// one; algo.Header.Envs carries it), an id of the form grpc://HOST:PORT/ID
+// (grpcs:// for TLS) makes its Make and MakeVector open the env on a server speaking herd's protocol
 // (proto/herd/v1/env.proto): `herd serve env` for herd's own envs, or
 // `python3 -m herd_env.serve` for any Gymnasium-style Python env. A
-// RemoteVector steps all its envs with one message per batch, or with
+// remote.Vector steps all its envs with one message per batch, or with
 // ?inflight=K splits them over K sessions whose messages travel together
 // (same results, bit for bit, for every K); every call has a deadline
 // (?timeout=30s), so a dead server is an error, never a hang. On the same
 // Linux host, shm://NAME/ID reaches `python3 -m herd_env.serve --shm NAME`
 // or `herd serve env --shm NAME` through shared memory: the batch's arrays live in a memfd segment both
 // processes map, and one pipe byte each way wakes the other side (about
-// ten microseconds per message instead of hundreds over gRPC). See
-// remote.go for the id's parameters and how errors map back to this
+// ten microseconds per message instead of hundreds over gRPC). A uint8
+// image observation space travels one byte a value over gRPC, with ALE's
+// lives (Info.Lives) and action meanings; shm's step segment holds floats
+// and no lives. See herd/env/remote for the id's parameters and how errors
+// map back to this
 // package's sentinels.
 //
 // # Multi-agent envs
@@ -142,10 +148,10 @@
 // episode ends (zero observation and reward, counted by DeadRowSteps).
 //
 // A remote id (grpc://HOST:PORT/ID) is a multi-agent id when its server
-// lists ID as one (IsParallel asks it): MakeParallel gives a
-// RemoteParallel (a GlobalState too when the server sends the env's
+// lists ID as one (Maker.IsParallel asks it): MakeParallel gives a
+// remote.Parallel (a GlobalState too when the server sends the env's
 // state), and MakeVector a FlatVector whose envs all live in one server
-// session (remote_parallel.go). The server sends the agents' action masks
+// session (a ParallelBatch). The server sends the agents' action masks
 // and, for state=true, the env's own global state, so the rows are those
 // of the env served locally.
 //

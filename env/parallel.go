@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -80,14 +81,26 @@ func ParallelIDs() []string {
 }
 
 // IsParallel reports whether id names a registered multi-agent env (with
-// or without "?keyword=value" options), or a remote env (grpc://,
-// grpcs://) that its server serves as a multi-agent env: for such an id it
-// asks the server (Describe), and an unreachable server answers false.
-func IsParallel(id string) bool {
-	if IsRemote(id) {
-		ok, _ := RemoteIsParallel(id) // an unreachable server: false
-		return ok
+// or without "?keyword=value" options). IsParallel is the zero Maker's.
+func IsParallel(id string) bool { return Maker{}.IsParallel(id) }
+
+// IsParallel is env.IsParallel with m's remote ids: for one of them the
+// Opener asks the server, and an unreachable server answers false.
+func (m Maker) IsParallel(id string) bool {
+	ok, _ := m.CheckParallel(id)
+	return ok
+}
+
+// CheckParallel is IsParallel with the error that kept it from telling
+// for a remote id (a malformed id, a server that cannot be reached).
+func (m Maker) CheckParallel(id string) (bool, error) {
+	if m.opens(id) {
+		return m.Remote.IsParallel(id)
 	}
+	return isParallelID(id), nil
+}
+
+func isParallelID(id string) bool {
 	base, _, _ := strings.Cut(id, "?")
 	for _, s := range parallelSpecs() {
 		if s.ID == base {
@@ -144,27 +157,31 @@ func parallelID(id string) (ParallelSpec, Kwargs, error) {
 // from the id ("mpe/simple_spread_v3?N=4&continuous_actions=true") and
 // from WithKwargs, as pettingzoo's parallel_env(**kwargs); unknown ones
 // are an error. Other options do not apply to a Parallel and are ignored.
+// MakeParallel is the zero Maker's: remote ids need a Maker with a remote
+// Opener.
 func MakeParallel(id string, opts ...Option) (Parallel, error) {
-	p, _, err := makeParallel(id, opts)
+	return Maker{}.MakeParallel(id, opts...)
+}
+
+// MakeParallel is env.MakeParallel with m's remote ids.
+func (m Maker) MakeParallel(id string, opts ...Option) (Parallel, error) {
+	p, _, err := m.makeParallel(id, opts)
 	return p, err
 }
 
 // makeParallel also returns the row options asked for in the id
 // (agent_id, state).
-func makeParallel(id string, opts []Option) (Parallel, FlatOptions, error) {
-	if IsRemote(id) {
-		return makeRemoteParallel(id, opts)
-	}
-	var o makeOptions
-	for _, opt := range opts {
-		opt(&o)
+func (m Maker) makeParallel(id string, opts []Option) (Parallel, FlatOptions, error) {
+	o := ReadOptions(opts...)
+	if m.opens(id) {
+		return m.Remote.MakeParallel(id, o)
 	}
 	var fo FlatOptions
 	spec, kw, err := parallelID(id)
 	if err != nil {
 		return nil, fo, err
 	}
-	for k, v := range o.kwargs {
+	for k, v := range o.Kwargs {
 		kw[k] = v
 	}
 	if fo.AgentID, err = kw.Bool("agent_id", false, map[string]bool{}); err != nil {
@@ -303,18 +320,18 @@ func buildSignal(kw Kwargs) (Parallel, error) {
 
 // makeTurn is Make for a multi-agent id: a TurnEnv (plus
 // RecordEpisodeStatistics if asked); MPE needs no TimeLimit (max_cycles).
-func makeTurn(id string, opts []Option, o makeOptions) (Env, error) {
-	p, fo, err := makeParallel(id, opts)
+func (m Maker) makeTurn(id string, opts []Option, o Options) (Env, error) {
+	p, fo, err := m.makeParallel(id, opts)
 	if err != nil {
 		return nil, err
 	}
-	fo.AgentActionSpaces = o.agentActs || fo.ActAs != ""
+	fo.AgentActionSpaces = o.AgentActionSpaces || fo.ActAs != ""
 	t, err := NewTurnEnv(p, fo)
 	if err != nil {
 		p.Close()
 		return nil, fmt.Errorf("env: make %s: %w", id, err)
 	}
-	if o.stats {
+	if o.EpisodeStatistics {
 		return NewRecordEpisodeStatistics(t), nil
 	}
 	return t, nil
@@ -323,11 +340,11 @@ func makeTurn(id string, opts []Option, o makeOptions) (Env, error) {
 // makeFlatVector is MakeVector for a multi-agent id: n is the number of
 // ROWS (agent slots), so it must be a multiple of the number of agents;
 // n / agents envs are stepped.
-func makeFlatVector(id string, n int, opts []Option, o makeOptions) (Vector, error) {
-	if IsRemote(id) {
-		return makeRemoteFlatVector(id, n, o)
+func (m Maker) makeFlatVector(id string, n int, opts []Option, o Options) (Vector, error) {
+	if m.opens(id) {
+		return m.Remote.MakeFlatVector(id, n, o)
 	}
-	first, fo, err := makeParallel(id, opts)
+	first, fo, err := m.makeParallel(id, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -340,18 +357,47 @@ func makeFlatVector(id string, n int, opts []Option, o makeOptions) (Vector, err
 		if slot == 0 {
 			return first, nil
 		}
-		p, _, err := makeParallel(id, opts)
+		p, _, err := m.makeParallel(id, opts)
 		return p, err
 	})
 	if err != nil {
 		return nil, err
 	}
-	fo.EpisodeStatistics = o.stats
-	fo.AgentActionSpaces = o.agentActs || fo.ActAs != ""
+	fo.EpisodeStatistics = o.EpisodeStatistics
+	fo.AgentActionSpaces = o.AgentActionSpaces || fo.ActAs != ""
 	f, err := NewFlatVector(pv, fo)
 	if err != nil {
 		pv.Close()
 		return nil, fmt.Errorf("env: make %s: %w", id, err)
 	}
 	return f, nil
+}
+
+// CheckParallelActions checks a Step's action map against p's Agents and
+// action spaces: exactly one action for each agent in the episode, each in
+// its space (a Box action must be finite). Errors wrap ErrInvalidAction.
+func CheckParallelActions(p Parallel, actions map[string][]float32) error {
+	return checkAgentActions(p.Agents(), p.ActionSpace, actions)
+}
+
+func checkAgentActions(live []string, space func(string) (Space, error), actions map[string][]float32) error {
+	for a := range actions {
+		if !slices.Contains(live, a) {
+			return fmt.Errorf("%w: action for agent %q, which is not in the episode (agents %v)", ErrInvalidAction, a, live)
+		}
+	}
+	for _, a := range live {
+		act, ok := actions[a]
+		if !ok {
+			return fmt.Errorf("%w: no action for agent %q", ErrInvalidAction, a)
+		}
+		s, err := space(a)
+		if err != nil {
+			return err
+		}
+		if err := CheckAction(s, act); err != nil {
+			return fmt.Errorf("agent %s: %w", a, err)
+		}
+	}
+	return nil
 }

@@ -234,7 +234,7 @@ func NewFlatVector(pv *ParallelVector, opt FlatOptions) (*FlatVector, error) {
 	}
 	f.obsSpace = box
 	rows := pv.NumEnvs() * f.nAgents
-	f.batch = newBatch(rows, f.obsDim)
+	f.batch = NewBatch(rows, f.obsDim)
 	f.actMaps = make([]map[string][]float32, pv.NumEnvs())
 	for i := range f.actMaps {
 		f.actMaps[i] = map[string][]float32{}
@@ -370,7 +370,7 @@ func (f *FlatVector) Step(actions []float32) (*Batch, error) {
 	if f.closed {
 		return nil, fmt.Errorf("%w: flat vector Step", ErrClosed)
 	}
-	if err := checkActions(f.actSpace, f.NumEnvs(), actions); err != nil {
+	if err := CheckActions(f.actSpace, f.NumEnvs(), actions); err != nil {
 		return nil, err
 	}
 	d := f.actSpace.Dim()

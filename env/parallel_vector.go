@@ -17,12 +17,12 @@ import (
 // before stepping any. The returned steps and their maps are owned by the
 // vector and overwritten by the next call.
 //
-// A remote vector (MakeVector of a remote multi-agent id) has no local
-// envs: its N envs live in one server session (remote), which resets and
-// steps all of them in one message each, with the same autoreset.
+// A vector of a ParallelBatch (NewParallelVectorOf: a remote multi-agent
+// id) has no local envs: the batch resets and steps all N envs in one
+// call each, with the same autoreset.
 type ParallelVector struct {
 	envs     []Parallel
-	remote   *parallelSession
+	batch    ParallelBatch
 	possible []string
 	obs      []Space // per possible agent, of env 0
 	acts     []Space // per possible agent, of env 0
@@ -57,6 +57,24 @@ type ParallelStep struct {
 	// otherwise.
 	State, FinalState []float32
 	resetInfos        map[string]Info
+}
+
+// ParallelBatch holds N multi-agent envs that a ParallelVector steps in
+// one call (a remote session of herd/env/remote). Reset and Step fill
+// steps as ParallelVector's Reset and Step return them; Step gets actions
+// already checked.
+type ParallelBatch interface {
+	Reset(seeds []int64, steps []ParallelStep) error
+	Step(actions []map[string][]float32, steps []ParallelStep) error
+	// GlobalStateSpace is the envs' global state space, or nil.
+	GlobalStateSpace() Space
+	Close() error
+}
+
+// NewParallelVectorOf is the ParallelVector of b's n envs, whose agents
+// are possible with the observation and action spaces obs and acts.
+func NewParallelVectorOf(b ParallelBatch, n int, possible []string, obs, acts []Space) *ParallelVector {
+	return &ParallelVector{batch: b, possible: possible, obs: obs, acts: acts, steps: NewParallelSteps(n)}
 }
 
 // ParallelFactory builds the env for vector slot i.
@@ -112,7 +130,7 @@ func NewParallelVector(n int, factory ParallelFactory) (*ParallelVector, error) 
 			}
 		}
 	}
-	v.steps = newParallelSteps(n)
+	v.steps = NewParallelSteps(n)
 	return v, nil
 }
 
@@ -128,7 +146,7 @@ func (v *ParallelVector) ObservationSpace(j int) Space { return v.obs[j] }
 // Env returns env i, or nil for a remote vector (its envs live on the
 // server).
 func (v *ParallelVector) Env(i int) Parallel {
-	if v.remote != nil {
+	if v.batch != nil {
 		return nil
 	}
 	return v.envs[i]
@@ -138,8 +156,8 @@ func (v *ParallelVector) Env(i int) Parallel {
 // 0's, or for a remote vector the one its server sends; nil when they
 // have none.
 func (v *ParallelVector) globalStateSpace() Space {
-	if v.remote != nil {
-		return v.remote.state
+	if v.batch != nil {
+		return v.batch.GlobalStateSpace()
 	}
 	if g, ok := v.envs[0].(GlobalState); ok {
 		return g.GlobalStateSpace()
@@ -149,7 +167,7 @@ func (v *ParallelVector) globalStateSpace() Space {
 
 // live is the agents of env i that act next.
 func (v *ParallelVector) live(i int) []string {
-	if v.remote != nil {
+	if v.batch != nil {
 		return v.steps[i].Agents
 	}
 	return v.envs[i].Agents()
@@ -160,12 +178,12 @@ func (v *ParallelVector) Reset(seed int64) ([]ParallelStep, error) {
 	if v.closed {
 		return nil, fmt.Errorf("%w: parallel vector Reset", ErrClosed)
 	}
-	if v.remote != nil {
+	if v.batch != nil {
 		seeds := make([]int64, len(v.steps))
 		for i := range seeds {
 			seeds[i] = VectorSeed(seed, i)
 		}
-		if err := v.remote.reset(seeds, v.steps); err != nil {
+		if err := v.batch.Reset(seeds, v.steps); err != nil {
 			return nil, fmt.Errorf("env: parallel vector: reset: %w", err)
 		}
 		return v.steps, nil
@@ -242,8 +260,8 @@ func (v *ParallelVector) Step(actions []map[string][]float32) ([]ParallelStep, e
 			}
 		}
 	}
-	if v.remote != nil {
-		if err := v.remote.step(actions, v.steps); err != nil {
+	if v.batch != nil {
+		if err := v.batch.Step(actions, v.steps); err != nil {
 			return nil, fmt.Errorf("env: parallel vector: %w", err)
 		}
 		return v.steps, nil
@@ -295,8 +313,8 @@ func (v *ParallelVector) Close() error {
 		return nil
 	}
 	v.closed = true
-	if v.remote != nil {
-		return v.remote.Close()
+	if v.batch != nil {
+		return v.batch.Close()
 	}
 	var first error
 	for _, e := range v.envs {
@@ -305,4 +323,16 @@ func (v *ParallelVector) Close() error {
 		}
 	}
 	return first
+}
+
+// NewParallelSteps is n empty ParallelSteps with their maps made.
+func NewParallelSteps(n int) []ParallelStep {
+	steps := make([]ParallelStep, n)
+	for i := range steps {
+		steps[i] = ParallelStep{
+			Obs: map[string][]float32{}, Rewards: map[string]float64{}, Terminations: map[string]bool{},
+			Truncations: map[string]bool{}, Infos: map[string]Info{}, FinalObs: map[string][]float32{},
+		}
+	}
+	return steps
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"herd/env/atari"
 	"herd/env/box2d"
 	"herd/env/classic"
 	"herd/env/minatar"
@@ -122,16 +123,29 @@ func SpecOf(id string) (Spec, error) {
 }
 
 // Option configures Make.
-type Option func(*makeOptions)
+type Option func(*Options)
 
-type makeOptions struct {
-	maxSteps    int
-	noTimeLimit bool
-	stats       bool
-	strict      bool
-	kwargs      Kwargs
-	stepTime    *StepTime
-	agentActs   bool
+// Options are the Options of one Make, as an Opener receives them.
+type Options struct {
+	// MaxEpisodeSteps overrides the spec's time limit (0: the spec's).
+	MaxEpisodeSteps int
+	NoTimeLimit     bool
+	// EpisodeStatistics, StrictActions, AgentActionSpaces: see
+	// WithEpisodeStatistics, WithStrictActions, WithAgentActionSpaces.
+	EpisodeStatistics bool
+	StrictActions     bool
+	Kwargs            Kwargs
+	StepTime          *StepTime
+	AgentActionSpaces bool
+}
+
+// ReadOptions applies opts to the zero Options.
+func ReadOptions(opts ...Option) Options {
+	var o Options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
 }
 
 // WithAgentActionSpaces lets a multi-agent id's agents have different
@@ -139,25 +153,25 @@ type makeOptions struct {
 // each agent with a network of its own space (several policies, through
 // SplitVector or TurnEnv.AgentActionSpace). It changes nothing for a
 // single-agent id or agents that share one action space.
-func WithAgentActionSpaces() Option { return func(o *makeOptions) { o.agentActs = true } }
+func WithAgentActionSpaces() Option { return func(o *Options) { o.AgentActionSpaces = true } }
 
 // WithMaxEpisodeSteps overrides the spec's time limit (n > 0).
-func WithMaxEpisodeSteps(n int) Option { return func(o *makeOptions) { o.maxSteps = n } }
+func WithMaxEpisodeSteps(n int) Option { return func(o *Options) { o.MaxEpisodeSteps = n } }
 
 // WithoutTimeLimit leaves out the TimeLimit wrapper.
-func WithoutTimeLimit() Option { return func(o *makeOptions) { o.noTimeLimit = true } }
+func WithoutTimeLimit() Option { return func(o *Options) { o.NoTimeLimit = true } }
 
 // WithEpisodeStatistics adds RecordEpisodeStatistics outside the TimeLimit,
 // so Info.Episode reports every finished episode.
-func WithEpisodeStatistics() Option { return func(o *makeOptions) { o.stats = true } }
+func WithEpisodeStatistics() Option { return func(o *Options) { o.EpisodeStatistics = true } }
 
 // WithStrictActions rejects out-of-bounds Box actions (StrictActions)
 // instead of letting the env clip them.
-func WithStrictActions() Option { return func(o *makeOptions) { o.strict = true } }
+func WithStrictActions() Option { return func(o *Options) { o.StrictActions = true } }
 
 // WithStepTime makes every Step take a duration drawn from st (see
 // StepTimer), innermost, so the dynamics are exactly those of the env.
-func WithStepTime(st StepTime) Option { return func(o *makeOptions) { o.stepTime = &st } }
+func WithStepTime(st StepTime) Option { return func(o *Options) { o.StepTime = &st } }
 
 // WithKwargs passes constructor keywords, as gym.make(id, **kwargs):
 // CartPole sutton_barto_reward (bool); Pendulum g (float); MountainCar and
@@ -167,12 +181,12 @@ func WithStepTime(st StepTime) Option { return func(o *makeOptions) { o.stepTime
 // sticky_action_prob (float), difficulty_ramping (bool). Unknown keywords
 // are an error. Several WithKwargs merge, later ones winning.
 func WithKwargs(kw Kwargs) Option {
-	return func(o *makeOptions) {
-		if o.kwargs == nil {
-			o.kwargs = Kwargs{}
+	return func(o *Options) {
+		if o.Kwargs == nil {
+			o.Kwargs = Kwargs{}
 		}
 		for k, v := range kw {
-			o.kwargs[k] = v
+			o.Kwargs[k] = v
 		}
 	}
 }
@@ -182,21 +196,31 @@ func WithKwargs(kw Kwargs) Option {
 // if asked, then TimeLimit(spec.MaxEpisodeSteps unless
 // overridden or disabled), then RecordEpisodeStatistics if asked.
 //
-// An id of the form grpc://HOST:PORT/ENV_ID opens the env on a herd env
-// server instead (see RemoteEnv). A multi-agent id (ParallelIDs) gives a
-// TurnEnv.
-func Make(id string, opts ...Option) (Env, error) {
-	var o makeOptions
-	for _, opt := range opts {
-		opt(&o)
+// A multi-agent id (ParallelIDs) gives a TurnEnv. An id WRAPPERS:ID
+// (e.g. atari:grpc://HOST:PORT/ALE/Breakout-v5) wraps the single-agent env
+// Make(ID) gives in env/atari's image wrappers, the first listed innermost;
+// WithEpisodeStatistics then applies to ID inside them, as CleanRL records
+// statistics before any Atari wrapper, so returns are the game's
+// (unclipped, over all lives). Make is the zero Maker's: remote ids need a
+// Maker with a remote Opener.
+func Make(id string, opts ...Option) (Env, error) { return Maker{}.Make(id, opts...) }
+
+// Make is env.Make with m's remote ids.
+func (m Maker) Make(id string, opts ...Option) (Env, error) {
+	o := ReadOptions(opts...)
+	if ws, inner, ok, err := atari.SplitID(id); ok {
+		if err != nil {
+			return nil, err
+		}
+		return m.makeWrapped(id, ws, inner, opts)
 	}
-	if IsParallel(id) {
-		return makeTurn(id, opts, o)
+	if m.IsParallel(id) {
+		return m.makeTurn(id, opts, o)
 	}
-	if IsRemote(id) {
-		return makeRemote(id, o)
+	if m.opens(id) {
+		return m.Remote.Make(id, o)
 	}
-	spec, err := SpecOf(id)
+	spec, err := m.specOf(id)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +228,7 @@ func Make(id string, opts ...Option) (Env, error) {
 	for k, v := range spec.Kwargs {
 		kw[k] = v
 	}
-	for k, v := range o.kwargs {
+	for k, v := range o.Kwargs {
 		kw[k] = v
 	}
 	e, err := spec.build(kw)
@@ -220,22 +244,22 @@ func Make(id string, opts ...Option) (Env, error) {
 		}
 		e = f
 	}
-	if o.stepTime != nil {
-		st, err := NewStepTimer(e, *o.stepTime)
+	if o.StepTime != nil {
+		st, err := NewStepTimer(e, *o.StepTime)
 		if err != nil {
 			e.Close()
 			return nil, fmt.Errorf("env: make %s: %w", id, err)
 		}
 		e = st
 	}
-	if o.strict {
+	if o.StrictActions {
 		e = NewStrictActions(e)
 	}
 	steps := spec.MaxEpisodeSteps
-	if o.maxSteps != 0 {
-		steps = o.maxSteps
+	if o.MaxEpisodeSteps != 0 {
+		steps = o.MaxEpisodeSteps
 	}
-	if !o.noTimeLimit && steps != 0 {
+	if !o.NoTimeLimit && steps != 0 {
 		tl, err := NewTimeLimit(e, steps)
 		if err != nil {
 			e.Close()
@@ -243,7 +267,7 @@ func Make(id string, opts ...Option) (Env, error) {
 		}
 		e = tl
 	}
-	if o.stats {
+	if o.EpisodeStatistics {
 		e = NewRecordEpisodeStatistics(e)
 	}
 	return e, nil
@@ -340,4 +364,21 @@ func buildLunarLander(kw Kwargs) (Env, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// makeWrapped is Make for an id with a wrapper list.
+func (m Maker) makeWrapped(id string, ws []atari.Wrapper, inner string, opts []Option) (Env, error) {
+	if m.IsParallel(inner) {
+		return nil, fmt.Errorf("%w: env %s: image wrappers apply to single-agent envs, %s is multi-agent", ErrInvalidOption, id, inner)
+	}
+	e, err := m.Make(inner, opts...)
+	if err != nil {
+		return nil, err
+	}
+	w, err := atari.Apply(e, ws)
+	if err != nil {
+		e.Close()
+		return nil, fmt.Errorf("env: make %s: %w", id, err)
+	}
+	return w, nil
 }

@@ -241,3 +241,62 @@ func TestNoVelRegistered(t *testing.T) {
 		f.Close()
 	}
 }
+
+// fakeOpener claims the ids with prefix fake:// and records what it opened.
+type fakeOpener struct{ opened *[]string }
+
+func (f fakeOpener) Opens(id string) bool { return strings.HasPrefix(id, "fake://") }
+func (f fakeOpener) IsParallel(id string) (bool, error) {
+	return strings.HasSuffix(id, "/parallel"), nil
+}
+func (f fakeOpener) Make(id string, o env.Options) (env.Env, error) {
+	*f.opened = append(*f.opened, fmt.Sprintf("Make %s stats=%v", id, o.EpisodeStatistics))
+	return env.Make("CartPole-v1")
+}
+func (f fakeOpener) MakeVector(id string, n int, o env.Options) (env.Vector, error) {
+	*f.opened = append(*f.opened, fmt.Sprintf("MakeVector %s %d", id, n))
+	return env.MakeVector("CartPole-v1", n, env.Sync)
+}
+func (f fakeOpener) MakeParallel(id string, o env.Options) (env.Parallel, env.FlatOptions, error) {
+	*f.opened = append(*f.opened, "MakeParallel "+id)
+	p, err := env.MakeParallel("mpe/simple_spread_v3")
+	return p, env.FlatOptions{}, err
+}
+func (f fakeOpener) MakeFlatVector(id string, n int, o env.Options) (env.Vector, error) {
+	*f.opened = append(*f.opened, fmt.Sprintf("MakeFlatVector %s %d", id, n))
+	return env.MakeVector("mpe/simple_spread_v3", n, env.Sync)
+}
+
+// TestMakerOpener: a Maker hands the ids its Opener claims to it (with the
+// options read), makes registered ids itself, and the zero Maker refuses a
+// remote id naming the package that opens it.
+func TestMakerOpener(t *testing.T) {
+	var opened []string
+	m := env.Maker{Remote: fakeOpener{&opened}}
+	for _, f := range []func() (any, error){
+		func() (any, error) { return m.Make("fake://a", env.WithEpisodeStatistics()) },
+		func() (any, error) { return m.MakeVector("fake://a", 2, env.Sync) },
+		func() (any, error) { return m.Make("fake://b/parallel") },
+		func() (any, error) { return m.MakeVector("fake://b/parallel", 6, env.Sync) },
+		func() (any, error) { return m.Make("CartPole-v1") },
+		func() (any, error) { return m.MakeVector("CartPole-v1", 2, env.Sync) },
+	} {
+		e, err := f()
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.(interface{ Close() error }).Close()
+	}
+	want := []string{"Make fake://a stats=true", "MakeVector fake://a 2", "MakeParallel fake://b/parallel", "MakeFlatVector fake://b/parallel 6"}
+	if strings.Join(opened, "|") != strings.Join(want, "|") {
+		t.Errorf("opened %q, want %q", opened, want)
+	}
+	if !m.IsParallel("fake://b/parallel") || m.IsParallel("fake://a") || env.IsParallel("fake://b/parallel") {
+		t.Error("IsParallel does not ask the Opener for its ids only")
+	}
+	for _, id := range []string{"grpc://127.0.0.1:1/CartPole-v1", "shm://envs/CartPole-v1"} {
+		if _, err := env.Make(id); !errors.Is(err, env.ErrUnknownID) || !strings.Contains(err.Error(), "herd/env/remote") {
+			t.Errorf("zero Maker, %s: %v", id, err)
+		}
+	}
+}

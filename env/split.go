@@ -77,7 +77,7 @@ func SplitVector(v Vector, rows [][]int, onRound func(reset bool)) ([]Vector, er
 	s.cond = sync.NewCond(&s.mu)
 	parts := make([]Vector, len(rows))
 	for k, g := range rows {
-		p := &splitPart{s: s, k: k, rows: append([]int(nil), g...), batch: newBatch(len(g), v.ObservationSpace().Dim()), act: spaces[k]}
+		p := &splitPart{s: s, k: k, rows: append([]int(nil), g...), batch: NewBatch(len(g), v.ObservationSpace().Dim()), act: spaces[k]}
 		s.parts = append(s.parts, p)
 		parts[k] = p
 	}
@@ -129,7 +129,7 @@ func (p *splitPart) RowLayout() RowLayout {
 func (p *splitPart) Reset(seed int64) (*Batch, error) { return p.s.call(p, opReset, seed, nil) }
 
 func (p *splitPart) Step(actions []float32) (*Batch, error) {
-	if err := checkActions(p.ActionSpace(), len(p.rows), actions); err != nil {
+	if err := CheckActions(p.ActionSpace(), len(p.rows), actions); err != nil {
 		return nil, err
 	}
 	return p.s.call(p, opStep, 0, actions)

@@ -25,7 +25,7 @@ func NewSyncVector(n int, factory Factory) (*SyncVector, error) {
 		return nil, err
 	}
 	o, a := envs[0].ObservationSpace(), envs[0].ActionSpace()
-	return &SyncVector{envs: envs, obs: o, act: a, batch: newBatch(n, o.Dim())}, nil
+	return &SyncVector{envs: envs, obs: o, act: a, batch: NewBatch(n, o.Dim())}, nil
 }
 
 func (v *SyncVector) NumEnvs() int            { return len(v.envs) }
@@ -51,7 +51,7 @@ func (v *SyncVector) Step(actions []float32) (*Batch, error) {
 	if v.closed {
 		return nil, fmt.Errorf("%w: SyncVector.Step", ErrClosed)
 	}
-	if err := checkActions(v.act, len(v.envs), actions); err != nil {
+	if err := CheckActions(v.act, len(v.envs), actions); err != nil {
 		return nil, err
 	}
 	d := v.act.Dim()
@@ -88,5 +88,5 @@ func NewSyncVectorOf(envs []Env) (*SyncVector, error) {
 			return nil, fmt.Errorf("%w: env %d has spaces %v, %v; env 0 %v, %v", ErrInvalidOption, i+1, e.ObservationSpace(), e.ActionSpace(), o, a)
 		}
 	}
-	return &SyncVector{envs: envs, obs: o, act: a, batch: newBatch(len(envs), o.Dim())}, nil
+	return &SyncVector{envs: envs, obs: o, act: a, batch: NewBatch(len(envs), o.Dim())}, nil
 }

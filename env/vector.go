@@ -3,6 +3,7 @@ package env
 import (
 	"fmt"
 
+	"herd/env/atari"
 	"herd/internal/rng"
 )
 
@@ -93,7 +94,8 @@ func (b *Batch) NextObsRow(i int) []float32 {
 	return b.ObsRow(i)
 }
 
-func newBatch(n, obsDim int) Batch {
+// NewBatch is the zeroed Batch of n envs of observation dimension obsDim.
+func NewBatch(n, obsDim int) Batch {
 	return Batch{
 		ObsDim:     obsDim,
 		Obs:        make([]float32, n*obsDim),
@@ -185,11 +187,23 @@ func resetOne(e Env, i int, seed int64, b *Batch) error {
 	return nil
 }
 
-// checkActions validates all N actions up front.
-func checkActions(space Space, n int, actions []float32) error {
+// CheckActions checks the n actions of a Vector step (n × space.Dim()
+// values) up front, so that a bad one steps no env; errors wrap
+// ErrInvalidAction and name the slot.
+func CheckActions(space Space, n int, actions []float32) error {
 	d := space.Dim()
 	if len(actions) != n*d {
 		return fmt.Errorf("%w: vector of %d envs wants %d×%d = %d action values, got %d", ErrInvalidAction, n, n, d, n*d, len(actions))
+	}
+	if disc, ok := space.(Discrete); ok {
+		// CheckAction's check, with the space's type found once for the
+		// n slots rather than once a slot: this runs every vector step.
+		for i := range n {
+			if _, err := disc.Index(actions[i : i+1]); err != nil {
+				return fmt.Errorf("vector slot %d: %w", i, err)
+			}
+		}
+		return nil
 	}
 	for i := 0; i < n; i++ {
 		if err := CheckAction(space, actions[i*d:(i+1)*d]); err != nil {
@@ -220,29 +234,34 @@ func (m VectorMode) String() string {
 }
 
 // MakeVector builds n envs with Make(id, opts...) in a SyncVector or an
-// AsyncVector. For a grpc:// id it returns a RemoteVector (mode is then
-// irrelevant: the server steps the envs). For a multi-agent id
-// (ParallelIDs) it returns a FlatVector of n agent rows (n / agents envs,
-// stepped in the caller's goroutine).
+// AsyncVector. For a multi-agent id (ParallelIDs) it returns a FlatVector
+// of n agent rows (n / agents envs, stepped in the caller's goroutine). An
+// id with a wrapper list (see Make) gives n wrapped envs in a SyncVector or
+// an AsyncVector, even over a remote id: each env then holds a session of
+// its own, since the wrappers step one env at a time. MakeVector is the
+// zero Maker's: remote ids need a Maker with a remote Opener.
 func MakeVector(id string, n int, mode VectorMode, opts ...Option) (Vector, error) {
-	if IsParallel(id) {
-		var o makeOptions
-		for _, opt := range opts {
-			opt(&o)
-		}
-		return makeFlatVector(id, n, opts, o)
+	return Maker{}.MakeVector(id, n, mode, opts...)
+}
+
+// MakeVector is env.MakeVector with m's remote ids; for one of them the
+// Opener builds the vector (mode is then irrelevant: the server steps the
+// envs).
+func (m Maker) MakeVector(id string, n int, mode VectorMode, opts ...Option) (Vector, error) {
+	if m.IsParallel(id) {
+		return m.makeFlatVector(id, n, opts, ReadOptions(opts...))
 	}
-	if IsRemote(id) {
-		var o makeOptions
-		for _, opt := range opts {
-			opt(&o)
-		}
-		return makeRemoteVector(id, n, o)
+	if m.opens(id) {
+		return m.Remote.MakeVector(id, n, ReadOptions(opts...))
 	}
-	if _, err := SpecOf(id); err != nil {
+	if _, _, wrapped, err := atari.SplitID(id); err != nil {
 		return nil, err
+	} else if !wrapped {
+		if _, err := m.specOf(id); err != nil {
+			return nil, err
+		}
 	}
-	factory := func(int) (Env, error) { return Make(id, opts...) }
+	factory := func(int) (Env, error) { return m.Make(id, opts...) }
 	switch mode {
 	case Sync:
 		return NewSyncVector(n, factory)

@@ -90,8 +90,11 @@ func TestVectorErrors(t *testing.T) {
 		if _, err := v.Step([]float32{0, 1}); !errors.Is(err, env.ErrInvalidAction) {
 			t.Fatalf("%v: 2 actions for 3 envs: %v", mode, err)
 		}
-		if _, err := v.Step([]float32{0, 1, 2}); !errors.Is(err, env.ErrInvalidAction) {
+		if _, err := v.Step([]float32{0, 1, 2}); !errors.Is(err, env.ErrInvalidAction) || !strings.Contains(err.Error(), "vector slot 2: ") {
 			t.Fatalf("%v: action 2 for Discrete(2): %v", mode, err)
+		}
+		if _, err := v.Step([]float32{0, 0.5, 1}); !errors.Is(err, env.ErrInvalidAction) || !strings.Contains(err.Error(), "vector slot 1: ") {
+			t.Fatalf("%v: action 0.5 for Discrete(2): %v", mode, err)
 		}
 		b, err := v.Step([]float32{0, 1, 1})
 		if err != nil {
@@ -282,4 +285,26 @@ func TestAsyncVectorOverlapsEnvs(t *testing.T) {
 		t.Fatalf("4 workers: %v, sequential %v; want < 60%%", par, seq)
 	}
 	t.Logf("10 steps of 8 envs sleeping 2 ms: sync %v, async with 4 workers %v", seq, par)
+}
+
+// BenchmarkCheckActions: the up-front check of a vector step's actions,
+// 256 Discrete(2) actions and 256 two-value Box actions.
+func BenchmarkCheckActions(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		space env.Space
+	}{{"discrete", env.Discrete{N: 2}}, {"box", env.UniformBox(-1, 1, 2)}} {
+		b.Run(c.name, func(b *testing.B) {
+			const n = 256
+			acts := make([]float32, n*c.space.Dim())
+			for i := range acts {
+				acts[i] = float32(i % 2)
+			}
+			for b.Loop() {
+				if err := env.CheckActions(c.space, n, acts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -128,7 +128,7 @@ func newReplayWorker(r *Run, k, numEnvs, stepsPerItem, w int, inc uint64) (*repl
 	}
 	wk := &replayWorker{r: r, id: k, n: numEnvs, steps: stepsPerItem, workers: w}
 	var err error
-	if wk.envs, err = env.MakeVector(h.Env, numEnvs, env.Sync, env.WithEpisodeStatistics()); err != nil {
+	if wk.envs, err = h.Envs.MakeVector(h.Env, numEnvs, env.Sync, env.WithEpisodeStatistics()); err != nil {
 		return nil, err
 	}
 	if wk.policy, err = pc.NewPolicy(); err != nil {
@@ -186,7 +186,7 @@ func newSlotReplayWorker(r *Run, k, lo, hi, w int, inc uint64) (*replayWorker, e
 	actStream, envStream := streams(inc)
 	for j := range n {
 		slot := lo + j
-		v, err := env.MakeVector(h.Env, 1, env.Sync, env.WithEpisodeStatistics())
+		v, err := h.Envs.MakeVector(h.Env, 1, env.Sync, env.WithEpisodeStatistics())
 		if err != nil {
 			return wk, err
 		}

@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"herd/algo"
-	"herd/env"
 	"herd/nn"
 	"herd/sample"
 	"herd/transport"
@@ -488,7 +487,7 @@ func ServeWorker(ctx context.Context, h algo.Header, spec algo.Spec, cfg algo.Co
 	if spec.Pieces == nil {
 		return fmt.Errorf("%w: algorithm %s has no pieces", ErrConfig, spec.Name)
 	}
-	e, err := env.Make(h.Env)
+	e, err := h.Envs.Make(h.Env)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func RolloutWorkers(r *Run, numEnvs, T int, gamma float32) (*Workers, error) {
 	if w < 1 || w > numEnvs || T < 1 {
 		return nil, fmt.Errorf("%w: env_workers %d must be in 1…num_envs %d (num_steps %d)", ErrConfig, w, numEnvs, T)
 	}
-	if env.IsParallel(r.Header.Env) {
+	if r.Header.Envs.IsParallel(r.Header.Env) {
 		// Rollout workers step single envs, which for a multi-agent id
 		// would be the turn view (env.TurnEnv), not the agents' rows.
 		return nil, fmt.Errorf("%w: %s is multi-agent; rollout workers do not step agent rows yet (executor local or hts does; examples/twinplan steps them in a plan)", ErrConfig, r.Header.Env)
@@ -155,7 +155,7 @@ func (w *worker) init() error {
 	var samplers []algo.Sampler
 	for j := range n {
 		slot := w.lo + j
-		e, err := env.Make(h.Env, env.WithEpisodeStatistics())
+		e, err := h.Envs.Make(h.Env, env.WithEpisodeStatistics())
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	"herd/algo"
-	"herd/env"
 	"herd/sample"
 	"herd/transport"
 )
@@ -102,7 +101,7 @@ func trainPlan(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.C
 	if t := h.Runtime.Transport; t != "" && t != "inproc" && t != "nats" {
 		return nil, fmt.Errorf("%w: transport %q is not inproc or nats", ErrConfig, t)
 	}
-	e, err := env.Make(h.Env)
+	e, err := h.Envs.Make(h.Env)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,9 @@
 //   - an env or policy worker that exits is restarted with exponential
 //     back-off, until it fails more than Options.Restarts times within
 //     Options.RestartWindow (restartBudget);
+//   - a learner killed by a signal is restarted at once within the same
+//     budget, and resumes the run from its checkpoints (RunWorker: a
+//     learner whose start count is above 1 resumes);
 //   - the run ends when the learner exits; the controller's registration
 //     is then closed, which tells every other worker to exit, and a worker
 //     that lingers past two TTLs is killed;

@@ -196,7 +196,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		return awaitLearner(ctx, learnerWait{
 			mem:      mem,
 			ended:    func(ctx context.Context) (string, bool, error) { return n.RunEnded(ctx, runID) },
-			register: o.RegisterTimeout, save: stopSaveWait,
+			register: o.RegisterTimeout, save: stopSaveWait, notice: stdout,
 			stop: func(ctx context.Context) error {
 				if err := n.StopRun(ctx, runID, "the controller was interrupted"); err != nil {
 					return err
@@ -374,6 +374,9 @@ type learnerWait struct {
 	register time.Duration
 	// save bounds the wait, after stop, for the learner's end mark.
 	save time.Duration
+	// notice, when set, is told when the learner is gone without a result
+	// and when it is back.
+	notice io.Writer
 }
 
 // awaitLearner returns when the learner has registered and then gone, or
@@ -427,21 +430,63 @@ func awaitLearner(ctx context.Context, w learnerWait) error {
 		}
 		break
 	}
-	// Watched past ctx's end: the learner's exit after a stop is awaited.
-	gone, err := w.mem.Gone(bg, learner)
-	if err != nil {
-		return fmt.Errorf("launch: %w", err)
+	for {
+		// Watched past ctx's end: the learner's exit after a stop is awaited.
+		gone, err := w.mem.Gone(bg, learner)
+		if err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		select {
+		case <-gone:
+		case <-ctx.Done():
+			return stopLearner(ctx, w, gone)
+		}
+		mark, ended, err := w.ended(bg)
+		if err != nil {
+			return fmt.Errorf("launch: the learner is gone and its result unreadable: %w", err)
+		}
+		if ended {
+			return learnerResult(mark, ended)
+		}
+		// Gone without a result: killed, or its machine lost. Its
+		// orchestrator restarts it (compose's restart policy, a Job's
+		// backoff), and the new learner resumes the run from its
+		// checkpoints.
+		lost := time.Now()
+		if w.notice != nil {
+			fmt.Fprintf(w.notice, "controller: %s is gone without a result; waiting up to %v for it to restart and resume\n", learner, w.register)
+		}
+		if ended, err := awaitRestart(ctx, w, registered, t.C); ended || err != nil {
+			return err
+		}
+		if w.notice != nil {
+			fmt.Fprintf(w.notice, "controller: %s is back after %v\n", learner, time.Since(lost).Round(time.Second))
+		}
 	}
-	select {
-	case <-gone:
-	case <-ctx.Done():
-		return stopLearner(ctx, w, gone)
+}
+
+// awaitRestart waits up to w.register for the learner to register again,
+// polling on tick. A run marked ended meanwhile (a restarted learner that
+// finished between two polls) ends the wait: ended, with its result.
+func awaitRestart(ctx context.Context, w learnerWait, registered func(context.Context) (bool, error), tick <-chan time.Time) (ended bool, err error) {
+	deadline := time.Now().Add(w.register)
+	for {
+		if ok, err := registered(ctx); err == nil && ok {
+			return false, nil
+		}
+		if mark, ended, err := w.ended(ctx); err == nil && ended {
+			return true, learnerResult(mark, ended)
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("launch: the learner was gone without a result and did not restart within %v (--register-timeout): "+
+				"the run is not finished", w.register)
+		}
+		select {
+		case <-tick:
+		case <-ctx.Done():
+			return false, fmt.Errorf("launch: stopped while waiting for the learner to restart (%v); it was gone without a result", context.Cause(ctx))
+		}
 	}
-	mark, ended, err := w.ended(context.WithoutCancel(ctx))
-	if err != nil {
-		return fmt.Errorf("launch: the learner is gone and its result unreadable: %w", err)
-	}
-	return learnerResult(mark, ended)
 }
 
 // stopLearner asks the learner to stop once ctx has ended and waits up to

@@ -16,6 +16,8 @@ import (
 
 // supervisor starts and watches a run's worker processes: it restarts a
 // crashed env or policy worker with back-off within its restart budget,
+// and the learner, within the same budget, when a signal killed it (a
+// learner that exits reports the run's result with its status),
 // and once the learner has exited (or anything failed, or the run's
 // context ended) it stops every worker, the learner first.
 type supervisor struct {
@@ -55,7 +57,8 @@ func (s *supervisor) init(ctx context.Context) *supervisor {
 
 // start runs the worker name with args in a goroutine; restart marks an
 // env or policy worker (restarted when it exits), !restart the learner
-// (whose exit ends the run). out receives the worker's stdout.
+// (whose exit ends the run; restarted only when a signal killed it). out
+// receives the worker's stdout.
 func (s *supervisor) start(name string, args []string, restart bool, out io.Writer) {
 	if s.profiles != "" {
 		args = append(args, "--cpuprofile", filepath.Join(s.profiles, strings.ReplaceAll(name, " ", "-")+".pprof"))
@@ -70,7 +73,8 @@ func (s *supervisor) start(name string, args []string, restart bool, out io.Writ
 			if stopped {
 				return
 			}
-			if !restart {
+			if !restart && (err == nil || s.learnerExit != -1) {
+				// The learner's exit status is the run's result.
 				if err != nil {
 					s.errs <- fmt.Errorf("launch: %s: %w", name, err)
 				}
@@ -87,7 +91,14 @@ func (s *supervisor) start(name string, args []string, restart bool, out io.Writ
 				return
 			}
 			d := min(100*time.Millisecond<<min(n-1, 6), 5*time.Second)
-			fmt.Fprintf(s.stderr, "launch: %s exited (%v); restarting in %v\n", name, err, d)
+			if !restart {
+				// Killed by a signal (SIGKILL, the OOM killer): it left no
+				// result, and its next start resumes from its checkpoints.
+				d = 0
+				fmt.Fprintf(s.stderr, "launch: %s was killed (%v); restarting it to resume the run\n", name, err)
+			} else {
+				fmt.Fprintf(s.stderr, "launch: %s exited (%v); restarting in %v\n", name, err, d)
+			}
 			select {
 			case <-time.After(d):
 			case <-s.ctx.Done():

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"herd/algo"
+	"herd/env"
 	"herd/flow"
 	"herd/metrics"
 	"herd/run"
@@ -35,6 +36,8 @@ type WorkerOptions struct {
 	Run string
 	// Specs are the algorithms the worker knows.
 	Specs []algo.Spec
+	// Envs makes the run's envs (algo.Header.Envs).
+	Envs env.Maker
 	// Out, when OutSet, overrides the config's run directory (learner).
 	Out    string
 	OutSet bool
@@ -156,7 +159,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
-	var ov algo.Overrides
+	ov := algo.Overrides{Envs: o.Envs}
 	if o.OutSet {
 		ov.Out = &o.Out
 	}
@@ -182,8 +185,17 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 		return nil
 	}
 	if lead {
-		if err := checkFirstStart(ctx, mem, o.Run, name); err != nil {
+		again, err := restarted(ctx, mem, name)
+		if err != nil {
 			return err
+		}
+		if again > 1 {
+			// The learner before this one ended without marking the run
+			// (killed, or its machine lost): continue from its newest
+			// checkpoint, whatever mode the first start had.
+			fmt.Fprintf(w, "worker %s: start %d of run %s: the learner before it ended without a result; resuming from %s\n",
+				name, again, o.Run, res.Header.Out)
+			mode = algo.DirResume
 		}
 	}
 	ctx, cancelRun := context.WithCancelCause(ctx)
@@ -296,24 +308,18 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 	return err
 }
 
-// checkFirstStart refuses a learner that is not its run's first: the one
-// before it ended without marking the run (killed, or its machine lost;
-// a learner that fails marks it, and a worker started after the mark
-// exits at once), and a distributed learner cannot continue a run without
-// that learner's state. Its error names that first cause, where a fresh
-// learner would fail later and obscurely (its weights' version 1 refused
-// after the earlier learner's).
-func checkFirstStart(ctx context.Context, mem transport.Membership, runID, name string) error {
+// restarted returns which start of the run's learner this is (1: the
+// first). A later one follows a learner that ended without marking the
+// run (killed, or its machine lost; a learner that fails marks it, and a
+// worker started after the mark exits at once), and continues the run
+// from its checkpoints; a run that cannot resume fails there, naming why
+// (algo.ErrCannotResume).
+func restarted(ctx context.Context, mem transport.Membership, name string) (uint64, error) {
 	p, err := mem.Resume(ctx, name)
 	if err != nil {
-		return fmt.Errorf("worker %s: %w", name, err)
+		return 0, fmt.Errorf("worker %s: %w", name, err)
 	}
-	if p.Incarnation > 1 {
-		return fmt.Errorf("worker %s: run %s failed: its learner was restarted (start %d), so the learner before it ended without a result "+
-			"(killed, or its machine lost), and a distributed run cannot continue without that learner's state; start the run again",
-			name, runID, p.Incarnation)
-	}
-	return nil
+	return p.Incarnation, nil
 }
 
 // runLearner trains the run as its learner through algo.TrainRun with the
@@ -333,7 +339,7 @@ func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport,
 	fl.Train = func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 		return trainFlowDriver(ctx, rt, spec, cfg, calls, o.Run, mem)
 	}
-	opt := algo.RunOptions{Dir: mode, Executors: []algo.Executor{dist, fl}}
+	opt := algo.RunOptions{Dir: mode, Executors: []algo.Executor{dist, fl}, Resumed: run.ResumedNote(w)}
 	if !o.Quiet {
 		opt.Progress, opt.Bar = w, run.IsTerminal(w)
 	}

@@ -59,12 +59,7 @@ func Train(ctx context.Context, w io.Writer, res *algo.Resolved, o TrainOptions)
 	if !o.Quiet {
 		opt.Progress, opt.Bar = w, IsTerminal(w)
 	}
-	opt.Resumed = func(step int64, path string, skipped []string) {
-		for _, s := range skipped {
-			fmt.Fprintf(w, "skipped a damaged checkpoint: %s\n", s)
-		}
-		fmt.Fprintf(w, "resuming from step %d (%s)\n", step, path)
-	}
+	opt.Resumed = ResumedNote(w)
 	opt.Started = func() {
 		fmt.Fprintf(w, "training %s on %s, seed %d, %d steps%s → %s\n",
 			res.Header.Algo, res.Header.Env, res.Header.Seed, res.Header.Steps, StepsNote(res), res.Header.Out)
@@ -106,6 +101,8 @@ type EvalOptions struct {
 	Seed     uint64
 	// Specs are the algorithms known.
 	Specs []algo.Spec
+	// Envs makes the run's envs (algo.Header.Envs).
+	Envs env.Maker
 }
 
 // Eval evaluates the run in o.Dir deterministically and prints the mean
@@ -119,7 +116,7 @@ func Eval(ctx context.Context, w, notes io.Writer, o EvalOptions) error {
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	res, err := algo.Resolve(data, o.Specs, algo.Overrides{Env: o.Env})
+	res, err := algo.Resolve(data, o.Specs, algo.Overrides{Env: o.Env, Envs: o.Envs})
 	if err != nil {
 		return fmt.Errorf("eval: %s: %w", filepath.Join(o.Dir, algo.ConfigFile), err)
 	}
@@ -143,10 +140,10 @@ func Eval(ctx context.Context, w, notes io.Writer, o EvalOptions) error {
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	if env.IsParallel(res.Header.Env) {
+	if res.Header.Envs.IsParallel(res.Header.Env) {
 		// The same episodes as Evaluate (its return is the team sum),
 		// which a competitive env does not report (each team's instead).
-		ar, err := algo.EvaluateAgents(ctx, p, res.Header.Env, o.Episodes, o.Seed)
+		ar, err := algo.EvaluateAgents(ctx, p, res.Header.Envs, res.Header.Env, o.Episodes, o.Seed)
 		if err != nil {
 			return fmt.Errorf("eval: %w", err)
 		}
@@ -157,11 +154,22 @@ func Eval(ctx context.Context, w, notes io.Writer, o EvalOptions) error {
 		fmt.Fprintf(w, "%s %s: %d episodes, %s\n", res.Header.Algo, res.Header.Env, len(ar.Team), ar)
 		return nil
 	}
-	rets, err := algo.Evaluate(ctx, p, res.Header.Env, o.Episodes, o.Seed)
+	rets, err := algo.Evaluate(ctx, p, res.Header.Envs, res.Header.Env, o.Episodes, o.Seed)
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
 	mean, std := algo.MeanStd(rets)
 	fmt.Fprintf(w, "%s %s: %d episodes, return %.2f ± %.2f\n", res.Header.Algo, res.Header.Env, len(rets), mean, std)
 	return nil
+}
+
+// ResumedNote returns algo.RunOptions.Resumed writing what a resumed run
+// continues from to w.
+func ResumedNote(w io.Writer) func(step int64, path string, skipped []string) {
+	return func(step int64, path string, skipped []string) {
+		for _, s := range skipped {
+			fmt.Fprintf(w, "skipped a damaged checkpoint: %s\n", s)
+		}
+		fmt.Fprintf(w, "resuming from step %d (%s)\n", step, path)
+	}
 }

@@ -32,18 +32,22 @@
 // little-endian:
 //
 //	magic   "HRDS"           4 bytes
-//	format  uint16           FormatVersion; a newer one is refused
+//	format  uint16           2, or 3 for a Segment with a recurrent
+//	                         state; any other is refused
 //	kind    uint8            1 = Segment, 2 = Transitions
 //	flags   uint8            Transitions: bit 0 = priorities present;
 //	                         Segment: bit 0 = per-step versions present;
 //	                         both: bit 1 = observations one byte per value,
-//	                         bit 2 = one bit per value (see below)
+//	                         bit 2 = one bit per value (see below);
+//	                         Segment: bit 3 = state present (format 3)
 //	version uint64           weight version that acted
 //	worker  uint32           env worker id
 //	dims    4 × uint32       Segment: T, N, ObsDim, ActDim; Transitions: N, ObsDim, ActDim, 0
+//	width   uint32           format 3 only: the state's values per env (≥ 1)
 //	arrays  float32 …        in field order (see Segment and Transitions);
-//	                         a Segment's per-step versions last, as T
-//	                         offsets from version (exact integers < 2²⁴);
+//	                         a Segment's per-step versions next, as T
+//	                         offsets from version (exact integers < 2²⁴),
+//	                         then its state (N × width, format 3);
 //	                         the observation arrays (Obs, NextObs) packed
 //	                         when flags say so: uint8 each, or bits
 //	                         LSB-first, ⌈n/8⌉ bytes per array

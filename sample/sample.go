@@ -8,8 +8,15 @@ import (
 	"slices"
 )
 
-// FormatVersion is the encoding's version; Decode refuses any other.
-const FormatVersion = 2
+// FormatVersion is the newest encoding's version. Encoders write the
+// oldest format that holds the message: format 2, or format 3 for a
+// segment with a recurrent state (Segment.State), so that a stateless
+// segment is the same bytes in both. Decode reads formats 2 and 3 and
+// refuses any other.
+const FormatVersion = 3
+
+// formatStateless is the format without segment states.
+const formatStateless = 2
 
 // Errors of this package.
 var (
@@ -193,8 +200,20 @@ func (s *Segment) AppendEncode(dst []byte) ([]byte, error) {
 		}
 		arrays, flags = append(arrays, off), 1
 	}
-	return appendEncode(dst, kindSegment, flags, s.Version, s.Worker, [4]int{s.T, s.N, s.ObsDim, s.ActDim}, arrays, segmentObs, s.Episodes), nil
+	width := 0
+	if len(s.State) > 0 {
+		if s.N == 0 || len(s.State)%s.N != 0 {
+			return dst, fmt.Errorf("%w: segment of %d envs has %d state values, not a row per env", ErrShape, s.N, len(s.State))
+		}
+		width = len(s.State) / s.N
+		arrays, flags = append(arrays, s.State), flags|flagState
+	}
+	return appendEncode(dst, kindSegment, flags, s.Version, s.Worker, [4]int{s.T, s.N, s.ObsDim, s.ActDim}, width, arrays, segmentObs, s.Episodes), nil
 }
+
+// flagState marks a segment with a recurrent state (format 3): the state
+// width follows the header, and the state array comes last.
+const flagState = 1 << 3
 
 // segmentObs and transitionsObs are the indices of the observation arrays
 // in arrays(), the ones encoded packed when their values allow it.
@@ -216,7 +235,7 @@ func (s *Transitions) AppendEncode(dst []byte) ([]byte, error) {
 	if len(s.Priorities) > 0 {
 		flags = 1
 	}
-	return appendEncode(dst, kindTransitions, flags, s.Version, s.Worker, [4]int{s.N, s.ObsDim, s.ActDim, 0}, s.arrays(), transitionsObs, s.Episodes), nil
+	return appendEncode(dst, kindTransitions, flags, s.Version, s.Worker, [4]int{s.N, s.ObsDim, s.ActDim, 0}, 0, s.arrays(), transitionsObs, s.Episodes), nil
 }
 
 // Observation encodings (flags bits 1–2): float32, one byte per value
@@ -261,16 +280,25 @@ func valueBytes(n int, enc uint8) int {
 	return 4 * n
 }
 
-func appendEncode(dst []byte, kind, flags uint8, version uint64, worker int, dims [4]int, arrays [][]float32, obs []int, eps []Episode) []byte {
+// appendEncode writes the message; width > 0 is a segment's state width
+// (format 3), 0 for none (format 2).
+func appendEncode(dst []byte, kind, flags uint8, version uint64, worker int, dims [4]int, width int, arrays [][]float32, obs []int, eps []Episode) []byte {
 	enc := obsEncoding(arrays, obs)
 	flags |= enc
+	format := uint16(formatStateless)
+	if width > 0 {
+		format = FormatVersion
+	}
 	dst = append(dst, magic[:]...)
-	dst = binary.LittleEndian.AppendUint16(dst, FormatVersion)
+	dst = binary.LittleEndian.AppendUint16(dst, format)
 	dst = append(dst, kind, flags)
 	dst = binary.LittleEndian.AppendUint64(dst, version)
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(worker))
 	for _, d := range dims {
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(d))
+	}
+	if width > 0 {
+		dst = binary.LittleEndian.AppendUint32(dst, uint32(width))
 	}
 	for i, a := range arrays {
 		switch {
@@ -305,6 +333,7 @@ func appendEncode(dst []byte, kind, flags uint8, version uint64, worker int, dim
 
 // header is a decoded header.
 type header struct {
+	format      uint16
 	kind, flags uint8
 	version     uint64
 	worker      int
@@ -319,8 +348,9 @@ func readHeader(b []byte) (header, []byte, error) {
 	if [4]byte(b[:4]) != magic {
 		return h, nil, fmt.Errorf("%w: bad magic %q", ErrCorrupt, b[:4])
 	}
-	if v := binary.LittleEndian.Uint16(b[4:]); v != FormatVersion {
-		return h, nil, fmt.Errorf("%w: format %d (this build reads %d)", ErrVersion, v, FormatVersion)
+	h.format = binary.LittleEndian.Uint16(b[4:])
+	if h.format != formatStateless && h.format != FormatVersion {
+		return h, nil, fmt.Errorf("%w: format %d (this build reads %d and %d)", ErrVersion, h.format, formatStateless, FormatVersion)
 	}
 	h.kind, h.flags = b[6], b[7]
 	h.version = binary.LittleEndian.Uint64(b[8:])
@@ -423,8 +453,8 @@ func DecodeSegment(b []byte) (*Segment, error) {
 	if h.kind != kindSegment {
 		return nil, fmt.Errorf("%w: kind %d is not a segment", ErrCorrupt, h.kind)
 	}
-	if h.flags&^(1|obsMask) != 0 {
-		return nil, fmt.Errorf("%w: segment flags %#x", ErrCorrupt, h.flags)
+	if h.flags&^(1|obsMask|flagState) != 0 || (h.flags&flagState != 0) != (h.format == FormatVersion) {
+		return nil, fmt.Errorf("%w: segment flags %#x in format %d", ErrCorrupt, h.flags, h.format)
 	}
 	s := &Segment{T: h.dims[0], N: h.dims[1], ObsDim: h.dims[2], ActDim: h.dims[3], Version: h.version, Worker: h.worker}
 	lengths, ok := s.lengths()
@@ -434,11 +464,25 @@ func DecodeSegment(b []byte) (*Segment, error) {
 	if h.flags&1 != 0 {
 		lengths = append(lengths, s.T)
 	}
+	if h.flags&flagState != 0 {
+		if len(body) < 4 {
+			return nil, fmt.Errorf("%w: no state width after the header", ErrCorrupt)
+		}
+		width := int(binary.LittleEndian.Uint32(body))
+		n, ok := mul(s.N, width)
+		if !ok || width < 1 || s.N < 1 {
+			return nil, fmt.Errorf("%w: state of width %d for %d envs", ErrCorrupt, width, s.N)
+		}
+		lengths, body = append(lengths, n), body[4:]
+	}
 	a, eps, err := readBody(body, lengths, segmentObs, h.flags&obsMask)
 	if err != nil {
 		return nil, err
 	}
 	s.Obs, s.Actions, s.LogProbs, s.Values, s.Rewards, s.Dones, s.NextObs, s.LastValues = a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]
+	if h.flags&flagState != 0 {
+		s.State, a = a[len(a)-1], a[:len(a)-1]
+	}
 	if len(a) > 8 {
 		s.Versions = make([]uint64, s.T)
 		for t, d := range a[8] {
@@ -464,8 +508,8 @@ func DecodeTransitions(b []byte) (*Transitions, error) {
 	if h.kind != kindTransitions {
 		return nil, fmt.Errorf("%w: kind %d is not transitions", ErrCorrupt, h.kind)
 	}
-	if h.flags&^(1|obsMask) != 0 || h.dims[3] != 0 || (h.flags&1 == 1 && h.dims[0] == 0) {
-		return nil, fmt.Errorf("%w: transitions flags %#x, dims %v", ErrCorrupt, h.flags, h.dims)
+	if h.flags&^(1|obsMask) != 0 || h.dims[3] != 0 || (h.flags&1 == 1 && h.dims[0] == 0) || h.format != formatStateless {
+		return nil, fmt.Errorf("%w: transitions flags %#x, dims %v, format %d", ErrCorrupt, h.flags, h.dims, h.format)
 	}
 	s := &Transitions{N: h.dims[0], ObsDim: h.dims[1], ActDim: h.dims[2], Version: h.version, Worker: h.worker}
 	if h.flags&1 != 0 {

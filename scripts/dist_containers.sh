@@ -18,15 +18,18 @@
 # off-policy algorithm, takes 0, or policy-0 fails and restarts until the
 # run ends) reach compose.yaml from the environment.
 #
-# Rows: none, kill-env, kill-policy, kill-learner, kill-controller,
-# kill-nats (one of the 3 nodes, started again 20 s later), partition-env
-# (env-0 off the network for 30 s), pause-learner (docker pause, 60 s).
-# `docker kill` marks a container stopped by hand, so Docker's restart
-# policy leaves it down: this script starts a killed env or policy worker
-# again 1 s later, as an orchestrator would; the learner and the
-# controller are not restarted (a run cannot resume).
+# Rows: none, kill-env, kill-policy, kill-learner, crash-learner,
+# kill-controller, kill-nats (one of the 3 nodes, started again 20 s
+# later), partition-env (env-0 off the network for 30 s), pause-learner
+# (docker pause, 60 s). `docker kill` marks a container stopped by hand, so
+# Docker's restart policy leaves it down: this script starts a killed env
+# or policy worker or learner again 1 s later, as an orchestrator would.
+# crash-learner SIGKILLs the learner's process from the host instead, which
+# Docker takes for a crash: its restart policy (on-failure) starts it
+# again. A restarted learner resumes the run from its newest checkpoint;
+# the controller is not restarted.
 #
-# Exit status: 1 when a row that must complete (every row but kill-learner,
+# Exit status: 1 when a row that must complete (every row but
 # kill-controller and pause-learner, whose runs end without their learner)
 # did not; docker or compose missing: 2. "dup" is dist/duplicates: pushes
 # repeated after a lost ack, recognised by their sample id and not learned
@@ -52,7 +55,7 @@ case ${HERD_NATS_NODES:-3}/${HERD_NETWORK:-bridge} in
 *) echo "HERD_NATS_NODES=${HERD_NATS_NODES:-} HERD_NETWORK=${HERD_NETWORK:-}: want 3/bridge, 1/bridge or 1/host" >&2; exit 2 ;;
 esac
 ROWS=("$@")
-[ ${#ROWS[@]} -eq 0 ] && ROWS=(none kill-env kill-policy kill-learner kill-controller kill-nats partition-env pause-learner)
+[ ${#ROWS[@]} -eq 0 ] && ROWS=(none kill-env kill-policy kill-learner crash-learner kill-controller kill-nats partition-env pause-learner)
 
 if ! docker info >/dev/null 2>&1; then echo "docker: daemon not reachable" >&2; exit 2; fi
 if docker compose version >/dev/null 2>&1; then COMPOSE=(docker compose)
@@ -87,7 +90,11 @@ fault() { # row
   none) ;;
   kill-env) docker kill "$(cid env-0)" >/dev/null; sleep 1; docker start "$(cid env-0)" >/dev/null ;;
   kill-policy) docker kill "$(cid policy-0)" >/dev/null; sleep 1; docker start "$(cid policy-0)" >/dev/null ;;
-  kill-learner) docker kill "$(cid learner)" >/dev/null ;;
+  kill-learner) docker kill "$(cid learner)" >/dev/null; sleep 1; docker start "$(cid learner)" >/dev/null ;;
+  crash-learner) # Pid 0 (the learner already ended) would be this script's group.
+    pid=$(docker inspect -f '{{.State.Pid}}' "$(cid learner)")
+    [ "${pid:-0}" -gt 0 ] || { echo "crash-learner: the learner is not running" >&2; return 1; }
+    kill -9 "$pid" ;;
   kill-controller) docker kill "$(cid controller)" >/dev/null ;;
   kill-nats) docker kill "$(cid nats-1)" >/dev/null; sleep 20; docker start "$(cid nats-1)" >/dev/null ;;
   partition-env)
@@ -174,14 +181,15 @@ for row in "${ROWS[@]}"; do
     res=$(printf '%s' "$sum" | python3 -c '
 import json, sys
 s = json.load(sys.stdin); d = s.get("dist", {})
-print("%s, %d steps | dup %d, dropped %d, decode %d, stale %d, abandoned %d; lag mean %.1f max %d" % (
-    s["status"], s["steps"], d.get("dist/duplicates", -1), d.get("dist/dropped", -1), d.get("dist/decode_errors", -1),
-    d.get("dist/stale_weights", -1), d.get("dist/abandoned", -1), d.get("dist/lag_mean", -1), d.get("dist/lag_max", -1)))')
+print("%s, %d steps%s, return %.1f | dup %d, discarded %d, dropped %d, decode %d, stale %d, abandoned %d; lag mean %.1f max %d" % (
+    s["status"], s["steps"], ", resumed from %d" % s["resumed_from_step"] if "resumed_from_step" in s else "",
+    s.get("final_return_mean_100", -1), d.get("dist/duplicates", -1), d.get("dist/discarded", -1), d.get("dist/dropped", -1),
+    d.get("dist/decode_errors", -1), d.get("dist/stale_weights", -1), d.get("dist/abandoned", -1), d.get("dist/lag_mean", -1), d.get("dist/lag_max", -1)))')
   else
     res="no summary.json | –"
   fi
   echo "| $row$note | $rc | $ex | $res | $(since "$tf" "$te") s |"
-  case $row in kill-learner|kill-controller|pause-learner) ;; *) [[ $rc = 0 && $res = completed* ]] || status=1 ;; esac
+  case $row in kill-controller|pause-learner) ;; *) [[ $rc = 0 && $res = completed* ]] || status=1 ;; esac
   cleanup
 done
 exit $status

@@ -7,7 +7,7 @@
 #   scripts/faults.sh            # every row
 #   scripts/faults.sh ROW...     # only these groups of rows: signals kills
 #       launcher crashloop runid inline double hts persist cpuprofile
-#       messages outage leftovers disk replaydisk invalid controller
+#       messages outage leftovers disk replaydisk invalid controller tls
 #
 # Cases: Ctrl-C in a terminal (SIGINT to herd launch's whole process group),
 # SIGTERM to the launcher, kill -9 of each launch role, a failed `train
@@ -125,12 +125,14 @@ for role in env-0 policy-0; do
 done
 O="$T/k9learner"
 if launch_bg "$O"; then
-  kids=$(pgrep -P "$LPID")
-  kill -9 "$(pid_of learner-0)"
+  kill -9 "$(pid_of learner-0)"; t0=$(date +%s.%N)
+  for _ in $(seq 1 600); do grep -q "resuming from step" "$T/launch.log" && break; sleep 0.05; done
+  dt=$(echo "$(date +%s.%N) - $t0" | bc)
+  resumed=$(grep -o 'resuming from step [0-9]*' "$T/launch.log" | head -1)
+  sleep 2
+  kill -INT -- -"$LPID"
   wait "$LPID"; rc=$?
-  # shellcheck disable=SC2086
-  left=$(alive $kids)
-  row "launch: kill -9 of the learner" "exit $rc, run dir: $(ls "$O" | tr '\n' ' ')(partial files in .staging), $left processes left" "$(ok $([ "$rc" = 1 ] && [ "$left" = 0 ] && echo 1))"
+  row "launch: kill -9 of the learner" "restarted, \"$resumed\" $(printf %.1f "$dt") s after the kill; then Ctrl-C: exit $rc, summary $(status_of "$O")" "$(ok $([ -n "$resumed" ] && [ "$rc" = 130 ] && [ "$(status_of "$O")" = interrupted ] && echo 1))"
 else row "launch: kill -9 of the learner" "learner never wrote a row" "**no**"; kill -9 -- -"$LPID" 2>/dev/null; fi
 fi
 
@@ -510,15 +512,66 @@ if nats_server; then
   if rows_of "$O"; then
     kill -9 "$L"; t0=$(date +%s.%N)
     wait "$L" 2>/dev/null
-    : >"$T/wk-c-restart-learner.log"
-    "$H" worker --role learner --nats "$U" --run c-restart --ttl 3s --out "$O" --quiet >"$T/restart.log" 2>&1; lrc=$?
+    setsid "$H" worker --role learner --nats "$U" --run c-restart --ttl 3s --out "$O" >"$T/restart.log" 2>&1 & L2=$!
+    for _ in $(seq 1 600); do grep -q "resuming from step" "$T/restart.log" && break; sleep 0.05; done
     dt1=$(echo "$(date +%s.%N) - $t0" | bc)
+    resumed=$(grep -o 'resuming from step [0-9]*' "$T/restart.log" | head -1)
+    sleep 2
+    kill -INT -- -"$CPID"
     wait "$CPID"; rc=$?
-    dt=$(echo "$(date +%s.%N) - $t0" | bc)
-    "$H" worker --role learner --nats "$U" --run c-restart --ttl 3s --out "$O" --quiet >"$T/restart2.log" 2>&1; lrc2=$?
-    row "launch --no-workers: kill -9 of the learner, restarted at once (compose's restart: on-failure)" "restarted learner exit $lrc $(printf %.1f "$dt1") s after the kill: \"$(grep -o 'its learner was restarted[^,]*' "$T/restart.log" | head -1)\"; controller exit $rc $(printf %.1f "$dt") s after it, with that reason: $(grep -c 'learner was restarted' "$T/ctl-c-restart.log"); a third start: exit $lrc2 (\"$(grep -o 'nothing to do' "$T/restart2.log" | head -1)\"); no summary.json: $([ -e "$O/summary.json" ] && echo no || echo yes)" "$(ok $([ "$rc" = 1 ] && [ "$lrc" = 1 ] && [ "$lrc2" = 0 ] && grep -q 'learner was restarted' "$T/ctl-c-restart.log" && echo 1))"
+    wait "$L2"; lrc=$?
+    st=$(status_of "$O")
+    row "launch --no-workers: kill -9 of the learner, restarted at once (compose's restart: on-failure)" "restarted learner: \"$resumed\" $(printf %.1f "$dt1") s after the kill; then Ctrl-C of the controller: controller exit $rc, learner exit $lrc, summary $st; $(dist_of "$O")" "$(ok $([ -n "$resumed" ] && [ "$rc" = 130 ] && [ "$lrc" = 130 ] && [ "$st" = interrupted ] && echo 1))"
   else row "launch --no-workers: kill -9 of the learner, restarted" "learner never wrote a row" "**no**"; kill -9 -- -"$CPID" 2>/dev/null; fi
   for p in "${WK[@]}"; do kill "$p" 2>/dev/null; done
   kill "$NPID"; wait "$NPID" 2>/dev/null
 else row "launch --no-workers rows" "skipped: nats-server could not be built" "–"; fi
+fi
+
+# An external NATS server that requires mutual TLS (certificates made here
+# with openssl): a run with --nats-tls-ca/-cert/-key completes; a client
+# with another CA, or without a certificate, is refused at once, naming
+# the cause; no process's argv and no file of the run holds key material.
+if want tls; then
+if nats_server && command -v openssl >/dev/null; then
+  C="$T/certs"; mkdir -p "$C"
+  mkcert() { # NAME CA: a key and a certificate for 127.0.0.1 signed by CA
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$C/$1.key" -subj "/CN=$1" -out "$C/$1.csr" 2>/dev/null &&
+      openssl x509 -req -in "$C/$1.csr" -CA "$C/$2.pem" -CAkey "$C/$2.key" -CAcreateserial -days 1 \
+        -extfile <(printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n') -out "$C/$1.pem" 2>/dev/null
+  }
+  for ca in ca other; do
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$C/$ca.key" -subj "/CN=$ca" -days 1 -out "$C/$ca.pem" 2>/dev/null
+  done
+  mkcert server ca; mkcert worker ca; mkcert stranger other
+  "$NS" -a 127.0.0.1 -p 14224 -js -sd "$T/jst" --tlsverify --tlscert "$C/server.pem" --tlskey "$C/server.key" --tlscacert "$C/ca.pem" >/dev/null 2>&1 &
+  NPID=$!
+  sleep 1
+  U=tls://127.0.0.1:14224
+  O="$T/tls-ok"
+  t0=$(date +%s.%N)
+  "$H" launch --config "$CFG" --steps 100000 --quiet --out "$O" --nats "$U" --run tls-ok \
+    --nats-tls-ca "$C/ca.pem" --nats-tls-cert "$C/worker.pem" --nats-tls-key "$C/worker.key" >"$T/tls-ok.log" 2>&1 &
+  LP=$!
+  mkdir -p "$T/argv"
+  while kill -0 $LP 2>/dev/null; do # every process's argv, once
+    for p in $LP $(pgrep -P $LP); do [ -e "$T/argv/$p" ] || tr '\0' ' ' <"/proc/$p/cmdline" >"$T/argv/$p" 2>/dev/null; done
+    sleep 0.05
+  done
+  wait $LP; rc=$?
+  dt=$(echo "$(date +%s.%N) - $t0" | bc)
+  keyb=$(sed -n 2p "$C/worker.key" | cut -c1-40)
+  leaks=$(grep -rlF -e "$keyb" -e "PRIVATE KEY" "$O" "$T/tls-ok.log" "$T/argv" 2>/dev/null | wc -l)
+  row "launch on an external NATS that requires mutual TLS, with \`--nats-tls-ca/-cert/-key\` (100 000 steps)" "exit $rc after $(printf %.1f "$dt") s, summary $(status_of "$O"); $(grep -l 'nats-tls-key' "$T"/argv/* | wc -l) of $(find "$T/argv" -type f -size +0 | wc -l) processes given the key's path; files and argvs holding key material: $leaks" "$(ok $([ "$rc" = 0 ] && [ "$leaks" = 0 ] && echo 1))"
+  for c in "another CA|--nats-tls-ca $C/other.pem --nats-tls-cert $C/worker.pem --nats-tls-key $C/worker.key" \
+    "no client certificate|--nats-tls-ca $C/ca.pem" \
+    "a client certificate of another CA|--nats-tls-ca $C/ca.pem --nats-tls-cert $C/stranger.pem --nats-tls-key $C/stranger.key"; do
+    t0=$(date +%s.%N)
+    # shellcheck disable=SC2086
+    timeout 60 "$H" launch --config "$CFG" --steps 20480 --quiet --out "$T/tls-bad" --nats "$U" --run tls-bad ${c#*|} >"$T/tls-bad.log" 2>&1; rc=$?
+    dt=$(echo "$(date +%s.%N) - $t0" | bc)
+    row "launch on that server with ${c%%|*}" "exit $rc after $(printf %.1f "$dt") s: \"$(grep -o 'tls[^"]*' "$T/tls-bad.log" | head -1 | cut -c1-90)\"; run dir left: $([ -e "$T/tls-bad" ] && echo yes || echo no)" "$(ok $([ "$rc" = 1 ] && [ ! -e "$T/tls-bad" ] && echo 1))"
+  done
+  kill "$NPID"; wait "$NPID" 2>/dev/null
+else row "launch on an external NATS with TLS" "skipped: nats-server or openssl missing" "–"; fi
 fi

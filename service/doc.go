@@ -44,9 +44,9 @@
 // as INTERNAL), so a handler cannot change them short of taking raw bytes and parsing them itself,
 // which we judged not worth it. The server keeps serving other sessions in both cases.
 //
-// Client (package env). `env.Make`/`MakeVector` dispatch on the `grpc://`/`grpcs://`/`shm://` schemes
-// to `env/remote.go`, which imports only the generated package and `service` (no cycle: the
-// server packages import env, not the reverse). `RemoteEnv` (Env + Stater) and `RemoteVector`
+// Client (package env/remote). An `env.Maker` whose Remote is `remote.Opener{}` hands the
+// `grpc://`/`grpcs://`/`shm://` ids to package `env/remote`, which imports env, the generated
+// package and `service`; env imports none of them. `remote.Env` (Env + Stater) and `remote.Vector`
 // (Vector) keep the local semantics: actions are checked on the client first (an invalid batch leaves
 // every env untouched), episode statistics are computed on the client, the time limit is sent to the
 // server. Every call has a deadline without a goroutine per call: one reusable timer cancels the

@@ -1,7 +1,10 @@
 package transport
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,7 +61,14 @@ type seenSamples struct {
 	slots map[int]*[keepIncarnations]incSeq
 }
 
-type incSeq struct{ inc, seq uint64 } // seq 0: unused
+// incSeq is one (incarnation, highest sequence number) entry; seq 0:
+// unused. restored marks an entry read from a checkpoint (restore) that
+// no push has moved since: the first number past it tells how many
+// samples an earlier learner acknowledged after that checkpoint.
+type incSeq struct {
+	inc, seq uint64
+	restored bool
+}
 
 func newSeenSamples() *seenSamples { return &seenSamples{slots: map[int]*[keepIncarnations]incSeq{}} }
 
@@ -81,10 +91,11 @@ func (s *seenSamples) seen(id SampleID) bool {
 	return false
 }
 
-// add records id as queued.
-func (s *seenSamples) add(id SampleID) {
+// add records id as queued. It returns the sequence numbers skipped
+// between a restored entry and id (see restore), 0 otherwise.
+func (s *seenSamples) add(id SampleID) (skipped uint64) {
 	if id.Seq == 0 {
-		return
+		return 0
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -102,14 +113,81 @@ func (s *seenSamples) add(id SampleID) {
 	oldest := 0
 	for i, x := range e {
 		if x.seq > 0 && x.inc == id.Incarnation {
-			e[i].seq = max(x.seq, id.Seq)
-			return
+			if x.restored && id.Seq > x.seq+1 {
+				skipped = id.Seq - x.seq - 1
+			}
+			e[i] = incSeq{inc: x.inc, seq: max(x.seq, id.Seq)}
+			return skipped
 		}
 		if x.seq == 0 || (e[oldest].seq > 0 && x.inc < e[oldest].inc) {
 			oldest = i
 		}
 	}
 	e[oldest] = incSeq{inc: id.Incarnation, seq: id.Seq}
+	return 0
+}
+
+// marshal encodes every entry: per entry the slot, the incarnation and
+// the sequence number (uvarints), in slot order.
+func (s *seenSamples) marshal() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slots := make([]int, 0, len(s.slots))
+	for k := range s.slots {
+		slots = append(slots, k)
+	}
+	slices.Sort(slots)
+	b := []byte(dedupMagic)
+	for _, k := range slots {
+		for _, x := range s.slots[k] {
+			if x.seq > 0 {
+				b = binary.AppendUvarint(b, uint64(k))
+				b = binary.AppendUvarint(b, x.inc)
+				b = binary.AppendUvarint(b, x.seq)
+			}
+		}
+	}
+	return b
+}
+
+// dedupMagic starts marshal's encoding.
+const dedupMagic = "herd-dedup-1\n"
+
+// restore replaces the entries by those of b (marshal's encoding), each
+// marked restored.
+func (s *seenSamples) restore(b []byte) error {
+	rest, ok := bytes.CutPrefix(b, []byte(dedupMagic))
+	if !ok {
+		return fmt.Errorf("%w: not a dedup window", ErrMalformed)
+	}
+	slots := map[int]*[keepIncarnations]incSeq{}
+	for len(rest) > 0 {
+		var v [3]uint64
+		for i := range v {
+			x, n := binary.Uvarint(rest)
+			if n <= 0 {
+				return fmt.Errorf("%w: a dedup window cut short", ErrMalformed)
+			}
+			v[i], rest = x, rest[n:]
+		}
+		if v[0] > maxSlots || v[2] == 0 {
+			return fmt.Errorf("%w: dedup entry slot %d, sequence %d", ErrMalformed, v[0], v[2])
+		}
+		e := slots[int(v[0])]
+		if e == nil {
+			e = new([keepIncarnations]incSeq)
+			slots[int(v[0])] = e
+		}
+		i := slices.IndexFunc(e[:], func(x incSeq) bool { return x.seq == 0 })
+		if i < 0 {
+			return fmt.Errorf("%w: more than %d incarnations of slot %d in a dedup window", ErrMalformed, keepIncarnations, v[0])
+		}
+		e[i] = incSeq{inc: v[1], seq: v[2], restored: true}
+	}
+	s.mu.Lock()
+	s.slots = slots
+	s.mu.Unlock()
+	return nil
 }
 
 // size returns the number of (slot, incarnation) entries held.

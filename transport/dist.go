@@ -115,6 +115,30 @@ type SampleStream interface {
 	Close() error
 }
 
+// DedupWindow is a SampleStream whose memory of the sample ids it has
+// taken can be saved with a learner's checkpoint and restored into the
+// stream of the learner that resumes from it, so that a pusher's retry of
+// a sample the checkpoint holds is acknowledged as a duplicate instead of
+// learned again.
+type DedupWindow interface {
+	// MarshalDedup returns the ids of the samples Pull has returned.
+	MarshalDedup() []byte
+	// RestoreDedup makes b (MarshalDedup's) the ids taken, before the
+	// first Pull. The first push of each (slot, incarnation) past b's
+	// number counts the numbers it skipped in Stats.Lost.
+	RestoreDedup(b []byte) error
+}
+
+// HeldBound is a ParamService that can tell a publisher starting on a run
+// where an earlier publisher left off.
+type HeldBound interface {
+	// AboveHeld returns a version number above every version a reader of
+	// the run may hold (0 when none was published): the first version a
+	// restarted learner publishes must be at least that, since readers
+	// keep only newer versions.
+	AboveHeld(ctx context.Context) (uint64, error)
+}
+
 // ParamService publishes versioned weights. Versions only move forward: a
 // reader never sees a version older than one it saw.
 type ParamService interface {
@@ -287,16 +311,21 @@ type Stats struct {
 	// learner's queue, not pulled yet (a gauge): those left when the
 	// learner stops are discarded.
 	Queued uint64
+	// Lost counts samples an earlier learner acknowledged after the dedup
+	// window it restored (DedupWindow) was saved: the sequence numbers a
+	// pusher skipped past the restored window's, which that learner took
+	// and whose learning died with it.
+	Lost uint64
 }
 
 // counters is the live form of Stats, shared by a stream's goroutines.
 type counters struct {
-	malformed, wrongProtocol, duplicates, fetchFailed, abandoned, shed atomic.Uint64
+	malformed, wrongProtocol, duplicates, fetchFailed, abandoned, shed, lost atomic.Uint64
 }
 
 func (c *counters) stats() Stats {
 	return Stats{Malformed: c.malformed.Load(), WrongProtocol: c.wrongProtocol.Load(), Duplicates: c.duplicates.Load(),
-		FetchFailed: c.fetchFailed.Load(), Abandoned: c.abandoned.Load(), Shed: c.shed.Load()}
+		FetchFailed: c.fetchFailed.Load(), Abandoned: c.abandoned.Load(), Shed: c.shed.Load(), Lost: c.lost.Load()}
 }
 
 // drop counts and logs a message that could not be used. err wraps

@@ -85,7 +85,12 @@
 //     numbers reach a learner in order (one push in flight, retried until
 //     acknowledged), the learner remembers only the highest number per
 //     slot and incarnation, for the newest 4 incarnations of each slot:
-//     memory independent of the run's length. A restarted worker gets a
+//     memory independent of the run's length. That memory of the ids
+//     pulled is saved with a learner's checkpoint and restored into the
+//     learner that resumes from it (DedupWindow): retries of ids it holds
+//     are duplicates, and the numbers a pusher skipped past it (acknowledged
+//     after the checkpoint by the learner that died) are counted as
+//     Stats.Lost. A restarted worker gets a
 //     new incarnation from Membership.Resume and continues its sequence
 //     from its stored Progress, so it never repeats an id. With several
 //     learners in the queue group, a retry may reach another learner

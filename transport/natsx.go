@@ -343,11 +343,12 @@ type natsSamples struct {
 	once   sync.Once
 	c      counters
 
-	mu    sync.Mutex
-	unsub func()         // set by the first Pull; guarded by mu
-	q     chan []byte    // queued samples of this learner (opt.Capacity)
-	wg    sync.WaitGroup // the learner's receiving goroutine
-	seen  *seenSamples   // ids queued here
+	mu     sync.Mutex
+	unsub  func()         // set by the first Pull; guarded by mu
+	q      chan queued    // queued samples of this learner (opt.Capacity)
+	wg     sync.WaitGroup // the learner's receiving goroutine
+	seen   *seenSamples   // ids queued here
+	pulled *seenSamples   // ids Pull returned (MarshalDedup)
 
 	heldMu    sync.Mutex
 	held      map[SampleID]*heldPush // pushes with an id taken, not yet queued
@@ -357,6 +358,12 @@ type natsSamples struct {
 // heldPush is a push taken and not yet queued: the reply subject of its
 // newest re-send, where its ack goes (an earlier requester has given up).
 type heldPush struct{ reply string }
+
+// queued is a sample in a learner's queue.
+type queued struct {
+	b  []byte
+	id SampleID
+}
 
 // takenPush is a push handed from the subscription to the queueing
 // goroutine.
@@ -376,7 +383,7 @@ func (n *NATS) Samples(ctx context.Context, run string, opt Options) (SampleStre
 		return nil, fmt.Errorf("%w: learner %d", ErrBadRequest, opt.Learner)
 	}
 	return &natsSamples{n: n, opt: opt, subj: sampleSubject(run, opt.Learner), closed: make(chan struct{}),
-		q: make(chan []byte, opt.Capacity), seen: newSeenSamples(), held: map[SampleID]*heldPush{}}, nil
+		q: make(chan queued, opt.Capacity), seen: newSeenSamples(), pulled: newSeenSamples(), held: map[SampleID]*heldPush{}}, nil
 }
 
 func (s *natsSamples) Push(ctx context.Context, id SampleID, b []byte) error {
@@ -479,8 +486,8 @@ func (s *natsSamples) join() error {
 				continue
 			}
 			select {
-			case s.q <- p.Sample:
-				s.seen.add(t.id)
+			case s.q <- queued{b: p.Sample, id: t.id}:
+				s.c.lost.Add(s.seen.add(t.id))
 				s.release(t, "")
 			case <-s.closed:
 				return
@@ -557,13 +564,33 @@ func (s *natsSamples) Pull(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	select {
-	case b := <-s.q:
-		return b, nil
+	case x := <-s.q:
+		s.pulled.add(x.id)
+		return x.b, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-s.closed:
 		return nil, ErrClosed
 	}
+}
+
+// MarshalDedup saves the ids Pull returned (DedupWindow): a learner
+// checkpointed between two Pulls has learned exactly those, where the
+// ids queued include samples it has acknowledged and not pulled yet.
+func (s *natsSamples) MarshalDedup() []byte { return s.pulled.marshal() }
+
+// RestoreDedup restores a checkpoint's ids (DedupWindow) before the first
+// Pull subscribes this learner.
+func (s *natsSamples) RestoreDedup(b []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unsub != nil {
+		return fmt.Errorf("%w: the dedup window is restored before the first Pull", ErrBadRequest)
+	}
+	if err := s.seen.restore(b); err != nil {
+		return err
+	}
+	return s.pulled.restore(b)
 }
 
 func (s *natsSamples) Stats() Stats {
@@ -1165,6 +1192,36 @@ func (p *natsParams) retire(ctx context.Context, n uint64, now time.Time) {
 			p.opt.Logger.Warn("dist: delete old weights", "version", d, "err", err)
 		}
 	}
+}
+
+// AboveHeld lists the store (HeldBound). A publisher pushes a version
+// before it puts it and puts at least every storeEvery versions, so a
+// reader may hold up to storeEvery versions past the newest stored.
+func (p *natsParams) AboveHeld(ctx context.Context) (uint64, error) {
+	var newest uint64
+	found := false
+	err := retryJS(ctx, apiAttempt, func(ctx context.Context) error {
+		infos, err := p.obs.List(ctx)
+		if errors.Is(err, jetstream.ErrNoObjectsFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, info := range infos {
+			if n, ok := paramsVersion(info.Name); ok && !info.Deleted {
+				newest, found = max(newest, n), true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("dist: list the weights versions: %w", err)
+	}
+	if !found {
+		return 0, nil
+	}
+	return max(newest, p.Announced()) + storeEvery + 1, nil
 }
 
 func (p *natsParams) Latest() *weights.Version { return p.box.cur.Load() }

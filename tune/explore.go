@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v4"
 
 	"herd/algo"
+	"herd/env"
 	"herd/run/pal"
 )
 
@@ -25,6 +26,8 @@ type ExploreOptions struct {
 	Config string
 	// Specs are the algorithms known.
 	Specs []algo.Spec
+	// Envs makes the run's envs (algo.Header.Envs).
+	Envs env.Maker
 	// Cores to allocate: actors + learners ≤ Cores, in [2, 1024].
 	Cores int
 	// Budget is the time for the throughput measurements, split evenly
@@ -80,7 +83,7 @@ func Explore(ctx context.Context, w io.Writer, o ExploreOptions) error {
 	if err != nil {
 		return fmt.Errorf("tune: %w", err)
 	}
-	res, err := algo.Resolve(data, o.Specs, algo.Overrides{})
+	res, err := algo.Resolve(data, o.Specs, algo.Overrides{Envs: o.Envs})
 	if err != nil {
 		return fmt.Errorf("tune: %s: %w", o.Config, err)
 	}

@@ -282,3 +282,42 @@ func TestLearnerWatchdogOnDrops(t *testing.T) {
 		t.Fatalf("counters %+v, ctx %v: want some learned, then drops", c, ctx.Err())
 	}
 }
+
+// TestLearnerResumes: a learner started with Start (a resumed run) counts
+// the iterations Start says are done toward Iterations, and numbers its
+// versions from MinVersion on, so that readers holding an earlier
+// learner's versions take its weights.
+func TestLearnerResumes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ip := transport.NewInproc()
+	smp, _ := ip.Samples(ctx, "resume", transport.Options{Capacity: 16})
+	params, _ := ip.Params(ctx, "resume", transport.Options{})
+	for i := range 3 {
+		s := sample.NewSegment(2, 1, 4, 1)
+		s.Version = 40
+		b, err := s.AppendEncode(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := smp.Push(ctx, transport.SampleID{Slot: 0, Seq: uint64(i + 1)}, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var published []uint64
+	var c Counters
+	_, err := RunLearner(ctx, LearnerConfig{Iterations: 5, Counters: &c, MinVersion: 50,
+		Start: func(l algo.SegmentLearner) (int, error) { return 3, nil },
+		OnIteration: func(int, *sample.Segment, []algo.Stat) {
+			published = append(published, params.Latest().N)
+		}}, algotest.Pieces(), smp, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Learned != 2 || !slices.Equal(published, []uint64{51, 52}) {
+		t.Errorf("learned %d, published %v after the first version; want 2 (iterations 3 and 4 of 5) and [51 52]", c.Learned, published)
+	}
+	if c.LagMax != 11 {
+		t.Errorf("lag max %d, want 11 (version 51 learning a segment of version 40)", c.LagMax)
+	}
+}

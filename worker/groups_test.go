@@ -18,11 +18,18 @@ import (
 // ppoPieces builds PPO's pieces for CartPole with 4 envs per worker.
 func ppoPieces(t *testing.T) (*algo.Pieces, transport.Options) {
 	t.Helper()
-	res, err := algo.Resolve([]byte("algo: ppo\nenv: CartPole-v1\nseed: 3\nsteps: 1024\nruntime: {executor: dist}\nppo: {num_envs: 4, num_steps: 64, hidden: [16, 16]}\n"), all.Specs(), algo.Overrides{})
+	pieces, p := piecesOf(t, "algo: ppo\nenv: CartPole-v1\nseed: 3\nsteps: 1024\nruntime: {executor: dist}\nppo: {num_envs: 4, num_steps: 64, hidden: [16, 16]}\n")
+	return pieces, transport.Options{ObsDim: 4, OutDim: p.OutDim()}
+}
+
+// piecesOf builds the pieces of the run config file and a policy of them.
+func piecesOf(t *testing.T, file string) (*algo.Pieces, algo.PolicyNet) {
+	t.Helper()
+	res, err := algo.Resolve([]byte(file), all.Specs(), algo.Overrides{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := env.Make("CartPole-v1")
+	e, err := env.Make(res.Header.Env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +42,26 @@ func ppoPieces(t *testing.T) (*algo.Pieces, transport.Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pieces, transport.Options{ObsDim: 4, OutDim: p.OutDim()}
+	return pieces, p
+}
+
+// initialParams opens run's parameter service on ip and publishes the
+// learner's initial weights (version 0), the only version it will hold.
+func initialParams(ctx context.Context, t *testing.T, ip *transport.Inproc, run string, opt transport.Options, pieces *algo.Pieces) transport.ParamService {
+	t.Helper()
+	params, err := ip.Params(ctx, run, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { params.Close() })
+	l, err := pieces.NewSegmentLearner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := params.Publish(ctx, l.Weights()); err != nil {
+		t.Fatal(err)
+	}
+	return params
 }
 
 // segmentsWithGroups runs one env worker with g env groups for segs
@@ -53,18 +79,7 @@ func segmentsWithGroups(t *testing.T, g, segs int) [][]byte {
 		t.Fatal(err)
 	}
 	defer inf.Close()
-	params, err := ip.Params(ctx, run, opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer params.Close()
-	l, err := pieces.NewSegmentLearner()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := params.Publish(ctx, l.Weights()); err != nil {
-		t.Fatal(err)
-	}
+	params := initialParams(ctx, t, ip, run, opt, pieces)
 	pctx, stopPolicy := context.WithCancel(ctx)
 	policyDone := make(chan error, 1)
 	go func() { policyDone <- worker.RunPolicy(pctx, pieces, inf, params) }()

@@ -19,6 +19,7 @@ import (
 type inlineCopy struct {
 	slot   int
 	pol    algo.PolicyNet
+	car    *carrier // runs pol on rows with their envs' states
 	params transport.ParamService
 }
 
@@ -30,7 +31,7 @@ func newInlineCopy(ctx context.Context, slot int, pieces *algo.Pieces, params tr
 	if err != nil {
 		return nil, err
 	}
-	c := &inlineCopy{slot: slot, pol: pol, params: params}
+	c := &inlineCopy{slot: slot, pol: pol, car: newCarrier(pol), params: params}
 	v, err := params.Wait(ctx, 0)
 	if err != nil {
 		return nil, fmt.Errorf("worker: env worker %d: first weights: %w", slot, err)
@@ -78,8 +79,10 @@ func (c *inlineCopy) known() uint64 { return max(c.params.Announced(), c.pol.Ver
 func (c *inlineCopy) version() uint64 { return c.pol.Version() }
 
 // infer answers r as a policy worker would (Out and WeightsVersion), with
-// the copy: the on-policy env worker's inference under inline mode.
+// the copy: the on-policy env worker's inference under inline mode. A
+// recurrent policy's states travel in r as they do to a policy worker, so
+// the copy, like a policy worker, keeps none.
 func (c *inlineCopy) infer(r *transport.InferRequest) {
-	r.Out = c.pol.ForwardTo(grow(r.Out, r.Rows*c.pol.OutDim()), r.Obs, r.Rows)
+	r.Out = c.car.forward(r.Out, r.Obs, r.Rows)
 	r.WeightsVersion = c.pol.Version()
 }

@@ -27,18 +27,7 @@ func segmentsInline(t *testing.T, segs int) [][]byte {
 	pieces, opt := ppoPieces(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	params, err := transport.NewInproc().Params(ctx, "inline", opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer params.Close()
-	l, err := pieces.NewSegmentLearner()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := params.Publish(ctx, l.Weights()); err != nil {
-		t.Fatal(err)
-	}
+	params := initialParams(ctx, t, transport.NewInproc(), "inline", opt, pieces)
 	envs := make([]env.Env, 4)
 	for j := range envs {
 		e, err := env.Make("CartPole-v1", env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(9))

@@ -39,7 +39,7 @@ func RunEnvVector(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf t
 	if cfg.Metrics != nil {
 		inferT.retried = cfg.Metrics.inferRetries
 	}
-	pol := newStreamPolicy(cfg.Slot, s, inf, inferT, nil, cfg.Metrics, cfg.Timing)
+	pol := newStreamPolicy(cfg.Slot, m, m, 0, s, inf, inferT, nil, cfg.Metrics, cfg.Timing)
 	if cfg.Timing != nil {
 		v = timedVector{Vector: v, ph: pol.ph, tm: cfg.Timing}
 	}

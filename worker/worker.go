@@ -14,6 +14,7 @@ import (
 	"herd/rollout"
 	"herd/sample"
 	"herd/transport"
+	"herd/weights"
 )
 
 // Valuer reads state values off policy outputs without drawing random
@@ -224,9 +225,15 @@ func runEnv(ctx context.Context, cfg EnvConfig, pieces *algo.Pieces, inf transpo
 	if cfg.Metrics != nil {
 		inferT.retried = cfg.Metrics.inferRetries
 	}
-	pol := newStreamPolicy(cfg.Slot, s, inf, inferT, cp, cfg.Metrics, cfg.Timing)
 	g := max(cfg.Groups, 1)
 	k := m / g
+	var sd int
+	if cp != nil {
+		sd = cp.car.sd
+	} else if sd, err = stateDim(pieces); err != nil {
+		return err
+	}
+	pol := newStreamPolicy(cfg.Slot, m, k, sd, s, inf, inferT, cp, cfg.Metrics, cfg.Timing)
 	var stopGroups func()
 	pol.groups, stopGroups = startGroups(ctx, cfg, inf, k)
 	defer stopGroups()
@@ -336,7 +343,9 @@ func pushSegments(ctx context.Context, cfg EnvConfig, loop *rollout.Segments, m,
 }
 
 // RunPolicy runs a policy worker: it answers batched inference requests
-// with the newest weights the parameter service knows, until ctx ends.
+// with the newest weights the parameter service knows, until ctx ends. A
+// recurrent policy's requests carry each env's state and the replies the
+// next (carrier), so the worker keeps none.
 func RunPolicy(ctx context.Context, pieces *algo.Pieces, inf transport.InferenceStream, params transport.ParamService) error {
 	return RunPolicyWith(ctx, PolicyConfig{}, pieces, inf, params)
 }
@@ -358,6 +367,7 @@ func RunPolicyWith(ctx context.Context, cfg PolicyConfig, pieces *algo.Pieces, i
 	if err != nil {
 		return err
 	}
+	car := newCarrier(p)
 	var obs, out []float32
 	var arrived []time.Time
 	err = inf.Serve(ctx, func(_ context.Context, batch []*transport.InferRequest) error {
@@ -388,7 +398,7 @@ func RunPolicyWith(ctx context.Context, cfg PolicyConfig, pieces *algo.Pieces, i
 		if met != nil {
 			t0 = time.Now()
 		}
-		out = p.ForwardTo(grow(out, rows*p.OutDim()), obs, rows)
+		out = car.forward(out, obs, rows)
 		off := 0
 		for _, r := range batch {
 			off += copy(r.Out, out[off:])
@@ -443,6 +453,16 @@ type LearnerConfig struct {
 	// and calls OnIteration, with a segment that holds every learner's
 	// episodes (T × all learners' envs).
 	Group *LearnerGroup
+	// Start, when set, is called with the learner once it is built and
+	// before it publishes: a learner that resumes a run restores its state
+	// there and returns the iterations already done (0 for a fresh run),
+	// which count toward Iterations.
+	Start func(l algo.SegmentLearner) (done int, err error)
+	// MinVersion is the least number the learner's first published
+	// version may have (transport.HeldBound after a restart: the readers
+	// hold the earlier learner's versions); the learner numbers its
+	// versions from there on.
+	MinVersion uint64
 }
 
 // Counters are a learner's tallies of the samples it pulled. Lags are in
@@ -547,7 +567,28 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 		}
 		own, lead = &Counters{}, g.Slot == 0
 	}
-	v := l.Weights()
+	start := 0
+	if cfg.Start != nil {
+		if start, err = cfg.Start(l); err != nil {
+			return l, err
+		}
+	}
+	// Versions are the learner's update count, raised by base when the
+	// readers hold higher numbers (an earlier learner of the run).
+	var base uint64
+	if n := l.Weights().N; cfg.MinVersion > n {
+		base = cfg.MinVersion - n
+	}
+	weightsOf := func() *weights.Version {
+		v := l.Weights()
+		if base > 0 {
+			w := *v
+			w.N += base
+			return &w
+		}
+		return v
+	}
+	v := weightsOf()
 	if lead {
 		if err := params.Publish(ctx, v); err != nil {
 			return l, err
@@ -555,7 +596,7 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 	}
 	cur := v.N
 	learned := time.Now() // the last segment learned (the watchdog of drops)
-	for it := 0; cfg.Iterations == 0 || it < cfg.Iterations; {
+	for it := start; cfg.Iterations == 0 || it < cfg.Iterations; {
 		b, err := pull(ctx, samples, cfg.Stall, cfg.Alive)
 		if err != nil {
 			return l, err
@@ -612,7 +653,7 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 		}
 		cur++
 		if lead {
-			v := l.Weights()
+			v := weightsOf()
 			if err := params.Publish(ctx, v); err != nil {
 				return l, err
 			}

@@ -50,6 +50,12 @@ type Config struct {
 	OrthoInit  bool    `yaml:"ortho_init"`   // orthogonal init (gains √2, 0.01, 1); default true
 	InitLogStd float32 `yaml:"init_log_std"` // Gaussian log-std at start (Box actions); default 0
 
+	// SharedEncoder gives the actor and the critic one encoder (the
+	// convolutions and the hidden ReLU layers) and a linear head each,
+	// CleanRL's ppo_atari.py Agent; the heads' gradients add up in it.
+	// Needs a convolutional encoder. Default false (separate networks).
+	SharedEncoder bool `yaml:"shared_encoder,omitempty"`
+
 	// Execution.
 	Parallel bool `yaml:"parallel"` // actor and critic passes on two goroutines (same results); default true
 	// DelayedGradient: a segment gathered one version behind the learner
@@ -80,7 +86,7 @@ func (c *Config) Validate(h algo.Header) error {
 	}
 	onpolicy.Common{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, LearningRate: c.LearningRate,
 		MaxGradNorm: c.MaxGradNorm, Gamma: c.Gamma, GAELambda: c.GAELambda, EntCoef: c.EntCoef, VFCoef: c.VFCoef,
-		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder}.Check(bad, h)
+		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder, SharedEncoder: c.SharedEncoder}.Check(bad, h)
 	if !(c.RMSPropEps > 0) {
 		bad("rms_prop_eps must be > 0, got %v", c.RMSPropEps)
 	}
@@ -95,7 +101,7 @@ func (c *Config) RolloutShape() (numEnvs, numSteps int, gamma float32) {
 
 func (c *Config) agentConfig() onpolicy.AgentConfig {
 	act, _ := nn.ParseActivation(c.Activation)
-	return onpolicy.AgentConfig{Encoder: c.Encoder, Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
+	return onpolicy.AgentConfig{Encoder: c.Encoder, SharedEncoder: c.SharedEncoder, Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
 		Parallel: c.Parallel}
 }
 
@@ -109,7 +115,7 @@ func Scalars() []string {
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:       "a2c",
-		Can:        algo.CanSegmentLearner | algo.CanGradApply | algo.CanAgentRows | algo.CanStatelessPolicy,
+		Can:        algo.CanSegmentLearner | algo.CanGradApply | algo.CanAgentRows | algo.CanStatelessPolicy | algo.CanCarriedState,
 		Doc:        "Advantage Actor-Critic (synchronous, n-step returns), discrete and continuous actions",
 		Scalars:    Scalars(),
 		NewConfig:  func() algo.Config { c := DefaultConfig(); return &c },

@@ -83,3 +83,25 @@ func TestLearnsProbes(t *testing.T) {
 	learntest.ProbeSegments(t, Spec(), "algo: a2c\nenv: %s\nsteps: 6000\n"+
 		"a2c: {num_envs: 4, num_steps: %d, learning_rate: 0.01, gamma: 0.9, ent_coef: 0.01, hidden: [16]}\n", 2)
 }
+
+// TestA2CSharedEncoder: A2C with one MinAtar encoder for both heads
+// (shared_encoder) trains on MinAtar Breakout deterministically, and its
+// model has the one encoder.
+func TestA2CSharedEncoder(t *testing.T) {
+	const cfg = "algo: a2c\nenv: MinAtar/Breakout-v1\nsteps: 400\nlog_every: 100\na2c:\n  encoder: minatar\n  shared_encoder: true\n  hidden: [16]\n  num_envs: 4\n"
+	run := func() string {
+		csv, _ := learntest.TrainFiles(t, learntest.Resolve(t, Spec(), cfg))
+		return csv
+	}
+	if a, b := run(), run(); a != b || strings.Count(a, "\n") != 5 {
+		t.Fatalf("runs differ or wrong row count:\n%s\n---\n%s", a, b)
+	}
+	res := learntest.Resolve(t, Spec(), cfg)
+	agent, err := Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Config.(*Config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := agent.Params(); p[0].Name != "network.0.weight" || p[len(p)-1].Name != "critic.bias" {
+		t.Fatalf("params %s … %s, want network.0.weight … critic.bias", p[0].Name, p[len(p)-1].Name)
+	}
+}

@@ -80,7 +80,7 @@ func (c *Config) Validate(h algo.Header) error {
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:    "a3c",
-		Can:     algo.CanGradApply | algo.CanPlan | algo.CanStatelessPolicy,
+		Can:     algo.CanGradApply | algo.CanPlan | algo.CanStatelessPolicy | algo.CanCarriedState,
 		Doc:     "Asynchronous Advantage Actor-Critic: workers compute gradients, the driver applies them as they arrive (a dataflow plan)",
 		Scalars: append(a2c.Scalars(), "charts/policy_lag", "charts/policy_lag_max"),
 		NewConfig: func() algo.Config {

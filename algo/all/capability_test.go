@@ -57,6 +57,7 @@ func TestCapabilitiesDeclared(t *testing.T) {
 			_, grads := seg.(flow.GradientLearner)
 			_, dataParallel := seg.(algo.DataParallel)
 			stateless := true // a policy without a state per env, or none to act elsewhere
+			carried := false
 			if p.NewPolicy != nil {
 				net, err := p.NewPolicy()
 				if err != nil {
@@ -65,6 +66,7 @@ func TestCapabilitiesDeclared(t *testing.T) {
 				if k, ok := net.(rollout.StateKeeper); ok && k.StateDim() > 0 {
 					stateless = false
 				}
+				_, carried = net.(algo.StatefulPolicy)
 			}
 			has := map[algo.Capability]bool{
 				algo.CanSegmentLearner:    isRollout && seg != nil && segModel && p.NewPolicy != nil && p.NewSampler != nil,
@@ -75,6 +77,7 @@ func TestCapabilitiesDeclared(t *testing.T) {
 				algo.CanAgentRows:         trainsOnHandedEnvs(t, s, h, cfg),
 				algo.CanPlan:              plan,
 				algo.CanStatelessPolicy:   stateless,
+				algo.CanCarriedState:      carried,
 			}
 			for _, c := range algo.Capabilities() {
 				if s.Can.Has(c) != has[c] {

@@ -96,7 +96,7 @@ func (c *Config) Validate(h algo.Header) error {
 	if c.PolicyFrequency < 1 {
 		bad("policy_frequency must be ≥ 1, got %d", c.PolicyFrequency)
 	}
-	if err := offpolicy.CheckEnv(h.Env); err != nil {
+	if err := offpolicy.CheckEnv(h.Envs, h.Env); err != nil {
 		bad("%v", err)
 	}
 	return errors.Join(errs...)

@@ -246,7 +246,7 @@ func (c *Config) Validate(h algo.Header) error {
 		bad("initial_priorities must be %s or %s, got %q", PrioritiesMax, PrioritiesActor, c.InitialPriorities)
 	}
 	if h.Env != "" {
-		if e, err := env.Make(h.Env); err != nil {
+		if e, err := h.Envs.Make(h.Env); err != nil {
 			bad("env %q: %v", h.Env, err)
 		} else {
 			if _, ok := e.ActionSpace().(env.Discrete); !ok {
@@ -320,7 +320,7 @@ func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) 
 	if !ok {
 		return nil, fmt.Errorf("%w: dqn: config is %T", algo.ErrConfig, c)
 	}
-	e, err := env.Make(h.Env)
+	e, err := h.Envs.Make(h.Env)
 	if err != nil {
 		return nil, err
 	}

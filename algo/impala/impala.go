@@ -137,7 +137,7 @@ func (c *Config) PlanSettings() []string {
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:    "impala",
-		Can:     algo.CanSegmentLearner | algo.CanBehaviourLogProbs | algo.CanPlan | algo.CanStatelessPolicy,
+		Can:     algo.CanSegmentLearner | algo.CanBehaviourLogProbs | algo.CanPlan | algo.CanStatelessPolicy | algo.CanCarriedState,
 		Doc:     "IMPALA: asynchronous actors, V-trace actor-critic learner (a dataflow plan)",
 		Scalars: Scalars(),
 		NewConfig: func() algo.Config {

@@ -1,10 +1,13 @@
 package ppo
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"herd/algo"
 	"herd/algo/internal/learntest"
+	"herd/algo/internal/onpolicy"
 	"herd/internal/rng"
 )
 
@@ -14,22 +17,7 @@ import (
 // the saved model reloads into a policy that acts as the trained one on
 // random frames, within Breakout-v1's three actions.
 func TestPPOImageEncoder(t *testing.T) {
-	res := learntest.Resolve(t, Spec(), "algo: ppo\nenv: MinAtar/Breakout-v1\nsteps: 1024\nlog_every: 256\n"+
-		"ppo:\n  encoder: minatar\n  hidden: [32]\n  num_envs: 2\n  num_steps: 128\n")
-	cfg := res.Config.(*Config)
-	learntest.Deterministic(t, Spec(), res.Header, cfg, 3)
-	r := rng.New(1, "test/frames", 0)
-	learntest.SaveLoad(t, Spec(), res.Header, cfg, 1, 20, func(int) []float32 {
-		x := make([]float32, 10*10*4)
-		for i := range x {
-			x[i] = float32(r.IntN(2))
-		}
-		return x
-	}, 0, 2)
-	agent, err := Train(t.Context(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent := trainMinAtar(t, 1024, 3, "")
 	for _, want := range []struct {
 		name  string
 		shape []int
@@ -53,4 +41,47 @@ func TestPPOImageEncoder(t *testing.T) {
 	bad := DefaultConfig()
 	bad.Encoder = "nature"
 	learntest.ConfigError(t, bad.Validate(algo.Header{Env: "CartPole-v1", Steps: 1 << 20}), "not an image")
+}
+
+// TestPPOSharedEncoder trains PPO with one MinAtar encoder for both heads
+// (shared_encoder, CleanRL's ppo_atari.py layout) through a config file:
+// deterministic, saved and reloaded, and refused without a conv encoder.
+func TestPPOSharedEncoder(t *testing.T) {
+	agent := trainMinAtar(t, 512, 2, "  shared_encoder: true\n")
+	var names []string
+	for _, p := range agent.Params() {
+		names = append(names, p.Name)
+	}
+	if want := "network.0.weight network.0.bias network.3.weight network.3.bias actor.weight actor.bias critic.weight critic.bias"; strings.Join(names, " ") != want {
+		t.Errorf("params %v, want %s", names, want)
+	}
+	bad := DefaultConfig()
+	bad.SharedEncoder = true
+	learntest.ConfigError(t, bad.Validate(algo.Header{Env: "CartPole-v1", Steps: 1 << 20}), "shared_encoder needs a convolutional encoder")
+}
+
+// trainMinAtar trains PPO with the minatar encoder (hidden [32], the
+// config's extra ppo lines added) on MinAtar Breakout for steps, checks
+// that runs deterministic in their seed and that the saved model reloads
+// into a policy acting as the trained one on random frames, within
+// Breakout-v1's three actions, and returns the trained agent.
+func trainMinAtar(t *testing.T, steps, runs int, extra string) *onpolicy.Agent {
+	t.Helper()
+	res := learntest.Resolve(t, Spec(), fmt.Sprintf("algo: ppo\nenv: MinAtar/Breakout-v1\nsteps: %d\nlog_every: 256\n", steps)+
+		"ppo:\n  encoder: minatar\n  hidden: [32]\n  num_envs: 2\n  num_steps: 128\n"+extra)
+	cfg := res.Config.(*Config)
+	learntest.Deterministic(t, Spec(), res.Header, cfg, runs)
+	r := rng.New(1, "test/frames", 0)
+	learntest.SaveLoad(t, Spec(), res.Header, cfg, 1, 20, func(int) []float32 {
+		x := make([]float32, 10*10*4)
+		for i := range x {
+			x[i] = float32(r.IntN(2))
+		}
+		return x
+	}, 0, 2)
+	agent, err := Train(t.Context(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return agent
 }

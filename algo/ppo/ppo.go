@@ -78,6 +78,13 @@ type Config struct {
 	Activation string  `yaml:"activation"`   // hidden activation; default tanh
 	OrthoInit  bool    `yaml:"ortho_init"`   // orthogonal init (gains √2, 0.01, 1); default true
 	InitLogStd float32 `yaml:"init_log_std"` // Gaussian log-std at start (Box actions); default 0
+
+	// SharedEncoder gives the actor and the critic one encoder (the
+	// convolutions and the hidden ReLU layers) and a linear head each,
+	// CleanRL's ppo_atari.py Agent; the heads' gradients add up in it.
+	// Needs a convolutional encoder. Default false (separate networks).
+	SharedEncoder bool `yaml:"shared_encoder,omitempty"`
+
 	// ActorObs > 0: the actor reads only the first ActorObs observation
 	// values, the critic all of them (MAPPO with a multi-agent env's
 	// "state=true" rows); default 0 (all).
@@ -124,13 +131,13 @@ func (c *Config) IsRecurrent() bool { return c.Recurrent.Type != "" }
 
 // Lacks is what a recurrent config cannot do (algo.Limiter): its policy
 // is not a function of one observation, so it cannot act in a policy
-// worker or a slot that does not keep each env's state; its minibatches
+// worker or a slot that does not keep or carry each env's state; its minibatches
 // are whole env sequences, which data-parallel learners do not split; and
 // the several policies of a multiagent section are not given a state.
 func (c *Config) Lacks() (algo.Capability, string) {
 	if c.IsRecurrent() {
 		return algo.CanStatelessPolicy | algo.CanDataParallel | algo.CanAgentRows,
-			"ppo with recurrent." + c.Recurrent.Type + ": the policy carries a hidden state per env, which only the local executor keeps (docs/guide/recurrent.md)"
+			"ppo with recurrent." + c.Recurrent.Type + ": the policy carries a hidden state per env, which the executor must keep or carry for each env (docs/guide/recurrent.md)"
 	}
 	if c.NormObs || c.NormReward {
 		return algo.CanDataParallel, "ppo with norm_obs or norm_reward: each data-parallel learner would fold the statistics of its own rows"
@@ -159,7 +166,8 @@ func (c *Config) Validate(h algo.Header) error {
 	}
 	onpolicy.Common{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, LearningRate: c.LearningRate,
 		MaxGradNorm: c.MaxGradNorm, Gamma: c.Gamma, GAELambda: c.GAELambda, EntCoef: c.EntCoef, VFCoef: c.VFCoef,
-		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder, Recurrent: c.IsRecurrent()}.Check(bad, h)
+		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder, SharedEncoder: c.SharedEncoder,
+		Recurrent: c.IsRecurrent()}.Check(bad, h)
 	if c.NumMinibatches < 1 {
 		bad("num_minibatches must be >= 1, got %d", c.NumMinibatches)
 	} else if c.NumEnvs >= 1 && c.NumSteps >= 1 && (c.NumEnvs*c.NumSteps)%c.NumMinibatches != 0 {
@@ -216,7 +224,7 @@ func (c *Config) RolloutShape() (numEnvs, numSteps int, gamma float32) {
 
 func (c *Config) agentConfig() onpolicy.AgentConfig {
 	act, _ := nn.ParseActivation(c.Activation)
-	return onpolicy.AgentConfig{Encoder: c.Encoder, Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
+	return onpolicy.AgentConfig{Encoder: c.Encoder, SharedEncoder: c.SharedEncoder, Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
 		ActorObs: c.ActorObs, ValueNorm: c.ValueNorm, InputNorm: c.InputNorm, Parallel: c.Parallel,
 		Recurrent: c.Recurrent.Type, RecurrentHidden: cmp.Or(c.Recurrent.Hidden, DefaultRecurrentHidden), RecurrentAfter: c.Recurrent.After,
 		NormObs: c.NormObs, NormReward: c.NormReward}
@@ -232,7 +240,7 @@ func Scalars() []string {
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:       "ppo",
-		Can:        algo.CanSegmentLearner | algo.CanDataParallel | algo.CanBehaviourLogProbs | algo.CanAgentRows | algo.CanStatelessPolicy,
+		Can:        algo.CanSegmentLearner | algo.CanDataParallel | algo.CanBehaviourLogProbs | algo.CanAgentRows | algo.CanStatelessPolicy | algo.CanCarriedState,
 		Doc:        "Proximal Policy Optimization (clipped surrogate, GAE), discrete and continuous actions",
 		Scalars:    Scalars(),
 		NewConfig:  func() algo.Config { c := DefaultConfig(); return &c },

@@ -138,11 +138,11 @@ func TestPPOEvalRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, path := learntest.Reload(t, Spec(), agent, res.Header, res.Config)
-	want, err := algo.Evaluate(context.Background(), agent, "CartPole-v1", 3, 9)
+	want, err := algo.Evaluate(context.Background(), agent, env.Maker{}, "CartPole-v1", 3, 9)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := algo.Evaluate(context.Background(), p, "CartPole-v1", 3, 9)
+	got, err := algo.Evaluate(context.Background(), p, env.Maker{}, "CartPole-v1", 3, 9)
 	if err != nil {
 		t.Fatal(err)
 	}

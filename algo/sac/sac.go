@@ -105,7 +105,7 @@ func (c *Config) Validate(h algo.Header) error {
 	if !(c.Alpha >= 0) {
 		bad("alpha must be ≥ 0, got %v", c.Alpha)
 	}
-	if err := offpolicy.CheckEnv(h.Env); err != nil {
+	if err := offpolicy.CheckEnv(h.Envs, h.Env); err != nil {
 		bad("%v", err)
 	}
 	return errors.Join(errs...)

@@ -53,7 +53,13 @@ func (p *proc) exit(t *testing.T, what string, d time.Duration) int {
 // returns it once the run's config is stored.
 func controllerRun(t *testing.T, ctx context.Context, url, run string, extra ...string) *proc {
 	t.Helper()
-	args := append([]string{"launch", "--config", writeDistConfig(t, 100000), "--nats", url, "--run", run, "--no-workers", "--ttl", "3s"}, extra...)
+	return controllerRunConfig(t, ctx, writeDistConfig(t, 100000), url, run, extra...)
+}
+
+// controllerRunConfig is controllerRun of the config at cfg.
+func controllerRunConfig(t *testing.T, ctx context.Context, cfg, url, run string, extra ...string) *proc {
+	t.Helper()
+	args := append([]string{"launch", "--config", cfg, "--nats", url, "--run", run, "--no-workers", "--ttl", "3s"}, extra...)
 	c := startHerd(t, args...)
 	n, err := dialNATS(t, url)
 	if err != nil {
@@ -84,9 +90,10 @@ func awaitMember(t *testing.T, ctx context.Context, mem transport.Membership, na
 
 // A --no-workers controller's exit tells the truth about its learner: no
 // learner within --register-timeout fails (not a wait forever); a learner
-// restarted after a kill -9 fails at once naming the restart (not a
-// weights version refused later), and the controller fails with it; a
-// Ctrl-C gives 130 because the learner saved the run (its exit is 130).
+// restarted after a kill -9 resumes the run and the controller exits 0 with
+// it, while one never restarted fails the controller after
+// --register-timeout; a Ctrl-C gives 130 because the learner saved the
+// run (its exit is 130).
 func TestControllerExitIsTheLearners(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("process groups of their own need Linux")
@@ -110,13 +117,17 @@ func TestControllerExitIsTheLearners(t *testing.T) {
 	}
 
 	t.Run("restarted-learner", func(t *testing.T) {
-		const run = "ctl-restart"
-		c := controllerRun(t, ctx, url, run)
+		const run, iters = "ctl-restart", 400
+		out := filepath.Join(t.TempDir(), "run")
+		c := controllerRunConfig(t, ctx, writeResumeConfig(t, iters), url, run)
 		mem := watchRun(t, ctx, url, run)
-		largs := workers(t, run, filepath.Join(t.TempDir(), "run"))
+		largs := []string{"worker", "--role", "learner", "--nats", url, "--run", run, "--ttl", "3s", "--out", out, "--quiet"}
+		for _, slot := range []string{"0", "1"} {
+			startHerd(t, "worker", "--role", "env", "--slot", slot, "--nats", url, "--run", run, "--ttl", "3s")
+		}
 		l := startHerd(t, largs...)
 		awaitMember(t, ctx, mem, "learner-0")
-		time.Sleep(500 * time.Millisecond) // mid-run
+		awaitCheckpoint(t, ctx, out)
 		if err := syscall.Kill(l.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
@@ -124,17 +135,38 @@ func TestControllerExitIsTheLearners(t *testing.T) {
 		// An orchestrator's restart (compose's restart: on-failure), at
 		// once: the killed learner's registration has not expired yet.
 		l2 := startHerd(t, largs...)
-		if code := l2.exit(t, "the restarted learner", 20*time.Second); code != exitFailed || !strings.Contains(l2.out.String(), "learner was restarted") {
-			t.Errorf("restarted learner: exit %d, want %d naming the restart\n%s", code, exitFailed, l2.out.String())
+		if code := l2.exit(t, "the restarted learner", 60*time.Second); code != exitOK || !strings.Contains(l2.out.String(), "resuming from step") {
+			t.Errorf("restarted learner: exit %d, want %d after resuming\n%s", code, exitOK, l2.out.String())
 		}
-		if code := c.exit(t, "the controller", 20*time.Second); code != exitFailed || !strings.Contains(c.out.String(), "learner was restarted") {
-			t.Errorf("controller: exit %d, want %d naming the restart\n%s", code, exitFailed, c.out.String())
+		if code := c.exit(t, "the controller", 20*time.Second); code != exitOK {
+			t.Errorf("controller: exit %d, want %d\n%s", code, exitOK, c.out.String())
 		}
+		checkResumed(t, out, iters)
 		// The next restart finds the run ended: exit 0, so an orchestrator
 		// stops restarting it.
 		l3 := startHerd(t, largs...)
 		if code := l3.exit(t, "the learner started after the end", 20*time.Second); code != exitOK || !strings.Contains(l3.out.String(), "nothing to do") {
 			t.Errorf("learner after the end: exit %d, want 0\n%s", code, l3.out.String())
+		}
+	})
+
+	t.Run("learner-killed-for-good", func(t *testing.T) {
+		// No restart: the controller waits --register-timeout for one,
+		// then fails naming the loss.
+		const run = "ctl-lost"
+		out := filepath.Join(t.TempDir(), "run")
+		c := controllerRunConfig(t, ctx, writeResumeConfig(t, 400), url, run, "--register-timeout", "2s")
+		mem := watchRun(t, ctx, url, run)
+		for _, slot := range []string{"0", "1"} {
+			startHerd(t, "worker", "--role", "env", "--slot", slot, "--nats", url, "--run", run, "--ttl", "3s")
+		}
+		l := startHerd(t, "worker", "--role", "learner", "--nats", url, "--run", run, "--ttl", "3s", "--out", out, "--quiet")
+		awaitMember(t, ctx, mem, "learner-0")
+		if err := syscall.Kill(l.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		if code := c.exit(t, "the controller", 30*time.Second); code != exitFailed || !strings.Contains(c.out.String(), "did not restart within 2s") {
+			t.Errorf("controller after a learner lost for good: exit %d, want %d naming it\n%s", code, exitFailed, c.out.String())
 		}
 	})
 

@@ -55,7 +55,7 @@ default the config's out).`,
 			signal.Ignore(syscall.SIGPIPE)
 			ctx, stop := hangupContext(cmd.Context(), cmd.ErrOrStderr())
 			defer stop()
-			o.Specs, o.OutSet, o.Stdout = specs(), cmd.Flags().Changed("out"), cmd.OutOrStdout()
+			o.Specs, o.Envs, o.OutSet, o.Stdout = specs(), envMaker(), cmd.Flags().Changed("out"), cmd.OutOrStdout()
 			return launch.RunWorker(ctx, o)
 		},
 	}
@@ -113,8 +113,9 @@ controller exits with its learner's status (0, 130 or 1), and 1 when the
 learner vanished without one, failed before it registered, or did not
 register within --register-timeout; on Ctrl-C it asks the learner to stop
 and exits 130 only when the learner says it saved the run. A learner
-restarted by its orchestrator after it was killed fails at once naming
-that (a distributed run cannot continue without its learner's state).`,
+killed by a signal is started again and resumes the run from its newest
+checkpoint (PPO, A2C; docs/guide/resume.md); a --no-workers controller
+waits up to --register-timeout for its orchestrator to restart it.`,
 		Example: `  herd launch --config configs/ppo-cartpole-dist.yaml
   herd launch --config ppo.yaml --nats nats://nats-0.nats:4222 --run ppo-1 --no-workers
   herd launch --config configs/ppo-cartpole-dist.yaml --seed 2 --steps 100000 --quiet`,

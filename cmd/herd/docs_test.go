@@ -9,7 +9,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/all"
-	"herd/env"
+	"herd/env/remote"
 )
 
 // docFiles are the pages whose commands a user copies.
@@ -153,7 +153,7 @@ func TestDocCommands(t *testing.T) {
 			if config == "" || strings.HasPrefix(config, "/tmp/") {
 				continue
 			}
-			if ov.Env != nil && env.IsRemote(*ov.Env) {
+			if ov.Env != nil && remote.IsID(*ov.Env) {
 				continue // resolving asks the env's server, which the page starts (doc-commands.sh runs it)
 			}
 			data, err := os.ReadFile(filepath.Join("../..", config))

@@ -93,7 +93,7 @@ func want(t *testing.T, what string, m map[string]float64, vals map[string]float
 func TestServeEnvMetricsLive(t *testing.T) {
 	addr, url := startServeMetrics(t, "env")
 	const n = 4
-	v, err := env.MakeVector("grpc://"+addr+"/CartPole-v1", n, env.Sync)
+	v, err := envMaker().MakeVector("grpc://"+addr+"/CartPole-v1", n, env.Sync)
 	if err != nil {
 		t.Fatal(err)
 	}

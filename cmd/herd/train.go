@@ -114,7 +114,7 @@ func resolveWith(cmd *cobra.Command, f *trainFlags, specs []algo.Spec) (*algo.Re
 		}
 		data = b
 	}
-	ov := algo.Overrides{Set: f.set}
+	ov := algo.Overrides{Set: f.set, Envs: envMaker()}
 	fl := cmd.Flags().Changed
 	ifSet(fl, "algo", &ov.Algo, &f.algo)
 	ifSet(fl, "env", &ov.Env, &f.env)
@@ -142,7 +142,7 @@ func resolveResume(cmd *cobra.Command, f *trainFlags, specs []algo.Spec) (*algo.
 	if err != nil {
 		return nil, fmt.Errorf("train: %w", err)
 	}
-	saved, err := algo.Resolve(data, specs, algo.Overrides{Out: &f.out})
+	saved, err := algo.Resolve(data, specs, algo.Overrides{Out: &f.out, Envs: envMaker()})
 	if err != nil {
 		return nil, fmt.Errorf("train: %s: %w", path, err)
 	}
@@ -154,7 +154,7 @@ func resolveResume(cmd *cobra.Command, f *trainFlags, specs []algo.Spec) (*algo.
 		diff = append(diff, fmt.Sprintf("--env %s (the run's: %s)", f.env, saved.Header.Env))
 	}
 	if len(diff) == 0 {
-		ov := algo.Overrides{Set: f.set, Out: &f.out}
+		ov := algo.Overrides{Set: f.set, Out: &f.out, Envs: envMaker()}
 		ifSet(fl, "seed", &ov.Seed, &f.seed)
 		ifSet(fl, "steps", &ov.Steps, &f.steps)
 		ifSet(fl, "log-every", &ov.LogEvery, &f.logEvery)
@@ -188,7 +188,7 @@ func newEvalCmd() *cobra.Command {
 			if cmd.Flags().Changed("env") {
 				o.Env = &envID
 			}
-			o.Specs = all.Specs()
+			o.Specs, o.Envs = all.Specs(), envMaker()
 			return run.Eval(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}

@@ -52,7 +52,7 @@ keeps the other runtime keys (learner_mode among them).`,
 			if cmd.Flags().Changed("steps") && o.Steps < 1 {
 				return fmt.Errorf("tune: --steps must be ≥ 1, got %d", o.Steps)
 			}
-			o.Specs = all.Specs()
+			o.Specs, o.Envs = all.Specs(), envMaker()
 			return tune.Explore(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}

@@ -72,7 +72,7 @@ func evaluate(r *flow.Run, learner algo.SegmentLearner, k int) func(flow.Report)
 			return flow.Report{}, nil
 		}
 		model := learner.(algo.Modeler).Model()
-		rets, err := algo.Evaluate(r.Ctx, model, r.Header.Env, 5, r.Header.Seed+uint64(n))
+		rets, err := algo.Evaluate(r.Ctx, model, r.Header.Envs, r.Header.Env, 5, r.Header.Seed+uint64(n))
 		if err != nil {
 			return flow.Report{}, err
 		}

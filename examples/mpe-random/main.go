@@ -37,7 +37,7 @@ func main() {
 	}
 	p := &random{space: e.ActionSpace(), r: rng.New(*seed, "mpe-random/actor", 0)}
 	e.Close()
-	res, err := algo.EvaluateAgents(context.Background(), p, *id, *episodes, *seed)
+	res, err := algo.EvaluateAgents(context.Background(), p, env.Maker{}, *id, *episodes, *seed)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "mpe-random:", err)
 		os.Exit(1)

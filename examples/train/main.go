@@ -53,7 +53,7 @@ func run(ctx context.Context, w io.Writer, seed uint64, steps int64) (float64, e
 		sum.Steps, sum.WallSeconds, sum.SPS, sum.FinalReturnMean100)
 
 	// The trained agent is an algo.Policy: evaluate it greedily.
-	returns, err := algo.Evaluate(ctx, agent, h.Env, 10, 0)
+	returns, err := algo.Evaluate(ctx, agent, h.Envs, h.Env, 10, 0)
 	if err != nil {
 		return 0, err
 	}

@@ -29,7 +29,7 @@ var layers = []struct {
 	{"internal", []string{"herd/internal/...", "herd/proto/..."}},
 	{"building blocks", []string{"herd/nn/...", "herd/env/...", "herd/replay/...", "herd/metrics/...",
 		"herd/weights/...", "herd/sample/...", "herd/service"}},
-	{"transport and services", []string{"herd/transport/...", "herd/service/..."}},
+	{"transport and services", []string{"herd/transport/...", "herd/service/...", "herd/env/remote"}},
 	{"algorithms and executors", []string{"herd/algo/...", "herd/rollout/...", "herd/flow/...", "herd/worker/...", "herd/run/...", "herd/tune/..."}},
 	{"tools", []string{"herd/launch/...", "herd/bench/..."}},
 	{"commands", []string{"herd/cmd/...", "herd/examples/...", "herd/deploy/..."}},
@@ -142,13 +142,14 @@ func TestLayerViolations(t *testing.T) {
 		upwards bool
 	}{
 		{goPackage{"herd/algo", []string{"herd/nn", "herd/internal/rng", "fmt"}}, false},
-		{goPackage{"herd/env", []string{"herd/service", "herd/proto/herd/v1"}}, false},
+		{goPackage{"herd/env/remote", []string{"herd/env", "herd/service", "herd/proto/herd/v1"}}, false},
 		{goPackage{"herd/service/envsvc", []string{"herd/env", "herd/service"}}, false},
 		{goPackage{"herd/run/distexec", []string{"herd/worker", "herd/transport"}}, false},
 		{goPackage{"herd/cmd/herd", []string{"herd/launch", "herd/bench", "herd/algo/all"}}, false},
 		// A test double in internal/ that imports what it fakes.
 		{goPackage{"herd/internal/fakealgo", []string{"herd/algo"}}, true},
 		{goPackage{"herd/service", []string{"herd/service/envsvc"}}, true},
+		{goPackage{"herd/env", []string{"herd/env/remote"}}, true},
 		{goPackage{"herd/nn", []string{"herd/transport"}}, true},
 		{goPackage{"herd/transport", []string{"herd/worker"}}, true},
 		{goPackage{"herd/algo", []string{"herd/launch"}}, true},
@@ -158,6 +159,81 @@ func TestLayerViolations(t *testing.T) {
 	} {
 		if got := layerViolations([]goPackage{c.pkg}); (len(got) > 0) != c.upwards {
 			t.Errorf("%s → %v: violations %q, want some: %v", c.pkg.ImportPath, c.pkg.Imports, got, c.upwards)
+		}
+	}
+}
+
+// depBans are dependencies some packages must not compile in, directly or
+// through others (`go list -deps`): env's core makes envs without the
+// remote env client (herd/env/remote, wired in by cmd/herd through
+// env.Maker), and the algorithms that are not plans, with the contract
+// algo and rollout, train without the transports. An entry bans its
+// package and every package below it.
+var depBans = []struct {
+	pkgs   []string
+	banned []string
+}{
+	{[]string{"herd/env"}, []string{"google.golang.org/grpc", "google.golang.org/protobuf",
+		"github.com/prometheus", "herd/env/remote", "herd/service", "herd/proto", "herd/metrics"}},
+	{[]string{"herd/algo", "herd/rollout", "herd/algo/ppo", "herd/algo/a2c", "herd/algo/dqn", "herd/algo/sac",
+		"herd/algo/td3", "herd/algo/ddpg"}, []string{"google.golang.org/grpc", "github.com/nats-io",
+		"herd/flow", "herd/transport", "herd/env/remote", "herd/service"}},
+}
+
+// bannedDeps returns one line per package of deps that a ban matches.
+func bannedDeps(pkg string, deps, banned []string) []string {
+	var bad []string
+	for _, d := range deps {
+		for _, b := range banned {
+			if d == b || strings.HasPrefix(d, b+"/") {
+				bad = append(bad, fmt.Sprintf("%s compiles in %s (banned: %s)", pkg, d, b))
+			}
+		}
+	}
+	return bad
+}
+
+// TestDependencyBans: the packages of depBans compile in none of their
+// banned packages. Repeat with `go test ./internal/lint -run
+// TestDependencyBans -v` (it logs each package's non-standard count).
+func TestDependencyBans(t *testing.T) {
+	for _, b := range depBans {
+		for _, pkg := range b.pkgs {
+			cmd := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", pkg)
+			cmd.Dir = "../.."
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("go list -deps %s: %v\n%s", pkg, err, stderr.String())
+			}
+			deps := strings.Fields(string(out))
+			if !slices.Contains(deps, pkg) {
+				t.Fatalf("go list -deps %s does not list %s: not herd's module?", pkg, pkg)
+			}
+			for _, v := range bannedDeps(pkg, deps, b.banned) {
+				t.Error(v)
+			}
+			t.Logf("%s: %d non-standard packages", pkg, len(deps))
+		}
+	}
+}
+
+// TestBannedDeps: the check finds a banned package and those below it,
+// and passes a package that only shares a prefix of its name.
+func TestBannedDeps(t *testing.T) {
+	banned := []string{"google.golang.org/grpc", "herd/flow"}
+	for _, c := range []struct {
+		deps []string
+		want int
+	}{
+		{[]string{"herd/nn", "herd/env"}, 0},
+		{[]string{"google.golang.org/grpc"}, 1},
+		{[]string{"google.golang.org/grpc/codes", "herd/flow", "herd/nn"}, 2},
+		{[]string{"google.golang.org/grpcx", "herd/flowers"}, 0},
+	} {
+		if got := bannedDeps("p", c.deps, banned); len(got) != c.want {
+			t.Errorf("deps %v: %q, want %d", c.deps, got, c.want)
 		}
 	}
 }

@@ -130,6 +130,11 @@ class _Session:
         # 0's reset gave) of at least _ROWS_MIN_DIM values; set by reset.
         self.rows_path = False
         self.batcher = stepwire.Batcher()
+        # u8: observations travel as bytes (the client asked, the space is
+        # a uint8 Box); lives: the envs' infos hold ALE's "lives" (seen at
+        # reset). Either sends steps through step_plain.
+        self.u8 = open_req.obs_u8 and self.obs_codec.u8
+        self.lives = False
 
     def close(self):
         _close_envs(self.envs)
@@ -146,9 +151,14 @@ class _Session:
                 has_state = hasattr(u, "state")
             except Exception:
                 pass
+        meanings = getattr(u, "get_action_meanings", None)
+        try:
+            meanings = [str(m) for m in meanings()] if meanings is not None else []
+        except Exception:
+            meanings = []
         return env_pb2.EnvResponse(open=env_pb2.OpenResponse(
             observation_space=self.obs_codec.to_proto(), action_space=self.act_codec.to_proto(),
-            num_envs=len(self.envs), has_state=has_state))
+            num_envs=len(self.envs), has_state=has_state, obs_u8=self.u8, action_meanings=meanings))
 
     def _obs(self, obs, out):
         """Appends obs, flat, to the list out."""
@@ -167,21 +177,36 @@ class _Session:
         n = len(self.envs)
         if seeds and len(seeds) != n:
             return None, "reset with %d seeds for %d envs" % (len(seeds), n)
-        obs = []
+        obs, obs_u8, lives = [], bytearray(), []
         try:
             for i, e in enumerate(self.envs):
                 seed = seeds[i] if seeds and seeds[i] >= 0 else None
-                o, _ = e.reset(seed=seed)
+                o, info = e.reset(seed=seed)
                 if i == 0:
                     self.rows_path = (type(o) is _ndarray and o.dtype is _f32
                                       and self.obs_codec.dim >= _ROWS_MIN_DIM)
-                self._obs(o, obs)
+                    self.lives = isinstance(info, dict) and "lives" in info
+                if self.u8:
+                    obs_u8 += self._bytes(o)
+                else:
+                    self._obs(o, obs)
+                if self.lives:
+                    lives.append(int(info["lives"]))
                 self.elapsed[i], self.running[i] = 0, True
         except Exception as ex:  # the env's own failure
             return _status(grpc.StatusCode.INTERNAL, "ENV_ERROR", "reset: %r" % (ex,)), None
-        return env_pb2.EnvResponse(batch=env_pb2.Batch(obs=obs)), None
+        return env_pb2.EnvResponse(batch=env_pb2.Batch(obs=obs, obs_u8=bytes(obs_u8), lives=lives)), None
+
+    def _bytes(self, o):
+        """A uint8 observation's bytes, checked against the space."""
+        b = o.tobytes() if type(o) is _ndarray and o.dtype.name == "uint8" else bytes(int(v) for v in flatten(o))
+        if len(b) != self.obs_codec.dim:
+            raise ValueError("observation has %d values, the space %d" % (len(b), self.obs_codec.dim))
+        return b
 
     def step(self, actions):
+        if self.u8 or self.lives:
+            return self.step_plain(actions)
         r = self.step_lists(actions)
         if type(r) is not tuple:
             return r
@@ -190,11 +215,55 @@ class _Session:
     def step_wire(self, actions):
         """step, answered as a serialized EnvResponse, written by
         stepwire rather than through protobuf's objects."""
+        if self.u8 or self.lives:
+            return self.step_plain(actions).SerializeToString()
         r = self.step_lists(actions)
         if type(r) is not tuple:
             return r.SerializeToString()
         b = self.batcher.batch(*r)
         return b if b is not None else _batch_response(r).SerializeToString()
+
+    def step_plain(self, actions):
+        """step for sessions whose answers carry what step_lists' fast
+        paths do not: observations as bytes (u8) or each env's lives."""
+        n, ad = len(self.envs), self.act_codec.dim
+        rows = self.act_codec.rows(actions, n) if len(actions) == n * ad else None
+        if type(rows) is not list or False in self.running:
+            return self._rows(actions)
+        obs, final, obs_u8, final_u8 = [], [], bytearray(), bytearray()
+        rewards, terms, truncs, lives = [], [], [], []
+        try:
+            for i, a in enumerate(rows):
+                e = self.envs[i]
+                o, r, term, trunc, info = e.step(a)
+                if self.max_steps > 0:
+                    self.elapsed[i] += 1
+                    if self.elapsed[i] >= self.max_steps:
+                        trunc = True
+                term, trunc = bool(term), bool(trunc)
+                rewards.append(float(r))
+                terms.append(term)
+                truncs.append(trunc)
+                if self.lives:
+                    lives.append(int(info["lives"]))
+                if term or trunc:
+                    self.running[i] = False
+                    if self.autoreset:
+                        if self.u8:
+                            final_u8 += self._bytes(o)
+                        else:
+                            self._obs(o, final)
+                        o, _ = e.reset(seed=None)
+                        self.elapsed[i], self.running[i] = 0, True
+                if self.u8:
+                    obs_u8 += self._bytes(o)
+                else:
+                    self._obs(o, obs)
+        except Exception as ex:
+            return _status(grpc.StatusCode.INTERNAL, "ENV_ERROR", "step: %r" % (ex,))
+        return env_pb2.EnvResponse(batch=env_pb2.Batch(
+            obs=obs, rewards=rewards, terminated=terms, truncated=truncs, final_obs=final,
+            obs_u8=bytes(obs_u8), final_obs_u8=bytes(final_u8), lives=lives))
 
     def _rows(self, actions):
         """The envs' actions (a list), or an error EnvResponse: every

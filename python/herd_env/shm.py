@@ -33,7 +33,7 @@ the protocol.
 
 The segment is the client's memfd (it has no name in /dev/shm and the
 kernel frees it when the last process that maps it exits or unmaps it). Its
-layout (env/remote_shm_linux.go's shmLayout) is a 64-byte header (b"HERDSHM1",
+layout (env/remote/shm_linux.go's shmLayout) is a 64-byte header (b"HERDSHM1",
 then n, obs dim, action dim as little-endian uint32), then float32 actions,
 float32 observations, float32 final observations (row i meaningful when env
 i's episode ended), float64 rewards, one byte per env terminated, one byte

@@ -45,6 +45,9 @@ class Codec:
         self.space = space
         self.kind = _kind(space)
         self.box_rows = None
+        # A uint8 Box (Gymnasium's images) may travel one byte a value
+        # (Batch.obs_u8).
+        self.u8 = self.kind == "Box" and str(getattr(space, "dtype", "")) == "uint8"
         if self.kind == "Discrete":
             self.n = int(space.n)
             self.start = int(getattr(space, "start", 0))

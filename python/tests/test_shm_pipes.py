@@ -25,7 +25,7 @@ def _frame(req):
 
 
 class _Client:
-    """A minimal shm client: the Go client's protocol (env/remote_shm_linux.go)."""
+    """A minimal shm client: the Go client's protocol (env/remote/shm_linux.go)."""
 
     def __init__(self, name, n, pipes):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -172,12 +172,12 @@ func prepare(h algo.Header, spec algo.Spec, cfg algo.Config, others map[string]a
 	if numEnvs < 1 || T < 1 {
 		return nil, fmt.Errorf("%w: %d envs × %d steps per segment", ErrConfig, numEnvs, T)
 	}
-	if env.IsParallel(h.Env) {
+	if h.Envs.IsParallel(h.Env) {
 		// Its env workers step single envs, which for a multi-agent id
 		// would be the turn view (env.TurnEnv), not the agents' rows.
 		return nil, fmt.Errorf("%w: %s is multi-agent; the on-policy dist topology does not step agent rows yet (executor local or hts does)", ErrConfig, h.Env)
 	}
-	e, err := env.Make(h.Env)
+	e, err := h.Envs.Make(h.Env)
 	if err != nil {
 		return nil, err
 	}
@@ -213,8 +213,14 @@ func prepare(h algo.Header, spec algo.Spec, cfg algo.Config, others map[string]a
 	if err != nil {
 		return nil, err
 	}
+	// A recurrent policy's state per env travels beside each observation
+	// and each row of outputs (worker.RunPolicy).
+	sd := 0
+	if sp, ok := p0.(algo.StatefulPolicy); ok {
+		sd = sp.StateDim()
+	}
 	return &Setup{Header: h, NumEnvs: numEnvs, T: T, Gamma: gamma, Pieces: pieces, Inline: inline, Learners: m,
-		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim(), OutDim: p0.OutDim(), Like: like, MaxBatchRows: max(4096, numEnvs),
+		Stream: transport.Options{ObsDim: e.ObservationSpace().Dim() + sd, OutDim: p0.OutDim() + sd, Like: like, MaxBatchRows: max(4096, numEnvs),
 			Capacity: OnCapacity}}, nil
 }
 
@@ -316,7 +322,7 @@ func prepareOff(h algo.Header, spec algo.Spec, cfg algo.Config) (*Setup, error) 
 		return nil, fmt.Errorf("%w: policy_workers %d, inference %q: the off-policy topology (%s) has no policy workers; its env workers act with inline policy copies",
 			ErrConfig, rc.PolicyWorkers, rc.Inference, spec.Name)
 	}
-	e, err := env.Make(h.Env)
+	e, err := h.Envs.Make(h.Env)
 	if err != nil {
 		return nil, err
 	}
@@ -465,7 +471,7 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr transport.Transpo
 		opts = append(opts, env.WithStepTime(*st))
 	}
 	for range s.NumEnvs {
-		e, err := env.Make(s.Header.Env, opts...)
+		e, err := s.Header.Envs.Make(s.Header.Env, opts...)
 		if err != nil {
 			return err
 		}
@@ -557,7 +563,7 @@ func resume(ctx context.Context, tr transport.Transport, run, name string) (tran
 // runOffEnvWorker runs an off-policy env worker: its NumEnvs envs as one
 // vector, an inline policy copy, transitions pushed in chunks.
 func (s *Setup) runOffEnvWorker(ctx context.Context, slot int, tr transport.Transport, run string) error {
-	envs, err := env.MakeVector(s.Header.Env, s.NumEnvs, env.Sync, env.WithEpisodeStatistics())
+	envs, err := s.Header.Envs.MakeVector(s.Header.Env, s.NumEnvs, env.Sync, env.WithEpisodeStatistics())
 	if err != nil {
 		return err
 	}
@@ -778,23 +784,45 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	if st.Off != nil {
 		return st.trainOff(ctx, wctx, rt, smp, par, mon, stall, group, ws.wait)
 	}
-	var step int64
+	// cp is nil without checkpoints: its learner stays nil and save does
+	// nothing.
+	cp := &checkpointer{ck: rt.Checkpoints, smp: smp, mon: mon, dedup: opt.LearnerOnly}
+	var resume func(algo.SegmentLearner) (int, error)
+	if rt.Checkpoints != nil && rt.Checkpoints.Disabled() == "" {
+		resume = cp.start
+	}
+	minV, err := minVersion(ctx, par)
+	if err != nil {
+		return nil, err
+	}
 	l, err := worker.RunLearner(wctx, worker.LearnerConfig{Iterations: iters, MaxLag: mon.maxLag, Stall: stall, Alive: mon.alive,
-		Counters: &mon.cnt, Group: group,
+		Counters: &mon.cnt, Group: group, Start: resume, MinVersion: minV,
 		OnIteration: func(_ int, seg *sample.Segment, stats []algo.Stat) {
 			for _, e := range seg.Episodes {
-				rt.Log.Episode(step+int64((e.At+1)*seg.N), e.Return, e.Length)
+				rt.Log.Episode(cp.step+int64((e.At+1)*seg.N), e.Return, e.Length)
 			}
-			step += int64(seg.T * seg.N)
+			cp.step += int64(seg.T * seg.N)
+			cp.it++
 			for _, st := range stats {
 				rt.Log.Scalar(st.Name, st.Value)
 			}
-			mon.step = step
+			mon.step = cp.step
 			mon.scalars(wctx, false)
-			rt.Log.Step(step)
+			rt.Log.Step(cp.step)
+			if ck := rt.Checkpoints; ck != nil && ck.Due(cp.step) && cp.it < iters {
+				if serr := cp.save(); serr != nil {
+					ws.fail(serr)
+				}
+			}
 		}}, st.Pieces, smp, par)
 	werr := ws.wait()
 	mon.scalars(ctx, true)
+	if err == nil && werr == nil || ctx.Err() != nil && cp.atBoundary() {
+		// The run's end, or its interruption between two updates.
+		if serr := cp.save(); serr != nil && err == nil {
+			err = serr
+		}
+	}
 	var model algo.Model
 	if m, ok := l.(algo.Modeler); ok {
 		model = m.Model()
@@ -929,6 +957,17 @@ type monitor struct {
 	// gather is the learner group's member, when there is a group whose
 	// transport counts its recoveries (dist/gather_resends).
 	gather gatherStater
+	// prior are the counts of the learner processes before this one (a
+	// resumed run), which the streams of this one do not hold.
+	prior distTotals
+}
+
+// totals are the run's counts so far (a checkpoint's dist/counters).
+func (m *monitor) totals() distTotals {
+	ss := m.smp.Stats()
+	return distTotals{Counters: m.cnt, Duplicates: m.prior.Duplicates + ss.Duplicates, Shed: m.prior.Shed + ss.Shed,
+		StreamErrors: m.prior.StreamErrors + ss.Malformed + ss.WrongProtocol,
+		Discarded:    m.prior.Discarded + m.drained + ss.Lost, Resumes: m.prior.Resumes}
 }
 
 // gatherStater is a learner group member that counts the contributions it
@@ -1035,14 +1074,15 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 		fmt.Fprintf(m.notice, "%sdist: %d of %d segments (%.0f%%) dropped as older than max_policy_lag %d versions; raise runtime.max_policy_lag or run fewer env workers per learner\n",
 			m.who, m.cnt.Dropped, seen, 100*float64(m.cnt.Dropped)/float64(seen), m.maxLag)
 	}
-	m.log.Scalar("dist/duplicates", float64(ss.Duplicates+m.cnt.PeerDuplicates))
-	discarded := m.drained
+	tot := m.totals()
+	m.log.Scalar("dist/duplicates", float64(tot.Duplicates+m.cnt.PeerDuplicates))
+	discarded := tot.Discarded
 	if final { // acknowledged, queued, and the learner has stopped
 		discarded += ss.Queued
 	}
 	m.log.Scalar("dist/discarded", float64(discarded))
-	m.log.Scalar("dist/shed", float64(ss.Shed))
-	m.log.Scalar("dist/decode_errors", float64(m.cnt.DecodeErrors+ss.Malformed+ss.WrongProtocol+m.cnt.PeerStreamErrors))
+	m.log.Scalar("dist/shed", float64(tot.Shed))
+	m.log.Scalar("dist/decode_errors", float64(m.cnt.DecodeErrors+tot.StreamErrors+m.cnt.PeerStreamErrors))
 	m.log.Scalar("dist/stale_weights", float64(m.stale))
 	m.log.Scalar("dist/abandoned", float64(m.abandoned))
 	rowsMean := 0.0
@@ -1062,6 +1102,7 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 	}
 	m.log.Scalar("dist/gather_resends", float64(gs.Requests))
 	m.log.Scalar("dist/params_checks", float64(m.cnt.ParamChecks))
+	m.log.Scalar("dist/resumes", float64(m.prior.Resumes))
 }
 
 // silentSamples is how many samples per env worker the learner must have

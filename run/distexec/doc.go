@@ -34,8 +34,10 @@
 //	dist/dropped                 segments dropped for lag > max_policy_lag
 //	dist/duplicates              repeated pushes acknowledged but not queued
 //	dist/discarded               samples acknowledged and never learned: taken by a policy's
-//	                             drain after its learner's budget (several policies), and, in
-//	                             the final row, those left in the learner's queue at its end
+//	                             drain after its learner's budget (several policies), those a
+//	                             killed learner acknowledged after its last checkpoint
+//	                             (transport.Stats.Lost), and, in the final row, those left in
+//	                             the learner's queue at its end
 //	dist/shed                    pushes refused unacknowledged at runtime.held_bytes (re-sent)
 //	dist/decode_errors           samples or messages that did not decode
 //	dist/stale_weights           weights versions a worker could not download in time, and
@@ -51,6 +53,7 @@
 //	                             policy worker as long and unregistered (monitor.watch)
 //	dist/silences                silences begun; each is one line in the learner's output
 //	                             ("env-0 silent for 10s …"), its end another ("env-0 back after …")
+//	dist/resumes                 learner starts that continued the run from a checkpoint
 //
 // Inference: with policy_workers, each env worker asks the policy workers
 // for outputs every step (four NATS message hops per round trip, about
@@ -86,6 +89,15 @@
 // workers pushing in turn put a segment about E − 1 updates behind), so the
 // default is 2 × env_workers when that is larger; a run that drops more
 // than 5% of its segments for their lag says so once on standard error.
+//
+// Checkpoints (algo.Runtime.Checkpoints, `herd train --resume`, and a
+// learner restarted under herd launch): the on-policy topology with one
+// learner saves its learner between two updates with the run's dist/…
+// counts and the sample stream's dedup window (checkpointer), and numbers
+// the versions of a resumed learner above every version a worker may hold
+// (transport.HeldBound). The Ape-X topology, several learners and several
+// policies write none (notResumable). docs/guide/resume.md says what a
+// crash loses.
 //
 // The learner ends the run with an error when no sample comes for 60 s
 // (Options.Stall), naming the env workers alive, instead of waiting for

@@ -53,7 +53,7 @@ func TestLearnersRefused(t *testing.T) {
 	}{
 		{ppo.Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 4096\nruntime: {executor: dist, env_workers: 3, learners: 2}\n", "multiple of learners"},
 		{ppo.Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 4096\nruntime: {executor: dist, env_workers: 3, learners: 3}\nppo: {num_envs: 1, num_steps: 4, num_minibatches: 2}\n", "must divide the minibatch"},
-		{a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 4096\nruntime: {executor: dist, env_workers: 2, learners: 2}\n", "needs a segment learner, a data-parallel learner (on-policy topology)"},
+		{a2c.Spec(), "algo: a2c\nenv: CartPole-v1\nsteps: 4096\nruntime: {executor: dist, env_workers: 2, learners: 2}\n", "needs a segment learner, a data-parallel learner, a stateless policy (on-policy topology)"},
 		{dqn.Spec(), "algo: dqn\nenv: CartPole-v1\nsteps: 4096\nruntime: {executor: dist, env_workers: 3, learners: 2}\n", "multiple of learners"},
 		{dqn.Spec(), "algo: dqn\nenv: CartPole-v1\nsteps: 4096\nruntime: {executor: dist, env_workers: 2, learners: 2}\ndqn: {buffer_size: 10001}\n", "divide buffer_size"},
 		{dqn.Spec(), "algo: dqn\nenv: CartPole-v1\nsteps: 4096\nruntime: {executor: dist, env_workers: 3, learners: 3}\ndqn: {buffer_size: 9999, batch_size: 128}\n", "divide batch_size"},

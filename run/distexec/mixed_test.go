@@ -45,7 +45,7 @@ multiagent:
 			if err != nil {
 				t.Fatal(err)
 			}
-			pe, err := env.MakeParallel(res.Header.Env)
+			pe, err := res.Header.Envs.MakeParallel(res.Header.Env)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +56,7 @@ multiagent:
 					t.Errorf("%s: action %v, want one of %v", agent, a, sp)
 				}
 			}
-			if _, err := algo.EvaluateAgents(context.Background(), p, res.Header.Env, 2, 1); err != nil {
+			if _, err := algo.EvaluateAgents(context.Background(), p, env.Maker{}, res.Header.Env, 2, 1); err != nil {
 				t.Error(err)
 			}
 		})

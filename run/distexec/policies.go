@@ -61,7 +61,7 @@ func preparePolicies(h algo.Header, spec algo.Spec, cfg algo.Config, others map[
 	if !ok || spec.Pieces == nil {
 		return nil, fmt.Errorf("%w: several policies under dist: algorithm %s has neither a segment nor a transition learner", ErrConfig, spec.Name)
 	}
-	agents, of, acts, err := h.MultiAgent.PolicyAgents(h.Env)
+	agents, of, acts, err := h.MultiAgent.PolicyAgents(h.Envs, h.Env)
 	if err != nil {
 		return nil, fmt.Errorf("distexec: %w", err)
 	}
@@ -69,7 +69,7 @@ func preparePolicies(h algo.Header, spec algo.Spec, cfg algo.Config, others map[
 	if numEnvs < a || numEnvs%a != 0 {
 		return nil, fmt.Errorf("%w: num_envs %d counts agent rows: a multiple of %s's %d agents", ErrConfig, numEnvs, h.Env, a)
 	}
-	v, err := env.MakeVector(h.Env, a, env.Sync, env.WithAgentActionSpaces())
+	v, err := h.Envs.MakeVector(h.Env, a, env.Sync, env.WithAgentActionSpaces())
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +211,7 @@ func PolicyRun(run, id string) string { return run + "-" + id }
 func (ps *policySetups) runEnvWorker(ctx context.Context, slot int, tr transport.Transport, run string) error {
 	h := ps.sets[0].Header
 	// Each part acts with its policy's action space (env.SplitVector).
-	v, err := env.MakeVector(h.Env, ps.numEnvs, env.Sync, env.WithEpisodeStatistics(), env.WithAgentActionSpaces())
+	v, err := h.Envs.MakeVector(h.Env, ps.numEnvs, env.Sync, env.WithEpisodeStatistics(), env.WithAgentActionSpaces())
 	if err != nil {
 		return err
 	}

@@ -107,8 +107,8 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	// ("env-worker", row).
 	agentsPerSlot := 1
 	var agents []string
-	if env.IsParallel(h.Env) {
-		pe, err := env.MakeParallel(h.Env)
+	if h.Envs.IsParallel(h.Env) {
+		pe, err := h.Envs.MakeParallel(h.Env)
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +152,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	var policyActs []env.Space       // each policy's action space, with a multiagent section
 	if agents != nil && h.MultiAgent.Enabled() {
 		var err error
-		if _, of, policyActs, err = h.MultiAgent.PolicyAgents(h.Env); err != nil {
+		if _, of, policyActs, err = h.MultiAgent.PolicyAgents(h.Envs, h.Env); err != nil {
 			return nil, err
 		}
 		// Each policy acts with a network of its own agents' action
@@ -162,7 +162,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	if agents != nil {
 		groups = make([]env.Vector, slots)
 		for i := range groups {
-			g, err := env.MakeVector(h.Env, agentsPerSlot, env.Sync, mkOpts...)
+			g, err := h.Envs.MakeVector(h.Env, agentsPerSlot, env.Sync, mkOpts...)
 			if err != nil {
 				return nil, err
 			}
@@ -172,7 +172,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	} else {
 		envs = make([]env.Env, numEnvs)
 		for i := range envs {
-			e, err := env.Make(h.Env, mkOpts...)
+			e, err := h.Envs.Make(h.Env, mkOpts...)
 			if err != nil {
 				return nil, err
 			}

@@ -71,7 +71,7 @@ func TestMixedActionSpaces(t *testing.T) {
 					t.Errorf("policy %d acts %v for %s, want an element of %v", k, a, agent, sp)
 				}
 			}
-			ar, err := algo.EvaluateAgents(context.Background(), p, res.Header.Env, 20, res.Header.Seed)
+			ar, err := algo.EvaluateAgents(context.Background(), p, env.Maker{}, res.Header.Env, 20, res.Header.Seed)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -58,7 +58,7 @@ import (
 func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 	h := rt.Header
 	ma := h.MultiAgent
-	agents, of, _, err := ma.PolicyAgents(h.Env)
+	agents, of, _, err := ma.PolicyAgents(h.Envs, h.Env)
 	if err != nil {
 		return nil, fmt.Errorf("multipolicy: %w", err)
 	}
@@ -115,7 +115,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	// Each policy acts with a network of its own agents' action space
 	// (its part's ActionSpace).
-	v, err := env.MakeVector(h.Env, totalRows, env.Sync, env.WithEpisodeStatistics(), env.WithAgentActionSpaces())
+	v, err := h.Envs.MakeVector(h.Env, totalRows, env.Sync, env.WithEpisodeStatistics(), env.WithAgentActionSpaces())
 	if err != nil {
 		return nil, fmt.Errorf("multipolicy: %w", err)
 	}

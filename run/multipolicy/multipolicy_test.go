@@ -249,7 +249,7 @@ func TestDeterministic(t *testing.T) {
 			t.Fatal(err)
 		}
 		// simple_tag is competitive: summary.json has each team's return.
-		ar, err := algo.EvaluateAgents(context.Background(), p, res.Header.Env, 2, res.Header.Seed)
+		ar, err := algo.EvaluateAgents(context.Background(), p, env.Maker{}, res.Header.Env, 2, res.Header.Seed)
 		if err != nil || len(ar.Team) != 2 {
 			t.Fatalf("evaluate the loaded policies: %v %v", ar, err)
 		}
@@ -356,7 +356,7 @@ func TestTwinPPODQN(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := algo.EvaluateAgents(context.Background(), p, res.Header.Env, 1, 1); err != nil {
+		if _, err := algo.EvaluateAgents(context.Background(), p, env.Maker{}, res.Header.Env, 1, 1); err != nil {
 			t.Fatal(err)
 		}
 	}

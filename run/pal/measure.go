@@ -57,7 +57,7 @@ func MeasureLearners(ctx context.Context, h algo.Header, spec algo.Spec, cfg alg
 		return 0, algo.Undeclared(spec, algo.CanTransitionLearner, "its config has no transition shape or it has no pieces")
 	}
 	numEnvs, _ := shape.TransitionShape()
-	vec, err := env.MakeVector(h.Env, numEnvs, env.Sync, env.WithEpisodeStatistics())
+	vec, err := h.Envs.MakeVector(h.Env, numEnvs, env.Sync, env.WithEpisodeStatistics())
 	if err != nil {
 		return 0, err
 	}

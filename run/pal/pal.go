@@ -163,7 +163,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}
 	}()
 	for i := range vecs {
-		v, err := env.MakeVector(h.Env, numEnvs, env.Sync, env.WithEpisodeStatistics())
+		v, err := h.Envs.MakeVector(h.Env, numEnvs, env.Sync, env.WithEpisodeStatistics())
 		if err != nil {
 			return nil, err
 		}

@@ -33,7 +33,7 @@ var phaseCases = []struct {
 func phasePieces(t *testing.T, spec algo.Spec, file string) (*algo.Resolved, *algo.Pieces, algo.Replay) {
 	t.Helper()
 	res := resolve(t, spec, file)
-	e, err := env.Make(res.Header.Env)
+	e, err := res.Header.Envs.Make(res.Header.Env)
 	if err != nil {
 		t.Fatal(err)
 	}

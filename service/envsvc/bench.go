@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 
 	"herd/env"
+	"herd/env/remote"
 	"herd/internal/rng"
 	"herd/service"
 )
@@ -104,13 +105,13 @@ func benchOne(ctx context.Context, cfg BenchConfig, n int) (BenchRow, error) {
 	if cfg.Inflight > 1 {
 		id += fmt.Sprintf("?inflight=%d", cfg.Inflight)
 	}
-	remote, err := env.MakeVector(id, n, env.Sync)
+	served, err := env.Maker{Remote: remote.Opener{}}.MakeVector(id, n, env.Sync)
 	if err != nil {
 		return BenchRow{}, err
 	}
-	defer remote.Close()
-	if local.ActionSpace().Dim() != remote.ActionSpace().Dim() {
-		return BenchRow{}, fmt.Errorf("envsvc: bench: local %v and remote %v action spaces differ", local.ActionSpace(), remote.ActionSpace())
+	defer served.Close()
+	if local.ActionSpace().Dim() != served.ActionSpace().Dim() {
+		return BenchRow{}, fmt.Errorf("envsvc: bench: local %v and remote %v action spaces differ", local.ActionSpace(), served.ActionSpace())
 	}
 	const pool = 64 // distinct action batches, cycled
 	d := local.ActionSpace().Dim() * n
@@ -121,7 +122,7 @@ func benchOne(ctx context.Context, cfg BenchConfig, n int) (BenchRow, error) {
 	}
 	var ls, rs []float64
 	for round := 0; round < cfg.Rounds; round++ {
-		for _, v := range []env.Vector{local, remote} {
+		for _, v := range []env.Vector{local, served} {
 			if _, err := v.Reset(int64(cfg.Seed)); err != nil {
 				return BenchRow{}, err
 			}

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc"
 
 	"herd/env"
+	"herd/env/remote"
 	"herd/service"
 	"herd/service/envsvc"
 )
@@ -26,7 +27,7 @@ func Example() {
 	go func() { done <- service.Serve(ctx, g, lis, time.Second) }()
 	defer func() { stop(); <-done }()
 
-	v, err := env.MakeVector("grpc://"+lis.Addr().String()+"/CartPole-v1", 8, env.Sync, env.WithEpisodeStatistics())
+	v, err := env.Maker{Remote: remote.Opener{}}.MakeVector("grpc://"+lis.Addr().String()+"/CartPole-v1", 8, env.Sync, env.WithEpisodeStatistics())
 	if err != nil {
 		panic(err)
 	}

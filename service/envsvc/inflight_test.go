@@ -81,7 +81,7 @@ func sameSlice[T comparable](t *testing.T, what string, want, got []T) {
 func TestInflightSameBits(t *testing.T) {
 	addr, _ := startServer(t, nil, 0)
 	trace := func(k int) []uint64 {
-		v, err := env.MakeVector(fmt.Sprintf("grpc://%s/CartPole-v1?inflight=%d", addr, k), 7, env.Sync,
+		v, err := envs().MakeVector(fmt.Sprintf("grpc://%s/CartPole-v1?inflight=%d", addr, k), 7, env.Sync,
 			env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(40))
 		if err != nil {
 			t.Fatal(err)
@@ -99,18 +99,18 @@ func TestInflightErrors(t *testing.T) {
 	addr, _ := startServer(t, nil, 0)
 	for _, id := range []string{"grpc://" + addr + "/CartPole-v1?inflight=0", "grpc://" + addr + "/CartPole-v1?inflight=x",
 		"grpc://" + addr + "/CartPole-v1?inflight=5"} {
-		if _, err := env.MakeVector(id, 4, env.Sync); !errors.Is(err, env.ErrInvalidOption) {
+		if _, err := envs().MakeVector(id, 4, env.Sync); !errors.Is(err, env.ErrInvalidOption) {
 			t.Errorf("%s: err %v, want ErrInvalidOption", id, err)
 		}
 	}
 	for _, id := range []string{"shm:///CartPole", "shm://a:1/CartPole", "shm://name/", "shm://name/CartPole?ca=x", "shm://name/CartPole?timeout=0s"} {
-		if _, err := env.Make(id); !errors.Is(err, env.ErrInvalidOption) {
+		if _, err := envs().Make(id); !errors.Is(err, env.ErrInvalidOption) {
 			t.Errorf("%s: err %v, want ErrInvalidOption", id, err)
 		}
 	}
 	// One env is one session: herd train makes single envs of the id its
 	// vectors split (spaces, memory estimate), so Make takes inflight.
-	if e, err := env.Make("grpc://" + addr + "/CartPole-v1?inflight=2"); err != nil {
+	if e, err := envs().Make("grpc://" + addr + "/CartPole-v1?inflight=2"); err != nil {
 		t.Errorf("Make with inflight=2: %v", err)
 	} else {
 		if _, _, err := e.Reset(1); err != nil {

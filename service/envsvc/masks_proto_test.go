@@ -124,7 +124,7 @@ func TestRemoteMasksAndStateRefused(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- service.Serve(ctx, g, lis, time.Second) }()
 			defer func() { cancel(); <-done }()
-			v, err := env.MakeVector("grpc://"+lis.Addr().String()+"/MaskedWalk?timeout=10s"+c.query, 3, env.Sync)
+			v, err := envs().MakeVector("grpc://"+lis.Addr().String()+"/MaskedWalk?timeout=10s"+c.query, 3, env.Sync)
 			if err == nil {
 				defer v.Close()
 				if _, err = v.Reset(1); err == nil {
@@ -142,7 +142,7 @@ func TestRemoteMasksAndStateRefused(t *testing.T) {
 		return badMask{w.(maskedWalk)}, nil
 	}}
 	addr, _ := startServerWith(t, nil, 0, Config{ParallelEnvs: bad})
-	rp, err := env.MakeParallel("grpc://" + addr + "/BadMask")
+	rp, err := envs().MakeParallel("grpc://" + addr + "/BadMask")
 	if err != nil {
 		t.Fatal(err)
 	}

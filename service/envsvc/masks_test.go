@@ -96,7 +96,7 @@ func TestPythonMasksAndState(t *testing.T) {
 	checkMaskedWalk(t, "grpc://"+p.Addr()+"/MaskedWalk?timeout=20s")
 
 	lw := pyproc.Start(t, "herd_env.serve", "--env", "pyparallel:LineWalk")
-	v, err := env.MakeVector("grpc://"+lw.Addr()+"/LineWalk?timeout=20s&state=true&action_mask=true", 3, env.Sync)
+	v, err := envs().MakeVector("grpc://"+lw.Addr()+"/LineWalk?timeout=20s&state=true&action_mask=true", 3, env.Sync)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestPythonMasksAndState(t *testing.T) {
 // query, no row options) with the Go copy.
 func checkMaskedWalk(t *testing.T, id string) {
 	t.Helper()
-	rp, err := env.MakeParallel(id)
+	rp, err := envs().MakeParallel(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func checkMaskedWalk(t *testing.T, id string) {
 	}
 
 	const rows = 9
-	remote, err := env.MakeVector(id+"&agent_id=true&action_mask=true&state=true", rows, env.Sync, env.WithEpisodeStatistics())
+	remote, err := envs().MakeVector(id+"&agent_id=true&action_mask=true&state=true", rows, env.Sync, env.WithEpisodeStatistics())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func checkMaskedWalk(t *testing.T, id string) {
 
 	// Rows without state=true: the session does not ask for the state,
 	// and the server sends none.
-	plain, err := env.MakeVector(id+"&action_mask=true", 3, env.Sync)
+	plain, err := envs().MakeVector(id+"&action_mask=true", 3, env.Sync)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func checkMaskedWalk(t *testing.T, id string) {
 	}
 
 	// The turn view (env.Make: evaluation) writes the same rows.
-	re, err := env.Make(id + "&agent_id=true&action_mask=true&state=true")
+	re, err := envs().Make(id + "&agent_id=true&action_mask=true&state=true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func TestTrainRemoteMaskedWalk(t *testing.T) {
 		// the config's settings, its env replaced and actor_obs set to
 		// MaskedWalk's padded observation (3) and one-hot id (3)
 		data = bytes.Replace(data, []byte("actor_obs: 21"), []byte("actor_obs: 6"), 1)
-		res, err := algo.Resolve(data, all.Specs(), algo.Overrides{Env: &id})
+		res, err := algo.Resolve(data, all.Specs(), algo.Overrides{Envs: envs(), Env: &id})
 		if err != nil {
 			t.Fatal(err)
 		}

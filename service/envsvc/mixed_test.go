@@ -34,7 +34,7 @@ ppo: {num_envs: 8, num_steps: 16, num_minibatches: 2, hidden: [16]}
 func trainSignal(t *testing.T, envID, executor string) (layout string, tensors []byte) {
 	t.Helper()
 	file := signalPolicies + "env: " + envID + "\nruntime: {executor: " + executor + "}\n"
-	res, err := algo.Resolve([]byte(file), all.Specs(), algo.Overrides{})
+	res, err := algo.Resolve([]byte(file), all.Specs(), algo.Overrides{Envs: envs()})
 	if err != nil {
 		t.Fatalf("%s %s: %v", executor, envID, err)
 	}
@@ -45,7 +45,7 @@ func trainSignal(t *testing.T, envID, executor string) (layout string, tensors [
 	// herd eval's path: each policy loaded from the checkpoint on its own
 	// env id (act_as).
 	var out, notes bytes.Buffer
-	if err := run.Eval(context.Background(), &out, &notes, run.EvalOptions{Dir: res.Header.Out, Episodes: 2, Specs: all.Specs()}); err != nil {
+	if err := run.Eval(context.Background(), &out, &notes, run.EvalOptions{Envs: envs(), Dir: res.Header.Out, Episodes: 2, Specs: all.Specs()}); err != nil {
 		t.Fatalf("%s %s: eval: %v (notes %s)", executor, envID, err, notes.String())
 	}
 	b, err := os.ReadFile(filepath.Join(res.Header.Out, algo.ModelFile))
@@ -103,7 +103,7 @@ func TestRemoteOnePolicyMixedSpacesRefused(t *testing.T) {
 	addr, _ := startServer(t, nil, 0)
 	file := strings.NewReplacer("[speaker, listener]", "[speaker]", "listener_0: listener", "listener_0: speaker").Replace(signalPolicies) +
 		"env: grpc://" + addr + "/toy/signal_v0\n"
-	res, err := algo.Resolve([]byte(file), all.Specs(), algo.Overrides{})
+	res, err := algo.Resolve([]byte(file), all.Specs(), algo.Overrides{Envs: envs()})
 	if err == nil {
 		_, err = algo.TrainRun(context.Background(), res, algo.RunOptions{NoFiles: true, Executors: run.Executors()})
 	}
@@ -122,7 +122,7 @@ func TestRemoteActAs(t *testing.T) {
 	for _, a := range []string{"speaker_0", "listener_0"} {
 		spaces := make([]string, 2)
 		for i, id := range []string{"toy/signal_v0", "grpc://" + addr + "/toy/signal_v0"} {
-			e, err := env.Make(id + "?act_as=" + a)
+			e, err := envs().Make(id + "?act_as=" + a)
 			if err != nil {
 				t.Fatalf("%s act_as %s: %v", id, a, err)
 			}
@@ -133,11 +133,11 @@ func TestRemoteActAs(t *testing.T) {
 			t.Errorf("act_as %s: remote action space %s, want the local id's %s", a, spaces[1], spaces[0])
 		}
 	}
-	if _, err := env.Make("grpc://" + addr + "/toy/signal_v0?act_as=nobody"); !errors.Is(err, env.ErrInvalidOption) || !strings.Contains(err.Error(), `act_as "nobody" is not an agent`) {
+	if _, err := envs().Make("grpc://" + addr + "/toy/signal_v0?act_as=nobody"); !errors.Is(err, env.ErrInvalidOption) || !strings.Contains(err.Error(), `act_as "nobody" is not an agent`) {
 		t.Errorf("act_as nobody: err %v, want ErrInvalidOption naming it", err)
 	}
 	for _, id := range []string{"toy/signal_v0?act_as=", "CartPole-v1?act_as=a"} {
-		if _, err := env.Make("grpc://" + addr + "/" + id); !errors.Is(err, env.ErrInvalidOption) || !strings.Contains(err.Error(), "act_as") {
+		if _, err := envs().Make("grpc://" + addr + "/" + id); !errors.Is(err, env.ErrInvalidOption) || !strings.Contains(err.Error(), "act_as") {
 			t.Errorf("%s: err %v, want ErrInvalidOption naming act_as", id, err)
 		}
 	}

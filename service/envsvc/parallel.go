@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"herd/env"
+	"herd/env/remote"
 	herdv1 "herd/proto/herd/v1"
 )
 
@@ -21,7 +22,7 @@ func (s *Server) openParallel(first *herdv1.EnvRequest) (*parallelSession, error
 	}
 	open := first.GetOpen()
 	id := open.GetEnvId()
-	if env.IsRemote(id) {
+	if remote.IsID(id) {
 		return nil, status.Errorf(codes.InvalidArgument, "env id %q: a server does not open remote envs", id)
 	}
 	if open.GetMaxEpisodeSteps() != 0 {
@@ -112,11 +113,11 @@ func (s *parallelSession) openResponse() (*herdv1.EnvResponse, error) {
 		if err != nil {
 			return nil, status.Error(codes.Internal, err.Error())
 		}
-		po, err := env.SpaceToProto(os)
+		po, err := remote.SpaceToProto(os)
 		if err != nil {
 			return nil, status.Error(codes.Internal, err.Error())
 		}
-		pa, err := env.SpaceToProto(as)
+		pa, err := remote.SpaceToProto(as)
 		if err != nil {
 			return nil, status.Error(codes.Internal, err.Error())
 		}
@@ -126,7 +127,7 @@ func (s *parallelSession) openResponse() (*herdv1.EnvResponse, error) {
 		if _, ok := s.state.(env.Box); !ok {
 			return nil, status.Errorf(codes.Internal, "global state space %v is not a Box", s.state)
 		}
-		ps, err := env.SpaceToProto(s.state)
+		ps, err := remote.SpaceToProto(s.state)
 		if err != nil {
 			return nil, status.Error(codes.Internal, err.Error())
 		}

@@ -27,16 +27,16 @@ func TestRemoteSimpleSpreadSameBits(t *testing.T) {
 	addr, _ := startServer(t, nil, 0)
 	const id = "mpe/simple_spread_v3?agent_id=true&state=true"
 	remoteID := "grpc://" + addr + "/" + id
-	if !env.IsParallel(remoteID) {
+	if !envs().IsParallel(remoteID) {
 		t.Fatalf("IsParallel(%s) = false", remoteID)
 	}
 	const rows = 12 // 4 envs × 3 agents
-	local, err := env.MakeVector(id, rows, env.Sync, env.WithEpisodeStatistics())
+	local, err := envs().MakeVector(id, rows, env.Sync, env.WithEpisodeStatistics())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer local.Close()
-	remote, err := env.MakeVector(remoteID, rows, env.Sync, env.WithEpisodeStatistics())
+	remote, err := envs().MakeVector(remoteID, rows, env.Sync, env.WithEpisodeStatistics())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,12 +77,12 @@ func TestRemoteSimpleSpreadSameBits(t *testing.T) {
 		t.Fatalf("%d row episodes ended in 200 steps, want %d", ended, 8*rows)
 	}
 
-	lp, err := env.MakeParallel("mpe/simple_spread_v3")
+	lp, err := envs().MakeParallel("mpe/simple_spread_v3")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lp.Close()
-	rp, err := env.MakeParallel("grpc://" + addr + "/mpe/simple_spread_v3")
+	rp, err := envs().MakeParallel("grpc://" + addr + "/mpe/simple_spread_v3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func sameObs(t *testing.T, ep, step int, a, b map[string][]float32) {
 // a TurnEnv.
 func TestRemoteParallelBadInput(t *testing.T) {
 	addr, _ := startServer(t, nil, 0)
-	rp, err := env.MakeParallel("grpc://" + addr + "/mpe/simple_spread_v3")
+	rp, err := envs().MakeParallel("grpc://" + addr + "/mpe/simple_spread_v3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestRemoteParallelBadInput(t *testing.T) {
 	// No env stepped: from the same seeds, a fresh local pair agrees with
 	// one good step.
 	b := ask(pstep(good, good)).GetParallelBatch()
-	lp, err := env.MakeParallel("mpe/simple_spread_v3")
+	lp, err := envs().MakeParallel("mpe/simple_spread_v3")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,19 +277,19 @@ func TestRemoteParallelBadInput(t *testing.T) {
 		}
 	}
 
-	if env.IsParallel("grpc://" + addr + "/CartPole-v1") {
+	if envs().IsParallel("grpc://" + addr + "/CartPole-v1") {
 		t.Error("IsParallel of a remote CartPole")
 	}
-	if _, err := env.Make("grpc://" + addr + "/CartPole-v1?agent_id=true"); !errors.Is(err, env.ErrInvalidOption) {
+	if _, err := envs().Make("grpc://" + addr + "/CartPole-v1?agent_id=true"); !errors.Is(err, env.ErrInvalidOption) {
 		t.Errorf("agent_id on a single-agent remote id: %v", err)
 	}
-	if _, err := env.MakeVector("grpc://"+addr+"/mpe/simple_spread_v3", 4, env.Sync); !errors.Is(err, env.ErrInvalidOption) {
+	if _, err := envs().MakeVector("grpc://"+addr+"/mpe/simple_spread_v3", 4, env.Sync); !errors.Is(err, env.ErrInvalidOption) {
 		t.Errorf("4 rows of a 3-agent env: %v", err)
 	}
-	if _, err := env.MakeVector("grpc://"+addr+"/mpe/simple_spread_v3?inflight=2", 6, env.Sync); !errors.Is(err, env.ErrInvalidOption) {
+	if _, err := envs().MakeVector("grpc://"+addr+"/mpe/simple_spread_v3?inflight=2", 6, env.Sync); !errors.Is(err, env.ErrInvalidOption) {
 		t.Errorf("inflight on a multi-agent id: %v", err)
 	}
-	e, err := env.Make("grpc://" + addr + "/mpe/simple_spread_v3?agent_id=true")
+	e, err := envs().Make("grpc://" + addr + "/mpe/simple_spread_v3?agent_id=true")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // client's SetState works.
 func TestPythonStateMadeInReset(t *testing.T) {
 	p := pyproc.Start(t, "herd_env.serve", "--env", "pyspaces:LateState")
-	e, err := env.Make("grpc://" + p.Addr() + "/LateState?timeout=5s")
+	e, err := envs().Make("grpc://" + p.Addr() + "/LateState?timeout=5s")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,15 +41,15 @@ func TestPythonParallelShm(t *testing.T) {
 	p := pyproc.Start(t, "herd_env.serve", "--env", "pyparallel:LineWalk", "--shm", name, "--max-sessions", "3")
 	gid := "grpc://" + p.Addr() + "/LineWalk?timeout=20s"
 	sid := "shm://" + name + "/LineWalk?timeout=20s"
-	if !env.IsParallel(sid) {
+	if !envs().IsParallel(sid) {
 		t.Fatalf("IsParallel(%s) = false", sid)
 	}
-	sp, err := env.MakeParallel(sid)
+	sp, err := envs().MakeParallel(sid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sp.Close()
-	gp, err := env.MakeParallel(gid)
+	gp, err := envs().MakeParallel(gid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestPythonParallelShm(t *testing.T) {
 
 	const rows = 12
 	vec := func(id string) env.Vector {
-		v, err := env.MakeVector(id+"&agent_id=true", rows, env.Sync, env.WithEpisodeStatistics())
+		v, err := envs().MakeVector(id+"&agent_id=true", rows, env.Sync, env.WithEpisodeStatistics())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -189,7 +189,7 @@ func TestPythonParallelShm(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		v, err := env.MakeParallel(sid)
+		v, err := envs().MakeParallel(sid)
 		if err == nil {
 			v.Close()
 			break
@@ -214,7 +214,7 @@ func TestPythonParallelShmFaults(t *testing.T) {
 	t.Run("env error", func(t *testing.T) {
 		name := shmName(t)
 		pyproc.Start(t, "herd_env.serve", "--env", "pyparallel:LineWalk", "--kwargs", `{"fail_step": 2}`, "--shm", name)
-		p, err := env.MakeParallel("shm://" + name + "/LineWalk?timeout=20s")
+		p, err := envs().MakeParallel("shm://" + name + "/LineWalk?timeout=20s")
 		if err != nil {
 			t.Fatal(err)
 		}

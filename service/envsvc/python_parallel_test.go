@@ -120,10 +120,10 @@ func (w *lineWalk) Step(actions map[string][]float32) (map[string][]float32, map
 func TestPythonParallel(t *testing.T) {
 	p := pyproc.Start(t, "herd_env.serve", "--env", "pyparallel:LineWalk")
 	id := "grpc://" + p.Addr() + "/LineWalk?timeout=20s"
-	if !env.IsParallel(id) {
+	if !envs().IsParallel(id) {
 		t.Fatalf("IsParallel(%s) = false", id)
 	}
-	rp, err := env.MakeParallel(id)
+	rp, err := envs().MakeParallel(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestPythonParallel(t *testing.T) {
 	}
 
 	const rows = 9
-	remote, err := env.MakeVector(id+"&agent_id=true", rows, env.Sync, env.WithEpisodeStatistics())
+	remote, err := envs().MakeVector(id+"&agent_id=true", rows, env.Sync, env.WithEpisodeStatistics())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestPythonParallel(t *testing.T) {
 	if _, err := s2.Recv(); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("single-agent open of a multi-agent env: %v", err)
 	}
-	if _, err := env.Make("grpc://" + p.Addr() + "/Other"); err == nil || !errors.Is(err, env.ErrUnknownID) {
+	if _, err := envs().Make("grpc://" + p.Addr() + "/Other"); err == nil || !errors.Is(err, env.ErrUnknownID) {
 		t.Errorf("unknown id: %v", err)
 	}
 }

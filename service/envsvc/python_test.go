@@ -66,12 +66,12 @@ func TestGymnasiumCartPoleMatchesGo(t *testing.T) {
 // setting the state does not) and then sets the state.
 func compareCartPole(t *testing.T, id string) {
 	t.Helper()
-	remote, err := env.Make(id, env.WithoutTimeLimit())
+	remote, err := envs().Make(id, env.WithoutTimeLimit())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer remote.Close()
-	local, err := env.Make("CartPole-v1", env.WithoutTimeLimit())
+	local, err := envs().Make("CartPole-v1", env.WithoutTimeLimit())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func compareCartPole(t *testing.T, id string) {
 // server is killed mid-episode gets an error within its deadline.
 func TestPythonVectorAndErrors(t *testing.T) {
 	p := pyproc.Start(t, "herd_env.serve", "--env", "pycartpole:CartPole")
-	v, err := env.MakeVector("grpc://"+p.Addr()+"/CartPole?timeout=5s", 8, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(50))
+	v, err := envs().MakeVector("grpc://"+p.Addr()+"/CartPole?timeout=5s", 8, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(50))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestPythonVectorAndErrors(t *testing.T) {
 	if _, err := bad.Recv(); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("wrong version: %v", err)
 	}
-	if _, err := env.Make("grpc://" + p.Addr() + "/Other"); !errors.Is(err, env.ErrUnknownID) {
+	if _, err := envs().Make("grpc://" + p.Addr() + "/Other"); !errors.Is(err, env.ErrUnknownID) {
 		t.Fatalf("wrong id: %v", err)
 	}
 	if _, err := v.Step(act); err != nil {
@@ -245,7 +245,7 @@ func TestPythonVectorAndErrors(t *testing.T) {
 // env in their order (python/tests/pyspaces.py).
 func TestPythonSpaces(t *testing.T) {
 	p := pyproc.Start(t, "herd_env.serve", "--env", "pyspaces:BoxEcho")
-	e, err := env.Make("grpc://" + p.Addr() + "/BoxEcho?timeout=10s")
+	e, err := envs().Make("grpc://" + p.Addr() + "/BoxEcho?timeout=10s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestPythonSpaces(t *testing.T) {
 	}
 
 	p2 := pyproc.Start(t, "herd_env.serve", "--env", "pyspaces:MultiEcho")
-	v, err := env.MakeVector("grpc://"+p2.Addr()+"/MultiEcho?timeout=10s", 2, env.Sync)
+	v, err := envs().MakeVector("grpc://"+p2.Addr()+"/MultiEcho?timeout=10s", 2, env.Sync)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,23 +298,23 @@ func TestPythonSpaces(t *testing.T) {
 func TestPythonMaxSessions(t *testing.T) {
 	p := pyproc.Start(t, "herd_env.serve", "--env", "pycartpole:CartPole", "--max-sessions", "2")
 	id := "grpc://" + p.Addr() + "/CartPole?timeout=10s"
-	a, err := env.Make(id)
+	a, err := envs().Make(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := env.Make(id)
+	b, err := envs().Make(id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	start := time.Now()
-	if _, err := env.Make(id); status.Code(errors.Unwrap(err)) != codes.ResourceExhausted || time.Since(start) > 5*time.Second {
+	if _, err := envs().Make(id); status.Code(errors.Unwrap(err)) != codes.ResourceExhausted || time.Since(start) > 5*time.Second {
 		t.Fatalf("third session: %v after %v", err, time.Since(start))
 	}
 	a.Close()
 	var c env.Env
 	for try := 0; try < 50; try++ { // the server notices the end of a's stream asynchronously
-		if c, err = env.Make(id); err == nil {
+		if c, err = envs().Make(id); err == nil {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"herd/env"
+	"herd/env/remote"
 	herdv1 "herd/proto/herd/v1"
 	"herd/service"
 )
@@ -196,7 +197,7 @@ func newSession(open *herdv1.OpenRequest, n int) (*session, error) {
 		opts = append(opts, env.WithoutTimeLimit())
 	}
 	id := open.GetEnvId()
-	if env.IsRemote(id) {
+	if remote.IsID(id) {
 		return nil, status.Errorf(codes.InvalidArgument, "env id %q: a server does not open remote envs", id)
 	}
 	s := &session{autoreset: open.GetAutoreset()}
@@ -228,11 +229,11 @@ func (s *session) close() {
 }
 
 func (s *session) openResponse() (*herdv1.EnvResponse, error) {
-	obs, err := env.SpaceToProto(s.obs)
+	obs, err := remote.SpaceToProto(s.obs)
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	act, err := env.SpaceToProto(s.act)
+	act, err := remote.SpaceToProto(s.act)
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}

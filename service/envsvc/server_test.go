@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"herd/env"
+	"herd/env/remote"
 	"herd/internal/rng"
 	herdv1 "herd/proto/herd/v1"
 	"herd/service"
@@ -54,11 +55,11 @@ func TestVectorMatchesLocal(t *testing.T) {
 	addr, _ := startServer(t, nil, 0)
 	for _, id := range []string{"CartPole-v1", "Pendulum-v1"} {
 		const n = 5
-		local, err := env.MakeVector(id, n, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(40))
+		local, err := envs().MakeVector(id, n, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(40))
 		if err != nil {
 			t.Fatal(err)
 		}
-		remote, err := env.MakeVector("grpc://"+addr+"/"+id, n, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(40))
+		remote, err := envs().MakeVector("grpc://"+addr+"/"+id, n, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(40))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +136,7 @@ func compareBatch(t *testing.T, id string, step int, a, b *env.Batch, stepped bo
 // back from the server; the session goes on after it.
 func TestEnvStateAndNeedsReset(t *testing.T) {
 	addr, _ := startServer(t, nil, 0)
-	e, err := env.Make("grpc://" + addr + "/CartPole-v1")
+	e, err := envs().Make("grpc://" + addr + "/CartPole-v1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +272,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := good.Step([]float32{0, 2}); !errors.Is(err, env.ErrInvalidAction) {
 		t.Fatalf("client-side check: %v", err)
 	}
-	if _, err := env.Make("grpc://" + addr + "/NoSuchEnv-v0"); !errors.Is(err, env.ErrUnknownID) {
+	if _, err := envs().Make("grpc://" + addr + "/NoSuchEnv-v0"); !errors.Is(err, env.ErrUnknownID) {
 		t.Fatalf("unknown remote id: %v, want ErrUnknownID", err)
 	}
 }
@@ -303,8 +304,8 @@ func (h *hangServer) Session(stream grpc.BidiStreamingServer[herdv1.EnvRequest, 
 	if _, err := stream.Recv(); err != nil {
 		return err
 	}
-	sp, _ := env.SpaceToProto(env.Discrete{N: 2})
-	box, _ := env.SpaceToProto(env.UniformBox(-1, 1, 4))
+	sp, _ := remote.SpaceToProto(env.Discrete{N: 2})
+	box, _ := remote.SpaceToProto(env.UniformBox(-1, 1, 4))
 	if err := stream.Send(&herdv1.EnvResponse{Msg: &herdv1.EnvResponse_Open{Open: &herdv1.OpenResponse{ObservationSpace: box, ActionSpace: sp, NumEnvs: 1}}}); err != nil {
 		return err
 	}
@@ -328,7 +329,7 @@ func TestDeadline(t *testing.T) {
 	go g.Serve(lis)
 	defer g.Stop()
 	defer close(h.release)
-	e, err := env.Make("grpc://" + lis.Addr().String() + "/Anything-v0?timeout=200ms")
+	e, err := envs().Make("grpc://" + lis.Addr().String() + "/Anything-v0?timeout=200ms")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,11 +355,11 @@ func TestParseRemoteErrors(t *testing.T) {
 		"shm://x/CartPole-v1?spin=1ms",            // past 50us
 		"shm://x/CartPole-v1?spin=-1us",
 	} {
-		if _, err := env.Make(id); !errors.Is(err, env.ErrInvalidOption) {
+		if _, err := envs().Make(id); !errors.Is(err, env.ErrInvalidOption) {
 			t.Errorf("%s: %v, want ErrInvalidOption", id, err)
 		}
 	}
-	if _, err := env.Make("grpc://127.0.0.1:1/CartPole-v1", env.WithKwargs(env.Kwargs{"g": 1.0})); !errors.Is(err, env.ErrInvalidOption) {
+	if _, err := envs().Make("grpc://127.0.0.1:1/CartPole-v1", env.WithKwargs(env.Kwargs{"g": 1.0})); !errors.Is(err, env.ErrInvalidOption) {
 		t.Errorf("kwargs: %v", err)
 	}
 }
@@ -412,20 +413,20 @@ func TestMaxSessions(t *testing.T) {
 	addr, _ := startServer(t, nil, 0)
 	var open []env.Env
 	for range 8 {
-		e, err := env.Make("grpc://" + addr + "/CartPole-v1")
+		e, err := envs().Make("grpc://" + addr + "/CartPole-v1")
 		if err != nil {
 			t.Fatal(err)
 		}
 		open = append(open, e)
 	}
-	if _, err := env.Make("grpc://" + addr + "/CartPole-v1"); status.Code(errors.Unwrap(err)) != codes.ResourceExhausted {
+	if _, err := envs().Make("grpc://" + addr + "/CartPole-v1"); status.Code(errors.Unwrap(err)) != codes.ResourceExhausted {
 		t.Fatalf("ninth session: %v", err)
 	}
 	open[0].Close()
 	var err error
 	for try := 0; try < 50; try++ { // the server sees the end of the stream asynchronously
 		var e env.Env
-		if e, err = env.Make("grpc://" + addr + "/CartPole-v1"); err == nil {
+		if e, err = envs().Make("grpc://" + addr + "/CartPole-v1"); err == nil {
 			open[0] = e
 			break
 		}
@@ -443,7 +444,7 @@ func TestMaxSessions(t *testing.T) {
 // closes it when tb ends; any error fails tb.
 func resetVector(tb testing.TB, id string, n int, seed int64) env.Vector {
 	tb.Helper()
-	v, err := env.MakeVector(id, n, env.Sync)
+	v, err := envs().MakeVector(id, n, env.Sync)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -453,3 +454,6 @@ func resetVector(tb testing.TB, id string, n int, seed int64) env.Vector {
 	}
 	return v
 }
+
+// envs is the Maker of herd's programs: registered and remote ids.
+func envs() env.Maker { return env.Maker{Remote: remote.Opener{}} }

@@ -52,14 +52,14 @@ func TestGoShm(t *testing.T) {
 		t.Fatal("a second listener on the same name succeeded")
 	}
 	for _, id := range []string{"CartPole-v1", "Pendulum-v1"} {
-		local, err := env.MakeVector(id, 5, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(30))
+		local, err := envs().MakeVector(id, 5, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(30))
 		if err != nil {
 			t.Fatal(err)
 		}
 		want := stepTrace(t, local, 3, 70)
 		local.Close()
 		for _, k := range []int{1, 3} {
-			v, err := env.MakeVector(fmt.Sprintf("shm://%s/%s?timeout=20s&inflight=%d", name, id, k), 5, env.Sync,
+			v, err := envs().MakeVector(fmt.Sprintf("shm://%s/%s?timeout=20s&inflight=%d", name, id, k), 5, env.Sync,
 				env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(30))
 			if err != nil {
 				t.Fatal(err)
@@ -68,7 +68,7 @@ func TestGoShm(t *testing.T) {
 			v.Close()
 		}
 	}
-	if _, err := env.Make("shm://" + name + "/NoSuchEnv-v0"); !errors.Is(err, env.ErrUnknownID) {
+	if _, err := envs().Make("shm://" + name + "/NoSuchEnv-v0"); !errors.Is(err, env.ErrUnknownID) {
 		t.Fatalf("unknown env: %v", err)
 	}
 	pipes := ownPipes(t) // stdout and stderr on one pipe, say
@@ -126,8 +126,8 @@ func TestTrainShmSimpleSpread(t *testing.T) {
 	startShm(t, name)
 	const id = "mpe/simple_spread_v3?agent_id=true"
 	remote := "shm://" + name + "/" + id + "&timeout=20s"
-	if !env.IsParallel(remote) || env.IsParallel("shm://"+name+"/CartPole-v1?timeout=20s") {
-		t.Fatalf("IsParallel: %s %v, CartPole-v1 %v; want true, false", remote, env.IsParallel(remote), env.IsParallel("shm://"+name+"/CartPole-v1"))
+	if !envs().IsParallel(remote) || envs().IsParallel("shm://"+name+"/CartPole-v1?timeout=20s") {
+		t.Fatalf("IsParallel: %s %v, CartPole-v1 %v; want true, false", remote, envs().IsParallel(remote), envs().IsParallel("shm://"+name+"/CartPole-v1"))
 	}
 	sameParams(t, "over shm", trainParams(t, "ippo-simple-spread.yaml", id, false),
 		trainParams(t, "ippo-simple-spread.yaml", remote, false))

@@ -111,7 +111,7 @@ func waitPipeEnds(t *testing.T, pid, want int) {
 func sameCartPoleTraces(t *testing.T, base string, ids ...string) {
 	t.Helper()
 	trace := func(id string) []uint64 {
-		v, err := env.MakeVector(id, 5, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(30))
+		v, err := envs().MakeVector(id, 5, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(30))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +135,7 @@ func TestShmMatchesGRPC(t *testing.T) {
 		"shm://"+name+"/CartPole?timeout=20s&spin=0",
 		"grpc://"+p.Addr()+"/CartPole?timeout=20s&inflight=3")
 
-	e, err := env.Make("shm://"+name+"/CartPole?timeout=20s", env.WithoutTimeLimit())
+	e, err := envs().Make("shm://"+name+"/CartPole?timeout=20s", env.WithoutTimeLimit())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,10 +173,10 @@ func TestShmMatchesGRPC(t *testing.T) {
 	if _, _, _, _, _, err := e.Step([]float32{0}); err != nil {
 		t.Fatalf("step after reset: %v", err)
 	}
-	if _, err := env.Make("shm://" + name + "/Other?timeout=20s"); !errors.Is(err, env.ErrUnknownID) {
+	if _, err := envs().Make("shm://" + name + "/Other?timeout=20s"); !errors.Is(err, env.ErrUnknownID) {
 		t.Fatalf("unknown env over shm: %v", err)
 	}
-	if _, err := env.Make("shm://no-such-server-" + name + "/CartPole"); err == nil || !strings.Contains(err.Error(), "no herd env server") {
+	if _, err := envs().Make("shm://no-such-server-" + name + "/CartPole"); err == nil || !strings.Contains(err.Error(), "no herd env server") {
 		t.Fatalf("no server: %v", err)
 	}
 	// Garbage on the socket ends that session with an error message, and
@@ -194,7 +194,7 @@ func TestShmMatchesGRPC(t *testing.T) {
 			t.Fatalf("after %q the server answered %q, want an error message", junk, reply)
 		}
 	}
-	if _, err := env.Make("shm://" + name + "/CartPole?timeout=20s"); err != nil {
+	if _, err := envs().Make("shm://" + name + "/CartPole?timeout=20s"); err != nil {
 		t.Fatalf("after garbage: %v", err)
 	}
 }
@@ -329,7 +329,7 @@ func TestShmHelperClient(t *testing.T) {
 	if name == "" {
 		t.Skip("helper process for TestShmFaults")
 	}
-	v, err := env.MakeVector("shm://"+name+"/Trivial?timeout=20s", 2, env.Sync)
+	v, err := envs().MakeVector("shm://"+name+"/Trivial?timeout=20s", 2, env.Sync)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ func TestShmSpaces(t *testing.T) {
 			name := shmName(t)
 			p := pyproc.Start(t, "herd_env.serve", "--env", "pyspaces:"+cls, "--shm", name)
 			trace := func(id string) []uint64 {
-				v, err := env.MakeVector(id, 3, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(5))
+				v, err := envs().MakeVector(id, 3, env.Sync, env.WithEpisodeStatistics(), env.WithMaxEpisodeSteps(5))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -467,7 +467,7 @@ func TestPythonProcs(t *testing.T) {
 	p := pyproc.Start(t, "herd_env.serve", "--env", "herd_env.testenvs:Pid", "--shm", name, "--procs", "2", "--grpc-impl", "h2")
 	pids := func(id string, n int) (env.Vector, []int) {
 		t.Helper()
-		v, err := env.MakeVector(id, n, env.Sync)
+		v, err := envs().MakeVector(id, n, env.Sync)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -519,7 +519,7 @@ func TestPythonProcs(t *testing.T) {
 		for deadline := time.Now().Add(10 * time.Second); ; {
 			// the server learns of the death from its socket pair: until
 			// then a new session may still be handed to the dead worker
-			w, err := env.MakeVector(prefix+"/Pid?timeout=20s", 1, env.Sync)
+			w, err := envs().MakeVector(prefix+"/Pid?timeout=20s", 1, env.Sync)
 			if err == nil {
 				got, _ := w.Reset(1)
 				w.Close()

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"herd/env"
 	"herd/internal/pyproc"
 	"herd/internal/testcert"
 	"herd/service"
@@ -26,7 +25,7 @@ func tlsCases(t *testing.T, addr, id string, ca, rogue *testcert.CA) {
 		}
 		return "grpcs://" + addr + "/" + id + "?timeout=5s&" + v.Encode()
 	}
-	e, err := env.Make(q("ca", ca.File, "cert", cert, "key", key))
+	e, err := envs().Make(q("ca", ca.File, "cert", cert, "key", key))
 	if err != nil {
 		t.Fatalf("client with a valid certificate: %v", err)
 	}
@@ -40,7 +39,7 @@ func tlsCases(t *testing.T, addr, id string, ca, rogue *testcert.CA) {
 		"server not trusted":          q("ca", rogue.File, "cert", cert, "key", key),
 		"plaintext client":            "grpc://" + addr + "/" + id + "?timeout=5s",
 	} {
-		e, err := env.Make(id)
+		e, err := envs().Make(id)
 		if err == nil {
 			_, _, err = e.Reset(1)
 			e.Close()

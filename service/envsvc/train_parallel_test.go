@@ -23,7 +23,7 @@ func resolveConfig(tb testing.TB, config, envID string) *algo.Resolved {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	res, err := algo.Resolve(data, all.Specs(), algo.Overrides{Env: &envID})
+	res, err := algo.Resolve(data, all.Specs(), algo.Overrides{Envs: envs(), Env: &envID})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -31,11 +31,11 @@ func IsConv(name string) bool { return name == MinAtar || name == Nature || name
 // CheckEnv reports why env id's observations cannot feed encoder name (a
 // convolutional encoder on observations that are not images), or nil. An
 // env that cannot be made is the caller's error to report, so it gives nil.
-func CheckEnv(name, id string) error {
+func CheckEnv(mk env.Maker, name, id string) error {
 	if !IsConv(name) || id == "" {
 		return nil
 	}
-	e, err := env.Make(id, env.WithAgentActionSpaces())
+	e, err := mk.Make(id, env.WithAgentActionSpaces())
 	if err != nil {
 		return nil
 	}
@@ -96,11 +96,26 @@ type Conv struct {
 // NewConv builds the preset's network for obs with the given hidden
 // widths and outputs, drawing weights from r.
 func NewConv(preset string, obs env.Space, hidden []int, out int, r *rand.Rand) (*Conv, error) {
+	return newConv(preset, obs, hidden, out, nn.Identity, r)
+}
+
+// NewTrunk builds the preset's convolutions and hidden ReLU layers, the
+// last of them activated too, as the encoder two heads share (CleanRL's
+// Atari Agent.network: convolutions, Flatten, Linear(·, 512), ReLU). Out
+// is the last hidden width; hidden must not be empty.
+func NewTrunk(preset string, obs env.Space, hidden []int, r *rand.Rand) (*Conv, error) {
+	if len(hidden) == 0 {
+		return nil, fmt.Errorf("%w: a shared encoder needs at least one hidden layer (its output)", nn.ErrConfig)
+	}
+	return newConv(preset, obs, hidden[:len(hidden)-1], hidden[len(hidden)-1], nn.ReLU, r)
+}
+
+func newConv(preset string, obs env.Space, hidden []int, out int, outAct nn.Activation, r *rand.Rand) (*Conv, error) {
 	h, w, c, err := ImageDims(obs)
 	if err != nil {
 		return nil, err
 	}
-	cfg := nn.ConvNetConfig{Hidden: hidden, Out: out, Act: nn.ReLU}
+	cfg := nn.ConvNetConfig{Hidden: hidden, Out: out, Act: nn.ReLU, OutAct: outAct}
 	if preset == Impala {
 		cfg.Stages, err = nn.ImpalaStages(c, h, w)
 	} else {

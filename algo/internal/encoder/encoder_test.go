@@ -53,13 +53,13 @@ func TestCheck(t *testing.T) {
 	if err := Check("resnet"); err == nil || !strings.Contains(err.Error(), "resnet") {
 		t.Errorf("resnet: %v", err)
 	}
-	if err := CheckEnv(MinAtar, "CartPole-v1"); err == nil || !strings.Contains(err.Error(), "not an image") {
+	if err := CheckEnv(env.Maker{}, MinAtar, "CartPole-v1"); err == nil || !strings.Contains(err.Error(), "not an image") {
 		t.Errorf("minatar on CartPole: %v", err)
 	}
-	if err := CheckEnv(MinAtar, "MinAtar/Breakout-v1"); err != nil {
+	if err := CheckEnv(env.Maker{}, MinAtar, "MinAtar/Breakout-v1"); err != nil {
 		t.Errorf("minatar on MinAtar: %v", err)
 	}
-	if err := CheckEnv(MLP, "MinAtar/Breakout-v1"); err != nil {
+	if err := CheckEnv(env.Maker{}, MLP, "MinAtar/Breakout-v1"); err != nil {
 		t.Errorf("mlp on MinAtar: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"herd/env"
 	"math"
 	"os"
 	"path/filepath"
@@ -53,7 +54,7 @@ func (t *Tee) LastMean(k int) float64 {
 // algo.Evaluate and returns the mean return.
 func Eval(tb testing.TB, policy algo.Policy, envID string, seed uint64, episodes int) float64 {
 	tb.Helper()
-	rets, err := algo.Evaluate(context.Background(), policy, envID, episodes, seed)
+	rets, err := algo.Evaluate(context.Background(), policy, env.Maker{}, envID, episodes, seed)
 	if err != nil {
 		tb.Fatal(err)
 	}

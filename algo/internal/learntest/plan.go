@@ -7,14 +7,13 @@ import (
 	"testing"
 
 	"herd/algo"
-	"herd/env"
 )
 
 // InitialModel is the model of a segment learner built from res before
 // any update: what a run's weights are compared with to show they moved.
 func InitialModel(t *testing.T, res *algo.Resolved) algo.Model {
 	t.Helper()
-	e, err := env.Make(res.Header.Env)
+	e, err := res.Header.Envs.Make(res.Header.Env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func LoadAgent[A any](name, path string, h algo.Header, arch []int,
 	build func(obsDim int, low, high []float32, arch []int, r *rand.Rand) (A, error),
 	nets func(A) []Named) (A, error) {
 	var zero A
-	e, err := env.Make(h.Env)
+	e, err := h.Envs.Make(h.Env)
 	if err != nil {
 		return zero, err
 	}

@@ -33,8 +33,8 @@ type EnvWorker struct {
 }
 
 // MakeEnvs makes n synchronous envs of id recording episode statistics.
-func MakeEnvs(id string, n int) (env.Vector, error) {
-	return env.MakeVector(id, n, env.Sync, env.WithEpisodeStatistics())
+func MakeEnvs(mk env.Maker, id string, n int) (env.Vector, error) {
+	return mk.MakeVector(id, n, env.Sync, env.WithEpisodeStatistics())
 }
 
 // NewEnvWorker joins envs (closed by the caller) with the pieces that act
@@ -79,11 +79,11 @@ func (w *EnvWorker) Step(log algo.Logger) error {
 // CheckEnv reports why env id cannot run a tanh-squashed continuous actor
 // (unknown env, or an action space that is not a bounded Box), or nil. An
 // empty id is not checked: Validate may run before the env is chosen.
-func CheckEnv(id string) error {
+func CheckEnv(mk env.Maker, id string) error {
 	if id == "" {
 		return nil
 	}
-	e, err := env.Make(id)
+	e, err := mk.Make(id)
 	if err != nil {
 		return fmt.Errorf("env %q: %v", id, err)
 	}

@@ -79,16 +79,16 @@ func TestCommonCheck(t *testing.T) {
 // TestCheckEnv: a Box env passes; a Discrete one and an unknown one do not;
 // an empty id is not checked.
 func TestCheckEnv(t *testing.T) {
-	if err := CheckEnv("Pendulum-v1"); err != nil {
+	if err := CheckEnv(env.Maker{}, "Pendulum-v1"); err != nil {
 		t.Errorf("Pendulum-v1: %v", err)
 	}
-	if err := CheckEnv(""); err != nil {
+	if err := CheckEnv(env.Maker{}, ""); err != nil {
 		t.Errorf("empty id: %v", err)
 	}
-	if err := CheckEnv("CartPole-v1"); err == nil || !strings.Contains(err.Error(), "Box") {
+	if err := CheckEnv(env.Maker{}, "CartPole-v1"); err == nil || !strings.Contains(err.Error(), "Box") {
 		t.Errorf("CartPole-v1: %v, want a Box error", err)
 	}
-	if err := CheckEnv("NoSuchEnv-v0"); err == nil {
+	if err := CheckEnv(env.Maker{}, "NoSuchEnv-v0"); err == nil {
 		t.Error("unknown env accepted")
 	}
 }
@@ -97,7 +97,7 @@ func TestCheckEnv(t *testing.T) {
 // hands the next observations over, and leaves one one-step transition per
 // env whose rows match what the envs did.
 func TestEnvWorkerStepsAndAssembles(t *testing.T) {
-	envs, err := MakeEnvs("Pendulum-v1", 2)
+	envs, err := MakeEnvs(env.Maker{}, "Pendulum-v1", 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,6 +58,11 @@ type AgentConfig struct {
 	// ReLU layers (separate encoders; Act, OrthoInit, InputNorm and
 	// ActorObs apply to the MLP only).
 	Encoder string
+	// SharedEncoder gives the actor and the critic one encoder: a
+	// convolutional Encoder's convolutions and Hidden ReLU layers, named
+	// "network.*", read by two linear heads, "actor" and "critic" (CleanRL's
+	// ppo_atari.py Agent). Both heads' gradients add up in it.
+	SharedEncoder bool
 	// Recurrent, when "lstm" or "gru", puts a one-layer LSTM or GRU of
 	// RecurrentHidden units between each network's encoder (its Hidden
 	// layers, all activated) and its linear head: the actor and the
@@ -104,8 +109,14 @@ type body interface {
 // keeping the outputs) then Backward (accumulate dL/dθ from dL/dlog π,
 // dL/dH and dL/dV). An Agent is not safe for concurrent use.
 type Agent struct {
-	actor, critic  body
-	ObsDim, ActDim int
+	actor, critic body
+	// trunk is the shared encoder (AgentConfig.SharedEncoder), or nil; the
+	// bodies are then its heads, read from x.
+	trunk               *encoder.Conv
+	actorHead, critHead *head
+	x                   []float32 // the bodies' input of the current minibatch
+	dFeat               []float32
+	ObsDim, ActDim      int
 	// recActor and recCritic are the bodies when they are recurrent (nil
 	// otherwise); actState holds Act's own state (AgentConfig.Recurrent).
 	recActor, recCritic *recBody
@@ -133,7 +144,6 @@ type Agent struct {
 	ObsNorm *ObsNorm
 	RNorm   *RewardNorm
 	obsBuf  [2][]float32 // normalized observations: Learn/Evaluate's, Act's
-	in      []float32    // the networks' input of the current Learn/Evaluate
 
 	params      []*nn.Param // actor, critic, log-std, value_norm: checkpoint and optimizer order
 	actorParams []*nn.Param // actor and log-std: the actor's half of Learn
@@ -202,7 +212,13 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 		}
 		a.ActorDim = cfg.ActorObs
 	}
-	actor, critic, err := newBodies(obsSpace, a.ObsDim, a.ActorDim, outDim, cfg, r)
+	var actor, critic body
+	if cfg.SharedEncoder {
+		a.trunk, a.actorHead, a.critHead, err = newShared(obsSpace, outDim, cfg, r)
+		actor, critic = a.actorHead, a.critHead
+	} else {
+		actor, critic, err = newBodies(obsSpace, a.ObsDim, a.ActorDim, outDim, cfg, r)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -210,9 +226,16 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 	a.recActor, _ = actor.(*recBody)
 	a.recCritic, _ = critic.(*recBody)
 	a.actState = make([]float32, a.StateDim())
+	if a.trunk != nil {
+		for _, p := range a.trunk.Params() {
+			p.Name = "network." + p.Name
+			a.params = append(a.params, p)
+		}
+	}
 	for _, p := range actor.Params() {
 		p.Name = "actor." + p.Name
 		a.params = append(a.params, p)
+		a.actorParams = append(a.actorParams, p)
 	}
 	for _, p := range critic.Params() {
 		p.Name = "critic." + p.Name
@@ -222,9 +245,9 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 		for _, p := range a.Gauss.Params() {
 			p.Name = "actor_logstd"
 			a.params = append(a.params, p)
+			a.actorParams = append(a.actorParams, p)
 		}
 	}
-	a.actorParams = append(append([]*nn.Param{}, actor.Params()...), a.params[len(actor.Params())+len(critic.Params()):]...)
 	if cfg.ValueNorm {
 		a.VNorm = newValueNorm()
 		a.params = append(a.params, a.VNorm.p)
@@ -302,6 +325,72 @@ func newBodies(obsSpace env.Space, obsDim, actorDim, outDim int, cfg AgentConfig
 		a.withInputNorm(actorDim)
 	}
 	return a, c, nil
+}
+
+// head is a linear layer on the shared encoder's output that keeps the
+// gradient of its input for the encoder's backward pass.
+type head struct {
+	m   *nn.MLP
+	dIn []float32
+}
+
+func (h *head) Params() []*nn.Param                             { return h.m.Params() }
+func (h *head) Reserve(b int)                                   { h.m.Reserve(b) }
+func (h *head) Forward(x []float32, batch int) []float32        { return h.m.Forward(x, batch) }
+func (h *head) ForwardTo(dst, x []float32, batch int) []float32 { return h.m.ForwardTo(dst, x, batch) }
+func (h *head) Backward(dOut []float32)                         { h.dIn = h.m.Backward(dOut) }
+
+// newShared builds the shared encoder, then the actor's head (outDim
+// outputs) and the critic's (one), in that order from r (CleanRL's
+// ppo_atari.py Agent.__init__); PyTorch's default inits, as the separate
+// convolutional bodies have. The heads' parameters are named "weight"
+// and "bias" (nn.Linear modules of their own).
+func newShared(obsSpace env.Space, outDim int, cfg AgentConfig, r *rand.Rand) (*encoder.Conv, *head, *head, error) {
+	if !encoder.IsConv(cfg.Encoder) || cfg.Recurrent != "" || cfg.InputNorm || cfg.ActorObs != 0 || cfg.MaskN > 0 {
+		return nil, nil, nil, fmt.Errorf("%w: a shared encoder takes a convolutional encoder (minatar, nature or impala) without a recurrent core, input_norm, actor_obs or an action mask; encoder %q", ErrSpace, cfg.Encoder)
+	}
+	trunk, err := encoder.NewTrunk(cfg.Encoder, obsSpace, cfg.Hidden, r)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("onpolicy: shared encoder: %w", err)
+	}
+	var heads [2]*head
+	for i, out := range []int{outDim, 1} {
+		m, err := nn.NewMLP(nn.MLPConfig{In: trunk.Out(), Out: out, OutAct: nn.Identity, Gemm: cfg.Gemm}, r)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("onpolicy: shared encoder head: %w", err)
+		}
+		for _, p := range m.Params() {
+			_, p.Name, _ = cut(p.Name)
+		}
+		heads[i] = &head{m: m}
+	}
+	return trunk, heads[0], heads[1], nil
+}
+
+// features is the bodies' input for n rows of obs: obs itself, or the
+// shared encoder's output, valid until its next forward pass.
+func (a *Agent) features(obs []float32, n int) []float32 {
+	if a.trunk == nil {
+		return obs
+	}
+	return a.trunk.Forward(obs, n)
+}
+
+// backwardTrunk sums the heads' input gradients of the last backward pass
+// (the critic's only when it had one) and runs the shared encoder's
+// backward pass on the sum.
+func (a *Agent) backwardTrunk() {
+	if a.trunk == nil {
+		return
+	}
+	a.dFeat = grow(a.dFeat, len(a.actorHead.dIn))
+	copy(a.dFeat, a.actorHead.dIn)
+	if a.dValue != nil {
+		for i, v := range a.critHead.dIn {
+			a.dFeat[i] += v
+		}
+	}
+	a.trunk.Backward(a.dFeat)
 }
 
 // StateDim is the recurrent state of one env: the actor's then the
@@ -385,7 +474,7 @@ func (a *Agent) ZeroGrad() { nn.ZeroGrads(a.params) }
 // Value writes V(obs_r) for batch rows into dst and returns it
 // (denormalized with ValueNorm).
 func (a *Agent) Value(dst, obs []float32, batch int) []float32 {
-	v := a.critic.ForwardTo(dst[:batch], a.ObsNorm.to(&a.obsBuf[1], obs, batch), batch)
+	v := a.critic.ForwardTo(dst[:batch], a.features(a.ObsNorm.to(&a.obsBuf[1], obs, batch), batch), batch)
 	a.denormalize(v)
 	return v
 }
@@ -397,8 +486,8 @@ func (a *Agent) Value(dst, obs []float32, batch int) []float32 {
 func (a *Agent) Evaluate(logProbs, entropy, values, obs, actions []float32, batch int) {
 	a.batch = batch
 	a.acts = actions[:batch*a.ActDim]
-	a.in = a.ObsNorm.to(&a.obsBuf[0], obs, batch)
 	a.obs, a.logProbs, a.entropy, a.values = obs, logProbs[:batch], entropy[:batch], values[:batch]
+	a.x = a.features(a.ObsNorm.to(&a.obsBuf[0], obs, batch), batch)
 	a.par.Do(a.actorEval, a.criticEval)
 }
 
@@ -437,7 +526,7 @@ func (a *Agent) maskLogits(logits, obs []float32, n int) {
 }
 
 func (a *Agent) evaluateActor() {
-	a.out = a.actor.Forward(a.actorInput(&a.evalIn, a.in, a.batch), a.batch)
+	a.out = a.actor.Forward(a.actorInput(&a.evalIn, a.x, a.batch), a.batch)
 	a.maskLogits(a.out, a.obs, a.batch)
 	if a.Gauss != nil {
 		a.Gauss.LogProbTo(a.logProbs, a.out, a.acts)
@@ -453,7 +542,7 @@ func (a *Agent) evaluateActor() {
 	a.catRows.EntropyTo(a.entropy)
 }
 
-func (a *Agent) evaluateCritic() { a.critic.ForwardTo(a.values, a.in, a.batch) }
+func (a *Agent) evaluateCritic() { a.critic.ForwardTo(a.values, a.x, a.batch) }
 
 // Backward accumulates the gradients of a loss that depends on the last
 // Evaluate's log-probabilities, entropies and values through dLogProb,
@@ -461,6 +550,7 @@ func (a *Agent) evaluateCritic() { a.critic.ForwardTo(a.values, a.in, a.batch) }
 func (a *Agent) Backward(dLogProb, dEntropy, dValue []float32) {
 	a.dLogProb, a.dEntropy, a.dValue = dLogProb, dEntropy, dValue
 	a.par.Do(a.actorBack, a.criticBack)
+	a.backwardTrunk()
 }
 
 func (a *Agent) backwardActor() {
@@ -497,7 +587,6 @@ func (a *Agent) backwardCritic() {
 func (a *Agent) Learn(obs, actions []float32, batch int, policyLoss PolicyLoss, valueLoss ValueLoss) {
 	a.batch = batch
 	a.obs, a.acts = obs, actions[:batch*a.ActDim]
-	a.in = a.ObsNorm.to(&a.obsBuf[0], obs, batch)
 	// Learn's own buffers: Evaluate and Backward alias the caller's.
 	for i, b := range a.own {
 		a.own[i] = grow(b, batch)
@@ -505,7 +594,12 @@ func (a *Agent) Learn(obs, actions []float32, batch int, policyLoss PolicyLoss, 
 	a.logProbs, a.entropy, a.values = a.own[0], a.own[1], a.own[2]
 	a.dLogProb, a.dEntropy, a.dValue = a.own[3], a.own[4], a.own[5]
 	a.policyLoss, a.valueLoss = policyLoss, valueLoss
+	a.x = a.features(a.ObsNorm.to(&a.obsBuf[0], obs, batch), batch)
 	a.par.Do(a.actorLearn, a.criticLearn)
+	if a.trunk != nil {
+		a.trunk.ZeroGrad()
+		a.backwardTrunk()
+	}
 }
 
 func (a *Agent) learnActor() {
@@ -532,7 +626,7 @@ func (a *Agent) Act(dst, obs []float32) []float32 {
 	if a.recActor != nil {
 		a.recActor.seq(1, 1, a.actState, a.StateDim(), 0, nil)
 	}
-	out := a.actor.Forward(a.actorInput(&a.actIn, a.ObsNorm.to(&a.obsBuf[1], obs, 1), 1), 1)
+	out := a.actor.Forward(a.actorInput(&a.actIn, a.features(a.ObsNorm.to(&a.obsBuf[1], obs, 1), 1), 1), 1)
 	if a.recActor != nil {
 		a.recActor.finalTo(a.actState, a.StateDim(), 0)
 	}
@@ -580,8 +674,8 @@ func grow(b []float32, n int) []float32 {
 // LoadAgent rebuilds the agent for env id from a checkpoint written by Save
 // (for `herd eval`): the spaces come from a fresh env, the weights from the
 // file, so the initial draw from r does not matter.
-func LoadAgent(path, id string, cfg AgentConfig, r *rand.Rand) (*Agent, error) {
-	e, err := env.Make(id)
+func LoadAgent(path string, mk env.Maker, id string, cfg AgentConfig, r *rand.Rand) (*Agent, error) {
+	e, err := mk.Make(id)
 	if err != nil {
 		return nil, err
 	}

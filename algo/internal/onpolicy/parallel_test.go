@@ -71,17 +71,7 @@ func TestLearnMatchesEvaluateBackward(t *testing.T) {
 	for i := range acts {
 		acts[i] = float32(r.NormFloat64())
 	}
-	// The loss: L = mean(log π) + 0.1·mean(H) + mean(V²)/2.
-	policy := func(dLogProb, dEntropy, _, _ []float32) {
-		for i := range dLogProb {
-			dLogProb[i], dEntropy[i] = 1.0/B, 0.1/B
-		}
-	}
-	value := func(dValue, v []float32) {
-		for i := range dValue {
-			dValue[i] = v[i] / B
-		}
-	}
+	policy, value := testLosses(B)
 
 	ref := newAgent(false)
 	lp, ent, v := make([]float32, B), make([]float32, B), make([]float32, B)
@@ -105,4 +95,20 @@ func TestLearnMatchesEvaluateBackward(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testLosses are the loss gradients of L = mean(log π) + 0.1·mean(H) +
+// mean(V²)/2 over b rows, for Learn.
+func testLosses(b int) (PolicyLoss, ValueLoss) {
+	policy := func(dLogProb, dEntropy, _, _ []float32) {
+		for i := range dLogProb {
+			dLogProb[i], dEntropy[i] = 1/float32(b), 0.1/float32(b)
+		}
+	}
+	value := func(dValue, v []float32) {
+		for i := range dValue {
+			dValue[i] = v[i] / float32(b)
+		}
+	}
+	return policy, value
 }

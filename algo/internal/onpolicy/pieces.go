@@ -125,8 +125,8 @@ func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 		a.SetSequences(1, n, p.envState(n), nil)
 		defer a.finalStateTo(p.state)
 	}
-	in := a.ObsNorm.to(&p.obsIn, obs, n)
-	out := a.actor.Forward(a.actorInput(&p.actorIn, in, n), n)
+	x := a.features(a.ObsNorm.to(&p.obsIn, obs, n), n)
+	out := a.actor.Forward(a.actorInput(&p.actorIn, x, n), n)
 	a.maskLogits(out, obs, n)
 	if a.Gauss == nil {
 		for r := range n {
@@ -139,7 +139,7 @@ func (p *Policy) ForwardTo(dst, obs []float32, n int) []float32 {
 			copy(dst[r*w+d:r*w+2*d], logStd)
 		}
 	}
-	p.values = a.critic.ForwardTo(grow(p.values, n), in, n)
+	p.values = a.critic.ForwardTo(grow(p.values, n), x, n)
 	a.denormalize(p.values)
 	for r, v := range p.values {
 		dst[r*w+p.head] = v
@@ -157,7 +157,7 @@ func (p *Policy) ValuesTo(dst, obs []float32, n int) []float32 {
 	if p.agent.StateDim() > 0 {
 		p.agent.SetSequences(1, n, p.envState(n), nil)
 	}
-	v := p.agent.critic.ForwardTo(dst[:n], p.agent.ObsNorm.to(&p.obsIn, obs, n), n)
+	v := p.agent.critic.ForwardTo(dst[:n], p.agent.features(p.agent.ObsNorm.to(&p.obsIn, obs, n), n), n)
 	p.agent.denormalize(v)
 	return v
 }
@@ -180,7 +180,7 @@ func (p *Policy) EnvValue(i int, obs []float32) float32 {
 	if sd := a.StateDim(); sd > 0 {
 		a.SetSequences(1, 1, p.state[i*sd:(i+1)*sd], nil)
 	}
-	a.critic.ForwardTo(v[:], a.ObsNorm.to(&p.obsIn, obs, 1), 1)
+	a.critic.ForwardTo(v[:], a.features(a.ObsNorm.to(&p.obsIn, obs, 1), 1), 1)
 	a.denormalize(v[:])
 	return v[0]
 }
@@ -203,6 +203,13 @@ func (p *Policy) StateTo(dst []float32, n int) []float32 {
 
 // StateDim is the recurrent state of one env (0: none).
 func (p *Policy) StateDim() int { return p.agent.StateDim() }
+
+// SetState makes state (n rows of StateDim) the state of the n envs of
+// the next ForwardTo (algo.StatefulPolicy): an executor that carries each
+// env's state hands it in with the env's observations.
+func (p *Policy) SetState(state []float32, n int) {
+	copy(p.envState(n), state)
+}
 
 // Act writes the deterministic action for one observation (algo.Policy):
 // the most likely discrete action, or the Gaussian mean clipped to the

@@ -19,6 +19,7 @@ type Common struct {
 	Hidden                    []int
 	Activation                string
 	Encoder                   string
+	SharedEncoder             bool
 	// Recurrent: the networks have a recurrent core, which may read the
 	// observation itself (Hidden empty).
 	Recurrent bool
@@ -63,8 +64,11 @@ func (c Common) Check(bad func(format string, a ...any), h algo.Header) {
 	}
 	if err := encoder.Check(c.Encoder); err != nil {
 		bad("%v", err)
-	} else if err := encoder.CheckEnv(c.Encoder, h.Env); err != nil {
+	} else if err := encoder.CheckEnv(h.Envs, c.Encoder, h.Env); err != nil {
 		bad("%v", err)
+	}
+	if c.SharedEncoder && !encoder.IsConv(c.Encoder) {
+		bad("shared_encoder needs a convolutional encoder (minatar, nature or impala), got %q", c.Encoder)
 	}
 	if batch := int64(c.NumEnvs) * int64(c.NumSteps); batch > 0 && h.Steps < batch {
 		bad("steps (%d) must be at least one rollout, num_envs × num_steps = %d", h.Steps, batch)
@@ -79,7 +83,7 @@ func LoadPolicy[C any](name, path string, h algo.Header, c algo.Config, agentCon
 	if !ok {
 		return nil, fmt.Errorf("%w: %s: config is %T, want *%s.Config", algo.ErrConfig, name, c, name)
 	}
-	agent, err := LoadAgent(path, h.Env, agentConfig(cfg), rng.New(h.Seed, name+"/init", 0))
+	agent, err := LoadAgent(path, h.Envs, h.Env, agentConfig(cfg), rng.New(h.Seed, name+"/init", 0))
 	if err != nil {
 		return nil, err // a nil *Agent must not become a non-nil algo.Policy
 	}

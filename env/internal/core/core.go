@@ -82,6 +82,10 @@ type Info struct {
 	// ActionMask[k] is action Start + k. A multi-agent env sets it in the
 	// info of each agent whose next action is constrained.
 	ActionMask []bool
+	// Lives, when HasLives, is the number of lives the agent has left
+	// (ALE's info["lives"], ale.lives()); env/atari's EpisodicLife reads it.
+	Lives    int
+	HasLives bool
 }
 
 // EpisodeStats is what RecordEpisodeStatistics reports at the end of an

@@ -810,7 +810,12 @@ type OpenRequest struct {
 	// ParallelEnvBatch carries it (state, final_state). A server that
 	// predates the field, or an env without a state, leaves state_space
 	// unset, and the client builds the state itself.
-	GlobalState   bool `protobuf:"varint,7,opt,name=global_state,json=globalState,proto3" json:"global_state,omitempty"`
+	GlobalState bool `protobuf:"varint,7,opt,name=global_state,json=globalState,proto3" json:"global_state,omitempty"`
+	// obs_u8: the client reads observations from Batch.obs_u8. A server
+	// whose observation space is a uint8 Box (Gymnasium's images) then sends
+	// each value as one byte instead of a float, and says so in
+	// OpenResponse.obs_u8; other servers ignore it.
+	ObsU8         bool `protobuf:"varint,8,opt,name=obs_u8,json=obsU8,proto3" json:"obs_u8,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -894,6 +899,13 @@ func (x *OpenRequest) GetGlobalState() bool {
 	return false
 }
 
+func (x *OpenRequest) GetObsU8() bool {
+	if x != nil {
+		return x.ObsU8
+	}
+	return false
+}
+
 type OpenResponse struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	ObservationSpace *Space                 `protobuf:"bytes,1,opt,name=observation_space,json=observationSpace,proto3" json:"observation_space,omitempty"`
@@ -902,9 +914,15 @@ type OpenResponse struct {
 	// Whether State requests are supported (the env exposes its float64 state).
 	HasState bool `protobuf:"varint,4,opt,name=has_state,json=hasState,proto3" json:"has_state,omitempty"`
 	// Set in answer to a parallel open: the env's agents and their spaces.
-	Parallel      *ParallelSpaces `protobuf:"bytes,5,opt,name=parallel,proto3" json:"parallel,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Parallel *ParallelSpaces `protobuf:"bytes,5,opt,name=parallel,proto3" json:"parallel,omitempty"`
+	// Batches carry observations in obs_u8 and final_obs_u8, one byte a
+	// value (only when the open asked for it).
+	ObsU8 bool `protobuf:"varint,6,opt,name=obs_u8,json=obsU8,proto3" json:"obs_u8,omitempty"`
+	// The env's action names, ALE's get_action_meanings() ("NOOP", "FIRE",
+	// ...); empty when the env has none.
+	ActionMeanings []string `protobuf:"bytes,7,rep,name=action_meanings,json=actionMeanings,proto3" json:"action_meanings,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *OpenResponse) Reset() {
@@ -968,6 +986,20 @@ func (x *OpenResponse) GetHasState() bool {
 func (x *OpenResponse) GetParallel() *ParallelSpaces {
 	if x != nil {
 		return x.Parallel
+	}
+	return nil
+}
+
+func (x *OpenResponse) GetObsU8() bool {
+	if x != nil {
+		return x.ObsU8
+	}
+	return false
+}
+
+func (x *OpenResponse) GetActionMeanings() []string {
+	if x != nil {
+		return x.ActionMeanings
 	}
 	return nil
 }
@@ -1076,7 +1108,13 @@ type Batch struct {
 	Truncated  []bool    `protobuf:"varint,4,rep,packed,name=truncated,proto3" json:"truncated,omitempty"`
 	// The true last observation of each env whose episode ended in this step
 	// (terminated or truncated), in env order; only with autoreset.
-	FinalObs      []float32 `protobuf:"fixed32,5,rep,packed,name=final_obs,json=finalObs,proto3" json:"final_obs,omitempty"`
+	FinalObs []float32 `protobuf:"fixed32,5,rep,packed,name=final_obs,json=finalObs,proto3" json:"final_obs,omitempty"`
+	// obs and final_obs as bytes, one a value, when OpenResponse.obs_u8.
+	ObsU8      []byte `protobuf:"bytes,6,opt,name=obs_u8,json=obsU8,proto3" json:"obs_u8,omitempty"`
+	FinalObsU8 []byte `protobuf:"bytes,7,opt,name=final_obs_u8,json=finalObsU8,proto3" json:"final_obs_u8,omitempty"`
+	// Each env's lives left (ALE's info["lives"]) after this reset or step,
+	// num_envs values, when the envs' infos report them; else empty.
+	Lives         []int32 `protobuf:"varint,8,rep,packed,name=lives,proto3" json:"lives,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1142,6 +1180,27 @@ func (x *Batch) GetTruncated() []bool {
 func (x *Batch) GetFinalObs() []float32 {
 	if x != nil {
 		return x.FinalObs
+	}
+	return nil
+}
+
+func (x *Batch) GetObsU8() []byte {
+	if x != nil {
+		return x.ObsU8
+	}
+	return nil
+}
+
+func (x *Batch) GetFinalObsU8() []byte {
+	if x != nil {
+		return x.FinalObsU8
+	}
+	return nil
+}
+
+func (x *Batch) GetLives() []int32 {
+	if x != nil {
+		return x.Lives
 	}
 	return nil
 }
@@ -1836,7 +1895,7 @@ const file_herd_v1_env_proto_rawDesc = "" +
 	"\x05state\x18\x03 \x01(\v2\x16.herd.v1.StateResponseH\x00R\x05state\x12?\n" +
 	"\x0eparallel_batch\x18\x04 \x01(\v2\x16.herd.v1.ParallelBatchH\x00R\rparallelBatch\x12%\n" +
 	"\x05error\x18\x0f \x01(\v2\x0f.herd.v1.StatusR\x05errorB\x05\n" +
-	"\x03msg\"\xf3\x01\n" +
+	"\x03msg\"\x8a\x02\n" +
 	"\vOpenRequest\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x15\n" +
 	"\x06env_id\x18\x02 \x01(\tR\x05envId\x12\x19\n" +
@@ -1844,17 +1903,20 @@ const file_herd_v1_env_proto_rawDesc = "" +
 	"\x11max_episode_steps\x18\x04 \x01(\x05R\x0fmaxEpisodeSteps\x12\x1c\n" +
 	"\tautoreset\x18\x05 \x01(\bR\tautoreset\x12\x1a\n" +
 	"\bparallel\x18\x06 \x01(\bR\bparallel\x12!\n" +
-	"\fglobal_state\x18\a \x01(\bR\vglobalState\"\xeb\x01\n" +
+	"\fglobal_state\x18\a \x01(\bR\vglobalState\x12\x15\n" +
+	"\x06obs_u8\x18\b \x01(\bR\x05obsU8\"\xab\x02\n" +
 	"\fOpenResponse\x12;\n" +
 	"\x11observation_space\x18\x01 \x01(\v2\x0e.herd.v1.SpaceR\x10observationSpace\x121\n" +
 	"\faction_space\x18\x02 \x01(\v2\x0e.herd.v1.SpaceR\vactionSpace\x12\x19\n" +
 	"\bnum_envs\x18\x03 \x01(\rR\anumEnvs\x12\x1b\n" +
 	"\thas_state\x18\x04 \x01(\bR\bhasState\x123\n" +
-	"\bparallel\x18\x05 \x01(\v2\x17.herd.v1.ParallelSpacesR\bparallel\"$\n" +
+	"\bparallel\x18\x05 \x01(\v2\x17.herd.v1.ParallelSpacesR\bparallel\x12\x15\n" +
+	"\x06obs_u8\x18\x06 \x01(\bR\x05obsU8\x12'\n" +
+	"\x0faction_meanings\x18\a \x03(\tR\x0eactionMeanings\"$\n" +
 	"\fResetRequest\x12\x14\n" +
 	"\x05seeds\x18\x01 \x03(\x03R\x05seeds\"'\n" +
 	"\vStepRequest\x12\x18\n" +
-	"\aactions\x18\x01 \x03(\x02R\aactions\"\x8e\x01\n" +
+	"\aactions\x18\x01 \x03(\x02R\aactions\"\xdd\x01\n" +
 	"\x05Batch\x12\x10\n" +
 	"\x03obs\x18\x01 \x03(\x02R\x03obs\x12\x18\n" +
 	"\arewards\x18\x02 \x03(\x01R\arewards\x12\x1e\n" +
@@ -1862,7 +1924,11 @@ const file_herd_v1_env_proto_rawDesc = "" +
 	"terminated\x18\x03 \x03(\bR\n" +
 	"terminated\x12\x1c\n" +
 	"\ttruncated\x18\x04 \x03(\bR\ttruncated\x12\x1b\n" +
-	"\tfinal_obs\x18\x05 \x03(\x02R\bfinalObs\"L\n" +
+	"\tfinal_obs\x18\x05 \x03(\x02R\bfinalObs\x12\x15\n" +
+	"\x06obs_u8\x18\x06 \x01(\fR\x05obsU8\x12 \n" +
+	"\ffinal_obs_u8\x18\a \x01(\fR\n" +
+	"finalObsU8\x12\x14\n" +
+	"\x05lives\x18\b \x03(\x05R\x05lives\"L\n" +
 	"\fStateRequest\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x10\n" +
 	"\x03set\x18\x02 \x01(\bR\x03set\x12\x14\n" +

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package env
+package remote
 
 import (
 	"google.golang.org/grpc/codes"

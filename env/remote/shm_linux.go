@@ -1,6 +1,6 @@
 //go:build linux
 
-package env
+package remote
 
 import (
 	"encoding/binary"
@@ -173,7 +173,7 @@ func (w *shmWire) readMsg() (*herdv1.EnvResponse, error) {
 }
 
 // readStep copies the step's results out of the segment. Obs is a new
-// slice every step (RemoteEnv hands it to its caller); the rest are reused.
+// slice every step (Env hands it to its caller); the rest are reused.
 func (w *shmWire) readStep() *herdv1.EnvResponse {
 	b, v, od := &w.batch, &w.v, w.l.ObsDim
 	b.Obs = append([]float32(nil), v.Obs...)

@@ -1,12 +1,10 @@
-package env
+package remote
 
 import (
 	"context"
 	"fmt"
+	"herd/env"
 	"slices"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	herdv1 "herd/proto/herd/v1"
 	"herd/service"
@@ -35,10 +33,10 @@ import (
 // to them: MakeVector puts all its envs in one session, so one message
 // carries every env's per-agent actions and one message answers.
 
-// RemoteIsParallel asks the server of the remote id whether it serves the
+// isParallel asks the server of the remote id whether it serves the
 // env as a multi-agent env; the error says why it could not tell (a
 // malformed id, a server that cannot be reached).
-func RemoteIsParallel(id string) (bool, error) {
+func isParallel(id string) (bool, error) {
 	t, err := parseRemote(id)
 	if err != nil {
 		return false, err
@@ -46,7 +44,7 @@ func RemoteIsParallel(id string) (bool, error) {
 	if t.shm {
 		// The shm socket has no Describe: open a multi-agent session of
 		// one env, which a server opens only for a multi-agent id.
-		p, err := openParallelSession(t, 1, makeOptions{}, false, false)
+		p, err := openParallelSession(t, 1, env.Options{}, false, false)
 		if err != nil {
 			return false, err // unreachable, or a server that refuses a multi-agent session of the id
 		}
@@ -71,98 +69,57 @@ func describeRemote(t remoteTarget) (*herdv1.DescribeResponse, error) {
 	return herdv1.NewEnvServiceClient(conn).Describe(ctx, &herdv1.DescribeRequest{})
 }
 
-// CheckParallelActions checks a Step's action map against p's Agents and
-// action spaces: exactly one action for each agent in the episode, each in
-// its space (a Box action must be finite). Errors wrap ErrInvalidAction.
-func CheckParallelActions(p Parallel, actions map[string][]float32) error {
-	return checkAgentActions(p.Agents(), p.ActionSpace, actions)
-}
-
-func checkAgentActions(live []string, space func(string) (Space, error), actions map[string][]float32) error {
-	for a := range actions {
-		if !slices.Contains(live, a) {
-			return fmt.Errorf("%w: action for agent %q, which is not in the episode (agents %v)", ErrInvalidAction, a, live)
-		}
-	}
-	for _, a := range live {
-		act, ok := actions[a]
-		if !ok {
-			return fmt.Errorf("%w: no action for agent %q", ErrInvalidAction, a)
-		}
-		s, err := space(a)
-		if err != nil {
-			return err
-		}
-		if err := CheckAction(s, act); err != nil {
-			return fmt.Errorf("agent %s: %w", a, err)
-		}
-	}
-	return nil
-}
-
 // parallelSession is a session opened with parallel = true: n multi-agent
 // envs on the server.
 type parallelSession struct {
 	*session
 	possible  []string
-	obs, act  []Space // per possible agent
+	obs, act  []env.Space // per possible agent
 	autoreset bool
 	// state is the env's global state space when the session asked for
 	// it and the server sends it; nil otherwise.
-	state Space
-	req   herdv1.EnvRequest
-	msg   herdv1.EnvRequest_ParallelStep
-	body  herdv1.ParallelStepRequest
+	state env.Space
+	// resetInfos are env i's infos of its last autoreset (ObsInfos).
+	resetInfos []map[string]env.Info
+	req        herdv1.EnvRequest
+	msg        herdv1.EnvRequest_ParallelStep
+	body       herdv1.ParallelStepRequest
 }
 
 // openParallelSession opens n envs; globalState asks the server for the
 // env's own global state in every answer.
-func openParallelSession(t remoteTarget, n int, o makeOptions, autoreset, globalState bool) (*parallelSession, error) {
-	if len(o.kwargs) > 0 {
-		return nil, fmt.Errorf("%w: remote env %s: keyword arguments are not supported remotely", ErrInvalidOption, t.envID)
+func openParallelSession(t remoteTarget, n int, o env.Options, autoreset, globalState bool) (*parallelSession, error) {
+	if len(o.Kwargs) > 0 {
+		return nil, fmt.Errorf("%w: remote env %s: keyword arguments are not supported remotely", env.ErrInvalidOption, t.envID)
 	}
 	if t.inflight != 1 {
-		return nil, fmt.Errorf("%w: remote env %s: inflight does not apply to multi-agent envs (one session carries every env)", ErrInvalidOption, t.envID)
+		return nil, fmt.Errorf("%w: remote env %s: inflight does not apply to multi-agent envs (one session carries every env)", env.ErrInvalidOption, t.envID)
 	}
 	if n <= 0 {
-		return nil, fmt.Errorf("%w: %d multi-agent envs, want > 0", ErrInvalidOption, n)
+		return nil, fmt.Errorf("%w: %d multi-agent envs, want > 0", env.ErrInvalidOption, n)
 	}
 	s := &session{target: t, n: n}
 	// Over shm:// the messages are framed on the socket, with no segment
 	// (no attach): the per-agent batches change shape as agents leave.
-	if t.shm {
-		w, err := dialShm(t)
-		if err != nil {
-			return nil, openHint(t, s.wrap(err))
-		}
-		s.w = w
-	} else {
-		w, err := dialGRPC(t)
-		if err != nil {
-			return nil, openHint(t, s.wrap(err))
-		}
-		s.w = w
+	if err := s.dial(); err != nil {
+		return nil, err
 	}
-	p := &parallelSession{session: s, autoreset: autoreset}
+	p := &parallelSession{session: s, autoreset: autoreset, resetInfos: make([]map[string]env.Info, n)}
+	for i := range p.resetInfos {
+		p.resetInfos[i] = map[string]env.Info{}
+	}
 	p.msg.ParallelStep = &p.body
 	p.req.Msg = &p.msg
 	fail := func(err error) (*parallelSession, error) {
 		s.Close()
 		return nil, err
 	}
-	resp, err := s.call(&herdv1.EnvRequest{Msg: &herdv1.EnvRequest_Open{Open: &herdv1.OpenRequest{
+	open, err := s.open(&herdv1.OpenRequest{
 		ProtocolVersion: service.ProtocolVersion, EnvId: t.envID, NumEnvs: uint32(n),
 		Autoreset: autoreset, Parallel: true, GlobalState: globalState,
-	}}})
+	})
 	if err != nil {
-		if st, ok := status.FromError(err); ok && st.Code() == codes.NotFound {
-			err = fmt.Errorf("%w: %w", ErrUnknownID, err)
-		}
-		return fail(openHint(t, err))
-	}
-	open := resp.GetOpen()
-	if open == nil {
-		return fail(s.protocolErr("answer to open has no open response"))
+		return nil, err
 	}
 	if open.GetParallel() == nil {
 		return fail(s.protocolErr("the server opened a single-agent session (it predates multi-agent envs)"))
@@ -197,7 +154,7 @@ func openParallelSession(t remoteTarget, n int, o makeOptions, autoreset, global
 		if err != nil {
 			return fail(fmt.Errorf("global state: %w", err))
 		}
-		if _, ok := sp.(Box); !ok {
+		if _, ok := sp.(env.Box); !ok {
 			return fail(s.protocolErr(fmt.Sprintf("global state space %v is not a Box", sp)))
 		}
 		p.state = sp
@@ -207,16 +164,16 @@ func openParallelSession(t remoteTarget, n int, o makeOptions, autoreset, global
 
 func (p *parallelSession) agentIndex(a string) int { return slices.Index(p.possible, a) }
 
-func (p *parallelSession) actionSpace(a string) (Space, error) {
+func (p *parallelSession) actionSpace(a string) (env.Space, error) {
 	j := p.agentIndex(a)
 	if j < 0 {
-		return nil, fmt.Errorf("%w: no agent %q (agents %v)", ErrInvalidOption, a, p.possible)
+		return nil, fmt.Errorf("%w: no agent %q (agents %v)", env.ErrInvalidOption, a, p.possible)
 	}
 	return p.act[j], nil
 }
 
 // reset resets every env (seeds[i] < 0: NoSeed) into steps.
-func (p *parallelSession) reset(seeds []int64, steps []ParallelStep) error {
+func (p *parallelSession) reset(seeds []int64, steps []env.ParallelStep) error {
 	resp, err := p.call(resetReq(seeds))
 	if err != nil {
 		return err
@@ -226,7 +183,7 @@ func (p *parallelSession) reset(seeds []int64, steps []ParallelStep) error {
 
 // step sends one action map per env (already checked) and decodes the
 // answer into steps.
-func (p *parallelSession) step(actions []map[string][]float32, steps []ParallelStep) error {
+func (p *parallelSession) step(actions []map[string][]float32, steps []env.ParallelStep) error {
 	body := &p.body
 	if cap(body.Envs) < len(actions) {
 		body.Envs = make([]*herdv1.AgentActions, len(actions))
@@ -254,7 +211,7 @@ func (p *parallelSession) step(actions []map[string][]float32, steps []ParallelS
 
 // decode checks a ParallelBatch (the answer to a reset when acted is nil,
 // else to a step with those actions) and copies it into steps.
-func (p *parallelSession) decode(resp *herdv1.EnvResponse, acted []map[string][]float32, steps []ParallelStep) error {
+func (p *parallelSession) decode(resp *herdv1.EnvResponse, acted []map[string][]float32, steps []env.ParallelStep) error {
 	b := resp.GetParallelBatch()
 	if b == nil {
 		return p.protocolErr("answer has no parallel batch")
@@ -362,14 +319,12 @@ func (p *parallelSession) decode(resp *herdv1.EnvResponse, acted []map[string][]
 		floatsInto(s.FinalObs, e.GetFinalObs())
 		s.ObsInfos = s.Infos
 		if s.Done {
-			if s.resetInfos == nil {
-				s.resetInfos = map[string]Info{}
-			}
-			clear(s.resetInfos)
+			ri := p.resetInfos[i]
+			clear(ri)
 			for _, a := range s.Agents {
-				s.resetInfos[a] = wireInfo(e.GetResetInfos()[a])
+				ri[a] = wireInfo(e.GetResetInfos()[a])
 			}
-			s.ObsInfos = s.resetInfos
+			s.ObsInfos = ri
 		}
 		if p.state != nil {
 			s.State = append(s.State[:0], e.GetState()...)
@@ -393,7 +348,7 @@ func (p *parallelSession) infosOK(infos map[string]*herdv1.AgentInfo, want func(
 		if len(m) == 0 {
 			continue
 		}
-		d, ok := p.act[p.agentIndex(a)].(Discrete)
+		d, ok := p.act[p.agentIndex(a)].(env.Discrete)
 		if !ok || len(m) != d.N {
 			return fmt.Errorf("agent %s: action mask of %d values for action space %v", a, len(m), p.act[p.agentIndex(a)])
 		}
@@ -404,11 +359,11 @@ func (p *parallelSession) infosOK(infos map[string]*herdv1.AgentInfo, want func(
 // wireInfo is the Info of a wire AgentInfo (the zero Info for nil). The
 // mask is the message's own slice: every answer is a new message, and the
 // Info is valid until the next call, as a Parallel's are.
-func wireInfo(in *herdv1.AgentInfo) Info {
+func wireInfo(in *herdv1.AgentInfo) env.Info {
 	if m := in.GetActionMask(); len(m) > 0 {
-		return Info{ActionMask: m}
+		return env.Info{ActionMask: m}
 	}
-	return Info{}
+	return env.Info{}
 }
 
 // floatsInto is copyObs from wire values.
@@ -423,49 +378,38 @@ func floatsInto(dst map[string][]float32, src map[string]*herdv1.Floats) {
 	}
 }
 
-func newParallelSteps(n int) []ParallelStep {
-	steps := make([]ParallelStep, n)
-	for i := range steps {
-		steps[i] = ParallelStep{
-			Obs: map[string][]float32{}, Rewards: map[string]float64{}, Terminations: map[string]bool{},
-			Truncations: map[string]bool{}, Infos: map[string]Info{}, FinalObs: map[string][]float32{},
-		}
-	}
-	return steps
-}
-
-// RemoteParallel is one multi-agent env served by a herd env server (a
+// Parallel is one multi-agent env served by a herd env server (a
 // Parallel); MakeParallel returns it for a remote multi-agent id. Not safe
 // for concurrent use.
-type RemoteParallel struct {
+type Parallel struct {
 	p       *parallelSession
-	steps   []ParallelStep // one env, no autoreset
+	steps   []env.ParallelStep // one env, no autoreset
 	acts    []map[string][]float32
 	running bool
 	closed  bool
 }
 
-func (e *RemoteParallel) PossibleAgents() []string { return e.p.possible }
+func (e *Parallel) PossibleAgents() []string { return e.p.possible }
 
 // Agents is the agents still in the episode (none before Reset).
-func (e *RemoteParallel) Agents() []string { return e.steps[0].Agents }
+func (e *Parallel) Agents() []string { return e.steps[0].Agents }
 
-func (e *RemoteParallel) ObservationSpace(agent string) (Space, error) {
+func (e *Parallel) ObservationSpace(agent string) (env.Space, error) {
 	j := e.p.agentIndex(agent)
 	if j < 0 {
-		return nil, fmt.Errorf("%w: no agent %q (agents %v)", ErrInvalidOption, agent, e.p.possible)
+		return nil, fmt.Errorf("%w: no agent %q (agents %v)", env.ErrInvalidOption, agent, e.p.possible)
 	}
 	return e.p.obs[j], nil
 }
 
-func (e *RemoteParallel) ActionSpace(agent string) (Space, error) { return e.p.actionSpace(agent) }
+func (e *Parallel) ActionSpace(agent string) (env.Space, error) { return e.p.actionSpace(agent) }
 
-func (e *RemoteParallel) Reset(seed int64) (map[string][]float32, map[string]Info, error) {
+func (e *Parallel) Reset(seed int64) (map[string][]float32, map[string]env.Info, error) {
 	if e.closed {
-		return nil, nil, fmt.Errorf("%w: RemoteParallel.Reset", ErrClosed)
+		return nil, nil, fmt.Errorf("%w: Parallel.Reset", env.ErrClosed)
 	}
 	if seed < 0 {
-		seed = NoSeed
+		seed = env.NoSeed
 	}
 	e.running = false
 	if err := e.p.reset([]int64{seed}, e.steps); err != nil {
@@ -475,14 +419,14 @@ func (e *RemoteParallel) Reset(seed int64) (map[string][]float32, map[string]Inf
 	return e.steps[0].Obs, e.steps[0].Infos, nil
 }
 
-func (e *RemoteParallel) Step(actions map[string][]float32) (map[string][]float32, map[string]float64, map[string]bool, map[string]bool, map[string]Info, error) {
+func (e *Parallel) Step(actions map[string][]float32) (map[string][]float32, map[string]float64, map[string]bool, map[string]bool, map[string]env.Info, error) {
 	if e.closed {
-		return nil, nil, nil, nil, nil, fmt.Errorf("%w: RemoteParallel.Step", ErrClosed)
+		return nil, nil, nil, nil, nil, fmt.Errorf("%w: Parallel.Step", env.ErrClosed)
 	}
 	if !e.running || len(e.Agents()) == 0 {
-		return nil, nil, nil, nil, nil, fmt.Errorf("%w: RemoteParallel.Step before Reset or after the episode ended", ErrNeedsReset)
+		return nil, nil, nil, nil, nil, fmt.Errorf("%w: Parallel.Step before Reset or after the episode ended", env.ErrNeedsReset)
 	}
-	if err := checkAgentActions(e.Agents(), e.p.actionSpace, actions); err != nil {
+	if err := env.CheckParallelActions(e, actions); err != nil {
 		return nil, nil, nil, nil, nil, err
 	}
 	e.acts[0] = actions
@@ -495,7 +439,7 @@ func (e *RemoteParallel) Step(actions map[string][]float32) (map[string][]float3
 	return s.Obs, s.Rewards, s.Terminations, s.Truncations, s.Infos, nil
 }
 
-func (e *RemoteParallel) Close() error {
+func (e *Parallel) Close() error {
 	if e.closed {
 		return nil
 	}
@@ -503,42 +447,38 @@ func (e *RemoteParallel) Close() error {
 	return e.p.Close()
 }
 
-// remoteParallelState is a RemoteParallel whose server sends the env's
+// parallelState is a Parallel whose server sends the env's
 // global state: a GlobalState, as the env is on its side.
-type remoteParallelState struct{ *RemoteParallel }
+type parallelState struct{ *Parallel }
 
 // GlobalState is the state that came with the last Reset or Step.
-func (e remoteParallelState) GlobalState(dst []float32) []float32 {
+func (e parallelState) GlobalState(dst []float32) []float32 {
 	return append(dst[:0], e.steps[0].State...)
 }
 
-func (e remoteParallelState) GlobalStateSpace() Space { return e.p.state }
+func (e parallelState) GlobalStateSpace() env.Space { return e.p.state }
 
 // makeRemoteParallel opens one remote multi-agent env and returns the
 // row options of its id.
-func makeRemoteParallel(id string, opts []Option) (Parallel, FlatOptions, error) {
-	var o makeOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
+func makeRemoteParallel(id string, o env.Options) (env.Parallel, env.FlatOptions, error) {
 	t, err := parseRemote(id)
 	if err != nil {
-		return nil, FlatOptions{}, err
+		return nil, env.FlatOptions{}, err
 	}
 	p, err := openParallelSession(t, 1, o, false, true)
 	if err != nil {
-		return nil, FlatOptions{}, err
+		return nil, env.FlatOptions{}, err
 	}
-	rp := &RemoteParallel{p: p, steps: newParallelSteps(1), acts: make([]map[string][]float32, 1)}
+	rp := &Parallel{p: p, steps: env.NewParallelSteps(1), acts: make([]map[string][]float32, 1)}
 	if p.state != nil {
-		return remoteParallelState{rp}, t.rows, nil
+		return parallelState{rp}, t.rows, nil
 	}
 	return rp, t.rows, nil
 }
 
 // makeRemoteFlatVector is makeFlatVector for a remote id: n rows of
 // n / agents envs, all in one session with autoreset.
-func makeRemoteFlatVector(id string, n int, o makeOptions) (Vector, error) {
+func makeRemoteFlatVector(id string, n int, o env.Options) (env.Vector, error) {
 	t, err := parseRemote(id)
 	if err != nil {
 		return nil, err
@@ -552,7 +492,7 @@ func makeRemoteFlatVector(id string, n int, o makeOptions) (Vector, error) {
 	a := len(p.possible)
 	if n <= 0 || n%a != 0 {
 		p.Close()
-		return nil, fmt.Errorf("%w: %s has %d agents; a vector of %d rows is not a whole number of envs (num_envs counts agent rows)", ErrInvalidOption, id, a, n)
+		return nil, fmt.Errorf("%w: %s has %d agents; a vector of %d rows is not a whole number of envs (num_envs counts agent rows)", env.ErrInvalidOption, id, a, n)
 	}
 	if n/a != 1 {
 		p.Close()
@@ -560,14 +500,25 @@ func makeRemoteFlatVector(id string, n int, o makeOptions) (Vector, error) {
 			return nil, err
 		}
 	}
-	pv := &ParallelVector{remote: p, possible: p.possible, acts: p.act, obs: p.obs, steps: newParallelSteps(n / a)}
+	pv := env.NewParallelVectorOf(batch{p}, n/a, p.possible, p.obs, p.act)
 	fo := t.rows
-	fo.EpisodeStatistics = o.stats
-	fo.AgentActionSpaces = o.agentActs || fo.ActAs != ""
-	f, err := NewFlatVector(pv, fo)
+	fo.EpisodeStatistics = o.EpisodeStatistics
+	fo.AgentActionSpaces = o.AgentActionSpaces || fo.ActAs != ""
+	f, err := env.NewFlatVector(pv, fo)
 	if err != nil {
 		pv.Close()
 		return nil, fmt.Errorf("env: make %s: %w", id, err)
 	}
 	return f, nil
 }
+
+// batch is a session of n multi-agent envs as a ParallelVector steps them.
+type batch struct{ *parallelSession }
+
+func (b batch) Reset(seeds []int64, steps []env.ParallelStep) error { return b.reset(seeds, steps) }
+
+func (b batch) Step(actions []map[string][]float32, steps []env.ParallelStep) error {
+	return b.step(actions, steps)
+}
+
+func (b batch) GlobalStateSpace() env.Space { return b.state }

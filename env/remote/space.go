@@ -1,31 +1,32 @@
-package env
+package remote
 
 import (
 	"fmt"
+	"herd/env"
 	"math"
 
 	herdv1 "herd/proto/herd/v1"
 )
 
 // SpaceToProto describes s on the wire (proto/herd/v1 Space).
-func SpaceToProto(s Space) (*herdv1.Space, error) {
+func SpaceToProto(s env.Space) (*herdv1.Space, error) {
 	switch sp := s.(type) {
-	case Discrete:
+	case env.Discrete:
 		return &herdv1.Space{Kind: &herdv1.Space_Discrete{Discrete: &herdv1.Discrete{N: int64(sp.N), Start: int64(sp.Start)}}}, nil
-	case Box:
+	case env.Box:
 		shape := make([]int64, 0, len(sp.Shape()))
 		for _, d := range sp.Shape() {
 			shape = append(shape, int64(d))
 		}
 		return &herdv1.Space{Kind: &herdv1.Space_Box{Box: &herdv1.Box{Low: sp.Low, High: sp.High, Shape: shape}}}, nil
-	case MultiDiscrete:
+	case env.MultiDiscrete:
 		nvec := make([]int64, len(sp.Nvec))
 		for i, n := range sp.Nvec {
 			nvec[i] = int64(n)
 		}
 		return &herdv1.Space{Kind: &herdv1.Space_MultiDiscrete{MultiDiscrete: &herdv1.MultiDiscrete{Nvec: nvec}}}, nil
 	}
-	return nil, fmt.Errorf("%w: space %v has no wire form", ErrInvalidOption, s)
+	return nil, fmt.Errorf("%w: space %v has no wire form", env.ErrInvalidOption, s)
 }
 
 // maxWireDim bounds the size of a space read from the wire, so that a
@@ -34,9 +35,9 @@ const maxWireDim = 1 << 24
 
 // SpaceFromProto checks and decodes a wire space; a malformed one is an
 // error wrapping ErrInvalidOption.
-func SpaceFromProto(p *herdv1.Space) (Space, error) {
-	bad := func(format string, args ...any) (Space, error) {
-		return nil, fmt.Errorf("%w: wire space: "+format, append([]any{ErrInvalidOption}, args...)...)
+func SpaceFromProto(p *herdv1.Space) (env.Space, error) {
+	bad := func(format string, args ...any) (env.Space, error) {
+		return nil, fmt.Errorf("%w: wire space: "+format, append([]any{env.ErrInvalidOption}, args...)...)
 	}
 	switch k := p.GetKind().(type) {
 	case *herdv1.Space_Discrete:
@@ -44,7 +45,7 @@ func SpaceFromProto(p *herdv1.Space) (Space, error) {
 		if n <= 0 || n > maxWireDim || start < -maxWireDim || start > maxWireDim {
 			return bad("Discrete(%d, start=%d) out of range", n, start)
 		}
-		return Discrete{N: int(n), Start: int(start)}, nil
+		return env.Discrete{N: int(n), Start: int(start)}, nil
 	case *herdv1.Space_Box:
 		b := k.Box
 		if len(b.GetLow()) == 0 || len(b.GetLow()) > maxWireDim {
@@ -65,7 +66,7 @@ func SpaceFromProto(p *herdv1.Space) (Space, error) {
 		if len(shape) == 1 {
 			shape = nil // the flat shape, as herd's own envs say it
 		}
-		box, err := NewBox(b.GetLow(), b.GetHigh(), shape...)
+		box, err := env.NewBox(b.GetLow(), b.GetHigh(), shape...)
 		if err != nil {
 			return bad("%v", err)
 		}
@@ -82,7 +83,7 @@ func SpaceFromProto(p *herdv1.Space) (Space, error) {
 			}
 			nvec[i] = int(n)
 		}
-		return MultiDiscrete{Nvec: nvec}, nil
+		return env.MultiDiscrete{Nvec: nvec}, nil
 	}
 	return bad("no kind set")
 }

@@ -1,9 +1,10 @@
-package env
+package remote
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"herd/env"
 	"io"
 	"net/url"
 	"reflect"
@@ -20,60 +21,12 @@ import (
 	"herd/service"
 )
 
-// Remote envs: an id of the form
-//
-//	grpc://HOST:PORT/ENV_ID[?timeout=30s&inflight=K]
-//	grpcs://HOST:PORT/ENV_ID[?ca=FILE&cert=FILE&key=FILE&server_name=NAME&timeout=30s&inflight=K]
-//	shm://NAME/ENV_ID[?timeout=30s&inflight=K&spin=5us]
-//
-// makes Make and MakeVector open a session on a herd env server (herd serve
-// env, or Python's herd_env.serve) instead of building the env here. grpcs
-// uses TLS: ca verifies the server (default: the system roots), cert and key
-// are the client certificate for servers that require one (mTLS). timeout
-// bounds every call, Reset and Step included; a call that runs past it, or
-// whose server died, fails with a gRPC status error and the session is then
-// unusable (Close it and make a new one).
-//
-// shm:// reaches a server on the same host (Linux) through the Unix-domain
-// socket NAME in the abstract namespace (python3 -m herd_env.serve --shm
-// NAME, or herd serve env --shm NAME; internal/shmwire has the protocol): actions, observations, rewards and done flags travel in a shared
-// memory segment and one byte each way wakes the other side; the other
-// requests (open, reset, state, errors) travel as the protocol's messages.
-// The bytes and messages go over two pipes the client hands over the socket
-// after the segment (a pipe byte wakes the other side for less than a
-// socket byte; a server that does not take them keeps the socket). The
-// segment is an anonymous memory file (memfd) handed over the socket, so it
-// has no name in /dev/shm and disappears with the last process that maps
-// it, whichever side dies; each side holds the only write end of the pipe
-// the other reads, so a dead peer ends a read at once. spin (default 0, at
-// most 50us, 0 never) is how long the client watches the segment for a
-// step's answer before it blocks: a fast env's answer then arrives without
-// a sleep and a wake-up (internal/shmwire.SpinFor).
-//
-// MakeVector puts all n envs in ONE session, so one message carries the n
-// actions and one message the n results. With inflight=K (1 ≤ K ≤ n) it
-// opens K sessions of about n/K consecutive envs each and sends the K
-// sub-batches before reading any answer, so the server steps one while the
-// next travels. The results are the same bits for every K: each env keeps
-// its own seed and random stream whichever session holds it. Make, one
-// env, is one session whatever K says (a run's id serves its vectors and
-// the single envs made from it alike). The server
-// resets ended episodes in the same step (the Vector convention).
-// WithEpisodeStatistics and WithStrictActions are applied on this side;
-// WithMaxEpisodeSteps and WithoutTimeLimit are sent to the server;
-// WithKwargs is not supported.
-//
-// Errors the session survives come back in the answer as a status and are
-// mapped to this package's sentinels: an action outside the space wraps
-// ErrInvalidAction (and the gRPC status, InvalidArgument), a step that needs
-// a reset ErrNeedsReset, a bad state ErrInvalidState.
-
-// IsRemote reports whether id names a remote env (grpc://, grpcs:// or
+// IsID reports whether id names a remote env (grpc://, grpcs:// or
 // shm://).
 //
 // A remote id names a multi-agent env when its server says so (see
-// remote_parallel.go and IsParallel).
-func IsRemote(id string) bool {
+// parallel.go and env.Maker.IsParallel).
+func IsID(id string) bool {
 	return strings.HasPrefix(id, "grpc://") || strings.HasPrefix(id, "grpcs://") || strings.HasPrefix(id, "shm://")
 }
 
@@ -88,14 +41,14 @@ type remoteTarget struct {
 	// rows holds agent_id, action_mask, state and act_as, row options of a
 	// multi-agent env (FlatOptions), applied on this side; hasRows says one
 	// was given.
-	rows    FlatOptions
+	rows    env.FlatOptions
 	hasRows bool
 	spin    time.Duration // shm: how long to watch for a step's answer before blocking (< 0: the default)
 }
 
 func parseRemote(id string) (remoteTarget, error) {
 	bad := func(format string, args ...any) (remoteTarget, error) {
-		return remoteTarget{}, fmt.Errorf("%w: remote env %q: "+format, append([]any{ErrInvalidOption, id}, args...)...)
+		return remoteTarget{}, fmt.Errorf("%w: remote env %q: "+format, append([]any{env.ErrInvalidOption, id}, args...)...)
 	}
 	u, err := url.Parse(id)
 	if err != nil {
@@ -283,55 +236,48 @@ type session struct {
 	target   remoteTarget
 	w        wire
 	broken   error // set once the session failed; every later call returns it
-	obs, act Space
+	obs, act env.Space
 	n        int
 	hasState bool
 	stepReq  herdv1.EnvRequest // reused for every Step
 	stepMsg  herdv1.EnvRequest_Step
 	stepBody herdv1.StepRequest
+	// meanings are the env's action names (OpenResponse.action_meanings).
+	meanings []string
+	// obsBytes counts the observation bytes received: one a value in
+	// Batch.obs_u8, four a float (the wire's or the shm segment's).
+	obsBytes     int64
+	obsU8, finU8 []float32 // obs_u8 and final_obs_u8 as floats, reused
 }
 
 // openSession dials the server and opens a session of n envs.
-func openSession(t remoteTarget, n int, o makeOptions, autoreset bool) (*session, error) {
-	if len(o.kwargs) > 0 {
-		return nil, fmt.Errorf("%w: remote env %s: keyword arguments are not supported remotely", ErrInvalidOption, t.envID)
+func openSession(t remoteTarget, n int, o env.Options, autoreset bool) (*session, error) {
+	if len(o.Kwargs) > 0 {
+		return nil, fmt.Errorf("%w: remote env %s: keyword arguments are not supported remotely", env.ErrInvalidOption, t.envID)
 	}
 	if n <= 0 {
-		return nil, fmt.Errorf("%w: vector of %d envs, want > 0", ErrInvalidOption, n)
+		return nil, fmt.Errorf("%w: vector of %d envs, want > 0", env.ErrInvalidOption, n)
 	}
-	maxSteps := int32(o.maxSteps)
-	if o.noTimeLimit {
+	maxSteps := int32(o.MaxEpisodeSteps)
+	if o.NoTimeLimit {
 		maxSteps = -1
 	}
 	s := &session{target: t, n: n}
 	s.stepMsg.Step = &s.stepBody
 	s.stepReq.Msg = &s.stepMsg
-	var err error
-	if t.shm {
-		s.w, err = dialShm(t)
-	} else {
-		s.w, err = dialGRPC(t)
-	}
-	if err != nil {
-		return nil, openHint(t, s.wrap(err))
+	if err := s.dial(); err != nil {
+		return nil, err
 	}
 	fail := func(err error) (*session, error) {
 		s.Close()
 		return nil, err
 	}
-	resp, err := s.call(&herdv1.EnvRequest{Msg: &herdv1.EnvRequest_Open{Open: &herdv1.OpenRequest{
+	open, err := s.open(&herdv1.OpenRequest{
 		ProtocolVersion: service.ProtocolVersion, EnvId: t.envID, NumEnvs: uint32(n),
-		MaxEpisodeSteps: maxSteps, Autoreset: autoreset,
-	}}})
+		MaxEpisodeSteps: maxSteps, Autoreset: autoreset, ObsU8: true,
+	})
 	if err != nil {
-		if st, ok := status.FromError(err); ok && st.Code() == codes.NotFound {
-			err = fmt.Errorf("%w: %w", ErrUnknownID, err)
-		}
-		return fail(openHint(t, err))
-	}
-	open := resp.GetOpen()
-	if open == nil {
-		return fail(s.protocolErr("answer to open has no open response"))
+		return nil, err
 	}
 	if s.obs, err = SpaceFromProto(open.GetObservationSpace()); err != nil {
 		return fail(err)
@@ -343,13 +289,53 @@ func openSession(t remoteTarget, n int, o makeOptions, autoreset bool) (*session
 		return fail(s.protocolErr(fmt.Sprintf("server opened %d envs, asked for %d", open.GetNumEnvs(), n)))
 	}
 	if t.hasRows {
-		return fail(fmt.Errorf("%w: remote env %s: agent_id, action_mask, state and act_as apply to multi-agent envs, and the server does not list %s as one", ErrInvalidOption, t.envID, t.envID))
+		return fail(fmt.Errorf("%w: remote env %s: agent_id, action_mask, state and act_as apply to multi-agent envs, and the server does not list %s as one", env.ErrInvalidOption, t.envID, t.envID))
 	}
 	s.hasState = open.GetHasState()
+	s.meanings = open.GetActionMeanings()
 	if err := s.w.attach(n, s.obs.Dim(), s.act.Dim()); err != nil {
 		return fail(s.fail(err))
 	}
 	return s, nil
+}
+
+// dial connects the session's wire: shared memory for shm://, else gRPC.
+func (s *session) dial() error {
+	t := s.target
+	if t.shm {
+		w, err := dialShm(t)
+		if err != nil {
+			return openHint(t, s.wrap(err))
+		}
+		s.w = w
+		return nil
+	}
+	w, err := dialGRPC(t)
+	if err != nil {
+		return openHint(t, s.wrap(err))
+	}
+	s.w = w
+	return nil
+}
+
+// open sends the session's open request and returns the server's answer;
+// on failure it closes the session.
+func (s *session) open(req *herdv1.OpenRequest) (*herdv1.OpenResponse, error) {
+	resp, err := s.call(&herdv1.EnvRequest{Msg: &herdv1.EnvRequest_Open{Open: req}})
+	if err != nil {
+		if st, ok := status.FromError(err); ok && st.Code() == codes.NotFound {
+			err = fmt.Errorf("%w: %w", env.ErrUnknownID, err)
+		}
+		s.Close()
+		return nil, openHint(s.target, err)
+	}
+	open := resp.GetOpen()
+	if open == nil {
+		err := s.protocolErr("answer to open has no open response")
+		s.Close()
+		return nil, err
+	}
+	return open, nil
 }
 
 func (s *session) where() string {
@@ -439,11 +425,11 @@ func statusErr(e *herdv1.Status) error {
 	st := status.Error(codes.Code(e.GetCode()), e.GetMessage())
 	switch e.GetReason() {
 	case "INVALID_ACTION":
-		return fmt.Errorf("%w: %w", ErrInvalidAction, st)
+		return fmt.Errorf("%w: %w", env.ErrInvalidAction, st)
 	case "NEEDS_RESET":
-		return fmt.Errorf("%w: %w", ErrNeedsReset, st)
+		return fmt.Errorf("%w: %w", env.ErrNeedsReset, st)
 	case "INVALID_STATE":
-		return fmt.Errorf("%w: %w", ErrInvalidState, st)
+		return fmt.Errorf("%w: %w", env.ErrInvalidState, st)
 	}
 	return st
 }
@@ -455,6 +441,18 @@ func (s *session) checkBatch(resp *herdv1.EnvResponse, step bool) (*herdv1.Batch
 		return nil, s.protocolErr("answer has no batch")
 	}
 	od := s.obs.Dim()
+	s.obsBytes += 4 * int64(len(b.Obs)+len(b.FinalObs))
+	if len(b.ObsU8) > 0 || len(b.FinalObsU8) > 0 {
+		if len(b.Obs) > 0 || len(b.FinalObs) > 0 {
+			return nil, s.protocolErr("batch has observations both as floats and as bytes")
+		}
+		s.obsBytes += int64(len(b.ObsU8) + len(b.FinalObsU8))
+		b.Obs, s.obsU8 = bytesToFloats(s.obsU8, b.ObsU8)
+		b.FinalObs, s.finU8 = bytesToFloats(s.finU8, b.FinalObsU8)
+	}
+	if len(b.Lives) != 0 && len(b.Lives) != s.n {
+		return nil, s.protocolErr(fmt.Sprintf("batch has lives of %d envs, the session %d", len(b.Lives), s.n))
+	}
 	if len(b.Obs) != s.n*od || (len(b.Rewards) != 0 && (len(b.Rewards) != s.n || len(b.Terminated) != s.n || len(b.Truncated) != s.n)) {
 		return nil, s.protocolErr(fmt.Sprintf("batch has %d obs values, %d rewards for %d envs of obs dim %d", len(b.Obs), len(b.Rewards), s.n, od))
 	}
@@ -462,6 +460,27 @@ func (s *session) checkBatch(resp *herdv1.EnvResponse, step bool) (*herdv1.Batch
 		return nil, s.protocolErr("step answer has no rewards")
 	}
 	return b, nil
+}
+
+// bytesToFloats writes b's bytes as float32 values 0…255 into buf (grown
+// as needed) and returns the values and the buffer.
+func bytesToFloats(buf []float32, b []byte) ([]float32, []float32) {
+	if cap(buf) < len(b) {
+		buf = make([]float32, len(b))
+	}
+	out := buf[:len(b)]
+	for i, v := range b {
+		out[i] = float32(v)
+	}
+	return out, buf
+}
+
+// batchInfo is env i's Info of batch b: its lives when the server sent them.
+func batchInfo(b *herdv1.Batch, i int) env.Info {
+	if len(b.Lives) == 0 {
+		return env.Info{}
+	}
+	return env.Info{Lives: int(b.Lives[i]), HasLives: true}
 }
 
 func resetReq(seeds []int64) *herdv1.EnvRequest {
@@ -501,7 +520,7 @@ func (s *session) step(actions []float32) (*herdv1.Batch, error) {
 
 func (s *session) state(req *herdv1.StateRequest) (*herdv1.StateResponse, error) {
 	if !s.hasState {
-		return nil, fmt.Errorf("%w: remote env %s does not expose its state", ErrInvalidState, s.target.envID)
+		return nil, fmt.Errorf("%w: remote env %s does not expose its state", env.ErrInvalidState, s.target.envID)
 	}
 	resp, err := s.call(&herdv1.EnvRequest{Msg: &herdv1.EnvRequest_State{State: req}})
 	if err != nil {
@@ -518,52 +537,61 @@ func (s *session) Close() error {
 	if s.broken != nil {
 		return nil
 	}
-	s.broken = s.wrap(ErrClosed)
+	s.broken = s.wrap(env.ErrClosed)
 	return s.w.close()
 }
 
-// RemoteEnv is one env served by a herd env server; env.Make returns it
+// Env is one env served by a herd env server; env.Make returns it
 // (wrapped as asked) for a grpc:// id. It implements Stater when the server
 // exposes the env's state. Not safe for concurrent use.
-type RemoteEnv struct {
+type Env struct {
 	s      *session
 	closed bool
 }
 
-func (e *RemoteEnv) ObservationSpace() Space { return e.s.obs }
-func (e *RemoteEnv) ActionSpace() Space      { return e.s.act }
+func (e *Env) ObservationSpace() env.Space { return e.s.obs }
+func (e *Env) ActionSpace() env.Space      { return e.s.act }
 
-func (e *RemoteEnv) Reset(seed int64) ([]float32, Info, error) {
+func (e *Env) Reset(seed int64) ([]float32, env.Info, error) {
 	if e.closed {
-		return nil, Info{}, fmt.Errorf("%w: RemoteEnv.Reset", ErrClosed)
+		return nil, env.Info{}, fmt.Errorf("%w: Env.Reset", env.ErrClosed)
 	}
 	if seed < 0 {
-		seed = NoSeed
+		seed = env.NoSeed
 	}
 	b, err := e.s.reset([]int64{seed})
 	if err != nil {
-		return nil, Info{}, err
+		return nil, env.Info{}, err
 	}
-	return b.Obs, Info{}, nil
+	return b.Obs, batchInfo(b, 0), nil
 }
 
-func (e *RemoteEnv) Step(action []float32) ([]float32, float64, bool, bool, Info, error) {
+func (e *Env) Step(action []float32) ([]float32, float64, bool, bool, env.Info, error) {
 	if e.closed {
-		return nil, 0, false, false, Info{}, fmt.Errorf("%w: RemoteEnv.Step", ErrClosed)
+		return nil, 0, false, false, env.Info{}, fmt.Errorf("%w: Env.Step", env.ErrClosed)
 	}
-	if err := CheckAction(e.s.act, action); err != nil {
-		return nil, 0, false, false, Info{}, err
+	if err := env.CheckAction(e.s.act, action); err != nil {
+		return nil, 0, false, false, env.Info{}, err
 	}
 	b, err := e.s.step(action)
 	if err != nil {
-		return nil, 0, false, false, Info{}, err
+		return nil, 0, false, false, env.Info{}, err
 	}
-	return b.Obs, b.Rewards[0], b.Terminated[0], b.Truncated[0], Info{}, nil
+	return b.Obs, b.Rewards[0], b.Terminated[0], b.Truncated[0], batchInfo(b, 0), nil
 }
+
+// ActionMeanings are the served env's action names (ALE's
+// get_action_meanings()), nil when it has none: env/atari's preset reads
+// them to decide on FIRE.
+func (e *Env) ActionMeanings() []string { return e.s.meanings }
+
+// ObsBytes is the number of observation bytes the env has received: one
+// a value for a uint8 image space, four a float otherwise.
+func (e *Env) ObsBytes() int64 { return e.s.obsBytes }
 
 // StateTo returns the remote env's float64 state, or nil if it cannot be
 // read (no state support, or the session failed).
-func (e *RemoteEnv) StateTo(dst []float64) []float64 {
+func (e *Env) StateTo(dst []float64) []float64 {
 	st, err := e.s.state(&herdv1.StateRequest{})
 	if err != nil {
 		return nil
@@ -573,7 +601,7 @@ func (e *RemoteEnv) StateTo(dst []float64) []float64 {
 
 // SetState sets the remote env's float64 state; the next Step advances
 // from it.
-func (e *RemoteEnv) SetState(state []float64) ([]float32, error) {
+func (e *Env) SetState(state []float64) ([]float32, error) {
 	st, err := e.s.state(&herdv1.StateRequest{Set: true, State: state})
 	if err != nil {
 		return nil, err
@@ -581,7 +609,7 @@ func (e *RemoteEnv) SetState(state []float64) ([]float32, error) {
 	return st.Obs, nil
 }
 
-func (e *RemoteEnv) Close() error {
+func (e *Env) Close() error {
 	if e.closed {
 		return nil
 	}
@@ -589,7 +617,7 @@ func (e *RemoteEnv) Close() error {
 	return e.s.Close()
 }
 
-func makeRemote(id string, o makeOptions) (Env, error) {
+func makeRemote(id string, o env.Options) (env.Env, error) {
 	t, err := parseRemote(id)
 	if err != nil {
 		return nil, err
@@ -598,25 +626,25 @@ func makeRemote(id string, o makeOptions) (Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	var e Env = &RemoteEnv{s: s}
-	if o.strict {
-		e = NewStrictActions(e)
+	var e env.Env = &Env{s: s}
+	if o.StrictActions {
+		e = env.NewStrictActions(e)
 	}
-	if o.stats {
-		e = NewRecordEpisodeStatistics(e)
+	if o.EpisodeStatistics {
+		e = env.NewRecordEpisodeStatistics(e)
 	}
 	return e, nil
 }
 
-// RemoteVector is a Vector whose n envs live on a herd env server, in one
+// Vector is a Vector whose n envs live on a herd env server, in one
 // session (one message per Reset or Step for all of them) or, with
 // inflight=K, in K sessions whose messages are in flight together.
 // MakeVector returns it for a remote id. Not safe for concurrent use.
-type RemoteVector struct {
+type Vector struct {
 	subs   []*session
 	lo     []int // subs[k] holds envs lo[k] … lo[k+1]-1
 	n      int
-	batch  Batch
+	batch  env.Batch
 	seeds  []int64
 	strict bool
 	stats  bool
@@ -629,18 +657,28 @@ type RemoteVector struct {
 	split error
 }
 
-func makeRemoteVector(id string, n int, o makeOptions) (*RemoteVector, error) {
+// ObsBytes is the number of observation bytes the vector's sessions have
+// received (Env.ObsBytes).
+func (v *Vector) ObsBytes() int64 {
+	var n int64
+	for _, s := range v.subs {
+		n += s.obsBytes
+	}
+	return n
+}
+
+func makeVector(id string, n int, o env.Options) (*Vector, error) {
 	t, err := parseRemote(id)
 	if err != nil {
 		return nil, err
 	}
 	if n <= 0 {
-		return nil, fmt.Errorf("%w: vector of %d envs, want > 0", ErrInvalidOption, n)
+		return nil, fmt.Errorf("%w: vector of %d envs, want > 0", env.ErrInvalidOption, n)
 	}
 	if t.inflight > n {
-		return nil, fmt.Errorf("%w: remote env %q: inflight %d is more than the %d envs", ErrInvalidOption, id, t.inflight, n)
+		return nil, fmt.Errorf("%w: remote env %q: inflight %d is more than the %d envs", env.ErrInvalidOption, id, t.inflight, n)
 	}
-	v := &RemoteVector{n: n, seeds: make([]int64, n), strict: o.strict, stats: o.stats, ret: make([]float64, n), length: make([]int, n)}
+	v := &Vector{n: n, seeds: make([]int64, n), strict: o.StrictActions, stats: o.EpisodeStatistics, ret: make([]float64, n), length: make([]int, n)}
 	for k := 0; k < t.inflight; k++ {
 		lo, hi := k*n/t.inflight, (k+1)*n/t.inflight
 		s, err := openSession(t, hi-lo, o, true)
@@ -651,25 +689,25 @@ func makeRemoteVector(id string, n int, o makeOptions) (*RemoteVector, error) {
 		if k > 0 && (!reflect.DeepEqual(s.obs, v.subs[0].obs) || !reflect.DeepEqual(s.act, v.subs[0].act)) {
 			s.Close()
 			v.Close()
-			return nil, fmt.Errorf("%w: remote env %q: sessions of one vector got different spaces", ErrInvalidOption, id)
+			return nil, fmt.Errorf("%w: remote env %q: sessions of one vector got different spaces", env.ErrInvalidOption, id)
 		}
 		v.subs = append(v.subs, s)
 		v.lo = append(v.lo, lo)
 	}
 	v.lo = append(v.lo, n)
-	v.batch = newBatch(n, v.subs[0].obs.Dim())
+	v.batch = env.NewBatch(n, v.subs[0].obs.Dim())
 	return v, nil
 }
 
-func (v *RemoteVector) NumEnvs() int            { return v.n }
-func (v *RemoteVector) ObservationSpace() Space { return v.subs[0].obs }
-func (v *RemoteVector) ActionSpace() Space      { return v.subs[0].act }
+func (v *Vector) NumEnvs() int                { return v.n }
+func (v *Vector) ObservationSpace() env.Space { return v.subs[0].obs }
+func (v *Vector) ActionSpace() env.Space      { return v.subs[0].act }
 
 // each sends one request per session with begin(k), then reads the answers
 // in order with end(k, resp), reading every answer even after an error so
 // that no session is left with an unread one. It returns the first error
 // and, when some sessions succeeded and others failed, records the split.
-func (v *RemoteVector) each(begin func(k int) error, end func(k int) error) error {
+func (v *Vector) each(begin func(k int) error, end func(k int) error) error {
 	errs := make([]error, len(v.subs))
 	for k := range v.subs {
 		errs[k] = begin(k)
@@ -688,17 +726,17 @@ func (v *RemoteVector) each(begin func(k int) error, end func(k int) error) erro
 		}
 	}
 	if failed > 0 && failed < len(v.subs) {
-		v.split = fmt.Errorf("%w: remote vector: a step or reset failed in %d of its %d sessions (%w); Reset it", ErrNeedsReset, failed, len(v.subs), first)
+		v.split = fmt.Errorf("%w: remote vector: a step or reset failed in %d of its %d sessions (%w); Reset it", env.ErrNeedsReset, failed, len(v.subs), first)
 	}
 	return first
 }
 
-func (v *RemoteVector) Reset(seed int64) (*Batch, error) {
+func (v *Vector) Reset(seed int64) (*env.Batch, error) {
 	if v.closed {
-		return nil, fmt.Errorf("%w: RemoteVector.Reset", ErrClosed)
+		return nil, fmt.Errorf("%w: Vector.Reset", env.ErrClosed)
 	}
 	for i := range v.seeds {
-		v.seeds[i] = VectorSeed(seed, i)
+		v.seeds[i] = env.VectorSeed(seed, i)
 	}
 	v.split = nil
 	od := v.batch.ObsDim
@@ -721,15 +759,15 @@ func (v *RemoteVector) Reset(seed int64) (*Batch, error) {
 		return nil, err
 	}
 	for i := range v.batch.Rewards {
-		v.batch.Rewards[i], v.batch.Terminated[i], v.batch.Truncated[i], v.batch.Infos[i] = 0, false, false, Info{}
+		v.batch.Rewards[i], v.batch.Terminated[i], v.batch.Truncated[i], v.batch.Infos[i] = 0, false, false, env.Info{}
 		v.ret[i], v.length[i] = 0, 0
 	}
 	return &v.batch, nil
 }
 
-func (v *RemoteVector) Step(actions []float32) (*Batch, error) {
+func (v *Vector) Step(actions []float32) (*env.Batch, error) {
 	if v.closed {
-		return nil, fmt.Errorf("%w: RemoteVector.Step", ErrClosed)
+		return nil, fmt.Errorf("%w: Vector.Step", env.ErrClosed)
 	}
 	if v.split != nil {
 		return nil, v.split
@@ -737,10 +775,10 @@ func (v *RemoteVector) Step(actions []float32) (*Batch, error) {
 	act := v.subs[0].act
 	// Every check is made here, before any session steps, so that a bad
 	// action never leaves some sub-batches stepped and others not.
-	if err := checkActions(act, v.n, actions); err != nil {
+	if err := env.CheckActions(act, v.n, actions); err != nil {
 		return nil, err
 	}
-	if box, ok := act.(Box); ok && v.strict {
+	if box, ok := act.(env.Box); ok && v.strict {
 		d := box.Dim()
 		for i := 0; i < v.n; i++ {
 			if err := box.CheckBounds(actions[i*d : (i+1)*d]); err != nil {
@@ -765,7 +803,7 @@ func (v *RemoteVector) Step(actions []float32) (*Batch, error) {
 }
 
 // merge copies session k's step answer into the vector's batch.
-func (v *RemoteVector) merge(k int, b *herdv1.Batch) error {
+func (v *Vector) merge(k int, b *herdv1.Batch) error {
 	od, lo, s := v.batch.ObsDim, v.lo[k], v.subs[k]
 	done := 0
 	for i := range b.Rewards {
@@ -782,14 +820,15 @@ func (v *RemoteVector) merge(k int, b *herdv1.Batch) error {
 		g := lo + i
 		v.batch.Rewards[g] = float32(r)
 		v.batch.Terminated[g], v.batch.Truncated[g] = b.Terminated[i], b.Truncated[i]
-		v.batch.Infos[g] = Info{}
+		v.batch.Infos[g] = batchInfo(b, i)
 		v.ret[g] += r
 		v.length[g]++
 		if b.Terminated[i] || b.Truncated[i] {
 			copy(v.batch.FinalObs[g*od:(g+1)*od], b.FinalObs[j*od:(j+1)*od])
 			j++
 			if v.stats {
-				v.batch.Infos[g] = Info{HasEpisode: true, Episode: EpisodeStats{Return: v.ret[g], Length: v.length[g]}}
+				v.batch.Infos[g].HasEpisode = true
+				v.batch.Infos[g].Episode = env.EpisodeStats{Return: v.ret[g], Length: v.length[g]}
 			}
 			v.ret[g], v.length[g] = 0, 0
 		}
@@ -797,7 +836,7 @@ func (v *RemoteVector) merge(k int, b *herdv1.Batch) error {
 	return nil
 }
 
-func (v *RemoteVector) Close() error {
+func (v *Vector) Close() error {
 	if v.closed {
 		return nil
 	}

@@ -1,7 +1,8 @@
-package env
+package remote
 
 import (
 	"errors"
+	"herd/env"
 	"net"
 	"net/http"
 	"strings"
@@ -56,7 +57,7 @@ func TestRemoteOpenMessages(t *testing.T) {
 		{"timeout=1ns", "grpc://" + hole + "/CartPole-v1?timeout=1ns", "timed out: no answer within 1ns", "context canceled"},
 		{"closes at once", "grpc://" + closer + "/CartPole-v1?timeout=5s", "closed the connection at once", "HTTP/2"},
 	} {
-		_, err := MakeVector(c.id, 1, Sync)
+		_, err := env.Maker{Remote: Opener{}}.MakeVector(c.id, 1, env.Sync)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), c.notWant) {
 			t.Errorf("%s: %v; want %q and not %q", c.name, err, c.want, c.notWant)
 		}

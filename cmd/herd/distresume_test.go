@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// resumeSegment is the env steps of one segment of writeResumeConfig's
+// runs: 4 envs × 32 steps.
+const resumeSegment = 4 * 32
+
+// writeResumeConfig writes a dist PPO CartPole config of iters segments
+// with inline env workers, checkpointed every 16 segments.
+func writeResumeConfig(t *testing.T, iters int) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "ppo-dist.yaml")
+	cfg := fmt.Sprintf("algo: ppo\nenv: CartPole-v1\nsteps: %d\ncheckpoint_every: %d\nlog_every: %d\n"+
+		"runtime: {executor: dist, env_workers: 2, inference: inline}\n"+
+		"ppo: {num_envs: 4, num_steps: 32, num_minibatches: 2, update_epochs: 1}\n", iters*resumeSegment, 16*resumeSegment, resumeSegment)
+	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// awaitCheckpoint waits until out holds a checkpoint past step 0, so that
+// a kill then leaves the run something to resume beyond its start.
+func awaitCheckpoint(t *testing.T, ctx context.Context, out string) {
+	t.Helper()
+	for {
+		ents, _ := os.ReadDir(filepath.Join(out, "checkpoints"))
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".herdstate") && e.Name() != "state-000000000000000.herdstate" {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no checkpoint past step 0 in %s", out)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// checkResumed checks the run in out after one kill of its learner: it
+// completed every step of iters segments, summary.json records the resume
+// and one learner start resumed, nothing acknowledged was learned twice
+// (dist/duplicates 0), and metrics.csv has each step once, in order.
+func checkResumed(t *testing.T, out string, iters int) {
+	t.Helper()
+	s := readSummary(t, out)
+	if s["status"] != "completed" || s["steps"].(float64) != float64(iters*resumeSegment) {
+		t.Errorf("summary status %v, steps %v; want completed, %d", s["status"], s["steps"], iters*resumeSegment)
+	}
+	from, ok := s["resumed_from_step"].(float64)
+	if !ok || from <= 0 || from >= float64(iters*resumeSegment) {
+		t.Errorf("summary resumed_from_step %v, want a step inside the run", s["resumed_from_step"])
+	}
+	d, _ := s["dist"].(map[string]any)
+	if d["dist/resumes"] != 1.0 || d["dist/duplicates"] != 0.0 {
+		t.Errorf("dist resumes %v, duplicates %v; want 1 and 0", d["dist/resumes"], d["dist/duplicates"])
+	}
+	// Versions numbered below the killed learner's would be ignored by the
+	// env workers, who would wait for them in vain (stale weights).
+	if d["dist/stale_weights"] != 0.0 {
+		t.Errorf("dist/stale_weights %v: the env workers did not take the resumed learner's versions", d["dist/stale_weights"])
+	}
+	t.Logf("resumed from step %v; acknowledged and lost with the killed learner (dist/discarded): %v", from, d["dist/discarded"])
+	f, err := os.Open(filepath.Join(out, "metrics.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := int64(0)
+	for _, r := range rows[1:] {
+		step, err := strconv.ParseInt(r[0], 10, 64)
+		if err != nil || step <= last {
+			t.Fatalf("metrics.csv step %q after %d: a row repeated or out of order", r[0], last)
+		}
+		last = step
+	}
+	if last != int64(iters*resumeSegment) {
+		t.Errorf("metrics.csv ends at step %d, want %d", last, iters*resumeSegment)
+	}
+}
+
+// kill -9 of the learner under herd launch, after its first periodic
+// checkpoint: launch restarts it, the new learner resumes from the run
+// directory's newest checkpoint, publishes versions above the killed
+// learner's, and the run completes with exit 0 (issues #39, #41).
+func TestLaunchResumesKilledLearner(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("kills a process")
+	}
+	const iters = 400
+	srv, ctx := natsRun(t, 180*time.Second)
+	out := filepath.Join(t.TempDir(), "run")
+	const run = "resume-kill"
+	done := launchAsync(t, ctx, "--config", writeResumeConfig(t, iters), "--out", out, "--quiet", "--nats", srv.URL(), "--run", run, "--ttl", "1s")
+	mem := watchRun(t, ctx, srv.URL(), run)
+	pid := awaitPIDs(t, ctx, mem, done, "learner-0", "env-0", "env-1")["learner-0"]
+	awaitCheckpoint(t, ctx, out)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("%v\nstderr:\n%s", r.err, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "learner was killed") || !strings.Contains(r.stdout, "resuming from step") {
+		t.Errorf("no restart of the killed learner, or no resume, reported\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	checkResumed(t, out, iters)
+}
