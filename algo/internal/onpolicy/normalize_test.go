@@ -128,12 +128,9 @@ func TestRewardNormIsVecNormalize(t *testing.T) {
 	}
 }
 
-// TestRewardNormAdvantages: with the critic scaled by σ (its outputs
-// leave the agent multiplied by σ), Begin's advantages are GAE on the
-// normalized rewards r/σ and the critic's own outputs V/σ, and the
-// returns stay raw (the value loss divides them by σ).
-func TestRewardNormAdvantages(t *testing.T) {
-	const T, N, gamma, lambda = 6, 2, 0.95, 0.8
+// cartPole is a run header and the spaces of CartPole-v1.
+func cartPole(t *testing.T) (algo.Header, algo.Spaces) {
+	t.Helper()
 	h := algo.DefaultHeader()
 	h.Env = "CartPole-v1"
 	e, err := env.Make(h.Env)
@@ -141,7 +138,16 @@ func TestRewardNormAdvantages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	sp := algo.Spaces{Obs: e.ObservationSpace(), Act: e.ActionSpace()}
+	return h, algo.Spaces{Obs: e.ObservationSpace(), Act: e.ActionSpace()}
+}
+
+// TestRewardNormAdvantages: with the critic scaled by σ (its outputs
+// leave the agent multiplied by σ), Begin's advantages are GAE on the
+// normalized rewards r/σ and the critic's own outputs V/σ, and the
+// returns stay raw (the value loss divides them by σ).
+func TestRewardNormAdvantages(t *testing.T) {
+	const T, N, gamma, lambda = 6, 2, 0.95, 0.8
+	h, sp := cartPole(t)
 	l, err := NewLearner("ppo", h, sp, AgentConfig{Hidden: []int{4}, Act: nn.Tanh, NormReward: true}, nil, 1, gamma, lambda)
 	if err != nil {
 		t.Fatal(err)
@@ -178,14 +184,7 @@ func TestRewardNormAdvantages(t *testing.T) {
 // policy acting with a learner's weight version (HTS, dist) normalizes
 // and scales as the learner does.
 func TestNormStatsTravelWithWeights(t *testing.T) {
-	h := algo.DefaultHeader()
-	h.Env = "CartPole-v1"
-	e, err := env.Make(h.Env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	sp := algo.Spaces{Obs: e.ObservationSpace(), Act: e.ActionSpace()}
+	h, sp := cartPole(t)
 	cfg := AgentConfig{Hidden: []int{4}, Act: nn.Tanh, NormObs: true, NormReward: true}
 	l, err := NewLearner("ppo", h, sp, cfg, nil, 1, 0.99, 0.95)
 	if err != nil {
