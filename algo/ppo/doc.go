@@ -108,8 +108,9 @@
 // all num_steps steps. TestRecurrentReplayMatchesActing pins that the
 // learner's re-run gives the acting log-probabilities and values;
 // TestRecurrentLossGradient checks the loss gradient against finite
-// differences. Only the local executor keeps the per-env state; the
-// others refuse such a config (Config.Lacks).
+// differences. The local executor keeps the per-env state and dist
+// carries it in its inference requests; the executors that need a
+// stateless policy refuse such a config (Config.Lacks).
 //
 // # Normalization (SB3 VecNormalize)
 //
