@@ -114,7 +114,50 @@ func (l *recurrent) finish() []float32 {
 	return l.finishInput()
 }
 
-func sigmoid32(x float32) float32 { return float32(1 / (1 + math.Exp(-float64(x)))) }
+// The gate activations run in float32, as PyTorch's CPU LSTM computes
+// them: a float64 math.Exp or math.Tanh per gate value costs more than the
+// gate products themselves at the widths PPO uses.
+
+// exp32 is e^x in float32 by Cephes' expf: x = n·ln 2 + r with |r| ≤
+// ln 2 / 2 (ln 2 split in two for an exact n·ln 2), a degree-7
+// polynomial for e^r, then the exponent bits of 2^n. x above 88 gives
+// +Inf and below −87 gives 0 (where 2^n would leave the normal range).
+func exp32(x float32) float32 {
+	if x > 88 {
+		return float32(math.Inf(1))
+	}
+	if x < -87 {
+		return 0
+	}
+	n := float32(math.Floor(float64(x*1.44269504088896341 + 0.5)))
+	r := x - n*0.693359375
+	r -= n * -2.12194440e-4
+	p := ((((1.9875691500e-4*r+1.3981999507e-3)*r+8.3334519073e-3)*r+4.1665795894e-2)*r+1.6666665459e-1)*r + 5.0000001201e-1
+	p = p*r*r + r + 1
+	return p * math.Float32frombits(uint32(int32(n)+127)<<23)
+}
+
+// sigmoid32 is 1/(1 + e^−x) in float32.
+func sigmoid32(x float32) float32 { return 1 / (1 + exp32(-x)) }
+
+// gateTanh is tanh in float32 by Cephes' tanhf: an odd polynomial for
+// |x| < 0.625, where 1 − 2/(e^2|x| + 1) would cancel, else that form
+// with the sign restored.
+func gateTanh(x float32) float32 {
+	a := x
+	if a < 0 {
+		a = -a
+	}
+	if a < 0.625 {
+		z := x * x
+		return ((((-5.70498872745e-3*z+2.06390887954e-2)*z-5.37397155531e-2)*z+1.33314422036e-1)*z-3.33332819422e-1)*z*x + x
+	}
+	t := 1 - 2/(exp32(2*a)+1)
+	if x < 0 {
+		return -t
+	}
+	return t
+}
 
 // LSTM is a one-layer long short-term memory (Hochreiter and Schmidhuber
 // 1997) in PyTorch's formulation:
@@ -129,6 +172,7 @@ type LSTM struct {
 	*recurrent
 	cprev []float32 // the cell state each step starts from (after resets), (T·B) × H
 	cs    []float32 // c_t, (T·B) × H
+	tcs   []float32 // tanh(c_t), (T·B) × H
 	acts  []float32 // i, f, g, o after their activations, (T·B) × 4H
 	dc    []float32 // dL/dc carried to the step before, B × H
 	hT    []float32 // B × H scratch
@@ -159,6 +203,7 @@ func (l *LSTM) Forward(x []float32, t, b int, h0, c0 []float32, starts []bool) [
 	h, gh := l.hidden, 4*l.hidden
 	l.cprev = grow(l.cprev, t*b*h)
 	l.cs = grow(l.cs, t*b*h)
+	l.tcs = grow(l.tcs, t*b*h)
 	l.acts = grow(l.acts, t*b*gh)
 	hp, cp := h0, c0
 	for s := range t {
@@ -178,15 +223,17 @@ func (l *LSTM) Forward(x []float32, t, b int, h0, c0 []float32, starts []bool) [
 		l.gemm.Sgemm(false, false, b, gh, h, 1, hpr, h, l.whhT, gh, 1, gates, gh)
 		hn := l.hs[rows*h : (rows+b)*h]
 		cn := l.cs[rows*h : (rows+b)*h]
+		tcn := l.tcs[rows*h : (rows+b)*h]
 		for j := range b {
 			g := gates[j*gh : (j+1)*gh]
 			for k := range h {
 				ig, fg := sigmoid32(g[k]), sigmoid32(g[h+k])
-				gg, og := tanh32(g[2*h+k]), sigmoid32(g[3*h+k])
+				gg, og := gateTanh(g[2*h+k]), sigmoid32(g[3*h+k])
 				g[k], g[h+k], g[2*h+k], g[3*h+k] = ig, fg, gg, og
 				c := fg*cpr[j*h+k] + ig*gg
-				cn[j*h+k] = c
-				hn[j*h+k] = og * tanh32(c)
+				tc := gateTanh(c)
+				cn[j*h+k], tcn[j*h+k] = c, tc
+				hn[j*h+k] = og * tc
 			}
 		}
 		hp, cp = hn, cn
@@ -222,14 +269,14 @@ func (l *LSTM) Backward(dhs []float32) []float32 {
 		rows := s * b
 		a := l.acts[rows*gh : (rows+b)*gh]
 		dg := l.dg[rows*gh : (rows+b)*gh]
-		cs := l.cs[rows*h : (rows+b)*h]
+		tcs := l.tcs[rows*h : (rows+b)*h]
 		cpr := l.cprev[rows*h : (rows+b)*h]
 		for j := range b {
 			for k := range h {
 				q := j*h + k
 				ig, fg, gg, og := a[j*gh+k], a[j*gh+h+k], a[j*gh+2*h+k], a[j*gh+3*h+k]
 				dh := dhs[rows*h+q] + l.dh[q]
-				tc := tanh32(cs[q])
+				tc := tcs[q]
 				dc := l.dc[q] + dh*og*(1-tc*tc)
 				d := dg[j*gh : (j+1)*gh]
 				d[k] = dc * gg * ig * (1 - ig)
@@ -313,7 +360,7 @@ func (l *GRU) Forward(x []float32, t, b int, h0 []float32, starts []bool) []floa
 				r := sigmoid32(xg[j*gh+k] + l.hg[j*gh+k])
 				z := sigmoid32(xg[j*gh+h+k] + l.hg[j*gh+h+k])
 				hnv := l.hg[j*gh+2*h+k]
-				n := tanh32(xg[j*gh+2*h+k] + r*hnv)
+				n := gateTanh(xg[j*gh+2*h+k] + r*hnv)
 				a[j*gh+k], a[j*gh+h+k], a[j*gh+2*h+k] = r, z, n
 				hnr[q] = hnv
 				out[q] = (1-z)*n + z*hpr[q]

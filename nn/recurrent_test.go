@@ -214,23 +214,37 @@ func TestRecurrentConfigErrors(t *testing.T) {
 	}
 }
 
-// BenchmarkLSTM: forward + backward over a segment of T = 128 steps of
-// B = 8 sequences, 128 hidden units, 64 inputs.
-func BenchmarkLSTM(b *testing.B) {
+// BenchmarkLSTM and BenchmarkGRU: forward + backward over a segment of
+// T = 128 steps of B = 8 sequences, 128 hidden units, 64 inputs
+// (nn/testdata/gen/torch_bench.py times PyTorch's nn.LSTM on the same).
+func BenchmarkLSTM(b *testing.B) { benchRecurrent(b, 4) }
+
+func BenchmarkGRU(b *testing.B) { benchRecurrent(b, 3) }
+
+func benchRecurrent(b *testing.B, gates int) {
 	const T, B, in, h = 128, 8, 64, 128
-	l, err := NewLSTM("", in, h, nil, rng.New(1, "lstm", 0))
-	if err != nil {
-		b.Fatal(err)
-	}
 	x := make([]float32, T*B*in)
 	UniformInit(x, 1, rng.New(2, "x", 0))
 	st := make([]float32, B*h)
 	dh := make([]float32, T*B*h)
 	UniformInit(dh, 1, rng.New(3, "dh", 0))
+	step := func() {}
+	if gates == 4 {
+		l, err := NewLSTM("", in, h, nil, rng.New(1, "lstm", 0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		step = func() { l.Forward(x, T, B, st, st, nil); l.Backward(dh) }
+	} else {
+		l, err := NewGRU("", in, h, nil, rng.New(1, "gru", 0))
+		if err != nil {
+			b.Fatal(err)
+		}
+		step = func() { l.Forward(x, T, B, st, nil); l.Backward(dh) }
+	}
 	b.ResetTimer()
 	for range b.N {
-		l.Forward(x, T, B, st, st, nil)
-		l.Backward(dh)
+		step()
 	}
 }
 
@@ -335,5 +349,42 @@ func TestRecurrentGradients(t *testing.T) {
 		if e := relErr(dh0, numGrad(h64, loss)); e > gradTol {
 			t.Errorf("gates %d: dh0 relative error %.2e", gates, e)
 		}
+	}
+}
+
+// TestGateActivations: the float32 gate activations against float64
+// math over [−90, 90] (every 1/4096, and the whole range of tiny values
+// near 0): e^x and σ(x) within 3e-7 relative, tanh within 3e-7 relative.
+func TestGateActivations(t *testing.T) {
+	worst := [3]float64{}
+	check := func(x float32) {
+		xf := float64(x)
+		e := math.Exp(xf)
+		if e < math.MaxFloat32 && e > 0x1p-126 && xf > -87 && xf <= 88 {
+			worst[0] = max(worst[0], math.Abs(float64(exp32(x))-e)/e)
+		}
+		s := 1 / (1 + math.Exp(-xf))
+		if s > 0x1p-100 {
+			worst[1] = max(worst[1], math.Abs(float64(sigmoid32(x))-s)/s)
+		}
+		if th := math.Tanh(xf); th != 0 {
+			worst[2] = max(worst[2], math.Abs(float64(gateTanh(x))-th)/math.Abs(th))
+		}
+	}
+	for i := -90 * 4096; i <= 90*4096; i++ {
+		check(float32(i) / 4096)
+	}
+	for x := float32(1e-30); x < 1; x *= 1.01 {
+		check(x)
+		check(-x)
+	}
+	t.Logf("worst relative errors: exp %.2e, sigmoid %.2e, tanh %.2e", worst[0], worst[1], worst[2])
+	for i, name := range []string{"exp", "sigmoid", "tanh"} {
+		if worst[i] > 3e-7 {
+			t.Errorf("%s: relative error up to %.2e", name, worst[i])
+		}
+	}
+	if sigmoid32(-200) != 0 || sigmoid32(200) != 1 || gateTanh(200) != 1 || gateTanh(-200) != -1 {
+		t.Errorf("limits: σ(−200) %v σ(200) %v tanh(±200) %v %v", sigmoid32(-200), sigmoid32(200), gateTanh(200), gateTanh(-200))
 	}
 }

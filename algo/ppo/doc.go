@@ -94,12 +94,13 @@
 // delayed form is the default. Without a lag (the local executor) both
 // are plain PPO.
 //
-// # PPO-LSTM
+// # PPO-LSTM and PPO-GRU
 //
-// With recurrent: {type: lstm, hidden: H} (configs/ppo-lstm-cartpolenovel.yaml,
-// docs/guide/recurrent.md) the actor and the critic are each encoder →
-// LSTM(H) → head (onpolicy.AgentConfig.Recurrent), following CleanRL's
-// ppo_atari_lstm.py: the policy carries (h, c) per env and zeroes it
+// With recurrent: {type: lstm or gru, hidden: H, after: [...]}
+// (configs/ppo-lstm-cartpolenovel.yaml, docs/guide/recurrent.md) the actor
+// and the critic are each hidden layers → LSTM(H) or GRU(H) → after
+// layers → head (onpolicy.AgentConfig.Recurrent), following CleanRL's
+// ppo_atari_lstm.py: the policy carries its state per env and zeroes it
 // where an episode ends; each segment records the states its envs began
 // from (sample.Segment.State); each minibatch is num_envs /
 // num_minibatches whole env sequences (envsperbatch), re-run from the
@@ -107,9 +108,23 @@
 // all num_steps steps. TestRecurrentReplayMatchesActing pins that the
 // learner's re-run gives the acting log-probabilities and values;
 // TestRecurrentLossGradient checks the loss gradient against finite
-// differences. The local and HTS executors keep the per-env state (HTS
-// with its policy workers); the others refuse such a config
+// differences. The local executor keeps the per-env state, HTS's policy
+// workers share it and dist carries it in its inference requests; the
+// executors that need a stateless policy refuse such a config
 // (Config.Lacks).
+//
+// # Normalization (SB3 VecNormalize)
+//
+// norm_obs normalizes observations by their running mean and variance
+// where they enter the networks; norm_reward divides the rewards by the
+// running std of the discounted return, applied as a scale of the critic
+// (onpolicy.ObsNorm, onpolicy.RewardNorm); anneal_clip anneals clip_coef
+// with the learning rate (rl-zoo's lin_ schedules). The learner folds
+// each segment into the statistics after its update (Learner.Fold), so
+// the update sees the segment as the acting weights did; the statistics
+// are parameters and travel with the weights. TestRMSUpdateIsPooledMoments,
+// TestRewardNormIsVecNormalize, TestRewardNormAdvantages and
+// TestRewardNormValueLoss pin the equations.
 //
 // # MAPPO
 //

@@ -65,11 +65,12 @@ func TestMAPPOValueLoss(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l.vn = a.VNorm
-			l.vn.Update([]float32{2, 5, -1})
+			vn := a.VNorm
+			l.vn = vn
+			vn.Update([]float32{2, 5, -1})
 			m0, s0 := l.vn.MeanStd()
 			l.mean0, l.std0 = m0, s0
-			l.vn.Update(mb.returns)
+			vn.Update(mb.returns)
 			m, s := l.vn.MeanStd()
 			mean, std, mean0, std0 = float64(m), float64(s), float64(m0), float64(s0)
 			for k := range B { // old values near the critic's, in normalized units

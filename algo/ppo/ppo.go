@@ -29,8 +29,11 @@ type Config struct {
 	NumSteps int `yaml:"num_steps"` // steps per env per rollout; default 128
 
 	// Optimisation.
-	LearningRate   float32 `yaml:"learning_rate"`   // Adam step size; default 2.5e-4
-	AnnealLR       bool    `yaml:"anneal_lr"`       // anneal the LR linearly to 0; default true
+	LearningRate float32 `yaml:"learning_rate"` // Adam step size; default 2.5e-4
+	AnnealLR     bool    `yaml:"anneal_lr"`     // anneal the LR linearly to 0; default true
+	// AnnealClip anneals clip_coef linearly to 0 with the learning
+	// rate's fraction (rl-zoo's clip_range: lin_ε); default false.
+	AnnealClip     bool    `yaml:"anneal_clip,omitempty"`
 	AdamEps        float32 `yaml:"adam_eps"`        // Adam ε; default 1e-5
 	NumMinibatches int     `yaml:"num_minibatches"` // minibatches per epoch; default 4
 	UpdateEpochs   int     `yaml:"update_epochs"`   // epochs per rollout (K); default 4
@@ -56,6 +59,13 @@ type Config struct {
 	// InputNorm puts a LayerNorm of the input before the actor's and the
 	// critic's first layer (MAPPO's feature normalization). Default false.
 	InputNorm bool `yaml:"input_norm,omitempty"`
+	// NormObs normalizes each observation value by the running mean and
+	// variance of the observations learned from, clipped to ±10; NormReward
+	// divides the rewards by the running std of the discounted return
+	// (as a scale of the critic). Together they are SB3's VecNormalize,
+	// rl-zoo's normalize: true (docs/guide/recurrent.md). Default false.
+	NormObs    bool `yaml:"norm_obs,omitempty"`
+	NormReward bool `yaml:"norm_reward,omitempty"`
 
 	// Networks.
 	// Encoder is the networks' input stage: mlp (flat observations) or
@@ -102,10 +112,15 @@ type Config struct {
 
 // RecurrentConfig is the network spec's recurrent core.
 type RecurrentConfig struct {
-	// Type is "lstm", or "" for none.
+	// Type is "lstm" or "gru" (PyTorch's nn.LSTM / nn.GRU, one layer), or
+	// "" for none.
 	Type string `yaml:"type"`
-	// Hidden is the LSTM's width; 0 means 128 (ppo_atari_lstm's).
+	// Hidden is the core's width; 0 means 128 (ppo_atari_lstm's).
 	Hidden int `yaml:"hidden,omitempty"`
+	// After are hidden layers (activated) between the core and each
+	// network's linear head: SB3-contrib RecurrentPPO's net_arch, which
+	// comes after its LSTM. Default none (ppo_atari_lstm's).
+	After []int `yaml:"after,omitempty"`
 }
 
 // DefaultRecurrentHidden is the LSTM width of ppo_atari_lstm.py.
@@ -124,6 +139,9 @@ func (c *Config) Lacks() (algo.Capability, string) {
 	if c.IsRecurrent() {
 		return algo.CanStatelessPolicy | algo.CanDataParallel | algo.CanAgentRows,
 			"ppo with recurrent." + c.Recurrent.Type + ": the policy carries a hidden state per env, which the executor must keep or carry for each env (docs/guide/recurrent.md)"
+	}
+	if c.NormObs || c.NormReward {
+		return algo.CanDataParallel, "ppo with norm_obs or norm_reward: each data-parallel learner would fold the statistics of its own rows"
 	}
 	return 0, ""
 }
@@ -149,7 +167,8 @@ func (c *Config) Validate(h algo.Header) error {
 	}
 	onpolicy.Common{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, LearningRate: c.LearningRate,
 		MaxGradNorm: c.MaxGradNorm, Gamma: c.Gamma, GAELambda: c.GAELambda, EntCoef: c.EntCoef, VFCoef: c.VFCoef,
-		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder, SharedEncoder: c.SharedEncoder}.Check(bad, h)
+		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder, SharedEncoder: c.SharedEncoder,
+		Recurrent: c.IsRecurrent()}.Check(bad, h)
 	if c.NumMinibatches < 1 {
 		bad("num_minibatches must be >= 1, got %d", c.NumMinibatches)
 	} else if c.NumEnvs >= 1 && c.NumSteps >= 1 && (c.NumEnvs*c.NumSteps)%c.NumMinibatches != 0 {
@@ -172,8 +191,10 @@ func (c *Config) Validate(h algo.Header) error {
 	}
 	if r := c.Recurrent; r.Type != "" {
 		switch {
-		case r.Type != onpolicy.RecurrentLSTM:
-			bad("recurrent.type must be %q or empty, got %q", onpolicy.RecurrentLSTM, r.Type)
+		case r.Type != onpolicy.RecurrentLSTM && r.Type != onpolicy.RecurrentGRU:
+			bad("recurrent.type must be %q, %q or empty, got %q", onpolicy.RecurrentLSTM, onpolicy.RecurrentGRU, r.Type)
+		case slices.ContainsFunc(r.After, func(w int) bool { return w < 1 }):
+			bad("recurrent.after widths must be >= 1, got %v", r.After)
 		case r.Hidden < 0:
 			bad("recurrent.hidden must be >= 0 (0: %d), got %d", DefaultRecurrentHidden, r.Hidden)
 		case c.NumMinibatches >= 1 && c.NumEnvs%c.NumMinibatches != 0:
@@ -181,8 +202,14 @@ func (c *Config) Validate(h algo.Header) error {
 		case c.Encoder != "" && c.Encoder != "mlp", c.ValueNorm, c.InputNorm, c.ActorObs != 0:
 			bad("a recurrent core takes encoder mlp without value_norm, input_norm or actor_obs")
 		}
-	} else if c.Recurrent.Hidden != 0 {
-		bad("recurrent.hidden %d without recurrent.type", c.Recurrent.Hidden)
+	} else if c.Recurrent.Hidden != 0 || len(c.Recurrent.After) > 0 {
+		bad("recurrent.hidden or recurrent.after without recurrent.type")
+	}
+	if c.NormReward && c.ValueNorm {
+		bad("norm_reward and value_norm both rescale the critic; choose one")
+	}
+	if c.NormObs && c.Encoder != "" && c.Encoder != "mlp" {
+		bad("norm_obs takes encoder mlp (flat observations), got %q", c.Encoder)
 	}
 	if !(c.HuberDelta >= 0) || math.IsInf(float64(c.HuberDelta), 0) {
 		bad("huber_delta must be a finite number >= 0 (0: squared error), got %v", c.HuberDelta)
@@ -200,7 +227,8 @@ func (c *Config) agentConfig() onpolicy.AgentConfig {
 	act, _ := nn.ParseActivation(c.Activation)
 	return onpolicy.AgentConfig{Encoder: c.Encoder, SharedEncoder: c.SharedEncoder, Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
 		ActorObs: c.ActorObs, ValueNorm: c.ValueNorm, InputNorm: c.InputNorm, Parallel: c.Parallel,
-		Recurrent: c.Recurrent.Type, RecurrentHidden: cmp.Or(c.Recurrent.Hidden, DefaultRecurrentHidden)}
+		Recurrent: c.Recurrent.Type, RecurrentHidden: cmp.Or(c.Recurrent.Hidden, DefaultRecurrentHidden), RecurrentAfter: c.Recurrent.After,
+		NormObs: c.NormObs, NormReward: c.NormReward}
 }
 
 // Scalars are the metrics PPO reports (CleanRL's names).
@@ -310,7 +338,12 @@ func newLearner(h algo.Header, cfg *Config, sp algo.Spaces) (*learner, error) {
 	l := &learner{Learner: base, cfg: cfg, rMB: rand.New(src), mbSrc: src, iterations: numIterations}
 	l.mb = newMinibatch(base.Agent.ObsDim, base.Agent.ActDim)
 	l.loss = newLosses(cfg, l.mb)
-	l.loss.vn = base.Agent.VNorm
+	switch a := base.Agent; {
+	case a.VNorm != nil:
+		l.loss.vn = a.VNorm
+	case a.RNorm != nil:
+		l.loss.vn = a.RNorm
+	}
 	return l, nil
 }
 
@@ -343,6 +376,10 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 	// Annealing the learning rate: frac = 1 − (iteration−1)/numIterations.
 	if cfg.AnnealLR {
 		opt.SetLR(nn.LinearSchedule(cfg.LearningRate, 0, iteration-1, l.Iterations))
+	}
+	l.loss.eps = cfg.ClipCoef
+	if cfg.AnnealClip {
+		l.loss.eps = nn.LinearSchedule(cfg.ClipCoef, 0, iteration-1, l.Iterations)
 	}
 
 	// Optimizing the policy and value network: K epochs of minibatches.
@@ -388,8 +425,8 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 			if l.red != nil && cfg.NormAdv {
 				l.mb.unionMean, l.mb.unionStd, l.mb.union = l.norm[k][0], l.norm[k][1], true
 			}
-			if loss.vn != nil {
-				loss.vn.Update(l.mb.returns) // before the loss, as MAPPO's cal_value_loss
+			if vn, ok := loss.vn.(*onpolicy.ValueNorm); ok {
+				vn.Update(l.mb.returns) // before the loss, as MAPPO's cal_value_loss
 			}
 			l.GoBehind()
 			update(agent, loss, l.mb)
@@ -420,6 +457,7 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 			}
 		}
 	}
+	l.Fold(seg)
 	return []algo.Stat{
 		{Name: "charts/learning_rate", Value: float64(opt.LR())},
 		{Name: "losses/value_loss", Value: loss.vLoss},
@@ -435,7 +473,8 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 // MarshalLearnerState saves what PPO's learner carries from one Learn to
 // the next besides onpolicy's Learner (onpolicy.LearnerState): the
 // minibatch stream and the orders each epoch shuffles in place — the rows,
-// and a recurrent agent's envs.
+// and a recurrent agent's envs — and with norm_reward each env's
+// discounted return so far.
 func (l *learner) MarshalLearnerState() ([]byte, error) {
 	b, err := l.mbSrc.MarshalBinary()
 	if err != nil {
@@ -447,6 +486,9 @@ func (l *learner) MarshalLearnerState() ([]byte, error) {
 		for _, i := range inds {
 			b = binary.LittleEndian.AppendUint32(b, uint32(i))
 		}
+	}
+	if rn := l.Agent.RNorm; rn != nil {
+		b = append(b, rn.MarshalBinary()...)
 	}
 	return b, nil
 }
@@ -482,7 +524,11 @@ func (l *learner) UnmarshalLearnerState(b []byte) error {
 		}
 		orders[o], b = inds, b[4*n:]
 	}
-	if len(b) != 0 {
+	if rn := l.Agent.RNorm; rn != nil {
+		if err := rn.UnmarshalBinary(b); err != nil {
+			return fmt.Errorf("%w: ppo: %w", algo.ErrCheckpoint, err)
+		}
+	} else if len(b) != 0 {
 		return bad
 	}
 	l.bInds, l.envInds = orders[0], orders[1]
@@ -626,14 +672,22 @@ type losses struct {
 	approxKL      float64
 	clipFracSum   float64
 	minibatches   int
-	// vn is the agent's value normalization (nil without value_norm);
-	// mean0 and std0 its statistics when the segment was gathered.
-	vn          *onpolicy.ValueNorm
+	// vn is the agent's target normalization (nil without value_norm or
+	// norm_reward); mean0 and std0 its statistics when the segment was
+	// gathered.
+	vn          critic
 	mean0, std0 float32
+	eps         float32 // the clip range of this update (AnnealClip)
+}
+
+// critic is a normalization of the critic's targets: ValueNorm (updated
+// per minibatch) or RewardNorm (a scale fixed within an update).
+type critic interface {
+	MeanStd() (mean, std float32)
 }
 
 func newLosses(cfg *Config, mb *minibatch) *losses {
-	l := &losses{cfg: cfg, mb: mb}
+	l := &losses{cfg: cfg, mb: mb, eps: cfg.ClipCoef}
 	l.policy, l.value = l.policyLoss, l.valueLoss
 	return l
 }
@@ -655,7 +709,7 @@ func (l *losses) policyLoss(dLogProb, dEntropy, newLogProb, entropy []float32) {
 		adv = onpolicy.NormalizeTo(mb.normAdv, mb.adv)
 	}
 	invB := 1 / float32(B)
-	eps := cfg.ClipCoef
+	eps := l.eps
 	var pgLoss, entSum, oldKL, kl float64
 	clipped := 0
 	for r := range B {
@@ -698,7 +752,7 @@ func (l *losses) valueLoss(dValue, newValue []float32) {
 	}
 	B := len(newValue)
 	invB := 1 / float32(B)
-	eps := cfg.ClipCoef
+	eps := l.eps
 	var vLoss float64
 	for r := range B {
 		v, ret := newValue[r], mb.returns[r]
@@ -739,7 +793,7 @@ func (l *losses) valueLossMAPPO(dValue, newValue []float32) {
 	mb, cfg := l.mb, l.cfg
 	B := len(newValue)
 	invB := 1 / float32(B)
-	eps, delta := cfg.ClipCoef, cfg.HuberDelta
+	eps, delta := l.eps, cfg.HuberDelta
 	loss := func(e float32) (float32, float32) {
 		if a := float32(math.Abs(float64(e))); delta > 0 && a > delta {
 			return delta * (a - delta/2), float32(math.Copysign(float64(delta), float64(e)))

@@ -10,20 +10,54 @@ import (
 	"herd/algo/internal/onpolicy"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/nn"
 	"herd/rollout"
 	"herd/sample"
 )
 
+// recurrentVariants are the recurrent networks the tests run: an LSTM
+// after an encoder (ppo_atari_lstm's), a GRU, and an LSTM on normalized
+// observations with a layer after it and the critic scaled by the reward
+// normalization (rl-zoo's RecurrentPPO).
+var recurrentVariants = []struct {
+	name string
+	mod  func(*Config)
+}{
+	{"lstm", func(*Config) {}},
+	{"gru", func(c *Config) { c.Recurrent.Type = "gru" }},
+	{"lstm-after-norm", func(c *Config) {
+		c.Hidden, c.Recurrent.After, c.NormObs, c.NormReward = nil, []int{4}, true, true
+	}},
+}
+
+// setStats gives the normalization statistics among params values away
+// from their start (obs_rms: mean 0.1·j, variance 0.5 + j; ret_rms:
+// variance 9), so that a test sees them used.
+func setStats(params []*nn.Param) {
+	for _, p := range params {
+		switch p.Name {
+		case "obs_rms":
+			d := (len(p.Value) - 1) / 2
+			for j := range d {
+				p.Value[1+j], p.Value[1+d+j] = 0.1*float32(j), 0.5+float32(j)
+			}
+		case "ret_rms":
+			p.Value[2] = 9
+		}
+	}
+}
+
 // recurrentSetup collects two segments of T steps of n CartPoleNoVel envs
-// with a small PPO-LSTM policy (acting one step at a time, the state per
-// env carried by the policy and zeroed at each episode's end), and
-// returns them with a learner's agent holding the same weights.
-func recurrentSetup(t *testing.T, T, n int) (*Config, *onpolicy.Agent, []*sample.Segment) {
+// with a small PPO-LSTM policy changed by mod (acting one step at a time,
+// the state per env carried by the policy and zeroed at each episode's
+// end), and returns them with a learner's agent holding the same weights.
+func recurrentSetup(t *testing.T, T, n int, mod func(*Config)) (*Config, *onpolicy.Agent, []*sample.Segment) {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.NumEnvs, cfg.NumSteps, cfg.NumMinibatches = n, T, 1
 	cfg.Hidden, cfg.Recurrent = []int{6}, RecurrentConfig{Type: "lstm", Hidden: 5}
 	cfg.OrthoInit, cfg.ClipVLoss, cfg.EntCoef = false, false, 0.01
+	mod(&cfg)
 	h := algo.DefaultHeader()
 	h.Algo, h.Env, h.Steps, h.Seed = "ppo", "CartPoleNoVel-v1", int64(T*n), 3
 	if err := cfg.Validate(h); err != nil {
@@ -47,6 +81,8 @@ func recurrentSetup(t *testing.T, T, n int) (*Config, *onpolicy.Agent, []*sample
 	if err != nil {
 		t.Fatal(err)
 	}
+	setStats(pol.Params())
+	setStats(agent.Params())
 	w := rollout.NewSegments(0, v, rollout.NewInline(pol, sampler), cfg.Gamma)
 	if err := w.Reset(11); err != nil {
 		t.Fatal(err)
@@ -69,8 +105,18 @@ func recurrentSetup(t *testing.T, T, n int) (*Config, *onpolicy.Agent, []*sample
 // time. The first segment starts from zero states; the second from the
 // states the first left, with episodes ending inside both.
 func TestRecurrentReplayMatchesActing(t *testing.T) {
+	for _, v := range recurrentVariants {
+		t.Run(v.name, func(t *testing.T) { testReplayMatchesActing(t, v.mod) })
+	}
+}
+
+func testReplayMatchesActing(t *testing.T, mod func(*Config)) {
 	const T, n = 40, 3
-	_, agent, segs := recurrentSetup(t, T, n)
+	_, agent, segs := recurrentSetup(t, T, n, mod)
+	scale := float32(1) // the critic's outputs are values / scale
+	if agent.RNorm != nil {
+		scale = agent.RNorm.Scale()
+	}
 	for k, seg := range segs {
 		dones := 0
 		for _, d := range seg.Dones {
@@ -95,7 +141,7 @@ func TestRecurrentReplayMatchesActing(t *testing.T) {
 		agent.SetSequences(T, n, s.state, s.starts)
 		agent.Evaluate(lp, ent, val, obs, acts, T*n)
 		for r, i := range inds {
-			if math.Abs(float64(lp[r]-seg.LogProbs[i])) > 1e-5 || math.Abs(float64(val[r]-seg.Values[i])) > 1e-5 {
+			if math.Abs(float64(lp[r]-seg.LogProbs[i])) > 1e-5 || math.Abs(float64(val[r]*scale-seg.Values[i])) > 1e-5 {
 				t.Fatalf("segment %d row %d: learner log π %v, V %v; acting %v, %v", k, i, lp[r], val[r], seg.LogProbs[i], seg.Values[i])
 			}
 		}
@@ -105,7 +151,7 @@ func TestRecurrentReplayMatchesActing(t *testing.T) {
 		agent.Evaluate(lp, ent, val, obs, acts, T*n)
 		differ := false
 		for r, i := range inds {
-			differ = differ || math.Abs(float64(val[r]-seg.Values[i])) > 1e-5
+			differ = differ || math.Abs(float64(val[r]*scale-seg.Values[i])) > 1e-5
 		}
 		if !differ {
 			t.Fatalf("segment %d: values without resets equal the acting ones", k)
@@ -118,8 +164,14 @@ func TestRecurrentReplayMatchesActing(t *testing.T) {
 // the heads, T steps of both LSTMs (cut at episode ends) and the encoders
 // — against central finite differences of the same loss.
 func TestRecurrentLossGradient(t *testing.T) {
+	for _, v := range recurrentVariants {
+		t.Run(v.name, func(t *testing.T) { testRecurrentLossGradient(t, v.mod) })
+	}
+}
+
+func testRecurrentLossGradient(t *testing.T, mod func(*Config)) {
 	const T, n = 24, 2
-	cfg, agent, segs := recurrentSetup(t, T, n)
+	cfg, agent, segs := recurrentSetup(t, T, n, mod)
 	seg := segs[1]
 	l := &learner{cfg: cfg}
 	l.Learner = &onpolicy.Learner{Agent: agent}
@@ -147,6 +199,9 @@ func TestRecurrentLossGradient(t *testing.T) {
 	update(agent, loss, mb)
 	checked := 0
 	for _, p := range agent.Params() {
+		if p.Name == "obs_rms" || p.Name == "ret_rms" {
+			continue // statistics, which no gradient moves
+		}
 		// Fixed entries, and those of largest gradient, where float32
 		// differences have the most signal.
 		best := []int{0, len(p.Grad) / 2, len(p.Grad) - 1}
@@ -190,7 +245,7 @@ func TestRecurrentLossGradient(t *testing.T) {
 // its state from one Act to the next and starts again from the zero state
 // after ResetEnv, which algo.Evaluate calls before each episode.
 func TestRecurrentEvalResets(t *testing.T) {
-	_, agent, segs := recurrentSetup(t, 8, 1)
+	_, agent, segs := recurrentSetup(t, 8, 1, recurrentVariants[0].mod)
 	var p algo.Policy = agent
 	r, ok := p.(algo.EnvResetter)
 	if !ok {

@@ -63,13 +63,21 @@ type AgentConfig struct {
 	// "network.*", read by two linear heads, "actor" and "critic" (CleanRL's
 	// ppo_atari.py Agent). Both heads' gradients add up in it.
 	SharedEncoder bool
-	// Recurrent, when "lstm" (RecurrentLSTM), puts a one-layer LSTM of
+	// Recurrent, when "lstm" or "gru", puts a one-layer LSTM or GRU of
 	// RecurrentHidden units between each network's encoder (its Hidden
 	// layers, all activated) and its linear head: the actor and the
 	// critic each have their own (SB3-contrib RecurrentPPO's
 	// enable_critic_lstm). "" means none.
 	Recurrent       string
 	RecurrentHidden int
+	// RecurrentAfter are hidden layers (activated) between the recurrent
+	// core and the linear head of each network: SB3-contrib
+	// RecurrentActorCriticPolicy's net_arch, which follows its LSTM.
+	RecurrentAfter []int
+	// NormObs normalizes observations where they enter the networks
+	// (ObsNorm); NormReward scales the critic by the running std of the
+	// discounted return (RewardNorm). SB3's VecNormalize.
+	NormObs, NormReward bool
 }
 
 // body is what the agent needs of its actor and critic networks: the MLP
@@ -131,6 +139,11 @@ type Agent struct {
 	// VNorm is the value normalization (AgentConfig.ValueNorm), or nil:
 	// the critic's outputs are then normalized values.
 	VNorm *ValueNorm
+	// ObsNorm and RNorm are the observation and reward normalization
+	// (AgentConfig.NormObs, NormReward), or nil.
+	ObsNorm *ObsNorm
+	RNorm   *RewardNorm
+	obsBuf  [2][]float32 // normalized observations: Learn/Evaluate's, Act's
 
 	params      []*nn.Param // actor, critic, log-std, value_norm: checkpoint and optimizer order
 	actorParams []*nn.Param // actor and log-std: the actor's half of Learn
@@ -239,6 +252,20 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 		a.VNorm = newValueNorm()
 		a.params = append(a.params, a.VNorm.p)
 	}
+	if cfg.ValueNorm && cfg.NormReward {
+		return nil, fmt.Errorf("%w: value_norm and norm_reward both rescale the critic; choose one", ErrSpace)
+	}
+	if cfg.NormObs {
+		if cfg.MaskN > 0 || encoder.IsConv(cfg.Encoder) {
+			return nil, fmt.Errorf("%w: norm_obs takes flat observations without an action mask", ErrSpace)
+		}
+		a.ObsNorm = newObsNorm(a.ObsDim)
+		a.params = append(a.params, a.ObsNorm.p)
+	}
+	if cfg.NormReward {
+		a.RNorm = newRewardNorm()
+		a.params = append(a.params, a.RNorm.p)
+	}
 	a.actorEval, a.criticEval = a.evaluateActor, a.evaluateCritic
 	a.actorBack, a.criticBack = a.backwardActor, a.backwardCritic
 	a.actorLearn, a.criticLearn = a.learnActor, a.learnCritic
@@ -253,17 +280,17 @@ func NewAgent(obsSpace, actSpace env.Space, cfg AgentConfig, r *rand.Rand) (*Age
 // encoder's convolutional networks on images.
 func newBodies(obsSpace env.Space, obsDim, actorDim, outDim int, cfg AgentConfig, r *rand.Rand) (actor, critic body, err error) {
 	if cfg.Recurrent != "" {
-		if cfg.Recurrent != RecurrentLSTM || cfg.RecurrentHidden < 1 {
-			return nil, nil, fmt.Errorf("%w: recurrent core %q of %d units (want %q, ≥ 1 unit)", nn.ErrConfig, cfg.Recurrent, cfg.RecurrentHidden, RecurrentLSTM)
+		if (cfg.Recurrent != RecurrentLSTM && cfg.Recurrent != RecurrentGRU) || cfg.RecurrentHidden < 1 {
+			return nil, nil, fmt.Errorf("%w: recurrent core %q of %d units (want %q or %q, ≥ 1 unit)", nn.ErrConfig, cfg.Recurrent, cfg.RecurrentHidden, RecurrentLSTM, RecurrentGRU)
 		}
 		if encoder.IsConv(cfg.Encoder) || cfg.InputNorm || cfg.ActorObs != 0 || cfg.MaskN > 0 || cfg.ValueNorm {
 			return nil, nil, fmt.Errorf("%w: a recurrent core takes encoder mlp without input_norm, value_norm, actor_obs or an action mask", ErrSpace)
 		}
-		c, err := newRecBody(obsDim, cfg.Hidden, cfg.RecurrentHidden, 1, cfg.Act, cfg.OrthoInit, 1, cfg.Gemm, r)
+		c, err := newRecBody(obsDim, cfg.Hidden, cfg.Recurrent, cfg.RecurrentHidden, cfg.RecurrentAfter, 1, cfg.Act, cfg.OrthoInit, 1, cfg.Gemm, r)
 		if err != nil {
 			return nil, nil, fmt.Errorf("onpolicy: critic: %w", err)
 		}
-		a, err := newRecBody(actorDim, cfg.Hidden, cfg.RecurrentHidden, outDim, cfg.Act, cfg.OrthoInit, 0.01, cfg.Gemm, r)
+		a, err := newRecBody(actorDim, cfg.Hidden, cfg.Recurrent, cfg.RecurrentHidden, cfg.RecurrentAfter, outDim, cfg.Act, cfg.OrthoInit, 0.01, cfg.Gemm, r)
 		if err != nil {
 			return nil, nil, fmt.Errorf("onpolicy: actor: %w", err)
 		}
@@ -366,9 +393,9 @@ func (a *Agent) backwardTrunk() {
 	a.trunk.Backward(a.dFeat)
 }
 
-// StateDim is the recurrent state of one env: the actor's (h, c) then the
-// critic's, 4·RecurrentHidden values; 0 for an agent without a
-// recurrent core.
+// StateDim is the recurrent state of one env: the actor's then the
+// critic's (an LSTM's (h, c), a GRU's h), 4·RecurrentHidden or
+// 2·RecurrentHidden values; 0 for an agent without a recurrent core.
 func (a *Agent) StateDim() int {
 	if a.recActor == nil {
 		return 0
@@ -412,6 +439,24 @@ func (a *Agent) ActState() []float32 { return a.actState }
 // for it. The agent stays usable, computing on the caller's goroutine.
 func (a *Agent) Close() { a.par.Close() }
 
+// isStats reports whether p holds statistics (value, observation or
+// reward normalization) rather than weights.
+func (a *Agent) isStats(p *nn.Param) bool {
+	return (a.VNorm != nil && p == a.VNorm.p) || (a.ObsNorm != nil && p == a.ObsNorm.p) || (a.RNorm != nil && p == a.RNorm.p)
+}
+
+// denormalize turns the critic's outputs into values in place
+// (ValueNorm, RewardNorm).
+func (a *Agent) denormalize(v []float32) {
+	a.VNorm.denormalize(v)
+	if a.RNorm != nil {
+		s := a.RNorm.Scale()
+		for i := range v {
+			v[i] *= s
+		}
+	}
+}
+
 // Reserve sizes the networks' buffers for batches up to b.
 func (a *Agent) Reserve(b int) {
 	a.actor.Reserve(b)
@@ -429,8 +474,8 @@ func (a *Agent) ZeroGrad() { nn.ZeroGrads(a.params) }
 // Value writes V(obs_r) for batch rows into dst and returns it
 // (denormalized with ValueNorm).
 func (a *Agent) Value(dst, obs []float32, batch int) []float32 {
-	v := a.critic.ForwardTo(dst[:batch], a.features(obs, batch), batch)
-	a.VNorm.denormalize(v)
+	v := a.critic.ForwardTo(dst[:batch], a.features(a.ObsNorm.to(&a.obsBuf[1], obs, batch), batch), batch)
+	a.denormalize(v)
 	return v
 }
 
@@ -442,7 +487,7 @@ func (a *Agent) Evaluate(logProbs, entropy, values, obs, actions []float32, batc
 	a.batch = batch
 	a.acts = actions[:batch*a.ActDim]
 	a.obs, a.logProbs, a.entropy, a.values = obs, logProbs[:batch], entropy[:batch], values[:batch]
-	a.x = a.features(obs, batch)
+	a.x = a.features(a.ObsNorm.to(&a.obsBuf[0], obs, batch), batch)
 	a.par.Do(a.actorEval, a.criticEval)
 }
 
@@ -549,7 +594,7 @@ func (a *Agent) Learn(obs, actions []float32, batch int, policyLoss PolicyLoss, 
 	a.logProbs, a.entropy, a.values = a.own[0], a.own[1], a.own[2]
 	a.dLogProb, a.dEntropy, a.dValue = a.own[3], a.own[4], a.own[5]
 	a.policyLoss, a.valueLoss = policyLoss, valueLoss
-	a.x = a.features(obs, batch)
+	a.x = a.features(a.ObsNorm.to(&a.obsBuf[0], obs, batch), batch)
 	a.par.Do(a.actorLearn, a.criticLearn)
 	if a.trunk != nil {
 		a.trunk.ZeroGrad()
@@ -581,7 +626,7 @@ func (a *Agent) Act(dst, obs []float32) []float32 {
 	if a.recActor != nil {
 		a.recActor.seq(1, 1, a.actState, a.StateDim(), 0, nil)
 	}
-	out := a.actor.Forward(a.actorInput(&a.actIn, a.features(obs, 1), 1), 1)
+	out := a.actor.Forward(a.actorInput(&a.actIn, a.features(a.ObsNorm.to(&a.obsBuf[1], obs, 1), 1), 1), 1)
 	if a.recActor != nil {
 		a.recActor.finalTo(a.actState, a.StateDim(), 0)
 	}

@@ -88,8 +88,29 @@ func (l *Learner) Begin(ctx context.Context, seg *sample.Segment) (int, error) {
 	l.Adv, l.Returns = grow(l.Adv, tn), grow(l.Returns, tn)
 	GAE(l.Adv, seg.Rewards, seg.Values, seg.Dones, seg.LastValues, seg.N, l.gamma, l.lambda)
 	ReturnsTo(l.Returns, l.Adv, seg.Values)
+	if a.RNorm != nil {
+		// Raw rewards and values, divided by the scale: the advantages
+		// of normalized rewards (RewardNorm).
+		inv := 1 / a.RNorm.Scale()
+		for i := range l.Adv {
+			l.Adv[i] *= inv
+		}
+	}
 	l.n++
 	return int(l.n), nil
+}
+
+// Fold folds seg into the normalization statistics (AgentConfig.NormObs,
+// NormReward) after the update that learned from it, so that the update
+// saw the segment as the acting weights did.
+func (l *Learner) Fold(seg *sample.Segment) {
+	a := l.Agent
+	if a.ObsNorm != nil {
+		a.ObsNorm.Update(seg.Obs, seg.T*seg.N)
+	}
+	if a.RNorm != nil {
+		a.RNorm.Update(seg, l.gamma)
+	}
 }
 
 // keep records θ_n (the parameters as this Learn call finds them) and
@@ -138,7 +159,7 @@ func (l *Learner) GoBehind() {
 	off := 0
 	for _, p := range params {
 		m := len(p.Value)
-		if l.Agent.VNorm != nil && p == l.Agent.VNorm.p {
+		if l.Agent.isStats(p) {
 			off += m // statistics, not weights: the current ones
 			continue
 		}

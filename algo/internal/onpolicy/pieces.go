@@ -28,6 +28,7 @@ type Policy struct {
 	head    int      // width of the actor part of a row
 	values  []float32
 	actorIn []float32 // the actor's columns (AgentConfig.ActorObs)
+	obsIn   []float32 // normalized observations (AgentConfig.NormObs)
 	// state is a recurrent agent's state per env (rows of
 	// Agent.StateDim), carried from one ForwardTo to the next: row r of
 	// ForwardTo's observations is env r's.
@@ -137,15 +138,15 @@ func (p *Policy) ForwardStateTo(dst, obs, state []float32, n int) []float32 {
 // which it reads and does not advance.
 func (p *Policy) ValuesStateTo(dst, obs, state []float32, n int) []float32 {
 	p.agent.SetSequences(1, n, state, nil)
-	v := p.agent.critic.ForwardTo(dst[:n], p.agent.features(obs, n), n)
-	p.agent.VNorm.denormalize(v)
+	v := p.agent.critic.ForwardTo(dst[:n], p.agent.features(p.agent.ObsNorm.to(&p.obsIn, obs, n), n), n)
+	p.agent.denormalize(v)
 	return v
 }
 
 func (p *Policy) forward(dst, obs []float32, n int) []float32 {
 	a, w := p.agent, p.OutDim()
 	dst = dst[:n*w]
-	x := a.features(obs, n)
+	x := a.features(a.ObsNorm.to(&p.obsIn, obs, n), n)
 	out := a.actor.Forward(a.actorInput(&p.actorIn, x, n), n)
 	a.maskLogits(out, obs, n)
 	if a.Gauss == nil {
@@ -160,7 +161,7 @@ func (p *Policy) forward(dst, obs []float32, n int) []float32 {
 		}
 	}
 	p.values = a.critic.ForwardTo(grow(p.values, n), x, n)
-	a.VNorm.denormalize(p.values)
+	a.denormalize(p.values)
 	for r, v := range p.values {
 		dst[r*w+p.head] = v
 	}
@@ -199,8 +200,8 @@ func (p *Policy) EnvValue(i int, obs []float32) float32 {
 	if sd := a.StateDim(); sd > 0 {
 		a.SetSequences(1, 1, p.state[i*sd:(i+1)*sd], nil)
 	}
-	a.critic.ForwardTo(v[:], a.features(obs, 1), 1)
-	a.VNorm.denormalize(v[:])
+	a.critic.ForwardTo(v[:], a.features(a.ObsNorm.to(&p.obsIn, obs, 1), 1), 1)
+	a.denormalize(v[:])
 	return v[0]
 }
 

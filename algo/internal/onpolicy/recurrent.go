@@ -8,14 +8,79 @@ import (
 	"herd/nn"
 )
 
-// RecurrentLSTM is the one recurrent core the agents build (AgentConfig.
-// Recurrent): a one-layer nn.LSTM.
-const RecurrentLSTM = "lstm"
+// The recurrent cores the agents build (AgentConfig.Recurrent): a
+// one-layer nn.LSTM or nn.GRU.
+const (
+	RecurrentLSTM = "lstm"
+	RecurrentGRU  = "gru"
+)
+
+// core is a recurrent layer seen through one state vector per sequence:
+// the LSTM's (h, c), the GRU's h.
+type core interface {
+	Params() []*nn.Param
+	stateDim() int
+	forward(x []float32, t, b int, s0 []float32, starts []bool) []float32
+	finalTo(dst []float32, stride, off int)
+	Backward(dh []float32) []float32
+}
+
+// lstmCore splits the state rows (h, c) into the LSTM's h0 and c0.
+type lstmCore struct {
+	*nn.LSTM
+	h, b   int
+	h0, c0 []float32
+}
+
+func (c *lstmCore) stateDim() int { return 2 * c.h }
+
+func (c *lstmCore) forward(x []float32, t, b int, s0 []float32, starts []bool) []float32 {
+	h := c.h
+	c.b = b
+	c.h0, c.c0 = grow(c.h0, b*h), grow(c.c0, b*h)
+	for j := range b {
+		copy(c.h0[j*h:(j+1)*h], s0[j*2*h:j*2*h+h])
+		copy(c.c0[j*h:(j+1)*h], s0[j*2*h+h:(j+1)*2*h])
+	}
+	return c.Forward(x, t, b, c.h0, c.c0, starts)
+}
+
+func (c *lstmCore) finalTo(dst []float32, stride, off int) {
+	h := c.h
+	hT, cT := c.FinalState()
+	for j := range c.b {
+		row := dst[j*stride+off : j*stride+off+2*h]
+		copy(row[:h], hT[j*h:(j+1)*h])
+		copy(row[h:], cT[j*h:(j+1)*h])
+	}
+}
+
+type gruCore struct {
+	*nn.GRU
+	h, b int
+}
+
+func (c *gruCore) stateDim() int { return c.h }
+
+func (c *gruCore) forward(x []float32, t, b int, s0 []float32, starts []bool) []float32 {
+	c.b = b
+	return c.Forward(x, t, b, s0, starts)
+}
+
+func (c *gruCore) finalTo(dst []float32, stride, off int) {
+	h := c.h
+	hT := c.FinalState()
+	for j := range c.b {
+		copy(dst[j*stride+off:j*stride+off+h], hT[j*h:(j+1)*h])
+	}
+}
 
 // recBody is a recurrent actor or critic, CleanRL ppo_atari_lstm's network
 // on flat observations: an MLP encoder (AgentConfig.Hidden, every layer
-// activated, none when Hidden is empty), a one-layer LSTM of Recurrent
-// units, and a linear head. Its state per sequence is (h, c), 2·H values.
+// activated, none when Hidden is empty), a one-layer LSTM or GRU of
+// Recurrent units, the RecurrentAfter layers (activated) and a linear
+// head. Its state per sequence is the core's: (h, c), 2·H values, for an
+// LSTM; h for a GRU.
 //
 // A body is a function of a whole sequence, not of one row: seq sets the
 // sequences the next Forward runs (T steps of B sequences, time-major rows
@@ -24,25 +89,24 @@ const RecurrentLSTM = "lstm"
 // final state; the learner re-runs each env's segment from the state
 // stored at its start.
 type recBody struct {
-	enc    *nn.MLP // nil: the LSTM reads the observation
-	lstm   *nn.LSTM
-	head   *nn.MLP
-	hidden int
+	enc    *nn.MLP // nil: the core reads the observation
+	core   core
+	head   *nn.MLP // the after layers and the linear output
 	params []*nn.Param
 
 	t, b   int
-	h0, c0 []float32 // B × H each
+	s0     []float32 // B × stateDim
 	starts []bool
-	hs     []float32 // the LSTM's outputs of the last Forward
+	hs     []float32 // the core's outputs of the last Forward
 }
 
-// newRecBody builds in → encoder → LSTM(hidden) → out, drawing from r in
-// that order. With ortho the encoder and head are initialised as CleanRL's
-// layer_init (gains √2 and outGain, biases 0) and the LSTM as
-// ppo_atari_lstm's (orthogonal weights with gain 1, biases 0); otherwise
-// PyTorch's defaults.
-func newRecBody(in int, enc []int, hidden, out int, act nn.Activation, ortho bool, outGain float64, gemm nn.Gemm, r *rand.Rand) (*recBody, error) {
-	b := &recBody{hidden: hidden}
+// newRecBody builds in → encoder → core(hidden) → after → out, drawing
+// from r in that order. With ortho the encoder and head are initialised as
+// CleanRL's layer_init (gains √2 and outGain, biases 0) and the core as
+// ppo_atari_lstm's LSTM (orthogonal weights with gain 1, biases 0);
+// otherwise PyTorch's defaults.
+func newRecBody(in int, enc []int, kind string, hidden int, after []int, out int, act nn.Activation, ortho bool, outGain float64, gemm nn.Gemm, r *rand.Rand) (*recBody, error) {
+	b := &recBody{}
 	lstmIn := in
 	if len(enc) > 0 {
 		init := nn.Init{}
@@ -59,12 +123,24 @@ func newRecBody(in int, enc []int, hidden, out int, act nn.Activation, ortho boo
 			b.params = append(b.params, p)
 		}
 	}
-	l, err := nn.NewLSTM("lstm.", lstmIn, hidden, gemm, r)
-	if err != nil {
-		return nil, err
+	switch kind {
+	case RecurrentLSTM:
+		l, err := nn.NewLSTM("lstm.", lstmIn, hidden, gemm, r)
+		if err != nil {
+			return nil, err
+		}
+		b.core = &lstmCore{LSTM: l, h: hidden}
+	case RecurrentGRU:
+		l, err := nn.NewGRU("gru.", lstmIn, hidden, gemm, r)
+		if err != nil {
+			return nil, err
+		}
+		b.core = &gruCore{GRU: l, h: hidden}
+	default:
+		return nil, fmt.Errorf("%w: recurrent core %q (want %q or %q)", nn.ErrConfig, kind, RecurrentLSTM, RecurrentGRU)
 	}
 	if ortho {
-		for _, p := range l.Params() {
+		for _, p := range b.core.Params() {
 			if len(p.Shape) == 2 {
 				nn.OrthogonalInit(p.Value, p.Shape[0], p.Shape[1], 1, r)
 			} else {
@@ -72,13 +148,12 @@ func newRecBody(in int, enc []int, hidden, out int, act nn.Activation, ortho boo
 			}
 		}
 	}
-	b.lstm = l
-	b.params = append(b.params, l.Params()...)
+	b.params = append(b.params, b.core.Params()...)
 	init := nn.Init{}
 	if ortho {
 		init = nn.Init{Kind: nn.InitOrthogonal, OutGain: outGain}
 	}
-	h, err := nn.NewMLP(nn.MLPConfig{In: hidden, Out: out, OutAct: nn.Identity, Init: init, Gemm: gemm}, r)
+	h, err := nn.NewMLP(nn.MLPConfig{In: hidden, Hidden: after, Out: out, Act: act, OutAct: nn.Identity, Init: init, Gemm: gemm}, r)
 	if err != nil {
 		return nil, err
 	}
@@ -90,35 +165,25 @@ func newRecBody(in int, enc []int, hidden, out int, act nn.Activation, ortho boo
 	return b, nil
 }
 
-// stateDim is the state of one sequence: h then c.
-func (b *recBody) stateDim() int { return 2 * b.hidden }
+// stateDim is the state of one sequence (the core's).
+func (b *recBody) stateDim() int { return b.core.stateDim() }
 
 // seq sets the sequences of the next Forward: t steps of nb sequences
-// from state (nb rows of stride values, the body's h then c from column
-// off), with starts[t·nb+j] true where sequence j begins an episode at
-// step t (nil: none).
+// from state (nb rows of stride values, the body's from column off), with
+// starts[t·nb+j] true where sequence j begins an episode at step t (nil:
+// none).
 func (b *recBody) seq(t, nb int, state []float32, stride, off int, starts []bool) {
-	h := b.hidden
+	sd := b.stateDim()
 	b.t, b.b, b.starts = t, nb, starts
-	b.h0, b.c0 = grow(b.h0, nb*h), grow(b.c0, nb*h)
+	b.s0 = grow(b.s0, nb*sd)
 	for j := range nb {
-		row := state[j*stride+off : j*stride+off+2*h]
-		copy(b.h0[j*h:(j+1)*h], row[:h])
-		copy(b.c0[j*h:(j+1)*h], row[h:])
+		copy(b.s0[j*sd:(j+1)*sd], state[j*stride+off:j*stride+off+sd])
 	}
 }
 
 // finalTo writes each sequence's state after the last Forward into dst
 // (nb rows of stride values, from column off).
-func (b *recBody) finalTo(dst []float32, stride, off int) {
-	h := b.hidden
-	hT, cT := b.lstm.FinalState()
-	for j := range b.b {
-		row := dst[j*stride+off : j*stride+off+2*h]
-		copy(row[:h], hT[j*h:(j+1)*h])
-		copy(row[h:], cT[j*h:(j+1)*h])
-	}
-}
+func (b *recBody) finalTo(dst []float32, stride, off int) { b.core.finalTo(dst, stride, off) }
 
 func (b *recBody) Params() []*nn.Param { return b.params }
 
@@ -131,7 +196,7 @@ func (b *recBody) Forward(x []float32, batch int) []float32 {
 	if b.enc != nil {
 		x = b.enc.Forward(x, batch)
 	}
-	b.hs = b.lstm.Forward(x, b.t, b.b, b.h0, b.c0, b.starts)
+	b.hs = b.core.forward(x, b.t, b.b, b.s0, b.starts)
 	return b.head.Forward(b.hs, batch)
 }
 
@@ -143,7 +208,7 @@ func (b *recBody) ForwardTo(dst, x []float32, batch int) []float32 {
 // over the segment, cut at episode starts) and the encoder.
 func (b *recBody) Backward(dOut []float32) {
 	dh := b.head.Backward(dOut)
-	dx := b.lstm.Backward(dh)
+	dx := b.core.Backward(dh)
 	if b.enc != nil {
 		b.enc.Backward(dx)
 	}

@@ -20,6 +20,9 @@ type Common struct {
 	Activation                string
 	Encoder                   string
 	SharedEncoder             bool
+	// Recurrent: the networks have a recurrent core, which may read the
+	// observation itself (Hidden empty).
+	Recurrent bool
 }
 
 // Check reports each problem with the shared settings through bad (the
@@ -47,7 +50,7 @@ func (c Common) Check(bad func(format string, a ...any), h algo.Header) {
 	if c.EntCoef < 0 || c.VFCoef < 0 {
 		bad("ent_coef and vf_coef must be >= 0, got %v and %v", c.EntCoef, c.VFCoef)
 	}
-	if len(c.Hidden) == 0 {
+	if len(c.Hidden) == 0 && !c.Recurrent {
 		bad("hidden must list at least one width")
 	}
 	for _, w := range c.Hidden {

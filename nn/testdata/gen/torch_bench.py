@@ -2,7 +2,7 @@
 of the minatar and nature convolution stacks at batch 32 (no optimizer
 step, no ReLU), and of nn.LSTM(64, 128) over T = 128 steps of B = 8
 sequences (one call over the whole sequence, no resets); one thread unless
-THREADS says otherwise.
+THREADS says otherwise; CASES (default conv,lstm; gru adds nn.GRU) picks the cases.
 
     /usr/bin/python3 nn/testdata/gen/torch_bench.py
 """
@@ -46,8 +46,8 @@ def conv_step(shape, layers, batch=32):
     return step
 
 
-def lstm_step(t=128, b=8, n_in=64, h=128):
-    m = torch.nn.LSTM(n_in, h)
+def lstm_step(t=128, b=8, n_in=64, h=128, kind=torch.nn.LSTM):
+    m = kind(n_in, h)
     x, g = torch.rand(t, b, n_in), torch.rand(t, b, h)
 
     def step():
@@ -56,6 +56,11 @@ def lstm_step(t=128, b=8, n_in=64, h=128):
     return step
 
 
-timed("conv minatar", conv_step((4, 10, 10), [(16, 3, 1)]))
-timed("conv nature", conv_step((4, 84, 84), [(32, 8, 4), (64, 4, 2), (64, 3, 1)]))
-timed("lstm T=128 B=8 in=64 H=128", lstm_step())
+cases = os.environ.get("CASES", "conv,lstm").split(",")
+if "conv" in cases:
+    timed("conv minatar", conv_step((4, 10, 10), [(16, 3, 1)]))
+    timed("conv nature", conv_step((4, 84, 84), [(32, 8, 4), (64, 4, 2), (64, 3, 1)]))
+if "lstm" in cases:
+    timed("lstm T=128 B=8 in=64 H=128", lstm_step())
+if "gru" in cases:
+    timed("gru T=128 B=8 in=64 H=128", lstm_step(kind=torch.nn.GRU))
