@@ -16,9 +16,9 @@
 #                   the job's output nor the run directory
 #   cancel-env      scancel JOB.STEP of env worker 0: the sbatch script
 #                   starts the step again and the run completes (exit 0)
-#   cancel-learner  scancel JOB.STEP of the learner (SIGKILL): the
-#                   controller notices within the TTL, the job FAILED, exit 1,
-#                   "the learner is gone without a result" in its output
+#   cancel-learner  scancel JOB.STEP of the learner (SIGKILL): the sbatch
+#                   script starts it again, it resumes from its newest
+#                   checkpoint and the run completes (exit 0)
 #   term-learner    scancel --signal=TERM JOB.STEP of the learner: it saves
 #                   the run as interrupted, the job FAILED, exit 130
 #   cancel-job      scancel JOB: every step gets SIGTERM, the learner saves
@@ -235,8 +235,9 @@ for row in "${rows[@]}"; do
     cancel-env)
       grep -q "step env-0 ended with exit" "$o" || bad "no restart of env-0 in the job's output" ;;
     cancel-learner)
-      [ "$js/$ec" = FAILED/1:0 ] || bad "job $js, exit $ec, want FAILED, 1:0"
-      grep -q "the learner is gone without a result" "$o" || bad "the job's output does not say the learner is gone" ;;
+      [ "$js/$ec" = COMPLETED/0:0 ] || bad "job $js, exit $ec, want COMPLETED, 0:0"
+      [ "$st" = completed ] || bad "summary status ${st:-none}, want completed"
+      grep -q "resuming from step" "$o" || bad "the job's output does not show the learner resuming" ;;
     term-learner)
       [ "$js/$ec" = FAILED/130:0 ] || bad "job $js, exit $ec, want FAILED, 130:0"
       [ "$st" = interrupted ] || bad "summary status ${st:-none}, want interrupted" ;;

@@ -25,10 +25,9 @@ func TestDedupWindowAcrossLearners(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pusher.Close()
-	push := func(id SampleID) {
-		t.Helper()
+	push := func(id SampleID) { // on goroutines of its own: Errorf
 		if err := pusher.Push(ctx, id, []byte{byte(id.Seq)}); err != nil {
-			t.Errorf("push %v: %v", id, err) // push runs in goroutines: Errorf, not Fatalf
+			t.Errorf("push %v: %v", id, err)
 		}
 	}
 	pull := func(s SampleStream, want byte) {

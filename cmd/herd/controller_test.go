@@ -119,7 +119,7 @@ func TestControllerExitIsTheLearners(t *testing.T) {
 	t.Run("restarted-learner", func(t *testing.T) {
 		const run, iters = "ctl-restart", 400
 		out := filepath.Join(t.TempDir(), "run")
-		c := controllerRunConfig(t, ctx, writeResumeConfig(t, iters), url, run)
+		c := controllerRunConfig(t, ctx, writeResumeConfig(t, iters, 16), url, run)
 		mem := watchRun(t, ctx, url, run)
 		largs := []string{"worker", "--role", "learner", "--nats", url, "--run", run, "--ttl", "3s", "--out", out, "--quiet"}
 		for _, slot := range []string{"0", "1"} {
@@ -155,7 +155,7 @@ func TestControllerExitIsTheLearners(t *testing.T) {
 		// then fails naming the loss.
 		const run = "ctl-lost"
 		out := filepath.Join(t.TempDir(), "run")
-		c := controllerRunConfig(t, ctx, writeResumeConfig(t, 400), url, run, "--register-timeout", "2s")
+		c := controllerRunConfig(t, ctx, writeResumeConfig(t, 400, 16), url, run, "--register-timeout", "2s")
 		mem := watchRun(t, ctx, url, run)
 		for _, slot := range []string{"0", "1"} {
 			startHerd(t, "worker", "--role", "env", "--slot", slot, "--nats", url, "--run", run, "--ttl", "3s")

@@ -19,13 +19,13 @@ import (
 const resumeSegment = 4 * 32
 
 // writeResumeConfig writes a dist PPO CartPole config of iters segments
-// with inline env workers, checkpointed every 16 segments.
-func writeResumeConfig(t *testing.T, iters int) string {
+// with inline env workers, checkpointed every `every` segments.
+func writeResumeConfig(t *testing.T, iters, every int) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "ppo-dist.yaml")
 	cfg := fmt.Sprintf("algo: ppo\nenv: CartPole-v1\nsteps: %d\ncheckpoint_every: %d\nlog_every: %d\n"+
 		"runtime: {executor: dist, env_workers: 2, inference: inline}\n"+
-		"ppo: {num_envs: 4, num_steps: 32, num_minibatches: 2, update_epochs: 1}\n", iters*resumeSegment, 16*resumeSegment, resumeSegment)
+		"ppo: {num_envs: 4, num_steps: 32, num_minibatches: 2, update_epochs: 1}\n", iters*resumeSegment, every*resumeSegment, resumeSegment)
 	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -54,8 +54,9 @@ func awaitCheckpoint(t *testing.T, ctx context.Context, out string) {
 // checkResumed checks the run in out after one kill of its learner: it
 // completed every step of iters segments, summary.json records the resume
 // and one learner start resumed, nothing acknowledged was learned twice
-// (dist/duplicates 0), and metrics.csv has each step once, in order.
-func checkResumed(t *testing.T, out string, iters int) {
+// (dist/duplicates 0), and metrics.csv has each step once, in order. It
+// returns summary.json.
+func checkResumed(t *testing.T, out string, iters int) map[string]any {
 	t.Helper()
 	s := readSummary(t, out)
 	if s["status"] != "completed" || s["steps"].(float64) != float64(iters*resumeSegment) {
@@ -95,6 +96,7 @@ func checkResumed(t *testing.T, out string, iters int) {
 	if last != int64(iters*resumeSegment) {
 		t.Errorf("metrics.csv ends at step %d, want %d", last, iters*resumeSegment)
 	}
+	return s
 }
 
 // kill -9 of the learner under herd launch, after its first periodic
@@ -105,14 +107,34 @@ func TestLaunchResumesKilledLearner(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("kills a process")
 	}
-	const iters = 400
-	srv, ctx := natsRun(t, 180*time.Second)
+	// Checkpoints far enough apart for the env workers' progress records
+	// (saved every second) to show acks past one before the next.
+	const iters, every = 1200, 200
+	srv, ctx := natsRun(t, 240*time.Second)
 	out := filepath.Join(t.TempDir(), "run")
 	const run = "resume-kill"
-	done := launchAsync(t, ctx, "--config", writeResumeConfig(t, iters), "--out", out, "--quiet", "--nats", srv.URL(), "--run", run, "--ttl", "1s")
+	done := launchAsync(t, ctx, "--config", writeResumeConfig(t, iters, every), "--out", out, "--quiet", "--nats", srv.URL(), "--run", run, "--ttl", "1s")
 	mem := watchRun(t, ctx, srv.URL(), run)
 	pid := awaitPIDs(t, ctx, mem, done, "learner-0", "env-0", "env-1")["learner-0"]
 	awaitCheckpoint(t, ctx, out)
+	// Kill once the env workers' records show 2 samples acknowledged past
+	// the newest checkpoint: the resumed learner must count them lost.
+	acked := func() int64 {
+		ps, err := mem.Progress(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int64(ps["env-0"].Seq + ps["env-1"].Seq)
+	}
+	for acked() < newestCheckpoint(t, out)/resumeSegment+2 {
+		select {
+		case r := <-done:
+			t.Fatalf("the run ended before the kill: %v\n%s", r.err, r.stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	// The records lag the acks: the acked count at the kill is at least this.
+	atKill := acked()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -123,5 +145,26 @@ func TestLaunchResumesKilledLearner(t *testing.T) {
 	if !strings.Contains(r.stderr, "learner was killed") || !strings.Contains(r.stdout, "resuming from step") {
 		t.Errorf("no restart of the killed learner, or no resume, reported\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
-	checkResumed(t, out, iters)
+	s := checkResumed(t, out, iters)
+	// The samples acknowledged after the checkpoint resumed from were
+	// learned by the killed learner only: lost, and counted.
+	from := int64(s["resumed_from_step"].(float64))
+	d := s["dist"].(map[string]any)
+	if lost := atKill - from/resumeSegment; d["dist/discarded"].(float64) < float64(lost) {
+		t.Errorf("dist/discarded %v, want at least the %d samples acknowledged after step %d", d["dist/discarded"], lost, from)
+	}
+}
+
+// newestCheckpoint returns the step of out's newest checkpoint.
+func newestCheckpoint(t *testing.T, out string) int64 {
+	t.Helper()
+	ents, _ := os.ReadDir(filepath.Join(out, "checkpoints"))
+	newest := int64(-1)
+	for _, e := range ents {
+		var step int64
+		if _, err := fmt.Sscanf(e.Name(), "state-%d.herdstate", &step); err == nil && strings.HasSuffix(e.Name(), ".herdstate") {
+			newest = max(newest, step)
+		}
+	}
+	return newest
 }

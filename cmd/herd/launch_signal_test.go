@@ -104,7 +104,8 @@ func TestLaunchInterruptSavesAndExits130(t *testing.T) {
 
 // A learner whose controller vanishes mid-run saves the run as interrupted
 // and exits with a failure (the run is not finished), and a --no-workers
-// controller whose learner vanishes without a result fails.
+// controller whose learner vanishes without a result, and does not come
+// back within --register-timeout, fails.
 func TestLearnerAndControllerExitCodes(t *testing.T) {
 	srv, ctx := natsRun(t, 60*time.Second)
 
@@ -161,7 +162,8 @@ func TestLearnerAndControllerExitCodes(t *testing.T) {
 	// Controller: its learner is killed (its registration expires).
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 1), "--nats", srv.URL(), "--run", "ctl-killed", "--no-workers", "--ttl", "1s")
+		_, _, err := launchCmd(t, ctx, "--config", writeDistConfig(t, 1), "--nats", srv.URL(), "--run", "ctl-killed", "--no-workers", "--ttl", "1s",
+			"--register-timeout", "3s") // how long it waits for the learner to come back
 		done <- err
 	}()
 	if _, err := n.RunConfig(ctx, "ctl-killed"); err != nil {
