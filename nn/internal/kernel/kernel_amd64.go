@@ -208,3 +208,15 @@ func fmaLoop(l Level, n int) int {
 	fmaLoopY(n)
 	return 8
 }
+
+//go:noescape
+func transpose8AVX(dst *float32, ldd int, src *float32, lds int, nblk int)
+
+// transposeAsm transposes the leading rows&^7 × cols&^7 corner of src
+// into dst (the caller does the edges).
+func transposeAsm(dst, src []float32, rows, cols int) {
+	nb := cols / 8
+	for i := 0; i+8 <= rows && nb > 0; i += 8 {
+		transpose8AVX(&dst[i], 4*rows, &src[i*cols], 4*cols, nb)
+	}
+}

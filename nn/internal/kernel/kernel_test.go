@@ -187,14 +187,16 @@ func TestReluBackwardAndTranspose(t *testing.T) {
 			}
 		}
 	}
-	for _, sz := range [][2]int{{1, 1}, {3, 40}, {17, 16}, {64, 64}} {
+	for _, sz := range [][2]int{{1, 1}, {3, 40}, {17, 16}, {64, 64}, {8, 8}, {120, 84}, {84, 2}, {9, 23}, {130, 7}, {16, 33}} {
 		src := randSlice(r, sz[0]*sz[1])
-		dst := make([]float32, len(src))
-		Transpose(dst, src, sz[0], sz[1])
-		for i := 0; i < sz[0]; i++ {
-			for j := 0; j < sz[1]; j++ {
-				if dst[j*sz[0]+i] != src[i*sz[1]+j] {
-					t.Fatalf("%v: transpose wrong at (%d,%d)", sz, i, j)
+		for _, path := range Levels() {
+			dst := make([]float32, len(src))
+			transposeOn(path, dst, src, sz[0], sz[1])
+			for i := 0; i < sz[0]; i++ {
+				for j := 0; j < sz[1]; j++ {
+					if dst[j*sz[0]+i] != src[i*sz[1]+j] {
+						t.Fatalf("%v path=%v: transpose wrong at (%d,%d)", sz, path, i, j)
+					}
 				}
 			}
 		}
@@ -445,6 +447,23 @@ func BenchmarkGemmTails(b *testing.B) {
 					gemmOn(l, sz.transA, sz.m, sz.n, sz.k, a, lda, bb, sz.n, c, sz.n, true, nil, false)
 				}
 				b.ReportMetric(2*float64(sz.m*sz.n*sz.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+// BenchmarkTranspose times the weight transposes of a backward pass (W of
+// 120→84 and 84→2 layers, 64→64) per path.
+func BenchmarkTranspose(b *testing.B) {
+	r := rng.New(9, "kernel/bench", 0)
+	for _, sz := range [][2]int{{120, 84}, {120, 80}, {128, 84}, {120, 88}, {84, 2}, {64, 64}, {256, 256}} {
+		src := randSlice(r, sz[0]*sz[1])
+		dst := make([]float32, len(src))
+		for _, l := range Levels() {
+			b.Run(l.String()+"/"+itoa(sz[0])+"x"+itoa(sz[1]), func(b *testing.B) {
+				for b.Loop() {
+					transposeOn(l, dst, src, sz[0], sz[1])
+				}
 			})
 		}
 	}
