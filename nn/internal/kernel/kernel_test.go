@@ -115,12 +115,13 @@ func TestRowIndependence(t *testing.T) {
 func testRowIndependence(t *testing.T, l Level, n int) {
 	r := rng.New(2, "kernel/test", n)
 	const k = 29
-	a := randSlice(r, 7*k)
+	const rows = 19 // two 8-row tiles and a 4-row tile with a duplicated row
+	a := randSlice(r, rows*k)
 	b := randSlice(r, k*n)
 	bias := randSlice(r, n)
-	all := make([]float32, 7*n)
-	gemmOn(l, false, 7, n, k, a, k, b, n, all, n, false, bias, true)
-	for i := 0; i < 7; i++ {
+	all := make([]float32, rows*n)
+	gemmOn(l, false, rows, n, k, a, k, b, n, all, n, false, bias, true)
+	for i := 0; i < rows; i++ {
 		one := make([]float32, n)
 		gemmOn(l, false, 1, n, k, a[i*k:], k, b, n, one, n, false, bias, true)
 		for j := range one {
@@ -430,7 +431,7 @@ func BenchmarkGemmTails(b *testing.B) {
 	for _, sz := range []struct {
 		transA  bool
 		m, n, k int
-	}{{false, 64, 16, 36}, {true, 36, 16, 64}, {false, 256, 84, 120}, {false, 256, 120, 84}, {true, 256, 256, 256}, {false, 1, 256, 256}, {true, 4, 256, 256}, {false, 256, 256, 2}, {false, 256, 256, 4}, {false, 1, 64, 64}} {
+	}{{false, 128, 120, 4}, {false, 128, 84, 120}, {true, 120, 84, 128}, {false, 128, 120, 84}, {true, 4, 120, 128}, {false, 128, 84, 2}, {false, 128, 2, 84}, {true, 84, 2, 128}, {false, 64, 16, 36}, {true, 36, 16, 64}, {false, 256, 84, 120}, {false, 256, 120, 84}, {true, 256, 256, 256}, {false, 1, 256, 256}, {true, 4, 256, 256}, {false, 256, 256, 2}, {false, 256, 256, 4}, {false, 1, 64, 64}} {
 		for _, l := range Levels()[1:] {
 			lda := sz.k
 			if sz.transA {
