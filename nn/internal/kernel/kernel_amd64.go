@@ -44,6 +44,9 @@ func kern1x64(k int, a *float32, csa int, b *float32, ldb int, c *float32, bias 
 func kern2x8n(k int, a0, a1 *float32, csa int, b *float32, ldb int, c0, c1 *float32, bias *float32, flags int, ncols int)
 
 //go:noescape
+func kern8x2p(k int, a *float32, rsa int, b *float32, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
 func kern4x16m(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int, ncols int)
 
 // gemmAsm tiles C into 4×16 blocks (4×32 with z, the AVX-512 kernels).
@@ -87,7 +90,15 @@ func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32
 		if bias != nil {
 			bp = &bias[0]
 		}
-		for i := 0; i < m; i += 2 {
+		i := 0
+		if n == 2 && ldb == 2 && csa == 1 {
+			// Two columns, rows of A and B contiguous: 8 rows per call
+			// with the chains packed into one register (kern8x2p).
+			for ; i+8 <= m; i += 8 {
+				kern8x2p(k, (*float32)(unsafe.Add(base, 4*i*rsa)), 4*rsa, &b[0], &c[i*ldc], 4*ldc, bp, flags)
+			}
+		}
+		for ; i < m; i += 2 {
 			i1 := min(i+1, m-1)
 			kern2x8n(k, (*float32)(unsafe.Add(base, 4*i*rsa)), (*float32)(unsafe.Add(base, 4*i1*rsa)), 4*csa,
 				&b[0], 4*ldb, &c[i*ldc], &c[i1*ldc], bp, flags, n)

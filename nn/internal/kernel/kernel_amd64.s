@@ -483,6 +483,247 @@ nstore:
 	VZEROUPPER
 	RET
 
+// kern8x2p computes an 8×2 tile of C for n = 2 with contiguous rows of A
+// and B (ldb = 2, csa = 1), bit for bit as kern2x8n does: four chains per
+// element (p mod 4), chain 0 starting from bias, C or zero, summed as
+// (s0 + s1) + (s2 + s3), then ReLU. Instead of one 8-lane register per
+// chain with 2 lanes in use, one register holds all four chains of both
+// columns, lane 2c+j for chain c, column j: four consecutive rows of B are
+// exactly that layout, and A's four values are spread to it by a
+// broadcast and an in-lane permute. Row r of A starts at a + r·rsa, row r
+// of C at c + r·ldc (byte strides).
+//
+// func kern8x2p(k int, a *float32, rsa int, b *float32, c *float32, ldc int, bias *float32, flags int)
+TEXT ·kern8x2p(SB), NOSPLIT, $0-64
+	MOVQ flags+56(FP), AX
+	TESTQ $1, AX
+	JNZ  ploadc
+	MOVQ bias+48(FP), AX
+	TESTQ AX, AX
+	JZ   pzero
+	VMOVSD (AX), X0
+	VMOVAPS Y0, Y1
+	VMOVAPS Y0, Y2
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	JMP  pstart
+
+pzero:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP  pstart
+
+ploadc:
+	MOVQ c+32(FP), AX
+	MOVQ ldc+40(FP), BX
+	VMOVSD (AX), X0
+	ADDQ BX, AX
+	VMOVSD (AX), X1
+	ADDQ BX, AX
+	VMOVSD (AX), X2
+	ADDQ BX, AX
+	VMOVSD (AX), X3
+	ADDQ BX, AX
+	VMOVSD (AX), X4
+	ADDQ BX, AX
+	VMOVSD (AX), X5
+	ADDQ BX, AX
+	VMOVSD (AX), X6
+	ADDQ BX, AX
+	VMOVSD (AX), X7
+
+pstart:
+	MOVQ a+8(FP), SI
+	MOVQ rsa+16(FP), AX
+	MOVQ b+24(FP), DX
+	LEAQ (SI)(AX*1), DI
+	LEAQ (SI)(AX*2), R8
+	LEAQ (DI)(AX*2), R9
+	LEAQ (SI)(AX*4), R12
+	LEAQ (DI)(AX*4), R13
+	LEAQ (R8)(AX*4), R14
+	LEAQ (R9)(AX*4), R15
+	VMOVDQU spread<>(SB), Y9
+	XORQ BX, BX
+	MOVQ k+0(FP), CX
+	SHRQ $2, CX
+	JZ   ptail
+
+ploop:
+	VMOVUPS (DX), Y8
+	VBROADCASTF128 (SI)(BX*1), Y10
+	VPERMILPS Y9, Y10, Y10
+	VFMADD231PS Y8, Y10, Y0
+	VBROADCASTF128 (DI)(BX*1), Y11
+	VPERMILPS Y9, Y11, Y11
+	VFMADD231PS Y8, Y11, Y1
+	VBROADCASTF128 (R8)(BX*1), Y12
+	VPERMILPS Y9, Y12, Y12
+	VFMADD231PS Y8, Y12, Y2
+	VBROADCASTF128 (R9)(BX*1), Y13
+	VPERMILPS Y9, Y13, Y13
+	VFMADD231PS Y8, Y13, Y3
+	VBROADCASTF128 (R12)(BX*1), Y10
+	VPERMILPS Y9, Y10, Y10
+	VFMADD231PS Y8, Y10, Y4
+	VBROADCASTF128 (R13)(BX*1), Y11
+	VPERMILPS Y9, Y11, Y11
+	VFMADD231PS Y8, Y11, Y5
+	VBROADCASTF128 (R14)(BX*1), Y12
+	VPERMILPS Y9, Y12, Y12
+	VFMADD231PS Y8, Y12, Y6
+	VBROADCASTF128 (R15)(BX*1), Y13
+	VPERMILPS Y9, Y13, Y13
+	VFMADD231PS Y8, Y13, Y7
+	ADDQ $16, BX
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  ploop
+
+ptail:
+	// The k%4 leftover p go to chains 0, 1, 2, from masked loads: the
+	// other chains get +0·+0 added, which leaves them as they are, since
+	// they started from +0 and a sum that starts from +0 is never −0
+	// (chain 0, which may start from −0, always takes a leftover).
+	MOVQ k+0(FP), CX
+	ANDQ $3, CX
+	JZ   psum
+	LEAQ masktab<>(SB), AX
+	MOVQ $16, R10
+	SUBQ CX, R10
+	VMOVDQU (AX)(R10*4), X15     // first k%4 lanes
+	SUBQ CX, R10
+	VMOVDQU (AX)(R10*4), Y14     // first 2·(k%4) lanes
+	VMASKMOVPS (DX), Y14, Y8
+	LEAQ (SI)(BX*1), AX
+	VMASKMOVPS (AX), X15, X10
+	VINSERTF128 $1, X10, Y10, Y10
+	VPERMILPS Y9, Y10, Y10
+	VFMADD231PS Y8, Y10, Y0
+	LEAQ (DI)(BX*1), AX
+	VMASKMOVPS (AX), X15, X10
+	VINSERTF128 $1, X10, Y10, Y10
+	VPERMILPS Y9, Y10, Y10
+	VFMADD231PS Y8, Y10, Y1
+	LEAQ (R8)(BX*1), AX
+	VMASKMOVPS (AX), X15, X10
+	VINSERTF128 $1, X10, Y10, Y10
+	VPERMILPS Y9, Y10, Y10
+	VFMADD231PS Y8, Y10, Y2
+	LEAQ (R9)(BX*1), AX
+	VMASKMOVPS (AX), X15, X10
+	VINSERTF128 $1, X10, Y10, Y10
+	VPERMILPS Y9, Y10, Y10
+	VFMADD231PS Y8, Y10, Y3
+	LEAQ (R12)(BX*1), AX
+	VMASKMOVPS (AX), X15, X10
+	VINSERTF128 $1, X10, Y10, Y10
+	VPERMILPS Y9, Y10, Y10
+	VFMADD231PS Y8, Y10, Y4
+	LEAQ (R13)(BX*1), AX
+	VMASKMOVPS (AX), X15, X10
+	VINSERTF128 $1, X10, Y10, Y10
+	VPERMILPS Y9, Y10, Y10
+	VFMADD231PS Y8, Y10, Y5
+	LEAQ (R14)(BX*1), AX
+	VMASKMOVPS (AX), X15, X10
+	VINSERTF128 $1, X10, Y10, Y10
+	VPERMILPS Y9, Y10, Y10
+	VFMADD231PS Y8, Y10, Y6
+	LEAQ (R15)(BX*1), AX
+	VMASKMOVPS (AX), X15, X10
+	VINSERTF128 $1, X10, Y10, Y10
+	VPERMILPS Y9, Y10, Y10
+	VFMADD231PS Y8, Y10, Y7
+
+psum:
+	VPERMILPS $0x4E, Y0, Y10
+	VADDPS Y10, Y0, Y0             // (s0+s1 | s2+s3) per column
+	VEXTRACTF128 $1, Y0, X10
+	VADDPS X10, X0, X0
+	VPERMILPS $0x4E, Y1, Y10
+	VADDPS Y10, Y1, Y1             // (s0+s1 | s2+s3) per column
+	VEXTRACTF128 $1, Y1, X10
+	VADDPS X10, X1, X1
+	VPERMILPS $0x4E, Y2, Y10
+	VADDPS Y10, Y2, Y2             // (s0+s1 | s2+s3) per column
+	VEXTRACTF128 $1, Y2, X10
+	VADDPS X10, X2, X2
+	VPERMILPS $0x4E, Y3, Y10
+	VADDPS Y10, Y3, Y3             // (s0+s1 | s2+s3) per column
+	VEXTRACTF128 $1, Y3, X10
+	VADDPS X10, X3, X3
+	VPERMILPS $0x4E, Y4, Y10
+	VADDPS Y10, Y4, Y4             // (s0+s1 | s2+s3) per column
+	VEXTRACTF128 $1, Y4, X10
+	VADDPS X10, X4, X4
+	VPERMILPS $0x4E, Y5, Y10
+	VADDPS Y10, Y5, Y5             // (s0+s1 | s2+s3) per column
+	VEXTRACTF128 $1, Y5, X10
+	VADDPS X10, X5, X5
+	VPERMILPS $0x4E, Y6, Y10
+	VADDPS Y10, Y6, Y6             // (s0+s1 | s2+s3) per column
+	VEXTRACTF128 $1, Y6, X10
+	VADDPS X10, X6, X6
+	VPERMILPS $0x4E, Y7, Y10
+	VADDPS Y10, Y7, Y7             // (s0+s1 | s2+s3) per column
+	VEXTRACTF128 $1, Y7, X10
+	VADDPS X10, X7, X7
+	MOVQ flags+56(FP), AX
+	TESTQ $2, AX
+	JZ   pstore
+	VXORPS X8, X8, X8
+	VMAXPS X8, X0, X0
+	VMAXPS X8, X1, X1
+	VMAXPS X8, X2, X2
+	VMAXPS X8, X3, X3
+	VMAXPS X8, X4, X4
+	VMAXPS X8, X5, X5
+	VMAXPS X8, X6, X6
+	VMAXPS X8, X7, X7
+
+pstore:
+	MOVQ c+32(FP), AX
+	MOVQ ldc+40(FP), BX
+	VMOVSD X0, (AX)
+	ADDQ BX, AX
+	VMOVSD X1, (AX)
+	ADDQ BX, AX
+	VMOVSD X2, (AX)
+	ADDQ BX, AX
+	VMOVSD X3, (AX)
+	ADDQ BX, AX
+	VMOVSD X4, (AX)
+	ADDQ BX, AX
+	VMOVSD X5, (AX)
+	ADDQ BX, AX
+	VMOVSD X6, (AX)
+	ADDQ BX, AX
+	VMOVSD X7, (AX)
+	VZEROUPPER
+	RET
+
+// spread: the VPERMILPS control taking a broadcast (a0 a1 a2 a3 | a0 a1
+// a2 a3) to (a0 a0 a1 a1 | a2 a2 a3 a3).
+DATA spread<>+0(SB)/4, $0
+DATA spread<>+4(SB)/4, $0
+DATA spread<>+8(SB)/4, $1
+DATA spread<>+12(SB)/4, $1
+DATA spread<>+16(SB)/4, $2
+DATA spread<>+20(SB)/4, $2
+DATA spread<>+24(SB)/4, $3
+DATA spread<>+28(SB)/4, $3
+GLOBL spread<>(SB), RODATA|NOPTR, $32
+
 // masktab: 16 all-ones lanes then 16 zero lanes; loading 8 lanes at
 // index 16−ncols gives the first-ncols mask.
 DATA masktab<>+0(SB)/4, $0xffffffff
