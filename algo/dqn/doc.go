@@ -141,7 +141,8 @@
 // docs/BENCHMARKS.md). Train allocates its workspaces once and
 // then nothing per step. It runs on the caller's goroutine, plus one
 // worker goroutine (package twin, owned by the Learner) that computes the
-// target network's forward pass beside the online network's (parallel:
-// false keeps everything on the caller, with the same bits); Train stops it
+// target network's forward pass beside the online network's, each layer's
+// dW beside its dX, and half of Adam's elements (parallel: false keeps
+// everything on the caller, with the same bits); Train stops it
 // (Learner.Close) before it returns.
 package dqn

@@ -310,7 +310,11 @@ func (l *Learner) apply(step int64) {
 	if cfg.MaxGradNorm > 0 {
 		nn.ClipGradNorm(l.q.Params(), float32(cfg.MaxGradNorm))
 	}
-	l.opt.Step(l.q.Params())
+	if a, ok := l.opt.(*nn.Adam); ok {
+		a.StepSplit(l.q.Params(), l.par) // half the elements on the twin worker, same bits
+	} else {
+		l.opt.Step(l.q.Params())
+	}
 	l.counts.Critic++
 }
 

@@ -176,6 +176,11 @@ func (n *net) ForwardTo(dst, x []float32, batch int) []float32 {
 func (n *net) Backward(dOut []float32) {
 	d := dOut
 	for i := len(n.layers) - 1; i >= 0; i-- {
+		if i == 0 && n.norm == nil {
+			// Nothing reads the gradient with respect to the observations.
+			n.layers[0].BackwardSplit(d, nil, false)
+			return
+		}
 		dx := n.layers[i].Backward(d)
 		if i == 0 {
 			if n.norm != nil {

@@ -23,15 +23,35 @@ func reluBackwardOn(l Level, dx, dy, y []float32) {
 }
 
 // Transpose writes the transpose of src (rows×cols, row-major) into dst
-// (cols×rows), in 16×16 blocks so both sides stay in cache.
-func Transpose(dst, src []float32, rows, cols int) {
-	const blk = 16
+// (cols×rows). On the assembly paths the 8×8 blocks go through AVX
+// register transposes; the rest (and the portable path) is copied in 16×16
+// blocks so both sides stay in cache. Only values move, so every path
+// gives the same bits.
+func Transpose(dst, src []float32, rows, cols int) { transposeOn(active, dst, src, rows, cols) }
+
+func transposeOn(l Level, dst, src []float32, rows, cols int) {
+	if rows == 0 || cols == 0 {
+		return
+	}
 	_ = src[rows*cols-1]
 	_ = dst[rows*cols-1]
-	for i0 := 0; i0 < rows; i0 += blk {
-		i1 := min(i0+blk, rows)
-		for j0 := 0; j0 < cols; j0 += blk {
-			j1 := min(j0+blk, cols)
+	if l >= AVX2FMA && rows >= 8 && cols >= 8 {
+		transposeAsm(dst, src, rows, cols)
+		r8, c8 := rows&^7, cols&^7
+		transposeGo(dst, src, rows, cols, 0, r8, c8, cols)
+		transposeGo(dst, src, rows, cols, r8, rows, 0, cols)
+		return
+	}
+	transposeGo(dst, src, rows, cols, 0, rows, 0, cols)
+}
+
+// transposeGo transposes src's rows [r0, r1) × columns [c0, c1) into dst.
+func transposeGo(dst, src []float32, rows, cols, r0, r1, c0, c1 int) {
+	const blk = 16
+	for i0 := r0; i0 < r1; i0 += blk {
+		i1 := min(i0+blk, r1)
+		for j0 := c0; j0 < c1; j0 += blk {
+			j1 := min(j0+blk, c1)
 			for i := i0; i < i1; i++ {
 				row := src[i*cols+j0 : i*cols+j1]
 				for j, v := range row {

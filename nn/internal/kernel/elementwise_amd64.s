@@ -304,3 +304,73 @@ adone:
 	LDMXCSR 4(SP)
 	VZEROUPPER
 	RET
+
+// func transpose8AVX(dst *float32, ldd int, src *float32, lds int, nblk int)
+// Transposes nblk 8×8 blocks lying side by side in src (block b is the 8
+// rows from src, columns 8b…8b+7) into dst (block b's transpose is dst's
+// rows 8b…8b+7, columns 0…7). ldd and lds are row strides in bytes.
+// Unpack, shuffle and lane-permute steps, as the usual AVX 8×8 transpose.
+TEXT ·transpose8AVX(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ ldd+8(FP), R8
+	MOVQ src+16(FP), SI
+	MOVQ lds+24(FP), R9
+	MOVQ nblk+32(FP), CX
+	TESTQ CX, CX
+	JZ   xdone
+	LEAQ (R9)(R9*2), R10 // 3·lds
+	LEAQ (R8)(R8*2), R11 // 3·ldd
+
+xloop:
+	MOVQ SI, AX
+	VMOVUPS (AX), Y0
+	VMOVUPS (AX)(R9*1), Y1
+	VMOVUPS (AX)(R9*2), Y2
+	VMOVUPS (AX)(R10*1), Y3
+	LEAQ (AX)(R9*4), AX
+	VMOVUPS (AX), Y4
+	VMOVUPS (AX)(R9*1), Y5
+	VMOVUPS (AX)(R9*2), Y6
+	VMOVUPS (AX)(R10*1), Y7
+	VUNPCKLPS Y1, Y0, Y8
+	VUNPCKHPS Y1, Y0, Y9
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+	VSHUFPS $0x44, Y10, Y8, Y0
+	VSHUFPS $0xEE, Y10, Y8, Y1
+	VSHUFPS $0x44, Y11, Y9, Y2
+	VSHUFPS $0xEE, Y11, Y9, Y3
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xEE, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	MOVQ DI, AX
+	VMOVUPS Y8, (AX)
+	VMOVUPS Y9, (AX)(R8*1)
+	VMOVUPS Y10, (AX)(R8*2)
+	VMOVUPS Y11, (AX)(R11*1)
+	LEAQ (AX)(R8*4), AX
+	VMOVUPS Y12, (AX)
+	VMOVUPS Y13, (AX)(R8*1)
+	VMOVUPS Y14, (AX)(R8*2)
+	VMOVUPS Y15, (AX)(R11*1)
+	ADDQ $32, SI
+	LEAQ (DI)(R8*8), DI
+	DECQ CX
+	JNZ  xloop
+
+xdone:
+	VZEROUPPER
+	RET

@@ -127,6 +127,163 @@ zstore:
 	VZEROUPPER
 	RET
 
+// Z8ROW: one row of kern8x32z's step: broadcast A's value, two FMAs.
+#define Z8ROW(areg, bc, lo, hi) \
+	VBROADCASTSS (areg)(BX*1), bc; \
+	VFMADD231PS Z16, bc, lo; \
+	VFMADD231PS Z17, bc, hi
+
+// Z8LOAD, Z8STORE: one row of C at AX (masked by K1, K2), then AX += BX.
+#define Z8LOAD(lo, hi) \
+	VMOVUPS.Z (AX), K1, lo; \
+	VMOVUPS.Z 64(AX), K2, hi; \
+	ADDQ BX, AX
+
+#define Z8STORE(lo, hi) \
+	VMOVUPS lo, K1, (AX); \
+	VMOVUPS hi, K2, 64(AX); \
+	ADDQ BX, AX
+
+// kern8x32z is kern4x32z for 8 rows: 16 accumulators, so two FMA ports
+// with a 4-cycle latency always have independent work, and each B vector
+// loaded serves 8 rows. Row r of A starts at a + r·rsa, row r of C at
+// c + r·ldc (byte strides). Same per-element operations as kern4x32z.
+//
+// func kern8x32z(k int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, ncols int)
+TEXT ·kern8x32z(SB), NOSPLIT, $0-88
+	MOVQ ncols+80(FP), CX
+	MOVQ $1, AX
+	SHLQ CX, AX
+	DECQ AX
+	KMOVW AX, K1
+	SHRQ $16, AX
+	KMOVW AX, K2
+
+	MOVQ flags+72(FP), AX
+	TESTQ $1, AX
+	JNZ  z8loadc
+	MOVQ bias+64(FP), AX
+	TESTQ AX, AX
+	JZ   z8zero
+	VMOVUPS.Z (AX), K1, Z0
+	VMOVUPS.Z 64(AX), K2, Z1
+	VMOVAPS Z0, Z2
+	VMOVAPS Z1, Z3
+	VMOVAPS Z0, Z4
+	VMOVAPS Z1, Z5
+	VMOVAPS Z0, Z6
+	VMOVAPS Z1, Z7
+	VMOVAPS Z0, Z8
+	VMOVAPS Z1, Z9
+	VMOVAPS Z0, Z10
+	VMOVAPS Z1, Z11
+	VMOVAPS Z0, Z12
+	VMOVAPS Z1, Z13
+	VMOVAPS Z0, Z14
+	VMOVAPS Z1, Z15
+	JMP  z8start
+
+z8zero:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+	JMP  z8start
+
+z8loadc:
+	MOVQ c+48(FP), AX
+	MOVQ ldc+56(FP), BX
+	Z8LOAD(Z0, Z1)
+	Z8LOAD(Z2, Z3)
+	Z8LOAD(Z4, Z5)
+	Z8LOAD(Z6, Z7)
+	Z8LOAD(Z8, Z9)
+	Z8LOAD(Z10, Z11)
+	Z8LOAD(Z12, Z13)
+	Z8LOAD(Z14, Z15)
+
+z8start:
+	MOVQ k+0(FP), CX
+	TESTQ CX, CX
+	JZ   z8done
+	MOVQ a+8(FP), SI
+	MOVQ rsa+16(FP), AX
+	MOVQ csa+24(FP), R10
+	MOVQ b+32(FP), DX
+	MOVQ ldb+40(FP), R11
+	LEAQ (SI)(AX*1), DI
+	LEAQ (SI)(AX*2), R8
+	LEAQ (DI)(AX*2), R9
+	LEAQ (SI)(AX*4), R12
+	LEAQ (DI)(AX*4), R13
+	LEAQ (R8)(AX*4), R14
+	LEAQ (R9)(AX*4), R15
+	XORQ BX, BX
+
+z8loop:
+	VMOVUPS.Z (DX), K1, Z16
+	VMOVUPS.Z 64(DX), K2, Z17
+	Z8ROW(SI, Z18, Z0, Z1)
+	Z8ROW(DI, Z19, Z2, Z3)
+	Z8ROW(R8, Z20, Z4, Z5)
+	Z8ROW(R9, Z21, Z6, Z7)
+	Z8ROW(R12, Z22, Z8, Z9)
+	Z8ROW(R13, Z23, Z10, Z11)
+	Z8ROW(R14, Z24, Z12, Z13)
+	Z8ROW(R15, Z25, Z14, Z15)
+	ADDQ R10, BX
+	ADDQ R11, DX
+	DECQ CX
+	JNZ  z8loop
+
+z8done:
+	MOVQ flags+72(FP), AX
+	TESTQ $2, AX
+	JZ   z8store
+	VPXORD Z16, Z16, Z16
+	VMAXPS Z16, Z0, Z0
+	VMAXPS Z16, Z1, Z1
+	VMAXPS Z16, Z2, Z2
+	VMAXPS Z16, Z3, Z3
+	VMAXPS Z16, Z4, Z4
+	VMAXPS Z16, Z5, Z5
+	VMAXPS Z16, Z6, Z6
+	VMAXPS Z16, Z7, Z7
+	VMAXPS Z16, Z8, Z8
+	VMAXPS Z16, Z9, Z9
+	VMAXPS Z16, Z10, Z10
+	VMAXPS Z16, Z11, Z11
+	VMAXPS Z16, Z12, Z12
+	VMAXPS Z16, Z13, Z13
+	VMAXPS Z16, Z14, Z14
+	VMAXPS Z16, Z15, Z15
+
+z8store:
+	MOVQ c+48(FP), AX
+	MOVQ ldc+56(FP), BX
+	Z8STORE(Z0, Z1)
+	Z8STORE(Z2, Z3)
+	Z8STORE(Z4, Z5)
+	Z8STORE(Z6, Z7)
+	Z8STORE(Z8, Z9)
+	Z8STORE(Z10, Z11)
+	Z8STORE(Z12, Z13)
+	Z8STORE(Z14, Z15)
+	VZEROUPPER
+	RET
+
 // kern4x16z computes a 4×ncols tile (1 ≤ ncols ≤ 32) of C: Z0..Z7 hold
 // Arguments as kern4x16m's.
 //

@@ -23,6 +23,9 @@ var maxLevel = func() Level {
 func kern4x32z(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int, ncols int)
 
 //go:noescape
+func kern8x32z(k int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, ncols int)
+
+//go:noescape
 func kern4x16z(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int, ncols int)
 
 //go:noescape
@@ -39,6 +42,9 @@ func kern1x64(k int, a *float32, csa int, b *float32, ldb int, c *float32, bias 
 
 //go:noescape
 func kern2x8n(k int, a0, a1 *float32, csa int, b *float32, ldb int, c0, c1 *float32, bias *float32, flags int, ncols int)
+
+//go:noescape
+func kern8x2p(k int, a *float32, rsa int, b *float32, c *float32, ldc int, bias *float32, flags int)
 
 //go:noescape
 func kern4x16m(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int, ncols int)
@@ -84,7 +90,15 @@ func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32
 		if bias != nil {
 			bp = &bias[0]
 		}
-		for i := 0; i < m; i += 2 {
+		i := 0
+		if n == 2 && ldb == 2 && csa == 1 {
+			// Two columns, rows of A and B contiguous: 8 rows per call
+			// with the chains packed into one register (kern8x2p).
+			for ; i+8 <= m; i += 8 {
+				kern8x2p(k, (*float32)(unsafe.Add(base, 4*i*rsa)), 4*rsa, &b[0], &c[i*ldc], 4*ldc, bp, flags)
+			}
+		}
+		for ; i < m; i += 2 {
 			i1 := min(i+1, m-1)
 			kern2x8n(k, (*float32)(unsafe.Add(base, 4*i*rsa)), (*float32)(unsafe.Add(base, 4*i1*rsa)), 4*csa,
 				&b[0], 4*ldb, &c[i*ldc], &c[i1*ldc], bp, flags, n)
@@ -129,8 +143,8 @@ func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32
 }
 
 // gemmZ is gemmAsm's AVX-512 tiling: one 1×64 row kernel at batch 1,
-// 4×32 tiles otherwise, each masked to the columns left (4×16 for a last
-// tile of at most 16).
+// 8×32 tiles for whole groups of 8 rows and 4×32 tiles for the rest, each
+// masked to the columns left (4×16 for a last tile of at most 16).
 func gemmZ(base unsafe.Pointer, rsa, csa, m, n, k int, b []float32, ldb int, c []float32, ldc int, bias []float32, flags int) {
 	biasAt := func(j int) *float32 {
 		if bias == nil {
@@ -144,13 +158,32 @@ func gemmZ(base unsafe.Pointer, rsa, csa, m, n, k int, b []float32, ldb int, c [
 		}
 		return
 	}
-	for i := 0; i < m; i += 4 {
+	i := 0
+	for ; i+8 <= m; i += 8 {
+		for j := 0; j < n; j += 32 {
+			if n-j <= 16 {
+				break
+			}
+			kern8x32z(k, (*float32)(unsafe.Add(base, 4*i*rsa)), 4*rsa, 4*csa, &b[j], 4*ldb,
+				&c[i*ldc+j], 4*ldc, biasAt(j), flags, min(32, n-j))
+		}
+		if last := (n - 1) &^ 31; n-last <= 16 {
+			gemmZRows(base, rsa, csa, i, i+8, last, n, k, b, ldb, c, ldc, biasAt, flags)
+		}
+	}
+	gemmZRows(base, rsa, csa, i, m, 0, n, k, b, ldb, c, ldc, biasAt, flags)
+}
+
+// gemmZRows computes rows [i0, m) × columns [j0, n) of gemmZ's product in
+// 4×32 tiles (4×16 for a last tile of at most 16 columns).
+func gemmZRows(base unsafe.Pointer, rsa, csa, i0, m, j0, n, k int, b []float32, ldb int, c []float32, ldc int, biasAt func(int) *float32, flags int) {
+	for i := i0; i < m; i += 4 {
 		i1, i2, i3 := min(i+1, m-1), min(i+2, m-1), min(i+3, m-1)
 		a0 := (*float32)(unsafe.Add(base, 4*i*rsa))
 		a1 := (*float32)(unsafe.Add(base, 4*i1*rsa))
 		a2 := (*float32)(unsafe.Add(base, 4*i2*rsa))
 		a3 := (*float32)(unsafe.Add(base, 4*i3*rsa))
-		for j := 0; j < n; j += 32 {
+		for j := j0; j < n; j += 32 {
 			if n-j == 16 {
 				// Measured faster than the masked 16-lane tile on a
 				// CPU that splits 512-bit operations in two (AMD Zen 4).
@@ -207,4 +240,16 @@ func fmaLoop(l Level, n int) int {
 	}
 	fmaLoopY(n)
 	return 8
+}
+
+//go:noescape
+func transpose8AVX(dst *float32, ldd int, src *float32, lds int, nblk int)
+
+// transposeAsm transposes the leading rows&^7 × cols&^7 corner of src
+// into dst (the caller does the edges).
+func transposeAsm(dst, src []float32, rows, cols int) {
+	nb := cols / 8
+	for i := 0; i+8 <= rows && nb > 0; i += 8 {
+		transpose8AVX(&dst[i], 4*rows, &src[i*cols], 4*cols, nb)
+	}
 }

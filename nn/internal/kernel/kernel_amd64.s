@@ -483,6 +483,197 @@ nstore:
 	VZEROUPPER
 	RET
 
+// P2ROW: one row's four p of kern8x2p: A's a0..a3 spread to (a0 a0 a1 a1
+// | a2 a2 a3 a3) by Y9, times B's four rows (Y8), into the row's chains.
+#define P2ROW(areg, tmp, acc) \
+	VBROADCASTF128 (areg)(BX*1), tmp; \
+	VPERMILPS Y9, tmp, tmp; \
+	VFMADD231PS Y8, tmp, acc
+
+// P2TAIL: P2ROW for the k%4 leftover p, through the X15 lane mask.
+#define P2TAIL(areg, acc) \
+	LEAQ (areg)(BX*1), AX; \
+	VMASKMOVPS (AX), X15, X10; \
+	VINSERTF128 $1, X10, Y10, Y10; \
+	VPERMILPS Y9, Y10, Y10; \
+	VFMADD231PS Y8, Y10, acc
+
+// P2SUM: (s0 + s1) + (s2 + s3) per column into the low two lanes.
+#define P2SUM(acc, accx) \
+	VPERMILPS $0x4E, acc, Y10; \
+	VADDPS Y10, acc, acc; \
+	VEXTRACTF128 $1, acc, X10; \
+	VADDPS X10, accx, accx
+
+// kern8x2p computes an 8×2 tile of C for n = 2 with contiguous rows of A
+// and B (ldb = 2, csa = 1), bit for bit as kern2x8n does: four chains per
+// element (p mod 4), chain 0 starting from bias, C or zero, summed as
+// (s0 + s1) + (s2 + s3), then ReLU. Instead of one 8-lane register per
+// chain with 2 lanes in use, one register holds all four chains of both
+// columns, lane 2c+j for chain c, column j: four consecutive rows of B are
+// exactly that layout, and A's four values are spread to it by a
+// broadcast and an in-lane permute. Row r of A starts at a + r·rsa, row r
+// of C at c + r·ldc (byte strides).
+//
+// func kern8x2p(k int, a *float32, rsa int, b *float32, c *float32, ldc int, bias *float32, flags int)
+TEXT ·kern8x2p(SB), NOSPLIT, $0-64
+	MOVQ flags+56(FP), AX
+	TESTQ $1, AX
+	JNZ  ploadc
+	MOVQ bias+48(FP), AX
+	TESTQ AX, AX
+	JZ   pzero
+	VMOVSD (AX), X0
+	VMOVAPS Y0, Y1
+	VMOVAPS Y0, Y2
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	JMP  pstart
+
+pzero:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP  pstart
+
+ploadc:
+	MOVQ c+32(FP), AX
+	MOVQ ldc+40(FP), BX
+	VMOVSD (AX), X0
+	ADDQ BX, AX
+	VMOVSD (AX), X1
+	ADDQ BX, AX
+	VMOVSD (AX), X2
+	ADDQ BX, AX
+	VMOVSD (AX), X3
+	ADDQ BX, AX
+	VMOVSD (AX), X4
+	ADDQ BX, AX
+	VMOVSD (AX), X5
+	ADDQ BX, AX
+	VMOVSD (AX), X6
+	ADDQ BX, AX
+	VMOVSD (AX), X7
+
+pstart:
+	MOVQ a+8(FP), SI
+	MOVQ rsa+16(FP), AX
+	MOVQ b+24(FP), DX
+	LEAQ (SI)(AX*1), DI
+	LEAQ (SI)(AX*2), R8
+	LEAQ (DI)(AX*2), R9
+	LEAQ (SI)(AX*4), R12
+	LEAQ (DI)(AX*4), R13
+	LEAQ (R8)(AX*4), R14
+	LEAQ (R9)(AX*4), R15
+	VMOVDQU spread<>(SB), Y9
+	XORQ BX, BX
+	MOVQ k+0(FP), CX
+	SHRQ $2, CX
+	JZ   ptail
+
+ploop:
+	VMOVUPS (DX), Y8
+	P2ROW(SI, Y10, Y0)
+	P2ROW(DI, Y11, Y1)
+	P2ROW(R8, Y12, Y2)
+	P2ROW(R9, Y13, Y3)
+	P2ROW(R12, Y10, Y4)
+	P2ROW(R13, Y11, Y5)
+	P2ROW(R14, Y12, Y6)
+	P2ROW(R15, Y13, Y7)
+	ADDQ $16, BX
+	ADDQ $32, DX
+	DECQ CX
+	JNZ  ploop
+
+ptail:
+	// The k%4 leftover p go to chains 0, 1, 2, from masked loads: the
+	// other chains get +0·+0 added, which leaves them as they are, since
+	// they started from +0 and a sum that starts from +0 is never −0
+	// (chain 0, which may start from −0, always takes a leftover).
+	MOVQ k+0(FP), CX
+	ANDQ $3, CX
+	JZ   psum
+	LEAQ masktab<>(SB), AX
+	MOVQ $16, R10
+	SUBQ CX, R10
+	VMOVDQU (AX)(R10*4), X15     // first k%4 lanes
+	SUBQ CX, R10
+	VMOVDQU (AX)(R10*4), Y14     // first 2·(k%4) lanes
+	VMASKMOVPS (DX), Y14, Y8
+	P2TAIL(SI, Y0)
+	P2TAIL(DI, Y1)
+	P2TAIL(R8, Y2)
+	P2TAIL(R9, Y3)
+	P2TAIL(R12, Y4)
+	P2TAIL(R13, Y5)
+	P2TAIL(R14, Y6)
+	P2TAIL(R15, Y7)
+
+psum:
+	P2SUM(Y0, X0)
+	P2SUM(Y1, X1)
+	P2SUM(Y2, X2)
+	P2SUM(Y3, X3)
+	P2SUM(Y4, X4)
+	P2SUM(Y5, X5)
+	P2SUM(Y6, X6)
+	P2SUM(Y7, X7)
+	MOVQ flags+56(FP), AX
+	TESTQ $2, AX
+	JZ   pstore
+	VXORPS X8, X8, X8
+	VMAXPS X8, X0, X0
+	VMAXPS X8, X1, X1
+	VMAXPS X8, X2, X2
+	VMAXPS X8, X3, X3
+	VMAXPS X8, X4, X4
+	VMAXPS X8, X5, X5
+	VMAXPS X8, X6, X6
+	VMAXPS X8, X7, X7
+
+pstore:
+	MOVQ c+32(FP), AX
+	MOVQ ldc+40(FP), BX
+	VMOVSD X0, (AX)
+	ADDQ BX, AX
+	VMOVSD X1, (AX)
+	ADDQ BX, AX
+	VMOVSD X2, (AX)
+	ADDQ BX, AX
+	VMOVSD X3, (AX)
+	ADDQ BX, AX
+	VMOVSD X4, (AX)
+	ADDQ BX, AX
+	VMOVSD X5, (AX)
+	ADDQ BX, AX
+	VMOVSD X6, (AX)
+	ADDQ BX, AX
+	VMOVSD X7, (AX)
+	VZEROUPPER
+	RET
+
+// spread: the VPERMILPS control taking a broadcast (a0 a1 a2 a3 | a0 a1
+// a2 a3) to (a0 a0 a1 a1 | a2 a2 a3 a3).
+DATA spread<>+0(SB)/4, $0
+DATA spread<>+4(SB)/4, $0
+DATA spread<>+8(SB)/4, $1
+DATA spread<>+12(SB)/4, $1
+DATA spread<>+16(SB)/4, $2
+DATA spread<>+20(SB)/4, $2
+DATA spread<>+24(SB)/4, $3
+DATA spread<>+28(SB)/4, $3
+GLOBL spread<>(SB), RODATA|NOPTR, $32
+
 // masktab: 16 all-ones lanes then 16 zero lanes; loading 8 lanes at
 // index 16−ncols gives the first-ncols mask.
 DATA masktab<>+0(SB)/4, $0xffffffff

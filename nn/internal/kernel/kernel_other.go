@@ -19,3 +19,5 @@ func adamAsm(w, g, m, v []float32, n int, c *[7]float32) {}
 func adamZAsm(w, g, m, v []float32, n int, c *[7]float32) {}
 
 func fmaLoop(l Level, n int) int { return 0 }
+
+func transposeAsm(dst, src []float32, rows, cols int) {}

@@ -115,12 +115,13 @@ func TestRowIndependence(t *testing.T) {
 func testRowIndependence(t *testing.T, l Level, n int) {
 	r := rng.New(2, "kernel/test", n)
 	const k = 29
-	a := randSlice(r, 7*k)
+	const rows = 19 // two 8-row tiles and a 4-row tile with a duplicated row
+	a := randSlice(r, rows*k)
 	b := randSlice(r, k*n)
 	bias := randSlice(r, n)
-	all := make([]float32, 7*n)
-	gemmOn(l, false, 7, n, k, a, k, b, n, all, n, false, bias, true)
-	for i := 0; i < 7; i++ {
+	all := make([]float32, rows*n)
+	gemmOn(l, false, rows, n, k, a, k, b, n, all, n, false, bias, true)
+	for i := 0; i < rows; i++ {
 		one := make([]float32, n)
 		gemmOn(l, false, 1, n, k, a[i*k:], k, b, n, one, n, false, bias, true)
 		for j := range one {
@@ -187,14 +188,16 @@ func TestReluBackwardAndTranspose(t *testing.T) {
 			}
 		}
 	}
-	for _, sz := range [][2]int{{1, 1}, {3, 40}, {17, 16}, {64, 64}} {
+	for _, sz := range [][2]int{{1, 1}, {3, 40}, {17, 16}, {64, 64}, {8, 8}, {120, 84}, {84, 2}, {9, 23}, {130, 7}, {16, 33}} {
 		src := randSlice(r, sz[0]*sz[1])
-		dst := make([]float32, len(src))
-		Transpose(dst, src, sz[0], sz[1])
-		for i := 0; i < sz[0]; i++ {
-			for j := 0; j < sz[1]; j++ {
-				if dst[j*sz[0]+i] != src[i*sz[1]+j] {
-					t.Fatalf("%v: transpose wrong at (%d,%d)", sz, i, j)
+		for _, path := range Levels() {
+			dst := make([]float32, len(src))
+			transposeOn(path, dst, src, sz[0], sz[1])
+			for i := 0; i < sz[0]; i++ {
+				for j := 0; j < sz[1]; j++ {
+					if dst[j*sz[0]+i] != src[i*sz[1]+j] {
+						t.Fatalf("%v path=%v: transpose wrong at (%d,%d)", sz, path, i, j)
+					}
 				}
 			}
 		}
@@ -428,7 +431,7 @@ func BenchmarkGemmTails(b *testing.B) {
 	for _, sz := range []struct {
 		transA  bool
 		m, n, k int
-	}{{false, 64, 16, 36}, {true, 36, 16, 64}, {false, 256, 84, 120}, {false, 256, 120, 84}, {true, 256, 256, 256}, {false, 1, 256, 256}, {true, 4, 256, 256}, {false, 256, 256, 2}, {false, 256, 256, 4}, {false, 1, 64, 64}} {
+	}{{false, 128, 120, 4}, {false, 128, 84, 120}, {true, 120, 84, 128}, {false, 128, 120, 84}, {true, 4, 120, 128}, {false, 128, 84, 2}, {false, 128, 2, 84}, {true, 84, 2, 128}, {false, 64, 16, 36}, {true, 36, 16, 64}, {false, 256, 84, 120}, {false, 256, 120, 84}, {true, 256, 256, 256}, {false, 1, 256, 256}, {true, 4, 256, 256}, {false, 256, 256, 2}, {false, 256, 256, 4}, {false, 1, 64, 64}} {
 		for _, l := range Levels()[1:] {
 			lda := sz.k
 			if sz.transA {
@@ -446,6 +449,72 @@ func BenchmarkGemmTails(b *testing.B) {
 				}
 				b.ReportMetric(2*float64(sz.m*sz.n*sz.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			})
+		}
+	}
+}
+
+// BenchmarkTranspose times the weight transposes of a backward pass (W of
+// 120→84 and 84→2 layers, 64→64) per path.
+func BenchmarkTranspose(b *testing.B) {
+	r := rng.New(9, "kernel/bench", 0)
+	for _, sz := range [][2]int{{120, 84}, {120, 80}, {128, 84}, {120, 88}, {84, 2}, {64, 64}, {256, 256}} {
+		src := randSlice(r, sz[0]*sz[1])
+		dst := make([]float32, len(src))
+		for _, l := range Levels() {
+			b.Run(l.String()+"/"+itoa(sz[0])+"x"+itoa(sz[1]), func(b *testing.B) {
+				for b.Loop() {
+					transposeOn(l, dst, src, sz[0], sz[1])
+				}
+			})
+		}
+	}
+}
+
+// TestTwoColumnsSameBits: the packed two-column kernel (n = 2, ldb = 2)
+// gives exactly the bits of the general narrow kernel (the same product
+// with B padded to ldb = 3), for every k mod 4, every epilogue, and
+// signed zeros that a stray zero product would flip.
+func TestTwoColumnsSameBits(t *testing.T) {
+	r := rng.New(10, "kernel/test", 0)
+	zeroed := func(s []float32) []float32 {
+		for i := range s {
+			switch r.IntN(6) {
+			case 0:
+				s[i] = 0
+			case 1:
+				s[i] = float32(math.Copysign(0, -1))
+			}
+		}
+		return s
+	}
+	for _, path := range Levels() {
+		for _, m := range []int{8, 16, 19, 128} {
+			for _, k := range []int{1, 2, 3, 4, 5, 6, 7, 29, 84, 128} {
+				for mode := 0; mode < 8; mode++ {
+					acc, relu, withBias := mode&1 != 0, mode&2 != 0, mode&4 != 0
+					if acc && withBias {
+						continue
+					}
+					a, b := zeroed(randSlice(r, m*k)), zeroed(randSlice(r, k*2))
+					b3 := make([]float32, k*3)
+					for p := range k {
+						b3[3*p], b3[3*p+1] = b[2*p], b[2*p+1]
+					}
+					var bias []float32
+					if withBias {
+						bias = zeroed(randSlice(r, 2))
+					}
+					c := zeroed(randSlice(r, m*2))
+					want := append([]float32(nil), c...)
+					gemmOn(path, false, m, 2, k, a, k, b, 2, c, 2, acc, bias, relu)
+					gemmOn(path, false, m, 2, k, a, k, b3, 3, want, 2, acc, bias, relu)
+					for i := range c {
+						if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%v m=%d k=%d mode=%d: C[%d] = %v, general narrow kernel %v", path, m, k, mode, i, c[i], want[i])
+						}
+					}
+				}
+			}
 		}
 	}
 }
