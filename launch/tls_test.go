@@ -2,15 +2,8 @@ package launch
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,70 +11,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"herd/internal/testcert"
 )
-
-// testCA is a certificate authority made for one test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newTestCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue returns a certificate (for 127.0.0.1) and its key, both PEM.
-func (ca *testCA) issue(t *testing.T, name string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-}
-
-func writeFile(t *testing.T, dir, name string, b []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // A server that requires mutual TLS lets in a worker with the CA, a
 // certificate and its key (--nats-tls-ca, --nats-tls-cert,
@@ -89,20 +21,22 @@ func writeFile(t *testing.T, dir, name string, b []byte) string {
 // refuses every other client with an error that names the cause.
 func TestMutualTLS(t *testing.T) {
 	dir := t.TempDir()
-	ca, other := newTestCA(t, "herd-test-ca"), newTestCA(t, "another-ca")
-	srvCert, srvKey := ca.issue(t, "nats", x509.ExtKeyUsageServerAuth)
-	cliCert, cliKey := ca.issue(t, "worker", x509.ExtKeyUsageClientAuth)
-	strangerCert, strangerKey := other.issue(t, "stranger", x509.ExtKeyUsageClientAuth)
-	caFile, otherCA := writeFile(t, dir, "ca.pem", ca.pem), writeFile(t, dir, "other-ca.pem", other.pem)
-	certFile, keyFile := writeFile(t, dir, "cert.pem", cliCert), writeFile(t, dir, "key.pem", cliKey)
-	strangerCertFile, strangerKeyFile := writeFile(t, dir, "s-cert.pem", strangerCert), writeFile(t, dir, "s-key.pem", strangerKey)
+	ca, other := testcert.NewCA(t, "herd-test"), testcert.NewCA(t, "another")
+	srvCert, srvKey := ca.Leaf("nats", true)
+	certFile, keyFile := ca.Leaf("worker", false)
+	strangerCertFile, strangerKeyFile := other.Leaf("stranger", false)
+	caFile, otherCA := ca.File, other.File
 
-	pair, err := tls.X509KeyPair(srvCert, srvKey)
+	pair, err := tls.LoadX509KeyPair(srvCert, srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(caFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
+	pool.AppendCertsFromPEM(caPEM)
 	s, err := server.NewServer(&server.Options{
 		Host: "127.0.0.1", Port: server.RANDOM_PORT, JetStream: true, StoreDir: t.TempDir(),
 		NoSigs: true, NoLog: true, TLS: true, TLSVerify: true, TLSTimeout: 2,
