@@ -70,6 +70,7 @@ func newCheckpointer(ck *algo.Checkpoints, p *algo.Pieces, l algo.TransitionLear
 		ck.Disable(err.Error())
 		return nil, nil
 	}
+	ck.Partial("the actors' envs are not saved: on resume they start new episodes, and the episodes unfinished at the checkpoint end there (their pending n-step transitions unstored, their returns unlogged)")
 	return c, nil
 }
 

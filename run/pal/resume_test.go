@@ -95,8 +95,8 @@ func TestResumeContinues(t *testing.T) {
 				t.Fatalf("resumed from %d (checkpoint %d), %d steps of %d, resumed_from_step %v", from, cut, sum.Steps, h.Steps, sum.ResumedFromStep)
 			}
 			disk, err := metrics.ReadSummary(filepath.Join(out, algo.SummaryFile))
-			if err != nil || disk.ResumedFromStep == nil || *disk.ResumedFromStep != cut {
-				t.Fatalf("summary.json: %v, resumed_from_step %v", err, disk.ResumedFromStep)
+			if err != nil || disk.ResumedFromStep == nil || *disk.ResumedFromStep != cut || !strings.HasPrefix(disk.Checkpoints, "on: the actors' envs") {
+				t.Fatalf("summary.json: %v, resumed_from_step %v, checkpoints %q", err, disk.ResumedFromStep, disk.Checkpoints)
 			}
 			steps := metricSteps(t, filepath.Join(out, algo.MetricsFile))
 			if len(steps) == 0 || steps[len(steps)-1] != h.Steps {
