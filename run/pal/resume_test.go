@@ -149,3 +149,19 @@ func metricSteps(t *testing.T, path string) []int64 {
 	}
 	return steps
 }
+
+// TestResumeRefusesLearners: a run with several learners writes no
+// checkpoints and refuses --resume, saying why.
+func TestResumeRefusesLearners(t *testing.T) {
+	res := resolve(t, dqn.Spec(), strings.Replace(dqnFile, "actors: 2}", "actors: 2, learners: 2}", 1))
+	res.Header.Out = filepath.Join(t.TempDir(), "run")
+	exs := []algo.Executor{Executor()}
+	sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: exs})
+	if err != nil || !strings.Contains(sum.Checkpoints, "off: ") || !strings.Contains(sum.Checkpoints, "several learners") {
+		t.Fatalf("learners 2: %v, checkpoints %q", err, sum.Checkpoints)
+	}
+	if _, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: exs, Dir: algo.DirResume}); !errors.Is(err, algo.ErrCannotResume) ||
+		!strings.Contains(err.Error(), "several learners") {
+		t.Fatalf("--resume with learners 2: %v", err)
+	}
+}
