@@ -18,11 +18,14 @@ const (
 	secSampler = "rng/env-worker/" // + actor index: the actor's sampler stream (PCG)
 )
 
+// whyLearners is why a run with M > 1 learners takes no checkpoints.
+const whyLearners = "several learners (runtime.learners > 1) save no training state yet"
+
 // notResumable says why a PAL run with header h writes no checkpoints, ""
 // when it does (algo.Executor.NotResumable).
 func notResumable(h algo.Header, _ algo.Spec) string {
 	if h.Runtime.Learners > 1 {
-		return "several learners (runtime.learners > 1) save no training state yet"
+		return whyLearners
 	}
 	return ""
 }

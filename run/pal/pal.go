@@ -209,8 +209,14 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 
 	lim := newLimiter(h.Steps, int64(opt.MaxLag), opt.NoLearn)
 	ck := rt.Checkpoints
-	if opt.NoLearn || opt.Learners > 1 {
-		ck = nil // herd tune's actor measurement; M > 1: Executor.NotResumable
+	switch {
+	case ck == nil:
+	case opt.NoLearn:
+		ck.Disable("a run without a learner saves no training state")
+		ck = nil
+	case opt.Learners > 1:
+		ck.Disable(whyLearners)
+		ck = nil
 	}
 	cp, err := newCheckpointer(ck, pieces, learner, rb, actors)
 	if err != nil {
@@ -580,6 +586,12 @@ func newLearnLoop(lim *limiter, l algo.TransitionLearner, rb algo.Replay, store 
 // run learns until every step is consumed or ctx ends; it takes each
 // periodic checkpoint between two updates, with the actors held.
 func (ll *learnLoop) run(ctx context.Context) learnResult {
+	learnCtx := ctx
+	if ll.cp != nil {
+		// Updates finish once begun, so that the interruption's
+		// checkpoint (finish) starts from the last step learned whole.
+		learnCtx = context.WithoutCancel(ctx)
+	}
 	for {
 		step, ok := ll.lim.next(ll.res.last)
 		if !ok {
@@ -588,13 +600,13 @@ func (ll *learnLoop) run(ctx context.Context) learnResult {
 			}
 			return ll.res
 		}
-		if err := ll.advance(ctx, step); err != nil {
+		if err := ll.advance(learnCtx, step); err != nil {
 			ll.res.err = err
 			ll.lim.wake()
 			return ll.res
 		}
 		if ll.cp != nil && ll.cp.ck.Due(step) && step < ll.lim.total {
-			if err := ll.checkpoint(ctx); err != nil {
+			if err := ll.checkpoint(learnCtx); err != nil {
 				ll.res.err = err
 				ll.lim.wake()
 				return ll.res
@@ -639,7 +651,7 @@ func (ll *learnLoop) checkpoint(ctx context.Context) error {
 	step, ok := ll.lim.drain()
 	defer ll.lim.release()
 	if !ok {
-		return ctx.Err()
+		return context.Canceled // the run was stopped while held: finish saves it
 	}
 	if step > ll.res.last {
 		if err := ll.advance(ctx, step); err != nil {
