@@ -593,6 +593,12 @@ func (ll *learnLoop) run(ctx context.Context) learnResult {
 		learnCtx = context.WithoutCancel(ctx)
 	}
 	for {
+		// ctx's end reaches the limiter (wake) from another goroutine; the
+		// learner stops at once, so the actors stop within max_lag.
+		if err := ctx.Err(); err != nil {
+			ll.res.err = err
+			return ll.res
+		}
 		step, ok := ll.lim.next(ll.res.last)
 		if !ok {
 			if err := ctx.Err(); err != nil {
