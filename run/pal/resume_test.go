@@ -12,13 +12,15 @@ import (
 
 	"herd/algo"
 	"herd/algo/dqn"
+	"herd/algo/sac"
 	"herd/algo/td3"
 	"herd/metrics"
 )
 
-// TestResumeContinues: a PAL run (DQN on CartPole, TD3 on Pendulum, two
-// actors) stopped after its first periodic checkpoint and resumed with
-// `herd train --resume` (algo.TrainRun, DirResume) completes its step
+// TestResumeContinues: a PAL run (DQN on CartPole, TD3 and SAC on
+// Pendulum, two actors) stopped after its first periodic checkpoint and
+// resumed with `herd train --resume` (algo.TrainRun, DirResume) completes
+// its step
 // budget: metrics.csv's steps strictly increase with no row repeated or
 // missing across the cut, summary.json says where it resumed from, and
 // the learner's update count continues from the checkpoint's (the
@@ -34,6 +36,7 @@ func TestResumeContinues(t *testing.T) {
 	}{
 		{dqn.Spec(), strings.Replace(dqnFile, "actors: 2}", "actors: 2, max_lag: 8}", 1), 600, 50, 150},
 		{td3.Spec(), "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 600\nruntime: {executor: pal, actors: 2, max_lag: 8}\ntd3: {num_envs: 2, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 300, 20, 400},
+		{sac.Spec(), "algo: sac\nenv: Pendulum-v1\nseed: 1\nsteps: 600\nruntime: {executor: pal, actors: 2, max_lag: 8}\nsac: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 300, 20, 400},
 	} {
 		t.Run(c.spec.Name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
