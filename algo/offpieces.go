@@ -42,6 +42,10 @@ type OffPolicy struct {
 	// Prioritizer per env worker, which sets the priorities of the
 	// transitions it assembled before they go to the replay.
 	NewPrioritizer func() (Prioritizer, error)
+	// LearnerCheckpoint, when not nil, returns what saves and restores the
+	// whole state of a learner NewTransitionLearner built (the one encoding
+	// the local executor's checkpoints use), or why it cannot.
+	LearnerCheckpoint func(TransitionLearner) (LearnerCheckpoint, error)
 }
 
 // Prioritizer computes Ape-X initial priorities on an env worker (Horgan

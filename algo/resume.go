@@ -56,6 +56,7 @@ type Checkpoints struct {
 	restored *trainstate.State
 	next     int64
 	off      string
+	partial  string // Partial's note
 	// add puts the caller's own sections (the metrics) into a checkpoint.
 	add func(*trainstate.State) error
 	// saved is told of each checkpoint written.
@@ -115,6 +116,11 @@ func (c *Checkpoints) Due(step int64) bool { return c.off == "" && step >= c.nex
 // for a run whose state cannot be saved whole (an env without
 // env.Snapshotter); reason says why.
 func (c *Checkpoints) Disable(reason string) { c.off = reason }
+
+// Partial records what this run's checkpoints leave out (the executor's
+// envs, which restart their episodes on resume): summary.json's
+// checkpoints note is then "on: " + what.
+func (c *Checkpoints) Partial(what string) { c.partial = what }
 
 // Disabled is the reason Disable was given, "" while checkpoints are on.
 func (c *Checkpoints) Disabled() string { return c.off }

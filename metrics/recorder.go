@@ -137,7 +137,8 @@ type Summary struct {
 	// from (Options.Resume); left out for a run trained from the start.
 	ResumedFromStep *int64 `json:"resumed_from_step,omitempty"`
 	// Checkpoints says whether the run wrote resumable checkpoints
-	// ("on") or why not ("off: …"); left out when not set (SetCheckpoints).
+	// ("on", or "on: …" naming what they leave out) or why not
+	// ("off: …"); left out when not set (SetCheckpoints).
 	Checkpoints string `json:"checkpoints,omitempty"`
 	// Deterministic evaluation after training (SetEval); EvalEpisodes is 0
 	// when none ran, and the two return fields are then left out of the

@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"herd/algo"
 	"herd/algo/a2c"
 	"herd/algo/ppo"
+	"herd/internal/ckptbench"
 	"herd/internal/trainstate"
 )
 
@@ -201,33 +201,5 @@ func checkpointNames(t *testing.T, dir string) []string {
 // gathering the state (the learner's, the segment not yet learned, the
 // envs and their streams, the metrics recorder's) and writing it.
 func BenchmarkCheckpoint(b *testing.B) {
-	for _, every := range []string{"512", "default"} {
-		b.Run("every="+every, func(b *testing.B) {
-			cfg := "algo: ppo\nenv: CartPole-v1\nsteps: 51200\nruntime: {executor: hts}\n"
-			if every != "default" {
-				cfg += "checkpoint_every: " + every + "\n"
-			}
-			var n int
-			var size int64
-			var took time.Duration
-			for b.Loop() {
-				out := filepath.Join(b.TempDir(), "run")
-				res, err := algo.Resolve([]byte(cfg), []algo.Spec{ppo.Spec()}, algo.Overrides{Out: &out})
-				if err != nil {
-					b.Fatal(err)
-				}
-				_, err = algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: []algo.Executor{Executor()},
-					Checkpointed: func(c algo.CheckpointInfo) {
-						n++
-						size += int64(c.Bytes)
-						took += c.Took
-					}})
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(took.Seconds()*1000/float64(n), "ckpt-ms")
-			b.ReportMetric(float64(size)/float64(n), "ckpt-bytes")
-		})
-	}
+	ckptbench.Run(b, ppo.Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 51200\nruntime: {executor: hts}\n", "512", Executor())
 }

@@ -142,6 +142,14 @@
 // limiter), fed by a stand-in for the actors that commits steps with no
 // env.
 //
+// # Checkpoints
+//
+// With one learner, a run under `herd train` saves its learner, its
+// replay, the actors' sampler streams and its global step at a quiescent
+// point (checkpoint.go): the learner holds the actors' reservations, waits
+// for the steps handed out to be committed and learns up to them. The envs
+// are not saved; on resume they start new episodes (docs/guide/resume.md).
+//
 // # Design notes
 //
 //   - Pieces, composed concurrently. `run/pal.Train` builds N actors (env vector of num_envs envs

@@ -137,7 +137,7 @@ func MeasureLearners(ctx context.Context, h algo.Header, spec algo.Spec, cfg alg
 	if svc != nil {
 		res = svc.run(ctx)
 	} else {
-		res = runLearner(ctx, lim, learner, fork.Fork(), store, 1, algo.Discard(), start)
+		res = newLearnLoop(lim, learner, fork.Fork(), store, 1, algo.Discard(), nil, start, 0).run(ctx)
 	}
 	wall := time.Since(t0)
 	lim.wake()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -207,6 +208,41 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 
 	lim := newLimiter(h.Steps, int64(opt.MaxLag), opt.NoLearn)
+	ck := rt.Checkpoints
+	switch {
+	case ck == nil:
+	case opt.NoLearn:
+		ck.Disable("a run without a learner saves no training state")
+		ck = nil
+	case opt.Learners > 1:
+		ck.Disable(whyLearners)
+		ck = nil
+	}
+	cp, err := newCheckpointer(ck, pieces, learner, rb, actors)
+	if err != nil {
+		return nil, err
+	}
+	var from int64
+	versions := 0
+	if cp != nil && ck.Restored() != nil {
+		if from, versions, err = cp.restore(ck.Restored()); err != nil {
+			return nil, fmt.Errorf("pal: resume from step %d: %w", ck.Restored().Header.Step, err)
+		}
+		if v := learner.Weights(); v.N > store.Latest().N {
+			if err := store.Publish(v); err != nil {
+				return nil, err
+			}
+		}
+		for _, a := range actors {
+			if err := a.policy.SetWeights(store.Latest()); err != nil {
+				return nil, err
+			}
+			// The envs start new episodes, with seeds of their own for
+			// this resumption.
+			a.resetSeed = int64((rng.Derive(h.Seed, "pal-resume-reset", a.id) ^ uint64(from)) & (1<<63 - 1))
+		}
+		lim.reserved, lim.committed, lim.consumed = from, from, from
+	}
 	var svc *service
 	if opt.Learners > 1 && !opt.NoLearn {
 		split, ok := learner.(algo.SplitLearner)
@@ -241,17 +277,24 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}()
 	}
 	var res learnResult
+	var ll *learnLoop
 	switch {
 	case opt.NoLearn:
 	case svc != nil:
 		res = svc.run(ctx)
 	default:
-		res = runLearner(ctx, lim, learner, rb, store, opt.PublishEvery, log, 0)
+		ll = newLearnLoop(lim, learner, rb, store, opt.PublishEvery, log, cp, from, versions)
+		res = ll.run(ctx)
 	}
 	if res.err != nil {
 		cancel()
 	}
 	wg.Wait()
+	if cp != nil {
+		err := ll.finish(ctx, res.err, actorErrs)
+		res = ll.res
+		res.err = err
+	}
 	wall := time.Since(t0)
 	if opt.NoLearn {
 		lim.mu.Lock()
@@ -316,6 +359,7 @@ type limiter struct {
 	consumed  int64 // env steps the learner has run the updates of
 	inflight  int   // actors between reserve and commit
 	done      bool  // cancelled: everyone returns
+	held      bool  // a checkpoint is being taken: no new reservations
 	waited    time.Duration
 }
 
@@ -340,7 +384,7 @@ func (l *limiter) reserve(n int64) (start int64, ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var t0 time.Time
-	for !l.done && l.reserved+n <= l.total && !l.free && l.reserved-l.consumed >= l.maxLag {
+	for !l.done && l.reserved+n <= l.total && (l.held || !l.free && l.reserved-l.consumed >= l.maxLag) {
 		if t0.IsZero() {
 			t0 = time.Now()
 		}
@@ -356,6 +400,26 @@ func (l *limiter) reserve(n int64) (start int64, ok bool) {
 	l.reserved += n
 	l.inflight++
 	return start, true
+}
+
+// drain stops new reservations and waits until no actor holds one; it
+// returns the committed steps (all those reserved), ok false on
+// cancellation. release ends the hold.
+func (l *limiter) drain() (step int64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held = true
+	for !l.done && l.inflight > 0 {
+		l.cond.Wait()
+	}
+	return l.committed, !l.done
+}
+
+func (l *limiter) release() {
+	l.mu.Lock()
+	l.held = false
+	l.mu.Unlock()
+	l.cond.Broadcast()
 }
 
 // commit records that n reserved steps are in the replay.
@@ -416,6 +480,11 @@ type actor struct {
 	store   *weights.Store
 	refresh int
 	tr      sample.Transitions
+	// stream is the sampler's random stream (a checkpoint saves it).
+	stream *rand.PCG
+	// resetSeed seeds the envs' first reset (every env of every actor
+	// gets its own).
+	resetSeed int64
 }
 
 func newActor(id int, seed uint64, envs env.Vector, p *algo.Pieces, rb algo.Replay, store *weights.Store, refresh int) (*actor, error) {
@@ -424,7 +493,8 @@ func newActor(id int, seed uint64, envs env.Vector, p *algo.Pieces, rb algo.Repl
 		return nil, err
 	}
 	n := envs.NumEnvs()
-	s, err := p.NewSampler(n, rng.New(seed, "env-worker", id))
+	stream := rng.Source(seed, "env-worker", id)
+	s, err := p.NewSampler(n, rand.New(stream))
 	if err != nil {
 		return nil, err
 	}
@@ -442,13 +512,13 @@ func newActor(id int, seed uint64, envs env.Vector, p *algo.Pieces, rb algo.Repl
 	if err != nil {
 		return nil, err
 	}
-	return &actor{id: id, seed: seed, n: n, loop: loop, policy: pol, rb: rb, prio: prio, store: store, refresh: refresh}, nil
+	return &actor{id: id, seed: seed, n: n, loop: loop, policy: pol, rb: rb, prio: prio, store: store, refresh: refresh,
+		stream: stream, resetSeed: int64((seed + uint64(id*n)) & (1<<63 - 1))}, nil
 }
 
 // run steps the envs until the limiter hands out no more steps.
 func (a *actor) run(ctx context.Context, lim *limiter, log algo.Logger) error {
-	// Every env of every actor gets its own reset seed.
-	if err := a.loop.Reset(int64((a.seed + uint64(a.id*a.n)) & (1<<63 - 1))); err != nil {
+	if err := a.loop.Reset(a.resetSeed); err != nil {
 		return fmt.Errorf("pal: actor %d: %w", a.id, err)
 	}
 	var sinceRefresh int
@@ -493,43 +563,132 @@ type learnResult struct {
 	err      error
 }
 
-// runLearner runs the learner's updates as env steps beyond from are
-// committed, publishing a new weight version every publishEvery updates.
-func runLearner(ctx context.Context, lim *limiter, l algo.TransitionLearner, rb algo.Replay, store *weights.Store, publishEvery int, log algo.Logger, from int64) learnResult {
-	res := learnResult{last: from}
-	published := store.Latest().N
+// learnLoop is the one learner's side of a run (M = 1): it runs the
+// updates as env steps are committed, publishes a weight version every
+// publishEvery updates, and takes the run's checkpoints (cp, nil: none).
+type learnLoop struct {
+	lim          *limiter
+	l            algo.TransitionLearner
+	rb           algo.Replay
+	store        *weights.Store
+	publishEvery int
+	log          algo.Logger
+	cp           *checkpointer
+	published    uint64
+	res          learnResult
+}
+
+func newLearnLoop(lim *limiter, l algo.TransitionLearner, rb algo.Replay, store *weights.Store, publishEvery int, log algo.Logger, cp *checkpointer, from int64, versions int) *learnLoop {
+	return &learnLoop{lim: lim, l: l, rb: rb, store: store, publishEvery: publishEvery, log: log, cp: cp,
+		published: store.Latest().N, res: learnResult{last: from, versions: versions}}
+}
+
+// run learns until every step is consumed or ctx ends; it takes each
+// periodic checkpoint between two updates, with the actors held.
+func (ll *learnLoop) run(ctx context.Context) learnResult {
+	learnCtx := ctx
+	if ll.cp != nil {
+		// Updates finish once begun, so that the interruption's
+		// checkpoint (finish) starts from the last step learned whole.
+		learnCtx = context.WithoutCancel(ctx)
+	}
 	for {
-		step, ok := lim.next(res.last)
+		// ctx's end reaches the limiter (wake) from another goroutine; the
+		// learner stops at once, so the actors stop within max_lag.
+		if err := ctx.Err(); err != nil {
+			ll.res.err = err
+			return ll.res
+		}
+		step, ok := ll.lim.next(ll.res.last)
 		if !ok {
 			if err := ctx.Err(); err != nil {
-				res.err = err
+				ll.res.err = err
 			}
-			return res
+			return ll.res
 		}
-		stats, err := l.Learn(ctx, rb, res.last, step)
-		if err != nil {
-			res.err = err
-			lim.wake()
-			return res
+		if err := ll.advance(learnCtx, step); err != nil {
+			ll.res.err = err
+			ll.lim.wake()
+			return ll.res
 		}
-		res.last = step
-		for _, s := range stats {
-			log.Scalar(s.Name, s.Value)
-		}
-		if len(stats) > 0 {
-			if v := l.Weights(); v.N >= published+uint64(publishEvery) {
-				if err := store.Publish(v); err != nil {
-					res.err = err
-					lim.wake()
-					return res
-				}
-				published = v.N
-				res.versions++
+		if ll.cp != nil && ll.cp.ck.Due(step) && step < ll.lim.total {
+			if err := ll.checkpoint(learnCtx); err != nil {
+				ll.res.err = err
+				ll.lim.wake()
+				return ll.res
 			}
 		}
-		lim.consume(step)
-		log.Step(step)
 	}
+}
+
+// finish takes the checkpoint of the run's end, or of its interruption,
+// once every actor has returned (so every step reserved is committed): it
+// learns up to the last committed step and saves. A run that failed or
+// diverged keeps its last checkpoint. It returns the run's error err, or
+// the save's.
+func (ll *learnLoop) finish(ctx context.Context, err error, actorErrs []error) error {
+	for _, e := range append([]error{err}, actorErrs...) {
+		if e != nil && !errors.Is(e, context.Canceled) {
+			return err
+		}
+	}
+	if errors.Is(context.Cause(ctx), algo.ErrDiverged) {
+		return err
+	}
+	ll.lim.mu.Lock()
+	step := ll.lim.committed
+	ll.lim.mu.Unlock()
+	if step > ll.res.last {
+		if aerr := ll.advance(context.WithoutCancel(ctx), step); aerr != nil {
+			return aerr
+		}
+	}
+	if serr := ll.cp.save(step, ll.res.versions); serr != nil && err == nil {
+		return serr
+	}
+	return err
+}
+
+// checkpoint holds the actors, waits for those stepping to commit, learns
+// up to every committed step and saves: a quiescent point, where every
+// step handed out is in the replay and learned from. It then releases the
+// actors.
+func (ll *learnLoop) checkpoint(ctx context.Context) error {
+	step, ok := ll.lim.drain()
+	defer ll.lim.release()
+	if !ok {
+		return context.Canceled // the run was stopped while held: finish saves it
+	}
+	if step > ll.res.last {
+		if err := ll.advance(ctx, step); err != nil {
+			return err
+		}
+	}
+	return ll.cp.save(step, ll.res.versions)
+}
+
+// advance runs the updates due for the env steps (res.last, step].
+func (ll *learnLoop) advance(ctx context.Context, step int64) error {
+	stats, err := ll.l.Learn(ctx, ll.rb, ll.res.last, step)
+	if err != nil {
+		return err
+	}
+	ll.res.last = step
+	for _, s := range stats {
+		ll.log.Scalar(s.Name, s.Value)
+	}
+	if len(stats) > 0 {
+		if v := ll.l.Weights(); v.N >= ll.published+uint64(ll.publishEvery) {
+			if err := ll.store.Publish(v); err != nil {
+				return err
+			}
+			ll.published = v.N
+			ll.res.versions++
+		}
+	}
+	ll.lim.consume(step)
+	ll.log.Step(step)
+	return nil
 }
 
 // lockedLog makes a Logger safe for the actors and the learner together.

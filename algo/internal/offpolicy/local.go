@@ -128,13 +128,40 @@ func (lc *Local) Run(ctx context.Context, rt *algo.Runtime, steps int64) error {
 	return save()
 }
 
-// snapshotable reports why the loop's state cannot be saved, or nil.
-func (lc *Local) snapshotable() error {
-	sl, ok := lc.Learner.(StateLearner)
+// learnerCheckpoint saves a StateLearner's state as the section
+// secLearner (algo.LearnerCheckpoint).
+type learnerCheckpoint struct{ l StateLearner }
+
+// LearnerCheckpointOf returns the algo.LearnerCheckpoint of l, a learner
+// of NewPieces (algo.OffPolicy.LearnerCheckpoint), or why it has none.
+func LearnerCheckpointOf(l algo.TransitionLearner) (algo.LearnerCheckpoint, error) {
+	sl, ok := l.(StateLearner)
 	if !ok {
-		return fmt.Errorf("learner %T cannot save its state", lc.Learner)
+		return nil, fmt.Errorf("learner %T cannot save its state", l)
 	}
 	if _, err := MarshalLearner(sl.LearnerState()); err != nil {
+		return nil, err
+	}
+	return learnerCheckpoint{sl}, nil
+}
+
+func (c learnerCheckpoint) SaveLearner(sections map[string][]byte) error {
+	b, err := MarshalLearner(c.l.LearnerState())
+	sections[secLearner] = b
+	return err
+}
+
+func (c learnerCheckpoint) RestoreLearner(s *trainstate.State) error {
+	b, ok := s.Sections[secLearner]
+	if !ok {
+		return fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, secLearner)
+	}
+	return UnmarshalLearner(c.l.LearnerState(), b)
+}
+
+// snapshotable reports why the loop's state cannot be saved, or nil.
+func (lc *Local) snapshotable() error {
+	if _, err := LearnerCheckpointOf(lc.Learner); err != nil {
 		return err
 	}
 	if lc.Explore == nil {
@@ -155,8 +182,11 @@ func (lc *Local) snapshotable() error {
 // save returns the loop's state as checkpoint sections.
 func (lc *Local) save() (map[string][]byte, error) {
 	out := map[string][]byte{}
-	var err error
-	if out[secLearner], err = MarshalLearner(lc.Learner.(StateLearner).LearnerState()); err != nil {
+	lcp, err := LearnerCheckpointOf(lc.Learner)
+	if err != nil {
+		return nil, err
+	}
+	if err := lcp.SaveLearner(out); err != nil {
 		return nil, err
 	}
 	if out[secReplay], err = lc.Replay.MarshalBinary(); err != nil {
@@ -198,14 +228,15 @@ func (lc *Local) restore(s *trainstate.State) error {
 		}
 		return b, nil
 	}
-	b, err := get(secLearner)
+	lcp, err := LearnerCheckpointOf(lc.Learner)
 	if err != nil {
 		return err
 	}
-	if err := UnmarshalLearner(lc.Learner.(StateLearner).LearnerState(), b); err != nil {
+	if err := lcp.RestoreLearner(s); err != nil {
 		return err
 	}
-	if b, err = get(secReplay); err != nil {
+	b, err := get(secReplay)
+	if err != nil {
 		return err
 	}
 	if err := lc.Replay.UnmarshalBinary(b); err != nil {

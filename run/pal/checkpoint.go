@@ -1,0 +1,134 @@
+package pal
+
+import (
+	"encoding"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"herd/algo"
+	"herd/internal/trainstate"
+)
+
+// Sections of a PAL checkpoint, beside the learner's
+// (algo.LearnerCheckpoint) and TrainRun's own.
+const (
+	secLoop    = "pal/loop"        // the global env step, the versions published, the actors
+	secReplay  = "replay"          // the replay's MarshalBinary: transitions, priorities, sum tree, FIFO position
+	secSampler = "rng/env-worker/" // + actor index: the actor's sampler stream (PCG)
+)
+
+// whyLearners is why a run with M > 1 learners takes no checkpoints.
+const whyLearners = "several learners (runtime.learners > 1) save no training state yet"
+
+// notResumable says why a PAL run with header h writes no checkpoints, ""
+// when it does (algo.Executor.NotResumable).
+func notResumable(h algo.Header, _ algo.Spec) string {
+	if h.Runtime.Learners > 1 {
+		return whyLearners
+	}
+	return ""
+}
+
+// replayState is a replay whose whole contents a checkpoint can hold.
+type replayState interface {
+	encoding.BinaryMarshaler
+	encoding.BinaryUnmarshaler
+}
+
+// checkpointer saves and restores a PAL run (one learner) at a quiescent
+// point: every step reserved is committed (its transitions are in the
+// replay), the learner has run every update due up to it, and no actor
+// holds a reservation. The envs are not saved: each actor's envs start
+// new episodes on resume (their unfinished episodes are neither stored
+// nor logged), with reset seeds of the resumed step.
+type checkpointer struct {
+	ck      *algo.Checkpoints
+	learner algo.LearnerCheckpoint
+	rb      replayState
+	actors  []*actor
+}
+
+// newCheckpointer returns the run's checkpointer, nil when it takes none;
+// for a run that cannot save its state it turns ck off (or fails a resume).
+func newCheckpointer(ck *algo.Checkpoints, p *algo.Pieces, l algo.TransitionLearner, rb algo.Replay, actors []*actor) (*checkpointer, error) {
+	if ck == nil {
+		return nil, nil
+	}
+	c := &checkpointer{ck: ck, actors: actors}
+	err := errors.New("pal: the algorithm's learner cannot save its state")
+	if p.LearnerCheckpoint != nil {
+		c.learner, err = p.LearnerCheckpoint(l)
+	}
+	if err == nil {
+		var ok bool
+		if c.rb, ok = rb.(replayState); !ok {
+			err = fmt.Errorf("pal: replay %T cannot save its contents", rb)
+		}
+	}
+	if err != nil {
+		if ck.Restored() != nil {
+			return nil, fmt.Errorf("pal: cannot resume: %w", err)
+		}
+		ck.Disable(err.Error())
+		return nil, nil
+	}
+	ck.Partial("the actors' envs are not saved: on resume they start new episodes, and the episodes unfinished at the checkpoint end there (their pending n-step transitions unstored, their returns unlogged)")
+	return c, nil
+}
+
+// save writes the checkpoint of global step step (quiescent).
+func (c *checkpointer) save(step int64, versions int) error {
+	out := map[string][]byte{}
+	if err := c.learner.SaveLearner(out); err != nil {
+		return err
+	}
+	var err error
+	if out[secReplay], err = c.rb.MarshalBinary(); err != nil {
+		return err
+	}
+	loop := binary.LittleEndian.AppendUint64(nil, uint64(step))
+	loop = binary.LittleEndian.AppendUint64(loop, uint64(versions))
+	loop = binary.LittleEndian.AppendUint64(loop, uint64(len(c.actors)))
+	out[secLoop] = loop
+	for _, a := range c.actors {
+		if out[fmt.Sprintf("%s%d", secSampler, a.id)], err = a.stream.MarshalBinary(); err != nil {
+			return err
+		}
+	}
+	if err := c.ck.Save(step, out); err != nil {
+		return fmt.Errorf("pal: checkpoint at step %d not saved: %w", step, err)
+	}
+	return nil
+}
+
+// restore loads s into the freshly built learner, replay and actors and
+// returns the global step and the versions published up to it.
+func (c *checkpointer) restore(s *trainstate.State) (step int64, versions int, err error) {
+	b, ok := s.Sections[secLoop]
+	if !ok || len(b) != 24 {
+		return 0, 0, fmt.Errorf("%w: section %s missing or not 24 bytes", trainstate.ErrCorrupt, secLoop)
+	}
+	step, versions = int64(binary.LittleEndian.Uint64(b)), int(binary.LittleEndian.Uint64(b[8:]))
+	if n := binary.LittleEndian.Uint64(b[16:]); n != uint64(len(c.actors)) {
+		return 0, 0, fmt.Errorf("%w: the checkpoint holds %d actors, the run has %d", trainstate.ErrCorrupt, n, len(c.actors))
+	}
+	if step != s.Header.Step {
+		return 0, 0, fmt.Errorf("%w: the loop is at step %d, the header says %d", trainstate.ErrCorrupt, step, s.Header.Step)
+	}
+	if err := c.learner.RestoreLearner(s); err != nil {
+		return 0, 0, err
+	}
+	if b, ok = s.Sections[secReplay]; !ok {
+		return 0, 0, fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, secReplay)
+	}
+	if err := c.rb.UnmarshalBinary(b); err != nil {
+		return 0, 0, fmt.Errorf("section %s: %w", secReplay, err)
+	}
+	for _, a := range c.actors {
+		if err := s.Get(fmt.Sprintf("%s%d", secSampler, a.id), a.stream); err != nil {
+			return 0, 0, err
+		}
+	}
+	return step, versions, nil
+}

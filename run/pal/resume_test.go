@@ -1,0 +1,170 @@
+package pal
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"herd/algo"
+	"herd/algo/dqn"
+	"herd/algo/sac"
+	"herd/algo/td3"
+	"herd/metrics"
+)
+
+// TestResumeContinues: a PAL run (DQN on CartPole, TD3 and SAC on
+// Pendulum, two actors) stopped after its first periodic checkpoint and
+// resumed with `herd train --resume` (algo.TrainRun, DirResume) completes
+// its step
+// budget: metrics.csv's steps strictly increase with no row repeated or
+// missing across the cut, summary.json says where it resumed from, and
+// the learner's update count continues from the checkpoint's (the
+// schedule's total at the end, not that less the updates before the
+// cut). Resumed without the replay section, the run is refused naming
+// it, rather than continued from an empty replay.
+func TestResumeContinues(t *testing.T) {
+	for _, c := range []struct {
+		spec        algo.Spec
+		file        string
+		every, log  int64
+		wantUpdates uint64
+	}{
+		{dqn.Spec(), strings.Replace(dqnFile, "actors: 2}", "actors: 2, max_lag: 8}", 1), 600, 50, 150},
+		{td3.Spec(), "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 600\nruntime: {executor: pal, actors: 2, max_lag: 8}\ntd3: {num_envs: 2, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 300, 20, 400},
+		{sac.Spec(), "algo: sac\nenv: Pendulum-v1\nseed: 1\nsteps: 600\nruntime: {executor: pal, actors: 2, max_lag: 8}\nsac: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 300, 20, 400},
+	} {
+		t.Run(c.spec.Name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "run")
+			res := resolve(t, c.spec, c.file)
+			res.Header.Out, res.Header.CheckpointEvery, res.Header.LogEvery = out, c.every, c.log
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			exs := []algo.Executor{Executor()}
+			_, err := algo.TrainRun(ctx, res, algo.RunOptions{Executors: exs, Checkpointed: func(ci algo.CheckpointInfo) {
+				if ci.Step >= c.every {
+					cancel()
+				}
+			}})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("cut run: %v, want an interruption", err)
+			}
+			key, err := algo.ResumeConfig(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := res.Header
+			st, _, _, err := algo.LoadCheckpoint(filepath.Join(out, algo.CheckpointDir), h.Algo, h.Env, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cut := st.Header.Step
+			if cut < c.every || cut >= h.Steps {
+				t.Fatalf("the cut run's newest checkpoint is at step %d", cut)
+			}
+
+			// The learner's update count continues from the checkpoint.
+			var stats Stats
+			ck := algo.NewCheckpoints(algo.CheckpointOptions{Dir: t.TempDir(), Every: c.every, Algo: h.Algo, Env: h.Env, Config: key})
+			ck.Resume(st)
+			if _, err := Train(context.Background(), &algo.Runtime{Header: h, Log: algo.Discard(), Checkpoints: ck}, res.Spec, res.Config,
+				Options{Actors: 2, MaxLag: 8, Stats: &stats}); err != nil {
+				t.Fatal(err)
+			}
+			if stats.Updates != c.wantUpdates || stats.EnvSteps != h.Steps {
+				t.Errorf("resumed from step %d: %d updates, %d env steps; want %d, %d", cut, stats.Updates, stats.EnvSteps, c.wantUpdates, h.Steps)
+			}
+
+			// Without its replay, the checkpoint is refused by name.
+			delete(st.Sections, secReplay)
+			ck = algo.NewCheckpoints(algo.CheckpointOptions{Dir: t.TempDir(), Algo: h.Algo, Env: h.Env, Config: key})
+			ck.Resume(st)
+			if m, err := Train(context.Background(), &algo.Runtime{Header: h, Log: algo.Discard(), Checkpoints: ck}, res.Spec, res.Config,
+				Options{Actors: 2, MaxLag: 8}); m != nil || err == nil || !strings.Contains(err.Error(), secReplay) {
+				t.Errorf("without section %s: model %v, error %v; want a refusal naming it", secReplay, m != nil, err)
+			}
+
+			var from int64 = -1
+			sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: exs, Dir: algo.DirResume,
+				Resumed: func(step int64, _ string, _ []string) { from = step }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if from != cut || sum.Steps != h.Steps || sum.ResumedFromStep == nil || *sum.ResumedFromStep != cut {
+				t.Fatalf("resumed from %d (checkpoint %d), %d steps of %d, resumed_from_step %v", from, cut, sum.Steps, h.Steps, sum.ResumedFromStep)
+			}
+			disk, err := metrics.ReadSummary(filepath.Join(out, algo.SummaryFile))
+			if err != nil || disk.ResumedFromStep == nil || *disk.ResumedFromStep != cut || !strings.HasPrefix(disk.Checkpoints, "on: the actors' envs") {
+				t.Fatalf("summary.json: %v, resumed_from_step %v, checkpoints %q", err, disk.ResumedFromStep, disk.Checkpoints)
+			}
+			steps := metricSteps(t, filepath.Join(out, algo.MetricsFile))
+			if len(steps) == 0 || steps[len(steps)-1] != h.Steps {
+				t.Fatalf("metrics.csv steps %v end short of %d", steps, h.Steps)
+			}
+			for i := 1; i < len(steps); i++ {
+				if steps[i] <= steps[i-1] {
+					t.Fatalf("metrics.csv steps %d then %d (around the cut at %d)", steps[i-1], steps[i], cut)
+				}
+			}
+			// max_lag 8 keeps the learner's steps closer together than
+			// log_every, so each log_every interval from the first holds exactly one row.
+			for i, s := range steps {
+				if s/h.LogEvery != int64(i)+1 {
+					t.Fatalf("metrics.csv row %d is at step %d (log_every %d, cut at %d): a row missing or repeated; steps %v", i, s, h.LogEvery, cut, steps)
+				}
+			}
+		})
+	}
+}
+
+// metricSteps returns the step column of a metrics.csv.
+func metricSteps(t *testing.T, path string) []int64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) < 1 {
+		t.Fatalf("%s: %v", path, err)
+	}
+	col := -1
+	for i, name := range rows[0] {
+		if name == "step" {
+			col = i
+		}
+	}
+	if col < 0 {
+		t.Fatalf("%s has no step column: %v", path, rows[0])
+	}
+	var steps []int64
+	for _, r := range rows[1:] {
+		s, err := strconv.ParseInt(r[col], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, s)
+	}
+	return steps
+}
+
+// TestResumeRefusesLearners: a run with several learners writes no
+// checkpoints and refuses --resume, saying why.
+func TestResumeRefusesLearners(t *testing.T) {
+	res := resolve(t, dqn.Spec(), strings.Replace(dqnFile, "actors: 2}", "actors: 2, learners: 2}", 1))
+	res.Header.Out = filepath.Join(t.TempDir(), "run")
+	exs := []algo.Executor{Executor()}
+	sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: exs})
+	if err != nil || !strings.Contains(sum.Checkpoints, "off: ") || !strings.Contains(sum.Checkpoints, "several learners") {
+		t.Fatalf("learners 2: %v, checkpoints %q", err, sum.Checkpoints)
+	}
+	if _, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: exs, Dir: algo.DirResume}); !errors.Is(err, algo.ErrCannotResume) ||
+		!strings.Contains(err.Error(), "several learners") {
+		t.Fatalf("--resume with learners 2: %v", err)
+	}
+}
