@@ -155,13 +155,10 @@ func (lc *Local) snapshotable() error {
 // save returns the loop's state as checkpoint sections.
 func (lc *Local) save() (map[string][]byte, error) {
 	out := map[string][]byte{}
+	if err := (learnerReplay{lc.Learner.(StateLearner), lc.Replay}).SaveLearner(out); err != nil {
+		return nil, err
+	}
 	var err error
-	if out[secLearner], err = MarshalLearner(lc.Learner.(StateLearner).LearnerState()); err != nil {
-		return nil, err
-	}
-	if out[secReplay], err = lc.Replay.MarshalBinary(); err != nil {
-		return nil, err
-	}
 	if out[secExplore], err = lc.Explore.MarshalBinary(); err != nil {
 		return nil, err
 	}
@@ -189,6 +186,52 @@ func (lc *Local) save() (map[string][]byte, error) {
 	return out, nil
 }
 
+// learnerReplay is the checkpoint of a learner and its replay: the
+// sections secLearner and secReplay, the same in the local loop's
+// checkpoint and the dist learner's (algo.OffPolicy.Checkpoint).
+type learnerReplay struct {
+	l  StateLearner
+	rb *Replay
+}
+
+// Checkpoint is algo.OffPolicy.Checkpoint for learners and replays built
+// by this package.
+func Checkpoint(l algo.TransitionLearner, rb algo.Replay) (algo.LearnerCheckpoint, error) {
+	sl, ok := l.(StateLearner)
+	if !ok {
+		return nil, fmt.Errorf("learner %T cannot save its state", l)
+	}
+	r, ok := rb.(*Replay)
+	if !ok {
+		return nil, fmt.Errorf("replay %T cannot save its state", rb)
+	}
+	if _, err := MarshalLearner(sl.LearnerState()); err != nil {
+		return nil, err
+	}
+	return learnerReplay{sl, r}, nil
+}
+
+func (c learnerReplay) SaveLearner(out map[string][]byte) error {
+	var err error
+	if out[secLearner], err = MarshalLearner(c.l.LearnerState()); err != nil {
+		return err
+	}
+	out[secReplay], err = c.rb.MarshalBinary()
+	return err
+}
+
+func (c learnerReplay) RestoreLearner(s *trainstate.State) error {
+	for _, name := range []string{secLearner, secReplay} {
+		if _, ok := s.Sections[name]; !ok {
+			return fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, name)
+		}
+	}
+	if err := UnmarshalLearner(c.l.LearnerState(), s.Sections[secLearner]); err != nil {
+		return err
+	}
+	return c.rb.UnmarshalBinary(s.Sections[secReplay])
+}
+
 // restore loads a checkpoint's state into the freshly built loop.
 func (lc *Local) restore(s *trainstate.State) error {
 	get := func(name string) ([]byte, error) {
@@ -198,17 +241,7 @@ func (lc *Local) restore(s *trainstate.State) error {
 		}
 		return b, nil
 	}
-	b, err := get(secLearner)
-	if err != nil {
-		return err
-	}
-	if err := UnmarshalLearner(lc.Learner.(StateLearner).LearnerState(), b); err != nil {
-		return err
-	}
-	if b, err = get(secReplay); err != nil {
-		return err
-	}
-	if err := lc.Replay.UnmarshalBinary(b); err != nil {
+	if err := (learnerReplay{lc.Learner.(StateLearner), lc.Replay}).RestoreLearner(s); err != nil {
 		return err
 	}
 	if err := s.Get(secExplore, lc.Explore); err != nil {
@@ -222,7 +255,8 @@ func (lc *Local) restore(s *trainstate.State) error {
 	if err := s.Get(secAssembler, lc.Assembler); err != nil {
 		return err
 	}
-	if b, err = get(secLoop); err != nil {
+	b, err := get(secLoop)
+	if err != nil {
 		return err
 	}
 	r := stateBuf{b: b}
