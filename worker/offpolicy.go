@@ -11,7 +11,6 @@ import (
 	"herd/rollout"
 	"herd/sample"
 	"herd/transport"
-	"herd/weights"
 )
 
 // The off-policy topology (Ape-X, Horgan et al. 2018): env workers act
@@ -240,17 +239,7 @@ func RunOffLearner(ctx context.Context, cfg OffLearnerConfig, pieces *algo.Piece
 			return l, err
 		}
 	}
-	// Versions are the learner's update count, raised by base when the
-	// readers hold higher numbers (an earlier learner of the run).
-	var base uint64
-	if n := l.Weights().N; cfg.MinVersion > n {
-		base = cfg.MinVersion - n
-	}
-	weightsOf := func() *weights.Version {
-		v := l.Weights()
-		v.N += base
-		return v
-	}
+	weightsOf := versionsFrom(l.Weights, cfg.MinVersion)
 	v := weightsOf()
 	if err := params.Publish(ctx, v); err != nil {
 		return l, err
