@@ -120,12 +120,14 @@ func TestLaunchResumesKilledLearner(t *testing.T) {
 // checkpoint.
 func TestLaunchResumesKilledApeXLearner(t *testing.T) {
 	// configs/dqn-cartpole-dist.yaml's settings, shorter: one 50-step
-	// chunk per sample (distexec.ChunkEnvSteps), learning from step 1000.
-	const steps, chunk = 60000, 50
+	// chunk per sample (distexec.ChunkEnvSteps), learning from step 1000,
+	// with updates every 2 steps so that the run outlasts the env
+	// workers' progress records (saved every second) that time the kill.
+	const steps, chunk = 150000, 50
 	p := filepath.Join(t.TempDir(), "dqn-dist.yaml")
-	cfg := fmt.Sprintf("algo: dqn\nenv: CartPole-v1\nsteps: %d\ncheckpoint_every: 10000\nlog_every: %d\n"+
+	cfg := fmt.Sprintf("algo: dqn\nenv: CartPole-v1\nsteps: %d\ncheckpoint_every: 30000\nlog_every: %d\n"+
 		"runtime: {executor: dist, env_workers: 2, refresh_every: 1, publish_every: 40}\n"+
-		"dqn: {num_envs: 1, buffer_size: 10000, learning_starts: 1000, train_frequency: 10, target_network_frequency: 500, batch_size: 64, net_arch: [64, 64]}\n", steps, chunk)
+		"dqn: {num_envs: 1, buffer_size: 10000, learning_starts: 1000, train_frequency: 2, target_network_frequency: 500, batch_size: 64, net_arch: [64, 64]}\n", steps, chunk)
 	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
