@@ -42,10 +42,12 @@ type OffPolicy struct {
 	// Prioritizer per env worker, which sets the priorities of the
 	// transitions it assembled before they go to the replay.
 	NewPrioritizer func() (Prioritizer, error)
-	// LearnerCheckpoint, when not nil, returns what saves and restores the
-	// whole state of a learner NewTransitionLearner built (the one encoding
-	// the local executor's checkpoints use), or why it cannot.
-	LearnerCheckpoint func(TransitionLearner) (LearnerCheckpoint, error)
+	// Checkpoint, when set, returns the checkpoint of a learner and the
+	// replay it learns from (both built by these pieces): the learner's
+	// whole state and the replay's transitions, priorities and position,
+	// the sections the local executor's resume saves for them. nil: the
+	// pair cannot be saved.
+	Checkpoint func(l TransitionLearner, rb Replay) (LearnerCheckpoint, error)
 }
 
 // Prioritizer computes Ape-X initial priorities on an env worker (Horgan

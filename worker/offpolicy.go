@@ -194,6 +194,11 @@ type OffLearnerConfig struct {
 	// others) and calls OnSample, with every learner's episodes, and
 	// Counters is, on learner 0, the sum over the learners.
 	Group *LearnerGroup
+	// Start and MinVersion work as LearnerConfig's: Start restores a
+	// resumed run's learner and replay before the first publish and
+	// returns the global env step already learned.
+	Start      func(l algo.TransitionLearner, rb algo.Replay) (step int64, err error)
+	MinVersion uint64
 }
 
 // RunOffLearner runs the off-policy learner: it publishes the initial
@@ -228,12 +233,18 @@ func RunOffLearner(ctx context.Context, cfg OffLearnerConfig, pieces *algo.Piece
 	if cfg.Group != nil {
 		return l, runOffGroup(ctx, cfg, cfg.Group, l, rb, samples, params, cnt)
 	}
-	v := l.Weights()
+	var step int64
+	if cfg.Start != nil {
+		if step, err = cfg.Start(l, rb); err != nil {
+			return l, err
+		}
+	}
+	weightsOf := versionsFrom(l.Weights, cfg.MinVersion)
+	v := weightsOf()
 	if err := params.Publish(ctx, v); err != nil {
 		return l, err
 	}
 	published := v.N
-	var step int64
 	for step < cfg.Steps {
 		b, err := pull(ctx, samples, cfg.Stall, cfg.Alive)
 		if err != nil {
@@ -259,7 +270,7 @@ func RunOffLearner(ctx context.Context, cfg OffLearnerConfig, pieces *algo.Piece
 			return l, err
 		}
 		if len(stats) > 0 { // updates were made (Weights copies: not per sample)
-			if v := l.Weights(); v.N >= published+uint64(cfg.PublishEvery) {
+			if v := weightsOf(); v.N >= published+uint64(cfg.PublishEvery) {
 				if err := params.Publish(ctx, v); err != nil {
 					return l, err
 				}

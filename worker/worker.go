@@ -573,21 +573,7 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 			return l, err
 		}
 	}
-	// Versions are the learner's update count, raised by base when the
-	// readers hold higher numbers (an earlier learner of the run).
-	var base uint64
-	if n := l.Weights().N; cfg.MinVersion > n {
-		base = cfg.MinVersion - n
-	}
-	weightsOf := func() *weights.Version {
-		v := l.Weights()
-		if base > 0 {
-			w := *v
-			w.N += base
-			return &w
-		}
-		return v
-	}
+	weightsOf := versionsFrom(l.Weights, cfg.MinVersion)
 	v := weightsOf()
 	if lead {
 		if err := params.Publish(ctx, v); err != nil {
@@ -665,4 +651,23 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 		it++
 	}
 	return l, nil
+}
+
+// versionsFrom returns current with its versions numbered from min on:
+// a learner's versions are its update count, raised when the readers
+// hold higher numbers (an earlier learner of the run).
+func versionsFrom(current func() *weights.Version, min uint64) func() *weights.Version {
+	var base uint64
+	if n := current().N; min > n {
+		base = min - n
+	}
+	return func() *weights.Version {
+		v := current()
+		if base > 0 {
+			w := *v
+			w.N += base
+			return &w
+		}
+		return v
+	}
 }

@@ -57,13 +57,18 @@ func awaitCheckpoint(t *testing.T, ctx context.Context, out string) {
 // (dist/duplicates 0), and metrics.csv has each step once, in order. It
 // returns summary.json.
 func checkResumed(t *testing.T, out string, iters int) map[string]any {
+	return checkResumedSteps(t, out, int64(iters*resumeSegment))
+}
+
+// checkResumedSteps is checkResumed for a run of `steps` env steps.
+func checkResumedSteps(t *testing.T, out string, steps int64) map[string]any {
 	t.Helper()
 	s := readSummary(t, out)
-	if s["status"] != "completed" || s["steps"].(float64) != float64(iters*resumeSegment) {
-		t.Errorf("summary status %v, steps %v; want completed, %d", s["status"], s["steps"], iters*resumeSegment)
+	if s["status"] != "completed" || s["steps"].(float64) != float64(steps) {
+		t.Errorf("summary status %v, steps %v; want completed, %d", s["status"], s["steps"], steps)
 	}
 	from, ok := s["resumed_from_step"].(float64)
-	if !ok || from <= 0 || from >= float64(iters*resumeSegment) {
+	if !ok || from <= 0 || from >= float64(steps) {
 		t.Errorf("summary resumed_from_step %v, want a step inside the run", s["resumed_from_step"])
 	}
 	d, _ := s["dist"].(map[string]any)
@@ -93,8 +98,8 @@ func checkResumed(t *testing.T, out string, iters int) map[string]any {
 		}
 		last = step
 	}
-	if last != int64(iters*resumeSegment) {
-		t.Errorf("metrics.csv ends at step %d, want %d", last, iters*resumeSegment)
+	if last != steps {
+		t.Errorf("metrics.csv ends at step %d, want %d", last, steps)
 	}
 	return s
 }
@@ -104,16 +109,49 @@ func checkResumed(t *testing.T, out string, iters int) map[string]any {
 // directory's newest checkpoint, publishes versions above the killed
 // learner's, and the run completes with exit 0 (issues #39, #41).
 func TestLaunchResumesKilledLearner(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("kills a process")
-	}
 	// Checkpoints far enough apart for the env workers' progress records
 	// (saved every second) to show acks past one before the next.
 	const iters, every = 1200, 200
+	killLearnerAndResume(t, writeResumeConfig(t, iters, every), iters*resumeSegment, resumeSegment)
+}
+
+// The same for the Ape-X topology (DQN): the resumed learner continues
+// with the killed one's replay, networks and optimizer from its newest
+// checkpoint.
+func TestLaunchResumesKilledApeXLearner(t *testing.T) {
+	// configs/dqn-cartpole-dist.yaml's settings, shorter: one 50-step
+	// chunk per sample (distexec.ChunkEnvSteps), learning from step 1000,
+	// with updates every 2 steps so that the run outlasts the env
+	// workers' progress records (saved every second) that time the kill.
+	const steps, chunk = 150000, 50
+	p := filepath.Join(t.TempDir(), "dqn-dist.yaml")
+	cfg := fmt.Sprintf("algo: dqn\nenv: CartPole-v1\nsteps: %d\ncheckpoint_every: 30000\nlog_every: %d\n"+
+		"runtime: {executor: dist, env_workers: 2, refresh_every: 1, publish_every: 40}\n"+
+		"dqn: {num_envs: 1, buffer_size: 10000, learning_starts: 1000, train_frequency: 2, target_network_frequency: 500, batch_size: 64, net_arch: [64, 64]}\n", steps, chunk)
+	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := killLearnerAndResume(t, p, steps, chunk)
+	if from := s["resumed_from_step"].(float64); from < 1000 {
+		t.Errorf("resumed from step %v, before learning started: the replay and networks were not exercised", from)
+	}
+}
+
+// killLearnerAndResume launches the dist run of config (steps env steps,
+// sample env steps per pushed sample), kills its learner with SIGKILL
+// after its first periodic checkpoint, and checks that launch restarted
+// it, that it resumed and completed the run (checkResumedSteps), and that
+// the samples acknowledged after the checkpoint it resumed from are
+// counted in dist/discarded. It returns summary.json.
+func killLearnerAndResume(t *testing.T, config string, steps, sample int64) map[string]any {
+	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("kills a process")
+	}
 	srv, ctx := natsRun(t, 240*time.Second)
 	out := filepath.Join(t.TempDir(), "run")
 	const run = "resume-kill"
-	done := launchAsync(t, ctx, "--config", writeResumeConfig(t, iters, every), "--out", out, "--quiet", "--nats", srv.URL(), "--run", run, "--ttl", "1s")
+	done := launchAsync(t, ctx, "--config", config, "--out", out, "--quiet", "--nats", srv.URL(), "--run", run, "--ttl", "1s")
 	mem := watchRun(t, ctx, srv.URL(), run)
 	pid := awaitPIDs(t, ctx, mem, done, "learner-0", "env-0", "env-1")["learner-0"]
 	awaitCheckpoint(t, ctx, out)
@@ -126,7 +164,7 @@ func TestLaunchResumesKilledLearner(t *testing.T) {
 		}
 		return int64(ps["env-0"].Seq + ps["env-1"].Seq)
 	}
-	for acked() < newestCheckpoint(t, out)/resumeSegment+2 {
+	for acked() < newestCheckpoint(t, out)/sample+2 {
 		select {
 		case r := <-done:
 			t.Fatalf("the run ended before the kill: %v\n%s", r.err, r.stderr)
@@ -145,14 +183,15 @@ func TestLaunchResumesKilledLearner(t *testing.T) {
 	if !strings.Contains(r.stderr, "learner was killed") || !strings.Contains(r.stdout, "resuming from step") {
 		t.Errorf("no restart of the killed learner, or no resume, reported\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
-	s := checkResumed(t, out, iters)
+	s := checkResumedSteps(t, out, steps)
 	// The samples acknowledged after the checkpoint resumed from were
 	// learned by the killed learner only: lost, and counted.
 	from := int64(s["resumed_from_step"].(float64))
 	d := s["dist"].(map[string]any)
-	if lost := atKill - from/resumeSegment; d["dist/discarded"].(float64) < float64(lost) {
+	if lost := atKill - from/sample; d["dist/discarded"].(float64) < float64(lost) {
 		t.Errorf("dist/discarded %v, want at least the %d samples acknowledged after step %d", d["dist/discarded"], lost, from)
 	}
+	return s
 }
 
 // newestCheckpoint returns the step of out's newest checkpoint.

@@ -781,19 +781,19 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			})
 		}
 	}
-	if st.Off != nil {
-		return st.trainOff(ctx, wctx, rt, smp, par, mon, stall, group, ws.wait)
-	}
-	// cp is nil without checkpoints: its learner stays nil and save does
-	// nothing.
+	// cp's learner stays nil without checkpoints: save does nothing.
 	cp := &checkpointer{ck: rt.Checkpoints, smp: smp, mon: mon, dedup: opt.LearnerOnly}
-	var resume func(algo.SegmentLearner) (int, error)
-	if rt.Checkpoints != nil && rt.Checkpoints.Disabled() == "" {
-		resume = cp.start
-	}
+	saving := rt.Checkpoints != nil && rt.Checkpoints.Disabled() == ""
 	minV, err := minVersion(ctx, par)
 	if err != nil {
 		return nil, err
+	}
+	if st.Off != nil {
+		return st.trainOff(ctx, wctx, rt, smp, par, mon, stall, group, ws, cp, saving, minV)
+	}
+	var resume func(algo.SegmentLearner) (int, error)
+	if saving {
+		resume = cp.start
 	}
 	l, err := worker.RunLearner(wctx, worker.LearnerConfig{Iterations: iters, MaxLag: mon.maxLag, Stall: stall, Alive: mon.alive,
 		Counters: &mon.cnt, Group: group, Start: resume, MinVersion: minV,
@@ -1207,12 +1207,21 @@ func list(s []string) string {
 	return strings.Join(s, ", ")
 }
 
-// trainOff runs the off-policy learner here; finish stops the other roles
-// and returns their first error.
+// trainOff runs the off-policy learner here, checkpointed by cp when
+// saving, with its versions from minV; ws are the other roles, stopped at
+// the end. A checkpoint is taken after a sample is learned (and the
+// version due published) and before the next pull, as on-policy; a sample
+// the stream queued (OffCapacity) is acknowledged and not yet pulled, so
+// a crash loses it and the restarted learner counts it in dist/discarded.
 func (s *Setup) trainOff(ctx, wctx context.Context, rt *algo.Runtime, smp transport.SampleStream, par transport.ParamService, mon *monitor, stall time.Duration,
-	group *worker.LearnerGroup, finish func() error) (algo.Model, error) {
+	group *worker.LearnerGroup, ws *workers, cp *checkpointer, saving bool, minV uint64) (algo.Model, error) {
+	var resume func(algo.TransitionLearner, algo.Replay) (int64, error)
+	if saving {
+		resume = cp.startOff(s.Pieces)
+	}
 	l, err := worker.RunOffLearner(wctx, worker.OffLearnerConfig{Steps: rt.Header.Steps, StepsPerSample: s.Off.ChunkSteps,
 		PublishEvery: s.Off.PublishEvery, Stall: stall, Alive: mon.alive, Counters: &mon.cnt, Group: group,
+		Start: resume, MinVersion: minV,
 		OnSample: func(step int64, tr *sample.Transitions, stats []algo.Stat) {
 			// Episodes are logged at the end of the sample they ended in.
 			for _, e := range tr.Episodes {
@@ -1224,9 +1233,18 @@ func (s *Setup) trainOff(ctx, wctx context.Context, rt *algo.Runtime, smp transp
 			mon.step = step
 			mon.scalars(wctx, false)
 			rt.Log.Step(step)
+			cp.step, cp.it = step, cp.it+1
+			if ck := rt.Checkpoints; ck != nil && ck.Due(step) && step < rt.Header.Steps {
+				if serr := cp.save(); serr != nil {
+					ws.fail(serr)
+				}
+			}
 		}}, s.Pieces, smp, par)
-	werr := finish()
+	werr := ws.wait()
 	mon.scalars(ctx, true)
+	if err == nil && werr == nil {
+		err = cp.save()
+	}
 	var model algo.Model
 	if m, ok := l.(algo.Modeler); ok {
 		model = m.Model()

@@ -91,12 +91,12 @@
 // than 5% of its segments for their lag says so once on standard error.
 //
 // Checkpoints (algo.Runtime.Checkpoints, `herd train --resume`, and a
-// learner restarted under herd launch): the on-policy topology with one
-// learner saves its learner between two updates with the run's dist/…
-// counts and the sample stream's dedup window (checkpointer), and numbers
-// the versions of a resumed learner above every version a worker may hold
-// (transport.HeldBound). The Ape-X topology, several learners and several
-// policies write none (notResumable). docs/guide/resume.md says what a
+// learner restarted under herd launch): a run with one learner saves its
+// learner (Ape-X: with its replay, algo.OffPolicy.Checkpoint) between two
+// updates with the run's dist/… counts and the sample stream's dedup
+// window (checkpointer), and numbers the versions of a resumed learner
+// above every version a worker may hold (transport.HeldBound). Several
+// learners and several policies write none (notResumable). docs/guide/resume.md says what a
 // crash loses.
 //
 // The learner ends the run with an error when no sample comes for 60 s

@@ -31,7 +31,7 @@ func Executor() algo.Executor {
 			return append(needs, algo.Need{Topology: "Ape-X topology", Caps: off | algo.CanStatelessPolicy})
 		},
 		Policies: true,
-		// The on-policy topology with one learner: see checkpointer.
+		// Either topology with one learner: see checkpointer.
 		Resumable:    true,
 		NotResumable: notResumable,
 		Scalars:      func(algo.Header) []string { return algo.DistScalars },

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"herd/algo"
@@ -38,8 +37,6 @@ type distTotals struct {
 // checkpointed, "" when it can (algo.Executor.NotResumable).
 func notResumable(h algo.Header, spec algo.Spec) string {
 	switch {
-	case !spec.Can.Has(algo.CanSegmentLearner):
-		return "the Ape-X topology's learner (its replay) saves no training state yet"
 	case h.Runtime.Learners > 1:
 		return "several data-parallel learners save no training state yet"
 	case h.MultiAgent.Enabled():
@@ -48,8 +45,7 @@ func notResumable(h algo.Header, spec algo.Spec) string {
 	return ""
 }
 
-// checkpointer saves and restores the on-policy learner's side of a dist
-// run. A checkpoint is taken between two updates: after the learner has
+// checkpointer saves and restores the learner's side of a dist run. A checkpoint is taken between two updates: after the learner has
 // learned a segment and published the version made from it, and before it
 // pulls the next. There the learner holds no sample it has taken and not
 // learned (the on-policy queue holds none, OnCapacity), so the ids its
@@ -79,23 +75,49 @@ type checkpointer struct {
 // iterations already done.
 func (c *checkpointer) start(l algo.SegmentLearner) (int, error) {
 	lc, ok := l.(algo.LearnerCheckpoint)
+	var err error
 	if !ok {
-		why := fmt.Sprintf("dist: learner %T cannot save its state", l)
-		if c.ck.Restored() != nil {
-			return 0, errors.New(why)
+		err = fmt.Errorf("dist: learner %T cannot save its state", l)
+	}
+	return c.it, c.begin(lc, err)
+}
+
+// startOff is start for the Ape-X topology's learner and its replay,
+// saved together (algo.OffPolicy.Checkpoint); it returns the global env
+// step already learned.
+func (c *checkpointer) startOff(pieces *algo.Pieces) func(algo.TransitionLearner, algo.Replay) (int64, error) {
+	return func(l algo.TransitionLearner, rb algo.Replay) (int64, error) {
+		if pieces.Checkpoint == nil {
+			return 0, c.begin(nil, fmt.Errorf("dist: learner %T cannot save its state", l))
 		}
-		c.ck.Disable(why)
-		return 0, nil
+		lc, err := pieces.Checkpoint(l, rb)
+		if err != nil {
+			err = fmt.Errorf("dist: %w", err)
+		}
+		return c.step, c.begin(lc, err)
+	}
+}
+
+// begin restores the checkpoint into lc or saves the first one; cannot,
+// when set, says why lc cannot be saved: an error for a resumed run, else
+// the run's checkpoints are disabled.
+func (c *checkpointer) begin(lc algo.LearnerCheckpoint, cannot error) error {
+	if cannot != nil {
+		if c.ck.Restored() != nil {
+			return cannot
+		}
+		c.ck.Disable(cannot.Error())
+		return nil
 	}
 	c.learner = lc
 	s := c.ck.Restored()
 	if s == nil {
-		return 0, c.save()
+		return c.save()
 	}
 	if err := c.restore(s); err != nil {
-		return 0, fmt.Errorf("dist: resume from step %d: %w", s.Header.Step, err)
+		return fmt.Errorf("dist: resume from step %d: %w", s.Header.Step, err)
 	}
-	return c.it, nil
+	return nil
 }
 
 func (c *checkpointer) restore(s *trainstate.State) error {

@@ -1,7 +1,6 @@
 package pal
 
 import (
-	"encoding"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,11 +9,12 @@ import (
 	"herd/internal/trainstate"
 )
 
-// Sections of a PAL checkpoint, beside the learner's
-// (algo.LearnerCheckpoint) and TrainRun's own.
+// Sections of a PAL checkpoint, beside the learner's and the replay's
+// (algo.OffPolicy.Checkpoint: "learner" and secReplay, as the local
+// loop's) and TrainRun's own.
 const (
 	secLoop    = "pal/loop"        // the global env step, the versions published, the actors
-	secReplay  = "replay"          // the replay's MarshalBinary: transitions, priorities, sum tree, FIFO position
+	secReplay  = "replay"          // the replay's transitions, priorities, sum tree, FIFO position
 	secSampler = "rng/env-worker/" // + actor index: the actor's sampler stream (PCG)
 )
 
@@ -30,12 +30,6 @@ func notResumable(h algo.Header, _ algo.Spec) string {
 	return ""
 }
 
-// replayState is a replay whose whole contents a checkpoint can hold.
-type replayState interface {
-	encoding.BinaryMarshaler
-	encoding.BinaryUnmarshaler
-}
-
 // checkpointer saves and restores a PAL run (one learner) at a quiescent
 // point: every step reserved is committed (its transitions are in the
 // replay), the learner has run every update due up to it, and no actor
@@ -44,8 +38,7 @@ type replayState interface {
 // nor logged), with reset seeds of the resumed step.
 type checkpointer struct {
 	ck      *algo.Checkpoints
-	learner algo.LearnerCheckpoint
-	rb      replayState
+	learner algo.LearnerCheckpoint // the learner and its replay
 	actors  []*actor
 }
 
@@ -57,14 +50,8 @@ func newCheckpointer(ck *algo.Checkpoints, p *algo.Pieces, l algo.TransitionLear
 	}
 	c := &checkpointer{ck: ck, actors: actors}
 	err := errors.New("pal: the algorithm's learner cannot save its state")
-	if p.LearnerCheckpoint != nil {
-		c.learner, err = p.LearnerCheckpoint(l)
-	}
-	if err == nil {
-		var ok bool
-		if c.rb, ok = rb.(replayState); !ok {
-			err = fmt.Errorf("pal: replay %T cannot save its contents", rb)
-		}
+	if p.Checkpoint != nil {
+		c.learner, err = p.Checkpoint(l, rb)
 	}
 	if err != nil {
 		if ck.Restored() != nil {
@@ -84,9 +71,6 @@ func (c *checkpointer) save(step int64, versions int) error {
 		return err
 	}
 	var err error
-	if out[secReplay], err = c.rb.MarshalBinary(); err != nil {
-		return err
-	}
 	loop := binary.LittleEndian.AppendUint64(nil, uint64(step))
 	loop = binary.LittleEndian.AppendUint64(loop, uint64(versions))
 	loop = binary.LittleEndian.AppendUint64(loop, uint64(len(c.actors)))
@@ -118,12 +102,6 @@ func (c *checkpointer) restore(s *trainstate.State) (step int64, versions int, e
 	}
 	if err := c.learner.RestoreLearner(s); err != nil {
 		return 0, 0, err
-	}
-	if b, ok = s.Sections[secReplay]; !ok {
-		return 0, 0, fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, secReplay)
-	}
-	if err := c.rb.UnmarshalBinary(b); err != nil {
-		return 0, 0, fmt.Errorf("section %s: %w", secReplay, err)
 	}
 	for _, a := range c.actors {
 		if err := s.Get(fmt.Sprintf("%s%d", secSampler, a.id), a.stream); err != nil {

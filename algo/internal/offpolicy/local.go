@@ -128,40 +128,13 @@ func (lc *Local) Run(ctx context.Context, rt *algo.Runtime, steps int64) error {
 	return save()
 }
 
-// learnerCheckpoint saves a StateLearner's state as the section
-// secLearner (algo.LearnerCheckpoint).
-type learnerCheckpoint struct{ l StateLearner }
-
-// LearnerCheckpointOf returns the algo.LearnerCheckpoint of l, a learner
-// of NewPieces (algo.OffPolicy.LearnerCheckpoint), or why it has none.
-func LearnerCheckpointOf(l algo.TransitionLearner) (algo.LearnerCheckpoint, error) {
-	sl, ok := l.(StateLearner)
-	if !ok {
-		return nil, fmt.Errorf("learner %T cannot save its state", l)
-	}
-	if _, err := MarshalLearner(sl.LearnerState()); err != nil {
-		return nil, err
-	}
-	return learnerCheckpoint{sl}, nil
-}
-
-func (c learnerCheckpoint) SaveLearner(sections map[string][]byte) error {
-	b, err := MarshalLearner(c.l.LearnerState())
-	sections[secLearner] = b
-	return err
-}
-
-func (c learnerCheckpoint) RestoreLearner(s *trainstate.State) error {
-	b, ok := s.Sections[secLearner]
-	if !ok {
-		return fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, secLearner)
-	}
-	return UnmarshalLearner(c.l.LearnerState(), b)
-}
-
 // snapshotable reports why the loop's state cannot be saved, or nil.
 func (lc *Local) snapshotable() error {
-	if _, err := LearnerCheckpointOf(lc.Learner); err != nil {
+	sl, ok := lc.Learner.(StateLearner)
+	if !ok {
+		return fmt.Errorf("learner %T cannot save its state", lc.Learner)
+	}
+	if _, err := MarshalLearner(sl.LearnerState()); err != nil {
 		return err
 	}
 	if lc.Explore == nil {
@@ -182,16 +155,10 @@ func (lc *Local) snapshotable() error {
 // save returns the loop's state as checkpoint sections.
 func (lc *Local) save() (map[string][]byte, error) {
 	out := map[string][]byte{}
-	lcp, err := LearnerCheckpointOf(lc.Learner)
-	if err != nil {
+	if err := (learnerReplay{lc.Learner.(StateLearner), lc.Replay}).SaveLearner(out); err != nil {
 		return nil, err
 	}
-	if err := lcp.SaveLearner(out); err != nil {
-		return nil, err
-	}
-	if out[secReplay], err = lc.Replay.MarshalBinary(); err != nil {
-		return nil, err
-	}
+	var err error
 	if out[secExplore], err = lc.Explore.MarshalBinary(); err != nil {
 		return nil, err
 	}
@@ -219,6 +186,52 @@ func (lc *Local) save() (map[string][]byte, error) {
 	return out, nil
 }
 
+// learnerReplay is the checkpoint of a learner and its replay: the
+// sections secLearner and secReplay, the same in the local loop's
+// checkpoint and the dist learner's (algo.OffPolicy.Checkpoint).
+type learnerReplay struct {
+	l  StateLearner
+	rb *Replay
+}
+
+// Checkpoint is algo.OffPolicy.Checkpoint for learners and replays built
+// by this package.
+func Checkpoint(l algo.TransitionLearner, rb algo.Replay) (algo.LearnerCheckpoint, error) {
+	sl, ok := l.(StateLearner)
+	if !ok {
+		return nil, fmt.Errorf("learner %T cannot save its state", l)
+	}
+	r, ok := rb.(*Replay)
+	if !ok {
+		return nil, fmt.Errorf("replay %T cannot save its state", rb)
+	}
+	if _, err := MarshalLearner(sl.LearnerState()); err != nil {
+		return nil, err
+	}
+	return learnerReplay{sl, r}, nil
+}
+
+func (c learnerReplay) SaveLearner(out map[string][]byte) error {
+	var err error
+	if out[secLearner], err = MarshalLearner(c.l.LearnerState()); err != nil {
+		return err
+	}
+	out[secReplay], err = c.rb.MarshalBinary()
+	return err
+}
+
+func (c learnerReplay) RestoreLearner(s *trainstate.State) error {
+	for _, name := range []string{secLearner, secReplay} {
+		if _, ok := s.Sections[name]; !ok {
+			return fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, name)
+		}
+	}
+	if err := UnmarshalLearner(c.l.LearnerState(), s.Sections[secLearner]); err != nil {
+		return err
+	}
+	return c.rb.UnmarshalBinary(s.Sections[secReplay])
+}
+
 // restore loads a checkpoint's state into the freshly built loop.
 func (lc *Local) restore(s *trainstate.State) error {
 	get := func(name string) ([]byte, error) {
@@ -228,18 +241,7 @@ func (lc *Local) restore(s *trainstate.State) error {
 		}
 		return b, nil
 	}
-	lcp, err := LearnerCheckpointOf(lc.Learner)
-	if err != nil {
-		return err
-	}
-	if err := lcp.RestoreLearner(s); err != nil {
-		return err
-	}
-	b, err := get(secReplay)
-	if err != nil {
-		return err
-	}
-	if err := lc.Replay.UnmarshalBinary(b); err != nil {
+	if err := (learnerReplay{lc.Learner.(StateLearner), lc.Replay}).RestoreLearner(s); err != nil {
 		return err
 	}
 	if err := s.Get(secExplore, lc.Explore); err != nil {
@@ -253,7 +255,8 @@ func (lc *Local) restore(s *trainstate.State) error {
 	if err := s.Get(secAssembler, lc.Assembler); err != nil {
 		return err
 	}
-	if b, err = get(secLoop); err != nil {
+	b, err := get(secLoop)
+	if err != nil {
 		return err
 	}
 	r := stateBuf{b: b}

@@ -29,7 +29,7 @@ func NewPieces[S algo.Sampler, L algo.TransitionLearner](
 			NewAssembler:         func(n int) (algo.Assembler, error) { return nilOr[algo.Assembler](assembler(n)) },
 			NewReplay:            func() (algo.Replay, error) { return nilOr[algo.Replay](replay()) },
 			NewTransitionLearner: func() (algo.TransitionLearner, error) { return nilOr[algo.TransitionLearner](learner()) },
-			LearnerCheckpoint:    LearnerCheckpointOf,
+			Checkpoint:           Checkpoint,
 		},
 	}
 }
