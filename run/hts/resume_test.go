@@ -10,8 +10,8 @@ import (
 
 	"herd/algo"
 	"herd/algo/a2c"
+	"herd/algo/algotest"
 	"herd/algo/ppo"
-	"herd/internal/ckptbench"
 	"herd/internal/trainstate"
 )
 
@@ -201,5 +201,5 @@ func checkpointNames(t *testing.T, dir string) []string {
 // gathering the state (the learner's, the segment not yet learned, the
 // envs and their streams, the metrics recorder's) and writing it.
 func BenchmarkCheckpoint(b *testing.B) {
-	ckptbench.Run(b, ppo.Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 51200\nruntime: {executor: hts}\n", "512", Executor())
+	algotest.CheckpointBench(b, ppo.Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 51200\nruntime: {executor: hts}\n", "512", Executor())
 }

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"herd/algo/algotest"
 	"herd/algo/dqn"
-	"herd/internal/ckptbench"
 )
 
 // BenchmarkCheckpoint measures the checkpoints of
@@ -22,5 +22,5 @@ func BenchmarkCheckpoint(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ckptbench.Run(b, dqn.Spec(), strings.Replace(string(cfg), "steps: 500000", "steps: 50000", 1), "10000", Executor())
+	algotest.CheckpointBench(b, dqn.Spec(), strings.Replace(string(cfg), "steps: 500000", "steps: 50000", 1), "10000", Executor())
 }

@@ -4,13 +4,13 @@ import (
 	"testing"
 
 	"herd/algo"
-	"herd/internal/ckptbench"
+	"herd/algo/algotest"
 )
 
 // BenchCheckpoint measures the checkpoints of the run of cfg (a config
 // file without checkpoint_every) under the local executor, with a
 // checkpoint every `every` env steps and with the default interval
-// (ckptbench.Run).
+// (algotest.CheckpointBench).
 func BenchCheckpoint(b *testing.B, spec algo.Spec, cfg string, every string) {
-	ckptbench.Run(b, spec, cfg, every)
+	algotest.CheckpointBench(b, spec, cfg, every)
 }

@@ -1,7 +1,4 @@
-// Package ckptbench measures the checkpoints a run writes through
-// algo.TrainRun, for the BenchmarkCheckpoint of each algorithm and
-// executor.
-package ckptbench
+package algotest
 
 import (
 	"context"
@@ -12,12 +9,12 @@ import (
 	"herd/algo"
 )
 
-// Run measures the checkpoints of the run of cfg (a config file without
+// CheckpointBench measures the checkpoints of the run of cfg (a config file without
 // checkpoint_every) written through algo.TrainRun under exs (none: the
 // local executor), with a checkpoint every `every` env steps and with the
 // default interval (the final one only): the mean time of
 // algo.CheckpointInfo.Took (ckpt-ms) and the mean file size (ckpt-bytes).
-func Run(b *testing.B, spec algo.Spec, cfg string, every string, exs ...algo.Executor) {
+func CheckpointBench(b *testing.B, spec algo.Spec, cfg string, every string, exs ...algo.Executor) {
 	for _, ev := range []string{every, "default"} {
 		b.Run("every="+ev, func(b *testing.B) {
 			c := cfg
