@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -83,7 +84,14 @@ func (o *NATS) dial(name string) (*nats.Conn, error) {
 	if err != nil {
 		// The URL may carry a user and password, and a malformed one is
 		// quoted by url.Parse's error: do not repeat it.
-		return nil, fmt.Errorf("connect to NATS %s: %w", RedactURL(o.URL), redact.URLError(err, o.URL))
+		err = fmt.Errorf("connect to NATS %s: %w", RedactURL(o.URL), redact.URLError(err, o.URL))
+		// Under TLS 1.3 a server refuses a client without a certificate
+		// after the client's side of the handshake is done, so the client
+		// may see only a closed connection instead of the server's alert.
+		if o.TLSCert == "" && strings.Contains(err.Error(), "tls") {
+			err = fmt.Errorf("%w (if the server requires a client certificate, give --nats-tls-cert and --nats-tls-key)", err)
+		}
+		return nil, err
 	}
 	return nc, nil
 }
