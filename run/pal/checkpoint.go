@@ -18,8 +18,8 @@ const (
 	secReplay  = "replay"          // the replay's transitions, priorities, sum tree, FIFO position
 	secSampler = "rng/env-worker/" // + actor index: the actor's sampler stream (PCG)
 	// secSlot + slot + "/" + the learner's section: a gradient learner of
-	// M > 1 (its random streams; its networks are the service's state,
-	// which it takes again before its next gradient).
+	// M > 1, saved for its random streams (its networks come with it,
+	// though it takes the service's state again before its next gradient).
 	secSlot = "pal/learner/"
 )
 
