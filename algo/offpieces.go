@@ -45,8 +45,8 @@ type OffPolicy struct {
 	// Checkpoint, when set, returns the checkpoint of a learner and the
 	// replay it learns from (both built by these pieces): the learner's
 	// whole state and the replay's transitions, priorities and position,
-	// the sections the local executor's resume saves for them. nil: the
-	// pair cannot be saved.
+	// the sections the local executor's resume saves for them; with rb
+	// nil, the learner's section alone. nil: the pair cannot be saved.
 	Checkpoint func(l TransitionLearner, rb Replay) (LearnerCheckpoint, error)
 }
 

@@ -100,8 +100,7 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	if err != nil {
 		return metrics.Summary{}, err
 	}
-	resumable := (ex.Name == LocalExecutor || ex.Resumable) && res.Spec.Resumable && !h.MultiAgent.Enabled() && !opt.NoFiles &&
-		(ex.NotResumable == nil || ex.NotResumable(h, res.Spec) == "")
+	resumable := resumableUnder(res, ex) && !opt.NoFiles
 	if opt.Dir == DirResume && !resumable {
 		return metrics.Summary{}, cannotResume(res, ex, opt.NoFiles)
 	}
@@ -347,6 +346,25 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 }
 
 // cannotResume says why the run res cannot be resumed under executor ex.
+// resumableUnder reports whether run res writes checkpoints to resume
+// from under executor ex (given a run directory).
+func resumableUnder(res *Resolved, ex Executor) bool {
+	h := res.Header
+	return (ex.Name == LocalExecutor || ex.Resumable) && res.Spec.Resumable && !h.MultiAgent.Enabled() &&
+		(ex.NotResumable == nil || ex.NotResumable(h, res.Spec) == "")
+}
+
+// WhyNotResumable says why run res, under the executor of exs it names,
+// writes no checkpoints to resume from, "" when it does: a supervisor
+// that would start a killed learner again to resume asks it first.
+func WhyNotResumable(res *Resolved, exs []Executor) (string, error) {
+	ex, err := AdmitRun(withLocal(exs), res)
+	if err != nil || resumableUnder(res, ex) {
+		return "", err
+	}
+	return notResumable(res, ex, false), nil
+}
+
 func cannotResume(res *Resolved, ex Executor, noFiles bool) error {
 	return fmt.Errorf("%w %s: %s; use --force to train it again from scratch, or another --out", ErrCannotResume, res.Header.Out, notResumable(res, ex, noFiles))
 }

@@ -228,11 +228,23 @@ func Run(ctx context.Context, o Options) (err error) {
 		runID, h.Algo, h.Env, run.StepsNote(res), plural(max(rc.EnvWorkers, 1), "env worker"), envs,
 		plural(st.PolicyWorkers(rc.PolicyWorkers), "policy worker"), plural(max(rc.Learners, 1), "learner"), h.Out)
 
+	// What the learner runs (runLearner): a killed learner is started
+	// again only where that run can resume.
+	lr := *res
+	if lr.Header.Runtime.Executor == "flow" {
+		lr.Header.Runtime.Transport = "nats"
+	} else {
+		lr.Header.Runtime.Executor = "dist"
+	}
+	noResume, err := algo.WhyNotResumable(&lr, run.Executors())
+	if err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
 	sup := (&supervisor{
 		command: append(append([]string(nil), self...), base...),
 		env:     append(os.Environ(), URLEnv+"="+o.NATS.URL),
 		stderr:  stderr, ttl: o.TTL, restarts: o.Restarts, window: o.RestartWindow, endRun: endRun,
-		profiles: o.CPUProfiles,
+		profiles: o.CPUProfiles, noResume: noResume,
 	}).init(ctx)
 	nPolicy, nEnv := st.PolicyWorkers(rc.PolicyWorkers), max(rc.EnvWorkers, 1)
 	margs := func(k int) []string { // the k-th worker's --metrics-addr after the learner's

@@ -32,6 +32,11 @@ type supervisor struct {
 	endRun func()
 	// profiles, when set, is the folder of each worker's --cpuprofile.
 	profiles string
+	// noResume, when set, says why the run's learner cannot resume: a
+	// learner killed by a signal is then not started again (it could only
+	// fail on its checkpoints), and the run fails at once, naming the kill
+	// and this.
+	noResume string
 
 	ctx     context.Context // ended by stopAll: every worker stops
 	stopAll context.CancelFunc
@@ -91,6 +96,11 @@ func (s *supervisor) start(name string, args []string, restart bool, out io.Writ
 				return
 			}
 			d := min(100*time.Millisecond<<min(n-1, 6), 5*time.Second)
+			if !restart && s.noResume != "" {
+				s.errs <- fmt.Errorf("launch: %s was killed (%v); not started again, since the run cannot resume: %s", name, err, s.noResume)
+				s.stopAll()
+				return
+			}
 			if !restart {
 				// Killed by a signal (SIGKILL, the OOM killer): it left no
 				// result, and its next start resumes from its checkpoints.

@@ -18,7 +18,8 @@
 # restarted). The row's exit code is then the controller's; the learner's
 # follows it.
 #
-# Faults: kill -9 of env worker 0, of policy worker 0, of the learner, of
+# Faults: kill -9 of env worker 0, of policy worker 0, of the learner (and
+# of learner 1, kill-learner-1, with a CONFIG of runtime.learners: 2), of
 # the launcher itself (the controller: every worker must exit within
 # 2 × TTL), SIGSTOP of the learner for 60 s, a 30 s partition of env
 # worker 0, and kill -9 of one node of a 3-node NATS cluster (kill-nats).
@@ -206,7 +207,19 @@ kill_role() { local p; p=$(pid_of "$1" "$2"); [ -n "$p" ] && kill -9 "$p"; echo 
 f_none() { :; }
 f_env() { kill_role "$1" env; }
 f_policy() { kill_role "$1" policy; }
-f_learner() { kill_role "$1" learner; }
+# The learner (learner 0 of a group: its command line has --out), and
+# learner 1 of a group (CONFIG with runtime.learners: 2); each prints how
+# long after the kill the launcher exited.
+f_learner() { kill_learner "$1" "$2" "--role learner --out"; }
+f_learner1() { kill_learner "$1" "$2" "--role learner --slot 1( |$)"; }
+kill_learner() {
+  local p; p=$(pgrep -f -- "--run $1 .*$3" | head -1)
+  [ -n "$p" ] || { echo "  no learner matching \"$3\"" >&2; return 1; }
+  local t=$(date +%s%N)
+  kill -9 "$p"; echo "  killed learner ($p, \"$3\")" >&2
+  ( while kill -0 "$2" 2>/dev/null; do sleep 0.05; done
+    echo "  the launcher exited $(( ($(date +%s%N) - t) / 1000000 )) ms after the kill" >&2 ) &
+}
 f_stop_learner() {
   local p; p=$(pid_of "$1" learner)
   kill -STOP "$p"; echo "  stopped learner ($p) for 60 s" >&2; sleep 60; kill -CONT "$p"
@@ -326,6 +339,7 @@ run_fault none f_none
 run_fault kill-env f_env
 run_fault kill-policy f_policy
 run_fault kill-learner f_learner
+run_fault kill-learner-1 f_learner1
 run_fault kill-controller f_controller
 run_fault stop-learner-60s f_stop_learner
 run_fault kill-nats f_nats

@@ -27,6 +27,20 @@ type inprocGroup struct {
 	size   int
 	joined []bool
 	rounds map[uint64]*inprocRound
+	// broken is closed once a member leaves (Close) or joins a second
+	// time (a restart): why says which. A round that cannot complete any
+	// more fails at once with it, rather than at its deadline.
+	broken chan struct{}
+	why    error
+}
+
+// breakGroup marks the group broken for why (the first cause stays);
+// g.mu is held.
+func (g *inprocGroup) breakGroup(why error) {
+	if g.why == nil {
+		g.why = why
+		close(g.broken)
+	}
 }
 
 type inprocRound struct {
@@ -52,7 +66,7 @@ func (w *Inproc) Collective(ctx context.Context, run string, opt Options) (Colle
 		return nil, err
 	}
 	g, err := hub(w, w.mu.groups, run, func() *inprocGroup {
-		return &inprocGroup{size: opt.Learners, joined: make([]bool, opt.Learners), rounds: map[uint64]*inprocRound{}}
+		return &inprocGroup{size: opt.Learners, joined: make([]bool, opt.Learners), rounds: map[uint64]*inprocRound{}, broken: make(chan struct{})}
 	})
 	if err != nil {
 		return nil, err
@@ -63,7 +77,11 @@ func (w *Inproc) Collective(ctx context.Context, run string, opt Options) (Colle
 		return nil, fmt.Errorf("%w: a group of %d learners, joined as one of %d", ErrBadRequest, g.size, opt.Learners)
 	}
 	if g.joined[opt.Learner] {
-		return nil, fmt.Errorf("%w: learner %d joined twice", ErrBadRequest, opt.Learner)
+		// A member started again (its process restarted) cannot take up
+		// the group's rounds where its first start left them: the group
+		// fails at once, the others too.
+		g.breakGroup(rejoined(opt.Learner))
+		return nil, fmt.Errorf("%w: learner %d joined twice: %w", ErrBadRequest, opt.Learner, g.why)
 	}
 	g.joined[opt.Learner] = true
 	return &inprocCollective{g: g, id: opt.Learner, timeout: opt.GatherTimeout}, nil
@@ -95,6 +113,17 @@ func (c *inprocCollective) AllGather(ctx context.Context, b []byte) ([][]byte, e
 		return nil, c.fail(r, ctx.Err())
 	case <-t.C:
 		return nil, c.fail(r, context.DeadlineExceeded)
+	case <-g.broken:
+		// A round every member contributed to completes even when one
+		// leaves right after it.
+		select {
+		case <-r.done:
+		default:
+			g.mu.Lock()
+			why := g.why
+			g.mu.Unlock()
+			return nil, fmt.Errorf("%w: learner %d, round %d: %w", ErrGather, c.id, c.round, why)
+		}
 	}
 	out := make([][]byte, g.size)
 	copy(out, r.got)
@@ -114,7 +143,20 @@ func (c *inprocCollective) fail(r *inprocRound, cause error) error {
 	return fmt.Errorf("%w: learner %d, round %d: nothing from learner(s) %v within %v: %w", ErrGather, c.id, c.round, m, c.timeout, cause)
 }
 
-func (c *inprocCollective) Close() error { return nil }
+// Close leaves the group: a member still waiting for a round fails at
+// once, naming this one.
+func (c *inprocCollective) Close() error {
+	c.g.mu.Lock()
+	c.g.breakGroup(fmt.Errorf("learner %d left the group after round %d (stopped or failed)", c.id, c.round))
+	c.g.mu.Unlock()
+	return nil
+}
+
+// rejoined is the cause of a group's failure when learner id joins it a
+// second time.
+func rejoined(id int) error {
+	return fmt.Errorf("learner %d started again (restarted): a learner group cannot take a member back mid-run, since the others' rounds went on without it", id)
+}
 
 // ---- NATS ----
 
@@ -124,6 +166,10 @@ const (
 	gatherSize  = "Herd-Size"
 	gatherHello = "Herd-Hello"
 	gatherWant  = "Herd-Want" // a request to send round Herd-Round again
+	// gatherDone is a hello's or ack's rounds completed by its sender: a
+	// member that says hello after a round completed started again.
+	gatherDone = "Herd-Done"
+	helloBye   = "bye" // Herd-Hello of a member leaving (Close)
 	// helloEvery is how often a member repeats its hello until it has
 	// heard from every other member.
 	helloEvery = 100 * time.Millisecond
@@ -146,7 +192,8 @@ type natsCollective struct {
 	mu     sync.Mutex
 	heard  []bool              // members heard from: subscribed, so a publish reaches them
 	rounds map[uint64][][]byte // contributions of rounds not yet returned
-	bad    error               // a member of another group size
+	bad    error               // a member of another group size, or one that started again
+	left   []bool              // members that said bye
 	done   uint64              // the last round returned
 	// sent and prev are this member's contributions to the current round
 	// (once published) and to the last round returned, kept to answer a
@@ -195,7 +242,7 @@ func (n *NATS) Collective(ctx context.Context, run string, opt Options) (Collect
 		return nil, err
 	}
 	c := &natsCollective{n: n, subj: "herd." + run + ".gather", id: opt.Learner, size: opt.Learners, timeout: opt.GatherTimeout,
-		wake: make(chan struct{}, 1), heard: make([]bool, opt.Learners), rounds: map[uint64][][]byte{}}
+		wake: make(chan struct{}, 1), heard: make([]bool, opt.Learners), left: make([]bool, opt.Learners), rounds: map[uint64][][]byte{}}
 	c.heard[c.id] = true
 	sub, err := n.nc.Subscribe(c.subj, c.receive)
 	if err != nil {
@@ -225,9 +272,25 @@ func (c *natsCollective) receive(m *nats.Msg) {
 		c.answer(round)
 		return
 	}
+	hello := m.Header.Get(gatherHello)
 	c.mu.Lock()
 	if size != c.size {
 		c.bad = fmt.Errorf("%w: learner %d is in a group of %d, this one of %d", ErrBadRequest, from, size, c.size)
+	}
+	if round == 0 {
+		// Every member says hello before its first contribution and no
+		// round completes without that, so a hello after a completed
+		// round comes from a member that started again, and an answer
+		// that says its sender completed rounds goes to one.
+		done, _ := strconv.ParseUint(m.Header.Get(gatherDone), 10, 64)
+		switch {
+		case hello == helloBye:
+			c.left[from] = true
+		case hello != "ack" && c.done > 0 && c.bad == nil:
+			c.bad = fmt.Errorf("%w: learner %d, round %d: %w", ErrGather, c.id, c.done+1, rejoined(from))
+		case done > 0 && c.done == 0 && c.bad == nil:
+			c.bad = fmt.Errorf("%w: learner %d (started again) joined a group that had completed %d rounds: %w", ErrGather, c.id, done, rejoined(c.id))
+		}
 	}
 	c.heard[from] = true
 	if round > 0 && round <= c.done {
@@ -244,7 +307,7 @@ func (c *natsCollective) receive(m *nats.Msg) {
 		got[from] = m.Data
 	}
 	c.mu.Unlock()
-	if round == 0 && m.Header.Get(gatherHello) != "ack" {
+	if round == 0 && hello != "ack" && hello != helloBye {
 		_ = c.publish(0, nil, "ack") // an ack lost is repeated with the next hello
 	}
 	select {
@@ -287,6 +350,9 @@ func (c *natsCollective) send(round uint64, b []byte, hello string, want bool) e
 	msg.Header.Set(gatherSize, strconv.Itoa(c.size))
 	if hello != "" {
 		msg.Header.Set(gatherHello, hello)
+		c.mu.Lock()
+		msg.Header.Set(gatherDone, strconv.FormatUint(c.done, 10))
+		c.mu.Unlock()
 	}
 	if want {
 		msg.Header.Set(gatherWant, "1")
@@ -329,9 +395,19 @@ func (c *natsCollective) AllGather(ctx context.Context, b []byte) ([][]byte, err
 		got := c.rounds[c.round]
 		complete := got != nil && len(missingBut(got, c.id)) == 0
 		bad := c.bad
+		gone := -1
+		for i, l := range c.left {
+			if l && (got == nil || got[i] == nil) {
+				gone = i
+			}
+		}
 		c.mu.Unlock()
 		if bad != nil {
 			return nil, bad
+		}
+		if gone >= 0 && !complete {
+			// A member's contributions reach the others before its bye.
+			return nil, fmt.Errorf("%w: learner %d, round %d: learner %d left the group (stopped or failed)", ErrGather, c.id, c.round, gone)
 		}
 		if ready && !sent {
 			c.mu.Lock()
@@ -398,7 +474,10 @@ func (c *natsCollective) fail(cause error) error {
 	return fmt.Errorf("%w: learner %d, round %d: nothing from learner(s) %v within %v: %w", ErrGather, c.id, c.round, m, c.timeout, cause)
 }
 
+// Close leaves the group, saying bye, so that a member still waiting for
+// this one's contribution fails at once.
 func (c *natsCollective) Close() error {
+	_ = c.publish(0, nil, helloBye)
 	return c.sub.Unsubscribe()
 }
 

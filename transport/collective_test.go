@@ -63,6 +63,62 @@ func TestCollectiveConformance(t *testing.T) {
 				t.Fatalf("error %q does not say %q", err, want)
 			}
 		})
+		t.Run("a member that leaves or starts again fails the group at once, naming it", func(t *testing.T) {
+			const timeout = time.Minute // far above what "at once" allows
+			for _, restart := range []bool{false, true} {
+				run := fmt.Sprintf("%s_%v", runID(t)[:40], restart)
+				cs := make([]Collective, 2)
+				trs := make([]Transport, 2)
+				for i := range cs {
+					trs[i] = w.tr(t)
+					c, err := trs[i].Collective(ctxT(t, 5*time.Second), run, Options{Learner: i, Learners: 2, GatherTimeout: timeout})
+					if err != nil {
+						t.Fatal(err)
+					}
+					t.Cleanup(func() { _ = c.Close() })
+					cs[i] = c
+				}
+				ctx := ctxT(t, 20*time.Second)
+				for r := range 3 {
+					var wg sync.WaitGroup
+					errs := make([]error, 2)
+					for i, c := range cs {
+						wg.Go(func() { errs[i] = checkedRound(ctx, c, i, r) })
+					}
+					wg.Wait()
+					if err := errors.Join(errs...); err != nil {
+						t.Fatal(err)
+					}
+				}
+				// Member 1 stops: it leaves (Close), or it is killed (its
+				// connection gone, no goodbye) and starts again.
+				want := "learner 1 left the group"
+				if !restart {
+					_ = cs[1].Close()
+				} else if n, ok := trs[1].(*NATS); ok {
+					n.nc.Close()
+				}
+				t0 := time.Now()
+				survivor := make(chan error, 1)
+				go func() { _, err := cs[0].AllGather(ctx, []byte("r3-m0")); survivor <- err }()
+				if restart {
+					want = "learner 1 started again"
+					time.Sleep(50 * time.Millisecond) // member 0 waits in round 4
+					c, err := w.tr(t).Collective(ctxT(t, 5*time.Second), run, Options{Learner: 1, Learners: 2, GatherTimeout: timeout})
+					if err == nil {
+						t.Cleanup(func() { _ = c.Close() })
+						_, err = c.AllGather(ctx, []byte("r0-m1"))
+					}
+					if err == nil || !strings.Contains(err.Error(), want) {
+						t.Errorf("the restarted member: %v, want an error saying %q", err, want)
+					}
+				}
+				err := <-survivor
+				if d := time.Since(t0); !errors.Is(err, ErrGather) || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), want) || d > 10*time.Second {
+					t.Errorf("restart %v: member 0's round after %v: %v; want ErrGather at once saying %q", restart, d, err, want)
+				}
+			}
+		})
 		t.Run("bad options are refused", func(t *testing.T) {
 			for _, o := range []Options{{Learner: 2, Learners: 2}, {Learner: -1, Learners: 2}, {}} {
 				if _, err := w.tr(t).Collective(ctxT(t, 5*time.Second), runID(t), o); !errors.Is(err, ErrBadRequest) {

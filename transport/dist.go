@@ -241,7 +241,10 @@ type Transport interface {
 // Collective joins the M learners of a run that compute each update
 // together (runtime.learners): every round each member contributes one
 // message and receives every member's. Members make the same sequence of
-// AllGather calls; rounds are numbered by call, from 1.
+// AllGather calls; rounds are numbered by call, from 1. A member that
+// joins a second time (a learner process started again) cannot take up
+// the rounds where its first start left them: every member's round then
+// fails at once with ErrGather, naming it, rather than at its deadline.
 type Collective interface {
 	// AllGather contributes b to this member's next round and returns
 	// the round's contributions indexed by member id (out[own id] is b).
@@ -249,7 +252,8 @@ type Collective interface {
 	// and then fails naming the members it heard nothing from: a dead or
 	// stopped learner ends the run with an error instead of a hang.
 	AllGather(ctx context.Context, b []byte) ([][]byte, error)
-	// Close leaves the group.
+	// Close leaves the group: a member waiting for a round this one has
+	// not contributed to fails at once, naming it.
 	Close() error
 }
 

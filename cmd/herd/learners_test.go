@@ -41,30 +41,39 @@ func TestLaunchTwoLearners(t *testing.T) {
 }
 
 // kill -9 of learner 1 ends the run with an error that names it, soon
-// (its registration is gone) rather than at the all-gather's deadline.
+// (its registration is gone) rather than at the all-gather's deadline;
+// kill -9 of learner 0 ends it at once: the launcher does not start it
+// again, since a learner group cannot resume, and says so.
 func TestLaunchDeadLearner(t *testing.T) {
-	srv, ctx := natsRun(t, 120*time.Second)
-	out := filepath.Join(t.TempDir(), "run")
-	const run = "dead-learner"
-	done := launchAsync(t, ctx, "--config", writeLearnersConfig(t, 5000), "--out", out, "--quiet", "--nats", srv.URL(), "--run", run, "--ttl", "1s")
-	mem := watchRun(t, ctx, srv.URL(), run)
-	pid := awaitPIDs(t, ctx, mem, done, "learner-1", "learner-0", "env-0", "env-1")["learner-1"]
-	time.Sleep(500 * time.Millisecond) // mid-run
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct{ victim, want string }{
+		{"learner-1", "learner-1 is gone"},
+		{"learner-0", "learner was killed (signal: killed); not started again, since the run cannot resume: ppo under executor dist: several data-parallel learners"},
+	} {
+		t.Run(c.victim, func(t *testing.T) {
+			srv, ctx := natsRun(t, 120*time.Second)
+			out := filepath.Join(t.TempDir(), "run")
+			run := "dead-" + c.victim
+			done := launchAsync(t, ctx, "--config", writeLearnersConfig(t, 5000), "--out", out, "--quiet", "--nats", srv.URL(), "--run", run, "--ttl", "1s")
+			mem := watchRun(t, ctx, srv.URL(), run)
+			pid := awaitPIDs(t, ctx, mem, done, "learner-1", "learner-0", "env-0", "env-1")[c.victim]
+			time.Sleep(500 * time.Millisecond) // mid-run
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			t0 := time.Now()
+			r := <-done
+			if r.err == nil {
+				t.Fatalf("the run completed without %s", c.victim)
+			}
+			if !strings.Contains(r.err.Error()+r.stderr, c.want) {
+				t.Errorf("error %v does not say %q; stderr:\n%s", r.err, c.want, r.stderr)
+			}
+			if d := time.Since(t0); d > 30*time.Second {
+				t.Errorf("the run ended %v after the kill, want a few TTLs", d)
+			}
+			t.Logf("run ended %v after the kill: %v", time.Since(t0), r.err)
+		})
 	}
-	t0 := time.Now()
-	r := <-done
-	if r.err == nil {
-		t.Fatal("the run completed without learner 1")
-	}
-	if !strings.Contains(r.err.Error()+r.stderr, "learner-1 is gone") {
-		t.Errorf("error %v does not name learner-1; stderr:\n%s", r.err, r.stderr)
-	}
-	if d := time.Since(t0); d > 30*time.Second {
-		t.Errorf("the run ended %v after the kill, want a few TTLs", d)
-	}
-	t.Logf("run ended %v after the kill: %v", time.Since(t0), r.err)
 }
 
 // herd launch runs DQN with two learner processes, each with its own

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 
 	"herd/algo"
 	"herd/internal/trainstate"
@@ -16,30 +17,24 @@ const (
 	secLoop    = "pal/loop"        // the global env step, the versions published, the actors
 	secReplay  = "replay"          // the replay's transitions, priorities, sum tree, FIFO position
 	secSampler = "rng/env-worker/" // + actor index: the actor's sampler stream (PCG)
+	// secSlot + slot + "/" + the learner's section: a gradient learner of
+	// M > 1, saved for its random streams (its networks come with it,
+	// though it takes the service's state again before its next gradient).
+	secSlot = "pal/learner/"
 )
 
-// whyLearners is why a run with M > 1 learners takes no checkpoints.
-const whyLearners = "several learners (runtime.learners > 1) save no training state yet"
-
-// notResumable says why a PAL run with header h writes no checkpoints, ""
-// when it does (algo.Executor.NotResumable).
-func notResumable(h algo.Header, _ algo.Spec) string {
-	if h.Runtime.Learners > 1 {
-		return whyLearners
-	}
-	return ""
-}
-
-// checkpointer saves and restores a PAL run (one learner) at a quiescent
-// point: every step reserved is committed (its transitions are in the
-// replay), the learner has run every update due up to it, and no actor
-// holds a reservation. The envs are not saved: each actor's envs start
+// checkpointer saves and restores a PAL run at a quiescent point: every
+// step reserved is committed (its transitions are in the replay), the
+// learner (with M > 1, the parameter service) has run every update due up
+// to it, and no actor holds a reservation (nor, with M > 1, a gradient
+// learner an update). The envs are not saved: each actor's envs start
 // new episodes on resume (their unfinished episodes are neither stored
 // nor logged), with reset seeds of the resumed step.
 type checkpointer struct {
 	ck      *algo.Checkpoints
-	learner algo.LearnerCheckpoint // the learner and its replay
+	learner algo.LearnerCheckpoint // the learner (M > 1: the service's) and its replay
 	actors  []*actor
+	slots   []algo.LearnerCheckpoint // M > 1: the gradient learners, by slot
 }
 
 // newCheckpointer returns the run's checkpointer, nil when it takes none;
@@ -64,11 +59,52 @@ func newCheckpointer(ck *algo.Checkpoints, p *algo.Pieces, l algo.TransitionLear
 	return c, nil
 }
 
+// addLearners adds the M > 1 gradient learners (built by p) to the
+// checkpoints, and restores them from the checkpoint being resumed.
+func (c *checkpointer) addLearners(p *algo.Pieces, ws []*gradLearner) error {
+	if p.Checkpoint == nil {
+		return errors.New("pal: cannot resume: the algorithm's learner cannot save its state")
+	}
+	for _, w := range ws {
+		lc, err := p.Checkpoint(w.l, nil)
+		if err != nil {
+			return fmt.Errorf("pal: learner %d: %w", w.id, err)
+		}
+		c.slots = append(c.slots, lc)
+	}
+	st := c.ck.Restored()
+	if st == nil {
+		return nil
+	}
+	for i, lc := range c.slots {
+		prefix := fmt.Sprintf("%s%d/", secSlot, i)
+		own := &trainstate.State{Header: st.Header, Sections: map[string][]byte{}}
+		for name, b := range st.Sections {
+			if rest, ok := strings.CutPrefix(name, prefix); ok {
+				own.Sections[rest] = b
+			}
+		}
+		if err := lc.RestoreLearner(own); err != nil {
+			return fmt.Errorf("pal: resume from step %d: learner %d (sections %s…): %w", st.Header.Step, i, prefix, err)
+		}
+	}
+	return nil
+}
+
 // save writes the checkpoint of global step step (quiescent).
 func (c *checkpointer) save(step int64, versions int) error {
 	out := map[string][]byte{}
 	if err := c.learner.SaveLearner(out); err != nil {
 		return err
+	}
+	for i, lc := range c.slots {
+		own := map[string][]byte{}
+		if err := lc.SaveLearner(own); err != nil {
+			return fmt.Errorf("pal: learner %d: %w", i, err)
+		}
+		for name, b := range own {
+			out[fmt.Sprintf("%s%d/%s", secSlot, i, name)] = b
+		}
 	}
 	var err error
 	loop := binary.LittleEndian.AppendUint64(nil, uint64(step))

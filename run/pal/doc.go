@@ -144,11 +144,16 @@
 //
 // # Checkpoints
 //
-// With one learner, a run under `herd train` saves its learner, its
-// replay, the actors' sampler streams and its global step at a quiescent
-// point (checkpoint.go): the learner holds the actors' reservations, waits
-// for the steps handed out to be committed and learns up to them. The envs
-// are not saved; on resume they start new episodes (docs/guide/resume.md).
+// A run under `herd train` saves its learner, its replay, the actors'
+// sampler streams and its global step at a quiescent point
+// (checkpoint.go): the learner holds the actors' reservations, waits for
+// the steps handed out to be committed and learns up to them. With M > 1
+// learners the parameter service does so: it runs every update due up to
+// the committed step (nothing pending, no gradient in flight), saves its
+// own learner and each gradient learner's streams (slot sections); an
+// interrupted run's service applies the updates already handed out before
+// the checkpoint of the interruption. The envs are not saved; on resume
+// they start new episodes (docs/guide/resume.md).
 //
 // # Design notes
 //

@@ -34,8 +34,7 @@ func Executor() algo.Executor {
 			return []algo.WorkerSet{{Key: "actors", N: h.Runtime.Actors, Envs: true, Policy: true},
 				{Key: "learners", N: h.Runtime.Learners, Learner: true}}
 		},
-		Resumable:    true,
-		NotResumable: notResumable,
+		Resumable: true,
 		Train: func(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Config) (algo.Model, error) {
 			return Train(ctx, rt, spec, cfg, OptionsOf(rt.Header))
 		},

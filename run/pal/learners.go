@@ -110,7 +110,8 @@ type service struct {
 	staleMax, staleSum uint64
 	published          uint64
 	res                learnResult
-	avg                *algo.Grad // sync: the average of a round
+	cp                 *checkpointer // nil: no checkpoints
+	avg                *algo.Grad    // sync: the average of a round
 	grads              []*algo.Grad
 }
 
@@ -149,8 +150,14 @@ func (s *service) close() {
 }
 
 // run starts the gradient learners, serves until every step is consumed
-// or ctx ends, and stops them again.
+// or ctx ends, and stops them again. With checkpoints, the updates handed
+// out when ctx ends are still applied (as learnLoop's finish once begun),
+// so that the interruption's checkpoint (finish) starts from whole
+// updates.
 func (s *service) run(ctx context.Context) learnResult {
+	if s.cp != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for _, w := range s.workers {
@@ -253,6 +260,22 @@ func (s *service) advance(prev, step int64, n int) error {
 	return nil
 }
 
+// asyncQueue is serveAsync's bookkeeping: the updates due and not handed
+// out, those handed out and not applied, and the env steps absorbed and
+// not yet consumed.
+type asyncQueue struct {
+	pending  []algo.Ticket // due, not handed out
+	inflight []algo.Ticket // handed out, not applied; oldest first
+	at       []uint64      // the state (updates applied) each in-flight one is computed at
+	marks    []mark
+	free     []bool
+	next     uint64 // the number of the next update due
+	last     int64  // the last env step absorbed
+}
+
+// idle reports whether every update due is applied.
+func (q *asyncQueue) idle() bool { return len(q.pending) == 0 && len(q.inflight) == 0 }
+
 // serveAsync runs the asynchronous learners. Update k (numbered from 1)
 // goes to learner (k−1) mod M, which has one gradient buffer: it gets
 // update k only once its update k−M is applied, at the state of that
@@ -265,101 +288,150 @@ func (s *service) advance(prev, step int64, n int) error {
 // apply left, before the next update is applied. Env steps are consumed
 // (releasing actors) once all their updates are applied.
 func (s *service) serveAsync(ctx context.Context) error {
-	M := uint64(len(s.workers))
-	var (
-		pending  []algo.Ticket // due, not handed out
-		inflight []algo.Ticket // handed out, not applied; oldest first
-		at       []uint64      // the state (updates applied) each in-flight one is computed at
-		marks    []mark
-		free     = make([]bool, M)
-		next     = s.applied + 1
-		last     = s.res.last
-	)
-	for i := range free {
-		free[i] = true
+	q := &asyncQueue{free: make([]bool, len(s.workers)), next: s.applied + 1, last: s.res.last}
+	for i := range q.free {
+		q.free[i] = true
 	}
-	absorb := func(step int64) {
-		n, rl := len(pending), s.rb.Len()
-		pending = s.main.Due(pending, fixedLen{s.rb, rl}, last, step, next)
-		next += uint64(len(pending) - n)
-		last = step
-		marks = append(marks, mark{step: step, last: next - 1, n: rl})
-	}
-	release := func() error {
-		i, prev := 0, s.res.last
-		for ; i < len(marks) && marks[i].last <= s.applied; i++ {
-			if err := s.advance(prev, marks[i].step, marks[i].n); err != nil {
+	// learnTo runs every update due up to step (a checkpoint's).
+	learnTo := func(step int64) error {
+		if step > q.last {
+			s.absorb(q, step)
+		}
+		for !q.idle() {
+			if err := s.stepAsync(ctx, q); err != nil {
 				return err
 			}
-			prev = marks[i].step
-		}
-		if i > 0 {
-			s.res.last = marks[i-1].step
-			s.lim.consume(s.res.last)
-			s.log.Step(s.res.last)
-			marks = marks[:copy(marks, marks[i:])]
 		}
 		return nil
 	}
 	for {
-		if len(pending) == 0 && len(inflight) == 0 {
-			step, ok := s.lim.next(last)
+		if q.idle() {
+			step, ok := s.lim.next(q.last)
 			if !ok {
 				return ctx.Err()
 			}
-			absorb(step)
-		} else if step, ok := s.lim.poll(last); ok {
-			absorb(step)
+			s.absorb(q, step)
+		} else if step, ok := s.lim.poll(q.last); ok {
+			s.absorb(q, step)
 		}
-		for len(pending) > 0 {
-			w := s.workers[(pending[0].Index-1)%M]
-			if !free[w.id] {
-				break
-			}
-			if err := send(ctx, w, gradJob{t: pending[0], state: s.state}); err != nil {
+		if err := s.stepAsync(ctx, q); err != nil {
+			return err
+		}
+		if err := s.checkpoint(learnTo); err != nil {
+			return err
+		}
+	}
+}
+
+// absorb turns the env steps (q.last, step] into updates due.
+func (s *service) absorb(q *asyncQueue, step int64) {
+	n, rl := len(q.pending), s.rb.Len()
+	q.pending = s.main.Due(q.pending, fixedLen{s.rb, rl}, q.last, step, q.next)
+	q.next += uint64(len(q.pending) - n)
+	q.last = step
+	q.marks = append(q.marks, mark{step: step, last: q.next - 1, n: rl})
+}
+
+// stepAsync hands the pending updates to the learners that are free,
+// applies the oldest in-flight one when its gradient comes, and consumes
+// the env steps whose updates are all applied.
+func (s *service) stepAsync(ctx context.Context, q *asyncQueue) error {
+	M := uint64(len(s.workers))
+	for len(q.pending) > 0 {
+		w := s.workers[(q.pending[0].Index-1)%M]
+		if !q.free[w.id] {
+			break
+		}
+		if err := send(ctx, w, gradJob{t: q.pending[0], state: s.state}); err != nil {
+			return err
+		}
+		q.free[w.id] = false
+		q.inflight = append(q.inflight, q.pending[0])
+		q.at = append(q.at, s.state.N)
+		q.pending = q.pending[1:]
+	}
+	if len(q.inflight) > 0 {
+		w := s.workers[(q.inflight[0].Index-1)%M]
+		g, err := await(ctx, w)
+		if err != nil {
+			return err
+		}
+		stale := s.applied - q.at[0]
+		s.staleMax = max(s.staleMax, stale)
+		s.staleSum += stale
+		if err := s.apply(g); err != nil {
+			return err
+		}
+		// The update's later phases (an actor gradient after the
+		// critic step) go to the same learner, which holds the
+		// minibatch, at the state that apply left: none of them is
+		// stale. The other learners go on with their updates.
+		t := q.inflight[0]
+		for t.Phase = 1; t.Phase < algo.Phases(s.main, t); t.Phase++ {
+			if err := send(ctx, w, gradJob{t: t, state: s.state}); err != nil {
 				return err
 			}
-			free[w.id] = false
-			inflight = append(inflight, pending[0])
-			at = append(at, s.state.N)
-			pending = pending[1:]
-		}
-		if len(inflight) > 0 {
-			w := s.workers[(inflight[0].Index-1)%M]
 			g, err := await(ctx, w)
 			if err != nil {
 				return err
 			}
-			stale := s.applied - at[0]
-			s.staleMax = max(s.staleMax, stale)
-			s.staleSum += stale
 			if err := s.apply(g); err != nil {
 				return err
 			}
-			// The update's later phases (an actor gradient after the
-			// critic step) go to the same learner, which holds the
-			// minibatch, at the state that apply left: none of them is
-			// stale. The other learners go on with their updates.
-			t := inflight[0]
-			for t.Phase = 1; t.Phase < algo.Phases(s.main, t); t.Phase++ {
-				if err := send(ctx, w, gradJob{t: t, state: s.state}); err != nil {
-					return err
-				}
-				g, err := await(ctx, w)
-				if err != nil {
-					return err
-				}
-				if err := s.apply(g); err != nil {
-					return err
-				}
-			}
-			free[w.id] = true
-			inflight, at = inflight[1:], at[1:]
 		}
-		if err := release(); err != nil {
+		q.free[w.id] = true
+		q.inflight, q.at = q.inflight[1:], q.at[1:]
+	}
+	i, prev := 0, s.res.last
+	for ; i < len(q.marks) && q.marks[i].last <= s.applied; i++ {
+		if err := s.advance(prev, q.marks[i].step, q.marks[i].n); err != nil {
 			return err
 		}
+		prev = q.marks[i].step
 	}
+	if i > 0 {
+		s.res.last = q.marks[i-1].step
+		s.lim.consume(s.res.last)
+		s.log.Step(s.res.last)
+		q.marks = q.marks[:copy(q.marks, q.marks[i:])]
+	}
+	return nil
+}
+
+// checkpoint takes the periodic checkpoint once it is due: it holds the
+// actors, waits for those stepping to commit, runs every update due up
+// to the committed steps with learnTo (a quiescent point: nothing due is
+// unapplied, no gradient is in flight), saves and releases the actors.
+func (s *service) checkpoint(learnTo func(step int64) error) error {
+	if s.cp == nil || !s.cp.ck.Due(s.res.last) || s.res.last >= s.lim.total {
+		return nil
+	}
+	step, ok := s.lim.drain()
+	defer s.lim.release()
+	if !ok {
+		return nil // stopped while held: finish saves
+	}
+	if err := learnTo(step); err != nil {
+		return err
+	}
+	return s.cp.save(step, s.res.versions)
+}
+
+// finish takes the checkpoint of the run's end, or of its interruption,
+// once every actor has returned: it runs the learners again over the
+// steps committed and not yet learned, and saves. See learnLoop.finish.
+func (s *service) finish(ctx context.Context, err error, actorErrs []error) error {
+	if keepLast(ctx, err, actorErrs) {
+		return err
+	}
+	s.lim.settle()
+	if r := s.run(context.WithoutCancel(ctx)); r.err != nil {
+		return r.err
+	}
+	if serr := s.cp.save(s.res.last, s.res.versions); serr != nil && err == nil {
+		return serr
+	}
+	return err
 }
 
 // serveSync runs the synchronous learners: every update of the
@@ -374,10 +446,9 @@ func (s *service) serveAsync(ctx context.Context) error {
 func (s *service) serveSync(ctx context.Context) error {
 	var pending []algo.Ticket
 	next := s.applied + 1
-	for {
-		step, ok := s.lim.next(s.res.last)
-		if !ok {
-			return ctx.Err()
+	learnTo := func(step int64) error {
+		if step == s.res.last {
+			return nil
 		}
 		rl := s.rb.Len()
 		pending = s.main.Due(pending[:0], fixedLen{s.rb, rl}, s.res.last, step, next)
@@ -393,6 +464,19 @@ func (s *service) serveSync(ctx context.Context) error {
 		s.res.last = step
 		s.lim.consume(step)
 		s.log.Step(step)
+		return nil
+	}
+	for {
+		step, ok := s.lim.next(s.res.last)
+		if !ok {
+			return ctx.Err()
+		}
+		if err := learnTo(step); err != nil {
+			return err
+		}
+		if err := s.checkpoint(learnTo); err != nil {
+			return err
+		}
 	}
 }
 

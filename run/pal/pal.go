@@ -214,9 +214,6 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	case opt.NoLearn:
 		ck.Disable("a run without a learner saves no training state")
 		ck = nil
-	case opt.Learners > 1:
-		ck.Disable(whyLearners)
-		ck = nil
 	}
 	cp, err := newCheckpointer(ck, pieces, learner, rb, actors)
 	if err != nil {
@@ -257,6 +254,12 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			return nil, err
 		}
 		defer svc.close()
+		if cp != nil {
+			if err := cp.addLearners(wp, svc.workers); err != nil {
+				return nil, err
+			}
+			svc.cp, svc.res = cp, learnResult{last: from, versions: versions}
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -290,7 +293,12 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		cancel()
 	}
 	wg.Wait()
-	if cp != nil {
+	switch {
+	case cp != nil && svc != nil:
+		err := svc.finish(ctx, res.err, actorErrs)
+		res = svc.res
+		res.err = err
+	case cp != nil:
 		err := ll.finish(ctx, res.err, actorErrs)
 		res = ll.res
 		res.err = err
@@ -413,6 +421,15 @@ func (l *limiter) drain() (step int64, ok bool) {
 		l.cond.Wait()
 	}
 	return l.committed, !l.done
+}
+
+// settle readies the limiter for the learner's last pass once every
+// actor has returned: the run ends at the steps committed, and the
+// learner's next hands them out even after a cancellation.
+func (l *limiter) settle() {
+	l.mu.Lock()
+	l.done, l.total = false, l.committed
+	l.mu.Unlock()
 }
 
 func (l *limiter) release() {
@@ -627,12 +644,7 @@ func (ll *learnLoop) run(ctx context.Context) learnResult {
 // diverged keeps its last checkpoint. It returns the run's error err, or
 // the save's.
 func (ll *learnLoop) finish(ctx context.Context, err error, actorErrs []error) error {
-	for _, e := range append([]error{err}, actorErrs...) {
-		if e != nil && !errors.Is(e, context.Canceled) {
-			return err
-		}
-	}
-	if errors.Is(context.Cause(ctx), algo.ErrDiverged) {
+	if keepLast(ctx, err, actorErrs) {
 		return err
 	}
 	ll.lim.mu.Lock()
@@ -647,6 +659,17 @@ func (ll *learnLoop) finish(ctx context.Context, err error, actorErrs []error) e
 		return serr
 	}
 	return err
+}
+
+// keepLast reports whether a run that ended with err (the learner's) and
+// actorErrs saves no checkpoint of its end: it failed, or diverged.
+func keepLast(ctx context.Context, err error, actorErrs []error) bool {
+	for _, e := range append([]error{err}, actorErrs...) {
+		if e != nil && !errors.Is(e, context.Canceled) {
+			return true
+		}
+	}
+	return errors.Is(context.Cause(ctx), algo.ErrDiverged)
 }
 
 // checkpoint holds the actors, waits for those stepping to commit, learns

@@ -14,31 +14,46 @@ import (
 	"herd/algo/dqn"
 	"herd/algo/sac"
 	"herd/algo/td3"
+	"herd/internal/trainstate"
 	"herd/metrics"
 )
 
 // TestResumeContinues: a PAL run (DQN on CartPole, TD3 and SAC on
-// Pendulum, two actors) stopped after its first periodic checkpoint and
+// Pendulum, two actors; one learner, or two in either learner mode)
+// stopped after its first periodic checkpoint and
 // resumed with `herd train --resume` (algo.TrainRun, DirResume) completes
 // its step
 // budget: metrics.csv's steps strictly increase with no row repeated or
 // missing across the cut, summary.json says where it resumed from, and
 // the learner's update count continues from the checkpoint's (the
 // schedule's total at the end, not that less the updates before the
-// cut). Resumed without the replay section, the run is refused naming
-// it, rather than continued from an empty replay.
+// cut; with two learners, every update applied exactly once by the
+// parameter service). Resumed without the replay section, or with two
+// learners without a gradient learner's, the run is refused naming it,
+// rather than continued from an empty replay or fresh streams.
 func TestResumeContinues(t *testing.T) {
+	td3File := "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 600\nruntime: {executor: pal, actors: 2, max_lag: 8}\ntd3: {num_envs: 2, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n"
+	sacFile := "algo: sac\nenv: Pendulum-v1\nseed: 1\nsteps: 600\nruntime: {executor: pal, actors: 2, max_lag: 8}\nsac: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n"
+	dqnFile := strings.Replace(dqnFile, "actors: 2}", "actors: 2, max_lag: 8}", 1)
+	learners := func(file, mode string) string {
+		return strings.Replace(file, "max_lag: 8}", "max_lag: 8, learners: 2, learner_mode: "+mode+"}", 1)
+	}
 	for _, c := range []struct {
+		name        string
 		spec        algo.Spec
 		file        string
 		every, log  int64
 		wantUpdates uint64
 	}{
-		{dqn.Spec(), strings.Replace(dqnFile, "actors: 2}", "actors: 2, max_lag: 8}", 1), 600, 50, 150},
-		{td3.Spec(), "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 600\nruntime: {executor: pal, actors: 2, max_lag: 8}\ntd3: {num_envs: 2, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 300, 20, 400},
-		{sac.Spec(), "algo: sac\nenv: Pendulum-v1\nseed: 1\nsteps: 600\nruntime: {executor: pal, actors: 2, max_lag: 8}\nsac: {num_envs: 1, batch_size: 16, learning_starts: 200, net_arch: [8, 8]}\n", 300, 20, 400},
+		{"dqn", dqn.Spec(), dqnFile, 600, 50, 150},
+		{"td3", td3.Spec(), td3File, 300, 20, 400},
+		{"sac", sac.Spec(), sacFile, 300, 20, 400},
+		{"dqn/learners=2/async", dqn.Spec(), learners(dqnFile, ModeAsync), 600, 50, 150},
+		{"dqn/learners=2/sync", dqn.Spec(), learners(dqnFile, ModeSync), 600, 50, 150},
+		{"td3/learners=2/sync", td3.Spec(), learners(td3File, ModeSync), 300, 20, 400},
+		{"sac/learners=2/async", sac.Spec(), learners(sacFile, ModeAsync), 300, 20, 400},
 	} {
-		t.Run(c.spec.Name, func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
 			res := resolve(t, c.spec, c.file)
 			res.Header.Out, res.Header.CheckpointEvery, res.Header.LogEvery = out, c.every, c.log
@@ -69,23 +84,37 @@ func TestResumeContinues(t *testing.T) {
 
 			// The learner's update count continues from the checkpoint.
 			var stats Stats
+			opt := OptionsOf(h)
+			opt.Stats = &stats
 			ck := algo.NewCheckpoints(algo.CheckpointOptions{Dir: t.TempDir(), Every: c.every, Algo: h.Algo, Env: h.Env, Config: key})
 			ck.Resume(st)
-			if _, err := Train(context.Background(), &algo.Runtime{Header: h, Log: algo.Discard(), Checkpoints: ck}, res.Spec, res.Config,
-				Options{Actors: 2, MaxLag: 8, Stats: &stats}); err != nil {
+			if _, err := Train(context.Background(), &algo.Runtime{Header: h, Log: algo.Discard(), Checkpoints: ck}, res.Spec, res.Config, opt); err != nil {
 				t.Fatal(err)
 			}
-			if stats.Updates != c.wantUpdates || stats.EnvSteps != h.Steps {
-				t.Errorf("resumed from step %d: %d updates, %d env steps; want %d, %d", cut, stats.Updates, stats.EnvSteps, c.wantUpdates, h.Steps)
+			if stats.Updates != c.wantUpdates || stats.EnvSteps != h.Steps || h.Runtime.Learners > 1 && stats.Applies == 0 {
+				t.Errorf("resumed from step %d: %d updates (%d applied by the service), %d env steps; want %d, %d",
+					cut, stats.Updates, stats.Applies, stats.EnvSteps, c.wantUpdates, h.Steps)
 			}
 
-			// Without its replay, the checkpoint is refused by name.
-			delete(st.Sections, secReplay)
-			ck = algo.NewCheckpoints(algo.CheckpointOptions{Dir: t.TempDir(), Algo: h.Algo, Env: h.Env, Config: key})
-			ck.Resume(st)
-			if m, err := Train(context.Background(), &algo.Runtime{Header: h, Log: algo.Discard(), Checkpoints: ck}, res.Spec, res.Config,
-				Options{Actors: 2, MaxLag: 8}); m != nil || err == nil || !strings.Contains(err.Error(), secReplay) {
-				t.Errorf("without section %s: model %v, error %v; want a refusal naming it", secReplay, m != nil, err)
+			// Without its replay (or a gradient learner's streams), the
+			// checkpoint is refused by name.
+			missing := []string{secReplay}
+			if h.Runtime.Learners > 1 {
+				missing = append(missing, secSlot+"1/")
+			}
+			for _, name := range missing {
+				part := &trainstate.State{Header: st.Header, Sections: map[string][]byte{}}
+				for k, b := range st.Sections {
+					if !strings.HasPrefix(k, name) {
+						part.Sections[k] = b
+					}
+				}
+				ck = algo.NewCheckpoints(algo.CheckpointOptions{Dir: t.TempDir(), Algo: h.Algo, Env: h.Env, Config: key})
+				ck.Resume(part)
+				if m, err := Train(context.Background(), &algo.Runtime{Header: h, Log: algo.Discard(), Checkpoints: ck}, res.Spec, res.Config,
+					OptionsOf(h)); m != nil || err == nil || !strings.Contains(err.Error(), name) {
+					t.Errorf("without section %s: model %v, error %v; want a refusal naming it", name, m != nil, err)
+				}
 			}
 
 			var from int64 = -1
@@ -151,20 +180,4 @@ func metricSteps(t *testing.T, path string) []int64 {
 		steps = append(steps, s)
 	}
 	return steps
-}
-
-// TestResumeRefusesLearners: a run with several learners writes no
-// checkpoints and refuses --resume, saying why.
-func TestResumeRefusesLearners(t *testing.T) {
-	res := resolve(t, dqn.Spec(), strings.Replace(dqnFile, "actors: 2}", "actors: 2, learners: 2}", 1))
-	res.Header.Out = filepath.Join(t.TempDir(), "run")
-	exs := []algo.Executor{Executor()}
-	sum, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: exs})
-	if err != nil || !strings.Contains(sum.Checkpoints, "off: ") || !strings.Contains(sum.Checkpoints, "several learners") {
-		t.Fatalf("learners 2: %v, checkpoints %q", err, sum.Checkpoints)
-	}
-	if _, err := algo.TrainRun(context.Background(), res, algo.RunOptions{Executors: exs, Dir: algo.DirResume}); !errors.Is(err, algo.ErrCannotResume) ||
-		!strings.Contains(err.Error(), "several learners") {
-		t.Fatalf("--resume with learners 2: %v", err)
-	}
 }

@@ -188,22 +188,25 @@ func (lc *Local) save() (map[string][]byte, error) {
 
 // learnerReplay is the checkpoint of a learner and its replay: the
 // sections secLearner and secReplay, the same in the local loop's
-// checkpoint and the dist learner's (algo.OffPolicy.Checkpoint).
+// checkpoint and the dist learner's (algo.OffPolicy.Checkpoint). With rb
+// nil it is the learner's section alone.
 type learnerReplay struct {
 	l  StateLearner
 	rb *Replay
 }
 
 // Checkpoint is algo.OffPolicy.Checkpoint for learners and replays built
-// by this package.
+// by this package; rb nil saves the learner alone.
 func Checkpoint(l algo.TransitionLearner, rb algo.Replay) (algo.LearnerCheckpoint, error) {
 	sl, ok := l.(StateLearner)
 	if !ok {
 		return nil, fmt.Errorf("learner %T cannot save its state", l)
 	}
-	r, ok := rb.(*Replay)
-	if !ok {
-		return nil, fmt.Errorf("replay %T cannot save its state", rb)
+	var r *Replay
+	if rb != nil {
+		if r, ok = rb.(*Replay); !ok {
+			return nil, fmt.Errorf("replay %T cannot save its state", rb)
+		}
 	}
 	if _, err := MarshalLearner(sl.LearnerState()); err != nil {
 		return nil, err
@@ -213,7 +216,7 @@ func Checkpoint(l algo.TransitionLearner, rb algo.Replay) (algo.LearnerCheckpoin
 
 func (c learnerReplay) SaveLearner(out map[string][]byte) error {
 	var err error
-	if out[secLearner], err = MarshalLearner(c.l.LearnerState()); err != nil {
+	if out[secLearner], err = MarshalLearner(c.l.LearnerState()); err != nil || c.rb == nil {
 		return err
 	}
 	out[secReplay], err = c.rb.MarshalBinary()
@@ -221,12 +224,16 @@ func (c learnerReplay) SaveLearner(out map[string][]byte) error {
 }
 
 func (c learnerReplay) RestoreLearner(s *trainstate.State) error {
-	for _, name := range []string{secLearner, secReplay} {
+	names := []string{secLearner, secReplay}
+	if c.rb == nil {
+		names = names[:1]
+	}
+	for _, name := range names {
 		if _, ok := s.Sections[name]; !ok {
 			return fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, name)
 		}
 	}
-	if err := UnmarshalLearner(c.l.LearnerState(), s.Sections[secLearner]); err != nil {
+	if err := UnmarshalLearner(c.l.LearnerState(), s.Sections[secLearner]); err != nil || c.rb == nil {
 		return err
 	}
 	return c.rb.UnmarshalBinary(s.Sections[secReplay])
