@@ -437,10 +437,17 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 	if ov.LogEvery != nil {
 		h.LogEvery = *ov.LogEvery
 	}
-	// "runtime.KEY=value" sets a key of the runtime: section; every other
+	// "runtime.KEY=value" sets a key of the runtime: section, the header
+	// keys without a flag of their own set the header, and every other
 	// pair is the algorithm's.
 	var algoSet []string
 	for _, kv := range ov.Set {
+		if key, _, _ := strings.Cut(kv, "="); slices.Contains([]string{"checkpoint_every", "checkpoint_keep"}, strings.TrimSpace(key)) {
+			if err := setYAML(&h, kv); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if k, ok := strings.CutPrefix(strings.TrimSpace(kv), "runtime."); ok {
 			if err := setYAML(&h.Runtime, k); err != nil {
 				return nil, fmt.Errorf("%w (runtime.)", err)

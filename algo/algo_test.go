@@ -62,13 +62,16 @@ fake:
 
 	seed, steps := uint64(7), int64(50)
 	r, err = Resolve([]byte(file), fakeSpecs(), Overrides{Seed: &seed, Steps: &steps,
-		Set: []string{"learning_rate=1e-3", "net_arch=[32, 16, 8]"}})
+		Set: []string{"learning_rate=1e-3", "net_arch=[32, 16, 8]", "checkpoint_every=500", "checkpoint_keep=2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c = r.Config.(*fakeConfig)
 	if r.Header.Seed != 7 || r.Header.Steps != 50 || r.Header.Out != "runs/fake-CartPole-v1-7" {
 		t.Fatalf("flags did not override the header: %+v", r.Header)
+	}
+	if r.Header.CheckpointEvery != 500 || r.Header.CheckpointKeep != 2 || r.Header.Env != "CartPole-v1" {
+		t.Fatalf("--set of the checkpoint keys: header %+v", r.Header)
 	}
 	if c.LR != 1e-3 || len(c.Arch) != 3 || c.Arch[2] != 8 || c.NumEnvs != 8 {
 		t.Fatalf("--set did not override: %+v", c)
@@ -108,6 +111,8 @@ func TestResolveErrorsNameTheKey(t *testing.T) {
 		{"section twice", "algo: fake\nenv: E\nsteps: 10\nfake:\n  num_envs: 3\nfake:\n  num_envs: 5\n", nil, `"fake" is written twice`, false},
 		{"header key twice", "algo: fake\nenv: E\nsteps: 10\nsteps: 20\n", nil, `"steps" is written twice`, false},
 		{"infinite value", "algo: fake\nenv: E\nsteps: 10\n", []string{"learning_rate=.inf"}, "learning_rate must be a finite number", false},
+		{"negative checkpoint_every", "algo: fake\nenv: E\nsteps: 10\n", []string{"checkpoint_every=-5"}, "checkpoint_every must be >= 0", false},
+		{"checkpoint_keep not a number", "algo: fake\nenv: E\nsteps: 10\n", []string{"checkpoint_keep=two"}, "checkpoint_keep", false},
 		{"NaN value", "algo: fake\nenv: E\nsteps: 10\nfake:\n  ent_coef: .nan\n", nil, "ent_coef must be a finite number", false},
 	} {
 		_, err := Resolve([]byte(tc.file), fakeSpecs(), Overrides{Set: tc.set})
