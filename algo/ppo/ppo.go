@@ -870,8 +870,8 @@ type sequences struct {
 // check reports a segment a recurrent learner cannot re-run: no state
 // for each env, or envs that num_minibatches does not divide.
 func (s *sequences) check(seg *sample.Segment, stateDim, minibatches int) error {
-	if len(seg.State) != seg.N*stateDim {
-		return fmt.Errorf("%w: ppo: a recurrent learner needs each env's state at the segment's start: %d values for %d envs × %d", sample.ErrShape, len(seg.State), seg.N, stateDim)
+	if err := onpolicy.CheckState("ppo", seg, stateDim); err != nil {
+		return err
 	}
 	if seg.N%minibatches != 0 {
 		return fmt.Errorf("%w: ppo: num_minibatches (%d) must divide the segment's %d envs (each minibatch is whole env sequences)", sample.ErrShape, minibatches, seg.N)

@@ -9,6 +9,7 @@ import (
 
 	"herd/algo"
 	"herd/nn"
+	"herd/sample"
 )
 
 // The recurrent cores the agents build (AgentConfig.Recurrent): a
@@ -270,4 +271,30 @@ func (c RecurrentConfig) Lacks(algoName string) (algo.Capability, string) {
 	}
 	return algo.CanStatelessPolicy | algo.CanAgentRows,
 		algoName + " with recurrent." + c.Type + ": the policy carries a hidden state per env, which the executor must keep or carry for each env (docs/guide/recurrent.md)"
+}
+
+// EpisodeStarts returns starts (grown) set where each env of seg begins an
+// episode inside it: starts[t·N+e] = t > 0 and env e's step t−1 was done,
+// the rows a learner re-running the segment's sequences
+// (Agent.SetSequences) zeroes the state before. At t = 0 the stored state
+// is already zero where the previous segment's last step was done.
+func EpisodeStarts(starts []bool, seg *sample.Segment) []bool {
+	n := seg.T * seg.N
+	if cap(starts) < n {
+		starts = make([]bool, n)
+	}
+	starts = starts[:n]
+	for k := range starts {
+		starts[k] = k >= seg.N && seg.Dones[k-seg.N] != 0
+	}
+	return starts
+}
+
+// CheckState reports a segment whose stored states an agent of state
+// stateDim cannot re-run: not one row per env (none where stateDim is 0).
+func CheckState(name string, seg *sample.Segment, stateDim int) error {
+	if len(seg.State) != seg.N*stateDim {
+		return fmt.Errorf("%w: %s: a learner of recurrent state %d needs each env's state at the segment's start: %d values for %d envs", sample.ErrShape, name, stateDim, len(seg.State), seg.N)
+	}
+	return nil
 }
