@@ -163,6 +163,9 @@ type workerState struct {
 	Obs            []float32
 	Envs           [][]byte // env.MarshalChain per slot
 	Samplers       [][]byte // each slot's sampler stream
+	// State is a recurrent policy's state of each env (rows of StateDim,
+	// slot order; nil: a stateless policy), which its next step reads.
+	State []float32
 }
 
 // registerWorkers saves and restores each of ws's workers with the run.
@@ -207,6 +210,9 @@ func (ws *Workers) register(set int) {
 
 func (w *worker) state() ([]byte, error) {
 	st := workerState{Claimed: w.claimed, Steps: w.steps, Obs: w.loop.Observations()}
+	if sp, ok := w.policy.(algo.StatefulPolicy); ok && sp.StateDim() > 0 {
+		st.State = sp.StateTo(nil, len(w.envs))
+	}
 	if w.version != nil {
 		b, err := w.version.Encode()
 		if err != nil {
@@ -240,6 +246,18 @@ func (w *worker) restore(st workerState) error {
 		if err := w.srcs[j].UnmarshalBinary(st.Samplers[j]); err != nil {
 			return err
 		}
+	}
+	sd := 0
+	sp, ok := w.policy.(algo.StatefulPolicy)
+	if ok {
+		sd = sp.StateDim()
+	}
+	if len(st.State) != len(w.envs)*sd {
+		return fmt.Errorf("%w: worker %d saved %d state values, its policy keeps %d per env for %d envs",
+			trainstate.ErrCorrupt, w.id, len(st.State), sd, len(w.envs))
+	}
+	if sd > 0 {
+		sp.SetState(st.State, len(w.envs))
 	}
 	w.loop.Start(st.Obs)
 	w.claimed, w.steps = st.Claimed, st.Steps

@@ -96,6 +96,15 @@
 // SAC, TD3, DDPG), ApeXPlan when the run asks for actor priorities (DQN's
 // initial_priorities: actor), so an algorithm package needs no flow code.
 //
+// A rollout worker's policy copy acts on the same envs throughout, so a
+// recurrent policy (rollout.StateKeeper: IMPALA's recurrent: core) keeps
+// each of its envs' states there, zeroed where an episode ends, and each
+// segment records the states its envs started from (Segment.State) for
+// the learner to re-run the sequences from. ConcatBatches and the
+// off-policy operators do not carry the states, so the flow executor
+// runs SyncPlan and the replay plans only for a stateless policy
+// (Executor's needs), and an algorithm's own plan with any.
+//
 // # Determinism
 //
 // For rollout workers (RolloutWorkers) and slot workers
@@ -121,7 +130,8 @@
 // With Runtime.Checkpoints (`herd train --resume`), the operators of a
 // plan register their state with the Run (checkpoint.go): the learner
 // (algo.LearnerCheckpoint), each rollout worker (its envs, sampler
-// streams, observations, weights version and counters, saved on its actor
+// streams, observations, a recurrent policy's env states, weights version
+// and counters, saved on its actor
 // after everything sent to it) and each gather (the items requested and
 // not yet yielded, waited for, and the order it takes them in). The Run
 // saves them after a report when one is due, on the caller's cancellation

@@ -5,16 +5,20 @@ import "herd/algo"
 // Executor describes the flow executor to algo.Admit and the CLI: it runs
 // an algorithm's own plan (a config that is a Planner), or the plan PlanOf
 // builds for a segment or transition learner, and reads env_workers,
-// transport, nats_url and num_async.
+// transport, nats_url and num_async. A rollout worker's policy copy keeps
+// the state of the worker's own envs (a recurrent policy) and records it
+// in each segment, which an algorithm's own plan hands to its learner;
+// SyncPlan's joined segments and the replay plans' transitions do not
+// carry it, so they need a stateless policy.
 func Executor() algo.Executor {
 	return algo.Executor{
-		Name:     "flow",
-		Doc:      "a dataflow plan over rollout workers (the algorithm's own, or the synchronous or replay plan its learner fits), in one process or over NATS",
-		Keys:     []string{"env_workers", "transport", "nats_url", "num_async"},
-		Requires: algo.CanStatelessPolicy,
+		Name: "flow",
+		Doc:  "a dataflow plan over rollout workers (the algorithm's own, or the synchronous or replay plan its learner fits), in one process or over NATS",
+		Keys: []string{"env_workers", "transport", "nats_url", "num_async"},
 		Needs: func(algo.Header) []algo.Need {
 			return []algo.Need{{Topology: "its own plan", Caps: algo.CanPlan},
-				{Topology: "SyncPlan", Caps: algo.CanSegmentLearner}, {Topology: "ReplayPlan or ApeXPlan", Caps: algo.CanTransitionLearner}}
+				{Topology: "SyncPlan", Caps: algo.CanSegmentLearner | algo.CanStatelessPolicy},
+				{Topology: "ReplayPlan or ApeXPlan", Caps: algo.CanTransitionLearner | algo.CanStatelessPolicy}}
 		},
 		Scalars: func(h algo.Header) []string {
 			if t := h.Runtime.Transport; t != "" && t != "inproc" {

@@ -171,9 +171,13 @@ func (p *Slots) Act(acts *algo.Acts, obs []float32, n int, step int64) error {
 	return nil
 }
 
-// ResetEnv forwards an episode's end to env i's sampler, when it keeps
-// per-env state.
+// ResetEnv forwards an episode's end to a network that keeps per-env
+// state (a recurrent policy's env i) and to env i's sampler, when it
+// keeps per-env state.
 func (p *Slots) ResetEnv(i int) {
+	if r, ok := p.Net.(algo.EnvResetter); ok {
+		r.ResetEnv(i)
+	}
 	if r, ok := p.samplers[i].(algo.EnvResetter); ok {
 		r.ResetEnv(0)
 	}

@@ -1,7 +1,8 @@
 // Package impala is IMPALA (Espeholt et al. 2018, "IMPALA: Scalable
 // Distributed Deep-RL with Importance Weighted Actor-Learner
-// Architectures") for MLP policies, written as a dataflow plan (package
-// flow): Config.Plan is the algorithm, VTrace its off-policy correction.
+// Architectures") for MLP policies, with an optional LSTM or GRU core
+// (the recurrent: section), written as a dataflow plan (package flow):
+// Config.Plan is the algorithm, VTrace its off-policy correction.
 //
 // # Running it
 //
@@ -44,6 +45,17 @@
 //  3. L = −mean(A·log π) − c_ent·mean(H) + c_vf·½·mean((v − V)²), one
 //     gradient step (clipped global norm; Adam, or RMSprop as the paper).
 //
+// # A recurrent core
+//
+// With recurrent: {type: lstm} (or gru) each network has a core between
+// its hidden layers and its head, as PPO-LSTM's (docs/guide/recurrent.md).
+// The actors keep each env's state, zero it where an episode ends and
+// record each segment's starting states (sample.Segment.State); step 1
+// re-runs every env's sequence from its recorded state, zeroing it after
+// each done (onpolicy.EpisodeStarts), and takes V(x_T) from the state the
+// last step left (Agent.ValueAfter); steps 2 and 3 are unchanged, the
+// gradient flowing back through the whole segment (truncated BPTT).
+//
 // # Departures from the paper
 //
 // Means instead of sums over the batch (so max_grad_norm 0.5 rather than
@@ -51,7 +63,9 @@
 // (one step per segment); truncated episodes (CartPole's 500-step limit)
 // are bootstrapped, not cut: the worker folds γ·V(final observation) of
 // the behaviour critic into the reward, as herd's PPO and A2C; separate
-// actor and critic MLPs (no shared torso, no LSTM); the policy lag is
+// actor and critic networks (no shared torso; a recurrent core per
+// network reading the observation alone, not the previous action and
+// reward as the paper's LSTM does); the policy lag is
 // bounded (max_policy_lag: the learner waits for a slow worker's segment
 // rather than let it fall further behind), where the paper's learner takes
 // whatever its queue holds. configs/impala-cartpole

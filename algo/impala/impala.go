@@ -59,6 +59,11 @@ type Config struct {
 	Activation string  `yaml:"activation"`   // hidden activation; default tanh
 	OrthoInit  bool    `yaml:"ortho_init"`   // orthogonal init (gains √2, 0.01, 1); default true
 	InitLogStd float32 `yaml:"init_log_std"` // Gaussian log-std at start (Box actions); default 0
+	// Recurrent puts an LSTM or GRU between each network's Hidden layers
+	// and its head (PPO's recurrent: section): the actors record each
+	// segment's starting state per env, and the learner re-runs every
+	// env's sequence from it (docs/guide/recurrent.md). Default: none.
+	Recurrent onpolicy.RecurrentConfig `yaml:"recurrent,omitempty"`
 }
 
 // DefaultConfig returns the defaults.
@@ -79,7 +84,11 @@ func (c *Config) Validate(h algo.Header) error {
 	}
 	onpolicy.Common{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, LearningRate: c.LearningRate,
 		MaxGradNorm: c.MaxGradNorm, Gamma: c.Gamma, GAELambda: 1, EntCoef: c.EntCoef, VFCoef: c.VFCoef,
-		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder}.Check(bad, h)
+		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder, Recurrent: c.Recurrent.On()}.Check(bad, h)
+	c.Recurrent.Check(bad)
+	if c.Recurrent.On() && c.Encoder != "" && c.Encoder != "mlp" {
+		bad("a recurrent core takes encoder mlp, got %q", c.Encoder)
+	}
 	if c.NumAsync < 1 {
 		bad("num_async must be >= 1, got %d", c.NumAsync)
 	}
@@ -100,8 +109,16 @@ func (c *Config) Validate(h algo.Header) error {
 
 func (c *Config) agentConfig() onpolicy.AgentConfig {
 	act, _ := nn.ParseActivation(c.Activation)
-	return onpolicy.AgentConfig{Encoder: c.Encoder, Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd}
+	a := onpolicy.AgentConfig{Encoder: c.Encoder, Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd}
+	c.Recurrent.Set(&a)
+	return a
 }
+
+// Lacks is what a recurrent config cannot do (algo.Limiter): act where
+// no one keeps or carries each env's state. The plan's rollout workers
+// keep their envs' states in their policy copies, HTS's policy workers
+// keep them, dist's env workers carry them.
+func (c *Config) Lacks() (algo.Capability, string) { return c.Recurrent.Lacks("impala") }
 
 // Scalars are the metrics IMPALA reports.
 func Scalars() []string {
@@ -217,6 +234,7 @@ type learner struct {
 	*onpolicy.Learner
 	cfg                                    *Config
 	steps, totalSteps                      int64 // env steps learned, and the run's
+	starts                                 []bool
 	logProb, entropy, values, boot, logRho []float32
 	vs, adv                                []float32
 	pgLoss, vLoss, entMean                 float64
@@ -260,9 +278,20 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 	}
 	l.steps += int64(B)
 
-	// Current π and V on the segment, then the V-trace targets.
+	// Current π and V on the segment, then the V-trace targets. A
+	// recurrent agent re-runs each env's sequence from the state the
+	// actor recorded at the segment's start, zeroed where an episode
+	// starts, and bootstraps from the state its last step left.
+	sd := agent.StateDim()
+	if sd > 0 {
+		if err := onpolicy.CheckState("impala", seg, sd); err != nil {
+			return nil, err
+		}
+		l.starts = onpolicy.EpisodeStarts(l.starts, seg)
+		agent.SetSequences(seg.T, N, seg.State, l.starts)
+	}
 	agent.Evaluate(l.logProb, l.entropy, l.values, seg.Obs, seg.Actions, B)
-	agent.Value(l.boot, seg.NextObs, N)
+	agent.ValueAfter(l.boot, seg.NextObs, seg.Dones[B-N:], N)
 	var rhoSum float64
 	for k := range l.logRho {
 		l.logRho[k] = l.logProb[k] - seg.LogProbs[k]
@@ -270,7 +299,8 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 	}
 	VTrace(l.vs, l.adv, l.logRho, seg.Rewards, l.values, seg.Dones, l.boot, N, cfg.Gamma, cfg.RhoBar, cfg.CBar, cfg.Lambda)
 
-	// One gradient step on the whole segment.
+	// One gradient step on the whole segment (BPTT over its sequences).
+	agent.SetSequences(seg.T, N, seg.State, l.starts)
 	agent.Learn(seg.Obs, seg.Actions, B, l.policyLoss, l.valueLoss)
 	if cfg.MaxGradNorm > 0 {
 		nn.ClipGradNorm(agent.Params(), cfg.MaxGradNorm)

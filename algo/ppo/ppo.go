@@ -1,7 +1,6 @@
 package ppo
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -111,23 +110,13 @@ type Config struct {
 }
 
 // RecurrentConfig is the network spec's recurrent core.
-type RecurrentConfig struct {
-	// Type is "lstm" or "gru" (PyTorch's nn.LSTM / nn.GRU, one layer), or
-	// "" for none.
-	Type string `yaml:"type"`
-	// Hidden is the core's width; 0 means 128 (ppo_atari_lstm's).
-	Hidden int `yaml:"hidden,omitempty"`
-	// After are hidden layers (activated) between the core and each
-	// network's linear head: SB3-contrib RecurrentPPO's net_arch, which
-	// comes after its LSTM. Default none (ppo_atari_lstm's).
-	After []int `yaml:"after,omitempty"`
-}
+type RecurrentConfig = onpolicy.RecurrentConfig
 
 // DefaultRecurrentHidden is the LSTM width of ppo_atari_lstm.py.
-const DefaultRecurrentHidden = 128
+const DefaultRecurrentHidden = onpolicy.DefaultRecurrentHidden
 
 // IsRecurrent reports whether the networks carry a state per env.
-func (c *Config) IsRecurrent() bool { return c.Recurrent.Type != "" }
+func (c *Config) IsRecurrent() bool { return c.Recurrent.On() }
 
 // Lacks is what a recurrent config cannot do (algo.Limiter): its policy
 // is not a function of one observation, so it cannot act in a policy
@@ -136,9 +125,8 @@ func (c *Config) IsRecurrent() bool { return c.Recurrent.Type != "" }
 // are whole env sequences, which data-parallel learners do not split; and
 // the several policies of a multiagent section are not given a state.
 func (c *Config) Lacks() (algo.Capability, string) {
-	if c.IsRecurrent() {
-		return algo.CanStatelessPolicy | algo.CanDataParallel | algo.CanAgentRows,
-			"ppo with recurrent." + c.Recurrent.Type + ": the policy carries a hidden state per env, which the executor must keep or carry for each env (docs/guide/recurrent.md)"
+	if lacks, why := c.Recurrent.Lacks("ppo"); lacks != 0 {
+		return lacks | algo.CanDataParallel, why
 	}
 	if c.NormObs || c.NormReward {
 		return algo.CanDataParallel, "ppo with norm_obs or norm_reward: each data-parallel learner would fold the statistics of its own rows"
@@ -189,21 +177,14 @@ func (c *Config) Validate(h algo.Header) error {
 	if c.ActorObs < 0 {
 		bad("actor_obs must be >= 0, got %d", c.ActorObs)
 	}
-	if r := c.Recurrent; r.Type != "" {
+	c.Recurrent.Check(bad)
+	if c.IsRecurrent() {
 		switch {
-		case r.Type != onpolicy.RecurrentLSTM && r.Type != onpolicy.RecurrentGRU:
-			bad("recurrent.type must be %q, %q or empty, got %q", onpolicy.RecurrentLSTM, onpolicy.RecurrentGRU, r.Type)
-		case slices.ContainsFunc(r.After, func(w int) bool { return w < 1 }):
-			bad("recurrent.after widths must be >= 1, got %v", r.After)
-		case r.Hidden < 0:
-			bad("recurrent.hidden must be >= 0 (0: %d), got %d", DefaultRecurrentHidden, r.Hidden)
 		case c.NumMinibatches >= 1 && c.NumEnvs%c.NumMinibatches != 0:
 			bad("with a recurrent core each minibatch is whole env sequences: num_minibatches (%d) must divide num_envs (%d)", c.NumMinibatches, c.NumEnvs)
 		case c.Encoder != "" && c.Encoder != "mlp", c.ValueNorm, c.InputNorm, c.ActorObs != 0:
 			bad("a recurrent core takes encoder mlp without value_norm, input_norm or actor_obs")
 		}
-	} else if c.Recurrent.Hidden != 0 || len(c.Recurrent.After) > 0 {
-		bad("recurrent.hidden or recurrent.after without recurrent.type")
 	}
 	if c.NormReward && c.ValueNorm {
 		bad("norm_reward and value_norm both rescale the critic; choose one")
@@ -225,10 +206,11 @@ func (c *Config) RolloutShape() (numEnvs, numSteps int, gamma float32) {
 
 func (c *Config) agentConfig() onpolicy.AgentConfig {
 	act, _ := nn.ParseActivation(c.Activation)
-	return onpolicy.AgentConfig{Encoder: c.Encoder, SharedEncoder: c.SharedEncoder, Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
+	a := onpolicy.AgentConfig{Encoder: c.Encoder, SharedEncoder: c.SharedEncoder, Hidden: c.Hidden, Act: act, OrthoInit: c.OrthoInit, InitLogStd: c.InitLogStd,
 		ActorObs: c.ActorObs, ValueNorm: c.ValueNorm, InputNorm: c.InputNorm, Parallel: c.Parallel,
-		Recurrent: c.Recurrent.Type, RecurrentHidden: cmp.Or(c.Recurrent.Hidden, DefaultRecurrentHidden), RecurrentAfter: c.Recurrent.After,
 		NormObs: c.NormObs, NormReward: c.NormReward}
+	c.Recurrent.Set(&a)
+	return a
 }
 
 // Scalars are the metrics PPO reports (CleanRL's names).
@@ -888,8 +870,8 @@ type sequences struct {
 // check reports a segment a recurrent learner cannot re-run: no state
 // for each env, or envs that num_minibatches does not divide.
 func (s *sequences) check(seg *sample.Segment, stateDim, minibatches int) error {
-	if len(seg.State) != seg.N*stateDim {
-		return fmt.Errorf("%w: ppo: a recurrent learner needs each env's state at the segment's start: %d values for %d envs × %d", sample.ErrShape, len(seg.State), seg.N, stateDim)
+	if err := onpolicy.CheckState("ppo", seg, stateDim); err != nil {
+		return err
 	}
 	if seg.N%minibatches != 0 {
 		return fmt.Errorf("%w: ppo: num_minibatches (%d) must divide the segment's %d envs (each minibatch is whole env sequences)", sample.ErrShape, minibatches, seg.N)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"herd/algo"
+	"herd/algo/impala"
 	"herd/algo/ppo"
 	"herd/sample"
 	"herd/weights"
@@ -24,15 +25,30 @@ runtime: {executor: hts}
 ppo: {num_envs: 4, num_steps: 64, num_minibatches: 2, update_epochs: 2, hidden: [16], recurrent: {type: lstm, hidden: 8}}
 `
 
+// impalaLSTMFile is lstmFile's run for IMPALA with an LSTM core.
+const impalaLSTMFile = `algo: impala
+env: CartPoleNoVel-v1
+seed: 7
+steps: 1536
+runtime: {executor: hts}
+impala: {num_envs: 4, num_steps: 64, hidden: [16], recurrent: {type: lstm, hidden: 8}}
+`
+
 // TestRecurrentSameBits is the HTS promise for a recurrent policy: the
 // policy workers keep each env's state, so the final parameters are one
-// hash for policy workers 1 and 4 and env workers 1 and 2.
+// hash for policy workers 1 and 4 and env workers 1 and 2, for PPO-LSTM
+// and IMPALA-LSTM.
 func TestRecurrentSameBits(t *testing.T) {
-	res := resolve(t, ppo.Spec(), lstmFile)
-	want := train(t, res, Options{EnvWorkers: 1, PolicyWorkers: 1})
-	for _, c := range [][2]int{{1, 4}, {2, 1}, {2, 4}, {4, 3}} {
-		if got := train(t, res, Options{EnvWorkers: c[0], PolicyWorkers: c[1]}); got != want {
-			t.Errorf("E=%d P=%d: parameters %s, with E=1 P=1 %s", c[0], c[1], got, want)
+	for _, c := range []struct {
+		spec algo.Spec
+		file string
+	}{{ppo.Spec(), lstmFile}, {impala.Spec(), impalaLSTMFile}} {
+		res := resolve(t, c.spec, c.file)
+		want := train(t, res, Options{EnvWorkers: 1, PolicyWorkers: 1})
+		for _, ep := range [][2]int{{1, 4}, {2, 1}, {2, 4}, {4, 3}} {
+			if got := train(t, res, Options{EnvWorkers: ep[0], PolicyWorkers: ep[1]}); got != want {
+				t.Errorf("%s E=%d P=%d: parameters %s, with E=1 P=1 %s", c.spec.Name, ep[0], ep[1], got, want)
+			}
 		}
 	}
 }

@@ -121,6 +121,7 @@ type Agent struct {
 	// otherwise); actState holds Act's own state (AgentConfig.Recurrent).
 	recActor, recCritic *recBody
 	actState            []float32
+	after               []float32 // ValueAfter's states
 	// ActorDim is the actor's input: the first ActorDim values of a row.
 	ActorDim int
 	evalIn   []float32 // the actor's columns of a minibatch (ActorDim < ObsDim)
@@ -426,6 +427,26 @@ func (a *Agent) finalStateTo(dst []float32) {
 	sd := a.StateDim()
 	a.recActor.finalTo(dst, sd, 0)
 	a.recCritic.finalTo(dst, sd, a.recActor.stateDim())
+}
+
+// ValueAfter writes V(obs) for the n sequences of the last Evaluate into
+// dst[:n] and returns it: obs[e] is the observation after sequence e's
+// last step, read from the state that step left, or from the zero state
+// where lastDones[e] ≠ 0 (the step ended an episode, and obs begins the
+// next). It is Value for an agent without a recurrent core. The next
+// Evaluate or Learn of a recurrent agent needs SetSequences again.
+func (a *Agent) ValueAfter(dst, obs, lastDones []float32, n int) []float32 {
+	if sd := a.StateDim(); sd > 0 {
+		a.after = grow(a.after, n*sd)
+		a.finalStateTo(a.after)
+		for e, d := range lastDones[:n] {
+			if d != 0 {
+				clear(a.after[e*sd : (e+1)*sd])
+			}
+		}
+		a.SetSequences(1, n, a.after, nil)
+	}
+	return a.Value(dst, obs, n)
 }
 
 // ResetEnv zeroes Act's recurrent state: the next Act begins an episode.

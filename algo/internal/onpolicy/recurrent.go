@@ -1,11 +1,15 @@
 package onpolicy
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
+	"herd/algo"
 	"herd/nn"
+	"herd/sample"
 )
 
 // The recurrent cores the agents build (AgentConfig.Recurrent): a
@@ -212,4 +216,85 @@ func (b *recBody) Backward(dOut []float32) {
 	if b.enc != nil {
 		b.enc.Backward(dx)
 	}
+}
+
+// RecurrentConfig is the network spec's recurrent core, the `recurrent:`
+// section of PPO's and IMPALA's configs.
+type RecurrentConfig struct {
+	// Type is "lstm" or "gru" (PyTorch's nn.LSTM / nn.GRU, one layer), or
+	// "" for none.
+	Type string `yaml:"type"`
+	// Hidden is the core's width; 0 means 128 (ppo_atari_lstm's).
+	Hidden int `yaml:"hidden,omitempty"`
+	// After are hidden layers (activated) between the core and each
+	// network's linear head: SB3-contrib RecurrentPPO's net_arch, which
+	// comes after its LSTM. Default none (ppo_atari_lstm's).
+	After []int `yaml:"after,omitempty"`
+}
+
+// DefaultRecurrentHidden is the LSTM width of ppo_atari_lstm.py.
+const DefaultRecurrentHidden = 128
+
+// On reports whether the networks carry a state per env.
+func (c RecurrentConfig) On() bool { return c.Type != "" }
+
+// Check reports each problem with the section through bad (the
+// algorithm's Validate collector).
+func (c RecurrentConfig) Check(bad func(format string, a ...any)) {
+	switch {
+	case c.Type == "":
+		if c.Hidden != 0 || len(c.After) > 0 {
+			bad("recurrent.hidden or recurrent.after without recurrent.type")
+		}
+	case c.Type != RecurrentLSTM && c.Type != RecurrentGRU:
+		bad("recurrent.type must be %q, %q or empty, got %q", RecurrentLSTM, RecurrentGRU, c.Type)
+	case slices.ContainsFunc(c.After, func(w int) bool { return w < 1 }):
+		bad("recurrent.after widths must be >= 1, got %v", c.After)
+	case c.Hidden < 0:
+		bad("recurrent.hidden must be >= 0 (0: %d), got %d", DefaultRecurrentHidden, c.Hidden)
+	}
+}
+
+// Set fills a's recurrent core from the section.
+func (c RecurrentConfig) Set(a *AgentConfig) {
+	a.Recurrent, a.RecurrentHidden, a.RecurrentAfter = c.Type, cmp.Or(c.Hidden, DefaultRecurrentHidden), c.After
+}
+
+// Lacks is what algorithm algo's config with this core cannot do, and
+// why (algo.Limiter): its policy is not a function of one observation, so
+// it cannot act in a policy worker or a slot that neither keeps nor
+// carries each env's state, and the several policies of a multiagent
+// section are not given a state. 0 without a core.
+func (c RecurrentConfig) Lacks(algoName string) (algo.Capability, string) {
+	if !c.On() {
+		return 0, ""
+	}
+	return algo.CanStatelessPolicy | algo.CanAgentRows,
+		algoName + " with recurrent." + c.Type + ": the policy carries a hidden state per env, which the executor must keep or carry for each env (docs/guide/recurrent.md)"
+}
+
+// EpisodeStarts returns starts (grown) set where each env of seg begins an
+// episode inside it: starts[t·N+e] = t > 0 and env e's step t−1 was done,
+// the rows a learner re-running the segment's sequences
+// (Agent.SetSequences) zeroes the state before. At t = 0 the stored state
+// is already zero where the previous segment's last step was done.
+func EpisodeStarts(starts []bool, seg *sample.Segment) []bool {
+	n := seg.T * seg.N
+	if cap(starts) < n {
+		starts = make([]bool, n)
+	}
+	starts = starts[:n]
+	for k := range starts {
+		starts[k] = k >= seg.N && seg.Dones[k-seg.N] != 0
+	}
+	return starts
+}
+
+// CheckState reports a segment whose stored states an agent of state
+// stateDim cannot re-run: not one row per env (none where stateDim is 0).
+func CheckState(name string, seg *sample.Segment, stateDim int) error {
+	if len(seg.State) != seg.N*stateDim {
+		return fmt.Errorf("%w: %s: a learner of recurrent state %d needs each env's state at the segment's start: %d values for %d envs", sample.ErrShape, name, stateDim, len(seg.State), seg.N)
+	}
+	return nil
 }
