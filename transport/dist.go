@@ -222,6 +222,9 @@ type Progress struct {
 	Batches, BatchRows         uint64
 	BatchRowsP50, BatchRowsP99 uint32
 	LatencyP50us, LatencyP99us uint64
+	// InferObsBytes counts the observation bytes an env worker's
+	// inference requests carried (Stats.ObsBytes), over all incarnations.
+	InferObsBytes uint64
 }
 
 // Transport makes the streams and services of runs. Streams of the same run

@@ -1569,7 +1569,8 @@ func (m *natsMembership) Progress(ctx context.Context) (map[string]Progress, err
 func encodeProgress(p Progress) ([]byte, error) {
 	return encode(&herdv1.WorkerProgress{Protocol: Protocol, Incarnation: p.Incarnation, Seq: p.Seq, Steps: p.Steps,
 		FetchFailed: p.FetchFailed, Abandoned: p.Abandoned, Batches: p.Batches, BatchRows: p.BatchRows,
-		BatchRowsP50: p.BatchRowsP50, BatchRowsP99: p.BatchRowsP99, LatencyP50Us: p.LatencyP50us, LatencyP99Us: p.LatencyP99us})
+		BatchRowsP50: p.BatchRowsP50, BatchRowsP99: p.BatchRowsP99, LatencyP50Us: p.LatencyP50us, LatencyP99Us: p.LatencyP99us,
+		InferObsBytes: p.InferObsBytes})
 }
 
 func decodeProgress(b []byte) (Progress, error) {
@@ -1579,7 +1580,7 @@ func decodeProgress(b []byte) (Progress, error) {
 	}
 	return Progress{Incarnation: m.Incarnation, Seq: m.Seq, Steps: m.Steps, FetchFailed: m.FetchFailed, Abandoned: m.Abandoned,
 		Batches: m.Batches, BatchRows: m.BatchRows, BatchRowsP50: m.BatchRowsP50, BatchRowsP99: m.BatchRowsP99,
-		LatencyP50us: m.LatencyP50Us, LatencyP99us: m.LatencyP99Us}, nil
+		LatencyP50us: m.LatencyP50Us, LatencyP99us: m.LatencyP99Us, InferObsBytes: m.InferObsBytes}, nil
 }
 
 func (m *natsMembership) Stats() Stats { return m.c.stats() }

@@ -594,10 +594,13 @@ type WorkerProgress struct {
 	BatchRows uint64 `protobuf:"varint,8,opt,name=batch_rows,json=batchRows,proto3" json:"batch_rows,omitempty"`
 	// Percentiles over a policy worker's recent batches (its last 4096): rows
 	// per batch, and microseconds from a request's arrival to its answer.
-	BatchRowsP50  uint32 `protobuf:"varint,9,opt,name=batch_rows_p50,json=batchRowsP50,proto3" json:"batch_rows_p50,omitempty"`
-	BatchRowsP99  uint32 `protobuf:"varint,10,opt,name=batch_rows_p99,json=batchRowsP99,proto3" json:"batch_rows_p99,omitempty"`
-	LatencyP50Us  uint64 `protobuf:"varint,11,opt,name=latency_p50_us,json=latencyP50Us,proto3" json:"latency_p50_us,omitempty"`
-	LatencyP99Us  uint64 `protobuf:"varint,12,opt,name=latency_p99_us,json=latencyP99Us,proto3" json:"latency_p99_us,omitempty"`
+	BatchRowsP50 uint32 `protobuf:"varint,9,opt,name=batch_rows_p50,json=batchRowsP50,proto3" json:"batch_rows_p50,omitempty"`
+	BatchRowsP99 uint32 `protobuf:"varint,10,opt,name=batch_rows_p99,json=batchRowsP99,proto3" json:"batch_rows_p99,omitempty"`
+	LatencyP50Us uint64 `protobuf:"varint,11,opt,name=latency_p50_us,json=latencyP50Us,proto3" json:"latency_p50_us,omitempty"`
+	LatencyP99Us uint64 `protobuf:"varint,12,opt,name=latency_p99_us,json=latencyP99Us,proto3" json:"latency_p99_us,omitempty"`
+	// infer_obs_bytes counts the observation bytes an env worker's
+	// inference requests carried, over all incarnations.
+	InferObsBytes uint64 `protobuf:"varint,13,opt,name=infer_obs_bytes,json=inferObsBytes,proto3" json:"infer_obs_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -712,6 +715,13 @@ func (x *WorkerProgress) GetLatencyP50Us() uint64 {
 func (x *WorkerProgress) GetLatencyP99Us() uint64 {
 	if x != nil {
 		return x.LatencyP99Us
+	}
+	return 0
+}
+
+func (x *WorkerProgress) GetInferObsBytes() uint64 {
+	if x != nil {
+		return x.InferObsBytes
 	}
 	return 0
 }
@@ -897,7 +907,7 @@ const file_herd_v1_dist_proto_rawDesc = "" +
 	"\fMemberRecord\x121\n" +
 	"\bprotocol\x18\x01 \x01(\x0e2\x15.herd.v1.DistProtocolR\bprotocol\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
-	"\x04info\x18\x03 \x01(\fR\x04info\"\x9f\x03\n" +
+	"\x04info\x18\x03 \x01(\fR\x04info\"\xc7\x03\n" +
 	"\x0eWorkerProgress\x121\n" +
 	"\bprotocol\x18\x01 \x01(\x0e2\x15.herd.v1.DistProtocolR\bprotocol\x12 \n" +
 	"\vincarnation\x18\x02 \x01(\x04R\vincarnation\x12\x10\n" +
@@ -912,7 +922,8 @@ const file_herd_v1_dist_proto_rawDesc = "" +
 	"\x0ebatch_rows_p99\x18\n" +
 	" \x01(\rR\fbatchRowsP99\x12$\n" +
 	"\x0elatency_p50_us\x18\v \x01(\x04R\flatencyP50Us\x12$\n" +
-	"\x0elatency_p99_us\x18\f \x01(\x04R\flatencyP99Us\"d\n" +
+	"\x0elatency_p99_us\x18\f \x01(\x04R\flatencyP99Us\x12&\n" +
+	"\x0finfer_obs_bytes\x18\r \x01(\x04R\rinferObsBytes\"d\n" +
 	"\tActorCall\x121\n" +
 	"\bprotocol\x18\x01 \x01(\x0e2\x15.herd.v1.DistProtocolR\bprotocol\x12\x10\n" +
 	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
