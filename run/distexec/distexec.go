@@ -938,11 +938,11 @@ type monitor struct {
 	// step is the learner's global step, for the notices.
 	step int64
 
-	read             time.Time
+	read                       time.Time
 	stale, abandoned, obsBytes uint64
-	batches, rows    uint64
-	rowsP50, rowsP99 uint32
-	latP50, latP99   uint64 // µs
+	batches, rows              uint64
+	rowsP50, rowsP99           uint32
+	latP50, latP99             uint64 // µs
 
 	notice   io.Writer
 	who      string        // the notices' prefix for a policy of several ("policy/<id>/")
