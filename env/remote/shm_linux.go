@@ -5,7 +5,6 @@ package remote
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"os"
@@ -255,16 +254,22 @@ func (w *shmWire) attach(n, od, ad int, u8 bool) error {
 	case shmwire.Msg:
 		resp, err := w.readMsg()
 		if err != nil {
-			return err
+			return layoutHint(err)
 		}
-		msg := resp.GetError().GetMessage()
-		if strings.Contains(msg, "header does not match") {
-			// A server of the previous layout (HERDSHM1) says only this.
-			msg += fmt.Sprintf(" (this client's segment layout is %s: the server may be an older herd_env or herd, which must be updated)", shmwire.Magic)
-		}
-		return status.Errorf(codes.Internal, "shm: server refused the segment: %v", msg)
+		return status.Errorf(codes.Internal, "shm: server refused the segment: %v", resp.GetError().GetMessage())
 	}
 	return status.Errorf(codes.Internal, "shm: unknown answer byte %q", w.tag[0])
+}
+
+// layoutHint adds to a server's refusal of the segment as a header
+// mismatch, all that a server of the previous layout (HERDSHM1) can say,
+// that it may be older than this client.
+func layoutHint(err error) error {
+	st := status.Convert(err)
+	if !strings.Contains(st.Message(), "header does not match") {
+		return err
+	}
+	return status.Errorf(st.Code(), "%s (this client's segment layout is %s: the server may be an older herd_env or herd, which must be updated)", st.Message(), shmwire.Magic)
 }
 
 // attachPipes makes the two wake pipes, hands the server its ends (the
