@@ -297,7 +297,7 @@ const DefaultMaxPolicyLag = 32
 // algorithm's own: what its streams dropped, repeated and how far behind
 // the learner the data was (summary.json's "dist" holds their last values).
 var DistScalars = []string{"dist/lag_mean", "dist/lag_max", "dist/dropped", "dist/duplicates", "dist/discarded", "dist/shed",
-	"dist/decode_errors", "dist/stale_weights", "dist/abandoned",
+	"dist/decode_errors", "dist/stale_weights", "dist/abandoned", "dist/infer_obs_bytes",
 	"dist/batch_rows_mean", "dist/batch_rows_p50", "dist/batch_rows_p99", "dist/infer_latency_p50_ms", "dist/infer_latency_p99_ms",
 	"dist/silent_workers", "dist/silences", "dist/gather_resends", "dist/params_checks", "dist/resumes"}
 

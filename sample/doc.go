@@ -60,6 +60,8 @@
 // 0…255 (8-bit pixels), float32 otherwise. The encoder decides per
 // message by looking at the values, so what a learner decodes is what the
 // env worker recorded, bit for bit, and no env declares anything.
+// EncodingOf, AppendObs and DecodeObs are that rule on their own: the
+// transport's inference requests use them too.
 //
 // Decode checks that the input's length is exactly what the header implies
 // before allocating anything, so bad bytes cost an error, never a panic or an

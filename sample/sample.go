@@ -238,46 +238,124 @@ func (s *Transitions) AppendEncode(dst []byte) ([]byte, error) {
 	return appendEncode(dst, kindTransitions, flags, s.Version, s.Worker, [4]int{s.N, s.ObsDim, s.ActDim, 0}, 0, s.arrays(), transitionsObs, s.Episodes), nil
 }
 
-// Observation encodings (flags bits 1–2): float32, one byte per value
-// (every value an integer in 0…255, as image pixels), or one bit per value
-// (every value 0 or 1, as MinAtar's binary planes). The encoder picks the
-// smallest that holds every observation value exactly (+0 only, no −0), so
-// the learner decodes the same bits.
+// ObsEncoding is how observation values travel: float32, one byte per
+// value (every value an integer in 0…255, as image pixels), or one bit per
+// value (every value 0 or 1, as MinAtar's binary planes). EncodingOf picks
+// the smallest that holds every value exactly (+0 only, no −0), so the
+// receiver decodes the same bits. Samples carry it in their flags (bits
+// 1–2); the transport's inference requests use the same rule.
+type ObsEncoding uint8
+
 const (
-	obsFloat32 = 0
-	obsUint8   = 1 << 1
-	obsBits    = 1 << 2
-	obsMask    = obsUint8 | obsBits
+	ObsFloat32 ObsEncoding = 0
+	ObsUint8   ObsEncoding = 1
+	ObsBits    ObsEncoding = 2
 )
 
-// obsEncoding is the smallest observation encoding that holds every value
-// of arrays[i], i in obs, exactly.
-func obsEncoding(arrays [][]float32, obs []int) uint8 {
-	enc := uint8(obsBits)
-	for _, i := range obs {
-		for _, v := range arrays[i] {
+// Observation encodings as flags bits.
+const (
+	obsUint8 = uint8(ObsUint8) << 1
+	obsBits  = uint8(ObsBits) << 1
+	obsMask  = obsUint8 | obsBits
+)
+
+// EncodingOf is the smallest observation encoding that holds every value
+// of arrays exactly.
+func EncodingOf(arrays ...[]float32) ObsEncoding {
+	enc := ObsBits
+	for _, a := range arrays {
+		for _, v := range a {
 			switch b := math.Float32bits(v); {
 			case b == 0 || b == 0x3f800000: // +0, 1
 			case b>>31 == 0 && v <= 255 && v == float32(uint8(v)):
-				enc = obsUint8
+				enc = ObsUint8
 			default:
-				return obsFloat32
+				return ObsFloat32
 			}
 		}
 	}
 	return enc
 }
 
-// valueBytes is how many bytes n values take in encoding enc (float32 for
-// arrays other than observations).
-func valueBytes(n int, enc uint8) int {
+// obsEncoding is EncodingOf the arrays at indices obs, as flags bits.
+func obsEncoding(arrays [][]float32, obs []int) uint8 {
+	sel := make([][]float32, len(obs))
+	for k, i := range obs {
+		sel[k] = arrays[i]
+	}
+	return uint8(EncodingOf(sel...)) << 1
+}
+
+// ObsBytes is how many bytes n values take in encoding enc.
+func ObsBytes(n int, enc ObsEncoding) int {
 	switch enc {
-	case obsBits:
+	case ObsBits:
 		return (n + 7) / 8
-	case obsUint8:
+	case ObsUint8:
 		return n
 	}
 	return 4 * n
+}
+
+// valueBytes is ObsBytes for flags bits enc (float32 for arrays other
+// than observations).
+func valueBytes(n int, enc uint8) int { return ObsBytes(n, ObsEncoding(enc>>1)) }
+
+// AppendObs appends vals in encoding enc (float32 little-endian), which
+// must hold them (EncodingOf): a value it cannot hold is written wrong.
+func AppendObs(dst []byte, vals []float32, enc ObsEncoding) []byte {
+	switch enc {
+	case ObsUint8:
+		for _, v := range vals {
+			dst = append(dst, uint8(v))
+		}
+	case ObsBits:
+		for j := 0; j < len(vals); j += 8 {
+			var c uint8
+			for k, v := range vals[j:min(j+8, len(vals))] {
+				if v != 0 {
+					c |= 1 << k
+				}
+			}
+			dst = append(dst, c)
+		}
+	default:
+		for _, v := range vals {
+			dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
+		}
+	}
+	return dst
+}
+
+// DecodeObs fills dst from b, which holds len(dst) values in encoding enc
+// and must be exactly ObsBytes(len(dst), enc) long, with no bits set past
+// the last value.
+func DecodeObs(dst []float32, b []byte, enc ObsEncoding) error {
+	if enc > ObsBits {
+		return fmt.Errorf("%w: observation encoding %d", ErrCorrupt, enc)
+	}
+	n := len(dst)
+	if len(b) != ObsBytes(n, enc) {
+		return fmt.Errorf("%w: %d observation bytes for %d values in encoding %d, want %d", ErrCorrupt, len(b), n, enc, ObsBytes(n, enc))
+	}
+	switch enc {
+	case ObsUint8:
+		for j := range dst {
+			dst[j] = float32(b[j])
+		}
+	case ObsBits:
+		for j := range dst {
+			dst[j] = float32(b[j/8] >> (j % 8) & 1)
+		}
+		if n%8 != 0 && b[n/8]>>(n%8) != 0 {
+			return fmt.Errorf("%w: bits past the end of a packed observation array", ErrCorrupt)
+		}
+	default:
+		for j := range dst {
+			dst[j] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*j:]))
+		}
+	}
+	return nil
 }
 
 // appendEncode writes the message; width > 0 is a segment's state width
@@ -301,26 +379,11 @@ func appendEncode(dst []byte, kind, flags uint8, version uint64, worker int, dim
 		dst = binary.LittleEndian.AppendUint32(dst, uint32(width))
 	}
 	for i, a := range arrays {
-		switch {
-		case !slices.Contains(obs, i) || enc == obsFloat32:
-			for _, v := range a {
-				dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(v))
-			}
-		case enc == obsUint8:
-			for _, v := range a {
-				dst = append(dst, uint8(v))
-			}
-		default:
-			for j := 0; j < len(a); j += 8 {
-				var c uint8
-				for k, v := range a[j:min(j+8, len(a))] {
-					if v != 0 {
-						c |= 1 << k
-					}
-				}
-				dst = append(dst, c)
-			}
+		e := ObsFloat32
+		if slices.Contains(obs, i) {
+			e = ObsEncoding(enc >> 1)
 		}
+		dst = AppendObs(dst, a, e)
 	}
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(eps)))
 	for _, e := range eps {
@@ -375,7 +438,7 @@ func readBody(b []byte, lengths []int, obs []int, enc uint8) ([][]float32, []Epi
 		if slices.Contains(obs, i) {
 			return enc
 		}
-		return obsFloat32
+		return 0
 	}
 	total := 0
 	for i, n := range lengths {
@@ -390,24 +453,11 @@ func readBody(b []byte, lengths []int, obs []int, enc uint8) ([][]float32, []Epi
 	arrays := make([][]float32, len(lengths))
 	for i, n := range lengths {
 		a := make([]float32, n)
-		switch e := encOf(i); e {
-		case obsUint8:
-			for j := range a {
-				a[j] = float32(b[j])
-			}
-		case obsBits:
-			for j := range a {
-				a[j] = float32(b[j/8] >> (j % 8) & 1)
-			}
-			if n%8 != 0 && b[n/8]>>(n%8) != 0 {
-				return nil, nil, fmt.Errorf("%w: bits past the end of a packed observation array", ErrCorrupt)
-			}
-		default:
-			for j := range a {
-				a[j] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*j:]))
-			}
+		size := valueBytes(n, encOf(i))
+		if err := DecodeObs(a, b[:size], ObsEncoding(encOf(i)>>1)); err != nil {
+			return nil, nil, err
 		}
-		b = b[valueBytes(n, encOf(i)):]
+		b = b[size:]
 		arrays[i] = a
 	}
 	// One encoding per content, so bytes that decode re-encode to

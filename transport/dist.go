@@ -222,6 +222,9 @@ type Progress struct {
 	Batches, BatchRows         uint64
 	BatchRowsP50, BatchRowsP99 uint32
 	LatencyP50us, LatencyP99us uint64
+	// InferObsBytes counts the observation bytes an env worker's
+	// inference requests carried (Stats.ObsBytes), over all incarnations.
+	InferObsBytes uint64
 }
 
 // Transport makes the streams and services of runs. Streams of the same run
@@ -315,6 +318,10 @@ type Stats struct {
 	// learner's queue, not pulled yet (a gauge): those left when the
 	// learner stops are discarded.
 	Queued uint64
+	// ObsBytes counts the observation bytes an inference stream's Infer
+	// sent (NATS: in the smallest exact encoding, InferRequest's
+	// obs_encoding; in process: none, nothing is encoded).
+	ObsBytes uint64
 	// Lost counts samples an earlier learner acknowledged after the dedup
 	// window it restored (DedupWindow) was saved: the sequence numbers a
 	// pusher skipped past the restored window's, which that learner took
@@ -324,12 +331,13 @@ type Stats struct {
 
 // counters is the live form of Stats, shared by a stream's goroutines.
 type counters struct {
-	malformed, wrongProtocol, duplicates, fetchFailed, abandoned, shed, lost atomic.Uint64
+	malformed, wrongProtocol, duplicates, fetchFailed, abandoned, shed, lost, obsBytes atomic.Uint64
 }
 
 func (c *counters) stats() Stats {
 	return Stats{Malformed: c.malformed.Load(), WrongProtocol: c.wrongProtocol.Load(), Duplicates: c.duplicates.Load(),
-		FetchFailed: c.fetchFailed.Load(), Abandoned: c.abandoned.Load(), Shed: c.shed.Load(), Lost: c.lost.Load()}
+		FetchFailed: c.fetchFailed.Load(), Abandoned: c.abandoned.Load(), Shed: c.shed.Load(), Lost: c.lost.Load(),
+		ObsBytes: c.obsBytes.Load()}
 }
 
 // drop counts and logs a message that could not be used. err wraps

@@ -42,8 +42,13 @@
 // # Wire format
 //
 // NATS messages are protobuf (proto/herd/v1/dist.proto, package herdv1)
-// with a protocol version in every message. Observations and outputs are
-// packed floats; samples and weights travel as bytes in herd's own formats
+// with a protocol version in every message (version 2: a version-1 peer's
+// messages are refused, naming both). Outputs are packed floats;
+// observations travel in the smallest encoding that holds a request's
+// values exactly (package sample's rule: bits for 0/1, bytes for integers
+// 0…255, else float32), so a policy worker decodes the env worker's
+// float32 bits, and Stats.ObsBytes counts them; samples and weights travel
+// as bytes in herd's own formats
 // (sample.AppendEncode, weights.Version.Encode's safetensors). A message
 // that does not decode, is inconsistent, or speaks another protocol version
 // is counted (Stats), logged (Options.Logger) and dropped; a request gets

@@ -193,7 +193,7 @@ func TestNATSMalformed(t *testing.T) {
 		}
 		bad := [][]byte{
 			garbage,
-			mustMarshal(t, &herdv1.Params{Protocol: 2, WeightsVersion: 4, Safetensors: good}),
+			mustMarshal(t, &herdv1.Params{Protocol: 99, WeightsVersion: 4, Safetensors: good}),
 			mustMarshal(t, &herdv1.Params{Protocol: Protocol, WeightsVersion: 4, Safetensors: garbage}),
 			mustMarshal(t, &herdv1.Params{Protocol: Protocol, WeightsVersion: 4, Safetensors: other}),
 			mustMarshal(t, &herdv1.Params{Protocol: Protocol, WeightsVersion: 5, Safetensors: good}),

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	herdv1 "herd/proto/herd/v1"
+	"herd/sample"
 	"herd/weights"
 )
 
@@ -177,8 +178,10 @@ func (s *natsInference) Infer(ctx context.Context, r *InferRequest) error {
 		return ErrClosed
 	default:
 	}
-	b, err := encode(&herdv1.InferRequest{Protocol: Protocol, Worker: int32(r.Worker),
-		Rows: uint32(r.Rows), ObsDim: uint32(s.opt.ObsDim), Obs: r.Obs})
+	req := &herdv1.InferRequest{Protocol: Protocol, Worker: int32(r.Worker),
+		Rows: uint32(r.Rows), ObsDim: uint32(s.opt.ObsDim)}
+	s.c.obsBytes.Add(uint64(packObs(req, r.Obs)))
+	b, err := encode(req)
 	if err != nil {
 		return err
 	}
@@ -255,6 +258,7 @@ func (s *natsInference) Serve(ctx context.Context, h BatchHandler) error {
 		ats   []time.Time
 		batch []*InferRequest
 		pool  []*InferRequest
+		bufs  [][]float32 // pool[i]'s decoded observations when they came packed
 	)
 	for {
 		msgs, ats, batch = msgs[:0], ats[:0], batch[:0]
@@ -274,9 +278,12 @@ func (s *natsInference) Serve(ctx context.Context, h BatchHandler) error {
 		for i := 0; i < len(msgs); i++ {
 			var req herdv1.InferRequest
 			err := decode(msgs[i].Data, &req)
-			if err == nil && (req.Rows == 0 || int(req.ObsDim) != s.opt.ObsDim || uint64(len(req.Obs)) != uint64(req.Rows)*uint64(req.ObsDim)) {
-				err = fmt.Errorf("%w: request has %d rows × %d (%d floats), serving obs dim %d",
-					ErrMalformed, req.Rows, req.ObsDim, len(req.Obs), s.opt.ObsDim)
+			if len(batch) == len(pool) {
+				pool, bufs = append(pool, &InferRequest{}), append(bufs, nil)
+			}
+			var obs []float32
+			if err == nil {
+				obs, bufs[len(batch)], err = unpackObs(&req, s.opt.ObsDim, bufs[len(batch)])
 			}
 			if err != nil {
 				s.c.drop(s.opt.Logger, "infer request", err)
@@ -284,11 +291,8 @@ func (s *natsInference) Serve(ctx context.Context, h BatchHandler) error {
 				msgs, ats = slices.Delete(msgs, i, i+1), slices.Delete(ats, i, i+1)
 				i--
 			} else {
-				if len(batch) == len(pool) {
-					pool = append(pool, &InferRequest{})
-				}
 				r := pool[len(batch)]
-				r.Worker, r.Rows, r.Obs, r.Arrived = int(req.Worker), int(req.Rows), req.Obs, ats[i]
+				r.Worker, r.Rows, r.Obs, r.Arrived = int(req.Worker), int(req.Rows), obs, ats[i]
 				r.Out, r.WeightsVersion = grow(r.Out, r.Rows*s.opt.OutDim), 0
 				batch = append(batch, r)
 				rows += r.Rows
@@ -315,6 +319,51 @@ func (s *natsInference) Serve(ctx context.Context, h BatchHandler) error {
 			r.Obs = nil
 		}
 	}
+}
+
+// packObs puts obs into req in the smallest encoding that holds every
+// value exactly (sample.EncodingOf, the sample stream's rule) and returns
+// the observation bytes that takes.
+func packObs(req *herdv1.InferRequest, obs []float32) int {
+	enc := sample.EncodingOf(obs)
+	if enc == sample.ObsFloat32 {
+		req.Obs = obs
+	} else {
+		req.ObsEncoding = herdv1.ObsEncoding(enc)
+		req.ObsPacked = sample.AppendObs(make([]byte, 0, sample.ObsBytes(len(obs), enc)), obs, enc)
+	}
+	return sample.ObsBytes(len(obs), enc)
+}
+
+// unpackObs checks req's shape against obsDim and returns its
+// observations as floats: req.Obs itself, or the packed ones decoded into
+// buf (grown as needed; returned for reuse).
+func unpackObs(req *herdv1.InferRequest, obsDim int, buf []float32) ([]float32, []float32, error) {
+	n := uint64(req.Rows) * uint64(req.ObsDim)
+	enc := sample.ObsEncoding(req.ObsEncoding)
+	bad := func() error {
+		return fmt.Errorf("%w: request has %d rows × %d (%d floats, %d bytes in encoding %v), serving obs dim %d",
+			ErrMalformed, req.Rows, req.ObsDim, len(req.Obs), len(req.ObsPacked), req.ObsEncoding, obsDim)
+	}
+	if req.Rows == 0 || int(req.ObsDim) != obsDim {
+		return nil, buf, bad()
+	}
+	if enc == sample.ObsFloat32 {
+		if uint64(len(req.Obs)) != n || len(req.ObsPacked) != 0 {
+			return nil, buf, bad()
+		}
+		return req.Obs, buf, nil
+	}
+	// The packed length bounds what is allocated: at most 32 bytes of
+	// floats a byte received.
+	if len(req.Obs) != 0 || enc > sample.ObsBits || n > math.MaxInt32 || sample.ObsBytes(int(n), enc) != len(req.ObsPacked) {
+		return nil, buf, bad()
+	}
+	buf = grow(buf, int(n))
+	if err := sample.DecodeObs(buf, req.ObsPacked, enc); err != nil {
+		return nil, buf, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	return buf, buf, nil
 }
 
 func (s *natsInference) reply(m *nats.Msg, rep *herdv1.InferReply) {
@@ -1520,7 +1569,8 @@ func (m *natsMembership) Progress(ctx context.Context) (map[string]Progress, err
 func encodeProgress(p Progress) ([]byte, error) {
 	return encode(&herdv1.WorkerProgress{Protocol: Protocol, Incarnation: p.Incarnation, Seq: p.Seq, Steps: p.Steps,
 		FetchFailed: p.FetchFailed, Abandoned: p.Abandoned, Batches: p.Batches, BatchRows: p.BatchRows,
-		BatchRowsP50: p.BatchRowsP50, BatchRowsP99: p.BatchRowsP99, LatencyP50Us: p.LatencyP50us, LatencyP99Us: p.LatencyP99us})
+		BatchRowsP50: p.BatchRowsP50, BatchRowsP99: p.BatchRowsP99, LatencyP50Us: p.LatencyP50us, LatencyP99Us: p.LatencyP99us,
+		InferObsBytes: p.InferObsBytes})
 }
 
 func decodeProgress(b []byte) (Progress, error) {
@@ -1530,7 +1580,7 @@ func decodeProgress(b []byte) (Progress, error) {
 	}
 	return Progress{Incarnation: m.Incarnation, Seq: m.Seq, Steps: m.Steps, FetchFailed: m.FetchFailed, Abandoned: m.Abandoned,
 		Batches: m.Batches, BatchRows: m.BatchRows, BatchRowsP50: m.BatchRowsP50, BatchRowsP99: m.BatchRowsP99,
-		LatencyP50us: m.LatencyP50Us, LatencyP99us: m.LatencyP99Us}, nil
+		LatencyP50us: m.LatencyP50Us, LatencyP99us: m.LatencyP99Us, InferObsBytes: m.InferObsBytes}, nil
 }
 
 func (m *natsMembership) Stats() Stats { return m.c.stats() }

@@ -9,7 +9,7 @@ import (
 )
 
 // Protocol is the wire protocol version this build speaks.
-const Protocol = herdv1.DistProtocol_DIST_PROTOCOL_1
+const Protocol = herdv1.DistProtocol_DIST_PROTOCOL_2
 
 // errWrongProtocol marks a decoded message of another protocol version.
 var errWrongProtocol = fmt.Errorf("%w: wrong protocol version", ErrMalformed)

@@ -119,6 +119,7 @@ func NewPolicyMetrics(reg prometheus.Registerer) (*PolicyMetrics, error) {
 //	herd_stream_weights_fetch_failed_total{stream}     weights versions not downloaded in time
 //	herd_stream_abandoned_requests_total{stream}       inference requests skipped: their sender had left
 //	herd_stream_shed_pushes_total{stream}              pushes refused at runtime.held_bytes (re-sent)
+//	herd_stream_observation_bytes_total{stream}        observation bytes inference requests carried
 //	herd_stream_queued_samples{stream}                 samples acknowledged, waiting in the learner's queue
 func RegisterStreamStats(reg prometheus.Registerer, name string, stats func() transport.Stats) error {
 	c := func(metric, help string, v func(transport.Stats) uint64) prometheus.Collector {
@@ -136,6 +137,8 @@ func RegisterStreamStats(reg prometheus.Registerer, name string, stats func() tr
 			func(s transport.Stats) uint64 { return s.FetchFailed }),
 		c("herd_stream_abandoned_requests_total", "Inference requests skipped because their sender had stopped waiting.",
 			func(s transport.Stats) uint64 { return s.Abandoned }),
+		c("herd_stream_observation_bytes_total", "Observation bytes the stream's inference requests carried (smallest exact encoding).",
+			func(s transport.Stats) uint64 { return s.ObsBytes }),
 		c("herd_stream_shed_pushes_total", "Sample pushes refused unacknowledged at runtime.held_bytes (their pushers send them again).",
 			func(s transport.Stats) uint64 { return s.Shed }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herd_stream_queued_samples", Help: "Samples acknowledged and waiting in the learner's queue.",

@@ -17,8 +17,9 @@
 //
 // shm:// reaches a server on the same host (Linux) through the Unix-domain
 // socket NAME in the abstract namespace (python3 -m herd_env.serve --shm
-// NAME, or herd serve env --shm NAME; internal/shmwire has the protocol): actions, observations, rewards and done flags travel in a shared
-// memory segment and one byte each way wakes the other side; the other
+// NAME, or herd serve env --shm NAME; internal/shmwire has the protocol):
+// actions, observations (one byte a value for a uint8 Box, as over gRPC),
+// rewards, lives and done flags travel in a shared memory segment and one byte each way wakes the other side; the other
 // requests (open, reset, state, errors) travel as the protocol's messages.
 // The bytes and messages go over two pipes the client hands over the socket
 // after the segment (a pipe byte wakes the other side for less than a

@@ -134,8 +134,9 @@ func parseRemote(id string) (remoteTarget, error) {
 type wire interface {
 	send(req *herdv1.EnvRequest) error
 	recv() (*herdv1.EnvResponse, error)
-	// attach is called once the session is open, with its shape.
-	attach(n, obsDim, actDim int) error
+	// attach is called once the session is open, with its shape; u8:
+	// the server sends observations one byte a value.
+	attach(n, obsDim, actDim int, u8 bool) error
 	close() error
 }
 
@@ -221,7 +222,7 @@ func (w *grpcWire) recv() (*herdv1.EnvResponse, error) {
 	return resp, nil
 }
 
-func (w *grpcWire) attach(n, obsDim, actDim int) error { return nil }
+func (w *grpcWire) attach(n, obsDim, actDim int, u8 bool) error { return nil }
 
 func (w *grpcWire) close() error {
 	if w.stream != nil {
@@ -293,7 +294,7 @@ func openSession(t remoteTarget, n int, o env.Options, autoreset bool) (*session
 	}
 	s.hasState = open.GetHasState()
 	s.meanings = open.GetActionMeanings()
-	if err := s.w.attach(n, s.obs.Dim(), s.act.Dim()); err != nil {
+	if err := s.w.attach(n, s.obs.Dim(), s.act.Dim(), open.GetObsU8()); err != nil {
 		return fail(s.fail(err))
 	}
 	return s, nil

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -128,7 +129,7 @@ func (w *shmWire) recv() (*herdv1.EnvResponse, error) {
 		if !w.stepped {
 			return nil, status.Error(codes.Internal, "shm: step answer to a request that was no step")
 		}
-		return w.readStep(), nil
+		return w.readStep()
 	case shmwire.Msg:
 		return w.readMsg()
 	}
@@ -173,30 +174,48 @@ func (w *shmWire) readMsg() (*herdv1.EnvResponse, error) {
 }
 
 // readStep copies the step's results out of the segment. Obs is a new
-// slice every step (Env hands it to its caller); the rest are reused.
-func (w *shmWire) readStep() *herdv1.EnvResponse {
+// slice every step (Env hands it to its caller); the rest are reused. A
+// uint8 segment's observations go out as bytes (Batch.obs_u8), which the
+// session turns into floats as it does gRPC's.
+func (w *shmWire) readStep() (*herdv1.EnvResponse, error) {
 	b, v, od := &w.batch, &w.v, w.l.ObsDim
-	b.Obs = append([]float32(nil), v.Obs...)
+	u8 := w.l.ObsBytes == 1
+	if u8 {
+		b.Obs, b.ObsU8 = nil, append(b.ObsU8[:0], v.ObsU8...)
+	} else {
+		b.Obs, b.ObsU8 = append([]float32(nil), v.Obs...), nil
+	}
 	b.Rewards = append(b.Rewards[:0], v.Rew...)
-	b.Terminated, b.Truncated, b.FinalObs = b.Terminated[:0], b.Truncated[:0], b.FinalObs[:0]
+	b.Terminated, b.Truncated, b.FinalObs, b.FinalObsU8 = b.Terminated[:0], b.Truncated[:0], b.FinalObs[:0], b.FinalObsU8[:0]
+	b.Lives = b.Lives[:0]
 	for i := 0; i < w.l.N; i++ {
 		term, trunc := v.Term[i] != 0, v.Trunc[i] != 0
 		b.Terminated, b.Truncated = append(b.Terminated, term), append(b.Truncated, trunc)
 		if term || trunc {
-			b.FinalObs = append(b.FinalObs, v.Final[i*od:(i+1)*od]...)
+			if u8 {
+				b.FinalObsU8 = append(b.FinalObsU8, v.FinalU8[i*od:(i+1)*od]...)
+			} else {
+				b.FinalObs = append(b.FinalObs, v.Final[i*od:(i+1)*od]...)
+			}
+		}
+		if v.Lives[i] != shmwire.NoLives {
+			b.Lives = append(b.Lives, v.Lives[i])
 		}
 	}
-	return &w.resp
+	if len(b.Lives) != 0 && len(b.Lives) != w.l.N {
+		return nil, status.Errorf(codes.Internal, "shm: the segment holds lives of %d of its %d envs", len(b.Lives), w.l.N)
+	}
+	return &w.resp, nil
 }
 
 // attach makes the segment, hands it to the server and maps the arrays.
 // The segment is a memfd: it never has a name in /dev/shm, and the kernel
 // frees it when the last of the two processes unmaps it or dies.
-func (w *shmWire) attach(n, od, ad int) error {
+func (w *shmWire) attach(n, od, ad int, u8 bool) error {
 	if n > shmwire.MaxDim || od > shmwire.MaxDim || ad > shmwire.MaxDim {
 		return status.Errorf(codes.InvalidArgument, "shm: %d envs of obs dim %d, action dim %d is too large", n, od, ad)
 	}
-	l := shmwire.NewLayout(n, od, ad)
+	l := shmwire.NewLayout(n, od, ad, u8)
 	fd, err := unix.MemfdCreate("herd-env", unix.MFD_CLOEXEC)
 	if err != nil {
 		return status.Errorf(codes.Unavailable, "shm: memfd_create: %v", err)
@@ -235,11 +254,22 @@ func (w *shmWire) attach(n, od, ad int) error {
 	case shmwire.Msg:
 		resp, err := w.readMsg()
 		if err != nil {
-			return err
+			return layoutHint(err)
 		}
 		return status.Errorf(codes.Internal, "shm: server refused the segment: %v", resp.GetError().GetMessage())
 	}
 	return status.Errorf(codes.Internal, "shm: unknown answer byte %q", w.tag[0])
+}
+
+// layoutHint adds to a server's refusal of the segment as a header
+// mismatch, all that a server of the previous layout (HERDSHM1) can say,
+// that it may be older than this client.
+func layoutHint(err error) error {
+	st := status.Convert(err)
+	if !strings.Contains(st.Message(), "header does not match") {
+		return err
+	}
+	return status.Errorf(st.Code(), "%s (this client's segment layout is %s: the server may be an older herd_env or herd, which must be updated)", st.Message(), shmwire.Magic)
 }
 
 // attachPipes makes the two wake pipes, hands the server its ends (the

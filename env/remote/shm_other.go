@@ -16,7 +16,7 @@ func dialShm(t remoteTarget) (*shmWire, error) {
 	return nil, status.Error(codes.Unimplemented, "shm:// remote envs need Linux")
 }
 
-func (w *shmWire) send(*herdv1.EnvRequest) error      { return nil }
-func (w *shmWire) recv() (*herdv1.EnvResponse, error) { return nil, nil }
-func (w *shmWire) attach(n, obsDim, actDim int) error { return nil }
-func (w *shmWire) close() error                       { return nil }
+func (w *shmWire) send(*herdv1.EnvRequest) error               { return nil }
+func (w *shmWire) recv() (*herdv1.EnvResponse, error)          { return nil, nil }
+func (w *shmWire) attach(n, obsDim, actDim int, u8 bool) error { return nil }
+func (w *shmWire) close() error                                { return nil }

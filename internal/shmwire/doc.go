@@ -14,13 +14,17 @@
 // EnvResponse whose Status has no reason word.
 //
 // The segment (Layout) is a 64-byte header (Magic, then n, obs dim and
-// action dim as little-endian uint32), then float32 actions, float32
-// observations, float32 final observations (row i meaningful when env i's
-// episode ended in the step), float64 rewards, one byte per env
-// terminated, one byte per env truncated; each array starts at a multiple
-// of 8, and the size is a multiple of 4096. Header bytes 24 and 28 are the
-// client's and the server's step counters (ReqSeq, RespSeq): each side may
-// watch the other's for a few µs before it blocks on the socket. Byte 20
+// action dim as little-endian uint32), then float32 actions, the
+// observations, the final observations (row i meaningful when env i's
+// episode ended in the step), float64 rewards, int32 lives per env
+// (NoLives when the envs report none), one byte per env terminated, one
+// byte per env truncated; each array starts at a multiple of 8, and the
+// size is a multiple of 4096. Observations are float32, or one byte a value
+// when the open answer set obs_u8 (a uint8 Box, as Gymnasium's images):
+// header byte 32 (ObsSize, uint32) says which, 4 or 1. Header bytes 24 and
+// 28 are the client's and the server's step counters (ReqSeq, RespSeq):
+// each side may watch the other's for a few µs before it blocks on the
+// socket. Byte 20
 // is the client's Flags word.
 //
 // Wake pipes: a client that sets FlagPipes gets WantPipes instead of

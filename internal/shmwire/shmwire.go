@@ -44,8 +44,12 @@ const (
 )
 
 const (
-	// Magic starts every segment.
-	Magic = "HERDSHM1"
+	// Magic starts every segment; its last character is the layout's
+	// version. A peer that finds another version ends the session with
+	// an error saying so (CheckHeader).
+	Magic = "HERDSHM2"
+	// magicStem is Magic without its version character.
+	magicStem = "HERDSHM"
 	// MaxFrame bounds a frame's length.
 	MaxFrame = 64 << 20
 	// MaxDim bounds n, the obs dim and the action dim of a segment.
@@ -73,23 +77,38 @@ func CheckName(name string) error {
 // spelling of the leading NUL byte).
 func SocketName(name string) string { return "@herd-env-" + name }
 
+// ObsSize is the header offset of the observation values' size in bytes
+// (little-endian uint32): 4 for float32, 1 for uint8 (a session whose open
+// answer set obs_u8).
+const ObsSize = 32
+
+// NoLives fills the lives array of envs whose infos report none.
+const NoLives = -1
+
 // Layout is where each array of a segment for n envs lives (byte offsets).
 type Layout struct {
-	N, ObsDim, ActDim                       int
-	Act, Obs, Final, Rew, Term, Trunc, Size int
+	N, ObsDim, ActDim int
+	// ObsBytes is the size of one observation value: 4 (float32) or 1
+	// (uint8).
+	ObsBytes                                       int
+	Act, Obs, Final, Rew, Lives, Term, Trunc, Size int
 }
 
 func align8(x int) int { return (x + 7) &^ 7 }
 
 // NewLayout returns the layout for n envs of the given dims (each at most
-// MaxDim).
-func NewLayout(n, obsDim, actDim int) Layout {
-	l := Layout{N: n, ObsDim: obsDim, ActDim: actDim}
+// MaxDim), observations one byte a value when u8, else float32.
+func NewLayout(n, obsDim, actDim int, u8 bool) Layout {
+	l := Layout{N: n, ObsDim: obsDim, ActDim: actDim, ObsBytes: 4}
+	if u8 {
+		l.ObsBytes = 1
+	}
 	l.Act = 64
 	l.Obs = l.Act + align8(4*n*actDim)
-	l.Final = l.Obs + align8(4*n*obsDim)
-	l.Rew = l.Final + align8(4*n*obsDim)
-	l.Term = l.Rew + 8*n
+	l.Final = l.Obs + align8(l.ObsBytes*n*obsDim)
+	l.Rew = l.Final + align8(l.ObsBytes*n*obsDim)
+	l.Lives = l.Rew + 8*n
+	l.Term = l.Lives + align8(4*n)
 	l.Trunc = l.Term + align8(n)
 	l.Size = (l.Trunc + align8(n) + 4095) &^ 4095
 	return l
@@ -101,15 +120,21 @@ func (l Layout) WriteHeader(mem []byte) {
 	binary.LittleEndian.PutUint32(mem[8:], uint32(l.N))
 	binary.LittleEndian.PutUint32(mem[12:], uint32(l.ObsDim))
 	binary.LittleEndian.PutUint32(mem[16:], uint32(l.ActDim))
+	binary.LittleEndian.PutUint32(mem[ObsSize:], uint32(l.ObsBytes))
 }
 
-// CheckHeader reports whether mem is a segment of this layout.
+// CheckHeader reports whether mem is a segment of this layout; a segment
+// of another layout version says which.
 func (l Layout) CheckHeader(mem []byte) error {
+	if len(mem) >= len(Magic) && string(mem[:len(magicStem)]) == magicStem && string(mem[:len(Magic)]) != Magic {
+		return fmt.Errorf("%w: segment layout %q, this side speaks %q: run the same herd version (herd_env and herd) on both sides", ErrFrame, mem[:len(Magic)], Magic)
+	}
 	if len(mem) < l.Size || string(mem[:8]) != Magic ||
 		binary.LittleEndian.Uint32(mem[8:]) != uint32(l.N) ||
 		binary.LittleEndian.Uint32(mem[12:]) != uint32(l.ObsDim) ||
-		binary.LittleEndian.Uint32(mem[16:]) != uint32(l.ActDim) {
-		return fmt.Errorf("%w: segment header does not match the session (%d envs, obs %d, action %d)", ErrFrame, l.N, l.ObsDim, l.ActDim)
+		binary.LittleEndian.Uint32(mem[16:]) != uint32(l.ActDim) ||
+		binary.LittleEndian.Uint32(mem[ObsSize:]) != uint32(l.ObsBytes) {
+		return fmt.Errorf("%w: segment header does not match the session (%d envs, obs %d of %d bytes a value, action %d)", ErrFrame, l.N, l.ObsDim, l.ObsBytes, l.ActDim)
 	}
 	return nil
 }
@@ -151,23 +176,33 @@ func Seq(mem []byte, off int) *uint32 {
 	return (*uint32)(unsafe.Pointer(&mem[off]))
 }
 
-// Views are a segment's arrays, aliasing the mapped memory.
+// Views are a segment's arrays, aliasing the mapped memory. Obs and Final
+// are set in a float32 layout, ObsU8 and FinalU8 in a uint8 one.
 type Views struct {
 	Act, Obs, Final []float32
+	ObsU8, FinalU8  []byte
 	Rew             []float64
-	Term, Trunc     []byte
+	// Lives holds each env's lives after the step (ALE's info["lives"]),
+	// NoLives for all when the envs report none.
+	Lives       []int32
+	Term, Trunc []byte
 }
 
 // Views returns the arrays of a mapped segment of at least l.Size bytes.
 func (l Layout) Views(mem []byte) Views {
-	return Views{
+	v := Views{
 		Act:   f32s(mem, l.Act, l.N*l.ActDim),
-		Obs:   f32s(mem, l.Obs, l.N*l.ObsDim),
-		Final: f32s(mem, l.Final, l.N*l.ObsDim),
 		Rew:   unsafe.Slice((*float64)(unsafe.Pointer(&mem[l.Rew])), l.N),
+		Lives: unsafe.Slice((*int32)(unsafe.Pointer(&mem[l.Lives])), l.N),
 		Term:  mem[l.Term : l.Term+l.N],
 		Trunc: mem[l.Trunc : l.Trunc+l.N],
 	}
+	if k := l.N * l.ObsDim; l.ObsBytes == 1 {
+		v.ObsU8, v.FinalU8 = mem[l.Obs:l.Obs+k], mem[l.Final:l.Final+k]
+	} else {
+		v.Obs, v.Final = f32s(mem, l.Obs, k), f32s(mem, l.Final, k)
+	}
+	return v
 }
 
 func f32s(mem []byte, off, n int) []float32 {

@@ -296,9 +296,17 @@ class _Session:
         float32 observation arrays of at least _ROWS_MIN_DIM values are
         copied straight into the segment's NumPy views (rows), the others
         as the lists hold them (the segment then holds nothing the client
-        reads when the answer is an error)."""
+        reads when the answer is an error). A session whose observations
+        travel as bytes, or whose envs report lives, steps through
+        step_plain and writes its batch into seg."""
         # _rows inline: a call less per message, which a 1-env message
         # notices.
+        if seg is not None and (self.u8 or self.lives):
+            r = self.step_plain(actions)
+            if not r.HasField("batch"):
+                return r
+            seg.write_batch(r.batch)
+            return None
         n, ad = len(self.envs), self.act_codec.dim
         if len(actions) != n * ad:
             return self._rows(actions)
@@ -343,7 +351,7 @@ class _Session:
         except Exception as ex:
             return _status(grpc.StatusCode.INTERNAL, "ENV_ERROR", "step: %r" % (ex,))
         if into:
-            seg.rest_s.pack_into(seg.mm, seg.mm_rew, *rewards, *terms, *truncs)
+            seg.write_rest(rewards, terms, truncs)
         elif seg is not None:
             seg.write(obs, rewards, terms, truncs, final)
         else:

@@ -33,11 +33,15 @@ the protocol.
 
 The segment is the client's memfd (it has no name in /dev/shm and the
 kernel frees it when the last process that maps it exits or unmaps it). Its
-layout (env/remote/shm_linux.go's shmLayout) is a 64-byte header (b"HERDSHM1",
-then n, obs dim, action dim as little-endian uint32), then float32 actions,
-float32 observations, float32 final observations (row i meaningful when env
-i's episode ended), float64 rewards, one byte per env terminated, one byte
-per env truncated; each array starts at a multiple of 8.
+layout (herd/internal/shmwire's Layout) is a 64-byte header (b"HERDSHM2",
+then n, obs dim, action dim as little-endian uint32; at byte 32 the size of
+an observation value, uint32: 4 for float32, 1 for a session whose open
+answer set obs_u8), then float32 actions, the observations, the final
+observations (row i meaningful when env i's episode ended), float64
+rewards, int32 lives per env (-1 when the envs report none), one byte per
+env terminated, one byte per env truncated; each array starts at a
+multiple of 8. A segment of another layout version (b"HERDSHM1": an older
+client) is refused with an error naming both versions.
 
 A multi-agent session (open with parallel = true, served by
 herd_env.parallel) sends only 'P' messages: the gRPC session's
@@ -63,7 +67,8 @@ import grpc
 from ._proto.herd.v1 import env_pb2
 from .spaces import _np
 
-MAGIC = b"HERDSHM1"
+MAGIC = b"HERDSHM2"
+OBS_SIZE, NO_LIVES = 32, -1  # as herd/internal/shmwire's ObsSize, NoLives
 SPIN_MISSES, SPIN_PROBE = 4, 16  # as herd/internal/shmwire's SpinMisses, SpinProbe
 FLAGS, FLAG_PIPES = 20, 1  # as herd/internal/shmwire's Flags, FlagPipes
 MAX_FRAME = 64 << 20
@@ -74,16 +79,26 @@ def _align8(x):
     return (x + 7) & ~7
 
 
-def layout(n, od, ad):
-    """(act, obs, final, rew, term, trunc, size) byte offsets of the arrays."""
+def layout(n, od, ad, u8=False):
+    """(act, obs, final, rew, lives, term, trunc, size) byte offsets of the
+    arrays; observations one byte a value when u8, else float32."""
+    vb = 1 if u8 else 4
     act = 64
     obs = act + _align8(4 * n * ad)
-    final = obs + _align8(4 * n * od)
-    rew = final + _align8(4 * n * od)
-    term = rew + 8 * n
+    final = obs + _align8(vb * n * od)
+    rew = final + _align8(vb * n * od)
+    lives = rew + 8 * n
+    term = lives + _align8(4 * n)
     trunc = term + _align8(n)
     size = (trunc + _align8(n) + 4095) & ~4095
-    return act, obs, final, rew, term, trunc, size
+    return act, obs, final, rew, lives, term, trunc, size
+
+
+def write_header(mm, n, od, ad, u8=False):
+    """Writes a segment's header as herd's client does."""
+    mm[:8] = MAGIC
+    struct.pack_into("<3I", mm, 8, n, od, ad)
+    struct.pack_into("<I", mm, OBS_SIZE, 1 if u8 else 4)
 
 
 def socket_name(name):
@@ -131,24 +146,32 @@ class _Pipes:
 
 
 class _Segment:
-    """The session's arrays as memoryviews (and, with NumPy, the
+    """The session's arrays as memoryviews (and, with NumPy, float32
     observations as arrays) into the client's segment."""
 
-    def __init__(self, fd, n, od, ad):
+    def __init__(self, fd, n, od, ad, u8=False):
         size = os.fstat(fd).st_size
-        act, obs, final, rew, term, trunc, need = layout(n, od, ad)
+        act, obs, final, rew, lives, term, trunc, need = layout(n, od, ad, u8)
         if size < need:
             raise ValueError("segment of %d bytes, %d envs need %d" % (size, n, need))
         self.mm = mmap.mmap(fd, need)
-        if self.mm[:8] != MAGIC or struct.unpack_from("<3I", self.mm, 8) != (n, od, ad):
+        magic = self.mm[:8]
+        if magic[:7] == MAGIC[:7] and magic != MAGIC:
             self.mm.close()
-            raise ValueError("segment header does not match the session (%d envs, obs %d, action %d)" % (n, od, ad))
+            raise ValueError("segment layout %r, this side speaks %r: run the same herd version (herd_env and herd) on both sides"
+                             % (magic.decode("ascii", "replace"), MAGIC.decode()))
+        vb = 1 if u8 else 4
+        if magic != MAGIC or struct.unpack_from("<3I", self.mm, 8) != (n, od, ad) or struct.unpack_from("<I", self.mm, OBS_SIZE)[0] != vb:
+            self.mm.close()
+            raise ValueError("segment header does not match the session (%d envs, obs %d of %d bytes a value, action %d)" % (n, od, vb, ad))
         mv = memoryview(self.mm)
         self.views = [mv]
+        self.u8 = u8
         self.act = self._view(mv, act, 4 * n * ad, "f")
-        self.obs = self._view(mv, obs, 4 * n * od, "f")
-        self.final = self._view(mv, final, 4 * n * od, "f")
+        self.obs = self._view(mv, obs, vb * n * od, "B" if u8 else "f")
+        self.final = self._view(mv, final, vb * n * od, "B" if u8 else "f")
         self.rew = self._view(mv, rew, 8 * n, "d")
+        self.lives = self._view(mv, lives, 4 * n, "i")
         self.term = self._view(mv, term, n, "B")
         self.trunc = self._view(mv, trunc, n, "B")
         self.od = od
@@ -161,17 +184,21 @@ class _Segment:
         # Precompiled packers write a step's results without building an
         # array per message (obs as float32, rewards as float64); an obs
         # beyond float32's range, which struct refuses, goes through
-        # array's conversion to ±inf as it always did. Rewards, terminated
-        # and truncated are one struct (float64s, then one byte per bool,
-        # zeros in the padding before trunc): one call writes all three.
+        # array's conversion to ±inf as it always did. Rewards, lives,
+        # terminated and truncated are one struct (float64s, int32s, then
+        # one byte per bool, zeros in the padding): one call writes all
+        # four (no_lives: the lives of envs that report none).
         self.mm_obs, self.obs_s = obs, struct.Struct("<%df" % (n * od))
-        self.mm_rew, self.rest_s = rew, struct.Struct("<%dd%d?%dx%d?" % (n, n, trunc - term - n, n))
+        self.mm_rew = rew
+        self.rest_s = struct.Struct("<%dd%di%dx%d?%dx%d?" % (n, n, term - lives - 4 * n, n, trunc - term - n, n))
+        self.no_lives = (NO_LIVES,) * n
         self.mm_final, self.row_s = final, struct.Struct("<%df" % od)
-        # With NumPy, the observations and final observations as (n, od)
-        # float32 arrays on the mapping: serve's step_lists copies an env's
-        # float32 observation in with one assignment. None without NumPy.
+        # With NumPy, float32 observations and final observations as (n, od)
+        # arrays on the mapping: serve's step_lists copies an env's float32
+        # observation in with one assignment. None without NumPy, and in a
+        # uint8 segment.
         self.obs_rows = self.final_rows = None
-        if _np is not None:
+        if _np is not None and not u8:
             self.obs_rows = _np.frombuffer(self.mm, _np.float32, n * od, obs).reshape(n, od)
             self.final_rows = _np.frombuffer(self.mm, _np.float32, n * od, final).reshape(n, od)
 
@@ -180,19 +207,43 @@ class _Segment:
         self.views.append(v)
         return v
 
+    def write_rest(self, rewards, terms, truncs, lives=None):
+        """Writes the rewards, lives (None: the envs report none), terminated
+        and truncated flags."""
+        self.rest_s.pack_into(self.mm, self.mm_rew, *rewards, *(self.no_lives if lives is None else lives), *terms, *truncs)
+
     def write(self, obs, rewards, terms, truncs, final):
+        """Writes a float32 segment's step results (flat lists)."""
         mm = self.mm
         try:
             self.obs_s.pack_into(mm, self.mm_obs, *obs)
         except OverflowError:
             self.obs[:] = array.array("f", obs)
-        self.rest_s.pack_into(mm, self.mm_rew, *rewards, *terms, *truncs)
+        self.write_rest(rewards, terms, truncs)
         if final:
             od, k = self.od, 0
             for i, (t, u) in enumerate(zip(terms, truncs)):
                 if t or u:
                     self.final[i * od:(i + 1) * od] = array.array("f", final[k * od:(k + 1) * od])
                     k += 1
+
+    def write_batch(self, b):
+        """Writes a step's env_pb2.Batch: observations as bytes (obs_u8) in
+        a uint8 segment, else as floats, and the envs' lives."""
+        od = self.od
+        if self.u8:
+            obs, final = b.obs_u8, b.final_obs_u8
+            self.obs[:] = obs
+        else:
+            obs, final = b.obs, b.final_obs
+            self.obs[:] = array.array("f", obs)
+        self.write_rest(b.rewards, b.terminated, b.truncated, b.lives or None)
+        k = 0
+        for i, (t, u) in enumerate(zip(b.terminated, b.truncated)):
+            if (t or u) and len(final) >= (k + 1) * od:
+                row = final[k * od:(k + 1) * od]
+                self.final[i * od:(i + 1) * od] = row if self.u8 else array.array("f", row)
+                k += 1
 
     def write_row(self, final, i, vals):
         """Writes env i's flat observation vals (floats) into the
@@ -375,7 +426,7 @@ class ShmServer:
                         _send_msg(conn, _ending(grpc.StatusCode.INVALID_ARGUMENT, "M without a file descriptor"))
                         return
                     try:
-                        seg = _Segment(fds[0], n, od, ad)
+                        seg = _Segment(fds[0], n, od, ad, sess.u8)
                     except (ValueError, OSError) as ex:
                         _send_msg(conn, _ending(grpc.StatusCode.INVALID_ARGUMENT, "segment: %s" % (ex,)))
                         return

@@ -5,21 +5,19 @@ fast paths are checked against."""
 import array
 import mmap
 import os
-import struct
 
 from herd_env import shm
 
 
-def segment(n, od, ad, name="herd-test"):
+def segment(n, od, ad, name="herd-test", u8=False):
     """A memfd segment for n envs (obs dim od, action dim ad) with the
     header herd's client writes, mapped as a shm._Segment."""
-    size = shm.layout(n, od, ad)[-1]
+    size = shm.layout(n, od, ad, u8)[-1]
     fd = os.memfd_create(name)
     os.ftruncate(fd, size)
     with mmap.mmap(fd, size) as m:
-        m[:8] = shm.MAGIC
-        struct.pack_into("<3I", m, 8, n, od, ad)
-    seg = shm._Segment(fd, n, od, ad)
+        shm.write_header(m, n, od, ad, u8)
+    seg = shm._Segment(fd, n, od, ad, u8)
     os.close(fd)
     return seg
 
@@ -28,6 +26,7 @@ def plain_write(seg, obs, rewards, terms, truncs, final):
     """seg.write with array.array's conversions, one array at a time."""
     seg.obs[:] = array.array("f", obs)
     seg.rew[:] = array.array("d", rewards)
+    seg.lives[:] = array.array("i", [shm.NO_LIVES] * len(rewards))
     seg.term[:] = array.array("B", terms)
     seg.trunc[:] = array.array("B", truncs)
     if final:

@@ -39,13 +39,12 @@ class _Client:
         if opened.HasField("error"):
             raise AssertionError("open: %s" % opened.error.message)
         self.od, self.ad = 4, 1
-        act, obs, final, rew, term, trunc, size = shm.layout(n, self.od, self.ad)
+        act, obs, final, rew, lives, term, trunc, size = shm.layout(n, self.od, self.ad)
         self.off = dict(act=act, obs=obs, rew=rew, term=term, trunc=trunc)
         fd = os.memfd_create("herd-env")
         os.ftruncate(fd, size)
         self.mm = mmap.mmap(fd, size)
-        self.mm[:8] = shm.MAGIC
-        struct.pack_into("<3I", self.mm, 8, n, self.od, self.ad)
+        shm.write_header(self.mm, n, self.od, self.ad)
         struct.pack_into("<I", self.mm, shm.FLAGS, shm.FLAG_PIPES if pipes else 0)
         self.sock.sendall(b"M")
         socket.send_fds(self.sock, [b"F"], [fd])

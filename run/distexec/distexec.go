@@ -505,6 +505,10 @@ func (s *Setup) RunEnvWorker(ctx context.Context, slot int, tr transport.Transpo
 	cfg := worker.EnvConfig{Slot: slot, Seed: s.Header.Seed, Envs: envs, Steps: s.T, Gamma: s.Gamma, Peers: max(s.Header.Runtime.EnvWorkers, 1) / max(s.Learners, 1),
 		Groups: s.Header.Runtime.EnvGroups, Resume: prog, OnPushed: save, Timing: s.EnvTiming, Metrics: met}
 	if !s.Inline {
+		cfg.OnPushed = func(p transport.Progress) {
+			p.InferObsBytes += inf.Stats().ObsBytes
+			save(p)
+		}
 		return worker.RunEnv(ctx, cfg, s.Pieces, inf, smp)
 	}
 	cfg.OnPushed = fetchFailedSaver(par, save)
@@ -934,11 +938,11 @@ type monitor struct {
 	// step is the learner's global step, for the notices.
 	step int64
 
-	read             time.Time
-	stale, abandoned uint64
-	batches, rows    uint64
-	rowsP50, rowsP99 uint32
-	latP50, latP99   uint64 // µs
+	read                       time.Time
+	stale, abandoned, obsBytes uint64
+	batches, rows              uint64
+	rowsP50, rowsP99           uint32
+	latP50, latP99             uint64 // µs
 
 	notice   io.Writer
 	who      string        // the notices' prefix for a policy of several ("policy/<id>/")
@@ -1049,11 +1053,12 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 		m.read = m.now()
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		if ps, err := m.mem.Progress(rctx); err == nil {
-			m.stale, m.abandoned, m.batches, m.rows = 0, 0, 0, 0
+			m.stale, m.abandoned, m.obsBytes, m.batches, m.rows = 0, 0, 0, 0, 0
 			m.rowsP50, m.rowsP99, m.latP50, m.latP99 = 0, 0, 0, 0
 			for _, p := range ps {
 				m.stale += p.FetchFailed
 				m.abandoned += p.Abandoned
+				m.obsBytes += p.InferObsBytes
 				m.batches += p.Batches
 				m.rows += p.BatchRows
 				m.rowsP50, m.rowsP99 = max(m.rowsP50, p.BatchRowsP50), max(m.rowsP99, p.BatchRowsP99)
@@ -1085,6 +1090,7 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 	m.log.Scalar("dist/decode_errors", float64(m.cnt.DecodeErrors+tot.StreamErrors+m.cnt.PeerStreamErrors))
 	m.log.Scalar("dist/stale_weights", float64(m.stale))
 	m.log.Scalar("dist/abandoned", float64(m.abandoned))
+	m.log.Scalar("dist/infer_obs_bytes", float64(m.obsBytes))
 	rowsMean := 0.0
 	if m.batches > 0 {
 		rowsMean = float64(m.rows) / float64(m.batches)

@@ -43,6 +43,9 @@
 //	dist/stale_weights           weights versions a worker could not download in time, and
 //	                             inline segments started before the learner's next version came
 //	dist/abandoned               inference requests skipped: their sender had left
+//	dist/infer_obs_bytes         observation bytes the env workers' inference requests carried
+//	                             (NATS: bits for 0/1 values, bytes for 0…255 integers, else
+//	                             float32; 0 in process, where nothing is encoded)
 //	dist/batch_rows_mean         rows per policy-worker batch (all batches, all policy workers)
 //	dist/batch_rows_p50, _p99    rows per batch over each policy worker's last 4096 batches (largest worker's)
 //	dist/infer_latency_p50_ms, _p99_ms  a request's arrival at a policy worker to its answer

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"herd/env"
@@ -16,9 +17,9 @@ import (
 // frames, lives, action meanings; python/tests/pyatari.py): over gRPC the
 // frames travel one byte a value and arrive as the server made them, lives
 // and action meanings come through, and the atari wrapper preset runs on
-// it (FIRE reset, [84, 84, 4] frames). Over shared memory the steps'
-// frames travel as floats (the segment's layout) and the resets' as
-// bytes.
+// it (FIRE reset, [84, 84, 4] frames). Shared memory carries them alike:
+// the segment holds the steps' frames one byte a value and the envs'
+// lives.
 func TestPythonAtariUint8(t *testing.T) {
 	const dim = 210 * 160 * 3
 	args := []string{"--env", "pyatari:Atari"}
@@ -36,7 +37,7 @@ func TestPythonAtariUint8(t *testing.T) {
 		}
 		return nil
 	}
-	check := func(t *testing.T, id string, perValue int64, stepLives bool) {
+	check := func(t *testing.T, id string) {
 		e, err := envs().Make(id, env.WithoutTimeLimit())
 		if err != nil {
 			t.Fatal(err)
@@ -70,20 +71,31 @@ func TestPythonAtariUint8(t *testing.T) {
 			if err := frame(obs, step, 2); err != nil {
 				t.Fatal(err)
 			}
-			if want := 3 - step/5; rew != 1.5 || term || (stepLives && (!info.HasLives || info.Lives != want)) {
+			if want := 3 - step/5; rew != 1.5 || term || !info.HasLives || info.Lives != want {
 				t.Fatalf("step %d: reward %v term %v info %+v, want lives %d", step, rew, term, info, want)
 			}
 		}
-		if got, want := r.ObsBytes(), int64(dim)+5*dim*perValue; got != want {
+		if got, want := r.ObsBytes(), int64(6*dim); got != want {
 			t.Fatalf("%d observation bytes, want %d", got, want)
 		}
 	}
-	t.Run("grpc", func(t *testing.T) { check(t, "grpc://"+p.Addr()+"/Atari?timeout=20s", 1, true) })
+	ids := []string{"grpc://" + p.Addr() + "/Atari?timeout=20s"}
 	if shm != "" {
-		t.Run("shm", func(t *testing.T) { check(t, "shm://"+shm+"/Atari?timeout=20s", 4, false) })
+		ids = append(ids, "shm://"+shm+"/Atari?timeout=20s")
 	}
+	for _, id := range ids {
+		t.Run(id[:strings.Index(id, ":")], func(t *testing.T) {
+			check(t, id)
+			checkAtariVector(t, id, frame)
+			checkAtariPreset(t, "atari:"+id)
+		})
+	}
+}
 
-	v, err := envs().MakeVector("grpc://"+p.Addr()+"/Atari?timeout=20s", 2, env.Sync)
+// checkAtariVector steps two served pyatari envs through an episode's end.
+func checkAtariVector(t *testing.T, id string, frame func(obs []float32, step, a int) error) {
+	const dim = 210 * 160 * 3
+	v, err := envs().MakeVector(id, 2, env.Sync)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +138,12 @@ func TestPythonAtariUint8(t *testing.T) {
 	if got, want := v.(*remote.Vector).ObsBytes(), int64(17*2*dim+2*dim); got != want {
 		t.Fatalf("vector: %d observation bytes, want %d", got, want)
 	}
+}
 
-	w, err := envs().Make("atari:grpc://" + p.Addr() + "/Atari?timeout=20s")
+// checkAtariPreset runs the atari wrapper preset on a served pyatari env:
+// episodic_life needs the lives the server sends.
+func checkAtariPreset(t *testing.T, id string) {
+	w, err := envs().Make(id)
 	if err != nil {
 		t.Fatal(err)
 	}

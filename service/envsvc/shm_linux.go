@@ -242,7 +242,8 @@ func (s *Server) shmSession(c *shmIO) {
 				end(status.Error(codes.InvalidArgument, "segment sent twice"))
 				return
 			}
-			l = shmwire.NewLayout(len(sess.envs), sess.obs.Dim(), sess.act.Dim())
+			// herd's Go envs are float32: this server never answers obs_u8.
+			l = shmwire.NewLayout(len(sess.envs), sess.obs.Dim(), sess.act.Dim(), false)
 			if mem, err = recvSegment(c.c, l); err != nil {
 				end(err)
 				return
@@ -338,6 +339,10 @@ func writeStep(l shmwire.Layout, v shmwire.Views, b *herdv1.Batch) {
 		}
 		if b.Truncated[i] {
 			v.Trunc[i] = 1
+		}
+		v.Lives[i] = shmwire.NoLives
+		if len(b.Lives) == l.N {
+			v.Lives[i] = b.Lives[i]
 		}
 		if (b.Terminated[i] || b.Truncated[i]) && len(b.FinalObs) >= (k+1)*od {
 			copy(v.Final[i*od:(i+1)*od], b.FinalObs[k*od:(k+1)*od])

@@ -417,7 +417,8 @@ func BenchmarkRemoteVectorStepPython(b *testing.B) {
 }
 
 // TestPythonShmUnittests runs herd_env.shm's own tests (python/tests:
-// the wake pipes and the socket give the same bits, a gone client or a
+// the segment's layout and a uint8 session's writes into it; the wake
+// pipes and the socket give the same bits, a gone client or a
 // stopped server ends a pipe session; multi-agent framed sessions; the
 // step paths, shm and gRPC, with and without NumPy, give the plain
 // per-env loop's bits; herd_env.stepwire's step messages are
@@ -427,7 +428,7 @@ func TestPythonShmUnittests(t *testing.T) {
 	dir := filepath.Join(pyproc.Root(), "python")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "test_shm_pipes", "test_shm_parallel", "test_step_paths", "test_stepwire")
+	cmd := exec.CommandContext(ctx, py, "-m", "unittest", "test_shm_pipes", "test_shm_parallel", "test_shm_u8", "test_step_paths", "test_stepwire")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+dir+string(os.PathListSeparator)+filepath.Join(dir, "tests"))
 	if out, err := cmd.CombinedOutput(); err != nil {
