@@ -251,6 +251,9 @@ func TestCLIResumeHTSAndPlansAfterSIGKILL(t *testing.T) {
 	for name, cfg := range map[string]string{
 		"hts": "algo: ppo\nenv: CartPole-v1\nseed: 5\nsteps: 100000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +
 			"runtime: {executor: hts, env_workers: 2}\nppo: {num_envs: 4, num_steps: 64}\n",
+		"hts-lstm": "algo: ppo\nenv: CartPoleNoVel-v1\nseed: 5\nsteps: 60000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +
+			"runtime: {executor: hts, env_workers: 2, policy_workers: 2}\n" +
+			"ppo: {num_envs: 4, num_steps: 64, hidden: [16], recurrent: {type: lstm, hidden: 8}}\n",
 		"impala": "algo: impala\nenv: CartPole-v1\nseed: 5\nsteps: 200000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +
 			"impala: {num_envs: 4, num_steps: 32}\n",
 		"a3c": "algo: a3c\nenv: CartPole-v1\nseed: 5\nsteps: 100000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +

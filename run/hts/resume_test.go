@@ -37,10 +37,16 @@ func (s *stopAt) Step(step int64) {
 	}
 }
 
-// trainCK runs res under HTS with E env workers and checkpoints ck,
-// stopping as stop says (nil: never), and returns the model's bytes and
-// Train's error.
+// trainCK runs res under HTS with E env workers (and 2 policy workers)
+// and checkpoints ck, stopping as stop says (nil: never), and returns the
+// model's bytes and Train's error.
 func trainCK(t *testing.T, res *algo.Resolved, e int, ck *algo.Checkpoints, stop *stopAt) ([]byte, error) {
+	t.Helper()
+	return trainOpt(t, res, Options{EnvWorkers: e, PolicyWorkers: 2}, ck, stop)
+}
+
+// trainOpt is trainCK with the workers of opt.
+func trainOpt(t *testing.T, res *algo.Resolved, opt Options, ck *algo.Checkpoints, stop *stopAt) ([]byte, error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -49,7 +55,7 @@ func trainCK(t *testing.T, res *algo.Resolved, e int, ck *algo.Checkpoints, stop
 		stop.cancel = cancel
 		log = stop
 	}
-	m, err := Train(ctx, &algo.Runtime{Header: res.Header, Log: log, Checkpoints: ck}, res.Spec, res.Config, Options{EnvWorkers: e, PolicyWorkers: 2})
+	m, err := Train(ctx, &algo.Runtime{Header: res.Header, Log: log, Checkpoints: ck}, res.Spec, res.Config, opt)
 	if m == nil {
 		t.Fatalf("no model: %v", err)
 	}
