@@ -147,8 +147,11 @@
 // With one learner, a run under `herd train` saves its learner, its
 // replay, the actors' sampler streams and its global step at a quiescent
 // point (checkpoint.go): the learner holds the actors' reservations, waits
-// for the steps handed out to be committed and learns up to them. The envs
-// are not saved; on resume they start new episodes (docs/guide/resume.md).
+// for the steps handed out to be committed and learns up to them. Every
+// actor is then between two steps, so its envs are saved too (each env's
+// state, the next observations, the pending n-step steps, TD3's OU noise)
+// and continue their episodes on resume; envs whose state cannot be saved
+// start new episodes instead (docs/guide/resume.md).
 //
 // # Design notes
 //
