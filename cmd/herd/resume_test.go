@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -237,6 +240,61 @@ dqn:
   prioritized: true
   n_steps: 3
 `)
+}
+
+// TestCLIResumePALAfterSIGKILL: a PAL DQN run (two actors) killed with
+// SIGKILL once it has written two checkpoints and resumed with --resume
+// completes with exit 0; summary.json says it resumed from the newest
+// checkpoint left, and metrics.csv has one row per log_every interval up
+// to the budget (max_lag 8 keeps the learner's steps closer together than
+// log_every): none of the rows the killed process wrote past the
+// checkpoint repeated, none missing. PAL is asynchronous, so the weights
+// are not compared.
+func TestCLIResumePALAfterSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	cfg := "algo: dqn\nenv: CartPole-v1\nseed: 5\nsteps: 16000\nlog_every: 500\ncheckpoint_every: 2000\ncheckpoint_keep: 2\n" +
+		"runtime: {executor: pal, actors: 2, max_lag: 8}\n" +
+		"dqn: {buffer_size: 2000, learning_starts: 1000, batch_size: 32, train_frequency: 4, net_arch: [32, 32]}\n"
+	if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	args := []string{"train", "--config", "c.yaml", "--quiet", "--out", "run"}
+	cmd, so, se := start(t, dir, args...)
+	waitFor(t, "a second checkpoint", func() bool { return len(checkpointsIn(out)) >= 2 })
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	finish(t, cmd, so, se, time.Minute)
+	if _, err := os.Stat(filepath.Join(out, "summary.json")); err == nil {
+		t.Skip("the run ended before SIGKILL reached it")
+	}
+	left := checkpointsIn(out)
+	var cut int64
+	if _, err := fmt.Sscanf(left[len(left)-1], "state-%d.herdstate", &cut); err != nil {
+		t.Fatal(err)
+	}
+	r := herd(t, dir, append(args, "--resume")...)
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("resuming from step %d", cut)) {
+		t.Fatalf("resume after SIGKILL (newest checkpoint at step %d): exit %d\n%s\n%s", cut, r.code, r.stdout, r.stderr)
+	}
+	sum, err := metrics.ReadSummary(filepath.Join(out, "summary.json"))
+	if err != nil || sum.Status != metrics.StatusCompleted || sum.Steps != 16000 || sum.ResumedFromStep == nil || *sum.ResumedFromStep != cut {
+		t.Fatalf("summary.json: %v, status %q, %d steps, resumed_from_step %v; want completed, 16000, %d", err, sum.Status, sum.Steps, sum.ResumedFromStep, cut)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "metrics.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil || len(rows) != 33 || rows[0][0] != "step" {
+		t.Fatalf("metrics.csv: %v, %d rows; want a header and 32 rows", err, len(rows))
+	}
+	for i, row := range rows[1:] {
+		if s, err := strconv.ParseInt(row[0], 10, 64); err != nil || s/500 != int64(i)+1 {
+			t.Fatalf("metrics.csv row %d at step %s (cut at %d): a row missing or repeated", i, row[0], cut)
+		}
+	}
 }
 
 // TestCLIResumeHTSAndPlansAfterSIGKILL: runs of the executors that keep
