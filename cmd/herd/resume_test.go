@@ -260,15 +260,7 @@ func TestCLIResumePALAfterSIGKILL(t *testing.T) {
 	}
 	out := filepath.Join(dir, "run")
 	args := []string{"train", "--config", "c.yaml", "--quiet", "--out", "run"}
-	cmd, so, se := start(t, dir, args...)
-	waitFor(t, "a second checkpoint", func() bool { return len(checkpointsIn(out)) >= 2 })
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	finish(t, cmd, so, se, time.Minute)
-	if _, err := os.Stat(filepath.Join(out, "summary.json")); err == nil {
-		t.Skip("the run ended before SIGKILL reached it")
-	}
+	killAtSecondCheckpoint(t, dir, out, args...)
 	left := checkpointsIn(out)
 	var cut int64
 	if _, err := fmt.Sscanf(left[len(left)-1], "state-%d.herdstate", &cut); err != nil {
@@ -340,7 +332,20 @@ func resumeAfterSIGKILL(t *testing.T, cfg string) {
 		t.Fatalf("uninterrupted run: exit %d\n%s", r.code, r.stderr)
 	}
 	out := filepath.Join(dir, "cut")
-	cmd, so, se := start(t, dir, args("cut")...)
+	killAtSecondCheckpoint(t, dir, out, args("cut")...)
+	r := herd(t, dir, args("cut", "--resume")...)
+	if r.code != 0 || !strings.Contains(r.stdout, "resuming from step") {
+		t.Fatalf("resume after SIGKILL: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	sameRun(t, filepath.Join(dir, "whole"), out)
+}
+
+// killAtSecondCheckpoint starts herd with args in dir and kills it with
+// SIGKILL once the run in out has written two checkpoints; the test is
+// skipped when the run ended first.
+func killAtSecondCheckpoint(t *testing.T, dir, out string, args ...string) {
+	t.Helper()
+	cmd, so, se := start(t, dir, args...)
 	waitFor(t, "a second checkpoint", func() bool { return len(checkpointsIn(out)) >= 2 })
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -349,9 +354,4 @@ func resumeAfterSIGKILL(t *testing.T, cfg string) {
 	if _, err := os.Stat(filepath.Join(out, "summary.json")); err == nil {
 		t.Skip("the run ended before SIGKILL reached it")
 	}
-	r := herd(t, dir, args("cut", "--resume")...)
-	if r.code != 0 || !strings.Contains(r.stdout, "resuming from step") {
-		t.Fatalf("resume after SIGKILL: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	sameRun(t, filepath.Join(dir, "whole"), out)
 }
