@@ -210,10 +210,11 @@ type OffLearnerConfig struct {
 // learner pulls the next sample only after learning from this one. It
 // returns the learner and nil after cfg.Steps env steps, or ctx's error.
 // A stop (ctx) lands between two samples: the updates due for the sample
-// under way are not interrupted and it is reported to OnSample before the
-// version due is published, so a learner that returns ctx's error has
-// learned exactly the samples OnSample was told of, and its state can be
-// saved as that of the last one's step.
+// under way are not interrupted, it is reported to OnSample before the
+// version due is published, and no sample is pulled after the stop, so a
+// learner that returns ctx's error has learned exactly the samples
+// OnSample was told of, and its state can be saved as that of the last
+// one's step.
 func RunOffLearner(ctx context.Context, cfg OffLearnerConfig, pieces *algo.Pieces, samples transport.SampleStream, params transport.ParamService) (algo.TransitionLearner, error) {
 	if pieces == nil || pieces.NewTransitionLearner == nil || pieces.NewReplay == nil {
 		return nil, fmt.Errorf("worker: the off-policy learner needs an off-policy algorithm (TransitionLearner)")
@@ -251,6 +252,9 @@ func RunOffLearner(ctx context.Context, cfg OffLearnerConfig, pieces *algo.Piece
 	}
 	published := v.N
 	for step < cfg.Steps {
+		if err := ctx.Err(); err != nil {
+			return l, err // a stream may still hand out a sample it holds
+		}
 		b, err := pull(ctx, samples, cfg.Stall, cfg.Alive)
 		if err != nil {
 			return l, stopped(ctx, err)

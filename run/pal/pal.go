@@ -269,10 +269,8 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	// checkpoint (taken while an actor may not have started) finds every
 	// actor's envs between two steps.
 	for _, a := range actors {
-		if !a.restored {
-			if err := a.loop.Reset(a.resetSeed); err != nil {
-				return nil, fmt.Errorf("pal: actor %d: %w", a.id, err)
-			}
+		if err := a.start(); err != nil {
+			return nil, err
 		}
 	}
 	t0 := time.Now()
@@ -535,8 +533,18 @@ func newActor(id int, seed uint64, envs env.Vector, p *algo.Pieces, rb algo.Repl
 		stream: stream, resetSeed: int64((seed + uint64(id*n)) & (1<<63 - 1)), envs: envs, sampler: s, asm: asm}, nil
 }
 
-// run steps the envs (reset, or restored from a checkpoint) until the
-// limiter hands out no more steps.
+// start resets the envs, unless they were restored from a checkpoint.
+func (a *actor) start() error {
+	if a.restored {
+		return nil
+	}
+	if err := a.loop.Reset(a.resetSeed); err != nil {
+		return fmt.Errorf("pal: actor %d: %w", a.id, err)
+	}
+	return nil
+}
+
+// run steps the envs (start) until the limiter hands out no more steps.
 func (a *actor) run(ctx context.Context, lim *limiter, log algo.Logger) error {
 	var sinceRefresh int
 	for {
