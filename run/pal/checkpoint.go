@@ -27,7 +27,7 @@ const (
 const (
 	partObs       = "obs"       // the observations acted on next
 	partAssembler = "assembler" // every env's pending n-step steps
-	partSampler   = "sampler"   // the sampler's own state (TD3's and DDPG's OU noise), when it has one
+	partSampler   = "sampler"   // the sampler's own state (TD3's OU noise), when it has one
 	partEnv       = "env/"      // + env index: env.MarshalChain
 )
 
