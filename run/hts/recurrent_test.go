@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -150,30 +148,11 @@ func TestRecurrentResumeBitIdentical(t *testing.T) {
 	res := resolve(t, ppo.Spec(), lstmFile)
 	h := res.Header
 	seg := h.Steps / 6 // one segment's env steps
-	key, err := algo.ResumeConfig(res)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newCK := func(dir string, keep int) *algo.Checkpoints {
-		return algo.NewCheckpoints(algo.CheckpointOptions{Dir: dir, Every: 2 * seg, Keep: keep, Algo: h.Algo, Env: h.Env, Config: key})
-	}
+	rig := newResumeRig(t, res, 2*seg)
+	newCK, resume := rig.checkpoints, rig.resume
 	want, err := trainOpt(t, res, Options{EnvWorkers: 1, PolicyWorkers: 1}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
-	}
-	resume := func(dir string, opt Options) []byte {
-		t.Helper()
-		st, _, _, err := algo.LoadCheckpoint(dir, h.Algo, h.Env, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ck := newCK(t.TempDir(), 2)
-		ck.Resume(st)
-		got, err := trainOpt(t, res, opt, ck, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return got
 	}
 	for _, c := range []struct{ run, resumed Options }{
 		{Options{EnvWorkers: 2, PolicyWorkers: 3}, Options{EnvWorkers: 4, PolicyWorkers: 1}},
@@ -188,12 +167,7 @@ func TestRecurrentResumeBitIdentical(t *testing.T) {
 			t.Fatalf("%+v: checkpoints %v", c.run, names)
 		}
 		for i := range names {
-			dir := t.TempDir()
-			for _, n := range names[:i+1] {
-				b, _ := os.ReadFile(filepath.Join(all, n))
-				os.WriteFile(filepath.Join(dir, n), b, 0o644)
-			}
-			if got := resume(dir, c.resumed); !bytes.Equal(got, want) {
+			if got := resume(killedAfter(t, all, names[:i+1]), c.resumed); !bytes.Equal(got, want) {
 				t.Fatalf("%+v, killed after %s, resumed with %+v: the model differs from the uninterrupted run's", c.run, names[i], c.resumed)
 			}
 		}
@@ -213,7 +187,7 @@ func TestRecurrentResumeBitIdentical(t *testing.T) {
 	if _, err := trainOpt(t, res, Options{EnvWorkers: 2, PolicyWorkers: 2}, newCK(dir, 1), &stopAt{at: 3 * seg, now: true}); !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
-	st, _, _, err := algo.LoadCheckpoint(dir, h.Algo, h.Env, key)
+	st, _, _, err := algo.LoadCheckpoint(dir, h.Algo, h.Env, rig.key)
 	if err != nil {
 		t.Fatal(err)
 	}
