@@ -226,10 +226,11 @@
 // decodes, checks it against the run before anything in the directory changes,
 // and ends bit-identical to the run that never stopped.
 //
-// Limits: only those, PPO and A2C under HTS, the dist on-policy learner and
-// PAL with one learner resume (PAL not bit-identically: its actors' envs
-// restart their episodes, Checkpoints.Partial; Executor.NotResumable names
-// a resumable executor's exceptions);
+// Limits: only those, PPO (PPO-LSTM included) and A2C under HTS, the dist
+// learner of either topology and PAL with one learner resume (PAL not
+// bit-identically; its actors' envs restart their episodes only where their
+// state cannot be saved, Checkpoints.Partial; Executor.NotResumable names a
+// resumable executor's exceptions);
 // the memory estimate is a lower bound of the big allocations (float32
 // rows, the networks of the run's own algorithm, not those of a multi-agent
 // run's other policies), not a count; on non-unix systems the run

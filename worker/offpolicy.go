@@ -209,6 +209,12 @@ type OffLearnerConfig struct {
 // every PublishEvery updates. Back-pressure is the sample stream's: the
 // learner pulls the next sample only after learning from this one. It
 // returns the learner and nil after cfg.Steps env steps, or ctx's error.
+// A stop (ctx) lands between two samples: the updates due for the sample
+// under way are not interrupted, it is reported to OnSample before the
+// version due is published, and no sample is pulled after the stop, so a
+// learner that returns ctx's error has learned exactly the samples
+// OnSample was told of, and its state can be saved as that of the last
+// one's step.
 func RunOffLearner(ctx context.Context, cfg OffLearnerConfig, pieces *algo.Pieces, samples transport.SampleStream, params transport.ParamService) (algo.TransitionLearner, error) {
 	if pieces == nil || pieces.NewTransitionLearner == nil || pieces.NewReplay == nil {
 		return nil, fmt.Errorf("worker: the off-policy learner needs an off-policy algorithm (TransitionLearner)")
@@ -242,13 +248,16 @@ func RunOffLearner(ctx context.Context, cfg OffLearnerConfig, pieces *algo.Piece
 	weightsOf := versionsFrom(l.Weights, cfg.MinVersion)
 	v := weightsOf()
 	if err := params.Publish(ctx, v); err != nil {
-		return l, err
+		return l, stopped(ctx, err)
 	}
 	published := v.N
 	for step < cfg.Steps {
+		if err := ctx.Err(); err != nil {
+			return l, err // a stream may still hand out a sample it holds
+		}
 		b, err := pull(ctx, samples, cfg.Stall, cfg.Alive)
 		if err != nil {
-			return l, err
+			return l, stopped(ctx, err)
 		}
 		tr, err := sample.DecodeTransitions(b)
 		if err == nil {
@@ -265,21 +274,33 @@ func RunOffLearner(ctx context.Context, cfg OffLearnerConfig, pieces *algo.Piece
 		cnt.addLag(published, tr.Version, tr.N)
 		prev := step
 		step = min(step+cfg.StepsPerSample, cfg.Steps)
-		stats, err := l.Learn(ctx, rb, prev, step)
+		// A few milliseconds of updates: a stop waits for them rather than
+		// leave the learner between two of them.
+		stats, err := l.Learn(context.WithoutCancel(ctx), rb, prev, step)
 		if err != nil {
 			return l, err
-		}
-		if len(stats) > 0 { // updates were made (Weights copies: not per sample)
-			if v := weightsOf(); v.N >= published+uint64(cfg.PublishEvery) {
-				if err := params.Publish(ctx, v); err != nil {
-					return l, err
-				}
-				published = v.N
-			}
 		}
 		if cfg.OnSample != nil {
 			cfg.OnSample(step, tr, stats)
 		}
+		if len(stats) > 0 { // updates were made (Weights copies: not per sample)
+			if v := weightsOf(); v.N >= published+uint64(cfg.PublishEvery) {
+				if err := params.Publish(ctx, v); err != nil {
+					return l, stopped(ctx, err)
+				}
+				published = v.N
+			}
+		}
 	}
 	return l, nil
+}
+
+// stopped is err, or ctx's error when ctx is done: a pull or a publish
+// that a stop cut short reports the stop, whatever the transport made of
+// it.
+func stopped(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }

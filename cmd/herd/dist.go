@@ -114,7 +114,8 @@ learner vanished without one, failed before it registered, or did not
 register within --register-timeout; on Ctrl-C it asks the learner to stop
 and exits 130 only when the learner says it saved the run. A learner
 killed by a signal is started again and resumes the run from its newest
-checkpoint (PPO, A2C; docs/guide/resume.md); a --no-workers controller
+checkpoint (one learner: PPO, A2C, and DQN, SAC, TD3, DDPG under Ape-X;
+docs/guide/resume.md); a --no-workers controller
 waits up to --register-timeout for its orchestrator to restart it.`,
 		Example: `  herd launch --config configs/ppo-cartpole-dist.yaml
   herd launch --config ppo.yaml --nats nats://nats-0.nats:4222 --run ppo-1 --no-workers

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/csv"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -239,6 +242,53 @@ dqn:
 `)
 }
 
+// TestCLIResumePALAfterSIGKILL: a PAL DQN run (two actors) killed with
+// SIGKILL once it has written two checkpoints and resumed with --resume
+// completes with exit 0; summary.json says it resumed from the newest
+// checkpoint left, and metrics.csv has one row per log_every interval up
+// to the budget (max_lag 8 keeps the learner's steps closer together than
+// log_every): none of the rows the killed process wrote past the
+// checkpoint repeated, none missing. PAL is asynchronous, so the weights
+// are not compared.
+func TestCLIResumePALAfterSIGKILL(t *testing.T) {
+	dir := t.TempDir()
+	cfg := "algo: dqn\nenv: CartPole-v1\nseed: 5\nsteps: 16000\nlog_every: 500\ncheckpoint_every: 2000\ncheckpoint_keep: 2\n" +
+		"runtime: {executor: pal, actors: 2, max_lag: 8}\n" +
+		"dqn: {buffer_size: 2000, learning_starts: 1000, batch_size: 32, train_frequency: 4, net_arch: [32, 32]}\n"
+	if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "run")
+	args := []string{"train", "--config", "c.yaml", "--quiet", "--out", "run"}
+	killAtSecondCheckpoint(t, dir, out, args...)
+	left := checkpointsIn(out)
+	var cut int64
+	if _, err := fmt.Sscanf(left[len(left)-1], "state-%d.herdstate", &cut); err != nil {
+		t.Fatal(err)
+	}
+	r := herd(t, dir, append(args, "--resume")...)
+	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("resuming from step %d", cut)) {
+		t.Fatalf("resume after SIGKILL (newest checkpoint at step %d): exit %d\n%s\n%s", cut, r.code, r.stdout, r.stderr)
+	}
+	sum, err := metrics.ReadSummary(filepath.Join(out, "summary.json"))
+	if err != nil || sum.Status != metrics.StatusCompleted || sum.Steps != 16000 || sum.ResumedFromStep == nil || *sum.ResumedFromStep != cut {
+		t.Fatalf("summary.json: %v, status %q, %d steps, resumed_from_step %v; want completed, 16000, %d", err, sum.Status, sum.Steps, sum.ResumedFromStep, cut)
+	}
+	b, err := os.ReadFile(filepath.Join(out, "metrics.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+	if err != nil || len(rows) != 33 || rows[0][0] != "step" {
+		t.Fatalf("metrics.csv: %v, %d rows; want a header and 32 rows", err, len(rows))
+	}
+	for i, row := range rows[1:] {
+		if s, err := strconv.ParseInt(row[0], 10, 64); err != nil || s/500 != int64(i)+1 {
+			t.Fatalf("metrics.csv row %d at step %s (cut at %d): a row missing or repeated", i, row[0], cut)
+		}
+	}
+}
+
 // TestCLIResumeHTSAndPlansAfterSIGKILL: runs of the executors that keep
 // work in flight between checkpoints — PPO under HTS (a segment gathered
 // while the previous one is learned), IMPALA and A3C (their plans under
@@ -251,6 +301,9 @@ func TestCLIResumeHTSAndPlansAfterSIGKILL(t *testing.T) {
 	for name, cfg := range map[string]string{
 		"hts": "algo: ppo\nenv: CartPole-v1\nseed: 5\nsteps: 100000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +
 			"runtime: {executor: hts, env_workers: 2}\nppo: {num_envs: 4, num_steps: 64}\n",
+		"hts-lstm": "algo: ppo\nenv: CartPoleNoVel-v1\nseed: 5\nsteps: 60000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +
+			"runtime: {executor: hts, env_workers: 2, policy_workers: 2}\n" +
+			"ppo: {num_envs: 4, num_steps: 64, hidden: [16], recurrent: {type: lstm, hidden: 8}}\n",
 		"impala": "algo: impala\nenv: CartPole-v1\nseed: 5\nsteps: 200000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +
 			"impala: {num_envs: 4, num_steps: 32}\n",
 		"a3c": "algo: a3c\nenv: CartPole-v1\nseed: 5\nsteps: 100000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +
@@ -279,7 +332,20 @@ func resumeAfterSIGKILL(t *testing.T, cfg string) {
 		t.Fatalf("uninterrupted run: exit %d\n%s", r.code, r.stderr)
 	}
 	out := filepath.Join(dir, "cut")
-	cmd, so, se := start(t, dir, args("cut")...)
+	killAtSecondCheckpoint(t, dir, out, args("cut")...)
+	r := herd(t, dir, args("cut", "--resume")...)
+	if r.code != 0 || !strings.Contains(r.stdout, "resuming from step") {
+		t.Fatalf("resume after SIGKILL: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	sameRun(t, filepath.Join(dir, "whole"), out)
+}
+
+// killAtSecondCheckpoint starts herd with args in dir and kills it with
+// SIGKILL once the run in out has written two checkpoints; the test is
+// skipped when the run ended first.
+func killAtSecondCheckpoint(t *testing.T, dir, out string, args ...string) {
+	t.Helper()
+	cmd, so, se := start(t, dir, args...)
 	waitFor(t, "a second checkpoint", func() bool { return len(checkpointsIn(out)) >= 2 })
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -288,9 +354,4 @@ func resumeAfterSIGKILL(t *testing.T, cfg string) {
 	if _, err := os.Stat(filepath.Join(out, "summary.json")); err == nil {
 		t.Skip("the run ended before SIGKILL reached it")
 	}
-	r := herd(t, dir, args("cut", "--resume")...)
-	if r.code != 0 || !strings.Contains(r.stdout, "resuming from step") {
-		t.Fatalf("resume after SIGKILL: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
-	}
-	sameRun(t, filepath.Join(dir, "whole"), out)
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -287,4 +288,22 @@ func (d Dir) LoadNewest() (s State, path string, skipped []string, err error) {
 		return State{}, "", nil, fmt.Errorf("%w in %s", ErrNone, d.Path)
 	}
 	return State{}, "", skipped, fmt.Errorf("%w in %s: %s", ErrNone, d.Path, strings.Join(skipped, "; "))
+}
+
+// AppendFloat32s appends v to b as little-endian float32 bits, the
+// encoding of a section of float32 values.
+func AppendFloat32s(b []byte, v []float32) []byte {
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	return b
+}
+
+// ReadFloat32s fills dst from the front of b (AppendFloat32s's encoding)
+// and returns the rest; b holds at least 4·len(dst) bytes.
+func ReadFloat32s(dst []float32, b []byte) []byte {
+	for i := range dst {
+		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return b[4*len(dst):]
 }

@@ -1215,10 +1215,12 @@ func list(s []string) string {
 
 // trainOff runs the off-policy learner here, checkpointed by cp when
 // saving, with its versions from minV; ws are the other roles, stopped at
-// the end. A checkpoint is taken after a sample is learned (and the
-// version due published) and before the next pull, as on-policy; a sample
-// the stream queued (OffCapacity) is acknowledged and not yet pulled, so
-// a crash loses it and the restarted learner counts it in dist/discarded.
+// the end. A checkpoint is taken after a sample is learned and before the
+// next pull, as on-policy, and when the run is stopped (ctx): the learner
+// finishes the sample under way (worker.RunOffLearner) and is saved at its
+// step. A sample the stream queued (OffCapacity) is acknowledged and not
+// yet pulled, so a crash or a stop loses it and the restarted learner
+// counts it in dist/discarded.
 func (s *Setup) trainOff(ctx, wctx context.Context, rt *algo.Runtime, smp transport.SampleStream, par transport.ParamService, mon *monitor, stall time.Duration,
 	group *worker.LearnerGroup, ws *workers, cp *checkpointer, saving bool, minV uint64) (algo.Model, error) {
 	var resume func(algo.TransitionLearner, algo.Replay) (int64, error)
@@ -1248,8 +1250,19 @@ func (s *Setup) trainOff(ctx, wctx context.Context, rt *algo.Runtime, smp transp
 		}}, s.Pieces, smp, par)
 	werr := ws.wait()
 	mon.scalars(ctx, true)
-	if err == nil && werr == nil {
-		err = cp.save()
+	// Stopped between two samples (RunOffLearner returns the stop's error
+	// only there); a diverged run keeps no checkpoint of its non-finite
+	// parameters.
+	interrupted := ctx.Err() != nil && errors.Is(err, context.Canceled) && !errors.Is(context.Cause(ctx), algo.ErrDiverged)
+	if (err == nil || interrupted) && werr == nil {
+		if serr := cp.save(); serr != nil {
+			if interrupted {
+				// Not context.Canceled: a stop whose checkpoint was not
+				// written is no clean interruption (exit status 1, not 130).
+				serr = fmt.Errorf("dist: stopped at step %d, and its checkpoint was not saved: %v", cp.step, serr)
+			}
+			err = serr
+		}
 	}
 	var model algo.Model
 	if m, ok := l.(algo.Modeler); ok {
@@ -1259,9 +1272,6 @@ func (s *Setup) trainOff(ctx, wctx context.Context, rt *algo.Runtime, smp transp
 		return model, werr
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return model, ctx.Err()
-		}
 		return model, err
 	}
 	if model == nil {

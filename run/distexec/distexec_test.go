@@ -15,6 +15,7 @@ import (
 	"herd/algo/algotest"
 	"herd/algo/dqn"
 	"herd/algo/ppo"
+	"herd/internal/trainstate"
 	"herd/run"
 	"herd/run/distexec"
 )
@@ -327,3 +328,122 @@ func TestHealthyRunNoSilence(t *testing.T) {
 		t.Errorf("dist/silences %v in a healthy run of %v steps; notices:\n%s", spy.silences, spy.steps, notices.String())
 	}
 }
+
+// TestApeXStopSavesCheckpoint: an Ape-X learner stopped (Ctrl-C,
+// SIGTERM: ctx) between its periodic checkpoints, here while it learns a
+// sample, finishes that sample's updates and writes a checkpoint of its
+// step, and reports a clean interruption (context.Canceled: exit status
+// 130); the run resumed from it continues from that step to its end. When
+// that checkpoint cannot be written, the stop is a failure (not
+// context.Canceled: exit status 1).
+func TestApeXStopSavesCheckpoint(t *testing.T) {
+	res, err := algo.Resolve([]byte(fmt.Sprintf(dqnDist, "inproc")), []algo.Spec{dqn.Spec()}, algo.Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := res.Header
+	// The stop lands inside Learn: the learner wrapper cancels the run
+	// when it is handed the sample that reaches the step.
+	var stopLearn func(step int64)
+	inner := res.Spec.Pieces
+	res.Spec.Pieces = func(h algo.Header, cfg algo.Config, sp algo.Spaces) (*algo.Pieces, error) {
+		p, err := inner(h, cfg, sp)
+		if err != nil || p.NewTransitionLearner == nil {
+			return p, err
+		}
+		newLearner, checkpoint := p.NewTransitionLearner, p.Checkpoint
+		p.NewTransitionLearner = func() (algo.TransitionLearner, error) {
+			l, err := newLearner()
+			return &cancelLearn{TransitionLearner: l, at: func(step int64) {
+				if stopLearn != nil {
+					stopLearn(step)
+				}
+			}}, err
+		}
+		p.Checkpoint = func(l algo.TransitionLearner, rb algo.Replay) (algo.LearnerCheckpoint, error) {
+			return checkpoint(l.(*cancelLearn).TransitionLearner, rb)
+		}
+		return p, nil
+	}
+	key, err := algo.ResumeConfig(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCK := func(dir string) *algo.Checkpoints {
+		// No periodic checkpoint but the start's (step 0).
+		return algo.NewCheckpoints(algo.CheckpointOptions{Dir: dir, Every: 1 << 40, Keep: 5, Algo: h.Algo, Env: h.Env, Config: key})
+	}
+	train := func(ck *algo.Checkpoints, stopAt int64, failSave func()) (int64, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var stopped int64
+		stopLearn = func(step int64) {
+			if stopAt > 0 && stopped == 0 && step >= stopAt {
+				stopped = step
+				if failSave != nil {
+					failSave()
+				}
+				cancel()
+			}
+		}
+		m, err := distexec.Executor().Train(ctx, &algo.Runtime{Header: h, Log: algo.Discard(), Checkpoints: ck}, res.Spec, res.Config)
+		if m == nil {
+			t.Fatalf("no model: %v", err)
+		}
+		return stopped, err
+	}
+	dir := t.TempDir()
+	stopped, err := train(newCK(dir), 1500, nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("stopped at step %d: %v, want context.Canceled", stopped, err)
+	}
+	st, _, _, err := algo.LoadCheckpoint(dir, h.Algo, h.Env, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := (trainstate.Dir{Path: dir}).List()
+	if err != nil || st.Header.Step != stopped || len(names) != 2 {
+		t.Fatalf("stopped at step %d: checkpoints %v, the newest at step %d; want the start's and the stop's", stopped, names, st.Header.Step)
+	}
+	ck := newCK(t.TempDir())
+	ck.Resume(st)
+	stopLearn = nil
+	var steps stepLog
+	if _, err := distexec.Executor().Train(context.Background(), &algo.Runtime{Header: h, Log: &steps, Checkpoints: ck}, res.Spec, res.Config); err != nil {
+		t.Fatal(err)
+	}
+	if steps.first <= stopped || steps.last != h.Steps {
+		t.Errorf("resumed from step %d: steps %d to %d, want past it to %d", stopped, steps.first, steps.last, h.Steps)
+	}
+	// The stop's checkpoint cannot be written: a file where its directory was.
+	dir = t.TempDir()
+	stopped, err = train(newCK(dir), 1500, func() { os.RemoveAll(dir); os.WriteFile(dir, nil, 0o644) })
+	if err == nil || errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "not saved") {
+		t.Fatalf("stopped at step %d with its checkpoint unsaved: %v, want a failure, not context.Canceled", stopped, err)
+	}
+}
+
+// stepLog is a Logger that records the first and last metrics steps.
+type stepLog struct{ first, last int64 }
+
+func (l *stepLog) Episode(int64, float64, int) {}
+func (l *stepLog) Scalar(string, float64)      {}
+func (l *stepLog) Step(step int64) {
+	if l.first == 0 {
+		l.first = step
+	}
+	l.last = step
+}
+
+// cancelLearn calls at with the step of each Learn before learning.
+type cancelLearn struct {
+	algo.TransitionLearner
+	at func(step int64)
+}
+
+func (l *cancelLearn) Learn(ctx context.Context, rb algo.Replay, prev, step int64) ([]algo.Stat, error) {
+	l.at(step)
+	return l.TransitionLearner.Learn(ctx, rb, prev, step)
+}
+
+func (l *cancelLearn) Model() algo.Model { return l.TransitionLearner.(algo.Modeler).Model() }

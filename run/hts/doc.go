@@ -127,7 +127,9 @@
 // There nothing is in flight and the double buffer is whole: segment k
 // (gathered with version k−1, not learned yet), the learner at θ_k with
 // θ_{k−1} for the delayed gradient (algo.LearnerCheckpoint), every env's
-// state, sampler stream and next observation. The other storage is not
+// state, sampler stream and next observation, and a recurrent policy's
+// state of every env (no request is in flight, so the policy workers
+// hold it whole). The other storage is not
 // saved (segment k+1 rewrites it) and version k is the learner's θ_k. A
 // resumed run starts the learner on segment k and the env workers on
 // segment k+1, as the uninterrupted run did, so the bits are the same for

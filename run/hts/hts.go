@@ -309,16 +309,8 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		servers[i] = sv
 	}
 	for k, p := range pols {
-		if p.stateDim > 0 && (len(pols) > 1 || cks != nil) {
-			if len(pols) > 1 {
-				return nil, fmt.Errorf("%w: policy %s is recurrent: under hts a recurrent policy is the run's only one", ErrConfig, ids[k])
-			}
-			// The envs' states are not part of a checkpoint.
-			if cks.Restored() != nil {
-				return nil, errors.New("hts: cannot resume a recurrent policy: its env states are not saved")
-			}
-			cks.Disable("hts: a recurrent policy's env states are not saved")
-			cks, cp = nil, nil
+		if p.stateDim > 0 && len(pols) > 1 {
+			return nil, fmt.Errorf("%w: policy %s is recurrent: under hts a recurrent policy is the run's only one", ErrConfig, ids[k])
 		}
 		p.state = make([]float32, p.n*p.stateDim)
 	}
@@ -434,7 +426,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	segs := make([]*sample.Segment, len(pols))
 	first := 0
 	if cp != nil {
-		cp.ews = ews
+		cp.ews, cp.state = ews, pols[0].state
 		if s := cks.Restored(); s != nil {
 			k, step, seg, err := cp.restore(s, pols[0].segs[0])
 			if err != nil {

@@ -1,6 +1,7 @@
 package hts
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -147,5 +148,69 @@ func TestRecurrentSeveralPoliciesRefused(t *testing.T) {
 	_, err := algo.AdmitRun([]algo.Executor{Executor()}, res)
 	if !errors.Is(err, algo.ErrConfig) || !strings.Contains(err.Error(), "stateless policy") {
 		t.Errorf("got %v, want a refusal naming the stateless policy", err)
+	}
+}
+
+// TestRecurrentResumeBitIdentical: a PPO-LSTM run under HTS, checkpointed
+// with one layout of env and policy workers (E×P), killed (every
+// checkpoint it wrote, kept, is the newest one a SIGKILL could leave) or
+// stopped (early, mid-run while a segment is gathered and an update
+// learned, just after a periodic checkpoint) and resumed with another,
+// ends with the model bytes of the uninterrupted run. It fails if the
+// envs' recurrent states the policy workers hold (policy/state), the
+// segment's start states or the learner's env order are left out of the
+// checkpoint: zero states or another order give other bits.
+func TestRecurrentResumeBitIdentical(t *testing.T) {
+	res := resolve(t, ppo.Spec(), lstmFile)
+	h := res.Header
+	seg := h.Steps / 6 // one segment's env steps
+	rig := newResumeRig(t, res, 2*seg)
+	newCK, resume := rig.checkpoints, rig.resume
+	want, err := trainOpt(t, res, Options{EnvWorkers: 1, PolicyWorkers: 1}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ run, resumed Options }{
+		{Options{EnvWorkers: 2, PolicyWorkers: 3}, Options{EnvWorkers: 4, PolicyWorkers: 1}},
+		{Options{EnvWorkers: 4, PolicyWorkers: 2}, Options{EnvWorkers: 1, PolicyWorkers: 2}},
+	} {
+		all := t.TempDir()
+		if got, err := trainOpt(t, res, c.run, newCK(all, 100), nil); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%+v with checkpoints: %v, same model %v", c.run, err, bytes.Equal(got, want))
+		}
+		names := checkpointNames(t, all)
+		if len(names) != 3 { // segments 2, 4 (periodic) and 6 (the end)
+			t.Fatalf("%+v: checkpoints %v", c.run, names)
+		}
+		for i := range names {
+			if got := resume(killedAfter(t, all, names[:i+1]), c.resumed); !bytes.Equal(got, want) {
+				t.Fatalf("%+v, killed after %s, resumed with %+v: the model differs from the uninterrupted run's", c.run, names[i], c.resumed)
+			}
+		}
+		for _, stop := range []*stopAt{{at: seg, now: true}, {at: 3 * seg}, {at: 4 * seg, now: true}} {
+			dir := t.TempDir()
+			if _, err := trainOpt(t, res, c.run, newCK(dir, 2), stop); !errors.Is(err, context.Canceled) {
+				t.Fatalf("%+v, stopped at %d: %v, want context.Canceled", c.run, stop.at, err)
+			}
+			if got := resume(dir, c.resumed); !bytes.Equal(got, want) {
+				t.Fatalf("%+v, stopped at %d (now %v), resumed with %+v from %v: the model differs from the uninterrupted run's",
+					c.run, stop.at, stop.now, c.resumed, checkpointNames(t, dir))
+			}
+		}
+	}
+	// Without the envs' states the checkpoint is refused, naming the section.
+	dir := t.TempDir()
+	if _, err := trainOpt(t, res, Options{EnvWorkers: 2, PolicyWorkers: 2}, newCK(dir, 1), &stopAt{at: 3 * seg, now: true}); !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	st, _, _, err := algo.LoadCheckpoint(dir, h.Algo, h.Env, rig.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(st.Sections, secState)
+	ck := newCK(t.TempDir(), 1)
+	ck.Resume(st)
+	if m, err := Train(context.Background(), &algo.Runtime{Header: h, Log: algo.Discard(), Checkpoints: ck}, res.Spec, res.Config, Options{}); err == nil || m != nil || !strings.Contains(err.Error(), secState) {
+		t.Errorf("without section %s: model %v, error %v; want a refusal naming it", secState, m, err)
 	}
 }

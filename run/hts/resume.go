@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 
 	"herd/algo"
@@ -21,6 +20,7 @@ const (
 	secObs     = "hts/obs"         // every env's next observation, in env order
 	secSampler = "rng/env-worker/" // + env index: the env's sampler stream (PCG)
 	secEnv     = "env/"            // + env index: env.MarshalChain
+	secState   = "policy/state"    // a recurrent policy's state of every env, the one its next step starts from
 )
 
 // checkpointer saves and restores an HTS run at a barrier.
@@ -40,6 +40,7 @@ type checkpointer struct {
 	envs     []env.Env
 	samplers []*rand.PCG // one per env: ("env-worker", i)
 	ews      []*envWorker
+	state    []float32 // a recurrent policy's rows' states (rowPolicy's), nil for a stateless one
 }
 
 // saveable reports why a run cannot be checkpointed, or nil.
@@ -77,11 +78,12 @@ func (c *checkpointer) save(k int, step int64, seg *sample.Segment) (map[string]
 	}
 	var obs []byte
 	for _, w := range c.ews {
-		for _, v := range w.loop.Observations() {
-			obs = binary.LittleEndian.AppendUint32(obs, math.Float32bits(v))
-		}
+		obs = trainstate.AppendFloat32s(obs, w.loop.Observations())
 	}
 	out[secObs] = obs
+	if c.state != nil {
+		out[secState] = trainstate.AppendFloat32s(nil, c.state)
+	}
 	for i, e := range c.envs {
 		if out[fmt.Sprintf("%s%d", secSampler, i)], err = c.samplers[i].MarshalBinary(); err != nil {
 			return nil, err
@@ -126,6 +128,18 @@ func (c *checkpointer) restore(s *trainstate.State, like *sample.Segment) (k int
 		return 0, 0, nil, fmt.Errorf("%w: the saved segment is %d×%d (obs %d, actions %d), the run's %d×%d (obs %d, actions %d)",
 			trainstate.ErrCorrupt, seg.T, seg.N, seg.ObsDim, seg.ActDim, like.T, like.N, like.ObsDim, like.ActDim)
 	}
+	if len(seg.State) != len(c.state) {
+		return 0, 0, nil, fmt.Errorf("%w: the saved segment has %d state values, the run's policy %d", trainstate.ErrCorrupt, len(seg.State), len(c.state))
+	}
+	if c.state != nil {
+		if b, err = get(secState); err != nil {
+			return 0, 0, nil, err
+		}
+		if len(b) != 4*len(c.state) {
+			return 0, 0, nil, fmt.Errorf("%w: section %s has %d bytes for %d state values", trainstate.ErrCorrupt, secState, len(b), len(c.state))
+		}
+		trainstate.ReadFloat32s(c.state, b)
+	}
 	if b, err = get(secObs); err != nil {
 		return 0, 0, nil, err
 	}
@@ -138,10 +152,7 @@ func (c *checkpointer) restore(s *trainstate.State, like *sample.Segment) (k int
 	}
 	for _, w := range c.ews {
 		obs := make([]float32, len(w.loop.Observations()))
-		for i := range obs {
-			obs[i] = math.Float32frombits(binary.LittleEndian.Uint32(b))
-			b = b[4:]
-		}
+		b = trainstate.ReadFloat32s(obs, b)
 		w.loop.Start(obs)
 	}
 	for i, e := range c.envs {

@@ -37,10 +37,16 @@ func (s *stopAt) Step(step int64) {
 	}
 }
 
-// trainCK runs res under HTS with E env workers and checkpoints ck,
-// stopping as stop says (nil: never), and returns the model's bytes and
-// Train's error.
+// trainCK runs res under HTS with E env workers (and 2 policy workers)
+// and checkpoints ck, stopping as stop says (nil: never), and returns the
+// model's bytes and Train's error.
 func trainCK(t *testing.T, res *algo.Resolved, e int, ck *algo.Checkpoints, stop *stopAt) ([]byte, error) {
+	t.Helper()
+	return trainOpt(t, res, Options{EnvWorkers: e, PolicyWorkers: 2}, ck, stop)
+}
+
+// trainOpt is trainCK with the workers of opt.
+func trainOpt(t *testing.T, res *algo.Resolved, opt Options, ck *algo.Checkpoints, stop *stopAt) ([]byte, error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -49,7 +55,7 @@ func trainCK(t *testing.T, res *algo.Resolved, e int, ck *algo.Checkpoints, stop
 		stop.cancel = cancel
 		log = stop
 	}
-	m, err := Train(ctx, &algo.Runtime{Header: res.Header, Log: log, Checkpoints: ck}, res.Spec, res.Config, Options{EnvWorkers: e, PolicyWorkers: 2})
+	m, err := Train(ctx, &algo.Runtime{Header: res.Header, Log: log, Checkpoints: ck}, res.Spec, res.Config, opt)
 	if m == nil {
 		t.Fatalf("no model: %v", err)
 	}
@@ -89,30 +95,15 @@ func TestResumeBitIdentical(t *testing.T) {
 			res.Header.Steps = 1280 // 10 segments
 			h := res.Header
 			seg := h.Steps / 10 // one segment's env steps
-			key, err := algo.ResumeConfig(res)
-			if err != nil {
-				t.Fatal(err)
-			}
-			newCK := func(dir string, keep int) *algo.Checkpoints {
-				return algo.NewCheckpoints(algo.CheckpointOptions{Dir: dir, Every: 3 * seg, Keep: keep, Algo: h.Algo, Env: h.Env, Config: key})
-			}
+			rig := newResumeRig(t, res, 3*seg)
+			newCK := rig.checkpoints
 			want, err := trainCK(t, res, 2, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			resume := func(dir string, e int) []byte {
 				t.Helper()
-				st, _, _, err := algo.LoadCheckpoint(dir, h.Algo, h.Env, key)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ck := newCK(t.TempDir(), 2)
-				ck.Resume(st)
-				got, err := trainCK(t, res, e, ck, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return got
+				return rig.resume(dir, Options{EnvWorkers: e, PolicyWorkers: 2})
 			}
 			for _, e := range []int{1, 2} {
 				// Killed: the newest checkpoint is any of the run's.
@@ -125,12 +116,7 @@ func TestResumeBitIdentical(t *testing.T) {
 					t.Fatalf("E=%d: checkpoints %v", e, names)
 				}
 				for i := range names {
-					dir := t.TempDir()
-					for _, n := range names[:i+1] {
-						b, _ := os.ReadFile(filepath.Join(all, n))
-						os.WriteFile(filepath.Join(dir, n), b, 0o644)
-					}
-					if got := resume(dir, e); !bytes.Equal(got, want) {
+					if got := resume(killedAfter(t, all, names[:i+1]), e); !bytes.Equal(got, want) {
 						t.Fatalf("E=%d, killed after %s: the resumed model differs from the uninterrupted run's", e, names[i])
 					}
 				}
@@ -180,6 +166,65 @@ func TestResumeRefusesWithoutState(t *testing.T) {
 			t.Errorf("without section %s: model %v, error %v; want a refusal naming it", sec, m, err)
 		}
 	}
+}
+
+// resumeRig makes the checkpoints of an HTS run of res, every `every`
+// env steps, and resumes it.
+type resumeRig struct {
+	t     *testing.T
+	res   *algo.Resolved
+	key   []byte
+	every int64
+}
+
+func newResumeRig(t *testing.T, res *algo.Resolved, every int64) *resumeRig {
+	t.Helper()
+	key, err := algo.ResumeConfig(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &resumeRig{t: t, res: res, key: key, every: every}
+}
+
+// checkpoints writes into dir, keeping keep.
+func (r *resumeRig) checkpoints(dir string, keep int) *algo.Checkpoints {
+	h := r.res.Header
+	return algo.NewCheckpoints(algo.CheckpointOptions{Dir: dir, Every: r.every, Keep: keep, Algo: h.Algo, Env: h.Env, Config: r.key})
+}
+
+// resume trains the run to its end from dir's newest checkpoint with the
+// workers of opt and returns the model's bytes.
+func (r *resumeRig) resume(dir string, opt Options) []byte {
+	r.t.Helper()
+	h := r.res.Header
+	st, _, _, err := algo.LoadCheckpoint(dir, h.Algo, h.Env, r.key)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	ck := r.checkpoints(r.t.TempDir(), 2)
+	ck.Resume(st)
+	got, err := trainOpt(r.t, r.res, opt, ck, nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return got
+}
+
+// killedAfter returns a new directory holding the checkpoints names of
+// all: what a run killed after writing the last of them leaves.
+func killedAfter(t *testing.T, all string, names []string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(all, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // checkpointNames lists the checkpoint files in dir, oldest first.

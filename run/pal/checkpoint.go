@@ -1,12 +1,14 @@
 package pal
 
 import (
+	"encoding"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
 
 	"herd/algo"
+	"herd/env"
 	"herd/internal/trainstate"
 )
 
@@ -21,20 +23,67 @@ const (
 	// M > 1, saved for its random streams (its networks come with it,
 	// though it takes the service's state again before its next gradient).
 	secSlot = "pal/learner/"
+	// secActor + actor index and one of the parts below: what the actor's envs
+	// continue from (when every env's state can be saved).
+	secActor = "pal/actor/"
 )
+
+// The parts of an actor's section (secActor + index + "/" + part).
+const (
+	partObs       = "obs"       // the observations acted on next
+	partAssembler = "assembler" // every env's pending n-step steps
+	partSampler   = "sampler"   // the sampler's own state (TD3's OU noise), when it has one
+	partEnv       = "env/"      // + env index: env.MarshalChain
+)
+
+// actorSection names part of actor a's section.
+func actorSection(a *actor, part string) string { return fmt.Sprintf("%s%d/%s", secActor, a.id, part) }
+
+// envsOf is a vector whose envs can be reached one by one (env.SyncVector).
+type envsOf interface{ Env(i int) env.Env }
+
+// actorsSaveable says why the actors' envs cannot be saved, or nil.
+func actorsSaveable(actors []*actor) error {
+	for _, a := range actors {
+		v, ok := a.envs.(envsOf)
+		if !ok {
+			return fmt.Errorf("%w: vector %T does not expose its envs", env.ErrNoSnapshot, a.envs)
+		}
+		for i := range a.n {
+			if _, err := env.MarshalChain(v.Env(i)); err != nil {
+				return err
+			}
+		}
+		if _, ok := a.asm.(interface {
+			encoding.BinaryMarshaler
+			encoding.BinaryUnmarshaler
+		}); !ok {
+			return fmt.Errorf("assembler %T cannot save its state", a.asm)
+		}
+		if _, ok := a.sampler.(encoding.BinaryMarshaler); ok {
+			if _, ok := a.sampler.(encoding.BinaryUnmarshaler); !ok {
+				return fmt.Errorf("sampler %T cannot restore its state", a.sampler)
+			}
+		}
+	}
+	return nil
+}
 
 // checkpointer saves and restores a PAL run at a quiescent point: every
 // step reserved is committed (its transitions are in the replay), the
 // learner (with M > 1, the parameter service) has run every update due up
 // to it, and no actor holds a reservation (nor, with M > 1, a gradient
-// learner an update). The envs are not saved: each actor's envs start
-// new episodes on resume (their unfinished episodes are neither stored
-// nor logged), with reset seeds of the resumed step.
+// learner an update), so every actor is between two steps and its envs
+// are saved with it (saveActor) and continue their episodes on resume.
+// Where an env's state cannot be saved, each actor's envs start new
+// episodes on resume instead (their unfinished episodes are neither
+// stored nor logged), with reset seeds of the resumed step.
 type checkpointer struct {
 	ck      *algo.Checkpoints
 	learner algo.LearnerCheckpoint // the learner (M > 1: the service's) and its replay
 	actors  []*actor
 	slots   []algo.LearnerCheckpoint // M > 1: the gradient learners, by slot
+	envs    bool                     // the actors' envs are saved (actorsSaveable)
 }
 
 // newCheckpointer returns the run's checkpointer, nil when it takes none;
@@ -55,7 +104,11 @@ func newCheckpointer(ck *algo.Checkpoints, p *algo.Pieces, l algo.TransitionLear
 		ck.Disable(err.Error())
 		return nil, nil
 	}
-	ck.Partial("the actors' envs are not saved: on resume they start new episodes, and the episodes unfinished at the checkpoint end there (their pending n-step transitions unstored, their returns unlogged)")
+	if err := actorsSaveable(actors); err != nil {
+		ck.Partial(fmt.Sprintf("the actors' envs are not saved (%v): on resume they start new episodes, and the episodes unfinished at the checkpoint end there (their pending n-step transitions unstored, their returns unlogged)", err))
+	} else {
+		c.envs = true
+	}
 	return c, nil
 }
 
@@ -115,6 +168,11 @@ func (c *checkpointer) save(step int64, versions int) error {
 		if out[fmt.Sprintf("%s%d", secSampler, a.id)], err = a.stream.MarshalBinary(); err != nil {
 			return err
 		}
+		if c.envs {
+			if err := saveActor(a, out); err != nil {
+				return fmt.Errorf("pal: actor %d: %w", a.id, err)
+			}
+		}
 	}
 	if err := c.ck.Save(step, out); err != nil {
 		return fmt.Errorf("pal: checkpoint at step %d not saved: %w", step, err)
@@ -144,5 +202,81 @@ func (c *checkpointer) restore(s *trainstate.State) (step int64, versions int, e
 			return 0, 0, err
 		}
 	}
+	// A checkpoint without the actors' envs (written where they could not
+	// be saved) leaves them to start new episodes.
+	if _, ok := s.Sections[actorSection(c.actors[0], partObs)]; ok && c.envs {
+		for _, a := range c.actors {
+			if err := restoreActor(a, s); err != nil {
+				return 0, 0, fmt.Errorf("pal: actor %d: %w", a.id, err)
+			}
+		}
+	}
 	return step, versions, nil
+}
+
+// saveActor adds actor a's envs to out: each env's state, the
+// observations acted on next, the assembler's pending steps and the
+// sampler's own state (OU noise). The actor is between two steps.
+func saveActor(a *actor, out map[string][]byte) error {
+	v := a.envs.(envsOf)
+	var err error
+	for i := range a.n {
+		if out[actorSection(a, fmt.Sprintf("%s%d", partEnv, i))], err = env.MarshalChain(v.Env(i)); err != nil {
+			return err
+		}
+	}
+	out[actorSection(a, partObs)] = trainstate.AppendFloat32s(nil, a.loop.Obs)
+	if out[actorSection(a, partAssembler)], err = a.asm.(encoding.BinaryMarshaler).MarshalBinary(); err != nil {
+		return err
+	}
+	if m, ok := a.sampler.(encoding.BinaryMarshaler); ok {
+		if out[actorSection(a, partSampler)], err = m.MarshalBinary(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restoreActor loads what saveActor saved into the freshly built actor
+// a, whose envs then continue instead of being reset.
+func restoreActor(a *actor, s *trainstate.State) error {
+	get := func(part string) ([]byte, error) {
+		name := actorSection(a, part)
+		b, ok := s.Sections[name]
+		if !ok {
+			return nil, fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, name)
+		}
+		return b, nil
+	}
+	v := a.envs.(envsOf)
+	for i := range a.n {
+		b, err := get(fmt.Sprintf("%s%d", partEnv, i))
+		if err != nil {
+			return err
+		}
+		if err := env.UnmarshalChain(v.Env(i), b); err != nil {
+			return err
+		}
+	}
+	if _, ok := s.Sections[actorSection(a, fmt.Sprintf("%s%d", partEnv, a.n))]; ok {
+		return fmt.Errorf("%w: the checkpoint holds more envs per actor than num_envs", trainstate.ErrCorrupt)
+	}
+	b, err := get(partObs)
+	if err != nil {
+		return err
+	}
+	if len(b) != 4*len(a.loop.Obs) {
+		return fmt.Errorf("%w: %d bytes of observations for %d values", trainstate.ErrCorrupt, len(b), len(a.loop.Obs))
+	}
+	trainstate.ReadFloat32s(a.loop.Obs, b)
+	if err := s.Get(actorSection(a, partAssembler), a.asm.(encoding.BinaryUnmarshaler)); err != nil {
+		return err
+	}
+	if u, ok := a.sampler.(encoding.BinaryUnmarshaler); ok {
+		if err := s.Get(actorSection(a, partSampler), u); err != nil {
+			return err
+		}
+	}
+	a.restored = true
+	return nil
 }

@@ -152,8 +152,11 @@
 // the committed step (nothing pending, no gradient in flight), saves its
 // own learner and each gradient learner's streams (slot sections); an
 // interrupted run's service applies the updates already handed out before
-// the checkpoint of the interruption. The envs are not saved; on resume
-// they start new episodes (docs/guide/resume.md).
+// the checkpoint of the interruption. Every actor is then between two
+// steps, so its envs are saved too (each env's state, the next
+// observations, the pending n-step steps, TD3's OU noise) and continue
+// their episodes on resume; envs whose state cannot be saved start new
+// episodes instead (docs/guide/resume.md).
 //
 // # Design notes
 //

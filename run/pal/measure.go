@@ -84,6 +84,9 @@ func MeasureLearners(ctx context.Context, h algo.Header, spec algo.Spec, cfg alg
 		return 0, err
 	}
 	total := int64(fill/numEnvs) * int64(numEnvs)
+	if err := a.start(); err != nil {
+		return 0, err
+	}
 	if err := a.run(ctx, newLimiter(total, 1, true), algo.Discard()); err != nil {
 		return 0, err
 	}

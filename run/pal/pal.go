@@ -234,9 +234,11 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			if err := a.policy.SetWeights(store.Latest()); err != nil {
 				return nil, err
 			}
-			// The envs start new episodes, with seeds of their own for
-			// this resumption.
-			a.resetSeed = int64((rng.Derive(h.Seed, "pal-resume-reset", a.id) ^ uint64(from)) & (1<<63 - 1))
+			if !a.restored {
+				// Envs whose state is not saved start new episodes, with
+				// seeds of their own for this resumption.
+				a.resetSeed = int64((rng.Derive(h.Seed, "pal-resume-reset", a.id) ^ uint64(from)) & (1<<63 - 1))
+			}
 		}
 		lim.reserved, lim.committed, lim.consumed = from, from, from
 	}
@@ -266,6 +268,14 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	stop := context.AfterFunc(ctx, lim.wake) // parked goroutines see the cancellation
 	defer stop()
 
+	// The envs are reset here rather than by each actor, so that a
+	// checkpoint (taken while an actor may not have started) finds every
+	// actor's envs between two steps.
+	for _, a := range actors {
+		if err := a.start(); err != nil {
+			return nil, err
+		}
+	}
 	t0 := time.Now()
 	var wg sync.WaitGroup
 	actorErrs := make([]error, len(actors))
@@ -502,6 +512,13 @@ type actor struct {
 	// resetSeed seeds the envs' first reset (every env of every actor
 	// gets its own).
 	resetSeed int64
+	// envs, sampler and asm are what a checkpoint saves of the actor's
+	// envs (checkpointer.saveActor); restored: the envs continue from a
+	// checkpoint and are not reset.
+	envs     env.Vector
+	sampler  algo.Sampler
+	asm      algo.Assembler
+	restored bool
 }
 
 func newActor(id int, seed uint64, envs env.Vector, p *algo.Pieces, rb algo.Replay, store *weights.Store, refresh int) (*actor, error) {
@@ -530,14 +547,22 @@ func newActor(id int, seed uint64, envs env.Vector, p *algo.Pieces, rb algo.Repl
 		return nil, err
 	}
 	return &actor{id: id, seed: seed, n: n, loop: loop, policy: pol, rb: rb, prio: prio, store: store, refresh: refresh,
-		stream: stream, resetSeed: int64((seed + uint64(id*n)) & (1<<63 - 1))}, nil
+		stream: stream, resetSeed: int64((seed + uint64(id*n)) & (1<<63 - 1)), envs: envs, sampler: s, asm: asm}, nil
 }
 
-// run steps the envs until the limiter hands out no more steps.
-func (a *actor) run(ctx context.Context, lim *limiter, log algo.Logger) error {
+// start resets the envs, unless they were restored from a checkpoint.
+func (a *actor) start() error {
+	if a.restored {
+		return nil
+	}
 	if err := a.loop.Reset(a.resetSeed); err != nil {
 		return fmt.Errorf("pal: actor %d: %w", a.id, err)
 	}
+	return nil
+}
+
+// run steps the envs (start) until the limiter hands out no more steps.
+func (a *actor) run(ctx context.Context, lim *limiter, log algo.Logger) error {
 	var sinceRefresh int
 	for {
 		start, ok := lim.reserve(int64(a.n))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"herd/algo/dqn"
 	"herd/algo/sac"
 	"herd/algo/td3"
+	"herd/env"
 	"herd/internal/trainstate"
 	"herd/metrics"
 )
@@ -127,7 +129,7 @@ func TestResumeContinues(t *testing.T) {
 				t.Fatalf("resumed from %d (checkpoint %d), %d steps of %d, resumed_from_step %v", from, cut, sum.Steps, h.Steps, sum.ResumedFromStep)
 			}
 			disk, err := metrics.ReadSummary(filepath.Join(out, algo.SummaryFile))
-			if err != nil || disk.ResumedFromStep == nil || *disk.ResumedFromStep != cut || !strings.HasPrefix(disk.Checkpoints, "on: the actors' envs") {
+			if err != nil || disk.ResumedFromStep == nil || *disk.ResumedFromStep != cut || disk.Checkpoints != "on" {
 				t.Fatalf("summary.json: %v, resumed_from_step %v, checkpoints %q", err, disk.ResumedFromStep, disk.Checkpoints)
 			}
 			steps := metricSteps(t, filepath.Join(out, algo.MetricsFile))
@@ -180,4 +182,85 @@ func metricSteps(t *testing.T, path string) []int64 {
 		steps = append(steps, s)
 	}
 	return steps
+}
+
+// TestResumeActorContinues: a PAL actor restored from a checkpoint
+// continues its envs' episodes and its exploration where the saved actor
+// stood, here TD3's Ornstein–Uhlenbeck noise (noise_type: ou) on
+// Pendulum: stepped on from the checkpoint with the same weights, the
+// restored actor takes the saved actor's actions bit for bit. It fails if
+// the OU state, an env's state, the next observations or the sampler's
+// stream are left out (the OU noise restarting from 0 gives other
+// actions).
+func TestResumeActorContinues(t *testing.T) {
+	res := resolve(t, td3.Spec(), "algo: td3\nenv: Pendulum-v1\nseed: 1\nsteps: 600\nruntime: {executor: pal, actors: 2}\n"+
+		"td3: {num_envs: 2, batch_size: 16, learning_starts: 0, net_arch: [8, 8], noise_type: ou}\n")
+	h := res.Header
+	newActorAt := func(id int) *actor {
+		t.Helper()
+		v, err := h.Envs.MakeVector(h.Env, 2, env.Sync, env.WithEpisodeStatistics())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { v.Close() })
+		p, err := res.Spec.Pieces(h, res.Config, algo.SpacesOf(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := newActor(id, h.Seed, v, p, nil, nil, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := actorsSaveable([]*actor{a}); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	step := func(a *actor, from int64, n int) []float32 {
+		t.Helper()
+		var acts []float32
+		for k := range n {
+			if err := a.loop.Step(from+int64(2*k), &a.tr); err != nil {
+				t.Fatal(err)
+			}
+			acts = append(acts, a.loop.Acts.Actions...)
+		}
+		return acts
+	}
+	saved := newActorAt(1)
+	if err := saved.loop.Reset(saved.resetSeed); err != nil {
+		t.Fatal(err)
+	}
+	step(saved, 0, 30)
+	out := map[string][]byte{}
+	if err := saveActor(saved, out); err != nil {
+		t.Fatal(err)
+	}
+	st := &trainstate.State{Sections: out}
+	if err := st.Put("stream", saved.stream); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := out[actorSection(saved, partSampler)]; !ok {
+		t.Fatal("no OU noise section")
+	}
+	want := step(saved, 60, 10)
+
+	restored := newActorAt(1)
+	if err := restoreActor(restored, st); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Get("stream", restored.stream); err != nil {
+		t.Fatal(err)
+	}
+	if !restored.restored {
+		t.Fatal("the actor is not marked restored: its envs would be reset")
+	}
+	if got := step(restored, 60, 10); !slices.Equal(got, want) {
+		t.Fatalf("restored actor's actions %v, the saved actor's %v", got[:4], want[:4])
+	}
+	// A checkpoint lacking the noise is refused by name.
+	delete(st.Sections, actorSection(saved, partSampler))
+	if err := restoreActor(newActorAt(1), st); err == nil || !strings.Contains(err.Error(), partSampler) {
+		t.Errorf("without the OU noise: %v, want a refusal naming it", err)
+	}
 }

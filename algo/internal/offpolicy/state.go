@@ -44,13 +44,9 @@ type stateBuf struct {
 	err error
 }
 
-func (w *stateBuf) u64(v uint64)   { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
-func (w *stateBuf) bytes(p []byte) { w.u64(uint64(len(p))); w.b = append(w.b, p...) }
-func (w *stateBuf) f32s(v []float32) {
-	for _, x := range v {
-		w.b = binary.LittleEndian.AppendUint32(w.b, math.Float32bits(x))
-	}
-}
+func (w *stateBuf) u64(v uint64)     { w.b = binary.LittleEndian.AppendUint64(w.b, v) }
+func (w *stateBuf) bytes(p []byte)   { w.u64(uint64(len(p))); w.b = append(w.b, p...) }
+func (w *stateBuf) f32s(v []float32) { w.b = trainstate.AppendFloat32s(w.b, v) }
 
 func (r *stateBuf) take(n uint64) []byte {
 	if r.err != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 
 	"herd/algo"
@@ -80,9 +79,9 @@ func (lc *local) save() (map[string][]byte, error) {
 	loop := binary.LittleEndian.AppendUint64(nil, uint64(lc.iteration))
 	loop = binary.LittleEndian.AppendUint64(loop, uint64(lc.step))
 	loop = binary.LittleEndian.AppendUint64(loop, uint64(lc.worker.Steps))
-	out[secLoop] = appendF32s(loop, lc.worker.Observations())
+	out[secLoop] = trainstate.AppendFloat32s(loop, lc.worker.Observations())
 	if lc.policy.StateDim() > 0 {
-		out[secRecurrent] = appendF32s(nil, lc.policy.envState(lc.envs.NumEnvs()))
+		out[secRecurrent] = trainstate.AppendFloat32s(nil, lc.policy.envState(lc.envs.NumEnvs()))
 	}
 	v, ok := lc.envs.(envsOf)
 	if !ok {
@@ -107,7 +106,7 @@ func saveLearner(l *Learner, sl algo.SegmentLearner, out map[string][]byte, behi
 	params := l.Agent.Params()
 	var b []byte
 	for _, p := range params {
-		b = appendF32s(b, p.Value)
+		b = trainstate.AppendFloat32s(b, p.Value)
 	}
 	out[secParams] = b
 	opt, ok := l.Opt.(nn.StatefulOptimizer)
@@ -129,7 +128,7 @@ func saveLearner(l *Learner, sl algo.SegmentLearner, out map[string][]byte, behi
 	}
 	out[secLearner] = lb
 	if behind && l.Delayed && l.start != nil {
-		out[secBehind] = appendF32s(nil, l.start)
+		out[secBehind] = trainstate.AppendFloat32s(nil, l.start)
 	}
 	return nil
 }
@@ -158,7 +157,7 @@ func (lc *local) restore(s *trainstate.State) error {
 	lc.step = int64(binary.LittleEndian.Uint64(b[8:]))
 	lc.worker.Steps = int64(binary.LittleEndian.Uint64(b[16:]))
 	next := make([]float32, len(obs))
-	readF32s(next, b[24:])
+	trainstate.ReadFloat32s(next, b[24:])
 	lc.worker.Start(next)
 	if lc.step != s.Header.Step {
 		return fmt.Errorf("%w: the loop is at step %d, the header says %d", trainstate.ErrCorrupt, lc.step, s.Header.Step)
@@ -171,7 +170,7 @@ func (lc *local) restore(s *trainstate.State) error {
 		if len(b) != 4*len(state) {
 			return fmt.Errorf("%w: section %s has %d bytes for %d state values", trainstate.ErrCorrupt, secRecurrent, len(b), len(state))
 		}
-		readF32s(state, b)
+		trainstate.ReadFloat32s(state, b)
 	}
 	v, ok := lc.envs.(envsOf)
 	if !ok {
@@ -222,7 +221,7 @@ func restoreLearner(l *Learner, sl algo.SegmentLearner, s *trainstate.State, beh
 		return fmt.Errorf("%w: %d bytes of parameters for %d values", trainstate.ErrCorrupt, len(b), n)
 	}
 	for _, p := range params {
-		b = readF32s(p.Value, b)
+		b = trainstate.ReadFloat32s(p.Value, b)
 	}
 	if b, err = get(secOptimizer); err != nil {
 		return err
@@ -261,7 +260,7 @@ func restoreLearner(l *Learner, sl algo.SegmentLearner, s *trainstate.State, beh
 		return fmt.Errorf("%w: section %s has %d bytes for %d values", trainstate.ErrCorrupt, secBehind, len(b), n)
 	default:
 		l.start = grow(l.start, n)
-		readF32s(l.start, b)
+		trainstate.ReadFloat32s(l.start, b)
 	}
 	return nil
 }
@@ -282,19 +281,4 @@ func (l *Learner) RestoreLearner(s *trainstate.State) error {
 		return errors.New("onpolicy: a learner not built by NewPieces cannot restore its state")
 	}
 	return restoreLearner(l, l.self, s, true)
-}
-
-func appendF32s(b []byte, v []float32) []byte {
-	for _, x := range v {
-		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
-	}
-	return b
-}
-
-// readF32s fills dst from the front of b and returns the rest.
-func readF32s(dst []float32, b []byte) []byte {
-	for i := range dst {
-		dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return b[4*len(dst):]
 }
