@@ -100,10 +100,11 @@
 // recurrent policy (rollout.StateKeeper: IMPALA's recurrent: core) keeps
 // each of its envs' states there, zeroed where an episode ends, and each
 // segment records the states its envs started from (Segment.State) for
-// the learner to re-run the sequences from. ConcatBatches and the
-// off-policy operators do not carry the states, so the flow executor
-// runs SyncPlan and the replay plans only for a stateless policy
-// (Executor's needs), and an algorithm's own plan with any.
+// the learner to re-run the sequences from. ConcatBatches joins the
+// states with the segments, so SyncPlan (PPO's and A2C's recurrent:
+// core) and an algorithm's own plan run with any policy; the off-policy
+// operators do not carry the states, so the flow executor runs the
+// replay plans only for a stateless policy (Executor's needs).
 //
 // # Determinism
 //

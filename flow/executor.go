@@ -7,8 +7,8 @@ import "herd/algo"
 // builds for a segment or transition learner, and reads env_workers,
 // transport, nats_url and num_async. A rollout worker's policy copy keeps
 // the state of the worker's own envs (a recurrent policy) and records it
-// in each segment, which an algorithm's own plan hands to its learner;
-// SyncPlan's joined segments and the replay plans' transitions do not
+// in each segment, which an algorithm's own plan and SyncPlan's joined
+// segments hand to the learner; the replay plans' transitions do not
 // carry it, so they need a stateless policy.
 func Executor() algo.Executor {
 	return algo.Executor{
@@ -17,7 +17,7 @@ func Executor() algo.Executor {
 		Keys: []string{"env_workers", "transport", "nats_url", "num_async"},
 		Needs: func(algo.Header) []algo.Need {
 			return []algo.Need{{Topology: "its own plan", Caps: algo.CanPlan},
-				{Topology: "SyncPlan", Caps: algo.CanSegmentLearner | algo.CanStatelessPolicy},
+				{Topology: "SyncPlan", Caps: algo.CanSegmentLearner},
 				{Topology: "ReplayPlan or ApeXPlan", Caps: algo.CanTransitionLearner | algo.CanStatelessPolicy}}
 		},
 		Scalars: func(h algo.Header) []string {

@@ -88,7 +88,8 @@ func (l *countLog) Scalar(name string, v float64) {
 func (l *countLog) Step(s int64) { l.steps = s }
 
 // TestSyncPlanSameBitsForAnyWorkers: a plan of synchronous operators only
-// (GatherSync, ConcatBatches, TrainOneStep) trains the same parameters,
+// (GatherSync, ConcatBatches, TrainOneStep) trains the same parameters
+// (PPO with an LSTM core too: each env's state joined with its segment),
 // and logs the same episodes at the same steps, whether its envs are
 // spread over 1, 2 or 4 workers, and whether the workers are goroutines
 // (transport inproc) or serve their actors over NATS (an embedded server).
@@ -99,8 +100,13 @@ func TestSyncPlanSameBitsForAnyWorkers(t *testing.T) {
 	}{
 		{a2c.Spec(), "a2c: {num_envs: 4, num_steps: 8}"},
 		{ppo.Spec(), "ppo: {num_envs: 4, num_steps: 32, num_minibatches: 2, update_epochs: 2}"},
+		{ppo.Spec(), "ppo: {num_envs: 4, num_steps: 32, num_minibatches: 2, update_epochs: 2, hidden: [8], recurrent: {type: lstm, hidden: 8}}"},
 	} {
-		t.Run(c.spec.Name, func(t *testing.T) {
+		name := c.spec.Name
+		if strings.Contains(c.cfg, "recurrent") {
+			name += "-lstm"
+		}
+		t.Run(name, func(t *testing.T) {
 			var want string
 			var wantLog *countLog
 			for _, run := range []struct {
@@ -132,41 +138,48 @@ func TestSyncPlanSameBitsForAnyWorkers(t *testing.T) {
 }
 
 // TestSyncPlanAheadSameBits: PPO's plan with runtime.num_async 2 (the
-// next round collected while the learner learns) still trains the same
-// bits for 1, 2 or 4 workers and either transport, reports every step of
-// the budget in whole rounds (a worker a round ahead of another never
-// cuts a round short), and differs from the barrier's bits (the rounds
-// act on older weights). Plans without rounds to collect ahead refuse the
+// next round collected while the learner learns), feed-forward and with
+// an LSTM core (each env's state joined with its segment), still trains
+// the same bits for 1, 2 or 4 workers and either transport, reports
+// every step of the budget in whole rounds (a worker a round ahead of
+// another never cuts a round short), and differs from the barrier's bits
+// (the rounds act on older weights). Plans without rounds to collect ahead refuse the
 // setting.
 func TestSyncPlanAheadSameBits(t *testing.T) {
-	const cfg = "ppo: {num_envs: 4, num_steps: 32, num_minibatches: 2, update_epochs: 2}"
-	file := func(workers int, transport, extra string) string {
-		return fmt.Sprintf("algo: ppo\nenv: CartPole-v1\nseed: 3\nsteps: 1300\nruntime: {executor: flow, env_workers: %d, transport: %s%s}\n%s\n", workers, transport, extra, cfg)
-	}
-	sync, _ := trainHash(t, resolve(t, ppo.Spec(), file(2, "inproc", "")))
-	var want string
-	for _, run := range []struct {
-		transport string
-		workers   int
-		numAsync  int
-	}{{"inproc", 1, 2}, {"inproc", 2, 2}, {"inproc", 4, 2}, {"nats", 2, 2}, {"inproc", 2, 3}} {
-		got, log := trainHash(t, resolve(t, ppo.Spec(), file(run.workers, run.transport, fmt.Sprintf(", num_async: %d", run.numAsync))))
-		if log.steps != 1280 {
-			t.Errorf("%d workers over %s, num_async %d: %d steps, want the budget's whole rounds 1280", run.workers, run.transport, run.numAsync, log.steps)
-		}
-		switch {
-		case run.numAsync == 3:
-			if got == want || got == sync {
-				t.Errorf("num_async 3 trained the bits of num_async 2 or of GatherSync")
+	for _, c := range []struct{ name, cfg string }{
+		{"ppo", "ppo: {num_envs: 4, num_steps: 32, num_minibatches: 2, update_epochs: 2}"},
+		{"ppo-lstm", "ppo: {num_envs: 4, num_steps: 32, num_minibatches: 2, update_epochs: 2, hidden: [8], recurrent: {type: lstm, hidden: 8}}"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := func(workers int, transport, extra string) string {
+				return fmt.Sprintf("algo: ppo\nenv: CartPole-v1\nseed: 3\nsteps: 1300\nruntime: {executor: flow, env_workers: %d, transport: %s%s}\n%s\n", workers, transport, extra, c.cfg)
 			}
-		case want == "":
-			want = got
-			if got == sync {
-				t.Fatal("num_async 2 trained GatherSync's bits: the rounds were not collected ahead")
+			sync, _ := trainHash(t, resolve(t, ppo.Spec(), file(2, "inproc", "")))
+			var want string
+			for _, run := range []struct {
+				transport string
+				workers   int
+				numAsync  int
+			}{{"inproc", 1, 2}, {"inproc", 2, 2}, {"inproc", 4, 2}, {"nats", 2, 2}, {"inproc", 2, 3}} {
+				got, log := trainHash(t, resolve(t, ppo.Spec(), file(run.workers, run.transport, fmt.Sprintf(", num_async: %d", run.numAsync))))
+				if log.steps != 1280 {
+					t.Errorf("%d workers over %s, num_async %d: %d steps, want the budget's whole rounds 1280", run.workers, run.transport, run.numAsync, log.steps)
+				}
+				switch {
+				case run.numAsync == 3:
+					if got == want || got == sync {
+						t.Errorf("num_async 3 trained the bits of num_async 2 or of GatherSync")
+					}
+				case want == "":
+					want = got
+					if got == sync {
+						t.Fatal("num_async 2 trained GatherSync's bits: the rounds were not collected ahead")
+					}
+				case got != want:
+					t.Errorf("num_async 2, %d workers over %s: parameters %s, with 1 worker in-process %s", run.workers, run.transport, got, want)
+				}
 			}
-		case got != want:
-			t.Errorf("num_async 2, %d workers over %s: parameters %s, with 1 worker in-process %s", run.workers, run.transport, got, want)
-		}
+		})
 	}
 	res := resolve(t, dqn.Spec(), "algo: dqn\nenv: CartPole-v1\nsteps: 1000\nruntime: {executor: flow, num_async: 2}\ndqn: {learning_starts: 500}\n")
 	if _, err := flow.Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Spec, res.Config); !errors.Is(err, algo.ErrConfig) || !strings.Contains(err.Error(), "num_async") {

@@ -273,7 +273,8 @@ func (w *worker) produce() (*sample.Segment, error) {
 
 // ConcatBatches joins each round of segments (GatherSync's, in worker
 // order) into one segment of all the envs, slot order: the batch the local
-// executor would have collected. Episodes are ordered by (step, env).
+// executor would have collected, with each env's recorded starting state
+// for a recurrent policy (Segment.State). Episodes are ordered by (step, env).
 func ConcatBatches(it Iter[[]*sample.Segment]) Iter[*sample.Segment] {
 	return ForEach(it, concat)
 }
@@ -283,15 +284,22 @@ func concat(segs []*sample.Segment) (*sample.Segment, error) {
 		return segs[0], nil
 	}
 	s0 := segs[0]
+	sd := 0 // a recurrent policy's state width per env, every worker's the same
+	if s0.N > 0 {
+		sd = len(s0.State) / s0.N
+	}
 	n := 0
 	for _, s := range segs {
-		if s.T != s0.T || s.ObsDim != s0.ObsDim || s.ActDim != s0.ActDim {
+		if s.T != s0.T || s.ObsDim != s0.ObsDim || s.ActDim != s0.ActDim || len(s.State) != s.N*sd {
 			return nil, fmt.Errorf("%w: flow: segments of different shapes", sample.ErrShape)
 		}
 		n += s.N
 	}
 	T, od, ad := s0.T, s0.ObsDim, s0.ActDim
 	out := sample.NewSegment(T, n, od, ad)
+	if sd > 0 {
+		out.State = make([]float32, 0, n*sd) // env lo+i's row is its worker's row i
+	}
 	out.Version, out.Worker = s0.Version, -1
 	lo := 0
 	for _, s := range segs {
@@ -308,6 +316,7 @@ func concat(segs []*sample.Segment) (*sample.Segment, error) {
 		}
 		copy(out.NextObs[lo*od:(lo+m)*od], s.NextObs)
 		copy(out.LastValues[lo:lo+m], s.LastValues)
+		out.State = append(out.State, s.State...)
 		out.Episodes = append(out.Episodes, s.Episodes...)
 		lo += m
 	}

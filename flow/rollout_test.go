@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -10,7 +11,9 @@ import (
 // TestConcatBatches: two workers' segments (envs 0–1 and 2) join into one
 // segment of 3 envs whose row t·3+i is env i's step t, with the bootstrap
 // rows in slot order and the episodes in (step, env) order — the segment
-// the local executor would have filled.
+// the local executor would have filled; a recurrent policy's starting
+// states join in slot order too, and a round whose segments disagree on
+// the state width is refused.
 func TestConcatBatches(t *testing.T) {
 	const T = 2
 	mk := func(n, base int, eps []sample.Episode) *sample.Segment {
@@ -24,6 +27,7 @@ func TestConcatBatches(t *testing.T) {
 		}
 		for i := range n {
 			s.NextObs[i], s.LastValues[i] = float32(base+i), float32(base+i)
+			s.State = append(s.State, float32(base+i), -float32(base+i)) // 2 state values per env
 		}
 		s.Episodes, s.Version = eps, uint64(base+1)
 		return s
@@ -54,7 +58,18 @@ func TestConcatBatches(t *testing.T) {
 	if !slices.Equal(rets, []float64{2, 1, 3}) || got.Version != 1 || got.N != 3 {
 		t.Errorf("episodes %v, version %d, N %d", rets, got.Version, got.N)
 	}
+	if !slices.Equal(got.State, []float32{0, 0, 1, -1, 2, -2}) {
+		t.Errorf("states %v, want each env's 2 values in slot order", got.State)
+	}
 	if err := got.Check(); err != nil {
 		t.Error(err)
+	}
+	b.State = b.State[:1]
+	var err error
+	for _, err = range ConcatBatches(FromSlice([][]*sample.Segment{{a, b}})) {
+		break
+	}
+	if !errors.Is(err, sample.ErrShape) {
+		t.Errorf("segments of 2 and 1 state values per env: %v, want sample.ErrShape", err)
 	}
 }

@@ -14,19 +14,19 @@ import (
 	"herd/run"
 )
 
-// TestRecurrentRefused: a recurrent PPO config trains under the local
-// executor, hts (whose policy workers keep each env's state) and dist
-// (whose env workers carry it), a recurrent IMPALA config under those
-// and flow (its own plan's rollout workers keep their envs' states), and
-// every executor that acts away from a per-env state refuses them
-// through the capability table, saying why.
+// TestRecurrentRefused: a recurrent PPO or IMPALA config trains under the
+// local executor, hts (whose policy workers keep each env's state), dist
+// (whose env workers carry it) and flow (whose rollout workers keep their
+// envs' states, handed to the learner with the segments by IMPALA's own
+// plan and by SyncPlan), and every executor that acts away from a per-env
+// state refuses them through the capability table, saying why.
 func TestRecurrentRefused(t *testing.T) {
 	for _, c := range []struct {
 		cfg     string
 		carries []string
 	}{
 		{"algo: ppo\nenv: CartPoleNoVel-v1\nsteps: 4096\nppo: {num_envs: 4, num_minibatches: 2, recurrent: {type: lstm}}\nruntime: {executor: %s}\n",
-			[]string{algo.LocalExecutor, "hts", "dist"}},
+			[]string{algo.LocalExecutor, "hts", "dist", "flow"}},
 		{"algo: impala\nenv: CartPoleNoVel-v1\nsteps: 4096\nimpala: {num_envs: 4, recurrent: {type: lstm}}\nruntime: {executor: %s}\n",
 			[]string{algo.LocalExecutor, "hts", "dist", "flow"}},
 	} {
@@ -55,16 +55,24 @@ func TestRecurrentRefused(t *testing.T) {
 	}
 }
 
-// TestRecurrentIMPALATrains runs a recurrent IMPALA config for a few
+// TestRecurrentTrains runs a recurrent IMPALA config for a few
 // updates under every executor that admits it, the flow plan's workers
-// in-process and served over NATS: each run learns its whole budget with
-// finite losses.
-func TestRecurrentIMPALATrains(t *testing.T) {
-	const cfg = "algo: impala\nenv: CartPoleNoVel-v1\nseed: 2\nsteps: 512\nimpala: {num_envs: 4, num_steps: 8, hidden: [8], recurrent: {type: lstm, hidden: 8}}\nruntime: %s\n"
-	for _, rt := range []string{"{executor: local}", "{executor: flow, env_workers: 2}", "{executor: flow, env_workers: 2, transport: nats}",
-		"{executor: hts, env_workers: 2, policy_workers: 2}", "{executor: dist, env_workers: 2, policy_workers: 2}", "{executor: dist, env_workers: 2, inference: inline}"} {
-		t.Run(rt, func(t *testing.T) {
-			res, err := algo.Resolve([]byte(strings.Replace(cfg, "%s", rt, 1)), all.Specs(), algo.Overrides{})
+// in-process and served over NATS, and a recurrent PPO config under flow
+// (SyncPlan, its rounds gathered behind a barrier and one ahead): each
+// run learns its whole budget.
+func TestRecurrentTrains(t *testing.T) {
+	const (
+		impalaCfg = "algo: impala\nenv: CartPoleNoVel-v1\nseed: 2\nsteps: 512\nimpala: {num_envs: 4, num_steps: 8, hidden: [8], recurrent: {type: lstm, hidden: 8}}\nruntime: %s\n"
+		ppoCfg    = "algo: ppo\nenv: CartPoleNoVel-v1\nseed: 2\nsteps: 512\nppo: {num_envs: 4, num_steps: 8, num_minibatches: 2, update_epochs: 2, hidden: [8], recurrent: {type: gru, hidden: 8}}\nruntime: %s\n"
+	)
+	for _, c := range []struct{ cfg, rt string }{
+		{impalaCfg, "{executor: local}"}, {impalaCfg, "{executor: flow, env_workers: 2}"}, {impalaCfg, "{executor: flow, env_workers: 2, transport: nats}"},
+		{impalaCfg, "{executor: hts, env_workers: 2, policy_workers: 2}"}, {impalaCfg, "{executor: dist, env_workers: 2, policy_workers: 2}"},
+		{impalaCfg, "{executor: dist, env_workers: 2, inference: inline}"},
+		{ppoCfg, "{executor: flow, env_workers: 2, transport: nats}"}, {ppoCfg, "{executor: flow, env_workers: 2, num_async: 2}"},
+	} {
+		t.Run(strings.Fields(c.cfg)[1]+" "+c.rt, func(t *testing.T) {
+			res, err := algo.Resolve([]byte(strings.Replace(c.cfg, "%s", c.rt, 1)), all.Specs(), algo.Overrides{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -109,9 +109,10 @@
 // learner's re-run gives the acting log-probabilities and values;
 // TestRecurrentLossGradient checks the loss gradient against finite
 // differences. The local executor keeps the per-env state, HTS's policy
-// workers share it and dist carries it in its inference requests; the
-// executors that need a stateless policy refuse such a config
-// (Config.Lacks).
+// workers share it, dist carries it in its inference requests and flow's
+// rollout workers keep their own envs' states, which SyncPlan joins with
+// the segments; the executors that need a stateless policy refuse such a
+// config (Config.Lacks).
 //
 // # Normalization (SB3 VecNormalize)
 //

@@ -41,7 +41,8 @@ func (l cutLog) Step(step int64) {
 // learning rate), a worker's envs, sampler streams, observations or
 // weights version, the segments or gradients requested and not yet
 // learned, or the gathers' order of them; with a recurrent core
-// (impala-lstm), each env's state in its worker's policy.
+// (impala-lstm, ppo-lstm-sync-ahead), each env's state in its worker's
+// policy and in the segments collected ahead.
 func TestPlanResumeBitIdentical(t *testing.T) {
 	cases := []struct {
 		spec    algo.Spec
@@ -54,6 +55,7 @@ func TestPlanResumeBitIdentical(t *testing.T) {
 		{impala.Spec(), "impala-lstm", "{env_workers: 2}", "{num_envs: 4, num_steps: 16, hidden: [8], recurrent: {type: lstm, hidden: 8}}", []int64{64, 704, 320}},
 		{a3c.Spec(), "a3c", "{env_workers: 2}", "{num_envs: 4, num_steps: 8}", []int64{32, 704, 304}},
 		{ppo.Spec(), "ppo-sync", "{executor: flow, env_workers: 2}", "{num_envs: 2, num_steps: 64, update_epochs: 2}", []int64{128, 768, 384}},
+		{ppo.Spec(), "ppo-lstm-sync-ahead", "{executor: flow, env_workers: 2, num_async: 2}", "{num_envs: 4, num_steps: 16, num_minibatches: 2, update_epochs: 2, hidden: [8], recurrent: {type: lstm, hidden: 8}}", []int64{64, 704, 320}},
 		{a2c.Spec(), "a2c-sync-ahead", "{executor: flow, env_workers: 2, num_async: 2}", "{num_envs: 4, num_steps: 8}", []int64{32, 704, 320}},
 	}
 	for _, c := range cases {
