@@ -709,3 +709,191 @@ DATA masktab<>+116(SB)/4, $0x00000000
 DATA masktab<>+120(SB)/4, $0x00000000
 DATA masktab<>+124(SB)/4, $0x00000000
 GLOBL masktab<>(SB), RODATA|NOPTR, $128
+
+// kernKs: C(m×8) = A(m×k)·B(k×8) (+ bias), for 1 ≤ k ≤ 8 and contiguous
+// rows of A (column stride 4 bytes). The k rows of B's 8-column strip stay
+// in Y0..Y7 for the whole call, so each row of C costs k broadcasts and k
+// FMAs; rows go four at a time (Y9..Y12), then one at a time. Every
+// element is the chain kern4x16 computes (start, then one FMA per p in p
+// order, then the ReLU), so the bits are the same.
+//
+// Registers: CX k, SI A row, R8 rsa, R9 3·rsa, DX B, R11 ldb, DI C row,
+// R10 ldc, R14 3·ldc, R12 flags, R13 rows left, Y8 bias or zero, Y15 zero.
+//
+// func kernKs(k int, a *float32, rsa int, m int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+#define KS_STEP4(off, bp) \
+	VBROADCASTSS off(SI), Y13; \
+	VFMADD231PS bp, Y13, Y9; \
+	VBROADCASTSS off(SI)(R8*1), Y14; \
+	VFMADD231PS bp, Y14, Y10; \
+	VBROADCASTSS off(SI)(R8*2), Y13; \
+	VFMADD231PS bp, Y13, Y11; \
+	VBROADCASTSS off(SI)(R9*1), Y14; \
+	VFMADD231PS bp, Y14, Y12
+
+#define KS_STEP1(off, bp) \
+	VBROADCASTSS off(SI), Y13; \
+	VFMADD231PS bp, Y13, Y9
+
+TEXT ·kernKs(SB), NOSPLIT, $0-80
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ rsa+16(FP), R8
+	MOVQ m+24(FP), R13
+	MOVQ b+32(FP), DX
+	MOVQ ldb+40(FP), R11
+	MOVQ c+48(FP), DI
+	MOVQ ldc+56(FP), R10
+	MOVQ bias+64(FP), AX
+	MOVQ flags+72(FP), R12
+	LEAQ (R8)(R8*2), R9
+	LEAQ (R10)(R10*2), R14
+	VXORPS Y15, Y15, Y15
+	VXORPS Y8, Y8, Y8
+	TESTQ AX, AX
+	JZ   ksloadb
+	VMOVUPS (AX), Y8
+
+ksloadb:
+	// B's rows 0..k-1 into Y0..Y7.
+	MOVQ DX, AX
+	VMOVUPS (AX), Y0
+	CMPQ CX, $1
+	JEQ  ksrows4
+	ADDQ R11, AX
+	VMOVUPS (AX), Y1
+	CMPQ CX, $2
+	JEQ  ksrows4
+	ADDQ R11, AX
+	VMOVUPS (AX), Y2
+	CMPQ CX, $3
+	JEQ  ksrows4
+	ADDQ R11, AX
+	VMOVUPS (AX), Y3
+	CMPQ CX, $4
+	JEQ  ksrows4
+	ADDQ R11, AX
+	VMOVUPS (AX), Y4
+	CMPQ CX, $5
+	JEQ  ksrows4
+	ADDQ R11, AX
+	VMOVUPS (AX), Y5
+	CMPQ CX, $6
+	JEQ  ksrows4
+	ADDQ R11, AX
+	VMOVUPS (AX), Y6
+	CMPQ CX, $7
+	JEQ  ksrows4
+	ADDQ R11, AX
+	VMOVUPS (AX), Y7
+
+ksrows4:
+	CMPQ R13, $4
+	JLT  ksrows1
+	TESTQ $1, R12
+	JNZ  ks4loadc
+	VMOVAPS Y8, Y9
+	VMOVAPS Y8, Y10
+	VMOVAPS Y8, Y11
+	VMOVAPS Y8, Y12
+	JMP  ks4steps
+
+ks4loadc:
+	VMOVUPS (DI), Y9
+	VMOVUPS (DI)(R10*1), Y10
+	VMOVUPS (DI)(R10*2), Y11
+	VMOVUPS (DI)(R14*1), Y12
+
+ks4steps:
+	KS_STEP4(0, Y0)
+	CMPQ CX, $1
+	JEQ  ks4done
+	KS_STEP4(4, Y1)
+	CMPQ CX, $2
+	JEQ  ks4done
+	KS_STEP4(8, Y2)
+	CMPQ CX, $3
+	JEQ  ks4done
+	KS_STEP4(12, Y3)
+	CMPQ CX, $4
+	JEQ  ks4done
+	KS_STEP4(16, Y4)
+	CMPQ CX, $5
+	JEQ  ks4done
+	KS_STEP4(20, Y5)
+	CMPQ CX, $6
+	JEQ  ks4done
+	KS_STEP4(24, Y6)
+	CMPQ CX, $7
+	JEQ  ks4done
+	KS_STEP4(28, Y7)
+
+ks4done:
+	TESTQ $2, R12
+	JZ   ks4store
+	VMAXPS Y15, Y9, Y9
+	VMAXPS Y15, Y10, Y10
+	VMAXPS Y15, Y11, Y11
+	VMAXPS Y15, Y12, Y12
+
+ks4store:
+	VMOVUPS Y9, (DI)
+	VMOVUPS Y10, (DI)(R10*1)
+	VMOVUPS Y11, (DI)(R10*2)
+	VMOVUPS Y12, (DI)(R14*1)
+	LEAQ (SI)(R8*4), SI
+	LEAQ (DI)(R10*4), DI
+	SUBQ $4, R13
+	JMP  ksrows4
+
+ksrows1:
+	TESTQ R13, R13
+	JZ   ksret
+	TESTQ $1, R12
+	JNZ  ks1loadc
+	VMOVAPS Y8, Y9
+	JMP  ks1steps
+
+ks1loadc:
+	VMOVUPS (DI), Y9
+
+ks1steps:
+	KS_STEP1(0, Y0)
+	CMPQ CX, $1
+	JEQ  ks1done
+	KS_STEP1(4, Y1)
+	CMPQ CX, $2
+	JEQ  ks1done
+	KS_STEP1(8, Y2)
+	CMPQ CX, $3
+	JEQ  ks1done
+	KS_STEP1(12, Y3)
+	CMPQ CX, $4
+	JEQ  ks1done
+	KS_STEP1(16, Y4)
+	CMPQ CX, $5
+	JEQ  ks1done
+	KS_STEP1(20, Y5)
+	CMPQ CX, $6
+	JEQ  ks1done
+	KS_STEP1(24, Y6)
+	CMPQ CX, $7
+	JEQ  ks1done
+	KS_STEP1(28, Y7)
+
+ks1done:
+	TESTQ $2, R12
+	JZ   ks1store
+	VMAXPS Y15, Y9, Y9
+
+ks1store:
+	VMOVUPS Y9, (DI)
+	ADDQ R8, SI
+	ADDQ R10, DI
+	DECQ R13
+	JMP  ksrows1
+
+ksret:
+	VZEROUPPER
+	RET
