@@ -34,11 +34,13 @@ forward+backward+Adam ("fwd_bwd_adam") for each net, batch and GEMM backend.
 A net is an MLP's hidden layers ("64-64") or a convolution preset:
 "conv-minatar" (MinAtar's 16×3×3 on 4×10×10 frames), "conv-nature" (Nature
 DQN's three convolutions on 4×84×84 frames), ReLU between, or "conv-impala"
-(IMPALA's three residual stages on 4×10×10 frames); no heads.
+(IMPALA's three residual stages on 4×10×10 frames); no heads. "lstm" and
+"gru" time one recurrent layer (64 inputs, 128 hidden) over 128 steps of 8
+sequences, backward through every step, whatever --batches says.
 Backends are timed round robin, --repeats runs each, and the minimum (or
 --stat median) is reported, so ratios between backends are fair on a busy
-machine. The gflops column is the rate of the matrix products (MLPs;
-three products per layer for the training ops), peak_gflops the machine's
+machine. The gflops column is the rate of the matrix products (MLPs and
+the recurrent gate products; three products per layer for the training ops), peak_gflops the machine's
 float32 peak for GOMAXPROCS cores, measured on a loop of FMAs. Run with
 HERD_KERNELS=avx2-fma or portable to time a slower kernel path. For the one-core
 figures in docs/BENCHMARKS.md run with GOMAXPROCS=1.`,
@@ -74,7 +76,7 @@ figures in docs/BENCHMARKS.md run with GOMAXPROCS=1.`,
 	}
 	f := cmd.Flags()
 	f.BoolVar(&asJSON, "json", false, "one JSON object per line")
-	f.StringSliceVar(&nets, "nets", []string{"64-64", "256-256"}, "hidden layer specs (64-64) or conv presets (conv-minatar, conv-nature, conv-impala)")
+	f.StringSliceVar(&nets, "nets", []string{"64-64", "256-256"}, "hidden layer specs (64-64), conv presets (conv-minatar, conv-nature, conv-impala) or lstm, gru")
 	f.StringVar(&batches, "batches", "1,32,256,1024", "batch sizes (training ops run at batches ≥ 32)")
 	f.StringSliceVar(&ops, "ops", []string{nn.OpForward, nn.OpFwdBwd, nn.OpFwdBwdAdam}, "ops to time")
 	f.StringSliceVar(&backends, "backends", nil, "GEMM backends (default: all in this build but the slow portable \"go\"; available: "+strings.Join(nn.GemmBackends(), ",")+")")

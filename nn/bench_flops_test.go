@@ -33,3 +33,27 @@ func TestBenchMLPGFLOPs(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchRecurrentGFLOPs: the lstm and gru rows run at 8 sequences
+// whatever the batches asked, and count the gate products, 2·128 steps·8
+// sequences·gates·128·(64 + 128) forward, three times that with backward.
+func TestBenchRecurrentGFLOPs(t *testing.T) {
+	rows, err := BenchMLP(context.Background(), BenchOptions{Nets: []string{"lstm", "gru"}, Batches: []int{1, 256},
+		Ops: []string{OpForward, OpFwdBwdAdam}, Backends: []string{"native"}, MinTime: time.Millisecond, Repeats: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want 4 (two nets, two ops, one batch): %+v", len(rows), rows)
+	}
+	for _, r := range rows {
+		gates := map[string]float64{"lstm": 4, "gru": 3}[r.Net]
+		want := 2 * 128 * 8 * gates * 128 * (64 + 128) / r.NsPerOp
+		if r.Op != OpForward {
+			want *= 3
+		}
+		if r.Batch != 8 || math.Abs(r.GFLOPs-want) > 1e-9*want {
+			t.Errorf("%s %s batch %d: %v GFLOP/s, want batch 8 and %v", r.Net, r.Op, r.Batch, r.GFLOPs, want)
+		}
+	}
+}
