@@ -50,6 +50,9 @@ func kern8x2p(k int, a *float32, rsa int, b *float32, c *float32, ldc int, bias 
 func kernKs(k int, a *float32, rsa int, m int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
 
 //go:noescape
+func kern8x8m(k int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, ncols int)
+
+//go:noescape
 func kern4x16m(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int, ncols int)
 
 // gemmAsm tiles C into 4×16 blocks (4×32 with z, the AVX-512 kernels).
@@ -129,6 +132,17 @@ func gemmTiles(base unsafe.Pointer, rsa, csa, m, n, k int, a []float32, b []floa
 		}
 	}
 	nfull := n &^ 15
+	i8 := 0 // rows whose last n % 16 (≤ 8) columns kern8x8m computes
+	if tail := n - nfull; tail > 0 && tail <= 8 && nfull >= j0 {
+		var bp *float32
+		if bias != nil {
+			bp = &bias[nfull]
+		}
+		for ; i8+8 <= m; i8 += 8 {
+			kern8x8m(k, (*float32)(unsafe.Add(base, 4*i8*rsa)), 4*rsa, 4*csa, &b[nfull], 4*ldb,
+				&c[i8*ldc+nfull], 4*ldc, bp, flags, tail)
+		}
+	}
 	for i := 0; i < m; i += 4 {
 		i1, i2, i3 := min(i+1, m-1), min(i+2, m-1), min(i+3, m-1)
 		a0 := (*float32)(unsafe.Add(base, 4*i*rsa))
@@ -143,7 +157,7 @@ func gemmTiles(base unsafe.Pointer, rsa, csa, m, n, k int, a []float32, b []floa
 			kern4x16(k, a0, a1, a2, a3, 4*csa, &b[j], 4*ldb,
 				&c[i*ldc+j], &c[i1*ldc+j], &c[i2*ldc+j], &c[i3*ldc+j], bp, flags)
 		}
-		if nfull < n && nfull >= j0 {
+		if nfull < n && nfull >= j0 && i >= i8 {
 			j := nfull
 			var bp *float32
 			if bias != nil {

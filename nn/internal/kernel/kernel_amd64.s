@@ -897,3 +897,140 @@ ks1store:
 ksret:
 	VZEROUPPER
 	RET
+
+// kern8x8m computes an 8×ncols tile of C (ncols ≤ 8) for the last n % 16
+// columns of eight rows: Y0..Y7 hold one row each, so per p one masked load
+// of B and eight broadcasts feed eight independent FMAs, where kern4x16m
+// would spend half of its FMAs on masked-out lanes. Each element's chain
+// is kern4x16's (same bits). Rows of A start at a + r·rsa and step csa
+// per p; rows of C at c + r·ldc (bytes). With ncols = 8 C is stored with
+// plain moves (masked stores are slow on some CPUs).
+//
+// func kern8x8m(k int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, ncols int)
+TEXT ·kern8x8m(SB), NOSPLIT, $0-88
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ rsa+16(FP), R8
+	MOVQ csa+24(FP), R10
+	MOVQ b+32(FP), DX
+	MOVQ ldb+40(FP), R11
+	MOVQ c+48(FP), AX
+	MOVQ ldc+56(FP), BX
+	MOVQ flags+72(FP), R12
+	MOVQ ncols+80(FP), R13
+	LEAQ (R8)(R8*2), R9
+	LEAQ (SI)(R8*4), DI
+	LEAQ (BX)(BX*2), R14
+	LEAQ (AX)(BX*4), R15
+
+	// mask: lane i of Y15 set iff i < ncols.
+	LEAQ masktab<>(SB), R8
+	MOVQ $16, R9
+	SUBQ R13, R9
+	VMOVDQU (R8)(R9*4), Y15
+	MOVQ rsa+16(FP), R8
+	LEAQ (R8)(R8*2), R9
+
+	TESTQ $1, R12
+	JNZ  m8loadc
+	MOVQ bias+64(FP), R12
+	TESTQ R12, R12
+	JZ   m8zero
+	VMASKMOVPS (R12), Y15, Y0
+	VMOVAPS Y0, Y1
+	VMOVAPS Y0, Y2
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	JMP  m8start
+
+m8zero:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	JMP  m8start
+
+m8loadc:
+	VMASKMOVPS (AX), Y15, Y0
+	VMASKMOVPS (AX)(BX*1), Y15, Y1
+	VMASKMOVPS (AX)(BX*2), Y15, Y2
+	VMASKMOVPS (AX)(R14*1), Y15, Y3
+	VMASKMOVPS (R15), Y15, Y4
+	VMASKMOVPS (R15)(BX*1), Y15, Y5
+	VMASKMOVPS (R15)(BX*2), Y15, Y6
+	VMASKMOVPS (R15)(R14*1), Y15, Y7
+
+m8start:
+	MOVQ flags+72(FP), R12
+	TESTQ CX, CX
+	JZ   m8done
+
+m8loop:
+	VMASKMOVPS (DX), Y15, Y8
+	VBROADCASTSS (SI), Y9
+	VFMADD231PS Y8, Y9, Y0
+	VBROADCASTSS (SI)(R8*1), Y10
+	VFMADD231PS Y8, Y10, Y1
+	VBROADCASTSS (SI)(R8*2), Y11
+	VFMADD231PS Y8, Y11, Y2
+	VBROADCASTSS (SI)(R9*1), Y12
+	VFMADD231PS Y8, Y12, Y3
+	VBROADCASTSS (DI), Y9
+	VFMADD231PS Y8, Y9, Y4
+	VBROADCASTSS (DI)(R8*1), Y10
+	VFMADD231PS Y8, Y10, Y5
+	VBROADCASTSS (DI)(R8*2), Y11
+	VFMADD231PS Y8, Y11, Y6
+	VBROADCASTSS (DI)(R9*1), Y12
+	VFMADD231PS Y8, Y12, Y7
+	ADDQ R10, SI
+	ADDQ R10, DI
+	ADDQ R11, DX
+	DECQ CX
+	JNZ  m8loop
+
+m8done:
+	TESTQ $2, R12
+	JZ   m8store
+	VXORPS Y8, Y8, Y8
+	VMAXPS Y8, Y0, Y0
+	VMAXPS Y8, Y1, Y1
+	VMAXPS Y8, Y2, Y2
+	VMAXPS Y8, Y3, Y3
+	VMAXPS Y8, Y4, Y4
+	VMAXPS Y8, Y5, Y5
+	VMAXPS Y8, Y6, Y6
+	VMAXPS Y8, Y7, Y7
+
+m8store:
+	CMPQ R13, $8
+	JEQ  m8full
+	VMASKMOVPS Y0, Y15, (AX)
+	VMASKMOVPS Y1, Y15, (AX)(BX*1)
+	VMASKMOVPS Y2, Y15, (AX)(BX*2)
+	VMASKMOVPS Y3, Y15, (AX)(R14*1)
+	VMASKMOVPS Y4, Y15, (R15)
+	VMASKMOVPS Y5, Y15, (R15)(BX*1)
+	VMASKMOVPS Y6, Y15, (R15)(BX*2)
+	VMASKMOVPS Y7, Y15, (R15)(R14*1)
+	VZEROUPPER
+	RET
+
+m8full:
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, (AX)(BX*1)
+	VMOVUPS Y2, (AX)(BX*2)
+	VMOVUPS Y3, (AX)(R14*1)
+	VMOVUPS Y4, (R15)
+	VMOVUPS Y5, (R15)(BX*1)
+	VMOVUPS Y6, (R15)(BX*2)
+	VMOVUPS Y7, (R15)(R14*1)
+	VZEROUPPER
+	RET

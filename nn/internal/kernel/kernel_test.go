@@ -106,7 +106,7 @@ func TestGemmMatchesReference(t *testing.T) {
 // batch it sits in (the duplicated-row tail trick must not change bits).
 func TestRowIndependence(t *testing.T) {
 	for _, l := range Levels() {
-		for _, n := range []int{37, 2, 8, 64, 70, 84, 130} {
+		for _, n := range []int{37, 2, 8, 24, 64, 70, 84, 120, 130} {
 			testRowIndependence(t, l, n)
 		}
 	}
