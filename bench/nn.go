@@ -25,6 +25,7 @@ func newNNCmd() *cobra.Command {
 		minTime  time.Duration
 		repeats  int
 		stat     string
+		clock    string
 	)
 	cmd := &cobra.Command{
 		Use:   "nn",
@@ -67,7 +68,7 @@ figures in docs/BENCHMARKS.md run with GOMAXPROCS=1.`,
 				return fmt.Errorf("bench nn: --act: %w", err)
 			}
 			rows, err := nn.BenchMLP(cmd.Context(), nn.BenchOptions{Nets: nets, In: in, Out: out, Act: a, Batches: bs, Ops: ops,
-				Backends: backends, MinTime: minTime, Repeats: repeats, Stat: stat})
+				Backends: backends, MinTime: minTime, Repeats: repeats, Stat: stat, Clock: clock})
 			if err != nil {
 				return fmt.Errorf("bench nn: %w", err)
 			}
@@ -86,5 +87,6 @@ figures in docs/BENCHMARKS.md run with GOMAXPROCS=1.`,
 	f.DurationVar(&minTime, "min-time", 30*time.Millisecond, "duration of each timing run")
 	f.IntVar(&repeats, "repeats", 15, "timing runs per case, interleaved across backends")
 	f.StringVar(&stat, "stat", "min", "statistic over the repeats: min (best on a shared machine) or median")
+	f.StringVar(&clock, "clock", "wall", "what a timing run measures: wall, or cpu (the process's CPU time: on a machine other processes load, it leaves out the time they hold the cores)")
 	return cmd
 }

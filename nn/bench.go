@@ -87,6 +87,12 @@ type BenchOptions struct {
 	MinTime time.Duration
 	// Repeats is the number of timing runs per case; default 15.
 	Repeats int
+	// Clock is what a timing run measures: "wall" (default) or "cpu", the
+	// CPU time of all of the process's threads. On a machine whose cores
+	// other processes share, CPU time leaves out the time they hold the
+	// cores (not their contention for caches or a core's other hardware
+	// thread).
+	Clock string
 }
 
 // ParseNet parses a hidden-layer spec such as "64-64" or "256-256-256".
@@ -151,12 +157,20 @@ func NewBenchOpAct(g Gemm, hidden []int, in, out, batch int, op string, act Acti
 	return nil, fmt.Errorf("%w: unknown op %q (want %s, %s or %s)", ErrConfig, op, OpForward, OpFwdBwd, OpFwdBwdAdam)
 }
 
-// TimeOps times every closure in fs and returns, for each, the minimum
+// WallClock is the time since the first call, the clock TimeOps takes by
+// default.
+func WallClock() func() time.Duration {
+	t0 := time.Now()
+	return func() time.Duration { return time.Since(t0) }
+}
+
+// TimeOps times every closure in fs on clock (WallClock or the process's
+// CPU time) and returns, for each, the minimum
 // (useMin) or the median over repeats of its mean time per call. The closures are timed in turn
 // within each repeat (round robin), so on a shared, noisy machine they see
 // the same conditions and their ratios are meaningful. A cancelled ctx
 // stops it within one call of a closure, with ctx's error.
-func TimeOps(ctx context.Context, fs []func(), minTime time.Duration, repeats int, useMin bool) ([]float64, error) {
+func TimeOps(ctx context.Context, clock func() time.Duration, fs []func(), minTime time.Duration, repeats int, useMin bool) ([]float64, error) {
 	// The timed loops poll an atomic flag (a load per call) rather than
 	// ctx.Err(), whose lock would weigh on calls of a microsecond.
 	var stop atomic.Bool
@@ -166,14 +180,14 @@ func TimeOps(ctx context.Context, fs []func(), minTime time.Duration, repeats in
 		f() // warm-up: sizes workspaces and caches
 		n := 1
 		for {
-			start := time.Now()
+			start := clock()
 			for k := 0; k < n && !stop.Load(); k++ {
 				f()
 			}
 			if stop.Load() {
 				return nil, ctx.Err()
 			}
-			el := time.Since(start)
+			el := clock() - start
 			if el >= minTime/8 || n >= 1<<30 {
 				n = max(1, int(float64(n)*float64(minTime)/float64(max(el, time.Microsecond))))
 				break
@@ -185,14 +199,14 @@ func TimeOps(ctx context.Context, fs []func(), minTime time.Duration, repeats in
 	res := make([][]float64, len(fs))
 	for rep := 0; rep < repeats; rep++ {
 		for i, f := range fs {
-			start := time.Now()
+			start := clock()
 			for k := 0; k < iters[i] && !stop.Load(); k++ {
 				f()
 			}
 			if stop.Load() {
 				return nil, ctx.Err()
 			}
-			res[i] = append(res[i], float64(time.Since(start).Nanoseconds())/float64(iters[i]))
+			res[i] = append(res[i], float64((clock()-start).Nanoseconds())/float64(iters[i]))
 		}
 	}
 	med := make([]float64, len(fs))
@@ -245,6 +259,18 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 	}
 	if o.Repeats <= 0 {
 		o.Repeats = 15
+	}
+	var clock func() time.Duration
+	switch o.Clock {
+	case "", "wall":
+		clock = WallClock()
+	case "cpu":
+		var err error
+		if clock, err = processCPUClock(); err != nil {
+			return nil, fmt.Errorf("%w: bench clock cpu: %w", ErrUnavailable, err)
+		}
+	default:
+		return nil, fmt.Errorf("%w: bench clock %q (want wall or cpu)", ErrConfig, o.Clock)
 	}
 	gemms := make([]Gemm, len(o.Backends))
 	for i, be := range o.Backends {
@@ -301,7 +327,7 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 						return nil, err
 					}
 				}
-				ns, err := TimeOps(ctx, fs, o.MinTime, o.Repeats, o.Stat == "min")
+				ns, err := TimeOps(ctx, clock, fs, o.MinTime, o.Repeats, o.Stat == "min")
 				if err != nil {
 					return rows, err
 				}

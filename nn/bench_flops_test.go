@@ -2,6 +2,7 @@ package nn
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -55,5 +56,21 @@ func TestBenchRecurrentGFLOPs(t *testing.T) {
 		if r.Batch != 8 || math.Abs(r.GFLOPs-want) > 1e-9*want {
 			t.Errorf("%s %s batch %d: %v GFLOP/s, want batch 8 and %v", r.Net, r.Op, r.Batch, r.GFLOPs, want)
 		}
+	}
+}
+
+// TestBenchClock: the cpu clock times ops (positive times) and an unknown
+// clock is a configuration error.
+func TestBenchClock(t *testing.T) {
+	rows, err := BenchMLP(context.Background(), BenchOptions{Nets: []string{"64-64"}, Batches: []int{32},
+		Ops: []string{OpForward}, Backends: []string{"native"}, MinTime: time.Millisecond, Repeats: 2, Clock: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || !(rows[0].NsPerOp > 0) {
+		t.Fatalf("cpu clock rows %+v", rows)
+	}
+	if _, err := BenchMLP(context.Background(), BenchOptions{Nets: []string{"64-64"}, Clock: "sundial"}); !errors.Is(err, ErrConfig) {
+		t.Fatalf("clock sundial: %v, want ErrConfig", err)
 	}
 }
