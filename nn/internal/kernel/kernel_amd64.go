@@ -85,7 +85,7 @@ func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32
 		flags |= 2
 	}
 	base := unsafe.Pointer(unsafe.SliceData(a))
-	if !z && !transA && n > 8 && k <= smallK {
+	if !z && !transA && m > 1 && n > 8 && k <= smallK {
 		gemmSmallK(base, rsa, m, n, k, b, ldb, c, ldc, bias, flags)
 		return
 	}
@@ -179,7 +179,8 @@ const smallK = 8
 // of a call loading, zeroing and storing C for a few FMAs, kernKs keeps
 // B's strip in registers and runs down all m rows in one call; the last
 // n % 8 columns take the masked 4×16 kernel. Each element is summed as the
-// tiles sum it (same bits).
+// tiles sum it (same bits). At batch 1 the 1×64 row kernel is faster (one
+// call, eight accumulators), so gemmAsm keeps it there.
 func gemmSmallK(base unsafe.Pointer, rsa, m, n, k int, b []float32, ldb int, c []float32, ldc int, bias []float32, flags int) {
 	biasAt := func(j int) *float32 {
 		if bias == nil {
