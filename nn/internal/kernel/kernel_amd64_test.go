@@ -19,17 +19,7 @@ func TestSmallKSameBits(t *testing.T) {
 		t.Skip("no AVX2/FMA")
 	}
 	r := rng.New(11, "kernel/test", 0)
-	zeroed := func(s []float32) []float32 {
-		for i := range s {
-			switch r.IntN(6) {
-			case 0:
-				s[i] = 0
-			case 1:
-				s[i] = float32(math.Copysign(0, -1))
-			}
-		}
-		return s
-	}
+	zeroed := func(s []float32) []float32 { return withZeros(r, s) }
 	for _, m := range []int{1, 2, 3, 4, 5, 8, 19, 256} {
 		for _, n := range []int{9, 15, 16, 17, 24, 64, 70, 120} {
 			for k := 1; k <= smallK; k++ {
