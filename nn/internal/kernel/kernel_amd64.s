@@ -15,6 +15,29 @@
 // Without bit 0 the tile starts from bias (16 floats) or, if bias is nil,
 // from zero.
 
+// ZERO8 clears the accumulators Y0..Y7.
+#define ZERO8 \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7
+
+// RELU8 applies max(·, 0) to Y0..Y7 (Y8 is clobbered).
+#define RELU8 \
+	VXORPS Y8, Y8, Y8; \
+	VMAXPS Y8, Y0, Y0; \
+	VMAXPS Y8, Y1, Y1; \
+	VMAXPS Y8, Y2, Y2; \
+	VMAXPS Y8, Y3, Y3; \
+	VMAXPS Y8, Y4, Y4; \
+	VMAXPS Y8, Y5, Y5; \
+	VMAXPS Y8, Y6, Y6; \
+	VMAXPS Y8, Y7, Y7
+
 // func kern4x16(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int)
 TEXT ·kern4x16(SB), NOSPLIT, $0-112
 	MOVQ k+0(FP), CX
@@ -43,14 +66,7 @@ TEXT ·kern4x16(SB), NOSPLIT, $0-112
 	JMP  start
 
 zero:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO8
 	JMP  start
 
 loadc:
@@ -95,15 +111,7 @@ loop:
 done:
 	TESTQ $2, R12
 	JZ   store
-	VXORPS Y8, Y8, Y8
-	VMAXPS Y8, Y0, Y0
-	VMAXPS Y8, Y1, Y1
-	VMAXPS Y8, Y2, Y2
-	VMAXPS Y8, Y3, Y3
-	VMAXPS Y8, Y4, Y4
-	VMAXPS Y8, Y5, Y5
-	VMAXPS Y8, Y6, Y6
-	VMAXPS Y8, Y7, Y7
+	RELU8
 
 store:
 	MOVQ c0+64(FP), AX
@@ -161,14 +169,7 @@ TEXT ·kern4x16m(SB), NOSPLIT, $0-120
 	JMP  mstart
 
 mzero:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO8
 	JMP  mstart
 
 mloadc:
@@ -213,15 +214,7 @@ mloop:
 mdone:
 	TESTQ $2, R12
 	JZ   mstore
-	VXORPS Y8, Y8, Y8
-	VMAXPS Y8, Y0, Y0
-	VMAXPS Y8, Y1, Y1
-	VMAXPS Y8, Y2, Y2
-	VMAXPS Y8, Y3, Y3
-	VMAXPS Y8, Y4, Y4
-	VMAXPS Y8, Y5, Y5
-	VMAXPS Y8, Y6, Y6
-	VMAXPS Y8, Y7, Y7
+	RELU8
 
 mstore:
 	MOVQ c0+64(FP), AX
@@ -273,14 +266,7 @@ TEXT ·kern1x64(SB), NOSPLIT, $0-64
 	JMP  k1start
 
 k1zero:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO8
 	JMP  k1start
 
 k1loadc:
@@ -315,15 +301,7 @@ k1loop:
 k1done:
 	TESTQ $2, R12
 	JZ   k1store
-	VXORPS Y8, Y8, Y8
-	VMAXPS Y8, Y0, Y0
-	VMAXPS Y8, Y1, Y1
-	VMAXPS Y8, Y2, Y2
-	VMAXPS Y8, Y3, Y3
-	VMAXPS Y8, Y4, Y4
-	VMAXPS Y8, Y5, Y5
-	VMAXPS Y8, Y6, Y6
-	VMAXPS Y8, Y7, Y7
+	RELU8
 
 k1store:
 	VMOVUPS Y0, 0(DI)
@@ -534,14 +512,7 @@ TEXT ·kern8x2p(SB), NOSPLIT, $0-64
 	JMP  pstart
 
 pzero:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO8
 	JMP  pstart
 
 ploadc:
@@ -947,14 +918,7 @@ TEXT ·kern8x8m(SB), NOSPLIT, $0-88
 	JMP  m8start
 
 m8zero:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO8
 	JMP  m8start
 
 m8loadc:
@@ -999,15 +963,7 @@ m8loop:
 m8done:
 	TESTQ $2, R12
 	JZ   m8store
-	VXORPS Y8, Y8, Y8
-	VMAXPS Y8, Y0, Y0
-	VMAXPS Y8, Y1, Y1
-	VMAXPS Y8, Y2, Y2
-	VMAXPS Y8, Y3, Y3
-	VMAXPS Y8, Y4, Y4
-	VMAXPS Y8, Y5, Y5
-	VMAXPS Y8, Y6, Y6
-	VMAXPS Y8, Y7, Y7
+	RELU8
 
 m8store:
 	CMPQ R13, $8
