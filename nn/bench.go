@@ -28,7 +28,9 @@ type BenchRow struct {
 	NsPerOp float64 `json:"ns_per_op"`
 	// GFLOPs is the rate of the op's matrix products: 2·batch·in·out per
 	// Linear layer forward, three times that for the training ops (the
-	// forward, dW and dX products); MLPs only, 0 for the conv presets.
+	// forward, dW and dX products); for "lstm" and "gru" the gate products
+	// 2·steps·batch·gates·hidden·(in + hidden), three times that for
+	// training (element-wise gate work not counted); 0 for the conv presets.
 	GFLOPs float64 `json:"gflops"`
 	// PeakGFLOPs is the machine's float32 peak for the process's threads:
 	// GOMAXPROCS × one core's measured FMA throughput (kernel.PeakFLOPs:
@@ -60,8 +62,10 @@ type BenchOptions struct {
 	// Nets are hidden-layer specs like "64-64", or conv presets
 	// "conv-minatar" (4×10×10 frames), "conv-nature" (4×84×84; see
 	// ConvPreset: the convolutions with ReLU between them, no heads) and
-	// "conv-impala" (ImpalaStages on 4×10×10 frames);
-	// default {"64-64", "256-256"}.
+	// "conv-impala" (ImpalaStages on 4×10×10 frames), or "lstm" and "gru"
+	// (one layer, 64 inputs, 128 hidden, over RecurrentBenchSteps steps of
+	// RecurrentBenchSeqs sequences, whatever Batches says; backward through
+	// every step); default {"64-64", "256-256"}.
 	Nets []string
 	// In and Out are the input and output widths; default 4 and 2
 	// (CartPole-sized).
@@ -83,6 +87,12 @@ type BenchOptions struct {
 	MinTime time.Duration
 	// Repeats is the number of timing runs per case; default 15.
 	Repeats int
+	// Clock is what a timing run measures: "wall" (default) or "cpu", the
+	// CPU time of all of the process's threads. On a machine whose cores
+	// other processes share, CPU time leaves out the time they hold the
+	// cores (not their contention for caches or a core's other hardware
+	// thread).
+	Clock string
 }
 
 // ParseNet parses a hidden-layer spec such as "64-64" or "256-256-256".
@@ -147,12 +157,20 @@ func NewBenchOpAct(g Gemm, hidden []int, in, out, batch int, op string, act Acti
 	return nil, fmt.Errorf("%w: unknown op %q (want %s, %s or %s)", ErrConfig, op, OpForward, OpFwdBwd, OpFwdBwdAdam)
 }
 
-// TimeOps times every closure in fs and returns, for each, the minimum
+// WallClock is the time since the first call, the clock TimeOps takes by
+// default.
+func WallClock() func() time.Duration {
+	t0 := time.Now()
+	return func() time.Duration { return time.Since(t0) }
+}
+
+// TimeOps times every closure in fs on clock (WallClock or the process's
+// CPU time) and returns, for each, the minimum
 // (useMin) or the median over repeats of its mean time per call. The closures are timed in turn
 // within each repeat (round robin), so on a shared, noisy machine they see
 // the same conditions and their ratios are meaningful. A cancelled ctx
 // stops it within one call of a closure, with ctx's error.
-func TimeOps(ctx context.Context, fs []func(), minTime time.Duration, repeats int, useMin bool) ([]float64, error) {
+func TimeOps(ctx context.Context, clock func() time.Duration, fs []func(), minTime time.Duration, repeats int, useMin bool) ([]float64, error) {
 	// The timed loops poll an atomic flag (a load per call) rather than
 	// ctx.Err(), whose lock would weigh on calls of a microsecond.
 	var stop atomic.Bool
@@ -162,14 +180,14 @@ func TimeOps(ctx context.Context, fs []func(), minTime time.Duration, repeats in
 		f() // warm-up: sizes workspaces and caches
 		n := 1
 		for {
-			start := time.Now()
+			start := clock()
 			for k := 0; k < n && !stop.Load(); k++ {
 				f()
 			}
 			if stop.Load() {
 				return nil, ctx.Err()
 			}
-			el := time.Since(start)
+			el := clock() - start
 			if el >= minTime/8 || n >= 1<<30 {
 				n = max(1, int(float64(n)*float64(minTime)/float64(max(el, time.Microsecond))))
 				break
@@ -181,14 +199,14 @@ func TimeOps(ctx context.Context, fs []func(), minTime time.Duration, repeats in
 	res := make([][]float64, len(fs))
 	for rep := 0; rep < repeats; rep++ {
 		for i, f := range fs {
-			start := time.Now()
+			start := clock()
 			for k := 0; k < iters[i] && !stop.Load(); k++ {
 				f()
 			}
 			if stop.Load() {
 				return nil, ctx.Err()
 			}
-			res[i] = append(res[i], float64(time.Since(start).Nanoseconds())/float64(iters[i]))
+			res[i] = append(res[i], float64((clock()-start).Nanoseconds())/float64(iters[i]))
 		}
 	}
 	med := make([]float64, len(fs))
@@ -242,6 +260,18 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 	if o.Repeats <= 0 {
 		o.Repeats = 15
 	}
+	var clock func() time.Duration
+	switch o.Clock {
+	case "", "wall":
+		clock = WallClock()
+	case "cpu":
+		var err error
+		if clock, err = processCPUClock(); err != nil {
+			return nil, fmt.Errorf("%w: bench clock cpu: %w", ErrUnavailable, err)
+		}
+	default:
+		return nil, fmt.Errorf("%w: bench clock %q (want wall or cpu)", ErrConfig, o.Clock)
+	}
 	gemms := make([]Gemm, len(o.Backends))
 	for i, be := range o.Backends {
 		g, err := GemmByName(be)
@@ -256,7 +286,12 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 		var newOp func(g Gemm, batch int, op string) (func(), error)
 		macs := 0 // multiply-adds per sample of one forward pass
 
-		if preset, ok := strings.CutPrefix(spec, "conv-"); ok {
+		batches := o.Batches
+		if gates := recurrentGates(spec); gates > 0 {
+			batches = []int{RecurrentBenchSeqs}
+			macs = RecurrentBenchSteps * gates * recurrentBenchH * (recurrentBenchIn + recurrentBenchH)
+			newOp = func(g Gemm, _ int, op string) (func(), error) { return newRecurrentBenchOp(g, gates, op) }
+		} else if preset, ok := strings.CutPrefix(spec, "conv-"); ok {
 			c, h, w := 4, 10, 10
 			if preset == "nature" {
 				h, w = 84, 84
@@ -280,9 +315,9 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 				return NewBenchOpAct(g, hidden, o.In, o.Out, batch, op, o.Act)
 			}
 		}
-		for _, batch := range o.Batches {
+		for _, batch := range batches {
 			for _, op := range o.Ops {
-				if op != OpForward && batch < 32 && len(o.Batches) > 1 {
+				if op != OpForward && batch < 32 && len(batches) > 1 {
 					continue
 				}
 				fs := make([]func(), len(gemms))
@@ -292,7 +327,7 @@ func BenchMLP(ctx context.Context, o BenchOptions) ([]BenchRow, error) {
 						return nil, err
 					}
 				}
-				ns, err := TimeOps(ctx, fs, o.MinTime, o.Repeats, o.Stat == "min")
+				ns, err := TimeOps(ctx, clock, fs, o.MinTime, o.Repeats, o.Stat == "min")
 				if err != nil {
 					return rows, err
 				}
@@ -381,6 +416,12 @@ func newConvBenchOp(g Gemm, preset string, c, h, w, batch int, op string) (func(
 			d = layers[i].backward(d, true)
 		}
 	}
+	return layerBenchOp(op, forward, backward, params)
+}
+
+// layerBenchOp is op as one closure over a network's forward pass, its
+// backward pass (which zeroes the gradients first) and its parameters.
+func layerBenchOp(op string, forward, backward func(), params []*Param) (func(), error) {
 	opt, err := NewAdam(AdamConfig{LR: 1e-4})
 	if err != nil {
 		return nil, err
@@ -394,4 +435,58 @@ func newConvBenchOp(g Gemm, preset string, c, h, w, batch int, op string) (func(
 		return func() { forward(); backward(); opt.Step(params) }, nil
 	}
 	return nil, fmt.Errorf("%w: unknown op %q (want %s, %s or %s)", ErrConfig, op, OpForward, OpFwdBwd, OpFwdBwdAdam)
+}
+
+// The recurrent presets' shape: RecurrentBenchSteps steps of
+// RecurrentBenchSeqs sequences, 64 inputs, 128 hidden units.
+const (
+	RecurrentBenchSteps = 128
+	RecurrentBenchSeqs  = 8
+	recurrentBenchIn    = 64
+	recurrentBenchH     = 128
+)
+
+// recurrentGates is the gate count of a recurrent preset ("lstm" 4, "gru"
+// 3), 0 for other specs.
+func recurrentGates(spec string) int {
+	switch spec {
+	case "lstm":
+		return 4
+	case "gru":
+		return 3
+	}
+	return 0
+}
+
+// newRecurrentBenchOp times an LSTM (gates 4) or GRU (gates 3) over a
+// segment of RecurrentBenchSteps steps of RecurrentBenchSeqs sequences;
+// the backward pass runs through every step (BPTT).
+func newRecurrentBenchOp(g Gemm, gates int, op string) (func(), error) {
+	const t, b, in, h = RecurrentBenchSteps, RecurrentBenchSeqs, recurrentBenchIn, recurrentBenchH
+	r := rng.New(1, "nn/bench", 0)
+	x := make([]float32, t*b*in)
+	UniformInit(x, 1, r)
+	dh := make([]float32, t*b*h)
+	UniformInit(dh, 1, r)
+	st := make([]float32, b*h)
+	var forward, backward func()
+	var params []*Param
+	if gates == 4 {
+		l, err := NewLSTM("", in, h, g, r)
+		if err != nil {
+			return nil, err
+		}
+		forward = func() { l.Forward(x, t, b, st, st, nil) }
+		backward = func() { ZeroGrads(params); l.Backward(dh) }
+		params = l.Params()
+	} else {
+		l, err := NewGRU("", in, h, g, r)
+		if err != nil {
+			return nil, err
+		}
+		forward = func() { l.Forward(x, t, b, st, nil) }
+		backward = func() { ZeroGrads(params); l.Backward(dh) }
+		params = l.Params()
+	}
+	return layerBenchOp(op, forward, backward, params)
 }

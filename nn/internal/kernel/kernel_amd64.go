@@ -47,6 +47,12 @@ func kern2x8n(k int, a0, a1 *float32, csa int, b *float32, ldb int, c0, c1 *floa
 func kern8x2p(k int, a *float32, rsa int, b *float32, c *float32, ldc int, bias *float32, flags int)
 
 //go:noescape
+func kernKs(k int, a *float32, rsa int, m int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kern8x8m(k int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, ncols int)
+
+//go:noescape
 func kern4x16m(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int, ncols int)
 
 // gemmAsm tiles C into 4×16 blocks (4×32 with z, the AVX-512 kernels).
@@ -79,6 +85,10 @@ func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32
 		flags |= 2
 	}
 	base := unsafe.Pointer(unsafe.SliceData(a))
+	if !z && !transA && m > 1 && n > 8 && k <= smallK {
+		gemmSmallK(base, rsa, m, n, k, b, ldb, c, ldc, bias, flags)
+		return
+	}
 	if z && n > 8 {
 		gemmZ(base, rsa, csa, m, n, k, b, ldb, c, ldc, bias, flags)
 		return
@@ -105,6 +115,12 @@ func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32
 		}
 		return
 	}
+	gemmTiles(base, rsa, csa, m, n, k, a, b, ldb, c, ldc, bias, flags)
+}
+
+// gemmTiles is gemmAsm's AVX2 tiling for n > 8: a 1×64 row kernel at
+// batch 1, then 4×16 tiles, masked for the last n % 16 columns.
+func gemmTiles(base unsafe.Pointer, rsa, csa, m, n, k int, a []float32, b []float32, ldb int, c []float32, ldc int, bias []float32, flags int) {
 	j0 := 0
 	if m == 1 {
 		for ; j0+64 <= n; j0 += 64 {
@@ -116,6 +132,17 @@ func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32
 		}
 	}
 	nfull := n &^ 15
+	i8 := 0 // rows whose last n % 16 (≤ 8) columns kern8x8m computes
+	if tail := n - nfull; tail > 0 && tail <= 8 && nfull >= j0 {
+		var bp *float32
+		if bias != nil {
+			bp = &bias[nfull]
+		}
+		for ; i8+8 <= m; i8 += 8 {
+			kern8x8m(k, (*float32)(unsafe.Add(base, 4*i8*rsa)), 4*rsa, 4*csa, &b[nfull], 4*ldb,
+				&c[i8*ldc+nfull], 4*ldc, bp, flags, tail)
+		}
+	}
 	for i := 0; i < m; i += 4 {
 		i1, i2, i3 := min(i+1, m-1), min(i+2, m-1), min(i+3, m-1)
 		a0 := (*float32)(unsafe.Add(base, 4*i*rsa))
@@ -130,7 +157,7 @@ func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32
 			kern4x16(k, a0, a1, a2, a3, 4*csa, &b[j], 4*ldb,
 				&c[i*ldc+j], &c[i1*ldc+j], &c[i2*ldc+j], &c[i3*ldc+j], bp, flags)
 		}
-		if nfull < n && nfull >= j0 {
+		if nfull < n && nfull >= j0 && i >= i8 {
 			j := nfull
 			var bp *float32
 			if bias != nil {
@@ -139,6 +166,40 @@ func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32
 			kern4x16m(k, a0, a1, a2, a3, 4*csa, &b[j], 4*ldb,
 				&c[i*ldc+j], &c[i1*ldc+j], &c[i2*ldc+j], &c[i3*ldc+j], bp, flags, n-nfull)
 		}
+	}
+}
+
+// smallK is the largest k gemmSmallK takes: its kernel holds k rows of an
+// 8-column strip of B in registers.
+const smallK = 8
+
+// gemmSmallK is gemmAsm's AVX2 path for k ≤ smallK with contiguous rows of
+// A: a CartPole-sized input layer forward (k = inputs) and the dX product
+// through an output layer (k = outputs). Where the 4×16 tiles spend most
+// of a call loading, zeroing and storing C for a few FMAs, kernKs keeps
+// B's strip in registers and runs down all m rows in one call; the last
+// n % 8 columns take the masked 4×16 kernel. Each element is summed as the
+// tiles sum it (same bits). At batch 1 the 1×64 row kernel is faster (one
+// call, eight accumulators), so gemmAsm keeps it there.
+func gemmSmallK(base unsafe.Pointer, rsa, m, n, k int, b []float32, ldb int, c []float32, ldc int, bias []float32, flags int) {
+	biasAt := func(j int) *float32 {
+		if bias == nil {
+			return nil
+		}
+		return &bias[j]
+	}
+	n8 := n &^ 7
+	for j := 0; j < n8; j += 8 {
+		kernKs(k, (*float32)(base), 4*rsa, m, &b[j], 4*ldb, &c[j], 4*ldc, biasAt(j), flags)
+	}
+	if n8 == n {
+		return
+	}
+	for i := 0; i < m; i += 4 {
+		i1, i2, i3 := min(i+1, m-1), min(i+2, m-1), min(i+3, m-1)
+		kern4x16m(k, (*float32)(unsafe.Add(base, 4*i*rsa)), (*float32)(unsafe.Add(base, 4*i1*rsa)),
+			(*float32)(unsafe.Add(base, 4*i2*rsa)), (*float32)(unsafe.Add(base, 4*i3*rsa)), 4, &b[n8], 4*ldb,
+			&c[i*ldc+n8], &c[i1*ldc+n8], &c[i2*ldc+n8], &c[i3*ldc+n8], biasAt(n8), flags, n-n8)
 	}
 }
 

@@ -15,6 +15,29 @@
 // Without bit 0 the tile starts from bias (16 floats) or, if bias is nil,
 // from zero.
 
+// ZERO8 clears the accumulators Y0..Y7.
+#define ZERO8 \
+	VXORPS Y0, Y0, Y0; \
+	VXORPS Y1, Y1, Y1; \
+	VXORPS Y2, Y2, Y2; \
+	VXORPS Y3, Y3, Y3; \
+	VXORPS Y4, Y4, Y4; \
+	VXORPS Y5, Y5, Y5; \
+	VXORPS Y6, Y6, Y6; \
+	VXORPS Y7, Y7, Y7
+
+// RELU8 applies max(·, 0) to Y0..Y7 (Y8 is clobbered).
+#define RELU8 \
+	VXORPS Y8, Y8, Y8; \
+	VMAXPS Y8, Y0, Y0; \
+	VMAXPS Y8, Y1, Y1; \
+	VMAXPS Y8, Y2, Y2; \
+	VMAXPS Y8, Y3, Y3; \
+	VMAXPS Y8, Y4, Y4; \
+	VMAXPS Y8, Y5, Y5; \
+	VMAXPS Y8, Y6, Y6; \
+	VMAXPS Y8, Y7, Y7
+
 // func kern4x16(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0, c1, c2, c3 *float32, bias *float32, flags int)
 TEXT ·kern4x16(SB), NOSPLIT, $0-112
 	MOVQ k+0(FP), CX
@@ -43,14 +66,7 @@ TEXT ·kern4x16(SB), NOSPLIT, $0-112
 	JMP  start
 
 zero:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO8
 	JMP  start
 
 loadc:
@@ -95,15 +111,7 @@ loop:
 done:
 	TESTQ $2, R12
 	JZ   store
-	VXORPS Y8, Y8, Y8
-	VMAXPS Y8, Y0, Y0
-	VMAXPS Y8, Y1, Y1
-	VMAXPS Y8, Y2, Y2
-	VMAXPS Y8, Y3, Y3
-	VMAXPS Y8, Y4, Y4
-	VMAXPS Y8, Y5, Y5
-	VMAXPS Y8, Y6, Y6
-	VMAXPS Y8, Y7, Y7
+	RELU8
 
 store:
 	MOVQ c0+64(FP), AX
@@ -161,14 +169,7 @@ TEXT ·kern4x16m(SB), NOSPLIT, $0-120
 	JMP  mstart
 
 mzero:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO8
 	JMP  mstart
 
 mloadc:
@@ -213,15 +214,7 @@ mloop:
 mdone:
 	TESTQ $2, R12
 	JZ   mstore
-	VXORPS Y8, Y8, Y8
-	VMAXPS Y8, Y0, Y0
-	VMAXPS Y8, Y1, Y1
-	VMAXPS Y8, Y2, Y2
-	VMAXPS Y8, Y3, Y3
-	VMAXPS Y8, Y4, Y4
-	VMAXPS Y8, Y5, Y5
-	VMAXPS Y8, Y6, Y6
-	VMAXPS Y8, Y7, Y7
+	RELU8
 
 mstore:
 	MOVQ c0+64(FP), AX
@@ -273,14 +266,7 @@ TEXT ·kern1x64(SB), NOSPLIT, $0-64
 	JMP  k1start
 
 k1zero:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO8
 	JMP  k1start
 
 k1loadc:
@@ -315,15 +301,7 @@ k1loop:
 k1done:
 	TESTQ $2, R12
 	JZ   k1store
-	VXORPS Y8, Y8, Y8
-	VMAXPS Y8, Y0, Y0
-	VMAXPS Y8, Y1, Y1
-	VMAXPS Y8, Y2, Y2
-	VMAXPS Y8, Y3, Y3
-	VMAXPS Y8, Y4, Y4
-	VMAXPS Y8, Y5, Y5
-	VMAXPS Y8, Y6, Y6
-	VMAXPS Y8, Y7, Y7
+	RELU8
 
 k1store:
 	VMOVUPS Y0, 0(DI)
@@ -534,14 +512,7 @@ TEXT ·kern8x2p(SB), NOSPLIT, $0-64
 	JMP  pstart
 
 pzero:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZERO8
 	JMP  pstart
 
 ploadc:
@@ -709,3 +680,313 @@ DATA masktab<>+116(SB)/4, $0x00000000
 DATA masktab<>+120(SB)/4, $0x00000000
 DATA masktab<>+124(SB)/4, $0x00000000
 GLOBL masktab<>(SB), RODATA|NOPTR, $128
+
+// kernKs: C(m×8) = A(m×k)·B(k×8) (+ bias), for 1 ≤ k ≤ 8 and contiguous
+// rows of A (column stride 4 bytes). The k rows of B's 8-column strip stay
+// in Y0..Y7 for the whole call, so each row of C costs k broadcasts and k
+// FMAs; rows go four at a time (Y9..Y12), then one at a time. Every
+// element is the chain kern4x16 computes (start, then one FMA per p in p
+// order, then the ReLU), so the bits are the same.
+//
+// Registers: CX k, SI A row, R8 rsa, R9 3·rsa, DX B, R11 ldb, DI C row,
+// R10 ldc, R14 3·ldc, R12 flags, R13 rows left, Y8 bias or zero, Y15 zero.
+//
+// func kernKs(k int, a *float32, rsa int, m int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
+
+#define KS_STEP4(off, bp) \
+	VBROADCASTSS off(SI), Y13; \
+	VFMADD231PS bp, Y13, Y9; \
+	VBROADCASTSS off(SI)(R8*1), Y14; \
+	VFMADD231PS bp, Y14, Y10; \
+	VBROADCASTSS off(SI)(R8*2), Y13; \
+	VFMADD231PS bp, Y13, Y11; \
+	VBROADCASTSS off(SI)(R9*1), Y14; \
+	VFMADD231PS bp, Y14, Y12
+
+#define KS_STEP1(off, bp) \
+	VBROADCASTSS off(SI), Y13; \
+	VFMADD231PS bp, Y13, Y9
+
+TEXT ·kernKs(SB), NOSPLIT, $0-80
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ rsa+16(FP), R8
+	MOVQ m+24(FP), R13
+	MOVQ b+32(FP), DX
+	MOVQ ldb+40(FP), R11
+	MOVQ c+48(FP), DI
+	MOVQ ldc+56(FP), R10
+	MOVQ bias+64(FP), AX
+	MOVQ flags+72(FP), R12
+	LEAQ (R8)(R8*2), R9
+	LEAQ (R10)(R10*2), R14
+	VXORPS Y15, Y15, Y15
+	VXORPS Y8, Y8, Y8
+	TESTQ AX, AX
+	JZ   ksloadb
+	VMOVUPS (AX), Y8
+
+ksloadb:
+	// B's rows 0..k-1 into Y0..Y7.
+	MOVQ DX, AX
+	VMOVUPS (AX), Y0
+	CMPQ CX, $1
+	JEQ  ksrows4
+	ADDQ R11, AX
+	VMOVUPS (AX), Y1
+	CMPQ CX, $2
+	JEQ  ksrows4
+	ADDQ R11, AX
+	VMOVUPS (AX), Y2
+	CMPQ CX, $3
+	JEQ  ksrows4
+	ADDQ R11, AX
+	VMOVUPS (AX), Y3
+	CMPQ CX, $4
+	JEQ  ksrows4
+	ADDQ R11, AX
+	VMOVUPS (AX), Y4
+	CMPQ CX, $5
+	JEQ  ksrows4
+	ADDQ R11, AX
+	VMOVUPS (AX), Y5
+	CMPQ CX, $6
+	JEQ  ksrows4
+	ADDQ R11, AX
+	VMOVUPS (AX), Y6
+	CMPQ CX, $7
+	JEQ  ksrows4
+	ADDQ R11, AX
+	VMOVUPS (AX), Y7
+
+ksrows4:
+	CMPQ R13, $4
+	JLT  ksrows1
+	TESTQ $1, R12
+	JNZ  ks4loadc
+	VMOVAPS Y8, Y9
+	VMOVAPS Y8, Y10
+	VMOVAPS Y8, Y11
+	VMOVAPS Y8, Y12
+	JMP  ks4steps
+
+ks4loadc:
+	VMOVUPS (DI), Y9
+	VMOVUPS (DI)(R10*1), Y10
+	VMOVUPS (DI)(R10*2), Y11
+	VMOVUPS (DI)(R14*1), Y12
+
+ks4steps:
+	KS_STEP4(0, Y0)
+	CMPQ CX, $1
+	JEQ  ks4done
+	KS_STEP4(4, Y1)
+	CMPQ CX, $2
+	JEQ  ks4done
+	KS_STEP4(8, Y2)
+	CMPQ CX, $3
+	JEQ  ks4done
+	KS_STEP4(12, Y3)
+	CMPQ CX, $4
+	JEQ  ks4done
+	KS_STEP4(16, Y4)
+	CMPQ CX, $5
+	JEQ  ks4done
+	KS_STEP4(20, Y5)
+	CMPQ CX, $6
+	JEQ  ks4done
+	KS_STEP4(24, Y6)
+	CMPQ CX, $7
+	JEQ  ks4done
+	KS_STEP4(28, Y7)
+
+ks4done:
+	TESTQ $2, R12
+	JZ   ks4store
+	VMAXPS Y15, Y9, Y9
+	VMAXPS Y15, Y10, Y10
+	VMAXPS Y15, Y11, Y11
+	VMAXPS Y15, Y12, Y12
+
+ks4store:
+	VMOVUPS Y9, (DI)
+	VMOVUPS Y10, (DI)(R10*1)
+	VMOVUPS Y11, (DI)(R10*2)
+	VMOVUPS Y12, (DI)(R14*1)
+	LEAQ (SI)(R8*4), SI
+	LEAQ (DI)(R10*4), DI
+	SUBQ $4, R13
+	JMP  ksrows4
+
+ksrows1:
+	TESTQ R13, R13
+	JZ   ksret
+	TESTQ $1, R12
+	JNZ  ks1loadc
+	VMOVAPS Y8, Y9
+	JMP  ks1steps
+
+ks1loadc:
+	VMOVUPS (DI), Y9
+
+ks1steps:
+	KS_STEP1(0, Y0)
+	CMPQ CX, $1
+	JEQ  ks1done
+	KS_STEP1(4, Y1)
+	CMPQ CX, $2
+	JEQ  ks1done
+	KS_STEP1(8, Y2)
+	CMPQ CX, $3
+	JEQ  ks1done
+	KS_STEP1(12, Y3)
+	CMPQ CX, $4
+	JEQ  ks1done
+	KS_STEP1(16, Y4)
+	CMPQ CX, $5
+	JEQ  ks1done
+	KS_STEP1(20, Y5)
+	CMPQ CX, $6
+	JEQ  ks1done
+	KS_STEP1(24, Y6)
+	CMPQ CX, $7
+	JEQ  ks1done
+	KS_STEP1(28, Y7)
+
+ks1done:
+	TESTQ $2, R12
+	JZ   ks1store
+	VMAXPS Y15, Y9, Y9
+
+ks1store:
+	VMOVUPS Y9, (DI)
+	ADDQ R8, SI
+	ADDQ R10, DI
+	DECQ R13
+	JMP  ksrows1
+
+ksret:
+	VZEROUPPER
+	RET
+
+// kern8x8m computes an 8×ncols tile of C (ncols ≤ 8) for the last n % 16
+// columns of eight rows: Y0..Y7 hold one row each, so per p one masked load
+// of B and eight broadcasts feed eight independent FMAs, where kern4x16m
+// would spend half of its FMAs on masked-out lanes. Each element's chain
+// is kern4x16's (same bits). Rows of A start at a + r·rsa and step csa
+// per p; rows of C at c + r·ldc (bytes). With ncols = 8 C is stored with
+// plain moves (masked stores are slow on some CPUs).
+//
+// func kern8x8m(k int, a *float32, rsa, csa int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int, ncols int)
+TEXT ·kern8x8m(SB), NOSPLIT, $0-88
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ rsa+16(FP), R8
+	MOVQ csa+24(FP), R10
+	MOVQ b+32(FP), DX
+	MOVQ ldb+40(FP), R11
+	MOVQ c+48(FP), AX
+	MOVQ ldc+56(FP), BX
+	MOVQ flags+72(FP), R12
+	MOVQ ncols+80(FP), R13
+	LEAQ (R8)(R8*2), R9
+	LEAQ (SI)(R8*4), DI
+	LEAQ (BX)(BX*2), R14
+	LEAQ (AX)(BX*4), R15
+
+	// mask: lane i of Y15 set iff i < ncols.
+	LEAQ masktab<>(SB), R8
+	MOVQ $16, R9
+	SUBQ R13, R9
+	VMOVDQU (R8)(R9*4), Y15
+	MOVQ rsa+16(FP), R8
+	LEAQ (R8)(R8*2), R9
+
+	TESTQ $1, R12
+	JNZ  m8loadc
+	MOVQ bias+64(FP), R12
+	TESTQ R12, R12
+	JZ   m8zero
+	VMASKMOVPS (R12), Y15, Y0
+	VMOVAPS Y0, Y1
+	VMOVAPS Y0, Y2
+	VMOVAPS Y0, Y3
+	VMOVAPS Y0, Y4
+	VMOVAPS Y0, Y5
+	VMOVAPS Y0, Y6
+	VMOVAPS Y0, Y7
+	JMP  m8start
+
+m8zero:
+	ZERO8
+	JMP  m8start
+
+m8loadc:
+	VMASKMOVPS (AX), Y15, Y0
+	VMASKMOVPS (AX)(BX*1), Y15, Y1
+	VMASKMOVPS (AX)(BX*2), Y15, Y2
+	VMASKMOVPS (AX)(R14*1), Y15, Y3
+	VMASKMOVPS (R15), Y15, Y4
+	VMASKMOVPS (R15)(BX*1), Y15, Y5
+	VMASKMOVPS (R15)(BX*2), Y15, Y6
+	VMASKMOVPS (R15)(R14*1), Y15, Y7
+
+m8start:
+	MOVQ flags+72(FP), R12
+	TESTQ CX, CX
+	JZ   m8done
+
+m8loop:
+	VMASKMOVPS (DX), Y15, Y8
+	VBROADCASTSS (SI), Y9
+	VFMADD231PS Y8, Y9, Y0
+	VBROADCASTSS (SI)(R8*1), Y10
+	VFMADD231PS Y8, Y10, Y1
+	VBROADCASTSS (SI)(R8*2), Y11
+	VFMADD231PS Y8, Y11, Y2
+	VBROADCASTSS (SI)(R9*1), Y12
+	VFMADD231PS Y8, Y12, Y3
+	VBROADCASTSS (DI), Y9
+	VFMADD231PS Y8, Y9, Y4
+	VBROADCASTSS (DI)(R8*1), Y10
+	VFMADD231PS Y8, Y10, Y5
+	VBROADCASTSS (DI)(R8*2), Y11
+	VFMADD231PS Y8, Y11, Y6
+	VBROADCASTSS (DI)(R9*1), Y12
+	VFMADD231PS Y8, Y12, Y7
+	ADDQ R10, SI
+	ADDQ R10, DI
+	ADDQ R11, DX
+	DECQ CX
+	JNZ  m8loop
+
+m8done:
+	TESTQ $2, R12
+	JZ   m8store
+	RELU8
+
+m8store:
+	CMPQ R13, $8
+	JEQ  m8full
+	VMASKMOVPS Y0, Y15, (AX)
+	VMASKMOVPS Y1, Y15, (AX)(BX*1)
+	VMASKMOVPS Y2, Y15, (AX)(BX*2)
+	VMASKMOVPS Y3, Y15, (AX)(R14*1)
+	VMASKMOVPS Y4, Y15, (R15)
+	VMASKMOVPS Y5, Y15, (R15)(BX*1)
+	VMASKMOVPS Y6, Y15, (R15)(BX*2)
+	VMASKMOVPS Y7, Y15, (R15)(R14*1)
+	VZEROUPPER
+	RET
+
+m8full:
+	VMOVUPS Y0, (AX)
+	VMOVUPS Y1, (AX)(BX*1)
+	VMOVUPS Y2, (AX)(BX*2)
+	VMOVUPS Y3, (AX)(R14*1)
+	VMOVUPS Y4, (R15)
+	VMOVUPS Y5, (R15)(BX*1)
+	VMOVUPS Y6, (R15)(BX*2)
+	VMOVUPS Y7, (R15)(R14*1)
+	VZEROUPPER
+	RET

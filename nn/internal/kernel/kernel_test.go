@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"herd/internal/rng"
@@ -44,7 +45,7 @@ func ref(transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c
 func TestGemmMatchesReference(t *testing.T) {
 	r := rng.New(1, "kernel/test", 0)
 	dims := []int{1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 33, 64}
-	ks := []int{0, 1, 3, 16, 65}
+	ks := []int{0, 1, 3, 8, 16, 65}
 	for _, path := range Levels() {
 		for _, m := range dims {
 			for _, n := range dims {
@@ -106,7 +107,7 @@ func TestGemmMatchesReference(t *testing.T) {
 // batch it sits in (the duplicated-row tail trick must not change bits).
 func TestRowIndependence(t *testing.T) {
 	for _, l := range Levels() {
-		for _, n := range []int{37, 2, 8, 64, 70, 84, 130} {
+		for _, n := range []int{37, 2, 8, 24, 64, 70, 84, 120, 130} {
 			testRowIndependence(t, l, n)
 		}
 	}
@@ -130,6 +131,20 @@ func testRowIndependence(t *testing.T, l Level, n int) {
 			}
 		}
 	}
+}
+
+// withZeros sets about a third of s to +0 or −0 (the ReLU and sign cases
+// where a kernel could differ in bits) and returns it.
+func withZeros(r *rand.Rand, s []float32) []float32 {
+	for i := range s {
+		switch r.IntN(6) {
+		case 0:
+			s[i] = 0
+		case 1:
+			s[i] = float32(math.Copysign(0, -1))
+		}
+	}
+	return s
 }
 
 func randSlice(r interface{ NormFloat64() float64 }, n int) []float32 {
@@ -476,17 +491,7 @@ func BenchmarkTranspose(b *testing.B) {
 // signed zeros that a stray zero product would flip.
 func TestTwoColumnsSameBits(t *testing.T) {
 	r := rng.New(10, "kernel/test", 0)
-	zeroed := func(s []float32) []float32 {
-		for i := range s {
-			switch r.IntN(6) {
-			case 0:
-				s[i] = 0
-			case 1:
-				s[i] = float32(math.Copysign(0, -1))
-			}
-		}
-		return s
-	}
+	zeroed := func(s []float32) []float32 { return withZeros(r, s) }
 	for _, path := range Levels() {
 		for _, m := range []int{8, 16, 19, 128} {
 			for _, k := range []int{1, 2, 3, 4, 5, 6, 7, 29, 84, 128} {
