@@ -1,6 +1,8 @@
 // Package a3c is Asynchronous Advantage Actor-Critic (Mnih et al. 2016,
 // "Asynchronous Methods for Deep Reinforcement Learning") written as a
-// dataflow plan (package flow): Config.Plan is the algorithm.
+// dataflow plan: Config.AsyncPlan declares it, and package flow builds it
+// (flow.AsyncPlan) for the local and flow executors. The package holds the
+// config and A2C's pieces; it imports no executor.
 //
 // # Running it
 //
@@ -8,8 +10,8 @@
 //
 // # The plan
 //
-//	grads, err := flow.GatherAsyncLag(flow.ParForEach(flow.ParallelRollouts(workers), flow.ComputeGradients(workers)), 1, max_policy_lag)
-//	applied := flow.ForEach(grads, flow.ApplyGradients(workers, learner))
+//	grads, err := GatherAsyncLag(ParForEach(ParallelRollouts(workers), ComputeGradients(workers)), 1, max_policy_lag)
+//	applied := ForEach(grads, ApplyGradients(workers, learner))
 //
 // Each worker steps its share of num_envs envs for num_steps steps, then —
 // on its own goroutine, with its own copy of the learner at the weights it

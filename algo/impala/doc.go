@@ -1,7 +1,9 @@
 // Package impala is IMPALA (Espeholt et al. 2018, "IMPALA: Scalable
 // Distributed Deep-RL with Importance Weighted Actor-Learner
-// Architectures") for MLP policies, written as a dataflow plan (package
-// flow): Config.Plan is the algorithm, VTrace its off-policy correction.
+// Architectures") for MLP policies, written as a dataflow plan:
+// Config.AsyncPlan declares it and package flow builds it (flow.AsyncPlan);
+// VTrace is its off-policy correction. The package holds the config, the
+// pieces and the update; it imports no executor.
 //
 // # Running it
 //
@@ -19,8 +21,8 @@
 //
 // # The plan
 //
-//	segments, err := flow.GatherAsyncLag(flow.ParallelRollouts(workers), num_async, max_policy_lag)
-//	trained := flow.ForEach(segments, flow.TrainOneStep(workers, learner))
+//	segments, err := GatherAsyncLag(ParallelRollouts(workers), num_async, max_policy_lag)
+//	trained := ForEach(segments, TrainOneStep(workers, learner))
 //
 // Actors (workers) step their envs with their own policy copy and record
 // the behaviour log-probabilities log μ(a|x) of every action; each keeps
