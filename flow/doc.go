@@ -9,24 +9,24 @@
 // # An example: A3C
 //
 // Workers compute gradients on their own rollouts; the driver applies them
-// as they arrive and sends the new weights back (AsyncPlan, for package
-// a3c's config, whose algo.AsyncPlan asks for gradients):
+// as they arrive and sends the new weights back. AsyncPlan builds this
+// for package a3c's config (its algo.AsyncPlan asks for gradients);
+// written as a Planner of one's own (TrainPlan), it reads:
 //
-//	func AsyncPlan(r *Run, cfg algo.AsyncPlanner) (Iter[Report], error) {
-//		s := cfg.AsyncPlan()
-//		workers, err := RolloutWorkers(r, s.NumEnvs, s.NumSteps, s.Gamma)
+//	func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
+//		workers, err := flow.RolloutWorkers(r, c.NumEnvs, c.NumSteps, c.Gamma)
 //		if err != nil {
 //			return nil, err
 //		}
-//		grads, err := GatherAsyncLag(ParForEach(ParallelRollouts(workers), ComputeGradients(workers)), s.NumAsync, s.MaxPolicyLag)
+//		grads, err := flow.GatherAsyncLag(flow.ParForEach(flow.ParallelRollouts(workers), flow.ComputeGradients(workers)), 1, c.MaxPolicyLag)
 //		if err != nil {
 //			return nil, err
 //		}
-//		learner, err := SegmentLearner(r)
+//		learner, err := flow.SegmentLearner(r)
 //		if err != nil {
 //			return nil, err
 //		}
-//		return StandardMetricsReporting(r, ForEach(grads, ApplyGradients(workers, learner))), nil
+//		return flow.StandardMetricsReporting(r, flow.ForEach(grads, flow.ApplyGradients(workers, learner))), nil
 //	}
 //
 // ParallelRollouts is a ParIter: one shard per worker, each producing

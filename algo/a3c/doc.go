@@ -10,8 +10,8 @@
 //
 // # The plan
 //
-//	grads, err := GatherAsyncLag(ParForEach(ParallelRollouts(workers), ComputeGradients(workers)), 1, max_policy_lag)
-//	applied := ForEach(grads, ApplyGradients(workers, learner))
+//	grads, err := flow.GatherAsyncLag(flow.ParForEach(flow.ParallelRollouts(workers), flow.ComputeGradients(workers)), 1, max_policy_lag)
+//	applied := flow.ForEach(grads, flow.ApplyGradients(workers, learner))
 //
 // Each worker steps its share of num_envs envs for num_steps steps, then —
 // on its own goroutine, with its own copy of the learner at the weights it

@@ -21,8 +21,8 @@
 //
 // # The plan
 //
-//	segments, err := GatherAsyncLag(ParallelRollouts(workers), num_async, max_policy_lag)
-//	trained := ForEach(segments, TrainOneStep(workers, learner))
+//	segments, err := flow.GatherAsyncLag(flow.ParallelRollouts(workers), num_async, max_policy_lag)
+//	trained := flow.ForEach(segments, flow.TrainOneStep(workers, learner))
 //
 // Actors (workers) step their envs with their own policy copy and record
 // the behaviour log-probabilities log μ(a|x) of every action; each keeps
