@@ -196,8 +196,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		if err != nil {
 			return nil, fmt.Errorf("sac: %w", err)
 		}
-		lp := offpolicy.NewLocalPieces(p.newLearner, p.newReplay, p.newSampler, p.newAssembler, func(l *Learner) algo.PolicyNet { return &offpolicy.MLPPolicy{Net: l.actor} })
-		return lp, nil
+		return offpolicy.NewLocalPieces(p.newLearner, p.newReplay, p.newSampler, p.newAssembler, func(l *Learner) algo.PolicyNet { return &offpolicy.MLPPolicy{Net: l.actor} }), nil
 	})
 }
 
