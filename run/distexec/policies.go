@@ -318,14 +318,8 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 		}
 	}
 	defer closeConns()
-	run := opt.Run
-	if run == "" {
-		run = "herd"
-	}
-	stall := opt.Stall
-	if stall == 0 {
-		stall = DefaultStall
-	}
+	run := opt.runID()
+	stall := opt.stall()
 
 	ws := newWorkers(ctx, newTransport)
 	defer ws.wait()
