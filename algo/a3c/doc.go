@@ -6,7 +6,7 @@
 //
 // # Running it
 //
-//	herd train --algo a3c --env CartPole-v1 --steps 500000 --set runtime.env_workers=4
+//	herd train --algo a3c --env CartPole-v1 --steps 500000 --set runtime.executor=flow --set runtime.env_workers=4
 //
 // # The plan
 //
