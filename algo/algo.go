@@ -182,7 +182,10 @@ type Spec struct {
 	// the algorithm). Required.
 	NewConfig func() Config
 	// Train trains from scratch on rt.Header.Env for rt.Header.Steps steps
-	// and returns the trained model. Required. See Runtime for the rules.
+	// and returns the trained model. See Runtime for the rules. nil for an
+	// algorithm without a loop of its own (a dataflow plan: CanPlan), whose
+	// local executor runs, in-process, the plan its config and pieces fit
+	// (package flow).
 	//
 	// On cancellation of ctx, Train stops at the next step boundary and
 	// returns the model as trained so far together with ctx.Err(); the

@@ -46,7 +46,8 @@ const (
 	// CanAgentRows: Spec.Train trains on the envs Runtime.MakeEnvs hands it,
 	// so it can be one of several policies, each on its agents' rows.
 	CanAgentRows
-	// CanPlan: the config is a dataflow plan (package flow's Planner).
+	// CanPlan: the config describes an asynchronous dataflow plan
+	// (AsyncPlanner), which the flow executor builds (flow.AsyncPlan).
 	CanPlan
 	// CanStatelessPolicy: the policy's row for an observation depends on
 	// that observation and the weights alone, so an executor may act
@@ -125,6 +126,31 @@ type Modeler interface {
 // bootstrap.
 type Rollout interface {
 	RolloutShape() (numEnvs, numSteps int, gamma float32)
+}
+
+// AsyncPlanner is the config of an algorithm written as an asynchronous
+// dataflow plan (CanPlan: A3C, IMPALA). The algorithm declares the plan's
+// shape; package flow builds it (flow.AsyncPlan), so the algorithm
+// imports no executor.
+type AsyncPlanner interface {
+	AsyncPlan() AsyncPlan
+}
+
+// AsyncPlan is the shape of an asynchronous plan. Its rollout workers step
+// NumEnvs envs in all, in segments of NumSteps steps with the discount
+// Gamma of the truncation bootstrap, and keep NumAsync items each in
+// flight; an item is learned at most MaxPolicyLag learner updates after
+// the weights it was made with (0: the least bound, NumAsync × workers − 1,
+// under which items are learned in the order they were asked for). With
+// Gradients each worker sends the gradient of the segment learner's loss
+// on its segment, computed on its own learner copy, and the driver applies
+// it (A3C); without, the worker sends the segment and the learner takes
+// one update on it (IMPALA).
+type AsyncPlan struct {
+	NumEnvs, NumSteps      int
+	Gamma                  float32
+	NumAsync, MaxPolicyLag int
+	Gradients              bool
 }
 
 // Need is one way an executor can run an algorithm: Topology names it
@@ -321,8 +347,9 @@ type PlanSettings interface {
 }
 
 // runsPlan reports whether ex runs spec's own plan: an executor without
-// needs runs Spec.Train (a plan algorithm's Train runs its plan), and one
-// with needs runs the plan when the first need spec meets is the plan.
+// needs runs Spec.Train (for a plan algorithm, which has none, the local
+// executor runs the plan in-process), and one with needs runs the plan
+// when the first need spec meets is the plan.
 func runsPlan(ex Executor, h Header, spec Spec) bool {
 	var needs []Need
 	if ex.Needs != nil {

@@ -16,6 +16,7 @@ import (
 
 	"herd/env"
 	"herd/internal/atomicfile"
+	"herd/metrics"
 	"herd/nn"
 
 	"go.yaml.in/yaml/v4"
@@ -205,6 +206,33 @@ func PolicyScalars(h Header, spec Spec, others map[string]AlgoConfig, extra []st
 		}
 	}
 	return out
+}
+
+// PolicyEpisodes keeps one policy's episode columns of PolicyScalars:
+// its agents' mean episode return and length over their last
+// metrics.Window episodes, and its episode count.
+type PolicyEpisodes struct {
+	rets, lens []float64
+	count      int64
+}
+
+// Add records one of the policy's agents' ended episodes.
+func (p *PolicyEpisodes) Add(ret float64, length int) {
+	if len(p.rets) == metrics.Window {
+		p.rets, p.lens = p.rets[1:], p.lens[1:]
+	}
+	p.rets, p.lens = append(p.rets, ret), append(p.lens, float64(length))
+	p.count++
+}
+
+// Log passes the columns to log, each named prefix+column
+// (prefix "policy/<id>/").
+func (p *PolicyEpisodes) Log(log Logger, prefix string) {
+	ret, _ := MeanStd(p.rets)
+	length, _ := MeanStd(p.lens)
+	log.Scalar(prefix+"return_mean", ret)
+	log.Scalar(prefix+"length_mean", length)
+	log.Scalar(prefix+"episodes", float64(p.count))
 }
 
 // AlgoConfig is an algorithm and its configuration: those of the policies

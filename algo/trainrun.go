@@ -55,8 +55,8 @@ type RunOptions struct {
 	// did not complete.
 	EvalEpisodes int
 	// Live, when set, receives each metrics row for a Prometheus endpoint
-	// (metrics.Serve).
-	Live *metrics.Live
+	// (metrics/prom's Live, served by run.ServeLive).
+	Live metrics.RowSink
 	// Started, when not nil, is called once every check has passed, just
 	// before training starts (the CLI announces the run there, so a refused
 	// run prints only its error).
@@ -403,6 +403,9 @@ func withLocal(exs []Executor) []Executor {
 	}
 	return append(slices.Clone(exs), Executor{Name: LocalExecutor, Doc: "the algorithm's own loop (Spec.Train)",
 		Train: func(ctx context.Context, rt *Runtime, spec Spec, cfg Config) (Model, error) {
+			if spec.Train == nil {
+				return nil, fmt.Errorf("%w: algorithm %s has no loop of its own (a dataflow plan): train it with an executor that runs its plan (run.Executors)", ErrConfig, spec.Name)
+			}
 			return spec.Train(ctx, rt, cfg)
 		}})
 }

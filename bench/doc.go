@@ -2,7 +2,8 @@
 // paths (replay, nn, env, persist, hts, remote) and its learning (learn).
 // Each command parses its flags, calls the measuring code of the package
 // it measures (replay/bench, nn, env.Bench, replay/persist, run/hts,
-// service/envsvc, service/replaysvc, algo/all) and prints the rows with
+// service/envsvc, service/replaysvc; learn's BenchLearn, in learnrun.go,
+// trains configs with run's executors) and prints the rows with
 // writeRows, as an aligned table or one JSON object per line, so that the
 // table and --json always carry the same fields.
 //

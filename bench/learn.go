@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"herd/algo/all"
 )
 
 func newLearnCmd() *cobra.Command {
@@ -67,7 +65,7 @@ CPU, and ends with the mean wall time per list and its ratio to the last.`,
 				return fmt.Errorf("bench learn: --md takes one --pin setting, got %d", len(sched.pins))
 			}
 			w := cmd.OutOrStdout()
-			rows, lrows, err := sched.run(cmd.Context(), configs, seeds, all.LearnOptions{
+			rows, lrows, err := sched.run(cmd.Context(), configs, seeds, LearnOptions{
 				Steps: steps, Out: out, Force: force, Set: set, Progress: cmd.ErrOrStderr(), EvalEpisodes: evalEps})
 			if len(rows) > 0 {
 				var werr error
@@ -87,7 +85,7 @@ CPU, and ends with the mean wall time per list and its ratio to the last.`,
 					if ferr != nil {
 						return fmt.Errorf("bench learn: %w", ferr)
 					}
-					if werr := all.WriteLearnMarkdown(f, rows, target); werr != nil {
+					if werr := WriteLearnMarkdown(f, rows, target); werr != nil {
 						f.Close()
 						return fmt.Errorf("bench learn: %w", werr)
 					}

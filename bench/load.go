@@ -15,8 +15,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"herd/algo/all"
 )
 
 // Load for `herd bench learn --load N --pin LIST`: N busy-loop processes
@@ -165,19 +163,19 @@ func (s *loadSchedule) active() bool { return s.load > 0 || s.pins[0] != "" }
 type loadRow struct {
 	Pin  string `json:"pin"`
 	Load int    `json:"load"`
-	all.LearnRow
+	LearnRow
 }
 
 // run trains every (config, seed) once per pin setting, in turn, each
 // under its own fresh load, and stops at the first error (or
 // cancellation) with the rows so far; the busy loops are stopped and the
 // pinning undone before it returns, whatever happens.
-func (s *loadSchedule) run(ctx context.Context, configs []string, seeds []uint64, opt all.LearnOptions) ([]all.LearnRow, []loadRow, error) {
+func (s *loadSchedule) run(ctx context.Context, configs []string, seeds []uint64, opt LearnOptions) ([]LearnRow, []loadRow, error) {
 	if len(configs) == 0 || len(seeds) == 0 {
-		_, err := all.BenchLearn(ctx, configs, seeds, opt) // the usual error
+		_, err := BenchLearn(ctx, configs, seeds, opt) // the usual error
 		return nil, nil, err
 	}
-	var rows []all.LearnRow
+	var rows []LearnRow
 	var lrows []loadRow
 	repeated := len(slices.Compact(slices.Sorted(slices.Values(seeds)))) < len(seeds)
 	for _, c := range configs {
@@ -215,7 +213,7 @@ func (s *loadSchedule) run(ctx context.Context, configs []string, seeds []uint64
 
 // one trains one (config, seed) under the load, pinned to cpus (nil: not
 // pinned).
-func (s *loadSchedule) one(ctx context.Context, config string, seed uint64, cpus []int, opt all.LearnOptions) (rows []all.LearnRow, err error) {
+func (s *loadSchedule) one(ctx context.Context, config string, seed uint64, cpus []int, opt LearnOptions) (rows []LearnRow, err error) {
 	loops, err := startLoad(s.load)
 	if err != nil {
 		return nil, err
@@ -228,7 +226,7 @@ func (s *loadSchedule) one(ctx context.Context, config string, seed uint64, cpus
 		}
 		defer func() { err = errors.Join(err, restore()) }()
 	}
-	return all.BenchLearn(ctx, []string{config}, []uint64{seed}, opt)
+	return BenchLearn(ctx, []string{config}, []uint64{seed}, opt)
 }
 
 func pinLabel(p string) string {

@@ -9,7 +9,9 @@
 // # An example: A3C
 //
 // Workers compute gradients on their own rollouts; the driver applies them
-// as they arrive and sends the new weights back (package a3c):
+// as they arrive and sends the new weights back. AsyncPlan builds this
+// for package a3c's config (its algo.AsyncPlan asks for gradients);
+// written as a Planner of one's own (TrainPlan), it reads:
 //
 //	func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 //		workers, err := flow.RolloutWorkers(r, c.NumEnvs, c.NumSteps, c.Gamma)
@@ -86,15 +88,15 @@
 // off-policy ones (OffPolicySlotWorkers and ConcatExperience for a
 // synchronous plan), where ReplayWorkers.SyncEvery makes each worker copy the
 // learner's newest weights every n of its env steps instead of receiving
-// every update (Ape-X's actors). An algorithm is
-// a plan when its config implements Planner (its Spec declares
-// algo.CanPlan); Train (`runtime: {executor: flow}`) runs it. A3C and
-// IMPALA are plans only: the flow executor runs them, and so does their
-// own Train (executor local), with the workers in-process. Every other
-// algorithm gets the plan its learner fits (PlanOf): SyncPlan for a
-// segment learner (A2C, PPO), ReplayPlan for a transition learner (DQN,
-// SAC, TD3, DDPG), ApeXPlan when the run asks for actor priorities (DQN's
-// initial_priorities: actor), so an algorithm package needs no flow code.
+// every update (Ape-X's actors). Train (`runtime: {executor: flow}`) runs
+// the plan PlanOf picks: a Planner of the caller's (TrainPlan); AsyncPlan
+// for a config that declares an asynchronous plan (algo.AsyncPlanner, its
+// Spec algo.CanPlan: A3C's gradients, IMPALA's segments), which the local
+// executor also runs in-process (WithTrain: such an algorithm has no Train
+// of its own); SyncPlan for a segment learner (A2C, PPO); ReplayPlan for a
+// transition learner (DQN, SAC, TD3, DDPG); ApeXPlan when the run asks for
+// actor priorities (DQN's initial_priorities: actor). So an algorithm
+// package needs no flow code, and compiles without it.
 //
 // A rollout worker's policy copy acts on the same envs throughout, so a
 // recurrent policy (rollout.StateKeeper: IMPALA's recurrent: core) keeps

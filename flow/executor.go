@@ -3,7 +3,7 @@ package flow
 import "herd/algo"
 
 // Executor describes the flow executor to algo.Admit and the CLI: it runs
-// an algorithm's own plan (a config that is a Planner), or the plan PlanOf
+// the asynchronous plan an algorithm declares (AsyncPlan), or the plan PlanOf
 // builds for a segment or transition learner, and reads env_workers,
 // transport, nats_url and num_async. A rollout worker's policy copy keeps
 // the state of the worker's own envs (a recurrent policy) and records it

@@ -75,7 +75,7 @@ func offPolicyWorkers(r *Run, numEnvs, stepsPerItem int, slots bool) (*ReplayWor
 		return nil, fmt.Errorf("%w: env_workers %d must be in 1…num_envs %d (the plan spreads num_envs over its workers)", ErrConfig, w, numEnvs)
 	}
 	ws := &ReplayWorkers{r: r}
-	r.onClose(ws.close)
+	r.onClose(func() { closeWorkers(ws.actors, ws.ws) })
 	set := r.newWorkerSet()
 	for k := range w {
 		ws.actors = append(ws.actors, NewActor())
@@ -229,15 +229,6 @@ func (w *replayWorker) close() {
 	}
 	for _, v := range w.vecs {
 		v.Close()
-	}
-}
-
-func (ws *ReplayWorkers) close() {
-	for _, a := range ws.actors {
-		a.Close()
-	}
-	for _, w := range ws.ws {
-		w.close()
 	}
 }
 

@@ -12,7 +12,8 @@ import (
 // flow code of its own.
 
 // PlanOf returns the plan the flow executor runs for cfg: cfg's own when it
-// is a Planner (A3C, IMPALA, a plan of the caller's), else SyncPlan for a
+// is a Planner (a plan of the caller's), the asynchronous plan it declares
+// when it is an algo.AsyncPlanner (A3C, IMPALA: AsyncPlan), else SyncPlan for a
 // segment learner (a config that is an algo.Rollout), ApeXPlan for a
 // transition learner whose run asked for actor priorities
 // (Pieces.OffPolicy.NewPrioritizer), and ReplayPlan for any other
@@ -21,9 +22,12 @@ func PlanOf(cfg algo.Config, pieces *algo.Pieces) (Planner, error) {
 	if p, ok := cfg.(Planner); ok {
 		return p, nil
 	}
+	if ap, ok := cfg.(algo.AsyncPlanner); ok {
+		return PlanFunc(func(r *Run) (Iter[Report], error) { return AsyncPlan(r, ap) }), nil
+	}
 	if ro, ok := cfg.(algo.Rollout); ok && pieces.NewSegmentLearner != nil {
 		numEnvs, numSteps, gamma := ro.RolloutShape()
-		return planFunc(func(r *Run) (Iter[Report], error) { return SyncPlan(r, numEnvs, numSteps, gamma) }), nil
+		return PlanFunc(func(r *Run) (Iter[Report], error) { return SyncPlan(r, numEnvs, numSteps, gamma) }), nil
 	}
 	if ts, ok := cfg.(algo.TransitionShape); ok && pieces.OffPolicy.NewTransitionLearner != nil {
 		numEnvs, _ := ts.TransitionShape()
@@ -32,16 +36,62 @@ func PlanOf(cfg algo.Config, pieces *algo.Pieces) (Planner, error) {
 			if s, ok := cfg.(ApeXSyncer); ok {
 				syncSteps = s.ApeXSync()
 			}
-			return planFunc(func(r *Run) (Iter[Report], error) { return ApeXPlan(r, numEnvs, syncSteps) }), nil
+			return PlanFunc(func(r *Run) (Iter[Report], error) { return ApeXPlan(r, numEnvs, syncSteps) }), nil
 		}
-		return planFunc(func(r *Run) (Iter[Report], error) { return ReplayPlan(r, numEnvs) }), nil
+		return PlanFunc(func(r *Run) (Iter[Report], error) { return ReplayPlan(r, numEnvs) }), nil
 	}
 	return nil, fmt.Errorf("%w: the config %T is no plan, and its pieces have neither a segment learner nor a transition learner", ErrConfig, cfg)
 }
 
-type planFunc func(r *Run) (Iter[Report], error)
+// PlanFunc is a function that builds a plan, as a Planner.
+type PlanFunc func(r *Run) (Iter[Report], error)
 
-func (f planFunc) Plan(r *Run) (Iter[Report], error) { return f(r) }
+// Plan calls f.
+func (f PlanFunc) Plan(r *Run) (Iter[Report], error) { return f(r) }
+
+// AsyncPlan is the asynchronous plan cfg declares (algo.AsyncPlan): A3C's
+// (RLlib Flow, Listing 1) when its workers send gradients — each computes
+// the gradient of the segment learner's loss on its own segment, on its
+// own actor, and the driver applies them one at a time as they arrive and
+// sends the new weights back to the worker whose gradient it applied —
+// and IMPALA's (RLlib Flow's, without the learner thread's queue) when
+// they send segments — the learner takes one update per segment as they
+// arrive and broadcasts its weights, which a worker picks up before its
+// next segment. Each worker keeps NumAsync items in flight, and an item is
+// learned at most MaxPolicyLag updates after the weights it was made with
+// (GatherAsyncLag). A config that is also an algo.Rollout has its budget
+// rounded to whole rollouts, the steps the CLI announces
+// (algo.Resolved.StepsRun).
+func AsyncPlan(r *Run, cfg algo.AsyncPlanner) (Iter[Report], error) {
+	s := cfg.AsyncPlan()
+	workers, err := RolloutWorkers(r, s.NumEnvs, s.NumSteps, s.Gamma)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := cfg.(algo.Rollout); ok {
+		r.RoundBudget(int64(s.NumEnvs * s.NumSteps))
+	}
+	if s.Gradients {
+		grads, err := GatherAsyncLag(ParForEach(ParallelRollouts(workers), ComputeGradients(workers)), s.NumAsync, s.MaxPolicyLag)
+		if err != nil {
+			return nil, err
+		}
+		learner, err := SegmentLearner(r)
+		if err != nil {
+			return nil, err
+		}
+		return StandardMetricsReporting(r, ForEach(grads, ApplyGradients(workers, learner))), nil
+	}
+	segments, err := GatherAsyncLag(ParallelRollouts(workers), s.NumAsync, s.MaxPolicyLag)
+	if err != nil {
+		return nil, err
+	}
+	learner, err := SegmentLearner(r)
+	if err != nil {
+		return nil, err
+	}
+	return StandardMetricsReporting(r, ForEach(segments, TrainOneStep(workers, learner))), nil
+}
 
 // ApeXSyncer is the config of an algorithm whose Ape-X actors copy the
 // learner's weights every ApeXSync() of their own env steps (0: every

@@ -48,7 +48,7 @@ func RolloutWorkers(r *Run, numEnvs, T int, gamma float32) (*Workers, error) {
 		return nil, fmt.Errorf("%w: the algorithm has no policy and sampler pieces", ErrConfig)
 	}
 	ws := &Workers{r: r, n: numEnvs, T: T}
-	r.onClose(ws.close)
+	r.onClose(func() { closeWorkers(ws.actors, ws.ws) })
 	set := r.newWorkerSet()
 	for k := range w {
 		lo, hi := k*numEnvs/w, (k+1)*numEnvs/w
@@ -75,11 +75,12 @@ func RolloutWorkers(r *Run, numEnvs, T int, gamma float32) (*Workers, error) {
 	return ws, nil
 }
 
-func (ws *Workers) close() {
-	for _, a := range ws.actors {
+// closeWorkers stops a worker set's actors, then closes its workers.
+func closeWorkers[W interface{ close() }](actors []*Actor, ws []W) {
+	for _, a := range actors {
 		a.Close()
 	}
-	for _, w := range ws.ws {
+	for _, w := range ws {
 		w.close()
 	}
 }

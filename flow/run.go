@@ -77,6 +77,18 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	return trainPlan(ctx, rt, spec, cfg, nil, nil)
 }
 
+// WithTrain returns spec, given a Train that runs its plan in this process
+// (Train) when it has none of its own: an algorithm that is a dataflow
+// plan (algo.CanPlan), as the local executor runs it (run.Local).
+func WithTrain(spec algo.Spec) algo.Spec {
+	if spec.Train == nil {
+		spec.Train = func(ctx context.Context, rt *algo.Runtime, cfg algo.Config) (algo.Model, error) {
+			return Train(ctx, rt, spec, cfg)
+		}
+	}
+	return spec
+}
+
 // TrainPlan is Train with a plan of the caller's (a custom plan over an
 // algorithm's pieces: cfg configures spec's pieces, p builds the plan).
 // Train and TrainServed run PlanOf's.

@@ -16,6 +16,7 @@ import (
 
 	"herd/algo"
 	"herd/metrics"
+	"herd/metrics/prom"
 	"herd/run"
 	"herd/run/distexec"
 	"herd/transport"
@@ -251,11 +252,11 @@ func Run(ctx context.Context, o Options) (err error) {
 		if o.MetricsAddr == "" {
 			return nil
 		}
-		a, _ := metrics.OffsetAddr(o.MetricsAddr, k) // checked below
+		a, _ := prom.OffsetAddr(o.MetricsAddr, k) // checked below
 		return []string{"--metrics-addr", a}
 	}
 	if o.MetricsAddr != "" {
-		if _, err := metrics.OffsetAddr(o.MetricsAddr, nPolicy+nEnv); err != nil {
+		if _, err := prom.OffsetAddr(o.MetricsAddr, nPolicy+nEnv); err != nil {
 			return fmt.Errorf("launch: %w", err)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/flow"
-	"herd/metrics"
+	"herd/metrics/prom"
 	"herd/run"
 	"herd/run/distexec"
 	"herd/transport"
@@ -246,8 +246,8 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 	// Learner 0 serves its live metrics from the run (runLearner); the
 	// other roles, learner peers included, their process's registry.
 	if o.MetricsAddr != "" && (o.Role != "learner" || o.Slot > 0) && st != nil {
-		reg := metrics.NewRegistry()
-		srv, serr := metrics.ServeRegistry(o.MetricsAddr, reg)
+		reg := prom.NewRegistry()
+		srv, serr := prom.ServeRegistry(o.MetricsAddr, reg)
 		if serr != nil {
 			return fmt.Errorf("worker: %w", serr)
 		}

@@ -44,18 +44,11 @@
 //
 // # Live metrics
 //
-// Options.Live (a *Live) receives every row; Live is a prometheus.Collector
-// (herd_env_steps_total, herd_episodes_total, herd_steps_per_second,
-// herd_episode_return_mean, … and herd_scalar{tag="losses/…"}), and Serve
-// exposes it at http://ADDR/metrics (`herd train --metrics-addr`).
-// Other processes put their own collectors (worker.EnvMetrics,
-// worker.PolicyMetrics, the env and replay servers', persist's) on a
-// NewRegistry (which adds the Go runtime's and the process's) and serve it
-// with ServeRegistry; `herd launch` gives its k-th worker the port
-// OffsetAddr(addr, k). A port alone binds 127.0.0.1. ParseText and Scrape
-// read an endpoint back (tests, tools). docs/guide/metrics.md lists every
-// metric per process; deploy/grafana/herd.json is a dashboard over them.
-// EventsCurve draws a run's learning curve from its event file.
+// Options.Live (a RowSink) receives every row; metrics/prom's Live serves
+// them to Prometheus (`herd train --metrics-addr`). The Prometheus client
+// lives in metrics/prom, so that algo, which hands rows to a Recorder,
+// compiles without it. EventsCurve draws a run's learning curve from its
+// event file.
 //
 // # Progress
 //

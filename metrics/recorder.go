@@ -47,16 +47,26 @@ func baseColumns() []string {
 		"return_mean_100", "return_std_100", "length_mean_100", "return_recent"}
 }
 
-// baseTags are the TensorBoard tags of the leading metrics.csv columns
+// BaseTags are the TensorBoard tags of the leading metrics.csv columns
 // (step and wall_seconds are the event's own step and time), in the order
-// writeRow fills them.
-func baseTags() []string {
+// writeRow fills them; the declared scalars follow.
+func BaseTags() []string {
 	return []string{"charts/sps", "charts/episodes", "charts/return_mean_100", "charts/return_std_100",
 		"charts/length_mean_100", "charts/return_recent"}
 }
 
 // WallColumns names the metrics.csv columns that depend on the wall clock.
 func WallColumns() []string { return []string{"wall_seconds", "sps"} }
+
+// RowSink receives a run's rows as the Recorder writes them: Start once
+// with the run's header and the tags of the row's values (BaseTags, then
+// the declared scalars), then Row at every metrics.csv row with those
+// values (NaN: no value yet), which it must copy to keep. metrics/prom's
+// Live is one, for a Prometheus endpoint.
+type RowSink interface {
+	Start(algo, env string, seed uint64, tags []string)
+	Row(step, episodes int64, vals []float64)
+}
 
 // Options configures a Recorder. The zero value records in memory only.
 type Options struct {
@@ -81,8 +91,8 @@ type Options struct {
 	// Default 5 s.
 	LineEvery time.Duration
 	// Live, when set, receives every row for a Prometheus endpoint
-	// (see Live and Serve).
-	Live *Live
+	// (metrics/prom's Live and Serve).
+	Live RowSink
 	// Machine, when set, is copied into summary.json.
 	Machine *Machine
 	// Resume, when set, is the state of an earlier Recorder of the same
@@ -217,7 +227,7 @@ type Recorder struct {
 	csvFile     *os.File
 	csv         *bufio.Writer
 	events      *tfevents.Writer
-	tags        []string  // TensorBoard tags: baseTags, then the scalars
+	tags        []string  // TensorBoard tags: BaseTags, then the scalars
 	tagVals     []float64 // reused row of values for events and Live
 	line        []byte
 	err         error
@@ -317,10 +327,10 @@ func NewRecorder(opt Options) (*Recorder, error) {
 			return nil, err
 		}
 	}
-	r.tags = append(baseTags(), opt.Scalars...)
+	r.tags = append(BaseTags(), opt.Scalars...)
 	r.tagVals = make([]float64, len(r.tags))
 	if opt.Live != nil {
-		opt.Live.start(opt.Algo, opt.Env, opt.Seed, r.tags)
+		opt.Live.Start(opt.Algo, opt.Env, opt.Seed, r.tags)
 	}
 	if opt.Progress != nil && opt.Bar && opt.TotalSteps > 0 {
 		r.bar = progressbar.NewOptions64(opt.TotalSteps,
@@ -514,7 +524,7 @@ func (r *Recorder) writeRow() {
 		}
 		r.tagVals = v
 		if r.opt.Live != nil {
-			r.opt.Live.row(r.step, r.episodes, v)
+			r.opt.Live.Row(r.step, r.episodes, v)
 		}
 		if r.events != nil && r.err == nil {
 			r.err = r.events.Scalars(r.step, now, r.tags, v)

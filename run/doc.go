@@ -28,10 +28,11 @@ func Executors() []algo.Executor {
 	return []algo.Executor{Local(), hts.Executor(), pal.Executor(), distexec.Executor(), flow.Executor()}
 }
 
-// Local is the local executor: the algorithm's own Train, or, for a run
-// with a multiagent section, one Train per policy on its agents' rows
-// (run/multipolicy), which needs algorithms that train on the envs their
-// Runtime hands them.
+// Local is the local executor: the algorithm's own Train (for an
+// algorithm that is a dataflow plan, which has none, its plan in-process:
+// flow.WithTrain), or, for a run with a multiagent section, one Train per
+// policy on its agents' rows (run/multipolicy), which needs algorithms
+// that train on the envs their Runtime hands them.
 func Local() algo.Executor {
 	return algo.Executor{
 		Name: algo.LocalExecutor,
@@ -47,7 +48,7 @@ func Local() algo.Executor {
 			if rt.Header.MultiAgent.Enabled() {
 				return multipolicy.Train(ctx, rt, spec, cfg)
 			}
-			return spec.Train(ctx, rt, cfg)
+			return flow.WithTrain(spec).Train(ctx, rt, cfg)
 		},
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"herd/algo"
 	"herd/metrics"
+	"herd/metrics/prom"
 )
 
 // DirMode maps the --force and --resume flags to the run-directory mode.
@@ -61,10 +62,10 @@ func DoneLine(s metrics.Summary) string {
 }
 
 // ServeLive serves a run's live metrics for Prometheus at addr
-// (metrics.Serve) and says where on w; the caller closes the server.
-func ServeLive(w io.Writer, addr string) (*metrics.Live, *metrics.Server, error) {
-	live := metrics.NewLive()
-	srv, err := metrics.Serve(addr, live)
+// (prom.Serve) and says where on w; the caller closes the server.
+func ServeLive(w io.Writer, addr string) (*prom.Live, *prom.Server, error) {
+	live := prom.NewLive()
+	srv, err := prom.Serve(addr, live)
 	if err != nil {
 		return nil, nil, err
 	}

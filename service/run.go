@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
-	"herd/metrics"
+	"herd/metrics/prom"
 )
 
 // ServeOptions are what every herd server (`herd serve env|replay`) takes.
@@ -34,7 +34,7 @@ func (o *ServeOptions) Registerer() prometheus.Registerer {
 		return nil
 	}
 	if o.Registry == nil {
-		o.Registry = metrics.NewRegistry()
+		o.Registry = prom.NewRegistry()
 	}
 	return o.Registry
 }
@@ -51,12 +51,12 @@ func Run(ctx context.Context, w io.Writer, what string, o ServeOptions, register
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	var msrv *metrics.Server
+	var msrv *prom.Server
 	if o.MetricsAddr != "" {
 		if o.Registry == nil {
-			o.Registry = metrics.NewRegistry()
+			o.Registry = prom.NewRegistry()
 		}
-		if msrv, err = metrics.ServeRegistry(o.MetricsAddr, o.Registry); err != nil {
+		if msrv, err = prom.ServeRegistry(o.MetricsAddr, o.Registry); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
 		defer msrv.Close()

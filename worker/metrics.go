@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"herd/metrics"
+	"herd/metrics/prom"
 	"herd/transport"
 )
 
@@ -151,7 +151,7 @@ func register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
 	if reg == nil {
 		return errors.New("worker: metrics need a registerer")
 	}
-	if err := metrics.RegisterAll(reg, cs...); err != nil {
+	if err := prom.RegisterAll(reg, cs...); err != nil {
 		return fmt.Errorf("worker: metrics: %w", err)
 	}
 	return nil

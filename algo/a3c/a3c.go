@@ -1,13 +1,11 @@
 package a3c
 
 import (
-	"context"
 	"fmt"
 
 	"herd/algo"
 	"herd/algo/a2c"
 	"herd/env"
-	"herd/flow"
 )
 
 // Config holds A3C's settings: A2C's network, loss and optimizer (the yaml
@@ -19,7 +17,7 @@ type Config struct {
 	NumSteps int `yaml:"num_steps"` // steps per env per gradient (t_max); default 5
 	// MaxPolicyLag bounds the updates the driver may have applied since
 	// the weights a gradient was computed at when it applies it
-	// (flow.GatherAsyncLag); at least env_workers − 1, and 0 means that
+	// (algo.AsyncPlan); at least env_workers − 1, and 0 means that
 	// least bound, under which gradients are applied in the order their
 	// segments were requested.
 	MaxPolicyLag int `yaml:"max_policy_lag"` // default 0
@@ -76,7 +74,8 @@ func (c *Config) Validate(h algo.Header) error {
 	return nil
 }
 
-// Spec describes A3C to the CLI (algo/all). Every executor runs its plan.
+// Spec describes A3C to the CLI (algo/all). It has no Train of its own:
+// every executor that runs it runs its plan (AsyncPlan).
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:      "a3c",
@@ -87,9 +86,6 @@ func Spec() algo.Spec {
 		NewConfig: func() algo.Config {
 			c := DefaultConfig()
 			return &c
-		},
-		Train: func(ctx context.Context, rt *algo.Runtime, c algo.Config) (algo.Model, error) {
-			return flow.Train(ctx, rt, Spec(), c)
 		},
 		LoadPolicy: func(path string, h algo.Header, c algo.Config) (algo.Policy, error) {
 			cfg, err := algo.ConfigAs[*Config]("a3c", c, h)
@@ -108,27 +104,15 @@ func Spec() algo.Spec {
 	}
 }
 
-// Plan is A3C (Mnih et al. 2016) as a dataflow plan (RLlib Flow, Listing 1):
-// each worker computes the gradient of A2C's loss on its own segment, on
-// its own actor; the driver applies the gradients one at a time as they
-// arrive (no Hogwild), at most max_policy_lag updates after the weights
-// they were computed at (flow.GatherAsyncLag), and sends the new weights
-// back to the worker whose gradient it applied, before that worker's next
-// segment.
-func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
-	workers, err := flow.RolloutWorkers(r, c.NumEnvs, c.NumSteps, c.Gamma)
-	if err != nil {
-		return nil, err
-	}
-	grads, err := flow.GatherAsyncLag(flow.ParForEach(flow.ParallelRollouts(workers), flow.ComputeGradients(workers)), 1, c.MaxPolicyLag)
-	if err != nil {
-		return nil, err
-	}
-	learner, err := flow.SegmentLearner(r)
-	if err != nil {
-		return nil, err
-	}
-	return flow.StandardMetricsReporting(r, flow.ForEach(grads, flow.ApplyGradients(workers, learner))), nil
+// AsyncPlan is A3C (Mnih et al. 2016) as a dataflow plan (RLlib Flow,
+// Listing 1; built by flow.AsyncPlan): each worker computes the gradient of
+// A2C's loss on its own segment, on its own actor; the driver applies the
+// gradients one at a time as they arrive (no Hogwild), at most
+// max_policy_lag updates after the weights they were computed at, and
+// sends the new weights back to the worker whose gradient it applied,
+// before that worker's next segment.
+func (c *Config) AsyncPlan() algo.AsyncPlan {
+	return algo.AsyncPlan{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, Gamma: c.Gamma, NumAsync: 1, MaxPolicyLag: c.MaxPolicyLag, Gradients: true}
 }
 
 // Networks lists A2C's networks (algo.Networker).

@@ -8,6 +8,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/learntest"
+	"herd/flow"
 )
 
 // TestSmoke trains a short run on 4 workers (the flow executor runs the
@@ -27,7 +28,7 @@ func TestSmoke(t *testing.T) {
 			t.Fatal(err)
 		}
 		log := learntest.NewStatsLog()
-		m, err := Spec().Train(context.Background(), &algo.Runtime{Header: res.Header, Log: log}, res.Config)
+		m, err := flow.WithTrain(Spec()).Train(context.Background(), &algo.Runtime{Header: res.Header, Log: log}, res.Config)
 		if err != nil || m == nil {
 			t.Fatal(m, err)
 		}
@@ -57,6 +58,6 @@ func TestSmoke(t *testing.T) {
 // return is r + γ·V(x')) tests that the value bootstrap carries the
 // credit back, and with segments of two steps the n-step returns.
 func TestLearnsProbes(t *testing.T) {
-	learntest.ProbeSegments(t, Spec(), "algo: a3c\nenv: %s\nsteps: 6000\nruntime: {executor: flow, env_workers: 2}\n"+
+	learntest.ProbeSegments(t, flow.WithTrain(Spec()), "algo: a3c\nenv: %s\nsteps: 6000\nruntime: {executor: flow, env_workers: 2}\n"+
 		"a3c: {num_envs: 4, num_steps: %d, learning_rate: 0.01, gamma: 0.9, ent_coef: 0.01, hidden: [16]}\n", 2)
 }

@@ -1,10 +1,12 @@
 // Package a3c is Asynchronous Advantage Actor-Critic (Mnih et al. 2016,
 // "Asynchronous Methods for Deep Reinforcement Learning") written as a
-// dataflow plan (package flow): Config.Plan is the algorithm.
+// dataflow plan: Config.AsyncPlan declares it, and package flow builds it
+// (flow.AsyncPlan) for the local and flow executors. The package holds the
+// config and A2C's pieces; it imports no executor.
 //
 // # Running it
 //
-//	herd train --algo a3c --env CartPole-v1 --steps 500000 --set runtime.env_workers=4
+//	herd train --algo a3c --env CartPole-v1 --steps 500000 --set runtime.executor=flow --set runtime.env_workers=4
 //
 // # The plan
 //

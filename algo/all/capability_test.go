@@ -50,7 +50,7 @@ func TestCapabilitiesDeclared(t *testing.T) {
 			_, isRollout := cfg.(algo.Rollout)
 			_, shaped := cfg.(algo.TransitionShape)
 			_, minibatcher := cfg.(algo.Minibatcher)
-			_, plan := cfg.(flow.Planner)
+			_, plan := cfg.(algo.AsyncPlanner)
 			_, segModel := seg.(algo.Modeler)
 			_, trModel := tr.(algo.Modeler)
 			_, split := tr.(algo.SplitLearner)
@@ -183,6 +183,6 @@ func trainsOnHandedEnvs(t *testing.T, s algo.Spec, h algo.Header, cfg algo.Confi
 	errHanded := errors.New("the handed envs")
 	h.Steps = 512
 	rt := &algo.Runtime{Header: h, Log: algo.Discard(), Envs: func(int) (env.Vector, error) { return nil, errHanded }}
-	_, err := s.Train(context.Background(), rt, cfg)
+	_, err := flow.WithTrain(s).Train(context.Background(), rt, cfg)
 	return errors.Is(err, errHanded)
 }

@@ -349,53 +349,23 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	if err := cfg.Validate(rt.Header); err != nil {
 		return nil, err
 	}
-	h := rt.Header
-	envs, err := rt.MakeEnvs(cfg.NumEnvs)
-	if err != nil {
-		return nil, err
-	}
-	defer envs.Close()
-	p, err := newPieces(h, cfg, algo.SpacesOf(envs))
-	if err != nil {
-		return nil, err
-	}
-	learner, err := p.newLearner()
-	if err != nil {
-		return nil, err
-	}
-	defer learner.Close()
-	rb, err := p.newReplay()
-	if err != nil {
-		return nil, err
-	}
-	explore := rng.Source(h.Seed, "dqn/explore", 0) // kept: a checkpoint saves its state
-	sampler, _ := p.newSampler(cfg.NumEnvs, rand.New(explore))
-	assembler, err := p.newAssembler(cfg.NumEnvs)
-	if err != nil {
-		return nil, err
-	}
-	worker, err := offpolicy.NewEnvWorker(envs, &offpolicy.MLPPolicy{Net: learner.q}, sampler, assembler)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.InitialPriorities == PrioritiesActor {
-		// The local executor's env worker acts with the learner's live
-		// network, so that is the "actor copy" here.
-		worker.Prioritizer, _ = p.newPrioritizer()
-	}
-	agent := learner.Agent()
-	rt.Track(agent) // divergence guard (algo.TrainRun)
-
-	if err := worker.Reset(h.Seed); err != nil {
-		return nil, err
-	}
 	// Per env step: ε-greedy on Q(s, ·; θ), step the envs, assemble n-step
 	// transitions (s' the true final observation where an episode ended),
 	// store them, run the training rounds and target updates due at this
 	// step, log, hand the next observations over.
-	lc := offpolicy.Local{Name: "dqn", Envs: envs, Worker: worker, Replay: rb, Learner: learner,
-		Explore: explore, Sampler: sampler, Assembler: assembler}
-	return agent, lc.Run(ctx, rt, h.Steps)
+	return offpolicy.TrainLocal(ctx, rt, "dqn", cfg.NumEnvs, func(sp algo.Spaces) (*offpolicy.LocalPieces, error) {
+		p, err := newPieces(rt.Header, cfg, sp)
+		if err != nil {
+			return nil, err
+		}
+		lp := offpolicy.NewLocalPieces(p.newLearner, p.newReplay, p.newSampler, p.newAssembler, func(l *Learner) algo.PolicyNet { return &offpolicy.MLPPolicy{Net: l.q} })
+		if cfg.InitialPriorities == PrioritiesActor {
+			// The local executor's env worker acts with the learner's live
+			// network, so that is the "actor copy" here.
+			lp.Prioritizer, _ = p.newPrioritizer()
+		}
+		return lp, nil
+	})
 }
 
 // Minibatch is batch_size (algo.Minibatcher).

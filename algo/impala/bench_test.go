@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"herd/algo/internal/learntest"
+	"herd/flow"
 )
 
 // BenchmarkCheckpoint measures the checkpoints of a default impala CartPole
@@ -11,5 +12,5 @@ import (
 // besides the learner's state and the workers' envs and streams, each
 // holds the segments or gradients requested and not yet learned.
 func BenchmarkCheckpoint(b *testing.B) {
-	learntest.BenchCheckpoint(b, Spec(), "algo: impala\nenv: CartPole-v1\nsteps: 51200\n", "512")
+	learntest.BenchCheckpoint(b, flow.WithTrain(Spec()), "algo: impala\nenv: CartPole-v1\nsteps: 51200\n", "512")
 }

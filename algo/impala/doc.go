@@ -1,8 +1,10 @@
 // Package impala is IMPALA (Espeholt et al. 2018, "IMPALA: Scalable
 // Distributed Deep-RL with Importance Weighted Actor-Learner
 // Architectures") for MLP policies, with an optional LSTM or GRU core
-// (the recurrent: section), written as a dataflow plan (package flow):
-// Config.Plan is the algorithm, VTrace its off-policy correction.
+// (the recurrent: section), written as a dataflow plan:
+// Config.AsyncPlan declares it and package flow builds it (flow.AsyncPlan);
+// VTrace is its off-policy correction. The package holds the config, the
+// pieces and the update; it imports no executor.
 //
 // # Running it
 //

@@ -10,7 +10,6 @@ import (
 	"herd/algo"
 	"herd/algo/internal/onpolicy"
 	"herd/env"
-	"herd/flow"
 	"herd/nn"
 	"herd/sample"
 )
@@ -28,7 +27,7 @@ type Config struct {
 	NumSteps int `yaml:"num_steps"` // unroll length T of a segment; default 32
 	NumAsync int `yaml:"num_async"` // segments in flight per worker (GatherAsync); default 2
 	// MaxPolicyLag bounds the versions the learner may have taken since
-	// a segment's policy when it learns on it (flow.GatherAsyncLag); at
+	// a segment's policy when it learns on it (algo.AsyncPlan); at
 	// least num_async × env_workers − 1, and 0 means that least bound,
 	// under which segments are learned in the order they were requested.
 	MaxPolicyLag int `yaml:"max_policy_lag"` // default 0
@@ -135,7 +134,7 @@ func (c *Config) RolloutShape() (numEnvs, numSteps int, gamma float32) {
 }
 
 // PlanSettings names num_async and max_policy_lag when they differ from
-// their defaults: only Plan reads them (algo.PlanSettings). Under HTS the
+// their defaults: only the plan reads them (algo.PlanSettings). Under HTS the
 // lag is one update; under dist, runtime.max_policy_lag bounds it.
 func (c *Config) PlanSettings() []string {
 	d := DefaultConfig()
@@ -149,9 +148,10 @@ func (c *Config) PlanSettings() []string {
 	return keys
 }
 
-// Spec describes IMPALA to the CLI (algo/all). Its own Train (executor
-// local) and the flow executor run Plan, with the workers in-process or
-// served over NATS; HTS and dist place the segment learner themselves.
+// Spec describes IMPALA to the CLI (algo/all). It has no Train of its
+// own: the local and flow executors run its plan (AsyncPlan), with the
+// workers in-process or served over NATS; HTS and dist place the segment
+// learner themselves.
 func Spec() algo.Spec {
 	return algo.Spec{
 		Name:      "impala",
@@ -162,9 +162,6 @@ func Spec() algo.Spec {
 		NewConfig: func() algo.Config {
 			c := DefaultConfig()
 			return &c
-		},
-		Train: func(ctx context.Context, rt *algo.Runtime, c algo.Config) (algo.Model, error) {
-			return flow.Train(ctx, rt, Spec(), c)
 		},
 		LoadPolicy: func(path string, h algo.Header, c algo.Config) (algo.Policy, error) {
 			return onpolicy.LoadPolicy("impala", path, h, c, (*Config).agentConfig)
@@ -190,28 +187,15 @@ func Pieces(h algo.Header, cfg *Config, sp algo.Spaces) (*algo.Pieces, error) {
 // they arrive, the new weights go to every actor.
 // ---------------------------------------------------------------------------
 
-// Plan is IMPALA as a dataflow plan (RLlib Flow's IMPALA without the
-// learner thread's queue): each worker keeps num_async segments in flight,
-// the learner takes one V-trace step per segment as they arrive and
-// broadcasts its weights, which a worker picks up before its next
-// segment. A segment is learned at most max_policy_lag versions after
-// the one it was made with (flow.GatherAsyncLag; by default num_async ×
+// AsyncPlan is IMPALA as a dataflow plan (RLlib Flow's IMPALA without the
+// learner thread's queue; built by flow.AsyncPlan): each worker keeps
+// num_async segments in flight, the learner takes one V-trace step per
+// segment as they arrive and broadcasts its weights, which a worker picks
+// up before its next segment. A segment is learned at most max_policy_lag
+// versions after the one it was made with (by default num_async ×
 // env_workers − 1): the lag V-trace corrects.
-func (c *Config) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
-	workers, err := flow.RolloutWorkers(r, c.NumEnvs, c.NumSteps, c.Gamma)
-	if err != nil {
-		return nil, err
-	}
-	r.RoundBudget(int64(c.NumEnvs * c.NumSteps)) // the steps the CLI announces (algo.Resolved.StepsRun)
-	segments, err := flow.GatherAsyncLag(flow.ParallelRollouts(workers), c.NumAsync, c.MaxPolicyLag)
-	if err != nil {
-		return nil, err
-	}
-	learner, err := flow.SegmentLearner(r)
-	if err != nil {
-		return nil, err
-	}
-	return flow.StandardMetricsReporting(r, flow.ForEach(segments, flow.TrainOneStep(workers, learner))), nil
+func (c *Config) AsyncPlan() algo.AsyncPlan {
+	return algo.AsyncPlan{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, Gamma: c.Gamma, NumAsync: c.NumAsync, MaxPolicyLag: c.MaxPolicyLag}
 }
 
 // ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/internal/learntest"
+	"herd/flow"
 )
 
 // TestSmoke trains a short run on 4 workers (the flow executor runs the
@@ -27,7 +28,7 @@ func TestSmoke(t *testing.T) {
 			t.Fatal(err)
 		}
 		log := learntest.NewStatsLog()
-		m, err := Spec().Train(context.Background(), &algo.Runtime{Header: res.Header, Log: log}, res.Config)
+		m, err := flow.WithTrain(Spec()).Train(context.Background(), &algo.Runtime{Header: res.Header, Log: log}, res.Config)
 		if err != nil || m == nil {
 			t.Fatal(m, err)
 		}
@@ -62,6 +63,6 @@ func TestSmoke(t *testing.T) {
 // 2) make the learner's policy lag the segments', so the importance
 // weights differ from 1.
 func TestLearnsProbes(t *testing.T) {
-	learntest.ProbeSegments(t, Spec(), "algo: impala\nenv: %s\nsteps: 6000\nruntime: {executor: flow, env_workers: 2}\n"+
+	learntest.ProbeSegments(t, flow.WithTrain(Spec()), "algo: impala\nenv: %s\nsteps: 6000\nruntime: {executor: flow, env_workers: 2}\n"+
 		"impala: {num_envs: 4, num_steps: %d, num_async: 2, anneal_lr: false, learning_rate: 0.01, gamma: 0.9, ent_coef: 0.01, hidden: [16]}\n", 4)
 }

@@ -13,6 +13,7 @@ import (
 	"herd/algo/internal/learntest"
 	"herd/algo/internal/onpolicy"
 	"herd/env"
+	"herd/flow"
 	"herd/internal/rng"
 	"herd/nn"
 	"herd/rollout"
@@ -366,7 +367,7 @@ func TestRecurrentSameBits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := Spec().Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Config)
+		m, err := flow.WithTrain(Spec()).Train(context.Background(), &algo.Runtime{Header: res.Header, Log: algo.Discard()}, res.Config)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,6 @@ import (
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
 	"herd/env"
-	"herd/internal/rng"
 	"herd/nn"
 )
 
@@ -188,48 +187,17 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	if err := cfg.Validate(rt.Header); err != nil {
 		return nil, err
 	}
-	h := rt.Header
-	envs, err := rt.MakeEnvs(cfg.NumEnvs)
-	if err != nil {
-		return nil, err
-	}
-	defer envs.Close()
-	p, err := newPieces(h, cfg, algo.SpacesOf(envs))
-	if err != nil {
-		return nil, fmt.Errorf("sac: %w", err)
-	}
-	learner, err := p.newLearner()
-	if err != nil {
-		return nil, err
-	}
-	defer learner.Close()
-	rb, err := p.newReplay()
-	if err != nil {
-		return nil, err
-	}
-	explore := rng.Source(h.Seed, "sac/explore", 0) // kept: a checkpoint saves its state
-	sampler, _ := p.newSampler(cfg.NumEnvs, rand.New(explore))
-	assembler, err := p.newAssembler(cfg.NumEnvs)
-	if err != nil {
-		return nil, err
-	}
-	worker, err := offpolicy.NewEnvWorker(envs, &offpolicy.MLPPolicy{Net: learner.actor}, sampler, assembler)
-	if err != nil {
-		return nil, err
-	}
-	agent := learner.agent
-	rt.Track(agent) // divergence guard (algo.TrainRun)
-
-	if err := worker.Reset(h.Seed); err != nil {
-		return nil, err
-	}
 	// Per env step: act (uniformly random until learning starts, then
 	// ã ~ π(·|s)), step, assemble (s, a, r, s', terminated) with s' the true
 	// final observation on truncation, store, one update once learning has
 	// started, log, hand obs over.
-	lc := offpolicy.Local{Name: "sac", Envs: envs, Worker: worker, Replay: rb, Learner: learner,
-		Explore: explore, Sampler: sampler, Assembler: assembler}
-	return agent, lc.Run(ctx, rt, h.Steps)
+	return offpolicy.TrainLocal(ctx, rt, "sac", cfg.NumEnvs, func(sp algo.Spaces) (*offpolicy.LocalPieces, error) {
+		p, err := newPieces(rt.Header, cfg, sp)
+		if err != nil {
+			return nil, fmt.Errorf("sac: %w", err)
+		}
+		return offpolicy.NewLocalPieces(p.newLearner, p.newReplay, p.newSampler, p.newAssembler, func(l *Learner) algo.PolicyNet { return &offpolicy.MLPPolicy{Net: l.actor} }), nil
+	})
 }
 
 // Minibatch is batch_size (algo.Minibatcher).

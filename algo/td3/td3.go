@@ -9,7 +9,6 @@ import (
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
 	"herd/env"
-	"herd/internal/rng"
 	"herd/nn"
 )
 
@@ -195,51 +194,17 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	if err := cfg.Validate(rt.Header); err != nil {
 		return nil, err
 	}
-	h := rt.Header
-	envs, err := rt.MakeEnvs(cfg.NumEnvs)
-	if err != nil {
-		return nil, err
-	}
-	defer envs.Close()
-	p, err := newPieces(h, cfg, algo.SpacesOf(envs))
-	if err != nil {
-		return nil, fmt.Errorf("td3: %w", err)
-	}
-	learner, err := p.newLearner()
-	if err != nil {
-		return nil, err
-	}
-	defer learner.Close()
-	rb, err := p.Replay()
-	if err != nil {
-		return nil, err
-	}
-	explore := rng.Source(h.Seed, "td3/explore", 0) // kept: a checkpoint saves its state
-	sampler, err := p.Sampler(cfg.NumEnvs, rand.New(explore))
-	if err != nil {
-		return nil, err
-	}
-	assembler, err := p.Assembler(cfg.NumEnvs)
-	if err != nil {
-		return nil, err
-	}
-	worker, err := offpolicy.NewEnvWorker(envs, offpolicy.ActorPolicy(learner.actor, learner.head), sampler, assembler)
-	if err != nil {
-		return nil, err
-	}
-	agent := learner.agent
-	rt.Track(agent) // divergence guard (algo.TrainRun)
-
-	if err := worker.Reset(h.Seed); err != nil {
-		return nil, err
-	}
 	// Per env step: act (uniformly random until learning starts, then
 	// clip(μ(s) + noise·scale, low, high), noise ~ N(0, σ²) or OU), step,
 	// assemble (s, a, r, s', terminated), store, one critic update once
 	// learning has started, log, hand obs over.
-	lc := offpolicy.Local{Name: "td3", Envs: envs, Worker: worker, Replay: rb, Learner: learner,
-		Explore: explore, Sampler: sampler, Assembler: assembler}
-	return agent, lc.Run(ctx, rt, h.Steps)
+	return offpolicy.TrainLocal(ctx, rt, "td3", cfg.NumEnvs, func(sp algo.Spaces) (*offpolicy.LocalPieces, error) {
+		p, err := newPieces(rt.Header, cfg, sp)
+		if err != nil {
+			return nil, fmt.Errorf("td3: %w", err)
+		}
+		return offpolicy.NewLocalPieces(p.newLearner, p.Replay, p.Sampler, p.Assembler, func(l *Learner) algo.PolicyNet { return offpolicy.ActorPolicy(l.actor, l.head) }), nil
+	})
 }
 
 func clamp(x, lo, hi float64) float64 { return max(lo, min(hi, x)) }

@@ -12,6 +12,7 @@ import (
 	"herd/algo"
 	"herd/algo/ppo"
 	"herd/metrics"
+	"herd/metrics/prom"
 	"herd/replay/persist"
 	"herd/service/envsvc"
 	"herd/service/replaysvc"
@@ -27,8 +28,8 @@ import (
 // the label values seen.
 func exported(t *testing.T) (names map[string]bool, labels map[string][]string) {
 	t.Helper()
-	reg := metrics.NewRegistry()
-	live := metrics.NewLive()
+	reg := prom.NewRegistry()
+	live := prom.NewLive()
 	if err := reg.Register(live); err != nil {
 		t.Fatal(err)
 	}

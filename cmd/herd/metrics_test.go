@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"herd/env"
-	"herd/metrics"
+	"herd/metrics/prom"
 	"herd/service/replaysvc"
 )
 
@@ -71,7 +71,7 @@ func scrape(t *testing.T, url string) map[string]float64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	m, err := metrics.Scrape(ctx, url)
+	m, err := prom.Scrape(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestLaunchMetricsAllEndpoints(t *testing.T) {
 		var last map[string]float64
 		moved := false
 		for !moved && ctx.Err() == nil {
-			m, err := metrics.Scrape(ctx, url(k))
+			m, err := prom.Scrape(ctx, url(k))
 			switch v, ok := m[e.counter]; {
 			case err != nil || !ok || v == 0:
 				// not up yet, or nothing counted yet

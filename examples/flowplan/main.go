@@ -44,7 +44,7 @@ type evalPPO struct {
 	EvalEvery int
 }
 
-// Plan is ppo.Config.Plan with the evaluation sub-flow added.
+// Plan is flow.SyncPlan with the evaluation sub-flow added.
 func (c *evalPPO) Plan(r *flow.Run) (flow.Iter[flow.Report], error) {
 	workers, err := flow.RolloutWorkers(r, c.NumEnvs, c.NumSteps, c.Gamma)
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	herdmetrics "herd/metrics"
+	"herd/metrics/prom"
 )
 
 // metrics are registered on Options.Registerer; a nil *metrics records
@@ -66,7 +66,7 @@ func newMetrics(reg prometheus.Registerer, s *Store) (*metrics, error) {
 			Help: "Snapshots newer than the one restored at Open, skipped because their manifest is corrupt."},
 			func() float64 { return float64(len(s.restored.Skipped)) }),
 	}
-	if err := herdmetrics.RegisterAll(reg, cs...); err != nil {
+	if err := prom.RegisterAll(reg, cs...); err != nil {
 		return nil, err
 	}
 	m.reg, m.all = reg, cs

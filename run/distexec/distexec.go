@@ -1,6 +1,7 @@
 package distexec
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,6 +61,12 @@ type Options struct {
 	// silent, and back (nil: standard error).
 	Notice io.Writer
 }
+
+// runID is Run, or "herd".
+func (o Options) runID() string { return cmp.Or(o.Run, "herd") }
+
+// stall is Stall, or DefaultStall for 0.
+func (o Options) stall() time.Duration { return cmp.Or(o.Stall, DefaultStall) }
 
 // DefaultStall is Options.Stall's default.
 const DefaultStall = 60 * time.Second
@@ -730,10 +737,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}
 	}
 	defer closeConns()
-	run := opt.Run
-	if run == "" {
-		run = "herd"
-	}
+	run := opt.runID()
 
 	ws := newWorkers(ctx, newTransport)
 	defer ws.wait()
@@ -748,10 +752,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			return nil, err
 		}
 	}
-	stall := opt.Stall
-	if stall == 0 {
-		stall = DefaultStall
-	}
+	stall := opt.stall()
 	for j := 1; j < st.Learners && !opt.LearnerOnly; j++ {
 		if err := start(func(tr transport.Transport) error { return st.RunLearnerPeer(wctx, j, tr, run, opt) }); err != nil {
 			return nil, err
@@ -901,10 +902,7 @@ func (s *Setup) RunLearnerPeer(ctx context.Context, slot int, tr transport.Trans
 	if opt.MaxPolicyLag == 0 {
 		opt.MaxPolicyLag = s.Header.Runtime.MaxPolicyLag
 	}
-	stall := opt.Stall
-	if stall == 0 {
-		stall = DefaultStall
-	}
+	stall := opt.stall()
 	_, smp, _, closeAll, err := s.roleStreamsTo(ctx, tr, run, 0, slot)
 	if err != nil {
 		return err

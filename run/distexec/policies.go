@@ -10,7 +10,6 @@ import (
 
 	"herd/algo"
 	"herd/env"
-	"herd/metrics"
 	"herd/sample"
 	"herd/transport"
 	"herd/worker"
@@ -319,14 +318,8 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 		}
 	}
 	defer closeConns()
-	run := opt.Run
-	if run == "" {
-		run = "herd"
-	}
-	stall := opt.Stall
-	if stall == 0 {
-		stall = DefaultStall
-	}
+	run := opt.runID()
+	stall := opt.stall()
 
 	ws := newWorkers(ctx, newTransport)
 	defer ws.wait()
@@ -546,9 +539,8 @@ func (ps *policySetups) arrive(ctx context.Context, k int, r round, wait bool) {
 // policy/<id>/, and its agents' episode columns (algo.PolicyScalars).
 type prefixLog struct {
 	algo.Logger
-	prefix     string
-	rets, lens []float64
-	count      int64
+	prefix string
+	stats  algo.PolicyEpisodes
 }
 
 func (l *prefixLog) Scalar(name string, v float64) { l.Logger.Scalar(l.prefix+name, v) }
@@ -558,21 +550,7 @@ func (l *prefixLog) episodes(eps []sample.Episode) {
 		return
 	}
 	for _, e := range eps {
-		if len(l.rets) == metrics.Window {
-			l.rets, l.lens = l.rets[1:], l.lens[1:]
-		}
-		l.rets, l.lens = append(l.rets, e.Return), append(l.lens, float64(e.Length))
-		l.count++
+		l.stats.Add(e.Return, e.Length)
 	}
-	l.Scalar("return_mean", mean(l.rets))
-	l.Scalar("length_mean", mean(l.lens))
-	l.Scalar("episodes", float64(l.count))
-}
-
-func mean(xs []float64) float64 {
-	s := 0.0
-	for _, v := range xs {
-		s += v
-	}
-	return s / float64(len(xs))
+	l.stats.Log(l.Logger, l.prefix)
 }

@@ -12,7 +12,6 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/internal/rng"
-	"herd/metrics"
 	"herd/rollout"
 	"herd/sample"
 	"herd/weights"
@@ -569,8 +568,7 @@ type policy struct {
 	srcs       []*rand.PCG    // the samplers' streams
 	segs       [2]*sample.Segment
 	learnDone  chan learned
-	rets, lens []float64 // its agents' last metrics.Window episodes
-	episodes   int64
+	episodes   algo.PolicyEpisodes
 }
 
 func (p *policy) learn(ctx context.Context, seg *sample.Segment) {
@@ -586,26 +584,12 @@ func (p *policy) logEpisodes(log algo.Logger, eps []episode, k int) {
 		if e.policy != k {
 			continue
 		}
-		if len(p.rets) == metrics.Window {
-			p.rets, p.lens = p.rets[1:], p.lens[1:]
-		}
-		p.rets, p.lens = append(p.rets, e.Return), append(p.lens, float64(e.Length))
-		p.episodes++
+		p.episodes.Add(e.Return, e.Length)
 		ended = true
 	}
 	if ended {
-		log.Scalar(p.prefix+"return_mean", mean(p.rets))
-		log.Scalar(p.prefix+"length_mean", mean(p.lens))
-		log.Scalar(p.prefix+"episodes", float64(p.episodes))
+		p.episodes.Log(log, p.prefix)
 	}
-}
-
-func mean(xs []float64) float64 {
-	s := 0.0
-	for _, v := range xs {
-		s += v
-	}
-	return s / float64(len(xs))
 }
 
 // episode is an ended episode of one row, and the policy that acted.

@@ -48,7 +48,6 @@ import (
 
 	"herd/algo"
 	"herd/env"
-	"herd/metrics"
 )
 
 // Train trains the policies of rt.Header.MultiAgent with spec's local
@@ -132,8 +131,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	errs := make([]error, nPol)
 	var wg sync.WaitGroup
 	for k := range nPol {
-		x.logs[k] = &policyLog{prefix: "policy/" + ma.Policies[k] + "/", rows: int64(len(rows[k])), totalRows: int64(totalRows),
-			rets: make([]float64, 0, metrics.Window), lens: make([]float64, 0, metrics.Window)}
+		x.logs[k] = &policyLog{prefix: "policy/" + ma.Policies[k] + "/", rows: int64(len(rows[k])), totalRows: int64(totalRows)}
 		prt := &algo.Runtime{Header: headers[k], Log: x.logs[k],
 			OnTrack: func(m algo.Model) { x.models[k] = m },
 			Envs: func(n int) (env.Vector, error) {
@@ -227,11 +225,7 @@ func (x *exec) flush() {
 		for _, c := range l.pending {
 			if c.name == "" {
 				x.log.Episode(c.step, c.value, c.length)
-				if len(l.rets) == metrics.Window {
-					l.rets, l.lens = l.rets[1:], l.lens[1:]
-				}
-				l.rets, l.lens = append(l.rets, c.value), append(l.lens, float64(c.length))
-				l.episodes++
+				l.episodes.Add(c.value, c.length)
 				ended = true
 				continue
 			}
@@ -239,19 +233,9 @@ func (x *exec) flush() {
 		}
 		l.pending = l.pending[:0]
 		if ended {
-			x.log.Scalar(l.prefix+"return_mean", mean(l.rets))
-			x.log.Scalar(l.prefix+"length_mean", mean(l.lens))
-			x.log.Scalar(l.prefix+"episodes", float64(l.episodes))
+			l.episodes.Log(x.log, l.prefix)
 		}
 	}
-}
-
-func mean(xs []float64) float64 {
-	s := 0.0
-	for _, v := range xs {
-		s += v
-	}
-	return s / float64(len(xs))
 }
 
 // policyLog is policy k's Logger: it holds the calls back until the next
@@ -261,8 +245,7 @@ type policyLog struct {
 	prefix          string
 	rows, totalRows int64
 	pending         []call
-	rets, lens      []float64 // the last metrics.Window episodes
-	episodes        int64
+	episodes        algo.PolicyEpisodes
 }
 
 type call struct {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"herd/metrics"
+	"herd/metrics/prom"
 )
 
 // serverMetrics are the env server's Prometheus collectors
@@ -42,7 +42,7 @@ func newServerMetrics(reg prometheus.Registerer, s *Server) (*serverMetrics, err
 	cs := []prometheus.Collector{m.opened, m.refused, m.steps, m.episodes, m.stepSeconds,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herd_env_server_sessions", Help: "Live sessions."},
 			func() float64 { return float64(len(s.sessions)) })}
-	if err := metrics.RegisterAll(reg, cs...); err != nil {
+	if err := prom.RegisterAll(reg, cs...); err != nil {
 		return nil, fmt.Errorf("envsvc: metrics: %w", err)
 	}
 	return m, nil

@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"herd/metrics"
+	"herd/metrics/prom"
 )
 
 // serverMetrics are the replay server's Prometheus collectors
@@ -44,7 +44,7 @@ func newServerMetrics(reg prometheus.Registerer, s *Server) (*serverMetrics, err
 	cs := []prometheus.Collector{m.pushed, m.sampled, m.samples, m.sampleSeconds,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "herd_replay_records", Help: "Records in the store."},
 			func() float64 { return float64(s.cfg.Store.Len()) })}
-	if err := metrics.RegisterAll(reg, cs...); err != nil {
+	if err := prom.RegisterAll(reg, cs...); err != nil {
 		return nil, fmt.Errorf("replaysvc: metrics: %w", err)
 	}
 	return m, nil

@@ -9,6 +9,7 @@ import (
 
 	"herd/algo"
 	"herd/env"
+	"herd/internal/rng"
 	"herd/internal/trainstate"
 )
 
@@ -42,6 +43,93 @@ type Local struct {
 	// (encoding.BinaryMarshaler: NoisySampler's OU noise).
 	Sampler   algo.Sampler
 	Assembler *Assembler
+}
+
+// LocalPieces are what an off-policy algorithm's own Train composes
+// (TrainLocal), built for the run's spaces: its pieces' constructors (as
+// NewLocalPieces adapts them), the network of the learner the env worker
+// acts with, and Prioritizer, when not nil, the worker's actor priorities
+// (DQN's initial_priorities: actor).
+type LocalPieces struct {
+	learner     func() (localLearner, error)
+	replay      func() (*Replay, error)
+	sampler     func(numEnvs int, r *rand.Rand) (algo.Sampler, error)
+	assembler   func(numEnvs int) (*Assembler, error)
+	acting      func(localLearner) algo.PolicyNet
+	Prioritizer algo.Prioritizer
+}
+
+// localLearner is a learner that hands out the model it trains.
+type localLearner interface {
+	algo.TransitionLearner
+	algo.Modeler
+}
+
+// NewLocalPieces wraps an algorithm's typed constructors as LocalPieces;
+// acting returns the learner's network the env worker acts with.
+func NewLocalPieces[S algo.Sampler, L localLearner](
+	learner func() (L, error),
+	replay func() (*Replay, error),
+	sampler func(numEnvs int, r *rand.Rand) (S, error),
+	assembler func(numEnvs int) (*Assembler, error),
+	acting func(L) algo.PolicyNet) *LocalPieces {
+	return &LocalPieces{
+		learner:   func() (localLearner, error) { return nilOr[localLearner](learner()) },
+		replay:    replay,
+		sampler:   func(n int, r *rand.Rand) (algo.Sampler, error) { return nilOr[algo.Sampler](sampler(n, r)) },
+		assembler: assembler,
+		acting:    func(l localLearner) algo.PolicyNet { return acting(l.(L)) },
+	}
+}
+
+// TrainLocal is an off-policy algorithm's own Train, the local executor:
+// the shortest composition of its pieces. It makes numEnvs envs through
+// rt, builds the pieces for their spaces, and runs Local's loop with one
+// env worker that acts with the learner's live network (same goroutine,
+// no copy of the weights) and samples from the stream (name+"/explore",
+// 0), which a checkpoint saves. It returns the learner's model.
+func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, numEnvs int, build func(algo.Spaces) (*LocalPieces, error)) (algo.Model, error) {
+	h := rt.Header
+	envs, err := rt.MakeEnvs(numEnvs)
+	if err != nil {
+		return nil, err
+	}
+	defer envs.Close()
+	p, err := build(algo.SpacesOf(envs))
+	if err != nil {
+		return nil, err
+	}
+	learner, err := p.learner()
+	if err != nil {
+		return nil, err
+	}
+	defer learner.Close()
+	rb, err := p.replay()
+	if err != nil {
+		return nil, err
+	}
+	explore := rng.Source(h.Seed, name+"/explore", 0)
+	sampler, err := p.sampler(numEnvs, rand.New(explore))
+	if err != nil {
+		return nil, err
+	}
+	assembler, err := p.assembler(numEnvs)
+	if err != nil {
+		return nil, err
+	}
+	worker, err := NewEnvWorker(envs, p.acting(learner), sampler, assembler)
+	if err != nil {
+		return nil, err
+	}
+	worker.Prioritizer = p.Prioritizer
+	model := learner.Model()
+	rt.Track(model) // divergence guard (algo.TrainRun)
+	if err := worker.Reset(h.Seed); err != nil {
+		return nil, err
+	}
+	lc := Local{Name: name, Envs: envs, Worker: worker, Replay: rb, Learner: learner,
+		Explore: explore, Sampler: sampler, Assembler: assembler}
+	return model, lc.Run(ctx, rt, h.Steps)
 }
 
 // envsOf is a vector whose envs can be reached one by one (env.SyncVector).

@@ -102,7 +102,9 @@ func TestPlanWithoutCheckpointsStops(t *testing.T) {
 	defer cancel()
 	at, last := int64(640), int64(0)
 	rt := &algo.Runtime{Header: res.Header, Log: stepLog{Logger: algo.Discard(), at: &at, last: &last, cancel: cancel}, Checkpoints: ck}
-	_, err = flow.TrainPlan(ctx, rt, res.Spec, res.Config, res.Config.(flow.Planner))
+	_, err = flow.TrainPlan(ctx, rt, res.Spec, res.Config, flow.PlanFunc(func(r *flow.Run) (flow.Iter[flow.Report], error) {
+		return flow.AsyncPlan(r, res.Config.(algo.AsyncPlanner))
+	}))
 	if !errors.Is(err, context.Canceled) || ck.Disabled() == "" || last >= 100000 {
 		t.Fatalf("err %v, checkpoints off: %q, stopped at step %d", err, ck.Disabled(), last)
 	}

@@ -1,4 +1,4 @@
-package metrics
+package prom
 
 import (
 	"encoding/csv"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"herd/metrics"
 	"herd/metrics/tfevents"
 )
 
@@ -24,7 +25,7 @@ func TestEventsAndLiveMatchMetricsCSV(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	r, err := NewRecorder(Options{Dir: dir, Algo: "ppo", Env: "CartPole-v1", Seed: 3, TotalSteps: 3000,
+	r, err := metrics.NewRecorder(metrics.Options{Dir: dir, Algo: "ppo", Env: "CartPole-v1", Seed: 3, TotalSteps: 3000,
 		LogEvery: 1000, Scalars: []string{"losses/value_loss", "charts/learning_rate"}, Live: live})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestEventsAndLiveMatchMetricsCSV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := tfevents.ReadFile(filepath.Join(dir, EventsFile))
+	ev, err := tfevents.ReadFile(filepath.Join(dir, metrics.EventsFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package metrics
+package prom
 
 import (
 	"bufio"

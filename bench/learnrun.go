@@ -1,4 +1,4 @@
-package all
+package bench
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"herd/algo"
+	"herd/algo/all"
 	"herd/env"
 	"herd/run"
 )
@@ -68,7 +69,7 @@ func BenchLearn(ctx context.Context, configs []string, seeds []uint64, opt Learn
 			if opt.Steps > 0 {
 				ov.Steps = &opt.Steps
 			}
-			res, err := algo.Resolve(data, Specs(), ov)
+			res, err := algo.Resolve(data, all.Specs(), ov)
 			if err != nil {
 				return rows, fmt.Errorf("bench learn: %s: %w", cfgPath, err)
 			}

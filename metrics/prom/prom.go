@@ -1,4 +1,4 @@
-package metrics
+package prom
 
 import (
 	"context"
@@ -14,11 +14,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"herd/metrics"
 )
 
 // Live holds the latest metrics row of a run for Prometheus: a
 // prometheus.Collector that the Recorder updates at every metrics.csv row
-// (Options.Live) and a scrape reads from another goroutine.
+// (a metrics.RowSink in metrics.Options.Live) and a scrape reads from
+// another goroutine.
 //
 // Metrics: herd_env_steps_total and herd_episodes_total (counters),
 // herd_steps_per_second, herd_episode_return_mean, herd_episode_return_std,
@@ -46,7 +49,7 @@ var (
 	descEpisodes = prometheus.NewDesc("herd_episodes_total", "Episodes finished.", nil, nil)
 	descInfo     = prometheus.NewDesc("herd_run_info", "The run: algorithm, env and seed.", []string{"algo", "env", "seed"}, nil)
 	descScalar   = prometheus.NewDesc("herd_scalar", "An algorithm scalar at the last metrics row, by its metrics.csv tag.", []string{"tag"}, nil)
-	// The gauges of baseTags, in order, after sps and episodes.
+	// The gauges of metrics.BaseTags, in order, after sps and episodes.
 	descBase = map[string]*prometheus.Desc{
 		"charts/sps":             prometheus.NewDesc("herd_steps_per_second", "Environment steps per second since the start.", nil, nil),
 		"charts/return_mean_100": prometheus.NewDesc("herd_episode_return_mean", "Mean return of the last 100 episodes.", nil, nil),
@@ -82,20 +85,22 @@ func (l *Live) Collect(ch chan<- prometheus.Metric) {
 		}
 		if d, ok := descBase[tag]; ok {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, l.vals[i])
-		} else if i >= len(baseTags()) {
+		} else if i >= len(metrics.BaseTags()) {
 			ch <- prometheus.MustNewConstMetric(descScalar, prometheus.GaugeValue, l.vals[i], tag)
 		}
 	}
 }
 
-func (l *Live) start(algo, env string, seed uint64, tags []string) {
+// Start implements metrics.RowSink: the run's header and its tags.
+func (l *Live) Start(algo, env string, seed uint64, tags []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.algo, l.env, l.seed, l.tags = algo, env, seed, tags
 	l.vals = l.vals[:0]
 }
 
-func (l *Live) row(step, episodes int64, vals []float64) {
+// Row implements metrics.RowSink: the latest row.
+func (l *Live) Row(step, episodes int64, vals []float64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.step, l.episodes = step, episodes
