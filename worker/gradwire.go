@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"herd/algo"
 )
@@ -26,8 +27,12 @@ type gradWire struct {
 	// (the in-process collective hands the very slice to the others).
 	buf  [2][]byte
 	turn int
-	// src holds, per part, the values of the messages that carry it.
-	src [][]byte
+	// src holds, per part, the values of the messages that carry it;
+	// vals their float32s, scratch the decoded copies where a message's
+	// bytes cannot be read in place (see floats).
+	src     [][]byte
+	vals    [][]float32
+	scratch [][]float32
 }
 
 // encode writes g into the next buffer and returns it.
@@ -55,8 +60,12 @@ func (w *gradWire) encode(g *algo.Grad) []byte {
 		le.PutUint32(b[o+8:], uint32(len(p)))
 		o += 12
 		d := b[o : o+4*len(p)]
-		for j, v := range p {
-			le.PutUint32(d[4*j:], math.Float32bits(v))
+		if v, ok := view(d); ok {
+			copy(v, p)
+		} else {
+			for j, v := range p {
+				le.PutUint32(d[4*j:], math.Float32bits(v))
+			}
 		}
 		o += 4 * len(p)
 	}
@@ -97,17 +106,17 @@ func (w *gradWire) average(dst, own *algo.Grad, all [][]byte) error {
 	for i := range dst.Parts {
 		d := dst.Parts[i]
 		src := w.src[i*len(all) : (i+1)*len(all)]
-		n, steps, carry := 0, 0, 0
+		n, steps := 0, 0
+		w.vals = w.vals[:0]
 		for k := range all {
 			if src[k] == nil {
 				continue
 			}
 			n += int(le.Uint32(src[k][:4]))
 			steps = max(steps, int(le.Uint32(src[k][4:8])))
-			src[carry] = src[k][12:]
-			carry++
+			w.vals = append(w.vals, w.floats(len(w.vals), src[k][12:]))
 		}
-		sumInto(d, src[:carry], n)
+		sumInto(d, w.vals, n)
 		dst.Has[i], dst.Steps[i] = min(n, 1), steps
 	}
 	nStats := len(own.Stats)
@@ -166,45 +175,43 @@ func (w *gradWire) check(k, m int, own *algo.Grad, b []byte) (int, error) {
 	return targets, nil
 }
 
-// sumInto sets d[j] to the sum of the float32 values src[k][4j:] in the
-// order of src, starting from 0 as algo.AverageGrads does (so −0 gives
-// +0 there too), times 1/n when n > 1.
-func sumInto(d []float32, src [][]byte, n int) {
-	le := binary.LittleEndian
-	for k := range src {
-		src[k] = src[k][:4*len(d)]
-	}
+// sumInto sets d[j] to the sum of src[k][j] in the order of src,
+// starting from 0 as algo.AverageGrads does (so −0 gives +0 there too),
+// times 1/n when n > 1.
+func sumInto(d []float32, src [][]float32, n int) {
 	scale := n > 1
 	inv := 1 / float32(n)
 	switch len(src) {
 	case 0:
 		clear(d)
 	case 1:
-		a := src[0]
+		a := src[0][:len(d)]
 		for j := range d {
 			s := float32(0)
-			s += math.Float32frombits(le.Uint32(a[4*j:]))
+			s += a[j]
 			if scale {
 				s *= inv
 			}
 			d[j] = s
 		}
 	case 2:
-		a, b := src[0], src[1]
+		a, b := src[0][:len(d)], src[1][:len(d)]
+		if !scale {
+			for j := range d {
+				s := float32(0)
+				d[j] = s + a[j] + b[j]
+			}
+			break
+		}
 		for j := range d {
 			s := float32(0)
-			s += math.Float32frombits(le.Uint32(a[4*j:]))
-			s += math.Float32frombits(le.Uint32(b[4*j:]))
-			if scale {
-				s *= inv
-			}
-			d[j] = s
+			d[j] = (s + a[j] + b[j]) * inv
 		}
 	default:
 		for j := range d {
 			s := float32(0)
 			for _, a := range src {
-				s += math.Float32frombits(le.Uint32(a[4*j:]))
+				s += a[j]
 			}
 			if scale {
 				s *= inv
@@ -212,4 +219,36 @@ func sumInto(d []float32, src [][]byte, n int) {
 			d[j] = s
 		}
 	}
+}
+
+// floats returns the float32 values of b: b itself where view can read it
+// in place, else a copy decoded into scratch buffer k.
+func (w *gradWire) floats(k int, b []byte) []float32 {
+	if v, ok := view(b); ok {
+		return v
+	}
+	for len(w.scratch) <= k {
+		w.scratch = append(w.scratch, nil)
+	}
+	v := w.scratch[k][:0]
+	for j := 0; j+4 <= len(b); j += 4 {
+		v = append(v, math.Float32frombits(binary.LittleEndian.Uint32(b[j:])))
+	}
+	w.scratch[k] = v
+	return v
+}
+
+// littleEndian: this machine stores a float32 as the wire does, so a
+// message's values can be read and written in place.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// view returns b as float32s in place, when the machine is little-endian
+// and b is aligned for them (a message's values start 4-byte aligned in a
+// buffer from make, as this package's and the transports' are); ok is
+// false otherwise and the caller converts value by value.
+func view(b []byte) (v []float32, ok bool) {
+	if !littleEndian || len(b) < 4 || uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4 != 0 {
+		return nil, false
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/4), true
 }
