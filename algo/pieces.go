@@ -148,9 +148,6 @@ type DataParallel interface {
 	// statistic that decides a step (minibatch advantage normalisation,
 	// the early stop on the KL estimate) goes through r.
 	SetReducer(r Reducer) error
-	// NewGrad returns a gradient buffer sized for the learner (the
-	// Reducer's buffers).
-	NewGrad() *Grad
 }
 
 // Pieces are an algorithm cut into the parts that executors place on

@@ -29,88 +29,30 @@ type LearnerGroup struct {
 
 // reducer is algo.Reducer over a transport.Collective: every learner
 // sends its values, receives all M and combines them itself in learner-id
-// order (algo.AverageGrads for gradients), so all get the same bits.
+// order (gradWire.average for gradients, the bits of algo.AverageGrads),
+// so all get the same bits.
 type reducer struct {
-	c     transport.Collective
-	m     int
-	grads []*algo.Grad // decoded contributions
-	avg   *algo.Grad
-	size  int // the last gradient message's bytes
+	c    transport.Collective
+	m    int
+	wire gradWire
 }
 
-// NewReducer returns the algo.Reducer of m learners over c; newGrad sizes
-// its buffers (the learner's NewGrad).
-func NewReducer(c transport.Collective, m int, newGrad func() *algo.Grad) algo.Reducer {
-	r := &reducer{c: c, m: m, avg: newGrad()}
-	for range m {
-		r.grads = append(r.grads, newGrad())
-	}
-	return r
+// NewReducer returns the algo.Reducer of m learners over c.
+func NewReducer(c transport.Collective, m int) algo.Reducer {
+	return &reducer{c: c, m: m}
 }
 
 func (r *reducer) Learners() int { return r.m }
 
-// AverageGrad encodes g's parts (with the counts of the gradients carrying
-// each), gathers every learner's and averages them in learner-id order.
+// AverageGrad gathers every learner's g (its parts with the counts of the
+// gradients carrying each) and replaces g by their average in learner-id
+// order.
 func (r *reducer) AverageGrad(ctx context.Context, g *algo.Grad) error {
-	if len(g.Parts) != len(r.avg.Parts) {
-		return fmt.Errorf("%w: %d parts, the group's have %d", algo.ErrGradShape, len(g.Parts), len(r.avg.Parts))
-	}
-	// A new buffer per message: the in-process carrier hands this very
-	// slice to the other learners.
-	b := binary.LittleEndian.AppendUint32(make([]byte, 0, r.size), uint32(len(g.Parts)))
-	for i, p := range g.Parts {
-		b = binary.LittleEndian.AppendUint32(b, uint32(g.Has[i]))
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(p)))
-		for _, v := range p {
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
-		}
-	}
-	r.size = len(b)
-	all, err := r.c.AllGather(ctx, b)
+	all, err := r.c.AllGather(ctx, r.wire.encode(g))
 	if err != nil {
 		return err
 	}
-	for k, m := range all {
-		if err := decodeGrad(r.grads[k], m); err != nil {
-			return fmt.Errorf("learner %d's gradient: %w", k, err)
-		}
-	}
-	if err := algo.AverageGrads(r.avg, r.grads); err != nil {
-		return err
-	}
-	for i := range g.Parts {
-		copy(g.Parts[i], r.avg.Parts[i])
-		g.Has[i] = min(r.avg.Has[i], 1)
-	}
-	return nil
-}
-
-// decodeGrad reads AverageGrad's encoding into g, which must have its
-// shape.
-func decodeGrad(g *algo.Grad, b []byte) error {
-	bad := fmt.Errorf("%w: a gradient message that does not fit the learner", algo.ErrGradShape)
-	if len(b) < 4 || int(binary.LittleEndian.Uint32(b)) != len(g.Parts) {
-		return bad
-	}
-	b = b[4:]
-	for i, p := range g.Parts {
-		if len(b) < 8 || int(binary.LittleEndian.Uint32(b[4:])) != len(p) || len(b) < 8+4*len(p) {
-			return bad
-		}
-		g.Has[i] = int(binary.LittleEndian.Uint32(b))
-		g.Steps[i] = 1
-		b = b[8:]
-		for j := range p {
-			p[j] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*j:]))
-		}
-		b = b[4*len(p):]
-	}
-	if len(b) != 0 {
-		return bad
-	}
-	g.N = 1
-	return nil
+	return r.wire.average(g, g, all)
 }
 
 // Sum gathers every learner's x and adds them in learner-id order.

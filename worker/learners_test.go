@@ -193,15 +193,17 @@ func TestLearnerGroupDeadPeer(t *testing.T) {
 }
 
 // corruptPeer is learner 1's view of the group with learner 0's gradient
-// messages (the binary ones; round infos are JSON) changed in one bit, as
-// a faulty link or reduction would: learner 1's parameters drift.
+// messages (the binary ones; round infos are JSON) changed in one bit of
+// a value (values are 4-byte aligned in the message, and its middle lies
+// in the largest part's values), as a faulty link or reduction would:
+// learner 1's parameters drift.
 type corruptPeer struct{ transport.Collective }
 
 func (c corruptPeer) AllGather(ctx context.Context, b []byte) ([][]byte, error) {
 	out, err := c.Collective.AllGather(ctx, b)
 	if err == nil && len(out[0]) > 0 && out[0][0] != '{' {
 		m := slices.Clone(out[0])
-		m[len(m)-1] ^= 1
+		m[len(m)/2&^3+3] ^= 1 // the exponent's low bit
 		out[0] = m
 	}
 	return out, err

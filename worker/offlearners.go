@@ -2,10 +2,8 @@ package worker
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 
 	"herd/algo"
 	"herd/sample"
@@ -162,115 +160,27 @@ func exchangeOff(ctx context.Context, c transport.Collective, own offRound) ([]o
 // gradExchange averages one update's gradients over the group: each
 // learner sends its gradient (ticket, parts with their counts, scalars),
 // receives all M and averages them itself in learner-id order
-// (algo.AverageGrads, as pal's sync rounds do), so all apply the same
-// bits.
+// (gradWire.average, the bits of algo.AverageGrads, as pal's sync rounds
+// do), so all apply the same bits.
 type gradExchange struct {
-	c     transport.Collective
-	grads []*algo.Grad
-	avg   *algo.Grad
-	size  int
+	c    transport.Collective
+	wire gradWire
+	avg  *algo.Grad
 }
 
 func newGradExchange(g *LearnerGroup, newGrad func() *algo.Grad) *gradExchange {
-	x := &gradExchange{c: g.Collective, avg: newGrad()}
-	for range g.Learners {
-		x.grads = append(x.grads, newGrad())
-	}
-	return x
+	return &gradExchange{c: g.Collective, avg: newGrad()}
 }
 
 // average returns the group's average of g, as one update (N 1, each
 // part carried once); it is valid until the next call.
 func (x *gradExchange) average(ctx context.Context, g *algo.Grad) (*algo.Grad, error) {
-	// A new buffer per message: the in-process carrier hands this very
-	// slice to the other learners.
-	b := make([]byte, 0, x.size)
-	b = binary.LittleEndian.AppendUint64(b, uint64(g.Step))
-	b = binary.LittleEndian.AppendUint64(b, g.Index)
-	b = binary.LittleEndian.AppendUint32(b, uint32(g.Targets))
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(g.Parts)))
-	for i, p := range g.Parts {
-		b = binary.LittleEndian.AppendUint32(b, uint32(g.Has[i]))
-		b = binary.LittleEndian.AppendUint32(b, uint32(g.Steps[i]))
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(p)))
-		for _, v := range p {
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
-		}
-	}
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(g.Stats)))
-	for _, s := range g.Stats {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.Value))
-	}
-	x.size = len(b)
-	all, err := x.c.AllGather(ctx, b)
+	all, err := x.c.AllGather(ctx, x.wire.encode(g))
 	if err != nil {
 		return nil, err
 	}
-	for k, m := range all {
-		if err := decodeOffGrad(x.grads[k], g, m); err != nil {
-			return nil, fmt.Errorf("learner %d's gradient: %w", k, err)
-		}
-	}
-	if err := algo.AverageGrads(x.avg, x.grads); err != nil {
+	if err := x.wire.average(x.avg, g, all); err != nil {
 		return nil, err
 	}
-	x.avg.N = 1
-	for i, n := range x.avg.Has {
-		x.avg.Has[i] = min(n, 1)
-	}
 	return x.avg, nil
-}
-
-// decodeOffGrad reads average's encoding into dst, shaped as own (this
-// learner's gradient of the same update, whose stat names it takes). A
-// gradient of another update means the learners' schedules diverged.
-func decodeOffGrad(dst, own *algo.Grad, b []byte) error {
-	bad := fmt.Errorf("%w: a gradient message that does not fit the learner", algo.ErrGradShape)
-	u32 := func() (int, bool) {
-		if len(b) < 4 {
-			return 0, false
-		}
-		v := int(binary.LittleEndian.Uint32(b))
-		b = b[4:]
-		return v, true
-	}
-	if len(b) < 16 {
-		return bad
-	}
-	step, index := int64(binary.LittleEndian.Uint64(b)), binary.LittleEndian.Uint64(b[8:])
-	b = b[16:]
-	if step != own.Step || index != own.Index {
-		return fmt.Errorf("%w: update %d at step %d, this learner's is update %d at step %d: the learners' schedules diverged",
-			algo.ErrGradShape, index, step, own.Index, own.Step)
-	}
-	dst.Ticket = own.Ticket
-	var ok bool
-	if dst.Targets, ok = u32(); !ok {
-		return bad
-	}
-	if n, ok := u32(); !ok || n != len(dst.Parts) {
-		return bad
-	}
-	for i, p := range dst.Parts {
-		h, ok1 := u32()
-		s, ok2 := u32()
-		n, ok3 := u32()
-		if !ok1 || !ok2 || !ok3 || n != len(p) || len(b) < 4*n {
-			return bad
-		}
-		dst.Has[i], dst.Steps[i] = h, s
-		for j := range p {
-			p[j] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*j:]))
-		}
-		b = b[4*n:]
-	}
-	if n, ok := u32(); !ok || n != len(own.Stats) || len(b) != 8*n {
-		return bad
-	}
-	dst.Stats = append(dst.Stats[:0], own.Stats...)
-	for j := range dst.Stats {
-		dst.Stats[j].Value = math.Float64frombits(binary.LittleEndian.Uint64(b[8*j:]))
-	}
-	dst.N = 1
-	return nil
 }

@@ -546,7 +546,9 @@ func (l *learner) SetReducer(r algo.Reducer) error {
 	}
 	l.red = r
 	l.Iterations = max(1, l.iterations/r.Learners())
-	l.g = l.NewGrad()
+	// A view: reduce points its parts at the parameters' gradients.
+	n := len(l.Agent.Params())
+	l.g = &algo.Grad{Parts: make([][]float32, n), Has: make([]int, n), Steps: make([]int, n)}
 	return nil
 }
 
@@ -589,16 +591,20 @@ func (l *learner) unionNorm(ctx context.Context, bInds []int, mbSize int) error 
 	return nil
 }
 
-// reduce replaces the agent's gradients by the learners' average.
+// reduce replaces the agent's gradients by the learners' average, in
+// place: l.g's parts are the parameters' own gradient buffers, so the
+// exchange costs no copies beyond the Reducer's.
 func (l *learner) reduce(ctx context.Context, params []*nn.Param) error {
-	if err := l.GradTo(l.g); err != nil {
-		return err
-	}
-	if err := l.red.AverageGrad(ctx, l.g); err != nil {
-		return fmt.Errorf("ppo: %w", err)
+	if len(params) != len(l.g.Parts) {
+		return fmt.Errorf("%w: ppo: %d parameters for a gradient of %d parts", algo.ErrGradShape, len(params), len(l.g.Parts))
 	}
 	for i, p := range params {
-		copy(p.Grad, l.g.Parts[i])
+		l.g.Parts[i] = p.Grad
+		l.g.Has[i], l.g.Steps[i] = 1, 1
+	}
+	l.g.N = 1
+	if err := l.red.AverageGrad(ctx, l.g); err != nil {
+		return fmt.Errorf("ppo: %w", err)
 	}
 	return nil
 }

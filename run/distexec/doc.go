@@ -118,10 +118,18 @@
 // the learning rate annealed over them): each learner computes GAE on its
 // own segment and, for every minibatch step, its gradient on its share of
 // the rows; the gradients are all-gathered (transport.Collective) and every
-// learner averages them in learner-id order with algo.AverageGrads (the
-// reduction pal's sync learners use) before the grad-norm clip and the
+// learner averages them in learner-id order, straight from the messages
+// into its parameters' gradients with the bits of algo.AverageGrads (the
+// reduction pal's sync learners use), before the grad-norm clip and the
 // Adam step, so all learners take the same steps and hold the same
-// parameters, bit for bit. PPO's per-minibatch advantage normalisation uses
+// parameters, bit for bit. The exchange is per minibatch step, not once
+// per update, because that is synchronous data-parallel SGD: each of
+// PPO's optimizer steps takes the gradient at the parameters the step
+// before left, so the M shares of one minibatch must be averaged before
+// the next can be computed. Exchanging once per update (each learner
+// stepping on its own rows, then averaging parameters or summed steps)
+// is local SGD, another algorithm with other updates. Each learner still
+// clips and takes the Adam step over the whole model, as a replica. PPO's per-minibatch advantage normalisation uses
 // the mean and std of all learners' rows, and target_kl their mean KL. As
 // under pal (sync_batch split, the default), each learner's minibatch is
 // 1/M of PPO's, so an update's minibatch has the algorithm's rows; the
