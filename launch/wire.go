@@ -21,8 +21,10 @@ import (
 // the learner's summary.json in dir and prints them. They are what crossed
 // the embedded server's client connections (transport.ConnTraffic:
 // payloads and headers, both directions), so every message between two
-// processes counts twice — once into the server, once out.
-func reportWire(w io.Writer, srv *transport.Server, dir string) error {
+// processes counts twice — once into the server, once out. A flow plan's
+// actor calls (weights out, segments back) travel on the inference
+// connection; flowCalls reports them under their own name.
+func reportWire(w io.Writer, srv *transport.Server, dir string, flowCalls bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conns, err := srv.SettledTraffic(ctx, 1) // the launcher's own connection stays open
@@ -57,8 +59,12 @@ func reportWire(w io.Writer, srv *transport.Server, dir string) error {
 	line := fmt.Sprintf("wire: %.1f B/env step", add.BytesPerStep)
 	for _, k := range transport.Kinds() {
 		kj := kindJSON{ws.ByKind[k], perStep(ws.ByKind[k])}
-		add.ByKind[WireLabel(k)] = kj
-		line += fmt.Sprintf(", %s %.1f", WireLabel(k), kj.BytesPerStep)
+		label := WireLabel(k)
+		if flowCalls && k == transport.KindInference {
+			label = "actor_calls"
+		}
+		add.ByKind[label] = kj
+		line += fmt.Sprintf(", %s %.1f", label, kj.BytesPerStep)
 	}
 	if ws.Other > 0 {
 		add.ByKind["other"] = kindJSON{ws.Other, perStep(ws.Other)}

@@ -40,6 +40,13 @@ func TestLaunchFlow(t *testing.T) {
 			if d["dist/duplicates"] != 0.0 || d["dist/decode_errors"] != 0.0 {
 				t.Errorf("summary dist %v, want 0 duplicates and decode errors", d)
 			}
+			// The plan's calls carry its weights and segments: reported as
+			// actor calls, not as inference.
+			kinds, _ := s["wire_by_kind"].(map[string]any)
+			calls, _ := kinds["actor_calls"].(map[string]any)
+			if b, _ := calls["bytes"].(float64); b == 0 || kinds["inference"] != nil {
+				t.Errorf("wire_by_kind %v: want the plan's bytes under actor_calls and no inference", kinds)
+			}
 		})
 	}
 }
