@@ -296,7 +296,7 @@ const DefaultMaxPolicyLag = 32
 var DistScalars = []string{"dist/lag_mean", "dist/lag_max", "dist/dropped", "dist/duplicates", "dist/discarded", "dist/shed",
 	"dist/decode_errors", "dist/stale_weights", "dist/abandoned", "dist/infer_obs_bytes",
 	"dist/batch_rows_mean", "dist/batch_rows_p50", "dist/batch_rows_p99", "dist/infer_latency_p50_ms", "dist/infer_latency_p99_ms",
-	"dist/silent_workers", "dist/silences", "dist/gather_resends", "dist/params_checks", "dist/resumes"}
+	"dist/silent_workers", "dist/silences", "dist/gather_resends", "dist/gather_chunks", "dist/params_checks", "dist/resumes"}
 
 // FlowTransportScalars are the metrics.csv columns the flow executor adds
 // when its workers run over a transport other than inproc, named as the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -190,11 +191,12 @@ type natsCollective struct {
 	round    uint64
 
 	mu     sync.Mutex
-	heard  []bool              // members heard from: subscribed, so a publish reaches them
-	rounds map[uint64][][]byte // contributions of rounds not yet returned
-	bad    error               // a member of another group size, or one that started again
-	left   []bool              // members that said bye
-	done   uint64              // the last round returned
+	heard  []bool                // members heard from: subscribed, so a publish reaches them
+	rounds map[uint64][][]byte   // contributions of rounds not yet returned
+	parts  map[partKey]*assembly // chunked contributions still coming in
+	bad    error                 // a member of another group size, or one that started again
+	left   []bool                // members that said bye
+	done   uint64                // the last round returned
 	// sent and prev are this member's contributions to the current round
 	// (once published) and to the last round returned, kept to answer a
 	// member that asks for them again: a member can be one round behind
@@ -202,9 +204,16 @@ type natsCollective struct {
 	sent, prev contribution
 	c          counters
 	gs         GatherStats
-	// publishHook, when set (by tests), sees every message before it is
-	// published and may drop it, as a server failure does.
-	publishHook func(round uint64, want bool) (drop bool)
+	// publishHook, when set (by tests), sees every message (chunk k of
+	// a contribution; 0 for one that is not cut) before it is published
+	// and may drop it, as a server failure does.
+	publishHook func(round uint64, want bool, k int) (drop bool)
+}
+
+// partKey is one member's contribution to one round.
+type partKey struct {
+	round uint64
+	from  int
 }
 
 // contribution is one member's message of one round.
@@ -216,9 +225,11 @@ type contribution struct {
 // GatherStats counts a learner group member's recoveries: requests it
 // sent for contributions it was missing, contributions it sent again on
 // request, and contributions that arrived again after their round (and
-// were dropped).
+// were dropped); and the chunks it sent and received of contributions
+// over the connection's max payload (resends included).
 type GatherStats struct {
-	Requests, Resent, Stale uint64
+	Requests, Resent, Stale    uint64
+	ChunksSent, ChunksReceived uint64
 }
 
 // Collective joins the run's learner group on NATS. Core NATS delivers a
@@ -242,7 +253,8 @@ func (n *NATS) Collective(ctx context.Context, run string, opt Options) (Collect
 		return nil, err
 	}
 	c := &natsCollective{n: n, subj: "herd." + run + ".gather", id: opt.Learner, size: opt.Learners, timeout: opt.GatherTimeout,
-		wake: make(chan struct{}, 1), heard: make([]bool, opt.Learners), left: make([]bool, opt.Learners), rounds: map[uint64][][]byte{}}
+		wake: make(chan struct{}, 1), heard: make([]bool, opt.Learners), left: make([]bool, opt.Learners), rounds: map[uint64][][]byte{},
+		parts: map[partKey]*assembly{}}
 	c.heard[c.id] = true
 	sub, err := n.nc.Subscribe(c.subj, c.receive)
 	if err != nil {
@@ -304,7 +316,9 @@ func (c *natsCollective) receive(m *nats.Msg) {
 			got = make([][]byte, c.size)
 			c.rounds[round] = got
 		}
-		got[from] = m.Data
+		if got[from] == nil {
+			got[from] = c.reassemble(partKey{round, from}, m)
+		}
 	}
 	c.mu.Unlock()
 	if round == 0 && hello != "ack" && hello != helloBye {
@@ -314,6 +328,36 @@ func (c *natsCollective) receive(m *nats.Msg) {
 	case c.wake <- struct{}{}:
 	default:
 	}
+}
+
+// reassemble returns the contribution m carries: m's data, or for a
+// chunk the whole contribution once its last chunk is in (nil before).
+// Chunks that cannot be put together fail the group; c.mu is held.
+func (c *natsCollective) reassemble(key partKey, m *nats.Msg) []byte {
+	hv := m.Header.Get(gatherChunk)
+	if hv == "" {
+		return m.Data
+	}
+	c.gs.ChunksReceived++
+	h, err := parseChunk(hv)
+	if err == nil {
+		a := c.parts[key]
+		if a == nil {
+			a = newAssembly(h)
+			c.parts[key] = a
+		}
+		var whole []byte
+		if whole, err = a.add(h, m.Data); err == nil {
+			if whole != nil {
+				delete(c.parts, key)
+			}
+			return whole
+		}
+	}
+	if c.bad == nil {
+		c.bad = fmt.Errorf("%w: learner %d, round %d: learner %d's contribution: %w", ErrGather, c.id, key.round, key.from, err)
+	}
+	return nil
 }
 
 // answer sends this member's contribution to round again, if it has one:
@@ -332,19 +376,48 @@ func (c *natsCollective) answer(round uint64) {
 	}
 	c.mu.Unlock()
 	if b != nil {
-		_ = c.publish(round, b, "")
+		_ = c.contribute(round, b)
 	}
+}
+
+// gatherHeaderRoom is what a contribution's chunk leaves of the max
+// payload for its headers.
+const gatherHeaderRoom = 1024
+
+// contribute publishes b, this member's contribution to round, in chunks
+// where it is over the connection's max payload.
+func (c *natsCollective) contribute(round uint64, b []byte) error {
+	parts, hs := splitChunks(b, int(c.n.nc.MaxPayload())-gatherHeaderRoom)
+	if hs == nil {
+		return c.publish(round, b, "")
+	}
+	for k, p := range parts {
+		if err := c.send(round, p, "", false, &hs[k]); err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	c.gs.ChunksSent += uint64(len(parts))
+	c.mu.Unlock()
+	return nil
 }
 
 func (c *natsCollective) publish(round uint64, b []byte, hello string) error {
-	return c.send(round, b, hello, false)
+	return c.send(round, b, hello, false, nil)
 }
 
-func (c *natsCollective) send(round uint64, b []byte, hello string, want bool) error {
-	if c.publishHook != nil && c.publishHook(round, want) {
+func (c *natsCollective) send(round uint64, b []byte, hello string, want bool, chunk *chunkHeader) error {
+	k := 0
+	if chunk != nil {
+		k = chunk.k
+	}
+	if c.publishHook != nil && c.publishHook(round, want, k) {
 		return nil
 	}
 	msg := &nats.Msg{Subject: c.subj, Data: b, Header: nats.Header{}}
+	if chunk != nil {
+		msg.Header.Set(gatherChunk, chunk.String())
+	}
 	msg.Header.Set(gatherFrom, strconv.Itoa(c.id))
 	msg.Header.Set(gatherRound, strconv.FormatUint(round, 10))
 	msg.Header.Set(gatherSize, strconv.Itoa(c.size))
@@ -371,8 +444,8 @@ func (c *natsCollective) AllGather(ctx context.Context, b []byte) ([][]byte, err
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: an empty contribution", ErrBadRequest)
 	}
-	if mp := c.n.nc.MaxPayload(); int64(len(b)) > mp-1024 {
-		return nil, fmt.Errorf("%w: a contribution of %d bytes; the NATS server takes messages of at most %d (its max_payload)", ErrBadRequest, len(b), mp)
+	if mp := c.n.nc.MaxPayload(); mp <= 2*gatherHeaderRoom {
+		return nil, fmt.Errorf("%w: the NATS server's max_payload of %d bytes leaves no room for a contribution's chunks", ErrBadRequest, mp)
 	}
 	c.round++
 	deadline := time.NewTimer(c.timeout)
@@ -413,7 +486,7 @@ func (c *natsCollective) AllGather(ctx context.Context, b []byte) ([][]byte, err
 			c.mu.Lock()
 			c.sent = contribution{round: c.round, data: b}
 			c.mu.Unlock()
-			if err := c.publish(c.round, b, ""); err != nil {
+			if err := c.contribute(c.round, b); err != nil {
 				return nil, fmt.Errorf("dist: all-gather: %w", err)
 			}
 			sent = true
@@ -428,6 +501,11 @@ func (c *natsCollective) AllGather(ctx context.Context, b []byte) ([][]byte, err
 			c.mu.Lock()
 			copy(out, got)
 			delete(c.rounds, c.round)
+			for k := range c.parts {
+				if k.round <= c.round {
+					delete(c.parts, k)
+				}
+			}
 			c.done, c.prev = c.round, c.sent
 			c.mu.Unlock()
 			out[c.id] = b
@@ -446,7 +524,7 @@ func (c *natsCollective) AllGather(ctx context.Context, b []byte) ([][]byte, err
 				c.mu.Lock()
 				c.gs.Requests++
 				c.mu.Unlock()
-				_ = c.send(c.round, nil, "", true)
+				_ = c.send(c.round, nil, "", true, nil)
 			}
 			wait = min(2*wait, resendMax)
 			resend.Reset(wait)
@@ -470,7 +548,16 @@ func (c *natsCollective) fail(cause error) error {
 			}
 		}
 	}
+	var partly []string
+	for _, i := range m {
+		if a := c.parts[partKey{c.round, i}]; a != nil {
+			partly = append(partly, fmt.Sprintf("learner %d's chunk(s) %v of %d", i, a.missing(), a.first.n))
+		}
+	}
 	c.mu.Unlock()
+	if partly != nil {
+		return fmt.Errorf("%w: learner %d, round %d: %w missing within %v: %s: %w", ErrGather, c.id, c.round, ErrChunk, c.timeout, strings.Join(partly, ", "), cause)
+	}
 	return fmt.Errorf("%w: learner %d, round %d: nothing from learner(s) %v within %v: %w", ErrGather, c.id, c.round, m, c.timeout, cause)
 }
 

@@ -229,7 +229,7 @@ func TestGatherResendsLostContributions(t *testing.T) {
 	dropped := map[[2]uint64]bool{}
 	for i, c := range cs {
 		lose := map[int]uint64{0: 2, 1: 5}[i]
-		c.publishHook = func(round uint64, want bool) bool {
+		c.publishHook = func(round uint64, want bool, _ int) bool {
 			mu.Lock()
 			defer mu.Unlock()
 			k := [2]uint64{uint64(i), round}

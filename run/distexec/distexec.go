@@ -957,7 +957,8 @@ type monitor struct {
 	// policies: policySetups.train).
 	drained uint64
 	// gather is the learner group's member, when there is a group whose
-	// transport counts its recoveries (dist/gather_resends).
+	// transport counts its recoveries and chunks (dist/gather_resends,
+	// dist/gather_chunks).
 	gather gatherStater
 	// prior are the counts of the learner processes before this one (a
 	// resumed run), which the streams of this one do not hold.
@@ -1105,6 +1106,7 @@ func (m *monitor) scalars(ctx context.Context, final bool) {
 		gs = m.gather.GatherStats()
 	}
 	m.log.Scalar("dist/gather_resends", float64(gs.Requests))
+	m.log.Scalar("dist/gather_chunks", float64(gs.ChunksSent+gs.ChunksReceived))
 	m.log.Scalar("dist/params_checks", float64(m.cnt.ParamChecks))
 	m.log.Scalar("dist/resumes", float64(m.prior.Resumes))
 }

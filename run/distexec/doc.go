@@ -177,8 +177,8 @@
 // herd launch learner 0 also watches the others' registrations and ends
 // the run as soon as one is gone. Learners are never restarted: a new
 // process could not join the rounds in progress. A contribution larger
-// than the NATS server's max_payload (1 MB by default, about 250 000
-// parameters) is refused with an error: large models would need chunking.
+// than the NATS connection's max payload goes out in chunks the other
+// learners put back together (transport's collective).
 //
 // Several policies (a multiagent section: PPO, A2C and DQN in any mix).
 // Every policy has streams of its own (run ID PolicyRun(run, id)), its own
