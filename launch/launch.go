@@ -303,7 +303,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	if len(all) == 0 && srv != nil {
 		// Every worker has exited, so its connections are closed and counted.
-		if err := reportWire(stdout, srv, h.Out, h.Runtime.Executor == "flow"); err != nil {
+		if err := reportWire(stdout, srv, h.Out, h.Runtime); err != nil {
 			fmt.Fprintf(stderr, "launch: wire bytes not reported: %v\n", err)
 		}
 	}

@@ -23,8 +23,9 @@ import (
 // payloads and headers, both directions), so every message between two
 // processes counts twice — once into the server, once out. A flow plan's
 // actor calls (weights out, segments back) travel on the inference
-// connection; flowCalls reports them under their own name.
-func reportWire(w io.Writer, srv *transport.Server, dir string, flowCalls bool) error {
+// connection, reported under their own name; a learner group's gradients
+// ride the parameter connection, reported with the weights.
+func reportWire(w io.Writer, srv *transport.Server, dir string, rc algo.RuntimeConfig) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conns, err := srv.SettledTraffic(ctx, 1) // the launcher's own connection stays open
@@ -60,8 +61,11 @@ func reportWire(w io.Writer, srv *transport.Server, dir string, flowCalls bool) 
 	for _, k := range transport.Kinds() {
 		kj := kindJSON{ws.ByKind[k], perStep(ws.ByKind[k])}
 		label := WireLabel(k)
-		if flowCalls && k == transport.KindInference {
+		switch {
+		case rc.Executor == "flow" && k == transport.KindInference:
 			label = "actor_calls"
+		case rc.Learners > 1 && k == transport.KindParams:
+			label = "weights_and_gradients"
 		}
 		add.ByKind[label] = kj
 		line += fmt.Sprintf(", %s %.1f", label, kj.BytesPerStep)
