@@ -84,16 +84,24 @@ func (o *NATS) dial(name string) (*nats.Conn, error) {
 	if err != nil {
 		// The URL may carry a user and password, and a malformed one is
 		// quoted by url.Parse's error: do not repeat it.
-		err = fmt.Errorf("connect to NATS %s: %w", RedactURL(o.URL), redact.URLError(err, o.URL))
-		// Under TLS 1.3 a server refuses a client without a certificate
-		// after the client's side of the handshake is done, so the client
-		// may see only a closed connection instead of the server's alert.
-		if o.TLSCert == "" && strings.Contains(err.Error(), "tls") {
-			err = fmt.Errorf("%w (if the server requires a client certificate, give --nats-tls-cert and --nats-tls-key)", err)
-		}
-		return nil, err
+		return nil, fmt.Errorf("connect to NATS %s: %w%s", RedactURL(o.URL), redact.URLError(err, o.URL), o.tlsHint(err))
 	}
 	return nc, nil
+}
+
+// tlsHint names the likely cause of a connection the server closed right
+// after the TLS handshake. Under TLS 1.3 a server checks the client's
+// certificate after the client's side of the handshake is done, so the
+// client may see only the closed connection, not the server's alert.
+func (o *NATS) tlsHint(err error) string {
+	msg := err.Error()
+	if !strings.Contains(msg, "after TLS handshake") && !strings.Contains(msg, "tls: certificate required") {
+		return ""
+	}
+	if o.TLSCert == "" {
+		return " (the server requires a client certificate: give --nats-tls-cert and --nats-tls-key)"
+	}
+	return " (the server did not accept the client certificate " + o.TLSCert + ": is it signed by a CA the server trusts?)"
 }
 
 // jetstream dials name and wraps the connection as a transport.NATS with
