@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -30,33 +31,43 @@ type failedRun struct {
 	started time.Time
 }
 
-// record makes the run directory say that the run failed, and why: a
-// summary.json the learner wrote as interrupted (the launcher stopped it
-// because something else failed) is marked failed; one the learner
-// closed otherwise stays as it is; where the learner wrote none (killed,
-// or failed before it opened its files), the launcher writes it
-// (metrics.WriteFailed). The reason is the first cause, then the
-// learner's own message, with the NATS credentials cut out.
-func (f failedRun) record() error {
+// record makes the run directory say that the run failed, and why, and
+// returns where its summary is: a summary.json the learner wrote as
+// interrupted (the launcher stopped it because something else failed) is
+// marked failed; one the learner closed otherwise stays as it is; where
+// the learner wrote none (killed, or failed before it opened its files),
+// the launcher writes it (metrics.WriteFailed) beside the files the
+// learner left and puts them in place (algo.FinishStaged). The reason is
+// the first cause, then the learner's own message, with the NATS
+// credentials cut out.
+func (f failedRun) record() (where string, err error) {
 	reason := errors.Join(f.causes...).Error()
 	if code, msg, ok := parseEndMark(f.learnerMark); ok && code != ExitOK {
 		reason += "\nthe learner's error: " + msg
 	}
 	reason = redact.URLError(errors.New(reason), f.natsURL).Error()
 	h := f.res.Header
+	since := f.started.Truncate(time.Second)
+	path := filepath.Join(h.Out, algo.SummaryFile)
+	if fi, err := os.Stat(path); err == nil && !fi.ModTime().Before(since) {
+		if f.learnerExit != ExitInterrupted {
+			return h.Out, nil // the learner's own record of its failure
+		}
+		if err := metrics.MarkFailed(path, reason); err != nil {
+			return "", fmt.Errorf("launch: summary not marked failed: %w", err)
+		}
+		return h.Out, nil
+	}
 	s := metrics.Summary{Reason: reason, Algo: h.Algo, Env: h.Env, Seed: h.Seed, PlannedSteps: h.Steps,
 		WallSeconds: time.Since(f.started).Seconds()}
-	written, err := metrics.WriteFailed(h.Out, s, f.started.Truncate(time.Second))
-	switch {
-	case err != nil:
-		return fmt.Errorf("launch: no summary written for the failed run: %w", err)
-	case written || f.learnerExit != ExitInterrupted:
-		return nil // written here, or the learner's own record of its failure
+	where, err = algo.FinishStaged(h.Out, since, func(stage string) error {
+		_, err := metrics.WriteFailed(stage, s, since) // a summary there is the learner's own
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("launch: no summary in %s for the failed run: %w", h.Out, err)
 	}
-	if err := metrics.MarkFailed(filepath.Join(h.Out, algo.SummaryFile), reason); err != nil {
-		return fmt.Errorf("launch: summary not marked failed: %w", err)
-	}
-	return nil
+	return where, nil
 }
 
 // readEnd reads the run's end mark, "" when it cannot.

@@ -299,8 +299,10 @@ func Run(ctx context.Context, o Options) (err error) {
 		// could still write.
 		f := failedRun{res: res, causes: all, learnerExit: learnerExit, natsURL: o.NATS.URL, started: started,
 			learnerMark: readEnd(func(ctx context.Context) (string, bool, error) { return n.RunEnded(ctx, runID) })}
-		if err := f.record(); err != nil {
+		if where, err := f.record(); err != nil {
 			all = append(all, err)
+		} else {
+			fmt.Fprintf(stderr, "launch: the failed run's summary is in %s\n", filepath.Join(where, algo.SummaryFile))
 		}
 	}
 	if unsaved {
