@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"herd/internal/atomicfile"
 	"herd/metrics"
@@ -372,4 +373,50 @@ func (d *runDir) close() {
 		unlockFile(d.lock)
 		d.lock = nil
 	}
+}
+
+// FinishStaged puts in place the files that a run's process left in dir's
+// staging directory when it died without committing them (a learner
+// killed with SIGKILL, or one that failed before it opened dir), after add
+// has written into the staging directory what that process could not (a
+// failed run's summary.json). A staging directory older than since is an
+// earlier process's and is cleared first. As with a run that fails under
+// TrainRun, an earlier run in dir is never replaced: the files then stay
+// in the staging directory. where is the directory that holds them.
+func FinishStaged(dir string, since time.Time, add func(stage string) error) (where string, err error) {
+	d := &runDir{dir: dir, stage: filepath.Join(dir, stagingDir), made: missingDirs(dir), mode: DirForce}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("algo: %w", err)
+	}
+	lock, err := lockFile(filepath.Join(dir, LockFile))
+	if err != nil {
+		return "", fmt.Errorf("algo: lock %s: %w", dir, err)
+	}
+	d.lock = lock
+	defer d.close()
+	if err := d.recover(); err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(d.stage); err == nil && fi.ModTime().Before(since) {
+		if err := os.RemoveAll(d.stage); err != nil {
+			return "", fmt.Errorf("algo: clear %s: %w", d.stage, err)
+		}
+	}
+	if err := os.MkdirAll(d.stage, 0o755); err != nil {
+		return "", fmt.Errorf("algo: %w", err)
+	}
+	d.staged = true
+	if err := add(d.stage); err != nil {
+		return d.stage, err
+	}
+	for _, f := range RunFiles() {
+		if _, err := os.Lstat(filepath.Join(dir, f)); err == nil {
+			d.hadRun = true
+			return d.stage, nil
+		}
+	}
+	if err := d.commit(); err != nil {
+		return d.stage, err
+	}
+	return dir, nil
 }

@@ -21,7 +21,10 @@
 //     is then closed, which tells every other worker to exit, and a worker
 //     that lingers past two TTLs is killed;
 //   - on Ctrl-C (ctx cancelled) the learner is stopped first, so that it
-//     saves the interrupted run, then the others.
+//     saves the interrupted run, then the others;
+//   - a run that fails leaves a summary.json that says so and why: where
+//     the learner could not write one, the launcher writes it from what
+//     it knows (failedRun.record).
 //
 // The embedded server listens on loopback only and admits one user whose
 // name and password are drawn from crypto/rand for each run (a secret must

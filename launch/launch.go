@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"herd/algo"
-	"herd/metrics"
 	"herd/metrics/prom"
 	"herd/run"
 	"herd/run/distexec"
@@ -241,6 +240,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
+	started := time.Now()
 	sup := (&supervisor{
 		command: append(append([]string(nil), self...), base...),
 		env:     append(os.Environ(), URLEnv+"="+o.NATS.URL),
@@ -284,6 +284,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		sup.startPeer("learner "+strconv.Itoa(j), []string{"--role", "learner", "--slot", strconv.Itoa(j)}, io.Discard)
 	}
 	learnerExit, all := sup.wait()
+	unsaved := false // interrupted, and the learner did not save the run
 	switch {
 	case ctx.Err() == nil || learnerExit == ExitOK:
 	case learnerExit == ExitInterrupted && len(all) == 0:
@@ -291,15 +292,22 @@ func Run(ctx context.Context, o Options) (err error) {
 		return fmt.Errorf("launch: run %s interrupted; the learner saved its checkpoint and metrics in %s: %w", runID, h.Out, context.Cause(ctx))
 	default:
 		all = append(all, fmt.Errorf("launch: run %s interrupted, and the learner did not save it (exit status %d)", runID, learnerExit))
+		unsaved = true
+	}
+	if len(all) > 0 {
+		// A failed run says so in its directory, whatever the learner
+		// could still write.
+		f := failedRun{res: res, causes: all, learnerExit: learnerExit, natsURL: o.NATS.URL, started: started,
+			learnerMark: readEnd(func(ctx context.Context) (string, bool, error) { return n.RunEnded(ctx, runID) })}
+		if where, err := f.record(); err != nil {
+			all = append(all, err)
+		} else {
+			fmt.Fprintf(stderr, "launch: the failed run's summary is in %s\n", filepath.Join(where, algo.SummaryFile))
+		}
+	}
+	if unsaved {
 		// %v: a failure is never reported as a clean interruption.
 		return fmt.Errorf("%v", errors.Join(all...))
-	}
-	if len(all) > 0 && learnerExit == ExitInterrupted {
-		// The launcher stopped the learner because a worker failed: the
-		// learner saved the run as interrupted, but it failed, and why.
-		if err := metrics.MarkFailed(filepath.Join(h.Out, algo.SummaryFile), errors.Join(all...).Error()); err != nil {
-			all = append(all, fmt.Errorf("launch: summary not marked failed: %w", err))
-		}
 	}
 	if len(all) == 0 && srv != nil {
 		// Every worker has exited, so its connections are closed and counted.

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,13 +43,19 @@ func TestLaunchTwoLearners(t *testing.T) {
 }
 
 // kill -9 of learner 1 ends the run with an error that names it, soon
-// (its registration is gone) rather than at the all-gather's deadline;
-// kill -9 of learner 0 ends it at once: the launcher does not start it
-// again, since a learner group cannot resume, and says so.
+// (its registration is gone) rather than at the all-gather's deadline, and
+// learner 0 writes the failed run's summary itself (the launcher leaves
+// it); kill -9 of learner 0 ends it at once: the launcher does not start
+// it again, since a learner group cannot resume, says so, and writes the
+// summary the learner could not, with the steps of its last metrics row.
 func TestLaunchDeadLearner(t *testing.T) {
-	for _, c := range []struct{ victim, want string }{
-		{"learner-1", "learner-1 is gone"},
-		{"learner-0", "learner was killed (signal: killed); not started again, since the run cannot resume: ppo under executor dist: several data-parallel learners"},
+	for _, c := range []struct {
+		victim, want, cause string
+		ownSummary          bool // learner 0 wrote summary.json
+	}{
+		{"learner-1", "learner-1 is gone", "learner-1 is gone", true},
+		{"learner-0", "learner was killed (signal: killed); not started again, since the run cannot resume: ppo under executor dist: several data-parallel learners",
+			"launch: learner was killed (signal: killed)", false},
 	} {
 		t.Run(c.victim, func(t *testing.T) {
 			srv, ctx := natsRun(t, 120*time.Second)
@@ -56,7 +64,9 @@ func TestLaunchDeadLearner(t *testing.T) {
 			done := launchAsync(t, ctx, "--config", writeLearnersConfig(t, 5000), "--out", out, "--quiet", "--nats", srv.URL(), "--run", run, "--ttl", "1s")
 			mem := watchRun(t, ctx, srv.URL(), run)
 			pid := awaitPIDs(t, ctx, mem, done, "learner-1", "learner-0", "env-0", "env-1")[c.victim]
-			time.Sleep(500 * time.Millisecond) // mid-run
+			// Mid-run: the learner has written a row (into its staging
+			// directory, which the run's end puts in place).
+			firstRow := awaitRow(t, ctx, filepath.Join(out, ".staging", "metrics.csv"))
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +82,43 @@ func TestLaunchDeadLearner(t *testing.T) {
 				t.Errorf("the run ended %v after the kill, want a few TTLs", d)
 			}
 			t.Logf("run ended %v after the kill: %v", time.Since(t0), r.err)
+			// The failure is on record in the run directory too, naming
+			// its cause.
+			s := readSummary(t, out)
+			reason, _ := s["reason"].(string)
+			if s["status"] != "failed" || !strings.Contains(reason, c.cause) {
+				t.Errorf("summary status %v, reason %q; want failed, naming %q", s["status"], s["reason"], c.cause)
+			}
+			if byLauncher := strings.HasPrefix(reason, "launch: "); byLauncher == c.ownSummary {
+				t.Errorf("summary reason %q: written by the launcher %v, want %v", reason, byLauncher, !c.ownSummary)
+			}
+			last := awaitRow(t, ctx, filepath.Join(out, "metrics.csv"))
+			if steps, _ := s["steps"].(float64); steps < firstRow || (!c.ownSummary && steps != last) {
+				t.Errorf("summary steps %v; metrics.csv rows from step %v to %v", s["steps"], firstRow, last)
+			}
+			t.Logf("summary: steps %v (metrics.csv from %v to %v), reason %q", s["steps"], firstRow, last, reason)
 		})
+	}
+}
+
+// awaitRow waits for the metrics.csv at path to hold a complete row and
+// returns the step of its last one; the file must end with a complete row.
+func awaitRow(t *testing.T, ctx context.Context, path string) float64 {
+	t.Helper()
+	for {
+		b, _ := os.ReadFile(path)
+		if lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n"); len(lines) > 1 && strings.HasSuffix(string(b), "\n") {
+			step, err := strconv.ParseFloat(strings.SplitN(lines[len(lines)-1], ",", 2)[0], 64)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			return step
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s holds no complete row:\n%s", path, b)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }
 
