@@ -203,7 +203,7 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		if err != nil {
 			return nil, fmt.Errorf("td3: %w", err)
 		}
-		return offpolicy.NewLocalPieces(p.newLearner, p.Replay, p.Sampler, p.Assembler, func(l *Learner) algo.PolicyNet { return offpolicy.ActorPolicy(l.actor, l.head) }), nil
+		return offpolicy.NewLocalPieces(p.newLearner, p.Replay, p.Sampler, p.Assembler, func(l *Learner) algo.PolicyNet { return offpolicy.ActorPolicy(l.Actor, l.Head) }), nil
 	})
 }
 
