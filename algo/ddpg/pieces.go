@@ -88,11 +88,11 @@ func (p *pieces) newLearner() (*Learner, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Learner{p: p, agent: agent, qf1: agent.QF1, qf1Target: agent.QF1.Clone(),
+	l := &Learner{p: p, agent: agent, qf1: agent.QF[0], qf1Target: agent.QF[0].Clone(),
 		nextAct: make([]float32, B*actDim),
 		nextQ:   make([]float32, B)} // y = r + γ(1 − d) Q'(s', μ'(s'))
 	l.DPG = offpolicy.DPG{Name: "ddpg", Actor: agent.Actor, TargetActor: agent.Actor.Clone(), Head: agent.Head,
-		Q1: agent.QF1, QParams: agent.QF1.Params(), BatchSize: B, LearningStarts: cfg.LearningStarts,
+		Q1: agent.QF[0], QParams: agent.QF[0].Params(), BatchSize: B, LearningStarts: cfg.LearningStarts,
 		PolicyFrequency: cfg.PolicyFrequency, Tau: cfg.Tau, Scalars: Scalars, CriticGrad: l.criticGrad,
 		DQ: make([]float32, B), Pi: make([]float32, B*actDim), DOut: make([]float32, B*actDim)}
 	l.Targets = [][2][]*nn.Param{{l.TargetActor.Params(), l.Actor.Params()}, {l.qf1Target.Params(), l.qf1.Params()}}

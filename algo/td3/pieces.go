@@ -87,16 +87,16 @@ func (p *pieces) newLearner() (*Learner, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Learner{p: p, agent: agent, qf1Target: agent.QF1.Clone(), qf2Target: agent.QF2.Clone(),
+	l := &Learner{p: p, agent: agent, qf1Target: agent.QF[0].Clone(), qf2Target: agent.QF[1].Clone(),
 		nextAct: make([]float32, B*actDim),
 		nextQ:   make([]float32, B)} // y = r + γ(1 − d) min_i Q'_i(s', μ'(s') + clip(ε))
 	l.DPG = offpolicy.DPG{Name: "td3", Actor: agent.Actor, TargetActor: agent.Actor.Clone(), Head: agent.Head,
-		Q1: agent.QF1, QParams: append(slices.Clone(agent.QF1.Params()), agent.QF2.Params()...),
+		Q1: agent.QF[0], QParams: append(slices.Clone(agent.QF[0].Params()), agent.QF[1].Params()...),
 		BatchSize: B, LearningStarts: cfg.LearningStarts, PolicyFrequency: cfg.PolicyFrequency, Tau: cfg.Tau,
 		Scalars: Scalars, CriticGrad: l.criticGrad,
 		DQ: make([]float32, B), Pi: make([]float32, B*actDim), DOut: make([]float32, B*actDim)}
 	l.Targets = [][2][]*nn.Param{{l.TargetActor.Params(), l.Actor.Params()},
-		{l.qf1Target.Params(), agent.QF1.Params()}, {l.qf2Target.Params(), agent.QF2.Params()}}
+		{l.qf1Target.Params(), agent.QF[0].Params()}, {l.qf2Target.Params(), agent.QF[1].Params()}}
 	l.SetSlot(0)
 	if l.QOpt, err = nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)}); err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func (p *pieces) newLearner() (*Learner, error) {
 	if l.ActorOpt, err = nn.NewAdam(nn.AdamConfig{LR: float32(cfg.LearningRate)}); err != nil {
 		return nil, err
 	}
-	for _, net := range []*nn.Critic{agent.QF1, agent.QF2, l.qf1Target, l.qf2Target} {
+	for _, net := range []*nn.Critic{agent.QF[0], agent.QF[1], l.qf1Target, l.qf2Target} {
 		net.Net.Reserve(B)
 	}
 	l.Actor.Reserve(B)
@@ -112,7 +112,7 @@ func (p *pieces) newLearner() (*Learner, error) {
 	// The twin critics run side by side on two goroutines (bit-identical
 	// to one after the other: see offpolicy.Twin).
 	l.par = twin.NewIf(cfg.Parallel)
-	l.critics = offpolicy.NewTwin(agent.QF1, agent.QF2, l.par, B)
+	l.critics = offpolicy.NewTwin(agent.QF[0], agent.QF[1], l.par, B)
 	l.targets = offpolicy.NewTwin(l.qf1Target, l.qf2Target, l.par, B)
 	return l, nil
 }

@@ -199,3 +199,56 @@ func (d *DPG) SetStateOf(s *weights.Version, ps []*nn.Param) error {
 	d.Updates = int64(s.N)
 	return nil
 }
+
+// DPGAgent holds DDPG's and TD3's networks: the deterministic actor
+// μ(s) = tanh(f(s))·scale + bias and the critics Q1 (TD3: and Q2). As a
+// policy it acts with μ.
+type DPGAgent struct {
+	Actor *nn.MLP
+	Head  *nn.TanhActor
+	QF    []*nn.Critic
+	name  string // the algorithm, in the saved file's metadata
+}
+
+// NewDPGAgent builds algorithm name's actor, then its critics, drawing
+// their initial weights from r.
+func NewDPGAgent(name string, critics, obsDim int, low, high []float32, arch []int, r *rand.Rand) (*DPGAgent, error) {
+	head, err := nn.NewTanhActor(low, high)
+	if err != nil {
+		return nil, err
+	}
+	actDim := len(low)
+	actor, err := nn.NewMLP(nn.MLPConfig{In: obsDim, Hidden: arch, Out: actDim, Act: nn.ReLU}, r)
+	if err != nil {
+		return nil, err
+	}
+	qf, err := NewCritics(critics, obsDim, actDim, arch, r)
+	if err != nil {
+		return nil, err
+	}
+	return &DPGAgent{Actor: actor, Head: head, QF: qf, name: name}, nil
+}
+
+// Act writes μ(s) into dst.
+func (a *DPGAgent) Act(dst, obs []float32) []float32 {
+	return a.Head.ActionTo(dst, a.Actor.Forward(obs, 1))
+}
+
+// Nets names the actor and the critics as Save writes them (actor., qf1.,
+// qf2.).
+func (a *DPGAgent) Nets() []Named {
+	nets := []Named{{Prefix: "actor", Params: a.Actor.Params()}}
+	for i, q := range a.QF {
+		nets = append(nets, Named{Prefix: fmt.Sprintf("qf%d", i+1), Params: q.Params()})
+	}
+	return nets
+}
+
+// Params returns the parameters Save writes (algo.ParamModel).
+func (a *DPGAgent) Params() []*nn.Param { return Params(a.Nets()) }
+
+// Save writes the actor and the critics to path (safetensors, prefixed as
+// Nets names them).
+func (a *DPGAgent) Save(path string) error {
+	return Save(path, a.Nets(), map[string]string{"algo": a.name})
+}
