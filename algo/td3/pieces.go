@@ -49,13 +49,7 @@ func newPieces(h algo.Header, cfg *Config, sp algo.Spaces) (*pieces, error) {
 	ap.LearningStarts, ap.BufferSize, ap.Gamma = cfg.LearningStarts, cfg.BufferSize, cfg.Gamma
 	ap.Sigma, ap.OU = cfg.ExplorationNoise, cfg.NoiseType == "ou"
 	p := &pieces{ActorPieces: ap, cfg: cfg}
-	ap.NewActor = func() (*nn.MLP, *nn.TanhActor, error) {
-		a, err := p.newAgent()
-		if err != nil {
-			return nil, nil, err
-		}
-		return a.Actor, a.Head, nil
-	}
+	ap.NewAgent = p.newAgent
 	return p, nil
 }
 
