@@ -169,7 +169,7 @@ func TestRuntimeSection(t *testing.T) {
 	// resolves (the section is only data) and is refused by AdmitRun.
 	for bad, want := range map[string]string{
 		"runtime:\n  executor: warp\n": `runtime.executor "warp" is not one of [local]`,
-		"runtime:\n  actors: 2\n":      "runtime.actors is not a setting of executor local",
+		"runtime:\n  actors: 2\n":      "runtime.actors is not a setting of executor local (it reads only runtime.executor and runtime.replay_locking)",
 	} {
 		r, err := Resolve([]byte("algo: fake\nenv: CartPole-v1\nsteps: 1000\n"+bad), fakeSpecs(), Overrides{})
 		if err != nil {

@@ -382,13 +382,17 @@ func runtimeKeys(rc RuntimeConfig) []string {
 
 // checkKeys refuses each runtime key rc sets that ex does not read.
 func checkKeys(ex Executor, rc RuntimeConfig) error {
+	// An executor without keys of its own reads only the common ones.
+	own := "its settings: " + strings.Join(ex.Keys, ", ")
+	if len(ex.Keys) == 0 {
+		own = "it reads only runtime." + strings.Join(commonKeys(), " and runtime.")
+	}
 	var errs []error
 	for _, k := range runtimeKeys(rc) {
 		if slices.Contains(commonKeys(), k) || slices.Contains(ex.Keys, k) {
 			continue
 		}
-		errs = append(errs, fmt.Errorf("%w: runtime.%s is not a setting of executor %s (its settings: %s)",
-			ErrConfig, k, ex.Name, strings.Join(ex.Keys, ", ")))
+		errs = append(errs, fmt.Errorf("%w: runtime.%s is not a setting of executor %s (%s)", ErrConfig, k, ex.Name, own))
 	}
 	return errors.Join(errs...)
 }

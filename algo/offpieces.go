@@ -365,6 +365,14 @@ type ReplaySizer interface {
 	WithReplayCapacity(n int) Config
 }
 
+// With returns a copy of *c that set has changed: the body of a config's
+// WithMinibatch and WithReplayCapacity.
+func With[C any](c *C, set func(*C)) *C {
+	d := *c
+	set(&d)
+	return &d
+}
+
 // Minibatcher is a config whose minibatch size can be changed: the pal
 // executor's sync learners (off-policy) and the dist executor's
 // data-parallel learners (PPO) each compute one update's gradient on a

@@ -42,6 +42,51 @@ func MarshalChain(e Env) ([]byte, error) {
 	}
 }
 
+// MarshalVector saves every env of v (MarshalChain), in order. v must
+// reach its envs one by one (SyncVector); another vector gives
+// ErrNoSnapshot.
+func MarshalVector(v Vector) ([][]byte, error) {
+	envs, err := envsOf(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, v.NumEnvs())
+	for i := range out {
+		if out[i], err = MarshalChain(envs.Env(i)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// UnmarshalVector restores into each env i of v (UnmarshalChain) the
+// state that state(i) returns.
+func UnmarshalVector(v Vector, state func(i int) ([]byte, error)) error {
+	envs, err := envsOf(v)
+	if err != nil {
+		return err
+	}
+	for i := range v.NumEnvs() {
+		b, err := state(i)
+		if err != nil {
+			return err
+		}
+		if err := UnmarshalChain(envs.Env(i), b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// envsOf returns v as a vector whose envs can be reached one by one.
+func envsOf(v Vector) (interface{ Env(i int) Env }, error) {
+	envs, ok := v.(interface{ Env(i int) Env })
+	if !ok {
+		return nil, fmt.Errorf("%w: vector %T does not expose its envs", ErrNoSnapshot, v)
+	}
+	return envs, nil
+}
+
 // UnmarshalChain restores into e (built like the env MarshalChain saved)
 // the state MarshalChain returned. On error e may be partly restored:
 // discard it.

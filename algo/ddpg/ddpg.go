@@ -9,7 +9,6 @@ import (
 	"herd/algo"
 	"herd/algo/internal/offpolicy"
 	"herd/env"
-	"herd/nn"
 )
 
 // Config is DDPG's section of a run configuration. Defaults are CleanRL's
@@ -120,51 +119,17 @@ func Spec() algo.Spec {
 }
 
 // Agent holds DDPG's networks: the deterministic actor μ(s) = tanh(f(s))·
-// scale + bias and the critic Q. As a policy it acts with μ.
-type Agent struct {
-	Actor *nn.MLP
-	Head  *nn.TanhActor
-	QF1   *nn.Critic
-}
+// scale + bias and the critic Q (QF[0]). As a policy it acts with μ; Save
+// writes the actor and the critic (safetensors, prefixed actor., qf1.).
+type Agent = offpolicy.DPGAgent
 
 func newAgent(obsDim int, low, high []float32, arch []int, r *rand.Rand) (*Agent, error) {
-	head, err := nn.NewTanhActor(low, high)
-	if err != nil {
-		return nil, err
-	}
-	actDim := len(low)
-	actor, err := nn.NewMLP(nn.MLPConfig{In: obsDim, Hidden: arch, Out: actDim, Act: nn.ReLU}, r)
-	if err != nil {
-		return nil, err
-	}
-	qf, err := offpolicy.NewCritics(1, obsDim, actDim, arch, r)
-	if err != nil {
-		return nil, err
-	}
-	return &Agent{Actor: actor, Head: head, QF1: qf[0]}, nil
-}
-
-// Act writes μ(s) into dst.
-func (a *Agent) Act(dst, obs []float32) []float32 {
-	return a.Head.ActionTo(dst, a.Actor.Forward(obs, 1))
-}
-
-func (a *Agent) nets() []offpolicy.Named {
-	return []offpolicy.Named{{Prefix: "actor", Params: a.Actor.Params()}, {Prefix: "qf1", Params: a.QF1.Params()}}
-}
-
-// Params returns the parameters Save writes (algo.ParamModel).
-func (a *Agent) Params() []*nn.Param { return offpolicy.Params(a.nets()) }
-
-// Save writes the actor and the critic to path (safetensors, prefixed
-// actor., qf1.).
-func (a *Agent) Save(path string) error {
-	return offpolicy.Save(path, a.nets(), map[string]string{"algo": "ddpg"})
+	return offpolicy.NewDPGAgent("ddpg", 1, obsDim, low, high, arch, r)
 }
 
 // LoadPolicy rebuilds the deterministic policy saved by Agent.Save.
 func LoadPolicy(path string, h algo.Header, c algo.Config) (algo.Policy, error) {
-	return offpolicy.LoadPolicy("ddpg", path, h, c, func(c *Config) []int { return c.NetArch }, newAgent, (*Agent).nets)
+	return offpolicy.LoadPolicy("ddpg", path, h, c, func(c *Config) []int { return c.NetArch }, newAgent, (*Agent).Nets)
 }
 
 // Train runs DDPG for rt.Header.Steps environment steps: the local
@@ -184,30 +149,24 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 		if err != nil {
 			return nil, fmt.Errorf("ddpg: %w", err)
 		}
-		return offpolicy.NewLocalPieces(p.newLearner, p.Replay, p.Sampler, p.Assembler, func(l *Learner) algo.PolicyNet { return offpolicy.ActorPolicy(l.actor, l.head) }), nil
+		return offpolicy.NewLocalPieces(p.newLearner, p.Replay, p.Sampler, p.Assembler, func(l *Learner) algo.PolicyNet { return offpolicy.ActorPolicy(l.Actor, l.Head) }), nil
 	})
 }
 
 // Minibatch is batch_size (algo.Minibatcher).
 func (c *Config) Minibatch() int { return c.BatchSize }
 
-// WithMinibatch returns a copy of the config with batch_size n: the pal
-// executor's sync learners each take a share of one update's minibatch.
+// WithMinibatch returns a copy with batch_size n (algo.Minibatcher).
 func (c *Config) WithMinibatch(n int) algo.Config {
-	d := *c
-	d.BatchSize = n
-	return &d
+	return algo.With(c, func(d *Config) { d.BatchSize = n })
 }
 
 // ReplayCapacity is buffer_size (algo.ReplaySizer).
 func (c *Config) ReplayCapacity() int { return c.BufferSize }
 
-// WithReplayCapacity returns a copy of the config with buffer_size n: the
-// dist executor's data-parallel learners each keep a share of the replay.
+// WithReplayCapacity returns a copy with buffer_size n (algo.ReplaySizer).
 func (c *Config) WithReplayCapacity(n int) algo.Config {
-	d := *c
-	d.BufferSize = n
-	return &d
+	return algo.With(c, func(d *Config) { d.BufferSize = n })
 }
 
 // Networks lists the actor and the critic, trained with Adam, and their

@@ -203,23 +203,17 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 // Minibatch is batch_size (algo.Minibatcher).
 func (c *Config) Minibatch() int { return c.BatchSize }
 
-// WithMinibatch returns a copy of the config with batch_size n: the pal
-// executor's sync learners each take a share of one update's minibatch.
+// WithMinibatch returns a copy with batch_size n (algo.Minibatcher).
 func (c *Config) WithMinibatch(n int) algo.Config {
-	d := *c
-	d.BatchSize = n
-	return &d
+	return algo.With(c, func(d *Config) { d.BatchSize = n })
 }
 
 // ReplayCapacity is buffer_size (algo.ReplaySizer).
 func (c *Config) ReplayCapacity() int { return c.BufferSize }
 
-// WithReplayCapacity returns a copy of the config with buffer_size n: the
-// dist executor's data-parallel learners each keep a share of the replay.
+// WithReplayCapacity returns a copy with buffer_size n (algo.ReplaySizer).
 func (c *Config) WithReplayCapacity(n int) algo.Config {
-	d := *c
-	d.BufferSize = n
-	return &d
+	return algo.With(c, func(d *Config) { d.BufferSize = n })
 }
 
 // Networks lists the actor (mean and log-std heads), the twin critics,

@@ -828,6 +828,13 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			err = serr
 		}
 	}
+	return learnerModel(l, werr, err, spec.Name+"'s learner")
+}
+
+// learnerModel returns the model of l, the learner called who in the
+// error where it has none, and the run's error: the workers' (werr)
+// first, then the learner's.
+func learnerModel(l any, werr, err error, who string) (algo.Model, error) {
 	var model algo.Model
 	if m, ok := l.(algo.Modeler); ok {
 		model = m.Model()
@@ -839,7 +846,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		return model, err
 	}
 	if model == nil {
-		return nil, fmt.Errorf("%w: %s's learner cannot hand out its model", ErrConfig, spec.Name)
+		return nil, fmt.Errorf("%w: %s cannot hand out its model", ErrConfig, who)
 	}
 	return model, nil
 }
@@ -1264,20 +1271,7 @@ func (s *Setup) trainOff(ctx, wctx context.Context, rt *algo.Runtime, smp transp
 			err = serr
 		}
 	}
-	var model algo.Model
-	if m, ok := l.(algo.Modeler); ok {
-		model = m.Model()
-	}
-	if werr != nil {
-		return model, werr
-	}
-	if err != nil {
-		return model, err
-	}
-	if model == nil {
-		return nil, fmt.Errorf("%w: the learner cannot hand out its model", ErrConfig)
-	}
-	return model, nil
+	return learnerModel(l, werr, err, "the learner")
 }
 
 // paramsOf returns the parameter list of the run's model (for decoding

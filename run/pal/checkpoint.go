@@ -39,20 +39,11 @@ const (
 // actorSection names part of actor a's section.
 func actorSection(a *actor, part string) string { return fmt.Sprintf("%s%d/%s", secActor, a.id, part) }
 
-// envsOf is a vector whose envs can be reached one by one (env.SyncVector).
-type envsOf interface{ Env(i int) env.Env }
-
 // actorsSaveable says why the actors' envs cannot be saved, or nil.
 func actorsSaveable(actors []*actor) error {
 	for _, a := range actors {
-		v, ok := a.envs.(envsOf)
-		if !ok {
-			return fmt.Errorf("%w: vector %T does not expose its envs", env.ErrNoSnapshot, a.envs)
-		}
-		for i := range a.n {
-			if _, err := env.MarshalChain(v.Env(i)); err != nil {
-				return err
-			}
+		if _, err := env.MarshalVector(a.envs); err != nil {
+			return err
 		}
 		if _, ok := a.asm.(interface {
 			encoding.BinaryMarshaler
@@ -218,12 +209,12 @@ func (c *checkpointer) restore(s *trainstate.State) (step int64, versions int, e
 // observations acted on next, the assembler's pending steps and the
 // sampler's own state (OU noise). The actor is between two steps.
 func saveActor(a *actor, out map[string][]byte) error {
-	v := a.envs.(envsOf)
-	var err error
-	for i := range a.n {
-		if out[actorSection(a, fmt.Sprintf("%s%d", partEnv, i))], err = env.MarshalChain(v.Env(i)); err != nil {
-			return err
-		}
+	ebs, err := env.MarshalVector(a.envs)
+	if err != nil {
+		return err
+	}
+	for i, eb := range ebs {
+		out[actorSection(a, fmt.Sprintf("%s%d", partEnv, i))] = eb
 	}
 	out[actorSection(a, partObs)] = trainstate.AppendFloat32s(nil, a.loop.Obs)
 	if out[actorSection(a, partAssembler)], err = a.asm.(encoding.BinaryMarshaler).MarshalBinary(); err != nil {
@@ -248,15 +239,8 @@ func restoreActor(a *actor, s *trainstate.State) error {
 		}
 		return b, nil
 	}
-	v := a.envs.(envsOf)
-	for i := range a.n {
-		b, err := get(fmt.Sprintf("%s%d", partEnv, i))
-		if err != nil {
-			return err
-		}
-		if err := env.UnmarshalChain(v.Env(i), b); err != nil {
-			return err
-		}
+	if err := env.UnmarshalVector(a.envs, func(i int) ([]byte, error) { return get(fmt.Sprintf("%s%d", partEnv, i)) }); err != nil {
+		return err
 	}
 	if _, ok := s.Sections[actorSection(a, fmt.Sprintf("%s%d", partEnv, a.n))]; ok {
 		return fmt.Errorf("%w: the checkpoint holds more envs per actor than num_envs", trainstate.ErrCorrupt)

@@ -50,6 +50,9 @@
 //     (algo.Phaser: the actor's gradient after the critic step), so that
 //     one learner and the executors' several compute one update written
 //     once.
+//   - DPG and DPGAgent: DDPG's and TD3's shared learner (schedule,
+//     two-phase Grad, Apply, counts; each algorithm brings its critic
+//     loss) and networks.
 //   - NewCritics, PolyakAll, Mean: critic construction, target updates and
 //     the logged Q means.
 //   - Save, Load and Named: several networks in one safetensors file under

@@ -132,9 +132,6 @@ func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, numEnvs int,
 	return model, lc.Run(ctx, rt, h.Steps)
 }
 
-// envsOf is a vector whose envs can be reached one by one (env.SyncVector).
-type envsOf interface{ Env(i int) env.Env }
-
 // Run is the local executor's loop, the same for every off-policy
 // algorithm: until `steps` env steps have passed, act and step the envs
 // (EnvWorker.Step), store the assembled transitions in the replay, run
@@ -228,16 +225,8 @@ func (lc *Local) snapshotable() error {
 	if lc.Explore == nil {
 		return errors.New("the sampler's stream is not known")
 	}
-	v, ok := lc.Envs.(envsOf)
-	if !ok {
-		return fmt.Errorf("%w: vector %T does not expose its envs", env.ErrNoSnapshot, lc.Envs)
-	}
-	for i := range lc.Envs.NumEnvs() {
-		if _, err := env.MarshalChain(v.Env(i)); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := env.MarshalVector(lc.Envs)
+	return err
 }
 
 // save returns the loop's state as checkpoint sections.
@@ -262,14 +251,12 @@ func (lc *Local) save() (map[string][]byte, error) {
 	lb.u64(uint64(lc.Worker.Steps))
 	lb.f32s(lc.Worker.Loop.Obs)
 	out[secLoop] = lb.b
-	v, ok := lc.Envs.(envsOf)
-	if !ok {
-		return nil, fmt.Errorf("%w: vector %T does not expose its envs", env.ErrNoSnapshot, lc.Envs)
+	ebs, err := env.MarshalVector(lc.Envs)
+	if err != nil {
+		return nil, err
 	}
-	for i := range lc.Envs.NumEnvs() {
-		if out[fmt.Sprintf("%s%d", secEnv, i)], err = env.MarshalChain(v.Env(i)); err != nil {
-			return nil, err
-		}
+	for i, eb := range ebs {
+		out[fmt.Sprintf("%s%d", secEnv, i)] = eb
 	}
 	return out, nil
 }
@@ -364,18 +351,8 @@ func (lc *Local) restore(s *trainstate.State) error {
 		return fmt.Errorf("%w: the loop is at step %d, the header says %d", trainstate.ErrCorrupt, step, s.Header.Step)
 	}
 	lc.Worker.Steps = step
-	v, ok := lc.Envs.(envsOf)
-	if !ok {
-		return fmt.Errorf("%w: vector %T does not expose its envs", env.ErrNoSnapshot, lc.Envs)
-	}
-	for i := range lc.Envs.NumEnvs() {
-		eb, err := get(fmt.Sprintf("%s%d", secEnv, i))
-		if err != nil {
-			return err
-		}
-		if err := env.UnmarshalChain(v.Env(i), eb); err != nil {
-			return err
-		}
+	if err := env.UnmarshalVector(lc.Envs, func(i int) ([]byte, error) { return get(fmt.Sprintf("%s%d", secEnv, i)) }); err != nil {
+		return err
 	}
 	if _, ok := s.Sections[fmt.Sprintf("%s%d", secEnv, lc.Envs.NumEnvs())]; ok {
 		return errors.New("the checkpoint holds more envs than num_envs")

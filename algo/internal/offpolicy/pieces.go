@@ -68,8 +68,8 @@ type ActorPieces struct {
 	// Ornstein–Uhlenbeck noise instead of independent Gaussian noise.
 	Sigma float64
 	OU    bool
-	// NewActor builds the actor and its head with the run's initial weights.
-	NewActor func() (*nn.MLP, *nn.TanhActor, error)
+	// NewAgent builds the networks with the run's initial weights.
+	NewAgent func() (*DPGAgent, error)
 }
 
 // NewActorPieces checks sp's action space (a bounded Box) and fills the
@@ -87,11 +87,11 @@ func NewActorPieces(h algo.Header, sp algo.Spaces) (*ActorPieces, error) {
 
 // Policy is an actor with the run's initial weights, acting with μ(s).
 func (p *ActorPieces) Policy() (*MLPPolicy, error) {
-	actor, head, err := p.NewActor()
+	a, err := p.NewAgent()
 	if err != nil {
 		return nil, err
 	}
-	return ActorPolicy(actor, head), nil
+	return ActorPolicy(a.Actor, a.Head), nil
 }
 
 // ActorPolicy is the policy μ(s) = head(actor(s)) on actor's weights.

@@ -33,9 +33,6 @@ type LearnerState interface {
 	UnmarshalLearnerState(b []byte) error
 }
 
-// envsOf is a vector whose envs can be reached one by one (env.SyncVector).
-type envsOf interface{ Env(i int) env.Env }
-
 // local is the local executor's loop state: what a checkpoint saves and a
 // resumed run restores, bit for bit.
 type local struct {
@@ -54,16 +51,8 @@ func (lc *local) snapshotable() error {
 	if _, ok := lc.learner.Opt.(nn.StatefulOptimizer); !ok {
 		return fmt.Errorf("optimizer %T cannot save its state", lc.learner.Opt)
 	}
-	v, ok := lc.envs.(envsOf)
-	if !ok {
-		return fmt.Errorf("%w: vector %T does not expose its envs", env.ErrNoSnapshot, lc.envs)
-	}
-	for i := range lc.envs.NumEnvs() {
-		if _, err := env.MarshalChain(v.Env(i)); err != nil {
-			return err
-		}
-	}
-	return nil
+	_, err := env.MarshalVector(lc.envs)
+	return err
 }
 
 // save returns the loop's state as checkpoint sections.
@@ -83,15 +72,11 @@ func (lc *local) save() (map[string][]byte, error) {
 	if lc.policy.StateDim() > 0 {
 		out[secRecurrent] = trainstate.AppendFloat32s(nil, lc.policy.envState(lc.envs.NumEnvs()))
 	}
-	v, ok := lc.envs.(envsOf)
-	if !ok {
-		return nil, fmt.Errorf("%w: vector %T does not expose its envs", env.ErrNoSnapshot, lc.envs)
+	ebs, err := env.MarshalVector(lc.envs)
+	if err != nil {
+		return nil, err
 	}
-	for i := range lc.envs.NumEnvs() {
-		eb, err := env.MarshalChain(v.Env(i))
-		if err != nil {
-			return nil, err
-		}
+	for i, eb := range ebs {
 		out[fmt.Sprintf("%s%d", secEnv, i)] = eb
 	}
 	return out, nil
@@ -172,18 +157,8 @@ func (lc *local) restore(s *trainstate.State) error {
 		}
 		trainstate.ReadFloat32s(state, b)
 	}
-	v, ok := lc.envs.(envsOf)
-	if !ok {
-		return fmt.Errorf("%w: vector %T does not expose its envs", env.ErrNoSnapshot, lc.envs)
-	}
-	for i := range lc.envs.NumEnvs() {
-		eb, err := get(fmt.Sprintf("%s%d", secEnv, i))
-		if err != nil {
-			return err
-		}
-		if err := env.UnmarshalChain(v.Env(i), eb); err != nil {
-			return err
-		}
+	if err := env.UnmarshalVector(lc.envs, func(i int) ([]byte, error) { return get(fmt.Sprintf("%s%d", secEnv, i)) }); err != nil {
+		return err
 	}
 	if _, err := get(fmt.Sprintf("%s%d", secEnv, lc.envs.NumEnvs())); err == nil {
 		return errors.New("the checkpoint holds more envs than num_envs")
