@@ -374,8 +374,9 @@ func TestInlineLagBound(t *testing.T) {
 		cnt, stale := inlineLag(t, e, iters, 15*time.Millisecond, false)
 		t.Logf("%d env workers: lag mean %.2f, max %d; learned %d, dropped %d; stale starts %d", e, cnt.LagMean(), cnt.LagMax, cnt.Learned, cnt.Dropped, stale)
 		// A goroutine descheduled while it gathers (a loaded machine) can
-		// add to a few segments' lag, so the mean carries some slack.
-		if want := float64(e-1) + 0.25; cnt.LagMean() > want {
+		// add one to many segments' lag, so the mean carries slack; the
+		// queueing this guards against gave 2.9 for 2 env workers.
+		if want := float64(e-1) + 0.75; cnt.LagMean() > want {
 			t.Errorf("%d env workers: mean lag %.2f, want ≤ %.2f", e, cnt.LagMean(), want)
 		}
 		if cnt.Learned != iters || stale != 0 {
