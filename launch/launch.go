@@ -170,6 +170,14 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := n.ResetRun(ctx, runID); err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}
+	// A finished or killed run of the same ID left its weights: a new run
+	// starts without them (its learner's own initial weights, versions
+	// from 0); a resumed one continues above them.
+	if mode != algo.DirResume {
+		if err := n.ClearWeights(ctx, runID); err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+	}
 	if err := n.PutRunConfig(ctx, runID, data); err != nil {
 		return fmt.Errorf("launch: %w", err)
 	}

@@ -186,7 +186,10 @@
 // and with it training, stalls ~5–10 s. Keep the registration TTL above that election time (the
 // test uses `--ttl 15s`): keep-alives fail while the members bucket has no leader, and a
 // registration that expires meanwhile (the controller's above all) ends the workers. An existing bucket keeps its
-// config (a later run with another `--nats-replicas` must use another `--run`).
+// config (a later run with another `--nats-replicas` must use another `--run`). A new run (no
+// `--resume`) of a run ID whose run is over starts afresh: once no member is registered, launch
+// deletes the earlier run's end mark and workers' progress (`ResetRun`) and purges its params
+// store (`ClearWeights`), whose versions the new run's readers would otherwise start on.
 // `TestLaunchNATSClusterNodeKilled` starts 3 nats-server processes, runs with R3 and kills -9 the
 // node with herd clients that leads the most of the run's streams.
 //

@@ -1658,6 +1658,40 @@ func (n *NATS) ResetRun(ctx context.Context, run string) error {
 	return nil
 }
 
+// ClearWeights removes every weights version an earlier run of the same
+// ID left in its params store. A new run's publisher numbers its versions
+// above every version in the store (HeldBound) and its readers start on
+// the store's newest version, so without this a new run's workers would
+// act on the earlier run's final policy and its learner would number its
+// versions after the earlier run's. The controller calls it for a new run
+// (not a resumed one, whose learner continues above those versions)
+// before any worker starts.
+func (n *NATS) ClearWeights(ctx context.Context, run string) error {
+	obs, err := n.paramsBucket(ctx, run)
+	if err != nil {
+		return err
+	}
+	err = retryJS(ctx, apiAttempt, func(ctx context.Context) error {
+		st, err := obs.Status(ctx)
+		if err != nil {
+			return err
+		}
+		s, ok := st.(*jetstream.ObjectBucketStatus)
+		if !ok {
+			return fmt.Errorf("unexpected status %T", st)
+		}
+		stream, err := n.js.Stream(ctx, s.StreamInfo().Config.Name)
+		if err != nil {
+			return err
+		}
+		return stream.Purge(ctx)
+	})
+	if err != nil {
+		return fmt.Errorf("dist: clear run %s's weights: %w", run, err)
+	}
+	return nil
+}
+
 // EndRun marks the run as ended, with what ended it (the learner's
 // outcome, or the controller's reason), unless it is marked already: the
 // first word stays. Workers that start after it exit at once instead of

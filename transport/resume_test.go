@@ -140,3 +140,39 @@ func TestAboveHeld(t *testing.T) {
 		t.Fatalf("the reader did not take the restarted publisher's version %d: %v %v", floor, v, err)
 	}
 }
+
+// TestClearWeights: after ClearWeights a new publisher on the run starts
+// from version 0 and a new reader holds nothing of the earlier run.
+func TestClearWeights(t *testing.T) {
+	srv := startServer(t)
+	ctx := ctxT(t, 30*time.Second)
+	run := runID(t)
+	like := testParams(4)
+	n := natsTransport(t, srv.URL())
+	old, err := n.Params(ctx, run, Options{Like: like})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v := uint64(1); v <= 3; v++ {
+		if err := old.Publish(ctx, version(v, like)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close() // flushes the pending put: version 3 is stored
+	if err := n.ClearWeights(ctx, run); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := natsTransport(t, srv.URL()).Params(ctx, run, Options{Like: like})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if floor, err := fresh.(HeldBound).AboveHeld(ctx); err != nil || floor != 0 {
+		t.Fatalf("floor after ClearWeights: %d %v, want 0", floor, err)
+	}
+	// A reader polls the store within paramsPoll: it finds nothing.
+	time.Sleep(paramsPoll + 500*time.Millisecond)
+	if v := fresh.Latest(); v != nil {
+		t.Fatalf("a reader after ClearWeights holds version %d of the earlier run", v.N)
+	}
+}
