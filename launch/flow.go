@@ -16,6 +16,10 @@ import (
 // drives the plan (flow.TrainServed), both over the run's actor calls on
 // the inference connection. There are no policy workers.
 
+// flowPlan reports whether rc runs a flow plan, whose env workers serve
+// the plan's actors over actor calls instead of stepping for a learner.
+func flowPlan(rc algo.RuntimeConfig) bool { return rc.Executor == "flow" }
+
 // launchSetup checks the config herd launch was given: the dist
 // executor's topology, or a flow plan (a Setup with no policy workers).
 func launchSetup(res *algo.Resolved) (*distexec.Setup, error) {

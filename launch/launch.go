@@ -227,7 +227,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	base := append([]string{"worker", "--run", runID, "--ttl", o.TTL.String()}, o.NATS.args()...)
 	envs := fmt.Sprintf(" × %d envs", st.NumEnvs)
 	switch {
-	case rc.Executor == "flow":
+	case flowPlan(rc):
 		envs = " serving the plan's actors"
 	case h.MultiAgent.Enabled():
 		envs = fmt.Sprintf(" × %d agent rows (%d policies)", st.NumEnvs, len(h.MultiAgent.Policies))
@@ -239,7 +239,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	// What the learner runs (runLearner): a killed learner is started
 	// again only where that run can resume.
 	lr := *res
-	if lr.Header.Runtime.Executor == "flow" {
+	if flowPlan(lr.Header.Runtime) {
 		lr.Header.Runtime.Transport = "nats"
 	} else {
 		lr.Header.Runtime.Executor = "dist"

@@ -62,7 +62,7 @@ func reportWire(w io.Writer, srv *transport.Server, dir string, rc algo.RuntimeC
 		kj := kindJSON{ws.ByKind[k], perStep(ws.ByKind[k])}
 		label := WireLabel(k)
 		switch {
-		case rc.Executor == "flow" && k == transport.KindInference:
+		case flowPlan(rc) && k == transport.KindInference:
 			label = "actor_calls"
 		case rc.Learners > 1 && k == transport.KindParams:
 			label = "weights_and_gradients"

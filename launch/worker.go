@@ -233,9 +233,9 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 	}
 	defer lease.Close()
 
-	flowPlan := res.Header.Runtime.Executor == "flow" // env workers serve the plan's actors
+	isFlow := flowPlan(res.Header.Runtime) // env workers serve the plan's actors
 	var st *distexec.Setup
-	if !flowPlan {
+	if !isFlow {
 		if st, err = distexec.PrepareRun(res); err != nil {
 			return err
 		}
@@ -257,7 +257,7 @@ func RunWorker(ctx context.Context, o WorkerOptions) (err error) {
 	}
 	switch o.Role {
 	case "env":
-		if flowPlan {
+		if isFlow {
 			err = serveFlowWorker(ctx, res, byKind[0], o.Run, o.Slot)
 			break
 		}
@@ -325,8 +325,8 @@ func restarted(ctx context.Context, mem transport.Membership, name string) (uint
 // runLearner trains the run as its learner through algo.TrainRun with the
 // dist executor in learner-only mode, then marks the run ended.
 func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport, mem transport.Membership, res *algo.Resolved, mode algo.DirMode, o WorkerOptions) error {
-	flowPlan := res.Header.Runtime.Executor == "flow"
-	if flowPlan {
+	isFlow := flowPlan(res.Header.Runtime)
+	if isFlow {
 		res.Header.Runtime.Transport = "nats" // the driver's counters of its calls
 	} else {
 		res.Header.Runtime.Executor = "dist"
@@ -356,7 +356,7 @@ func runLearner(ctx context.Context, w io.Writer, tr, calls transport.Transport,
 		fmt.Fprintln(w, run.DoneLine(s))
 	}
 	switch {
-	case len(s.Dist) > 0 && flowPlan:
+	case len(s.Dist) > 0 && isFlow:
 		fmt.Fprintf(w, "flow: calls answered from a worker's memory %.0f, decode errors %.0f, workers rejoined after a restart %.0f, calls reissued %.0f\n",
 			s.Dist["dist/duplicates"], s.Dist["dist/decode_errors"], s.Dist["dist/restarts"], s.Dist["dist/reissued"])
 	case len(s.Dist) > 0:
@@ -458,7 +458,7 @@ func checkSlot(res *algo.Resolved, role string, slot int) error {
 	case "env":
 		n = max(rc.EnvWorkers, 1)
 	case "policy":
-		if rc.Executor == "flow" {
+		if flowPlan(rc) {
 			return errors.New("a flow run has no policy workers")
 		}
 		st, err := distexec.PrepareRun(res)
