@@ -445,7 +445,7 @@ func Resolve(data []byte, specs []Spec, ov Overrides) (*Resolved, error) {
 	// pair is the algorithm's.
 	var algoSet []string
 	for _, kv := range ov.Set {
-		if key, _, _ := strings.Cut(kv, "="); slices.Contains([]string{"checkpoint_every", "checkpoint_keep"}, strings.TrimSpace(key)) {
+		if key, _, _ := strings.Cut(kv, "="); slices.Contains(settableHeaderKeys(), strings.TrimSpace(key)) {
 			if err := setYAML(&h, kv); err != nil {
 				return nil, err
 			}
@@ -635,6 +635,10 @@ func checkFinite(cfg Config) error {
 func headerKeys() []string {
 	return []string{"algo", "env", "seed", "steps", "out", "log_every", "checkpoint_every", "checkpoint_keep", "runtime", "multiagent"}
 }
+
+// settableHeaderKeys returns the header keys that --set sets: those
+// without a flag (Overrides field) or a section of their own.
+func settableHeaderKeys() []string { return []string{"checkpoint_every", "checkpoint_keep"} }
 
 func lookup(specs []Spec, name string) (Spec, bool) {
 	for _, s := range specs {
