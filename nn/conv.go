@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"herd/nn/internal/kernel"
 )
 
 // Conv2dConfig describes a 2-D convolution over NCHW images, as PyTorch's
@@ -79,7 +81,8 @@ type Conv2d struct {
 	cfg          Conv2dConfig
 	weight, bias *Param
 	gemm         Gemm
-	taps         []int32 // tapIndex(cfg), shared by clones
+	taps         []int32  // tapIndex(cfg), shared by clones
+	runs         []tapRun // tapRuns(taps), shared by clones
 
 	batch int
 	cols  []float32 // X̂, (C·k·k) × (N·OH·OW)
@@ -111,6 +114,7 @@ func NewConv2d(prefix string, cfg Conv2dConfig, g Gemm, r *rand.Rand) (*Conv2d, 
 		gemm:   g,
 		taps:   tapIndex(cfg),
 	}
+	c.runs = tapRuns(c.taps, cfg.OutH()*cfg.OutW())
 	bound := 1 / math.Sqrt(float64(fanIn))
 	UniformInit(c.weight.Value, bound, r)
 	UniformInit(c.bias.Value, bound, r)
@@ -119,7 +123,7 @@ func NewConv2d(prefix string, cfg Conv2dConfig, g Gemm, r *rand.Rand) (*Conv2d, 
 
 // withParams is the layer with weight w and bias b and fresh workspaces.
 func (c *Conv2d) withParams(w, b *Param) *Conv2d {
-	return &Conv2d{cfg: c.cfg, weight: w, bias: b, gemm: c.gemm, taps: c.taps}
+	return &Conv2d{cfg: c.cfg, weight: w, bias: b, gemm: c.gemm, taps: c.taps, runs: c.runs}
 }
 
 // Config returns the layer's configuration.
@@ -137,7 +141,19 @@ func (c *Conv2d) Out() int { return c.cfg.OutChannels * c.cfg.OutH() * c.cfg.Out
 // Forward computes the convolution of batch images x (NCHW, batch·In()
 // values) and returns the output (NCHW, batch·Out() values), valid until
 // the next Forward.
-func (c *Conv2d) Forward(x []float32, batch int) []float32 {
+func (c *Conv2d) Forward(x []float32, batch int) []float32 { return c.forward(x, batch, false) }
+
+// perSample reports whether the layer's products run one sample at a
+// time, writing and reading NCHW images in place: when an image has more
+// than 8 output positions, where every element of the whole-batch product
+// and of the per-sample one is the same chain of FMAs in the same order
+// (see kernel.Gemm), so the two give the same bits. Narrower outputs keep
+// the whole-batch product, whose columns then exceed 8.
+func (c *Conv2d) perSample() bool { return c.cfg.OutH()*c.cfg.OutW() > 8 }
+
+// forward is Forward, with relu: max(·, 0) applied to the output (the
+// ReLU a ConvNet puts after each convolution).
+func (c *Conv2d) forward(x []float32, batch int, relu bool) []float32 {
 	if len(x) != batch*c.In() {
 		shapePanic("nn: Conv2d.Forward: len(x) = %d, want batch %d × %d", len(x), batch, c.In())
 	}
@@ -148,17 +164,26 @@ func (c *Conv2d) Forward(x []float32, batch int) []float32 {
 	o := cfg.OutChannels
 	c.batch = batch
 	c.cols = grow(c.cols, ckk*np)
-	c.yo = grow(c.yo, o*np)
 	c.y = grow(c.y, batch*o*p)
-	im2col(c.cols, x, batch, cfg, c.taps)
-	c.gemm.Sgemm(false, false, o, np, ckk, 1, c.weight.Value, ckk, c.cols, np, 0, c.yo, np)
-	for k, b := range c.bias.Value {
-		src := c.yo[k*np : (k+1)*np]
+	im2col(c.cols, x, batch, cfg, c.taps, c.runs)
+	if c.perSample() {
+		// Y_n = W·X̂_n straight into sample n's NCHW image.
 		for n := range batch {
-			dst := c.y[(n*o+k)*p : (n*o+k+1)*p]
-			for q, v := range src[n*p : (n+1)*p] {
-				dst[q] = v + b
+			c.gemm.Sgemm(false, false, o, p, ckk, 1, c.weight.Value, ckk, c.cols[n*p:], np, 0, c.y[n*o*p:], p)
+		}
+	} else {
+		c.yo = grow(c.yo, o*np)
+		c.gemm.Sgemm(false, false, o, np, ckk, 1, c.weight.Value, ckk, c.cols, np, 0, c.yo, np)
+		for k := range o {
+			src := c.yo[k*np : (k+1)*np]
+			for n := range batch {
+				copy(c.y[(n*o+k)*p:(n*o+k+1)*p], src[n*p:(n+1)*p])
 			}
+		}
+	}
+	for n := range batch {
+		for k, b := range c.bias.Value {
+			kernel.AddBias(true, c.y[(n*o+k)*p:(n*o+k+1)*p], b, relu)
 		}
 	}
 	return c.y
@@ -181,24 +206,23 @@ func (c *Conv2d) backward(dy []float32, input bool) []float32 {
 	if len(dy) != batch*o*p {
 		shapePanic("nn: Conv2d.Backward: len(dy) = %d, want %d", len(dy), batch*o*p)
 	}
-	c.dyo = grow(c.dyo, o*np)
 	c.dyT = grow(c.dyT, np*o)
 	c.dwT = grow(c.dwT, ckk*o)
 	db := c.bias.Grad
 	for k := range o {
-		dst := c.dyo[k*np : (k+1)*np]
 		var s float32
 		for n := range batch {
-			src := dy[(n*o+k)*p : (n*o+k+1)*p]
-			copy(dst[n*p:(n+1)*p], src)
-			for _, v := range src {
+			for _, v := range dy[(n*o+k)*p : (n*o+k+1)*p] {
 				s += v
 			}
 		}
 		db[k] += s
 	}
-	// dWᵀ = X̂·dYᵀ, added to the [out][C·k·k] gradient.
-	transposeTo(c.dyT, c.dyo, o, np)
+	// dWᵀ = X̂·dYᵀ, added to the [out][C·k·k] gradient. Rows n·p… of dYᵀ
+	// are sample n's o×p image transposed.
+	for n := range batch {
+		transposeTo(c.dyT[n*p*o:(n+1)*p*o], dy[n*o*p:(n+1)*o*p], o, p)
+	}
 	c.gemm.Sgemm(false, false, ckk, o, np, 1, c.cols, np, c.dyT, o, 0, c.dwT, o)
 	dw := c.weight.Grad
 	for k := range o {
@@ -213,7 +237,20 @@ func (c *Conv2d) backward(dy []float32, input bool) []float32 {
 	// dX̂ = Wᵀ·dY, added back onto the input.
 	c.dcols = grow(c.dcols, ckk*np)
 	c.dx = grow(c.dx, batch*c.In())
-	c.gemm.Sgemm(true, false, ckk, np, o, 1, c.weight.Value, ckk, c.dyo, np, 0, c.dcols, np)
+	if c.perSample() {
+		for n := range batch {
+			c.gemm.Sgemm(true, false, ckk, p, o, 1, c.weight.Value, ckk, dy[n*o*p:], p, 0, c.dcols[n*p:], np)
+		}
+	} else {
+		c.dyo = grow(c.dyo, o*np)
+		for k := range o {
+			dst := c.dyo[k*np : (k+1)*np]
+			for n := range batch {
+				copy(dst[n*p:(n+1)*p], dy[(n*o+k)*p:(n*o+k+1)*p])
+			}
+		}
+		c.gemm.Sgemm(true, false, ckk, np, o, 1, c.weight.Value, ckk, c.dyo, np, 0, c.dcols, np)
+	}
 	col2im(c.dx, c.dcols, batch, cfg, c.taps)
 	return c.dx
 }
@@ -246,12 +283,62 @@ func tapIndex(cfg Conv2dConfig) []int32 {
 	return idx
 }
 
+// tapRun is a stretch of row r of X̂ that reads l consecutive input
+// values of a sample from index from on (or zeros, from < 0), written at
+// output positions q, q+1, …: a stride-1 convolution reads each output
+// row's taps as one run.
+type tapRun struct{ r, q, from, l int32 }
+
+// tapRuns cuts tapIndex's table into runs, or returns nil when they would
+// average fewer than minRun values (strided convolutions), where im2col
+// walks the table itself.
+func tapRuns(taps []int32, p int) []tapRun {
+	const minRun = 4
+	var runs []tapRun
+	for r := range len(taps) / p {
+		row := taps[r*p:][:p]
+		for q := 0; q < p; {
+			e := q + 1
+			for e < p && (row[q] < 0) == (row[e] < 0) && (row[q] < 0 || row[e] == row[e-1]+1) {
+				e++
+			}
+			runs = append(runs, tapRun{r: int32(r), q: int32(q), from: row[q], l: int32(e - q)})
+			q = e
+		}
+	}
+	if len(runs)*minRun > len(taps) {
+		return nil
+	}
+	return runs
+}
+
 // im2col writes X̂: row r holds, for every sample n and output position q,
-// x[n, taps[r·p+q]], or 0 on the padding.
-func im2col(cols, x []float32, batch int, cfg Conv2dConfig, taps []int32) {
+// x[n, taps[r·p+q]], or 0 on the padding; through runs when there are.
+func im2col(cols, x []float32, batch int, cfg Conv2dConfig, taps []int32, runs []tapRun) {
 	in := cfg.InChannels * cfg.InH * cfg.InW
 	p := cfg.OutH() * cfg.OutW()
 	np := batch * p
+	if runs != nil {
+		for _, t := range runs {
+			l := int(t.l)
+			for n := range batch {
+				dst := cols[int(t.r)*np+n*p+int(t.q):][:l]
+				if t.from < 0 {
+					clear(dst)
+					continue
+				}
+				src := x[n*in+int(t.from):][:l]
+				if l == 8 {
+					// An image 8 positions wide (MinAtar's 10×10 frames
+					// under a 3×3 kernel): one 32-byte move, not a call.
+					*(*[8]float32)(dst) = *(*[8]float32)(src)
+				} else {
+					copy(dst, src)
+				}
+			}
+		}
+		return
+	}
 	for r := range len(taps) / p {
 		row := taps[r*p:][:p]
 		for n := range batch {
