@@ -81,8 +81,7 @@ type Conv2d struct {
 	cfg          Conv2dConfig
 	weight, bias *Param
 	gemm         Gemm
-	taps         []int32  // tapIndex(cfg), shared by clones
-	runs         []tapRun // tapRuns(taps), shared by clones
+	taps         []int32 // tapIndex(cfg), shared by clones
 
 	batch int
 	cols  []float32 // X̂, (C·k·k) × (N·OH·OW)
@@ -114,7 +113,6 @@ func NewConv2d(prefix string, cfg Conv2dConfig, g Gemm, r *rand.Rand) (*Conv2d, 
 		gemm:   g,
 		taps:   tapIndex(cfg),
 	}
-	c.runs = tapRuns(c.taps, cfg.OutH()*cfg.OutW())
 	bound := 1 / math.Sqrt(float64(fanIn))
 	UniformInit(c.weight.Value, bound, r)
 	UniformInit(c.bias.Value, bound, r)
@@ -123,7 +121,7 @@ func NewConv2d(prefix string, cfg Conv2dConfig, g Gemm, r *rand.Rand) (*Conv2d, 
 
 // withParams is the layer with weight w and bias b and fresh workspaces.
 func (c *Conv2d) withParams(w, b *Param) *Conv2d {
-	return &Conv2d{cfg: c.cfg, weight: w, bias: b, gemm: c.gemm, taps: c.taps, runs: c.runs}
+	return &Conv2d{cfg: c.cfg, weight: w, bias: b, gemm: c.gemm, taps: c.taps}
 }
 
 // Config returns the layer's configuration.
@@ -165,7 +163,7 @@ func (c *Conv2d) forward(x []float32, batch int, relu bool) []float32 {
 	c.batch = batch
 	c.cols = grow(c.cols, ckk*np)
 	c.y = grow(c.y, batch*o*p)
-	im2col(c.cols, x, batch, cfg, c.taps, c.runs)
+	im2col(c.cols, x, batch, cfg, c.taps)
 	if c.perSample() {
 		// Y_n = W·X̂_n straight into sample n's NCHW image.
 		for n := range batch {
@@ -207,22 +205,32 @@ func (c *Conv2d) backward(dy []float32, input bool) []float32 {
 		shapePanic("nn: Conv2d.Backward: len(dy) = %d, want %d", len(dy), batch*o*p)
 	}
 	c.dyT = grow(c.dyT, np*o)
-	c.dwT = grow(c.dwT, ckk*o)
-	db := c.bias.Grad
-	for k := range o {
-		var s float32
-		for n := range batch {
-			for _, v := range dy[(n*o+k)*p : (n*o+k+1)*p] {
-				s += v
-			}
-		}
-		db[k] += s
-	}
-	// dWᵀ = X̂·dYᵀ, added to the [out][C·k·k] gradient. Rows n·p… of dYᵀ
-	// are sample n's o×p image transposed.
+	c.dwT = grow(c.dwT, ckk*o+o)
+	// Rows n·p… of dYᵀ are sample n's o×p image transposed.
 	for n := range batch {
 		transposeTo(c.dyT[n*p*o:(n+1)*p*o], dy[n*o*p:(n+1)*o*p], o, p)
 	}
+	// db += Σ dY, each channel's values summed in (sample, position)
+	// order. Over more than 8 channels the native kernels take it as
+	// 1ᵀ·dYᵀ: they sum a column in row order, by FMAs with 1, exact as
+	// plain adds.
+	db, s := c.bias.Grad, c.dwT[ckk*o:][:o]
+	if f, ok := c.gemm.(fusedGemm); ok && o > 8 {
+		f.gemmFused(true, 1, o, np, one[:], 0, c.dyT, o, s, o, false, nil, false)
+	} else {
+		clear(s)
+		for k := range o {
+			for n := range batch {
+				for _, v := range dy[(n*o+k)*p : (n*o+k+1)*p] {
+					s[k] += v
+				}
+			}
+		}
+	}
+	for k, v := range s {
+		db[k] += v
+	}
+	// dWᵀ = X̂·dYᵀ, added to the [out][C·k·k] gradient.
 	c.gemm.Sgemm(false, false, ckk, o, np, 1, c.cols, np, c.dyT, o, 0, c.dwT, o)
 	dw := c.weight.Grad
 	for k := range o {
@@ -255,6 +263,10 @@ func (c *Conv2d) backward(dy []float32, input bool) []float32 {
 	return c.dx
 }
 
+// one is the 1×1 matrix of ones whose row, read with stride 0, sums the
+// rows of a product's B.
+var one = [1]float32{1}
+
 // tapIndex returns, for every row (c, di, dj) of X̂ and output position
 // (i, j) of one sample, the input value that kernel tap reads, as an index
 // into the sample's C·H·W values, or −1 where it falls on the padding.
@@ -283,58 +295,22 @@ func tapIndex(cfg Conv2dConfig) []int32 {
 	return idx
 }
 
-// tapRun is a stretch of row r of X̂ that reads l consecutive input
-// values of a sample from index from on (or zeros, from < 0), written at
-// output positions q, q+1, …: a stride-1 convolution reads each output
-// row's taps as one run.
-type tapRun struct{ r, q, from, l int32 }
-
-// tapRuns cuts tapIndex's table into runs, or returns nil when they would
-// average fewer than minRun values (strided convolutions), where im2col
-// walks the table itself.
-func tapRuns(taps []int32, p int) []tapRun {
-	const minRun = 4
-	var runs []tapRun
-	for r := range len(taps) / p {
-		row := taps[r*p:][:p]
-		for q := 0; q < p; {
-			e := q + 1
-			for e < p && (row[q] < 0) == (row[e] < 0) && (row[q] < 0 || row[e] == row[e-1]+1) {
-				e++
-			}
-			runs = append(runs, tapRun{r: int32(r), q: int32(q), from: row[q], l: int32(e - q)})
-			q = e
-		}
-	}
-	if len(runs)*minRun > len(taps) {
-		return nil
-	}
-	return runs
-}
-
 // im2col writes X̂: row r holds, for every sample n and output position q,
-// x[n, taps[r·p+q]], or 0 on the padding; through runs when there are.
-func im2col(cols, x []float32, batch int, cfg Conv2dConfig, taps []int32, runs []tapRun) {
+// x[n, taps[r·p+q]], or 0 on the padding. A stride-1 convolution without
+// padding reads each output row's taps as consecutive input values, so
+// it copies them row by row instead of walking the table.
+func im2col(cols, x []float32, batch int, cfg Conv2dConfig, taps []int32) {
 	in := cfg.InChannels * cfg.InH * cfg.InW
-	p := cfg.OutH() * cfg.OutW()
+	oh, ow := cfg.OutH(), cfg.OutW()
+	p := oh * ow
 	np := batch * p
-	if runs != nil {
-		for _, t := range runs {
-			l := int(t.l)
+	if cfg.stride() == 1 && cfg.Padding == 0 {
+		h, w, k := cfg.InH, cfg.InW, cfg.Kernel
+		for r := range len(taps) / p {
+			c, di, dj := r/(k*k), r/k%k, r%k
+			from := (c*h+di)*w + dj
 			for n := range batch {
-				dst := cols[int(t.r)*np+n*p+int(t.q):][:l]
-				if t.from < 0 {
-					clear(dst)
-					continue
-				}
-				src := x[n*in+int(t.from):][:l]
-				if l == 8 {
-					// An image 8 positions wide (MinAtar's 10×10 frames
-					// under a 3×3 kernel): one 32-byte move, not a call.
-					*(*[8]float32)(dst) = *(*[8]float32)(src)
-				} else {
-					copy(dst, src)
-				}
+				kernel.CopyRows(cols[r*np+n*p:][:p], x[n*in+from:], oh, ow, w)
 			}
 		}
 		return

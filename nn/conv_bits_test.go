@@ -18,7 +18,15 @@ func wholeBatchConv(g Gemm, cfg Conv2dConfig, w, b, x, dy []float32, batch int, 
 	np := batch * p
 	taps := tapIndex(cfg)
 	cols := make([]float32, ckk*np)
-	im2col(cols, x, batch, cfg, taps, nil)
+	for r := range ckk {
+		for n := range batch {
+			for q := range p {
+				if ix := taps[r*p+q]; ix >= 0 {
+					cols[r*np+n*p+q] = x[n*cfg.InChannels*cfg.InH*cfg.InW+int(ix)]
+				}
+			}
+		}
+	}
 	yo := make([]float32, o*np)
 	g.Sgemm(false, false, o, np, ckk, 1, w, ckk, cols, np, 0, yo, np)
 	y = make([]float32, batch*o*p)
