@@ -136,24 +136,10 @@ func (o *Adam) StepSplit(params []*Param, sp Splitter) {
 		jobs = append(jobs, adamJob{p, s, step, rbc2})
 	}
 	o.jobs = jobs
-	total := 0
-	for _, j := range jobs {
-		total += len(j.p.Value)
-	}
-	if sp == nil || total < 2*adamSplitMin {
+	cut, total := halfCut(params)
+	if sp == nil || total < 2*splitMin {
 		o.update(jobs, 0, total)
 		return
-	}
-	// The cut falls at a multiple of 16 within the parameter it splits,
-	// so both parts run whole SIMD blocks.
-	cut, off := total/2, 0
-	for _, j := range jobs {
-		n := len(j.p.Value)
-		if cut < off+n {
-			cut = off + (cut-off)&^15
-			break
-		}
-		off += n
 	}
 	if o.half == nil {
 		o.half = func() { o.update(o.jobs, 0, o.cut) }
@@ -164,9 +150,29 @@ func (o *Adam) StepSplit(params []*Param, sp Splitter) {
 	sp.Wait()
 }
 
-// adamSplitMin is the fewest elements per part worth a hand-off to the
-// worker, which costs about as much as updating a few thousand elements.
-const adamSplitMin = 4096
+// splitMin is the fewest elements per part worth a hand-off of an
+// optimizer step to the worker, which costs about as much as updating a
+// few thousand elements.
+const splitMin = 4096
+
+// halfCut returns where a split optimizer step cuts the elements of
+// params laid end to end, and their total: near the middle, at a multiple
+// of 16 within the parameter it splits, so both parts run whole SIMD
+// blocks.
+func halfCut(params []*Param) (cut, total int) {
+	for _, p := range params {
+		total += len(p.Value)
+	}
+	cut, off := total/2, 0
+	for _, p := range params {
+		n := len(p.Value)
+		if cut < off+n {
+			return off + (cut-off)&^15, total
+		}
+		off += n
+	}
+	return cut, total
+}
 
 // update applies jobs' updates to the elements [lo, hi) of the parameters
 // laid end to end.
@@ -271,6 +277,11 @@ type RMSProp struct {
 	cfg RMSPropConfig
 	sq  map[*Param][]float32
 	avg map[*Param][]float32 // ḡ, centered only
+
+	// StepSplit's workspace: this step's parameters and the worker's half.
+	params []*Param
+	cut    int
+	half   func()
 }
 
 // NewRMSProp returns an RMSProp optimizer.
@@ -297,21 +308,50 @@ func (o *RMSProp) LR() float32 { return o.cfg.LR }
 func (o *RMSProp) SetLR(lr float32) { o.cfg.LR = lr }
 
 // Step applies one RMSProp update.
-func (o *RMSProp) Step(params []*Param) {
+func (o *RMSProp) Step(params []*Param) { o.StepSplit(params, nil) }
+
+// StepSplit is Step with about half of the elements updated by sp beside
+// the caller (sp may be nil: all on the caller), as Adam.StepSplit: the
+// update is element-wise, so the bits are Step's.
+func (o *RMSProp) StepSplit(params []*Param, sp Splitter) {
 	for _, p := range params {
-		v := o.sq[p]
-		if v == nil {
-			v = make([]float32, len(p.Value))
-			o.sq[p] = v
+		if o.sq[p] == nil {
+			o.sq[p] = make([]float32, len(p.Value))
+			if o.cfg.Centered {
+				o.avg[p] = make([]float32, len(p.Value))
+			}
+		}
+	}
+	cut, total := halfCut(params)
+	if sp == nil || total < 2*splitMin {
+		o.update(params, 0, total)
+		return
+	}
+	if o.half == nil {
+		o.half = func() { o.update(o.params, 0, o.cut) }
+	}
+	o.params, o.cut = params, cut
+	sp.Go(o.half)
+	o.update(params, cut, total)
+	sp.Wait()
+}
+
+// update applies the step to the elements [lo, hi) of params laid end to
+// end.
+func (o *RMSProp) update(params []*Param, lo, hi int) {
+	off := 0
+	for _, p := range params {
+		n := len(p.Value)
+		a, b := max(lo-off, 0), min(hi-off, n)
+		off += n
+		if a >= b {
+			continue
 		}
 		var m []float32
 		if o.cfg.Centered {
-			if m = o.avg[p]; m == nil {
-				m = make([]float32, len(p.Value))
-				o.avg[p] = m
-			}
+			m = o.avg[p][a:b]
 		}
-		kernel.RMSProp(true, p.Value, p.Grad, v, m, o.cfg.Alpha, o.cfg.LR, o.cfg.Eps)
+		kernel.RMSProp(true, p.Value[a:b], p.Grad[a:b], o.sq[p][a:b], m, o.cfg.Alpha, o.cfg.LR, o.cfg.Eps)
 	}
 }
 

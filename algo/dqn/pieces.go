@@ -310,12 +310,18 @@ func (l *Learner) apply(step int64) {
 	if cfg.MaxGradNorm > 0 {
 		nn.ClipGradNorm(l.q.Params(), float32(cfg.MaxGradNorm))
 	}
-	if a, ok := l.opt.(*nn.Adam); ok {
-		a.StepSplit(l.q.Params(), l.par) // half the elements on the twin worker, same bits
+	if s, ok := l.opt.(splitStepper); ok {
+		s.StepSplit(l.q.Params(), l.par) // half the elements on the twin worker, same bits
 	} else {
 		l.opt.Step(l.q.Params())
 	}
 	l.counts.Critic++
+}
+
+// splitStepper is an optimizer that can hand half of its step to a
+// Splitter (nn.Adam, nn.RMSProp).
+type splitStepper interface {
+	StepSplit(params []*nn.Param, sp nn.Splitter)
 }
 
 // UpdateCounts returns the optimizer steps and target updates taken so far.

@@ -41,7 +41,7 @@ func (m mlpQ) clone() qNet                         { return mlpQ{m.Clone()} }
 // convQ is the convolutional Q-network (encoder: minatar, nature or impala).
 type convQ struct{ *encoder.Conv }
 
-func (q convQ) backward(d []float32, _ nn.Splitter) { q.Backward(d) }
+func (q convQ) backward(d []float32, s nn.Splitter) { q.BackwardSplit(d, s) }
 func (q convQ) clone() qNet                         { return convQ{q.Clone()} }
 
 // newQNet builds the Q-network the config's encoder names for obs,
