@@ -61,10 +61,9 @@ type Adam struct {
 	cfg   AdamConfig
 	state map[*Param]*adamState
 
-	// StepSplit's workspace: this step's jobs and the worker's half.
-	jobs []adamJob
-	cut  int
-	half func()
+	// StepSplit's workspace: this step's jobs and their split.
+	jobs  []adamJob
+	split halves
 }
 
 type adamState struct {
@@ -136,17 +135,35 @@ func (o *Adam) StepSplit(params []*Param, sp Splitter) {
 		jobs = append(jobs, adamJob{p, s, step, rbc2})
 	}
 	o.jobs = jobs
+	if o.split.upd == nil {
+		o.split.upd = func(lo, hi int) { o.update(o.jobs, lo, hi) }
+	}
+	o.split.run(params, sp)
+}
+
+// halves runs an element-wise optimizer step in two parts, the first on a
+// Splitter beside the caller; made once per optimizer so that a step
+// allocates nothing.
+type halves struct {
+	upd  func(lo, hi int) // updates the elements [lo, hi) laid end to end
+	cut  int
+	half func()
+}
+
+// run updates every element of params, all on the caller when sp is nil
+// or the step too small to be worth a hand-off.
+func (h *halves) run(params []*Param, sp Splitter) {
 	cut, total := halfCut(params)
 	if sp == nil || total < 2*splitMin {
-		o.update(jobs, 0, total)
+		h.upd(0, total)
 		return
 	}
-	if o.half == nil {
-		o.half = func() { o.update(o.jobs, 0, o.cut) }
+	if h.half == nil {
+		h.half = func() { h.upd(0, h.cut) }
 	}
-	o.cut = cut
-	sp.Go(o.half)
-	o.update(jobs, cut, total)
+	h.cut = cut
+	sp.Go(h.half)
+	h.upd(cut, total)
 	sp.Wait()
 }
 
@@ -278,10 +295,9 @@ type RMSProp struct {
 	sq  map[*Param][]float32
 	avg map[*Param][]float32 // ḡ, centered only
 
-	// StepSplit's workspace: this step's parameters and the worker's half.
+	// StepSplit's workspace: this step's parameters and their split.
 	params []*Param
-	cut    int
-	half   func()
+	split  halves
 }
 
 // NewRMSProp returns an RMSProp optimizer.
@@ -322,18 +338,11 @@ func (o *RMSProp) StepSplit(params []*Param, sp Splitter) {
 			}
 		}
 	}
-	cut, total := halfCut(params)
-	if sp == nil || total < 2*splitMin {
-		o.update(params, 0, total)
-		return
+	if o.split.upd == nil {
+		o.split.upd = func(lo, hi int) { o.update(o.params, lo, hi) }
 	}
-	if o.half == nil {
-		o.half = func() { o.update(o.params, 0, o.cut) }
-	}
-	o.params, o.cut = params, cut
-	sp.Go(o.half)
-	o.update(params, cut, total)
-	sp.Wait()
+	o.params = params
+	o.split.run(params, sp)
 }
 
 // update applies the step to the elements [lo, hi) of params laid end to
