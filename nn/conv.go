@@ -68,11 +68,13 @@ func (c Conv2dConfig) Validate() error {
 // The convolution is an im2col product. Row (c, di, dj) of the column
 // matrix X̂ ((C·k·k) × (N·OH·OW)) holds, for every sample and output
 // position, the input value that kernel tap meets (a gather through a
-// table of indices made once per layer). Then Y = W·X̂ (+ b, per output
+// table of indices made once per layer; a stride-1 layer without padding
+// copies each output row's taps as one run). Then Y = W·X̂ (+ b, per output
 // channel), and the backward pass is dWᵀ = X̂·dYᵀ, db = Σ dY and
-// dX̂ = Wᵀ·dY added back onto the image (col2im). The three products run on
-// the layer's Gemm, in a fixed order, so results do not depend on
-// GOMAXPROCS. Workspaces grow to the largest batch seen and are then
+// dX̂ = Wᵀ·dY added back onto the image (col2im). Y and dX̂ are products
+// per sample, straight from and into NCHW images, where that gives the
+// whole-batch product's bits (perSample). The products run on the layer's
+// Gemm, in a fixed order, so results do not depend on GOMAXPROCS. Workspaces grow to the largest batch seen and are then
 // reused: after one call at the largest batch, Forward and Backward
 // allocate nothing.
 //
