@@ -333,9 +333,9 @@ func (o *RMSProp) StepSplit(params []*Param, sp Splitter) {
 	for _, p := range params {
 		if o.sq[p] == nil {
 			o.sq[p] = make([]float32, len(p.Value))
-			if o.cfg.Centered {
-				o.avg[p] = make([]float32, len(p.Value))
-			}
+		}
+		if o.cfg.Centered && o.avg[p] == nil {
+			o.avg[p] = make([]float32, len(p.Value))
 		}
 	}
 	if o.split.upd == nil {
