@@ -238,6 +238,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 				// Envs whose state is not saved start new episodes, with
 				// seeds of their own for this resumption.
 				a.resetSeed = int64((rng.Derive(h.Seed, "pal-resume-reset", a.id) ^ uint64(from)) & (1<<63 - 1))
+				ck.RestartEnvs(a.n)
 			}
 		}
 		lim.reserved, lim.committed, lim.consumed = from, from, from

@@ -1,0 +1,101 @@
+package learntest
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"herd/algo"
+	"herd/metrics"
+)
+
+// ResumeRestarts checks a run whose envs cannot save their state:
+// resolve(out) resolves it (checkpoint_every, log_every and steps set) into
+// the run directory out, and its checkpoints hold everything but the envs.
+// Interrupted once a checkpoint at step cuts[0] or later is written,
+// resumed and interrupted again past cuts[1], then resumed to its end, it
+// must complete with the uninterrupted run's metrics.csv steps (none
+// missing, none twice), each resume continuing from the checkpoint before
+// it (resumed_from_step), and summary.json saying that its checkpoints
+// leave the envs out and that two resumes restarted numEnvs envs each.
+func ResumeRestarts(t *testing.T, resolve func(out string) *algo.Resolved, numEnvs int, cuts [2]int64) {
+	t.Helper()
+	root := t.TempDir()
+	whole := filepath.Join(root, "whole")
+	ws, err := algo.TrainRun(context.Background(), resolve(whole), algo.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(ws.Checkpoints, "on: the envs are not saved") || ws.EnvsRestarted != nil {
+		t.Fatalf("uninterrupted run: checkpoints %q, envs_restarted %+v", ws.Checkpoints, ws.EnvsRestarted)
+	}
+	want := stepColumn(t, whole)
+
+	out := filepath.Join(root, "resumed")
+	var from []int64
+	opt := algo.RunOptions{Resumed: func(step int64, _ string, _ []string) { from = append(from, step) }}
+	var saved []int64
+	for i, cut := range cuts {
+		ctx, cancel := context.WithCancel(context.Background())
+		o := opt
+		if i > 0 {
+			o.Dir = algo.DirResume
+		}
+		o.Checkpointed = func(ci algo.CheckpointInfo) {
+			if ci.Step >= cut {
+				saved = append(saved, ci.Step)
+				cancel()
+			}
+		}
+		_, err := algo.TrainRun(ctx, resolve(out), o)
+		cancel()
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("run interrupted past step %d: %v", cut, err)
+		}
+	}
+	opt.Dir = algo.DirResume
+	s, err := algo.TrainRun(context.Background(), resolve(out), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The checkpoint of each interruption is the newest when the next
+	// run starts.
+	if len(saved) < 2 || !slices.Equal(from, []int64{saved[0], saved[len(saved)-1]}) ||
+		s.ResumedFromStep == nil || *s.ResumedFromStep != from[1] {
+		t.Fatalf("resumed from %v (summary %v), checkpoints of the interruptions %v", from, s.ResumedFromStep, saved)
+	}
+	if got := stepColumn(t, out); !slices.Equal(got, want) {
+		t.Fatalf("metrics.csv steps %v\nuninterrupted run's %v", got, want)
+	}
+	r := s.EnvsRestarted
+	if r == nil || r.Envs != int64(2*numEnvs) || r.Resumes != 2 || !strings.Contains(r.Reason, "cannot be saved") {
+		t.Fatalf("envs_restarted %+v, want %d envs over 2 resumes", r, 2*numEnvs)
+	}
+	if !strings.HasPrefix(s.Checkpoints, "on: the envs are not saved") || s.Status != metrics.StatusCompleted {
+		t.Fatalf("checkpoints %q, status %q", s.Checkpoints, s.Status)
+	}
+}
+
+// stepColumn is the step column of dir's metrics.csv.
+func stepColumn(t *testing.T, dir string) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "metrics.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	for _, r := range rows[1:] {
+		steps = append(steps, r[0])
+	}
+	return steps
+}
