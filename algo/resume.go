@@ -151,12 +151,12 @@ func (c *Checkpoints) EnvsNotSaved(why error) {
 	c.Partial(fmt.Sprintf("the envs are not saved (%v): on resume they start new episodes, and the episodes unfinished at the checkpoint end there (their returns unlogged, an off-policy run's pending n-step transitions unstored; summary.json envs_restarted counts them)", why))
 }
 
-// EnvsSaveable reports whether the run's checkpoints can hold the state
-// of v's envs (env.MarshalVector). Envs that cannot save it
-// (env.ErrNoSnapshot) give false, having made the checkpoints hold
-// everything else (EnvsNotSaved); any other failure is an error.
-func (c *Checkpoints) EnvsSaveable(v envpkg.Vector) (bool, error) {
-	_, err := envpkg.MarshalVector(v)
+// EnvsSaveable sorts out err, what saving the run's envs gave
+// (env.MarshalVector, env.MarshalChain): nil, their state can be saved
+// (true); env.ErrNoSnapshot, it cannot, and the checkpoints hold
+// everything else (EnvsNotSaved; false, nil); any other error is
+// returned.
+func (c *Checkpoints) EnvsSaveable(err error) (bool, error) {
 	if errors.Is(err, envpkg.ErrNoSnapshot) {
 		c.EnvsNotSaved(err)
 		return false, nil

@@ -237,7 +237,8 @@ func (lc *Local) snapshotable(ck *algo.Checkpoints) error {
 	if lc.Explore == nil {
 		return errors.New("the sampler's stream is not known")
 	}
-	saveable, err := ck.EnvsSaveable(lc.Envs)
+	_, err := env.MarshalVector(lc.Envs)
+	saveable, err := ck.EnvsSaveable(err)
 	lc.restart = !saveable
 	return err
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"herd/algo"
+	"herd/algo/algotest"
 	"herd/algo/ddpg"
 	"herd/algo/dqn"
 	"herd/algo/internal/learntest"
@@ -240,7 +241,7 @@ func TestResumeTrainRunFiles(t *testing.T) {
 // be saved, checkpoints all else; resumed twice, it completes with every
 // metrics.csv step once and counts the envs it restarted.
 func TestResumeRestartsEnvs(t *testing.T) {
-	learntest.ResumeRestarts(t, func(out string) *algo.Resolved {
+	algotest.ResumeRestarts(t, func(out string) *algo.Resolved {
 		cfg := fmt.Sprintf("algo: dqn\nenv: LunarLander-v3\nseed: 5\nsteps: 1200\nlog_every: 100\ncheckpoint_every: 300\nout: %s\n"+
 			"dqn:\n  num_envs: 2\n  buffer_size: 500\n  learning_starts: 200\n  batch_size: 32\n  train_frequency: 4\n  net_arch: [16, 16]\n  n_steps: 3\n", out)
 		res, err := algo.Resolve([]byte(cfg), []algo.Spec{dqn.Spec()}, algo.Overrides{})
@@ -248,5 +249,5 @@ func TestResumeRestartsEnvs(t *testing.T) {
 			t.Fatal(err)
 		}
 		return res
-	}, 2, [2]int64{300, 800})
+	}, algo.RunOptions{}, 2, [2]int64{300, 800})
 }

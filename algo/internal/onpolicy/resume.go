@@ -56,7 +56,8 @@ func (lc *local) snapshotable(ck *algo.Checkpoints) error {
 	if _, ok := lc.learner.Opt.(nn.StatefulOptimizer); !ok {
 		return fmt.Errorf("optimizer %T cannot save its state", lc.learner.Opt)
 	}
-	saveable, err := ck.EnvsSaveable(lc.envs)
+	_, err := env.MarshalVector(lc.envs)
+	saveable, err := ck.EnvsSaveable(err)
 	lc.restart = !saveable
 	return err
 }

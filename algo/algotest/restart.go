@@ -1,4 +1,4 @@
-package learntest
+package algotest
 
 import (
 	"context"
@@ -23,11 +23,12 @@ import (
 // missing, none twice), each resume continuing from the checkpoint before
 // it (resumed_from_step), and summary.json saying that its checkpoints
 // leave the envs out and that two resumes restarted numEnvs envs each.
-func ResumeRestarts(t *testing.T, resolve func(out string) *algo.Resolved, numEnvs int, cuts [2]int64) {
+// Every run is TrainRun's with base (its Executors).
+func ResumeRestarts(t *testing.T, resolve func(out string) *algo.Resolved, base algo.RunOptions, numEnvs int, cuts [2]int64) {
 	t.Helper()
 	root := t.TempDir()
 	whole := filepath.Join(root, "whole")
-	ws, err := algo.TrainRun(context.Background(), resolve(whole), algo.RunOptions{})
+	ws, err := algo.TrainRun(context.Background(), resolve(whole), base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,8 +39,11 @@ func ResumeRestarts(t *testing.T, resolve func(out string) *algo.Resolved, numEn
 
 	out := filepath.Join(root, "resumed")
 	var from []int64
-	opt := algo.RunOptions{Resumed: func(step int64, _ string, _ []string) { from = append(from, step) }}
-	var saved []int64
+	opt := base
+	opt.Resumed = func(step int64, _ string, _ []string) { from = append(from, step) }
+	// last[i]: the newest checkpoint of interrupted run i, which the next
+	// run resumes from.
+	var last [2]int64
 	for i, cut := range cuts {
 		ctx, cancel := context.WithCancel(context.Background())
 		o := opt
@@ -47,8 +51,8 @@ func ResumeRestarts(t *testing.T, resolve func(out string) *algo.Resolved, numEn
 			o.Dir = algo.DirResume
 		}
 		o.Checkpointed = func(ci algo.CheckpointInfo) {
+			last[i] = ci.Step
 			if ci.Step >= cut {
-				saved = append(saved, ci.Step)
 				cancel()
 			}
 		}
@@ -63,11 +67,8 @@ func ResumeRestarts(t *testing.T, resolve func(out string) *algo.Resolved, numEn
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The checkpoint of each interruption is the newest when the next
-	// run starts.
-	if len(saved) < 2 || !slices.Equal(from, []int64{saved[0], saved[len(saved)-1]}) ||
-		s.ResumedFromStep == nil || *s.ResumedFromStep != from[1] {
-		t.Fatalf("resumed from %v (summary %v), checkpoints of the interruptions %v", from, s.ResumedFromStep, saved)
+	if !slices.Equal(from, last[:]) || last[0] < cuts[0] || last[1] < cuts[1] || s.ResumedFromStep == nil || *s.ResumedFromStep != from[1] {
+		t.Fatalf("resumed from %v (summary %v), the interrupted runs' newest checkpoints %v", from, s.ResumedFromStep, last)
 	}
 	if got := stepColumn(t, out); !slices.Equal(got, want) {
 		t.Fatalf("metrics.csv steps %v\nuninterrupted run's %v", got, want)
