@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,8 +20,8 @@ import (
 // the run directory out, and its checkpoints hold everything but the envs.
 // Interrupted once a checkpoint at step cuts[0] or later is written,
 // resumed and interrupted again past cuts[1], then resumed to its end, it
-// must complete with the uninterrupted run's metrics.csv steps (none
-// missing, none twice), each resume continuing from the checkpoint before
+// must complete with a metrics.csv row for each log_every interval the
+// uninterrupted run's has one for (none missing, none twice), each resume continuing from the checkpoint before
 // it (resumed_from_step), and summary.json saying that its checkpoints
 // leave the envs out and that two resumes restarted numEnvs envs each.
 // Every run is TrainRun's with base (its Executors).
@@ -35,7 +36,8 @@ func ResumeRestarts(t *testing.T, resolve func(out string) *algo.Resolved, base 
 	if !strings.HasPrefix(ws.Checkpoints, "on: the envs are not saved") || ws.EnvsRestarted != nil {
 		t.Fatalf("uninterrupted run: checkpoints %q, envs_restarted %+v", ws.Checkpoints, ws.EnvsRestarted)
 	}
-	want := stepColumn(t, whole)
+	logEvery := resolve(whole).Header.LogEvery
+	_, want := stepColumn(t, whole, logEvery)
 
 	out := filepath.Join(root, "resumed")
 	var from []int64
@@ -70,8 +72,8 @@ func ResumeRestarts(t *testing.T, resolve func(out string) *algo.Resolved, base 
 	if !slices.Equal(from, last[:]) || last[0] < cuts[0] || last[1] < cuts[1] || s.ResumedFromStep == nil || *s.ResumedFromStep != from[1] {
 		t.Fatalf("resumed from %v (summary %v), the interrupted runs' newest checkpoints %v", from, s.ResumedFromStep, last)
 	}
-	if got := stepColumn(t, out); !slices.Equal(got, want) {
-		t.Fatalf("metrics.csv steps %v\nuninterrupted run's %v", got, want)
+	if steps, got := stepColumn(t, out, logEvery); !slices.Equal(got, want) || steps[len(steps)-1] != s.PlannedSteps {
+		t.Fatalf("metrics.csv steps %v: the log_every intervals %v, the uninterrupted run's %v", steps, got, want)
 	}
 	r := s.EnvsRestarted
 	if r == nil || r.Envs != int64(2*numEnvs) || r.Resumes != 2 || !strings.Contains(r.Reason, "cannot be saved") {
@@ -82,8 +84,11 @@ func ResumeRestarts(t *testing.T, resolve func(out string) *algo.Resolved, base 
 	}
 }
 
-// stepColumn is the step column of dir's metrics.csv.
-func stepColumn(t *testing.T, dir string) []string {
+// stepColumn is the step column of dir's metrics.csv, and for each row
+// the log_every interval it closes: rows are written at the first step at
+// or past each multiple of log_every, which an asynchronous executor
+// (PAL) reaches at steps that vary from run to run.
+func stepColumn(t *testing.T, dir string, logEvery int64) (steps, intervals []int64) {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, "metrics.csv"))
 	if err != nil {
@@ -91,12 +96,15 @@ func stepColumn(t *testing.T, dir string) []string {
 	}
 	defer f.Close()
 	rows, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(rows) < 2 || rows[0][0] != "step" {
+		t.Fatalf("%s/metrics.csv: %v (%d rows)", dir, err, len(rows))
 	}
-	var steps []string
 	for _, r := range rows[1:] {
-		steps = append(steps, r[0])
+		s, err := strconv.ParseInt(r[0], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps, intervals = append(steps, s), append(intervals, s/logEvery)
 	}
-	return steps
+	return steps, intervals
 }
