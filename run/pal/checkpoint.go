@@ -96,7 +96,7 @@ func newCheckpointer(ck *algo.Checkpoints, p *algo.Pieces, l algo.TransitionLear
 		return nil, nil
 	}
 	if err := actorsSaveable(actors); err != nil {
-		ck.Partial(fmt.Sprintf("the actors' envs are not saved (%v): on resume they start new episodes, and the episodes unfinished at the checkpoint end there (their pending n-step transitions unstored, their returns unlogged)", err))
+		ck.EnvsNotSaved(err)
 	} else {
 		c.envs = true
 	}
