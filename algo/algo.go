@@ -603,17 +603,8 @@ func (r *Resolved) Marshal() ([]byte, error) {
 // list of floats) of cfg, naming its key: no algorithm has a use for one,
 // and e.g. learning_rate=.inf would otherwise fail only once training runs.
 func checkFinite(cfg Config) error {
-	v := reflect.ValueOf(cfg)
-	for v.Kind() == reflect.Pointer && !v.IsNil() {
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
-		return nil
-	}
 	var errs []error
-	for i := 0; i < v.NumField(); i++ {
-		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-		f := v.Field(i)
+	for key, f := range yamlFields(cfg) {
 		vals := []reflect.Value{f}
 		if f.Kind() == reflect.Slice || f.Kind() == reflect.Array {
 			vals = vals[:0]
