@@ -27,6 +27,22 @@ var (
 	ErrUnknownAlgo = errors.New("algo: unknown algorithm")
 )
 
+// Problems gathers what an algorithm's Validate finds wrong with its
+// section (Name), so that one call reports every problem at once.
+type Problems struct {
+	Name string
+	errs []error
+}
+
+// Add records one problem, worded by format and a as fmt.Errorf words
+// them and prefixed "Name: ", wrapping ErrConfig.
+func (p *Problems) Add(format string, a ...any) {
+	p.errs = append(p.errs, fmt.Errorf("%w: %s: "+format, append([]any{ErrConfig, p.Name}, a...)...))
+}
+
+// Err joins the problems recorded (nil when there are none).
+func (p *Problems) Err() error { return errors.Join(p.errs...) }
+
 // Header is the part of a run configuration that every algorithm shares: the
 // top-level keys of a config file and the flags of `herd train`.
 //
