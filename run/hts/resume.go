@@ -114,13 +114,7 @@ func (c *checkpointer) save(k int, step int64, seg *sample.Segment) (map[string]
 // step and segment k, which the learner is to learn next. The learner is
 // restored apart (before the policy workers start).
 func (c *checkpointer) restore(s *trainstate.State, like *sample.Segment) (k int, step int64, seg *sample.Segment, err error) {
-	get := func(name string) ([]byte, error) {
-		b, ok := s.Sections[name]
-		if !ok {
-			return nil, fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, name)
-		}
-		return b, nil
-	}
+	get := s.Section
 	b, err := get(secLoop)
 	if err != nil {
 		return 0, 0, nil, err
