@@ -329,8 +329,7 @@ func (s *Sampler) SampleTo(dst *algo.Acts, out []float32, n int, _ int64) {
 		s.idx = make([]int, n)
 	}
 	idx := s.idx[:n]
-	s.cat.SampleTo(idx, s.head, s.r)
-	s.cat.LogProbTo(dst.LogProbs, s.head, idx)
+	s.cat.SampleLogProbTo(idx, dst.LogProbs, s.head, s.r)
 	for k, v := range idx {
 		dst.Actions[k] = float32(v)
 		dst.EnvActions[k] = float32(v) + s.sp.start // indices are stored, values sent
