@@ -70,15 +70,20 @@ func tanhToGo(dst, x []float32) {
 }
 
 // tanhBackward writes dx = dy ⊙ (1 − y²), tanh's derivative from its
-// output, with the multiples of 8 in AVX2 where there is one (same
-// operations, same order, same bits).
+// output, with the multiples of 16 in AVX-512 and those of 8 left in AVX2
+// where the CPU has them (same operations, same order, same bits).
 func tanhBackward(dx, dy, y []float32) {
 	dx, dy = dx[:len(y)], dy[:len(y)]
 	i := 0
 	if haveAVX2 {
-		i = len(y) &^ 7
-		if i > 0 {
-			tanhBackAVX2(&dx[0], &dy[0], &y[0], i)
+		if haveAVX512 {
+			if i = len(y) &^ 15; i > 0 {
+				tanhBackAVX512(&dx[0], &dy[0], &y[0], i)
+			}
+		}
+		if j := len(y) &^ 7; j > i {
+			tanhBackAVX2(&dx[i], &dy[i], &y[i], j-i)
+			i = j
 		}
 	}
 	tanhBackwardGo(dx[i:], dy[i:], y[i:])

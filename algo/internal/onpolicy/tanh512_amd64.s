@@ -71,6 +71,36 @@ zdone:
 	VZEROUPPER
 	RET
 
+// func tanhBackAVX512(dx, dy, y *float32, n int)
+// dx[i] = dy[i] * (1 - y[i]*y[i]) for n a multiple of 16, unfused like the
+// Go loop.
+TEXT ·tanhBackAVX512(SB), NOSPLIT, $0-32
+	MOVQ dx+0(FP), DI
+	MOVQ dy+8(FP), SI
+	MOVQ y+16(FP), DX
+	MOVQ n+24(FP), CX
+	SHRQ $4, CX
+	JZ   zbdone
+	VBROADCASTSS tzone<>(SB), Z8
+
+zbloop:
+	VMOVUPS (DX), Z0
+	VMULPS  Z0, Z0, Z0             // v*v
+	VSUBPS  Z0, Z8, Z0             // 1 - v*v
+	VMULPS  (SI), Z0, Z0           // dy[i] * (…)
+	VMOVUPS Z0, (DI)
+	ADDQ $64, DX
+	ADDQ $64, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ  zbloop
+
+zbdone:
+	VZEROUPPER
+	RET
+
+DATA tzone<>+0(SB)/4, $0x3f800000
+GLOBL tzone<>(SB), RODATA|NOPTR, $4
 DATA tzabs<>+0(SB)/4, $0x7fffffff
 GLOBL tzabs<>(SB), RODATA|NOPTR, $4
 DATA tzmax<>+0(SB)/4, $0x41200000

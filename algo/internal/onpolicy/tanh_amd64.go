@@ -19,6 +19,11 @@ var (
 //go:noescape
 func tanhAVX512(dst, x, c *float32, n int)
 
+// tanhBackAVX512 is tanhBackwardGo on n elements, n a multiple of 16.
+//
+//go:noescape
+func tanhBackAVX512(dx, dy, y *float32, n int)
+
 // tanhAVX2 is tanhToGo on n elements, n a multiple of 8; c is tanhCoeffs.
 //
 //go:noescape

@@ -167,10 +167,14 @@ func matchTanhLengths(t *testing.T) {
 	}
 }
 
-// TestTanhBackAsmMatchesGo compares the backward kernel with the Go loop on
-// 1e6 random (dy, y) bit patterns plus y in [−1, 1], where it runs.
+// TestTanhBackAsmMatchesGo compares the backward kernels with the Go loop
+// on 1e6 random (dy, y) bit patterns plus y in [−1, 1], where they run.
 func TestTanhBackAsmMatchesGo(t *testing.T) {
 	requireAVX2(t)
+	tanhPaths(t, matchTanhBack)
+}
+
+func matchTanhBack(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	const n = 1 << 20
 	dy, y := make([]float32, n), make([]float32, n)
