@@ -12,9 +12,8 @@ import (
 // net is an MLP assembled from single-layer nn.MLPs (one Linear each, no
 // activation) with the hidden activation applied here, between them.
 //
-// Why not one nn.MLP: nn applies tanh through float64 math.Tanh per
-// element, which was 60% of PPO's CartPole training time; tanhTo is ~3x
-// faster. Every GEMM, the weight layout, init, and safetensors naming still
+// Why not one nn.MLP: the hidden tanh is tanhTo (see the package doc),
+// whose bits every determinism fixture holds. Every GEMM, the weight layout, init, and safetensors naming still
 // come from nn, so checkpoints are those of the equivalent nn.MLP /
 // PyTorch nn.Sequential ("0.weight", "2.weight", "4.weight" …).
 //
