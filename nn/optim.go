@@ -329,14 +329,13 @@ func LinearSchedule(start, end float32, step, total int) float32 {
 	return float32(float64(start) + (float64(end)-float64(start))*f)
 }
 
-// GradNorm returns the global L2 norm of all gradients, summed in float64
-// in parameter order (deterministic).
+// GradNorm returns the global L2 norm of all gradients: each parameter's
+// sum of squares in float64 (kernel.SumSquares, the same bits on every
+// path), added in parameter order.
 func GradNorm(params []*Param) float64 {
 	var s float64
 	for _, p := range params {
-		for _, g := range p.Grad {
-			s += float64(g) * float64(g)
-		}
+		s += kernel.SumSquares(true, p.Grad)
 	}
 	return math.Sqrt(s)
 }
@@ -350,9 +349,7 @@ func ClipGradNorm(params []*Param, maxNorm float32) float64 {
 	if coef < 1 {
 		c := float32(coef)
 		for _, p := range params {
-			for i := range p.Grad {
-				p.Grad[i] *= c
-			}
+			kernel.Scale(true, p.Grad, c)
 		}
 	}
 	return n

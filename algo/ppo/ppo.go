@@ -418,7 +418,7 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 			if cfg.MaxGradNorm > 0 {
 				nn.ClipGradNorm(params, cfg.MaxGradNorm)
 			}
-			opt.Step(params)
+			l.Step()
 		}
 		// Early stop on the last minibatch's approx KL (CleanRL), over
 		// all learners' rows when data-parallel.
