@@ -141,8 +141,12 @@
 // docs/BENCHMARKS.md). Train allocates its workspaces once and
 // then nothing per step. It runs on the caller's goroutine, plus one
 // worker goroutine (package twin, owned by the Learner) that computes the
-// target network's forward pass beside the online network's, each layer's
-// dW beside its dX, and half of Adam's elements (parallel: false keeps
-// everything on the caller, with the same bits); Train stops it
-// (Learner.Close) before it returns.
+// target network's forward pass beside the online network's (parallel:
+// false keeps everything on the caller, with the same bits); Train stops
+// it (Learner.Close) before it returns. The forwards read only the batch
+// and their own weights. The backward pass and the optimizer step stay on
+// the caller: handing each layer's dW = Xᵀ·dZ, or half of Adam's
+// elements, to the worker moves every activation, dZ and updated weight
+// between cores, and on a 2-vCPU VM that costs more than the halves save
+// (docs/BENCHMARKS.md "Kernels and overheads").
 package dqn
