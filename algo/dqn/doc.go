@@ -141,12 +141,15 @@
 // docs/BENCHMARKS.md). Train allocates its workspaces once and
 // then nothing per step. It runs on the caller's goroutine, plus one
 // worker goroutine (package twin, owned by the Learner) that computes the
-// target network's forward pass beside the online network's (parallel:
-// false keeps everything on the caller, with the same bits); Train stops
-// it (Learner.Close) before it returns. The forwards read only the batch
-// and their own weights. The backward pass and the optimizer step stay on
-// the caller: handing each layer's dW = Xᵀ·dZ, or half of Adam's
-// elements, to the worker moves every activation, dZ and updated weight
-// between cores, and on a 2-vCPU VM that costs more than the halves save
+// target network's forward pass beside the online network's and, for an
+// MLP, the second layer's weight gradients beside the rest of the
+// backward pass (nn.MLP.BackwardSplit); parallel: false keeps everything
+// on the caller, with the same bits. Train stops it (Learner.Close)
+// before it returns. Each job reads little that the caller wrote: the
+// target forward reads the batch and its own weights, the dW job the
+// layer's dZ (it recomputes the first layer's output itself). Adam stays
+// on the caller: handing it half of each step's elements, or every
+// layer's dW, moved every activation, dZ and updated weight between
+// cores, which on a 2-vCPU VM cost more than the halves saved
 // (docs/BENCHMARKS.md "Kernels and overheads").
 package dqn

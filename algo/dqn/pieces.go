@@ -182,9 +182,8 @@ func (p *pieces) newLearner() (*Learner, error) {
 		rng: rand.New(src), rngSrc: src,
 		// par runs the target network's forward pass beside the online
 		// one's, so a training step uses both cores (results are identical
-		// without it: see package twin). Only that: the backward pass and
-		// the optimizer step stay on the caller, since each half of them
-		// would read what the other core wrote (see doc.go).
+		// without it: see package twin), and the second layer's weight
+		// gradients beside the rest of the backward pass (see doc.go).
 		par:      twin.NewIf(cfg.Parallel),
 		bActions: make([]int, B), qPred: make([]float32, B), targetMax: make([]float32, B),
 		nextAct: make([]int, B), tdTarget: make([]float32, B), tdErr: make([]float32, B),
@@ -466,6 +465,6 @@ func (l *Learner) tdGradFromPred(mb *algo.Minibatch, y []float32) float32 {
 	}
 	nn.ScatterTo(l.dQ, k, l.bActions, l.dPred)
 	q.ZeroGrad()
-	q.backward(l.dQ)
+	q.backward(l.dQ, l.par) // MLP: the second layer's dW on the worker; no dL/d(obs)
 	return lv
 }

@@ -27,22 +27,22 @@ type qNet interface {
 	Params() []*nn.Param
 	ZeroGrad()
 	// backward adds dL/dθ for the last Forward's outputs to the
-	// gradients.
-	backward(dOut []float32)
+	// gradients; s may run part of it beside the caller.
+	backward(dOut []float32, s nn.Splitter)
 	clone() qNet
 }
 
 // mlpQ is the MLP Q-network (encoder: mlp).
 type mlpQ struct{ *nn.MLP }
 
-func (m mlpQ) backward(d []float32) { m.BackwardSplit(d, nil, false) } // no dL/d(obs)
-func (m mlpQ) clone() qNet          { return mlpQ{m.Clone()} }
+func (m mlpQ) backward(d []float32, s nn.Splitter) { m.BackwardSplit(d, s, false) } // no dL/d(obs)
+func (m mlpQ) clone() qNet                         { return mlpQ{m.Clone()} }
 
 // convQ is the convolutional Q-network (encoder: minatar, nature or impala).
 type convQ struct{ *encoder.Conv }
 
-func (q convQ) backward(d []float32) { q.Backward(d) }
-func (q convQ) clone() qNet          { return convQ{q.Clone()} }
+func (q convQ) backward(d []float32, _ nn.Splitter) { q.Backward(d) }
+func (q convQ) clone() qNet                         { return convQ{q.Clone()} }
 
 // newQNet builds the Q-network the config's encoder names for obs,
 // initialised as PyTorch's nn.Linear and nn.Conv2d.
