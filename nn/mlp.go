@@ -257,13 +257,13 @@ func (m *MLP) Backward(dOut []float32) []float32 { return m.backward(dOut, nil, 
 // Only that layer, and only where the first layer is narrow (In below the
 // second layer's width, as for vector observations): s recomputes the
 // first layer's output from the saved input rather than read the caller's,
-// so that just that layer's dZ and gradients move between cores. On a
-// two-vCPU VM reading data another core wrote costs about 4x reading it
-// from one's own cache, and handing every layer's dW to s — which reads
-// all the caller's activations and dZ — was slower than one core. The
-// gradients are bit-identical to Backward's: the same kernels run on the
-// same operands (the recomputed output is the forward pass's, bit for
-// bit), only on another goroutine.
+// so that just that layer's dZ and gradients move between cores. Reading
+// data another core just wrote costs several times reading it from one's
+// own cache; a split that handed s every layer's dW, reading all the
+// caller's activations and dZ, cost more than it saved. The gradients are
+// bit-identical to Backward's: the same kernels run on the same operands
+// (the recomputed output is the forward pass's, bit for bit), only on
+// another goroutine.
 func (m *MLP) BackwardSplit(dOut []float32, s Splitter, input bool) []float32 {
 	return m.backward(dOut, s, input)
 }

@@ -147,9 +147,9 @@
 // on the caller, with the same bits. Train stops it (Learner.Close)
 // before it returns. Each job reads little that the caller wrote: the
 // target forward reads the batch and its own weights, the dW job the
-// layer's dZ (it recomputes the first layer's output itself). Adam stays
-// on the caller: handing it half of each step's elements, or every
-// layer's dW, moved every activation, dZ and updated weight between
-// cores, which on a 2-vCPU VM cost more than the halves saved
+// layer's dZ (it recomputes the first layer's output itself). Adam and
+// the other layers stay on the caller: handing the worker half of Adam's
+// elements, or every layer's dW, moves activations, dZ and updated
+// weights between cores, which costs more than the halves save
 // (docs/BENCHMARKS.md "Kernels and overheads").
 package dqn
