@@ -60,24 +60,11 @@ func isBad(x float32) bool { return math.IsNaN(float64(x)) || math.IsInf(float64
 type Adam struct {
 	cfg   AdamConfig
 	state map[*Param]*adamState
-
-	// StepSplit's workspace: this step's jobs and the worker's half.
-	jobs []adamJob
-	cut  int
-	half func()
 }
 
 type adamState struct {
 	t    int
 	m, v []float32
-}
-
-// adamJob is one parameter's update with its step's constants, for
-// StepSplit's worker.
-type adamJob struct {
-	p          *Param
-	s          *adamState
-	step, rbc2 float32
 }
 
 // NewAdam returns an Adam optimizer; invalid settings are an error.
@@ -107,15 +94,8 @@ func (o *Adam) LR() float32 { return o.cfg.LR }
 func (o *Adam) SetLR(lr float32) { o.cfg.LR = lr }
 
 // Step applies one Adam update to every parameter.
-func (o *Adam) Step(params []*Param) { o.StepSplit(params, nil) }
-
-// StepSplit is Step with about half of the elements updated by sp beside
-// the caller (sp may be nil: all on the caller). The update is element-
-// wise, each element computed by the same code wherever it runs, so the
-// bits are Step's.
-func (o *Adam) StepSplit(params []*Param, sp Splitter) {
+func (o *Adam) Step(params []*Param) {
 	c := o.cfg
-	jobs := o.jobs[:0]
 	// Parameters normally share one step count: the bias corrections
 	// (two math.Pow) are computed once per distinct count, not per tensor.
 	lastT, step, rbc2 := 0, float32(0), float32(0)
@@ -133,54 +113,7 @@ func (o *Adam) StepSplit(params []*Param, sp Splitter) {
 			rbc2 = float32(1 / math.Sqrt(bc2))
 			lastT = s.t
 		}
-		jobs = append(jobs, adamJob{p, s, step, rbc2})
-	}
-	o.jobs = jobs
-	total := 0
-	for _, j := range jobs {
-		total += len(j.p.Value)
-	}
-	if sp == nil || total < 2*adamSplitMin {
-		o.update(jobs, 0, total)
-		return
-	}
-	// The cut falls at a multiple of 16 within the parameter it splits,
-	// so both parts run whole SIMD blocks.
-	cut, off := total/2, 0
-	for _, j := range jobs {
-		n := len(j.p.Value)
-		if cut < off+n {
-			cut = off + (cut-off)&^15
-			break
-		}
-		off += n
-	}
-	if o.half == nil {
-		o.half = func() { o.update(o.jobs, 0, o.cut) }
-	}
-	o.cut = cut
-	sp.Go(o.half)
-	o.update(jobs, cut, total)
-	sp.Wait()
-}
-
-// adamSplitMin is the fewest elements per part worth a hand-off to the
-// worker, which costs about as much as updating a few thousand elements.
-const adamSplitMin = 4096
-
-// update applies jobs' updates to the elements [lo, hi) of the parameters
-// laid end to end.
-func (o *Adam) update(jobs []adamJob, lo, hi int) {
-	c := o.cfg
-	off := 0
-	for _, j := range jobs {
-		n := len(j.p.Value)
-		a, b := max(lo-off, 0), min(hi-off, n)
-		off += n
-		if a >= b {
-			continue
-		}
-		adamUpdate(j.p.Value[a:b], j.p.Grad[a:b], j.s.m[a:b], j.s.v[a:b], c.Beta1, c.Beta2, c.Eps, j.step, j.rbc2, c.WeightDecay, c.Decoupled, c.LR)
+		adamUpdate(p.Value, p.Grad, s.m, s.v, c.Beta1, c.Beta2, c.Eps, step, rbc2, c.WeightDecay, c.Decoupled, c.LR)
 	}
 }
 

@@ -35,7 +35,7 @@ type qNet interface {
 // mlpQ is the MLP Q-network (encoder: mlp).
 type mlpQ struct{ *nn.MLP }
 
-func (m mlpQ) backward(d []float32, s nn.Splitter) { m.BackwardSplit(d, s, false) }
+func (m mlpQ) backward(d []float32, s nn.Splitter) { m.BackwardSplit(d, s, false) } // no dL/d(obs)
 func (m mlpQ) clone() qNet                         { return mlpQ{m.Clone()} }
 
 // convQ is the convolutional Q-network (encoder: minatar, nature or impala).
