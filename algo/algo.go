@@ -27,6 +27,22 @@ var (
 	ErrUnknownAlgo = errors.New("algo: unknown algorithm")
 )
 
+// Problems gathers what an algorithm's Validate finds wrong with its
+// section (Name), so that one call reports every problem at once.
+type Problems struct {
+	Name string
+	errs []error
+}
+
+// Add records one problem, worded by format and a as fmt.Errorf words
+// them and prefixed "Name: ", wrapping ErrConfig.
+func (p *Problems) Add(format string, a ...any) {
+	p.errs = append(p.errs, fmt.Errorf("%w: %s: "+format, append([]any{ErrConfig, p.Name}, a...)...))
+}
+
+// Err joins the problems recorded (nil when there are none).
+func (p *Problems) Err() error { return errors.Join(p.errs...) }
+
 // Header is the part of a run configuration that every algorithm shares: the
 // top-level keys of a config file and the flags of `herd train`.
 //
@@ -603,17 +619,8 @@ func (r *Resolved) Marshal() ([]byte, error) {
 // list of floats) of cfg, naming its key: no algorithm has a use for one,
 // and e.g. learning_rate=.inf would otherwise fail only once training runs.
 func checkFinite(cfg Config) error {
-	v := reflect.ValueOf(cfg)
-	for v.Kind() == reflect.Pointer && !v.IsNil() {
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
-		return nil
-	}
 	var errs []error
-	for i := 0; i < v.NumField(); i++ {
-		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-		f := v.Field(i)
+	for key, f := range yamlFields(cfg) {
 		vals := []reflect.Value{f}
 		if f.Kind() == reflect.Slice || f.Kind() == reflect.Array {
 			vals = vals[:0]

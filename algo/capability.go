@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 )
@@ -369,11 +368,9 @@ func runsPlan(ex Executor, h Header, spec Spec) bool {
 // runtimeKeys returns the yaml keys of the runtime section that rc sets
 // (holds a non-zero value for), in field order.
 func runtimeKeys(rc RuntimeConfig) []string {
-	v := reflect.ValueOf(rc)
 	var out []string
-	for i := 0; i < v.NumField(); i++ {
-		key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-		if !v.Field(i).IsZero() {
+	for key, f := range yamlFields(rc) {
+		if !f.IsZero() {
 			out = append(out, key)
 		}
 	}

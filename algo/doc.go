@@ -228,9 +228,11 @@
 //
 // Limits: only those, PPO (PPO-LSTM included) and A2C under HTS, the dist
 // learner of either topology and PAL with one learner resume (PAL not
-// bit-identically; its actors' envs restart their episodes only where their
-// state cannot be saved, Checkpoints.Partial; Executor.NotResumable names a
-// resumable executor's exceptions);
+// bit-identically; Executor.NotResumable names a resumable executor's
+// exceptions); envs whose state cannot be saved (no env.Snapshotter) are
+// left out of the local loops', HTS's and PAL's checkpoints, and a resumed
+// run restarts their episodes, not bit-identically
+// (Checkpoints.EnvsSaveable, RestartEnvs; summary.json envs_restarted);
 // the memory estimate is a lower bound of the big allocations (float32
 // rows, the networks of the run's own algorithm, not those of a multi-agent
 // run's other policies), not a count; on non-unix systems the run

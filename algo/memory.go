@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"iter"
 	"reflect"
 	"runtime"
 	"slices"
@@ -289,23 +290,35 @@ func envFootprint(mk env.Maker, id string) (env.Env, float64, error) {
 	return e, max(1024, float64(after.TotalAlloc-before.TotalAlloc)), nil
 }
 
+// yamlFields yields the yaml key and value of each field of the struct x
+// holds (through pointers and interfaces; nothing for a nil one or a
+// non-struct): the one walk the key lookups and checks over configs share.
+func yamlFields(x any) iter.Seq2[string, reflect.Value] {
+	return func(yield func(string, reflect.Value) bool) {
+		v := reflect.ValueOf(x)
+		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+			if v.IsNil() {
+				return
+			}
+			v = v.Elem()
+		}
+		if v.Kind() != reflect.Struct {
+			return
+		}
+		for i := 0; i < v.NumField(); i++ {
+			key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+			if !yield(key, v.Field(i)) {
+				return
+			}
+		}
+	}
+}
+
 // field returns the struct field of cfg tagged yaml:"key", if any.
 func field(cfg Config, key string) (reflect.Value, bool) {
-	v := reflect.ValueOf(cfg)
-	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
-		if v.IsNil() {
-			return reflect.Value{}, false
-		}
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
-		return reflect.Value{}, false
-	}
-	t := v.Type()
-	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-		if name == key {
-			return v.Field(i), true
+	for k, f := range yamlFields(cfg) {
+		if k == key {
+			return f, true
 		}
 	}
 	return reflect.Value{}, false

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -345,8 +344,8 @@ func policyRun(h Header, spec Spec, cfg Config, others map[string]AlgoConfig, k,
 		if !ok {
 			return Header{}, Spec{}, nil, fmt.Errorf("%w: algorithm %s has no section in the run", ErrConfig, name)
 		}
-		n, ok1 := intField(cfg, "num_envs")
-		on, ok2 := intField(o.Config, "num_envs")
+		n, ok1 := NumEnvs(cfg)
+		on, ok2 := NumEnvs(o.Config)
 		if ok1 && ok2 && n != on {
 			return Header{}, Spec{}, nil, fmt.Errorf("%w: %s.num_envs %d must equal %s.num_envs %d: both count every agent's rows", ErrConfig, name, on, spec.Name, n)
 		}
@@ -396,7 +395,7 @@ func policyConfig(hk Header, spec Spec, cfg Config, k, rowsOfPolicy, rowsPerEnv 
 	if err := yaml.Load(b, ck, yaml.WithKnownFields()); err != nil {
 		return Header{}, nil, fmt.Errorf("algo: policy %d config: %w", k, err)
 	}
-	if n, ok := intField(ck, "num_envs"); ok {
+	if n, ok := NumEnvs(ck); ok {
 		if n%rowsPerEnv != 0 {
 			return Header{}, nil, fmt.Errorf("%w: num_envs %d is not a whole number of envs of %d agents", ErrConfig, n, rowsPerEnv)
 		}
@@ -472,23 +471,8 @@ func (loadedModel) Save(string) error {
 	return errors.New("algo: a loaded policy is not saved again")
 }
 
-// intField reads the int field of cfg whose yaml key is key.
-func intField(cfg Config, key string) (int, bool) {
-	v := reflect.ValueOf(cfg)
-	for v.Kind() == reflect.Pointer && !v.IsNil() {
-		v = v.Elem()
-	}
-	if v.Kind() != reflect.Struct {
-		return 0, false
-	}
-	for i := 0; i < v.NumField(); i++ {
-		k, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-		if k == key && v.Field(i).CanInt() {
-			return int(v.Field(i).Int()), true
-		}
-	}
-	return 0, false
-}
-
 // NumEnvs reads the num_envs setting of an algorithm's config.
-func NumEnvs(cfg Config) (int, bool) { return intField(cfg, "num_envs") }
+func NumEnvs(cfg Config) (int, bool) {
+	n, ok := intKey(cfg, "num_envs")
+	return int(n), ok
+}

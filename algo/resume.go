@@ -3,10 +3,12 @@ package algo
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +16,9 @@ import (
 	"time"
 
 	envpkg "herd/env"
+	"herd/internal/rng"
 	"herd/internal/trainstate"
+	"herd/metrics"
 
 	"go.yaml.in/yaml/v4"
 )
@@ -41,6 +45,9 @@ const (
 	// SectionMetrics holds the metrics recorder's state and the
 	// metrics.csv and event file bytes up to the checkpoint's step.
 	SectionMetrics = "metrics"
+	// SectionRestarts holds the envs the run's earlier resumes restarted
+	// (RestartEnvs): their count and the number of resumes.
+	SectionRestarts = "resume/restarts"
 )
 
 // Checkpoints is where a resumable Train (Spec.Resumable) saves its whole
@@ -57,6 +64,9 @@ type Checkpoints struct {
 	next     int64
 	off      string
 	partial  string // Partial's note
+	// restarts sums RestartEnvs over the run's resumes, this one's and
+	// those before the checkpoint it continues (SectionRestarts).
+	restarts metrics.EnvsRestarted
 	// add puts the caller's own sections (the metrics) into a checkpoint.
 	add func(*trainstate.State) error
 	// saved is told of each checkpoint written.
@@ -100,9 +110,19 @@ func NewCheckpoints(o CheckpointOptions) *Checkpoints {
 
 // Resume makes Restored return s, and schedules the next periodic
 // checkpoint after s's step.
-func (c *Checkpoints) Resume(s *trainstate.State) {
+func (c *Checkpoints) Resume(s *trainstate.State) error {
 	c.restored = s
 	c.next = (s.Header.Step/c.every + 1) * c.every
+	b, ok := s.Sections[SectionRestarts]
+	if !ok {
+		return nil
+	}
+	if len(b) != 16 {
+		return fmt.Errorf("%w: section %s has %d bytes, not 16", trainstate.ErrCorrupt, SectionRestarts, len(b))
+	}
+	c.restarts.Envs = int64(binary.LittleEndian.Uint64(b))
+	c.restarts.Resumes = int64(binary.LittleEndian.Uint64(b[8:]))
+	return nil
 }
 
 // Restored is the state a resumed run continues from, or nil for a run
@@ -121,6 +141,55 @@ func (c *Checkpoints) Disable(reason string) { c.off = reason }
 // envs, which restart their episodes on resume): summary.json's
 // checkpoints note is then "on: " + what.
 func (c *Checkpoints) Partial(what string) { c.partial = what }
+
+// EnvsNotSaved makes the checkpoints of a run whose envs cannot save
+// their state (why, wrapping env.ErrNoSnapshot) hold everything else,
+// and says so in summary.json's checkpoints note (Partial). A resumed
+// run then restarts the envs' episodes (RestartEnvs).
+func (c *Checkpoints) EnvsNotSaved(why error) {
+	c.restarts.Reason = why.Error()
+	c.Partial(fmt.Sprintf("the envs are not saved (%v): on resume they start new episodes, and the episodes unfinished at the checkpoint end there (their returns unlogged, an off-policy run's pending n-step transitions unstored; summary.json envs_restarted counts them)", why))
+}
+
+// EnvsSaveable sorts out err, what saving the run's envs gave
+// (env.MarshalVector, env.MarshalChain): nil, their state can be saved
+// (true); env.ErrNoSnapshot, it cannot, and the checkpoints hold
+// everything else (EnvsNotSaved; false, nil); any other error is
+// returned.
+func (c *Checkpoints) EnvsSaveable(err error) (bool, error) {
+	if errors.Is(err, envpkg.ErrNoSnapshot) {
+		c.EnvsNotSaved(err)
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// RestartEnvs records that the resumed run's n envs, whose state the
+// checkpoint does not hold (EnvsNotSaved), started new episodes instead
+// of continuing theirs: the episodes they were in are dropped. summary.json's
+// envs_restarted sums them over the run's resumes.
+func (c *Checkpoints) RestartEnvs(n int) {
+	c.restarts.Envs += int64(n)
+	c.restarts.Resumes++
+}
+
+// RestartSeed is the reset seed of envs that a run resumed from the
+// checkpoint of env step step restarts (RestartEnvs): a stream of the run's
+// seed and the role's own, so that each resumption's episodes are
+// reproducible and differ from the first reset's.
+func RestartSeed(seed uint64, role string, step int64) int64 {
+	return int64(rng.Derive(rng.Derive(seed, role+"/restart", 0)+uint64(step), "restart", 0) & math.MaxInt64)
+}
+
+// Restarts is what RestartEnvs recorded over the run's resumes, nil when
+// no resume restarted an env.
+func (c *Checkpoints) Restarts() *metrics.EnvsRestarted {
+	if c.restarts.Resumes == 0 {
+		return nil
+	}
+	r := c.restarts
+	return &r
+}
 
 // Disabled is the reason Disable was given, "" while checkpoints are on.
 func (c *Checkpoints) Disabled() string { return c.off }
@@ -146,6 +215,10 @@ func (c *Checkpoints) save(step int64, sections map[string][]byte) error {
 	h := c.head
 	h.Step = step
 	s := trainstate.State{Header: h, Sections: map[string][]byte{SectionConfig: c.config}}
+	if c.restarts.Resumes > 0 {
+		b := binary.LittleEndian.AppendUint64(nil, uint64(c.restarts.Envs))
+		s.Sections[SectionRestarts] = binary.LittleEndian.AppendUint64(b, uint64(c.restarts.Resumes))
+	}
 	for k, v := range sections {
 		if _, dup := s.Sections[k]; dup {
 			return fmt.Errorf("algo: checkpoint section %s is TrainRun's own", k)
@@ -187,7 +260,7 @@ func LoadCheckpoint(dir, algo, env string, config []byte) (s *trainstate.State, 
 		why := "the run was stopped before its first checkpoint"
 		if e, merr := envpkg.Make(env); merr == nil {
 			if _, serr := envpkg.MarshalChain(e); serr != nil {
-				why = fmt.Sprintf("env %s cannot save its state (%v), so its runs write no checkpoints", env, serr)
+				why = fmt.Sprintf("the run was stopped before its first checkpoint, or its executor writes none for env %s, which cannot save its state (%v)", env, serr)
 			}
 			e.Close()
 		}

@@ -204,7 +204,11 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		ck = NewCheckpoints(CheckpointOptions{Dir: rd.checkpointDir(), Every: h.CheckpointEvery, Keep: h.CheckpointKeep,
 			Algo: h.Algo, Env: h.Env, Config: key})
 		if restored != nil {
-			ck.Resume(restored)
+			if err := ck.Resume(restored); err != nil {
+				rec.Close(false)
+				rd.abort()
+				return metrics.Summary{}, fmt.Errorf("%w: %s: %w", ErrCannotResume, restoredPath, err)
+			}
 		}
 		ck.saved = opt.Checkpointed
 		ck.add = func(s *trainstate.State) error {
@@ -301,6 +305,9 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 		rec.SetCheckpoints("on")
 	case dir != "":
 		rec.SetCheckpoints("off: " + notResumable(res, ex, false))
+	}
+	if ck != nil {
+		rec.SetEnvsRestarted(ck.Restarts())
 	}
 	switch {
 	case diverged != nil:

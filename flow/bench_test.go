@@ -17,9 +17,8 @@ func benchPar(b *testing.B, n int) ParIter[int] {
 	return NewParIter(context.Background(), shards)
 }
 
-// BenchmarkGatherSync: one round of 4 shards per op (a barrier).
-func BenchmarkGatherSync(b *testing.B) {
-	it := GatherSync(benchPar(b, 4))
+// benchItems times b.N items of it.
+func benchItems[T any](b *testing.B, it Iter[T]) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	n := 0
@@ -33,20 +32,16 @@ func BenchmarkGatherSync(b *testing.B) {
 	}
 }
 
+// BenchmarkGatherSync: one round of 4 shards per op (a barrier).
+func BenchmarkGatherSync(b *testing.B) {
+	it := GatherSync(benchPar(b, 4))
+	benchItems(b, it)
+}
+
 // BenchmarkGatherAsync: one item per op from 4 shards, 2 in flight each.
 func BenchmarkGatherAsync(b *testing.B) {
 	it := GatherAsync(benchPar(b, 4), 2)
-	b.ReportAllocs()
-	b.ResetTimer()
-	n := 0
-	for _, err := range it {
-		if err != nil {
-			b.Fatal(err)
-		}
-		if n++; n >= b.N {
-			break
-		}
-	}
+	benchItems(b, it)
 }
 
 // BenchmarkGatherAsyncLag: BenchmarkGatherAsync with the least lag bound
@@ -56,15 +51,5 @@ func BenchmarkGatherAsyncLag(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	n := 0
-	for _, err := range it {
-		if err != nil {
-			b.Fatal(err)
-		}
-		if n++; n >= b.N {
-			break
-		}
-	}
+	benchItems(b, it)
 }

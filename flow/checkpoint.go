@@ -337,9 +337,9 @@ func gobBytes(v any) ([]byte, error) {
 }
 
 func gobSection(s *trainstate.State, name string, v any) error {
-	b, ok := s.Sections[name]
-	if !ok {
-		return fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, name)
+	b, err := s.Section(name)
+	if err != nil {
+		return err
 	}
 	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(v); err != nil {
 		return fmt.Errorf("%w: section %s: %v", trainstate.ErrCorrupt, name, err)

@@ -150,6 +150,9 @@ type Summary struct {
 	// ("on", or "on: …" naming what they leave out) or why not
 	// ("off: …"); left out when not set (SetCheckpoints).
 	Checkpoints string `json:"checkpoints,omitempty"`
+	// EnvsRestarted is set on a resumed run whose envs could not save
+	// their state (SetEnvsRestarted); left out otherwise.
+	EnvsRestarted *EnvsRestarted `json:"envs_restarted,omitempty"`
 	// Deterministic evaluation after training (SetEval); EvalEpisodes is 0
 	// when none ran, and the two return fields are then left out of the
 	// JSON.
@@ -241,6 +244,7 @@ type Recorder struct {
 	status      string // SetStatus; "" = from Close's argument
 	reason      string
 	checkpoints string // SetCheckpoints
+	restarted   *EnvsRestarted
 	resumed     *int64 // the step of Options.Resume's state
 	// wallBefore is the training time of the run before its resume.
 	wallBefore time.Duration
@@ -583,6 +587,22 @@ func appendValue(b []byte, v float64) []byte {
 // and the reason. Call it before Close.
 func (r *Recorder) SetCheckpoints(note string) { r.checkpoints = note }
 
+// EnvsRestarted counts the envs that a run's resumes restarted because
+// its checkpoints could not hold their state: each started a new episode
+// on resume, and the episode it was in is dropped (not finished, its
+// return not logged).
+type EnvsRestarted struct {
+	// Envs sums the envs restarted over Resumes resumes.
+	Envs    int64 `json:"envs"`
+	Resumes int64 `json:"resumes"`
+	// Reason says why their state could not be saved.
+	Reason string `json:"reason"`
+}
+
+// SetEnvsRestarted records summary.json's envs_restarted (nil: none).
+// Call it before Close.
+func (r *Recorder) SetEnvsRestarted(e *EnvsRestarted) { r.restarted = e }
+
 // SetStatus overrides the status that Close would record (completed or
 // interrupted) with status and its reason, e.g. StatusDiverged and the
 // error that stopped the run. Call it before Close.
@@ -671,7 +691,8 @@ func (r *Recorder) Close(interrupted bool) (Summary, error) {
 		Episodes:           r.episodes,
 		FinalReturnMean100: mean, FinalReturnStd100: std, FinalLengthMean100: lenMean,
 		Interrupted: interrupted, ResumedFromStep: r.resumed, Checkpoints: r.checkpoints,
-		Status: StatusCompleted, Reason: r.reason,
+		EnvsRestarted: r.restarted,
+		Status:        StatusCompleted, Reason: r.reason,
 		Machine: r.opt.Machine,
 	}
 	switch {

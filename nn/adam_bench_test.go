@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-
-	"herd/internal/twin"
 )
 
 // BenchmarkAdam measures one Adam step by parameter count and reports
@@ -43,17 +41,6 @@ func BenchmarkAdam(b *testing.B) {
 			opt.Step(params)
 			for b.Loop() {
 				opt.Step(params)
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/param")
-		})
-		// StepSplit with half of the elements on a twin worker (wall
-		// time per parameter: the caller's share of the step).
-		b.Run(c.name+"/twin", func(b *testing.B) {
-			pair := twin.New()
-			defer pair.Close()
-			opt.StepSplit(params, pair)
-			for b.Loop() {
-				opt.StepSplit(params, pair)
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/param")
 		})

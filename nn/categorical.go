@@ -30,7 +30,13 @@ func lse(z []float32) (mx, ls float64) {
 	}
 	var s float64
 	for _, v := range z {
-		s += math.Exp(float64(v) - mx)
+		// The maximum's term is exp(0) = 1 exactly: no call for it (a
+		// fifth of a two-action policy's transcendental calls).
+		if d := float64(v) - mx; d != 0 {
+			s += math.Exp(d)
+		} else {
+			s++
+		}
 	}
 	return mx, math.Log(s)
 }
@@ -68,21 +74,27 @@ func (c Categorical) SampleTo(dst []int, logits []float32, r *rand.Rand) []int {
 		shapePanic("Categorical.SampleTo: len(dst)=%d, want %d rows", len(dst), b)
 	}
 	for row := 0; row < b; row++ {
-		z := logits[row*c.N : (row+1)*c.N]
-		mx, ls := lse(z)
-		u := r.Float64()
-		a := c.N - 1 // rounding can leave the CDF just below u: take the last action
-		var cdf float64
-		for j, v := range z {
-			cdf += math.Exp(float64(v) - mx - ls)
-			if u < cdf {
-				a = j
-				break
-			}
-		}
-		dst[row] = a
+		dst[row], _ = sampleRow(logits[row*c.N:(row+1)*c.N], r)
 	}
 	return dst
+}
+
+// sampleRow draws one action from the row's logits z by inverse CDF with
+// one uniform from r, and returns it with its log-probability (as
+// LogProbTo computes it).
+func sampleRow(z []float32, r *rand.Rand) (int, float32) {
+	mx, ls := lse(z)
+	u := r.Float64()
+	a := len(z) - 1 // rounding can leave the CDF just below u: take the last action
+	var cdf float64
+	for j, v := range z {
+		cdf += math.Exp(float64(v) - mx - ls)
+		if u < cdf {
+			a = j
+			break
+		}
+	}
+	return a, float32(float64(z[a]) - mx - ls)
 }
 
 // ArgmaxTo writes the most likely action of each row (the first on ties)

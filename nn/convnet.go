@@ -173,18 +173,15 @@ func (n *ConvNet) Forward(x []float32, batch int) []float32 {
 // Backward takes dL/d(output) for the last Forward, adds every
 // parameter's gradient to its Grad and returns dL/dx (NCHW), valid until
 // the next Backward.
-func (n *ConvNet) Backward(dOut []float32) []float32 { return n.BackwardSplit(dOut, nil, true) }
+func (n *ConvNet) Backward(dOut []float32) []float32 { return n.backward(dOut, true) }
 
 // BackwardParams is Backward without dL/dx: it adds every parameter's
 // gradient to its Grad and skips the first layer's input gradient, which
 // a network reading observations does not need.
-func (n *ConvNet) BackwardParams(dOut []float32) { n.BackwardSplit(dOut, nil, false) }
+func (n *ConvNet) BackwardParams(dOut []float32) { n.backward(dOut, false) }
 
-// BackwardSplit is Backward (input true) or BackwardParams (false) with
-// the head's parameter gradients computed by s beside the caller, as
-// MLP.BackwardSplit does; s may be nil. The bits are Backward's.
-func (n *ConvNet) BackwardSplit(dOut []float32, s Splitter, input bool) []float32 {
-	d := n.head.BackwardSplit(dOut, s, true)
+func (n *ConvNet) backward(dOut []float32, input bool) []float32 {
+	d := n.head.Backward(dOut)
 	for i := len(n.layers) - 1; i >= 0; i-- {
 		d = n.layers[i].backward(d, input || i > 0)
 	}

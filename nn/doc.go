@@ -119,8 +119,8 @@
 // Nothing in nn starts goroutines. An MLP, Critic or optimizer is used by
 // one goroutine at a time; actors take a Clone and refresh it with
 // CopyFrom. Gemm backends are stateless and shared freely. Every reduction
-// runs in a fixed order (MLP.BackwardSplit runs a layer's dW GEMM on the
-// caller's Splitter beside its dX GEMM, each whole), so the same seed gives
+// runs in a fixed order (MLP.BackwardSplit runs the second layer's dW GEMM
+// on the caller's Splitter beside its dX GEMM, each whole), so the same seed gives
 // bit-identical weights after any number of updates, whatever GOMAXPROCS
 // is. (The assembly and portable kernels round differently — FMA — so bits
 // match per kernel path, not across them; the avx512 and avx2-fma paths
@@ -173,8 +173,8 @@
 //     float64 reference through the kernel package's per-path functions. The
 //     default build is pure Go (`CGO_ENABLED=0` clean).
 //   - Bit-level determinism, including batch composition. Everything runs
-//     on the calling goroutine (except `BackwardSplit`, which hands whole,
-//     independent GEMMs of a layer to a `Splitter`); no reduction is split
+//     on the calling goroutine (except `BackwardSplit`, which hands a whole,
+//     independent GEMM of a layer to a `Splitter`); no reduction is split
 //     by thread count. More
 //     strongly, the summation order of each output element depends only on
 //     the layer shape (k, n), never on the batch size or which rows share a

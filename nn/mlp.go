@@ -69,10 +69,6 @@ type linear struct {
 	dz      []float32  // gradient w.r.t. the pre-activation, batch×out
 	dx      []float32  // gradient w.r.t. the layer input, batch×in
 	wT      []float32  // Wᵀ ([out][in]) scratch for dX = dZ·Wᵀ on the native backend
-
-	// The operands of this layer's parameter-gradient job (BackwardSplit).
-	gIn, gDz []float32
-	gJob     func()
 }
 
 // MLP is a multi-layer perceptron with a forward pass into preallocated
@@ -86,8 +82,8 @@ type linear struct {
 // Cost: one GEMM per layer forward (fused bias and ReLU on the native
 // backend), two per layer backward (dW = Xᵀ·dZ, dX = dZ·Wᵀ) plus a bias
 // column sum. Everything runs on the calling goroutine, in a fixed order,
-// so results do not depend on GOMAXPROCS; BackwardSplit hands each layer's
-// dW to a caller-supplied Splitter, with the same bits.
+// so results do not depend on GOMAXPROCS; BackwardSplit hands the second
+// layer's dW to a caller-supplied Splitter, with the same bits.
 //
 // An MLP is not safe for concurrent use. Give every actor goroutine its own
 // Clone and refresh it with CopyFrom.
@@ -100,6 +96,11 @@ type MLP struct {
 	x      []float32 // copy of the last Forward input
 	batch  int
 	one    [1]float32 // the constant 1 read with stride 0 for bias gradients
+
+	// BackwardSplit's job: the second layer's parameter gradients from its
+	// dZ (gDz) and the first layer's output recomputed into gIn.
+	gIn, gDz []float32
+	gJob     func()
 }
 
 // Splitter runs a function beside the caller: Go starts f and returns, Wait
@@ -205,22 +206,27 @@ func (m *MLP) Forward(x []float32, batch int) []float32 {
 	for i := range m.layers {
 		l := &m.layers[i]
 		l.y = grow(l.y, batch*l.out)
-		if m.fused != nil {
-			relu := l.act == ReLU
-			m.fused.gemmFused(false, batch, l.out, l.in, in, l.in, l.w.Value, l.out, l.y, l.out, false, l.b.Value, relu)
-			if !relu {
-				l.act.applyInPlace(l.y)
-			}
-		} else {
-			for r := 0; r < batch; r++ {
-				copy(l.y[r*l.out:(r+1)*l.out], l.b.Value)
-			}
-			m.gemm.Sgemm(false, false, batch, l.out, l.in, 1, in, l.in, l.w.Value, l.out, 1, l.y, l.out)
-			l.act.applyInPlace(l.y)
-		}
+		m.forwardLayer(l, in, l.y, batch)
 		in = l.y
 	}
 	return in
+}
+
+// forwardLayer writes l's output for batch rows of input in into y.
+func (m *MLP) forwardLayer(l *linear, in, y []float32, batch int) {
+	if m.fused != nil {
+		relu := l.act == ReLU
+		m.fused.gemmFused(false, batch, l.out, l.in, in, l.in, l.w.Value, l.out, y, l.out, false, l.b.Value, relu)
+		if !relu {
+			l.act.applyInPlace(y)
+		}
+		return
+	}
+	for r := 0; r < batch; r++ {
+		copy(y[r*l.out:(r+1)*l.out], l.b.Value)
+	}
+	m.gemm.Sgemm(false, false, batch, l.out, l.in, 1, in, l.in, l.w.Value, l.out, 1, y, l.out)
+	l.act.applyInPlace(y)
 }
 
 // ForwardTo runs Forward and copies the output into dst (batch×Out),
@@ -241,15 +247,23 @@ func (m *MLP) ForwardTo(dst, x []float32, batch int) []float32 {
 // where they compute a mean).
 func (m *MLP) Backward(dOut []float32) []float32 { return m.backward(dOut, nil, true) }
 
-// BackwardSplit is Backward with each layer's parameter gradients
+// BackwardSplit is Backward with the second layer's parameter gradients
 // (dW = Xᵀ·dZ and db) computed by s beside the caller, which meanwhile
-// computes the layer's input gradient dX = dZ·Wᵀ and goes on to the layer
-// below: the two GEMMs of a layer are independent, so a backward pass can
-// use two cores. When input is false the network's own input gradient is
-// not computed (the network reads data, not another network's output) and
-// nil is returned. The parameter gradients are bit-identical to Backward's:
-// the same kernels run on the same operands, only on another goroutine.
-// s may be nil.
+// computes that layer's input gradient dX = dZ·Wᵀ and goes on to the first
+// layer. When input is false the network's own input gradient is not
+// computed (the network reads data, not another network's output) and nil
+// is returned. s may be nil (all on the caller).
+//
+// Only that layer, and only where the first layer is narrow (In below the
+// second layer's width, as for vector observations): s recomputes the
+// first layer's output from the saved input rather than read the caller's,
+// so that just that layer's dZ and gradients move between cores. Reading
+// data another core just wrote costs several times reading it from one's
+// own cache; a split that handed s every layer's dW, reading all the
+// caller's activations and dZ, cost more than it saved. The gradients are
+// bit-identical to Backward's: the same kernels run on the same operands
+// (the recomputed output is the forward pass's, bit for bit), only on
+// another goroutine.
 func (m *MLP) BackwardSplit(dOut []float32, s Splitter, input bool) []float32 {
 	return m.backward(dOut, s, input)
 }
@@ -259,6 +273,7 @@ func (m *MLP) backward(dOut []float32, s Splitter, input bool) []float32 {
 	if len(dOut) != batch*m.cfg.Out {
 		shapePanic("MLP.Backward: len(dOut)=%d, want batch %d × Out %d", len(dOut), batch, m.cfg.Out)
 	}
+	split := s != nil && len(m.layers) >= 2 && m.layers[0].in < m.layers[1].out
 	g := dOut
 	for i := len(m.layers) - 1; i >= 0; i-- {
 		l := &m.layers[i]
@@ -272,15 +287,19 @@ func (m *MLP) backward(dOut []float32, s Splitter, input bool) []float32 {
 			l.act.backward(l.dz, g, l.y)
 			dz = l.dz
 		}
-		if s == nil {
-			m.paramGrads(l, in, dz)
-		} else {
-			s.Wait() // the worker is free again: the layer above is done
-			if l.gJob == nil {
-				l.gJob = func() { m.paramGrads(l, l.gIn, l.gDz) }
+		if split && i == 1 {
+			if m.gJob == nil {
+				m.gJob = func() {
+					l0 := &m.layers[0]
+					m.gIn = grow(m.gIn, m.batch*l0.out)
+					m.forwardLayer(l0, m.x, m.gIn, m.batch)
+					m.paramGrads(&m.layers[1], m.gIn, m.gDz)
+				}
 			}
-			l.gIn, l.gDz = in, dz
-			s.Go(l.gJob)
+			m.gDz = dz
+			s.Go(m.gJob)
+		} else {
+			m.paramGrads(l, in, dz)
 		}
 		if i == 0 && !input {
 			g = nil
@@ -314,7 +333,7 @@ func (m *MLP) backward(dOut []float32, s Splitter, input bool) []float32 {
 		}
 		g = l.dx
 	}
-	if s != nil {
+	if split {
 		s.Wait()
 	}
 	return g

@@ -60,23 +60,11 @@ func isBad(x float32) bool { return math.IsNaN(float64(x)) || math.IsInf(float64
 type Adam struct {
 	cfg   AdamConfig
 	state map[*Param]*adamState
-
-	// StepSplit's workspace: this step's jobs and their split.
-	jobs  []adamJob
-	split halves
 }
 
 type adamState struct {
 	t    int
 	m, v []float32
-}
-
-// adamJob is one parameter's update with its step's constants, for
-// StepSplit's worker.
-type adamJob struct {
-	p          *Param
-	s          *adamState
-	step, rbc2 float32
 }
 
 // NewAdam returns an Adam optimizer; invalid settings are an error.
@@ -106,15 +94,8 @@ func (o *Adam) LR() float32 { return o.cfg.LR }
 func (o *Adam) SetLR(lr float32) { o.cfg.LR = lr }
 
 // Step applies one Adam update to every parameter.
-func (o *Adam) Step(params []*Param) { o.StepSplit(params, nil) }
-
-// StepSplit is Step with about half of the elements updated by sp beside
-// the caller (sp may be nil: all on the caller). The update is element-
-// wise, each element computed by the same code wherever it runs, so the
-// bits are Step's.
-func (o *Adam) StepSplit(params []*Param, sp Splitter) {
+func (o *Adam) Step(params []*Param) {
 	c := o.cfg
-	jobs := o.jobs[:0]
 	// Parameters normally share one step count: the bias corrections
 	// (two math.Pow) are computed once per distinct count, not per tensor.
 	lastT, step, rbc2 := 0, float32(0), float32(0)
@@ -132,78 +113,7 @@ func (o *Adam) StepSplit(params []*Param, sp Splitter) {
 			rbc2 = float32(1 / math.Sqrt(bc2))
 			lastT = s.t
 		}
-		jobs = append(jobs, adamJob{p, s, step, rbc2})
-	}
-	o.jobs = jobs
-	if o.split.upd == nil {
-		o.split.upd = func(lo, hi int) { o.update(o.jobs, lo, hi) }
-	}
-	o.split.run(params, sp)
-}
-
-// halves runs an element-wise optimizer step in two parts, the first on a
-// Splitter beside the caller; made once per optimizer so that a step
-// allocates nothing.
-type halves struct {
-	upd  func(lo, hi int) // updates the elements [lo, hi) laid end to end
-	cut  int
-	half func()
-}
-
-// run updates every element of params, all on the caller when sp is nil
-// or the step too small to be worth a hand-off.
-func (h *halves) run(params []*Param, sp Splitter) {
-	cut, total := halfCut(params)
-	if sp == nil || total < 2*splitMin {
-		h.upd(0, total)
-		return
-	}
-	if h.half == nil {
-		h.half = func() { h.upd(0, h.cut) }
-	}
-	h.cut = cut
-	sp.Go(h.half)
-	h.upd(cut, total)
-	sp.Wait()
-}
-
-// splitMin is the fewest elements per part worth a hand-off of an
-// optimizer step to the worker, which costs about as much as updating a
-// few thousand elements.
-const splitMin = 4096
-
-// halfCut returns where a split optimizer step cuts the elements of
-// params laid end to end, and their total: near the middle, at a multiple
-// of 16 within the parameter it splits, so both parts run whole SIMD
-// blocks.
-func halfCut(params []*Param) (cut, total int) {
-	for _, p := range params {
-		total += len(p.Value)
-	}
-	cut, off := total/2, 0
-	for _, p := range params {
-		n := len(p.Value)
-		if cut < off+n {
-			return off + (cut-off)&^15, total
-		}
-		off += n
-	}
-	return cut, total
-}
-
-// update applies jobs' updates to the elements [lo, hi) of the parameters
-// laid end to end.
-func (o *Adam) update(jobs []adamJob, lo, hi int) {
-	c := o.cfg
-	off := 0
-	for _, j := range jobs {
-		n := len(j.p.Value)
-		a, b := max(lo-off, 0), min(hi-off, n)
-		off += n
-		if a >= b {
-			continue
-		}
-		adamUpdate(j.p.Value[a:b], j.p.Grad[a:b], j.s.m[a:b], j.s.v[a:b], c.Beta1, c.Beta2, c.Eps, j.step, j.rbc2, c.WeightDecay, c.Decoupled, c.LR)
+		adamUpdate(p.Value, p.Grad, s.m, s.v, c.Beta1, c.Beta2, c.Eps, step, rbc2, c.WeightDecay, c.Decoupled, c.LR)
 	}
 }
 
@@ -294,10 +204,6 @@ type RMSProp struct {
 	cfg RMSPropConfig
 	sq  map[*Param][]float32
 	avg map[*Param][]float32 // ḡ, centered only
-
-	// StepSplit's workspace: this step's parameters and their split.
-	params []*Param
-	split  halves
 }
 
 // NewRMSProp returns an RMSProp optimizer.
@@ -324,43 +230,21 @@ func (o *RMSProp) LR() float32 { return o.cfg.LR }
 func (o *RMSProp) SetLR(lr float32) { o.cfg.LR = lr }
 
 // Step applies one RMSProp update.
-func (o *RMSProp) Step(params []*Param) { o.StepSplit(params, nil) }
-
-// StepSplit is Step with about half of the elements updated by sp beside
-// the caller (sp may be nil: all on the caller), as Adam.StepSplit: the
-// update is element-wise, so the bits are Step's.
-func (o *RMSProp) StepSplit(params []*Param, sp Splitter) {
+func (o *RMSProp) Step(params []*Param) {
 	for _, p := range params {
-		if o.sq[p] == nil {
-			o.sq[p] = make([]float32, len(p.Value))
-		}
-		if o.cfg.Centered && o.avg[p] == nil {
-			o.avg[p] = make([]float32, len(p.Value))
-		}
-	}
-	if o.split.upd == nil {
-		o.split.upd = func(lo, hi int) { o.update(o.params, lo, hi) }
-	}
-	o.params = params
-	o.split.run(params, sp)
-}
-
-// update applies the step to the elements [lo, hi) of params laid end to
-// end.
-func (o *RMSProp) update(params []*Param, lo, hi int) {
-	off := 0
-	for _, p := range params {
-		n := len(p.Value)
-		a, b := max(lo-off, 0), min(hi-off, n)
-		off += n
-		if a >= b {
-			continue
+		v := o.sq[p]
+		if v == nil {
+			v = make([]float32, len(p.Value))
+			o.sq[p] = v
 		}
 		var m []float32
 		if o.cfg.Centered {
-			m = o.avg[p][a:b]
+			if m = o.avg[p]; m == nil {
+				m = make([]float32, len(p.Value))
+				o.avg[p] = m
+			}
 		}
-		kernel.RMSProp(true, p.Value[a:b], p.Grad[a:b], o.sq[p][a:b], m, o.cfg.Alpha, o.cfg.LR, o.cfg.Eps)
+		kernel.RMSProp(true, p.Value, p.Grad, v, m, o.cfg.Alpha, o.cfg.LR, o.cfg.Eps)
 	}
 }
 
@@ -378,14 +262,13 @@ func LinearSchedule(start, end float32, step, total int) float32 {
 	return float32(float64(start) + (float64(end)-float64(start))*f)
 }
 
-// GradNorm returns the global L2 norm of all gradients, summed in float64
-// in parameter order (deterministic).
+// GradNorm returns the global L2 norm of all gradients: each parameter's
+// sum of squares in float64 (kernel.SumSquares, the same bits on every
+// path), added in parameter order.
 func GradNorm(params []*Param) float64 {
 	var s float64
 	for _, p := range params {
-		for _, g := range p.Grad {
-			s += float64(g) * float64(g)
-		}
+		s += kernel.SumSquares(true, p.Grad)
 	}
 	return math.Sqrt(s)
 }
@@ -399,9 +282,7 @@ func ClipGradNorm(params []*Param, maxNorm float32) float64 {
 	if coef < 1 {
 		c := float32(coef)
 		for _, p := range params {
-			for i := range p.Grad {
-				p.Grad[i] *= c
-			}
+			kernel.Scale(true, p.Grad, c)
 		}
 	}
 	return n

@@ -80,17 +80,14 @@ func DefaultConfig() Config {
 
 // Validate reports every problem with the config, given the run header.
 func (c *Config) Validate(h algo.Header) error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: a2c: "+format, append([]any{algo.ErrConfig}, args...)...))
-	}
+	p := algo.Problems{Name: "a2c"}
 	onpolicy.Common{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, LearningRate: c.LearningRate,
 		MaxGradNorm: c.MaxGradNorm, Gamma: c.Gamma, GAELambda: c.GAELambda, EntCoef: c.EntCoef, VFCoef: c.VFCoef,
-		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder, SharedEncoder: c.SharedEncoder}.Check(bad, h)
+		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder, SharedEncoder: c.SharedEncoder}.Check(p.Add, h)
 	if !(c.RMSPropEps > 0) {
-		bad("rms_prop_eps must be > 0, got %v", c.RMSPropEps)
+		p.Add("rms_prop_eps must be > 0, got %v", c.RMSPropEps)
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // RolloutShape is what the HTS executor needs of the config: the envs, the

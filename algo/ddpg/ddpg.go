@@ -2,7 +2,6 @@ package ddpg
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -79,25 +78,22 @@ func (c *Config) TransitionShape() (numEnvs int, updateInterval float64) {
 
 // Validate reports every problem with the configuration.
 func (c *Config) Validate(h algo.Header) error {
-	var errs []error
-	bad := func(format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%w: ddpg: "+format, append([]any{algo.ErrConfig}, a...)...))
-	}
+	p := algo.Problems{Name: "ddpg"}
 	offpolicy.Common{NumEnvs: c.NumEnvs, BatchSize: c.BatchSize, BufferSize: c.BufferSize,
-		LearningStarts: c.LearningStarts, Gamma: c.Gamma, Tau: c.Tau, NetArch: c.NetArch}.Check(bad)
+		LearningStarts: c.LearningStarts, Gamma: c.Gamma, Tau: c.Tau, NetArch: c.NetArch}.Check(p.Add)
 	if !(c.LearningRate > 0) {
-		bad("learning_rate must be > 0, got %v", c.LearningRate)
+		p.Add("learning_rate must be > 0, got %v", c.LearningRate)
 	}
 	if !(c.ExplorationNoise >= 0) {
-		bad("exploration_noise must be ≥ 0, got %v", c.ExplorationNoise)
+		p.Add("exploration_noise must be ≥ 0, got %v", c.ExplorationNoise)
 	}
 	if c.PolicyFrequency < 1 {
-		bad("policy_frequency must be ≥ 1, got %d", c.PolicyFrequency)
+		p.Add("policy_frequency must be ≥ 1, got %d", c.PolicyFrequency)
 	}
 	if err := offpolicy.CheckEnv(h.Envs, h.Env); err != nil {
-		bad("%v", err)
+		p.Add("%v", err)
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // Scalars are the metrics.csv columns DDPG writes.

@@ -28,7 +28,24 @@ import (
 // their wall-clock medians, and slowdown-% the default runs' CPU median
 // over the others'.
 func BenchmarkCheckpoint(b *testing.B) {
-	cfg, err := os.ReadFile("../../configs/dqn-cartpole.yaml")
+	benchCheckpoint(b, "../../configs/dqn-cartpole.yaml", "", algo.Overrides{})
+}
+
+// BenchmarkCheckpointMinAtar is BenchmarkCheckpoint for
+// configs/dqn-minatar-breakout.yaml (MinAtar's examples/dqn.py: a replay
+// of 100,000 10×10×4 observations, learning from step 5,000) cut to
+// 10,000 steps, checkpoint_every 2,500: 4 checkpoints a default run, the
+// last at the end with 10,000 transitions in the replay; each also holds
+// the game's state and its MT19937 stream.
+func BenchmarkCheckpointMinAtar(b *testing.B) {
+	steps := int64(10_000)
+	benchCheckpoint(b, "../../configs/dqn-minatar-breakout.yaml", "checkpoint_every: 2500\n", algo.Overrides{Steps: &steps})
+}
+
+// benchCheckpoint runs BenchmarkCheckpoint's op on the config at path,
+// with the header keys every (YAML) in the default runs and ov applied.
+func benchCheckpoint(b *testing.B, path, every string, ov algo.Overrides) {
+	cfg, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,19 +61,21 @@ func BenchmarkCheckpoint(b *testing.B) {
 	var took time.Duration
 	runs := map[string][]float64{}
 	walls := map[string][]float64{}
-	run := func(every string) {
-		c := string(cfg)
-		if every == "end" {
-			c += "checkpoint_every: 1000000000000\n"
+	run := func(kind string) {
+		c := string(cfg) + every
+		if kind == "end" {
+			c = string(cfg) + "checkpoint_every: 1000000000000\n"
 		}
 		out := filepath.Join(b.TempDir(), "run")
-		res, err := algo.Resolve([]byte(c), []algo.Spec{Spec()}, algo.Overrides{Out: &out})
+		o := ov
+		o.Out = &out
+		res, err := algo.Resolve([]byte(c), []algo.Spec{Spec()}, o)
 		if err != nil {
 			b.Fatal(err)
 		}
 		c0, w0 := cpu(), time.Now()
 		_, err = algo.TrainRun(context.Background(), res, algo.RunOptions{Checkpointed: func(c algo.CheckpointInfo) {
-			if every == "default" {
+			if kind == "default" {
 				n++
 				bytes += int64(c.Bytes)
 				took += c.Took
@@ -65,8 +84,8 @@ func BenchmarkCheckpoint(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		runs[every] = append(runs[every], (cpu() - c0).Seconds())
-		walls[every] = append(walls[every], time.Since(w0).Seconds())
+		runs[kind] = append(runs[kind], (cpu() - c0).Seconds())
+		walls[kind] = append(walls[kind], time.Since(w0).Seconds())
 	}
 	i := 0
 	for b.Loop() {

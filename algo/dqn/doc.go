@@ -141,8 +141,15 @@
 // docs/BENCHMARKS.md). Train allocates its workspaces once and
 // then nothing per step. It runs on the caller's goroutine, plus one
 // worker goroutine (package twin, owned by the Learner) that computes the
-// target network's forward pass beside the online network's, each layer's
-// dW beside its dX, and half of Adam's elements (parallel: false keeps
-// everything on the caller, with the same bits); Train stops it
-// (Learner.Close) before it returns.
+// target network's forward pass beside the online network's and, for an
+// MLP, the second layer's weight gradients beside the rest of the
+// backward pass (nn.MLP.BackwardSplit); parallel: false keeps everything
+// on the caller, with the same bits. Train stops it (Learner.Close)
+// before it returns. Each job reads little that the caller wrote: the
+// target forward reads the batch and its own weights, the dW job the
+// layer's dZ (it recomputes the first layer's output itself). Adam and
+// the other layers stay on the caller: handing the worker half of Adam's
+// elements, or every layer's dW, moves activations, dZ and updated
+// weights between cores, which costs more than the halves save
+// (docs/BENCHMARKS.md "Kernels and overheads").
 package dqn

@@ -21,8 +21,10 @@ type Config struct {
 
 	// NumEnvs is the number of environments stepped together. Default 1.
 	NumEnvs int `yaml:"num_envs"`
-	// Parallel runs the target network's forward pass and the weight gradients on a second goroutine beside the caller's
-	// work (internal/twin), with results identical to one goroutine's;
+	// Parallel runs the target network's forward pass and the MLP's
+	// second-layer weight gradients on a second goroutine beside the
+	// caller's work (internal/twin), with results identical to one
+	// goroutine's;
 	// false keeps everything on the calling goroutine. Default true.
 	Parallel bool `yaml:"parallel"`
 

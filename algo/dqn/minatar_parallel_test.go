@@ -7,8 +7,8 @@ import (
 )
 
 // TestParallelSameResultsMinAtar: with MinAtar's network and centered
-// RMSProp, the target forward, the head's weight gradients and half of
-// the RMSProp step on the second goroutine change nothing in the results.
+// RMSProp, the target network's forward pass on the second goroutine
+// changes nothing in the results.
 func TestParallelSameResultsMinAtar(t *testing.T) {
 	learntest.ParallelSame(t, Spec(), "algo: dqn\nenv: MinAtar/Breakout-v1\nsteps: 600\nlog_every: 100\n",
 		"encoder=minatar", "net_arch=[128]", "optimizer=rmsprop", "rmsprop_alpha=0.95", "rmsprop_eps=0.01",

@@ -182,7 +182,8 @@ func (p *pieces) newLearner() (*Learner, error) {
 		rng: rand.New(src), rngSrc: src,
 		// par runs the target network's forward pass beside the online
 		// one's, so a training step uses both cores (results are identical
-		// without it: see package twin).
+		// without it: see package twin), and the second layer's weight
+		// gradients beside the rest of the backward pass (see doc.go).
 		par:      twin.NewIf(cfg.Parallel),
 		bActions: make([]int, B), qPred: make([]float32, B), targetMax: make([]float32, B),
 		nextAct: make([]int, B), tdTarget: make([]float32, B), tdErr: make([]float32, B),
@@ -310,18 +311,8 @@ func (l *Learner) apply(step int64) {
 	if cfg.MaxGradNorm > 0 {
 		nn.ClipGradNorm(l.q.Params(), float32(cfg.MaxGradNorm))
 	}
-	if s, ok := l.opt.(splitStepper); ok {
-		s.StepSplit(l.q.Params(), l.par) // half the elements on the twin worker, same bits
-	} else {
-		l.opt.Step(l.q.Params())
-	}
+	l.opt.Step(l.q.Params())
 	l.counts.Critic++
-}
-
-// splitStepper is an optimizer that can hand half of its step to a
-// Splitter (nn.Adam, nn.RMSProp).
-type splitStepper interface {
-	StepSplit(params []*nn.Param, sp nn.Splitter)
 }
 
 // UpdateCounts returns the optimizer steps and target updates taken so far.
@@ -474,6 +465,6 @@ func (l *Learner) tdGradFromPred(mb *algo.Minibatch, y []float32) float32 {
 	}
 	nn.ScatterTo(l.dQ, k, l.bActions, l.dPred)
 	q.ZeroGrad()
-	q.backward(l.dQ, l.par) // MLP: dW on the worker beside dX; no dL/d(obs)
+	q.backward(l.dQ, l.par) // MLP: the second layer's dW on the worker; no dL/d(obs)
 	return lv
 }

@@ -35,13 +35,13 @@ type qNet interface {
 // mlpQ is the MLP Q-network (encoder: mlp).
 type mlpQ struct{ *nn.MLP }
 
-func (m mlpQ) backward(d []float32, s nn.Splitter) { m.BackwardSplit(d, s, false) }
+func (m mlpQ) backward(d []float32, s nn.Splitter) { m.BackwardSplit(d, s, false) } // no dL/d(obs)
 func (m mlpQ) clone() qNet                         { return mlpQ{m.Clone()} }
 
 // convQ is the convolutional Q-network (encoder: minatar, nature or impala).
 type convQ struct{ *encoder.Conv }
 
-func (q convQ) backward(d []float32, s nn.Splitter) { q.BackwardSplit(d, s) }
+func (q convQ) backward(d []float32, _ nn.Splitter) { q.Backward(d) }
 func (q convQ) clone() qNet                         { return convQ{q.Clone()} }
 
 // newQNet builds the Q-network the config's encoder names for obs,

@@ -77,33 +77,30 @@ func DefaultConfig() Config {
 
 // Validate reports every problem with the config, given the run header.
 func (c *Config) Validate(h algo.Header) error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: impala: "+format, append([]any{algo.ErrConfig}, args...)...))
-	}
+	p := algo.Problems{Name: "impala"}
 	onpolicy.Common{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, LearningRate: c.LearningRate,
 		MaxGradNorm: c.MaxGradNorm, Gamma: c.Gamma, GAELambda: 1, EntCoef: c.EntCoef, VFCoef: c.VFCoef,
-		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder, Recurrent: c.Recurrent.On()}.Check(bad, h)
-	c.Recurrent.Check(bad)
+		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder, Recurrent: c.Recurrent.On()}.Check(p.Add, h)
+	c.Recurrent.Check(p.Add)
 	if c.Recurrent.On() && c.Encoder != "" && c.Encoder != "mlp" {
-		bad("a recurrent core takes encoder mlp, got %q", c.Encoder)
+		p.Add("a recurrent core takes encoder mlp, got %q", c.Encoder)
 	}
 	if c.NumAsync < 1 {
-		bad("num_async must be >= 1, got %d", c.NumAsync)
+		p.Add("num_async must be >= 1, got %d", c.NumAsync)
 	}
 	if c.MaxPolicyLag < 0 {
-		bad("max_policy_lag must be >= 0 (0: num_async × env_workers − 1), got %d", c.MaxPolicyLag)
+		p.Add("max_policy_lag must be >= 0 (0: num_async × env_workers − 1), got %d", c.MaxPolicyLag)
 	}
 	if !(c.OptEps > 0) {
-		bad("opt_eps must be > 0, got %v", c.OptEps)
+		p.Add("opt_eps must be > 0, got %v", c.OptEps)
 	}
 	if !(c.RhoBar > 0) || !(c.CBar > 0) {
-		bad("rho_bar and c_bar must be > 0, got %v and %v", c.RhoBar, c.CBar)
+		p.Add("rho_bar and c_bar must be > 0, got %v and %v", c.RhoBar, c.CBar)
 	}
 	if !(c.Lambda >= 0 && c.Lambda <= 1) {
-		bad("lambda must be in [0, 1], got %v", c.Lambda)
+		p.Add("lambda must be in [0, 1], got %v", c.Lambda)
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 func (c *Config) agentConfig() onpolicy.AgentConfig {

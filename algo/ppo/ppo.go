@@ -149,53 +149,50 @@ func DefaultConfig() Config {
 
 // Validate reports every problem with the config, given the run header.
 func (c *Config) Validate(h algo.Header) error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: ppo: "+format, append([]any{algo.ErrConfig}, args...)...))
-	}
+	p := algo.Problems{Name: "ppo"}
 	onpolicy.Common{NumEnvs: c.NumEnvs, NumSteps: c.NumSteps, LearningRate: c.LearningRate,
 		MaxGradNorm: c.MaxGradNorm, Gamma: c.Gamma, GAELambda: c.GAELambda, EntCoef: c.EntCoef, VFCoef: c.VFCoef,
 		Hidden: c.Hidden, Activation: c.Activation, Encoder: c.Encoder, SharedEncoder: c.SharedEncoder,
-		Recurrent: c.IsRecurrent()}.Check(bad, h)
+		Recurrent: c.IsRecurrent()}.Check(p.Add, h)
 	if c.NumMinibatches < 1 {
-		bad("num_minibatches must be >= 1, got %d", c.NumMinibatches)
+		p.Add("num_minibatches must be >= 1, got %d", c.NumMinibatches)
 	} else if c.NumEnvs >= 1 && c.NumSteps >= 1 && (c.NumEnvs*c.NumSteps)%c.NumMinibatches != 0 {
-		bad("num_minibatches (%d) must divide num_envs × num_steps (%d)", c.NumMinibatches, c.NumEnvs*c.NumSteps)
+		p.Add("num_minibatches (%d) must divide num_envs × num_steps (%d)", c.NumMinibatches, c.NumEnvs*c.NumSteps)
 	}
 	if c.UpdateEpochs < 1 {
-		bad("update_epochs must be >= 1, got %d", c.UpdateEpochs)
+		p.Add("update_epochs must be >= 1, got %d", c.UpdateEpochs)
 	}
 	if !(c.AdamEps > 0) {
-		bad("adam_eps must be > 0, got %v", c.AdamEps)
+		p.Add("adam_eps must be > 0, got %v", c.AdamEps)
 	}
 	if c.TargetKL < 0 {
-		bad("target_kl must be >= 0, got %v", c.TargetKL)
+		p.Add("target_kl must be >= 0, got %v", c.TargetKL)
 	}
 	if !(c.ClipCoef > 0) {
-		bad("clip_coef must be > 0, got %v", c.ClipCoef)
+		p.Add("clip_coef must be > 0, got %v", c.ClipCoef)
 	}
 	if c.ActorObs < 0 {
-		bad("actor_obs must be >= 0, got %d", c.ActorObs)
+		p.Add("actor_obs must be >= 0, got %d", c.ActorObs)
 	}
-	c.Recurrent.Check(bad)
+	c.Recurrent.Check(p.Add)
 	if c.IsRecurrent() {
 		switch {
 		case c.NumMinibatches >= 1 && c.NumEnvs%c.NumMinibatches != 0:
-			bad("with a recurrent core each minibatch is whole env sequences: num_minibatches (%d) must divide num_envs (%d)", c.NumMinibatches, c.NumEnvs)
+			p.Add("with a recurrent core each minibatch is whole env sequences: num_minibatches (%d) must divide num_envs (%d)", c.NumMinibatches, c.NumEnvs)
 		case c.Encoder != "" && c.Encoder != "mlp", c.ValueNorm, c.InputNorm, c.ActorObs != 0:
-			bad("a recurrent core takes encoder mlp without value_norm, input_norm or actor_obs")
+			p.Add("a recurrent core takes encoder mlp without value_norm, input_norm or actor_obs")
 		}
 	}
 	if c.NormReward && c.ValueNorm {
-		bad("norm_reward and value_norm both rescale the critic; choose one")
+		p.Add("norm_reward and value_norm both rescale the critic; choose one")
 	}
 	if c.NormObs && c.Encoder != "" && c.Encoder != "mlp" {
-		bad("norm_obs takes encoder mlp (flat observations), got %q", c.Encoder)
+		p.Add("norm_obs takes encoder mlp (flat observations), got %q", c.Encoder)
 	}
 	if !(c.HuberDelta >= 0) || math.IsInf(float64(c.HuberDelta), 0) {
-		bad("huber_delta must be a finite number >= 0 (0: squared error), got %v", c.HuberDelta)
+		p.Add("huber_delta must be a finite number >= 0 (0: squared error), got %v", c.HuberDelta)
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // RolloutShape is what the HTS executor needs of the config: the envs, the
@@ -421,7 +418,7 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 			if cfg.MaxGradNorm > 0 {
 				nn.ClipGradNorm(params, cfg.MaxGradNorm)
 			}
-			opt.Step(params)
+			l.Step()
 		}
 		// Early stop on the last minibatch's approx KL (CleanRL), over
 		// all learners' rows when data-parallel.

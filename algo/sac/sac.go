@@ -2,7 +2,6 @@ package sac
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -89,25 +88,22 @@ func (c *Config) TransitionShape() (numEnvs int, updateInterval float64) {
 
 // Validate reports every problem with the configuration.
 func (c *Config) Validate(h algo.Header) error {
-	var errs []error
-	bad := func(format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%w: sac: "+format, append([]any{algo.ErrConfig}, a...)...))
-	}
+	p := algo.Problems{Name: "sac"}
 	offpolicy.Common{NumEnvs: c.NumEnvs, BatchSize: c.BatchSize, BufferSize: c.BufferSize,
-		LearningStarts: c.LearningStarts, Gamma: c.Gamma, Tau: c.Tau, NetArch: c.NetArch}.Check(bad)
+		LearningStarts: c.LearningStarts, Gamma: c.Gamma, Tau: c.Tau, NetArch: c.NetArch}.Check(p.Add)
 	if !(c.PolicyLR > 0) || !(c.QLR > 0) {
-		bad("policy_lr and q_lr must be > 0, got %v and %v", c.PolicyLR, c.QLR)
+		p.Add("policy_lr and q_lr must be > 0, got %v and %v", c.PolicyLR, c.QLR)
 	}
 	if c.PolicyFrequency < 1 || c.TargetNetworkFrequency < 1 {
-		bad("policy_frequency and target_network_frequency must be ≥ 1, got %d and %d", c.PolicyFrequency, c.TargetNetworkFrequency)
+		p.Add("policy_frequency and target_network_frequency must be ≥ 1, got %d and %d", c.PolicyFrequency, c.TargetNetworkFrequency)
 	}
 	if !(c.Alpha >= 0) {
-		bad("alpha must be ≥ 0, got %v", c.Alpha)
+		p.Add("alpha must be ≥ 0, got %v", c.Alpha)
 	}
 	if err := offpolicy.CheckEnv(h.Envs, h.Env); err != nil {
-		bad("%v", err)
+		p.Add("%v", err)
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // Scalars are the metrics.csv columns SAC writes.

@@ -2,7 +2,6 @@ package td3
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -93,29 +92,26 @@ func (c *Config) TransitionShape() (numEnvs int, updateInterval float64) {
 
 // Validate reports every problem with the configuration.
 func (c *Config) Validate(h algo.Header) error {
-	var errs []error
-	bad := func(format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%w: td3: "+format, append([]any{algo.ErrConfig}, a...)...))
-	}
+	p := algo.Problems{Name: "td3"}
 	offpolicy.Common{NumEnvs: c.NumEnvs, BatchSize: c.BatchSize, BufferSize: c.BufferSize,
-		LearningStarts: c.LearningStarts, Gamma: c.Gamma, Tau: c.Tau, NetArch: c.NetArch}.Check(bad)
+		LearningStarts: c.LearningStarts, Gamma: c.Gamma, Tau: c.Tau, NetArch: c.NetArch}.Check(p.Add)
 	if !(c.LearningRate > 0) {
-		bad("learning_rate must be > 0, got %v", c.LearningRate)
+		p.Add("learning_rate must be > 0, got %v", c.LearningRate)
 	}
 	if !(c.PolicyNoise >= 0) || !(c.NoiseClip >= 0) || !(c.ExplorationNoise >= 0) {
-		bad("policy_noise, noise_clip and exploration_noise must be ≥ 0, got %v, %v, %v",
+		p.Add("policy_noise, noise_clip and exploration_noise must be ≥ 0, got %v, %v, %v",
 			c.PolicyNoise, c.NoiseClip, c.ExplorationNoise)
 	}
 	if c.NoiseType != "normal" && c.NoiseType != "ou" {
-		bad("noise_type must be normal or ou, got %q", c.NoiseType)
+		p.Add("noise_type must be normal or ou, got %q", c.NoiseType)
 	}
 	if c.PolicyFrequency < 1 {
-		bad("policy_frequency must be ≥ 1, got %d", c.PolicyFrequency)
+		p.Add("policy_frequency must be ≥ 1, got %d", c.PolicyFrequency)
 	}
 	if err := offpolicy.CheckEnv(h.Envs, h.Env); err != nil {
-		bad("%v", err)
+		p.Add("%v", err)
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // Scalars are the metrics.csv columns TD3 writes.

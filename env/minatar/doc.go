@@ -85,6 +85,15 @@
 // that kind crashes state() and a later one reuses the previous car's
 // trail channel; here the first one has no trail.
 //
+// # Saved state
+//
+// Env is an env.Snapshotter: MarshalState holds the game's objects,
+// timers and difficulty, the MT19937 stream (its 624 words and position),
+// the previous action a sticky step repeats and whether an episode runs,
+// so a training run resumed from a checkpoint plays the same frames as
+// the run that never stopped. Seaquest's objects are saved by value, in
+// list order, which is all its rules read (see above).
+//
 // # Costs and concurrency
 //
 // A step allocates nothing. BenchmarkStep times each game's step and

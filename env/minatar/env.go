@@ -36,6 +36,10 @@ type game interface {
 	minimalActions() []int
 	// ramp is the difficulty level, −1 for games without ramping.
 	ramp() int
+	// state codes the game's state (snapshot.go); clone copies the game
+	// for state to decode into.
+	state(c *codec)
+	clone() game
 }
 
 // Games lists the game names New accepts, in MinAtar's order.

@@ -65,11 +65,21 @@ func (s *State) Put(name string, m encoding.BinaryMarshaler) error {
 	return nil
 }
 
-// Get restores u from section name; a missing section is an error naming it.
-func (s *State) Get(name string, u encoding.BinaryUnmarshaler) error {
+// Section returns section name's bytes; a missing section is an error
+// naming it.
+func (s *State) Section(name string) ([]byte, error) {
 	b, ok := s.Sections[name]
 	if !ok {
-		return fmt.Errorf("%w: no section %s", ErrCorrupt, name)
+		return nil, fmt.Errorf("%w: no section %s", ErrCorrupt, name)
+	}
+	return b, nil
+}
+
+// Get restores u from section name; a missing section is an error naming it.
+func (s *State) Get(name string, u encoding.BinaryUnmarshaler) error {
+	b, err := s.Section(name)
+	if err != nil {
+		return err
 	}
 	if err := u.UnmarshalBinary(b); err != nil {
 		return fmt.Errorf("trainstate: section %s: %w", name, err)

@@ -139,9 +139,9 @@ func (c *checkpointer) restore(s *trainstate.State) error {
 	tot.Resumes++
 	c.mon.cnt, c.mon.prior, c.mon.step = tot.Counters, tot, c.step
 	if d, ok := c.smp.(transport.DedupWindow); ok && c.dedup {
-		b, ok := s.Sections[secDedup]
-		if !ok {
-			return fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, secDedup)
+		b, err := s.Section(secDedup)
+		if err != nil {
+			return err
 		}
 		if err := d.RestoreDedup(b); err != nil {
 			return fmt.Errorf("section %s: %w", secDedup, err)

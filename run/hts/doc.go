@@ -137,6 +137,9 @@
 // barrier: the segment under way and the update in flight finish first.
 // Choosing the barrier before the update (rather than after it, with no
 // segment pending) costs no wait for the learner at a checkpoint.
+// Envs whose state cannot be saved are left out of the checkpoints
+// (with a recurrent policy's state of them); a resumed run resets each
+// env slot with a seed of its own and the resumed step instead.
 //
 // # Synchronous baseline and Claim 1
 //

@@ -254,14 +254,20 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			}
 		}
 		if cks != nil {
-			if err := saveable(p.learner, envs, ids[0] != "", groups != nil, opt.Sync); err != nil {
+			saveEnvs := false
+			err := saveable(p.learner, envs, ids[0] != "", groups != nil, opt.Sync)
+			if err == nil {
+				saveEnvs, err = envsSaveable(cks, envs)
+			}
+			if err != nil {
 				if cks.Restored() != nil {
 					return nil, fmt.Errorf("hts: cannot resume: %w", err)
 				}
 				cks.Disable(err.Error())
 				cks = nil
 			} else {
-				cp = &checkpointer{learner: p.learner.(algo.LearnerCheckpoint), envs: envs, samplers: p.srcs}
+				cp = &checkpointer{learner: p.learner.(algo.LearnerCheckpoint), envs: envs, samplers: p.srcs,
+					restart: !saveEnvs, seed: hk.Seed}
 				if s := cks.Restored(); s != nil {
 					// Before the policy workers start: they read the
 					// store from their first request on.
@@ -435,6 +441,9 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 			if k >= iters {
 				stop()
 				return nil, fmt.Errorf("hts: resume from step %d: the checkpoint ends segment %d, past the run's %d segments", s.Header.Step, k, iters)
+			}
+			if cp.restart {
+				cks.RestartEnvs(len(envs))
 			}
 			// The barrier that ended segment k, from its last part on:
 			// the learner starts on segment k.

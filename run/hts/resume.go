@@ -41,6 +41,11 @@ type checkpointer struct {
 	samplers []*rand.PCG // one per env: ("env-worker", i)
 	ews      []*envWorker
 	state    []float32 // a recurrent policy's rows' states (rowPolicy's), nil for a stateless one
+	// restart: the envs cannot save their state, so checkpoints leave
+	// them and the recurrent state of them out, and a resumed run starts
+	// their episodes anew (seed: the run's, for their reset seeds).
+	restart bool
+	seed    uint64
 }
 
 // saveable reports why a run cannot be checkpointed, or nil.
@@ -56,12 +61,18 @@ func saveable(sl algo.SegmentLearner, envs []env.Env, multiPolicy, multiAgent, s
 	if _, ok := sl.(algo.LearnerCheckpoint); !ok {
 		return fmt.Errorf("hts: learner %T cannot save its state", sl)
 	}
+	return nil
+}
+
+// envsSaveable reports whether the envs' state can be saved (the first
+// env's failure, env.MarshalChain).
+func envsSaveable(ck *algo.Checkpoints, envs []env.Env) (bool, error) {
 	for _, e := range envs {
 		if _, err := env.MarshalChain(e); err != nil {
-			return err
+			return ck.EnvsSaveable(err)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // save returns the sections of the checkpoint at the barrier ending
@@ -81,12 +92,15 @@ func (c *checkpointer) save(k int, step int64, seg *sample.Segment) (map[string]
 		obs = trainstate.AppendFloat32s(obs, w.loop.Observations())
 	}
 	out[secObs] = obs
-	if c.state != nil {
+	if c.state != nil && !c.restart {
 		out[secState] = trainstate.AppendFloat32s(nil, c.state)
 	}
 	for i, e := range c.envs {
 		if out[fmt.Sprintf("%s%d", secSampler, i)], err = c.samplers[i].MarshalBinary(); err != nil {
 			return nil, err
+		}
+		if c.restart {
+			continue
 		}
 		if out[fmt.Sprintf("%s%d", secEnv, i)], err = env.MarshalChain(e); err != nil {
 			return nil, err
@@ -100,13 +114,7 @@ func (c *checkpointer) save(k int, step int64, seg *sample.Segment) (map[string]
 // step and segment k, which the learner is to learn next. The learner is
 // restored apart (before the policy workers start).
 func (c *checkpointer) restore(s *trainstate.State, like *sample.Segment) (k int, step int64, seg *sample.Segment, err error) {
-	get := func(name string) ([]byte, error) {
-		b, ok := s.Sections[name]
-		if !ok {
-			return nil, fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, name)
-		}
-		return b, nil
-	}
+	get := s.Section
 	b, err := get(secLoop)
 	if err != nil {
 		return 0, 0, nil, err
@@ -131,7 +139,7 @@ func (c *checkpointer) restore(s *trainstate.State, like *sample.Segment) (k int
 	if len(seg.State) != len(c.state) {
 		return 0, 0, nil, fmt.Errorf("%w: the saved segment has %d state values, the run's policy %d", trainstate.ErrCorrupt, len(seg.State), len(c.state))
 	}
-	if c.state != nil {
+	if c.state != nil && !c.restart {
 		if b, err = get(secState); err != nil {
 			return 0, 0, nil, err
 		}
@@ -162,6 +170,9 @@ func (c *checkpointer) restore(s *trainstate.State, like *sample.Segment) (k int
 		if err := c.samplers[i].UnmarshalBinary(b); err != nil {
 			return 0, 0, nil, fmt.Errorf("section %s%d: %w", secSampler, i, err)
 		}
+		if c.restart {
+			continue
+		}
 		if b, err = get(fmt.Sprintf("%s%d", secEnv, i)); err != nil {
 			return 0, 0, nil, err
 		}
@@ -172,5 +183,30 @@ func (c *checkpointer) restore(s *trainstate.State, like *sample.Segment) (k int
 	if _, ok := s.Sections[fmt.Sprintf("%s%d", secEnv, len(c.envs))]; ok {
 		return 0, 0, nil, errors.New("hts: the checkpoint holds more envs than num_envs")
 	}
+	if c.restart {
+		if err := c.restartEnvs(step); err != nil {
+			return 0, 0, nil, err
+		}
+	}
 	return k, step, seg, nil
+}
+
+// restartEnvs starts new episodes in every env, slot i with its own seed
+// of the resumed step (so that the slots' spread over workers changes
+// nothing), and hands each worker its envs' first observations.
+func (c *checkpointer) restartEnvs(step int64) error {
+	i := 0
+	for _, w := range c.ews {
+		obs := make([]float32, 0, len(w.loop.Observations()))
+		for len(obs) < cap(obs) {
+			o, _, err := c.envs[i].Reset(algo.RestartSeed(c.seed, fmt.Sprintf("hts/env/%d", i), step))
+			if err != nil {
+				return fmt.Errorf("hts: reset env %d: %w", i, err)
+			}
+			obs = append(obs, o...)
+			i++
+		}
+		w.loop.Start(obs)
+	}
+	return nil
 }

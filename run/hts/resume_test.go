@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -247,4 +248,20 @@ func checkpointNames(t *testing.T, dir string) []string {
 // envs and their streams, the metrics recorder's) and writing it.
 func BenchmarkCheckpoint(b *testing.B) {
 	algotest.CheckpointBench(b, ppo.Spec(), "algo: ppo\nenv: CartPole-v1\nsteps: 51200\nruntime: {executor: hts}\n", "512", Executor())
+}
+
+// TestResumeRestartsEnvs: PPO under HTS on LunarLander, whose Box2D world
+// cannot be saved, checkpoints all else at its barriers; resumed twice,
+// it completes with every metrics.csv step once and counts the envs it
+// restarted.
+func TestResumeRestartsEnvs(t *testing.T) {
+	algotest.ResumeRestarts(t, func(out string) *algo.Resolved {
+		cfg := fmt.Sprintf("algo: ppo\nenv: LunarLander-v3\nseed: 5\nsteps: 1536\nlog_every: 128\ncheckpoint_every: 300\nout: %s\n"+
+			"runtime: {executor: hts}\nppo: {num_envs: 2, num_steps: 64, update_epochs: 1}\n", out)
+		res, err := algo.Resolve([]byte(cfg), []algo.Spec{ppo.Spec()}, algo.Overrides{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}, algo.RunOptions{Executors: []algo.Executor{Executor()}}, 2, [2]int64{300, 900})
 }

@@ -96,7 +96,7 @@ func newCheckpointer(ck *algo.Checkpoints, p *algo.Pieces, l algo.TransitionLear
 		return nil, nil
 	}
 	if err := actorsSaveable(actors); err != nil {
-		ck.Partial(fmt.Sprintf("the actors' envs are not saved (%v): on resume they start new episodes, and the episodes unfinished at the checkpoint end there (their pending n-step transitions unstored, their returns unlogged)", err))
+		ck.EnvsNotSaved(err)
 	} else {
 		c.envs = true
 	}
@@ -231,14 +231,7 @@ func saveActor(a *actor, out map[string][]byte) error {
 // restoreActor loads what saveActor saved into the freshly built actor
 // a, whose envs then continue instead of being reset.
 func restoreActor(a *actor, s *trainstate.State) error {
-	get := func(part string) ([]byte, error) {
-		name := actorSection(a, part)
-		b, ok := s.Sections[name]
-		if !ok {
-			return nil, fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, name)
-		}
-		return b, nil
-	}
+	get := func(part string) ([]byte, error) { return s.Section(actorSection(a, part)) }
 	if err := env.UnmarshalVector(a.envs, func(i int) ([]byte, error) { return get(fmt.Sprintf("%s%d", partEnv, i)) }); err != nil {
 		return err
 	}

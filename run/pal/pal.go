@@ -230,6 +230,7 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 				return nil, err
 			}
 		}
+		restarted := 0
 		for _, a := range actors {
 			if err := a.policy.SetWeights(store.Latest()); err != nil {
 				return nil, err
@@ -238,7 +239,11 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 				// Envs whose state is not saved start new episodes, with
 				// seeds of their own for this resumption.
 				a.resetSeed = int64((rng.Derive(h.Seed, "pal-resume-reset", a.id) ^ uint64(from)) & (1<<63 - 1))
+				restarted += a.n
 			}
+		}
+		if restarted > 0 {
+			ck.RestartEnvs(restarted)
 		}
 		lim.reserved, lim.committed, lim.consumed = from, from, from
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"herd/algo"
+	"herd/algo/algotest"
 	"herd/algo/dqn"
 	"herd/algo/sac"
 	"herd/algo/td3"
@@ -263,4 +265,16 @@ func TestResumeActorContinues(t *testing.T) {
 	if err := restoreActor(newActorAt(1), st); err == nil || !strings.Contains(err.Error(), partSampler) {
 		t.Errorf("without the OU noise: %v, want a refusal naming it", err)
 	}
+}
+
+// TestResumeRestartsEnvs: PAL DQN on LunarLander, whose Box2D worlds
+// cannot be saved, checkpoints all but the actors' envs; resumed twice,
+// it completes with every metrics.csv step once and counts the envs
+// (two actors of two) each resume restarted.
+func TestResumeRestartsEnvs(t *testing.T) {
+	algotest.ResumeRestarts(t, func(out string) *algo.Resolved {
+		cfg := fmt.Sprintf("algo: dqn\nenv: LunarLander-v3\nseed: 5\nsteps: 1200\nlog_every: 100\ncheckpoint_every: 300\nout: %s\n"+
+			"runtime: {executor: pal, actors: 2, max_lag: 8}\ndqn: {num_envs: 2, buffer_size: 500, learning_starts: 200, batch_size: 16, train_frequency: 4, net_arch: [8, 8]}\n", out)
+		return resolve(t, dqn.Spec(), cfg)
+	}, algo.RunOptions{Executors: []algo.Executor{Executor()}}, 4, [2]int64{300, 800})
 }

@@ -167,10 +167,6 @@ func (q *Conv) ForwardTo(dst, obs []float32, batch int) []float32 {
 // gradients; the observation's own gradient is not computed.
 func (q *Conv) Backward(dOut []float32) { q.net.BackwardParams(dOut) }
 
-// BackwardSplit is Backward with the head's parameter gradients computed
-// by s beside the caller (nn.ConvNet.BackwardSplit); s may be nil.
-func (q *Conv) BackwardSplit(dOut []float32, s nn.Splitter) { q.net.BackwardSplit(dOut, s, false) }
-
 // In is the number of observation values per sample.
 func (q *Conv) In() int { return q.h * q.w * q.c }
 

@@ -165,11 +165,11 @@
 //   - One worker goroutine in DQN, SAC and TD3. Envs are stepped with `env.SyncVector` and scaling out is
 //     `run/`'s job, but a DQN training step would use one of the two cores: `Train` owns a
 //     `twin.Pair` (closed before it returns) that computes the target network's forward pass beside
-//     the online one's, and, through `nn.MLP.BackwardSplit`, each layer's dW = Xᵀ·dZ beside the
-//     caller's dX = dZ·Wᵀ (the first layer's dX is skipped: the input is data). Each value is
-//     computed by the same kernels on the same operands, so `metrics.csv` is bit-identical to the
-//     sequential code (`parallel: false`). The halves hand over without channels: parking and
-//     waking a goroutine would cost as much as a pass. SAC and TD3 run their twin critics the same way
+//     the online one's and, through `nn.MLP.BackwardSplit`, the second layer's dW = Xᵀ·dZ beside
+//     the rest of the backward pass; Adam stays on the caller (algo/dqn's package doc says why).
+//     Each value is computed by the same kernels on the same operands, so `metrics.csv` is
+//     bit-identical to the sequential code (`parallel: false`). The halves hand over without
+//     channels: parking and waking a goroutine would cost as much as a pass. SAC and TD3 run their twin critics the same way
 //     (`offpolicy.Twin`); DDPG (one critic) does not.
 //
 // # Determinism

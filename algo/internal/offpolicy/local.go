@@ -43,6 +43,11 @@ type Local struct {
 	// (encoding.BinaryMarshaler: NoisySampler's OU noise).
 	Sampler   algo.Sampler
 	Assembler *Assembler
+
+	// restart: the envs cannot save their state, so checkpoints leave
+	// them and the assembler's pending steps out, and a resumed run
+	// starts their episodes anew.
+	restart bool
 }
 
 // LocalPieces are what an off-policy algorithm's own Train composes
@@ -149,7 +154,7 @@ func (lc *Local) Run(ctx context.Context, rt *algo.Runtime, steps int64) error {
 	w, name := lc.Worker, lc.Name
 	ck := rt.Checkpoints
 	if ck != nil {
-		if err := lc.snapshotable(); err != nil {
+		if err := lc.snapshotable(ck); err != nil {
 			if ck.Restored() != nil {
 				return fmt.Errorf("%s: cannot resume: %w", name, err)
 			}
@@ -160,6 +165,12 @@ func (lc *Local) Run(ctx context.Context, rt *algo.Runtime, steps int64) error {
 	if ck != nil && ck.Restored() != nil {
 		if err := lc.restore(ck.Restored()); err != nil {
 			return fmt.Errorf("%s: resume from step %d: %w", name, ck.Restored().Header.Step, err)
+		}
+		if lc.restart {
+			if err := w.Loop.Reset(algo.RestartSeed(rt.Header.Seed, name+"/env", w.Steps)); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			ck.RestartEnvs(lc.Envs.NumEnvs())
 		}
 	}
 	save := func() error {
@@ -213,8 +224,9 @@ func (lc *Local) Run(ctx context.Context, rt *algo.Runtime, steps int64) error {
 	return save()
 }
 
-// snapshotable reports why the loop's state cannot be saved, or nil.
-func (lc *Local) snapshotable() error {
+// snapshotable reports why the loop's state cannot be saved, or nil; envs
+// that cannot save theirs are left out of ck's checkpoints (restart).
+func (lc *Local) snapshotable(ck *algo.Checkpoints) error {
 	sl, ok := lc.Learner.(StateLearner)
 	if !ok {
 		return fmt.Errorf("learner %T cannot save its state", lc.Learner)
@@ -226,6 +238,8 @@ func (lc *Local) snapshotable() error {
 		return errors.New("the sampler's stream is not known")
 	}
 	_, err := env.MarshalVector(lc.Envs)
+	saveable, err := ck.EnvsSaveable(err)
+	lc.restart = !saveable
 	return err
 }
 
@@ -244,13 +258,16 @@ func (lc *Local) save() (map[string][]byte, error) {
 			return nil, err
 		}
 	}
-	if out[secAssembler], err = lc.Assembler.MarshalBinary(); err != nil {
-		return nil, err
-	}
 	var lb stateBuf
 	lb.u64(uint64(lc.Worker.Steps))
 	lb.f32s(lc.Worker.Loop.Obs)
 	out[secLoop] = lb.b
+	if lc.restart {
+		return out, nil
+	}
+	if out[secAssembler], err = lc.Assembler.MarshalBinary(); err != nil {
+		return nil, err
+	}
 	ebs, err := env.MarshalVector(lc.Envs)
 	if err != nil {
 		return nil, err
@@ -314,7 +331,8 @@ func (c learnerReplay) RestoreLearner(s *trainstate.State) error {
 	return c.rb.UnmarshalBinary(s.Sections[secReplay])
 }
 
-// restore loads a checkpoint's state into the freshly built loop.
+// restore loads a checkpoint's state into the freshly built loop; with
+// restart, the envs and the assembler stay as built (Run resets the envs).
 func (lc *Local) restore(s *trainstate.State) error {
 	get := func(name string) ([]byte, error) {
 		b, ok := s.Sections[name]
@@ -334,9 +352,6 @@ func (lc *Local) restore(s *trainstate.State) error {
 			return err
 		}
 	}
-	if err := s.Get(secAssembler, lc.Assembler); err != nil {
-		return err
-	}
 	b, err := get(secLoop)
 	if err != nil {
 		return err
@@ -351,6 +366,12 @@ func (lc *Local) restore(s *trainstate.State) error {
 		return fmt.Errorf("%w: the loop is at step %d, the header says %d", trainstate.ErrCorrupt, step, s.Header.Step)
 	}
 	lc.Worker.Steps = step
+	if lc.restart {
+		return nil
+	}
+	if err := s.Get(secAssembler, lc.Assembler); err != nil {
+		return err
+	}
 	if err := env.UnmarshalVector(lc.Envs, func(i int) ([]byte, error) { return get(fmt.Sprintf("%s%d", secEnv, i)) }); err != nil {
 		return err
 	}

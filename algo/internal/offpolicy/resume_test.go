@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"herd/algo"
+	"herd/algo/algotest"
 	"herd/algo/ddpg"
 	"herd/algo/dqn"
 	"herd/algo/internal/learntest"
@@ -87,6 +88,9 @@ var resumeCases = []struct {
 		"  policy_frequency: 3\n  target_network_frequency: 2\n", []int64{150, 701, 601}},
 	{"td3-ou", td3.Spec(), "Pendulum-v1", "  buffer_size: 500\n  learning_starts: 200\n  batch_size: 32\n  net_arch: [16, 16]\n" +
 		"  noise_type: ou\n  policy_frequency: 3\n", []int64{150, 701, 601}},
+	{"dqn-minatar", dqn.Spec(), "MinAtar/Breakout-v0", "  encoder: minatar\n  net_arch: [32]\n  optimizer: rmsprop\n  rmsprop_centered: true\n" +
+		"  loss: huber\n  buffer_size: 500\n  learning_starts: 200\n  batch_size: 8\n  train_frequency: 4\n  target_network_frequency: 100\n",
+		[]int64{150, 702, 601}},
 	{"ddpg", ddpg.Spec(), "Pendulum-v1", "  buffer_size: 500\n  learning_starts: 200\n  batch_size: 32\n  net_arch: [16, 16]\n",
 		[]int64{701}},
 }
@@ -95,7 +99,8 @@ const resumeSteps = 1200
 
 // TestResumeBitIdentical is onpolicy's test for the off-policy algorithms:
 // DQN (uniform replay; prioritized with double Q, 3-step returns and
-// Huber loss), SAC, TD3 (with OU noise) and DDPG, each cut early (before
+// Huber loss; on MinAtar Breakout, whose game state and NumPy-compatible
+// stream the checkpoint holds), SAC, TD3 (with OU noise) and DDPG, each cut early (before
 // learning starts), mid-run (at a step between two training rounds or,
 // for the per-step learners, inside the delayed actor's period) and just
 // after a periodic checkpoint, then resumed from the checkpoint the cut
@@ -229,4 +234,20 @@ func TestResumeTrainRunFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResumeRestartsEnvs: DQN on LunarLander (3-step returns, so the
+// assembler has steps pending at each checkpoint), whose Box2D world cannot
+// be saved, checkpoints all else; resumed twice, it completes with every
+// metrics.csv step once and counts the envs it restarted.
+func TestResumeRestartsEnvs(t *testing.T) {
+	algotest.ResumeRestarts(t, func(out string) *algo.Resolved {
+		cfg := fmt.Sprintf("algo: dqn\nenv: LunarLander-v3\nseed: 5\nsteps: 1200\nlog_every: 100\ncheckpoint_every: 300\nout: %s\n"+
+			"dqn:\n  num_envs: 2\n  buffer_size: 500\n  learning_starts: 200\n  batch_size: 32\n  train_frequency: 4\n  net_arch: [16, 16]\n  n_steps: 3\n", out)
+		res, err := algo.Resolve([]byte(cfg), []algo.Spec{dqn.Spec()}, algo.Overrides{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}, algo.RunOptions{}, 2, [2]int64{300, 800})
 }

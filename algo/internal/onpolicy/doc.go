@@ -56,19 +56,21 @@
 // # Departures from nn, and why
 //
 // The agent's networks (net) are stacks of single-layer nn.MLPs with the
-// hidden activation applied here: nn's Tanh calls float64 math.Tanh per
-// element, which dominates PPO's CartPole profile; tanhTo, a float32
-// piecewise-cubic Hermite interpolant accurate to two ulps, is an order of
-// magnitude faster (BenchmarkTanh*). On amd64 with AVX2, tanhTo and tanh's
-// backward run 8 lanes at a time in assembly (tanh_amd64.s). Why assembly: they
-// were still ~40% of PPO's CPU after the interpolant, and the Go compiler
-// does not vectorise. Why no FMA: the kernels must give the bits of the Go
+// hidden activation applied here: tanhTo, a float32 piecewise-cubic
+// Hermite interpolant accurate to two ulps, replaced float64 math.Tanh
+// (once most of PPO's CartPole profile), and every determinism fixture
+// holds its bits (nn's own tanh, a Padé approximant, rounds differently).
+// On amd64, tanhTo and tanh's backward run 16 lanes at a time with
+// AVX-512 (tanh512_amd64.s) and 8 with AVX2 (tanh_amd64.s). Why assembly:
+// they were still ~40% of PPO's CPU after the interpolant, and the Go
+// compiler does not vectorise. Why no FMA: the kernels must give the bits of the Go
 // loops, which Go compiles at GOAMD64=v1 to a separate multiply and add,
 // each rounded. A fused multiply-add rounds once and changes the last bit,
 // so the kernels use VMULPS then VADDPS in the Go order, and every
 // determinism fixture stays as it was. TestTanhAsmMatchesGo checks all 2³²
 // inputs with -tanh.all. Without AVX2, and for the len % 8 tail, the Go
-// loops run.
+// loops run. Each activation is written into the next layer's input
+// buffer (nn.MLP.Input), so no layer copies its input.
 // GEMMs, init, optimizers and checkpoint naming are nn's, and TestNetMatchesMLP
 // checks that outputs and gradients equal nn.MLP's.
 //

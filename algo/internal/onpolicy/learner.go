@@ -196,6 +196,20 @@ func flatten(dst []float32, params []*nn.Param) []float32 {
 	return dst
 }
 
+// Step applies the optimizer to the agent's parameters: with
+// AgentConfig.Parallel and an optimizer that splits its step (nn.Adam),
+// half of the elements on the agent's worker, with the same bits.
+func (l *Learner) Step() {
+	params := l.Agent.Params()
+	if s, ok := l.Opt.(interface {
+		StepSplit([]*nn.Param, nn.Splitter)
+	}); ok && l.Agent.par != nil {
+		s.StepSplit(params, l.Agent.par)
+		return
+	}
+	l.Opt.Step(params)
+}
+
 // Weights returns the current parameters as version n, the number of
 // Learn calls so far (0 before the first).
 func (l *Learner) Weights() *weights.Version { return weights.New(l.n, l.Agent.Params()) }

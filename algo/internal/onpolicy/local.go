@@ -91,7 +91,7 @@ func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, lc Local, pi
 	st := &local{learner: learner, sl: sl, policy: p, sampler: actSrc, worker: worker, envs: envs}
 	ck := rt.Checkpoints
 	if ck != nil {
-		if err := st.snapshotable(); err != nil {
+		if err := st.snapshotable(ck); err != nil {
 			if ck.Restored() != nil {
 				return nil, fmt.Errorf("%s: cannot resume: %w", name, err)
 			}
@@ -102,6 +102,12 @@ func TrainLocal(ctx context.Context, rt *algo.Runtime, name string, lc Local, pi
 	if ck != nil && ck.Restored() != nil {
 		if err := st.restore(ck.Restored()); err != nil {
 			return nil, fmt.Errorf("%s: resume from step %d: %w", name, ck.Restored().Header.Step, err)
+		}
+		if st.restart {
+			if err := worker.Reset(algo.RestartSeed(h.Seed, name+"/env", st.step)); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			ck.RestartEnvs(lc.NumEnvs)
 		}
 	}
 	save := func() error {

@@ -12,19 +12,20 @@ import (
 // net is an MLP assembled from single-layer nn.MLPs (one Linear each, no
 // activation) with the hidden activation applied here, between them.
 //
-// Why not one nn.MLP: nn applies tanh through float64 math.Tanh per
-// element, which was 60% of PPO's CartPole training time; tanhTo is ~3x
-// faster. Every GEMM, the weight layout, init, and safetensors naming still
+// Why not one nn.MLP: the hidden tanh is tanhTo (see the package doc),
+// whose bits every determinism fixture holds. Every GEMM, the weight layout, init, and safetensors naming still
 // come from nn, so checkpoints are those of the equivalent nn.MLP /
 // PyTorch nn.Sequential ("0.weight", "2.weight", "4.weight" …).
 //
-// Forward keeps each hidden output for Backward; buffers grow to the
-// largest batch and are then reused (no allocation in steady state).
+// Forward writes each hidden activation into the next layer's input buffer
+// (nn.MLP.Input), where that layer reads it without a copy and Backward
+// finds it; buffers grow to the largest batch and are then reused (no
+// allocation in steady state).
 type net struct {
 	norm   *inputNorm // LayerNorm of the input, or nil
 	layers []*nn.MLP
 	act    nn.Activation
-	hidden [][]float32 // post-activation output of each hidden layer
+	hidden [][]float32 // post-activation output of each hidden layer: layer i+1's input
 	dh     []float32   // gradient buffer for a hidden layer's output
 	params []*nn.Param
 	batch  int
@@ -141,9 +142,6 @@ func (n *net) Reserve(b int) {
 	for _, l := range n.layers {
 		l.Reserve(b)
 	}
-	for i := range n.hidden {
-		n.hidden[i] = grow(n.hidden[i], b*n.layers[i].Out())
-	}
 }
 
 // Forward runs the network on batch rows of x and returns the output (the
@@ -158,7 +156,7 @@ func (n *net) Forward(x []float32, batch int) []float32 {
 		if i == len(n.layers)-1 {
 			return y
 		}
-		h := grow(n.hidden[i], len(y))
+		h := n.layers[i+1].Input(batch)
 		n.hidden[i] = h
 		n.activate(h, y)
 		x = h

@@ -8,6 +8,7 @@ import (
 	"herd/algo/internal/encoder"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/internal/twin"
 	"herd/nn"
 	"herd/weights"
 )
@@ -33,6 +34,15 @@ type Policy struct {
 	// Agent.StateDim), carried from one ForwardTo to the next: row r of
 	// ForwardTo's observations is env r's.
 	state []float32
+
+	// par is the followed learner's worker (Follow, AgentConfig.Parallel):
+	// a forward pass then runs the critic beside the actor, on the
+	// operands below. actorFwd and criticFwd are bound once, so that it
+	// does not allocate.
+	par                 *twin.Pair
+	fwdIn, fwdObs, out  []float32
+	fwdN                int
+	actorFwd, criticFwd func()
 }
 
 // NewPolicy builds the policy for spaces sp with cfg's networks, its
@@ -48,7 +58,9 @@ func NewPolicy(sp algo.Spaces, cfg AgentConfig, r *rand.Rand) (*Policy, error) {
 	if a.Gauss != nil {
 		head = 2 * a.ActDim
 	}
-	return &Policy{agent: a, head: head}, nil
+	p := &Policy{agent: a, head: head}
+	p.actorFwd, p.criticFwd = p.forwardActor, p.forwardCritic
+	return p, nil
 }
 
 // OutDim is the width of a row: the actor's part and the value.
@@ -78,7 +90,7 @@ func (p *Policy) SetWeights(v *weights.Version) error {
 	if err := p.point(src, v.N); err != nil {
 		return err
 	}
-	p.version, p.live = v.N, nil
+	p.version, p.live, p.par = v.N, nil, nil
 	return nil
 }
 
@@ -87,11 +99,20 @@ func (p *Policy) SetWeights(v *weights.Version) error {
 // take turns on one goroutine, so the next rollout acts with the newest
 // weights without a snapshot per iteration (the copy cost A2C ~10% of its
 // time). Version then reports l's number. SetWeights ends it.
+//
+// Taking turns, the policy may use the learner's worker as well
+// (AgentConfig.Parallel): the critic's forward pass of a rollout step runs
+// beside the actor's, on separate networks and buffers, so the rows are
+// the same. A recurrent agent or a shared encoder keeps both on the
+// caller.
 func (p *Policy) Follow(l *Learner) error {
 	if err := p.point(l.Agent.Params(), l.n); err != nil {
 		return err
 	}
 	p.live = l
+	if p.agent.trunk == nil && p.agent.StateDim() == 0 {
+		p.par = l.Agent.par
+	}
 	return nil
 }
 
@@ -146,9 +167,9 @@ func (p *Policy) ValuesStateTo(dst, obs, state []float32, n int) []float32 {
 func (p *Policy) forward(dst, obs []float32, n int) []float32 {
 	a, w := p.agent, p.OutDim()
 	dst = dst[:n*w]
-	x := a.features(a.ObsNorm.to(&p.obsIn, obs, n), n)
-	out := a.actor.Forward(a.actorInput(&p.actorIn, x, n), n)
-	a.maskLogits(out, obs, n)
+	p.fwdIn, p.fwdObs, p.fwdN = a.features(a.ObsNorm.to(&p.obsIn, obs, n), n), obs, n
+	p.par.Do(p.actorFwd, p.criticFwd)
+	out := p.out
 	if a.Gauss == nil {
 		for r := range n {
 			copy(dst[r*w:r*w+p.head], out[r*p.head:(r+1)*p.head])
@@ -160,12 +181,23 @@ func (p *Policy) forward(dst, obs []float32, n int) []float32 {
 			copy(dst[r*w+d:r*w+2*d], logStd)
 		}
 	}
-	p.values = a.critic.ForwardTo(grow(p.values, n), x, n)
-	a.denormalize(p.values)
 	for r, v := range p.values {
 		dst[r*w+p.head] = v
 	}
 	return dst
+}
+
+// forwardActor and forwardCritic are forward's two halves, on the
+// operands it set.
+func (p *Policy) forwardActor() {
+	a := p.agent
+	p.out = a.actor.Forward(a.actorInput(&p.actorIn, p.fwdIn, p.fwdN), p.fwdN)
+	a.maskLogits(p.out, p.fwdObs, p.fwdN)
+}
+
+func (p *Policy) forwardCritic() {
+	p.values = p.agent.critic.ForwardTo(grow(p.values, p.fwdN), p.fwdIn, p.fwdN)
+	p.agent.denormalize(p.values)
 }
 
 // ValuesTo writes V(s) for n observations into dst[:n] and returns it: the
@@ -297,8 +329,7 @@ func (s *Sampler) SampleTo(dst *algo.Acts, out []float32, n int, _ int64) {
 		s.idx = make([]int, n)
 	}
 	idx := s.idx[:n]
-	s.cat.SampleTo(idx, s.head, s.r)
-	s.cat.LogProbTo(dst.LogProbs, s.head, idx)
+	s.cat.SampleLogProbTo(idx, dst.LogProbs, s.head, s.r)
 	for k, v := range idx {
 		dst.Actions[k] = float32(v)
 		dst.EnvActions[k] = float32(v) + s.sp.start // indices are stored, values sent

@@ -44,14 +44,21 @@ type local struct {
 	envs      env.Vector
 	iteration int   // the last iteration done
 	step      int64 // global env steps done
+	// restart: the envs cannot save their state, so checkpoints leave
+	// them (and a recurrent policy's state of them) out, and a resumed
+	// run starts their episodes anew.
+	restart bool
 }
 
-// snapshotable reports why the loop's state cannot be saved, or nil.
-func (lc *local) snapshotable() error {
+// snapshotable reports why the loop's state cannot be saved, or nil; envs
+// that cannot save theirs are left out of ck's checkpoints (restart).
+func (lc *local) snapshotable(ck *algo.Checkpoints) error {
 	if _, ok := lc.learner.Opt.(nn.StatefulOptimizer); !ok {
 		return fmt.Errorf("optimizer %T cannot save its state", lc.learner.Opt)
 	}
 	_, err := env.MarshalVector(lc.envs)
+	saveable, err := ck.EnvsSaveable(err)
+	lc.restart = !saveable
 	return err
 }
 
@@ -69,6 +76,9 @@ func (lc *local) save() (map[string][]byte, error) {
 	loop = binary.LittleEndian.AppendUint64(loop, uint64(lc.step))
 	loop = binary.LittleEndian.AppendUint64(loop, uint64(lc.worker.Steps))
 	out[secLoop] = trainstate.AppendFloat32s(loop, lc.worker.Observations())
+	if lc.restart {
+		return out, nil
+	}
 	if lc.policy.StateDim() > 0 {
 		out[secRecurrent] = trainstate.AppendFloat32s(nil, lc.policy.envState(lc.envs.NumEnvs()))
 	}
@@ -118,7 +128,9 @@ func saveLearner(l *Learner, sl algo.SegmentLearner, out map[string][]byte, behi
 	return nil
 }
 
-// restore loads a checkpoint's state into the freshly built loop.
+// restore loads a checkpoint's state into the freshly built loop; with
+// restart, the envs and a recurrent policy's state of them stay as built
+// (the caller resets the envs).
 func (lc *local) restore(s *trainstate.State) error {
 	get := sectionsOf(s)
 	if err := restoreLearner(lc.learner, lc.sl, s, false); err != nil {
@@ -146,6 +158,9 @@ func (lc *local) restore(s *trainstate.State) error {
 	lc.worker.Start(next)
 	if lc.step != s.Header.Step {
 		return fmt.Errorf("%w: the loop is at step %d, the header says %d", trainstate.ErrCorrupt, lc.step, s.Header.Step)
+	}
+	if lc.restart {
+		return nil
 	}
 	if lc.policy.StateDim() > 0 {
 		if b, err = get(secRecurrent); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"herd/algo"
 	"herd/algo/a2c"
+	"herd/algo/algotest"
 	"herd/algo/internal/learntest"
 	"herd/algo/ppo"
 	"herd/env"
@@ -122,4 +123,19 @@ func TestResumeBitIdentical(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestResumeRestartsEnvs: PPO on LunarLander, whose Box2D world cannot be
+// saved, checkpoints all else; resumed twice, it completes with every
+// metrics.csv step once and counts the envs it restarted.
+func TestResumeRestartsEnvs(t *testing.T) {
+	algotest.ResumeRestarts(t, func(out string) *algo.Resolved {
+		cfg := fmt.Sprintf("algo: ppo\nenv: LunarLander-v3\nseed: 5\nsteps: 1536\nlog_every: 128\ncheckpoint_every: 300\nout: %s\n"+
+			"ppo:\n  num_envs: 2\n  num_steps: 64\n  update_epochs: 1\n", out)
+		res, err := algo.Resolve([]byte(cfg), []algo.Spec{ppo.Spec()}, algo.Overrides{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}, algo.RunOptions{}, 2, [2]int64{300, 900})
 }

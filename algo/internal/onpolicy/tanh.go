@@ -21,17 +21,25 @@ import (
 // NaN inputs give ±1 instead of NaN (the clamp compares false); the linear
 // output layers still propagate a diverged network's NaN.
 //
-// On amd64 with AVX2 the whole multiples of 8 go through tanhAVX2
-// (tanh_amd64.s), which runs the same float32 operations in the same order
-// 8 lanes at a time and so gives the same bits for every input (checked
-// over all float32 patterns by TestTanhAsmMatchesGo); the rest runs here.
+// On amd64 with AVX-512 the whole multiples of 16 go through tanhAVX512
+// (tanh512_amd64.s), with AVX2 the multiples of 8 left through tanhAVX2
+// (tanh_amd64.s): both run the same float32 operations in the same order,
+// 16 or 8 lanes at a time, and so give the same bits for every input
+// (checked over float32 patterns by TestTanhAsmMatchesGo); the rest runs
+// here.
 func tanhTo(dst, x []float32) []float32 {
 	dst = dst[:len(x)]
 	i := 0
 	if haveAVX2 {
-		i = len(x) &^ 7
-		if i > 0 {
-			tanhAVX2(&dst[0], &x[0], &tanhCoeffs()[0], i)
+		c := &tanhCoeffs()[0]
+		if haveAVX512 {
+			if i = len(x) &^ 15; i > 0 {
+				tanhAVX512(&dst[0], &x[0], c, i)
+			}
+		}
+		if j := len(x) &^ 7; j > i {
+			tanhAVX2(&dst[i], &x[i], c, j-i)
+			i = j
 		}
 	}
 	tanhToGo(dst[i:], x[i:])
@@ -62,15 +70,20 @@ func tanhToGo(dst, x []float32) {
 }
 
 // tanhBackward writes dx = dy ⊙ (1 − y²), tanh's derivative from its
-// output, with the multiples of 8 in AVX2 where there is one (same
-// operations, same order, same bits).
+// output, with the multiples of 16 in AVX-512 and those of 8 left in AVX2
+// where the CPU has them (same operations, same order, same bits).
 func tanhBackward(dx, dy, y []float32) {
 	dx, dy = dx[:len(y)], dy[:len(y)]
 	i := 0
 	if haveAVX2 {
-		i = len(y) &^ 7
-		if i > 0 {
-			tanhBackAVX2(&dx[0], &dy[0], &y[0], i)
+		if haveAVX512 {
+			if i = len(y) &^ 15; i > 0 {
+				tanhBackAVX512(&dx[0], &dy[0], &y[0], i)
+			}
+		}
+		if j := len(y) &^ 7; j > i {
+			tanhBackAVX2(&dx[i], &dy[i], &y[i], j-i)
+			i = j
 		}
 	}
 	tanhBackwardGo(dx[i:], dy[i:], y[i:])

@@ -16,6 +16,26 @@ func requireAVX2(t testing.TB) {
 	}
 }
 
+// tanhPaths runs f with each kernel the machine has doing the bulk of
+// tanhTo: AVX-512 (where there is one) and AVX2.
+func tanhPaths(t *testing.T, f func(t *testing.T)) {
+	t.Helper()
+	for _, z := range []bool{true, false} {
+		if z && !haveAVX512 {
+			continue
+		}
+		name := "avx2"
+		if z {
+			name = "avx512"
+		}
+		t.Run(name, func(t *testing.T) {
+			defer func(v bool) { haveAVX512 = v }(haveAVX512)
+			haveAVX512 = z
+			f(t)
+		})
+	}
+}
+
 // matchTanh checks that tanhTo (the kernel for the multiples of 8) and
 // tanhToGo give the same bits for every element of x.
 func matchTanh(t testing.TB, x, got, want []float32) {
@@ -32,15 +52,20 @@ func matchTanh(t testing.TB, x, got, want []float32) {
 
 var tanhAll = flag.Bool("tanh.all", false, "TestTanhAsmMatchesGo: every float32 bit pattern (~40 s)")
 
-// TestTanhAsmMatchesGo compares the AVX2 kernel with the Go loop on float32
-// bit patterns in blocks of 64k: every 61st of the 2³² (every exponent,
-// both signs, NaNs and subnormals among them; ~7e7 values) by default,
-// every 4093rd with -short or under the race detector (which slows the Go
-// loop ~10x), and all of them with -tanh.all — 37 s on a loaded 2-core
-// machine, too long for every go test; docs/BENCHMARKS.md records it
-// passing. TestTanhAsmSpecials adds the edges.
+// TestTanhAsmMatchesGo compares the AVX-512 and AVX2 kernels with the Go
+// loop on float32 bit patterns in blocks of 64k: every 61st of the 2³²
+// (every exponent, both signs, NaNs and subnormals among them; ~7e7
+// values) by default, every 4093rd with -short or under the race detector
+// (which slows the Go loop ~10x), and all of them with -tanh.all — 37 s
+// per kernel on a loaded 2-core machine, too long for every go test;
+// docs/BENCHMARKS.md records it passing. TestTanhAsmSpecials adds the
+// edges.
 func TestTanhAsmMatchesGo(t *testing.T) {
 	requireAVX2(t)
+	tanhPaths(t, matchAllTanh)
+}
+
+func matchAllTanh(t *testing.T) {
 	const block = 1 << 16
 	stride := uint64(61)
 	switch {
@@ -58,14 +83,18 @@ func TestTanhAsmMatchesGo(t *testing.T) {
 			x[n] = math.Float32frombits(uint32(b))
 			n++
 		}
-		n &^= 7 // keep every element on the kernel
+		n &^= 15 // keep every element on the kernel
 		matchTanh(t, x[:n], got[:n], want[:n])
 	}
 }
 
-// TestTanhAsmSpecials puts the edge inputs on the kernel at every lane.
+// TestTanhAsmSpecials puts the edge inputs on the kernels at every lane.
 func TestTanhAsmSpecials(t *testing.T) {
 	requireAVX2(t)
+	tanhPaths(t, matchSpecialTanh)
+}
+
+func matchSpecialTanh(t *testing.T) {
 	inf := float32(math.Inf(1))
 	xs := []float32{0, float32(math.Copysign(0, -1)), inf, -inf,
 		math.Float32frombits(0x7fc00000), math.Float32frombits(0xffc00000), // quiet NaNs
@@ -80,8 +109,8 @@ func TestTanhAsmSpecials(t *testing.T) {
 		xs = append(xs, edge, -edge, math.Nextafter32(edge, -1), math.Nextafter32(edge, 20))
 	}
 	for _, v := range xs {
-		for lane := range 8 {
-			var x, got, want [8]float32
+		for lane := range 16 {
+			var x, got, want [16]float32
 			for i := range x {
 				x[i] = float32(i) * 0.37
 			}
@@ -94,7 +123,9 @@ func TestTanhAsmSpecials(t *testing.T) {
 // TestTanhAsmLengths covers every length 0..40 at every start offset 0..7,
 // so tails and unaligned loads are both exercised, and checks that tanhTo
 // writes nothing past len(x).
-func TestTanhAsmLengths(t *testing.T) {
+func TestTanhAsmLengths(t *testing.T) { tanhPaths(t, matchTanhLengths) }
+
+func matchTanhLengths(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	src := make([]float32, 64)
 	for i := range src {
@@ -136,10 +167,14 @@ func TestTanhAsmLengths(t *testing.T) {
 	}
 }
 
-// TestTanhBackAsmMatchesGo compares the backward kernel with the Go loop on
-// 1e6 random (dy, y) bit patterns plus y in [−1, 1], where it runs.
+// TestTanhBackAsmMatchesGo compares the backward kernels with the Go loop
+// on 1e6 random (dy, y) bit patterns plus y in [−1, 1], where they run.
 func TestTanhBackAsmMatchesGo(t *testing.T) {
 	requireAVX2(t)
+	tanhPaths(t, matchTanhBack)
+}
+
+func matchTanhBack(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	const n = 1 << 20
 	dy, y := make([]float32, n), make([]float32, n)
@@ -232,5 +267,30 @@ func BenchmarkTanhBackward(b *testing.B) {
 				tanhBackward(dx, dy, y)
 			}
 		})
+	}
+}
+
+// BenchmarkTanhPaths compares the AVX-512 and AVX2 kernels on a rollout
+// step's layer (256) and a large batch.
+func BenchmarkTanhPaths(b *testing.B) {
+	for _, n := range []int{256, 8192} {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(i-n/2) / float32(n/8)
+		}
+		dst := make([]float32, n)
+		for _, z := range []bool{false, true} {
+			if z && !haveAVX512 {
+				continue
+			}
+			b.Run(fmt.Sprintf("avx512=%v/n=%d", z, n), func(b *testing.B) {
+				defer func(v bool) { haveAVX512 = v }(haveAVX512)
+				haveAVX512 = z
+				b.SetBytes(int64(4 * n))
+				for b.Loop() {
+					tanhTo(dst, x)
+				}
+			})
+		}
 	}
 }

@@ -17,6 +17,11 @@
 // The tests replay tables NumPy itself wrote (testdata/gen_randomstate.py).
 package nprand
 
+import (
+	"encoding/binary"
+	"fmt"
+)
+
 const (
 	n         = 624
 	m         = 397
@@ -176,4 +181,33 @@ func smallestMask(v uint64) uint64 {
 	v |= v >> 16
 	v |= v >> 32
 	return v
+}
+
+// StateLen is the length of MarshalBinary's encoding: the 624 words of the
+// state and the position in it.
+const StateLen = 4*n + 2
+
+// MarshalBinary returns the stream's whole state.
+func (r *RandomState) MarshalBinary() ([]byte, error) {
+	b := make([]byte, 0, StateLen)
+	for _, w := range r.mt {
+		b = binary.LittleEndian.AppendUint32(b, w)
+	}
+	return binary.LittleEndian.AppendUint16(b, uint16(r.pos)), nil
+}
+
+// UnmarshalBinary restores a state MarshalBinary returned.
+func (r *RandomState) UnmarshalBinary(b []byte) error {
+	if len(b) != StateLen {
+		return fmt.Errorf("nprand: a state of %d bytes, want %d", len(b), StateLen)
+	}
+	pos := int(binary.LittleEndian.Uint16(b[4*n:]))
+	if pos > n {
+		return fmt.Errorf("nprand: a state at position %d of %d", pos, n)
+	}
+	for i := range r.mt {
+		r.mt[i] = binary.LittleEndian.Uint32(b[4*i:])
+	}
+	r.pos = pos
+	return nil
 }
