@@ -336,8 +336,8 @@ type replayWorker struct {
 	srcs       []*rand.PCG
 	samplers   []algo.Sampler
 	assemblers []algo.Assembler
-	obs       []float32   // every slot's observation, slot order
-	out       *rowOutputs // the policy's outputs for them
+	obs        []float32   // every slot's observation, slot order
+	out        *rowOutputs // the policy's outputs for them
 }
 
 // rowOutputs holds one batched forward pass of a slot worker's policy,
