@@ -217,7 +217,7 @@
 // Resume (`DirResume`, `Spec.Resumable`, `Checkpoints`): a resumable Train — PPO's
 // and A2C's local loop (PPO-LSTM's per-env state included), the off-policy
 // local loop of DQN, SAC, TD3 and DDPG, and the flow executor's plans of
-// IMPALA, A3C and SyncPlan (package flow, "Checkpoints") — saves its whole state (weights, targets, optimizers, random streams,
+// IMPALA, A3C, SyncPlan and ReplayPlan (package flow, "Checkpoints") — saves its whole state (weights, targets, optimizers, random streams,
 // envs, loop counters; the replay with its priorities and sum tree) at
 // iteration boundaries into DIR/checkpoints
 // (internal/trainstate: checksummed, staged and renamed, the newest

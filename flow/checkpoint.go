@@ -3,6 +3,7 @@ package flow
 import (
 	"bytes"
 	"context"
+	"encoding"
 	"encoding/gob"
 	"errors"
 	"fmt"
@@ -36,6 +37,11 @@ const (
 type part struct {
 	save    func(ctx context.Context, out map[string][]byte) error
 	restore func(s *trainstate.State) error
+	// ready, when set, says whether the part's state is whole after this
+	// report (ReplayPlan's ledger: not between a store item and the
+	// updates due for it); a checkpoint then waits for the report after
+	// which every part is ready.
+	ready func() bool
 }
 
 // register adds a part to the run's checkpoints.
@@ -99,6 +105,11 @@ func (r *Run) afterReport() error {
 	if r.ck == nil {
 		return nil
 	}
+	for _, p := range r.parts {
+		if p.ready != nil && !p.ready() {
+			return nil
+		}
+	}
 	if err := r.outer.Err(); err != nil {
 		if !errors.Is(context.Cause(r.outer), algo.ErrDiverged) {
 			if serr := r.checkpoint(); serr != nil && r.ck.Err() == nil {
@@ -150,6 +161,12 @@ func (r *Run) registerLearner(l algo.SegmentLearner) {
 		r.noCheckpoints(fmt.Sprintf("the learner %T cannot save its state", l))
 		return
 	}
+	r.registerCheckpoint(lc)
+}
+
+// registerCheckpoint saves and restores lc (a learner, with its replay
+// for an off-policy one) with the run.
+func (r *Run) registerCheckpoint(lc algo.LearnerCheckpoint) {
 	r.register(part{
 		save:    func(_ context.Context, out map[string][]byte) error { return lc.SaveLearner(out) },
 		restore: lc.RestoreLearner,
@@ -213,12 +230,9 @@ func (w *worker) state() ([]byte, error) {
 	if sp, ok := w.policy.(algo.StatefulPolicy); ok && sp.StateDim() > 0 {
 		st.State = sp.StateTo(nil, len(w.envs))
 	}
-	if w.version != nil {
-		b, err := w.version.Encode()
-		if err != nil {
-			return nil, err
-		}
-		st.Weights = b
+	var err error
+	if st.Weights, err = encodeWeights(w.version); err != nil {
+		return nil, err
 	}
 	for j, e := range w.envs {
 		eb, err := env.MarshalChain(e)
@@ -261,17 +275,183 @@ func (w *worker) restore(st workerState) error {
 	}
 	w.loop.Start(st.Obs)
 	w.claimed, w.steps = st.Claimed, st.Steps
-	if st.Weights != nil {
-		v, err := weights.Decode(st.Weights, w.policy.(interface{ Params() []*nn.Param }).Params())
+	return restoreWeights(st.Weights, w.policy, w.setWeights, &w.err)
+}
+
+// encodeWeights is the weights version a worker's policy holds, as a
+// checkpoint saves it (nil: the initial one).
+func encodeWeights(v *weights.Version) ([]byte, error) {
+	if v == nil {
+		return nil, nil
+	}
+	return v.Encode()
+}
+
+// restoreWeights hands a worker's policy the version encodeWeights
+// saved, through the worker's setWeights, whose failure it records in
+// *failed.
+func restoreWeights(b []byte, policy algo.PolicyNet, set func(*weights.Version), failed *error) error {
+	if b == nil {
+		return nil
+	}
+	v, err := weights.Decode(b, policy.(interface{ Params() []*nn.Param }).Params())
+	if err != nil {
+		return err
+	}
+	set(v)
+	return *failed
+}
+
+// ledgerState is a Ledger's counts, equal when it is saved.
+type ledgerState struct{ Stored, Trained int64 }
+
+// register makes the ledger a part of r's checkpoints, ready only when
+// every stored step's updates have run: a checkpoint comes after the
+// replay sub-flow's report, never between a store item and its updates.
+func (l *Ledger) register(r *Run) {
+	const name = secRun + "/ledger"
+	r.register(part{
+		save: func(_ context.Context, out map[string][]byte) error {
+			l.mu.Lock()
+			st := ledgerState{l.stored, l.trained}
+			l.mu.Unlock()
+			b, err := gobBytes(st)
+			out[name] = b
+			return err
+		},
+		restore: func(s *trainstate.State) error {
+			var st ledgerState
+			if err := gobSection(s, name, &st); err != nil {
+				return err
+			}
+			if st.Stored != st.Trained || st.Stored != s.Header.Step {
+				return fmt.Errorf("%w: the ledger stored %d env steps and trained %d at step %d", trainstate.ErrCorrupt, st.Stored, st.Trained, s.Header.Step)
+			}
+			l.update(func() { l.stored, l.trained = st.Stored, st.Trained })
+			return nil
+		},
+		ready: func() bool {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			return l.stored == l.trained
+		},
+	})
+}
+
+// replayWorkerState is a slot replay worker's state between items
+// (OffPolicySlotWorkers), each slice in slot order.
+type replayWorkerState struct {
+	Made, Since int64
+	Weights     []byte
+	Obs         []float32
+	Envs        [][]byte // env.MarshalVector's one env
+	Streams     [][]byte // the sampler's stream
+	Samplers    [][]byte // the sampler's own state (OU noise), if it has any
+	Assemblers  [][]byte
+}
+
+// register saves and restores each of ws's slot workers with the run.
+func (ws *ReplayWorkers) register(set int) {
+	r := ws.r
+	if r.remote != nil {
+		r.noCheckpoints("workers served over a transport keep their state elsewhere")
+		return
+	}
+	for k, w := range ws.ws {
+		if _, ok := w.policy.(interface{ Params() []*nn.Param }); !ok {
+			r.noCheckpoints(fmt.Sprintf("the policy %T cannot name its parameters", w.policy))
+			return
+		}
+		for j, v := range w.vecs {
+			if _, err := env.MarshalVector(v); err != nil {
+				r.noCheckpoints(err.Error())
+				return
+			}
+			if _, ok := w.assemblers[j].(interface {
+				encoding.BinaryMarshaler
+				encoding.BinaryUnmarshaler
+			}); !ok {
+				r.noCheckpoints(fmt.Sprintf("the assembler %T cannot save its state", w.assemblers[j]))
+				return
+			}
+		}
+		name := fmt.Sprintf("%s/%d/%d", secWorker, set, k)
+		a := ws.actors[k]
+		r.register(part{
+			save: func(ctx context.Context, out map[string][]byte) error {
+				return a.Call(ctx, func() error {
+					b, err := w.state()
+					out[name] = b
+					return err
+				})
+			},
+			restore: func(s *trainstate.State) error {
+				var st replayWorkerState
+				if err := gobSection(s, name, &st); err != nil {
+					return err
+				}
+				return w.restore(st)
+			},
+		})
+	}
+}
+
+func (w *replayWorker) state() ([]byte, error) {
+	st := replayWorkerState{Made: w.made, Since: w.since, Obs: w.obs}
+	var err error
+	if st.Weights, err = encodeWeights(w.held); err != nil {
+		return nil, err
+	}
+	for j, v := range w.vecs {
+		ebs, err := env.MarshalVector(v)
 		if err != nil {
+			return nil, err
+		}
+		sb, err := w.srcs[j].MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		var own []byte
+		if m, ok := w.samplers[j].(encoding.BinaryMarshaler); ok {
+			if own, err = m.MarshalBinary(); err != nil {
+				return nil, err
+			}
+		}
+		ab, err := w.assemblers[j].(encoding.BinaryMarshaler).MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		st.Envs, st.Streams = append(st.Envs, ebs[0]), append(st.Streams, sb)
+		st.Samplers, st.Assemblers = append(st.Samplers, own), append(st.Assemblers, ab)
+	}
+	return gobBytes(st)
+}
+
+func (w *replayWorker) restore(st replayWorkerState) error {
+	n := len(w.vecs)
+	if len(st.Envs) != n || len(st.Streams) != n || len(st.Samplers) != n || len(st.Assemblers) != n || len(st.Obs) != len(w.obs) || st.Made < 0 || st.Since < 0 {
+		return fmt.Errorf("%w: replay worker %d saved %d envs and %d observation values, it has %d and %d",
+			trainstate.ErrCorrupt, w.id, len(st.Envs), len(st.Obs), n, len(w.obs))
+	}
+	for j, v := range w.vecs {
+		if err := env.UnmarshalVector(v, func(int) ([]byte, error) { return st.Envs[j], nil }); err != nil {
 			return err
 		}
-		w.setWeights(v)
-		if w.err != nil {
-			return w.err
+		if err := w.srcs[j].UnmarshalBinary(st.Streams[j]); err != nil {
+			return err
+		}
+		if u, ok := w.samplers[j].(encoding.BinaryUnmarshaler); ok {
+			if err := u.UnmarshalBinary(st.Samplers[j]); err != nil {
+				return err
+			}
+		}
+		if err := w.assemblers[j].(encoding.BinaryUnmarshaler).UnmarshalBinary(st.Assemblers[j]); err != nil {
+			return err
 		}
 	}
-	return nil
+	copy(w.obs, st.Obs)
+	w.made, w.since = st.Made, st.Since
+	return restoreWeights(st.Weights, w.policy, w.setWeights, &w.err)
 }
 
 // gatherState is what a gather saves: the items requested and not yet

@@ -132,16 +132,21 @@
 //
 // With Runtime.Checkpoints (`herd train --resume`), the operators of a
 // plan register their state with the Run (checkpoint.go): the learner
-// (algo.LearnerCheckpoint), each rollout worker (its envs, sampler
-// streams, observations, a recurrent policy's env states, weights version
-// and counters, saved on its actor
-// after everything sent to it) and each gather (the items requested and
-// not yet yielded, waited for, and the order it takes them in). The Run
-// saves them after a report when one is due, on the caller's cancellation
-// (the plan runs under a context of its own meanwhile, so an update or a
-// segment is never cut) and at the end, and restores them before the plan
-// is pulled: a deterministic plan continues to the same bits. Replay
-// workers, workers over a transport and plans of the caller's
+// (algo.LearnerCheckpoint; an off-policy learner with its replay,
+// through algo.OffPolicy.Checkpoint), each rollout worker (its envs,
+// sampler streams, observations, a recurrent policy's env states, weights
+// version and counters, saved on its actor after everything sent to it),
+// each slot replay worker (the same, with each slot's sampler state and
+// n-step accumulator), each gather (the items requested and not yet
+// yielded, waited for, and the order it takes them in) and a replay
+// plan's Ledger. The Run saves them after a report when one is due, on
+// the caller's cancellation (the plan runs under a context of its own
+// meanwhile, so an update or a segment is never cut) and at the end, and
+// restores them before the plan is pulled: a deterministic plan continues
+// to the same bits. A part may be whole only between some reports (the
+// Ledger: not between a store item and its updates); the checkpoint then
+// waits for the next report after which all are. Ape-X's workers
+// (OffPolicyWorkers), workers over a transport and plans of the caller's
 // (TrainPlan) register no state, so their runs write no checkpoints
 // (Checkpoints.Disable says why).
 //

@@ -29,10 +29,10 @@ func Executor() algo.Executor {
 		Train:     Train,
 		Resumable: true,
 		NotResumable: func(h algo.Header, spec algo.Spec) string {
-			switch {
-			case spec.Can&algo.CanTransitionLearner != 0 && spec.Can&algo.CanPlan == 0:
-				return "the replay plans (ReplayPlan, ApeXPlan) save no training state to continue from (not the replay)"
-			case h.Runtime.Transport == "nats":
+			// Ape-X (ApeXPlan) is chosen by the algorithm's config, which
+			// the header does not show: its run turns its checkpoints off
+			// and says why (Run.noCheckpoints).
+			if h.Runtime.Transport == "nats" {
 				return "workers served over NATS keep their state elsewhere; no training state is saved to continue from"
 			}
 			return ""

@@ -3,6 +3,7 @@ package flow
 import (
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 
@@ -62,7 +63,11 @@ func OffPolicySlotWorkers(r *Run, numEnvs int) (*ReplayWorkers, error) {
 }
 
 func offPolicyWorkers(r *Run, numEnvs, stepsPerItem int, slots bool) (*ReplayWorkers, error) {
-	r.noCheckpoints("the replay and its workers' state are not saved under the flow executor (the local executor saves them)")
+	if !slots {
+		// Ape-X's workers act freely (GatherAsync): no order of items to
+		// continue from.
+		r.noCheckpoints("the asynchronous Ape-X plan (ApeXPlan) saves no training state to continue from")
+	}
 	pc := r.Pieces
 	if pc.NewAssembler == nil || pc.NewPolicy == nil || pc.NewSampler == nil {
 		return nil, fmt.Errorf("%w: the algorithm has no off-policy pieces", ErrConfig)
@@ -115,6 +120,9 @@ func offPolicyWorkers(r *Run, numEnvs, stepsPerItem int, slots bool) (*ReplayWor
 		if err != nil {
 			return nil, err
 		}
+	}
+	if slots {
+		ws.register(set)
 	}
 	return ws, nil
 }
@@ -192,7 +200,8 @@ func newSlotReplayWorker(r *Run, k, lo, hi, w int, inc uint64) (*replayWorker, e
 			return wk, err
 		}
 		wk.vecs = append(wk.vecs, v)
-		s, err := pc.NewSampler(1, rng.New(h.Seed, actStream, slot))
+		src := rng.Source(h.Seed, actStream, slot)
+		s, err := pc.NewSampler(1, rand.New(src))
 		if err != nil {
 			return wk, err
 		}
@@ -203,6 +212,7 @@ func newSlotReplayWorker(r *Run, k, lo, hi, w int, inc uint64) (*replayWorker, e
 		if err != nil {
 			return wk, err
 		}
+		wk.srcs, wk.samplers, wk.assemblers = append(wk.srcs, src), append(wk.samplers, s), append(wk.assemblers, a)
 		loop, err := rollout.NewTransitions(v, &rowPolicy{out: wk.out, row: j, sampler: s}, a)
 		if err != nil {
 			return wk, err
@@ -242,7 +252,9 @@ func OffPolicyRollouts(ws *ReplayWorkers) ParIter[Experience] {
 	for k, w := range ws.ws {
 		shards[k] = Shard[Experience]{Actor: ws.actors[k], Next: w.experience}
 	}
-	return NewParIter(ws.r.Ctx, shards)
+	p := NewParIter(ws.r.Ctx, shards)
+	p.r = ws.r
+	return p
 }
 
 // UpdateWeights sends v to every worker (a message to each actor), or,
@@ -318,8 +330,14 @@ type replayWorker struct {
 	total     int
 	vecs      []env.Vector
 	slotLoops []*rollout.Transitions
-	obs       []float32   // every slot's observation, slot order
-	out       *rowOutputs // the policy's outputs for them
+	// Each slot's sampler stream, sampler and assembler, which a
+	// checkpoint saves (their state beside the stream: OU noise, the
+	// n-step transitions not yet complete).
+	srcs       []*rand.PCG
+	samplers   []algo.Sampler
+	assemblers []algo.Assembler
+	obs        []float32   // every slot's observation, slot order
+	out        *rowOutputs // the policy's outputs for them
 }
 
 // rowOutputs holds one batched forward pass of a slot worker's policy,
@@ -499,7 +517,19 @@ func TransitionLearner(r *Run) (algo.TransitionLearner, algo.Replay, error) {
 	}
 	r.track(m.Model())
 	rb, err := pc.NewReplay()
-	return l, rb, err
+	if err != nil {
+		return nil, nil, err
+	}
+	// The learner's whole state and the replay's, as the local executor
+	// saves them.
+	if pc.Checkpoint == nil {
+		r.noCheckpoints(fmt.Sprintf("the learner %T and replay %T cannot save their state", l, rb))
+	} else if lc, err := pc.Checkpoint(l, rb); err != nil {
+		r.noCheckpoints(err.Error())
+	} else {
+		r.registerCheckpoint(lc)
+	}
+	return l, rb, nil
 }
 
 // Ledger counts the env steps stored in replay and those whose updates
@@ -597,6 +627,7 @@ func StoreToReplay(r *Run, rb algo.Replay, l *Ledger, it Iter[Experience]) Iter[
 // while no new steps are stored, and ends once the store sub-flow has
 // ended and every stored step's updates have run.
 func Replay(r *Run, rb algo.Replay, learner algo.TransitionLearner, ws *ReplayWorkers, l *Ledger) Iter[Report] {
+	l.register(r)
 	return func(yield func(Report, error) bool) {
 		for {
 			if err := l.wait(r, func() bool { return l.stored > l.trained || l.ended }); err != nil {

@@ -293,7 +293,8 @@ func TestCLIResumePALAfterSIGKILL(t *testing.T) {
 // work in flight between checkpoints — PPO under HTS (a segment gathered
 // while the previous one is learned), IMPALA and A3C (their plans under
 // the local executor: segments and gradients requested ahead of the
-// learner) and A2C's SyncPlan under flow with a round collected ahead —
+// learner), A2C's SyncPlan under flow with a round collected ahead and
+// DQN's ReplayPlan under flow (prioritized, 3-step returns, two workers) —
 // killed with SIGKILL once they have written two checkpoints and resumed
 // from what was left, end with the model.safetensors bytes and
 // metrics.csv rows, wall-clock columns aside, of the run never killed.
@@ -310,6 +311,9 @@ func TestCLIResumeHTSAndPlansAfterSIGKILL(t *testing.T) {
 			"a3c: {num_envs: 4, num_steps: 8}\n",
 		"flow": "algo: a2c\nenv: CartPole-v1\nseed: 5\nsteps: 200000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +
 			"runtime: {executor: flow, env_workers: 2, num_async: 2}\na2c: {num_envs: 4, num_steps: 8}\n",
+		"flow-dqn": "algo: dqn\nenv: CartPole-v1\nseed: 5\nsteps: 100000\nlog_every: 2000\ncheckpoint_every: 4096\ncheckpoint_keep: 2\n" +
+			"runtime: {executor: flow, env_workers: 2}\n" +
+			"dqn: {num_envs: 4, buffer_size: 5000, learning_starts: 1000, net_arch: [32, 32], n_steps: 3, prioritized: true}\n",
 	} {
 		t.Run(name, func(t *testing.T) { resumeAfterSIGKILL(t, cfg) })
 	}

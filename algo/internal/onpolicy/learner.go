@@ -196,19 +196,10 @@ func flatten(dst []float32, params []*nn.Param) []float32 {
 	return dst
 }
 
-// Step applies the optimizer to the agent's parameters: with
-// AgentConfig.Parallel and an optimizer that splits its step (nn.Adam),
-// half of the elements on the agent's worker, with the same bits.
-func (l *Learner) Step() {
-	params := l.Agent.Params()
-	if s, ok := l.Opt.(interface {
-		StepSplit([]*nn.Param, nn.Splitter)
-	}); ok && l.Agent.par != nil {
-		s.StepSplit(params, l.Agent.par)
-		return
-	}
-	l.Opt.Step(params)
-}
+// Step applies the optimizer to the agent's parameters, on the caller: an
+// optimizer step split across the twin's two cores reads gradients the
+// other core just wrote, which costs more than it saves.
+func (l *Learner) Step() { l.Opt.Step(l.Agent.Params()) }
 
 // Weights returns the current parameters as version n, the number of
 // Learn calls so far (0 before the first).
