@@ -557,4 +557,3 @@ func stopLearner(ctx context.Context, w learnerWait, gone <-chan struct{}) error
 // waits for its learner to save the run: a learner saves its checkpoint
 // and metrics in seconds; a second Ctrl-C ends the wait at once.
 const stopSaveWait = 2 * time.Minute
-
