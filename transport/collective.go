@@ -45,9 +45,10 @@ func (g *inprocGroup) breakGroup(why error) {
 }
 
 type inprocRound struct {
-	got  [][]byte
-	n    int // contributions
-	read int // members that took the result
+	got  []any  // []byte from AllGather, any value (nil too) from Share
+	in   []bool // members that contributed
+	n    int    // contributions
+	read int    // members that took the result
 	done chan struct{}
 }
 
@@ -92,15 +93,48 @@ func (c *inprocCollective) AllGather(ctx context.Context, b []byte) ([][]byte, e
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: an empty contribution", ErrBadRequest)
 	}
+	got, err := c.gather(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(got))
+	for k, v := range got {
+		b, ok := v.([]byte)
+		if !ok {
+			return nil, fmt.Errorf("%w: learner %d, round %d: learner %d shared a %T where the others sent bytes (the learners' calls diverged)", ErrGather, c.id, c.round, k, v)
+		}
+		out[k] = b
+	}
+	return out, nil
+}
+
+// Sharer is a Collective whose members share one address space (the
+// in-process transport's): besides bytes they can all-gather Go values,
+// such as pointers to the buffers each member then reads and writes in
+// place until a later round tells it the others are done.
+type Sharer interface {
+	Collective
+	// Share is AllGather of v (nil allowed) in the same sequence of
+	// rounds: out[own id] is v.
+	Share(ctx context.Context, v any) ([]any, error)
+}
+
+func (c *inprocCollective) Share(ctx context.Context, v any) ([]any, error) {
+	return c.gather(ctx, v)
+}
+
+// gather contributes v to this member's next round and returns the
+// round's contributions, indexed by member id.
+func (c *inprocCollective) gather(ctx context.Context, v any) ([]any, error) {
 	c.round++
 	g := c.g
 	g.mu.Lock()
 	r := g.rounds[c.round]
 	if r == nil {
-		r = &inprocRound{got: make([][]byte, g.size), done: make(chan struct{})}
+		r = &inprocRound{got: make([]any, g.size), in: make([]bool, g.size), done: make(chan struct{})}
 		g.rounds[c.round] = r
 	}
-	r.got[c.id] = b
+	r.got[c.id], r.in[c.id] = v, true
 	r.n++
 	if r.n == g.size {
 		close(r.done)
@@ -126,7 +160,7 @@ func (c *inprocCollective) AllGather(ctx context.Context, b []byte) ([][]byte, e
 			return nil, fmt.Errorf("%w: learner %d, round %d: %w", ErrGather, c.id, c.round, why)
 		}
 	}
-	out := make([][]byte, g.size)
+	out := make([]any, g.size)
 	copy(out, r.got)
 	g.mu.Lock()
 	r.read++
@@ -139,7 +173,12 @@ func (c *inprocCollective) AllGather(ctx context.Context, b []byte) ([][]byte, e
 
 func (c *inprocCollective) fail(r *inprocRound, cause error) error {
 	c.g.mu.Lock()
-	m := missing(r.got)
+	var m []int
+	for i, in := range r.in {
+		if !in {
+			m = append(m, i)
+		}
+	}
 	c.g.mu.Unlock()
 	return fmt.Errorf("%w: learner %d, round %d: nothing from learner(s) %v within %v: %w", ErrGather, c.id, c.round, m, c.timeout, cause)
 }
