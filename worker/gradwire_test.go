@@ -149,6 +149,8 @@ func TestGradWireKeepsLastMessage(t *testing.T) {
 // size, with parts some learners do not carry, into their own gradients
 // (PPO) or into buffers of their own (the off-policy learners).
 func TestGradWireSharedIsAverageGrads(t *testing.T) {
+	defer func(n int) { sharedMin = n }(sharedMin)
+	sharedMin = 0 // every size
 	lens := []int{37, 5, 1, 64}
 	for m := 1; m <= 4; m++ {
 		for _, inPlace := range []bool{true, false} {
@@ -226,6 +228,8 @@ func TestGradWireSharedIsAverageGrads(t *testing.T) {
 // A learner of another update, or of another shape, fails the shared
 // average with ErrGradShape naming it.
 func TestGradWireSharedRejects(t *testing.T) {
+	defer func(n int) { sharedMin = n }(sharedMin)
+	sharedMin = 0
 	lens := []int{8, 3}
 	for name, other := range map[string]*algo.Grad{
 		"other shape":  randGrad(2, []int{8, 4}, make([]bool, 2)),

@@ -186,6 +186,7 @@ func TestLearnerGroupDeterministic(t *testing.T) {
 // Learners in one process average in place (transport.Sharer) with the
 // bits of learners that exchange messages.
 func TestLearnerGroupSharedIsMessages(t *testing.T) {
+	defer worker.SetSharedMin(0)() // the test's small model too
 	const m, iters = 2, 3
 	shared, _, err := runGroup(t, m, iters, 30*time.Second, -1)
 	if err != nil {
