@@ -45,11 +45,23 @@ func (g *inprocGroup) breakGroup(why error) {
 }
 
 type inprocRound struct {
-	got  []any  // []byte from AllGather, any value (nil too) from Share
-	in   []bool // members that contributed
-	n    int    // contributions
-	read int    // members that took the result
+	got  [][]byte // from AllGather
+	vals []any    // from Share (nil too)
+	in   []bool   // members that contributed
+	n    int      // contributions
+	read int      // members that took the result
 	done chan struct{}
+}
+
+// diverged returns the first member that contributed by the other call than
+// AllGather (bytes true) or Share, as calls that diverged do; -1 for none.
+func (r *inprocRound) diverged(bytes bool) int {
+	for k := range r.in {
+		if (r.got[k] != nil) != bytes {
+			return k
+		}
+	}
+	return -1
 }
 
 type inprocCollective struct {
@@ -93,19 +105,16 @@ func (c *inprocCollective) AllGather(ctx context.Context, b []byte) ([][]byte, e
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: an empty contribution", ErrBadRequest)
 	}
-	got, err := c.gather(ctx, b)
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]byte, len(got))
-	for k, v := range got {
-		b, ok := v.([]byte)
-		if !ok {
-			return nil, fmt.Errorf("%w: learner %d, round %d: learner %d shared a %T where the others sent bytes (the learners' calls diverged)", ErrGather, c.id, c.round, k, v)
+	var out [][]byte
+	err := c.gather(ctx, func(r *inprocRound) { r.got[c.id] = b }, func(r *inprocRound) error {
+		if k := r.diverged(true); k >= 0 {
+			return fmt.Errorf("%w: learner %d, round %d: learner %d shared a value where the others sent bytes (the learners' calls diverged)", ErrGather, c.id, c.round, k)
 		}
-		out[k] = b
-	}
-	return out, nil
+		out = make([][]byte, len(r.got))
+		copy(out, r.got)
+		return nil
+	})
+	return out, err
 }
 
 // Sharer is a Collective whose members share one address space (the
@@ -120,21 +129,31 @@ type Sharer interface {
 }
 
 func (c *inprocCollective) Share(ctx context.Context, v any) ([]any, error) {
-	return c.gather(ctx, v)
+	var out []any
+	err := c.gather(ctx, func(r *inprocRound) { r.vals[c.id] = v }, func(r *inprocRound) error {
+		if k := r.diverged(false); k >= 0 {
+			return fmt.Errorf("%w: learner %d, round %d: learner %d sent bytes where the others shared values (the learners' calls diverged)", ErrGather, c.id, c.round, k)
+		}
+		out = make([]any, len(r.vals))
+		copy(out, r.vals)
+		return nil
+	})
+	return out, err
 }
 
-// gather contributes v to this member's next round and returns the
-// round's contributions, indexed by member id.
-func (c *inprocCollective) gather(ctx context.Context, v any) ([]any, error) {
+// gather runs this member's next round: put contributes to it (under the
+// group's lock), and once every member has, take reads the round.
+func (c *inprocCollective) gather(ctx context.Context, put func(*inprocRound), take func(*inprocRound) error) error {
 	c.round++
 	g := c.g
 	g.mu.Lock()
 	r := g.rounds[c.round]
 	if r == nil {
-		r = &inprocRound{got: make([]any, g.size), in: make([]bool, g.size), done: make(chan struct{})}
+		r = &inprocRound{got: make([][]byte, g.size), vals: make([]any, g.size), in: make([]bool, g.size), done: make(chan struct{})}
 		g.rounds[c.round] = r
 	}
-	r.got[c.id], r.in[c.id] = v, true
+	put(r)
+	r.in[c.id] = true
 	r.n++
 	if r.n == g.size {
 		close(r.done)
@@ -145,9 +164,9 @@ func (c *inprocCollective) gather(ctx context.Context, v any) ([]any, error) {
 	select {
 	case <-r.done:
 	case <-ctx.Done():
-		return nil, c.fail(r, ctx.Err())
+		return c.fail(r, ctx.Err())
 	case <-t.C:
-		return nil, c.fail(r, context.DeadlineExceeded)
+		return c.fail(r, context.DeadlineExceeded)
 	case <-g.broken:
 		// A round every member contributed to completes even when one
 		// leaves right after it.
@@ -157,18 +176,17 @@ func (c *inprocCollective) gather(ctx context.Context, v any) ([]any, error) {
 			g.mu.Lock()
 			why := g.why
 			g.mu.Unlock()
-			return nil, fmt.Errorf("%w: learner %d, round %d: %w", ErrGather, c.id, c.round, why)
+			return fmt.Errorf("%w: learner %d, round %d: %w", ErrGather, c.id, c.round, why)
 		}
 	}
-	out := make([]any, g.size)
-	copy(out, r.got)
+	err := take(r)
 	g.mu.Lock()
 	r.read++
 	if r.read == g.size {
 		delete(g.rounds, c.round)
 	}
 	g.mu.Unlock()
-	return out, nil
+	return err
 }
 
 func (c *inprocCollective) fail(r *inprocRound, cause error) error {

@@ -317,7 +317,7 @@ func TestGatherAcrossServerRestart(t *testing.T) {
 }
 
 // In one process, a member that shares a value where another sends bytes
-// (calls that diverged) fails the round with ErrGather instead of
+// (calls that diverged) fails the round of both with ErrGather instead of
 // misreading it.
 func TestInprocShareMixedWithBytes(t *testing.T) {
 	ip := NewInproc()
@@ -336,10 +336,10 @@ func TestInprocShareMixedWithBytes(t *testing.T) {
 		_, err := c0.(Sharer).Share(ctx, 42)
 		done <- err
 	}()
-	if _, err := c1.AllGather(ctx, []byte{1}); !errors.Is(err, ErrGather) || !strings.Contains(err.Error(), "learner 0 shared a int") {
+	if _, err := c1.AllGather(ctx, []byte{1}); !errors.Is(err, ErrGather) || !strings.Contains(err.Error(), "learner 0 shared a value") {
 		t.Errorf("AllGather against a Share: %v, want ErrGather naming learner 0", err)
 	}
-	if err := <-done; err != nil {
-		t.Errorf("Share: %v", err)
+	if err := <-done; !errors.Is(err, ErrGather) || !strings.Contains(err.Error(), "learner 1 sent bytes") {
+		t.Errorf("Share against an AllGather: %v, want ErrGather naming learner 1", err)
 	}
 }
