@@ -327,11 +327,15 @@ func sameTicket(own, g *algo.Grad) error {
 	return nil
 }
 
+// errMessageShape is view's error for a message that does not fit: made
+// once, since view runs for every message of every round.
+var errMessageShape = fmt.Errorf("%w: a gradient message that does not fit the learner", algo.ErrGradShape)
+
 // view sets g to message b, learner k's, read in place: its parts are
 // views of b's values (nil where the message does not carry the part).
 // b must fit own: its shape, its stats and its ticket.
 func (w *gradWire) view(g *algo.Grad, k int, own *algo.Grad, b []byte) error {
-	bad := fmt.Errorf("%w: a gradient message that does not fit the learner", algo.ErrGradShape)
+	bad := errMessageShape
 	le := binary.LittleEndian
 	if len(b) < 24 {
 		return bad

@@ -22,7 +22,18 @@ func benchReducer(b *testing.B, n int) {
 			b.Fatal(err)
 		}
 		rs = append(rs, NewReducer(c, 2))
-		gs = append(gs, &algo.Grad{Parts: [][]float32{make([]float32, n)}, Has: []int{1}, Steps: []int{1}, N: 1})
+		// PPO's parts: weights and biases of three layers in the actor
+		// and the critic.
+		g := &algo.Grad{N: 1}
+		for i := range 12 {
+			size := 64
+			if i%2 == 0 {
+				size = n/6 - 64
+			}
+			g.Parts = append(g.Parts, make([]float32, size))
+			g.Has, g.Steps = append(g.Has, 1), append(g.Steps, 1)
+		}
+		gs = append(gs, g)
 	}
 	errs := make([]error, 2)
 	b.ResetTimer()
