@@ -53,8 +53,9 @@ type inprocRound struct {
 	done chan struct{}
 }
 
-// diverged returns the first member that contributed by the other call than
-// AllGather (bytes true) or Share, as calls that diverged do; -1 for none.
+// diverged returns the first member whose contribution came by the other
+// call than this member's (AllGather when bytes, else Share), as from
+// learners whose calls diverged; -1 for none.
 func (r *inprocRound) diverged(bytes bool) int {
 	for k := range r.in {
 		if (r.got[k] != nil) != bytes {
