@@ -41,14 +41,20 @@ func (o Options) sharedServer() bool {
 	return !o.LearnerOnly && o.Dial == nil && o.Transport == "nats" && o.NATSURL != ""
 }
 
-// DirRunID is the run ID of the run directory dir: "herd-" and a hash of
-// its absolute path, the same each time the directory is trained or
-// resumed.
+// DirRunID is the run ID of the run directory dir on this host: "herd-"
+// and a hash of the host's name and the directory's absolute path, the
+// same each time the directory is trained or resumed here. The host name
+// keeps apart the runs of machines or containers that write to the same
+// path (a sweep of identical pods); the run directory's own lock keeps
+// apart two processes of one host.
 func DirRunID(dir string) string {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
+	host, _ := os.Hostname()
 	h := fnv.New64a()
+	h.Write([]byte(host))
+	h.Write([]byte{0})
 	h.Write([]byte(filepath.Clean(dir)))
 	return fmt.Sprintf("herd-%016x", h.Sum64())
 }
@@ -63,9 +69,10 @@ const (
 
 // claimRun holds run for this process on a shared server before any of its
 // workers touches the run's streams: a run ID with live registrations
-// (another herd train on the same directory, or a herd launch given this
-// ID) is refused with ErrRunActive; else the process registers as
-// trainMember until release.
+// (another herd train of the same directory and host, as a run without
+// files, herd bench learn, may be; or a herd launch given this ID) is
+// refused with ErrRunActive; else the process registers as trainMember
+// until release.
 func claimRun(ctx context.Context, opt Options, newTransport func() (transport.Transport, error), run string) (release func(), err error) {
 	if !opt.sharedServer() {
 		return func() {}, nil
