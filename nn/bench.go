@@ -369,14 +369,12 @@ func convBenchLayers(g Gemm, preset string, c, h, w int, r *rand.Rand) ([]encLay
 		return nil, err
 	}
 	for i, cfg := range cfgs {
-		if i > 0 {
-			layers = append(layers, &reluLayer{size: layers[len(layers)-1].out()})
-		}
 		cv, err := NewConv2d(fmt.Sprintf("%d.", 2*i), cfg, g, r)
 		if err != nil {
 			return nil, err
 		}
-		layers = append(layers, convLayer{cv})
+		// A ReLU between the convolutions, none after the last.
+		layers = append(layers, &convLayer{Conv2d: cv, relu: i < len(cfgs)-1})
 	}
 	return layers, nil
 }
@@ -413,7 +411,10 @@ func newConvBenchOp(g Gemm, preset string, c, h, w, batch int, op string) (func(
 		ZeroGrads(params)
 		d := dOut
 		for i := len(layers) - 1; i >= 0; i-- {
-			d = layers[i].backward(d, true)
+			// No gradient for the images (a network reading
+			// observations does not need it, nor does PyTorch compute
+			// one for an input without requires_grad).
+			d = layers[i].backward(d, i > 0)
 		}
 	}
 	return layerBenchOp(op, forward, backward, params)

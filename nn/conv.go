@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"herd/nn/internal/kernel"
 )
 
 // Conv2dConfig describes a 2-D convolution over NCHW images, as PyTorch's
@@ -66,11 +68,13 @@ func (c Conv2dConfig) Validate() error {
 // The convolution is an im2col product. Row (c, di, dj) of the column
 // matrix X̂ ((C·k·k) × (N·OH·OW)) holds, for every sample and output
 // position, the input value that kernel tap meets (a gather through a
-// table of indices made once per layer). Then Y = W·X̂ (+ b, per output
+// table of indices made once per layer; a stride-1 layer without padding
+// copies each output row's taps as one run). Then Y = W·X̂ (+ b, per output
 // channel), and the backward pass is dWᵀ = X̂·dYᵀ, db = Σ dY and
-// dX̂ = Wᵀ·dY added back onto the image (col2im). The three products run on
-// the layer's Gemm, in a fixed order, so results do not depend on
-// GOMAXPROCS. Workspaces grow to the largest batch seen and are then
+// dX̂ = Wᵀ·dY added back onto the image (col2im). Y and dX̂ are products
+// per sample, straight from and into NCHW images, where that gives the
+// whole-batch product's bits (perSample). The products run on the layer's
+// Gemm, in a fixed order, so results do not depend on GOMAXPROCS. Workspaces grow to the largest batch seen and are then
 // reused: after one call at the largest batch, Forward and Backward
 // allocate nothing.
 //
@@ -137,7 +141,19 @@ func (c *Conv2d) Out() int { return c.cfg.OutChannels * c.cfg.OutH() * c.cfg.Out
 // Forward computes the convolution of batch images x (NCHW, batch·In()
 // values) and returns the output (NCHW, batch·Out() values), valid until
 // the next Forward.
-func (c *Conv2d) Forward(x []float32, batch int) []float32 {
+func (c *Conv2d) Forward(x []float32, batch int) []float32 { return c.forward(x, batch, false) }
+
+// perSample reports whether the layer's products run one sample at a
+// time, writing and reading NCHW images in place: when an image has more
+// than 8 output positions, where every element of the whole-batch product
+// and of the per-sample one is the same chain of FMAs in the same order
+// (see kernel.Gemm), so the two give the same bits. Narrower outputs keep
+// the whole-batch product, whose columns then exceed 8.
+func (c *Conv2d) perSample() bool { return c.cfg.OutH()*c.cfg.OutW() > 8 }
+
+// forward is Forward, with relu: max(·, 0) applied to the output (the
+// ReLU a ConvNet puts after each convolution).
+func (c *Conv2d) forward(x []float32, batch int, relu bool) []float32 {
 	if len(x) != batch*c.In() {
 		shapePanic("nn: Conv2d.Forward: len(x) = %d, want batch %d × %d", len(x), batch, c.In())
 	}
@@ -148,17 +164,26 @@ func (c *Conv2d) Forward(x []float32, batch int) []float32 {
 	o := cfg.OutChannels
 	c.batch = batch
 	c.cols = grow(c.cols, ckk*np)
-	c.yo = grow(c.yo, o*np)
 	c.y = grow(c.y, batch*o*p)
 	im2col(c.cols, x, batch, cfg, c.taps)
-	c.gemm.Sgemm(false, false, o, np, ckk, 1, c.weight.Value, ckk, c.cols, np, 0, c.yo, np)
-	for k, b := range c.bias.Value {
-		src := c.yo[k*np : (k+1)*np]
+	if c.perSample() {
+		// Y_n = W·X̂_n straight into sample n's NCHW image.
 		for n := range batch {
-			dst := c.y[(n*o+k)*p : (n*o+k+1)*p]
-			for q, v := range src[n*p : (n+1)*p] {
-				dst[q] = v + b
+			c.gemm.Sgemm(false, false, o, p, ckk, 1, c.weight.Value, ckk, c.cols[n*p:], np, 0, c.y[n*o*p:], p)
+		}
+	} else {
+		c.yo = grow(c.yo, o*np)
+		c.gemm.Sgemm(false, false, o, np, ckk, 1, c.weight.Value, ckk, c.cols, np, 0, c.yo, np)
+		for k := range o {
+			src := c.yo[k*np : (k+1)*np]
+			for n := range batch {
+				copy(c.y[(n*o+k)*p:(n*o+k+1)*p], src[n*p:(n+1)*p])
 			}
+		}
+	}
+	for n := range batch {
+		for k, b := range c.bias.Value {
+			kernel.AddBias(true, c.y[(n*o+k)*p:(n*o+k+1)*p], b, relu)
 		}
 	}
 	return c.y
@@ -181,24 +206,33 @@ func (c *Conv2d) backward(dy []float32, input bool) []float32 {
 	if len(dy) != batch*o*p {
 		shapePanic("nn: Conv2d.Backward: len(dy) = %d, want %d", len(dy), batch*o*p)
 	}
-	c.dyo = grow(c.dyo, o*np)
 	c.dyT = grow(c.dyT, np*o)
-	c.dwT = grow(c.dwT, ckk*o)
-	db := c.bias.Grad
-	for k := range o {
-		dst := c.dyo[k*np : (k+1)*np]
-		var s float32
-		for n := range batch {
-			src := dy[(n*o+k)*p : (n*o+k+1)*p]
-			copy(dst[n*p:(n+1)*p], src)
-			for _, v := range src {
-				s += v
+	c.dwT = grow(c.dwT, ckk*o+o)
+	// Rows n·p… of dYᵀ are sample n's o×p image transposed.
+	for n := range batch {
+		transposeTo(c.dyT[n*p*o:(n+1)*p*o], dy[n*o*p:(n+1)*o*p], o, p)
+	}
+	// db += Σ dY, each channel's values summed in (sample, position)
+	// order. Over more than 8 channels the native kernels take it as
+	// 1ᵀ·dYᵀ: they sum a column in row order, by FMAs with 1, exact as
+	// plain adds.
+	db, s := c.bias.Grad, c.dwT[ckk*o:][:o]
+	if f, ok := c.gemm.(fusedGemm); ok && o > 8 {
+		f.gemmFused(true, 1, o, np, one[:], 0, c.dyT, o, s, o, false, nil, false)
+	} else {
+		clear(s)
+		for k := range o {
+			for n := range batch {
+				for _, v := range dy[(n*o+k)*p : (n*o+k+1)*p] {
+					s[k] += v
+				}
 			}
 		}
-		db[k] += s
+	}
+	for k, v := range s {
+		db[k] += v
 	}
 	// dWᵀ = X̂·dYᵀ, added to the [out][C·k·k] gradient.
-	transposeTo(c.dyT, c.dyo, o, np)
 	c.gemm.Sgemm(false, false, ckk, o, np, 1, c.cols, np, c.dyT, o, 0, c.dwT, o)
 	dw := c.weight.Grad
 	for k := range o {
@@ -213,10 +247,27 @@ func (c *Conv2d) backward(dy []float32, input bool) []float32 {
 	// dX̂ = Wᵀ·dY, added back onto the input.
 	c.dcols = grow(c.dcols, ckk*np)
 	c.dx = grow(c.dx, batch*c.In())
-	c.gemm.Sgemm(true, false, ckk, np, o, 1, c.weight.Value, ckk, c.dyo, np, 0, c.dcols, np)
+	if c.perSample() {
+		for n := range batch {
+			c.gemm.Sgemm(true, false, ckk, p, o, 1, c.weight.Value, ckk, dy[n*o*p:], p, 0, c.dcols[n*p:], np)
+		}
+	} else {
+		c.dyo = grow(c.dyo, o*np)
+		for k := range o {
+			dst := c.dyo[k*np : (k+1)*np]
+			for n := range batch {
+				copy(dst[n*p:(n+1)*p], dy[(n*o+k)*p:(n*o+k+1)*p])
+			}
+		}
+		c.gemm.Sgemm(true, false, ckk, np, o, 1, c.weight.Value, ckk, c.dyo, np, 0, c.dcols, np)
+	}
 	col2im(c.dx, c.dcols, batch, cfg, c.taps)
 	return c.dx
 }
+
+// one is the 1×1 matrix of ones whose row, read with stride 0, sums the
+// rows of a product's B.
+var one = [1]float32{1}
 
 // tapIndex returns, for every row (c, di, dj) of X̂ and output position
 // (i, j) of one sample, the input value that kernel tap reads, as an index
@@ -247,11 +298,25 @@ func tapIndex(cfg Conv2dConfig) []int32 {
 }
 
 // im2col writes X̂: row r holds, for every sample n and output position q,
-// x[n, taps[r·p+q]], or 0 on the padding.
+// x[n, taps[r·p+q]], or 0 on the padding. A stride-1 convolution without
+// padding reads each output row's taps as consecutive input values, so
+// it copies them row by row instead of walking the table.
 func im2col(cols, x []float32, batch int, cfg Conv2dConfig, taps []int32) {
 	in := cfg.InChannels * cfg.InH * cfg.InW
-	p := cfg.OutH() * cfg.OutW()
+	oh, ow := cfg.OutH(), cfg.OutW()
+	p := oh * ow
 	np := batch * p
+	if cfg.stride() == 1 && cfg.Padding == 0 {
+		h, w, k := cfg.InH, cfg.InW, cfg.Kernel
+		for r := range len(taps) / p {
+			c, di, dj := r/(k*k), r/k%k, r%k
+			from := (c*h+di)*w + dj
+			for n := range batch {
+				kernel.CopyRows(cols[r*np+n*p:][:p], x[n*in+from:], oh, ow, w)
+			}
+		}
+		return
+	}
 	for r := range len(taps) / p {
 		row := taps[r*p:][:p]
 		for n := range batch {

@@ -283,7 +283,8 @@ var (
 )
 
 // BenchmarkConv2d: forward + backward at batch 32 of each preset's
-// convolutions (no optimizer step).
+// convolutions (no optimizer step, no ReLU, no gradient for the images),
+// nn/testdata/gen/torch_bench.py's cases.
 func BenchmarkConv2d(b *testing.B) {
 	for _, c := range []struct {
 		name string
@@ -304,11 +305,20 @@ func BenchmarkConv2d(b *testing.B) {
 			dy := make([]float32, batch*convs[len(convs)-1].Out())
 			UniformInit(dy, 1, rng.New(3, "dy", 0))
 			var flops float64
-			for _, cv := range convs {
+			for i, cv := range convs {
 				cfg := cv.cfg
-				flops += 3 * 2 * float64(batch*cfg.OutH()*cfg.OutW()*cfg.OutChannels*cfg.InChannels*cfg.Kernel*cfg.Kernel)
+				passes := 3.0 // forward, dW, dX
+				if i == 0 {
+					passes = 2
+				}
+				flops += passes * 2 * float64(batch*cfg.OutH()*cfg.OutW()*cfg.OutChannels*cfg.InChannels*cfg.Kernel*cfg.Kernel)
+			}
+			clock, err := processCPUClock()
+			if err != nil {
+				b.Fatal(err)
 			}
 			b.ResetTimer()
+			cpu0 := clock()
 			for range b.N {
 				in := x
 				for _, cv := range convs {
@@ -316,10 +326,15 @@ func BenchmarkConv2d(b *testing.B) {
 				}
 				d := dy
 				for i := len(convs) - 1; i >= 0; i-- {
-					d = convs[i].Backward(d)
+					d = convs[i].backward(d, i > 0) // as torch_bench.py: no dL/d(images)
 				}
 			}
+			// Process CPU time as well: on shared cores the wall time
+			// measures the other jobs.
+			cpu := (clock() - cpu0).Seconds()
+			b.ReportMetric(cpu/float64(b.N)*1e6, "cpu-µs/op")
 			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(flops*float64(b.N)/cpu/1e9, "cpu-GFLOP/s")
 		})
 	}
 }

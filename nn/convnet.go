@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+
+	"herd/nn/internal/kernel"
 )
 
 // ConvNetConfig describes a convolutional network for image observations:
@@ -116,7 +118,7 @@ func NewConvNet(cfg ConvNetConfig, r *rand.Rand) (*ConvNet, error) {
 		if err != nil {
 			return nil, err
 		}
-		n.layers = append(n.layers, convLayer{cv}, &reluLayer{size: cv.Out()})
+		n.layers = append(n.layers, &convLayer{Conv2d: cv, relu: true})
 		first = 2*i + 3 // after the ReLU and the Flatten
 	}
 	for i, sc := range cfg.Stages {
@@ -203,16 +205,31 @@ func (n *ConvNet) Clone() *ConvNet {
 // architectures must match.
 func (n *ConvNet) CopyFrom(src *ConvNet) error { return HardUpdate(n.params, src.params) }
 
-// convLayer is a Conv2d as an encoder layer.
-type convLayer struct{ *Conv2d }
-
-func (c convLayer) in() int          { return c.In() }
-func (c convLayer) out() int         { return c.Out() }
-func (c convLayer) params() []*Param { return c.Params() }
-func (c convLayer) forward(x []float32, batch int) []float32 {
-	return c.Forward(x, batch)
+// convLayer is a Conv2d as an encoder layer, with relu the ReLU after
+// it too, applied as the bias is added (one pass over the output).
+type convLayer struct {
+	*Conv2d
+	relu bool
+	d    []float32 // dL/d(pre-activation), with relu
 }
-func (c convLayer) clone(ps []*Param) encLayer { return convLayer{c.withParams(ps[0], ps[1])} }
+
+func (c *convLayer) in() int          { return c.In() }
+func (c *convLayer) out() int         { return c.Out() }
+func (c *convLayer) params() []*Param { return c.Params() }
+func (c *convLayer) forward(x []float32, batch int) []float32 {
+	return c.Conv2d.forward(x, batch, c.relu)
+}
+func (c *convLayer) backward(dy []float32, input bool) []float32 {
+	if c.relu {
+		c.d = grow(c.d, len(dy))
+		ReLU.backward(c.d, dy, c.y)
+		dy = c.d
+	}
+	return c.Conv2d.backward(dy, input)
+}
+func (c *convLayer) clone(ps []*Param) encLayer {
+	return &convLayer{Conv2d: c.withParams(ps[0], ps[1]), relu: c.relu}
+}
 
 // reluLayer is an elementwise ReLU over size values per sample.
 type reluLayer struct {
@@ -226,7 +243,7 @@ func (r *reluLayer) params() []*Param { return nil }
 func (r *reluLayer) forward(x []float32, _ int) []float32 {
 	r.y = grow(r.y, len(x))
 	copy(r.y, x)
-	ReLU.applyInPlace(r.y)
+	kernel.AddBias(true, r.y, 0, true) // max(x + 0, 0) = max(x, 0), also for −0 and NaN
 	return r.y
 }
 func (r *reluLayer) backward(dy []float32, _ bool) []float32 {

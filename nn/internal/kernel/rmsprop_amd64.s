@@ -43,16 +43,20 @@ rdone:
 	VZEROUPPER
 	RET
 
-// func rmspropCenteredAVX(w, grad, sq, avg *float32, n int, c *[4]float32)
+// func rmspropCenteredAVX(w, grad, sq, avg *float32, n int, c *[4]float32) (done int)
 // The centered step: sq ← α·sq + ((1−α)·g)·g;  avg ← α·avg + (1−α)·g;
 //   w ← w − (lr·g)/(√(sq − avg·avg) + ε), and w unchanged where g = 0.
-TEXT ·rmspropCenteredAVX(SB), NOSPLIT, $0-48
+// It stops before the first block of 8 whose sq or avg holds a subnormal
+// (0 < |x| < 2⁻¹²⁶, which would take the FPU's slow path) and returns the
+// elements done.
+TEXT ·rmspropCenteredAVX(SB), NOSPLIT, $0-56
 	MOVQ w+0(FP), DI
 	MOVQ grad+8(FP), SI
 	MOVQ sq+16(FP), R9
 	MOVQ avg+24(FP), R8
 	MOVQ n+32(FP), CX
 	MOVQ c+40(FP), AX
+	XORQ DX, DX
 	SHRQ $3, CX
 	JZ   cdone
 	VBROADCASTSS 0(AX), Y8
@@ -60,15 +64,34 @@ TEXT ·rmspropCenteredAVX(SB), NOSPLIT, $0-48
 	VBROADCASTSS 8(AX), Y10
 	VBROADCASTSS 12(AX), Y12
 	VXORPS Y15, Y15, Y15
+	MOVL $0x7fffffff, BX
+	VMOVD BX, X13
+	VPBROADCASTD X13, Y13
+	MOVL $0x00800000, BX
+	VMOVD BX, X14
+	VPBROADCASTD X14, Y14
 
 cloop:
+	VMOVUPS (R9), Y3
+	VMOVUPS (R8), Y1
+	VPAND Y13, Y3, Y4
+	VPCMPGTD Y4, Y14, Y5
+	VPCMPEQD Y15, Y4, Y4
+	VPANDN Y5, Y4, Y4
+	VPAND Y13, Y1, Y6
+	VPCMPGTD Y6, Y14, Y5
+	VPCMPEQD Y15, Y6, Y6
+	VPANDN Y5, Y6, Y6
+	VPOR Y4, Y6, Y6
+	VPTEST Y6, Y6
+	JNZ  cdone
 	VMOVUPS (SI), Y0
 	VMULPS Y0, Y9, Y2
 	VMULPS Y0, Y2, Y7
-	VMULPS (R9), Y8, Y3
+	VMULPS Y3, Y8, Y3
 	VADDPS Y7, Y3, Y3
 	VMOVUPS Y3, (R9)
-	VMULPS (R8), Y8, Y1
+	VMULPS Y1, Y8, Y1
 	VADDPS Y2, Y1, Y1
 	VMOVUPS Y1, (R8)
 	VMULPS Y1, Y1, Y4
@@ -86,9 +109,11 @@ cloop:
 	ADDQ $32, SI
 	ADDQ $32, R8
 	ADDQ $32, R9
+	ADDQ $8, DX
 	DECQ CX
 	JNZ  cloop
 
 cdone:
+	MOVQ DX, done+48(FP)
 	VZEROUPPER
 	RET
