@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -164,8 +163,8 @@ func Run(ctx context.Context, o Options) (err error) {
 	defer mem.Close()
 	// A run ID in use belongs to a live run: taking it over would reset
 	// that run's end mark and config under its learner.
-	if err := checkRunFree(ctx, mem, runID, o.TTL); err != nil {
-		return err
+	if err := distexec.CheckRunFree(ctx, mem, runID, o.TTL); err != nil {
+		return fmt.Errorf("launch: %w; give another --run, or stop that run first", err)
 	}
 	if err := n.ResetRun(ctx, runID); err != nil {
 		return fmt.Errorf("launch: %w", err)
@@ -558,26 +557,3 @@ func stopLearner(ctx context.Context, w learnerWait, gone <-chan struct{}) error
 // waits for its learner to save the run: a learner saves its checkpoint
 // and metrics in seconds; a second Ctrl-C ends the wait at once.
 const stopSaveWait = 2 * time.Minute
-
-// checkRunFree refuses a run ID that has live registrations (a controller,
-// a worker), naming them and their process ids.
-func checkRunFree(ctx context.Context, mem transport.Membership, runID string, ttl time.Duration) error {
-	ms, err := mem.Members(ctx)
-	if err != nil {
-		return fmt.Errorf("launch: run %s: %w", runID, err)
-	}
-	if len(ms) == 0 {
-		return nil
-	}
-	var who []string
-	for _, m := range ms {
-		if len(m.Info) > 0 {
-			who = append(who, fmt.Sprintf("%s (process %s)", m.Name, m.Info))
-		} else {
-			who = append(who, m.Name)
-		}
-	}
-	slices.Sort(who)
-	return fmt.Errorf("launch: run %s is active on this NATS: %s registered; give another --run, or stop that run first "+
-		"(the registrations of killed processes expire within %v)", runID, strings.Join(who, ", "), ttl)
-}

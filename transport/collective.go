@@ -45,10 +45,24 @@ func (g *inprocGroup) breakGroup(why error) {
 }
 
 type inprocRound struct {
-	got  [][]byte
-	n    int // contributions
-	read int // members that took the result
+	got  [][]byte // from AllGather
+	vals []any    // from Share (nil too)
+	in   []bool   // members that contributed
+	n    int      // contributions
+	read int      // members that took the result
 	done chan struct{}
+}
+
+// diverged returns the first member whose contribution came by the other
+// call than this member's (AllGather when bytes, else Share), as from
+// learners whose calls diverged; -1 for none.
+func (r *inprocRound) diverged(bytes bool) int {
+	for k := range r.in {
+		if (r.got[k] != nil) != bytes {
+			return k
+		}
+	}
+	return -1
 }
 
 type inprocCollective struct {
@@ -92,15 +106,55 @@ func (c *inprocCollective) AllGather(ctx context.Context, b []byte) ([][]byte, e
 	if len(b) == 0 {
 		return nil, fmt.Errorf("%w: an empty contribution", ErrBadRequest)
 	}
+	var out [][]byte
+	err := c.gather(ctx, func(r *inprocRound) { r.got[c.id] = b }, func(r *inprocRound) error {
+		if k := r.diverged(true); k >= 0 {
+			return fmt.Errorf("%w: learner %d, round %d: learner %d shared a value where the others sent bytes (the learners' calls diverged)", ErrGather, c.id, c.round, k)
+		}
+		out = make([][]byte, len(r.got))
+		copy(out, r.got)
+		return nil
+	})
+	return out, err
+}
+
+// Sharer is a Collective whose members share one address space (the
+// in-process transport's): besides bytes they can all-gather Go values,
+// such as pointers to the buffers each member then reads and writes in
+// place until a later round tells it the others are done.
+type Sharer interface {
+	Collective
+	// Share is AllGather of v (nil allowed) in the same sequence of
+	// rounds: out[own id] is v.
+	Share(ctx context.Context, v any) ([]any, error)
+}
+
+func (c *inprocCollective) Share(ctx context.Context, v any) ([]any, error) {
+	var out []any
+	err := c.gather(ctx, func(r *inprocRound) { r.vals[c.id] = v }, func(r *inprocRound) error {
+		if k := r.diverged(false); k >= 0 {
+			return fmt.Errorf("%w: learner %d, round %d: learner %d sent bytes where the others shared values (the learners' calls diverged)", ErrGather, c.id, c.round, k)
+		}
+		out = make([]any, len(r.vals))
+		copy(out, r.vals)
+		return nil
+	})
+	return out, err
+}
+
+// gather runs this member's next round: put contributes to it (under the
+// group's lock), and once every member has, take reads the round.
+func (c *inprocCollective) gather(ctx context.Context, put func(*inprocRound), take func(*inprocRound) error) error {
 	c.round++
 	g := c.g
 	g.mu.Lock()
 	r := g.rounds[c.round]
 	if r == nil {
-		r = &inprocRound{got: make([][]byte, g.size), done: make(chan struct{})}
+		r = &inprocRound{got: make([][]byte, g.size), vals: make([]any, g.size), in: make([]bool, g.size), done: make(chan struct{})}
 		g.rounds[c.round] = r
 	}
-	r.got[c.id] = b
+	put(r)
+	r.in[c.id] = true
 	r.n++
 	if r.n == g.size {
 		close(r.done)
@@ -111,9 +165,9 @@ func (c *inprocCollective) AllGather(ctx context.Context, b []byte) ([][]byte, e
 	select {
 	case <-r.done:
 	case <-ctx.Done():
-		return nil, c.fail(r, ctx.Err())
+		return c.fail(r, ctx.Err())
 	case <-t.C:
-		return nil, c.fail(r, context.DeadlineExceeded)
+		return c.fail(r, context.DeadlineExceeded)
 	case <-g.broken:
 		// A round every member contributed to completes even when one
 		// leaves right after it.
@@ -123,23 +177,27 @@ func (c *inprocCollective) AllGather(ctx context.Context, b []byte) ([][]byte, e
 			g.mu.Lock()
 			why := g.why
 			g.mu.Unlock()
-			return nil, fmt.Errorf("%w: learner %d, round %d: %w", ErrGather, c.id, c.round, why)
+			return fmt.Errorf("%w: learner %d, round %d: %w", ErrGather, c.id, c.round, why)
 		}
 	}
-	out := make([][]byte, g.size)
-	copy(out, r.got)
+	err := take(r)
 	g.mu.Lock()
 	r.read++
 	if r.read == g.size {
 		delete(g.rounds, c.round)
 	}
 	g.mu.Unlock()
-	return out, nil
+	return err
 }
 
 func (c *inprocCollective) fail(r *inprocRound, cause error) error {
 	c.g.mu.Lock()
-	m := missing(r.got)
+	var m []int
+	for i, in := range r.in {
+		if !in {
+			m = append(m, i)
+		}
+	}
 	c.g.mu.Unlock()
 	return fmt.Errorf("%w: learner %d, round %d: nothing from learner(s) %v within %v: %w", ErrGather, c.id, c.round, m, c.timeout, cause)
 }

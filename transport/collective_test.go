@@ -315,3 +315,31 @@ func TestGatherAcrossServerRestart(t *testing.T) {
 	}
 	t.Logf("rounds before the restart %d, in all %d", before, rounds[0].Load())
 }
+
+// In one process, a member that shares a value where another sends bytes
+// (calls that diverged) fails the round of both with ErrGather instead of
+// misreading it.
+func TestInprocShareMixedWithBytes(t *testing.T) {
+	ip := NewInproc()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c0, err := ip.Collective(ctx, "mix", Options{Learner: 0, Learners: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1, err := ip.Collective(ctx, "mix", Options{Learner: 1, Learners: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := c0.(Sharer).Share(ctx, 42)
+		done <- err
+	}()
+	if _, err := c1.AllGather(ctx, []byte{1}); !errors.Is(err, ErrGather) || !strings.Contains(err.Error(), "learner 0 shared a value") {
+		t.Errorf("AllGather against a Share: %v, want ErrGather naming learner 0", err)
+	}
+	if err := <-done; !errors.Is(err, ErrGather) || !strings.Contains(err.Error(), "learner 1 sent bytes") {
+		t.Errorf("Share against an AllGather: %v, want ErrGather naming learner 1", err)
+	}
+}

@@ -1,21 +1,25 @@
 package worker
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"unsafe"
 
 	"herd/algo"
+	"herd/transport"
 )
 
-// gradWire is a learner's side of the gradient exchange of a group: it
-// encodes its gradient into a message and averages the group's messages
-// straight into a gradient, in learner-id order, with the bits of
-// algo.AverageGrads over the decoded gradients. The exchange runs once per
-// optimizer step (every minibatch), so it avoids what a decode into M
-// gradients followed by AverageGrads costs: M + 2 more passes over the
-// model and a fresh buffer per message.
+// gradWire is a learner's side of the gradient exchange of a group
+// (exchange): over messages, it encodes its gradient into one and
+// averages the group's messages straight into a gradient; learners in one
+// process average in place (averageShared). Both give, in learner-id
+// order, the bits of algo.AverageGrads over the learners' gradients. The
+// exchange runs once per optimizer step (every minibatch), so it avoids
+// what a decode into M gradients followed by AverageGrads costs: M + 2
+// more passes over the model and a fresh buffer per message.
 //
 // The message: the ticket's step and index, Targets and the part count;
 // per part its Has, Steps, length and float32 values; then the stats'
@@ -27,10 +31,16 @@ type gradWire struct {
 	// (the in-process collective hands the very slice to the others).
 	buf  [2][]byte
 	turn int
-	// src holds, per part, the values of the messages that carry it;
-	// vals their float32s, scratch the decoded copies where a message's
-	// bytes cannot be read in place (see floats).
-	src     [][]byte
+	// views are the messages read in place (view), gs the group's
+	// gradients being averaged, dsts where averageShared writes, mine
+	// what this learner shares; m the update's counts and stats; vals
+	// the values summed for one part; scratch the decoded copies where
+	// a message's bytes cannot be read in place (see floats).
+	views   []algo.Grad
+	gs      []*algo.Grad
+	dsts    []*algo.Grad
+	mine    shared
+	m       merged
 	vals    [][]float32
 	scratch [][]float32
 }
@@ -78,6 +88,22 @@ func (w *gradWire) encode(g *algo.Grad) []byte {
 	return b
 }
 
+// exchange sets dst to the group's average of every learner's own
+// (own is this learner's gradient of the update; dst may be own). Over a
+// transport.Sharer (learners in one process) the learners average in place
+// (averageShared); else each sends its gradient and averages the M
+// messages itself (average).
+func (w *gradWire) exchange(ctx context.Context, c transport.Collective, dst, own *algo.Grad) error {
+	if s, ok := c.(transport.Sharer); ok && values(own) >= sharedMin {
+		return w.averageShared(ctx, s, dst, own)
+	}
+	all, err := c.AllGather(ctx, w.encode(own))
+	if err != nil {
+		return err
+	}
+	return w.average(dst, own, all)
+}
+
 // average sets dst to the average of the group's messages all (learner-id
 // order) as one update: each part the mean over the messages that carry
 // it (Has 1 when any does, else 0 and zeros), Steps and Targets the
@@ -86,93 +112,272 @@ func (w *gradWire) encode(g *algo.Grad) []byte {
 // and its ticket (another ticket means the learners' schedules diverged).
 // dst may be own.
 func (w *gradWire) average(dst, own *algo.Grad, all [][]byte) error {
-	if len(dst.Parts) != len(own.Parts) {
-		return fmt.Errorf("%w: a gradient of %d parts into one of %d", algo.ErrGradShape, len(own.Parts), len(dst.Parts))
+	if err := sameShape(dst, own); err != nil {
+		return err
 	}
-	// Check every message and find each one's parts before dst changes
-	// (it may be own, whose shape the checks read).
-	if len(w.src) != len(own.Parts)*len(all) {
-		w.src = make([][]byte, len(own.Parts)*len(all))
+	// Read every message before dst changes (it may be own, whose shape
+	// the checks read).
+	for len(w.views) < len(all) {
+		w.views = append(w.views, algo.Grad{})
 	}
-	le := binary.LittleEndian
-	targets := 0
+	w.gs = w.gs[:0]
 	for k, b := range all {
-		t, err := w.check(k, len(all), own, b)
+		if err := w.view(&w.views[k], k, own, b); err != nil {
+			return fmt.Errorf("learner %d's gradient: %w", k, err)
+		}
+		w.gs = append(w.gs, &w.views[k])
+	}
+	w.m.of(w.gs)
+	w.values(dst, w.gs, 0, math.MaxInt)
+	w.m.apply(dst, own)
+	return nil
+}
+
+// shared is what a learner hands the others in averageShared: its
+// gradient and where its average goes.
+type shared struct{ dst, own *algo.Grad }
+
+// sharedMin is the least number of values for which learners that share
+// memory average in place: its second round costs a wake-up per
+// optimizer step, which a model that stays in the core's caches does not
+// win back (PPO's 64-unit CartPole MLP, 9k values, spends more CPU that
+// way; the 512-unit one, 530k, less).
+var sharedMin = 1 << 16
+
+// values is the number of values in g's parts.
+func values(g *algo.Grad) int {
+	n := 0
+	for _, p := range g.Parts {
+		n += len(p)
+	}
+	return n
+}
+
+// averageShared is average for learners that share memory: each hands the
+// others its gradient and its dst (one Share round), sums its 1/M of the
+// model's values from every learner's gradient, in learner-id order with
+// the bits of average, into every learner's dst, and a second round tells
+// it the others' shares are in. The messages' encoding, copies and the M
+// passes over the whole model each learner takes in average are gone: each
+// value is summed once for the group. Between the two rounds a learner
+// writes only its share of the values, so that every gradient's Has,
+// Steps and Stats stay as the others read them; its own dst's are set
+// after the second.
+func (w *gradWire) averageShared(ctx context.Context, s transport.Sharer, dst, own *algo.Grad) error {
+	if err := sameShape(dst, own); err != nil {
+		return err
+	}
+	w.mine = shared{dst: dst, own: own}
+	all, err := s.Share(ctx, &w.mine)
+	if err != nil {
+		return err
+	}
+	id := -1
+	w.gs, w.dsts = w.gs[:0], w.dsts[:0]
+	for k, v := range all {
+		x, ok := v.(*shared)
+		if !ok {
+			return fmt.Errorf("%w: learner %d shared a %T, not a gradient", algo.ErrGradShape, k, v)
+		}
+		if x == &w.mine {
+			id = k
+		}
+		err := sameTicket(own, x.own)
+		if err == nil {
+			err = errors.Join(sameShape(x.own, own), sameShape(x.dst, own))
+		}
+		if err == nil && len(x.own.Stats) != len(own.Stats) {
+			err = fmt.Errorf("%w: %d stats, this learner's %d", algo.ErrGradShape, len(x.own.Stats), len(own.Stats))
+		}
 		if err != nil {
 			return fmt.Errorf("learner %d's gradient: %w", k, err)
 		}
-		targets = max(targets, t)
+		w.gs, w.dsts = append(w.gs, x.own), append(w.dsts, x.dst)
 	}
-	for i := range dst.Parts {
-		d := dst.Parts[i]
-		src := w.src[i*len(all) : (i+1)*len(all)]
-		n, steps := 0, 0
-		w.vals = w.vals[:0]
-		for k := range all {
-			if src[k] == nil {
-				continue
-			}
-			n += int(le.Uint32(src[k][:4]))
-			steps = max(steps, int(le.Uint32(src[k][4:8])))
-			w.vals = append(w.vals, w.floats(len(w.vals), src[k][12:]))
+	if id < 0 {
+		return fmt.Errorf("%w: this learner's gradient is not among the group's", algo.ErrGradShape)
+	}
+	w.m.of(w.gs)
+	total := values(own)
+	m := len(all)
+	lo, hi := id*total/m, (id+1)*total/m
+	w.values(dst, w.gs, lo, hi)
+	for k, d := range w.dsts {
+		if k != id {
+			copyRange(d, dst, lo, hi)
 		}
-		sumInto(d, w.vals, n)
-		dst.Has[i], dst.Steps[i] = min(n, 1), steps
 	}
-	nStats := len(own.Stats)
-	if len(dst.Stats) != nStats {
-		dst.Stats = append(dst.Stats[:0], own.Stats...)
+	if _, err := s.Share(ctx, nil); err != nil {
+		return err
 	}
-	for j := range nStats {
+	w.m.apply(dst, own)
+	return nil
+}
+
+// merged is the group's update besides its values: per part the count of
+// gradients that carry it and the most steps among them, the most
+// Targets, the mean of each of the Stats.
+type merged struct {
+	has, steps []int
+	targets    int
+	stats      []float64
+}
+
+// of sets m from the group's gradients gs (learner-id order).
+func (m *merged) of(gs []*algo.Grad) {
+	n := len(gs[0].Parts)
+	m.has, m.steps = resize(m.has, n), resize(m.steps, n)
+	for i := range n {
+		h, steps := 0, 0
+		for _, g := range gs {
+			if g.Has[i] != 0 {
+				h += g.Has[i]
+				steps = max(steps, g.Steps[i])
+			}
+		}
+		m.has[i], m.steps[i] = h, steps
+	}
+	m.targets = 0
+	for _, g := range gs {
+		m.targets = max(m.targets, g.Targets)
+	}
+	m.stats = m.stats[:0]
+	for j := range gs[0].Stats {
 		v := 0.0
-		for k, b := range all {
-			x := math.Float64frombits(le.Uint64(b[len(b)-8*(nStats-j):]))
-			if k == 0 {
+		for k, g := range gs {
+			if x := g.Stats[j].Value; k == 0 {
 				v = x
 			} else {
 				v += x
 			}
 		}
-		dst.Stats[j].Name = own.Stats[j].Name
-		dst.Stats[j].Value = v / float64(len(all))
+		m.stats = append(m.stats, v/float64(len(gs)))
 	}
-	dst.Ticket, dst.Targets, dst.N = own.Ticket, targets, 1
+}
+
+// apply sets dst's Has, Steps, Stats (named as own's), Ticket (own's),
+// Targets and N (1) from m.
+func (m *merged) apply(dst, own *algo.Grad) {
+	for i := range dst.Parts {
+		dst.Has[i], dst.Steps[i] = min(m.has[i], 1), m.steps[i]
+	}
+	if len(dst.Stats) != len(own.Stats) {
+		dst.Stats = append(dst.Stats[:0], own.Stats...)
+	}
+	for j, v := range m.stats {
+		dst.Stats[j] = algo.Stat{Name: own.Stats[j].Name, Value: v}
+	}
+	dst.Ticket, dst.Targets, dst.N = own.Ticket, m.targets, 1
+}
+
+// values sets dst's values at the flat positions [lo, hi) of the model
+// (its parts one after another) to the mean over the gradients gs that
+// carry each part, summed in the order of gs (sumInto), with the counts
+// m.of found.
+func (w *gradWire) values(dst *algo.Grad, gs []*algo.Grad, lo, hi int) {
+	off := 0
+	for i, d := range dst.Parts {
+		a, b := max(lo, off)-off, min(hi, off+len(d))-off
+		off += len(d)
+		if a >= b {
+			continue
+		}
+		w.vals = w.vals[:0]
+		for _, g := range gs {
+			if g.Has[i] != 0 {
+				w.vals = append(w.vals, g.Parts[i][a:b])
+			}
+		}
+		sumInto(d[a:b], w.vals, w.m.has[i])
+	}
+}
+
+// copyRange copies src's values at the flat positions [lo, hi) into dst.
+func copyRange(dst, src *algo.Grad, lo, hi int) {
+	off := 0
+	for i, s := range src.Parts {
+		a, b := max(lo, off)-off, min(hi, off+len(s))-off
+		off += len(s)
+		if a < b {
+			copy(dst.Parts[i][a:b], s[a:b])
+		}
+	}
+}
+
+// sameShape reports whether g has own's parts, each of own's length.
+func sameShape(g, own *algo.Grad) error {
+	if len(g.Parts) != len(own.Parts) || len(g.Has) != len(own.Parts) || len(g.Steps) != len(own.Parts) {
+		return fmt.Errorf("%w: a gradient of %d parts into one of %d", algo.ErrGradShape, len(own.Parts), len(g.Parts))
+	}
+	for i, p := range own.Parts {
+		if len(g.Parts[i]) != len(p) {
+			return fmt.Errorf("%w: part %d of %d values, this learner's of %d", algo.ErrGradShape, i, len(g.Parts[i]), len(p))
+		}
+	}
 	return nil
 }
 
-// check reads message b, learner k's of m, against own and records where
-// its parts are (in w.src, nil for a part it does not carry); it returns
-// the message's Targets.
-func (w *gradWire) check(k, m int, own *algo.Grad, b []byte) (int, error) {
-	bad := fmt.Errorf("%w: a gradient message that does not fit the learner", algo.ErrGradShape)
+// sameTicket reports whether g, another learner's gradient, is of own's
+// update.
+func sameTicket(own, g *algo.Grad) error {
+	if g.Step != own.Step || g.Index != own.Index {
+		return fmt.Errorf("%w: update %d at step %d, this learner's is update %d at step %d: the learners' schedules diverged",
+			algo.ErrGradShape, g.Index, g.Step, own.Index, own.Step)
+	}
+	return nil
+}
+
+// errMessageShape is view's error for a message that does not fit: made
+// once, since view runs for every message of every round.
+var errMessageShape = fmt.Errorf("%w: a gradient message that does not fit the learner", algo.ErrGradShape)
+
+// view sets g to message b, learner k's, read in place: its parts are
+// views of b's values (nil where the message does not carry the part).
+// b must fit own: its shape, its stats and its ticket.
+func (w *gradWire) view(g *algo.Grad, k int, own *algo.Grad, b []byte) error {
+	bad := errMessageShape
 	le := binary.LittleEndian
 	if len(b) < 24 {
-		return 0, bad
+		return bad
 	}
-	step, index := int64(le.Uint64(b)), le.Uint64(b[8:])
-	if step != own.Step || index != own.Index {
-		return 0, fmt.Errorf("%w: update %d at step %d, this learner's is update %d at step %d: the learners' schedules diverged",
-			algo.ErrGradShape, index, step, own.Index, own.Step)
+	g.Step, g.Index = int64(le.Uint64(b)), le.Uint64(b[8:])
+	if err := sameTicket(own, g); err != nil {
+		return err
 	}
-	targets := int(le.Uint32(b[16:]))
+	g.Targets = int(le.Uint32(b[16:]))
 	if int(le.Uint32(b[20:])) != len(own.Parts) {
-		return 0, bad
+		return bad
 	}
+	n := len(own.Parts)
+	g.Parts, g.Has, g.Steps = resize(g.Parts, n), resize(g.Has, n), resize(g.Steps, n)
 	o := 24
 	for i, p := range own.Parts {
 		if len(b)-o < 12 || int(le.Uint32(b[o+8:])) != len(p) || len(b)-o-12 < 4*len(p) {
-			return 0, bad
+			return bad
 		}
-		w.src[i*m+k] = nil
-		if le.Uint32(b[o:]) != 0 {
-			w.src[i*m+k] = b[o : o+12+4*len(p)]
+		g.Has[i], g.Steps[i], g.Parts[i] = int(le.Uint32(b[o:])), int(le.Uint32(b[o+4:])), nil
+		if g.Has[i] != 0 {
+			g.Parts[i] = w.floats(k*n+i, b[o+12:o+12+4*len(p)])
 		}
 		o += 12 + 4*len(p)
 	}
 	if len(b)-o < 4 || int(le.Uint32(b[o:])) != len(own.Stats) || len(b)-o-4 != 8*len(own.Stats) {
-		return 0, bad
+		return bad
 	}
-	return targets, nil
+	o += 4
+	g.Stats = resize(g.Stats, len(own.Stats))
+	for j := range g.Stats {
+		g.Stats[j].Value = math.Float64frombits(le.Uint64(b[o+8*j:]))
+	}
+	return nil
+}
+
+// resize returns s with length n, its elements kept where they fit.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return append(s[:cap(s)], make([]T, n-cap(s))...)
+	}
+	return s[:n]
 }
 
 // sumInto sets d[j] to the sum of src[k][j] in the order of src,

@@ -1,13 +1,18 @@
 package worker
 
 import (
+	"context"
 	"errors"
 	"math"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"herd/algo"
 	"herd/internal/rng"
+	"herd/transport"
 )
 
 // randGrad is a gradient of parts sized lens with random values, signed
@@ -136,5 +141,120 @@ func TestGradWireKeepsLastMessage(t *testing.T) {
 	w.encode(randGrad(2, lens, []bool{false}))
 	if !slices.Equal(a, keep) {
 		t.Fatal("encoding a round overwrote the message of the round before")
+	}
+}
+
+// Learners in one process (transport.Sharer) average in place with the
+// bits of the messages' path and of algo.AverageGrads, for every group
+// size, with parts some learners do not carry, into their own gradients
+// (PPO) or into buffers of their own (the off-policy learners).
+func TestGradWireSharedIsAverageGrads(t *testing.T) {
+	defer func(n int) { sharedMin = n }(sharedMin)
+	sharedMin = 0 // every size
+	lens := []int{37, 5, 1, 64}
+	for m := 1; m <= 4; m++ {
+		for _, inPlace := range []bool{true, false} {
+			var gs, own, dsts []*algo.Grad
+			for k := range m {
+				absent := make([]bool, len(lens))
+				absent[1] = k%2 == 1
+				absent[2] = true
+				g := randGrad(uint64(10*m+k), lens, absent)
+				g.Parts[0][0], g.Parts[3][5] = float32(math.Copysign(0, -1)), float32(math.Copysign(0, -1))
+				gs = append(gs, g)
+				c := randGrad(uint64(10*m+k), lens, absent)
+				c.Parts[0][0], c.Parts[3][5] = g.Parts[0][0], g.Parts[3][5]
+				own = append(own, c)
+				d := c
+				if !inPlace {
+					d = randGrad(uint64(100+k), lens, make([]bool, len(lens)))
+				}
+				dsts = append(dsts, d)
+			}
+			want := randGrad(0, lens, make([]bool, len(lens)))
+			if err := algo.AverageGrads(want, gs); err != nil {
+				t.Fatal(err)
+			}
+			ip := transport.NewInproc()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			var wg sync.WaitGroup
+			errs := make([]error, m)
+			for k := range m {
+				c, err := ip.Collective(ctx, "grad", transport.Options{Learner: k, Learners: m})
+				if err != nil {
+					t.Fatal(err)
+				}
+				wg.Go(func() {
+					var w gradWire
+					for r := range 2 { // a second round on the buffers the first left
+						if errs[k] = w.exchange(ctx, c, dsts[k], own[k]); errs[k] != nil || r == 1 {
+							return
+						}
+						if inPlace {
+							// The next round's gradient, as the learner's
+							// next minibatch writes it: no other learner
+							// reads it before this one shares it.
+							own[k].Has, own[k].Steps, own[k].Targets = slices.Clone(gs[k].Has), slices.Clone(gs[k].Steps), gs[k].Targets
+							own[k].Stats, own[k].N = slices.Clone(gs[k].Stats), 1
+							for i := range own[k].Parts {
+								copy(own[k].Parts[i], gs[k].Parts[i])
+							}
+						}
+					}
+				})
+			}
+			wg.Wait()
+			cancel()
+			if err := errors.Join(errs...); err != nil {
+				t.Fatal(err)
+			}
+			for k, got := range dsts {
+				if !slices.Equal(bits(got), bits(want)) {
+					t.Errorf("m=%d in place %v, learner %d: the parts differ from AverageGrads'", m, inPlace, k)
+				}
+				for i := range lens {
+					if got.Has[i] != min(want.Has[i], 1) || got.Steps[i] != want.Steps[i] {
+						t.Errorf("m=%d learner %d part %d: has %d steps %d, AverageGrads %d, %d", m, k, i, got.Has[i], got.Steps[i], want.Has[i], want.Steps[i])
+					}
+				}
+				if got.Targets != want.Targets || got.N != 1 || got.Ticket != gs[k].Ticket || !slices.Equal(got.Stats, want.Stats) {
+					t.Errorf("m=%d learner %d: targets %d, N %d, ticket %+v, stats %v; want %d, 1, %+v, %v", m, k, got.Targets, got.N, got.Ticket, got.Stats, want.Targets, gs[k].Ticket, want.Stats)
+				}
+			}
+		}
+	}
+}
+
+// A learner of another update, or of another shape, fails the shared
+// average with ErrGradShape naming it.
+func TestGradWireSharedRejects(t *testing.T) {
+	defer func(n int) { sharedMin = n }(sharedMin)
+	sharedMin = 0
+	lens := []int{8, 3}
+	for name, other := range map[string]*algo.Grad{
+		"other shape":  randGrad(2, []int{8, 4}, make([]bool, 2)),
+		"other update": func() *algo.Grad { g := randGrad(3, lens, make([]bool, 2)); g.Index++; return g }(),
+	} {
+		ip := transport.NewInproc()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		gs := []*algo.Grad{randGrad(1, lens, make([]bool, 2)), other}
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for k := range 2 {
+			c, err := ip.Collective(ctx, "grad", transport.Options{Learner: k, Learners: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				var w gradWire
+				errs[k] = w.exchange(ctx, c, gs[k], gs[k])
+				c.Close()
+			})
+		}
+		wg.Wait()
+		cancel()
+		if !errors.Is(errs[0], algo.ErrGradShape) || !strings.Contains(errs[0].Error(), "learner 1's gradient") {
+			t.Errorf("%s: learner 0: %v, want ErrGradShape naming learner 1", name, errs[0])
+		}
 	}
 }

@@ -48,11 +48,7 @@ func (r *reducer) Learners() int { return r.m }
 // gradients carrying each) and replaces g by their average in learner-id
 // order.
 func (r *reducer) AverageGrad(ctx context.Context, g *algo.Grad) error {
-	all, err := r.c.AllGather(ctx, r.wire.encode(g))
-	if err != nil {
-		return err
-	}
-	return r.wire.average(g, g, all)
+	return r.wire.exchange(ctx, r.c, g, g)
 }
 
 // Sum gathers every learner's x and adds them in learner-id order.

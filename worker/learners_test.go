@@ -183,6 +183,31 @@ func TestLearnerGroupDeterministic(t *testing.T) {
 	}
 }
 
+// Learners in one process average in place (transport.Sharer) with the
+// bits of learners that exchange messages.
+func TestLearnerGroupSharedIsMessages(t *testing.T) {
+	defer worker.SetSharedMin(0)() // the test's small model too
+	const m, iters = 2, 3
+	shared, _, err := runGroup(t, m, iters, 30*time.Second, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, _, _, err := runGroupWrapped(t, m, iters, 30*time.Second, -1, func(_ int, c transport.Collective) transport.Collective {
+		if _, ok := c.(transport.Sharer); !ok {
+			t.Fatal("the in-process collective is no transport.Sharer")
+		}
+		return plainPeer{c}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range m {
+		if !slices.Equal(shared[k], msgs[k]) {
+			t.Fatalf("learner %d: averaging in place and through messages give different parameters", k)
+		}
+	}
+}
+
 // A learner whose partner never shows up fails with an error naming it
 // when the all-gather's deadline passes, instead of waiting for ever.
 func TestLearnerGroupDeadPeer(t *testing.T) {
@@ -209,6 +234,10 @@ func (c corruptPeer) AllGather(ctx context.Context, b []byte) ([][]byte, error) 
 	return out, err
 }
 
+// plainPeer is a learner's view of the group without transport.Sharer:
+// its gradients go as messages, as between processes.
+type plainPeer struct{ transport.Collective }
+
 // Learners whose parameters drift apart stop at the next comparison of
 // their hashes (every paramsCheckEvery rounds) with an error saying so;
 // learners that agree count their checks.
@@ -218,7 +247,7 @@ func TestLearnerGroupParamsDiffer(t *testing.T) {
 		if i == 1 {
 			return corruptPeer{c}
 		}
-		return c
+		return plainPeer{c} // messages, as learner 1's
 	})
 	if !errors.Is(err, worker.ErrParamsDiffer) || !strings.Contains(err.Error(), "parameters differ") {
 		t.Fatalf("got %v, want the learners' parameters to differ", err)

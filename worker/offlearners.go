@@ -175,11 +175,7 @@ func newGradExchange(g *LearnerGroup, newGrad func() *algo.Grad) *gradExchange {
 // average returns the group's average of g, as one update (N 1, each
 // part carried once); it is valid until the next call.
 func (x *gradExchange) average(ctx context.Context, g *algo.Grad) (*algo.Grad, error) {
-	all, err := x.c.AllGather(ctx, x.wire.encode(g))
-	if err != nil {
-		return nil, err
-	}
-	if err := x.wire.average(x.avg, g, all); err != nil {
+	if err := x.wire.exchange(ctx, x.c, x.avg, g); err != nil {
 		return nil, err
 	}
 	return x.avg, nil

@@ -218,6 +218,19 @@ func TestOffLearnerGroup(t *testing.T) {
 					if !slices.Equal(again[0].state, got[0].state) {
 						t.Error("two runs on the same data differ")
 					}
+					// Averaged in place (as for a model of 64k values or
+					// more): the same bits as through messages.
+					restore := worker.SetSharedMin(0)
+					shared, _, err := runOffGroup(t, c, m, total)
+					restore()
+					if err != nil {
+						t.Fatal(err)
+					}
+					for i, r := range shared {
+						if !slices.Equal(r.state, got[0].state) {
+							t.Errorf("learner %d: averaging in place and through messages give different parameters", i)
+						}
+					}
 				})
 			}
 		})

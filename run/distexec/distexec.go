@@ -40,7 +40,7 @@ type Options struct {
 	// LearnerOnly runs only the learner here: env and policy workers are
 	// other processes (`herd worker`) on the same run. Set by the CLI.
 	LearnerOnly bool
-	// Run is the run ID naming the streams (default "herd").
+	// Run is the run ID naming the streams (default: Options.runID).
 	Run string
 	// Dial, when set, makes each role's transport instead of Transport and
 	// NATSURL (the CLI dials with its credentials and TLS options).
@@ -61,9 +61,6 @@ type Options struct {
 	// silent, and back (nil: standard error).
 	Notice io.Writer
 }
-
-// runID is Run, or "herd".
-func (o Options) runID() string { return cmp.Or(o.Run, "herd") }
 
 // stall is Stall, or DefaultStall for 0.
 func (o Options) stall() time.Duration { return cmp.Or(o.Stall, DefaultStall) }
@@ -737,7 +734,12 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}
 	}
 	defer closeConns()
-	run := opt.runID()
+	run := opt.runID(h)
+	release, err := claimRun(ctx, opt, newTransport, run)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 
 	ws := newWorkers(ctx, newTransport)
 	defer ws.wait()
@@ -1167,7 +1169,7 @@ func (m *monitor) watch(ctx context.Context, ps map[string]transport.Progress) {
 			if registered == nil {
 				registered = map[string]bool{}
 				ms, err := m.mem.Members(ctx)
-				if err != nil || len(ms) == 0 {
+				if err != nil || !workersRegister(ms) {
 					// Unknown, or a run whose workers do not register
 					// (goroutines of one process): no notice.
 					registered = nil

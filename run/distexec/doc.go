@@ -120,7 +120,10 @@
 // the rows; the gradients are all-gathered (transport.Collective) and every
 // learner averages them in learner-id order, straight from the messages
 // into its parameters' gradients with the bits of algo.AverageGrads (the
-// reduction pal's sync learners use), before the grad-norm clip and the
+// reduction pal's sync learners use); learners on the in-process
+// transport with a model of 64k values or more average in place instead,
+// each summing its 1/M of the values into every learner's gradients (the
+// same bits, no messages), before the grad-norm clip and the
 // Adam step, so all learners take the same steps and hold the same
 // parameters, bit for bit. The exchange is per minibatch step, not once
 // per update, because that is synchronous data-parallel SGD: each of

@@ -318,7 +318,12 @@ func trainPolicies(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg al
 		}
 	}
 	defer closeConns()
-	run := opt.runID()
+	run := opt.runID(rt.Header)
+	release, err := claimRun(ctx, opt, newTransport, run)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	stall := opt.stall()
 
 	ws := newWorkers(ctx, newTransport)
