@@ -203,25 +203,31 @@ func (ws *Workers) register(set int) {
 				return
 			}
 		}
-		name := fmt.Sprintf("%s/%d/%d", secWorker, set, k)
-		a := ws.actors[k]
-		r.register(part{
-			save: func(ctx context.Context, out map[string][]byte) error {
-				// On the actor, after every item and message sent to it.
-				return a.Call(ctx, func() error {
-					b, err := w.state()
-					out[name] = b
-					return err
-				})
-			},
-			restore: func(s *trainstate.State) error {
-				var st workerState
-				if err := gobSection(s, name, &st); err != nil {
-					return err
-				}
-				return w.restore(st)
-			},
-		})
+		r.register(workerPart(fmt.Sprintf("%s/%d/%d", secWorker, set, k), ws.actors[k], w))
+	}
+}
+
+// workerPart saves worker w on its actor a, after every item and message
+// sent to it, as gob section name, and restores it from there.
+func workerPart[S any](name string, a *Actor, w interface {
+	state() ([]byte, error)
+	restore(S) error
+}) part {
+	return part{
+		save: func(ctx context.Context, out map[string][]byte) error {
+			return a.Call(ctx, func() error {
+				b, err := w.state()
+				out[name] = b
+				return err
+			})
+		},
+		restore: func(s *trainstate.State) error {
+			var st S
+			if err := gobSection(s, name, &st); err != nil {
+				return err
+			}
+			return w.restore(st)
+		},
 	}
 }
 
@@ -375,24 +381,7 @@ func (ws *ReplayWorkers) register(set int) {
 				return
 			}
 		}
-		name := fmt.Sprintf("%s/%d/%d", secWorker, set, k)
-		a := ws.actors[k]
-		r.register(part{
-			save: func(ctx context.Context, out map[string][]byte) error {
-				return a.Call(ctx, func() error {
-					b, err := w.state()
-					out[name] = b
-					return err
-				})
-			},
-			restore: func(s *trainstate.State) error {
-				var st replayWorkerState
-				if err := gobSection(s, name, &st); err != nil {
-					return err
-				}
-				return w.restore(st)
-			},
-		})
+		r.register(workerPart(fmt.Sprintf("%s/%d/%d", secWorker, set, k), ws.actors[k], w))
 	}
 }
 
