@@ -185,16 +185,34 @@ type workerState struct {
 	State []float32
 }
 
-// registerWorkers saves and restores each of ws's workers with the run.
-func (ws *Workers) register(set int) {
-	r := ws.r
+// localWorkers reports whether the run's workers are in this process,
+// where their state can be saved; if not, the run writes no checkpoints.
+func (r *Run) localWorkers() bool {
 	if r.remote != nil {
 		r.noCheckpoints("workers served over a transport keep their state elsewhere")
+		return false
+	}
+	return true
+}
+
+// savesPolicy reports whether a worker's policy names its parameters, which
+// its checkpoint holds; if not, the run writes no checkpoints.
+func (r *Run) savesPolicy(policy any) bool {
+	if _, ok := policy.(interface{ Params() []*nn.Param }); !ok {
+		r.noCheckpoints(fmt.Sprintf("the policy %T cannot name its parameters", policy))
+		return false
+	}
+	return true
+}
+
+// register saves and restores each of ws's workers with the run.
+func (ws *Workers) register(set int) {
+	r := ws.r
+	if !r.localWorkers() {
 		return
 	}
 	for k, w := range ws.ws {
-		if _, ok := w.policy.(interface{ Params() []*nn.Param }); !ok {
-			r.noCheckpoints(fmt.Sprintf("the policy %T cannot name its parameters", w.policy))
+		if !r.savesPolicy(w.policy) {
 			return
 		}
 		for _, e := range w.envs {
@@ -359,13 +377,11 @@ type replayWorkerState struct {
 // register saves and restores each of ws's slot workers with the run.
 func (ws *ReplayWorkers) register(set int) {
 	r := ws.r
-	if r.remote != nil {
-		r.noCheckpoints("workers served over a transport keep their state elsewhere")
+	if !r.localWorkers() {
 		return
 	}
 	for k, w := range ws.ws {
-		if _, ok := w.policy.(interface{ Params() []*nn.Param }); !ok {
-			r.noCheckpoints(fmt.Sprintf("the policy %T cannot name its parameters", w.policy))
+		if !r.savesPolicy(w.policy) {
 			return
 		}
 		for j, v := range w.vecs {
