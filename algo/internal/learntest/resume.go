@@ -83,3 +83,21 @@ func ResumeCuts(t *testing.T, res *algo.Resolved, every int64, cuts []int64, tra
 		}
 	}
 }
+
+// CutAt is a run's logger that cancels the run once a report reaches env
+// step at: a Ctrl-C the run sees after that report.
+func CutAt(at int64, cancel context.CancelFunc) algo.Logger {
+	return cutLog{Logger: algo.Discard(), at: at, cancel: cancel}
+}
+
+type cutLog struct {
+	algo.Logger
+	at     int64
+	cancel context.CancelFunc
+}
+
+func (l cutLog) Step(step int64) {
+	if step >= l.at {
+		l.cancel()
+	}
+}

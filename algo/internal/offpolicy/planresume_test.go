@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,20 +15,6 @@ import (
 	"herd/flow"
 )
 
-// cutLog cancels the run once a report reaches env step `at`: a Ctrl-C
-// the plan sees after that report.
-type cutLog struct {
-	algo.Logger
-	at     int64
-	cancel context.CancelFunc
-}
-
-func (l cutLog) Step(step int64) {
-	if step >= l.at {
-		l.cancel()
-	}
-}
-
 // trainPlan runs res under the flow executor with checkpoints ck (nil:
 // none), cut at env step cut (0: never), and returns the model's bytes
 // and Train's error.
@@ -39,7 +24,7 @@ func trainPlan(t *testing.T, res *algo.Resolved, ck *algo.Checkpoints, cut int64
 	defer cancel()
 	rt := &algo.Runtime{Header: res.Header, Log: algo.Discard(), Checkpoints: ck}
 	if cut > 0 {
-		rt.Log = cutLog{Logger: algo.Discard(), at: cut, cancel: cancel}
+		rt.Log = learntest.CutAt(cut, cancel)
 	}
 	model, err := flow.Train(ctx, rt, res.Spec, res.Config)
 	if ck != nil && ck.Disabled() != "" {
@@ -48,15 +33,7 @@ func trainPlan(t *testing.T, res *algo.Resolved, ck *algo.Checkpoints, cut int64
 	if model == nil {
 		t.Fatalf("no model: %v", err)
 	}
-	p := filepath.Join(t.TempDir(), "model.safetensors")
-	if err := model.Save(p); err != nil {
-		t.Fatal(err)
-	}
-	b, rerr := os.ReadFile(p)
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
-	return b, err
+	return learntest.ModelBytes(t, model), err
 }
 
 // TestReplayPlanResumeBitIdentical: the flow executor's ReplayPlan (DQN,

@@ -59,15 +59,7 @@ func train(t *testing.T, res *algo.Resolved, ck *algo.Checkpoints, cut int64) ([
 	if model == nil {
 		t.Fatalf("no model: %v", err)
 	}
-	p := filepath.Join(t.TempDir(), "model.safetensors")
-	if err := model.Save(p); err != nil {
-		t.Fatal(err)
-	}
-	b, rerr := os.ReadFile(p)
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
-	return b, err
+	return learntest.ModelBytes(t, model), err
 }
 
 // resumeCases are short seeded runs of every off-policy algorithm whose

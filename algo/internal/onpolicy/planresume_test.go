@@ -15,20 +15,6 @@ import (
 	"herd/flow"
 )
 
-// cutLog cancels the run once a report reaches env step `at`: a Ctrl-C
-// the plan sees after that report.
-type cutLog struct {
-	algo.Logger
-	at     int64
-	cancel context.CancelFunc
-}
-
-func (l cutLog) Step(step int64) {
-	if step >= l.at {
-		l.cancel()
-	}
-}
-
 // TestPlanResumeBitIdentical: plans whose order does not depend on timing
 // — IMPALA and A3C at the least lag bound (segments learned in the order
 // they were asked for, with num_async segments in flight per worker),

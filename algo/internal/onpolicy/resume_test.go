@@ -3,8 +3,6 @@ package onpolicy_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"herd/algo"
@@ -61,7 +59,7 @@ func train(t *testing.T, res *algo.Resolved, ck *algo.Checkpoints, cut int64) ([
 	}
 	switch {
 	case cut > 0 && plan:
-		rt.Log = cutLog{Logger: algo.Discard(), at: cut, cancel: cancel}
+		rt.Log = learntest.CutAt(cut, cancel)
 	case cut > 0:
 		rt.Envs = func(n int) (env.Vector, error) {
 			v, err := env.MakeVector(res.Header.Env, n, env.Sync, env.WithEpisodeStatistics())
@@ -78,15 +76,7 @@ func train(t *testing.T, res *algo.Resolved, ck *algo.Checkpoints, cut int64) ([
 	if model == nil {
 		t.Fatalf("no model: %v", err)
 	}
-	p := filepath.Join(t.TempDir(), "model.safetensors")
-	if err := model.Save(p); err != nil {
-		t.Fatal(err)
-	}
-	b, rerr := os.ReadFile(p)
-	if rerr != nil {
-		t.Fatal(rerr)
-	}
-	return b, err
+	return learntest.ModelBytes(t, model), err
 }
 
 // TestResumeBitIdentical: PPO and A2C on CartPole (and PPO on Pendulum,
