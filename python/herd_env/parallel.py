@@ -263,7 +263,7 @@ class ParallelEnvServicer(EnvServicer):
         return None, "empty request"
 
 
-def servicer_for(factory, env_id, max_envs):
+def servicer_for(factory, env_id, max_envs, max_sessions=None):
     """Returns the servicer for the envs factory makes: ParallelEnvServicer
     when one made now has PettingZoo's Parallel API, else EnvServicer."""
     probe = factory()
@@ -272,5 +272,5 @@ def servicer_for(factory, env_id, max_envs):
     finally:
         _close_envs([probe])
     if parallel:
-        return ParallelEnvServicer(factory, env_id, max_envs)
-    return EnvServicer(factory, env_id, max_envs)
+        return ParallelEnvServicer(factory, env_id, max_envs, max_sessions)
+    return EnvServicer(factory, env_id, max_envs, max_sessions)

@@ -56,6 +56,13 @@ _ROWS_MIN_DIM = 16
 
 MAX_MESSAGE_BYTES = 64 << 20
 
+# Calls a server takes beyond its sessions: a client's Describe is answered
+# before its session opens, but the transport counts the call as live until
+# its handler has returned, which can be after the client has the answer and
+# has opened its session. Without room for these, a client under the session
+# limit could be refused for its own Describe.
+UNARY_HEADROOM = 8
+
 
 def load_factory(spec, kwargs):
     """Returns a function making one env from "module:attr" and kwargs."""
@@ -402,10 +409,12 @@ class EnvServicer(env_pb2_grpc.EnvServiceServicer):
 
     parallel = False  # herd_env.shm steps its sessions through the segment
 
-    def __init__(self, factory, env_id, max_envs=4096):
+    def __init__(self, factory, env_id, max_envs=4096, max_sessions=None):
         self.factory = factory
         self.env_id = env_id
         self.max_envs = max_envs
+        self.max_sessions = max_sessions
+        self._slots = threading.BoundedSemaphore(max_sessions) if max_sessions else None
 
     def Describe(self, request, context):
         return env_pb2.DescribeResponse(protocol_versions=[PROTOCOL_VERSION], env_ids=[self.env_id],
@@ -449,6 +458,16 @@ class EnvServicer(env_pb2_grpc.EnvServiceServicer):
         with serialized EnvResponses (both gRPC servers register it raw,
         add_env_service): a step in the canonical encoding is parsed and
         answered by stepwire, everything else goes through protobuf."""
+        if self._slots is not None and not self._slots.acquire(blocking=False):
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          "%d sessions are open, the most this server takes" % self.max_sessions)
+        try:
+            yield from self._session(request_iterator, context)
+        finally:
+            if self._slots is not None:
+                self._slots.release()
+
+    def _session(self, request_iterator, context):
         first = next(request_iterator, None)
         if first is None:
             return
@@ -513,9 +532,9 @@ def make_server(add, host, port, max_message_bytes=MAX_MESSAGE_BYTES, tls_cert=N
             ("grpc.max_send_message_length", max_message_bytes),
             ("grpc.keepalive_permit_without_calls", 1),
             ("grpc.http2.min_ping_interval_without_data_ms", 5000)]
-    # Each live session holds a worker thread; past `workers` calls, gRPC
+    # Each live call holds a worker thread; past `workers` calls, gRPC
     # answers RESOURCE_EXHAUSTED at once rather than queueing a client that
-    # would then wait until its deadline.
+    # would then wait until its deadline. The servicer bounds sessions.
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), options=opts,
                          maximum_concurrent_rpcs=workers)
     add(server)
@@ -627,7 +646,7 @@ def _serve_worker(args, servicer):
                                    spin_us=args.shm_spin_us, listen=False).serve_session
     if args.grpc_impl == "h2":
         h2, _ = make_h2_server(servicer, args.host, 0, args.max_message_mb << 20, args.tls_cert, args.tls_key,
-                               args.tls_client_ca, workers=args.max_sessions, listen=False)
+                               args.tls_client_ca, workers=args.max_sessions + UNARY_HEADROOM, listen=False)
         handlers[b"g"] = h2.serve_conn
     serve_child(args.procs_child_fd, handlers)
 
@@ -661,7 +680,7 @@ def main(argv=None):
         factory = load_factory(args.env, kwargs)
         env_id = args.id or kwargs.get("id") or args.env.partition(":")[2].split(".")[-1]
         from .parallel import servicer_for
-        servicer = servicer_for(factory, env_id, args.max_envs)  # a PettingZoo Parallel env: herd_env.parallel
+        servicer = servicer_for(factory, env_id, args.max_envs, args.max_sessions)  # a PettingZoo Parallel env: herd_env.parallel
         shm_server = server = workers = None
         port = args.port
         h2 = args.grpc_impl == "h2"
@@ -686,13 +705,15 @@ def main(argv=None):
             raise ValueError("--port -1 (no gRPC) needs --shm")
         if args.port >= 0 and h2:
             server, port = make_h2_server(servicer, args.host, args.port, args.max_message_mb << 20, args.tls_cert,
-                                          args.tls_key, args.tls_client_ca, workers=args.max_sessions,
+                                          args.tls_key, args.tls_client_ca,
+                                          # with --procs this server only hands connections over
+                                          workers=args.max_sessions if workers else args.max_sessions + UNARY_HEADROOM,
                                           procs=workers)
         elif args.port >= 0:
             server, port = make_server(
                 lambda s: add_env_service(servicer, s),
                 args.host, args.port, args.max_message_mb << 20, args.tls_cert, args.tls_key, args.tls_client_ca,
-                workers=args.max_sessions)
+                workers=args.max_sessions + UNARY_HEADROOM)
     except Exception as ex:
         print("herd_env.serve: %s" % (ex,), file=sys.stderr)
         return 2
