@@ -31,6 +31,9 @@ type gradWire struct {
 	// (the in-process collective hands the very slice to the others).
 	buf  [2][]byte
 	turn int
+	// sharedMin is the least number of values for which learners that
+	// share memory average in place (LearnerGroup.SharedMin, resolved).
+	sharedMin int
 	// views are the messages read in place (view), gs the group's
 	// gradients being averaged, dsts where averageShared writes, mine
 	// what this learner shares; m the update's counts and stats; vals
@@ -94,7 +97,7 @@ func (w *gradWire) encode(g *algo.Grad) []byte {
 // (averageShared); else each sends its gradient and averages the M
 // messages itself (average).
 func (w *gradWire) exchange(ctx context.Context, c transport.Collective, dst, own *algo.Grad) error {
-	if s, ok := c.(transport.Sharer); ok && values(own) >= sharedMin {
+	if s, ok := c.(transport.Sharer); ok && values(own) >= w.sharedMin {
 		return w.averageShared(ctx, s, dst, own)
 	}
 	all, err := c.AllGather(ctx, w.encode(own))
@@ -137,12 +140,12 @@ func (w *gradWire) average(dst, own *algo.Grad, all [][]byte) error {
 // gradient and where its average goes.
 type shared struct{ dst, own *algo.Grad }
 
-// sharedMin is the least number of values for which learners that share
-// memory average in place: its second round costs a wake-up per
-// optimizer step, which a model that stays in the core's caches does not
-// win back (PPO's 64-unit CartPole MLP, 9k values, spends more CPU that
-// way; the 512-unit one, 530k, less).
-var sharedMin = 1 << 16
+// DefaultSharedMin is LearnerGroup.SharedMin's default: averaging in
+// place costs a second round, a wake-up per optimizer step, which a model
+// that stays in the core's caches does not win back (PPO's 64-unit
+// CartPole MLP, 9k values, spends more CPU that way; the 512-unit one,
+// 530k, less).
+const DefaultSharedMin = 1 << 16
 
 // values is the number of values in g's parts.
 func values(g *algo.Grad) int {

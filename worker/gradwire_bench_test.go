@@ -21,7 +21,7 @@ func benchReducer(b *testing.B, n int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rs = append(rs, NewReducer(c, 2))
+		rs = append(rs, NewReducer(&LearnerGroup{Collective: c, Learners: 2, Slot: k}))
 		// PPO's parts: weights and biases of three layers in the actor
 		// and the critic.
 		g := &algo.Grad{N: 1}

@@ -149,8 +149,6 @@ func TestGradWireKeepsLastMessage(t *testing.T) {
 // size, with parts some learners do not carry, into their own gradients
 // (PPO) or into buffers of their own (the off-policy learners).
 func TestGradWireSharedIsAverageGrads(t *testing.T) {
-	defer func(n int) { sharedMin = n }(sharedMin)
-	sharedMin = 0 // every size
 	lens := []int{37, 5, 1, 64}
 	for m := 1; m <= 4; m++ {
 		for _, inPlace := range []bool{true, false} {
@@ -185,8 +183,10 @@ func TestGradWireSharedIsAverageGrads(t *testing.T) {
 					t.Fatal(err)
 				}
 				wg.Go(func() {
-					var w gradWire
-					for r := range 2 { // a second round on the buffers the first left
+					// In place for every size; a second round on the
+					// buffers the first left.
+					w := gradWire{sharedMin: 1}
+					for r := range 2 {
 						if errs[k] = w.exchange(ctx, c, dsts[k], own[k]); errs[k] != nil || r == 1 {
 							return
 						}
@@ -228,8 +228,6 @@ func TestGradWireSharedIsAverageGrads(t *testing.T) {
 // A learner of another update, or of another shape, fails the shared
 // average with ErrGradShape naming it.
 func TestGradWireSharedRejects(t *testing.T) {
-	defer func(n int) { sharedMin = n }(sharedMin)
-	sharedMin = 0
 	lens := []int{8, 3}
 	for name, other := range map[string]*algo.Grad{
 		"other shape":  randGrad(2, []int{8, 4}, make([]bool, 2)),
@@ -246,7 +244,7 @@ func TestGradWireSharedRejects(t *testing.T) {
 				t.Fatal(err)
 			}
 			wg.Go(func() {
-				var w gradWire
+				w := gradWire{sharedMin: 1}
 				errs[k] = w.exchange(ctx, c, gs[k], gs[k])
 				c.Close()
 			})

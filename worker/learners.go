@@ -25,6 +25,20 @@ type LearnerGroup struct {
 	Collective transport.Collective
 	// Learners is M, Slot this learner's id (0 … M−1).
 	Learners, Slot int
+	// SharedMin is the least number of a model's values for which
+	// learners whose Collective is a transport.Sharer (one process)
+	// average in place rather than through messages; 0 means
+	// DefaultSharedMin. Both give the same bits.
+	SharedMin int
+}
+
+// wire returns a gradWire for g's exchanges.
+func (g *LearnerGroup) wire() gradWire {
+	n := g.SharedMin
+	if n == 0 {
+		n = DefaultSharedMin
+	}
+	return gradWire{sharedMin: n}
 }
 
 // reducer is algo.Reducer over a transport.Collective: every learner
@@ -37,9 +51,9 @@ type reducer struct {
 	wire gradWire
 }
 
-// NewReducer returns the algo.Reducer of m learners over c.
-func NewReducer(c transport.Collective, m int) algo.Reducer {
-	return &reducer{c: c, m: m}
+// NewReducer returns the algo.Reducer of g's learners over g.Collective.
+func NewReducer(g *LearnerGroup) algo.Reducer {
+	return &reducer{c: g.Collective, m: g.Learners, wire: g.wire()}
 }
 
 func (r *reducer) Learners() int { return r.m }

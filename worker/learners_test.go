@@ -74,13 +74,14 @@ func splitPPOPieces(t *testing.T, m int) *algo.Pieces {
 // reports.
 func runGroup(t *testing.T, m, iters int, timeout time.Duration, only int) ([][]float32, []*sample.Segment, error) {
 	t.Helper()
-	w, reports, _, err := runGroupWrapped(t, m, iters, timeout, only, nil)
+	w, reports, _, err := runGroupWith(t, m, iters, timeout, only, nil)
 	return w, reports, err
 }
 
-// runGroupWrapped is runGroup with each learner's Collective passed
-// through wrap (when not nil); it also returns learner 0's counters.
-func runGroupWrapped(t *testing.T, m, iters int, timeout time.Duration, only int, wrap func(int, transport.Collective) transport.Collective) ([][]float32, []*sample.Segment, worker.Counters, error) {
+// runGroupWith is runGroup with each learner's LearnerGroup passed
+// through set (when not nil), which may wrap its Collective or set its
+// options; it also returns learner 0's counters.
+func runGroupWith(t *testing.T, m, iters int, timeout time.Duration, only int, set func(*worker.LearnerGroup)) ([][]float32, []*sample.Segment, worker.Counters, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -113,8 +114,9 @@ func runGroupWrapped(t *testing.T, m, iters int, timeout time.Duration, only int
 		if err != nil {
 			t.Fatal(err)
 		}
-		if wrap != nil {
-			coll = wrap(i, coll)
+		group := &worker.LearnerGroup{Collective: coll, Learners: m, Slot: i}
+		if set != nil {
+			set(group)
 		}
 		par, err := ip.Params(ctx, "run", transport.Options{})
 		if err != nil {
@@ -126,7 +128,7 @@ func runGroupWrapped(t *testing.T, m, iters int, timeout time.Duration, only int
 			if i == 0 {
 				cnt = &cnt0
 			}
-			cfg := worker.LearnerConfig{Iterations: iters, Counters: cnt, Group: &worker.LearnerGroup{Collective: coll, Learners: m, Slot: i},
+			cfg := worker.LearnerConfig{Iterations: iters, Counters: cnt, Group: group,
 				OnIteration: func(_ int, seg *sample.Segment, _ []algo.Stat) { reports = append(reports, seg) }}
 			l, err := worker.RunLearner(ctx, cfg, pieces, smp, par)
 			errs[i] = err
@@ -186,17 +188,18 @@ func TestLearnerGroupDeterministic(t *testing.T) {
 // Learners in one process average in place (transport.Sharer) with the
 // bits of learners that exchange messages.
 func TestLearnerGroupSharedIsMessages(t *testing.T) {
-	defer worker.SetSharedMin(0)() // the test's small model too
 	const m, iters = 2, 3
-	shared, _, err := runGroup(t, m, iters, 30*time.Second, -1)
+	shared, _, _, err := runGroupWith(t, m, iters, 30*time.Second, -1, func(g *worker.LearnerGroup) {
+		g.SharedMin = 1 // the test's small model too
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs, _, _, err := runGroupWrapped(t, m, iters, 30*time.Second, -1, func(_ int, c transport.Collective) transport.Collective {
-		if _, ok := c.(transport.Sharer); !ok {
+	msgs, _, _, err := runGroupWith(t, m, iters, 30*time.Second, -1, func(g *worker.LearnerGroup) {
+		if _, ok := g.Collective.(transport.Sharer); !ok {
 			t.Fatal("the in-process collective is no transport.Sharer")
 		}
-		return plainPeer{c}
+		g.Collective, g.SharedMin = plainPeer{g.Collective}, 1
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -243,16 +246,17 @@ type plainPeer struct{ transport.Collective }
 // learners that agree count their checks.
 func TestLearnerGroupParamsDiffer(t *testing.T) {
 	const iters = 18 // the checks at rounds 0 and 16
-	_, _, _, err := runGroupWrapped(t, 2, iters, 30*time.Second, -1, func(i int, c transport.Collective) transport.Collective {
-		if i == 1 {
-			return corruptPeer{c}
+	_, _, _, err := runGroupWith(t, 2, iters, 30*time.Second, -1, func(g *worker.LearnerGroup) {
+		if g.Slot == 1 {
+			g.Collective = corruptPeer{g.Collective}
+			return
 		}
-		return plainPeer{c} // messages, as learner 1's
+		g.Collective = plainPeer{g.Collective} // messages, as learner 1's
 	})
 	if !errors.Is(err, worker.ErrParamsDiffer) || !strings.Contains(err.Error(), "parameters differ") {
 		t.Fatalf("got %v, want the learners' parameters to differ", err)
 	}
-	_, _, cnt, err := runGroupWrapped(t, 2, iters, 30*time.Second, -1, nil)
+	_, _, cnt, err := runGroupWith(t, 2, iters, 30*time.Second, -1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -169,7 +169,7 @@ type gradExchange struct {
 }
 
 func newGradExchange(g *LearnerGroup, newGrad func() *algo.Grad) *gradExchange {
-	return &gradExchange{c: g.Collective, avg: newGrad()}
+	return &gradExchange{c: g.Collective, wire: g.wire(), avg: newGrad()}
 }
 
 // average returns the group's average of g, as one update (N 1, each

@@ -119,8 +119,9 @@ type offResult struct {
 // runOffGroup runs m off-policy learners as goroutines for total samples
 // of chunkRows env steps (m = 1: the single learner, no group): learner
 // i learns sample k of the run's if k mod m = i, as env worker k mod m's.
-// It returns each learner's result and what learner 0 reported.
-func runOffGroup(t *testing.T, c offCase, m, total int) ([]offResult, int, error) {
+// sharedMin is the group's LearnerGroup.SharedMin. It returns each
+// learner's result and what learner 0 reported.
+func runOffGroup(t *testing.T, c offCase, m, total, sharedMin int) ([]offResult, int, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -152,7 +153,7 @@ func runOffGroup(t *testing.T, c offCase, m, total int) ([]offResult, int, error
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.Group = &worker.LearnerGroup{Collective: coll, Learners: m, Slot: i}
+			cfg.Group = &worker.LearnerGroup{Collective: coll, Learners: m, Slot: i, SharedMin: sharedMin}
 		}
 		if i == 0 {
 			cfg.OnSample = func(_ int64, tr *sample.Transitions, _ []algo.Stat) { episodes += len(tr.Episodes) }
@@ -183,7 +184,7 @@ func TestOffLearnerGroup(t *testing.T) {
 	const total = 40 // samples: 800 env steps, 600 of them after learning starts
 	for _, c := range offCases {
 		t.Run(c.name, func(t *testing.T) {
-			one, eps1, err := runOffGroup(t, c, 1, total)
+			one, eps1, err := runOffGroup(t, c, 1, total, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,7 +194,7 @@ func TestOffLearnerGroup(t *testing.T) {
 			}
 			for _, m := range []int{2, 4} {
 				t.Run(fmt.Sprint("learners=", m), func(t *testing.T) {
-					got, eps, err := runOffGroup(t, c, m, total)
+					got, eps, err := runOffGroup(t, c, m, total, 0)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -211,7 +212,7 @@ func TestOffLearnerGroup(t *testing.T) {
 					if slices.Equal(got[0].state, one[0].state) {
 						t.Error("the group learned what one learner learns on other minibatches: the gradients were not shared")
 					}
-					again, _, err := runOffGroup(t, c, m, total)
+					again, _, err := runOffGroup(t, c, m, total, 0)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -220,9 +221,7 @@ func TestOffLearnerGroup(t *testing.T) {
 					}
 					// Averaged in place (as for a model of 64k values or
 					// more): the same bits as through messages.
-					restore := worker.SetSharedMin(0)
-					shared, _, err := runOffGroup(t, c, m, total)
-					restore()
+					shared, _, err := runOffGroup(t, c, m, total, 1)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -562,7 +562,7 @@ func RunLearner(ctx context.Context, cfg LearnerConfig, pieces *algo.Pieces, sam
 		if !ok {
 			return l, errNotDataParallel
 		}
-		if err := dp.SetReducer(NewReducer(g.Collective, g.Learners)); err != nil {
+		if err := dp.SetReducer(NewReducer(g)); err != nil {
 			return l, err
 		}
 		own, lead = &Counters{}, g.Slot == 0
