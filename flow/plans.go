@@ -188,6 +188,8 @@ func ApeXPlan(r *Run, numEnvs, syncSteps int) (Iter[Report], error) {
 	}
 	ledger := &Ledger{MaxLag: ApeXLag}
 	store := StoreToReplay(r, storeRB, ledger, GatherAsync(OffPolicyRollouts(workers), 1))
+	ledger.registerHold(r)
 	replay := Replay(r, rb, learner, workers, ledger)
+	workers.resumeLatest(learner)
 	return StandardMetricsReporting(r, UnionAsync(store, replay)), nil
 }
