@@ -344,8 +344,8 @@ type replayWorker struct {
 	lo, total int // a slot worker's first slot
 	vecs      []env.Vector
 	slotLoops []*rollout.Transitions
-	// Each slot's sampler stream, sampler and assembler, which a
-	// checkpoint saves (their state beside the stream: OU noise, the
+	// Each slot's sampler stream, sampler and assembler (an Ape-X
+	// worker's one over all its envs), which a checkpoint saves (their state beside the stream: OU noise, the
 	// n-step transitions not yet complete).
 	srcs       []*rand.PCG
 	samplers   []algo.Sampler
