@@ -230,7 +230,7 @@
 // learner of either topology and PAL with one learner resume (PAL not
 // bit-identically; Executor.NotResumable names a resumable executor's
 // exceptions); envs whose state cannot be saved (no env.Snapshotter) are
-// left out of the local loops', HTS's and PAL's checkpoints, and a resumed
+// left out of the local loops', HTS's, PAL's and the flow plans' checkpoints, and a resumed
 // run restarts their episodes, not bit-identically
 // (Checkpoints.EnvsSaveable, RestartEnvs; summary.json envs_restarted);
 // the memory estimate is a lower bound of the big allocations (float32

@@ -12,6 +12,7 @@ import (
 	"herd/env"
 	"herd/internal/trainstate"
 	"herd/nn"
+	"herd/rollout"
 	"herd/weights"
 )
 
@@ -37,11 +38,17 @@ const (
 type part struct {
 	save    func(ctx context.Context, out map[string][]byte) error
 	restore func(s *trainstate.State) error
-	// ready, when set, says whether the part's state is whole after this
-	// report (ReplayPlan's ledger: not between a store item and the
-	// updates due for it); a checkpoint then waits for the report after
-	// which every part is ready.
+	// ready, when set, is asked after each report while a checkpoint is
+	// wanted, and says whether the part's state is whole (ReplayPlan's
+	// ledger: not between a store item and the updates due for it); a
+	// checkpoint then waits for the report after which every part is
+	// ready. Asking may tell the part to come to rest (ApeXPlan's store
+	// sub-flow, held between items), which then sends a report once it is.
 	ready func() bool
+	// release, when set, is called once the wanted checkpoint is taken:
+	// a part that came to rest for it goes on, or, with stop (the run
+	// was interrupted), ends.
+	release func(stop bool)
 }
 
 // register adds a part to the run's checkpoints.
@@ -76,12 +83,43 @@ func (r *Run) setUpCheckpoints() error {
 	if s == nil {
 		return nil
 	}
+	r.resumeStep = s.Header.Step
 	for _, p := range r.parts {
 		if err := p.restore(s); err != nil {
 			return fmt.Errorf("flow: resume from step %d: %w", s.Header.Step, err)
 		}
 	}
+	if r.restarted > 0 {
+		ck.RestartEnvs(r.restarted)
+	}
 	return nil
+}
+
+// envsSaved sorts out err, what saving a worker's envs gave
+// (env.MarshalChain, env.MarshalVector), as the local executor does
+// (algo.Checkpoints.EnvsSaveable): nil, their state goes into the
+// checkpoints (saved); env.ErrNoSnapshot, the checkpoints hold everything
+// else and the envs start new episodes on resume (restartEnvs); any other
+// error turns the run's checkpoints off (ok false).
+func (r *Run) envsSaved(err error) (saved, ok bool) {
+	if err == nil {
+		return true, true
+	}
+	if ck := r.rt.Checkpoints; ck != nil && errors.Is(err, env.ErrNoSnapshot) {
+		if _, err := ck.EnvsSaveable(err); err == nil {
+			return false, true
+		}
+	}
+	r.noCheckpoints(err.Error())
+	return false, false
+}
+
+// restartSeed is the reset seed, on resume, of the envs of role (a slot,
+// an Ape-X worker) whose state the checkpoint does not hold; they are
+// counted in summary.json's envs_restarted.
+func (r *Run) restartSeed(role string, envs int) int64 {
+	r.restarted += envs
+	return algo.RestartSeed(r.Header.Seed, role, r.resumeStep)
 }
 
 // checkpoint saves every part's state at the run's reported step.
@@ -105,23 +143,47 @@ func (r *Run) afterReport() error {
 	if r.ck == nil {
 		return nil
 	}
+	err := r.outer.Err()
+	// Once wanted, a checkpoint stays wanted until it is taken: parts
+	// asked to come to rest for it wait for their release.
+	r.wanted = r.wanted || err != nil || r.ck.Due(r.steps) && r.steps < r.total.Load()
+	if !r.wanted {
+		return nil
+	}
+	ready := true
 	for _, p := range r.parts {
+		// Every part is asked, so each comes to rest at once.
 		if p.ready != nil && !p.ready() {
-			return nil
+			ready = false
 		}
 	}
-	if err := r.outer.Err(); err != nil {
+	if !ready {
+		return nil
+	}
+	r.wanted = false
+	if err != nil {
 		if !errors.Is(context.Cause(r.outer), algo.ErrDiverged) {
 			if serr := r.checkpoint(); serr != nil && r.ck.Err() == nil {
+				r.release(true)
 				return serr
 			}
 		}
+		r.release(true)
 		return err
 	}
-	if r.ck.Due(r.steps) && r.steps < r.total.Load() {
-		return r.checkpoint()
+	serr := r.checkpoint()
+	r.release(serr != nil)
+	return serr
+}
+
+// release lets the parts that came to rest for a checkpoint go on (or,
+// with stop, end).
+func (r *Run) release(stop bool) {
+	for _, p := range r.parts {
+		if p.release != nil {
+			p.release(stop)
+		}
 	}
-	return nil
 }
 
 type runState struct {
@@ -216,10 +278,12 @@ func (ws *Workers) register(set int) {
 			return
 		}
 		for _, e := range w.envs {
-			if _, err := env.MarshalChain(e); err != nil {
-				r.noCheckpoints(err.Error())
+			_, err := env.MarshalChain(e)
+			saved, ok := r.envsSaved(err)
+			if !ok {
 				return
 			}
+			w.restart = w.restart || !saved
 		}
 		r.register(workerPart(fmt.Sprintf("%s/%d/%d", secWorker, set, k), ws.actors[k], w))
 	}
@@ -249,37 +313,52 @@ func workerPart[S any](name string, a *Actor, w interface {
 	}
 }
 
+// state is the worker's state; with restart (envs that cannot save
+// theirs) without the envs, the observations they gave and a recurrent
+// policy's state of them.
 func (w *worker) state() ([]byte, error) {
-	st := workerState{Claimed: w.claimed, Steps: w.steps, Obs: w.loop.Observations()}
-	if sp, ok := w.policy.(algo.StatefulPolicy); ok && sp.StateDim() > 0 {
-		st.State = sp.StateTo(nil, len(w.envs))
+	st := workerState{Claimed: w.claimed, Steps: w.steps}
+	if !w.restart {
+		st.Obs = w.loop.Observations()
+		if sp, ok := w.policy.(algo.StatefulPolicy); ok && sp.StateDim() > 0 {
+			st.State = sp.StateTo(nil, len(w.envs))
+		}
 	}
 	var err error
 	if st.Weights, err = encodeWeights(w.version); err != nil {
 		return nil, err
 	}
 	for j, e := range w.envs {
-		eb, err := env.MarshalChain(e)
-		if err != nil {
-			return nil, err
+		if !w.restart {
+			eb, err := env.MarshalChain(e)
+			if err != nil {
+				return nil, err
+			}
+			st.Envs = append(st.Envs, eb)
 		}
 		sb, err := w.srcs[j].MarshalBinary()
 		if err != nil {
 			return nil, err
 		}
-		st.Envs, st.Samplers = append(st.Envs, eb), append(st.Samplers, sb)
+		st.Samplers = append(st.Samplers, sb)
 	}
 	return gobBytes(st)
 }
 
 func (w *worker) restore(st workerState) error {
-	if len(st.Envs) != len(w.envs) || len(st.Samplers) != len(w.envs) || len(st.Obs) != len(w.loop.Observations()) {
-		return fmt.Errorf("%w: worker %d saved %d envs and %d observation values, it has %d and %d",
-			trainstate.ErrCorrupt, w.id, len(st.Envs), len(st.Obs), len(w.envs), len(w.loop.Observations()))
+	envs, obs := len(w.envs), len(w.loop.Observations())
+	if w.restart {
+		envs, obs = 0, 0
 	}
-	for j, e := range w.envs {
-		if err := env.UnmarshalChain(e, st.Envs[j]); err != nil {
-			return err
+	if len(st.Envs) != envs || len(st.Samplers) != len(w.envs) || len(st.Obs) != obs {
+		return fmt.Errorf("%w: worker %d saved %d envs, %d sampler streams and %d observation values, it has %d, %d and %d",
+			trainstate.ErrCorrupt, w.id, len(st.Envs), len(st.Samplers), len(st.Obs), envs, len(w.envs), obs)
+	}
+	for j := range w.envs {
+		if !w.restart {
+			if err := env.UnmarshalChain(w.envs[j], st.Envs[j]); err != nil {
+				return err
+			}
 		}
 		if err := w.srcs[j].UnmarshalBinary(st.Samplers[j]); err != nil {
 			return err
@@ -287,7 +366,7 @@ func (w *worker) restore(st workerState) error {
 	}
 	sd := 0
 	sp, ok := w.policy.(algo.StatefulPolicy)
-	if ok {
+	if ok && !w.restart {
 		sd = sp.StateDim()
 	}
 	if len(st.State) != len(w.envs)*sd {
@@ -296,6 +375,19 @@ func (w *worker) restore(st workerState) error {
 	}
 	if sd > 0 {
 		sp.SetState(st.State, len(w.envs))
+	}
+	if w.restart {
+		// New episodes, each slot's with a seed of its own for this
+		// resumption; the recurrent state is still the initial one.
+		st.Obs = make([]float32, 0, len(w.loop.Observations()))
+		for j, e := range w.envs {
+			slot := w.lo + j
+			o, _, err := e.Reset(w.r.restartSeed(fmt.Sprintf("flow/env/%d", slot), 1))
+			if err != nil {
+				return fmt.Errorf("flow: reset env %d: %w", slot, err)
+			}
+			st.Obs = append(st.Obs, o...)
+		}
 	}
 	w.loop.Start(st.Obs)
 	w.claimed, w.steps = st.Claimed, st.Steps
@@ -362,19 +454,21 @@ func (l *Ledger) register(r *Run) {
 	})
 }
 
-// replayWorkerState is a slot replay worker's state between items
-// (OffPolicySlotWorkers), each slice in slot order.
+// replayWorkerState is a replay worker's state between items, each
+// slice in env order (a slot worker's slots; an Ape-X worker's one
+// sampler and assembler over its envs). Envs, Obs and Assemblers are
+// left out when the envs cannot save their state (restart).
 type replayWorkerState struct {
 	Made, Since int64
 	Weights     []byte
 	Obs         []float32
-	Envs        [][]byte // env.MarshalVector's one env
+	Envs        [][]byte // env.MarshalVector's envs, vector after vector
 	Streams     [][]byte // the sampler's stream
 	Samplers    [][]byte // the sampler's own state (OU noise), if it has any
 	Assemblers  [][]byte
 }
 
-// register saves and restores each of ws's slot workers with the run.
+// register saves and restores each of ws's workers with the run.
 func (ws *ReplayWorkers) register(set int) {
 	r := ws.r
 	if !r.localWorkers() {
@@ -384,16 +478,20 @@ func (ws *ReplayWorkers) register(set int) {
 		if !r.savesPolicy(w.policy) {
 			return
 		}
-		for j, v := range w.vecs {
-			if _, err := env.MarshalVector(v); err != nil {
-				r.noCheckpoints(err.Error())
+		for _, v := range w.vectors() {
+			_, err := env.MarshalVector(v)
+			saved, ok := r.envsSaved(err)
+			if !ok {
 				return
 			}
-			if _, ok := w.assemblers[j].(interface {
+			w.restart = w.restart || !saved
+		}
+		for _, a := range w.assemblers {
+			if _, ok := a.(interface {
 				encoding.BinaryMarshaler
 				encoding.BinaryUnmarshaler
-			}); !ok {
-				r.noCheckpoints(fmt.Sprintf("the assembler %T cannot save its state", w.assemblers[j]))
+			}); !ok && !w.restart {
+				r.noCheckpoints(fmt.Sprintf("the assembler %T cannot save its state", a))
 				return
 			}
 		}
@@ -401,18 +499,45 @@ func (ws *ReplayWorkers) register(set int) {
 	}
 }
 
+// vectors are the worker's envs: a slot worker's one per slot, an Ape-X
+// worker's one.
+func (w *replayWorker) vectors() []env.Vector {
+	if w.slots {
+		return w.vecs
+	}
+	return []env.Vector{w.envs}
+}
+
+// loops are the env-step loops over vectors().
+func (w *replayWorker) loops() []*rollout.Transitions {
+	if w.slots {
+		return w.slotLoops
+	}
+	return []*rollout.Transitions{w.loop}
+}
+
 func (w *replayWorker) state() ([]byte, error) {
-	st := replayWorkerState{Made: w.made, Since: w.since, Obs: w.obs}
+	st := replayWorkerState{Made: w.made, Since: w.since}
 	var err error
 	if st.Weights, err = encodeWeights(w.held); err != nil {
 		return nil, err
 	}
-	for j, v := range w.vecs {
-		ebs, err := env.MarshalVector(v)
-		if err != nil {
-			return nil, err
+	if !w.restart {
+		st.Obs = w.obs
+		for j, v := range w.vectors() {
+			ebs, err := env.MarshalVector(v)
+			if err != nil {
+				return nil, err
+			}
+			ab, err := w.assemblers[j].(encoding.BinaryMarshaler).MarshalBinary()
+			if err != nil {
+				return nil, err
+			}
+			st.Envs, st.Assemblers = append(st.Envs, ebs...), append(st.Assemblers, ab)
 		}
-		sb, err := w.srcs[j].MarshalBinary()
+	}
+	for j, src := range w.srcs {
+		sb, err := src.MarshalBinary()
 		if err != nil {
 			return nil, err
 		}
@@ -422,27 +547,27 @@ func (w *replayWorker) state() ([]byte, error) {
 				return nil, err
 			}
 		}
-		ab, err := w.assemblers[j].(encoding.BinaryMarshaler).MarshalBinary()
-		if err != nil {
-			return nil, err
-		}
-		st.Envs, st.Streams = append(st.Envs, ebs[0]), append(st.Streams, sb)
-		st.Samplers, st.Assemblers = append(st.Samplers, own), append(st.Assemblers, ab)
+		st.Streams, st.Samplers = append(st.Streams, sb), append(st.Samplers, own)
 	}
 	return gobBytes(st)
 }
 
 func (w *replayWorker) restore(st replayWorkerState) error {
-	n := len(w.vecs)
-	if len(st.Envs) != n || len(st.Streams) != n || len(st.Samplers) != n || len(st.Assemblers) != n || len(st.Obs) != len(w.obs) || st.Made < 0 || st.Since < 0 {
-		return fmt.Errorf("%w: replay worker %d saved %d envs and %d observation values, it has %d and %d",
-			trainstate.ErrCorrupt, w.id, len(st.Envs), len(st.Obs), n, len(w.obs))
+	vecs, envs, obs := w.vectors(), 0, len(w.obs)
+	for _, v := range vecs {
+		envs += v.NumEnvs()
 	}
-	for j, v := range w.vecs {
-		if err := env.UnmarshalVector(v, func(int) ([]byte, error) { return st.Envs[j], nil }); err != nil {
-			return err
-		}
-		if err := w.srcs[j].UnmarshalBinary(st.Streams[j]); err != nil {
+	n := len(vecs)
+	if w.restart {
+		envs, obs, n = 0, 0, 0
+	}
+	if len(st.Envs) != envs || len(st.Assemblers) != n || len(st.Obs) != obs ||
+		len(st.Streams) != len(w.srcs) || len(st.Samplers) != len(w.srcs) || st.Made < 0 || st.Since < 0 {
+		return fmt.Errorf("%w: replay worker %d saved %d envs, %d sampler streams and %d observation values, it has %d, %d and %d",
+			trainstate.ErrCorrupt, w.id, len(st.Envs), len(st.Streams), len(st.Obs), envs, len(w.srcs), obs)
+	}
+	for j, src := range w.srcs {
+		if err := src.UnmarshalBinary(st.Streams[j]); err != nil {
 			return err
 		}
 		if u, ok := w.samplers[j].(encoding.BinaryUnmarshaler); ok {
@@ -450,11 +575,32 @@ func (w *replayWorker) restore(st replayWorkerState) error {
 				return err
 			}
 		}
-		if err := w.assemblers[j].(encoding.BinaryUnmarshaler).UnmarshalBinary(st.Assemblers[j]); err != nil {
-			return err
-		}
 	}
-	copy(w.obs, st.Obs)
+	if w.restart {
+		// New episodes, with seeds of their own for this resumption;
+		// the fresh assemblers hold no steps of the dropped ones.
+		for j, loop := range w.loops() {
+			role := fmt.Sprintf("flow/apex/%d", w.id)
+			if w.slots {
+				role = fmt.Sprintf("flow/env/%d", w.lo+j)
+			}
+			if err := loop.Reset(w.r.restartSeed(role, loop.NumEnvs())); err != nil {
+				return fmt.Errorf("flow: worker %d: %w", w.id, err)
+			}
+		}
+	} else {
+		off := 0
+		for j, v := range vecs {
+			if err := env.UnmarshalVector(v, func(i int) ([]byte, error) { return st.Envs[off+i], nil }); err != nil {
+				return err
+			}
+			off += v.NumEnvs()
+			if err := w.assemblers[j].(encoding.BinaryUnmarshaler).UnmarshalBinary(st.Assemblers[j]); err != nil {
+				return err
+			}
+		}
+		copy(w.obs, st.Obs)
+	}
 	w.made, w.since = st.Made, st.Since
 	return restoreWeights(st.Weights, w.policy, w.setWeights, &w.err)
 }

@@ -136,19 +136,29 @@
 // through algo.OffPolicy.Checkpoint), each rollout worker (its envs,
 // sampler streams, observations, a recurrent policy's env states, weights
 // version and counters, saved on its actor after everything sent to it),
-// each slot replay worker (the same, with each slot's sampler state and
-// n-step accumulator), each gather (the items requested and not yet
-// yielded, waited for, and the order it takes them in) and a replay
-// plan's Ledger. The Run saves them after a report when one is due, on
-// the caller's cancellation (the plan runs under a context of its own
-// meanwhile, so an update or a segment is never cut) and at the end, and
-// restores them before the plan is pulled: a deterministic plan continues
-// to the same bits. A part may be whole only between some reports (the
-// Ledger: not between a store item and its updates); the checkpoint then
-// waits for the next report after which all are. Ape-X's workers
-// (OffPolicyWorkers), workers over a transport and plans of the caller's
-// (TrainPlan) register no state, so their runs write no checkpoints
-// (Checkpoints.Disable says why).
+// each replay worker (the same, with each slot's sampler state and
+// n-step accumulator; an Ape-X worker's over its envs), each gather (the
+// items requested and not yet yielded, waited for, and the order it takes
+// them in) and a replay plan's Ledger. The Run saves them after a report
+// when one is due, on the caller's cancellation (the plan runs under a
+// context of its own meanwhile, so an update or a segment is never cut)
+// and at the end, and restores them before the plan is pulled: a
+// deterministic plan continues to the same bits. A part may be whole only
+// between some reports (the Ledger: not between a store item and its
+// updates); once a checkpoint is wanted, every part is asked after each
+// report and the checkpoint waits for the report after which all are.
+// ApeXPlan's sub-flows run side by side, so asking also holds its store
+// sub-flow between items (Ledger.rest, with an empty report to say so)
+// until the replay sub-flow has learned every stored step and the
+// checkpoint is taken: a quiescent point, continued from but not to the
+// same bits (its actors act freely). Envs that cannot save their state
+// (env.ErrNoSnapshot) are left out, with what depends on them (their
+// observations, recurrent state, pending n-step steps): a resumed worker
+// resets them with seeds of the resumption (algo.RestartSeed) and the run
+// counts them (Checkpoints.RestartEnvs, summary.json envs_restarted), as
+// the local executor does. Workers over a transport and plans of the
+// caller's (TrainPlan) register no state, so their runs write no
+// checkpoints (Checkpoints.Disable says why).
 //
 // # Budget and accounting
 //

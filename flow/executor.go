@@ -29,9 +29,6 @@ func Executor() algo.Executor {
 		Train:     Train,
 		Resumable: true,
 		NotResumable: func(h algo.Header, spec algo.Spec) string {
-			// Ape-X (ApeXPlan) is chosen by the algorithm's config, which
-			// the header does not show: its run turns its checkpoints off
-			// and says why (Run.noCheckpoints).
 			if h.Runtime.Transport == "nats" {
 				return "workers served over NATS keep their state elsewhere; no training state is saved to continue from"
 			}

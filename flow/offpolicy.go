@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/internal/trainstate"
 	"herd/rollout"
 	"herd/sample"
 	"herd/weights"
@@ -63,11 +65,6 @@ func OffPolicySlotWorkers(r *Run, numEnvs int) (*ReplayWorkers, error) {
 }
 
 func offPolicyWorkers(r *Run, numEnvs, stepsPerItem int, slots bool) (*ReplayWorkers, error) {
-	if !slots {
-		// Ape-X's workers act freely (GatherAsync): no order of items to
-		// continue from.
-		r.noCheckpoints("the asynchronous Ape-X plan (ApeXPlan) saves no training state to continue from")
-	}
 	pc := r.Pieces
 	if pc.NewAssembler == nil || pc.NewPolicy == nil || pc.NewSampler == nil {
 		return nil, fmt.Errorf("%w: the algorithm has no off-policy pieces", ErrConfig)
@@ -121,9 +118,7 @@ func offPolicyWorkers(r *Run, numEnvs, stepsPerItem int, slots bool) (*ReplayWor
 			return nil, err
 		}
 	}
-	if slots {
-		ws.register(set)
-	}
+	ws.register(set)
 	return ws, nil
 }
 
@@ -144,7 +139,8 @@ func newReplayWorker(r *Run, k, numEnvs, stepsPerItem, w int, inc uint64) (*repl
 		return wk, err
 	}
 	actStream, envStream := streams(inc)
-	sampler, err := pc.NewSampler(numEnvs, rng.New(h.Seed, actStream, k))
+	src := rng.Source(h.Seed, actStream, k)
+	sampler, err := pc.NewSampler(numEnvs, rand.New(src))
 	if err != nil {
 		return wk, err
 	}
@@ -166,6 +162,8 @@ func newReplayWorker(r *Run, k, numEnvs, stepsPerItem, w int, inc uint64) (*repl
 	if wk.loop, err = rollout.NewTransitions(wk.envs, rollout.NewInline(wk.policy, sampler), assembler); err != nil {
 		return wk, err
 	}
+	// What a checkpoint saves (replayWorker.state), as a slot worker's.
+	wk.srcs, wk.samplers, wk.assemblers, wk.obs = []*rand.PCG{src}, []algo.Sampler{sampler}, []algo.Assembler{assembler}, wk.loop.Obs
 	if err := wk.loop.Reset(int64(rng.Derive(h.Seed, envStream, k) >> 1)); err != nil {
 		return wk, fmt.Errorf("flow: worker %d: %w", k, err)
 	}
@@ -184,7 +182,7 @@ func newSlotReplayWorker(r *Run, k, lo, hi, w int, inc uint64) (*replayWorker, e
 		return nil, fmt.Errorf("%w: the algorithm has no off-policy pieces", ErrConfig)
 	}
 	n := hi - lo
-	wk := &replayWorker{r: r, id: k, n: n, steps: 1, workers: w, slots: true}
+	wk := &replayWorker{r: r, id: k, n: n, steps: 1, workers: w, slots: true, lo: lo}
 	var err error
 	if wk.policy, err = pc.NewPolicy(); err != nil {
 		return wk, err
@@ -283,6 +281,22 @@ func (ws *ReplayWorkers) SyncEvery(n int) {
 	ws.every = int64(max(n, 0))
 }
 
+// resumeLatest makes a resumed run's workers, under SyncEvery, copy the
+// restored learner's weights when they are next due, as they would have
+// copied the newest version before the checkpoint (none before the
+// learner's first update).
+func (ws *ReplayWorkers) resumeLatest(l algo.TransitionLearner) {
+	ws.r.register(part{
+		save: func(context.Context, map[string][]byte) error { return nil },
+		restore: func(*trainstate.State) error {
+			if v := l.Weights(); ws.every > 0 && v.N > 0 {
+				ws.latest.Store(v)
+			}
+			return nil
+		},
+	})
+}
+
 // Syncs returns, per worker, the weights messages it has been sent so far
 // (copies of the learner's weights it took).
 func (ws *ReplayWorkers) Syncs() []int64 {
@@ -327,17 +341,21 @@ type replayWorker struct {
 	// slots: a slot worker (OffPolicySlotWorkers), one env, sampler and
 	// assembler per slot; total is the run's envs (the driver's step).
 	slots     bool
-	total     int
+	lo, total int // a slot worker's first slot
 	vecs      []env.Vector
 	slotLoops []*rollout.Transitions
-	// Each slot's sampler stream, sampler and assembler, which a
-	// checkpoint saves (their state beside the stream: OU noise, the
+	// Each slot's sampler stream, sampler and assembler (an Ape-X
+	// worker's one over all its envs), which a checkpoint saves (their state beside the stream: OU noise, the
 	// n-step transitions not yet complete).
 	srcs       []*rand.PCG
 	samplers   []algo.Sampler
 	assemblers []algo.Assembler
-	obs        []float32   // every slot's observation, slot order
-	out        *rowOutputs // the policy's outputs for them
+	// restart: the envs cannot save their state, so checkpoints leave
+	// them out (with the assemblers' pending steps) and a resumed worker
+	// starts new episodes.
+	restart bool
+	obs     []float32   // the observations acted on next, env order
+	out     *rowOutputs // a slot worker's policy outputs for them
 }
 
 // rowOutputs holds one batched forward pass of a slot worker's policy,
@@ -551,6 +569,13 @@ type Ledger struct {
 	stored, trained int64
 	ended           bool // the store sub-flow has ended
 	failed          bool // the replay sub-flow has ended with an error
+	// A checkpoint of a plan whose sub-flows run side by side (ApeXPlan:
+	// registerHold) holds the store sub-flow between items: hold asks
+	// for it, held says it is there, released counts the releases (the
+	// store goes on after the one it waits for, even if the next
+	// checkpoint asks again at once), stop ends it instead.
+	hold, held, stop bool
+	released         int
 }
 
 // wait parks until ok() holds (checked under the lock) or ctx ends.
@@ -612,11 +637,60 @@ func StoreToReplay(r *Run, rb algo.Replay, l *Ledger, it Iter[Experience]) Iter[
 				return
 			}
 			l.update(func() { l.stored += x.Report.Steps })
-			if !yield(x.Report, nil) {
+			if !yield(x.Report, nil) || !l.rest(r, yield) {
 				return
 			}
 		}
 	}
+}
+
+// rest holds the store sub-flow between two items while a checkpoint
+// asks for it (registerHold): still inside the gather's item, with no
+// transition being stored. It says so with an empty report, after which
+// the consumer checks again whether the checkpoint can be taken, and
+// waits for the release; false: the sub-flow ends (the run was
+// interrupted, or its context ended).
+func (l *Ledger) rest(r *Run, yield func(Report, error) bool) bool {
+	l.mu.Lock()
+	hold, gen := l.hold, l.released
+	l.held = hold
+	l.mu.Unlock()
+	if !hold {
+		return true
+	}
+	if !yield(Report{}, nil) {
+		return false
+	}
+	if err := l.wait(r, func() bool { return l.released != gen }); err != nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.stop
+}
+
+// registerHold makes the ledger hold the store sub-flow for r's
+// checkpoints: ready once it is held between items (or has ended) and
+// every stored step's updates have run, so that neither sub-flow is
+// inside an item. The replay sub-flow, with nothing new stored, waits
+// meanwhile.
+func (l *Ledger) registerHold(r *Run) {
+	r.register(part{
+		save:    func(context.Context, map[string][]byte) error { return nil },
+		restore: func(*trainstate.State) error { return nil },
+		ready: func() bool {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.hold = true
+			return l.held || l.ended
+		},
+		release: func(stop bool) {
+			l.update(func() {
+				l.hold, l.held, l.stop = false, false, stop
+				l.released++
+			})
+		},
+	})
 }
 
 // Replay is the replay sub-flow: each item runs the learner's updates due

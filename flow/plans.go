@@ -171,7 +171,10 @@ const ApeXLag = 256
 // copy, not every update). The store sub-flow waits while it is more than
 // ApeXLag env steps ahead of the learner. With apex_epsilon, worker i of
 // N explores at the paper's fixed ε_i = apex_epsilon^(1 + 7i/(N−1))
-// (OffPolicyWorkers).
+// (OffPolicyWorkers). A checkpoint holds the store sub-flow between items
+// until the learner has run the updates due for every stored step
+// (Ledger.registerHold), so it is whole, though the run, whose workers'
+// items arrive in timing's order, does not resume to the same bits.
 func ApeXPlan(r *Run, numEnvs, syncSteps int) (Iter[Report], error) {
 	workers, err := OffPolicyWorkers(r, numEnvs, max(1, ApeXLocalBuffer/numEnvs))
 	if err != nil {
@@ -188,6 +191,8 @@ func ApeXPlan(r *Run, numEnvs, syncSteps int) (Iter[Report], error) {
 	}
 	ledger := &Ledger{MaxLag: ApeXLag}
 	store := StoreToReplay(r, storeRB, ledger, GatherAsync(OffPolicyRollouts(workers), 1))
+	ledger.registerHold(r)
 	replay := Replay(r, rb, learner, workers, ledger)
+	workers.resumeLatest(learner)
 	return StandardMetricsReporting(r, UnionAsync(store, replay)), nil
 }

@@ -133,6 +133,9 @@ type worker struct {
 	learner        GradientLearner  // built on first ComputeGradients
 	proxy          *proxy           // over a transport: the worker's actor (envs elsewhere)
 	enc            *encodedWeights  // the proxy's weights messages
+	// restart: the envs cannot save their state, so checkpoints leave
+	// them out and a resumed worker starts new episodes.
+	restart bool
 }
 
 func (w *worker) close() {

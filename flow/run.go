@@ -67,6 +67,11 @@ type Run struct {
 	parts   []part
 	noCk    string // why the plan's state cannot be saved ("": it can)
 	gathers int    // gathers registered
+	wanted  bool   // a checkpoint is due, waiting for every part to be ready
+	// resumeStep is the step of the checkpoint being restored; restarted
+	// counts the envs its restore restarted (their state not saved).
+	resumeStep int64
+	restarted  int
 }
 
 // Train runs the plan of cfg (a Planner) with spec's pieces: the flow

@@ -242,50 +242,59 @@ dqn:
 `)
 }
 
-// TestCLIResumePALAfterSIGKILL: a PAL DQN run (two actors) killed with
-// SIGKILL once it has written two checkpoints and resumed with --resume
-// completes with exit 0; summary.json says it resumed from the newest
-// checkpoint left, and metrics.csv has one row per log_every interval up
-// to the budget (max_lag 8 keeps the learner's steps closer together than
-// log_every): none of the rows the killed process wrote past the
-// checkpoint repeated, none missing. PAL is asynchronous, so the weights
-// are not compared.
-func TestCLIResumePALAfterSIGKILL(t *testing.T) {
-	dir := t.TempDir()
-	cfg := "algo: dqn\nenv: CartPole-v1\nseed: 5\nsteps: 16000\nlog_every: 500\ncheckpoint_every: 2000\ncheckpoint_keep: 2\n" +
-		"runtime: {executor: pal, actors: 2, max_lag: 8}\n" +
-		"dqn: {buffer_size: 2000, learning_starts: 1000, batch_size: 32, train_frequency: 4, net_arch: [32, 32]}\n"
-	if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "run")
-	args := []string{"train", "--config", "c.yaml", "--quiet", "--out", "run"}
-	killAtSecondCheckpoint(t, dir, out, args...)
-	left := checkpointsIn(out)
-	var cut int64
-	if _, err := fmt.Sscanf(left[len(left)-1], "state-%d.herdstate", &cut); err != nil {
-		t.Fatal(err)
-	}
-	r := herd(t, dir, append(args, "--resume")...)
-	if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("resuming from step %d", cut)) {
-		t.Fatalf("resume after SIGKILL (newest checkpoint at step %d): exit %d\n%s\n%s", cut, r.code, r.stdout, r.stderr)
-	}
-	sum, err := metrics.ReadSummary(filepath.Join(out, "summary.json"))
-	if err != nil || sum.Status != metrics.StatusCompleted || sum.Steps != 16000 || sum.ResumedFromStep == nil || *sum.ResumedFromStep != cut {
-		t.Fatalf("summary.json: %v, status %q, %d steps, resumed_from_step %v; want completed, 16000, %d", err, sum.Status, sum.Steps, sum.ResumedFromStep, cut)
-	}
-	b, err := os.ReadFile(filepath.Join(out, "metrics.csv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
-	if err != nil || len(rows) != 33 || rows[0][0] != "step" {
-		t.Fatalf("metrics.csv: %v, %d rows; want a header and 32 rows", err, len(rows))
-	}
-	for i, row := range rows[1:] {
-		if s, err := strconv.ParseInt(row[0], 10, 64); err != nil || s/500 != int64(i)+1 {
-			t.Fatalf("metrics.csv row %d at step %s (cut at %d): a row missing or repeated", i, row[0], cut)
-		}
+// TestCLIResumeAsyncAfterSIGKILL: asynchronous DQN runs — PAL (two
+// actors) and Ape-X under flow (two actors with actor priorities) —
+// killed with SIGKILL once they have written two checkpoints and resumed
+// with --resume complete with exit 0; summary.json says each resumed from
+// the newest checkpoint left, and metrics.csv has one row per log_every
+// interval up to the budget (PAL's max_lag 8 keeps the learner's steps
+// closer together than log_every; Ape-X reports 50 env steps at a time):
+// none of the rows the killed process wrote past the checkpoint repeated,
+// none missing. Their actors act freely, so the weights are not compared.
+func TestCLIResumeAsyncAfterSIGKILL(t *testing.T) {
+	for name, runtime := range map[string]string{
+		"pal":       "runtime: {executor: pal, actors: 2, max_lag: 8}\ndqn: {",
+		"flow-apex": "runtime: {executor: flow, env_workers: 2}\ndqn: {prioritized: true, initial_priorities: actor, ",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cfg := "algo: dqn\nenv: CartPole-v1\nseed: 5\nsteps: 16000\nlog_every: 500\ncheckpoint_every: 2000\ncheckpoint_keep: 2\n" +
+				runtime + "buffer_size: 2000, learning_starts: 1000, batch_size: 32, train_frequency: 4, net_arch: [32, 32]}\n"
+			if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(cfg), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "run")
+			args := []string{"train", "--config", "c.yaml", "--quiet", "--out", "run"}
+			killAtSecondCheckpoint(t, dir, out, args...)
+			left := checkpointsIn(out)
+			var cut int64
+			if _, err := fmt.Sscanf(left[len(left)-1], "state-%d.herdstate", &cut); err != nil {
+				t.Fatal(err)
+			}
+			r := herd(t, dir, append(args, "--resume")...)
+			if r.code != 0 || !strings.Contains(r.stdout, fmt.Sprintf("resuming from step %d", cut)) {
+				t.Fatalf("resume after SIGKILL (newest checkpoint at step %d): exit %d\n%s\n%s", cut, r.code, r.stdout, r.stderr)
+			}
+			sum, err := metrics.ReadSummary(filepath.Join(out, "summary.json"))
+			if err != nil || sum.Status != metrics.StatusCompleted || sum.Steps != 16000 || sum.ResumedFromStep == nil || *sum.ResumedFromStep != cut || sum.Checkpoints != "on" {
+				t.Fatalf("summary.json: %v, status %q, %d steps, resumed_from_step %v, checkpoints %q; want completed, 16000, %d, on",
+					err, sum.Status, sum.Steps, sum.ResumedFromStep, sum.Checkpoints, cut)
+			}
+			b, err := os.ReadFile(filepath.Join(out, "metrics.csv"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+			if err != nil || len(rows) != 33 || rows[0][0] != "step" {
+				t.Fatalf("metrics.csv: %v, %d rows; want a header and 32 rows", err, len(rows))
+			}
+			for i, row := range rows[1:] {
+				if s, err := strconv.ParseInt(row[0], 10, 64); err != nil || s/500 != int64(i)+1 {
+					t.Fatalf("metrics.csv row %d at step %s (cut at %d): a row missing or repeated", i, row[0], cut)
+				}
+			}
+		})
 	}
 }
 
