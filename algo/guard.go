@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 
 	"herd/nn"
 )
@@ -37,6 +38,10 @@ func (e *DivergedError) Unwrap() error { return ErrDiverged }
 // ParamModel is a Model whose parameters the divergence guard can check and
 // roll back: Params returns the live parameters that Save writes (values
 // and the gradients of the last update).
+//
+// A ParamModel that is also a sync.Locker is one whose parameters another
+// goroutine updates while the run logs: the guard reads them only while it
+// holds that lock.
 type ParamModel interface {
 	Model
 	Params() []*nn.Param
@@ -75,6 +80,7 @@ type guard struct {
 	step     int64
 	next     int64
 	params   []*nn.Param
+	lock     sync.Locker // nil: the parameters change only on the logging goroutine
 	kept     [][]float32
 	keptStep int64
 	err      *DivergedError
@@ -100,6 +106,7 @@ func (g *guard) track(m Model) {
 		return
 	}
 	g.params = pm.Params()
+	g.lock, _ = m.(sync.Locker)
 	g.kept = make([][]float32, len(g.params))
 	for i, p := range g.params {
 		g.kept[i] = make([]float32, len(p.Value))
@@ -156,6 +163,10 @@ func (g *guard) Step(step int64) {
 func (g *guard) checkParams() {
 	if g.err != nil || g.params == nil {
 		return
+	}
+	if g.lock != nil {
+		g.lock.Lock()
+		defer g.lock.Unlock()
 	}
 	for _, p := range g.params {
 		if i := nonFinite(p.Value); i >= 0 {

@@ -714,7 +714,9 @@ func Replay(r *Run, rb algo.Replay, learner algo.TransitionLearner, ws *ReplayWo
 			if step == prev && ended {
 				return
 			}
+			r.learning.Lock()
 			stats, err := learner.Learn(r.Ctx, rb, prev, step)
+			r.learning.Unlock()
 			if err != nil {
 				l.update(func() { l.failed = true })
 				yield(Report{}, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"herd/algo"
@@ -46,11 +47,15 @@ type Run struct {
 	Pieces *algo.Pieces
 	Spaces algo.Spaces
 
-	rt     *algo.Runtime
-	model  algo.Model
-	budget atomic.Int64 // env steps rollout workers may still take
-	total  atomic.Int64 // the budget before any claim
-	round  int64        // SetBudget's unit, a synchronous plan's round (0: none)
+	rt    *algo.Runtime
+	model algo.Model
+	// learning is held while a replay sub-flow updates the model (Replay),
+	// which may run on a goroutine other than the one that logs; the
+	// divergence guard reads the parameters under it.
+	learning sync.Mutex
+	budget   atomic.Int64 // env steps rollout workers may still take
+	total    atomic.Int64 // the budget before any claim
+	round    int64        // SetBudget's unit, a synchronous plan's round (0: none)
 	// numAsyncRead: the plan asked for runtime.num_async (NumAsync), so
 	// the setting is not silently ignored.
 	numAsyncRead bool
@@ -280,7 +285,17 @@ func (r *Run) claimAt(n int64) (int64, bool) {
 // divergence).
 func (r *Run) track(m algo.Model) {
 	r.model = m
+	if pm, ok := m.(algo.ParamModel); ok {
+		m = lockedModel{pm, &r.learning}
+	}
 	r.rt.Track(m)
+}
+
+// lockedModel is the model as the divergence guard sees it: a ParamModel
+// whose parameters it reads under Run.learning (algo.ParamModel).
+type lockedModel struct {
+	algo.ParamModel
+	sync.Locker
 }
 
 // onClose registers f to run when Train returns (after the context is
