@@ -404,7 +404,7 @@ func notResumable(res *Resolved, ex Executor, noFiles bool) string {
 	case h.MultiAgent.Enabled() && ex.Name != LocalExecutor:
 		return fmt.Sprintf("%s with a multiagent section under executor %s saves no training state to continue from yet; only the local executor checkpoints every policy at one joint step", h.Algo, ex.Name)
 	case h.MultiAgent.Enabled():
-		return fmt.Sprintf("a multiagent section with a %s policy (executor %s) saves no training state to continue from yet: %s saves only its final weights", notResumablePolicy(res), ex.Name, notResumablePolicy(res))
+		return fmt.Sprintf("%s, which trains a policy of the multiagent section (executor %s), saves no training state to continue from yet, only its final weights", notResumablePolicy(res), ex.Name)
 	case !res.Spec.Resumable:
 		return fmt.Sprintf("%s (executor %s) saves no training state to continue from yet, only its final weights", h.Algo, ex.Name)
 	case ex.Name != LocalExecutor && !ex.Resumable:

@@ -34,6 +34,13 @@
 // same weights every time (TestDeterministic). The divergence guard checks
 // every policy's parameters at the same points.
 //
+// # Checkpoints
+//
+// With algo.Runtime.Checkpoints every policy saves its whole state at the
+// same joint step, where every policy ends an iteration, and the run's
+// checkpoint holds them all with the envs' state; a resumed run ends with
+// the bits of the run that never stopped (joint.go).
+//
 // Algorithms whose local Train builds its envs through Runtime.MakeEnvs
 // (PPO, A2C, DQN, SAC, TD3, DDPG) can be several policies; one that builds
 // its own (A3C and IMPALA, whose Train runs a flow plan) is refused.
