@@ -109,3 +109,4 @@ func boolByte(v bool) byte {
 	}
 	return 0
 }
+var _ core.Snapshotter = (*Env)(nil)
