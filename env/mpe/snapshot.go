@@ -109,4 +109,5 @@ func boolByte(v bool) byte {
 	}
 	return 0
 }
+
 var _ core.Snapshotter = (*Env)(nil)
