@@ -27,7 +27,8 @@ import (
 // its step J·(its rows); its Save hands its sections over, and the last
 // policy to hand them over for J writes the checkpoint: the sections of
 // policy <id> as policy/<id>/<section>, each policy's held-back metrics
-// calls and episode columns (secLog), the joint step (secLoop) and the
+// calls (none: they are handed to the run's logger first) and episode
+// columns (secLog), the joint step (secLoop) and the
 // envs (env/<row>, env.MarshalVector of the whole vector). Until then no
 // joint step can be taken (that policy has not stepped), so the envs
 // stand at J.
@@ -59,7 +60,6 @@ type joint struct {
 	mu    sync.Mutex
 	step  int64 // the joint step being gathered
 	got   []map[string][]byte
-	logs  [][]byte
 	count int
 }
 
@@ -67,7 +67,7 @@ type joint struct {
 // restores the executor's own state when the run resumes.
 func (x *exec) checkpoints(ck *algo.Checkpoints, numEnvs int) ([]*algo.Checkpoints, error) {
 	n := len(x.ids)
-	x.joint.got, x.joint.logs = make([]map[string][]byte, n), make([][]byte, n)
+	x.joint.got = make([]map[string][]byte, n)
 	var restored []*trainstate.State
 	if s := ck.Restored(); s != nil {
 		var err error
@@ -152,7 +152,6 @@ func (x *exec) deposit(ck *algo.Checkpoints, k int, step int64, sections map[str
 	if step%rows != 0 {
 		return fmt.Errorf("multipolicy: policy %s saves at step %d, not a joint step of its %d rows", x.ids[k], step, rows)
 	}
-	lb := x.logs[k].marshal() // policy k's own: its goroutine writes it
 	js := &x.joint
 	js.mu.Lock()
 	defer js.mu.Unlock()
@@ -163,7 +162,7 @@ func (x *exec) deposit(ck *algo.Checkpoints, k int, step int64, sections map[str
 	if js.got[k] == nil {
 		js.count++
 	} // else a second save of the same step (due, then interrupted): the same state
-	js.step, js.got[k], js.logs[k] = j, sections, lb
+	js.step, js.got[k] = j, sections
 	if js.count < len(x.ids) {
 		return nil
 	}
@@ -171,12 +170,20 @@ func (x *exec) deposit(ck *algo.Checkpoints, k int, step int64, sections map[str
 	if x.stepsDone != j*x.totalRows {
 		return fmt.Errorf("multipolicy: the policies save at joint step %d, the envs are at %d", j, x.stepsDone/x.totalRows)
 	}
+	// Every policy's calls of step J are made (each saves after them)
+	// and no other is under way (each waits in its next env step or
+	// has ended), so they are handed to the run's logger here rather
+	// than in the next round: the metrics section then stands at J, as
+	// the checkpoint does. The next round hands over nothing more and
+	// repeats Step(J·rows), which changes nothing.
+	x.flush()
+	x.log.Step(x.stepsDone)
 	out := map[string][]byte{secLoop: binary.LittleEndian.AppendUint64(nil, uint64(j))}
 	for q, id := range x.ids {
 		for name, b := range js.got[q] {
 			out[secPolicy+id+"/"+name] = b
 		}
-		out[secLog+id] = js.logs[q]
+		out[secLog+id] = x.logs[q].marshal()
 	}
 	ebs, err := env.MarshalVector(x.v)
 	switch {
