@@ -185,7 +185,7 @@
 //	| `--set learning_rate=.inf` / `.nan` anywhere in a config | `ErrConfig` naming the key, before anything is written |
 //	| `--out` holding a run, no flag | refused: "already holds a run …; use --force … or another --out" |
 //	| `--force` run that fails before training | earlier run untouched (files are staged, moved into place only at the end) |
-//	| `--resume` of a run of another algorithm or executor (impala, ppo under hts, a multiagent section) | "cannot resume DIR: impala (executor local) saves no training state to continue from yet …", before anything is written |
+//	| `--resume` of a run of another algorithm or executor (impala, ppo under hts, a multiagent section under hts) | "cannot resume DIR: impala (executor local) saves no training state to continue from yet …", before anything is written |
 //	| `--resume` with a changed setting, seed, env or algorithm | "cannot resume: …: it was taken for ppo.learning_rate 0.00025 (this run: 0.001)", the directory unchanged |
 //	| `--resume` after SIGKILL, the newest checkpoint truncated | the newest checkpoint that loads is used, the skipped one named; metrics.csv rewritten from the checkpoint (no repeated or missing rows) |
 //	| two processes into one `--out` | the second is refused: "in use by another process (locked by pid N)" (flock, released by the kernel on any exit) |
@@ -225,6 +225,11 @@
 // configuration (ResumeConfig). A resumed run loads the newest checkpoint that
 // decodes, checks it against the run before anything in the directory changes,
 // and ends bit-identical to the run that never stopped.
+//
+// A run with a multiagent section under the local executor (run/multipolicy)
+// hands each policy's Train checkpoints of its own (Checkpoints.Policy,
+// PolicyCheckpoint): every policy saves at one joint env step, and the
+// executor writes one checkpoint of them all with the envs' state.
 //
 // Limits: only those, PPO (PPO-LSTM included) and A2C under HTS, the dist
 // learner of either topology and PAL with one learner resume (PAL not

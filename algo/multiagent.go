@@ -2,9 +2,11 @@ package algo
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"path"
@@ -15,6 +17,7 @@ import (
 
 	"herd/env"
 	"herd/internal/atomicfile"
+	"herd/internal/trainstate"
 	"herd/metrics"
 	"herd/nn"
 
@@ -232,6 +235,35 @@ func (p *PolicyEpisodes) Log(log Logger, prefix string) {
 	log.Scalar(prefix+"return_mean", ret)
 	log.Scalar(prefix+"length_mean", length)
 	log.Scalar(prefix+"episodes", float64(p.count))
+}
+
+// MarshalBinary saves the columns' state, for a checkpoint of the run.
+func (p *PolicyEpisodes) MarshalBinary() ([]byte, error) {
+	b := binary.LittleEndian.AppendUint64(nil, uint64(p.count))
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(p.rets)))
+	for i := range p.rets {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.rets[i]))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(p.lens[i]))
+	}
+	return b, nil
+}
+
+// UnmarshalBinary restores what MarshalBinary saved.
+func (p *PolicyEpisodes) UnmarshalBinary(b []byte) error {
+	if len(b) < 16 {
+		return fmt.Errorf("%w: policy episodes: %d bytes", trainstate.ErrCorrupt, len(b))
+	}
+	n := binary.LittleEndian.Uint64(b[8:])
+	if n > metrics.Window || uint64(len(b)) != 16+16*n {
+		return fmt.Errorf("%w: policy episodes: %d bytes for %d episodes", trainstate.ErrCorrupt, len(b), n)
+	}
+	p.count = int64(binary.LittleEndian.Uint64(b))
+	p.rets, p.lens = make([]float64, n), make([]float64, n)
+	for i := range p.rets {
+		p.rets[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[16+16*i:]))
+		p.lens[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[24+16*i:]))
+	}
+	return nil
 }
 
 // AlgoConfig is an algorithm and its configuration: those of the policies

@@ -72,6 +72,10 @@ type Checkpoints struct {
 	// saved is told of each checkpoint written.
 	saved func(CheckpointInfo)
 	err   error // the last Save's
+	// run, when set, makes these the checkpoints of one policy of a
+	// run with several (Policy): run are the run's.
+	run    *Checkpoints
+	policy PolicyCheckpoint
 }
 
 // CheckpointInfo describes one checkpoint written, for RunOptions.Checkpointed.
@@ -130,23 +134,44 @@ func (c *Checkpoints) Resume(s *trainstate.State) error {
 func (c *Checkpoints) Restored() *trainstate.State { return c.restored }
 
 // Due reports whether the periodic checkpoint is due at env step step.
-func (c *Checkpoints) Due(step int64) bool { return c.off == "" && step >= c.next }
+func (c *Checkpoints) Due(step int64) bool {
+	if c.run != nil {
+		return c.run.off == "" && c.policy.Due(step)
+	}
+	return c.off == "" && step >= c.next
+}
 
 // Disable turns the checkpoints of this run off (Due false, Save a no-op),
 // for a run whose state cannot be saved whole (an env without
 // env.Snapshotter); reason says why.
-func (c *Checkpoints) Disable(reason string) { c.off = reason }
+func (c *Checkpoints) Disable(reason string) {
+	if c.run != nil {
+		if c.run.off == "" {
+			c.run.off = "policy " + c.policy.ID + ": " + reason
+		}
+		return
+	}
+	c.off = reason
+}
 
 // Partial records what this run's checkpoints leave out (the executor's
 // envs, which restart their episodes on resume): summary.json's
 // checkpoints note is then "on: " + what.
-func (c *Checkpoints) Partial(what string) { c.partial = what }
+func (c *Checkpoints) Partial(what string) {
+	if c.run != nil {
+		c = c.run
+	}
+	c.partial = what
+}
 
 // EnvsNotSaved makes the checkpoints of a run whose envs cannot save
 // their state (why, wrapping env.ErrNoSnapshot) hold everything else,
 // and says so in summary.json's checkpoints note (Partial). A resumed
 // run then restarts the envs' episodes (RestartEnvs).
 func (c *Checkpoints) EnvsNotSaved(why error) {
+	if c.run != nil {
+		c = c.run
+	}
 	c.restarts.Reason = why.Error()
 	c.Partial(fmt.Sprintf("the envs are not saved (%v): on resume they start new episodes, and the episodes unfinished at the checkpoint end there (their returns unlogged, an off-policy run's pending n-step transitions unstored; summary.json envs_restarted counts them)", why))
 }
@@ -169,6 +194,9 @@ func (c *Checkpoints) EnvsSaveable(err error) (bool, error) {
 // of continuing theirs: the episodes they were in are dropped. summary.json's
 // envs_restarted sums them over the run's resumes.
 func (c *Checkpoints) RestartEnvs(n int) {
+	if c.run != nil {
+		return // the executor of the policies counts the run's envs once
+	}
 	c.restarts.Envs += int64(n)
 	c.restarts.Resumes++
 }
@@ -192,18 +220,58 @@ func (c *Checkpoints) Restarts() *metrics.EnvsRestarted {
 }
 
 // Disabled is the reason Disable was given, "" while checkpoints are on.
-func (c *Checkpoints) Disabled() string { return c.off }
+func (c *Checkpoints) Disabled() string {
+	if c.run != nil {
+		return c.run.off
+	}
+	return c.off
+}
 
 // Save writes the checkpoint of env step step holding sections (the
 // algorithm's) and the caller's, keeps the newest ones and schedules the
-// next periodic one.
+// next periodic one. A policy's (Policy) hands them to its
+// PolicyCheckpoint.Save instead.
 func (c *Checkpoints) Save(step int64, sections map[string][]byte) error {
-	if c.off != "" {
+	if c.Disabled() != "" {
 		return nil
+	}
+	if c.run != nil {
+		c.err = c.policy.Save(step, sections)
+		return c.err
 	}
 	c.err = c.save(step, sections)
 	return c.err
 }
+
+// PolicyCheckpoint is how one policy of a run with several (a multiagent
+// section) takes part in the run's checkpoints: every policy's state is
+// saved at the same joint env step, so the executor of the policies
+// decides when (Due) and gathers what each policy's Train saves (Save)
+// into one checkpoint with the envs' state.
+type PolicyCheckpoint struct {
+	// ID is the policy's id (multiagent.policies).
+	ID string
+	// Due reports whether a checkpoint is due at the policy's own env
+	// step (its rows' steps).
+	Due func(step int64) bool
+	// Save takes the policy's sections at its step.
+	Save func(step int64, sections map[string][]byte) error
+	// Restored is the policy's part of the checkpoint the run resumes
+	// from, its header's step the policy's own; nil for a fresh run.
+	Restored *trainstate.State
+}
+
+// Policy returns the checkpoints that policy p's Train is handed
+// (Runtime.Checkpoints): Due and Save are p's, Restored is p.Restored;
+// Disable, Partial and EnvsNotSaved apply to the whole run's c, and
+// RestartEnvs is left to the executor, which counts the run's envs once.
+func (c *Checkpoints) Policy(p PolicyCheckpoint) *Checkpoints {
+	return &Checkpoints{every: c.every, run: c, policy: p, restored: p.Restored}
+}
+
+// Next is the env step at or past which the next periodic checkpoint is
+// due.
+func (c *Checkpoints) Next() int64 { return c.next }
 
 // Err is the error of the last Save, nil when it was written: Train
 // returns ctx.Err() when it is cancelled, and the caller reads here

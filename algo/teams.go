@@ -1,6 +1,10 @@
 package algo
 
 import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
 	"herd/env"
 	"herd/metrics"
 )
@@ -127,4 +131,84 @@ func (t *teamVector) Step(actions []float32) (*env.Batch, error) {
 		t.log.Scalar(t.epName[k], float64(t.episodes[k]))
 	}
 	return b, nil
+}
+
+// MarshalEnvs saves the wrapped vector's rows (env.MarshalVector) and, in
+// row 0's state, the teams' accumulators: each env's partial team
+// returns and the last returns and episode count of each team
+// (env.VectorSnapshotter).
+func (t *teamVector) MarshalEnvs() ([][]byte, error) {
+	rows, err := env.MarshalVector(t.Vector)
+	if err != nil {
+		return nil, err
+	}
+	b := binary.LittleEndian.AppendUint64(nil, uint64(len(rows[0])))
+	b = append(b, rows[0]...)
+	for c := range t.acc {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(t.acc[c]))
+		b = binary.LittleEndian.AppendUint64(b, uint64(t.got[c]))
+	}
+	for k := range t.rets {
+		b = binary.LittleEndian.AppendUint64(b, uint64(t.episodes[k]))
+		b = binary.LittleEndian.AppendUint64(b, uint64(len(t.rets[k])))
+		for _, x := range t.rets[k] {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+		}
+	}
+	rows[0] = b
+	return rows, nil
+}
+
+// UnmarshalEnvs restores what MarshalEnvs saved.
+func (t *teamVector) UnmarshalEnvs(state func(i int) ([]byte, error)) error {
+	b, err := state(0)
+	if err != nil {
+		return err
+	}
+	bad := fmt.Errorf("algo: a saved team state of %d bytes is malformed", len(b))
+	if len(b) < 8 || binary.LittleEndian.Uint64(b) > uint64(len(b)-8) {
+		return bad
+	}
+	n := int(binary.LittleEndian.Uint64(b))
+	row0, p := b[8:8+n], b[8+n:]
+	u64 := func() (uint64, bool) {
+		if len(p) < 8 {
+			return 0, false
+		}
+		v := binary.LittleEndian.Uint64(p)
+		p = p[8:]
+		return v, true
+	}
+	for c := range t.acc {
+		a, ok1 := u64()
+		g, ok2 := u64()
+		if !ok1 || !ok2 || g > uint64(len(t.of)) {
+			return bad
+		}
+		t.acc[c], t.got[c] = math.Float64frombits(a), int(g)
+	}
+	for k := range t.rets {
+		e, ok1 := u64()
+		m, ok2 := u64()
+		if !ok1 || !ok2 || m > metrics.Window {
+			return bad
+		}
+		t.episodes[k], t.rets[k] = int64(e), t.rets[k][:0]
+		for range m {
+			x, ok := u64()
+			if !ok {
+				return bad
+			}
+			t.rets[k] = append(t.rets[k], math.Float64frombits(x))
+		}
+	}
+	if len(p) != 0 {
+		return bad
+	}
+	return env.UnmarshalVector(t.Vector, func(i int) ([]byte, error) {
+		if i == 0 {
+			return row0, nil
+		}
+		return state(i)
+	})
 }

@@ -357,8 +357,26 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 // from under executor ex (given a run directory).
 func resumableUnder(res *Resolved, ex Executor) bool {
 	h := res.Header
-	return (ex.Name == LocalExecutor || ex.Resumable) && res.Spec.Resumable && !h.MultiAgent.Enabled() &&
+	if h.MultiAgent.Enabled() {
+		return ex.Name == LocalExecutor && notResumablePolicy(res) == ""
+	}
+	return (ex.Name == LocalExecutor || ex.Resumable) && res.Spec.Resumable &&
 		(ex.NotResumable == nil || ex.NotResumable(h, res.Spec) == "")
+}
+
+// notResumablePolicy names the first algorithm of run res's policies (a
+// multiagent section) that saves no training state, "" when every one
+// does.
+func notResumablePolicy(res *Resolved) string {
+	if !res.Spec.Resumable {
+		return res.Spec.Name
+	}
+	for _, id := range res.Header.MultiAgent.Policies {
+		if o, ok := res.Others[res.Header.MultiAgent.Algos[id]]; ok && !o.Spec.Resumable {
+			return o.Spec.Name
+		}
+	}
+	return ""
 }
 
 // WhyNotResumable says why run res, under the executor of exs it names,
@@ -383,6 +401,10 @@ func notResumable(res *Resolved, ex Executor, noFiles bool) string {
 	switch {
 	case noFiles:
 		return "a run without a run directory has no checkpoint"
+	case h.MultiAgent.Enabled() && ex.Name != LocalExecutor:
+		return fmt.Sprintf("%s with a multiagent section under executor %s saves no training state to continue from yet; only the local executor checkpoints every policy at one joint step", h.Algo, ex.Name)
+	case h.MultiAgent.Enabled():
+		return fmt.Sprintf("%s, which trains a policy of the multiagent section (executor %s), saves no training state to continue from yet, only its final weights", notResumablePolicy(res), ex.Name)
 	case !res.Spec.Resumable:
 		return fmt.Sprintf("%s (executor %s) saves no training state to continue from yet, only its final weights", h.Algo, ex.Name)
 	case ex.Name != LocalExecutor && !ex.Resumable:
@@ -390,7 +412,7 @@ func notResumable(res *Resolved, ex Executor, noFiles bool) string {
 	case ex.NotResumable != nil && ex.NotResumable(h, res.Spec) != "":
 		return fmt.Sprintf("%s under executor %s: %s", h.Algo, ex.Name, ex.NotResumable(h, res.Spec))
 	}
-	return fmt.Sprintf("%s with a multiagent section (executor %s) saves no training state to continue from yet", h.Algo, ex.Name)
+	return fmt.Sprintf("%s (executor %s) saves no training state to continue from yet", h.Algo, ex.Name)
 }
 
 // withAlgo prefixes err with the algorithm's name unless the algorithm's

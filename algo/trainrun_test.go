@@ -743,3 +743,35 @@ func TestCheckpointsNote(t *testing.T) {
 		}
 	}
 }
+
+// TestMultiAgentResumableUnder: a run with a multiagent section writes
+// checkpoints under the local executor when every policy's algorithm
+// does; under another executor, or with a policy of an algorithm that
+// saves no training state, it does not, and the reason names which.
+func TestMultiAgentResumableUnder(t *testing.T) {
+	ma := MultiAgentConfig{Policies: []string{"a", "b"}, PolicyMapping: map[string]string{"x": "a", "y": "b"}, Algos: map[string]string{"b": "other"}}
+	run := func(otherResumable bool) *Resolved {
+		return &Resolved{Header: Header{Algo: "main", MultiAgent: ma}, Spec: Spec{Name: "main", Resumable: true},
+			Others: map[string]AlgoConfig{"other": {Spec: Spec{Name: "other", Resumable: otherResumable}}}}
+	}
+	local, hts := Executor{Name: LocalExecutor}, Executor{Name: "hts", Resumable: true}
+	if !resumableUnder(run(true), local) {
+		t.Errorf("local executor, every algorithm resumable: not resumable (%s)", notResumable(run(true), local, false))
+	}
+	for _, c := range []struct {
+		name string
+		res  *Resolved
+		ex   Executor
+		want string
+	}{
+		{"hts", run(true), hts, "main with a multiagent section under executor hts saves no training state to continue from yet; only the local executor"},
+		{"other algorithm", run(false), local, "other, which trains a policy of the multiagent section (executor local), saves no training state to continue from yet"},
+	} {
+		if resumableUnder(c.res, c.ex) {
+			t.Errorf("%s: resumable", c.name)
+		}
+		if got := notResumable(c.res, c.ex, false); !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}

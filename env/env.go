@@ -31,9 +31,11 @@ type Wrapper = core.Wrapper
 type Stater = core.Stater
 
 // Snapshotter is implemented by envs whose whole state, random stream
-// included, can be saved and restored exactly (the classic control envs):
-// training checkpoints use it so that a resumed run continues the same
-// episodes. Reach it through env.Unwrapped(e).(env.Snapshotter).
+// included, can be saved and restored exactly (the classic control envs,
+// MinAtar, and MPE's multi-agent envs, which a FlatVector saves row by row
+// as a VectorSnapshotter): training checkpoints use it so that a resumed
+// run continues the same episodes. Reach it through
+// env.Unwrapped(e).(env.Snapshotter).
 type Snapshotter = core.Snapshotter
 
 // Space describes observations or actions and their float32 encoding.

@@ -1,6 +1,7 @@
 package env
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 )
@@ -448,4 +449,79 @@ func (f *FlatVector) Close() error {
 	}
 	f.closed = true
 	return f.pv.Close()
+}
+
+// MarshalEnvs saves the state of every row (VectorSnapshotter): each row's
+// episode statistics and whether it is dead; the first row of each env
+// also holds the env's state (its Parallel must be a Snapshotter), and row
+// 0 the dead-row count. The vector's last observations are not saved: the
+// caller keeps those it acts on. A remote vector gives ErrNoSnapshot.
+func (f *FlatVector) MarshalEnvs() ([][]byte, error) {
+	if f.pv.batch != nil {
+		return nil, fmt.Errorf("%w: a remote multi-agent vector", ErrNoSnapshot)
+	}
+	out := make([][]byte, f.NumEnvs())
+	for r := range out {
+		b := append([]byte(nil), boolByte(f.dead[r]))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f.ret[r]))
+		b = binary.LittleEndian.AppendUint64(b, uint64(f.length[r]))
+		if r == 0 {
+			b = binary.LittleEndian.AppendUint64(b, uint64(f.deadRows))
+		}
+		if r%f.nAgents == 0 {
+			e := f.pv.envs[r/f.nAgents]
+			s, ok := e.(Snapshotter)
+			if !ok {
+				return nil, fmt.Errorf("%w: %T", ErrNoSnapshot, e)
+			}
+			es, err := s.MarshalState()
+			if err != nil {
+				return nil, fmt.Errorf("env: %w", err)
+			}
+			b = append(b, es...)
+		}
+		out[r] = b
+	}
+	return out, nil
+}
+
+// UnmarshalEnvs restores what MarshalEnvs saved into a vector made like
+// the one that saved it.
+func (f *FlatVector) UnmarshalEnvs(state func(i int) ([]byte, error)) error {
+	if f.pv.batch != nil {
+		return fmt.Errorf("%w: a remote multi-agent vector", ErrNoSnapshot)
+	}
+	for r := range f.NumEnvs() {
+		b, err := state(r)
+		if err != nil {
+			return err
+		}
+		n := 17
+		if r == 0 {
+			n += 8
+		}
+		if len(b) < n || b[0] > 1 || (r%f.nAgents != 0 && len(b) != n) {
+			return fmt.Errorf("env: a saved state of row %d (%d bytes) is malformed", r, len(b))
+		}
+		length := binary.LittleEndian.Uint64(b[9:])
+		if length > math.MaxInt32 {
+			return fmt.Errorf("env: a saved state of row %d is malformed", r)
+		}
+		f.dead[r], f.ret[r], f.length[r] = b[0] == 1, math.Float64frombits(binary.LittleEndian.Uint64(b[1:])), int(length)
+		if r == 0 {
+			f.deadRows = int64(binary.LittleEndian.Uint64(b[17:]))
+		}
+		if r%f.nAgents != 0 {
+			continue
+		}
+		e := f.pv.envs[r/f.nAgents]
+		s, ok := e.(Snapshotter)
+		if !ok {
+			return fmt.Errorf("%w: %T", ErrNoSnapshot, e)
+		}
+		if err := s.UnmarshalState(b[n:]); err != nil {
+			return fmt.Errorf("env: %w", err)
+		}
+	}
+	return nil
 }

@@ -42,10 +42,22 @@ func MarshalChain(e Env) ([]byte, error) {
 	}
 }
 
+// VectorSnapshotter is a Vector that saves the state of its envs itself
+// rather than env by env: a FlatVector, whose rows share multi-agent envs,
+// and a part of a SplitVector. MarshalEnvs returns one state per row
+// (NumEnvs); UnmarshalEnvs restores them, state(i) giving row i's.
+type VectorSnapshotter interface {
+	MarshalEnvs() ([][]byte, error)
+	UnmarshalEnvs(state func(i int) ([]byte, error)) error
+}
+
 // MarshalVector saves every env of v (MarshalChain), in order. v must
-// reach its envs one by one (SyncVector); another vector gives
-// ErrNoSnapshot.
+// reach its envs one by one (SyncVector) or save them itself
+// (VectorSnapshotter); another vector gives ErrNoSnapshot.
 func MarshalVector(v Vector) ([][]byte, error) {
+	if s, ok := v.(VectorSnapshotter); ok {
+		return s.MarshalEnvs()
+	}
 	envs, err := envsOf(v)
 	if err != nil {
 		return nil, err
@@ -62,6 +74,9 @@ func MarshalVector(v Vector) ([][]byte, error) {
 // UnmarshalVector restores into each env i of v (UnmarshalChain) the
 // state that state(i) returns.
 func UnmarshalVector(v Vector, state func(i int) ([]byte, error)) error {
+	if s, ok := v.(VectorSnapshotter); ok {
+		return s.UnmarshalEnvs(state)
+	}
 	envs, err := envsOf(v)
 	if err != nil {
 		return err

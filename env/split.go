@@ -247,3 +247,23 @@ func (p *splitPart) Close() error {
 	}
 	return s.v.Close()
 }
+
+// MarshalEnvs makes a part a VectorSnapshotter whose rows' states are
+// empty: its envs are shared with the other parts, so the caller that
+// split the vector saves and restores them whole (MarshalVector of the
+// split vector). It reports whether the split vector can be saved (the
+// error MarshalVector of it gives), so that a part's driver leaves the
+// envs out of its checkpoints exactly when the whole cannot be saved.
+func (p *splitPart) MarshalEnvs() ([][]byte, error) {
+	p.s.mu.Lock()
+	_, err := MarshalVector(p.s.v)
+	p.s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return make([][]byte, len(p.rows)), nil
+}
+
+// UnmarshalEnvs restores nothing (MarshalEnvs): the caller that split the
+// vector restores it whole.
+func (p *splitPart) UnmarshalEnvs(func(i int) ([]byte, error)) error { return nil }

@@ -328,6 +328,30 @@ func TestCLIResumeHTSAndPlansAfterSIGKILL(t *testing.T) {
 	}
 }
 
+// TestCLIResumeMultiAgentAfterSIGKILL: a run with two policies on MPE
+// simple_tag, PPO for the adversaries and DQN for the good agent, killed
+// with SIGKILL once it has written two checkpoints (each at a joint step
+// where both policies end an iteration) and resumed from what was left,
+// ends with the model.safetensors bytes and metrics.csv rows (each
+// policy's and each team's columns included), wall-clock columns aside,
+// of the run never killed.
+func TestCLIResumeMultiAgentAfterSIGKILL(t *testing.T) {
+	resumeAfterSIGKILL(t, `algo: ppo
+env: mpe/simple_tag_v3?agent_id=true
+seed: 5
+steps: 50000
+log_every: 2000
+checkpoint_every: 8192
+checkpoint_keep: 2
+multiagent:
+  policies: [adversary, good]
+  policy_mapping: {adversary_*: adversary, agent_0: good}
+  algos: {good: dqn}
+ppo: {num_envs: 16, num_steps: 32, hidden: [32], update_epochs: 2}
+dqn: {num_envs: 16, learning_starts: 1000, buffer_size: 5000, net_arch: [32]}
+`)
+}
+
 // resumeAfterSIGKILL trains the run of cfg to its end, and again killed
 // with SIGKILL once it has written two checkpoints, then resumed with
 // --resume from what was left: both must end with the same

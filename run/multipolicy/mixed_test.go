@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"herd/algo"
+	"herd/algo/algotest"
 	"herd/algo/ppo"
 	"herd/env"
 )
@@ -114,4 +115,19 @@ func TestOnePolicyMixedSpacesRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "have different action spaces") {
 		t.Errorf("no multiagent section: err %v, want a refusal naming the spaces", err)
 	}
+}
+
+// TestResumeRestartsEnvs: toy/signal_v0, whose envs cannot save their
+// state, checkpoints every policy's state without them; resumed twice, the
+// run completes with every metrics.csv step once, each resume restarting
+// the 16 envs (not the 32 agent rows) once.
+func TestResumeRestartsEnvs(t *testing.T) {
+	algotest.ResumeRestarts(t, func(out string) *algo.Resolved {
+		file := strings.Replace(signalConfig, "steps: 24000\nlog_every: 4000\n", "steps: 6144\nlog_every: 512\ncheckpoint_every: 1000\nout: "+out+"\n", 1)
+		res, err := algo.Resolve([]byte(file), []algo.Spec{ppo.Spec()}, algo.Overrides{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}, algo.RunOptions{Executors: []algo.Executor{local()}}, 16, [2]int64{1000, 3000})
 }

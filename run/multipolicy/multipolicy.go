@@ -34,6 +34,13 @@
 // same weights every time (TestDeterministic). The divergence guard checks
 // every policy's parameters at the same points.
 //
+// # Checkpoints
+//
+// With algo.Runtime.Checkpoints every policy saves its whole state at the
+// same joint step, where every policy ends an iteration, and the run's
+// checkpoint holds them all with the envs' state; a resumed run ends with
+// the bits of the run that never stopped (joint.go).
+//
 // Algorithms whose local Train builds its envs through Runtime.MakeEnvs
 // (PPO, A2C, DQN, SAC, TD3, DDPG) can be several policies; one that builds
 // its own (A3C and IMPALA, whose Train runs a flow plan) is refused.
@@ -120,7 +127,24 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	}
 	v = algo.TeamLog(v, rt.Log) // under the split's lock, as onRound
 	x := &exec{log: rt.Log, rt: rt, ids: ma.Policies, agents: agents, of: of, totalRows: int64(totalRows),
-		models: make([]algo.Model, nPol), logs: make([]*policyLog, nPol)}
+		models: make([]algo.Model, nPol), logs: make([]*policyLog, nPol), v: v, unit: unit}
+	for k := range nPol {
+		x.logs[k] = &policyLog{prefix: "policy/" + ma.Policies[k] + "/", rows: int64(len(rows[k])), totalRows: int64(totalRows)}
+	}
+	// Checkpoints: every policy's at one joint step (joint.go).
+	pctx := ctx
+	var pck []*algo.Checkpoints
+	if ck := rt.Checkpoints; ck != nil {
+		if pck, err = x.checkpoints(ck, numEnvs); err != nil {
+			v.Close()
+			return nil, fmt.Errorf("multipolicy: %w", err)
+		}
+		var cancel context.CancelCauseFunc
+		pctx, cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+		defer cancel(nil)
+		x.cancel, x.runCtx = cancel, ctx
+		defer context.AfterFunc(ctx, x.diverged)()
+	}
 	parts, err := env.SplitVector(v, rows, x.onRound)
 	if err != nil {
 		v.Close()
@@ -131,7 +155,6 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 	errs := make([]error, nPol)
 	var wg sync.WaitGroup
 	for k := range nPol {
-		x.logs[k] = &policyLog{prefix: "policy/" + ma.Policies[k] + "/", rows: int64(len(rows[k])), totalRows: int64(totalRows)}
 		prt := &algo.Runtime{Header: headers[k], Log: x.logs[k],
 			OnTrack: func(m algo.Model) { x.models[k] = m },
 			Envs: func(n int) (env.Vector, error) {
@@ -141,11 +164,14 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 				made[k] = true
 				return parts[k], nil
 			}}
+		if pck != nil {
+			prt.Checkpoints = pck[k]
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer parts[k].Close() // the others then stop instead of waiting for it
-			m, err := specs[k].Train(ctx, prt, cfgs[k])
+			m, err := specs[k].Train(pctx, prt, cfgs[k])
 			if m != nil {
 				x.models[k] = m
 			}
@@ -178,6 +204,9 @@ func Train(ctx context.Context, rt *algo.Runtime, spec algo.Spec, cfg algo.Confi
 		}
 	}
 	model := x.policies()
+	if x.failed != nil {
+		return model, x.failed
+	}
 	if ctx.Err() != nil {
 		return model, ctx.Err()
 	}
@@ -197,6 +226,15 @@ type exec struct {
 	totalRows int64
 	stepsDone int64
 	tracked   bool
+
+	// Checkpoints (joint.go).
+	v       env.Vector // the whole vector the parts split
+	unit    int64      // joint steps at which every policy ends an iteration
+	runCtx  context.Context
+	cancel  context.CancelCauseFunc // the policies' context's
+	restore func() error
+	failed  error // a restore that failed in onRound
+	joint   joint
 }
 
 func (x *exec) policies() *algo.Policies {
@@ -206,6 +244,7 @@ func (x *exec) policies() *algo.Policies {
 // onRound hands the policies' held-back metrics to the run's logger and
 // advances its step, before the joint step is taken.
 func (x *exec) onRound(reset bool) {
+	x.barrier(reset)
 	if !x.tracked && !slices.Contains(x.models, nil) {
 		x.tracked = true
 		x.rt.Track(x.policies())
