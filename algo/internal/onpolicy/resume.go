@@ -8,6 +8,7 @@ import (
 
 	"herd/algo"
 	"herd/env"
+	"herd/internal/scratch"
 	"herd/internal/trainstate"
 	"herd/nn"
 	"herd/rollout"
@@ -236,7 +237,7 @@ func restoreLearner(l *Learner, sl algo.SegmentLearner, s *trainstate.State, beh
 	case len(b) != 4*n:
 		return fmt.Errorf("%w: section %s has %d bytes for %d values", trainstate.ErrCorrupt, secBehind, len(b), n)
 	default:
-		l.start = grow(l.start, n)
+		l.start = scratch.Resize(l.start, n)
 		trainstate.ReadFloat32s(l.start, b)
 	}
 	return nil
