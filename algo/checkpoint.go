@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,24 +52,15 @@ func saveCheckpoint(m Model, path string, meta map[string]string) error {
 	if err != nil {
 		return fmt.Errorf("algo: read back the checkpoint: %w", err)
 	}
-	names := make([]string, 0, len(ck.Tensors))
-	for name := range ck.Tensors {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(ck.Tensors)) {
 		t := ck.Tensors[name]
 		if i := nonFinite(t.Data); i >= 0 {
 			return fmt.Errorf("%w: tensor %s holds %v at index %d; not saved", ErrCheckpoint, name, t.Data[i], i)
 		}
 	}
 	md := map[string]string{}
-	for k, v := range ck.Metadata {
-		md[k] = v
-	}
-	for k, v := range meta {
-		md[k] = v
-	}
+	maps.Copy(md, ck.Metadata)
+	maps.Copy(md, meta)
 	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
 		return nn.WriteSafetensors(w, ck.Tensors, md)
 	})
@@ -90,12 +82,7 @@ func CheckCheckpoint(path string, h Header, envOverride bool) (note string, err 
 	if err != nil {
 		return "", fmt.Errorf("algo: %s: %w", path, err)
 	}
-	names := make([]string, 0, len(ck.Tensors))
-	for name := range ck.Tensors {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(ck.Tensors)) {
 		if i := nonFinite(ck.Tensors[name].Data); i >= 0 {
 			return "", fmt.Errorf("%w: %s: tensor %s holds %v at index %d: the weights are not finite, so no policy can be evaluated",
 				ErrCheckpoint, path, name, ck.Tensors[name].Data[i], i)

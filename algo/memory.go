@@ -292,7 +292,9 @@ func envFootprint(mk env.Maker, id string) (env.Env, float64, error) {
 
 // yamlFields yields the yaml key and value of each field of the struct x
 // holds (through pointers and interfaces; nothing for a nil one or a
-// non-struct): the one walk the key lookups and checks over configs share.
+// non-struct), and of the structs it inlines (yaml ",inline", as the
+// off-policy configs' common settings): the one walk the key lookups and
+// checks over configs share.
 func yamlFields(x any) iter.Seq2[string, reflect.Value] {
 	return func(yield func(string, reflect.Value) bool) {
 		v := reflect.ValueOf(x)
@@ -306,8 +308,14 @@ func yamlFields(x any) iter.Seq2[string, reflect.Value] {
 			return
 		}
 		for i := 0; i < v.NumField(); i++ {
-			key, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
-			if !yield(key, v.Field(i)) {
+			key, opts, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+			if opts == "inline" {
+				for k, f := range yamlFields(v.Field(i).Interface()) {
+					if !yield(k, f) {
+						return
+					}
+				}
+			} else if !yield(key, v.Field(i)) {
 				return
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"herd/algo"
+	"herd/internal/scratch"
 )
 
 // Policy is where a loop's actions come from. Act fills acts for the n
@@ -35,7 +36,7 @@ func NewInline(net algo.PolicyNet, sampler algo.Sampler) *Inline {
 // Act runs the network on obs and samples from its outputs.
 func (p *Inline) Act(acts *algo.Acts, obs []float32, n int, step int64) error {
 	width := p.Net.OutDim()
-	p.out = p.Net.ForwardTo(grow(p.out, n*width), obs, n)
+	p.out = p.Net.ForwardTo(scratch.Resize(p.out, n*width), obs, n)
 	p.Sampler.SampleTo(acts, p.out, n, step)
 	return nil
 }
@@ -106,13 +107,6 @@ func checkActs(acts *algo.Acts, n, actDim int) error {
 	return nil
 }
 
-func grow(b []float32, n int) []float32 {
-	if cap(b) < n {
-		return make([]float32, n)
-	}
-	return b[:n]
-}
-
 // valuesTo is the optional method of networks that compute V(s) alone,
 // cheaper than whole rows (onpolicy's policy: the critic only).
 type valuesTo interface {
@@ -124,11 +118,11 @@ type valuesTo interface {
 // (the on-policy networks end every row with V(s)).
 func (p *Inline) Values(dst, obs []float32, n int) ([]float32, error) {
 	if v, ok := p.Net.(valuesTo); ok {
-		return v.ValuesTo(grow(dst, n), obs, n), nil
+		return v.ValuesTo(scratch.Resize(dst, n), obs, n), nil
 	}
 	width := p.Net.OutDim()
-	p.rows = p.Net.ForwardTo(grow(p.rows, n*width), obs, n)
-	dst = grow(dst, n)
+	p.rows = p.Net.ForwardTo(scratch.Resize(p.rows, n*width), obs, n)
+	dst = scratch.Resize(dst, n)
 	for i := range n {
 		dst[i] = p.rows[(i+1)*width-1]
 	}
@@ -158,7 +152,7 @@ func (p *Slots) Act(acts *algo.Acts, obs []float32, n int, step int64) error {
 		return fmt.Errorf("rollout: %d observations for %d samplers", n, len(p.samplers))
 	}
 	w := p.Net.OutDim()
-	p.out = p.Net.ForwardTo(grow(p.out, n*w), obs, n)
+	p.out = p.Net.ForwardTo(scratch.Resize(p.out, n*w), obs, n)
 	acts.Actions, acts.EnvActions = acts.Actions[:0], acts.EnvActions[:0]
 	acts.LogProbs, acts.Values = acts.LogProbs[:0], acts.Values[:0]
 	for j, s := range p.samplers {

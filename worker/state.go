@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"herd/algo"
+	"herd/internal/scratch"
 )
 
 // carrier runs a policy on rows that carry their env's recurrent state
@@ -48,20 +49,20 @@ func (c *carrier) outDim() int { return c.pol.OutDim() + c.sd }
 // forward writes the output rows for rows input rows into dst (grown as
 // needed) and returns it.
 func (c *carrier) forward(dst, in []float32, rows int) []float32 {
-	dst = grow(dst, rows*c.outDim())
+	dst = scratch.Resize(dst, rows*c.outDim())
 	if c.sd == 0 || rows == 0 {
 		return c.pol.ForwardTo(dst, in, rows)
 	}
 	sd, w := c.sd, c.pol.OutDim()
 	iw := len(in) / rows
 	od := iw - sd
-	c.obs, c.state = grow(c.obs, rows*od), grow(c.state, rows*sd)
+	c.obs, c.state = scratch.Resize(c.obs, rows*od), scratch.Resize(c.state, rows*sd)
 	for i := range rows {
 		copy(c.obs[i*od:(i+1)*od], in[i*iw:])
 		copy(c.state[i*sd:(i+1)*sd], in[i*iw+od:])
 	}
 	c.sp.SetState(c.state, rows)
-	c.out = c.pol.ForwardTo(grow(c.out, rows*w), c.obs, rows)
+	c.out = c.pol.ForwardTo(scratch.Resize(c.out, rows*w), c.obs, rows)
 	c.state = c.sp.StateTo(c.state, rows)
 	for i := range rows {
 		copy(dst[i*(w+sd):], c.out[i*w:(i+1)*w])
@@ -88,7 +89,7 @@ func (s *envStates) in(buf *[]float32, obs []float32, lo, rows int) []float32 {
 		return obs
 	}
 	sd, od := s.sd, len(obs)/rows
-	b := grow(*buf, rows*(od+sd))
+	b := scratch.Resize(*buf, rows*(od+sd))
 	for i := range rows {
 		copy(b[i*(od+sd):], obs[i*od:(i+1)*od])
 		copy(b[i*(od+sd)+od:(i+1)*(od+sd)], s.state[(lo+i)*sd:])
@@ -109,7 +110,7 @@ func (s *envStates) split(wide []float32, lo, rows int, keep bool) ([]float32, e
 	}
 	ww := len(wide) / rows
 	w := ww - sd
-	s.outs = grow(s.outs, rows*w)
+	s.outs = scratch.Resize(s.outs, rows*w)
 	for i := range rows {
 		copy(s.outs[i*w:(i+1)*w], wide[i*ww:])
 		if keep {

@@ -6,6 +6,7 @@ import (
 	"herd/algo"
 	"herd/algo/ppo"
 	"herd/env"
+	"herd/internal/scratch"
 )
 
 // BenchmarkCarrier is a policy worker's forward pass for one request of 8
@@ -43,7 +44,7 @@ func BenchmarkCarrier(b *testing.B) {
 	})
 	b.Run("kept", func(b *testing.B) {
 		for b.Loop() {
-			out = p.ForwardTo(grow(out, rows*p.OutDim()), obs, rows)
+			out = p.ForwardTo(scratch.Resize(out, rows*p.OutDim()), obs, rows)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 
 	"herd/algo"
 	"herd/env"
+	"herd/internal/scratch"
 	"herd/transport"
 )
 
@@ -145,7 +146,7 @@ func (p *streamPolicy) values(dst, obs []float32, lo, n int) ([]float32, error) 
 	if err != nil {
 		return nil, err
 	}
-	dst = grow(dst, n)
+	dst = scratch.Resize(dst, n)
 	p.val.ValuesTo(dst, out, n)
 	return dst, nil
 }

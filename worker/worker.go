@@ -418,13 +418,6 @@ func RunPolicyWith(ctx context.Context, cfg PolicyConfig, pieces *algo.Pieces, i
 	return err
 }
 
-func grow(b []float32, n int) []float32 {
-	if cap(b) < n {
-		return make([]float32, n)
-	}
-	return b[:n]
-}
-
 // LearnerConfig configures the learner.
 type LearnerConfig struct {
 	// Iterations is how many segments to learn from (0: until ctx ends).

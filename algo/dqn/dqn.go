@@ -2,7 +2,6 @@ package dqn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -17,18 +16,13 @@ import (
 // Config is DQN's section of a run configuration. Defaults are CleanRL's
 // dqn.py (CartPole-v1); a zero written in the file stays zero.
 type Config struct {
-	// --- run ---
-
-	// NumEnvs is the number of environments stepped together. Default 1.
-	NumEnvs int `yaml:"num_envs"`
-	// Parallel runs the target network's forward pass and the MLP's
-	// second-layer weight gradients on a second goroutine beside the
-	// caller's work (internal/twin), with results identical to one
-	// goroutine's;
-	// false keeps everything on the calling goroutine. Default true.
-	Parallel bool `yaml:"parallel"`
-
-	// --- algorithm ---
+	// num_envs, parallel (the target network's forward pass and the
+	// MLP's second-layer weight gradients beside the caller's work),
+	// buffer_size, gamma, tau (1 copies the Q-network every
+	// target_network_frequency steps, a hard update; < 1 is Polyak
+	// averaging), batch_size, learning_starts and net_arch (the
+	// Q-network's hidden widths, after the encoder).
+	offpolicy.Common `yaml:",inline"`
 
 	// LearningRate of the optimizer. Default 2.5e-4.
 	LearningRate float64 `yaml:"learning_rate"`
@@ -43,19 +37,9 @@ type Config struct {
 	// AnnealLR decays the learning rate linearly to 0 over the run (as
 	// CleanRL's PPO does), which damps DQN's late collapses. Default false.
 	AnnealLR bool `yaml:"anneal_lr"`
-	// BufferSize is the replay memory size. Default 10000.
-	BufferSize int `yaml:"buffer_size"`
-	// Gamma is the discount γ. Default 0.99.
-	Gamma float64 `yaml:"gamma"`
-	// Tau is the target update rate τ: 1 copies the Q-network every
-	// TargetNetworkFrequency steps (hard update), < 1 is Polyak averaging.
-	// Default 1.
-	Tau float64 `yaml:"tau"`
 	// TargetNetworkFrequency is the number of steps between target updates.
 	// Default 500.
 	TargetNetworkFrequency int `yaml:"target_network_frequency"`
-	// BatchSize is the minibatch size sampled from replay. Default 128.
-	BatchSize int `yaml:"batch_size"`
 	// StartE and EndE are ε at the start and end of the exploration
 	// schedule. Defaults 1 and 0.05.
 	StartE float64 `yaml:"start_e"`
@@ -63,8 +47,6 @@ type Config struct {
 	// ExplorationFraction is the fraction of the run over which ε falls
 	// linearly from StartE to EndE. Default 0.5.
 	ExplorationFraction float64 `yaml:"exploration_fraction"`
-	// LearningStarts is the step at which training starts. Default 10000.
-	LearningStarts int `yaml:"learning_starts"`
 	// TrainFrequency is the number of steps between training rounds.
 	// Default 10.
 	TrainFrequency int `yaml:"train_frequency"`
@@ -79,9 +61,6 @@ type Config struct {
 	// convolution followed by ReLU, then flattened into the net_arch
 	// layers. Default "mlp".
 	Encoder string `yaml:"encoder"`
-	// NetArch lists the hidden layer widths of the Q-network (ReLU), after
-	// the encoder. Default [120, 84].
-	NetArch []int `yaml:"net_arch"`
 	// Loss is "mse" (CleanRL dqn.py) or "huber" (smooth L1, Mnih et al.
 	// 2015). Default "mse".
 	Loss string `yaml:"loss"`
@@ -126,25 +105,27 @@ type Config struct {
 // NewConfig returns CleanRL's dqn.py defaults.
 func NewConfig() *Config {
 	return &Config{
-		NumEnvs:                1,
-		Parallel:               true,
+		Common: offpolicy.Common{
+			NumEnvs:        1,
+			Parallel:       true,
+			BufferSize:     10000,
+			Gamma:          0.99,
+			Tau:            1,
+			BatchSize:      128,
+			LearningStarts: 10000,
+			NetArch:        []int{120, 84},
+		},
 		LearningRate:           2.5e-4,
 		Optimizer:              "adam",
 		RMSPropAlpha:           0.99,
 		RMSPropEps:             1e-8,
 		Encoder:                EncoderMLP,
-		BufferSize:             10000,
-		Gamma:                  0.99,
-		Tau:                    1,
 		TargetNetworkFrequency: 500,
-		BatchSize:              128,
 		StartE:                 1,
 		EndE:                   0.05,
 		ExplorationFraction:    0.5,
-		LearningStarts:         10000,
 		TrainFrequency:         10,
 		GradientSteps:          1,
-		NetArch:                []int{120, 84},
 		Loss:                   "mse",
 		NSteps:                 1,
 		PriorityAlpha:          0.6,
@@ -154,10 +135,6 @@ func NewConfig() *Config {
 		ApeXSyncSteps:          400,
 	}
 }
-
-// WarmUp returns learning_starts, the env steps before the first update
-// (algo.WarmUpper).
-func (c *Config) WarmUp() int64 { return int64(c.LearningStarts) }
 
 // TransitionShape returns num_envs and the update interval U, env steps
 // per update (algo.TransitionShape).
@@ -171,12 +148,9 @@ func (c *Config) ApeXSync() int { return c.ApeXSyncSteps }
 
 // Validate reports every problem with the configuration.
 func (c *Config) Validate(h algo.Header) error {
-	var errs []error
-	bad := func(format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%w: dqn: "+format, append([]any{algo.ErrConfig}, a...)...))
-	}
-	offpolicy.Common{NumEnvs: c.NumEnvs, BatchSize: c.BatchSize, BufferSize: c.BufferSize,
-		LearningStarts: c.LearningStarts, Gamma: c.Gamma, Tau: c.Tau, NetArch: c.NetArch}.Check(bad)
+	p := algo.Problems{Name: "dqn"}
+	bad := p.Add
+	c.Common.Check(bad)
 	if !(c.LearningRate > 0) {
 		bad("learning_rate must be > 0, got %v", c.LearningRate)
 	}
@@ -260,7 +234,7 @@ func (c *Config) Validate(h algo.Header) error {
 			e.Close()
 		}
 	}
-	return errors.Join(errs...)
+	return p.Err()
 }
 
 // Scalars are the metrics.csv columns DQN writes.
@@ -370,16 +344,10 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	})
 }
 
-// Minibatch is batch_size (algo.Minibatcher).
-func (c *Config) Minibatch() int { return c.BatchSize }
-
 // WithMinibatch returns a copy with batch_size n (algo.Minibatcher).
 func (c *Config) WithMinibatch(n int) algo.Config {
 	return algo.With(c, func(d *Config) { d.BatchSize = n })
 }
-
-// ReplayCapacity is buffer_size (algo.ReplaySizer).
-func (c *Config) ReplayCapacity() int { return c.BufferSize }
 
 // WithReplayCapacity returns a copy with buffer_size n (algo.ReplaySizer).
 func (c *Config) WithReplayCapacity(n int) algo.Config {

@@ -10,6 +10,7 @@ import (
 	"herd/algo"
 	"herd/algo/internal/onpolicy"
 	"herd/env"
+	"herd/internal/scratch"
 	"herd/nn"
 	"herd/sample"
 )
@@ -248,9 +249,9 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 	B, N := seg.T*seg.N, seg.N
 	lag := float64(iteration-1) - float64(seg.Version) // versions learned since the segment's policy
 	for _, b := range []*[]float32{&l.logProb, &l.entropy, &l.values, &l.logRho, &l.vs, &l.adv} {
-		*b = grow(*b, B)
+		*b = scratch.Resize(*b, B)
 	}
-	l.boot = grow(l.boot, N)
+	l.boot = scratch.Resize(l.boot, N)
 	agent.Reserve(B)
 	if cfg.AnnealLR {
 		// By env steps learned, not by calls: segments arrive from any
@@ -313,13 +314,6 @@ func (l *learner) value(dValue, value []float32) {
 		dValue[k] = l.cfg.VFCoef * d * invB
 	}
 	l.vLoss = 0.5 * s / float64(B)
-}
-
-func grow(b []float32, n int) []float32 {
-	if cap(b) < n {
-		return make([]float32, n)
-	}
-	return b[:n]
 }
 
 // Networks lists the actor and the critic (algo.Networker).

@@ -13,6 +13,7 @@ import (
 	"herd/algo/internal/onpolicy"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/internal/scratch"
 	"herd/nn"
 	"herd/sample"
 )
@@ -890,7 +891,7 @@ func (s *sequences) gather(seg *sample.Segment, envs []int) []int {
 	b := len(envs)
 	sd := len(seg.State) / seg.N
 	s.inds = slices.Grow(s.inds[:0], seg.T*b)[:seg.T*b]
-	s.state = grow(s.state, b*sd)
+	s.state = scratch.Resize(s.state, b*sd)
 	if cap(s.starts) < seg.T*b {
 		s.starts = make([]bool, seg.T*b)
 	}
@@ -905,13 +906,6 @@ func (s *sequences) gather(seg *sample.Segment, envs []int) []int {
 		}
 	}
 	return s.inds
-}
-
-func grow(b []float32, n int) []float32 {
-	if cap(b) < n {
-		return make([]float32, n)
-	}
-	return b[:n]
 }
 
 // Networks lists the actor and the critic (algo.Networker), trained with

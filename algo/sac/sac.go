@@ -14,28 +14,12 @@ import (
 // Config is SAC's section of a run configuration. Defaults are CleanRL's
 // sac_continuous_action.py; a zero written in the file stays zero.
 type Config struct {
-	// --- run ---
+	// num_envs, parallel (the second critic beside the first),
+	// buffer_size, gamma, tau (of the target critics), batch_size,
+	// learning_starts (steps of uniformly random actions first) and
+	// net_arch (the actor's and the critics' hidden widths).
+	offpolicy.Common `yaml:",inline"`
 
-	// NumEnvs is the number of environments stepped together. Default 1.
-	NumEnvs int `yaml:"num_envs"`
-	// Parallel runs the second critic on a second goroutine beside the caller's
-	// work (internal/twin), with results identical to one goroutine's;
-	// false keeps everything on the calling goroutine. Default true.
-	Parallel bool `yaml:"parallel"`
-
-	// --- algorithm ---
-
-	// BufferSize is the replay memory size. Default 1000000.
-	BufferSize int `yaml:"buffer_size"`
-	// Gamma is the discount γ. Default 0.99.
-	Gamma float64 `yaml:"gamma"`
-	// Tau is the Polyak rate τ of the target critics. Default 0.005.
-	Tau float64 `yaml:"tau"`
-	// BatchSize is the minibatch size sampled from replay. Default 256.
-	BatchSize int `yaml:"batch_size"`
-	// LearningStarts is the number of steps of uniformly random actions
-	// before learning starts. Default 5000.
-	LearningStarts int `yaml:"learning_starts"`
 	// PolicyLR is the actor's Adam learning rate. Default 3e-4.
 	PolicyLR float64 `yaml:"policy_lr"`
 	// QLR is the critics' (and α's) Adam learning rate. Default 1e-3.
@@ -51,46 +35,34 @@ type Config struct {
 	// Autotune learns α towards a target entropy of −dim(A) (Haarnoja et
 	// al. 2018b, §5). Default true.
 	Autotune bool `yaml:"autotune"`
-	// NetArch lists the hidden widths of the actor and the critics (ReLU).
-	// Default [256, 256].
-	NetArch []int `yaml:"net_arch"`
 }
 
 // NewConfig returns CleanRL's sac_continuous_action.py defaults.
 func NewConfig() *Config {
 	return &Config{
-		NumEnvs:                1,
-		Parallel:               true,
-		BufferSize:             1000000,
-		Gamma:                  0.99,
-		Tau:                    0.005,
-		BatchSize:              256,
-		LearningStarts:         5000,
+		Common: offpolicy.Common{
+			NumEnvs:        1,
+			Parallel:       true,
+			BufferSize:     1000000,
+			Gamma:          0.99,
+			Tau:            0.005,
+			BatchSize:      256,
+			LearningStarts: 5000,
+			NetArch:        []int{256, 256},
+		},
 		PolicyLR:               3e-4,
 		QLR:                    1e-3,
 		PolicyFrequency:        2,
 		TargetNetworkFrequency: 1,
 		Alpha:                  0.2,
 		Autotune:               true,
-		NetArch:                []int{256, 256},
 	}
-}
-
-// WarmUp returns learning_starts, the env steps before the first update
-// (algo.WarmUpper).
-func (c *Config) WarmUp() int64 { return int64(c.LearningStarts) }
-
-// TransitionShape returns num_envs and the update interval U, env steps
-// per update (algo.TransitionShape).
-func (c *Config) TransitionShape() (numEnvs int, updateInterval float64) {
-	return c.NumEnvs, 1
 }
 
 // Validate reports every problem with the configuration.
 func (c *Config) Validate(h algo.Header) error {
 	p := algo.Problems{Name: "sac"}
-	offpolicy.Common{NumEnvs: c.NumEnvs, BatchSize: c.BatchSize, BufferSize: c.BufferSize,
-		LearningStarts: c.LearningStarts, Gamma: c.Gamma, Tau: c.Tau, NetArch: c.NetArch}.Check(p.Add)
+	c.Common.Check(p.Add)
 	if !(c.PolicyLR > 0) || !(c.QLR > 0) {
 		p.Add("policy_lr and q_lr must be > 0, got %v and %v", c.PolicyLR, c.QLR)
 	}
@@ -196,16 +168,10 @@ func Train(ctx context.Context, rt *algo.Runtime, cfg *Config) (algo.Model, erro
 	})
 }
 
-// Minibatch is batch_size (algo.Minibatcher).
-func (c *Config) Minibatch() int { return c.BatchSize }
-
 // WithMinibatch returns a copy with batch_size n (algo.Minibatcher).
 func (c *Config) WithMinibatch(n int) algo.Config {
 	return algo.With(c, func(d *Config) { d.BatchSize = n })
 }
-
-// ReplayCapacity is buffer_size (algo.ReplaySizer).
-func (c *Config) ReplayCapacity() int { return c.BufferSize }
 
 // WithReplayCapacity returns a copy with buffer_size n (algo.ReplaySizer).
 func (c *Config) WithReplayCapacity(n int) algo.Config {

@@ -13,27 +13,14 @@ import (
 // Config is TD3's section of a run configuration. Defaults are CleanRL's
 // td3_continuous_action.py; a zero written in the file stays zero.
 type Config struct {
-	// --- run ---
-
-	// NumEnvs is the number of environments stepped together. Default 1.
-	NumEnvs int `yaml:"num_envs"`
-	// Parallel runs the second critic on a second goroutine beside the caller's
-	// work (internal/twin), with results identical to one goroutine's;
-	// false keeps everything on the calling goroutine. Default true.
-	Parallel bool `yaml:"parallel"`
-
-	// --- algorithm ---
+	// num_envs, parallel (the second critic beside the first),
+	// buffer_size, gamma, tau, batch_size, learning_starts (steps of
+	// uniformly random actions first) and net_arch (the actor's and the
+	// critics' hidden widths).
+	offpolicy.Common `yaml:",inline"`
 
 	// LearningRate of both Adam optimizers (actor and critics). Default 3e-4.
 	LearningRate float64 `yaml:"learning_rate"`
-	// BufferSize is the replay memory size. Default 1000000.
-	BufferSize int `yaml:"buffer_size"`
-	// Gamma is the discount γ. Default 0.99.
-	Gamma float64 `yaml:"gamma"`
-	// Tau is the Polyak rate τ of the target networks. Default 0.005.
-	Tau float64 `yaml:"tau"`
-	// BatchSize is the minibatch size sampled from replay. Default 256.
-	BatchSize int `yaml:"batch_size"`
 	// PolicyNoise is the std of the target policy smoothing noise, in units
 	// of the action scale. Default 0.2.
 	PolicyNoise float64 `yaml:"policy_noise"`
@@ -49,52 +36,37 @@ type Config struct {
 	// with θ = 0.15, dt = 0.01), which explores sparse-reward tasks such as
 	// MountainCarContinuous. Default "normal".
 	NoiseType string `yaml:"noise_type"`
-	// LearningStarts is the number of steps of uniformly random actions
-	// before learning starts. Default 25000.
-	LearningStarts int `yaml:"learning_starts"`
 	// PolicyFrequency is the delay d: the actor and the targets update every
 	// d critic updates. Default 2.
 	PolicyFrequency int `yaml:"policy_frequency"`
-	// NetArch lists the hidden widths of the actor and the critics (ReLU).
-	// Default [256, 256].
-	NetArch []int `yaml:"net_arch"`
 }
 
 // NewConfig returns CleanRL's td3_continuous_action.py defaults.
 func NewConfig() *Config {
 	return &Config{
-		NumEnvs:          1,
-		Parallel:         true,
+		Common: offpolicy.Common{
+			NumEnvs:        1,
+			Parallel:       true,
+			BufferSize:     1000000,
+			Gamma:          0.99,
+			Tau:            0.005,
+			BatchSize:      256,
+			LearningStarts: 25000,
+			NetArch:        []int{256, 256},
+		},
 		LearningRate:     3e-4,
-		BufferSize:       1000000,
-		Gamma:            0.99,
-		Tau:              0.005,
-		BatchSize:        256,
 		PolicyNoise:      0.2,
 		NoiseClip:        0.5,
 		ExplorationNoise: 0.1,
 		NoiseType:        "normal",
-		LearningStarts:   25000,
 		PolicyFrequency:  2,
-		NetArch:          []int{256, 256},
 	}
-}
-
-// WarmUp returns learning_starts, the env steps before the first update
-// (algo.WarmUpper).
-func (c *Config) WarmUp() int64 { return int64(c.LearningStarts) }
-
-// TransitionShape returns num_envs and the update interval U, env steps
-// per update (algo.TransitionShape).
-func (c *Config) TransitionShape() (numEnvs int, updateInterval float64) {
-	return c.NumEnvs, 1
 }
 
 // Validate reports every problem with the configuration.
 func (c *Config) Validate(h algo.Header) error {
 	p := algo.Problems{Name: "td3"}
-	offpolicy.Common{NumEnvs: c.NumEnvs, BatchSize: c.BatchSize, BufferSize: c.BufferSize,
-		LearningStarts: c.LearningStarts, Gamma: c.Gamma, Tau: c.Tau, NetArch: c.NetArch}.Check(p.Add)
+	c.Common.Check(p.Add)
 	if !(c.LearningRate > 0) {
 		p.Add("learning_rate must be > 0, got %v", c.LearningRate)
 	}
@@ -172,16 +144,10 @@ func clamp(x, lo, hi float64) float64 { return max(lo, min(hi, x)) }
 
 func clamp32(x, lo, hi float32) float32 { return max(lo, min(hi, x)) }
 
-// Minibatch is batch_size (algo.Minibatcher).
-func (c *Config) Minibatch() int { return c.BatchSize }
-
 // WithMinibatch returns a copy with batch_size n (algo.Minibatcher).
 func (c *Config) WithMinibatch(n int) algo.Config {
 	return algo.With(c, func(d *Config) { d.BatchSize = n })
 }
-
-// ReplayCapacity is buffer_size (algo.ReplaySizer).
-func (c *Config) ReplayCapacity() int { return c.BufferSize }
 
 // WithReplayCapacity returns a copy with buffer_size n (algo.ReplaySizer).
 func (c *Config) WithReplayCapacity(n int) algo.Config {

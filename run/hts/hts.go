@@ -12,6 +12,7 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/internal/scratch"
 	"herd/rollout"
 	"herd/sample"
 	"herd/weights"
@@ -798,7 +799,7 @@ func (p *rowPolicy) Values(dst, obs []float32, n int) ([]float32, error) {
 	if err := p.ask(obs, func(q *workerPolicy) *request { return q.vals }); err != nil {
 		return nil, err
 	}
-	dst = grow(dst, n)
+	dst = scratch.Resize(dst, n)
 	for r, rr := range p.rows {
 		dst[r] = p.pols[rr.k].vals.out[rr.j]
 	}
@@ -1008,7 +1009,7 @@ func (s *server) answer(net algo.PolicyNet, sn stateNet, k int, value bool, err 
 		rows += n
 	}
 	if err == nil {
-		s.out = grow(s.out, rows*w)
+		s.out = scratch.Resize(s.out, rows*w)
 		switch {
 		case sn == nil:
 			net.ForwardTo(s.out, s.obs, rows)
@@ -1036,13 +1037,6 @@ func (s *server) answer(net algo.PolicyNet, sn stateNet, k int, value bool, err 
 		off += n
 		r.done <- struct{}{}
 	}
-}
-
-func grow(b []float32, n int) []float32 {
-	if cap(b) < n {
-		return make([]float32, n)
-	}
-	return b[:n]
 }
 
 // joinStopped joins the env workers' errors, but reports a stop that

@@ -3,11 +3,30 @@ package offpolicy
 import "slices"
 
 // Common holds the settings every off-policy algorithm has (DQN's too),
-// for Check.
+// inlined in each algorithm's Config (yaml ",inline": the keys stay at
+// the top of its section); each NewConfig gives the defaults.
 type Common struct {
-	NumEnvs, BatchSize, BufferSize, LearningStarts int
-	Gamma, Tau                                     float64
-	NetArch                                        []int
+	// NumEnvs is the number of environments stepped together.
+	NumEnvs int `yaml:"num_envs"`
+	// Parallel runs part of each update (the algorithm's doc says which)
+	// on a second goroutine beside the caller's work (internal/twin), with
+	// results identical to one goroutine's; false keeps everything on the
+	// calling goroutine.
+	Parallel bool `yaml:"parallel"`
+	// BufferSize is the replay memory size.
+	BufferSize int `yaml:"buffer_size"`
+	// Gamma is the discount γ.
+	Gamma float64 `yaml:"gamma"`
+	// Tau is the Polyak rate τ of the target networks (for DQN, 1 copies
+	// the Q-network: a hard update).
+	Tau float64 `yaml:"tau"`
+	// BatchSize is the minibatch size sampled from replay.
+	BatchSize int `yaml:"batch_size"`
+	// LearningStarts is the number of env steps before learning starts
+	// (SAC, TD3 and DDPG act uniformly at random until then).
+	LearningStarts int `yaml:"learning_starts"`
+	// NetArch lists the hidden widths of the networks (ReLU).
+	NetArch []int `yaml:"net_arch"`
 }
 
 // Check reports each problem with the common settings through bad (the
@@ -35,3 +54,18 @@ func (c Common) Check(bad func(format string, a ...any)) {
 		bad("net_arch must list hidden widths ≥ 1, got %v", c.NetArch)
 	}
 }
+
+// WarmUp returns learning_starts, the env steps before the first update
+// (algo.WarmUpper).
+func (c Common) WarmUp() int64 { return int64(c.LearningStarts) }
+
+// TransitionShape returns num_envs and one update per env step, SAC's,
+// TD3's and DDPG's update interval (algo.TransitionShape; DQN's Config
+// has its own).
+func (c Common) TransitionShape() (numEnvs int, updateInterval float64) { return c.NumEnvs, 1 }
+
+// Minibatch is batch_size (algo.Minibatcher).
+func (c Common) Minibatch() int { return c.BatchSize }
+
+// ReplayCapacity is buffer_size (algo.ReplaySizer).
+func (c Common) ReplayCapacity() int { return c.BufferSize }

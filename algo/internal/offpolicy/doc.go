@@ -58,7 +58,8 @@
 //   - Save, Load and Named: several networks in one safetensors file under
 //     prefixes; BoxBounds: the finite bounds a tanh actor needs.
 //   - LoadPolicy, LoadAgent, TrainFunc: the checkpoint and algo.Spec
-//     plumbing; CheckEnv and Common: the Validate checks they share.
+//     plumbing; CheckEnv and Common (the settings the four configs inline,
+//     their checks and accessors): what Validate and the configs share.
 //
 // Each algorithm keeps its own losses and updates (targets, critic and
 // actor steps, entropy tuning) and its schedule in its Learner, in paper

@@ -5,6 +5,7 @@ import (
 
 	"herd/algo"
 	"herd/env"
+	"herd/internal/scratch"
 )
 
 // AddGaussianNoise perturbs deterministic actions for exploration (TD3 and
@@ -53,8 +54,8 @@ func Mean(xs []float32) float64 {
 
 // SizeActs sizes dst's Actions and EnvActions for n rows of d values.
 func SizeActs(dst *algo.Acts, n, d int) {
-	dst.Actions = grow(dst.Actions, n*d)
-	dst.EnvActions = grow(dst.EnvActions, n*d)
+	dst.Actions = scratch.Resize(dst.Actions, n*d)
+	dst.EnvActions = scratch.Resize(dst.EnvActions, n*d)
 }
 
 // RandomActionsTo fills the n rows of dst (d values each) with uniformly

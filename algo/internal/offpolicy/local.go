@@ -321,8 +321,8 @@ func (c learnerReplay) RestoreLearner(s *trainstate.State) error {
 		names = names[:1]
 	}
 	for _, name := range names {
-		if _, ok := s.Sections[name]; !ok {
-			return fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, name)
+		if _, err := s.Section(name); err != nil {
+			return err
 		}
 	}
 	if err := UnmarshalLearner(c.l.LearnerState(), s.Sections[secLearner]); err != nil || c.rb == nil {
@@ -334,13 +334,6 @@ func (c learnerReplay) RestoreLearner(s *trainstate.State) error {
 // restore loads a checkpoint's state into the freshly built loop; with
 // restart, the envs and the assembler stay as built (Run resets the envs).
 func (lc *Local) restore(s *trainstate.State) error {
-	get := func(name string) ([]byte, error) {
-		b, ok := s.Sections[name]
-		if !ok {
-			return nil, fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, name)
-		}
-		return b, nil
-	}
 	if err := (learnerReplay{lc.Learner.(StateLearner), lc.Replay}).RestoreLearner(s); err != nil {
 		return err
 	}
@@ -352,7 +345,7 @@ func (lc *Local) restore(s *trainstate.State) error {
 			return err
 		}
 	}
-	b, err := get(secLoop)
+	b, err := s.Section(secLoop)
 	if err != nil {
 		return err
 	}
@@ -372,7 +365,7 @@ func (lc *Local) restore(s *trainstate.State) error {
 	if err := s.Get(secAssembler, lc.Assembler); err != nil {
 		return err
 	}
-	if err := env.UnmarshalVector(lc.Envs, func(i int) ([]byte, error) { return get(fmt.Sprintf("%s%d", secEnv, i)) }); err != nil {
+	if err := env.UnmarshalVector(lc.Envs, func(i int) ([]byte, error) { return s.Section(fmt.Sprintf("%s%d", secEnv, i)) }); err != nil {
 		return err
 	}
 	if _, ok := s.Sections[fmt.Sprintf("%s%d", secEnv, lc.Envs.NumEnvs())]; ok {

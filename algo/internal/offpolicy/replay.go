@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"herd/algo"
+	"herd/internal/scratch"
 	"herd/replay"
 	"herd/sample"
 )
@@ -195,8 +196,8 @@ func (r *Replay) Sample(dst *algo.Minibatch, n int, step int64, rng *rand.Rand) 
 		return err
 	}
 	d := r.cfg.ObsDim
-	r.disc = grow(r.disc, n)
-	r.dones = grow(r.dones, n)
+	r.disc = scratch.Resize(r.disc, n)
+	r.dones = scratch.Resize(r.dones, n)
 	if r.rowDim == d {
 		r.obs, r.next = r.s.Obs, r.s.NextObs
 		for i := range n {
@@ -204,7 +205,7 @@ func (r *Replay) Sample(dst *algo.Minibatch, n int, step int64, rng *rand.Rand) 
 		}
 	} else {
 		// Strip the discount column (see the type's doc).
-		r.obs, r.next = grow(r.obs, n*d), grow(r.next, n*d)
+		r.obs, r.next = scratch.Resize(r.obs, n*d), scratch.Resize(r.next, n*d)
 		w := r.rowDim
 		for i := range n {
 			copy(r.obs[i*d:(i+1)*d], r.s.Obs[i*w:i*w+d])
@@ -236,19 +237,12 @@ func (r *Replay) UpdatePriorities(mb *algo.Minibatch, tdErr []float32) error {
 	if len(tdErr) != len(mb.Index) || len(mb.Gen) != len(mb.Index) {
 		return fmt.Errorf("offpolicy: %d TD errors for a sample of %d", len(tdErr), len(mb.Index))
 	}
-	r.prio = grow(r.prio, len(tdErr))
+	r.prio = scratch.Resize(r.prio, len(tdErr))
 	for i, e := range tdErr {
 		r.prio[i] = math.Abs(float64(e)) + r.cfg.Eps
 	}
 	_, err := r.pri.UpdatePriorities(mb.Index, mb.Gen, r.prio)
 	return err
-}
-
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
 }
 
 // MarshalBinary returns the buffer's whole state (replay.Uniform's or

@@ -8,6 +8,7 @@ import (
 	"herd/algo"
 	"herd/algo/internal/encoder"
 	"herd/env"
+	"herd/internal/scratch"
 	"herd/internal/twin"
 	"herd/nn"
 )
@@ -384,7 +385,7 @@ func (a *Agent) backwardTrunk() {
 	if a.trunk == nil {
 		return
 	}
-	a.dFeat = grow(a.dFeat, len(a.actorHead.dIn))
+	a.dFeat = scratch.Resize(a.dFeat, len(a.actorHead.dIn))
 	copy(a.dFeat, a.actorHead.dIn)
 	if a.dValue != nil {
 		for i, v := range a.critHead.dIn {
@@ -437,7 +438,7 @@ func (a *Agent) finalStateTo(dst []float32) {
 // Evaluate or Learn of a recurrent agent needs SetSequences again.
 func (a *Agent) ValueAfter(dst, obs, lastDones []float32, n int) []float32 {
 	if sd := a.StateDim(); sd > 0 {
-		a.after = grow(a.after, n*sd)
+		a.after = scratch.Resize(a.after, n*sd)
 		a.finalStateTo(a.after)
 		for e, d := range lastDones[:n] {
 			if d != 0 {
@@ -518,7 +519,7 @@ func (a *Agent) actorInput(buf *[]float32, obs []float32, n int) []float32 {
 	if a.ActorDim == a.ObsDim {
 		return obs
 	}
-	*buf = grow(*buf, n*a.ActorDim)
+	*buf = scratch.Resize(*buf, n*a.ActorDim)
 	for r := range n {
 		copy((*buf)[r*a.ActorDim:(r+1)*a.ActorDim], obs[r*a.ObsDim:r*a.ObsDim+a.ActorDim])
 	}
@@ -575,7 +576,7 @@ func (a *Agent) Backward(dLogProb, dEntropy, dValue []float32) {
 }
 
 func (a *Agent) backwardActor() {
-	a.dOut = grow(a.dOut, len(a.out))
+	a.dOut = scratch.Resize(a.dOut, len(a.out))
 	if a.Gauss != nil {
 		a.Gauss.Backward(a.dOut, a.out, a.acts, a.dLogProb, a.dEntropy)
 	} else {
@@ -610,7 +611,7 @@ func (a *Agent) Learn(obs, actions []float32, batch int, policyLoss PolicyLoss, 
 	a.obs, a.acts = obs, actions[:batch*a.ActDim]
 	// Learn's own buffers: Evaluate and Backward alias the caller's.
 	for i, b := range a.own {
-		a.own[i] = grow(b, batch)
+		a.own[i] = scratch.Resize(b, batch)
 	}
 	a.logProbs, a.entropy, a.values = a.own[0], a.own[1], a.own[2]
 	a.dLogProb, a.dEntropy, a.dValue = a.own[3], a.own[4], a.own[5]
@@ -683,13 +684,6 @@ func (a *Agent) ints(n int) []int {
 	}
 	a.idx = a.idx[:n]
 	return a.idx
-}
-
-func grow(b []float32, n int) []float32 {
-	if cap(b) < n {
-		return make([]float32, n)
-	}
-	return b[:n]
 }
 
 // LoadAgent rebuilds the agent for env id from a checkpoint written by Save

@@ -6,6 +6,7 @@ import (
 
 	"herd/algo"
 	"herd/internal/rng"
+	"herd/internal/scratch"
 	"herd/nn"
 	"herd/sample"
 	"herd/weights"
@@ -85,7 +86,7 @@ func (l *Learner) Begin(ctx context.Context, seg *sample.Segment) (int, error) {
 	}
 	l.keep(seg.Version)
 	tn := seg.T * seg.N
-	l.Adv, l.Returns = grow(l.Adv, tn), grow(l.Returns, tn)
+	l.Adv, l.Returns = scratch.Resize(l.Adv, tn), scratch.Resize(l.Returns, tn)
 	GAE(l.Adv, seg.Rewards, seg.Values, seg.Dones, seg.LastValues, seg.N, l.gamma, l.lambda)
 	ReturnsTo(l.Returns, l.Adv, seg.Values)
 	if a.RNorm != nil {
@@ -188,7 +189,7 @@ func flatten(dst []float32, params []*nn.Param) []float32 {
 	for _, p := range params {
 		n += len(p.Value)
 	}
-	dst = grow(dst, n)
+	dst = scratch.Resize(dst, n)
 	off := 0
 	for _, p := range params {
 		off += copy(dst[off:], p.Value)

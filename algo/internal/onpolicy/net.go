@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"herd/internal/scratch"
 	"herd/nn"
 )
 
@@ -96,7 +97,7 @@ type inputNorm struct {
 
 func (l *inputNorm) forward(x []float32, batch int) []float32 {
 	in := len(l.w.Value)
-	l.xhat, l.y = grow(l.xhat, batch*in), grow(l.y, batch*in)
+	l.xhat, l.y = scratch.Resize(l.xhat, batch*in), scratch.Resize(l.y, batch*in)
 	for r := range batch {
 		row := x[r*in : (r+1)*in]
 		var mean, v float64
@@ -187,7 +188,7 @@ func (n *net) Backward(dOut []float32) {
 			return
 		}
 		h := n.hidden[i-1]
-		n.dh = grow(n.dh, len(h))
+		n.dh = scratch.Resize(n.dh, len(h))
 		n.activateBackward(n.dh, dx, h)
 		d = n.dh
 	}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"herd/internal/scratch"
 	"herd/nn"
 	"herd/sample"
 )
@@ -93,7 +94,7 @@ func (o *ObsNorm) to(buf *[]float32, obs []float32, n int) []float32 {
 		return obs
 	}
 	d := o.d
-	*buf = grow(*buf, n*d)
+	*buf = scratch.Resize(*buf, n*d)
 	out := *buf
 	mean, vr := o.p.Value[1:1+d], o.p.Value[1+d:1+2*d]
 	for j := range d {

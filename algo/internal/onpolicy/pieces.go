@@ -8,6 +8,7 @@ import (
 	"herd/algo/internal/encoder"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/internal/scratch"
 	"herd/internal/twin"
 	"herd/nn"
 	"herd/weights"
@@ -196,7 +197,7 @@ func (p *Policy) forwardActor() {
 }
 
 func (p *Policy) forwardCritic() {
-	p.values = p.agent.critic.ForwardTo(grow(p.values, p.fwdN), p.fwdIn, p.fwdN)
+	p.values = p.agent.critic.ForwardTo(scratch.Resize(p.values, p.fwdN), p.fwdIn, p.fwdN)
 	p.agent.denormalize(p.values)
 }
 
@@ -307,9 +308,9 @@ func (s *Sampler) SampleTo(dst *algo.Acts, out []float32, n int, _ int64) {
 		hw = 2 * ad
 	}
 	w := hw + 1
-	dst.Actions, dst.EnvActions = grow(dst.Actions, n*ad), grow(dst.EnvActions, n*ad)
-	dst.LogProbs, dst.Values = grow(dst.LogProbs, n), grow(dst.Values, n)
-	s.head = grow(s.head, n*hw)
+	dst.Actions, dst.EnvActions = scratch.Resize(dst.Actions, n*ad), scratch.Resize(dst.EnvActions, n*ad)
+	dst.LogProbs, dst.Values = scratch.Resize(dst.LogProbs, n), scratch.Resize(dst.Values, n)
+	s.head = scratch.Resize(s.head, n*hw)
 	for r := range n {
 		copy(s.head[r*hw:(r+1)*hw], out[r*w:r*w+hw])
 		dst.Values[r] = out[r*w+hw]

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"herd/algo"
+	"herd/internal/scratch"
 	"herd/nn"
 	"herd/sample"
 )
@@ -41,7 +42,7 @@ func (c *lstmCore) stateDim() int { return 2 * c.h }
 func (c *lstmCore) forward(x []float32, t, b int, s0 []float32, starts []bool) []float32 {
 	h := c.h
 	c.b = b
-	c.h0, c.c0 = grow(c.h0, b*h), grow(c.c0, b*h)
+	c.h0, c.c0 = scratch.Resize(c.h0, b*h), scratch.Resize(c.c0, b*h)
 	for j := range b {
 		copy(c.h0[j*h:(j+1)*h], s0[j*2*h:j*2*h+h])
 		copy(c.c0[j*h:(j+1)*h], s0[j*2*h+h:(j+1)*2*h])
@@ -179,7 +180,7 @@ func (b *recBody) stateDim() int { return b.core.stateDim() }
 func (b *recBody) seq(t, nb int, state []float32, stride, off int, starts []bool) {
 	sd := b.stateDim()
 	b.t, b.b, b.starts = t, nb, starts
-	b.s0 = grow(b.s0, nb*sd)
+	b.s0 = scratch.Resize(b.s0, nb*sd)
 	for j := range nb {
 		copy(b.s0[j*sd:(j+1)*sd], state[j*stride+off:j*stride+off+sd])
 	}

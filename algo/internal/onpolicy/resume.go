@@ -8,6 +8,7 @@ import (
 
 	"herd/algo"
 	"herd/env"
+	"herd/internal/scratch"
 	"herd/internal/trainstate"
 	"herd/nn"
 	"herd/rollout"
@@ -132,18 +133,17 @@ func saveLearner(l *Learner, sl algo.SegmentLearner, out map[string][]byte, behi
 // restart, the envs and a recurrent policy's state of them stay as built
 // (the caller resets the envs).
 func (lc *local) restore(s *trainstate.State) error {
-	get := sectionsOf(s)
 	if err := restoreLearner(lc.learner, lc.sl, s, false); err != nil {
 		return err
 	}
-	b, err := get(secSampler)
+	b, err := s.Section(secSampler)
 	if err != nil {
 		return err
 	}
 	if err := lc.sampler.UnmarshalBinary(b); err != nil {
 		return err
 	}
-	if b, err = get(secLoop); err != nil {
+	if b, err = s.Section(secLoop); err != nil {
 		return err
 	}
 	obs := lc.worker.Observations()
@@ -163,7 +163,7 @@ func (lc *local) restore(s *trainstate.State) error {
 		return nil
 	}
 	if lc.policy.StateDim() > 0 {
-		if b, err = get(secRecurrent); err != nil {
+		if b, err = s.Section(secRecurrent); err != nil {
 			return err
 		}
 		state := lc.policy.envState(lc.envs.NumEnvs())
@@ -172,24 +172,13 @@ func (lc *local) restore(s *trainstate.State) error {
 		}
 		trainstate.ReadFloat32s(state, b)
 	}
-	if err := env.UnmarshalVector(lc.envs, func(i int) ([]byte, error) { return get(fmt.Sprintf("%s%d", secEnv, i)) }); err != nil {
+	if err := env.UnmarshalVector(lc.envs, func(i int) ([]byte, error) { return s.Section(fmt.Sprintf("%s%d", secEnv, i)) }); err != nil {
 		return err
 	}
-	if _, err := get(fmt.Sprintf("%s%d", secEnv, lc.envs.NumEnvs())); err == nil {
+	if _, err := s.Section(fmt.Sprintf("%s%d", secEnv, lc.envs.NumEnvs())); err == nil {
 		return errors.New("the checkpoint holds more envs than num_envs")
 	}
 	return nil
-}
-
-// sectionsOf returns a getter of s's sections that names a missing one.
-func sectionsOf(s *trainstate.State) func(string) ([]byte, error) {
-	return func(name string) ([]byte, error) {
-		b, ok := s.Sections[name]
-		if !ok {
-			return nil, fmt.Errorf("%w: no section %s", trainstate.ErrCorrupt, name)
-		}
-		return b, nil
-	}
 }
 
 // restoreLearner loads what saveLearner saved into the freshly built
@@ -197,8 +186,7 @@ func sectionsOf(s *trainstate.State) func(string) ([]byte, error) {
 // that has learned needs the previous Learn call's parameters
 // (secBehind).
 func restoreLearner(l *Learner, sl algo.SegmentLearner, s *trainstate.State, behind bool) error {
-	get := sectionsOf(s)
-	b, err := get(secParams)
+	b, err := s.Section(secParams)
 	if err != nil {
 		return err
 	}
@@ -213,7 +201,7 @@ func restoreLearner(l *Learner, sl algo.SegmentLearner, s *trainstate.State, beh
 	for _, p := range params {
 		b = trainstate.ReadFloat32s(p.Value, b)
 	}
-	if b, err = get(secOptimizer); err != nil {
+	if b, err = s.Section(secOptimizer); err != nil {
 		return err
 	}
 	opt, ok := l.Opt.(nn.StatefulOptimizer)
@@ -223,7 +211,7 @@ func restoreLearner(l *Learner, sl algo.SegmentLearner, s *trainstate.State, beh
 	if err := opt.UnmarshalState(params, b); err != nil {
 		return err
 	}
-	if b, err = get(secLearner); err != nil {
+	if b, err = s.Section(secLearner); err != nil {
 		return err
 	}
 	if len(b) < 8 {
@@ -249,7 +237,7 @@ func restoreLearner(l *Learner, sl algo.SegmentLearner, s *trainstate.State, beh
 	case len(b) != 4*n:
 		return fmt.Errorf("%w: section %s has %d bytes for %d values", trainstate.ErrCorrupt, secBehind, len(b), n)
 	default:
-		l.start = grow(l.start, n)
+		l.start = scratch.Resize(l.start, n)
 		trainstate.ReadFloat32s(l.start, b)
 	}
 	return nil
