@@ -67,16 +67,23 @@ func (c Conv2dConfig) Validate() error {
 //
 // The convolution is an im2col product. Row (c, di, dj) of the column
 // matrix X̂ ((C·k·k) × (N·OH·OW)) holds, for every sample and output
-// position, the input value that kernel tap meets (a gather through a
-// table of indices made once per layer; a stride-1 layer without padding
-// copies each output row's taps as one run). Then Y = W·X̂ (+ b, per output
-// channel), and the backward pass is dWᵀ = X̂·dYᵀ, db = Σ dY and
-// dX̂ = Wᵀ·dY added back onto the image (col2im). Y and dX̂ are products
-// per sample, straight from and into NCHW images, where that gives the
-// whole-batch product's bits (perSample). The products run on the layer's
-// Gemm, in a fixed order, so results do not depend on GOMAXPROCS. Workspaces grow to the largest batch seen and are then
-// reused: after one call at the largest batch, Forward and Backward
-// allocate nothing.
+// position, the input value that kernel tap meets. Then Y = W·X̂ (+ b, per
+// output channel), and the backward pass is dWᵀ = X̂·dYᵀ, db = Σ dY and
+// dX̂ = Wᵀ·dY added back onto the image (col2im). Layers with more than 8
+// output positions and more than 8 output channels and taps keep X̂
+// transposed (see im2row): the products run over the whole batch, the
+// AVX2 kernels read the taps straight from the image (no padding, a
+// multiple of 16 channels) and dX̂ᵀ is made and added back a block of
+// rows at a time. Other layers gather X̂ through a table of indices made
+// once per layer (a stride-1 layer without padding copies each output
+// row's taps as one run), with Y and dX̂ products per sample, straight from
+// and into NCHW images, where that gives the whole-batch product's bits
+// (perSample). Every layout sums each element in the same order, so all
+// give the bits of the whole-batch formulation. The products run on the
+// layer's Gemm (kernel.ConvGemm's larger tiles where that is the native
+// one), in a fixed order, so results do not depend on GOMAXPROCS.
+// Workspaces grow to the largest batch seen and are then reused: after one
+// call at the largest batch, Forward and Backward allocate nothing.
 //
 // A Conv2d is not safe for concurrent use.
 type Conv2d struct {
@@ -372,7 +379,7 @@ const gatherBlock = 128
 // padding, and a multiple of 16 output channels.
 func (c *Conv2d) gatherable() bool {
 	g, ok := c.gemm.(native)
-	return ok && g.asm && kernel.Active() == kernel.AVX2FMA && c.cfg.Padding == 0 && c.cfg.OutChannels%16 == 0
+	return ok && g.asm && kernel.Active() >= kernel.AVX2FMA && c.cfg.Padding == 0 && c.cfg.OutChannels%16 == 0
 }
 
 // offsets makes the tables gathered reads: tapOff, (c, di, dj) ↦

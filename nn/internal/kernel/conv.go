@@ -1,14 +1,13 @@
 package kernel
 
 // ConvGemm is Gemm without bias or ReLU for the convolutions' large
-// products, in 6×16 tiles on the AVX2 path (kern6x16) where n is a
-// multiple of 16; the last m % 6 rows go through Gemm. Every element is
-// the chain Gemm sums, so the bits are Gemm's. It reports false, doing
-// nothing, where it does not apply (useAsm unset, another level than
-// AVX2FMA, n not a multiple of 16, k = 0 or m < 6): the caller then runs
-// its Gemm.
+// products, in 6×16 AVX2 tiles (kern6x16, also on AVX-512 CPUs) where n
+// is a multiple of 16; the last m % 6 rows go through Gemm. Every element
+// is the chain Gemm sums, so the bits are Gemm's. It reports false, doing
+// nothing, where it does not apply (useAsm unset, a level below AVX2FMA,
+// n not a multiple of 16, k = 0 or m < 6): the caller then runs its Gemm.
 func ConvGemm(useAsm bool, transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool) bool {
-	if on(useAsm) != AVX2FMA || n%16 != 0 || n == 0 || k == 0 || m < 6 {
+	if on(useAsm) < AVX2FMA || n%16 != 0 || n == 0 || k == 0 || m < 6 {
 		return false
 	}
 	rsa, csa := lda, 1
@@ -25,7 +24,7 @@ func ConvGemm(useAsm bool, transA bool, m, n, k int, a []float32, lda int, b []f
 	}
 	convGemmAsm(rsa, csa, m, n, k, a, b, ldb, c, ldc, flags)
 	if m6 := m - m%6; m6 < m {
-		gemmOn(AVX2FMA, transA, m-m6, n, k, a[m6*rsa:], lda, b, ldb, c[m6*ldc:], ldc, acc, nil, false)
+		gemmOn(active, transA, m-m6, n, k, a[m6*rsa:], lda, b, ldb, c[m6*ldc:], ldc, acc, nil, false)
 	}
 	return true
 }
@@ -33,10 +32,10 @@ func ConvGemm(useAsm bool, transA bool, m, n, k int, a []float32, lda int, b []f
 // ConvGemmGather computes C = A·B (C += A·B with acc) for the m×k matrix
 // A(i, p) = src[rows[i] + offs[p]], reading a convolution's taps straight
 // from its image: each element is the chain Gemm sums, so the bits are
-// Gemm's on the same A. It runs on the AVX2 path with n a multiple of
-// 16, and reports false, doing nothing, elsewhere.
+// Gemm's on the same A. It runs the AVX2 kernel (kern6x16g) with n a
+// multiple of 16, and reports false, doing nothing, elsewhere.
 func ConvGemmGather(useAsm bool, m, n, k int, src []float32, rows, offs []int, b []float32, ldb int, c []float32, ldc int, acc bool) bool {
-	if !gatherAsm || on(useAsm) != AVX2FMA || n%16 != 0 || n == 0 || k == 0 || m == 0 {
+	if !gatherAsm || on(useAsm) < AVX2FMA || n%16 != 0 || n == 0 || k == 0 || m == 0 {
 		return false
 	}
 	// The kernel trusts its pointers; check the extents once here.
