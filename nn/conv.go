@@ -69,19 +69,20 @@ func (c Conv2dConfig) Validate() error {
 // matrix X̂ ((C·k·k) × (N·OH·OW)) holds, for every sample and output
 // position, the input value that kernel tap meets. Then Y = W·X̂ (+ b, per
 // output channel), and the backward pass is dWᵀ = X̂·dYᵀ, db = Σ dY and
-// dX̂ = Wᵀ·dY added back onto the image (col2im). Layers with more than 8
-// output positions and more than 8 output channels and taps keep X̂
-// transposed (see im2row): the products run over the whole batch, the
-// AVX2 kernels read the taps straight from the image (no padding, a
-// multiple of 16 channels) and dX̂ᵀ is made and added back a block of
-// rows at a time. Other layers gather X̂ through a table of indices made
-// once per layer (a stride-1 layer without padding copies each output
-// row's taps as one run), with Y and dX̂ products per sample, straight from
-// and into NCHW images, where that gives the whole-batch product's bits
-// (perSample). Every layout sums each element in the same order, so all
-// give the bits of the whole-batch formulation. The products run on the
-// layer's Gemm (kernel.ConvGemm's larger tiles where that is the native
-// one), in a fixed order, so results do not depend on GOMAXPROCS.
+// dX̂ = Wᵀ·dY added back onto the image (col2im). On the native AVX2
+// kernels (also on AVX-512 CPUs), a layer without padding, with more than 8
+// output positions and taps and a multiple of 16 output channels keeps X̂
+// transposed (patches, see conv_patches.go): its products run over the
+// whole batch, the forward and dW products read the taps straight from
+// the image, and dX̂ᵀ is made and added back a block of rows at a time.
+// Other layers gather X̂ through a table of indices made once per layer (a
+// stride-1 layer without padding copies each output row's taps as one
+// run), with Y and dX̂ products per sample, straight from and into NCHW
+// images, where that gives the whole-batch product's bits (perSample).
+// Every layout sums each element in the same order, so all give the bits
+// of the whole-batch formulation. The products run on the layer's Gemm
+// (kernel.ConvGemm's larger tiles where that is the native one), in a
+// fixed order, so results do not depend on GOMAXPROCS.
 // Workspaces grow to the largest batch seen and are then reused: after one
 // call at the largest batch, Forward and Backward allocate nothing.
 //
@@ -161,14 +162,15 @@ func (c *Conv2d) Forward(x []float32, batch int) []float32 { return c.forward(x,
 // the whole-batch product, whose columns then exceed 8.
 func (c *Conv2d) perSample() bool { return c.cfg.OutH()*c.cfg.OutW() > 8 }
 
-// patches reports whether the layer keeps X̂ transposed (see im2row), its
-// products then over the whole batch with the output channels (Yᵀ, dWᵀ)
-// or the taps (dX̂ᵀ) as columns. Where perSample holds and both of those
-// exceed 8, every element is the same chain of FMAs as in the other
-// layouts, so the bits do not change.
+// patches reports whether the layer keeps X̂ transposed (see
+// conv_patches.go): where the gather kernels apply (gatherable), perSample
+// holds and there are more than 8 taps. Its products then run over the
+// whole batch with the output channels (Yᵀ, dWᵀ) or the taps (dX̂ᵀ) as
+// columns, more than 8 of them, so every element is the same chain of FMAs
+// as in the other layouts and the bits do not change.
 func (c *Conv2d) patches() bool {
 	cfg := c.cfg
-	return c.perSample() && cfg.OutChannels > 8 && cfg.InChannels*cfg.Kernel*cfg.Kernel > 8
+	return c.perSample() && cfg.InChannels*cfg.Kernel*cfg.Kernel > 8 && c.gatherable()
 }
 
 // forward is Forward, with relu: max(·, 0) applied to the output (the
@@ -186,26 +188,16 @@ func (c *Conv2d) forward(x []float32, batch int, relu bool) []float32 {
 	c.y = grow(c.y, batch*o*p)
 	switch {
 	case c.patches():
-		// Yᵀ = X̂ᵀ·Wᵀ over the whole batch, a block of X̂ᵀ's rows at a
-		// time, then each sample's p×o block transposed into its NCHW
-		// image. The input is kept for Backward, which gathers X̂ᵀ again.
+		// Yᵀ = X̂ᵀ·Wᵀ over the whole batch, X̂ᵀ read from the image, then
+		// each sample's p×o block transposed into its NCHW image. The input
+		// is kept for Backward, which reads X̂ again.
 		c.x = grow(c.x, len(x))
 		copy(c.x, x)
 		c.wT = grow(c.wT, ckk*o)
 		transposeTo(c.wT, c.weight.Value, o, ckk)
 		c.yo = grow(c.yo, np*o)
-		if c.gatherable() {
-			c.offsets(batch)
-		}
-		if !c.gathered(x, false, np, o, ckk, c.posOff, c.tapOff, c.wT, o, c.yo, o) {
-			blk := patchBlock(ckk)
-			c.cols = grow(c.cols, blk*ckk)
-			for r := 0; r < np; r += blk {
-				m := min(blk, np-r)
-				im2row(c.cols[:m*ckk], x, r, cfg)
-				c.product(false, m, o, ckk, c.cols, ckk, c.wT, o, false, c.yo[r*o:], o)
-			}
-		}
+		c.offsets(batch)
+		c.gathered(x, false, np, o, ckk, c.posOff, c.tapOff, c.wT, o, c.yo, o)
 		for n := range batch {
 			transposeTo(c.y[n*o*p:(n+1)*o*p], c.yo[n*p*o:(n+1)*p*o], p, o)
 		}
@@ -280,13 +272,12 @@ func (c *Conv2d) backward(dy []float32, input bool) []float32 {
 		db[k] += v
 	}
 	// dWᵀ = X̂·dYᵀ, added to the [out][C·k·k] gradient. In the patch
-	// layout dW = (dYᵀ)ᵀ·X̂ᵀ instead, a block of X̂ᵀ's rows at a time; each
-	// block carries every element's sum on from where the last one stored
-	// it, so each is still one chain over all N·OH·OW terms in order.
+	// layout X̂ is read from the image, gatherBlock positions at a time;
+	// each block carries every element's sum on from where the last one
+	// stored it, so each is still one chain over all N·OH·OW terms in
+	// order.
 	dw := c.weight.Grad
-	if c.patches() && c.gatherable() {
-		// dWᵀ = X̂·dYᵀ with X̂ read from the image, gatherBlock positions
-		// at a time, each block carrying the sums on.
+	if c.patches() {
 		for r := 0; r < np; r += gatherBlock {
 			m := min(gatherBlock, np-r)
 			c.gathered(c.x, r > 0, ckk, o, m, c.tapOff, c.posOff[r:], c.dyT[r*o:], o, c.dwT, o)
@@ -296,17 +287,6 @@ func (c *Conv2d) backward(dy []float32, input bool) []float32 {
 			for j := range row {
 				row[j] += c.dwT[j*o+k]
 			}
-		}
-	} else if c.patches() {
-		t := c.dwT[:o*ckk]
-		blk := patchBlock(ckk)
-		for r := 0; r < np; r += blk {
-			m := min(blk, np-r)
-			im2row(c.cols[:m*ckk], c.x, r, cfg)
-			c.product(true, o, ckk, m, c.dyT[r*o:], o, c.cols, ckk, r > 0, t, ckk)
-		}
-		for j, v := range t {
-			dw[j] += v
 		}
 	} else {
 		c.gemm.Sgemm(false, false, ckk, o, np, 1, c.cols, np, c.dyT, o, 0, c.dwT, o)
@@ -410,10 +390,12 @@ func (c *Conv2d) offsets(batch int) {
 	}
 }
 
-// gathered runs kernel.ConvGemmGather where gatherable holds (offsets
-// made) and reports whether it ran.
-func (c *Conv2d) gathered(src []float32, acc bool, m, n, k int, rows, offs []int, b []float32, ldb int, cc []float32, ldc int) bool {
-	return c.gatherable() && kernel.ConvGemmGather(true, m, n, k, src, rows, offs, b, ldb, cc, ldc, acc)
+// gathered runs kernel.ConvGemmGather, which takes every layer that
+// gatherable accepts (offsets made).
+func (c *Conv2d) gathered(src []float32, acc bool, m, n, k int, rows, offs []int, b []float32, ldb int, cc []float32, ldc int) {
+	if !kernel.ConvGemmGather(true, m, n, k, src, rows, offs, b, ldb, cc, ldc, acc) {
+		panic("nn: Conv2d: the gather kernel declined a layer that gatherable accepts")
+	}
 }
 
 // one is the 1×1 matrix of ones whose row, read with stride 0, sums the
