@@ -67,16 +67,24 @@ func (c Conv2dConfig) Validate() error {
 //
 // The convolution is an im2col product. Row (c, di, dj) of the column
 // matrix X̂ ((C·k·k) × (N·OH·OW)) holds, for every sample and output
-// position, the input value that kernel tap meets (a gather through a
-// table of indices made once per layer; a stride-1 layer without padding
-// copies each output row's taps as one run). Then Y = W·X̂ (+ b, per output
-// channel), and the backward pass is dWᵀ = X̂·dYᵀ, db = Σ dY and
-// dX̂ = Wᵀ·dY added back onto the image (col2im). Y and dX̂ are products
-// per sample, straight from and into NCHW images, where that gives the
-// whole-batch product's bits (perSample). The products run on the layer's
-// Gemm, in a fixed order, so results do not depend on GOMAXPROCS. Workspaces grow to the largest batch seen and are then
-// reused: after one call at the largest batch, Forward and Backward
-// allocate nothing.
+// position, the input value that kernel tap meets. Then Y = W·X̂ (+ b, per
+// output channel), and the backward pass is dWᵀ = X̂·dYᵀ, db = Σ dY and
+// dX̂ = Wᵀ·dY added back onto the image (col2im). On the native AVX2
+// kernels (also on AVX-512 CPUs), a layer without padding, with more than 8
+// output positions and taps and a multiple of 16 output channels keeps X̂
+// transposed (patches, see conv_patches.go): its products run over the
+// whole batch, the forward and dW products read the taps straight from
+// the image, and dX̂ᵀ is made and added back a block of rows at a time.
+// Other layers gather X̂ through a table of indices made once per layer (a
+// stride-1 layer without padding copies each output row's taps as one
+// run), with Y and dX̂ products per sample, straight from and into NCHW
+// images, where that gives the whole-batch product's bits (perSample).
+// Every layout sums each element in the same order, so all give the bits
+// of the whole-batch formulation. The products run on the layer's Gemm
+// (kernel.ConvGemm's larger tiles where that is the native one), in a
+// fixed order, so results do not depend on GOMAXPROCS.
+// Workspaces grow to the largest batch seen and are then reused: after one
+// call at the largest batch, Forward and Backward allocate nothing.
 //
 // A Conv2d is not safe for concurrent use.
 type Conv2d struct {
@@ -85,15 +93,18 @@ type Conv2d struct {
 	gemm         Gemm
 	taps         []int32 // tapIndex(cfg), shared by clones
 
-	batch int
-	cols  []float32 // X̂, (C·k·k) × (N·OH·OW)
-	yo    []float32 // W·X̂, out × (N·OH·OW)
-	y     []float32 // output, NCHW
-	dyo   []float32 // dY as out × (N·OH·OW)
-	dyT   []float32 // its transpose, (N·OH·OW) × out
-	dcols []float32 // dX̂, as cols
-	dwT   []float32 // dWᵀ of one Backward, (C·k·k) × out
-	dx    []float32 // dX, NCHW
+	batch          int
+	x              []float32 // the input, with patches
+	cols           []float32 // X̂, (C·k·k) × (N·OH·OW), or a block of X̂ᵀ with patches
+	wT             []float32 // Wᵀ, with patches
+	tapOff, posOff []int     // see gathered
+	yo             []float32 // W·X̂, out × (N·OH·OW), or its transpose with patches
+	y              []float32 // output, NCHW
+	dyo            []float32 // dY as out × (N·OH·OW)
+	dyT            []float32 // its transpose, (N·OH·OW) × out
+	dcols          []float32 // dX̂, as cols
+	dwT            []float32 // dWᵀ of one Backward, (C·k·k) × out, or dW with patches
+	dx             []float32 // dX, NCHW
 }
 
 // NewConv2d builds a convolution with PyTorch's default initialisation
@@ -151,6 +162,17 @@ func (c *Conv2d) Forward(x []float32, batch int) []float32 { return c.forward(x,
 // the whole-batch product, whose columns then exceed 8.
 func (c *Conv2d) perSample() bool { return c.cfg.OutH()*c.cfg.OutW() > 8 }
 
+// patches reports whether the layer keeps X̂ transposed (see
+// conv_patches.go): where the gather kernels apply (gatherable), perSample
+// holds and there are more than 8 taps. Its products then run over the
+// whole batch with the output channels (Yᵀ, dWᵀ) or the taps (dX̂ᵀ) as
+// columns, more than 8 of them, so every element is the same chain of FMAs
+// as in the other layouts and the bits do not change.
+func (c *Conv2d) patches() bool {
+	cfg := c.cfg
+	return c.perSample() && cfg.InChannels*cfg.Kernel*cfg.Kernel > 8 && c.gatherable()
+}
+
 // forward is Forward, with relu: max(·, 0) applied to the output (the
 // ReLU a ConvNet puts after each convolution).
 func (c *Conv2d) forward(x []float32, batch int, relu bool) []float32 {
@@ -163,15 +185,32 @@ func (c *Conv2d) forward(x []float32, batch int, relu bool) []float32 {
 	np := batch * p
 	o := cfg.OutChannels
 	c.batch = batch
-	c.cols = grow(c.cols, ckk*np)
 	c.y = grow(c.y, batch*o*p)
-	im2col(c.cols, x, batch, cfg, c.taps)
-	if c.perSample() {
+	switch {
+	case c.patches():
+		// Yᵀ = X̂ᵀ·Wᵀ over the whole batch, X̂ᵀ read from the image, then
+		// each sample's p×o block transposed into its NCHW image. The input
+		// is kept for Backward, which reads X̂ again.
+		c.x = grow(c.x, len(x))
+		copy(c.x, x)
+		c.wT = grow(c.wT, ckk*o)
+		transposeTo(c.wT, c.weight.Value, o, ckk)
+		c.yo = grow(c.yo, np*o)
+		c.offsets(batch)
+		c.gathered(x, false, np, o, ckk, c.posOff, c.tapOff, c.wT, o, c.yo, o)
+		for n := range batch {
+			transposeTo(c.y[n*o*p:(n+1)*o*p], c.yo[n*p*o:(n+1)*p*o], p, o)
+		}
+	case c.perSample():
 		// Y_n = W·X̂_n straight into sample n's NCHW image.
+		c.cols = grow(c.cols, ckk*np)
+		im2col(c.cols, x, batch, cfg, c.taps)
 		for n := range batch {
 			c.gemm.Sgemm(false, false, o, p, ckk, 1, c.weight.Value, ckk, c.cols[n*p:], np, 0, c.y[n*o*p:], p)
 		}
-	} else {
+	default:
+		c.cols = grow(c.cols, ckk*np)
+		im2col(c.cols, x, batch, cfg, c.taps)
 		c.yo = grow(c.yo, o*np)
 		c.gemm.Sgemm(false, false, o, np, ckk, 1, c.weight.Value, ckk, c.cols, np, 0, c.yo, np)
 		for k := range o {
@@ -232,26 +271,57 @@ func (c *Conv2d) backward(dy []float32, input bool) []float32 {
 	for k, v := range s {
 		db[k] += v
 	}
-	// dWᵀ = X̂·dYᵀ, added to the [out][C·k·k] gradient.
-	c.gemm.Sgemm(false, false, ckk, o, np, 1, c.cols, np, c.dyT, o, 0, c.dwT, o)
+	// dWᵀ = X̂·dYᵀ, added to the [out][C·k·k] gradient. In the patch
+	// layout X̂ is read from the image, gatherBlock positions at a time;
+	// each block carries every element's sum on from where the last one
+	// stored it, so each is still one chain over all N·OH·OW terms in
+	// order.
 	dw := c.weight.Grad
-	for k := range o {
-		row := dw[k*ckk : (k+1)*ckk]
-		for j := range row {
-			row[j] += c.dwT[j*o+k]
+	if c.patches() {
+		for r := 0; r < np; r += gatherBlock {
+			m := min(gatherBlock, np-r)
+			c.gathered(c.x, r > 0, ckk, o, m, c.tapOff, c.posOff[r:], c.dyT[r*o:], o, c.dwT, o)
+		}
+		for k := range o {
+			row := dw[k*ckk : (k+1)*ckk]
+			for j := range row {
+				row[j] += c.dwT[j*o+k]
+			}
+		}
+	} else {
+		c.gemm.Sgemm(false, false, ckk, o, np, 1, c.cols, np, c.dyT, o, 0, c.dwT, o)
+		for k := range o {
+			row := dw[k*ckk : (k+1)*ckk]
+			for j := range row {
+				row[j] += c.dwT[j*o+k]
+			}
 		}
 	}
 	if !input {
 		return nil
 	}
 	// dX̂ = Wᵀ·dY, added back onto the input.
-	c.dcols = grow(c.dcols, ckk*np)
 	c.dx = grow(c.dx, batch*c.In())
-	if c.perSample() {
+	switch {
+	case c.patches() && ckk%16 == 0:
+		// dX̂ᵀ = dYᵀ·W, a block of rows at a time, last block first (see
+		// row2im).
+		blk := patchBlock(ckk)
+		c.dcols = grow(c.dcols, blk*ckk)
+		clear(c.dx)
+		for r := (np - 1) / blk * blk; r >= 0; r -= blk {
+			m := min(blk, np-r)
+			c.product(false, m, ckk, o, c.dyT[r*o:], o, c.weight.Value, ckk, false, c.dcols, ckk)
+			row2im(c.dx, c.dcols[:m*ckk], r, cfg)
+		}
+		return c.dx
+	case c.perSample():
+		c.dcols = grow(c.dcols, ckk*np)
 		for n := range batch {
 			c.gemm.Sgemm(true, false, ckk, p, o, 1, c.weight.Value, ckk, dy[n*o*p:], p, 0, c.dcols[n*p:], np)
 		}
-	} else {
+	default:
+		c.dcols = grow(c.dcols, ckk*np)
 		c.dyo = grow(c.dyo, o*np)
 		for k := range o {
 			dst := c.dyo[k*np : (k+1)*np]
@@ -263,6 +333,69 @@ func (c *Conv2d) backward(dy []float32, input bool) []float32 {
 	}
 	col2im(c.dx, c.dcols, batch, cfg, c.taps)
 	return c.dx
+}
+
+// product is C = op(A)·B (+ C with acc) on the layer's Gemm, or in
+// kernel.ConvGemm's larger tiles where the Gemm is the native one, with the
+// same bits.
+func (c *Conv2d) product(transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, cc []float32, ldc int) {
+	if g, ok := c.gemm.(native); ok && kernel.ConvGemm(g.asm, transA, m, n, k, a, lda, b, ldb, cc, ldc, acc) {
+		return
+	}
+	var beta float32
+	if acc {
+		beta = 1
+	}
+	c.gemm.Sgemm(transA, false, m, n, k, 1, a, lda, b, ldb, beta, cc, ldc)
+}
+
+// gatherBlock is how many output positions one block of the gathered dWᵀ
+// product sums over: their rows of dYᵀ and the image rows they read stay
+// in L1 and L2.
+const gatherBlock = 128
+
+// gatherable reports whether the layer's products can read X̂ straight
+// from the image (kernel.ConvGemmGather): the native AVX2 kernels, no
+// padding, and a multiple of 16 output channels.
+func (c *Conv2d) gatherable() bool {
+	g, ok := c.gemm.(native)
+	return ok && g.asm && kernel.Active() >= kernel.AVX2FMA && c.cfg.Padding == 0 && c.cfg.OutChannels%16 == 0
+}
+
+// offsets makes the tables gathered reads: tapOff, (c, di, dj) ↦
+// (c·H + di)·W + dj, once, and posOff, (n, i, j) ↦ n·C·H·W + i·s·W + j·s,
+// for this batch.
+func (c *Conv2d) offsets(batch int) {
+	cfg := c.cfg
+	h, w, k, s := cfg.InH, cfg.InW, cfg.Kernel, cfg.stride()
+	if c.tapOff == nil {
+		for ch := range cfg.InChannels {
+			for di := range k {
+				for dj := range k {
+					c.tapOff = append(c.tapOff, (ch*h+di)*w+dj)
+				}
+			}
+		}
+	}
+	if len(c.posOff) == batch*cfg.OutH()*cfg.OutW() {
+		return
+	}
+	c.posOff = c.posOff[:0]
+	for n := range batch {
+		for i := range cfg.OutH() {
+			for j := range cfg.OutW() {
+				c.posOff = append(c.posOff, n*c.In()+i*s*w+j*s)
+			}
+		}
+	}
+}
+
+// gathered runs kernel.ConvGemmGather, which takes every layer that
+// gatherable accepts (offsets made).
+func (c *Conv2d) gathered(src []float32, acc bool, m, n, k int, rows, offs []int, b []float32, ldb int, cc []float32, ldc int) {
+	if !kernel.ConvGemmGather(true, m, n, k, src, rows, offs, b, ldb, cc, ldc, acc) {
+		panic("nn: Conv2d: the gather kernel declined a layer that gatherable accepts")
+	}
 }
 
 // one is the 1×1 matrix of ones whose row, read with stride 0, sums the

@@ -81,7 +81,9 @@ func TestConv2dSameBitsAsWholeBatch(t *testing.T) {
 		{InChannels: 3, InH: 5, InW: 5, OutChannels: 16, Kernel: 3, Padding: 1},
 		{InChannels: 16, InH: 2, InW: 2, OutChannels: 32, Kernel: 3, Padding: 1},
 		{InChannels: 2, InH: 12, InW: 11, OutChannels: 5, Kernel: 4, Stride: 2, Padding: 1},
-		{InChannels: 4, InH: 10, InW: 10, OutChannels: 9, Kernel: 1}}, natureConvs[2:]...)
+		{InChannels: 2, InH: 12, InW: 11, OutChannels: 16, Kernel: 4, Stride: 2, Padding: 1},
+		{InChannels: 3, InH: 13, InW: 13, OutChannels: 12, Kernel: 8, Stride: 4, Padding: 2},
+		{InChannels: 4, InH: 10, InW: 10, OutChannels: 9, Kernel: 1}}, natureConvs...)
 	for _, g := range []Gemm{DefaultGemm(), PortableGemm()} {
 		for ci, cfg := range cfgs {
 			for _, batch := range []int{1, 32} {
