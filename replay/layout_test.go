@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 
+	"herd/internal/rng"
 	"herd/sample"
 )
 
@@ -310,5 +314,102 @@ func TestStateVersion1(t *testing.T) {
 	st[2+stateHeader+8+1] |= 0x80 // slot 0, obs head, second byte
 	if err := newEnc(t, false, cfg).UnmarshalBinary(st); !errors.Is(err, ErrState) {
 		t.Fatalf("corrupt head: %v, want ErrState", err)
+	}
+}
+
+// widenValue is observation value j of transition id in
+// TestWidenConcurrent: 0/1 for the first ids, bytes from id 3000 on,
+// fractions from id 6000 on.
+func widenValue(id, j int) float32 {
+	h := uint32(id*2654435761) ^ uint32(j*40503)
+	switch {
+	case id < 3000:
+		return float32(h >> 7 & 1)
+	case id < 6000:
+		return float32(h >> 5 & 255)
+	}
+	return float32(h>>9&1023) / 64
+}
+
+// TestWidenConcurrent: actors insert while learners sample a small
+// bit-packed ring whose values, as the ids grow, need bytes and then
+// float32, so the buffer widens twice with copies in and out running;
+// every sampled row holds its own transition's values (no torn or
+// misconverted read). Run it with -race.
+func TestWidenConcurrent(t *testing.T) {
+	const capacity, obs = 700, 10
+	for _, tc := range []struct {
+		prio bool
+		lock Locking
+	}{{false, TwoLock}, {true, TwoLock}, {true, GlobalLock}} {
+		t.Run(fmt.Sprintf("prioritized=%v/%s", tc.prio, tc.lock), func(t *testing.T) {
+			buf := newEnc(t, tc.prio, Config{Capacity: capacity, ObsSize: obs, ObsEncoding: sample.ObsBits, Locking: tc.lock})
+			var ids, batches, bad, sampled atomic.Int64
+			var done atomic.Bool
+			var wg, actors sync.WaitGroup
+			for g := range 4 {
+				wg.Add(1)
+				if g < 2 {
+					actors.Add(1)
+				}
+				go func() {
+					defer wg.Done()
+					r := rng.New(7, "replay/test/widen", g)
+					var s Sample
+					for g < 2 && ids.Load() < 9000 {
+						n := 1 + r.IntN(20)
+						first := int(ids.Add(int64(n))) - n
+						b := &Batch{}
+						b.Resize(n, obs, 1)
+						for i := range n {
+							for j := range obs {
+								b.Obs[i*obs+j], b.NextObs[i*obs+j] = widenValue(first+i, j), widenValue(first+i, j+obs)
+							}
+							b.Reward[i] = float32(first + i)
+						}
+						if err := buf.Add(b); err != nil {
+							bad.Add(1)
+						}
+						// Learners keep up (a sample per 8 batches), so
+						// they sample in every phase, on any scheduler.
+						for n := batches.Add(1); sampled.Load() < n/8 && !done.Load(); {
+							runtime.Gosched()
+						}
+					}
+					if g < 2 {
+						actors.Done()
+						return
+					}
+					for !done.Load() {
+						if buf.Len() < 32 {
+							runtime.Gosched()
+							continue
+						}
+						if err := buf.Sample(&s, 32, r); err != nil {
+							bad.Add(1)
+							continue
+						}
+						for i := range s.Len() {
+							id := int(s.Reward[i])
+							for j := range obs {
+								if s.Obs[i*obs+j] != widenValue(id, j) || s.NextObs[i*obs+j] != widenValue(id, j+obs) {
+									bad.Add(1)
+								}
+							}
+						}
+						sampled.Add(1)
+					}
+				}()
+			}
+			actors.Wait()
+			done.Store(true)
+			wg.Wait()
+			if bad.Load() != 0 {
+				t.Fatalf("%d bad rows or failed calls", bad.Load())
+			}
+			if enc := buf.storage().lay.Load().enc; enc != sample.ObsFloat32 || sampled.Load() < batches.Load()/8 {
+				t.Fatalf("encoding %d after fractions, %d samples", enc, sampled.Load())
+			}
+		})
 	}
 }
