@@ -91,7 +91,11 @@ func BenchmarkSampleMinAtar(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			r := rng.New(1, "bench", 0)
 			var s Sample
+			if err := u.Sample(&s, 32, r); err != nil { // sizes s
+				b.Fatal(err)
+			}
 			b.ReportAllocs()
+			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if err := u.Sample(&s, 32, r); err != nil {
 					b.Fatal(err)
