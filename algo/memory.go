@@ -34,7 +34,8 @@ type MemoryUse struct {
 // gradients and optimizer moments of every network, targets and twins
 // included, and the copies workers and extra learners hold) and the env's
 // spaces; envBytes is the measured size of one env instance. It is a lower
-// bound of the large allocations, not an exact count: rows of float32,
+// bound of the large allocations, not an exact count: rows of float32
+// (the replay's observations in their encoding, ReplayObsEncoding),
 // nothing for the Go runtime or the binary. workers are the executor's
 // workers that hold envs, policy copies or learners of their own
 // (Executor.Workers).
