@@ -12,6 +12,8 @@ import (
 
 	"herd/env"
 	"herd/internal/sysmem"
+	"herd/replay"
+	"herd/sample"
 )
 
 // ErrMemory marks a configuration whose estimated memory exceeds what the
@@ -32,7 +34,8 @@ type MemoryUse struct {
 // gradients and optimizer moments of every network, targets and twins
 // included, and the copies workers and extra learners hold) and the env's
 // spaces; envBytes is the measured size of one env instance. It is a lower
-// bound of the large allocations, not an exact count: rows of float32,
+// bound of the large allocations, not an exact count: rows of float32
+// (the replay's observations in their encoding, ReplayObsEncoding),
 // nothing for the Go runtime or the binary. workers are the executor's
 // workers that hold envs, policy copies or learners of their own
 // (Executor.Workers).
@@ -52,9 +55,12 @@ func EstimateMemory(h Header, cfg Config, obs, act env.Space, envBytes float64, 
 		add("num_steps", n, "rollout storage", float64(n)*float64(numEnvs)*4*(obsDim+actDim+6))
 	}
 	if n, ok := intKey(cfg, "buffer_size"); ok {
-		row := 4 * (2*obsDim + actDim + 4) // s, s', a, r, terminated, truncated, n-step discount
+		// s, s' (in the encoding their space allows), a, r, the done
+		// flags, an n-step discount, the slot's generation.
+		nSteps, _ := intKey(cfg, "n_steps")
+		row := float64(ReplayStorage(obs.Dim(), act.Dim(), int(nSteps), ReplayObsEncoding(obs)).SlotBytes())
 		if p, _ := boolKey(cfg, "prioritized"); p {
-			row += 16 // sum-tree leaf and generation
+			row += 5 // sum tree: a float32 leaf, float64 inner sums (about 1.2 a slot at fanout 8)
 		}
 		add("buffer_size", n, "replay buffer", float64(n)*row)
 	}
@@ -122,6 +128,46 @@ func EstimateMemory(h Header, cfg Config, obs, act env.Space, envBytes float64, 
 		uses = append(uses, MemoryUse{Key: fmt.Sprintf("steps/log_every=%d/%d", h.Steps, h.LogEvery), What: "learning curve", Bytes: rows * 16})
 	}
 	return uses
+}
+
+// ReplayStorage is the shape of the off-policy replay memory's rows
+// (offpolicy.NewReplay's buffer, and EstimateMemory's count of it) for
+// observations of obsDim values stored in encoding enc
+// (ReplayObsEncoding), actions of actDim values and n-step returns
+// (nSteps ≤ 1: one-step); capacity and sampling settings are the
+// caller's. With n > 1 each observation carries one more value, float32
+// whatever the encoding: the next observation's discount γ^m.
+func ReplayStorage(obsDim, actDim, nSteps int, enc sample.ObsEncoding) replay.Config {
+	c := replay.Config{ObsSize: obsDim, ActSize: actDim, ObsEncoding: enc}
+	if nSteps > 1 {
+		c.ObsSize++
+		c.ObsFloatTail = 1
+	}
+	return c
+}
+
+// ReplayObsEncoding is the encoding of package sample that off-policy
+// replay memories store observations of space obs in: bits when every
+// bound of a Box lies in [0, 1] (binary planes such as MinAtar's: 32
+// times smaller than float32), bytes when in [0, 255] (8-bit pixels),
+// float32 otherwise. Bounds do not promise 0/1 or integer values, so the
+// buffer widens itself, once, when a value does not fit
+// (replay.Config.ObsEncoding); EstimateMemory then counts too little.
+func ReplayObsEncoding(obs env.Space) sample.ObsEncoding {
+	b, ok := obs.(env.Box)
+	if !ok || len(b.Low) == 0 {
+		return sample.ObsFloat32
+	}
+	enc := sample.ObsBits
+	for i := range b.Low {
+		switch {
+		case !(b.Low[i] >= 0) || !(b.High[i] <= 255):
+			return sample.ObsFloat32
+		case b.High[i] > 1:
+			enc = sample.ObsUint8
+		}
+	}
+	return enc
 }
 
 // workerBytes is a lower bound of what one more worker goroutine costs

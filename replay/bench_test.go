@@ -2,9 +2,11 @@ package replay
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"herd/internal/rng"
+	"herd/sample"
 )
 
 func benchBuffer(b *testing.B, n int, lock Locking) *Prioritized {
@@ -62,5 +64,43 @@ func BenchmarkUniformSample(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		_ = u.Sample(&s, 128, r)
+	}
+}
+
+// BenchmarkSampleMinAtar: one batch of 32 per op from a full uniform
+// buffer of 100,000 MinAtar Breakout transitions (two 10×10×4 binary
+// planes each), as DQN's config samples it, with observations stored as
+// float32 and bit-packed.
+func BenchmarkSampleMinAtar(b *testing.B) {
+	const capacity, obsSize = 100_000, 400
+	data := rand.New(rand.NewPCG(1, 1))
+	batch := planeBatch(data, 1000, obsSize, 0, 1, func(r *rand.Rand) float32 {
+		return float32(1 - min(1, r.IntN(8))) // sparse, as the planes are
+	})
+	for _, enc := range []sample.ObsEncoding{sample.ObsFloat32, sample.ObsBits} {
+		u, err := NewUniform(Config{Capacity: capacity, ObsSize: obsSize, ObsEncoding: enc, Locking: GlobalLock})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range capacity / 1000 {
+			if err := u.Add(batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		name := map[sample.ObsEncoding]string{sample.ObsFloat32: "float32", sample.ObsBits: "bits"}[enc]
+		b.Run(name, func(b *testing.B) {
+			r := rng.New(1, "bench", 0)
+			var s Sample
+			if err := u.Sample(&s, 32, r); err != nil { // sizes s
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := u.Sample(&s, 32, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

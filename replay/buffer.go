@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"herd/replay/sumtree"
+	"herd/sample"
 )
 
 // Errors. Every error returned by this package wraps one of these, so
@@ -82,6 +83,21 @@ type Config struct {
 	// ActSize is the number of float32 in one action. Default 1 (a
 	// discrete action stored as a float32, exact below 2^24).
 	ActSize int
+	// ObsEncoding is how observations are stored: sample.ObsFloat32 (the
+	// default), sample.ObsUint8 (a byte per value: 8-bit pixels) or
+	// sample.ObsBits (a bit per value: binary planes such as MinAtar's,
+	// 32 times smaller) — the encodings observations travel in (package
+	// sample). Sample returns the float32 values Add was given either
+	// way, bit for bit. An Add whose observations hold a value the
+	// encoding cannot represent exactly (sample.EncodingOf) first widens
+	// the whole buffer, once, to an encoding that can: the memory of the
+	// wider records is then allocated, and every stored transition
+	// converted, while every copy in and out waits.
+	ObsEncoding sample.ObsEncoding
+	// ObsFloatTail is the number of values at the end of each
+	// observation stored as float32 whatever ObsEncoding says (a side
+	// value riding along, such as a per-row discount). Default 0.
+	ObsFloatTail int
 
 	// Alpha is the priority exponent α of Prioritized: slot i is drawn
 	// with probability p_i^α / Σ_k p_k^α. Default 0.6; must be in (0, 1]
@@ -138,6 +154,12 @@ func (c Config) Validate() error {
 	if c.ActSize < 1 {
 		bad("ActSize %d < 1", c.ActSize)
 	}
+	if c.ObsEncoding > sample.ObsBits {
+		bad("ObsEncoding %d unknown", c.ObsEncoding)
+	}
+	if c.ObsFloatTail < 0 || c.ObsFloatTail > max(c.ObsSize, 0) {
+		bad("ObsFloatTail %d not in [0, ObsSize %d]", c.ObsFloatTail, c.ObsSize)
+	}
 	if !(c.Alpha > 0 && c.Alpha <= 1) {
 		bad("Alpha %v not in (0, 1]", c.Alpha)
 	}
@@ -151,6 +173,14 @@ func (c Config) Validate() error {
 		bad("Locking %d unknown", int(c.Locking))
 	}
 	return errors.Join(errs...)
+}
+
+// SlotBytes is the memory one slot of a buffer with this Config takes
+// until an Add widens its encoding: its record and generation (the sum
+// tree of Prioritized not counted). c must be valid.
+func (c Config) SlotBytes() int {
+	c = c.EnsureDefaults()
+	return newLayout(c.ObsEncoding, c.ObsSize, c.ObsFloatTail, c.ActSize).slotBytes()
 }
 
 // Batch is a batch of n transitions in flat, row-major slices: row i of

@@ -6,8 +6,9 @@
 // Buffer is the small interface an algorithm needs: Add a Batch of
 // transitions, Sample n of them into a caller-owned Sample. Two
 // implementations share one preallocated flat storage (observation, action,
-// reward, next observation, terminated, truncated; no per-item allocation)
-// with FIFO eviction:
+// reward, next observation, terminated, truncated; no per-item allocation;
+// observations optionally bit- or byte-packed, Config.ObsEncoding) with
+// FIFO eviction:
 //
 //   - Uniform draws uniformly with replacement.
 //   - Prioritized draws slot i with probability p_i^α / Σ_k p_k^α from a
@@ -61,11 +62,22 @@
 //
 // # Design notes
 //
-//   - Storage. Preallocated array-of-structs records: each slot is one run of float32
+//   - Storage. Preallocated array-of-structs records: each slot is one run of 32-bit
 //     words `[obs | next_obs | action | reward | flags]`, plus a generation word. A random
 //     read from a buffer bigger than the cache touches 1–2 lines instead of one per field (the
 //     first, struct-of-arrays version spent half of `Sample` in 7 cache misses per row).
 //     Actions are float32 (a discrete action is exact below 2^24).
+//   - Observation encodings. Config.ObsEncoding stores observations one bit a value (binary
+//     planes: MinAtar's 10×10×4 pair takes 100 bytes instead of 3,200, a record 112 bytes
+//     instead of 3,212) or one byte a value (8-bit pixels), in package sample's encoding, the
+//     one observations travel in (`sample.AppendObs`, `sample.DecodeObs`); Sample unpacks
+//     them to the same float32 bits. The last Config.ObsFloatTail values of an observation stay
+//     float32 (a side value such as offpolicy's n-step discount). Sampling a packed MinAtar
+//     buffer is faster, not slower: a row is 2–3 cache lines instead of about 51, and the bits unpack
+//     a byte at a time from a table (`BenchmarkSampleMinAtar`). The encoding is a promise by
+//     the caller that values fit (offpolicy derives it from the observation space's bounds);
+//     a batch that breaks it widens the buffer once (bits → bytes → float32), under every
+//     stripe lock, converting each stored transition, rather than failing the run.
 //   - Reservation and generations. Slots are reserved with one atomic fetch-add on a
 //     position counter; position p lives in slot p mod N with generation p/N + 1, so FIFO
 //     eviction and generations come for free.

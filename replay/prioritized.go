@@ -130,7 +130,7 @@ func NewPrioritized(cfg Config) (*Prioritized, error) {
 	}
 	p := &Prioritized{
 		cfg:     cfg,
-		st:      newStorage(cfg.Capacity, cfg.ObsSize, cfg.ActSize, t.Fanout()),
+		st:      newStorage(cfg, t.Fanout()),
 		twoLock: cfg.Locking == TwoLock,
 		tree:    t,
 		maxRaw:  math.Pow(sumtree.MaxPriority, 1/cfg.Alpha),

@@ -9,13 +9,14 @@ import (
 	"unsafe"
 
 	"herd/replay/sumtree"
+	"herd/sample"
 )
 
 // storage is the preallocated flat transition store shared by Uniform and
-// Prioritized, allocated once. Each slot is one record of float32 words,
-// [obs | next_obs | action | reward | flags], so a random read touches one
-// or two cache lines instead of one per field (the layout that matters
-// when learners sample at random from a buffer larger than the cache).
+// Prioritized, allocated once. Each slot is one record of 32-bit words, so
+// a random read touches one or two cache lines instead of one per field
+// (the layout that matters when learners sample at random from a buffer
+// larger than the cache); see layout for what a record holds.
 //
 // Slots are reserved by an atomic fetch-add on a position counter (seed
 // 000 §IV-D); position p lives in slot p mod capacity and is that slot's
@@ -25,19 +26,22 @@ import (
 // consecutive slots), never a buffer-wide lock: a writer holds the stripe
 // while it copies one batch's slots, a reader holds it while it copies one
 // transition, so a reader never sees half-written data, and data and
-// generation are always read together.
+// generation are always read together. widen, which replaces the records,
+// holds every stripe.
 type storage struct {
-	// Read-only after newStorage, read by every copy in and out: kept
-	// off the cache lines of the counters below, which every Add writes
-	// (sharing a line with them made each learner read miss).
+	// Read-only after newStorage (lay: replaced only by widen), read by
+	// every copy in and out: kept off the cache lines of the counters
+	// below, which every Add writes (sharing a line with them made each
+	// learner read miss).
 	capacity int
 	obsSize  int
 	actSize  int
+	tail     int // Config.ObsFloatTail
 
-	// Guarded by the slot's stripe.
-	rec    []float32 // capacity·stride words
-	gen    []uint64  // 0: never written
-	stride int       // 2·obsSize + actSize + 2
+	// lay is the records and their layout; loaded under the slot's
+	// stripe, the records are guarded by it.
+	lay atomic.Pointer[layout]
+	gen []uint64 // guarded by the slot's stripe; 0: never written
 
 	blockShift uint // log2 of the slots per stripe block
 	stripeMask int  // len(stripes) − 1
@@ -100,27 +104,29 @@ func (l *paddedRW) lockSpin() {
 	}
 }
 
-// newStorage allocates the store; block (a power of two, at least
-// minStripeBlock) is the number of consecutive slots that share a stripe,
-// so that any aligned run of block slots — a sum tree's group of sibling
-// leaves — is under one lock.
-func newStorage(capacity, obsSize, actSize, block int) *storage {
+// newStorage allocates the store for cfg (validated); block (a power of
+// two, at least minStripeBlock) is the number of consecutive slots that
+// share a stripe, so that any aligned run of block slots — a sum tree's
+// group of sibling leaves — is under one lock.
+func newStorage(cfg Config, block int) *storage {
 	block = max(block, minStripeBlock)
 	s := &storage{
-		capacity: capacity,
-		obsSize:  obsSize,
-		actSize:  actSize,
-		stride:   2*obsSize + actSize + 2,
-		gen:      make([]uint64, capacity),
+		capacity: cfg.Capacity,
+		obsSize:  cfg.ObsSize,
+		actSize:  cfg.ActSize,
+		tail:     cfg.ObsFloatTail,
+		gen:      make([]uint64, cfg.Capacity),
 	}
 	s.blockShift = uint(bits.TrailingZeros(uint(block)))
-	s.rec = make([]float32, capacity*s.stride)
+	l := newLayout(cfg.ObsEncoding, s.obsSize, s.tail, s.actSize)
+	l.rec = make([]float32, s.capacity*l.stride)
+	s.lay.Store(l)
 	// Slots are grouped in blocks and blocks are dealt round-robin to at
 	// most 1024 stripes: consecutive batches of concurrent actors
 	// (adjacent reservations) land on different stripes, and the lock
 	// array (64 KiB) stays in cache for the learners' random reads.
 	n := 1
-	for n < 1024 && n*block < capacity {
+	for n < 1024 && n*block < s.capacity {
 		n *= 2
 	}
 	s.stripeMask = n - 1
@@ -143,7 +149,8 @@ func (s *storage) slotGen(pos uint64) (int, uint64) {
 // write copies b into positions start … start+n-1, one stripe lock at a
 // time, and calls set(k, slot) for each row k it writes while still
 // holding the slot's stripe (nil: no call), so that what set changes is
-// published together with the data.
+// published together with the data. The layout holds b's observations
+// (checkAdd widened it if needed; it only widens).
 func (s *storage) write(b *Batch, start uint64, set func(k, slot int)) {
 	n := b.Len()
 	for i := 0; i < n; {
@@ -153,6 +160,7 @@ func (s *storage) write(b *Batch, start uint64, set func(k, slot int)) {
 		end := min(n-i, (blk+1)<<s.blockShift-slot, s.capacity-slot)
 		mu := s.stripe(slot)
 		mu.lockSpin()
+		l := s.lay.Load()
 		for k := 0; k < end; k++ {
 			_, g := s.slotGen(start + uint64(i+k))
 			if s.gen[slot+k] > g {
@@ -162,7 +170,7 @@ func (s *storage) write(b *Batch, start uint64, set func(k, slot int)) {
 				continue
 			}
 			s.gen[slot+k] = g
-			s.put(slot+k, b, i+k)
+			l.put(l.record(slot+k), b, i+k)
 			if set != nil {
 				set(i+k, slot+k)
 			}
@@ -178,34 +186,11 @@ func (s *storage) write(b *Batch, start uint64, set func(k, slot int)) {
 	}
 }
 
-// Flags word values.
-const (
-	flagTerminated = 1
-	flagTruncated  = 2
-)
-
-// put copies row i of b into slot's record.
-func (s *storage) put(slot int, b *Batch, i int) {
-	o, a := s.obsSize, s.actSize
-	r := s.rec[slot*s.stride : (slot+1)*s.stride]
-	copySmall(r[:o], b.Obs[i*o:(i+1)*o])
-	copySmall(r[o:2*o], b.NextObs[i*o:(i+1)*o])
-	copySmall(r[2*o:2*o+a], b.Action[i*a:(i+1)*a])
-	r[2*o+a] = b.Reward[i]
-	f := float32(0)
-	if b.Terminated[i] {
-		f += flagTerminated
-	}
-	if b.Truncated[i] {
-		f += flagTruncated
-	}
-	r[2*o+a+1] = f
-}
-
 // prefetch starts bringing slot's record, generation and stripe lock into
-// the cache (see Uniform.Sample).
+// the cache (see Uniform.Sample). It reads the layout without the stripe:
+// a layout widen has just replaced only makes the hint useless.
 func (s *storage) prefetch(slot int) {
-	r := s.rec[slot*s.stride : (slot+1)*s.stride]
+	r := s.lay.Load().record(slot)
 	prefetch(unsafe.Pointer(&r[0]))
 	prefetch(unsafe.Pointer(&r[len(r)-1])) // a record may straddle two lines
 	prefetch(unsafe.Pointer(&s.gen[slot]))
@@ -246,19 +231,16 @@ func (s *storage) readLeaf(dst *Sample, i, g int, u float64, t *sumtree.Tree, wa
 
 // copyOut copies slot into row i of dst; the caller holds the stripe.
 func (s *storage) copyOut(dst *Sample, i, slot int) uint64 {
-	o, a := s.obsSize, s.actSize
-	r := s.rec[slot*s.stride : (slot+1)*s.stride]
-	copySmall(dst.Obs[i*o:(i+1)*o], r[:o])
-	copySmall(dst.NextObs[i*o:(i+1)*o], r[o:2*o])
-	copySmall(dst.Action[i*a:(i+1)*a], r[2*o:2*o+a])
-	dst.Reward[i] = r[2*o+a]
-	f := int(r[2*o+a+1])
-	dst.Terminated[i] = f&flagTerminated != 0
-	dst.Truncated[i] = f&flagTruncated != 0
+	l := s.lay.Load()
+	// put wrote the record (a loaded state's records were checked), so
+	// get cannot fail.
+	_ = l.get(l.record(slot), &dst.Batch, i)
 	return s.gen[slot]
 }
 
-// checkAdd validates a batch for insertion.
+// checkAdd validates a batch for insertion and widens the layout when the
+// batch holds an observation value its encoding cannot represent. The
+// caller holds no stripe.
 func (s *storage) checkAdd(b *Batch) error {
 	if b == nil {
 		return fmt.Errorf("%w: nil batch", ErrShape)
@@ -269,7 +251,56 @@ func (s *storage) checkAdd(b *Batch) error {
 	if b.Len() > s.capacity {
 		return fmt.Errorf("%w: inserting %d transitions into capacity %d", ErrTooMany, b.Len(), s.capacity)
 	}
+	if enc := s.lay.Load().enc; enc != sample.ObsFloat32 {
+		if need := s.encodingOf(b, enc); need != enc {
+			s.widen(need)
+		}
+	}
 	return nil
+}
+
+// encodingOf is the narrowest encoding, at most as narrow as enc, that
+// holds every stored-encoded value (each observation but its float tail)
+// of b.
+func (s *storage) encodingOf(b *Batch, enc sample.ObsEncoding) sample.ObsEncoding {
+	o, h := s.obsSize, s.obsSize-s.tail
+	for i := range b.Len() {
+		if e := sample.EncodingOf(b.Obs[i*o:i*o+h], b.NextObs[i*o:i*o+h]); e < enc {
+			enc = e // wider; ObsFloat32 is the widest
+		}
+	}
+	return enc
+}
+
+// widen replaces the records with ones in encoding enc, converting every
+// slot, if enc is wider than the layout's (a value the layout cannot hold
+// arrived). It holds every stripe meanwhile, so no copy in or out runs
+// with the old records; the values read back are the same either way.
+func (s *storage) widen(enc sample.ObsEncoding) {
+	if s.lay.Load().enc <= enc {
+		return
+	}
+	for i := range s.stripes {
+		s.stripes[i].Lock()
+	}
+	defer func() {
+		for i := range s.stripes {
+			s.stripes[i].Unlock()
+		}
+	}()
+	old := s.lay.Load()
+	if old.enc <= enc {
+		return // another writer widened it meanwhile
+	}
+	l := newLayout(enc, s.obsSize, s.tail, s.actSize)
+	l.rec = make([]float32, s.capacity*l.stride)
+	var row Batch
+	row.Resize(1, s.obsSize, s.actSize)
+	for slot := range s.used() {
+		_ = old.get(old.record(slot), &row, 0) // as in copyOut
+		l.put(l.record(slot), &row, 0)
+	}
+	s.lay.Store(l)
 }
 
 // copySmall is copy for rows of a few words, where the call into

@@ -28,7 +28,7 @@ func NewUniform(cfg Config) (*Uniform, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Uniform{cfg: cfg, st: newStorage(cfg.Capacity, cfg.ObsSize, cfg.ActSize, minStripeBlock)}, nil
+	return &Uniform{cfg: cfg, st: newStorage(cfg, minStripeBlock)}, nil
 }
 
 // Config returns the resolved configuration.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -142,26 +143,49 @@ func TestConvEncoderNeedsImages(t *testing.T) {
 	}
 }
 
-// TestMinAtarReplayMemoryEstimate: the memory estimate counts the
-// replay's image frames, s and s' of 10×10×4 float32 each, for
-// MinAtar's 100k transitions.
+// TestMinAtarReplayMemoryEstimate: MinAtar's binary planes are stored a
+// bit a value, and the memory estimate counts what the replay allocates:
+// for 100k transitions, s and s' of 10×10×4 bits (50 bytes each, 25
+// words together), a, r and the flags (a word each) and the slot's
+// generation (8 bytes), 120 bytes a transition (3,220 as float32) — with
+// one float32 word more for s and s' each with n_steps > 1 (their
+// discount column).
 func TestMinAtarReplayMemoryEstimate(t *testing.T) {
 	e, err := env.Make("MinAtar/Breakout-v1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	cfg := minatarConfig()
-	cfg.BufferSize = 100000
-	for _, u := range algo.EstimateMemory(algo.Header{Env: "MinAtar/Breakout-v1"}, cfg, e.ObservationSpace(), e.ActionSpace(), 0, nil) {
-		if u.What != "replay buffer" {
-			continue
+	for _, tc := range []struct {
+		nSteps int
+		slot   float64
+	}{{1, 120}, {3, 128}} {
+		cfg := minatarConfig()
+		cfg.BufferSize, cfg.NSteps = 100000, tc.nSteps
+		var est float64
+		for _, u := range algo.EstimateMemory(algo.Header{Env: "MinAtar/Breakout-v1"}, cfg, e.ObservationSpace(), e.ActionSpace(), 0, nil) {
+			if u.What == "replay buffer" {
+				est = u.Bytes
+			}
 		}
-		// s, s' (400 floats each), a, r, terminated, truncated, discount
-		if want := 100000.0 * 4 * (2*10*10*4 + 1 + 4); u.Bytes != want {
-			t.Fatalf("replay buffer %v bytes, want %v", u.Bytes, want)
+		if want := 100000 * tc.slot; est != want {
+			t.Fatalf("n_steps %d: replay buffer %v bytes, want %v", tc.nSteps, est, want)
 		}
-		return
+		p, err := newPieces(algo.Header{Env: "MinAtar/Breakout-v1", Steps: 1000}, cfg, algo.Spaces{Obs: e.ObservationSpace(), Act: e.ActionSpace()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		rb, err := p.newReplay()
+		if err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(rb)
+		// The stripe locks (64 KiB) and the replay's workspaces besides.
+		if got := float64(after.TotalAlloc - before.TotalAlloc); got < est || got > est+256<<10 {
+			t.Fatalf("n_steps %d: the replay allocated %v bytes, estimated %v", tc.nSteps, got, est)
+		}
 	}
-	t.Fatal("no replay buffer line")
 }

@@ -85,7 +85,8 @@ func (p *pieces) newAssembler(numEnvs int) (*offpolicy.Assembler, error) {
 func (p *pieces) newReplay() (*offpolicy.Replay, error) {
 	cfg := p.cfg
 	rb, err := offpolicy.NewReplay(offpolicy.ReplayConfig{
-		Capacity: cfg.BufferSize, ObsDim: p.obsDim, ActDim: 1, NSteps: cfg.NSteps, Gamma: cfg.Gamma,
+		Capacity: cfg.BufferSize, ObsDim: p.obsDim, ActDim: 1, ObsEncoding: algo.ReplayObsEncoding(p.obs),
+		NSteps: cfg.NSteps, Gamma: cfg.Gamma,
 		Prioritized: cfg.Prioritized, Alpha: cfg.PriorityAlpha, Beta: cfg.PriorityBeta, Eps: cfg.PriorityEps,
 		BetaSteps: p.h.Steps, Locking: p.h.Runtime.Locking(),
 	})

@@ -84,7 +84,7 @@ func (p *pieces) newAssembler(numEnvs int) (*offpolicy.Assembler, error) {
 
 func (p *pieces) newReplay() (*offpolicy.Replay, error) {
 	rb, err := offpolicy.NewReplay(offpolicy.ReplayConfig{Capacity: p.cfg.BufferSize, ObsDim: p.obsDim,
-		ActDim: len(p.low), NSteps: 1, Gamma: p.cfg.Gamma, Locking: p.h.Runtime.Locking()})
+		ObsEncoding: algo.ReplayObsEncoding(p.sp.Obs), ActDim: len(p.low), NSteps: 1, Gamma: p.cfg.Gamma, Locking: p.h.Runtime.Locking()})
 	if err != nil {
 		return nil, fmt.Errorf("sac: replay: %w", err)
 	}

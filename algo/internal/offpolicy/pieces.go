@@ -7,6 +7,7 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/nn"
+	"herd/sample"
 )
 
 // NewPieces wraps an algorithm's typed piece constructors as algo.Pieces
@@ -60,6 +61,7 @@ type ActorPieces struct {
 	H              algo.Header
 	Space          env.Space
 	ObsDim         int
+	ObsEncoding    sample.ObsEncoding // the replay's (algo.ReplayObsEncoding)
 	Low, High      []float32
 	LearningStarts int
 	BufferSize     int
@@ -82,7 +84,7 @@ func NewActorPieces(h algo.Header, sp algo.Spaces) (*ActorPieces, error) {
 	if sp.Obs == nil || sp.Obs.Dim() < 1 {
 		return nil, fmt.Errorf("observation space %v", sp.Obs)
 	}
-	return &ActorPieces{H: h, Space: sp.Act, ObsDim: sp.Obs.Dim(), Low: low, High: high}, nil
+	return &ActorPieces{H: h, Space: sp.Act, ObsDim: sp.Obs.Dim(), ObsEncoding: algo.ReplayObsEncoding(sp.Obs), Low: low, High: high}, nil
 }
 
 // Policy is an actor with the run's initial weights, acting with μ(s).
@@ -120,6 +122,6 @@ func (p *ActorPieces) Assembler(numEnvs int) (*Assembler, error) {
 
 // Replay is the run's uniform replay memory.
 func (p *ActorPieces) Replay() (*Replay, error) {
-	return NewReplay(ReplayConfig{Capacity: p.BufferSize, ObsDim: p.ObsDim, ActDim: len(p.Low), NSteps: 1, Gamma: p.Gamma,
+	return NewReplay(ReplayConfig{Capacity: p.BufferSize, ObsDim: p.ObsDim, ObsEncoding: p.ObsEncoding, ActDim: len(p.Low), NSteps: 1, Gamma: p.Gamma,
 		Locking: p.H.Runtime.Locking()})
 }

@@ -19,6 +19,11 @@ type ReplayConfig struct {
 	// ObsDim and ActDim are the float32 widths of one observation and one
 	// action (1 for a discrete action index).
 	ObsDim, ActDim int
+	// ObsEncoding is how the buffer stores observations:
+	// algo.ReplayObsEncoding of the observation space (bits for binary
+	// planes, bytes for 8-bit pixels); the zero value is float32. Sample
+	// returns the same float32 values whichever it is.
+	ObsEncoding sample.ObsEncoding
 	// NSteps is n of the n-step return the env workers assemble (1 =
 	// one-step TD): with n = 1 every discount is Gamma and none is stored.
 	NSteps int
@@ -51,8 +56,10 @@ type ReplayConfig struct {
 // no per-row discount, but an n-step transition cut short by a time limit
 // bootstraps with γ^m, m < n. When n > 1 Replay therefore stores one extra
 // float per observation row and keeps γ^m in the last column of the next
-// observation; Sample strips it again. With n = 1 the discount is always γ
-// (Add refuses any other) and rows are stored as they are.
+// observation (a float32 column whatever the observations' encoding:
+// replay.Config.ObsFloatTail); Sample strips it again. With n = 1 the
+// discount is always γ (Add refuses any other) and rows are stored as
+// they are.
 //
 // The bootstrapped target of a sampled row is
 //
@@ -80,12 +87,9 @@ func NewReplay(cfg ReplayConfig) (*Replay, error) {
 		return nil, fmt.Errorf("offpolicy: replay needs n_steps, obs and action widths ≥ 1, got %d, %d, %d",
 			cfg.NSteps, cfg.ObsDim, cfg.ActDim)
 	}
-	r := &Replay{cfg: cfg, rowDim: cfg.ObsDim}
-	if cfg.NSteps > 1 {
-		r.rowDim++
-	}
-	rc := replay.Config{Capacity: cfg.Capacity, ObsSize: r.rowDim, ActSize: cfg.ActDim,
-		Alpha: cfg.Alpha, Beta: cfg.Beta, Locking: cfg.Locking}
+	rc := algo.ReplayStorage(cfg.ObsDim, cfg.ActDim, cfg.NSteps, cfg.ObsEncoding)
+	rc.Capacity, rc.Alpha, rc.Beta, rc.Locking = cfg.Capacity, cfg.Alpha, cfg.Beta, cfg.Locking
+	r := &Replay{cfg: cfg, rowDim: rc.ObsSize}
 	var err error
 	if cfg.Prioritized {
 		r.pri, err = replay.NewPrioritized(rc)
