@@ -47,6 +47,9 @@ func kern2x8n(k int, a0, a1 *float32, csa int, b *float32, ldb int, c0, c1 *floa
 func kern8x2p(k int, a *float32, rsa int, b *float32, c *float32, ldc int, bias *float32, flags int)
 
 //go:noescape
+func kern8x1(k int, a *float32, rsa int, b *float32, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
 func kernKs(k int, a *float32, rsa int, m int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
 
 //go:noescape
@@ -101,6 +104,14 @@ func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32
 			bp = &bias[0]
 		}
 		i := 0
+		if n == 1 && ldb == 1 && csa == 1 {
+			// One column (a value head), rows of A and B contiguous: 8
+			// rows per call, a row's chains in one 128-bit half
+			// (kern8x1).
+			for ; i+8 <= m; i += 8 {
+				kern8x1(k, (*float32)(unsafe.Add(base, 4*i*rsa)), 4*rsa, &b[0], &c[i*ldc], 4*ldc, bp, flags)
+			}
+		}
 		if n == 2 && ldb == 2 && csa == 1 {
 			// Two columns, rows of A and B contiguous: 8 rows per call
 			// with the chains packed into one register (kern8x2p).

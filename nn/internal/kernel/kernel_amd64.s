@@ -990,3 +990,163 @@ m8full:
 	VMOVUPS Y7, (R15)(R14*1)
 	VZEROUPPER
 	RET
+
+// K1ROWS: four p of two rows (row areg in the low half, row breg in the
+// high half) times B's four (Y8, in both halves) into their chains.
+#define K1ROWS(areg, breg, acc) \
+	VMOVUPS (areg)(BX*1), X10; \
+	VINSERTF128 $1, (breg)(BX*1), Y10, Y10; \
+	VFMADD231PS Y8, Y10, acc
+
+// K1TAIL: K1ROWS for the k%4 leftover p, through the X15 lane mask.
+#define K1TAIL(areg, breg, acc) \
+	LEAQ (areg)(BX*1), AX; \
+	VMASKMOVPS (AX), X15, X10; \
+	LEAQ (breg)(BX*1), AX; \
+	VMASKMOVPS (AX), X15, X11; \
+	VINSERTF128 $1, X11, Y10, Y10; \
+	VFMADD231PS Y8, Y10, acc
+
+// K1SUM: (s0 + s1) + (s2 + s3) of each half into its lane 0, then ReLU
+// where flags ask (Y9 is zero).
+#define K1SUM(acc) \
+	VPERMILPS $0xB1, acc, Y10; \
+	VADDPS Y10, acc, acc; \
+	VPERMILPS $0x4E, acc, Y10; \
+	VADDPS Y10, acc, acc
+
+// K1STORE: lane 0 of acc's halves to rows lo and hi of C.
+#define K1STORE(acc, accx, lo, hi) \
+	MOVQ lo, AX; \
+	IMULQ BX, AX; \
+	VMOVSS accx, (DX)(AX*1); \
+	VEXTRACTF128 $1, acc, X10; \
+	MOVQ hi, AX; \
+	IMULQ BX, AX; \
+	VMOVSS X10, (DX)(AX*1)
+
+// kern8x1 computes an 8×1 tile of C for n = 1 with contiguous rows of A
+// and B (csa = 1, ldb = 1: a value head's forward pass), bit for bit as
+// kern2x8n does: four chains per element (p mod 4), chain 0 starting from
+// bias, C or zero, summed as (s0 + s1) + (s2 + s3), then ReLU. kern2x8n
+// spends one 8-lane FMA with one lane in use per p and row; here one
+// 128-bit half holds a row's four chains (lane c for chain c: four
+// consecutive p of A's row and of B are exactly that layout), two rows
+// per register. Row r of A starts at a + r·rsa, row r of C at c + r·ldc
+// (byte strides).
+//
+// func kern8x1(k int, a *float32, rsa int, b *float32, c *float32, ldc int, bias *float32, flags int)
+TEXT ·kern8x1(SB), NOSPLIT, $0-64
+	MOVQ flags+56(FP), AX
+	TESTQ $1, AX
+	JNZ  oloadc
+	MOVQ bias+48(FP), AX
+	TESTQ AX, AX
+	JZ   ozero
+	VMOVSS (AX), X0                // (bias, 0, 0, 0)
+	VINSERTF128 $1, X0, Y0, Y0
+	VMOVAPS Y0, Y1
+	VMOVAPS Y0, Y2
+	VMOVAPS Y0, Y3
+	JMP  ostart
+
+ozero:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	JMP  ostart
+
+oloadc:
+	// (C[r], 0, 0, 0 | C[r+4], 0, 0, 0) for r = 0…3.
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), BX
+	LEAQ (DX)(BX*4), R8
+	VMOVSS (DX), X0
+	VMOVSS (R8), X4
+	VINSERTF128 $1, X4, Y0, Y0
+	ADDQ BX, DX
+	ADDQ BX, R8
+	VMOVSS (DX), X1
+	VMOVSS (R8), X4
+	VINSERTF128 $1, X4, Y1, Y1
+	ADDQ BX, DX
+	ADDQ BX, R8
+	VMOVSS (DX), X2
+	VMOVSS (R8), X4
+	VINSERTF128 $1, X4, Y2, Y2
+	ADDQ BX, DX
+	ADDQ BX, R8
+	VMOVSS (DX), X3
+	VMOVSS (R8), X4
+	VINSERTF128 $1, X4, Y3, Y3
+
+ostart:
+	MOVQ a+8(FP), SI
+	MOVQ rsa+16(FP), AX
+	MOVQ b+24(FP), DX
+	LEAQ (SI)(AX*1), DI
+	LEAQ (SI)(AX*2), R8
+	LEAQ (DI)(AX*2), R9
+	LEAQ (SI)(AX*4), R12
+	LEAQ (DI)(AX*4), R13
+	LEAQ (R8)(AX*4), R14
+	LEAQ (R9)(AX*4), R15
+	XORQ BX, BX
+	MOVQ k+0(FP), CX
+	SHRQ $2, CX
+	JZ   otail
+
+oloop:
+	VBROADCASTF128 (DX)(BX*1), Y8
+	K1ROWS(SI, R12, Y0)
+	K1ROWS(DI, R13, Y1)
+	K1ROWS(R8, R14, Y2)
+	K1ROWS(R9, R15, Y3)
+	ADDQ $16, BX
+	DECQ CX
+	JNZ  oloop
+
+otail:
+	// The k%4 leftover p go to chains 0, 1, 2, from masked loads: the
+	// other chains get +0·+0 added, which leaves them as they are, since
+	// they started from +0 and a sum that starts from +0 is never −0
+	// (chain 0, which may start from −0, always takes a leftover).
+	MOVQ k+0(FP), CX
+	ANDQ $3, CX
+	JZ   osum
+	LEAQ masktab<>(SB), AX
+	MOVQ $16, R10
+	SUBQ CX, R10
+	VMOVDQU (AX)(R10*4), X15     // first k%4 lanes
+	LEAQ (DX)(BX*1), AX
+	VMASKMOVPS (AX), X15, X8
+	VINSERTF128 $1, X8, Y8, Y8
+	K1TAIL(SI, R12, Y0)
+	K1TAIL(DI, R13, Y1)
+	K1TAIL(R8, R14, Y2)
+	K1TAIL(R9, R15, Y3)
+
+osum:
+	K1SUM(Y0)
+	K1SUM(Y1)
+	K1SUM(Y2)
+	K1SUM(Y3)
+	MOVQ flags+56(FP), AX
+	TESTQ $2, AX
+	JZ   ostore
+	VXORPS Y9, Y9, Y9
+	VMAXPS Y9, Y0, Y0
+	VMAXPS Y9, Y1, Y1
+	VMAXPS Y9, Y2, Y2
+	VMAXPS Y9, Y3, Y3
+
+ostore:
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), BX
+	K1STORE(Y0, X0, $0, $4)
+	K1STORE(Y1, X1, $1, $5)
+	K1STORE(Y2, X2, $2, $6)
+	K1STORE(Y3, X3, $3, $7)
+	VZEROUPPER
+	RET
