@@ -1150,3 +1150,100 @@ ostore:
 	K1STORE(Y3, X3, $3, $7)
 	VZEROUPPER
 	RET
+
+// TCHAIN: one p of kern16xT into chain registers lo (rows i…i+7) and hi
+// (i+8…i+15), then the next p.
+#define TCHAIN(lo, hi) \
+	VBROADCASTSS (DX), Y8; \
+	VFMADD231PS (SI), Y8, lo; \
+	VFMADD231PS 32(SI), Y8, hi; \
+	ADDQ R9, SI; \
+	ADDQ R10, DX
+
+// kern16xT computes 16 consecutive rows of one column of C = Aᵀ·B (A
+// stored k×m, rows of op(A) contiguous along A's rows: a narrow output
+// layer's dW), bit for bit as kern2x8n does: four chains per element (p
+// mod 4), chain 0 starting from bias, C or zero, summed as (s0 + s1) +
+// (s2 + s3), then ReLU. kern2x8n gathers each row of op(A) from a column
+// of A and fills one lane of 8 per FMA; here the 16 rows are 16
+// consecutive values of A's row p, so each FMA fills all 8 lanes. c is 16
+// contiguous values (the caller gathers and scatters strided columns),
+// lda and ldb are byte strides, b points at the column's first value.
+//
+// func kern16xT(k int, a *float32, lda int, b *float32, ldb int, c *float32, bias *float32, flags int)
+TEXT ·kern16xT(SB), NOSPLIT, $0-64
+	MOVQ flags+56(FP), AX
+	MOVQ c+40(FP), DI
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ $1, AX
+	JNZ  xloadc
+	MOVQ bias+48(FP), R8
+	TESTQ R8, R8
+	JZ   xzero
+	VBROADCASTSS (R8), Y0
+	VMOVAPS Y0, Y4
+	JMP  xstart
+
+xzero:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y4, Y4, Y4
+	JMP  xstart
+
+xloadc:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y4
+
+xstart:
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R9
+	MOVQ b+24(FP), DX
+	MOVQ ldb+32(FP), R10
+	MOVQ CX, R11
+	SHRQ $2, R11
+	ANDQ $3, CX
+	TESTQ R11, R11
+	JZ   xrest
+
+xloop:
+	TCHAIN(Y0, Y4)
+	TCHAIN(Y1, Y5)
+	TCHAIN(Y2, Y6)
+	TCHAIN(Y3, Y7)
+	DECQ R11
+	JNZ  xloop
+
+xrest:
+	TESTQ CX, CX
+	JZ   xsum
+	TCHAIN(Y0, Y4)
+	DECQ CX
+	JZ   xsum
+	TCHAIN(Y1, Y5)
+	DECQ CX
+	JZ   xsum
+	TCHAIN(Y2, Y6)
+
+xsum:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VADDPS Y5, Y4, Y4
+	VADDPS Y7, Y6, Y6
+	VADDPS Y6, Y4, Y4
+	TESTQ $2, AX
+	JZ   xstore
+	VXORPS Y9, Y9, Y9
+	VMAXPS Y9, Y0, Y0
+	VMAXPS Y9, Y4, Y4
+
+xstore:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y4, 32(DI)
+	VZEROUPPER
+	RET

@@ -562,3 +562,50 @@ func TestOneColumnSameBits(t *testing.T) {
 		}
 	}
 }
+
+// TestNarrowTransposedSameBits: the transposed-A kernel for one and two
+// columns (a narrow output layer's dW) gives exactly the bits of the
+// general narrow kernel (the same product padded to three columns), for
+// every k mod 4, every epilogue, m not a multiple of 16, and signed zeros.
+func TestNarrowTransposedSameBits(t *testing.T) {
+	r := rng.New(12, "kernel/test", 0)
+	zeroed := func(s []float32) []float32 { return withZeros(r, s) }
+	for _, path := range Levels() {
+		for _, n := range []int{1, 2} {
+			for _, m := range []int{1, 16, 19, 64, 84} {
+				for _, k := range []int{1, 2, 3, 4, 5, 6, 7, 29, 128} {
+					for mode := 0; mode < 8; mode++ {
+						acc, relu, withBias := mode&1 != 0, mode&2 != 0, mode&4 != 0
+						if acc && withBias {
+							continue
+						}
+						a, b := zeroed(randSlice(r, k*m)), zeroed(randSlice(r, k*n))
+						b3 := make([]float32, k*3)
+						for p := range k {
+							copy(b3[3*p:3*p+n], b[n*p:n*p+n])
+						}
+						var bias, bias3 []float32
+						if withBias {
+							bias = zeroed(randSlice(r, n))
+							bias3 = append(append([]float32(nil), bias...), make([]float32, 3-n)...)
+						}
+						c := zeroed(randSlice(r, m*n))
+						want := make([]float32, m*3)
+						for i := range m {
+							copy(want[3*i:3*i+n], c[n*i:n*i+n])
+						}
+						gemmOn(path, true, m, n, k, a, m, b, n, c, n, acc, bias, relu)
+						gemmOn(path, true, m, 3, k, a, m, b3, 3, want, 3, acc, bias3, relu)
+						for i := range m {
+							for j := range n {
+								if got, w := c[i*n+j], want[i*3+j]; math.Float32bits(got) != math.Float32bits(w) {
+									t.Fatalf("%v n=%d m=%d k=%d mode=%d: C[%d][%d] = %v, general narrow kernel %v", path, n, m, k, mode, i, j, got, w)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
