@@ -14,14 +14,14 @@
 // AMD EPYC (docs/BENCHMARKS.md).
 //
 // Two passes over chunks of up to 64 elements: the first writes each
-// lane's row offset into the 256-byte frame, the second loads them into
-// general registers and runs the rest. In one pass every step's table
-// loads waited on its own vector arithmetic (index, store, reload), a
-// chain of ~50 cycles that the out-of-order window overlapped only about
-// twice; the second pass's loads depend on nothing computed in it. The
-// second pass recomputes s from x (the same operations, so the same bits)
-// rather than store it: dst may be x.
-TEXT ·tanhAVX2(SB), NOSPLIT, $256-32
+// lane's row offset and local coordinate s into the 512-byte frame, the
+// second loads the offsets into general registers and runs the rest. In
+// one pass every step's table loads waited on its own vector arithmetic
+// (index, store, reload), a chain of ~50 cycles that the out-of-order
+// window overlapped only about twice; the second pass's loads depend on
+// nothing computed in it. Each block of x is read before its block of dst
+// is written, so dst may be x.
+TEXT ·tanhAVX2(SB), NOSPLIT, $512-32
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ c+16(FP), BX
@@ -53,6 +53,9 @@ tpass1:
 	VMULPS  Y10, Y1, Y1            // u := a * tanhPerUnit
 	VCVTTPS2DQ Y1, Y2              // int(u), truncated
 	VPMINSD Y11, Y2, Y2            // k := min(int(u), tanhPieces-1)
+	VCVTDQ2PS Y2, Y3               // float32(k)
+	VSUBPS  Y3, Y1, Y1             // s := u - float32(k)
+	VMOVUPS Y1, 256(R9)
 	VPSLLD  $4, Y2, Y2             // 16k: the byte offset of piece k's row
 	VMOVDQU Y2, (R9)
 	ADDQ $32, R8
@@ -79,14 +82,7 @@ tpass2:
 	MOVL 28(R9), R11
 	VMOVUPS (BX)(R10*1), X7
 	VINSERTF128 $1, (BX)(R11*1), Y7, Y7  // rows k3 | k7
-	VMOVUPS (SI), Y0               // v
-	VANDPS  Y8, Y0, Y1             // a := |v|
-	VMINPS  Y9, Y1, Y1             // min(a, tanhMax), as in the first pass
-	VMULPS  Y10, Y1, Y1            // u := a * tanhPerUnit
-	VCVTTPS2DQ Y1, Y2              // int(u), truncated
-	VPMINSD Y11, Y2, Y2            // k := min(int(u), tanhPieces-1)
-	VCVTDQ2PS Y2, Y3               // float32(k)
-	VSUBPS  Y3, Y1, Y1             // s := u - float32(k)
+	VMOVUPS 256(R9), Y1            // s
 	VUNPCKLPS Y5, Y4, Y12
 	VUNPCKHPS Y5, Y4, Y13
 	VUNPCKLPS Y7, Y6, Y14
@@ -101,7 +97,7 @@ tpass2:
 	VADDPS  Y4, Y6, Y4             // p[1]+s*(…)
 	VMULPS  Y4, Y1, Y4             // s*(…)
 	VADDPS  Y4, Y7, Y4             // t := p[0]+s*(…)
-	VANDNPS Y0, Y8, Y5             // bits & (1<<31)
+	VANDNPS (SI), Y8, Y5           // bits & (1<<31)
 	VORPS   Y5, Y4, Y4             // t | sign
 	VMOVUPS Y4, (DI)
 	ADDQ $32, SI
