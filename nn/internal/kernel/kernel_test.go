@@ -446,7 +446,7 @@ func BenchmarkGemmTails(b *testing.B) {
 	for _, sz := range []struct {
 		transA  bool
 		m, n, k int
-	}{{false, 128, 120, 4}, {false, 128, 84, 120}, {true, 120, 84, 128}, {false, 128, 120, 84}, {true, 4, 120, 128}, {false, 128, 84, 2}, {false, 128, 2, 84}, {true, 84, 2, 128}, {false, 64, 16, 36}, {true, 36, 16, 64}, {false, 256, 84, 120}, {false, 256, 120, 84}, {true, 256, 256, 256}, {false, 1, 256, 256}, {true, 4, 256, 256}, {false, 256, 256, 2}, {false, 256, 256, 4}, {false, 1, 64, 64}} {
+	}{{false, 128, 120, 4}, {false, 128, 84, 120}, {true, 120, 84, 128}, {false, 128, 120, 84}, {true, 4, 120, 128}, {false, 128, 84, 2}, {false, 128, 2, 84}, {true, 84, 2, 128}, {false, 64, 16, 36}, {true, 36, 16, 64}, {false, 256, 84, 120}, {false, 256, 120, 84}, {true, 256, 256, 256}, {false, 1, 256, 256}, {true, 4, 256, 256}, {false, 256, 256, 2}, {false, 256, 256, 4}, {false, 1, 64, 64}, {false, 128, 1, 64}, {true, 64, 1, 128}, {true, 64, 2, 128}} {
 		for _, l := range Levels()[1:] {
 			lda := sz.k
 			if sz.transA {
