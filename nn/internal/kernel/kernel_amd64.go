@@ -65,7 +65,9 @@ func kern4x16m(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0,
 // Rows past m are duplicates of the last row (same inputs, same result
 // written twice), so m need not be a multiple of 4; the last n % 16
 // columns go through the masked kernel (with z every tile is masked).
-// Narrow matrices (n ≤ 8) take kern2x8n on both paths.
+// Narrow matrices (n ≤ 8) take kern2x8n on both paths, or for one or two
+// columns the kernels that sum each element in its order with more lanes
+// in use (kern16xT, kern8x1, kern8x2p).
 func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool, bias []float32, relu bool) {
 	if k == 0 {
 		GemmGo(transA, m, n, k, a, lda, b, ldb, c, ldc, acc, bias, relu)
