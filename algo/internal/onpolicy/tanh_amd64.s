@@ -11,23 +11,42 @@
 // The 4 coefficients of each lane's piece are one 16-byte row of c: the
 // 8 rows are loaded whole and transposed (4x4 in each 128-bit half) into
 // p[0]…p[3] vectors. Four VGATHERDPS did the same ~3x slower on this
-// AMD EPYC (docs/BENCHMARKS.md); the 32-byte frame holds the 8 row
-// offsets on their way to general registers.
-TEXT ·tanhAVX2(SB), NOSPLIT, $32-32
+// AMD EPYC (docs/BENCHMARKS.md).
+//
+// Two passes over chunks of up to 64 elements: the first writes each
+// lane's row offset and local coordinate s into the 512-byte frame, the
+// second loads the offsets into general registers and runs the rest. In
+// one pass every step's table loads waited on its own vector arithmetic
+// (index, store, reload), a chain of ~50 cycles that the out-of-order
+// window overlapped only about twice; the second pass's loads depend on
+// nothing computed in it. Each block of x is read before its block of dst
+// is written, so dst may be x.
+TEXT ·tanhAVX2(SB), NOSPLIT, $512-32
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ c+16(FP), BX
 	MOVQ n+24(FP), CX
-	SHRQ $3, CX
+	SHRQ $3, CX                    // steps of 8 left
 	JZ   tdone
 	VBROADCASTSS tabs<>(SB), Y8    // ^(1<<31)
 	VBROADCASTSS tmax<>(SB), Y9    // tanhMax
 	VBROADCASTSS tper<>(SB), Y10   // tanhPerUnit
 	VPBROADCASTD tlast<>(SB), Y11  // tanhPieces-1
 
-tloop:
-	VMOVUPS (SI), Y0               // v
-	VANDPS  Y8, Y0, Y1             // a := |v|
+tchunk:
+	MOVQ CX, DX                    // steps in this chunk: min(CX, 8)
+	CMPQ DX, $8
+	JLE  tsized
+	MOVQ $8, DX
+
+tsized:
+	SUBQ DX, CX
+	MOVQ SI, R8
+	LEAQ 0(SP), R9
+	MOVQ DX, R10
+
+tpass1:
+	VANDPS  (R8), Y8, Y1           // a := |v|
 	// min(a, tanhMax) returns its second source, tanhMax, when a is NaN:
 	// the `if !(a < tanhMax)` of the Go code.
 	VMINPS  Y9, Y1, Y1
@@ -36,24 +55,34 @@ tloop:
 	VPMINSD Y11, Y2, Y2            // k := min(int(u), tanhPieces-1)
 	VCVTDQ2PS Y2, Y3               // float32(k)
 	VSUBPS  Y3, Y1, Y1             // s := u - float32(k)
+	VMOVUPS Y1, 256(R9)
 	VPSLLD  $4, Y2, Y2             // 16k: the byte offset of piece k's row
-	VMOVDQU Y2, 0(SP)
-	MOVL 0(SP), AX
-	MOVL 4(SP), DX
-	MOVL 8(SP), R8
-	MOVL 12(SP), R9
-	MOVL 16(SP), R10
-	MOVL 20(SP), R11
-	MOVL 24(SP), R12
-	MOVL 28(SP), R13
+	VMOVDQU Y2, (R9)
+	ADDQ $32, R8
+	ADDQ $32, R9
+	DECQ R10
+	JNZ  tpass1
+
+	LEAQ 0(SP), R9
+
+tpass2:
+	MOVL 0(R9), AX
+	MOVL 16(R9), R10
 	VMOVUPS (BX)(AX*1), X4
 	VINSERTF128 $1, (BX)(R10*1), Y4, Y4  // rows k0 | k4
-	VMOVUPS (BX)(DX*1), X5
-	VINSERTF128 $1, (BX)(R11*1), Y5, Y5  // rows k1 | k5
-	VMOVUPS (BX)(R8*1), X6
-	VINSERTF128 $1, (BX)(R12*1), Y6, Y6  // rows k2 | k6
-	VMOVUPS (BX)(R9*1), X7
-	VINSERTF128 $1, (BX)(R13*1), Y7, Y7  // rows k3 | k7
+	MOVL 4(R9), R11
+	MOVL 20(R9), R12
+	VMOVUPS (BX)(R11*1), X5
+	VINSERTF128 $1, (BX)(R12*1), Y5, Y5  // rows k1 | k5
+	MOVL 8(R9), R13
+	MOVL 24(R9), AX
+	VMOVUPS (BX)(R13*1), X6
+	VINSERTF128 $1, (BX)(AX*1), Y6, Y6   // rows k2 | k6
+	MOVL 12(R9), R10
+	MOVL 28(R9), R11
+	VMOVUPS (BX)(R10*1), X7
+	VINSERTF128 $1, (BX)(R11*1), Y7, Y7  // rows k3 | k7
+	VMOVUPS 256(R9), Y1            // s
 	VUNPCKLPS Y5, Y4, Y12
 	VUNPCKHPS Y5, Y4, Y13
 	VUNPCKLPS Y7, Y6, Y14
@@ -68,13 +97,17 @@ tloop:
 	VADDPS  Y4, Y6, Y4             // p[1]+s*(…)
 	VMULPS  Y4, Y1, Y4             // s*(…)
 	VADDPS  Y4, Y7, Y4             // t := p[0]+s*(…)
-	VANDNPS Y0, Y8, Y5             // bits & (1<<31)
+	VANDNPS (SI), Y8, Y5           // bits & (1<<31)
 	VORPS   Y5, Y4, Y4             // t | sign
 	VMOVUPS Y4, (DI)
 	ADDQ $32, SI
 	ADDQ $32, DI
-	DECQ CX
-	JNZ  tloop
+	ADDQ $32, R9
+	DECQ DX
+	JNZ  tpass2
+
+	TESTQ CX, CX
+	JNZ  tchunk
 
 tdone:
 	VZEROUPPER

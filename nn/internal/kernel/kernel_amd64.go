@@ -47,6 +47,12 @@ func kern2x8n(k int, a0, a1 *float32, csa int, b *float32, ldb int, c0, c1 *floa
 func kern8x2p(k int, a *float32, rsa int, b *float32, c *float32, ldc int, bias *float32, flags int)
 
 //go:noescape
+func kern8x1(k int, a *float32, rsa int, b *float32, c *float32, ldc int, bias *float32, flags int)
+
+//go:noescape
+func kern16xT(k int, a *float32, lda int, b *float32, ldb int, c *float32, bias *float32, flags int)
+
+//go:noescape
 func kernKs(k int, a *float32, rsa int, m int, b *float32, ldb int, c *float32, ldc int, bias *float32, flags int)
 
 //go:noescape
@@ -59,7 +65,9 @@ func kern4x16m(k int, a0, a1, a2, a3 *float32, csa int, b *float32, ldb int, c0,
 // Rows past m are duplicates of the last row (same inputs, same result
 // written twice), so m need not be a multiple of 4; the last n % 16
 // columns go through the masked kernel (with z every tile is masked).
-// Narrow matrices (n ≤ 8) take kern2x8n on both paths.
+// Narrow matrices (n ≤ 8) take kern2x8n on both paths, or for one or two
+// columns the kernels that sum each element in its order with more lanes
+// in use (kern16xT, kern8x1, kern8x2p).
 func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, acc bool, bias []float32, relu bool) {
 	if k == 0 {
 		GemmGo(transA, m, n, k, a, lda, b, ldb, c, ldc, acc, bias, relu)
@@ -101,6 +109,19 @@ func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32
 			bp = &bias[0]
 		}
 		i := 0
+		if rsa == 1 && n <= 2 {
+			// op(A) = Aᵀ with rows along A's rows (a narrow output
+			// layer's dW): 16 rows of one column per call (kern16xT).
+			i = gemmNarrowT(m, n, k, a, csa, b, ldb, c, ldc, bias, flags)
+		}
+		if n == 1 && ldb == 1 && csa == 1 {
+			// One column (a value head), rows of A and B contiguous: 8
+			// rows per call, a row's chains in one 128-bit half
+			// (kern8x1).
+			for ; i+8 <= m; i += 8 {
+				kern8x1(k, (*float32)(unsafe.Add(base, 4*i*rsa)), 4*rsa, &b[0], &c[i*ldc], 4*ldc, bp, flags)
+			}
+		}
 		if n == 2 && ldb == 2 && csa == 1 {
 			// Two columns, rows of A and B contiguous: 8 rows per call
 			// with the chains packed into one register (kern8x2p).
@@ -116,6 +137,37 @@ func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32
 		return
 	}
 	gemmTiles(base, rsa, csa, m, n, k, a, b, ldb, c, ldc, bias, flags)
+}
+
+// gemmNarrowT computes the first m &^ 15 rows of gemmAsm's product for
+// transposed A (rsa = 1) and n ≤ 2 with kern16xT, one column at a time,
+// and returns how many rows it did. A column of C with stride ldc > 1
+// goes through a 16-value buffer.
+func gemmNarrowT(m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int, bias []float32, flags int) int {
+	m16 := m &^ 15
+	var buf [16]float32
+	for j := range n {
+		var bp *float32
+		if bias != nil {
+			bp = &bias[j]
+		}
+		for i := 0; i < m16; i += 16 {
+			if ldc == 1 {
+				kern16xT(k, &a[i], 4*lda, &b[j], 4*ldb, &c[i], bp, flags)
+				continue
+			}
+			if flags&1 != 0 {
+				for r := range buf {
+					buf[r] = c[(i+r)*ldc+j]
+				}
+			}
+			kern16xT(k, &a[i], 4*lda, &b[j], 4*ldb, &buf[0], bp, flags)
+			for r, v := range buf {
+				c[(i+r)*ldc+j] = v
+			}
+		}
+	}
+	return m16
 }
 
 // gemmTiles is gemmAsm's AVX2 tiling for n > 8: a 1×64 row kernel at

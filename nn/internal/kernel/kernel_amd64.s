@@ -990,3 +990,260 @@ m8full:
 	VMOVUPS Y7, (R15)(R14*1)
 	VZEROUPPER
 	RET
+
+// K1ROWS: four p of two rows (row areg in the low half, row breg in the
+// high half) times B's four (Y8, in both halves) into their chains.
+#define K1ROWS(areg, breg, acc) \
+	VMOVUPS (areg)(BX*1), X10; \
+	VINSERTF128 $1, (breg)(BX*1), Y10, Y10; \
+	VFMADD231PS Y8, Y10, acc
+
+// K1TAIL: K1ROWS for the k%4 leftover p, through the X15 lane mask.
+#define K1TAIL(areg, breg, acc) \
+	LEAQ (areg)(BX*1), AX; \
+	VMASKMOVPS (AX), X15, X10; \
+	LEAQ (breg)(BX*1), AX; \
+	VMASKMOVPS (AX), X15, X11; \
+	VINSERTF128 $1, X11, Y10, Y10; \
+	VFMADD231PS Y8, Y10, acc
+
+// K1SUM: (s0 + s1) + (s2 + s3) of each half into its lane 0, then ReLU
+// where flags ask (Y9 is zero).
+#define K1SUM(acc) \
+	VPERMILPS $0xB1, acc, Y10; \
+	VADDPS Y10, acc, acc; \
+	VPERMILPS $0x4E, acc, Y10; \
+	VADDPS Y10, acc, acc
+
+// K1STORE: lane 0 of acc's halves to rows lo and hi of C.
+#define K1STORE(acc, accx, lo, hi) \
+	MOVQ lo, AX; \
+	IMULQ BX, AX; \
+	VMOVSS accx, (DX)(AX*1); \
+	VEXTRACTF128 $1, acc, X10; \
+	MOVQ hi, AX; \
+	IMULQ BX, AX; \
+	VMOVSS X10, (DX)(AX*1)
+
+// kern8x1 computes an 8×1 tile of C for n = 1 with contiguous rows of A
+// and B (csa = 1, ldb = 1: a value head's forward pass), bit for bit as
+// kern2x8n does: four chains per element (p mod 4), chain 0 starting from
+// bias, C or zero, summed as (s0 + s1) + (s2 + s3), then ReLU. kern2x8n
+// spends one 8-lane FMA with one lane in use per p and row; here one
+// 128-bit half holds a row's four chains (lane c for chain c: four
+// consecutive p of A's row and of B are exactly that layout), two rows
+// per register. Row r of A starts at a + r·rsa, row r of C at c + r·ldc
+// (byte strides).
+//
+// func kern8x1(k int, a *float32, rsa int, b *float32, c *float32, ldc int, bias *float32, flags int)
+TEXT ·kern8x1(SB), NOSPLIT, $0-64
+	MOVQ flags+56(FP), AX
+	TESTQ $1, AX
+	JNZ  oloadc
+	MOVQ bias+48(FP), AX
+	TESTQ AX, AX
+	JZ   ozero
+	VMOVSS (AX), X0                // (bias, 0, 0, 0)
+	VINSERTF128 $1, X0, Y0, Y0
+	VMOVAPS Y0, Y1
+	VMOVAPS Y0, Y2
+	VMOVAPS Y0, Y3
+	JMP  ostart
+
+ozero:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	JMP  ostart
+
+oloadc:
+	// (C[r], 0, 0, 0 | C[r+4], 0, 0, 0) for r = 0…3.
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), BX
+	LEAQ (DX)(BX*4), R8
+	VMOVSS (DX), X0
+	VMOVSS (R8), X4
+	VINSERTF128 $1, X4, Y0, Y0
+	ADDQ BX, DX
+	ADDQ BX, R8
+	VMOVSS (DX), X1
+	VMOVSS (R8), X4
+	VINSERTF128 $1, X4, Y1, Y1
+	ADDQ BX, DX
+	ADDQ BX, R8
+	VMOVSS (DX), X2
+	VMOVSS (R8), X4
+	VINSERTF128 $1, X4, Y2, Y2
+	ADDQ BX, DX
+	ADDQ BX, R8
+	VMOVSS (DX), X3
+	VMOVSS (R8), X4
+	VINSERTF128 $1, X4, Y3, Y3
+
+ostart:
+	MOVQ a+8(FP), SI
+	MOVQ rsa+16(FP), AX
+	MOVQ b+24(FP), DX
+	LEAQ (SI)(AX*1), DI
+	LEAQ (SI)(AX*2), R8
+	LEAQ (DI)(AX*2), R9
+	LEAQ (SI)(AX*4), R12
+	LEAQ (DI)(AX*4), R13
+	LEAQ (R8)(AX*4), R14
+	LEAQ (R9)(AX*4), R15
+	XORQ BX, BX
+	MOVQ k+0(FP), CX
+	SHRQ $2, CX
+	JZ   otail
+
+oloop:
+	VBROADCASTF128 (DX)(BX*1), Y8
+	K1ROWS(SI, R12, Y0)
+	K1ROWS(DI, R13, Y1)
+	K1ROWS(R8, R14, Y2)
+	K1ROWS(R9, R15, Y3)
+	ADDQ $16, BX
+	DECQ CX
+	JNZ  oloop
+
+otail:
+	// The k%4 leftover p go to chains 0, 1, 2, from masked loads: the
+	// other chains get +0·+0 added, which leaves them as they are, since
+	// they started from +0 and a sum that starts from +0 is never −0
+	// (chain 0, which may start from −0, always takes a leftover).
+	MOVQ k+0(FP), CX
+	ANDQ $3, CX
+	JZ   osum
+	LEAQ masktab<>(SB), AX
+	MOVQ $16, R10
+	SUBQ CX, R10
+	VMOVDQU (AX)(R10*4), X15     // first k%4 lanes
+	LEAQ (DX)(BX*1), AX
+	VMASKMOVPS (AX), X15, X8
+	VINSERTF128 $1, X8, Y8, Y8
+	K1TAIL(SI, R12, Y0)
+	K1TAIL(DI, R13, Y1)
+	K1TAIL(R8, R14, Y2)
+	K1TAIL(R9, R15, Y3)
+
+osum:
+	K1SUM(Y0)
+	K1SUM(Y1)
+	K1SUM(Y2)
+	K1SUM(Y3)
+	MOVQ flags+56(FP), AX
+	TESTQ $2, AX
+	JZ   ostore
+	VXORPS Y9, Y9, Y9
+	VMAXPS Y9, Y0, Y0
+	VMAXPS Y9, Y1, Y1
+	VMAXPS Y9, Y2, Y2
+	VMAXPS Y9, Y3, Y3
+
+ostore:
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), BX
+	K1STORE(Y0, X0, $0, $4)
+	K1STORE(Y1, X1, $1, $5)
+	K1STORE(Y2, X2, $2, $6)
+	K1STORE(Y3, X3, $3, $7)
+	VZEROUPPER
+	RET
+
+// TCHAIN: one p of kern16xT into chain registers lo (rows i…i+7) and hi
+// (i+8…i+15), then the next p.
+#define TCHAIN(lo, hi) \
+	VBROADCASTSS (DX), Y8; \
+	VFMADD231PS (SI), Y8, lo; \
+	VFMADD231PS 32(SI), Y8, hi; \
+	ADDQ R9, SI; \
+	ADDQ R10, DX
+
+// kern16xT computes 16 consecutive rows of one column of C = Aᵀ·B (A
+// stored k×m, rows of op(A) contiguous along A's rows: a narrow output
+// layer's dW), bit for bit as kern2x8n does: four chains per element (p
+// mod 4), chain 0 starting from bias, C or zero, summed as (s0 + s1) +
+// (s2 + s3), then ReLU. kern2x8n gathers each row of op(A) from a column
+// of A and fills one lane of 8 per FMA; here the 16 rows are 16
+// consecutive values of A's row p, so each FMA fills all 8 lanes. c is 16
+// contiguous values (the caller gathers and scatters strided columns),
+// lda and ldb are byte strides, b points at the column's first value.
+//
+// func kern16xT(k int, a *float32, lda int, b *float32, ldb int, c *float32, bias *float32, flags int)
+TEXT ·kern16xT(SB), NOSPLIT, $0-64
+	MOVQ flags+56(FP), AX
+	MOVQ c+40(FP), DI
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	TESTQ $1, AX
+	JNZ  xloadc
+	MOVQ bias+48(FP), R8
+	TESTQ R8, R8
+	JZ   xzero
+	VBROADCASTSS (R8), Y0
+	VMOVAPS Y0, Y4
+	JMP  xstart
+
+xzero:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y4, Y4, Y4
+	JMP  xstart
+
+xloadc:
+	VMOVUPS (DI), Y0
+	VMOVUPS 32(DI), Y4
+
+xstart:
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R9
+	MOVQ b+24(FP), DX
+	MOVQ ldb+32(FP), R10
+	MOVQ CX, R11
+	SHRQ $2, R11
+	ANDQ $3, CX
+	TESTQ R11, R11
+	JZ   xrest
+
+xloop:
+	TCHAIN(Y0, Y4)
+	TCHAIN(Y1, Y5)
+	TCHAIN(Y2, Y6)
+	TCHAIN(Y3, Y7)
+	DECQ R11
+	JNZ  xloop
+
+xrest:
+	TESTQ CX, CX
+	JZ   xsum
+	TCHAIN(Y0, Y4)
+	DECQ CX
+	JZ   xsum
+	TCHAIN(Y1, Y5)
+	DECQ CX
+	JZ   xsum
+	TCHAIN(Y2, Y6)
+
+xsum:
+	VADDPS Y1, Y0, Y0
+	VADDPS Y3, Y2, Y2
+	VADDPS Y2, Y0, Y0
+	VADDPS Y5, Y4, Y4
+	VADDPS Y7, Y6, Y6
+	VADDPS Y6, Y4, Y4
+	TESTQ $2, AX
+	JZ   xstore
+	VXORPS Y9, Y9, Y9
+	VMAXPS Y9, Y0, Y0
+	VMAXPS Y9, Y4, Y4
+
+xstore:
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y4, 32(DI)
+	VZEROUPPER
+	RET

@@ -446,7 +446,7 @@ func BenchmarkGemmTails(b *testing.B) {
 	for _, sz := range []struct {
 		transA  bool
 		m, n, k int
-	}{{false, 128, 120, 4}, {false, 128, 84, 120}, {true, 120, 84, 128}, {false, 128, 120, 84}, {true, 4, 120, 128}, {false, 128, 84, 2}, {false, 128, 2, 84}, {true, 84, 2, 128}, {false, 64, 16, 36}, {true, 36, 16, 64}, {false, 256, 84, 120}, {false, 256, 120, 84}, {true, 256, 256, 256}, {false, 1, 256, 256}, {true, 4, 256, 256}, {false, 256, 256, 2}, {false, 256, 256, 4}, {false, 1, 64, 64}} {
+	}{{false, 128, 120, 4}, {false, 128, 84, 120}, {true, 120, 84, 128}, {false, 128, 120, 84}, {true, 4, 120, 128}, {false, 128, 84, 2}, {false, 128, 2, 84}, {true, 84, 2, 128}, {false, 64, 16, 36}, {true, 36, 16, 64}, {false, 256, 84, 120}, {false, 256, 120, 84}, {true, 256, 256, 256}, {false, 1, 256, 256}, {true, 4, 256, 256}, {false, 256, 256, 2}, {false, 256, 256, 4}, {false, 1, 64, 64}, {false, 128, 1, 64}, {true, 64, 1, 128}, {true, 64, 2, 128}} {
 		for _, l := range Levels()[1:] {
 			lda := sz.k
 			if sz.transA {
@@ -516,6 +516,92 @@ func TestTwoColumnsSameBits(t *testing.T) {
 					for i := range c {
 						if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
 							t.Fatalf("%v m=%d k=%d mode=%d: C[%d] = %v, general narrow kernel %v", path, m, k, mode, i, c[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestOneColumnSameBits: the one-column kernel (n = 1, ldb = 1) gives
+// exactly the bits of the general narrow kernel (the same product with B
+// padded to ldb = 2), for every k mod 4, every epilogue, and signed zeros
+// that a stray zero product would flip.
+func TestOneColumnSameBits(t *testing.T) {
+	r := rng.New(11, "kernel/test", 0)
+	zeroed := func(s []float32) []float32 { return withZeros(r, s) }
+	for _, path := range Levels() {
+		for _, m := range []int{1, 8, 16, 19, 128} {
+			for _, k := range []int{1, 2, 3, 4, 5, 6, 7, 29, 64, 84, 128} {
+				for mode := 0; mode < 8; mode++ {
+					acc, relu, withBias := mode&1 != 0, mode&2 != 0, mode&4 != 0
+					if acc && withBias {
+						continue
+					}
+					a, b := zeroed(randSlice(r, m*k)), zeroed(randSlice(r, k))
+					b2 := make([]float32, k*2)
+					for p := range k {
+						b2[2*p] = b[p]
+					}
+					var bias []float32
+					if withBias {
+						bias = zeroed(randSlice(r, 1))
+					}
+					c := zeroed(randSlice(r, m))
+					want := append([]float32(nil), c...)
+					gemmOn(path, false, m, 1, k, a, k, b, 1, c, 1, acc, bias, relu)
+					gemmOn(path, false, m, 1, k, a, k, b2, 2, want, 1, acc, bias, relu)
+					for i := range c {
+						if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%v m=%d k=%d mode=%d: C[%d] = %v, general narrow kernel %v", path, m, k, mode, i, c[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestNarrowTransposedSameBits: the transposed-A kernel for one and two
+// columns (a narrow output layer's dW) gives exactly the bits of the
+// general narrow kernel (the same product padded to three columns), for
+// every k mod 4, every epilogue, m not a multiple of 16, and signed zeros.
+func TestNarrowTransposedSameBits(t *testing.T) {
+	r := rng.New(12, "kernel/test", 0)
+	zeroed := func(s []float32) []float32 { return withZeros(r, s) }
+	for _, path := range Levels() {
+		for _, n := range []int{1, 2} {
+			for _, m := range []int{1, 16, 19, 64, 84} {
+				for _, k := range []int{1, 2, 3, 4, 5, 6, 7, 29, 128} {
+					for mode := 0; mode < 8; mode++ {
+						acc, relu, withBias := mode&1 != 0, mode&2 != 0, mode&4 != 0
+						if acc && withBias {
+							continue
+						}
+						a, b := zeroed(randSlice(r, k*m)), zeroed(randSlice(r, k*n))
+						b3 := make([]float32, k*3)
+						for p := range k {
+							copy(b3[3*p:3*p+n], b[n*p:n*p+n])
+						}
+						var bias, bias3 []float32
+						if withBias {
+							bias = zeroed(randSlice(r, n))
+							bias3 = append(append([]float32(nil), bias...), make([]float32, 3-n)...)
+						}
+						c := zeroed(randSlice(r, m*n))
+						want := make([]float32, m*3)
+						for i := range m {
+							copy(want[3*i:3*i+n], c[n*i:n*i+n])
+						}
+						gemmOn(path, true, m, n, k, a, m, b, n, c, n, acc, bias, relu)
+						gemmOn(path, true, m, 3, k, a, m, b3, 3, want, 3, acc, bias3, relu)
+						for i := range m {
+							for j := range n {
+								if got, w := c[i*n+j], want[i*3+j]; math.Float32bits(got) != math.Float32bits(w) {
+									t.Fatalf("%v n=%d m=%d k=%d mode=%d: C[%d][%d] = %v, general narrow kernel %v", path, n, m, k, mode, i, j, got, w)
+								}
+							}
 						}
 					}
 				}
