@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	envpkg "herd/env"
@@ -62,8 +63,11 @@ type Checkpoints struct {
 	config   []byte
 	restored *trainstate.State
 	next     int64
-	off      string
-	partial  string // Partial's note
+	// notes guards off, partial and restarts.Reason, which the policies
+	// of a run with several (Policy) set from their own goroutines.
+	notes   sync.Mutex
+	off     string
+	partial string // Partial's note
 	// restarts sums RestartEnvs over the run's resumes, this one's and
 	// those before the checkpoint it continues (SectionRestarts).
 	restarts metrics.EnvsRestarted
@@ -136,9 +140,9 @@ func (c *Checkpoints) Restored() *trainstate.State { return c.restored }
 // Due reports whether the periodic checkpoint is due at env step step.
 func (c *Checkpoints) Due(step int64) bool {
 	if c.run != nil {
-		return c.run.off == "" && c.policy.Due(step)
+		return c.run.Disabled() == "" && c.policy.Due(step)
 	}
-	return c.off == "" && step >= c.next
+	return c.Disabled() == "" && step >= c.next
 }
 
 // Disable turns the checkpoints of this run off (Due false, Save a no-op),
@@ -146,11 +150,15 @@ func (c *Checkpoints) Due(step int64) bool {
 // env.Snapshotter); reason says why.
 func (c *Checkpoints) Disable(reason string) {
 	if c.run != nil {
+		c.run.notes.Lock()
+		defer c.run.notes.Unlock()
 		if c.run.off == "" {
 			c.run.off = "policy " + c.policy.ID + ": " + reason
 		}
 		return
 	}
+	c.notes.Lock()
+	defer c.notes.Unlock()
 	c.off = reason
 }
 
@@ -161,7 +169,16 @@ func (c *Checkpoints) Partial(what string) {
 	if c.run != nil {
 		c = c.run
 	}
+	c.notes.Lock()
+	defer c.notes.Unlock()
 	c.partial = what
+}
+
+// partialNote is what Partial recorded, "" when nothing.
+func (c *Checkpoints) partialNote() string {
+	c.notes.Lock()
+	defer c.notes.Unlock()
+	return c.partial
 }
 
 // EnvsNotSaved makes the checkpoints of a run whose envs cannot save
@@ -172,7 +189,9 @@ func (c *Checkpoints) EnvsNotSaved(why error) {
 	if c.run != nil {
 		c = c.run
 	}
+	c.notes.Lock()
 	c.restarts.Reason = why.Error()
+	c.notes.Unlock()
 	c.Partial(fmt.Sprintf("the envs are not saved (%v): on resume they start new episodes, and the episodes unfinished at the checkpoint end there (their returns unlogged, an off-policy run's pending n-step transitions unstored; summary.json envs_restarted counts them)", why))
 }
 
@@ -215,15 +234,19 @@ func (c *Checkpoints) Restarts() *metrics.EnvsRestarted {
 	if c.restarts.Resumes == 0 {
 		return nil
 	}
+	c.notes.Lock()
 	r := c.restarts
+	c.notes.Unlock()
 	return &r
 }
 
 // Disabled is the reason Disable was given, "" while checkpoints are on.
 func (c *Checkpoints) Disabled() string {
 	if c.run != nil {
-		return c.run.off
+		c = c.run
 	}
+	c.notes.Lock()
+	defer c.notes.Unlock()
 	return c.off
 }
 

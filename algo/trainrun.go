@@ -299,8 +299,8 @@ func TrainRun(ctx context.Context, res *Resolved, opt RunOptions) (metrics.Summa
 	switch {
 	case ck != nil && ck.Disabled() != "":
 		rec.SetCheckpoints("off: " + ck.Disabled())
-	case ck != nil && ck.partial != "":
-		rec.SetCheckpoints("on: " + ck.partial)
+	case ck != nil && ck.partialNote() != "":
+		rec.SetCheckpoints("on: " + ck.partialNote())
 	case ck != nil:
 		rec.SetCheckpoints("on")
 	case dir != "":
