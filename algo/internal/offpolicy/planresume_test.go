@@ -103,16 +103,7 @@ func (l *stepLog) Step(s int64) {
 // and returns the replay's size and the learner's update count.
 func apexState(t *testing.T, res *algo.Resolved, st *trainstate.State) (stored int, updates uint64) {
 	t.Helper()
-	e, err := res.Header.Envs.Make(res.Header.Env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp := algo.SpacesOf(e)
-	e.Close()
-	pc, err := res.Spec.Pieces(res.Header, res.Config, sp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pc := learntest.Pieces(t, res)
 	l, err := pc.NewTransitionLearner()
 	if err != nil {
 		t.Fatal(err)
