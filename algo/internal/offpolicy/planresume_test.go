@@ -28,13 +28,7 @@ func trainPlan(t *testing.T, res *algo.Resolved, ck *algo.Checkpoints, cut int64
 		rt.Log = learntest.CutAt(cut, cancel)
 	}
 	model, err := flow.Train(ctx, rt, res.Spec, res.Config)
-	if ck != nil && ck.Disabled() != "" {
-		t.Fatalf("checkpoints off: %s", ck.Disabled())
-	}
-	if model == nil {
-		t.Fatalf("no model: %v", err)
-	}
-	return learntest.ModelBytes(t, model), err
+	return learntest.TrainedBytes(t, ck, model, err)
 }
 
 // TestReplayPlanResumeBitIdentical: the flow executor's ReplayPlan (DQN,
