@@ -317,6 +317,24 @@ func (p *Prioritized) unlockTree() {
 	}
 }
 
+// lockAll takes the buffer-wide lock: every treeMu shard under TwoLock,
+// else the global lock.
+func (p *Prioritized) lockAll() {
+	if p.twoLock {
+		p.lockTree()
+		return
+	}
+	p.global.Lock()
+}
+
+func (p *Prioritized) unlockAll() {
+	if p.twoLock {
+		p.unlockTree()
+		return
+	}
+	p.global.Unlock()
+}
+
 // raiseMax raises the running maximum raw priority to x.
 func (p *Prioritized) raiseMax(x float64) {
 	nb := math.Float64bits(x)
@@ -541,13 +559,8 @@ func (p *Prioritized) Priority(i int) (float64, uint64, error) {
 // every slot with a positive priority holds a transition. Meant for tests;
 // it excludes every writer for O(N).
 func (p *Prioritized) Verify(tol float64) error {
-	if p.twoLock {
-		p.lockTree()
-		defer p.unlockTree()
-	} else {
-		p.global.Lock()
-		defer p.global.Unlock()
-	}
+	p.lockAll()
+	defer p.unlockAll()
 	if err := p.tree.Verify(tol); err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
