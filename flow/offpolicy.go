@@ -11,6 +11,7 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/internal/scratch"
 	"herd/internal/trainstate"
 	"herd/rollout"
 	"herd/sample"
@@ -458,7 +459,7 @@ func (w *replayWorker) produce(start int64) (Experience, error) {
 func (w *replayWorker) produceSlots(start int64) (Experience, error) {
 	tr := &sample.Transitions{}
 	rep := Report{Steps: int64(w.n)}
-	w.out.rows = w.policy.ForwardTo(grow(w.out.rows, w.n*w.out.width), w.obs, w.n)
+	w.out.rows = w.policy.ForwardTo(scratch.Resize(w.out.rows, w.n*w.out.width), w.obs, w.n)
 	for _, loop := range w.slotLoops {
 		e0 := len(tr.Episodes)
 		if err := loop.Step(start, tr); err != nil {

@@ -446,10 +446,3 @@ func ApplyGradients(ws *Workers, l algo.SegmentLearner) func(Gradients) (Report,
 		return rep, nil
 	}
 }
-
-func grow(b []float32, n int) []float32 {
-	if cap(b) < n {
-		return make([]float32, n)
-	}
-	return b[:n]
-}

@@ -3,6 +3,8 @@ package nn
 import (
 	"math"
 	"math/rand/v2"
+
+	"herd/internal/scratch"
 )
 
 // Categorical is the softmax distribution over N discrete actions that a
@@ -257,7 +259,7 @@ type CategoricalRows struct {
 // replacing the rows held before.
 func (c *CategoricalRows) Eval(logits []float32) {
 	b := Categorical{N: c.N}.rows("Eval", logits)
-	c.lp, c.p, c.h = growF64(c.lp, len(logits)), growF64(c.p, len(logits)), growF64(c.h, b)
+	c.lp, c.p, c.h = scratch.Resize(c.lp, len(logits)), scratch.Resize(c.p, len(logits)), scratch.Resize(c.h, b)
 	for r := range b {
 		lo, hi := r*c.N, (r+1)*c.N
 		c.h[r] = evalRow(c.lp[lo:hi], c.p[lo:hi], logits[lo:hi])
@@ -305,11 +307,4 @@ func (c *CategoricalRows) Backward(dLogits []float32, actions []int, dLogProb, d
 		backwardRow(dLogits[lo:hi], c.lp[lo:hi], c.p[lo:hi], c.h[r], r, actions, dLogProb, dEntropy)
 	}
 	return dLogits
-}
-
-func growF64(b []float64, n int) []float64 {
-	if cap(b) < n {
-		return make([]float64, n)
-	}
-	return b[:n]
 }

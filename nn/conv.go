@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"herd/internal/scratch"
 	"herd/nn/internal/kernel"
 )
 
@@ -185,17 +186,17 @@ func (c *Conv2d) forward(x []float32, batch int, relu bool) []float32 {
 	np := batch * p
 	o := cfg.OutChannels
 	c.batch = batch
-	c.y = grow(c.y, batch*o*p)
+	c.y = scratch.Resize(c.y, batch*o*p)
 	switch {
 	case c.patches():
 		// Yᵀ = X̂ᵀ·Wᵀ over the whole batch, X̂ᵀ read from the image, then
 		// each sample's p×o block transposed into its NCHW image. The input
 		// is kept for Backward, which reads X̂ again.
-		c.x = grow(c.x, len(x))
+		c.x = scratch.Resize(c.x, len(x))
 		copy(c.x, x)
-		c.wT = grow(c.wT, ckk*o)
+		c.wT = scratch.Resize(c.wT, ckk*o)
 		transposeTo(c.wT, c.weight.Value, o, ckk)
-		c.yo = grow(c.yo, np*o)
+		c.yo = scratch.Resize(c.yo, np*o)
 		c.offsets(batch)
 		c.gathered(x, false, np, o, ckk, c.posOff, c.tapOff, c.wT, o, c.yo, o)
 		for n := range batch {
@@ -203,15 +204,15 @@ func (c *Conv2d) forward(x []float32, batch int, relu bool) []float32 {
 		}
 	case c.perSample():
 		// Y_n = W·X̂_n straight into sample n's NCHW image.
-		c.cols = grow(c.cols, ckk*np)
+		c.cols = scratch.Resize(c.cols, ckk*np)
 		im2col(c.cols, x, batch, cfg, c.taps)
 		for n := range batch {
 			c.gemm.Sgemm(false, false, o, p, ckk, 1, c.weight.Value, ckk, c.cols[n*p:], np, 0, c.y[n*o*p:], p)
 		}
 	default:
-		c.cols = grow(c.cols, ckk*np)
+		c.cols = scratch.Resize(c.cols, ckk*np)
 		im2col(c.cols, x, batch, cfg, c.taps)
-		c.yo = grow(c.yo, o*np)
+		c.yo = scratch.Resize(c.yo, o*np)
 		c.gemm.Sgemm(false, false, o, np, ckk, 1, c.weight.Value, ckk, c.cols, np, 0, c.yo, np)
 		for k := range o {
 			src := c.yo[k*np : (k+1)*np]
@@ -245,8 +246,8 @@ func (c *Conv2d) backward(dy []float32, input bool) []float32 {
 	if len(dy) != batch*o*p {
 		shapePanic("nn: Conv2d.Backward: len(dy) = %d, want %d", len(dy), batch*o*p)
 	}
-	c.dyT = grow(c.dyT, np*o)
-	c.dwT = grow(c.dwT, ckk*o+o)
+	c.dyT = scratch.Resize(c.dyT, np*o)
+	c.dwT = scratch.Resize(c.dwT, ckk*o+o)
 	// Rows n·p… of dYᵀ are sample n's o×p image transposed.
 	for n := range batch {
 		transposeTo(c.dyT[n*p*o:(n+1)*p*o], dy[n*o*p:(n+1)*o*p], o, p)
@@ -301,13 +302,13 @@ func (c *Conv2d) backward(dy []float32, input bool) []float32 {
 		return nil
 	}
 	// dX̂ = Wᵀ·dY, added back onto the input.
-	c.dx = grow(c.dx, batch*c.In())
+	c.dx = scratch.Resize(c.dx, batch*c.In())
 	switch {
 	case c.patches() && ckk%16 == 0:
 		// dX̂ᵀ = dYᵀ·W, a block of rows at a time, last block first (see
 		// row2im).
 		blk := patchBlock(ckk)
-		c.dcols = grow(c.dcols, blk*ckk)
+		c.dcols = scratch.Resize(c.dcols, blk*ckk)
 		clear(c.dx)
 		for r := (np - 1) / blk * blk; r >= 0; r -= blk {
 			m := min(blk, np-r)
@@ -316,13 +317,13 @@ func (c *Conv2d) backward(dy []float32, input bool) []float32 {
 		}
 		return c.dx
 	case c.perSample():
-		c.dcols = grow(c.dcols, ckk*np)
+		c.dcols = scratch.Resize(c.dcols, ckk*np)
 		for n := range batch {
 			c.gemm.Sgemm(true, false, ckk, p, o, 1, c.weight.Value, ckk, dy[n*o*p:], p, 0, c.dcols[n*p:], np)
 		}
 	default:
-		c.dcols = grow(c.dcols, ckk*np)
-		c.dyo = grow(c.dyo, o*np)
+		c.dcols = scratch.Resize(c.dcols, ckk*np)
+		c.dyo = scratch.Resize(c.dyo, o*np)
 		for k := range o {
 			dst := c.dyo[k*np : (k+1)*np]
 			for n := range batch {

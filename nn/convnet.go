@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"herd/internal/scratch"
 	"herd/nn/internal/kernel"
 )
 
@@ -221,7 +222,7 @@ func (c *convLayer) forward(x []float32, batch int) []float32 {
 }
 func (c *convLayer) backward(dy []float32, input bool) []float32 {
 	if c.relu {
-		c.d = grow(c.d, len(dy))
+		c.d = scratch.Resize(c.d, len(dy))
 		ReLU.backward(c.d, dy, c.y)
 		dy = c.d
 	}
@@ -241,13 +242,13 @@ func (r *reluLayer) in() int          { return r.size }
 func (r *reluLayer) out() int         { return r.size }
 func (r *reluLayer) params() []*Param { return nil }
 func (r *reluLayer) forward(x []float32, _ int) []float32 {
-	r.y = grow(r.y, len(x))
+	r.y = scratch.Resize(r.y, len(x))
 	copy(r.y, x)
 	kernel.AddBias(true, r.y, 0, true) // max(x + 0, 0) = max(x, 0), also for −0 and NaN
 	return r.y
 }
 func (r *reluLayer) backward(dy []float32, _ bool) []float32 {
-	r.d = grow(r.d, len(dy))
+	r.d = scratch.Resize(r.d, len(dy))
 	ReLU.backward(r.d, dy, r.y)
 	return r.d
 }

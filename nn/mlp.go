@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+
+	"herd/internal/scratch"
 )
 
 // MLPConfig describes a multi-layer perceptron: In inputs, one Linear +
@@ -179,14 +181,14 @@ func (m *MLP) ZeroGrad() { ZeroGrads(m.params) }
 // Reserve sizes the workspaces for batches up to maxBatch, so that the
 // first Forward/Backward at that size does not allocate either.
 func (m *MLP) Reserve(maxBatch int) {
-	m.x = grow(m.x, maxBatch*m.cfg.In)[:0]
+	m.x = scratch.Resize(m.x, maxBatch*m.cfg.In)[:0]
 	for i := range m.layers {
 		l := &m.layers[i]
-		l.y = grow(l.y, maxBatch*l.out)[:0]
-		l.dz = grow(l.dz, maxBatch*l.out)[:0]
-		l.dx = grow(l.dx, maxBatch*l.in)[:0]
+		l.y = scratch.Resize(l.y, maxBatch*l.out)[:0]
+		l.dz = scratch.Resize(l.dz, maxBatch*l.out)[:0]
+		l.dx = scratch.Resize(l.dx, maxBatch*l.in)[:0]
 		if m.fused != nil {
-			l.wT = grow(l.wT, l.in*l.out)
+			l.wT = scratch.Resize(l.wT, l.in*l.out)
 		}
 	}
 }
@@ -200,12 +202,12 @@ func (m *MLP) Forward(x []float32, batch int) []float32 {
 		shapePanic("MLP.Forward: len(x)=%d, want batch %d × In %d", len(x), batch, m.cfg.In)
 	}
 	m.batch = batch
-	m.x = grow(m.x, len(x))
+	m.x = scratch.Resize(m.x, len(x))
 	copy(m.x, x)
 	in := m.x
 	for i := range m.layers {
 		l := &m.layers[i]
-		l.y = grow(l.y, batch*l.out)
+		l.y = scratch.Resize(l.y, batch*l.out)
 		m.forwardLayer(l, in, l.y, batch)
 		in = l.y
 	}
@@ -283,7 +285,7 @@ func (m *MLP) backward(dOut []float32, s Splitter, input bool) []float32 {
 		}
 		dz := g
 		if l.act != Identity {
-			l.dz = grow(l.dz, batch*l.out)
+			l.dz = scratch.Resize(l.dz, batch*l.out)
 			l.act.backward(l.dz, g, l.y)
 			dz = l.dz
 		}
@@ -291,7 +293,7 @@ func (m *MLP) backward(dOut []float32, s Splitter, input bool) []float32 {
 			if m.gJob == nil {
 				m.gJob = func() {
 					l0 := &m.layers[0]
-					m.gIn = grow(m.gIn, m.batch*l0.out)
+					m.gIn = scratch.Resize(m.gIn, m.batch*l0.out)
 					m.forwardLayer(l0, m.x, m.gIn, m.batch)
 					m.paramGrads(&m.layers[1], m.gIn, m.gDz)
 				}
@@ -305,7 +307,7 @@ func (m *MLP) backward(dOut []float32, s Splitter, input bool) []float32 {
 			g = nil
 			break
 		}
-		l.dx = grow(l.dx, batch*l.in)
+		l.dx = scratch.Resize(l.dx, batch*l.in)
 		if m.fused != nil {
 			if batch < smallBatch {
 				// Few rows: transposing W would cost more than the
@@ -316,7 +318,7 @@ func (m *MLP) backward(dOut []float32, s Splitter, input bool) []float32 {
 				// flattened output): dXᵀ = W·dZᵀ moves the batch·(in+out)
 				// values of dZ and dXᵀ through transposes instead of W's
 				// in·out, with the same products summed in the same order.
-				l.wT = grow(l.wT, l.in*l.out)
+				l.wT = scratch.Resize(l.wT, l.in*l.out)
 				dzT, dxT := l.wT[:l.out*batch], l.wT[l.out*batch:(l.out+l.in)*batch]
 				transposeTo(dzT, dz, batch, l.out)
 				m.fused.gemmFused(false, l.in, batch, l.out, l.w.Value, l.out, dzT, batch, dxT, batch, false, nil, false)
@@ -324,7 +326,7 @@ func (m *MLP) backward(dOut []float32, s Splitter, input bool) []float32 {
 			} else {
 				// dX = dz·Wᵀ through a transposed copy of W, so the
 				// kernel streams contiguous rows.
-				l.wT = grow(l.wT, l.in*l.out)
+				l.wT = scratch.Resize(l.wT, l.in*l.out)
 				transposeTo(l.wT, l.w.Value, l.in, l.out)
 				m.fused.gemmFused(false, batch, l.in, l.out, dz, l.out, l.wT, l.in, l.dx, l.in, false, nil, false)
 			}

@@ -3,6 +3,8 @@ package nn
 import (
 	"fmt"
 	"math/rand/v2"
+
+	"herd/internal/scratch"
 )
 
 // GatherTo writes q[r][actions[r]] into dst for every row of the n-wide
@@ -150,7 +152,7 @@ func (c *Critic) Forward(obs, act []float32, batch int) []float32 {
 	if len(obs) != batch*c.ObsDim || len(act) != batch*c.ActDim {
 		shapePanic("Critic.Forward: len(obs)=%d len(act)=%d for batch %d", len(obs), len(act), batch)
 	}
-	c.x = grow(c.x, batch*(c.ObsDim+c.ActDim))
+	c.x = scratch.Resize(c.x, batch*(c.ObsDim+c.ActDim))
 	ConcatTo(c.x, obs, c.ObsDim, act, c.ActDim)
 	return c.Net.Forward(c.x, batch)
 }
@@ -160,7 +162,7 @@ func (c *Critic) Forward(obs, act []float32, batch int) []float32 {
 // policy gradient flows back into the actor through it.
 func (c *Critic) Backward(dQ []float32) []float32 {
 	dx := c.Net.Backward(dQ)
-	c.dAct = grow(c.dAct, len(dQ)*c.ActDim)
+	c.dAct = scratch.Resize(c.dAct, len(dQ)*c.ActDim)
 	SplitTo(nil, c.dAct, dx, c.ObsDim, c.ActDim)
 	return c.dAct
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"herd/internal/scratch"
 )
 
 // Recurrent layers (LSTM, GRU) run over whole sequences: Forward takes T
@@ -79,13 +81,13 @@ func (l *recurrent) begin(name string, x []float32, t, b int, h0 []float32, star
 	}
 	gh := l.gates * l.hidden
 	l.t, l.b, l.x, l.starts = t, b, x, starts
-	l.wihT = grow(l.wihT, l.in*gh)
-	l.whhT = grow(l.whhT, l.hidden*gh)
+	l.wihT = scratch.Resize(l.wihT, l.in*gh)
+	l.whhT = scratch.Resize(l.whhT, l.hidden*gh)
 	transposeTo(l.wihT, l.wih.Value, gh, l.in)
 	transposeTo(l.whhT, l.whh.Value, gh, l.hidden)
-	l.xg = grow(l.xg, t*b*gh)
-	l.hprev = grow(l.hprev, t*b*l.hidden)
-	l.hs = grow(l.hs, t*b*l.hidden)
+	l.xg = scratch.Resize(l.xg, t*b*gh)
+	l.hprev = scratch.Resize(l.hprev, t*b*l.hidden)
+	l.hs = scratch.Resize(l.hs, t*b*l.hidden)
 	for r := range t * b {
 		copy(l.xg[r*gh:(r+1)*gh], l.bih.Value)
 	}
@@ -201,10 +203,10 @@ func (l *LSTM) Forward(x []float32, t, b int, h0, c0 []float32, starts []bool) [
 		shapePanic("nn: LSTM.Forward: len(c0) = %d, want B·%d", len(c0), l.hidden)
 	}
 	h, gh := l.hidden, 4*l.hidden
-	l.cprev = grow(l.cprev, t*b*h)
-	l.cs = grow(l.cs, t*b*h)
-	l.tcs = grow(l.tcs, t*b*h)
-	l.acts = grow(l.acts, t*b*gh)
+	l.cprev = scratch.Resize(l.cprev, t*b*h)
+	l.cs = scratch.Resize(l.cs, t*b*h)
+	l.tcs = scratch.Resize(l.tcs, t*b*h)
+	l.acts = scratch.Resize(l.acts, t*b*gh)
 	hp, cp := h0, c0
 	for s := range t {
 		rows := s * b
@@ -258,11 +260,11 @@ func (l *LSTM) Backward(dhs []float32) []float32 {
 	if len(dhs) != t*b*h {
 		shapePanic("nn: LSTM.Backward: len(dh) = %d, want T·B·%d", len(dhs), h)
 	}
-	l.dg = grow(l.dg, t*b*gh)
-	l.dh = grow(l.dh, b*h)
-	l.dc = grow(l.dc, b*h)
-	l.dhTmp = grow(l.dhTmp, b*h)
-	l.hT = grow(l.hT, b*h)
+	l.dg = scratch.Resize(l.dg, t*b*gh)
+	l.dh = scratch.Resize(l.dh, b*h)
+	l.dc = scratch.Resize(l.dc, b*h)
+	l.dhTmp = scratch.Resize(l.dhTmp, b*h)
+	l.hT = scratch.Resize(l.hT, b*h)
 	clear(l.dh)
 	clear(l.dc)
 	for s := t - 1; s >= 0; s-- {
@@ -338,9 +340,9 @@ func (l *GRU) Params() []*Param { return l.params() }
 func (l *GRU) Forward(x []float32, t, b int, h0 []float32, starts []bool) []float32 {
 	l.begin("GRU", x, t, b, h0, starts)
 	h, gh := l.hidden, 3*l.hidden
-	l.acts = grow(l.acts, t*b*gh)
-	l.hn = grow(l.hn, t*b*h)
-	l.hg = grow(l.hg, b*gh)
+	l.acts = scratch.Resize(l.acts, t*b*gh)
+	l.hn = scratch.Resize(l.hn, t*b*h)
+	l.hg = scratch.Resize(l.hg, b*gh)
 	hp := h0
 	for s := range t {
 		rows := s * b
@@ -386,9 +388,9 @@ func (l *GRU) Backward(dhs []float32) []float32 {
 	if len(dhs) != t*b*h {
 		shapePanic("nn: GRU.Backward: len(dh) = %d, want T·B·%d", len(dhs), h)
 	}
-	l.dg = grow(l.dg, t*b*gh)
-	l.dh = grow(l.dh, b*h)
-	l.dhTmp = grow(l.dhTmp, b*h)
+	l.dg = scratch.Resize(l.dg, t*b*gh)
+	l.dh = scratch.Resize(l.dh, b*h)
+	l.dhTmp = scratch.Resize(l.dhTmp, b*h)
 	clear(l.dh)
 	// dgh holds dL/d(h·W_hhᵀ + b_hh) of one step; it differs from the
 	// input-side gate gradient in the n block (multiplied by r there).
@@ -438,7 +440,7 @@ func (l *recurrent) finishInput() []float32 {
 			l.bih.Grad[k] += v
 		}
 	}
-	l.dx = grow(l.dx, t*b*l.in)
+	l.dx = scratch.Resize(l.dx, t*b*l.in)
 	l.gemm.Sgemm(false, false, t*b, l.in, gh, 1, l.dg, gh, l.wih.Value, l.in, 0, l.dx, l.in)
 	return l.dx
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"herd/internal/scratch"
 )
 
 // ResidualStage is one stage of IMPALA's residual encoder (Espeholt et al.
@@ -141,15 +143,15 @@ type resBlock struct {
 }
 
 func (b *resBlock) forward(x []float32, batch int) []float32 {
-	b.a = grow(b.a, len(x))
+	b.a = scratch.Resize(b.a, len(x))
 	copy(b.a, x)
 	ReLU.applyInPlace(b.a)
 	h := b.convs[0].Forward(b.a, batch)
-	b.c = grow(b.c, len(h))
+	b.c = scratch.Resize(b.c, len(h))
 	copy(b.c, h)
 	ReLU.applyInPlace(b.c)
 	d := b.convs[1].Forward(b.c, batch)
-	b.y = grow(b.y, len(x))
+	b.y = scratch.Resize(b.y, len(x))
 	for i, v := range x {
 		b.y[i] = v + d[i]
 	}
@@ -158,10 +160,10 @@ func (b *resBlock) forward(x []float32, batch int) []float32 {
 
 func (b *resBlock) backward(dy []float32) []float32 {
 	dc := b.convs[1].Backward(dy)
-	b.da = grow(b.da, len(dc))
+	b.da = scratch.Resize(b.da, len(dc))
 	ReLU.backward(b.da, dc, b.c)
 	da := b.convs[0].Backward(b.da)
-	b.dx = grow(b.dx, len(dy))
+	b.dx = scratch.Resize(b.dx, len(dy))
 	ReLU.backward(b.dx, da, b.a)
 	for i, g := range dy {
 		b.dx[i] += g
@@ -184,7 +186,7 @@ func (p *maxPool) outHW() (int, int) { return (p.h-1)/2 + 1, (p.w-1)/2 + 1 }
 func (p *maxPool) forward(x []float32, batch int) []float32 {
 	oh, ow := p.outHW()
 	planes := batch * p.c
-	p.y = grow(p.y, planes*oh*ow)
+	p.y = scratch.Resize(p.y, planes*oh*ow)
 	if cap(p.arg) < planes*oh*ow {
 		p.arg = make([]int32, planes*oh*ow)
 	}
@@ -212,7 +214,7 @@ func (p *maxPool) forward(x []float32, batch int) []float32 {
 func (p *maxPool) backward(dy []float32) []float32 {
 	oh, ow := p.outHW()
 	planes := len(p.arg) / (oh * ow)
-	p.dx = grow(p.dx, planes*p.h*p.w)
+	p.dx = scratch.Resize(p.dx, planes*p.h*p.w)
 	clear(p.dx)
 	for pl := range planes {
 		dst := p.dx[pl*p.h*p.w:][:p.h*p.w]

@@ -97,12 +97,3 @@ func checkLists(op string, dst, src []*Param) error {
 func shapePanic(format string, args ...any) {
 	panic(fmt.Errorf("%w: "+format, append([]any{ErrShape}, args...)...))
 }
-
-// grow returns s resized to n, reusing its backing array when it is large
-// enough; only growth allocates, so steady-state calls do not.
-func grow(s []float32, n int) []float32 {
-	if cap(s) >= n {
-		return s[:n]
-	}
-	return make([]float32, n)
-}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 
+	"herd/internal/scratch"
 	"herd/replay/sumtree"
 	"herd/sample"
 )
@@ -201,12 +202,12 @@ func (b *Batch) Len() int { return len(b.Reward) }
 // Resize sets the lengths for n transitions of the given shape, reusing
 // the backing arrays when they are large enough.
 func (b *Batch) Resize(n, obsSize, actSize int) {
-	b.Obs = resize(b.Obs, n*obsSize)
-	b.Action = resize(b.Action, n*actSize)
-	b.Reward = resize(b.Reward, n)
-	b.NextObs = resize(b.NextObs, n*obsSize)
-	b.Terminated = resize(b.Terminated, n)
-	b.Truncated = resize(b.Truncated, n)
+	b.Obs = scratch.Resize(b.Obs, n*obsSize)
+	b.Action = scratch.Resize(b.Action, n*actSize)
+	b.Reward = scratch.Resize(b.Reward, n)
+	b.NextObs = scratch.Resize(b.NextObs, n*obsSize)
+	b.Terminated = scratch.Resize(b.Terminated, n)
+	b.Truncated = scratch.Resize(b.Truncated, n)
 }
 
 // check reports whether b has the shape (obsSize, actSize).
@@ -218,13 +219,6 @@ func (b *Batch) check(obsSize, actSize int) error {
 			ErrShape, n, n*obsSize, n*actSize, n, len(b.Obs), len(b.NextObs), len(b.Action), len(b.Terminated), len(b.Truncated))
 	}
 	return nil
-}
-
-func resize[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	return s[:n]
 }
 
 // Sample is what a buffer's Sample writes: the transitions, the slot each
@@ -252,10 +246,10 @@ func (s *Sample) Len() int { return len(s.Index) }
 
 func (s *Sample) resize(n, obsSize, actSize int) {
 	s.Batch.Resize(n, obsSize, actSize)
-	s.Index = resize(s.Index, n)
-	s.Gen = resize(s.Gen, n)
-	s.Weight = resize(s.Weight, n)
-	s.Prob = resize(s.Prob, n)
+	s.Index = scratch.Resize(s.Index, n)
+	s.Gen = scratch.Resize(s.Gen, n)
+	s.Weight = scratch.Resize(s.Weight, n)
+	s.Prob = scratch.Resize(s.Prob, n)
 }
 
 // Buffer is what an algorithm needs from a replay buffer. Add is called by

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"herd/internal/scratch"
 	"herd/replay/sumtree"
 )
 
@@ -81,7 +82,7 @@ type Prioritized struct {
 	tree    *sumtree.Tree // leaves guarded by the storage stripes
 	maxRaw  float64       // largest priority x with x^α ≤ sumtree.MaxPriority
 	beta    atomic.Uint64 // math.Float64bits(β)
-	pool    sync.Pool     // *scratch
+	pool    sync.Pool     // *callScratch
 
 	_      cacheLinePad
 	global sync.Mutex // GlobalLock only: held across each operation
@@ -107,8 +108,8 @@ type Prioritized struct {
 // treeShards is the number of treeMu shards.
 const treeShards = 8
 
-// scratch holds one call's temporaries, pooled so calls do not allocate.
-type scratch struct {
+// callScratch holds one call's temporaries, pooled so calls do not allocate.
+type callScratch struct {
 	shard  int // the treeMu shard this scratch's writer read-locks
 	idx    []int
 	gen    []uint64
@@ -138,7 +139,7 @@ func NewPrioritized(cfg Config) (*Prioritized, error) {
 	p.maxP.Store(math.Float64bits(1))
 	p.beta.Store(math.Float64bits(cfg.Beta))
 	var shards atomic.Int64
-	p.pool.New = func() any { return &scratch{shard: int(shards.Add(1)) % treeShards} }
+	p.pool.New = func() any { return &callScratch{shard: int(shards.Add(1)) % treeShards} }
 	return p, nil
 }
 
@@ -164,11 +165,11 @@ func (p *Prioritized) SetBeta(beta float64) error {
 	return nil
 }
 
-func (p *Prioritized) getScratch(n int) *scratch {
-	sc := p.pool.Get().(*scratch)
-	sc.idx = resize(sc.idx, n)
-	sc.gen = resize(sc.gen, n)
-	sc.prio = resize(sc.prio, n)
+func (p *Prioritized) getScratch(n int) *callScratch {
+	sc := p.pool.Get().(*callScratch)
+	sc.idx = scratch.Resize(sc.idx, n)
+	sc.gen = scratch.Resize(sc.gen, n)
+	sc.prio = scratch.Resize(sc.prio, n)
 	return sc
 }
 
@@ -251,7 +252,7 @@ func (p *Prioritized) add(b *Batch, prio []float64) error {
 	// Copy and set the leaves slot by slot under the stripe locks (see
 	// the type's doc); a slot that a writer a lap ahead already took is
 	// skipped by write and left alone.
-	sc.delta = resize(sc.delta, n)
+	sc.delta = scratch.Resize(sc.delta, n)
 	m := 0
 	p.st.write(b, p.st.reserve(n), func(k, slot int) {
 		sc.idx[m], sc.delta[m] = slot, p.tree.SetLeaf(slot, sc.prio[k])
@@ -316,6 +317,24 @@ func (p *Prioritized) unlockTree() {
 	}
 }
 
+// lockAll takes the buffer-wide lock: every treeMu shard under TwoLock,
+// else the global lock.
+func (p *Prioritized) lockAll() {
+	if p.twoLock {
+		p.lockTree()
+		return
+	}
+	p.global.Lock()
+}
+
+func (p *Prioritized) unlockAll() {
+	if p.twoLock {
+		p.unlockTree()
+		return
+	}
+	p.global.Unlock()
+}
+
 // raiseMax raises the running maximum raw priority to x.
 func (p *Prioritized) raiseMax(x float64) {
 	nb := math.Float64bits(x)
@@ -346,7 +365,7 @@ func (p *Prioritized) Sample(dst *Sample, n int, r *rand.Rand) error {
 	}
 	sc := p.getScratch(n)
 	defer p.pool.Put(sc)
-	sc.u = resize(sc.u, n)
+	sc.u = scratch.Resize(sc.u, n)
 
 	total := p.total()
 	if !(total > 0) {
@@ -469,7 +488,7 @@ func (p *Prioritized) UpdatePriorities(idx []int, gen []uint64, priorities []flo
 	for k, x := range priorities {
 		sc.prio[k] = p.pow(x)
 	}
-	sc.delta = resize(sc.delta, len(idx))
+	sc.delta = scratch.Resize(sc.delta, len(idx))
 	m := 0
 	apply := func(k int) {
 		i := idx[k]
@@ -540,13 +559,8 @@ func (p *Prioritized) Priority(i int) (float64, uint64, error) {
 // every slot with a positive priority holds a transition. Meant for tests;
 // it excludes every writer for O(N).
 func (p *Prioritized) Verify(tol float64) error {
-	if p.twoLock {
-		p.lockTree()
-		defer p.unlockTree()
-	} else {
-		p.global.Lock()
-		defer p.global.Unlock()
-	}
+	p.lockAll()
+	defer p.unlockAll()
 	if err := p.tree.Verify(tol); err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}

@@ -194,13 +194,8 @@ func (u *Uniform) UnmarshalBinary(b []byte) error {
 // Config continues it bit for bit. No goroutine may use the buffer
 // meanwhile.
 func (p *Prioritized) MarshalBinary() ([]byte, error) {
-	if p.twoLock {
-		p.lockTree()
-		defer p.unlockTree()
-	} else {
-		p.global.Lock()
-		defer p.global.Unlock()
-	}
+	p.lockAll()
+	defer p.unlockAll()
 	b := make([]byte, 0, 26+p.st.stateSize()+p.tree.StateSize())
 	b = append(b, statePrioritized, stateVersion)
 	b = binary.LittleEndian.AppendUint64(b, p.maxP.Load())
@@ -222,13 +217,8 @@ func (p *Prioritized) UnmarshalBinary(b []byte) error {
 	if !(maxP >= 0 && maxP <= p.maxRaw) || !(beta >= 0 && beta <= 1) || since < 0 {
 		return fmt.Errorf("%w: maximum priority %v, β %v, %d writes since the rebuild", ErrState, maxP, beta, since)
 	}
-	if p.twoLock {
-		p.lockTree()
-		defer p.unlockTree()
-	} else {
-		p.global.Lock()
-		defer p.global.Unlock()
-	}
+	p.lockAll()
+	defer p.unlockAll()
 	rest, err := p.st.loadState(b[26:], b[1])
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"herd/internal/scratch"
 	"herd/nn"
 	"herd/weights"
 )
@@ -443,16 +444,8 @@ func (o Options) checkRequest(r *InferRequest) error {
 	if r.Rows <= 0 || len(r.Obs) != r.Rows*o.ObsDim {
 		return fmt.Errorf("%w: %d rows need %d observation floats, got %d", ErrBadRequest, r.Rows, max(r.Rows, 0)*o.ObsDim, len(r.Obs))
 	}
-	r.Out = grow(r.Out, r.Rows*o.OutDim)
+	r.Out = scratch.Resize(r.Out, r.Rows*o.OutDim)
 	return nil
-}
-
-// grow returns b resliced to n, reallocating when its capacity is short.
-func grow(b []float32, n int) []float32 {
-	if cap(b) < n {
-		return make([]float32, n)
-	}
-	return b[:n]
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"herd/internal/scratch"
 	herdv1 "herd/proto/herd/v1"
 	"herd/sample"
 	"herd/weights"
@@ -293,7 +294,7 @@ func (s *natsInference) Serve(ctx context.Context, h BatchHandler) error {
 			} else {
 				r := pool[len(batch)]
 				r.Worker, r.Rows, r.Obs, r.Arrived = int(req.Worker), int(req.Rows), obs, ats[i]
-				r.Out, r.WeightsVersion = grow(r.Out, r.Rows*s.opt.OutDim), 0
+				r.Out, r.WeightsVersion = scratch.Resize(r.Out, r.Rows*s.opt.OutDim), 0
 				batch = append(batch, r)
 				rows += r.Rows
 			}
@@ -359,7 +360,7 @@ func unpackObs(req *herdv1.InferRequest, obsDim int, buf []float32) ([]float32, 
 	if len(req.Obs) != 0 || enc > sample.ObsBits || n > math.MaxInt32 || sample.ObsBytes(int(n), enc) != len(req.ObsPacked) {
 		return nil, buf, bad()
 	}
-	buf = grow(buf, int(n))
+	buf = scratch.Resize(buf, int(n))
 	if err := sample.DecodeObs(buf, req.ObsPacked, enc); err != nil {
 		return nil, buf, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"herd/algo"
+	"herd/internal/scratch"
 	"herd/sample"
 )
 
@@ -51,7 +52,7 @@ func (z *prioritizer) Prioritize(tr *sample.Transitions, pol algo.PolicyNet) err
 	if n == 0 {
 		return nil
 	}
-	z.q, z.qNext = growF(z.q, n*k), growF(z.qNext, n*k)
+	z.q, z.qNext = scratch.Resize(z.q, n*k), scratch.Resize(z.qNext, n*k)
 	q := pol.ForwardTo(z.q, tr.Obs, n)
 	qn := pol.ForwardTo(z.qNext, tr.NextObs, n)
 	eps := z.p.cfg.PriorityEps
@@ -75,11 +76,4 @@ func (z *prioritizer) Prioritize(tr *sample.Transitions, pol algo.PolicyNet) err
 		tr.Priorities = append(tr.Priorities, float32(p))
 	}
 	return nil
-}
-
-func growF(s []float32, n int) []float32 {
-	if cap(s) < n {
-		return make([]float32, n)
-	}
-	return s[:n]
 }

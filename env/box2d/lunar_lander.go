@@ -7,6 +7,7 @@ import (
 	b2 "github.com/ByteArena/box2d"
 
 	"herd/env/internal/core"
+	"herd/internal/scratch"
 )
 
 // Constants of Gymnasium's lunar_lander.py.
@@ -433,12 +434,12 @@ func Heuristic(dst []float32, s []float32, continuous bool) []float32 {
 		hoverTodo = -float64(s[3]) * 0.5
 	}
 	if continuous {
-		dst = resize(dst, 2)
+		dst = scratch.Resize(dst, 2)
 		dst[0] = float32(min(max(hoverTodo*20-1, -1), 1))
 		dst[1] = float32(min(max(-angleTodo*20, -1), 1))
 		return dst
 	}
-	dst = resize(dst, 1)
+	dst = scratch.Resize(dst, 1)
 	a := 0
 	switch {
 	case hoverTodo > math.Abs(angleTodo) && hoverTodo > 0.05:
@@ -450,13 +451,6 @@ func Heuristic(dst []float32, s []float32, continuous bool) []float32 {
 	}
 	dst[0] = float32(a)
 	return dst
-}
-
-func resize(dst []float32, n int) []float32 {
-	if cap(dst) < n {
-		return make([]float32, n)
-	}
-	return dst[:n]
 }
 
 var _ core.Env = (*LunarLander)(nil)

@@ -11,6 +11,7 @@ import (
 	"herd/algo"
 	"herd/env"
 	"herd/internal/rng"
+	"herd/internal/scratch"
 	"herd/nn"
 	"herd/rollout"
 	"herd/sample"
@@ -232,8 +233,8 @@ func (l *learner) Learn(ctx context.Context, seg *sample.Segment) ([]algo.Stat, 
 		return nil, err
 	}
 	tn := seg.T * seg.N
-	l.ret, l.dlogp, l.logp = grow(l.ret, tn), grow(l.dlogp, tn), grow(l.logp, tn)
-	l.dz = grow(l.dz, tn*l.n)
+	l.ret, l.dlogp, l.logp = scratch.Resize(l.ret, tn), scratch.Resize(l.dlogp, tn), scratch.Resize(l.logp, tn)
+	l.dz = scratch.Resize(l.dz, tn*l.n)
 	if cap(l.actions) < tn {
 		l.actions = make([]int, tn)
 	}
@@ -409,11 +410,4 @@ func Train(ctx context.Context, rt *algo.Runtime, c algo.Config) (algo.Model, er
 		rt.Log.Step(step)
 	}
 	return m, nil
-}
-
-func grow(b []float32, n int) []float32 {
-	if cap(b) < n {
-		return make([]float32, n)
-	}
-	return b[:n]
 }

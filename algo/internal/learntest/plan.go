@@ -9,9 +9,8 @@ import (
 	"herd/algo"
 )
 
-// InitialModel is the model of a segment learner built from res before
-// any update: what a run's weights are compared with to show they moved.
-func InitialModel(t *testing.T, res *algo.Resolved) algo.Model {
+// Pieces is res's algorithm's pieces for the spaces of res's env.
+func Pieces(t *testing.T, res *algo.Resolved) *algo.Pieces {
 	t.Helper()
 	e, err := res.Header.Envs.Make(res.Header.Env)
 	if err != nil {
@@ -23,7 +22,14 @@ func InitialModel(t *testing.T, res *algo.Resolved) algo.Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := pc.NewSegmentLearner()
+	return pc
+}
+
+// InitialModel is the model of a segment learner built from res before
+// any update: what a run's weights are compared with to show they moved.
+func InitialModel(t *testing.T, res *algo.Resolved) algo.Model {
+	t.Helper()
+	l, err := Pieces(t, res).NewSegmentLearner()
 	if err != nil {
 		t.Fatal(err)
 	}

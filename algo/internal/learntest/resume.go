@@ -84,6 +84,21 @@ func ResumeCuts(t *testing.T, res *algo.Resolved, every int64, cuts []int64, tra
 	}
 }
 
+// TrainedBytes is what a ResumeCuts train function returns for the model
+// and error Train gave under checkpoints ck (nil: none): the model's bytes
+// and err. It fails t where ck was switched off, which would leave
+// nothing resumed to compare, or where no model came back.
+func TrainedBytes(t *testing.T, ck *algo.Checkpoints, model algo.Model, err error) ([]byte, error) {
+	t.Helper()
+	if ck != nil && ck.Disabled() != "" {
+		t.Fatalf("checkpoints off: %s", ck.Disabled())
+	}
+	if model == nil {
+		t.Fatalf("no model: %v", err)
+	}
+	return ModelBytes(t, model), err
+}
+
 // CutAt is a run's logger that cancels the run once a report reaches env
 // step at: a Ctrl-C the run sees after that report.
 func CutAt(at int64, cancel context.CancelFunc) algo.Logger {

@@ -28,13 +28,7 @@ func trainPlan(t *testing.T, res *algo.Resolved, ck *algo.Checkpoints, cut int64
 		rt.Log = learntest.CutAt(cut, cancel)
 	}
 	model, err := flow.Train(ctx, rt, res.Spec, res.Config)
-	if ck != nil && ck.Disabled() != "" {
-		t.Fatalf("checkpoints off: %s", ck.Disabled())
-	}
-	if model == nil {
-		t.Fatalf("no model: %v", err)
-	}
-	return learntest.ModelBytes(t, model), err
+	return learntest.TrainedBytes(t, ck, model, err)
 }
 
 // TestReplayPlanResumeBitIdentical: the flow executor's ReplayPlan (DQN,
@@ -103,16 +97,7 @@ func (l *stepLog) Step(s int64) {
 // and returns the replay's size and the learner's update count.
 func apexState(t *testing.T, res *algo.Resolved, st *trainstate.State) (stored int, updates uint64) {
 	t.Helper()
-	e, err := res.Header.Envs.Make(res.Header.Env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sp := algo.SpacesOf(e)
-	e.Close()
-	pc, err := res.Spec.Pieces(res.Header, res.Config, sp)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pc := learntest.Pieces(t, res)
 	l, err := pc.NewTransitionLearner()
 	if err != nil {
 		t.Fatal(err)

@@ -49,13 +49,7 @@ func TestMultiAgentResumeBitIdentical(t *testing.T) {
 					rt.Log = learntest.CutAt(cut, cancel)
 				}
 				model, err := multipolicy.Train(ctx, rt, res.Spec, res.Config)
-				if ck != nil && ck.Disabled() != "" {
-					t.Fatalf("checkpoints off: %s", ck.Disabled())
-				}
-				if model == nil {
-					t.Fatalf("no model: %v", err)
-				}
-				return learntest.ModelBytes(t, model), err
+				return learntest.TrainedBytes(t, ck, model, err)
 			})
 		})
 	}

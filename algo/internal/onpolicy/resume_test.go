@@ -70,13 +70,7 @@ func train(t *testing.T, res *algo.Resolved, ck *algo.Checkpoints, cut int64) ([
 		}
 	}
 	model, err := trainFn(ctx, rt, res.Config)
-	if ck != nil && ck.Disabled() != "" {
-		t.Fatalf("checkpoints off: %s", ck.Disabled())
-	}
-	if model == nil {
-		t.Fatalf("no model: %v", err)
-	}
-	return learntest.ModelBytes(t, model), err
+	return learntest.TrainedBytes(t, ck, model, err)
 }
 
 // TestResumeBitIdentical: PPO and A2C on CartPole (and PPO on Pendulum,

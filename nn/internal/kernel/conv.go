@@ -10,14 +10,7 @@ func ConvGemm(useAsm bool, transA bool, m, n, k int, a []float32, lda int, b []f
 	if on(useAsm) < AVX2FMA || n%16 != 0 || n == 0 || k == 0 || m < 6 {
 		return false
 	}
-	rsa, csa := lda, 1
-	if transA {
-		rsa, csa = 1, lda
-	}
-	// The kernel trusts its pointers; check the extents once here.
-	_ = a[(m-1)*rsa+(k-1)*csa]
-	_ = b[(k-1)*ldb+n-1]
-	_ = c[(m-1)*ldc+n-1]
+	rsa, csa := checkedStrides(transA, m, n, k, a, lda, b, ldb, c, ldc)
 	flags := 0
 	if acc {
 		flags = 1
@@ -87,4 +80,19 @@ func AddRuns(dst, src []float32, c, k, w, hw int) {
 			}
 		}
 	}
+}
+
+// checkedStrides returns A's row and column strides (A^T's where transA)
+// after checking, once, that A, B and C reach the extents an m×n×k
+// product reads and writes: the assembly kernels trust their pointers, so
+// a sizing bug panics here in Go instead of corrupting memory.
+func checkedStrides(transA bool, m, n, k int, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) (rsa, csa int) {
+	rsa, csa = lda, 1
+	if transA {
+		rsa, csa = 1, lda
+	}
+	_ = a[(m-1)*rsa+(k-1)*csa]
+	_ = b[(k-1)*ldb+n-1]
+	_ = c[(m-1)*ldc+n-1]
+	return rsa, csa
 }

@@ -73,15 +73,7 @@ func gemmAsm(z bool, transA bool, m, n, k int, a []float32, lda int, b []float32
 		GemmGo(transA, m, n, k, a, lda, b, ldb, c, ldc, acc, bias, relu)
 		return
 	}
-	rsa, csa := lda, 1
-	if transA {
-		rsa, csa = 1, lda
-	}
-	// The kernels trust their pointers; check the extents once here so a
-	// sizing bug panics in Go instead of corrupting memory.
-	_ = a[(m-1)*rsa+(k-1)*csa]
-	_ = b[(k-1)*ldb+n-1]
-	_ = c[(m-1)*ldc+n-1]
+	rsa, csa := checkedStrides(transA, m, n, k, a, lda, b, ldb, c, ldc)
 	if bias != nil {
 		_ = bias[n-1]
 	}

@@ -490,38 +490,7 @@ func BenchmarkTranspose(b *testing.B) {
 // with B padded to ldb = 3), for every k mod 4, every epilogue, and
 // signed zeros that a stray zero product would flip.
 func TestTwoColumnsSameBits(t *testing.T) {
-	r := rng.New(10, "kernel/test", 0)
-	zeroed := func(s []float32) []float32 { return withZeros(r, s) }
-	for _, path := range Levels() {
-		for _, m := range []int{8, 16, 19, 128} {
-			for _, k := range []int{1, 2, 3, 4, 5, 6, 7, 29, 84, 128} {
-				for mode := 0; mode < 8; mode++ {
-					acc, relu, withBias := mode&1 != 0, mode&2 != 0, mode&4 != 0
-					if acc && withBias {
-						continue
-					}
-					a, b := zeroed(randSlice(r, m*k)), zeroed(randSlice(r, k*2))
-					b3 := make([]float32, k*3)
-					for p := range k {
-						b3[3*p], b3[3*p+1] = b[2*p], b[2*p+1]
-					}
-					var bias []float32
-					if withBias {
-						bias = zeroed(randSlice(r, 2))
-					}
-					c := zeroed(randSlice(r, m*2))
-					want := append([]float32(nil), c...)
-					gemmOn(path, false, m, 2, k, a, k, b, 2, c, 2, acc, bias, relu)
-					gemmOn(path, false, m, 2, k, a, k, b3, 3, want, 2, acc, bias, relu)
-					for i := range c {
-						if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
-							t.Fatalf("%v m=%d k=%d mode=%d: C[%d] = %v, general narrow kernel %v", path, m, k, mode, i, c[i], want[i])
-						}
-					}
-				}
-			}
-		}
-	}
+	paddedSameBits(t, 10, 2, []int{8, 16, 19, 128}, []int{1, 2, 3, 4, 5, 6, 7, 29, 84, 128})
 }
 
 // TestOneColumnSameBits: the one-column kernel (n = 1, ldb = 1) gives
@@ -529,29 +498,38 @@ func TestTwoColumnsSameBits(t *testing.T) {
 // padded to ldb = 2), for every k mod 4, every epilogue, and signed zeros
 // that a stray zero product would flip.
 func TestOneColumnSameBits(t *testing.T) {
-	r := rng.New(11, "kernel/test", 0)
+	paddedSameBits(t, 11, 1, []int{1, 8, 16, 19, 128}, []int{1, 2, 3, 4, 5, 6, 7, 29, 64, 84, 128})
+}
+
+// paddedSameBits checks on every level that the product with n columns of
+// B packed (ldb = n) has the bits of the same product with B padded to
+// ldb = n+1, which the general narrow kernel computes, for each m and k
+// and every epilogue; seed picks the random stream.
+func paddedSameBits(t *testing.T, seed uint64, n int, ms, ks []int) {
+	t.Helper()
+	r := rng.New(seed, "kernel/test", 0)
 	zeroed := func(s []float32) []float32 { return withZeros(r, s) }
 	for _, path := range Levels() {
-		for _, m := range []int{1, 8, 16, 19, 128} {
-			for _, k := range []int{1, 2, 3, 4, 5, 6, 7, 29, 64, 84, 128} {
+		for _, m := range ms {
+			for _, k := range ks {
 				for mode := 0; mode < 8; mode++ {
 					acc, relu, withBias := mode&1 != 0, mode&2 != 0, mode&4 != 0
 					if acc && withBias {
 						continue
 					}
-					a, b := zeroed(randSlice(r, m*k)), zeroed(randSlice(r, k))
-					b2 := make([]float32, k*2)
+					a, b := zeroed(randSlice(r, m*k)), zeroed(randSlice(r, k*n))
+					padded := make([]float32, k*(n+1))
 					for p := range k {
-						b2[2*p] = b[p]
+						copy(padded[(n+1)*p:(n+1)*p+n], b[n*p:n*p+n])
 					}
 					var bias []float32
 					if withBias {
-						bias = zeroed(randSlice(r, 1))
+						bias = zeroed(randSlice(r, n))
 					}
-					c := zeroed(randSlice(r, m))
+					c := zeroed(randSlice(r, m*n))
 					want := append([]float32(nil), c...)
-					gemmOn(path, false, m, 1, k, a, k, b, 1, c, 1, acc, bias, relu)
-					gemmOn(path, false, m, 1, k, a, k, b2, 2, want, 1, acc, bias, relu)
+					gemmOn(path, false, m, n, k, a, k, b, n, c, n, acc, bias, relu)
+					gemmOn(path, false, m, n, k, a, k, padded, n+1, want, n, acc, bias, relu)
 					for i := range c {
 						if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
 							t.Fatalf("%v m=%d k=%d mode=%d: C[%d] = %v, general narrow kernel %v", path, m, k, mode, i, c[i], want[i])
